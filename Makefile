@@ -1,0 +1,83 @@
+# lakehook - the two commands a new user needs: `make demo` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+SAM_VENV := .venv-sam
+BIN := $(VENV)/bin
+SAM := $(SAM_VENV)/bin/sam
+SAM_CLI_VERSION := 1.170.0
+# sam build needs the Lambda runtime's Python (3.12) on PATH; pyenv has it on this kind of machine.
+PY312_BIN ?= $(shell d=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.12*/bin 2>/dev/null | head -1); \
+	if [ -n "$$d" ]; then echo $$d; else dirname "$$(command -v python3.12 2>/dev/null)" 2>/dev/null; fi)
+export SAM_CLI_TELEMETRY := 0
+export AWS_DEFAULT_REGION ?= us-east-1
+PYTEST_ARGS ?=
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(BIN)/.installed: pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev,lakehouse]"
+	touch $@
+
+$(SAM_VENV)/.installed:
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet --upgrade pip
+	$(SAM_VENV)/bin/pip install --quiet "aws-sam-cli==$(SAM_CLI_VERSION)"
+	touch $@
+
+.PHONY: setup
+setup: $(BIN)/.installed $(SAM_VENV)/.installed ## create .venv (pinned by constraints.txt) and .venv-sam
+
+.PHONY: lint
+lint: $(BIN)/.installed ## ruff
+	$(BIN)/ruff check src/shared functions tests bench
+	$(BIN)/ruff format --check src/shared functions tests bench
+
+.PHONY: format
+format: $(BIN)/.installed ## ruff format and fix
+	$(BIN)/ruff format src/shared functions tests bench
+	$(BIN)/ruff check --fix src/shared functions tests bench
+
+.PHONY: typecheck
+typecheck: $(BIN)/.installed ## mypy strict on src/shared
+	$(BIN)/mypy
+
+.PHONY: template
+template: setup ## cfn-lint and sam validate --lint (offline)
+	$(BIN)/cfn-lint template.yaml
+	$(SAM) validate --lint --region $(AWS_DEFAULT_REGION)
+
+.PHONY: pytest
+pytest: $(BIN)/.installed ## the test suites (unit, integration, e2e)
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+.PHONY: test
+test: setup lint typecheck template pytest ## everything CI runs
+
+.PHONY: build
+build: setup ## sam build without Docker, then each function's unzipped size (limit 250 MB)
+	@test -n "$(PY312_BIN)" || { echo "no Python 3.12 found (pyenv install 3.12)"; exit 1; }
+	PATH="$(PY312_BIN):$$PATH" $(SAM) build --region $(AWS_DEFAULT_REGION)
+	$(BIN)/python -m lakehook.local.sizes .aws-sam/build
+
+.PHONY: local
+local: $(BIN)/.installed ## run the local stack (Ctrl-C stops it)
+	$(BIN)/lakehook local up --port 3000 --admin-token local-admin
+
+.PHONY: demo
+demo: $(BIN)/.installed ## the main job: the local stack and its demo
+	$(BIN)/python -m lakehook.demo
+
+.PHONY: bench
+bench: $(BIN)/.installed ## benchmarks -> bench/results.md
+	$(BIN)/python -m bench.run
+
+.PHONY: clean
+clean: ## remove build output and caches (keeps the venvs)
+	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .hypothesis

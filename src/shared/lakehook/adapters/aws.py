@@ -1,0 +1,33 @@
+"""boto3 sessions and clients, built lazily so a moto server can start first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from lakehook.settings import Settings
+
+_CONFIG = Config(retries={"max_attempts": 5, "mode": "standard"}, connect_timeout=5, read_timeout=20)
+
+
+def client(service: str, settings: Settings) -> Any:
+    """A boto3 client for the service, pointed at the endpoint override when there is one."""
+    return boto3.session.Session(region_name=settings.region).client(
+        service, endpoint_url=settings.endpoint_url, config=_CONFIG
+    )
+
+
+def dynamodb_table(settings: Settings) -> Any:
+    """The lakehook table as a boto3 Table resource."""
+    resource = boto3.session.Session(region_name=settings.region).resource(
+        "dynamodb", endpoint_url=settings.endpoint_url, config=_CONFIG
+    )
+    return resource.Table(settings.table_name)
+
+
+def is_conditional_failure(exc: Exception) -> bool:
+    """Whether a botocore ClientError is a failed condition (not a real error)."""
+    code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+    return code in {"ConditionalCheckFailedException", "TransactionCanceledException"}

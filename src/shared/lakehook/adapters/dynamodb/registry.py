@@ -1,0 +1,72 @@
+"""DynamoDB registries for assets and producers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from boto3.dynamodb.conditions import Key
+
+from lakehook.adapters.dynamodb import keys
+from lakehook.adapters.dynamodb.pagination import decode_token, encode_token
+from lakehook.domain.assets import AssetRegistration
+from lakehook.domain.producers import Producer
+from lakehook.ports import AssetRegistry, Page, ProducerRegistry
+
+
+class DynamoDBAssetRegistry(AssetRegistry):
+    """Asset registrations: one META item per asset, listed through GSI1."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+
+    def put_asset(self, asset: AssetRegistration, now_ms: int) -> bool:
+        item = {
+            **keys.asset_meta_key(asset.asset_key),
+            keys.ITEM_TYPE: "ASSET",
+            "assetKey": asset.asset_key,
+            "format": asset.format.value,
+            "body": json.dumps(asset.to_api(), sort_keys=True),
+            "updatedAt": now_ms,
+            "GSI1PK": keys.ASSETS_INDEX_PK,
+            "GSI1SK": asset.asset_key,
+        }
+        old = self._table.put_item(Item=item, ReturnValues="ALL_OLD").get("Attributes")
+        return old is None
+
+    def get_asset(self, asset_key: str) -> AssetRegistration | None:
+        item = self._table.get_item(Key=keys.asset_meta_key(asset_key), ConsistentRead=True).get("Item")
+        return None if item is None else AssetRegistration.model_validate(json.loads(item["body"]))
+
+    def list_assets(self, limit: int, next_token: str | None = None) -> Page[AssetRegistration]:
+        kwargs: dict[str, Any] = {
+            "IndexName": keys.GSI1,
+            "KeyConditionExpression": Key("GSI1PK").eq(keys.ASSETS_INDEX_PK),
+            "Limit": limit,
+        }
+        start = decode_token(next_token)
+        if start:
+            kwargs["ExclusiveStartKey"] = start
+        answer = self._table.query(**kwargs)
+        items = [AssetRegistration.model_validate(json.loads(i["body"])) for i in answer.get("Items", [])]
+        return Page(items, encode_token(answer.get("LastEvaluatedKey")))
+
+
+class DynamoDBProducerRegistry(ProducerRegistry):
+    """Producers: one item each; the secret itself lives in the SecretStore."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+
+    def put_producer(self, producer: Producer) -> bool:
+        item = {
+            **keys.producer_key(producer.producer_id),
+            keys.ITEM_TYPE: "PRODUCER",
+            "body": producer.model_dump_json(by_alias=True),
+        }
+        old = self._table.put_item(Item=item, ReturnValues="ALL_OLD").get("Attributes")
+        return old is None
+
+    def get_producer(self, producer_id: str) -> Producer | None:
+        item = self._table.get_item(Key=keys.producer_key(producer_id), ConsistentRead=True).get("Item")
+        return None if item is None else Producer.model_validate_json(item["body"])

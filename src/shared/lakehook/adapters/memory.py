@@ -1,0 +1,142 @@
+"""In-memory fakes of the ports, for unit tests and the reference model. Thread-safe."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from lakehook.domain.assets import AssetRegistration
+from lakehook.domain.errors import ConflictError, NotFoundError
+from lakehook.domain.events import AssetEvent, SourceType
+from lakehook.domain.producers import Producer
+from lakehook.domain.state import AssetState, advance_for, already_applied, apply_advance
+from lakehook.domain.watermarks import WatermarkRecord
+from lakehook.ports import (
+    AdvanceOutcome,
+    AssetRegistry,
+    AssetStore,
+    Page,
+    ProducerRegistry,
+    RecordedEvent,
+    SecretStore,
+    WatermarkStore,
+)
+
+
+def _page(items: list[Any], limit: int, next_token: str | None) -> Page[Any]:
+    start = int(next_token or 0)
+    end = start + limit
+    return Page(items[start:end], str(end) if end < len(items) else None)
+
+
+class InMemoryAssetStore(AssetStore):
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.events: dict[str, RecordedEvent] = {}
+        self.states: dict[str, dict[str, Any]] = {}
+
+    def record_event(self, event: AssetEvent, source: SourceType, received_at: int,
+                     producer_id: str | None = None) -> bool:
+        with self._lock:
+            if event.event_id in self.events:
+                return False
+            self.events[event.event_id] = RecordedEvent(event, source, received_at, producer_id,
+                                                        {"eventId": event.event_id})
+            return True
+
+    def advance_state(self, event: AssetEvent, now_ms: int) -> AdvanceOutcome:
+        advance = advance_for(event)
+        if advance is None:
+            return AdvanceOutcome.NO_STATE
+        with self._lock:
+            old = self.states.get(event.asset_key, {})
+            new = apply_advance(old, advance, event_id=event.event_id, now_ms=now_ms)
+            if new is None:
+                return AdvanceOutcome.ALREADY if already_applied(old, advance.guard) else AdvanceOutcome.STALE
+            self.states[event.asset_key] = new
+            return AdvanceOutcome.ADVANCED
+
+    def get_state(self, asset_key: str) -> AssetState | None:
+        with self._lock:
+            item = self.states.get(asset_key)
+        return None if item is None else AssetState.from_item(asset_key, item)
+
+    def list_events(self, asset_key: str, limit: int, next_token: str | None = None) -> Page[RecordedEvent]:
+        with self._lock:
+            mine = [e for e in self.events.values() if e.event.asset_key == asset_key]
+        mine.sort(key=lambda e: (e.received_at, e.event.event_id), reverse=True)
+        return _page(mine, limit, next_token)
+
+
+class InMemoryAssetRegistry(AssetRegistry):
+    def __init__(self) -> None:
+        self.assets: dict[str, AssetRegistration] = {}
+
+    def put_asset(self, asset: AssetRegistration, now_ms: int) -> bool:
+        created = asset.asset_key not in self.assets
+        self.assets[asset.asset_key] = asset
+        return created
+
+    def get_asset(self, asset_key: str) -> AssetRegistration | None:
+        return self.assets.get(asset_key)
+
+    def list_assets(self, limit: int, next_token: str | None = None) -> Page[AssetRegistration]:
+        return _page([self.assets[k] for k in sorted(self.assets)], limit, next_token)
+
+
+class InMemoryProducerRegistry(ProducerRegistry):
+    def __init__(self) -> None:
+        self.producers: dict[str, Producer] = {}
+
+    def put_producer(self, producer: Producer) -> bool:
+        created = producer.producer_id not in self.producers
+        self.producers[producer.producer_id] = producer
+        return created
+
+    def get_producer(self, producer_id: str) -> Producer | None:
+        return self.producers.get(producer_id)
+
+
+class InMemorySecretStore(SecretStore):
+    def __init__(self) -> None:
+        self.secrets: dict[str, str] = {}
+
+    def put_secret(self, name: str, value: str) -> str:
+        self.secrets[name] = value
+        return name
+
+    def get_secret(self, ref: str) -> str:
+        if ref not in self.secrets:
+            raise NotFoundError(f"secret {ref!r} does not exist")
+        return self.secrets[ref]
+
+
+class InMemoryWatermarkStore(WatermarkStore):
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.records: dict[tuple[str, str, str], WatermarkRecord] = {}
+
+    def get(self, namespace: str, asset_key: str, key: str) -> WatermarkRecord | None:
+        return self.records.get((namespace, asset_key, key))
+
+    def put(self, namespace: str, asset_key: str, key: str, value: Any, now_ms: int,
+            expected_version: int | None = None) -> WatermarkRecord:
+        with self._lock:
+            old = self.records.get((namespace, asset_key, key))
+            current = old.version if old else 0
+            if expected_version is not None and expected_version != current:
+                raise ConflictError(f"watermark {namespace}/{asset_key}/{key} is not at version {expected_version}")
+            record = WatermarkRecord(namespace=namespace, assetKey=asset_key, key=key, value=value,
+                                     version=current + 1, updatedAt=now_ms)
+            self.records[(namespace, asset_key, key)] = record
+            return record
+
+    def delete(self, namespace: str, asset_key: str, key: str, expected_version: int | None = None) -> bool:
+        with self._lock:
+            old = self.records.get((namespace, asset_key, key))
+            if expected_version is not None and (old is None or old.version != expected_version):
+                raise ConflictError(f"watermark {namespace}/{asset_key}/{key} is not at version {expected_version}")
+            return self.records.pop((namespace, asset_key, key), None) is not None
+
+    def list(self, namespace: str, asset_key: str) -> list[WatermarkRecord]:
+        return [r for (ns, ak, _), r in sorted(self.records.items()) if ns == namespace and ak == asset_key]

@@ -1,0 +1,34 @@
+"""SecretsManagerSecretStore: producer signing secrets and target secrets, by name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from lakehook.domain.errors import NotFoundError
+from lakehook.ports import SecretStore
+
+
+class SecretsManagerSecretStore(SecretStore):
+    """Secrets in AWS Secrets Manager; the reference is the secret's name."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def put_secret(self, name: str, value: str) -> str:
+        try:
+            self._client.create_secret(Name=name, SecretString=value)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ResourceExistsException":
+                raise
+            self._client.put_secret_value(SecretId=name, SecretString=value)
+        return name
+
+    def get_secret(self, ref: str) -> str:
+        try:
+            return str(self._client.get_secret_value(SecretId=ref)["SecretString"])
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ResourceNotFoundException":
+                raise NotFoundError(f"secret {ref!r} does not exist") from exc
+            raise

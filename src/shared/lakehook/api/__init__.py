@@ -1,0 +1,1 @@
+"""The HTTP API: a Powertools REST resolver with one Router per resource."""

@@ -1,0 +1,69 @@
+"""Assets: registration, state and recorded events. Keys travel in bodies and query strings."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+
+from lakehook.api.http import json_response, require_admin
+from lakehook.container import current
+from lakehook.domain.assets import AssetRegistration, validate_asset_key
+from lakehook.domain.errors import NotFoundError, ValidationError
+from lakehook.domain.time import ms_to_iso, now_ms
+
+router = APIGatewayRouter()
+
+Limit = Annotated[int, Query(ge=1, le=500)]
+AssetKeyQuery = Annotated[str, Query(alias="assetKey", min_length=1, max_length=512)]
+NextToken = Annotated[str | None, Query(alias="nextToken", max_length=2048)]
+
+
+def _asset_key(value: str) -> str:
+    try:
+        return validate_asset_key(value)
+    except ValueError as exc:
+        raise ValidationError(str(exc), field="assetKey") from exc
+
+
+@router.put("/assets", summary="Register an asset (create or replace)", tags=["assets"])
+def put_asset(asset: AssetRegistration) -> Response[str]:
+    require_admin(router.current_event)
+    created = current().asset_registry.put_asset(asset, now_ms())
+    return json_response(asset.to_api(), 201 if created else 200)
+
+
+@router.get("/assets", summary="List registered assets", tags=["assets"])
+def list_assets(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
+    require_admin(router.current_event)
+    page = current().asset_registry.list_assets(limit, next_token)
+    return json_response({"items": [a.to_api() for a in page.items], "nextToken": page.next_token})
+
+
+@router.get("/assets/state", summary="The asset's advance-only state", tags=["assets"])
+def get_state(asset_key: AssetKeyQuery) -> Response[str]:
+    require_admin(router.current_event)
+    key = _asset_key(asset_key)
+    container = current()
+    state = container.asset_store.get_state(key)
+    registration = container.asset_registry.get_asset(key)
+    if state is None and registration is None:
+        raise NotFoundError(f"no state and no registration for {key!r}")
+    body = state.to_api() if state else {"assetKey": key, "version": 0}
+    body["registered"] = registration is not None
+    return json_response(body)
+
+
+@router.get("/assets/events", summary="The asset's recorded events, newest first", tags=["assets"])
+def list_events(asset_key: AssetKeyQuery, limit: Limit = 50, next_token: NextToken = None) -> Response[str]:
+    require_admin(router.current_event)
+    key = _asset_key(asset_key)
+    page = current().asset_store.list_events(key, limit, next_token)
+    items = [
+        {**r.event.to_api(), "eventId": r.event.event_id, "source": r.source.value,
+         "receivedAt": ms_to_iso(r.received_at), **({"producerId": r.producer_id} if r.producer_id else {})}
+        for r in page.items
+    ]
+    return json_response({"items": items, "nextToken": page.next_token})

@@ -1,0 +1,76 @@
+"""POST /asset-events: writer jobs push evidence, signed by HMAC (or with management credentials)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+from pydantic import ValidationError as PydanticValidationError
+
+from lakehook.api.http import is_admin, json_body, json_response, raw_body
+from lakehook.container import current
+from lakehook.domain.errors import ValidationError
+from lakehook.domain.events import EventResult, IngestStatus, PushEnvelope, SourceType
+from lakehook.domain.producers import Producer
+from lakehook.domain.signing import PRODUCER_HEADER, SIGNATURE_HEADER
+from lakehook.observability import MetricName, logger, metrics
+from lakehook.usecases.ingest import describe_validation_error
+
+router = APIGatewayRouter()
+
+
+def envelope_events(body: Any, limit: int) -> list[Any]:
+    """One event, or ``{"events": [...]}`` with 1..limit items; anything else is a 400."""
+    if isinstance(body, dict) and "events" in body:
+        try:
+            envelope = PushEnvelope.model_validate(body)
+        except PydanticValidationError as exc:
+            raise ValidationError(describe_validation_error(exc), field="events") from exc
+        if len(envelope.events) > limit:
+            raise ValidationError(f"at most {limit} events per push", field="events")
+        return envelope.events
+    if isinstance(body, dict):
+        return [body]
+    raise ValidationError("body must be one event object or {\"events\": [...]}", field="body")
+
+
+def _authenticate(body: bytes) -> Producer | None:
+    event = router.current_event
+    producer_id = event.get_header_value(PRODUCER_HEADER, case_sensitive=False)
+    signature = event.get_header_value(SIGNATURE_HEADER, case_sensitive=False)
+    if producer_id is None and signature is None and is_admin(event):
+        return None  # management credentials may push for any asset
+    return current().push_authenticator.authenticate(producer_id, signature, body)
+
+
+@router.post(
+    "/asset-events",
+    summary="Push asset events",
+    description="One event or {\"events\": [...]} (at most 100). Each answer is ACCEPTED, DUPLICATE, STALE "
+    "or REJECTED with a reason; accepted events are durable before the answer.",
+    tags=["events"],
+)
+def push_events() -> Response[str]:
+    container = current()
+    event = router.current_event
+    body = json_body(event)  # 413 and 400 before any signature work
+    producer = _authenticate(raw_body(event))
+    raw_events = envelope_events(body, container.settings.max_events_per_push)
+    results = container.ingest.ingest_raw(raw_events, SourceType.PUSH, producer)
+    _count(results)
+    return json_response({"results": [r.to_api() for r in results]})
+
+
+def _count(results: list[EventResult]) -> None:
+    metric_for = {
+        IngestStatus.ACCEPTED: MetricName.STATE_UPDATED,
+        IngestStatus.DUPLICATE: MetricName.EVENT_DEDUPLICATED,
+        IngestStatus.STALE: MetricName.EVENT_STALE,
+        IngestStatus.REJECTED: MetricName.EVENT_INVALID,
+    }
+    metrics.add_metric(name=MetricName.EVENT_RECEIVED, unit="Count", value=len(results))
+    for result in results:
+        metrics.add_metric(name=metric_for[result.status], unit="Count", value=1)
+        logger.info("event ingested", extra={"event_id": result.event_id, "status": result.status.value,
+                                             "reason": result.reason})

@@ -1,0 +1,44 @@
+"""PUT/GET /producers/{producerId}: who may push, under which asset key prefixes."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+
+from lakehook.api.http import json_response, require_admin
+from lakehook.container import current
+from lakehook.domain.errors import NotFoundError
+from lakehook.domain.producers import ProducerSpec
+
+router = APIGatewayRouter()
+
+
+@router.put(
+    "/producers/<producerId>",
+    summary="Create or update a producer",
+    description="Answers the generated signing secret once: on creation, or with ?rotateSecret=true.",
+    tags=["producers"],
+)
+def put_producer(
+    producerId: str,  # noqa: N803 - the path parameter's public name
+    spec: ProducerSpec,
+    rotate_secret: Annotated[bool, Query(alias="rotateSecret")] = False,
+) -> Response[str]:
+    require_admin(router.current_event)
+    registration = current().register_producer(producerId, spec, rotate_secret)
+    body = registration.producer.to_api()
+    if registration.secret is not None:
+        body["secret"] = registration.secret
+    return json_response(body, 201 if registration.created else 200)
+
+
+@router.get("/producers/<producerId>", summary="Read a producer (never its secret)", tags=["producers"])
+def get_producer(producerId: str) -> Response[str]:  # noqa: N803
+    require_admin(router.current_event)
+    producer = current().producer_registry.get_producer(producerId)
+    if producer is None:
+        raise NotFoundError(f"producer {producerId!r} does not exist")
+    return json_response(producer.to_api())

@@ -1,0 +1,56 @@
+"""The watermark store over HTTP: get, put, compare-and-set and delete per (namespace, asset, key)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+
+from lakehook.api.http import json_response, require_admin
+from lakehook.api.routes.assets import AssetKeyQuery, _asset_key
+from lakehook.container import current
+from lakehook.domain.errors import NotFoundError
+from lakehook.domain.time import now_ms
+from lakehook.domain.watermarks import KEY, NAMESPACE, WatermarkPut
+
+router = APIGatewayRouter()
+
+Namespace = Annotated[str, Query(pattern=NAMESPACE.pattern)]
+WmKey = Annotated[str, Query(pattern=KEY.pattern)]
+
+
+@router.get("/watermarks", summary="Read one watermark, or every key of (namespace, asset)", tags=["watermarks"])
+def get_watermark(namespace: Namespace, asset_key: AssetKeyQuery, key: Annotated[str | None, Query()] = None
+                  ) -> Response[str]:
+    require_admin(router.current_event)
+    store = current().watermark_store
+    asset = _asset_key(asset_key)
+    if key is None:
+        return json_response({"items": [r.to_api() for r in store.list(namespace, asset)]})
+    record = store.get(namespace, asset, key)
+    if record is None:
+        raise NotFoundError(f"no watermark {namespace}/{asset}/{key}")
+    return json_response(record.to_api())
+
+
+@router.put("/watermarks", summary="Write a watermark; with expectedVersion, compare-and-set", tags=["watermarks"])
+def put_watermark(body: WatermarkPut) -> Response[str]:
+    require_admin(router.current_event)
+    asset = _asset_key(body.asset_key)
+    record = current().watermark_store.put(body.namespace, asset, body.key, body.value, now_ms(),
+                                           body.expected_version)
+    return json_response(record.to_api())
+
+
+@router.delete("/watermarks", summary="Delete a watermark (optionally only at a version)", tags=["watermarks"])
+def delete_watermark(namespace: Namespace, asset_key: AssetKeyQuery, key: WmKey,
+                     expected_version: Annotated[int | None, Query(alias="expectedVersion", ge=1)] = None
+                     ) -> Response[str]:
+    require_admin(router.current_event)
+    asset = _asset_key(asset_key)
+    if not current().watermark_store.delete(namespace, asset, key, expected_version):
+        raise NotFoundError(f"no watermark {namespace}/{asset}/{key}")
+    return json_response({"deleted": True})
+

@@ -1,0 +1,98 @@
+"""The composition root shared by handlers: adapters built lazily, once per process."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from lakehook.adapters import aws
+from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
+from lakehook.adapters.dynamodb.registry import DynamoDBAssetRegistry, DynamoDBProducerRegistry
+from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
+from lakehook.adapters.secrets import SecretsManagerSecretStore
+from lakehook.ports import AssetRegistry, AssetStore, ProducerRegistry, SecretStore, WatermarkStore
+from lakehook.settings import Settings, get_settings
+from lakehook.usecases.ingest import IngestEvents
+from lakehook.usecases.producers import PushAuthenticator, RegisterProducer
+
+
+@dataclass
+class Container:
+    """Adapters and use cases for one process. Tests build one from fakes with ``Container.of``."""
+
+    settings: Settings
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, settings: Settings, **ports: Any) -> Container:
+        return cls(settings, dict(ports))
+
+    def _port(self, name: str, build: Any) -> Any:
+        return self.overrides[name] if name in self.overrides else build()
+
+    @cached_property
+    def table(self) -> Any:
+        return aws.dynamodb_table(self.settings)
+
+    @cached_property
+    def asset_store(self) -> AssetStore:
+        return self._port(  # type: ignore[no-any-return]
+            "asset_store", lambda: DynamoDBAssetStore(self.table, self.settings.event_retention_days)
+        )
+
+    @cached_property
+    def asset_registry(self) -> AssetRegistry:
+        return self._port("asset_registry", lambda: DynamoDBAssetRegistry(self.table))  # type: ignore[no-any-return]
+
+    @cached_property
+    def producer_registry(self) -> ProducerRegistry:
+        return self._port(  # type: ignore[no-any-return]
+            "producer_registry", lambda: DynamoDBProducerRegistry(self.table)
+        )
+
+    @cached_property
+    def secret_store(self) -> SecretStore:
+        return self._port(  # type: ignore[no-any-return]
+            "secret_store", lambda: SecretsManagerSecretStore(aws.client("secretsmanager", self.settings))
+        )
+
+    @cached_property
+    def watermark_store(self) -> WatermarkStore:
+        return self._port("watermark_store", lambda: DynamoDBWatermarkStore(self.table))  # type: ignore[no-any-return]
+
+    @cached_property
+    def ingest(self) -> IngestEvents:
+        return IngestEvents(self.asset_store)
+
+    @cached_property
+    def register_producer(self) -> RegisterProducer:
+        return RegisterProducer(self.producer_registry, self.secret_store, self.settings.secret_prefix)
+
+    @cached_property
+    def push_authenticator(self) -> PushAuthenticator:
+        return PushAuthenticator(
+            self.producer_registry, self.secret_store,
+            self.settings.signature_tolerance_seconds, self.settings.producer_cache_seconds,
+        )
+
+
+_current: Container | None = None
+_lock = threading.Lock()
+
+
+def current() -> Container:
+    """The process's container, built from the environment on first use."""
+    global _current
+    with _lock:
+        if _current is None:
+            _current = Container(get_settings())
+        return _current
+
+
+def use(container: Container | None) -> None:
+    """Replace the process's container (tests, the local runtime); None resets it."""
+    global _current
+    with _lock:
+        _current = container

@@ -1,0 +1,108 @@
+"""Assets: the key grammar, formats, and how an asset is registered."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+MAX_ASSET_KEY_LENGTH = 512
+_SCHEME = re.compile(r"^(?P<scheme>[a-z][a-z0-9+.-]*)://(?P<rest>.+)$")
+_SEGMENT = re.compile(r"^[A-Za-z0-9_$.=-]+$")
+_GENERIC = re.compile(r"^[\x21-\x7e]+$")  # printable ASCII, no spaces
+
+
+class AssetFormat(StrEnum):
+    ICEBERG = "iceberg"
+    PAIMON = "paimon"
+    CUSTOM = "custom"
+
+
+TABLE_FORMATS = {AssetFormat.ICEBERG, AssetFormat.PAIMON}
+
+
+def validate_asset_key(key: str) -> str:
+    """Answer the key if it is well formed, else raise ValueError saying what is wrong.
+
+    Table formats use ``<format>://<catalog>/<database>/<table>``; any other scheme
+    (``s3://bucket/prefix``, ``custom://…``) is a generic asset.
+    """
+    if not isinstance(key, str):
+        raise ValueError("assetKey must be a string")
+    if len(key) > MAX_ASSET_KEY_LENGTH:
+        raise ValueError(f"assetKey is longer than {MAX_ASSET_KEY_LENGTH} characters")
+    match = _SCHEME.match(key)
+    if not match:
+        raise ValueError("assetKey must look like <scheme>://<path>, e.g. iceberg://glue/db/table")
+    scheme, rest = match.group("scheme"), match.group("rest")
+    if scheme in TABLE_FORMATS:
+        parts = rest.split("/")
+        if len(parts) != 3 or not all(_SEGMENT.match(p) for p in parts):
+            raise ValueError(f"a {scheme} assetKey is {scheme}://<catalog>/<database>/<table>")
+        return key
+    if not _GENERIC.match(rest) or "//" in rest or rest.startswith("/"):
+        raise ValueError("assetKey has spaces, control characters or empty path segments")
+    return key
+
+
+def asset_scheme(key: str) -> str:
+    """The scheme of a valid asset key (``iceberg``, ``paimon``, ``s3``, ``custom`` …)."""
+    return key.split("://", 1)[0]
+
+
+# Property names that carry credentials. Their values must be references, never secrets.
+_SECRET_NAME = re.compile(r"(secret|password|token|credential|session|private[-_.]?key|access[-_.]?key)", re.I)
+SECRET_REFERENCE_PREFIXES = ("secretsmanager:", "ssm:")
+
+
+class AssetSource(BaseModel):
+    """How a poller reads the asset: a pyiceberg catalog or a pypaimon warehouse."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    catalog: str = Field(min_length=1, max_length=128, description="catalog name (pyiceberg keys SQL catalogs by it)")
+    properties: dict[str, str] = Field(default_factory=dict, description="pyiceberg catalog properties or pypaimon options")
+    table: str = Field(pattern=r"^[A-Za-z0-9_$-]+\.[A-Za-z0-9_$-]+$", description="database.table")
+
+    @field_validator("properties")
+    @classmethod
+    def _credentials_are_references(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, prop in value.items():
+            if _SECRET_NAME.search(name) and not str(prop).startswith(SECRET_REFERENCE_PREFIXES):
+                raise ValueError(
+                    f"property {name!r} looks like a credential; store it in Secrets Manager or SSM and pass "
+                    f"'secretsmanager:<name>' or 'ssm:<name>' instead of the value"
+                )
+        return value
+
+
+class AssetRegistration(BaseModel):
+    """A registered asset. One without a source is push-only."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    asset_key: str = Field(alias="assetKey")
+    format: AssetFormat
+    source: AssetSource | None = None
+    description: str | None = Field(default=None, max_length=1024)
+
+    @field_validator("asset_key")
+    @classmethod
+    def _key(cls, value: str) -> str:
+        return validate_asset_key(value)
+
+    @model_validator(mode="after")
+    def _format_matches_scheme(self) -> AssetRegistration:
+        scheme = asset_scheme(self.asset_key)
+        if self.format in TABLE_FORMATS and scheme != self.format.value:
+            raise ValueError(f"format {self.format.value!r} needs an assetKey starting with {self.format.value}://")
+        if self.format is AssetFormat.CUSTOM and scheme in TABLE_FORMATS:
+            raise ValueError(f"an assetKey starting with {scheme}:// has format {scheme!r}, not 'custom'")
+        if self.source is not None and self.format is AssetFormat.CUSTOM:
+            raise ValueError("a custom asset has no source to poll; omit 'source'")
+        return self
+
+    def to_api(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json", exclude_none=True)

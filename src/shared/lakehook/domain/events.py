@@ -1,0 +1,210 @@
+"""Asset events: evidence about an asset, identified by (asset, type, version)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from lakehook.domain.assets import validate_asset_key
+from lakehook.domain.time import ms_to_iso, parse_instant_ms
+
+MAX_PAYLOAD_BYTES = 16 * 1024
+
+
+class EventType(StrEnum):
+    SNAPSHOT_COMMITTED = "SNAPSHOT_COMMITTED"
+    WATERMARK_ADVANCED = "WATERMARK_ADVANCED"
+    TAG_CREATED = "TAG_CREATED"
+    QUALITY_CHECK_PASSED = "QUALITY_CHECK_PASSED"
+    QUALITY_CHECK_FAILED = "QUALITY_CHECK_FAILED"
+    SCHEMA_CHANGE_APPROVED = "SCHEMA_CHANGE_APPROVED"
+    SCHEMA_CHANGE_REJECTED = "SCHEMA_CHANGE_REJECTED"
+    BACKFILL_STARTED = "BACKFILL_STARTED"
+    BACKFILL_COMPLETED = "BACKFILL_COMPLETED"
+    CDC_LAG_RECOVERED = "CDC_LAG_RECOVERED"
+    MANIFEST_SEALED = "MANIFEST_SEALED"
+    MANIFEST_INTERRUPTED = "MANIFEST_INTERRUPTED"
+    INTERVAL_COVERED = "INTERVAL_COVERED"
+
+
+class SourceType(StrEnum):
+    PUSH = "PUSH"
+    POLL = "POLL"
+    COMPENSATION = "COMPENSATION"
+    RUN_COMPLETION = "RUN_COMPLETION"
+
+
+class IngestStatus(StrEnum):
+    ACCEPTED = "ACCEPTED"  # new evidence, and the asset state moved (or already held it)
+    DUPLICATE = "DUPLICATE"  # this event identity was recorded before
+    STALE = "STALE"  # new evidence, recorded, but older than the state: the state does not roll back
+    REJECTED = "REJECTED"  # invalid or not allowed; nothing recorded
+
+
+# The field that carries an event's version, per type: the version is part of its identity.
+VERSION_FIELDS: dict[EventType, tuple[str, ...]] = {
+    EventType.SNAPSHOT_COMMITTED: ("snapshot_id",),
+    EventType.WATERMARK_ADVANCED: ("watermark",),
+    EventType.TAG_CREATED: ("tag",),
+    EventType.QUALITY_CHECK_PASSED: ("snapshot_id",),
+    EventType.QUALITY_CHECK_FAILED: ("snapshot_id",),
+    EventType.SCHEMA_CHANGE_APPROVED: ("schema_id",),
+    EventType.SCHEMA_CHANGE_REJECTED: ("schema_id",),
+    EventType.BACKFILL_STARTED: ("backfill_id",),
+    EventType.BACKFILL_COMPLETED: ("backfill_id",),
+    EventType.CDC_LAG_RECOVERED: ("watermark",),
+    EventType.MANIFEST_SEALED: ("manifest_uri",),
+    EventType.MANIFEST_INTERRUPTED: ("manifest_uri",),
+    EventType.INTERVAL_COVERED: ("interval",),
+}
+
+_ALIASES = {
+    "snapshot_id": "snapshotId",
+    "schema_id": "schemaId",
+    "watermark": "watermark",
+    "tag": "tag",
+    "backfill_id": "backfillId",
+    "manifest_uri": "manifestUri",
+    "interval": "interval",
+}
+
+
+class Interval(BaseModel):
+    """A half-open interval ``[start, end)`` in epoch milliseconds (ISO 8601 or epoch ms on input)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: int
+    end: int
+
+    @field_validator("start", "end", mode="before")
+    @classmethod
+    def _instant(cls, value: object) -> int:
+        return parse_instant_ms(value)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Interval:
+        if self.end <= self.start:
+            raise ValueError("interval end must be after its start")
+        return self
+
+    def to_api(self) -> dict[str, str]:
+        return {"start": ms_to_iso(self.start), "end": ms_to_iso(self.end)}
+
+
+NonNegative = Field(default=None, ge=0)
+
+
+class AssetEvent(BaseModel):
+    """One piece of evidence about an asset. Its identity is derived from (asset, type, version)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    event_type: EventType = Field(alias="eventType")
+    asset_key: str = Field(alias="assetKey")
+    snapshot_id: int | None = Field(default=None, alias="snapshotId", ge=0)
+    parent_snapshot_id: int | None = Field(default=None, alias="parentSnapshotId", ge=0)
+    sequence_number: int | None = Field(default=None, alias="sequenceNumber", ge=0)
+    schema_id: int | None = Field(default=None, alias="schemaId", ge=0)
+    watermark: int | None = Field(default=None, ge=0, description="epoch milliseconds")
+    commit_kind: str | None = Field(default=None, alias="commitKind", max_length=64)
+    commit_time: int | None = Field(default=None, alias="commitTime", ge=0, description="epoch milliseconds")
+    commit_user: str | None = Field(default=None, alias="commitUser", max_length=256)
+    commit_identifier: int | None = Field(default=None, alias="commitIdentifier")
+    total_record_count: int | None = Field(default=None, alias="totalRecordCount", ge=0)
+    delta_record_count: int | None = Field(default=None, alias="deltaRecordCount")
+    changelog_record_count: int | None = Field(default=None, alias="changelogRecordCount", ge=0)
+    schema_changed: bool | None = Field(default=None, alias="schemaChanged")
+    tag: str | None = Field(default=None, min_length=1, max_length=256)
+    backfill_id: str | None = Field(default=None, alias="backfillId", min_length=1, max_length=256)
+    interval: Interval | None = None
+    partition_key: str | None = Field(default=None, alias="partitionKey", max_length=512)
+    manifest_uri: str | None = Field(default=None, alias="manifestUri", max_length=1024)
+    payload: dict[str, Any] | None = None
+
+    @field_validator("asset_key")
+    @classmethod
+    def _key(cls, value: str) -> str:
+        return validate_asset_key(value)
+
+    @field_validator("watermark", "commit_time", mode="before")
+    @classmethod
+    def _instant(cls, value: object) -> object:
+        return None if value is None else parse_instant_ms(value)
+
+    @field_validator("payload")
+    @classmethod
+    def _payload_size(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and len(json.dumps(value, separators=(",", ":"))) > MAX_PAYLOAD_BYTES:
+            raise ValueError(f"payload is larger than {MAX_PAYLOAD_BYTES} bytes")
+        return value
+
+    @field_validator("manifest_uri")
+    @classmethod
+    def _manifest_uri(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("s3://"):
+            raise ValueError("manifestUri must be an s3:// URI")
+        return value
+
+    @model_validator(mode="after")
+    def _has_version(self) -> AssetEvent:
+        for name in VERSION_FIELDS[self.event_type]:
+            if getattr(self, name) is None:
+                raise ValueError(f"{_ALIASES[name]} is required for {self.event_type.value}")
+        return self
+
+    @property
+    def version(self) -> str:
+        """The version that, with asset and type, identifies this event."""
+        if self.event_type is EventType.INTERVAL_COVERED:
+            assert self.interval is not None
+            part = f"@{self.partition_key}" if self.partition_key else ""
+            return f"{self.interval.start}-{self.interval.end}{part}"
+        (name,) = VERSION_FIELDS[self.event_type]
+        return str(getattr(self, name))
+
+    @property
+    def event_id(self) -> str:
+        """Stable identity: a poll and a push of the same snapshot share it."""
+        return event_identity(self.asset_key, self.event_type, self.version)
+
+    def to_api(self) -> dict[str, Any]:
+        data = self.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"interval"})
+        if self.interval is not None:
+            data["interval"] = self.interval.to_api()
+        return data
+
+
+def event_identity(asset_key: str, event_type: EventType, version: str) -> str:
+    """The event id: a hash of (asset, type, version), short enough to read in logs."""
+    digest = hashlib.sha256(f"{asset_key}\x00{event_type.value}\x00{version}".encode()).hexdigest()
+    return digest[:32]
+
+
+class PushEnvelope(BaseModel):
+    """The body of ``POST /asset-events``: one event or ``{"events": [...]}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    events: list[dict[str, Any]] = Field(min_length=1, max_length=100)
+
+
+class EventResult(BaseModel):
+    """What happened to one pushed event."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    event_id: str | None = Field(default=None, alias="eventId")
+    status: IngestStatus
+    reason: str | None = None
+    index: int | None = None
+
+    def to_api(self) -> dict[str, Any]:
+        return {"eventId": self.event_id, "status": self.status.value, "reason": self.reason}
+
+
+EventStatusLiteral = Literal["ACCEPTED", "DUPLICATE", "STALE", "REJECTED"]

@@ -1,0 +1,58 @@
+"""Producers: writer jobs that push events, each allowed a set of asset key prefixes."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from lakehook.domain.time import ms_to_iso
+
+PRODUCER_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+
+
+class ProducerSpec(BaseModel):
+    """The body of ``PUT /producers/{producerId}``."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    asset_key_prefixes: list[str] = Field(alias="assetKeyPrefixes", min_length=1, max_length=100)
+    description: str | None = Field(default=None, max_length=1024)
+
+    @field_validator("asset_key_prefixes")
+    @classmethod
+    def _prefixes(cls, value: list[str]) -> list[str]:
+        for prefix in value:
+            if "://" not in prefix or len(prefix) > 512 or any(c.isspace() for c in prefix):
+                raise ValueError(f"prefix {prefix!r} must start with <scheme>:// and have no spaces")
+        return value
+
+
+class Producer(BaseModel):
+    """A registered producer. Its signing secret lives in the secret store, by reference."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    producer_id: str = Field(alias="producerId")
+    asset_key_prefixes: list[str] = Field(alias="assetKeyPrefixes")
+    secret_ref: str = Field(alias="secretRef")
+    description: str | None = None
+    created_at: int = Field(alias="createdAt")
+    updated_at: int = Field(alias="updatedAt")
+
+    def may_write(self, asset_key: str) -> bool:
+        """Whether this producer may write events about the asset."""
+        return any(asset_key.startswith(prefix) for prefix in self.asset_key_prefixes)
+
+    def to_api(self) -> dict[str, Any]:
+        data = self.model_dump(by_alias=True, exclude_none=True)
+        data["createdAt"] = ms_to_iso(self.created_at)
+        data["updatedAt"] = ms_to_iso(self.updated_at)
+        return data
+
+
+def validate_producer_id(producer_id: str) -> str:
+    if not PRODUCER_ID.match(producer_id):
+        raise ValueError("producerId is 1-128 letters, digits, '_', '-' or '.'")
+    return producer_id

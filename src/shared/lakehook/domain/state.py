@@ -1,0 +1,256 @@
+"""Asset state: the advance-only source of truth, and how each event type moves it.
+
+Each event type maps to an :class:`Advance`: a guard that holds only while the event is
+newer than the state, and the attributes it sets. The DynamoDB adapter turns an Advance
+into one conditional update; the in-memory store and the reference model apply it with
+:func:`apply_advance`. Both therefore share one definition of "newer".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.time import ms_to_iso
+
+
+class SchemaStatus(StrEnum):
+    UNKNOWN = "UNKNOWN"
+    COMPATIBLE = "COMPATIBLE"
+    PENDING_APPROVAL = "PENDING_APPROVAL"
+    REJECTED = "REJECTED"
+
+
+class BackfillStatus(StrEnum):
+    NONE = "NONE"
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+
+
+# --- guards -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Below:
+    """Holds while ``attr`` is absent or strictly below ``value`` (numeric versions)."""
+
+    attr: str
+    value: int
+
+
+@dataclass(frozen=True)
+class NotInSet:
+    """Holds while the string set ``attr`` does not contain ``value``."""
+
+    attr: str
+    value: str
+
+
+@dataclass(frozen=True)
+class NotAllEqual:
+    """Holds unless every ``attr == value`` pair already holds."""
+
+    pairs: tuple[tuple[str, Any], ...]
+
+
+Guard = Below | NotInSet | NotAllEqual
+
+
+@dataclass(frozen=True)
+class Advance:
+    """One advance-only change of an asset's state."""
+
+    guard: Guard
+    sets: dict[str, Any] = field(default_factory=dict)
+    set_if_absent: dict[str, Any] = field(default_factory=dict)
+    add_to_set: dict[str, str] = field(default_factory=dict)
+
+
+def advance_for(event: AssetEvent) -> Advance | None:
+    """The state change an event asks for, or None when the type keeps no state here."""
+    t = event.event_type
+    if t is EventType.SNAPSHOT_COMMITTED:
+        assert event.snapshot_id is not None
+        sets: dict[str, Any] = {"latestSnapshotId": event.snapshot_id}
+        optional = {
+            "latestSchemaId": event.schema_id,
+            "latestCommitTime": event.commit_time,
+            "latestCommitKind": event.commit_kind,
+            "latestSnapshotWatermark": event.watermark,
+            "latestParentSnapshotId": event.parent_snapshot_id,
+        }
+        sets.update({k: v for k, v in optional.items() if v is not None})
+        first = {"firstSchemaId": event.schema_id} if event.schema_id is not None else {}
+        return Advance(Below("latestSnapshotId", event.snapshot_id), sets=sets, set_if_absent=first)
+    if t is EventType.WATERMARK_ADVANCED:
+        assert event.watermark is not None
+        return Advance(Below("latestWatermark", event.watermark), sets={"latestWatermark": event.watermark})
+    if t is EventType.TAG_CREATED:
+        assert event.tag is not None
+        sets = {"latestTag": event.tag}
+        if event.snapshot_id is not None:
+            sets["latestTagSnapshotId"] = event.snapshot_id
+        return Advance(NotInSet("tags", event.tag), sets=sets, add_to_set={"tags": event.tag})
+    if t in (EventType.QUALITY_CHECK_PASSED, EventType.QUALITY_CHECK_FAILED):
+        assert event.snapshot_id is not None
+        attr = "qualityPassedSnapshotId" if t is EventType.QUALITY_CHECK_PASSED else "qualityFailedSnapshotId"
+        return Advance(Below(attr, event.snapshot_id), sets={attr: event.snapshot_id})
+    if t in (EventType.SCHEMA_CHANGE_APPROVED, EventType.SCHEMA_CHANGE_REJECTED):
+        assert event.schema_id is not None
+        attr = "schemaApprovedId" if t is EventType.SCHEMA_CHANGE_APPROVED else "schemaRejectedId"
+        return Advance(Below(attr, event.schema_id), sets={attr: event.schema_id})
+    if t is EventType.BACKFILL_STARTED:
+        # A late STARTED for a backfill already seen (running or completed) never reopens it.
+        return Advance(
+            NotAllEqual((("backfillId", event.backfill_id),)),
+            sets={"backfillId": event.backfill_id, "backfillStatus": BackfillStatus.RUNNING.value},
+        )
+    if t is EventType.BACKFILL_COMPLETED:
+        return Advance(
+            NotAllEqual((("backfillId", event.backfill_id), ("backfillStatus", BackfillStatus.COMPLETED.value))),
+            sets={"backfillId": event.backfill_id, "backfillStatus": BackfillStatus.COMPLETED.value},
+        )
+    if t is EventType.CDC_LAG_RECOVERED:
+        assert event.watermark is not None
+        return Advance(Below("cdcRecoveredWatermark", event.watermark), sets={"cdcRecoveredWatermark": event.watermark})
+    if t in (EventType.MANIFEST_SEALED, EventType.MANIFEST_INTERRUPTED):
+        status = "SEALED" if t is EventType.MANIFEST_SEALED else "INTERRUPTED"
+        sets = {"manifestUri": event.manifest_uri, "manifestStatus": status}
+        if event.snapshot_id is not None:
+            sets["manifestSnapshotId"] = event.snapshot_id
+        return Advance(NotAllEqual((("manifestUri", event.manifest_uri), ("manifestStatus", status))), sets=sets)
+    # INTERVAL_COVERED is recorded as evidence; coverage state is kept by its own items.
+    return None
+
+
+def guard_holds(state: dict[str, Any], guard: Guard) -> bool:
+    """Whether the guard holds on a state given as its stored attributes."""
+    if isinstance(guard, Below):
+        current = state.get(guard.attr)
+        return current is None or int(current) < guard.value
+    if isinstance(guard, NotInSet):
+        return guard.value not in set(state.get(guard.attr) or ())
+    return not all(state.get(attr) == value for attr, value in guard.pairs)
+
+
+def already_applied(state: dict[str, Any], guard: Guard) -> bool:
+    """When the guard failed: did the state already take exactly this version (not a newer one)?"""
+    if isinstance(guard, Below):
+        current = state.get(guard.attr)
+        return current is not None and int(current) == guard.value
+    return True  # a set membership or an equality guard fails only when this very value is there
+
+
+def apply_advance(state: dict[str, Any], advance: Advance, *, event_id: str, now_ms: int) -> dict[str, Any] | None:
+    """The new stored state, or None when the guard fails (the event is older than the state)."""
+    if not guard_holds(state, advance.guard):
+        return None
+    new = dict(state)
+    new.update(advance.sets)
+    for attr, value in advance.set_if_absent.items():
+        new.setdefault(attr, value)
+    for attr, value in advance.add_to_set.items():
+        new[attr] = set(new.get(attr) or ()) | {value}
+    new["version"] = int(new.get("version", 0)) + 1
+    new["updatedAt"] = now_ms
+    new["lastEventId"] = event_id
+    return new
+
+
+# --- the read model -------------------------------------------------------------------------
+
+
+class AssetState(BaseModel):
+    """The state of one asset as the resolver and the API read it."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    asset_key: str = Field(alias="assetKey")
+    version: int = 0
+    latest_snapshot_id: int | None = Field(default=None, alias="latestSnapshotId")
+    latest_schema_id: int | None = Field(default=None, alias="latestSchemaId")
+    latest_commit_time: int | None = Field(default=None, alias="latestCommitTime")
+    latest_commit_kind: str | None = Field(default=None, alias="latestCommitKind")
+    latest_parent_snapshot_id: int | None = Field(default=None, alias="latestParentSnapshotId")
+    latest_snapshot_watermark: int | None = Field(default=None, alias="latestSnapshotWatermark")
+    latest_watermark: int | None = Field(default=None, alias="latestWatermark")
+    first_schema_id: int | None = Field(default=None, alias="firstSchemaId")
+    tags: set[str] = Field(default_factory=set)
+    latest_tag: str | None = Field(default=None, alias="latestTag")
+    latest_tag_snapshot_id: int | None = Field(default=None, alias="latestTagSnapshotId")
+    quality_passed_snapshot_id: int | None = Field(default=None, alias="qualityPassedSnapshotId")
+    quality_failed_snapshot_id: int | None = Field(default=None, alias="qualityFailedSnapshotId")
+    schema_approved_id: int | None = Field(default=None, alias="schemaApprovedId")
+    schema_rejected_id: int | None = Field(default=None, alias="schemaRejectedId")
+    backfill_id: str | None = Field(default=None, alias="backfillId")
+    backfill_status: BackfillStatus = Field(default=BackfillStatus.NONE, alias="backfillStatus")
+    cdc_recovered_watermark: int | None = Field(default=None, alias="cdcRecoveredWatermark")
+    manifest_uri: str | None = Field(default=None, alias="manifestUri")
+    manifest_status: str | None = Field(default=None, alias="manifestStatus")
+    manifest_snapshot_id: int | None = Field(default=None, alias="manifestSnapshotId")
+    updated_at: int | None = Field(default=None, alias="updatedAt")
+    last_event_id: str | None = Field(default=None, alias="lastEventId")
+
+    @classmethod
+    def from_item(cls, asset_key: str, item: dict[str, Any] | None) -> AssetState:
+        """Build from stored attributes (numbers may arrive as Decimal)."""
+        data = {k: _plain(v) for k, v in (item or {}).items() if k in _FIELD_ALIASES}
+        return cls.model_validate({**data, "assetKey": asset_key})
+
+    @property
+    def watermark(self) -> int | None:
+        """The effective watermark: the newest of pushed watermarks and snapshot watermarks."""
+        values = [w for w in (self.latest_watermark, self.latest_snapshot_watermark) if w is not None]
+        return max(values) if values else None
+
+    @property
+    def schema_status(self) -> SchemaStatus:
+        """Derived: a table's first schema, and any approved one, count as compatible."""
+        latest = self.latest_schema_id
+        if latest is None:
+            return SchemaStatus.UNKNOWN
+        if self.schema_rejected_id is not None and self.schema_rejected_id >= latest:
+            if self.schema_approved_id is None or self.schema_approved_id < self.schema_rejected_id:
+                return SchemaStatus.REJECTED
+        accepted = [s for s in (self.first_schema_id, self.schema_approved_id) if s is not None]
+        if accepted and max(accepted) >= latest:
+            return SchemaStatus.COMPATIBLE
+        return SchemaStatus.PENDING_APPROVAL
+
+    @property
+    def quality_status(self) -> str:
+        """UNKNOWN, PASSED or FAILED for the latest snapshot."""
+        latest = self.latest_snapshot_id
+        if latest is not None and self.quality_failed_snapshot_id == latest:
+            return "FAILED"
+        if latest is not None and self.quality_passed_snapshot_id == latest:
+            return "PASSED"
+        return "UNKNOWN"
+
+    def to_api(self) -> dict[str, Any]:
+        data = self.model_dump(by_alias=True, mode="json", exclude_none=True)
+        data["tags"] = sorted(self.tags)
+        data["watermark"] = self.watermark
+        data["schemaStatus"] = self.schema_status.value
+        data["qualityStatus"] = self.quality_status
+        if self.updated_at is not None:
+            data["updatedAt"] = ms_to_iso(self.updated_at)
+        return data
+
+
+_FIELD_ALIASES = {f.alias or name for name, f in AssetState.model_fields.items()} | set(AssetState.model_fields)
+
+
+def _plain(value: Any) -> Any:
+    """DynamoDB hands numbers back as Decimal and sets as set; make them plain."""
+    from decimal import Decimal
+
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, set | frozenset):
+        return {_plain(v) for v in value}
+    return value

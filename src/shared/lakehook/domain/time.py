@@ -1,0 +1,39 @@
+"""Time helpers: the API speaks ISO 8601 UTC, the table formats epoch milliseconds."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def now_ms() -> int:
+    """The current time in epoch milliseconds."""
+    return int(datetime.now(tz=UTC).timestamp() * 1000)
+
+
+def ms_to_iso(ms: int) -> str:
+    """Epoch milliseconds as ISO 8601 in UTC with a trailing Z."""
+    dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    text = dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return text.replace(".000Z", "Z")
+
+
+def parse_instant_ms(value: object) -> int:
+    """Accept epoch milliseconds (int) or an ISO 8601 string with a zone; answer epoch milliseconds."""
+    if isinstance(value, bool):
+        raise ValueError("expected an ISO 8601 timestamp or epoch milliseconds, got a boolean")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError("epoch milliseconds must not be negative")
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isdigit():
+            return int(text)
+        try:
+            dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise ValueError(f"not an ISO 8601 timestamp: {value!r}") from exc
+        if dt.tzinfo is None:
+            raise ValueError(f"timestamp {value!r} has no time zone; use UTC with a trailing Z")
+        return int(dt.timestamp() * 1000)
+    raise ValueError("expected an ISO 8601 timestamp or epoch milliseconds")

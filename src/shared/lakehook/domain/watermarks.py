@@ -1,0 +1,46 @@
+"""The watermark store's records: a value per (namespace, asset key, key), compare-and-set by version."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lakehook.domain.time import ms_to_iso
+
+NAMESPACE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+KEY = re.compile(r"^[A-Za-z0-9_.:/=-]{1,256}$")
+
+
+class WatermarkRecord(BaseModel):
+    """One stored watermark. ``version`` increases by one on every write (the CAS token)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    namespace: str
+    asset_key: str = Field(alias="assetKey")
+    key: str
+    value: Any
+    version: int
+    updated_at: int = Field(alias="updatedAt")
+
+    def to_api(self) -> dict[str, Any]:
+        data = self.model_dump(by_alias=True)
+        data["updatedAt"] = ms_to_iso(self.updated_at)
+        return data
+
+
+class WatermarkPut(BaseModel):
+    """The body of ``PUT /watermarks``: set a value, optionally only if the version still matches."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    namespace: str = Field(pattern=NAMESPACE.pattern)
+    asset_key: str = Field(alias="assetKey")
+    key: str = Field(pattern=KEY.pattern)
+    value: Any
+    expected_version: int | None = Field(
+        default=None, alias="expectedVersion", ge=0,
+        description="compare-and-set: write only if the stored version is this (0 = must not exist yet)",
+    )

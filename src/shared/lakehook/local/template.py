@@ -1,0 +1,244 @@
+"""Read template.yaml: the table, buckets and functions with their API, stream and schedule events.
+
+CloudFormation's short intrinsic tags (!Ref, !Sub, !GetAtt, …) are parsed into ``{"Ref": …}`` style
+dictionaries and resolved against local names, so the template stays the single source of truth.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class _Loader(yaml.SafeLoader):
+    """A YAML loader that understands CloudFormation's short-form intrinsic functions."""
+
+
+def _intrinsic(tag: str) -> Any:
+    name = "Ref" if tag == "Ref" else f"Fn::{tag}"
+
+    def construct(loader: yaml.SafeLoader, node: yaml.Node) -> dict[str, Any]:
+        if isinstance(node, yaml.ScalarNode):
+            value: Any = loader.construct_scalar(node)
+            if tag == "GetAtt":
+                value = str(value).split(".", 1)
+        elif isinstance(node, yaml.SequenceNode):
+            value = loader.construct_sequence(node, deep=True)
+        else:
+            value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+        return {name: value}
+
+    return construct
+
+
+for _tag in ("Ref", "Sub", "GetAtt", "Join", "Select", "Split", "If", "Equals", "Not", "And", "Or",
+             "FindInMap", "ImportValue", "Base64", "Cidr", "GetAZs", "Condition"):
+    _Loader.add_constructor(f"!{_tag}", _intrinsic(_tag))
+
+
+@dataclass(frozen=True)
+class ApiRoute:
+    method: str
+    path: str  # API Gateway form, e.g. /producers/{producerId}
+    auth: str  # "AWS_IAM" or "NONE"
+
+    def match(self, method: str, path: str) -> dict[str, str] | None:
+        """Path parameters if this route serves the request, else None."""
+        if method.upper() != self.method.upper():
+            return None
+        pattern = "^" + re.sub(r"\\\{([A-Za-z0-9_]+)\\\+?\\\}", r"(?P<\1>[^/]+)", re.escape(self.path)) + "$"
+        found = re.match(pattern, path)
+        return None if found is None else found.groupdict()
+
+
+@dataclass(frozen=True)
+class StreamSubscription:
+    batch_size: int
+    filters: list[dict[str, Any]]
+    report_batch_item_failures: bool
+    maximum_retry_attempts: int | None
+    starting_position: str
+
+
+@dataclass(frozen=True)
+class ScheduleSubscription:
+    name: str
+    rate_seconds: float
+    input: str | None
+
+
+@dataclass
+class FunctionSpec:
+    name: str
+    code_uri: Path
+    handler: str
+    environment: dict[str, str]
+    timeout: int
+    routes: list[ApiRoute] = field(default_factory=list)
+    streams: list[StreamSubscription] = field(default_factory=list)
+    schedules: list[ScheduleSubscription] = field(default_factory=list)
+    queues: list[tuple[str, int]] = field(default_factory=list)  # (queue logical id, batch size)
+
+
+_RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days|second|seconds)\)$")
+_UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
+
+
+def rate_seconds(expression: str) -> float:
+    """Seconds between firings of an EventBridge ``rate(...)`` expression (cron is unsupported locally)."""
+    found = _RATE.match(expression.strip())
+    if not found:
+        raise ValueError(f"the local runtime runs rate(...) schedules only, not {expression!r}")
+    return int(found.group(1)) * _UNIT_SECONDS[found.group(2).rstrip("s")]
+
+
+class Template:
+    """A parsed SAM template with the local names of its resources."""
+
+    def __init__(self, path: Path, document: dict[str, Any], names: dict[str, str] | None = None) -> None:
+        self.path = path
+        self.root = path.parent
+        self.document = document
+        self.names: dict[str, str] = dict(names or {})
+
+    @classmethod
+    def load(cls, path: Path | str, names: dict[str, str] | None = None) -> Template:
+        file = Path(path)
+        document = yaml.load(file.read_text(), Loader=_Loader)  # noqa: S506 - SafeLoader subclass
+        return cls(file, document, names)
+
+    @property
+    def resources(self) -> dict[str, Any]:
+        return self.document.get("Resources", {})  # type: ignore[no-any-return]
+
+    def of_type(self, resource_type: str) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.resources.items() if v.get("Type") == resource_type}
+
+    # --- intrinsic resolution ---------------------------------------------------------------
+
+    def parameter_defaults(self) -> dict[str, str]:
+        return {k: str(v.get("Default", "")) for k, v in self.document.get("Parameters", {}).items()}
+
+    def resolve(self, value: Any, stack_name: str = "lakehook-local") -> Any:
+        """Resolve intrinsics against local names, parameter defaults and pseudo parameters."""
+        pseudo = {"AWS::StackName": stack_name, "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012",
+                  "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com"}
+        lookup = {**pseudo, **self.parameter_defaults(), **self.names}
+        if isinstance(value, dict) and len(value) == 1:
+            (key, arg), = value.items()
+            if key == "Ref":
+                return lookup.get(arg, arg)
+            if key == "Fn::Sub":
+                text = arg if isinstance(arg, str) else arg[0]
+                extra = {} if isinstance(arg, str) else {k: self.resolve(v, stack_name) for k, v in arg[1].items()}
+                return re.sub(r"\$\{([^}]+)\}", lambda m: str(extra.get(m.group(1), lookup.get(m.group(1),
+                              m.group(1)))), text)
+            if key == "Fn::GetAtt":
+                resource, attribute = arg
+                return f"{lookup.get(resource, resource)}.{attribute}"
+            if key == "Fn::Join":
+                sep, items = arg
+                return sep.join(str(self.resolve(i, stack_name)) for i in items)
+        if isinstance(value, dict):
+            return {k: self.resolve(v, stack_name) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.resolve(v, stack_name) for v in value]
+        return value
+
+    # --- the table ----------------------------------------------------------------------------
+
+    def table(self) -> tuple[str, dict[str, Any]]:
+        tables = self.of_type("AWS::DynamoDB::Table")
+        if len(tables) != 1:
+            raise ValueError(f"expected one DynamoDB table in {self.path}, found {len(tables)}")
+        (logical_id, resource), = tables.items()
+        return logical_id, resource["Properties"]
+
+    def create_table(self, client: Any, table_name: str) -> None:
+        """Create the table as declared: keys, indexes, stream, TTL (PITR and SSE have no local effect)."""
+        _, props = self.table()
+        kwargs: dict[str, Any] = {
+            "TableName": table_name,
+            "AttributeDefinitions": props["AttributeDefinitions"],
+            "KeySchema": props["KeySchema"],
+            "BillingMode": props.get("BillingMode", "PAY_PER_REQUEST"),
+        }
+        if props.get("GlobalSecondaryIndexes"):
+            kwargs["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"]
+        stream = props.get("StreamSpecification")
+        if stream:
+            kwargs["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": stream["StreamViewType"]}
+        client.create_table(**kwargs)
+        ttl = props.get("TimeToLiveSpecification")
+        if ttl and ttl.get("Enabled"):
+            client.update_time_to_live(
+                TableName=table_name,
+                TimeToLiveSpecification={"AttributeName": ttl["AttributeName"], "Enabled": True},
+            )
+
+    def buckets(self) -> list[str]:
+        return list(self.of_type("AWS::S3::Bucket"))
+
+    def queues(self) -> list[str]:
+        return list(self.of_type("AWS::SQS::Queue"))
+
+    # --- functions ----------------------------------------------------------------------------
+
+    def functions(self) -> list[FunctionSpec]:
+        globals_ = self.document.get("Globals", {}).get("Function", {})
+        specs = []
+        for name, resource in self.of_type("AWS::Serverless::Function").items():
+            props = {**globals_, **resource.get("Properties", {})}
+            env = {
+                **globals_.get("Environment", {}).get("Variables", {}),
+                **resource.get("Properties", {}).get("Environment", {}).get("Variables", {}),
+            }
+            spec = FunctionSpec(
+                name=name,
+                code_uri=(self.root / props["CodeUri"]).resolve(),
+                handler=props["Handler"],
+                environment={k: str(self.resolve(v)) for k, v in env.items()},
+                timeout=int(props.get("Timeout", 3)),
+            )
+            for event in props.get("Events", {}).values():
+                self._add_event(spec, event, globals_)
+            specs.append(spec)
+        return specs
+
+    def _add_event(self, spec: FunctionSpec, event: dict[str, Any], globals_: dict[str, Any]) -> None:
+        kind, p = event.get("Type"), event.get("Properties", {})
+        if kind == "Api":
+            auth = p.get("Auth", {}).get("Authorizer", "AWS_IAM")
+            spec.routes.append(ApiRoute(method=p["Method"], path=p["Path"], auth=auth))
+        elif kind == "DynamoDB":
+            filters = [f.get("Pattern") for f in p.get("FilterCriteria", {}).get("Filters", [])]
+            spec.streams.append(StreamSubscription(
+                batch_size=int(p.get("BatchSize", 100)),
+                filters=[_json(f) for f in filters if f],
+                report_batch_item_failures="ReportBatchItemFailures" in p.get("FunctionResponseTypes", []),
+                maximum_retry_attempts=p.get("MaximumRetryAttempts"),
+                starting_position=p.get("StartingPosition", "LATEST"),
+            ))
+        elif kind in ("Schedule", "ScheduleV2"):
+            expression = p.get("Schedule") or p.get("ScheduleExpression")
+            enabled = p.get("Enabled", p.get("State", "ENABLED") != "DISABLED")
+            if enabled:
+                spec.schedules.append(ScheduleSubscription(
+                    name=p.get("Name", spec.name), rate_seconds=rate_seconds(expression), input=p.get("Input"),
+                ))
+        elif kind == "SQS":
+            queue = p["Queue"]
+            logical = queue["Fn::GetAtt"][0] if isinstance(queue, dict) and "Fn::GetAtt" in queue else str(queue)
+            spec.queues.append((logical, int(p.get("BatchSize", 10))))
+
+
+def _json(pattern: Any) -> dict[str, Any]:
+    import json
+
+    if isinstance(pattern, str):
+        return json.loads(pattern)  # type: ignore[no-any-return]
+    return pattern  # type: ignore[no-any-return]

@@ -1,0 +1,124 @@
+"""Ports of the foundation: events and asset state, registries, secrets, watermarks."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Generic, TypeVar
+
+from lakehook.domain.assets import AssetRegistration
+from lakehook.domain.events import AssetEvent, SourceType
+from lakehook.domain.producers import Producer
+from lakehook.domain.state import AssetState
+from lakehook.domain.watermarks import WatermarkRecord
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a listing; ``next_token`` is opaque and None on the last page."""
+
+    items: list[T]
+    next_token: str | None = None
+
+
+class AdvanceOutcome(StrEnum):
+    ADVANCED = "ADVANCED"  # this call moved the state
+    ALREADY = "ALREADY"  # the state already holds exactly this version (a redelivery or a racing twin)
+    STALE = "STALE"  # the state holds a newer version; nothing written
+    NO_STATE = "NO_STATE"  # the event type keeps no state here
+
+
+@dataclass(frozen=True)
+class RecordedEvent:
+    """An event as stored: the event, where it came from and when."""
+
+    event: AssetEvent
+    source: SourceType
+    received_at: int
+    producer_id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class AssetStore(ABC):
+    """Events and advance-only asset state."""
+
+    @abstractmethod
+    def record_event(self, event: AssetEvent, source: SourceType, received_at: int,
+                     producer_id: str | None = None) -> bool:
+        """Record the event once. True if it is new, False if its identity was recorded before."""
+
+    @abstractmethod
+    def advance_state(self, event: AssetEvent, now_ms: int) -> AdvanceOutcome:
+        """Move the asset's state forward by the event; never backwards, never twice."""
+
+    @abstractmethod
+    def get_state(self, asset_key: str) -> AssetState | None:
+        """The asset's state, or None if no event ever moved it."""
+
+    @abstractmethod
+    def list_events(self, asset_key: str, limit: int, next_token: str | None = None) -> Page[RecordedEvent]:
+        """The asset's recorded events, newest first."""
+
+
+class AssetRegistry(ABC):
+    """Registered assets and how to read them."""
+
+    @abstractmethod
+    def put_asset(self, asset: AssetRegistration, now_ms: int) -> bool:
+        """Create or replace the registration. True if it was created."""
+
+    @abstractmethod
+    def get_asset(self, asset_key: str) -> AssetRegistration | None:
+        """The registration, or None."""
+
+    @abstractmethod
+    def list_assets(self, limit: int, next_token: str | None = None) -> Page[AssetRegistration]:
+        """Registered assets in key order."""
+
+
+class ProducerRegistry(ABC):
+    """Producers allowed to push, and their key prefixes."""
+
+    @abstractmethod
+    def put_producer(self, producer: Producer) -> bool:
+        """Create or replace. True if it was created."""
+
+    @abstractmethod
+    def get_producer(self, producer_id: str) -> Producer | None:
+        """The producer, or None."""
+
+
+class SecretStore(ABC):
+    """Secrets by reference (Secrets Manager on AWS)."""
+
+    @abstractmethod
+    def put_secret(self, name: str, value: str) -> str:
+        """Create or overwrite the secret; answer its reference."""
+
+    @abstractmethod
+    def get_secret(self, ref: str) -> str:
+        """The secret's current value. Raises NotFoundError."""
+
+
+class WatermarkStore(ABC):
+    """Persistent key/value per (namespace, asset key, key) with compare-and-set (seed 001)."""
+
+    @abstractmethod
+    def get(self, namespace: str, asset_key: str, key: str) -> WatermarkRecord | None:
+        """The record, or None."""
+
+    @abstractmethod
+    def put(self, namespace: str, asset_key: str, key: str, value: Any, now_ms: int,
+            expected_version: int | None = None) -> WatermarkRecord:
+        """Write the value. With ``expected_version`` (0 = absent) raise ConflictError if it moved."""
+
+    @abstractmethod
+    def delete(self, namespace: str, asset_key: str, key: str, expected_version: int | None = None) -> bool:
+        """Delete; True if something was deleted. Raises ConflictError if the version moved."""
+
+    @abstractmethod
+    def list(self, namespace: str, asset_key: str) -> list[WatermarkRecord]:
+        """Every key of one (namespace, asset)."""

@@ -1,0 +1,35 @@
+"""Settings: the one place that reads the environment (prefix ``LAKEHOOK_``)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Everything a function or the local runtime is configured with."""
+
+    model_config = SettingsConfigDict(env_prefix="LAKEHOOK_", extra="ignore")
+
+    table_name: str = Field(default="lakehook", description="the single DynamoDB table")
+    bucket_name: str = Field(default="lakehook-manifests", description="bucket for run and spool manifests")
+    region: str = Field(default="us-east-1")
+    endpoint_url: str | None = Field(default=None, description="AWS endpoint override (the local moto server)")
+    admin_token: str | None = Field(
+        default=None, description="local mode: management routes take 'Authorization: Bearer <token>'"
+    )
+    event_retention_days: int = Field(default=30, ge=1, le=3650, description="raw events expire by TTL after this")
+    signature_tolerance_seconds: int = Field(default=300, ge=1)
+    max_body_bytes: int = Field(default=1024 * 1024)
+    max_events_per_push: int = Field(default=100, ge=1, le=1000)
+    producer_cache_seconds: float = Field(default=30.0, ge=0, description="how long a producer and its secret are cached")
+    secret_prefix: str = Field(default="lakehook/", description="Secrets Manager name prefix for producer secrets")
+    stage: str = Field(default="local")
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The settings of this process (cached; tests call ``get_settings.cache_clear()``)."""
+    return Settings()

@@ -1,0 +1,84 @@
+"""Ingest: validate, authorize, record and advance a batch of events (push, poll, completion)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import ValidationError as PydanticValidationError
+
+from lakehook.domain.errors import AuthorizationError
+from lakehook.domain.events import AssetEvent, EventResult, IngestStatus, SourceType
+from lakehook.domain.producers import Producer
+from lakehook.domain.time import now_ms
+from lakehook.ports import AdvanceOutcome, AssetStore
+
+
+def describe_validation_error(exc: PydanticValidationError) -> str:
+    """One line naming each bad field, in the API's camelCase."""
+    parts = []
+    for error in exc.errors():
+        location = ".".join(str(p) for p in error["loc"]) or "event"
+        message = error["msg"].removeprefix("Value error, ")
+        parts.append(f"{location}: {message}")
+    return "; ".join(parts)
+
+
+def parse_event(raw: Any) -> AssetEvent:
+    """Parse one raw event; raises pydantic's ValidationError naming the field."""
+    return AssetEvent.model_validate(raw)
+
+
+class IngestEvents:
+    """Record each event once and move its asset's state forward.
+
+    A novel event costs one conditional put and one conditional update. A duplicate costs
+    the same two requests, both failing their conditions, so it writes nothing; the second
+    one is what lets a redelivery finish an advance that a crash cut short.
+    """
+
+    def __init__(self, store: AssetStore, clock: Callable[[], int] = now_ms) -> None:
+        self._store = store
+        self._clock = clock
+
+    def ingest_raw(self, raw_events: Sequence[Any], source: SourceType,
+                   producer: Producer | None = None) -> list[EventResult]:
+        """Validate and ingest raw JSON events; invalid ones are REJECTED with the field named.
+
+        A producer may write only under its prefixes: if any event names another asset, the
+        whole batch is refused with AuthorizationError before anything is recorded.
+        """
+        parsed: list[AssetEvent | EventResult] = []
+        for index, raw in enumerate(raw_events):
+            try:
+                parsed.append(parse_event(raw))
+            except PydanticValidationError as exc:
+                parsed.append(EventResult(status=IngestStatus.REJECTED, reason=describe_validation_error(exc),
+                                          index=index))
+        if producer is not None:
+            outside = sorted({e.asset_key for e in parsed if isinstance(e, AssetEvent)
+                              and not producer.may_write(e.asset_key)})
+            if outside:
+                raise AuthorizationError(
+                    f"producer {producer.producer_id!r} may not write {', '.join(outside)}: "
+                    f"outside its prefixes {producer.asset_key_prefixes}"
+                )
+        producer_id = producer.producer_id if producer else None
+        return [
+            self.ingest(item, source, producer_id=producer_id, index=index) if isinstance(item, AssetEvent) else item
+            for index, item in enumerate(parsed)
+        ]
+
+    def ingest(self, event: AssetEvent, source: SourceType, producer_id: str | None = None,
+               index: int | None = None) -> EventResult:
+        """Record one valid event and advance the state; the answer says which of the two happened."""
+        received_at = self._clock()
+        novel = self._store.record_event(event, source, received_at, producer_id)
+        outcome = self._store.advance_state(event, received_at)
+        if not novel:
+            status, reason = IngestStatus.DUPLICATE, "this event was recorded before"
+        elif outcome is AdvanceOutcome.STALE:
+            status, reason = IngestStatus.STALE, "recorded; the asset state already holds a newer version"
+        else:
+            status, reason = IngestStatus.ACCEPTED, None
+        return EventResult(eventId=event.event_id, status=status, reason=reason, index=index)

@@ -1,0 +1,68 @@
+"""Shared fixtures: in-process moto with the table from template.yaml, and a wired container."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+# Fake credentials and a region for every boto3 client the tests make; never real AWS.
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ.pop("AWS_PROFILE", None)
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Lakehook")
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_DEV", "false")
+
+from moto import mock_aws  # noqa: E402
+
+from lakehook import container as container_module  # noqa: E402
+from lakehook.container import Container  # noqa: E402
+from lakehook.settings import Settings  # noqa: E402
+from tests.support import RequestCounter, create_table  # noqa: E402
+
+TABLE = "lakehook-test"
+BUCKET = "lakehook-test-manifests"
+ADMIN_TOKEN = "test-admin-token"
+
+
+@pytest.fixture
+def aws() -> Iterator[None]:
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return Settings(table_name=TABLE, bucket_name=BUCKET, admin_token=ADMIN_TOKEN, region="us-east-1")
+
+
+@pytest.fixture
+def ddb_client(aws: None) -> Any:
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    create_table(client, TABLE)
+    return client
+
+
+@pytest.fixture
+def table(ddb_client: Any) -> Any:
+    return boto3.resource("dynamodb", region_name="us-east-1").Table(TABLE)
+
+
+@pytest.fixture
+def counter(table: Any) -> RequestCounter:
+    return RequestCounter().attach(table.meta.client)
+
+
+@pytest.fixture
+def container(settings: Settings, table: Any) -> Iterator[Container]:
+    """A container on in-process moto; the API handlers use it."""
+    wired = Container(settings)
+    wired.__dict__["table"] = table  # share the counted client
+    container_module.use(wired)
+    yield wired
+    container_module.use(None)

@@ -1,0 +1,121 @@
+"""DynamoDBAssetStore on moto: dedupe, advance-only state, crash recovery and the request budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
+from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
+from lakehook.ports import AdvanceOutcome
+from lakehook.usecases.ingest import IngestEvents
+from tests.support import RequestCounter
+
+ORDERS = "paimon://lake/ods_db/ods_order_latest"
+
+
+def snap(sid: int, asset: str = ORDERS, **extra: Any) -> AssetEvent:
+    return AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=asset, snapshotId=sid, **extra)
+
+
+def test_novel_event_costs_two_writes_and_no_read(table: Any, counter: RequestCounter) -> None:
+    ingest = IngestEvents(DynamoDBAssetStore(table))
+    with counter.measure() as calls:
+        result = ingest.ingest(snap(1001, schemaId=5), SourceType.PUSH)
+    assert result.status is IngestStatus.ACCEPTED
+    assert dict(calls) == {"PutItem": 1, "UpdateItem": 1}
+
+
+def test_duplicate_costs_two_requests_and_writes_nothing(table: Any, counter: RequestCounter) -> None:
+    store = DynamoDBAssetStore(table)
+    ingest = IngestEvents(store)
+    ingest.ingest(snap(1001), SourceType.PUSH)
+    before = store.get_state(ORDERS)
+    with counter.measure() as calls:
+        result = ingest.ingest(snap(1001), SourceType.POLL)
+    assert result.status is IngestStatus.DUPLICATE
+    assert sum(calls.values()) <= 2
+    after = store.get_state(ORDERS)
+    assert after == before  # version unchanged: no write, so no stream record
+
+
+def test_poll_and_push_of_one_snapshot_are_one_event(table: Any) -> None:
+    ingest = IngestEvents(DynamoDBAssetStore(table))
+    pushed = ingest.ingest(snap(7, commitKind="APPEND"), SourceType.PUSH)
+    polled = ingest.ingest(snap(7, commitKind="APPEND", totalRecordCount=10), SourceType.POLL)
+    assert pushed.event_id == polled.event_id
+    assert (pushed.status, polled.status) == (IngestStatus.ACCEPTED, IngestStatus.DUPLICATE)
+
+
+def test_old_snapshot_never_rolls_state_back(table: Any) -> None:
+    store = DynamoDBAssetStore(table)
+    ingest = IngestEvents(store)
+    ingest.ingest(snap(10, schemaId=2), SourceType.PUSH)
+    late = ingest.ingest(snap(9, schemaId=1), SourceType.PUSH)
+    assert late.status is IngestStatus.STALE
+    state = store.get_state(ORDERS)
+    assert state is not None and state.latest_snapshot_id == 10 and state.latest_schema_id == 2
+
+
+def test_redelivery_after_a_crash_between_record_and_advance_still_advances(table: Any) -> None:
+    store = DynamoDBAssetStore(table)
+    event = snap(42)
+    assert store.record_event(event, SourceType.PUSH, 1)  # ...and the process dies here
+    assert store.get_state(ORDERS) is None
+    result = IngestEvents(store).ingest(event, SourceType.PUSH)
+    assert result.status is IngestStatus.DUPLICATE
+    state = store.get_state(ORDERS)
+    assert state is not None and state.latest_snapshot_id == 42
+
+
+def test_racing_twin_advance_reports_already(table: Any) -> None:
+    store = DynamoDBAssetStore(table)
+    assert store.advance_state(snap(5), 1) is AdvanceOutcome.ADVANCED
+    assert store.advance_state(snap(5), 2) is AdvanceOutcome.ALREADY
+    assert store.advance_state(snap(4), 3) is AdvanceOutcome.STALE
+
+
+def test_quality_schema_tags_and_backfill_are_kept(table: Any) -> None:
+    store = DynamoDBAssetStore(table)
+    ingest = IngestEvents(store)
+    events = [
+        snap(1, schemaId=0),
+        AssetEvent(eventType=EventType.QUALITY_CHECK_PASSED, assetKey=ORDERS, snapshotId=1),
+        snap(2, schemaId=1),
+        AssetEvent(eventType=EventType.QUALITY_CHECK_FAILED, assetKey=ORDERS, snapshotId=2),
+        AssetEvent(eventType=EventType.TAG_CREATED, assetKey=ORDERS, tag="2025-06-01", snapshotId=1),
+        AssetEvent(eventType=EventType.BACKFILL_COMPLETED, assetKey=ORDERS, backfillId="b1"),
+        AssetEvent(eventType=EventType.BACKFILL_STARTED, assetKey=ORDERS, backfillId="b1"),  # late
+    ]
+    statuses = [ingest.ingest(e, SourceType.PUSH).status for e in events]
+    assert statuses[-1] is IngestStatus.ACCEPTED or statuses[-1] is IngestStatus.STALE
+    state = store.get_state(ORDERS)
+    assert state is not None
+    assert state.quality_passed_snapshot_id == 1 and state.quality_failed_snapshot_id == 2
+    assert state.quality_status == "FAILED"
+    assert state.schema_status.value == "PENDING_APPROVAL"
+    assert state.tags == {"2025-06-01"}
+    assert state.backfill_status.value == "COMPLETED"  # a late STARTED never reopens it
+    ingest.ingest(AssetEvent(eventType=EventType.SCHEMA_CHANGE_APPROVED, assetKey=ORDERS, schemaId=1),
+                  SourceType.PUSH)
+    state = store.get_state(ORDERS)
+    assert state is not None and state.schema_status.value == "COMPATIBLE"
+
+
+def test_events_are_listed_newest_first_with_pages(table: Any) -> None:
+    store = DynamoDBAssetStore(table)
+    for sid in range(5):
+        store.record_event(snap(sid), SourceType.PUSH, 1000 + sid)
+    first = store.list_events(ORDERS, limit=2)
+    assert [e.event.snapshot_id for e in first.items] == [4, 3]
+    assert first.next_token
+    second = store.list_events(ORDERS, limit=10, next_token=first.next_token)
+    assert [e.event.snapshot_id for e in second.items] == [2, 1, 0]
+    assert second.next_token is None
+
+
+def test_raw_events_carry_a_ttl(table: Any) -> None:
+    store = DynamoDBAssetStore(table, retention_days=7)
+    store.record_event(snap(1), SourceType.PUSH, 1_000_000)
+    item = table.scan()["Items"]
+    (event_item,) = [i for i in item if str(i["SK"]).startswith("EVENT#")]
+    assert int(event_item["expiresAt"]) == 1_000 + 7 * 86400

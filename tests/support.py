@@ -1,0 +1,86 @@
+"""Test helpers shared across suites: the table from template.yaml, request counting, signing."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from lakehook.domain.signing import sign
+from lakehook.local.template import Template
+
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATE = Template.load(ROOT / "template.yaml")
+
+
+def create_table(dynamodb_client: Any, table_name: str) -> None:
+    """Create the table exactly as template.yaml declares it (keys, index, stream, TTL)."""
+    TEMPLATE.create_table(dynamodb_client, table_name)
+
+
+class RequestCounter:
+    """Counts AWS API calls a boto3 client makes, by operation name (stable on noisy machines)."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def attach(self, client: Any) -> RequestCounter:
+        client.meta.events.register("before-call.*.*", self._count)
+        return self
+
+    def _count(self, model: Any, **_: Any) -> None:
+        with self._lock:
+            self.calls[model.name] += 1
+
+    @property
+    def total(self) -> int:
+        return sum(self.calls.values())
+
+    def reset(self) -> None:
+        with self._lock:
+            self.calls.clear()
+
+    @contextmanager
+    def measure(self) -> Iterator[Counter[str]]:
+        before = Counter(self.calls)
+        delta: Counter[str] = Counter()
+        yield delta
+        delta.update(self.calls - before)
+
+
+def signed_headers(producer_id: str, secret: str, body: bytes, at: int | None = None) -> dict[str, str]:
+    ts = int(time.time()) if at is None else at
+    return {
+        "Content-Type": "application/json",
+        "X-Lakehook-Producer": producer_id,
+        "X-Lakehook-Signature": sign(secret, body, ts),
+    }
+
+
+def api_event(method: str, path: str, body: Any = None, *, headers: dict[str, str] | None = None,
+              query: dict[str, str] | None = None, raw: str | None = None) -> dict[str, Any]:
+    """An API Gateway REST (v1) proxy event, as API Gateway or the local runtime sends it."""
+    text = raw if raw is not None else (None if body is None else json.dumps(body))
+    return {
+        "resource": path,
+        "path": path,
+        "httpMethod": method,
+        "headers": headers or {},
+        "multiValueHeaders": {k: [v] for k, v in (headers or {}).items()},
+        "queryStringParameters": query,
+        "multiValueQueryStringParameters": {k: [v] for k, v in query.items()} if query else None,
+        "pathParameters": None,
+        "stageVariables": None,
+        "requestContext": {
+            "resourcePath": path, "httpMethod": method, "path": path, "stage": "local",
+            "requestId": "test-request", "identity": {"sourceIp": "127.0.0.1"},
+        },
+        "body": text,
+        "isBase64Encoded": False,
+    }
