@@ -63,8 +63,15 @@ def signed_headers(producer_id: str, secret: str, body: bytes, at: int | None = 
     }
 
 
-def api_event(method: str, path: str, body: Any = None, *, headers: dict[str, str] | None = None,
-              query: dict[str, str] | None = None, raw: str | None = None) -> dict[str, Any]:
+def api_event(
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    headers: dict[str, str] | None = None,
+    query: dict[str, str] | None = None,
+    raw: str | None = None,
+) -> dict[str, Any]:
     """An API Gateway REST (v1) proxy event, as API Gateway or the local runtime sends it."""
     text = raw if raw is not None else (None if body is None else json.dumps(body))
     return {
@@ -78,9 +85,45 @@ def api_event(method: str, path: str, body: Any = None, *, headers: dict[str, st
         "pathParameters": None,
         "stageVariables": None,
         "requestContext": {
-            "resourcePath": path, "httpMethod": method, "path": path, "stage": "local",
-            "requestId": "test-request", "identity": {"sourceIp": "127.0.0.1"},
+            "resourcePath": path,
+            "httpMethod": method,
+            "path": path,
+            "stage": "local",
+            "requestId": "test-request",
+            "identity": {"sourceIp": "127.0.0.1"},
         },
         "body": text,
         "isBase64Encoded": False,
     }
+
+
+class FakeLambdaContext:
+    """The attributes of a Lambda context that Powertools reads (logger, metrics, tracer)."""
+
+    function_name = "lakehook-test"
+    function_version = "$LATEST"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:lakehook-test"
+    aws_request_id = "test-request"
+    log_group_name = "/aws/lambda/lakehook-test"
+    log_stream_name = "test"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+_HANDLERS: dict[str, Any] = {}
+
+
+def load_handler(function: str) -> Any:
+    """``functions/<function>/app.py``'s ``lambda_handler``, imported from its file as Lambda would."""
+    if function not in _HANDLERS:
+        import importlib.util
+
+        path = ROOT / "functions" / function / "app.py"
+        spec = importlib.util.spec_from_file_location(f"lakehook_function_{function}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _HANDLERS[function] = module.lambda_handler
+    return _HANDLERS[function]

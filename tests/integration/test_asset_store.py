@@ -95,8 +95,7 @@ def test_quality_schema_tags_and_backfill_are_kept(table: Any) -> None:
     assert state.schema_status.value == "PENDING_APPROVAL"
     assert state.tags == {"2025-06-01"}
     assert state.backfill_status.value == "COMPLETED"  # a late STARTED never reopens it
-    ingest.ingest(AssetEvent(eventType=EventType.SCHEMA_CHANGE_APPROVED, assetKey=ORDERS, schemaId=1),
-                  SourceType.PUSH)
+    ingest.ingest(AssetEvent(eventType=EventType.SCHEMA_CHANGE_APPROVED, assetKey=ORDERS, schemaId=1), SourceType.PUSH)
     state = store.get_state(ORDERS)
     assert state is not None and state.schema_status.value == "COMPATIBLE"
 

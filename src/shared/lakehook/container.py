@@ -73,8 +73,10 @@ class Container:
     @cached_property
     def push_authenticator(self) -> PushAuthenticator:
         return PushAuthenticator(
-            self.producer_registry, self.secret_store,
-            self.settings.signature_tolerance_seconds, self.settings.producer_cache_seconds,
+            self.producer_registry,
+            self.secret_store,
+            self.settings.signature_tolerance_seconds,
+            self.settings.producer_cache_seconds,
         )
 
 

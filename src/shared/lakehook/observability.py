@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
+
 from aws_lambda_powertools import Logger, Metrics, Tracer
 
 NAMESPACE = "Lakehook"
+
+# Management routes emit no metrics; Powertools would warn on every such invocation.
+warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 logger = Logger(service="lakehook")
 metrics = Metrics(namespace=NAMESPACE, service="lakehook")

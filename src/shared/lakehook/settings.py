@@ -24,7 +24,9 @@ class Settings(BaseSettings):
     signature_tolerance_seconds: int = Field(default=300, ge=1)
     max_body_bytes: int = Field(default=1024 * 1024)
     max_events_per_push: int = Field(default=100, ge=1, le=1000)
-    producer_cache_seconds: float = Field(default=30.0, ge=0, description="how long a producer and its secret are cached")
+    producer_cache_seconds: float = Field(
+        default=30.0, ge=0, description="how long a producer and its secret are cached"
+    )
     secret_prefix: str = Field(default="lakehook/", description="Secrets Manager name prefix for producer secrets")
     stage: str = Field(default="local")
 

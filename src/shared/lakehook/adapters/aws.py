@@ -14,9 +14,8 @@ _CONFIG = Config(retries={"max_attempts": 5, "mode": "standard"}, connect_timeou
 
 def client(service: str, settings: Settings) -> Any:
     """A boto3 client for the service, pointed at the endpoint override when there is one."""
-    return boto3.session.Session(region_name=settings.region).client(
-        service, endpoint_url=settings.endpoint_url, config=_CONFIG
-    )
+    session: Any = boto3.session.Session(region_name=settings.region)
+    return session.client(service, endpoint_url=settings.endpoint_url, config=_CONFIG)
 
 
 def dynamodb_table(settings: Settings) -> Any:

@@ -35,13 +35,15 @@ class InMemoryAssetStore(AssetStore):
         self.events: dict[str, RecordedEvent] = {}
         self.states: dict[str, dict[str, Any]] = {}
 
-    def record_event(self, event: AssetEvent, source: SourceType, received_at: int,
-                     producer_id: str | None = None) -> bool:
+    def record_event(
+        self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
+    ) -> bool:
         with self._lock:
             if event.event_id in self.events:
                 return False
-            self.events[event.event_id] = RecordedEvent(event, source, received_at, producer_id,
-                                                        {"eventId": event.event_id})
+            self.events[event.event_id] = RecordedEvent(
+                event, source, received_at, producer_id, {"eventId": event.event_id}
+            )
             return True
 
     def advance_state(self, event: AssetEvent, now_ms: int) -> AdvanceOutcome:
@@ -52,7 +54,7 @@ class InMemoryAssetStore(AssetStore):
             old = self.states.get(event.asset_key, {})
             new = apply_advance(old, advance, event_id=event.event_id, now_ms=now_ms)
             if new is None:
-                return AdvanceOutcome.ALREADY if already_applied(old, advance.guard) else AdvanceOutcome.STALE
+                return AdvanceOutcome.ALREADY if already_applied(old, advance) else AdvanceOutcome.STALE
             self.states[event.asset_key] = new
             return AdvanceOutcome.ADVANCED
 
@@ -119,15 +121,17 @@ class InMemoryWatermarkStore(WatermarkStore):
     def get(self, namespace: str, asset_key: str, key: str) -> WatermarkRecord | None:
         return self.records.get((namespace, asset_key, key))
 
-    def put(self, namespace: str, asset_key: str, key: str, value: Any, now_ms: int,
-            expected_version: int | None = None) -> WatermarkRecord:
+    def put(
+        self, namespace: str, asset_key: str, key: str, value: Any, now_ms: int, expected_version: int | None = None
+    ) -> WatermarkRecord:
         with self._lock:
             old = self.records.get((namespace, asset_key, key))
             current = old.version if old else 0
             if expected_version is not None and expected_version != current:
                 raise ConflictError(f"watermark {namespace}/{asset_key}/{key} is not at version {expected_version}")
-            record = WatermarkRecord(namespace=namespace, assetKey=asset_key, key=key, value=value,
-                                     version=current + 1, updatedAt=now_ms)
+            record = WatermarkRecord(
+                namespace=namespace, asset_key=asset_key, key=key, value=value, version=current + 1, updated_at=now_ms
+            )
             self.records[(namespace, asset_key, key)] = record
             return record
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import base64
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from pydantic import BaseModel
 
 from lakehook import __version__
-from lakehook.api.http import check_body_size, json_response
+from lakehook.api.http import json_response
 from lakehook.api.routes import assets, events, producers, watermarks
+from lakehook.container import current
 from lakehook.domain.errors import (
     AuthenticationError,
     AuthorizationError,
@@ -19,7 +23,7 @@ from lakehook.domain.errors import (
     PayloadTooLargeError,
     ValidationError,
 )
-from lakehook.domain.events import EventResult, PushEnvelope
+from lakehook.domain.events import AssetEvent, EventResult
 from lakehook.observability import logger
 
 ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
@@ -39,19 +43,50 @@ def _error(status: int, code: str, message: str, field: str | None = None) -> Re
     return json_response(body, status)
 
 
-def _size_limit(app: APIGatewayRestResolver, next_middleware: Any) -> Any:
-    check_body_size(app.current_event)
-    return next_middleware(app)
+class LakehookResolver(APIGatewayRestResolver):
+    """The REST resolver, with the body checks that must run before Powertools parses anything."""
+
+    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        refused = precheck(event)
+        return refused if refused is not None else super().resolve(event, context)
 
 
-def build_app() -> APIGatewayRestResolver:
+def precheck(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """413 for a body over the limit, 415 for a body that is not JSON; else None."""
+    body = event.get("body")
+    if not body:
+        return None
+    size = len(base64.b64decode(body)) if event.get("isBase64Encoded") else len(body.encode("utf-8"))
+    limit = current().settings.max_body_bytes
+    if size > limit:
+        return _raw_error(413, "PAYLOAD_TOO_LARGE", f"request body is {size} bytes; the limit is {limit}")
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    content_type = str(headers.get("content-type") or "").lower()
+    if content_type and "json" not in content_type:
+        return _raw_error(
+            415, "UNSUPPORTED_MEDIA_TYPE", f"Content-Type {content_type!r} is not supported; send application/json"
+        )
+    return None
+
+
+def _raw_error(status: int, code: str, message: str) -> dict[str, Any]:
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": "application/json"},
+        "multiValueHeaders": {},
+        "body": json.dumps({"error": code, "message": message}),
+        "isBase64Encoded": False,
+    }
+
+
+def build_app() -> LakehookResolver:
     """The resolver with every route; handlers call ``resolve`` on it."""
-    app = APIGatewayRestResolver(enable_validation=True)
-    app.use(middlewares=[_size_limit])
+    app = LakehookResolver(enable_validation=True)
     for module in (events, producers, assets, watermarks):
         app.include_router(module.router)
 
     for error_type, (status, code) in ERROR_STATUS.items():
+
         def handle(exc: Exception, status: int = status, code: str = code) -> Response[str]:
             logger.info("request refused", extra={"status": status, "reason": str(exc)})
             return _error(status, code, str(exc), getattr(exc, "field", None))
@@ -63,10 +98,18 @@ def build_app() -> APIGatewayRestResolver:
         problems = []
         fields = []
         for error in exc.errors():
+            if error.get("type") == "json_invalid":  # Powertools locates it at ("body", <char offset>)
+                return _error(400, "BAD_REQUEST", "request body is not valid JSON", "body")
             loc = [str(p) for p in error.get("loc", ()) if p not in ("body", "query", "path")]
             fields.append(".".join(loc))
-            problems.append(f"{'.'.join(loc) or 'body'}: {str(error.get('msg', 'invalid')).removeprefix('Value error, ')}")
+            message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+            problems.append(f"{'.'.join(loc) or 'body'}: {message}")
         return _error(400, "BAD_REQUEST", "; ".join(problems), fields[0] if fields else None)
+
+    @app.not_found
+    def no_route(_: Exception) -> Response[str]:
+        event = app.current_event
+        return _error(404, "NOT_FOUND", f"no route {event.http_method} {event.path}")
 
     @app.get("/openapi.json", include_in_schema=False)
     def openapi() -> Response[str]:
@@ -78,22 +121,68 @@ def build_app() -> APIGatewayRestResolver:
 def openapi_document(app: APIGatewayRestResolver) -> str:
     """The generated OpenAPI document, plus the push body that the push route parses itself."""
     spec = json.loads(app.get_openapi_json_schema(title="lakehook", version=__version__))
+    schemas = spec.setdefault("components", {}).setdefault("schemas", {})
+
+    def component(model: type[BaseModel]) -> dict[str, str]:
+        # Nested models go to components: a "#/$defs/..." ref inside a path would not resolve.
+        schema = model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[model.__name__] = schema
+        return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+    schemas["Error"] = {
+        "type": "object",
+        "required": ["error", "message"],
+        "properties": {"error": {"type": "string"}, "message": {"type": "string"}, "field": {"type": "string"}},
+    }
+    for operations in spec.get("paths", {}).values():
+        for op in operations.values():
+            responses = op.get("responses", {})
+            if responses.pop("422", None) is not None:  # validation errors are answered 400, not 422
+                responses["400"] = {
+                    "description": "bad input; the message names the field",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+                }
     operation = spec.get("paths", {}).get("/asset-events", {}).get("post")
     if operation is not None:
+        event = component(AssetEvent)
+        envelope = {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["events"],
+            "properties": {
+                "events": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": current().settings.max_events_per_push,
+                    "items": event,
+                }
+            },
+        }
+        result = component(EventResult)
+        schemas["EventResult"]["properties"].pop("index", None)  # internal; answers never carry it
         operation["requestBody"] = {
             "required": True,
-            "content": {"application/json": {"schema": PushEnvelope.model_json_schema()}},
+            "content": {"application/json": {"schema": {"oneOf": [event, envelope]}}},
         }
         operation.setdefault("responses", {})["200"] = {
             "description": "one result per event",
-            "content": {"application/json": {"schema": {
-                "type": "object",
-                "properties": {"results": {"type": "array", "items": EventResult.model_json_schema(by_alias=True)}},
-            }}},
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {"results": {"type": "array", "items": result}},
+                    }
+                }
+            },
         }
         operation["parameters"] = [
             {"name": "X-Lakehook-Producer", "in": "header", "required": False, "schema": {"type": "string"}},
-            {"name": "X-Lakehook-Signature", "in": "header", "required": False,
-             "schema": {"type": "string", "example": "t=1725963330,v1=<hex hmac-sha256>"}},
+            {
+                "name": "X-Lakehook-Signature",
+                "in": "header",
+                "required": False,
+                "schema": {"type": "string", "example": "t=1725963330,v1=<hex hmac-sha256>"},
+            },
         ]
     return json.dumps(spec)

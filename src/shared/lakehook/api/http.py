@@ -15,8 +15,12 @@ from lakehook.domain.errors import AuthenticationError, PayloadTooLargeError, Va
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response[str]:
-    return Response(status_code=status, content_type=content_types.APPLICATION_JSON,
-                    body=json.dumps(body, separators=(",", ":")), headers=headers)
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=json.dumps(body, separators=(",", ":")),
+        headers=headers,
+    )
 
 
 def raw_body(event: APIGatewayProxyEvent) -> bytes:

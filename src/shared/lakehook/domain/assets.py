@@ -33,16 +33,16 @@ def validate_asset_key(key: str) -> str:
         raise ValueError("assetKey must be a string")
     if len(key) > MAX_ASSET_KEY_LENGTH:
         raise ValueError(f"assetKey is longer than {MAX_ASSET_KEY_LENGTH} characters")
-    match = _SCHEME.match(key)
+    match = _SCHEME.fullmatch(key)  # not match(): '$' would let a trailing newline through
     if not match:
         raise ValueError("assetKey must look like <scheme>://<path>, e.g. iceberg://glue/db/table")
     scheme, rest = match.group("scheme"), match.group("rest")
     if scheme in TABLE_FORMATS:
         parts = rest.split("/")
-        if len(parts) != 3 or not all(_SEGMENT.match(p) for p in parts):
+        if len(parts) != 3 or not all(_SEGMENT.fullmatch(p) for p in parts):
             raise ValueError(f"a {scheme} assetKey is {scheme}://<catalog>/<database>/<table>")
         return key
-    if not _GENERIC.match(rest) or "//" in rest or rest.startswith("/"):
+    if not _GENERIC.fullmatch(rest) or "//" in rest or rest.startswith("/"):
         raise ValueError("assetKey has spaces, control characters or empty path segments")
     return key
 
@@ -63,7 +63,9 @@ class AssetSource(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     catalog: str = Field(min_length=1, max_length=128, description="catalog name (pyiceberg keys SQL catalogs by it)")
-    properties: dict[str, str] = Field(default_factory=dict, description="pyiceberg catalog properties or pypaimon options")
+    properties: dict[str, str] = Field(
+        default_factory=dict, description="pyiceberg catalog properties or pypaimon options"
+    )
     table: str = Field(pattern=r"^[A-Za-z0-9_$-]+\.[A-Za-z0-9_$-]+$", description="database.table")
 
     @field_validator("properties")

@@ -10,9 +10,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from lakehook.domain.assets import validate_asset_key
-from lakehook.domain.time import ms_to_iso, parse_instant_ms
+from lakehook.domain.time import MAX_ISO_MS, ms_to_iso, parse_instant_ms
 
 MAX_PAYLOAD_BYTES = 16 * 1024
+# Snapshot ids, schema ids, counts and epoch milliseconds are Java longs in Iceberg and Paimon.
+# Bounding them keeps every stored number within DynamoDB's 38 digits.
+MAX_LONG = 2**63 - 1
+MIN_LONG = -(2**63)
+_INT_FIELDS = (
+    "snapshot_id", "parent_snapshot_id", "sequence_number", "schema_id", "commit_identifier",
+    "total_record_count", "delta_record_count", "changelog_record_count",
+)
 
 
 class EventType(StrEnum):
@@ -84,7 +92,10 @@ class Interval(BaseModel):
     @field_validator("start", "end", mode="before")
     @classmethod
     def _instant(cls, value: object) -> int:
-        return parse_instant_ms(value)
+        ms = parse_instant_ms(value)
+        if ms > MAX_ISO_MS:
+            raise ValueError("interval bounds must be before the year 10000")
+        return ms
 
     @model_validator(mode="after")
     def _ordered(self) -> Interval:
@@ -106,18 +117,18 @@ class AssetEvent(BaseModel):
 
     event_type: EventType = Field(alias="eventType")
     asset_key: str = Field(alias="assetKey")
-    snapshot_id: int | None = Field(default=None, alias="snapshotId", ge=0)
-    parent_snapshot_id: int | None = Field(default=None, alias="parentSnapshotId", ge=0)
-    sequence_number: int | None = Field(default=None, alias="sequenceNumber", ge=0)
-    schema_id: int | None = Field(default=None, alias="schemaId", ge=0)
+    snapshot_id: int | None = Field(default=None, alias="snapshotId", ge=0, le=MAX_LONG)
+    parent_snapshot_id: int | None = Field(default=None, alias="parentSnapshotId", ge=0, le=MAX_LONG)
+    sequence_number: int | None = Field(default=None, alias="sequenceNumber", ge=0, le=MAX_LONG)
+    schema_id: int | None = Field(default=None, alias="schemaId", ge=0, le=MAX_LONG)
     watermark: int | None = Field(default=None, ge=0, description="epoch milliseconds")
     commit_kind: str | None = Field(default=None, alias="commitKind", max_length=64)
     commit_time: int | None = Field(default=None, alias="commitTime", ge=0, description="epoch milliseconds")
     commit_user: str | None = Field(default=None, alias="commitUser", max_length=256)
-    commit_identifier: int | None = Field(default=None, alias="commitIdentifier")
-    total_record_count: int | None = Field(default=None, alias="totalRecordCount", ge=0)
-    delta_record_count: int | None = Field(default=None, alias="deltaRecordCount")
-    changelog_record_count: int | None = Field(default=None, alias="changelogRecordCount", ge=0)
+    commit_identifier: int | None = Field(default=None, alias="commitIdentifier", ge=MIN_LONG, le=MAX_LONG)
+    total_record_count: int | None = Field(default=None, alias="totalRecordCount", ge=0, le=MAX_LONG)
+    delta_record_count: int | None = Field(default=None, alias="deltaRecordCount", ge=MIN_LONG, le=MAX_LONG)
+    changelog_record_count: int | None = Field(default=None, alias="changelogRecordCount", ge=0, le=MAX_LONG)
     schema_changed: bool | None = Field(default=None, alias="schemaChanged")
     tag: str | None = Field(default=None, min_length=1, max_length=256)
     backfill_id: str | None = Field(default=None, alias="backfillId", min_length=1, max_length=256)
@@ -131,6 +142,14 @@ class AssetEvent(BaseModel):
     def _key(cls, value: str) -> str:
         return validate_asset_key(value)
 
+    @field_validator(*_INT_FIELDS, mode="before")
+    @classmethod
+    def _not_boolean(cls, value: object) -> object:
+        # pydantic's lax mode would read true as 1: a snapshot id must be a number.
+        if isinstance(value, bool):
+            raise ValueError("expected an integer, got a boolean")
+        return value
+
     @field_validator("watermark", "commit_time", mode="before")
     @classmethod
     def _instant(cls, value: object) -> object:
@@ -139,7 +158,13 @@ class AssetEvent(BaseModel):
     @field_validator("payload")
     @classmethod
     def _payload_size(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is not None and len(json.dumps(value, separators=(",", ":"))) > MAX_PAYLOAD_BYTES:
+        if value is None:
+            return value
+        try:
+            text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+        except ValueError as exc:  # NaN or Infinity: not JSON, so not answerable later
+            raise ValueError("payload must be JSON: NaN and Infinity are not allowed") from exc
+        if len(text.encode()) > MAX_PAYLOAD_BYTES:
             raise ValueError(f"payload is larger than {MAX_PAYLOAD_BYTES} bytes")
         return value
 
@@ -186,11 +211,15 @@ def event_identity(asset_key: str, event_type: EventType, version: str) -> str:
 
 
 class PushEnvelope(BaseModel):
-    """The body of ``POST /asset-events``: one event or ``{"events": [...]}``."""
+    """The body of ``POST /asset-events``: one event or ``{"events": [...]}``.
+
+    Items are validated one by one (a bad item is REJECTED, the others still count); the
+    route enforces the per-push limit from the settings.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    events: list[dict[str, Any]] = Field(min_length=1, max_length=100)
+    events: list[Any] = Field(min_length=1)
 
 
 class EventResult(BaseModel):

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from lakehook.domain.errors import ValidationError
 from lakehook.domain.time import ms_to_iso
 
 PRODUCER_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
@@ -53,6 +54,7 @@ class Producer(BaseModel):
 
 
 def validate_producer_id(producer_id: str) -> str:
-    if not PRODUCER_ID.match(producer_id):
-        raise ValueError("producerId is 1-128 letters, digits, '_', '-' or '.'")
+    """Answer the id if it is well formed, else raise ValidationError (a 400, not a 500)."""
+    if not PRODUCER_ID.fullmatch(producer_id):
+        raise ValidationError("producerId is 1-128 letters, digits, '_', '-' or '.'", field="producerId")
     return producer_id

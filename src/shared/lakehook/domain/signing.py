@@ -31,7 +31,7 @@ def parse_signature(header: str) -> tuple[int, list[str]]:
         if not sep:
             continue
         if key == "t":
-            if not value.isdigit():
+            if not (value.isascii() and value.isdigit()):
                 raise AuthenticationError("signature timestamp t= is not unix seconds")
             timestamp = int(value)
         elif key == "v1":
@@ -41,8 +41,9 @@ def parse_signature(header: str) -> tuple[int, list[str]]:
     return timestamp, signatures
 
 
-def verify(secret: str, body: bytes, header: str | None, now_seconds: int,
-           tolerance_seconds: int = DEFAULT_TOLERANCE_SECONDS) -> None:
+def verify(
+    secret: str, body: bytes, header: str | None, now_seconds: int, tolerance_seconds: int = DEFAULT_TOLERANCE_SECONDS
+) -> None:
     """Raise AuthenticationError unless the header signs the body within the tolerance."""
     if not header:
         raise AuthenticationError(f"missing {SIGNATURE_HEADER} header")
@@ -50,5 +51,6 @@ def verify(secret: str, body: bytes, header: str | None, now_seconds: int,
     if abs(now_seconds - timestamp) > tolerance_seconds:
         raise AuthenticationError(f"signature timestamp is outside the {tolerance_seconds} s tolerance")
     expected = sign(secret, body, timestamp).split("v1=", 1)[1]
-    if not any(hmac.compare_digest(expected, candidate) for candidate in signatures):
+    # Compare bytes: compare_digest refuses str with non-ASCII characters (a TypeError, not a 401).
+    if not any(hmac.compare_digest(expected.encode(), candidate.encode()) for candidate in signatures):
         raise AuthenticationError("signature does not match the body")

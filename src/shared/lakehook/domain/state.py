@@ -137,12 +137,17 @@ def guard_holds(state: dict[str, Any], guard: Guard) -> bool:
     return not all(state.get(attr) == value for attr, value in guard.pairs)
 
 
-def already_applied(state: dict[str, Any], guard: Guard) -> bool:
+def already_applied(state: dict[str, Any], advance: Advance) -> bool:
     """When the guard failed: did the state already take exactly this version (not a newer one)?"""
+    guard = advance.guard
     if isinstance(guard, Below):
         current = state.get(guard.attr)
         return current is not None and int(current) == guard.value
-    return True  # a set membership or an equality guard fails only when this very value is there
+    if isinstance(guard, NotInSet):
+        return True  # a set membership guard fails only when this very value is there
+    # An equality guard also fails for a late event (BACKFILL_STARTED after that backfill completed):
+    # only if the state holds what the event asks for was it applied; otherwise the event is stale.
+    return all(state.get(attr) == value for attr, value in advance.sets.items())
 
 
 def apply_advance(state: dict[str, Any], advance: Advance, *, event_id: str, now_ms: int) -> dict[str, Any] | None:
@@ -213,9 +218,10 @@ class AssetState(BaseModel):
         latest = self.latest_schema_id
         if latest is None:
             return SchemaStatus.UNKNOWN
-        if self.schema_rejected_id is not None and self.schema_rejected_id >= latest:
-            if self.schema_approved_id is None or self.schema_approved_id < self.schema_rejected_id:
-                return SchemaStatus.REJECTED
+        rejected = self.schema_rejected_id
+        approved = self.schema_approved_id
+        if rejected is not None and rejected >= latest and (approved is None or approved < rejected):
+            return SchemaStatus.REJECTED
         accepted = [s for s in (self.first_schema_id, self.schema_approved_id) if s is not None]
         if accepted and max(accepted) >= latest:
             return SchemaStatus.COMPATIBLE

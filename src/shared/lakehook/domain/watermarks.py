@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lakehook.domain.time import ms_to_iso
 
 NAMESPACE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 KEY = re.compile(r"^[A-Za-z0-9_.:/=-]{1,256}$")
+MAX_VALUE_BYTES = 64 * 1024  # well inside DynamoDB's 400 KB item limit
 
 
 class WatermarkRecord(BaseModel):
@@ -41,6 +43,19 @@ class WatermarkPut(BaseModel):
     key: str = Field(pattern=KEY.pattern)
     value: Any
     expected_version: int | None = Field(
-        default=None, alias="expectedVersion", ge=0,
+        default=None,
+        alias="expectedVersion",
+        ge=0,
         description="compare-and-set: write only if the stored version is this (0 = must not exist yet)",
     )
+
+    @field_validator("value")
+    @classmethod
+    def _json_value(cls, value: Any) -> Any:
+        try:
+            text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+        except ValueError as exc:  # NaN or Infinity would be answered as invalid JSON
+            raise ValueError("value must be JSON: NaN and Infinity are not allowed") from exc
+        if len(text.encode()) > MAX_VALUE_BYTES:
+            raise ValueError(f"value is larger than {MAX_VALUE_BYTES} bytes as JSON")
+        return value

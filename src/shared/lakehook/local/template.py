@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import yaml
 
@@ -35,8 +36,25 @@ def _intrinsic(tag: str) -> Any:
     return construct
 
 
-for _tag in ("Ref", "Sub", "GetAtt", "Join", "Select", "Split", "If", "Equals", "Not", "And", "Or",
-             "FindInMap", "ImportValue", "Base64", "Cidr", "GetAZs", "Condition"):
+for _tag in (
+    "Ref",
+    "Sub",
+    "GetAtt",
+    "Join",
+    "Select",
+    "Split",
+    "If",
+    "Equals",
+    "Not",
+    "And",
+    "Or",
+    "FindInMap",
+    "ImportValue",
+    "Base64",
+    "Cidr",
+    "GetAZs",
+    "Condition",
+):
     _Loader.add_constructor(f"!{_tag}", _intrinsic(_tag))
 
 
@@ -50,9 +68,23 @@ class ApiRoute:
         """Path parameters if this route serves the request, else None."""
         if method.upper() != self.method.upper():
             return None
-        pattern = "^" + re.sub(r"\\\{([A-Za-z0-9_]+)\\\+?\\\}", r"(?P<\1>[^/]+)", re.escape(self.path)) + "$"
-        found = re.match(pattern, path)
-        return None if found is None else found.groupdict()
+        want, got = self.path.strip("/").split("/"), path.strip("/").split("/")
+        if want[-1].endswith("+}"):  # a greedy {proxy+} takes the rest of the path
+            head = len(want) - 1
+            if len(got) <= head:
+                return None
+            got = [*got[:head], "/".join(got[head:])]
+        if len(want) != len(got):
+            return None
+        params: dict[str, str] = {}
+        for pattern, segment in zip(want, got, strict=True):
+            if pattern.startswith("{") and pattern.endswith("}"):
+                if not segment:
+                    return None
+                params[pattern[1:-1].rstrip("+")] = unquote(segment)
+            elif pattern != segment:
+                return None
+        return params
 
 
 @dataclass(frozen=True)
@@ -108,7 +140,7 @@ class Template:
     @classmethod
     def load(cls, path: Path | str, names: dict[str, str] | None = None) -> Template:
         file = Path(path)
-        document = yaml.load(file.read_text(), Loader=_Loader)  # noqa: S506 - SafeLoader subclass
+        document = yaml.load(file.read_text(), Loader=_Loader)
         return cls(file, document, names)
 
     @property
@@ -125,18 +157,24 @@ class Template:
 
     def resolve(self, value: Any, stack_name: str = "lakehook-local") -> Any:
         """Resolve intrinsics against local names, parameter defaults and pseudo parameters."""
-        pseudo = {"AWS::StackName": stack_name, "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012",
-                  "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com"}
+        pseudo = {
+            "AWS::StackName": stack_name,
+            "AWS::Region": "us-east-1",
+            "AWS::AccountId": "123456789012",
+            "AWS::Partition": "aws",
+            "AWS::URLSuffix": "amazonaws.com",
+        }
         lookup = {**pseudo, **self.parameter_defaults(), **self.names}
         if isinstance(value, dict) and len(value) == 1:
-            (key, arg), = value.items()
+            ((key, arg),) = value.items()
             if key == "Ref":
                 return lookup.get(arg, arg)
             if key == "Fn::Sub":
                 text = arg if isinstance(arg, str) else arg[0]
                 extra = {} if isinstance(arg, str) else {k: self.resolve(v, stack_name) for k, v in arg[1].items()}
-                return re.sub(r"\$\{([^}]+)\}", lambda m: str(extra.get(m.group(1), lookup.get(m.group(1),
-                              m.group(1)))), text)
+                return re.sub(
+                    r"\$\{([^}]+)\}", lambda m: str(extra.get(m.group(1), lookup.get(m.group(1), m.group(1)))), text
+                )
             if key == "Fn::GetAtt":
                 resource, attribute = arg
                 return f"{lookup.get(resource, resource)}.{attribute}"
@@ -155,7 +193,7 @@ class Template:
         tables = self.of_type("AWS::DynamoDB::Table")
         if len(tables) != 1:
             raise ValueError(f"expected one DynamoDB table in {self.path}, found {len(tables)}")
-        (logical_id, resource), = tables.items()
+        ((logical_id, resource),) = tables.items()
         return logical_id, resource["Properties"]
 
     def create_table(self, client: Any, table_name: str) -> None:
@@ -216,20 +254,26 @@ class Template:
             spec.routes.append(ApiRoute(method=p["Method"], path=p["Path"], auth=auth))
         elif kind == "DynamoDB":
             filters = [f.get("Pattern") for f in p.get("FilterCriteria", {}).get("Filters", [])]
-            spec.streams.append(StreamSubscription(
-                batch_size=int(p.get("BatchSize", 100)),
-                filters=[_json(f) for f in filters if f],
-                report_batch_item_failures="ReportBatchItemFailures" in p.get("FunctionResponseTypes", []),
-                maximum_retry_attempts=p.get("MaximumRetryAttempts"),
-                starting_position=p.get("StartingPosition", "LATEST"),
-            ))
+            spec.streams.append(
+                StreamSubscription(
+                    batch_size=int(p.get("BatchSize", 100)),
+                    filters=[_json(f) for f in filters if f],
+                    report_batch_item_failures="ReportBatchItemFailures" in p.get("FunctionResponseTypes", []),
+                    maximum_retry_attempts=p.get("MaximumRetryAttempts"),
+                    starting_position=p.get("StartingPosition", "LATEST"),
+                )
+            )
         elif kind in ("Schedule", "ScheduleV2"):
             expression = p.get("Schedule") or p.get("ScheduleExpression")
             enabled = p.get("Enabled", p.get("State", "ENABLED") != "DISABLED")
             if enabled:
-                spec.schedules.append(ScheduleSubscription(
-                    name=p.get("Name", spec.name), rate_seconds=rate_seconds(expression), input=p.get("Input"),
-                ))
+                spec.schedules.append(
+                    ScheduleSubscription(
+                        name=p.get("Name", spec.name),
+                        rate_seconds=rate_seconds(expression),
+                        input=p.get("Input"),
+                    )
+                )
         elif kind == "SQS":
             queue = p["Queue"]
             logical = queue["Fn::GetAtt"][0] if isinstance(queue, dict) and "Fn::GetAtt" in queue else str(queue)

@@ -46,8 +46,9 @@ class AssetStore(ABC):
     """Events and advance-only asset state."""
 
     @abstractmethod
-    def record_event(self, event: AssetEvent, source: SourceType, received_at: int,
-                     producer_id: str | None = None) -> bool:
+    def record_event(
+        self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
+    ) -> bool:
         """Record the event once. True if it is new, False if its identity was recorded before."""
 
     @abstractmethod
@@ -111,8 +112,9 @@ class WatermarkStore(ABC):
         """The record, or None."""
 
     @abstractmethod
-    def put(self, namespace: str, asset_key: str, key: str, value: Any, now_ms: int,
-            expected_version: int | None = None) -> WatermarkRecord:
+    def put(
+        self, namespace: str, asset_key: str, key: str, value: Any, now_ms: int, expected_version: int | None = None
+    ) -> WatermarkRecord:
         """Write the value. With ``expected_version`` (0 = absent) raise ConflictError if it moved."""
 
     @abstractmethod

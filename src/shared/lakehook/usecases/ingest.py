@@ -41,8 +41,9 @@ class IngestEvents:
         self._store = store
         self._clock = clock
 
-    def ingest_raw(self, raw_events: Sequence[Any], source: SourceType,
-                   producer: Producer | None = None) -> list[EventResult]:
+    def ingest_raw(
+        self, raw_events: Sequence[Any], source: SourceType, producer: Producer | None = None
+    ) -> list[EventResult]:
         """Validate and ingest raw JSON events; invalid ones are REJECTED with the field named.
 
         A producer may write only under its prefixes: if any event names another asset, the
@@ -53,11 +54,13 @@ class IngestEvents:
             try:
                 parsed.append(parse_event(raw))
             except PydanticValidationError as exc:
-                parsed.append(EventResult(status=IngestStatus.REJECTED, reason=describe_validation_error(exc),
-                                          index=index))
+                parsed.append(
+                    EventResult(status=IngestStatus.REJECTED, reason=describe_validation_error(exc), index=index)
+                )
         if producer is not None:
-            outside = sorted({e.asset_key for e in parsed if isinstance(e, AssetEvent)
-                              and not producer.may_write(e.asset_key)})
+            outside = sorted(
+                {e.asset_key for e in parsed if isinstance(e, AssetEvent) and not producer.may_write(e.asset_key)}
+            )
             if outside:
                 raise AuthorizationError(
                     f"producer {producer.producer_id!r} may not write {', '.join(outside)}: "
@@ -69,8 +72,9 @@ class IngestEvents:
             for index, item in enumerate(parsed)
         ]
 
-    def ingest(self, event: AssetEvent, source: SourceType, producer_id: str | None = None,
-               index: int | None = None) -> EventResult:
+    def ingest(
+        self, event: AssetEvent, source: SourceType, producer_id: str | None = None, index: int | None = None
+    ) -> EventResult:
         """Record one valid event and advance the state; the answer says which of the two happened."""
         received_at = self._clock()
         novel = self._store.record_event(event, source, received_at, producer_id)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lakehook.domain.errors import AuthenticationError, NotFoundError
-from lakehook.domain.producers import Producer, ProducerSpec, validate_producer_id
+from lakehook.domain.producers import PRODUCER_ID, Producer, ProducerSpec, validate_producer_id
 from lakehook.domain.signing import verify
 from lakehook.domain.time import now_ms
 from lakehook.ports import ProducerRegistry, SecretStore
@@ -27,8 +27,9 @@ class ProducerRegistration:
 class RegisterProducer:
     """Create or update a producer. A secret is generated on creation or on request, and shown once."""
 
-    def __init__(self, registry: ProducerRegistry, secrets: SecretStore, secret_prefix: str,
-                 clock: Callable[[], int] = now_ms) -> None:
+    def __init__(
+        self, registry: ProducerRegistry, secrets: SecretStore, secret_prefix: str, clock: Callable[[], int] = now_ms
+    ) -> None:
         self._registry = registry
         self._secrets = secrets
         self._prefix = secret_prefix
@@ -44,12 +45,12 @@ class RegisterProducer:
             secret = pysecrets.token_hex(32)
             secret_ref = self._secrets.put_secret(secret_ref, secret)
         producer = Producer(
-            producerId=producer_id,
-            assetKeyPrefixes=spec.asset_key_prefixes,
-            secretRef=secret_ref,
+            producer_id=producer_id,
+            asset_key_prefixes=spec.asset_key_prefixes,
+            secret_ref=secret_ref,
             description=spec.description,
-            createdAt=existing.created_at if existing else now,
-            updatedAt=now,
+            created_at=existing.created_at if existing else now,
+            updated_at=now,
         )
         self._registry.put_producer(producer)
         return ProducerRegistration(producer, existing is None, secret)
@@ -59,8 +60,14 @@ class PushAuthenticator:
     """Check a push's HMAC signature. Producers and secrets are cached briefly per process,
     so a warm function spends no store request on them; a change applies within the TTL."""
 
-    def __init__(self, registry: ProducerRegistry, secrets: SecretStore, tolerance_seconds: int,
-                 cache_seconds: float, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        registry: ProducerRegistry,
+        secrets: SecretStore,
+        tolerance_seconds: int,
+        cache_seconds: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._registry = registry
         self._secrets = secrets
         self._tolerance = tolerance_seconds
@@ -90,6 +97,8 @@ class PushAuthenticator:
         """The producer that signed this body, or AuthenticationError saying why not."""
         if not producer_id:
             raise AuthenticationError("missing X-Lakehook-Producer header")
+        if not PRODUCER_ID.fullmatch(producer_id):  # never a store key: DynamoDB refuses keys over 2 KB
+            raise AuthenticationError("X-Lakehook-Producer is not a valid producer id")
         producer, secret = self._lookup(producer_id)
         verify(secret, body, signature, int(self._clock()), self._tolerance)
         return producer

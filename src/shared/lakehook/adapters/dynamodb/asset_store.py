@@ -27,8 +27,9 @@ class DynamoDBAssetStore(AssetStore):
         self._table = table
         self._retention_seconds = retention_days * 86400
 
-    def record_event(self, event: AssetEvent, source: SourceType, received_at: int,
-                     producer_id: str | None = None) -> bool:
+    def record_event(
+        self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
+    ) -> bool:
         event_id = event.event_id
         item: dict[str, Any] = {
             **keys.event_key(event.asset_key, event_id),
@@ -72,7 +73,7 @@ class DynamoDBAssetStore(AssetStore):
             if not is_conditional_failure(exc):
                 raise
             old = _old_item(exc)
-            return AdvanceOutcome.ALREADY if already_applied(old, advance.guard) else AdvanceOutcome.STALE
+            return AdvanceOutcome.ALREADY if already_applied(old, advance) else AdvanceOutcome.STALE
         return AdvanceOutcome.ADVANCED
 
     def get_state(self, asset_key: str) -> AssetState | None:
@@ -86,7 +87,9 @@ class DynamoDBAssetStore(AssetStore):
             "ScanIndexForward": False,
             "Limit": limit,
         }
-        start = decode_token(next_token)
+        start = decode_token(
+            next_token, {"PK": None, "SK": None, "GSI1PK": keys.events_index_pk(asset_key), "GSI1SK": None}
+        )
         if start:
             kwargs["ExclusiveStartKey"] = start
         answer = self._table.query(**kwargs)
@@ -105,5 +108,5 @@ class DynamoDBAssetStore(AssetStore):
 
 def _old_item(exc: ClientError) -> dict[str, Any]:
     """The item a failed condition saw (ReturnValuesOnConditionCheckFailure=ALL_OLD), as plain values."""
-    raw = exc.response.get("Item") or {}
+    raw: dict[str, Any] = exc.response.get("Item") or {}  # type: ignore[assignment]
     return {name: _DESERIALIZER.deserialize(value) for name, value in raw.items()}

@@ -4,6 +4,7 @@ Layout (PK / SK):
 - ``ASSET#<assetKey>`` / ``STATE``            the advance-only asset state (streamed to the resolver)
 - ``ASSET#<assetKey>`` / ``META``             the asset registration (GSI1: ``ASSETS`` / assetKey)
 - ``ASSET#<assetKey>`` / ``EVENT#<eventId>``  a raw event, TTL ``expiresAt`` (GSI1: ``EVENTS#<assetKey>`` / time)
+- ``ASSET#<assetKey>`` / ``POLL``             the asset's poll status (last poll, last error, backoff)
 - ``PRODUCER#<id>``    / ``META``             a producer
 - ``WM#<namespace>#<assetKey>`` / ``KEY#<key>`` a watermark
 """
@@ -25,6 +26,7 @@ class Prefix(StrEnum):
 class Sort(StrEnum):
     STATE = "STATE"
     META = "META"
+    POLL = "POLL"
 
 
 ASSETS_INDEX_PK = "ASSETS"
@@ -67,3 +69,7 @@ def watermark_pk(namespace: str, asset_key: str) -> str:
 
 def watermark_key(namespace: str, asset_key: str, key: str) -> dict[str, str]:
     return {"PK": watermark_pk(namespace, asset_key), "SK": f"{Prefix.KEY}{key}"}
+
+
+def poll_status_key(asset_key: str) -> dict[str, str]:
+    return {"PK": asset_pk(asset_key), "SK": Sort.POLL}

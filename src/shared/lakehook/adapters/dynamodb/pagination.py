@@ -16,7 +16,10 @@ def encode_token(last_key: dict[str, Any] | None) -> str | None:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_token(token: str | None) -> dict[str, Any] | None:
+def decode_token(token: str | None, expect: dict[str, str | None] | None = None) -> dict[str, Any] | None:
+    """The start key a token stands for. ``expect`` names the key attributes the listing's keys have,
+    each with the value it must hold (or None for any): DynamoDB answers a malformed start key with
+    a ValidationException (a 500), so a token from another listing must be a 400 here."""
     if not token:
         return None
     try:
@@ -26,4 +29,8 @@ def decode_token(token: str | None) -> dict[str, Any] | None:
         raise ValidationError("nextToken is not a token this API issued", field="nextToken") from exc
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         raise ValidationError("nextToken is not a token this API issued", field="nextToken")
+    if expect is not None and (
+        set(value) != set(expect) or any(want is not None and value[k] != want for k, want in expect.items())
+    ):
+        raise ValidationError("nextToken belongs to another listing", field="nextToken")
     return value

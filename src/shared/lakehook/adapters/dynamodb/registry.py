@@ -44,7 +44,7 @@ class DynamoDBAssetRegistry(AssetRegistry):
             "KeyConditionExpression": Key("GSI1PK").eq(keys.ASSETS_INDEX_PK),
             "Limit": limit,
         }
-        start = decode_token(next_token)
+        start = decode_token(next_token, {"PK": None, "SK": None, "GSI1PK": keys.ASSETS_INDEX_PK, "GSI1SK": None})
         if start:
             kwargs["ExclusiveStartKey"] = start
         answer = self._table.query(**kwargs)

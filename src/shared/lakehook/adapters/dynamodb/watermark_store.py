@@ -25,19 +25,30 @@ class DynamoDBWatermarkStore(WatermarkStore):
         item = self._table.get_item(Key=keys.watermark_key(namespace, asset_key, key), ConsistentRead=True).get("Item")
         return None if item is None else _record(item)
 
-    def put(self, namespace: str, asset_key: str, key: str, value: Any, now_ms: int,
-            expected_version: int | None = None) -> WatermarkRecord:
+    def put(
+        self, namespace: str, asset_key: str, key: str, value: Any, now_ms: int, expected_version: int | None = None
+    ) -> WatermarkRecord:
         kwargs: dict[str, Any] = {
             "Key": keys.watermark_key(namespace, asset_key, key),
             "UpdateExpression": "SET #value = :value, #updated = :now, #ns = :ns, #asset = :asset, #key = :key, "
             "#type = :type ADD #version :one",
             "ExpressionAttributeNames": {
-                "#value": "valueJson", "#updated": "updatedAt", "#ns": "namespace", "#asset": "assetKey",
-                "#key": "wmKey", "#type": keys.ITEM_TYPE, "#version": "version",
+                "#value": "valueJson",
+                "#updated": "updatedAt",
+                "#ns": "namespace",
+                "#asset": "assetKey",
+                "#key": "wmKey",
+                "#type": keys.ITEM_TYPE,
+                "#version": "version",
             },
             "ExpressionAttributeValues": {
-                ":value": json.dumps(value, separators=(",", ":")), ":now": now_ms, ":ns": namespace,
-                ":asset": asset_key, ":key": key, ":type": "WATERMARK", ":one": 1,
+                ":value": json.dumps(value, separators=(",", ":")),
+                ":now": now_ms,
+                ":ns": namespace,
+                ":asset": asset_key,
+                ":key": key,
+                ":type": "WATERMARK",
+                ":one": 1,
             },
             "ReturnValues": "ALL_NEW",
         }
@@ -89,9 +100,9 @@ class DynamoDBWatermarkStore(WatermarkStore):
 def _record(item: dict[str, Any]) -> WatermarkRecord:
     return WatermarkRecord(
         namespace=item["namespace"],
-        assetKey=item["assetKey"],
+        asset_key=item["assetKey"],
         key=item["wmKey"],
         value=json.loads(item["valueJson"]),
         version=int(item["version"]),
-        updatedAt=int(item["updatedAt"]),
+        updated_at=int(item["updatedAt"]),
     )

@@ -62,8 +62,13 @@ def list_events(asset_key: AssetKeyQuery, limit: Limit = 50, next_token: NextTok
     key = _asset_key(asset_key)
     page = current().asset_store.list_events(key, limit, next_token)
     items = [
-        {**r.event.to_api(), "eventId": r.event.event_id, "source": r.source.value,
-         "receivedAt": ms_to_iso(r.received_at), **({"producerId": r.producer_id} if r.producer_id else {})}
+        {
+            **r.event.to_api(),
+            "eventId": r.event.event_id,
+            "source": r.source.value,
+            "receivedAt": ms_to_iso(r.received_at),
+            **({"producerId": r.producer_id} if r.producer_id else {}),
+        }
         for r in page.items
     ]
     return json_response({"items": items, "nextToken": page.next_token})

@@ -28,11 +28,11 @@ def envelope_events(body: Any, limit: int) -> list[Any]:
         except PydanticValidationError as exc:
             raise ValidationError(describe_validation_error(exc), field="events") from exc
         if len(envelope.events) > limit:
-            raise ValidationError(f"at most {limit} events per push", field="events")
+            raise ValidationError(f"at most {limit} events per push, got {len(envelope.events)}", field="events")
         return envelope.events
     if isinstance(body, dict):
         return [body]
-    raise ValidationError("body must be one event object or {\"events\": [...]}", field="body")
+    raise ValidationError('body must be one event object or {"events": [...]}', field="body")
 
 
 def _authenticate(body: bytes) -> Producer | None:
@@ -47,7 +47,7 @@ def _authenticate(body: bytes) -> Producer | None:
 @router.post(
     "/asset-events",
     summary="Push asset events",
-    description="One event or {\"events\": [...]} (at most 100). Each answer is ACCEPTED, DUPLICATE, STALE "
+    description='One event or {"events": [...]} (at most 100). Each answer is ACCEPTED, DUPLICATE, STALE '
     "or REJECTED with a reason; accepted events are durable before the answer.",
     tags=["events"],
 )
@@ -72,5 +72,7 @@ def _count(results: list[EventResult]) -> None:
     metrics.add_metric(name=MetricName.EVENT_RECEIVED, unit="Count", value=len(results))
     for result in results:
         metrics.add_metric(name=metric_for[result.status], unit="Count", value=1)
-        logger.info("event ingested", extra={"event_id": result.event_id, "status": result.status.value,
-                                             "reason": result.reason})
+        logger.info(
+            "event ingested",
+            extra={"event_id": result.event_id, "status": result.status.value, "reason": result.reason},
+        )

@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from lakehook.api.http import json_response, require_admin
 from lakehook.container import current
 from lakehook.domain.errors import NotFoundError
-from lakehook.domain.producers import ProducerSpec
+from lakehook.domain.producers import ProducerSpec, validate_producer_id
 
 router = APIGatewayRouter()
 
@@ -23,7 +23,7 @@ router = APIGatewayRouter()
     tags=["producers"],
 )
 def put_producer(
-    producerId: str,  # noqa: N803 - the path parameter's public name
+    producerId: str,
     spec: ProducerSpec,
     rotate_secret: Annotated[bool, Query(alias="rotateSecret")] = False,
 ) -> Response[str]:
@@ -36,9 +36,9 @@ def put_producer(
 
 
 @router.get("/producers/<producerId>", summary="Read a producer (never its secret)", tags=["producers"])
-def get_producer(producerId: str) -> Response[str]:  # noqa: N803
+def get_producer(producerId: str) -> Response[str]:
     require_admin(router.current_event)
-    producer = current().producer_registry.get_producer(producerId)
+    producer = current().producer_registry.get_producer(validate_producer_id(producerId))
     if producer is None:
         raise NotFoundError(f"producer {producerId!r} does not exist")
     return json_response(producer.to_api())

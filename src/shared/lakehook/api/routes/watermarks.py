@@ -22,8 +22,9 @@ WmKey = Annotated[str, Query(pattern=KEY.pattern)]
 
 
 @router.get("/watermarks", summary="Read one watermark, or every key of (namespace, asset)", tags=["watermarks"])
-def get_watermark(namespace: Namespace, asset_key: AssetKeyQuery, key: Annotated[str | None, Query()] = None
-                  ) -> Response[str]:
+def get_watermark(
+    namespace: Namespace, asset_key: AssetKeyQuery, key: Annotated[str | None, Query()] = None
+) -> Response[str]:
     require_admin(router.current_event)
     store = current().watermark_store
     asset = _asset_key(asset_key)
@@ -39,18 +40,19 @@ def get_watermark(namespace: Namespace, asset_key: AssetKeyQuery, key: Annotated
 def put_watermark(body: WatermarkPut) -> Response[str]:
     require_admin(router.current_event)
     asset = _asset_key(body.asset_key)
-    record = current().watermark_store.put(body.namespace, asset, body.key, body.value, now_ms(),
-                                           body.expected_version)
+    record = current().watermark_store.put(body.namespace, asset, body.key, body.value, now_ms(), body.expected_version)
     return json_response(record.to_api())
 
 
 @router.delete("/watermarks", summary="Delete a watermark (optionally only at a version)", tags=["watermarks"])
-def delete_watermark(namespace: Namespace, asset_key: AssetKeyQuery, key: WmKey,
-                     expected_version: Annotated[int | None, Query(alias="expectedVersion", ge=1)] = None
-                     ) -> Response[str]:
+def delete_watermark(
+    namespace: Namespace,
+    asset_key: AssetKeyQuery,
+    key: WmKey,
+    expected_version: Annotated[int | None, Query(alias="expectedVersion", ge=1)] = None,
+) -> Response[str]:
     require_admin(router.current_event)
     asset = _asset_key(asset_key)
     if not current().watermark_store.delete(namespace, asset, key, expected_version):
         raise NotFoundError(f"no watermark {namespace}/{asset}/{key}")
     return json_response({"deleted": True})
-

@@ -1,0 +1,78 @@
+"""The ``lakehook`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+
+def _local_up(args: argparse.Namespace) -> int:
+    from lakehook.local.runtime import LocalStack
+
+    stack = (
+        LocalStack(
+            template=args.template,
+            host=args.host,
+            port=args.port,
+            admin_token=args.admin_token,
+            poll_every=args.poll_every,
+        )
+        if args.template
+        else LocalStack(host=args.host, port=args.port, admin_token=args.admin_token, poll_every=args.poll_every)
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stack.start()
+    try:
+        routes = sum(len(f.spec.routes) for f in stack.functions)
+        print(f"lakehook local stack: API {stack.api_url}  (moto {stack.endpoint_url})", flush=True)
+        print(f"functions: {', '.join(f.spec.name for f in stack.functions)}; {routes} routes", flush=True)
+        print(f"ready: {stack.api_url}", flush=True)
+        stop.wait()
+    finally:
+        print("stopping", flush=True)
+        stack.stop()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lakehook", description="lakehook: data-state triggers for lakehouses")
+    parser.add_argument("--log-level", default="WARNING", help="Python log level for the CLI (default WARNING)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    local = commands.add_parser("local", help="the local stack (moto + the template's functions)")
+    local_commands = local.add_subparsers(dest="local_command", required=True)
+    up = local_commands.add_parser("up", help="start the local stack; Ctrl-C stops it")
+    up.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
+    up.add_argument("--port", type=int, default=3000, help="API port (0 picks a free one)")
+    up.add_argument("--admin-token", default="local-admin", help="bearer token for management routes")
+    up.add_argument(
+        "--poll-every",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="fire every schedule at this period instead of its rate",
+    )
+    up.add_argument("--template", default=None, help="path to template.yaml (default: the project's)")
+    up.set_defaults(func=_local_up)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    try:
+        return int(args.func(args))
+    except (ValueError, OSError) as exc:
+        print(f"lakehook: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""An HTTP server that plays API Gateway (REST, proxy integration) for the template's Api routes."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from lakehook.local.invoker import LocalFunction
+from lakehook.local.template import ApiRoute
+
+log = logging.getLogger("lakehook.local.gateway")
+
+# API Gateway REST rejects larger payloads before the function sees them.
+API_GATEWAY_MAX_BODY = 10 * 1024 * 1024
+_TEXT_TYPES = ("application/json", "text/", "application/xml", "application/x-www-form-urlencoded")
+
+
+def proxy_event(
+    method: str,
+    raw_path: str,
+    headers: dict[str, str],
+    body: bytes,
+    route: ApiRoute,
+    path_params: dict[str, str],
+    stage: str,
+) -> dict[str, Any]:
+    """The API Gateway REST v1 proxy event for one request."""
+    split = urlsplit(raw_path)
+    query = parse_qs(split.query, keep_blank_values=True)
+    content_type = headers.get("Content-Type", headers.get("content-type", ""))
+    is_text = not body or any(content_type.startswith(t) for t in _TEXT_TYPES)
+    try:
+        text = body.decode("utf-8") if is_text else None
+    except UnicodeDecodeError:
+        text = None
+    return {
+        "resource": route.path,
+        "path": split.path,
+        "httpMethod": method,
+        "headers": dict(headers),
+        "multiValueHeaders": {k: [v] for k, v in headers.items()},
+        "queryStringParameters": {k: v[-1] for k, v in query.items()} or None,
+        "multiValueQueryStringParameters": query or None,
+        "pathParameters": path_params or None,
+        "stageVariables": None,
+        "requestContext": {
+            "resourcePath": route.path,
+            "httpMethod": method,
+            "path": f"/{stage}{split.path}",
+            "stage": stage,
+            "requestId": str(uuid.uuid4()),
+            "requestTimeEpoch": int(time.time() * 1000),
+            "identity": {"sourceIp": "127.0.0.1", "userAgent": headers.get("User-Agent")},
+            "accountId": "123456789012",
+            "apiId": "local",
+        },
+        "body": (text if text is not None else base64.b64encode(body).decode()) if body else None,
+        "isBase64Encoded": bool(body) and text is None,
+    }
+
+
+class ApiGateway:
+    """Serves every Api route of every function; unknown routes answer 404 like a missing resource."""
+
+    def __init__(self, functions: list[LocalFunction], host: str, port: int, stage: str = "local") -> None:
+        self.routes = [(route, fn) for fn in functions for route in fn.spec.routes]
+        self.stage = stage
+        gateway = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out as separate writes
+
+            def log_message(self, format: str, *args: Any) -> None:
+                log.debug(format, *args)
+
+            def _serve(self) -> None:
+                gateway.serve(self)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
+
+        self.server = ThreadingHTTPServer((host, port), Handler)
+        self.server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.server.serve_forever, name="lakehook-gateway", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def serve(self, request: BaseHTTPRequestHandler) -> None:
+        length = int(request.headers.get("Content-Length") or 0)
+        if length > API_GATEWAY_MAX_BODY:
+            _write(request, 413, {"message": "Request Too Long"})
+            return
+        body = request.rfile.read(length) if length else b""
+        path = urlsplit(request.path).path
+        for route, fn in self.routes:  # noqa: B007 - the matched pair is used after the loop
+            params = route.match(request.command, path)
+            if params is not None:
+                break
+        else:
+            _write(request, 404, {"error": "NOT_FOUND", "message": f"no route {request.command} {path}"})
+            return
+        headers = {k: v for k, v in request.headers.items()}
+        event = proxy_event(request.command, request.path, headers, body, route, params, self.stage)
+        try:
+            answer = fn.invoke(event)
+        except Exception:  # a crashed function is a 502 from API Gateway, never a hung client
+            log.exception("function %s failed", fn.spec.name)
+            _write(request, 502, {"message": "Internal server error"})
+            return
+        status = int(answer.get("statusCode", 200))
+        payload = answer.get("body") or ""
+        data = base64.b64decode(payload) if answer.get("isBase64Encoded") else str(payload).encode()
+        request.send_response(status)
+        sent = set()
+        for name, values in (answer.get("multiValueHeaders") or {}).items():
+            for value in values:
+                request.send_header(name, str(value))
+            sent.add(name.lower())
+        for name, value in (answer.get("headers") or {}).items():
+            if name.lower() not in sent:
+                request.send_header(name, str(value))
+        request.send_header("Content-Length", str(len(data)))
+        request.end_headers()
+        if request.command != "HEAD":
+            request.wfile.write(data)
+
+
+def _write(request: BaseHTTPRequestHandler, status: int, body: dict[str, Any]) -> None:
+    data = json.dumps(body).encode()
+    request.send_response(status)
+    request.send_header("Content-Type", "application/json")
+    request.send_header("Content-Length", str(len(data)))
+    request.end_headers()
+    request.wfile.write(data)

@@ -1,0 +1,205 @@
+"""The local stack: moto on loopback, the template's resources, and its functions driven in-process."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import boto3
+import requests
+
+from lakehook import container
+from lakehook.local.gateway import ApiGateway
+from lakehook.local.invoker import LocalFunction
+from lakehook.local.schedules import QueuePoller, Scheduler
+from lakehook.local.streams import StreamTailer
+from lakehook.local.template import Template
+from lakehook.settings import get_settings
+
+log = logging.getLogger("lakehook.local")
+
+DEFAULT_TEMPLATE = Path(__file__).resolve().parents[4] / "template.yaml"
+LOCAL_STACK = "lakehook-local"
+_FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": "local"}
+
+
+class LocalStack:
+    """Everything ``lakehook local up`` runs. Use as a context manager or call start()/stop()."""
+
+    def __init__(
+        self,
+        *,
+        template: Path | str = DEFAULT_TEMPLATE,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        admin_token: str = "local-admin",
+        poll_every: float | None = None,
+        region: str = "us-east-1",
+        moto_port: int = 0,
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            raise ValueError("the local stack listens on loopback only (127.0.0.1, localhost or ::1)")
+        self.template_path = Path(template)
+        self.host, self.port, self.region = host, port, region
+        self.admin_token = admin_token
+        self.poll_every = poll_every
+        self.moto_port = moto_port
+        self.extra_env = dict(extra_env or {})
+        self.endpoint_url = ""
+        self.table_name = f"{LOCAL_STACK}-table"
+        self.names: dict[str, str] = {}
+        self.functions: list[LocalFunction] = []
+        self._moto: Any = None
+        self._gateway: ApiGateway | None = None
+        self._tailer: StreamTailer | None = None
+        self._scheduler: Scheduler | None = None
+        self._queues: list[QueuePoller] = []
+        self._saved_env: dict[str, str | None] = {}
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> LocalStack:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def api_url(self) -> str:
+        assert self._gateway is not None, "start() first"
+        return self._gateway.url
+
+    def start(self) -> None:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()  # never leave moto or threads behind when start fails half-way
+            raise
+
+    def _start(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-request access log
+        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
+        self._moto.start()
+        host, port = self._moto.get_host_and_port()
+        self.endpoint_url = f"http://{host}:{port}"
+        # moto keeps its backends per process: start from an empty account, as a fresh stack would.
+        requests.post(f"{self.endpoint_url}/moto-api/reset", timeout=10).raise_for_status()
+        self._set_env(
+            {
+                **_FAKE_CREDENTIALS,
+                "AWS_DEFAULT_REGION": self.region,
+                "AWS_REGION": self.region,
+                "AWS_ENDPOINT_URL": self.endpoint_url,
+            }
+        )
+        template = Template.load(self.template_path)
+        self._create_resources(template)
+        template = Template.load(self.template_path, names=self.names)
+        specs = template.functions()
+        env: dict[str, str] = {}
+        for spec in specs:
+            env.update(spec.environment)
+        env.update(
+            {
+                "LAKEHOOK_ENDPOINT_URL": self.endpoint_url,
+                "LAKEHOOK_ADMIN_TOKEN": self.admin_token,
+                "LAKEHOOK_REGION": self.region,
+                "LAKEHOOK_STAGE": "local",
+                "POWERTOOLS_TRACE_DISABLED": "true",
+                "POWERTOOLS_METRICS_DISABLED": env.get("POWERTOOLS_METRICS_DISABLED", "false"),
+            }
+        )
+        env.update(self.extra_env)
+        self._set_env(env)
+        get_settings.cache_clear()
+        container.use(None)
+        self.functions = [LocalFunction(spec) for spec in specs]
+        for fn in self.functions:
+            fn.handler  # noqa: B018 - import every handler now, so a broken one fails at start, not mid-request
+        self._gateway = ApiGateway([f for f in self.functions if f.spec.routes], self.host, self.port)
+        self._gateway.start()
+        streams = boto3.client("dynamodbstreams", region_name=self.region, endpoint_url=self.endpoint_url)
+        stream_arn = (
+            boto3.client("dynamodb", region_name=self.region, endpoint_url=self.endpoint_url)
+            .describe_table(TableName=self.table_name)["Table"]
+            .get("LatestStreamArn")
+        )
+        if stream_arn:
+            self._tailer = StreamTailer(streams, stream_arn, self.functions)
+            self._tailer.start()
+        self._scheduler = Scheduler(self.functions, every=self.poll_every)
+        self._scheduler.start()
+        self._start_queue_pollers()
+        log.info("local stack ready at %s (moto at %s)", self.api_url, self.endpoint_url)
+
+    def stop(self) -> None:
+        for poller in self._queues:
+            poller.stop()
+        if self._scheduler:
+            self._scheduler.stop()
+        if self._tailer:
+            self._tailer.stop()
+        if self._gateway:
+            self._gateway.stop()
+        if self._moto:
+            self._moto.stop()
+            self._moto = None
+        for name, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self._saved_env.clear()
+        get_settings.cache_clear()
+        container.use(None)
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Wait until the stream has been drained into its functions."""
+        return self._tailer.wait_idle(timeout) if self._tailer else True
+
+    # --- resources ------------------------------------------------------------------------------
+
+    def _set_env(self, values: dict[str, str]) -> None:
+        for name, value in values.items():
+            self._saved_env.setdefault(name, os.environ.get(name))
+            os.environ[name] = value
+
+    def _client(self, service: str) -> Any:
+        session: Any = boto3.session.Session(region_name=self.region)
+        return session.client(service, endpoint_url=self.endpoint_url)
+
+    def _create_resources(self, template: Template) -> None:
+        table_id, _ = template.table()
+        self.names[table_id] = self.table_name
+        template.create_table(self._client("dynamodb"), self.table_name)
+        s3 = self._client("s3")
+        for logical_id in template.buckets():
+            bucket = f"{LOCAL_STACK}-{logical_id.lower()}"
+            s3.create_bucket(Bucket=bucket)
+            self.names[logical_id] = bucket
+        sqs = self._client("sqs")
+        for logical_id in template.queues():
+            props = template.resources[logical_id].get("Properties", {})
+            attributes = {"VisibilityTimeout": str(props.get("VisibilityTimeout", 30))}
+            url = sqs.create_queue(QueueName=f"{LOCAL_STACK}-{logical_id}", Attributes=attributes)["QueueUrl"]
+            self.names[logical_id] = url
+            self.names[f"{logical_id}.Arn"] = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])[
+                "Attributes"
+            ]["QueueArn"]
+
+    def _start_queue_pollers(self) -> None:
+        sqs = boto3.client("sqs", region_name=self.region, endpoint_url=self.endpoint_url)
+        for fn in self.functions:
+            for logical_id, batch_size in fn.spec.queues:
+                poller = QueuePoller(sqs, fn, self.names[logical_id], self.names[f"{logical_id}.Arn"], batch_size)
+                poller.start()
+                self._queues.append(poller)

@@ -1,0 +1,114 @@
+"""The local runtime drives functions from a template: streams with FilterCriteria, batches and
+partial failures, schedules at an overridden rate, and SQS queues."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from lakehook.local.filters import matches, matches_any
+from lakehook.local.runtime import LocalStack
+from lakehook.local.template import ApiRoute, Template, rate_seconds
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "recorder" / "template.yaml"
+
+
+def _calls(path: Path, function: str) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    return [r["event"] for r in rows if r["function"] == function]
+
+
+def _wait_for(predicate: Any, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.fixture
+def recorder(tmp_path: Path) -> Iterator[tuple[LocalStack, Path]]:
+    out = tmp_path / "calls.jsonl"
+    with LocalStack(template=FIXTURE, port=0, poll_every=0.3, extra_env={"RECORDER_FILE": str(out)}) as stack:
+        yield stack, out
+
+
+def test_stream_records_are_filtered_batched_and_redelivered_from_the_failed_record(
+        recorder: tuple[LocalStack, Path]) -> None:
+    stack, out = recorder
+    table = boto3.resource("dynamodb", endpoint_url=stack.endpoint_url, region_name="us-east-1").Table(stack.table_name)
+    table.put_item(Item={"PK": "a", "SK": "EVENT#1"})  # filtered out: not a state item
+    table.put_item(Item={"PK": "a", "SK": "STATE", "n": 1})
+    table.put_item(Item={"PK": "b", "SK": "STATE", "n": 2, "fail": True, "failTimes": 1})
+    table.put_item(Item={"PK": "c", "SK": "STATE", "n": 3})
+    assert stack.wait_idle(30)
+    batches = _calls(out, "StreamConsumer")
+    keys = [[r["dynamodb"]["Keys"]["PK"]["S"] for r in b["Records"]] for b in batches]
+    assert all(len(k) <= 2 for k in keys)  # BatchSize 2
+    assert "EVENT#1" not in json.dumps(batches)
+    # a succeeded; b failed once and was redelivered (with what follows it), never a again
+    flat = [k for batch in keys for k in batch]
+    assert flat.count("a") == 1 and flat.count("b") == 2 and flat.count("c") >= 1
+    assert flat.index("a") < flat.index("b") < len(flat) - 1 - flat[::-1].index("c")
+
+
+def test_a_record_failing_past_the_retry_limit_goes_to_the_failure_destination(
+        recorder: tuple[LocalStack, Path]) -> None:
+    stack, out = recorder
+    table = boto3.resource("dynamodb", endpoint_url=stack.endpoint_url, region_name="us-east-1").Table(stack.table_name)
+    table.put_item(Item={"PK": "poison", "SK": "STATE", "fail": True, "failTimes": 99})
+    table.put_item(Item={"PK": "after", "SK": "STATE"})
+    assert stack.wait_idle(30)
+    flat = [r["dynamodb"]["Keys"]["PK"]["S"] for b in _calls(out, "StreamConsumer") for r in b["Records"]]
+    assert flat.count("poison") == 3  # first delivery + MaximumRetryAttempts 2
+    assert "after" in flat  # the shard moved on
+
+
+def test_schedules_fire_at_the_overridden_rate_and_queues_drain(recorder: tuple[LocalStack, Path]) -> None:
+    stack, out = recorder
+    _wait_for(lambda: sum(1 for e in _calls(out, "Ticker") if e.get("detail-type") == "Scheduled Event") >= 2)
+    sqs = boto3.client("sqs", endpoint_url=stack.endpoint_url, region_name="us-east-1")
+    url = stack.names["Work"]
+    sqs.send_message(QueueUrl=url, MessageBody="job-1")
+    _wait_for(lambda: any(r.get("body") == "job-1" for e in _calls(out, "Ticker") for r in e.get("Records", [])))
+    _wait_for(lambda: int(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+                          ["ApproximateNumberOfMessages"]) == 0)
+
+
+def test_project_template_routes_match_like_api_gateway() -> None:
+    template = Template.load(Path(__file__).resolve().parents[2] / "template.yaml")
+    routes = [r for f in template.functions() for r in f.routes]
+    assert ApiRoute("PUT", "/producers/{producerId}", "AWS_IAM").match("PUT", "/producers/w-1") == {"producerId": "w-1"}
+    assert ApiRoute("PUT", "/producers/{producerId}", "AWS_IAM").match("GET", "/producers/w-1") is None
+    assert ApiRoute("GET", "/files/{proxy+}", "NONE").match("GET", "/files/a/b") == {"proxy": "a/b"}
+    assert any(r.path == "/asset-events" and r.auth == "NONE" for r in routes)
+    assert rate_seconds("rate(1 minute)") == 60 and rate_seconds("rate(5 minutes)") == 300
+    with pytest.raises(ValueError, match="rate"):
+        rate_seconds("cron(0 * * * ? *)")
+
+
+@pytest.mark.parametrize(
+    ("record", "pattern", "expected"),
+    [
+        ({"a": {"b": "x"}}, {"a": {"b": ["x", "y"]}}, True),
+        ({"a": {"b": "z"}}, {"a": {"b": ["x", "y"]}}, False),
+        ({"a": "STATE#1"}, {"a": [{"prefix": "STATE"}]}, True),
+        ({"a": 1}, {"b": [{"exists": False}]}, True),
+        ({"a": 1}, {"a": [{"exists": False}]}, False),
+        ({"a": "x"}, {"a": [{"anything-but": ["x"]}]}, False),
+        ({"a": "5"}, {"a": [{"numeric": [">", 1, "<=", 5]}]}, True),
+        ({"eventName": "REMOVE"}, {"eventName": ["INSERT", "MODIFY"]}, False),
+    ],
+)
+def test_filter_patterns(record: dict[str, Any], pattern: dict[str, Any], expected: bool) -> None:
+    assert matches(record, pattern) is expected
+    assert matches_any(record, []) is True
