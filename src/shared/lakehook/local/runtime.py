@@ -115,7 +115,6 @@ class LocalStack:
                 "LAKEHOOK_REGION": self.region,
                 "LAKEHOOK_STAGE": "local",
                 "POWERTOOLS_TRACE_DISABLED": "true",
-                "POWERTOOLS_METRICS_DISABLED": env.get("POWERTOOLS_METRICS_DISABLED", "false"),
             }
         )
         env.update(self.extra_env)

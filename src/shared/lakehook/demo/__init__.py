@@ -1,0 +1,1 @@
+"""The demo that ``make demo`` runs on the local stack."""
