@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 from lakehook.domain.assets import AssetRegistration
-from lakehook.domain.errors import ConflictError, NotFoundError
+from lakehook.domain.errors import ConflictError, NotFoundError, ValidationError
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.producers import Producer
 from lakehook.domain.state import AssetState, advance_for, already_applied, apply_advance
@@ -24,7 +24,10 @@ from lakehook.ports import (
 
 
 def _page(items: list[Any], limit: int, next_token: str | None) -> Page[Any]:
-    start = int(next_token or 0)
+    token = next_token or "0"
+    if not (token.isascii() and token.isdigit()):  # as the DynamoDB adapter: a foreign token is a 400
+        raise ValidationError("nextToken is not a token this API issued", field="nextToken")
+    start = int(token)
     end = start + limit
     return Page(items[start:end], str(end) if end < len(items) else None)
 

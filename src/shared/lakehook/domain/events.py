@@ -18,8 +18,14 @@ MAX_PAYLOAD_BYTES = 16 * 1024
 MAX_LONG = 2**63 - 1
 MIN_LONG = -(2**63)
 _INT_FIELDS = (
-    "snapshot_id", "parent_snapshot_id", "sequence_number", "schema_id", "commit_identifier",
-    "total_record_count", "delta_record_count", "changelog_record_count",
+    "snapshot_id",
+    "parent_snapshot_id",
+    "sequence_number",
+    "schema_id",
+    "commit_identifier",
+    "total_record_count",
+    "delta_record_count",
+    "changelog_record_count",
 )
 
 

@@ -1,0 +1,234 @@
+"""The AssetEvent model: the API's camelCase shape, validation that names the field, and identity."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError as PydanticValidationError
+
+from lakehook.domain.events import (
+    MAX_PAYLOAD_BYTES,
+    VERSION_FIELDS,
+    AssetEvent,
+    EventResult,
+    EventType,
+    IngestStatus,
+    event_identity,
+)
+from lakehook.domain.time import ms_to_iso, parse_instant_ms
+
+ORDERS = "paimon://lake/ods_db/ods_order_latest"
+
+# One valid event of every type: the field that carries its version, in the API's spelling.
+VERSION_VALUES: dict[EventType, dict[str, Any]] = {
+    EventType.SNAPSHOT_COMMITTED: {"snapshotId": 1001},
+    EventType.WATERMARK_ADVANCED: {"watermark": 1725963330123},
+    EventType.TAG_CREATED: {"tag": "2025-06-01"},
+    EventType.QUALITY_CHECK_PASSED: {"snapshotId": 1001},
+    EventType.QUALITY_CHECK_FAILED: {"snapshotId": 1001},
+    EventType.SCHEMA_CHANGE_APPROVED: {"schemaId": 6},
+    EventType.SCHEMA_CHANGE_REJECTED: {"schemaId": 6},
+    EventType.BACKFILL_STARTED: {"backfillId": "bf-1"},
+    EventType.BACKFILL_COMPLETED: {"backfillId": "bf-1"},
+    EventType.CDC_LAG_RECOVERED: {"watermark": 1725963330123},
+    EventType.MANIFEST_SEALED: {"manifestUri": "s3://spool/orders/_manifest.json"},
+    EventType.MANIFEST_INTERRUPTED: {"manifestUri": "s3://spool/orders/_manifest.json"},
+    EventType.INTERVAL_COVERED: {"interval": {"start": "2025-06-01T10:05:00Z", "end": "2025-06-01T10:10:00Z"}},
+}
+
+
+def event(**body: Any) -> AssetEvent:
+    return AssetEvent.model_validate({"assetKey": ORDERS, **body})
+
+
+def complaint(body: dict[str, Any]) -> tuple[str, str]:
+    """(location, message) of the single error the body has."""
+    with pytest.raises(PydanticValidationError) as raised:
+        AssetEvent.model_validate(body)
+    (error,) = raised.value.errors()
+    return ".".join(str(p) for p in error["loc"]), error["msg"]
+
+
+def test_every_event_type_has_an_example() -> None:
+    assert set(VERSION_VALUES) == set(EventType) == set(VERSION_FIELDS)
+
+
+def test_the_design_contract_example_parses() -> None:
+    snapshot = event(
+        eventType="SNAPSHOT_COMMITTED", snapshotId=1001, schemaId=5, commitKind="APPEND", commitTime=1725963330123
+    )
+    quality = event(eventType="QUALITY_CHECK_PASSED", snapshotId=1001)
+    interval = AssetEvent.model_validate(
+        {
+            "eventType": "INTERVAL_COVERED",
+            "assetKey": "s3://spool/orders",
+            "interval": {"start": "2025-06-01T10:05:00Z", "end": "2025-06-01T10:10:00Z"},
+        }
+    )
+    assert (snapshot.snapshot_id, snapshot.schema_id, snapshot.commit_time) == (1001, 5, 1725963330123)
+    assert quality.event_type is EventType.QUALITY_CHECK_PASSED
+    assert interval.interval is not None
+    assert interval.interval.end - interval.interval.start == 5 * 60 * 1000
+    assert interval.to_api()["interval"] == {"start": "2025-06-01T10:05:00Z", "end": "2025-06-01T10:10:00Z"}
+
+
+@pytest.mark.parametrize("event_type", list(EventType))
+def test_each_type_round_trips_through_its_api_shape(event_type: EventType) -> None:
+    body = {"eventType": event_type.value, "assetKey": ORDERS, **VERSION_VALUES[event_type]}
+    parsed = AssetEvent.model_validate(body)
+    assert parsed.to_api() == body
+    assert AssetEvent.model_validate(parsed.to_api()) == parsed
+
+
+@pytest.mark.parametrize("event_type", list(EventType))
+def test_a_missing_version_names_the_field(event_type: EventType) -> None:
+    (field,) = VERSION_VALUES[event_type]
+    _, message = complaint({"eventType": event_type.value, "assetKey": ORDERS})
+    assert f"{field} is required for {event_type.value}" in message
+
+
+@pytest.mark.parametrize(
+    ("extra", "location"),
+    [
+        ({"snapshotID": 1}, "snapshotID"),  # a near miss of snapshotId is not silently ignored
+        ({"snapshot_id": 1}, "snapshot_id"),  # only the API's camelCase, so one spelling per field
+        ({"interval": {"start": 0, "end": 1, "zone": "UTC"}}, "interval.zone"),
+    ],
+)
+def test_unknown_fields_are_refused_by_name(extra: dict[str, Any], location: str) -> None:
+    body = {"eventType": "SNAPSHOT_COMMITTED", "assetKey": ORDERS, "snapshotId": 5, **extra}
+    if "interval" in extra:
+        body["eventType"] = "INTERVAL_COVERED"
+    loc, message = complaint(body)
+    assert loc == location
+    assert "Extra inputs are not permitted" in message
+
+
+def test_an_unknown_event_type_is_refused_listing_the_known_ones() -> None:
+    location, message = complaint({"eventType": "SNAPSHOT_DELETED", "assetKey": ORDERS, "snapshotId": 1})
+    assert location == "eventType"
+    assert "SNAPSHOT_COMMITTED" in message and "INTERVAL_COVERED" in message
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("snapshotId", -1, "greater than or equal to 0"),
+        ("snapshotId", 2**63, "less than or equal to"),  # past a Java long: DynamoDB would refuse it (a 500)
+        ("snapshotId", 10**40, "less than or equal to"),
+        ("snapshotId", True, "boolean"),  # lax pydantic would read true as snapshot 1
+        ("snapshotId", 1.5, "fractional part"),
+        ("snapshotId", "abc", "valid integer"),
+        ("schemaId", False, "boolean"),
+        ("totalRecordCount", 2**64, "less than or equal to"),
+        ("commitTime", "2025-06-01T10:05:00", "no time zone"),
+        ("commitTime", "yesterday", "not an ISO 8601 timestamp"),
+        ("commitTime", 2**63, "64-bit"),
+        ("commitTime", "9" * 45, "64-bit"),
+        ("commitTime", "²", "not an ISO 8601 timestamp"),  # str.isdigit() is true for it, int() is not
+        ("commitTime", -5, "must not be negative"),
+        ("commitTime", True, "boolean"),
+        ("manifestUri", "https://bucket/manifest.json", "s3://"),
+        ("tag", "", "at least 1 character"),
+        ("payload", {"ratio": float("nan")}, "NaN"),  # would be answered back as invalid JSON
+        ("payload", {"big": "x" * MAX_PAYLOAD_BYTES}, f"larger than {MAX_PAYLOAD_BYTES}"),
+        ("payload", ["not", "an", "object"], "valid dictionary"),
+    ],
+)
+def test_bad_values_are_refused_naming_the_field(field: str, value: Any, words: str) -> None:
+    location, message = complaint(
+        {"eventType": "SNAPSHOT_COMMITTED", "assetKey": ORDERS, "snapshotId": 7, field: value}
+    )
+    assert location == field
+    assert words in message
+
+
+@pytest.mark.parametrize(
+    ("interval", "words"),
+    [
+        ({"start": "2025-06-01T10:10:00Z", "end": "2025-06-01T10:05:00Z"}, "end must be after its start"),
+        ({"start": 5, "end": 5}, "end must be after its start"),
+        ({"start": 0, "end": 10**17}, "before the year 10000"),  # could not be answered as ISO 8601 (a 500)
+        ({"start": "2025-06-01T10:05:00Z"}, "Field required"),
+        ({"start": "2025-06-01", "end": 1748822400000}, "no time zone"),
+    ],
+)
+def test_bad_intervals_are_refused(interval: dict[str, Any], words: str) -> None:
+    location, message = complaint(
+        {"eventType": "INTERVAL_COVERED", "assetKey": "s3://spool/orders", "interval": interval}
+    )
+    assert location.startswith("interval")
+    assert words in message
+
+
+def test_largest_values_are_accepted() -> None:
+    big = event(
+        eventType="SNAPSHOT_COMMITTED",
+        snapshotId=2**63 - 1,
+        commitTime=2**63 - 1,
+        deltaRecordCount=-(2**63),
+        commitIdentifier=2**63 - 1,
+    )
+    assert big.snapshot_id == 2**63 - 1 and big.delta_record_count == -(2**63)
+
+
+def test_instants_are_accepted_as_iso_or_epoch_milliseconds() -> None:
+    as_iso = event(eventType="WATERMARK_ADVANCED", watermark="2025-06-01T10:05:00.250Z")
+    as_ms = event(eventType="WATERMARK_ADVANCED", watermark=1748772300250)
+    as_text = event(eventType="WATERMARK_ADVANCED", watermark="1748772300250")
+    with_offset = event(eventType="WATERMARK_ADVANCED", watermark="2025-06-01T12:05:00.250+02:00")
+    assert as_iso.watermark == as_ms.watermark == as_text.watermark == with_offset.watermark == 1748772300250
+    assert as_iso.event_id == as_ms.event_id == with_offset.event_id  # one instant, one event
+
+
+def test_time_helpers_round_trip() -> None:
+    assert ms_to_iso(0) == "1970-01-01T00:00:00Z"
+    assert ms_to_iso(1748772300250) == "2025-06-01T10:05:00.250Z"
+    assert parse_instant_ms(ms_to_iso(1748772300250)) == 1748772300250
+
+
+# --- identity -------------------------------------------------------------------------------
+
+
+def test_identity_is_asset_type_and_version_only() -> None:
+    pushed = event(eventType="SNAPSHOT_COMMITTED", snapshotId=1001, schemaId=5, commitKind="APPEND")
+    polled = event(eventType="SNAPSHOT_COMMITTED", snapshotId=1001, totalRecordCount=10, commitTime=1)
+    assert pushed.event_id == polled.event_id
+    assert pushed.event_id == event_identity(ORDERS, EventType.SNAPSHOT_COMMITTED, "1001")
+    assert len(pushed.event_id) == 32 and int(pushed.event_id, 16) >= 0
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        {"eventType": "SNAPSHOT_COMMITTED", "snapshotId": 1002},
+        {"eventType": "QUALITY_CHECK_PASSED", "snapshotId": 1001},
+        {"eventType": "SNAPSHOT_COMMITTED", "snapshotId": 1001, "assetKey": "paimon://lake/ods_db/other"},
+    ],
+)
+def test_identity_differs_with_any_of_asset_type_or_version(other: dict[str, Any]) -> None:
+    base = event(eventType="SNAPSHOT_COMMITTED", snapshotId=1001)
+    assert event(**other).event_id != base.event_id
+
+
+def test_identity_of_an_interval_includes_its_partition() -> None:
+    body = {"eventType": "INTERVAL_COVERED", "assetKey": "s3://spool/orders", "interval": {"start": 0, "end": 60000}}
+    plain = AssetEvent.model_validate(body)
+    eu = AssetEvent.model_validate({**body, "partitionKey": "region=eu"})
+    us = AssetEvent.model_validate({**body, "partitionKey": "region=us"})
+    later = AssetEvent.model_validate({**body, "interval": {"start": 0, "end": 120000}})
+    assert len({plain.event_id, eu.event_id, us.event_id, later.event_id}) == 4
+
+
+def test_events_are_immutable() -> None:
+    snapshot = event(eventType="SNAPSHOT_COMMITTED", snapshotId=1)
+    with pytest.raises(PydanticValidationError):
+        snapshot.snapshot_id = 2  # type: ignore[misc]
+
+
+def test_results_answer_the_contract_shape() -> None:
+    accepted = EventResult(eventId="abc", status=IngestStatus.ACCEPTED, index=3)
+    rejected = EventResult(status=IngestStatus.REJECTED, reason="snapshotId: required")
+    assert accepted.to_api() == {"eventId": "abc", "status": "ACCEPTED", "reason": None}
+    assert rejected.to_api() == {"eventId": None, "status": "REJECTED", "reason": "snapshotId: required"}

@@ -1,0 +1,234 @@
+"""Advance-only asset state: each event type's guard, through the in-memory store, and derived statuses."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from lakehook.adapters.memory import InMemoryAssetStore
+from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus
+from lakehook.ports import AdvanceOutcome
+
+ORDERS = "paimon://lake/ods_db/ods_order_latest"
+
+
+def ev(event_type: EventType, **fields: Any) -> AssetEvent:
+    return AssetEvent.model_validate({"eventType": event_type.value, "assetKey": ORDERS, **fields})
+
+
+def snap(sid: int, **fields: Any) -> AssetEvent:
+    return ev(EventType.SNAPSHOT_COMMITTED, snapshotId=sid, **fields)
+
+
+class Asset:
+    """One asset on an in-memory store: apply events, read the state."""
+
+    def __init__(self) -> None:
+        self.store = InMemoryAssetStore()
+        self.clock = 0
+
+    def apply(self, *events: AssetEvent) -> list[AdvanceOutcome]:
+        outcomes = []
+        for event in events:
+            self.clock += 1
+            outcomes.append(self.store.advance_state(event, self.clock))
+        return outcomes
+
+    @property
+    def state(self) -> AssetState:
+        state = self.store.get_state(ORDERS)
+        assert state is not None
+        return state
+
+
+@pytest.fixture
+def asset() -> Asset:
+    return Asset()
+
+
+def test_no_state_until_an_event_moves_it(asset: Asset) -> None:
+    assert asset.store.get_state(ORDERS) is None
+    interval = AssetEvent.model_validate(
+        {"eventType": "INTERVAL_COVERED", "assetKey": ORDERS, "interval": {"start": 0, "end": 1000}}
+    )
+    assert asset.apply(interval) == [AdvanceOutcome.NO_STATE]
+    assert asset.store.get_state(ORDERS) is None
+
+
+def test_snapshots_advance_only_forward(asset: Asset) -> None:
+    outcomes = asset.apply(
+        snap(5, schemaId=1, commitTime=500, commitKind="APPEND"),
+        snap(3, schemaId=0, commitTime=300),  # late
+        snap(5),  # a racing twin of 5
+        snap(8, commitTime=800, parentSnapshotId=5),
+    )
+    assert outcomes == [AdvanceOutcome.ADVANCED, AdvanceOutcome.STALE, AdvanceOutcome.ALREADY, AdvanceOutcome.ADVANCED]
+    state = asset.state
+    assert (state.latest_snapshot_id, state.latest_commit_time, state.latest_parent_snapshot_id) == (8, 800, 5)
+    assert state.latest_schema_id == 1  # 8 named no schema: the last known one stays
+    assert state.latest_commit_kind == "APPEND"
+    assert state.version == 2  # only real advances bump the counter
+    assert state.updated_at == 4 and state.last_event_id == snap(8).event_id
+
+
+def test_watermarks_advance_only_forward_and_the_newest_of_both_kinds_counts(asset: Asset) -> None:
+    outcomes = asset.apply(
+        ev(EventType.WATERMARK_ADVANCED, watermark=2000),
+        ev(EventType.WATERMARK_ADVANCED, watermark=1000),
+        snap(1, watermark=2500),
+    )
+    assert outcomes == [AdvanceOutcome.ADVANCED, AdvanceOutcome.STALE, AdvanceOutcome.ADVANCED]
+    assert (asset.state.latest_watermark, asset.state.latest_snapshot_watermark) == (2000, 2500)
+    assert asset.state.watermark == 2500
+    asset.apply(ev(EventType.WATERMARK_ADVANCED, watermark=3000))
+    assert asset.state.watermark == 3000
+
+
+def test_cdc_recovery_watermark_is_kept_apart(asset: Asset) -> None:
+    asset.apply(ev(EventType.CDC_LAG_RECOVERED, watermark=50), ev(EventType.CDC_LAG_RECOVERED, watermark=40))
+    assert asset.state.cdc_recovered_watermark == 50
+    assert asset.state.watermark is None
+
+
+# --- quality: verdicts per snapshot, status of the latest --------------------------------------
+
+
+def test_quality_is_unknown_until_the_latest_snapshot_is_checked(asset: Asset) -> None:
+    asset.apply(snap(1))
+    assert asset.state.quality_status == "UNKNOWN"
+    asset.apply(ev(EventType.QUALITY_CHECK_PASSED, snapshotId=1))
+    assert asset.state.quality_status == "PASSED"
+    asset.apply(snap(2))
+    assert asset.state.quality_status == "UNKNOWN"  # a PASSED for 1 says nothing about 2
+    assert asset.state.quality_passed_snapshot_id == 1  # but the verdict for 1 is kept
+
+
+def test_failed_latest_snapshot_wins_and_older_verdicts_never_overwrite(asset: Asset) -> None:
+    outcomes = asset.apply(
+        snap(2),
+        ev(EventType.QUALITY_CHECK_FAILED, snapshotId=2),
+        ev(EventType.QUALITY_CHECK_PASSED, snapshotId=1),
+        ev(EventType.QUALITY_CHECK_FAILED, snapshotId=1),  # late: older than the FAILED for 2
+    )
+    assert outcomes[-1] is AdvanceOutcome.STALE
+    state = asset.state
+    assert (state.quality_passed_snapshot_id, state.quality_failed_snapshot_id) == (1, 2)
+    assert state.quality_status == "FAILED"
+
+
+def test_a_verdict_may_arrive_before_its_snapshot(asset: Asset) -> None:
+    asset.apply(ev(EventType.QUALITY_CHECK_PASSED, snapshotId=7))
+    assert asset.state.quality_status == "UNKNOWN"
+    asset.apply(snap(7))
+    assert asset.state.quality_status == "PASSED"
+
+
+# --- schema status --------------------------------------------------------------------------
+
+
+def test_schema_unknown_without_a_schema_id(asset: Asset) -> None:
+    asset.apply(snap(1))
+    assert asset.state.schema_status is SchemaStatus.UNKNOWN
+
+
+def test_first_schema_is_compatible_and_a_new_one_waits_for_approval(asset: Asset) -> None:
+    asset.apply(snap(1, schemaId=0))
+    assert asset.state.schema_status is SchemaStatus.COMPATIBLE
+    asset.apply(snap(2, schemaId=1))
+    assert asset.state.schema_status is SchemaStatus.PENDING_APPROVAL
+    asset.apply(ev(EventType.SCHEMA_CHANGE_APPROVED, schemaId=1))
+    assert asset.state.schema_status is SchemaStatus.COMPATIBLE
+    asset.apply(snap(3, schemaId=2))
+    assert asset.state.schema_status is SchemaStatus.PENDING_APPROVAL
+
+
+def test_rejection_and_a_later_approval_of_the_same_schema(asset: Asset) -> None:
+    asset.apply(snap(1, schemaId=3), snap(2, schemaId=4), ev(EventType.SCHEMA_CHANGE_REJECTED, schemaId=4))
+    assert asset.state.schema_status is SchemaStatus.REJECTED
+    asset.apply(ev(EventType.SCHEMA_CHANGE_APPROVED, schemaId=4))
+    assert asset.state.schema_status is SchemaStatus.COMPATIBLE
+
+
+def test_schema_id_zero_is_a_real_schema(asset: Asset) -> None:
+    # Iceberg and Paimon number the first schema 0: a falsy id must count like any other.
+    asset.apply(snap(1, schemaId=0), ev(EventType.SCHEMA_CHANGE_REJECTED, schemaId=0))
+    assert asset.state.schema_status is SchemaStatus.REJECTED
+    asset.apply(ev(EventType.SCHEMA_CHANGE_APPROVED, schemaId=0))
+    assert asset.state.schema_status is SchemaStatus.COMPATIBLE
+
+
+def test_a_rejection_of_an_older_schema_does_not_block_the_latest(asset: Asset) -> None:
+    asset.apply(
+        snap(1, schemaId=1),
+        ev(EventType.SCHEMA_CHANGE_REJECTED, schemaId=1),
+        ev(EventType.SCHEMA_CHANGE_APPROVED, schemaId=2),
+        snap(2, schemaId=2),
+    )
+    assert asset.state.schema_status is SchemaStatus.COMPATIBLE
+
+
+# --- tags, backfill, manifests ---------------------------------------------------------------
+
+
+def test_tags_accumulate_once_each(asset: Asset) -> None:
+    outcomes = asset.apply(
+        ev(EventType.TAG_CREATED, tag="2025-06-01", snapshotId=3),
+        ev(EventType.TAG_CREATED, tag="2025-06-02", snapshotId=4),
+        ev(EventType.TAG_CREATED, tag="2025-06-01", snapshotId=3),
+    )
+    assert outcomes == [AdvanceOutcome.ADVANCED, AdvanceOutcome.ADVANCED, AdvanceOutcome.ALREADY]
+    assert asset.state.tags == {"2025-06-01", "2025-06-02"}
+    assert (asset.state.latest_tag, asset.state.latest_tag_snapshot_id) == ("2025-06-02", 4)
+    assert asset.state.to_api()["tags"] == ["2025-06-01", "2025-06-02"]
+
+
+def test_backfill_runs_then_completes(asset: Asset) -> None:
+    asset.apply(ev(EventType.BACKFILL_STARTED, backfillId="bf-1"))
+    assert (asset.state.backfill_id, asset.state.backfill_status) == ("bf-1", BackfillStatus.RUNNING)
+    assert asset.apply(ev(EventType.BACKFILL_COMPLETED, backfillId="bf-1")) == [AdvanceOutcome.ADVANCED]
+    assert asset.state.backfill_status is BackfillStatus.COMPLETED
+
+
+def test_a_late_backfill_start_never_reopens_it_and_is_stale(asset: Asset) -> None:
+    asset.apply(ev(EventType.BACKFILL_COMPLETED, backfillId="bf-1"))
+    # The state does not take RUNNING, so the answer is STALE (it once said ALREADY, i.e. ACCEPTED).
+    assert asset.apply(ev(EventType.BACKFILL_STARTED, backfillId="bf-1")) == [AdvanceOutcome.STALE]
+    assert asset.state.backfill_status is BackfillStatus.COMPLETED
+    assert asset.apply(ev(EventType.BACKFILL_COMPLETED, backfillId="bf-1")) == [AdvanceOutcome.ALREADY]
+
+
+def test_manifest_status_follows_the_manifest(asset: Asset) -> None:
+    uri = "s3://spool/orders/_manifest.json"
+    asset.apply(ev(EventType.MANIFEST_INTERRUPTED, manifestUri=uri))
+    assert asset.state.manifest_status == "INTERRUPTED"
+    asset.apply(ev(EventType.MANIFEST_SEALED, manifestUri=uri, snapshotId=9))
+    assert (asset.state.manifest_status, asset.state.manifest_snapshot_id) == ("SEALED", 9)
+    assert asset.apply(ev(EventType.MANIFEST_SEALED, manifestUri=uri)) == [AdvanceOutcome.ALREADY]
+
+
+# --- the read model --------------------------------------------------------------------------
+
+
+def test_state_reads_stored_decimals_and_sets() -> None:
+    item = {
+        "PK": "ASSET#x",
+        "SK": "STATE",
+        "latestSnapshotId": Decimal(42),
+        "version": Decimal(3),
+        "tags": {"a", "b"},
+        "latestWatermark": Decimal("1700000000000"),
+        "itemType": "STATE",
+        "updatedAt": Decimal(1748772300250),
+        "backfillStatus": "RUNNING",
+    }
+    state = AssetState.from_item(ORDERS, item)
+    assert (state.latest_snapshot_id, state.version, state.watermark) == (42, 3, 1700000000000)
+    assert state.backfill_status is BackfillStatus.RUNNING
+    api = state.to_api()
+    assert api["assetKey"] == ORDERS and api["tags"] == ["a", "b"]
+    assert api["updatedAt"] == "2025-06-01T10:05:00.250Z"
+    assert (api["schemaStatus"], api["qualityStatus"]) == ("UNKNOWN", "UNKNOWN")
+    assert "PK" not in api and "itemType" not in api
