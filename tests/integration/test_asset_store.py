@@ -118,3 +118,35 @@ def test_raw_events_carry_a_ttl(table: Any) -> None:
     item = table.scan()["Items"]
     (event_item,) = [i for i in item if str(i["SK"]).startswith("EVENT#")]
     assert int(event_item["expiresAt"]) == 1_000 + 7 * 86400
+
+
+ICEBERG = "iceberg://glue/dwd_db/dwd_trade_event_fact"
+
+
+def test_iceberg_snapshots_are_ordered_by_sequence_number_not_by_their_random_ids(table: Any) -> None:
+    store = DynamoDBAssetStore(table)
+    ingest = IngestEvents(store)
+    newer = snap(1_234_567, asset=ICEBERG, sequenceNumber=2)  # a small random id, but the later commit
+    older = snap(8_765_432_109_876, asset=ICEBERG, sequenceNumber=1)
+    assert ingest.ingest(newer, SourceType.POLL).status is IngestStatus.ACCEPTED
+    assert ingest.ingest(older, SourceType.POLL).status is IngestStatus.STALE
+    passed_old = AssetEvent(eventType=EventType.QUALITY_CHECK_PASSED, assetKey=ICEBERG,
+                            snapshotId=8_765_432_109_876, sequenceNumber=1)
+    passed_new = AssetEvent(eventType=EventType.QUALITY_CHECK_PASSED, assetKey=ICEBERG, snapshotId=1_234_567,
+                            sequenceNumber=2)
+    ingest.ingest(passed_new, SourceType.PUSH)
+    assert ingest.ingest(passed_old, SourceType.PUSH).status is IngestStatus.STALE
+    state = store.get_state(ICEBERG)
+    assert state is not None
+    assert (state.latest_snapshot_id, state.latest_snapshot_order) == (1_234_567, 2)
+    assert state.quality_passed_snapshot_id == 1_234_567 and state.quality_status == "PASSED"
+
+
+def test_an_iceberg_snapshot_without_an_order_is_rejected_naming_the_field() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="sequenceNumber"):
+        AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=ICEBERG, snapshotId=99)
+    v1 = AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=ICEBERG, snapshotId=99, commitTime=5)
+    assert v1.snapshot_order == 5  # a format-v1 table: sequence numbers are all 0, commit time orders it

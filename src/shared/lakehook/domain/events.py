@@ -186,7 +186,28 @@ class AssetEvent(BaseModel):
         for name in VERSION_FIELDS[self.event_type]:
             if getattr(self, name) is None:
                 raise ValueError(f"{_ALIASES[name]} is required for {self.event_type.value}")
+        if self.event_type in ORDERED_SNAPSHOT_TYPES and self.snapshot_order is None:
+            raise ValueError(
+                f"sequenceNumber (or commitTime for a format-v1 table) is required for {self.event_type.value} "
+                "on an iceberg asset: Iceberg snapshot ids are random, so lakehook orders snapshots by sequence number"
+            )
         return self
+
+    @property
+    def snapshot_order(self) -> int | None:
+        """Where the event's snapshot sits in its table's history; later snapshots have larger orders.
+
+        Paimon (and generic) snapshot ids count up, so the id is the order. Iceberg snapshot ids are
+        random 64-bit numbers: the order is the sequence number (format v2), or the commit time for a
+        format-v1 table, whose sequence numbers are all 0.
+        """
+        if self.snapshot_id is None:
+            return None
+        if not self.asset_key.startswith("iceberg://"):
+            return self.snapshot_id
+        if self.sequence_number:
+            return self.sequence_number
+        return self.commit_time
 
     @property
     def version(self) -> str:
@@ -208,6 +229,12 @@ class AssetEvent(BaseModel):
         if self.interval is not None:
             data["interval"] = self.interval.to_api()
         return data
+
+
+# Event types whose state guard compares snapshots by their order in the table's history.
+ORDERED_SNAPSHOT_TYPES = frozenset(
+    {EventType.SNAPSHOT_COMMITTED, EventType.QUALITY_CHECK_PASSED, EventType.QUALITY_CHECK_FAILED}
+)
 
 
 def event_identity(asset_key: str, event_type: EventType, version: str) -> str:

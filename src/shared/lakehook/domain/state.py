@@ -74,18 +74,19 @@ def advance_for(event: AssetEvent) -> Advance | None:
     """The state change an event asks for, or None when the type keeps no state here."""
     t = event.event_type
     if t is EventType.SNAPSHOT_COMMITTED:
-        assert event.snapshot_id is not None
-        sets: dict[str, Any] = {"latestSnapshotId": event.snapshot_id}
+        assert event.snapshot_id is not None and event.snapshot_order is not None
+        sets: dict[str, Any] = {"latestSnapshotId": event.snapshot_id, "latestSnapshotOrder": event.snapshot_order}
         optional = {
             "latestSchemaId": event.schema_id,
             "latestCommitTime": event.commit_time,
             "latestCommitKind": event.commit_kind,
             "latestSnapshotWatermark": event.watermark,
             "latestParentSnapshotId": event.parent_snapshot_id,
+            "latestSequenceNumber": event.sequence_number,
         }
         sets.update({k: v for k, v in optional.items() if v is not None})
         first = {"firstSchemaId": event.schema_id} if event.schema_id is not None else {}
-        return Advance(Below("latestSnapshotId", event.snapshot_id), sets=sets, set_if_absent=first)
+        return Advance(Below("latestSnapshotOrder", event.snapshot_order), sets=sets, set_if_absent=first)
     if t is EventType.WATERMARK_ADVANCED:
         assert event.watermark is not None
         return Advance(Below("latestWatermark", event.watermark), sets={"latestWatermark": event.watermark})
@@ -96,9 +97,12 @@ def advance_for(event: AssetEvent) -> Advance | None:
             sets["latestTagSnapshotId"] = event.snapshot_id
         return Advance(NotInSet("tags", event.tag), sets=sets, add_to_set={"tags": event.tag})
     if t in (EventType.QUALITY_CHECK_PASSED, EventType.QUALITY_CHECK_FAILED):
-        assert event.snapshot_id is not None
-        attr = "qualityPassedSnapshotId" if t is EventType.QUALITY_CHECK_PASSED else "qualityFailedSnapshotId"
-        return Advance(Below(attr, event.snapshot_id), sets={attr: event.snapshot_id})
+        assert event.snapshot_id is not None and event.snapshot_order is not None
+        verdict = "qualityPassed" if t is EventType.QUALITY_CHECK_PASSED else "qualityFailed"
+        return Advance(
+            Below(f"{verdict}Order", event.snapshot_order),
+            sets={f"{verdict}SnapshotId": event.snapshot_id, f"{verdict}Order": event.snapshot_order},
+        )
     if t in (EventType.SCHEMA_CHANGE_APPROVED, EventType.SCHEMA_CHANGE_REJECTED):
         assert event.schema_id is not None
         attr = "schemaApprovedId" if t is EventType.SCHEMA_CHANGE_APPROVED else "schemaRejectedId"
@@ -177,6 +181,10 @@ class AssetState(BaseModel):
     asset_key: str = Field(alias="assetKey")
     version: int = 0
     latest_snapshot_id: int | None = Field(default=None, alias="latestSnapshotId")
+    latest_snapshot_order: int | None = Field(
+        default=None, alias="latestSnapshotOrder", description="the snapshot's place in history (see AssetEvent)"
+    )
+    latest_sequence_number: int | None = Field(default=None, alias="latestSequenceNumber")
     latest_schema_id: int | None = Field(default=None, alias="latestSchemaId")
     latest_commit_time: int | None = Field(default=None, alias="latestCommitTime")
     latest_commit_kind: str | None = Field(default=None, alias="latestCommitKind")
@@ -189,6 +197,8 @@ class AssetState(BaseModel):
     latest_tag_snapshot_id: int | None = Field(default=None, alias="latestTagSnapshotId")
     quality_passed_snapshot_id: int | None = Field(default=None, alias="qualityPassedSnapshotId")
     quality_failed_snapshot_id: int | None = Field(default=None, alias="qualityFailedSnapshotId")
+    quality_passed_order: int | None = Field(default=None, alias="qualityPassedOrder")
+    quality_failed_order: int | None = Field(default=None, alias="qualityFailedOrder")
     schema_approved_id: int | None = Field(default=None, alias="schemaApprovedId")
     schema_rejected_id: int | None = Field(default=None, alias="schemaRejectedId")
     backfill_id: str | None = Field(default=None, alias="backfillId")
