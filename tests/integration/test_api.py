@@ -340,14 +340,21 @@ def test_a_signature_of_another_body_or_by_another_secret_is_a_401(api: Api, pro
 
 def test_an_asset_outside_the_prefixes_is_a_403_and_nothing_is_recorded(api: Api, producer: str) -> None:
     outside = "iceberg://glue/dwd_db/fact"
-    answer = api.push({"events": [EVENT, {"eventType": "SNAPSHOT_COMMITTED", "assetKey": outside, "snapshotId": 1}]})
+    answer = api.push(
+        {
+            "events": [
+                EVENT,
+                {"eventType": "SNAPSHOT_COMMITTED", "assetKey": outside, "snapshotId": 1, "sequenceNumber": 1},
+            ]
+        }
+    )
     assert answer.status == 403
     assert answer.body["error"] == "FORBIDDEN" and outside in answer.body["message"]
     assert nothing_recorded(api, ORDERS, outside)
 
 
 def test_the_admin_token_may_push_for_any_asset(api: Api) -> None:
-    answer = api.call("POST", "/asset-events", {**EVENT, "assetKey": "iceberg://glue/dwd_db/fact"})
+    answer = api.call("POST", "/asset-events", {**EVENT, "assetKey": "iceberg://glue/dwd_db/fact", "sequenceNumber": 3})
     assert answer.status == 200 and answer.body["results"][0]["status"] == "ACCEPTED"
 
 
@@ -492,6 +499,7 @@ def test_register_an_asset_then_replace_it(api: Api) -> None:
         "assetKey": "iceberg://glue/ods_db/ods_order",
         "version": 0,
         "registered": True,
+        "pollStatus": None,  # registered with a source, never polled yet
     }
 
 

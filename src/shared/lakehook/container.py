@@ -12,9 +12,13 @@ from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.adapters.dynamodb.registry import DynamoDBAssetRegistry, DynamoDBProducerRegistry
 from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
 from lakehook.adapters.secrets import SecretsManagerSecretStore
+from lakehook.adapters.sqs import SQSWorkQueue
 from lakehook.ports import AssetRegistry, AssetStore, ProducerRegistry, SecretStore, WatermarkStore
+from lakehook.ports.lakehouse import PollStatusStore, SnapshotSources
+from lakehook.ports.queue import WorkQueue
 from lakehook.settings import Settings, get_settings
 from lakehook.usecases.ingest import IngestEvents
+from lakehook.usecases.plan_polls import PlanPolls, RunPollWork
 from lakehook.usecases.producers import PushAuthenticator, RegisterProducer
 
 
@@ -78,6 +82,48 @@ class Container:
             self.settings.signature_tolerance_seconds,
             self.settings.producer_cache_seconds,
         )
+
+    # --- polling (issue 3): the lakehouse libraries load only when a worker first polls ----------
+
+    @cached_property
+    def poll_status_store(self) -> PollStatusStore:
+        from lakehook.adapters.dynamodb.poll_status_store import DynamoDBPollStatusStore
+
+        return self._port("poll_status_store", lambda: DynamoDBPollStatusStore(self.table))  # type: ignore[no-any-return]
+
+    @cached_property
+    def snapshot_sources(self) -> SnapshotSources:
+        from lakehook.adapters.lakehouse.credentials import ssm_parameter_reader
+        from lakehook.adapters.lakehouse.factory import snapshot_sources
+
+        return self._port(  # type: ignore[no-any-return]
+            "snapshot_sources",
+            lambda: snapshot_sources(self.secret_store, ssm_parameter_reader(aws.client("ssm", self.settings))),
+        )
+
+    @cached_property
+    def run_poll_work(self) -> RunPollWork:
+        from lakehook.observability import metrics
+        from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets
+
+        poll = PollAssets(
+            PollAsset(self.snapshot_sources, self.watermark_store, self.ingest), self.poll_status_store, metrics=metrics
+        )
+        compensate = Compensate(CompensateAsset(self.snapshot_sources, self.asset_store, self.ingest), metrics=metrics)
+        return RunPollWork(self.asset_registry, poll, compensate)
+
+    @cached_property
+    def work_queue(self) -> WorkQueue:
+        def build() -> WorkQueue:
+            if not self.settings.poll_queue_url:
+                raise RuntimeError("LAKEHOOK_POLL_QUEUE_URL is not set: the poll planner has no queue")
+            return SQSWorkQueue(aws.client("sqs", self.settings), self.settings.poll_queue_url)
+
+        return self._port("work_queue", build)  # type: ignore[no-any-return]
+
+    @cached_property
+    def plan_polls(self) -> PlanPolls:
+        return PlanPolls(self.asset_registry, self.work_queue)
 
 
 _current: Container | None = None

@@ -29,6 +29,7 @@ class Settings(BaseSettings):
     )
     secret_prefix: str = Field(default="lakehook/", description="Secrets Manager name prefix for producer secrets")
     stage: str = Field(default="local")
+    poll_queue_url: str | None = Field(default=None, description="SQS queue the poll planner fills for the workers")
 
 
 @lru_cache(maxsize=1)

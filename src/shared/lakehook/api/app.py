@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from lakehook import __version__
 from lakehook.api.http import json_response
-from lakehook.api.routes import assets, events, producers, watermarks
+from lakehook.api.routes import assets, coverage, events, producers, watermarks
 from lakehook.container import current
 from lakehook.domain.errors import (
     AuthenticationError,
@@ -56,7 +56,10 @@ def precheck(event: Mapping[str, Any]) -> dict[str, Any] | None:
     body = event.get("body")
     if not body:
         return None
-    size = len(base64.b64decode(body)) if event.get("isBase64Encoded") else len(body.encode("utf-8"))
+    try:
+        size = len(base64.b64decode(body, validate=True)) if event.get("isBase64Encoded") else len(body.encode())
+    except ValueError:
+        return _raw_error(400, "BAD_REQUEST", "request body is marked base64 but is not valid base64")
     limit = current().settings.max_body_bytes
     if size > limit:
         return _raw_error(413, "PAYLOAD_TOO_LARGE", f"request body is {size} bytes; the limit is {limit}")
@@ -82,7 +85,7 @@ def _raw_error(status: int, code: str, message: str) -> dict[str, Any]:
 def build_app() -> LakehookResolver:
     """The resolver with every route; handlers call ``resolve`` on it."""
     app = LakehookResolver(enable_validation=True)
-    for module in (events, producers, assets, watermarks):
+    for module in (events, producers, assets, watermarks, coverage):
         app.include_router(module.router)
 
     for error_type, (status, code) in ERROR_STATUS.items():

@@ -27,7 +27,7 @@ def _layer_ids(layers: list[Any]) -> list[str]:
 
 def function_sizes(build_dir: Path) -> list[tuple[str, int, dict[str, int]]]:
     """(function, total bytes, {part: bytes}) for every function of the built template."""
-    template = yaml.load((build_dir / "template.yaml").read_text(), Loader=_Loader)  # noqa: S506
+    template = yaml.load((build_dir / "template.yaml").read_text(), Loader=_Loader)
     resources = template.get("Resources", {})
     global_layers = _layer_ids(template.get("Globals", {}).get("Function", {}).get("Layers", []))
     rows = []
@@ -36,7 +36,8 @@ def function_sizes(build_dir: Path) -> list[tuple[str, int, dict[str, int]]]:
             continue
         props = resource.get("Properties", {})
         parts = {"code": tree_size(build_dir / props.get("CodeUri", name))}
-        for layer in _layer_ids(props.get("Layers", [])) or global_layers:
+        # SAM appends a function's own Layers to the Globals list.
+        for layer in dict.fromkeys(global_layers + _layer_ids(props.get("Layers", []))):
             content = resources.get(layer, {}).get("Properties", {}).get("ContentUri", layer)
             parts[layer] = tree_size(build_dir / content)
         rows.append((name, sum(parts.values()), parts))

@@ -269,7 +269,7 @@ class Template:
             if enabled:
                 spec.schedules.append(
                     ScheduleSubscription(
-                        name=p.get("Name", spec.name),
+                        name=str(self.resolve(p.get("Name", spec.name))),
                         rate_seconds=rate_seconds(expression),
                         input=p.get("Input"),
                     )

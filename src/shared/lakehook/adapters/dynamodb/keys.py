@@ -73,3 +73,99 @@ def watermark_key(namespace: str, asset_key: str, key: str) -> dict[str, str]:
 
 def poll_status_key(asset_key: str) -> dict[str, str]:
     return {"PK": asset_pk(asset_key), "SK": Sort.POLL}
+
+
+# --- the resolver: rules, reverse index, claims, cursors, deferrals, state history ---------------
+# - ``RULE#<ruleId>``    / ``META``              a rule (GSI1: ``RULES`` / ruleId)
+# - ``ASSET#<assetKey>`` / ``RULE#<ruleId>``     reverse index: a copy of the rule under each member asset
+# - ``RULE#<ruleId>``    / ``CURSOR#<groupId>``  the group's last triggered versions (CAS on ``seq``)
+# - ``RULE#<ruleId>``    / ``DEFER#<groupId>``   a deferred re-evaluation (GSI1 while pending: ``DEFERRED`` / due)
+# - ``TRIGGER#<key>``    / ``CLAIM``             a trigger claim (GSI1: ``TRIGGERS#<ruleId>`` / created, seq)
+# - ``ASSET#<assetKey>`` / ``HIST#<version>``    a past state image, for EACH_VERSION rules (TTL)
+
+RULE_PREFIX = "RULE#"
+CURSOR_PREFIX = "CURSOR#"
+DEFER_PREFIX = "DEFER#"
+TRIGGER_PREFIX = "TRIGGER#"
+TRIGGERS_PREFIX = "TRIGGERS#"
+HISTORY_PREFIX = "HIST#"
+CLAIM_SORT = "CLAIM"
+RULES_INDEX_PK = "RULES"
+DEFERRED_INDEX_PK = "DEFERRED"
+
+
+def rule_pk(rule_id: str) -> str:
+    return f"{RULE_PREFIX}{rule_id}"
+
+
+def rule_meta_key(rule_id: str) -> dict[str, str]:
+    return {"PK": rule_pk(rule_id), "SK": Sort.META}
+
+
+def rule_index_key(asset_key: str, rule_id: str) -> dict[str, str]:
+    return {"PK": asset_pk(asset_key), "SK": f"{RULE_PREFIX}{rule_id}"}
+
+
+def cursor_key(rule_id: str, group_id: str) -> dict[str, str]:
+    return {"PK": rule_pk(rule_id), "SK": f"{CURSOR_PREFIX}{group_id}"}
+
+
+def deferral_key(rule_id: str, group_id: str) -> dict[str, str]:
+    return {"PK": rule_pk(rule_id), "SK": f"{DEFER_PREFIX}{group_id}"}
+
+
+def deferred_index_sk(due_at_ms: int, rule_id: str, group_id: str) -> str:
+    return f"{due_at_ms:015d}#{rule_id}#{group_id}"
+
+
+def trigger_item_key(trigger_key: str) -> dict[str, str]:
+    return {"PK": f"{TRIGGER_PREFIX}{trigger_key}", "SK": CLAIM_SORT}
+
+
+def triggers_index_pk(rule_id: str) -> str:
+    return f"{TRIGGERS_PREFIX}{rule_id}"
+
+
+def triggers_index_sk(created_at_ms: int, sequence: int, trigger_key: str) -> str:
+    return f"{created_at_ms:015d}#{sequence:010d}#{trigger_key}"
+
+
+def history_key(asset_key: str, version: int) -> dict[str, str]:
+    return {"PK": asset_pk(asset_key), "SK": f"{HISTORY_PREFIX}{version:012d}"}
+
+
+# --- coverage: merged [start, end) intervals, one item per asset (and partition) per UTC day -----
+# - ``ASSET#<assetKey>`` / ``COVERAGE#<scope>#<yyyy-mm-dd>``  varint-encoded spans (CAS on ``version``)
+#   ``<scope>`` is ``-`` for the asset as a whole, ``P<hash>`` for one partition key: fixed-width, so
+#   a partition key can never reach into another scope's range of days.
+
+COVERAGE_PREFIX = "COVERAGE#"
+COVERAGE_ASSET_SCOPE = "-"
+
+
+def coverage_scope(partition_key: str | None) -> str:
+    if partition_key is None:
+        return COVERAGE_ASSET_SCOPE
+    import hashlib
+
+    return "P" + hashlib.sha256(partition_key.encode()).hexdigest()[:24]
+
+
+def coverage_sk(partition_key: str | None, day: str) -> str:
+    return f"{COVERAGE_PREFIX}{coverage_scope(partition_key)}#{day}"
+
+
+def coverage_key(asset_key: str, partition_key: str | None, day: str) -> dict[str, str]:
+    return {"PK": asset_pk(asset_key), "SK": coverage_sk(partition_key, day)}
+
+
+# --- dispatch: aliases ----------------------------------------------------------------------------
+# - ``ALIAS#<name>``     / ``META``              an alias and the assets it resolves to (GSI1: ``ALIASES`` / name)
+# (Dispatch state lives on the resolver's claim items ``TRIGGER#<key>`` / ``CLAIM``; see trigger_ledger.py.)
+
+ALIAS_PREFIX = "ALIAS#"
+ALIASES_INDEX_PK = "ALIASES"
+
+
+def alias_key(name: str) -> dict[str, str]:
+    return {"PK": f"{ALIAS_PREFIX}{name}", "SK": Sort.META}

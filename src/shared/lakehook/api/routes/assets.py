@@ -53,6 +53,9 @@ def get_state(asset_key: AssetKeyQuery) -> Response[str]:
         raise NotFoundError(f"no state and no registration for {key!r}")
     body = state.to_api() if state else {"assetKey": key, "version": 0}
     body["registered"] = registration is not None
+    if registration is not None and registration.source is not None:
+        status = container.poll_status_store.get(key)
+        body["pollStatus"] = status.to_api() if status else None
     return json_response(body)
 
 

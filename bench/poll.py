@@ -1,0 +1,324 @@
+"""Poll: storage requests and time per poll, by table format, history length and number of new snapshots.
+
+Real tables on a moto server on loopback (S3 for both formats, Glue as the Iceberg catalog, DynamoDB for
+lakehook's own table), polled by `PollAsset` through `IcebergSnapshotSource` / `PaimonSnapshotSource`.
+Every HTTP request the server serves is counted, by service and operation (pyarrow's S3 client sizes
+each object with a HEAD before its GET, so one object read is HEAD + GET). Cases: an unchanged table
+(median of 5 polls), 1 new snapshot, 100 new snapshots; each after 1, 100 and 1,000 snapshots of history.
+History and the 100-snapshot batches are generated cheaply: Paimon by one real commit, then copies of its
+snapshot file under new ids (what a commit leaves in `snapshot/`); Iceberg by one real append, then one
+catalog commit adding the snapshots (`AddSnapshotUpdate`s sharing the first manifest list). The single
+new snapshot is a real commit. DynamoDB requests are the ingest of each new event (put + update) and the
+offset's read and compare-and-set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+
+import boto3
+from tests.lakehouse import (
+    CountingMotoServer,
+    create_iceberg_table,
+    create_paimon_table,
+    paimon_commit,
+    rows,
+)
+from tests.support import create_table
+
+from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
+from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
+from lakehook.adapters.lakehouse.factory import snapshot_sources
+from lakehook.adapters.memory import InMemorySecretStore
+from lakehook.domain.assets import AssetFormat, AssetRegistration, AssetSource
+from lakehook.domain.snapshots import SnapshotCursor
+from lakehook.ports.lakehouse import SnapshotBatch, SnapshotSource
+from lakehook.usecases.ingest import IngestEvents
+from lakehook.usecases.poll import PollAsset, PollResult
+
+HISTORIES = (1, 100, 1000)
+UNCHANGED_REPEATS = 5
+TABLE = "lakehook-bench-poll"
+
+
+class TimedSource(SnapshotSource):
+    """Passes through to the real source, adding up the time spent reading the table."""
+
+    def __init__(self, inner: SnapshotSource) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+
+    def pointer(self, source: AssetSource) -> str:
+        began = time.perf_counter()
+        try:
+            return self.inner.pointer(source)
+        finally:
+            self.seconds += time.perf_counter() - began
+
+    def snapshots_since(
+        self,
+        source: AssetSource,
+        cursor: SnapshotCursor | None,
+        pointer: str,
+        *,
+        limit: int,
+        known_tags: frozenset[str] = frozenset(),
+    ) -> SnapshotBatch:
+        began = time.perf_counter()
+        try:
+            return self.inner.snapshots_since(source, cursor, pointer, limit=limit, known_tags=known_tags)
+        finally:
+            self.seconds += time.perf_counter() - began
+
+
+@dataclass(frozen=True)
+class Measured:
+    result: PollResult
+    calls: Counter[tuple[str, str]]
+    seconds: float
+    reading: float
+
+
+class Bench:
+    def __init__(self, server: CountingMotoServer) -> None:
+        self.server = server
+        ddb = boto3.client("dynamodb", endpoint_url=server.endpoint, region_name="us-east-1")
+        create_table(ddb, TABLE)
+        table = boto3.resource("dynamodb", endpoint_url=server.endpoint, region_name="us-east-1").Table(TABLE)
+        real = snapshot_sources(_bench_secrets())
+        self.timed = {fmt: TimedSource(real(fmt)) for fmt in (AssetFormat.ICEBERG, AssetFormat.PAIMON)}
+        self.poll = PollAsset(
+            self.timed.__getitem__,
+            DynamoDBWatermarkStore(table),
+            IngestEvents(DynamoDBAssetStore(table)),
+            batch_limit=1000,
+        )
+        self.s3 = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1")
+
+    def bucket(self, name: str) -> str:
+        self.s3.create_bucket(Bucket=name)
+        return name
+
+    def measure(self, asset: AssetRegistration) -> Measured:
+        """One poll: its result, the requests served, its wall time and the part spent reading the table."""
+        timed = self.timed[asset.format]
+        reading = timed.seconds
+        with self.server.measure() as calls:
+            began = time.perf_counter()
+            result = self.poll(asset)
+            elapsed = time.perf_counter() - began
+        return Measured(result, calls, elapsed, timed.seconds - reading)
+
+
+def _row(fmt: str, history: int, case: str, measured: Measured) -> dict[str, Any]:
+    storage = {op: n for (svc, op), n in measured.calls.items() if svc in {"s3", "glue"}}
+    return {
+        "format": fmt,
+        "history": history,
+        "case": case,
+        "events": len(measured.result.results),
+        "catalog": storage.get("GetTable", 0) or "-",
+        "S3 GET": storage.get("GetObject", 0),
+        "S3 HEAD": storage.get("HeadObject", 0),
+        "S3 LIST": storage.get("ListObjects", 0),
+        "storage requests": sum(storage.values()),
+        "DynamoDB requests": sum(n for (svc, _), n in measured.calls.items() if svc == "dynamodb"),
+        "ms per poll": round(measured.seconds * 1000, 1),
+        "ms reading the table": round(measured.reading * 1000, 1),
+    }
+
+
+def _cases(
+    bench: Bench, fmt: str, history: int, asset: AssetRegistration, add_one: Any, add_many: Any
+) -> list[dict[str, Any]]:
+    bench.poll(asset)  # the offset now sits on the newest snapshot
+    polls = [bench.measure(asset) for _ in range(UNCHANGED_REPEATS)]
+    assert not any(p.result.results for p in polls)
+    median = Measured(
+        polls[-1].result,
+        polls[-1].calls,
+        statistics.median(p.seconds for p in polls),
+        statistics.median(p.reading for p in polls),
+    )
+    out = [_row(fmt, history, "unchanged", median)]
+    add_one()
+    measured = bench.measure(asset)
+    assert len(measured.result.snapshot_ids) == 1, measured.result
+    out.append(_row(fmt, history, "1 new snapshot", measured))
+    add_many(100)
+    measured = bench.measure(asset)
+    assert len(measured.result.snapshot_ids) == 100, measured.result
+    out.append(_row(fmt, history, "100 new snapshots", measured))
+    return out
+
+
+# --- Paimon -------------------------------------------------------------------------------------------
+
+
+def _paimon(bench: Bench, history: int) -> list[dict[str, Any]]:
+    bucket = bench.bucket(f"bench-paimon-{history}")
+    options = {
+        "warehouse": f"s3://{bucket}/warehouse",
+        "fs.s3.endpoint": bench.server.endpoint,
+        "fs.s3.region": "us-east-1",
+        "fs.s3.path-style-access": "true",
+    }
+    writer = {**options, "fs.s3.accessKeyId": "testing", "fs.s3.accessKeySecret": "testing"}
+    table = create_paimon_table(writer, "bench.orders")
+    paimon_commit(table, rows(1))
+    snapshot_dir = f"{table.table_path}/snapshot"
+    template = json.loads(table.file_io.read_file_utf8(f"{snapshot_dir}/snapshot-1"))
+
+    def synthesize(count: int) -> None:
+        latest = int(table.file_io.read_file_utf8(f"{snapshot_dir}/LATEST"))
+        for sid in range(latest + 1, latest + count + 1):
+            body = {**template, "id": sid, "timeMillis": template["timeMillis"] + sid}
+            table.file_io.write_file(f"{snapshot_dir}/snapshot-{sid}", json.dumps(body), overwrite=True)
+        table.file_io.write_file(f"{snapshot_dir}/LATEST", str(latest + count), overwrite=True)
+
+    synthesize(history - 1)
+    # Credentials travel as references, resolved at poll time (here from an in-memory secret store).
+    asset = AssetRegistration.model_validate(
+        {
+            "assetKey": f"paimon://bench/bench/orders_{history}",
+            "format": "paimon",
+            "source": {
+                "catalog": "bench",
+                "table": "bench.orders",
+                "properties": {
+                    **options,
+                    "fs.s3.accessKeyId": "secretsmanager:bench#id",
+                    "fs.s3.accessKeySecret": "secretsmanager:bench#secret",
+                },
+            },
+        }
+    )
+    return _cases(bench, "paimon", history, asset, lambda: paimon_commit(table, rows(2)), synthesize)
+
+
+# --- Iceberg ------------------------------------------------------------------------------------------
+
+
+def _iceberg(bench: Bench, history: int) -> list[dict[str, Any]]:
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.table.refs import SnapshotRefType
+    from pyiceberg.table.snapshots import Operation, Snapshot, Summary
+    from pyiceberg.table.update import AddSnapshotUpdate, SetSnapshotRefUpdate
+
+    bucket = bench.bucket(f"bench-iceberg-{history}")
+    endpoint = bench.server.endpoint
+    properties = {
+        "type": "glue",
+        "glue.endpoint": endpoint,
+        "glue.region": "us-east-1",
+        "s3.endpoint": endpoint,
+        "s3.region": "us-east-1",
+        "warehouse": f"s3://{bucket}/iceberg",
+    }
+    credentials = {
+        "glue.access-key-id": "testing",
+        "glue.secret-access-key": "testing",
+        "s3.access-key-id": "testing",
+        "s3.secret-access-key": "testing",
+    }
+    catalog = load_catalog("glue", **properties, **credentials)
+    table = create_iceberg_table(catalog, f"bench{history}.orders")
+    table.append(rows(1))
+    rng = random.Random(history)
+
+    def synthesize(count: int) -> None:
+        table.refresh()
+        parent = table.current_snapshot()
+        assert parent is not None
+        updates: list[Any] = []
+        seq, ts = table.metadata.last_sequence_number, parent.timestamp_ms
+        for _ in range(count):
+            seq, ts = seq + 1, ts + 1
+            snapshot = Snapshot(
+                snapshot_id=rng.randrange(1, 2**62),
+                parent_snapshot_id=parent.snapshot_id,
+                sequence_number=seq,
+                timestamp_ms=ts,
+                manifest_list=parent.manifest_list,
+                schema_id=parent.schema_id,
+                summary=Summary(operation=Operation.APPEND, **{"added-records": "1", "total-records": str(seq)}),
+            )
+            updates.append(AddSnapshotUpdate(snapshot=snapshot))
+            parent = snapshot
+        main = SetSnapshotRefUpdate(
+            ref_name="main",
+            type=SnapshotRefType.BRANCH,
+            snapshot_id=parent.snapshot_id,
+            max_ref_age_ms=None,
+            max_snapshot_age_ms=None,
+            min_snapshots_to_keep=None,
+        )
+        updates.append(main)
+        catalog.commit_table(table, (), tuple(updates))
+
+    if history > 1:
+        synthesize(history - 1)
+    refs = {k: f"secretsmanager:bench#{k}" for k in credentials}
+    asset = AssetRegistration.model_validate(
+        {
+            "assetKey": f"iceberg://glue/bench{history}/orders",
+            "format": "iceberg",
+            "source": {"catalog": "glue", "table": f"bench{history}.orders", "properties": {**properties, **refs}},
+        }
+    )
+
+    def add_one() -> None:
+        table.refresh()
+        table.append(rows(2))
+
+    return _cases(bench, "iceberg", history, asset, add_one, synthesize)
+
+
+def run() -> list[dict[str, Any]]:
+    server = CountingMotoServer().start()
+    try:
+        bench = Bench(server)
+        out: list[dict[str, Any]] = []
+        for history in HISTORIES:
+            out += _iceberg(bench, history)
+        for history in HISTORIES:
+            out += _paimon(bench, history)
+        return out
+    finally:
+        server.stop()
+
+
+def _bench_secrets() -> InMemorySecretStore:
+    """One secret holding the test credentials; every credential property references a field of it."""
+    secrets = InMemorySecretStore()
+    value = {
+        "id": "testing",
+        "secret": "testing",
+        "glue.access-key-id": "testing",
+        "glue.secret-access-key": "testing",
+        "s3.access-key-id": "testing",
+        "s3.secret-access-key": "testing",
+    }
+    secrets.put_secret("bench", json.dumps(value))
+    return secrets
+
+
+if __name__ == "__main__":
+    from bench.run import markdown_table
+
+    began = time.perf_counter()
+    table_rows = run()
+    sys.stdout.write(markdown_table(table_rows))
+    sys.stdout.write(f"\n{time.perf_counter() - began:.0f} s\n")

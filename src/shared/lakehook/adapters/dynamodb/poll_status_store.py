@@ -1,0 +1,35 @@
+"""DynamoDBPollStatusStore: one ``ASSET#<key>`` / ``POLL`` item per polled asset."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lakehook.adapters.dynamodb import keys
+from lakehook.domain.snapshots import PollStatus
+from lakehook.ports.lakehouse import PollStatusStore
+
+
+class DynamoDBPollStatusStore(PollStatusStore):
+    """The status is kept as JSON plus the attributes an operator filters on (failures, next attempt)."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+
+    def get(self, asset_key: str) -> PollStatus | None:
+        item = self._table.get_item(Key=keys.poll_status_key(asset_key), ConsistentRead=True).get("Item")
+        return None if item is None else PollStatus.model_validate(json.loads(item["body"]))
+
+    def put(self, status: PollStatus) -> None:
+        item: dict[str, Any] = {
+            **keys.poll_status_key(status.asset_key),
+            keys.ITEM_TYPE: "POLL_STATUS",
+            "assetKey": status.asset_key,
+            "consecutiveFailures": status.consecutive_failures,
+            "body": json.dumps(status.model_dump(by_alias=True, mode="json", exclude_none=True), sort_keys=True),
+        }
+        if status.next_attempt_at is not None:
+            item["nextAttemptAt"] = status.next_attempt_at
+        if status.last_polled_at is not None:
+            item["lastPolledAt"] = status.last_polled_at
+        self._table.put_item(Item=item)

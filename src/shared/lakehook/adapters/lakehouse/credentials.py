@@ -1,0 +1,96 @@
+"""Resolve credential references in source properties at poll time; values are never logged or stored."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from lakehook.domain.assets import SECRET_REFERENCE_PREFIXES
+from lakehook.domain.errors import NotFoundError
+from lakehook.ports import SecretStore
+from lakehook.ports.lakehouse import SourceAccessError
+
+SECRETS_MANAGER = "secretsmanager:"
+SSM = "ssm:"
+FIELD_SEPARATOR = "#"  # "secretsmanager:<name>#<field>" picks one field of a JSON secret
+
+ParameterReader = Callable[[str], str]
+"""Reads an SSM parameter's decrypted value by name; raises NotFoundError when it does not exist."""
+
+
+@dataclass(frozen=True)
+class ResolvedProperties:
+    """Properties ready for a catalog, and the secret values among them (to keep out of messages)."""
+
+    values: dict[str, str]
+    secrets: frozenset[str] = frozenset()
+
+    def scrub(self, text: str) -> str:
+        """The text with every secret value replaced by ``***`` (library errors may quote a URI)."""
+        for secret in sorted(self.secrets, key=len, reverse=True):
+            if secret:
+                text = text.replace(secret, "***")
+        return text
+
+
+class CredentialResolver:
+    """Turns ``secretsmanager:<name>[#field]`` and ``ssm:<name>[#field]`` values into their secrets."""
+
+    def __init__(self, secrets: SecretStore, parameters: ParameterReader | None = None) -> None:
+        self._secrets = secrets
+        self._parameters = parameters
+
+    def resolve(self, properties: Mapping[str, str]) -> ResolvedProperties:
+        """The properties with every reference replaced by its value. Raises SourceAccessError naming the key."""
+        values = {name: self._value(name, value) for name, value in properties.items()}
+        secrets = frozenset(values[name] for name, value in properties.items() if values[name] != value)
+        return ResolvedProperties(values, secrets)
+
+    def _value(self, name: str, value: str) -> str:
+        if not value.startswith(SECRET_REFERENCE_PREFIXES):
+            return value
+        reference, _, json_field = value.partition(FIELD_SEPARATOR)
+        try:
+            if reference.startswith(SECRETS_MANAGER):
+                secret = self._secrets.get_secret(reference.removeprefix(SECRETS_MANAGER))
+            elif self._parameters is None:
+                raise SourceAccessError(f"property {name!r}: SSM references are not configured here")
+            else:
+                secret = self._parameters(reference.removeprefix(SSM))
+        except NotFoundError as exc:
+            raise SourceAccessError(f"property {name!r}: {reference} does not exist") from exc
+        except SourceAccessError:
+            raise
+        except Exception as exc:  # the secret backend failed: report the reference, never a value
+            raise SourceAccessError(f"property {name!r}: {reference} could not be read ({type(exc).__name__})") from exc
+        if not json_field:
+            return secret
+        try:
+            return str(json.loads(secret)[json_field])
+        except (ValueError, KeyError, TypeError):
+            # from None: a parse error's context could quote the secret
+            raise SourceAccessError(f"property {name!r}: {reference} has no JSON field {json_field!r}") from None
+
+
+def properties_fingerprint(catalog: str, properties: Mapping[str, str]) -> str:
+    """A cache key for a catalog built from these (unresolved) properties: references, not secrets."""
+    text = json.dumps([catalog, sorted(properties.items())], separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def ssm_parameter_reader(client: object) -> ParameterReader:
+    """A ParameterReader on a boto3 SSM client (SecureString parameters are decrypted)."""
+
+    def read(name: str) -> str:
+        try:
+            answer = client.get_parameter(Name=name, WithDecryption=True)  # type: ignore[attr-defined]
+        except Exception as exc:
+            code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+            if code == "ParameterNotFound":
+                raise NotFoundError(f"parameter {name!r} does not exist") from exc
+            raise
+        return str(answer["Parameter"]["Value"])
+
+    return read

@@ -1,0 +1,364 @@
+"""IcebergSnapshotSource: Iceberg snapshots through pyiceberg's ``load_catalog`` (any catalog type).
+
+The pointer is the table's current metadata location, read around ``load_table`` (which would
+read ``metadata.json``): Glue ``GetTable`` ``Parameters.metadata_location``; the SQL catalog's
+``iceberg_tables`` row. Other catalog types (REST, Hive, ...) fall back to ``load_table``; the
+metadata it loaded is kept for the ``snapshots_since`` that follows, so a changed table still
+costs one load (for REST that is the load response; Hive also reads ``metadata.json``, so there
+an unchanged table costs that read too).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+from pyiceberg.catalog import Catalog, load_catalog
+from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+from pyiceberg.exceptions import ValidationError as IcebergValidationError
+from pyiceberg.io import FileIO, load_file_io
+from pyiceberg.serializers import FromInputFile
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
+from pyiceberg.table.snapshots import Snapshot
+
+from lakehook.adapters.lakehouse.catalog_cache import CatalogCache
+from lakehook.adapters.lakehouse.credentials import CredentialResolver, ResolvedProperties, properties_fingerprint
+from lakehook.domain.assets import AssetSource
+from lakehook.domain.errors import LakehookError
+from lakehook.domain.snapshots import (
+    RefKind,
+    SnapshotCursor,
+    SnapshotGap,
+    SnapshotInfo,
+    TagInfo,
+    mark_schema_changes,
+)
+from lakehook.ports.lakehouse import (
+    CorruptMetadataError,
+    SnapshotBatch,
+    SnapshotSource,
+    SourceAccessError,
+    TableNotFoundError,
+)
+
+WATERMARK_SUMMARY_KEYS = ("lakehook.watermark", "watermark")  # writers may stamp one into the snapshot summary
+_GLUE_NOT_FOUND = {"EntityNotFoundException"}
+_RECENT_LOADS = 64
+
+
+@dataclass
+class _Catalog:
+    """A built catalog, what kind of pointer read it allows, and its FileIO per location root."""
+
+    key: str
+    catalog: Catalog
+    properties: ResolvedProperties
+    ios: dict[str, FileIO] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return {"SqlCatalog": "sql", "GlueCatalog": "glue"}.get(type(self.catalog).__name__, "other")
+
+    def io_for(self, location: str) -> FileIO:
+        root = location.split("/", 3)[:3]  # scheme://bucket: one FileIO (and S3 connection pool) each
+        key = "/".join(root)
+        io = self.ios.get(key)
+        if io is None:
+            io = self.ios[key] = load_file_io(properties=self.catalog.properties, location=location)
+        return io
+
+
+class IcebergSnapshotSource(SnapshotSource):
+    """Reads Iceberg snapshots on the table's main branch, plus its tags and other branches."""
+
+    def __init__(self, resolver: CredentialResolver, cache_ttl_seconds: float = 900.0) -> None:
+        self._resolver = resolver
+        self._catalogs: CatalogCache[_Catalog] = CatalogCache(cache_ttl_seconds)
+        self._recent: OrderedDict[tuple[str, str], TableMetadata] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # --- the port ---------------------------------------------------------------------------
+
+    def pointer(self, source: AssetSource) -> str:
+        entry = self._catalog(source)
+        namespace, name = _identifier(source)
+        with self._translated(entry, source):
+            if entry.kind == "sql":
+                return _sql_pointer(entry.catalog, namespace, name, source.table)
+            if entry.kind == "glue":
+                return _glue_pointer(entry.catalog, namespace, name, source.table)
+            table = entry.catalog.load_table((namespace, name))
+            self._remember(entry.key, table.metadata_location, table.metadata)
+            return str(table.metadata_location)
+
+    def snapshots_since(
+        self,
+        source: AssetSource,
+        cursor: SnapshotCursor | None,
+        pointer: str,
+        *,
+        limit: int,
+        known_tags: frozenset[str] = frozenset(),
+    ) -> SnapshotBatch:
+        entry = self._catalog(source)
+        metadata = self._recall(entry.key, pointer)
+        if metadata is None:
+            with self._translated(entry, source):
+                metadata = _read_metadata(entry.io_for(pointer), pointer, source.table)
+        try:
+            return batch_from_metadata(metadata, pointer, cursor, limit=limit, known_tags=known_tags)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise CorruptMetadataError(f"iceberg table {source.table}: unreadable snapshots in {pointer}") from exc
+
+    # --- catalogs ---------------------------------------------------------------------------
+
+    def _catalog(self, source: AssetSource) -> _Catalog:
+        key = properties_fingerprint(source.catalog, source.properties)
+        return self._catalogs.get(key, lambda: self._build(key, source))
+
+    def _build(self, key: str, source: AssetSource) -> _Catalog:
+        resolved = self._resolver.resolve(source.properties)
+        properties = dict(resolved.values)
+        if _is_sql(properties):
+            properties.setdefault("init_catalog_tables", "false")  # a poller never creates tables in a catalog
+        try:
+            catalog = load_catalog(source.catalog, **properties)
+        except Exception as exc:  # any library or driver error while building: the catalog is unusable
+            message = resolved.scrub(f"{type(exc).__name__}: {exc}")
+            raise SourceAccessError(f"iceberg catalog {source.catalog!r} could not be built: {message}") from exc
+        return _Catalog(key, catalog, resolved)
+
+    @contextmanager
+    def _translated(self, entry: _Catalog, source: AssetSource) -> Iterator[None]:
+        """Library errors become ours; an access error also drops the cached catalog (credentials may rotate)."""
+        try:
+            yield
+        except LakehookError as exc:
+            if isinstance(exc, SourceAccessError):
+                self._catalogs.evict(entry.key)
+            raise
+        except (NoSuchTableError, NoSuchNamespaceError) as exc:
+            raise TableNotFoundError(f"iceberg table {source.table} does not exist in {source.catalog!r}") from exc
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code in _GLUE_NOT_FOUND:
+                raise TableNotFoundError(f"iceberg table {source.table} does not exist in {source.catalog!r}") from exc
+            self._catalogs.evict(entry.key)
+            raise SourceAccessError(f"iceberg catalog {source.catalog!r}: {code or 'error'}") from exc
+        except Exception as exc:
+            self._catalogs.evict(entry.key)
+            message = entry.properties.scrub(f"{type(exc).__name__}: {exc}")
+            raise SourceAccessError(f"iceberg catalog {source.catalog!r}: {message}") from exc
+
+    def _remember(self, key: str, location: str, metadata: TableMetadata) -> None:
+        with self._lock:
+            self._recent[(key, location)] = metadata
+            while len(self._recent) > _RECENT_LOADS:
+                self._recent.popitem(last=False)
+
+    def _recall(self, key: str, location: str) -> TableMetadata | None:
+        with self._lock:
+            return self._recent.pop((key, location), None)
+
+
+# --- pointer reads ------------------------------------------------------------------------------
+
+
+def _identifier(source: AssetSource) -> tuple[str, str]:
+    namespace, name = source.table.split(".", 1)
+    return namespace, name
+
+
+def _is_sql(properties: dict[str, str]) -> bool:
+    kind = properties.get("type", "").lower()
+    uri = properties.get("uri", "")
+    return kind == "sql" or (not kind and uri.split(":", 1)[0].split("+", 1)[0] in {"sqlite", "postgresql", "mysql"})
+
+
+def _sql_pointer(catalog: Any, namespace: str, name: str, table: str) -> str:
+    """One SELECT of the table's ``iceberg_tables`` row (what ``load_table`` does before reading the file)."""
+    from pyiceberg.catalog.sql import IcebergTables
+    from sqlalchemy import select
+
+    statement = select(IcebergTables.metadata_location).where(
+        IcebergTables.catalog_name == catalog.name,
+        IcebergTables.table_namespace == namespace,
+        IcebergTables.table_name == name,
+    )
+    with catalog.engine.connect() as connection:
+        row = connection.execute(statement).first()
+    if row is None or not row[0]:
+        raise TableNotFoundError(f"iceberg table {table} does not exist in {catalog.name!r}")
+    return str(row[0])
+
+
+def _glue_pointer(catalog: Any, namespace: str, name: str, table: str) -> str:
+    """One Glue ``GetTable``: the current metadata location is a table parameter."""
+    glue_table = catalog.glue.get_table(DatabaseName=namespace, Name=name)["Table"]  # errors: see _translated
+    parameters = glue_table.get("Parameters") or {}
+    if str(parameters.get("table_type", "")).upper() != "ICEBERG":
+        raise TableNotFoundError(f"glue table {table} is not an Iceberg table")
+    location = parameters.get("metadata_location")
+    if not location:
+        raise CorruptMetadataError(f"glue table {table} has no metadata_location")
+    return str(location)
+
+
+def _read_metadata(io: FileIO, location: str, table: str) -> TableMetadata:
+    """One read of the ``metadata.json`` the pointer names."""
+    try:
+        return FromInputFile.table_metadata(io.new_input(location))
+    except FileNotFoundError as exc:
+        raise CorruptMetadataError(f"iceberg table {table}: the catalog points at a missing file {location}") from exc
+    except OSError as exc:
+        raise SourceAccessError(f"iceberg table {table}: {location} could not be read: {exc}") from exc
+    except (IcebergValidationError, ValueError, TypeError, KeyError) as exc:  # JSON or schema errors
+        raise CorruptMetadataError(f"iceberg table {table}: {location} is not valid table metadata") from exc
+
+
+# --- snapshots from metadata --------------------------------------------------------------------
+
+
+def batch_from_metadata(
+    metadata: TableMetadata,
+    pointer: str,
+    cursor: SnapshotCursor | None,
+    *,
+    limit: int,
+    known_tags: frozenset[str] = frozenset(),
+) -> SnapshotBatch:
+    """The main branch's snapshots after the cursor, in commit order, with refs as tags.
+
+    Commit order on the main branch is ancestry (parent links), not snapshot ids, which Iceberg
+    draws at random. A cursor that is retained but off the main ancestry (a rollback, a
+    replaced branch) resumes after its position in commit order; one that expired resumes at
+    the oldest retained ancestor, and the batch names the gap.
+    """
+    by_id = {s.snapshot_id: s for s in metadata.snapshots}
+    chain = _main_ancestry(metadata, by_id)
+    versioned = metadata.format_version >= 2
+    gap: SnapshotGap | None = None
+    if cursor is None:
+        new = chain[-limit:] if limit > 0 else []
+        remaining = 0
+    else:
+        positions = {s.snapshot_id: i for i, s in enumerate(chain)}
+        if cursor.snapshot_id in positions:
+            after = chain[positions[cursor.snapshot_id] + 1 :]
+        elif cursor.snapshot_id in by_id:
+            mark = _order(by_id[cursor.snapshot_id])
+            after = [s for s in chain if _order(s) > mark]
+        else:
+            after = _after_expired(chain, cursor, versioned)
+            gap = _gap(after, cursor, versioned)
+        new, remaining = after[:limit], max(0, len(after) - limit)
+    previous = _previous_schema(new, by_id, cursor)
+    infos = mark_schema_changes([snapshot_info(s, versioned) for s in new], previous)
+    tags = _refs(metadata)
+    return SnapshotBatch(
+        pointer=pointer,
+        snapshots=infos,
+        tags=[t for t in tags if t.event_tag not in known_tags],
+        tag_names=frozenset(t.event_tag for t in tags),
+        latest_snapshot_id=metadata.current_snapshot_id,
+        oldest_retained_snapshot_id=chain[0].snapshot_id if chain else None,
+        gap=gap,
+        complete=remaining == 0,
+    )
+
+
+def snapshot_info(snapshot: Snapshot, versioned: bool = True) -> SnapshotInfo:
+    """A pyiceberg snapshot as lakehook reads it: operation as commit kind, summary counts."""
+    summary = snapshot.summary
+    operation = summary.operation.value.upper() if summary is not None else None
+    total = _summary_int(summary, "total-records")
+    added = _summary_int(summary, "added-records")
+    deleted = _summary_int(summary, "deleted-records")
+    delta = None if added is None and deleted is None else (added or 0) - (deleted or 0)
+    watermark = next((w for k in WATERMARK_SUMMARY_KEYS if (w := _summary_int(summary, k)) is not None), None)
+    return SnapshotInfo(
+        snapshot_id=snapshot.snapshot_id,
+        parent_snapshot_id=snapshot.parent_snapshot_id,
+        # format v1 has no sequence numbers (they read as 0): leave them out rather than mislead
+        sequence_number=snapshot.sequence_number if versioned else None,
+        commit_time=snapshot.timestamp_ms,
+        commit_kind=operation,
+        schema_id=snapshot.schema_id,
+        watermark=watermark if watermark is not None and watermark >= 0 else None,
+        total_record_count=total,
+        delta_record_count=delta,
+    )
+
+
+def _main_ancestry(metadata: TableMetadata, by_id: dict[int, Snapshot]) -> list[Snapshot]:
+    """The current snapshot and its retained ancestors, oldest first."""
+    chain: list[Snapshot] = []
+    seen: set[int] = set()
+    current = metadata.current_snapshot_id
+    while current is not None and current in by_id and current not in seen:
+        seen.add(current)
+        chain.append(by_id[current])
+        current = by_id[current].parent_snapshot_id
+    chain.reverse()
+    return chain
+
+
+def _order(snapshot: Snapshot) -> tuple[int, int]:
+    return snapshot.sequence_number or 0, snapshot.timestamp_ms
+
+
+def _after_expired(chain: list[Snapshot], cursor: SnapshotCursor, versioned: bool) -> list[Snapshot]:
+    """Retained ancestors newer than an expired cursor: by sequence number when known, else all of them."""
+    if versioned and cursor.sequence_number is not None:
+        return [s for s in chain if (s.sequence_number or 0) > cursor.sequence_number]
+    return list(chain)
+
+
+def _gap(after: list[Snapshot], cursor: SnapshotCursor, versioned: bool) -> SnapshotGap | None:
+    if not after or after[0].parent_snapshot_id == cursor.snapshot_id:
+        return None  # the cursor expired, but its successor is here: nothing was missed
+    if cursor == SnapshotCursor.beginning() and after[0].parent_snapshot_id is None:
+        return None  # the table was empty when last read, and its first snapshot is here
+    first = after[0]
+    missed: int | None = None
+    if versioned and cursor.sequence_number is not None and first.sequence_number is not None:
+        missed = first.sequence_number - cursor.sequence_number - 1
+        if missed < 1:
+            return None
+    return SnapshotGap(after_snapshot_id=cursor.snapshot_id, resumed_at_snapshot_id=first.snapshot_id, missed=missed)
+
+
+def _previous_schema(new: list[Snapshot], by_id: dict[int, Snapshot], cursor: SnapshotCursor | None) -> int | None:
+    if not new:
+        return None
+    parent_id = new[0].parent_snapshot_id
+    parent = by_id.get(parent_id) if parent_id is not None else None
+    if parent is not None:
+        return parent.schema_id
+    return cursor.schema_id if cursor is not None else None
+
+
+def _refs(metadata: TableMetadata) -> list[TagInfo]:
+    tags = []
+    for name, ref in sorted(metadata.refs.items()):
+        if name == MAIN_BRANCH:
+            continue
+        kind = RefKind.TAG if ref.snapshot_ref_type == SnapshotRefType.TAG else RefKind.BRANCH
+        tags.append(TagInfo(name=name, snapshot_id=ref.snapshot_id, kind=kind))
+    return tags
+
+
+def _summary_int(summary: Any, key: str) -> int | None:
+    if summary is None:
+        return None
+    value = summary[key]
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,326 @@
+"""PaimonSnapshotSource: Paimon snapshots through pypaimon's catalog and FileIO (local and S3 warehouses).
+
+Reads the snapshot directory the way Paimon lays it out (``snapshot/LATEST`` hint,
+``snapshot/EARLIEST`` hint, ``snapshot/snapshot-<id>`` JSON, ``tag/tag-<name>``), with the
+catalog's own FileIO, so any warehouse pypaimon can open works (``fs.s3.endpoint`` etc. for S3).
+The pointer is the ``LATEST`` hint: one read. New snapshots cost one read each; pypaimon's
+``SnapshotManager`` would also probe existence and the next id, so it is not used on this path.
+A filesystem warehouse (the default metastore) needs only pypaimon's FileIO and yields the table
+path without I/O; other metastores (jdbc, rest) go through ``CatalogFactory`` and are asked for
+the table (one more call per poll, and an import of polars and pandas).
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from pypaimon.catalog.catalog_exception import DatabaseNotExistException, TableNotExistException
+from pypaimon.common.file_io import FileIO
+from pypaimon.common.identifier import Identifier
+from pypaimon.common.json_util import JSON
+from pypaimon.common.options import Options
+from pypaimon.snapshot.snapshot import Snapshot
+
+from lakehook.adapters.lakehouse.catalog_cache import CatalogCache
+from lakehook.adapters.lakehouse.credentials import CredentialResolver, ResolvedProperties, properties_fingerprint
+from lakehook.domain.assets import AssetSource
+from lakehook.domain.errors import LakehookError
+from lakehook.domain.snapshots import SnapshotCursor, SnapshotGap, SnapshotInfo, TagInfo, mark_schema_changes
+from lakehook.ports.lakehouse import (
+    CorruptMetadataError,
+    SnapshotBatch,
+    SnapshotSource,
+    SourceAccessError,
+    TableNotFoundError,
+)
+
+TAG_PREFIX = "tag-"
+SNAPSHOT_PREFIX = "snapshot-"
+
+
+FILESYSTEM = "filesystem"
+DB_SUFFIX = ".db"  # Paimon's warehouse layout: <warehouse>/<database>.db/<table>
+
+
+@dataclass(frozen=True)
+class _Catalog:
+    """A filesystem warehouse (its FileIO) or, for other metastores, a pypaimon catalog to ask for tables."""
+
+    key: str
+    properties: ResolvedProperties
+    warehouse: str | None = None
+    file_io: Any = None
+    catalog: Any = None
+
+    def table_path(self, database: str, table: str) -> str:
+        assert self.warehouse is not None
+        return f"{self.warehouse.rstrip('/')}/{database}{DB_SUFFIX}/{table}"
+
+
+@dataclass(frozen=True)
+class _Table:
+    """Where a table's files are and the FileIO that reads them."""
+
+    name: str
+    path: str
+    file_io: Any
+
+    @property
+    def snapshot_dir(self) -> str:
+        return f"{self.path}/snapshot"
+
+    def snapshot_path(self, snapshot_id: int) -> str:
+        return f"{self.snapshot_dir}/{SNAPSHOT_PREFIX}{snapshot_id}"
+
+    @property
+    def tag_dir(self) -> str:
+        return f"{self.path}/tag"
+
+
+class PaimonSnapshotSource(SnapshotSource):
+    """Reads Paimon snapshots and tags of a table's main branch."""
+
+    def __init__(
+        self, resolver: CredentialResolver, cache_ttl_seconds: float = 900.0, read_concurrency: int = 8
+    ) -> None:
+        self._resolver = resolver
+        self._catalogs: CatalogCache[_Catalog] = CatalogCache(cache_ttl_seconds)
+        self._read_concurrency = read_concurrency
+
+    # --- the port ---------------------------------------------------------------------------
+
+    def pointer(self, source: AssetSource) -> str:
+        entry, table = self._table(source)
+        try:
+            text = _read(table, f"{table.snapshot_dir}/LATEST")
+            if text is None:
+                if not _exists(table, f"{table.path}/schema"):
+                    raise TableNotFoundError(f"paimon table {source.table} does not exist in {source.catalog!r}")
+                return ""  # the table exists and has no snapshot yet
+        except SourceAccessError:
+            self._catalogs.evict(entry.key)
+            raise
+        value = text.strip()
+        if not value.isdigit():
+            raise CorruptMetadataError(f"paimon table {source.table}: snapshot/LATEST holds {value[:40]!r}")
+        return value
+
+    def snapshots_since(
+        self,
+        source: AssetSource,
+        cursor: SnapshotCursor | None,
+        pointer: str,
+        *,
+        limit: int,
+        known_tags: frozenset[str] = frozenset(),
+    ) -> SnapshotBatch:
+        entry, table = self._table(source)
+        try:
+            return self._batch(table, cursor, pointer, limit, known_tags)
+        except SourceAccessError:
+            self._catalogs.evict(entry.key)
+            raise
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def _batch(
+        self, table: _Table, cursor: SnapshotCursor | None, pointer: str, limit: int, known_tags: frozenset[str]
+    ) -> SnapshotBatch:
+        latest = int(pointer) if pointer else None
+        gap: SnapshotGap | None = None
+        complete = True
+        snapshots: list[SnapshotInfo] = []
+        if latest is not None and cursor is None:
+            snapshots = _newest(table, latest, limit)
+        elif latest is not None and cursor is not None and cursor.snapshot_id < latest and limit > 0:
+            start = cursor.snapshot_id + 1
+            first = _snapshot(table, start)
+            if first is None:  # expired (or never written): resume at the oldest retained snapshot
+                start = max(start, _earliest(table, latest))
+                first = _snapshot(table, start)
+                if start > cursor.snapshot_id + 1:
+                    gap = SnapshotGap(
+                        after_snapshot_id=cursor.snapshot_id,
+                        resumed_at_snapshot_id=start,
+                        missed=start - cursor.snapshot_id - 1,
+                    )
+            if first is not None:
+                snapshots.append(first)
+                rest = range(start + 1, min(latest, start + limit - 1) + 1)
+                for snapshot in self._read_many(table, rest):
+                    if snapshot is None:  # a hole: expiration is racing this read; the next poll resumes here
+                        break
+                    snapshots.append(snapshot)
+            complete = bool(snapshots) and snapshots[-1].snapshot_id >= latest
+        previous = cursor.schema_id if cursor is not None else None
+        all_tags = _tag_names(table)
+        new_tags = [_tag(table, name) for name in all_tags if name not in known_tags]
+        return SnapshotBatch(
+            pointer=pointer,
+            snapshots=mark_schema_changes(snapshots, previous),
+            tags=[t for t in new_tags if t is not None],
+            tag_names=frozenset(all_tags),
+            latest_snapshot_id=latest,
+            oldest_retained_snapshot_id=snapshots[0].snapshot_id if gap is not None and snapshots else None,
+            gap=gap,
+            complete=complete,
+        )
+
+    def _read_many(self, table: _Table, ids: range) -> list[SnapshotInfo | None]:
+        """Snapshot files by id, in order; read concurrently (one read each), since each is a round trip."""
+        if len(ids) <= 1 or self._read_concurrency <= 1:
+            return [_snapshot(table, sid) for sid in ids]
+        with ThreadPoolExecutor(max_workers=min(self._read_concurrency, len(ids))) as pool:
+            return list(pool.map(lambda sid: _snapshot(table, sid), ids))
+
+    # --- catalogs ---------------------------------------------------------------------------
+
+    def _table(self, source: AssetSource) -> tuple[_Catalog, _Table]:
+        key = properties_fingerprint(source.catalog, source.properties)
+        entry = self._catalogs.get(key, lambda: self._build(key, source))
+        database, name = source.table.split(".", 1)
+        if entry.file_io is not None:
+            return entry, _Table(source.table, entry.table_path(database, name), entry.file_io)
+        try:
+            loaded = entry.catalog.get_table(Identifier.from_string(source.table))
+        except (TableNotExistException, DatabaseNotExistException) as exc:
+            raise TableNotFoundError(f"paimon table {source.table} does not exist in {source.catalog!r}") from exc
+        except Exception as exc:
+            self._catalogs.evict(key)
+            message = entry.properties.scrub(f"{type(exc).__name__}: {exc}")
+            raise SourceAccessError(f"paimon catalog {source.catalog!r}: {message}") from exc
+        return entry, _Table(source.table, loaded.table_path, loaded.file_io)
+
+    def _build(self, key: str, source: AssetSource) -> _Catalog:
+        """A filesystem warehouse needs only its FileIO (pypaimon's catalog module imports polars and pandas)."""
+        resolved = self._resolver.resolve(source.properties)
+        options = dict(resolved.values)
+        try:
+            if options.get("metastore", FILESYSTEM) == FILESYSTEM:
+                warehouse = options.get("warehouse")
+                if not warehouse:
+                    raise ValueError("a filesystem catalog needs the 'warehouse' option")
+                return _Catalog(key, resolved, warehouse=warehouse, file_io=FileIO.get(warehouse, Options(options)))
+            from pypaimon.catalog.catalog_factory import CatalogFactory
+
+            return _Catalog(key, resolved, catalog=CatalogFactory.create(options))
+        except Exception as exc:  # any library error while building: the catalog is unusable
+            message = resolved.scrub(f"{type(exc).__name__}: {exc}")
+            raise SourceAccessError(f"paimon catalog {source.catalog!r} could not be built: {message}") from exc
+
+
+# --- file reads (each one storage read) ---------------------------------------------------------
+
+
+def _read(table: _Table, path: str) -> str | None:
+    """The file's text, or None when it does not exist."""
+    try:
+        return str(table.file_io.read_file_utf8(path))
+    except FileNotFoundError:
+        return None
+    except LakehookError:
+        raise
+    except Exception as exc:
+        if "not exist" in str(exc).lower() or "nosuchkey" in str(exc).lower():
+            return None
+        raise SourceAccessError(f"paimon table {table.name}: {path} could not be read: {exc}") from exc
+
+
+def _exists(table: _Table, path: str) -> bool:
+    try:
+        return bool(table.file_io.exists(path))
+    except Exception as exc:
+        raise SourceAccessError(f"paimon table {table.name}: {path} could not be checked: {exc}") from exc
+
+
+def _snapshot(table: _Table, snapshot_id: int) -> SnapshotInfo | None:
+    text = _read(table, table.snapshot_path(snapshot_id))
+    if text is None:
+        return None
+    try:
+        return snapshot_info(JSON.from_json(text, Snapshot))
+    except Exception as exc:  # JSON, missing fields, wrong types: the file is not a snapshot
+        raise CorruptMetadataError(
+            f"paimon table {table.name}: snapshot-{snapshot_id} is not a valid snapshot"
+        ) from exc
+
+
+def _newest(table: _Table, latest: int, limit: int) -> list[SnapshotInfo]:
+    """Up to ``limit`` snapshots ending at ``latest``, oldest first (a first poll)."""
+    snapshots: list[SnapshotInfo] = []
+    snapshot_id = latest
+    while snapshot_id >= 1 and len(snapshots) < limit:
+        snapshot = _snapshot(table, snapshot_id)
+        if snapshot is None:
+            break
+        snapshots.append(snapshot)
+        snapshot_id -= 1
+    snapshots.reverse()
+    return snapshots
+
+
+def _earliest(table: _Table, latest: int) -> int:
+    """The oldest retained snapshot id: the ``EARLIEST`` hint, else the smallest listed snapshot file."""
+    hint = _read(table, f"{table.snapshot_dir}/EARLIEST")
+    if hint is not None and hint.strip().isdigit():
+        return int(hint.strip())
+    ids = [int(n[len(SNAPSHOT_PREFIX) :]) for n in _list(table, table.snapshot_dir) if _is_snapshot_name(n)]
+    return min(ids) if ids else latest
+
+
+def _is_snapshot_name(name: str) -> bool:
+    return name.startswith(SNAPSHOT_PREFIX) and name[len(SNAPSHOT_PREFIX) :].isdigit()
+
+
+def _list(table: _Table, directory: str) -> list[str]:
+    try:
+        statuses = table.file_io.list_status(directory) or []
+    except FileNotFoundError:
+        return []
+    except Exception as exc:
+        raise SourceAccessError(f"paimon table {table.name}: {directory} could not be listed: {exc}") from exc
+    names = []
+    for status in statuses:
+        name = getattr(status, "base_name", None) or str(getattr(status, "path", "")).rsplit("/", 1)[-1]
+        if name:
+            names.append(name)
+    return names
+
+
+def _tag_names(table: _Table) -> list[str]:
+    """Tag names from one listing of the tag directory."""
+    return sorted(n[len(TAG_PREFIX) :] for n in _list(table, table.tag_dir) if n.startswith(TAG_PREFIX))
+
+
+def _tag(table: _Table, name: str) -> TagInfo | None:
+    """A tag and its snapshot (a tag file is the tagged snapshot's JSON); None if it vanished meanwhile."""
+    text = _read(table, f"{table.tag_dir}/{TAG_PREFIX}{name}")
+    if text is None:
+        return None
+    try:
+        snapshot_id = int(json.loads(text)["id"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CorruptMetadataError(f"paimon table {table.name}: tag {name!r} is not a valid tag file") from exc
+    return TagInfo(name=name, snapshot_id=snapshot_id)
+
+
+def snapshot_info(snapshot: Snapshot) -> SnapshotInfo:
+    """A pypaimon snapshot as lakehook reads it. Paimon ids are consecutive: the parent is ``id - 1``."""
+    watermark = snapshot.watermark
+    return SnapshotInfo(
+        snapshot_id=snapshot.id,
+        parent_snapshot_id=snapshot.id - 1 if snapshot.id > 1 else None,
+        commit_time=snapshot.time_millis,
+        commit_kind=snapshot.commit_kind,
+        schema_id=snapshot.schema_id,
+        # Java writes Long.MIN_VALUE when a commit carries no watermark
+        watermark=watermark if watermark is not None and watermark >= 0 else None,
+        total_record_count=snapshot.total_record_count,
+        delta_record_count=snapshot.delta_record_count,
+        changelog_record_count=snapshot.changelog_record_count,
+        commit_user=snapshot.commit_user,
+        commit_identifier=snapshot.commit_identifier,
+    )

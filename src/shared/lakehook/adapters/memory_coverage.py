@@ -1,0 +1,77 @@
+"""In-memory fakes of the coverage and spool ports, for unit tests and the reference model. Thread-safe."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+
+from lakehook.domain.assets import AssetRegistration
+from lakehook.domain.coverage import Span, clip, merge
+from lakehook.domain.snapshots import SnapshotInfo
+from lakehook.ports.coverage import CoverageStore
+from lakehook.ports.spool import ObjectNotFoundError, ObjectStore, ObjectTooLargeError, SnapshotExistence
+
+
+class InMemoryCoverageStore(CoverageStore):
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.merged: dict[tuple[str, str | None], list[Span]] = {}
+
+    def add(self, asset_key: str, span: Span, now_ms: int, partition_key: str | None = None) -> bool:
+        return self.add_many(asset_key, [span], now_ms, partition_key)
+
+    def add_many(self, asset_key: str, spans: Iterable[Span], now_ms: int, partition_key: str | None = None) -> bool:
+        with self._lock:
+            old = self.merged.get((asset_key, partition_key), [])
+            new = merge([*old, *spans])
+            self.merged[(asset_key, partition_key)] = new
+            return new != old
+
+    def spans(self, asset_key: str, start: int, end: int, partition_key: str | None = None) -> list[Span]:
+        with self._lock:
+            return clip(self.merged.get((asset_key, partition_key), []), start, end)
+
+
+class InMemoryObjectStore(ObjectStore):
+    """Objects as bytes by URI."""
+
+    def __init__(self, chunk_size: int = 1024) -> None:
+        self.objects: dict[str, bytes] = {}
+        self._chunk_size = chunk_size
+
+    @property
+    def chunk_size(self) -> int:
+        return self._chunk_size
+
+    def size(self, uri: str) -> int | None:
+        data = self.objects.get(uri)
+        return None if data is None else len(data)
+
+    def read(self, uri: str, max_bytes: int) -> bytes:
+        data = self._get(uri)
+        if len(data) > max_bytes:
+            raise ObjectTooLargeError(f"{uri} is {len(data)} bytes; at most {max_bytes} are read whole")
+        return data
+
+    def chunks(self, uri: str) -> Iterator[bytes]:
+        data = self._get(uri)
+        for start in range(0, len(data), self._chunk_size):
+            yield data[start : start + self._chunk_size]
+
+    def _get(self, uri: str) -> bytes:
+        if uri not in self.objects:
+            raise ObjectNotFoundError(f"{uri} does not exist")
+        return self.objects[uri]
+
+
+class InMemorySnapshotExistence(SnapshotExistence):
+    """Retained snapshots per asset key; an exception per asset key simulates an unreadable table."""
+
+    def __init__(self) -> None:
+        self.retained: dict[str, dict[int, SnapshotInfo]] = {}
+        self.failures: dict[str, Exception] = {}
+
+    def find_snapshot(self, asset: AssetRegistration, snapshot_id: int) -> SnapshotInfo | None:
+        if asset.asset_key in self.failures:
+            raise self.failures[asset.asset_key]
+        return self.retained.get(asset.asset_key, {}).get(snapshot_id)

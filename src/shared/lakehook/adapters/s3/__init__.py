@@ -1,0 +1,1 @@
+"""S3 adapters: run manifests (and, later, spool manifests)."""

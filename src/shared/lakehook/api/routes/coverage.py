@@ -1,0 +1,64 @@
+"""Coverage over HTTP: is ``[start, end)`` of an asset covered, and which gaps are missing."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+
+from lakehook.adapters.dynamodb.coverage_store import DynamoDBCoverageStore
+from lakehook.api.http import json_response, require_admin
+from lakehook.api.routes.assets import AssetKeyQuery, _asset_key
+from lakehook.container import current
+from lakehook.domain.coverage import CoverageAnswer
+from lakehook.domain.errors import ValidationError
+from lakehook.domain.time import MAX_ISO_MS, ms_to_iso, parse_instant_ms
+from lakehook.ports.coverage import CoverageStore
+from lakehook.usecases.coverage import QueryCoverage
+
+router = APIGatewayRouter()
+
+Instant = Annotated[str, Query(min_length=1, max_length=64, description="ISO 8601 in UTC, or epoch milliseconds")]
+PartitionQuery = Annotated[str | None, Query(alias="partitionKey", max_length=512)]
+
+
+def _instant(value: str, name: str) -> int:
+    try:
+        ms = parse_instant_ms(value)
+    except ValueError as exc:
+        raise ValidationError(f"{name}: {exc}", field=name) from exc
+    if ms > MAX_ISO_MS:
+        raise ValidationError(f"{name} must be before the year 10000", field=name)
+    return ms
+
+
+def coverage_query() -> QueryCoverage:
+    """The use case over the container's coverage store (an override named ``coverage_store`` in tests)."""
+    container = current()
+    store: CoverageStore = container.overrides.get("coverage_store") or DynamoDBCoverageStore(container.table)
+    return QueryCoverage(store)
+
+
+def answer_body(answer: CoverageAnswer) -> dict[str, object]:
+    body: dict[str, object] = {
+        "assetKey": answer.asset_key,
+        "start": ms_to_iso(answer.start),
+        "end": ms_to_iso(answer.end),
+        "covered": answer.covered,
+        "missing": [{"start": ms_to_iso(g.start), "end": ms_to_iso(g.end)} for g in answer.missing],
+    }
+    if answer.partition_key is not None:
+        body["partitionKey"] = answer.partition_key
+    return body
+
+
+@router.get("/assets/coverage", summary="Whether [start, end) is covered, and the missing gaps", tags=["assets"])
+def get_coverage(
+    asset_key: AssetKeyQuery, start: Instant, end: Instant, partition_key: PartitionQuery = None
+) -> Response[str]:
+    require_admin(router.current_event)
+    key = _asset_key(asset_key)
+    answer = coverage_query().query(key, _instant(start, "start"), _instant(end, "end"), partition_key)
+    return json_response(answer_body(answer))

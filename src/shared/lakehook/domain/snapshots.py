@@ -1,0 +1,273 @@
+"""Snapshots as the table formats record them, and what a poller keeps between polls.
+
+A :class:`SnapshotInfo` is one committed snapshot (Iceberg or Paimon), a :class:`TagInfo` one
+tag or branch. Both become :class:`~lakehook.domain.events.AssetEvent` s with the identity a
+push of the same snapshot or tag has (asset, type, snapshot id or tag name), so a polled and a
+pushed copy are one event.
+
+A :class:`PollOffset` is what the poller stores per asset (in the watermark store): the last
+snapshot it ingested, the pointer it saw (Iceberg metadata location, Paimon ``LATEST`` hint) and
+the tags it knows. A :class:`PollStatus` is the per-asset health of polling, with backoff.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
+
+from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.time import ms_to_iso
+
+POLLER_NAMESPACE = "lakehook.poller"
+OFFSET_KEY = "offset"
+BRANCH_TAG_PREFIX = "branch:"
+
+
+class RefKind(StrEnum):
+    TAG = "TAG"
+    BRANCH = "BRANCH"
+
+
+class SnapshotInfo(BaseModel):
+    """One committed snapshot, with the fields both formats can report (absent ones are None)."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    snapshot_id: int = Field(alias="snapshotId", ge=0)
+    parent_snapshot_id: int | None = Field(default=None, alias="parentSnapshotId", ge=0)
+    sequence_number: int | None = Field(default=None, alias="sequenceNumber", ge=0)
+    commit_time: int = Field(alias="commitTime", ge=0, description="epoch milliseconds")
+    commit_kind: str | None = Field(default=None, alias="commitKind")
+    schema_id: int | None = Field(default=None, alias="schemaId", ge=0)
+    watermark: int | None = Field(default=None, ge=0, description="epoch milliseconds")
+    total_record_count: int | None = Field(default=None, alias="totalRecordCount", ge=0)
+    delta_record_count: int | None = Field(default=None, alias="deltaRecordCount")
+    changelog_record_count: int | None = Field(default=None, alias="changelogRecordCount", ge=0)
+    commit_user: str | None = Field(default=None, alias="commitUser")
+    commit_identifier: int | None = Field(default=None, alias="commitIdentifier")
+    schema_changed: bool | None = Field(default=None, alias="schemaChanged")
+
+
+class TagInfo(BaseModel):
+    """A tag (or an Iceberg branch other than ``main``) and the snapshot it points to."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    name: str = Field(min_length=1)
+    snapshot_id: int | None = Field(default=None, alias="snapshotId", ge=0)
+    kind: RefKind = RefKind.TAG
+
+    @property
+    def event_tag(self) -> str:
+        """The tag as events carry it: a tag's name, or ``branch:<name>`` for a branch."""
+        return self.name if self.kind is RefKind.TAG else f"{BRANCH_TAG_PREFIX}{self.name}"
+
+
+class SnapshotCursor(BaseModel):
+    """Where reading resumes: the last snapshot taken, with what is needed to compare the next one."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    snapshot_id: int = Field(alias="snapshotId", ge=0)
+    schema_id: int | None = Field(default=None, alias="schemaId", ge=0)
+    sequence_number: int | None = Field(default=None, alias="sequenceNumber", ge=0)
+
+    @classmethod
+    def beginning(cls) -> SnapshotCursor:
+        """Before the table's first snapshot: the table had none when it was last read, so all are new."""
+        return cls(snapshot_id=0, sequence_number=0)
+
+    @classmethod
+    def of(cls, snapshot: SnapshotInfo) -> SnapshotCursor:
+        return cls(
+            snapshot_id=snapshot.snapshot_id, schema_id=snapshot.schema_id, sequence_number=snapshot.sequence_number
+        )
+
+
+class SnapshotGap(BaseModel):
+    """Snapshots that expired before they were read: reading resumed at the oldest retained one."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    after_snapshot_id: int = Field(alias="afterSnapshotId", description="the last snapshot read before the gap")
+    resumed_at_snapshot_id: int | None = Field(alias="resumedAtSnapshotId", description="the first read after it")
+    missed: int | None = Field(default=None, ge=1, description="how many snapshots were skipped, when known")
+
+    def to_api(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+class PollOffset(BaseModel):
+    """What the poller stores per asset: the stored value of watermark ``lakehook.poller`` / ``offset``.
+
+    ``pointer`` is None when the last poll stopped before the end of what the pointer announced
+    (a bounded batch), so the next poll reads on even though the pointer did not move.
+    """
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    cursor: SnapshotCursor | None = None
+    pointer: str | None = None
+    tags: tuple[str, ...] = ()
+
+    @classmethod
+    def from_value(cls, value: Any) -> PollOffset:
+        """Parse a stored value; anything unreadable counts as no offset (the next poll starts afresh)."""
+        if not isinstance(value, dict):
+            return cls()
+        try:
+            return cls.model_validate(value)
+        except PydanticValidationError:
+            return cls()
+
+    def to_value(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    def unchanged(self, pointer: str) -> bool:
+        """Whether the table's pointer is the one this offset finished reading."""
+        return self.pointer is not None and self.pointer == pointer
+
+    def advanced(
+        self, snapshots: Sequence[SnapshotInfo], pointer: str, tag_names: Iterable[str], complete: bool
+    ) -> PollOffset:
+        """The offset after ingesting ``snapshots``; the pointer is kept only when the batch was complete.
+
+        A table read while it had no snapshot gets the cursor :meth:`SnapshotCursor.beginning`, so
+        its first snapshots are all taken later (a missing cursor means "never read").
+        """
+        cursor = SnapshotCursor.of(snapshots[-1]) if snapshots else (self.cursor or SnapshotCursor.beginning())
+        return PollOffset(cursor=cursor, pointer=pointer if complete else None, tags=tuple(sorted(set(tag_names))))
+
+
+def mark_schema_changes(snapshots: Sequence[SnapshotInfo], previous_schema_id: int | None) -> list[SnapshotInfo]:
+    """Set ``schemaChanged`` on snapshots in commit order.
+
+    A snapshot's schema changed when its schema id differs from the previous snapshot's. The
+    first snapshot of a table (no parent) did not change it; where the previous schema is not
+    known the flag stays None rather than guess.
+    """
+    marked: list[SnapshotInfo] = []
+    previous = previous_schema_id
+    for snapshot in snapshots:
+        if snapshot.schema_id is None:
+            changed: bool | None = None
+        elif previous is not None:
+            changed = snapshot.schema_id != previous
+        elif snapshot.parent_snapshot_id is None:
+            changed = False
+        else:
+            changed = None
+        marked.append(snapshot.model_copy(update={"schema_changed": changed}))
+        if snapshot.schema_id is not None:
+            previous = snapshot.schema_id
+    return marked
+
+
+def snapshot_event(asset_key: str, snapshot: SnapshotInfo) -> AssetEvent:
+    """``SNAPSHOT_COMMITTED`` for the snapshot: the identity a push of this snapshot id has."""
+    return AssetEvent(
+        event_type=EventType.SNAPSHOT_COMMITTED,
+        asset_key=asset_key,
+        snapshot_id=snapshot.snapshot_id,
+        parent_snapshot_id=snapshot.parent_snapshot_id,
+        sequence_number=snapshot.sequence_number,
+        schema_id=snapshot.schema_id,
+        watermark=snapshot.watermark,
+        commit_kind=snapshot.commit_kind,
+        commit_time=snapshot.commit_time,
+        commit_user=snapshot.commit_user,
+        commit_identifier=snapshot.commit_identifier,
+        total_record_count=snapshot.total_record_count,
+        delta_record_count=snapshot.delta_record_count,
+        changelog_record_count=snapshot.changelog_record_count,
+        schema_changed=snapshot.schema_changed,
+    )
+
+
+def tag_event(asset_key: str, tag: TagInfo) -> AssetEvent:
+    """``TAG_CREATED`` for the tag or branch: identified by its name, like a pushed tag."""
+    payload = {"refType": tag.kind.value} if tag.kind is RefKind.BRANCH else None
+    return AssetEvent(
+        event_type=EventType.TAG_CREATED,
+        asset_key=asset_key,
+        tag=tag.event_tag,
+        snapshot_id=tag.snapshot_id,
+        payload=payload,
+    )
+
+
+# --- poll status ----------------------------------------------------------------------------
+
+
+class BackoffPolicy(BaseModel):
+    """Exponential backoff after consecutive failures: base, doubled each time, capped."""
+
+    model_config = ConfigDict(frozen=True)
+
+    base_ms: int = Field(default=30_000, ge=1)
+    max_ms: int = Field(default=3_600_000, ge=1)
+
+    def delay_ms(self, consecutive_failures: int) -> int:
+        if consecutive_failures <= 0:
+            return 0
+        exponent = min(consecutive_failures - 1, 40)  # 2**40 * base is far past any cap
+        return int(min(self.max_ms, self.base_ms * 2**exponent))
+
+
+class PollStatus(BaseModel):
+    """How polling one asset went lately; failures push the next attempt back."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    asset_key: str = Field(alias="assetKey")
+    last_polled_at: int | None = Field(default=None, alias="lastPolledAt")
+    last_success_at: int | None = Field(default=None, alias="lastSuccessAt")
+    last_snapshot_id: int | None = Field(default=None, alias="lastSnapshotId")
+    consecutive_failures: int = Field(default=0, alias="consecutiveFailures", ge=0)
+    last_error: str | None = Field(default=None, alias="lastError")
+    last_error_kind: str | None = Field(default=None, alias="lastErrorKind")
+    last_error_at: int | None = Field(default=None, alias="lastErrorAt")
+    next_attempt_at: int | None = Field(default=None, alias="nextAttemptAt")
+    last_gap: SnapshotGap | None = Field(default=None, alias="lastGap")
+
+    def due(self, now_ms: int) -> bool:
+        """Whether polling may run now (not inside a backoff window)."""
+        return self.next_attempt_at is None or now_ms >= self.next_attempt_at
+
+    def succeeded(self, now_ms: int, snapshot_id: int | None, gap: SnapshotGap | None) -> PollStatus:
+        return self.model_copy(
+            update={
+                "last_polled_at": now_ms,
+                "last_success_at": now_ms,
+                "last_snapshot_id": snapshot_id if snapshot_id is not None else self.last_snapshot_id,
+                "consecutive_failures": 0,
+                "next_attempt_at": None,
+                "last_gap": gap if gap is not None else self.last_gap,
+            }
+        )
+
+    def failed(self, now_ms: int, kind: str, message: str, policy: BackoffPolicy) -> PollStatus:
+        failures = self.consecutive_failures + 1
+        return self.model_copy(
+            update={
+                "last_polled_at": now_ms,
+                "consecutive_failures": failures,
+                "last_error": message[:1024],
+                "last_error_kind": kind,
+                "last_error_at": now_ms,
+                "next_attempt_at": now_ms + policy.delay_ms(failures),
+            }
+        )
+
+    def to_api(self) -> dict[str, Any]:
+        data = self.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"last_gap"})
+        for name in ("lastPolledAt", "lastSuccessAt", "lastErrorAt", "nextAttemptAt"):
+            if name in data:
+                data[name] = ms_to_iso(data[name])
+        if self.last_gap is not None:
+            data["lastGap"] = self.last_gap.to_api()
+        return data

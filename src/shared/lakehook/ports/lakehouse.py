@@ -1,0 +1,89 @@
+"""Ports of the lakehouse side: reading table snapshots, and keeping per-asset poll health."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from lakehook.domain.assets import AssetFormat, AssetSource
+from lakehook.domain.errors import LakehookError
+from lakehook.domain.snapshots import PollStatus, SnapshotCursor, SnapshotGap, SnapshotInfo, TagInfo
+
+
+class TableNotFoundError(LakehookError):
+    """The catalog has no such table (or no such database)."""
+
+
+class SourceAccessError(LakehookError):
+    """The catalog or the table's storage could not be reached, refused access, or is misconfigured."""
+
+
+class CorruptMetadataError(LakehookError):
+    """The table's metadata or snapshot files exist but cannot be read as what they claim to be."""
+
+
+@dataclass(frozen=True)
+class SnapshotBatch:
+    """What a read of a table found after a cursor.
+
+    ``snapshots`` are new, in commit order, at most the limit asked for (``complete`` is False
+    when more remain). ``tags`` are the tags and branches not among the known ones;
+    ``tag_names`` are all of them as events name them. ``gap`` is set when the cursor's
+    successors expired before they were read.
+    """
+
+    pointer: str
+    snapshots: list[SnapshotInfo] = field(default_factory=list)
+    tags: list[TagInfo] = field(default_factory=list)
+    tag_names: frozenset[str] = frozenset()
+    latest_snapshot_id: int | None = None
+    oldest_retained_snapshot_id: int | None = None
+    gap: SnapshotGap | None = None
+    complete: bool = True
+
+
+class SnapshotSource(ABC):
+    """Reads one table format's snapshots through its catalog. Errors are the three above."""
+
+    @abstractmethod
+    def pointer(self, source: AssetSource) -> str:
+        """The cheap "did anything change?" read: a value that changes with every commit.
+
+        Iceberg: the current metadata location; Paimon: the ``LATEST`` hint ("" when the table
+        has no snapshot yet). Costs one catalog or storage read and never grows with history.
+        """
+
+    @abstractmethod
+    def snapshots_since(
+        self,
+        source: AssetSource,
+        cursor: SnapshotCursor | None,
+        pointer: str,
+        *,
+        limit: int,
+        known_tags: frozenset[str] = frozenset(),
+    ) -> SnapshotBatch:
+        """The table's snapshots after ``cursor`` as of ``pointer``, oldest first.
+
+        With a cursor: the first ``limit`` snapshots after it (``SnapshotCursor.beginning()``: from
+        the table's first snapshot); if the cursor's successors have expired, reading resumes at the
+        oldest retained snapshot and the batch names the gap. Without a cursor (a first look: there
+        is no history to catch up on): the newest ``limit`` snapshots. Snapshots carry ``schemaChanged``.
+        """
+
+
+SnapshotSources = Callable[[AssetFormat], SnapshotSource]
+"""Picks the SnapshotSource for an asset format (the factory imports the heavy library on first use)."""
+
+
+class PollStatusStore(ABC):
+    """Per-asset poll health: last poll, last error, consecutive failures, next attempt."""
+
+    @abstractmethod
+    def get(self, asset_key: str) -> PollStatus | None:
+        """The asset's status, or None if it was never polled."""
+
+    @abstractmethod
+    def put(self, status: PollStatus) -> None:
+        """Replace the asset's status (the last poll to finish wins; it is a report, not a lock)."""

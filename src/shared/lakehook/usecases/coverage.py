@@ -1,0 +1,98 @@
+"""Coverage of ``[start, end)``: record INTERVAL_COVERED events, answer coverage queries and windows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lakehook.domain.coverage import (
+    DAY_MS,
+    CoverageAnswer,
+    Span,
+    WindowShape,
+    check_query,
+    covered_windows,
+    newest_covered_window,
+)
+from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.time import now_ms
+from lakehook.ports.coverage import CoverageStore
+
+MAX_QUERY_DAYS = 400
+
+
+@dataclass(frozen=True)
+class CoverageChange:
+    """What recording one event did: whether the asset's coverage (and its partition's) grew."""
+
+    asset_key: str
+    span: Span
+    changed: bool
+    partition_key: str | None = None
+    partition_changed: bool | None = None
+
+
+class RecordCoverage:
+    """Unite an ``INTERVAL_COVERED`` event's interval into its asset's coverage (the ingest path calls it).
+
+    Idempotent, so it runs for duplicates too (a redelivery finishes an add a crash cut short).
+    A partition key is a label by default (seed 004: a micro-batch's key) and coverage is the
+    asset's; with ``per_partition`` the interval is also kept under (asset, partition key).
+    """
+
+    def __init__(self, store: CoverageStore, clock: Callable[[], int] = now_ms, per_partition: bool = False) -> None:
+        self._store = store
+        self._clock = clock
+        self._per_partition = per_partition
+
+    def record(self, event: AssetEvent) -> CoverageChange | None:
+        """None for events of other types; else what changed."""
+        if event.event_type is not EventType.INTERVAL_COVERED or event.interval is None:
+            return None
+        span = Span(event.interval.start, event.interval.end)
+        now = self._clock()
+        changed = self._store.add(event.asset_key, span, now)
+        partition_changed = None
+        if self._per_partition and event.partition_key:
+            partition_changed = self._store.add(event.asset_key, span, now, event.partition_key)
+        return CoverageChange(event.asset_key, span, changed, event.partition_key, partition_changed)
+
+
+class QueryCoverage:
+    """Answer ``covered`` and the exact ``missing`` gaps, and the windows a coverage condition fires on."""
+
+    def __init__(self, store: CoverageStore, max_query_days: int = MAX_QUERY_DAYS) -> None:
+        self._store = store
+        self._max_query_ms = max_query_days * DAY_MS
+
+    def query(self, asset_key: str, start: int, end: int, partition_key: str | None = None) -> CoverageAnswer:
+        """Coverage of ``[start, end)``. Raises ValidationError for an empty or too long range."""
+        check_query(start, end, self._max_query_ms)
+        merged = self._store.spans(asset_key, start, end, partition_key)
+        return CoverageAnswer.of(asset_key, merged, start, end, partition_key)
+
+    def newest_window(
+        self,
+        asset_key: str,
+        windows: WindowShape,
+        now: int,
+        lookback_ms: int | None = None,
+        partition_key: str | None = None,
+    ) -> Span | None:
+        """The newest fully covered, closed aligned window within ``lookback_ms`` before ``now``."""
+        lookback = lookback_ms if lookback_ms is not None else 3 * windows.size_ms + windows.lateness_ms
+        merged = self._store.spans(asset_key, max(0, now - lookback), now, partition_key)
+        return newest_covered_window(merged, windows, now)
+
+    def windows_after(
+        self,
+        asset_key: str,
+        windows: WindowShape,
+        now: int,
+        after_end: int,
+        limit: int = 100,
+        partition_key: str | None = None,
+    ) -> list[Span]:
+        """Fully covered, closed windows starting at or after ``after_end`` (the last triggered window's end)."""
+        merged = self._store.spans(asset_key, after_end, now, partition_key)
+        return covered_windows(merged, windows, now, after_end=after_end, limit=limit)

@@ -1,0 +1,89 @@
+"""Fan-out for pollers: page through registered tables and queue them in small batches for the workers.
+
+The planner does no lakehouse I/O, so one invocation covers thousands of tables in seconds; the workers'
+event source bounds how many poll at once (``ScalingConfig.MaximumConcurrency`` in template.yaml).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from lakehook.domain.assets import TABLE_FORMATS
+from lakehook.domain.errors import ValidationError
+from lakehook.ports import AssetRegistry
+from lakehook.ports.queue import WorkQueue
+
+
+class WorkMode(StrEnum):
+    POLL = "poll"  # the frequent, cheap pointer check and new snapshots
+    COMPENSATE = "compensate"  # compare each table's latest snapshot with the state and backfill
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    mode: WorkMode
+    assets: int
+    messages: int
+
+
+def parse_work(body: dict[str, Any]) -> tuple[WorkMode, list[str]]:
+    """A queued message: ``{"mode": "poll" | "compensate", "assetKeys": [...]}``."""
+    try:
+        mode = WorkMode(body.get("mode", WorkMode.POLL))
+    except ValueError as exc:
+        raise ValidationError(f"unknown mode {body.get('mode')!r}", field="mode") from exc
+    keys = body.get("assetKeys")
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise ValidationError("assetKeys must be a list of asset keys", field="assetKeys")
+    return mode, keys
+
+
+class PlanPolls:
+    """Queue every registered table that has a source, ``per_message`` asset keys per message."""
+
+    def __init__(self, registry: AssetRegistry, queue: WorkQueue, per_message: int = 10, page_size: int = 500) -> None:
+        self._registry = registry
+        self._queue = queue
+        self._per_message = per_message
+        self._page_size = page_size
+
+    def __call__(self, mode: WorkMode) -> PlanReport:
+        assets = 0
+        messages = 0
+        token: str | None = None
+        while True:
+            page = self._registry.list_assets(self._page_size, token)
+            keys = [a.asset_key for a in page.items if a.source is not None and a.format in TABLE_FORMATS]
+            batch = [
+                {"mode": mode.value, "assetKeys": keys[i : i + self._per_message]}
+                for i in range(0, len(keys), self._per_message)
+            ]
+            if batch:
+                messages += self._queue.send(batch)
+            assets += len(keys)
+            token = page.next_token
+            if token is None:
+                return PlanReport(mode, assets, messages)
+
+
+class RunPollWork:
+    """A worker's share: load the queued tables' registrations and poll (or compensate) them.
+
+    Each table is isolated inside ``poll`` / ``compensate`` (a broken one gets a poll error and
+    backoff); only a failure of lakehook's own store escapes, so SQS redelivers the message.
+    """
+
+    def __init__(self, registry: AssetRegistry, poll: Any, compensate: Any) -> None:
+        self._registry = registry
+        self._poll = poll
+        self._compensate = compensate
+
+    def __call__(self, mode: WorkMode, asset_keys: list[str]) -> dict[str, Any]:
+        assets = [a for a in (self._registry.get_asset(k) for k in asset_keys) if a is not None and a.source]
+        if mode is WorkMode.COMPENSATE:
+            report = self._compensate(assets)
+            return {"mode": mode.value, "assets": len(assets), "missedEvents": report.missed_events}
+        results = self._poll(assets)
+        return {"mode": mode.value, "assets": len(assets), "outcomes": sorted(str(r.outcome.value) for r in results)}

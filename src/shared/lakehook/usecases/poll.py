@@ -1,0 +1,407 @@
+"""Poll and compensate: read table snapshots and feed them through the same ingest path as a push.
+
+- :class:`PollAsset` polls one table: a cheap pointer read; only if it moved, the new snapshots
+  since the stored offset, each ingested (a push and a poll of one snapshot are one event), then
+  the offset advances by compare-and-set. A poller killed mid-batch re-reads from the old offset
+  (already ingested events come back DUPLICATE); two pollers racing ingest each event once, and
+  the loser's offset write fails harmlessly.
+- :class:`PollAssets` polls a batch, each asset isolated: one broken table gets a poll error and
+  exponential backoff in the PollStatusStore and never stops the others.
+- :class:`CompensateAsset` / :class:`Compensate` compare a table's actual latest snapshot with the
+  asset state and backfill what the state is missing (a lost push, a poller outage).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol, TypeVar
+
+from lakehook.domain.assets import AssetRegistration, AssetSource
+from lakehook.domain.errors import ConflictError, ValidationError
+from lakehook.domain.events import AssetEvent, EventResult, IngestStatus, SourceType
+from lakehook.domain.snapshots import (
+    OFFSET_KEY,
+    POLLER_NAMESPACE,
+    BackoffPolicy,
+    PollOffset,
+    PollStatus,
+    SnapshotCursor,
+    SnapshotGap,
+    snapshot_event,
+    tag_event,
+)
+from lakehook.domain.time import now_ms
+from lakehook.observability import logger
+from lakehook.ports import AssetStore, WatermarkStore
+from lakehook.ports.lakehouse import PollStatusStore, SnapshotBatch, SnapshotSources
+from lakehook.usecases.ingest import IngestEvents
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class MetricName:
+    """Metrics of polling and compensation (the compensation names are the RFC's, seed 000 section 6.1)."""
+
+    POLL = "lakehouse_asset_poll_total"
+    POLL_FAILED = "lakehouse_asset_poll_failed_total"
+    POLL_SNAPSHOT_GAP = "lakehouse_asset_poll_snapshot_gap_total"
+    COMPENSATION_SCAN = "lakehouse_asset_compensation_scan_total"
+    COMPENSATION_MISSED = "lakehouse_asset_compensation_missed_events"
+
+
+class MetricSink(Protocol):
+    """Where counts go: Powertools ``Metrics`` fits (``add_metric(name, unit, value)``)."""
+
+    def add_metric(self, name: str, unit: str, value: float) -> Any: ...
+
+
+class PollOutcome(StrEnum):
+    UNCHANGED = "UNCHANGED"  # the pointer is the one the offset finished: nothing else was read
+    ADVANCED = "ADVANCED"  # new snapshots or tags were ingested (or none were new) and the offset moved
+    RACED = "RACED"  # ingested, but another poller moved the offset first: its offset stands
+    BACKING_OFF = "BACKING_OFF"  # skipped: inside the backoff window of earlier failures
+    FAILED = "FAILED"  # the table could not be read; recorded in the poll status
+
+
+NOVEL = (IngestStatus.ACCEPTED, IngestStatus.STALE)
+
+
+@dataclass(frozen=True)
+class PollResult:
+    """What one poll of one asset did."""
+
+    asset_key: str
+    outcome: PollOutcome
+    pointer: str | None = None
+    snapshot_ids: tuple[int, ...] = ()
+    results: tuple[EventResult, ...] = ()
+    gap: SnapshotGap | None = None
+    complete: bool = True
+    error: str | None = None
+    error_kind: str | None = None
+    next_attempt_at: int | None = None
+
+    @property
+    def accepted(self) -> int:
+        return sum(1 for r in self.results if r.status is IngestStatus.ACCEPTED)
+
+    @property
+    def duplicates(self) -> int:
+        return sum(1 for r in self.results if r.status is IngestStatus.DUPLICATE)
+
+    def to_api(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "assetKey": self.asset_key,
+            "outcome": self.outcome.value,
+            "snapshotIds": list(self.snapshot_ids),
+            "accepted": self.accepted,
+            "duplicates": self.duplicates,
+            "complete": self.complete,
+        }
+        optional = {
+            "pointer": self.pointer,
+            "error": self.error,
+            "errorKind": self.error_kind,
+            "nextAttemptAt": self.next_attempt_at,
+            "gap": self.gap.to_api() if self.gap else None,
+        }
+        data.update({k: v for k, v in optional.items() if v is not None})
+        return data
+
+
+def _source_of(asset: AssetRegistration) -> AssetSource:
+    if asset.source is None:
+        raise ValidationError(f"asset {asset.asset_key} has no source to poll", field="source")
+    return asset.source
+
+
+def _events(asset_key: str, batch: SnapshotBatch) -> list[AssetEvent]:
+    """Snapshots in commit order, then the new tags (which may name those snapshots)."""
+    return [snapshot_event(asset_key, s) for s in batch.snapshots] + [tag_event(asset_key, t) for t in batch.tags]
+
+
+class PollAsset:
+    """Poll one registered table once (raises the SnapshotSource's errors; PollAssets isolates them).
+
+    ``batch_limit`` bounds the snapshots one poll ingests; the rest follow on the next poll. A
+    first poll (no offset yet) ingests the newest ``first_poll_snapshots`` and all tags: history
+    before registration is not replayed.
+    """
+
+    def __init__(
+        self,
+        sources: SnapshotSources,
+        watermarks: WatermarkStore,
+        ingest: IngestEvents,
+        *,
+        batch_limit: int = 500,
+        first_poll_snapshots: int = 1,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self._sources = sources
+        self._watermarks = watermarks
+        self._ingest = ingest
+        self._batch_limit = batch_limit
+        self._first_poll_snapshots = first_poll_snapshots
+        self._clock = clock
+
+    def __call__(self, asset: AssetRegistration) -> PollResult:
+        key = asset.asset_key
+        source_config = _source_of(asset)
+        source = self._sources(asset.format)
+        record = self._watermarks.get(POLLER_NAMESPACE, key, OFFSET_KEY)
+        offset = PollOffset.from_value(record.value) if record else PollOffset()
+        pointer = source.pointer(source_config)
+        if offset.unchanged(pointer):
+            return PollResult(key, PollOutcome.UNCHANGED, pointer=pointer)
+        limit = self._batch_limit if offset.cursor is not None else self._first_poll_snapshots
+        batch = source.snapshots_since(
+            source_config, offset.cursor, pointer, limit=limit, known_tags=frozenset(offset.tags)
+        )
+        if batch.gap is not None:
+            logger.warning(
+                "snapshot gap",
+                extra={
+                    "asset_key": key,
+                    "after_snapshot_id": batch.gap.after_snapshot_id,
+                    "snapshot_id": batch.gap.resumed_at_snapshot_id,
+                    "missed": batch.gap.missed,
+                    "reason": "the offset's successors expired before they were polled",
+                },
+            )
+        results = tuple(self._ingest.ingest(event, SourceType.POLL) for event in _events(key, batch))
+        advanced = offset.advanced(batch.snapshots, pointer, batch.tag_names, batch.complete)
+        outcome = PollOutcome.ADVANCED
+        try:
+            self._watermarks.put(
+                POLLER_NAMESPACE,
+                key,
+                OFFSET_KEY,
+                advanced.to_value(),
+                self._clock(),
+                expected_version=record.version if record else 0,
+            )
+        except ConflictError:
+            outcome = PollOutcome.RACED  # every event above is durable; the winner's offset covers them or more
+        return PollResult(
+            key,
+            outcome,
+            pointer=pointer,
+            snapshot_ids=tuple(s.snapshot_id for s in batch.snapshots),
+            results=results,
+            gap=batch.gap,
+            complete=batch.complete,
+        )
+
+
+class PollAssets:
+    """Poll a batch of assets, each isolated, with per-asset status and exponential backoff."""
+
+    def __init__(
+        self,
+        poll: PollAsset,
+        statuses: PollStatusStore,
+        *,
+        backoff: BackoffPolicy | None = None,
+        max_workers: int = 4,
+        clock: Callable[[], int] = now_ms,
+        metrics: MetricSink | None = None,
+    ) -> None:
+        self._poll = poll
+        self._statuses = statuses
+        self._backoff = backoff or BackoffPolicy()
+        self._max_workers = max_workers
+        self._clock = clock
+        self._metrics = metrics
+
+    def __call__(self, assets: Sequence[AssetRegistration]) -> list[PollResult]:
+        results = _each(assets, self._one, self._max_workers)
+        if self._metrics is not None:
+            _publish_poll(self._metrics, results)
+        return results
+
+    def _one(self, asset: AssetRegistration) -> PollResult:
+        key = asset.asset_key
+        now = self._clock()
+        try:
+            status = self._statuses.get(key) or PollStatus(asset_key=key)
+        except Exception as exc:  # the status store itself failed: this asset only
+            logger.exception("poll status unreadable", extra={"asset_key": key})
+            return PollResult(key, PollOutcome.FAILED, error=str(exc), error_kind=type(exc).__name__)
+        if not status.due(now):
+            return PollResult(key, PollOutcome.BACKING_OFF, next_attempt_at=status.next_attempt_at)
+        try:
+            result = self._poll(asset)
+        except Exception as exc:  # one broken table never stops the others
+            failed = status.failed(now, type(exc).__name__, str(exc), self._backoff)
+            logger.warning(
+                "poll failed",
+                extra={
+                    "asset_key": key,
+                    "status": "FAILED",
+                    "reason": str(exc),
+                    "error_kind": type(exc).__name__,
+                    "consecutive_failures": failed.consecutive_failures,
+                    "next_attempt_at": failed.next_attempt_at,
+                },
+            )
+            self._save(failed)
+            return PollResult(
+                key,
+                PollOutcome.FAILED,
+                error=str(exc),
+                error_kind=type(exc).__name__,
+                next_attempt_at=failed.next_attempt_at,
+            )
+        last = result.snapshot_ids[-1] if result.snapshot_ids else None
+        self._save(status.succeeded(now, last, result.gap))
+        return result
+
+    def _save(self, status: PollStatus) -> None:
+        try:
+            self._statuses.put(status)
+        except Exception:  # a lost status write only delays backoff bookkeeping; the poll itself stands
+            logger.exception("poll status not saved", extra={"asset_key": status.asset_key})
+
+
+def _publish_poll(metrics: MetricSink, results: Sequence[PollResult]) -> None:
+    polled = [r for r in results if r.outcome is not PollOutcome.BACKING_OFF]
+    metrics.add_metric(MetricName.POLL, "Count", len(polled))
+    metrics.add_metric(MetricName.POLL_FAILED, "Count", sum(r.outcome is PollOutcome.FAILED for r in results))
+    gaps = [r.gap for r in results if r.gap is not None]
+    if gaps:
+        metrics.add_metric(MetricName.POLL_SNAPSHOT_GAP, "Count", sum(g.missed or 1 for g in gaps))
+
+
+# --- compensation ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompensationResult:
+    """One asset's compensation scan: how far the state was behind the table, and what was backfilled."""
+
+    asset_key: str
+    scanned: bool
+    state_snapshot_id: int | None = None
+    latest_snapshot_id: int | None = None
+    results: tuple[EventResult, ...] = ()
+    gap: SnapshotGap | None = None
+    error: str | None = None
+    error_kind: str | None = None
+
+    @property
+    def missed_events(self) -> int:
+        """Events the store had not recorded before this scan (the ones a push or a poll lost)."""
+        return sum(1 for r in self.results if r.status in NOVEL)
+
+
+@dataclass(frozen=True)
+class CompensationReport:
+    results: list[CompensationResult] = field(default_factory=list)
+
+    @property
+    def scan_total(self) -> int:
+        return sum(1 for r in self.results if r.scanned)
+
+    @property
+    def missed_events(self) -> int:
+        return sum(r.missed_events for r in self.results)
+
+
+class CompensateAsset:
+    """Backfill one table's snapshots and tags newer than its asset state, through the ingest path.
+
+    The cursor is the state's latest snapshot (not the poller's offset), so a snapshot the state
+    never saw is found even when the offset moved past it. With no state at all, the newest
+    ``first_scan_snapshots`` are taken, as a first poll does.
+    """
+
+    def __init__(
+        self,
+        sources: SnapshotSources,
+        store: AssetStore,
+        ingest: IngestEvents,
+        *,
+        limit: int = 1000,
+        first_scan_snapshots: int = 1,
+    ) -> None:
+        self._sources = sources
+        self._store = store
+        self._ingest = ingest
+        self._limit = limit
+        self._first_scan_snapshots = first_scan_snapshots
+
+    def __call__(self, asset: AssetRegistration) -> CompensationResult:
+        key = asset.asset_key
+        source_config = _source_of(asset)
+        source = self._sources(asset.format)
+        state = self._store.get_state(key)
+        cursor = None
+        if state is not None and state.latest_snapshot_id is not None:
+            cursor = SnapshotCursor(
+                snapshot_id=state.latest_snapshot_id,
+                schema_id=state.latest_schema_id,
+                sequence_number=state.latest_sequence_number,
+            )
+        known = frozenset(state.tags) if state is not None else frozenset()
+        pointer = source.pointer(source_config)
+        limit = self._limit if cursor is not None else self._first_scan_snapshots
+        batch = source.snapshots_since(source_config, cursor, pointer, limit=limit, known_tags=known)
+        results = tuple(self._ingest.ingest(event, SourceType.COMPENSATION) for event in _events(key, batch))
+        result = CompensationResult(
+            key,
+            True,
+            state_snapshot_id=cursor.snapshot_id if cursor else None,
+            latest_snapshot_id=batch.latest_snapshot_id,
+            results=results,
+            gap=batch.gap,
+        )
+        if result.missed_events:
+            logger.warning(
+                "compensation backfilled",
+                extra={
+                    "asset_key": key,
+                    "snapshot_id": batch.latest_snapshot_id,
+                    "missed": result.missed_events,
+                    "reason": "the asset state was behind the table",
+                },
+            )
+        return result
+
+
+class Compensate:
+    """The scheduled compensator's use case: scan a batch of assets, each isolated, and count."""
+
+    def __init__(self, compensate: CompensateAsset, *, max_workers: int = 4, metrics: MetricSink | None = None) -> None:
+        self._compensate = compensate
+        self._max_workers = max_workers
+        self._metrics = metrics
+
+    def __call__(self, assets: Sequence[AssetRegistration]) -> CompensationReport:
+        report = CompensationReport(_each(assets, self._one, self._max_workers))
+        if self._metrics is not None:
+            self._metrics.add_metric(MetricName.COMPENSATION_SCAN, "Count", report.scan_total)
+            self._metrics.add_metric(MetricName.COMPENSATION_MISSED, "Count", report.missed_events)
+        return report
+
+    def _one(self, asset: AssetRegistration) -> CompensationResult:
+        try:
+            return self._compensate(asset)
+        except Exception as exc:  # one broken table never stops the scan of the others
+            logger.warning(
+                "compensation failed",
+                extra={"asset_key": asset.asset_key, "reason": str(exc), "error_kind": type(exc).__name__},
+            )
+            return CompensationResult(asset.asset_key, False, error=str(exc), error_kind=type(exc).__name__)
+
+
+def _each(items: Sequence[T], work: Callable[[T], R], max_workers: int) -> list[R]:
+    """``work`` on every item, in order; in a thread pool when more than one worker is allowed."""
+    if max_workers <= 1 or len(items) <= 1:
+        return [work(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(max_workers, len(items))) as pool:
+        return list(pool.map(work, items))

@@ -1,0 +1,89 @@
+"""GET /assets/coverage through the API resolver, on the DynamoDB coverage store (moto).
+
+The route is not registered in ``api/app.py`` yet; these tests add its router to the built app.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from lakehook.adapters.dynamodb.coverage_store import DynamoDBCoverageStore
+from lakehook.api.app import build_app
+from lakehook.api.routes import coverage
+from lakehook.container import Container
+from lakehook.domain.events import AssetEvent
+from lakehook.usecases.coverage import RecordCoverage
+from tests.conftest import ADMIN_TOKEN
+from tests.support import FakeLambdaContext, api_event
+
+ASSET = "s3://spool/orders"
+
+
+@pytest.fixture
+def app(container: Container) -> Any:
+    app = build_app()
+    app.include_router(coverage.router)
+    return app
+
+
+def get(app: Any, query: dict[str, str], token: str | None = ADMIN_TOKEN) -> tuple[int, Any]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    answer = app.resolve(api_event("GET", "/assets/coverage", headers=headers, query=query), FakeLambdaContext())
+    return answer["statusCode"], json.loads(answer["body"])
+
+
+def cover(table: Any, start: str, end: str) -> None:
+    event = AssetEvent.model_validate(
+        {"eventType": "INTERVAL_COVERED", "assetKey": ASSET, "interval": {"start": start, "end": end}}
+    )
+    RecordCoverage(DynamoDBCoverageStore(table)).record(event)
+
+
+def test_the_contract_example_reports_covered_and_the_exact_gaps(app: Any, table: Any) -> None:
+    cover(table, "2025-06-01T00:00:00Z", "2025-06-14T03:10:00Z")
+    cover(table, "2025-06-14T03:25:00Z", "2025-07-01T00:00:00Z")
+    status, body = get(app, {"assetKey": ASSET, "start": "2025-06-01T00:00:00Z", "end": "2025-07-01T00:00:00Z"})
+    assert status == 200
+    assert body["covered"] is False
+    assert body["missing"] == [{"start": "2025-06-14T03:10:00Z", "end": "2025-06-14T03:25:00Z"}]
+    # epoch milliseconds are accepted on input; the answer speaks ISO 8601
+    status, body = get(app, {"assetKey": ASSET, "start": "1749870000000", "end": "2025-06-14T03:30:00Z"})
+    assert status == 200
+    assert body == {
+        "assetKey": ASSET,
+        "start": "2025-06-14T03:00:00Z",
+        "end": "2025-06-14T03:30:00Z",
+        "covered": False,
+        "missing": [{"start": "2025-06-14T03:10:00Z", "end": "2025-06-14T03:25:00Z"}],
+    }
+
+
+def test_a_fully_covered_range(app: Any, table: Any) -> None:
+    cover(table, "2025-06-01T10:00:00Z", "2025-06-01T11:00:00Z")
+    status, body = get(app, {"assetKey": ASSET, "start": "1748772000000", "end": "2025-06-01T10:30:00Z"})
+    assert (status, body["covered"], body["missing"], body["start"]) == (200, True, [], "2025-06-01T10:00:00Z")
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ({"assetKey": ASSET, "start": "yesterday", "end": "2025-06-01T00:00:00Z"}, "start"),
+        ({"assetKey": ASSET, "start": "2025-06-01T00:00:00Z", "end": "2025-06-01T00:00:00"}, "end"),  # no zone
+        ({"assetKey": ASSET, "start": "2025-06-02T00:00:00Z", "end": "2025-06-01T00:00:00Z"}, "end"),  # reversed
+        ({"assetKey": ASSET, "start": "2020-01-01T00:00:00Z", "end": "2025-01-01T00:00:00Z"}, "end"),  # too long
+        ({"assetKey": "not a key", "start": "2025-06-01T00:00:00Z", "end": "2025-06-02T00:00:00Z"}, "assetKey"),
+        ({"assetKey": ASSET, "end": "2025-06-02T00:00:00Z"}, "start"),  # missing
+    ],
+)
+def test_a_bad_parameter_is_a_400_naming_it(app: Any, query: dict[str, str], field: str) -> None:
+    status, body = get(app, query)
+    assert status == 400
+    assert body["field"] == field, body
+
+
+def test_coverage_is_a_management_route(app: Any) -> None:
+    status, _ = get(app, {"assetKey": ASSET, "start": "0", "end": "1"}, token=None)
+    assert status == 401

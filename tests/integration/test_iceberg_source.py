@@ -1,0 +1,437 @@
+"""Polling real Iceberg tables (pyiceberg commits; SQL catalog on sqlite, Glue + S3 on a moto server)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from pyiceberg.catalog import Catalog, load_catalog
+from pyiceberg.types import StringType
+
+from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
+from lakehook.adapters.dynamodb.poll_status_store import DynamoDBPollStatusStore
+from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
+from lakehook.adapters.lakehouse.factory import snapshot_sources
+from lakehook.adapters.memory import InMemorySecretStore
+from lakehook.adapters.secrets import SecretsManagerSecretStore
+from lakehook.domain.assets import AssetRegistration
+from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
+from lakehook.domain.snapshots import SnapshotGap
+from lakehook.ports import SecretStore
+from lakehook.usecases.ingest import IngestEvents
+from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets, PollOutcome
+from tests.lakehouse import (
+    CountingFileIO,
+    CountingMotoServer,
+    SqlStatements,
+    create_iceberg_table,
+    rows,
+    service_total,
+)
+
+pytestmark = pytest.mark.integration
+
+
+class Lake:
+    """The poller wired on DynamoDB (moto) and real Iceberg catalogs."""
+
+    def __init__(self, table: Any, secrets: SecretStore | None = None) -> None:
+        self.store = DynamoDBAssetStore(table)
+        self.watermarks = DynamoDBWatermarkStore(table)
+        self.statuses = DynamoDBPollStatusStore(table)
+        self.sources = snapshot_sources(secrets or InMemorySecretStore())
+        self.ingest = IngestEvents(self.store)
+        self.poll = PollAsset(self.sources, self.watermarks, self.ingest)
+        self.poll_all = PollAssets(self.poll, self.statuses)
+        self.compensate = Compensate(CompensateAsset(self.sources, self.store, self.ingest))
+
+    def events(self, key: str, event_type: EventType = EventType.SNAPSHOT_COMMITTED) -> list[AssetEvent]:
+        return [r.event for r in self.store.list_events(key, limit=500).items if r.event.event_type is event_type]
+
+    def snapshot_ids(self, key: str) -> set[int]:
+        return {e.snapshot_id for e in self.events(key) if e.snapshot_id is not None}
+
+
+def register(
+    properties: dict[str, str], name: str, key_catalog: str = "lake", catalog: str = "lake"
+) -> AssetRegistration:
+    return AssetRegistration.model_validate(
+        {
+            "assetKey": f"iceberg://{key_catalog}/{name.replace('.', '/')}",
+            "format": "iceberg",
+            "source": {"catalog": catalog, "properties": properties, "table": name},
+        }
+    )
+
+
+def commit_ids(table: Any) -> list[int]:
+    """The main branch's snapshots in commit order (ancestry), oldest first."""
+    table.refresh()
+    chain, current = [], table.metadata.current_snapshot_id
+    by_id = {s.snapshot_id: s for s in table.snapshots()}
+    while current in by_id:
+        chain.append(current)
+        current = by_id[current].parent_snapshot_id
+    return chain[::-1]
+
+
+@pytest.fixture
+def sql_properties(tmp_path: Path) -> dict[str, str]:
+    return {
+        "type": "sql",
+        "uri": f"sqlite:///{tmp_path}/catalog.db",
+        "warehouse": f"file://{tmp_path}/warehouse",
+        "py-io-impl": "tests.lakehouse.CountingFileIO",
+    }
+
+
+@pytest.fixture
+def writer(sql_properties: dict[str, str]) -> Catalog:
+    """The writing side: the same catalog, as a Spark or Flink job would open it."""
+    return load_catalog("lake", **sql_properties)
+
+
+@pytest.fixture
+def lake(table: Any) -> Lake:
+    return Lake(table)
+
+
+# --- a SQL catalog on sqlite ------------------------------------------------------------------------
+
+
+def test_new_snapshots_become_events_in_commit_order(
+    sql_properties: dict[str, str], writer: Catalog, lake: Lake
+) -> None:
+    orders = create_iceberg_table(writer, "ods.orders")
+    asset = register(sql_properties, "ods.orders")
+    assert lake.poll(asset).results == ()  # a table without snapshots
+    orders.append(rows(1, 2))
+    orders.append(rows(3))
+    orders.delete("id = 1")
+    result = lake.poll(asset)
+    assert list(result.snapshot_ids) == commit_ids(orders)
+    events = {e.snapshot_id: e for e in lake.events(asset.asset_key)}
+    first, second, third = (events[sid] for sid in commit_ids(orders))
+    assert (first.parent_snapshot_id, first.sequence_number, first.commit_kind) == (None, 1, "APPEND")
+    assert (second.parent_snapshot_id, second.sequence_number) == (first.snapshot_id, 2)
+    assert (second.total_record_count, second.delta_record_count) == (3, 1)
+    assert third.commit_kind in {"DELETE", "OVERWRITE"} and third.total_record_count == 2
+    assert third.commit_time == orders.current_snapshot().timestamp_ms
+    assert {e.schema_id for e in events.values()} == {0} and {e.schema_changed for e in events.values()} == {False}
+    assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
+
+
+def test_unchanged_costs_one_catalog_row_and_no_metadata_read(
+    sql_properties: dict[str, str], writer: Catalog, lake: Lake
+) -> None:
+    orders = create_iceberg_table(writer, "ods.orders")
+    asset = register(sql_properties, "ods.orders")
+    orders.append(rows(1))
+    lake.poll(asset)
+    counter = SqlStatements()
+    CountingFileIO.reset()
+    with counter.listening() as statements:
+        assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
+    assert statements == ["SELECT"] and CountingFileIO.metadata_reads() == 0
+    orders.append(rows(2))
+    CountingFileIO.reset()
+    with counter.listening() as statements:
+        assert len(lake.poll(asset).snapshot_ids) == 1
+    assert statements == ["SELECT"] and CountingFileIO.metadata_reads() == 1
+    assert sum(CountingFileIO.reads.values()) == 1  # nothing but that metadata.json
+
+
+def test_a_push_and_a_poll_of_one_snapshot_are_one_event(
+    sql_properties: dict[str, str], writer: Catalog, lake: Lake
+) -> None:
+    orders = create_iceberg_table(writer, "ods.orders")
+    asset = register(sql_properties, "ods.orders")
+    lake.poll(asset)
+    orders.append(rows(1))
+    snapshot = orders.current_snapshot()
+    pushed = lake.ingest.ingest(
+        AssetEvent.model_validate(
+            {
+                "eventType": "SNAPSHOT_COMMITTED",
+                "assetKey": asset.asset_key,
+                "snapshotId": snapshot.snapshot_id,
+                "sequenceNumber": snapshot.sequence_number,
+                "schemaId": 0,
+                "commitKind": "APPEND",
+                "commitTime": snapshot.timestamp_ms,
+            }
+        ),
+        SourceType.PUSH,
+    )
+    polled = lake.poll(asset)
+    assert [(r.event_id, r.status) for r in polled.results] == [(pushed.event_id, IngestStatus.DUPLICATE)]
+    assert lake.snapshot_ids(asset.asset_key) == {snapshot.snapshot_id}
+    state = lake.store.get_state(asset.asset_key)
+    assert state is not None and state.latest_snapshot_id == snapshot.snapshot_id
+
+
+def test_a_lost_push_is_recovered_by_the_next_poll_and_by_compensation(
+    sql_properties: dict[str, str], writer: Catalog, lake: Lake
+) -> None:
+    orders = create_iceberg_table(writer, "ods.orders")
+    polled = register(sql_properties, "ods.orders")
+    compensated = register(sql_properties, "ods.orders", key_catalog="mirror")  # no poller covers this key
+    orders.append(rows(1))
+    for asset in (polled, compensated):
+        lake.ingest.ingest(
+            AssetEvent.model_validate(
+                {
+                    "eventType": "SNAPSHOT_COMMITTED",
+                    "assetKey": asset.asset_key,
+                    "snapshotId": orders.current_snapshot().snapshot_id,
+                    "sequenceNumber": orders.current_snapshot().sequence_number,
+                }
+            ),
+            SourceType.PUSH,
+        )
+    lake.poll(polled)
+    orders.append(rows(2))
+    orders.append(rows(3))  # both pushes lost
+    lost = set(commit_ids(orders)[1:])
+
+    assert set(lake.poll(polled).snapshot_ids) == lost
+    report = lake.compensate([compensated])
+    assert (report.scan_total, report.missed_events) == (1, 2)
+    for asset in (polled, compensated):
+        assert lake.snapshot_ids(asset.asset_key) == set(commit_ids(orders))
+        state = lake.store.get_state(asset.asset_key)
+        assert state is not None and state.latest_snapshot_id == orders.current_snapshot().snapshot_id
+    assert lake.compensate([compensated]).missed_events == 0
+
+
+def test_a_killed_poller_resumes_without_a_gap(sql_properties: dict[str, str], writer: Catalog, table: Any) -> None:
+    orders = create_iceberg_table(writer, "ods.orders")
+    asset = register(sql_properties, "ods.orders")
+    lake = Lake(table)
+    lake.poll(asset)
+    for i in range(4):
+        orders.append(rows(i))
+
+    class DyingStore(DynamoDBAssetStore):
+        recorded = 0
+
+        def record_event(self, event: AssetEvent, *args: Any, **kwargs: Any) -> bool:
+            if DyingStore.recorded == 2:
+                raise RuntimeError("poller killed")
+            DyingStore.recorded += 1
+            return super().record_event(event, *args, **kwargs)
+
+    with pytest.raises(RuntimeError):
+        PollAsset(lake.sources, lake.watermarks, IngestEvents(DyingStore(table)))(asset)
+    assert len(lake.snapshot_ids(asset.asset_key)) == 2
+    resumed = lake.poll(asset)
+    assert list(resumed.snapshot_ids) == commit_ids(orders)
+    assert [r.status for r in resumed.results] == [IngestStatus.DUPLICATE] * 2 + [IngestStatus.ACCEPTED] * 2
+    assert lake.snapshot_ids(asset.asset_key) == set(commit_ids(orders))
+    state = lake.store.get_state(asset.asset_key)
+    assert state is not None and state.latest_snapshot_id == orders.current_snapshot().snapshot_id
+
+
+def test_an_expired_offset_resumes_at_the_oldest_retained_snapshot(
+    sql_properties: dict[str, str], writer: Catalog, lake: Lake
+) -> None:
+    orders = create_iceberg_table(writer, "ods.orders")
+    asset = register(sql_properties, "ods.orders")
+    orders.append(rows(1))
+    lake.poll_all([asset])
+    for i in range(3):
+        orders.append(rows(i))
+    first, second, third, fourth = commit_ids(orders)
+    orders.maintenance.expire_snapshots().by_ids([first, second, third]).commit()
+
+    (result,) = lake.poll_all([asset])
+    assert result.outcome is PollOutcome.ADVANCED and result.snapshot_ids == (fourth,)
+    assert result.gap == SnapshotGap(afterSnapshotId=first, resumedAtSnapshotId=fourth, missed=2)
+    status = lake.statuses.get(asset.asset_key)
+    assert status is not None and status.last_gap == result.gap
+    assert lake.snapshot_ids(asset.asset_key) == {first, fourth}
+    orders.append(rows(9))
+    assert lake.poll(asset).snapshot_ids == (orders.current_snapshot().snapshot_id,)
+
+
+def test_schema_change_is_detected(sql_properties: dict[str, str], writer: Catalog, lake: Lake) -> None:
+    import pyarrow as pa
+
+    orders = create_iceberg_table(writer, "ods.orders")
+    asset = register(sql_properties, "ods.orders")
+    orders.append(rows(1))
+    lake.poll(asset)
+    with orders.update_schema() as update:
+        update.add_column("note", StringType())
+    orders.append(pa.Table.from_pylist([{"id": 2, "amount": 20, "note": "x"}], schema=orders.schema().as_arrow()))
+    orders.append(pa.Table.from_pylist([{"id": 3, "amount": 30, "note": "y"}], schema=orders.schema().as_arrow()))
+    lake.poll(asset)
+    by_id = {e.snapshot_id: (e.schema_id, e.schema_changed) for e in lake.events(asset.asset_key)}
+    assert [by_id[sid] for sid in commit_ids(orders)] == [(0, False), (1, True), (1, False)]
+
+
+def test_tags_and_branches_become_tag_created(sql_properties: dict[str, str], writer: Catalog, lake: Lake) -> None:
+    orders = create_iceberg_table(writer, "ods.orders")
+    asset = register(sql_properties, "ods.orders")
+    orders.append(rows(1))
+    orders.append(rows(2))
+    lake.poll(asset)
+    first, second = commit_ids(orders)
+    orders.manage_snapshots().create_tag(first, "eod-2025-06-01").create_branch(second, "audit").commit()
+    result = lake.poll(asset)  # the refs changed the metadata location: the pointer moved
+    tags = {e.tag: e.snapshot_id for e in lake.events(asset.asset_key, EventType.TAG_CREATED)}
+    assert tags == {"eod-2025-06-01": first, "branch:audit": second}
+    assert [r.status for r in result.results] == [IngestStatus.ACCEPTED] * 2
+    orders.append(rows(3))
+    assert [r.status for r in lake.poll(asset).results] == [IngestStatus.ACCEPTED]  # tags are not re-sent
+    state = lake.store.get_state(asset.asset_key)
+    assert state is not None and state.tags == {"eod-2025-06-01", "branch:audit"}
+
+
+def test_a_broken_table_does_not_block_a_healthy_one(
+    sql_properties: dict[str, str], writer: Catalog, lake: Lake, tmp_path: Path
+) -> None:
+    healthy = create_iceberg_table(writer, "ods.orders")
+    healthy.append(rows(1))
+    corrupt = create_iceberg_table(writer, "ods.corrupt")
+    corrupt.append(rows(1))
+    Path(corrupt.metadata_location.removeprefix("file://")).write_text("{not json")
+    down = {**sql_properties, "uri": f"sqlite:///{tmp_path}/no/such/dir/catalog.db"}
+    assets = [
+        register(sql_properties, "ods.missing"),
+        register(sql_properties, "ods.corrupt"),
+        register(down, "ods.orders", key_catalog="down"),
+        register(sql_properties, "ods.orders"),
+    ]
+    results = [lake.poll_all(assets)][0]
+    assert [(r.outcome, r.error_kind) for r in results] == [
+        (PollOutcome.FAILED, "TableNotFoundError"),
+        (PollOutcome.FAILED, "CorruptMetadataError"),
+        (PollOutcome.FAILED, "SourceAccessError"),
+        (PollOutcome.ADVANCED, None),
+    ]
+    for asset in assets[:3]:
+        status = lake.statuses.get(asset.asset_key)
+        assert status is not None and status.consecutive_failures == 1 and status.next_attempt_at is not None
+    assert lake.snapshot_ids(assets[-1].asset_key) == {healthy.current_snapshot().snapshot_id}
+
+
+def test_state_follows_commit_order_even_when_snapshot_ids_decrease(
+    sql_properties: dict[str, str], writer: Catalog, lake: Lake
+) -> None:
+    orders = create_iceberg_table(writer, "ods.orders")
+    asset = register(sql_properties, "ods.orders")
+    lake.poll(asset)
+    orders.append(rows(0))
+    for i in range(20):  # commit until a newer snapshot has a smaller id than an older one
+        orders.append(rows(i))
+        ids = commit_ids(orders)
+        if ids[-1] < max(ids[:-1]):
+            break
+    lake.poll(asset)
+    state = lake.store.get_state(asset.asset_key)
+    assert state is not None and state.latest_snapshot_id == orders.current_snapshot().snapshot_id
+
+
+# --- Glue and S3 on a moto server -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[CountingMotoServer]:
+    running = CountingMotoServer().start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def glue(server: CountingMotoServer, aws: None, request: pytest.FixtureRequest) -> dict[str, str]:
+    """Plain properties for the writer; the poller's registration holds references instead."""
+    bucket = f"iceberg-{request.node.name.lower().replace('_', '-')[:40]}"
+    boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1").create_bucket(Bucket=bucket)
+    return {
+        "type": "glue",
+        "glue.endpoint": server.endpoint,
+        "glue.region": "us-east-1",
+        "glue.access-key-id": "testing",
+        "glue.secret-access-key": "testing",
+        "s3.endpoint": server.endpoint,
+        "s3.region": "us-east-1",
+        "s3.access-key-id": "testing",
+        "s3.secret-access-key": "testing",
+        "warehouse": f"s3://{bucket}/iceberg",
+    }
+
+
+@pytest.fixture
+def glue_lake(table: Any) -> Lake:
+    secrets = SecretsManagerSecretStore(boto3.client("secretsmanager", region_name="us-east-1"))
+    secrets.put_secret("lakehook/iceberg", json.dumps({"id": "testing", "secret": "testing"}))
+    return Lake(table, secrets)
+
+
+def by_reference(properties: dict[str, str]) -> dict[str, str]:
+    refs = {"id": "secretsmanager:lakehook/iceberg#id", "secret": "secretsmanager:lakehook/iceberg#secret"}
+    return {
+        **properties,
+        "glue.access-key-id": refs["id"],
+        "glue.secret-access-key": refs["secret"],
+        "s3.access-key-id": refs["id"],
+        "s3.secret-access-key": refs["secret"],
+    }
+
+
+def test_glue_unchanged_costs_one_get_table_and_no_s3_read(
+    server: CountingMotoServer, glue: dict[str, str], glue_lake: Lake
+) -> None:
+    writer = load_catalog("glue", **glue)
+    orders = create_iceberg_table(writer, "ods.orders")
+    asset = register(by_reference(glue), "ods.orders", catalog="glue")
+    orders.append(rows(1))
+    glue_lake.poll(asset)
+
+    with server.measure() as unchanged:
+        assert glue_lake.poll(asset).outcome is PollOutcome.UNCHANGED
+    assert dict(unchanged) == {("glue", "GetTable"): 1}
+
+    orders.append(rows(2))
+    server.reset()
+    with server.measure() as changed:
+        result = glue_lake.poll(asset)
+    assert result.snapshot_ids == (orders.current_snapshot().snapshot_id,)
+    assert changed[("glue", "GetTable")] == 1 and service_total(changed, "glue") == 1
+    metadata_gets = [p for p in server.paths if p.startswith("GetObject ") and p.endswith(".metadata.json")]
+    assert len(metadata_gets) == 1 and server.paths[metadata_gets[0]] == 1
+    assert service_total(changed, "s3") == 2  # that one object: pyarrow's HEAD, then the GET
+
+
+def test_glue_push_and_poll_are_one_event_and_missing_or_foreign_tables_are_reported(
+    server: CountingMotoServer, glue: dict[str, str], glue_lake: Lake
+) -> None:
+    writer = load_catalog("glue", **glue)
+    orders = create_iceberg_table(writer, "ods.orders")
+    orders.append(rows(1))
+    boto3.client("glue", endpoint_url=server.endpoint, region_name="us-east-1").create_table(
+        DatabaseName="ods", TableInput={"Name": "hive_table", "Parameters": {"table_type": "HIVE"}}
+    )
+    asset, missing, foreign = (
+        register(by_reference(glue), n, catalog="glue") for n in ("ods.orders", "ods.nowhere", "ods.hive_table")
+    )
+    glue_lake.ingest.ingest(
+        AssetEvent.model_validate(
+            {
+                "eventType": "SNAPSHOT_COMMITTED",
+                "assetKey": asset.asset_key,
+                "snapshotId": orders.current_snapshot().snapshot_id,
+                "sequenceNumber": orders.current_snapshot().sequence_number,
+            }
+        ),
+        SourceType.PUSH,
+    )
+    results = glue_lake.poll_all([missing, foreign, asset])
+    assert [r.error_kind for r in results] == ["TableNotFoundError", "TableNotFoundError", None]
+    assert [r.status for r in results[2].results] == [IngestStatus.DUPLICATE]
+    assert glue_lake.snapshot_ids(asset.asset_key) == {orders.current_snapshot().snapshot_id}

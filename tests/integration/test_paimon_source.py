@@ -1,0 +1,456 @@
+"""Polling real Paimon tables (pypaimon commits; local and S3 warehouses) into DynamoDB on moto."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from pypaimon.common.json_util import JSON
+from pypaimon.schema.data_types import AtomicType
+from pypaimon.schema.schema_change import SchemaChange
+from pypaimon.snapshot.snapshot import Snapshot
+
+from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
+from lakehook.adapters.dynamodb.poll_status_store import DynamoDBPollStatusStore
+from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
+from lakehook.adapters.lakehouse.factory import LakehouseSnapshotSources, snapshot_sources
+from lakehook.adapters.lakehouse.paimon import snapshot_info
+from lakehook.adapters.memory import InMemorySecretStore
+from lakehook.adapters.secrets import SecretsManagerSecretStore
+from lakehook.domain.assets import AssetRegistration
+from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
+from lakehook.domain.snapshots import SnapshotGap
+from lakehook.ports import SecretStore
+from lakehook.usecases.ingest import IngestEvents
+from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets, PollOutcome
+from tests.lakehouse import CountingMotoServer, create_paimon_table, paimon_commit, rows
+
+pytestmark = pytest.mark.integration
+
+
+class Lake:
+    """The poller wired on DynamoDB (moto) and real Paimon tables."""
+
+    def __init__(self, table: Any, secrets: SecretStore | None = None) -> None:
+        self.store = DynamoDBAssetStore(table)
+        self.watermarks = DynamoDBWatermarkStore(table)
+        self.statuses = DynamoDBPollStatusStore(table)
+        self.sources: LakehouseSnapshotSources = snapshot_sources(secrets or InMemorySecretStore())
+        self.ingest = IngestEvents(self.store)
+        self.poll = PollAsset(self.sources, self.watermarks, self.ingest)
+        self.poll_all = PollAssets(self.poll, self.statuses)
+        self.compensate = Compensate(CompensateAsset(self.sources, self.store, self.ingest))
+
+    def events(self, key: str, event_type: EventType = EventType.SNAPSHOT_COMMITTED) -> list[AssetEvent]:
+        page = self.store.list_events(key, limit=500)
+        return sorted(
+            (r.event for r in page.items if r.event.event_type is event_type),
+            key=lambda e: (e.snapshot_id or 0, e.tag or ""),
+        )
+
+
+def register(options: dict[str, str], name: str, catalog: str = "lake") -> AssetRegistration:
+    return AssetRegistration.model_validate(
+        {
+            "assetKey": f"paimon://{catalog}/{name.replace('.', '/')}",
+            "format": "paimon",
+            "source": {"catalog": catalog, "properties": options, "table": name},
+        }
+    )
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> dict[str, str]:
+    return {"warehouse": str(tmp_path / "warehouse")}
+
+
+@pytest.fixture
+def lake(table: Any) -> Lake:
+    return Lake(table)
+
+
+# --- a local warehouse ----------------------------------------------------------------------------
+
+
+def test_commits_become_snapshot_events_with_what_paimon_recorded(warehouse: dict[str, str], lake: Lake) -> None:
+    orders = create_paimon_table(warehouse, "ods.orders")
+    asset = register(warehouse, "ods.orders")
+    paimon_commit(orders, rows(1, 2))
+    assert lake.poll(asset).snapshot_ids == (1,)
+    paimon_commit(orders, rows(3))
+    paimon_commit(orders, rows(4, 5, 6))
+    result = lake.poll(asset)
+    assert result.snapshot_ids == (2, 3) and [r.status for r in result.results] == [IngestStatus.ACCEPTED] * 2
+    third = lake.events(asset.asset_key)[-1]
+    written = json.loads(Path(warehouse["warehouse"], "ods.db/orders/snapshot/snapshot-3").read_text())
+    assert (third.snapshot_id, third.parent_snapshot_id, third.schema_id, third.commit_kind) == (3, 2, 0, "APPEND")
+    assert (third.total_record_count, third.delta_record_count) == (6, 3)
+    assert (third.commit_user, third.commit_identifier, third.commit_time) == (
+        written["commitUser"],
+        written["commitIdentifier"],
+        written["timeMillis"],
+    )
+    assert third.schema_changed is False
+    state = lake.store.get_state(asset.asset_key)
+    assert state is not None and state.latest_snapshot_id == 3 and state.latest_commit_time == written["timeMillis"]
+    assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
+
+
+def test_a_push_and_a_poll_of_one_snapshot_are_one_event(warehouse: dict[str, str], lake: Lake) -> None:
+    orders = create_paimon_table(warehouse, "ods.orders")
+    asset = register(warehouse, "ods.orders")
+    paimon_commit(orders, rows(1))
+    lake.poll(asset)
+    paimon_commit(orders, rows(2))
+    pushed = lake.ingest.ingest(
+        AssetEvent.model_validate(
+            {
+                "eventType": "SNAPSHOT_COMMITTED",
+                "assetKey": asset.asset_key,
+                "snapshotId": 2,
+                "schemaId": 0,
+                "commitKind": "APPEND",
+            }
+        ),
+        SourceType.PUSH,
+    )
+    polled = lake.poll(asset)
+    assert pushed.status is IngestStatus.ACCEPTED
+    assert [(r.event_id, r.status) for r in polled.results] == [(pushed.event_id, IngestStatus.DUPLICATE)]
+    assert [e.snapshot_id for e in lake.events(asset.asset_key)] == [1, 2]
+
+
+def test_a_lost_push_is_recovered_by_the_next_poll_and_by_compensation(warehouse: dict[str, str], lake: Lake) -> None:
+    orders = create_paimon_table(warehouse, "ods.orders")
+    polled, compensated = register(warehouse, "ods.orders"), register(warehouse, "ods.orders", catalog="lake2")
+    paimon_commit(orders, rows(1))
+    for asset in (polled, compensated):
+        lake.ingest.ingest(
+            AssetEvent.model_validate(
+                {"eventType": "SNAPSHOT_COMMITTED", "assetKey": asset.asset_key, "snapshotId": 1}
+            ),
+            SourceType.PUSH,
+        )
+    lake.poll(polled)
+    paimon_commit(orders, rows(2))
+    paimon_commit(orders, rows(3))  # the writer's pushes of 2 and 3 never arrive
+
+    assert lake.poll(polled).accepted == 2
+    report = lake.compensate([compensated])  # the same table under a key no poller covers
+    assert (report.scan_total, report.missed_events) == (1, 2)
+    for asset in (polled, compensated):
+        state = lake.store.get_state(asset.asset_key)
+        assert state is not None and state.latest_snapshot_id == 3
+    assert lake.compensate([compensated]).missed_events == 0
+
+
+@pytest.mark.parametrize("crash_at", [1, 2, 4])
+def test_a_killed_poller_resumes_without_a_gap(warehouse: dict[str, str], table: Any, crash_at: int) -> None:
+    orders = create_paimon_table(warehouse, "ods.orders")
+    asset = register(warehouse, "ods.orders")
+    lake = Lake(table)
+    paimon_commit(orders, rows(1))
+    lake.poll(asset)
+    for i in range(4):
+        paimon_commit(orders, rows(10 + i))  # snapshots 2..5
+
+    class DyingStore(DynamoDBAssetStore):
+        recorded = 0
+
+        def record_event(self, event: AssetEvent, *args: Any, **kwargs: Any) -> bool:
+            if DyingStore.recorded + 1 == crash_at:
+                raise RuntimeError("poller killed")
+            DyingStore.recorded += 1
+            return super().record_event(event, *args, **kwargs)
+
+    dying = PollAsset(lake.sources, lake.watermarks, IngestEvents(DyingStore(table)))
+    with pytest.raises(RuntimeError):
+        dying(asset)
+    resumed = lake.poll(asset)
+    assert resumed.snapshot_ids == (2, 3, 4, 5)
+    assert [r.status for r in resumed.results].count(IngestStatus.DUPLICATE) == crash_at - 1
+    assert [e.snapshot_id for e in lake.events(asset.asset_key)] == [1, 2, 3, 4, 5]
+    state = lake.store.get_state(asset.asset_key)
+    assert state is not None and state.latest_snapshot_id == 5
+
+
+def test_an_expired_offset_resumes_at_the_oldest_retained_snapshot(warehouse: dict[str, str], lake: Lake) -> None:
+    orders = create_paimon_table(warehouse, "ods.orders")
+    asset = register(warehouse, "ods.orders")
+    paimon_commit(orders, rows(1))
+    lake.poll_all([asset])
+    for i in range(5):
+        paimon_commit(orders, rows(i))  # snapshots 2..6
+    # Snapshot expiration (Paimon's ExpireSnapshots; pypaimon 2.1 has none) leaves exactly this behind:
+    # the expired snapshot files deleted, oldest first, and the EARLIEST hint naming the oldest kept.
+    snapshot_dir = Path(warehouse["warehouse"], "ods.db/orders/snapshot")
+    for sid in (1, 2, 3, 4):
+        (snapshot_dir / f"snapshot-{sid}").unlink()
+    (snapshot_dir / "EARLIEST").write_text("5")
+
+    (result,) = lake.poll_all([asset])
+    assert result.outcome is PollOutcome.ADVANCED and result.snapshot_ids == (5, 6)
+    assert result.gap == SnapshotGap(afterSnapshotId=1, resumedAtSnapshotId=5, missed=3)
+    status = lake.statuses.get(asset.asset_key)
+    assert status is not None and status.last_gap == result.gap and status.consecutive_failures == 0
+    state = lake.store.get_state(asset.asset_key)
+    assert state is not None and state.latest_snapshot_id == 6
+    paimon_commit(orders, rows(7))
+    assert lake.poll(asset).snapshot_ids == (7,)  # and it carries on from there
+
+
+def test_schema_change_is_detected(warehouse: dict[str, str], lake: Lake) -> None:
+    from pypaimon import CatalogFactory
+
+    orders = create_paimon_table(warehouse, "ods.orders")
+    asset = register(warehouse, "ods.orders")
+    paimon_commit(orders, rows(1))
+    lake.poll(asset)
+    catalog = CatalogFactory.create(warehouse)
+    catalog.alter_table("ods.orders", [SchemaChange.add_column("note", AtomicType("STRING"))])
+    evolved = catalog.get_table("ods.orders")
+    import pyarrow as pa
+
+    paimon_commit(
+        evolved,
+        pa.Table.from_pylist(
+            [{"id": 9, "amount": 90, "note": "x"}],
+            schema=pa.schema([("id", pa.int64()), ("amount", pa.int64()), ("note", pa.string())]),
+        ),
+    )
+    paimon_commit(
+        evolved,
+        pa.Table.from_pylist(
+            [{"id": 10, "amount": 100, "note": "y"}],
+            schema=pa.schema([("id", pa.int64()), ("amount", pa.int64()), ("note", pa.string())]),
+        ),
+    )
+    lake.poll(asset)
+    changed = {e.snapshot_id: (e.schema_id, e.schema_changed) for e in lake.events(asset.asset_key)}
+    assert changed == {1: (0, False), 2: (1, True), 3: (1, False)}
+    state = lake.store.get_state(asset.asset_key)
+    assert state is not None and state.latest_schema_id == 1 and state.schema_status.value == "PENDING_APPROVAL"
+
+
+def test_tags_become_tag_created_on_the_next_change_or_compensation(warehouse: dict[str, str], lake: Lake) -> None:
+    orders = create_paimon_table(warehouse, "ods.orders")
+    asset = register(warehouse, "ods.orders")
+    paimon_commit(orders, rows(1))
+    paimon_commit(orders, rows(2))
+    lake.poll(asset)
+    orders.create_tag("eod-2025-06-01", snapshot_id=1)
+    # A tag does not move LATEST: the cheap poll does not see it, compensation does.
+    assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
+    assert lake.compensate([asset]).missed_events == 1
+    orders.create_tag("eod-2025-06-02", snapshot_id=2)
+    paimon_commit(orders, rows(3))
+    result = lake.poll(asset)
+    tags = [(e.tag, e.snapshot_id) for e in lake.events(asset.asset_key, EventType.TAG_CREATED)]
+    assert tags == [("eod-2025-06-01", 1), ("eod-2025-06-02", 2)]
+    # snapshot 3, then the tags by name: the first one compensation had already recorded
+    assert [r.status for r in result.results] == [IngestStatus.ACCEPTED, IngestStatus.DUPLICATE, IngestStatus.ACCEPTED]
+    state = lake.store.get_state(asset.asset_key)
+    assert state is not None and state.tags == {"eod-2025-06-01", "eod-2025-06-02"}
+
+
+def test_a_broken_table_does_not_block_a_healthy_one(warehouse: dict[str, str], lake: Lake) -> None:
+    healthy = create_paimon_table(warehouse, "ods.orders")
+    paimon_commit(healthy, rows(1))
+    for name in ("ods.bad_hint", "ods.bad_snapshot"):
+        broken = create_paimon_table(warehouse, name)
+        paimon_commit(broken, rows(1))
+    root = Path(warehouse["warehouse"])
+    (root / "ods.db/bad_hint/snapshot/LATEST").write_text("not-a-number")
+    (root / "ods.db/bad_snapshot/snapshot/snapshot-1").write_text('{"id": 1, "truncated')
+    assets = [register(warehouse, n) for n in ("ods.missing", "ods.bad_hint", "ods.bad_snapshot", "ods.orders")]
+
+    results = {r.asset_key: r for r in lake.poll_all(assets)}
+    kinds = {key.rsplit("/", 1)[-1]: (r.outcome, r.error_kind) for key, r in results.items()}
+    assert kinds == {
+        "missing": (PollOutcome.FAILED, "TableNotFoundError"),
+        "bad_hint": (PollOutcome.FAILED, "CorruptMetadataError"),
+        "bad_snapshot": (PollOutcome.FAILED, "CorruptMetadataError"),
+        "orders": (PollOutcome.ADVANCED, None),
+    }
+    status = lake.statuses.get(assets[0].asset_key)
+    assert status is not None and status.consecutive_failures == 1 and status.next_attempt_at is not None
+    assert status.last_error is not None and "ods.missing" in status.last_error
+    state = lake.store.get_state(assets[-1].asset_key)
+    assert state is not None and state.latest_snapshot_id == 1
+
+
+def test_an_empty_table_has_an_empty_pointer_and_no_events(warehouse: dict[str, str], lake: Lake) -> None:
+    create_paimon_table(warehouse, "ods.orders")
+    asset = register(warehouse, "ods.orders")
+    result = lake.poll(asset)
+    assert (result.outcome, result.pointer, result.results) == (PollOutcome.ADVANCED, "", ())
+    assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
+
+
+def test_watermarks_from_java_writers_are_read_and_the_no_watermark_sentinel_is_dropped() -> None:
+    java = {
+        "version": 3,
+        "id": 12,
+        "schemaId": 1,
+        "baseManifestList": "a",
+        "deltaManifestList": "b",
+        "changelogManifestList": "c",
+        "commitUser": "flink",
+        "commitIdentifier": 5,
+        "commitKind": "COMPACT",
+        "timeMillis": 1_725_963_330_123,
+        "logOffsets": {},
+        "totalRecordCount": 10,
+        "deltaRecordCount": -2,
+        "changelogRecordCount": 3,
+        "watermark": 1_725_963_300_000,
+    }
+    info = snapshot_info(JSON.from_json(json.dumps(java), Snapshot))
+    assert (info.watermark, info.changelog_record_count, info.delta_record_count) == (1_725_963_300_000, 3, -2)
+    none = snapshot_info(JSON.from_json(json.dumps({**java, "watermark": -(2**63)}), Snapshot))
+    assert none.watermark is None
+
+
+# --- an S3 warehouse on a moto server -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[CountingMotoServer]:
+    running = CountingMotoServer().start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def s3_warehouse(server: CountingMotoServer, aws: None, request: pytest.FixtureRequest) -> dict[str, str]:
+    bucket = f"paimon-{request.node.name.lower().replace('_', '-')[:40]}"
+    boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1").create_bucket(Bucket=bucket)
+    return {
+        "warehouse": f"s3://{bucket}/warehouse",
+        "fs.s3.endpoint": server.endpoint,
+        "fs.s3.region": "us-east-1",
+        "fs.s3.accessKeyId": "testing",
+        "fs.s3.accessKeySecret": "testing",
+        "fs.s3.path-style-access": "true",
+    }
+
+
+@pytest.fixture
+def s3_lake(table: Any) -> Lake:
+    """Credentials come from Secrets Manager (moto) by reference, as registrations must hold them."""
+    client = boto3.client("secretsmanager", region_name="us-east-1")
+    secrets = SecretsManagerSecretStore(client)
+    secrets.put_secret("lakehook/paimon-s3", json.dumps({"id": "testing", "secret": "testing"}))
+    return Lake(table, secrets)
+
+
+def by_reference(options: dict[str, str]) -> dict[str, str]:
+    return {
+        **options,
+        "fs.s3.accessKeyId": "secretsmanager:lakehook/paimon-s3#id",
+        "fs.s3.accessKeySecret": "secretsmanager:lakehook/paimon-s3#secret",
+    }
+
+
+def s3_gets(server: CountingMotoServer, suffix: str) -> int:
+    return sum(n for path, n in server.paths.items() if path.startswith("GetObject ") and path.endswith(suffix))
+
+
+def test_s3_poll_costs_one_hint_read_unchanged_and_one_read_per_new_snapshot(
+    server: CountingMotoServer, s3_warehouse: dict[str, str], s3_lake: Lake
+) -> None:
+    orders = create_paimon_table(s3_warehouse, "ods.orders")
+    asset = register(by_reference(s3_warehouse), "ods.orders")
+    paimon_commit(orders, rows(1))
+    s3_lake.poll(asset)
+
+    server.reset()
+    with server.measure() as unchanged:
+        assert s3_lake.poll(asset).outcome is PollOutcome.UNCHANGED
+    assert s3_gets(server, "/snapshot/LATEST") == 1
+    # pyarrow sizes an object with a HEAD before its GET: one object read is HEAD + GET
+    assert dict(unchanged) == {("s3", "GetObject"): 1, ("s3", "HeadObject"): 1}
+
+    for i in range(3):
+        paimon_commit(orders, rows(i))
+    server.reset()
+    with server.measure() as changed:
+        result = s3_lake.poll(asset)
+    assert result.snapshot_ids == (2, 3, 4)
+    assert s3_gets(server, "/snapshot/LATEST") == 1
+    assert [s3_gets(server, f"/snapshot/snapshot-{sid}") for sid in (1, 2, 3, 4)] == [0, 1, 1, 1]
+    assert (changed[("s3", "GetObject")], changed[("s3", "ListObjects")]) == (1 + 3, 1)  # + one listing of tag/
+    state = s3_lake.store.get_state(asset.asset_key)
+    assert state is not None and state.latest_snapshot_id == 4
+
+
+def test_s3_push_and_poll_are_one_event_and_a_missing_table_is_reported(
+    s3_warehouse: dict[str, str], s3_lake: Lake
+) -> None:
+    orders = create_paimon_table(s3_warehouse, "ods.orders")
+    asset = register(by_reference(s3_warehouse), "ods.orders")
+    missing = register(by_reference(s3_warehouse), "ods.nowhere")
+    paimon_commit(orders, rows(1))
+    s3_lake.ingest.ingest(
+        AssetEvent.model_validate({"eventType": "SNAPSHOT_COMMITTED", "assetKey": asset.asset_key, "snapshotId": 1}),
+        SourceType.PUSH,
+    )
+    results = {r.asset_key: r for r in s3_lake.poll_all([missing, asset])}
+    assert results[missing.asset_key].error_kind == "TableNotFoundError"
+    assert [r.status for r in results[asset.asset_key].results] == [IngestStatus.DUPLICATE]
+    assert len(s3_lake.events(asset.asset_key)) == 1
+
+
+def test_s3_unresolvable_credentials_fail_that_asset_only_without_leaking(
+    s3_warehouse: dict[str, str], s3_lake: Lake
+) -> None:
+    orders = create_paimon_table(s3_warehouse, "ods.orders")
+    paimon_commit(orders, rows(1))
+    good = register(by_reference(s3_warehouse), "ods.orders")
+    bad = register(
+        {**by_reference(s3_warehouse), "fs.s3.accessKeySecret": "secretsmanager:lakehook/absent"},
+        "ods.orders",
+        catalog="other",
+    )
+    results = {r.asset_key: r for r in s3_lake.poll_all([bad, good])}
+    failed = results[bad.asset_key]
+    assert failed.error_kind == "SourceAccessError" and "secretsmanager:lakehook/absent" in (failed.error or "")
+    assert "testing" not in (failed.error or "")
+    assert results[good.asset_key].outcome is PollOutcome.ADVANCED
+
+
+def test_polling_a_filesystem_warehouse_needs_none_of_the_packages_the_layer_leaves_out(
+    warehouse: dict[str, str],
+) -> None:
+    """pypaimon's catalog module imports polars and pandas; the poller's path must not need them (layer size)."""
+    import subprocess
+    import sys
+
+    orders = create_paimon_table(warehouse, "ods.orders")
+    paimon_commit(orders, rows(1))
+    paimon_commit(orders, rows(2))
+    code = (
+        "import sys, json, importlib.abc\n"
+        # The lakehouse layer ships none of these: prove the poll path runs without them, not just that
+        # it happens not to load them.
+        "class Missing(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name.split('.')[0] in {'polars', 'pandas', 'numpy', 'rich', 'sqlalchemy'}:\n"
+        "            raise ImportError(name + ' is not in the lakehouse layer')\n"
+        "sys.meta_path.insert(0, Missing())\n"
+        "from lakehook.adapters.lakehouse.factory import snapshot_sources\n"
+        "from lakehook.adapters.memory import InMemorySecretStore\n"
+        "from lakehook.domain.assets import AssetFormat, AssetSource\n"
+        "from lakehook.domain.snapshots import SnapshotCursor\n"
+        f"src = AssetSource(catalog='lake', properties={warehouse!r}, table='ods.orders')\n"
+        "paimon = snapshot_sources(InMemorySecretStore())(AssetFormat.PAIMON)\n"
+        "batch = paimon.snapshots_since(src, SnapshotCursor(snapshot_id=1), paimon.pointer(src), limit=10)\n"
+        "print(json.dumps([[s.snapshot_id for s in batch.snapshots], "
+        "[m for m in ('polars', 'pandas') if m in sys.modules]]))\n"
+    )
+    answer = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert json.loads(answer.stdout.strip().splitlines()[-1]) == [[2], []]

@@ -1,0 +1,284 @@
+"""Coverage of [start, end): merging, exact gaps, aligned windows and day segments, against brute force."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lakehook.adapters.memory_coverage import InMemoryCoverageStore
+from lakehook.domain.coverage import (
+    DAY_MS,
+    HOUR_MS,
+    MAX_SEGMENT_BYTES,
+    AlignedWindows,
+    CorruptSegmentError,
+    CoverageTooFragmentedError,
+    Span,
+    covered_windows,
+    decode_segment,
+    encode_segment,
+    is_covered,
+    join_sorted,
+    merge,
+    missing,
+    newest_covered_window,
+    segment_label,
+    segment_of_label,
+    segments_between,
+    split_by_segment,
+    unite,
+)
+from lakehook.domain.errors import ValidationError
+from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.time import parse_instant_ms
+from lakehook.usecases.coverage import QueryCoverage, RecordCoverage
+
+FIVE_MIN = 300_000
+JUNE = parse_instant_ms("2025-06-01T00:00:00Z")
+ASSET = "s3://spool/orders"
+
+
+def at(text: str) -> int:
+    return parse_instant_ms(text)
+
+
+# --- a brute-force model: every covered instant, one by one --------------------------------------------
+
+
+def points(intervals: list[tuple[int, int]]) -> set[int]:
+    return {t for s, e in intervals for t in range(s, e)}
+
+
+def brute_gaps(intervals: list[tuple[int, int]], start: int, end: int) -> list[Span]:
+    covered = points(intervals)
+    gaps: list[Span] = []
+    for t in range(start, end):
+        if t in covered:
+            continue
+        if gaps and gaps[-1].end == t:
+            gaps[-1] = Span(gaps[-1].start, t + 1)
+        else:
+            gaps.append(Span(t, t + 1))
+    return gaps
+
+
+intervals_st = st.lists(
+    st.tuples(st.integers(0, 120), st.integers(1, 40)).map(lambda p: (p[0], p[0] + p[1])), max_size=25
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(intervals=intervals_st, query=st.tuples(st.integers(0, 170), st.integers(1, 60)), data=st.data())
+def test_gaps_match_a_brute_force_model_in_any_arrival_order(
+    intervals: list[tuple[int, int]], query: tuple[int, int], data: st.DataObject
+) -> None:
+    start, end = query[0], query[0] + query[1]
+    expected = brute_gaps(intervals, start, end)
+    # GIVEN the intervals arrive in an arbitrary order, one at a time (overlaps, adjacency, repeats)
+    arrival = data.draw(st.permutations(intervals))
+    merged: list[Span] = []
+    for interval in arrival:
+        merged = unite(merged, interval)
+    # THEN the incremental merge equals the batch merge, and the gaps are exactly the brute-force ones
+    assert merged == merge(intervals)
+    assert missing(merged, start, end) == expected
+    assert is_covered(merged, start, end) == (not expected)
+    # and the merged spans are disjoint, sorted and never adjacent (adjacency unites)
+    assert all(a.end < b.start for a, b in pairwise(merged))
+    assert points([(s.start, s.end) for s in merged]) == points(intervals)
+
+
+def test_reprocessed_hour_supersedes_twelve_five_minute_slices() -> None:
+    hour = at("2025-06-01T10:00:00Z")
+    slices = [(hour + i * FIVE_MIN, hour + (i + 1) * FIVE_MIN) for i in range(12) if i != 7]
+    merged = merge(slices)
+    assert missing(merged, hour, hour + HOUR_MS) == [Span(hour + 7 * FIVE_MIN, hour + 8 * FIVE_MIN)]
+    # the re-processed hour arrives late and unites with what was there: the gap is gone
+    merged = unite(merged, (hour, hour + HOUR_MS))
+    assert merged == [Span(hour, hour + HOUR_MS)]
+    # and an old slice arriving after it changes nothing
+    assert unite(merged, slices[3]) == merged
+
+
+def test_the_seed_example_reports_one_gap_in_june() -> None:
+    # GIVEN June covered in 5-minute slices except 03:10-03:25 on the 14th
+    gap = (at("2025-06-14T03:10:00Z"), at("2025-06-14T03:25:00Z"))
+    july = at("2025-07-01T00:00:00Z")
+    slices = [(t, t + FIVE_MIN) for t in range(JUNE, july, FIVE_MIN) if not gap[0] <= t < gap[1]]
+    merged = merge(reversed(slices))
+    assert merged == [Span(JUNE, gap[0]), Span(gap[1], july)]
+    assert missing(merged, JUNE, july) == [Span(*gap)]
+
+
+# --- aligned windows ------------------------------------------------------------------------------------
+
+
+def brute_windows(intervals: list[tuple[int, int]], size: int, lateness: int, now: int) -> list[Span]:
+    covered = points(intervals)
+    return [
+        Span(k * size, (k + 1) * size)
+        for k in range(0, now // size + 1)
+        if (k + 1) * size + lateness <= now and all(t in covered for t in range(k * size, (k + 1) * size))
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    intervals=intervals_st,
+    size=st.integers(1, 30),
+    lateness=st.integers(0, 20),
+    now=st.integers(0, 200),
+    after=st.integers(0, 200),
+)
+def test_windows_match_a_brute_force_model(
+    intervals: list[tuple[int, int]], size: int, lateness: int, now: int, after: int
+) -> None:
+    merged = merge(intervals)
+    windows = AlignedWindows(size, lateness)
+    expected = brute_windows(intervals, size, lateness, now)
+    assert newest_covered_window(merged, windows, now) == (expected[-1] if expected else None)
+    assert covered_windows(merged, windows, now, limit=10_000) == expected
+    assert covered_windows(merged, windows, now, after_end=after, limit=10_000) == [
+        w for w in expected if w.start >= after
+    ]
+
+
+def test_one_trigger_per_hour_waits_for_the_whole_hour_and_the_lateness() -> None:
+    ten = at("2025-06-01T10:00:00Z")
+    windows = AlignedWindows.hourly(lateness_ms=10 * 60_000)
+    merged = merge([(ten, ten + 55 * 60_000)])
+    assert newest_covered_window(merged, windows, now_ms=ten + 2 * HOUR_MS) is None  # 10:55-11:00 missing
+    merged = unite(merged, (ten + 55 * 60_000, ten + HOUR_MS + 5 * 60_000))
+    assert newest_covered_window(merged, windows, now_ms=ten + HOUR_MS + 9 * 60_000) is None  # lateness not over
+    assert newest_covered_window(merged, windows, now_ms=ten + HOUR_MS + 10 * 60_000) == Span(ten, ten + HOUR_MS)
+
+
+def test_daily_windows_are_utc_days() -> None:
+    merged = merge([(at("2025-06-01T00:00:00Z"), at("2025-06-03T12:00:00Z"))])
+    found = covered_windows(merged, AlignedWindows.daily(), now_ms=at("2025-06-10T00:00:00Z"))
+    assert found == [
+        Span(at("2025-06-01T00:00:00Z"), at("2025-06-02T00:00:00Z")),
+        Span(at("2025-06-02T00:00:00Z"), at("2025-06-03T00:00:00Z")),
+    ]
+
+
+# --- day segments ---------------------------------------------------------------------------------------
+
+
+def test_an_interval_crossing_midnight_is_split_per_day() -> None:
+    start, end = at("2025-06-01T23:55:00Z"), at("2025-06-03T00:05:00Z")
+    pieces = split_by_segment((start, end))
+    assert [segment_label(day) for day, _ in pieces] == ["2025-06-01", "2025-06-02", "2025-06-03"]
+    assert merge(p for _, p in pieces) == [Span(start, end)]
+    assert segments_between(start, end) == [day for day, _ in pieces]
+    assert segment_of_label("2025-06-02") == pieces[1][0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, DAY_MS - 1), st.integers(1, 3 * HOUR_MS)), max_size=40))
+def test_segments_round_trip(raw: list[tuple[int, int]]) -> None:
+    day = JUNE
+    spans = merge((day + s, min(day + s + length, day + DAY_MS)) for s, length in raw)
+    assert decode_segment(encode_segment(spans, day), day) == spans
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4 * DAY_MS), st.integers(1, 2 * DAY_MS)), max_size=30))
+def test_day_segments_read_back_in_order_unite_at_midnight(raw: list[tuple[int, int]]) -> None:
+    intervals = [(JUNE + s, JUNE + s + length) for s, length in raw]
+    by_day: dict[int, list[Span]] = {}
+    for interval in intervals:
+        for day, piece in split_by_segment(interval):
+            by_day.setdefault(day, []).append(piece)
+    stored = {day: encode_segment(merge(pieces), day) for day, pieces in by_day.items()}
+    read_back = [span for day in sorted(stored) for span in decode_segment(stored[day], day)]
+    assert join_sorted(read_back) == merge(intervals)
+
+
+def test_a_fragmented_day_of_five_minute_slices_is_small() -> None:
+    spans = merge((t, t + FIVE_MIN) for t in range(JUNE, JUNE + DAY_MS, 2 * FIVE_MIN))  # every other slice
+    assert len(spans) == 144
+    assert len(encode_segment(spans, JUNE)) <= 6 * 144
+
+
+def test_a_day_too_fragmented_to_store_is_refused() -> None:
+    spans = [Span(JUNE + t, JUNE + t + 1) for t in range(0, 2 * (MAX_SEGMENT_BYTES // 2 + 10), 2)]
+    with pytest.raises(CoverageTooFragmentedError):
+        encode_segment(spans, JUNE)
+
+
+def test_bytes_that_are_not_a_segment_are_refused() -> None:
+    with pytest.raises(CorruptSegmentError):
+        decode_segment(b"\x80", JUNE)  # ends inside a varint
+    with pytest.raises(CorruptSegmentError):
+        decode_segment(b"\x00\x05\x00\x05", JUNE)  # adjacent spans: not merged
+
+
+# --- the use cases over the in-memory store --------------------------------------------------------------
+
+
+def covered_event(start: str, end: str, partition: str | None = None) -> AssetEvent:
+    return AssetEvent.model_validate(
+        {
+            "eventType": "INTERVAL_COVERED",
+            "assetKey": ASSET,
+            "interval": {"start": start, "end": end},
+            "partitionKey": partition,
+        }
+    )
+
+
+def test_record_then_query_reports_the_exact_gaps() -> None:
+    store = InMemoryCoverageStore()
+    record, query = RecordCoverage(store, clock=lambda: 1), QueryCoverage(store)
+    first = record.record(covered_event("2025-06-14T03:00:00Z", "2025-06-14T03:10:00Z"))
+    record.record(covered_event("2025-06-14T03:25:00Z", "2025-06-14T04:00:00Z"))
+    again = record.record(covered_event("2025-06-14T03:00:00Z", "2025-06-14T03:05:00Z"))
+    assert first is not None and first.changed
+    assert again is not None and not again.changed  # already covered: nothing new
+    answer = query.query(ASSET, at("2025-06-14T03:00:00Z"), at("2025-06-14T04:00:00Z"))
+    assert not answer.covered
+    assert answer.missing == [Span(at("2025-06-14T03:10:00Z"), at("2025-06-14T03:25:00Z"))]
+
+
+def test_other_event_types_record_nothing() -> None:
+    store = InMemoryCoverageStore()
+    event = AssetEvent(event_type=EventType.SNAPSHOT_COMMITTED, asset_key="paimon://lake/db/t", snapshot_id=1)
+    assert RecordCoverage(store).record(event) is None
+    assert store.merged == {}
+
+
+def test_partition_keys_are_labels_unless_kept_per_partition() -> None:
+    store = InMemoryCoverageStore()
+    RecordCoverage(store).record(covered_event("2025-06-01T10:05:00Z", "2025-06-01T10:10:00Z", "2025-06-01T10:05"))
+    assert list(store.merged) == [(ASSET, None)]
+    per_partition = RecordCoverage(store, per_partition=True)
+    change = per_partition.record(covered_event("2025-06-01T10:00:00Z", "2025-06-01T10:05:00Z", "region=eu"))
+    assert change is not None and change.partition_changed
+    eu = QueryCoverage(store).query(ASSET, at("2025-06-01T10:00:00Z"), at("2025-06-01T10:10:00Z"), "region=eu")
+    assert eu.missing == [Span(at("2025-06-01T10:05:00Z"), at("2025-06-01T10:10:00Z"))]
+    whole = QueryCoverage(store).query(ASSET, at("2025-06-01T10:00:00Z"), at("2025-06-01T10:10:00Z"))
+    assert whole.covered
+
+
+def test_queries_must_be_ordered_and_bounded() -> None:
+    query = QueryCoverage(InMemoryCoverageStore(), max_query_days=31)
+    with pytest.raises(ValidationError) as reversed_range:
+        query.query(ASSET, JUNE + 10, JUNE)
+    assert reversed_range.value.field == "end"
+    with pytest.raises(ValidationError):
+        query.query(ASSET, JUNE, JUNE + 32 * DAY_MS)
+
+
+def test_newest_window_through_the_use_case() -> None:
+    store = InMemoryCoverageStore()
+    ten = at("2025-06-01T10:00:00Z")
+    store.add(ASSET, Span(ten - HOUR_MS, ten + HOUR_MS), 1)
+    query = QueryCoverage(store)
+    assert query.newest_window(ASSET, AlignedWindows.hourly(), now=ten + 2 * HOUR_MS) == Span(ten, ten + HOUR_MS)
+    assert query.windows_after(ASSET, AlignedWindows.hourly(), now=ten + 2 * HOUR_MS, after_end=ten) == [
+        Span(ten, ten + HOUR_MS)
+    ]
