@@ -27,14 +27,23 @@ ADMIN = "bench-admin"
 
 
 def _event(asset: int, sid: int) -> dict[str, Any]:
-    return {"eventType": "SNAPSHOT_COMMITTED", "assetKey": f"paimon://lake/bench/t{asset}", "snapshotId": sid,
-            "schemaId": 1, "commitKind": "APPEND", "commitTime": 1_725_963_330_000 + sid}
+    return {
+        "eventType": "SNAPSHOT_COMMITTED",
+        "assetKey": f"paimon://lake/bench/t{asset}",
+        "snapshotId": sid,
+        "schemaId": 1,
+        "commitKind": "APPEND",
+        "commitTime": 1_725_963_330_000 + sid,
+    }
 
 
 def _push(session: requests.Session, url: str, secret: str, events: list[dict[str, Any]]) -> dict[str, Any]:
     body = json.dumps({"events": events}).encode()
-    headers = {"Content-Type": "application/json", "X-Lakehook-Producer": "bench",
-               "X-Lakehook-Signature": sign(secret, body, int(time.time()))}
+    headers = {
+        "Content-Type": "application/json",
+        "X-Lakehook-Producer": "bench",
+        "X-Lakehook-Signature": sign(secret, body, int(time.time())),
+    }
     answer = session.post(f"{url}/asset-events", data=body, headers=headers, timeout=60)
     answer.raise_for_status()
     return answer.json()  # type: ignore[no-any-return]
@@ -60,18 +69,25 @@ def _throughput(url: str, secret: str, clients: int, batch: int, per_client: int
         t.join()
     elapsed = time.perf_counter() - began
     total = clients * (per_client // batch) * batch
-    return {"case": f"{clients} clients x batches of {batch}", "events": total, "seconds": round(elapsed, 2),
-            "events_per_second": round(total / elapsed, 1), "errors": len(errors)}
+    return {
+        "case": f"{clients} clients x batches of {batch}",
+        "events": total,
+        "seconds": round(elapsed, 2),
+        "events_per_second": round(total / elapsed, 1),
+        "errors": len(errors),
+    }
 
 
 def run() -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    with LocalStack(port=0, admin_token=ADMIN, extra_env={"POWERTOOLS_METRICS_DISABLED": "true",
-                                                          "POWERTOOLS_LOG_LEVEL": "WARNING"}) as stack:
+    with LocalStack(
+        port=0, admin_token=ADMIN, extra_env={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING"}
+    ) as stack:
         url = stack.api_url
         admin = {"Authorization": f"Bearer {ADMIN}"}
-        secret = requests.put(f"{url}/producers/bench", headers=admin, timeout=30,
-                              json={"assetKeyPrefixes": ["paimon://lake/bench/"]}).json()["secret"]
+        secret = requests.put(
+            f"{url}/producers/bench", headers=admin, timeout=30, json={"assetKeyPrefixes": ["paimon://lake/bench/"]}
+        ).json()["secret"]
         with requests.Session() as session:
             _push(session, url, secret, [_event(0, 0)])  # warm: builds the container, caches the producer
 
@@ -85,18 +101,33 @@ def run() -> list[dict[str, Any]]:
             with ddb.measure() as dup_calls:
                 for sid in range(1, n + 1):
                     _push(session, url, secret, [_event(1, sid)])
-        rows.append({"case": "DynamoDB requests per novel event (1 event per push, warm)",
-                     "value": round(sum(novel_calls.values()) / n, 2),
-                     "detail": ", ".join(f"{k} {v / n:g}" for k, v in sorted(novel_calls.items()))
-                     + f"; Secrets Manager {sum(novel_secret_calls.values()) / n:g}"})
-        rows.append({"case": "DynamoDB requests per duplicate event", "value": round(sum(dup_calls.values()) / n, 2),
-                     "detail": ", ".join(f"{k} {v / n:g} (all condition-failed: no write)"
-                                         for k, v in sorted(dup_calls.items()))})
+        rows.append(
+            {
+                "case": "DynamoDB requests per novel event (1 event per push, warm)",
+                "value": round(sum(novel_calls.values()) / n, 2),
+                "detail": ", ".join(f"{k} {v / n:g}" for k, v in sorted(novel_calls.items()))
+                + f"; Secrets Manager {sum(novel_secret_calls.values()) / n:g}",
+            }
+        )
+        rows.append(
+            {
+                "case": "DynamoDB requests per duplicate event",
+                "value": round(sum(dup_calls.values()) / n, 2),
+                "detail": ", ".join(
+                    f"{k} {v / n:g} (all condition-failed: no write)" for k, v in sorted(dup_calls.items())
+                ),
+            }
+        )
 
         for clients, batch, per_client in ((1, 1, 200), (4, 1, 100), (4, 25, 250), (8, 100, 300)):
             result = _throughput(url, secret, clients, batch, per_client, base=10_000 * (clients + batch))
-            rows.append({"case": f"throughput, {result['case']}", "value": result["events_per_second"],
-                         "detail": f"{result['events']} events in {result['seconds']} s, errors {result['errors']}"})
+            rows.append(
+                {
+                    "case": f"throughput, {result['case']}",
+                    "value": result["events_per_second"],
+                    "detail": f"{result['events']} events in {result['seconds']} s, errors {result['errors']}",
+                }
+            )
 
         rows.append(_overhead(stack, secret))
     return rows
@@ -111,8 +142,11 @@ def _overhead(stack: LocalStack, secret: str) -> dict[str, Any]:
     began = time.perf_counter()
     for sid in range(n):
         body = json.dumps(_event(100, sid))
-        headers = {"Content-Type": "application/json", "X-Lakehook-Producer": "bench",
-                   "X-Lakehook-Signature": sign(secret, body.encode(), int(time.time()))}
+        headers = {
+            "Content-Type": "application/json",
+            "X-Lakehook-Producer": "bench",
+            "X-Lakehook-Signature": sign(secret, body.encode(), int(time.time())),
+        }
         answer = ingest_fn.invoke(api_event("POST", "/asset-events", raw=body, headers=headers))
         assert answer["statusCode"] == 200, answer
     handler = (time.perf_counter() - began) / n
@@ -123,9 +157,11 @@ def _overhead(stack: LocalStack, secret: str) -> dict[str, Any]:
         store.record_event(event, SourceType.PUSH, 1)
         store.advance_state(event, 1)
     direct = (time.perf_counter() - began) / n
-    return {"case": "handler time / its DynamoDB calls alone (same moto server)",
-            "value": round(handler / direct, 2),
-            "detail": f"handler {handler * 1000:.2f} ms per event, DynamoDB calls alone {direct * 1000:.2f} ms"}
+    return {
+        "case": "handler time / its DynamoDB calls alone (same moto server)",
+        "value": round(handler / direct, 2),
+        "detail": f"handler {handler * 1000:.2f} ms per event, DynamoDB calls alone {direct * 1000:.2f} ms",
+    }
 
 
 if __name__ == "__main__":

@@ -48,8 +48,10 @@ def main(argv: list[str]) -> int:
         rows = module.run()
         title = (module.__doc__ or name).strip().splitlines()[0]
         body = "\n".join((module.__doc__ or "").strip().splitlines()[1:]).strip()
-        sections.append(f"## {name}: {title}\n\n{body}\n\nCommand: `make bench` (or `.venv/bin/python -m bench.{name}`)."
-                        f" Took {time.perf_counter() - began:.0f} s.\n\n{markdown_table(rows)}")
+        sections.append(
+            f"## {name}: {title}\n\n{body}\n\nCommand: `make bench` (or `.venv/bin/python -m bench.{name}`)."
+            f" Took {time.perf_counter() - began:.0f} s.\n\n{markdown_table(rows)}"
+        )
         print(f"bench {name}: {len(rows)} rows", flush=True)
     RESULTS.write_text("\n".join(sections))
     print(f"wrote {RESULTS}")

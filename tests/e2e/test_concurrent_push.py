@@ -22,17 +22,25 @@ def _events() -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     for asset in ASSETS:
         for sid in range(1, SNAPSHOTS + 1):
-            events.append({"eventType": "SNAPSHOT_COMMITTED", "assetKey": asset, "snapshotId": sid,
-                           "commitTime": 1_725_963_330_000 + sid})
+            events.append(
+                {
+                    "eventType": "SNAPSHOT_COMMITTED",
+                    "assetKey": asset,
+                    "snapshotId": sid,
+                    "commitTime": 1_725_963_330_000 + sid,
+                }
+            )
             events.append({"eventType": "WATERMARK_ADVANCED", "assetKey": asset, "watermark": 1_725_960_000_000 + sid})
     return events
 
 
-def test_sixteen_concurrent_writers_converge_on_the_maxima(stack: LocalStack, admin: dict[str, str],
-                                                           http: requests.Session) -> None:
+def test_sixteen_concurrent_writers_converge_on_the_maxima(
+    stack: LocalStack, admin: dict[str, str], http: requests.Session
+) -> None:
     # GIVEN a producer allowed to write the ODS tables
-    answer = http.put(f"{stack.api_url}/producers/writer", headers=admin,
-                      json={"assetKeyPrefixes": ["paimon://lake/ods_db/"]})
+    answer = http.put(
+        f"{stack.api_url}/producers/writer", headers=admin, json={"assetKeyPrefixes": ["paimon://lake/ods_db/"]}
+    )
     assert answer.status_code == 201, answer.text
     secret = answer.json()["secret"]
     everything = _events()
@@ -45,9 +53,13 @@ def test_sixteen_concurrent_writers_converge_on_the_maxima(stack: LocalStack, ad
         rng.shuffle(mine)
         with requests.Session() as session:
             for start in range(0, len(mine), 7):
-                body = json.dumps({"events": mine[start:start + 7]}).encode()
-                reply = session.post(f"{stack.api_url}/asset-events", data=body,
-                                     headers=signed_headers("writer", secret, body), timeout=60)
+                body = json.dumps({"events": mine[start : start + 7]}).encode()
+                reply = session.post(
+                    f"{stack.api_url}/asset-events",
+                    data=body,
+                    headers=signed_headers("writer", secret, body),
+                    timeout=60,
+                )
                 with lock:
                     results.extend((reply.status_code, r) for r in (reply.json().get("results") or [{}]))
 

@@ -12,8 +12,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_demo_runs_and_every_expectation_holds() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src" / "shared")}
-    done = subprocess.run([sys.executable, "-m", "lakehook.demo"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "lakehook.demo"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "FAIL" not in done.stdout
     assert "expectations held" in done.stdout

@@ -18,7 +18,11 @@ def test_local_up_serves_until_interrupted() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src" / "shared")}
     process = subprocess.Popen(
         [sys.executable, "-m", "lakehook.cli", "local", "up", "--port", "0", "--admin-token", "t0ken"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=ROOT,
     )
     try:
         url = None
@@ -30,8 +34,12 @@ def test_local_up_serves_until_interrupted() -> None:
                 url = line.split("ready: ", 1)[1].strip()
                 break
         assert url, "no ready line"
-        answer = requests.put(f"{url}/assets", headers={"Authorization": "Bearer t0ken"},
-                              json={"assetKey": "custom://demo/orders", "format": "custom"}, timeout=10)
+        answer = requests.put(
+            f"{url}/assets",
+            headers={"Authorization": "Bearer t0ken"},
+            json={"assetKey": "custom://demo/orders", "format": "custom"},
+            timeout=10,
+        )
         assert answer.status_code == 201, answer.text
         assert requests.get(f"{url}/assets", timeout=10).status_code == 401
         process.send_signal(signal.SIGINT)

@@ -130,10 +130,12 @@ def test_iceberg_snapshots_are_ordered_by_sequence_number_not_by_their_random_id
     older = snap(8_765_432_109_876, asset=ICEBERG, sequenceNumber=1)
     assert ingest.ingest(newer, SourceType.POLL).status is IngestStatus.ACCEPTED
     assert ingest.ingest(older, SourceType.POLL).status is IngestStatus.STALE
-    passed_old = AssetEvent(eventType=EventType.QUALITY_CHECK_PASSED, assetKey=ICEBERG,
-                            snapshotId=8_765_432_109_876, sequenceNumber=1)
-    passed_new = AssetEvent(eventType=EventType.QUALITY_CHECK_PASSED, assetKey=ICEBERG, snapshotId=1_234_567,
-                            sequenceNumber=2)
+    passed_old = AssetEvent(
+        eventType=EventType.QUALITY_CHECK_PASSED, assetKey=ICEBERG, snapshotId=8_765_432_109_876, sequenceNumber=1
+    )
+    passed_new = AssetEvent(
+        eventType=EventType.QUALITY_CHECK_PASSED, assetKey=ICEBERG, snapshotId=1_234_567, sequenceNumber=2
+    )
     ingest.ingest(passed_new, SourceType.PUSH)
     assert ingest.ingest(passed_old, SourceType.PUSH).status is IngestStatus.STALE
     state = store.get_state(ICEBERG)

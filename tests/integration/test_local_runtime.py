@@ -43,7 +43,8 @@ def recorder(tmp_path: Path) -> Iterator[tuple[LocalStack, Path]]:
 
 
 def test_stream_records_are_filtered_batched_and_redelivered_from_the_failed_record(
-        recorder: tuple[LocalStack, Path]) -> None:
+    recorder: tuple[LocalStack, Path],
+) -> None:
     stack, out = recorder
     table = boto3.resource("dynamodb", endpoint_url=stack.endpoint_url, region_name="us-east-1").Table(stack.table_name)
     table.put_item(Item={"PK": "a", "SK": "EVENT#1"})  # filtered out: not a state item
@@ -62,7 +63,8 @@ def test_stream_records_are_filtered_batched_and_redelivered_from_the_failed_rec
 
 
 def test_a_record_failing_past_the_retry_limit_goes_to_the_failure_destination(
-        recorder: tuple[LocalStack, Path]) -> None:
+    recorder: tuple[LocalStack, Path],
+) -> None:
     stack, out = recorder
     table = boto3.resource("dynamodb", endpoint_url=stack.endpoint_url, region_name="us-east-1").Table(stack.table_name)
     table.put_item(Item={"PK": "poison", "SK": "STATE", "fail": True, "failTimes": 99})
@@ -80,8 +82,16 @@ def test_schedules_fire_at_the_overridden_rate_and_queues_drain(recorder: tuple[
     url = stack.names["Work"]
     sqs.send_message(QueueUrl=url, MessageBody="job-1")
     _wait_for(lambda: any(r.get("body") == "job-1" for e in _calls(out, "Ticker") for r in e.get("Records", [])))
-    _wait_for(lambda: int(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
-                          ["ApproximateNumberOfMessages"]) == 0)
+    _wait_for(
+        lambda: (
+            int(
+                sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"][
+                    "ApproximateNumberOfMessages"
+                ]
+            )
+            == 0
+        )
+    )
 
 
 def test_project_template_routes_match_like_api_gateway() -> None:

@@ -40,39 +40,59 @@ class Demo:
         if not ok:
             self.failures.append(what)
 
-    def push(self, *events: dict[str, Any], producer: str = "flink-cdc", secret: str | None = None,
-             at: int | None = None) -> requests.Response:
+    def push(
+        self, *events: dict[str, Any], producer: str = "flink-cdc", secret: str | None = None, at: int | None = None
+    ) -> requests.Response:
         body = json.dumps({"events": list(events)}).encode()
-        headers = {"Content-Type": "application/json", "X-Lakehook-Producer": producer,
-                   "X-Lakehook-Signature": sign(secret or self.secret, body, at or int(time.time()))}
+        headers = {
+            "Content-Type": "application/json",
+            "X-Lakehook-Producer": producer,
+            "X-Lakehook-Signature": sign(secret or self.secret, body, at or int(time.time())),
+        }
         return self.session.post(f"{self.url}/asset-events", data=body, headers=headers, timeout=30)
 
     def state(self, asset: str) -> dict[str, Any]:
-        answer = self.session.get(f"{self.url}/assets/state", params={"assetKey": asset}, headers=self.admin,
-                                  timeout=30)
+        answer = self.session.get(
+            f"{self.url}/assets/state", params={"assetKey": asset}, headers=self.admin, timeout=30
+        )
         return answer.json()  # type: ignore[no-any-return]
 
 
 def snapshot(asset: str, sid: int, schema: int = 1) -> dict[str, Any]:
-    return {"eventType": "SNAPSHOT_COMMITTED", "assetKey": asset, "snapshotId": sid, "schemaId": schema,
-            "commitKind": "APPEND", "commitTime": 1_725_963_330_000 + sid}
+    return {
+        "eventType": "SNAPSHOT_COMMITTED",
+        "assetKey": asset,
+        "snapshotId": sid,
+        "schemaId": schema,
+        "commitKind": "APPEND",
+        "commitTime": 1_725_963_330_000 + sid,
+    }
 
 
 def scenario(demo: Demo) -> None:
     print("1. register a producer (the Flink CDC job) and the two ODS tables")
-    answer = demo.session.put(f"{demo.url}/producers/flink-cdc", headers=demo.admin, timeout=30,
-                              json={"assetKeyPrefixes": ["paimon://lake/ods_db/"]})
-    demo.expect("producer created, its signing secret shown once", answer.status_code == 201 and
-                "secret" in answer.json(), answer.text)
+    answer = demo.session.put(
+        f"{demo.url}/producers/flink-cdc",
+        headers=demo.admin,
+        timeout=30,
+        json={"assetKeyPrefixes": ["paimon://lake/ods_db/"]},
+    )
+    demo.expect(
+        "producer created, its signing secret shown once",
+        answer.status_code == 201 and "secret" in answer.json(),
+        answer.text,
+    )
     demo.secret = answer.json().get("secret", "")
     for asset in (ORDERS, PAYMENTS):
-        reply = demo.session.put(f"{demo.url}/assets", headers=demo.admin, timeout=30,
-                                 json={"assetKey": asset, "format": "paimon"})
+        reply = demo.session.put(
+            f"{demo.url}/assets", headers=demo.admin, timeout=30, json={"assetKey": asset, "format": "paimon"}
+        )
         demo.expect(f"asset registered: {asset}", reply.status_code in (200, 201), reply.text)
 
     print("2. the writer pushes snapshot 1001 with its quality check")
-    reply = demo.push(snapshot(ORDERS, 1001, schema=5),
-                      {"eventType": "QUALITY_CHECK_PASSED", "assetKey": ORDERS, "snapshotId": 1001})
+    reply = demo.push(
+        snapshot(ORDERS, 1001, schema=5), {"eventType": "QUALITY_CHECK_PASSED", "assetKey": ORDERS, "snapshotId": 1001}
+    )
     statuses = [r["status"] for r in reply.json()["results"]]
     demo.expect("both events ACCEPTED", statuses == ["ACCEPTED", "ACCEPTED"], statuses)
 
@@ -90,8 +110,11 @@ def scenario(demo: Demo) -> None:
     print("5. bad input gets a clear 4xx and loses nothing already accepted")
     bad = demo.push({"eventType": "SNAPSHOT_COMMITED", "assetKey": ORDERS, "snapshotId": 1004}, snapshot(PAYMENTS, 1))
     results = bad.json()["results"]
-    demo.expect("a misspelt event type is REJECTED naming the field", results[0]["status"] == "REJECTED"
-                and "eventType" in (results[0]["reason"] or ""), results[0])
+    demo.expect(
+        "a misspelt event type is REJECTED naming the field",
+        results[0]["status"] == "REJECTED" and "eventType" in (results[0]["reason"] or ""),
+        results[0],
+    )
     demo.expect("its valid neighbour is ACCEPTED", results[1]["status"] == "ACCEPTED", results[1])
     outside = demo.push(snapshot("iceberg://glue/finance/ledger", 7))
     demo.expect("an asset outside the producer's prefixes is a 403", outside.status_code == 403, outside.text)
@@ -102,13 +125,19 @@ def scenario(demo: Demo) -> None:
 
     print("6. the state and the evidence behind it")
     state = demo.state(ORDERS)
-    print(f"   {ORDERS}: snapshot {state.get('latestSnapshotId')}, schema {state.get('latestSchemaId')} "
-          f"({state.get('schemaStatus')}), quality {state.get('qualityStatus')} on the newest snapshot, "
-          f"newest passed check on {state.get('qualityPassedSnapshotId')}, version {state.get('version')}")
-    events = demo.session.get(f"{demo.url}/assets/events", params={"assetKey": ORDERS}, headers=demo.admin,
-                              timeout=30).json()["items"]
-    demo.expect("four distinct events recorded for the orders table (1001, its check, 1003, 1002)",
-                len(events) == 4, [e["eventType"] for e in events])
+    print(
+        f"   {ORDERS}: snapshot {state.get('latestSnapshotId')}, schema {state.get('latestSchemaId')} "
+        f"({state.get('schemaStatus')}), quality {state.get('qualityStatus')} on the newest snapshot, "
+        f"newest passed check on {state.get('qualityPassedSnapshotId')}, version {state.get('version')}"
+    )
+    events = demo.session.get(
+        f"{demo.url}/assets/events", params={"assetKey": ORDERS}, headers=demo.admin, timeout=30
+    ).json()["items"]
+    demo.expect(
+        "four distinct events recorded for the orders table (1001, its check, 1003, 1002)",
+        len(events) == 4,
+        [e["eventType"] for e in events],
+    )
 
 
 def main() -> int:
