@@ -15,13 +15,13 @@ import time
 from typing import Any
 
 import requests
+from tests.support import RequestCounter
 
 from lakehook import container
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.signing import sign
 from lakehook.local.runtime import LocalStack
-from tests.support import RequestCounter
 
 ADMIN = "bench-admin"
 
@@ -58,7 +58,7 @@ def _throughput(url: str, secret: str, clients: int, batch: int, per_client: int
                 start = base + index * per_client + n * batch
                 try:
                     _push(session, url, secret, [_event(index % 8, start + i) for i in range(batch)])
-                except BaseException as exc:  # noqa: BLE001 - reported in the results
+                except BaseException as exc:
                     errors.append(exc)
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]

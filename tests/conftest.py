@@ -18,12 +18,12 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Lakehook")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_DEV", "false")
 
-from moto import mock_aws  # noqa: E402
+from moto import mock_aws
 
-from lakehook import container as container_module  # noqa: E402
-from lakehook.container import Container  # noqa: E402
-from lakehook.settings import Settings  # noqa: E402
-from tests.support import RequestCounter, create_table  # noqa: E402
+from lakehook import container as container_module
+from lakehook.container import Container
+from lakehook.settings import Settings
+from tests.support import RequestCounter, create_table
 
 TABLE = "lakehook-test"
 BUCKET = "lakehook-test-manifests"
