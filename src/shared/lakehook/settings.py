@@ -30,6 +30,13 @@ class Settings(BaseSettings):
     secret_prefix: str = Field(default="lakehook/", description="Secrets Manager name prefix for producer secrets")
     stage: str = Field(default="local")
     poll_queue_url: str | None = Field(default=None, description="SQS queue the poll planner fills for the workers")
+    allow_insecure_loopback_targets: bool = Field(
+        default=False, description="local mode only: plain-http webhook / Airflow / DolphinScheduler on loopback"
+    )
+    dispatch_attempts: int = Field(default=3, ge=1, le=10, description="attempts per dispatcher invocation")
+    dispatch_total_attempts: int = Field(default=10, ge=1, le=100, description="attempts before a claim FAILs")
+    dispatch_lease_seconds: int = Field(default=300, ge=30, description="a dispatcher's hold on a claim")
+    dispatch_stuck_after_seconds: int = Field(default=600, ge=60, description="TRIGGERING longer than this is stuck")
 
 
 @lru_cache(maxsize=1)

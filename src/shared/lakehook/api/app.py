@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from lakehook import __version__
 from lakehook.api.http import json_response
-from lakehook.api.routes import assets, coverage, events, producers, watermarks
+from lakehook.api.routes import aliases, assets, coverage, events, producers, rules, runs, triggers, watermarks
 from lakehook.container import current
 from lakehook.domain.errors import (
     AuthenticationError,
@@ -85,7 +85,7 @@ def _raw_error(status: int, code: str, message: str) -> dict[str, Any]:
 def build_app() -> LakehookResolver:
     """The resolver with every route; handlers call ``resolve`` on it."""
     app = LakehookResolver(enable_validation=True)
-    for module in (events, producers, assets, watermarks, coverage):
+    for module in (events, producers, assets, watermarks, coverage, rules, triggers, runs, aliases):
         app.include_router(module.router)
 
     for error_type, (status, code) in ERROR_STATUS.items():

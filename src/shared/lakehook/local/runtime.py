@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -24,6 +25,30 @@ log = logging.getLogger("lakehook.local")
 DEFAULT_TEMPLATE = Path(__file__).resolve().parents[4] / "template.yaml"
 LOCAL_STACK = "lakehook-local"
 _FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": "local"}
+
+
+_atomic_lock = threading.RLock()
+
+
+def _make_moto_dynamodb_atomic() -> None:
+    """Serialize moto's DynamoDB requests, as each DynamoDB request is atomic.
+
+    moto's server handles requests on threads without a lock, and its TransactWriteItems restores a copy
+    of the whole table when a condition fails, erasing what other threads wrote meanwhile. Concurrent
+    resolvers and pushers then see lost or doubled claims that real DynamoDB never produces.
+    """
+    from moto.dynamodb.responses import DynamoHandler
+
+    if getattr(DynamoHandler.call_action, "_lakehook_atomic", False):
+        return
+    call_action = DynamoHandler.call_action
+
+    def atomic(self: Any) -> Any:
+        with _atomic_lock:
+            return call_action(self)
+
+    atomic._lakehook_atomic = True  # type: ignore[attr-defined]
+    DynamoHandler.call_action = atomic  # type: ignore[method-assign]
 
 
 class LocalStack:
@@ -86,6 +111,7 @@ class LocalStack:
     def _start(self) -> None:
         from moto.server import ThreadedMotoServer
 
+        _make_moto_dynamodb_atomic()
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-request access log
         self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
         self._moto.start()
@@ -115,6 +141,7 @@ class LocalStack:
                 "LAKEHOOK_REGION": self.region,
                 "LAKEHOOK_STAGE": "local",
                 "POWERTOOLS_TRACE_DISABLED": "true",
+                "LAKEHOOK_ALLOW_INSECURE_LOOPBACK_TARGETS": "true",  # local targets are plain http on loopback
             }
         )
         env.update(self.extra_env)

@@ -1,0 +1,168 @@
+"""Resolve: requests and time for one asset change feeding 1, 100 and 10,000 rules (in-process moto).
+
+Each rule is one group over the changed asset and a second asset that already has a snapshot, so
+one change makes every rule READY. Rules are bulk-loaded with the store's own item format; the
+changed asset's state record goes through `handle_stream_batch`, as the resolver function gets it.
+- requests: boto3 calls the resolver made (exact); the budget is one Query for the rules of the asset
+  (paginated past 1 MB), one batched read (BatchGetItem pages of 100 keys: states and group cursors),
+  one TransactWriteItems per claim;
+- time: wall clock on this machine. moto's TransactWriteItems deep-copies the whole table to roll back,
+  so its cost grows with the table (not so on DynamoDB); the 10,000-rule claims therefore go to the
+  in-memory trigger store (request count = claims, one transaction each, as the tests show), and
+  one moto transaction at that table size is timed on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Lakehook")
+
+import boto3
+from boto3.dynamodb.types import TypeSerializer
+from moto import mock_aws
+from tests.support import RequestCounter, create_table
+
+from lakehook.adapters.dynamodb import keys
+from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
+from lakehook.adapters.dynamodb.rule_store import rule_items
+from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
+from lakehook.adapters.memory_rules import InMemoryTriggerStore
+from lakehook.container import Container
+from lakehook.domain.events import AssetEvent, EventType, SourceType
+from lakehook.domain.rules import Rule
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, trigger_key
+from lakehook.observability import logger
+from lakehook.settings import Settings
+from lakehook.usecases.ingest import IngestEvents
+from lakehook.usecases.resolve import ResolveAssetChange
+from lakehook.wiring_rules import deferral_store, handle_stream_batch, rule_store, state_history, state_reader
+
+TABLE = "lakehook-bench"
+CHANGED = "paimon://lake/ods/orders"
+OTHER = "paimon://lake/ods/payments"
+MISSING = "paimon://lake/ods/not_yet"
+
+
+def _record(table: Any, asset_key: str) -> dict[str, Any]:
+    """The stream record of the asset's state item, as Lambda would hand it over."""
+    raw = table.meta.client.get_item(TableName=TABLE, Key={"PK": keys.asset_pk(asset_key), "SK": "STATE"})
+    image = {k: TypeSerializer().serialize(v) for k, v in raw["Item"].items()}
+    return {
+        "eventName": "MODIFY",
+        "dynamodb": {
+            "Keys": {"PK": image["PK"], "SK": image["SK"]},
+            "NewImage": image,
+            "SequenceNumber": "1",
+            "StreamViewType": "NEW_AND_OLD_IMAGES",
+        },
+    }
+
+
+def _scenario(rules: int, claims_on_moto: bool, ready: bool = True) -> dict[str, Any]:
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_table(client, TABLE)
+        table = boto3.resource("dynamodb", region_name="us-east-1").Table(TABLE)
+        other = OTHER if ready else MISSING
+        with table.batch_writer() as batch:
+            for i in range(rules):
+                rule = Rule.model_validate(
+                    {
+                        "ruleId": f"rule_{i:05d}",
+                        "target": {"type": "webhook", "url": f"https://x.example/{i}"},
+                        "groups": [{"groupId": "g", "members": [{"assetKey": CHANGED}, {"assetKey": other}]}],
+                    }
+                )
+                meta, index = rule_items(rule, 1, 0, 0)
+                for item in (meta, *index):
+                    batch.put_item(Item=item)
+        ingest = IngestEvents(DynamoDBAssetStore(table))
+        ingest.ingest(AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=OTHER, snapshotId=1), SourceType.PUSH)
+        ingest.ingest(
+            AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=CHANGED, snapshotId=1), SourceType.PUSH
+        )
+        container = Container(Settings(table_name=TABLE, region="us-east-1"))
+        container.__dict__["table"] = table
+        triggers: Any = DynamoDBTriggerStore(table) if claims_on_moto else InMemoryTriggerStore()
+        container.overrides["trigger_store"] = triggers
+        container.overrides["resolver"] = ResolveAssetChange(
+            rule_store(container),
+            state_reader(container),
+            triggers,
+            state_history(container),
+            deferral_store(container),
+            observer=None,
+        )
+        record = _record(table, CHANGED)
+        counter = RequestCounter().attach(table.meta.client)
+        began = time.perf_counter()
+        answer = handle_stream_batch({"Records": [record]}, container)
+        seconds = time.perf_counter() - began
+        assert answer == {"batchItemFailures": []}
+        calls = dict(counter.calls)
+        claimed = (
+            len(triggers.claim_order)
+            if isinstance(triggers, InMemoryTriggerStore)
+            else len([i for i in table.scan(ProjectionExpression="SK")["Items"] if i["SK"] == keys.CLAIM_SORT])
+        )
+        if not claims_on_moto:
+            calls["TransactWriteItems"] = claimed  # one per claim, made on the in-memory store here
+        row = {
+            "rules": f"{rules:,}",
+            "claims": f"{claimed:,}" + ("" if claims_on_moto or not ready else " (in-memory)"),
+            "Query": calls.get("Query", 0),
+            "BatchGetItem": calls.get("BatchGetItem", 0),
+            "TransactWriteItems": calls.get("TransactWriteItems", 0),
+            "other requests": sum(
+                v for k, v in calls.items() if k not in ("Query", "BatchGetItem", "TransactWriteItems")
+            ),
+            "seconds": round(seconds, 2),
+            "ms per rule": round(seconds * 1000 / rules, 2),
+        }
+        if not ready:
+            row["note"] = "every rule blocked (its second asset is unknown): reads and evaluation only"
+        elif not claims_on_moto:
+            row["note"] = f"one moto TransactWriteItems at this table size: {_one_transaction(table):.2f} s"
+        return row
+
+
+def _one_transaction(table: Any) -> float:
+    store = DynamoDBTriggerStore(table)
+    pins = (PinnedInput(asset_key=CHANGED, snapshot_id=1),)
+    trigger = Trigger(
+        trigger_key=trigger_key("probe", "g", pins, None, 0),
+        rule_id="probe",
+        group_id="g",
+        inputs=pins,
+        created_at=1,
+        updated_at=1,
+    )
+    began = time.perf_counter()
+    store.claim(trigger, GroupCursor.initial("probe", "g").after(trigger, {}), None)
+    return time.perf_counter() - began
+
+
+def run() -> list[dict[str, Any]]:
+    level = logger.log_level
+    logger.setLevel("WARNING")  # one log line per claim would dominate the 10,000-rule case
+    try:
+        return [
+            _scenario(1, True),
+            _scenario(100, True),
+            _scenario(10_000, False),
+            _scenario(10_000, True, ready=False),
+        ]
+    finally:
+        logger.setLevel(level)
+
+
+if __name__ == "__main__":
+    from bench.run import markdown_table
+
+    print(markdown_table(run()))

@@ -1,0 +1,22 @@
+"""Resolver: DynamoDB stream batches of asset state changes and due deferrals → evaluate rules → claim.
+
+The batch is resolved as a whole rather than record by record (Powertools' BatchProcessor): the changed
+assets are deduplicated and their rules' member states read in one BatchGetItem, and an EACH_VERSION rule
+never sees a later version before an earlier one that failed. On an error the first record is reported
+failed, so Lambda retries the batch in order; claims are idempotent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from lakehook.observability import logger, metrics
+from lakehook.wiring_rules import handle_stream_batch
+
+
+@logger.inject_lambda_context(log_event=False)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return handle_stream_batch(event)

@@ -1,0 +1,58 @@
+"""DynamoDBStateHistory: past state images ``ASSET#<assetKey>`` / ``HIST#<version>``, kept for a while (TTL)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from boto3.dynamodb.conditions import Key
+
+from lakehook.adapters.dynamodb import keys
+from lakehook.domain.state import AssetState
+from lakehook.ports.rules import StateHistory
+
+
+class DynamoDBStateHistory(StateHistory):
+    """One item per state version; writes go through BatchWriteItem (25 per request)."""
+
+    def __init__(self, table: Any, retention_days: int = 14) -> None:
+        self._table = table
+        self._retention_seconds = retention_days * 86400
+
+    def record(self, states: Mapping[str, Sequence[AssetState]], now_ms: int) -> None:
+        unique = {(k, s.version): s for k, items in states.items() for s in items}
+        if not unique:
+            return
+        with self._table.batch_writer(overwrite_by_pkeys=["PK", "SK"]) as batch:
+            for (asset_key, version), state in unique.items():
+                batch.put_item(
+                    Item={
+                        **keys.history_key(asset_key, version),
+                        keys.ITEM_TYPE: "STATE_HISTORY",
+                        "assetKey": asset_key,
+                        "body": json.dumps(
+                            state.model_dump(by_alias=True, mode="json", exclude_none=True),
+                            separators=(",", ":"),
+                            sort_keys=True,
+                        ),
+                        keys.TTL_ATTRIBUTE: now_ms // 1000 + self._retention_seconds,
+                    }
+                )
+
+    def between(self, asset_key: str, first_version: int, last_version: int) -> list[AssetState]:
+        if first_version > last_version:
+            return []
+        low = keys.history_key(asset_key, first_version)["SK"]
+        high = keys.history_key(asset_key, last_version)["SK"]
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": Key("PK").eq(keys.asset_pk(asset_key)) & Key("SK").between(low, high),
+            "ConsistentRead": True,
+        }
+        found: list[AssetState] = []
+        while True:
+            answer = self._table.query(**kwargs)
+            found.extend(AssetState.model_validate(json.loads(i["body"])) for i in answer.get("Items", []))
+            if "LastEvaluatedKey" not in answer:
+                return found
+            kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]

@@ -1,0 +1,268 @@
+"""DynamoDBTriggerLedger: dispatch bookkeeping on the resolver's claim items ``TRIGGER#<key>`` / ``CLAIM``.
+
+The claim item (see ``trigger_store.trigger_item``) already has ``status``, ``attempts``, ``updatedAt``,
+``manifestUri``, ``reason`` and ``targetRunId``; the ledger updates those in place and adds:
+
+- ``leaseOwner`` / ``leaseUntil`` (epoch ms): who is dispatching it now; a lease stops two dispatchers
+  (a redelivered stream record and the compensator) from working on one key at the same time;
+- ``lastAttemptAt`` (epoch ms): when the last attempt began (the settle time counts from it);
+- ``retryable`` (bool), ``nextAttemptAt`` (epoch ms), ``failureCode``: how a FAILED claim is re-driven;
+- ``runStatus``, ``completedAt``: what the run reported through ``POST /runs/{triggerKey}/complete``.
+
+Every change is ONE conditional UpdateItem: taking an attempt is conditional on the status and the
+lease, marking is conditional on still holding the lease, so two dispatchers never both mark.
+
+Finding claims to re-drive (:meth:`pending`) uses the per-rule trigger index the resolver keeps on
+GSI1 (``TRIGGERS#<ruleId>`` / ``<createdAt>#<seq>#<key>``): one query per rule, limited to claims
+created within ``lookback_ms``, filtered to open ones. Rules are read from GSI1 ``RULES``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from boto3.dynamodb.conditions import Key
+from botocore.exceptions import ClientError
+
+from lakehook.adapters.aws import is_conditional_failure
+from lakehook.adapters.dynamodb import keys
+from lakehook.adapters.dynamodb.batch_reads import integral
+from lakehook.adapters.dynamodb.trigger_store import trigger_from_item
+from lakehook.domain.triggers import TriggerStatus
+from lakehook.ports.dispatch import Attempt, LedgerEntry, TriggerLedger
+
+DEFAULT_LOOKBACK_MS = 7 * 86_400_000
+
+# FilterCriteria of the dispatcher's DynamoDB event source: a claim created to be dispatched. Only
+# INSERT: the ledger's own updates (leases, marks) must not wake the dispatcher again.
+DISPATCH_FILTER_PATTERNS: list[dict[str, Any]] = [
+    {
+        "eventName": ["INSERT"],
+        "dynamodb": {"NewImage": {"itemType": {"S": ["TRIGGER"]}, "status": {"S": ["TRIGGERING"]}}},
+    },
+]
+
+_OPEN_FILTER = (
+    "(#status = :triggering AND updatedAt < :stuck AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now))"
+    " OR (#status = :failed AND retryable = :true AND (attribute_not_exists(nextAttemptAt) OR nextAttemptAt <= :now))"
+)
+
+
+def _text(value: Any) -> str:
+    """A string attribute as Lambda (``{"S": ...}``) or Powertools (plain) hands it over."""
+    if isinstance(value, Mapping):
+        return str(value.get("S", ""))
+    return "" if value is None else str(value)
+
+
+def claimed_trigger_key(record: Any) -> str | None:
+    """The trigger key of a stream record that creates a claim to dispatch, else None.
+
+    Reads the keys, so it does not depend on the FilterCriteria; a keys-only record (moto's first
+    INSERT for an update that creates an item) still names its claim; the dispatcher re-reads it.
+    """
+    raw = getattr(record, "raw_event", record)
+    if not isinstance(raw, Mapping) or raw.get("eventName") != "INSERT":
+        return None
+    body = raw.get("dynamodb") or {}
+    item_keys = body.get("Keys") or {}
+    pk, sk = _text(item_keys.get("PK")), _text(item_keys.get("SK"))
+    if not pk.startswith(keys.TRIGGER_PREFIX) or sk != keys.CLAIM_SORT:
+        return None
+    image = body.get("NewImage")
+    if image and _text(image.get("status")) not in ("", TriggerStatus.TRIGGERING.value):
+        return None  # a SKIPPED claim (or anything else) has no run to start
+    return pk[len(keys.TRIGGER_PREFIX) :] or None
+
+
+def entry_from_item(item: Mapping[str, Any]) -> LedgerEntry:
+    data = integral(dict(item))
+    return LedgerEntry(
+        trigger=trigger_from_item(dict(item)),
+        retryable=data.get("retryable"),
+        next_attempt_at=data.get("nextAttemptAt"),
+        lease_owner=data.get("leaseOwner"),
+        lease_until=data.get("leaseUntil"),
+        last_attempt_at=data.get("lastAttemptAt"),
+        replay_of=data.get("replayOf"),
+        failure_code=data.get("failureCode"),
+        run_status=data.get("runStatus"),
+        completed_at=data.get("completedAt"),
+    )
+
+
+class DynamoDBTriggerLedger(TriggerLedger):
+    """The ledger on the single table's claim items."""
+
+    def __init__(self, table: Any, lookback_ms: int = DEFAULT_LOOKBACK_MS) -> None:
+        self._table = table
+        self._lookback_ms = lookback_ms
+
+    def get(self, trigger_key: str) -> LedgerEntry | None:
+        item = self._table.get_item(Key=keys.trigger_item_key(trigger_key), ConsistentRead=True).get("Item")
+        return None if item is None else entry_from_item(item)
+
+    def begin_attempt(
+        self, trigger_key: str, owner: str, now_ms: int, lease_ms: int, redrive: bool = False
+    ) -> Attempt | None:
+        takeable = (
+            "#status = :triggering AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now OR leaseOwner = :owner)"
+        )
+        values: dict[str, Any] = {
+            ":triggering": TriggerStatus.TRIGGERING.value,
+            ":now": now_ms,
+            ":owner": owner,
+            ":until": now_ms + lease_ms,
+            ":zero": 0,
+            ":one": 1,
+        }
+        if redrive:
+            due = (
+                "#status = :failed AND retryable = :true"
+                " AND (attribute_not_exists(nextAttemptAt) OR nextAttemptAt <= :now)"
+            )
+            condition = f"attribute_exists(PK) AND (({takeable}) OR ({due}))"
+            values[":failed"] = TriggerStatus.FAILED.value
+            values[":true"] = True
+        else:
+            condition = f"attribute_exists(PK) AND {takeable}"
+        try:
+            answer = self._table.update_item(
+                Key=keys.trigger_item_key(trigger_key),
+                UpdateExpression=(
+                    "SET #status = :triggering, attempts = if_not_exists(attempts, :zero) + :one, updatedAt = :now, "
+                    "leaseOwner = :owner, leaseUntil = :until, lastAttemptAt = :now REMOVE retryable, nextAttemptAt"
+                ),
+                ConditionExpression=condition,
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_OLD",
+            )
+        except ClientError as exc:
+            if is_conditional_failure(exc):
+                return None
+            raise
+        before = entry_from_item(answer["Attributes"])
+        return Attempt(before.trigger.attempts + 1, before, owner)
+
+    def mark_succeeded(self, trigger_key: str, owner: str, run_id: str, manifest_uri: str | None, now_ms: int) -> bool:
+        sets = ["#status = :succeeded", "targetRunId = :run", "updatedAt = :now"]
+        values: dict[str, Any] = {":succeeded": TriggerStatus.SUCCEEDED.value, ":run": run_id, ":now": now_ms}
+        if manifest_uri:
+            sets.append("manifestUri = :uri")
+            values[":uri"] = manifest_uri
+        return self._mark(
+            trigger_key,
+            owner,
+            f"SET {', '.join(sets)} REMOVE leaseOwner, leaseUntil, reason, retryable, nextAttemptAt, failureCode",
+            values,
+        )
+
+    def mark_failed(
+        self,
+        trigger_key: str,
+        owner: str,
+        reason: str,
+        code: str,
+        retryable: bool,
+        manifest_uri: str | None,
+        now_ms: int,
+        next_attempt_at: int | None = None,
+    ) -> bool:
+        sets = [
+            "#status = :failed",
+            "reason = :reason",
+            "failureCode = :code",
+            "retryable = :retryable",
+            "updatedAt = :now",
+        ]
+        values: dict[str, Any] = {
+            ":failed": TriggerStatus.FAILED.value,
+            ":reason": reason[:1000],
+            ":code": code,
+            ":retryable": retryable,
+            ":now": now_ms,
+        }
+        removes = ["leaseOwner", "leaseUntil"]
+        if retryable and next_attempt_at is not None:
+            sets.append("nextAttemptAt = :next")
+            values[":next"] = next_attempt_at
+        else:
+            removes.append("nextAttemptAt")
+        if manifest_uri:
+            sets.append("manifestUri = :uri")
+            values[":uri"] = manifest_uri
+        return self._mark(trigger_key, owner, f"SET {', '.join(sets)} REMOVE {', '.join(removes)}", values)
+
+    def _mark(self, trigger_key: str, owner: str, expression: str, values: dict[str, Any]) -> bool:
+        try:
+            self._table.update_item(
+                Key=keys.trigger_item_key(trigger_key),
+                UpdateExpression=expression,
+                ConditionExpression="#status = :triggering AND leaseOwner = :owner",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={**values, ":triggering": TriggerStatus.TRIGGERING.value, ":owner": owner},
+            )
+        except ClientError as exc:
+            if is_conditional_failure(exc):
+                return False
+            raise
+        return True
+
+    def record_completion(self, trigger_key: str, run_status: str, now_ms: int) -> bool:
+        try:
+            self._table.update_item(
+                Key=keys.trigger_item_key(trigger_key),
+                UpdateExpression="SET runStatus = :run, completedAt = :now",
+                ConditionExpression="attribute_exists(PK) AND #status <> :skipped",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={":run": run_status, ":now": now_ms, ":skipped": TriggerStatus.SKIPPED.value},
+            )
+        except ClientError as exc:
+            if is_conditional_failure(exc):
+                return False
+            raise
+        return True
+
+    def pending(self, now_ms: int, stuck_before_ms: int, limit: int) -> list[LedgerEntry]:
+        found: list[LedgerEntry] = []
+        since = keys.triggers_index_sk(max(now_ms - self._lookback_ms, 0), 0, "")
+        for rule_id in self._rule_ids():
+            kwargs: dict[str, Any] = {
+                "IndexName": keys.GSI1,
+                "KeyConditionExpression": Key("GSI1PK").eq(keys.triggers_index_pk(rule_id)) & Key("GSI1SK").gte(since),
+                "FilterExpression": _OPEN_FILTER,
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": {
+                    ":triggering": TriggerStatus.TRIGGERING.value,
+                    ":failed": TriggerStatus.FAILED.value,
+                    ":true": True,
+                    ":now": now_ms,
+                    ":stuck": stuck_before_ms,
+                },
+            }
+            while len(found) < limit:
+                answer = self._table.query(**kwargs)
+                found.extend(entry_from_item(i) for i in answer.get("Items", []))
+                if "LastEvaluatedKey" not in answer:
+                    break
+                kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+            if len(found) >= limit:
+                break
+        found.sort(key=lambda e: (e.trigger.created_at, e.trigger_key))
+        return found[:limit]
+
+    def _rule_ids(self) -> Iterator[str]:
+        kwargs: dict[str, Any] = {
+            "IndexName": keys.GSI1,
+            "KeyConditionExpression": Key("GSI1PK").eq(keys.RULES_INDEX_PK),
+            "ProjectionExpression": "GSI1SK",
+        }
+        while True:
+            answer = self._table.query(**kwargs)
+            for item in answer.get("Items", []):
+                yield str(item["GSI1SK"])
+            if "LastEvaluatedKey" not in answer:
+                return
+            kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]

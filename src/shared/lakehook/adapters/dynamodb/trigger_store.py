@@ -1,0 +1,174 @@
+"""DynamoDBTriggerStore: a claim is ONE transaction of two conditional puts.
+
+- the claim ``TRIGGER#<key>`` / ``CLAIM``, condition ``attribute_not_exists(PK)``: each key once;
+- the group cursor ``RULE#<ruleId>`` / ``CURSOR#<groupId>``, condition ``seq = :expected`` (or absent),
+  with ``ReturnValuesOnConditionCheckFailure=ALL_OLD`` so a loser gets the winner's cursor back
+  without another read.
+
+Two items (well under the 100-item and 4 MB transaction limits); the claim item is small (at most
+48 pinned inputs). Triggers are listed per rule through GSI1, newest first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from boto3.dynamodb.conditions import Attr, Key
+from botocore.exceptions import ClientError
+
+from lakehook.adapters.dynamodb import keys
+from lakehook.adapters.dynamodb.batch_reads import batch_get, integral
+from lakehook.adapters.dynamodb.pagination import decode_token, encode_token
+from lakehook.adapters.dynamodb.transactions import CONDITION_FAILED, cancellation_reasons, old_item, reason_code
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, Window
+from lakehook.ports.rules import ClaimOutcome, ClaimResult, GroupRef, TriggerStore
+from lakehook.ports.store import Page
+
+MAX_LIST_PAGES = 10  # a status filter may thin pages out; stop after this many reads
+
+
+def trigger_item(trigger: Trigger) -> dict[str, Any]:
+    """The claim item: plain attributes, so the dispatcher can update status and attempts in place."""
+    item: dict[str, Any] = {
+        **keys.trigger_item_key(trigger.trigger_key),
+        keys.ITEM_TYPE: "TRIGGER",
+        "triggerKey": trigger.trigger_key,
+        "ruleId": trigger.rule_id,
+        "groupId": trigger.group_id,
+        "status": trigger.status.value,
+        "inputs": [p.model_dump(by_alias=True, exclude_none=True) for p in trigger.inputs],
+        "replayEpoch": trigger.replay_epoch,
+        "sequence": trigger.sequence,
+        "attempts": trigger.attempts,
+        "createdAt": trigger.created_at,
+        "updatedAt": trigger.updated_at,
+        "GSI1PK": keys.triggers_index_pk(trigger.rule_id),
+        "GSI1SK": keys.triggers_index_sk(trigger.created_at, trigger.sequence, trigger.trigger_key),
+    }
+    if trigger.window is not None:
+        item["window"] = {"start": trigger.window.start, "end": trigger.window.end}
+    for name, value in (
+        ("manifestUri", trigger.manifest_uri),
+        ("reason", trigger.reason),
+        ("targetRunId", trigger.target_run_id),
+    ):
+        if value is not None:
+            item[name] = value
+    return item
+
+
+def trigger_from_item(item: dict[str, Any]) -> Trigger:
+    data = integral(item)
+    return Trigger(
+        trigger_key=data["triggerKey"],
+        rule_id=data["ruleId"],
+        group_id=data["groupId"],
+        status=TriggerStatus(data["status"]),
+        inputs=tuple(PinnedInput.model_validate(p) for p in data.get("inputs", [])),
+        window=Window.model_validate(data["window"]) if data.get("window") else None,
+        replay_epoch=data.get("replayEpoch", 0),
+        sequence=data.get("sequence", 0),
+        attempts=data.get("attempts", 0),
+        created_at=data["createdAt"],
+        updated_at=data["updatedAt"],
+        manifest_uri=data.get("manifestUri"),
+        reason=data.get("reason"),
+        target_run_id=data.get("targetRunId"),
+    )
+
+
+def cursor_item(cursor: GroupCursor) -> dict[str, Any]:
+    return {
+        **keys.cursor_key(cursor.rule_id, cursor.group_id),
+        keys.ITEM_TYPE: "CURSOR",
+        "ruleId": cursor.rule_id,
+        "groupId": cursor.group_id,
+        "seq": cursor.seq,
+        "body": cursor.to_json(),
+    }
+
+
+def cursor_from_item(item: dict[str, Any]) -> GroupCursor:
+    return GroupCursor.model_validate_json(item["body"])
+
+
+class DynamoDBTriggerStore(TriggerStore):
+    """Claims and cursors on the single table."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self._client = table.meta.client
+        self._name = table.name
+
+    def claim(self, trigger: Trigger, cursor: GroupCursor, expected: GroupCursor | None) -> ClaimResult:
+        put_cursor: dict[str, Any] = {
+            "TableName": self._name,
+            "Item": cursor_item(cursor),
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        if expected is None or expected.seq == 0:
+            put_cursor["ConditionExpression"] = "attribute_not_exists(PK)"
+        else:
+            put_cursor["ConditionExpression"] = "seq = :expected"
+            put_cursor["ExpressionAttributeValues"] = {":expected": expected.seq}
+        try:
+            self._client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Put": {
+                            "TableName": self._name,
+                            "Item": trigger_item(trigger),
+                            "ConditionExpression": "attribute_not_exists(PK)",
+                        }
+                    },
+                    {"Put": put_cursor},
+                ]
+            )
+        except ClientError as exc:
+            reasons = cancellation_reasons(exc)
+            if not reasons or len(reasons) != 2:
+                raise
+            claim_reason, cursor_reason = (reason_code(r) for r in reasons)
+            if CONDITION_FAILED not in (claim_reason, cursor_reason):
+                raise  # a conflict with a concurrent transaction or a throttle: let the batch retry
+            seen = old_item(reasons[1]) if cursor_reason == CONDITION_FAILED else None
+            now = cursor_from_item(seen) if seen else None
+            outcome = ClaimOutcome.DUPLICATE if claim_reason == CONDITION_FAILED else ClaimOutcome.CURSOR_MOVED
+            return ClaimResult(outcome, now)
+        return ClaimResult(ClaimOutcome.CLAIMED, cursor)
+
+    def get(self, trigger_key: str) -> Trigger | None:
+        item = self._table.get_item(Key=keys.trigger_item_key(trigger_key), ConsistentRead=True).get("Item")
+        return None if item is None else trigger_from_item(item)
+
+    def list_for_rule(
+        self, rule_id: str, status: TriggerStatus | None = None, limit: int = 50, next_token: str | None = None
+    ) -> Page[Trigger]:
+        kwargs: dict[str, Any] = {
+            "IndexName": keys.GSI1,
+            "KeyConditionExpression": Key("GSI1PK").eq(keys.triggers_index_pk(rule_id)),
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if status is not None:
+            kwargs["FilterExpression"] = Attr("status").eq(status.value)
+        start = decode_token(next_token)
+        if start:
+            kwargs["ExclusiveStartKey"] = start
+        items: list[Trigger] = []
+        last: dict[str, Any] | None = None
+        for _ in range(MAX_LIST_PAGES):
+            kwargs["Limit"] = limit - len(items)
+            answer = self._table.query(**kwargs)
+            items.extend(trigger_from_item(i) for i in answer.get("Items", []))
+            last = answer.get("LastEvaluatedKey")
+            if last is None or len(items) >= limit:
+                break
+            kwargs["ExclusiveStartKey"] = last
+        return Page(items, encode_token(last))
+
+    def get_cursors(self, refs: Collection[GroupRef]) -> dict[GroupRef, GroupCursor]:
+        found = batch_get(self._client, self._name, [keys.cursor_key(r, g) for r, g in refs])
+        cursors = (cursor_from_item(i) for i in found)
+        return {(c.rule_id, c.group_id): c for c in cursors}

@@ -1,0 +1,182 @@
+"""In-memory fakes of the resolver's ports, for unit tests and the reference model. Thread-safe."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Collection, Mapping, Sequence
+
+from lakehook.domain.errors import ValidationError
+from lakehook.domain.rules import Rule
+from lakehook.domain.state import AssetState
+from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
+from lakehook.ports.rules import (
+    ClaimOutcome,
+    ClaimResult,
+    Deferral,
+    DeferralStore,
+    GroupRef,
+    ResolutionInputs,
+    RuleStore,
+    StateHistory,
+    StateReader,
+    StoredRule,
+    TriggerStore,
+)
+from lakehook.ports.store import Page
+
+
+def _page(items: list[object], limit: int, next_token: str | None) -> tuple[list[object], str | None]:
+    try:
+        start = int(next_token or 0)
+    except ValueError as exc:
+        raise ValidationError("nextToken is not a token this API issued", field="nextToken") from exc
+    end = start + limit
+    return items[start:end], (str(end) if end < len(items) else None)
+
+
+class InMemoryRuleStore(RuleStore):
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.rules: dict[str, StoredRule] = {}
+        self.index: dict[str, set[str]] = {}
+
+    def put_rule(self, rule: Rule, now_ms: int) -> StoredRule:
+        with self._lock:
+            old = self.rules.get(rule.rule_id)
+            if old is not None:
+                for key in old.rule.asset_keys:
+                    self.index.get(key, set()).discard(rule.rule_id)
+            stored = StoredRule(rule, (old.revision if old else 0) + 1, old.created_at if old else now_ms, now_ms)
+            self.rules[rule.rule_id] = stored
+            for key in rule.asset_keys:
+                self.index.setdefault(key, set()).add(rule.rule_id)
+            return stored
+
+    def get_rule(self, rule_id: str) -> StoredRule | None:
+        with self._lock:
+            return self.rules.get(rule_id)
+
+    def get_rules(self, rule_ids: Collection[str]) -> dict[str, Rule]:
+        with self._lock:
+            return {i: self.rules[i].rule for i in rule_ids if i in self.rules}
+
+    def list_rules(self, limit: int, next_token: str | None = None) -> Page[StoredRule]:
+        with self._lock:
+            ordered = [self.rules[k] for k in sorted(self.rules)]
+        items, token = _page(list(ordered), limit, next_token)
+        return Page([i for i in items if isinstance(i, StoredRule)], token)
+
+    def delete_rule(self, rule_id: str) -> bool:
+        with self._lock:
+            old = self.rules.pop(rule_id, None)
+            if old is None:
+                return False
+            for key in old.rule.asset_keys:
+                self.index.get(key, set()).discard(rule_id)
+            return True
+
+    def rules_for_asset(self, asset_key: str) -> list[Rule]:
+        with self._lock:
+            return [self.rules[i].rule for i in sorted(self.index.get(asset_key, ()))]
+
+
+class InMemoryTriggerStore(TriggerStore):
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.triggers: dict[str, Trigger] = {}
+        self.cursors: dict[GroupRef, GroupCursor] = {}
+        self.claim_order: list[str] = []
+
+    def claim(self, trigger: Trigger, cursor: GroupCursor, expected: GroupCursor | None) -> ClaimResult:
+        ref = (cursor.rule_id, cursor.group_id)
+        with self._lock:
+            now = self.cursors.get(ref)
+            expected_seq = expected.seq if expected is not None else 0
+            moved = (now.seq if now else 0) != expected_seq
+            if trigger.trigger_key in self.triggers:
+                return ClaimResult(ClaimOutcome.DUPLICATE, now if moved else None)
+            if moved:
+                return ClaimResult(ClaimOutcome.CURSOR_MOVED, now)
+            self.triggers[trigger.trigger_key] = trigger
+            self.cursors[ref] = cursor
+            self.claim_order.append(trigger.trigger_key)
+            return ClaimResult(ClaimOutcome.CLAIMED, cursor)
+
+    def get(self, trigger_key: str) -> Trigger | None:
+        with self._lock:
+            return self.triggers.get(trigger_key)
+
+    def list_for_rule(
+        self, rule_id: str, status: TriggerStatus | None = None, limit: int = 50, next_token: str | None = None
+    ) -> Page[Trigger]:
+        with self._lock:
+            mine = [
+                self.triggers[k]
+                for k in reversed(self.claim_order)
+                if self.triggers[k].rule_id == rule_id and (status is None or self.triggers[k].status is status)
+            ]
+        items, token = _page(list(mine), limit, next_token)
+        return Page([i for i in items if isinstance(i, Trigger)], token)
+
+    def get_cursors(self, refs: Collection[GroupRef]) -> dict[GroupRef, GroupCursor]:
+        with self._lock:
+            return {r: self.cursors[r] for r in refs if r in self.cursors}
+
+
+class InMemoryStateReader(StateReader):
+    """Reads states through a function (e.g. an InMemoryAssetStore's ``get_state``) and cursors from a store."""
+
+    def __init__(self, get_state: Callable[[str], AssetState | None], triggers: TriggerStore) -> None:
+        self._get_state = get_state
+        self._triggers = triggers
+        self.reads = 0  # batched reads made, for request-budget assertions
+
+    def get_states(self, asset_keys: Collection[str]) -> dict[str, AssetState]:
+        found = {k: self._get_state(k) for k in asset_keys}
+        return {k: s for k, s in found.items() if s is not None}
+
+    def read(self, asset_keys: Collection[str], cursors: Collection[GroupRef]) -> ResolutionInputs:
+        self.reads += 1
+        return ResolutionInputs(self.get_states(asset_keys), self._triggers.get_cursors(cursors))
+
+
+class InMemoryStateHistory(StateHistory):
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.states: dict[str, dict[int, AssetState]] = {}
+
+    def record(self, states: Mapping[str, Sequence[AssetState]], now_ms: int) -> None:
+        with self._lock:
+            for key, items in states.items():
+                for state in items:
+                    self.states.setdefault(key, {})[state.version] = state
+
+    def between(self, asset_key: str, first_version: int, last_version: int) -> list[AssetState]:
+        with self._lock:
+            kept = self.states.get(asset_key, {})
+            return [kept[v] for v in sorted(kept) if first_version <= v <= last_version]
+
+
+class InMemoryDeferralStore(DeferralStore):
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.pending: dict[GroupRef, Deferral] = {}
+        self.marked: list[Deferral] = []
+
+    def defer(self, deferral: Deferral) -> None:
+        with self._lock:
+            self.pending[(deferral.rule_id, deferral.group_id)] = deferral
+
+    def due(self, now_ms: int, limit: int) -> list[Deferral]:
+        with self._lock:
+            ready = sorted((d for d in self.pending.values() if d.due_at <= now_ms), key=lambda d: d.due_at)
+            return ready[:limit]
+
+    def mark_due(self, deferral: Deferral, now_ms: int) -> bool:
+        with self._lock:
+            ref = (deferral.rule_id, deferral.group_id)
+            if self.pending.get(ref) != deferral:
+                return False
+            del self.pending[ref]
+            self.marked.append(deferral)
+            return True

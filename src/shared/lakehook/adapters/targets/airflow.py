@@ -1,0 +1,185 @@
+"""Airflow target (Airflow 3 REST API v2): one DAG run per trigger key.
+
+- Auth: ``credentialsRef`` names a secret holding ``{"username", "password"}`` (a JWT is fetched with
+  ``POST /auth/token``, as Airflow 3's auth managers document; cached, and fetched again once on a 401)
+  or ``{"token": ...}`` (a token issued beforehand). Requests carry ``Authorization: Bearer <token>``.
+- Start: ``POST /api/v2/dags/{dag_id}/dagRuns`` with ``{"dag_run_id": "lakehook__<trigger key>",
+  "logical_date": null, "conf": <invocation payload>, "note": ...}``. 200 is a new run.
+- Idempotency: the run id is unique per DAG, so a second POST answers 409. A 409 is confirmed with
+  ``GET /api/v2/dags/{dag_id}/dagRuns/{dag_run_id}``: the run is ours when its ``conf.triggerKey`` is this
+  key (ALREADY_STARTED); a run of that id with another key is a FATAL clash.
+- Look-up before a retry: the same GET (404 means no run).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, ClassVar
+from urllib.parse import quote
+
+import requests
+
+from lakehook.adapters.targets.deps import CachedSecrets, TargetDeps
+from lakehook.adapters.targets.http import ask, json_or_none, refuse_insecure, send, transport_outcome
+from lakehook.domain.dispatch import Invocation, Outcome, OutcomeKind, TargetUnavailableError, http_outcome
+from lakehook.domain.errors import NotFoundError
+from lakehook.domain.targets import AirflowTarget, TargetConfig
+from lakehook.ports.dispatch import TargetClient
+
+RUN_ID_PREFIX = "lakehook__"
+
+
+def dag_run_id_for(trigger_key: str) -> str:
+    """The DAG run id of a trigger key: ASCII letters, digits, ``_ . -`` only, well under 250 characters."""
+    return f"{RUN_ID_PREFIX}{trigger_key}"
+
+
+def _runs_url(config: AirflowTarget) -> str:
+    return f"{config.base_url}/api/v2/dags/{quote(config.dag_id, safe='')}/dagRuns"
+
+
+class AirflowTargetClient(TargetClient):
+    """DAG runs through Airflow 3's public API."""
+
+    type_name: ClassVar[str] = "airflow"
+    confirmable: ClassVar[bool] = True
+    deduplicates: ClassVar[bool] = True
+
+    def __init__(self, secrets: CachedSecrets, session: requests.Session, allow_insecure_loopback: bool = False):
+        self._secrets = secrets
+        self._session = session
+        self._allow_loopback = allow_insecure_loopback
+        self._tokens: dict[tuple[str, str], str] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def build(cls, deps: TargetDeps) -> AirflowTargetClient:
+        return cls(deps.cached_secrets, deps.session, deps.allow_insecure_loopback)
+
+    # --- auth ------------------------------------------------------------------------------------------
+
+    def _token(self, config: AirflowTarget, fresh: bool = False) -> str | Outcome:
+        cache_key = (config.base_url, config.credentials_ref)
+        with self._lock:
+            cached = None if fresh else self._tokens.get(cache_key)
+        if cached:
+            return cached
+        try:
+            if fresh:
+                self._secrets.forget(config.credentials_ref)
+            credentials = json.loads(self._secrets.get(config.credentials_ref))
+        except NotFoundError as exc:
+            return Outcome.fatal(f"credentials {config.credentials_ref!r} do not exist: {exc}", "secret_missing")
+        except ValueError:
+            return Outcome.fatal(f"credentials {config.credentials_ref!r} are not JSON", "secret_invalid")
+        if isinstance(credentials, dict) and isinstance(credentials.get("token"), str):
+            token: str = credentials["token"]
+        elif isinstance(credentials, dict) and {"username", "password"} <= credentials.keys():
+            try:
+                answer = send(
+                    self._session,
+                    "POST",
+                    f"{config.base_url}/auth/token",
+                    config.timeout_seconds,
+                    json={"username": credentials["username"], "password": credentials["password"]},
+                )
+            except requests.RequestException as exc:
+                outcome = transport_outcome(exc, "airflow token")
+                return Outcome.retryable(outcome.reason or "token", outcome.code or "transport")  # no side effects
+            body = json_or_none(answer)
+            if answer.status_code not in (200, 201) or not isinstance(body, dict) or "access_token" not in body:
+                outcome = http_outcome(answer.status_code, "", answer.text)
+                if outcome.succeeded:
+                    return Outcome.fatal("POST /auth/token answered without an access_token", "auth_failed")
+                if outcome.kind is OutcomeKind.FATAL:
+                    return Outcome.fatal(f"POST /auth/token refused: {outcome.reason}", "auth_failed")
+                return Outcome.retryable(f"POST /auth/token: {outcome.reason}", outcome.code or "auth")
+            token = str(body["access_token"])
+        else:
+            return Outcome.fatal(
+                f"credentials {config.credentials_ref!r} need username and password, or token", "secret_invalid"
+            )
+        with self._lock:
+            self._tokens[cache_key] = token
+        return token
+
+    def _authorized(
+        self, config: AirflowTarget, method: str, url: str, lookup: bool, **kwargs: Any
+    ) -> requests.Response | Outcome:
+        """One request with a bearer token; on a 401 the token is fetched again once."""
+        for fresh in (False, True):
+            token = self._token(config, fresh=fresh)
+            if isinstance(token, Outcome):
+                if lookup:
+                    raise TargetUnavailableError(token.reason or "no token")
+                return token
+            headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+            call = ask if lookup else send
+            response = call(self._session, method, url, config.timeout_seconds, headers=headers, **kwargs)
+            if response.status_code != 401:
+                return response
+        return response
+
+    # --- the plug-in -----------------------------------------------------------------------------------
+
+    def start(self, invocation: Invocation, config: TargetConfig) -> Outcome:
+        assert isinstance(config, AirflowTarget)
+        refused = refuse_insecure(config.base_url, self._allow_loopback)
+        if refused is not None:
+            return refused
+        run_id = dag_run_id_for(invocation.trigger_key)
+        body = {
+            "dag_run_id": run_id,
+            "logical_date": None,
+            "conf": invocation.payload(),
+            "note": f"lakehook trigger {invocation.trigger_key} (attempt {invocation.attempt})",
+        }
+        try:
+            answer = self._authorized(config, "POST", _runs_url(config), lookup=False, json=body)
+        except requests.RequestException as exc:
+            return transport_outcome(exc, "airflow")
+        if isinstance(answer, Outcome):
+            return answer
+        if answer.status_code == 409:
+            return self._confirm_conflict(invocation.trigger_key, config, run_id)
+        started = json_or_none(answer)
+        started_id = started.get("dag_run_id") if isinstance(started, dict) else None
+        return http_outcome(
+            answer.status_code, str(started_id or run_id), answer.text, answer.headers.get("Retry-After")
+        )
+
+    def _confirm_conflict(self, trigger_key: str, config: AirflowTarget, run_id: str) -> Outcome:
+        try:
+            found = self._get_run(trigger_key, config, run_id)
+        except TargetUnavailableError as exc:
+            # The run id exists; whose it is stays unknown until Airflow answers. Not ambiguous: a
+            # re-send can only hit the same 409.
+            return Outcome.retryable(f"409, and the run could not be read: {exc}", "confirm_unavailable")
+        if found is None:
+            return Outcome.retryable("409, but the run is not visible yet", "confirm_unavailable")
+        if found != trigger_key:
+            return Outcome.fatal(f"dag_run_id {run_id!r} belongs to trigger {found!r}", "run_id_taken")
+        return Outcome.already_started(run_id)
+
+    def _get_run(self, trigger_key: str, config: AirflowTarget, run_id: str) -> str | None:
+        """The trigger key in the run's conf (``""`` when it has none), or None when there is no run."""
+        url = f"{_runs_url(config)}/{quote(run_id, safe='')}"
+        answer = self._authorized(config, "GET", url, lookup=True)
+        assert not isinstance(answer, Outcome)
+        if answer.status_code == 404:
+            return None
+        if answer.status_code != 200:
+            raise TargetUnavailableError(f"GET dagRun answered {answer.status_code}")
+        run = json_or_none(answer)
+        conf = run.get("conf") if isinstance(run, dict) else None
+        key = conf.get("triggerKey") if isinstance(conf, dict) else None
+        return str(key) if key else ""
+
+    def find_run(self, trigger_key: str, config: TargetConfig, not_before_ms: int) -> str | None:
+        assert isinstance(config, AirflowTarget)
+        if refuse_insecure(config.base_url, self._allow_loopback) is not None:
+            raise TargetUnavailableError("the target's URL is not allowed")
+        run_id = dag_run_id_for(trigger_key)
+        found = self._get_run(trigger_key, config, run_id)
+        return run_id if found == trigger_key else None

@@ -1,0 +1,60 @@
+"""What target plug-ins are built from: secrets, AWS clients, an HTTP session, and the local-mode switch."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import requests
+
+from lakehook.ports.store import SecretStore
+
+
+class CachedSecrets:
+    """Secrets read through the SecretStore port, kept briefly so a busy dispatcher does not re-read
+    them per run; a rotation applies within ``ttl_seconds``."""
+
+    def __init__(self, secrets: SecretStore, ttl_seconds: float = 60.0, clock: Callable[[], float] = time.monotonic):
+        self._secrets = secrets
+        self._ttl = ttl_seconds
+        self._clock = clock
+        self._cache: dict[str, tuple[float, str]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, ref: str) -> str:
+        """The secret's value. Raises NotFoundError (from the store) when there is no such secret."""
+        now = self._clock()
+        with self._lock:
+            hit = self._cache.get(ref)
+        if hit is not None and now - hit[0] < self._ttl:
+            return hit[1]
+        value = self._secrets.get_secret(ref)
+        with self._lock:
+            self._cache[ref] = (now, value)
+        return value
+
+    def forget(self, ref: str) -> None:
+        """Drop a cached value (after the target refused it, the secret may have been rotated)."""
+        with self._lock:
+            self._cache.pop(ref, None)
+
+
+@dataclass
+class TargetDeps:
+    """Everything a plug-in's ``build`` may use.
+
+    ``aws`` builds a boto3 client by service name. ``allow_insecure_loopback`` (local mode only) lets
+    HTTP targets use plain http to a loopback host; otherwise only https is dialled.
+    """
+
+    secrets: SecretStore
+    aws: Callable[[str], Any]
+    allow_insecure_loopback: bool = False
+    session: requests.Session = field(default_factory=requests.Session)
+    clock: Callable[[], float] = time.time
+
+    def __post_init__(self) -> None:
+        self.cached_secrets = CachedSecrets(self.secrets)

@@ -1,0 +1,31 @@
+"""PUT/GET /aliases/{name}: a name that resolves to concrete assets."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+
+from lakehook.api.http import json_response, require_admin
+from lakehook.container import current
+from lakehook.domain.aliases import AliasSpec
+from lakehook.wiring_dispatch import manage_aliases
+
+router = APIGatewayRouter()
+
+
+@router.put(
+    "/aliases/<name>",
+    summary="Create or replace an alias",
+    description='An event sent with "alias" instead of "assetKey" is recorded for each of these assets.',
+    tags=["aliases"],
+)
+def put_alias(name: str, spec: AliasSpec) -> Response[str]:
+    require_admin(router.current_event)
+    alias, created = manage_aliases(current()).put(name, spec)
+    return json_response(alias.to_api(), 201 if created else 200)
+
+
+@router.get("/aliases/<name>", summary="Read an alias", tags=["aliases"])
+def get_alias(name: str) -> Response[str]:
+    require_admin(router.current_event)
+    return json_response(manage_aliases(current()).get(name).to_api())

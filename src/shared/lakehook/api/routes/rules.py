@@ -1,0 +1,63 @@
+"""Rules: PUT/GET/DELETE /rules/{ruleId}, GET /rules, and GET /rules/{ruleId}/explain ("why hasn't it run?")."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+
+from lakehook.api.http import json_body, json_response, require_admin
+from lakehook.container import current
+from lakehook.usecases.rules import stored_to_api
+from lakehook.wiring_rules import manage_rules
+
+router = APIGatewayRouter()
+
+Limit = Annotated[int, Query(ge=1, le=500)]
+NextToken = Annotated[str | None, Query(alias="nextToken", max_length=2048)]
+
+
+@router.put(
+    "/rules/<ruleId>",
+    summary="Create or replace a rule",
+    description="Groups (OR) of members (AND), a policy and a target. A malformed rule is a 400 naming the field.",
+    tags=["rules"],
+)
+def put_rule(ruleId: str) -> Response[str]:
+    require_admin(router.current_event)
+    stored, created = manage_rules(current()).put(ruleId, json_body(router.current_event))
+    return json_response(stored_to_api(stored), 201 if created else 200)
+
+
+@router.get("/rules", summary="List rules", tags=["rules"])
+def list_rules(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
+    require_admin(router.current_event)
+    page = manage_rules(current()).list(limit, next_token)
+    return json_response({"items": [stored_to_api(s) for s in page.items], "nextToken": page.next_token})
+
+
+@router.get("/rules/<ruleId>", summary="Read a rule", tags=["rules"])
+def get_rule(ruleId: str) -> Response[str]:
+    require_admin(router.current_event)
+    return json_response(stored_to_api(manage_rules(current()).get(ruleId)))
+
+
+@router.delete("/rules/<ruleId>", summary="Delete a rule (its triggers stay)", tags=["rules"])
+def delete_rule(ruleId: str) -> Response[str]:
+    require_admin(router.current_event)
+    manage_rules(current()).delete(ruleId)
+    return Response(status_code=204, body="")
+
+
+@router.get(
+    "/rules/<ruleId>/explain",
+    summary="Why has the rule (not) run?",
+    description="Per group and member: READY or what blocks it, with current and required values; "
+    "the last trigger and the evaluation time.",
+    tags=["rules"],
+)
+def explain_rule(ruleId: str) -> Response[str]:
+    require_admin(router.current_event)
+    return json_response(manage_rules(current()).explain(ruleId))

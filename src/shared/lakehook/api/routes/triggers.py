@@ -1,0 +1,35 @@
+"""Triggers: GET /triggers?ruleId=&status= (newest first) and GET /triggers/{triggerKey}."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+
+from lakehook.api.http import json_response, require_admin
+from lakehook.container import current
+from lakehook.wiring_rules import manage_rules
+
+router = APIGatewayRouter()
+
+Limit = Annotated[int, Query(ge=1, le=500)]
+NextToken = Annotated[str | None, Query(alias="nextToken", max_length=2048)]
+RuleIdQuery = Annotated[str, Query(alias="ruleId", min_length=1, max_length=64)]
+StatusQuery = Annotated[str | None, Query(description="TRIGGERING, SUCCEEDED, FAILED or SKIPPED")]
+
+
+@router.get("/triggers", summary="A rule's triggers, newest first", tags=["triggers"])
+def list_triggers(
+    rule_id: RuleIdQuery, status: StatusQuery = None, limit: Limit = 50, next_token: NextToken = None
+) -> Response[str]:
+    require_admin(router.current_event)
+    page = manage_rules(current()).list_triggers(rule_id, status, limit, next_token)
+    return json_response({"items": [t.to_api() for t in page.items], "nextToken": page.next_token})
+
+
+@router.get("/triggers/<triggerKey>", summary="One trigger: pinned inputs, status, attempts, reason", tags=["triggers"])
+def get_trigger(triggerKey: str) -> Response[str]:
+    require_admin(router.current_event)
+    return json_response(manage_rules(current()).get_trigger(triggerKey).to_api())

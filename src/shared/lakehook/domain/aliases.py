@@ -1,0 +1,61 @@
+"""Aliases: a name that resolves to concrete assets (seed 002, Airflow's AssetAlias).
+
+An event sent through an alias (``"alias": "<name>"`` instead of ``"assetKey"``) is recorded once per
+concrete asset the alias resolves to, so each of those assets' state moves and their rules wake.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from lakehook.domain.assets import validate_asset_key
+from lakehook.domain.errors import ValidationError
+from lakehook.domain.time import ms_to_iso
+
+ALIAS_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+MAX_ALIAS_ASSETS = 100
+
+
+def validate_alias_name(name: str) -> str:
+    """The name if it is 1..128 letters, digits, ``_``, ``.`` or ``-``; else ValidationError."""
+    if not isinstance(name, str) or not ALIAS_NAME.fullmatch(name):
+        raise ValidationError("alias name must be 1 to 128 letters, digits, '_', '.' or '-'", field="name")
+    return name
+
+
+class AliasSpec(BaseModel):
+    """The body of ``PUT /aliases/{name}``."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    asset_keys: list[str] = Field(alias="assetKeys", min_length=1, max_length=MAX_ALIAS_ASSETS)
+    description: str | None = Field(default=None, max_length=1024)
+
+    @field_validator("asset_keys")
+    @classmethod
+    def _keys(cls, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(validate_asset_key(k) for k in value))
+
+
+class Alias(BaseModel):
+    """A stored alias."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    asset_keys: tuple[str, ...]
+    description: str | None = None
+    created_at: int
+    updated_at: int
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "assetKeys": list(self.asset_keys),
+            "description": self.description,
+            "createdAt": ms_to_iso(self.created_at),
+            "updatedAt": ms_to_iso(self.updated_at),
+        }

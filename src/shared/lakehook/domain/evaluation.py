@@ -1,0 +1,554 @@
+"""Evaluate a rule's groups against asset state: which versions to pin, or why not.
+
+Pure functions, shared by the resolver (which claims what they call READY) and by explain
+(which shows the same verdicts to a person). A member's condition selects the NEWEST version
+that satisfies it: ``qualityStatus: PASSED`` pins the newest snapshot whose check passed, never a
+newer one that failed or is unchecked. The policy then decides whether the group fires:
+
+- ``ALL_UPDATED``: every member's pinned version is newer than the one the group last fired with;
+- ``ANY_UPDATED``: at least one is newer and none is older (intermediate versions coalesce);
+- ``EACH_VERSION``: each member advances to its NEXT version after the cursor, one trigger per
+  step, using the asset's known state history (:class:`VersionLog`), so none is skipped;
+- a windowed group (``watermarkAtLeast: {window}``) fires once per window: the newest closed
+  window, or with ``EACH_VERSION`` every window in order;
+- ``minIntervalSeconds`` (cooldown after a trigger) and ``quietPeriodSeconds`` (no member state
+  changed for that long) answer COOLDOWN / QUIET_PERIOD with the time they end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+from lakehook.domain.rules import BackfillPolicy, Group, Member, Mode, Rule
+from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus
+from lakehook.domain.time import ms_to_iso
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Window
+
+
+class Status(StrEnum):
+    READY = "READY"
+    BLOCKED_BY_SNAPSHOT = "BLOCKED_BY_SNAPSHOT"
+    BLOCKED_BY_WATERMARK = "BLOCKED_BY_WATERMARK"
+    BLOCKED_BY_QUALITY = "BLOCKED_BY_QUALITY"
+    BLOCKED_BY_SCHEMA = "BLOCKED_BY_SCHEMA"
+    BLOCKED_BY_TAG = "BLOCKED_BY_TAG"
+    BLOCKED_BY_UNKNOWN_ASSET = "BLOCKED_BY_UNKNOWN_ASSET"
+    BLOCKED_BY_BACKFILL = "BLOCKED_BY_BACKFILL"
+    WAITING_FOR_UPDATE = "WAITING_FOR_UPDATE"
+    COOLDOWN = "COOLDOWN"
+    QUIET_PERIOD = "QUIET_PERIOD"
+    DISABLED = "DISABLED"
+
+    @property
+    def blocked_by(self) -> str:
+        """The metric dimension: ``quality`` for BLOCKED_BY_QUALITY, ``cooldown`` for COOLDOWN …"""
+        return self.value.removeprefix("BLOCKED_BY_").lower()
+
+
+# --- members -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemberEvaluation:
+    """One member's verdict: the version it would pin, or why it cannot."""
+
+    asset_key: str
+    status: Status
+    pin: PinnedInput | None
+    current: dict[str, Any] = field(default_factory=dict)
+    required: dict[str, Any] = field(default_factory=dict)
+    reason: str | None = None
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "assetKey": self.asset_key,
+            "status": self.status.value,
+            "current": self.current,
+            "required": self.required,
+            "reason": self.reason,
+        }
+
+
+def _current(state: AssetState, member: Member) -> dict[str, Any]:
+    c = member.condition
+    data: dict[str, Any] = {"snapshotId": state.latest_snapshot_id, "stateVersion": state.version}
+    if state.watermark is not None:
+        data["watermark"] = state.watermark
+    if c.quality_status:
+        data["qualityPassedSnapshotId"] = state.quality_passed_snapshot_id
+        data["qualityFailedSnapshotId"] = state.quality_failed_snapshot_id
+    if c.schema_status:
+        data["schemaId"] = state.latest_schema_id
+        data["schemaStatus"] = state.schema_status.value
+    if c.tag:
+        data["tags"] = sorted(state.tags)
+    if state.backfill_status is not BackfillStatus.NONE:
+        data["backfillId"] = state.backfill_id
+        data["backfillStatus"] = state.backfill_status.value
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def select_member(member: Member, state: AssetState | None, registered: bool | None = None) -> MemberEvaluation:
+    """The newest version of the member's asset that satisfies its condition (READY), or the block.
+
+    ``registered`` tells a registered asset without state (BLOCKED_BY_SNAPSHOT) from an unknown one;
+    None means "not looked up", and a stateless member is then BLOCKED_BY_UNKNOWN_ASSET.
+    """
+    c = member.condition
+    required = c.to_api()
+    key = member.asset_key
+
+    def blocked(status: Status, reason: str, current: dict[str, Any] | None = None) -> MemberEvaluation:
+        return MemberEvaluation(key, status, None, current or {}, required, reason)
+
+    if state is None:
+        if registered:
+            return blocked(Status.BLOCKED_BY_SNAPSHOT, "registered, but no event has reached its state yet")
+        suffix = " and it is not registered" if registered is False else ""
+        return blocked(Status.BLOCKED_BY_UNKNOWN_ASSET, f"no event was ever recorded for this asset{suffix}")
+    current = _current(state, member)
+    # Snapshots are compared by their order in the table's history (Paimon: the id; Iceberg: the
+    # sequence number, since its ids are random), and told apart by id.
+    latest = state.latest_snapshot_id
+    latest_order = _order(latest, state.latest_snapshot_order)
+    candidate, candidate_order = latest, latest_order
+    if c.quality_status:
+        candidate = state.quality_passed_snapshot_id
+        candidate_order = _order(candidate, state.quality_passed_order)
+        failed = state.quality_failed_snapshot_id
+        if candidate is None:
+            why = f"; snapshot {failed} failed" if failed is not None else ""
+            return blocked(Status.BLOCKED_BY_QUALITY, f"no snapshot has passed its quality check{why}", current)
+        if failed == candidate:
+            return blocked(
+                Status.BLOCKED_BY_QUALITY, f"snapshot {candidate} passed a quality check and then failed one", current
+            )
+    if candidate is None and (c.snapshot_required or c.min_snapshot_id is not None):
+        return blocked(Status.BLOCKED_BY_SNAPSHOT, "no snapshot committed yet", current)
+    floor_id = c.min_snapshot_id
+    if floor_id is not None and candidate_order is not None and candidate_order < floor_id:
+        if c.quality_status and latest_order is not None and latest_order >= floor_id:
+            return blocked(
+                Status.BLOCKED_BY_QUALITY,
+                f"snapshot {latest} reached minSnapshotId {floor_id}, "
+                f"but the newest snapshot that passed its quality check is {candidate}",
+                current,
+            )
+        return blocked(Status.BLOCKED_BY_SNAPSHOT, f"snapshot {candidate} is below minSnapshotId {floor_id}", current)
+    if c.schema_status and state.schema_status is not SchemaStatus.COMPATIBLE:
+        return blocked(
+            Status.BLOCKED_BY_SCHEMA, f"schema {state.latest_schema_id} is {state.schema_status.value}", current
+        )
+    if c.tag and c.tag not in state.tags:
+        return blocked(Status.BLOCKED_BY_TAG, f"tag {c.tag!r} does not exist yet", current)
+    watermark = state.watermark
+    floor = c.watermark_floor
+    if floor is not None and (watermark is None or watermark < floor):
+        have = "no watermark yet" if watermark is None else f"watermark {ms_to_iso(watermark)}"
+        return blocked(Status.BLOCKED_BY_WATERMARK, f"{have}; needs {ms_to_iso(floor)}", current)
+    if c.window is not None and watermark is None:
+        return blocked(Status.BLOCKED_BY_WATERMARK, "no watermark yet", current)
+    is_latest = candidate is not None and candidate == latest
+    pin = PinnedInput(
+        asset_key=key,
+        snapshot_id=candidate,
+        snapshot_order=candidate_order if candidate_order != candidate else None,
+        schema_id=state.latest_schema_id if is_latest else None,
+        watermark=watermark,
+        commit_time=state.latest_commit_time if is_latest else None,
+        state_version=state.version,
+    )
+    reason = None
+    if c.quality_status and latest_order is not None and candidate_order is not None and latest_order > candidate_order:
+        verdict = "failed its check" if state.quality_failed_snapshot_id == latest else "no passing check yet"
+        reason = f"pins snapshot {candidate}, the newest that passed; snapshot {latest} has {verdict}"
+    return MemberEvaluation(key, Status.READY, pin, current, required, reason)
+
+
+def _order(snapshot_id: int | None, order: int | None) -> int | None:
+    """A snapshot's place in its table's history; states written before orders were kept use the id."""
+    return order if order is not None else snapshot_id
+
+
+# --- what the resolver knows of an asset's history (EACH_VERSION) --------------------------------
+
+
+@dataclass(frozen=True)
+class VersionLog:
+    """Known states of one asset, by state version, and below which version a gap is final.
+
+    The resolver that handles an asset's own stream records knows every earlier record was
+    handled already, so a missing version below its first record is lost for good
+    (``lost_before``); anyone else must stop at a gap, because the history may still be written.
+    """
+
+    states: tuple[AssetState, ...]
+    lost_before: int = 0
+
+    @classmethod
+    def of(cls, states: Sequence[AssetState], lost_before: int = 0) -> VersionLog:
+        by_version = {s.version: s for s in states}
+        return cls(tuple(by_version[v] for v in sorted(by_version)), lost_before)
+
+    def after(self, version: int) -> list[AssetState]:
+        """The known states newer than ``version``, in order, up to the first gap that may still fill."""
+        found: list[AssetState] = []
+        expected = version + 1
+        for state in self.states:
+            if state.version <= version:
+                continue
+            if state.version > expected and state.version - 1 >= self.lost_before:
+                break  # versions expected..state.version-1 may still arrive
+            found.append(state)
+            expected = state.version + 1
+        return found
+
+
+# --- groups --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GroupEvaluation:
+    """A group's verdict. READY carries the pins (and window) to claim; ``skip`` claims without a run."""
+
+    group_id: str
+    status: Status
+    members: tuple[MemberEvaluation, ...]
+    pins: tuple[PinnedInput, ...] = ()
+    window: Window | None = None
+    until: int | None = None
+    reason: str | None = None
+    skip: bool = False
+
+    @property
+    def ready(self) -> bool:
+        return self.status is Status.READY
+
+    def to_api(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "groupId": self.group_id,
+            "status": self.status.value,
+            "reason": self.reason,
+            "members": [m.to_api() for m in self.members],
+        }
+        if self.until is not None:
+            data["until"] = ms_to_iso(self.until)
+        if self.ready:
+            data["pins"] = [p.to_api() for p in self.pins]
+            if self.window is not None:
+                data["window"] = self.window.to_api()
+        return data
+
+
+def _with(
+    members: list[MemberEvaluation], index: int, status: Status, reason: str, required: dict[str, Any] | None = None
+) -> None:
+    m = members[index]
+    members[index] = replace(m, status=status, reason=reason, required={**m.required, **(required or {})})
+
+
+def _first_blocked(group_id: str, members: list[MemberEvaluation], **extra: Any) -> GroupEvaluation:
+    bad = next(m for m in members if m.status is not Status.READY)
+    return GroupEvaluation(group_id, bad.status, tuple(members), reason=f"{bad.asset_key}: {bad.reason}", **extra)
+
+
+def evaluate_group(
+    rule: Rule,
+    group: Group,
+    states: Mapping[str, AssetState],
+    cursor: GroupCursor | None,
+    now: int,
+    *,
+    registered: Mapping[str, bool] | None = None,
+    logs: Mapping[str, VersionLog] | None = None,
+) -> GroupEvaluation:
+    """The group's verdict at ``now``. ``logs`` (EACH_VERSION) holds the known history per member asset."""
+    policy = rule.policy
+    members = [
+        select_member(m, states.get(m.asset_key), None if registered is None else registered.get(m.asset_key, False))
+        for m in group.members
+    ]
+    gid = group.group_id
+    if not rule.enabled:
+        return GroupEvaluation(gid, Status.DISABLED, tuple(members), reason="the rule is disabled")
+    if any(m.status is not Status.READY for m in members):
+        return _first_blocked(gid, members)
+    cursor = cursor if cursor is not None and cursor.seq > 0 else None
+    pins = [m.pin for m in members if m.pin is not None]
+
+    if policy.backfill is BackfillPolicy.SKIP:
+        skipped = _backfill(rule, group, states, cursor, members, pins)
+        if skipped is not None:
+            return skipped
+
+    window: Window | None = None
+    if group.window is not None:
+        found = _window(rule, group, states, cursor, members)
+        if isinstance(found, GroupEvaluation):
+            return found
+        window = found
+        behind = [
+            i
+            for i, p in enumerate(pins)
+            if cursor and (last := cursor.pins.get(p.asset_key)) and p.ordinal < last.ordinal
+        ]
+        for i in behind:  # a state read older than the last trigger's: never pin backwards
+            assert cursor is not None
+            _wait(members, i, group.members[i], states.get(group.members[i].asset_key), cursor.pins[pins[i].asset_key])
+        if behind:
+            return _first_blocked(gid, members)
+    elif cursor is not None:
+        stepped = _advance(rule, group, states, cursor, members, pins, logs or {})
+        if stepped is None:
+            return _first_blocked(gid, members)
+        pins = stepped
+    elif policy.mode is Mode.EACH_VERSION:
+        pins = [_first_known(m, pin, (logs or {}).get(m.asset_key)) for m, pin in zip(group.members, pins, strict=True)]
+
+    if cursor is not None and cursor.claimed_at is not None and policy.min_interval_seconds:
+        ends = cursor.claimed_at + policy.min_interval_seconds * 1000
+        if ends > now:
+            return GroupEvaluation(
+                gid,
+                Status.COOLDOWN,
+                tuple(members),
+                until=ends,
+                reason=f"last triggered at {ms_to_iso(cursor.claimed_at)}; "
+                f"minIntervalSeconds is {policy.min_interval_seconds}",
+            )
+    if policy.quiet_period_seconds:
+        changed = [s.updated_at for k in group.asset_keys if (s := states.get(k)) and s.updated_at is not None]
+        if changed:
+            ends = max(changed) + policy.quiet_period_seconds * 1000
+            if ends > now:
+                return GroupEvaluation(
+                    gid,
+                    Status.QUIET_PERIOD,
+                    tuple(members),
+                    until=ends,
+                    reason=f"a member changed at {ms_to_iso(max(changed))}; "
+                    f"quietPeriodSeconds is {policy.quiet_period_seconds}",
+                )
+    return GroupEvaluation(gid, Status.READY, tuple(members), pins=tuple(pins), window=window)
+
+
+def _first_known(member: Member, current: PinnedInput, log: VersionLog | None) -> PinnedInput:
+    """EACH_VERSION's first trigger: the oldest satisfying version this resolver saw arrive, else the current one."""
+    for state in log.after(-1) if log else ():
+        chosen = select_member(member, state)
+        if chosen.pin is not None:
+            return chosen.pin
+    return current
+
+
+def _advance(
+    rule: Rule,
+    group: Group,
+    states: Mapping[str, AssetState],
+    cursor: GroupCursor,
+    members: list[MemberEvaluation],
+    pins: list[PinnedInput],
+    logs: Mapping[str, VersionLog],
+) -> list[PinnedInput] | None:
+    """The pins to claim next given the cursor, or None (members marked with why they wait)."""
+    mode = rule.policy.mode
+    before = [cursor.pins.get(m.asset_key) for m in group.members]
+    if mode is Mode.EACH_VERSION:
+        chosen: list[PinnedInput] = []
+        moved = False
+        for i, (member, pin, last) in enumerate(zip(group.members, pins, before, strict=True)):
+            if last is None:
+                chosen.append(pin)
+                moved = True
+                continue
+            step = _next_version(member, last, logs.get(member.asset_key))
+            if step is None:
+                chosen.append(last)
+                _wait(members, i, member, states.get(member.asset_key), last)
+            else:
+                chosen.append(step)
+                moved = True
+        return chosen if moved else None
+    advanced = [last is None or pin.ordinal > last.ordinal for pin, last in zip(pins, before, strict=True)]
+    behind = [last is not None and pin.ordinal < last.ordinal for pin, last in zip(pins, before, strict=True)]
+    ready = all(advanced) if mode is Mode.ALL_UPDATED else any(advanced) and not any(behind)
+    if ready:
+        return pins
+    for i, (member, last) in enumerate(zip(group.members, before, strict=True)):
+        if last is not None and not advanced[i]:
+            _wait(members, i, member, states.get(member.asset_key), last)
+    return None
+
+
+def _next_version(member: Member, last: PinnedInput, log: VersionLog | None) -> PinnedInput | None:
+    """The first known version after ``last`` that satisfies the member's condition."""
+    for state in log.after(last.state_version) if log else ():
+        chosen = select_member(member, state)
+        if chosen.pin is not None and chosen.pin.ordinal > last.ordinal:
+            return chosen.pin
+    return None
+
+
+def _wait(
+    members: list[MemberEvaluation], index: int, member: Member, state: AssetState | None, last: PinnedInput
+) -> None:
+    pinned = members[index].pin
+    required = {"newerThan": last.to_api()}
+    if pinned is not None and pinned.ordinal < last.ordinal:
+        reason = f"state read at version {pinned.state_version} is older than the last trigger's"
+        _with(members, index, Status.WAITING_FOR_UPDATE, reason, required)
+        return
+    latest = state.latest_snapshot_id if state else None
+    latest_order = _order(latest, state.latest_snapshot_order) if state else None
+    if (
+        member.condition.quality_status
+        and latest_order is not None
+        and last.snapshot_id is not None
+        and latest_order > last.ordinal[0]
+    ):
+        _with(
+            members,
+            index,
+            Status.BLOCKED_BY_QUALITY,
+            f"snapshot {last.snapshot_id} already triggered; snapshot {latest} has not passed its quality check",
+            required,
+        )
+        return
+    version = last.snapshot_id if last.snapshot_id is not None else last.watermark
+    _with(
+        members,
+        index,
+        Status.WAITING_FOR_UPDATE,
+        f"version {version} already triggered; waiting for a newer one",
+        required,
+    )
+
+
+def _window(
+    rule: Rule,
+    group: Group,
+    states: Mapping[str, AssetState],
+    cursor: GroupCursor | None,
+    members: list[MemberEvaluation],
+) -> Window | GroupEvaluation:
+    """The window to claim: the newest closed one, or with EACH_VERSION the next one after the cursor."""
+    spec = group.window
+    assert spec is not None
+    size = spec.size_ms
+    ends: dict[int, int] = {}
+    for i, member in enumerate(group.members):
+        windowed = member.condition.window
+        state = states.get(member.asset_key)
+        if windowed is not None and state is not None and state.watermark is not None:
+            ends[i] = windowed.newest_complete_end(state.watermark)
+    newest = min(ends.values())
+    last = cursor.window if cursor is not None else None
+    need = max(size, newest) if last is None else last.end + size
+    if newest < need:
+        for i, end in ends.items():
+            if end < need:
+                windowed = group.members[i].condition.window
+                assert windowed is not None
+                _with(
+                    members,
+                    i,
+                    Status.BLOCKED_BY_WATERMARK,
+                    f"window ending {ms_to_iso(need)} is not closed yet",
+                    {"watermarkAtLeast": need + windowed.lateness_ms},
+                )
+        return _first_blocked(group.group_id, members)
+    end = need if rule.policy.mode is Mode.EACH_VERSION and last is not None else newest
+    return Window(start=end - size, end=end)
+
+
+def _backfill(
+    rule: Rule,
+    group: Group,
+    states: Mapping[str, AssetState],
+    cursor: GroupCursor | None,
+    members: list[MemberEvaluation],
+    pins: list[PinnedInput],
+) -> GroupEvaluation | None:
+    """policy.backfill=SKIP: hold while a backfill runs; once it completed, absorb its versions (skip)."""
+    running = [
+        i
+        for i, m in enumerate(group.members)
+        if (s := states.get(m.asset_key)) and s.backfill_status is BackfillStatus.RUNNING
+    ]
+    for i in running:
+        state = states[group.members[i].asset_key]
+        _with(
+            members,
+            i,
+            Status.BLOCKED_BY_BACKFILL,
+            f"backfill {state.backfill_id} is running; snapshots it commits do not trigger",
+        )
+    if running:
+        return _first_blocked(group.group_id, members)
+    if cursor is None:
+        return None
+    done = [
+        i
+        for i, m in enumerate(group.members)
+        if (s := states.get(m.asset_key))
+        and s.backfill_status is BackfillStatus.COMPLETED
+        and s.backfill_id is not None
+        and cursor.backfills.get(m.asset_key) != s.backfill_id
+    ]
+    if not done:
+        return None
+    chosen = [
+        pin if i in done or cursor.pins.get(pin.asset_key) is None else cursor.pins[pin.asset_key]
+        for i, pin in enumerate(pins)
+    ]
+    names = ", ".join(f"{group.members[i].asset_key} ({states[group.members[i].asset_key].backfill_id})" for i in done)
+    return GroupEvaluation(
+        group.group_id,
+        Status.READY,
+        tuple(members),
+        pins=tuple(chosen),
+        window=cursor.window,
+        reason=f"backfill completed on {names}; its snapshots are skipped",
+        skip=True,
+    )
+
+
+def backfills_of(group: Group, states: Mapping[str, AssetState]) -> dict[str, str]:
+    """The backfill each member's state names, recorded in the cursor at a claim."""
+    return {k: s.backfill_id for k in group.asset_keys if (s := states.get(k)) is not None and s.backfill_id}
+
+
+# --- rules ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RuleEvaluation:
+    """Every group's verdict at one instant; the rule is ready when any group is (OR)."""
+
+    rule_id: str
+    groups: tuple[GroupEvaluation, ...]
+    evaluated_at: int
+
+    @property
+    def ready(self) -> bool:
+        return any(g.ready for g in self.groups)
+
+
+def evaluate_rule(
+    rule: Rule,
+    states: Mapping[str, AssetState],
+    cursors: Mapping[str, GroupCursor],
+    now: int,
+    *,
+    registered: Mapping[str, bool] | None = None,
+    logs: Mapping[str, VersionLog] | None = None,
+) -> RuleEvaluation:
+    """Evaluate every group; ``cursors`` maps group id to the group's cursor."""
+    groups = tuple(
+        evaluate_group(rule, g, states, cursors.get(g.group_id), now, registered=registered, logs=logs)
+        for g in rule.groups
+    )
+    return RuleEvaluation(rule.rule_id, groups, now)

@@ -1,0 +1,287 @@
+"""Dependency rules: groups (OR) of members (AND), each member an asset plus a condition, and a policy.
+
+A rule is what a downstream run waits for. The resolver evaluates it against asset state
+(:mod:`lakehook.domain.evaluation`) and claims one trigger per combination of pinned versions
+(:mod:`lakehook.domain.triggers`). The JSON shape is the contract of ``PUT /rules/{ruleId}``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+
+from lakehook.domain.assets import validate_asset_key
+from lakehook.domain.events import Interval
+from lakehook.domain.time import parse_instant_ms
+
+ID_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
+_ID = re.compile(ID_PATTERN)
+MAX_GROUPS = 20
+MAX_MEMBERS_PER_GROUP = 48
+# Every distinct member asset gets a reverse-index item, written in one transaction with the rule
+# (at most 100 items, old and new index items together): 1 + 48 + 48 stays inside that limit.
+MAX_ASSETS_PER_RULE = 48
+# The rule's JSON is copied into each reverse-index item; this keeps 48 copies well inside
+# DynamoDB's 4 MB transaction and 400 KB item limits.
+MAX_RULE_BYTES = 32 * 1024
+MAX_WINDOW_MS = 31 * 86_400_000
+MAX_LATENESS_SECONDS = 7 * 86_400
+MAX_POLICY_SECONDS = 31 * 86_400
+
+_DURATION = re.compile(r"^P(?:(?P<w>\d+)W)?(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+)S)?)?$")
+
+
+def validate_id(value: str, what: str) -> str:
+    """Answer the id if it is 1..64 letters, digits, ``_``, ``-`` or ``.``; else raise ValueError."""
+    if not isinstance(value, str) or not _ID.match(value):
+        raise ValueError(f"{what} must be 1 to 64 letters, digits, '_', '-' or '.'")
+    return value
+
+
+def parse_duration_ms(text: str) -> int:
+    """An ISO 8601 duration of weeks, days, hours, minutes and seconds (``PT1H``, ``P1D``) in milliseconds."""
+    found = _DURATION.match(text) if isinstance(text, str) else None
+    if not found or text in ("P", "PT") or text.endswith("T"):
+        raise ValueError(f"window must be an ISO 8601 duration such as PT15M, PT1H or P1D, got {text!r}")
+    parts = {k: int(v) for k, v in found.groupdict().items() if v is not None}
+    seconds = (
+        parts.get("w", 0) * 604_800
+        + parts.get("d", 0) * 86_400
+        + parts.get("h", 0) * 3_600
+        + parts.get("m", 0) * 60
+        + parts.get("s", 0)
+    )
+    if seconds <= 0:
+        raise ValueError("window must be longer than zero")
+    return seconds * 1000
+
+
+class Mode(StrEnum):
+    ALL_UPDATED = "ALL_UPDATED"  # every member advanced since the group last triggered
+    ANY_UPDATED = "ANY_UPDATED"  # at least one member advanced; intermediate versions coalesce
+    EACH_VERSION = "EACH_VERSION"  # every new version gets its own trigger, in order
+
+
+class BackfillPolicy(StrEnum):
+    TRIGGER = "TRIGGER"  # snapshots committed during a backfill count like any other
+    SKIP = "SKIP"  # hold the group while a member's backfill runs; its snapshots never trigger
+
+
+class WindowSpec(BaseModel):
+    """``watermarkAtLeast`` as a window: one trigger per window, once the watermark passes its end."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    window: str = Field(description="ISO 8601 duration: PT15M, PT1H, P1D; windows are aligned to the epoch (UTC)")
+    allowed_lateness_seconds: int = Field(
+        default=0,
+        alias="allowedLatenessSeconds",
+        ge=0,
+        le=MAX_LATENESS_SECONDS,
+        description="the window closes once the watermark is this far past its end",
+    )
+
+    @field_validator("window")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        size = parse_duration_ms(value)
+        if size > MAX_WINDOW_MS:
+            raise ValueError("window must be at most 31 days")
+        return value
+
+    @property
+    def size_ms(self) -> int:
+        return parse_duration_ms(self.window)
+
+    @property
+    def lateness_ms(self) -> int:
+        return self.allowed_lateness_seconds * 1000
+
+    def newest_complete_end(self, watermark: int) -> int:
+        """The end of the newest window the watermark has closed (may be 0)."""
+        return ((watermark - self.lateness_ms) // self.size_ms) * self.size_ms
+
+
+def _watermark_kind(value: Any) -> str:
+    return "window" if isinstance(value, dict | WindowSpec) else "instant"
+
+
+WatermarkRequirement = Annotated[
+    Annotated[int, Tag("instant")] | Annotated[WindowSpec, Tag("window")], Discriminator(_watermark_kind)
+]
+
+
+class Condition(BaseModel):
+    """What a member's asset must satisfy. The newest version that satisfies all of it is pinned."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    snapshot_required: bool = Field(default=True, alias="snapshotRequired")
+    min_snapshot_id: int | None = Field(default=None, alias="minSnapshotId", ge=0)
+    watermark_at_least: WatermarkRequirement | None = Field(
+        default=None,
+        alias="watermarkAtLeast",
+        description="epoch milliseconds (or ISO 8601), or a window spec {window, allowedLatenessSeconds}",
+    )
+    quality_status: Literal["PASSED"] | None = Field(default=None, alias="qualityStatus")
+    schema_status: Literal["COMPATIBLE"] | None = Field(default=None, alias="schemaStatus")
+    tag: str | None = Field(default=None, min_length=1, max_length=256)
+    # Reserved for the coverage and spool-manifest issue: typed now, refused until evaluated.
+    coverage: Interval | None = Field(default=None, description="reserved: coverage of [start, end)")
+    manifest: Literal["SEALED"] | None = Field(default=None, description="reserved: a verified, sealed spool manifest")
+
+    @field_validator("watermark_at_least", mode="before")
+    @classmethod
+    def _instant(cls, value: object) -> object:
+        if value is None or isinstance(value, dict | WindowSpec):
+            return value
+        return parse_instant_ms(value)
+
+    @field_validator("coverage", "manifest")
+    @classmethod
+    def _not_yet(cls, value: object) -> object:
+        if value is not None:
+            raise ValueError("this condition is reserved and not evaluated yet; remove it")
+        return value
+
+    @property
+    def window(self) -> WindowSpec | None:
+        return self.watermark_at_least if isinstance(self.watermark_at_least, WindowSpec) else None
+
+    @property
+    def watermark_floor(self) -> int | None:
+        """The absolute watermark the member needs, when it is not a window."""
+        value = self.watermark_at_least
+        return value if isinstance(value, int) else None
+
+    def to_api(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+class Member(BaseModel):
+    """One asset of a group and its condition."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    asset_key: str = Field(alias="assetKey")
+    condition: Condition = Field(default_factory=Condition)
+
+    @field_validator("asset_key")
+    @classmethod
+    def _key(cls, value: str) -> str:
+        return validate_asset_key(value)
+
+
+class Group(BaseModel):
+    """Members that must all hold at once (AND). A rule's groups are alternatives (OR)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    group_id: str = Field(alias="groupId")
+    members: list[Member] = Field(min_length=1, max_length=MAX_MEMBERS_PER_GROUP)
+
+    @field_validator("group_id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return validate_id(value, "groupId")
+
+    @field_validator("members")
+    @classmethod
+    def _distinct(cls, members: list[Member]) -> list[Member]:
+        seen: set[str] = set()
+        for member in members:
+            if member.asset_key in seen:
+                raise ValueError(f"asset {member.asset_key!r} appears twice in the group; merge its conditions")
+            seen.add(member.asset_key)
+        sizes = {m.condition.window.size_ms for m in members if m.condition.window is not None}
+        if len(sizes) > 1:
+            raise ValueError("windowed members of one group must use the same window")
+        return members
+
+    @property
+    def window(self) -> WindowSpec | None:
+        """The group's window spec when any member is windowed (all windowed members share the size)."""
+        return next((m.condition.window for m in self.members if m.condition.window is not None), None)
+
+    @property
+    def asset_keys(self) -> list[str]:
+        return [m.asset_key for m in self.members]
+
+
+class Policy(BaseModel):
+    """How a group's readiness turns into triggers."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    mode: Mode = Mode.ALL_UPDATED
+    min_interval_seconds: int = Field(default=0, alias="minIntervalSeconds", ge=0, le=MAX_POLICY_SECONDS)
+    quiet_period_seconds: int = Field(default=0, alias="quietPeriodSeconds", ge=0, le=MAX_POLICY_SECONDS)
+    backfill: BackfillPolicy = BackfillPolicy.TRIGGER
+
+
+class Rule(BaseModel):
+    """A downstream run's dependencies: a target, groups of members, a policy."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    rule_id: str = Field(alias="ruleId")
+    description: str | None = Field(default=None, max_length=1024)
+    groups: list[Group] = Field(min_length=1, max_length=MAX_GROUPS)
+    policy: Policy = Field(default_factory=Policy)
+    target: dict[str, Any] = Field(description="where the run starts; only its 'type' is checked for now")
+    enabled: bool = True
+
+    @field_validator("rule_id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return validate_id(value, "ruleId")
+
+    @field_validator("groups")
+    @classmethod
+    def _groups(cls, groups: list[Group]) -> list[Group]:
+        ids = [g.group_id for g in groups]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise ValueError(f"groupId must be unique within the rule; {', '.join(twice)} appears twice")
+        assets = {m.asset_key for g in groups for m in g.members}
+        if len(assets) > MAX_ASSETS_PER_RULE:
+            raise ValueError(
+                f"a rule may name at most {MAX_ASSETS_PER_RULE} distinct assets, this one names {len(assets)}"
+            )
+        return groups
+
+    @field_validator("target")
+    @classmethod
+    def _target(cls, value: dict[str, Any]) -> dict[str, Any]:
+        kind = value.get("type")
+        if not isinstance(kind, str) or not kind.strip():
+            raise ValueError("target needs a 'type' string, e.g. webhook or stepfunctions")
+        return value
+
+    @model_validator(mode="after")
+    def _size(self) -> Rule:
+        size = len(self.to_json())
+        if size > MAX_RULE_BYTES:
+            raise ValueError(f"the rule is {size} bytes as JSON; the limit is {MAX_RULE_BYTES}")
+        return self
+
+    @property
+    def asset_keys(self) -> list[str]:
+        """Every distinct member asset, in first-seen order."""
+        return list(dict.fromkeys(m.asset_key for g in self.groups for m in g.members))
+
+    def group(self, group_id: str) -> Group | None:
+        return next((g for g in self.groups if g.group_id == group_id), None)
+
+    def groups_with(self, asset_key: str) -> list[Group]:
+        return [g for g in self.groups if asset_key in g.asset_keys]
+
+    def to_api(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_api(), separators=(",", ":"), sort_keys=True)

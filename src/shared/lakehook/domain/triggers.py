@@ -1,0 +1,179 @@
+"""Triggers: one firing of a rule's group, its pinned inputs, its key, and the group's cursor.
+
+The trigger key is derived from (rule, group, the pinned version of every member, window,
+replay epoch), so every resolver that sees the same versions derives the same key, and one
+conditional write decides who claims it. The group cursor records the versions the group last
+triggered with; a claim moves it in the same transaction, conditional on it being unchanged,
+so versions pinned by a group never go backwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lakehook.domain.time import ms_to_iso
+
+KEY_HASH_CHARS = 24  # 96 bits of SHA-256: collisions are not a practical concern
+
+
+class TriggerStatus(StrEnum):
+    TRIGGERING = "TRIGGERING"  # claimed; the dispatcher starts the run
+    SUCCEEDED = "SUCCEEDED"  # the target confirmed the run
+    FAILED = "FAILED"  # the target refused; the compensator may re-drive it
+    SKIPPED = "SKIPPED"  # claimed without a run: versions a backfill committed (policy.backfill=SKIP)
+
+
+class PinnedInput(BaseModel):
+    """The version of one member a trigger pins, and what is known about it."""
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True)
+
+    asset_key: str = Field(alias="assetKey")
+    snapshot_id: int | None = Field(default=None, alias="snapshotId")
+    snapshot_order: int | None = Field(
+        default=None,
+        alias="snapshotOrder",
+        description="its place in history when not the id (Iceberg: sequence number)",
+    )
+    schema_id: int | None = Field(default=None, alias="schemaId")
+    watermark: int | None = None
+    commit_time: int | None = Field(default=None, alias="commitTime")
+    state_version: int = Field(default=0, alias="stateVersion", description="the asset state version it was read at")
+
+    @property
+    def ordinal(self) -> tuple[int, int]:
+        """The version's place in the asset's order: the snapshot, or the watermark of a snapshot-less asset."""
+        if self.snapshot_id is not None:
+            return (self.snapshot_order if self.snapshot_order is not None else self.snapshot_id, -1)
+        return (-1, self.watermark if self.watermark is not None else -1)
+
+    def identity(self) -> list[Any]:
+        """What of the pin goes into the trigger key: the asset and its version, nothing incidental."""
+        if self.snapshot_id is not None:
+            return [self.asset_key, self.snapshot_id, -1]
+        return [self.asset_key, -1, self.watermark if self.watermark is not None else -1]
+
+    def to_api(self) -> dict[str, Any]:
+        data = self.model_dump(by_alias=True, exclude_none=True)
+        if self.commit_time is not None:
+            data["commitTime"] = self.commit_time
+        return data
+
+
+class Window(BaseModel):
+    """A window ``[start, end)`` in epoch milliseconds; one trigger per window."""
+
+    model_config = ConfigDict(frozen=True)
+
+    start: int
+    end: int
+
+    def to_api(self) -> dict[str, str]:
+        return {"start": ms_to_iso(self.start), "end": ms_to_iso(self.end)}
+
+
+def trigger_key(
+    rule_id: str,
+    group_id: str,
+    pins: list[PinnedInput] | tuple[PinnedInput, ...],
+    window: Window | None,
+    replay_epoch: int,
+) -> str:
+    """``<ruleId>.<groupId>.<hash>``: readable, one URL path segment, the same for the same versions.
+
+    Ids are letters, digits, ``_``, ``-`` and ``.`` only, so the key never holds ``/``.
+    """
+    canonical = json.dumps(
+        {
+            "rule": rule_id,
+            "group": group_id,
+            "pins": sorted(p.identity() for p in pins),
+            "window": [window.start, window.end] if window else None,
+            "epoch": replay_epoch,
+        },
+        separators=(",", ":"),
+        sort_keys=True,
+    )
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:KEY_HASH_CHARS]
+    return f"{rule_id}.{group_id}.{digest}"
+
+
+class Trigger(BaseModel):
+    """One claimed firing of a group."""
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True)
+
+    trigger_key: str = Field(alias="triggerKey")
+    rule_id: str = Field(alias="ruleId")
+    group_id: str = Field(alias="groupId")
+    status: TriggerStatus = TriggerStatus.TRIGGERING
+    inputs: tuple[PinnedInput, ...]
+    window: Window | None = None
+    replay_epoch: int = Field(default=0, alias="replayEpoch")
+    sequence: int = Field(default=0, description="the group cursor's sequence this claim set")
+    attempts: int = 0
+    created_at: int = Field(alias="createdAt")
+    updated_at: int = Field(alias="updatedAt")
+    manifest_uri: str | None = Field(default=None, alias="manifestUri")
+    reason: str | None = None
+    target_run_id: str | None = Field(default=None, alias="targetRunId")
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "triggerKey": self.trigger_key,
+            "ruleId": self.rule_id,
+            "groupId": self.group_id,
+            "status": self.status.value,
+            "inputs": [p.to_api() for p in self.inputs],
+            "window": self.window.to_api() if self.window else None,
+            "replayEpoch": self.replay_epoch,
+            "attempts": self.attempts,
+            "createdAt": ms_to_iso(self.created_at),
+            "updatedAt": ms_to_iso(self.updated_at),
+            "manifestUri": self.manifest_uri,
+            "reason": self.reason,
+            "targetRunId": self.target_run_id,
+        }
+
+
+class GroupCursor(BaseModel):
+    """The versions a group last triggered with ("last triggered versions"). ``seq`` is the CAS token."""
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True)
+
+    rule_id: str = Field(alias="ruleId")
+    group_id: str = Field(alias="groupId")
+    seq: int = 0
+    pins: dict[str, PinnedInput] = Field(default_factory=dict)
+    window: Window | None = None
+    trigger_key: str | None = Field(default=None, alias="triggerKey")
+    claimed_at: int | None = Field(default=None, alias="claimedAt")
+    replay_epoch: int = Field(default=0, alias="replayEpoch")
+    backfills: dict[str, str] = Field(default_factory=dict, description="asset key -> backfill id seen at the claim")
+
+    def after(self, trigger: Trigger, backfills: dict[str, str]) -> GroupCursor:
+        """The cursor once ``trigger`` is claimed."""
+        return self.model_copy(
+            update={
+                "seq": self.seq + 1,
+                "pins": {p.asset_key: p for p in trigger.inputs},
+                "window": trigger.window if trigger.window is not None else self.window,
+                "trigger_key": trigger.trigger_key,
+                # A skip is not a run: the cooldown keeps counting from the last real trigger.
+                "claimed_at": self.claimed_at if trigger.status is TriggerStatus.SKIPPED else trigger.created_at,
+                "backfills": backfills,
+            }
+        )
+
+    @classmethod
+    def initial(cls, rule_id: str, group_id: str) -> GroupCursor:
+        """The cursor of a group that never triggered (``seq`` 0; stored only once it moves)."""
+        return cls(rule_id=rule_id, group_id=group_id)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True)

@@ -1,0 +1,158 @@
+"""Ports of the dispatcher: target plug-ins, the run-manifest store, and the trigger ledger.
+
+The ledger works on the very claim items the resolver's ``TriggerStore`` creates: it moves a
+claim from ``TRIGGERING`` to ``SUCCEEDED`` (with the target's run id) or ``FAILED`` (with a reason),
+counts attempts, and holds a short lease so two dispatchers (a redelivered stream record and the
+compensator, say) never work on one trigger at the same time.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+from lakehook.domain.dispatch import Invocation, Outcome, RunManifest
+from lakehook.domain.targets import TargetConfig
+from lakehook.domain.triggers import Trigger, TriggerStatus
+
+
+class TargetClient(ABC):
+    """Starts a downstream run on one kind of target, through that target's own idempotency primitive.
+
+    Capabilities tell the dispatcher how far a retry is safe:
+
+    - ``confirmable``: :meth:`find_run` can see a run started for a trigger key, so a retry is
+      preceded by a look and never starts a second run;
+    - ``deduplicates``: the target itself refuses a second run for the same key (an execution
+      name, a run id, an idempotency key), so even a blind re-send cannot start two;
+    - ``settle_seconds``: how long after an accepted start :meth:`find_run` may still not see the run
+      (a scheduler that turns the request into a run asynchronously); no retry happens sooner.
+
+    A target that is neither (Lambda, EventBridge) delivers at least once; its consumers deduplicate
+    on ``triggerKey`` (see those plug-ins' docstrings).
+    """
+
+    type_name: ClassVar[str]
+    confirmable: ClassVar[bool] = False
+    deduplicates: ClassVar[bool] = False
+
+    def settle_seconds(self, config: TargetConfig) -> float:
+        """Seconds after an accepted start before :meth:`find_run` is sure to see the run."""
+        return 0.0
+
+    @abstractmethod
+    def start(self, invocation: Invocation, config: TargetConfig) -> Outcome:
+        """Start the run for ``invocation.trigger_key``. Never raises for a target's answer or a network
+        failure: those are outcomes (RETRYABLE with ``ambiguous`` when the request may have arrived)."""
+
+    @abstractmethod
+    def find_run(self, trigger_key: str, config: TargetConfig, not_before_ms: int) -> str | None:
+        """The id of the run the target has for this key, or None if it has none. ``not_before_ms``
+        bounds the search: no run for the key can predate the claim. Raises TargetUnavailableError when
+        the target cannot be asked; a target that cannot look answers None (see ``confirmable``)."""
+
+
+class ManifestStore(ABC):
+    """Run manifests, one per trigger key, written once."""
+
+    @abstractmethod
+    def uri_for(self, trigger_key: str) -> str:
+        """Where the manifest of this key lives (known before it is written)."""
+
+    @abstractmethod
+    def put_if_absent(self, trigger_key: str, manifest: RunManifest) -> str:
+        """Store the manifest unless one is there; answer its URI. An identical stored manifest is fine
+        (a retry); a different one raises ManifestConflictError and is never replaced."""
+
+    @abstractmethod
+    def get(self, uri: str) -> RunManifest:
+        """The manifest at ``uri``. Raises NotFoundError, or ManifestIntegrityError if it was altered."""
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """A claim as the dispatcher sees it: the trigger plus its dispatch bookkeeping."""
+
+    trigger: Trigger
+    retryable: bool | None = None
+    next_attempt_at: int | None = None
+    lease_owner: str | None = None
+    lease_until: int | None = None
+    last_attempt_at: int | None = None
+    replay_of: str | None = None
+    failure_code: str | None = None
+    run_status: str | None = None
+    completed_at: int | None = None
+
+    @property
+    def trigger_key(self) -> str:
+        return self.trigger.trigger_key
+
+    @property
+    def status(self) -> TriggerStatus:
+        return self.trigger.status
+
+    def is_open(self) -> bool:
+        """Still owed a run or a terminal reason: TRIGGERING, or FAILED and retryable."""
+        return self.status is TriggerStatus.TRIGGERING or (self.status is TriggerStatus.FAILED and bool(self.retryable))
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt taken: its number (1-based, counted across invocations) and the claim before it."""
+
+    number: int
+    before: LedgerEntry
+    owner: str
+
+    @property
+    def previous_attempt_at(self) -> int | None:
+        return self.before.last_attempt_at
+
+
+class TriggerLedger(ABC):
+    """Dispatch state on the resolver's claim items. Every change is one conditional write."""
+
+    @abstractmethod
+    def get(self, trigger_key: str) -> LedgerEntry | None:
+        """The claim (strongly consistent), or None."""
+
+    @abstractmethod
+    def begin_attempt(
+        self, trigger_key: str, owner: str, now_ms: int, lease_ms: int, redrive: bool = False
+    ) -> Attempt | None:
+        """Record one attempt and lease the claim to ``owner`` until ``now_ms + lease_ms``.
+
+        Taken when the claim is TRIGGERING and not leased by someone else (no lease, an expired one,
+        or ``owner``'s own), or, with ``redrive``, FAILED, retryable and due (``nextAttemptAt <= now``),
+        which moves it back to TRIGGERING. Answers None when not taken (terminal, leased, not due)."""
+
+    @abstractmethod
+    def mark_succeeded(self, trigger_key: str, owner: str, run_id: str, manifest_uri: str | None, now_ms: int) -> bool:
+        """TRIGGERING -> SUCCEEDED with the target's run id; only by the lease holder. False if not held."""
+
+    @abstractmethod
+    def mark_failed(
+        self,
+        trigger_key: str,
+        owner: str,
+        reason: str,
+        code: str,
+        retryable: bool,
+        manifest_uri: str | None,
+        now_ms: int,
+        next_attempt_at: int | None = None,
+    ) -> bool:
+        """TRIGGERING -> FAILED with a reason; ``retryable`` ones are re-driven from ``next_attempt_at``.
+        Only by the lease holder; releases the lease. False if not held."""
+
+    @abstractmethod
+    def record_completion(self, trigger_key: str, run_status: str, now_ms: int) -> bool:
+        """Note what the run reported (``runStatus``, ``completedAt``) on the claim. False when there is no
+        claim or it is SKIPPED (no run). A completion may arrive before the dispatcher marked the claim."""
+
+    @abstractmethod
+    def pending(self, now_ms: int, stuck_before_ms: int, limit: int) -> list[LedgerEntry]:
+        """Claims to re-drive: TRIGGERING, last changed before ``stuck_before_ms`` and not leased, and
+        FAILED retryable ones that are due. At most ``limit``, oldest first where the store can tell."""

@@ -1,0 +1,157 @@
+"""Ports of the resolver: rules and their reverse index, trigger claims, batched state reads,
+the state history EACH_VERSION needs, and deferred re-evaluations."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from lakehook.domain.rules import Rule
+from lakehook.domain.state import AssetState
+from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
+from lakehook.ports.store import Page
+
+GroupRef = tuple[str, str]
+"""(ruleId, groupId)"""
+
+
+@dataclass(frozen=True)
+class StoredRule:
+    """A rule as stored: the rule, a revision that moves on every write, and when."""
+
+    rule: Rule
+    revision: int
+    created_at: int
+    updated_at: int
+
+
+class RuleStore(ABC):
+    """Rules, and the reverse index asset -> rules that lets one query find every rule of an asset."""
+
+    @abstractmethod
+    def put_rule(self, rule: Rule, now_ms: int) -> StoredRule:
+        """Create or replace the rule and its reverse index together. Raises ConflictError if raced too often."""
+
+    @abstractmethod
+    def get_rule(self, rule_id: str) -> StoredRule | None:
+        """The rule, or None."""
+
+    @abstractmethod
+    def get_rules(self, rule_ids: Collection[str]) -> dict[str, Rule]:
+        """The rules that exist among ``rule_ids`` (one batched read)."""
+
+    @abstractmethod
+    def list_rules(self, limit: int, next_token: str | None = None) -> Page[StoredRule]:
+        """Rules in id order."""
+
+    @abstractmethod
+    def delete_rule(self, rule_id: str) -> bool:
+        """Delete the rule and its index entries; True if it existed. Its cursors and triggers stay."""
+
+    @abstractmethod
+    def rules_for_asset(self, asset_key: str) -> list[Rule]:
+        """Every rule naming the asset as a member: one query of the reverse index."""
+
+
+class ClaimOutcome(StrEnum):
+    CLAIMED = "CLAIMED"  # this call created the claim and moved the cursor
+    DUPLICATE = "DUPLICATE"  # the trigger key was claimed before
+    CURSOR_MOVED = "CURSOR_MOVED"  # another claim moved the group's cursor first
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """What a claim did; on CURSOR_MOVED (or DUPLICATE) the cursor as it now is, when known."""
+
+    outcome: ClaimOutcome
+    cursor: GroupCursor | None = None
+
+
+class TriggerStore(ABC):
+    """Trigger claims and the group cursors they move."""
+
+    @abstractmethod
+    def claim(self, trigger: Trigger, cursor: GroupCursor, expected: GroupCursor | None) -> ClaimResult:
+        """One transaction: create the claim (the key must be absent) and store ``cursor`` (the group's
+        cursor must still be ``expected``; None or ``seq`` 0 means it must not exist yet)."""
+
+    @abstractmethod
+    def get(self, trigger_key: str) -> Trigger | None:
+        """The trigger, or None."""
+
+    @abstractmethod
+    def list_for_rule(
+        self, rule_id: str, status: TriggerStatus | None = None, limit: int = 50, next_token: str | None = None
+    ) -> Page[Trigger]:
+        """The rule's triggers, newest first, optionally of one status."""
+
+    @abstractmethod
+    def get_cursors(self, refs: Collection[GroupRef]) -> dict[GroupRef, GroupCursor]:
+        """The cursors that exist among ``refs``."""
+
+
+@dataclass(frozen=True)
+class ResolutionInputs:
+    """What one resolver invocation reads: member states and group cursors."""
+
+    states: dict[str, AssetState]
+    cursors: dict[GroupRef, GroupCursor]
+
+
+class StateReader(ABC):
+    """Batched, strongly consistent reads of asset states (and group cursors) for the resolver."""
+
+    @abstractmethod
+    def get_states(self, asset_keys: Collection[str]) -> dict[str, AssetState]:
+        """The states that exist among ``asset_keys``."""
+
+    @abstractmethod
+    def read(self, asset_keys: Collection[str], cursors: Collection[GroupRef]) -> ResolutionInputs:
+        """States and cursors in one batched read (BatchGetItem pages of 100 keys on DynamoDB)."""
+
+
+class StateHistory(ABC):
+    """Past states of an asset by state version: what EACH_VERSION needs to trigger every version in order."""
+
+    @abstractmethod
+    def record(self, states: Mapping[str, Sequence[AssetState]], now_ms: int) -> None:
+        """Keep these states (per asset key); idempotent."""
+
+    @abstractmethod
+    def between(self, asset_key: str, first_version: int, last_version: int) -> list[AssetState]:
+        """The kept states with ``first_version <= version <= last_version``, oldest first."""
+
+
+@dataclass(frozen=True)
+class StateChange:
+    """An asset whose state changed; ``state`` is the new image when the stream record carries one."""
+
+    asset_key: str
+    state: AssetState | None = None
+
+
+@dataclass(frozen=True)
+class Deferral:
+    """A group to re-evaluate at ``due_at`` (a cooldown or quiet period ends then)."""
+
+    rule_id: str
+    group_id: str
+    due_at: int
+
+
+class DeferralStore(ABC):
+    """Deferred re-evaluations. A sweep marks due ones, and that write wakes the resolver."""
+
+    @abstractmethod
+    def defer(self, deferral: Deferral) -> None:
+        """Ask for a re-evaluation at ``due_at``; the group keeps one pending deferral, the latest asked for."""
+
+    @abstractmethod
+    def due(self, now_ms: int, limit: int) -> list[Deferral]:
+        """Pending deferrals due at ``now_ms``, oldest first."""
+
+    @abstractmethod
+    def mark_due(self, deferral: Deferral, now_ms: int) -> bool:
+        """Mark it due (the stream then wakes the resolver); False if it changed meanwhile."""

@@ -1,0 +1,470 @@
+"""Dispatch: start each claimed trigger's downstream run exactly once, and say why when it cannot.
+
+Claim -> manifest -> start -> confirm (DESIGN principle 4; RFC 3.7, 3.10, risks 2 and 7):
+
+1. **Lease and count.** One conditional write takes the claim for one attempt (``TriggerLedger.
+   begin_attempt``): TRIGGERING and not leased by anyone else. Two dispatchers never work on one key
+   at once; the attempt number is durable, so a crashed attempt is known to the next one.
+2. **Manifest.** The run manifest is a pure function of the claim, written with a conditional put:
+   a retry finds its own identical manifest, never replaces a different one.
+3. **Confirm before re-sending.** Any attempt after the first (in this invocation or after a crash)
+   first asks the target whether the run exists (``find_run``). A target that turns requests into runs
+   asynchronously (DolphinScheduler) is not asked before its settle time has passed since the previous
+   attempt: an ambiguous answer leaves the claim FAILED and retryable until then, and a re-drive that
+   comes too early does nothing (BUSY).
+4. **Start** through the target's own idempotency primitive; **mark** SUCCEEDED with the run id, or
+   FAILED with the reason and attempt count: fatal answers at once, retryable ones after the
+   configured attempts (exponential backoff with full jitter in between), re-driven by
+   :class:`RedriveTriggers` until the total attempt budget is spent. A confirmable target then gets
+   visits that only look (never start), so a run the last allowed attempt started is still found;
+   only when the target says there is none does the claim become terminal.
+
+Whatever fails where (a crash after the manifest, after the target accepted, a timeout whose request
+arrived, a 5xx, a 429), every claimed key ends SUCCEEDED with one run or FAILED with a reason, and a
+target that is confirmable or deduplicates never sees two runs for a key. Targets that are neither
+(Lambda, EventBridge) deliver at least once: their consumers deduplicate on ``triggerKey`` (RFC risk 7:
+exactly-once ends where the target's own guarantees end), and a claim given up after an ambiguous
+answer says that a request may have arrived.
+
+Deployment constraint: the lease (``DispatchPolicy.lease_seconds``) must outlast the dispatcher's
+function timeout, so a lease only expires once its holder is surely dead.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from lakehook.domain.dispatch import (
+    Invocation,
+    ManifestConflictError,
+    ManifestIntegrityError,
+    Outcome,
+    OutcomeKind,
+    RetryPolicy,
+    RunManifest,
+    TargetUnavailableError,
+)
+from lakehook.domain.errors import NotFoundError
+from lakehook.domain.targets import InvalidTargetError, TargetConfig, validate_target
+from lakehook.domain.time import now_ms
+from lakehook.domain.triggers import TriggerStatus
+from lakehook.observability import logger
+from lakehook.ports.dispatch import Attempt, LedgerEntry, ManifestStore, TargetClient, TriggerLedger
+from lakehook.ports.rules import RuleStore
+
+SUCCESS_METRIC = "lakehouse_asset_trigger_success_total"
+FAILED_METRIC = "lakehouse_asset_trigger_failed_total"
+RETRY_METRIC = "lakehouse_asset_trigger_history_retry_total"
+
+MetricSink = Callable[[str, dict[str, str]], None]
+"""Count one occurrence of a metric with its dimensions."""
+
+
+def emit_metric(name: str, dimensions: dict[str, str]) -> None:
+    """Powertools EMF, one metric per line so each keeps its own dimensions."""
+    from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+    from lakehook.observability import NAMESPACE
+
+    with single_metric(name=name, unit=MetricUnit.Count, value=1, namespace=NAMESPACE) as metric:
+        for key, value in dimensions.items():
+            metric.add_dimension(name=key, value=value)
+
+
+@dataclass(frozen=True)
+class DispatchPolicy:
+    """Retries within one invocation, the total attempt budget with the wait between re-drives, the
+    lease, and when a TRIGGERING claim counts as stuck."""
+
+    attempts: RetryPolicy = field(default_factory=lambda: RetryPolicy(3, 0.5, 8.0))
+    redrive: RetryPolicy = field(default_factory=lambda: RetryPolicy(10, 30.0, 900.0))
+    lease_seconds: float = 300.0
+    stuck_after_seconds: float = 600.0
+
+    def __post_init__(self) -> None:
+        # A stuck claim is re-driven only once its lease has surely expired.
+        if self.stuck_after_seconds < self.lease_seconds:
+            raise ValueError("stuck_after_seconds must be at least lease_seconds")
+
+    @property
+    def lease_ms(self) -> int:
+        return int(self.lease_seconds * 1000)
+
+    @property
+    def stuck_after_ms(self) -> int:
+        return int(self.stuck_after_seconds * 1000)
+
+
+class DispatchStatus(StrEnum):
+    SUCCEEDED = "SUCCEEDED"  # the run exists (started now, or found)
+    FAILED = "FAILED"  # terminal: refused, or the attempt budget is spent
+    RETRY_LATER = "RETRY_LATER"  # FAILED and retryable: the compensator re-drives it when due
+    BUSY = "BUSY"  # another dispatcher holds the lease, or a re-drive is not due yet
+    DONE = "DONE"  # already terminal (or SKIPPED) before this call: nothing to do
+    NOT_FOUND = "NOT_FOUND"  # no such claim
+
+
+@dataclass(frozen=True)
+class DispatchResult:
+    trigger_key: str
+    status: DispatchStatus
+    run_id: str | None = None
+    reason: str | None = None
+    attempts: int = 0
+
+
+@dataclass(frozen=True)
+class _Target:
+    """The rule's target and the plug-in that starts runs on it."""
+
+    config: TargetConfig
+    client: TargetClient
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What one dispatch needs once: the target, its client, the manifest and where it is."""
+
+    config: TargetConfig
+    client: TargetClient
+    manifest: RunManifest
+    manifest_uri: str
+
+
+class DispatchTrigger:
+    """Start the run of one claimed trigger, exactly once (see the module docstring)."""
+
+    def __init__(
+        self,
+        ledger: TriggerLedger,
+        rules: RuleStore,
+        manifests: ManifestStore,
+        targets: Mapping[str, TargetClient],
+        policy: DispatchPolicy | None = None,
+        clock: Callable[[], int] = now_ms,
+        sleep: Callable[[float], None] | None = None,
+        rand: Callable[[], float] = random.random,
+        owner: Callable[[], str] = lambda: uuid.uuid4().hex,
+        metrics: MetricSink | None = emit_metric,
+    ) -> None:
+        self._ledger = ledger
+        self._rules = rules
+        self._manifests = manifests
+        self._targets = targets
+        self.policy = policy or DispatchPolicy()
+        self._clock = clock
+        self._sleep = sleep if sleep is not None else _real_sleep
+        self._rand = rand
+        self._owner = owner
+        self._metrics = metrics
+
+    def __call__(self, trigger_key: str, redrive: bool = False, max_attempts: int | None = None) -> DispatchResult:
+        """Dispatch the claim. ``redrive`` (the compensator) may also take FAILED retryable claims that are
+        due; ``max_attempts`` caps the attempts of this call (default: the policy's)."""
+        entry = self._ledger.get(trigger_key)
+        if entry is None:
+            return DispatchResult(trigger_key, DispatchStatus.NOT_FOUND, reason="no such trigger")
+        if not entry.is_open():
+            return _done(entry)
+        if entry.status is TriggerStatus.FAILED and not redrive:
+            return DispatchResult(
+                trigger_key, DispatchStatus.BUSY, reason="waiting to be re-driven", attempts=entry.trigger.attempts
+            )
+        target = self._target(entry)
+        if isinstance(target, _Target) and entry.last_attempt_at is not None:
+            settle_ms = int(target.client.settle_seconds(target.config) * 1000)
+            if self._clock() - entry.last_attempt_at < settle_ms:
+                # A run the previous attempt started may not be visible yet: looking now could miss it.
+                return DispatchResult(
+                    trigger_key,
+                    DispatchStatus.BUSY,
+                    reason="waiting for the previous attempt to become visible",
+                    attempts=entry.trigger.attempts,
+                )
+        owner = self._owner()
+        budget = max_attempts or self.policy.attempts.max_attempts
+        plan: _Plan | None = None
+        tried = 0
+        while True:
+            tried += 1
+            taken = self._ledger.begin_attempt(trigger_key, owner, self._clock(), self.policy.lease_ms, redrive=redrive)
+            if taken is None:
+                return self._not_taken(trigger_key)
+            attempt, redrive = taken, False  # from here on the claim is TRIGGERING and leased to us
+            if attempt.number > 1 and self._metrics is not None:
+                self._metrics(RETRY_METRIC, {"trigger_status": attempt.before.status.value})
+            if isinstance(target, Outcome):
+                return self._failed(attempt, None, target, retryable=False)
+            outcome: Outcome | _Plan = plan or self._manifest(attempt.before, target)
+            if isinstance(outcome, _Plan):
+                plan = outcome
+                outcome = self._attempt(plan, attempt)
+            if outcome.succeeded:
+                return self._succeeded(attempt, plan, outcome)
+            if outcome.kind is OutcomeKind.FATAL:
+                return self._failed(attempt, plan, outcome, retryable=False)
+            settle_ms = int(target.client.settle_seconds(target.config) * 1000)
+            if (outcome.ambiguous and settle_ms) or tried >= budget or self.policy.redrive.exhausted(attempt.number):
+                # An ambiguous answer from a target whose runs appear late is confirmed after the settle
+                # time, never at once; otherwise this call's attempts are spent.
+                return self._later_or_never(attempt, plan, target, outcome, settle_ms if outcome.ambiguous else 0)
+            wait = self.policy.attempts.delay(tried, self._rand, outcome.retry_after_seconds)
+            logger.info(
+                "dispatch attempt failed; retrying",
+                extra={
+                    "trigger_key": trigger_key,
+                    "attempt": attempt.number,
+                    "reason": outcome.reason,
+                    "status": outcome.kind.value,
+                    "wait_seconds": round(wait, 3),
+                },
+            )
+            self._sleep(wait)
+
+    def _later_or_never(
+        self, attempt: Attempt, plan: _Plan | None, target: _Target, outcome: Outcome, wait_ms: int
+    ) -> DispatchResult:
+        """FAILED and retryable (re-driven after backoff, at least ``wait_ms``), or terminal once the budget
+        is spent. A confirmable target gets visits past the budget that only look (never start), so a run
+        the last attempt may have started is found rather than left behind a FAILED claim."""
+        total = self.policy.redrive.max_attempts
+        backoff = int(self.policy.redrive.delay(attempt.number, self._rand) * 1000)
+        if attempt.number < total or (target.client.confirmable and attempt.number < 2 * total):
+            return self._failed(
+                attempt, plan, outcome, retryable=True, next_attempt_at=self._clock() + max(backoff, wait_ms)
+            )
+        reason = f"gave up after {attempt.number} attempts: {outcome.reason}"
+        if outcome.ambiguous and not target.client.confirmable:
+            reason += "; the last request may have reached the target, whose consumer deduplicates on the key"
+        return self._failed(attempt, plan, Outcome.fatal(reason, outcome.code or "exhausted"), retryable=False)
+
+    # --- one attempt ---------------------------------------------------------------------------------
+
+    def _target(self, entry: LedgerEntry) -> _Target | Outcome:
+        """The rule's target and its plug-in; a fatal Outcome when there is none."""
+        trigger = entry.trigger
+        stored = self._rules.get_rule(trigger.rule_id)
+        if stored is None:
+            return Outcome.fatal(f"rule {trigger.rule_id!r} no longer exists", "rule_missing")
+        try:
+            config = validate_target(stored.rule.target)
+        except InvalidTargetError as exc:
+            return Outcome.fatal(f"the rule's target is invalid: {exc}", "invalid_target")
+        client = self._targets.get(config.type)
+        if client is None:
+            return Outcome.fatal(f"target type {config.type!r} is not available here", "unsupported_target")
+        return _Target(config, client)
+
+    def _manifest(self, entry: LedgerEntry, target: _Target) -> _Plan | Outcome:
+        """Write the manifest (or find a replay's); an Outcome when that fails."""
+        trigger = entry.trigger
+        try:
+            if trigger.manifest_uri:  # a replay shares the manifest of the trigger it replays
+                uri = trigger.manifest_uri
+                manifest = self._manifests.get(uri)
+            else:
+                manifest = RunManifest.for_trigger(trigger, entry.replay_of)
+                uri = self._manifests.put_if_absent(trigger.trigger_key, manifest)
+        except ManifestConflictError as exc:
+            return Outcome.fatal(str(exc), "manifest_conflict")
+        except (NotFoundError, ManifestIntegrityError) as exc:
+            return Outcome.fatal(f"the manifest to replay is unusable: {exc}", "manifest_unusable")
+        except Exception as exc:  # the store is down or throttled: nothing was started, so try again
+            logger.warning(
+                "manifest store unavailable", extra={"trigger_key": trigger.trigger_key, "reason": repr(exc)}
+            )
+            return Outcome.retryable(f"manifest store unavailable: {exc}", "manifest_store")
+        return _Plan(target.config, target.client, manifest, uri)
+
+    def _attempt(self, plan: _Plan, attempt: Attempt) -> Outcome:
+        """Confirm (after a first attempt), then start."""
+        trigger = attempt.before.trigger
+        if attempt.number > 1 and plan.client.confirmable:
+            try:
+                found = plan.client.find_run(trigger.trigger_key, plan.config, trigger.created_at)
+            except TargetUnavailableError as exc:
+                return Outcome.retryable(f"could not confirm with the target: {exc}", "confirm_unavailable")
+            if found is not None:
+                logger.info(
+                    "run found before retrying",
+                    extra={"trigger_key": trigger.trigger_key, "run_id": found, "attempt": attempt.number},
+                )
+                return Outcome.already_started(found)
+        if self.policy.redrive.exhausted(attempt.number - 1):
+            # The start budget is spent: this visit only looked, and the target has no run for the key.
+            previous = attempt.before.trigger.reason or "no answer"
+            spent = attempt.number - 1
+            return Outcome.fatal(
+                f"gave up after {spent} attempts: {previous}", attempt.before.failure_code or "exhausted"
+            )
+        invocation = Invocation.of(trigger, plan.manifest, plan.manifest_uri, attempt.number, attempt.before.replay_of)
+        try:
+            return plan.client.start(invocation, plan.config)
+        except Exception as exc:  # a plug-in bug must not leave the claim leased; the budget bounds retries
+            logger.exception("target client raised", extra={"trigger_key": trigger.trigger_key})
+            return Outcome.retryable(f"target client error: {exc!r}", "client_error", ambiguous=True)
+
+    # --- endings -------------------------------------------------------------------------------------
+
+    def _succeeded(self, attempt: Attempt, plan: _Plan | None, outcome: Outcome) -> DispatchResult:
+        key = attempt.before.trigger_key
+        assert outcome.run_id is not None and plan is not None
+        marked = self._ledger.mark_succeeded(key, attempt.owner, outcome.run_id, plan.manifest_uri, self._clock())
+        if not marked:
+            return self._lost_lease(key, attempt)
+        if self._metrics is not None:
+            self._metrics(SUCCESS_METRIC, {"target_type": plan.config.type})
+        logger.info(
+            "trigger dispatched",
+            extra={
+                "trigger_key": key,
+                "rule_id": attempt.before.trigger.rule_id,
+                "status": TriggerStatus.SUCCEEDED.value,
+                "run_id": outcome.run_id,
+                "attempt": attempt.number,
+                "outcome": outcome.kind.value,
+            },
+        )
+        return DispatchResult(key, DispatchStatus.SUCCEEDED, run_id=outcome.run_id, attempts=attempt.number)
+
+    def _failed(
+        self,
+        attempt: Attempt,
+        plan: _Plan | None,
+        outcome: Outcome,
+        retryable: bool,
+        next_attempt_at: int | None = None,
+    ) -> DispatchResult:
+        key = attempt.before.trigger_key
+        now = self._clock()
+        code = outcome.code or "unknown"
+        reason = outcome.reason or code
+        if retryable and next_attempt_at is None:
+            next_attempt_at = now + int(self.policy.redrive.delay(attempt.number, self._rand) * 1000)
+        marked = self._ledger.mark_failed(
+            key, attempt.owner, reason, code, retryable, plan.manifest_uri if plan else None, now, next_attempt_at
+        )
+        if not marked:
+            return self._lost_lease(key, attempt)
+        if self._metrics is not None:
+            self._metrics(FAILED_METRIC, {"reason": code})
+        status = DispatchStatus.RETRY_LATER if retryable else DispatchStatus.FAILED
+        log = logger.warning if retryable else logger.error
+        log(
+            "trigger dispatch failed",
+            extra={
+                "trigger_key": key,
+                "rule_id": attempt.before.trigger.rule_id,
+                "status": status.value,
+                "reason": reason,
+                "code": code,
+                "attempt": attempt.number,
+                "next_attempt_at": next_attempt_at,
+            },
+        )
+        return DispatchResult(key, status, reason=reason, attempts=attempt.number)
+
+    def _not_taken(self, trigger_key: str) -> DispatchResult:
+        entry = self._ledger.get(trigger_key)
+        if entry is None:
+            return DispatchResult(trigger_key, DispatchStatus.NOT_FOUND, reason="no such trigger")
+        if not entry.is_open():
+            return _done(entry)
+        return DispatchResult(
+            trigger_key,
+            DispatchStatus.BUSY,
+            reason="leased by another dispatcher or not due",
+            attempts=entry.trigger.attempts,
+        )
+
+    def _lost_lease(self, trigger_key: str, attempt: Attempt) -> DispatchResult:
+        # Our lease ran out and another dispatcher took over; it confirms with the target before acting.
+        logger.warning("lease lost before marking", extra={"trigger_key": trigger_key, "attempt": attempt.number})
+        return self._not_taken(trigger_key)
+
+
+def _done(entry: LedgerEntry) -> DispatchResult:
+    trigger = entry.trigger
+    return DispatchResult(
+        trigger.trigger_key,
+        DispatchStatus.DONE,
+        run_id=trigger.target_run_id,
+        reason=trigger.reason,
+        attempts=trigger.attempts,
+    )
+
+
+def _real_sleep(seconds: float) -> None:
+    import time
+
+    time.sleep(seconds)
+
+
+@dataclass
+class RedriveReport:
+    """What one compensator pass did, per status."""
+
+    results: list[DispatchResult] = field(default_factory=list)
+
+    def count(self, status: DispatchStatus) -> int:
+        return sum(1 for r in self.results if r.status is status)
+
+
+class RedriveTriggers:
+    """The compensator's part of dispatch: re-drive TRIGGERING claims stuck past the timeout and FAILED
+    retryable ones that are due. Every re-drive asks the target first whether the run already exists
+    (it is never a first attempt), and makes one attempt: the backoff between re-drives is the claim's
+    ``nextAttemptAt``."""
+
+    def __init__(
+        self,
+        ledger: TriggerLedger,
+        dispatch: DispatchTrigger,
+        clock: Callable[[], int] = now_ms,
+        limit: int = 100,
+        budget_ms: int = 600_000,
+    ) -> None:
+        self._ledger = ledger
+        self._dispatch = dispatch
+        self._clock = clock
+        self._limit = limit
+        self._budget_ms = budget_ms
+
+    def __call__(self) -> RedriveReport:
+        start = self._clock()
+        report = RedriveReport()
+        stuck_before = start - self._dispatch.policy.stuck_after_ms
+        for entry in self._ledger.pending(start, stuck_before, self._limit):
+            if self._clock() - start > self._budget_ms:
+                break  # the next pass continues; nothing is lost, the claims stay pending
+            report.results.append(self._dispatch(entry.trigger_key, redrive=True, max_attempts=1))
+        if report.results:
+            logger.info(
+                "triggers re-driven",
+                extra={"count": len(report.results), "status": {s.value: report.count(s) for s in DispatchStatus}},
+            )
+        return report
+
+
+def handle_dispatch_record(
+    record: Any, dispatch: DispatchTrigger, key_of: Callable[[Any], str | None] | None = None
+) -> DispatchResult | None:
+    """Dispatch the trigger a DynamoDB stream record claims (a Powertools ``record_handler``).
+
+    Idempotent: a redelivered record, or a second INSERT record for the same claim, finds the claim
+    leased or already terminal and does nothing. Raises (so the batch retries the record) only when
+    the ledger itself fails. ``key_of`` reads the record (default: the DynamoDB ledger's reader).
+    """
+    if key_of is None:
+        from lakehook.adapters.dynamodb.trigger_ledger import claimed_trigger_key
+
+        key_of = claimed_trigger_key
+    trigger_key = key_of(record)
+    if trigger_key is None:
+        return None
+    return dispatch(trigger_key)

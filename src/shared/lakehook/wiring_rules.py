@@ -1,0 +1,137 @@
+"""Composition of the resolver and the rule routes, to be folded into the Container.
+
+Each builder takes the process's :class:`Container`, builds its adapter once (lazily, so moto can
+start first) and honours ``Container.of(settings, rule_store=InMemoryRuleStore(), ...)`` overrides
+under the same names. The stream handlers are what the resolver and sweep functions call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from lakehook.container import Container, current
+from lakehook.observability import logger
+from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, StateReader, TriggerStore
+from lakehook.usecases.resolve import ResolveAssetChange, SweepDeferred
+from lakehook.usecases.rules import ManageRules
+
+T = TypeVar("T")
+_CACHE = "_rules_wiring"
+
+
+def _cached(container: Container, name: str, build: Callable[[], T]) -> T:
+    if name in container.overrides:
+        return container.overrides[name]  # type: ignore[no-any-return]
+    cache: dict[str, Any] = container.__dict__.setdefault(_CACHE, {})
+    if name not in cache:
+        cache[name] = build()
+    return cache[name]  # type: ignore[no-any-return]
+
+
+def rule_store(container: Container) -> RuleStore:
+    from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
+
+    return _cached(container, "rule_store", lambda: DynamoDBRuleStore(container.table))
+
+
+def trigger_store(container: Container) -> TriggerStore:
+    from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
+
+    return _cached(container, "trigger_store", lambda: DynamoDBTriggerStore(container.table))
+
+
+def state_reader(container: Container) -> StateReader:
+    from lakehook.adapters.dynamodb.state_reader import DynamoDBStateReader
+
+    return _cached(container, "state_reader", lambda: DynamoDBStateReader(container.table))
+
+
+def state_history(container: Container) -> StateHistory:
+    from lakehook.adapters.dynamodb.state_history import DynamoDBStateHistory
+
+    return _cached(container, "state_history", lambda: DynamoDBStateHistory(container.table))
+
+
+def deferral_store(container: Container) -> DeferralStore:
+    from lakehook.adapters.dynamodb.deferral_store import DynamoDBDeferralStore
+
+    return _cached(container, "deferral_store", lambda: DynamoDBDeferralStore(container.table))
+
+
+def resolver(container: Container) -> ResolveAssetChange:
+    return _cached(
+        container,
+        "resolver",
+        lambda: ResolveAssetChange(
+            rule_store(container),
+            state_reader(container),
+            trigger_store(container),
+            state_history(container),
+            deferral_store(container),
+        ),
+    )
+
+
+def sweeper(container: Container) -> SweepDeferred:
+    return _cached(container, "sweeper", lambda: SweepDeferred(deferral_store(container)))
+
+
+def manage_rules(container: Container) -> ManageRules:
+    return _cached(
+        container,
+        "manage_rules",
+        lambda: ManageRules(
+            rule_store(container),
+            trigger_store(container),
+            state_reader(container),
+            container.asset_registry,
+        ),
+    )
+
+
+# --- stream handlers ----------------------------------------------------------------------------------
+
+
+def handle_stream_batch(event: Mapping[str, Any], container: Container | None = None) -> dict[str, Any]:
+    """Resolve one stream batch as a whole (``{"Records": [...]}``); answer the partial-failure response.
+
+    The batch is resolved together (assets deduplicated, one batched read). On an error the first
+    record is reported failed, so Lambda retries the whole batch in order; claims are idempotent.
+    """
+    from lakehook.adapters.dynamodb.stream_records import resolver_input, sequence_number
+    from lakehook.ports.rules import Deferral, StateChange
+
+    records = list(event.get("Records") or [])
+    try:
+        parsed = [resolver_input(r) for r in records]
+        changes = [p for p in parsed if isinstance(p, StateChange)]
+        deferred = [p for p in parsed if isinstance(p, Deferral)]
+        if changes or deferred:
+            resolver(container or current())(changes, deferred)
+    except Exception:
+        logger.exception("resolver batch failed", extra={"status": "FAILED", "reason": "retrying the batch"})
+        first = sequence_number(records[0])
+        return {"batchItemFailures": [{"itemIdentifier": first}] if first else []}
+    return {"batchItemFailures": []}
+
+
+def handle_stream_record(record: Mapping[str, Any], container: Container | None = None) -> None:
+    """Resolve one stream record (a Powertools ``record_handler``); raises so the batch processor retries it.
+
+    Prefer :func:`handle_stream_batch`: per-record handling costs one batched read per record, and a
+    failed record followed by a successful one lets an EACH_VERSION rule claim the later version first.
+    """
+    from lakehook.adapters.dynamodb.stream_records import resolver_input
+    from lakehook.ports.rules import Deferral, StateChange
+
+    found = resolver_input(record)
+    if isinstance(found, StateChange):
+        resolver(container or current())([found])
+    elif isinstance(found, Deferral):
+        resolver(container or current())(deferred=[found])
+
+
+def sweep_deferred(container: Container | None = None) -> int:
+    """The scheduled sweep: mark due deferrals; answer how many."""
+    return len(sweeper(container or current())())

@@ -1,0 +1,207 @@
+"""Racing claims over HTTP against a moto server: each trigger key is claimed exactly once.
+
+Every thread has its own boto3 client, as separate Lambda invocations would, and talks to a
+ThreadedMotoServer on 127.0.0.1 (requests are served concurrently, one thread each).
+
+DynamoDB applies each request atomically (a transaction is serializable, a conditional write is
+checked and applied as one step). moto does not: its TransactWriteItems checks, writes, and on a
+failed condition restores a deep copy of the whole table taken before, erasing what other threads
+committed meanwhile. So the server here applies one DynamoDB request at a time, which is the
+guarantee the real service gives; the interleaving of requests stays as random as the threads make it.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto.dynamodb.responses import DynamoHandler
+from moto.server import ThreadedMotoServer
+
+from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
+from lakehook.adapters.dynamodb.deferral_store import DynamoDBDeferralStore
+from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
+from lakehook.adapters.dynamodb.state_history import DynamoDBStateHistory
+from lakehook.adapters.dynamodb.state_reader import DynamoDBStateReader
+from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
+from lakehook.domain.events import AssetEvent, EventType, SourceType
+from lakehook.domain.rules import Rule
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, trigger_key
+from lakehook.ports.rules import ClaimOutcome, StateChange
+from lakehook.usecases.ingest import IngestEvents
+from lakehook.usecases.resolve import ResolveAssetChange
+from tests.support import create_table
+
+TABLE = "lakehook-race"
+RACERS = 8
+A = "paimon://lake/ods/a"
+B = "paimon://lake/ods/b"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    patch = pytest.MonkeyPatch()
+    one_at_a_time = threading.RLock()
+    call_action = DynamoHandler.call_action
+
+    def atomic(self: DynamoHandler) -> Any:
+        with one_at_a_time:
+            return call_action(self)
+
+    patch.setattr(DynamoHandler, "call_action", atomic)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=_free_port(), verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    url = f"http://{host}:{port}"
+    create_table(boto3.client("dynamodb", region_name="us-east-1", endpoint_url=url), TABLE)
+    yield url
+    server.stop()
+    patch.undo()
+
+
+def table_at(url: str) -> Any:
+    return boto3.session.Session(region_name="us-east-1").resource("dynamodb", endpoint_url=url).Table(TABLE)
+
+
+def race(count: int, work: Callable[[int], Any]) -> list[Any]:
+    """Run ``work(i)`` on ``count`` threads released together; answer their results."""
+    start = threading.Barrier(count)
+    results: list[Any] = [None] * count
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        start.wait()
+        try:
+            results[i] = work(i)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    return results
+
+
+def test_racing_claims_of_the_same_versions_claim_each_key_once(endpoint: str) -> None:
+    stores = [DynamoDBTriggerStore(table_at(endpoint)) for _ in range(RACERS)]
+    groups = [f"g{i}" for i in range(12)]
+
+    def claim_all(i: int) -> list[ClaimOutcome]:
+        outcomes = []
+        for group in groups:
+            pins = (PinnedInput(asset_key=A, snapshot_id=1),)
+            key = trigger_key("race", group, pins, None, 0)
+            trigger = Trigger(trigger_key=key, rule_id="race", group_id=group, inputs=pins, created_at=i, updated_at=i)
+            cursor = GroupCursor.initial("race", group).after(trigger, {})
+            outcomes.append(stores[i].claim(trigger, cursor, None).outcome)
+        return outcomes
+
+    results = race(RACERS, claim_all)
+    for index, group in enumerate(groups):
+        outcomes = Counter(r[index] for r in results)
+        assert outcomes[ClaimOutcome.CLAIMED] == 1, (group, outcomes)
+    cursors = stores[0].get_cursors([("race", g) for g in groups])
+    assert {c.seq for c in cursors.values()} == {1}
+
+
+def test_racing_claims_along_one_cursor_never_fork_it_nor_go_backwards(endpoint: str) -> None:
+    # Every racer reads the group's cursor and claims some newer version (each its own random pick),
+    # until version 30 is claimed. The cursor condition lets one claim per cursor state through, so
+    # the claims form one chain: sequences 1..n, each once, versions strictly increasing.
+    stores = [DynamoDBTriggerStore(table_at(endpoint)) for _ in range(RACERS)]
+    top = 30
+
+    def climb(i: int) -> list[tuple[int, int]]:
+        store, chooser, won = stores[i], random.Random(i), []
+        while True:
+            cursor = store.get_cursors([("chain", "g")]).get(("chain", "g"))
+            at = cursor.pins[A].snapshot_id if cursor is not None else 0
+            if at is None or at >= top:
+                return won
+            version = chooser.randint(at + 1, min(top, at + 3))
+            pins = (PinnedInput(asset_key=A, snapshot_id=version),)
+            base = cursor or GroupCursor.initial("chain", "g")
+            trigger = Trigger(
+                trigger_key=trigger_key("chain", "g", pins, None, 0),
+                rule_id="chain",
+                group_id="g",
+                inputs=pins,
+                sequence=base.seq + 1,
+                created_at=version,
+                updated_at=version,
+            )
+            if store.claim(trigger, base.after(trigger, {}), cursor).outcome is ClaimOutcome.CLAIMED:
+                won.append((trigger.sequence, version))
+
+    chain = sorted(c for won in race(RACERS, climb) for c in won)
+    sequences = [seq for seq, _ in chain]
+    versions = [version for _, version in chain]
+    assert sequences == list(range(1, len(chain) + 1)), "two claims were made from the same cursor"
+    assert versions == sorted(set(versions)) and versions[-1] == top, "the chain went backwards"
+    listed = DynamoDBTriggerStore(table_at(endpoint)).list_for_rule("chain", limit=100).items
+    assert [t.inputs[0].snapshot_id for t in listed] == versions[::-1]  # newest first
+
+
+def test_eight_resolvers_on_the_same_changes_claim_each_key_once(endpoint: str) -> None:
+    table = table_at(endpoint)
+    rules = DynamoDBRuleStore(table)
+    for rule_id, mode in (("each", "EACH_VERSION"), ("any", "ANY_UPDATED"), ("all", "ALL_UPDATED")):
+        rules.put_rule(
+            Rule.model_validate(
+                {
+                    "ruleId": rule_id,
+                    "target": {"type": "webhook"},
+                    "policy": {"mode": mode},
+                    "groups": [{"groupId": "g", "members": [{"assetKey": A}, {"assetKey": B}]}],
+                }
+            ),
+            1,
+        )
+    store = DynamoDBAssetStore(table)
+    ingest = IngestEvents(store)
+    changes = []
+    for asset, snapshots in ((B, (1,)), (A, (1, 2, 3, 4))):
+        for sid in snapshots:
+            ingest.ingest(
+                AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=asset, snapshotId=sid), SourceType.PUSH
+            )
+            changes.append(StateChange(asset, store.get_state(asset)))
+
+    def resolver(_: int) -> ResolveAssetChange:
+        mine = table_at(endpoint)
+        return ResolveAssetChange(
+            DynamoDBRuleStore(mine),
+            DynamoDBStateReader(mine),
+            DynamoDBTriggerStore(mine),
+            DynamoDBStateHistory(mine),
+            DynamoDBDeferralStore(mine),
+            observer=None,
+        )
+
+    resolvers = [resolver(i) for i in range(RACERS)]
+    reports = race(RACERS, lambda i: resolvers[i](changes))
+    claimed = [t.trigger_key for r in reports for t in r.claimed]
+    assert len(claimed) == len(set(claimed)), "a key was claimed by two resolvers"
+    triggers = DynamoDBTriggerStore(table)
+    each = [[p.snapshot_id for p in t.inputs] for t in reversed(triggers.list_for_rule("each").items)]
+    assert each == [[1, 1], [2, 1], [3, 1], [4, 1]]  # every version, in order, once
+    assert [[p.snapshot_id for p in t.inputs] for t in triggers.list_for_rule("any").items] == [[4, 1]]
+    assert [[p.snapshot_id for p in t.inputs] for t in triggers.list_for_rule("all").items] == [[4, 1]]
+    assert sorted(claimed) == sorted(
+        t.trigger_key for r in ("each", "any", "all") for t in triggers.list_for_rule(r).items
+    )

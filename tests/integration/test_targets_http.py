@@ -1,0 +1,464 @@
+"""The HTTP targets (webhook, Airflow 3, DolphinScheduler) against local servers that answer as those
+systems document, including 409 on a duplicate run id; each server counts the runs it started per key."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from lakehook.adapters.memory import InMemorySecretStore
+from lakehook.adapters.memory_dispatch import InMemoryManifestStore, InMemoryTriggerLedger
+from lakehook.adapters.memory_rules import InMemoryRuleStore
+from lakehook.adapters.targets import TargetDeps, build_target_clients
+from lakehook.adapters.targets.airflow import AirflowTargetClient, dag_run_id_for
+from lakehook.adapters.targets.deps import CachedSecrets
+from lakehook.adapters.targets.dolphinscheduler import DolphinSchedulerTargetClient, carries_key
+from lakehook.adapters.targets.webhook import WebhookTargetClient
+from lakehook.domain.dispatch import Invocation, OutcomeKind, RetryPolicy, RunManifest, TargetUnavailableError
+from lakehook.domain.rules import Rule
+from lakehook.domain.targets import validate_target
+from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus, trigger_key
+from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger, RedriveTriggers
+from tests.fakes.airflow import FakeAirflow
+from tests.fakes.dolphinscheduler import FakeDolphinScheduler
+from tests.fakes.webhook_receiver import WebhookReceiver
+
+SECRET = "s3cr3t-signing-key"
+T0 = 1_750_000_000_000
+
+
+def claim(snapshot: int = 1001, rule_id: str = "dwd") -> Trigger:
+    pins = (PinnedInput(asset_key="paimon://lake/ods/orders", snapshot_id=snapshot),)
+    key = trigger_key(rule_id, "g", pins, None, 0)
+    return Trigger(trigger_key=key, rule_id=rule_id, group_id="g", inputs=pins, created_at=T0, updated_at=T0)
+
+
+def invocation(trigger: Trigger, attempt: int = 1) -> Invocation:
+    manifest = RunManifest.for_trigger(trigger)
+    return Invocation.of(trigger, manifest, f"s3://m/manifests/{trigger.trigger_key}.json", attempt)
+
+
+@pytest.fixture
+def secrets() -> InMemorySecretStore:
+    store = InMemorySecretStore()
+    store.put_secret("lakehook/targets/hook", SECRET)
+    store.put_secret("lakehook/targets/airflow", json.dumps({"username": "lakehook", "password": "pw"}))
+    store.put_secret("lakehook/targets/airflow-token", json.dumps({"token": "preissued"}))
+    store.put_secret("lakehook/targets/ds", "ds-access-token")
+    return store
+
+
+@pytest.fixture
+def session() -> Iterator[requests.Session]:
+    with requests.Session() as s:
+        yield s
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Harness:
+    """DispatchTrigger with real HTTP plug-ins and fakes of our own ports; a clock the test moves."""
+
+    def __init__(self, secrets: InMemorySecretStore, target: dict[str, Any], attempts: int = 3) -> None:
+        self.now = T0
+        self.ledger = InMemoryTriggerLedger()
+        self.rules = InMemoryRuleStore()
+        self.rules.put_rule(
+            Rule.model_validate(
+                {
+                    "ruleId": "dwd",
+                    "groups": [{"groupId": "g", "members": [{"assetKey": "paimon://lake/ods/orders"}]}],
+                    "target": target,
+                }
+            ),
+            T0,
+        )
+        deps = TargetDeps(secrets=secrets, aws=lambda service: None, allow_insecure_loopback=True)
+        self.dispatch = DispatchTrigger(
+            self.ledger,
+            self.rules,
+            InMemoryManifestStore(),
+            build_target_clients(deps),
+            DispatchPolicy(attempts=RetryPolicy(attempts, 0.5, 8.0)),
+            clock=lambda: self.now,
+            sleep=self.advance,
+            rand=lambda: 0.5,
+            metrics=None,
+        )
+        self.redrive = RedriveTriggers(self.ledger, self.dispatch, clock=lambda: self.now)
+
+    def advance(self, seconds: float) -> None:
+        self.now += int(seconds * 1000)
+
+    def add(self, trigger: Trigger) -> str:
+        self.ledger.add(trigger.model_copy(update={"created_at": self.now, "updated_at": self.now}))
+        return trigger.trigger_key
+
+
+# --- webhook -----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def receiver() -> Iterator[WebhookReceiver]:
+    with WebhookReceiver(SECRET, slow_seconds=0.6) as server:
+        yield server  # type: ignore[misc]
+
+
+def webhook(receiver: WebhookReceiver, timeout: float = 2.0) -> Any:
+    return validate_target(
+        {
+            "type": "webhook",
+            "url": f"{receiver.base_url}/hooks/dwd",
+            "secretRef": "lakehook/targets/hook",
+            "timeoutSeconds": timeout,
+        }
+    )
+
+
+def webhook_client(secrets: InMemorySecretStore, session: requests.Session, local: bool = True) -> WebhookTargetClient:
+    return WebhookTargetClient(CachedSecrets(secrets), session, allow_insecure_loopback=local)
+
+
+def test_webhook_posts_the_signed_payload_with_the_idempotency_key(
+    receiver: WebhookReceiver, secrets: InMemorySecretStore, session: requests.Session
+) -> None:
+    trigger = claim()
+    client = webhook_client(secrets, session)
+    outcome = client.start(invocation(trigger), webhook(receiver))
+    assert outcome.kind is OutcomeKind.STARTED and outcome.run_id == "wh-1"
+    [request] = receiver.requests
+    assert request.headers["idempotency-key"] == trigger.trigger_key
+    assert request.headers["x-lakehook-trigger-key"] == trigger.trigger_key
+    assert request.headers["content-type"] == "application/json"
+    assert json.loads(request.body) == invocation(trigger).payload()  # the receiver verified the signature
+    again = client.start(invocation(trigger, attempt=2), webhook(receiver))
+    assert again.kind is OutcomeKind.ALREADY_STARTED and again.run_id == "wh-1"
+    assert receiver.runs == {trigger.trigger_key: 1}
+
+
+@pytest.mark.parametrize(
+    ("action", "kind", "code", "ambiguous"),
+    [
+        ("503", "RETRYABLE", "http_503", True),
+        ("503-after", "RETRYABLE", "http_503", True),
+        ("429", "RETRYABLE", "throttled", False),
+        ("400", "FATAL", "http_400", False),
+        ("302", "FATAL", "http_302", False),
+    ],
+)
+def test_webhook_answers_are_classified(
+    receiver: WebhookReceiver,
+    secrets: InMemorySecretStore,
+    session: requests.Session,
+    action: str,
+    kind: str,
+    code: str,
+    ambiguous: bool,
+) -> None:
+    receiver.script = [action]
+    outcome = webhook_client(secrets, session).start(invocation(claim()), webhook(receiver))
+    assert (outcome.kind.value, outcome.code, outcome.ambiguous) == (kind, code, ambiguous)
+
+
+def test_webhook_read_timeout_is_ambiguous_and_the_resend_is_deduplicated(
+    receiver: WebhookReceiver, secrets: InMemorySecretStore, session: requests.Session
+) -> None:
+    receiver.script = ["slow-after"]
+    client = webhook_client(secrets, session)
+    trigger = claim()
+    first = client.start(invocation(trigger), webhook(receiver, timeout=0.2))
+    assert first.kind is OutcomeKind.RETRYABLE and first.ambiguous and first.code == "timeout"
+    second = client.start(invocation(trigger, attempt=2), webhook(receiver, timeout=0.2))
+    assert second.kind is OutcomeKind.ALREADY_STARTED and receiver.runs[trigger.trigger_key] == 1
+
+
+def test_webhook_connection_refused_never_reached_the_target(
+    secrets: InMemorySecretStore, session: requests.Session
+) -> None:
+    config = validate_target(
+        {"type": "webhook", "url": f"http://127.0.0.1:{closed_port()}/hooks/dwd", "secretRef": "lakehook/targets/hook"}
+    )
+    outcome = webhook_client(secrets, session).start(invocation(claim()), config)
+    assert outcome.kind is OutcomeKind.RETRYABLE and not outcome.ambiguous and outcome.code == "connect"
+
+
+def test_webhook_refuses_plain_http_outside_local_mode_and_missing_secrets(
+    receiver: WebhookReceiver, secrets: InMemorySecretStore, session: requests.Session
+) -> None:
+    outcome = webhook_client(secrets, session, local=False).start(invocation(claim()), webhook(receiver))
+    assert outcome.kind is OutcomeKind.FATAL and outcome.code == "insecure_url"
+    missing = validate_target({"type": "webhook", "url": f"{receiver.base_url}/hooks/dwd", "secretRef": "nope"})
+    outcome = webhook_client(secrets, session).start(invocation(claim()), missing)
+    assert outcome.kind is OutcomeKind.FATAL and outcome.code == "secret_missing"
+    assert receiver.requests == []
+
+
+def test_webhook_signed_with_the_wrong_secret_is_refused_for_good(
+    receiver: WebhookReceiver, secrets: InMemorySecretStore, session: requests.Session
+) -> None:
+    secrets.put_secret("lakehook/targets/hook", "rotated-elsewhere")
+    outcome = webhook_client(secrets, session).start(invocation(claim()), webhook(receiver))
+    assert outcome.kind is OutcomeKind.FATAL and outcome.code == "http_401" and receiver.runs == {}
+
+
+def test_webhook_dispatch_survives_a_timeout_whose_request_arrived(
+    receiver: WebhookReceiver, secrets: InMemorySecretStore
+) -> None:
+    harness = Harness(
+        secrets,
+        {
+            "type": "webhook",
+            "url": f"{receiver.base_url}/hooks/dwd",
+            "secretRef": "lakehook/targets/hook",
+            "timeoutSeconds": 0.2,
+        },
+    )
+    key = harness.add(claim())
+    receiver.script = ["slow-after", "503"]
+    result = harness.dispatch(key)
+    assert result.status is DispatchStatus.SUCCEEDED and result.run_id == "wh-1" and result.attempts == 3
+    assert receiver.runs == {key: 1}
+    assert harness.ledger.get(key).trigger.target_run_id == "wh-1"  # type: ignore[union-attr]
+
+
+# --- Airflow 3 -------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def airflow() -> Iterator[FakeAirflow]:
+    with FakeAirflow(users={"lakehook": "pw"}, dags={"dwd_trade"}, slow_seconds=0.6) as server:
+        yield server  # type: ignore[misc]
+
+
+def airflow_config(
+    airflow: FakeAirflow, ref: str = "lakehook/targets/airflow", dag: str = "dwd_trade", timeout: float = 2.0
+) -> Any:
+    return validate_target(
+        {"type": "airflow", "baseUrl": airflow.base_url, "dagId": dag, "credentialsRef": ref, "timeoutSeconds": timeout}
+    )
+
+
+def airflow_client(secrets: InMemorySecretStore, session: requests.Session) -> AirflowTargetClient:
+    return AirflowTargetClient(CachedSecrets(secrets), session, allow_insecure_loopback=True)
+
+
+def test_airflow_triggers_a_dag_run_named_after_the_key(
+    airflow: FakeAirflow, secrets: InMemorySecretStore, session: requests.Session
+) -> None:
+    trigger = claim()
+    client = airflow_client(secrets, session)
+    assert client.find_run(trigger.trigger_key, airflow_config(airflow), T0) is None
+    outcome = client.start(invocation(trigger), airflow_config(airflow))
+    run_id = dag_run_id_for(trigger.trigger_key)
+    assert outcome.kind is OutcomeKind.STARTED and outcome.run_id == run_id
+    run = airflow.dag_runs[("dwd_trade", run_id)]
+    assert run["logical_date"] is None and run["conf"] == invocation(trigger).payload()
+    assert client.find_run(trigger.trigger_key, airflow_config(airflow), T0) == run_id
+    assert airflow.token_requests == 1  # fetched once, then cached
+    posted = next(r for r in airflow.requests if r.path.endswith("/dagRuns"))
+    assert posted.json()["dag_run_id"] == run_id and "logical_date" in posted.json()
+
+
+def test_airflow_409_is_confirmed_as_ours(
+    airflow: FakeAirflow, secrets: InMemorySecretStore, session: requests.Session
+) -> None:
+    trigger = claim()
+    client = airflow_client(secrets, session)
+    client.start(invocation(trigger), airflow_config(airflow))
+    again = client.start(invocation(trigger, attempt=2), airflow_config(airflow))
+    assert again.kind is OutcomeKind.ALREADY_STARTED and again.run_id == dag_run_id_for(trigger.trigger_key)
+    assert airflow.runs == {trigger.trigger_key: 1}
+    gets = [r for r in airflow.requests if r.method == "GET"]
+    assert gets and gets[-1].path.endswith(dag_run_id_for(trigger.trigger_key))
+
+
+def test_airflow_run_id_held_by_another_run_is_a_clash(
+    airflow: FakeAirflow, secrets: InMemorySecretStore, session: requests.Session
+) -> None:
+    trigger = claim()
+    airflow.add_run("dwd_trade", dag_run_id_for(trigger.trigger_key), {"triggerKey": "someone.else.0"})
+    client = airflow_client(secrets, session)
+    assert client.find_run(trigger.trigger_key, airflow_config(airflow), T0) is None
+    outcome = client.start(invocation(trigger), airflow_config(airflow))
+    assert outcome.kind is OutcomeKind.FATAL and outcome.code == "run_id_taken"
+
+
+def test_airflow_token_is_fetched_again_after_it_expires(
+    airflow: FakeAirflow, secrets: InMemorySecretStore, session: requests.Session
+) -> None:
+    client = airflow_client(secrets, session)
+    client.start(invocation(claim(1)), airflow_config(airflow))
+    airflow.expire_tokens()
+    outcome = client.start(invocation(claim(2)), airflow_config(airflow))
+    assert outcome.kind is OutcomeKind.STARTED and airflow.token_requests == 2
+
+
+def test_airflow_auth_and_dag_failures_are_fatal(
+    airflow: FakeAirflow, secrets: InMemorySecretStore, session: requests.Session
+) -> None:
+    secrets.put_secret("bad", json.dumps({"username": "lakehook", "password": "wrong"}))
+    client = airflow_client(secrets, session)
+    bad = client.start(invocation(claim()), airflow_config(airflow, ref="bad"))
+    assert bad.kind is OutcomeKind.FATAL and bad.code == "auth_failed"
+    unknown = client.start(invocation(claim()), airflow_config(airflow, dag="no_such_dag"))
+    assert unknown.kind is OutcomeKind.FATAL and unknown.code == "http_404"
+    assert airflow.runs == {}
+
+
+def test_airflow_with_a_preissued_token(
+    airflow: FakeAirflow, secrets: InMemorySecretStore, session: requests.Session
+) -> None:
+    airflow.tokens.add("preissued")
+    outcome = airflow_client(secrets, session).start(
+        invocation(claim()), airflow_config(airflow, ref="lakehook/targets/airflow-token")
+    )
+    assert outcome.kind is OutcomeKind.STARTED and airflow.token_requests == 0
+
+
+@pytest.mark.parametrize("fault", ["503-after", "slow-after"])
+def test_airflow_dispatch_after_a_failure_that_created_the_run(
+    airflow: FakeAirflow, secrets: InMemorySecretStore, fault: str
+) -> None:
+    harness = Harness(
+        secrets,
+        {
+            "type": "airflow",
+            "baseUrl": airflow.base_url,
+            "dagId": "dwd_trade",
+            "credentialsRef": "lakehook/targets/airflow",
+            "timeoutSeconds": 0.2,
+        },
+    )
+    key = harness.add(claim())
+    airflow.script = [fault]
+    result = harness.dispatch(key)
+    assert result.status is DispatchStatus.SUCCEEDED and result.run_id == dag_run_id_for(key)
+    assert result.attempts == 2 and airflow.runs == {key: 1}
+    # The second attempt looked (GET) and found the run: it never POSTed again.
+    assert sum(1 for r in airflow.requests if r.method == "POST" and r.path.endswith("/dagRuns")) == 1
+
+
+# --- DolphinScheduler ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def ds() -> Iterator[FakeDolphinScheduler]:
+    with FakeDolphinScheduler(token="ds-access-token", definitions={12: {345}}, slow_seconds=0.6) as server:
+        yield server  # type: ignore[misc]
+
+
+def ds_config(ds: FakeDolphinScheduler, definition: int = 345, timeout: float = 2.0, settle: int = 120) -> Any:
+    return validate_target(
+        {
+            "type": "dolphinscheduler",
+            "baseUrl": f"{ds.base_url}/dolphinscheduler",
+            "projectCode": 12,
+            "processDefinitionCode": definition,
+            "tokenRef": "lakehook/targets/ds",
+            "timeoutSeconds": timeout,
+            "settleSeconds": settle,
+        }
+    )
+
+
+def ds_client(secrets: InMemorySecretStore, session: requests.Session) -> DolphinSchedulerTargetClient:
+    return DolphinSchedulerTargetClient(CachedSecrets(secrets), session, allow_insecure_loopback=True)
+
+
+def test_dolphinscheduler_starts_with_the_key_in_the_start_params(
+    ds: FakeDolphinScheduler, secrets: InMemorySecretStore, session: requests.Session
+) -> None:
+    trigger = claim()
+    client = ds_client(secrets, session)
+    outcome = client.start(invocation(trigger), ds_config(ds))
+    assert outcome.kind is OutcomeKind.STARTED and outcome.run_id == "trigger/9000000"
+    form = ds.requests[-1].form()
+    assert form["processDefinitionCode"] == "345" and form["execType"] == "START_PROCESS"
+    params = json.loads(form["startParams"])
+    assert params["lakehook_trigger_key"] == trigger.trigger_key
+    assert json.loads(params["lakehook_payload"]) == invocation(trigger).payload()
+    assert all(isinstance(v, str) for v in params.values())
+
+
+@pytest.mark.parametrize("list_params", [True, False])
+def test_dolphinscheduler_finds_the_instance_carrying_the_key(
+    secrets: InMemorySecretStore, session: requests.Session, list_params: bool
+) -> None:
+    with FakeDolphinScheduler(token="ds-access-token", definitions={12: {345}}, list_params=list_params) as ds:
+        assert isinstance(ds, FakeDolphinScheduler)
+        client = ds_client(secrets, session)
+        mine, other = claim(1), claim(2)
+        client.start(invocation(other), ds_config(ds))
+        client.start(invocation(mine), ds_config(ds))
+        assert client.find_run(mine.trigger_key, ds_config(ds), T0) is None  # still a queued command
+        ds.run_master()
+        assert client.find_run(mine.trigger_key, ds_config(ds), T0) == "process-instance/2"
+        assert client.find_run(other.trigger_key, ds_config(ds), T0) == "process-instance/1"
+        assert client.find_run(claim(3).trigger_key, ds_config(ds), T0) is None
+        details = [r for r in ds.requests if r.path.rsplit("/", 1)[-1].isdigit()]
+        assert bool(details) is (not list_params)  # the detail is read only when the list lacks params
+
+
+def test_dolphinscheduler_refusals_and_failures(
+    ds: FakeDolphinScheduler, secrets: InMemorySecretStore, session: requests.Session
+) -> None:
+    client = ds_client(secrets, session)
+    missing = client.start(invocation(claim()), ds_config(ds, definition=999))
+    assert missing.kind is OutcomeKind.FATAL and missing.code == "ds_50003"
+    ds.script = ["500"]
+    failed = client.start(invocation(claim()), ds_config(ds))
+    assert failed.kind is OutcomeKind.RETRYABLE and failed.ambiguous
+    secrets.put_secret("lakehook/targets/ds", "wrong")
+    denied = ds_client(secrets, session).start(invocation(claim()), ds_config(ds))
+    assert denied.kind is OutcomeKind.FATAL and denied.code == "http_401"
+    with pytest.raises(TargetUnavailableError):
+        ds_client(secrets, session).find_run(claim().trigger_key, ds_config(ds), T0)
+    assert ds.runs == {}
+
+
+def test_dolphinscheduler_dispatch_waits_for_the_instance_instead_of_starting_twice(
+    ds: FakeDolphinScheduler, secrets: InMemorySecretStore
+) -> None:
+    harness = Harness(
+        secrets,
+        {
+            "type": "dolphinscheduler",
+            "baseUrl": f"{ds.base_url}/dolphinscheduler",
+            "projectCode": 12,
+            "processDefinitionCode": 345,
+            "tokenRef": "lakehook/targets/ds",
+            "timeoutSeconds": 0.2,
+            "settleSeconds": 120,
+        },
+    )
+    key = harness.add(claim())
+    ds.script = ["slow-after"]  # the command is queued, the answer is lost
+    first = harness.dispatch(key)
+    assert first.status is DispatchStatus.RETRY_LATER and ds.runs == {key: 1}
+    harness.advance(60)
+    assert harness.redrive().results == []  # not before the settle time
+    ds.run_master()  # the master turns the command into an instance
+    harness.advance(61)
+    [result] = harness.redrive().results
+    assert result.status is DispatchStatus.SUCCEEDED and result.run_id == "process-instance/1"
+    assert ds.runs == {key: 1}
+    entry = harness.ledger.get(key)
+    assert entry is not None and entry.status is TriggerStatus.SUCCEEDED
+
+
+def test_carries_key_reads_every_shape_dolphinscheduler_uses() -> None:
+    key = "dwd.g.abc"
+    assert carries_key(json.dumps({"StartParams": json.dumps({"lakehook_trigger_key": key})}), key)
+    assert carries_key(json.dumps([{"prop": "lakehook_trigger_key", "direct": "IN", "value": key}]), key)
+    assert carries_key({"StartParams": [{"prop": "lakehook_trigger_key", "value": key}]}, key)
+    assert not carries_key(json.dumps({"StartParams": json.dumps({"lakehook_trigger_key": key + "x"})}), key)
+    assert not carries_key("not json", key) and not carries_key(None, key)
