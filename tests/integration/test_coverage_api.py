@@ -12,7 +12,6 @@ import pytest
 
 from lakehook.adapters.dynamodb.coverage_store import DynamoDBCoverageStore
 from lakehook.api.app import build_app
-from lakehook.api.routes import coverage
 from lakehook.container import Container
 from lakehook.domain.events import AssetEvent
 from lakehook.usecases.coverage import RecordCoverage
@@ -25,7 +24,6 @@ ASSET = "s3://spool/orders"
 @pytest.fixture
 def app(container: Container) -> Any:
     app = build_app()
-    app.include_router(coverage.router)
     return app
 
 

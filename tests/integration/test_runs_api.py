@@ -16,7 +16,6 @@ import pytest
 
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
 from lakehook.api.app import LakehookResolver, build_app
-from lakehook.api.routes import aliases, runs
 from lakehook.container import Container
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus
 from lakehook.wiring_dispatch import trigger_ledger
@@ -59,8 +58,6 @@ class Api:
 @pytest.fixture
 def api(container: Container) -> Iterator[Api]:
     app = build_app()
-    app.include_router(runs.router)
-    app.include_router(aliases.router)
     yield Api(app)
 
 
