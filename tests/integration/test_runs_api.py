@@ -154,3 +154,19 @@ def test_aliases_are_managed_and_outlets_through_them_reach_each_asset(
     assert [r["status"] for r in answer.body["results"]] == ["ACCEPTED", "ACCEPTED"]
     for key in (DWD, DWS):
         assert container.asset_store.get_state(key).to_api()["latestSnapshotId"] == 9  # type: ignore[union-attr]
+
+
+def test_a_push_through_an_alias_reaches_each_concrete_asset(api: Api, container: Container) -> None:
+    assert api.call("PUT", "/aliases/facts", {"assetKeys": [DWD, DWS]}).status == 201
+    events = [
+        {"eventType": "WATERMARK_ADVANCED", "alias": "facts", "watermark": 1_725_960_000_000},
+        {"eventType": "WATERMARK_ADVANCED", "alias": "missing", "watermark": 1},
+    ]
+    answer = api.call("POST", "/asset-events", {"events": events})
+    assert answer.status == 200, answer.body
+    statuses = [r["status"] for r in answer.body["results"]]
+    assert statuses == ["ACCEPTED", "ACCEPTED", "REJECTED"]
+    assert "does not exist" in answer.body["results"][2]["reason"]
+    for asset in (DWD, DWS):
+        state = container.asset_store.get_state(asset)
+        assert state is not None and state.latest_watermark == 1_725_960_000_000

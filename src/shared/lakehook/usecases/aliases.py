@@ -7,9 +7,11 @@ from typing import Any
 
 from lakehook.domain.aliases import Alias, AliasSpec, validate_alias_name
 from lakehook.domain.errors import NotFoundError
-from lakehook.domain.events import EventResult, IngestStatus
+from lakehook.domain.events import EventResult, IngestStatus, SourceType
+from lakehook.domain.producers import Producer
 from lakehook.domain.time import now_ms
 from lakehook.ports.aliases import AliasStore
+from lakehook.usecases.ingest import IngestEvents
 
 ALIAS_FIELD = "alias"
 
@@ -72,3 +74,23 @@ def expand_aliases(raw_events: Sequence[Any], store: AliasStore) -> list[Any]:
 
 def _rejected(index: int, reason: str) -> EventResult:
     return EventResult(status=IngestStatus.REJECTED, reason=f"{ALIAS_FIELD}: {reason}", index=index)
+
+
+def ingest_through_aliases(
+    raw_events: Sequence[Any],
+    ingest: IngestEvents,
+    store: AliasStore,
+    source: SourceType,
+    producer: Producer | None = None,
+) -> list[EventResult]:
+    """Ingest raw events, each event naming an alias counting for every concrete asset of it.
+
+    Answers one result per concrete event (an alias of three assets gives three), in order; the
+    alias store is read only when some event names an alias.
+    """
+    if not any(isinstance(e, dict) and ALIAS_FIELD in e for e in raw_events):
+        return ingest.ingest_raw(raw_events, source, producer)
+    expanded = expand_aliases(raw_events, store)
+    raw = [e for e in expanded if not isinstance(e, EventResult)]
+    ingested = iter(ingest.ingest_raw(raw, source, producer) if raw else [])
+    return [e if isinstance(e, EventResult) else next(ingested) for e in expanded]

@@ -27,7 +27,7 @@ from lakehook.domain.triggers import TriggerStatus
 from lakehook.observability import logger
 from lakehook.ports.aliases import AliasStore
 from lakehook.ports.dispatch import TriggerLedger
-from lakehook.usecases.aliases import expand_aliases
+from lakehook.usecases.aliases import ingest_through_aliases
 from lakehook.usecases.ingest import IngestEvents, describe_validation_error
 
 MAX_OUTLETS = 100
@@ -79,10 +79,9 @@ class CompleteRun:
             raise NotFoundError(f"trigger {trigger_key!r} does not exist")
         if entry.status is TriggerStatus.SKIPPED:
             raise ConflictError(f"trigger {trigger_key!r} was skipped; it has no run to complete")
-        expanded = expand_aliases(completion.outlets, self._aliases)
-        raw = [e for e in expanded if not isinstance(e, EventResult)]
-        ingested = iter(self._ingest.ingest_raw(raw, SourceType.RUN_COMPLETION, producer) if raw else [])
-        results = [e if isinstance(e, EventResult) else next(ingested) for e in expanded]
+        results = ingest_through_aliases(
+            completion.outlets, self._ingest, self._aliases, SourceType.RUN_COMPLETION, producer
+        )
         if not self._ledger.record_completion(trigger_key, completion.status, self._clock()):
             raise ConflictError(f"trigger {trigger_key!r} cannot take a completion")
         logger.info(
@@ -91,7 +90,7 @@ class CompleteRun:
                 "trigger_key": trigger_key,
                 "rule_id": entry.trigger.rule_id,
                 "status": completion.status,
-                "outlets": len(raw),
+                "outlets": len(results),
             },
         )
         return CompletionResult(trigger_key, completion.status, results)

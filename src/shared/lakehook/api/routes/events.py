@@ -15,7 +15,9 @@ from lakehook.domain.events import EventResult, IngestStatus, PushEnvelope, Sour
 from lakehook.domain.producers import Producer
 from lakehook.domain.signing import PRODUCER_HEADER, SIGNATURE_HEADER
 from lakehook.observability import MetricName, logger, metrics
+from lakehook.usecases.aliases import ingest_through_aliases
 from lakehook.usecases.ingest import describe_validation_error
+from lakehook.wiring_dispatch import alias_store
 
 router = APIGatewayRouter()
 
@@ -57,7 +59,7 @@ def push_events() -> Response[str]:
     body = json_body(event)  # 413 and 400 before any signature work
     producer = _authenticate(raw_body(event))
     raw_events = envelope_events(body, container.settings.max_events_per_push)
-    results = container.ingest.ingest_raw(raw_events, SourceType.PUSH, producer)
+    results = ingest_through_aliases(raw_events, container.ingest, alias_store(container), SourceType.PUSH, producer)
     _count(results)
     return json_response({"results": [r.to_api() for r in results]})
 
