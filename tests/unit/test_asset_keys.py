@@ -182,3 +182,19 @@ def test_bad_prefix_lists_are_refused(prefixes: list[str]) -> None:
     with pytest.raises(PydanticValidationError) as raised:
         ProducerSpec.model_validate({"assetKeyPrefixes": prefixes})
     assert "assetKeyPrefixes" in str(raised.value)
+
+
+def test_producer_prefixes_match_whole_path_segments() -> None:
+    from lakehook.domain.producers import Producer
+
+    producer = Producer(
+        producer_id="p",
+        asset_key_prefixes=["paimon://lake", "s3://spool/orders/"],
+        secret_ref="r",
+        created_at=0,
+        updated_at=0,
+    )
+    assert producer.may_write("paimon://lake/ods_db/orders")
+    assert not producer.may_write("paimon://lakehouse/ods_db/orders")
+    assert producer.may_write("s3://spool/orders/2025-06-01")
+    assert not producer.may_write("s3://spool/orders_v2/x")

@@ -43,14 +43,24 @@ class Producer(BaseModel):
     updated_at: int = Field(alias="updatedAt")
 
     def may_write(self, asset_key: str) -> bool:
-        """Whether this producer may write events about the asset."""
-        return any(asset_key.startswith(prefix) for prefix in self.asset_key_prefixes)
+        """Whether this producer may write events about the asset.
+
+        Prefixes match whole path segments: ``paimon://lake`` covers ``paimon://lake/db/t`` but not
+        ``paimon://lakehouse/db/t``.
+        """
+        return any(_covers(prefix, asset_key) for prefix in self.asset_key_prefixes)
 
     def to_api(self) -> dict[str, Any]:
         data = self.model_dump(by_alias=True, exclude_none=True)
         data["createdAt"] = ms_to_iso(self.created_at)
         data["updatedAt"] = ms_to_iso(self.updated_at)
         return data
+
+
+def _covers(prefix: str, asset_key: str) -> bool:
+    if not asset_key.startswith(prefix):
+        return False
+    return len(asset_key) == len(prefix) or prefix.endswith("/") or asset_key[len(prefix)] == "/"
 
 
 def validate_producer_id(producer_id: str) -> str:
