@@ -13,10 +13,10 @@ import pytest
 from lakehook.adapters.dynamodb.coverage_store import DynamoDBCoverageStore
 from lakehook.api.app import build_app
 from lakehook.container import Container
-from lakehook.domain.events import AssetEvent
+from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
 from lakehook.usecases.coverage import RecordCoverage
 from tests.conftest import ADMIN_TOKEN
-from tests.support import FakeLambdaContext, api_event
+from tests.support import FakeLambdaContext, RequestCounter, api_event
 
 ASSET = "s3://spool/orders"
 
@@ -85,3 +85,28 @@ def test_a_bad_parameter_is_a_400_naming_it(app: Any, query: dict[str, str], fie
 def test_coverage_is_a_management_route(app: Any) -> None:
     status, _ = get(app, {"assetKey": ASSET, "start": "0", "end": "1"}, token=None)
     assert status == 401
+
+
+def test_pushed_intervals_reach_the_coverage_answer_through_the_ingest_path(
+    app: Any, container: Container, counter: RequestCounter
+) -> None:
+    pushed = [
+        {"eventType": "INTERVAL_COVERED", "assetKey": ASSET, "interval": {"start": start, "end": end}}
+        for start, end in (
+            ("2025-06-14T03:25:00Z", "2025-06-14T04:00:00Z"),  # out of order
+            ("2025-06-14T03:00:00Z", "2025-06-14T03:10:00Z"),
+            ("2025-06-14T03:00:00Z", "2025-06-14T03:10:00Z"),  # a duplicate
+        )
+    ]
+    results = container.ingest.ingest_raw(pushed, SourceType.PUSH)
+    assert [r.status for r in results] == [IngestStatus.ACCEPTED, IngestStatus.ACCEPTED, IngestStatus.DUPLICATE]
+    status, body = get(app, {"assetKey": ASSET, "start": "2025-06-14T03:00:00Z", "end": "2025-06-14T04:00:00Z"})
+    assert (status, body["missing"]) == (200, [{"start": "2025-06-14T03:10:00Z", "end": "2025-06-14T03:25:00Z"}])
+    state = container.asset_store.get_state(ASSET)
+    assert state is not None and state.version == 2  # touched once per novel interval: the resolver wakes
+    # other event types keep their budget: one put, one update
+    with counter.measure() as calls:
+        container.ingest.ingest_raw(
+            [{"eventType": "WATERMARK_ADVANCED", "assetKey": ASSET, "watermark": 5}], SourceType.PUSH
+        )
+    assert dict(calls) == {"PutItem": 1, "UpdateItem": 1}

@@ -1,5 +1,5 @@
 """The local runtime drives functions from a template: streams with FilterCriteria, batches and
-partial failures, schedules at an overridden rate, and SQS queues."""
+partial failures, schedules at an overridden rate, SQS queues, and S3 bucket notifications."""
 
 from __future__ import annotations
 
@@ -94,6 +94,27 @@ def test_schedules_fire_at_the_overridden_rate_and_queues_drain(recorder: tuple[
     )
 
 
+def test_bucket_notifications_deliver_matching_new_objects_in_s3s_shape(recorder: tuple[LocalStack, Path]) -> None:
+    stack, out = recorder
+    bucket = "lakehook-local-drop-123456789012"  # the template's BucketName, resolved
+    assert stack.names["Drop"] == bucket
+    s3 = boto3.client("s3", endpoint_url=stack.endpoint_url, region_name="us-east-1")
+    for key in ("in/a.json", "in/b.txt", "out/c.json", "in/with space.json"):
+        s3.put_object(Bucket=bucket, Key=key, Body=b"{}")
+
+    def keys() -> list[str]:
+        return [r["s3"]["object"]["key"] for e in _calls(out, "Watcher") for r in e["Records"]]
+
+    _wait_for(lambda: len(keys()) >= 2)
+    time.sleep(1.0)  # two more looks: nothing is delivered twice
+    assert sorted(keys()) == ["in/a.json", "in/with+space.json"]
+    record = _calls(out, "Watcher")[0]["Records"][0]
+    assert (record["eventSource"], record["eventName"]) == ("aws:s3", "ObjectCreated:Put")
+    assert record["s3"]["bucket"]["name"] == bucket and record["s3"]["object"]["size"] == 2
+    s3.put_object(Bucket=bucket, Key="in/a.json", Body=b'{"v": 2}')  # rewritten: a new ObjectCreated
+    _wait_for(lambda: keys().count("in/a.json") == 2)
+
+
 def test_project_template_routes_match_like_api_gateway() -> None:
     template = Template.load(Path(__file__).resolve().parents[2] / "template.yaml")
     routes = [r for f in template.functions() for r in f.routes]
@@ -101,6 +122,10 @@ def test_project_template_routes_match_like_api_gateway() -> None:
     assert ApiRoute("PUT", "/producers/{producerId}", "AWS_IAM").match("GET", "/producers/w-1") is None
     assert ApiRoute("GET", "/files/{proxy+}", "NONE").match("GET", "/files/a/b") == {"proxy": "a/b"}
     assert any(r.path == "/asset-events" and r.auth == "NONE" for r in routes)
+    (verifier,) = [f for f in template.functions() if f.name == "SpoolVerifierFunction"]
+    assert [(b.bucket, b.prefix, b.suffix) for b in verifier.buckets] == [
+        ("ManifestBucket", "spool/", ".manifest.json")
+    ]
     assert rate_seconds("rate(1 minute)") == 60 and rate_seconds("rate(5 minutes)") == 300
     with pytest.raises(ValueError, match="rate"):
         rate_seconds("cron(0 * * * ? *)")

@@ -18,8 +18,10 @@ from lakehook.adapters.s3.object_store import S3ObjectStore
 from lakehook.client.spool import SpoolWriteError, SpoolWriter
 from lakehook.domain.events import EventType, SourceType
 from lakehook.domain.spool import Problem, VerificationStatus
+from lakehook.ports.queue import WorkQueue
 from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.spool import VerifySpoolManifest, handle_s3_notification, manifest_uris
+from lakehook.usecases.manifests import RecordManifestVerification
+from lakehook.usecases.spool import VerifySpoolManifest, manifest_uris
 
 BUCKET = "spool-bucket"
 ASSET = "s3://spool-bucket/orders"
@@ -159,7 +161,7 @@ def test_an_interrupted_extract_writes_an_interrupted_manifest_that_blocks(
     s3: Any, verifier: VerifySpoolManifest, table: Any
 ) -> None:
     store = DynamoDBAssetStore(table)
-    ingest = IngestEvents(store)
+    recorder = RecordManifestVerification(store, verifier)
     # GIVEN an extract that fails after spooling one object
     with (
         pytest.raises(ConnectionError),
@@ -176,7 +178,7 @@ def test_an_interrupted_extract_writes_an_interrupted_manifest_that_blocks(
     assert result.reason is not None and "source database went away" in result.reason
     event = result.event()
     assert event is not None and event.event_type is EventType.MANIFEST_INTERRUPTED
-    ingest.ingest(event, SourceType.PUSH)
+    recorder.verify(writer.manifest_uri)
     state = store.get_state(ASSET)
     assert state is not None and state.manifest_status == "INTERRUPTED"
     # WHEN the extract is re-staged from scratch and sealed under a new manifest
@@ -184,9 +186,7 @@ def test_an_interrupted_extract_writes_an_interrupted_manifest_that_blocks(
         s3, manifest_uri=uri("orders/run-48.manifest.json"), asset_key=ASSET, snapshot_id=48, fields=FIELDS
     ) as retry:
         retry.upload_bytes(b"order_id,amount\n1,1.00\n2,2.00\n", uri("orders/run-48/part-0.csv"), row_count=2)
-    sealed = verifier.verify(retry.manifest_uri).event()
-    assert sealed is not None
-    ingest.ingest(sealed, SourceType.PUSH)
+    assert recorder.verify(retry.manifest_uri).status is VerificationStatus.VERIFIED
     # THEN the sealed manifest replaces the interrupted one
     state = store.get_state(ASSET)
     assert state is not None and (state.manifest_status, state.manifest_uri) == ("SEALED", retry.manifest_uri)
@@ -243,7 +243,7 @@ def test_an_s3_notification_verifies_and_ingests_each_new_manifest(
     )
     assert manifest_uris(event) == [writer.manifest_uri]
     store = DynamoDBAssetStore(table)
-    results = handle_s3_notification(event, verifier, IngestEvents(store))
+    results = RecordManifestVerification(store, verifier).from_notification(event)
     assert [r.status for r in results] == [VerificationStatus.VERIFIED]
     state = store.get_state(ASSET)
     assert state is not None and state.manifest_status == "SEALED" and state.manifest_snapshot_id == 50
@@ -274,3 +274,58 @@ def test_objects_are_streamed_in_bounded_chunks(s3: Any) -> None:
     assert peak < 4 * chunk, f"streaming held {peak} bytes at once"
     assert hasher.hexdigest() == expected
     assert store.digest(uri("big/object.bin")).sha256 == expected
+
+
+class ListQueue(WorkQueue):
+    """The verification queue as a list (a fake of our own WorkQueue port)."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+
+    def send(self, messages: list[dict[str, Any]]) -> int:
+        self.messages.extend(messages)
+        return len(messages)
+
+
+def test_a_pushed_seal_counts_only_once_verified(
+    s3: Any, verifier: VerifySpoolManifest, table: Any, tmp_path: Path
+) -> None:
+    store = DynamoDBAssetStore(table)
+    queue = ListQueue()
+    ingest = IngestEvents(store, verifications=queue)
+    writer = spool(s3, "run-60", tmp_path)
+    pushed = {"eventType": "MANIFEST_SEALED", "assetKey": ASSET, "manifestUri": writer.manifest_uri, "snapshotId": 42}
+    # WHEN a writer pushes that it sealed a manifest
+    [result] = ingest.ingest_raw([pushed], SourceType.PUSH)
+    # THEN the event is evidence, the state waits for verification, and the verifier is asked
+    state = store.get_state(ASSET)
+    assert result.status.value == "ACCEPTED"
+    assert state is not None and (state.manifest_status, state.manifest_uri) == ("PENDING", writer.manifest_uri)
+    assert queue.messages == [{"manifestUri": writer.manifest_uri, "assetKey": ASSET}]
+    # WHEN the verifier takes the request (twice: SQS delivers at least once)
+    recorder = RecordManifestVerification(store, verifier)
+    for message in [*queue.messages, *queue.messages]:
+        assert recorder.from_request(message).status is VerificationStatus.VERIFIED
+    state = store.get_state(ASSET)
+    assert state is not None and (state.manifest_status, state.manifest_snapshot_id) == ("SEALED", 42)
+    # a redelivered push neither re-opens the verified manifest nor loses it
+    ingest.ingest_raw([pushed], SourceType.PUSH)
+    again = store.get_state(ASSET)
+    assert again is not None and again.manifest_status == "SEALED"
+
+
+def test_a_tampered_pushed_manifest_is_recorded_invalid_with_the_object_and_reason(
+    s3: Any, verifier: VerifySpoolManifest, table: Any, tmp_path: Path
+) -> None:
+    store = DynamoDBAssetStore(table)
+    writer = spool(s3, "run-61", tmp_path)
+    s3.put_object(Bucket=BUCKET, Key="orders/run-61/part-1.csv", Body=b"order_id,amount\n1000,9.99\n")
+    IngestEvents(store).ingest_raw(
+        [{"eventType": "MANIFEST_SEALED", "assetKey": ASSET, "manifestUri": writer.manifest_uri}], SourceType.PUSH
+    )
+    result = RecordManifestVerification(store, verifier).verify(writer.manifest_uri, ASSET)
+    assert result.status is VerificationStatus.INVALID
+    state = store.get_state(ASSET)
+    assert state is not None and state.manifest_status == "INVALID"
+    assert state.manifest_object == uri("orders/run-61/part-1.csv")
+    assert state.manifest_reason is not None and "SHA-256" in state.manifest_reason

@@ -7,13 +7,17 @@ from typing import Any
 import pytest
 
 from lakehook.adapters.memory import InMemoryAssetStore
+from lakehook.adapters.memory_coverage import InMemoryCoverageStore
+from lakehook.domain.coverage import CoverageTooFragmentedError, Span
 from lakehook.domain.errors import AuthorizationError, ValidationError
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
 from lakehook.domain.producers import Producer
+from lakehook.usecases.coverage import RecordCoverage
 from lakehook.usecases.ingest import IngestEvents
 
 ORDERS = "paimon://lake/ods_db/ods_order_latest"
 PAYMENTS = "paimon://lake/ods_db/ods_payment_latest"
+SPOOL = "s3://spool/orders"
 
 
 def snap(sid: int, asset: str = ORDERS, **fields: Any) -> dict[str, Any]:
@@ -41,7 +45,7 @@ def ingest(store: InMemoryAssetStore) -> IngestEvents:
 
 PRODUCER = Producer(
     producer_id="orders-writer",
-    asset_key_prefixes=["paimon://lake/ods_db/ods_order"],
+    asset_key_prefixes=["paimon://lake/ods_db/ods_order_latest"],  # prefixes match whole path segments
     secret_ref="ref",
     created_at=0,
     updated_at=0,
@@ -88,7 +92,7 @@ def test_an_event_outside_the_producer_prefixes_refuses_the_whole_push(
     with pytest.raises(AuthorizationError) as raised:
         ingest.ingest_raw(raw, SourceType.PUSH, PRODUCER)
     assert PAYMENTS in str(raised.value) and "orders-writer" in str(raised.value)
-    assert ORDERS not in str(raised.value)  # only the offending asset is named
+    assert f"may not write {PAYMENTS}:" in str(raised.value)  # only the offending asset is named
     assert store.events == {} and store.states == {}  # nothing from that push was recorded
 
 
@@ -124,18 +128,51 @@ def test_a_redelivery_after_a_crash_finishes_the_advance(ingest: IngestEvents, s
     assert state is not None and state.latest_snapshot_id == 42
 
 
-def test_events_without_state_are_accepted_as_evidence(ingest: IngestEvents, store: InMemoryAssetStore) -> None:
-    body = {
-        "eventType": "INTERVAL_COVERED",
-        "assetKey": "s3://spool/orders",
-        "interval": {"start": "2025-06-01T10:05:00Z", "end": "2025-06-01T10:10:00Z"},
-    }
+def interval_event(start: str, end: str) -> dict[str, Any]:
+    return {"eventType": "INTERVAL_COVERED", "assetKey": SPOOL, "interval": {"start": start, "end": end}}
+
+
+def test_an_interval_is_recorded_as_evidence_and_touches_the_state(
+    ingest: IngestEvents, store: InMemoryAssetStore
+) -> None:
+    body = interval_event("2025-06-01T10:05:00Z", "2025-06-01T10:10:00Z")
     first, second = ingest.ingest_raw([body, body], SourceType.PUSH)
     assert (first.status, second.status) == (IngestStatus.ACCEPTED, IngestStatus.DUPLICATE)
-    assert store.get_state("s3://spool/orders") is None
-    assert [r.event.interval for r in store.list_events("s3://spool/orders", 10).items] == [
-        AssetEvent.model_validate(body).interval
-    ]
+    interval = AssetEvent.model_validate(body).interval
+    assert [r.event.interval for r in store.list_events(SPOOL, 10).items] == [interval]
+    state = store.get_state(SPOOL)  # the touch whose stream record wakes the resolver
+    assert state is not None and interval is not None
+    assert (state.last_coverage_start, state.last_coverage_end, state.version) == (interval.start, interval.end, 1)
+
+
+class FragmentedCoverage(InMemoryCoverageStore):
+    """A coverage store whose day segment is full."""
+
+    def add(self, asset_key: str, span: Span, now_ms: int, partition_key: str | None = None) -> bool:
+        raise CoverageTooFragmentedError("2025-06-01 would hold 70000 fragments; send coarser intervals")
+
+
+def test_intervals_unite_into_the_coverage_store_once_even_when_redelivered(store: InMemoryAssetStore) -> None:
+    coverage = InMemoryCoverageStore()
+    ingest = IngestEvents(store, clock=Ticks(), coverage=RecordCoverage(coverage))
+    late = interval_event("2025-06-01T10:05:00Z", "2025-06-01T10:10:00Z")
+    early = interval_event("2025-06-01T10:00:00Z", "2025-06-01T10:05:00Z")
+    # the first attempt was recorded but the process died before its interval reached the coverage
+    store.record_event(AssetEvent.model_validate(late), SourceType.PUSH, 1)
+    results = ingest.ingest_raw([late, early, early], SourceType.PUSH)
+    assert [r.status for r in results] == [IngestStatus.DUPLICATE, IngestStatus.ACCEPTED, IngestStatus.DUPLICATE]
+    start, end = 1_748_772_000_000, 1_748_772_600_000  # 10:00 to 10:10 on 2025-06-01
+    assert coverage.spans(SPOOL, 0, 2 * end) == [Span(start, end)]
+
+
+def test_a_too_fragmented_interval_is_rejected_with_the_reason_and_wakes_nobody(store: InMemoryAssetStore) -> None:
+    ingest = IngestEvents(store, clock=Ticks(), coverage=RecordCoverage(FragmentedCoverage()))
+    snapshot, interval = ingest.ingest_raw(
+        [snap(1), interval_event("2025-06-01T10:05:00Z", "2025-06-01T10:10:00Z")], SourceType.PUSH
+    )
+    assert snapshot.status is IngestStatus.ACCEPTED
+    assert interval.status is IngestStatus.REJECTED and "coarser intervals" in (interval.reason or "")
+    assert store.get_state(SPOOL) is None
 
 
 def test_the_fake_pages_like_the_real_store(ingest: IngestEvents, store: InMemoryAssetStore) -> None:

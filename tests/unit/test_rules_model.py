@@ -209,19 +209,37 @@ def test_durations_without_a_fixed_length_are_refused(text: str) -> None:
         parse_duration_ms(text)
 
 
+def test_spool_conditions_parse_and_wait_for_no_snapshot_unless_asked() -> None:
+    coverage = {"coverage": {"window": "PT1H", "allowedLatenessSeconds": 600}}
+    condition = parse_rule("r", member_condition(coverage)).groups[0].members[0].condition
+    assert condition.coverage is not None and condition.coverage.size_ms == 3_600_000
+    assert condition.coverage.lateness_ms == 600_000 and condition.snapshot_required is False
+    sealed = parse_rule("r", member_condition({"manifest": "SEALED", "snapshotRequired": True}))
+    assert sealed.groups[0].members[0].condition.snapshot_required is True
+    done = parse_rule("r", member_condition({"backfillStatus": "COMPLETED"})).groups[0].members[0].condition
+    assert done.backfill_status == "COMPLETED" and done.snapshot_required is True
+
+
 @pytest.mark.parametrize(
-    "condition",
-    [{"coverage": {"start": "2025-06-01T00:00:00Z", "end": "2025-06-02T00:00:00Z"}}, {"manifest": "SEALED"}],
+    ("condition", "field", "words"),
+    [
+        ({"coverage": {"start": "2025-06-01T00:00:00Z", "end": "2025-06-02T00:00:00Z"}}, "coverage", "window"),
+        ({"coverage": {"window": "P1M"}}, "coverage.window", "duration"),
+        ({"manifest": "INTERRUPTED"}, "manifest", "SEALED"),
+        ({"backfillStatus": "RUNNING"}, "backfillStatus", "COMPLETED"),
+    ],
 )
-def test_reserved_conditions_are_typed_but_refused_until_evaluated(condition: dict[str, Any]) -> None:
+def test_spool_conditions_check_their_type_naming_the_field(condition: dict[str, Any], field: str, words: str) -> None:
     error = refused("r", member_condition(condition))
-    assert error.field == f"groups.0.members.0.condition.{next(iter(condition))}"
-    assert "reserved" in str(error)
+    assert error.field is not None and error.field.startswith(f"groups.0.members.0.condition.{field}")
+    assert words in str(error)
 
 
-def test_reserved_conditions_still_check_their_type() -> None:
-    error = refused("r", member_condition({"manifest": "INTERRUPTED"}))
-    assert "SEALED" in str(error)
+def test_coverage_and_watermark_windows_of_one_group_must_agree() -> None:
+    data = body()
+    data["groups"][0]["members"][0]["condition"] = {"coverage": {"window": "PT1H"}}
+    data["groups"][0]["members"][1]["condition"] = {"watermarkAtLeast": {"window": "P1D"}}
+    assert "same window" in str(refused("r", data))
 
 
 def test_an_oversized_rule_is_refused() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from lakehook.adapters.memory import InMemoryAssetStore
 from lakehook.domain.events import AssetEvent, EventType
-from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus
+from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus, verification_advance
 from lakehook.ports import AdvanceOutcome
 
 ORDERS = "paimon://lake/ods_db/ods_order_latest"
@@ -51,11 +51,19 @@ def asset() -> Asset:
 
 def test_no_state_until_an_event_moves_it(asset: Asset) -> None:
     assert asset.store.get_state(ORDERS) is None
-    interval = AssetEvent.model_validate(
-        {"eventType": "INTERVAL_COVERED", "assetKey": ORDERS, "interval": {"start": 0, "end": 1000}}
-    )
-    assert asset.apply(interval) == [AdvanceOutcome.NO_STATE]
-    assert asset.store.get_state(ORDERS) is None
+    assert asset.apply(snap(1)) == [AdvanceOutcome.ADVANCED]
+    assert asset.store.get_state(ORDERS) is not None
+
+
+def test_an_interval_touches_the_state_once_per_event_so_the_resolver_wakes(asset: Asset) -> None:
+    first = ev(EventType.INTERVAL_COVERED, interval={"start": 0, "end": 1000})
+    second = ev(EventType.INTERVAL_COVERED, interval={"start": 1000, "end": 2000})
+    assert asset.apply(first, first, second) == [
+        AdvanceOutcome.ADVANCED,
+        AdvanceOutcome.ALREADY,
+        AdvanceOutcome.ADVANCED,
+    ]
+    assert (asset.state.last_coverage_start, asset.state.last_coverage_end, asset.state.version) == (1000, 2000, 2)
 
 
 def test_snapshots_advance_only_forward(asset: Asset) -> None:
@@ -200,13 +208,30 @@ def test_a_late_backfill_start_never_reopens_it_and_is_stale(asset: Asset) -> No
     assert asset.apply(ev(EventType.BACKFILL_COMPLETED, backfillId="bf-1")) == [AdvanceOutcome.ALREADY]
 
 
-def test_manifest_status_follows_the_manifest(asset: Asset) -> None:
+def test_manifest_status_follows_the_manifest_and_counts_once_verified(asset: Asset) -> None:
     uri = "s3://spool/orders/_manifest.json"
     asset.apply(ev(EventType.MANIFEST_INTERRUPTED, manifestUri=uri))
     assert asset.state.manifest_status == "INTERRUPTED"
     asset.apply(ev(EventType.MANIFEST_SEALED, manifestUri=uri, snapshotId=9))
-    assert (asset.state.manifest_status, asset.state.manifest_snapshot_id) == ("SEALED", 9)
+    assert (asset.state.manifest_status, asset.state.manifest_snapshot_id) == ("PENDING", 9)
+    assert asset.store.apply_advance(ORDERS, verification_advance(uri, True), "v", 10) is AdvanceOutcome.ADVANCED
+    assert asset.state.manifest_status == "SEALED"
+    assert asset.store.apply_advance(ORDERS, verification_advance(uri, True), "v", 11) is AdvanceOutcome.ALREADY
     assert asset.apply(ev(EventType.MANIFEST_SEALED, manifestUri=uri)) == [AdvanceOutcome.ALREADY]
+    assert asset.state.manifest_status == "SEALED"  # a redelivered claim does not re-open a verified manifest
+
+
+def test_a_verdict_on_an_older_manifest_never_overwrites_a_newer_one(asset: Asset) -> None:
+    old, new = "s3://spool/orders/1.manifest.json", "s3://spool/orders/2.manifest.json"
+    asset.apply(ev(EventType.MANIFEST_SEALED, manifestUri=old), ev(EventType.MANIFEST_SEALED, manifestUri=new))
+    late = verification_advance(old, False, "part-0: the object does not exist", "s3://spool/orders/1/part-0")
+    assert asset.store.apply_advance(ORDERS, late, "v", 10) is AdvanceOutcome.STALE
+    assert (asset.state.manifest_uri, asset.state.manifest_status) == (new, "PENDING")
+    bad = verification_advance(new, False, "part-0: the object does not exist", "s3://spool/orders/2/part-0")
+    assert asset.store.apply_advance(ORDERS, bad, "v", 11) is AdvanceOutcome.ADVANCED
+    state = asset.state
+    assert (state.manifest_status, state.manifest_object) == ("INVALID", "s3://spool/orders/2/part-0")
+    assert state.manifest_reason == "part-0: the object does not exist"
 
 
 # --- the read model --------------------------------------------------------------------------

@@ -5,21 +5,29 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lakehook.adapters import aws
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
+from lakehook.adapters.dynamodb.coverage_store import DynamoDBCoverageStore
 from lakehook.adapters.dynamodb.registry import DynamoDBAssetRegistry, DynamoDBProducerRegistry
 from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
 from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.adapters.sqs import SQSWorkQueue
 from lakehook.ports import AssetRegistry, AssetStore, ProducerRegistry, SecretStore, WatermarkStore
+from lakehook.ports.coverage import CoverageStore
 from lakehook.ports.lakehouse import PollStatusStore, SnapshotSources
 from lakehook.ports.queue import WorkQueue
+from lakehook.ports.spool import ObjectStore
 from lakehook.settings import Settings, get_settings
+from lakehook.usecases.coverage import RecordCoverage
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.plan_polls import PlanPolls, RunPollWork
 from lakehook.usecases.producers import PushAuthenticator, RegisterProducer
+
+if TYPE_CHECKING:
+    from lakehook.usecases.manifests import RecordManifestVerification
+    from lakehook.usecases.spool import VerifySpoolManifest
 
 
 @dataclass
@@ -67,8 +75,42 @@ class Container:
         return self._port("watermark_store", lambda: DynamoDBWatermarkStore(self.table))  # type: ignore[no-any-return]
 
     @cached_property
+    def coverage_store(self) -> CoverageStore:
+        return self._port("coverage_store", lambda: DynamoDBCoverageStore(self.table))  # type: ignore[no-any-return]
+
+    @cached_property
+    def verification_queue(self) -> WorkQueue | None:
+        """Where pushed MANIFEST_SEALED events ask to be verified; None where no verifier listens."""
+
+        def build() -> WorkQueue | None:
+            url = self.settings.spool_verify_queue_url
+            return SQSWorkQueue(aws.client("sqs", self.settings), url) if url else None
+
+        return self._port("verification_queue", build)  # type: ignore[no-any-return]
+
+    @cached_property
     def ingest(self) -> IngestEvents:
-        return IngestEvents(self.asset_store)
+        return IngestEvents(
+            self.asset_store, coverage=RecordCoverage(self.coverage_store), verifications=self.verification_queue
+        )
+
+    @cached_property
+    def object_store(self) -> ObjectStore:
+        from lakehook.adapters.s3.object_store import S3ObjectStore
+
+        return self._port("object_store", lambda: S3ObjectStore(aws.client("s3", self.settings)))  # type: ignore[no-any-return]
+
+    @cached_property
+    def verify_spool_manifest(self) -> VerifySpoolManifest:
+        from lakehook.usecases.spool import VerifySpoolManifest
+
+        return VerifySpoolManifest(self.object_store)
+
+    @cached_property
+    def record_manifest_verification(self) -> RecordManifestVerification:
+        from lakehook.usecases.manifests import RecordManifestVerification
+
+        return RecordManifestVerification(self.asset_store, self.verify_spool_manifest)
 
     @cached_property
     def register_producer(self) -> RegisterProducer:

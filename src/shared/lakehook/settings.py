@@ -30,6 +30,9 @@ class Settings(BaseSettings):
     secret_prefix: str = Field(default="lakehook/", description="Secrets Manager name prefix for producer secrets")
     stage: str = Field(default="local")
     poll_queue_url: str | None = Field(default=None, description="SQS queue the poll planner fills for the workers")
+    spool_verify_queue_url: str | None = Field(
+        default=None, description="SQS queue of pushed MANIFEST_SEALED events for the spool verifier"
+    )
     allow_insecure_loopback_targets: bool = Field(
         default=False, description="local mode only: plain-http webhook / Airflow / DolphinScheduler on loopback"
     )

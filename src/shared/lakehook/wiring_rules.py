@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from lakehook.container import Container, current
 from lakehook.observability import logger
 from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, StateReader, TriggerStore
+from lakehook.usecases.replay import ReplayTrigger
 from lakehook.usecases.resolve import ResolveAssetChange, SweepDeferred
 from lakehook.usecases.rules import ManageRules
 
@@ -69,6 +70,7 @@ def resolver(container: Container) -> ResolveAssetChange:
             trigger_store(container),
             state_history(container),
             deferral_store(container),
+            coverage=container.coverage_store,
         ),
     )
 
@@ -86,8 +88,24 @@ def manage_rules(container: Container) -> ManageRules:
             trigger_store(container),
             state_reader(container),
             container.asset_registry,
+            coverage=container.coverage_store,
         ),
     )
+
+
+def replay_trigger(container: Container) -> ReplayTrigger:
+    """The replay route's use case; ``snapshot_existence`` may be overridden (lakehouse libraries load lazily)."""
+
+    def build() -> ReplayTrigger:
+        from lakehook.usecases.spool import PreflightReplay, SnapshotSourceExistence
+
+        existence = container.overrides.get("snapshot_existence") or SnapshotSourceExistence(container.snapshot_sources)
+        preflight = PreflightReplay(
+            container.verify_spool_manifest, container.asset_registry, container.asset_store, existence
+        )
+        return ReplayTrigger(trigger_store(container), preflight)
+
+    return _cached(container, "replay_trigger", build)
 
 
 # --- stream handlers ----------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.errors import ConflictError, NotFoundError, ValidationError
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.producers import Producer
-from lakehook.domain.state import AssetState, advance_for, already_applied, apply_advance
+from lakehook.domain.state import Advance, AssetState, advance_for, already_applied, apply_advance
 from lakehook.domain.watermarks import WatermarkRecord
 from lakehook.ports import (
     AdvanceOutcome,
@@ -53,12 +53,15 @@ class InMemoryAssetStore(AssetStore):
         advance = advance_for(event)
         if advance is None:
             return AdvanceOutcome.NO_STATE
+        return self.apply_advance(event.asset_key, advance, event.event_id, now_ms)
+
+    def apply_advance(self, asset_key: str, advance: Advance, marker: str, now_ms: int) -> AdvanceOutcome:
         with self._lock:
-            old = self.states.get(event.asset_key, {})
-            new = apply_advance(old, advance, event_id=event.event_id, now_ms=now_ms)
+            old = self.states.get(asset_key, {})
+            new = apply_advance(old, advance, event_id=marker, now_ms=now_ms)
             if new is None:
                 return AdvanceOutcome.ALREADY if already_applied(old, advance) else AdvanceOutcome.STALE
-            self.states[event.asset_key] = new
+            self.states[asset_key] = new
             return AdvanceOutcome.ADVANCED
 
     def get_state(self, asset_key: str) -> AssetState | None:

@@ -102,6 +102,14 @@ class InMemoryTriggerStore(TriggerStore):
             self.claim_order.append(trigger.trigger_key)
             return ClaimResult(ClaimOutcome.CLAIMED, cursor)
 
+    def put_replay(self, trigger: Trigger) -> bool:
+        with self._lock:
+            if trigger.trigger_key in self.triggers:
+                return False
+            self.triggers[trigger.trigger_key] = trigger
+            self.claim_order.append(trigger.trigger_key)
+            return True
+
     def get(self, trigger_key: str) -> Trigger | None:
         with self._lock:
             return self.triggers.get(trigger_key)

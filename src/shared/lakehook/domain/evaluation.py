@@ -11,6 +11,12 @@ newer one that failed or is unchecked. The policy then decides whether the group
   step, using the asset's known state history (:class:`VersionLog`), so none is skipped;
 - a windowed group (``watermarkAtLeast: {window}``) fires once per window: the newest closed
   window, or with ``EACH_VERSION`` every window in order;
+- a ``coverage`` member makes the group fire once per aligned window its intervals cover fully, in
+  order from the last triggered window (the first: the newest covered one); a gap blocks with the
+  exact missing ranges (BLOCKED_BY_COVERAGE), a covered window not yet past its lateness waits;
+- ``manifest: SEALED`` needs a verified, sealed spool manifest (BLOCKED_BY_MANIFEST otherwise, with
+  its status and reason: an INTERRUPTED or INVALID one blocks); ``backfillStatus: COMPLETED`` waits
+  for the asset's backfill to complete;
 - ``minIntervalSeconds`` (cooldown after a trigger) and ``quietPeriodSeconds`` (no member state
   changed for that long) answer COOLDOWN / QUIET_PERIOD with the time they end.
 """
@@ -22,7 +28,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from lakehook.domain.rules import BackfillPolicy, Group, Member, Mode, Rule
+from lakehook.domain.coverage import Span, is_covered, missing, newest_covered_window
+from lakehook.domain.rules import BackfillPolicy, Group, Member, Mode, Rule, WindowSpec
 from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus
 from lakehook.domain.time import ms_to_iso
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Window
@@ -37,6 +44,8 @@ class Status(StrEnum):
     BLOCKED_BY_TAG = "BLOCKED_BY_TAG"
     BLOCKED_BY_UNKNOWN_ASSET = "BLOCKED_BY_UNKNOWN_ASSET"
     BLOCKED_BY_BACKFILL = "BLOCKED_BY_BACKFILL"
+    BLOCKED_BY_COVERAGE = "BLOCKED_BY_COVERAGE"
+    BLOCKED_BY_MANIFEST = "BLOCKED_BY_MANIFEST"
     WAITING_FOR_UPDATE = "WAITING_FOR_UPDATE"
     COOLDOWN = "COOLDOWN"
     QUIET_PERIOD = "QUIET_PERIOD"
@@ -85,6 +94,15 @@ def _current(state: AssetState, member: Member) -> dict[str, Any]:
         data["schemaStatus"] = state.schema_status.value
     if c.tag:
         data["tags"] = sorted(state.tags)
+    if c.manifest:
+        data["manifestUri"] = state.manifest_uri
+        data["manifestStatus"] = state.manifest_status
+        data["manifestReason"] = state.manifest_reason
+    if c.coverage is not None and state.last_coverage_end is not None:
+        data["lastCoveredInterval"] = {
+            "start": ms_to_iso(state.last_coverage_start or 0),
+            "end": ms_to_iso(state.last_coverage_end),
+        }
     if state.backfill_status is not BackfillStatus.NONE:
         data["backfillId"] = state.backfill_id
         data["backfillStatus"] = state.backfill_status.value
@@ -115,6 +133,9 @@ def select_member(member: Member, state: AssetState | None, registered: bool | N
     latest = state.latest_snapshot_id
     latest_order = _order(latest, state.latest_snapshot_order)
     candidate, candidate_order = latest, latest_order
+    if c.manifest and latest is None and state.manifest_snapshot_id is not None:
+        # a spooled asset commits no table snapshot: the extract's snapshot is its version
+        candidate = candidate_order = state.manifest_snapshot_id
     if c.quality_status:
         candidate = state.quality_passed_snapshot_id
         candidate_order = _order(candidate, state.quality_passed_order)
@@ -144,6 +165,15 @@ def select_member(member: Member, state: AssetState | None, registered: bool | N
         )
     if c.tag and c.tag not in state.tags:
         return blocked(Status.BLOCKED_BY_TAG, f"tag {c.tag!r} does not exist yet", current)
+    if c.manifest and state.manifest_status != "SEALED":
+        return blocked(Status.BLOCKED_BY_MANIFEST, _manifest_reason(state), current)
+    if c.backfill_status and state.backfill_status is not BackfillStatus.COMPLETED:
+        why = (
+            f"backfill {state.backfill_id} is running; waiting for it to complete"
+            if state.backfill_status is BackfillStatus.RUNNING
+            else "no backfill has completed yet"
+        )
+        return blocked(Status.BLOCKED_BY_BACKFILL, why, current)
     watermark = state.watermark
     floor = c.watermark_floor
     if floor is not None and (watermark is None or watermark < floor):
@@ -160,12 +190,25 @@ def select_member(member: Member, state: AssetState | None, registered: bool | N
         watermark=watermark,
         commit_time=state.latest_commit_time if is_latest else None,
         state_version=state.version,
+        manifest_uri=state.manifest_uri if c.manifest else None,
     )
     reason = None
     if c.quality_status and latest_order is not None and candidate_order is not None and latest_order > candidate_order:
         verdict = "failed its check" if state.quality_failed_snapshot_id == latest else "no passing check yet"
         reason = f"pins snapshot {candidate}, the newest that passed; snapshot {latest} has {verdict}"
     return MemberEvaluation(key, Status.READY, pin, current, required, reason)
+
+
+def _manifest_reason(state: AssetState) -> str:
+    """Why the asset's spool manifest does not count (yet): its status and, when known, the reason."""
+    uri, status = state.manifest_uri, state.manifest_status
+    if uri is None or status is None:
+        return "no spool manifest has been reported for this asset"
+    if status == "INTERRUPTED":
+        return f"manifest {uri} is INTERRUPTED: the extract stopped part way; a sealed manifest must replace it"
+    if status == "INVALID":
+        return f"manifest {uri} is INVALID: {state.manifest_reason or 'it failed verification'}"
+    return f"manifest {uri} is {status}: it counts once verified"
 
 
 def _order(snapshot_id: int | None, order: int | None) -> int | None:
@@ -264,8 +307,11 @@ def evaluate_group(
     *,
     registered: Mapping[str, bool] | None = None,
     logs: Mapping[str, VersionLog] | None = None,
+    coverage: Mapping[str, Sequence[Span]] | None = None,
 ) -> GroupEvaluation:
-    """The group's verdict at ``now``. ``logs`` (EACH_VERSION) holds the known history per member asset."""
+    """The group's verdict at ``now``. ``logs`` (EACH_VERSION) holds the known history per member asset;
+    ``coverage`` the merged intervals of each coverage member from the last triggered window's end (or
+    from :func:`coverage_from`) to ``now``."""
     policy = rule.policy
     members = [
         select_member(m, states.get(m.asset_key), None if registered is None else registered.get(m.asset_key, False))
@@ -286,7 +332,7 @@ def evaluate_group(
 
     window: Window | None = None
     if group.window is not None:
-        found = _window(rule, group, states, cursor, members)
+        found = _window(rule, group, states, cursor, members, now, coverage or {})
         if isinstance(found, GroupEvaluation):
             return found
         window = found
@@ -433,35 +479,106 @@ def _window(
     states: Mapping[str, AssetState],
     cursor: GroupCursor | None,
     members: list[MemberEvaluation],
+    now: int,
+    coverage: Mapping[str, Sequence[Span]],
 ) -> Window | GroupEvaluation:
-    """The window to claim: the newest closed one, or with EACH_VERSION the next one after the cursor."""
+    """The window to claim: the newest closed one, or with EACH_VERSION (or coverage) the next one after the cursor."""
     spec = group.window
     assert spec is not None
     size = spec.size_ms
+    last = cursor.window if cursor is not None else None
     ends: dict[int, int] = {}
     for i, member in enumerate(group.members):
         windowed = member.condition.window
         state = states.get(member.asset_key)
         if windowed is not None and state is not None and state.watermark is not None:
             ends[i] = windowed.newest_complete_end(state.watermark)
+        covering = member.condition.coverage
+        if covering is not None:
+            end = _covered_end(coverage.get(member.asset_key, ()), covering, now, last.end if last else None)
+            ends[i] = min(ends.get(i, end), end)
     newest = min(ends.values())
-    last = cursor.window if cursor is not None else None
     need = max(size, newest) if last is None else last.end + size
     if newest < need:
+        closes: list[int] = []
         for i, end in ends.items():
-            if end < need:
-                windowed = group.members[i].condition.window
-                assert windowed is not None
-                _with(
-                    members,
-                    i,
-                    Status.BLOCKED_BY_WATERMARK,
-                    f"window ending {ms_to_iso(need)} is not closed yet",
-                    {"watermarkAtLeast": need + windowed.lateness_ms},
-                )
+            if end >= need:
+                continue
+            if group.members[i].condition.coverage is not None and (last is not None or end == 0):
+                closes.extend(_coverage_block(members, i, group.members[i], coverage, now, last))
+                continue
+            windowed = group.members[i].condition.window
+            assert windowed is not None
+            _with(
+                members,
+                i,
+                Status.BLOCKED_BY_WATERMARK,
+                f"window ending {ms_to_iso(need)} is not closed yet",
+                {"watermarkAtLeast": need + windowed.lateness_ms},
+            )
+        return _first_blocked(group.group_id, members, until=min(closes, default=None))
+    stepwise = (rule.policy.mode is Mode.EACH_VERSION or group.covers) and last is not None
+    end = need if stepwise else newest
+    for i, member in enumerate(group.members):  # the newest watermark window may be one a coverage member lacks
+        spans = coverage.get(member.asset_key, ())
+        if member.condition.coverage is not None and not is_covered(spans, end - size, end):
+            _coverage_block(members, i, member, coverage, now, None, Span(end - size, end))
+    if any(m.status is not Status.READY for m in members):
         return _first_blocked(group.group_id, members)
-    end = need if rule.policy.mode is Mode.EACH_VERSION and last is not None else newest
     return Window(start=end - size, end=end)
+
+
+def coverage_from(spec: WindowSpec, cursor: GroupCursor | None, now: int) -> int:
+    """Where the coverage a group needs starts: the last triggered window's end, else a few windows back."""
+    if cursor is not None and cursor.window is not None:
+        return cursor.window.end
+    return max(0, now - 3 * spec.size_ms - spec.lateness_ms)
+
+
+def _covered_end(spans: Sequence[Span], spec: WindowSpec, now: int, after_end: int | None) -> int:
+    """The end of the windows a coverage member can fire: contiguous from ``after_end``, else the newest (0: none)."""
+    size, horizon = spec.size_ms, now - spec.lateness_ms
+    if after_end is None:
+        newest = newest_covered_window(spans, spec, now)
+        return newest.end if newest is not None else 0
+    end = after_end
+    while end + size <= horizon and is_covered(spans, end, end + size):
+        end += size
+    return end
+
+
+def _coverage_block(
+    members: list[MemberEvaluation],
+    index: int,
+    member: Member,
+    coverage: Mapping[str, Sequence[Span]],
+    now: int,
+    last: Window | None,
+    window: Span | None = None,
+) -> list[int]:
+    """Mark a coverage member blocked on the window it needs next (after the last one, else the newest that
+    ended), with the exact gaps; answer when that window closes if only its allowed lateness holds it."""
+    spec = member.condition.coverage
+    assert spec is not None
+    size = spec.size_ms
+    if window is None:
+        end = last.end + size if last is not None else (now // size) * size
+        window = Span(end - size, end)
+    gaps = missing(coverage.get(member.asset_key, ()), window.start, window.end)
+    shown = f"[{ms_to_iso(window.start)}, {ms_to_iso(window.end)})"
+    closes = window.end + spec.lateness_ms
+    if gaps:
+        listed = ", ".join(f"[{ms_to_iso(g.start)}, {ms_to_iso(g.end)})" for g in gaps)
+        reason = f"window {shown} is not covered; missing {listed}"
+    else:
+        reason = f"window {shown} is covered; it closes at {ms_to_iso(closes)} (allowedLatenessSeconds)"
+    m = members[index]
+    current = {**m.current, "missing": [{"start": ms_to_iso(g.start), "end": ms_to_iso(g.end)} for g in gaps]}
+    required = {"window": {"start": ms_to_iso(window.start), "end": ms_to_iso(window.end)}}
+    members[index] = replace(
+        m, status=Status.BLOCKED_BY_COVERAGE, reason=reason, current=current, required={**m.required, **required}
+    )
+    return [] if gaps or closes <= now else [closes]
 
 
 def _backfill(
@@ -545,10 +662,13 @@ def evaluate_rule(
     *,
     registered: Mapping[str, bool] | None = None,
     logs: Mapping[str, VersionLog] | None = None,
+    coverage: Mapping[str, Sequence[Span]] | None = None,
 ) -> RuleEvaluation:
     """Evaluate every group; ``cursors`` maps group id to the group's cursor."""
     groups = tuple(
-        evaluate_group(rule, g, states, cursors.get(g.group_id), now, registered=registered, logs=logs)
+        evaluate_group(
+            rule, g, states, cursors.get(g.group_id), now, registered=registered, logs=logs, coverage=coverage
+        )
         for g in rule.groups
     )
     return RuleEvaluation(rule.rule_id, groups, now)

@@ -50,6 +50,7 @@ class SourceType(StrEnum):
     POLL = "POLL"
     COMPENSATION = "COMPENSATION"
     RUN_COMPLETION = "RUN_COMPLETION"
+    VERIFICATION = "VERIFICATION"  # the spool verifier, recording a manifest S3 announced
 
 
 class IngestStatus(StrEnum):

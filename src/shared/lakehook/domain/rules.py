@@ -15,7 +15,6 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from lakehook.domain.assets import validate_asset_key
-from lakehook.domain.events import Interval
 from lakehook.domain.time import parse_instant_ms
 
 ID_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
@@ -72,7 +71,8 @@ class BackfillPolicy(StrEnum):
 
 
 class WindowSpec(BaseModel):
-    """``watermarkAtLeast`` as a window: one trigger per window, once the watermark passes its end."""
+    """Aligned windows: ``watermarkAtLeast`` fires once per window the watermark passed; ``coverage`` once per
+    window its intervals cover fully (each closes ``allowedLatenessSeconds`` after its end)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
@@ -130,9 +130,25 @@ class Condition(BaseModel):
     quality_status: Literal["PASSED"] | None = Field(default=None, alias="qualityStatus")
     schema_status: Literal["COMPATIBLE"] | None = Field(default=None, alias="schemaStatus")
     tag: str | None = Field(default=None, min_length=1, max_length=256)
-    # Reserved for the coverage and spool-manifest issue: typed now, refused until evaluated.
-    coverage: Interval | None = Field(default=None, description="reserved: coverage of [start, end)")
-    manifest: Literal["SEALED"] | None = Field(default=None, description="reserved: a verified, sealed spool manifest")
+    coverage: WindowSpec | None = Field(
+        default=None,
+        description="aligned windows {window, allowedLatenessSeconds} of [start, end) the asset's intervals "
+        "must cover fully: one trigger per covered window, in order",
+    )
+    manifest: Literal["SEALED"] | None = Field(default=None, description="a verified, sealed spool manifest")
+    backfill_status: Literal["COMPLETED"] | None = Field(
+        default=None, alias="backfillStatus", description="wait until the asset's backfill has completed"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _spool_needs_no_snapshot(cls, data: Any) -> Any:
+        # A spooled asset (coverage or a manifest) usually never commits a snapshot: unless the rule
+        # says otherwise, those conditions do not also wait for one.
+        spooled = isinstance(data, dict) and (data.get("coverage") is not None or data.get("manifest") is not None)
+        if spooled and "snapshotRequired" not in data and "snapshot_required" not in data:
+            return {**data, "snapshotRequired": False}
+        return data
 
     @field_validator("watermark_at_least", mode="before")
     @classmethod
@@ -140,13 +156,6 @@ class Condition(BaseModel):
         if value is None or isinstance(value, dict | WindowSpec):
             return value
         return parse_instant_ms(value)
-
-    @field_validator("coverage", "manifest")
-    @classmethod
-    def _not_yet(cls, value: object) -> object:
-        if value is not None:
-            raise ValueError("this condition is reserved and not evaluated yet; remove it")
-        return value
 
     @property
     def window(self) -> WindowSpec | None:
@@ -197,15 +206,21 @@ class Group(BaseModel):
             if member.asset_key in seen:
                 raise ValueError(f"asset {member.asset_key!r} appears twice in the group; merge its conditions")
             seen.add(member.asset_key)
-        sizes = {m.condition.window.size_ms for m in members if m.condition.window is not None}
+        sizes = {w.size_ms for m in members for w in (m.condition.window, m.condition.coverage) if w is not None}
         if len(sizes) > 1:
-            raise ValueError("windowed members of one group must use the same window")
+            raise ValueError("windowed members of one group (watermark or coverage) must use the same window")
         return members
 
     @property
     def window(self) -> WindowSpec | None:
         """The group's window spec when any member is windowed (all windowed members share the size)."""
-        return next((m.condition.window for m in self.members if m.condition.window is not None), None)
+        specs = (w for m in self.members for w in (m.condition.window, m.condition.coverage) if w is not None)
+        return next(specs, None)
+
+    @property
+    def covers(self) -> bool:
+        """Whether a member waits for coverage: its windows then trigger one at a time, in order."""
+        return any(m.condition.coverage is not None for m in self.members)
 
     @property
     def asset_keys(self) -> list[str]:

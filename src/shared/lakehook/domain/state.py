@@ -57,7 +57,22 @@ class NotAllEqual:
     pairs: tuple[tuple[str, Any], ...]
 
 
-Guard = Below | NotInSet | NotAllEqual
+@dataclass(frozen=True)
+class WhileEqual:
+    """Holds while every ``pairs`` attr equals its value and some ``changes`` attr does not yet."""
+
+    pairs: tuple[tuple[str, Any], ...]
+    changes: tuple[tuple[str, Any], ...]
+
+
+Guard = Below | NotInSet | NotAllEqual | WhileEqual
+
+
+class ManifestStatus(StrEnum):
+    PENDING = "PENDING"  # claimed sealed (pushed or announced); counts once verified
+    SEALED = "SEALED"  # verified: every object exists with its size and SHA-256, the checksum holds
+    INVALID = "INVALID"  # claimed sealed, but verification found a missing, truncated or tampered object
+    INTERRUPTED = "INTERRUPTED"  # the extract stopped part way: blocks downstream (the interruption guard)
 
 
 @dataclass(frozen=True)
@@ -68,6 +83,8 @@ class Advance:
     sets: dict[str, Any] = field(default_factory=dict)
     set_if_absent: dict[str, Any] = field(default_factory=dict)
     add_to_set: dict[str, str] = field(default_factory=dict)
+    # attributes a later step may move on (a manifest's verdict): not evidence that this advance was lost
+    settled_later: frozenset[str] = frozenset()
 
 
 def advance_for(event: AssetEvent) -> Advance | None:
@@ -122,13 +139,58 @@ def advance_for(event: AssetEvent) -> Advance | None:
         assert event.watermark is not None
         return Advance(Below("cdcRecoveredWatermark", event.watermark), sets={"cdcRecoveredWatermark": event.watermark})
     if t in (EventType.MANIFEST_SEALED, EventType.MANIFEST_INTERRUPTED):
-        status = "SEALED" if t is EventType.MANIFEST_SEALED else "INTERRUPTED"
-        sets = {"manifestUri": event.manifest_uri, "manifestStatus": status}
+        # A SEALED event is the writer's claim: the manifest counts only once verified (see
+        # verification_advance). An INTERRUPTED one blocks at once: blocking is the safe side.
+        claim = "SEALED" if t is EventType.MANIFEST_SEALED else "INTERRUPTED"
+        status = ManifestStatus.PENDING if claim == "SEALED" else ManifestStatus.INTERRUPTED
+        sets = {
+            "manifestUri": event.manifest_uri,
+            "manifestClaim": claim,
+            "manifestStatus": status.value,
+            "manifestReason": None,
+            "manifestObject": None,
+        }
         if event.snapshot_id is not None:
             sets["manifestSnapshotId"] = event.snapshot_id
-        return Advance(NotAllEqual((("manifestUri", event.manifest_uri), ("manifestStatus", status))), sets=sets)
-    # INTERVAL_COVERED is recorded as evidence; coverage state is kept by its own items.
+        return Advance(
+            NotAllEqual((("manifestUri", event.manifest_uri), ("manifestClaim", claim))),
+            sets=sets,
+            settled_later=frozenset({"manifestStatus", "manifestReason", "manifestObject"}),
+        )
+    if t is EventType.INTERVAL_COVERED:
+        # The merged intervals live in their own coverage items (the ingest path adds them first);
+        # the state is only touched so its stream record wakes the resolver. Guarded on the event,
+        # so a redelivery touches it again (harmless) and a crash between the two is finished.
+        assert event.interval is not None
+        event_id = event.event_id
+        return Advance(
+            NotAllEqual((("lastCoverageEventId", event_id),)),
+            sets={
+                "lastCoverageEventId": event_id,
+                "lastCoverageStart": event.interval.start,
+                "lastCoverageEnd": event.interval.end,
+            },
+        )
     return None
+
+
+def verification_advance(
+    manifest_uri: str, verified: bool, reason: str | None = None, object_uri: str | None = None
+) -> Advance:
+    """The verdict on a claimed-sealed manifest: SEALED, or INVALID with the object and the reason.
+
+    Applies only while that very manifest is the asset's claimed-sealed one, so a late verdict on an
+    older manifest never overwrites a newer manifest's status.
+    """
+    status = ManifestStatus.SEALED if verified else ManifestStatus.INVALID
+    return Advance(
+        WhileEqual((("manifestUri", manifest_uri), ("manifestClaim", "SEALED")), (("manifestStatus", status.value),)),
+        sets={
+            "manifestStatus": status.value,
+            "manifestReason": None if verified else (reason or "it failed verification")[:2048],
+            "manifestObject": None if verified else object_uri,
+        },
+    )
 
 
 def guard_holds(state: dict[str, Any], guard: Guard) -> bool:
@@ -138,6 +200,8 @@ def guard_holds(state: dict[str, Any], guard: Guard) -> bool:
         return current is None or int(current) < guard.value
     if isinstance(guard, NotInSet):
         return guard.value not in set(state.get(guard.attr) or ())
+    if isinstance(guard, WhileEqual):
+        return all(state.get(a) == v for a, v in guard.pairs) and not all(state.get(a) == v for a, v in guard.changes)
     return not all(state.get(attr) == value for attr, value in guard.pairs)
 
 
@@ -151,7 +215,7 @@ def already_applied(state: dict[str, Any], advance: Advance) -> bool:
         return True  # a set membership guard fails only when this very value is there
     # An equality guard also fails for a late event (BACKFILL_STARTED after that backfill completed):
     # only if the state holds what the event asks for was it applied; otherwise the event is stale.
-    return all(state.get(attr) == value for attr, value in advance.sets.items())
+    return all(state.get(attr) == value for attr, value in advance.sets.items() if attr not in advance.settled_later)
 
 
 def apply_advance(state: dict[str, Any], advance: Advance, *, event_id: str, now_ms: int) -> dict[str, Any] | None:
@@ -207,6 +271,10 @@ class AssetState(BaseModel):
     manifest_uri: str | None = Field(default=None, alias="manifestUri")
     manifest_status: str | None = Field(default=None, alias="manifestStatus")
     manifest_snapshot_id: int | None = Field(default=None, alias="manifestSnapshotId")
+    manifest_reason: str | None = Field(default=None, alias="manifestReason")
+    manifest_object: str | None = Field(default=None, alias="manifestObject")
+    last_coverage_start: int | None = Field(default=None, alias="lastCoverageStart")
+    last_coverage_end: int | None = Field(default=None, alias="lastCoverageEnd")
     updated_at: int | None = Field(default=None, alias="updatedAt")
     last_event_id: str | None = Field(default=None, alias="lastEventId")
 

@@ -44,6 +44,9 @@ class PinnedInput(BaseModel):
     watermark: int | None = None
     commit_time: int | None = Field(default=None, alias="commitTime")
     state_version: int = Field(default=0, alias="stateVersion", description="the asset state version it was read at")
+    manifest_uri: str | None = Field(
+        default=None, alias="manifestUri", description="the verified, sealed spool manifest a manifest member read"
+    )
 
     @property
     def ordinal(self) -> tuple[int, int]:
@@ -53,10 +56,15 @@ class PinnedInput(BaseModel):
         return (-1, self.watermark if self.watermark is not None else -1)
 
     def identity(self) -> list[Any]:
-        """What of the pin goes into the trigger key: the asset and its version, nothing incidental."""
+        """What of the pin goes into the trigger key: the asset and its version, nothing incidental.
+
+        A sealed spool manifest is a version of its own: a new one is a new combination of inputs.
+        """
         if self.snapshot_id is not None:
-            return [self.asset_key, self.snapshot_id, -1]
-        return [self.asset_key, -1, self.watermark if self.watermark is not None else -1]
+            version: list[Any] = [self.asset_key, self.snapshot_id, -1]
+        else:
+            version = [self.asset_key, -1, self.watermark if self.watermark is not None else -1]
+        return version if self.manifest_uri is None else [*version, self.manifest_uri]
 
     def to_api(self) -> dict[str, Any]:
         data = self.model_dump(by_alias=True, exclude_none=True)
@@ -122,6 +130,7 @@ class Trigger(BaseModel):
     manifest_uri: str | None = Field(default=None, alias="manifestUri")
     reason: str | None = None
     target_run_id: str | None = Field(default=None, alias="targetRunId")
+    replay_of: str | None = Field(default=None, alias="replayOf", description="the trigger this one replays")
 
     def to_api(self) -> dict[str, Any]:
         return {
@@ -138,6 +147,7 @@ class Trigger(BaseModel):
             "manifestUri": self.manifest_uri,
             "reason": self.reason,
             "targetRunId": self.target_run_id,
+            "replayOf": self.replay_of,
         }
 
 

@@ -15,6 +15,7 @@ import requests
 from lakehook import container
 from lakehook.local.gateway import ApiGateway
 from lakehook.local.invoker import LocalFunction
+from lakehook.local.notifications import BucketWatcher, wants_created
 from lakehook.local.schedules import QueuePoller, Scheduler
 from lakehook.local.streams import StreamTailer
 from lakehook.local.template import Template
@@ -83,6 +84,7 @@ class LocalStack:
         self._tailer: StreamTailer | None = None
         self._scheduler: Scheduler | None = None
         self._queues: list[QueuePoller] = []
+        self._watchers: list[BucketWatcher] = []
         self._saved_env: dict[str, str | None] = {}
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -165,9 +167,12 @@ class LocalStack:
         self._scheduler = Scheduler(self.functions, every=self.poll_every)
         self._scheduler.start()
         self._start_queue_pollers()
+        self._start_bucket_watchers()
         log.info("local stack ready at %s (moto at %s)", self.api_url, self.endpoint_url)
 
     def stop(self) -> None:
+        for watcher in self._watchers:
+            watcher.stop()
         for poller in self._queues:
             poller.stop()
         if self._scheduler:
@@ -209,7 +214,7 @@ class LocalStack:
         template.create_table(self._client("dynamodb"), self.table_name)
         s3 = self._client("s3")
         for logical_id in template.buckets():
-            bucket = f"{LOCAL_STACK}-{logical_id.lower()}"
+            bucket = template.bucket_name(logical_id, f"{LOCAL_STACK}-{logical_id.lower()}")
             s3.create_bucket(Bucket=bucket)
             self.names[logical_id] = bucket
         sqs = self._client("sqs")
@@ -229,3 +234,12 @@ class LocalStack:
                 poller = QueuePoller(sqs, fn, self.names[logical_id], self.names[f"{logical_id}.Arn"], batch_size)
                 poller.start()
                 self._queues.append(poller)
+
+    def _start_bucket_watchers(self) -> None:
+        s3 = self._client("s3")
+        for fn in self.functions:
+            for subscription in fn.spec.buckets:
+                if wants_created(subscription):
+                    watcher = BucketWatcher(s3, fn, self.names[subscription.bucket], subscription)
+                    watcher.start()
+                    self._watchers.append(watcher)

@@ -1,4 +1,4 @@
-"""Read template.yaml: the table, buckets and functions with their API, stream and schedule events.
+"""Read template.yaml: the table, buckets and functions with their API, stream, schedule, SQS and S3 events.
 
 CloudFormation's short intrinsic tags (!Ref, !Sub, !GetAtt, …) are parsed into ``{"Ref": …}`` style
 dictionaries and resolved against local names, so the template stays the single source of truth.
@@ -103,6 +103,16 @@ class ScheduleSubscription:
     input: str | None
 
 
+@dataclass(frozen=True)
+class BucketSubscription:
+    """An S3 event: the bucket's logical id, the event names and the key filter."""
+
+    bucket: str
+    events: tuple[str, ...]
+    prefix: str = ""
+    suffix: str = ""
+
+
 @dataclass
 class FunctionSpec:
     name: str
@@ -114,6 +124,7 @@ class FunctionSpec:
     streams: list[StreamSubscription] = field(default_factory=list)
     schedules: list[ScheduleSubscription] = field(default_factory=list)
     queues: list[tuple[str, int]] = field(default_factory=list)  # (queue logical id, batch size)
+    buckets: list[BucketSubscription] = field(default_factory=list)
 
 
 _RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days|second|seconds)\)$")
@@ -221,6 +232,11 @@ class Template:
     def buckets(self) -> list[str]:
         return list(self.of_type("AWS::S3::Bucket"))
 
+    def bucket_name(self, logical_id: str, default: str) -> str:
+        """The bucket's declared BucketName, resolved, or ``default`` when the template leaves it to CloudFormation."""
+        declared = self.resources[logical_id].get("Properties", {}).get("BucketName")
+        return default if declared is None else str(self.resolve(declared))
+
     def queues(self) -> list[str]:
         return list(self.of_type("AWS::SQS::Queue"))
 
@@ -278,6 +294,19 @@ class Template:
             queue = p["Queue"]
             logical = queue["Fn::GetAtt"][0] if isinstance(queue, dict) and "Fn::GetAtt" in queue else str(queue)
             spec.queues.append((logical, int(p.get("BatchSize", 10))))
+        elif kind == "S3":
+            bucket = p["Bucket"]
+            logical = bucket["Ref"] if isinstance(bucket, dict) and "Ref" in bucket else str(bucket)
+            events = p.get("Events", [])
+            rules = {r["Name"].lower(): r["Value"] for r in p.get("Filter", {}).get("S3Key", {}).get("Rules", [])}
+            spec.buckets.append(
+                BucketSubscription(
+                    bucket=logical,
+                    events=tuple([events] if isinstance(events, str) else events),
+                    prefix=rules.get("prefix", ""),
+                    suffix=rules.get("suffix", ""),
+                )
+            )
 
 
 def _json(pattern: Any) -> dict[str, Any]:

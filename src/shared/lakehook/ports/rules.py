@@ -78,6 +78,10 @@ class TriggerStore(ABC):
         cursor must still be ``expected``; None or ``seq`` 0 means it must not exist yet)."""
 
     @abstractmethod
+    def put_replay(self, trigger: Trigger) -> bool:
+        """Record a replay's claim (no cursor moves: the group's history is unchanged); False if the key exists."""
+
+    @abstractmethod
     def get(self, trigger_key: str) -> Trigger | None:
         """The trigger, or None."""
 

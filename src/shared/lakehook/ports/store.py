@@ -10,7 +10,7 @@ from typing import Any, Generic, TypeVar
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.producers import Producer
-from lakehook.domain.state import AssetState
+from lakehook.domain.state import Advance, AssetState
 from lakehook.domain.watermarks import WatermarkRecord
 
 T = TypeVar("T")
@@ -54,6 +54,10 @@ class AssetStore(ABC):
     @abstractmethod
     def advance_state(self, event: AssetEvent, now_ms: int) -> AdvanceOutcome:
         """Move the asset's state forward by the event; never backwards, never twice."""
+
+    @abstractmethod
+    def apply_advance(self, asset_key: str, advance: Advance, marker: str, now_ms: int) -> AdvanceOutcome:
+        """Apply a state change that no event asks for (a manifest's verdict); ``marker`` names its cause."""
 
     @abstractmethod
     def get_state(self, asset_key: str) -> AssetState | None:

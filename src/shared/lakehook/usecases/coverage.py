@@ -14,8 +14,11 @@ from lakehook.domain.coverage import (
     covered_windows,
     newest_covered_window,
 )
+from lakehook.domain.evaluation import coverage_from
 from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.rules import Group
 from lakehook.domain.time import now_ms
+from lakehook.domain.triggers import GroupCursor
 from lakehook.ports.coverage import CoverageStore
 
 MAX_QUERY_DAYS = 400
@@ -96,3 +99,23 @@ class QueryCoverage:
         """Fully covered, closed windows starting at or after ``after_end`` (the last triggered window's end)."""
         merged = self._store.spans(asset_key, after_end, now, partition_key)
         return covered_windows(merged, windows, now, after_end=after_end, limit=limit)
+
+
+def coverage_of_groups(
+    store: CoverageStore | None,
+    groups: list[tuple[Group, GroupCursor | None]],
+    now: int,
+    max_days: int = MAX_QUERY_DAYS,
+) -> dict[str, list[Span]]:
+    """The merged intervals the coverage members of these groups are evaluated on, per asset: from the
+    earliest window any of them still needs (the last triggered window's end) up to ``now``."""
+    starts: dict[str, int] = {}
+    for group, cursor in groups:
+        for member in group.members:
+            spec = member.condition.coverage
+            if spec is not None:
+                start = max(coverage_from(spec, cursor, now), now - max_days * DAY_MS)
+                starts[member.asset_key] = min(starts.get(member.asset_key, start), start)
+    if store is None or not starts:
+        return {}
+    return {key: store.spans(key, start, now) for key, start in starts.items() if start < now}

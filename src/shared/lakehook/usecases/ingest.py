@@ -7,11 +7,14 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
+from lakehook.domain.coverage import CoverageTooFragmentedError
 from lakehook.domain.errors import AuthorizationError
-from lakehook.domain.events import AssetEvent, EventResult, IngestStatus, SourceType
+from lakehook.domain.events import AssetEvent, EventResult, EventType, IngestStatus, SourceType
 from lakehook.domain.producers import Producer
 from lakehook.domain.time import now_ms
 from lakehook.ports import AdvanceOutcome, AssetStore
+from lakehook.ports.queue import WorkQueue
+from lakehook.usecases.coverage import RecordCoverage
 
 
 def describe_validation_error(exc: PydanticValidationError) -> str:
@@ -29,17 +32,33 @@ def parse_event(raw: Any) -> AssetEvent:
     return AssetEvent.model_validate(raw)
 
 
+def verification_request(event: AssetEvent) -> dict[str, Any]:
+    """The message that asks the spool verifier to verify a pushed MANIFEST_SEALED."""
+    return {"manifestUri": event.manifest_uri, "assetKey": event.asset_key}
+
+
 class IngestEvents:
     """Record each event once and move its asset's state forward.
 
     A novel event costs one conditional put and one conditional update. A duplicate costs
     the same two requests, both failing their conditions, so it writes nothing; the second
     one is what lets a redelivery finish an advance that a crash cut short.
+
+    An ``INTERVAL_COVERED`` event also unites its interval into the coverage store (duplicates
+    too: the add is idempotent) before its state touch, so the resolver it wakes sees the interval.
     """
 
-    def __init__(self, store: AssetStore, clock: Callable[[], int] = now_ms) -> None:
+    def __init__(
+        self,
+        store: AssetStore,
+        clock: Callable[[], int] = now_ms,
+        coverage: RecordCoverage | None = None,
+        verifications: WorkQueue | None = None,
+    ) -> None:
         self._store = store
         self._clock = clock
+        self._coverage = coverage
+        self._verifications = verifications
 
     def ingest_raw(
         self, raw_events: Sequence[Any], source: SourceType, producer: Producer | None = None
@@ -78,7 +97,19 @@ class IngestEvents:
         """Record one valid event and advance the state; the answer says which of the two happened."""
         received_at = self._clock()
         novel = self._store.record_event(event, source, received_at, producer_id)
+        if self._coverage is not None:
+            try:
+                self._coverage.record(event)
+            except CoverageTooFragmentedError as exc:
+                return EventResult(eventId=event.event_id, status=IngestStatus.REJECTED, reason=str(exc), index=index)
         outcome = self._store.advance_state(event, received_at)
+        if (
+            self._verifications is not None
+            and event.event_type is EventType.MANIFEST_SEALED
+            and outcome in (AdvanceOutcome.ADVANCED, AdvanceOutcome.ALREADY)
+        ):
+            # A claim counts once verified; a redelivery asks again, in case a crash lost the first request.
+            self._verifications.send([verification_request(event)])
         if not novel:
             status, reason = IngestStatus.DUPLICATE, "this event was recorded before"
         elif outcome is AdvanceOutcome.STALE:

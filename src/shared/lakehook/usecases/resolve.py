@@ -35,6 +35,7 @@ from lakehook.domain.state import AssetState
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus, trigger_key
 from lakehook.observability import logger
+from lakehook.ports.coverage import CoverageStore
 from lakehook.ports.rules import (
     ClaimOutcome,
     Deferral,
@@ -46,6 +47,7 @@ from lakehook.ports.rules import (
     StateReader,
     TriggerStore,
 )
+from lakehook.usecases.coverage import coverage_of_groups
 
 READY_METRIC = "lakehouse_asset_dependency_ready_total"
 BLOCKED_METRIC = "lakehouse_asset_dependency_blocked_by"
@@ -103,7 +105,9 @@ class ResolveAssetChange:
         max_conflicts: int = 10,
         max_claims_per_group: int = 100,
         history_settle_ms: int = 15 * 60_000,
+        coverage: CoverageStore | None = None,
     ) -> None:
+        self._coverage = coverage
         self._rules = rules
         self._reader = reader
         self._triggers = triggers
@@ -257,6 +261,8 @@ class ResolveAssetChange:
     ) -> None:
         ref = (rule.rule_id, group.group_id)
         conflicts = claims = 0
+        # read once: later windows of this loop lie inside what the first cursor still needed
+        spans = coverage_of_groups(self._coverage, [(group, cursor)], now) if group.covers else None
         while True:
             if claims >= self._max_claims:
                 # A long EACH_VERSION or window backlog: continue in a later invocation, not in this one.
@@ -264,7 +270,7 @@ class ResolveAssetChange:
                 self._deferrals.defer(deferral)
                 report.deferred.append(deferral)
                 return
-            verdict = evaluate_group(rule, group, states, cursor, now, logs=logs)
+            verdict = evaluate_group(rule, group, states, cursor, now, logs=logs, coverage=spans)
             report.verdicts[ref] = verdict
             if not verdict.ready:
                 self._settle(rule, group, verdict, report, changed)
@@ -340,7 +346,7 @@ class ResolveAssetChange:
         self, rule: Rule, group: Group, verdict: GroupEvaluation, report: ResolveReport, changed: list[str]
     ) -> None:
         """Not ready: defer a cooldown or quiet period to its end; log the reason."""
-        if verdict.status in (Status.COOLDOWN, Status.QUIET_PERIOD) and verdict.until is not None:
+        if verdict.status in _TIMED and verdict.until is not None:
             deferral = Deferral(rule.rule_id, group.group_id, verdict.until)
             self._deferrals.defer(deferral)
             report.deferred.append(deferral)
@@ -355,6 +361,10 @@ class ResolveAssetChange:
                 "asset_keys": changed,
             },
         )
+
+
+# Verdicts that lift by themselves at ``until`` (a covered window closes when its lateness has passed).
+_TIMED = (Status.COOLDOWN, Status.QUIET_PERIOD, Status.BLOCKED_BY_COVERAGE)
 
 
 def _each_version(rule: Rule, group: Group) -> bool:

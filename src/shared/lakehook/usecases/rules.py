@@ -12,8 +12,10 @@ from lakehook.domain.evaluation import VersionLog, evaluate_rule
 from lakehook.domain.rules import Mode, Rule, validate_id
 from lakehook.domain.time import ms_to_iso, now_ms
 from lakehook.domain.triggers import Trigger, TriggerStatus
+from lakehook.ports.coverage import CoverageStore
 from lakehook.ports.rules import RuleStore, StateReader, StoredRule, TriggerStore
 from lakehook.ports.store import AssetRegistry, Page
+from lakehook.usecases.coverage import coverage_of_groups
 
 _WATERMARK_TAGS = ("instant", "window")  # discriminator tags pydantic puts in error locations
 
@@ -69,12 +71,14 @@ class ManageRules:
         reader: StateReader,
         registry: AssetRegistry | None = None,
         clock: Callable[[], int] = now_ms,
+        coverage: CoverageStore | None = None,
     ) -> None:
         self._rules = rules
         self._triggers = triggers
         self._reader = reader
         self._registry = registry
         self._clock = clock
+        self._coverage = coverage
 
     def put(self, rule_id: str, body: Any) -> tuple[StoredRule, bool]:
         """Create or replace; True when created."""
@@ -115,6 +119,7 @@ class ManageRules:
             now,
             registered=registered,
             logs=logs if rule.policy.mode is Mode.EACH_VERSION else None,
+            coverage=coverage_of_groups(self._coverage, [(g, cursors.get(g.group_id)) for g in rule.groups], now),
         )
         last: dict[str, Trigger] = {}
         for group_id, cursor in cursors.items():

@@ -3,7 +3,8 @@
 - :class:`VerifySpoolManifest` decides whether a manifest counts: VERIFIED (sealed, its checksum
   holds, the row counts add up, every object exists with the stated size and SHA-256), INVALID
   (with the object and the reason) or INTERRUPTED. Its answer names the event to ingest.
-- :func:`handle_s3_notification` verifies the manifests an S3 ``ObjectCreated`` notification names.
+- :func:`manifest_uris` reads the manifests an S3 ``ObjectCreated`` notification names
+  (:mod:`lakehook.usecases.manifests` verifies them and records the verdict).
 - :class:`PreflightReplay` answers, item by item, whether a trigger may be replayed: every pinned
   spool manifest still sealed and verifying, every pinned snapshot still retained, no
   incompatible schema drift since the trigger.
@@ -22,7 +23,6 @@ from urllib.parse import unquote_plus
 from pydantic import ValidationError as PydanticValidationError
 
 from lakehook.domain.assets import TABLE_FORMATS, AssetRegistration, asset_scheme
-from lakehook.domain.events import SourceType
 from lakehook.domain.snapshots import SnapshotInfo
 from lakehook.domain.spool import (
     ObjectProblem,
@@ -40,7 +40,7 @@ from lakehook.domain.triggers import PinnedInput
 from lakehook.ports import AssetRegistry, AssetStore
 from lakehook.ports.lakehouse import CorruptMetadataError, SnapshotSources, SourceAccessError, TableNotFoundError
 from lakehook.ports.spool import ObjectNotFoundError, ObjectStore, ObjectTooLargeError, SnapshotExistence
-from lakehook.usecases.ingest import IngestEvents, describe_validation_error
+from lakehook.usecases.ingest import describe_validation_error
 
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 
@@ -181,27 +181,6 @@ def manifest_uris(notification: Mapping[str, Any]) -> list[str]:
             if uri not in uris:
                 uris.append(uri)
     return uris
-
-
-def handle_s3_notification(
-    event: Mapping[str, Any],
-    verifier: VerifySpoolManifest,
-    ingest: IngestEvents | None = None,
-    source: SourceType = SourceType.PUSH,
-) -> list[SpoolVerification]:
-    """Verify every manifest the notification names; with ``ingest``, ingest the events they yield.
-
-    S3 delivers notifications at least once; a repeat verifies again and its event is a DUPLICATE.
-    INVALID manifests yield no event: the caller records :meth:`SpoolVerification.to_record`.
-    """
-    results: list[SpoolVerification] = []
-    for uri in manifest_uris(event):
-        verification = verifier.verify(uri)
-        results.append(verification)
-        asset_event = verification.event()
-        if ingest is not None and asset_event is not None:
-            ingest.ingest(asset_event, source)
-    return results
 
 
 # --- the replay pre-flight ------------------------------------------------------------------------

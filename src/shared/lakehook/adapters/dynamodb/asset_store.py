@@ -14,7 +14,7 @@ from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.expressions import advance_update
 from lakehook.adapters.dynamodb.pagination import decode_token, encode_token
 from lakehook.domain.events import AssetEvent, SourceType
-from lakehook.domain.state import AssetState, advance_for, already_applied
+from lakehook.domain.state import Advance, AssetState, advance_for, already_applied
 from lakehook.ports import AdvanceOutcome, AssetStore, Page, RecordedEvent
 
 _DESERIALIZER = TypeDeserializer()
@@ -59,10 +59,13 @@ class DynamoDBAssetStore(AssetStore):
         advance = advance_for(event)
         if advance is None:
             return AdvanceOutcome.NO_STATE
-        parts = advance_update(advance, asset_key=event.asset_key, event_id=event.event_id, now_ms=now_ms)
+        return self.apply_advance(event.asset_key, advance, event.event_id, now_ms)
+
+    def apply_advance(self, asset_key: str, advance: Advance, marker: str, now_ms: int) -> AdvanceOutcome:
+        parts = advance_update(advance, asset_key=asset_key, event_id=marker, now_ms=now_ms)
         try:
             self._table.update_item(
-                Key=keys.state_key(event.asset_key),
+                Key=keys.state_key(asset_key),
                 UpdateExpression=parts.expression(),
                 ConditionExpression=parts.condition,
                 ExpressionAttributeNames=parts.names,

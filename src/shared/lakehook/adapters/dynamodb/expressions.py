@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lakehook.domain.state import Advance, Below, NotAllEqual, NotInSet
+from lakehook.domain.state import Advance, Below, Guard, NotInSet, WhileEqual
 
 
 @dataclass
@@ -40,7 +40,7 @@ class UpdateParts:
         return " ".join(clauses)
 
 
-def guard_condition(parts: UpdateParts, guard: Below | NotInSet | NotAllEqual) -> str:
+def guard_condition(parts: UpdateParts, guard: Guard) -> str:
     """The condition under which the advance applies."""
     if isinstance(guard, Below):
         n = parts.name(guard.attr)
@@ -48,6 +48,10 @@ def guard_condition(parts: UpdateParts, guard: Below | NotInSet | NotAllEqual) -
     if isinstance(guard, NotInSet):
         n = parts.name(guard.attr)
         return f"(attribute_not_exists({n}) OR NOT contains({n}, {parts.value(guard.value)}))"
+    if isinstance(guard, WhileEqual):
+        same = " AND ".join(f"{parts.name(attr)} = {parts.value(value)}" for attr, value in guard.pairs)
+        done = " AND ".join(f"{parts.name(attr)} = {parts.value(value)}" for attr, value in guard.changes)
+        return f"({same}) AND NOT ({done})"
     equal = " AND ".join(f"{parts.name(attr)} = {parts.value(value)}" for attr, value in guard.pairs)
     return f"NOT ({equal})"
 

@@ -17,6 +17,7 @@ from typing import Any
 from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
 
+from lakehook.adapters.aws import is_conditional_failure
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import batch_get, integral
 from lakehook.adapters.dynamodb.pagination import decode_token, encode_token
@@ -52,6 +53,7 @@ def trigger_item(trigger: Trigger) -> dict[str, Any]:
         ("manifestUri", trigger.manifest_uri),
         ("reason", trigger.reason),
         ("targetRunId", trigger.target_run_id),
+        ("replayOf", trigger.replay_of),
     ):
         if value is not None:
             item[name] = value
@@ -75,6 +77,7 @@ def trigger_from_item(item: dict[str, Any]) -> Trigger:
         manifest_uri=data.get("manifestUri"),
         reason=data.get("reason"),
         target_run_id=data.get("targetRunId"),
+        replay_of=data.get("replayOf"),
     )
 
 
@@ -137,6 +140,15 @@ class DynamoDBTriggerStore(TriggerStore):
             outcome = ClaimOutcome.DUPLICATE if claim_reason == CONDITION_FAILED else ClaimOutcome.CURSOR_MOVED
             return ClaimResult(outcome, now)
         return ClaimResult(ClaimOutcome.CLAIMED, cursor)
+
+    def put_replay(self, trigger: Trigger) -> bool:
+        try:
+            self._table.put_item(Item=trigger_item(trigger), ConditionExpression="attribute_not_exists(PK)")
+        except ClientError as exc:
+            if is_conditional_failure(exc):
+                return False
+            raise
+        return True
 
     def get(self, trigger_key: str) -> Trigger | None:
         item = self._table.get_item(Key=keys.trigger_item_key(trigger_key), ConsistentRead=True).get("Item")

@@ -8,7 +8,6 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from lakehook.adapters.dynamodb.coverage_store import DynamoDBCoverageStore
 from lakehook.api.http import json_response, require_admin
 from lakehook.api.routes.assets import AssetKeyQuery, _asset_key
 from lakehook.container import current
@@ -36,8 +35,7 @@ def _instant(value: str, name: str) -> int:
 
 def coverage_query() -> QueryCoverage:
     """The use case over the container's coverage store (an override named ``coverage_store`` in tests)."""
-    container = current()
-    store: CoverageStore = container.overrides.get("coverage_store") or DynamoDBCoverageStore(container.table)
+    store: CoverageStore = current().coverage_store
     return QueryCoverage(store)
 
 

@@ -1,4 +1,5 @@
-"""Triggers: GET /triggers?ruleId=&status= (newest first) and GET /triggers/{triggerKey}."""
+"""Triggers: GET /triggers?ruleId=&status= (newest first), GET /triggers/{triggerKey}, and
+POST /triggers/{triggerKey}/replay (``?dryRun=true`` answers the pre-flight checklist only)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
 from lakehook.api.http import json_response, require_admin
 from lakehook.container import current
-from lakehook.wiring_rules import manage_rules
+from lakehook.usecases.replay import ReplayRefusedError
+from lakehook.wiring_rules import manage_rules, replay_trigger
 
 router = APIGatewayRouter()
 
@@ -18,6 +20,7 @@ Limit = Annotated[int, Query(ge=1, le=500)]
 NextToken = Annotated[str | None, Query(alias="nextToken", max_length=2048)]
 RuleIdQuery = Annotated[str, Query(alias="ruleId", min_length=1, max_length=64)]
 StatusQuery = Annotated[str | None, Query(description="TRIGGERING, SUCCEEDED, FAILED or SKIPPED")]
+DryRunQuery = Annotated[bool, Query(alias="dryRun", description="answer the pre-flight checklist, claim nothing")]
 
 
 @router.get("/triggers", summary="A rule's triggers, newest first", tags=["triggers"])
@@ -33,3 +36,23 @@ def list_triggers(
 def get_trigger(triggerKey: str) -> Response[str]:
     require_admin(router.current_event)
     return json_response(manage_rules(current()).get_trigger(triggerKey).to_api())
+
+
+@router.post(
+    "/triggers/<triggerKey>/replay",
+    summary="Replay a trigger: pre-flight its pinned inputs, then claim a run that reads exactly the same",
+    tags=["triggers"],
+)
+def replay(triggerKey: str, dry_run: DryRunQuery = False) -> Response[str]:
+    require_admin(router.current_event)
+    try:
+        answer = replay_trigger(current()).replay(triggerKey, dry_run=dry_run)
+    except ReplayRefusedError as exc:
+        body = {
+            "error": "REPLAY_REFUSED",
+            "message": str(exc),
+            "triggerKey": triggerKey,
+            "preflight": exc.report.to_api(),
+        }
+        return json_response(body, 409)
+    return json_response(answer.to_api(), 200 if dry_run else 201)

@@ -1,0 +1,24 @@
+"""Replay API: POST /triggers/{triggerKey}/replay → pre-flight the pinned inputs, then claim the replay.
+
+A function of its own (same routes module as the ingest API) because the pre-flight reads Iceberg /
+Paimon tables and spooled objects: it carries the lakehouse layer and those read permissions, which
+the public ingest API does not need.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from lakehook.api.app import build_app
+from lakehook.observability import logger, metrics, tracer
+
+app = build_app()
+
+
+@logger.inject_lambda_context(log_event=False)
+@metrics.log_metrics
+@tracer.capture_lambda_handler(capture_response=False)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

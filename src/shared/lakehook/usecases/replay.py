@@ -1,0 +1,109 @@
+"""Replay a trigger: pre-flight every pinned input, then claim a new trigger that re-reads exactly the same.
+
+``POST /triggers/{triggerKey}/replay`` answers the pre-flight checklist item by item (every pinned
+spool manifest still sealed and verifying, every pinned Iceberg / Paimon snapshot still retained,
+no incompatible schema drift). When any item fails, nothing is claimed and the answer is 409 with the
+checklist. Otherwise a new claim carries the next free replay epoch, the same pinned inputs and
+window, the run manifest of the trigger it replays, and ``replayOf``; the dispatcher starts it like
+any claim, re-using that manifest. The claim item is the audit record (listed with the rule's triggers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lakehook.domain.errors import ConflictError, LakehookError, NotFoundError
+from lakehook.domain.time import now_ms
+from lakehook.domain.triggers import Trigger, TriggerStatus, trigger_key
+from lakehook.observability import logger
+from lakehook.ports.rules import TriggerStore
+from lakehook.usecases.spool import PreflightReplay, PreflightReport, ReplayInput
+
+MAX_EPOCH_TRIES = 100
+
+
+class ReplayRefusedError(LakehookError):
+    """The pre-flight found an input a replay could not read exactly as the trigger did."""
+
+    def __init__(self, trigger_key: str, report: PreflightReport) -> None:
+        failed = "; ".join(f"{i.check.value} {i.asset_key}: {i.reason}" for i in report.failures)
+        super().__init__(f"trigger {trigger_key!r} cannot be replayed: {failed}")
+        self.trigger_key = trigger_key
+        self.report = report
+
+
+@dataclass(frozen=True)
+class ReplayAnswer:
+    """The checklist, and the new claim (None for a dry run)."""
+
+    replays: Trigger
+    report: PreflightReport
+    replay: Trigger | None = None
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "triggerKey": self.replays.trigger_key,
+            "dryRun": self.replay is None,
+            "preflight": self.report.to_api(),
+            "replay": self.replay.to_api() if self.replay is not None else None,
+        }
+
+
+class ReplayTrigger:
+    """Pre-flight a trigger's pinned inputs and, unless it is a dry run, claim its replay."""
+
+    def __init__(self, triggers: TriggerStore, preflight: PreflightReplay, clock: Callable[[], int] = now_ms) -> None:
+        self._triggers = triggers
+        self._preflight = preflight
+        self._clock = clock
+
+    def replay(self, key: str, dry_run: bool = False) -> ReplayAnswer:
+        """Raises NotFoundError, ConflictError (nothing to replay) or ReplayRefusedError (the checklist failed)."""
+        original = self._triggers.get(key)
+        if original is None:
+            raise NotFoundError(f"trigger {key!r} does not exist")
+        if original.status is TriggerStatus.SKIPPED:
+            raise ConflictError(f"trigger {key!r} was skipped (a backfill's versions); it had no run to replay")
+        if original.manifest_uri is None:
+            raise ConflictError(f"trigger {key!r} has no run manifest yet; replay it once it has been dispatched")
+        inputs = [ReplayInput.from_pin(p, p.manifest_uri) for p in original.inputs]
+        report = self._preflight.check(inputs)
+        if not report.ok:
+            raise ReplayRefusedError(key, report)
+        if dry_run:
+            return ReplayAnswer(original, report)
+        return ReplayAnswer(original, report, self._claim(original))
+
+    def _claim(self, original: Trigger) -> Trigger:
+        """The replay's claim under the next epoch nobody took (concurrent replays each get their own)."""
+        now = self._clock()
+        for epoch in range(original.replay_epoch + 1, original.replay_epoch + 1 + MAX_EPOCH_TRIES):
+            replay = original.model_copy(
+                update={
+                    "trigger_key": trigger_key(
+                        original.rule_id, original.group_id, original.inputs, original.window, epoch
+                    ),
+                    "status": TriggerStatus.TRIGGERING,
+                    "replay_epoch": epoch,
+                    "attempts": 0,
+                    "created_at": now,
+                    "updated_at": now,
+                    "reason": f"replay of {original.trigger_key}",
+                    "target_run_id": None,
+                    "replay_of": original.trigger_key,
+                }
+            )
+            if self._triggers.put_replay(replay):
+                logger.info(
+                    "replay claimed",
+                    extra={
+                        "trigger_key": replay.trigger_key,
+                        "rule_id": replay.rule_id,
+                        "replay_of": original.trigger_key,
+                        "status": replay.status.value,
+                    },
+                )
+                return replay
+        raise ConflictError(f"trigger {original.trigger_key!r} has {MAX_EPOCH_TRIES} replays already")

@@ -1,0 +1,159 @@
+"""POST /triggers/{triggerKey}/replay on moto, a real Iceberg table (SQL catalog) and a real spool on S3."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from pyiceberg.catalog import Catalog, load_catalog
+
+from lakehook.adapters.dynamodb.trigger_ledger import DynamoDBTriggerLedger
+from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
+from lakehook.api.app import build_app
+from lakehook.client.spool import SpoolWriter
+from lakehook.container import Container
+from lakehook.domain.assets import AssetRegistration
+from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus, trigger_key
+from tests.conftest import ADMIN_TOKEN, BUCKET
+from tests.lakehouse import create_iceberg_table, rows
+from tests.support import ROOT, FakeLambdaContext, api_event, load_handler
+
+pytestmark = pytest.mark.integration
+
+ORDERS = "iceberg://lake/ods/orders"
+SPOOL = f"s3://{BUCKET}/spool/payments"
+RUN_MANIFEST = f"s3://{BUCKET}/manifests/r.g.original.json"
+
+
+class Scene:
+    """An Iceberg table, a sealed spool, and a dispatched trigger that pinned both."""
+
+    def __init__(self, container: Container, tmp_path: Path) -> None:
+        properties = {"type": "sql", "uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/wh"}
+        self.catalog: Catalog = load_catalog("lake", **properties)
+        self.orders = create_iceberg_table(self.catalog, "ods.orders")
+        self.orders.append(rows(1))
+        self.first = self.orders.current_snapshot().snapshot_id
+        registration = {
+            "assetKey": ORDERS,
+            "format": "iceberg",
+            "source": {"catalog": "lake", "properties": properties, "table": "ods.orders"},
+        }
+        container.asset_registry.put_asset(AssetRegistration.model_validate(registration), 1)
+        self.s3 = boto3.client("s3", region_name="us-east-1")
+        self.s3.create_bucket(Bucket=BUCKET)
+        self.spool_uri = f"s3://{BUCKET}/spool/payments/run-8.manifest.json"
+        fields = [{"name": "id", "type": "long", "nullable": False}]
+        with SpoolWriter(self.s3, manifest_uri=self.spool_uri, asset_key=SPOOL, snapshot_id=8, fields=fields) as w:
+            w.upload_bytes(b"id\n1\n2\n", f"s3://{BUCKET}/spool/payments/run-8/part-0.csv", row_count=2)
+        pins = (
+            PinnedInput(asset_key=ORDERS, snapshot_id=self.first, schema_id=0),
+            PinnedInput(asset_key=SPOOL, snapshot_id=8, manifest_uri=self.spool_uri),
+        )
+        self.original = Trigger(
+            trigger_key=trigger_key("r", "g", pins, None, 0),
+            rule_id="r",
+            group_id="g",
+            status=TriggerStatus.SUCCEEDED,
+            inputs=pins,
+            created_at=1,
+            updated_at=2,
+            manifest_uri=RUN_MANIFEST,
+            target_run_id="run-1",
+        )
+        self.triggers_table = container.table
+        self.triggers = DynamoDBTriggerStore(container.table)
+        assert self.triggers.put_replay(self.original)
+        self.app = build_app()
+
+    def replay(self, dry_run: bool = False, key: str | None = None) -> tuple[int, Any]:
+        path = f"/triggers/{key or self.original.trigger_key}/replay"
+        event = api_event(
+            "POST",
+            path,
+            headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+            query={"dryRun": "true"} if dry_run else None,
+        )
+        answer = self.app.resolve(event, FakeLambdaContext())
+        return answer["statusCode"], json.loads(answer["body"])
+
+
+@pytest.fixture
+def scene(container: Container, tmp_path: Path) -> Scene:
+    return Scene(container, tmp_path)
+
+
+def checklist(body: dict[str, Any]) -> dict[tuple[str, str], str]:
+    return {(i["check"], i["assetKey"]): i["status"] for i in body["preflight"]["items"]}
+
+
+def test_a_dry_run_answers_the_checklist_item_by_item_and_claims_nothing(scene: Scene) -> None:
+    status, body = scene.replay(dry_run=True)
+    assert status == 200, body
+    assert body["dryRun"] is True and body["replay"] is None
+    assert checklist(body) == {
+        ("SNAPSHOT_RETAINED", ORDERS): "PASSED",
+        ("SCHEMA_COMPATIBLE", ORDERS): "PASSED",
+        ("MANIFEST_SEALED", SPOOL): "PASSED",
+        ("SCHEMA_COMPATIBLE", SPOOL): "SKIPPED",
+    }
+    assert [t.trigger_key for t in scene.triggers.list_for_rule("r").items] == [scene.original.trigger_key]
+
+
+def test_a_replay_claims_the_next_epoch_with_the_same_inputs_and_run_manifest(scene: Scene) -> None:
+    status, body = scene.replay()
+    assert status == 201, body
+    replay = body["replay"]
+    assert (replay["replayOf"], replay["replayEpoch"], replay["status"]) == (
+        scene.original.trigger_key,
+        1,
+        "TRIGGERING",
+    )
+    assert replay["manifestUri"] == RUN_MANIFEST and replay["triggerKey"] != scene.original.trigger_key
+    stored = scene.triggers.get(replay["triggerKey"])
+    assert (
+        stored is not None and stored.inputs == scene.original.inputs and stored.replay_of == scene.original.trigger_key
+    )
+    entry = DynamoDBTriggerLedger(scene.triggers_table).get(replay["triggerKey"])  # what the dispatcher reads
+    assert entry is not None and entry.replay_of == scene.original.trigger_key
+    assert entry.trigger.manifest_uri == RUN_MANIFEST
+    # asked again: another replay, under the next epoch; both are on the record
+    status, again = scene.replay()
+    assert status == 201 and again["replay"]["replayEpoch"] == 2
+    assert len(scene.triggers.list_for_rule("r").items) == 3
+
+
+def test_replay_is_refused_with_the_checklist_when_a_pinned_snapshot_expired(scene: Scene) -> None:
+    scene.orders.append(rows(2))
+    scene.orders.maintenance.expire_snapshots().by_ids([scene.first]).commit()
+    status, body = scene.replay()
+    assert status == 409, body
+    assert body["error"] == "REPLAY_REFUSED"
+    items = {(i["check"], i["assetKey"]): i for i in body["preflight"]["items"]}
+    assert items[("SNAPSHOT_RETAINED", ORDERS)]["status"] == "FAILED"
+    assert "has expired" in items[("SNAPSHOT_RETAINED", ORDERS)]["reason"]
+    assert items[("MANIFEST_SEALED", SPOOL)]["status"] == "PASSED"  # every item is answered
+    assert len(scene.triggers.list_for_rule("r").items) == 1
+
+
+def test_replay_is_refused_when_a_spooled_object_was_truncated(scene: Scene) -> None:
+    scene.s3.put_object(Bucket=BUCKET, Key="spool/payments/run-8/part-0.csv", Body=b"id\n1\n")
+    status, body = scene.replay(dry_run=True)
+    assert status == 409
+    (failed,) = [i for i in body["preflight"]["items"] if i["status"] == "FAILED"]
+    assert failed["check"] == "MANIFEST_SEALED" and "truncated" in failed["reason"]
+
+
+def test_an_unknown_trigger_is_404(scene: Scene) -> None:
+    assert scene.replay(key="r.g.000000000000000000000000")[0] == 404
+
+
+def test_the_replay_function_answers_its_sample_as_written(container: Container) -> None:
+    # the sample names a trigger this fresh table has never claimed: the route is wired, the answer a 404
+    sample = json.loads((ROOT / "events" / "replay_api" / "replay_dry_run.json").read_text())
+    sample["headers"]["Authorization"] = sample["multiValueHeaders"]["Authorization"][0] = f"Bearer {ADMIN_TOKEN}"
+    answer = load_handler("replay_api")(sample, FakeLambdaContext())
+    assert answer["statusCode"] == 404 and "does not exist" in json.loads(answer["body"])["message"]
