@@ -9,6 +9,8 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from lakehook.cli_commands.parser import add_commands, add_global_options
+
 
 def _local_up(args: argparse.Namespace) -> int:
     from lakehook.local.runtime import LocalStack
@@ -43,6 +45,7 @@ def _local_up(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lakehook", description="lakehook: data-state triggers for lakehouses")
     parser.add_argument("--log-level", default="WARNING", help="Python log level for the CLI (default WARNING)")
+    add_global_options(parser)
     commands = parser.add_subparsers(dest="command", required=True)
     local = commands.add_parser("local", help="the local stack (moto + the template's functions)")
     local_commands = local.add_subparsers(dest="local_command", required=True)
@@ -59,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     up.add_argument("--template", default=None, help="path to template.yaml (default: the project's)")
     up.set_defaults(func=_local_up)
+    add_commands(commands)
     return parser
 
 

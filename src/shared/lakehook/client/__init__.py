@@ -1,1 +1,43 @@
-"""What writer jobs import: light helpers (the standard library and boto3 only)."""
+"""What writer jobs import: light helpers (the standard library, and boto3 for the spool writer).
+
+``PushClient`` and the snapshot helpers need only the standard library; the spool writer is
+imported on first use, so a job that only pushes never loads it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lakehook.client.push import (
+    PushClient,
+    PushError,
+    PushRejectedError,
+    PushResult,
+    PushUnavailableError,
+    event_id,
+    sign,
+    snapshot_event_from_iceberg,
+    snapshot_event_from_paimon,
+)
+
+__all__ = [
+    "PushClient",
+    "PushError",
+    "PushRejectedError",
+    "PushResult",
+    "PushUnavailableError",
+    "SpoolWriteError",
+    "SpoolWriter",
+    "event_id",
+    "sign",
+    "snapshot_event_from_iceberg",
+    "snapshot_event_from_paimon",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("SpoolWriter", "SpoolWriteError"):
+        from lakehook.client import spool
+
+        return getattr(spool, name)
+    raise AttributeError(f"module 'lakehook.client' has no attribute {name!r}")

@@ -1,0 +1,193 @@
+"""``docs/api.md`` from the OpenAPI document: ``python -m lakehook.api.docs`` (``--check`` to verify only).
+
+The Markdown is a function of the document alone (no clock, no environment), so a test can tell
+when the committed page no longer matches the routes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+DOCS_PATH = Path(__file__).resolve().parents[4] / "docs" / "api.md"
+REGENERATE = "python -m lakehook.api.docs"
+_METHODS = ("get", "put", "post", "patch", "delete")
+# Powertools' own validation models: the API answers 400 with the Error schema instead.
+_INTERNAL_SCHEMAS = frozenset({"HTTPValidationError", "ValidationError", "ResponseValidationError"})
+
+INTRO = """\
+Every route answers JSON. Errors are `{"error": "<CODE>", "message": "…", "field": "…"}` with
+400 (bad input, the message names the field), 401 (no or bad credentials), 403 (a producer writing
+outside its prefixes), 404, 409 and 413.
+
+**Authentication.** `POST /asset-events` and `POST /runs/{triggerKey}/complete` accept an
+HMAC-signed request from a registered producer: `X-Lakehook-Producer: <producerId>` and
+`X-Lakehook-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, valid for
+5 minutes. Management routes take IAM (SigV4 for the `execute-api` service) on AWS, and
+`Authorization: Bearer <admin token>` on the local stack (`lakehook local up --admin-token …`).
+The `lakehook` CLI does either for you (see [local.md](local.md) and [operations.md](operations.md)).
+
+Instants: `commitTime` and `watermark` are epoch milliseconds; interval bounds and timestamps in
+answers are ISO 8601 in UTC (epoch milliseconds are accepted on input). The live document is
+`GET /openapi.json`.
+"""
+
+
+def load_spec() -> dict[str, Any]:
+    """The document the API serves at ``GET /openapi.json``."""
+    from lakehook.api.app import build_app, openapi_document
+
+    spec: dict[str, Any] = json.loads(openapi_document(build_app()))
+    return spec
+
+
+def _anchor(name: str) -> str:
+    return name.lower()
+
+
+def type_of(schema: dict[str, Any] | None) -> str:
+    """A short rendering of a schema: ``string``, ``AssetEvent[]``, ``integer | null``."""
+    if not schema:
+        return "any"
+    if "$ref" in schema:
+        name = str(schema["$ref"]).rsplit("/", 1)[-1]
+        return f"[{name}](#{_anchor(name)})"
+    for key, joiner in (("anyOf", " \\| "), ("oneOf", " or ")):
+        if key in schema:
+            return joiner.join(type_of(s) for s in schema[key])
+    kind = schema.get("type")
+    if kind == "array":
+        return f"{type_of(schema.get('items'))}[]"
+    if kind == "object" and "properties" in schema:
+        fields = ", ".join(f"{k}: {type_of(v)}" for k, v in schema["properties"].items())
+        return f"object {{{fields}}}"
+    if "enum" in schema:
+        return " \\| ".join(f"`{v}`" for v in schema["enum"])
+    if "const" in schema:
+        return f"`{schema['const']}`"
+    return str(kind or "object")
+
+
+def _cell(text: Any) -> str:
+    return " ".join(str(text or "").split()).replace("|", "\\|")
+
+
+def _operations(spec: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    found = []
+    for path, item in spec.get("paths", {}).items():
+        for method in _METHODS:
+            if method in item:
+                found.append((path, method, item[method]))
+    return sorted(found, key=lambda o: (o[2].get("tags", ["~"])[0], o[0], _METHODS.index(o[1])))
+
+
+def _operation(path: str, method: str, op: dict[str, Any]) -> Iterator[str]:
+    yield f"### `{method.upper()} {path}`"
+    yield ""
+    yield op.get("summary", "")
+    if op.get("description"):
+        yield ""
+        yield op["description"]
+    params = op.get("parameters", [])
+    if params:
+        yield ""
+        yield "| parameter | in | type | required | description |"
+        yield "|---|---|---|---|---|"
+        for p in params:
+            schema = p.get("schema", {})
+            description = p.get("description") or schema.get("description", "")
+            default = schema.get("default")
+            if default is not None:
+                description = f"{description} (default {json.dumps(default)})".strip()
+            required = "yes" if p.get("required") else "no"
+            yield f"| `{p['name']}` | {p['in']} | {type_of(schema)} | {required} | {_cell(description)} |"
+    body = op.get("requestBody")
+    if body:
+        schema = body.get("content", {}).get("application/json", {}).get("schema")
+        yield ""
+        yield f"Body: {type_of(schema)}"
+    yield ""
+    yield "| status | meaning | body |"
+    yield "|---|---|---|"
+    for status, answer in sorted(op.get("responses", {}).items()):
+        schema = answer.get("content", {}).get("application/json", {}).get("schema")
+        shown = "JSON" if schema == {"title": "Return", "type": "string"} else type_of(schema) if schema else "-"
+        yield f"| {status} | {_cell(answer.get('description'))} | {shown} |"
+    yield ""
+
+
+def _schema(name: str, schema: dict[str, Any]) -> Iterator[str]:
+    yield f"### {name}"
+    yield ""
+    if schema.get("description"):
+        yield " ".join(schema["description"].split())
+        yield ""
+    properties = schema.get("properties")
+    if not properties:
+        yield f"Type: {type_of(schema)}"
+        yield ""
+        return
+    required = set(schema.get("required", []))
+    yield "| field | type | required | description |"
+    yield "|---|---|---|---|"
+    for field, prop in properties.items():
+        needed = "yes" if field in required else "no"
+        yield f"| `{field}` | {type_of(prop)} | {needed} | {_cell(prop.get('description'))} |"
+    yield ""
+
+
+def render(spec: dict[str, Any]) -> str:
+    """The Markdown page for an OpenAPI document."""
+    info = spec.get("info", {})
+    lines = [
+        f"# HTTP API ({info.get('title', 'lakehook')} {info.get('version', '')})".rstrip(),
+        "",
+        f"<!-- Generated from the OpenAPI document by `{REGENERATE}`; do not edit by hand. -->",
+        "",
+        INTRO,
+        "## Routes",
+        "",
+        "| method | path | summary |",
+        "|---|---|---|",
+    ]
+    operations = _operations(spec)
+    for path, method, op in operations:
+        lines.append(f"| {method.upper()} | `{path}` | {_cell(op.get('summary'))} |")
+    lines.append("")
+    tag = None
+    for path, method, op in operations:
+        op_tag = (op.get("tags") or ["other"])[0]
+        if op_tag != tag:
+            tag = op_tag
+            lines += [f"## {tag}", ""]
+        lines += list(_operation(path, method, op))
+    lines += ["## Schemas", ""]
+    for name, schema in sorted(spec.get("components", {}).get("schemas", {}).items()):
+        if name not in _INTERNAL_SCHEMAS:
+            lines += list(_schema(name, schema))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=REGENERATE, description="write docs/api.md from the OpenAPI document")
+    parser.add_argument("--check", action="store_true", help="exit 1 if docs/api.md is stale; write nothing")
+    parser.add_argument("--path", type=Path, default=DOCS_PATH)
+    args = parser.parse_args(argv)
+    text = render(load_spec())
+    if args.check:
+        current = args.path.read_text(encoding="utf-8") if args.path.exists() else ""
+        if current != text:
+            print(f"{args.path} is stale; regenerate it with: {REGENERATE}", file=sys.stderr)
+            return 1
+        return 0
+    args.path.write_text(text, encoding="utf-8")
+    print(f"wrote {args.path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

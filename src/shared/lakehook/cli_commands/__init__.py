@@ -1,0 +1,1 @@
+"""The ``lakehook`` commands that talk to the HTTP API (apply, explain, triggers, replay, state, coverage, push)."""

@@ -1,0 +1,176 @@
+"""``lakehook apply -f lakehook.yaml``: declarative producers, assets, aliases and rules.
+
+Each object is compared with what ``GET`` answers: ``create`` when it is missing, ``update`` when a
+field it declares differs, ``unchanged`` otherwise (fields the file leaves out, such as defaults the
+server fills in, are not compared). Applying twice changes nothing the second time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lakehook.cli_commands.api import ApiClient, ApiError, CliError, path_part
+from lakehook.cli_commands.output import emit
+from lakehook.client.push import instant_ms
+
+# kind -> (the id field, where an object is PUT)
+KINDS: dict[str, tuple[str, str]] = {
+    "producers": ("producerId", "/producers/{}"),
+    "assets": ("assetKey", "/assets"),
+    "aliases": ("name", "/aliases/{}"),
+    "rules": ("ruleId", "/rules/{}"),
+}
+SINGULAR = {"producers": "producer", "assets": "asset", "aliases": "alias", "rules": "rule"}
+
+
+@dataclass
+class Change:
+    kind: str
+    id: str
+    action: str  # create | update | unchanged
+    body: dict[str, Any]
+    changed: list[str] = field(default_factory=list)
+    secret: str | None = None
+
+    def to_api(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": SINGULAR[self.kind], "id": self.id, "action": self.action}
+        if self.changed:
+            data["changed"] = self.changed
+        if self.secret is not None:
+            data["secret"] = self.secret
+        return data
+
+
+def load(path: str) -> dict[str, list[dict[str, Any]]]:
+    """The file's objects per kind; each kind is a list of objects or a mapping of id -> object."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        document = yaml.safe_load(text) or {}
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise CliError(f"{path} is not valid YAML: {exc}") from exc
+    if not isinstance(document, dict):
+        raise CliError(f"{path}: expected a mapping with producers, assets, aliases and rules")
+    unknown = sorted(set(document) - set(KINDS))
+    if unknown:
+        raise CliError(f"{path}: unknown section(s) {', '.join(unknown)}; expected {', '.join(KINDS)}")
+    objects: dict[str, list[dict[str, Any]]] = {}
+    for kind, (id_field, _) in KINDS.items():
+        section = document.get(kind) or []
+        if isinstance(section, dict):
+            section = [{id_field: key, **(value or {})} for key, value in section.items()]
+        if not isinstance(section, list) or not all(isinstance(o, dict) for o in section):
+            raise CliError(f"{path}: {kind} must be a list of objects or a mapping of id to object")
+        for item in section:
+            if not isinstance(item.get(id_field), str):
+                raise CliError(f"{path}: every entry of {kind} needs a {id_field}")
+        ids = [o[id_field] for o in section]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise CliError(f"{path}: {kind} declares {', '.join(twice)} twice")
+        objects[kind] = section
+    return objects
+
+
+def differences(desired: Any, current: Any, prefix: str = "") -> list[str]:
+    """The declared fields whose values differ from the current ones (dotted paths)."""
+    if isinstance(desired, dict) and isinstance(current, dict):
+        found: list[str] = []
+        for key, value in desired.items():
+            found += differences(value, current.get(key), f"{prefix}{key}.")
+        return found
+    if isinstance(desired, list) and isinstance(current, list) and len(desired) == len(current):
+        found = []
+        for index, (want, have) in enumerate(zip(desired, current, strict=True)):
+            found += differences(want, have, f"{prefix}{index}.")
+        return found
+    if desired == current or _same_instant(desired, current):
+        return []
+    return [prefix.rstrip(".")]
+
+
+def _same_instant(desired: Any, current: Any) -> bool:
+    """An instant written as ISO 8601 in the file and answered as epoch ms (or the other way) is the same."""
+    if not (isinstance(desired, str | int) and isinstance(current, str | int)) or type(desired) is type(current):
+        return False
+    if isinstance(desired, bool) or isinstance(current, bool):
+        return False
+    try:
+        return instant_ms(desired) == instant_ms(current)
+    except ValueError:
+        return False
+
+
+def _current_assets(api: ApiClient) -> dict[str, dict[str, Any]]:
+    assets: dict[str, dict[str, Any]] = {}
+    token: str | None = None
+    while True:
+        page = api.get("/assets", query={"limit": 500, "nextToken": token})
+        assets.update({a["assetKey"]: a for a in page.get("items", [])})
+        token = page.get("nextToken")
+        if not token:
+            return assets
+
+
+def plan(api: ApiClient, objects: dict[str, list[dict[str, Any]]]) -> list[Change]:
+    """What applying the objects would do, from one GET per object (one list for assets)."""
+    changes: list[Change] = []
+    assets = _current_assets(api) if objects["assets"] else {}
+    for kind, (id_field, path) in KINDS.items():
+        for desired in objects[kind]:
+            ident = desired[id_field]
+            body = {k: v for k, v in desired.items() if k != id_field or kind in ("assets", "rules")}
+            if kind == "assets":
+                current: Any = assets.get(ident)
+            else:
+                status, current = api.request("GET", path.format(path_part(ident)), accept=(404,))
+                current = None if status == 404 else current
+            if current is None:
+                changes.append(Change(kind, ident, "create", body))
+                continue
+            changed = differences(body, current)
+            changes.append(Change(kind, ident, "update" if changed else "unchanged", body, changed))
+    return changes
+
+
+def execute(api: ApiClient, changes: list[Change]) -> None:
+    for change in changes:
+        if change.action == "unchanged":
+            continue
+        path = KINDS[change.kind][1].format(path_part(change.id))
+        try:
+            answer = api.request("PUT", path, body=change.body)[1]
+        except ApiError as exc:
+            raise ApiError(exc.status, f"{SINGULAR[change.kind]} {change.id}: {exc}", exc.body) from exc
+        if change.kind == "producers" and isinstance(answer, dict) and answer.get("secret"):
+            change.secret = str(answer["secret"])
+
+
+def _text(result: dict[str, Any]) -> Iterator[str]:
+    for change in result["changes"]:
+        detail = f"  ({', '.join(change['changed'])})" if change.get("changed") else ""
+        yield f"{change['action']:<10} {change['kind']} {change['id']}{detail}"
+    counts = result["summary"]
+    summary = f"{counts['create']} to create, {counts['update']} to update, {counts['unchanged']} unchanged"
+    yield f"dry run: {summary}; nothing applied" if result["dryRun"] else f"applied: {summary}"
+    for change in result["changes"]:
+        if change.get("secret"):
+            yield f"secret for producer {change['id']} (shown once, store it now): {change['secret']}"
+
+
+def apply(api: ApiClient, args: argparse.Namespace) -> int:
+    changes = plan(api, load(args.file))
+    if not args.dry_run:
+        execute(api, changes)
+    summary = {action: sum(c.action == action for c in changes) for action in ("create", "update", "unchanged")}
+    result = {"dryRun": bool(args.dry_run), "changes": [c.to_api() for c in changes], "summary": summary}
+    emit(args.output, result, _text)
+    return 0

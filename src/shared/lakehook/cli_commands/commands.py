@@ -1,0 +1,212 @@
+"""Read and act on a stack: explain, triggers, replay, state, coverage, push."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from lakehook.cli_commands.api import ApiClient, ApiError, CliError, UnreachableError, path_part
+from lakehook.cli_commands.output import compact, emit, table
+from lakehook.client.push import PushClient, PushError, PushRejectedError, event_id
+
+TRIGGER_STATUSES = ("TRIGGERING", "SUCCEEDED", "FAILED", "SKIPPED")
+
+
+def explain(api: ApiClient, args: argparse.Namespace) -> int:
+    data = api.get(f"/rules/{path_part(args.rule)}/explain")
+
+    def text(d: dict[str, Any]) -> Iterator[str]:
+        verdict = "READY" if d.get("ready") else "NOT READY"
+        yield f"rule {d.get('ruleId')}: {verdict}  (evaluated {d.get('evaluatedAt')})"
+        for group in d.get("groups", []):
+            yield f"  group {group.get('groupId')}: {group.get('status')}"
+            for member in group.get("members", []):
+                yield f"    {member.get('status'):<22} {member.get('assetKey')}"
+                if member.get("reason"):
+                    yield f"        why: {member['reason']}"
+                if member.get("status") != "READY":
+                    yield f"        current: {compact(member.get('current'))}"
+                    yield f"        required: {compact(member.get('required'))}"
+        last = d.get("lastTrigger")
+        yield f"  last trigger: {compact(last) if last else 'none'}"
+
+    emit(args.output, data, text)
+    return 0
+
+
+def _rule_ids(api: ApiClient) -> list[str]:
+    ids: list[str] = []
+    token: str | None = None
+    while True:
+        page = api.get("/rules", query={"limit": 500, "nextToken": token})
+        ids += [r["ruleId"] for r in page.get("items", [])]
+        token = page.get("nextToken")
+        if not token:
+            return ids
+
+
+def triggers(api: ApiClient, args: argparse.Namespace) -> int:
+    rules = [args.rule] if args.rule else _rule_ids(api)
+    items: list[dict[str, Any]] = []
+    for rule_id in rules:
+        page = api.get("/triggers", query={"ruleId": rule_id, "status": args.status, "limit": args.limit})
+        items += page.get("items", [])
+    items.sort(key=lambda t: str(t.get("createdAt", "")), reverse=True)
+    items = items[: args.limit]
+
+    def text(found: list[dict[str, Any]]) -> list[str]:
+        if not found:
+            return ["no triggers" + (f" for rule {args.rule}" if args.rule else "")]
+        rows = [
+            (
+                t.get("triggerKey"),
+                t.get("status"),
+                t.get("ruleId"),
+                t.get("groupId"),
+                t.get("attempts"),
+                t.get("createdAt"),
+                ", ".join(f"{i.get('assetKey')}@{i.get('snapshotId', '-')}" for i in t.get("inputs", [])),
+            )
+            for t in found
+        ]
+        return table(("TRIGGER", "STATUS", "RULE", "GROUP", "ATTEMPTS", "CREATED", "INPUTS"), rows)
+
+    emit(args.output, {"items": items}, lambda d: text(d["items"]))
+    return 0
+
+
+def _checklist(body: Any) -> list[dict[str, Any]]:
+    """The pre-flight items in a replay answer, wherever the route puts them."""
+    if isinstance(body, list):
+        return [i for i in body if isinstance(i, dict) and "check" in i] or [
+            item for value in body for item in _checklist(value)
+        ]
+    if isinstance(body, dict):
+        for value in body.values():
+            found = _checklist(value)
+            if found:
+                return found
+    return []
+
+
+def replay(api: ApiClient, args: argparse.Namespace) -> int:
+    query = {"dryRun": True} if args.dry_run else None
+    status, data = api.request("POST", f"/triggers/{path_part(args.key)}/replay", query=query, accept=(409,))
+
+    def text(d: Any) -> Iterator[str]:
+        if status == 409:
+            yield f"replay of {args.key} refused: {d.get('message') if isinstance(d, dict) else d}"
+        elif args.dry_run:
+            yield f"replay of {args.key} would go ahead (dry run; nothing started)"
+        else:
+            claimed = d.get("replay") if isinstance(d, dict) else None
+            new_key = claimed.get("triggerKey") if isinstance(claimed, dict) else None
+            yield f"replay of {args.key} claimed" + (f" as {new_key}" if new_key else "")
+        for item in _checklist(d):
+            yield f"  [{item.get('status')}] {item.get('check')} {item.get('assetKey')}: {item.get('reason')}"
+
+    emit(args.output, data, text)
+    return 1 if status == 409 else 0
+
+
+def state(api: ApiClient, args: argparse.Namespace) -> int:
+    data = api.get("/assets/state", query={"assetKey": args.asset})
+
+    def text(d: dict[str, Any]) -> Iterator[str]:
+        yield f"asset {d.get('assetKey')}  (version {d.get('version')}, registered: {d.get('registered')})"
+        for key in sorted(d):
+            if key not in ("assetKey", "version", "registered"):
+                yield f"  {key}: {compact(d[key])}"
+
+    emit(args.output, data, text)
+    return 0
+
+
+def coverage(api: ApiClient, args: argparse.Namespace) -> int:
+    query = {"assetKey": args.asset, "start": args.start, "end": args.end, "partitionKey": args.partition}
+    data = api.get("/assets/coverage", query=query)
+
+    def text(d: dict[str, Any]) -> Iterator[str]:
+        verdict = "covered" if d.get("covered") else "NOT covered"
+        yield f"{d.get('assetKey')} [{d.get('start')}, {d.get('end')}): {verdict}"
+        for gap in d.get("missing", []):
+            yield f"  missing [{gap['start']}, {gap['end']})"
+
+    emit(args.output, data, text)
+    # Scripts gate on it: a gap is exit 3, distinct from an error (1) or an unreachable API (2).
+    return 0 if data.get("covered") else 3
+
+
+_PUSH_FLAGS = {
+    "event_type": "eventType",
+    "asset": "assetKey",
+    "snapshot_id": "snapshotId",
+    "sequence_number": "sequenceNumber",
+    "schema_id": "schemaId",
+    "watermark": "watermark",
+    "commit_time": "commitTime",
+    "commit_kind": "commitKind",
+    "tag": "tag",
+    "manifest_uri": "manifestUri",
+    "backfill_id": "backfillId",
+    "partition_key": "partitionKey",
+}
+
+
+def push_event(args: argparse.Namespace) -> dict[str, Any]:
+    """The event from ``--json`` (a literal, ``@file`` or ``-`` for stdin) and the flags (flags win)."""
+    event: dict[str, Any] = {}
+    if args.json:
+        text = args.json
+        if text == "-":
+            text = sys.stdin.read()
+        elif text.startswith("@"):
+            with open(text[1:], encoding="utf-8") as handle:
+                text = handle.read()
+        try:
+            event = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"--json is not valid JSON: {exc}") from exc
+        if not isinstance(event, dict):
+            raise CliError("--json must be one event (a JSON object)")
+    for flag, name in _PUSH_FLAGS.items():
+        value = getattr(args, flag)
+        if value is not None:
+            event[name] = value
+    if args.interval_start or args.interval_end:
+        event["interval"] = {"start": args.interval_start, "end": args.interval_end}
+    if "eventType" not in event or "assetKey" not in event:
+        raise CliError("an event needs an event type and an asset: --type SNAPSHOT_COMMITTED --asset <key>, or --json")
+    return event
+
+
+def push(api: ApiClient, args: argparse.Namespace) -> int:
+    secret = args.secret or os.environ.get("LAKEHOOK_PRODUCER_SECRET")
+    if not args.producer or not secret:
+        raise CliError("push signs as a producer: pass --producer and --secret (or set LAKEHOOK_PRODUCER_SECRET)")
+    event = push_event(args)
+    try:
+        expected_id = event_id(event)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CliError(f"invalid event: {exc}") from exc
+    client = PushClient(
+        api.url, args.producer, secret, max_attempts=args.attempts, backoff_seconds=0.2, timeout_seconds=api.timeout
+    )
+    try:
+        (result,) = client.send(event)
+    except PushRejectedError as exc:
+        raise ApiError(exc.status, str(exc)) from exc
+    except PushError as exc:
+        raise UnreachableError(f"{exc}; is the API at {api.url} up? (`lakehook local up` starts one)") from exc
+    data = {"eventId": result.event_id or expected_id, "status": result.status, "reason": result.reason}
+
+    def text(d: dict[str, Any]) -> list[str]:
+        why = f" ({d['reason']})" if d.get("reason") else ""
+        return [f"{d['status']} {event['eventType']} {event['assetKey']} eventId={d['eventId']}{why}"]
+
+    emit(args.output, data, text)
+    return 1 if result.status == "REJECTED" else 0

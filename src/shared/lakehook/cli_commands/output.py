@@ -1,0 +1,64 @@
+"""How commands print: ``--output json`` for scripts (one JSON document on stdout), text for people."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, TextIO
+
+# Where this command's output goes. Tests capture it here rather than by swapping sys.stdout, which
+# would also catch what the local stack's threads print in the same process.
+_streams: ContextVar[tuple[TextIO, TextIO] | None] = ContextVar("lakehook_cli_streams", default=None)
+
+
+def out() -> TextIO:
+    streams = _streams.get()
+    return streams[0] if streams else sys.stdout
+
+
+def err() -> TextIO:
+    streams = _streams.get()
+    return streams[1] if streams else sys.stderr
+
+
+@contextmanager
+def captured(stdout: TextIO, stderr: TextIO) -> Iterator[None]:
+    """Send the CLI's output (in this thread) to these streams."""
+    token = _streams.set((stdout, stderr))
+    try:
+        yield
+    finally:
+        _streams.reset(token)
+
+
+def emit(output: str, data: Any, text: Callable[[Any], Iterable[str]]) -> None:
+    """Print ``data`` as JSON, or the lines ``text(data)`` renders."""
+    stream = out()
+    if output == "json":
+        json.dump(data, stream, indent=2, sort_keys=True)
+        stream.write("\n")
+    else:
+        for line in text(data):
+            print(line, file=stream)
+    stream.flush()
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    """A plain, aligned text table (no colours: it is read in CI logs and piped to grep)."""
+    cells = [[str(h) for h in headers], *[["" if v is None else str(v) for v in row] for row in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+
+
+def compact(value: Any) -> str:
+    """A short one-line rendering of a JSON value."""
+    if value is None:
+        return "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={compact(v)}" for k, v in value.items()) or "-"
+    if isinstance(value, list):
+        return "[" + "; ".join(compact(v) for v in value) + "]"
+    return str(value)

@@ -1,0 +1,56 @@
+"""Running the ``lakehook`` CLI in-process against a local stack, capturing what a user would see."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lakehook.cli import main
+from lakehook.cli_commands.output import captured
+from lakehook.local.runtime import LocalStack
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "docs" / "examples" / "lakehook.yaml"
+ADMIN = "cli-admin-token"
+
+
+@dataclass
+class Ran:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+def run_cli(argv: Sequence[str]) -> Ran:
+    out, err = io.StringIO(), io.StringIO()
+    with captured(out, err):
+        code = main(list(argv))
+    return Ran(code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def cli_stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalStack]:
+    with LocalStack(port=0, admin_token=ADMIN) as stack:
+        monkeypatch.setenv("LAKEHOOK_URL", stack.api_url)
+        monkeypatch.setenv("LAKEHOOK_ADMIN_TOKEN", ADMIN)
+        yield stack
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)

@@ -1,0 +1,116 @@
+"""The ``lakehook`` CLI against a local stack: apply, push, state, explain, triggers, replay, errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+import yaml
+
+from lakehook.local.runtime import LocalStack
+from tests.e2e.cli_support import EXAMPLE, Ran, cli_stack, run_cli, wait_for
+
+ORDERS = "paimon://lake/ods_db/ods_order_latest"
+PAYMENTS = "paimon://lake/ods_db/ods_payment_latest"
+RULE = "dwd_trade_event_fact"
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[LocalStack]:
+    with pytest.MonkeyPatch.context() as patch, cli_stack(patch) as running:
+        yield running
+
+
+def push(secret: str, asset: str, snapshot: int) -> Ran:
+    return run_cli(
+        [
+            *("--output", "json", "push", "--producer", "ods-writer", "--secret", secret),
+            *("--type", "SNAPSHOT_COMMITTED", "--asset", asset, "--snapshot-id", str(snapshot)),
+        ]
+    )
+
+
+def test_apply_push_state_explain_triggers(stack: LocalStack, tmp_path: Path) -> None:
+    # GIVEN an empty stack, a dry run lists everything as to create and creates nothing
+    dry = run_cli(["--output", "json", "apply", "-f", str(EXAMPLE), "--dry-run"])
+    assert dry.code == 0, dry.err
+    assert dry.json()["summary"] == {"create": 5, "update": 0, "unchanged": 0}
+    assert run_cli(["explain", RULE]).code == 1
+
+    # WHEN applied, the producer's secret is shown once; applying again changes nothing
+    applied = run_cli(["--output", "json", "apply", "-f", str(EXAMPLE)])
+    assert applied.code == 0, applied.err
+    (producer,) = [c for c in applied.json()["changes"] if c["kind"] == "producer"]
+    secret = producer["secret"]
+    again = run_cli(["apply", "-f", str(EXAMPLE)])
+    assert again.code == 0 and "applied: 0 to create, 0 to update, 5 unchanged" in again.out
+    assert "secret" not in again.out
+
+    # a changed field is an update, named
+    config = yaml.safe_load(EXAMPLE.read_text())
+    config["rules"][0]["policy"]["minIntervalSeconds"] = 60
+    changed = tmp_path / "lakehook.yaml"
+    changed.write_text(yaml.safe_dump(config))
+    update = run_cli(["apply", "-f", str(changed), "--dry-run"])
+    assert f"update     rule {RULE}  (policy.minIntervalSeconds)" in update.out
+    assert "dry run: 0 to create, 1 to update, 4 unchanged" in update.out
+
+    # THEN pushes are signed and accepted once; the same event again is a duplicate with the same id
+    first = push(secret, ORDERS, 1)
+    assert first.code == 0 and first.json()["status"] == "ACCEPTED", first.err
+    duplicate = push(secret, ORDERS, 1)
+    assert duplicate.json() == {**first.json(), "status": "DUPLICATE", "reason": duplicate.json()["reason"]}
+    state = run_cli(["--output", "json", "state", ORDERS]).json()
+    assert state["latestSnapshotId"] == 1 and state["registered"] is True
+
+    explained = run_cli(["explain", RULE])
+    assert explained.code == 0 and f"rule {RULE}: NOT READY" in explained.out and PAYMENTS in explained.out
+
+    assert push(secret, PAYMENTS, 7).json()["status"] == "ACCEPTED"
+    succeeded = ["--output", "json", "triggers", "--rule", RULE, "--status", "succeeded"]
+    (trigger,) = wait_for(lambda: run_cli(succeeded).json()["items"])
+    assert {(i["assetKey"], i["snapshotId"]) for i in trigger["inputs"]} == {(ORDERS, 1), (PAYMENTS, 7)}
+    listed = run_cli(["triggers"])
+    assert trigger["triggerKey"] in listed.out and "SUCCEEDED" in listed.out
+    assert trigger["triggerKey"] in run_cli(["explain", RULE]).out  # the last trigger
+
+    if "/triggers/{triggerKey}/replay" in requests.get(f"{stack.api_url}/openapi.json", timeout=10).json()["paths"]:
+        checked = run_cli(["replay", trigger["triggerKey"], "--dry-run"])
+        assert checked.code == 0 and "would go ahead (dry run" in checked.out, checked.err
+        replayed = run_cli(["--output", "json", "replay", trigger["triggerKey"]])
+        assert replayed.code == 0, replayed.err
+        assert replayed.json()["replay"]["triggerKey"] != trigger["triggerKey"]
+        assert run_cli(["replay", "no_such.trigger.key", "--dry-run"]).code == 1
+
+
+def test_errors_have_messages_and_exit_codes(stack: LocalStack, tmp_path: Path) -> None:
+    missing = run_cli(["explain", "no_such_rule"])
+    assert missing.code == 1 and "404: rule 'no_such_rule' does not exist" in missing.err
+
+    wrong_token = run_cli(["--admin-token", "nope", "state", ORDERS])
+    assert wrong_token.code == 1 and "401" in wrong_token.err and "Bearer" in wrong_token.err
+
+    bad_secret = push("not-the-secret", ORDERS, 2)
+    assert bad_secret.code == 1 and "401" in bad_secret.err
+
+    bad_config = tmp_path / "bad.yaml"
+    bad_config.write_text("rules:\n  - ruleId: r1\n    groups: []\n    target: {type: webhook}\n")
+    refused = run_cli(["apply", "-f", str(bad_config)])
+    assert refused.code == 1 and refused.err.startswith("lakehook: error: rule r1: 400")
+
+    assert run_cli(["apply", "-f", str(tmp_path / "absent.yaml")]).code == 1
+
+    down = run_cli(["--url", "http://127.0.0.1:9", "triggers", "--rule", "r"])
+    assert down.code == 2 and "lakehook local up" in down.err
+    down_push = run_cli(
+        [
+            *("--url", "http://127.0.0.1:9", "push", "--producer", "p", "--secret", "s"),
+            *("--type", "TAG_CREATED", "--asset", "custom://a/b", "--tag", "t", "--attempts", "1"),
+        ]
+    )
+    assert down_push.code == 2 and "lakehook local up" in down_push.err
+
+    gap = run_cli(["coverage", "s3://spool/orders", "--start", "2025-06-01T10:00:00Z", "--end", "2025-06-01T11:00:00Z"])
+    assert gap.code == 3 and "missing [2025-06-01T10:00:00Z, 2025-06-01T11:00:00Z)" in gap.out

@@ -1,0 +1,53 @@
+"""CLI pieces without a stack: how apply compares, SigV4 for a deployed API, parsing and exit codes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lakehook.cli import main
+from lakehook.cli_commands.api import ApiClient, CliError
+from lakehook.cli_commands.apply import differences, load
+
+
+def test_differences_name_declared_fields_only() -> None:
+    current = {"policy": {"mode": "ALL_UPDATED", "minIntervalSeconds": 0, "backfill": "TRIGGER"}, "revision": 3}
+    assert differences({"policy": {"mode": "ALL_UPDATED"}}, current) == []
+    assert differences({"policy": {"minIntervalSeconds": 60}}, current) == ["policy.minIntervalSeconds"]
+    assert differences({"groups": [{"groupId": "a"}]}, {"groups": [{"groupId": "a"}, {"groupId": "b"}]}) == ["groups"]
+    # the file may say ISO 8601 where the API answers epoch milliseconds
+    assert differences({"watermarkAtLeast": "2025-06-02T00:00:00Z"}, {"watermarkAtLeast": 1748822400000}) == []
+    assert differences({"watermarkAtLeast": "2025-06-02T00:00:00Z"}, {"watermarkAtLeast": 1}) == ["watermarkAtLeast"]
+
+
+def test_load_accepts_lists_or_mappings_and_refuses_typos(tmp_path: Path) -> None:
+    config = tmp_path / "lakehook.yaml"
+    config.write_text("aliases:\n  trade: {assetKeys: [custom://a/b]}\n")
+    assert load(str(config))["aliases"] == [{"name": "trade", "assetKeys": ["custom://a/b"]}]
+    config.write_text("rulez: []\n")
+    with pytest.raises(CliError, match="unknown section"):
+        load(str(config))
+
+
+def test_https_without_a_token_is_sigv4_signed_for_execute_api(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    url = "https://abc123.execute-api.eu-west-1.amazonaws.com/prod"
+    api = ApiClient(url=url)
+    assert api.uses_sigv4 and not ApiClient(url=url, admin_token="t").uses_sigv4
+    assert not ApiClient(url="http://127.0.0.1:3000").uses_sigv4
+    headers = api._sigv4("GET", f"{url}/triggers?ruleId=r", None, {"Accept": "application/json"})
+    credential = headers["Authorization"].split("Credential=", 1)[1].split(",", 1)[0]
+    assert credential.startswith("AKIDEXAMPLE/") and credential.endswith("/eu-west-1/execute-api/aws4_request")
+    assert "X-Amz-Date" in headers
+
+
+def test_bad_usage_and_missing_secret(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LAKEHOOK_PRODUCER_SECRET", raising=False)
+    code = main(["--url", "http://127.0.0.1:9", "push", "--producer", "p", "--type", "TAG_CREATED"])
+    assert code == 1 and "--secret" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as usage:
+        main(["triggers", "--status", "DONE"])
+    assert usage.value.code == 2
