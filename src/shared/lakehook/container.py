@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lakehook.adapters import aws
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
@@ -30,12 +31,16 @@ if TYPE_CHECKING:
     from lakehook.usecases.spool import VerifySpoolManifest
 
 
+T = TypeVar("T")
+
+
 @dataclass
 class Container:
     """Adapters and use cases for one process. Tests build one from fakes with ``Container.of``."""
 
     settings: Settings
     overrides: dict[str, Any] = field(default_factory=dict)
+    _components: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, settings: Settings, **ports: Any) -> Container:
@@ -43,6 +48,18 @@ class Container:
 
     def _port(self, name: str, build: Any) -> Any:
         return self.overrides[name] if name in self.overrides else build()
+
+    def component(self, name: str, build: Callable[[], T]) -> T:
+        """A named part built once per container (an override under the same name wins).
+
+        The wiring modules (``wiring_rules``, ``wiring_dispatch``) build their parts through it, so
+        ``Container.of(settings, rule_store=InMemoryRuleStore())`` reaches them too.
+        """
+        if name in self.overrides:
+            return self.overrides[name]  # type: ignore[no-any-return]
+        if name not in self._components:
+            self._components[name] = build()
+        return self._components[name]  # type: ignore[no-any-return]
 
     @cached_property
     def table(self) -> Any:

@@ -11,8 +11,8 @@ Settings this reads when the Settings model has them (defaults otherwise):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 from lakehook.adapters import aws
 from lakehook.container import Container, current
@@ -25,34 +25,17 @@ from lakehook.usecases.completion import CompleteRun
 from lakehook.usecases.dispatch import DispatchPolicy, DispatchTrigger, RedriveTriggers, handle_dispatch_record
 from lakehook.wiring_rules import rule_store
 
-T = TypeVar("T")
-_CACHE = "_dispatch_wiring"
-
-
-def _cached(container: Container, name: str, build: Callable[[], T]) -> T:
-    if name in container.overrides:
-        return container.overrides[name]  # type: ignore[no-any-return]
-    cache: dict[str, Any] = container.__dict__.setdefault(_CACHE, {})
-    if name not in cache:
-        cache[name] = build()
-    return cache[name]  # type: ignore[no-any-return]
-
-
-def _setting(container: Container, name: str, default: Any) -> Any:
-    return getattr(container.settings, name, default)
-
 
 def trigger_ledger(container: Container) -> TriggerLedger:
     from lakehook.adapters.dynamodb.trigger_ledger import DynamoDBTriggerLedger
 
-    return _cached(container, "trigger_ledger", lambda: DynamoDBTriggerLedger(container.table))
+    return container.component("trigger_ledger", lambda: DynamoDBTriggerLedger(container.table))
 
 
 def manifest_store(container: Container) -> ManifestStore:
     from lakehook.adapters.s3.manifest_store import S3ManifestStore
 
-    return _cached(
-        container,
+    return container.component(
         "manifest_store",
         lambda: S3ManifestStore(aws.client("s3", container.settings), container.settings.bucket_name),
     )
@@ -61,7 +44,7 @@ def manifest_store(container: Container) -> ManifestStore:
 def alias_store(container: Container) -> AliasStore:
     from lakehook.adapters.dynamodb.alias_store import DynamoDBAliasStore
 
-    return _cached(container, "alias_store", lambda: DynamoDBAliasStore(container.table))
+    return container.component("alias_store", lambda: DynamoDBAliasStore(container.table))
 
 
 def target_clients(container: Container) -> Mapping[str, TargetClient]:
@@ -71,25 +54,24 @@ def target_clients(container: Container) -> Mapping[str, TargetClient]:
         deps = TargetDeps(
             secrets=container.secret_store,
             aws=lambda service: aws.client(service, container.settings),
-            allow_insecure_loopback=bool(_setting(container, "allow_insecure_loopback_targets", False)),
+            allow_insecure_loopback=container.settings.allow_insecure_loopback_targets,
         )
         return build_target_clients(deps)
 
-    return _cached(container, "target_clients", build)
+    return container.component("target_clients", build)
 
 
 def dispatch_policy(container: Container) -> DispatchPolicy:
     return DispatchPolicy(
-        attempts=RetryPolicy(int(_setting(container, "dispatch_attempts", 3)), 0.5, 8.0),
-        redrive=RetryPolicy(int(_setting(container, "dispatch_total_attempts", 10)), 30.0, 900.0),
-        lease_seconds=float(_setting(container, "dispatch_lease_seconds", 300.0)),
-        stuck_after_seconds=float(_setting(container, "dispatch_stuck_after_seconds", 600.0)),
+        attempts=RetryPolicy(container.settings.dispatch_attempts, 0.5, 8.0),
+        redrive=RetryPolicy(container.settings.dispatch_total_attempts, 30.0, 900.0),
+        lease_seconds=float(container.settings.dispatch_lease_seconds),
+        stuck_after_seconds=float(container.settings.dispatch_stuck_after_seconds),
     )
 
 
 def dispatcher(container: Container) -> DispatchTrigger:
-    return _cached(
-        container,
+    return container.component(
         "dispatcher",
         lambda: DispatchTrigger(
             trigger_ledger(container),
@@ -102,19 +84,18 @@ def dispatcher(container: Container) -> DispatchTrigger:
 
 
 def redriver(container: Container) -> RedriveTriggers:
-    return _cached(container, "redriver", lambda: RedriveTriggers(trigger_ledger(container), dispatcher(container)))
+    return container.component("redriver", lambda: RedriveTriggers(trigger_ledger(container), dispatcher(container)))
 
 
 def complete_run(container: Container) -> CompleteRun:
-    return _cached(
-        container,
+    return container.component(
         "complete_run",
         lambda: CompleteRun(trigger_ledger(container), container.ingest, alias_store(container)),
     )
 
 
 def manage_aliases(container: Container) -> ManageAliases:
-    return _cached(container, "manage_aliases", lambda: ManageAliases(alias_store(container)))
+    return container.component("manage_aliases", lambda: ManageAliases(alias_store(container)))
 
 
 # --- function handlers ---------------------------------------------------------------------------------

@@ -7,8 +7,8 @@ under the same names. The stream handlers are what the resolver and sweep functi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 from lakehook.container import Container, current
 from lakehook.observability import logger
@@ -17,52 +17,39 @@ from lakehook.usecases.replay import ReplayTrigger
 from lakehook.usecases.resolve import ResolveAssetChange, SweepDeferred
 from lakehook.usecases.rules import ManageRules
 
-T = TypeVar("T")
-_CACHE = "_rules_wiring"
-
-
-def _cached(container: Container, name: str, build: Callable[[], T]) -> T:
-    if name in container.overrides:
-        return container.overrides[name]  # type: ignore[no-any-return]
-    cache: dict[str, Any] = container.__dict__.setdefault(_CACHE, {})
-    if name not in cache:
-        cache[name] = build()
-    return cache[name]  # type: ignore[no-any-return]
-
 
 def rule_store(container: Container) -> RuleStore:
     from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
 
-    return _cached(container, "rule_store", lambda: DynamoDBRuleStore(container.table))
+    return container.component("rule_store", lambda: DynamoDBRuleStore(container.table))
 
 
 def trigger_store(container: Container) -> TriggerStore:
     from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
 
-    return _cached(container, "trigger_store", lambda: DynamoDBTriggerStore(container.table))
+    return container.component("trigger_store", lambda: DynamoDBTriggerStore(container.table))
 
 
 def state_reader(container: Container) -> StateReader:
     from lakehook.adapters.dynamodb.state_reader import DynamoDBStateReader
 
-    return _cached(container, "state_reader", lambda: DynamoDBStateReader(container.table))
+    return container.component("state_reader", lambda: DynamoDBStateReader(container.table))
 
 
 def state_history(container: Container) -> StateHistory:
     from lakehook.adapters.dynamodb.state_history import DynamoDBStateHistory
 
-    return _cached(container, "state_history", lambda: DynamoDBStateHistory(container.table))
+    return container.component("state_history", lambda: DynamoDBStateHistory(container.table))
 
 
 def deferral_store(container: Container) -> DeferralStore:
     from lakehook.adapters.dynamodb.deferral_store import DynamoDBDeferralStore
 
-    return _cached(container, "deferral_store", lambda: DynamoDBDeferralStore(container.table))
+    return container.component("deferral_store", lambda: DynamoDBDeferralStore(container.table))
 
 
 def resolver(container: Container) -> ResolveAssetChange:
-    return _cached(
-        container,
+    return container.component(
         "resolver",
         lambda: ResolveAssetChange(
             rule_store(container),
@@ -76,12 +63,11 @@ def resolver(container: Container) -> ResolveAssetChange:
 
 
 def sweeper(container: Container) -> SweepDeferred:
-    return _cached(container, "sweeper", lambda: SweepDeferred(deferral_store(container)))
+    return container.component("sweeper", lambda: SweepDeferred(deferral_store(container)))
 
 
 def manage_rules(container: Container) -> ManageRules:
-    return _cached(
-        container,
+    return container.component(
         "manage_rules",
         lambda: ManageRules(
             rule_store(container),
@@ -105,7 +91,7 @@ def replay_trigger(container: Container) -> ReplayTrigger:
         )
         return ReplayTrigger(trigger_store(container), preflight)
 
-    return _cached(container, "replay_trigger", build)
+    return container.component("replay_trigger", build)
 
 
 # --- stream handlers ----------------------------------------------------------------------------------
