@@ -1,4 +1,4 @@
-"""Every ``lakehook`` command shown in docs/*.md runs against a local stack with the documented example config.
+"""Every ``lakehook`` command shown in docs/*.md and the README runs against a local stack with the documented example config.
 
 Commands are taken from fenced ``bash`` blocks (lines starting with ``lakehook``) and run in document
 order, in-process, with ``$VARIABLES`` expanded as a shell would (``LAKEHOOK_URL``, ``LAKEHOOK_ADMIN_TOKEN``,
@@ -28,7 +28,7 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 
 def pages() -> list[Path]:
     found = sorted(DOCS.glob("*.md"), key=lambda p: (ORDER.index(p.name) if p.name in ORDER else len(ORDER), p.name))
-    return found
+    return [*found, ROOT / "README.md"]  # the README's commands too, after the docs have applied the example
 
 
 def blocks(page: Path, language: str) -> list[str]:
