@@ -1,4 +1,4 @@
-"""Every ``lakehook`` command shown in docs/*.md and the README runs against a local stack with the documented example config.
+"""Every ``lakehook`` command shown in docs/*.md and the README runs against a local stack (example config).
 
 Commands are taken from fenced ``bash`` blocks (lines starting with ``lakehook``) and run in document
 order, in-process, with ``$VARIABLES`` expanded as a shell would (``LAKEHOOK_URL``, ``LAKEHOOK_ADMIN_TOKEN``,
