@@ -80,6 +80,10 @@ def test_every_documented_command_runs(monkeypatch: pytest.MonkeyPatch) -> None:
             allowed = {"coverage": (0, 3), "replay": (0, 1)}.get(command, (0,))
             assert ran.code in allowed, f"{page}: `{line}` exited {ran.code}: {ran.err or ran.out}"
             assert ran.out.strip(), f"{page}: `{line}` printed nothing"
+            if command == "push":
+                # The docs are read at a person's pace: the resolver has caught up before the next command.
+                # (ALL_UPDATED coalesces what arrives together, so a lagging resolver could pin other versions.)
+                assert stack.wait_idle(30), "the stream was not drained"
 
         # what rules.md's worked example promises: one trigger pinning orders@1002 and payments@2002
         def pinned() -> list[dict[str, int]]:
