@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +17,9 @@ from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
 from lakehook.adapters.lakehouse.factory import snapshot_sources
 from lakehook.adapters.memory import InMemorySecretStore
 from lakehook.adapters.secrets import SecretsManagerSecretStore
+from lakehook.client.push import snapshot_event_from_iceberg
 from lakehook.domain.assets import AssetRegistration
-from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
+from lakehook.domain.events import AssetEvent, EventResult, EventType, IngestStatus, SourceType
 from lakehook.domain.snapshots import SnapshotGap
 from lakehook.ports import SecretStore
 from lakehook.usecases.ingest import IngestEvents
@@ -77,6 +77,12 @@ def commit_ids(table: Any) -> list[int]:
         chain.append(current)
         current = by_id[current].parent_snapshot_id
     return chain[::-1]
+
+
+def push(lake: Lake, asset_key: str, table: Any) -> EventResult:
+    """What a writer job pushes after committing: the event the writer client builds for the new snapshot."""
+    event = AssetEvent.model_validate(snapshot_event_from_iceberg(table, asset_key=asset_key))
+    return lake.ingest.ingest(event, SourceType.PUSH)
 
 
 @pytest.fixture
@@ -153,20 +159,7 @@ def test_a_push_and_a_poll_of_one_snapshot_are_one_event(
     lake.poll(asset)
     orders.append(rows(1))
     snapshot = orders.current_snapshot()
-    pushed = lake.ingest.ingest(
-        AssetEvent.model_validate(
-            {
-                "eventType": "SNAPSHOT_COMMITTED",
-                "assetKey": asset.asset_key,
-                "snapshotId": snapshot.snapshot_id,
-                "sequenceNumber": snapshot.sequence_number,
-                "schemaId": 0,
-                "commitKind": "APPEND",
-                "commitTime": snapshot.timestamp_ms,
-            }
-        ),
-        SourceType.PUSH,
-    )
+    pushed = push(lake, asset.asset_key, orders)
     polled = lake.poll(asset)
     assert [(r.event_id, r.status) for r in polled.results] == [(pushed.event_id, IngestStatus.DUPLICATE)]
     assert lake.snapshot_ids(asset.asset_key) == {snapshot.snapshot_id}
@@ -182,17 +175,7 @@ def test_a_lost_push_is_recovered_by_the_next_poll_and_by_compensation(
     compensated = register(sql_properties, "ods.orders", key_catalog="mirror")  # no poller covers this key
     orders.append(rows(1))
     for asset in (polled, compensated):
-        lake.ingest.ingest(
-            AssetEvent.model_validate(
-                {
-                    "eventType": "SNAPSHOT_COMMITTED",
-                    "assetKey": asset.asset_key,
-                    "snapshotId": orders.current_snapshot().snapshot_id,
-                    "sequenceNumber": orders.current_snapshot().sequence_number,
-                }
-            ),
-            SourceType.PUSH,
-        )
+        push(lake, asset.asset_key, orders)
     lake.poll(polled)
     orders.append(rows(2))
     orders.append(rows(3))  # both pushes lost
@@ -340,13 +323,6 @@ def test_state_follows_commit_order_even_when_snapshot_ids_decrease(
 # --- Glue and S3 on a moto server -------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[CountingMotoServer]:
-    running = CountingMotoServer().start()
-    yield running
-    running.stop()
-
-
 @pytest.fixture
 def glue(server: CountingMotoServer, aws: None, request: pytest.FixtureRequest) -> dict[str, str]:
     """Plain properties for the writer; the poller's registration holds references instead."""
@@ -420,17 +396,7 @@ def test_glue_push_and_poll_are_one_event_and_missing_or_foreign_tables_are_repo
     asset, missing, foreign = (
         register(by_reference(glue), n, catalog="glue") for n in ("ods.orders", "ods.nowhere", "ods.hive_table")
     )
-    glue_lake.ingest.ingest(
-        AssetEvent.model_validate(
-            {
-                "eventType": "SNAPSHOT_COMMITTED",
-                "assetKey": asset.asset_key,
-                "snapshotId": orders.current_snapshot().snapshot_id,
-                "sequenceNumber": orders.current_snapshot().sequence_number,
-            }
-        ),
-        SourceType.PUSH,
-    )
+    push(glue_lake, asset.asset_key, orders)
     results = glue_lake.poll_all([missing, foreign, asset])
     assert [r.error_kind for r in results] == ["TableNotFoundError", "TableNotFoundError", None]
     assert [r.status for r in results[2].results] == [IngestStatus.DUPLICATE]

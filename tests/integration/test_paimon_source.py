@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -316,13 +315,6 @@ def test_watermarks_from_java_writers_are_read_and_the_no_watermark_sentinel_is_
 
 
 # --- an S3 warehouse on a moto server -------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[CountingMotoServer]:
-    running = CountingMotoServer().start()
-    yield running
-    running.stop()
 
 
 @pytest.fixture
