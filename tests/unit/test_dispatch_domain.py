@@ -115,12 +115,38 @@ def test_different_pins_make_a_different_manifest_hash() -> None:
 def test_the_payload_has_the_design_shape() -> None:
     claim = trigger()
     manifest = RunManifest.for_trigger(claim)
-    payload = Invocation.of(claim, manifest, "s3://b/manifests/k.json", attempt=2).payload()
-    assert set(payload) == {"triggerKey", "ruleId", "groupId", "inputs", "window", "manifestUri", "replayOf", "attempt"}
+    payload = Invocation.of(claim, manifest, "s3://b/manifests/k.json", attempt=2, completion_token="ab" * 32).payload()
+    assert set(payload) == {
+        "triggerKey",
+        "ruleId",
+        "groupId",
+        "inputs",
+        "window",
+        "manifestUri",
+        "replayOf",
+        "attempt",
+        "completionPath",
+        "completionToken",
+    }
+    assert payload["completionPath"] == f"/runs/{claim.trigger_key}/complete"
+    assert payload["completionToken"] == "ab" * 32
     assert payload["triggerKey"] == claim.trigger_key
     assert payload["inputs"][0] == {"assetKey": A, "snapshotId": 1001, "schemaId": 5, "commitTime": 1_725_963_000_000}
     assert payload["manifestUri"] == "s3://b/manifests/k.json"
     assert payload["attempt"] == 2 and payload["replayOf"] is None
+
+
+def test_the_completion_token_travels_in_the_invocation_only_never_in_the_manifest() -> None:
+    claim = trigger()
+    manifest = RunManifest.for_trigger(claim)
+    token = "cd" * 32
+    invocation = Invocation.of(claim, manifest, "s3://b/m.json", attempt=1, completion_token=token)
+    assert token.encode() in invocation.body()
+    assert token.encode() not in manifest.document() and b"completion" not in manifest.document()
+    # A rotated completion key changes the token, not the run a target recognizes.
+    rotated = Invocation.of(claim, manifest, "s3://b/m.json", attempt=1, completion_token="ef" * 32)
+    assert rotated.identity() == invocation.identity() and rotated.body() != invocation.body()
+    assert token not in repr(invocation)
 
 
 def test_the_payload_identity_ignores_only_the_attempt() -> None:

@@ -27,6 +27,11 @@ class Settings(BaseSettings):
     producer_cache_seconds: float = Field(
         default=30.0, ge=0, description="how long a producer and its secret are cached"
     )
+    completion_key_secret: str | None = Field(
+        default=None,
+        description="the secret (name or ARN) holding the key completion tokens are made with; "
+        "unset: invocations carry no completion token",
+    )
     secret_prefix: str = Field(default="lakehook/", description="Secrets Manager name prefix for producer secrets")
     stage: str = Field(default="local")
     poll_queue_url: str | None = Field(default=None, description="SQS queue the poll planner fills for the workers")

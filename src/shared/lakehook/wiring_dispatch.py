@@ -21,7 +21,7 @@ from lakehook.observability import logger
 from lakehook.ports.aliases import AliasStore
 from lakehook.ports.dispatch import ManifestStore, TargetClient, TriggerLedger
 from lakehook.usecases.aliases import ManageAliases
-from lakehook.usecases.completion import CompleteRun
+from lakehook.usecases.completion import CompleteRun, CompletionTokens
 from lakehook.usecases.dispatch import DispatchPolicy, DispatchTrigger, RedriveTriggers, handle_dispatch_record
 from lakehook.wiring_rules import rule_store
 
@@ -70,7 +70,16 @@ def dispatch_policy(container: Container) -> DispatchPolicy:
     )
 
 
+def completion_tokens(container: Container) -> CompletionTokens:
+    """Completion tokens under the stack's completion key (read once per process)."""
+    return container.component(
+        "completion_tokens",
+        lambda: CompletionTokens(container.secret_store, container.settings.completion_key_secret),
+    )
+
+
 def dispatcher(container: Container) -> DispatchTrigger:
+    tokens = completion_tokens(container)
     return container.component(
         "dispatcher",
         lambda: DispatchTrigger(
@@ -79,6 +88,7 @@ def dispatcher(container: Container) -> DispatchTrigger:
             manifest_store(container),
             target_clients(container),
             dispatch_policy(container),
+            completion_token=tokens.issue if tokens.configured else None,
         ),
     )
 
@@ -90,7 +100,7 @@ def redriver(container: Container) -> RedriveTriggers:
 def complete_run(container: Container) -> CompleteRun:
     return container.component(
         "complete_run",
-        lambda: CompleteRun(trigger_ledger(container), container.ingest, alias_store(container)),
+        lambda: CompleteRun(trigger_ledger(container), container.ingest, alias_store(container), rule_store(container)),
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from lakehook.adapters.memory_rules import InMemoryTriggerStore
 from lakehook.domain.aliases import Alias
+from lakehook.domain.completion import CompletionRecord, RecordOutcome
 from lakehook.domain.dispatch import (
     Invocation,
     ManifestConflictError,
@@ -44,6 +45,7 @@ class _Bookkeeping:
     failure_code: str | None = None
     run_status: str | None = None
     completed_at: int | None = None
+    completion: CompletionRecord | None = None
 
 
 class InMemoryTriggerLedger(TriggerLedger):
@@ -176,14 +178,24 @@ class InMemoryTriggerLedger(TriggerLedger):
             )
             return True
 
-    def record_completion(self, trigger_key: str, run_status: str, now_ms: int) -> bool:
+    def record_completion(
+        self, trigger_key: str, record: CompletionRecord
+    ) -> tuple[RecordOutcome, CompletionRecord | None]:
         with self._lock:
             trigger = self.store.triggers.get(trigger_key)
             if trigger is None or trigger.status is TriggerStatus.SKIPPED:
-                return False
+                return RecordOutcome.NO_RUN, None
             books = self._books.setdefault(trigger_key, _Bookkeeping())
-            self._books[trigger_key] = replace(books, run_status=run_status, completed_at=now_ms)
-            return True
+            if books.completion is not None:
+                same = books.completion.digest == record.digest
+                return (RecordOutcome.SAME if same else RecordOutcome.CONFLICT), books.completion
+            self._books[trigger_key] = replace(
+                books, run_status=record.run_status, completed_at=record.completed_at, completion=record
+            )
+            self.store.triggers[trigger_key] = trigger.model_copy(
+                update={"run_status": record.run_status, "completed_at": record.completed_at, "outlets": record.outlets}
+            )
+            return RecordOutcome.RECORDED, record
 
     def pending(self, now_ms: int, stuck_before_ms: int, limit: int) -> list[LedgerEntry]:
         with self._lock:

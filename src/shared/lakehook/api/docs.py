@@ -24,10 +24,14 @@ Every route answers JSON. Errors are `{"error": "<CODE>", "message": "…", "fie
 400 (bad input, the message names the field), 401 (no or bad credentials), 403 (a producer writing
 outside its prefixes), 404, 409 and 413.
 
-**Authentication.** `POST /asset-events` and `POST /runs/{triggerKey}/complete` accept an
-HMAC-signed request from a registered producer: `X-Lakehook-Producer: <producerId>` and
+**Authentication.** `POST /asset-events` accepts an HMAC-signed request from a registered producer:
+`X-Lakehook-Producer: <producerId>` and
 `X-Lakehook-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, valid for
-5 minutes. Management routes take IAM (SigV4 for the `execute-api` service) on AWS, and
+5 minutes. `POST /runs/{triggerKey}/complete` takes management credentials or
+`X-Lakehook-Completion-Token: <completionToken>`, the token the trigger's invocation carried (an HMAC of
+the trigger key under the stack's completion key; it completes that trigger only), checked before the body
+is read; a producer signature does not complete runs. Management routes take IAM (SigV4 for the
+`execute-api` service) on AWS, and
 `Authorization: Bearer <admin token>` on the local stack (`lakehook local up --admin-token …`).
 The `lakehook` CLI does either for you (see [local.md](local.md) and [operations.md](operations.md)).
 

@@ -22,12 +22,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lakehook.domain.completion import completion_path
 from lakehook.domain.errors import ConflictError, LakehookError
 from lakehook.domain.time import ms_to_iso
 from lakehook.domain.triggers import PinnedInput, Trigger
 
 MANIFEST_VERSION = 1
 ATTEMPT_FIELD = "attempt"
+TOKEN_FIELD = "completionToken"
+# Not part of what a run is: the attempt number changes per attempt, and the token is a credential that
+# changes when the completion key is rotated. A target recognizes our run by the rest.
+_NOT_IDENTITY = frozenset({ATTEMPT_FIELD, TOKEN_FIELD})
 
 
 class ManifestConflictError(ConflictError):
@@ -155,7 +160,11 @@ class RunManifest(BaseModel):
 
 
 class Invocation(BaseModel):
-    """What every target receives (DESIGN.md, "Invocation payload")."""
+    """What every target receives (DESIGN.md, "Invocation payload").
+
+    ``completionToken`` lets the run report its end (``completionPath``) without credentials of its own;
+    it is a credential, so it travels only in the invocation, never in the run manifest.
+    """
 
     model_config = ConfigDict(populate_by_name=True, frozen=True, extra="forbid")
 
@@ -167,10 +176,17 @@ class Invocation(BaseModel):
     manifest_uri: str = Field(alias="manifestUri")
     replay_of: str | None = Field(default=None, alias="replayOf")
     attempt: int = Field(ge=1)
+    completion_token: str | None = Field(default=None, alias="completionToken", repr=False)
 
     @classmethod
     def of(
-        cls, trigger: Trigger, manifest: RunManifest, manifest_uri: str, attempt: int, replay_of: str | None = None
+        cls,
+        trigger: Trigger,
+        manifest: RunManifest,
+        manifest_uri: str,
+        attempt: int,
+        replay_of: str | None = None,
+        completion_token: str | None = None,
     ) -> Invocation:
         """The payload of one attempt. The inputs come from the manifest, which a replay shares with the
         trigger it replays; the key is always this trigger's own."""
@@ -185,10 +201,12 @@ class Invocation(BaseModel):
             manifest_uri=manifest_uri,
             replay_of=replay_of if replay_of is not None else manifest.replay_of,
             attempt=attempt,
+            completion_token=completion_token,
         )
 
     def payload(self) -> dict[str, Any]:
-        """The JSON object sent: ``triggerKey, ruleId, groupId, inputs, window, manifestUri, replayOf, attempt``."""
+        """The JSON object sent: ``triggerKey, ruleId, groupId, inputs, window, manifestUri, replayOf, attempt,
+        completionPath, completionToken``."""
         return {
             "triggerKey": self.trigger_key,
             "ruleId": self.rule_id,
@@ -198,6 +216,8 @@ class Invocation(BaseModel):
             "manifestUri": self.manifest_uri,
             "replayOf": self.replay_of,
             ATTEMPT_FIELD: self.attempt,
+            "completionPath": completion_path(self.trigger_key),
+            TOKEN_FIELD: self.completion_token,
         }
 
     def body(self) -> bytes:
@@ -209,8 +229,9 @@ class Invocation(BaseModel):
 
 
 def payload_identity(payload: Mapping[str, Any]) -> str:
-    """SHA-256 of a payload's canonical JSON without ``attempt`` (how a target recognizes our own run)."""
-    return sha256_hex(canonical_json({k: v for k, v in payload.items() if k != ATTEMPT_FIELD}))
+    """SHA-256 of a payload's canonical JSON without ``attempt`` and ``completionToken`` (how a target
+    recognizes our own run, across attempts and completion-key rotations)."""
+    return sha256_hex(canonical_json({k: v for k, v in payload.items() if k not in _NOT_IDENTITY}))
 
 
 # --- outcomes ------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from lakehook.domain.assets import validate_asset_key
+from lakehook.domain.completion import MAX_RULE_OUTLETS, validate_outlet_entry
 from lakehook.domain.time import parse_instant_ms
 
 ID_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
@@ -249,6 +250,17 @@ class Rule(BaseModel):
     policy: Policy = Field(default_factory=Policy)
     target: dict[str, Any] = Field(description="where the run starts; only its 'type' is checked for now")
     enabled: bool = True
+    outlets: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_RULE_OUTLETS,
+        description="asset keys or key prefixes the run may report as outlets with its completion token "
+        "(management credentials are not confined); empty: the run reports no outlets with its token",
+    )
+
+    @field_validator("outlets")
+    @classmethod
+    def _outlets(cls, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(validate_outlet_entry(v) for v in value))
 
     @field_validator("rule_id")
     @classmethod

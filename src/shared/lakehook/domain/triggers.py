@@ -131,6 +131,13 @@ class Trigger(BaseModel):
     reason: str | None = None
     target_run_id: str | None = Field(default=None, alias="targetRunId")
     replay_of: str | None = Field(default=None, alias="replayOf", description="the trigger this one replays")
+    run_status: str | None = Field(
+        default=None, alias="runStatus", description="what the run reported: SUCCEEDED or FAILED (first wins)"
+    )
+    completed_at: int | None = Field(default=None, alias="completedAt", description="when the run reported its end")
+    outlets: tuple[dict[str, Any], ...] | None = Field(
+        default=None, description="the outlets the run reported (type, asset, version of each)"
+    )
 
     def to_api(self) -> dict[str, Any]:
         return {
@@ -148,6 +155,9 @@ class Trigger(BaseModel):
             "reason": self.reason,
             "targetRunId": self.target_run_id,
             "replayOf": self.replay_of,
+            "runStatus": self.run_status,
+            "completedAt": ms_to_iso(self.completed_at) if self.completed_at is not None else None,
+            "outlets": list(self.outlets) if self.outlets is not None else None,
         }
 
 

@@ -25,6 +25,20 @@ log = logging.getLogger("lakehook.local")
 
 DEFAULT_TEMPLATE = Path(__file__).resolve().parents[4] / "template.yaml"
 LOCAL_STACK = "lakehook-local"
+# GenerateSecretString options that GetRandomPassword takes too (SecretStringTemplate and GenerateStringKey
+# build a JSON secret; lakehook's secrets are plain strings).
+_RANDOM_PASSWORD_OPTIONS = frozenset(
+    {
+        "PasswordLength",
+        "ExcludeCharacters",
+        "ExcludeNumbers",
+        "ExcludePunctuation",
+        "ExcludeUppercase",
+        "ExcludeLowercase",
+        "IncludeSpace",
+        "RequireEachIncludedType",
+    }
+)
 _FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": "local"}
 
 
@@ -217,6 +231,7 @@ class LocalStack:
             bucket = template.bucket_name(logical_id, f"{LOCAL_STACK}-{logical_id.lower()}")
             s3.create_bucket(Bucket=bucket)
             self.names[logical_id] = bucket
+        self._create_secrets(template)
         sqs = self._client("sqs")
         for logical_id in template.queues():
             props = template.resources[logical_id].get("Properties", {})
@@ -226,6 +241,18 @@ class LocalStack:
             self.names[f"{logical_id}.Arn"] = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])[
                 "Attributes"
             ]["QueueArn"]
+
+    def _create_secrets(self, template: Template) -> None:
+        """Each AWS::SecretsManager::Secret with its generated value, as CloudFormation would make it
+        (CreateSecret has no GenerateSecretString: the value comes from GetRandomPassword with the same options)."""
+        client = self._client("secretsmanager")
+        for logical_id, resource in template.of_type("AWS::SecretsManager::Secret").items():
+            props = resource.get("Properties", {})
+            name = str(template.resolve(props.get("Name", f"{LOCAL_STACK}/{logical_id}"), LOCAL_STACK))
+            generate = props.get("GenerateSecretString") or {}
+            options = {k: v for k, v in generate.items() if k in _RANDOM_PASSWORD_OPTIONS}
+            value = client.get_random_password(**options)["RandomPassword"]
+            self.names[logical_id] = client.create_secret(Name=name, SecretString=value)["ARN"]
 
     def _start_queue_pollers(self) -> None:
         sqs = boto3.client("sqs", region_name=self.region, endpoint_url=self.endpoint_url)

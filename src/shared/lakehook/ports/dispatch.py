@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
 
+from lakehook.domain.completion import CompletionRecord, RecordOutcome
 from lakehook.domain.dispatch import Invocation, Outcome, RunManifest
 from lakehook.domain.targets import TargetConfig
 from lakehook.domain.triggers import Trigger, TriggerStatus
@@ -148,9 +149,13 @@ class TriggerLedger(ABC):
         Only by the lease holder; releases the lease. False if not held."""
 
     @abstractmethod
-    def record_completion(self, trigger_key: str, run_status: str, now_ms: int) -> bool:
-        """Note what the run reported (``runStatus``, ``completedAt``) on the claim. False when there is no
-        claim or it is SKIPPED (no run). A completion may arrive before the dispatcher marked the claim."""
+    def record_completion(
+        self, trigger_key: str, record: CompletionRecord
+    ) -> tuple[RecordOutcome, CompletionRecord | None]:
+        """Record what the run reported (status, outlets, when) on the claim, once: the first terminal status
+        wins. One conditional write, no read before it. Answers RECORDED with ``record``; SAME or CONFLICT with
+        the record stored first (SAME when its digest is ``record``'s); NO_RUN (and None) when there is no claim
+        or it is SKIPPED. A completion may arrive before the dispatcher marked the claim."""
 
     @abstractmethod
     def pending(self, now_ms: int, stuck_before_ms: int, limit: int) -> list[LedgerEntry]:

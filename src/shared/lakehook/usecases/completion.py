@@ -3,34 +3,97 @@
 ``POST /runs/{triggerKey}/complete`` with ``{"status": "SUCCEEDED" | "FAILED", "outlets": [event, ...]}``.
 Outlets are ordinary asset events (or events through an alias) and enter the normal ingest path with
 ``SourceType.RUN_COMPLETION``: recorded once, state advanced, rules woken, so an ODS -> DWD -> DWS -> ADS
-chain advances with no cron (seed 002). The caller is authenticated like a push: a producer's outlets
-must lie under its key prefixes; management credentials may write any asset.
+chain advances with no cron (seed 002).
 
-A completion is idempotent (outlet events are deduplicated by identity) and may arrive before the
-dispatcher has marked the claim SUCCEEDED (a fast run). A SKIPPED claim had no run and refuses one.
+Who may complete (checked by the route from headers alone, before the body is read): management
+credentials, or the trigger's own completion token (:class:`CompletionTokens`), which its invocation
+carried. A token caller's outlets must lie within the rule's declared ``outlets``; management credentials
+are not confined. A producer's push signature is not enough: producers push events, runs complete.
+
+Order, so that nothing half-happens:
+1. the body is validated whole (status, every outlet event, aliases resolved): a 400 names the field;
+2. the outlets are checked against the caller's scope: a 403 names the refused outlets, nothing is written;
+3. the completion is recorded on the claim with one conditional write; the first terminal status wins:
+   the same completion again (same status, same outlets) is idempotent, a different one is a 409;
+4. the outlets are ingested (idempotent by event identity). A retry of a completion whose outlets were not
+   all ingested (a crash between 3 and 4) ingests them then, so the answer 200 always means "all in".
+
+A completion may arrive before the dispatcher has marked the claim SUCCEEDED (a fast run). A SKIPPED claim
+had no run and refuses one.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
-from lakehook.domain.errors import ConflictError, NotFoundError, ValidationError
-from lakehook.domain.events import EventResult, SourceType
-from lakehook.domain.producers import Producer
-from lakehook.domain.time import now_ms
-from lakehook.domain.triggers import TriggerStatus
+from lakehook.domain.completion import CompletionRecord, RecordOutcome, completion_token, outside_outlets, token_matches
+from lakehook.domain.errors import AuthorizationError, ConflictError, NotFoundError, ValidationError
+from lakehook.domain.events import AssetEvent, EventResult, SourceType
+from lakehook.domain.time import ms_to_iso, now_ms
 from lakehook.observability import logger
+from lakehook.ports import SecretStore
 from lakehook.ports.aliases import AliasStore
 from lakehook.ports.dispatch import TriggerLedger
-from lakehook.usecases.aliases import ingest_through_aliases
-from lakehook.usecases.ingest import IngestEvents, describe_validation_error
+from lakehook.ports.rules import RuleStore
+from lakehook.usecases.aliases import expand_aliases
+from lakehook.usecases.ingest import IngestEvents, describe_validation_error, parse_event
 
 MAX_OUTLETS = 100
+
+
+class CompletionTokens:
+    """Issues and checks per-trigger completion tokens under the stack's completion key.
+
+    The key is a secret in the secret store (on AWS a Secrets Manager secret the template generates; on the
+    local stack one the runtime creates), read once per process and kept: it is not rotated per request.
+    After a rotation, processes that read the old key keep using it until they are recycled (see
+    docs/operations.md); a token made under one key does not verify under the other.
+    """
+
+    def __init__(self, secrets: SecretStore, secret_ref: str | None) -> None:
+        self._secrets = secrets
+        self._ref = secret_ref
+        self._key: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def configured(self) -> bool:
+        return bool(self._ref)
+
+    def _load(self) -> str | None:
+        if not self._ref:
+            return None
+        with self._lock:
+            if self._key is None:
+                self._key = self._secrets.get_secret(self._ref)
+            return self._key
+
+    def issue(self, trigger_key: str) -> str | None:
+        """The token of one trigger, or None when the stack has no completion key. Raises NotFoundError (or the
+        store's error) when the key cannot be read: the caller treats that as retryable."""
+        key = self._load()
+        return None if key is None else completion_token(key, trigger_key)
+
+    def verify(self, trigger_key: str, token: str | None) -> bool:
+        """Whether ``token`` is this trigger's token (constant-time). False without a completion key."""
+        if not token:
+            return False
+        key = self._load()
+        return key is not None and token_matches(key, trigger_key, token)
+
+
+class Caller(StrEnum):
+    """Who reports a completion (established by the route from headers, before the body is read)."""
+
+    MANAGEMENT = "MANAGEMENT"  # management credentials: any outlet
+    RUN = "RUN"  # the trigger's completion token: outlets within the rule's declared outlets
 
 
 class RunCompletion(BaseModel):
@@ -47,43 +110,60 @@ class CompletionResult:
     trigger_key: str
     status: str
     results: list[EventResult]
+    completed_at: int
+    first: bool
 
     def to_api(self) -> dict[str, Any]:
-        return {"triggerKey": self.trigger_key, "status": self.status, "results": [r.to_api() for r in self.results]}
+        return {
+            "triggerKey": self.trigger_key,
+            "status": self.status,
+            "completedAt": ms_to_iso(self.completed_at),
+            "repeated": not self.first,
+            "results": [r.to_api() for r in self.results],
+        }
 
 
 class CompleteRun:
-    """Record a run's end on its claim and ingest its outlets."""
+    """Record a run's end on its claim (first terminal status wins) and ingest its outlets."""
 
     def __init__(
-        self, ledger: TriggerLedger, ingest: IngestEvents, aliases: AliasStore, clock: Callable[[], int] = now_ms
+        self,
+        ledger: TriggerLedger,
+        ingest: IngestEvents,
+        aliases: AliasStore,
+        rules: RuleStore | None = None,
+        clock: Callable[[], int] = now_ms,
     ) -> None:
         self._ledger = ledger
         self._ingest = ingest
         self._aliases = aliases
+        self._rules = rules
         self._clock = clock
 
-    def __call__(self, trigger_key: str, body: Any, producer: Producer | None) -> CompletionResult:
-        """Raises ValidationError (bad body), NotFoundError (no such trigger), ConflictError (SKIPPED),
-        AuthorizationError (an outlet outside the producer's prefixes; nothing is recorded then)."""
-        if not isinstance(body, dict):
-            raise ValidationError('body must be {"status": "SUCCEEDED" | "FAILED", "outlets": [...]}', field="body")
-        try:
-            completion = RunCompletion.model_validate(body)
-        except PydanticValidationError as exc:
-            raise ValidationError(describe_validation_error(exc), field="body") from exc
-        if completion.status == "FAILED" and completion.outlets:
-            raise ValidationError("a FAILED run registers no outlets", field="outlets")
+    def __call__(self, trigger_key: str, body: Any, caller: Caller) -> CompletionResult:
+        """Raises ValidationError (bad body or outlet: 400), NotFoundError (no such trigger), AuthorizationError
+        (a token caller's outlet outside the rule's outlets; nothing is written), ConflictError (SKIPPED, or a
+        different completion was recorded first)."""
+        completion = _parse(body)
+        outlets = self._outlet_events(completion)
         entry = self._ledger.get(trigger_key)
         if entry is None:
             raise NotFoundError(f"trigger {trigger_key!r} does not exist")
-        if entry.status is TriggerStatus.SKIPPED:
+        if caller is Caller.RUN:
+            self._authorize(entry.trigger.rule_id, outlets)
+        canonical = [o.model_dump(by_alias=True, mode="json", exclude_none=True) for o in outlets]
+        record = CompletionRecord.of(completion.status, canonical, self._clock())
+        outcome, stored = self._ledger.record_completion(trigger_key, record)
+        if outcome is RecordOutcome.NO_RUN or stored is None:
+            if self._ledger.get(trigger_key) is None:
+                raise NotFoundError(f"trigger {trigger_key!r} does not exist")
             raise ConflictError(f"trigger {trigger_key!r} was skipped; it has no run to complete")
-        results = ingest_through_aliases(
-            completion.outlets, self._ingest, self._aliases, SourceType.RUN_COMPLETION, producer
-        )
-        if not self._ledger.record_completion(trigger_key, completion.status, self._clock()):
-            raise ConflictError(f"trigger {trigger_key!r} cannot take a completion")
+        if outcome is RecordOutcome.CONFLICT:
+            raise ConflictError(
+                f"trigger {trigger_key!r} already completed with status {stored.run_status} and "
+                f"{len(stored.outlets)} outlet(s); the first reported end stands"
+            )
+        results = [self._ingest.ingest(o, SourceType.RUN_COMPLETION, index=i) for i, o in enumerate(outlets)]
         logger.info(
             "run completed",
             extra={
@@ -91,6 +171,49 @@ class CompleteRun:
                 "rule_id": entry.trigger.rule_id,
                 "status": completion.status,
                 "outlets": len(results),
+                "caller": caller.value,
+                "repeated": outcome is RecordOutcome.SAME,
             },
         )
-        return CompletionResult(trigger_key, completion.status, results)
+        return CompletionResult(
+            trigger_key, stored.run_status, results, stored.completed_at, outcome is RecordOutcome.RECORDED
+        )
+
+    def _outlet_events(self, completion: RunCompletion) -> list[AssetEvent]:
+        """Every outlet as a valid event, aliases expanded; the first bad one is a 400 naming it."""
+        events: list[AssetEvent] = []
+        for index, raw in enumerate(completion.outlets):
+            for item in expand_aliases([raw], self._aliases):
+                if isinstance(item, EventResult):  # an alias that does not resolve, or alias and assetKey both
+                    raise ValidationError(f"outlets[{index}].{item.reason}", field=f"outlets[{index}]")
+                try:
+                    events.append(parse_event(item))
+                except PydanticValidationError as exc:
+                    raise ValidationError(
+                        f"outlets[{index}]: {describe_validation_error(exc)}", field=f"outlets[{index}]"
+                    ) from exc
+        return events
+
+    def _authorize(self, rule_id: str, outlets: list[AssetEvent]) -> None:
+        if not outlets:
+            return
+        stored = self._rules.get_rule(rule_id) if self._rules is not None else None
+        declared = list(stored.rule.outlets) if stored is not None else []
+        refused = outside_outlets(declared, (o.asset_key for o in outlets))
+        if refused:
+            raise AuthorizationError(
+                f"outlet {', '.join(refused)} is outside the outlets rule {rule_id!r} declares "
+                f"({', '.join(declared) or 'none'}); nothing was recorded"
+            )
+
+
+def _parse(body: Any) -> RunCompletion:
+    if not isinstance(body, dict):
+        raise ValidationError('body must be {"status": "SUCCEEDED" | "FAILED", "outlets": [...]}', field="body")
+    try:
+        completion = RunCompletion.model_validate(body)
+    except PydanticValidationError as exc:
+        raise ValidationError(describe_validation_error(exc), field="body") from exc
+    if completion.status == "FAILED" and completion.outlets:
+        raise ValidationError("a FAILED run registers no outlets", field="outlets")
+    return completion

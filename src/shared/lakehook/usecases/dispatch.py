@@ -151,9 +151,13 @@ class DispatchTrigger:
         rand: Callable[[], float] = random.random,
         owner: Callable[[], str] = lambda: uuid.uuid4().hex,
         metrics: MetricSink | None = emit_metric,
+        completion_token: Callable[[str], str | None] | None = None,
     ) -> None:
+        """``completion_token`` makes a trigger's completion token (``CompletionTokens.issue``); without it the
+        invocation carries none and only management credentials can complete the run."""
         self._ledger = ledger
         self._rules = rules
+        self._completion_token = completion_token
         self._manifests = manifests
         self._targets = targets
         self.policy = policy or DispatchPolicy()
@@ -302,7 +306,16 @@ class DispatchTrigger:
             return Outcome.fatal(
                 f"gave up after {spent} attempts: {previous}", attempt.before.failure_code or "exhausted"
             )
-        invocation = Invocation.of(trigger, plan.manifest, plan.manifest_uri, attempt.number, attempt.before.replay_of)
+        try:
+            token = self._completion_token(trigger.trigger_key) if self._completion_token else None
+        except Exception as exc:  # the completion key cannot be read now: nothing was sent, so try again
+            logger.warning(
+                "completion key unavailable", extra={"trigger_key": trigger.trigger_key, "reason": repr(exc)}
+            )
+            return Outcome.retryable(f"completion key unavailable: {exc}", "completion_key")
+        invocation = Invocation.of(
+            trigger, plan.manifest, plan.manifest_uri, attempt.number, attempt.before.replay_of, token
+        )
         try:
             return plan.client.start(invocation, plan.config)
         except Exception as exc:  # a plug-in bug must not leave the claim leased; the budget bounds retries

@@ -7,7 +7,9 @@ The claim item (see ``trigger_store.trigger_item``) already has ``status``, ``at
   (a redelivered stream record and the compensator) from working on one key at the same time;
 - ``lastAttemptAt`` (epoch ms): when the last attempt began (the settle time counts from it);
 - ``retryable`` (bool), ``nextAttemptAt`` (epoch ms), ``failureCode``: how a FAILED claim is re-driven;
-- ``runStatus``, ``completedAt``: what the run reported through ``POST /runs/{triggerKey}/complete``.
+- ``runStatus``, ``completedAt``, ``runOutlets``, ``completionDigest``: what the run reported through
+  ``POST /runs/{triggerKey}/complete``, written once (``attribute_not_exists(runStatus)``): the first
+  terminal status wins, and the digest tells a repeat of it from a different completion.
 
 Every change is ONE conditional UpdateItem: taking an attempt is conditional on the status and the
 lease, marking is conditional on still holding the lease, so two dispatchers never both mark.
@@ -23,16 +25,19 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
+from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
 from lakehook.adapters.aws import is_conditional_failure
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import integral
 from lakehook.adapters.dynamodb.trigger_store import trigger_from_item
+from lakehook.domain.completion import CompletionRecord, RecordOutcome
 from lakehook.domain.triggers import TriggerStatus
 from lakehook.ports.dispatch import Attempt, LedgerEntry, TriggerLedger
 
 DEFAULT_LOOKBACK_MS = 7 * 86_400_000
+_DESERIALIZER = TypeDeserializer()
 
 # FilterCriteria of the dispatcher's DynamoDB event source: a claim created to be dispatched. Only
 # INSERT: the ledger's own updates (leases, marks) must not wake the dispatcher again.
@@ -210,20 +215,33 @@ class DynamoDBTriggerLedger(TriggerLedger):
             raise
         return True
 
-    def record_completion(self, trigger_key: str, run_status: str, now_ms: int) -> bool:
+    def record_completion(
+        self, trigger_key: str, record: CompletionRecord
+    ) -> tuple[RecordOutcome, CompletionRecord | None]:
         try:
             self._table.update_item(
                 Key=keys.trigger_item_key(trigger_key),
-                UpdateExpression="SET runStatus = :run, completedAt = :now",
-                ConditionExpression="attribute_exists(PK) AND #status <> :skipped",
+                UpdateExpression=(
+                    "SET runStatus = :run, completedAt = :now, runOutlets = :outlets, completionDigest = :digest"
+                ),
+                ConditionExpression="attribute_exists(PK) AND #status <> :skipped AND attribute_not_exists(runStatus)",
                 ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={":run": run_status, ":now": now_ms, ":skipped": TriggerStatus.SKIPPED.value},
+                ExpressionAttributeValues={
+                    ":run": record.run_status,
+                    ":now": record.completed_at,
+                    ":outlets": list(record.outlets),
+                    ":digest": record.digest,
+                    ":skipped": TriggerStatus.SKIPPED.value,
+                },
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if is_conditional_failure(exc):
-                return False
-            raise
-        return True
+            if not is_conditional_failure(exc):
+                raise
+            raw: dict[str, Any] = exc.response.get("Item") or {}  # type: ignore[assignment]
+            seen = {k: _DESERIALIZER.deserialize(v) for k, v in raw.items()} if raw else None
+            return _lost_to(seen, record)
+        return RecordOutcome.RECORDED, record
 
     def pending(self, now_ms: int, stuck_before_ms: int, limit: int) -> list[LedgerEntry]:
         found: list[LedgerEntry] = []
@@ -266,3 +284,17 @@ class DynamoDBTriggerLedger(TriggerLedger):
             if "LastEvaluatedKey" not in answer:
                 return
             kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+
+
+def _lost_to(item: Mapping[str, Any] | None, record: CompletionRecord) -> tuple[RecordOutcome, CompletionRecord | None]:
+    """Why the completion write failed, from the item the condition saw."""
+    if not item or item.get("status") == TriggerStatus.SKIPPED.value or item.get("runStatus") is None:
+        return RecordOutcome.NO_RUN, None
+    data = integral(dict(item))
+    stored = CompletionRecord(
+        run_status=str(data["runStatus"]),
+        outlets=tuple(data.get("runOutlets") or ()),
+        completed_at=int(data.get("completedAt") or 0),
+        digest=str(data.get("completionDigest") or ""),
+    )
+    return (RecordOutcome.SAME if stored.digest == record.digest else RecordOutcome.CONFLICT), stored

@@ -78,6 +78,9 @@ def trigger_from_item(item: dict[str, Any]) -> Trigger:
         reason=data.get("reason"),
         target_run_id=data.get("targetRunId"),
         replay_of=data.get("replayOf"),
+        run_status=data.get("runStatus"),
+        completed_at=data.get("completedAt"),
+        outlets=tuple(data["runOutlets"]) if data.get("runOutlets") is not None else None,
     )
 
 

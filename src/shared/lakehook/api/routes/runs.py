@@ -1,7 +1,9 @@
 """POST /runs/{triggerKey}/complete: a downstream run reports its end and its outlets.
 
-Signed like a push (``X-Lakehook-Producer`` + ``X-Lakehook-Signature``; outlets must lie under the
-producer's prefixes) or sent with management credentials.
+Authorized from the headers and the path alone, before the body is read: management credentials, or
+``X-Lakehook-Completion-Token: <hex>``, the token this trigger's invocation carried (``completionToken``).
+A producer's push signature does not complete runs. A token caller's outlets must lie within the rule's
+declared ``outlets``.
 """
 
 from __future__ import annotations
@@ -9,34 +11,44 @@ from __future__ import annotations
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from lakehook.api.http import is_admin, json_body, json_response, raw_body
+from lakehook.api.http import is_admin, json_body, json_response
 from lakehook.container import current
-from lakehook.domain.producers import Producer
-from lakehook.domain.signing import PRODUCER_HEADER, SIGNATURE_HEADER
-from lakehook.wiring_dispatch import complete_run
+from lakehook.domain.completion import COMPLETION_TOKEN_HEADER
+from lakehook.domain.errors import AuthenticationError
+from lakehook.usecases.completion import Caller
+from lakehook.wiring_dispatch import complete_run, completion_tokens
 
 router = APIGatewayRouter()
 
+UNAUTHENTICATED = (
+    f"run completion needs management credentials or the {COMPLETION_TOKEN_HEADER} header with the "
+    "completionToken this trigger's invocation carried"
+)
 
-def _authenticate(body: bytes) -> Producer | None:
+
+def authorize_completion(trigger_key: str) -> Caller:
+    """Who is completing this trigger, from headers only; one 401 text for a missing and a wrong token."""
     event = router.current_event
-    producer_id = event.get_header_value(PRODUCER_HEADER, case_sensitive=False)
-    signature = event.get_header_value(SIGNATURE_HEADER, case_sensitive=False)
-    if producer_id is None and signature is None and is_admin(event):
-        return None  # management credentials may complete any run and write any asset
-    return current().push_authenticator.authenticate(producer_id, signature, body)
+    if is_admin(event):
+        return Caller.MANAGEMENT  # management credentials may complete any run and write any asset
+    token = event.get_header_value(COMPLETION_TOKEN_HEADER, case_sensitive=False)
+    if token and completion_tokens(current()).verify(trigger_key, token):
+        return Caller.RUN
+    raise AuthenticationError(UNAUTHENTICATED)
 
 
 @router.post(
     "/runs/<triggerKey>/complete",
     summary="Report a run's end and its outlets",
-    description='{"status": "SUCCEEDED" | "FAILED", "outlets": [event, ...]}: outlets (asset events, or events '
-    'with "alias" instead of "assetKey") enter the normal ingest path. Answers one result per outlet.',
+    description='{"status": "SUCCEEDED" | "FAILED", "outlets": [event, ...]}, with management credentials or '
+    f"{COMPLETION_TOKEN_HEADER} (the completionToken of the invocation). Outlets (asset events, or events with "
+    '"alias" instead of "assetKey") enter the normal ingest path; with a token they must lie within the '
+    "rule's declared outlets (403 otherwise, nothing written). The first terminal status wins: the same "
+    "completion again answers 200 (repeated: true), a different one 409. Answers one result per outlet.",
     tags=["runs"],
 )
 def complete(triggerKey: str) -> Response[str]:
-    event = router.current_event
-    body = json_body(event)  # 413 and 400 before any signature work
-    producer = _authenticate(raw_body(event))
-    result = complete_run(current())(triggerKey, body, producer)
+    caller = authorize_completion(triggerKey)  # before the body is read: an unauthenticated body is never parsed
+    body = json_body(router.current_event)
+    result = complete_run(current())(triggerKey, body, caller)
     return json_response(result.to_api())
