@@ -94,6 +94,17 @@ def test_schedules_fire_at_the_overridden_rate_and_queues_drain(recorder: tuple[
     )
 
 
+def test_secrets_are_created_with_a_generated_value_and_passed_by_arn(recorder: tuple[LocalStack, Path]) -> None:
+    stack, _ = recorder
+    arn = stack.names["Key"]
+    assert arn.startswith("arn:aws:secretsmanager:") and ":secret:internal/lakehook-local/key" in arn
+    secrets = boto3.client("secretsmanager", endpoint_url=stack.endpoint_url, region_name="us-east-1")
+    value = secrets.get_secret_value(SecretId=arn)["SecretString"]
+    assert len(value) == 48 and value.isalnum()  # GenerateSecretString's options, honoured
+    [ticker] = [f for f in stack.functions if f.spec.name == "Ticker"]
+    assert ticker.spec.environment["KEY_SECRET"] == arn
+
+
 def test_bucket_notifications_deliver_matching_new_objects_in_s3s_shape(recorder: tuple[LocalStack, Path]) -> None:
     stack, out = recorder
     bucket = "lakehook-local-drop-123456789012"  # the template's BucketName, resolved

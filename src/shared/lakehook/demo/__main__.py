@@ -38,7 +38,7 @@ def main() -> int:
     ):
         print(f"   API {stack.api_url}, moto {stack.endpoint_url}")
         lake = Lake(stack.endpoint_url)
-        consumers = Consumers(lake, stack.api_url, ADMIN, layers(), fail_once="dws_gmv_daily")
+        consumers = Consumers(lake, stack.api_url, layers(), fail_once="dws_gmv_daily")
         consumers.start()
         view = make_view(STEPS + 1, terminal)
         api = Api(stack.api_url, ADMIN, say=view.say)

@@ -4,6 +4,10 @@ Each layer's job receives lakehook's signed invocation, answers at once (202, or
 has already started: the receiver's side of the idempotency contract), then in a worker thread reads
 exactly the pinned snapshots, writes the next layer's table and reports completion with the snapshot it
 wrote as the outlet. That outlet wakes the next rule: ODS -> DWD -> DWS -> ADS with no cron.
+
+A job reports its end the way a real downstream run does: to the ``completionPath`` of its invocation,
+with the invocation's ``completionToken`` as ``X-Lakehook-Completion-Token``. It has no credentials of its
+own, and its outlet must be one its rule declares.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import pyarrow.compute as pc
 import requests
 
 from lakehook.demo.lake import DAILY_SCHEMA, DASHBOARD_SCHEMA, EVENTS_SCHEMA, Committed, Lake
+from lakehook.domain.completion import COMPLETION_TOKEN_HEADER
 from lakehook.domain.errors import AuthenticationError
 from lakehook.domain.signing import SIGNATURE_HEADER, verify
 
@@ -49,6 +54,8 @@ class Run:
     rule_id: str
     read: dict[str, int]
     rows_read: dict[str, int]
+    completion_path: str = ""
+    completion_token: str = ""
     wrote: Committed | None = None
     completed: bool = False
     error: str | None = None
@@ -60,7 +67,6 @@ class Consumers:
 
     lake: Lake
     api_url: str
-    admin_token: str
     layers: dict[str, Layer]
     fail_once: str | None = None  # the rule whose first request is answered 503, to show a retry
     requests_per_key: Counter[str] = field(default_factory=Counter)
@@ -144,7 +150,7 @@ class Consumers:
     def _run(self, layer: Layer, payload: dict[str, Any]) -> None:
         key = payload["triggerKey"]
         pins = {i["assetKey"]: int(i["snapshotId"]) for i in payload["inputs"]}
-        run = Run(key, layer.rule_id, pins, {})
+        run = Run(key, layer.rule_id, pins, {}, payload["completionPath"], payload["completionToken"] or "")
         self.runs[key] = run
         try:
             run.rows_read = {asset: self._read(layer, asset, sid).num_rows for asset, sid in pins.items()}
@@ -154,11 +160,12 @@ class Consumers:
             run.error = f"{type(exc).__name__}: {exc}"
 
     def _complete(self, run: Run, body: dict[str, Any], attempts: int = 3) -> None:
-        """Report the run's end; a 5xx is retried (a completion is idempotent: outlets deduplicate)."""
+        """Report the run's end with the invocation's token; a 5xx is retried (the same completion again is
+        idempotent: the first one recorded stands and its outlets deduplicate)."""
         for attempt in range(1, attempts + 1):
             answer = requests.post(
-                f"{self.api_url}/runs/{run.trigger_key}/complete",
-                headers={"Authorization": f"Bearer {self.admin_token}"},
+                f"{self.api_url}{run.completion_path}",
+                headers={COMPLETION_TOKEN_HEADER: run.completion_token},
                 json=body,
                 timeout=30,
             )

@@ -92,6 +92,7 @@ def rules(hooks_url: str) -> dict[str, dict[str, Any]]:
             ],
             "policy": policy,
             "target": target("dwd"),
+            "outlets": [DWD],  # what the job may report with its completion token
         },
         DWS_RULE: {
             "description": "daily GMV once the trade events advanced",
@@ -100,6 +101,7 @@ def rules(hooks_url: str) -> dict[str, dict[str, Any]]:
             ],
             "policy": policy,
             "target": target("dws"),
+            "outlets": [DWS],
         },
         ADS_RULE: {
             "description": "the GMV dashboard once the daily GMV advanced",
@@ -108,5 +110,6 @@ def rules(hooks_url: str) -> dict[str, dict[str, Any]]:
             ],
             "policy": policy,
             "target": target("ads"),
+            "outlets": [ADS],
         },
     }
