@@ -39,7 +39,12 @@ class CoverageWorld(World):
             coverage=self.coverage,
         )
         self.manage = ManageRules(
-            self.rules, self.triggers, self.reader, clock=lambda: self.now, coverage=self.coverage
+            self.rules,
+            self.triggers,
+            self.reader,
+            clock=lambda: self.now,
+            coverage=self.coverage,
+            resolver=self.resolve,
         )
 
     def cover(self, start: int, end: int) -> None:

@@ -24,3 +24,4 @@ class MetricName:
     EVENT_INVALID = "lakehouse_asset_event_invalid_total"
     EVENT_STALE = "lakehouse_asset_event_stale_total"
     STATE_UPDATED = "lakehouse_asset_state_updated_total"
+    RULE_EVALUATION_ERROR = "lakehouse_rule_evaluation_error_total"

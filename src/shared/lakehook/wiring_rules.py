@@ -49,6 +49,11 @@ def deferral_store(container: Container) -> DeferralStore:
 
 
 def resolver(container: Container) -> ResolveAssetChange:
+    """The resolver. A rule's error is what the domain calls one, or a request DynamoDB refused for its content;
+    every other error fails the batch so Lambda retries it."""
+    from lakehook.adapters.aws import is_rejected_by_data
+    from lakehook.usecases.resolve import is_rule_error
+
     return container.component(
         "resolver",
         lambda: ResolveAssetChange(
@@ -58,6 +63,7 @@ def resolver(container: Container) -> ResolveAssetChange:
             state_history(container),
             deferral_store(container),
             coverage=container.coverage_store,
+            rule_error=lambda exc: is_rule_error(exc) or is_rejected_by_data(exc),
         ),
     )
 
@@ -75,6 +81,7 @@ def manage_rules(container: Container) -> ManageRules:
             state_reader(container),
             container.asset_registry,
             coverage=container.coverage_store,
+            resolver=resolver(container),
         ),
     )
 
@@ -100,8 +107,10 @@ def replay_trigger(container: Container) -> ReplayTrigger:
 def handle_stream_batch(event: Mapping[str, Any], container: Container | None = None) -> dict[str, Any]:
     """Resolve one stream batch as a whole (``{"Records": [...]}``); answer the partial-failure response.
 
-    The batch is resolved together (assets deduplicated, one batched read). On an error the first
-    record is reported failed, so Lambda retries the whole batch in order; claims are idempotent.
+    The batch is resolved together (assets deduplicated, one batched read). A rule that raises is recorded on
+    the rule and retried by the sweep; the rest of the batch goes on. On an infrastructure error the first
+    record is reported failed, so Lambda retries the whole batch in order (claims are idempotent), and rechecks
+    of its assets are left first, so the sweep re-evaluates them even if Lambda finally gives the batch up.
     """
     from lakehook.adapters.dynamodb.stream_records import resolver_input, sequence_number
     from lakehook.ports.rules import Deferral, StateChange

@@ -30,3 +30,12 @@ def is_conditional_failure(exc: Exception) -> bool:
     """Whether a botocore ClientError is a failed condition (not a real error)."""
     code = getattr(exc, "response", {}).get("Error", {}).get("Code")
     return code in {"ConditionalCheckFailedException", "TransactionCanceledException"}
+
+
+def is_rejected_by_data(exc: BaseException) -> bool:
+    """Whether DynamoDB refused a request for what it carried (``ValidationException``: an item over 400 KB, a
+    number beyond its 38 digits), so retrying the same request can never succeed. Throttling, 5xx answers,
+    timeouts and access errors are the infrastructure's and are not this."""
+    from botocore.exceptions import ClientError
+
+    return isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") == "ValidationException"

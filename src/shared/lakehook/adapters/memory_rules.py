@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
 from lakehook.ports.rules import (
+    AssetRecheck,
     ClaimOutcome,
     ClaimResult,
     Deferral,
     DeferralStore,
     GroupRef,
     ResolutionInputs,
+    RuleError,
     RuleStore,
     StateHistory,
     StateReader,
@@ -78,6 +81,18 @@ class InMemoryRuleStore(RuleStore):
     def rules_for_asset(self, asset_key: str) -> list[Rule]:
         with self._lock:
             return [self.rules[i].rule for i in sorted(self.index.get(asset_key, ()))]
+
+    def record_error(self, rule_id: str, error: RuleError) -> None:
+        with self._lock:
+            stored = self.rules.get(rule_id)
+            if stored is not None:
+                self.rules[rule_id] = replace(stored, last_error=error)
+
+    def clear_error(self, rule_id: str, group_id: str) -> None:
+        with self._lock:
+            stored = self.rules.get(rule_id)
+            if stored is not None and stored.last_error is not None and stored.last_error.group_id == group_id:
+                self.rules[rule_id] = replace(stored, last_error=None)
 
 
 class InMemoryTriggerStore(TriggerStore):
@@ -169,22 +184,34 @@ class InMemoryDeferralStore(DeferralStore):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.pending: dict[GroupRef, Deferral] = {}
-        self.marked: list[Deferral] = []
+        self.rechecks: dict[str, AssetRecheck] = {}
+        self.marked: list[Deferral | AssetRecheck] = []
 
     def defer(self, deferral: Deferral) -> None:
         with self._lock:
             self.pending[(deferral.rule_id, deferral.group_id)] = deferral
 
-    def due(self, now_ms: int, limit: int) -> list[Deferral]:
+    def recheck(self, asset_keys: Collection[str], due_at: int) -> None:
         with self._lock:
-            ready = sorted((d for d in self.pending.values() if d.due_at <= now_ms), key=lambda d: d.due_at)
+            for key in asset_keys:
+                self.rechecks[key] = AssetRecheck(key, due_at)
+
+    def due(self, now_ms: int, limit: int) -> list[Deferral | AssetRecheck]:
+        with self._lock:
+            items: list[Deferral | AssetRecheck] = [*self.pending.values(), *self.rechecks.values()]
+            ready = sorted((d for d in items if d.due_at <= now_ms), key=lambda d: d.due_at)
             return ready[:limit]
 
-    def mark_due(self, deferral: Deferral, now_ms: int) -> bool:
+    def mark_due(self, deferral: Deferral | AssetRecheck, now_ms: int) -> bool:
         with self._lock:
-            ref = (deferral.rule_id, deferral.group_id)
-            if self.pending.get(ref) != deferral:
-                return False
-            del self.pending[ref]
+            if isinstance(deferral, AssetRecheck):
+                if self.rechecks.get(deferral.asset_key) != deferral:
+                    return False
+                del self.rechecks[deferral.asset_key]
+            else:
+                ref = (deferral.rule_id, deferral.group_id)
+                if self.pending.get(ref) != deferral:
+                    return False
+                del self.pending[ref]
             self.marked.append(deferral)
             return True

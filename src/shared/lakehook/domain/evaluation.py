@@ -50,6 +50,7 @@ class Status(StrEnum):
     COOLDOWN = "COOLDOWN"
     QUIET_PERIOD = "QUIET_PERIOD"
     DISABLED = "DISABLED"
+    ERROR = "ERROR"  # evaluating the group raised (explain shows the rule's error; the resolver retries it)
 
     @property
     def blocked_by(self) -> str:
@@ -343,7 +344,14 @@ def evaluate_group(
         ]
         for i in behind:  # a state read older than the last trigger's: never pin backwards
             assert cursor is not None
-            _wait(members, i, group.members[i], states.get(group.members[i].asset_key), cursor.pins[pins[i].asset_key])
+            _wait(
+                members,
+                i,
+                group.members[i],
+                states.get(group.members[i].asset_key),
+                cursor.pins[pins[i].asset_key],
+                cursor.baseline,
+            )
         if behind:
             return _first_blocked(gid, members)
     elif cursor is not None:
@@ -413,7 +421,7 @@ def _advance(
             step = _next_version(member, last, logs.get(member.asset_key))
             if step is None:
                 chosen.append(last)
-                _wait(members, i, member, states.get(member.asset_key), last)
+                _wait(members, i, member, states.get(member.asset_key), last, cursor.baseline)
             else:
                 chosen.append(step)
                 moved = True
@@ -425,7 +433,7 @@ def _advance(
         return pins
     for i, (member, last) in enumerate(zip(group.members, before, strict=True)):
         if last is not None and not advanced[i]:
-            _wait(members, i, member, states.get(member.asset_key), last)
+            _wait(members, i, member, states.get(member.asset_key), last, cursor.baseline)
     return None
 
 
@@ -439,7 +447,12 @@ def _next_version(member: Member, last: PinnedInput, log: VersionLog | None) -> 
 
 
 def _wait(
-    members: list[MemberEvaluation], index: int, member: Member, state: AssetState | None, last: PinnedInput
+    members: list[MemberEvaluation],
+    index: int,
+    member: Member,
+    state: AssetState | None,
+    last: PinnedInput,
+    baseline: bool = False,
 ) -> None:
     pinned = members[index].pin
     required = {"newerThan": last.to_api()}
@@ -464,13 +477,12 @@ def _wait(
         )
         return
     version = last.snapshot_id if last.snapshot_id is not None else last.watermark
-    _with(
-        members,
-        index,
-        Status.WAITING_FOR_UPDATE,
-        f"version {version} already triggered; waiting for a newer one",
-        required,
+    why = (
+        f"startFrom is NEXT_CHANGE: version {version} was there when the rule started; waiting for a newer one"
+        if baseline
+        else f"version {version} already triggered; waiting for a newer one"
     )
+    _with(members, index, Status.WAITING_FOR_UPDATE, why, required)
 
 
 def _window(

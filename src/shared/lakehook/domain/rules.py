@@ -71,6 +71,11 @@ class BackfillPolicy(StrEnum):
     SKIP = "SKIP"  # hold the group while a member's backfill runs; its snapshots never trigger
 
 
+class StartFrom(StrEnum):
+    LATEST = "LATEST"  # a new (or re-enabled) rule fires on the versions already there, if they satisfy it
+    NEXT_CHANGE = "NEXT_CHANGE"  # it fires only once a member has a version newer than those it started with
+
+
 class WindowSpec(BaseModel):
     """Aligned windows: ``watermarkAtLeast`` fires once per window the watermark passed; ``coverage`` once per
     window its intervals cover fully (each closes ``allowedLatenessSeconds`` after its end)."""
@@ -237,6 +242,12 @@ class Policy(BaseModel):
     min_interval_seconds: int = Field(default=0, alias="minIntervalSeconds", ge=0, le=MAX_POLICY_SECONDS)
     quiet_period_seconds: int = Field(default=0, alias="quietPeriodSeconds", ge=0, le=MAX_POLICY_SECONDS)
     backfill: BackfillPolicy = BackfillPolicy.TRIGGER
+    start_from: StartFrom = Field(
+        default=StartFrom.LATEST,
+        alias="startFrom",
+        description="where a new or re-enabled rule starts: LATEST fires on the versions already satisfying it, "
+        "NEXT_CHANGE waits for a newer one",
+    )
 
 
 class Rule(BaseModel):

@@ -91,24 +91,25 @@ def trigger_key(
     pins: list[PinnedInput] | tuple[PinnedInput, ...],
     window: Window | None,
     replay_epoch: int,
+    marker: str | None = None,
 ) -> str:
     """``<ruleId>.<groupId>.<hash>``: readable, one URL path segment, the same for the same versions.
 
-    Ids are letters, digits, ``_``, ``-`` and ``.`` only, so the key never holds ``/``.
+    Ids are letters, digits, ``_``, ``-`` and ``.`` only, so the key never holds ``/``. A ``marker``
+    (``start``, ``manual-1``) opens a key space of its own, shown in the key: ``<ruleId>.<groupId>.<marker>.<hash>``.
     """
-    canonical = json.dumps(
-        {
-            "rule": rule_id,
-            "group": group_id,
-            "pins": sorted(p.identity() for p in pins),
-            "window": [window.start, window.end] if window else None,
-            "epoch": replay_epoch,
-        },
-        separators=(",", ":"),
-        sort_keys=True,
-    )
+    fields: dict[str, Any] = {
+        "rule": rule_id,
+        "group": group_id,
+        "pins": sorted(p.identity() for p in pins),
+        "window": [window.start, window.end] if window else None,
+        "epoch": replay_epoch,
+    }
+    if marker is not None:
+        fields["marker"] = marker
+    canonical = json.dumps(fields, separators=(",", ":"), sort_keys=True)
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:KEY_HASH_CHARS]
-    return f"{rule_id}.{group_id}.{digest}"
+    return f"{rule_id}.{group_id}.{digest}" if marker is None else f"{rule_id}.{group_id}.{marker}.{digest}"
 
 
 class Trigger(BaseModel):
@@ -175,9 +176,13 @@ class GroupCursor(BaseModel):
     claimed_at: int | None = Field(default=None, alias="claimedAt")
     replay_epoch: int = Field(default=0, alias="replayEpoch")
     backfills: dict[str, str] = Field(default_factory=dict, description="asset key -> backfill id seen at the claim")
+    baseline: bool = Field(
+        default=False,
+        description="the pins are the versions present when the rule started (startFrom NEXT_CHANGE), not a run's",
+    )
 
-    def after(self, trigger: Trigger, backfills: dict[str, str]) -> GroupCursor:
-        """The cursor once ``trigger`` is claimed."""
+    def after(self, trigger: Trigger, backfills: dict[str, str], baseline: bool = False) -> GroupCursor:
+        """The cursor once ``trigger`` is claimed (``baseline``: a startFrom NEXT_CHANGE starting point)."""
         return self.model_copy(
             update={
                 "seq": self.seq + 1,
@@ -187,6 +192,7 @@ class GroupCursor(BaseModel):
                 # A skip is not a run: the cooldown keeps counting from the last real trigger.
                 "claimed_at": self.claimed_at if trigger.status is TriggerStatus.SKIPPED else trigger.created_at,
                 "backfills": backfills,
+                "baseline": baseline,
             }
         )
 

@@ -18,13 +18,23 @@ GroupRef = tuple[str, str]
 
 
 @dataclass(frozen=True)
+class RuleError:
+    """Why a rule's evaluation last failed (a bug in the rule or in lakehook, never the infrastructure), and when."""
+
+    message: str
+    at: int
+    group_id: str | None = None
+
+
+@dataclass(frozen=True)
 class StoredRule:
-    """A rule as stored: the rule, a revision that moves on every write, and when."""
+    """A rule as stored: the rule, a revision that moves on every write, and when; its last evaluation error."""
 
     rule: Rule
     revision: int
     created_at: int
     updated_at: int
+    last_error: RuleError | None = None
 
 
 class RuleStore(ABC):
@@ -53,6 +63,15 @@ class RuleStore(ABC):
     @abstractmethod
     def rules_for_asset(self, asset_key: str) -> list[Rule]:
         """Every rule naming the asset as a member: one query of the reverse index."""
+
+    @abstractmethod
+    def record_error(self, rule_id: str, error: RuleError) -> None:
+        """Keep ``error`` as the rule's ``lastError`` (nothing if the rule no longer exists)."""
+
+    @abstractmethod
+    def clear_error(self, rule_id: str, group_id: str) -> None:
+        """Drop the rule's ``lastError`` if it was recorded for ``group_id`` (that group evaluated fine since).
+        A put of the rule drops it too."""
 
 
 class ClaimOutcome(StrEnum):
@@ -145,6 +164,14 @@ class Deferral:
     due_at: int
 
 
+@dataclass(frozen=True)
+class AssetRecheck:
+    """Every rule of an asset to re-evaluate at ``due_at``: a resolver batch naming it failed and may be dropped."""
+
+    asset_key: str
+    due_at: int
+
+
 class DeferralStore(ABC):
     """Deferred re-evaluations. A sweep marks due ones, and that write wakes the resolver."""
 
@@ -153,9 +180,13 @@ class DeferralStore(ABC):
         """Ask for a re-evaluation at ``due_at``; the group keeps one pending deferral, the latest asked for."""
 
     @abstractmethod
-    def due(self, now_ms: int, limit: int) -> list[Deferral]:
-        """Pending deferrals due at ``now_ms``, oldest first."""
+    def recheck(self, asset_keys: Collection[str], due_at: int) -> None:
+        """Ask for a re-evaluation of every rule of these assets at ``due_at`` (one pending recheck per asset)."""
 
     @abstractmethod
-    def mark_due(self, deferral: Deferral, now_ms: int) -> bool:
+    def due(self, now_ms: int, limit: int) -> list[Deferral | AssetRecheck]:
+        """Pending deferrals and rechecks due at ``now_ms``, oldest first."""
+
+    @abstractmethod
+    def mark_due(self, deferral: Deferral | AssetRecheck, now_ms: int) -> bool:
         """Mark it due (the stream then wakes the resolver); False if it changed meanwhile."""

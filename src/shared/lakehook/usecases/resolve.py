@@ -25,22 +25,24 @@ a lost race re-evaluates with the cursor the failed condition returned.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from lakehook.domain.errors import ConflictError
 from lakehook.domain.evaluation import GroupEvaluation, Status, VersionLog, backfills_of, evaluate_group, select_member
-from lakehook.domain.rules import Group, Mode, Rule
+from lakehook.domain.rules import Group, Mode, Policy, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus, trigger_key
-from lakehook.observability import logger
+from lakehook.observability import MetricName, logger
 from lakehook.ports.coverage import CoverageStore
 from lakehook.ports.rules import (
+    AssetRecheck,
     ClaimOutcome,
     Deferral,
     DeferralStore,
     GroupRef,
+    RuleError,
     RuleStore,
     StateChange,
     StateHistory,
@@ -53,14 +55,46 @@ READY_METRIC = "lakehouse_asset_dependency_ready_total"
 BLOCKED_METRIC = "lakehouse_asset_dependency_blocked_by"
 
 
+# Errors of the data a rule evaluates, or of the code evaluating it: retrying the batch cannot help, so the rule
+# records them and the batch goes on. Anything else (the SDK's errors, OSError for connections and timeouts,
+# ConflictError for contention) is the infrastructure's: the batch fails and Lambda retries it.
+RULE_ERRORS: tuple[type[BaseException], ...] = (
+    ArithmeticError,
+    ValueError,
+    TypeError,
+    LookupError,
+    AttributeError,
+    AssertionError,
+    RecursionError,
+)
+
+
+def is_rule_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a bug of one rule (its data or the code evaluating it), not the infrastructure's."""
+    return isinstance(exc, RULE_ERRORS)
+
+
+@dataclass(frozen=True)
+class RuleFailure:
+    """A rule (group) whose evaluation raised a rule error; the rest of the batch went on."""
+
+    rule_id: str
+    group_id: str | None
+    message: str
+
+
 @dataclass
 class ResolveReport:
-    """What one invocation did: claims (in claim order), final verdicts, deferrals, lost races."""
+    """What one invocation did: claims (in claim order), final verdicts, deferrals, lost races, failed rules."""
 
     claimed: list[Trigger] = field(default_factory=list)
     verdicts: dict[GroupRef, GroupEvaluation] = field(default_factory=dict)
     deferred: list[Deferral] = field(default_factory=list)
     conflicts: int = 0
+    failed: list[RuleFailure] = field(default_factory=list)
+    rechecks: list[AssetRecheck] = field(default_factory=list)
+    # the verdict each group had when it was first evaluated in this invocation (before its claims moved it)
+    first_verdicts: dict[GroupRef, GroupEvaluation] = field(default_factory=dict)
 
     def blocked_by(self) -> Counter[str]:
         """Why groups that did not fire in this invocation are waiting (metric dimension values)."""
@@ -85,6 +119,12 @@ def emit_metrics(report: ResolveReport) -> None:
     if ready:
         with single_metric(name=READY_METRIC, unit=MetricUnit.Count, value=ready, namespace=NAMESPACE):
             pass
+    if report.failed:
+        errors = len(report.failed)
+        with single_metric(
+            name=MetricName.RULE_EVALUATION_ERROR, unit=MetricUnit.Count, value=errors, namespace=NAMESPACE
+        ):
+            pass
     for reason, count in sorted(report.blocked_by().items()):
         with single_metric(name=BLOCKED_METRIC, unit=MetricUnit.Count, value=count, namespace=NAMESPACE) as metric:
             metric.add_dimension(name="blocked_by", value=reason)
@@ -106,8 +146,13 @@ class ResolveAssetChange:
         max_claims_per_group: int = 100,
         history_settle_ms: int = 15 * 60_000,
         coverage: CoverageStore | None = None,
+        rule_error: Callable[[BaseException], bool] = is_rule_error,
+        retry_ms: int = 60_000,
     ) -> None:
         self._coverage = coverage
+        self._rule_error = rule_error
+        # When a failed rule (or a failed batch's assets) is evaluated again: the next sweep after this.
+        self._retry_ms = retry_ms
         self._rules = rules
         self._reader = reader
         self._triggers = triggers
@@ -121,10 +166,102 @@ class ResolveAssetChange:
         # a gap left in its history then never fills, and EACH_VERSION steps over it.
         self._settle_ms = history_settle_ms
 
-    def __call__(self, changes: Sequence[StateChange] = (), deferred: Sequence[Deferral] = ()) -> ResolveReport:
-        """Resolve a batch: changed assets (deduplicated, images kept in order) and due deferrals."""
+    def __call__(
+        self, changes: Sequence[StateChange] = (), deferred: Sequence[Deferral | AssetRecheck] = ()
+    ) -> ResolveReport:
+        """Resolve a batch: changed assets (deduplicated, images kept in order) and due deferrals and rechecks.
+
+        One rule's error is recorded on the rule (``lastError``, a metric, a retry through the sweep) and the
+        batch goes on. An infrastructure error fails the batch so Lambda retries it; first, rechecks of its
+        assets and deferrals are left, so the sweep re-evaluates them even if Lambda gives the batch up.
+        """
         now = self._clock()
         report = ResolveReport()
+        rechecked = [StateChange(d.asset_key) for d in deferred if isinstance(d, AssetRecheck)]
+        groups = [d for d in deferred if isinstance(d, Deferral)]
+        changes = [*changes, *rechecked]
+        try:
+            self._resolve_batch(changes, groups, now, report)
+        except Exception:
+            self._leave_rechecks(changes, groups, now)
+            raise
+        if self._observer is not None:
+            self._observer(report)
+        return report
+
+    def evaluate(
+        self,
+        rule: Rule,
+        *,
+        claim: bool = True,
+        group_ids: Sequence[str] | None = None,
+        registered: Mapping[str, bool] | None = None,
+    ) -> ResolveReport:
+        """Evaluate one rule now, with the same reads and the same decision as a stream batch, and claim what is
+        ready (a PUT of the rule, ``POST /rules/{id}/evaluate``); ``claim=False`` only decides (explain).
+
+        A rule error raises here (the caller answers it); ``registered`` only sharpens why a stateless member
+        is blocked."""
+        now = self._clock()
+        report = ResolveReport()
+        work = [(rule, g) for g in rule.groups if group_ids is None or g.group_id in group_ids]
+        if work:
+            self._resolve_work(work, [], {}, now, report, claim=claim, registered=registered)
+            failed = {f.group_id for f in report.failed}
+            for group in (g for _, g in work if claim and g.group_id not in failed):
+                self._rules.clear_error(rule.rule_id, group.group_id)
+        if claim and self._observer is not None:
+            self._observer(report)
+        return report
+
+    def start(self, rule: Rule, group_ids: Sequence[str]) -> list[Trigger]:
+        """``startFrom: NEXT_CHANGE``: record, per group, the versions that satisfy it now as its starting point (a
+        SKIPPED claim that moves the cursor without a run), so only newer versions fire. Call it before the rule
+        is written (or re-enabled): a resolver that sees the rule then already sees its starting point."""
+        now = self._clock()
+        # The starting point is what a LATEST evaluation would claim now, whatever cooldown or quiet period holds.
+        eager = rule.model_copy(update={"policy": Policy(mode=rule.policy.mode, backfill=rule.policy.backfill)})
+        groups = [g for g in rule.groups if g.group_id in group_ids]
+        refs = [(rule.rule_id, g.group_id) for g in groups]
+        inputs = self._reader.read(sorted({k for g in groups for k in g.asset_keys}), refs)
+        started: list[Trigger] = []
+        for group in groups:
+            cursor = inputs.cursors.get((rule.rule_id, group.group_id))
+            spans = coverage_of_groups(self._coverage, [(group, None)], now) if group.covers else None
+            verdict = evaluate_group(eager, group, inputs.states, None, now, coverage=spans)
+            if not verdict.ready or not _newer(verdict, cursor):
+                continue  # nothing satisfies it yet (its first satisfying versions are new), or nothing new
+            base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id)
+            at = max(now, base.claimed_at or 0)
+            trigger = Trigger(
+                trigger_key=trigger_key(
+                    rule.rule_id, group.group_id, verdict.pins, verdict.window, base.replay_epoch, marker="start"
+                ),
+                rule_id=rule.rule_id,
+                group_id=group.group_id,
+                status=TriggerStatus.SKIPPED,
+                inputs=verdict.pins,
+                window=verdict.window,
+                replay_epoch=base.replay_epoch,
+                sequence=base.seq + 1,
+                created_at=at,
+                updated_at=at,
+                reason="startFrom NEXT_CHANGE: the versions present when the rule started; only newer ones run",
+            )
+            moved = base.after(trigger, backfills_of(group, inputs.states), baseline=True)
+            if self._triggers.claim(trigger, moved, cursor).outcome is ClaimOutcome.CLAIMED:
+                started.append(trigger)
+                logger.info(
+                    "rule starting point recorded",
+                    extra={"rule_id": rule.rule_id, "group_id": group.group_id, "trigger_key": trigger.trigger_key},
+                )
+        return started
+
+    # --- one batch -----------------------------------------------------------------------------------
+
+    def _resolve_batch(
+        self, changes: Sequence[StateChange], deferred: Sequence[Deferral], now: int, report: ResolveReport
+    ) -> None:
         changed: list[str] = []
         images: dict[str, list[AssetState]] = {}
         for change in changes:
@@ -137,16 +274,27 @@ class ResolveAssetChange:
         rules: dict[str, Rule] = {}
         focus: dict[str, set[str]] = {}
         for asset_key in changed:
-            for rule in self._rules.rules_for_asset(asset_key):
+            try:
+                found = self._rules.rules_for_asset(asset_key)
+            except Exception as exc:
+                if not self._rule_error(exc):
+                    raise
+                # e.g. a stored rule that no longer parses: the asset's other rules cannot be told apart from
+                # it, so the asset is checked again later; other assets go on.
+                self._fail_asset(asset_key, exc, now, report)
+                continue
+            for rule in found:
                 rules[rule.rule_id] = rule
                 focus.setdefault(rule.rule_id, set()).update(g.group_id for g in rule.groups_with(asset_key))
         wanted = {d.rule_id for d in deferred} - rules.keys()
         if wanted:
             rules.update(self._rules.get_rules(wanted))
+        retried: set[GroupRef] = set()
         for item in deferred:
             rule_or_none = rules.get(item.rule_id)
             if rule_or_none is not None and rule_or_none.group(item.group_id) is not None:
                 focus.setdefault(item.rule_id, set()).add(item.group_id)
+                retried.add((item.rule_id, item.group_id))
 
         work = [
             (rule, group)
@@ -156,11 +304,28 @@ class ResolveAssetChange:
             if group.group_id in focus[rule_id]
         ]
         if not work:
-            return report
+            return
+        self._resolve_work(work, changed, images, now, report, claim=True)
+        failed = {(f.rule_id, f.group_id) for f in report.failed}
+        for ref in sorted(retried - failed):
+            # A deferral is how a failed group is retried: it evaluated fine, so its lastError goes.
+            self._rules.clear_error(*ref)
 
+    def _resolve_work(
+        self,
+        work: list[tuple[Rule, Group]],
+        changed: list[str],
+        images: dict[str, list[AssetState]],
+        now: int,
+        report: ResolveReport,
+        *,
+        claim: bool,
+        registered: Mapping[str, bool] | None = None,
+    ) -> None:
+        """Read what the groups need once, then decide (and with ``claim``, claim) group by group, each isolated."""
         versioned = {k for rule, g in work if _each_version(rule, g) for k in g.asset_keys}
         owned = {k: images[k] for k in changed if k in versioned and images[k]}
-        if owned:
+        if owned and claim:
             self._history.record(owned, now)
 
         assets = sorted({k for _, g in work for k in g.asset_keys})
@@ -168,16 +333,33 @@ class ResolveAssetChange:
         logs, recheck = self._logs(work, inputs.states, inputs.cursors, owned, now)
 
         for rule, group in work:
-            self._resolve_group(
-                rule,
-                group,
-                inputs.states,
-                inputs.cursors.get((rule.rule_id, group.group_id)),
-                now,
-                logs,
-                report,
-                changed,
-            )
+            try:
+                self._resolve_group(
+                    rule,
+                    group,
+                    inputs.states,
+                    inputs.cursors.get((rule.rule_id, group.group_id)),
+                    now,
+                    logs,
+                    report,
+                    changed,
+                    claim=claim,
+                    registered=registered,
+                )
+            except Exception as exc:
+                if not self._rule_error(exc):
+                    raise
+                if claim:
+                    self._fail_group(rule, group, exc, now, report)
+                else:  # explain: show it, change nothing
+                    message = _describe(exc)
+                    report.failed.append(RuleFailure(rule.rule_id, group.group_id, message))
+                    report.verdicts[(rule.rule_id, group.group_id)] = GroupEvaluation(
+                        group.group_id, Status.ERROR, (), reason=message
+                    )
+                continue
+            if not claim:
+                continue
             verdict = report.verdicts.get((rule.rule_id, group.group_id))
             due = [recheck[k] for k in group.asset_keys if k in recheck]
             if _each_version(rule, group) and verdict is not None and not verdict.ready and due:
@@ -186,9 +368,50 @@ class ResolveAssetChange:
                 deferral = Deferral(rule.rule_id, group.group_id, min(due))
                 self._deferrals.defer(deferral)
                 report.deferred.append(deferral)
-        if self._observer is not None:
-            self._observer(report)
-        return report
+
+    # --- failures ------------------------------------------------------------------------------------
+
+    def _fail_group(self, rule: Rule, group: Group, exc: BaseException, now: int, report: ResolveReport) -> None:
+        """A rule error: record it on the rule, count it, and evaluate the group again after ``retry_ms``."""
+        message = _describe(exc)
+        report.failed.append(RuleFailure(rule.rule_id, group.group_id, message))
+        logger.error(
+            "rule evaluation failed",
+            extra={"rule_id": rule.rule_id, "group_id": group.group_id, "reason": message, "status": "FAILED"},
+            exc_info=exc,
+        )
+        self._rules.record_error(rule.rule_id, RuleError(message, now, group.group_id))
+        deferral = Deferral(rule.rule_id, group.group_id, now + self._retry_ms)
+        self._deferrals.defer(deferral)
+        report.deferred.append(deferral)
+
+    def _fail_asset(self, asset_key: str, exc: BaseException, now: int, report: ResolveReport) -> None:
+        message = _describe(exc)
+        report.failed.append(RuleFailure("", None, f"{asset_key}: {message}"))
+        logger.error(
+            "rules of an asset could not be read",
+            extra={"asset_key": asset_key, "reason": message, "status": "FAILED"},
+            exc_info=exc,
+        )
+        recheck = AssetRecheck(asset_key, now + self._retry_ms)
+        self._deferrals.recheck([asset_key], recheck.due_at)
+        report.rechecks.append(recheck)
+
+    def _leave_rechecks(self, changes: Sequence[StateChange], deferred: Sequence[Deferral], now: int) -> None:
+        """Before a failed batch is retried (and perhaps given up): durable markers, so the sweep evaluates its
+        assets' rules and its deferred groups again whatever Lambda does with the batch. Best effort: the
+        infrastructure just failed, and Lambda retries the batch anyway."""
+        due = now + self._retry_ms
+        try:
+            assets = sorted({c.asset_key for c in changes})
+            if assets:
+                self._deferrals.recheck(assets, due)
+            for item in deferred:
+                self._deferrals.defer(Deferral(item.rule_id, item.group_id, due))
+        except Exception:
+            logger.exception("recheck markers not written", extra={"status": "FAILED", "asset_keys": len(changes)})
+        else:
+            logger.warning("resolver batch failed; rechecks left", extra={"status": "FAILED", "due_at": due})
 
     # --- EACH_VERSION history ----------------------------------------------------------------------
 
@@ -214,7 +437,12 @@ class ResolveAssetChange:
             for member in group.members:
                 last = cursor.pins.get(member.asset_key)
                 state = states.get(member.asset_key)
-                pin = select_member(member, state).pin if state is not None else None
+                try:
+                    pin = select_member(member, state).pin if state is not None else None
+                except Exception as exc:
+                    if not self._rule_error(exc):
+                        raise
+                    continue  # the group's evaluation meets the same error and records it
                 if last is None or state is None or pin is None or pin.ordinal <= last.ordinal:
                     continue  # nothing newer than the cursor, so no history to look at
                 mine = owned.get(member.asset_key)
@@ -258,6 +486,9 @@ class ResolveAssetChange:
         logs: dict[str, VersionLog],
         report: ResolveReport,
         changed: list[str],
+        *,
+        claim: bool = True,
+        registered: Mapping[str, bool] | None = None,
     ) -> None:
         ref = (rule.rule_id, group.group_id)
         conflicts = claims = 0
@@ -270,8 +501,11 @@ class ResolveAssetChange:
                 self._deferrals.defer(deferral)
                 report.deferred.append(deferral)
                 return
-            verdict = evaluate_group(rule, group, states, cursor, now, logs=logs, coverage=spans)
+            verdict = evaluate_group(rule, group, states, cursor, now, registered=registered, logs=logs, coverage=spans)
             report.verdicts[ref] = verdict
+            report.first_verdicts.setdefault(ref, verdict)
+            if not claim:
+                return
             if not verdict.ready:
                 self._settle(rule, group, verdict, report, changed)
                 return
@@ -371,16 +605,35 @@ def _each_version(rule: Rule, group: Group) -> bool:
     return rule.policy.mode is Mode.EACH_VERSION and group.window is None
 
 
+def _describe(exc: BaseException) -> str:
+    """``<ExceptionType>: <message>``, cut to what an API answer should carry."""
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= 1000 else text[:999] + "…"
+
+
+def _newer(verdict: GroupEvaluation, cursor: GroupCursor | None) -> bool:
+    """Whether a ready verdict holds anything the cursor has not: a newer pin or window."""
+    if cursor is None or cursor.seq == 0:
+        return True
+    if verdict.window is not None and (cursor.window is None or verdict.window.end > cursor.window.end):
+        return True
+    return any(
+        (last := cursor.pins.get(p.asset_key)) is None or p.ordinal > last.ordinal or p.identity() != last.identity()
+        for p in verdict.pins
+    )
+
+
 class SweepDeferred:
-    """On a schedule: mark due deferrals DUE; each mark's stream record re-evaluates its group."""
+    """On a schedule: mark due deferrals DUE; each mark's stream record re-evaluates its group. Rechecks (a failed
+    batch's assets) and a failed rule's retries are deferrals too: this sweep is what keeps them from stranding."""
 
     def __init__(self, deferrals: DeferralStore, clock: Callable[[], int] = now_ms, limit: int = 500) -> None:
         self._deferrals = deferrals
         self._clock = clock
         self._limit = limit
 
-    def __call__(self) -> list[Deferral]:
-        """The deferrals this sweep marked due."""
+    def __call__(self) -> list[Deferral | AssetRecheck]:
+        """The deferrals (and asset rechecks) this sweep marked due."""
         now = self._clock()
         marked = [d for d in self._deferrals.due(now, self._limit) if self._deferrals.mark_due(d, now)]
         if marked:

@@ -7,15 +7,18 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
-from lakehook.domain.errors import NotFoundError, ValidationError
-from lakehook.domain.evaluation import VersionLog, evaluate_rule
-from lakehook.domain.rules import Mode, Rule, validate_id
+from lakehook.domain.errors import ConflictError, NotFoundError, ValidationError
+from lakehook.domain.evaluation import select_member
+from lakehook.domain.rules import Member, Rule, StartFrom, validate_id
 from lakehook.domain.time import ms_to_iso, now_ms
-from lakehook.domain.triggers import Trigger, TriggerStatus
+from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus, trigger_key
+from lakehook.observability import logger
 from lakehook.ports.coverage import CoverageStore
-from lakehook.ports.rules import RuleStore, StateReader, StoredRule, TriggerStore
+from lakehook.ports.rules import RuleError, RuleStore, StateReader, StoredRule, TriggerStore
 from lakehook.ports.store import AssetRegistry, Page
-from lakehook.usecases.coverage import coverage_of_groups
+from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport
+
+MAX_MANUAL_RUNS = 100  # manual runs of one set of versions (each finished one frees the next number)
 
 _WATERMARK_TAGS = ("instant", "window")  # discriminator tags pydantic puts in error locations
 
@@ -52,17 +55,27 @@ def parse_rule(rule_id: str, body: Any) -> Rule:
         raise ValidationError(message, field=field) from exc
 
 
+def error_to_api(error: RuleError | None) -> dict[str, Any] | None:
+    if error is None:
+        return None
+    return {"message": error.message, "at": ms_to_iso(error.at), "groupId": error.group_id}
+
+
 def stored_to_api(stored: StoredRule) -> dict[str, Any]:
-    return {
+    data = {
         **stored.rule.to_api(),
         "revision": stored.revision,
         "createdAt": ms_to_iso(stored.created_at),
         "updatedAt": ms_to_iso(stored.updated_at),
     }
+    if stored.last_error is not None:
+        data["lastError"] = error_to_api(stored.last_error)
+    return data
 
 
 class ManageRules:
-    """The rule routes' use cases."""
+    """The rule routes' use cases. Deciding whether a rule is ready is the resolver's (``resolver``): explain,
+    evaluate and a PUT all ask it, so what explain says is what the resolver does."""
 
     def __init__(
         self,
@@ -72,6 +85,8 @@ class ManageRules:
         registry: AssetRegistry | None = None,
         clock: Callable[[], int] = now_ms,
         coverage: CoverageStore | None = None,
+        *,
+        resolver: ResolveAssetChange,
     ) -> None:
         self._rules = rules
         self._triggers = triggers
@@ -79,12 +94,32 @@ class ManageRules:
         self._registry = registry
         self._clock = clock
         self._coverage = coverage
+        self._resolver = resolver
 
     def put(self, rule_id: str, body: Any) -> tuple[StoredRule, bool]:
-        """Create or replace; True when created."""
+        """Create or replace; True when created. An enabled rule is evaluated at once, so one whose inputs
+        already satisfy it fires now (``startFrom: LATEST``); with ``NEXT_CHANGE`` the versions present when it
+        starts (created, re-enabled, or a new group) are recorded first, before the rule is visible, and only
+        newer ones fire."""
         rule = parse_rule(rule_id, body)
+        old = self._rules.get_rule(rule_id) if rule.enabled else None
+        if rule.enabled and rule.policy.start_from is StartFrom.NEXT_CHANGE:
+            was_running = old is not None and old.rule.enabled
+            before = {g.group_id for g in old.rule.groups} if old is not None and was_running else set()
+            starting = [g.group_id for g in rule.groups if g.group_id not in before]
+            if starting:
+                self._resolver.start(rule, starting)
         stored = self._rules.put_rule(rule, self._clock())
+        if rule.enabled:
+            self._evaluate_quietly(rule)
         return stored, stored.revision == 1
+
+    def _evaluate_quietly(self, rule: Rule) -> None:
+        """The PUT's own evaluation. The rule is stored either way: a failure here is the resolver's to retry."""
+        try:
+            self._resolver.evaluate(rule)
+        except Exception:
+            logger.exception("evaluation after put failed", extra={"rule_id": rule.rule_id, "status": "FAILED"})
 
     def get(self, rule_id: str) -> StoredRule:
         stored = self._rules.get_rule(rule_id)
@@ -101,46 +136,126 @@ class ManageRules:
             raise NotFoundError(f"rule {rule_id!r} does not exist")
 
     def explain(self, rule_id: str) -> dict[str, Any]:
-        """For each group and member: READY or why not, with current and required values and the last trigger."""
-        rule = self.get(rule_id).rule
-        refs = [(rule.rule_id, g.group_id) for g in rule.groups]
-        inputs = self._reader.read(rule.asset_keys, refs)
+        """For each group and member: READY or why not, with current and required values and the last trigger.
+
+        The verdict is the resolver's own (:meth:`ResolveAssetChange.evaluate` without claiming): the same
+        reads, the same EACH_VERSION history and the same decision."""
+        stored = self.get(rule_id)
+        return self._explain(stored, self._decide(stored.rule, claim=False))
+
+    def evaluate(self, rule_id: str, body: Any = None) -> dict[str, Any]:
+        """``POST /rules/{id}/evaluate``: evaluate now and claim what is ready (the same versions give the same key,
+        so repeating it claims nothing new). ``{"force": true}`` starts a manual run of the current versions
+        instead, under a key of its own (``<rule>.<group>.manual-<n>.<hash>``); refused (409) while one for the
+        same versions is in flight. Answers the explanation after it, and the trigger keys claimed."""
+        options = body if body is not None else {}
+        if not isinstance(options, dict):
+            raise ValidationError('the body must be a JSON object such as {"force": true}', field="body")
+        unknown = sorted(set(options) - {"force", "groupId"})
+        if unknown:
+            raise ValidationError(f"unknown field {unknown[0]!r}; expected force or groupId", field=unknown[0])
+        force = options.get("force", False)
+        if not isinstance(force, bool):
+            raise ValidationError("force must be true or false", field="force")
+        group_id = options.get("groupId")
+        stored = self.get(rule_id)
+        rule = stored.rule
+        if group_id is not None and (not isinstance(group_id, str) or rule.group(group_id) is None):
+            raise ValidationError(f"groupId {group_id!r} is not a group of rule {rule_id!r}", field="groupId")
+        if force:
+            trigger = self._manual_run(rule, group_id)
+            answer = self._explain(stored, self._decide(rule, claim=False))
+            return {**answer, "triggerKey": trigger.trigger_key, "claimed": [trigger.trigger_key], "manual": True}
+        if not rule.enabled:
+            raise ConflictError(f"rule {rule_id!r} is disabled; enable it, or force a manual run")
+        report = self._resolver.evaluate(rule, group_ids=None if group_id is None else [group_id])
+        claimed = [t.trigger_key for t in report.claimed if t.status is TriggerStatus.TRIGGERING]
+        answer = self._explain(self.get(rule_id), self._decide(rule, claim=False))
+        return {**answer, "triggerKey": claimed[0] if claimed else None, "claimed": claimed, "manual": False}
+
+    def _decide(self, rule: Rule, *, claim: bool) -> ResolveReport:
         registered: dict[str, bool] | None = None
         if self._registry is not None:
-            registered = {k: k in inputs.states or self._registry.get_asset(k) is not None for k in rule.asset_keys}
-        # Explain looks at the current state only: the next EACH_VERSION version it shows is the newest.
-        logs = {k: VersionLog.of([s], lost_before=s.version) for k, s in inputs.states.items()}
-        cursors = {g: c for (_, g), c in inputs.cursors.items()}
-        now = self._clock()
-        evaluation = evaluate_rule(
-            rule,
-            inputs.states,
-            cursors,
-            now,
-            registered=registered,
-            logs=logs if rule.policy.mode is Mode.EACH_VERSION else None,
-            coverage=coverage_of_groups(self._coverage, [(g, cursors.get(g.group_id)) for g in rule.groups], now),
-        )
+            states = self._reader.get_states(rule.asset_keys)
+            registered = {k: k in states or self._registry.get_asset(k) is not None for k in rule.asset_keys}
+        return self._resolver.evaluate(rule, claim=claim, registered=registered)
+
+    def _explain(self, stored: StoredRule, report: ResolveReport) -> dict[str, Any]:
+        rule = stored.rule
+        refs = [(rule.rule_id, g.group_id) for g in rule.groups]
+        cursors = {g: c for (_, g), c in self._triggers.get_cursors(refs).items()}
         last: dict[str, Trigger] = {}
         for group_id, cursor in cursors.items():
             trigger = self._triggers.get(cursor.trigger_key) if cursor.trigger_key else None
             if trigger is not None:
                 last[group_id] = trigger
         groups = []
-        for verdict in evaluation.groups:
+        ready = False
+        for group in rule.groups:
+            verdict = report.verdicts[(rule.rule_id, group.group_id)]
+            ready = ready or verdict.ready
             data = verdict.to_api()
-            data["lastTrigger"] = _summary(last.get(verdict.group_id))
+            data["lastTrigger"] = _summary(last.get(group.group_id))
             groups.append(data)
         newest = max(last.values(), key=lambda t: (t.created_at, t.sequence), default=None)
         return {
             "ruleId": rule.rule_id,
             "enabled": rule.enabled,
             "mode": rule.policy.mode.value,
-            "ready": evaluation.ready,
+            "startFrom": rule.policy.start_from.value,
+            "ready": ready,
             "groups": groups,
             "lastTrigger": _summary(newest),
-            "evaluatedAt": ms_to_iso(now),
+            "lastError": error_to_api(stored.last_error),
+            "evaluatedAt": ms_to_iso(self._clock()),
         }
+
+    def _manual_run(self, rule: Rule, group_id: str | None) -> Trigger:
+        """A manual run of the group's current versions: each member's newest version satisfying its condition,
+        else its newest version at all. The cursor does not move: the rule's own triggers are unaffected."""
+        if group_id is None and len(rule.groups) > 1:
+            names = ", ".join(g.group_id for g in rule.groups)
+            raise ValidationError(f"the rule has several groups ({names}); say which with groupId", field="groupId")
+        group = rule.group(group_id) if group_id is not None else rule.groups[0]
+        assert group is not None
+        states = self._reader.get_states(group.asset_keys)
+        pins: list[PinnedInput] = []
+        for member in group.members:
+            state = states.get(member.asset_key)
+            chosen = select_member(member, state)
+            if chosen.pin is None and state is not None:
+                anything = {"snapshotRequired": state.latest_snapshot_id is not None}
+                chosen = select_member(
+                    Member.model_validate({"assetKey": member.asset_key, "condition": anything}), state
+                )
+            if chosen.pin is None:
+                raise ConflictError(f"{member.asset_key} has no version to pin yet; a manual run needs one")
+            pins.append(chosen.pin)
+        now = self._clock()
+        for n in range(1, MAX_MANUAL_RUNS + 1):
+            key = trigger_key(rule.rule_id, group.group_id, pins, None, 0, marker=f"manual-{n}")
+            existing = self._triggers.get(key)
+            if existing is None:
+                trigger = Trigger(
+                    trigger_key=key,
+                    rule_id=rule.rule_id,
+                    group_id=group.group_id,
+                    status=TriggerStatus.TRIGGERING,
+                    inputs=tuple(pins),
+                    created_at=now,
+                    updated_at=now,
+                    reason="manual run (POST /rules/{ruleId}/evaluate with force)",
+                )
+                if self._triggers.put_replay(trigger):
+                    logger.info(
+                        "manual run claimed",
+                        extra={"rule_id": rule.rule_id, "group_id": group.group_id, "trigger_key": key},
+                    )
+                    return trigger
+                existing = self._triggers.get(key)  # a racing request took this number
+            if existing is not None and existing.status is TriggerStatus.TRIGGERING:
+                raise ConflictError(f"a manual run of these versions is in flight: {key}")
+        raise ConflictError(f"these versions have had {MAX_MANUAL_RUNS} manual runs already")
 
     def list_triggers(
         self, rule_id: str, status: str | None, limit: int, next_token: str | None = None

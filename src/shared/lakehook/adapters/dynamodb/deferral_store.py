@@ -2,11 +2,14 @@
 
 A pending deferral is indexed under GSI1 ``DEFERRED`` / ``<dueAt>#<ruleId>#<groupId>``. The sweep
 marks a due one ``status = DUE`` and drops it from the index in one conditional update; that
-MODIFY record is what the resolver's FilterCriteria lets through.
+MODIFY record is what the resolver's FilterCriteria lets through. An asset recheck
+(``ASSET#<assetKey>`` / ``RECHECK``, left by a failed resolver batch) is the same kind of item,
+so one sweep and one filter serve both.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
@@ -14,7 +17,7 @@ from botocore.exceptions import ClientError
 
 from lakehook.adapters.aws import is_conditional_failure
 from lakehook.adapters.dynamodb import keys
-from lakehook.ports.rules import Deferral, DeferralStore
+from lakehook.ports.rules import AssetRecheck, Deferral, DeferralStore
 
 PENDING = "PENDING"
 DUE = "DUE"
@@ -42,18 +45,43 @@ class DynamoDBDeferralStore(DeferralStore):
             }
         )
 
-    def due(self, now_ms: int, limit: int) -> list[Deferral]:
+    def recheck(self, asset_keys: Collection[str], due_at: int) -> None:
+        with self._table.batch_writer() as batch:
+            for asset_key in sorted(set(asset_keys)):
+                batch.put_item(
+                    Item={
+                        **keys.recheck_key(asset_key),
+                        keys.ITEM_TYPE: "DEFERRAL",
+                        "assetKey": asset_key,
+                        "dueAt": due_at,
+                        "status": PENDING,
+                        "GSI1PK": keys.DEFERRED_INDEX_PK,
+                        "GSI1SK": keys.deferred_index_sk(due_at, "ASSET", asset_key),
+                        keys.TTL_ATTRIBUTE: due_at // 1000 + self._retention_seconds,
+                    }
+                )
+
+    def due(self, now_ms: int, limit: int) -> list[Deferral | AssetRecheck]:
         answer = self._table.query(
             IndexName=keys.GSI1,
             KeyConditionExpression=Key("GSI1PK").eq(keys.DEFERRED_INDEX_PK) & Key("GSI1SK").lte(f"{now_ms:015d}~"),
             Limit=limit,
         )
-        return [Deferral(str(i["ruleId"]), str(i["groupId"]), int(i["dueAt"])) for i in answer.get("Items", [])]
+        return [
+            AssetRecheck(str(i["assetKey"]), int(i["dueAt"]))
+            if "assetKey" in i
+            else Deferral(str(i["ruleId"]), str(i["groupId"]), int(i["dueAt"]))
+            for i in answer.get("Items", [])
+        ]
 
-    def mark_due(self, deferral: Deferral, now_ms: int) -> bool:
+    def mark_due(self, deferral: Deferral | AssetRecheck, now_ms: int) -> bool:
+        if isinstance(deferral, AssetRecheck):
+            key = keys.recheck_key(deferral.asset_key)
+        else:
+            key = keys.deferral_key(deferral.rule_id, deferral.group_id)
         try:
             self._table.update_item(
-                Key=keys.deferral_key(deferral.rule_id, deferral.group_id),
+                Key=key,
                 UpdateExpression="SET #status = :due, markedAt = :now REMOVE GSI1PK, GSI1SK",
                 ConditionExpression="dueAt = :at AND #status = :pending",
                 ExpressionAttributeNames={"#status": "status"},

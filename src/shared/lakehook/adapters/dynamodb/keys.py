@@ -82,6 +82,7 @@ def poll_status_key(asset_key: str) -> dict[str, str]:
 # - ``RULE#<ruleId>``    / ``DEFER#<groupId>``   a deferred re-evaluation (GSI1 while pending: ``DEFERRED`` / due)
 # - ``TRIGGER#<key>``    / ``CLAIM``             a trigger claim (GSI1: ``TRIGGERS#<ruleId>`` / created, seq)
 # - ``ASSET#<assetKey>`` / ``HIST#<version>``    a past state image, for EACH_VERSION rules (TTL)
+# - ``ASSET#<assetKey>`` / ``RECHECK``           re-evaluate the asset's rules (a failed batch; GSI1 like a deferral)
 
 RULE_PREFIX = "RULE#"
 CURSOR_PREFIX = "CURSOR#"
@@ -116,6 +117,14 @@ def deferral_key(rule_id: str, group_id: str) -> dict[str, str]:
 
 def deferred_index_sk(due_at_ms: int, rule_id: str, group_id: str) -> str:
     return f"{due_at_ms:015d}#{rule_id}#{group_id}"
+
+
+RECHECK_SORT = "RECHECK"
+
+
+def recheck_key(asset_key: str) -> dict[str, str]:
+    """``ASSET#<assetKey>`` / ``RECHECK``: re-evaluate every rule of the asset (indexed like a deferral)."""
+    return {"PK": asset_pk(asset_key), "SK": RECHECK_SORT}
 
 
 def trigger_item_key(trigger_key: str) -> dict[str, str]:

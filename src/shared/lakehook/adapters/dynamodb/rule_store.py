@@ -15,13 +15,14 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
 
+from lakehook.adapters.aws import is_conditional_failure
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import batch_get
 from lakehook.adapters.dynamodb.pagination import decode_token, encode_token
 from lakehook.adapters.dynamodb.transactions import is_retryable_cancel
 from lakehook.domain.errors import ConflictError
 from lakehook.domain.rules import Rule
-from lakehook.ports.rules import RuleStore, StoredRule
+from lakehook.ports.rules import RuleError, RuleStore, StoredRule
 from lakehook.ports.store import Page
 
 PUT_ATTEMPTS = 4
@@ -152,6 +153,33 @@ class DynamoDBRuleStore(RuleStore):
                 return rules
             kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
 
+    def record_error(self, rule_id: str, error: RuleError) -> None:
+        value: dict[str, Any] = {"message": error.message, "at": error.at}
+        if error.group_id is not None:
+            value["groupId"] = error.group_id
+        try:
+            self._table.update_item(
+                Key=keys.rule_meta_key(rule_id),
+                UpdateExpression="SET lastError = :error",
+                ConditionExpression="attribute_exists(PK)",
+                ExpressionAttributeValues={":error": value},
+            )
+        except ClientError as exc:
+            if not is_conditional_failure(exc):
+                raise  # else: the rule was deleted meanwhile
+
+    def clear_error(self, rule_id: str, group_id: str) -> None:
+        try:
+            self._table.update_item(
+                Key=keys.rule_meta_key(rule_id),
+                UpdateExpression="REMOVE lastError",
+                ConditionExpression="lastError.groupId = :group",
+                ExpressionAttributeValues={":group": group_id},
+            )
+        except ClientError as exc:
+            if not is_conditional_failure(exc):
+                raise  # else: no error of that group to clear
+
     def _meta(self, rule_id: str) -> dict[str, Any] | None:
         item: dict[str, Any] | None = self._table.get_item(Key=keys.rule_meta_key(rule_id), ConsistentRead=True).get(
             "Item"
@@ -160,9 +188,11 @@ class DynamoDBRuleStore(RuleStore):
 
 
 def _stored(item: dict[str, Any]) -> StoredRule:
+    error = item.get("lastError")
     return StoredRule(
         rule=Rule.model_validate_json(item["body"]),
         revision=int(item["revision"]),
         created_at=int(item["createdAt"]),
         updated_at=int(item["updatedAt"]),
+        last_error=RuleError(str(error["message"]), int(error["at"]), error.get("groupId")) if error else None,
     )

@@ -2,7 +2,7 @@
 
 Records arrive as Lambda hands them over (typed attribute values); Powertools' DynamoDBRecord
 deserializes the images (numbers as Decimal). Only two kinds wake the resolver (see
-``RESOLVER_FILTER_PATTERNS``): an asset's STATE item written, and a deferral marked DUE. Anything
+``RESOLVER_FILTER_PATTERNS``): an asset's STATE item written, and a deferral (or an asset recheck) marked DUE. Anything
 else, including event items and the keys-only first INSERT moto emits for an update that
 creates an item, is recognized by its keys, so the decision does not depend on the filter.
 """
@@ -44,6 +44,8 @@ def resolver_input(record: Mapping[str, Any]) -> StateChange | Deferral | None:
         asset_key = pk[len(_ASSET) :]
         has_state = image.get(keys.ITEM_TYPE) == "STATE" and "version" in image
         return StateChange(asset_key, AssetState.from_item(asset_key, image) if has_state else None)
+    if pk.startswith(_ASSET) and sk == keys.RECHECK_SORT and image.get("status") == "DUE":
+        return StateChange(pk[len(_ASSET) :])  # a recheck a failed batch left: every rule of the asset again
     if pk.startswith(_RULE) and sk.startswith(keys.DEFER_PREFIX) and image.get("status") == "DUE":
         return Deferral(pk[len(_RULE) :], sk[len(keys.DEFER_PREFIX) :], int(integral(image.get("dueAt", 0))))
     return None

@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from lakehook.api.http import json_body, json_response, require_admin
+from lakehook.api.http import json_body, json_response, raw_body, require_admin
 from lakehook.container import current
 from lakehook.usecases.rules import stored_to_api
 from lakehook.wiring_rules import manage_rules
@@ -61,3 +61,17 @@ def delete_rule(ruleId: str) -> Response[str]:
 def explain_rule(ruleId: str) -> Response[str]:
     require_admin(router.current_event)
     return json_response(manage_rules(current()).explain(ruleId))
+
+
+@router.post(
+    "/rules/<ruleId>/evaluate",
+    summary="Evaluate a rule now, and claim what is ready",
+    description="The resolver's own evaluation: what is ready is claimed (the same versions give the same key, "
+    'so repeating it claims nothing new). With {"force": true} a manual run of the current versions under a '
+    "key of its own; 409 while one for the same versions is in flight. Answers the explanation and the keys claimed.",
+    tags=["rules"],
+)
+def evaluate_rule(ruleId: str) -> Response[str]:
+    require_admin(router.current_event)
+    body = json_body(router.current_event) if raw_body(router.current_event).strip() else None
+    return json_response(manage_rules(current()).evaluate(ruleId, body))
