@@ -75,6 +75,17 @@ def test_a_record_failing_past_the_retry_limit_goes_to_the_failure_destination(
     assert "after" in flat  # the shard moved on
 
 
+def test_one_function_s_schedule_takes_its_own_rate(tmp_path: Path) -> None:
+    out = tmp_path / "calls.jsonl"
+    with LocalStack(
+        template=FIXTURE, port=0, schedule_rates={"Ticker": 0.2}, extra_env={"RECORDER_FILE": str(out)}
+    ) as stack:
+        _wait_for(lambda: sum(1 for e in _calls(out, "Ticker") if e.get("detail-type") == "Scheduled Event") >= 3)
+        assert stack.schedule_rates == {"Ticker": 0.2}  # the template says every 5 minutes
+    with pytest.raises(ValueError, match="no scheduled function named"):
+        LocalStack(template=FIXTURE, port=0, schedule_rates={"Nobody": 1.0}).start()
+
+
 def test_schedules_fire_at_the_overridden_rate_and_queues_drain(recorder: tuple[LocalStack, Path]) -> None:
     stack, out = recorder
     _wait_for(lambda: sum(1 for e in _calls(out, "Ticker") if e.get("detail-type") == "Scheduled Event") >= 2)

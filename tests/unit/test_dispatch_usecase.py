@@ -658,3 +658,21 @@ def test_the_compensator_handler_counts_what_it_redrove(world: World) -> None:
     # The wired compensator runs on the real clock: a claim from T0 (June 2025) is long stuck by now.
     assert redrive_triggers(wired(world)) == {"SUCCEEDED": 1}
     assert world.status(key) is TriggerStatus.SUCCEEDED and world.target.runs[key] == 1
+
+
+def test_the_backoffs_come_from_the_settings() -> None:
+    from lakehook.wiring_dispatch import dispatch_policy
+
+    scaled = Settings(
+        dispatch_retry_base_seconds=0.05,
+        dispatch_retry_max_seconds=0.2,
+        dispatch_redrive_base_seconds=0.5,
+        dispatch_redrive_max_seconds=2.0,
+    )
+    policy = dispatch_policy(Container.of(scaled))
+    assert (policy.attempts.base_delay_seconds, policy.attempts.max_delay_seconds) == (0.05, 0.2)
+    assert (policy.redrive.base_delay_seconds, policy.redrive.max_delay_seconds) == (0.5, 2.0)
+    default = dispatch_policy(Container.of(Settings()))
+    assert (default.redrive.base_delay_seconds, default.redrive.max_delay_seconds) == (30.0, 900.0)
+    with pytest.raises(ValueError, match="dispatch_redrive_base_seconds must not exceed"):
+        Settings(dispatch_redrive_base_seconds=60.0, dispatch_redrive_max_seconds=10.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -43,8 +43,29 @@ class Settings(BaseSettings):
     )
     dispatch_attempts: int = Field(default=3, ge=1, le=10, description="attempts per dispatcher invocation")
     dispatch_total_attempts: int = Field(default=10, ge=1, le=100, description="attempts before a claim FAILs")
+    # Backoff (full jitter): attempt n waits up to min(max, base * 2**(n-1)). The defaults suit real targets;
+    # tests on the local stack scale them down (with the re-drive schedule) to replay an outage in seconds.
+    dispatch_retry_base_seconds: float = Field(
+        default=0.5, ge=0, le=60, description="first backoff between attempts within one dispatcher invocation"
+    )
+    dispatch_retry_max_seconds: float = Field(
+        default=8.0, ge=0, le=60, description="longest backoff within one dispatcher invocation"
+    )
+    dispatch_redrive_base_seconds: float = Field(
+        default=30.0, ge=0, le=3600, description="first backoff before the compensator re-drives a FAILED claim"
+    )
+    dispatch_redrive_max_seconds: float = Field(
+        default=900.0, ge=0, le=86400, description="longest backoff before a re-drive"
+    )
     dispatch_lease_seconds: int = Field(default=300, ge=30, description="a dispatcher's hold on a claim")
     dispatch_stuck_after_seconds: int = Field(default=600, ge=60, description="TRIGGERING longer than this is stuck")
+
+    @model_validator(mode="after")
+    def _backoffs_ordered(self) -> Settings:
+        for name in ("dispatch_retry", "dispatch_redrive"):
+            if getattr(self, f"{name}_base_seconds") > getattr(self, f"{name}_max_seconds"):
+                raise ValueError(f"{name}_base_seconds must not exceed {name}_max_seconds")
+        return self
 
 
 @lru_cache(maxsize=1)

@@ -6,7 +6,9 @@ the same names. The handlers at the bottom are what the dispatcher and compensat
 
 Settings this reads when the Settings model has them (defaults otherwise):
 ``allow_insecure_loopback_targets`` (False), ``dispatch_attempts`` (3), ``dispatch_total_attempts`` (10),
-``dispatch_lease_seconds`` (300), ``dispatch_stuck_after_seconds`` (600).
+``dispatch_lease_seconds`` (300), ``dispatch_stuck_after_seconds`` (600), the backoffs
+``dispatch_retry_base_seconds`` / ``dispatch_retry_max_seconds`` (0.5 / 8) within an invocation and
+``dispatch_redrive_base_seconds`` / ``dispatch_redrive_max_seconds`` (30 / 900) between re-drives.
 """
 
 from __future__ import annotations
@@ -62,11 +64,18 @@ def target_clients(container: Container) -> Mapping[str, TargetClient]:
 
 
 def dispatch_policy(container: Container) -> DispatchPolicy:
+    settings = container.settings
     return DispatchPolicy(
-        attempts=RetryPolicy(container.settings.dispatch_attempts, 0.5, 8.0),
-        redrive=RetryPolicy(container.settings.dispatch_total_attempts, 30.0, 900.0),
-        lease_seconds=float(container.settings.dispatch_lease_seconds),
-        stuck_after_seconds=float(container.settings.dispatch_stuck_after_seconds),
+        attempts=RetryPolicy(
+            settings.dispatch_attempts, settings.dispatch_retry_base_seconds, settings.dispatch_retry_max_seconds
+        ),
+        redrive=RetryPolicy(
+            settings.dispatch_total_attempts,
+            settings.dispatch_redrive_base_seconds,
+            settings.dispatch_redrive_max_seconds,
+        ),
+        lease_seconds=float(settings.dispatch_lease_seconds),
+        stuck_after_seconds=float(settings.dispatch_stuck_after_seconds),
     )
 
 

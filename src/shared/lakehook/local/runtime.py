@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -80,6 +81,7 @@ class LocalStack:
         region: str = "us-east-1",
         moto_port: int = 0,
         extra_env: dict[str, str] | None = None,
+        schedule_rates: Mapping[str, float] | None = None,
     ) -> None:
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError("the local stack listens on loopback only (127.0.0.1, localhost or ::1)")
@@ -89,6 +91,7 @@ class LocalStack:
         self.poll_every = poll_every
         self.moto_port = moto_port
         self.extra_env = dict(extra_env or {})
+        self.schedule_rates = dict(schedule_rates or {})  # seconds per function logical id, over poll_every
         self.endpoint_url = ""
         self.table_name = f"{LOCAL_STACK}-table"
         self.names: dict[str, str] = {}
@@ -178,7 +181,7 @@ class LocalStack:
         if stream_arn:
             self._tailer = StreamTailer(streams, stream_arn, self.functions)
             self._tailer.start()
-        self._scheduler = Scheduler(self.functions, every=self.poll_every)
+        self._scheduler = Scheduler(self.functions, every=self.poll_every, rates=self.schedule_rates)
         self._scheduler.start()
         self._start_queue_pollers()
         self._start_bucket_watchers()

@@ -7,6 +7,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,18 +32,25 @@ def scheduled_event(rule_name: str, detail: Any = None) -> dict[str, Any]:
 
 
 class Scheduler:
-    """One thread per schedule; ``every`` overrides every rate (``--poll-every``)."""
+    """One thread per schedule; ``every`` overrides every rate (``--poll-every``), and ``rates`` the rate of
+    one function's schedules (by logical id), e.g. to replay minutes of re-drives in seconds in a test."""
 
-    def __init__(self, functions: list[LocalFunction], every: float | None = None) -> None:
+    def __init__(
+        self, functions: list[LocalFunction], every: float | None = None, rates: Mapping[str, float] | None = None
+    ) -> None:
         self._jobs = [(fn, s) for fn in functions for s in fn.spec.schedules]
         self._every = every
+        self._rates = dict(rates or {})
+        unknown = self._rates.keys() - {fn.spec.name for fn, _ in self._jobs}
+        if unknown:
+            raise ValueError(f"no scheduled function named {sorted(unknown)}")
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.fired: dict[str, int] = {}
 
     def start(self) -> None:
         for fn, schedule in self._jobs:
-            period = self._every if self._every is not None else schedule.rate_seconds
+            period = self._rates.get(fn.spec.name, self._every if self._every is not None else schedule.rate_seconds)
             thread = threading.Thread(
                 target=self._loop,
                 args=(fn, schedule.name, schedule.input, period),
