@@ -48,9 +48,9 @@ from tests.lakehouse import create_paimon_table, paimon_commit, rows
 from tests.support import signed_headers
 
 SEED = 20261201
-PHASES = 6
-DOWN_PHASE = 3
-DOWN_SECONDS = 4.0  # "down for a minute", scaled with the re-drive schedule below
+PHASES = int(os.environ.get("LAKEHOOK_CHAOS_PHASES", "10"))
+DOWN_PHASE = 4
+DOWN_SECONDS = 5.0  # "down for a minute", scaled with the re-drive schedule below
 TARGET_TIMEOUT_SECONDS = 1.0
 PUSHERS = 3
 ADMIN = "chaos-admin"
@@ -250,7 +250,7 @@ def test_every_satisfied_version_runs_exactly_once_through_faults(
     by_rule: dict[str, list[dict[str, Any]]] = {}
     for t in final:
         by_rule.setdefault(t["ruleId"], []).append(t)
-    print("chaos report:", json.dumps(summary(seed, elapsed, receiver, failed, log), indent=1))
+    print("chaos report:", json.dumps(summary(seed, elapsed, receiver, failed, final, log), indent=1))
     check = Checks()
 
     for key, answer in retried.items():
@@ -292,6 +292,9 @@ def test_every_satisfied_version_runs_exactly_once_through_faults(
             check("lastError", bool(error), f"{THROWING}: no lastError")
         else:
             check("lastError", not error, f"{rule_id}: lastError {error}")
+    kinds = {d.fault for d in receiver.deliveries}
+    check("chaos", kinds >= set(receiver.plan.forced), f"faults met: {sorted(kinds)}")
+    check("chaos", any(t["attempts"] > receiver.counts[t["triggerKey"]] for t in final), "no connection was refused")
     check.done()
 
 
@@ -321,11 +324,18 @@ class Checks:
 
 
 def summary(
-    seed: int, elapsed: float, receiver: ChaosReceiver, failed: list[dict[str, Any]], log: list[str]
+    seed: int,
+    elapsed: float,
+    receiver: ChaosReceiver,
+    failed: list[dict[str, Any]],
+    final: list[dict[str, Any]],
+    log: list[str],
 ) -> dict[str, Any]:
     faults: dict[str, int] = {}
     for d in receiver.deliveries:
         faults[d.fault.value] = faults.get(d.fault.value, 0) + 1
+    # attempts that never reached the receiver: refused while it was down
+    faults["refused connection"] = sum(max(0, t["attempts"] - receiver.counts[t["triggerKey"]]) for t in final)
     return {
         "seed": seed,
         "seconds": round(elapsed, 1),

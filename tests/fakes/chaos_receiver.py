@@ -5,7 +5,8 @@ relies on): ``X-Lakehook-Signature`` must verify (401 otherwise), ``Idempotency-
 first request for a key starts a run (202 ``{"runId"}``) and any later one answers 409 with the same run id.
 
 Misbehaviour, decided per (idempotency key, delivery number) from the seed, so a re-run with the same seed
-and the same keys meets the same faults whatever order requests arrive in:
+and the same keys meets the same faults whatever order requests arrive in (except that the first keys to
+arrive meet each fault once on their first delivery, so every run sees every fault):
 
 - ``500``: fails before acting;
 - ``hang``: answers 503 after the client's timeout, having done nothing;
@@ -47,11 +48,15 @@ class FaultPlan:
 
     seed: int
     first: dict[Fault, float] = field(
-        default_factory=lambda: {Fault.ERROR: 0.2, Fault.HANG: 0.05, Fault.SLOW: 0.08, Fault.REFUSE: 0.06}
+        default_factory=lambda: {Fault.ERROR: 0.2, Fault.HANG: 0.08, Fault.SLOW: 0.08, Fault.REFUSE: 0.05}
     )
     second: dict[Fault, float] = field(default_factory=lambda: {Fault.ERROR: 0.15, Fault.SLOW: 0.05})
+    forced: tuple[Fault, ...] = (Fault.ERROR, Fault.HANG, Fault.SLOW, Fault.REFUSE)
 
-    def fault(self, key: str, delivery: int) -> Fault:
+    def fault(self, key: str, delivery: int, arrival: int) -> Fault:
+        """The fault for the ``delivery``-th request of ``key``, the ``arrival``-th distinct key (1-based)."""
+        if delivery == 1 and arrival <= len(self.forced):
+            return self.forced[arrival - 1]
         chances = self.first if delivery == 1 else self.second if delivery == 2 else {}
         digest = hashlib.sha256(f"{self.seed}:{key}:{delivery}".encode()).digest()
         draw = random.Random(int.from_bytes(digest[:8], "big")).random()
@@ -144,7 +149,7 @@ class ChaosReceiver(FakeServer):
         with self.lock:
             self.counts[key] += 1
             number = self.counts[key]
-            fault = Fault.NONE if self.healthy else self.plan.fault(key, number)
+            fault = Fault.NONE if self.healthy else self.plan.fault(key, number, len(self.counts))
             seen = key in self.runs
             processed = False
             if fault in (Fault.NONE, Fault.SLOW) and not seen:
