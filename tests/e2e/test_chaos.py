@@ -258,9 +258,13 @@ def test_every_satisfied_version_runs_exactly_once_through_faults(
     for t in final:
         check("succeeded", t["status"] == "SUCCEEDED", f"{t['triggerKey']} ended {t['status']}: {t.get('reason')}")
     succeeded = {t["triggerKey"] for t in final if t["status"] == "SUCCEEDED"}
-    ran = set(receiver.runs)
+    runs = receiver.runs_per_trigger()
+    twice = {k: n for k, n in runs.items() if n > 1}
+    check("one run per key", not twice, f"triggers run more than once: {twice}")
+    ran = set(runs)
     check("one run per key", ran <= succeeded, f"runs without a SUCCEEDED trigger: {sorted(ran - succeeded)}")
     check("one run per key", succeeded <= ran, f"SUCCEEDED triggers without a run: {sorted(succeeded - ran)}")
+    check("one run per key", set(receiver.runs) == ran, "a run came with an idempotency key unlike its trigger's")
     resent = receiver.resent_after_prompt_success()
     check("no resend", not resent, f"keys sent again after the receiver answered 2xx in time: {resent}")
 

@@ -178,6 +178,11 @@ class ChaosReceiver(FakeServer):
         with self.lock:
             return sorted((r for r in self.runs.values() if r.hook == hook), key=lambda r: r.seq)
 
+    def runs_per_trigger(self) -> Counter[str]:
+        """Runs by the trigger key in their payload: more than one is a double run, whatever the header said."""
+        with self.lock:
+            return Counter(str(r.payload.get("triggerKey")) for r in self.runs.values())
+
     def resent_after_prompt_success(self) -> list[str]:
         """Keys sent again after a prompt 2xx: a receiver without deduplication would have run them twice."""
         with self.lock:
