@@ -207,3 +207,50 @@ def create_iceberg_table(catalog: Any, name: str, location: str | None = None) -
     if (namespace,) not in catalog.list_namespaces():
         catalog.create_namespace(namespace)
     return catalog.create_table(name, schema=ROWS, location=location)
+
+
+def paimon_compact_commit(table: Any) -> None:
+    """A COMPACT snapshot through pypaimon's own commit path.
+
+    pypaimon 2.1 cannot compact (its commit refuses compaction increments: Java commits them), so this
+    commits what a compaction that found nothing to merge commits: a snapshot of kind COMPACT, no data change.
+    """
+    builder = table.new_batch_write_builder()
+    commit = builder.new_commit()
+    try:
+        commit.file_store_commit._try_commit(
+            commit_kind="COMPACT",
+            commit_identifier=2**63 - 1,  # BatchWriteBuilder's identifier
+            commit_entries_plan=lambda _latest: [],
+            allow_empty_commit=True,
+        )
+    finally:
+        commit.close()
+
+
+def iceberg_rewrite(table: Any) -> None:
+    """A real Iceberg rewrite (compaction): every data file read and written back as one, committed as ``replace``.
+
+    pyiceberg 0.12 has no rewrite API and its summary builder refuses the REPLACE operation, so the files are
+    swapped by its overwrite producer, whose summary is computed as an overwrite and then labelled REPLACE.
+    """
+    from pyiceberg.io.pyarrow import _dataframe_to_data_files
+    from pyiceberg.table.snapshots import Operation, Summary
+    from pyiceberg.table.update.snapshot import _OverwriteFiles
+
+    class _RewriteFiles(_OverwriteFiles):
+        def _summary(self, snapshot_properties: Any = None) -> Summary:
+            self._operation = Operation.OVERWRITE
+            try:
+                summary = super()._summary(snapshot_properties or {})
+            finally:
+                self._operation = Operation.REPLACE
+            return Summary(Operation.REPLACE, **summary.additional_properties)
+
+    data = table.scan().to_arrow()
+    files = [task.file for task in table.scan().plan_files()]
+    with table.transaction() as tx, _RewriteFiles(operation=Operation.REPLACE, transaction=tx, io=table.io) as rewrite:
+        for old in files:
+            rewrite.delete_data_file(old)
+        for new in _dataframe_to_data_files(table_metadata=tx.table_metadata, df=data, io=table.io):
+            rewrite.append_data_file(new)

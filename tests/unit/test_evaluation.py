@@ -342,3 +342,69 @@ def test_explain_shape_of_a_member() -> None:
 
 def test_condition_defaults_require_a_snapshot() -> None:
     assert Condition().snapshot_required is True
+
+
+# --- what counts as an update (compaction) and tags ----------------------------------------------
+
+
+def ingested(*events: dict[str, Any], key: str = A) -> AssetState:
+    """The state the ingest path builds from these events (the in-memory store applies the same Advance)."""
+    from lakehook.adapters.memory import InMemoryAssetStore
+    from lakehook.domain.events import SourceType
+    from lakehook.usecases.ingest import IngestEvents
+
+    store = InMemoryAssetStore()
+    ingest = IngestEvents(store, clock=lambda: NOW)
+    for event in events:
+        ingest.ingest_raw([{"assetKey": key, **event}], SourceType.PUSH)
+    found = store.get_state(key)
+    assert found is not None
+    return found
+
+
+def snap(snapshot_id: int, kind: str = "APPEND", **fields: Any) -> dict[str, Any]:
+    return {"eventType": "SNAPSHOT_COMMITTED", "snapshotId": snapshot_id, "commitKind": kind, **fields}
+
+
+def test_a_compaction_snapshot_pins_the_newest_snapshot_that_changed_data() -> None:
+    s = ingested(snap(1, schemaId=3, commitTime=NOW - 5), snap(2, "COMPACT", schemaId=3))
+    chosen = select_member(member(), s).pin
+    assert chosen is not None and (chosen.snapshot_id, chosen.schema_id, chosen.commit_time) == (1, 3, NOW - 5)
+    opted = select_member(member(includeCompaction=True), s).pin
+    assert opted is not None and opted.snapshot_id == 2
+
+
+def test_a_group_does_not_fire_again_on_a_compaction_but_does_on_the_next_data_change() -> None:
+    r = rule({"assetKey": A})
+    after_one = cursor_at(pin(A, 1))
+    compacted = ingested(snap(1), snap(2, "COMPACT"))
+    waiting = evaluate_group(r, r.groups[0], {A: compacted}, after_one, NOW)
+    assert waiting.status is Status.WAITING_FOR_UPDATE
+    appended = ingested(snap(1), snap(2, "COMPACT"), snap(3, "APPEND"))
+    fired = evaluate_group(r, r.groups[0], {A: appended}, after_one, NOW)
+    assert fired.ready and [p.snapshot_id for p in fired.pins] == [3]
+    opted = rule({"assetKey": A, "condition": {"includeCompaction": True}})
+    assert evaluate_group(opted, opted.groups[0], {A: compacted}, after_one, NOW).ready
+
+
+def test_an_iceberg_replace_snapshot_changes_no_data() -> None:
+    key = "iceberg://lake/ods/orders"
+    s = ingested(
+        snap(9001, sequenceNumber=1, metadataLocation="s3://w/m/00001.metadata.json"),
+        snap(4242, "REPLACE", sequenceNumber=2, parentSnapshotId=9001, metadataLocation="s3://w/m/00002.metadata.json"),
+        key=key,
+    )
+    chosen = select_member(member(key), s).pin
+    assert chosen is not None
+    assert (chosen.snapshot_id, chosen.ordinal, chosen.metadata_location) == (9001, (1, -1), "s3://w/m/00001.metadata.json")
+
+
+def test_a_tag_member_pins_the_tagged_snapshot_and_waits_for_no_later_snapshot() -> None:
+    tag = {"eventType": "TAG_CREATED", "tag": "month-end", "snapshotId": 1}
+    s = ingested(snap(1, schemaId=2), snap(2), tag, snap(3))
+    r = rule({"assetKey": A, "condition": {"tag": "month-end"}})
+    first = evaluate_group(r, r.groups[0], {A: s}, None, NOW)
+    assert first.ready and [(p.snapshot_id, p.tag) for p in first.pins] == [(1, "month-end")]
+    later = ingested(snap(1, schemaId=2), snap(2), tag, snap(3), snap(4))
+    again = evaluate_group(r, r.groups[0], {A: later}, cursor_at(*first.pins), NOW)
+    assert again.status is Status.WAITING_FOR_UPDATE

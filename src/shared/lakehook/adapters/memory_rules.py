@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.rules import Rule
-from lakehook.domain.state import AssetState
+from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.state import AssetState, snapshot_record
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
 from lakehook.ports.rules import (
     AssetRecheck,
@@ -25,6 +26,7 @@ from lakehook.ports.rules import (
     StoredRule,
     TriggerStore,
 )
+from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports.store import Page
 
 
@@ -149,10 +151,26 @@ class InMemoryTriggerStore(TriggerStore):
 class InMemoryStateReader(StateReader):
     """Reads states through a function (e.g. an InMemoryAssetStore's ``get_state``) and cursors from a store."""
 
-    def __init__(self, get_state: Callable[[str], AssetState | None], triggers: TriggerStore) -> None:
+    def __init__(
+        self,
+        get_state: Callable[[str], AssetState | None],
+        triggers: TriggerStore,
+        events: Callable[[], Iterable[AssetEvent]] | None = None,
+    ) -> None:
         self._get_state = get_state
         self._triggers = triggers
+        self._events = events
         self.reads = 0  # batched reads made, for request-budget assertions
+
+    def snapshots(self, wanted: Collection[tuple[str, int]]) -> dict[tuple[str, int], SnapshotRecord]:
+        """From ``events`` (e.g. an InMemoryAssetStore's recorded events), when given."""
+        pairs = set(wanted)
+        found: dict[tuple[str, int], SnapshotRecord] = {}
+        for event in self._events() if self._events is not None else ():
+            pair = (event.asset_key, event.snapshot_id or 0)
+            if event.event_type is EventType.SNAPSHOT_COMMITTED and pair in pairs:
+                found[pair] = snapshot_record(event)
+        return found
 
     def get_states(self, asset_keys: Collection[str]) -> dict[str, AssetState]:
         found = {k: self._get_state(k) for k in asset_keys}

@@ -241,7 +241,8 @@ def snapshot_event_from_iceberg(
     """The SNAPSHOT_COMMITTED event for a pyiceberg table's snapshot (by default the current one).
 
     The key is ``iceberg://<catalog>/<namespace>/<table>`` (the catalog's name unless given). The event
-    carries ``sequenceNumber``: Iceberg snapshot ids are random, so lakehook orders snapshots by it.
+    carries ``sequenceNumber``: Iceberg snapshot ids are random, so lakehook orders snapshots by it; and
+    ``metadataLocation``, the ``metadata.json`` that holds the snapshot, which run manifests pin.
     """
     if snapshot is None:
         snapshot = table.current_snapshot()
@@ -256,10 +257,17 @@ def snapshot_event_from_iceberg(
         *namespace, name = table.name()
         asset_key = f"iceberg://{catalog or table.catalog.name}/{'.'.join(namespace)}/{name}"
     summary = snapshot.summary
+    # the metadata.json the snapshot's own commit wrote, as the Iceberg poller finds it
+    metadata = table.metadata
+    written = {entry.timestamp_ms: entry.metadata_file for entry in metadata.metadata_log}
+    location = written.get(snapshot.timestamp_ms)
+    if location is None and snapshot.snapshot_id == metadata.current_snapshot_id:
+        location = table.metadata_location
     return _drop_none(
         {
             "eventType": "SNAPSHOT_COMMITTED",
             "assetKey": asset_key,
+            "metadataLocation": location,
             "snapshotId": snapshot.snapshot_id,
             "parentSnapshotId": snapshot.parent_snapshot_id,
             "sequenceNumber": snapshot.sequence_number,

@@ -78,14 +78,13 @@ class ManifestInput(BaseModel):
 
     @classmethod
     def of(cls, pin: PinnedInput, interval: dict[str, str] | None) -> ManifestInput:
-        # The metadata location is taken from the pin when the pin knows it (never from live state:
-        # the manifest must be the same on every attempt).
-        known = pin.model_dump(by_alias=True)
+        # The metadata location is taken from the pin (never from live state: the manifest must be
+        # the same on every attempt).
         return cls(
             asset_key=pin.asset_key,
             snapshot_id=pin.snapshot_id,
             schema_id=pin.schema_id,
-            metadata_location=known.get("metadataLocation"),
+            metadata_location=pin.metadata_location,
             watermark=pin.watermark,
             commit_time=pin.commit_time,
             interval=interval,

@@ -33,6 +33,7 @@ from lakehook.domain.rules import BackfillPolicy, Group, Member, Mode, Rule, Win
 from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus
 from lakehook.domain.time import ms_to_iso
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Window
+from lakehook.domain.versions import SnapshotRecord
 
 
 class Status(StrEnum):
@@ -133,13 +134,21 @@ def select_member(member: Member, state: AssetState | None, registered: bool | N
     # sequence number, since its ids are random), and told apart by id.
     latest = state.latest_snapshot_id
     latest_order = _order(latest, state.latest_snapshot_order)
-    candidate, candidate_order = latest, latest_order
+    # What is known of the pinned snapshot (schema, commit time, metadata location), when it is known.
+    record = state.latest_record
+    data = state.latest_data
+    if not c.include_compaction and record is not None and not record.changes_data and data is not None:
+        record = data  # a compaction changes no data: the newest snapshot that did is the version
+        current["dataSnapshotId"] = data.snapshot_id
+    candidate = record.snapshot_id if record is not None else None
+    candidate_order = record.order if record is not None else None
     if c.manifest and latest is None and state.manifest_snapshot_id is not None:
         # a spooled asset commits no table snapshot: the extract's snapshot is its version
         candidate = candidate_order = state.manifest_snapshot_id
     if c.quality_status:
         candidate = state.quality_passed_snapshot_id
         candidate_order = _order(candidate, state.quality_passed_order)
+        record = _known(state, candidate)
         failed = state.quality_failed_snapshot_id
         if candidate is None:
             why = f"; snapshot {failed} failed" if failed is not None else ""
@@ -166,6 +175,15 @@ def select_member(member: Member, state: AssetState | None, registered: bool | N
         )
     if c.tag and c.tag not in state.tags:
         return blocked(Status.BLOCKED_BY_TAG, f"tag {c.tag!r} does not exist yet", current)
+    if c.tag:
+        # the tagged snapshot is the version, so the group fires once per tag, not on every later snapshot
+        tagged = state.tag_snapshot(c.tag)
+        candidate, candidate_order = tagged if tagged is not None else (None, None)
+        record = _known(state, candidate)
+        if record is not None:
+            candidate_order = record.order
+        elif candidate is not None and candidate_order is None and not key.startswith("iceberg://"):
+            candidate_order = candidate
     if c.manifest and state.manifest_status != "SEALED":
         return blocked(Status.BLOCKED_BY_MANIFEST, _manifest_reason(state), current)
     if c.backfill_status and state.backfill_status is not BackfillStatus.COMPLETED:
@@ -182,22 +200,32 @@ def select_member(member: Member, state: AssetState | None, registered: bool | N
         return blocked(Status.BLOCKED_BY_WATERMARK, f"{have}; needs {ms_to_iso(floor)}", current)
     if c.window is not None and watermark is None:
         return blocked(Status.BLOCKED_BY_WATERMARK, "no watermark yet", current)
-    is_latest = candidate is not None and candidate == latest
+    known = record if record is not None and record.snapshot_id == candidate else None
     pin = PinnedInput(
         asset_key=key,
         snapshot_id=candidate,
         snapshot_order=candidate_order if candidate_order != candidate else None,
-        schema_id=state.latest_schema_id if is_latest else None,
+        schema_id=known.schema_id if known is not None else None,
         watermark=watermark,
-        commit_time=state.latest_commit_time if is_latest else None,
+        commit_time=known.commit_time if known is not None else None,
         state_version=state.version,
         manifest_uri=state.manifest_uri if c.manifest else None,
+        metadata_location=known.metadata_location if known is not None else None,
+        tag=c.tag,
     )
     reason = None
     if c.quality_status and latest_order is not None and candidate_order is not None and latest_order > candidate_order:
         verdict = "failed its check" if state.quality_failed_snapshot_id == latest else "no passing check yet"
         reason = f"pins snapshot {candidate}, the newest that passed; snapshot {latest} has {verdict}"
     return MemberEvaluation(key, Status.READY, pin, current, required, reason)
+
+
+def _known(state: AssetState, snapshot_id: int | None) -> SnapshotRecord | None:
+    """What the state still knows of a snapshot that is not necessarily the newest."""
+    for record in (state.latest_record, state.latest_data):
+        if record is not None and snapshot_id is not None and record.snapshot_id == snapshot_id:
+            return record
+    return None
 
 
 def _manifest_reason(state: AssetState) -> str:

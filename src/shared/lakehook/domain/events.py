@@ -142,6 +142,13 @@ class AssetEvent(BaseModel):
     interval: Interval | None = None
     partition_key: str | None = Field(default=None, alias="partitionKey", max_length=512)
     manifest_uri: str | None = Field(default=None, alias="manifestUri", max_length=1024)
+    metadata_location: str | None = Field(
+        default=None,
+        alias="metadataLocation",
+        min_length=1,
+        max_length=2048,
+        description="Iceberg: the metadata.json that holds this snapshot, pinned in run manifests",
+    )
     payload: dict[str, Any] | None = None
 
     @field_validator("asset_key")

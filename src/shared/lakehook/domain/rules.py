@@ -135,7 +135,17 @@ class Condition(BaseModel):
     )
     quality_status: Literal["PASSED"] | None = Field(default=None, alias="qualityStatus")
     schema_status: Literal["COMPATIBLE"] | None = Field(default=None, alias="schemaStatus")
-    tag: str | None = Field(default=None, min_length=1, max_length=256)
+    tag: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="pin the snapshot this tag names; the group fires once per tag, not on later snapshots",
+    )
+    include_compaction: bool | None = Field(
+        default=None,
+        alias="includeCompaction",
+        description="count snapshots that change no data (Paimon COMPACT or ANALYZE, Iceberg replace) as updates",
+    )
     coverage: WindowSpec | None = Field(
         default=None,
         description="aligned windows {window, allowedLatenessSeconds} of [start, end) the asset's intervals "

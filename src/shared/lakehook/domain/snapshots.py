@@ -50,6 +50,7 @@ class SnapshotInfo(BaseModel):
     commit_user: str | None = Field(default=None, alias="commitUser")
     commit_identifier: int | None = Field(default=None, alias="commitIdentifier")
     schema_changed: bool | None = Field(default=None, alias="schemaChanged")
+    metadata_location: str | None = Field(default=None, alias="metadataLocation")
 
 
 class TagInfo(BaseModel):
@@ -60,6 +61,9 @@ class TagInfo(BaseModel):
     name: str = Field(min_length=1)
     snapshot_id: int | None = Field(default=None, alias="snapshotId", ge=0)
     kind: RefKind = RefKind.TAG
+    sequence_number: int | None = Field(
+        default=None, alias="sequenceNumber", ge=0, description="Iceberg: the tagged snapshot's place in history"
+    )
 
     @property
     def event_tag(self) -> str:
@@ -185,6 +189,7 @@ def snapshot_event(asset_key: str, snapshot: SnapshotInfo) -> AssetEvent:
         delta_record_count=snapshot.delta_record_count,
         changelog_record_count=snapshot.changelog_record_count,
         schema_changed=snapshot.schema_changed,
+        metadata_location=snapshot.metadata_location,
     )
 
 
@@ -196,6 +201,7 @@ def tag_event(asset_key: str, tag: TagInfo) -> AssetEvent:
         asset_key=asset_key,
         tag=tag.event_tag,
         snapshot_id=tag.snapshot_id,
+        sequence_number=tag.sequence_number,
         payload=payload,
     )
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lakehook.domain.events import AssetEvent, EventType
 from lakehook.domain.time import ms_to_iso
+from lakehook.domain.versions import SnapshotRecord
 
 
 class SchemaStatus(StrEnum):
@@ -100,8 +101,12 @@ def advance_for(event: AssetEvent) -> Advance | None:
             "latestSnapshotWatermark": event.watermark,
             "latestParentSnapshotId": event.parent_snapshot_id,
             "latestSequenceNumber": event.sequence_number,
+            "latestMetadataLocation": event.metadata_location,
         }
         sets.update({k: v for k, v in optional.items() if v is not None})
+        record = snapshot_record(event)
+        if record.changes_data:  # a compaction keeps the newest data-changing snapshot (see versions.py)
+            sets["latestData"] = record.to_item()
         first = {"firstSchemaId": event.schema_id} if event.schema_id is not None else {}
         return Advance(Below("latestSnapshotOrder", event.snapshot_order), sets=sets, set_if_absent=first)
     if t is EventType.WATERMARK_ADVANCED:
@@ -110,9 +115,11 @@ def advance_for(event: AssetEvent) -> Advance | None:
     if t is EventType.TAG_CREATED:
         assert event.tag is not None
         sets = {"latestTag": event.tag}
+        refs = {"tags": event.tag}
         if event.snapshot_id is not None:
             sets["latestTagSnapshotId"] = event.snapshot_id
-        return Advance(NotInSet("tags", event.tag), sets=sets, add_to_set={"tags": event.tag})
+            refs["tagRefs"] = tag_ref(event.tag, event.snapshot_id, event.snapshot_order)
+        return Advance(NotInSet("tags", event.tag), sets=sets, add_to_set=refs)
     if t in (EventType.QUALITY_CHECK_PASSED, EventType.QUALITY_CHECK_FAILED):
         assert event.snapshot_id is not None and event.snapshot_order is not None
         verdict = "qualityPassed" if t is EventType.QUALITY_CHECK_PASSED else "qualityFailed"
@@ -172,6 +179,26 @@ def advance_for(event: AssetEvent) -> Advance | None:
             },
         )
     return None
+
+
+def snapshot_record(event: AssetEvent) -> SnapshotRecord:
+    """What the state and the history keep of a SNAPSHOT_COMMITTED event's snapshot."""
+    assert event.snapshot_id is not None and event.snapshot_order is not None
+    return SnapshotRecord(
+        snapshot_id=event.snapshot_id,
+        order=event.snapshot_order,
+        parent_snapshot_id=event.parent_snapshot_id,
+        schema_id=event.schema_id,
+        commit_time=event.commit_time,
+        commit_kind=event.commit_kind,
+        metadata_location=event.metadata_location,
+        watermark=event.watermark,
+    )
+
+
+def tag_ref(tag: str, snapshot_id: int, order: int | None) -> str:
+    """A tag and the snapshot it names, as one member of the state's ``tagRefs`` string set."""
+    return f"{snapshot_id}:{'' if order is None else order}:{tag}"
 
 
 def verification_advance(
@@ -256,7 +283,12 @@ class AssetState(BaseModel):
     latest_snapshot_watermark: int | None = Field(default=None, alias="latestSnapshotWatermark")
     latest_watermark: int | None = Field(default=None, alias="latestWatermark")
     first_schema_id: int | None = Field(default=None, alias="firstSchemaId")
+    latest_metadata_location: str | None = Field(default=None, alias="latestMetadataLocation")
+    latest_data: SnapshotRecord | None = Field(
+        default=None, alias="latestData", description="the newest snapshot that changed data (not a compaction)"
+    )
     tags: set[str] = Field(default_factory=set)
+    tag_refs: set[str] = Field(default_factory=set, alias="tagRefs", description="'<snapshotId>:<order>:<tag>'")
     latest_tag: str | None = Field(default=None, alias="latestTag")
     latest_tag_snapshot_id: int | None = Field(default=None, alias="latestTagSnapshotId")
     quality_passed_snapshot_id: int | None = Field(default=None, alias="qualityPassedSnapshotId")
@@ -283,6 +315,30 @@ class AssetState(BaseModel):
         """Build from stored attributes (numbers may arrive as Decimal)."""
         data = {k: _plain(v) for k, v in (item or {}).items() if k in _FIELD_ALIASES}
         return cls.model_validate({**data, "assetKey": asset_key})
+
+    @property
+    def latest_record(self) -> SnapshotRecord | None:
+        """The newest snapshot, as a record (None before the first snapshot)."""
+        if self.latest_snapshot_id is None:
+            return None
+        return SnapshotRecord(
+            snapshot_id=self.latest_snapshot_id,
+            order=self.latest_snapshot_order if self.latest_snapshot_order is not None else self.latest_snapshot_id,
+            parent_snapshot_id=self.latest_parent_snapshot_id,
+            schema_id=self.latest_schema_id,
+            commit_time=self.latest_commit_time,
+            commit_kind=self.latest_commit_kind,
+            metadata_location=self.latest_metadata_location,
+            watermark=self.latest_snapshot_watermark,
+        )
+
+    def tag_snapshot(self, tag: str) -> tuple[int, int | None] | None:
+        """The snapshot a tag names and its order when known; None if the tag carried no snapshot."""
+        for ref in self.tag_refs:
+            snapshot, order, name = ref.split(":", 2)
+            if name == tag:
+                return int(snapshot), int(order) if order else None
+        return None
 
     @property
     def watermark(self) -> int | None:
@@ -318,6 +374,7 @@ class AssetState(BaseModel):
     def to_api(self) -> dict[str, Any]:
         data = self.model_dump(by_alias=True, mode="json", exclude_none=True)
         data["tags"] = sorted(self.tags)
+        data.pop("tagRefs", None)
         data["watermark"] = self.watermark
         data["schemaStatus"] = self.schema_status.value
         data["qualityStatus"] = self.quality_status
@@ -337,4 +394,6 @@ def _plain(value: Any) -> Any:
         return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, set | frozenset):
         return {_plain(v) for v in value}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
     return value

@@ -47,23 +47,33 @@ class PinnedInput(BaseModel):
     manifest_uri: str | None = Field(
         default=None, alias="manifestUri", description="the verified, sealed spool manifest a manifest member read"
     )
+    metadata_location: str | None = Field(
+        default=None, alias="metadataLocation", description="Iceberg: the metadata.json that holds the snapshot"
+    )
+    tag: str | None = Field(default=None, description="the tag a tag member pinned")
 
     @property
     def ordinal(self) -> tuple[int, int]:
         """The version's place in the asset's order: the snapshot, or the watermark of a snapshot-less asset."""
         if self.snapshot_id is not None:
             return (self.snapshot_order if self.snapshot_order is not None else self.snapshot_id, -1)
+        if self.tag is not None:
+            return (-1, -1)  # a tag that named no snapshot: the tag itself is the version
         return (-1, self.watermark if self.watermark is not None else -1)
 
     def identity(self) -> list[Any]:
         """What of the pin goes into the trigger key: the asset and its version, nothing incidental.
 
-        A sealed spool manifest is a version of its own: a new one is a new combination of inputs.
+        A sealed spool manifest is a version of its own: a new one is a new combination of inputs; so is a tag.
         """
         if self.snapshot_id is not None:
             version: list[Any] = [self.asset_key, self.snapshot_id, -1]
+        elif self.tag is not None:
+            version = [self.asset_key, -1, -1]
         else:
             version = [self.asset_key, -1, self.watermark if self.watermark is not None else -1]
+        if self.tag is not None:
+            version.append(f"tag:{self.tag}")
         return version if self.manifest_uri is None else [*version, self.manifest_uri]
 
     def to_api(self) -> dict[str, Any]:

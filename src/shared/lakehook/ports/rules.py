@@ -11,6 +11,7 @@ from enum import StrEnum
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
+from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports.store import Page
 
 GroupRef = tuple[str, str]
@@ -133,6 +134,11 @@ class StateReader(ABC):
     @abstractmethod
     def read(self, asset_keys: Collection[str], cursors: Collection[GroupRef]) -> ResolutionInputs:
         """States and cursors in one batched read (BatchGetItem pages of 100 keys on DynamoDB)."""
+
+    def snapshots(self, wanted: Collection[tuple[str, int]]) -> dict[tuple[str, int], SnapshotRecord]:
+        """What was recorded of these (asset key, snapshot id) pairs, from their SNAPSHOT_COMMITTED events
+        (kept for the event retention); pairs never recorded are absent. A reader without events knows none."""
+        return {}
 
 
 class StateHistory(ABC):

@@ -26,14 +26,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lakehook.domain.errors import ConflictError
 from lakehook.domain.evaluation import GroupEvaluation, Status, VersionLog, backfills_of, evaluate_group, select_member
 from lakehook.domain.rules import Group, Mode, Policy, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.time import now_ms
-from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus, trigger_key
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
 from lakehook.observability import MetricName, logger
 from lakehook.ports.coverage import CoverageStore
 from lakehook.ports.rules import (
@@ -509,6 +509,7 @@ class ResolveAssetChange:
             if not verdict.ready:
                 self._settle(rule, group, verdict, report, changed)
                 return
+            verdict = replace(verdict, pins=self._described(verdict.pins))
             base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id)
             # Never before the group's previous claim (racing resolvers read their clocks at different
             # times), so a group's triggers list newest first in claim order.
@@ -575,6 +576,30 @@ class ResolveAssetChange:
                 },
             )
             cursor = fresh
+
+    def _described(self, pins: tuple[PinnedInput, ...]) -> tuple[PinnedInput, ...]:
+        """Pins of snapshots older than the state (a quality pass, a tag, a version of EACH_VERSION) get their
+        schema id, commit time and metadata location from the snapshot's recorded event: the run manifest pins
+        them. The trigger key depends on the snapshot id only, so this never changes which key is claimed."""
+        unknown: list[tuple[str, int]] = [
+            (p.asset_key, p.snapshot_id) for p in pins if p.snapshot_id is not None and p.schema_id is None
+        ]
+        if not unknown:
+            return pins
+        found = self._reader.snapshots(unknown)
+        described = []
+        for pin in pins:
+            record = found.get((pin.asset_key, pin.snapshot_id)) if pin.snapshot_id is not None else None
+            if record is not None:
+                pin = pin.model_copy(
+                    update={
+                        "schema_id": record.schema_id,
+                        "commit_time": pin.commit_time if pin.commit_time is not None else record.commit_time,
+                        "metadata_location": pin.metadata_location or record.metadata_location,
+                    }
+                )
+            described.append(pin)
+        return tuple(described)
 
     def _settle(
         self, rule: Rule, group: Group, verdict: GroupEvaluation, report: ResolveReport, changed: list[str]

@@ -245,12 +245,20 @@ class ReplayInput:
     schema_id: int | None = None
     spool_manifest_uri: str | None = None
     spool_manifest_sha256: str | None = None  # the manifest seen at trigger time; a rewritten one fails
+    metadata_location: str | None = None  # Iceberg: the metadata.json pinned; table metadata rewritten since fails
 
     @classmethod
     def from_pin(
         cls, pin: PinnedInput, spool_manifest_uri: str | None = None, spool_manifest_sha256: str | None = None
     ) -> ReplayInput:
-        return cls(pin.asset_key, pin.snapshot_id, pin.schema_id, spool_manifest_uri, spool_manifest_sha256)
+        return cls(
+            pin.asset_key,
+            pin.snapshot_id,
+            pin.schema_id,
+            spool_manifest_uri,
+            spool_manifest_sha256,
+            pin.metadata_location,
+        )
 
 
 class PreflightReplay:
@@ -321,7 +329,9 @@ class PreflightReplay:
 
     def _snapshot(self, pinned: ReplayInput) -> tuple[ChecklistItem, SnapshotInfo | None]:
         assert pinned.snapshot_id is not None
-        detail = {"snapshotId": pinned.snapshot_id}
+        detail: dict[str, Any] = {"snapshotId": pinned.snapshot_id}
+        if pinned.metadata_location is not None:
+            detail["metadataLocation"] = pinned.metadata_location
 
         def item(status: ItemStatus, reason: str) -> ChecklistItem:
             return ChecklistItem(Check.SNAPSHOT_RETAINED, pinned.asset_key, status, reason, detail)
@@ -343,6 +353,14 @@ class PreflightReplay:
                 ItemStatus.FAILED,
                 f"snapshot {pinned.snapshot_id} has expired: the table no longer "
                 "retains it, so a replay cannot read what the trigger read",
+            ), None
+        pinned_at, now_at = pinned.metadata_location, found.metadata_location
+        if pinned_at is not None and now_at is not None and now_at != pinned_at:
+            detail["currentMetadataLocation"] = now_at
+            return item(
+                ItemStatus.FAILED,
+                f"the table's metadata was rewritten since the trigger: snapshot {pinned.snapshot_id} is now "
+                f"recorded in {now_at}, the trigger pinned {pinned_at}",
             ), None
         return item(ItemStatus.PASSED, f"snapshot {pinned.snapshot_id} is still retained"), found
 

@@ -259,8 +259,9 @@ def batch_from_metadata(
             gap = _gap(after, cursor, versioned)
         new, remaining = after[:limit], max(0, len(after) - limit)
     previous = _previous_schema(new, by_id, cursor)
-    infos = mark_schema_changes([snapshot_info(s, versioned) for s in new], previous)
-    tags = _refs(metadata)
+    located = metadata_locations(metadata, pointer)
+    infos = mark_schema_changes([snapshot_info(s, versioned, located.get(s.snapshot_id)) for s in new], previous)
+    tags = _refs(metadata, by_id if versioned else {})
     return SnapshotBatch(
         pointer=pointer,
         snapshots=infos,
@@ -273,7 +274,23 @@ def batch_from_metadata(
     )
 
 
-def snapshot_info(snapshot: Snapshot, versioned: bool = True) -> SnapshotInfo:
+def metadata_locations(metadata: TableMetadata, pointer: str) -> dict[int, str]:
+    """The ``metadata.json`` each snapshot's own commit wrote, where known.
+
+    A commit that adds a snapshot stamps the new metadata's ``last-updated-ms`` with the snapshot's
+    timestamp, and the metadata log lists earlier files by that stamp; the current snapshot's file is the
+    pointer until a later commit (even one that only sets a property) moves it into the log. The answer
+    is therefore the same whenever the table is read, which the replay pre-flight relies on.
+    """
+    written = {entry.timestamp_ms: entry.metadata_file for entry in metadata.metadata_log}
+    found = {s.snapshot_id: written[s.timestamp_ms] for s in metadata.snapshots if s.timestamp_ms in written}
+    current = metadata.current_snapshot_id
+    if current is not None and current not in found:
+        found[current] = pointer
+    return found
+
+
+def snapshot_info(snapshot: Snapshot, versioned: bool = True, metadata_location: str | None = None) -> SnapshotInfo:
     """A pyiceberg snapshot as lakehook reads it: operation as commit kind, summary counts."""
     summary = snapshot.summary
     operation = summary.operation.value.upper() if summary is not None else None
@@ -293,6 +310,7 @@ def snapshot_info(snapshot: Snapshot, versioned: bool = True) -> SnapshotInfo:
         watermark=watermark if watermark is not None and watermark >= 0 else None,
         total_record_count=total,
         delta_record_count=delta,
+        metadata_location=metadata_location,
     )
 
 
@@ -344,13 +362,16 @@ def _previous_schema(new: list[Snapshot], by_id: dict[int, Snapshot], cursor: Sn
     return cursor.schema_id if cursor is not None else None
 
 
-def _refs(metadata: TableMetadata) -> list[TagInfo]:
+def _refs(metadata: TableMetadata, by_id: dict[int, Snapshot]) -> list[TagInfo]:
+    """Tags and branches; with the tagged snapshot's sequence number (format v2), its place in history."""
     tags = []
     for name, ref in sorted(metadata.refs.items()):
         if name == MAIN_BRANCH:
             continue
         kind = RefKind.TAG if ref.snapshot_ref_type == SnapshotRefType.TAG else RefKind.BRANCH
-        tags.append(TagInfo(name=name, snapshot_id=ref.snapshot_id, kind=kind))
+        tagged = by_id.get(ref.snapshot_id)
+        sequence = tagged.sequence_number if tagged is not None else None
+        tags.append(TagInfo(name=name, snapshot_id=ref.snapshot_id, kind=kind, sequence_number=sequence or None))
     return tags
 
 

@@ -1,0 +1,264 @@
+"""What counts as an update, on real tables: compaction commits, tags, and the metadata a run manifest pins.
+
+Real Paimon and Iceberg tables (local warehouses, pyiceberg's SQL catalog on sqlite) are polled into the
+DynamoDB table (moto); the table's own stream feeds the resolver and the dispatcher through the
+FilterCriteria they ship with, as on AWS.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from pyiceberg.catalog.sql import SqlCatalog
+
+from lakehook.adapters.dynamodb.stream_records import RESOLVER_FILTER_PATTERNS
+from lakehook.adapters.dynamodb.trigger_ledger import DISPATCH_FILTER_PATTERNS
+from lakehook.adapters.memory_dispatch import InMemoryTargetClient
+from lakehook.container import Container
+from lakehook.domain.assets import AssetRegistration
+from lakehook.domain.rules import Rule
+from lakehook.local.filters import matches_any
+from lakehook.usecases.poll import PollAsset
+from lakehook.usecases.replay import ReplayRefusedError
+from lakehook.wiring_dispatch import handle_dispatch_batch, manifest_store
+from lakehook.wiring_rules import handle_stream_batch, replay_trigger, rule_store, trigger_store
+from tests.conftest import BUCKET
+from tests.integration.test_resolver_on_moto import Stream
+from tests.lakehouse import (
+    create_iceberg_table,
+    create_paimon_table,
+    iceberg_rewrite,
+    paimon_commit,
+    paimon_compact_commit,
+    rows,
+)
+
+pytestmark = pytest.mark.integration
+
+T0 = 1_750_000_000_000
+
+
+class World:
+    """The poller, resolver and dispatcher on moto, a memory scheduler as the webhook target."""
+
+    def __init__(self, container: Container, stream: Stream) -> None:
+        self.container = container
+        self.stream = stream
+        self.target = InMemoryTargetClient()
+        container.overrides["target_clients"] = {"webhook": self.target}
+        self.poll = PollAsset(container.snapshot_sources, container.watermark_store, container.ingest)
+
+    def register(self, key: str, fmt: str, catalog: str, properties: dict[str, str], table: str) -> AssetRegistration:
+        asset = AssetRegistration.model_validate(
+            {
+                "assetKey": key,
+                "format": fmt,
+                "source": {"catalog": catalog, "properties": properties, "table": table},
+            }
+        )
+        self.container.asset_registry.put_asset(asset, T0)
+        # the registration's first poll takes every snapshot from here on
+        self.poll(asset)
+        return asset
+
+    def rule(self, rule_id: str, key: str, condition: dict[str, Any] | None = None) -> None:
+        member: dict[str, Any] = {"assetKey": key}
+        if condition is not None:
+            member["condition"] = condition
+        rule = Rule.model_validate(
+            {
+                "ruleId": rule_id,
+                "groups": [{"groupId": "g", "members": [member]}],
+                "target": {"type": "webhook", "url": "https://scheduler.example.com/hooks/x", "secretRef": "t/x"},
+            }
+        )
+        rule_store(self.container).put_rule(rule, T0)
+
+    def settle(self) -> None:
+        """Run the resolver and the dispatcher over the stream until it is quiet."""
+        while records := self.stream.records():
+            resolve = [r for r in records if matches_any(r, RESOLVER_FILTER_PATTERNS)]
+            if resolve:
+                assert handle_stream_batch({"Records": resolve}, self.container) == {"batchItemFailures": []}
+            dispatch = [r for r in records if matches_any(r, DISPATCH_FILTER_PATTERNS)]
+            if dispatch:
+                assert handle_dispatch_batch({"Records": dispatch}, self.container) == {"batchItemFailures": []}
+
+    def pinned(self, rule_id: str) -> list[int | None]:
+        """The snapshot each of the rule's triggers pinned, oldest first."""
+        items = trigger_store(self.container).list_for_rule(rule_id, limit=100).items
+        return [t.inputs[0].snapshot_id for t in reversed(items)]
+
+
+@pytest.fixture
+def world(container: Container, ddb_client: Any) -> World:
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=BUCKET)  # the run manifests' bucket
+    return World(container, Stream(ddb_client))
+
+
+# --- compaction ---------------------------------------------------------------------------------
+
+
+def test_a_paimon_compact_snapshot_is_not_an_update_unless_the_member_includes_compaction(
+    world: World, tmp_path: Path
+) -> None:
+    options = {"warehouse": str(tmp_path / "paimon")}
+    table = create_paimon_table(options, "ods.orders")
+    key = "paimon://lake/ods/orders"
+    paimon_commit(table, rows(1))  # snapshot 1: APPEND
+    asset = world.register(key, "paimon", "lake", options, "ods.orders")
+    world.rule("data_only", key)
+    world.rule("with_compaction", key, {"includeCompaction": True})
+    world.settle()
+    assert world.pinned("data_only") == world.pinned("with_compaction") == [1]
+
+    paimon_compact_commit(table)  # snapshot 2: COMPACT
+    world.poll(asset)
+    world.settle()
+    state = world.container.asset_store.get_state(key)
+    assert state is not None and state.latest_commit_kind == "COMPACT" and state.latest_snapshot_id == 2
+    assert world.pinned("data_only") == [1]  # no run: the compaction changed no data
+    assert world.pinned("with_compaction") == [1, 2]
+
+    paimon_commit(table, rows(2))  # snapshot 3: APPEND
+    world.poll(asset)
+    world.settle()
+    assert world.pinned("data_only") == [1, 3]
+    assert world.pinned("with_compaction") == [1, 2, 3]
+
+
+def test_an_iceberg_rewrite_replace_snapshot_is_not_an_update_unless_the_member_includes_compaction(
+    world: World, tmp_path: Path
+) -> None:
+    properties = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/warehouse"}
+    catalog = SqlCatalog("lake", **properties)
+    table = create_iceberg_table(catalog, "ods.orders")
+    key = "iceberg://lake/ods/orders"
+    table.append(rows(1))
+    table.append(rows(2))
+    asset = world.register(key, "iceberg", "lake", {"type": "sql", **properties}, "ods.orders")
+    world.rule("data_only", key)
+    world.rule("with_compaction", key, {"includeCompaction": True})
+    world.settle()
+    first = table.current_snapshot().snapshot_id
+
+    iceberg_rewrite(table)  # a real rewrite: two data files become one, operation replace
+    table = catalog.load_table("ods.orders")
+    rewritten = table.current_snapshot()
+    assert rewritten.summary is not None and rewritten.summary.operation.value == "replace"
+    assert len(list(table.scan().plan_files())) == 1 and table.scan().to_arrow().num_rows == 2
+    world.poll(asset)
+    world.settle()
+    assert world.pinned("data_only") == [first]
+    assert world.pinned("with_compaction") == [first, rewritten.snapshot_id]
+
+    table.append(rows(3))
+    world.poll(asset)
+    world.settle()
+    newest = catalog.load_table("ods.orders").current_snapshot().snapshot_id
+    assert world.pinned("data_only") == [first, newest]
+    assert world.pinned("with_compaction") == [first, rewritten.snapshot_id, newest]
+
+
+# --- tags -----------------------------------------------------------------------------------------
+
+
+def test_a_tag_member_pins_the_tagged_snapshot_and_fires_once_per_tag(world: World, tmp_path: Path) -> None:
+    options = {"warehouse": str(tmp_path / "paimon")}
+    table = create_paimon_table(options, "dws.gmv")
+    key = "paimon://lake/dws/gmv"
+    paimon_commit(table, rows(1))
+    paimon_commit(table, rows(2))
+    table.create_tag("month-end", snapshot_id=1)  # a tag on the older snapshot
+    paimon_commit(table, rows(3))
+    asset = world.register(key, "paimon", "lake", options, "dws.gmv")
+    world.rule("monthly", key, {"tag": "month-end"})
+    world.settle()
+    assert world.pinned("monthly") == [1]  # the tagged snapshot, not the newest (3)
+
+    paimon_commit(table, rows(4))  # later snapshots are not a new tag
+    world.poll(asset)
+    world.settle()
+    assert world.pinned("monthly") == [1]
+    (trigger,) = trigger_store(world.container).list_for_rule("monthly").items
+    assert trigger.inputs[0].tag == "month-end"
+
+
+def test_an_iceberg_tag_pins_its_snapshot_with_schema_and_metadata(world: World, tmp_path: Path) -> None:
+    properties = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/warehouse"}
+    catalog = SqlCatalog("lake", **properties)
+    table = create_iceberg_table(catalog, "dws.gmv")
+    key = "iceberg://lake/dws/gmv"
+    table.append(rows(1))
+    tagged = table.current_snapshot()
+    world.rule("release", key, {"tag": "release"})
+    asset = world.register(key, "iceberg", "lake", {"type": "sql", **properties}, "dws.gmv")
+    world.settle()
+    assert world.pinned("release") == []  # BLOCKED_BY_TAG
+    table.append(rows(2))
+    table.manage_snapshots().create_tag(tagged.snapshot_id, "release").commit()
+    catalog.load_table("dws.gmv").append(rows(3))
+    world.poll(asset)
+    world.settle()
+    assert world.pinned("release") == [tagged.snapshot_id]  # the tagged snapshot, two snapshots back
+    (trigger,) = trigger_store(world.container).list_for_rule("release").items
+    (pin,) = trigger.inputs
+    assert pin.schema_id == tagged.schema_id and pin.commit_time == tagged.timestamp_ms
+    assert pin.metadata_location is not None and pin.metadata_location.endswith(".metadata.json")
+    assert trigger.manifest_uri is not None
+    (pinned,) = manifest_store(world.container).get(trigger.manifest_uri).inputs
+    assert pinned.metadata_location == pin.metadata_location and pinned.schema_id == tagged.schema_id
+    catalog.load_table("dws.gmv").append(rows(4))
+    world.poll(asset)
+    world.settle()
+    assert world.pinned("release") == [tagged.snapshot_id]
+
+
+# --- the run manifest pins the metadata location -----------------------------------------------
+
+
+def test_a_polled_iceberg_snapshot_pins_its_metadata_location_and_replay_checks_it(
+    world: World, tmp_path: Path
+) -> None:
+    properties = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/warehouse"}
+    catalog = SqlCatalog("lake", **properties)
+    table = create_iceberg_table(catalog, "ods.orders")
+    key = "iceberg://lake/ods/orders"
+    table.append(rows(1))
+    world.register(key, "iceberg", "lake", {"type": "sql", **properties}, "ods.orders")
+    world.rule("orders", key)
+    world.settle()
+    table = catalog.load_table("ods.orders")
+    snapshot = table.current_snapshot()
+    (trigger,) = trigger_store(world.container).list_for_rule("orders").items
+    assert trigger.manifest_uri is not None, "dispatched: the run manifest is written"
+    manifest = manifest_store(world.container).get(trigger.manifest_uri)
+    (pinned,) = manifest.inputs
+    assert pinned.snapshot_id == snapshot.snapshot_id
+    assert pinned.schema_id == snapshot.schema_id
+    assert pinned.metadata_location == table.metadata_location  # the file that holds the snapshot
+
+    table.append(rows(2))  # later commits do not change what the trigger pinned
+    table.transaction().set_properties(owner="ops").commit_transaction()
+    answer = replay_trigger(world.container).replay(trigger.trigger_key, dry_run=True)
+    assert answer.report.ok, answer.report.to_api()
+
+    # the table is re-registered from a rewritten copy of its metadata: the pinned file no longer holds it
+    current = catalog.load_table("ods.orders")
+    source = Path(current.metadata_location.removeprefix("file://"))
+    copy = source.with_name("rewritten.metadata.json")
+    document = json.loads(source.read_text())
+    for entry in document["metadata-log"]:  # every earlier file, rewritten elsewhere
+        entry["metadata-file"] = entry["metadata-file"].replace(".metadata.json", ".rewritten.metadata.json")
+    copy.write_text(json.dumps(document))
+    catalog.drop_table("ods.orders")
+    catalog.register_table("ods.orders", f"file://{copy}")
+    with pytest.raises(ReplayRefusedError) as refused:
+        replay_trigger(world.container).replay(trigger.trigger_key, dry_run=True)
+    (failure,) = refused.value.report.failures
+    assert "metadata was rewritten since the trigger" in failure.reason
+    assert failure.detail["metadataLocation"] == pinned.metadata_location
