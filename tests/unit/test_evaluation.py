@@ -396,7 +396,11 @@ def test_an_iceberg_replace_snapshot_changes_no_data() -> None:
     )
     chosen = select_member(member(key), s).pin
     assert chosen is not None
-    assert (chosen.snapshot_id, chosen.ordinal, chosen.metadata_location) == (9001, (1, -1), "s3://w/m/00001.metadata.json")
+    assert (chosen.snapshot_id, chosen.ordinal, chosen.metadata_location) == (
+        9001,
+        (1, -1),
+        "s3://w/m/00001.metadata.json",
+    )
 
 
 def test_a_tag_member_pins_the_tagged_snapshot_and_waits_for_no_later_snapshot() -> None:

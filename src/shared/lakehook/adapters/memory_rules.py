@@ -7,10 +7,11 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from lakehook.domain.errors import ValidationError
-from lakehook.domain.rules import Rule
 from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState, snapshot_record
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
+from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports.rules import (
     AssetRecheck,
     ClaimOutcome,
@@ -26,7 +27,6 @@ from lakehook.ports.rules import (
     StoredRule,
     TriggerStore,
 )
-from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports.store import Page
 
 

@@ -509,7 +509,7 @@ class ResolveAssetChange:
             if not verdict.ready:
                 self._settle(rule, group, verdict, report, changed)
                 return
-            verdict = replace(verdict, pins=self._described(verdict.pins))
+            verdict = replace(verdict, pins=self._described(verdict.pins, states))
             base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id)
             # Never before the group's previous claim (racing resolvers read their clocks at different
             # times), so a group's triggers list newest first in claim order.
@@ -577,12 +577,14 @@ class ResolveAssetChange:
             )
             cursor = fresh
 
-    def _described(self, pins: tuple[PinnedInput, ...]) -> tuple[PinnedInput, ...]:
+    def _described(self, pins: tuple[PinnedInput, ...], states: dict[str, AssetState]) -> tuple[PinnedInput, ...]:
         """Pins of snapshots older than the state (a quality pass, a tag, a version of EACH_VERSION) get their
         schema id, commit time and metadata location from the snapshot's recorded event: the run manifest pins
         them. The trigger key depends on the snapshot id only, so this never changes which key is claimed."""
         unknown: list[tuple[str, int]] = [
-            (p.asset_key, p.snapshot_id) for p in pins if p.snapshot_id is not None and p.schema_id is None
+            (p.asset_key, p.snapshot_id)
+            for p in pins
+            if p.snapshot_id is not None and p.schema_id is None and not _described_by_state(p, states.get(p.asset_key))
         ]
         if not unknown:
             return pins
@@ -620,6 +622,14 @@ class ResolveAssetChange:
                 "asset_keys": changed,
             },
         )
+
+
+def _described_by_state(pin: PinnedInput, state: AssetState | None) -> bool:
+    """Whether the state itself holds what is known of the pinned snapshot (its newest, or newest data change)."""
+    if state is None:
+        return False
+    data = state.latest_data
+    return pin.snapshot_id == state.latest_snapshot_id or (data is not None and pin.snapshot_id == data.snapshot_id)
 
 
 # Verdicts that lift by themselves at ``until`` (a covered window closes when its lateness has passed).
