@@ -8,7 +8,6 @@ import pytest
 from pydantic import ValidationError as PydanticValidationError
 
 from lakehook.domain.events import (
-    MAX_PAYLOAD_BYTES,
     VERSION_FIELDS,
     AssetEvent,
     EventResult,
@@ -16,7 +15,8 @@ from lakehook.domain.events import (
     IngestStatus,
     event_identity,
 )
-from lakehook.domain.time import ms_to_iso, parse_instant_ms
+from lakehook.domain.limits import MAX_LONG, MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH, MIN_LONG
+from lakehook.domain.time import MAX_ISO_MS, ms_to_iso, parse_instant_ms
 
 ORDERS = "paimon://lake/ods_db/ods_order_latest"
 
@@ -48,6 +48,14 @@ def complaint(body: dict[str, Any]) -> tuple[str, str]:
         AssetEvent.model_validate(body)
     (error,) = raised.value.errors()
     return ".".join(str(p) for p in error["loc"]), error["msg"]
+
+
+def nested(depth: int) -> dict[str, Any]:
+    """A payload object nesting ``depth`` levels (itself the first)."""
+    value: dict[str, Any] = {}
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return value
 
 
 def test_every_event_type_has_an_example() -> None:
@@ -117,23 +125,25 @@ def test_an_unknown_event_type_is_refused_listing_the_known_ones() -> None:
         ("snapshotId", -1, "greater than or equal to 0"),
         ("snapshotId", 2**63, "less than or equal to"),  # past a Java long: DynamoDB would refuse it (a 500)
         ("snapshotId", 10**40, "less than or equal to"),
-        ("snapshotId", True, "boolean"),  # lax pydantic would read true as snapshot 1
-        ("snapshotId", 1.5, "fractional part"),
+        ("snapshotId", True, "valid integer"),  # lax pydantic would read true as snapshot 1
+        ("snapshotId", 1.5, "valid integer"),
         ("snapshotId", "abc", "valid integer"),
-        ("schemaId", False, "boolean"),
+        ("schemaId", False, "valid integer"),
         ("totalRecordCount", 2**64, "less than or equal to"),
         ("commitTime", "2025-06-01T10:05:00", "no time zone"),
         ("commitTime", "yesterday", "not an ISO 8601 timestamp"),
-        ("commitTime", 2**63, "64-bit"),
-        ("commitTime", "9" * 45, "64-bit"),
+        ("commitTime", 2**63, "within 0"),
+        ("commitTime", "9" * 45, "JSON integer, not a string"),
         ("commitTime", "²", "not an ISO 8601 timestamp"),  # str.isdigit() is true for it, int() is not
-        ("commitTime", -5, "must not be negative"),
+        ("commitTime", -5, "within 0"),
+        ("commitTime", "0001-01-01T00:00:00Z", "within 0"),
         ("commitTime", True, "boolean"),
         ("manifestUri", "https://bucket/manifest.json", "s3://"),
         ("tag", "", "at least 1 character"),
         ("payload", {"ratio": float("nan")}, "NaN"),  # would be answered back as invalid JSON
         ("payload", {"big": "x" * MAX_PAYLOAD_BYTES}, f"larger than {MAX_PAYLOAD_BYTES}"),
         ("payload", ["not", "an", "object"], "valid dictionary"),
+        ("payload", nested(MAX_PAYLOAD_DEPTH + 1), f"the limit is {MAX_PAYLOAD_DEPTH}"),
     ],
 )
 def test_bad_values_are_refused_naming_the_field(field: str, value: Any, words: str) -> None:
@@ -149,7 +159,10 @@ def test_bad_values_are_refused_naming_the_field(field: str, value: Any, words: 
     [
         ({"start": "2025-06-01T10:10:00Z", "end": "2025-06-01T10:05:00Z"}, "end must be after its start"),
         ({"start": 5, "end": 5}, "end must be after its start"),
-        ({"start": 0, "end": 10**17}, "before the year 10000"),  # could not be answered as ISO 8601 (a 500)
+        ({"start": 0, "end": 10**17}, "9999-12-31T23:59:59.999Z"),  # could not be answered as ISO 8601 (a 500)
+        ({"start": -1, "end": 5}, "within 0"),
+        ({"start": "1748772300250", "end": 1748772300251}, "JSON integer, not a string"),
+        ({"start": 1.0, "end": 5}, "epoch milliseconds (an integer)"),
         ({"start": "2025-06-01T10:05:00Z"}, "Field required"),
         ({"start": "2025-06-01", "end": 1748822400000}, "no time zone"),
     ],
@@ -162,24 +175,77 @@ def test_bad_intervals_are_refused(interval: dict[str, Any], words: str) -> None
     assert words in message
 
 
-def test_largest_values_are_accepted() -> None:
+# Every numeric field's documented range: (field, lowest accepted, highest accepted).
+RANGES: list[tuple[str, int, int]] = [
+    ("snapshotId", 0, MAX_LONG),
+    ("parentSnapshotId", 0, MAX_LONG),
+    ("sequenceNumber", 0, MAX_LONG),
+    ("schemaId", 0, MAX_LONG),
+    ("commitIdentifier", MIN_LONG, MAX_LONG),
+    ("totalRecordCount", 0, MAX_LONG),
+    ("deltaRecordCount", MIN_LONG, MAX_LONG),  # added minus deleted rows
+    ("changelogRecordCount", 0, MAX_LONG),
+    ("commitTime", 0, MAX_ISO_MS),
+    ("watermark", 0, MAX_ISO_MS),
+]
+
+
+@pytest.mark.parametrize(("field", "low", "high"), RANGES)
+def test_each_numeric_field_accepts_its_range_edges_and_refuses_one_past(field: str, low: int, high: int) -> None:
+    body = {"eventType": "SNAPSHOT_COMMITTED", "assetKey": ORDERS, "snapshotId": 7}
+    for edge in (low, high):
+        assert getattr(AssetEvent.model_validate({**body, field: edge}), _attribute(field)) == edge
+    for past in (low - 1, high + 1):
+        location, _ = complaint({**body, field: past})
+        assert location == field
+
+
+@pytest.mark.parametrize(("field", "low", "high"), RANGES)
+def test_each_numeric_field_refuses_strings_floats_and_booleans(field: str, low: int, high: int) -> None:
+    # Strict: an integer field takes a JSON integer. "6" is text, 6.0 a float (above 2**53 a float has
+    # already lost digits of a 64-bit id), true a boolean; none is read as a number.
+    body = {"eventType": "SNAPSHOT_COMMITTED", "assetKey": ORDERS, "snapshotId": 7}
+    for value in (str(low + 6), float(low + 6), low + 6.5, True):
+        location, _ = complaint({**body, field: value})
+        assert location == field, value
+
+
+def _attribute(field: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in field)
+
+
+def test_interval_bounds_accept_the_whole_range() -> None:
+    whole = event(eventType="INTERVAL_COVERED", interval={"start": 0, "end": MAX_ISO_MS})
+    assert whole.interval is not None and whole.interval.to_api() == {
+        "start": "1970-01-01T00:00:00Z",
+        "end": "9999-12-31T23:59:59.999Z",
+    }
+
+
+def test_a_payload_at_the_depth_limit_is_accepted() -> None:
+    assert event(eventType="SNAPSHOT_COMMITTED", snapshotId=1, payload=nested(MAX_PAYLOAD_DEPTH)).payload
+
+
+def test_largest_values_are_accepted_and_answerable() -> None:
     big = event(
         eventType="SNAPSHOT_COMMITTED",
-        snapshotId=2**63 - 1,
-        commitTime=2**63 - 1,
-        deltaRecordCount=-(2**63),
-        commitIdentifier=2**63 - 1,
+        snapshotId=MAX_LONG,
+        commitTime=MAX_ISO_MS,
+        deltaRecordCount=MIN_LONG,
+        commitIdentifier=MAX_LONG,
     )
-    assert big.snapshot_id == 2**63 - 1 and big.delta_record_count == -(2**63)
+    assert big.snapshot_id == MAX_LONG and big.delta_record_count == MIN_LONG
+    assert ms_to_iso(MAX_ISO_MS) == "9999-12-31T23:59:59.999Z"  # what explain and listings show
 
 
 def test_instants_are_accepted_as_iso_or_epoch_milliseconds() -> None:
     as_iso = event(eventType="WATERMARK_ADVANCED", watermark="2025-06-01T10:05:00.250Z")
     as_ms = event(eventType="WATERMARK_ADVANCED", watermark=1748772300250)
-    as_text = event(eventType="WATERMARK_ADVANCED", watermark="1748772300250")
     with_offset = event(eventType="WATERMARK_ADVANCED", watermark="2025-06-01T12:05:00.250+02:00")
-    assert as_iso.watermark == as_ms.watermark == as_text.watermark == with_offset.watermark == 1748772300250
+    assert as_iso.watermark == as_ms.watermark == with_offset.watermark == 1748772300250
     assert as_iso.event_id == as_ms.event_id == with_offset.event_id  # one instant, one event
+    # a query parameter is text: there, digits are epoch milliseconds
+    assert parse_instant_ms("1748772300250") == 1748772300250
 
 
 def test_time_helpers_round_trip() -> None:

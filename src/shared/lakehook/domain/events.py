@@ -10,23 +10,19 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from lakehook.domain.assets import validate_asset_key
-from lakehook.domain.time import MAX_ISO_MS, ms_to_iso, parse_instant_ms
-
-MAX_PAYLOAD_BYTES = 16 * 1024
-# Snapshot ids, schema ids, counts and epoch milliseconds are Java longs in Iceberg and Paimon.
-# Bounding them keeps every stored number within DynamoDB's 38 digits.
-MAX_LONG = 2**63 - 1
-MIN_LONG = -(2**63)
-_INT_FIELDS = (
-    "snapshot_id",
-    "parent_snapshot_id",
-    "sequence_number",
-    "schema_id",
-    "commit_identifier",
-    "total_record_count",
-    "delta_record_count",
-    "changelog_record_count",
+from lakehook.domain.json_input import json_depth
+from lakehook.domain.limits import (
+    MAX_LONG,
+    MAX_PAYLOAD_BYTES,
+    MAX_PAYLOAD_DEPTH,
+    MIN_LONG,
+    EpochMillis,
+    Long,
+    NonNegativeLong,
 )
+from lakehook.domain.time import instant_from_json, ms_to_iso
+
+__all__ = ["MAX_LONG", "MAX_PAYLOAD_BYTES", "MIN_LONG"]  # re-exported: older imports read them from here
 
 
 class EventType(StrEnum):
@@ -93,16 +89,13 @@ class Interval(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    start: int
-    end: int
+    start: EpochMillis
+    end: EpochMillis
 
     @field_validator("start", "end", mode="before")
     @classmethod
     def _instant(cls, value: object) -> int:
-        ms = parse_instant_ms(value)
-        if ms > MAX_ISO_MS:
-            raise ValueError("interval bounds must be before the year 10000")
-        return ms
+        return instant_from_json(value)
 
     @model_validator(mode="after")
     def _ordered(self) -> Interval:
@@ -114,28 +107,31 @@ class Interval(BaseModel):
         return {"start": ms_to_iso(self.start), "end": ms_to_iso(self.end)}
 
 
-NonNegative = Field(default=None, ge=0)
-
-
 class AssetEvent(BaseModel):
-    """One piece of evidence about an asset. Its identity is derived from (asset, type, version)."""
+    """One piece of evidence about an asset. Its identity is derived from (asset, type, version).
+
+    Every number has a range, checked here once (the API, the poller and the OpenAPI document share it):
+    ids, sequence numbers and counts are JSON integers within a signed 64-bit long (ids and counts of
+    rows not negative); instants are epoch milliseconds within 1970 … 9999 (or ISO 8601 strings).
+    """
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
     event_type: EventType = Field(alias="eventType")
     asset_key: str = Field(alias="assetKey")
-    snapshot_id: int | None = Field(default=None, alias="snapshotId", ge=0, le=MAX_LONG)
-    parent_snapshot_id: int | None = Field(default=None, alias="parentSnapshotId", ge=0, le=MAX_LONG)
-    sequence_number: int | None = Field(default=None, alias="sequenceNumber", ge=0, le=MAX_LONG)
-    schema_id: int | None = Field(default=None, alias="schemaId", ge=0, le=MAX_LONG)
-    watermark: int | None = Field(default=None, ge=0, description="epoch milliseconds")
+    snapshot_id: NonNegativeLong | None = Field(default=None, alias="snapshotId")
+    parent_snapshot_id: NonNegativeLong | None = Field(default=None, alias="parentSnapshotId")
+    sequence_number: NonNegativeLong | None = Field(default=None, alias="sequenceNumber")
+    schema_id: NonNegativeLong | None = Field(default=None, alias="schemaId")
+    watermark: EpochMillis | None = Field(default=None, description="epoch milliseconds")
     commit_kind: str | None = Field(default=None, alias="commitKind", max_length=64)
-    commit_time: int | None = Field(default=None, alias="commitTime", ge=0, description="epoch milliseconds")
+    commit_time: EpochMillis | None = Field(default=None, alias="commitTime", description="epoch milliseconds")
     commit_user: str | None = Field(default=None, alias="commitUser", max_length=256)
-    commit_identifier: int | None = Field(default=None, alias="commitIdentifier", ge=MIN_LONG, le=MAX_LONG)
-    total_record_count: int | None = Field(default=None, alias="totalRecordCount", ge=0, le=MAX_LONG)
-    delta_record_count: int | None = Field(default=None, alias="deltaRecordCount", ge=MIN_LONG, le=MAX_LONG)
-    changelog_record_count: int | None = Field(default=None, alias="changelogRecordCount", ge=0, le=MAX_LONG)
+    commit_identifier: Long | None = Field(default=None, alias="commitIdentifier")
+    total_record_count: NonNegativeLong | None = Field(default=None, alias="totalRecordCount")
+    # Paimon's delta count is added minus deleted rows: a snapshot that deletes more is negative.
+    delta_record_count: Long | None = Field(default=None, alias="deltaRecordCount")
+    changelog_record_count: NonNegativeLong | None = Field(default=None, alias="changelogRecordCount")
     schema_changed: bool | None = Field(default=None, alias="schemaChanged")
     tag: str | None = Field(default=None, min_length=1, max_length=256)
     backfill_id: str | None = Field(default=None, alias="backfillId", min_length=1, max_length=256)
@@ -156,24 +152,19 @@ class AssetEvent(BaseModel):
     def _key(cls, value: str) -> str:
         return validate_asset_key(value)
 
-    @field_validator(*_INT_FIELDS, mode="before")
-    @classmethod
-    def _not_boolean(cls, value: object) -> object:
-        # pydantic's lax mode would read true as 1: a snapshot id must be a number.
-        if isinstance(value, bool):
-            raise ValueError("expected an integer, got a boolean")
-        return value
-
     @field_validator("watermark", "commit_time", mode="before")
     @classmethod
     def _instant(cls, value: object) -> object:
-        return None if value is None else parse_instant_ms(value)
+        return None if value is None else instant_from_json(value)
 
     @field_validator("payload")
     @classmethod
     def _payload_size(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         if value is None:
             return value
+        depth = json_depth(value)
+        if depth > MAX_PAYLOAD_DEPTH:
+            raise ValueError(f"payload nests {depth} levels; the limit is {MAX_PAYLOAD_DEPTH}")
         try:
             text = json.dumps(value, separators=(",", ":"), allow_nan=False)
         except ValueError as exc:  # NaN or Infinity: not JSON, so not answerable later

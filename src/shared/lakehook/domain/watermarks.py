@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from lakehook.domain.limits import NonNegativeLong
 from lakehook.domain.time import ms_to_iso
 
 NAMESPACE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
@@ -42,10 +43,9 @@ class WatermarkPut(BaseModel):
     asset_key: str = Field(alias="assetKey")
     key: str = Field(pattern=KEY.pattern)
     value: Any
-    expected_version: int | None = Field(
+    expected_version: NonNegativeLong | None = Field(
         default=None,
         alias="expectedVersion",
-        ge=0,
         description="compare-and-set: write only if the stored version is this (0 = must not exist yet)",
     )
 

@@ -12,6 +12,7 @@ from lakehook.api.http import json_response, require_admin
 from lakehook.api.routes.assets import AssetKeyQuery, _asset_key
 from lakehook.container import current
 from lakehook.domain.errors import NotFoundError
+from lakehook.domain.limits import MAX_LONG
 from lakehook.domain.time import now_ms
 from lakehook.domain.watermarks import KEY, NAMESPACE, WatermarkPut
 
@@ -49,7 +50,7 @@ def delete_watermark(
     namespace: Namespace,
     asset_key: AssetKeyQuery,
     key: WmKey,
-    expected_version: Annotated[int | None, Query(alias="expectedVersion", ge=1)] = None,
+    expected_version: Annotated[int | None, Query(alias="expectedVersion", ge=1, le=MAX_LONG)] = None,
 ) -> Response[str]:
     require_admin(router.current_event)
     asset = _asset_key(asset_key)

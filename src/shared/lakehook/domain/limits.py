@@ -1,0 +1,27 @@
+"""Input limits and numeric ranges, declared once: the models, the API and docs/api.md read them from here."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, StrictInt
+
+from lakehook.domain.time import MAX_ISO_MS
+
+# JSON bodies (every route): deeper or longer input is a 400 naming the limit, before any model sees it.
+MAX_JSON_DEPTH = 32  # nested arrays/objects; DynamoDB's own document limit is 32 levels too
+MAX_NUMBER_DIGITS = 38  # digits in one number literal: DynamoDB's number precision
+MAX_PAYLOAD_DEPTH = 16  # an event's free ``payload``: nesting within it (the object itself is level 1)
+MAX_PAYLOAD_BYTES = 16 * 1024  # an event's free ``payload`` as compact JSON
+
+# Snapshot ids, schema ids, counts and epoch milliseconds are Java longs in Iceberg and Paimon.
+MAX_LONG = 2**63 - 1
+MIN_LONG = -(2**63)
+
+# Integer fields take JSON integers only: "6", 2.0, 1e3 and true are refused. A float cannot hold every
+# 64-bit id (above 2**53 it rounds), so a float snapshot id means precision was already lost on the way.
+Long = Annotated[StrictInt, Field(ge=MIN_LONG, le=MAX_LONG)]
+NonNegativeLong = Annotated[StrictInt, Field(ge=0, le=MAX_LONG)]
+# Epoch milliseconds within 1970-01-01T00:00:00Z … 9999-12-31T23:59:59.999Z: every such instant can be
+# shown in ISO 8601 and turned into a datetime, so explain, listings and windows never overflow.
+EpochMillis = Annotated[StrictInt, Field(ge=0, le=MAX_ISO_MS)]
