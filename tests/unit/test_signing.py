@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from dataclasses import dataclass
 
 import pytest
 
@@ -11,7 +12,7 @@ from lakehook.adapters.memory import InMemoryProducerRegistry, InMemorySecretSto
 from lakehook.domain.errors import AuthenticationError, ValidationError
 from lakehook.domain.producers import Producer, ProducerSpec
 from lakehook.domain.signing import parse_signature, sign, verify
-from lakehook.usecases.producers import PushAuthenticator, RegisterProducer
+from lakehook.usecases.producers import NOT_VERIFIED, PushAuthenticator, RegisterProducer
 
 SECRET = "s3cr3t"
 BODY = b'{"eventType":"SNAPSHOT_COMMITTED","assetKey":"paimon://lake/db/t","snapshotId":1}'
@@ -144,24 +145,88 @@ def test_register_refuses_a_malformed_id_as_a_validation_error() -> None:
     assert registry.producers == {}
 
 
-def _authenticator(ttl: float) -> tuple[PushAuthenticator, CountingProducerRegistry, Clock, str]:
-    registry, secrets, clock = CountingProducerRegistry(), InMemorySecretStore(), Clock(NOW)
-    secret = RegisterProducer(registry, secrets, "lakehook/")("p", SPEC).secret
+class CountingSecretStore(InMemorySecretStore):
+    """The in-memory secret store, counting reads: the authenticator's cache must spare them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def get_secret(self, ref: str) -> str:
+        self.reads += 1
+        return super().get_secret(ref)
+
+
+@dataclass
+class Authenticating:
+    auth: PushAuthenticator
+    register: RegisterProducer
+    registry: CountingProducerRegistry
+    secrets: CountingSecretStore
+    clock: Clock
+    secret: str
+
+    def push(self, secret: str | None = None, producer_id: str = "p") -> Producer:
+        return self.auth.authenticate(producer_id, sign(secret or self.secret, BODY, int(self.clock.now)), BODY)
+
+
+def _authenticating(ttl: float = 30) -> Authenticating:
+    registry, secrets, clock = CountingProducerRegistry(), CountingSecretStore(), Clock(NOW)
+    register = RegisterProducer(registry, secrets, "lakehook/")
+    secret = register("p", SPEC).secret
     assert secret is not None
-    registry.reads = 0
-    return PushAuthenticator(registry, secrets, 300, ttl, clock=clock), registry, clock, secret
+    registry.reads = secrets.reads = 0
+    return Authenticating(
+        PushAuthenticator(registry, secrets, 300, ttl, clock=clock), register, registry, secrets, clock, secret
+    )
 
 
-def test_authenticate_answers_the_producer_and_caches_it() -> None:
-    auth, registry, clock, secret = _authenticator(ttl=30)
-    producer = auth.authenticate("p", sign(secret, BODY, NOW), BODY)
+def test_authenticate_answers_the_producer_and_caches_only_its_secret() -> None:
+    a = _authenticating(ttl=30)
+    producer = a.push()
     assert producer.producer_id == "p" and producer.asset_key_prefixes == ["paimon://lake/ods_db/"]
-    clock.now += 29
-    auth.authenticate("p", sign(secret, BODY, int(clock.now)), BODY)
-    assert registry.reads == 1  # warm: no store request
-    clock.now += 2
-    auth.authenticate("p", sign(secret, BODY, int(clock.now)), BODY)
-    assert registry.reads == 2  # the TTL passed: read again, so a change applies
+    a.clock.now += 29
+    a.push()
+    # the producer is read on every request (consistently), its secret once
+    assert (a.registry.reads, a.secrets.reads) == (2, 1)
+    a.clock.now += 2
+    a.push()
+    assert (a.registry.reads, a.secrets.reads) == (3, 2)  # past the TTL: read again
+
+
+def test_a_rotated_secret_is_refused_at_once_despite_the_cache() -> None:
+    a = _authenticating(ttl=3600)
+    a.push()
+    new = a.register("p", SPEC, rotate_secret=True).secret
+    assert new is not None
+    with pytest.raises(AuthenticationError, match=NOT_VERIFIED):
+        a.push()
+    assert a.push(new).producer_id == "p"
+    # rotating again (and again) never lets an older secret back in
+    newer = a.register("p", SPEC, rotate_secret=True).secret
+    with pytest.raises(AuthenticationError, match=NOT_VERIFIED):
+        a.push(new)
+    assert a.push(newer).producer_id == "p"
+
+
+def test_narrowed_prefixes_apply_to_the_next_request() -> None:
+    a = _authenticating(ttl=3600)
+    assert a.push().may_write("paimon://lake/ods_db/orders")
+    a.register("p", ProducerSpec.model_validate({"assetKeyPrefixes": ["s3://spool/"]}))
+    producer = a.push()  # same secret: still valid
+    assert not producer.may_write("paimon://lake/ods_db/orders") and producer.may_write("s3://spool/x")
+
+
+def test_a_secret_changed_outside_lakehook_applies_within_the_ttl() -> None:
+    a = _authenticating(ttl=30)
+    a.push()
+    ref = a.registry.get_producer("p").secret_ref  # type: ignore[union-attr]
+    a.secrets.put_secret(ref, "f" * 64)  # an operator edits Secrets Manager directly
+    assert a.push().producer_id == "p"  # the cached secret, for at most the TTL
+    a.clock.now += 30
+    with pytest.raises(AuthenticationError, match=NOT_VERIFIED):
+        a.push()
+    assert a.push("f" * 64).producer_id == "p"
 
 
 @pytest.mark.parametrize(
@@ -169,37 +234,32 @@ def test_authenticate_answers_the_producer_and_caches_it() -> None:
     [
         (None, "missing X-Lakehook-Producer"),
         ("", "missing X-Lakehook-Producer"),
-        ("nobody", "unknown producer 'nobody'"),
+        ("nobody", NOT_VERIFIED),
         ("x" * 3000, "not a valid producer id"),  # never used as a store key (DynamoDB caps keys at 2 KB)
         ("p\n", "not a valid producer id"),
     ],
 )
 def test_unknown_or_missing_producers_are_refused(producer_id: str | None, words: str) -> None:
-    auth, registry, _, secret = _authenticator(ttl=30)
+    a = _authenticating()
     with pytest.raises(AuthenticationError, match=words):
-        auth.authenticate(producer_id, sign(secret, BODY, NOW), BODY)
+        a.auth.authenticate(producer_id, sign(a.secret, BODY, NOW), BODY)
     if producer_id is None or producer_id in ("", "p\n") or len(producer_id) > 128:
-        assert registry.reads == 0
+        assert a.registry.reads == 0
 
 
-def test_a_producer_without_its_secret_is_refused() -> None:
-    registry, secrets = InMemoryProducerRegistry(), InMemorySecretStore()
-    RegisterProducer(registry, secrets, "lakehook/")("p", SPEC)
-    secrets.secrets.clear()
-    auth = PushAuthenticator(registry, secrets, 300, 30, clock=Clock(NOW))
-    with pytest.raises(AuthenticationError, match="no signing secret"):
-        auth.authenticate("p", sign("whatever", BODY, NOW), BODY)
+@pytest.mark.parametrize("header", ["garbage", "t=abc,v1=00", f"t={NOW - 3600},v1=00", f"t={NOW},v1=" + "0" * 64])
+def test_known_and_unknown_producers_answer_alike_for_any_signature(header: str) -> None:
+    a = _authenticating()
+    answers = []
+    for producer_id in ("p", "nobody"):
+        with pytest.raises(AuthenticationError) as raised:
+            a.auth.authenticate(producer_id, header, BODY)
+        answers.append(str(raised.value))
+    assert answers[0] == answers[1]
 
 
-def test_a_signature_by_a_rotated_secret_is_refused_once_the_cache_expires() -> None:
-    registry, secrets, clock = InMemoryProducerRegistry(), InMemorySecretStore(), Clock(NOW)
-    register = RegisterProducer(registry, secrets, "lakehook/")
-    old = register("p", SPEC).secret
-    auth = PushAuthenticator(registry, secrets, 300, 0, clock=clock)
-    assert old is not None
-    auth.authenticate("p", sign(old, BODY, NOW), BODY)
-    new = register("p", SPEC, rotate_secret=True).secret
-    assert new is not None
-    with pytest.raises(AuthenticationError, match="does not match"):
-        auth.authenticate("p", sign(old, BODY, NOW), BODY)
-    assert auth.authenticate("p", sign(new, BODY, NOW), BODY).producer_id == "p"
+def test_a_producer_without_its_secret_is_refused_like_an_unknown_one() -> None:
+    a = _authenticating()
+    a.secrets.secrets.clear()
+    with pytest.raises(AuthenticationError, match=NOT_VERIFIED):
+        a.push()

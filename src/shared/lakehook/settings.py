@@ -25,7 +25,11 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=1024 * 1024)
     max_events_per_push: int = Field(default=100, ge=1, le=1000)
     producer_cache_seconds: float = Field(
-        default=30.0, ge=0, description="how long a producer and its secret are cached"
+        default=30.0,
+        ge=0,
+        description="how long a producer's secret is cached per process; a rotation through lakehook applies at "
+        "once (the producer's secretVersion is read on every request), a secret edited in Secrets Manager "
+        "directly within this time",
     )
     completion_key_secret: str | None = Field(
         default=None,

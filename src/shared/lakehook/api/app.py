@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import base64
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.api_gateway import ResponseBuilder, Route
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from pydantic import BaseModel
 
 from lakehook import __version__
-from lakehook.api.http import json_response
+from lakehook.api.auth import admit, authenticator_for
+from lakehook.api.http import check_body, json_response
 from lakehook.api.routes import aliases, assets, coverage, events, producers, rules, runs, triggers, watermarks
 from lakehook.container import current
 from lakehook.domain.errors import (
@@ -21,13 +22,16 @@ from lakehook.domain.errors import (
     ConflictError,
     NotFoundError,
     PayloadTooLargeError,
+    UnsupportedMediaTypeError,
     ValidationError,
 )
 from lakehook.domain.events import AssetEvent, EventResult
+from lakehook.domain.json_input import parse_json
 from lakehook.observability import logger
 
 ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     ValidationError: (400, "BAD_REQUEST"),
+    UnsupportedMediaTypeError: (415, "UNSUPPORTED_MEDIA_TYPE"),
     AuthenticationError: (401, "UNAUTHENTICATED"),
     AuthorizationError: (403, "FORBIDDEN"),
     NotFoundError: (404, "NOT_FOUND"),
@@ -44,47 +48,50 @@ def _error(status: int, code: str, message: str, field: str | None = None) -> Re
 
 
 class LakehookResolver(APIGatewayRestResolver):
-    """The REST resolver, with the body checks that must run before Powertools parses anything."""
+    """The REST resolver, admitting each request before Powertools parses or validates anything.
 
-    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-        refused = precheck(event)
-        return refused if refused is not None else super().resolve(event, context)
+    Admission runs on the matched route, in this order: authenticate (``api.auth``: a 401 whatever the
+    body), then the body's size (413), media type (415), encoding and JSON limits (400, see
+    ``domain.json_input``). Bodies are parsed once, by the bounded parser, for the route and for
+    Powertools' validation alike.
+    """
 
+    def __init__(self) -> None:
+        super().__init__(enable_validation=True, json_body_deserializer=parse_json)
 
-def precheck(event: Mapping[str, Any]) -> dict[str, Any] | None:
-    """413 for a body over the limit, 415 for a body that is not JSON; else None."""
-    body = event.get("body")
-    if not body:
+    def _resolve(self) -> ResponseBuilder[Any]:
+        refusal = self._admit(self.current_event)
+        if refusal is not None:
+            return self._response_builder_class(response=refusal, serializer=self._serializer, route=None)
+        return super()._resolve()
+
+    def _admit(self, event: APIGatewayProxyEvent) -> Response[str] | None:
+        matched = self._route_of(event.http_method.upper(), self._remove_prefix(event.path))
+        if matched is None:
+            return None  # Powertools answers the 404
+        route, params = matched
+        admit(None)
+        try:
+            admit(authenticator_for(route.method, route.openapi_path)(event, params))
+            check_body(event)
+        except tuple(ERROR_STATUS) as exc:
+            status, code = next(ERROR_STATUS[t] for t in type(exc).__mro__ if t in ERROR_STATUS)
+            logger.info("request refused", extra={"status": status, "reason": str(exc)})
+            return _error(status, code, str(exc), getattr(exc, "field", None))
         return None
-    try:
-        size = len(base64.b64decode(body, validate=True)) if event.get("isBase64Encoded") else len(body.encode())
-    except ValueError:
-        return _raw_error(400, "BAD_REQUEST", "request body is marked base64 but is not valid base64")
-    limit = current().settings.max_body_bytes
-    if size > limit:
-        return _raw_error(413, "PAYLOAD_TOO_LARGE", f"request body is {size} bytes; the limit is {limit}")
-    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
-    content_type = str(headers.get("content-type") or "").lower()
-    if content_type and "json" not in content_type:
-        return _raw_error(
-            415, "UNSUPPORTED_MEDIA_TYPE", f"Content-Type {content_type!r} is not supported; send application/json"
-        )
-    return None
 
-
-def _raw_error(status: int, code: str, message: str) -> dict[str, Any]:
-    return {
-        "statusCode": status,
-        "headers": {"Content-Type": "application/json"},
-        "multiValueHeaders": {},
-        "body": json.dumps({"error": code, "message": message}),
-        "isBase64Encoded": False,
-    }
+    def _route_of(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+        """The route Powertools will call, and its path parameters (matched as Powertools matches them)."""
+        for route in self._static_routes + self._dynamic_routes:
+            match = route.rule.match(path) if route.method == method else None
+            if match:
+                return route, self._convert_matches_into_route_keys(match)
+        return None
 
 
 def build_app() -> LakehookResolver:
     """The resolver with every route; handlers call ``resolve`` on it."""
-    app = LakehookResolver(enable_validation=True)
+    app = LakehookResolver()
     for module in (events, producers, assets, watermarks, coverage, rules, triggers, runs, aliases):
         app.include_router(module.router)
 

@@ -22,10 +22,11 @@ _INTERNAL_SCHEMAS = frozenset({"HTTPValidationError", "ValidationError", "Respon
 INTRO = """\
 Every route answers JSON. Errors are `{"error": "<CODE>", "message": "…", "field": "…"}` with
 400 (bad input, the message names the field), 401 (no or bad credentials), 403 (a producer writing
-outside its prefixes), 404, 409 and 413.
+outside its prefixes), 404, 409, 413 and 415 (a body that is not JSON).
 
-**Authentication.** `POST /asset-events` accepts an HMAC-signed request from a registered producer:
-`X-Lakehook-Producer: <producerId>` and
+**Authentication.** Credentials are checked first, before the body is read: a request without valid
+credentials is a 401 whatever its body. `POST /asset-events` accepts an HMAC-signed request from a
+registered producer: `X-Lakehook-Producer: <producerId>` and
 `X-Lakehook-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, valid for
 5 minutes. `POST /runs/{triggerKey}/complete` takes management credentials or
 `X-Lakehook-Completion-Token: <completionToken>`, the token the trigger's invocation carried (an HMAC of
@@ -38,6 +39,72 @@ The `lakehook` CLI does either for you (see [local.md](local.md) and [operations
 Instants: `commitTime` and `watermark` are epoch milliseconds; interval bounds and timestamps in
 answers are ISO 8601 in UTC (epoch milliseconds are accepted on input). The live document is
 `GET /openapi.json`.
+"""
+
+
+def limits_section() -> str:
+    """The "Limits and input rules" section, from the constants the code enforces (no environment)."""
+    from lakehook.domain.limits import (
+        MAX_JSON_DEPTH,
+        MAX_NUMBER_DIGITS,
+        MAX_PAYLOAD_BYTES,
+        MAX_PAYLOAD_DEPTH,
+    )
+    from lakehook.domain.time import MAX_ISO_MS
+    from lakehook.domain.watermarks import MAX_VALUE_BYTES
+    from lakehook.settings import Settings
+
+    def default(name: str) -> Any:
+        return Settings.model_fields[name].default
+
+    long_range = "0 … 2^63-1"
+    signed_range = "-2^63 … 2^63-1"
+    ids = "`snapshotId`, `parentSnapshotId`, `sequenceNumber`, `schemaId`, `totalRecordCount`, `changelogRecordCount`"
+    instants = f"0 … {MAX_ISO_MS} epoch ms (1970-01-01T00:00:00Z … 9999-12-31T23:59:59.999Z)"
+    return f"""\
+## Limits and input rules
+
+Every body goes through one bounded parser before any route or model sees it; the limits and ranges
+below are declared once in the code (`lakehook.domain.limits`, the models' field constraints) and this
+section is generated from them.
+
+| limit | value | beyond it |
+|---|---|---|
+| request body | {default("max_body_bytes")} bytes | 413 |
+| events per push | {default("max_events_per_push")} | 400 naming `events` |
+| nesting of arrays/objects in a body | {MAX_JSON_DEPTH} levels | 400 naming the limit, nothing written |
+| digits in one number | {MAX_NUMBER_DIGITS} (DynamoDB's precision) | 400 naming the limit, nothing written |
+| event `payload` | {MAX_PAYLOAD_BYTES} bytes as JSON, {MAX_PAYLOAD_DEPTH} levels | that event REJECTED (`payload`) |
+| a watermark store `value` | {MAX_VALUE_BYTES} bytes as compact JSON | 400 naming `value` |
+
+| numeric field | range |
+|---|---|
+| {ids} | {long_range} |
+| `commitIdentifier`, `deltaRecordCount` (added minus deleted rows) | {signed_range} |
+| `commitTime`, `watermark`, `interval.start`, `interval.end` | {instants} |
+| coverage `start`, `end` (query) | the same instants |
+| watermark store `expectedVersion` | {long_range} |
+
+- **Order of checks.** Credentials (401) → body size (413) → `Content-Type`, when given, must be JSON
+  (415) → UTF-8, JSON syntax and the limits above (400, `field: body`) → the route's fields (400 naming
+  the field, or per event in a push).
+- **Encoding.** A body must be UTF-8; other bytes, and `\\ud800`-style escapes of unpaired surrogates,
+  are a 400.
+- **Duplicate keys** in any object are a 400 naming the key: a body means one thing.
+- **NaN and Infinity** are not JSON: a 400. So is a number too large for a float (`1e400`).
+- **Numbers are not coerced.** An integer field takes a JSON integer: `"6"`, `6.0`, `1e3` and `true`
+  are refused naming the field (a float cannot carry every 64-bit id: above 2^53 digits are already lost).
+  An instant in a body is an integer of epoch milliseconds or an ISO 8601 string with a zone; digits in
+  a string (`"1725963330123"`) are refused there, and accepted in query parameters, which are text.
+- **Batches.** A push is parsed whole first (a body over the limits is a 400 and nothing is written); then
+  every event is validated before any is written: an invalid event is answered REJECTED naming its field
+  and the others are recorded; an event outside the producer's prefixes refuses the whole push (403).
+- **Signatures.** An unknown producer, a producer without a secret and a signature by another secret all
+  answer the same 401 text. Each signed request reads its producer with a consistent read, so a rotation
+  (`PUT /producers/{{id}}?rotateSecret=true`) or a prefix change applies to the very next request; only
+  the secret is cached per process, keyed by the producer's `secretVersion`. A secret edited in Secrets
+  Manager directly, outside lakehook, applies within {default("producer_cache_seconds"):g} s
+  (`LAKEHOOK_PRODUCER_CACHE_SECONDS`).
 """
 
 
@@ -153,6 +220,7 @@ def render(spec: dict[str, Any]) -> str:
         f"<!-- Generated from the OpenAPI document by `{REGENERATE}`; do not edit by hand. -->",
         "",
         INTRO,
+        limits_section(),
         "## Routes",
         "",
         "| method | path | summary |",

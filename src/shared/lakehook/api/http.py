@@ -11,7 +11,13 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
 from lakehook.container import current
-from lakehook.domain.errors import AuthenticationError, PayloadTooLargeError, ValidationError
+from lakehook.domain.errors import (
+    AuthenticationError,
+    PayloadTooLargeError,
+    UnsupportedMediaTypeError,
+    ValidationError,
+)
+from lakehook.domain.json_input import decode_utf8
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response[str]:
@@ -24,28 +30,41 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
 
 
 def raw_body(event: APIGatewayProxyEvent) -> bytes:
-    """The body exactly as sent: the bytes a signature covers."""
+    """The body exactly as sent: the bytes a signature covers. Bytes that cannot be recovered are a 400."""
     body = event.body or ""
-    return base64.b64decode(body) if event.is_base64_encoded else body.encode("utf-8")
+    if event.is_base64_encoded:
+        try:
+            return base64.b64decode(body, validate=True)
+        except ValueError as exc:
+            raise ValidationError("request body is marked base64 but is not valid base64", field="body") from exc
+    try:
+        return body.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate: the bytes on the wire were not UTF-8
+        raise ValidationError("request body is not UTF-8; send UTF-8 JSON", field="body") from exc
 
 
-def check_body_size(event: APIGatewayProxyEvent) -> None:
+def check_body(event: APIGatewayProxyEvent) -> None:
+    """Size, media type, encoding and JSON limits of a request body (if it has one); raises the 4xx error."""
+    data = raw_body(event)
+    if not data:
+        return
     limit = current().settings.max_body_bytes
-    size = len(raw_body(event))
-    if size > limit:
-        raise PayloadTooLargeError(f"request body is {size} bytes; the limit is {limit}")
+    if len(data) > limit:
+        raise PayloadTooLargeError(f"request body is {len(data)} bytes; the limit is {limit}")
+    content_type = str(event.get_header_value("Content-Type", default_value="", case_sensitive=False) or "")
+    if content_type and "json" not in content_type.lower():
+        raise UnsupportedMediaTypeError(f"Content-Type {content_type!r} is not supported; send application/json")
+    decode_utf8(data)
+    _ = event.json_body  # parsed once with the bounded parser (the resolver's deserializer) and cached
 
 
 def json_body(event: APIGatewayProxyEvent) -> Any:
-    """The parsed JSON body; malformed JSON is a ValidationError (400)."""
-    check_body_size(event)
+    """The parsed JSON body (bounded: see ``lakehook.domain.json_input``); an empty body is a 400."""
     data = raw_body(event)
     if not data.strip():
         raise ValidationError("request body is empty; expected JSON", field="body")
-    try:
-        return json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValidationError(f"request body is not valid JSON: {exc}", field="body") from exc
+    decode_utf8(data)
+    return event.json_body
 
 
 def is_admin(event: APIGatewayProxyEvent) -> bool:

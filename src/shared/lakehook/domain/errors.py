@@ -31,3 +31,7 @@ class AuthorizationError(LakehookError):
 
 class PayloadTooLargeError(LakehookError):
     """The request body is larger than allowed."""
+
+
+class UnsupportedMediaTypeError(LakehookError):
+    """The request body is not of a media type the API reads (JSON)."""

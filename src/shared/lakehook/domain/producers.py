@@ -41,6 +41,9 @@ class Producer(BaseModel):
     description: str | None = None
     created_at: int = Field(alias="createdAt")
     updated_at: int = Field(alias="updatedAt")
+    secret_version: int = Field(
+        default=0, alias="secretVersion", description="counts secret rotations; a cached secret is used only at it"
+    )
 
     def may_write(self, asset_key: str) -> bool:
         """Whether this producer may write events about the asset.

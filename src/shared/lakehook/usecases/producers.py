@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from lakehook.domain.errors import AuthenticationError, NotFoundError
 from lakehook.domain.producers import PRODUCER_ID, Producer, ProducerSpec, validate_producer_id
-from lakehook.domain.signing import verify
+from lakehook.domain.signing import SIGNATURE_HEADER, parse_signature, verify
 from lakehook.domain.time import now_ms
 from lakehook.ports import ProducerRegistry, SecretStore
 
@@ -41,9 +41,11 @@ class RegisterProducer:
         now = self._clock()
         secret: str | None = None
         secret_ref = existing.secret_ref if existing else f"{self._prefix}producers/{producer_id}"
+        secret_version = existing.secret_version if existing else 0
         if existing is None or rotate_secret:
             secret = pysecrets.token_hex(32)
             secret_ref = self._secrets.put_secret(secret_ref, secret)
+            secret_version += 1  # written after the secret: a reader seeing it finds the new secret
         producer = Producer(
             producer_id=producer_id,
             asset_key_prefixes=spec.asset_key_prefixes,
@@ -51,14 +53,25 @@ class RegisterProducer:
             description=spec.description,
             created_at=existing.created_at if existing else now,
             updated_at=now,
+            secret_version=secret_version,
         )
         self._registry.put_producer(producer)
         return ProducerRegistration(producer, existing is None, secret)
 
 
+# One text for an unknown producer and a wrong signature: a caller cannot tell which producer ids exist.
+NOT_VERIFIED = "the signature does not verify for this producer"
+
+
 class PushAuthenticator:
-    """Check a push's HMAC signature. Producers and secrets are cached briefly per process,
-    so a warm function spends no store request on them; a change applies within the TTL."""
+    """Check a push's HMAC signature against the producer's current secret and prefixes.
+
+    Every request reads the producer item (one consistent GetItem), so a prefix change or a rotation
+    through ``PUT /producers/{id}?rotateSecret=true`` applies to the next request. Only the secret is
+    cached, keyed by the producer's ``secretVersion`` (which a rotation bumps after writing the new
+    secret): a warm function spends no Secrets Manager request. A secret changed in Secrets Manager
+    directly, outside lakehook, is picked up within ``cache_seconds``.
+    """
 
     def __init__(
         self,
@@ -73,32 +86,50 @@ class PushAuthenticator:
         self._tolerance = tolerance_seconds
         self._cache_seconds = cache_seconds
         self._clock = clock
-        self._cache: dict[str, tuple[float, Producer, str]] = {}
+        self._cache: dict[tuple[str, str, int], tuple[float, str]] = {}
         self._lock = threading.Lock()
 
-    def _lookup(self, producer_id: str) -> tuple[Producer, str]:
+    def _secret(self, producer: Producer) -> str | None:
+        key = (producer.producer_id, producer.secret_ref, producer.secret_version)
         now = self._clock()
         with self._lock:
-            hit = self._cache.get(producer_id)
+            hit = self._cache.get(key)
         if hit and now - hit[0] < self._cache_seconds:
-            return hit[1], hit[2]
-        producer = self._registry.get_producer(producer_id)
-        if producer is None:
-            raise AuthenticationError(f"unknown producer {producer_id!r}")
+            return hit[1]
         try:
             secret = self._secrets.get_secret(producer.secret_ref)
-        except NotFoundError as exc:
-            raise AuthenticationError(f"producer {producer_id!r} has no signing secret") from exc
+        except NotFoundError:
+            return None
         with self._lock:
-            self._cache[producer_id] = (now, producer, secret)
-        return producer, secret
+            # Older versions of this producer's secret can never be used again: drop them.
+            for old in [k for k in self._cache if k[0] == producer.producer_id]:
+                del self._cache[old]
+            self._cache[key] = (now, secret)
+        return secret
 
     def authenticate(self, producer_id: str | None, signature: str | None, body: bytes) -> Producer:
-        """The producer that signed this body, or AuthenticationError saying why not."""
+        """The producer that signed this body, or AuthenticationError saying why not.
+
+        What a caller can check without lakehook's data (headers present and well formed, the timestamp
+        within the tolerance) is answered precisely; an unknown producer, a producer without a secret
+        and a signature by another secret all answer ``NOT_VERIFIED``.
+        """
         if not producer_id:
             raise AuthenticationError("missing X-Lakehook-Producer header")
         if not PRODUCER_ID.fullmatch(producer_id):  # never a store key: DynamoDB refuses keys over 2 KB
             raise AuthenticationError("X-Lakehook-Producer is not a valid producer id")
-        producer, secret = self._lookup(producer_id)
-        verify(secret, body, signature, int(self._clock()), self._tolerance)
+        if not signature:
+            raise AuthenticationError(f"missing {SIGNATURE_HEADER} header")
+        timestamp, _ = parse_signature(signature)
+        now = int(self._clock())
+        if abs(now - timestamp) > self._tolerance:
+            raise AuthenticationError(f"signature timestamp is outside the {self._tolerance} s tolerance")
+        producer = self._registry.get_producer(producer_id)
+        secret = self._secret(producer) if producer is not None else None
+        if producer is None or secret is None:
+            raise AuthenticationError(NOT_VERIFIED)
+        try:
+            verify(secret, body, signature, now, self._tolerance)
+        except AuthenticationError as exc:
+            raise AuthenticationError(NOT_VERIFIED) from exc
         return producer

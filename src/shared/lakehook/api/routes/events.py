@@ -8,12 +8,11 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from pydantic import ValidationError as PydanticValidationError
 
-from lakehook.api.http import is_admin, json_body, json_response, raw_body
+from lakehook.api.auth import current_principal
+from lakehook.api.http import json_body, json_response
 from lakehook.container import current
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.events import EventResult, IngestStatus, PushEnvelope, SourceType
-from lakehook.domain.producers import Producer
-from lakehook.domain.signing import PRODUCER_HEADER, SIGNATURE_HEADER
 from lakehook.observability import MetricName, logger, metrics
 from lakehook.usecases.aliases import ingest_through_aliases
 from lakehook.usecases.ingest import describe_validation_error
@@ -37,15 +36,6 @@ def envelope_events(body: Any, limit: int) -> list[Any]:
     raise ValidationError('body must be one event object or {"events": [...]}', field="body")
 
 
-def _authenticate(body: bytes) -> Producer | None:
-    event = router.current_event
-    producer_id = event.get_header_value(PRODUCER_HEADER, case_sensitive=False)
-    signature = event.get_header_value(SIGNATURE_HEADER, case_sensitive=False)
-    if producer_id is None and signature is None and is_admin(event):
-        return None  # management credentials may push for any asset
-    return current().push_authenticator.authenticate(producer_id, signature, body)
-
-
 @router.post(
     "/asset-events",
     summary="Push asset events",
@@ -55,9 +45,8 @@ def _authenticate(body: bytes) -> Producer | None:
 )
 def push_events() -> Response[str]:
     container = current()
-    event = router.current_event
-    body = json_body(event)  # 413 and 400 before any signature work
-    producer = _authenticate(raw_body(event))
+    producer = current_principal().producer  # the resolver verified the signature (or admin) first
+    body = json_body(router.current_event)
     raw_events = envelope_events(body, container.settings.max_events_per_push)
     results = ingest_through_aliases(raw_events, container.ingest, alias_store(container), SourceType.PUSH, producer)
     _count(results)

@@ -1,0 +1,101 @@
+"""Who may call which route: one authenticator per route, run by the resolver before any body is parsed.
+
+``ROUTE_AUTHENTICATORS`` maps ``(method, OpenAPI path)`` to the callable that establishes the caller;
+a route not listed needs management credentials. The resolver calls it before it looks at the body, so
+an unauthenticated request is a 401 whatever it sends, and keeps the ``Caller`` for the route to read
+with ``current_principal``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from enum import StrEnum
+
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
+
+from lakehook.api.http import is_admin, raw_body, require_admin
+from lakehook.api.routes.runs import authorize_completion
+from lakehook.container import current
+from lakehook.domain.errors import AuthenticationError, ValidationError
+from lakehook.domain.producers import Producer
+from lakehook.domain.signing import PRODUCER_HEADER, SIGNATURE_HEADER
+from lakehook.usecases.completion import Caller as CompletionCaller
+
+# Not Powertools' ``router.context``: the route modules' routers are shared by every app built in a
+# process (the local runtime builds two), and that context belongs to whichever app included them last.
+_principal: ContextVar[Principal | None] = ContextVar("lakehook_principal", default=None)
+
+
+class PrincipalKind(StrEnum):
+    ADMIN = "ADMIN"  # management credentials: the bearer token locally, an IAM identity on AWS
+    PRODUCER = "PRODUCER"  # an HMAC-signed request of a registered producer
+    RUN = "RUN"  # a downstream run, by the completion token of its trigger's invocation
+    PUBLIC = "PUBLIC"  # a public route: nobody was authenticated
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who sent the request, as its route's authenticator established it."""
+
+    kind: PrincipalKind
+    producer: Producer | None = None
+
+
+Authenticator = Callable[[APIGatewayProxyEvent, dict[str, str]], Principal]
+
+
+def admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:
+    """Management credentials, or AuthenticationError."""
+    require_admin(event)
+    return Principal(PrincipalKind.ADMIN)
+
+
+def producer_or_admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:
+    """A producer's HMAC signature over the raw body; management credentials without producer headers."""
+    producer_id = event.get_header_value(PRODUCER_HEADER, case_sensitive=False)
+    signature = event.get_header_value(SIGNATURE_HEADER, case_sensitive=False)
+    if producer_id is None and signature is None and is_admin(event):
+        return Principal(PrincipalKind.ADMIN)  # management credentials may push for any asset
+    try:
+        body = raw_body(event)
+    except ValidationError as exc:  # bytes we cannot recover cannot carry a valid signature
+        raise AuthenticationError("the signature does not verify for this producer") from exc
+    producer = current().push_authenticator.authenticate(producer_id, signature, body)
+    return Principal(PrincipalKind.PRODUCER, producer)
+
+
+def run_or_admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:
+    """Management credentials, or the completion token of the trigger in the path (see ``routes.runs``)."""
+    caller = authorize_completion(params.get("triggerKey", ""))
+    return Principal(PrincipalKind.ADMIN if caller is CompletionCaller.MANAGEMENT else PrincipalKind.RUN)
+
+
+def public(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:
+    return Principal(PrincipalKind.PUBLIC)
+
+
+ROUTE_AUTHENTICATORS: dict[tuple[str, str], Authenticator] = {
+    ("GET", "/openapi.json"): public,
+    ("POST", "/asset-events"): producer_or_admin,
+    ("POST", "/runs/{triggerKey}/complete"): run_or_admin,
+}
+
+
+def authenticator_for(method: str, path: str) -> Authenticator:
+    """The route's authenticator (``path`` as OpenAPI writes it: ``/runs/{triggerKey}/complete``)."""
+    return ROUTE_AUTHENTICATORS.get((method.upper(), path), admin)
+
+
+def admit(caller: Principal | None) -> None:
+    """Record who sent the request being resolved (the resolver calls it before routing; None clears)."""
+    _principal.set(caller)
+
+
+def current_principal() -> Principal:
+    """The caller the resolver authenticated for the request being resolved."""
+    caller = _principal.get()
+    if caller is None:  # only reachable if a route runs without the resolver's admission
+        raise AuthenticationError("request was not authenticated")
+    return caller
