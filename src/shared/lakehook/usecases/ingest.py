@@ -65,8 +65,10 @@ class IngestEvents:
     ) -> list[EventResult]:
         """Validate and ingest raw JSON events; invalid ones are REJECTED with the field named.
 
-        A producer may write only under its prefixes: if any event names another asset, the
-        whole batch is refused with AuthorizationError before anything is recorded.
+        Every event is validated (ranges, payload size and depth) before any is written, so a bad event
+        never leaves a batch half-written: it is answered REJECTED and the others are recorded. A
+        producer may write only under its prefixes: if any event names another asset, the whole batch
+        is refused with AuthorizationError before anything is recorded.
         """
         parsed: list[AssetEvent | EventResult] = []
         for index, raw in enumerate(raw_events):
