@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
@@ -47,6 +49,9 @@ def _error(status: int, code: str, message: str, field: str | None = None) -> Re
     return json_response(body, status)
 
 
+_RESOLVING = threading.RLock()
+
+
 class LakehookResolver(APIGatewayRestResolver):
     """The REST resolver, admitting each request before Powertools parses or validates anything.
 
@@ -58,6 +63,14 @@ class LakehookResolver(APIGatewayRestResolver):
 
     def __init__(self) -> None:
         super().__init__(enable_validation=True, json_body_deserializer=parse_json)
+
+    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        # Powertools keeps the request in class-wide state (``BaseRouter.current_event``, shared by every
+        # resolver of the process) and in the app's ``context``: Lambda runs one request per instance at a
+        # time. The local runtime calls handlers from many threads, where a request would otherwise read
+        # another's event halfway through; so one request at a time per process, as on Lambda.
+        with _RESOLVING:
+            return super().resolve(event, context)
 
     def _resolve(self) -> ResponseBuilder[Any]:
         refusal = self._admit(self.current_event)
