@@ -114,3 +114,43 @@ def test_errors_have_messages_and_exit_codes(stack: LocalStack, tmp_path: Path) 
 
     gap = run_cli(["coverage", "s3://spool/orders", "--start", "2025-06-01T10:00:00Z", "--end", "2025-06-01T11:00:00Z"])
     assert gap.code == 3 and "missing [2025-06-01T10:00:00Z, 2025-06-01T11:00:00Z)" in gap.out
+
+
+def test_apply_dry_runs_every_object_first_and_writes_nothing_if_one_is_refused(
+    stack: LocalStack, tmp_path: Path
+) -> None:
+    # GIVEN a file with three typos among valid objects
+    config = yaml.safe_load(EXAMPLE.read_text())
+    config["producers"][0]["producerId"] = "typo-writer"
+    config["assets"][1]["format"] = "parquet"
+    config["rules"][0]["ruleId"] = "typo_rule"
+    config["rules"][0]["groups"][0]["members"][0]["conditon"] = {"snapshotRequired": True}
+    config["rules"].append({**config["rules"][0], "ruleId": "typo_mode", "policy": {"mode": "ALL_UPDATE"}})
+    config["rules"][1]["groups"] = [{"groupId": "g", "members": [{"assetKey": ORDERS}]}]
+    config["aliases"][0]["name"] = "typo_alias"
+    typos = tmp_path / "typos.yaml"
+    typos.write_text(yaml.safe_dump(config))
+
+    # WHEN dry-run THEN the server refuses each typo, naming it
+    dry = run_cli(["apply", "-f", str(typos), "--dry-run"])
+    assert dry.code == 1 and "3 objects refused, nothing applied" in dry.err, dry.err
+    assert "conditon" in dry.err and "policy.mode" in dry.err and "format" in dry.err
+
+    # AND a real apply runs the same dry runs first: the valid producer and alias are not written either
+    real = run_cli(["apply", "-f", str(typos)])
+    assert real.code == 1 and "nothing applied" in real.err
+    assert run_cli(["explain", "typo_mode"]).code == 1
+    assert (
+        requests.get(
+            f"{stack.api_url}/producers/typo-writer",
+            headers={"Authorization": f"Bearer {stack.admin_token}"},
+            timeout=10,
+        ).status_code
+        == 404
+    )
+    assert (
+        requests.get(
+            f"{stack.api_url}/aliases/typo_alias", headers={"Authorization": f"Bearer {stack.admin_token}"}, timeout=10
+        ).status_code
+        == 404
+    )

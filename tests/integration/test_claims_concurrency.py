@@ -165,7 +165,7 @@ def test_eight_resolvers_on_the_same_changes_claim_each_key_once(endpoint: str) 
             Rule.model_validate(
                 {
                     "ruleId": rule_id,
-                    "target": {"type": "webhook"},
+                    "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
                     "policy": {"mode": mode},
                     "groups": [{"groupId": "g", "members": [{"assetKey": A}, {"assetKey": B}]}],
                 }

@@ -79,7 +79,7 @@ def put_rule(app: Any, rule_id: str, *members: dict[str, Any], mode: str = "ALL_
         {
             "groups": [{"groupId": "g", "members": list(members)}],
             "policy": {"mode": mode, **policy},
-            "target": {"type": "webhook", "url": "https://scheduler.example.com/hooks/x"},
+            "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
         },
     )
     assert status == 201, body
@@ -262,7 +262,7 @@ def test_rules_crud_and_bad_rules_through_the_api(app: Any, container: Container
         "/rules/bad",
         {
             "groups": [{"groupId": "g", "members": [{"assetKey": ORDERS, "condition": {"qualityStatus": "MAYBE"}}]}],
-            "target": {"type": "webhook"},
+            "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
         },
     )
     assert status == 400 and body["field"] == "groups.0.members.0.condition.qualityStatus"

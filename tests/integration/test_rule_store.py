@@ -15,6 +15,7 @@ from lakehook.adapters.dynamodb.state_reader import DynamoDBStateReader
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState
+from lakehook.domain.targets import STORED_CONTEXT
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, Window, trigger_key
 from lakehook.ports.rules import ClaimOutcome, Deferral
 from tests.support import RequestCounter
@@ -25,12 +26,14 @@ C = "iceberg://glue/ods/c"
 
 
 def make_rule(rule_id: str, *assets: str, **extra: Any) -> Rule:
+    # A target as rules stored before targets were validated on write (the store keeps what it was given).
     return Rule.model_validate(
         {
             "ruleId": rule_id,
             "target": {"type": "webhook", **extra},
             "groups": [{"groupId": "g", "members": [{"assetKey": a} for a in assets]}],
-        }
+        },
+        context=STORED_CONTEXT,
     )
 
 
@@ -69,7 +72,7 @@ def test_a_rule_round_trips_with_revision_and_times(table: Any) -> None:
     again = store.put_rule(make_rule("r", A, B, url="https://x"), 2000)
     assert (again.revision, again.created_at, again.updated_at) == (2, 1000, 2000)
     stored = store.get_rule("r")
-    assert stored is not None and stored.rule.target["url"] == "https://x" and stored.revision == 2
+    assert stored is not None and stored.rule.to_api()["target"]["url"] == "https://x" and stored.revision == 2
     assert store.get_rule("missing") is None
 
 

@@ -29,7 +29,7 @@ from lakehook.adapters.memory_rules import InMemoryRuleStore, InMemoryTriggerSto
 from lakehook.container import Container
 from lakehook.domain.dispatch import Invocation, Outcome, RetryPolicy, RunManifest
 from lakehook.domain.rules import Rule
-from lakehook.domain.targets import TargetConfig
+from lakehook.domain.targets import STORED_CONTEXT, TargetConfig
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
 from lakehook.settings import Settings
 from lakehook.usecases.dispatch import (
@@ -185,12 +185,14 @@ def make_world(
 
 
 def rule(rule_id: str, target: dict[str, Any]) -> Rule:
+    # Read as the store reads rules back: a target that does not validate loads, and dispatch refuses it.
     return Rule.model_validate(
         {
             "ruleId": rule_id,
             "groups": [{"groupId": "g", "members": [{"assetKey": "paimon://lake/ods/orders"}]}],
             "target": target,
-        }
+        },
+        context=STORED_CONTEXT,
     )
 
 

@@ -28,7 +28,7 @@ def rule(*members: dict[str, Any], mode: str = "ALL_UPDATED", **policy: Any) -> 
     return Rule.model_validate(
         {
             "ruleId": "r",
-            "target": {"type": "webhook"},
+            "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
             "policy": {"mode": mode, **policy},
             "groups": [{"groupId": "g", "members": list(members)}],
         }
@@ -322,7 +322,7 @@ def test_groups_are_alternatives() -> None:
     r = Rule.model_validate(
         {
             "ruleId": "r",
-            "target": {"type": "webhook"},
+            "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
             "groups": [
                 {"groupId": "both", "members": [{"assetKey": A}, {"assetKey": B}]},
                 {"groupId": "a_only", "members": [{"assetKey": A}]},

@@ -76,7 +76,7 @@ def rule(
     return Rule.model_validate(
         {
             "ruleId": rule_id,
-            "target": {"type": "webhook"},
+            "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
             "enabled": enabled,
             "policy": {"mode": mode, **policy},
             "groups": [{"groupId": "g", "members": list(members)}],
@@ -297,7 +297,7 @@ def test_groups_not_containing_the_changed_asset_are_not_evaluated() -> None:
     two = Rule.model_validate(
         {
             "ruleId": "two",
-            "target": {"type": "webhook"},
+            "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
             "groups": [{"groupId": "a", "members": [{"assetKey": A}]}, {"groupId": "b", "members": [{"assetKey": B}]}],
         }
     )

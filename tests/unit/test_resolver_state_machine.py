@@ -56,7 +56,7 @@ def _rule(rule_id: str, mode: str, members: list[dict[str, Any]], **policy: Any)
     return Rule.model_validate(
         {
             "ruleId": rule_id,
-            "target": {"type": "webhook"},
+            "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
             "policy": {"mode": mode, **policy},
             "groups": [{"groupId": "g", "members": members}],
         }

@@ -114,7 +114,7 @@ def test_bad_asset_key_is_named() -> None:
 
 def test_a_target_needs_a_type() -> None:
     error = refused("r", body(target={"url": "https://x"}))
-    assert error.field == "target"
+    assert error.field == "target.type"
 
 
 def test_mode_must_be_known() -> None:
@@ -243,5 +243,7 @@ def test_coverage_and_watermark_windows_of_one_group_must_agree() -> None:
 
 
 def test_an_oversized_rule_is_refused() -> None:
-    error = refused("r", body(target={"type": "webhook", "blob": "x" * 40_000}))
+    keys = [f"paimon://lake/ods_db/{'t' * 150}{i}" for i in range(MAX_ASSETS_PER_RULE)]
+    groups = [{"groupId": f"g{n}", "members": [{"assetKey": k} for k in keys]} for n in range(5)]
+    error = refused("r", body(groups=groups))
     assert "limit" in str(error)

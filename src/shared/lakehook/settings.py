@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from lakehook.domain.url_policy import UrlPolicy, parse_networks
 
 
 class Settings(BaseSettings):
@@ -45,6 +47,11 @@ class Settings(BaseSettings):
     allow_insecure_loopback_targets: bool = Field(
         default=False, description="local mode only: plain-http webhook / Airflow / DolphinScheduler on loopback"
     )
+    target_allowed_networks: str = Field(
+        default="",
+        description="comma-separated CIDR networks (private ranges) webhook / Airflow / DolphinScheduler targets "
+        "may reach; link-local, metadata and (outside local mode) loopback addresses stay refused",
+    )
     dispatch_attempts: int = Field(default=3, ge=1, le=10, description="attempts per dispatcher invocation")
     dispatch_total_attempts: int = Field(default=10, ge=1, le=100, description="attempts before a claim FAILs")
     # Backoff (full jitter): attempt n waits up to min(max, base * 2**(n-1)). The defaults suit real targets;
@@ -70,6 +77,22 @@ class Settings(BaseSettings):
             if getattr(self, f"{name}_base_seconds") > getattr(self, f"{name}_max_seconds"):
                 raise ValueError(f"{name}_base_seconds must not exceed {name}_max_seconds")
         return self
+
+    @field_validator("target_allowed_networks")
+    @classmethod
+    def _networks(cls, value: str) -> str:
+        parse_networks(value.split(","))
+        return value
+
+    @property
+    def local_mode(self) -> bool:
+        """The local stack: management by a bearer token (no IAM), targets on loopback over plain http."""
+        return bool(self.admin_token) or self.allow_insecure_loopback_targets
+
+    @cached_property
+    def url_policy(self) -> UrlPolicy:
+        """Where targets may send requests (checked when a rule is written and again when a run starts)."""
+        return UrlPolicy.of(self.local_mode, self.target_allowed_networks.split(","))
 
 
 @lru_cache(maxsize=1)

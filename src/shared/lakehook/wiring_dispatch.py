@@ -57,6 +57,7 @@ def target_clients(container: Container) -> Mapping[str, TargetClient]:
             secrets=container.secret_store,
             aws=lambda service: aws.client(service, container.settings),
             allow_insecure_loopback=container.settings.allow_insecure_loopback_targets,
+            url_policy=container.settings.url_policy,
         )
         return build_target_clients(deps)
 

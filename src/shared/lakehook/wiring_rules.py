@@ -82,6 +82,9 @@ def manage_rules(container: Container) -> ManageRules:
             container.asset_registry,
             coverage=container.coverage_store,
             resolver=resolver(container),
+            secrets=container.secret_store,
+            url_policy=container.settings.url_policy,
+            secret_prefix=None if container.settings.local_mode else container.settings.secret_prefix,
         ),
     )
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from lakehook.domain.errors import NotFoundError
+from lakehook.domain.errors import AuthorizationError, NotFoundError
 from lakehook.ports import SecretStore
 
 
@@ -32,3 +32,16 @@ class SecretsManagerSecretStore(SecretStore):
             if exc.response["Error"]["Code"] == "ResourceNotFoundException":
                 raise NotFoundError(f"secret {ref!r} does not exist") from exc
             raise
+
+    def secret_exists(self, ref: str) -> bool:
+        """DescribeSecret: the value is never read. A secret scheduled for deletion does not count."""
+        try:
+            described = self._client.describe_secret(SecretId=ref)
+        except ClientError as exc:
+            code = exc.response["Error"]["Code"]
+            if code == "ResourceNotFoundException":
+                return False
+            if code in ("AccessDeniedException", "AccessDenied"):
+                raise AuthorizationError(f"lakehook may not read secret {ref!r}") from exc
+            raise
+        return described.get("DeletedDate") is None

@@ -3,6 +3,10 @@
 Each object is compared with what ``GET`` answers: ``create`` when it is missing, ``update`` when a
 field it declares differs, ``unchanged`` otherwise (fields the file leaves out, such as defaults the
 server fills in, are not compared). Applying twice changes nothing the second time.
+
+Before anything is written, every object is sent as ``PUT ...?dryRun=true``: the server validates it as
+the real write would (targets, URL policy, secrets) and writes nothing. If any object is refused, the
+refusals are listed and nothing is applied; ``--dry-run`` stops after this step.
 """
 
 from __future__ import annotations
@@ -141,13 +145,27 @@ def plan(api: ApiClient, objects: dict[str, list[dict[str, Any]]]) -> list[Chang
     return changes
 
 
+def _path(change: Change) -> str:
+    return KINDS[change.kind][1].format(path_part(change.id))
+
+
+def validate(api: ApiClient, changes: list[Change]) -> list[str]:
+    """Every object's ``PUT ?dryRun=true``; the refusals, one line per object (empty when all pass)."""
+    problems: list[str] = []
+    for change in changes:
+        try:
+            api.request("PUT", _path(change), query={"dryRun": True}, body=change.body)
+        except ApiError as exc:
+            problems.append(f"{SINGULAR[change.kind]} {change.id}: {exc}")
+    return problems
+
+
 def execute(api: ApiClient, changes: list[Change]) -> None:
     for change in changes:
         if change.action == "unchanged":
             continue
-        path = KINDS[change.kind][1].format(path_part(change.id))
         try:
-            answer = api.request("PUT", path, body=change.body)[1]
+            answer = api.request("PUT", _path(change), body=change.body)[1]
         except ApiError as exc:
             raise ApiError(exc.status, f"{SINGULAR[change.kind]} {change.id}: {exc}", exc.body) from exc
         if change.kind == "producers" and isinstance(answer, dict) and answer.get("secret"):
@@ -168,6 +186,11 @@ def _text(result: dict[str, Any]) -> Iterator[str]:
 
 def apply(api: ApiClient, args: argparse.Namespace) -> int:
     changes = plan(api, load(args.file))
+    problems = validate(api, changes)
+    if len(problems) == 1:
+        raise CliError(f"{problems[0]} (nothing applied)")
+    if problems:
+        raise CliError(f"{len(problems)} objects refused, nothing applied:\n  " + "\n  ".join(problems))
     if not args.dry_run:
         execute(api, changes)
     summary = {action: sum(c.action == action for c in changes) for action in ("create", "update", "unchanged")}

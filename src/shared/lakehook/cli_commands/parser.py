@@ -51,7 +51,11 @@ def add_commands(commands_: argparse._SubParsersAction) -> None:  # type: ignore
 
     sub = command("apply", apply.apply, "create or update producers, assets, aliases and rules from a file")
     sub.add_argument("-f", "--file", required=True, help="the declarative config (YAML; - for stdin)")
-    sub.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
+    sub.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="validate every object on the server (PUT ?dryRun=true) and show what would change; change nothing",
+    )
 
     sub = command("explain", commands.explain, "why a rule has (not) run")
     sub.add_argument("rule", metavar="RULE", help="rule id")

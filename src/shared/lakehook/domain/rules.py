@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 
 from lakehook.domain.assets import validate_asset_key
 from lakehook.domain.completion import MAX_RULE_OUTLETS, validate_outlet_entry
+from lakehook.domain.targets import STORED_CONTEXT, RuleTarget
 from lakehook.domain.time import parse_instant_ms
 
 ID_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
@@ -269,7 +270,7 @@ class Rule(BaseModel):
     description: str | None = Field(default=None, max_length=1024)
     groups: list[Group] = Field(min_length=1, max_length=MAX_GROUPS)
     policy: Policy = Field(default_factory=Policy)
-    target: dict[str, Any] = Field(description="where the run starts; only its 'type' is checked for now")
+    target: RuleTarget = Field(description="where the run starts: one of the target types, chosen by 'type'")
     enabled: bool = True
     outlets: list[str] = Field(
         default_factory=list,
@@ -302,20 +303,17 @@ class Rule(BaseModel):
             )
         return groups
 
-    @field_validator("target")
-    @classmethod
-    def _target(cls, value: dict[str, Any]) -> dict[str, Any]:
-        kind = value.get("type")
-        if not isinstance(kind, str) or not kind.strip():
-            raise ValueError("target needs a 'type' string, e.g. webhook or stepfunctions")
-        return value
-
     @model_validator(mode="after")
     def _size(self) -> Rule:
         size = len(self.to_json())
         if size > MAX_RULE_BYTES:
             raise ValueError(f"the rule is {size} bytes as JSON; the limit is {MAX_RULE_BYTES}")
         return self
+
+    @classmethod
+    def from_stored(cls, text: str | bytes) -> Rule:
+        """A rule read back from the store: a target that no longer validates loads as UnusableTarget."""
+        return cls.model_validate_json(text, context=STORED_CONTEXT)
 
     @property
     def asset_keys(self) -> list[str]:

@@ -1,31 +1,42 @@
 """Target configurations: where a rule's run starts, one model per target type.
 
-A rule keeps ``target`` as a JSON object with a ``type``; :func:`validate_target` checks it against
-that type's model (unknown fields refused), so ``PUT /rules/{ruleId}`` can refuse a bad target before
-anything is claimed. The clients that start runs are plug-ins in ``lakehook.adapters.targets``.
+A rule's ``target`` is a JSON object whose ``type`` picks its model (:data:`RuleTarget`, a discriminated
+union; unknown fields refused), so ``PUT /rules/{ruleId}`` refuses a bad target, naming the field, before
+anything is claimed. URLs are checked against the stack's outbound policy (:mod:`lakehook.domain.url_policy`),
+passed in the validation context by the write path (:func:`write_context`). The clients that start runs
+are plug-ins in ``lakehook.adapters.targets``.
 
 Adding a target type: one model here (and its entry in :data:`TARGET_CONFIGS` and :data:`TargetConfig`),
 one client module and one registry entry in ``lakehook.adapters.targets``.
 
 Credentials are never part of a config, only references to secrets (``secretRef``, ``credentialsRef``,
-``tokenRef``): names in the secret store, read by the dispatcher when it starts a run.
+``tokenRef``, see :func:`secret_refs`): names in the secret store, which must exist when the rule is
+written, read by the dispatcher when it starts a run.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    field_validator,
+)
 from pydantic import ValidationError as PydanticValidationError
+from pydantic.json_schema import SkipJsonSchema
 
 from lakehook.domain.errors import ValidationError
+from lakehook.domain.url_policy import UrlPolicy, UrlRefusedError, parse_networks
 
 MAX_TIMEOUT_SECONDS = 30.0
 DEFAULT_TIMEOUT_SECONDS = 10.0
-LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
 # Secrets Manager names: letters, digits and /_+=.@- (up to 512 characters).
 SECRET_REF_PATTERN = r"^[A-Za-z0-9/_+=.@-]{1,512}$"
 STATE_MACHINE_ARN_PATTERN = r"^arn:aws[a-z-]*:states:[a-z0-9-]+:\d{12}:stateMachine:[A-Za-z0-9_-]{1,80}$"
@@ -36,35 +47,41 @@ FUNCTION_NAME_PATTERN = (
 EVENT_BUS_PATTERN = r"^(arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus/)?[A-Za-z0-9._/-]{1,256}$"
 DAG_ID_PATTERN = r"^[A-Za-z0-9_.-]{1,250}$"
 
+# Validation context keys (``Model.model_validate(data, context=...)``): the write path passes the stack's
+# URL policy; the read path of stored rules says so, and keeps a target that no longer validates.
+_POLICY = "lakehook.urlPolicy"
+_STORED = "lakehook.stored"
+STORED_CONTEXT: dict[str, Any] = {_STORED: True}
+_EVERY_NETWORK = parse_networks(["0.0.0.0/0", "::/0"])
+
+
+def write_context(policy: UrlPolicy) -> dict[str, Any]:
+    """The validation context of a write: target URLs are checked against ``policy``."""
+    return {_POLICY: policy}
+
 
 class InvalidTargetError(ValidationError, ValueError):
     """A rule's target does not match its type's schema."""
 
 
-def is_loopback_host(host: str | None) -> bool:
-    """Whether the host is this machine: ``localhost`` or a loopback address."""
-    if not host:
-        return False
-    if host.lower() in LOOPBACK_NAMES:
-        return True
+def check_target_url(url: str, policy: UrlPolicy | None = None) -> str:
+    """The URL if ``policy`` allows it (see :mod:`lakehook.domain.url_policy`).
+
+    Without a policy (a stored rule read back) only its form is checked: an absolute https URL, or http
+    to a loopback host, without credentials; the stack's policy applies when it is written and dialled.
+    """
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+        if policy is not None:
+            return policy.check_url(url)
+        return UrlPolicy(local_mode=True, allowed_networks=_EVERY_NETWORK).check_url(url)
+    except UrlRefusedError as exc:
+        raise ValueError(str(exc)) from exc
 
 
-def check_target_url(url: str) -> str:
-    """An absolute https URL, or http to a loopback host (local mode decides at dispatch); no credentials."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise ValueError("must be an absolute https:// URL")
-    if parts.username or parts.password:
-        raise ValueError("must not carry credentials; put them in the secret store and reference them")
-    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
-        raise ValueError("plain http is allowed only to a loopback host (local mode); use https")
-    if any(c.isspace() for c in url) or parts.fragment:
-        raise ValueError("must not contain spaces or a #fragment")
-    return url
+def _policy(info: ValidationInfo) -> UrlPolicy | None:
+    context = info.context if isinstance(info.context, dict) else {}
+    found = context.get(_POLICY)
+    return found if isinstance(found, UrlPolicy) else None
 
 
 class _Target(BaseModel):
@@ -90,8 +107,8 @@ class WebhookTarget(_Target):
 
     @field_validator("url")
     @classmethod
-    def _url(cls, value: str) -> str:
-        return check_target_url(value)
+    def _url(cls, value: str, info: ValidationInfo) -> str:
+        return check_target_url(value, _policy(info))
 
 
 class StepFunctionsTarget(_Target):
@@ -144,8 +161,8 @@ class AirflowTarget(_Target):
 
     @field_validator("base_url")
     @classmethod
-    def _url(cls, value: str) -> str:
-        return check_target_url(value).rstrip("/")
+    def _url(cls, value: str, info: ValidationInfo) -> str:
+        return check_target_url(value, _policy(info)).rstrip("/")
 
 
 class DolphinSchedulerTarget(_Target):
@@ -179,8 +196,8 @@ class DolphinSchedulerTarget(_Target):
 
     @field_validator("base_url")
     @classmethod
-    def _url(cls, value: str) -> str:
-        return check_target_url(value).rstrip("/")
+    def _url(cls, value: str, info: ValidationInfo) -> str:
+        return check_target_url(value, _policy(info)).rstrip("/")
 
 
 TargetConfig = Annotated[
@@ -198,28 +215,97 @@ TARGET_CONFIGS: dict[str, type[_Target]] = {
     "dolphinscheduler": DolphinSchedulerTarget,
 }
 
-_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+_TARGET = TypeAdapter[TargetConfig](TargetConfig)
 
 
-def validate_target(config: dict[str, Any]) -> TargetConfig:
+class UnusableTarget(BaseModel):
+    """A stored target that does not validate (written before targets were validated on write, or under a
+    policy since narrowed): the rule still loads and shows it as written; dispatch refuses it, FINAL."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    type: Any = None
+    _problem: str = PrivateAttr(default="")
+
+    @classmethod
+    def of(cls, raw: dict[str, Any], problem: str) -> UnusableTarget:
+        target = cls.model_validate(raw)
+        target._problem = problem
+        return target
+
+    @property
+    def problem(self) -> str:
+        """Why it does not validate (``target.<field>: ...``)."""
+        return self._problem
+
+    def to_api(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+def _target_of_rule(value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+    if isinstance(value, _Target | UnusableTarget):
+        return value
+    try:
+        return _TARGET.validate_python(value, context=info.context)
+    except PydanticValidationError as exc:
+        context = info.context if isinstance(info.context, dict) else {}
+        if context.get(_STORED) and isinstance(value, dict):
+            return UnusableTarget.of(value, describe_target_error(exc))
+        raise
+
+
+RuleTarget = Annotated[TargetConfig | SkipJsonSchema[UnusableTarget], WrapValidator(_target_of_rule)]
+"""A rule's ``target``: validated against its type's model (the JSON schema is the discriminated union);
+only a stored rule read back may hold an :class:`UnusableTarget`."""
+
+
+def describe_target_error(exc: PydanticValidationError) -> str:
+    """One line naming each bad field as ``target.<field>``."""
+    return "; ".join(f"{where}: {message}" for where, message in target_errors(exc))
+
+
+def target_errors(exc: PydanticValidationError, prefix: tuple[str, ...] = ("target",)) -> list[tuple[str, str]]:
+    """(field, message) per error, in the API's camelCase (the union's tag dropped from the location)."""
+    return [name_target_error(error, [*prefix, *(str(p) for p in error["loc"])]) for error in exc.errors()]
+
+
+def name_target_error(error: Any, loc: list[str]) -> tuple[str, str]:
+    """The field and message of one pydantic error at ``loc`` (starting ``target``): ``target.url``, not
+    ``target.webhook.url``; a missing or unknown ``type`` is named ``target.type``."""
+    at = loc.index("target") + 1 if "target" in loc else 0
+    if len(loc) > at and loc[at] in TARGET_CONFIGS:
+        loc = loc[:at] + loc[at + 1 :]  # the discriminated union puts the tag first
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        loc = [*loc, "type"]
+        got = error["input"].get("type") if isinstance(error.get("input"), dict) else None
+        message = f"must be one of {', '.join(sorted(TARGET_CONFIGS))}, got {got!r}"
+    elif error["type"] == "model_attributes_type" and len(loc) == at:
+        message = "must be an object with a 'type'"
+    return ".".join(loc), message
+
+
+def secret_refs(target: TargetConfig) -> dict[str, str]:
+    """The secrets a target names, by field (``secretRef`` -> name)."""
+    found: dict[str, str] = {}
+    for name, field in type(target).model_fields.items():
+        value = getattr(target, name)
+        if name.endswith("_ref") and isinstance(value, str):
+            found[field.alias or name] = value
+    return found
+
+
+def validate_target(config: Any, policy: UrlPolicy | None = None) -> TargetConfig:
     """The typed configuration of a rule's ``target``; raises InvalidTargetError naming the field.
 
-    InvalidTargetError is a ValueError, so a pydantic validator (the rule's) may call this directly.
+    With a ``policy`` its URLs must satisfy it (the write path); without one only their form is checked.
+    InvalidTargetError is a ValueError, so a pydantic validator may call this directly.
     """
     if not isinstance(config, dict):
         raise InvalidTargetError("target must be an object with a 'type'", field="target")
-    kind = config.get("type")
-    model = TARGET_CONFIGS.get(kind) if isinstance(kind, str) and _NAME.match(kind) else None
-    if model is None:
-        known = ", ".join(sorted(TARGET_CONFIGS))
-        raise InvalidTargetError(f"target.type must be one of {known}, got {kind!r}", field="target.type")
     try:
-        return model.model_validate(config)  # type: ignore[return-value]
+        return _TARGET.validate_python(config, context=write_context(policy) if policy else None)
     except PydanticValidationError as exc:
-        problems = []
-        first: str | None = None
-        for error in exc.errors():
-            where = ".".join(str(p) for p in ("target", *error["loc"]))
-            first = first or where
-            problems.append(f"{where}: {error['msg'].removeprefix('Value error, ')}")
-        raise InvalidTargetError("; ".join(problems), field=first) from exc
+        problems = target_errors(exc)
+        message = "; ".join(f"{where}: {what}" for where, what in problems)
+        raise InvalidTargetError(message, field=problems[0][0] if problems else "target") from exc

@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from lakehook.domain.assets import AssetRegistration
+from lakehook.domain.errors import NotFoundError
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.producers import Producer
 from lakehook.domain.state import Advance, AssetState
@@ -106,6 +107,18 @@ class SecretStore(ABC):
     @abstractmethod
     def get_secret(self, ref: str) -> str:
         """The secret's current value. Raises NotFoundError."""
+
+    def secret_exists(self, ref: str) -> bool:
+        """Whether the secret exists and can be read (False when it is scheduled for deletion).
+
+        Raises AuthorizationError when lakehook is not allowed to read it. Stores that can tell without
+        reading the value should override this; the default reads it.
+        """
+        try:
+            self.get_secret(ref)
+        except NotFoundError:
+            return False
+        return True
 
 
 class WatermarkStore(ABC):

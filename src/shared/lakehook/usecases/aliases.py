@@ -23,16 +23,20 @@ class ManageAliases:
         self._store = store
         self._clock = clock
 
-    def put(self, name: str, spec: AliasSpec) -> tuple[Alias, bool]:
-        """Create or replace; answers the alias and whether it was created."""
+    def check(self, name: str, spec: AliasSpec) -> Alias:
+        """The alias a put would write (``?dryRun=true``): everything checked, nothing written."""
         now = self._clock()
-        alias = Alias(
+        return Alias(
             name=validate_alias_name(name),
             asset_keys=tuple(spec.asset_keys),
             description=spec.description,
             created_at=now,
             updated_at=now,
         )
+
+    def put(self, name: str, spec: AliasSpec) -> tuple[Alias, bool]:
+        """Create or replace; answers the alias and whether it was created."""
+        alias = self.check(name, spec)
         created = self._store.put_alias(alias)
         stored = self._store.get_alias(alias.name)
         return (stored or alias), created

@@ -50,7 +50,7 @@ from lakehook.domain.dispatch import (
     TargetUnavailableError,
 )
 from lakehook.domain.errors import NotFoundError
-from lakehook.domain.targets import InvalidTargetError, TargetConfig, validate_target
+from lakehook.domain.targets import TargetConfig, UnusableTarget
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import TriggerStatus
 from lakehook.observability import logger
@@ -255,10 +255,9 @@ class DispatchTrigger:
         stored = self._rules.get_rule(trigger.rule_id)
         if stored is None:
             return Outcome.fatal(f"rule {trigger.rule_id!r} no longer exists", "rule_missing")
-        try:
-            config = validate_target(stored.rule.target)
-        except InvalidTargetError as exc:
-            return Outcome.fatal(f"the rule's target is invalid: {exc}", "invalid_target")
+        config = stored.rule.target
+        if isinstance(config, UnusableTarget):
+            return Outcome.fatal(f"the rule's target is invalid: {config.problem}", "invalid_target")
         client = self._targets.get(config.type)
         if client is None:
             return Outcome.fatal(f"target type {config.type!r} is not available here", "unsupported_target")

@@ -35,14 +35,17 @@ class RegisterProducer:
         self._prefix = secret_prefix
         self._clock = clock
 
-    def __call__(self, producer_id: str, spec: ProducerSpec, rotate_secret: bool = False) -> ProducerRegistration:
+    def __call__(
+        self, producer_id: str, spec: ProducerSpec, rotate_secret: bool = False, dry_run: bool = False
+    ) -> ProducerRegistration:
+        """With ``dry_run`` everything is checked and nothing written: no secret is generated or stored."""
         validate_producer_id(producer_id)
         existing = self._registry.get_producer(producer_id)
         now = self._clock()
         secret: str | None = None
         secret_ref = existing.secret_ref if existing else f"{self._prefix}producers/{producer_id}"
         secret_version = existing.secret_version if existing else 0
-        if existing is None or rotate_secret:
+        if (existing is None or rotate_secret) and not dry_run:
             secret = pysecrets.token_hex(32)
             secret_ref = self._secrets.put_secret(secret_ref, secret)
             secret_version += 1  # written after the secret: a reader seeing it finds the new secret
@@ -55,6 +58,8 @@ class RegisterProducer:
             updated_at=now,
             secret_version=secret_version,
         )
+        if dry_run:
+            return ProducerRegistration(producer, existing is None, None)
         self._registry.put_producer(producer)
         return ProducerRegistration(producer, existing is None, secret)
 

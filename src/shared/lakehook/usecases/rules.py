@@ -7,20 +7,23 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
-from lakehook.domain.errors import ConflictError, NotFoundError, ValidationError
+from lakehook.domain.errors import AuthorizationError, ConflictError, NotFoundError, ValidationError
 from lakehook.domain.evaluation import select_member
 from lakehook.domain.rules import Member, Rule, StartFrom, validate_id
+from lakehook.domain.targets import UnusableTarget, name_target_error, secret_refs, write_context
 from lakehook.domain.time import ms_to_iso, now_ms
 from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus, trigger_key
+from lakehook.domain.url_policy import UrlPolicy
 from lakehook.observability import logger
 from lakehook.ports.coverage import CoverageStore
 from lakehook.ports.rules import RuleError, RuleStore, StateReader, StoredRule, TriggerStore
-from lakehook.ports.store import AssetRegistry, Page
+from lakehook.ports.store import AssetRegistry, Page, SecretStore
 from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport
 
 MAX_MANUAL_RUNS = 100  # manual runs of one set of versions (each finished one frees the next number)
 
 _WATERMARK_TAGS = ("instant", "window")  # discriminator tags pydantic puts in error locations
+DEPLOYED_POLICY = UrlPolicy()
 
 
 def describe_rule_error(exc: PydanticValidationError) -> tuple[str, str]:
@@ -30,14 +33,20 @@ def describe_rule_error(exc: PydanticValidationError) -> tuple[str, str]:
     for error in exc.errors():
         loc = [str(p) for p in error["loc"]]
         loc = [p for i, p in enumerate(loc) if not (p in _WATERMARK_TAGS and i and loc[i - 1] == "watermarkAtLeast")]
-        where = ".".join(loc) or "body"
+        if loc[:1] == ["target"]:
+            where, message = name_target_error(error, loc)
+        else:
+            where, message = ".".join(loc) or "body", error["msg"].removeprefix("Value error, ")
         fields.append(where)
-        parts.append(f"{where}: {error['msg'].removeprefix('Value error, ')}")
+        parts.append(f"{where}: {message}")
     return "; ".join(parts), fields[0] if fields else "body"
 
 
-def parse_rule(rule_id: str, body: Any) -> Rule:
-    """The rule ``PUT /rules/{ruleId}`` describes; a ValidationError (400) names the bad field."""
+def parse_rule(rule_id: str, body: Any, policy: UrlPolicy = DEPLOYED_POLICY) -> Rule:
+    """The rule ``PUT /rules/{ruleId}`` describes; a ValidationError (400) names the bad field.
+
+    Target URLs must satisfy ``policy`` (the stack's outbound URL policy; a deployed stack's by default).
+    """
     try:
         validate_id(rule_id, "ruleId")
     except ValueError as exc:
@@ -49,7 +58,7 @@ def parse_rule(rule_id: str, body: Any) -> Rule:
             f"ruleId in the body ({body['ruleId']!r}) differs from the path ({rule_id!r})", field="ruleId"
         )
     try:
-        return Rule.model_validate({**body, "ruleId": rule_id})
+        return Rule.model_validate({**body, "ruleId": rule_id}, context=write_context(policy))
     except PydanticValidationError as exc:
         message, field = describe_rule_error(exc)
         raise ValidationError(message, field=field) from exc
@@ -73,6 +82,28 @@ def stored_to_api(stored: StoredRule) -> dict[str, Any]:
     return data
 
 
+def check_target_secrets(rule: Rule, secrets: SecretStore, required_prefix: str | None = None) -> None:
+    """Every secret the rule's target names must exist (and, on a deployed stack, lie under the prefix the
+    dispatcher may read); else a ValidationError naming the field, e.g. ``target.secretRef``."""
+    if isinstance(rule.target, UnusableTarget):
+        return
+    for field, ref in secret_refs(rule.target).items():
+        where = f"target.{field}"
+        if required_prefix and not ref.startswith(required_prefix):
+            raise ValidationError(
+                f"{where}: secret {ref!r} is outside {required_prefix}*, the only secrets this stack may read",
+                field=where,
+            )
+        try:
+            found = secrets.secret_exists(ref)
+        except AuthorizationError as exc:
+            raise ValidationError(f"{where}: {exc}", field=where) from exc
+        if not found:
+            raise ValidationError(
+                f"{where}: secret {ref!r} does not exist; create it first (see docs/rules.md#secrets)", field=where
+            )
+
+
 class ManageRules:
     """The rule routes' use cases. Deciding whether a rule is ready is the resolver's (``resolver``): explain,
     evaluate and a PUT all ask it, so what explain says is what the resolver does."""
@@ -87,7 +118,12 @@ class ManageRules:
         coverage: CoverageStore | None = None,
         *,
         resolver: ResolveAssetChange,
+        secrets: SecretStore | None = None,
+        url_policy: UrlPolicy = DEPLOYED_POLICY,
+        secret_prefix: str | None = None,
     ) -> None:
+        """``secrets``: where targets' secrets must exist (unchecked without one); ``url_policy``: the stack's
+        outbound URL policy; ``secret_prefix``: on a deployed stack, the names the dispatcher may read."""
         self._rules = rules
         self._triggers = triggers
         self._reader = reader
@@ -95,13 +131,24 @@ class ManageRules:
         self._clock = clock
         self._coverage = coverage
         self._resolver = resolver
+        self._secrets = secrets
+        self._policy = url_policy
+        self._secret_prefix = secret_prefix
+
+    def check(self, rule_id: str, body: Any) -> Rule:
+        """Everything ``put`` checks, writing nothing (``?dryRun=true``): the rule, its target's URL policy
+        and the existence of the secrets it names. Answers the rule as it would be stored."""
+        rule = parse_rule(rule_id, body, self._policy)
+        if self._secrets is not None:
+            check_target_secrets(rule, self._secrets, self._secret_prefix)
+        return rule
 
     def put(self, rule_id: str, body: Any) -> tuple[StoredRule, bool]:
         """Create or replace; True when created. An enabled rule is evaluated at once, so one whose inputs
         already satisfy it fires now (``startFrom: LATEST``); with ``NEXT_CHANGE`` the versions present when it
         starts (created, re-enabled, or a new group) are recorded first, before the rule is visible, and only
         newer ones fire."""
-        rule = parse_rule(rule_id, body)
+        rule = self.check(rule_id, body)
         old = self._rules.get_rule(rule_id) if rule.enabled else None
         if rule.enabled and rule.policy.start_from is StartFrom.NEXT_CHANGE:
             was_running = old is not None and old.rule.enabled

@@ -98,7 +98,7 @@ class DynamoDBRuleStore(RuleStore):
 
     def get_rules(self, rule_ids: Collection[str]) -> dict[str, Rule]:
         items = batch_get(self._client, self._name, [keys.rule_meta_key(i) for i in rule_ids])
-        return {str(i["ruleId"]): Rule.model_validate_json(i["body"]) for i in items}
+        return {str(i["ruleId"]): Rule.from_stored(i["body"]) for i in items}
 
     def list_rules(self, limit: int, next_token: str | None = None) -> Page[StoredRule]:
         kwargs: dict[str, Any] = {
@@ -148,7 +148,7 @@ class DynamoDBRuleStore(RuleStore):
         rules: list[Rule] = []
         while True:
             answer = self._table.query(**kwargs)
-            rules.extend(Rule.model_validate_json(i["body"]) for i in answer.get("Items", []))
+            rules.extend(Rule.from_stored(i["body"]) for i in answer.get("Items", []))
             if "LastEvaluatedKey" not in answer:
                 return rules
             kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
@@ -190,7 +190,7 @@ class DynamoDBRuleStore(RuleStore):
 def _stored(item: dict[str, Any]) -> StoredRule:
     error = item.get("lastError")
     return StoredRule(
-        rule=Rule.model_validate_json(item["body"]),
+        rule=Rule.from_stored(item["body"]),
         revision=int(item["revision"]),
         created_at=int(item["createdAt"]),
         updated_at=int(item["updatedAt"]),

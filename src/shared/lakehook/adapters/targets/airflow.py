@@ -25,6 +25,7 @@ from lakehook.adapters.targets.http import ask, json_or_none, refuse_insecure, s
 from lakehook.domain.dispatch import Invocation, Outcome, OutcomeKind, TargetUnavailableError, http_outcome
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.targets import AirflowTarget, TargetConfig
+from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports.dispatch import TargetClient
 
 RUN_ID_PREFIX = "lakehook__"
@@ -46,16 +47,22 @@ class AirflowTargetClient(TargetClient):
     confirmable: ClassVar[bool] = True
     deduplicates: ClassVar[bool] = True
 
-    def __init__(self, secrets: CachedSecrets, session: requests.Session, allow_insecure_loopback: bool = False):
+    def __init__(
+        self,
+        secrets: CachedSecrets,
+        session: requests.Session,
+        allow_insecure_loopback: bool = False,
+        url_policy: UrlPolicy | None = None,
+    ):
         self._secrets = secrets
         self._session = session
-        self._allow_loopback = allow_insecure_loopback
+        self._policy = url_policy or UrlPolicy(local_mode=allow_insecure_loopback)
         self._tokens: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
 
     @classmethod
     def build(cls, deps: TargetDeps) -> AirflowTargetClient:
-        return cls(deps.cached_secrets, deps.session, deps.allow_insecure_loopback)
+        return cls(deps.cached_secrets, deps.session, url_policy=deps.policy)
 
     # --- auth ------------------------------------------------------------------------------------------
 
@@ -86,6 +93,8 @@ class AirflowTargetClient(TargetClient):
                 )
             except requests.RequestException as exc:
                 outcome = transport_outcome(exc, "airflow token")
+                if outcome.kind is OutcomeKind.FATAL:
+                    return outcome  # a refused destination stays refused
                 return Outcome.retryable(outcome.reason or "token", outcome.code or "transport")  # no side effects
             body = json_or_none(answer)
             if answer.status_code not in (200, 201) or not isinstance(body, dict) or "access_token" not in body:
@@ -125,7 +134,7 @@ class AirflowTargetClient(TargetClient):
 
     def start(self, invocation: Invocation, config: TargetConfig) -> Outcome:
         assert isinstance(config, AirflowTarget)
-        refused = refuse_insecure(config.base_url, self._allow_loopback)
+        refused = refuse_insecure(config.base_url, self._policy)
         if refused is not None:
             return refused
         run_id = dag_run_id_for(invocation.trigger_key)
@@ -178,7 +187,7 @@ class AirflowTargetClient(TargetClient):
 
     def find_run(self, trigger_key: str, config: TargetConfig, not_before_ms: int) -> str | None:
         assert isinstance(config, AirflowTarget)
-        if refuse_insecure(config.base_url, self._allow_loopback) is not None:
+        if refuse_insecure(config.base_url, self._policy) is not None:
             raise TargetUnavailableError("the target's URL is not allowed")
         run_id = dag_run_id_for(trigger_key)
         found = self._get_run(trigger_key, config, run_id)

@@ -10,6 +10,8 @@ from typing import Any
 
 import requests
 
+from lakehook.adapters.targets.egress import Resolver, guard_session, system_resolver
+from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports.store import SecretStore
 
 
@@ -47,7 +49,9 @@ class TargetDeps:
     """Everything a plug-in's ``build`` may use.
 
     ``aws`` builds a boto3 client by service name. ``allow_insecure_loopback`` (local mode only) lets
-    HTTP targets use plain http to a loopback host; otherwise only https is dialled.
+    HTTP targets use plain http to a loopback host; otherwise only https is dialled. ``url_policy`` (by
+    default the local-mode switch alone) is checked against the URL and, through the session's guard,
+    against every address its host resolves to (``resolver``) before a connection is made.
     """
 
     secrets: SecretStore
@@ -55,6 +59,12 @@ class TargetDeps:
     allow_insecure_loopback: bool = False
     session: requests.Session = field(default_factory=requests.Session)
     clock: Callable[[], float] = time.time
+    url_policy: UrlPolicy | None = None
+    resolver: Resolver = system_resolver
 
     def __post_init__(self) -> None:
         self.cached_secrets = CachedSecrets(self.secrets)
+        if self.url_policy is None:
+            self.url_policy = UrlPolicy(local_mode=self.allow_insecure_loopback)
+        self.policy: UrlPolicy = self.url_policy
+        guard_session(self.session, self.policy, self.resolver)

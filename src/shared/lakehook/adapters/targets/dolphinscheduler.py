@@ -31,6 +31,7 @@ from lakehook.adapters.targets.http import ask, json_or_none, refuse_insecure, s
 from lakehook.domain.dispatch import Invocation, Outcome, OutcomeKind, TargetUnavailableError, http_outcome
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.targets import DolphinSchedulerTarget, TargetConfig
+from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports.dispatch import TargetClient
 
 KEY_PARAM = "lakehook_trigger_key"
@@ -95,14 +96,20 @@ class DolphinSchedulerTargetClient(TargetClient):
     confirmable: ClassVar[bool] = True
     deduplicates: ClassVar[bool] = False
 
-    def __init__(self, secrets: CachedSecrets, session: requests.Session, allow_insecure_loopback: bool = False):
+    def __init__(
+        self,
+        secrets: CachedSecrets,
+        session: requests.Session,
+        allow_insecure_loopback: bool = False,
+        url_policy: UrlPolicy | None = None,
+    ):
         self._secrets = secrets
         self._session = session
-        self._allow_loopback = allow_insecure_loopback
+        self._policy = url_policy or UrlPolicy(local_mode=allow_insecure_loopback)
 
     @classmethod
     def build(cls, deps: TargetDeps) -> DolphinSchedulerTargetClient:
-        return cls(deps.cached_secrets, deps.session, deps.allow_insecure_loopback)
+        return cls(deps.cached_secrets, deps.session, url_policy=deps.policy)
 
     def settle_seconds(self, config: TargetConfig) -> float:
         assert isinstance(config, DolphinSchedulerTarget)
@@ -116,7 +123,7 @@ class DolphinSchedulerTargetClient(TargetClient):
 
     def start(self, invocation: Invocation, config: TargetConfig) -> Outcome:
         assert isinstance(config, DolphinSchedulerTarget)
-        refused = refuse_insecure(config.base_url, self._allow_loopback)
+        refused = refuse_insecure(config.base_url, self._policy)
         if refused is not None:
             return refused
         headers = self._headers(config)
@@ -163,7 +170,7 @@ class DolphinSchedulerTargetClient(TargetClient):
 
     def find_run(self, trigger_key: str, config: TargetConfig, not_before_ms: int) -> str | None:
         assert isinstance(config, DolphinSchedulerTarget)
-        if refuse_insecure(config.base_url, self._allow_loopback) is not None:
+        if refuse_insecure(config.base_url, self._policy) is not None:
             raise TargetUnavailableError("the target's URL is not allowed")
         headers = self._headers(config)
         if isinstance(headers, Outcome):

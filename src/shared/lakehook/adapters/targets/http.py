@@ -1,5 +1,9 @@
 """Shared by the HTTP targets (webhook, Airflow, DolphinScheduler): which URLs may be dialled, bounded
-timeouts, and how a transport failure becomes an Outcome (ambiguous when the request may have arrived)."""
+timeouts, and how a transport failure becomes an Outcome (ambiguous when the request may have arrived).
+
+The URL as written is checked here (:func:`refuse_insecure`); the addresses its host resolves to are
+checked on every connect by the session's guard (:mod:`lakehook.adapters.targets.egress`), and a refused
+one is a FATAL outcome (``refused_destination``), never a retry."""
 
 from __future__ import annotations
 
@@ -9,24 +13,29 @@ from urllib.parse import urlsplit
 import requests
 from urllib3.exceptions import NameResolutionError, NewConnectionError
 
+from lakehook.adapters.targets.egress import DestinationRefusedError
 from lakehook.domain.dispatch import Outcome, TargetUnavailableError
-from lakehook.domain.targets import is_loopback_host
+from lakehook.domain.url_policy import UrlPolicy, UrlRefusedError
 
 CONNECT_TIMEOUT_SECONDS = 3.05
 USER_AGENT = "lakehook-dispatcher"
 
 
-def refuse_insecure(url: str, allow_insecure_loopback: bool) -> Outcome | None:
-    """A FATAL outcome unless ``url`` is https, or plain http to a loopback host in local mode."""
-    parts = urlsplit(url)
-    if parts.scheme == "https":
-        return None
-    if parts.scheme == "http" and allow_insecure_loopback and is_loopback_host(parts.hostname):
-        return None
-    return Outcome.fatal(
-        f"refusing to dial {parts.scheme}://{parts.hostname}: only https (plain http to a loopback host in local mode)",
-        "insecure_url",
-    )
+class RefusedDestination(requests.ConnectionError):
+    """The request was not sent: its host resolves to an address the outbound policy refuses."""
+
+
+def refuse_insecure(url: str, policy: UrlPolicy | bool) -> Outcome | None:
+    """A FATAL outcome unless the outbound policy allows ``url`` as written (https; plain http only to a
+    loopback host in local mode; no refused host). ``policy`` may be the local-mode switch alone."""
+    if isinstance(policy, bool):
+        policy = UrlPolicy(local_mode=policy)
+    try:
+        policy.check_url(url)
+    except UrlRefusedError as exc:
+        parts = urlsplit(url)
+        return Outcome.fatal(f"refusing to dial {parts.scheme}://{parts.hostname}: {exc}", exc.code)
+    return None
 
 
 def _never_connected(exc: BaseException) -> bool:
@@ -47,6 +56,8 @@ def _never_connected(exc: BaseException) -> bool:
 
 def transport_outcome(exc: requests.RequestException, what: str) -> Outcome:
     """A RETRYABLE outcome for a transport failure; ambiguous unless the request surely never left."""
+    if isinstance(exc, RefusedDestination):
+        return Outcome.fatal(f"{what}: {exc}", "refused_destination")
     if isinstance(exc, requests.ReadTimeout):
         return Outcome.retryable(f"{what}: no answer within the timeout", "timeout", ambiguous=True)
     if _never_connected(exc):
@@ -57,14 +68,17 @@ def transport_outcome(exc: requests.RequestException, what: str) -> Outcome:
 def send(session: requests.Session, method: str, url: str, timeout: float, **kwargs: Any) -> requests.Response:
     """One request with bounded timeouts and no redirects (a redirect is answered as the 3xx it is)."""
     headers = {"User-Agent": USER_AGENT, **kwargs.pop("headers", {})}
-    return session.request(
-        method,
-        url,
-        timeout=(min(CONNECT_TIMEOUT_SECONDS, timeout), timeout),
-        allow_redirects=False,
-        headers=headers,
-        **kwargs,
-    )
+    try:
+        return session.request(
+            method,
+            url,
+            timeout=(min(CONNECT_TIMEOUT_SECONDS, timeout), timeout),
+            allow_redirects=False,
+            headers=headers,
+            **kwargs,
+        )
+    except DestinationRefusedError as exc:
+        raise RefusedDestination(str(exc)) from exc
 
 
 def ask(session: requests.Session, method: str, url: str, timeout: float, **kwargs: Any) -> requests.Response:

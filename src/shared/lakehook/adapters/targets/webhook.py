@@ -25,6 +25,7 @@ from lakehook.domain.dispatch import Invocation, Outcome, http_outcome
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.signing import SIGNATURE_HEADER, sign
 from lakehook.domain.targets import TargetConfig, WebhookTarget
+from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports.dispatch import TargetClient
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -54,21 +55,22 @@ class WebhookTargetClient(TargetClient):
         session: requests.Session,
         allow_insecure_loopback: bool = False,
         clock: Any = None,
+        url_policy: UrlPolicy | None = None,
     ) -> None:
         import time
 
         self._secrets = secrets
         self._session = session
-        self._allow_loopback = allow_insecure_loopback
+        self._policy = url_policy or UrlPolicy(local_mode=allow_insecure_loopback)
         self._clock = clock or time.time
 
     @classmethod
     def build(cls, deps: TargetDeps) -> WebhookTargetClient:
-        return cls(deps.cached_secrets, deps.session, deps.allow_insecure_loopback, deps.clock)
+        return cls(deps.cached_secrets, deps.session, clock=deps.clock, url_policy=deps.policy)
 
     def start(self, invocation: Invocation, config: TargetConfig) -> Outcome:
         assert isinstance(config, WebhookTarget)
-        refused = refuse_insecure(config.url, self._allow_loopback)
+        refused = refuse_insecure(config.url, self._policy)
         if refused is not None:
             return refused
         try:

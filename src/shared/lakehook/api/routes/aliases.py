@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
 from lakehook.api.http import json_response, require_admin
@@ -12,6 +15,10 @@ from lakehook.wiring_dispatch import manage_aliases
 
 router = APIGatewayRouter()
 
+DryRun = Annotated[
+    bool, Query(alias="dryRun", description="validate fully, write nothing, answer what would be written")
+]
+
 
 @router.put(
     "/aliases/<name>",
@@ -19,8 +26,10 @@ router = APIGatewayRouter()
     description='An event sent with "alias" instead of "assetKey" is recorded for each of these assets.',
     tags=["aliases"],
 )
-def put_alias(name: str, spec: AliasSpec) -> Response[str]:
+def put_alias(name: str, spec: AliasSpec, dry_run: DryRun = False) -> Response[str]:
     require_admin(router.current_event)
+    if dry_run:
+        return json_response({**manage_aliases(current()).check(name, spec).to_api(), "dryRun": True})
     alias, created = manage_aliases(current()).put(name, spec)
     return json_response(alias.to_api(), 201 if created else 200)
 

@@ -19,6 +19,9 @@ router = APIGatewayRouter()
 Limit = Annotated[int, Query(ge=1, le=500)]
 AssetKeyQuery = Annotated[str, Query(alias="assetKey", min_length=1, max_length=512)]
 NextToken = Annotated[str | None, Query(alias="nextToken", max_length=2048)]
+DryRun = Annotated[
+    bool, Query(alias="dryRun", description="validate fully, write nothing, answer what would be written")
+]
 
 
 def _asset_key(value: str) -> str:
@@ -29,8 +32,10 @@ def _asset_key(value: str) -> str:
 
 
 @router.put("/assets", summary="Register an asset (create or replace)", tags=["assets"])
-def put_asset(asset: AssetRegistration) -> Response[str]:
+def put_asset(asset: AssetRegistration, dry_run: DryRun = False) -> Response[str]:
     require_admin(router.current_event)
+    if dry_run:  # the registration is fully checked by its model; nothing else is consulted on write
+        return json_response({**asset.to_api(), "dryRun": True})
     created = current().asset_registry.put_asset(asset, now_ms())
     return json_response(asset.to_api(), 201 if created else 200)
 

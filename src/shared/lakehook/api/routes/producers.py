@@ -15,6 +15,10 @@ from lakehook.domain.producers import ProducerSpec, validate_producer_id
 
 router = APIGatewayRouter()
 
+DryRun = Annotated[
+    bool, Query(alias="dryRun", description="validate fully, write nothing, answer what would be written")
+]
+
 
 @router.put(
     "/producers/<producerId>",
@@ -26,10 +30,13 @@ def put_producer(
     producerId: str,
     spec: ProducerSpec,
     rotate_secret: Annotated[bool, Query(alias="rotateSecret")] = False,
+    dry_run: DryRun = False,
 ) -> Response[str]:
     require_admin(router.current_event)
-    registration = current().register_producer(producerId, spec, rotate_secret)
+    registration = current().register_producer(producerId, spec, rotate_secret, dry_run=dry_run)
     body = registration.producer.to_api()
+    if dry_run:
+        return json_response({**body, "dryRun": True})  # never a secret: none was generated
     if registration.secret is not None:
         body["secret"] = registration.secret
     return json_response(body, 201 if registration.created else 200)

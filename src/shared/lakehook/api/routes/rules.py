@@ -17,16 +17,23 @@ router = APIGatewayRouter()
 
 Limit = Annotated[int, Query(ge=1, le=500)]
 NextToken = Annotated[str | None, Query(alias="nextToken", max_length=2048)]
+DryRun = Annotated[
+    bool, Query(alias="dryRun", description="validate fully, write nothing, answer what would be written")
+]
 
 
 @router.put(
     "/rules/<ruleId>",
     summary="Create or replace a rule",
-    description="Groups (OR) of members (AND), a policy and a target. A malformed rule is a 400 naming the field.",
+    description="Groups (OR) of members (AND), a policy and a target. A malformed rule is a 400 naming the field; "
+    "so is a target URL the outbound policy refuses, or a secret the target names that does not exist.",
     tags=["rules"],
 )
-def put_rule(ruleId: str) -> Response[str]:
+def put_rule(ruleId: str, dry_run: DryRun = False) -> Response[str]:
     require_admin(router.current_event)
+    if dry_run:
+        rule = manage_rules(current()).check(ruleId, json_body(router.current_event))
+        return json_response({**rule.to_api(), "dryRun": True})
     stored, created = manage_rules(current()).put(ruleId, json_body(router.current_event))
     return json_response(stored_to_api(stored), 201 if created else 200)
 

@@ -15,11 +15,15 @@ from lakehook.domain.errors import NotFoundError
 from lakehook.domain.limits import MAX_LONG
 from lakehook.domain.time import now_ms
 from lakehook.domain.watermarks import KEY, NAMESPACE, WatermarkPut
+from lakehook.usecases.watermarks import preview_watermark_put
 
 router = APIGatewayRouter()
 
 Namespace = Annotated[str, Query(pattern=NAMESPACE.pattern)]
 WmKey = Annotated[str, Query(pattern=KEY.pattern)]
+DryRun = Annotated[
+    bool, Query(alias="dryRun", description="validate fully, write nothing, answer what would be written")
+]
 
 
 @router.get("/watermarks", summary="Read one watermark, or every key of (namespace, asset)", tags=["watermarks"])
@@ -38,9 +42,11 @@ def get_watermark(
 
 
 @router.put("/watermarks", summary="Write a watermark; with expectedVersion, compare-and-set", tags=["watermarks"])
-def put_watermark(body: WatermarkPut) -> Response[str]:
+def put_watermark(body: WatermarkPut, dry_run: DryRun = False) -> Response[str]:
     require_admin(router.current_event)
     asset = _asset_key(body.asset_key)
+    if dry_run:
+        return json_response(preview_watermark_put(current().watermark_store, body, asset, now_ms()))
     record = current().watermark_store.put(body.namespace, asset, body.key, body.value, now_ms(), body.expected_version)
     return json_response(record.to_api())
 

@@ -1,0 +1,291 @@
+"""The outbound URL policy of HTTP targets: as written (when a rule is written) and after DNS (when a run
+starts). Every resolution here is a stub; no test sends a byte to any of these addresses."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from lakehook.adapters.memory import InMemorySecretStore
+from lakehook.adapters.targets import TargetDeps, build_target_clients
+from lakehook.adapters.targets.egress import AddressGuard, DestinationRefusedError, guard_session
+from lakehook.domain.dispatch import Invocation, OutcomeKind, RunManifest
+from lakehook.domain.targets import validate_target
+from lakehook.domain.triggers import PinnedInput, Trigger, trigger_key
+from lakehook.domain.url_policy import UrlPolicy, UrlRefusedError
+from tests.fakes.webhook_receiver import WebhookReceiver
+
+DEPLOYED = UrlPolicy()
+LOCAL = UrlPolicy(local_mode=True)
+ALLOW_10_20 = UrlPolicy.of(False, ["10.20.0.0/16", "fd12:3456::/32"])
+
+# (URL, refused on a deployed stack?, refused locally?)
+CASES = [
+    ("https://scheduler.example.com/hooks/dwd", False, False),
+    ("https://scheduler.example.com:8443/hooks", False, False),
+    ("https://8.8.8.8/hook", False, False),
+    ("https://[2001:4860:4860::8888]/hook", False, False),
+    ("https://[::ffff:8.8.8.8]/hook", False, False),
+    # schemes
+    ("http://scheduler.example.com/hook", True, True),
+    ("file:///etc/passwd", True, True),
+    ("gopher://scheduler.example.com:70/_GET", True, True),
+    ("ftp://scheduler.example.com/", True, True),
+    ("//scheduler.example.com/hook", True, True),
+    ("scheduler.example.com/hook", True, True),
+    # loopback: local mode only, plain http included
+    ("http://127.0.0.1:8080/hook", True, False),
+    ("http://localhost:8080/hook", True, False),
+    ("http://localhost.:8080/hook", True, False),
+    ("http://[::1]:8080/hook", True, False),
+    ("https://127.9.9.9/hook", True, False),
+    ("http://hooks.localhost/hook", True, False),
+    # metadata services and link-local, in every spelling
+    ("https://169.254.169.254/latest/meta-data/", True, True),
+    ("https://169.254.170.2/v2/credentials", True, True),
+    ("https://169.254.1.1/", True, True),
+    ("https://[fd00:ec2::254]/latest/meta-data/", True, True),
+    ("https://[fe80::1]/", True, True),
+    ("https://[fe80::1%25eth0]/", True, True),
+    ("https://[::ffff:169.254.169.254]/", True, True),
+    ("https://[::ffff:a9fe:a9fe]/", True, True),
+    ("https://[64:ff9b::169.254.169.254]/", True, True),
+    ("https://[2002:a9fe:a9fe::1]/", True, True),
+    ("https://metadata.google.internal/computeMetadata/v1/", True, True),
+    ("https://metadata.google.internal./computeMetadata/v1/", True, True),
+    ("https://METADATA.Google.Internal/", True, True),
+    ("https://metadata/computeMetadata/v1/", True, True),
+    ("https://100.100.100.200/latest/meta-data/", True, True),
+    ("https://168.63.129.16/", True, True),
+    # numeric spellings a resolver reads as an address
+    ("http://2130706433/", True, True),
+    ("https://2852039166/", True, True),
+    ("https://0xa9fea9fe/", True, True),
+    ("https://0251.0376.0251.0376/", True, True),
+    ("https://0177.0.0.1/", True, True),
+    ("https://127.1/", True, True),
+    ("https://169.254.169.254./", True, True),
+    ("https://1.2.3.4.5/", True, True),
+    # credentials and other tricks
+    ("https://good@169.254.169.254/", True, True),
+    ("https://scheduler.example.com@169.254.169.254/", True, True),
+    ("https://user:pw@scheduler.example.com/", True, True),
+    ("https://169.254.169.254\\@scheduler.example.com/", True, True),
+    ("https://scheduler.example.com/hook#frag", True, True),
+    ("https://scheduler.example.com/ho ok", True, True),
+    ("https://scheduler.example.com:99999/", True, True),
+    ("https://sch\u00e9duler.example.com/", True, True),
+    # private, shared and reserved ranges
+    ("https://10.0.0.1/", True, True),
+    ("https://172.16.5.4/", True, True),
+    ("https://192.168.1.1/", True, True),
+    ("https://100.64.0.1/", True, True),
+    ("https://0.0.0.0/", True, True),
+    ("https://0.1.2.3/", True, True),
+    ("https://224.0.0.251/", True, True),
+    ("https://239.255.255.250/", True, True),
+    ("https://240.0.0.1/", True, True),
+    ("https://255.255.255.255/", True, True),
+    ("https://192.0.2.10/", True, True),
+    ("https://198.18.0.1/", True, True),
+    ("https://[fc00::1]/", True, True),
+    ("https://[fd12:3456::1]/", True, True),
+    ("https://[ff02::1]/", True, True),
+    ("https://[::]/", True, True),
+    ("https://[::ffff:10.0.0.1]/", True, True),
+]
+
+
+@pytest.mark.parametrize(("url", "deployed", "local"), CASES)
+def test_the_policy_table(url: str, deployed: bool, local: bool) -> None:
+    for policy, refused in ((DEPLOYED, deployed), (LOCAL, local)):
+        if refused:
+            with pytest.raises(UrlRefusedError):
+                policy.check_url(url)
+        else:
+            assert policy.check_url(url) == url
+
+
+def test_the_reasons_name_what_is_wrong() -> None:
+    def reason(url: str, policy: UrlPolicy = DEPLOYED) -> str:
+        with pytest.raises(UrlRefusedError) as caught:
+            policy.check_url(url)
+        return str(caught.value)
+
+    assert "credentials" in reason("https://good@169.254.169.254/")
+    assert "metadata" in reason("https://169.254.169.254/")
+    assert "four decimal parts" in reason("http://2130706433/", LOCAL)
+    assert "only to a loopback host in local mode" in reason("http://127.0.0.1/")
+    assert "TargetAllowedNetworks" in reason("https://10.1.2.3/")
+    assert "https" in reason("gopher://x.example.com/")
+
+
+def test_allow_listed_networks_open_private_ranges_but_never_metadata_or_link_local() -> None:
+    assert ALLOW_10_20.check_url("https://10.20.3.4/hook")
+    assert ALLOW_10_20.check_url("https://[fd12:3456::7]/hook")
+    assert ALLOW_10_20.check_url("https://[::ffff:10.20.3.4]/hook")
+    for url in ("https://10.21.0.1/", "https://192.168.0.1/", "https://[fd00:ec2::254]/"):
+        with pytest.raises(UrlRefusedError):
+            ALLOW_10_20.check_url(url)
+    everything = UrlPolicy.of(False, ["0.0.0.0/0", "::/0"])
+    for url in ("https://169.254.169.254/", "https://[fe80::1]/", "https://127.0.0.1/", "https://168.63.129.16/"):
+        with pytest.raises(UrlRefusedError):
+            everything.check_url(url)
+    with pytest.raises(ValueError, match="CIDR"):
+        UrlPolicy.of(False, ["10.0.0.0/33"])
+
+
+# --- at dispatch time: after DNS ---------------------------------------------------------------------------
+
+
+class StubResolver:
+    """Answers fixed addresses per name and counts lookups; never asks a real resolver."""
+
+    def __init__(self, answers: dict[str, list[str]]) -> None:
+        self.answers = answers
+        self.lookups: list[str] = []
+
+    def __call__(self, host: str, port: int) -> list[str]:
+        self.lookups.append(host)
+        if host not in self.answers:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return self.answers[host]
+
+
+@pytest.mark.parametrize(
+    ("answer", "refused"),
+    [
+        (["93.184.216.34"], False),
+        (["2606:2800:220:1:248:1893:25c8:1946"], False),
+        (["169.254.169.254"], True),
+        (["fd00:ec2::254"], True),
+        (["93.184.216.34", "10.0.0.5"], True),  # one refused address refuses the name
+        (["::ffff:169.254.169.254"], True),
+        (["127.0.0.1"], True),
+        (["100.100.100.200"], True),
+        (["fe80::1%eth0"], True),
+    ],
+)
+def test_a_name_is_judged_by_every_address_it_resolves_to(answer: list[str], refused: bool) -> None:
+    guard = AddressGuard(DEPLOYED, StubResolver({"hooks.example.com": answer}))
+    if refused:
+        with pytest.raises(DestinationRefusedError, match="resolves to"):
+            guard.address_for("hooks.example.com", 443)
+    else:
+        assert guard.address_for("hooks.example.com", 443) == answer[0]
+
+
+def test_the_guard_refuses_metadata_names_without_asking_dns() -> None:
+    resolver = StubResolver({})
+    guard = AddressGuard(LOCAL, resolver)
+    with pytest.raises(DestinationRefusedError, match="metadata"):
+        guard.address_for("metadata.google.internal", 80)
+    assert resolver.lookups == []
+
+
+def test_an_allow_listed_private_address_passes_the_guard() -> None:
+    guard = AddressGuard(ALLOW_10_20, StubResolver({"airflow.corp.example": ["10.20.0.9"]}))
+    assert guard.address_for("airflow.corp.example", 443) == "10.20.0.9"
+
+
+SECRET = "hook-secret"
+T0 = 1_750_000_000_000
+
+
+def invocation() -> tuple[Trigger, Invocation]:
+    pins = (PinnedInput(asset_key="paimon://lake/ods/orders", snapshot_id=1),)
+    trigger = Trigger(
+        trigger_key=trigger_key("dwd", "g", pins, None, 0),
+        rule_id="dwd",
+        group_id="g",
+        inputs=pins,
+        created_at=T0,
+        updated_at=T0,
+    )
+    return trigger, Invocation.of(trigger, RunManifest.for_trigger(trigger), "s3://m/x.json", 1)
+
+
+@pytest.fixture
+def secrets() -> InMemorySecretStore:
+    store = InMemorySecretStore()
+    store.put_secret("lakehook/targets/hook", SECRET)
+    return store
+
+
+def test_a_webhook_whose_name_resolves_to_metadata_fails_for_good_and_sends_nothing(
+    secrets: InMemorySecretStore,
+) -> None:
+    # GIVEN a rule written with a harmless-looking name, which now resolves to the metadata address
+    resolver = StubResolver({"hooks.example.com": ["169.254.169.254"]})
+    deps = TargetDeps(secrets=secrets, aws=lambda service: None, url_policy=DEPLOYED, resolver=resolver)
+    client = build_target_clients(deps)["webhook"]
+    config = validate_target(
+        {"type": "webhook", "url": "https://hooks.example.com/run", "secretRef": "lakehook/targets/hook"}, DEPLOYED
+    )
+    # WHEN the run starts THEN it is a FINAL failure naming the address, and nothing was sent
+    outcome = client.start(invocation()[1], config)
+    assert outcome.kind is OutcomeKind.FATAL and outcome.code == "refused_destination"
+    assert "169.254.169.254" in (outcome.reason or "") and not outcome.ambiguous
+    assert resolver.lookups == ["hooks.example.com"]
+
+
+def test_airflow_and_dolphinscheduler_are_guarded_as_well(secrets: InMemorySecretStore) -> None:
+    secrets.put_secret("lakehook/targets/airflow", '{"username": "u", "password": "p"}')
+    secrets.put_secret("lakehook/targets/ds", "token")
+    resolver = StubResolver({"airflow.example.com": ["10.0.0.8"], "ds.example.com": ["fd00:ec2::254"]})
+    deps = TargetDeps(secrets=secrets, aws=lambda service: None, url_policy=DEPLOYED, resolver=resolver)
+    clients = build_target_clients(deps)
+    airflow = validate_target(
+        {
+            "type": "airflow",
+            "baseUrl": "https://airflow.example.com",
+            "dagId": "d",
+            "credentialsRef": "lakehook/targets/airflow",
+        }
+    )
+    ds = validate_target(
+        {
+            "type": "dolphinscheduler",
+            "baseUrl": "https://ds.example.com/dolphinscheduler",
+            "projectCode": 1,
+            "processDefinitionCode": 2,
+            "tokenRef": "lakehook/targets/ds",
+        }
+    )
+    for client, config in ((clients["airflow"], airflow), (clients["dolphinscheduler"], ds)):
+        outcome = client.start(invocation()[1], config)
+        assert outcome.kind is OutcomeKind.FATAL and outcome.code == "refused_destination", outcome
+
+
+@pytest.fixture
+def receiver() -> Iterator[Any]:
+    with WebhookReceiver(SECRET) as server:
+        yield server
+
+
+def test_the_connection_goes_to_the_checked_address_with_one_lookup(receiver: Any) -> None:
+    # GIVEN a name no real resolver knows, which the stub resolves to the local receiver
+    port = int(receiver.base_url.rsplit(":", 1)[1])
+    resolver = StubResolver({"pinned.invalid": ["127.0.0.1"]})
+    session = guard_session(requests.Session(), LOCAL, resolver)
+    # WHEN a request is sent to the name THEN it reaches the checked address, the Host header keeps the
+    # name, and the name was looked up exactly once (no second lookup between check and connect)
+    answer = session.post(f"http://pinned.invalid:{port}/hooks/x", data=b"{}", timeout=5)
+    assert answer.status_code < 500
+    assert [r.headers["host"] for r in receiver.requests] == [f"pinned.invalid:{port}"]
+    assert resolver.lookups == ["pinned.invalid"]
+    # and outside local mode the same name is refused before any connection
+    refused = guard_session(requests.Session(), DEPLOYED, resolver)
+    with pytest.raises(DestinationRefusedError, match="loopback"):
+        refused.post(f"http://pinned.invalid:{port}/hooks/x", data=b"{}", timeout=5)
+    assert len(receiver.requests) == 1
+
+
+def test_the_guarded_session_ignores_proxies_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://169.254.169.254:3128")
+    session = guard_session(requests.Session(), DEPLOYED, StubResolver({}))
+    assert session.trust_env is False
