@@ -128,7 +128,7 @@ def test_racing_different_completions_record_exactly_one(
             {
                 "ruleId": f"race{round_}",
                 "groups": [{"groupId": "g", "members": [{"assetKey": ODS}]}],
-                "target": {"type": "webhook"},
+                "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
                 "outlets": [outlet_asset],
             }
         ),

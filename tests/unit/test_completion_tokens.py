@@ -112,7 +112,7 @@ def _rule(outlets: Any) -> Rule:
         {
             "ruleId": "dwd",
             "groups": [{"groupId": "g", "members": [{"assetKey": "paimon://lake/ods_db/ods_order_latest"}]}],
-            "target": {"type": "webhook"},
+            "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
             "outlets": outlets,
         }
     )
