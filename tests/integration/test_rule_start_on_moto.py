@@ -20,7 +20,7 @@ def rule_body(**policy: Any) -> dict[str, Any]:
     return {
         "groups": [{"groupId": "g", "members": [{"assetKey": ORDERS}, {"assetKey": PAYMENTS}]}],
         "policy": {"mode": "ALL_UPDATED", **policy},
-        "target": {"type": "webhook", "url": "https://scheduler.example.com/hooks/x"},
+        "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
     }
 
 

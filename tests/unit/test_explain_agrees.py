@@ -100,7 +100,7 @@ class ExplainMachine(RuleBasedStateMachine):
         body = {
             "groups": [{"groupId": "g", "members": spec["members"]}],
             "policy": {**spec["policy"], "startFrom": start_from},
-            "target": {"type": "webhook"},
+            "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
             "enabled": enabled,
         }
         self.manage.put(rule_id, body)

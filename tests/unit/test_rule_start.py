@@ -25,7 +25,7 @@ class Rules(World):
         body = {
             "groups": [{"groupId": "g", "members": [{"assetKey": m} for m in members]}],
             "policy": {"mode": "ALL_UPDATED", **policy},
-            "target": {"type": "webhook"},
+            "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
             "enabled": enabled,
         }
         self.manage.put(rule_id, body)
@@ -119,7 +119,11 @@ def test_evaluate_claims_a_stranded_rule_once_with_the_key_the_resolver_would_us
     # stored behind the use case's back, as a rule was before this existed: never evaluated
     world.rules.put_rule(
         Rule.model_validate(
-            {"ruleId": "r", "target": {"type": "webhook"}, "groups": [{"groupId": "g", "members": [{"assetKey": A}]}]}
+            {
+                "ruleId": "r",
+                "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
+                "groups": [{"groupId": "g", "members": [{"assetKey": A}]}],
+            }
         ),
         world.now,
     )

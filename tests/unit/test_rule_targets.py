@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakehook.adapters.memory import InMemorySecretStore
-from lakehook.adapters.memory_rules import InMemoryRuleStore, InMemoryTriggerStore
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.rules import Rule
 from lakehook.domain.targets import TARGET_CONFIGS, UnusableTarget
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.usecases.rules import ManageRules, parse_rule
+from tests.unit.test_resolve_usecase import World
 
 ORDERS = "paimon://lake/ods_db/ods_order_latest"
 DEPLOYED = UrlPolicy()
@@ -127,8 +127,8 @@ def test_the_openapi_schema_of_a_rule_has_the_targets_as_a_discriminated_union()
 
 def test_put_checks_that_the_secrets_the_target_names_exist() -> None:
     secrets = InMemorySecretStore()
-    rules = InMemoryRuleStore()
-    manage = ManageRules(rules, InMemoryTriggerStore(), reader=None, secrets=secrets)  # type: ignore[arg-type]
+    world = World()
+    manage = ManageRules(world.rules, world.triggers, world.reader, resolver=world.resolve, secrets=secrets)
     for kind, field in (("webhook", "secretRef"), ("airflow", "credentialsRef"), ("dolphinscheduler", "tokenRef")):
         with pytest.raises(ValidationError) as caught:
             manage.put("dwd", rule_body(VALID[kind]))
@@ -136,7 +136,14 @@ def test_put_checks_that_the_secrets_the_target_names_exist() -> None:
         secrets.put_secret(VALID[kind][field], "x")
         assert manage.put("dwd", rule_body(VALID[kind]))[0].rule.target.type == kind
     # on a deployed stack the secret must also be one the dispatcher may read
-    fenced = ManageRules(rules, InMemoryTriggerStore(), None, secrets=secrets, secret_prefix="lakehook/prod/")  # type: ignore[arg-type]
+    fenced = ManageRules(
+        world.rules,
+        world.triggers,
+        world.reader,
+        resolver=world.resolve,
+        secrets=secrets,
+        secret_prefix="lakehook/prod/",
+    )
     with pytest.raises(ValidationError, match="outside lakehook/prod/") as caught:
         fenced.put("dwd", rule_body(WEBHOOK))
     assert caught.value.field == "target.secretRef"
