@@ -10,7 +10,8 @@ under its key, and an independent model (``chaos_model``) says what must have ru
 
 Time is scaled (documented on :data:`SCALED`): production re-drives every 5 minutes with backoffs from 30 s up
 to 15 minutes; here every second, from 0.5 s up to 2 s, and "down for a minute" is down for
-:data:`DOWN_SECONDS`. Seed: ``LAKEHOOK_CHAOS_SEED`` (default :data:`SEED`); the seed also decides each
+:data:`DOWN_SECONDS`. That is a harsher outage than a minute in production (which one re-drive outlasts): it
+spans several re-drives, so some triggers spend their whole attempt budget and end FAILED. Seed: ``LAKEHOOK_CHAOS_SEED`` (default :data:`SEED`); the seed also decides each
 delivery's fault, per idempotency key and delivery number, so a re-run meets the same faults.
 """
 
@@ -294,6 +295,8 @@ def test_every_satisfied_version_runs_exactly_once_through_faults(
         error = api.get(f"/rules/{rule_id}").get("lastError")
         if rule_id == THROWING:
             check("lastError", bool(error), f"{THROWING}: no lastError")
+            explained = api.get(f"/rules/{rule_id}/explain").get("lastError")
+            check("lastError", bool(explained), f"{THROWING}: explain shows no lastError")
         else:
             check("lastError", not error, f"{rule_id}: lastError {error}")
     kinds = {d.fault for d in receiver.deliveries}
