@@ -11,8 +11,10 @@ under its key, and an independent model (``chaos_model``) says what must have ru
 Time is scaled (documented on :data:`SCALED`): production re-drives every 5 minutes with backoffs from 30 s up
 to 15 minutes; here every second, from 0.5 s up to 2 s, and "down for a minute" is down for
 :data:`DOWN_SECONDS`. That is a harsher outage than a minute in production (which one re-drive outlasts): it
-spans several re-drives, so some triggers spend their whole attempt budget and end FAILED. Seed: ``LAKEHOOK_CHAOS_SEED`` (default :data:`SEED`); the seed also decides each
-delivery's fault, per idempotency key and delivery number, so a re-run meets the same faults.
+spans several re-drives, so some triggers spend their whole attempt budget and end FAILED.
+
+Seed: ``LAKEHOOK_CHAOS_SEED`` (default :data:`SEED`); it also decides each delivery's fault, per idempotency
+key and delivery number, so a re-run meets the same faults.
 """
 
 from __future__ import annotations
@@ -232,8 +234,7 @@ def test_every_satisfied_version_runs_exactly_once_through_faults(
         phase.down = number == DOWN_PHASE
         log.append(describe(phase))
         if phase.down:
-            receiver.down()
-            threading.Timer(DOWN_SECONDS, receiver.up).start()
+            receiver.down(DOWN_SECONDS)
         push_concurrently(api, rng, phase.events)
         assert stack.wait_idle(60), f"phase {number}: the stream did not drain"
     receiver.up()

@@ -100,40 +100,53 @@ class ChaosReceiver(FakeServer):
         self.counts: Counter[str] = Counter()
         self._port = self._server.server_address[1]
         self._down = False
+        self._timer: threading.Timer | None = None
+        self._closed = False
 
     def routes(self) -> dict[tuple[str, str], Handler]:
         return {("POST", "/hooks/{name}"): self.receive}
 
     # --- outages -------------------------------------------------------------------------------------
 
-    def down(self) -> None:
-        """Refuse connections: the listening socket is closed."""
+    def down(self, seconds: float | None = None) -> None:
+        """Refuse connections: the listening socket is closed (for ``seconds``, else until ``up()``)."""
         with self.lock:
             if self._down:
                 return
             self._down = True
         self._server.shutdown()
         self._server.server_close()
+        if seconds is not None:
+            self._timer = threading.Timer(seconds, self.up)
+            self._timer.daemon = True
+            self._timer.start()
 
     def up(self) -> None:
         """Listen again on the same port."""
         with self.lock:
-            if not self._down:
+            if not self._down or self._closed:
                 return
             self._down = False
-        handler = self._server.RequestHandlerClass
-        self._server = ThreadingHTTPServer(("127.0.0.1", self._port), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-        self._thread.start()
+            handler = self._server.RequestHandlerClass
+            self._server = ThreadingHTTPServer(("127.0.0.1", self._port), handler)
+            self._server.daemon_threads = True
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+            )
+            self._thread.start()
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._port}"
 
     def __exit__(self, *exc: object) -> None:
-        if not self._down:
-            super().__exit__(*exc)
+        if self._timer is not None:
+            self._timer.cancel()
+        with self.lock:
+            self._closed = True  # an outage's timer must not reopen it
+            server = self._server
+        server.shutdown()
+        server.server_close()
 
     # --- the hook ------------------------------------------------------------------------------------
 
