@@ -693,7 +693,8 @@ def test_openapi_is_valid_and_lists_every_route_of_the_template(api: Api) -> Non
     event_schema = document["components"]["schemas"][event_ref.rsplit("/", 1)[1]]
     assert {"eventType", "assetKey", "snapshotId", "interval"} <= set(event_schema["properties"])
     assert body_schema["oneOf"][1]["properties"]["events"]["maxItems"] == 100
-    result = push["responses"]["200"]["content"]["application/json"]["schema"]["properties"]["results"]
+    answer_ref = push["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+    result = document["components"]["schemas"][answer_ref.rsplit("/", 1)[1]]["properties"]["results"]
     assert set(document["components"]["schemas"]["EventResult"]["properties"]) == {"eventId", "status", "reason"}
     assert result["items"]["$ref"] == "#/components/schemas/EventResult"
     assert all("422" not in op["responses"] for ops in document["paths"].values() for op in ops.values())

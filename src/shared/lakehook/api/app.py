@@ -12,9 +12,11 @@ from aws_lambda_powertools.event_handler.api_gateway import ResponseBuilder, Rou
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from pydantic import BaseModel
+from pydantic.json_schema import JsonSchemaMode
 
 from lakehook import __version__
 from lakehook.api.auth import admit, authenticator_for
+from lakehook.api.contract import SECURITY_SCHEMES
 from lakehook.api.http import check_body, json_response
 from lakehook.api.routes import aliases, assets, coverage, events, producers, rules, runs, triggers, watermarks
 from lakehook.container import current
@@ -27,9 +29,11 @@ from lakehook.domain.errors import (
     UnsupportedMediaTypeError,
     ValidationError,
 )
-from lakehook.domain.events import AssetEvent, EventResult
+from lakehook.domain.events import AssetEvent
 from lakehook.domain.json_input import parse_json
+from lakehook.domain.rules import Rule
 from lakehook.observability import logger
+from lakehook.usecases.completion import RunCompletion
 
 ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     ValidationError: (400, "BAD_REQUEST"),
@@ -142,32 +146,27 @@ def build_app() -> LakehookResolver:
 
 
 def openapi_document(app: APIGatewayRestResolver) -> str:
-    """The generated OpenAPI document, plus the push body that the push route parses itself."""
-    spec = json.loads(app.get_openapi_json_schema(title="lakehook", version=__version__))
+    """The generated OpenAPI document, plus the bodies of the routes that parse their body themselves."""
+    spec = json.loads(
+        app.get_openapi_json_schema(title="lakehook", version=__version__, security_schemes=SECURITY_SCHEMES)
+    )
     schemas = spec.setdefault("components", {}).setdefault("schemas", {})
 
-    def component(model: type[BaseModel]) -> dict[str, str]:
+    def component(model: type[BaseModel], mode: JsonSchemaMode = "validation") -> dict[str, str]:
         # Nested models go to components: a "#/$defs/..." ref inside a path would not resolve.
-        schema = model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
+        schema = model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}", mode=mode)
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
         return {"$ref": f"#/components/schemas/{model.__name__}"}
 
-    schemas["Error"] = {
-        "type": "object",
-        "required": ["error", "message"],
-        "properties": {"error": {"type": "string"}, "message": {"type": "string"}, "field": {"type": "string"}},
-    }
     for operations in spec.get("paths", {}).values():
         for op in operations.values():
             responses = op.get("responses", {})
-            if responses.pop("422", None) is not None:  # validation errors are answered 400, not 422
-                responses["400"] = {
-                    "description": "bad input; the message names the field",
-                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-                }
-    operation = spec.get("paths", {}).get("/asset-events", {}).get("post")
-    if operation is not None:
+            responses.pop("422", None)  # Powertools' validation answer; ours is the 400 listed
+            responses.get("204", {}).pop("content", None)  # no body (Powertools adds the return annotation's)
+    paths = spec.get("paths", {})
+    push = paths.get("/asset-events", {}).get("post")
+    if push is not None:
         event = component(AssetEvent)
         envelope = {
             "type": "object",
@@ -182,30 +181,31 @@ def openapi_document(app: APIGatewayRestResolver) -> str:
                 }
             },
         }
-        result = component(EventResult)
-        schemas["EventResult"]["properties"].pop("index", None)  # internal; answers never carry it
-        operation["requestBody"] = {
+        push["requestBody"] = {
             "required": True,
             "content": {"application/json": {"schema": {"oneOf": [event, envelope]}}},
         }
-        operation.setdefault("responses", {})["200"] = {
-            "description": "one result per event",
-            "content": {
-                "application/json": {
-                    "schema": {
-                        "type": "object",
-                        "properties": {"results": {"type": "array", "items": result}},
-                    }
-                }
+    put_rule = paths.get("/rules/{ruleId}", {}).get("put")
+    if put_rule is not None:
+        rule = component(Rule)
+        # The path names the rule; a ruleId in the body is optional and must equal it.
+        schemas["Rule"]["required"] = [f for f in schemas["Rule"].get("required", []) if f != "ruleId"]
+        put_rule["requestBody"] = {"required": True, "content": {"application/json": {"schema": rule}}}
+    evaluate = paths.get("/rules/{ruleId}/evaluate", {}).get("post")
+    if evaluate is not None:
+        options = {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "force": {"type": "boolean", "description": "a manual run of the current versions"},
+                "groupId": {"type": "string", "description": "only this group"},
             },
         }
-        operation["parameters"] = [
-            {"name": "X-Lakehook-Producer", "in": "header", "required": False, "schema": {"type": "string"}},
-            {
-                "name": "X-Lakehook-Signature",
-                "in": "header",
-                "required": False,
-                "schema": {"type": "string", "example": "t=1725963330,v1=<hex hmac-sha256>"},
-            },
-        ]
+        evaluate["requestBody"] = {"required": False, "content": {"application/json": {"schema": options}}}
+    complete = paths.get("/runs/{triggerKey}/complete", {}).get("post")
+    if complete is not None:
+        complete["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": component(RunCompletion)}},
+        }
     return json.dumps(spec)

@@ -84,7 +84,12 @@ class ApiGateway:
             def _serve(self) -> None:
                 gateway.serve(self)
 
-            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
+            def __getattr__(self, name: str) -> Any:
+                # http.server answers an HTML 501 for any method without a do_<METHOD>; API Gateway answers
+                # every method itself, so every method is served here (TRACE, CONNECT, … included).
+                if name.startswith("do_"):
+                    return self._serve
+                raise AttributeError(name)
 
         self.server = ThreadingHTTPServer((host, port), Handler)
         self.server.daemon_threads = True
@@ -115,6 +120,11 @@ class ApiGateway:
             if params is not None:
                 break
         else:
+            allowed = sorted({r.method.upper() for r, _ in self.routes if r.match(r.method, path) is not None})
+            if allowed:
+                message = f"{request.command} is not allowed on {path}; use {', '.join(allowed)}"
+                _write(request, 405, {"error": "METHOD_NOT_ALLOWED", "message": message}, {"Allow": ", ".join(allowed)})
+                return
             _write(request, 404, {"error": "NOT_FOUND", "message": f"no route {request.command} {path}"})
             return
         headers = {k: v for k, v in request.headers.items()}
@@ -143,10 +153,14 @@ class ApiGateway:
             request.wfile.write(data)
 
 
-def _write(request: BaseHTTPRequestHandler, status: int, body: dict[str, Any]) -> None:
+def _write(
+    request: BaseHTTPRequestHandler, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> None:
     data = json.dumps(body).encode()
     request.send_response(status)
     request.send_header("Content-Type", "application/json")
+    for name, value in (headers or {}).items():
+        request.send_header(name, value)
     request.send_header("Content-Length", str(len(data)))
     request.end_headers()
     request.wfile.write(data)

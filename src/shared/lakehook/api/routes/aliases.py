@@ -8,6 +8,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
+from lakehook.api.answers import AliasAnswer
+from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
 from lakehook.api.http import json_response, require_admin
 from lakehook.container import current
 from lakehook.domain.aliases import AliasSpec
@@ -25,6 +27,8 @@ DryRun = Annotated[
     summary="Create or replace an alias",
     description='An event sent with "alias" instead of "assetKey" is recorded for each of these assets.',
     tags=["aliases"],
+    security=MANAGEMENT,
+    responses=answers({200: ("replaced", AliasAnswer), 201: ("created", AliasAnswer)}, WITH_BODY),
 )
 def put_alias(name: str, spec: AliasSpec, dry_run: DryRun = False) -> Response[str]:
     require_admin(router.current_event)
@@ -34,7 +38,13 @@ def put_alias(name: str, spec: AliasSpec, dry_run: DryRun = False) -> Response[s
     return json_response(alias.to_api(), 201 if created else 200)
 
 
-@router.get("/aliases/<name>", summary="Read an alias", tags=["aliases"])
+@router.get(
+    "/aliases/<name>",
+    summary="Read an alias",
+    tags=["aliases"],
+    security=MANAGEMENT,
+    responses=answers(ok(AliasAnswer), ALWAYS, 404),
+)
 def get_alias(name: str) -> Response[str]:
     require_admin(router.current_event)
     return json_response(manage_aliases(current()).get(name).to_api())

@@ -8,6 +8,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
+from lakehook.api.answers import AssetAnswer, AssetPage, AssetStateAnswer, EventPage
+from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
 from lakehook.api.http import json_response, require_admin
 from lakehook.container import current
 from lakehook.domain.assets import AssetRegistration, validate_asset_key
@@ -31,7 +33,13 @@ def _asset_key(value: str) -> str:
         raise ValidationError(str(exc), field="assetKey") from exc
 
 
-@router.put("/assets", summary="Register an asset (create or replace)", tags=["assets"])
+@router.put(
+    "/assets",
+    summary="Register an asset (create or replace)",
+    tags=["assets"],
+    security=MANAGEMENT,
+    responses=answers({200: ("replaced", AssetAnswer), 201: ("created", AssetAnswer)}, WITH_BODY),
+)
 def put_asset(asset: AssetRegistration, dry_run: DryRun = False) -> Response[str]:
     require_admin(router.current_event)
     if dry_run:  # the registration is fully checked by its model; nothing else is consulted on write
@@ -40,14 +48,26 @@ def put_asset(asset: AssetRegistration, dry_run: DryRun = False) -> Response[str
     return json_response(asset.to_api(), 201 if created else 200)
 
 
-@router.get("/assets", summary="List registered assets", tags=["assets"])
+@router.get(
+    "/assets",
+    summary="List registered assets",
+    tags=["assets"],
+    security=MANAGEMENT,
+    responses=answers(ok(AssetPage)),
+)
 def list_assets(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
     require_admin(router.current_event)
     page = current().asset_registry.list_assets(limit, next_token)
     return json_response({"items": [a.to_api() for a in page.items], "nextToken": page.next_token})
 
 
-@router.get("/assets/state", summary="The asset's advance-only state", tags=["assets"])
+@router.get(
+    "/assets/state",
+    summary="The asset's advance-only state",
+    tags=["assets"],
+    security=MANAGEMENT,
+    responses=answers(ok(AssetStateAnswer), ALWAYS, 404),
+)
 def get_state(asset_key: AssetKeyQuery) -> Response[str]:
     require_admin(router.current_event)
     key = _asset_key(asset_key)
@@ -64,7 +84,13 @@ def get_state(asset_key: AssetKeyQuery) -> Response[str]:
     return json_response(body)
 
 
-@router.get("/assets/events", summary="The asset's recorded events, newest first", tags=["assets"])
+@router.get(
+    "/assets/events",
+    summary="The asset's recorded events, newest first",
+    tags=["assets"],
+    security=MANAGEMENT,
+    responses=answers(ok(EventPage)),
+)
 def list_events(asset_key: AssetKeyQuery, limit: Limit = 50, next_token: NextToken = None) -> Response[str]:
     require_admin(router.current_event)
     key = _asset_key(asset_key)

@@ -8,6 +8,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
+from lakehook.api.answers import CoverageReport
+from lakehook.api.contract import MANAGEMENT, answers, ok
 from lakehook.api.http import json_response, require_admin
 from lakehook.api.routes.assets import AssetKeyQuery, _asset_key
 from lakehook.container import current
@@ -49,7 +51,13 @@ def answer_body(answer: CoverageAnswer) -> dict[str, object]:
     return body
 
 
-@router.get("/assets/coverage", summary="Whether [start, end) is covered, and the missing gaps", tags=["assets"])
+@router.get(
+    "/assets/coverage",
+    summary="Whether [start, end) is covered, and the missing gaps",
+    tags=["assets"],
+    security=MANAGEMENT,
+    responses=answers(ok(CoverageReport)),
+)
 def get_coverage(
     asset_key: AssetKeyQuery, start: Instant, end: Instant, partition_key: PartitionQuery = None
 ) -> Response[str]:

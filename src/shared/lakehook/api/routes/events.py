@@ -8,7 +8,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from pydantic import ValidationError as PydanticValidationError
 
+from lakehook.api.answers import PushAnswer
 from lakehook.api.auth import current_principal
+from lakehook.api.contract import PRODUCER, WITH_BODY, answers, ok
 from lakehook.api.http import json_body, json_response
 from lakehook.container import current
 from lakehook.domain.errors import ValidationError
@@ -42,6 +44,8 @@ def envelope_events(body: Any, limit: int) -> list[Any]:
     description='One event or {"events": [...]} (at most 100). Each answer is ACCEPTED, DUPLICATE, STALE '
     "or REJECTED with a reason; accepted events are durable before the answer.",
     tags=["events"],
+    security=PRODUCER,
+    responses=answers(ok(PushAnswer, "one result per event"), WITH_BODY),
 )
 def push_events() -> Response[str]:
     container = current()

@@ -8,6 +8,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
+from lakehook.api.answers import ProducerAnswer
+from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
 from lakehook.api.http import json_response, require_admin
 from lakehook.container import current
 from lakehook.domain.errors import NotFoundError
@@ -25,6 +27,8 @@ DryRun = Annotated[
     summary="Create or update a producer",
     description="Answers the generated signing secret once: on creation, or with ?rotateSecret=true.",
     tags=["producers"],
+    security=MANAGEMENT,
+    responses=answers({200: ("updated", ProducerAnswer), 201: ("created, with its secret", ProducerAnswer)}, WITH_BODY),
 )
 def put_producer(
     producerId: str,
@@ -42,7 +46,13 @@ def put_producer(
     return json_response(body, 201 if registration.created else 200)
 
 
-@router.get("/producers/<producerId>", summary="Read a producer (never its secret)", tags=["producers"])
+@router.get(
+    "/producers/<producerId>",
+    summary="Read a producer (never its secret)",
+    tags=["producers"],
+    security=MANAGEMENT,
+    responses=answers(ok(ProducerAnswer), ALWAYS, 404),
+)
 def get_producer(producerId: str) -> Response[str]:
     require_admin(router.current_event)
     producer = current().producer_registry.get_producer(validate_producer_id(producerId))

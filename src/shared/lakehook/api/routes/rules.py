@@ -8,6 +8,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
+from lakehook.api.answers import Evaluation, Explanation, RuleAnswer, RulePage
+from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
 from lakehook.api.http import json_body, json_response, raw_body, require_admin
 from lakehook.container import current
 from lakehook.usecases.rules import stored_to_api
@@ -28,6 +30,8 @@ DryRun = Annotated[
     description="Groups (OR) of members (AND), a policy and a target. A malformed rule is a 400 naming the field; "
     "so is a target URL the outbound policy refuses, or a secret the target names that does not exist.",
     tags=["rules"],
+    security=MANAGEMENT,
+    responses=answers({200: ("replaced", RuleAnswer), 201: ("created", RuleAnswer)}, WITH_BODY),
 )
 def put_rule(ruleId: str, dry_run: DryRun = False) -> Response[str]:
     require_admin(router.current_event)
@@ -38,20 +42,32 @@ def put_rule(ruleId: str, dry_run: DryRun = False) -> Response[str]:
     return json_response(stored_to_api(stored), 201 if created else 200)
 
 
-@router.get("/rules", summary="List rules", tags=["rules"])
+@router.get("/rules", summary="List rules", tags=["rules"], security=MANAGEMENT, responses=answers(ok(RulePage)))
 def list_rules(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
     require_admin(router.current_event)
     page = manage_rules(current()).list(limit, next_token)
     return json_response({"items": [stored_to_api(s) for s in page.items], "nextToken": page.next_token})
 
 
-@router.get("/rules/<ruleId>", summary="Read a rule", tags=["rules"])
+@router.get(
+    "/rules/<ruleId>",
+    summary="Read a rule",
+    tags=["rules"],
+    security=MANAGEMENT,
+    responses=answers(ok(RuleAnswer), ALWAYS, 404),
+)
 def get_rule(ruleId: str) -> Response[str]:
     require_admin(router.current_event)
     return json_response(stored_to_api(manage_rules(current()).get(ruleId)))
 
 
-@router.delete("/rules/<ruleId>", summary="Delete a rule (its triggers stay)", tags=["rules"])
+@router.delete(
+    "/rules/<ruleId>",
+    summary="Delete a rule (its triggers stay)",
+    tags=["rules"],
+    security=MANAGEMENT,
+    responses=answers(ok(None, "deleted", 204), ALWAYS, 404),
+)
 def delete_rule(ruleId: str) -> Response[str]:
     require_admin(router.current_event)
     manage_rules(current()).delete(ruleId)
@@ -64,6 +80,8 @@ def delete_rule(ruleId: str) -> Response[str]:
     description="Per group and member: READY or what blocks it, with current and required values; "
     "the last trigger and the evaluation time.",
     tags=["rules"],
+    security=MANAGEMENT,
+    responses=answers(ok(Explanation), ALWAYS, 404),
 )
 def explain_rule(ruleId: str) -> Response[str]:
     require_admin(router.current_event)
@@ -77,6 +95,8 @@ def explain_rule(ruleId: str) -> Response[str]:
     'so repeating it claims nothing new). With {"force": true} a manual run of the current versions under a '
     "key of its own; 409 while one for the same versions is in flight. Answers the explanation and the keys claimed.",
     tags=["rules"],
+    security=MANAGEMENT,
+    responses=answers(ok(Evaluation), WITH_BODY, 404, 409),
 )
 def evaluate_rule(ruleId: str) -> Response[str]:
     require_admin(router.current_event)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
+from lakehook.api.answers import CompletionAnswer
+from lakehook.api.contract import RUN_COMPLETION, WITH_BODY, answers, ok
 from lakehook.api.http import is_admin, json_body, json_response
 from lakehook.container import current
 from lakehook.domain.completion import COMPLETION_TOKEN_HEADER
@@ -46,6 +48,8 @@ def authorize_completion(trigger_key: str) -> Caller:
     "rule's declared outlets (403 otherwise, nothing written). The first terminal status wins: the same "
     "completion again answers 200 (repeated: true), a different one 409. Answers one result per outlet.",
     tags=["runs"],
+    security=RUN_COMPLETION,
+    responses=answers(ok(CompletionAnswer, "the run's end is recorded; one result per outlet"), WITH_BODY, 404, 409),
 )
 def complete(triggerKey: str) -> Response[str]:
     caller = authorize_completion(triggerKey)  # before the body is read: an unauthenticated body is never parsed

@@ -9,6 +9,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
+from lakehook.api.answers import ReplayAnswer, TriggerAnswer, TriggerPage
+from lakehook.api.contract import ALWAYS, MANAGEMENT, answers, ok
 from lakehook.api.http import json_response, require_admin
 from lakehook.container import current
 from lakehook.usecases.replay import ReplayRefusedError
@@ -23,7 +25,13 @@ StatusQuery = Annotated[str | None, Query(description="TRIGGERING, SUCCEEDED, FA
 DryRunQuery = Annotated[bool, Query(alias="dryRun", description="answer the pre-flight checklist, claim nothing")]
 
 
-@router.get("/triggers", summary="A rule's triggers, newest first", tags=["triggers"])
+@router.get(
+    "/triggers",
+    summary="A rule's triggers, newest first",
+    tags=["triggers"],
+    security=MANAGEMENT,
+    responses=answers(ok(TriggerPage)),
+)
 def list_triggers(
     rule_id: RuleIdQuery, status: StatusQuery = None, limit: Limit = 50, next_token: NextToken = None
 ) -> Response[str]:
@@ -32,7 +40,13 @@ def list_triggers(
     return json_response({"items": [t.to_api() for t in page.items], "nextToken": page.next_token})
 
 
-@router.get("/triggers/<triggerKey>", summary="One trigger: pinned inputs, status, attempts, reason", tags=["triggers"])
+@router.get(
+    "/triggers/<triggerKey>",
+    summary="One trigger: pinned inputs, status, attempts, reason",
+    tags=["triggers"],
+    security=MANAGEMENT,
+    responses=answers(ok(TriggerAnswer), ALWAYS, 404),
+)
 def get_trigger(triggerKey: str) -> Response[str]:
     require_admin(router.current_event)
     return json_response(manage_rules(current()).get_trigger(triggerKey).to_api())
@@ -42,6 +56,10 @@ def get_trigger(triggerKey: str) -> Response[str]:
     "/triggers/<triggerKey>/replay",
     summary="Replay a trigger: pre-flight its pinned inputs, then claim a run that reads exactly the same",
     tags=["triggers"],
+    security=MANAGEMENT,
+    responses=answers(
+        {200: ("the dry run's checklist", ReplayAnswer), 201: ("the replay is claimed", ReplayAnswer)}, ALWAYS, 404, 409
+    ),
 )
 def replay(triggerKey: str, dry_run: DryRunQuery = False) -> Response[str]:
     require_admin(router.current_event)

@@ -8,6 +8,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
+from lakehook.api.answers import Deleted, WatermarkAnswer, WatermarkList
+from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
 from lakehook.api.http import json_response, require_admin
 from lakehook.api.routes.assets import AssetKeyQuery, _asset_key
 from lakehook.container import current
@@ -26,7 +28,13 @@ DryRun = Annotated[
 ]
 
 
-@router.get("/watermarks", summary="Read one watermark, or every key of (namespace, asset)", tags=["watermarks"])
+@router.get(
+    "/watermarks",
+    summary="Read one watermark, or every key of (namespace, asset)",
+    tags=["watermarks"],
+    security=MANAGEMENT,
+    responses=answers(ok(WatermarkAnswer | WatermarkList, "with ?key=, that watermark; else every key"), ALWAYS, 404),
+)
 def get_watermark(
     namespace: Namespace, asset_key: AssetKeyQuery, key: Annotated[str | None, Query()] = None
 ) -> Response[str]:
@@ -41,7 +49,13 @@ def get_watermark(
     return json_response(record.to_api())
 
 
-@router.put("/watermarks", summary="Write a watermark; with expectedVersion, compare-and-set", tags=["watermarks"])
+@router.put(
+    "/watermarks",
+    summary="Write a watermark; with expectedVersion, compare-and-set",
+    tags=["watermarks"],
+    security=MANAGEMENT,
+    responses=answers(ok(WatermarkAnswer), WITH_BODY, 409),
+)
 def put_watermark(body: WatermarkPut, dry_run: DryRun = False) -> Response[str]:
     require_admin(router.current_event)
     asset = _asset_key(body.asset_key)
@@ -51,7 +65,13 @@ def put_watermark(body: WatermarkPut, dry_run: DryRun = False) -> Response[str]:
     return json_response(record.to_api())
 
 
-@router.delete("/watermarks", summary="Delete a watermark (optionally only at a version)", tags=["watermarks"])
+@router.delete(
+    "/watermarks",
+    summary="Delete a watermark (optionally only at a version)",
+    tags=["watermarks"],
+    security=MANAGEMENT,
+    responses=answers(ok(Deleted), ALWAYS, 404),
+)
 def delete_watermark(
     namespace: Namespace,
     asset_key: AssetKeyQuery,

@@ -1,0 +1,92 @@
+"""The OpenAPI document states, per operation, who may call it and every answer it gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from openapi_spec_validator import validate as validate_openapi
+
+from lakehook.api.auth import ROUTE_AUTHENTICATORS
+from lakehook.api.contract import MANAGEMENT, PRODUCER, RUN_COMPLETION
+from lakehook.api.docs import load_spec
+
+ERROR_REF = "#/components/schemas/Error"
+
+
+@pytest.fixture(scope="module")
+def spec() -> dict[str, Any]:
+    document = load_spec()
+    validate_openapi(document)
+    return document
+
+
+def _operations(spec: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(m.upper(), path, op) for path, ops in spec["paths"].items() for m, op in ops.items()]
+
+
+def _schema(spec: dict[str, Any], ref_or_schema: dict[str, Any]) -> dict[str, Any]:
+    ref = ref_or_schema.get("$ref")
+    return spec["components"]["schemas"][ref.rsplit("/", 1)[1]] if ref else ref_or_schema
+
+
+def test_security_schemes_name_the_headers_each_kind_of_caller_sends(spec: dict[str, Any]) -> None:
+    schemes = spec["components"]["securitySchemes"]
+    assert schemes["adminToken"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": schemes["adminToken"]["description"],
+    }
+    assert (schemes["sigv4"]["in"], schemes["sigv4"]["name"]) == ("header", "Authorization")
+    assert schemes["sigv4"]["x-amazon-apigateway-authtype"] == "awsSigv4"
+    assert schemes["producerId"]["name"] == "X-Lakehook-Producer"
+    assert schemes["producerSignature"]["name"] == "X-Lakehook-Signature"
+    assert schemes["completionToken"]["name"] == "X-Lakehook-Completion-Token"
+
+
+def test_every_operation_states_its_security(spec: dict[str, Any]) -> None:
+    expected = {("POST", "/asset-events"): PRODUCER, ("POST", "/runs/{triggerKey}/complete"): RUN_COMPLETION}
+    assert set(expected) == set(ROUTE_AUTHENTICATORS), "the document and the resolver's authenticators must agree"
+    for method, path, op in _operations(spec):
+        assert op.get("security") == expected.get((method, path), MANAGEMENT), f"{method} {path}"
+
+
+def test_every_operation_lists_its_errors_with_the_error_schema(spec: dict[str, Any]) -> None:
+    for method, path, op in _operations(spec):
+        responses = op["responses"]
+        assert "422" not in responses, f"{method} {path}: validation errors are answered 400"
+        assert {"400", "401", "403"} <= set(responses), f"{method} {path}"
+        if "requestBody" in op:
+            assert {"413", "415"} <= set(responses), f"{method} {path}"
+        if "{" in path and method in ("GET", "DELETE"):
+            assert "404" in responses, f"{method} {path} reads one resource"
+        for status, answer in responses.items():
+            if status >= "400":
+                assert answer["content"]["application/json"]["schema"] == {"$ref": ERROR_REF}, f"{method} {path}"
+    error = spec["components"]["schemas"]["Error"]
+    assert set(error["required"]) == {"error", "message"}
+
+
+def test_answers_are_typed_objects_and_lists_are_typed_items(spec: dict[str, Any]) -> None:
+    for method, path, op in _operations(spec):
+        for status, answer in op["responses"].items():
+            if status == "204":
+                assert "content" not in answer
+                continue
+            schema = answer["content"]["application/json"]["schema"]
+            variants = schema.get("anyOf", [schema])
+            for variant in variants:
+                body = _schema(spec, variant)
+                assert body.get("type") == "object", f"{method} {path} {status} answers {schema}"
+                items = body["properties"].get("items")
+                if items is not None:
+                    assert "$ref" in items["items"], f"{method} {path}: list items are typed"
+
+
+def test_rule_body_is_the_full_rule_schema(spec: dict[str, Any]) -> None:
+    body = spec["paths"]["/rules/{ruleId}"]["put"]["requestBody"]["content"]["application/json"]["schema"]
+    rule = _schema(spec, body)
+    assert {"groups", "target"} <= set(rule["required"]) and "ruleId" not in rule["required"]
+    assert rule.get("additionalProperties") is False
+    group = _schema(spec, rule["properties"]["groups"]["items"])
+    assert {"groupId", "members"} <= set(group["properties"])
