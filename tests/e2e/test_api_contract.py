@@ -98,26 +98,9 @@ def run_schemathesis(stack: LocalStack, headers: dict[str, str], checks: tuple[s
     return outcome
 
 
-def _pending_elsewhere(interaction: Any) -> bool:
-    """PENDING api-ingress (issue 10, bounded parsing): a body that is not UTF-8 answers 502 until it lands.
-
-    Remove this once api-ingress is on main; nothing else is excused.
-    """
-    body = interaction.request.body if interaction is not None else None
-    if not body or interaction.response is None or interaction.response.status_code != 502:
-        return False
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return False
-
-
 def _failures(recorder: Any) -> list[str]:
     found = []
-    for case_id, checks in recorder.checks.items():
-        if _pending_elsewhere(recorder.interactions.get(case_id)):
-            continue
+    for checks in recorder.checks.values():
         for check in checks:
             if check.status is Status.FAILURE and check.failure_info is not None:
                 failure = check.failure_info.failure
