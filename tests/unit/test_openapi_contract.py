@@ -91,3 +91,12 @@ def test_rule_body_is_the_full_rule_schema(spec: dict[str, Any]) -> None:
     assert rule.get("additionalProperties") is False
     group = _schema(spec, rule["properties"]["groups"]["items"])
     assert {"groupId", "members"} <= set(group["properties"])
+
+
+def test_rule_target_is_a_union_discriminated_by_type(spec: dict[str, Any]) -> None:
+    target = spec["components"]["schemas"]["Rule"]["properties"]["target"]
+    assert target["discriminator"]["propertyName"] == "type"
+    kinds = set(target["discriminator"]["mapping"])
+    assert {"webhook", "stepfunctions", "lambda", "eventbridge", "airflow", "dolphinscheduler"} <= kinds
+    for ref in target["discriminator"]["mapping"].values():
+        assert _schema(spec, {"$ref": ref})["properties"]["type"], ref  # each variant resolves and names its type
