@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+import requests
 import schemathesis
 from schemathesis import Case, CheckContext, Response
 from schemathesis.engine import Status, events, from_schema
@@ -113,14 +114,36 @@ def _report(name: str, outcome: Outcome) -> str:
     return f"{name}: {len(outcome.failures)} failures, {len(outcome.errors)} errors; {outcome.summary()}\n{shown}"
 
 
-def test_every_answer_conforms_with_management_credentials(stack: LocalStack) -> None:
+ORDERS = "paimon://lake/ods_db/ods_order_latest"
+SEED_REQUESTS: list[tuple[str, str, dict[str, Any]]] = [
+    ("PUT", "/producers/flink-cdc", {"assetKeyPrefixes": ["paimon://lake/ods_db/"]}),
+    ("PUT", "/assets", {"assetKey": ORDERS, "format": "paimon"}),
+    ("PUT", "/aliases/orders", {"assetKeys": [ORDERS]}),
+    ("PUT", "/watermarks", {"namespace": "contract", "assetKey": ORDERS, "key": "offset", "value": 7}),
+    ("POST", "/asset-events", {"eventType": "SNAPSHOT_COMMITTED", "assetKey": ORDERS, "snapshotId": 1001}),
+]
+
+
+@pytest.fixture(scope="module")
+def seeded(stack: LocalStack) -> LocalStack:
+    """A few stored resources, so list and read routes answer 2xx bodies whose schema is checked too."""
+    headers = {"Authorization": f"Bearer {ADMIN}"}
+    for method, path, body in SEED_REQUESTS:
+        answer = requests.request(method, f"{stack.api_url}{path}", json=body, headers=headers, timeout=30)
+        assert answer.status_code in (200, 201), (path, answer.text)
+    return stack
+
+
+def test_every_answer_conforms_with_management_credentials(seeded: LocalStack) -> None:
+    stack = seeded
     outcome = run_schemathesis(stack, {"Authorization": f"Bearer {ADMIN}"}, CONFORMANCE)
     print(f"\nschemathesis with management credentials: {outcome.summary()}")
     assert not outcome.failures and not outcome.errors, _report("with management credentials", outcome)
     assert {"examples", "coverage", "fuzzing", "stateful"} <= set(outcome.requests), outcome.summary()
 
 
-def test_nothing_is_answered_without_credentials(stack: LocalStack) -> None:
+def test_nothing_is_answered_without_credentials(seeded: LocalStack) -> None:
+    stack = seeded
     outcome = run_schemathesis(stack, {}, (*CONFORMANCE, "nothing_answered_without_credentials"))
     print(f"\nschemathesis without credentials: {outcome.summary()}")
     assert not outcome.failures and not outcome.errors, _report("without credentials", outcome)

@@ -70,7 +70,7 @@ def put_watermark(body: WatermarkPut, dry_run: DryRun = False) -> Response[str]:
     summary="Delete a watermark (optionally only at a version)",
     tags=["watermarks"],
     security=MANAGEMENT,
-    responses=answers(ok(Deleted), ALWAYS, 404),
+    responses=answers(ok(Deleted), ALWAYS, 404, 409),
 )
 def delete_watermark(
     namespace: Namespace,
