@@ -24,7 +24,13 @@ from lakehook.ports.aliases import AliasStore
 from lakehook.ports.dispatch import ManifestStore, TargetClient, TriggerLedger
 from lakehook.usecases.aliases import ManageAliases
 from lakehook.usecases.completion import CompleteRun, CompletionTokens
-from lakehook.usecases.dispatch import DispatchPolicy, DispatchTrigger, RedriveTriggers, handle_dispatch_record
+from lakehook.usecases.dispatch import (
+    DispatchPolicy,
+    DispatchTrigger,
+    RedriveTriggers,
+    RetryTrigger,
+    handle_dispatch_record,
+)
 from lakehook.wiring_rules import rule_store
 
 
@@ -105,6 +111,10 @@ def dispatcher(container: Container) -> DispatchTrigger:
 
 def redriver(container: Container) -> RedriveTriggers:
     return container.component("redriver", lambda: RedriveTriggers(trigger_ledger(container), dispatcher(container)))
+
+
+def retry_trigger(container: Container) -> RetryTrigger:
+    return container.component("retry_trigger", lambda: RetryTrigger(trigger_ledger(container)))
 
 
 def complete_run(container: Container) -> CompleteRun:

@@ -99,7 +99,9 @@ def replay_trigger(container: Container) -> ReplayTrigger:
         preflight = PreflightReplay(
             container.verify_spool_manifest, container.asset_registry, container.asset_store, existence
         )
-        return ReplayTrigger(trigger_store(container), preflight)
+        from lakehook.wiring_dispatch import manifest_store
+
+        return ReplayTrigger(trigger_store(container), preflight, manifests=manifest_store(container))
 
     return container.component("replay_trigger", build)
 

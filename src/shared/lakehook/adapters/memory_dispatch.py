@@ -29,7 +29,7 @@ from lakehook.domain.dispatch import (
 )
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.targets import TargetConfig
-from lakehook.domain.triggers import Trigger, TriggerStatus
+from lakehook.domain.triggers import FailureKind, RunState, Trigger, TriggerNotRetryableError, TriggerStatus
 from lakehook.ports.aliases import AliasStore
 from lakehook.ports.dispatch import Attempt, LedgerEntry, ManifestStore, TargetClient, TriggerLedger
 
@@ -46,6 +46,9 @@ class _Bookkeeping:
     run_status: str | None = None
     completed_at: int | None = None
     completion: CompletionRecord | None = None
+    attempts_base: int = 0
+    failing_since: int | None = None
+    wake: bool = False
 
 
 class InMemoryTriggerLedger(TriggerLedger):
@@ -76,6 +79,8 @@ class InMemoryTriggerLedger(TriggerLedger):
             books.failure_code,
             books.run_status,
             books.completed_at,
+            books.attempts_base,
+            books.failing_since,
         )
 
     def get(self, trigger_key: str) -> LedgerEntry | None:
@@ -107,6 +112,9 @@ class InMemoryTriggerLedger(TriggerLedger):
                     "status": TriggerStatus.TRIGGERING,
                     "attempts": trigger.attempts + 1,
                     "updated_at": now_ms,
+                    "failure": None,
+                    "failing_since": None,
+                    "next_attempt_at": None,
                 }
             )
             self._books[trigger_key] = replace(
@@ -116,6 +124,7 @@ class InMemoryTriggerLedger(TriggerLedger):
                 last_attempt_at=now_ms,
                 retryable=None,
                 next_attempt_at=None,
+                wake=False,
             )
             return Attempt(trigger.attempts + 1, before, owner)
 
@@ -126,7 +135,15 @@ class InMemoryTriggerLedger(TriggerLedger):
             return None
         return trigger if books.lease_owner == owner else None
 
-    def mark_succeeded(self, trigger_key: str, owner: str, run_id: str, manifest_uri: str | None, now_ms: int) -> bool:
+    def mark_succeeded(
+        self,
+        trigger_key: str,
+        owner: str,
+        run_id: str,
+        manifest_uri: str | None,
+        now_ms: int,
+        run_state: RunState | None = None,
+    ) -> bool:
         with self._lock:
             trigger = self._held(trigger_key, owner)
             if trigger is None:
@@ -138,10 +155,17 @@ class InMemoryTriggerLedger(TriggerLedger):
                     "updated_at": now_ms,
                     "reason": None,
                     "manifest_uri": manifest_uri or trigger.manifest_uri,
+                    "failure": None,
+                    "failure_code": None,
+                    "failing_since": None,
+                    "next_attempt_at": None,
+                    "run_state": run_state or trigger.run_state,
                 }
             )
             books = self._books[trigger_key]
-            self._books[trigger_key] = replace(books, lease_owner=None, lease_until=None, failure_code=None)
+            self._books[trigger_key] = replace(
+                books, lease_owner=None, lease_until=None, failure_code=None, failing_since=None
+            )
             return True
 
     def mark_failed(
@@ -154,17 +178,24 @@ class InMemoryTriggerLedger(TriggerLedger):
         manifest_uri: str | None,
         now_ms: int,
         next_attempt_at: int | None = None,
+        failing_since: int | None = None,
     ) -> bool:
         with self._lock:
             trigger = self._held(trigger_key, owner)
             if trigger is None:
                 return False
+            since = failing_since if failing_since is not None else now_ms
+            nxt = next_attempt_at if retryable else None
             self.store.triggers[trigger_key] = trigger.model_copy(
                 update={
                     "status": TriggerStatus.FAILED,
-                    "reason": reason,
+                    "reason": reason[:1000],
                     "updated_at": now_ms,
                     "manifest_uri": manifest_uri or trigger.manifest_uri,
+                    "failure": FailureKind.RETRYABLE if retryable else FailureKind.FINAL,
+                    "failure_code": code,
+                    "failing_since": since,
+                    "next_attempt_at": nxt,
                 }
             )
             books = self._books[trigger_key]
@@ -173,10 +204,48 @@ class InMemoryTriggerLedger(TriggerLedger):
                 lease_owner=None,
                 lease_until=None,
                 retryable=retryable,
-                next_attempt_at=next_attempt_at if retryable else None,
+                next_attempt_at=nxt,
                 failure_code=code,
+                failing_since=since,
             )
             return True
+
+    def retry(self, trigger_key: str, now_ms: int) -> Trigger:
+        with self._lock:
+            trigger = self.store.triggers.get(trigger_key)
+            if trigger is None:
+                raise NotFoundError(f"trigger {trigger_key!r} does not exist")
+            if trigger.status is not TriggerStatus.FAILED:
+                raise TriggerNotRetryableError(trigger_key, trigger.status)
+            retried = trigger.model_copy(
+                update={
+                    "status": TriggerStatus.TRIGGERING,
+                    "updated_at": now_ms,
+                    "retries": trigger.retries + 1,
+                    "failure": None,
+                    "failing_since": None,
+                    "next_attempt_at": None,
+                }
+            )
+            self.store.triggers[trigger_key] = retried
+            books = self._books.setdefault(trigger_key, _Bookkeeping())
+            self._books[trigger_key] = replace(
+                books,
+                attempts_base=trigger.attempts,
+                retryable=None,
+                next_attempt_at=None,
+                failing_since=None,
+                lease_owner=None,
+                lease_until=None,
+                wake=True,
+            )
+            return retried
+
+    def woken(self) -> list[str]:
+        """Keys a retry by hand marked to wake the dispatcher and no attempt has taken yet (what the
+        DynamoDB ledger's ``wake`` stream record delivers)."""
+        with self._lock:
+            return [k for k, b in self._books.items() if b.wake]
 
     def record_completion(
         self, trigger_key: str, record: CompletionRecord
@@ -278,6 +347,7 @@ class Fault(StrEnum):
     HTTP_429 = "HTTP_429"  # throttled, nothing started
     HTTP_4XX = "HTTP_4XX"  # refused for good
     CRASH_AFTER_ACCEPT = "CRASH_AFTER_ACCEPT"  # the run started, then the dispatcher died
+    HTTP_409 = "HTTP_409"  # the key had arrived before (an answer lost on the way): 409 with that run
     FIND_UNAVAILABLE = "FIND_UNAVAILABLE"  # (for find_run) the target could not be asked
 
 
@@ -352,6 +422,8 @@ class InMemoryTargetClient(TargetClient):
                 return Outcome.retryable("HTTP 500", "http_500", ambiguous=True)
             if fault is Fault.CRASH_AFTER_ACCEPT:
                 raise SimulatedCrashError(f"crashed after {run.run_id} started")
+            if fault is Fault.HTTP_409:
+                return Outcome.already_started(run.run_id)
             return Outcome.already_started(run.run_id) if existing else Outcome.started(run.run_id)
 
     def find_run(self, trigger_key: str, config: TargetConfig, not_before_ms: int) -> str | None:

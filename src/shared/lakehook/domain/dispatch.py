@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lakehook.domain.completion import completion_path
 from lakehook.domain.errors import ConflictError, LakehookError
 from lakehook.domain.time import ms_to_iso
-from lakehook.domain.triggers import PinnedInput, Trigger
+from lakehook.domain.triggers import PinnedInput, RunState, Trigger
 
 MANIFEST_VERSION = 1
 ATTEMPT_FIELD = "attempt"
@@ -249,6 +249,9 @@ class Outcome:
 
     ``code`` is short and low-cardinality (a metric dimension); ``reason`` is for people.
     ``ambiguous``: the request may have reached the target, so a run may exist.
+    ``retry_window_seconds``: a RETRYABLE answer that is worth retrying only for this long after it was
+    first seen (Airflow's 404 for a DAG still being deployed), then FINAL; it is retried by re-drives only.
+    ``run_state``: what the target said about a started run (e.g. queued behind a paused DAG).
     """
 
     kind: OutcomeKind
@@ -257,18 +260,25 @@ class Outcome:
     code: str | None = None
     ambiguous: bool = False
     retry_after_seconds: float | None = None
+    retry_window_seconds: float | None = None
+    run_state: RunState | None = None
 
     @classmethod
-    def started(cls, run_id: str) -> Outcome:
-        return cls(OutcomeKind.STARTED, run_id=run_id)
+    def started(cls, run_id: str, run_state: RunState | None = None) -> Outcome:
+        return cls(OutcomeKind.STARTED, run_id=run_id, run_state=run_state)
 
     @classmethod
-    def already_started(cls, run_id: str) -> Outcome:
-        return cls(OutcomeKind.ALREADY_STARTED, run_id=run_id)
+    def already_started(cls, run_id: str, run_state: RunState | None = None) -> Outcome:
+        return cls(OutcomeKind.ALREADY_STARTED, run_id=run_id, run_state=run_state)
 
     @classmethod
     def retryable(
-        cls, reason: str, code: str, ambiguous: bool = False, retry_after_seconds: float | None = None
+        cls,
+        reason: str,
+        code: str,
+        ambiguous: bool = False,
+        retry_after_seconds: float | None = None,
+        retry_window_seconds: float | None = None,
     ) -> Outcome:
         return cls(
             OutcomeKind.RETRYABLE,
@@ -276,6 +286,7 @@ class Outcome:
             code=code,
             ambiguous=ambiguous,
             retry_after_seconds=retry_after_seconds,
+            retry_window_seconds=retry_window_seconds,
         )
 
     @classmethod

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lakehook.domain.errors import ConflictError
 from lakehook.domain.time import ms_to_iso
 
 KEY_HASH_CHARS = 24  # 96 bits of SHA-256: collisions are not a practical concern
@@ -26,6 +27,44 @@ class TriggerStatus(StrEnum):
     SUCCEEDED = "SUCCEEDED"  # the target confirmed the run
     FAILED = "FAILED"  # the target refused; the compensator may re-drive it
     SKIPPED = "SKIPPED"  # claimed without a run: versions a backfill committed (policy.backfill=SKIP)
+
+
+class FailureKind(StrEnum):
+    """What a FAILED trigger is waiting for."""
+
+    RETRYABLE = "RETRYABLE"  # the compensator tries again by itself at ``nextAttemptAt``
+    FINAL = "FINAL"  # nothing happens by itself: fix the cause, then ``POST /triggers/{key}/retry``
+
+
+class TriggerNotRetryableError(ConflictError):
+    """Only a FAILED trigger can be retried: this one is TRIGGERING, SUCCEEDED or SKIPPED."""
+
+    def __init__(self, trigger_key: str, status: TriggerStatus) -> None:
+        hint = {
+            TriggerStatus.TRIGGERING: "it is being dispatched now",
+            TriggerStatus.SUCCEEDED: "its run already started (replay it to run it again)",
+            TriggerStatus.SKIPPED: "it was skipped (a backfill's versions) and has no run",
+        }.get(status, "only FAILED triggers can be retried")
+        super().__init__(f"trigger {trigger_key!r} is {status.value}: {hint}")
+        self.trigger_key = trigger_key
+        self.status = status
+
+
+MAX_RUN_STATE_DETAIL = 500
+
+
+class RunState(BaseModel):
+    """What the target said about the run when the dispatcher last asked (e.g. Airflow: ``queued``, and
+    that the DAG is paused). Not the run's own report, which is ``runStatus`` (run completion)."""
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True)
+
+    state: str = Field(min_length=1, max_length=64, description="the target's own word for the run's state")
+    detail: str | None = Field(default=None, max_length=MAX_RUN_STATE_DETAIL, description="why, for people")
+    checked_at: int = Field(alias="checkedAt", description="when the target was asked (epoch ms)")
+
+    def to_api(self) -> dict[str, Any]:
+        return {"state": self.state, "detail": self.detail, "checkedAt": ms_to_iso(self.checked_at)}
 
 
 class PinnedInput(BaseModel):
@@ -149,6 +188,15 @@ class Trigger(BaseModel):
     outlets: tuple[dict[str, Any], ...] | None = Field(
         default=None, description="the outlets the run reported (type, asset, version of each)"
     )
+    # How a FAILED trigger goes on (set by the dispatcher's ledger; None while it is not FAILED).
+    failure: FailureKind | None = None
+    failure_code: str | None = Field(default=None, alias="failureCode", description="short and low-cardinality")
+    failing_since: int | None = Field(
+        default=None, alias="failingSince", description="when the current run of failures with this code began"
+    )
+    next_attempt_at: int | None = Field(default=None, alias="nextAttemptAt", description="RETRYABLE: when, by itself")
+    retries: int = Field(default=0, description="how many times someone asked for a retry by hand")
+    run_state: RunState | None = Field(default=None, alias="runState")
 
     def to_api(self) -> dict[str, Any]:
         return {
@@ -169,6 +217,12 @@ class Trigger(BaseModel):
             "runStatus": self.run_status,
             "completedAt": ms_to_iso(self.completed_at) if self.completed_at is not None else None,
             "outlets": list(self.outlets) if self.outlets is not None else None,
+            "failure": self.failure.value if self.failure is not None else None,
+            "failureCode": self.failure_code,
+            "failingSince": ms_to_iso(self.failing_since) if self.failing_since is not None else None,
+            "nextAttemptAt": ms_to_iso(self.next_attempt_at) if self.next_attempt_at is not None else None,
+            "retries": self.retries,
+            "runState": self.run_state.to_api() if self.run_state is not None else None,
         }
 
 

@@ -15,7 +15,7 @@ from typing import ClassVar
 from lakehook.domain.completion import CompletionRecord, RecordOutcome
 from lakehook.domain.dispatch import Invocation, Outcome, RunManifest
 from lakehook.domain.targets import TargetConfig
-from lakehook.domain.triggers import Trigger, TriggerStatus
+from lakehook.domain.triggers import FailureKind, RunState, Trigger, TriggerStatus
 
 
 class TargetClient(ABC):
@@ -85,6 +85,8 @@ class LedgerEntry:
     failure_code: str | None = None
     run_status: str | None = None
     completed_at: int | None = None
+    attempts_base: int = 0
+    failing_since: int | None = None
 
     @property
     def trigger_key(self) -> str:
@@ -94,9 +96,16 @@ class LedgerEntry:
     def status(self) -> TriggerStatus:
         return self.trigger.status
 
+    @property
+    def failure(self) -> FailureKind | None:
+        """RETRYABLE or FINAL for a FAILED claim, else None."""
+        if self.status is not TriggerStatus.FAILED:
+            return None
+        return FailureKind.RETRYABLE if self.retryable else FailureKind.FINAL
+
     def is_open(self) -> bool:
         """Still owed a run or a terminal reason: TRIGGERING, or FAILED and retryable."""
-        return self.status is TriggerStatus.TRIGGERING or (self.status is TriggerStatus.FAILED and bool(self.retryable))
+        return self.status is TriggerStatus.TRIGGERING or self.failure is FailureKind.RETRYABLE
 
 
 @dataclass(frozen=True)
@@ -110,6 +119,12 @@ class Attempt:
     @property
     def previous_attempt_at(self) -> int | None:
         return self.before.last_attempt_at
+
+    @property
+    def counted(self) -> int:
+        """Its number within the attempt budget: a retry by hand starts the budget again (``attemptsBase``),
+        while ``number`` keeps counting, so the first attempt after it still looks before it sends."""
+        return max(self.number - self.before.attempts_base, 1)
 
 
 class TriggerLedger(ABC):
@@ -130,8 +145,17 @@ class TriggerLedger(ABC):
         which moves it back to TRIGGERING. Answers None when not taken (terminal, leased, not due)."""
 
     @abstractmethod
-    def mark_succeeded(self, trigger_key: str, owner: str, run_id: str, manifest_uri: str | None, now_ms: int) -> bool:
-        """TRIGGERING -> SUCCEEDED with the target's run id; only by the lease holder. False if not held."""
+    def mark_succeeded(
+        self,
+        trigger_key: str,
+        owner: str,
+        run_id: str,
+        manifest_uri: str | None,
+        now_ms: int,
+        run_state: RunState | None = None,
+    ) -> bool:
+        """TRIGGERING -> SUCCEEDED with the target's run id (and what the target said about the run);
+        only by the lease holder. False if not held."""
 
     @abstractmethod
     def mark_failed(
@@ -144,9 +168,18 @@ class TriggerLedger(ABC):
         manifest_uri: str | None,
         now_ms: int,
         next_attempt_at: int | None = None,
+        failing_since: int | None = None,
     ) -> bool:
         """TRIGGERING -> FAILED with a reason; ``retryable`` ones are re-driven from ``next_attempt_at``.
+        ``failing_since``: when failures with this ``code`` began (default ``now_ms``).
         Only by the lease holder; releases the lease. False if not held."""
+
+    @abstractmethod
+    def retry(self, trigger_key: str, now_ms: int) -> Trigger:
+        """FAILED (RETRYABLE or FINAL) -> TRIGGERING under the same key, by hand: the attempt budget starts
+        again (``attemptsBase`` = ``attempts``), the failure and its window are cleared, ``retries`` counts
+        one more, and the claim is marked to wake the dispatcher. Answers the claim as it is now.
+        Raises NotFoundError (no claim) or TriggerNotRetryableError (it is not FAILED)."""
 
     @abstractmethod
     def record_completion(

@@ -5,8 +5,10 @@ Claim -> manifest -> start -> confirm (DESIGN principle 4; RFC 3.7, 3.10, risks 
 1. **Lease and count.** One conditional write takes the claim for one attempt (``TriggerLedger.
    begin_attempt``): TRIGGERING and not leased by anyone else. Two dispatchers never work on one key
    at once; the attempt number is durable, so a crashed attempt is known to the next one.
-2. **Manifest.** The run manifest is a pure function of the claim, written with a conditional put:
-   a retry finds its own identical manifest, never replaces a different one.
+2. **Manifest, first.** The run manifest is a pure function of the claim, written with a conditional put
+   before anything else happens to the claim, even when its rule or target turns out to be unusable: a
+   retry finds its own identical manifest, never replaces a different one, and a FAILED trigger can be
+   retried or replayed on exactly its pinned inputs.
 3. **Confirm before re-sending.** Any attempt after the first (in this invocation or after a crash)
    first asks the target whether the run exists (``find_run``). A target that turns requests into runs
    asynchronously (DolphinScheduler) is not asked before its settle time has passed since the previous
@@ -17,7 +19,11 @@ Claim -> manifest -> start -> confirm (DESIGN principle 4; RFC 3.7, 3.10, risks 
    configured attempts (exponential backoff with full jitter in between), re-driven by
    :class:`RedriveTriggers` until the total attempt budget is spent. A confirmable target then gets
    visits that only look (never start), so a run the last allowed attempt started is still found;
-   only when the target says there is none does the claim become terminal.
+   only when the target says there is none does the claim become terminal. A FAILED claim says which:
+   ``failure`` RETRYABLE (with ``nextAttemptAt``: the compensator tries again by itself) or FINAL (nothing
+   happens until someone fixes the cause and calls ``POST /triggers/{key}/retry``, :class:`RetryTrigger`,
+   which re-dispatches it under the same key with a fresh attempt budget). An answer worth retrying only
+   for a while (Airflow's 404 for a DAG being deployed) is RETRYABLE until its window ends, then FINAL.
 
 Whatever fails where (a crash after the manifest, after the target accepted, a timeout whose request
 arrived, a 5xx, a 429), every claimed key ends SUCCEEDED with one run or FAILED with a reason, and a
@@ -52,7 +58,7 @@ from lakehook.domain.dispatch import (
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.targets import TargetConfig, UnusableTarget
 from lakehook.domain.time import now_ms
-from lakehook.domain.triggers import TriggerStatus
+from lakehook.domain.triggers import FailureKind, Trigger, TriggerStatus
 from lakehook.observability import logger
 from lakehook.ports.dispatch import Attempt, LedgerEntry, ManifestStore, TargetClient, TriggerLedger
 from lakehook.ports.rules import RuleStore
@@ -127,13 +133,38 @@ class _Target:
 
 
 @dataclass(frozen=True)
+class _Written:
+    """The trigger's run manifest, stored (or a replay's, found), and where it is."""
+
+    manifest: RunManifest
+    uri: str
+
+
+@dataclass(frozen=True)
 class _Plan:
-    """What one dispatch needs once: the target, its client, the manifest and where it is."""
+    """What one start needs: the target, its client, the manifest and where it is."""
 
     config: TargetConfig
     client: TargetClient
     manifest: RunManifest
     manifest_uri: str
+
+
+@dataclass(frozen=True)
+class _Streak:
+    """The failures in a row with one code, and since when (a bounded retry window counts from it)."""
+
+    code: str | None
+    since_ms: int | None
+
+    @property
+    def since(self) -> int:
+        return self.since_ms or 0
+
+    def after(self, code: str | None, now_ms: int) -> _Streak:
+        if code is not None and code == self.code and self.since_ms is not None:
+            return self
+        return _Streak(code, now_ms)
 
 
 class DispatchTrigger:
@@ -192,7 +223,9 @@ class DispatchTrigger:
                 )
         owner = self._owner()
         budget = max_attempts or self.policy.attempts.max_attempts
-        plan: _Plan | None = None
+        client = target.client if isinstance(target, _Target) else None
+        written: _Written | None = None
+        streak = _Streak(entry.failure_code, entry.failing_since)
         tried = 0
         while True:
             tried += 1
@@ -202,21 +235,34 @@ class DispatchTrigger:
             attempt, redrive = taken, False  # from here on the claim is TRIGGERING and leased to us
             if attempt.number > 1 and self._metrics is not None:
                 self._metrics(RETRY_METRIC, {"trigger_status": attempt.before.status.value})
-            if isinstance(target, Outcome):
-                return self._failed(attempt, None, target, retryable=False)
-            outcome: Outcome | _Plan = plan or self._manifest(attempt.before, target)
-            if isinstance(outcome, _Plan):
-                plan = outcome
-                outcome = self._attempt(plan, attempt)
+            # The manifest comes first, whatever happens next: a trigger its target refuses still pins its
+            # inputs, so a retry by hand or a replay reads exactly the versions it was claimed for.
+            written_or_failed = written or self._manifest(attempt.before)
+            outcome: Outcome
+            if isinstance(written_or_failed, Outcome):
+                outcome = written_or_failed
+            else:
+                written = written_or_failed
+                if isinstance(target, Outcome):
+                    outcome = target
+                else:
+                    outcome = self._attempt(_Plan(target.config, target.client, written.manifest, written.uri), attempt)
+            uri = written.uri if written is not None else None
             if outcome.succeeded:
-                return self._succeeded(attempt, plan, outcome)
+                assert isinstance(target, _Target) and uri is not None
+                return self._succeeded(attempt, uri, target.config.type, outcome)
+            streak = streak.after(outcome.code, self._clock())
             if outcome.kind is OutcomeKind.FATAL:
-                return self._failed(attempt, plan, outcome, retryable=False)
-            settle_ms = int(target.client.settle_seconds(target.config) * 1000)
-            if (outcome.ambiguous and settle_ms) or tried >= budget or self.policy.redrive.exhausted(attempt.number):
+                return self._failed(attempt, uri, outcome, retryable=False, failing_since=streak.since)
+            if outcome.retry_window_seconds is not None:
+                # Worth retrying only for a while (a DAG being deployed): by re-drives, never in a tight loop.
+                return self._within_window(attempt, uri, client, outcome, streak)
+            settle_ms = int(target.client.settle_seconds(target.config) * 1000) if isinstance(target, _Target) else 0
+            if (outcome.ambiguous and settle_ms) or tried >= budget or self.policy.redrive.exhausted(attempt.counted):
                 # An ambiguous answer from a target whose runs appear late is confirmed after the settle
                 # time, never at once; otherwise this call's attempts are spent.
-                return self._later_or_never(attempt, plan, target, outcome, settle_ms if outcome.ambiguous else 0)
+                wait_ms = settle_ms if outcome.ambiguous else 0
+                return self._later_or_never(attempt, uri, client, outcome, wait_ms, streak.since)
             wait = self.policy.attempts.delay(tried, self._rand, outcome.retry_after_seconds)
             logger.info(
                 "dispatch attempt failed; retrying",
@@ -230,22 +276,49 @@ class DispatchTrigger:
             )
             self._sleep(wait)
 
-    def _later_or_never(
-        self, attempt: Attempt, plan: _Plan | None, target: _Target, outcome: Outcome, wait_ms: int
+    def _within_window(
+        self, attempt: Attempt, uri: str | None, client: TargetClient | None, outcome: Outcome, streak: _Streak
     ) -> DispatchResult:
-        """FAILED and retryable (re-driven after backoff, at least ``wait_ms``), or terminal once the budget
-        is spent. A confirmable target gets visits past the budget that only look (never start), so a run
-        the last attempt may have started is found rather than left behind a FAILED claim."""
+        """RETRYABLE until ``retry_window_seconds`` after the answer was first seen, then FINAL; the last
+        re-drive is due no later than the window's end, so the verdict comes when promised."""
+        window = outcome.retry_window_seconds or 0.0
+        deadline = streak.since + int(window * 1000)
+        if self._clock() >= deadline:
+            reason = f"{outcome.reason} (still so {window:g} s after it was first seen)"
+            final = Outcome.fatal(reason, outcome.code or "retry_window")
+            return self._failed(attempt, uri, final, retryable=False, failing_since=streak.since)
+        return self._later_or_never(attempt, uri, client, outcome, 0, streak.since, deadline=deadline)
+
+    def _later_or_never(
+        self,
+        attempt: Attempt,
+        uri: str | None,
+        client: TargetClient | None,
+        outcome: Outcome,
+        wait_ms: int,
+        failing_since: int,
+        deadline: int | None = None,
+    ) -> DispatchResult:
+        """FAILED and retryable (re-driven after backoff, at least ``wait_ms``, at most until ``deadline``), or
+        terminal once the budget is spent. A confirmable target gets visits past the budget that only look
+        (never start), so a run the last attempt may have started is found rather than left behind a FAILED
+        claim. The budget counts from the last retry by hand (:attr:`Attempt.counted`)."""
         total = self.policy.redrive.max_attempts
-        backoff = int(self.policy.redrive.delay(attempt.number, self._rand) * 1000)
-        if attempt.number < total or (target.client.confirmable and attempt.number < 2 * total):
+        counted = attempt.counted
+        backoff = int(self.policy.redrive.delay(counted, self._rand) * 1000)
+        confirmable = client is not None and client.confirmable
+        if counted < total or (confirmable and counted < 2 * total):
+            next_at = self._clock() + max(backoff, wait_ms)
+            if deadline is not None:
+                next_at = min(next_at, deadline)
             return self._failed(
-                attempt, plan, outcome, retryable=True, next_attempt_at=self._clock() + max(backoff, wait_ms)
+                attempt, uri, outcome, retryable=True, next_attempt_at=next_at, failing_since=failing_since
             )
-        reason = f"gave up after {attempt.number} attempts: {outcome.reason}"
-        if outcome.ambiguous and not target.client.confirmable:
+        reason = f"gave up after {counted} attempts: {outcome.reason}"
+        if outcome.ambiguous and not confirmable:
             reason += "; the last request may have reached the target, whose consumer deduplicates on the key"
-        return self._failed(attempt, plan, Outcome.fatal(reason, outcome.code or "exhausted"), retryable=False)
+        final = Outcome.fatal(reason, outcome.code or "exhausted")
+        return self._failed(attempt, uri, final, retryable=False, failing_since=failing_since)
 
     # --- one attempt ---------------------------------------------------------------------------------
 
@@ -263,7 +336,7 @@ class DispatchTrigger:
             return Outcome.fatal(f"target type {config.type!r} is not available here", "unsupported_target")
         return _Target(config, client)
 
-    def _manifest(self, entry: LedgerEntry, target: _Target) -> _Plan | Outcome:
+    def _manifest(self, entry: LedgerEntry) -> _Written | Outcome:
         """Write the manifest (or find a replay's); an Outcome when that fails."""
         trigger = entry.trigger
         try:
@@ -282,7 +355,7 @@ class DispatchTrigger:
                 "manifest store unavailable", extra={"trigger_key": trigger.trigger_key, "reason": repr(exc)}
             )
             return Outcome.retryable(f"manifest store unavailable: {exc}", "manifest_store")
-        return _Plan(target.config, target.client, manifest, uri)
+        return _Written(manifest, uri)
 
     def _attempt(self, plan: _Plan, attempt: Attempt) -> Outcome:
         """Confirm (after a first attempt), then start."""
@@ -298,10 +371,10 @@ class DispatchTrigger:
                     extra={"trigger_key": trigger.trigger_key, "run_id": found, "attempt": attempt.number},
                 )
                 return Outcome.already_started(found)
-        if self.policy.redrive.exhausted(attempt.number - 1):
+        if self.policy.redrive.exhausted(attempt.counted - 1):
             # The start budget is spent: this visit only looked, and the target has no run for the key.
             previous = attempt.before.trigger.reason or "no answer"
-            spent = attempt.number - 1
+            spent = attempt.counted - 1
             return Outcome.fatal(
                 f"gave up after {spent} attempts: {previous}", attempt.before.failure_code or "exhausted"
             )
@@ -323,14 +396,16 @@ class DispatchTrigger:
 
     # --- endings -------------------------------------------------------------------------------------
 
-    def _succeeded(self, attempt: Attempt, plan: _Plan | None, outcome: Outcome) -> DispatchResult:
+    def _succeeded(self, attempt: Attempt, uri: str, target_type: str, outcome: Outcome) -> DispatchResult:
         key = attempt.before.trigger_key
-        assert outcome.run_id is not None and plan is not None
-        marked = self._ledger.mark_succeeded(key, attempt.owner, outcome.run_id, plan.manifest_uri, self._clock())
+        assert outcome.run_id is not None
+        marked = self._ledger.mark_succeeded(
+            key, attempt.owner, outcome.run_id, uri, self._clock(), run_state=outcome.run_state
+        )
         if not marked:
             return self._lost_lease(key, attempt)
         if self._metrics is not None:
-            self._metrics(SUCCESS_METRIC, {"target_type": plan.config.type})
+            self._metrics(SUCCESS_METRIC, {"target_type": target_type})
         logger.info(
             "trigger dispatched",
             extra={
@@ -340,6 +415,7 @@ class DispatchTrigger:
                 "run_id": outcome.run_id,
                 "attempt": attempt.number,
                 "outcome": outcome.kind.value,
+                "run_state": outcome.run_state.state if outcome.run_state is not None else None,
             },
         )
         return DispatchResult(key, DispatchStatus.SUCCEEDED, run_id=outcome.run_id, attempts=attempt.number)
@@ -347,19 +423,20 @@ class DispatchTrigger:
     def _failed(
         self,
         attempt: Attempt,
-        plan: _Plan | None,
+        uri: str | None,
         outcome: Outcome,
         retryable: bool,
         next_attempt_at: int | None = None,
+        failing_since: int | None = None,
     ) -> DispatchResult:
         key = attempt.before.trigger_key
         now = self._clock()
         code = outcome.code or "unknown"
         reason = outcome.reason or code
         if retryable and next_attempt_at is None:
-            next_attempt_at = now + int(self.policy.redrive.delay(attempt.number, self._rand) * 1000)
+            next_attempt_at = now + int(self.policy.redrive.delay(attempt.counted, self._rand) * 1000)
         marked = self._ledger.mark_failed(
-            key, attempt.owner, reason, code, retryable, plan.manifest_uri if plan else None, now, next_attempt_at
+            key, attempt.owner, reason, code, retryable, uri, now, next_attempt_at, failing_since
         )
         if not marked:
             return self._lost_lease(key, attempt)
@@ -373,6 +450,7 @@ class DispatchTrigger:
                 "trigger_key": key,
                 "rule_id": attempt.before.trigger.rule_id,
                 "status": status.value,
+                "failure": (FailureKind.RETRYABLE if retryable else FailureKind.FINAL).value,
                 "reason": reason,
                 "code": code,
                 "attempt": attempt.number,
@@ -480,3 +558,34 @@ def handle_dispatch_record(
     if trigger_key is None:
         return None
     return dispatch(trigger_key)
+
+
+class RetryTrigger:
+    """Retry a FAILED trigger by hand (``POST /triggers/{triggerKey}/retry``), once its cause is fixed.
+
+    The claim goes back to TRIGGERING under the SAME key, so the target's idempotency still holds (the same
+    ``Idempotency-Key``, ``dag_run_id``, execution name): a run an earlier attempt did start is found, never
+    started twice. The attempt budget starts again; attempt numbers keep counting, so the first attempt
+    after a retry still asks a confirmable target before it sends. The ledger's write wakes the dispatcher
+    (its stream record); if that is lost, the compensator re-drives the claim once it counts as stuck.
+    A TRIGGERING or SUCCEEDED trigger is refused (TriggerNotRetryableError, a 409); replay re-runs those.
+    """
+
+    def __init__(self, ledger: TriggerLedger, clock: Callable[[], int] = now_ms) -> None:
+        self._ledger = ledger
+        self._clock = clock
+
+    def __call__(self, trigger_key: str) -> Trigger:
+        """Raises NotFoundError or TriggerNotRetryableError."""
+        trigger = self._ledger.retry(trigger_key, self._clock())
+        logger.info(
+            "trigger retry requested",
+            extra={
+                "trigger_key": trigger_key,
+                "rule_id": trigger.rule_id,
+                "status": trigger.status.value,
+                "attempts": trigger.attempts,
+                "retries": trigger.retries,
+            },
+        )
+        return trigger

@@ -1,5 +1,9 @@
 """Replay a trigger: pre-flight every pinned input, then claim a new trigger that re-reads exactly the same.
 
+Any trigger whose run manifest exists can be replayed, a FAILED one included (the dispatcher writes the
+manifest before it does anything else, so a claim that was ever dispatched has one; a claim whose
+dispatcher died before marking it is found through the manifest store).
+
 ``POST /triggers/{triggerKey}/replay`` answers the pre-flight checklist item by item (every pinned
 spool manifest still sealed and verifying, every pinned Iceberg / Paimon snapshot still retained,
 no incompatible schema drift). When any item fails, nothing is claimed and the answer is 409 with the
@@ -14,10 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from lakehook.domain.dispatch import ManifestIntegrityError
 from lakehook.domain.errors import ConflictError, LakehookError, NotFoundError
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import Trigger, TriggerStatus, trigger_key
 from lakehook.observability import logger
+from lakehook.ports.dispatch import ManifestStore
 from lakehook.ports.rules import TriggerStore
 from lakehook.usecases.spool import PreflightReplay, PreflightReport, ReplayInput
 
@@ -54,10 +60,17 @@ class ReplayAnswer:
 class ReplayTrigger:
     """Pre-flight a trigger's pinned inputs and, unless it is a dry run, claim its replay."""
 
-    def __init__(self, triggers: TriggerStore, preflight: PreflightReplay, clock: Callable[[], int] = now_ms) -> None:
+    def __init__(
+        self,
+        triggers: TriggerStore,
+        preflight: PreflightReplay,
+        clock: Callable[[], int] = now_ms,
+        manifests: ManifestStore | None = None,
+    ) -> None:
         self._triggers = triggers
         self._preflight = preflight
         self._clock = clock
+        self._manifests = manifests
 
     def replay(self, key: str, dry_run: bool = False) -> ReplayAnswer:
         """Raises NotFoundError, ConflictError (nothing to replay) or ReplayRefusedError (the checklist failed)."""
@@ -66,8 +79,13 @@ class ReplayTrigger:
             raise NotFoundError(f"trigger {key!r} does not exist")
         if original.status is TriggerStatus.SKIPPED:
             raise ConflictError(f"trigger {key!r} was skipped (a backfill's versions); it had no run to replay")
-        if original.manifest_uri is None:
-            raise ConflictError(f"trigger {key!r} has no run manifest yet; replay it once it has been dispatched")
+        manifest_uri = original.manifest_uri or self._stored_manifest(key)
+        if manifest_uri is None:
+            raise ConflictError(
+                f"trigger {key!r} has no run manifest yet; replay it once it has been dispatched"
+                + (f" (or retry it: POST /triggers/{key}/retry)" if original.status is TriggerStatus.FAILED else "")
+            )
+        original = original.model_copy(update={"manifest_uri": manifest_uri})
         inputs = [ReplayInput.from_pin(p, p.manifest_uri) for p in original.inputs]
         report = self._preflight.check(inputs)
         if not report.ok:
@@ -75,6 +93,19 @@ class ReplayTrigger:
         if dry_run:
             return ReplayAnswer(original, report)
         return ReplayAnswer(original, report, self._claim(original))
+
+    def _stored_manifest(self, key: str) -> str | None:
+        """The URI of the trigger's manifest when the store has it (the claim may not say so yet)."""
+        if self._manifests is None:
+            return None
+        uri = self._manifests.uri_for(key)
+        try:
+            self._manifests.get(uri)
+        except NotFoundError:
+            return None
+        except ManifestIntegrityError as exc:
+            raise ConflictError(f"trigger {key!r} cannot be replayed: its run manifest is unusable: {exc}") from exc
+        return uri
 
     def _claim(self, original: Trigger) -> Trigger:
         """The replay's claim under the next epoch nobody took (concurrent replays each get their own)."""
@@ -93,6 +124,12 @@ class ReplayTrigger:
                     "reason": f"replay of {original.trigger_key}",
                     "target_run_id": None,
                     "replay_of": original.trigger_key,
+                    "failure": None,
+                    "failure_code": None,
+                    "failing_since": None,
+                    "next_attempt_at": None,
+                    "retries": 0,
+                    "run_state": None,
                 }
             )
             if self._triggers.put_replay(replay):

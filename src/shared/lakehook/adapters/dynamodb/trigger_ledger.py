@@ -7,6 +7,12 @@ The claim item (see ``trigger_store.trigger_item``) already has ``status``, ``at
   (a redelivered stream record and the compensator) from working on one key at the same time;
 - ``lastAttemptAt`` (epoch ms): when the last attempt began (the settle time counts from it);
 - ``retryable`` (bool), ``nextAttemptAt`` (epoch ms), ``failureCode``: how a FAILED claim is re-driven;
+- ``failingSince`` (epoch ms): when the current run of failures with ``failureCode`` began (a bounded
+  retry window, e.g. Airflow's DAG 404, counts from it);
+- ``runState`` (map ``state``, ``detail``, ``checkedAt``): what the target said about the started run;
+- ``attemptsBase``, ``retries``, ``retriedAt``: a retry by hand (:meth:`retry`) starts the attempt budget
+  again from ``attemptsBase`` = ``attempts``; ``wake`` = ``RETRY`` marks the update that must wake the
+  dispatcher (its FilterCriteria match it), and the next attempt removes it;
 - ``runStatus``, ``completedAt``, ``runOutlets``, ``completionDigest``: what the run reported through
   ``POST /runs/{triggerKey}/complete``, written once (``attribute_not_exists(runStatus)``): the first
   terminal status wins, and the digest tells a repeat of it from a different completion.
@@ -33,18 +39,32 @@ from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import integral
 from lakehook.adapters.dynamodb.trigger_store import trigger_from_item
 from lakehook.domain.completion import CompletionRecord, RecordOutcome
-from lakehook.domain.triggers import TriggerStatus
+from lakehook.domain.errors import NotFoundError
+from lakehook.domain.triggers import RunState, Trigger, TriggerNotRetryableError, TriggerStatus
 from lakehook.ports.dispatch import Attempt, LedgerEntry, TriggerLedger
 
 DEFAULT_LOOKBACK_MS = 7 * 86_400_000
 _DESERIALIZER = TypeDeserializer()
 
-# FilterCriteria of the dispatcher's DynamoDB event source: a claim created to be dispatched. Only
-# INSERT: the ledger's own updates (leases, marks) must not wake the dispatcher again.
+WAKE_RETRY = "RETRY"
+
+# FilterCriteria of the dispatcher's DynamoDB event source: a claim created to be dispatched, and a FAILED
+# claim retried by hand (the one update that carries ``wake``). The ledger's own updates (leases, marks)
+# must not wake the dispatcher again: the first attempt removes ``wake``.
 DISPATCH_FILTER_PATTERNS: list[dict[str, Any]] = [
     {
         "eventName": ["INSERT"],
         "dynamodb": {"NewImage": {"itemType": {"S": ["TRIGGER"]}, "status": {"S": ["TRIGGERING"]}}},
+    },
+    {
+        "eventName": ["MODIFY"],
+        "dynamodb": {
+            "NewImage": {
+                "itemType": {"S": ["TRIGGER"]},
+                "status": {"S": ["TRIGGERING"]},
+                "wake": {"S": [WAKE_RETRY]},
+            }
+        },
     },
 ]
 
@@ -62,13 +82,14 @@ def _text(value: Any) -> str:
 
 
 def claimed_trigger_key(record: Any) -> str | None:
-    """The trigger key of a stream record that creates a claim to dispatch, else None.
+    """The trigger key of a stream record that creates a claim to dispatch, or retries one by hand, else None.
 
     Reads the keys, so it does not depend on the FilterCriteria; a keys-only record (moto's first
     INSERT for an update that creates an item) still names its claim; the dispatcher re-reads it.
+    A MODIFY counts only with its new image carrying ``wake`` (a retry by hand).
     """
     raw = getattr(record, "raw_event", record)
-    if not isinstance(raw, Mapping) or raw.get("eventName") != "INSERT":
+    if not isinstance(raw, Mapping) or raw.get("eventName") not in ("INSERT", "MODIFY"):
         return None
     body = raw.get("dynamodb") or {}
     item_keys = body.get("Keys") or {}
@@ -76,6 +97,8 @@ def claimed_trigger_key(record: Any) -> str | None:
     if not pk.startswith(keys.TRIGGER_PREFIX) or sk != keys.CLAIM_SORT:
         return None
     image = body.get("NewImage")
+    if raw.get("eventName") == "MODIFY" and (not image or _text(image.get("wake")) != WAKE_RETRY):
+        return None  # the ledger's own updates
     if image and _text(image.get("status")) not in ("", TriggerStatus.TRIGGERING.value):
         return None  # a SKIPPED claim (or anything else) has no run to start
     return pk[len(keys.TRIGGER_PREFIX) :] or None
@@ -94,7 +117,16 @@ def entry_from_item(item: Mapping[str, Any]) -> LedgerEntry:
         failure_code=data.get("failureCode"),
         run_status=data.get("runStatus"),
         completed_at=data.get("completedAt"),
+        attempts_base=data.get("attemptsBase", 0),
+        failing_since=data.get("failingSince"),
     )
+
+
+def run_state_item(run_state: RunState) -> dict[str, Any]:
+    item: dict[str, Any] = {"state": run_state.state, "checkedAt": run_state.checked_at}
+    if run_state.detail is not None:
+        item["detail"] = run_state.detail
+    return item
 
 
 class DynamoDBTriggerLedger(TriggerLedger):
@@ -137,7 +169,8 @@ class DynamoDBTriggerLedger(TriggerLedger):
                 Key=keys.trigger_item_key(trigger_key),
                 UpdateExpression=(
                     "SET #status = :triggering, attempts = if_not_exists(attempts, :zero) + :one, updatedAt = :now, "
-                    "leaseOwner = :owner, leaseUntil = :until, lastAttemptAt = :now REMOVE retryable, nextAttemptAt"
+                    "leaseOwner = :owner, leaseUntil = :until, lastAttemptAt = :now "
+                    "REMOVE retryable, nextAttemptAt, wake"
                 ),
                 ConditionExpression=condition,
                 ExpressionAttributeNames={"#status": "status"},
@@ -151,18 +184,25 @@ class DynamoDBTriggerLedger(TriggerLedger):
         before = entry_from_item(answer["Attributes"])
         return Attempt(before.trigger.attempts + 1, before, owner)
 
-    def mark_succeeded(self, trigger_key: str, owner: str, run_id: str, manifest_uri: str | None, now_ms: int) -> bool:
+    def mark_succeeded(
+        self,
+        trigger_key: str,
+        owner: str,
+        run_id: str,
+        manifest_uri: str | None,
+        now_ms: int,
+        run_state: RunState | None = None,
+    ) -> bool:
         sets = ["#status = :succeeded", "targetRunId = :run", "updatedAt = :now"]
         values: dict[str, Any] = {":succeeded": TriggerStatus.SUCCEEDED.value, ":run": run_id, ":now": now_ms}
         if manifest_uri:
             sets.append("manifestUri = :uri")
             values[":uri"] = manifest_uri
-        return self._mark(
-            trigger_key,
-            owner,
-            f"SET {', '.join(sets)} REMOVE leaseOwner, leaseUntil, reason, retryable, nextAttemptAt, failureCode",
-            values,
-        )
+        if run_state is not None:
+            sets.append("runState = :state")
+            values[":state"] = run_state_item(run_state)
+        removes = "leaseOwner, leaseUntil, reason, retryable, nextAttemptAt, failureCode, failingSince"
+        return self._mark(trigger_key, owner, f"SET {', '.join(sets)} REMOVE {removes}", values)
 
     def mark_failed(
         self,
@@ -174,6 +214,7 @@ class DynamoDBTriggerLedger(TriggerLedger):
         manifest_uri: str | None,
         now_ms: int,
         next_attempt_at: int | None = None,
+        failing_since: int | None = None,
     ) -> bool:
         sets = [
             "#status = :failed",
@@ -181,6 +222,7 @@ class DynamoDBTriggerLedger(TriggerLedger):
             "failureCode = :code",
             "retryable = :retryable",
             "updatedAt = :now",
+            "failingSince = :since",
         ]
         values: dict[str, Any] = {
             ":failed": TriggerStatus.FAILED.value,
@@ -188,6 +230,7 @@ class DynamoDBTriggerLedger(TriggerLedger):
             ":code": code,
             ":retryable": retryable,
             ":now": now_ms,
+            ":since": failing_since if failing_since is not None else now_ms,
         }
         removes = ["leaseOwner", "leaseUntil"]
         if retryable and next_attempt_at is not None:
@@ -214,6 +257,37 @@ class DynamoDBTriggerLedger(TriggerLedger):
                 return False
             raise
         return True
+
+    def retry(self, trigger_key: str, now_ms: int) -> Trigger:
+        try:
+            answer = self._table.update_item(
+                Key=keys.trigger_item_key(trigger_key),
+                UpdateExpression=(
+                    "SET #status = :triggering, updatedAt = :now, attemptsBase = if_not_exists(attempts, :zero), "
+                    "retries = if_not_exists(retries, :zero) + :one, retriedAt = :now, wake = :wake "
+                    "REMOVE retryable, nextAttemptAt, failingSince, leaseOwner, leaseUntil"
+                ),
+                ConditionExpression="attribute_exists(PK) AND #status = :failed",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={
+                    ":triggering": TriggerStatus.TRIGGERING.value,
+                    ":failed": TriggerStatus.FAILED.value,
+                    ":now": now_ms,
+                    ":zero": 0,
+                    ":one": 1,
+                    ":wake": WAKE_RETRY,
+                },
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not is_conditional_failure(exc):
+                raise
+            old: Mapping[str, Any] = exc.response.get("Item") or {}  # type: ignore[assignment]
+            if not old:
+                raise NotFoundError(f"trigger {trigger_key!r} does not exist") from exc
+            raise TriggerNotRetryableError(trigger_key, TriggerStatus(_text(old.get("status")))) from exc
+        return trigger_from_item(answer["Attributes"])
 
     def record_completion(
         self, trigger_key: str, record: CompletionRecord

@@ -22,7 +22,7 @@ from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import batch_get, integral
 from lakehook.adapters.dynamodb.pagination import decode_token, encode_token
 from lakehook.adapters.dynamodb.transactions import CONDITION_FAILED, cancellation_reasons, old_item, reason_code
-from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, Window
+from lakehook.domain.triggers import FailureKind, GroupCursor, PinnedInput, RunState, Trigger, TriggerStatus, Window
 from lakehook.ports.rules import ClaimOutcome, ClaimResult, GroupRef, TriggerStore
 from lakehook.ports.store import Page
 
@@ -61,12 +61,18 @@ def trigger_item(trigger: Trigger) -> dict[str, Any]:
 
 
 def trigger_from_item(item: dict[str, Any]) -> Trigger:
+    """The claim, with the dispatcher's bookkeeping a reader needs (``failure``, ``nextAttemptAt``, …)."""
     data = integral(item)
+    status = TriggerStatus(data["status"])
+    failure = None
+    if status is TriggerStatus.FAILED:
+        failure = FailureKind.RETRYABLE if data.get("retryable") else FailureKind.FINAL
+    run_state = data.get("runState")
     return Trigger(
         trigger_key=data["triggerKey"],
         rule_id=data["ruleId"],
         group_id=data["groupId"],
-        status=TriggerStatus(data["status"]),
+        status=status,
         inputs=tuple(PinnedInput.model_validate(p) for p in data.get("inputs", [])),
         window=Window.model_validate(data["window"]) if data.get("window") else None,
         replay_epoch=data.get("replayEpoch", 0),
@@ -81,6 +87,12 @@ def trigger_from_item(item: dict[str, Any]) -> Trigger:
         run_status=data.get("runStatus"),
         completed_at=data.get("completedAt"),
         outlets=tuple(data["runOutlets"]) if data.get("runOutlets") is not None else None,
+        failure=failure,
+        failure_code=data.get("failureCode"),
+        failing_since=data.get("failingSince") if failure is not None else None,
+        next_attempt_at=data.get("nextAttemptAt") if failure is FailureKind.RETRYABLE else None,
+        retries=data.get("retries", 0),
+        run_state=RunState.model_validate(run_state) if isinstance(run_state, dict) else None,
     )
 
 

@@ -1,5 +1,6 @@
-"""Triggers: GET /triggers?ruleId=&status= (newest first), GET /triggers/{triggerKey}, and
-POST /triggers/{triggerKey}/replay (``?dryRun=true`` answers the pre-flight checklist only)."""
+"""Triggers: GET /triggers?ruleId=&status= (newest first), GET /triggers/{triggerKey},
+POST /triggers/{triggerKey}/replay (``?dryRun=true`` answers the pre-flight checklist only), and
+POST /triggers/{triggerKey}/retry (a FAILED trigger dispatched again under the same key)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from lakehook.api.contract import ALWAYS, MANAGEMENT, answers, ok
 from lakehook.api.http import json_response, require_admin
 from lakehook.container import current
 from lakehook.usecases.replay import ReplayRefusedError
+from lakehook.wiring_dispatch import retry_trigger
 from lakehook.wiring_rules import manage_rules, replay_trigger
 
 router = APIGatewayRouter()
@@ -50,6 +52,22 @@ def list_triggers(
 def get_trigger(triggerKey: str) -> Response[str]:
     require_admin(router.current_event)
     return json_response(manage_rules(current()).get_trigger(triggerKey).to_api())
+
+
+@router.post(
+    "/triggers/<triggerKey>/retry",
+    summary="Dispatch a FAILED trigger again under the same key (after its cause is fixed)",
+    description=(
+        "A FAILED trigger (failure RETRYABLE or FINAL) goes back to TRIGGERING under the same key, with a fresh "
+        "attempt budget; the dispatcher starts it through the target's idempotency primitive, so a run an "
+        "earlier attempt started is found, never started twice. 202 with the trigger; 404 for an unknown key; "
+        "409 when it is TRIGGERING, SUCCEEDED or SKIPPED (replay re-runs a trigger that succeeded)."
+    ),
+    tags=["triggers"],
+)
+def retry(triggerKey: str) -> Response[str]:
+    require_admin(router.current_event)
+    return json_response(retry_trigger(current())(triggerKey).to_api(), 202)
 
 
 @router.post(
