@@ -84,6 +84,12 @@ def test_apply_push_state_explain_triggers(stack: LocalStack, tmp_path: Path) ->
         assert replayed.json()["replay"]["triggerKey"] != trigger["triggerKey"]
         assert run_cli(["replay", "no_such.trigger.key", "--dry-run"]).code == 1
 
+    shown = run_cli(["trigger", trigger["triggerKey"]])
+    assert shown.code == 0 and "SUCCEEDED: run" in shown.out, shown.err
+    refused = run_cli(["retry", trigger["triggerKey"]])  # only a FAILED trigger is retried
+    assert refused.code == 1 and "refused" in refused.out and "SUCCEEDED" in refused.out
+    assert run_cli(["retry", "no_such.trigger.key"]).code == 1
+
 
 def test_errors_have_messages_and_exit_codes(stack: LocalStack, tmp_path: Path) -> None:
     missing = run_cli(["explain", "no_such_rule"])

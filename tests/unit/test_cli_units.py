@@ -51,3 +51,12 @@ def test_bad_usage_and_missing_secret(capsys: pytest.CaptureFixture[str], monkey
     with pytest.raises(SystemExit) as usage:
         main(["triggers", "--status", "DONE"])
     assert usage.value.code == 2
+
+
+def test_a_trigger_says_whether_it_retries_by_itself_or_needs_someone() -> None:
+    from lakehook.cli_commands.commands import verdict
+
+    retrying = {"triggerKey": "r.g.1", "status": "FAILED", "failure": "RETRYABLE", "nextAttemptAt": "10:42"}
+    assert verdict(retrying) == "FAILED, RETRYABLE: lakehook tries again by itself at 10:42"
+    final = {"triggerKey": "r.g.1", "status": "FAILED", "failure": "FINAL"}
+    assert verdict(final) == "FAILED, FINAL: needs you. Fix the cause, then: lakehook retry r.g.1"

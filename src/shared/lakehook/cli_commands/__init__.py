@@ -1,1 +1,2 @@
-"""The ``lakehook`` commands that talk to the HTTP API (apply, explain, triggers, replay, state, coverage, push)."""
+"""The ``lakehook`` commands that talk to the HTTP API (apply, explain, triggers, trigger, retry, replay, state,
+coverage, push)."""

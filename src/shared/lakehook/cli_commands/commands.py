@@ -1,4 +1,4 @@
-"""Read and act on a stack: explain, triggers, replay, state, coverage, push."""
+"""Read and act on a stack: explain, triggers, trigger, retry, replay, state, coverage, push."""
 
 from __future__ import annotations
 
@@ -65,18 +65,92 @@ def triggers(api: ApiClient, args: argparse.Namespace) -> int:
             (
                 t.get("triggerKey"),
                 t.get("status"),
-                t.get("ruleId"),
-                t.get("groupId"),
+                t.get("failure") or "-",
                 t.get("attempts"),
+                t.get("nextAttemptAt") or "-",
+                _run(t),
+                t.get("ruleId"),
                 t.get("createdAt"),
                 ", ".join(f"{i.get('assetKey')}@{i.get('snapshotId', '-')}" for i in t.get("inputs", [])),
+                _short(t.get("reason")) if t.get("status") == "FAILED" else "",
             )
             for t in found
         ]
-        return table(("TRIGGER", "STATUS", "RULE", "GROUP", "ATTEMPTS", "CREATED", "INPUTS"), rows)
+        headers = ("TRIGGER", "STATUS", "FAILURE", "ATTEMPTS", "NEXT ATTEMPT", "RUN", "RULE", "CREATED", "INPUTS")
+        return table((*headers, "REASON"), rows)
 
     emit(args.output, {"items": items}, lambda d: text(d["items"]))
     return 0
+
+
+def _short(text: Any, width: int = 80) -> str:
+    value = "" if text is None else " ".join(str(text).split())
+    return value if len(value) <= width else value[: width - 1] + "…"
+
+
+def _run(trigger: dict[str, Any]) -> str:
+    """What is known of the run: its own report (``runStatus``), else what the target said (``runState``)."""
+    if trigger.get("runStatus"):
+        return str(trigger["runStatus"])
+    state = trigger.get("runState")
+    if isinstance(state, dict) and state.get("state"):
+        return str(state["state"]) + (" (see trigger)" if state.get("detail") else "")
+    return "-"
+
+
+def verdict(trigger: dict[str, Any]) -> str:
+    """One line a person acts on: running, done, will retry by itself at a time, or needs them."""
+    key, status = trigger.get("triggerKey"), trigger.get("status")
+    if status == "FAILED" and trigger.get("failure") == "RETRYABLE":
+        return f"FAILED, RETRYABLE: lakehook tries again by itself at {trigger.get('nextAttemptAt')}"
+    if status == "FAILED":
+        return f"FAILED, FINAL: needs you. Fix the cause, then: lakehook retry {key}"
+    if status == "TRIGGERING":
+        return f"TRIGGERING: being dispatched (attempt {trigger.get('attempts')})"
+    if status == "SUCCEEDED":
+        return f"SUCCEEDED: run {trigger.get('targetRunId')} started"
+    return str(status)
+
+
+def trigger(api: ApiClient, args: argparse.Namespace) -> int:
+    data = api.get(f"/triggers/{path_part(args.key)}")
+
+    def text(d: dict[str, Any]) -> Iterator[str]:
+        yield f"trigger {d.get('triggerKey')}"
+        yield f"  {verdict(d)}"
+        if d.get("status") == "FAILED":
+            yield f"  reason: {d.get('reason')}  ({d.get('failureCode')}, failing since {d.get('failingSince')})"
+        yield f"  rule {d.get('ruleId')} / group {d.get('groupId')}, created {d.get('createdAt')}"
+        yield f"  attempts: {d.get('attempts')}, retries by hand: {d.get('retries', 0)}"
+        for item in d.get("inputs", []):
+            yield f"  input: {compact(item)}"
+        if d.get("manifestUri"):
+            yield f"  manifest: {d['manifestUri']}"
+        state = d.get("runState")
+        if isinstance(state, dict):
+            detail = f": {state['detail']}" if state.get("detail") else ""
+            yield f"  run state (target, {state.get('checkedAt')}): {state.get('state')}{detail}"
+        if d.get("runStatus"):
+            yield f"  run status (reported by the run): {d['runStatus']}"
+        if d.get("replayOf"):
+            yield f"  replay of: {d['replayOf']}"
+
+    emit(args.output, data, text)
+    return 0
+
+
+def retry(api: ApiClient, args: argparse.Namespace) -> int:
+    status, data = api.request("POST", f"/triggers/{path_part(args.key)}/retry", accept=(409,))
+
+    def text(d: Any) -> Iterator[str]:
+        if status == 409:
+            yield f"retry of {args.key} refused: {d.get('message') if isinstance(d, dict) else d}"
+        else:
+            yield f"retry of {args.key} accepted: TRIGGERING again under the same key, with a fresh attempt budget"
+            yield f"follow it with: lakehook trigger {args.key}"
+
+    emit(args.output, data, text)
+    return 1 if status == 409 else 0
 
 
 def _checklist(body: Any) -> list[dict[str, Any]]:

@@ -65,6 +65,12 @@ def add_commands(commands_: argparse._SubParsersAction) -> None:  # type: ignore
     sub.add_argument("--status", default=None, type=str.upper, choices=commands.TRIGGER_STATUSES)
     sub.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
 
+    sub = command("trigger", commands.trigger, "one trigger: status, whether and when it retries, why it failed")
+    sub.add_argument("key", metavar="KEY", help="trigger key")
+
+    sub = command("retry", commands.retry, "dispatch a FAILED trigger again under the same key")
+    sub.add_argument("key", metavar="KEY", help="trigger key")
+
     sub = command("replay", commands.replay, "re-run a trigger on exactly its pinned inputs")
     sub.add_argument("key", metavar="KEY", help="trigger key")
     sub.add_argument("--dry-run", action="store_true", help="run the pre-flight checklist only")
