@@ -1,15 +1,29 @@
-"""A fake Airflow 3 API server: the parts of the public REST API v2 lakehook uses, with Airflow's answers.
+"""A fake Airflow 3 API server: the parts of the public REST API v2 lakehook uses, answering as Airflow does.
 
-- ``POST /auth/token`` with ``{"username", "password"}`` -> 201 ``{"access_token"}`` (401 on bad credentials).
-- Every ``/api/v2`` call needs ``Authorization: Bearer <token>`` (401 ``{"detail": "Not authenticated"}``).
-- ``POST /api/v2/dags/{dag_id}/dagRuns`` (TriggerDAGRunPostBody: ``logical_date`` must be present, may be
-  null; unknown fields are refused with 422): 200 with a DAGRunResponse; 404 for an unknown DAG; 409 with
-  Airflow's unique-constraint detail when ``dag_run_id`` exists for the DAG.
-- ``GET /api/v2/dags/{dag_id}/dagRuns/{dag_run_id}``: 200 DAGRunResponse, or 404.
+Checked against a real Apache Airflow 3.3.2 (SimpleAuthManager; ``/work/shared/tools/airflow-real``), whose
+exact answers these are:
+
+- ``POST /auth/token`` with ``{"username", "password"}`` -> 201 ``{"access_token"}``; bad credentials -> 401
+  ``{"detail": "Invalid credentials"}``.
+- ``/api/v2`` without ``Authorization: Bearer`` (or with another scheme) -> 401 ``{"detail": "Not authenticated"}``.
+  A token past its ``exp`` -> 401 ``{"detail": "Token Expired"}``. A token signed with a key the server no
+  longer has (the JWT secret rotated), one not yet valid (``nbf``/``iat`` in the future: a clock skew) or not a
+  JWT at all -> **403** ``{"detail": "Invalid JWT token"}`` (not 401). ``expire_tokens()`` and ``rotate_key()``
+  put every issued token in those states.
+- ``POST /api/v2/dags/{dag_id}/dagRuns`` (TriggerDAGRunPostBody: ``logical_date`` must be present, may be null;
+  unknown fields 422): 200 with a DAGRunResponse whose ``state`` is ``queued``. An unknown DAG (never deployed,
+  still being deployed: it becomes known ~8 s after its file lands, at the next DAG-folder refresh; or failing to
+  import, listed in ``/api/v2/importErrors``) -> 404 ``{"detail": "Dag with dag_id: '<id>' not found"}``. A
+  ``dag_run_id`` that exists for the DAG -> 409 with the database's unique-constraint detail (statement and
+  error hidden). A PAUSED DAG still answers 200 and the run stays ``queued`` until it is unpaused (still
+  queued after 12 s; success 2 s after the unpause). A DAG deployed later starts paused (``deploy()``).
+- ``GET /api/v2/dags/{dag_id}/dagRuns/{dag_run_id}``: 200 DAGRunResponse, or 404 ``The DagRun with dag_id:
+  `<dag>` and run_id: `<run>` was not found`` (also for an unknown DAG).
+- ``GET /api/v2/dags/{dag_id}``: 200 with ``is_paused`` (among others), or 404 ``The Dag with ID: `<id>` was
+  not found``. ``PATCH /api/v2/dags/{dag_id}`` ``{"is_paused": bool}`` -> 200.
 
 ``runs`` counts runs created per ``conf.triggerKey``; ``script`` queues faults for the next trigger POSTs
-(``"503"``, ``"503-after"``: creates the run then answers 503, ``"slow-after"``); ``expire_tokens()``
-revokes every issued token.
+(``"503"``, ``"503-after"``: creates the run then answers 503, ``"slow-after"``).
 """
 
 from __future__ import annotations
@@ -31,16 +45,24 @@ TRIGGER_FIELDS = {
     "note",
     "partition_key",
 }
+NOT_AUTHENTICATED = Response(401, {"detail": "Not authenticated"})
+TOKEN_EXPIRED = Response(401, {"detail": "Token Expired"})
+INVALID_JWT = Response(403, {"detail": "Invalid JWT token"})
 
 
 class FakeAirflow(FakeServer):
-    def __init__(self, users: dict[str, str], dags: set[str], slow_seconds: float = 1.0) -> None:
+    def __init__(
+        self, users: dict[str, str], dags: set[str], slow_seconds: float = 1.0, paused: set[str] | None = None
+    ) -> None:
         super().__init__()
         self.users = users
         self.dags = dags
+        self.paused: set[str] = set(paused or ())
         self.slow_seconds = slow_seconds
-        self.tokens: set[str] = set()
+        self.tokens: set[str] = set()  # valid
+        self.expired: set[str] = set()  # past their exp
         self.token_requests = 0
+        self.answers: list[Response] = []  # every answer, in order
         self.dag_runs: dict[tuple[str, str], dict[str, Any]] = {}
         self.runs: Counter[str] = Counter()
         self.script: list[str] = []
@@ -50,11 +72,43 @@ class FakeAirflow(FakeServer):
             ("POST", "/auth/token"): self.create_token,
             ("POST", "/api/v2/dags/{dag_id}/dagRuns"): self.trigger_dag_run,
             ("GET", "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}"): self.get_dag_run,
+            ("GET", "/api/v2/dags/{dag_id}"): self.get_dag,
+            ("PATCH", "/api/v2/dags/{dag_id}"): self.patch_dag,
         }
 
+    def dispatch(self, request: Request) -> Response:
+        response = super().dispatch(request)
+        with self.lock:
+            self.answers.append(response)
+        return response
+
+    # --- what a test does to the server ------------------------------------------------------------------
+
     def expire_tokens(self) -> None:
+        """Every issued token passes its ``exp`` (401 Token Expired)."""
+        with self.lock:
+            self.expired |= self.tokens
+            self.tokens.clear()
+
+    def rotate_key(self) -> None:
+        """The JWT secret changes: every issued token is signed with a key the server no longer has (403)."""
         with self.lock:
             self.tokens.clear()
+            self.expired.clear()
+
+    def deploy(self, dag_id: str, paused: bool = True) -> None:
+        """A DAG file was parsed: the DAG is known now, paused as new DAGs are by default."""
+        with self.lock:
+            self.dags.add(dag_id)
+            if paused:
+                self.paused.add(dag_id)
+
+    def add_run(self, dag_id: str, run_id: str, conf: dict[str, Any]) -> None:
+        """A run created by someone else (another tool, a person)."""
+        with self.lock:
+            self.dag_runs[(dag_id, run_id)] = self._run(dag_id, run_id, {"conf": conf, "logical_date": None})
+
+    # --- the API ---------------------------------------------------------------------------------------------
 
     def create_token(self, request: Request) -> Response:
         body = request.json() or {}
@@ -66,14 +120,20 @@ class FakeAirflow(FakeServer):
             self.tokens.add(token)
         return Response(201, {"access_token": token})
 
-    def _authorized(self, request: Request) -> bool:
+    def _refused(self, request: Request) -> Response | None:
+        """The answer to a request that is not authenticated, else None."""
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme != "Bearer" or not token:
+            return NOT_AUTHENTICATED
         with self.lock:
-            return scheme == "Bearer" and token in self.tokens
+            if token in self.tokens:
+                return None
+            return TOKEN_EXPIRED if token in self.expired else INVALID_JWT
 
     def trigger_dag_run(self, request: Request) -> Response:
-        if not self._authorized(request):
-            return Response(401, {"detail": "Not authenticated"})
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
         dag_id = request.query["dag_id"]
         body = request.json()
         if not isinstance(body, dict) or "logical_date" not in body:
@@ -94,8 +154,10 @@ class FakeAirflow(FakeServer):
                     ]
                 },
             )
-        if dag_id not in self.dags:
-            return Response(404, {"detail": f"DAG with dag_id: '{dag_id}' not found"})
+        with self.lock:
+            known = dag_id in self.dags
+        if not known:
+            return Response(404, {"detail": f"Dag with dag_id: '{dag_id}' not found"})
         run_id = body.get("dag_run_id") or f"manual__{datetime.now(tz=UTC).isoformat()}"
         with self.lock:
             action = self.script.pop(0) if self.script else None
@@ -107,8 +169,10 @@ class FakeAirflow(FakeServer):
                     {
                         "detail": {
                             "reason": "Unique constraint violation",
-                            "statement": "INSERT INTO dag_run (dag_id, run_id, ...) VALUES (?, ?, ...)",
-                            "orig_error": "UNIQUE constraint failed: dag_run.dag_id, dag_run.run_id",
+                            "statement": "hidden",
+                            "orig_error": "hidden",
+                            "message": "Serious error when handling your request. Check logs for more details - "
+                            f"you will find it in api server when you look for ID {secrets.token_urlsafe(6)[:8]}",
                         }
                     },
                 )
@@ -121,8 +185,9 @@ class FakeAirflow(FakeServer):
         return Response(200, run, delay=self.slow_seconds if action == "slow-after" else 0.0)
 
     def get_dag_run(self, request: Request) -> Response:
-        if not self._authorized(request):
-            return Response(401, {"detail": "Not authenticated"})
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
         dag_id, run_id = request.query["dag_id"], request.query["dag_run_id"]
         with self.lock:
             run = self.dag_runs.get((dag_id, run_id))
@@ -130,10 +195,41 @@ class FakeAirflow(FakeServer):
             return Response(404, {"detail": f"The DagRun with dag_id: `{dag_id}` and run_id: `{run_id}` was not found"})
         return Response(200, run)
 
-    def add_run(self, dag_id: str, run_id: str, conf: dict[str, Any]) -> None:
-        """A run created by someone else (another tool, a person)."""
+    def get_dag(self, request: Request) -> Response:
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
+        dag_id = request.query["dag_id"]
         with self.lock:
-            self.dag_runs[(dag_id, run_id)] = self._run(dag_id, run_id, {"conf": conf, "logical_date": None})
+            if dag_id not in self.dags:
+                return Response(404, {"detail": f"The Dag with ID: `{dag_id}` was not found"})
+            return Response(200, self._dag(dag_id))
+
+    def patch_dag(self, request: Request) -> Response:
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
+        dag_id = request.query["dag_id"]
+        body = request.json() or {}
+        with self.lock:
+            if dag_id not in self.dags:
+                return Response(404, {"detail": f"The Dag with ID: `{dag_id}` was not found"})
+            if body.get("is_paused") is True:
+                self.paused.add(dag_id)
+            elif body.get("is_paused") is False:
+                self.paused.discard(dag_id)
+            return Response(200, self._dag(dag_id))
+
+    def _dag(self, dag_id: str) -> dict[str, Any]:
+        return {
+            "dag_id": dag_id,
+            "dag_display_name": dag_id,
+            "is_paused": dag_id in self.paused,
+            "is_stale": False,
+            "has_import_errors": False,
+            "fileloc": f"/opt/airflow/dags/{dag_id}.py",
+            "tags": [],
+        }
 
     @staticmethod
     def _run(dag_id: str, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -160,4 +256,5 @@ class FakeAirflow(FakeServer):
             "bundle_version": None,
             "dag_display_name": dag_id,
             "partition_key": None,
+            "partition_date": None,
         }

@@ -158,6 +158,14 @@ class AirflowTarget(_Target):
     timeout_seconds: float = Field(
         default=DEFAULT_TIMEOUT_SECONDS, alias="timeoutSeconds", gt=0, le=MAX_TIMEOUT_SECONDS
     )
+    dag_not_found_retry_seconds: int = Field(
+        default=600,
+        alias="dagNotFoundRetrySeconds",
+        ge=0,
+        le=86_400,
+        description="how long Airflow's 404 for the DAG (being deployed, or failing to import) is retried "
+        "after it was first seen, before the trigger is FAILED FINAL (0: at once)",
+    )
 
     @field_validator("base_url")
     @classmethod

@@ -1,10 +1,21 @@
 """Airflow target (Airflow 3 REST API v2): one DAG run per trigger key.
 
+As a real Airflow 3.3.2 answers (the fake in ``tests/fakes/airflow.py`` records each answer):
+
 - Auth: ``credentialsRef`` names a secret holding ``{"username", "password"}`` (a JWT is fetched with
-  ``POST /auth/token``, as Airflow 3's auth managers document; cached, and fetched again once on a 401)
-  or ``{"token": ...}`` (a token issued beforehand). Requests carry ``Authorization: Bearer <token>``.
+  ``POST /auth/token``, as Airflow 3's auth managers document) or ``{"token": ...}`` (a token issued
+  beforehand). Requests carry ``Authorization: Bearer <token>``. The token is cached per process and
+  fetched again (the secret re-read) once when Airflow refuses it: 401 for an expired token, and **403**
+  ``Invalid JWT token`` for one signed with a key Airflow no longer has (the JWT secret rotated) or not yet
+  valid (clock skew), so a warm dispatcher never keeps a bad token. Another 403 (no permission) is FINAL.
 - Start: ``POST /api/v2/dags/{dag_id}/dagRuns`` with ``{"dag_run_id": "lakehook__<trigger key>",
   "logical_date": null, "conf": <invocation payload>, "note": ...}``. 200 is a new run.
+- A 404 ``Dag with dag_id: ... not found`` is a DAG being deployed (unknown until the DAG processor parses
+  its file) or failing to import: RETRYABLE for ``dagNotFoundRetrySeconds`` (default 600) after the first
+  such answer, then FINAL. Any other 404 (a wrong ``baseUrl``) is FINAL.
+- A paused DAG accepts the run (200) and leaves it ``queued`` until it is unpaused: after a start the DAG's
+  ``is_paused`` is read (``GET /api/v2/dags/{dag_id}``) and the trigger's ``runState`` says so. Best effort:
+  a failed read never fails the dispatch.
 - Idempotency: the run id is unique per DAG, so a second POST answers 409. A 409 is confirmed with
   ``GET /api/v2/dags/{dag_id}/dagRuns/{dag_run_id}``: the run is ours when its ``conf.triggerKey`` is this
   key (ALREADY_STARTED); a run of that id with another key is a FATAL clash.
@@ -25,10 +36,14 @@ from lakehook.adapters.targets.http import ask, json_or_none, refuse_insecure, s
 from lakehook.domain.dispatch import Invocation, Outcome, OutcomeKind, TargetUnavailableError, http_outcome
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.targets import AirflowTarget, TargetConfig
+from lakehook.domain.time import now_ms
+from lakehook.domain.triggers import RunState
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports.dispatch import TargetClient
 
 RUN_ID_PREFIX = "lakehook__"
+INVALID_TOKEN_DETAIL = "Invalid JWT token"  # Airflow's 403 for a token signed with another key, or not yet valid
+DAG_NOT_FOUND = "dag_not_found"
 
 
 def dag_run_id_for(trigger_key: str) -> str:
@@ -36,8 +51,32 @@ def dag_run_id_for(trigger_key: str) -> str:
     return f"{RUN_ID_PREFIX}{trigger_key}"
 
 
+def _dag_url(config: AirflowTarget) -> str:
+    return f"{config.base_url}/api/v2/dags/{quote(config.dag_id, safe='')}"
+
+
 def _runs_url(config: AirflowTarget) -> str:
-    return f"{config.base_url}/api/v2/dags/{quote(config.dag_id, safe='')}/dagRuns"
+    return f"{_dag_url(config)}/dagRuns"
+
+
+def _detail(response: requests.Response) -> str:
+    """Airflow's ``detail`` when it is a string (FastAPI's HTTPException body), else ``""``."""
+    body = json_or_none(response)
+    detail = body.get("detail") if isinstance(body, dict) else None
+    return detail if isinstance(detail, str) else ""
+
+
+def token_refused(response: requests.Response) -> bool:
+    """Whether Airflow refused the token itself (so a fresh one may work): 401, or 403 ``Invalid JWT token``."""
+    if response.status_code == 401:
+        return True
+    return response.status_code == 403 and _detail(response) == INVALID_TOKEN_DETAIL
+
+
+def dag_not_found(response: requests.Response) -> bool:
+    """Airflow's 404 for a DAG it does not know (not deployed yet, or failing to import)."""
+    detail = _detail(response).lower()  # 3.3.2 says "Dag with dag_id: 'x' not found"; earlier 3.x "DAG with ..."
+    return response.status_code == 404 and detail.startswith("dag with dag_id:") and detail.endswith("not found")
 
 
 class AirflowTargetClient(TargetClient):
@@ -116,7 +155,8 @@ class AirflowTargetClient(TargetClient):
     def _authorized(
         self, config: AirflowTarget, method: str, url: str, lookup: bool, **kwargs: Any
     ) -> requests.Response | Outcome:
-        """One request with a bearer token; on a 401 the token is fetched again once."""
+        """One request with a bearer token; when Airflow refuses the token (401, or 403 ``Invalid JWT token``)
+        it is fetched again once. A token still refused is dropped, so the next request starts afresh."""
         for fresh in (False, True):
             token = self._token(config, fresh=fresh)
             if isinstance(token, Outcome):
@@ -126,8 +166,10 @@ class AirflowTargetClient(TargetClient):
             headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
             call = ask if lookup else send
             response = call(self._session, method, url, config.timeout_seconds, headers=headers, **kwargs)
-            if response.status_code != 401:
+            if not token_refused(response):
                 return response
+        with self._lock:
+            self._tokens.pop((config.base_url, config.credentials_ref), None)
         return response
 
     # --- the plug-in -----------------------------------------------------------------------------------
@@ -152,27 +194,56 @@ class AirflowTargetClient(TargetClient):
             return answer
         if answer.status_code == 409:
             return self._confirm_conflict(invocation.trigger_key, config, run_id)
+        if dag_not_found(answer):
+            return Outcome.retryable(
+                f"HTTP 404: {_detail(answer)} (being deployed, or failing to import: see Airflow's import errors)",
+                DAG_NOT_FOUND,
+                retry_window_seconds=config.dag_not_found_retry_seconds,
+            )
         started = json_or_none(answer)
         started_id = started.get("dag_run_id") if isinstance(started, dict) else None
-        return http_outcome(
+        outcome = http_outcome(
             answer.status_code, str(started_id or run_id), answer.text, answer.headers.get("Retry-After")
         )
+        if outcome.kind is OutcomeKind.STARTED and outcome.run_id is not None:
+            return Outcome.started(outcome.run_id, self._run_state(config, started))
+        return outcome
+
+    def _run_state(self, config: AirflowTarget, run: Any) -> RunState | None:
+        """The run's state as Airflow answered it, and whether the DAG is paused (then the run waits)."""
+        state = run.get("state") if isinstance(run, dict) else None
+        if not isinstance(state, str) or not state:
+            return None
+        paused: bool | None = None
+        try:
+            answer = self._authorized(config, "GET", _dag_url(config), lookup=True)
+            dag = json_or_none(answer) if isinstance(answer, requests.Response) and answer.status_code == 200 else None
+            paused = dag.get("is_paused") if isinstance(dag, dict) else None
+        except TargetUnavailableError:
+            paused = None  # best effort: the run exists whatever this look says
+        detail = None
+        if paused is True and state == "queued":
+            detail = f"DAG {config.dag_id!r} is paused: the run stays queued until the DAG is unpaused"
+        elif paused is None:
+            detail = "could not read whether the DAG is paused"
+        return RunState(state=state[:64], detail=detail, checked_at=now_ms())
 
     def _confirm_conflict(self, trigger_key: str, config: AirflowTarget, run_id: str) -> Outcome:
         try:
-            found = self._get_run(trigger_key, config, run_id)
+            run = self._get_run(config, run_id)
         except TargetUnavailableError as exc:
             # The run id exists; whose it is stays unknown until Airflow answers. Not ambiguous: a
             # re-send can only hit the same 409.
             return Outcome.retryable(f"409, and the run could not be read: {exc}", "confirm_unavailable")
-        if found is None:
+        if run is None:
             return Outcome.retryable("409, but the run is not visible yet", "confirm_unavailable")
+        found = _key_of(run)
         if found != trigger_key:
             return Outcome.fatal(f"dag_run_id {run_id!r} belongs to trigger {found!r}", "run_id_taken")
-        return Outcome.already_started(run_id)
+        return Outcome.already_started(run_id, self._run_state(config, run))
 
-    def _get_run(self, trigger_key: str, config: AirflowTarget, run_id: str) -> str | None:
-        """The trigger key in the run's conf (``""`` when it has none), or None when there is no run."""
+    def _get_run(self, config: AirflowTarget, run_id: str) -> dict[str, Any] | None:
+        """The DAG run (a DAGRunResponse), or None when there is no run of that id."""
         url = f"{_runs_url(config)}/{quote(run_id, safe='')}"
         answer = self._authorized(config, "GET", url, lookup=True)
         assert not isinstance(answer, Outcome)
@@ -181,14 +252,19 @@ class AirflowTargetClient(TargetClient):
         if answer.status_code != 200:
             raise TargetUnavailableError(f"GET dagRun answered {answer.status_code}")
         run = json_or_none(answer)
-        conf = run.get("conf") if isinstance(run, dict) else None
-        key = conf.get("triggerKey") if isinstance(conf, dict) else None
-        return str(key) if key else ""
+        return run if isinstance(run, dict) else {}
 
     def find_run(self, trigger_key: str, config: TargetConfig, not_before_ms: int) -> str | None:
         assert isinstance(config, AirflowTarget)
         if refuse_insecure(config.base_url, self._policy) is not None:
             raise TargetUnavailableError("the target's URL is not allowed")
         run_id = dag_run_id_for(trigger_key)
-        found = self._get_run(trigger_key, config, run_id)
-        return run_id if found == trigger_key else None
+        run = self._get_run(config, run_id)
+        return run_id if run is not None and _key_of(run) == trigger_key else None
+
+
+def _key_of(run: dict[str, Any]) -> str:
+    """The trigger key in a run's conf (``""`` when it has none)."""
+    conf = run.get("conf")
+    key = conf.get("triggerKey") if isinstance(conf, dict) else None
+    return str(key) if key else ""
