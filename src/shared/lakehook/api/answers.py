@@ -164,6 +164,12 @@ class PinnedInputAnswer(_Answer):
     manifest_uri: str | None = Field(default=None, alias="manifestUri")
 
 
+class RunStateAnswer(_Answer):
+    state: str = Field(description="the target's own word, e.g. Airflow's queued")
+    detail: str | None = Field(default=None, description="e.g. that the DAG is paused, so the run stays queued")
+    checked_at: Iso = Field(alias="checkedAt")
+
+
 class TriggerAnswer(_Answer):
     trigger_key: str = Field(alias="triggerKey")
     rule_id: str = Field(alias="ruleId")
@@ -184,6 +190,18 @@ class TriggerAnswer(_Answer):
     )
     completed_at: Iso | None = Field(default=None, alias="completedAt")
     outlets: list[dict[str, Any]] | None = Field(default=None, description="the outlets the run reported")
+    failure: Literal["RETRYABLE", "FINAL"] | None = Field(
+        default=None,
+        description="a FAILED trigger: RETRYABLE (tried again by itself at nextAttemptAt) or FINAL (needs a retry "
+        "by hand once the cause is fixed)",
+    )
+    failure_code: str | None = Field(default=None, alias="failureCode", description="short, low-cardinality")
+    failing_since: Iso | None = Field(default=None, alias="failingSince")
+    next_attempt_at: Iso | None = Field(default=None, alias="nextAttemptAt", description="RETRYABLE: when")
+    retries: int = Field(default=0, description="retries by hand (POST /triggers/{triggerKey}/retry)")
+    run_state: RunStateAnswer | None = Field(
+        default=None, alias="runState", description="what the target said about the run when it was started"
+    )
 
 
 class TriggerPage(_Answer):

@@ -64,6 +64,8 @@ def get_trigger(triggerKey: str) -> Response[str]:
         "409 when it is TRIGGERING, SUCCEEDED or SKIPPED (replay re-runs a trigger that succeeded)."
     ),
     tags=["triggers"],
+    security=MANAGEMENT,
+    responses=answers(ok(TriggerAnswer, "the trigger, TRIGGERING again under its key", 202), ALWAYS, 404, 409),
 )
 def retry(triggerKey: str) -> Response[str]:
     require_admin(router.current_event)
