@@ -59,7 +59,7 @@ def test_old_snapshot_never_rolls_state_back(table: Any) -> None:
 def test_redelivery_after_a_crash_between_record_and_advance_still_advances(table: Any) -> None:
     store = DynamoDBAssetStore(table)
     event = snap(42)
-    assert store.record_event(event, SourceType.PUSH, 1)  # ...and the process dies here
+    assert store.record_event(event, SourceType.PUSH, 1).novel  # ...and the process dies here
     assert store.get_state(ORDERS) is None
     result = IngestEvents(store).ingest(event, SourceType.PUSH)
     assert result.status is IngestStatus.DUPLICATE

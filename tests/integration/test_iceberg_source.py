@@ -21,7 +21,7 @@ from lakehook.client.push import snapshot_event_from_iceberg
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.events import AssetEvent, EventResult, EventType, IngestStatus, SourceType
 from lakehook.domain.snapshots import SnapshotGap
-from lakehook.ports import SecretStore
+from lakehook.ports import Recording, SecretStore
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets, PollOutcome
 from tests.lakehouse import (
@@ -202,7 +202,7 @@ def test_a_killed_poller_resumes_without_a_gap(sql_properties: dict[str, str], w
     class DyingStore(DynamoDBAssetStore):
         recorded = 0
 
-        def record_event(self, event: AssetEvent, *args: Any, **kwargs: Any) -> bool:
+        def record_event(self, event: AssetEvent, *args: Any, **kwargs: Any) -> Recording:
             if DyingStore.recorded == 2:
                 raise RuntimeError("poller killed")
             DyingStore.recorded += 1

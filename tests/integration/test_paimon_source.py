@@ -23,7 +23,7 @@ from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
 from lakehook.domain.snapshots import SnapshotGap
-from lakehook.ports import SecretStore
+from lakehook.ports import Recording, SecretStore
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets, PollOutcome
 from tests.lakehouse import CountingMotoServer, create_paimon_table, paimon_commit, rows
@@ -160,7 +160,7 @@ def test_a_killed_poller_resumes_without_a_gap(warehouse: dict[str, str], table:
     class DyingStore(DynamoDBAssetStore):
         recorded = 0
 
-        def record_event(self, event: AssetEvent, *args: Any, **kwargs: Any) -> bool:
+        def record_event(self, event: AssetEvent, *args: Any, **kwargs: Any) -> Recording:
             if DyingStore.recorded + 1 == crash_at:
                 raise RuntimeError("poller killed")
             DyingStore.recorded += 1

@@ -120,7 +120,7 @@ def test_a_poll_and_a_push_of_one_snapshot_are_one_event(ingest: IngestEvents) -
 
 def test_a_redelivery_after_a_crash_finishes_the_advance(ingest: IngestEvents, store: InMemoryAssetStore) -> None:
     event = AssetEvent.model_validate(snap(42))
-    assert store.record_event(event, SourceType.POLL, 1)  # ...and the process dies before advancing
+    assert store.record_event(event, SourceType.POLL, 1).novel  # ...and the process dies before advancing
     assert store.get_state(ORDERS) is None
     result = ingest.ingest(event, SourceType.POLL)
     assert result.status is IngestStatus.DUPLICATE

@@ -21,6 +21,7 @@ from lakehook.domain.snapshots import (
     TagInfo,
     mark_schema_changes,
 )
+from lakehook.ports import Recording
 from lakehook.ports.lakehouse import SnapshotBatch, SnapshotSource, SourceAccessError, TableNotFoundError
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.poll import (
@@ -141,7 +142,7 @@ class CrashingAssetStore(InMemoryAssetStore):
 
     def record_event(
         self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
-    ) -> bool:
+    ) -> Recording:
         if self.recorded + 1 == self.crash_at:
             raise RuntimeError("poller killed")
         self.recorded += 1

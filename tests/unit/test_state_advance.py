@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from lakehook.adapters.memory import InMemoryAssetStore
-from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.events import AssetEvent, EventType, SourceType
 from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus, verification_advance
 from lakehook.ports import AdvanceOutcome
 
@@ -24,7 +24,7 @@ def snap(sid: int, **fields: Any) -> AssetEvent:
 
 
 class Asset:
-    """One asset on an in-memory store: apply events, read the state."""
+    """One asset on an in-memory store: record and apply events as the ingest path does, read the state."""
 
     def __init__(self) -> None:
         self.store = InMemoryAssetStore()
@@ -34,7 +34,8 @@ class Asset:
         outcomes = []
         for event in events:
             self.clock += 1
-            outcomes.append(self.store.advance_state(event, self.clock))
+            recording = self.store.record_event(event, SourceType.PUSH, self.clock)
+            outcomes.append(self.store.advance_state(event, self.clock, recorded_at=recording.received_at))
         return outcomes
 
     @property

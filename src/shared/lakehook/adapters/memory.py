@@ -18,6 +18,7 @@ from lakehook.ports import (
     Page,
     ProducerRegistry,
     RecordedEvent,
+    Recording,
     SecretStore,
     WatermarkStore,
 )
@@ -40,17 +41,18 @@ class InMemoryAssetStore(AssetStore):
 
     def record_event(
         self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
-    ) -> bool:
+    ) -> Recording:
         with self._lock:
-            if event.event_id in self.events:
-                return False
+            first = self.events.get(event.event_id)
+            if first is not None:
+                return Recording(False, first.received_at)
             self.events[event.event_id] = RecordedEvent(
                 event, source, received_at, producer_id, {"eventId": event.event_id}
             )
-            return True
+            return Recording(True, received_at)
 
-    def advance_state(self, event: AssetEvent, now_ms: int) -> AdvanceOutcome:
-        advance = advance_for(event)
+    def advance_state(self, event: AssetEvent, now_ms: int, recorded_at: int | None = None) -> AdvanceOutcome:
+        advance = advance_for(event, now_ms if recorded_at is None else recorded_at)
         if advance is None:
             return AdvanceOutcome.NO_STATE
         return self.apply_advance(event.asset_key, advance, event.event_id, now_ms)

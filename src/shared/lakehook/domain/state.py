@@ -4,6 +4,11 @@ Each event type maps to an :class:`Advance`: a guard that holds only while the e
 newer than the state, and the attributes it sets. The DynamoDB adapter turns an Advance
 into one conditional update; the in-memory store and the reference model apply it with
 :func:`apply_advance`. Both therefore share one definition of "newer".
+
+State only moves forward, field by field (``docs/architecture.md`` lists each field's order):
+snapshots by their order in the table's history, quality verdicts by their snapshot's order,
+watermarks and schema verdicts by their value, tags and backfills as sets that only grow, the
+latest tag and the current manifest by an order key (:mod:`lakehook.domain.ordering`).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.ordering import TagEntry, backfill_view, latest_tag, order_key
 from lakehook.domain.time import ms_to_iso
 from lakehook.domain.versions import SnapshotRecord
 
@@ -37,10 +43,10 @@ class BackfillStatus(StrEnum):
 
 @dataclass(frozen=True)
 class Below:
-    """Holds while ``attr`` is absent or strictly below ``value`` (numeric versions)."""
+    """Holds while ``attr`` is absent or strictly below ``value`` (a numeric version or an order key)."""
 
     attr: str
-    value: int
+    value: int | str
 
 
 @dataclass(frozen=True)
@@ -66,7 +72,14 @@ class WhileEqual:
     changes: tuple[tuple[str, Any], ...]
 
 
-Guard = Below | NotInSet | NotAllEqual | WhileEqual
+@dataclass(frozen=True)
+class AllOf:
+    """Holds while every guard holds; when it fails, the first guard says whether it was already applied."""
+
+    guards: tuple[Below | NotInSet | NotAllEqual | WhileEqual, ...]
+
+
+Guard = Below | NotInSet | NotAllEqual | WhileEqual | AllOf
 
 
 class ManifestStatus(StrEnum):
@@ -86,10 +99,16 @@ class Advance:
     add_to_set: dict[str, str] = field(default_factory=dict)
     # attributes a later step may move on (a manifest's verdict): not evidence that this advance was lost
     settled_later: frozenset[str] = frozenset()
+    # when the guard failed, the state took exactly this version if these attributes hold these values
+    applied_if: tuple[tuple[str, Any], ...] = ()
 
 
-def advance_for(event: AssetEvent) -> Advance | None:
-    """The state change an event asks for, or None when the type keeps no state here."""
+def advance_for(event: AssetEvent, recorded_at: int = 0) -> Advance | None:
+    """The state change an event asks for, or None when the type keeps no state here.
+
+    ``recorded_at`` is when lakehook first recorded this event identity: the time of an event
+    that carries no ``commitTime`` of its own (see :func:`lakehook.domain.ordering.order_key`).
+    """
     t = event.event_type
     if t is EventType.SNAPSHOT_COMMITTED:
         assert event.snapshot_id is not None and event.snapshot_order is not None
@@ -113,13 +132,14 @@ def advance_for(event: AssetEvent) -> Advance | None:
         assert event.watermark is not None
         return Advance(Below("latestWatermark", event.watermark), sets={"latestWatermark": event.watermark})
     if t is EventType.TAG_CREATED:
+        # Tags only grow. The latest tag is the tag log's greatest order key, derived when read: a late
+        # tag still joins the set (a `tag` condition needs it) without becoming the latest.
         assert event.tag is not None
-        sets = {"latestTag": event.tag}
-        refs = {"tags": event.tag}
-        if event.snapshot_id is not None:
-            sets["latestTagSnapshotId"] = event.snapshot_id
+        entry = TagEntry(order_key(event, recorded_at), event.tag, event.snapshot_id)
+        refs = {"tags": event.tag, "tagLog": entry.encode()}
+        if event.snapshot_id is not None:  # what a `tag` member pins
             refs["tagRefs"] = tag_ref(event.tag, event.snapshot_id, event.snapshot_order)
-        return Advance(NotInSet("tags", event.tag), sets=sets, add_to_set=refs)
+        return Advance(NotInSet("tags", event.tag), add_to_set=refs)
     if t in (EventType.QUALITY_CHECK_PASSED, EventType.QUALITY_CHECK_FAILED):
         assert event.snapshot_id is not None and event.snapshot_order is not None
         verdict = "qualityPassed" if t is EventType.QUALITY_CHECK_PASSED else "qualityFailed"
@@ -132,15 +152,17 @@ def advance_for(event: AssetEvent) -> Advance | None:
         attr = "schemaApprovedId" if t is EventType.SCHEMA_CHANGE_APPROVED else "schemaRejectedId"
         return Advance(Below(attr, event.schema_id), sets={attr: event.schema_id})
     if t is EventType.BACKFILL_STARTED:
-        # A late STARTED for a backfill already seen (running or completed) never reopens it.
+        # Backfills are two sets that only grow; the status is derived when read (RUNNING while a
+        # started one has not completed). A late STARTED for a completed backfill never reopens it.
+        assert event.backfill_id is not None
         return Advance(
-            NotAllEqual((("backfillId", event.backfill_id),)),
-            sets={"backfillId": event.backfill_id, "backfillStatus": BackfillStatus.RUNNING.value},
+            AllOf((NotInSet("backfillsStarted", event.backfill_id), NotInSet("backfillsCompleted", event.backfill_id))),
+            add_to_set={"backfillsStarted": event.backfill_id},
         )
     if t is EventType.BACKFILL_COMPLETED:
+        assert event.backfill_id is not None
         return Advance(
-            NotAllEqual((("backfillId", event.backfill_id), ("backfillStatus", BackfillStatus.COMPLETED.value))),
-            sets={"backfillId": event.backfill_id, "backfillStatus": BackfillStatus.COMPLETED.value},
+            NotInSet("backfillsCompleted", event.backfill_id), add_to_set={"backfillsCompleted": event.backfill_id}
         )
     if t is EventType.CDC_LAG_RECOVERED:
         assert event.watermark is not None
@@ -157,12 +179,16 @@ def advance_for(event: AssetEvent) -> Advance | None:
             "manifestReason": None,
             "manifestObject": None,
         }
-        if event.snapshot_id is not None:
-            sets["manifestSnapshotId"] = event.snapshot_id
+        # The current manifest is the one with the greatest order key; on a tie in time an
+        # interruption outranks a seal (blocking is the safe side).
+        key = order_key(event, recorded_at, rank=0 if claim == "SEALED" else 1)
+        sets["manifestOrder"] = key
+        sets["manifestSnapshotId"] = event.snapshot_id
         return Advance(
-            NotAllEqual((("manifestUri", event.manifest_uri), ("manifestClaim", claim))),
+            Below("manifestOrder", key),
             sets=sets,
             settled_later=frozenset({"manifestStatus", "manifestReason", "manifestObject"}),
+            applied_if=(("manifestUri", event.manifest_uri), ("manifestClaim", claim)),
         )
     if t is EventType.INTERVAL_COVERED:
         # The merged intervals live in their own coverage items (the ingest path adds them first);
@@ -220,11 +246,22 @@ def verification_advance(
     )
 
 
+def _comparable(value: Any) -> int | str:
+    """A stored version as the guard compares it: a number (DynamoDB hands back Decimal) or a key."""
+    return value if isinstance(value, str) else int(value)
+
+
 def guard_holds(state: dict[str, Any], guard: Guard) -> bool:
     """Whether the guard holds on a state given as its stored attributes."""
+    if isinstance(guard, AllOf):
+        return all(guard_holds(state, g) for g in guard.guards)
     if isinstance(guard, Below):
         current = state.get(guard.attr)
-        return current is None or int(current) < guard.value
+        if current is None:
+            return True
+        mine, theirs = guard.value, _comparable(current)
+        # as DynamoDB: a number and a string never compare, so the condition fails
+        return type(theirs) is type(mine) and theirs < mine  # type: ignore[operator]
     if isinstance(guard, NotInSet):
         return guard.value not in set(state.get(guard.attr) or ())
     if isinstance(guard, WhileEqual):
@@ -235,9 +272,14 @@ def guard_holds(state: dict[str, Any], guard: Guard) -> bool:
 def already_applied(state: dict[str, Any], advance: Advance) -> bool:
     """When the guard failed: did the state already take exactly this version (not a newer one)?"""
     guard = advance.guard
+    if advance.applied_if:
+        return all(state.get(attr) == value for attr, value in advance.applied_if)
+    if isinstance(guard, AllOf):
+        first = guard.guards[0]
+        return not guard_holds(state, first) and already_applied(state, Advance(first, advance.sets))
     if isinstance(guard, Below):
         current = state.get(guard.attr)
-        return current is not None and int(current) == guard.value
+        return current is not None and _comparable(current) == guard.value
     if isinstance(guard, NotInSet):
         return True  # a set membership guard fails only when this very value is there
     # An equality guard also fails for a late event (BACKFILL_STARTED after that backfill completed):
@@ -312,8 +354,21 @@ class AssetState(BaseModel):
 
     @classmethod
     def from_item(cls, asset_key: str, item: dict[str, Any] | None) -> AssetState:
-        """Build from stored attributes (numbers may arrive as Decimal)."""
-        data = {k: _plain(v) for k, v in (item or {}).items() if k in _FIELD_ALIASES}
+        """Build from stored attributes (numbers may arrive as Decimal); derive what the sets hold."""
+        item = item or {}
+        data = {k: _plain(v) for k, v in item.items() if k in _FIELD_ALIASES}
+        if "tagLog" in item:
+            newest = latest_tag({str(e) for e in item["tagLog"]})
+            if newest is not None:
+                data.update(latestTag=newest.tag, latestTagSnapshotId=newest.snapshot_id)
+        if "backfillsStarted" in item or "backfillsCompleted" in item:
+            started = {str(b) for b in item.get("backfillsStarted") or ()}
+            completed = {str(b) for b in item.get("backfillsCompleted") or ()}
+            legacy = item.get("backfillId")  # written before the sets: fold it in
+            if legacy is not None:
+                (completed if item.get("backfillStatus") == BackfillStatus.COMPLETED.value else started).add(legacy)
+            view = backfill_view(started, completed)
+            data.update(backfillId=view.backfill_id, backfillStatus=view.status)
         return cls.model_validate({**data, "assetKey": asset_key})
 
     @property

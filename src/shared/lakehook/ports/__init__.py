@@ -10,6 +10,7 @@ from lakehook.ports.store import (
     Page,
     ProducerRegistry,
     RecordedEvent,
+    Recording,
     SecretStore,
     WatermarkStore,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "Page",
     "ProducerRegistry",
     "RecordedEvent",
+    "Recording",
     "SecretStore",
     "WatermarkStore",
 ]

@@ -33,6 +33,14 @@ class AdvanceOutcome(StrEnum):
 
 
 @dataclass(frozen=True)
+class Recording:
+    """What recording an event found: whether it is new, and when its identity was first recorded."""
+
+    novel: bool
+    received_at: int  # a redelivery answers the first delivery's time: the time of an event that carries none
+
+
+@dataclass(frozen=True)
 class RecordedEvent:
     """An event as stored: the event, where it came from and when."""
 
@@ -49,12 +57,19 @@ class AssetStore(ABC):
     @abstractmethod
     def record_event(
         self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
-    ) -> bool:
-        """Record the event once. True if it is new, False if its identity was recorded before."""
+    ) -> Recording:
+        """Record the event once; answer whether it is new and when its identity was first recorded.
+
+        One conditional write and no read: a redelivery learns the first time from the refused write.
+        """
 
     @abstractmethod
-    def advance_state(self, event: AssetEvent, now_ms: int) -> AdvanceOutcome:
-        """Move the asset's state forward by the event; never backwards, never twice."""
+    def advance_state(self, event: AssetEvent, now_ms: int, recorded_at: int | None = None) -> AdvanceOutcome:
+        """Move the asset's state forward by the event; never backwards, never twice.
+
+        ``recorded_at`` (default ``now_ms``) is when the event identity was first recorded: it orders
+        an event that carries no time of its own (see :mod:`lakehook.domain.ordering`).
+        """
 
     @abstractmethod
     def apply_advance(self, asset_key: str, advance: Advance, marker: str, now_ms: int) -> AdvanceOutcome:

@@ -42,7 +42,8 @@ class IngestEvents:
 
     A novel event costs one conditional put and one conditional update. A duplicate costs
     the same two requests, both failing their conditions, so it writes nothing; the second
-    one is what lets a redelivery finish an advance that a crash cut short.
+    one is what lets a redelivery finish an advance that a crash cut short. Each state field
+    is guarded by its own order, so a redelivered or late older event never rolls one back.
 
     An ``INTERVAL_COVERED`` event also unites its interval into the coverage store (duplicates
     too: the add is idempotent) before its state touch, so the resolver it wakes sees the interval.
@@ -98,13 +99,13 @@ class IngestEvents:
     ) -> EventResult:
         """Record one valid event and advance the state; the answer says which of the two happened."""
         received_at = self._clock()
-        novel = self._store.record_event(event, source, received_at, producer_id)
+        recording = self._store.record_event(event, source, received_at, producer_id)
         if self._coverage is not None:
             try:
                 self._coverage.record(event)
             except CoverageTooFragmentedError as exc:
                 return EventResult(eventId=event.event_id, status=IngestStatus.REJECTED, reason=str(exc), index=index)
-        outcome = self._store.advance_state(event, received_at)
+        outcome = self._store.advance_state(event, received_at, recorded_at=recording.received_at)
         if (
             self._verifications is not None
             and event.event_type is EventType.MANIFEST_SEALED
@@ -112,7 +113,7 @@ class IngestEvents:
         ):
             # A claim counts once verified; a redelivery asks again, in case a crash lost the first request.
             self._verifications.send([verification_request(event)])
-        if not novel:
+        if not recording.novel:
             status, reason = IngestStatus.DUPLICATE, "this event was recorded before"
         elif outcome is AdvanceOutcome.STALE:
             status, reason = IngestStatus.STALE, "recorded; the asset state already holds a newer version"

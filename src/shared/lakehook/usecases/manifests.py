@@ -50,8 +50,8 @@ class RecordManifestVerification:
                 {"eventType": EventType.MANIFEST_SEALED, "assetKey": asset, "manifestUri": manifest_uri}
             )
         now = self._clock()
-        self._store.record_event(claim, SourceType.VERIFICATION, now)
-        self._store.advance_state(claim, now)
+        recording = self._store.record_event(claim, SourceType.VERIFICATION, now)
+        self._store.advance_state(claim, now, recorded_at=recording.received_at)
         if result.status is not VerificationStatus.INTERRUPTED:
             verdict = verification_advance(
                 manifest_uri, result.status is VerificationStatus.VERIFIED, result.reason, result.object_uri

@@ -15,7 +15,7 @@ from lakehook.adapters.dynamodb.expressions import advance_update
 from lakehook.adapters.dynamodb.pagination import decode_token, encode_token
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.state import Advance, AssetState, advance_for, already_applied
-from lakehook.ports import AdvanceOutcome, AssetStore, Page, RecordedEvent
+from lakehook.ports import AdvanceOutcome, AssetStore, Page, RecordedEvent, Recording
 
 _DESERIALIZER = TypeDeserializer()
 
@@ -29,7 +29,7 @@ class DynamoDBAssetStore(AssetStore):
 
     def record_event(
         self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
-    ) -> bool:
+    ) -> Recording:
         event_id = event.event_id
         item: dict[str, Any] = {
             **keys.event_key(event.asset_key, event_id),
@@ -48,15 +48,19 @@ class DynamoDBAssetStore(AssetStore):
         if producer_id:
             item["producerId"] = producer_id
         try:
-            self._table.put_item(Item=item, ConditionExpression="attribute_not_exists(PK)")
+            self._table.put_item(
+                Item=item, ConditionExpression="attribute_not_exists(PK)", ReturnValuesOnConditionCheckFailure="ALL_OLD"
+            )
         except ClientError as exc:
             if is_conditional_failure(exc):
-                return False
+                # the refused put hands back the first recording: its time, without a read
+                first = _old_item(exc).get("receivedAt")
+                return Recording(False, received_at if first is None else int(first))
             raise
-        return True
+        return Recording(True, received_at)
 
-    def advance_state(self, event: AssetEvent, now_ms: int) -> AdvanceOutcome:
-        advance = advance_for(event)
+    def advance_state(self, event: AssetEvent, now_ms: int, recorded_at: int | None = None) -> AdvanceOutcome:
+        advance = advance_for(event, now_ms if recorded_at is None else recorded_at)
         if advance is None:
             return AdvanceOutcome.NO_STATE
         return self.apply_advance(event.asset_key, advance, event.event_id, now_ms)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lakehook.domain.state import Advance, Below, Guard, NotInSet, WhileEqual
+from lakehook.domain.state import Advance, AllOf, Below, Guard, NotInSet, WhileEqual
 
 
 @dataclass
@@ -42,6 +42,8 @@ class UpdateParts:
 
 def guard_condition(parts: UpdateParts, guard: Guard) -> str:
     """The condition under which the advance applies."""
+    if isinstance(guard, AllOf):
+        return " AND ".join(guard_condition(parts, g) for g in guard.guards)
     if isinstance(guard, Below):
         n = parts.name(guard.attr)
         return f"(attribute_not_exists({n}) OR {n} < {parts.value(guard.value)})"
