@@ -228,6 +228,34 @@ def test_backfill_skip_records_a_skip_and_fires_on_the_next_real_change() -> Non
     assert [(t.status, [p.snapshot_id for p in t.inputs]) for t in fired] == [(TriggerStatus.TRIGGERING, [4])]
 
 
+def test_a_late_duplicate_completion_of_the_first_backfill_never_releases_the_second() -> None:
+    # GIVEN a SKIP rule whose first backfill was absorbed, and a second backfill running
+    world = World(rule("r", {"assetKey": A}, mode="ANY_UPDATED", backfill="SKIP"))
+    world.snap(A, 1)
+    world.deliver()
+    world.push("BACKFILL_STARTED", A, backfillId="bf1")
+    world.snap(A, 2)
+    world.push("BACKFILL_COMPLETED", A, backfillId="bf1")
+    assert [t.status for t in world.deliver().claimed] == [TriggerStatus.SKIPPED]
+    world.push("BACKFILL_STARTED", A, backfillId="bf2")
+    world.snap(A, 3)
+    assert world.deliver().claimed == []
+    # WHEN the first backfill's completion is delivered again (and any other change wakes the resolver)
+    world.push("BACKFILL_COMPLETED", A, backfillId="bf1")
+    world.push("WATERMARK_ADVANCED", A, watermark=START)
+    # THEN the snapshots the second backfill commits still start no run
+    assert world.deliver().claimed == []
+    state = world.store.get_state(A)
+    assert state is not None and (state.backfill_status.value, state.backfill_id) == ("RUNNING", "bf2")
+    world.push("BACKFILL_COMPLETED", A, backfillId="bf2")
+    skipped = world.deliver().claimed
+    assert [(t.status, [p.snapshot_id for p in t.inputs]) for t in skipped] == [(TriggerStatus.SKIPPED, [3])]
+    world.snap(A, 4)
+    assert [(t.status, [p.snapshot_id for p in t.inputs]) for t in world.deliver().claimed] == [
+        (TriggerStatus.TRIGGERING, [4])
+    ]
+
+
 def test_windowed_rule_fires_once_per_window() -> None:
     hour = 3_600_000
     base = 1_750_000_000_000 // hour * hour

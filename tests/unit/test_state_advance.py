@@ -209,6 +209,56 @@ def test_a_late_backfill_start_never_reopens_it_and_is_stale(asset: Asset) -> No
     assert asset.apply(ev(EventType.BACKFILL_COMPLETED, backfillId="bf-1")) == [AdvanceOutcome.ALREADY]
 
 
+def test_a_redelivered_completion_of_an_older_backfill_never_rolls_back_a_running_one(asset: Asset) -> None:
+    bf1_done = ev(EventType.BACKFILL_COMPLETED, backfillId="bf-1")
+    outcomes = asset.apply(ev(EventType.BACKFILL_STARTED, backfillId="bf-1"), bf1_done)
+    outcomes += asset.apply(ev(EventType.BACKFILL_STARTED, backfillId="bf-2"), bf1_done)
+    assert outcomes[-1] is AdvanceOutcome.ALREADY
+    assert (asset.state.backfill_status, asset.state.backfill_id) == (BackfillStatus.RUNNING, "bf-2")
+    asset.apply(ev(EventType.BACKFILL_COMPLETED, backfillId="bf-2"))
+    # once none runs, the id names every completed backfill, so a rule's cursor sees the second complete
+    assert (asset.state.backfill_status, asset.state.backfill_id) == (BackfillStatus.COMPLETED, "bf-2 and 1 more")
+
+
+def test_a_completion_that_overtakes_its_start_leaves_nothing_running(asset: Asset) -> None:
+    assert asset.apply(
+        ev(EventType.BACKFILL_COMPLETED, backfillId="bf-1"), ev(EventType.BACKFILL_STARTED, backfillId="bf-1")
+    ) == [AdvanceOutcome.ADVANCED, AdvanceOutcome.STALE]
+    assert asset.state.backfill_status is BackfillStatus.COMPLETED
+
+
+def test_a_state_written_before_the_backfill_sets_keeps_its_backfill() -> None:
+    legacy = {"backfillId": "bf-1", "backfillStatus": "RUNNING", "backfillsCompleted": {"bf-0"}}
+    state = AssetState.from_item(ORDERS, legacy)
+    assert (state.backfill_status, state.backfill_id) == (BackfillStatus.RUNNING, "bf-1")
+
+
+def test_a_redelivered_older_manifest_never_replaces_the_newer_one(asset: Asset) -> None:
+    old, new = "s3://spool/orders/1.manifest.json", "s3://spool/orders/2.manifest.json"
+    sealed_old = ev(EventType.MANIFEST_SEALED, manifestUri=old, snapshotId=1)
+    asset.apply(sealed_old, ev(EventType.MANIFEST_INTERRUPTED, manifestUri=new, snapshotId=2))
+    assert asset.apply(sealed_old) == [AdvanceOutcome.STALE]  # recorded first, so older: no-op
+    state = asset.state
+    assert (state.manifest_uri, state.manifest_status, state.manifest_snapshot_id) == (new, "INTERRUPTED", 2)
+
+
+def test_a_late_manifest_is_ordered_by_its_own_time(asset: Asset) -> None:
+    old, new = "s3://spool/orders/1.manifest.json", "s3://spool/orders/2.manifest.json"
+    asset.apply(ev(EventType.MANIFEST_SEALED, manifestUri=new, commitTime=2000))
+    # first recorded now, but created before the current one: it never becomes current
+    assert asset.apply(ev(EventType.MANIFEST_INTERRUPTED, manifestUri=old, commitTime=1000)) == [AdvanceOutcome.STALE]
+    assert (asset.state.manifest_uri, asset.state.manifest_status) == (new, "PENDING")
+
+
+def test_a_late_tag_joins_the_tags_without_becoming_the_latest(asset: Asset) -> None:
+    asset.apply(ev(EventType.TAG_CREATED, tag="2025-06-02", snapshotId=4, commitTime=2000))
+    assert asset.apply(ev(EventType.TAG_CREATED, tag="2025-06-01", snapshotId=3, commitTime=1000)) == [
+        AdvanceOutcome.ADVANCED
+    ]
+    assert asset.state.tags == {"2025-06-01", "2025-06-02"}
+    assert (asset.state.latest_tag, asset.state.latest_tag_snapshot_id) == ("2025-06-02", 4)
+
+
 def test_manifest_status_follows_the_manifest_and_counts_once_verified(asset: Asset) -> None:
     uri = "s3://spool/orders/_manifest.json"
     asset.apply(ev(EventType.MANIFEST_INTERRUPTED, manifestUri=uri))
