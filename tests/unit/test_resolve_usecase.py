@@ -14,10 +14,11 @@ from lakehook.adapters.memory_rules import (
     InMemoryStateReader,
     InMemoryTriggerStore,
 )
-from lakehook.domain.events import AssetEvent, SourceType
+from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
+from lakehook.domain.state import snapshot_record
 from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
-from lakehook.ports.rules import ClaimResult, StateChange
+from lakehook.ports.rules import ClaimResult, Deferral, StateChange
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport, SweepDeferred
 
@@ -48,22 +49,47 @@ class World:
 
     def push(self, event_type: str, asset: str, **fields: Any) -> None:
         before = self.store.get_state(asset)
-        self.ingest.ingest(AssetEvent(eventType=event_type, assetKey=asset, **fields), SourceType.PUSH)
+        event = AssetEvent(eventType=event_type, assetKey=asset, **fields)
+        result = self.ingest.ingest(event, SourceType.PUSH)
+        if event.event_type is EventType.SNAPSHOT_COMMITTED and result.status is not IngestStatus.DUPLICATE:
+            # the event item's own stream record (a late, STALE snapshot's too)
+            self.stream.setdefault(asset, []).append(StateChange(asset, snapshot=snapshot_record(event)))
         after = self.store.get_state(asset)
         if after is not None and (before is None or before.version != after.version):
             self.stream.setdefault(asset, []).append(StateChange(asset, after))
+
+    def dispatch(self, report: ResolveReport, fail: bool = False) -> ResolveReport:
+        """A healthy target (or a failing one): every TRIGGERING claim ends SUCCEEDED (or FAILED); a SUCCEEDED
+        one's stream record wakes its group, until nothing more is claimed. Answers every claim made."""
+        claimed = list(report.claimed)
+        while True:
+            woken = []
+            for t in list(self.triggers.triggers.values()):
+                if t.status is TriggerStatus.TRIGGERING:
+                    status = TriggerStatus.FAILED if fail else TriggerStatus.SUCCEEDED
+                    self.triggers.triggers[t.trigger_key] = t.model_copy(update={"status": status})
+                    if not fail:
+                        woken.append(Deferral(t.rule_id, t.group_id, 0))
+            if not woken:
+                report.claimed = claimed
+                return report
+            again = self.resolve(deferred=woken)
+            claimed += again.claimed
+            report.verdicts.update(again.verdicts)
 
     def snap(self, asset: str, *snapshots: int, **fields: Any) -> None:
         for sid in snapshots:
             self.push("SNAPSHOT_COMMITTED", asset, snapshotId=sid, **fields)
 
-    def deliver(self, *assets: str) -> ResolveReport:
+    def deliver(self, *assets: str, dispatch: bool = True) -> ResolveReport:
         batch = [c for a in assets or list(self.stream) for c in self.stream.pop(a, [])]
-        return self.resolve(batch)
+        report = self.resolve(batch)
+        return self.dispatch(report) if dispatch else report
 
-    def sweep(self, wait_ms: int) -> ResolveReport:
+    def sweep(self, wait_ms: int, dispatch: bool = True) -> ResolveReport:
         self.now += wait_ms
-        return self.resolve(deferred=self.sweeper())
+        report = self.resolve(deferred=self.sweeper())
+        return self.dispatch(report) if dispatch else report
 
     def claimed(self, rule_id: str | None = None) -> list[list[int | None]]:
         order = [self.triggers.triggers[k] for k in self.triggers.claim_order]
@@ -90,7 +116,7 @@ def test_the_rule_fires_when_the_second_asset_arrives() -> None:
     assert world.deliver().claimed == []
     world.snap(B, 7)
     reads = world.reader.reads
-    report = world.deliver()
+    report = world.deliver(dispatch=False)
     assert world.reader.reads == reads + 1  # one batched read of states and cursors per invocation
     assert [[p.snapshot_id for p in t.inputs] for t in report.claimed] == [[1, 7]]
     assert report.claimed[0].status is TriggerStatus.TRIGGERING
@@ -108,7 +134,7 @@ def test_redelivered_batch_claims_nothing_new() -> None:
     world = World(rule("each", {"assetKey": A}, mode="EACH_VERSION"))
     world.snap(A, 1, 2, 3)
     batch = world.stream.pop(A)
-    world.resolve(batch)
+    world.dispatch(world.resolve(batch))
     assert world.resolve(batch).claimed == []
     assert world.claimed() == [[1], [2], [3]]
 
@@ -166,13 +192,17 @@ def test_a_gap_that_never_fills_is_stepped_over_once_the_state_settled() -> None
     assert world.claimed() == [[1, 1], [1, 2], [3, 2]]
 
 
-def test_a_lost_record_does_not_stall_each_version() -> None:
+def test_a_lost_snapshot_is_waited_for_then_stepped_over_once_settled() -> None:
     world = World(rule("each", {"assetKey": A}, mode="EACH_VERSION"))
     world.snap(A, 1)
     world.deliver()
     world.snap(A, 2, 3, 4)
-    del world.stream[A][0]  # the record of snapshot 2 exhausted its retries
-    world.deliver()
+    del world.stream[A][:2]  # both records of snapshot 2 (its event, its state) exhausted their retries
+    report = world.deliver()
+    assert world.claimed() == [[1]]  # Paimon ids are consecutive: 2 is missing, so 3 and 4 wait
+    assert report.verdicts[("each", "g")].status.value == "WAITING_FOR_VERSION"
+    assert [d.due_at for d in report.deferred] == [START + 15 * 60_000]
+    world.sweep(15 * 60_000)
     assert world.claimed() == [[1], [3], [4]]
 
 
@@ -284,10 +314,9 @@ def test_a_long_backlog_continues_in_a_later_invocation() -> None:
         max_claims_per_group=2,
     )
     world.snap(A, 1, 2, 3, 4, 5)
-    report = world.deliver()
-    assert len(report.claimed) == 2 and len(report.deferred) == 1
-    world.sweep(0)
-    world.sweep(0)
+    report = world.deliver(dispatch=False)
+    assert len(report.claimed) == 1  # head of line: 2 waits for 1's dispatch
+    world.dispatch(report)
     assert world.claimed() == [[1], [2], [3], [4], [5]]
 
 

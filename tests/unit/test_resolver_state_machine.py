@@ -37,9 +37,9 @@ from lakehook.adapters.memory_rules import (
 from lakehook.domain.events import AssetEvent, EventType, SourceType
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState, SchemaStatus
-from lakehook.domain.triggers import GroupCursor, Trigger
+from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
 from lakehook.observability import logger
-from lakehook.ports.rules import ClaimOutcome, ClaimResult, StateChange
+from lakehook.ports.rules import ClaimOutcome, ClaimResult, Deferral, StateChange
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.resolve import ResolveAssetChange, SweepDeferred
 
@@ -229,6 +229,17 @@ class ResolverMachine(RuleBasedStateMachine):
         if twice:
             self.resolve(batch)  # a redelivered batch
 
+    @rule()
+    def dispatch(self) -> None:
+        """The target starts every claimed run; each SUCCEEDED trigger's stream record wakes its group."""
+        woken = []
+        for t in list(self.triggers.triggers.values()):
+            if t.status is TriggerStatus.TRIGGERING:
+                self.triggers.triggers[t.trigger_key] = t.model_copy(update={"status": TriggerStatus.SUCCEEDED})
+                woken.append(Deferral(t.rule_id, t.group_id, 0))
+        if woken:
+            self.resolve(deferred=woken)
+
     @rule(wait_ms=st.integers(0, 120_000))
     def sweep_deferred(self, wait_ms: int) -> None:
         self.now += wait_ms
@@ -297,7 +308,10 @@ class ResolverMachine(RuleBasedStateMachine):
         for key in ASSETS:  # the stream delivers everything that is left
             batch, self.pending[key] = self.pending[key], []
             self.resolve(batch)
-        for _ in range(10):  # and the sweeps run until nothing is deferred
+        for _ in range(200):  # and the runs start and the sweeps run until nothing is waiting
+            if any(t.status is TriggerStatus.TRIGGERING for t in self.triggers.triggers.values()):
+                self.dispatch()
+                continue
             self.now += 86_400_000
             due = self.sweep()
             if not due:

@@ -168,8 +168,8 @@ class Container:
         poll = PollAssets(
             PollAsset(self.snapshot_sources, self.watermark_store, self.ingest), self.poll_status_store, metrics=metrics
         )
-        compensate = Compensate(CompensateAsset(self.snapshot_sources, self.asset_store, self.ingest), metrics=metrics)
-        return RunPollWork(self.asset_registry, poll, compensate)
+        one = CompensateAsset(self.snapshot_sources, self.asset_store, self.ingest)
+        return RunPollWork(self.asset_registry, poll, Compensate(one, metrics=metrics), fill=one.fill)
 
     @cached_property
     def work_queue(self) -> WorkQueue:

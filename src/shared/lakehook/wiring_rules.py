@@ -64,6 +64,7 @@ def resolver(container: Container) -> ResolveAssetChange:
             deferral_store(container),
             coverage=container.coverage_store,
             rule_error=lambda exc: is_rule_error(exc) or is_rejected_by_data(exc),
+            poll_queue=container.work_queue if container.settings.poll_queue_url else None,
         ),
     )
 

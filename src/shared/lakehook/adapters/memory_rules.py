@@ -11,7 +11,7 @@ from lakehook.domain.events import AssetEvent, EventType
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState, snapshot_record
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
-from lakehook.domain.versions import SnapshotRecord
+from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord
 from lakehook.ports.rules import (
     AssetRecheck,
     ClaimOutcome,
@@ -185,6 +185,7 @@ class InMemoryStateHistory(StateHistory):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.states: dict[str, dict[int, AssetState]] = {}
+        self.snapshots: dict[str, dict[int, LoggedSnapshot]] = {}
 
     def record(self, states: Mapping[str, Sequence[AssetState]], now_ms: int) -> None:
         with self._lock:
@@ -196,6 +197,18 @@ class InMemoryStateHistory(StateHistory):
         with self._lock:
             kept = self.states.get(asset_key, {})
             return [kept[v] for v in sorted(kept) if first_version <= v <= last_version]
+
+    def record_snapshots(self, snapshots: Mapping[str, Sequence[SnapshotRecord]], now_ms: int) -> None:
+        with self._lock:
+            for key, records in snapshots.items():
+                log = self.snapshots.setdefault(key, {})
+                for record in records:
+                    log.setdefault(record.order, LoggedSnapshot(record, now_ms))
+
+    def snapshots_after(self, asset_key: str, order: int, limit: int) -> list[LoggedSnapshot]:
+        with self._lock:
+            log = self.snapshots.get(asset_key, {})
+            return [log[o] for o in sorted(log) if o > order][:limit]
 
 
 class InMemoryDeferralStore(DeferralStore):

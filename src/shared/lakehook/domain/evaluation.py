@@ -8,7 +8,11 @@ newer one that failed or is unchecked. The policy then decides whether the group
 - ``ALL_UPDATED``: every member's pinned version is newer than the one the group last fired with;
 - ``ANY_UPDATED``: at least one is newer and none is older (intermediate versions coalesce);
 - ``EACH_VERSION``: each member advances to its NEXT version after the cursor, one trigger per
-  step, using the asset's known state history (:class:`VersionLog`), so none is skipped;
+  step, so none is skipped: a member whose version is its snapshot steps through the asset's snapshot
+  log (:class:`SnapshotLog`, every accepted snapshot by order, late ones too) and waits at a gap the
+  lineage shows (WAITING_FOR_VERSION) until it fills or settles; other members step through the known
+  state history (:class:`VersionLog`). Head of line: version n+1 is claimed only once version n's trigger
+  SUCCEEDED (or was SKIPPED); a FAILED one blocks the group visibly (BLOCKED_BY_FAILED_TRIGGER);
 - a windowed group (``watermarkAtLeast: {window}``) fires once per window: the newest closed
   window, or with ``EACH_VERSION`` every window in order;
 - a ``coverage`` member makes the group fire once per aligned window its intervals cover fully, in
@@ -32,8 +36,8 @@ from lakehook.domain.coverage import Span, is_covered, missing, newest_covered_w
 from lakehook.domain.rules import BackfillPolicy, Group, Member, Mode, Rule, WindowSpec
 from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus
 from lakehook.domain.time import ms_to_iso
-from lakehook.domain.triggers import GroupCursor, PinnedInput, Window
-from lakehook.domain.versions import SnapshotRecord
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, Window
+from lakehook.domain.versions import SnapshotLog, SnapshotRecord, follows
 
 
 class Status(StrEnum):
@@ -48,6 +52,9 @@ class Status(StrEnum):
     BLOCKED_BY_COVERAGE = "BLOCKED_BY_COVERAGE"
     BLOCKED_BY_MANIFEST = "BLOCKED_BY_MANIFEST"
     WAITING_FOR_UPDATE = "WAITING_FOR_UPDATE"
+    WAITING_FOR_VERSION = "WAITING_FOR_VERSION"  # EACH_VERSION: the lineage says a snapshot is missing; polled for
+    WAITING_FOR_RUN = "WAITING_FOR_RUN"  # EACH_VERSION: the previous version's trigger has not SUCCEEDED yet
+    BLOCKED_BY_FAILED_TRIGGER = "BLOCKED_BY_FAILED_TRIGGER"  # EACH_VERSION: the previous version's trigger FAILED
     COOLDOWN = "COOLDOWN"
     QUIET_PERIOD = "QUIET_PERIOD"
     DISABLED = "DISABLED"
@@ -279,6 +286,51 @@ class VersionLog:
         return found
 
 
+@dataclass(frozen=True)
+class Gap:
+    """A snapshot the lineage says exists after (snapshot_id, order) and before ``next_id``, not recorded yet."""
+
+    asset_key: str
+    snapshot_id: int
+    order: int
+    next_id: int
+    until: int  # when the gap counts as final and is stepped over
+
+
+def at_snapshot(state: AssetState, record: SnapshotRecord) -> AssetState:
+    """The state as it was when ``record`` was the newest snapshot, as far as a snapshot member looks at it."""
+    update: dict[str, Any] = {
+        "latest_snapshot_id": record.snapshot_id,
+        "latest_snapshot_order": record.order,
+        "latest_parent_snapshot_id": record.parent_snapshot_id,
+        "latest_schema_id": record.schema_id if record.schema_id is not None else state.latest_schema_id,
+        "latest_commit_time": record.commit_time,
+        "latest_commit_kind": record.commit_kind,
+        "latest_metadata_location": record.metadata_location,
+        "latest_snapshot_watermark": record.watermark,
+    }
+    if record.changes_data:
+        update["latest_data"] = record
+    return state.model_copy(update=update)
+
+
+def steps_by_snapshot(member: Member) -> bool:
+    """Whether a member's version is its table's snapshot itself, with no gate on the state at that snapshot (a
+    quality check, tag, manifest, schema status, watermark or backfill), so EACH_VERSION steps it through the
+    snapshot log; a gated member steps through the state images its gates were judged on."""
+    c = member.condition
+    return not (
+        c.quality_status
+        or c.tag
+        or c.manifest
+        or c.schema_status
+        or c.backfill_status
+        or c.watermark_floor is not None
+        or c.window is not None
+        or c.coverage is not None
+    )
+
+
 # --- groups --------------------------------------------------------------------------------------
 
 
@@ -294,6 +346,7 @@ class GroupEvaluation:
     until: int | None = None
     reason: str | None = None
     skip: bool = False
+    gaps: tuple[Gap, ...] = ()  # EACH_VERSION: missing snapshots a targeted poll should look for
 
     @property
     def ready(self) -> bool:
@@ -337,8 +390,11 @@ def evaluate_group(
     registered: Mapping[str, bool] | None = None,
     logs: Mapping[str, VersionLog] | None = None,
     coverage: Mapping[str, Sequence[Span]] | None = None,
+    snapshots: Mapping[str, SnapshotLog] | None = None,
+    previous: Trigger | None = None,
 ) -> GroupEvaluation:
-    """The group's verdict at ``now``. ``logs`` (EACH_VERSION) holds the known history per member asset;
+    """The group's verdict at ``now``. ``logs`` (EACH_VERSION) holds the known history per member asset,
+    ``snapshots`` the snapshot log per member asset, ``previous`` the cursor's trigger (head of line);
     ``coverage`` the merged intervals of each coverage member from the last triggered window's end (or
     from :func:`coverage_from`) to ``now``."""
     policy = rule.policy
@@ -383,12 +439,24 @@ def evaluate_group(
         if behind:
             return _first_blocked(gid, members)
     elif cursor is not None:
-        stepped = _advance(rule, group, states, cursor, members, pins, logs or {})
+        gaps: list[Gap] = []
+        stepped = _advance(rule, group, states, cursor, members, pins, logs or {}, snapshots or {}, now, gaps)
         if stepped is None:
-            return _first_blocked(gid, members)
+            blocked = _first_blocked(gid, members, gaps=tuple(gaps))
+            if gaps:
+                return replace(blocked, until=min(g.until for g in gaps))
+            return blocked
         pins = stepped
     elif policy.mode is Mode.EACH_VERSION:
-        pins = [_first_known(m, pin, (logs or {}).get(m.asset_key)) for m, pin in zip(group.members, pins, strict=True)]
+        pins = [
+            _first_known(m, pin, (logs or {}).get(m.asset_key), (snapshots or {}).get(m.asset_key), states)
+            for m, pin in zip(group.members, pins, strict=True)
+        ]
+
+    if policy.mode is Mode.EACH_VERSION and cursor is not None:
+        held = _head_of_line(gid, members, cursor, previous)
+        if held is not None:
+            return held
 
     if cursor is not None and cursor.claimed_at is not None and policy.min_interval_seconds:
         ends = cursor.claimed_at + policy.min_interval_seconds * 1000
@@ -417,8 +485,48 @@ def evaluate_group(
     return GroupEvaluation(gid, Status.READY, tuple(members), pins=tuple(pins), window=window)
 
 
-def _first_known(member: Member, current: PinnedInput, log: VersionLog | None) -> PinnedInput:
+def _head_of_line(
+    group_id: str, members: list[MemberEvaluation], cursor: GroupCursor, previous: Trigger | None
+) -> GroupEvaluation | None:
+    """EACH_VERSION dispatches in order: the next version waits until the cursor's trigger SUCCEEDED."""
+    if previous is None or previous.trigger_key != cursor.trigger_key:
+        return None
+    if previous.status in (TriggerStatus.SUCCEEDED, TriggerStatus.SKIPPED):
+        return None
+    versions = ", ".join(f"{p.asset_key}@{p.snapshot_id}" for p in previous.inputs)
+    if previous.status is TriggerStatus.FAILED:
+        why = f": {previous.reason}" if previous.reason else ""
+        return GroupEvaluation(
+            group_id,
+            Status.BLOCKED_BY_FAILED_TRIGGER,
+            tuple(members),
+            reason=f"trigger {previous.trigger_key} ({versions}) FAILED{why}; the next version runs once it "
+            f"SUCCEEDED (POST /triggers/{previous.trigger_key}/retry)",
+        )
+    return GroupEvaluation(
+        group_id,
+        Status.WAITING_FOR_RUN,
+        tuple(members),
+        reason=f"trigger {previous.trigger_key} ({versions}) is {previous.status.value}; "
+        "the next version starts once it SUCCEEDED",
+    )
+
+
+def _first_known(
+    member: Member,
+    current: PinnedInput,
+    log: VersionLog | None,
+    snapshots: SnapshotLog | None = None,
+    states: Mapping[str, AssetState] | None = None,
+) -> PinnedInput:
     """EACH_VERSION's first trigger: the oldest satisfying version this resolver saw arrive, else the current one."""
+    state = (states or {}).get(member.asset_key)
+    if snapshots is not None and state is not None and steps_by_snapshot(member):
+        for entry in snapshots.entries:
+            chosen = select_member(member, at_snapshot(state, entry.record))
+            if chosen.pin is not None and chosen.pin.snapshot_id == entry.record.snapshot_id:
+                return chosen.pin if chosen.pin.ordinal <= current.ordinal else current
+        return current
     for state in log.after(-1) if log else ():
         chosen = select_member(member, state)
         if chosen.pin is not None:
@@ -434,8 +542,11 @@ def _advance(
     members: list[MemberEvaluation],
     pins: list[PinnedInput],
     logs: Mapping[str, VersionLog],
+    snapshots: Mapping[str, SnapshotLog],
+    now: int,
+    gaps: list[Gap],
 ) -> list[PinnedInput] | None:
-    """The pins to claim next given the cursor, or None (members marked with why they wait)."""
+    """The pins to claim next given the cursor, or None (members marked with why they wait, ``gaps`` filled)."""
     mode = rule.policy.mode
     before = [cursor.pins.get(m.asset_key) for m in group.members]
     if mode is Mode.EACH_VERSION:
@@ -446,7 +557,25 @@ def _advance(
                 chosen.append(pin)
                 moved = True
                 continue
-            step = _next_version(member, last, logs.get(member.asset_key))
+            state = states.get(member.asset_key)
+            log = snapshots.get(member.asset_key)
+            if log is not None and state is not None and last.snapshot_id is not None and steps_by_snapshot(member):
+                found = _next_snapshot(member, last, state, log, now, logs.get(member.asset_key))
+                if isinstance(found, Gap):
+                    gaps.append(found)
+                    chosen.append(last)
+                    _with(
+                        members,
+                        i,
+                        Status.WAITING_FOR_VERSION,
+                        f"the snapshot after {found.snapshot_id} is missing (the next known is {found.next_id}); "
+                        f"the table is polled for it; stepped over at {ms_to_iso(found.until)} if it never comes",
+                        {"after": last.to_api()},
+                    )
+                    continue
+                step = found
+            else:
+                step = _next_version(member, last, logs.get(member.asset_key))
             if step is None:
                 chosen.append(last)
                 _wait(members, i, member, states.get(member.asset_key), last, cursor.baseline)
@@ -471,6 +600,30 @@ def _next_version(member: Member, last: PinnedInput, log: VersionLog | None) -> 
         chosen = select_member(member, state)
         if chosen.pin is not None and chosen.pin.ordinal > last.ordinal:
             return chosen.pin
+    return None
+
+
+def _next_snapshot(
+    member: Member, last: PinnedInput, state: AssetState, log: SnapshotLog, now: int, images: VersionLog | None
+) -> PinnedInput | Gap | None:
+    """The first logged snapshot after ``last`` that satisfies the member, a gap before it, or None.
+
+    A snapshot's gates (schema status, watermark …) are judged on the known state images that had it as the
+    newest snapshot, in order; a snapshot no image shows (a late one) on the current state."""
+    assert last.snapshot_id is not None
+    previous_id, previous_order = last.snapshot_id, last.ordinal[0]
+    for entry in log.after(previous_order):
+        record = entry.record
+        if not follows(log.lineage, previous_id, previous_order, record):
+            until = entry.recorded_at + log.settle_ms
+            if until > now:
+                return Gap(member.asset_key, previous_id, previous_order, record.snapshot_id, until)
+        previous_id, previous_order = record.snapshot_id, record.order
+        shown = [s for s in (images.states if images else ()) if s.latest_snapshot_id == record.snapshot_id]
+        for view in shown or [at_snapshot(state, record)]:
+            chosen = select_member(member, view)
+            if chosen.pin is not None and chosen.pin.snapshot_id == record.snapshot_id:
+                return chosen.pin
     return None
 
 

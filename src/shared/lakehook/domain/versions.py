@@ -11,6 +11,9 @@ for a member unless the member asks for it (``includeCompaction: true``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -44,3 +47,70 @@ class SnapshotRecord(BaseModel):
 
     def to_item(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_none=True)
+
+
+# --- the snapshot log: every accepted snapshot of an asset, by order (EACH_VERSION) ----------------
+
+
+class Lineage(StrEnum):
+    """How a table tells that no snapshot is missing between two known ones."""
+
+    CONSECUTIVE = "CONSECUTIVE"  # Paimon: snapshot ids are 1, 2, 3 …
+    PARENT = "PARENT"  # Iceberg: each snapshot names its parent
+    NONE = "NONE"  # other assets: any newer snapshot follows
+
+
+def lineage_of(asset_key: str) -> Lineage:
+    """The lineage rule of an asset's format (its key's scheme)."""
+    if asset_key.startswith("paimon://"):
+        return Lineage.CONSECUTIVE
+    if asset_key.startswith("iceberg://"):
+        return Lineage.PARENT
+    return Lineage.NONE
+
+
+def follows(lineage: Lineage, previous_id: int, previous_order: int, record: SnapshotRecord) -> bool:
+    """Whether ``record`` is the snapshot right after (previous_id, previous_order): no snapshot between."""
+    if lineage is Lineage.CONSECUTIVE:
+        return record.order == previous_order + 1
+    if lineage is Lineage.PARENT:
+        if record.parent_snapshot_id is not None:
+            return record.parent_snapshot_id == previous_id
+        return record.order == previous_order + 1  # no parent known: Iceberg sequence numbers step by one
+    return True
+
+
+@dataclass(frozen=True)
+class LoggedSnapshot:
+    """A snapshot in the log, and when lakehook first recorded it (a gap before it settles from then)."""
+
+    record: SnapshotRecord
+    recorded_at: int
+
+
+@dataclass(frozen=True)
+class SnapshotLog:
+    """The known snapshots of one asset newer than some order, oldest first, and how long a gap may stay open.
+
+    A gap (a snapshot the lineage says exists but nobody recorded) holds the versions after it until
+    ``settle_ms`` after the snapshot behind the gap was recorded; then it is stepped over (an expired or
+    never-pushed snapshot must not block a rule forever)."""
+
+    entries: tuple[LoggedSnapshot, ...]
+    lineage: Lineage = Lineage.NONE
+    settle_ms: int = 15 * 60_000
+
+    @classmethod
+    def of(cls, entries: Sequence[LoggedSnapshot], lineage: Lineage, settle_ms: int) -> SnapshotLog:
+        by_order: dict[int, LoggedSnapshot] = {}
+        for entry in entries:
+            kept = by_order.get(entry.record.order)
+            if kept is None or entry.recorded_at < kept.recorded_at:
+                by_order[entry.record.order] = entry
+        return cls(tuple(by_order[o] for o in sorted(by_order)), lineage, settle_ms)
+
+    def after(self, order: int) -> list[LoggedSnapshot]:
+        return [e for e in self.entries if e.record.order > order]
+
+    def oldest(self) -> LoggedSnapshot | None:
+        return self.entries[0] if self.entries else None

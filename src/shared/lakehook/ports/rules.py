@@ -11,7 +11,7 @@ from enum import StrEnum
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
-from lakehook.domain.versions import SnapshotRecord
+from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord
 from lakehook.ports.store import Page
 
 GroupRef = tuple[str, str]
@@ -142,7 +142,8 @@ class StateReader(ABC):
 
 
 class StateHistory(ABC):
-    """Past states of an asset by state version: what EACH_VERSION needs to trigger every version in order."""
+    """What EACH_VERSION needs to trigger every version in order: past states of an asset by state version, and
+    the snapshot log (every accepted snapshot by its order, a late older one too)."""
 
     @abstractmethod
     def record(self, states: Mapping[str, Sequence[AssetState]], now_ms: int) -> None:
@@ -152,13 +153,23 @@ class StateHistory(ABC):
     def between(self, asset_key: str, first_version: int, last_version: int) -> list[AssetState]:
         """The kept states with ``first_version <= version <= last_version``, oldest first."""
 
+    @abstractmethod
+    def record_snapshots(self, snapshots: Mapping[str, Sequence[SnapshotRecord]], now_ms: int) -> None:
+        """Log these snapshots (per asset key) by order; a snapshot logged before keeps when it was first logged."""
+
+    @abstractmethod
+    def snapshots_after(self, asset_key: str, order: int, limit: int) -> list[LoggedSnapshot]:
+        """The logged snapshots with an order above ``order``, oldest first, at most ``limit``."""
+
 
 @dataclass(frozen=True)
 class StateChange:
-    """An asset whose state changed; ``state`` is the new image when the stream record carries one."""
+    """An asset whose state changed (``state``: the new image when the stream record carries one), or an asset
+    with a newly recorded snapshot (``snapshot``: from the event item, whether or not it advanced the state)."""
 
     asset_key: str
     state: AssetState | None = None
+    snapshot: SnapshotRecord | None = None  # a SNAPSHOT_COMMITTED event recorded (even one older than the state)
 
 
 @dataclass(frozen=True)

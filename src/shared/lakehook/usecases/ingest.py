@@ -117,6 +117,8 @@ class IngestEvents:
             status, reason = IngestStatus.DUPLICATE, "this event was recorded before"
         elif outcome is AdvanceOutcome.STALE:
             status, reason = IngestStatus.STALE, "recorded; the asset state already holds a newer version"
+            if event.event_type is EventType.SNAPSHOT_COMMITTED:
+                reason += "; the snapshot is logged for EACH_VERSION rules, which still run it in order"
         else:
             status, reason = IngestStatus.ACCEPTED, None
         return EventResult(eventId=event.event_id, status=status, reason=reason, index=index)

@@ -19,6 +19,7 @@ from lakehook.ports.queue import WorkQueue
 class WorkMode(StrEnum):
     POLL = "poll"  # the frequent, cheap pointer check and new snapshots
     COMPENSATE = "compensate"  # compare each table's latest snapshot with the state and backfill
+    FILL = "fill"  # read one table from a given snapshot on (a gap an EACH_VERSION rule waits on)
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,8 @@ class PlanReport:
 
 
 def parse_work(body: dict[str, Any]) -> tuple[WorkMode, list[str]]:
-    """A queued message: ``{"mode": "poll" | "compensate", "assetKeys": [...]}``."""
+    """A queued message: ``{"mode": "poll" | "compensate" | "fill", "assetKeys": [...]}`` (a fill also carries
+    ``"after": {"snapshotId", "order"}``, see :func:`parse_after`)."""
     try:
         mode = WorkMode(body.get("mode", WorkMode.POLL))
     except ValueError as exc:
@@ -38,6 +40,20 @@ def parse_work(body: dict[str, Any]) -> tuple[WorkMode, list[str]]:
     if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
         raise ValidationError("assetKeys must be a list of asset keys", field="assetKeys")
     return mode, keys
+
+
+def parse_after(body: dict[str, Any]) -> dict[str, int]:
+    """A fill message's starting point: the snapshot before the gap, ``{"snapshotId": …, "order": …}``."""
+    after = body.get("after")
+    if (
+        not isinstance(after, dict)
+        or not isinstance(after.get("snapshotId"), int)
+        or not isinstance(after.get("order"), int)
+        or after["snapshotId"] < 0
+        or after["order"] < 0
+    ):
+        raise ValidationError("a fill needs after: {snapshotId, order}, non-negative integers", field="after")
+    return {"snapshotId": after["snapshotId"], "order": after["order"]}
 
 
 class PlanPolls:
@@ -75,13 +91,19 @@ class RunPollWork:
     backoff); only a failure of lakehook's own store escapes, so SQS redelivers the message.
     """
 
-    def __init__(self, registry: AssetRegistry, poll: Any, compensate: Any) -> None:
+    def __init__(self, registry: AssetRegistry, poll: Any, compensate: Any, fill: Any = None) -> None:
         self._registry = registry
         self._poll = poll
         self._compensate = compensate
+        self._fill = fill
 
-    def __call__(self, mode: WorkMode, asset_keys: list[str]) -> dict[str, Any]:
+    def __call__(self, mode: WorkMode, asset_keys: list[str], after: dict[str, int] | None = None) -> dict[str, Any]:
         assets = [a for a in (self._registry.get_asset(k) for k in asset_keys) if a is not None and a.source]
+        if mode is WorkMode.FILL:
+            if self._fill is None or after is None:
+                raise ValidationError("a fill needs a filler and a starting point", field="after")
+            found = [self._fill(a, after) for a in assets]
+            return {"mode": mode.value, "assets": len(assets), "missedEvents": sum(r.missed_events for r in found)}
         if mode is WorkMode.COMPENSATE:
             report = self._compensate(assets)
             return {"mode": mode.value, "assets": len(assets), "missedEvents": report.missed_events}

@@ -335,13 +335,20 @@ class CompensateAsset:
         self._limit = limit
         self._first_scan_snapshots = first_scan_snapshots
 
-    def __call__(self, asset: AssetRegistration) -> CompensationResult:
+    def fill(self, asset: AssetRegistration, after: dict[str, int]) -> CompensationResult:
+        """Read the table from ``after`` (the snapshot before a gap an EACH_VERSION rule waits on) on, whatever
+        the state or the poller's offset say, and ingest what it holds: a missing snapshot that still exists is
+        recorded (STALE for the state, logged for the rule); one that expired never comes and its gap settles."""
+        order = after["order"] if asset.asset_key.startswith("iceberg://") else None
+        return self(asset, SnapshotCursor(snapshot_id=after["snapshotId"], sequence_number=order))
+
+    def __call__(self, asset: AssetRegistration, after: SnapshotCursor | None = None) -> CompensationResult:
         key = asset.asset_key
         source_config = _source_of(asset)
         source = self._sources(asset.format)
         state = self._store.get_state(key)
-        cursor = None
-        if state is not None and state.latest_snapshot_id is not None:
+        cursor = after
+        if cursor is None and state is not None and state.latest_snapshot_id is not None:
             cursor = SnapshotCursor(
                 snapshot_id=state.latest_snapshot_id,
                 schema_id=state.latest_schema_id,

@@ -29,11 +29,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from lakehook.domain.errors import ConflictError
-from lakehook.domain.evaluation import GroupEvaluation, Status, VersionLog, backfills_of, evaluate_group, select_member
+from lakehook.domain.evaluation import (
+    Gap,
+    GroupEvaluation,
+    Status,
+    VersionLog,
+    backfills_of,
+    evaluate_group,
+    select_member,
+    steps_by_snapshot,
+)
 from lakehook.domain.rules import Group, Mode, Policy, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
+from lakehook.domain.versions import LoggedSnapshot, SnapshotLog, SnapshotRecord, lineage_of
 from lakehook.observability import MetricName, logger
 from lakehook.ports.coverage import CoverageStore
 from lakehook.ports.rules import (
@@ -49,6 +59,7 @@ from lakehook.ports.rules import (
     StateReader,
     TriggerStore,
 )
+from lakehook.ports.queue import WorkQueue
 from lakehook.usecases.coverage import coverage_of_groups
 
 READY_METRIC = "lakehouse_asset_dependency_ready_total"
@@ -148,7 +159,10 @@ class ResolveAssetChange:
         coverage: CoverageStore | None = None,
         rule_error: Callable[[BaseException], bool] = is_rule_error,
         retry_ms: int = 60_000,
+        poll_queue: WorkQueue | None = None,
     ) -> None:
+        # where a gap in an EACH_VERSION member's snapshot log asks for a targeted poll of its table
+        self._poll_queue = poll_queue
         self._coverage = coverage
         self._rule_error = rule_error
         # When a failed rule (or a failed batch's assets) is evaluated again: the next sweep after this.
@@ -264,12 +278,15 @@ class ResolveAssetChange:
     ) -> None:
         changed: list[str] = []
         images: dict[str, list[AssetState]] = {}
+        recorded: dict[str, list[SnapshotRecord]] = {}
         for change in changes:
             if change.asset_key not in images:
                 changed.append(change.asset_key)
                 images[change.asset_key] = []
             if change.state is not None and change.state.version > 0:
                 images[change.asset_key].append(change.state)
+            if change.snapshot is not None:
+                recorded.setdefault(change.asset_key, []).append(change.snapshot)
 
         rules: dict[str, Rule] = {}
         focus: dict[str, set[str]] = {}
@@ -305,7 +322,7 @@ class ResolveAssetChange:
         ]
         if not work:
             return
-        self._resolve_work(work, changed, images, now, report, claim=True)
+        self._resolve_work(work, changed, images, now, report, claim=True, recorded=recorded)
         failed = {(f.rule_id, f.group_id) for f in report.failed}
         for ref in sorted(retried - failed):
             # A deferral is how a failed group is retried: it evaluated fine, so its lastError goes.
@@ -321,16 +338,22 @@ class ResolveAssetChange:
         *,
         claim: bool,
         registered: Mapping[str, bool] | None = None,
+        recorded: Mapping[str, Sequence[SnapshotRecord]] | None = None,
     ) -> None:
         """Read what the groups need once, then decide (and with ``claim``, claim) group by group, each isolated."""
         versioned = {k for rule, g in work if _each_version(rule, g) for k in g.asset_keys}
         owned = {k: images[k] for k in changed if k in versioned and images[k]}
+        seen = _seen_snapshots(owned, recorded or {}, versioned)
         if owned and claim:
             self._history.record(owned, now)
+        if seen and claim:
+            self._history.record_snapshots(seen, now)
 
         assets = sorted({k for _, g in work for k in g.asset_keys})
         inputs = self._reader.read(assets, [(r.rule_id, g.group_id) for r, g in work])
         logs, recheck = self._logs(work, inputs.states, inputs.cursors, owned, now)
+        snapshots = self._snapshot_logs(work, inputs.states, inputs.cursors, seen, now)
+        previous = self._previous_triggers(work, inputs.cursors)
 
         for rule, group in work:
             try:
@@ -345,6 +368,8 @@ class ResolveAssetChange:
                     changed,
                     claim=claim,
                     registered=registered,
+                    snapshots=snapshots,
+                    previous=previous,
                 )
             except Exception as exc:
                 if not self._rule_error(exc):
@@ -362,7 +387,8 @@ class ResolveAssetChange:
                 continue
             verdict = report.verdicts.get((rule.rule_id, group.group_id))
             due = [recheck[k] for k in group.asset_keys if k in recheck]
-            if _each_version(rule, group) and verdict is not None and not verdict.ready and due:
+            deferred = any((d.rule_id, d.group_id) == (rule.rule_id, group.group_id) for d in report.deferred)
+            if _each_version(rule, group) and verdict is not None and not verdict.ready and due and not deferred:
                 # A member has a newer version behind a history gap its owner may still fill: look again
                 # once the gap is known final, even if nothing else changes meanwhile.
                 deferral = Deferral(rule.rule_id, group.group_id, min(due))
@@ -489,9 +515,12 @@ class ResolveAssetChange:
         *,
         claim: bool = True,
         registered: Mapping[str, bool] | None = None,
+        snapshots: Mapping[str, SnapshotLog] | None = None,
+        previous: Mapping[GroupRef, Trigger] | None = None,
     ) -> None:
         ref = (rule.rule_id, group.group_id)
         conflicts = claims = 0
+        last = (previous or {}).get(ref)
         # read once: later windows of this loop lie inside what the first cursor still needed
         spans = coverage_of_groups(self._coverage, [(group, cursor)], now) if group.covers else None
         while True:
@@ -501,13 +530,25 @@ class ResolveAssetChange:
                 self._deferrals.defer(deferral)
                 report.deferred.append(deferral)
                 return
-            verdict = evaluate_group(rule, group, states, cursor, now, registered=registered, logs=logs, coverage=spans)
+            verdict = evaluate_group(
+                rule,
+                group,
+                states,
+                cursor,
+                now,
+                registered=registered,
+                logs=logs,
+                coverage=spans,
+                snapshots=snapshots,
+                previous=last,
+            )
             report.verdicts[ref] = verdict
             report.first_verdicts.setdefault(ref, verdict)
             if not claim:
                 return
             if not verdict.ready:
                 self._settle(rule, group, verdict, report, changed)
+                self._fill(verdict.gaps)
                 return
             verdict = replace(verdict, pins=self._described(verdict.pins, states))
             base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id)
@@ -533,6 +574,7 @@ class ResolveAssetChange:
             if result.outcome is ClaimOutcome.CLAIMED:
                 report.claimed.append(trigger)
                 cursor = moved
+                last = trigger  # head of line: the next version waits for this one
                 claims += 1
                 logger.info(
                     "trigger claimed",
@@ -576,6 +618,83 @@ class ResolveAssetChange:
                 },
             )
             cursor = fresh
+            last = self._triggers.get(fresh.trigger_key) if fresh.trigger_key else None
+
+    def _fill(self, gaps: Sequence[Gap]) -> None:
+        """Ask for a targeted poll of each table with a gap: it reads the table from the snapshot before the gap,
+        whatever the poller's offset, so the missing snapshot enters the log (or never exists and settles)."""
+        if self._poll_queue is None or not gaps:
+            return
+        first = {g.asset_key: g for g in sorted(gaps, key=lambda g: g.order, reverse=True)}
+        messages = [
+            {"mode": "fill", "assetKeys": [g.asset_key], "after": {"snapshotId": g.snapshot_id, "order": g.order}}
+            for g in first.values()
+        ]
+        self._poll_queue.send(messages)
+        for gap in first.values():
+            logger.info(
+                "snapshot gap: targeted poll requested",
+                extra={"asset_key": gap.asset_key, "snapshot_id": gap.snapshot_id, "status": "WAITING_FOR_VERSION"},
+            )
+
+    # --- EACH_VERSION snapshot log and head of line ---------------------------------------------------
+
+    def _snapshot_logs(
+        self,
+        work: list[tuple[Rule, Group]],
+        states: dict[str, AssetState],
+        cursors: dict[GroupRef, GroupCursor],
+        seen: Mapping[str, Sequence[SnapshotRecord]],
+        now: int,
+    ) -> dict[str, SnapshotLog]:
+        """Per EACH_VERSION member stepping by snapshot: the logged snapshots after the oldest cursor that needs
+        them (one query per such asset), the snapshots this batch saw, and the state's own newest ones."""
+        since: dict[str, int | None] = {}
+        for rule, group in work:
+            if not _each_version(rule, group):
+                continue
+            cursor = cursors.get((rule.rule_id, group.group_id))
+            for member in group.members:
+                if not steps_by_snapshot(member):
+                    continue
+                key = member.asset_key
+                last = cursor.pins.get(key) if cursor is not None and cursor.seq > 0 else None
+                if last is None or last.snapshot_id is None:
+                    since.setdefault(key, None)
+                    continue
+                order = last.ordinal[0]
+                held = since.get(key)
+                since[key] = order if held is None else min(held, order)
+        logs: dict[str, SnapshotLog] = {}
+        limit = 2 * self._max_claims + 10
+        for key, order in since.items():
+            state = states.get(key)
+            entries = [LoggedSnapshot(r, now) for r in seen.get(key, ())]
+            complete = True
+            newest = state.latest_record.order if state is not None and state.latest_record is not None else None
+            if order is not None and newest is not None and newest > order:
+                stored = self._history.snapshots_after(key, order, limit)
+                complete = len(stored) < limit
+                entries = stored + entries
+            if state is not None and complete:
+                at = state.updated_at if state.updated_at is not None else now
+                entries += [LoggedSnapshot(r, at) for r in (state.latest_record, state.latest_data) if r is not None]
+            logs[key] = SnapshotLog.of(entries, lineage_of(key), self._settle_ms)
+        return logs
+
+    def _previous_triggers(
+        self, work: list[tuple[Rule, Group]], cursors: dict[GroupRef, GroupCursor]
+    ) -> dict[GroupRef, Trigger]:
+        """The trigger each EACH_VERSION group's cursor names (head of line), one read per such group."""
+        found: dict[GroupRef, Trigger] = {}
+        for rule, group in work:
+            cursor = cursors.get((rule.rule_id, group.group_id))
+            if rule.policy.mode is not Mode.EACH_VERSION or cursor is None or not cursor.trigger_key:
+                continue
+            trigger = self._triggers.get(cursor.trigger_key)
+            if trigger is not None:
+                found[(rule.rule_id, group.group_id)] = trigger
+        return found
 
     def _described(self, pins: tuple[PinnedInput, ...], states: dict[str, AssetState]) -> tuple[PinnedInput, ...]:
         """Pins of snapshots older than the state (a quality pass, a tag, a version of EACH_VERSION) get their
@@ -633,7 +752,21 @@ def _described_by_state(pin: PinnedInput, state: AssetState | None) -> bool:
 
 
 # Verdicts that lift by themselves at ``until`` (a covered window closes when its lateness has passed).
-_TIMED = (Status.COOLDOWN, Status.QUIET_PERIOD, Status.BLOCKED_BY_COVERAGE)
+_TIMED = (Status.COOLDOWN, Status.QUIET_PERIOD, Status.BLOCKED_BY_COVERAGE, Status.WAITING_FOR_VERSION)
+
+
+def _seen_snapshots(
+    owned: Mapping[str, Sequence[AssetState]], recorded: Mapping[str, Sequence[SnapshotRecord]], versioned: set[str]
+) -> dict[str, list[SnapshotRecord]]:
+    """The snapshots a batch brought for EACH_VERSION members: recorded events (late ones too) and state images."""
+    seen: dict[str, list[SnapshotRecord]] = {}
+    for key in versioned:
+        found = list(recorded.get(key, ()))
+        for state in owned.get(key, ()):
+            found += [r for r in (state.latest_record, state.latest_data) if r is not None]
+        if found:
+            seen[key] = found
+    return seen
 
 
 def _each_version(rule: Rule, group: Group) -> bool:

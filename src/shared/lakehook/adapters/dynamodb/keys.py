@@ -82,6 +82,7 @@ def poll_status_key(asset_key: str) -> dict[str, str]:
 # - ``RULE#<ruleId>``    / ``DEFER#<groupId>``   a deferred re-evaluation (GSI1 while pending: ``DEFERRED`` / due)
 # - ``TRIGGER#<key>``    / ``CLAIM``             a trigger claim (GSI1: ``TRIGGERS#<ruleId>`` / created, seq)
 # - ``ASSET#<assetKey>`` / ``HIST#<version>``    a past state image, for EACH_VERSION rules (TTL)
+# - ``ASSET#<assetKey>`` / ``SNAPLOG#<order>``   an accepted snapshot by its order, for EACH_VERSION rules (TTL)
 # - ``ASSET#<assetKey>`` / ``RECHECK``           re-evaluate the asset's rules (a failed batch; GSI1 like a deferral)
 
 RULE_PREFIX = "RULE#"
@@ -90,6 +91,7 @@ DEFER_PREFIX = "DEFER#"
 TRIGGER_PREFIX = "TRIGGER#"
 TRIGGERS_PREFIX = "TRIGGERS#"
 HISTORY_PREFIX = "HIST#"
+SNAPLOG_PREFIX = "SNAPLOG#"
 CLAIM_SORT = "CLAIM"
 RULES_INDEX_PK = "RULES"
 DEFERRED_INDEX_PK = "DEFERRED"
@@ -141,6 +143,11 @@ def triggers_index_sk(created_at_ms: int, sequence: int, trigger_key: str) -> st
 
 def history_key(asset_key: str, version: int) -> dict[str, str]:
     return {"PK": asset_pk(asset_key), "SK": f"{HISTORY_PREFIX}{version:012d}"}
+
+
+def snapshot_log_key(asset_key: str, order: int) -> dict[str, str]:
+    """Fixed width, so the log sorts by order (Paimon ids and Iceberg sequence numbers are non-negative)."""
+    return {"PK": asset_pk(asset_key), "SK": f"{SNAPLOG_PREFIX}{max(order, 0):020d}"}
 
 
 # --- coverage: merged [start, end) intervals, one item per asset (and partition) per UTC day -----

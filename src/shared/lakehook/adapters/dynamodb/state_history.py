@@ -1,4 +1,5 @@
-"""DynamoDBStateHistory: past state images ``ASSET#<assetKey>`` / ``HIST#<version>``, kept for a while (TTL)."""
+"""DynamoDBStateHistory: past state images ``ASSET#<assetKey>`` / ``HIST#<version>`` and the snapshot log
+``ASSET#<assetKey>`` / ``SNAPLOG#<order>``, kept for a while (TTL)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
+from botocore.exceptions import ClientError
+
+from lakehook.adapters.aws import is_conditional_failure
 
 from lakehook.adapters.dynamodb import keys
 from lakehook.domain.state import AssetState
+from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord
 from lakehook.ports.rules import StateHistory
 
 
@@ -56,3 +61,43 @@ class DynamoDBStateHistory(StateHistory):
             if "LastEvaluatedKey" not in answer:
                 return found
             kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+
+    def record_snapshots(self, snapshots: Mapping[str, Sequence[SnapshotRecord]], now_ms: int) -> None:
+        """One conditional put per snapshot not logged yet (a redelivered record keeps its first ``recordedAt``,
+        which is when a gap before it started to settle)."""
+        unique = {(k, r.order): r for k, records in snapshots.items() for r in records}
+        for (asset_key, _), record in sorted(unique.items()):
+            try:
+                self._table.put_item(
+                    Item={
+                        **keys.snapshot_log_key(asset_key, record.order),
+                        keys.ITEM_TYPE: "SNAPLOG",
+                        "assetKey": asset_key,
+                        "recordedAt": now_ms,
+                        "body": json.dumps(record.to_item(), separators=(",", ":"), sort_keys=True),
+                        keys.TTL_ATTRIBUTE: now_ms // 1000 + self._retention_seconds,
+                    },
+                    ConditionExpression="attribute_not_exists(PK)",
+                )
+            except ClientError as exc:
+                if not is_conditional_failure(exc):
+                    raise
+
+    def snapshots_after(self, asset_key: str, order: int, limit: int) -> list[LoggedSnapshot]:
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": Key("PK").eq(keys.asset_pk(asset_key))
+            & Key("SK").between(keys.snapshot_log_key(asset_key, order + 1)["SK"], keys.SNAPLOG_PREFIX + "~"),
+            "ConsistentRead": True,
+            "Limit": limit,
+        }
+        found: list[LoggedSnapshot] = []
+        while len(found) < limit:
+            answer = self._table.query(**kwargs)
+            found.extend(
+                LoggedSnapshot(SnapshotRecord.model_validate(json.loads(i["body"])), int(i["recordedAt"]))
+                for i in answer.get("Items", [])
+            )
+            if "LastEvaluatedKey" not in answer:
+                break
+            kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+        return found[:limit]

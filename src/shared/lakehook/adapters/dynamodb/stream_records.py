@@ -1,14 +1,16 @@
 """Turn a DynamoDB stream record into what the resolver acts on: a state change, a due deferral, or nothing.
 
 Records arrive as Lambda hands them over (typed attribute values); Powertools' DynamoDBRecord
-deserializes the images (numbers as Decimal). Only two kinds wake the resolver (see
-``RESOLVER_FILTER_PATTERNS``): an asset's STATE item written, and a deferral (or an asset recheck) marked DUE. Anything
-else, including event items and the keys-only first INSERT moto emits for an update that
+deserializes the images (numbers as Decimal). These wake the resolver (see ``RESOLVER_FILTER_PATTERNS``): an
+asset's STATE item written, a deferral (or an asset recheck) marked DUE, a SNAPSHOT_COMMITTED event item
+recorded (the snapshot log of EACH_VERSION), and a trigger turned SUCCEEDED (its group's next version). Anything
+else, including other event items and the keys-only first INSERT moto emits for an update that
 creates an item, is recognized by its keys, so the decision does not depend on the filter.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,17 +21,33 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import integral
-from lakehook.domain.state import AssetState
+from lakehook.domain.events import AssetEvent
+from lakehook.domain.state import AssetState, snapshot_record
+from lakehook.domain.triggers import TriggerStatus
 from lakehook.ports.rules import Deferral, StateChange
 
 # FilterCriteria of the resolver's DynamoDB event source (template.yaml takes them as JSON strings).
 RESOLVER_FILTER_PATTERNS: list[dict[str, Any]] = [
     {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"NewImage": {"itemType": {"S": ["STATE"]}}}},
     {"eventName": ["MODIFY"], "dynamodb": {"NewImage": {"itemType": {"S": ["DEFERRAL"]}, "status": {"S": ["DUE"]}}}},
+    # every recorded snapshot, a STALE (older than the state) one too: EACH_VERSION logs it
+    {
+        "eventName": ["INSERT"],
+        "dynamodb": {"NewImage": {"itemType": {"S": ["EVENT"]}, "eventType": {"S": ["SNAPSHOT_COMMITTED"]}}},
+    },
+    # a trigger that just SUCCEEDED releases its EACH_VERSION group's next version (head of line)
+    {
+        "eventName": ["MODIFY"],
+        "dynamodb": {
+            "NewImage": {"itemType": {"S": ["TRIGGER"]}, "status": {"S": ["SUCCEEDED"]}},
+            "OldImage": {"status": {"S": [{"anything-but": ["SUCCEEDED"]}]}},
+        },
+    },
 ]
 
 _ASSET = keys.asset_pk("")
 _RULE = keys.RULE_PREFIX
+_TRIGGER = keys.TRIGGER_PREFIX
 
 
 def resolver_input(record: Mapping[str, Any]) -> StateChange | Deferral | None:
@@ -44,6 +62,14 @@ def resolver_input(record: Mapping[str, Any]) -> StateChange | Deferral | None:
         asset_key = pk[len(_ASSET) :]
         has_state = image.get(keys.ITEM_TYPE) == "STATE" and "version" in image
         return StateChange(asset_key, AssetState.from_item(asset_key, image) if has_state else None)
+    if pk.startswith(_ASSET) and sk.startswith(keys.Prefix.EVENT) and image.get("eventType") == "SNAPSHOT_COMMITTED":
+        event = AssetEvent.model_validate(json.loads(str(image["body"])))
+        return StateChange(event.asset_key, snapshot=snapshot_record(event))
+    if pk.startswith(_TRIGGER) and sk == keys.CLAIM_SORT and image.get("status") == TriggerStatus.SUCCEEDED:
+        old = body.old_image or {}
+        if wrapped.event_name is DynamoDBRecordEventName.MODIFY and old.get("status") != TriggerStatus.SUCCEEDED:
+            return Deferral(str(image["ruleId"]), str(image["groupId"]), 0)
+        return None
     if pk.startswith(_ASSET) and sk == keys.RECHECK_SORT and image.get("status") == "DUE":
         return StateChange(pk[len(_ASSET) :])  # a recheck a failed batch left: every rule of the asset again
     if pk.startswith(_RULE) and sk.startswith(keys.DEFER_PREFIX) and image.get("status") == "DUE":
