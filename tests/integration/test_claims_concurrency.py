@@ -33,7 +33,7 @@ from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
 from lakehook.domain.events import AssetEvent, EventType, SourceType
 from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, trigger_key
-from lakehook.ports.rules import ClaimOutcome, StateChange
+from lakehook.ports.rules import ClaimOutcome, Deferral, StateChange
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.resolve import ResolveAssetChange
 from tests.support import create_table
@@ -195,6 +195,16 @@ def test_eight_resolvers_on_the_same_changes_claim_each_key_once(endpoint: str) 
 
     resolvers = [resolver(i) for i in range(RACERS)]
     reports = race(RACERS, lambda i: resolvers[i](changes))
+    for _ in range(3):  # head of line: each run starts (SUCCEEDED wakes the group on every resolver at once)
+        for item in table.scan()["Items"]:
+            if item.get("itemType") == "TRIGGER" and item["ruleId"] == "each" and item["status"] == "TRIGGERING":
+                table.update_item(
+                    Key={"PK": item["PK"], "SK": item["SK"]},
+                    UpdateExpression="SET #s = :s",
+                    ExpressionAttributeNames={"#s": "status"},
+                    ExpressionAttributeValues={":s": "SUCCEEDED"},
+                )
+        reports += race(RACERS, lambda i: resolvers[i](deferred=[Deferral("each", "g", 0)]))
     claimed = [t.trigger_key for r in reports for t in r.claimed]
     assert len(claimed) == len(set(claimed)), "a key was claimed by two resolvers"
     triggers = DynamoDBTriggerStore(table)

@@ -15,8 +15,8 @@ from lakehook.adapters.memory_rules import (
     InMemoryTriggerStore,
 )
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
-from lakehook.domain.state import snapshot_record
 from lakehook.domain.rules import Rule
+from lakehook.domain.state import snapshot_record
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
 from lakehook.ports.rules import ClaimResult, Deferral, StateChange
 from lakehook.usecases.ingest import IngestEvents

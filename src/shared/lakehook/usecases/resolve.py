@@ -46,6 +46,7 @@ from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerS
 from lakehook.domain.versions import LoggedSnapshot, SnapshotLog, SnapshotRecord, lineage_of
 from lakehook.observability import MetricName, logger
 from lakehook.ports.coverage import CoverageStore
+from lakehook.ports.queue import WorkQueue
 from lakehook.ports.rules import (
     AssetRecheck,
     ClaimOutcome,
@@ -59,7 +60,6 @@ from lakehook.ports.rules import (
     StateReader,
     TriggerStore,
 )
-from lakehook.ports.queue import WorkQueue
 from lakehook.usecases.coverage import coverage_of_groups
 
 READY_METRIC = "lakehouse_asset_dependency_ready_total"
@@ -662,18 +662,17 @@ class ResolveAssetChange:
                 if last is None or last.snapshot_id is None:
                     since.setdefault(key, None)
                     continue
-                order = last.ordinal[0]
                 held = since.get(key)
-                since[key] = order if held is None else min(held, order)
+                since[key] = last.ordinal[0] if held is None else min(held, last.ordinal[0])
         logs: dict[str, SnapshotLog] = {}
         limit = 2 * self._max_claims + 10
-        for key, order in since.items():
+        for key, start in since.items():
             state = states.get(key)
             entries = [LoggedSnapshot(r, now) for r in seen.get(key, ())]
             complete = True
             newest = state.latest_record.order if state is not None and state.latest_record is not None else None
-            if order is not None and newest is not None and newest > order:
-                stored = self._history.snapshots_after(key, order, limit)
+            if start is not None and newest is not None and newest > start:
+                stored = self._history.snapshots_after(key, start, limit)
                 complete = len(stored) < limit
                 entries = stored + entries
             if state is not None and complete:

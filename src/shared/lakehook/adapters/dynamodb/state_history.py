@@ -11,7 +11,6 @@ from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
 
 from lakehook.adapters.aws import is_conditional_failure
-
 from lakehook.adapters.dynamodb import keys
 from lakehook.domain.state import AssetState
 from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord
