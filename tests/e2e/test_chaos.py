@@ -310,10 +310,7 @@ def test_every_satisfied_version_runs_exactly_once_through_faults(
 
 # Checks whose behaviour another part of issue 11 has not landed yet: reported, not failed. Each entry names
 # what must land; remove it when it has.
-TODO: dict[str, str] = {
-    "each version": "each-version: every accepted snapshot recorded, gaps filled by a targeted poll",
-    "version order": "each-version: head-of-line dispatch in version order",
-}
+TODO: dict[str, str] = {}
 
 
 class Checks:
