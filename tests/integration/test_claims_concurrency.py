@@ -2,27 +2,17 @@
 
 Every thread has its own boto3 client, as separate Lambda invocations would, and talks to a
 ThreadedMotoServer on 127.0.0.1 (requests are served concurrently, one thread each).
-
-DynamoDB applies each request atomically (a transaction is serializable, a conditional write is
-checked and applied as one step). moto does not: its TransactWriteItems checks, writes, and on a
-failed condition restores a deep copy of the whole table taken before, erasing what other threads
-committed meanwhile. So the server here applies one DynamoDB request at a time, which is the
-guarantee the real service gives; the interleaving of requests stays as random as the threads make it.
+The server applies one DynamoDB request at a time, as DynamoDB does (see ``tests.racing``).
 """
 
 from __future__ import annotations
 
 import random
-import socket
-import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto.dynamodb.responses import DynamoHandler
-from moto.server import ThreadedMotoServer
 
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.adapters.dynamodb.deferral_store import DynamoDBDeferralStore
@@ -36,7 +26,8 @@ from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, trigger_
 from lakehook.ports.rules import ClaimOutcome, Deferral, StateChange
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.resolve import ResolveAssetChange
-from tests.support import create_table
+from tests import racing
+from tests.racing import atomic_dynamodb_server, race
 
 TABLE = "lakehook-race"
 RACERS = 8
@@ -44,57 +35,14 @@ A = "paimon://lake/ods/a"
 B = "paimon://lake/ods/b"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
-    patch = pytest.MonkeyPatch()
-    one_at_a_time = threading.RLock()
-    call_action = DynamoHandler.call_action
-
-    def atomic(self: DynamoHandler) -> Any:
-        with one_at_a_time:
-            return call_action(self)
-
-    patch.setattr(DynamoHandler, "call_action", atomic)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=_free_port(), verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    create_table(boto3.client("dynamodb", region_name="us-east-1", endpoint_url=url), TABLE)
-    yield url
-    server.stop()
-    patch.undo()
+    with atomic_dynamodb_server(TABLE) as url:
+        yield url
 
 
 def table_at(url: str) -> Any:
-    return boto3.session.Session(region_name="us-east-1").resource("dynamodb", endpoint_url=url).Table(TABLE)
-
-
-def race(count: int, work: Callable[[int], Any]) -> list[Any]:
-    """Run ``work(i)`` on ``count`` threads released together; answer their results."""
-    start = threading.Barrier(count)
-    results: list[Any] = [None] * count
-    errors: list[BaseException] = []
-
-    def run(i: int) -> None:
-        start.wait()
-        try:
-            results[i] = work(i)
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not errors, errors
-    return results
+    return racing.table_at(url, TABLE)
 
 
 def test_racing_claims_of_the_same_versions_claim_each_key_once(endpoint: str) -> None:

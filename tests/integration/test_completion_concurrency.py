@@ -4,20 +4,15 @@ Each thread has its own boto3 clients, as separate Lambda invocations of the API
 same trigger with a different status or different outlets. One conditional write decides: exactly one
 completion is recorded, every other one is a conflict, and only the winner's outlets reach the asset state.
 The server applies one DynamoDB request at a time, the atomicity the real service gives per request
-(see test_claims_concurrency for why moto needs that).
+(see ``tests.racing`` for why moto needs that).
 """
 
 from __future__ import annotations
 
-import socket
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto.dynamodb.responses import DynamoHandler
-from moto.server import ThreadedMotoServer
 
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
@@ -29,7 +24,8 @@ from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import PinnedInput, Trigger
 from lakehook.usecases.completion import Caller, CompleteRun, CompletionResult
 from lakehook.usecases.ingest import IngestEvents
-from tests.support import create_table
+from tests import racing
+from tests.racing import atomic_dynamodb_server, race
 
 TABLE = "lakehook-completion-race"
 RACERS = 8
@@ -38,57 +34,14 @@ ODS = "paimon://lake/ods_db/ods_order_latest"
 DWD = "paimon://lake/dwd_db/dwd_trade_event_fact"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
-    patch = pytest.MonkeyPatch()
-    one_at_a_time = threading.RLock()
-    call_action = DynamoHandler.call_action
-
-    def atomic(self: DynamoHandler) -> Any:
-        with one_at_a_time:
-            return call_action(self)
-
-    patch.setattr(DynamoHandler, "call_action", atomic)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=_free_port(), verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    create_table(boto3.client("dynamodb", region_name="us-east-1", endpoint_url=url), TABLE)
-    yield url
-    server.stop()
-    patch.undo()
+    with atomic_dynamodb_server(TABLE) as url:
+        yield url
 
 
 def table_at(url: str) -> Any:
-    return boto3.session.Session(region_name="us-east-1").resource("dynamodb", endpoint_url=url).Table(TABLE)
-
-
-def race(count: int, work: Callable[[int], Any]) -> list[Any]:
-    """Run ``work(i)`` on ``count`` threads released together; answer their results."""
-    start = threading.Barrier(count)
-    results: list[Any] = [None] * count
-    errors: list[BaseException] = []
-
-    def run(i: int) -> None:
-        start.wait()
-        try:
-            results[i] = work(i)
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not errors, errors
-    return results
+    return racing.table_at(url, TABLE)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,80 @@
+"""Racing threads against a moto server that applies one DynamoDB request at a time, as DynamoDB does.
+
+DynamoDB applies each request atomically (a transaction is serializable, a conditional write is
+checked and applied as one step). moto does not: its TransactWriteItems checks, writes, and on a
+failed condition restores a deep copy of the whole table taken before, erasing what other threads
+committed meanwhile. So the server here applies one DynamoDB request at a time, which is the
+guarantee the real service gives; the interleaving of requests stays as random as the threads make it.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import boto3
+import pytest
+from moto.dynamodb.responses import DynamoHandler
+from moto.server import ThreadedMotoServer
+
+from tests.support import create_table
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def atomic_dynamodb_server(table: str) -> Iterator[str]:
+    """A ThreadedMotoServer on 127.0.0.1 with ``table`` created; answers its URL."""
+    patch = pytest.MonkeyPatch()
+    one_at_a_time = threading.RLock()
+    call_action = DynamoHandler.call_action
+
+    def atomic(self: DynamoHandler) -> Any:
+        with one_at_a_time:
+            return call_action(self)
+
+    patch.setattr(DynamoHandler, "call_action", atomic)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=_free_port(), verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        url = f"http://{host}:{port}"
+        create_table(boto3.client("dynamodb", region_name="us-east-1", endpoint_url=url), table)
+        yield url
+    finally:
+        server.stop()
+        patch.undo()
+
+
+def table_at(url: str, table: str) -> Any:
+    """A Table resource of its own (its own session), as a separate Lambda invocation would have."""
+    return boto3.session.Session(region_name="us-east-1").resource("dynamodb", endpoint_url=url).Table(table)
+
+
+def race(count: int, work: Callable[[int], Any]) -> list[Any]:
+    """Run ``work(i)`` on ``count`` threads released together; answer their results."""
+    start = threading.Barrier(count)
+    results: list[Any] = [None] * count
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        start.wait()
+        try:
+            results[i] = work(i)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    return results
