@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
 from lakehook.container import Container
+from lakehook.domain.time import MAX_ISO_MS
 from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.ports.rules import ClaimResult
 from lakehook.wiring_rules import handle_stream_batch, sweep_deferred
@@ -97,3 +99,85 @@ def test_a_batch_with_one_throwing_rule_still_claims_the_other_rules_trigger(
     status, explained = call(app, "GET", "/rules/broken/explain")
     assert status == 200 and explained["lastError"]["groupId"] == "g"
     assert sweep_deferred() == 0  # its retry is due after a minute, not now
+
+
+def test_a_watermark_at_the_last_instant_fires_its_last_window_and_then_explains_why_no_more_can(
+    app: Any, container: Container, stream: Stream
+) -> None:
+    # 9999-12-31T23:59:59.999Z is a watermark ingest accepts; the window after it would end in year 10000,
+    # which used to raise in every evaluation of the rule (explain, the resolver, the sweep).
+    windowed = {"window": "PT1H", "allowedLatenessSeconds": 300}
+    body = {
+        "groups": [{"groupId": "g", "members": [{"assetKey": ORDERS, "condition": {"watermarkAtLeast": windowed}}]}],
+        "policy": {"mode": "EACH_VERSION"},
+        "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
+    }
+    assert call(app, "PUT", "/rules/hourly", body)[0] == 201
+    push(container, "SNAPSHOT_COMMITTED", ORDERS, snapshotId=1001)
+    push(container, "WATERMARK_ADVANCED", ORDERS, watermark=MAX_ISO_MS)
+    assert handle_stream_batch(stream.batch()) == {"batchItemFailures": []}
+
+    status, listed = call(app, "GET", "/triggers", query={"ruleId": "hourly"})
+    assert status == 200 and [t["window"] for t in listed["items"]] == [
+        {"start": "9999-12-31T22:00:00Z", "end": "9999-12-31T23:00:00Z"}
+    ]
+    push(container, "SNAPSHOT_COMMITTED", ORDERS, snapshotId=1002)
+    assert handle_stream_batch(stream.batch()) == {"batchItemFailures": []}
+    status, explained = call(app, "GET", "/rules/hourly/explain")
+    assert status == 200 and explained["ready"] is False and explained.get("lastError") is None, explained
+    group = explained["groups"][0]
+    assert group["status"] == "BLOCKED_BY_WATERMARK"
+    assert "the next window can never close: it ends after 9999-12-31T23:59:59.999Z" in group["reason"]
+    status, rules = call(app, "GET", "/rules")
+    assert status == 200 and [r.get("lastError") for r in rules["items"]] == [None]
+
+
+def test_a_corrupted_state_or_cursor_fails_only_the_rules_that_read_it(
+    app: Any, container: Container, stream: Stream, table: Any
+) -> None:
+    # A stored item that no longer parses (a manual edit, an incompatible writer) is a fault of the rules that
+    # read it: they record lastError and are retried; the batch, and every other rule in it, goes on.
+    poison = "paimon://lake/ods_db/poison"
+    assert (
+        call(
+            app,
+            "PUT",
+            "/rules/reads_poison",
+            {**rule_body(), "groups": [{"groupId": "g", "members": [{"assetKey": ORDERS}, {"assetKey": poison}]}]},
+        )[0]
+        == 201
+    )
+    assert call(app, "PUT", "/rules/fine", rule_body())[0] == 201
+    push(container, "SNAPSHOT_COMMITTED", poison, snapshotId=1)
+    push(container, "SNAPSHOT_COMMITTED", PAYMENTS, snapshotId=2001)
+    stream.records()
+    table.update_item(
+        Key=keys.state_key(poison),
+        UpdateExpression="SET latestSnapshotId = :bad",
+        ExpressionAttributeValues={":bad": "not a number"},
+    )
+    push(container, "SNAPSHOT_COMMITTED", ORDERS, snapshotId=1001)
+
+    assert handle_stream_batch(stream.batch()) == {"batchItemFailures": []}
+    assert triggers_of(app, "fine") == [[1001, 2001]]
+    assert triggers_of(app, "reads_poison") == []
+    errors = {r["ruleId"]: r.get("lastError") for r in call(app, "GET", "/rules")[1]["items"]}
+    assert errors["fine"] is None
+    assert errors["reads_poison"]["message"].startswith(f"UnreadableItemError: the stored state of {poison}")
+    status, explained = call(app, "GET", "/rules/reads_poison/explain")
+    assert status == 200 and explained["groups"][0]["status"] == "ERROR", explained
+
+    # The fine rule's cursor corrupted: its next version fails it alone, with the cursor named.
+    table.update_item(
+        Key=keys.cursor_key("fine", "g"),
+        UpdateExpression="SET #b = :bad",
+        ExpressionAttributeNames={"#b": "body"},
+        ExpressionAttributeValues={":bad": "{not json"},
+    )
+    assert call(app, "PUT", "/rules/other", rule_body(mode="ANY_UPDATED"))[0] == 201  # fires on 1001, 2001
+    stream.records()
+    push(container, "SNAPSHOT_COMMITTED", PAYMENTS, snapshotId=2002)
+    assert handle_stream_batch(stream.batch()) == {"batchItemFailures": []}
+    assert triggers_of(app, "other") == [[1001, 2001], [1001, 2002]]
+    errors = {r["ruleId"]: r.get("lastError") for r in call(app, "GET", "/rules")[1]["items"]}
+    assert "the stored cursor of group 'g' does not parse" in errors["fine"]["message"]

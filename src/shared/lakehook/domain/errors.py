@@ -35,3 +35,8 @@ class PayloadTooLargeError(LakehookError):
 
 class UnsupportedMediaTypeError(LakehookError):
     """The request body is not of a media type the API reads (JSON)."""
+
+
+class UnreadableItemError(ValueError):
+    """A stored item does not parse (corrupted, or written by an incompatible version): the rules that need it
+    fail with this as their ``lastError``; everything else goes on."""

@@ -35,7 +35,7 @@ from typing import Any
 from lakehook.domain.coverage import Span, is_covered, missing, newest_covered_window
 from lakehook.domain.rules import BackfillPolicy, Group, Member, Mode, Rule, WindowSpec
 from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus
-from lakehook.domain.time import ms_to_iso
+from lakehook.domain.time import MAX_ISO_MS, ms_to_iso
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, Window
 from lakehook.domain.versions import SnapshotLog, SnapshotRecord, follows
 
@@ -706,7 +706,7 @@ def _window(
                 members,
                 i,
                 Status.BLOCKED_BY_WATERMARK,
-                f"window ending {ms_to_iso(need)} is not closed yet",
+                _not_closed(need, windowed.lateness_ms),
                 {"watermarkAtLeast": need + windowed.lateness_ms},
             )
         return _first_blocked(group.group_id, members, until=min(closes, default=None))
@@ -719,6 +719,17 @@ def _window(
     if any(m.status is not Status.READY for m in members):
         return _first_blocked(group.group_id, members)
     return Window(start=end - size, end=end)
+
+
+def _not_closed(end: int, lateness_ms: int) -> str:
+    """Why the window ending at ``end`` has not fired; one that could only close after the last instant
+    lakehook holds (a watermark at 9999-12-31T23:59:59.999Z) never will, and says so."""
+    if end + lateness_ms <= MAX_ISO_MS:
+        return f"window ending {ms_to_iso(end)} is not closed yet"
+    last = f"{ms_to_iso(MAX_ISO_MS)}, the last instant a watermark can hold"
+    if end > MAX_ISO_MS:
+        return f"the next window can never close: it ends after {last}"
+    return f"window ending {ms_to_iso(end)} can never close: with its allowed lateness it closes after {last}"
 
 
 def coverage_from(spec: WindowSpec, cursor: GroupCursor | None, now: int) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from lakehook.domain.rules import Rule
@@ -118,10 +118,25 @@ class TriggerStore(ABC):
 
 @dataclass(frozen=True)
 class ResolutionInputs:
-    """What one resolver invocation reads: member states and group cursors."""
+    """What one resolver invocation reads: member states and group cursors, and what of them did not parse
+    (a corrupted or foreign item: what is wrong with it, by asset key or group), so only the groups that
+    need such an item fail."""
 
     states: dict[str, AssetState]
     cursors: dict[GroupRef, GroupCursor]
+    unreadable_states: dict[str, str] = field(default_factory=dict)
+    unreadable_cursors: dict[GroupRef, str] = field(default_factory=dict)
+
+    def unreadable(self, rule_id: str, group_id: str, asset_keys: Collection[str]) -> str | None:
+        """Why the group cannot be evaluated from what was read, or None."""
+        if (rule_id, group_id) in self.unreadable_cursors:
+            return (
+                f"the stored cursor of group {group_id!r} does not parse: {self.unreadable_cursors[rule_id, group_id]}"
+            )
+        for key in sorted(asset_keys):
+            if key in self.unreadable_states:
+                return f"the stored state of {key} does not parse: {self.unreadable_states[key]}"
+        return None
 
 
 class StateReader(ABC):

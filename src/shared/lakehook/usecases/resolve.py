@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from lakehook.domain.errors import ConflictError
+from lakehook.domain.errors import ConflictError, UnreadableItemError
 from lakehook.domain.evaluation import (
     Gap,
     GroupEvaluation,
@@ -240,6 +240,9 @@ class ResolveAssetChange:
         inputs = self._reader.read(sorted({k for g in groups for k in g.asset_keys}), refs)
         started: list[Trigger] = []
         for group in groups:
+            unreadable = inputs.unreadable(rule.rule_id, group.group_id, group.asset_keys)
+            if unreadable is not None:
+                raise UnreadableItemError(unreadable)
             cursor = inputs.cursors.get((rule.rule_id, group.group_id))
             spans = coverage_of_groups(self._coverage, [(group, None)], now) if group.covers else None
             verdict = evaluate_group(eager, group, inputs.states, None, now, coverage=spans)
@@ -357,6 +360,9 @@ class ResolveAssetChange:
 
         for rule, group in work:
             try:
+                unreadable = inputs.unreadable(rule.rule_id, group.group_id, group.asset_keys)
+                if unreadable is not None:
+                    raise UnreadableItemError(unreadable)
                 self._resolve_group(
                     rule,
                     group,

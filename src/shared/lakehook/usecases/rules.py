@@ -223,8 +223,9 @@ class ManageRules:
     def _decide(self, rule: Rule, *, claim: bool) -> ResolveReport:
         registered: dict[str, bool] | None = None
         if self._registry is not None:
-            states = self._reader.get_states(rule.asset_keys)
-            registered = {k: k in states or self._registry.get_asset(k) is not None for k in rule.asset_keys}
+            inputs = self._reader.read(rule.asset_keys, ())  # an unparsable state is the group's ERROR, shown
+            found = inputs.states.keys() | inputs.unreadable_states.keys()
+            registered = {k: k in found or self._registry.get_asset(k) is not None for k in rule.asset_keys}
         return self._resolver.evaluate(rule, claim=claim, registered=registered)
 
     def _explain(self, stored: StoredRule, report: ResolveReport) -> dict[str, Any]:

@@ -9,12 +9,19 @@ from typing import Any
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import batch_get
 from lakehook.adapters.dynamodb.trigger_store import cursor_from_item
+from lakehook.domain.errors import UnreadableItemError
 from lakehook.domain.events import AssetEvent, EventType, event_identity
 from lakehook.domain.state import AssetState, snapshot_record
 from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports.rules import GroupRef, ResolutionInputs, StateReader
 
 _ASSET = len(keys.asset_pk(""))
+# What parsing a corrupted item raises (pydantic's ValidationError is a ValueError).
+_UNPARSABLE = (ValueError, TypeError, LookupError, ArithmeticError)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
 
 
 class DynamoDBStateReader(StateReader):
@@ -25,20 +32,29 @@ class DynamoDBStateReader(StateReader):
         self._name = table.name
 
     def get_states(self, asset_keys: Collection[str]) -> dict[str, AssetState]:
-        return self.read(asset_keys, ()).states
+        inputs = self.read(asset_keys, ())
+        for asset_key, why in inputs.unreadable_states.items():
+            raise UnreadableItemError(f"the stored state of {asset_key} does not parse: {why}")
+        return inputs.states
 
     def read(self, asset_keys: Collection[str], cursors: Collection[GroupRef]) -> ResolutionInputs:
         wanted = [keys.state_key(k) for k in asset_keys] + [keys.cursor_key(r, g) for r, g in cursors]
-        states: dict[str, AssetState] = {}
-        found_cursors = {}
+        refs = {tuple(keys.cursor_key(r, g).values()): (r, g) for r, g in cursors}
+        inputs = ResolutionInputs({}, {})
         for item in batch_get(self._client, self._name, wanted):
-            if item["SK"] == keys.Sort.STATE:
-                asset_key = str(item["PK"])[_ASSET:]
-                states[asset_key] = AssetState.from_item(asset_key, item)
-            else:
-                cursor = cursor_from_item(item)
-                found_cursors[(cursor.rule_id, cursor.group_id)] = cursor
-        return ResolutionInputs(states, found_cursors)
+            try:
+                if item["SK"] == keys.Sort.STATE:
+                    asset_key = str(item["PK"])[_ASSET:]
+                    inputs.states[asset_key] = AssetState.from_item(asset_key, item)
+                else:
+                    cursor = cursor_from_item(item)
+                    inputs.cursors[(cursor.rule_id, cursor.group_id)] = cursor
+            except _UNPARSABLE as exc:  # one corrupted item fails only the groups that need it
+                if item["SK"] == keys.Sort.STATE:
+                    inputs.unreadable_states[asset_key] = _describe(exc)
+                else:
+                    inputs.unreadable_cursors[refs[(item["PK"], item["SK"])]] = _describe(exc)
+        return inputs
 
     def snapshots(self, wanted: Collection[tuple[str, int]]) -> dict[tuple[str, int], SnapshotRecord]:
         """One BatchGetItem of the snapshots' event items (their ids derive from asset and snapshot id)."""

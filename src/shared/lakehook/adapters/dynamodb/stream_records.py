@@ -24,6 +24,7 @@ from lakehook.adapters.dynamodb.batch_reads import integral
 from lakehook.domain.events import AssetEvent
 from lakehook.domain.state import AssetState, snapshot_record
 from lakehook.domain.triggers import TriggerStatus
+from lakehook.observability import logger
 from lakehook.ports.rules import Deferral, StateChange
 
 # FilterCriteria of the resolver's DynamoDB event source (template.yaml takes them as JSON strings).
@@ -61,9 +62,17 @@ def resolver_input(record: Mapping[str, Any]) -> StateChange | Deferral | None:
     if pk.startswith(_ASSET) and sk == keys.Sort.STATE:
         asset_key = pk[len(_ASSET) :]
         has_state = image.get(keys.ITEM_TYPE) == "STATE" and "version" in image
-        return StateChange(asset_key, AssetState.from_item(asset_key, image) if has_state else None)
+        try:
+            return StateChange(asset_key, AssetState.from_item(asset_key, image) if has_state else None)
+        except ValueError:  # a corrupted item: its rules read it again and fail alone, naming it
+            logger.warning("state image does not parse", extra={"asset_key": asset_key}, exc_info=True)
+            return StateChange(asset_key)
     if pk.startswith(_ASSET) and sk.startswith(keys.Prefix.EVENT) and image.get("eventType") == "SNAPSHOT_COMMITTED":
-        event = AssetEvent.model_validate(json.loads(str(image["body"])))
+        try:
+            event = AssetEvent.model_validate(json.loads(str(image["body"])))
+        except ValueError:
+            logger.warning("snapshot event does not parse", extra={"asset_key": pk[len(_ASSET) :]}, exc_info=True)
+            return StateChange(pk[len(_ASSET) :])
         return StateChange(event.asset_key, snapshot=snapshot_record(event))
     if pk.startswith(_TRIGGER) and sk == keys.CLAIM_SORT and image.get("status") == TriggerStatus.SUCCEEDED:
         old = body.old_image or {}
