@@ -138,3 +138,24 @@ def test_a_dry_run_of_an_existing_producer_never_rotates_or_shows_its_secret(api
     ref = api.call("GET", "/producers/ods-writer").body
     assert ref["assetKeyPrefixes"] == ["paimon://lake/ods_db/"]
     assert secrets_client.get_secret_value(SecretId="lakehook/producers/ods-writer")["SecretString"] == secret
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "field"),
+    [
+        ("GET", "/rules/has%20space", "ruleId"),
+        ("PUT", "/rules/" + "r" * 65, "ruleId"),
+        ("POST", "/rules/a%2Fb/evaluate", "ruleId"),
+        ("GET", "/producers/caf%C3%A9", "producerId"),
+        ("GET", "/aliases/a%3Bb", "name"),
+        ("GET", "/triggers/k%24", "triggerKey"),
+        ("POST", "/triggers/" + "k" * 201 + "/retry", "triggerKey"),
+    ],
+)
+def test_a_malformed_path_parameter_is_a_400_naming_it_and_needs_credentials_first(
+    api: Api, method: str, path: str, field: str, table: Any
+) -> None:
+    answer = api.call(method, path, RULE if method == "PUT" else None)
+    assert answer.status == 400 and answer.body["field"] == field, answer.body
+    assert items(table) == 0
+    assert api.call(method, path, RULE if method == "PUT" else None, admin=False).status == 401

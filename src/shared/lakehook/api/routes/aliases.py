@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from lakehook.api.answers import AliasAnswer
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
 from lakehook.api.http import json_response, require_admin
+from lakehook.api.paths import AliasName
 from lakehook.container import current
 from lakehook.domain.aliases import AliasSpec
 from lakehook.wiring_dispatch import manage_aliases
@@ -30,7 +31,7 @@ DryRun = Annotated[
     security=MANAGEMENT,
     responses=answers({200: ("replaced", AliasAnswer), 201: ("created", AliasAnswer)}, WITH_BODY),
 )
-def put_alias(name: str, spec: AliasSpec, dry_run: DryRun = False) -> Response[str]:
+def put_alias(name: AliasName, spec: AliasSpec, dry_run: DryRun = False) -> Response[str]:
     require_admin(router.current_event)
     if dry_run:
         return json_response({**manage_aliases(current()).check(name, spec).to_api(), "dryRun": True})
@@ -45,6 +46,6 @@ def put_alias(name: str, spec: AliasSpec, dry_run: DryRun = False) -> Response[s
     security=MANAGEMENT,
     responses=answers(ok(AliasAnswer), ALWAYS, 404),
 )
-def get_alias(name: str) -> Response[str]:
+def get_alias(name: AliasName) -> Response[str]:
     require_admin(router.current_event)
     return json_response(manage_aliases(current()).get(name).to_api())

@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from lakehook.api.answers import ProducerAnswer
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
 from lakehook.api.http import json_response, require_admin
+from lakehook.api.paths import ProducerId
 from lakehook.container import current
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.producers import ProducerSpec, validate_producer_id
@@ -31,7 +32,7 @@ DryRun = Annotated[
     responses=answers({200: ("updated", ProducerAnswer), 201: ("created, with its secret", ProducerAnswer)}, WITH_BODY),
 )
 def put_producer(
-    producerId: str,
+    producerId: ProducerId,
     spec: ProducerSpec,
     rotate_secret: Annotated[bool, Query(alias="rotateSecret")] = False,
     dry_run: DryRun = False,
@@ -53,7 +54,7 @@ def put_producer(
     security=MANAGEMENT,
     responses=answers(ok(ProducerAnswer), ALWAYS, 404),
 )
-def get_producer(producerId: str) -> Response[str]:
+def get_producer(producerId: ProducerId) -> Response[str]:
     require_admin(router.current_event)
     producer = current().producer_registry.get_producer(validate_producer_id(producerId))
     if producer is None:

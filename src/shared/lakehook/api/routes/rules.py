@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from lakehook.api.answers import Evaluation, Explanation, RuleAnswer, RulePage
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
 from lakehook.api.http import json_body, json_response, raw_body, require_admin
+from lakehook.api.paths import RuleId
 from lakehook.container import current
 from lakehook.usecases.rules import stored_to_api
 from lakehook.wiring_rules import manage_rules
@@ -33,7 +34,7 @@ DryRun = Annotated[
     security=MANAGEMENT,
     responses=answers({200: ("replaced", RuleAnswer), 201: ("created", RuleAnswer)}, WITH_BODY),
 )
-def put_rule(ruleId: str, dry_run: DryRun = False) -> Response[str]:
+def put_rule(ruleId: RuleId, dry_run: DryRun = False) -> Response[str]:
     require_admin(router.current_event)
     if dry_run:
         rule = manage_rules(current()).check(ruleId, json_body(router.current_event))
@@ -56,7 +57,7 @@ def list_rules(limit: Limit = 100, next_token: NextToken = None) -> Response[str
     security=MANAGEMENT,
     responses=answers(ok(RuleAnswer), ALWAYS, 404),
 )
-def get_rule(ruleId: str) -> Response[str]:
+def get_rule(ruleId: RuleId) -> Response[str]:
     require_admin(router.current_event)
     return json_response(stored_to_api(manage_rules(current()).get(ruleId)))
 
@@ -68,7 +69,7 @@ def get_rule(ruleId: str) -> Response[str]:
     security=MANAGEMENT,
     responses=answers(ok(None, "deleted", 204), ALWAYS, 404),
 )
-def delete_rule(ruleId: str) -> Response[str]:
+def delete_rule(ruleId: RuleId) -> Response[str]:
     require_admin(router.current_event)
     manage_rules(current()).delete(ruleId)
     return Response(status_code=204, body="")
@@ -83,7 +84,7 @@ def delete_rule(ruleId: str) -> Response[str]:
     security=MANAGEMENT,
     responses=answers(ok(Explanation), ALWAYS, 404),
 )
-def explain_rule(ruleId: str) -> Response[str]:
+def explain_rule(ruleId: RuleId) -> Response[str]:
     require_admin(router.current_event)
     return json_response(manage_rules(current()).explain(ruleId))
 
@@ -98,7 +99,7 @@ def explain_rule(ruleId: str) -> Response[str]:
     security=MANAGEMENT,
     responses=answers(ok(Evaluation), WITH_BODY, 404, 409),
 )
-def evaluate_rule(ruleId: str) -> Response[str]:
+def evaluate_rule(ruleId: RuleId) -> Response[str]:
     require_admin(router.current_event)
     body = json_body(router.current_event) if raw_body(router.current_event).strip() else None
     return json_response(manage_rules(current()).evaluate(ruleId, body))

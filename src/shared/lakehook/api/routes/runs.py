@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from lakehook.api.answers import CompletionAnswer
 from lakehook.api.contract import RUN_COMPLETION, WITH_BODY, answers, ok
 from lakehook.api.http import is_admin, json_body, json_response
+from lakehook.api.paths import TriggerKey
 from lakehook.container import current
 from lakehook.domain.completion import COMPLETION_TOKEN_HEADER
 from lakehook.domain.errors import AuthenticationError
@@ -51,7 +52,7 @@ def authorize_completion(trigger_key: str) -> Caller:
     security=RUN_COMPLETION,
     responses=answers(ok(CompletionAnswer, "the run's end is recorded; one result per outlet"), WITH_BODY, 404, 409),
 )
-def complete(triggerKey: str) -> Response[str]:
+def complete(triggerKey: TriggerKey) -> Response[str]:
     caller = authorize_completion(triggerKey)  # before the body is read: an unauthenticated body is never parsed
     body = json_body(router.current_event)
     result = complete_run(current())(triggerKey, body, caller)

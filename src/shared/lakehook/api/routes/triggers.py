@@ -13,6 +13,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from lakehook.api.answers import ReplayAnswer, TriggerAnswer, TriggerPage
 from lakehook.api.contract import ALWAYS, MANAGEMENT, answers, ok
 from lakehook.api.http import json_response, require_admin
+from lakehook.api.paths import TriggerKey
 from lakehook.container import current
 from lakehook.usecases.replay import ReplayRefusedError
 from lakehook.wiring_dispatch import retry_trigger
@@ -49,7 +50,7 @@ def list_triggers(
     security=MANAGEMENT,
     responses=answers(ok(TriggerAnswer), ALWAYS, 404),
 )
-def get_trigger(triggerKey: str) -> Response[str]:
+def get_trigger(triggerKey: TriggerKey) -> Response[str]:
     require_admin(router.current_event)
     return json_response(manage_rules(current()).get_trigger(triggerKey).to_api())
 
@@ -67,7 +68,7 @@ def get_trigger(triggerKey: str) -> Response[str]:
     security=MANAGEMENT,
     responses=answers(ok(TriggerAnswer, "the trigger, TRIGGERING again under its key", 202), ALWAYS, 404, 409),
 )
-def retry(triggerKey: str) -> Response[str]:
+def retry(triggerKey: TriggerKey) -> Response[str]:
     require_admin(router.current_event)
     return json_response(retry_trigger(current())(triggerKey).to_api(), 202)
 
@@ -81,7 +82,7 @@ def retry(triggerKey: str) -> Response[str]:
         {200: ("the dry run's checklist", ReplayAnswer), 201: ("the replay is claimed", ReplayAnswer)}, ALWAYS, 404, 409
     ),
 )
-def replay(triggerKey: str, dry_run: DryRunQuery = False) -> Response[str]:
+def replay(triggerKey: TriggerKey, dry_run: DryRunQuery = False) -> Response[str]:
     require_admin(router.current_event)
     try:
         answer = replay_trigger(current()).replay(triggerKey, dry_run=dry_run)
