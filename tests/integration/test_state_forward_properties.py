@@ -73,6 +73,8 @@ class Spec:
             case "snapshot":
                 body |= {"eventType": "SNAPSHOT_COMMITTED", "snapshotId": v, "schemaId": v // 3}
                 body |= {"commitTime": BASE_MS + v * 1000, "watermark": BASE_MS + v * 500}
+                if v % 3 == 0:  # a compaction: changes no data
+                    body["commitKind"] = "COMPACT"
             case "watermark":
                 body |= {"eventType": "WATERMARK_ADVANCED", "watermark": BASE_MS + v * 700}
             case "passed" | "failed":
@@ -190,6 +192,8 @@ def model(plan: list[Delivery], asset: int, run: int) -> dict[str, Any]:
     expected["latest_schema_id"] = None if snap is None else snap // 3
     expected["latest_commit_time"] = None if snap is None else BASE_MS + snap * 1000
     expected["latest_snapshot_watermark"] = None if snap is None else BASE_MS + snap * 500
+    data = [v for v in versions("snapshot") if v % 3]
+    expected["latest_data_snapshot_id"] = max(data, default=None)  # a late data snapshot beats a compaction
     pushed = newest("watermark")
     expected["latest_watermark"] = None if pushed is None else BASE_MS + pushed * 700
     expected["quality_passed_snapshot_id"] = newest("passed")
@@ -245,6 +249,7 @@ def observed(store: AssetStore, coverage: CoverageStore, key: str) -> dict[str, 
         return None
     found = {name: getattr(state, name) for name in state.model_fields if name != "asset_key"}
     found["backfill_status"] = state.backfill_status.value
+    found["latest_data_snapshot_id"] = None if state.latest_data is None else state.latest_data.snapshot_id
     found["coverage"] = coverage.spans(key, 0, BASE_MS + 100 * MINUTE)
     return found
 
@@ -276,3 +281,28 @@ def test_every_field_ends_at_the_maximum_of_its_order(table: Any, plan: list[Del
         assert found is not None
         expected = model(plan, asset, run)
         assert {name: found[name] for name in expected} == expected
+
+
+snapshot_plans = st.lists(
+    st.builds(Spec, asset=st.just(0), kind=st.just("snapshot"), version=st.integers(0, 6)), min_size=1, max_size=8
+).flatmap(lambda specs: st.permutations(specs))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(order=snapshot_plans)
+def test_the_newest_data_snapshot_holds_whatever_the_order_of_data_and_compaction_snapshots(
+    table: Any, order: list[Spec]
+) -> None:
+    # Every third version is a compaction: a data snapshot arriving after a newer compaction is still the
+    # newest data change, so a member that skips compactions pins it.
+    run = next(_examples)
+    plan = [Delivery(spec, False, SourceType.PUSH) for spec in order]
+    for store, coverage in (
+        (DynamoDBAssetStore(table), DynamoDBCoverageStore(table)),
+        (InMemoryAssetStore(), InMemoryCoverageStore()),
+    ):
+        deliver(store, coverage, plan, run)
+        found = observed(store, coverage, f"paimon://lake/fwd{run}/t0")
+        assert found is not None
+        assert found["latest_data_snapshot_id"] == max((s.version for s in order if s.version % 3), default=None)
+        assert found["latest_snapshot_id"] == max(s.version for s in order)

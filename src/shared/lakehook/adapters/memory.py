@@ -62,7 +62,12 @@ class InMemoryAssetStore(AssetStore):
             old = self.states.get(asset_key, {})
             new = apply_advance(old, advance, event_id=marker, now_ms=now_ms)
             if new is None:
-                return AdvanceOutcome.ALREADY if already_applied(old, advance) else AdvanceOutcome.STALE
+                if already_applied(old, advance):
+                    return AdvanceOutcome.ALREADY
+                late = advance.late and apply_advance(old, advance.late, event_id=marker, now_ms=now_ms)
+                if late:
+                    self.states[asset_key] = late
+                return AdvanceOutcome.STALE
             self.states[asset_key] = new
             return AdvanceOutcome.ADVANCED
 

@@ -101,6 +101,8 @@ class Advance:
     settled_later: frozenset[str] = frozenset()
     # when the guard failed, the state took exactly this version if these attributes hold these values
     applied_if: tuple[tuple[str, Any], ...] = ()
+    # when the guard failed for a newer state (the event is late, not a copy): what of it still applies
+    late: Advance | None = None
 
 
 def advance_for(event: AssetEvent, recorded_at: int = 0) -> Advance | None:
@@ -124,10 +126,13 @@ def advance_for(event: AssetEvent, recorded_at: int = 0) -> Advance | None:
         }
         sets.update({k: v for k, v in optional.items() if v is not None})
         record = snapshot_record(event)
+        late = None
         if record.changes_data:  # a compaction keeps the newest data-changing snapshot (see versions.py)
             sets["latestData"] = record.to_item()
+            # A data snapshot that arrives after a newer compaction is still the newest data change.
+            late = Advance(Below("latestData.order", record.order), sets={"latestData": record.to_item()})
         first = {"firstSchemaId": event.schema_id} if event.schema_id is not None else {}
-        return Advance(Below("latestSnapshotOrder", event.snapshot_order), sets=sets, set_if_absent=first)
+        return Advance(Below("latestSnapshotOrder", event.snapshot_order), sets=sets, set_if_absent=first, late=late)
     if t is EventType.WATERMARK_ADVANCED:
         assert event.watermark is not None
         return Advance(Below("latestWatermark", event.watermark), sets={"latestWatermark": event.watermark})
@@ -251,12 +256,20 @@ def _comparable(value: Any) -> int | str:
     return value if isinstance(value, str) else int(value)
 
 
+def _at(state: dict[str, Any], path: str) -> Any:
+    """An attribute, or a field of a map attribute (``latestData.order``), or None."""
+    value: Any = state
+    for name in path.split("."):
+        value = value.get(name) if isinstance(value, dict) else None
+    return value
+
+
 def guard_holds(state: dict[str, Any], guard: Guard) -> bool:
     """Whether the guard holds on a state given as its stored attributes."""
     if isinstance(guard, AllOf):
         return all(guard_holds(state, g) for g in guard.guards)
     if isinstance(guard, Below):
-        current = state.get(guard.attr)
+        current = _at(state, guard.attr)
         if current is None:
             return True
         mine, theirs = guard.value, _comparable(current)
@@ -278,7 +291,7 @@ def already_applied(state: dict[str, Any], advance: Advance) -> bool:
         first = guard.guards[0]
         return not guard_holds(state, first) and already_applied(state, Advance(first, advance.sets))
     if isinstance(guard, Below):
-        current = state.get(guard.attr)
+        current = _at(state, guard.attr)
         return current is not None and _comparable(current) == guard.value
     if isinstance(guard, NotInSet):
         return True  # a set membership guard fails only when this very value is there

@@ -80,7 +80,11 @@ class DynamoDBAssetStore(AssetStore):
             if not is_conditional_failure(exc):
                 raise
             old = _old_item(exc)
-            return AdvanceOutcome.ALREADY if already_applied(old, advance) else AdvanceOutcome.STALE
+            if already_applied(old, advance):
+                return AdvanceOutcome.ALREADY
+            if advance.late is not None:  # a late event: what of it still applies (its own guard)
+                self.apply_advance(asset_key, advance.late, marker, now_ms)
+            return AdvanceOutcome.STALE
         return AdvanceOutcome.ADVANCED
 
     def get_state(self, asset_key: str) -> AssetState | None:

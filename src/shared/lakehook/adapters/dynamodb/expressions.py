@@ -45,7 +45,7 @@ def guard_condition(parts: UpdateParts, guard: Guard) -> str:
     if isinstance(guard, AllOf):
         return " AND ".join(guard_condition(parts, g) for g in guard.guards)
     if isinstance(guard, Below):
-        n = parts.name(guard.attr)
+        n = ".".join(parts.name(a) for a in guard.attr.split("."))  # a map's field: latestData.order
         return f"(attribute_not_exists({n}) OR {n} < {parts.value(guard.value)})"
     if isinstance(guard, NotInSet):
         n = parts.name(guard.attr)
