@@ -33,8 +33,15 @@ class Window(_Answer):
 
 class EventResult(_Answer):
     event_id: str | None = Field(alias="eventId", description="null when the event was too malformed to identify")
-    status: EventStatusLiteral
-    reason: str | None
+    status: EventStatusLiteral = Field(
+        description="ACCEPTED: recorded, and the asset state moved to it (or already held it). "
+        "DUPLICATE: this event identity was recorded before; nothing written. "
+        "STALE: recorded as evidence, but the state already holds a newer version and never moves back; "
+        "a late snapshot is still logged for EACH_VERSION rules, which run it in order (the reason says so), "
+        "and a late data snapshot still counts as the newest data change after a compaction. "
+        "REJECTED: not recorded; the reason names the field."
+    )
+    reason: str | None = Field(description="why, for every status but ACCEPTED")
 
 
 class PushAnswer(_Answer):
