@@ -214,6 +214,9 @@ class DeployingTarget(InMemoryTargetClient):
     confirmable: ClassVar[bool] = True
     deployed = False
 
+    def retry_window_seconds(self, failure_code: str | None, config: TargetConfig) -> float | None:
+        return 600 if failure_code == "dag_not_found" else None
+
     def start(self, invocation: Invocation, config: TargetConfig) -> Outcome:
         if not self.deployed:
             self.calls["start"] += 1
@@ -251,6 +254,32 @@ def test_a_target_deployed_within_the_window_gets_its_run() -> None:
     assert isinstance(target, DeployingTarget)
     target.deployed = True
     world.settle_all(passes=100, step=10)
+    assert world.status(key) is TriggerStatus.SUCCEEDED and world.target.runs[key] == 1
+
+
+def test_a_retry_window_is_not_cut_short_by_the_attempt_budget() -> None:
+    # The window is the bound the user configured (dagNotFoundRetrySeconds): re-drives keep coming until it
+    # ends, however many that takes, and the verdict then is the window's, not "gave up after n attempts".
+    world = make_world(DeployingTarget, total=2)
+    key = world.claim(1001)
+    world.dispatch(key)
+    world.settle_all(passes=200, step=10)
+    trigger = world.ledger.store.triggers[key]
+    assert trigger.failure is FailureKind.FINAL
+    assert trigger.reason == "HTTP 404: Dag not found (still so 600 s after it was first seen)", trigger.reason
+    assert trigger.updated_at - T0 >= 600_000
+    assert world.target.calls["start"] > 2 * 2  # more than the budget (twice it, for a confirmable target)
+
+
+def test_a_target_deployed_late_in_its_window_gets_its_run_whatever_the_budget() -> None:
+    world = make_world(DeployingTarget, total=2)
+    key = world.claim(1001)
+    world.dispatch(key)
+    world.settle_all(passes=50, step=10)  # 500 s of re-drives: past the attempt budget
+    target = world.target
+    assert isinstance(target, DeployingTarget)
+    target.deployed = True
+    world.settle_all(passes=20, step=10)
     assert world.status(key) is TriggerStatus.SUCCEEDED and world.target.runs[key] == 1
 
 

@@ -42,6 +42,11 @@ class TargetClient(ABC):
         """Seconds after an accepted start before :meth:`find_run` is sure to see the run."""
         return 0.0
 
+    def retry_window_seconds(self, failure_code: str | None, config: TargetConfig) -> float | None:
+        """For a failure this client answers with a retry window (``Outcome.retry_window_seconds``), that window,
+        so re-drives keep starting within it whatever the attempt budget; None for every other failure."""
+        return None
+
     @abstractmethod
     def start(self, invocation: Invocation, config: TargetConfig) -> Outcome:
         """Start the run for ``invocation.trigger_key``. Never raises for a target's answer or a network

@@ -302,12 +302,13 @@ class DispatchTrigger:
         """FAILED and retryable (re-driven after backoff, at least ``wait_ms``, at most until ``deadline``), or
         terminal once the budget is spent. A confirmable target gets visits past the budget that only look
         (never start), so a run the last attempt may have started is found rather than left behind a FAILED
-        claim. The budget counts from the last retry by hand (:attr:`Attempt.counted`)."""
+        claim. The budget counts from the last retry by hand (:attr:`Attempt.counted`); within a retry window
+        (``deadline``) the window is the bound instead: re-drives come until it ends, however many."""
         total = self.policy.redrive.max_attempts
         counted = attempt.counted
         backoff = int(self.policy.redrive.delay(counted, self._rand) * 1000)
         confirmable = client is not None and client.confirmable
-        if counted < total or (confirmable and counted < 2 * total):
+        if deadline is not None or counted < total or (confirmable and counted < 2 * total):
             next_at = self._clock() + max(backoff, wait_ms)
             if deadline is not None:
                 next_at = min(next_at, deadline)
@@ -357,6 +358,12 @@ class DispatchTrigger:
             return Outcome.retryable(f"manifest store unavailable: {exc}", "manifest_store")
         return _Written(manifest, uri)
 
+    @staticmethod
+    def _windowed(plan: _Plan, attempt: Attempt) -> bool:
+        """Whether the last failure is one worth retrying for a while (its window, not the attempt budget, bounds
+        the re-drives: the start's answer then says whether the window has ended)."""
+        return plan.client.retry_window_seconds(attempt.before.failure_code, plan.config) is not None
+
     def _attempt(self, plan: _Plan, attempt: Attempt) -> Outcome:
         """Confirm (after a first attempt), then start."""
         trigger = attempt.before.trigger
@@ -371,7 +378,7 @@ class DispatchTrigger:
                     extra={"trigger_key": trigger.trigger_key, "run_id": found, "attempt": attempt.number},
                 )
                 return Outcome.already_started(found)
-        if self.policy.redrive.exhausted(attempt.counted - 1):
+        if self.policy.redrive.exhausted(attempt.counted - 1) and not self._windowed(plan, attempt):
             # The start budget is spent: this visit only looked, and the target has no run for the key.
             previous = attempt.before.trigger.reason or "no answer"
             spent = attempt.counted - 1

@@ -99,6 +99,10 @@ class AirflowTargetClient(TargetClient):
         self._tokens: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
 
+    def retry_window_seconds(self, failure_code: str | None, config: TargetConfig) -> float | None:
+        assert isinstance(config, AirflowTarget)
+        return config.dag_not_found_retry_seconds if failure_code == DAG_NOT_FOUND else None
+
     @classmethod
     def build(cls, deps: TargetDeps) -> AirflowTargetClient:
         return cls(deps.cached_secrets, deps.session, url_policy=deps.policy)
