@@ -87,7 +87,7 @@ def dispatch_policy(container: Container) -> DispatchPolicy:
 
 
 def completion_tokens(container: Container) -> CompletionTokens:
-    """Completion tokens under the stack's completion key (read once per process)."""
+    """Completion tokens under the stack's completion key (kept per process; see CompletionTokens for rotation)."""
     return container.component(
         "completion_tokens",
         lambda: CompletionTokens(container.secret_store, container.settings.completion_key_secret),

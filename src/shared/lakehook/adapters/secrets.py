@@ -33,6 +33,15 @@ class SecretsManagerSecretStore(SecretStore):
                 raise NotFoundError(f"secret {ref!r} does not exist") from exc
             raise
 
+    def get_previous_secret(self, ref: str) -> str | None:
+        """AWSPREVIOUS: put-secret-value (or a rotation) moves the former AWSCURRENT version there."""
+        try:
+            return str(self._client.get_secret_value(SecretId=ref, VersionStage="AWSPREVIOUS")["SecretString"])
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ResourceNotFoundException":  # never rotated
+                return None
+            raise
+
     def secret_exists(self, ref: str) -> bool:
         """DescribeSecret: the value is never read. A secret scheduled for deletion does not count."""
         try:

@@ -123,6 +123,10 @@ class SecretStore(ABC):
     def get_secret(self, ref: str) -> str:
         """The secret's current value. Raises NotFoundError."""
 
+    def get_previous_secret(self, ref: str) -> str | None:
+        """The value the secret had before its last rotation (Secrets Manager's AWSPREVIOUS), or None."""
+        return None
+
     def secret_exists(self, ref: str) -> bool:
         """Whether the secret exists and can be read (False when it is scheduled for deletion).
 

@@ -52,41 +52,65 @@ class CompletionTokens:
     """Issues and checks per-trigger completion tokens under the stack's completion key.
 
     The key is a secret in the secret store (on AWS a Secrets Manager secret the template generates; on the
-    local stack one the runtime creates), read once per process and kept: it is not rotated per request.
-    After a rotation, processes that read the old key keep using it until they are recycled (see
-    docs/operations.md); a token made under one key does not verify under the other.
+    local stack one the runtime creates). A process reads it once and keeps it for ``refresh_ms`` (5 minutes);
+    a token that matches neither the kept key nor the key before the last rotation (AWSPREVIOUS) makes the
+    process read both again, at most once per ``recheck_ms`` (30 s), so a rotation needs no restart: tokens
+    issued under the former key keep verifying until the next rotation (runs in flight finish), and a
+    process that still issues under the former key does so for at most ``refresh_ms``.
     """
 
-    def __init__(self, secrets: SecretStore, secret_ref: str | None) -> None:
+    def __init__(
+        self,
+        secrets: SecretStore,
+        secret_ref: str | None,
+        *,
+        clock: Callable[[], int] = now_ms,
+        refresh_ms: int = 300_000,
+        recheck_ms: int = 30_000,
+    ) -> None:
         self._secrets = secrets
         self._ref = secret_ref
-        self._key: str | None = None
+        self._clock = clock
+        self._refresh_ms = refresh_ms
+        self._recheck_ms = recheck_ms
+        self._keys: tuple[str, ...] = ()
+        self._read_at: int | None = None
         self._lock = threading.Lock()
 
     @property
     def configured(self) -> bool:
         return bool(self._ref)
 
-    def _load(self) -> str | None:
+    def _load(self, *, stale_after_ms: int | None = None) -> tuple[str, ...]:
+        """The current key, then the previous one if any; read again when older than ``stale_after_ms``."""
         if not self._ref:
-            return None
+            return ()
         with self._lock:
-            if self._key is None:
-                self._key = self._secrets.get_secret(self._ref)
-            return self._key
+            now = self._clock()
+            age = None if self._read_at is None else now - self._read_at
+            limit = self._refresh_ms if stale_after_ms is None else stale_after_ms
+            if age is None or age >= limit:
+                current = self._secrets.get_secret(self._ref)
+                previous = self._secrets.get_previous_secret(self._ref)
+                self._keys = (current,) if previous is None or previous == current else (current, previous)
+                self._read_at = now
+            return self._keys
 
     def issue(self, trigger_key: str) -> str | None:
         """The token of one trigger, or None when the stack has no completion key. Raises NotFoundError (or the
         store's error) when the key cannot be read: the caller treats that as retryable."""
-        key = self._load()
-        return None if key is None else completion_token(key, trigger_key)
+        keys = self._load()
+        return completion_token(keys[0], trigger_key) if keys else None
 
     def verify(self, trigger_key: str, token: str | None) -> bool:
-        """Whether ``token`` is this trigger's token (constant-time). False without a completion key."""
+        """Whether ``token`` is this trigger's token under the current or the previous key (constant-time).
+        False without a completion key."""
         if not token:
             return False
-        key = self._load()
-        return key is not None and token_matches(key, trigger_key, token)
+        if any(token_matches(key, trigger_key, token) for key in self._load()):
+            return True
+        # Perhaps the key was rotated since this process read it: read again, at most every recheck_ms.
+        return any(token_matches(k, trigger_key, token) for k in self._load(stale_after_ms=self._recheck_ms))
 
 
 class Caller(StrEnum):
