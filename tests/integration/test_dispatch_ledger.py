@@ -13,6 +13,7 @@ from typing import Any
 import boto3
 import pytest
 
+from lakehook.adapters.dynamodb.keys import trigger_item_key
 from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
 from lakehook.adapters.dynamodb.trigger_ledger import (
     DISPATCH_FILTER_PATTERNS,
@@ -23,7 +24,7 @@ from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
 from lakehook.adapters.memory_dispatch import InMemoryTargetClient
 from lakehook.adapters.s3.manifest_store import S3ManifestStore
 from lakehook.domain.rules import Rule
-from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
+from lakehook.domain.triggers import GroupCursor, PinnedInput, RunState, Trigger, TriggerStatus, trigger_key
 from lakehook.local.filters import matches_any
 from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger, handle_dispatch_record
 from tests.conftest import BUCKET, TABLE
@@ -257,3 +258,33 @@ def test_a_claim_record_is_dispatched_once_on_dynamodb_and_s3(
     # The ledger's own updates (lease, mark) are MODIFY records: they must not wake the dispatcher again.
     later = [r for r in stream_records(ddb_client)[len(records) :] if matches_any(r, DISPATCH_FILTER_PATTERNS)]
     assert later == []
+
+
+def test_waiting_runs_are_started_claims_the_target_last_saw_waiting(
+    claims: DynamoDBTriggerStore, ledger: DynamoDBTriggerLedger, rules: DynamoDBRuleStore, table: Any
+) -> None:
+    def started(snapshot: int, state: str | None, checked_at: int = T0) -> str:
+        key = claim(claims, snapshot, at=T0)
+        assert ledger.begin_attempt(key, "a", T0, LEASE) is not None
+        run_state = None if state is None else RunState(state=state, detail="why", checked_at=checked_at)
+        assert ledger.mark_succeeded(key, "a", f"run-{snapshot}", None, T0, run_state=run_state)
+        return key
+
+    queued, running = started(1, "queued"), started(2, "running")
+    ended, unknown, recent = started(3, "success"), started(4, None), started(5, "queued", checked_at=T0 + 600_000)
+    reported = started(6, "queued")
+    table.update_item(
+        Key=trigger_item_key(reported),
+        UpdateExpression="SET runStatus = :s",
+        ExpressionAttributeValues={":s": "SUCCESS"},
+    )
+    found = {e.trigger_key for e in ledger.waiting_runs(T0 + 300_000, limit=100)}
+    assert found == {queued, running}
+    assert not {ended, unknown, recent, reported} & found
+
+    assert ledger.record_run_state(queued, RunState(state="success", checked_at=T0 + 300_000))
+    assert {e.trigger_key for e in ledger.waiting_runs(T0 + 600_000, limit=100)} == {running}
+    assert ledger.get(queued).trigger.run_state == RunState(state="success", checked_at=T0 + 300_000)  # type: ignore[union-attr]
+    assert not ledger.record_run_state(reported, RunState(state="success", checked_at=T0))  # it reported its end
+    failed = claim(claims, 7, at=T0)
+    assert not ledger.record_run_state(failed, RunState(state="queued", checked_at=T0))  # no run started

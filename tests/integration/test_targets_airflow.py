@@ -20,6 +20,7 @@ import requests
 from lakehook.adapters.memory import InMemorySecretStore
 from lakehook.domain.dispatch import OutcomeKind
 from lakehook.domain.targets import validate_target
+from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import FailureKind, TriggerStatus
 from lakehook.usecases.dispatch import DispatchStatus, RetryTrigger
 from tests.fakes.airflow import FakeAirflow
@@ -181,6 +182,30 @@ def test_a_run_on_a_paused_dag_says_it_stays_queued(airflow: FakeAirflow, secret
     shown = harness.ledger.store.triggers[key].to_api()
     assert shown["runState"]["state"] == "queued"
     assert shown["runState"]["detail"] == "DAG 'dwd_trade' is paused: the run stays queued until the DAG is unpaused"
+    assert airflow.runs == {key: 1}
+
+
+def test_a_run_left_queued_by_a_paused_dag_is_asked_about_again_until_it_ends(
+    airflow: FakeAirflow, secrets: InMemorySecretStore
+) -> None:
+    airflow.paused.add("dwd_trade")
+    harness = Harness(secrets, target(airflow))
+    harness.now = now_ms()  # the run state's checkedAt is the real time of the look
+    key = harness.add(claim())
+    harness.dispatch(key)
+    harness.advance(60)
+    assert harness.redrive().refreshed == []  # asked less than 5 minutes ago
+    harness.advance(250)
+    assert harness.redrive().refreshed == [key]  # still paused: still queued, checked again
+    assert harness.ledger.store.triggers[key].to_api()["runState"]["detail"].startswith("DAG 'dwd_trade' is paused")
+
+    airflow.paused.discard("dwd_trade")  # someone unpaused it: the scheduler ran the run
+    harness.advance(310)
+    assert harness.redrive().refreshed == [key]
+    shown = harness.ledger.store.triggers[key].to_api()["runState"]
+    assert shown["state"] == "success" and shown["detail"] is None
+    harness.advance(310)
+    assert harness.redrive().refreshed == []  # it ended: nothing more to ask
     assert airflow.runs == {key: 1}
 
 

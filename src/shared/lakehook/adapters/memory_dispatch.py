@@ -284,6 +284,27 @@ class InMemoryTriggerLedger(TriggerLedger):
                     found.append(self._entry(trigger))
             return found[:limit]
 
+    def waiting_runs(self, checked_before_ms: int, limit: int) -> list[LedgerEntry]:
+        with self._lock:
+            found = [
+                self._entry(t)
+                for t in sorted(self.store.triggers.values(), key=lambda t: (t.created_at, t.trigger_key))
+                if t.status is TriggerStatus.SUCCEEDED
+                and t.run_status is None
+                and t.run_state is not None
+                and t.run_state.waiting
+                and t.run_state.checked_at < checked_before_ms
+            ]
+            return found[:limit]
+
+    def record_run_state(self, trigger_key: str, run_state: RunState) -> bool:
+        with self._lock:
+            trigger = self.store.triggers.get(trigger_key)
+            if trigger is None or trigger.status is not TriggerStatus.SUCCEEDED or trigger.run_status is not None:
+                return False
+            self.store.triggers[trigger_key] = trigger.model_copy(update={"run_state": run_state})
+            return True
+
 
 class InMemoryManifestStore(ManifestStore):
     """Manifests as bytes by URI; put-if-absent like the S3 store (identical is fine, different refused)."""

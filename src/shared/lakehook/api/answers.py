@@ -207,7 +207,10 @@ class TriggerAnswer(_Answer):
     next_attempt_at: Iso | None = Field(default=None, alias="nextAttemptAt", description="RETRYABLE: when")
     retries: int = Field(default=0, description="retries by hand (POST /triggers/{triggerKey}/retry)")
     run_state: RunStateAnswer | None = Field(
-        default=None, alias="runState", description="what the target said about the run when it was started"
+        default=None,
+        alias="runState",
+        description="what the target said about the run when last asked (at the start, then every 5 minutes while "
+        "it waits)",
     )
 
 

@@ -66,6 +66,15 @@ class RunState(BaseModel):
     def to_api(self) -> dict[str, Any]:
         return {"state": self.state, "detail": self.detail, "checkedAt": ms_to_iso(self.checked_at)}
 
+    @property
+    def waiting(self) -> bool:
+        """Whether the run has not ended yet by the target's word, so asking again can tell more."""
+        return self.state in WAITING_RUN_STATES
+
+
+# The target's words for a run that has not ended (Airflow's DagRunState: queued, running).
+WAITING_RUN_STATES = frozenset({"queued", "running"})
+
 
 class PinnedInput(BaseModel):
     """The version of one member a trigger pins, and what is known about it."""

@@ -42,6 +42,11 @@ class TargetClient(ABC):
         """Seconds after an accepted start before :meth:`find_run` is sure to see the run."""
         return 0.0
 
+    def run_state(self, run_id: str, config: TargetConfig) -> RunState | None:
+        """What the target says now about a run it started (e.g. still queued behind a paused DAG), for targets
+        that can be asked; None otherwise. Raises TargetUnavailableError when the target cannot answer."""
+        return None
+
     def retry_window_seconds(self, failure_code: str | None, config: TargetConfig) -> float | None:
         """For a failure this client answers with a retry window (``Outcome.retry_window_seconds``), that window,
         so re-drives keep starting within it whatever the attempt budget; None for every other failure."""
@@ -199,3 +204,12 @@ class TriggerLedger(ABC):
     def pending(self, now_ms: int, stuck_before_ms: int, limit: int) -> list[LedgerEntry]:
         """Claims to re-drive: TRIGGERING, last changed before ``stuck_before_ms`` and not leased, and
         FAILED retryable ones that are due. At most ``limit``, oldest first where the store can tell."""
+
+    @abstractmethod
+    def waiting_runs(self, checked_before_ms: int, limit: int) -> list[LedgerEntry]:
+        """SUCCEEDED claims whose run has not reported its end and whose ``runState`` says it waits (queued,
+        running), last checked before ``checked_before_ms``: the ones worth asking the target again."""
+
+    @abstractmethod
+    def record_run_state(self, trigger_key: str, run_state: RunState) -> bool:
+        """Keep what the target says now about a SUCCEEDED claim's run; False once the run reported its end."""

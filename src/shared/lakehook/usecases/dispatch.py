@@ -58,7 +58,7 @@ from lakehook.domain.dispatch import (
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.targets import TargetConfig, UnusableTarget
 from lakehook.domain.time import now_ms
-from lakehook.domain.triggers import FailureKind, Trigger, TriggerStatus
+from lakehook.domain.triggers import FailureKind, RunState, Trigger, TriggerStatus
 from lakehook.observability import logger
 from lakehook.ports.dispatch import Attempt, LedgerEntry, ManifestStore, TargetClient, TriggerLedger
 from lakehook.ports.rules import RuleStore
@@ -358,6 +358,22 @@ class DispatchTrigger:
             return Outcome.retryable(f"manifest store unavailable: {exc}", "manifest_store")
         return _Written(manifest, uri)
 
+    def refresh_run_state(self, entry: LedgerEntry) -> RunState | None:
+        """Ask the target again about a started run that was still waiting (queued behind a paused DAG, or
+        running) and keep its answer on the trigger; None when the target cannot be asked or has no answer."""
+        target = self._target(entry)
+        run_id = entry.trigger.target_run_id
+        if isinstance(target, Outcome) or run_id is None:
+            return None
+        try:
+            state = target.client.run_state(run_id, target.config)
+        except TargetUnavailableError as exc:
+            logger.info("run state not refreshed", extra={"trigger_key": entry.trigger_key, "reason": str(exc)})
+            return None
+        if state is None or not self._ledger.record_run_state(entry.trigger_key, state):
+            return None
+        return state
+
     @staticmethod
     def _windowed(plan: _Plan, attempt: Attempt) -> bool:
         """Whether the last failure is one worth retrying for a while (its window, not the attempt budget, bounds
@@ -507,6 +523,7 @@ class RedriveReport:
     """What one compensator pass did, per status."""
 
     results: list[DispatchResult] = field(default_factory=list)
+    refreshed: list[str] = field(default_factory=list)  # triggers whose waiting run the target was asked about
 
     def count(self, status: DispatchStatus) -> int:
         return sum(1 for r in self.results if r.status is status)
@@ -525,12 +542,14 @@ class RedriveTriggers:
         clock: Callable[[], int] = now_ms,
         limit: int = 100,
         budget_ms: int = 600_000,
+        recheck_ms: int = 300_000,
     ) -> None:
         self._ledger = ledger
         self._dispatch = dispatch
         self._clock = clock
         self._limit = limit
         self._budget_ms = budget_ms
+        self._recheck_ms = recheck_ms
 
     def __call__(self) -> RedriveReport:
         start = self._clock()
@@ -540,6 +559,12 @@ class RedriveTriggers:
             if self._clock() - start > self._budget_ms:
                 break  # the next pass continues; nothing is lost, the claims stay pending
             report.results.append(self._dispatch(entry.trigger_key, redrive=True, max_attempts=1))
+        # Runs the target left waiting (a paused DAG) are asked about again, so runState never goes stale.
+        for entry in self._ledger.waiting_runs(start - self._recheck_ms, self._limit):
+            if self._clock() - start > self._budget_ms:
+                break
+            if self._dispatch.refresh_run_state(entry) is not None:
+                report.refreshed.append(entry.trigger_key)
         if report.results:
             logger.info(
                 "triggers re-driven",

@@ -40,7 +40,7 @@ from lakehook.adapters.dynamodb.batch_reads import integral
 from lakehook.adapters.dynamodb.trigger_store import trigger_from_item
 from lakehook.domain.completion import CompletionRecord, RecordOutcome
 from lakehook.domain.errors import NotFoundError
-from lakehook.domain.triggers import RunState, Trigger, TriggerNotRetryableError, TriggerStatus
+from lakehook.domain.triggers import WAITING_RUN_STATES, RunState, Trigger, TriggerNotRetryableError, TriggerStatus
 from lakehook.ports.dispatch import Attempt, LedgerEntry, TriggerLedger
 
 DEFAULT_LOOKBACK_MS = 7 * 86_400_000
@@ -318,21 +318,59 @@ class DynamoDBTriggerLedger(TriggerLedger):
         return RecordOutcome.RECORDED, record
 
     def pending(self, now_ms: int, stuck_before_ms: int, limit: int) -> list[LedgerEntry]:
+        values = {
+            ":triggering": TriggerStatus.TRIGGERING.value,
+            ":failed": TriggerStatus.FAILED.value,
+            ":true": True,
+            ":now": now_ms,
+            ":stuck": stuck_before_ms,
+        }
+        return self._recent(now_ms, _OPEN_FILTER, {"#status": "status"}, values, limit)
+
+    def waiting_runs(self, checked_before_ms: int, limit: int) -> list[LedgerEntry]:
+        values: dict[str, Any] = {":succeeded": TriggerStatus.SUCCEEDED.value, ":checked": checked_before_ms}
+        waiting = []
+        for n, state in enumerate(sorted(WAITING_RUN_STATES)):
+            values[f":w{n}"] = state
+            waiting.append(f":w{n}")
+        condition = (
+            "#status = :succeeded AND attribute_not_exists(runStatus) AND runState.checkedAt < :checked"
+            f" AND runState.#state IN ({', '.join(waiting)})"
+        )
+        names = {"#status": "status", "#state": "state"}
+        return self._recent(checked_before_ms, condition, names, values, limit)
+
+    def record_run_state(self, trigger_key: str, run_state: RunState) -> bool:
+        try:
+            self._table.update_item(
+                Key=keys.trigger_item_key(trigger_key),
+                UpdateExpression="SET runState = :state",
+                ConditionExpression="#status = :succeeded AND attribute_not_exists(runStatus)",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={
+                    ":state": run_state_item(run_state),
+                    ":succeeded": TriggerStatus.SUCCEEDED.value,
+                },
+            )
+        except ClientError as exc:
+            if is_conditional_failure(exc):
+                return False
+            raise
+        return True
+
+    def _recent(
+        self, now_ms: int, condition: str, names: dict[str, str], values: dict[str, Any], limit: int
+    ) -> list[LedgerEntry]:
+        """Claims created within the lookback that match ``condition``: one GSI1 query per rule."""
         found: list[LedgerEntry] = []
         since = keys.triggers_index_sk(max(now_ms - self._lookback_ms, 0), 0, "")
         for rule_id in self._rule_ids():
             kwargs: dict[str, Any] = {
                 "IndexName": keys.GSI1,
                 "KeyConditionExpression": Key("GSI1PK").eq(keys.triggers_index_pk(rule_id)) & Key("GSI1SK").gte(since),
-                "FilterExpression": _OPEN_FILTER,
-                "ExpressionAttributeNames": {"#status": "status"},
-                "ExpressionAttributeValues": {
-                    ":triggering": TriggerStatus.TRIGGERING.value,
-                    ":failed": TriggerStatus.FAILED.value,
-                    ":true": True,
-                    ":now": now_ms,
-                    ":stuck": stuck_before_ms,
-                },
+                "FilterExpression": condition,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
             }
             while len(found) < limit:
                 answer = self._table.query(**kwargs)

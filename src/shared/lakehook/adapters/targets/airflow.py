@@ -99,6 +99,14 @@ class AirflowTargetClient(TargetClient):
         self._tokens: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
 
+    def run_state(self, run_id: str, config: TargetConfig) -> RunState | None:
+        """The DAG run as Airflow answers it now, with whether the DAG is paused (two GETs)."""
+        assert isinstance(config, AirflowTarget)
+        if refuse_insecure(config.base_url, self._policy) is not None:
+            raise TargetUnavailableError("the target's URL is not allowed")
+        run = self._get_run(config, run_id)
+        return None if run is None else self._run_state(config, run)
+
     def retry_window_seconds(self, failure_code: str | None, config: TargetConfig) -> float | None:
         assert isinstance(config, AirflowTarget)
         return config.dag_not_found_retry_seconds if failure_code == DAG_NOT_FOUND else None
