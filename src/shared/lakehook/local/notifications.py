@@ -68,6 +68,7 @@ class BucketWatcher:
         self._seen: dict[str, str] = {}  # key → ETag delivered
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.looks = 0  # completed looks (listings), so a test can wait for the next one instead of sleeping
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name=f"s3-{self._fn.spec.name}", daemon=True)
@@ -107,4 +108,5 @@ class BucketWatcher:
                 self.look()
             except Exception:
                 log.exception("listing %s failed", self._bucket)
+            self.looks += 1
             self._stop.wait(self._every)

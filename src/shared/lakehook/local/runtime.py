@@ -265,6 +265,11 @@ class LocalStack:
                 poller.start()
                 self._queues.append(poller)
 
+    @property
+    def watchers(self) -> list[BucketWatcher]:
+        """The S3 notification watchers running (one per bucket subscription)."""
+        return list(self._watchers)
+
     def _start_bucket_watchers(self) -> None:
         s3 = self._client("s3")
         for fn in self.functions:
