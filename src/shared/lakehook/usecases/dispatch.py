@@ -198,10 +198,17 @@ class DispatchTrigger:
         self._owner = owner
         self._metrics = metrics
 
-    def __call__(self, trigger_key: str, redrive: bool = False, max_attempts: int | None = None) -> DispatchResult:
+    def __call__(
+        self,
+        trigger_key: str,
+        redrive: bool = False,
+        max_attempts: int | None = None,
+        known: LedgerEntry | None = None,
+    ) -> DispatchResult:
         """Dispatch the claim. ``redrive`` (the compensator) may also take FAILED retryable claims that are
-        due; ``max_attempts`` caps the attempts of this call (default: the policy's)."""
-        entry = self._ledger.get(trigger_key)
+        due; ``max_attempts`` caps the attempts of this call (default: the policy's). ``known``: the claim as
+        the stream record that woke us carries it (not read again; the lease's conditional write guards)."""
+        entry = known if known is not None and known.trigger_key == trigger_key else self._ledger.get(trigger_key)
         if entry is None:
             return DispatchResult(trigger_key, DispatchStatus.NOT_FOUND, reason="no such trigger")
         if not entry.is_open():
@@ -574,22 +581,26 @@ class RedriveTriggers:
 
 
 def handle_dispatch_record(
-    record: Any, dispatch: DispatchTrigger, key_of: Callable[[Any], str | None] | None = None
+    record: Any,
+    dispatch: DispatchTrigger,
+    key_of: Callable[[Any], str | None] | None = None,
+    entry_of: Callable[[Any], LedgerEntry | None] | None = None,
 ) -> DispatchResult | None:
     """Dispatch the trigger a DynamoDB stream record claims (a Powertools ``record_handler``).
 
     Idempotent: a redelivered record, or a second INSERT record for the same claim, finds the claim
     leased or already terminal and does nothing. Raises (so the batch retries the record) only when
-    the ledger itself fails. ``key_of`` reads the record (default: the DynamoDB ledger's reader).
+    the ledger itself fails. ``key_of`` reads the record's claim key and ``entry_of`` the claim from its
+    image (default: the DynamoDB ledger's readers; a custom ``key_of`` alone reads the claim from the ledger).
     """
     if key_of is None:
-        from lakehook.adapters.dynamodb.trigger_ledger import claimed_trigger_key
+        from lakehook.adapters.dynamodb.trigger_ledger import claimed_entry, claimed_trigger_key
 
-        key_of = claimed_trigger_key
+        key_of, entry_of = claimed_trigger_key, entry_of or claimed_entry
     trigger_key = key_of(record)
     if trigger_key is None:
         return None
-    return dispatch(trigger_key)
+    return dispatch(trigger_key, known=entry_of(record) if entry_of is not None else None)
 
 
 class RetryTrigger:

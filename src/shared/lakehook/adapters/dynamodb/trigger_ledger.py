@@ -104,6 +104,23 @@ def claimed_trigger_key(record: Any) -> str | None:
     return pk[len(keys.TRIGGER_PREFIX) :] or None
 
 
+def claimed_entry(record: Any) -> LedgerEntry | None:
+    """The claim a stream record wakes the dispatcher for, from its new image, so the dispatcher need not read
+    it again; None when the record names no claim to dispatch or carries no full image (then the dispatcher
+    reads the claim by :func:`claimed_trigger_key`). The image may be stale (a redelivered record): the
+    dispatcher's conditional writes are the guard, never this copy."""
+    if claimed_trigger_key(record) is None:
+        return None
+    raw = getattr(record, "raw_event", record)
+    image = (raw.get("dynamodb") or {}).get("NewImage") or {}
+    if "status" not in image or "ruleId" not in image:  # keys only (moto's first INSERT for an upsert)
+        return None
+    try:
+        return entry_from_item({name: _DESERIALIZER.deserialize(value) for name, value in image.items()})
+    except (ValueError, TypeError, KeyError):
+        return None  # an image this version cannot read: the dispatcher reads the item instead
+
+
 def entry_from_item(item: Mapping[str, Any]) -> LedgerEntry:
     data = integral(dict(item))
     return LedgerEntry(

@@ -1,0 +1,56 @@
+"""Requests per dispatched claim, counted on moto: the dispatcher takes the claim from the stream record that
+woke it (no read of it), so a claim costs the rule's read, the lease, the manifest and the mark: 4 requests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+import pytest
+
+from lakehook.adapters.dynamodb.trigger_ledger import DISPATCH_FILTER_PATTERNS
+from lakehook.adapters.memory_dispatch import InMemoryTargetClient
+from lakehook.adapters.s3.manifest_store import S3ManifestStore
+from lakehook.container import Container
+from lakehook.local.filters import matches_any
+from lakehook.wiring_dispatch import handle_dispatch_batch
+from lakehook.wiring_rules import handle_stream_batch
+from tests.conftest import BUCKET
+from tests.integration.test_resolver_on_moto import ORDERS, Stream, app, call, push, stream
+from tests.support import RequestCounter
+
+__all__ = ["app", "stream"]  # fixtures
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_claim_is_dispatched_in_four_requests_and_a_redelivered_record_starts_nothing(
+    app: Any, container: Container, stream: Stream, counter: RequestCounter
+) -> None:
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket=BUCKET)
+    container.overrides["manifest_store"] = S3ManifestStore(s3, BUCKET)
+    objects = RequestCounter().attach(s3)
+    target = InMemoryTargetClient()
+    container.overrides["target_clients"] = {"webhook": target}
+    rule = {
+        "groups": [{"groupId": "g", "members": [{"assetKey": ORDERS}]}],
+        "target": {"type": "webhook", "url": "https://scheduler.example.com/hooks/x", "secretRef": "t/x"},
+    }
+    boto3.client("secretsmanager", region_name="us-east-1").create_secret(Name="t/x", SecretString="k")
+    assert call(app, "PUT", "/rules/dwd", rule)[0] == 201
+    stream.records()
+    push(container, "SNAPSHOT_COMMITTED", ORDERS, snapshotId=1001)
+    assert handle_stream_batch(stream.batch(), container) == {"batchItemFailures": []}
+    claims = [r for r in stream.records() if matches_any(r, DISPATCH_FILTER_PATTERNS)]
+    assert len(claims) == 1
+
+    with counter.measure() as calls, objects.measure() as puts:
+        assert handle_dispatch_batch({"Records": claims}, container) == {"batchItemFailures": []}
+    assert dict(calls) == {"GetItem": 1, "UpdateItem": 2}  # the rule; the lease; SUCCEEDED
+    assert dict(puts) == {"PutObject": 1}  # the run manifest
+    assert sum(target.runs.values()) == 1
+
+    with counter.measure() as again:  # the same record delivered again: the lease's condition refuses it
+        assert handle_dispatch_batch({"Records": claims}, container) == {"batchItemFailures": []}
+    assert sum(target.runs.values()) == 1 and again["UpdateItem"] == 1
