@@ -96,11 +96,16 @@ def position(event: AssetEvent) -> int | None:
     return event.sequence_number if event.asset_key == C else event.snapshot_id
 
 
+def schema_of(position: int) -> int:
+    """B and C change their schema at snapshot 3."""
+    return 1 if position < 3 else 2
+
+
 def _events() -> list[AssetEvent]:
     events: list[AssetEvent] = []
     for sid in SNAPSHOTS:
         for key in ASSETS:
-            schema = 1 if key == A or sid < 3 else 2  # B and C change their schema at snapshot 3
+            schema = 1 if key == A else schema_of(sid)
             # C is an Iceberg table: random-looking ids (here: falling), ordered by sequence number;
             # its snapshots carry a watermark, 100 from the second one on.
             iceberg = key == C
@@ -168,6 +173,7 @@ class ResolverMachine(RuleBasedStateMachine):
         self.sweep = SweepDeferred(self.deferrals, clock=lambda: self.now)
         self.pending: dict[str, list[StateChange]] = {k: [] for k in ASSETS}
         self.images: dict[str, list[AssetState]] = {k: [] for k in ASSETS}  # every state each asset had
+        self.logged: dict[str, dict[int | None, int]] = {k: {} for k in ASSETS}  # snapshots recorded: id -> position
         self.checked = 0
         self.next_snapshot = dict.fromkeys(ASSETS, 1)
 
@@ -209,6 +215,8 @@ class ResolverMachine(RuleBasedStateMachine):
     def _ingest(self, event: AssetEvent) -> None:
         before = self.store.get_state(event.asset_key)
         self.ingest_events.ingest(event, SourceType.PUSH)
+        if event.event_type is EventType.SNAPSHOT_COMMITTED:
+            self.logged[event.asset_key][event.snapshot_id] = position(event) or 0
         after = self.store.get_state(event.asset_key)
         if after is not None and (before is None or after.version != before.version):
             if before is None:  # moto emits a keys-only INSERT before the real one
@@ -282,10 +290,13 @@ class ResolverMachine(RuleBasedStateMachine):
             changed = max(x.updated_at or 0 for x in (s[B], s[C]))
             assert t.created_at >= changed + 30_000, "claimed inside the quiet period"
         else:
+            # EACH_VERSION judges each snapshot of C by its own gates: the asset's watermark, and whether the schema
+            # of that very snapshot is approved (C's newest schema may still await approval meanwhile)
             assert (s[C].watermark or 0) >= WATERMARK_GATE, "claimed below the watermark gate"
-            assert s[C].schema_status is SchemaStatus.COMPATIBLE, "claimed while C's schema awaits approval"
-            assert pins[A] in self._due(A, 0), "EACH_VERSION pinned a version A never had"
-            assert pins[C] in self._due(C, 0), "EACH_VERSION pinned a version of C that never passed its gate"
+            assert pins[A] in self.logged[A], "EACH_VERSION pinned a version A never had"
+            assert pins[C] in self.logged[C], "EACH_VERSION pinned a version C never had"
+            accepted = max(s[C].first_schema_id or 0, s[C].schema_approved_id or 0)
+            assert schema_of(self.logged[C][pins[C]]) <= accepted, "claimed a snapshot of C whose schema awaits approval"
             orders = {p.asset_key: p.ordinal[0] for p in t.inputs}
             assert all(orders[k] <= (s[k].latest_snapshot_order or 0) for k in (A, C)), "pinned a future version"
 
@@ -361,16 +372,14 @@ class ResolverMachine(RuleBasedStateMachine):
                 assert due <= claimed, f"EACH_VERSION skipped {sorted(due - claimed)} of {key}"
 
     def _due(self, key: str, first: int) -> set[int]:
-        """Versions each_ac must trigger: the latest snapshot of every state, from order ``first`` on, in
-        which the member's gate held."""
-        gate = {
-            A: lambda s: True,
-            C: lambda s: (s.watermark or 0) >= WATERMARK_GATE and s.schema_status is SchemaStatus.COMPATIBLE,
-        }[key]
+        """Versions each_ac must trigger once C's gates hold on the final state (then they hold for each of its
+        snapshots: the watermark gate is the asset's, and C's newest schema is approved or the only one): the
+        latest snapshot of every state, from order ``first`` on. (A snapshot that was never the latest may have
+        come after its gap settled and the rule went past it.)"""
         return {
             s.latest_snapshot_id
             for s in self.images[key]
-            if s.latest_snapshot_id is not None and (s.latest_snapshot_order or 0) >= first and gate(s)
+            if s.latest_snapshot_id is not None and (s.latest_snapshot_order or 0) >= first
         }
 
 

@@ -11,7 +11,7 @@ from lakehook.domain.events import AssetEvent, EventType
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState, snapshot_record
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
-from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord
+from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord, Verdict, quality_verdict
 from lakehook.ports.rules import (
     AssetRecheck,
     ClaimOutcome,
@@ -171,6 +171,19 @@ class InMemoryStateReader(StateReader):
             if event.event_type is EventType.SNAPSHOT_COMMITTED and pair in pairs:
                 found[pair] = snapshot_record(event)
         return found
+
+    def quality_verdicts(self, wanted: Collection[tuple[str, int]]) -> dict[tuple[str, int], Verdict]:
+        """From ``events``, when given."""
+        pairs = set(wanted)
+        checks: dict[tuple[str, int], set[EventType]] = {}
+        for event in self._events() if self._events is not None else ():
+            pair = (event.asset_key, event.snapshot_id or 0)
+            if event.event_type in (EventType.QUALITY_CHECK_PASSED, EventType.QUALITY_CHECK_FAILED) and pair in pairs:
+                checks.setdefault(pair, set()).add(event.event_type)
+        return {
+            pair: quality_verdict(EventType.QUALITY_CHECK_PASSED in seen, EventType.QUALITY_CHECK_FAILED in seen)
+            for pair, seen in checks.items()
+        }
 
     def get_states(self, asset_keys: Collection[str]) -> dict[str, AssetState]:
         found = {k: self._get_state(k) for k in asset_keys}

@@ -37,7 +37,7 @@ from lakehook.domain.rules import BackfillPolicy, Group, Member, Mode, Rule, Win
 from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus
 from lakehook.domain.time import MAX_ISO_MS, ms_to_iso
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, Window
-from lakehook.domain.versions import SnapshotLog, SnapshotRecord, follows
+from lakehook.domain.versions import SnapshotLog, SnapshotRecord, Verdict, follows
 
 
 class Status(StrEnum):
@@ -297,8 +297,10 @@ class Gap:
     until: int  # when the gap counts as final and is stepped over
 
 
-def at_snapshot(state: AssetState, record: SnapshotRecord) -> AssetState:
-    """The state as it was when ``record`` was the newest snapshot, as far as a snapshot member looks at it."""
+def at_snapshot(state: AssetState, record: SnapshotRecord, quality: Verdict | None = None) -> AssetState:
+    """The state as a member judges ``record``: that snapshot as the newest (its schema id, commit kind), the
+    asset-wide gates as they hold now (which schemas are approved, the asset's watermark, its backfill), and with
+    ``quality`` the verdict of that snapshot's own quality checks in place of the newest ones."""
     update: dict[str, Any] = {
         "latest_snapshot_id": record.snapshot_id,
         "latest_snapshot_order": record.order,
@@ -308,27 +310,44 @@ def at_snapshot(state: AssetState, record: SnapshotRecord) -> AssetState:
         "latest_commit_kind": record.commit_kind,
         "latest_metadata_location": record.metadata_location,
         "latest_snapshot_watermark": record.watermark,
+        # a watermark gate is the asset's: the newest of its pushed and snapshot watermarks, as it is now
+        "latest_watermark": state.watermark,
     }
     if record.changes_data:
         update["latest_data"] = record
+    if quality is not None:
+        passed = quality is Verdict.PASSED
+        failed = quality is Verdict.FAILED
+        update["quality_passed_snapshot_id"] = record.snapshot_id if passed else None
+        update["quality_passed_order"] = record.order if passed else None
+        update["quality_failed_snapshot_id"] = record.snapshot_id if failed else None
+        update["quality_failed_order"] = record.order if failed else None
     return state.model_copy(update=update)
 
 
 def steps_by_snapshot(member: Member) -> bool:
-    """Whether a member's version is its table's snapshot itself, with no gate on the state at that snapshot (a
-    quality check, tag, manifest, schema status, watermark or backfill), so EACH_VERSION steps it through the
-    snapshot log; a gated member steps through the state images its gates were judged on."""
+    """Whether a member's versions are its table's snapshots, so EACH_VERSION steps it through the snapshot log and
+    judges each snapshot's gates (quality check, schema status, watermark, backfill) as they hold for that snapshot.
+
+    A ``tag`` member's version is the snapshot the tag names, and a ``manifest`` member's the spool manifest's:
+    those step through the state's history; a windowed or coverage member through its windows."""
     c = member.condition
-    return not (
-        c.quality_status
-        or c.tag
-        or c.manifest
-        or c.schema_status
-        or c.backfill_status
-        or c.watermark_floor is not None
-        or c.window is not None
-        or c.coverage is not None
-    )
+    return not (c.tag or c.manifest or c.window is not None or c.coverage is not None)
+
+
+# What blocks a snapshot-stepping member for one snapshot: its own gate, judged for that snapshot.
+_GATES = frozenset(
+    {Status.BLOCKED_BY_QUALITY, Status.BLOCKED_BY_SCHEMA, Status.BLOCKED_BY_WATERMARK, Status.BLOCKED_BY_BACKFILL}
+)
+
+
+@dataclass(frozen=True)
+class Held:
+    """EACH_VERSION: the next version of a member is a snapshot whose gate does not pass (yet): it holds the line."""
+
+    snapshot_id: int
+    status: Status
+    reason: str
 
 
 # --- groups --------------------------------------------------------------------------------------
@@ -405,10 +424,13 @@ def evaluate_group(
     gid = group.group_id
     if not rule.enabled:
         return GroupEvaluation(gid, Status.DISABLED, tuple(members), reason="the rule is disabled")
-    if any(m.status is not Status.READY for m in members):
-        return _first_blocked(gid, members)
     cursor = cursor if cursor is not None and cursor.seq > 0 else None
-    pins = [m.pin for m in members if m.pin is not None]
+    # EACH_VERSION judges a snapshot member's gates per snapshot: the newest snapshot failing one (or the newest
+    # verdicts disagreeing) does not hold back the older versions still to run; the stepping below decides.
+    stepping = _judged_per_snapshot(rule, group, members, cursor, snapshots or {})
+    if any(m.status is not Status.READY for i, m in enumerate(members) if i not in stepping):
+        return _first_blocked(gid, members)
+    pins: list[PinnedInput] = [p for i, m in enumerate(members) if (p := stepping.get(i) or m.pin) is not None]
 
     if policy.backfill is BackfillPolicy.SKIP:
         skipped = _backfill(rule, group, states, cursor, members, pins)
@@ -442,7 +464,10 @@ def evaluate_group(
         gaps: list[Gap] = []
         stepped = _advance(rule, group, states, cursor, members, pins, logs or {}, snapshots or {}, now, gaps)
         if stepped is None:
-            blocked = _first_blocked(gid, members, gaps=tuple(gaps))
+            # what holds the group is a member that waits for a version or a gate, not one with nothing new
+            holding = [m for m in members if m.status not in (Status.READY, Status.WAITING_FOR_UPDATE)]
+            blocked = _first_blocked(gid, holding or members, gaps=tuple(gaps))
+            blocked = replace(blocked, members=tuple(members))
             if gaps:
                 return replace(blocked, until=min(g.until for g in gaps))
             return blocked
@@ -485,6 +510,31 @@ def evaluate_group(
     return GroupEvaluation(gid, Status.READY, tuple(members), pins=tuple(pins), window=window)
 
 
+def _judged_per_snapshot(
+    rule: Rule,
+    group: Group,
+    members: list[MemberEvaluation],
+    cursor: GroupCursor | None,
+    snapshots: Mapping[str, SnapshotLog],
+) -> dict[int, PinnedInput]:
+    """EACH_VERSION members blocked by a gate on the current state that step through their snapshot log from the
+    cursor instead (index -> the version they last triggered with)."""
+    if rule.policy.mode is not Mode.EACH_VERSION or group.window is not None or cursor is None:
+        return {}
+    found: dict[int, PinnedInput] = {}
+    for i, (member, verdict) in enumerate(zip(group.members, members, strict=True)):
+        last = cursor.pins.get(member.asset_key)
+        if (
+            verdict.status in _GATES
+            and steps_by_snapshot(member)
+            and member.asset_key in snapshots
+            and last is not None
+            and last.snapshot_id is not None
+        ):
+            found[i] = last
+    return found
+
+
 def _head_of_line(
     group_id: str, members: list[MemberEvaluation], cursor: GroupCursor, previous: Trigger | None
 ) -> GroupEvaluation | None:
@@ -522,8 +572,10 @@ def _first_known(
     """EACH_VERSION's first trigger: the oldest satisfying version this resolver saw arrive, else the current one."""
     state = (states or {}).get(member.asset_key)
     if snapshots is not None and state is not None and steps_by_snapshot(member):
+        gated = member.condition.quality_status is not None
         for entry in snapshots.entries:
-            chosen = select_member(member, at_snapshot(state, entry.record))
+            quality = (entry.quality or Verdict.UNKNOWN) if gated else None
+            chosen = select_member(member, at_snapshot(state, entry.record, quality))
             if chosen.pin is not None and chosen.pin.snapshot_id == entry.record.snapshot_id:
                 return chosen.pin if chosen.pin.ordinal <= current.ordinal else current
         return current
@@ -551,7 +603,7 @@ def _advance(
     before = [cursor.pins.get(m.asset_key) for m in group.members]
     if mode is Mode.EACH_VERSION:
         chosen: list[PinnedInput] = []
-        moved = False
+        moved = held = False
         for i, (member, pin, last) in enumerate(zip(group.members, pins, before, strict=True)):
             if last is None:
                 chosen.append(pin)
@@ -560,7 +612,12 @@ def _advance(
             state = states.get(member.asset_key)
             log = snapshots.get(member.asset_key)
             if log is not None and state is not None and last.snapshot_id is not None and steps_by_snapshot(member):
-                found = _next_snapshot(member, last, state, log, now, logs.get(member.asset_key))
+                found = _next_snapshot(member, last, state, log, now)
+                if isinstance(found, Held):  # holds the whole group: no member runs past a version held back
+                    held = True
+                    chosen.append(last)
+                    _with(members, i, found.status, found.reason, {"snapshotId": found.snapshot_id})
+                    continue
                 if isinstance(found, Gap):
                     gaps.append(found)
                     chosen.append(last)
@@ -578,11 +635,12 @@ def _advance(
                 step = _next_version(member, last, logs.get(member.asset_key))
             if step is None:
                 chosen.append(last)
-                _wait(members, i, member, states.get(member.asset_key), last, cursor.baseline)
+                if members[i].status is Status.READY:  # else it keeps the gate that blocks it on the current state
+                    _wait(members, i, member, states.get(member.asset_key), last, cursor.baseline)
             else:
                 chosen.append(step)
                 moved = True
-        return chosen if moved else None
+        return chosen if moved and not held else None
     advanced = [last is None or pin.ordinal > last.ordinal for pin, last in zip(pins, before, strict=True)]
     behind = [last is not None and pin.ordinal < last.ordinal for pin, last in zip(pins, before, strict=True)]
     ready = all(advanced) if mode is Mode.ALL_UPDATED else any(advanced) and not any(behind)
@@ -604,13 +662,17 @@ def _next_version(member: Member, last: PinnedInput, log: VersionLog | None) -> 
 
 
 def _next_snapshot(
-    member: Member, last: PinnedInput, state: AssetState, log: SnapshotLog, now: int, images: VersionLog | None
-) -> PinnedInput | Gap | None:
-    """The first logged snapshot after ``last`` that satisfies the member, a gap before it, or None.
+    member: Member, last: PinnedInput, state: AssetState, log: SnapshotLog, now: int
+) -> PinnedInput | Gap | Held | None:
+    """The first logged snapshot after ``last`` that is a version of the member: its pin, a gap before it, the
+    gate that holds it, or None.
 
-    A snapshot's gates (schema status, watermark …) are judged on the known state images that had it as the
-    newest snapshot, in order; a snapshot no image shows (a late one) on the current state."""
+    Each snapshot is judged as it holds for that snapshot (:func:`at_snapshot`: its schema and watermark, its own
+    quality verdict, the asset-wide gates as they are now). A snapshot that is no version of the member (a
+    compaction it does not count, one below ``minSnapshotId``) is passed over; one whose gate does not pass holds
+    the member there: the versions after it wait, in order, rather than run or be skipped."""
     assert last.snapshot_id is not None
+    c = member.condition
     previous_id, previous_order = last.snapshot_id, last.ordinal[0]
     for entry in log.after(previous_order):
         record = entry.record
@@ -619,12 +681,29 @@ def _next_snapshot(
             if until > now:
                 return Gap(member.asset_key, previous_id, previous_order, record.snapshot_id, until)
         previous_id, previous_order = record.snapshot_id, record.order
-        shown = [s for s in (images.states if images else ()) if s.latest_snapshot_id == record.snapshot_id]
-        for view in shown or [at_snapshot(state, record)]:
-            chosen = select_member(member, view)
-            if chosen.pin is not None and chosen.pin.snapshot_id == record.snapshot_id:
-                return chosen.pin
+        if (not c.include_compaction and not record.changes_data) or (
+            c.min_snapshot_id is not None and record.order < c.min_snapshot_id
+        ):
+            continue  # not a version of this member
+        quality = (entry.quality or Verdict.UNKNOWN) if c.quality_status else None
+        chosen = select_member(member, at_snapshot(state, record, quality))
+        if chosen.pin is not None and chosen.pin.snapshot_id == record.snapshot_id:
+            return chosen.pin
+        if chosen.status in _GATES:
+            return Held(record.snapshot_id, chosen.status, _held_reason(record.snapshot_id, chosen, quality))
     return None
+
+
+def _held_reason(snapshot_id: int, chosen: MemberEvaluation, quality: Verdict | None) -> str:
+    after = "the versions after it wait (EACH_VERSION runs each version, in order)"
+    if chosen.status is Status.BLOCKED_BY_QUALITY and quality is Verdict.FAILED:
+        return (
+            f"snapshot {snapshot_id} failed its quality check; {after}. To go past it, disable the rule and "
+            "enable it again with startFrom NEXT_CHANGE"
+        )
+    if chosen.status is Status.BLOCKED_BY_QUALITY:
+        return f"snapshot {snapshot_id} has no quality verdict yet; it runs once its check passes, and {after}"
+    return f"snapshot {snapshot_id}: {chosen.reason}; {after}"
 
 
 def _wait(

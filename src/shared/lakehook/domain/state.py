@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lakehook.domain.events import AssetEvent, EventType
 from lakehook.domain.ordering import TagEntry, backfill_view, latest_tag, order_key
 from lakehook.domain.time import ms_to_iso
-from lakehook.domain.versions import SnapshotRecord
+from lakehook.domain.versions import SnapshotRecord, Verdict
 
 
 class SchemaStatus(StrEnum):
@@ -210,6 +210,15 @@ def advance_for(event: AssetEvent, recorded_at: int = 0) -> Advance | None:
             },
         )
     return None
+
+
+def verdict_touch(event: AssetEvent) -> Advance:
+    """A quality verdict on a snapshot older than the state's newest verdict leaves those as they are (STALE), but
+    touches the state so that its stream record wakes the resolver: an EACH_VERSION rule judges each snapshot by
+    its own checks and may be waiting for exactly this one. Guarded on the event, so a redelivery writes nothing
+    unless another late verdict touched the state since (then it wakes the resolver once more, harmlessly)."""
+    assert event.event_type in (EventType.QUALITY_CHECK_PASSED, EventType.QUALITY_CHECK_FAILED)
+    return Advance(NotAllEqual((("lastVerdictEventId", event.event_id),)), sets={"lastVerdictEventId": event.event_id})
 
 
 def snapshot_record(event: AssetEvent) -> SnapshotRecord:
@@ -428,6 +437,18 @@ class AssetState(BaseModel):
         if accepted and max(accepted) >= latest:
             return SchemaStatus.COMPATIBLE
         return SchemaStatus.PENDING_APPROVAL
+
+    def quality_of(self, record: SnapshotRecord) -> Verdict | None:
+        """The verdict on one snapshot when the state alone tells it (it holds the newest PASSED and the newest
+        FAILED snapshot), else None: the snapshot's own quality events tell."""
+        if self.quality_failed_snapshot_id == record.snapshot_id:
+            return Verdict.FAILED
+        if self.quality_passed_snapshot_id == record.snapshot_id:
+            failed = self.quality_failed_order
+            failed = failed if failed is not None else self.quality_failed_snapshot_id
+            if failed is None or failed < record.order:
+                return Verdict.PASSED  # the newest failure is older than this snapshot: none failed it
+        return None
 
     @property
     def quality_status(self) -> str:

@@ -11,8 +11,8 @@ for a member unless the member asks for it (``includeCompaction: true``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -80,12 +80,22 @@ def follows(lineage: Lineage, previous_id: int, previous_order: int, record: Sna
     return True
 
 
+class Verdict(StrEnum):
+    """A quality check's verdict on one snapshot: any FAILED check fails it, else a PASSED one passes it."""
+
+    PASSED = "PASSED"
+    FAILED = "FAILED"
+    UNKNOWN = "UNKNOWN"  # no check has reported on this snapshot yet
+
+
 @dataclass(frozen=True)
 class LoggedSnapshot:
-    """A snapshot in the log, and when lakehook first recorded it (a gap before it settles from then)."""
+    """A snapshot in the log, when lakehook first recorded it (a gap before it settles from then), and the verdict
+    of its quality checks when a member gated on them needs it (None: not looked up)."""
 
     record: SnapshotRecord
     recorded_at: int
+    quality: Verdict | None = None
 
 
 @dataclass(frozen=True)
@@ -114,3 +124,15 @@ class SnapshotLog:
 
     def oldest(self) -> LoggedSnapshot | None:
         return self.entries[0] if self.entries else None
+
+    def with_quality(self, verdicts: Mapping[int, Verdict]) -> SnapshotLog:
+        """The log with each entry's quality verdict (by snapshot id; a snapshot not named is UNKNOWN)."""
+        entries = tuple(replace(e, quality=verdicts.get(e.record.snapshot_id, Verdict.UNKNOWN)) for e in self.entries)
+        return replace(self, entries=entries)
+
+
+def quality_verdict(passed: bool, failed: bool) -> Verdict:
+    """One snapshot's verdict from the checks recorded on it: a failure outweighs a pass, whichever came first."""
+    if failed:
+        return Verdict.FAILED
+    return Verdict.PASSED if passed else Verdict.UNKNOWN

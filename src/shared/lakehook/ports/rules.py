@@ -11,7 +11,7 @@ from enum import StrEnum
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
-from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord
+from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord, Verdict
 from lakehook.ports.store import Page
 
 GroupRef = tuple[str, str]
@@ -153,6 +153,12 @@ class StateReader(ABC):
     def snapshots(self, wanted: Collection[tuple[str, int]]) -> dict[tuple[str, int], SnapshotRecord]:
         """What was recorded of these (asset key, snapshot id) pairs, from their SNAPSHOT_COMMITTED events
         (kept for the event retention); pairs never recorded are absent. A reader without events knows none."""
+        return {}
+
+    def quality_verdicts(self, wanted: Collection[tuple[str, int]]) -> dict[tuple[str, int], Verdict]:
+        """The verdict of the quality checks recorded on these (asset key, snapshot id) pairs, from their
+        QUALITY_CHECK_PASSED / _FAILED events (one identity per snapshot and verdict, kept for the event
+        retention); pairs no check reported on are absent (UNKNOWN). A reader without events knows none."""
         return {}
 
 

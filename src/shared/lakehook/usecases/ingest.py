@@ -11,10 +11,14 @@ from lakehook.domain.coverage import CoverageTooFragmentedError
 from lakehook.domain.errors import AuthorizationError
 from lakehook.domain.events import AssetEvent, EventResult, EventType, IngestStatus, SourceType
 from lakehook.domain.producers import Producer
+from lakehook.domain.state import verdict_touch
 from lakehook.domain.time import now_ms
 from lakehook.ports import AdvanceOutcome, AssetStore
 from lakehook.ports.queue import WorkQueue
 from lakehook.usecases.coverage import RecordCoverage
+
+
+_VERDICTS = (EventType.QUALITY_CHECK_PASSED, EventType.QUALITY_CHECK_FAILED)
 
 
 def describe_validation_error(exc: PydanticValidationError) -> str:
@@ -42,7 +46,9 @@ class IngestEvents:
 
     A novel event costs one conditional put and one conditional update. A duplicate costs
     the same two requests, both failing their conditions, so it writes nothing; the second
-    one is what lets a redelivery finish an advance that a crash cut short. Each state field
+    one is what lets a redelivery finish an advance that a crash cut short. A quality verdict
+    older than the state's newest (STALE) costs one more conditional update: the touch that
+    wakes the resolver (:func:`lakehook.domain.state.verdict_touch`). Each state field
     is guarded by its own order, so a redelivered or late older event never rolls one back.
 
     An ``INTERVAL_COVERED`` event also unites its interval into the coverage store (duplicates
@@ -106,6 +112,11 @@ class IngestEvents:
             except CoverageTooFragmentedError as exc:
                 return EventResult(eventId=event.event_id, status=IngestStatus.REJECTED, reason=str(exc), index=index)
         outcome = self._store.advance_state(event, received_at, recorded_at=recording.received_at)
+        late_verdict = outcome is AdvanceOutcome.STALE and event.event_type in _VERDICTS
+        if late_verdict:
+            # The verdict counts for its own snapshot (EACH_VERSION judges each snapshot by its checks): wake the
+            # resolver with a touch of the state, the one extra write a late verdict costs.
+            self._store.apply_advance(event.asset_key, verdict_touch(event), event.event_id, received_at)
         if (
             self._verifications is not None
             and event.event_type is EventType.MANIFEST_SEALED
@@ -119,6 +130,8 @@ class IngestEvents:
             status, reason = IngestStatus.STALE, "recorded; the asset state already holds a newer version"
             if event.event_type is EventType.SNAPSHOT_COMMITTED:
                 reason += "; the snapshot is logged for EACH_VERSION rules, which still run it in order"
+            elif late_verdict:
+                reason += "; the verdict counts for its snapshot, which EACH_VERSION rules judge by its own checks"
         else:
             status, reason = IngestStatus.ACCEPTED, None
         return EventResult(eventId=event.event_id, status=status, reason=reason, index=index)

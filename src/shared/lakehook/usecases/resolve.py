@@ -43,7 +43,7 @@ from lakehook.domain.rules import Group, Mode, Policy, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
-from lakehook.domain.versions import LoggedSnapshot, SnapshotLog, SnapshotRecord, lineage_of
+from lakehook.domain.versions import LoggedSnapshot, SnapshotLog, SnapshotRecord, Verdict, lineage_of
 from lakehook.observability import MetricName, logger
 from lakehook.ports.coverage import CoverageStore
 from lakehook.ports.queue import WorkQueue
@@ -356,6 +356,7 @@ class ResolveAssetChange:
         inputs = self._reader.read(assets, [(r.rule_id, g.group_id) for r, g in work])
         logs, recheck = self._logs(work, inputs.states, inputs.cursors, owned, now)
         snapshots = self._snapshot_logs(work, inputs.states, inputs.cursors, seen, now)
+        snapshots = self._judged(work, snapshots, inputs.states)
         previous = self._previous_triggers(work, inputs.cursors)
 
         for rule, group in work:
@@ -686,6 +687,37 @@ class ResolveAssetChange:
                 entries += [LoggedSnapshot(r, at) for r in (state.latest_record, state.latest_data) if r is not None]
             logs[key] = SnapshotLog.of(entries, lineage_of(key), self._settle_ms)
         return logs
+
+    def _judged(
+        self, work: list[tuple[Rule, Group]], logs: dict[str, SnapshotLog], states: dict[str, AssetState]
+    ) -> dict[str, SnapshotLog]:
+        """The snapshot logs of members gated on quality checks, with each snapshot's own verdict: what the state
+        tells (its newest verdicts), else one batched read of the snapshots' quality events (no read if none)."""
+        gated = {
+            m.asset_key
+            for rule, g in work
+            if _each_version(rule, g)
+            for m in g.members
+            if m.condition.quality_status and steps_by_snapshot(m) and m.asset_key in logs
+        }
+        if not gated:
+            return logs
+        verdicts: dict[tuple[str, int], Verdict] = {}
+        wanted: list[tuple[str, int]] = []
+        for key in sorted(gated):
+            state = states.get(key)
+            for entry in logs[key].entries:
+                told = state.quality_of(entry.record) if state is not None else None
+                if told is None:
+                    wanted.append((key, entry.record.snapshot_id))
+                else:
+                    verdicts[(key, entry.record.snapshot_id)] = told
+        if wanted:
+            verdicts.update(self._reader.quality_verdicts(wanted))
+        judged = dict(logs)
+        for key in gated:
+            judged[key] = logs[key].with_quality({sid: v for (k, sid), v in verdicts.items() if k == key})
+        return judged
 
     def _previous_triggers(
         self, work: list[tuple[Rule, Group]], cursors: dict[GroupRef, GroupCursor]

@@ -41,14 +41,22 @@ def integral(value: Any) -> Any:
 
 
 def batch_get(
-    client: Any, table_name: str, keys: Sequence[Mapping[str, str]], consistent: bool = True, sleep: float = 0.05
+    client: Any,
+    table_name: str,
+    keys: Sequence[Mapping[str, str]],
+    consistent: bool = True,
+    sleep: float = 0.05,
+    projection: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Every item that exists among ``keys`` (``client`` is ``table.meta.client``). Duplicated keys are read once."""
+    """Every item that exists among ``keys`` (``client`` is ``table.meta.client``), with only the ``projection``
+    attributes when given (plain attribute names). Duplicated keys are read once."""
     unique = list({(k["PK"], k["SK"]): k for k in keys}.values())
     found: list[dict[str, Any]] = []
     for start in range(0, len(unique), BATCH_GET_LIMIT):
         chunk = [dict(k) for k in unique[start : start + BATCH_GET_LIMIT]]
         request: dict[str, Any] = {table_name: {"Keys": chunk, "ConsistentRead": consistent}}
+        if projection is not None:
+            request[table_name]["ProjectionExpression"] = projection
         for attempt in range(MAX_UNPROCESSED_ROUNDS):
             answer = client.batch_get_item(RequestItems=request)
             found.extend(answer.get("Responses", {}).get(table_name, []))

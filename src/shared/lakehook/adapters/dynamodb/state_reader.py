@@ -12,7 +12,7 @@ from lakehook.adapters.dynamodb.trigger_store import cursor_from_item
 from lakehook.domain.errors import UnreadableItemError
 from lakehook.domain.events import AssetEvent, EventType, event_identity
 from lakehook.domain.state import AssetState, snapshot_record
-from lakehook.domain.versions import SnapshotRecord
+from lakehook.domain.versions import SnapshotRecord, Verdict, quality_verdict
 from lakehook.ports.rules import GroupRef, ResolutionInputs, StateReader
 
 _ASSET = len(keys.asset_pk(""))
@@ -66,3 +66,19 @@ class DynamoDBStateReader(StateReader):
             if pair is not None:
                 found[pair] = snapshot_record(AssetEvent.model_validate(json.loads(item["body"])))
         return found
+
+    def quality_verdicts(self, wanted: Collection[tuple[str, int]]) -> dict[tuple[str, int], Verdict]:
+        """One BatchGetItem (pages of 100 keys) of the snapshots' quality events: their ids derive from asset,
+        verdict and snapshot id, so no index is needed; only the keys are read."""
+        kinds = (EventType.QUALITY_CHECK_PASSED, EventType.QUALITY_CHECK_FAILED)
+        ids = {event_identity(k, t, str(sid)): (k, sid, t) for k, sid in set(wanted) for t in kinds}
+        event_keys = [keys.event_key(k, event_id) for event_id, (k, _, _) in ids.items()]
+        checks: dict[tuple[str, int], set[EventType]] = {}
+        for item in batch_get(self._client, self._name, event_keys, projection="PK, SK, eventId"):
+            found = ids.get(str(item.get("eventId")))
+            if found is not None:
+                checks.setdefault((found[0], found[1]), set()).add(found[2])
+        return {
+            pair: quality_verdict(EventType.QUALITY_CHECK_PASSED in seen, EventType.QUALITY_CHECK_FAILED in seen)
+            for pair, seen in checks.items()
+        }
