@@ -4,7 +4,8 @@ Snapshot, watermark and quality events for several assets go through ``IngestEve
 ``DynamoDBAssetStore`` on in-process moto, in any order, with copies, and with some deliveries
 cut short between "event recorded" and "state advanced" (a crash; the event is delivered again
 later, as a poller's next pass or a producer's retry would). An independent model of the RFC's
-rules predicts every answer and the final state; the in-memory store, fed the same deliveries,
+rules predicts every answer and the final state (a quality verdict on an older snapshot than the newest
+verdict touches the state: one more version); the in-memory store, fed the same deliveries,
 must agree with DynamoDB on every answer and on the whole state item.
 """
 
@@ -123,6 +124,7 @@ def model(plan: list[Delivery]) -> tuple[list[IngestStatus | None], dict[tuple[i
     recorded: set[Spec] = set()
     applied: dict[tuple[int, str], int] = {}
     versions: dict[int, int] = {}
+    touched: dict[int, Spec] = {}  # the late quality verdict that last touched each asset's state
     answers: list[IngestStatus | None] = []
     for delivery in plan:
         spec = delivery.spec
@@ -135,6 +137,12 @@ def model(plan: list[Delivery]) -> tuple[list[IngestStatus | None], dict[tuple[i
         newer = slot not in applied or spec.version > applied[slot]
         if newer:
             applied[slot] = spec.version
+            versions[spec.asset] = versions.get(spec.asset, 0) + 1
+        elif spec.kind in ("passed", "failed") and spec.version < applied[slot] and touched.get(spec.asset) != spec:
+            # a verdict on an older snapshot keeps the newest verdicts but touches the state (it wakes the
+            # resolver: EACH_VERSION judges each snapshot by its own checks); its redelivery touches it again
+            # only if another late verdict touched it since
+            touched[spec.asset] = spec
             versions[spec.asset] = versions.get(spec.asset, 0) + 1
         if not novel:
             answers.append(IngestStatus.DUPLICATE)

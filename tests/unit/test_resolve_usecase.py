@@ -40,7 +40,9 @@ class World:
         self.triggers = triggers or InMemoryTriggerStore()
         self.history = InMemoryStateHistory()
         self.deferrals = InMemoryDeferralStore()
-        self.reader = InMemoryStateReader(self.store.get_state, self.triggers)
+        self.reader = InMemoryStateReader(
+            self.store.get_state, self.triggers, events=lambda: [e.event for e in self.store.events.values()]
+        )
         self.resolve = ResolveAssetChange(
             self.rules, self.reader, self.triggers, self.history, self.deferrals, clock=lambda: self.now, observer=None
         )
