@@ -140,7 +140,9 @@ def test_a_watermark_gate_is_the_assets_so_a_late_snapshot_with_an_older_waterma
 
 
 def test_a_tag_member_pins_the_snapshot_the_tag_names_even_when_the_tag_comes_late() -> None:
-    world = World(rule("tagged", {"assetKey": A}, {"assetKey": B, "condition": {"tag": "release"}}, mode="EACH_VERSION"))
+    world = World(
+        rule("tagged", {"assetKey": A}, {"assetKey": B, "condition": {"tag": "release"}}, mode="EACH_VERSION")
+    )
     world.snap(B, 1, 2)
     world.snap(A, 1)
     world.deliver()

@@ -296,7 +296,9 @@ class ResolverMachine(RuleBasedStateMachine):
             assert pins[A] in self.logged[A], "EACH_VERSION pinned a version A never had"
             assert pins[C] in self.logged[C], "EACH_VERSION pinned a version C never had"
             accepted = max(s[C].first_schema_id or 0, s[C].schema_approved_id or 0)
-            assert schema_of(self.logged[C][pins[C]]) <= accepted, "claimed a snapshot of C whose schema awaits approval"
+            assert schema_of(self.logged[C][pins[C]]) <= accepted, (
+                "claimed a snapshot of C whose schema awaits approval"
+            )
             orders = {p.asset_key: p.ordinal[0] for p in t.inputs}
             assert all(orders[k] <= (s[k].latest_snapshot_order or 0) for k in (A, C)), "pinned a future version"
 

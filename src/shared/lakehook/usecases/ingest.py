@@ -17,7 +17,6 @@ from lakehook.ports import AdvanceOutcome, AssetStore
 from lakehook.ports.queue import WorkQueue
 from lakehook.usecases.coverage import RecordCoverage
 
-
 _VERDICTS = (EventType.QUALITY_CHECK_PASSED, EventType.QUALITY_CHECK_FAILED)
 
 
