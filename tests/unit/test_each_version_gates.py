@@ -64,6 +64,30 @@ def test_a_late_older_snapshot_runs_in_order_once_its_own_check_passed() -> None
     assert world.claimed() == [[1], [2], [3]]
 
 
+def test_the_worked_example_of_docs_rules_md() -> None:
+    world = World(rule("checked", CHECKED, mode="EACH_VERSION"), rule("newest", CHECKED, mode="ANY_UPDATED"))
+
+    def step(*pushes: tuple[str, int]) -> GroupEvaluation:
+        for event_type, sid in pushes:
+            world.push(event_type, A, snapshotId=sid)
+        world.deliver()
+        return explain(world, "checked")
+
+    step(("SNAPSHOT_COMMITTED", 1), ("QUALITY_CHECK_PASSED", 1))
+    assert step(("SNAPSHOT_COMMITTED", 3), ("QUALITY_CHECK_PASSED", 3)).status is Status.WAITING_FOR_VERSION
+    held = step(("SNAPSHOT_COMMITTED", 2))
+    assert held.status is Status.BLOCKED_BY_QUALITY and "snapshot 2 has no quality verdict yet" in (held.reason or "")
+    assert world.claimed("checked") == [[1]]
+    step(("QUALITY_CHECK_PASSED", 2))
+    assert world.claimed("checked") == [[1], [2], [3]]
+    held = step(("SNAPSHOT_COMMITTED", 4), ("QUALITY_CHECK_FAILED", 4))
+    held = step(("SNAPSHOT_COMMITTED", 5), ("QUALITY_CHECK_PASSED", 5))
+    assert held.status is Status.BLOCKED_BY_QUALITY
+    assert "snapshot 4 failed its quality check; the versions after it wait" in (held.reason or "")
+    assert world.claimed("checked") == [[1], [2], [3]]
+    assert world.claimed("newest") == [[1], [3], [5]]
+
+
 def test_a_late_verdict_is_answered_stale_and_says_it_counts_for_its_snapshot() -> None:
     world = checked()
     world.snap(A, 1, 2)

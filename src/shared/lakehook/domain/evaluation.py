@@ -8,11 +8,14 @@ newer one that failed or is unchecked. The policy then decides whether the group
 - ``ALL_UPDATED``: every member's pinned version is newer than the one the group last fired with;
 - ``ANY_UPDATED``: at least one is newer and none is older (intermediate versions coalesce);
 - ``EACH_VERSION``: each member advances to its NEXT version after the cursor, one trigger per
-  step, so none is skipped: a member whose version is its snapshot steps through the asset's snapshot
-  log (:class:`SnapshotLog`, every accepted snapshot by order, late ones too) and waits at a gap the
-  lineage shows (WAITING_FOR_VERSION) until it fills or settles; other members step through the known
-  state history (:class:`VersionLog`). Head of line: version n+1 is claimed only once version n's trigger
-  SUCCEEDED (or was SKIPPED); a FAILED one blocks the group visibly (BLOCKED_BY_FAILED_TRIGGER);
+  step, so none is skipped: a member whose versions are its table's snapshots steps through the asset's
+  snapshot log (:class:`SnapshotLog`, every accepted snapshot by order, late ones too) and waits at a gap
+  the lineage shows (WAITING_FOR_VERSION) until it fills or settles; each snapshot is judged by its own
+  gates (:func:`at_snapshot`: its quality checks, its schema, the asset's watermark and backfill), and one
+  that does not pass holds the group there, its gate's status naming the snapshot. Tag and manifest members
+  step through the known state history (:class:`VersionLog`). Head of line: version n+1 is claimed only
+  once version n's trigger SUCCEEDED (or was SKIPPED); a FAILED one blocks the group visibly
+  (BLOCKED_BY_FAILED_TRIGGER);
 - a windowed group (``watermarkAtLeast: {window}``) fires once per window: the newest closed
   window, or with ``EACH_VERSION`` every window in order;
 - a ``coverage`` member makes the group fire once per aligned window its intervals cover fully, in

@@ -3,7 +3,9 @@
 Budget per invocation (a stream batch, deduplicated by asset): one reverse-index query per
 changed asset (the rules of the asset, RFC 3.8), ONE batched read of every member state and group
 cursor those rules need (shared across rules), one transaction per claim. ``EACH_VERSION`` rules
-add one history query per member that has versions between the cursor and now it did not see.
+add one history query per member that has versions between the cursor and now it did not see, and
+members gated on quality checks one batched read of the checks on the logged snapshots whose verdict
+the state does not hold (their ``QUALITY_CHECK_*`` event items, addressed by identity).
 
 EACH_VERSION and history. The asset state keeps only the newest versions, so the resolver keeps
 the history itself: before evaluating, it stores the new state images of its batch (only for
