@@ -358,7 +358,7 @@ class ResolveAssetChange:
         inputs = self._reader.read(assets, [(r.rule_id, g.group_id) for r, g in work])
         logs, recheck = self._logs(work, inputs.states, inputs.cursors, owned, now)
         snapshots = self._snapshot_logs(work, inputs.states, inputs.cursors, seen, now)
-        snapshots = self._judged(work, snapshots, inputs.states)
+        snapshots = self._judged(work, snapshots, inputs.states, inputs.cursors)
         previous = self._previous_triggers(work, inputs.cursors)
 
         for rule, group in work:
@@ -691,24 +691,34 @@ class ResolveAssetChange:
         return logs
 
     def _judged(
-        self, work: list[tuple[Rule, Group]], logs: dict[str, SnapshotLog], states: dict[str, AssetState]
+        self,
+        work: list[tuple[Rule, Group]],
+        logs: dict[str, SnapshotLog],
+        states: dict[str, AssetState],
+        cursors: dict[GroupRef, GroupCursor],
     ) -> dict[str, SnapshotLog]:
-        """The snapshot logs of members gated on quality checks, with each snapshot's own verdict: what the state
-        tells (its newest verdicts), else one batched read of the snapshots' quality events (no read if none)."""
-        gated = {
-            m.asset_key
-            for rule, g in work
-            if _each_version(rule, g)
-            for m in g.members
-            if m.condition.quality_status and steps_by_snapshot(m) and m.asset_key in logs
-        }
-        if not gated:
+        """The snapshot logs of members gated on quality checks, with the verdict of each snapshot still to run (after
+        the oldest cursor that needs it; every logged one for a group not started yet): what the state tells (its
+        newest verdicts), else one batched read of those snapshots' quality events (no read when none is left)."""
+        since: dict[str, int] = {}  # per gated asset: verdicts are needed above this order
+        for rule, group in work:
+            if not _each_version(rule, group):
+                continue
+            cursor = cursors.get((rule.rule_id, group.group_id))
+            for member in group.members:
+                key = member.asset_key
+                if not (member.condition.quality_status and steps_by_snapshot(member) and key in logs):
+                    continue
+                last = cursor.pins.get(key) if cursor is not None and cursor.seq > 0 else None
+                floor = last.ordinal[0] if last is not None and last.snapshot_id is not None else -1
+                since[key] = min(since.get(key, floor), floor)
+        if not since:
             return logs
         verdicts: dict[tuple[str, int], Verdict] = {}
         wanted: list[tuple[str, int]] = []
-        for key in sorted(gated):
+        for key, floor in sorted(since.items()):
             state = states.get(key)
-            for entry in logs[key].entries:
+            for entry in logs[key].after(floor):
                 told = state.quality_of(entry.record) if state is not None else None
                 if told is None:
                     wanted.append((key, entry.record.snapshot_id))
@@ -717,7 +727,7 @@ class ResolveAssetChange:
         if wanted:
             verdicts.update(self._reader.quality_verdicts(wanted))
         judged = dict(logs)
-        for key in gated:
+        for key in since:
             judged[key] = logs[key].with_quality({sid: v for (k, sid), v in verdicts.items() if k == key})
         return judged
 
