@@ -8,6 +8,9 @@ SAM_VENV := .venv-sam
 BIN := $(VENV)/bin
 SAM := $(SAM_VENV)/bin/sam
 SAM_CLI_VERSION := 1.170.0
+# Checkov pins boto3 to an old release, so it lives in a venv of its own (like SAM CLI).
+CHECKOV_VENV := .venv-checkov
+CHECKOV_VERSION := 3.3.30
 # sam build needs the Lambda runtime's Python (3.12) on PATH; pyenv has it on this kind of machine.
 PY312_BIN ?= $(shell d=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.12*/bin 2>/dev/null | head -1); \
 	if [ -n "$$d" ]; then echo $$d; else dirname "$$(command -v python3.12 2>/dev/null)" 2>/dev/null; fi)
@@ -25,6 +28,12 @@ $(BIN)/.installed: pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev,lakehouse]"
 	touch $@
 
+$(CHECKOV_VENV)/.installed:
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/pip install --quiet "checkov==$(CHECKOV_VERSION)"
+	touch $@
+
 $(SAM_VENV)/.installed:
 	$(PYTHON) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/pip install --quiet --upgrade pip
@@ -32,7 +41,7 @@ $(SAM_VENV)/.installed:
 	touch $@
 
 .PHONY: setup
-setup: $(BIN)/.installed $(SAM_VENV)/.installed ## create .venv (pinned by constraints.txt) and .venv-sam
+setup: $(BIN)/.installed $(SAM_VENV)/.installed $(CHECKOV_VENV)/.installed ## create .venv (pinned by constraints.txt), .venv-sam and .venv-checkov
 
 .PHONY: lint
 lint: $(BIN)/.installed ## ruff
@@ -53,12 +62,16 @@ template: setup ## cfn-lint and sam validate --lint (offline)
 	$(BIN)/cfn-lint template.yaml
 	$(SAM) validate --lint --region $(AWS_DEFAULT_REGION)
 
+.PHONY: scan
+scan: $(CHECKOV_VENV)/.installed ## checkov on template.yaml: fails on any failed check not skipped with a reason in the template
+	$(CHECKOV_VENV)/bin/checkov --file template.yaml --framework cloudformation --compact --quiet --skip-download
+
 .PHONY: pytest
 pytest: $(BIN)/.installed ## the test suites (unit, integration, e2e)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 .PHONY: test
-test: setup lint typecheck template pytest ## everything CI runs
+test: setup lint typecheck template scan pytest ## everything CI runs
 
 .PHONY: build
 build: setup ## sam build without Docker, then each function's unzipped size (limit 250 MB)
