@@ -548,7 +548,7 @@ class RedriveTriggers:
         dispatch: DispatchTrigger,
         clock: Callable[[], int] = now_ms,
         limit: int = 100,
-        budget_ms: int = 600_000,
+        budget_ms: int = 120_000,  # then stop starting re-drives: the function times out at 240 s (template.yaml)
         recheck_ms: int = 300_000,
     ) -> None:
         self._ledger = ledger

@@ -1,0 +1,150 @@
+"""Every IAM role of the deployed stack is least privilege: no ``*`` action, no ``*`` resource but where AWS
+requires one, each exception listed here with why.
+
+The roles are read from template.yaml after the SAM transform (the SAM CLI's translator, run in .venv-sam),
+so SAM's policy templates (``DynamoDBCrudPolicy``, ``SQSSendMessagePolicy`` …), the policies it adds for
+dead-letter queues and event sources, and the managed policies it attaches are checked as deployed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from functools import cache
+from typing import Any
+
+import pytest
+
+from tests.support import ROOT
+
+SAM_PYTHON = ROOT / ".venv-sam" / "bin" / "python"
+
+# AWS managed policies a role may carry, with why. Their documents are AWS's, not in the template.
+ALLOWED_MANAGED_POLICIES = {
+    "AWSLambdaBasicExecutionRole": "SAM attaches it to every function: write its own logs (logs:* on '*', the "
+    "log groups are the template's own)",
+    "AWSXrayWriteOnlyAccess": "Tracing: Active; xray:PutTraceSegments and PutTelemetryRecords take no resource",
+    "AWSLambdaDynamoDBExecutionRole": "SAM attaches it for a DynamoDB stream event source: read stream records "
+    "(GetRecords, GetShardIterator, DescribeStream, ListStreams); read-only",
+    "AWSLambdaSQSQueueExecutionRole": "SAM attaches it for an SQS event source: receive and delete the messages "
+    "it is handed; nothing else",
+    "AmazonAPIGatewayPushToCloudWatchLogs": "API Gateway's account-wide logging role (SetApiGatewayAccountRole): "
+    "one role serves every API of the account and region, so it cannot name our log groups",
+}
+
+# Actions ending in a wildcard that a statement may carry, with why (never a whole service: "svc:*").
+ALLOWED_ACTION_WILDCARDS = {
+    "sqs:SendMessage*": "SAM's SQSSendMessagePolicy template: SendMessage and SendMessageBatch on one named queue",
+}
+
+# Actions AWS authorizes only on Resource "*"; none is used by an inline statement today.
+ACTIONS_WITHOUT_RESOURCES = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "cloudwatch:PutMetricData"}
+
+
+@cache
+def deployed() -> dict[str, Any]:
+    if not SAM_PYTHON.exists():
+        pytest.fail(f"{SAM_PYTHON} is missing: `make setup` installs the SAM CLI the IAM checks translate with")
+    env = {**os.environ, "AWS_DEFAULT_REGION": "us-east-1", "SAM_CLI_TELEMETRY": "0"}
+    done = subprocess.run(
+        [str(SAM_PYTHON), str(ROOT / "tests" / "sam_translate.py"), str(ROOT / "template.yaml")],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, f"the SAM transform refused template.yaml:\n{done.stderr[-3000:]}"
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def roles() -> dict[str, dict[str, Any]]:
+    return {k: v["Properties"] for k, v in deployed()["Resources"].items() if v["Type"] == "AWS::IAM::Role"}
+
+
+def branches(value: Any) -> Iterator[Any]:
+    """Both outcomes of an Fn::If (a condition may be true on some stack), else the value itself."""
+    if isinstance(value, dict) and set(value) == {"Fn::If"}:
+        _, then, otherwise = value["Fn::If"]
+        yield from branches(then)
+        yield from branches(otherwise)
+    elif not (isinstance(value, dict) and value.get("Ref") == "AWS::NoValue"):
+        yield value
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def statements() -> Iterator[tuple[str, dict[str, Any]]]:
+    for role, properties in roles().items():
+        for entry in properties.get("Policies", []):
+            for policy in branches(entry):
+                for statement in as_list(policy["PolicyDocument"]["Statement"]):
+                    yield role, statement
+
+
+def managed_policy_name(arn: Any) -> str:
+    text = arn["Fn::Sub"] if isinstance(arn, dict) and "Fn::Sub" in arn else arn
+    assert isinstance(text, str), f"a managed policy ARN the test cannot read: {arn!r}"
+    return text.rsplit("/", 1)[-1]
+
+
+def test_the_stack_has_a_role_per_function_and_the_api_gateway_logging_role() -> None:
+    functions = [k for k, v in deployed()["Resources"].items() if v["Type"] == "AWS::Lambda::Function"]
+    assert len(functions) >= 9
+    assert {f"{name}Role" for name in functions} <= set(roles())
+    assert "ApiGatewayCloudWatchRole" in roles()
+
+
+def test_no_statement_allows_every_action_or_every_action_of_a_service() -> None:
+    for role, statement in statements():
+        assert statement["Effect"] == "Allow", (role, statement)
+        for action in as_list(statement["Action"]):
+            assert action != "*" and not action.endswith(":*"), (role, action)
+            if "*" in action:
+                assert action in ALLOWED_ACTION_WILDCARDS, f"{role}: {action} is not a listed wildcard"
+
+
+def test_no_statement_allows_every_resource_unless_aws_requires_it() -> None:
+    for role, statement in statements():
+        for resource in as_list(statement["Resource"]):
+            if resource == "*":
+                actions = set(as_list(statement["Action"]))
+                assert actions <= ACTIONS_WITHOUT_RESOURCES, f"{role}: {actions} on every resource"
+
+
+def test_managed_policies_are_only_the_listed_ones() -> None:
+    for role, properties in roles().items():
+        for arn in properties.get("ManagedPolicyArns", []):
+            name = managed_policy_name(arn)
+            assert name in ALLOWED_MANAGED_POLICIES, f"{role} carries {name}, not listed with a reason"
+
+
+def test_sam_policy_templates_expand_to_the_named_table_and_queues_only() -> None:
+    # The SAM templates the functions use, as SAM expands them: every resource is the stack's own table
+    # (and its indexes) or a queue named by GetAtt, never a pattern over the account.
+    seen = 0
+    for role, statement in statements():
+        actions = as_list(statement["Action"])
+        if any(a.startswith(("dynamodb:", "sqs:")) for a in actions):
+            seen += 1
+            for resource in as_list(statement["Resource"]):
+                text = json.dumps(resource)
+                assert "LakehookTable" in text or "Queue" in text, (role, resource)
+    assert seen >= 9
+
+
+def test_the_customer_managed_key_is_granted_only_when_one_is_given() -> None:
+    for role, properties in roles().items():
+        if role == "ApiGatewayCloudWatchRole":
+            continue
+        conditional = [p for p in properties.get("Policies", []) if "Fn::If" in p]
+        assert conditional, f"{role} cannot use the KmsKeyArn key"
+        for entry in conditional:
+            condition, then, otherwise = entry["Fn::If"]
+            assert condition == "UseCustomerKey" and otherwise == {"Ref": "AWS::NoValue"}
+            (statement,) = then["PolicyDocument"]["Statement"]
+            assert statement["Resource"] == {"Ref": "KmsKeyArn"}
+            assert sorted(statement["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey"]

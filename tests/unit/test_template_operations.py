@@ -1,0 +1,191 @@
+"""template.yaml as operators rely on it: timeouts below the dispatch lease, a dashboard of metrics the code
+really emits, a log group with a retention per function, a concurrency reservation per family, a dead-letter
+queue for every asynchronously invoked function, and a reason for every security-scan exception."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import re
+from typing import Any
+
+from lakehook.domain.targets import MAX_TIMEOUT_SECONDS
+from lakehook.observability import NAMESPACE
+from lakehook.settings import Settings
+from lakehook.usecases.dispatch import RedriveTriggers
+from tests.support import ROOT, TEMPLATE
+
+FUNCTIONS = TEMPLATE.of_type("AWS::Serverless::Function")
+GLOBALS = TEMPLATE.document["Globals"]["Function"]
+
+
+def timeout_of(name: str) -> int:
+    return int(FUNCTIONS[name]["Properties"].get("Timeout", GLOBALS.get("Timeout", 3)))
+
+
+def environment_of(name: str) -> dict[str, Any]:
+    own = FUNCTIONS[name]["Properties"].get("Environment", {}).get("Variables", {})
+    return {**GLOBALS["Environment"]["Variables"], **own}
+
+
+def lease_seconds(name: str) -> int:
+    """The lease the function runs with: its LAKEHOOK_DISPATCH_LEASE_SECONDS, else the settings' default."""
+    default = Settings.model_fields["dispatch_lease_seconds"].default
+    return int(environment_of(name).get("LAKEHOOK_DISPATCH_LEASE_SECONDS", default))
+
+
+# --- the dispatch lease -----------------------------------------------------------------------------------
+
+
+def test_every_function_that_takes_a_dispatch_lease_times_out_before_the_lease_ends() -> None:
+    # usecases/dispatch.py: the lease must outlast the function's timeout, so it only expires once its
+    # holder is surely dead (else a second dispatcher could start a run the first is still starting).
+    for name in ("DispatcherFunction", "TriggerRedriveFunction"):
+        assert timeout_of(name) < lease_seconds(name), name
+
+
+def test_a_redrive_pass_stops_starting_redrives_in_time_for_the_last_one_to_finish() -> None:
+    budget_s = inspect.signature(RedriveTriggers).parameters["budget_ms"].default / 1000
+    # The last re-drive started asks the target whether the run exists, then starts it, then confirms:
+    # three target calls at most, each bounded by a target's longest timeout.
+    assert budget_s + 3 * MAX_TIMEOUT_SECONDS < timeout_of("TriggerRedriveFunction")
+
+
+# --- the dashboard ----------------------------------------------------------------------------------------
+
+
+METRIC = r"lakehouse_[a-z_]+"
+
+
+def metric_names_in_code() -> set[str]:
+    """Every metric name the code spells (string literals ``lakehouse_*`` in src/shared/lakehook)."""
+    names: set[str] = set()
+    for path in (ROOT / "src" / "shared" / "lakehook").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(METRIC, node.value):
+                names.add(node.value)
+    return names
+
+
+def dashboard() -> dict[str, Any]:
+    (resource,) = TEMPLATE.of_type("AWS::CloudWatch::Dashboard").values()
+    body = resource["Properties"]["DashboardBody"]["Fn::Sub"]
+    return json.loads(re.sub(r"\$\{[^}]+\}", "resolved", body))  # type: ignore[no-any-return]
+
+
+QUERY = re.compile(r"^SELECT (?:SUM|AVG|MAX|MIN|COUNT)\((\w+)\) FROM (\w+)(?: GROUP BY \w+)?$")
+
+
+def queried_metrics(expressions: list[str]) -> set[tuple[str, str]]:
+    found = set()
+    for expression in expressions:
+        match = QUERY.match(expression)
+        assert match, f"not a Metrics Insights query this test reads: {expression}"
+        found.add((match.group(2), match.group(1)))
+    return found
+
+
+def test_every_metric_the_dashboard_names_is_one_the_code_emits_in_its_namespace() -> None:
+    expressions, namespaced = [], []
+    for widget in dashboard()["widgets"]:
+        for row in widget["properties"]["metrics"]:
+            if isinstance(row[0], dict):
+                expressions.append(row[0]["expression"])
+            else:
+                namespaced.append(row)
+    queried = queried_metrics(expressions)
+    assert {namespace for namespace, _ in queried} == {NAMESPACE}
+    assert {name for _, name in queried} <= metric_names_in_code()
+    # The functions publish under the namespace the dashboard reads.
+    assert GLOBALS["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"] == NAMESPACE
+    # Rows that are not queries are AWS's own metrics.
+    assert {row[0] for row in namespaced} <= {"AWS/Lambda", "AWS/SQS"}
+    assert len(queried) >= 12
+
+
+def test_the_dashboard_shows_what_the_issue_asks_for() -> None:
+    titles = " | ".join(w["properties"]["title"] for w in dashboard()["widgets"]).lower()
+    for topic in ("events in by status", "poll errors", "triggers by status", "dispatch latency",
+                  "resolver errors", "rules waiting", "queue depths"):  # fmt: skip
+        assert topic in titles, topic
+    queued = {row[3] for w in dashboard()["widgets"] for row in w["properties"]["metrics"] if row[0] == "AWS/SQS"}
+    assert len(queued) == 1  # every queue name was a ${...} reference, resolved above
+    depth_rows = next(w for w in dashboard()["widgets"] if w["properties"]["title"] == "Queue depths")
+    assert {row[4]["label"] for row in depth_rows["properties"]["metrics"][:-1]} == set(TEMPLATE.queues())
+
+
+def test_every_alarm_on_a_lakehook_metric_reads_one_the_code_emits() -> None:
+    expressions = [
+        m["Expression"]
+        for alarm in TEMPLATE.of_type("AWS::CloudWatch::Alarm").values()
+        for m in alarm["Properties"].get("Metrics", [])
+        if "Expression" in m
+    ]
+    queried = queried_metrics(expressions)
+    assert queried and {name for _, name in queried} <= metric_names_in_code()
+    assert {namespace for namespace, _ in queried} == {NAMESPACE}
+
+
+# --- logs, concurrency, failures ---------------------------------------------------------------------------
+
+
+def test_every_function_has_its_own_log_group_with_the_retention_parameter() -> None:
+    groups = {
+        json.dumps(g["Properties"]["LogGroupName"]): g["Properties"]
+        for g in TEMPLATE.of_type("AWS::Logs::LogGroup").values()
+    }
+    for name in FUNCTIONS:
+        properties = groups[json.dumps({"Fn::Sub": f"/aws/lambda/${{{name}}}"})]
+        assert properties["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+    assert all(g["RetentionInDays"] == {"Ref": "LogRetentionDays"} for g in groups.values())
+
+
+def test_every_function_reserves_concurrency_from_its_familys_parameter() -> None:
+    families = {}
+    for name, resource in FUNCTIONS.items():
+        condition, value, otherwise = resource["Properties"]["ReservedConcurrentExecutions"]["Fn::If"]
+        parameter = value["Ref"]
+        assert TEMPLATE.document["Conditions"][condition] == {"Fn::Not": [{"Fn::Equals": [{"Ref": parameter}, 0]}]}
+        assert otherwise == {"Ref": "AWS::NoValue"}
+        families.setdefault(parameter, []).append(name)
+    assert set(families) == {
+        "ApiReservedConcurrency",
+        "StreamReservedConcurrency",
+        "QueueReservedConcurrency",
+        "ScheduledReservedConcurrency",
+    }
+    assert sorted(families["StreamReservedConcurrency"]) == ["DispatcherFunction", "ResolverFunction"]
+
+
+def test_every_asynchronously_invoked_function_has_a_dead_letter_queue() -> None:
+    asynchronous = [
+        name
+        for name, resource in FUNCTIONS.items()
+        if any(e["Type"] in ("Schedule", "ScheduleV2", "S3") for e in resource["Properties"].get("Events", {}).values())
+    ]
+    assert sorted(asynchronous) == [
+        "DeferralSweepFunction",
+        "PollPlannerFunction",
+        "SpoolVerifierFunction",
+        "TriggerRedriveFunction",
+    ]
+    for name in asynchronous:
+        queue = FUNCTIONS[name]["Properties"]["DeadLetterQueue"]
+        assert queue["Type"] == "SQS" and queue["TargetArn"]["Fn::GetAtt"][0] in TEMPLATE.queues()
+
+
+def test_every_queue_is_encrypted_with_kms_and_the_optional_customer_key() -> None:
+    for name in TEMPLATE.queues():
+        key = TEMPLATE.resources[name]["Properties"]["KmsMasterKeyId"]
+        assert key == {"Fn::If": ["UseCustomerKey", {"Ref": "KmsKeyArn"}, "alias/aws/sqs"]}, name
+
+
+def test_every_security_scan_exception_says_why() -> None:
+    skipped = 0
+    for name, resource in TEMPLATE.resources.items():
+        for skip in resource.get("Metadata", {}).get("checkov", {}).get("skip", []):
+            assert re.fullmatch(r"CKV_AWS_\d+", skip["id"]), (name, skip)
+            assert len(skip.get("comment", "").split()) >= 5, f"{name} skips {skip['id']} without a reason"
+            skipped += 1
+    assert skipped > 0
