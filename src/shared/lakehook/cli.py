@@ -13,7 +13,10 @@ from lakehook.cli_commands.parser import add_commands, add_global_options
 
 
 def _local_up(args: argparse.Namespace) -> int:
+    from lakehook.local.logs import configure
     from lakehook.local.runtime import LocalStack
+
+    configure(args.log_format, sys.stdout)
 
     stack = (
         LocalStack(
@@ -61,6 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="fire every schedule at this period instead of its rate",
     )
     up.add_argument("--template", default=None, help="path to template.yaml (default: the project's)")
+    up.add_argument(
+        "--log-format",
+        choices=["auto", "human", "json"],
+        default="auto",
+        help="function and runtime logs: one compact line each (human), or JSON as on AWS (json); "
+        "auto (default) is human on a terminal, json otherwise",
+    )
     up.set_defaults(func=_local_up)
     add_commands(commands)
     return parser
