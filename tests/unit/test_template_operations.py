@@ -47,8 +47,8 @@ def test_every_function_that_takes_a_dispatch_lease_times_out_before_the_lease_e
 
 def test_a_redrive_pass_stops_starting_redrives_in_time_for_the_last_one_to_finish() -> None:
     budget_s = inspect.signature(RedriveTriggers).parameters["budget_ms"].default / 1000
-    # The last re-drive started asks the target whether the run exists, then starts it, then confirms:
-    # three target calls at most, each bounded by a target's longest timeout.
+    # The last re-drive started asks the target whether the run exists, starts it and reads it back: about
+    # three target calls, each bounded by a target's longest timeout, must fit after the budget.
     assert budget_s + 3 * MAX_TIMEOUT_SECONDS < timeout_of("TriggerRedriveFunction")
 
 
