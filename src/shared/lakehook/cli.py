@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
 from collections.abc import Sequence
+from itertools import pairwise
+from typing import NoReturn
 
+from lakehook.cli_commands.output import report_error
 from lakehook.cli_commands.parser import add_commands, add_global_options
 
 
@@ -45,8 +49,25 @@ def _local_up(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but with ``--output json`` anywhere on the line a usage error is a JSON document on stdout."""
+
+    json_errors = False
+
+    def error(self, message: str) -> NoReturn:
+        if _Parser.json_errors:
+            report_error("json", ValueError(f"{self.prog}: {message}"), exit_code=2)
+            raise SystemExit(2)
+        super().error(message)
+
+
+def _wants_json(argv: Sequence[str]) -> bool:
+    words = list(argv)
+    return "--output=json" in words or any(pair == ("--output", "json") for pair in pairwise(words))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lakehook", description="lakehook: data-state triggers for lakehouses")
+    parser = _Parser(prog="lakehook", description="lakehook: data-state triggers for lakehouses")
     parser.add_argument("--log-level", default="WARNING", help="Python log level for the CLI (default WARNING)")
     add_global_options(parser)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -78,14 +99,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    _Parser.json_errors = _wants_json(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     try:
         return int(args.func(args))
+    except BrokenPipeError:
+        # The reader went away (`lakehook triggers | head`): stop quietly, as cat or grep do. Point stdout at
+        # /dev/null so the interpreter's final flush does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a command killed by a closed pipe
     except (ValueError, OSError) as exc:
-        print(f"lakehook: error: {exc}", file=sys.stderr)
-        return 2
+        return report_error(getattr(args, "output", "text"), exc, exit_code=2)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,13 @@ server fills in, are not compared). Applying twice changes nothing the second ti
 Before anything is written, every object is sent as ``PUT ...?dryRun=true``: the server validates it as
 the real write would (targets, URL policy, secrets) and writes nothing. If any object is refused, the
 refusals are listed and nothing is applied; ``--dry-run`` stops after this step.
+
+If a write is refused after the dry runs passed (a race with another writer), applying stops there: what
+was written is reported as ``applied`` (a producer created before the refusal with its secret, which is
+shown only then), the rest as not applied, and the exit code is 1.
+
+``--prune`` also deletes the rules on the stack that the file does not declare, after listing them and
+asking (``--yes`` for scripts). Producers, assets and aliases are never deleted: the API has no route for it.
 """
 
 from __future__ import annotations
@@ -21,7 +28,8 @@ from typing import Any
 import yaml
 
 from lakehook.cli_commands.api import ApiClient, ApiError, CliError, path_part
-from lakehook.cli_commands.output import emit
+from lakehook.cli_commands.manage import confirm, pages
+from lakehook.cli_commands.output import emit, err, error_document
 from lakehook.client.push import instant_ms
 
 # kind -> (the id field, where an object is PUT)
@@ -42,9 +50,12 @@ class Change:
     body: dict[str, Any]
     changed: list[str] = field(default_factory=list)
     secret: str | None = None
+    done: bool = False
 
-    def to_api(self) -> dict[str, Any]:
+    def to_api(self, applied: bool | None = None) -> dict[str, Any]:
         data: dict[str, Any] = {"kind": SINGULAR[self.kind], "id": self.id, "action": self.action}
+        if applied is not None:
+            data["applied"] = applied or self.action == "unchanged"
         if self.changed:
             data["changed"] = self.changed
         if self.secret is not None:
@@ -160,14 +171,28 @@ def validate(api: ApiClient, changes: list[Change]) -> list[str]:
     return problems
 
 
+def prunable(api: ApiClient, objects: dict[str, list[dict[str, Any]]]) -> list[Change]:
+    """The rules on the stack the file does not declare (``--prune``). Rules are the kind the API deletes;
+    producers, assets and aliases are never pruned."""
+    declared = {r["ruleId"] for r in objects["rules"]}
+    return [Change("rules", r["ruleId"], "delete", {}) for r in pages(api, "/rules") if r["ruleId"] not in declared]
+
+
 def execute(api: ApiClient, changes: list[Change]) -> None:
+    """Write each change in order (puts, then deletes); each one written is marked ``done``. A refusal
+    stops here: what was written stays written, and is reported with the producers' secrets."""
     for change in changes:
         if change.action == "unchanged":
             continue
         try:
-            answer = api.request("PUT", _path(change), body=change.body)[1]
+            if change.action == "delete":
+                api.request("DELETE", _path(change))
+                answer: Any = None
+            else:
+                answer = api.request("PUT", _path(change), body=change.body)[1]
         except ApiError as exc:
             raise ApiError(exc.status, f"{SINGULAR[change.kind]} {change.id}: {exc}", exc.body) from exc
+        change.done = True
         if change.kind == "producers" and isinstance(answer, dict) and answer.get("secret"):
             change.secret = str(answer["secret"])
 
@@ -175,25 +200,58 @@ def execute(api: ApiClient, changes: list[Change]) -> None:
 def _text(result: dict[str, Any]) -> Iterator[str]:
     for change in result["changes"]:
         detail = f"  ({', '.join(change['changed'])})" if change.get("changed") else ""
-        yield f"{change['action']:<10} {change['kind']} {change['id']}{detail}"
+        missed = "  (not applied)" if change.get("applied") is False and change["action"] != "unchanged" else ""
+        yield f"{change['action']:<10} {change['kind']} {change['id']}{detail}{missed}"
     counts = result["summary"]
     summary = f"{counts['create']} to create, {counts['update']} to update, {counts['unchanged']} unchanged"
-    yield f"dry run: {summary}; nothing applied" if result["dryRun"] else f"applied: {summary}"
+    if "delete" in counts:
+        summary += f", {counts['delete']} to delete"
+    if result["dryRun"]:
+        yield f"dry run: {summary}; nothing applied"
+    elif result.get("error"):
+        yield f"stopped: {summary}; only the changes not marked (not applied) were written"
+    else:
+        yield f"applied: {summary}"
     for change in result["changes"]:
         if change.get("secret"):
             yield f"secret for producer {change['id']} (shown once, store it now): {change['secret']}"
 
 
 def apply(api: ApiClient, args: argparse.Namespace) -> int:
-    changes = plan(api, load(args.file))
+    objects = load(args.file)
+    changes = plan(api, objects)
+    pruned = prunable(api, objects) if args.prune else []
     problems = validate(api, changes)
     if len(problems) == 1:
         raise CliError(f"{problems[0]} (nothing applied)")
     if problems:
         raise CliError(f"{len(problems)} objects refused, nothing applied:\n  " + "\n  ".join(problems))
-    if not args.dry_run:
-        execute(api, changes)
+    changes += pruned
+    if pruned and not args.dry_run:
+        for change in pruned:
+            print(f"--prune deletes rule {change.id} (not in {args.file}; its triggers stay)", file=err())
+        if not confirm(args, f"delete {len(pruned)} rule(s) the file no longer declares?"):
+            raise CliError("nothing applied: the deletions were not confirmed")
     summary = {action: sum(c.action == action for c in changes) for action in ("create", "update", "unchanged")}
-    result = {"dryRun": bool(args.dry_run), "changes": [c.to_api() for c in changes], "summary": summary}
+    if args.prune:
+        summary["delete"] = len(pruned)
+    failure: ApiError | None = None
+    if not args.dry_run:
+        try:
+            execute(api, changes)
+        except ApiError as exc:
+            failure = exc
+    result: dict[str, Any] = {
+        "dryRun": bool(args.dry_run),
+        "changes": [c.to_api(applied=None if args.dry_run else c.done) for c in changes],
+        "summary": summary,
+    }
+    if failure is not None:
+        # What was written stays written: say so, with any producer secret created before the refusal.
+        result["error"] = error_document(failure)["error"]
     emit(args.output, result, _text)
+    if failure is not None:
+        if args.output != "json":
+            print(f"lakehook: error: {failure}", file=err())
+        return failure.exit_code
     return 0

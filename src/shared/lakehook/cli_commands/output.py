@@ -62,3 +62,32 @@ def compact(value: Any) -> str:
     if isinstance(value, list):
         return "[" + "; ".join(compact(v) for v in value) + "]"
     return str(value)
+
+
+def error_document(exc: Exception, exit_code: int | None = None) -> dict[str, Any]:
+    """An error as ``--output json`` prints it: ``{"error": {"message", "exitCode", "status"?, "body"?}}``."""
+    error: dict[str, Any] = {"message": str(exc), "exitCode": exit_code if exit_code is not None else 1}
+    code = getattr(exc, "exit_code", None)
+    if exit_code is None and isinstance(code, int):
+        error["exitCode"] = code
+    status = getattr(exc, "status", None)
+    if isinstance(status, int):
+        error["status"] = status
+    body = getattr(exc, "body", None)
+    if body is not None:
+        error["body"] = body
+    return {"error": error}
+
+
+def report_error(output: str, exc: Exception, exit_code: int | None = None) -> int:
+    """Print an error (a JSON document on stdout with ``--output json``, a line on stderr otherwise);
+    answer the exit code."""
+    document = error_document(exc, exit_code)
+    if output == "json":
+        stream = out()
+        json.dump(document, stream, indent=2, sort_keys=True)
+        stream.write("\n")
+        stream.flush()
+    else:
+        print(f"lakehook: error: {exc}", file=err())
+    return int(document["error"]["exitCode"])

@@ -10,7 +10,7 @@ import argparse
 import os
 from collections.abc import Callable
 
-from lakehook.cli_commands import apply, commands, output
+from lakehook.cli_commands import apply, commands, manage, output, secrets, watch
 from lakehook.cli_commands.api import DEFAULT_URL, ApiClient, CliError
 
 Command = Callable[[ApiClient, argparse.Namespace], int]
@@ -56,6 +56,8 @@ def add_commands(commands_: argparse._SubParsersAction) -> None:  # type: ignore
         action="store_true",
         help="validate every object on the server (PUT ?dryRun=true) and show what would change; change nothing",
     )
+    sub.add_argument("--prune", action="store_true", help="also delete the rules the file does not declare")
+    sub.add_argument("--yes", action="store_true", help="do not ask before --prune deletes")
 
     sub = command("explain", commands.explain, "why a rule has (not) run")
     sub.add_argument("rule", metavar="RULE", help="rule id")
@@ -67,6 +69,31 @@ def add_commands(commands_: argparse._SubParsersAction) -> None:  # type: ignore
 
     sub = command("trigger", commands.trigger, "one trigger: status, whether and when it retries, why it failed")
     sub.add_argument("key", metavar="KEY", help="trigger key")
+
+    sub = command("evaluate", manage.evaluate, "evaluate a rule now and claim what is ready")
+    sub.add_argument("rule", metavar="RULE", help="rule id")
+    sub.add_argument("--force", action="store_true", help="a manual run of the current versions, under its own key")
+
+    sub = command("watch", watch.watch, "follow new triggers and their status live")
+    sub.add_argument("--rule", default=None, help="one rule's triggers (default: every rule's)")
+    sub.add_argument("--interval", type=float, default=2.0, help="seconds between polls (default 2)")
+    sub.add_argument("--count", type=int, default=None, help="stop once this many triggers have settled")
+    sub.add_argument("--timeout", type=float, default=None, help="stop after this many seconds (exit 3 with --count)")
+
+    sub = command("complete", manage.complete, "report a run's end and its outlets")
+    sub.add_argument("key", metavar="KEY", help="trigger key")
+    sub.add_argument("--status", required=True, type=str.upper, choices=("SUCCEEDED", "FAILED"))
+    sub.add_argument(
+        "--outlet",
+        dest="outlets",
+        action="append",
+        type=manage.outlet,
+        metavar="ASSET=SNAPSHOT|JSON",
+        help="an outlet event: ASSET=SNAPSHOT_ID for a committed snapshot, or the event as JSON (repeatable)",
+    )
+    sub.add_argument("--token", default=None, help="the invocation's completionToken (default: management credentials)")
+
+    add_resource_commands(command)
 
     sub = command("retry", commands.retry, "dispatch a FAILED trigger again under the same key")
     sub.add_argument("key", metavar="KEY", help="trigger key")
@@ -105,6 +132,79 @@ def add_commands(commands_: argparse._SubParsersAction) -> None:  # type: ignore
     sub.add_argument("--attempts", type=int, default=3, help="tries on 429, 5xx and connection errors (default 3)")
 
 
+def add_resource_commands(command: Callable[[str, Command, str], argparse.ArgumentParser]) -> None:
+    """``rules``, ``assets``, ``producers``, ``aliases``, ``watermarks``, ``secret``: a verb per route."""
+
+    def verbs(name: str, help_: str) -> argparse._SubParsersAction:  # type: ignore[type-arg]
+        group = command(name, _needs_verb(name), help_)
+        found: argparse._SubParsersAction = group.add_subparsers(dest=f"{name}_verb", metavar="VERB")  # type: ignore[type-arg]
+        return found
+
+    def verb(
+        group: argparse._SubParsersAction,  # type: ignore[type-arg]
+        name: str,
+        func: Command,
+        help_: str,
+    ) -> argparse.ArgumentParser:
+        common = argparse.ArgumentParser(add_help=False)
+        add_global_options(common, suppress=True)
+        sub: argparse.ArgumentParser = group.add_parser(name, help=help_, parents=[common])
+        sub.set_defaults(func=run(func))
+        return sub
+
+    rules = verbs("rules", "list, show or delete rules")
+    verb(rules, "list", manage.rules_list, "every rule").add_argument("--limit", type=int, default=None)
+    verb(rules, "get", manage.rules_get, "one rule as stored").add_argument("rule", metavar="RULE")
+    sub = verb(rules, "delete", manage.rules_delete, "delete a rule (its triggers stay)")
+    sub.add_argument("rule", metavar="RULE")
+    sub.add_argument("--yes", action="store_true", help="do not ask")
+
+    assets = verbs("assets", "registered assets and their recorded events")
+    verb(assets, "list", manage.assets_list, "every registered asset").add_argument("--limit", type=int, default=None)
+    sub = verb(assets, "events", manage.assets_events, "an asset's recorded events, newest first")
+    sub.add_argument("asset", metavar="ASSET")
+    sub.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+
+    producers = verbs("producers", "show a producer, or rotate its signing secret")
+    verb(producers, "get", manage.producers_get, "one producer (never its secret)").add_argument("producer")
+    sub = verb(producers, "rotate", manage.producers_rotate, "a new signing secret, shown once")
+    sub.add_argument("producer", metavar="PRODUCER")
+    sub.add_argument("--yes", action="store_true", help="do not ask")
+
+    aliases = verbs("aliases", "show an alias")
+    verb(aliases, "get", manage.aliases_get, "the assets an alias resolves to").add_argument("name", metavar="NAME")
+
+    marks = verbs("watermarks", "the watermark store: per (namespace, asset, key), with compare-and-set")
+    for name, func, help_ in (
+        ("get", manage.watermarks_get, "one key, or every key of (namespace, asset) without --key"),
+        ("put", manage.watermarks_put, "write a value (JSON); --expected-version for compare-and-set"),
+        ("delete", manage.watermarks_delete, "delete a key"),
+    ):
+        sub = verb(marks, name, func, help_)
+        sub.add_argument("--namespace", required=True)
+        sub.add_argument("--asset", required=True, help="asset key")
+        sub.add_argument("--key", required=name != "get", default=None)
+        if name == "put":
+            sub.add_argument("--value", required=True, help="the value as JSON")
+        if name != "get":
+            sub.add_argument("--expected-version", type=int, default=None, help="only if the version is this")
+
+    secret = verbs("secret", "target secrets (webhook signing keys, Airflow / DolphinScheduler credentials)")
+    sub = verb(secret, "put", secrets.secret_put, "create or update a secret where the stack's dispatcher reads it")
+    sub.add_argument("name", metavar="NAME", help="e.g. hooks/dwd; put under the stack's prefix lakehook/<stack>/")
+    sub.add_argument("--value", default=None, help="the value (better: --value-file, out of the shell history)")
+    sub.add_argument("--value-file", default=None, metavar="PATH", help="read the value from a file (- for stdin)")
+    sub.add_argument("--generate", action="store_true", help="generate 32 random bytes (hex) and print them once")
+    sub.add_argument("--stack", default=None, help="a deployed stack's name (env LAKEHOOK_STACK)")
+
+
+def _needs_verb(name: str) -> Command:
+    def missing(api: ApiClient, args: argparse.Namespace) -> int:
+        raise CliError(f"{name} needs a verb; see: lakehook {name} --help")
+
+    return missing
+
+
 def run(func: Command) -> Callable[[argparse.Namespace], int]:
     """Build the client from the global options, run the command, and turn failures into exit codes."""
 
@@ -113,7 +213,6 @@ def run(func: Command) -> Callable[[argparse.Namespace], int]:
         try:
             return func(api, args)
         except CliError as exc:
-            print(f"lakehook: error: {exc}", file=output.err())
-            return exc.exit_code
+            return output.report_error(args.output, exc)
 
     return runner

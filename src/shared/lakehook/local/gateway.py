@@ -15,6 +15,10 @@ from urllib.parse import parse_qs, urlsplit
 from lakehook.local.invoker import LocalFunction
 from lakehook.local.template import ApiRoute
 
+# Not an API route (no function serves it, the template does not declare it): the local stack's own
+# description of itself, so the CLI can write secrets into the local stack's moto server.
+LOCAL_INFO_PATH = "/_local/stack"
+
 log = logging.getLogger("lakehook.local.gateway")
 
 # API Gateway REST rejects larger payloads before the function sees them.
@@ -69,9 +73,19 @@ def proxy_event(
 class ApiGateway:
     """Serves every Api route of every function; unknown routes answer 404 like a missing resource."""
 
-    def __init__(self, functions: list[LocalFunction], host: str, port: int, stage: str = "local") -> None:
+    def __init__(
+        self,
+        functions: list[LocalFunction],
+        host: str,
+        port: int,
+        stage: str = "local",
+        local_info: dict[str, str] | None = None,
+        admin_token: str | None = None,
+    ) -> None:
         self.routes = [(route, fn) for fn in functions for route in fn.spec.routes]
         self.stage = stage
+        self.local_info = local_info
+        self.admin_token = admin_token
         gateway = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -115,6 +129,9 @@ class ApiGateway:
             return
         body = request.rfile.read(length) if length else b""
         path = urlsplit(request.path).path
+        if path == LOCAL_INFO_PATH and self.local_info is not None:
+            self._serve_local_info(request)
+            return
         for route, fn in self.routes:  # noqa: B007 - the matched pair is used after the loop
             params = route.match(request.command, path)
             if params is not None:
@@ -151,6 +168,13 @@ class ApiGateway:
         request.end_headers()
         if request.command != "HEAD":
             request.wfile.write(data)
+
+    def _serve_local_info(self, request: BaseHTTPRequestHandler) -> None:
+        """Where this stack's AWS services are (its moto server), for the CLI's ``secret put``; admin only."""
+        if request.headers.get("Authorization") != f"Bearer {self.admin_token}":
+            _write(request, 401, {"error": "UNAUTHENTICATED", "message": "needs 'Authorization: Bearer <admin token>'"})
+            return
+        _write(request, 200, dict(self.local_info or {}))
 
 
 def _write(

@@ -170,7 +170,18 @@ class LocalStack:
         self.functions = [LocalFunction(spec) for spec in specs]
         for fn in self.functions:
             fn.handler  # noqa: B018 - import every handler now, so a broken one fails at start, not mid-request
-        self._gateway = ApiGateway([f for f in self.functions if f.spec.routes], self.host, self.port)
+        local_info = {
+            "endpointUrl": self.endpoint_url,
+            "region": self.region,
+            "secretPrefix": env.get("LAKEHOOK_SECRET_PREFIX", ""),
+        }
+        self._gateway = ApiGateway(
+            [f for f in self.functions if f.spec.routes],
+            self.host,
+            self.port,
+            local_info=local_info,
+            admin_token=self.admin_token,
+        )
         self._gateway.start()
         streams = boto3.client("dynamodbstreams", region_name=self.region, endpoint_url=self.endpoint_url)
         stream_arn = (

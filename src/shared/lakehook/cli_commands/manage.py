@@ -1,0 +1,249 @@
+"""Resource commands: rules, assets, producers, aliases, watermarks, run completion, evaluate now.
+
+Each is one API route (see docs/api.md); text output for people, ``--output json`` the route's answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from lakehook.cli_commands.api import ApiClient, CliError, path_part
+from lakehook.cli_commands.output import emit, table
+
+
+def pages(api: ApiClient, path: str, query: dict[str, Any] | None = None, limit: int | None = None) -> list[Any]:
+    """Every item of a paged listing (``items`` + ``nextToken``), at most ``limit``."""
+    items: list[Any] = []
+    token: str | None = None
+    while limit is None or len(items) < limit:
+        page = api.get(path, query={**(query or {}), "limit": min(limit or 500, 500), "nextToken": token})
+        items += page.get("items", [])
+        token = page.get("nextToken")
+        if not token:
+            break
+    return items if limit is None else items[:limit]
+
+
+def confirm(args: argparse.Namespace, question: str) -> bool:
+    """``--yes``, or a ``y`` typed at a terminal; a script without ``--yes`` is refused, not blocked."""
+    if getattr(args, "yes", False):
+        return True
+    if not sys.stdin.isatty():
+        raise CliError(f"{question} needs confirmation: pass --yes (stdin is not a terminal)")
+    answer = input(f"{question} [y/N] ")
+    return answer.strip().lower() in ("y", "yes")
+
+
+# --- rules -----------------------------------------------------------------------------------------
+
+
+def rules_list(api: ApiClient, args: argparse.Namespace) -> int:
+    items = pages(api, "/rules", limit=args.limit)
+
+    def text(found: list[dict[str, Any]]) -> list[str]:
+        if not found:
+            return ["no rules"]
+        rows = [
+            (
+                r.get("ruleId"),
+                "yes" if r.get("enabled", True) else "no",
+                (r.get("target") or {}).get("type"),
+                len(r.get("groups", [])),
+                (r.get("policy") or {}).get("mode"),
+                "error" if r.get("lastError") else "",
+                r.get("description") or "",
+            )
+            for r in found
+        ]
+        return table(("RULE", "ENABLED", "TARGET", "GROUPS", "MODE", "ERROR", "DESCRIPTION"), rows)
+
+    emit(args.output, {"items": items}, lambda d: text(d["items"]))
+    return 0
+
+
+def rules_get(api: ApiClient, args: argparse.Namespace) -> int:
+    data = api.get(f"/rules/{path_part(args.rule)}")
+    emit(args.output, data, lambda d: json.dumps(d, indent=2, sort_keys=True).splitlines())
+    return 0
+
+
+def rules_delete(api: ApiClient, args: argparse.Namespace) -> int:
+    api.get(f"/rules/{path_part(args.rule)}")  # a 404 before asking anything
+    if not confirm(args, f"delete rule {args.rule} (its triggers stay)?"):
+        emit(args.output, {"ruleId": args.rule, "deleted": False}, lambda d: [f"rule {args.rule} kept"])
+        return 1
+    data = api.request("DELETE", f"/rules/{path_part(args.rule)}")[1]
+    emit(args.output, data, lambda d: [f"deleted rule {args.rule} (its triggers stay)"])
+    return 0
+
+
+def evaluate(api: ApiClient, args: argparse.Namespace) -> int:
+    body = {"force": True} if args.force else None
+    data = api.request("POST", f"/rules/{path_part(args.rule)}/evaluate", body=body)[1]
+
+    def text(d: dict[str, Any]) -> Iterator[str]:
+        claimed = d.get("claimed") or []
+        verdict = "READY" if d.get("ready") else "NOT READY"
+        manual = " (a manual run)" if d.get("manual") else ""
+        yield f"rule {args.rule}: {verdict}; claimed {len(claimed)} trigger(s){manual}"
+        for key in claimed:
+            yield f"  {key}"
+        for group in d.get("groups", []):
+            yield f"  group {group.get('groupId')}: {group.get('status')}"
+        if claimed:
+            yield f"follow them with: lakehook watch --rule {args.rule}"
+
+    emit(args.output, data, text)
+    return 0
+
+
+# --- assets ----------------------------------------------------------------------------------------
+
+
+def assets_list(api: ApiClient, args: argparse.Namespace) -> int:
+    items = pages(api, "/assets", limit=args.limit)
+
+    def text(found: list[dict[str, Any]]) -> list[str]:
+        if not found:
+            return ["no registered assets"]
+        rows = [(a.get("assetKey"), a.get("format"), "yes" if a.get("source") else "no") for a in found]
+        return table(("ASSET", "FORMAT", "POLLED"), rows)
+
+    emit(args.output, {"items": items}, lambda d: text(d["items"]))
+    return 0
+
+
+def assets_events(api: ApiClient, args: argparse.Namespace) -> int:
+    items = pages(api, "/assets/events", {"assetKey": args.asset}, limit=args.limit)
+
+    def text(found: list[dict[str, Any]]) -> list[str]:
+        if not found:
+            return [f"no events recorded for {args.asset}"]
+        rows = [
+            (
+                e.get("receivedAt"),
+                e.get("eventType"),
+                e.get("snapshotId", e.get("watermark", e.get("tag", "-"))),
+                e.get("source"),
+                e.get("producerId") or "-",
+                e.get("eventId"),
+            )
+            for e in found
+        ]
+        return table(("RECEIVED", "TYPE", "VERSION", "SOURCE", "PRODUCER", "EVENT ID"), rows)
+
+    emit(args.output, {"items": items}, lambda d: text(d["items"]))
+    return 0
+
+
+# --- producers and aliases -------------------------------------------------------------------------
+
+
+def _producer_text(d: dict[str, Any]) -> Iterator[str]:
+    yield f"producer {d.get('producerId')}  (secret in {d.get('secretRef')}, updated {d.get('updatedAt')})"
+    yield f"  prefixes: {', '.join(d.get('assetKeyPrefixes') or []) or '-'}"
+    if d.get("secret"):
+        yield f"  secret (shown once, store it now): {d['secret']}"
+
+
+def producers_get(api: ApiClient, args: argparse.Namespace) -> int:
+    emit(args.output, api.get(f"/producers/{path_part(args.producer)}"), _producer_text)
+    return 0
+
+
+def producers_rotate(api: ApiClient, args: argparse.Namespace) -> int:
+    current = api.get(f"/producers/{path_part(args.producer)}")
+    if not confirm(args, f"rotate the secret of producer {args.producer} (its writers need the new one)?"):
+        return 1
+    spec = {"assetKeyPrefixes": current.get("assetKeyPrefixes", [])}
+    path = f"/producers/{path_part(args.producer)}"
+    data = api.request("PUT", path, query={"rotateSecret": True}, body=spec)[1]
+    emit(args.output, data, _producer_text)
+    return 0
+
+
+def aliases_get(api: ApiClient, args: argparse.Namespace) -> int:
+    data = api.get(f"/aliases/{path_part(args.name)}")
+    emit(args.output, data, lambda d: [f"alias {d.get('name')} -> {', '.join(d.get('assetKeys') or [])}"])
+    return 0
+
+
+# --- watermarks ------------------------------------------------------------------------------------
+
+
+def _watermark_rows(items: list[dict[str, Any]]) -> list[str]:
+    if not items:
+        return ["no watermarks"]
+    rows = [(w.get("key"), w.get("version"), w.get("updatedAt"), json.dumps(w.get("value"))) for w in items]
+    return table(("KEY", "VERSION", "UPDATED", "VALUE"), rows)
+
+
+def watermarks_get(api: ApiClient, args: argparse.Namespace) -> int:
+    query = {"namespace": args.namespace, "assetKey": args.asset, "key": args.key}
+    data = api.get("/watermarks", query=query)
+    emit(args.output, data, lambda d: _watermark_rows(d.get("items", [d])))
+    return 0
+
+
+def watermarks_put(api: ApiClient, args: argparse.Namespace) -> int:
+    try:
+        value = json.loads(args.value)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"--value must be JSON (quote a string: '\"abc\"'): {exc}") from exc
+    body: dict[str, Any] = {"namespace": args.namespace, "assetKey": args.asset, "key": args.key, "value": value}
+    if args.expected_version is not None:
+        body["expectedVersion"] = args.expected_version
+    data = api.request("PUT", "/watermarks", body=body)[1]
+    emit(args.output, data, lambda d: _watermark_rows([d]))
+    return 0
+
+
+def watermarks_delete(api: ApiClient, args: argparse.Namespace) -> int:
+    query = {
+        "namespace": args.namespace,
+        "assetKey": args.asset,
+        "key": args.key,
+        "expectedVersion": args.expected_version,
+    }
+    data = api.request("DELETE", "/watermarks", query=query)[1]
+    emit(args.output, data, lambda d: [f"deleted watermark {args.namespace}/{args.asset}/{args.key}"])
+    return 0
+
+
+# --- run completion --------------------------------------------------------------------------------
+
+
+def outlet(text: str) -> dict[str, Any]:
+    """One ``--outlet``: an event as JSON, or ``ASSET=SNAPSHOT`` for a committed snapshot."""
+    if text.lstrip().startswith("{"):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise argparse.ArgumentTypeError(f"not JSON: {exc}") from exc
+        if not isinstance(value, dict):
+            raise argparse.ArgumentTypeError("an outlet must be a JSON object")
+        return value
+    asset, sep, snapshot = text.rpartition("=")
+    if not sep or not asset or not snapshot.isdigit():
+        raise argparse.ArgumentTypeError("expected ASSET=SNAPSHOT_ID or an event as JSON")
+    return {"eventType": "SNAPSHOT_COMMITTED", "assetKey": asset, "snapshotId": int(snapshot)}
+
+
+def complete(api: ApiClient, args: argparse.Namespace) -> int:
+    body = {"status": args.status, "outlets": args.outlets or []}
+    headers = {"X-Lakehook-Completion-Token": args.token} if args.token else None
+    data = api.request("POST", f"/runs/{path_part(args.key)}/complete", body=body, headers=headers)[1]
+
+    def text(d: dict[str, Any]) -> Iterator[str]:
+        repeated = " (already recorded: the same completion again)" if d.get("repeated") else ""
+        yield f"run of {args.key}: {d.get('status', args.status)}{repeated}"
+        for result in d.get("results") or []:
+            why = f" ({result['reason']})" if result.get("reason") else ""
+            yield f"  outlet {result.get('status')} {result.get('eventId')}{why}"
+
+    emit(args.output, data, text)
+    return 0

@@ -1,0 +1,133 @@
+"""``lakehook secret put NAME``: create or update a target secret (a webhook's signing key, Airflow or
+DolphinScheduler credentials) where the stack's dispatcher reads it.
+
+- A local stack (an admin token, an ``http://`` URL): in the stack's own moto server, which the stack
+  names at ``GET /_local/stack``.
+- A deployed stack (SigV4): in Secrets Manager, with your AWS credentials, in the API's region.
+
+Either way the name is put under the stack's prefix (``lakehook/<stack name>/``, the only secrets a
+deployed dispatcher may read) unless it already starts with it; ``--stack`` (or ``LAKEHOOK_STACK``) names
+the deployed stack. The answer is the ``secretRef`` to write in the rule's target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import secrets as random
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lakehook.cli_commands.api import _EXECUTE_API_HOST, ApiClient, CliError
+from lakehook.cli_commands.output import emit
+from lakehook.domain.targets import SECRET_REF_PATTERN
+from lakehook.local.gateway import LOCAL_INFO_PATH
+
+_LOCAL_KEY = "testing"  # moto takes any credentials
+
+
+@dataclass(frozen=True)
+class SecretsPlace:
+    """Where a stack's target secrets live: a Secrets Manager client and the names' prefix."""
+
+    client: Any
+    prefix: str
+    local: bool
+
+    def name(self, given: str) -> str:
+        name = given if given.startswith(self.prefix) else f"{self.prefix}{given.lstrip('/')}"
+        if not re.fullmatch(SECRET_REF_PATTERN, name):
+            raise CliError(f"{name!r} is not a valid secret name (letters, digits and /_+=.@-, at most 512)")
+        return name
+
+
+def place(api: ApiClient, stack: str | None) -> SecretsPlace:
+    """The local stack's moto server, or the deployed stack's Secrets Manager."""
+    import boto3
+
+    if api.admin_token and not api.url.lower().startswith("https://"):
+        status, info = api.request("GET", LOCAL_INFO_PATH, accept=(404,))
+        if status == 404 or not isinstance(info, dict) or not info.get("endpointUrl"):
+            raise CliError(
+                f"{api.url} does not describe itself as a local stack; for a deployed stack use its https URL "
+                "without an admin token (SigV4) and --stack"
+            )
+        client = boto3.client(
+            "secretsmanager",
+            endpoint_url=str(info["endpointUrl"]),
+            region_name=str(info["region"]),
+            aws_access_key_id=_LOCAL_KEY,
+            aws_secret_access_key=_LOCAL_KEY,
+        )
+        return SecretsPlace(client, str(info.get("secretPrefix") or ""), local=True)
+    if not stack:
+        raise CliError("name the deployed stack: --stack NAME (or LAKEHOOK_STACK); secrets go under lakehook/NAME/")
+    found = _EXECUTE_API_HOST.search(api.url)
+    region = api.region or (found.group(1) if found else None)
+    session = boto3.session.Session(region_name=region) if region else boto3.session.Session()
+    return SecretsPlace(session.client("secretsmanager"), f"lakehook/{stack}/", local=False)
+
+
+def _value(args: argparse.Namespace) -> tuple[str, bool]:
+    """The secret's value and whether it was generated here."""
+    given = [v for v in (args.value, args.value_file, args.generate or None) if v]
+    if len(given) != 1:
+        raise CliError("give the value one way: --value VALUE, --value-file PATH (- for stdin) or --generate")
+    if args.generate:
+        return random.token_hex(32), True
+    if args.value_file:
+        try:
+            text = sys.stdin.read() if args.value_file == "-" else Path(args.value_file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"cannot read {args.value_file}: {exc.strerror or exc}") from exc
+        value = text.rstrip("\n")
+    else:
+        value = args.value
+    if not value:
+        raise CliError("the secret's value is empty")
+    return value, False
+
+
+def put_secret(client: Any, name: str, value: str) -> bool:
+    """Create the secret, or put a new value in an existing one; True when it was created."""
+    from botocore.exceptions import ClientError
+
+    try:
+        client.create_secret(Name=name, SecretString=value)
+        return True
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] != "ResourceExistsException":
+            raise CliError(f"Secrets Manager refused {name}: {exc}") from exc
+    try:
+        client.put_secret_value(SecretId=name, SecretString=value)
+    except ClientError as exc:
+        raise CliError(f"Secrets Manager refused {name}: {exc}") from exc
+    return False
+
+
+def secret_put(api: ApiClient, args: argparse.Namespace) -> int:
+    from botocore.exceptions import BotoCoreError
+
+    value, generated = _value(args)
+    where = place(api, args.stack or os.environ.get("LAKEHOOK_STACK"))
+    name = where.name(args.name)
+    try:
+        created = put_secret(where.client, name, value)
+    except BotoCoreError as exc:
+        raise CliError(f"cannot write secret {name}: {exc}") from exc
+    data: dict[str, Any] = {"secretRef": name, "created": created, "local": where.local}
+    if generated:
+        data["value"] = value
+
+    def text(d: dict[str, Any]) -> list[str]:
+        lines = [f"{'created' if d['created'] else 'updated'} secret {d['secretRef']}"]
+        lines.append(f"use it in a target as: secretRef: {d['secretRef']}")
+        if generated:
+            lines.append(f"value (shown once, give it to the receiver): {d['value']}")
+        return lines
+
+    emit(args.output, data, text)
+    return 0

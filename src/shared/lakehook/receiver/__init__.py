@@ -1,0 +1,75 @@
+"""The downstream side of lakehook's contract, standard library only (like :mod:`lakehook.client`).
+
+- :func:`parse_invocation` and friends: the invocation payload as typed objects (:class:`Invocation`,
+  :class:`PinnedInput`), from a webhook body, Step Functions input, a Lambda or EventBridge event, Airflow's
+  ``conf`` or DolphinScheduler's start parameters.
+- :func:`verify_signature`: a webhook delivery's ``X-Lakehook-Signature``.
+- :class:`WebhookReceiver`: verify, parse, deduplicate on the trigger key, start once; ``.wsgi()`` serves it.
+- :class:`InMemoryDedupStore`, :class:`DynamoDBDedupStore` (a boto3 client passed in): where seen keys live.
+- :class:`CompletionClient`: report the run's end and its outlets with the invocation's completion token.
+
+See docs/targets.md for the contract and docs/examples/receivers/ for a WSGI app, a Flask app, an Airflow 3
+DAG and a Step Functions task.
+"""
+
+from __future__ import annotations
+
+from lakehook.receiver.completion import (
+    COMPLETION_TOKEN_HEADER,
+    Completion,
+    CompletionClient,
+    CompletionError,
+    CompletionRejectedError,
+    CompletionUnavailableError,
+    OutletResult,
+    snapshot_outlet,
+)
+from lakehook.receiver.dedup import DedupStore, DynamoDBDedupStore, InMemoryDedupStore, Seen
+from lakehook.receiver.payload import (
+    Interval,
+    InvalidPayloadError,
+    Invocation,
+    PinnedInput,
+    from_dolphinscheduler_params,
+    from_eventbridge_event,
+    parse_invocation,
+)
+from lakehook.receiver.signature import (
+    IDEMPOTENCY_HEADER,
+    SIGNATURE_HEADER,
+    TRIGGER_KEY_HEADER,
+    SignatureError,
+    sign,
+    verify_signature,
+)
+from lakehook.receiver.webhook import Answer, WebhookReceiver
+
+__all__ = [
+    "COMPLETION_TOKEN_HEADER",
+    "IDEMPOTENCY_HEADER",
+    "SIGNATURE_HEADER",
+    "TRIGGER_KEY_HEADER",
+    "Answer",
+    "Completion",
+    "CompletionClient",
+    "CompletionError",
+    "CompletionRejectedError",
+    "CompletionUnavailableError",
+    "DedupStore",
+    "DynamoDBDedupStore",
+    "InMemoryDedupStore",
+    "Interval",
+    "InvalidPayloadError",
+    "Invocation",
+    "OutletResult",
+    "PinnedInput",
+    "Seen",
+    "SignatureError",
+    "WebhookReceiver",
+    "from_dolphinscheduler_params",
+    "from_eventbridge_event",
+    "parse_invocation",
+    "sign",
+    "snapshot_outlet",
+    "verify_signature",
+]

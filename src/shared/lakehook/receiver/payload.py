@@ -1,0 +1,156 @@
+"""The invocation payload as typed objects: what a run receives from lakehook, whatever the target.
+
+Every target sends the same JSON object (docs/targets.md): ``triggerKey, ruleId, groupId, inputs, window,
+manifestUri, replayOf, attempt, completionPath, completionToken``. A webhook gets it as the POST body, a
+Step Functions execution as its input, a Lambda function as its event, EventBridge as ``detail``, an Airflow
+DAG run as ``conf``, a DolphinScheduler workflow as the start parameter ``lakehook_payload``. The helpers
+here take each of those and answer one :class:`Invocation`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class InvalidPayloadError(ValueError):
+    """The data is not a lakehook invocation payload; the message names the field."""
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A window ``[start, end)``, ISO 8601 in UTC."""
+
+    start: str
+    end: str
+
+
+@dataclass(frozen=True)
+class PinnedInput:
+    """One input of the run, pinned: read exactly this version of the asset."""
+
+    asset_key: str
+    snapshot_id: int | None = None
+    schema_id: int | None = None
+    metadata_location: str | None = None  # Iceberg: the metadata.json of the pinned snapshot
+    watermark: int | None = None  # epoch milliseconds
+    commit_time: int | None = None  # epoch milliseconds
+    interval: Interval | None = None
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What one attempt of one trigger delivers. ``trigger_key`` is the same on every attempt (deduplicate on
+    it); ``attempt`` is not. ``completion_token`` is a credential for this trigger's completion only."""
+
+    trigger_key: str
+    rule_id: str
+    group_id: str
+    inputs: tuple[PinnedInput, ...]
+    manifest_uri: str
+    attempt: int
+    completion_path: str
+    completion_token: str | None = field(default=None, repr=False)
+    window: Interval | None = None
+    replay_of: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def input(self, asset_key: str) -> PinnedInput:
+        """The pinned input of ``asset_key``; KeyError when the run has none."""
+        for pinned in self.inputs:
+            if pinned.asset_key == asset_key:
+                return pinned
+        raise KeyError(asset_key)
+
+    @property
+    def is_replay(self) -> bool:
+        return self.replay_of is not None
+
+
+def _field(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], required: bool = True) -> Any:
+    value = data.get(name)
+    if value is None:
+        if required:
+            raise InvalidPayloadError(f"{name} is missing")
+        return None
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise InvalidPayloadError(f"{name} must be {_kind_name(kind)}")
+    return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join({str: "a string", int: "an integer", dict: "an object", list: "an array"}[k] for k in kinds)
+
+
+def _interval(value: Any, name: str) -> Interval | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidPayloadError(f"{name} must be an object with start and end")
+    return Interval(start=_field(value, "start", str), end=_field(value, "end", str))
+
+
+def _pinned(value: Any, index: int) -> PinnedInput:
+    if not isinstance(value, Mapping):
+        raise InvalidPayloadError(f"inputs[{index}] must be an object")
+    try:
+        return PinnedInput(
+            asset_key=_field(value, "assetKey", str),
+            snapshot_id=_field(value, "snapshotId", int, required=False),
+            schema_id=_field(value, "schemaId", int, required=False),
+            metadata_location=_field(value, "metadataLocation", str, required=False),
+            watermark=_field(value, "watermark", int, required=False),
+            commit_time=_field(value, "commitTime", int, required=False),
+            interval=_interval(value.get("interval"), "interval"),
+        )
+    except InvalidPayloadError as exc:
+        raise InvalidPayloadError(f"inputs[{index}].{exc}") from None
+
+
+def parse_invocation(data: bytes | str | Mapping[str, Any]) -> Invocation:
+    """The invocation in a webhook body (bytes or text) or an already decoded object (Step Functions input,
+    a Lambda event, Airflow's ``conf``). Raises InvalidPayloadError naming the field."""
+    if isinstance(data, bytes | str):
+        try:
+            data = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InvalidPayloadError(f"not JSON: {exc}") from None
+    if not isinstance(data, Mapping):
+        raise InvalidPayloadError("the payload must be a JSON object")
+    inputs = _field(data, "inputs", list)
+    attempt = _field(data, "attempt", int)
+    if attempt < 1:
+        raise InvalidPayloadError("attempt must be at least 1")
+    key = _field(data, "triggerKey", str)
+    return Invocation(
+        trigger_key=key,
+        rule_id=_field(data, "ruleId", str),
+        group_id=_field(data, "groupId", str),
+        inputs=tuple(_pinned(value, index) for index, value in enumerate(inputs)),
+        manifest_uri=_field(data, "manifestUri", str),
+        attempt=attempt,
+        completion_path=_field(data, "completionPath", str, required=False) or f"/runs/{key}/complete",
+        completion_token=_field(data, "completionToken", str, required=False),
+        window=_interval(data.get("window"), "window"),
+        replay_of=_field(data, "replayOf", str, required=False),
+        raw=dict(data),
+    )
+
+
+def from_eventbridge_event(event: Mapping[str, Any]) -> Invocation:
+    """The invocation an EventBridge event carries as ``detail`` (a rule's target gets the whole event)."""
+    detail = event.get("detail") if isinstance(event, Mapping) else None
+    if not isinstance(detail, Mapping):
+        raise InvalidPayloadError("detail is missing: not an EventBridge event from lakehook")
+    return parse_invocation(detail)
+
+
+def from_dolphinscheduler_params(params: Mapping[str, Any]) -> Invocation:
+    """The invocation a DolphinScheduler workflow received as the start parameter ``lakehook_payload``."""
+    payload = params.get("lakehook_payload") if isinstance(params, Mapping) else None
+    if not isinstance(payload, str):
+        raise InvalidPayloadError("lakehook_payload is missing (declare it as an IN global parameter)")
+    return parse_invocation(payload)
