@@ -35,7 +35,10 @@ class Ran:
 def run_cli(argv: Sequence[str]) -> Ran:
     out, err = io.StringIO(), io.StringIO()
     with captured(out, err):
-        code = main(list(argv))
+        try:
+            code = main(list(argv))
+        except SystemExit as usage:  # argparse refusing the command line, as a shell would see it
+            code = int(usage.code or 0)
     return Ran(code, out.getvalue(), err.getvalue())
 
 

@@ -192,6 +192,8 @@ def execute(api: ApiClient, changes: list[Change]) -> None:
                 answer = api.request("PUT", _path(change), body=change.body)[1]
         except ApiError as exc:
             raise ApiError(exc.status, f"{SINGULAR[change.kind]} {change.id}: {exc}", exc.body) from exc
+        except CliError as exc:  # unreachable mid-way: the write may or may not have happened
+            raise type(exc)(f"{SINGULAR[change.kind]} {change.id}: {exc}") from exc
         change.done = True
         if change.kind == "producers" and isinstance(answer, dict) and answer.get("secret"):
             change.secret = str(answer["secret"])
@@ -235,11 +237,11 @@ def apply(api: ApiClient, args: argparse.Namespace) -> int:
     summary = {action: sum(c.action == action for c in changes) for action in ("create", "update", "unchanged")}
     if args.prune:
         summary["delete"] = len(pruned)
-    failure: ApiError | None = None
+    failure: CliError | None = None
     if not args.dry_run:
         try:
             execute(api, changes)
-        except ApiError as exc:
+        except CliError as exc:
             failure = exc
     result: dict[str, Any] = {
         "dryRun": bool(args.dry_run),
@@ -251,7 +253,6 @@ def apply(api: ApiClient, args: argparse.Namespace) -> int:
         result["error"] = error_document(failure)["error"]
     emit(args.output, result, _text)
     if failure is not None:
-        if args.output != "json":
-            print(f"lakehook: error: {failure}", file=err())
+        print(f"lakehook: error: {failure}", file=err())
         return failure.exit_code
     return 0

@@ -80,14 +80,13 @@ def error_document(exc: Exception, exit_code: int | None = None) -> dict[str, An
 
 
 def report_error(output: str, exc: Exception, exit_code: int | None = None) -> int:
-    """Print an error (a JSON document on stdout with ``--output json``, a line on stderr otherwise);
-    answer the exit code."""
+    """Print an error: a line on stderr, and with ``--output json`` also a JSON document on stdout (scripts
+    read one document whether the command worked or not). Answer the exit code."""
     document = error_document(exc, exit_code)
+    print(f"lakehook: error: {exc}", file=err())
     if output == "json":
         stream = out()
         json.dump(document, stream, indent=2, sort_keys=True)
         stream.write("\n")
         stream.flush()
-    else:
-        print(f"lakehook: error: {exc}", file=err())
     return int(document["error"]["exitCode"])
