@@ -29,7 +29,7 @@ def test_one_of_many_racing_deliveries_starts_the_run() -> None:
     with atomic_dynamodb_server("lakehook-race-main") as url:
         table = create(url, "receiver-dedup-race")
         for key in ("r.g.race1", "r.g.race2", "r.g.race3"):
-            outcomes = race(8, lambda _: DynamoDBDedupStore(client(url), table).begin(key))
+            outcomes = race(8, lambda _, key=key: DynamoDBDedupStore(client(url), table).begin(key))
             assert sum(o is None for o in outcomes) == 1
             assert all(o.in_progress for o in outcomes if o is not None)
 

@@ -217,7 +217,8 @@ def test_the_wsgi_app_serves_post_on_its_path() -> None:
 def test_the_receiver_needs_the_standard_library_only() -> None:
     code = (
         "import sys, lakehook.receiver; "
-        "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names) - {'lakehook', '__main__'}))"
+        "ours = {'lakehook', '__main__'}; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names) - ours))"
     )
     source = str(Path(__file__).resolve().parents[2] / "src" / "shared")
     # -S: no site-packages at all, so a third-party import would fail, not just show up
