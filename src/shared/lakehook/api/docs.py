@@ -36,6 +36,11 @@ is read; a producer signature does not complete runs. Management routes take IAM
 `Authorization: Bearer <admin token>` on the local stack (`lakehook local up --admin-token …`).
 The `lakehook` CLI does either for you (see [local.md](local.md) and [operations.md](operations.md)).
 
+**Targets.** A rule's `target` (the `WebhookTarget` … `DolphinSchedulerTarget` schemas below) starts its
+runs; what a run receives (the invocation payload: trigger key, pinned inputs, manifest URI, completion
+token), how each target deduplicates, which answers are retried, the webhook receiver's contract and how a
+run reports its end are in [targets.md](targets.md).
+
 Instants: `commitTime` and `watermark` are epoch milliseconds; interval bounds and timestamps in
 answers are ISO 8601 in UTC (epoch milliseconds are accepted on input). The live document is
 `GET /openapi.json`.

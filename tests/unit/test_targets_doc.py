@@ -1,0 +1,53 @@
+"""docs/targets.md matches the code: every target type with every field, the payload's fields, the headers."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from lakehook.adapters.targets.webhook import IDEMPOTENCY_HEADER, TRIGGER_KEY_HEADER
+from lakehook.domain.completion import COMPLETION_TOKEN_HEADER
+from lakehook.domain.dispatch import Invocation, ManifestInput
+from lakehook.domain.signing import SIGNATURE_HEADER
+from lakehook.domain.targets import TARGET_CONFIGS
+from lakehook.receiver import parse_invocation
+
+PAGE = (Path(__file__).resolve().parents[2] / "docs" / "targets.md").read_text(encoding="utf-8")
+
+
+def section(type_name: str) -> str:
+    start = PAGE.index(f"## `{type_name}`")
+    following = PAGE.find("\n## ", start + 1)
+    return PAGE[start : following if following != -1 else None]
+
+
+def test_every_target_type_documents_every_field() -> None:
+    for type_name, model in TARGET_CONFIGS.items():
+        fields = set(re.findall(r"^\| `(\w+)` \|", section(type_name), re.M))
+        declared = {field.alias or name for name, field in model.model_fields.items()}
+        assert fields == declared, f"{type_name}: documented {sorted(fields)}, declared {sorted(declared)}"
+
+
+def test_the_documented_payload_is_what_targets_receive() -> None:
+    documented = json.loads(re.search(r"```json\n(.*?)```", PAGE, re.S).group(1))  # type: ignore[union-attr]
+    sent = Invocation(
+        trigger_key="r.g.1",
+        rule_id="r",
+        group_id="g",
+        inputs=(ManifestInput(asset_key="custom://a/b", snapshot_id=1),),
+        manifest_uri="s3://m/manifests/r.g.1.json",
+        attempt=1,
+        completion_token="0" * 64,
+    ).payload()
+    assert list(documented) == list(sent)
+    assert parse_invocation(documented).completion_path == documented["completionPath"]
+    explained = {
+        name for cell in re.findall(r"^\| ((?:`\w+`(?:, )?)+) \|", PAGE, re.M) for name in re.findall(r"`(\w+)`", cell)
+    }
+    assert set(documented) <= explained, set(documented) - explained
+
+
+def test_the_headers_are_the_dispatchers() -> None:
+    for header in (IDEMPOTENCY_HEADER, TRIGGER_KEY_HEADER, SIGNATURE_HEADER, COMPLETION_TOKEN_HEADER):
+        assert f"`{header}" in PAGE, header
