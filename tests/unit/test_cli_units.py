@@ -60,3 +60,31 @@ def test_a_trigger_says_whether_it_retries_by_itself_or_needs_someone() -> None:
     assert verdict(retrying) == "FAILED, RETRYABLE: lakehook tries again by itself at 10:42"
     final = {"triggerKey": "r.g.1", "status": "FAILED", "failure": "FINAL"}
     assert verdict(final) == "FAILED, FINAL: needs you. Fix the cause, then: lakehook retry r.g.1"
+
+
+def test_secret_put_on_a_deployed_stack_goes_under_its_prefix_in_the_apis_region(
+    aws: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    import boto3
+
+    monkeypatch.delenv("LAKEHOOK_ADMIN_TOKEN", raising=False)
+    monkeypatch.delenv("LAKEHOOK_STACK", raising=False)
+    url = "https://abc123.execute-api.eu-west-1.amazonaws.com/prod"
+    base = ["--url", url, "--output", "json", "secret", "put", "targets/dwd"]
+
+    assert main([*base, "--value", "v1"]) == 1
+    assert "--stack" in json.loads(capsys.readouterr().out)["error"]["message"]
+
+    assert main([*base, "--value", "v1", "--stack", "my-stack"]) == 0
+    made = json.loads(capsys.readouterr().out)
+    assert made == {"secretRef": "lakehook/my-stack/targets/dwd", "created": True, "local": False}
+    monkeypatch.setenv("LAKEHOOK_STACK", "my-stack")
+    assert main(["--url", url, "secret", "put", "lakehook/my-stack/targets/dwd", "--value", "v2"]) == 0
+    assert "updated secret lakehook/my-stack/targets/dwd" in capsys.readouterr().out
+    stored = boto3.client("secretsmanager", region_name="eu-west-1").get_secret_value(
+        SecretId="lakehook/my-stack/targets/dwd"
+    )
+    assert stored["SecretString"] == "v2"
+    assert main([*base, "--value", "x", "--stack", "bad stack!"]) == 1  # not a secret name
