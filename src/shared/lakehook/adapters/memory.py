@@ -111,6 +111,9 @@ class InMemoryProducerRegistry(ProducerRegistry):
     def get_producer(self, producer_id: str) -> Producer | None:
         return self.producers.get(producer_id)
 
+    def list_producers(self, limit: int, next_token: str | None = None) -> Page[Producer]:
+        return _page([self.producers[k] for k in sorted(self.producers)], limit, next_token)
+
 
 class InMemorySecretStore(SecretStore):
     def __init__(self) -> None:

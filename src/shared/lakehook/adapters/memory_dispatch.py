@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from lakehook.adapters.memory import _page
 from lakehook.adapters.memory_rules import InMemoryTriggerStore
 from lakehook.domain.aliases import Alias
 from lakehook.domain.completion import CompletionRecord, RecordOutcome
@@ -32,6 +33,7 @@ from lakehook.domain.targets import TargetConfig
 from lakehook.domain.triggers import FailureKind, RunState, Trigger, TriggerNotRetryableError, TriggerStatus
 from lakehook.ports.aliases import AliasStore
 from lakehook.ports.dispatch import Attempt, LedgerEntry, ManifestStore, TargetClient, TriggerLedger
+from lakehook.ports.store import Page
 
 
 @dataclass
@@ -352,6 +354,11 @@ class InMemoryAliasStore(AliasStore):
     def get_alias(self, name: str) -> Alias | None:
         with self._lock:
             return self.aliases.get(name)
+
+    def list_aliases(self, limit: int, next_token: str | None = None) -> Page[Alias]:
+        with self._lock:
+            ordered = [self.aliases[k] for k in sorted(self.aliases)]
+        return _page(ordered, limit, next_token)
 
 
 class SimulatedCrashError(BaseException):

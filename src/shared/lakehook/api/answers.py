@@ -58,6 +58,11 @@ class ProducerAnswer(_Answer):
     secret: str | None = Field(default=None, description="the signing secret: only on creation or rotation")
 
 
+class ProducerPage(_Answer):
+    items: list[ProducerAnswer]
+    next_token: str | None = NextToken
+
+
 class AssetAnswer(_Answer):
     asset_key: str = Field(alias="assetKey")
     format: AssetFormat
@@ -245,6 +250,11 @@ class AliasAnswer(_Answer):
     description: str | None
     created_at: Iso = Field(alias="createdAt")
     updated_at: Iso = Field(alias="updatedAt")
+
+
+class AliasPage(_Answer):
+    items: list[AliasAnswer]
+    next_token: str | None = NextToken
 
 
 class WatermarkAnswer(_Answer):

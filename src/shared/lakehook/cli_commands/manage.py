@@ -150,6 +150,19 @@ def _producer_text(d: dict[str, Any]) -> Iterator[str]:
         yield f"  secret (shown once, store it now): {d['secret']}"
 
 
+def producers_list(api: ApiClient, args: argparse.Namespace) -> int:
+    items = pages(api, "/producers", limit=args.limit)
+
+    def text(found: list[dict[str, Any]]) -> list[str]:
+        if not found:
+            return ["no producers"]
+        rows = [(p.get("producerId"), ", ".join(p.get("assetKeyPrefixes") or []), p.get("updatedAt")) for p in found]
+        return table(("PRODUCER", "PREFIXES", "UPDATED"), rows)
+
+    emit(args.output, {"items": items}, lambda d: text(d["items"]))
+    return 0
+
+
 def producers_get(api: ApiClient, args: argparse.Namespace) -> int:
     emit(args.output, api.get(f"/producers/{path_part(args.producer)}"), _producer_text)
     return 0
@@ -163,6 +176,18 @@ def producers_rotate(api: ApiClient, args: argparse.Namespace) -> int:
     path = f"/producers/{path_part(args.producer)}"
     data = api.request("PUT", path, query={"rotateSecret": True}, body=spec)[1]
     emit(args.output, data, _producer_text)
+    return 0
+
+
+def aliases_list(api: ApiClient, args: argparse.Namespace) -> int:
+    items = pages(api, "/aliases", limit=args.limit)
+
+    def text(found: list[dict[str, Any]]) -> list[str]:
+        if not found:
+            return ["no aliases"]
+        return table(("ALIAS", "ASSETS"), [(a.get("name"), ", ".join(a.get("assetKeys") or [])) for a in found])
+
+    emit(args.output, {"items": items}, lambda d: text(d["items"]))
     return 0
 
 

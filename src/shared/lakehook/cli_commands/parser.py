@@ -165,13 +165,15 @@ def add_resource_commands(command: Callable[[str, Command, str], argparse.Argume
     sub.add_argument("asset", metavar="ASSET")
     sub.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
 
-    producers = verbs("producers", "show a producer, or rotate its signing secret")
+    producers = verbs("producers", "list or show producers, or rotate a signing secret")
+    verb(producers, "list", manage.producers_list, "every producer").add_argument("--limit", type=int, default=None)
     verb(producers, "get", manage.producers_get, "one producer (never its secret)").add_argument("producer")
     sub = verb(producers, "rotate", manage.producers_rotate, "a new signing secret, shown once")
     sub.add_argument("producer", metavar="PRODUCER")
     sub.add_argument("--yes", action="store_true", help="do not ask")
 
-    aliases = verbs("aliases", "show an alias")
+    aliases = verbs("aliases", "list or show aliases")
+    verb(aliases, "list", manage.aliases_list, "every alias").add_argument("--limit", type=int, default=None)
     verb(aliases, "get", manage.aliases_get, "the assets an alias resolves to").add_argument("name", metavar="NAME")
 
     marks = verbs("watermarks", "the watermark store: per (namespace, asset, key), with compare-and-set")

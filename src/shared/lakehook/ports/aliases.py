@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 from lakehook.domain.aliases import Alias
+from lakehook.ports.store import Page
 
 
 class AliasStore(ABC):
@@ -17,3 +18,7 @@ class AliasStore(ABC):
     @abstractmethod
     def get_alias(self, name: str) -> Alias | None:
         """The alias, or None."""
+
+    @abstractmethod
+    def list_aliases(self, limit: int, next_token: str | None = None) -> Page[Alias]:
+        """Aliases in name order."""

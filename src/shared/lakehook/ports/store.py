@@ -111,6 +111,10 @@ class ProducerRegistry(ABC):
     def get_producer(self, producer_id: str) -> Producer | None:
         """The producer, or None."""
 
+    @abstractmethod
+    def list_producers(self, limit: int, next_token: str | None = None) -> Page[Producer]:
+        """Producers in id order."""
+
 
 class SecretStore(ABC):
     """Secrets by reference (Secrets Manager on AWS)."""

@@ -11,6 +11,7 @@ from lakehook.domain.events import EventResult, IngestStatus, SourceType
 from lakehook.domain.producers import Producer
 from lakehook.domain.time import now_ms
 from lakehook.ports.aliases import AliasStore
+from lakehook.ports.store import Page
 from lakehook.usecases.ingest import IngestEvents
 
 ALIAS_FIELD = "alias"
@@ -40,6 +41,9 @@ class ManageAliases:
         created = self._store.put_alias(alias)
         stored = self._store.get_alias(alias.name)
         return (stored or alias), created
+
+    def list(self, limit: int, next_token: str | None = None) -> Page[Alias]:
+        return self._store.list_aliases(limit, next_token)
 
     def get(self, name: str) -> Alias:
         alias = self._store.get_alias(validate_alias_name(name))

@@ -10,8 +10,10 @@ from typing import Any
 
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import integral
+from lakehook.adapters.dynamodb.registry import index_page
 from lakehook.domain.aliases import Alias
 from lakehook.ports.aliases import AliasStore
+from lakehook.ports.store import Page
 
 
 class DynamoDBAliasStore(AliasStore):
@@ -43,13 +45,19 @@ class DynamoDBAliasStore(AliasStore):
 
     def get_alias(self, name: str) -> Alias | None:
         item = self._table.get_item(Key=keys.alias_key(name), ConsistentRead=True).get("Item")
-        if item is None:
-            return None
-        data = integral(item)
-        return Alias(
-            name=data["name"],
-            asset_keys=tuple(data.get("assetKeys") or ()),
-            description=data.get("description"),
-            created_at=data["createdAt"],
-            updated_at=data["updatedAt"],
-        )
+        return None if item is None else _alias(item)
+
+    def list_aliases(self, limit: int, next_token: str | None = None) -> Page[Alias]:
+        items, token = index_page(self._table, keys.ALIASES_INDEX_PK, limit, next_token)
+        return Page([_alias(i) for i in items], token)
+
+
+def _alias(item: dict[str, Any]) -> Alias:
+    data = integral(item)
+    return Alias(
+        name=data["name"],
+        asset_keys=tuple(data.get("assetKeys") or ()),
+        description=data.get("description"),
+        created_at=data["createdAt"],
+        updated_at=data["updatedAt"],
+    )

@@ -5,7 +5,7 @@ Layout (PK / SK):
 - ``ASSET#<assetKey>`` / ``META``             the asset registration (GSI1: ``ASSETS`` / assetKey)
 - ``ASSET#<assetKey>`` / ``EVENT#<eventId>``  a raw event, TTL ``expiresAt`` (GSI1: ``EVENTS#<assetKey>`` / time)
 - ``ASSET#<assetKey>`` / ``POLL``             the asset's poll status (last poll, last error, backoff)
-- ``PRODUCER#<id>``    / ``META``             a producer
+- ``PRODUCER#<id>``    / ``META``             a producer (GSI1: ``PRODUCERS`` / id)
 - ``WM#<namespace>#<assetKey>`` / ``KEY#<key>`` a watermark
 """
 
@@ -30,6 +30,7 @@ class Sort(StrEnum):
 
 
 ASSETS_INDEX_PK = "ASSETS"
+PRODUCERS_INDEX_PK = "PRODUCERS"
 GSI1 = "GSI1"
 TTL_ATTRIBUTE = "expiresAt"
 ITEM_TYPE = "itemType"

@@ -39,17 +39,8 @@ class DynamoDBAssetRegistry(AssetRegistry):
         return None if item is None else AssetRegistration.model_validate(json.loads(item["body"]))
 
     def list_assets(self, limit: int, next_token: str | None = None) -> Page[AssetRegistration]:
-        kwargs: dict[str, Any] = {
-            "IndexName": keys.GSI1,
-            "KeyConditionExpression": Key("GSI1PK").eq(keys.ASSETS_INDEX_PK),
-            "Limit": limit,
-        }
-        start = decode_token(next_token, {"PK": None, "SK": None, "GSI1PK": keys.ASSETS_INDEX_PK, "GSI1SK": None})
-        if start:
-            kwargs["ExclusiveStartKey"] = start
-        answer = self._table.query(**kwargs)
-        items = [AssetRegistration.model_validate(json.loads(i["body"])) for i in answer.get("Items", [])]
-        return Page(items, encode_token(answer.get("LastEvaluatedKey")))
+        items, token = index_page(self._table, keys.ASSETS_INDEX_PK, limit, next_token)
+        return Page([AssetRegistration.model_validate(json.loads(i["body"])) for i in items], token)
 
 
 class DynamoDBProducerRegistry(ProducerRegistry):
@@ -63,6 +54,8 @@ class DynamoDBProducerRegistry(ProducerRegistry):
             **keys.producer_key(producer.producer_id),
             keys.ITEM_TYPE: "PRODUCER",
             "body": producer.model_dump_json(by_alias=True),
+            "GSI1PK": keys.PRODUCERS_INDEX_PK,
+            "GSI1SK": producer.producer_id,
         }
         old = self._table.put_item(Item=item, ReturnValues="ALL_OLD").get("Attributes")
         return old is None
@@ -70,3 +63,25 @@ class DynamoDBProducerRegistry(ProducerRegistry):
     def get_producer(self, producer_id: str) -> Producer | None:
         item = self._table.get_item(Key=keys.producer_key(producer_id), ConsistentRead=True).get("Item")
         return None if item is None else Producer.model_validate_json(item["body"])
+
+    def list_producers(self, limit: int, next_token: str | None = None) -> Page[Producer]:
+        """Through GSI1 ``PRODUCERS``: a producer written before the index entry existed is listed once it is
+        written again (any ``PUT /producers/{id}``)."""
+        items, token = index_page(self._table, keys.PRODUCERS_INDEX_PK, limit, next_token)
+        return Page([Producer.model_validate_json(i["body"]) for i in items], token)
+
+
+def index_page(
+    table: Any, index_pk: str, limit: int, next_token: str | None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of the items under ``index_pk`` in GSI1, in GSI1SK order, and the next page's token."""
+    kwargs: dict[str, Any] = {
+        "IndexName": keys.GSI1,
+        "KeyConditionExpression": Key("GSI1PK").eq(index_pk),
+        "Limit": limit,
+    }
+    start = decode_token(next_token, {"PK": None, "SK": None, "GSI1PK": index_pk, "GSI1SK": None})
+    if start:
+        kwargs["ExclusiveStartKey"] = start
+    answer = table.query(**kwargs)
+    return list(answer.get("Items", [])), encode_token(answer.get("LastEvaluatedKey"))

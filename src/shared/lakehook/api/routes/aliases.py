@@ -1,4 +1,4 @@
-"""PUT/GET /aliases/{name}: a name that resolves to concrete assets."""
+"""PUT/GET /aliases/{name}, GET /aliases: a name that resolves to concrete assets."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from lakehook.api.answers import AliasAnswer
+from lakehook.api.answers import AliasAnswer, AliasPage
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
 from lakehook.api.http import json_response, require_admin
 from lakehook.api.paths import AliasName
@@ -18,6 +18,8 @@ from lakehook.wiring_dispatch import manage_aliases
 
 router = APIGatewayRouter()
 
+Limit = Annotated[int, Query(ge=1, le=500)]
+NextToken = Annotated[str | None, Query(alias="nextToken", max_length=2048)]
 DryRun = Annotated[
     bool, Query(alias="dryRun", description="validate fully, write nothing, answer what would be written")
 ]
@@ -37,6 +39,20 @@ def put_alias(name: AliasName, spec: AliasSpec, dry_run: DryRun = False) -> Resp
         return json_response({**manage_aliases(current()).check(name, spec).to_api(), "dryRun": True})
     alias, created = manage_aliases(current()).put(name, spec)
     return json_response(alias.to_api(), 201 if created else 200)
+
+
+@router.get(
+    "/aliases",
+    summary="List aliases",
+    description="In name order.",
+    tags=["aliases"],
+    security=MANAGEMENT,
+    responses=answers(ok(AliasPage)),
+)
+def list_aliases(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
+    require_admin(router.current_event)
+    page = manage_aliases(current()).list(limit, next_token)
+    return json_response({"items": [a.to_api() for a in page.items], "nextToken": page.next_token})
 
 
 @router.get(

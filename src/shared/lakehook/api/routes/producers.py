@@ -1,4 +1,4 @@
-"""PUT/GET /producers/{producerId}: who may push, under which asset key prefixes."""
+"""PUT/GET /producers/{producerId}, GET /producers: who may push, under which asset key prefixes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from lakehook.api.answers import ProducerAnswer
+from lakehook.api.answers import ProducerAnswer, ProducerPage
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
 from lakehook.api.http import json_response, require_admin
 from lakehook.api.paths import ProducerId
@@ -18,6 +18,8 @@ from lakehook.domain.producers import ProducerSpec, validate_producer_id
 
 router = APIGatewayRouter()
 
+Limit = Annotated[int, Query(ge=1, le=500)]
+NextToken = Annotated[str | None, Query(alias="nextToken", max_length=2048)]
 DryRun = Annotated[
     bool, Query(alias="dryRun", description="validate fully, write nothing, answer what would be written")
 ]
@@ -45,6 +47,20 @@ def put_producer(
     if registration.secret is not None:
         body["secret"] = registration.secret
     return json_response(body, 201 if registration.created else 200)
+
+
+@router.get(
+    "/producers",
+    summary="List producers (never their secrets)",
+    description="In id order.",
+    tags=["producers"],
+    security=MANAGEMENT,
+    responses=answers(ok(ProducerPage)),
+)
+def list_producers(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
+    require_admin(router.current_event)
+    page = current().producer_registry.list_producers(limit, next_token)
+    return json_response({"items": [p.to_api() for p in page.items], "nextToken": page.next_token})
 
 
 @router.get(
