@@ -1,8 +1,7 @@
 """``GET /producers`` and ``GET /aliases`` (and ``lakehook producers list`` / ``aliases list``) on a local stack.
 
-template.yaml does not declare these two routes yet (the template is another change's), so this stack runs
-a copy of it with the two ``Api`` events added: exactly what template.yaml needs. Once the template has
-them, ``test_the_template_needs_only_these_two_events`` fails and this copy can go.
+The stack runs template.yaml; while it does not declare the two routes' ``Api`` events yet, a copy with
+:data:`LIST_EVENTS` added (exactly what template.yaml needs, next to ``PutAsset``).
 """
 
 from __future__ import annotations
@@ -30,6 +29,8 @@ ANCHOR = "        PutAsset:\n"
 
 def with_list_routes(target: Path) -> Path:
     text = (ROOT / "template.yaml").read_text(encoding="utf-8")
+    if "Path: /producers, Method: GET" in text and "Path: /aliases, Method: GET" in text:
+        return ROOT / "template.yaml"
     assert text.count(ANCHOR) == 1
     target.mkdir(parents=True, exist_ok=True)
     for folder in ("functions", "layers", "src"):
@@ -37,11 +38,6 @@ def with_list_routes(target: Path) -> Path:
     path = target / "template.yaml"
     path.write_text(text.replace(ANCHOR, LIST_EVENTS + ANCHOR), encoding="utf-8")
     return path
-
-
-def test_the_template_needs_only_these_two_events() -> None:
-    text = (ROOT / "template.yaml").read_text(encoding="utf-8")
-    assert "Path: /producers, Method: GET" not in text and "Path: /aliases, Method: GET" not in text
 
 
 @pytest.fixture(scope="module")
