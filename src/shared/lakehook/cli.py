@@ -14,6 +14,7 @@ from typing import NoReturn
 
 from lakehook.cli_commands.output import report_error
 from lakehook.cli_commands.parser import add_commands, add_global_options
+from lakehook.console.command import add_console_command
 
 
 def _local_up(args: argparse.Namespace) -> int:
@@ -94,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     up.set_defaults(func=_local_up)
     add_commands(commands)
+    add_console_command(commands)
     return parser
 
 

@@ -1,0 +1,110 @@
+// One asset: its state, snapshots (commit time, operation), watermark, quality and schema verdicts,
+// spool manifest, poll status with its last error, recent events, and the rules that read or write it.
+
+import * as api from "../api.js";
+import { html, badge, kv, time, snap, short, ruleHref, triggersHref, humanize, relative } from "../ui.js";
+import { assetHealth, memberKeys, outletKeys } from "./model.js";
+
+export const nav = "graph";
+
+const STATE_FIELDS = [
+  "latestSnapshotId", "latestCommitTime", "latestCommitKind", "latestSchemaId", "watermark", "tags",
+  "backfillStatus", "version", "updatedAt",
+];
+
+export async function render({ key }) {
+  const [state, events, registered, rules] = await Promise.all([
+    api.state(key).catch((e) => (e.status === 404 ? null : Promise.reject(e))),
+    api.api(api.path("/assets/events", { assetKey: key, limit: 100 })).then((p) => p.items || []),
+    api.assets().then((all) => all.find((a) => a.assetKey === key) || null),
+    api.rules(),
+  ]);
+  const health = assetHealth(state);
+  const snapshots = events.filter((e) => e.eventType === "SNAPSHOT_COMMITTED");
+  const manifests = events.filter((e) => e.manifestUri || String(e.eventType).startsWith("MANIFEST_"));
+  const reads = rules.filter((r) => memberKeys(r).includes(key));
+  const writes = rules.filter((r) => outletKeys(r, [key]).length);
+  const poll = state && state.pollStatus;
+  const s = state || {};
+
+  return html`
+    <section class="page-head">
+      <p class="crumbs"><a href="#/">graph</a> / asset</p>
+      <h1 class="mono-title" data-asset-title="${key}">${short(key)} ${badge(health.status)}</h1>
+      <p class="muted mono">${key}</p>
+      ${registered?.description ? html`<p>${registered.description}</p>` : ""}
+    </section>
+    <div class="grid">
+      <section class="card">
+        <h2>State</h2>
+        ${state ? kv(Object.fromEntries(STATE_FIELDS.filter((f) => s[f] !== undefined).map((f) => [f, s[f]]))) : html`<p class="muted">no state: nothing was ever recorded for this asset</p>`}
+        <p class="muted small">format ${registered?.format || "unregistered"}${registered?.source ? html` · polled from ${registered.source.catalog} / ${registered.source.table}` : " · push only"}</p>
+      </section>
+      <section class="card">
+        <h2>Verdicts</h2>
+        <dl class="kv">
+          <dt>quality</dt><dd data-key="qualityStatus">${s.qualityStatus ? badge(s.qualityStatus) : html`<span class="muted">no check reported</span>`}</dd>
+          <dt>passed on snapshot</dt><dd data-key="qualityPassedSnapshotId">${snap(s.qualityPassedSnapshotId)}</dd>
+          <dt>failed on snapshot</dt><dd data-key="qualityFailedSnapshotId">${snap(s.qualityFailedSnapshotId)}</dd>
+          <dt>schema</dt><dd data-key="schemaStatus">${s.schemaStatus ? badge(s.schemaStatus) : "—"}</dd>
+          <dt>watermark</dt><dd data-key="watermark">${s.watermark ? html`${time(s.watermark)} <span class="muted">(${relative(s.watermark)})</span>` : "—"}</dd>
+        </dl>
+      </section>
+      <section class="card">
+        <h2>Polling</h2>
+        ${poll ? html`${poll.lastError ? html`<p class="error" data-key="lastError">last error: ${typeof poll.lastError === "string" ? poll.lastError : JSON.stringify(poll.lastError)}</p>` : ""}
+          ${kv(Object.fromEntries(Object.entries(poll).filter(([k]) => k !== "assetKey" && k !== "lastError")))}`
+          : html`<p class="muted">not polled: ${registered?.source ? "no poll has run yet" : "the asset has no source (push only)"}</p>`}
+      </section>
+      <section class="card">
+        <h2>Rules</h2>
+        <p class="small muted">read by</p>
+        ${reads.length ? html`<ul class="plain">${reads.map((r) => html`<li><a href="${ruleHref(r.ruleId)}">${r.ruleId}</a> · <a href="${triggersHref(r.ruleId)}" class="small">triggers</a></li>`)}</ul>` : html`<p class="muted">no rule</p>`}
+        <p class="small muted">written by (declared outlet of)</p>
+        ${writes.length ? html`<ul class="plain">${writes.map((r) => html`<li><a href="${ruleHref(r.ruleId)}">${r.ruleId}</a></li>`)}</ul>` : html`<p class="muted">no rule</p>`}
+      </section>
+    </div>
+    <section class="card">
+      <h2>Snapshots <span class="muted small">(the newest ${snapshots.length} recorded)</span></h2>
+      ${snapshots.length ? html`<table class="table" id="snapshots">
+        <thead><tr><th>snapshot</th><th>commit time</th><th>operation</th><th>schema</th><th>records</th><th>quality</th><th>arrived by</th><th>received</th></tr></thead>
+        <tbody>${snapshots.map((e) => html`<tr data-snapshot="${e.snapshotId}">
+          <td>${snap(e.snapshotId)}</td><td>${time(e.commitTime)}</td><td>${e.commitKind || "—"}</td><td>${e.schemaId ?? "—"}</td>
+          <td>${e.totalRecordCount ?? "—"}${e.deltaRecordCount !== undefined ? html` <span class="muted">(+${e.deltaRecordCount})</span>` : ""}</td>
+          <td>${qualityOf(e.snapshotId, events)}</td><td>${e.source}${e.producerId ? html` <span class="muted">${e.producerId}</span>` : ""}</td><td>${time(e.receivedAt)}</td></tr>`)}</tbody>
+      </table>` : html`<p class="muted">no snapshot recorded</p>`}
+    </section>
+    <section class="card">
+      <h2>Spool manifests</h2>
+      ${manifests.length ? html`<table class="table"><thead><tr><th>event</th><th>manifest</th><th>received</th></tr></thead>
+        <tbody>${manifests.map((e) => html`<tr><td>${badge(e.eventType)}</td><td class="mono">${e.manifestUri || "—"}</td><td>${time(e.receivedAt)}</td></tr>`)}</tbody></table>`
+        : html`<p class="muted">no spool manifest recorded for this asset</p>`}
+    </section>
+    <section class="card">
+      <h2>Recent events</h2>
+      <table class="table" id="events">
+        <thead><tr><th>received</th><th>event</th><th>snapshot</th><th>details</th><th>source</th></tr></thead>
+        <tbody>${events.slice(0, 30).map((e) => html`<tr>
+          <td>${time(e.receivedAt)}</td><td>${badge(e.eventType.replace(/_/g, " "), tone(e.eventType))}</td><td>${snap(e.snapshotId)}</td>
+          <td class="small">${details(e)}</td><td>${e.source}</td></tr>`)}</tbody>
+      </table>
+    </section>`;
+}
+
+function qualityOf(snapshotId, events) {
+  const checks = events.filter((e) => e.snapshotId === snapshotId && e.eventType.startsWith("QUALITY_CHECK_"));
+  if (!checks.length) return html`<span class="muted">—</span>`;
+  return badge(checks[0].eventType === "QUALITY_CHECK_PASSED" ? "PASSED" : "FAILED");
+}
+
+function tone(eventType) {
+  return /FAILED|REJECTED|INTERRUPTED/.test(eventType) ? "as-bad" : /PASSED|APPROVED|COMPLETED|SEALED|COVERED/.test(eventType) ? "as-good" : "";
+}
+
+const SKIP = new Set(["eventType", "assetKey", "eventId", "source", "receivedAt", "producerId", "snapshotId"]);
+function details(event) {
+  const parts = Object.entries(event)
+    .filter(([k, v]) => !SKIP.has(k) && v !== null && v !== undefined)
+    .map(([k, v]) => `${humanize(k)} ${typeof v === "object" ? JSON.stringify(v) : /Time$|watermark/.test(k) && typeof v === "number" ? new Date(v).toISOString() : v}`);
+  return parts.join(" · ");
+}

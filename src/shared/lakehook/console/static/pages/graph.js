@@ -1,0 +1,125 @@
+// The asset graph: assets as nodes, each rule as a labelled junction on the edges from its members to its
+// declared outlets (or to its target when it declares none), laid out left to right by dagre.
+
+import dagre from "../vendor/dagre.esm.js";
+import * as api from "../api.js";
+import { html, short, layerOf, assetHref, ruleHref, relative } from "../ui.js";
+import { assetHealth, ruleHealth, memberKeys, outletKeys, targetLabel } from "./model.js";
+
+export const nav = "graph";
+
+const ASSET = { width: 238, height: 64 };
+const RULE = { width: 176, height: 44 };
+const TARGET = { width: 184, height: 36 };
+
+export async function render() {
+  const [assets, rules] = await Promise.all([api.assets(), api.rules()]);
+  const keys = new Set(assets.map((a) => a.assetKey));
+  for (const rule of rules) for (const key of memberKeys(rule)) keys.add(key);
+  const known = [...keys].sort();
+  const formats = Object.fromEntries(assets.map((a) => [a.assetKey, a.format]));
+  const [states, explains] = await Promise.all([
+    Promise.all(known.map((key) => api.state(key).catch(() => null))),
+    Promise.all(rules.map((rule) => api.explain(rule.ruleId).catch(() => null))),
+  ]);
+  const stateOf = Object.fromEntries(known.map((key, i) => [key, states[i]]));
+
+  const g = new dagre.graphlib.Graph({ multigraph: true });
+  g.setGraph({ rankdir: "LR", nodesep: 26, ranksep: 34, marginx: 16, marginy: 16 });
+  g.setDefaultEdgeLabel(() => ({}));
+  for (const key of known) g.setNode(`a:${key}`, { ...ASSET, kind: "asset", key });
+  rules.forEach((rule, i) => {
+    const id = `r:${rule.ruleId}`;
+    g.setNode(id, { ...RULE, kind: "rule", rule, explained: explains[i] });
+    for (const key of memberKeys(rule)) g.setEdge(`a:${key}`, id, { rule: rule.ruleId }, `${key}>${id}`);
+    const outlets = outletKeys(rule, known);
+    if (outlets.length) {
+      for (const key of outlets) g.setEdge(id, `a:${key}`, { rule: rule.ruleId, out: true }, `${id}>${key}`);
+    } else {
+      g.setNode(`t:${rule.ruleId}`, { ...TARGET, kind: "target", label: targetLabel(rule.target) });
+      g.setEdge(id, `t:${rule.ruleId}`, { rule: rule.ruleId, out: true }, `${id}>target`);
+    }
+  });
+  dagre.layout(g);
+  const size = g.graph();
+
+  const edges = g.edges().map((e) => {
+    const points = g.edge(e).points;
+    const d = points.map((p, i) => `${i ? "L" : "M"}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" ");
+    const health = ruleHealth(null, g.node(e.v).explained || g.node(e.w).explained);
+    return html`<path class="edge ${health.tone}" d="${d}" marker-end="url(#arrow)" data-edge-rule="${g.edge(e).rule}"/>`;
+  });
+  const nodes = g.nodes().map((id) => {
+    const n = g.node(id);
+    const x = n.x - n.width / 2;
+    const y = n.y - n.height / 2;
+    if (n.kind === "asset") return assetNode(n, x, y, stateOf[n.key], formats[n.key]);
+    if (n.kind === "rule") return ruleNode(n, x, y);
+    return html`<g class="node target" transform="translate(${x},${y})"><rect width="${n.width}" height="${n.height}" rx="18"/>
+      <text x="${n.width / 2}" y="${n.height / 2 + 4}" text-anchor="middle" class="small">${clip(n.label, 28)}</text></g>`;
+  });
+
+  const failing = known.filter((k) => assetHealth(stateOf[k]).tone === "bad").length;
+  const blocked = rules.filter((r, i) => ["wait", "bad"].includes(ruleHealth(r, explains[i]).tone)).length;
+  return html`
+    <section class="page-head">
+      <h1>Asset graph</h1>
+      <p class="muted">${known.length} assets · ${rules.length} rules · ${failing} failing · ${blocked} blocked or failed.
+        Click an asset or a rule for its page.</p>
+    </section>
+    <section class="card graph-card">
+      <svg id="graph" class="graph" viewBox="0 0 ${Math.ceil(size.width)} ${Math.ceil(size.height)}"
+           width="${Math.ceil(size.width)}" height="${Math.ceil(size.height)}" role="img" aria-label="asset graph">
+        <defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
+          <path d="M0,0 L10,5 L0,10 z" class="arrow"/></marker></defs>
+        ${edges}${nodes}
+      </svg>
+      ${legend()}
+    </section>`;
+}
+
+function assetNode(n, x, y, state, format) {
+  const health = assetHealth(state);
+  const layer = layerOf(n.key);
+  const latest = state && state.latestSnapshotId !== undefined ? state.latestSnapshotId : null;
+  const when = state && state.latestCommitTime ? ` · ${relative(state.latestCommitTime)}` : "";
+  const detail = latest === null ? health.why : `snapshot ${shortId(latest)}${when}`;
+  const kind = [layer, format || "?"].filter(Boolean).join(" · ");
+  return html`<a href="${assetHref(n.key)}" class="node-link"><g class="node asset ${health.tone}" data-asset="${n.key}"
+      data-status="${health.status}" transform="translate(${x},${y})">
+    <title>${n.key}${health.why ? "\n" + health.why : ""}</title>
+    <rect width="${n.width}" height="${n.height}" rx="9"/>
+    <rect class="stripe" width="6" height="${n.height}" rx="3"/>
+    <text x="16" y="22" class="name">${clip(short(n.key), 25)}</text>
+    <text x="16" y="40" class="small"><tspan class="layer">${kind}</tspan> · ${clip(detail, 30)}</text>
+    ${health.tone === "bad" ? html`<text x="16" y="56" class="small warn-text">${clip(health.why, 34)}</text>` : ""}
+  </g></a>`;
+}
+
+function ruleNode(n, x, y) {
+  const health = ruleHealth(n.rule, n.explained);
+  return html`<a href="${ruleHref(n.rule.ruleId)}" class="node-link"><g class="node rule ${health.tone}" data-rule="${n.rule.ruleId}"
+      data-status="${health.status}" transform="translate(${x},${y})">
+    <title>rule ${n.rule.ruleId}: ${health.status}</title>
+    <rect width="${n.width}" height="${n.height}" rx="22"/>
+    <text x="${n.width / 2}" y="18" text-anchor="middle" class="name small-name">${clip(n.rule.ruleId, 24)}</text>
+    <text x="${n.width / 2}" y="34" text-anchor="middle" class="small">${clip(health.status, 26)}</text>
+  </g></a>`;
+}
+
+function legend() {
+  const items = [
+    ["good", "ok / ready"],
+    ["wait", "blocked"],
+    ["idle", "waiting for an update"],
+    ["busy", "triggering"],
+    ["bad", "failed"],
+    ["neutral", "no data / disabled"],
+  ];
+  return html`<ul class="legend">${items.map(([tone, text]) => html`<li><span class="swatch ${tone}"></span>${text}</li>`)}
+    <li class="muted">rounded pills are rules; an arrow goes from a rule's members through the rule to its outlets</li></ul>`;
+}
+
+const clip = (text, n) => (String(text).length > n ? String(text).slice(0, n - 1) + "…" : String(text));
+const shortId = (id) => (String(id).length > 10 ? `${String(id).slice(0, 6)}…` : String(id));
+

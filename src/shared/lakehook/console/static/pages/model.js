@@ -1,0 +1,57 @@
+// What several pages derive from the API's answers: an asset's health, a rule's status, the edges.
+
+/** An asset's colour on the graph: failed checks, polling trouble, no data yet, or fine. */
+export function assetHealth(state) {
+  if (!state || !state.registered) return { status: "UNREGISTERED", tone: "neutral", why: "not registered" };
+  if (state.qualityStatus === "FAILED")
+    return { status: "QUALITY_FAILED", tone: "bad", why: `quality check failed on snapshot ${state.qualityFailedSnapshotId ?? "?"}` };
+  if (state.schemaStatus === "REJECTED") return { status: "SCHEMA_REJECTED", tone: "bad", why: "schema change rejected" };
+  const poll = state.pollStatus || {};
+  if (poll.consecutiveFailures > 0) return { status: "POLL_FAILING", tone: "wait", why: poll.lastError || "polling fails" };
+  if (state.latestSnapshotId === undefined || state.latestSnapshotId === null)
+    return { status: "NO_SNAPSHOT", tone: "neutral", why: "no snapshot yet" };
+  return { status: "OK", tone: "good", why: "" };
+}
+
+/** A rule's colour: disabled, its newest trigger failed or running, ready, or blocked (and by what). */
+export function ruleHealth(rule, explained) {
+  if (rule && rule.enabled === false) return { status: "DISABLED", tone: "neutral" };
+  if (!explained) return { status: "UNKNOWN", tone: "neutral" };
+  const last = explained.lastTrigger;
+  if (last && last.status === "FAILED") return { status: "FAILED", tone: "bad" };
+  if (last && last.status === "TRIGGERING") return { status: "TRIGGERING", tone: "busy" };
+  if (explained.lastError) return { status: "ERROR", tone: "bad" };
+  if (explained.ready) return { status: "READY", tone: "good" };
+  const statuses = (explained.groups || []).map((g) => g.status);
+  const blocked = statuses.find((s) => s && s !== "READY") || "BLOCKED";
+  const waiting = blocked.startsWith("WAITING");
+  return { status: blocked, tone: waiting ? "idle" : "wait" };
+}
+
+export function memberKeys(rule) {
+  const keys = [];
+  for (const group of rule.groups || []) for (const member of group.members || []) keys.push(member.assetKey);
+  return [...new Set(keys)];
+}
+
+/** The assets a rule's declared outlets name: an exact key, or every known key under a prefix. */
+export function outletKeys(rule, known) {
+  const found = new Set();
+  for (const outlet of rule.outlets || []) {
+    if (known.includes(outlet)) found.add(outlet);
+    else for (const key of known) if (key.startsWith(outlet)) found.add(key);
+  }
+  return [...found];
+}
+
+export function targetLabel(target) {
+  if (!target) return "no target";
+  const where = target.url || target.baseUrl || target.stateMachineArn || target.functionName || target.eventBusName || "";
+  let host = where;
+  try {
+    host = where.startsWith("http") ? new URL(where).host + new URL(where).pathname : where.split(":").pop();
+  } catch {
+    /* keep it as written */
+  }
+  return `${target.type}${host ? " · " + host : ""}`;
+}

@@ -1,0 +1,96 @@
+// One rule: its explain tree (per group and member READY / BLOCKED_BY_… with current and required values,
+// cooldown and quiet-period end times), lastError, its definition, and "evaluate now".
+
+import * as api from "../api.js";
+import { html, badge, kv, time, relative, short, assetHref, triggersHref, confirmDialog, toast } from "../ui.js";
+import { ruleHealth, targetLabel } from "./model.js";
+
+export const nav = "rules";
+
+export async function render({ ruleId }) {
+  const [rule, explained] = await Promise.all([
+    api.api(`/rules/${api.part(ruleId)}`),
+    api.explain(ruleId),
+  ]);
+  const health = ruleHealth(rule, explained);
+  const policy = rule.policy || {};
+  return html`
+    <section class="page-head">
+      <p class="crumbs"><a href="#/rules">rules</a> / rule</p>
+      <div class="title-row">
+        <h1 data-rule-title="${ruleId}">${ruleId} ${badge(health.status)}</h1>
+        <div class="actions">
+          <a class="button secondary" href="${triggersHref(ruleId)}">Trigger timeline</a>
+          <button class="primary" data-action="evaluate" data-rule="${ruleId}" id="evaluate">Evaluate now</button>
+        </div>
+      </div>
+      <p>${rule.description || ""}</p>
+      <p class="muted small">evaluated ${time(explained.evaluatedAt)} · ${rule.enabled === false ? "disabled" : "enabled"} ·
+        mode ${policy.mode || explained.mode} · starts from ${policy.startFrom || explained.startFrom} ·
+        cooldown ${policy.minIntervalSeconds ?? 0} s · quiet period ${policy.quietPeriodSeconds ?? 0} s</p>
+    </section>
+    ${explained.lastError ? html`<section class="card error-card" id="last-error"><h2>Last error</h2>
+      <p>${explained.lastError.message}</p><p class="small muted">${time(explained.lastError.at)}${explained.lastError.groupId ? ` · group ${explained.lastError.groupId}` : ""}</p></section>` : ""}
+    <section class="card">
+      <h2>Why it has (not) run <span class="muted small">— groups are alternatives (OR); members of a group must all hold (AND)</span></h2>
+      ${(explained.groups || []).map((group) => groupTree(group))}
+    </section>
+    <div class="grid">
+      <section class="card"><h2>Target</h2><p>${targetLabel(rule.target)}</p>${kv(rule.target)}</section>
+      <section class="card"><h2>Outlets</h2>${(rule.outlets || []).length ? html`<ul class="plain">${rule.outlets.map((o) => html`<li><a href="${assetHref(o)}" class="mono">${o}</a></li>`)}</ul>` : html`<p class="muted">none declared: the run reports no outlets with its token</p>`}</section>
+      <section class="card"><h2>Newest trigger</h2>${explained.lastTrigger ? html`<p>${badge(explained.lastTrigger.status)} ${time(explained.lastTrigger.createdAt)}</p>
+        <p class="mono small">${explained.lastTrigger.triggerKey}</p>${pins(explained.lastTrigger.inputs)}` : html`<p class="muted">never triggered</p>`}</section>
+    </div>`;
+}
+
+function groupTree(group) {
+  const until = group.until;
+  return html`<div class="group" data-group="${group.groupId}">
+    <div class="group-head">
+      <span class="tree-node">group</span> <strong>${group.groupId}</strong> ${badge(group.status)}
+      ${until ? html`<span class="until" data-until="${until}">until ${time(until)} (${relative(until)})</span>` : ""}
+      ${group.reason ? html`<div class="reason">${group.reason}</div>` : ""}
+    </div>
+    <ul class="members">${(group.members || []).map((m) => html`<li class="member" data-member="${m.assetKey}" data-status="${m.status}">
+      <div class="member-head">${badge(m.status)} <a href="${assetHref(m.assetKey)}"><strong>${short(m.assetKey)}</strong></a>
+        <span class="muted mono small">${m.assetKey}</span></div>
+      ${m.reason ? html`<div class="reason">${m.reason}</div>` : ""}
+      <div class="cmp">
+        <div><h3>current</h3>${kv(m.current)}</div>
+        <div><h3>required</h3>${kv(flatRequired(m.required))}</div>
+      </div>
+    </li>`)}</ul>
+    ${group.lastTrigger ? html`<p class="small muted">last trigger of this group: ${badge(group.lastTrigger.status)} ${time(group.lastTrigger.createdAt)}</p>` : ""}
+  </div>`;
+}
+
+function flatRequired(required) {
+  const out = { ...(required || {}) };
+  if (out.newerThan && typeof out.newerThan === "object") {
+    out.newerThanSnapshotId = out.newerThan.snapshotId;
+    delete out.newerThan;
+  }
+  return out;
+}
+
+function pins(inputs) {
+  return html`<ul class="plain small">${(inputs || []).map((i) => html`<li><a href="${assetHref(i.assetKey)}">${short(i.assetKey)}</a> @ <span class="mono">${i.snapshotId ?? "—"}</span></li>`)}</ul>`;
+}
+
+export const actions = {
+  async evaluate({ rule }) {
+    const answer = await confirmDialog({
+      title: `Evaluate ${rule} now?`,
+      body: html`<p>The resolver evaluates the rule at once and claims what is ready; the same versions give the same key,
+        so repeating it claims nothing new.</p>
+        <label class="check"><input type="checkbox" name="force" id="force"> force a manual run of the current versions
+        (a key of its own; the rule's own triggers are unaffected)</label>`,
+      confirm: "Evaluate",
+    });
+    if (!answer) return;
+    const result = await api.api(`/rules/${api.part(rule)}/evaluate`, { method: "POST", body: { force: Boolean(answer.force) } });
+    const claimed = result.claimed || [];
+    toast(claimed.length ? `claimed ${claimed.join(", ")}` : `nothing new to claim: ${result.ready ? "ready, already triggered" : "not ready"}`,
+      claimed.length ? "good" : "neutral");
+  },
+};

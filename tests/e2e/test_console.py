@@ -1,0 +1,266 @@
+"""The web console in a real browser (headless Chromium driven by Playwright) on a local stack that has run
+the GMV demo's story: the graph, the DWD rule blocked by a failed quality check, a new trigger arriving in
+the timeline without a reload, and retry, replay and evaluate-now clicked on the page.
+
+Chromium comes from the distribution (``make setup`` installs it); Playwright's own browser download is not
+used. Screenshots go to test-output/console/ (gitignored).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+import requests
+
+from lakehook.cli_commands.api import ApiClient
+from lakehook.console.server import ConsoleServer
+from lakehook.demo.api import Api
+from lakehook.demo.consumers import TARGET_SECRET, Consumers
+from lakehook.demo.gmv import DWD_RULE, DWS_RULE, ORDERS, PAYMENTS, RULES, TABLES, layers
+from lakehook.demo.lake import Lake
+from lakehook.demo.story import STEPS, Story, order, payment
+from lakehook.demo.view import PlainView
+from lakehook.local.runtime import LocalStack
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "test-output" / "console"
+ADMIN = "console-admin"
+CHROMIUM = os.environ.get("LAKEHOOK_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+WAIT_MS = 45_000  # how long the page may take to show what the stack did (it polls every 2 s)
+
+if CHROMIUM is None:
+    pytest.skip(
+        "no Chromium on PATH: `make setup` installs Debian's chromium package (or set LAKEHOOK_CHROMIUM)",
+        allow_module_level=True,
+    )
+
+from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402  (only with a browser)
+
+
+@dataclass
+class Demo:
+    stack: LocalStack
+    api: Api
+    story: Story
+    consumers: Consumers
+
+    def triggers(self, rule_id: str) -> list[dict[str, Any]]:
+        return self.api.triggers(rule_id)
+
+
+@pytest.fixture(scope="module")
+def demo() -> Iterator[Demo]:
+    quiet = {"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "ERROR"}
+    with LocalStack(port=0, admin_token=ADMIN, extra_env=quiet, poll_every=1.0) as stack:
+        lake = Lake(stack.endpoint_url)
+        consumers = Consumers(lake, stack.api_url, layers(), fail_once=DWS_RULE)
+        consumers.start()
+        api = Api(stack.api_url, ADMIN, say=lambda line: None)
+        story = Story(api, lake, consumers, PlainView(STEPS), stack.endpoint_url)
+        try:
+            story.run()
+            assert not api.failures, [e.what for e in api.failures]
+            yield Demo(stack, api, story, consumers)
+        finally:
+            consumers.stop()
+            api.session.close()
+
+
+@pytest.fixture(scope="module")
+def console(demo: Demo) -> Iterator[str]:
+    with ConsoleServer(lambda: ApiClient(url=demo.stack.api_url, admin_token=ADMIN)) as server:
+        yield server.url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        # --no-sandbox: CI containers run as root, where Chromium's sandbox cannot start.
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield opened
+    context.close()
+    assert not errors, f"the page threw: {errors}"
+
+
+def shot(page: Page, name: str) -> None:
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def asset_url(console: str, key: str) -> str:
+    return f"{console}#/asset/{quote(key, safe='')}"
+
+
+def wait_for(check: Any, seconds: float = 45.0) -> Any:
+    deadline = time.monotonic() + seconds
+    while True:
+        found = check()
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
+
+
+def test_the_graph_shows_the_demos_five_tables_and_three_rules(page: Page, console: str) -> None:
+    page.goto(console)
+    assets = page.locator("svg#graph [data-asset]")
+    expect(assets).to_have_count(5)
+    assert sorted(assets.evaluate_all("nodes => nodes.map(n => n.dataset.asset)")) == sorted(TABLES)
+    rules = page.locator("svg#graph [data-rule]")
+    expect(rules).to_have_count(3)
+    assert sorted(rules.evaluate_all("nodes => nodes.map(n => n.dataset.rule)")) == sorted(RULES)
+    # The story ends with orders 4 failing its check: the node is red, the DWD rule blocked by it.
+    expect(page.locator(f'[data-asset="{ORDERS}"]')).to_have_attribute("data-status", "QUALITY_FAILED")
+    expect(page.locator(f'[data-rule="{DWD_RULE}"]')).to_have_attribute("data-status", "BLOCKED_BY_QUALITY")
+    # Edges: both ODS members into the DWD rule, and the rule on to its declared outlet.
+    expect(page.locator(f'[data-edge-rule="{DWD_RULE}"]')).to_have_count(3)
+    # Left to right: ODS before the DWD rule before DWD, and so on down the chain.
+    xs = [page.locator(f'[data-asset="{key}"]').bounding_box()["x"] for key in TABLES]  # type: ignore[index]
+    assert xs[0] == xs[1] < xs[2] < xs[3] < xs[4]
+    shot(page, "graph")
+
+
+def test_the_dwd_rule_page_shows_blocked_by_quality_with_the_snapshot_that_failed(page: Page, console: str) -> None:
+    page.goto(f"{console}#/rule/{DWD_RULE}")
+    member = page.locator(f'[data-member="{ORDERS}"]')
+    expect(member).to_have_attribute("data-status", "BLOCKED_BY_QUALITY")
+    expect(member.locator('[data-key="qualityFailedSnapshotId"]')).to_have_text("4")
+    expect(member).to_contain_text("snapshot 4 has not passed its quality check")
+    expect(page.locator(f'[data-member="{PAYMENTS}"]')).to_have_attribute("data-status", "WAITING_FOR_UPDATE")
+    shot(page, "rule-dwd")
+
+    page.locator(f'[data-member="{ORDERS}"] a').first.click()  # on to the asset's page
+    expect(page.locator('[data-key="qualityFailedSnapshotId"]')).to_have_text("4")
+    expect(page.locator('#snapshots tr[data-snapshot="4"]')).to_contain_text("FAILED")
+    expect(page.locator('#snapshots tr[data-snapshot="3"]')).to_contain_text("POLL")  # the push that was lost
+    shot(page, "asset-orders")
+
+
+def test_a_new_trigger_appears_in_the_timeline_without_a_reload(page: Page, console: str, demo: Demo) -> None:
+    page.goto(f"{console}#/triggers/{DWD_RULE}")
+    timeline = page.locator("#timeline [data-trigger]")
+    before = len(demo.triggers(DWD_RULE))
+    expect(timeline).to_have_count(before)
+    page.evaluate("window.__sameDocument = true")  # gone if the page reloads
+
+    # Orders 5 passes its check and payments advances: DWD is ready again and fires.
+    story, api = demo.story, demo.api
+    fixed = story.commit(ORDERS, [order(9, "2025-06-03")])
+    check = {"eventType": "QUALITY_CHECK_PASSED", "assetKey": ORDERS, "snapshotId": fixed.snapshot_id}
+    assert api.push_statuses(fixed.event(ORDERS), check)[1:] == ["ACCEPTED"]
+    paid = story.commit(PAYMENTS, [payment(8), payment(9)])
+    assert api.push_statuses(paid.event(PAYMENTS)) == ["ACCEPTED"]
+
+    expect(timeline).to_have_count(before + 1, timeout=WAIT_MS)
+    newest = timeline.first
+    expect(newest).to_have_class(re.compile(r"\bnew\b"))
+    expect(newest).to_contain_text("ods_order_latest")
+    assert page.evaluate("window.__sameDocument") is True
+    expect(newest).to_have_attribute("data-status", "SUCCEEDED", timeout=WAIT_MS)  # the run reported back
+    expect(newest.locator('[data-key="runStatus"]')).to_have_text("SUCCEEDED")
+    shot(page, "timeline-new-trigger")
+
+
+def test_retry_from_the_page_dispatches_a_failed_trigger_again(page: Page, console: str, demo: Demo) -> None:
+    # A rule whose job does not exist: the target answers 404, so its trigger FAILS for good (FINAL).
+    rule_id = "console_retry_probe"
+    rule = {
+        "groups": [{"groupId": "g", "members": [{"assetKey": PAYMENTS, "condition": {"snapshotRequired": True}}]}],
+        "target": {"type": "webhook", "url": f"{demo.consumers.url}/hooks/nowhere", "secretRef": TARGET_SECRET},
+    }
+    assert demo.api.put(f"/rules/{rule_id}", rule).status_code == 201
+    try:
+        failed = wait_for(lambda: [t for t in demo.triggers(rule_id) if t["status"] == "FAILED"])
+        assert failed, demo.triggers(rule_id)
+        key = failed[0]["triggerKey"]
+        page.goto(f"{console}#/triggers/{rule_id}")
+        entry = page.locator(f'[data-trigger="{key}"]')
+        expect(entry).to_have_attribute("data-status", "FAILED")
+        expect(entry.locator('[data-key="failureCode"]')).to_contain_text("FINAL")
+        expect(entry.locator('[data-key="retries"]')).to_have_text("0")
+
+        entry.get_by_role("button", name="Retry").click()
+        dialog = page.locator("dialog#confirm")
+        expect(dialog).to_be_visible()
+        expect(dialog).to_contain_text(key)
+        shot(page, "retry-confirm")
+        dialog.get_by_role("button", name="Retry").click()
+        expect(page.locator(".toast").first).to_contain_text("retrying")
+
+        expect(entry.locator('[data-key="retries"]')).to_have_text("1", timeout=WAIT_MS)
+        assert demo.api.get(f"/triggers/{key}")["retries"] == 1
+        expect(entry).to_have_attribute("data-status", "FAILED", timeout=WAIT_MS)  # the job still does not exist
+        shot(page, "retry-done")
+    finally:
+        requests.delete(f"{demo.stack.api_url}/rules/{rule_id}", headers=demo.api.admin, timeout=30)
+
+
+def test_evaluate_now_from_the_page_claims_a_manual_run(page: Page, console: str, demo: Demo) -> None:
+    before = {t["triggerKey"] for t in demo.triggers(DWD_RULE)}
+    page.goto(f"{console}#/rule/{DWD_RULE}")
+    page.locator("#evaluate").click()
+    dialog = page.locator("dialog#confirm")
+    expect(dialog).to_be_visible()
+    dialog.locator("#force").check()
+    shot(page, "evaluate-confirm")
+    dialog.get_by_role("button", name="Evaluate").click()
+    toast = page.locator(".toast").first
+    expect(toast).to_contain_text("claimed")
+
+    new = wait_for(lambda: [t for t in demo.triggers(DWD_RULE) if t["triggerKey"] not in before], 10)
+    assert len(new) == 1, new
+    assert new[0]["triggerKey"] in (toast.text_content() or "")
+    page.goto(f"{console}#/triggers/{DWD_RULE}")
+    expect(page.locator(f'[data-trigger="{new[0]["triggerKey"]}"]')).to_be_visible()
+    shot(page, "evaluate-claimed")
+
+
+def test_replay_shows_its_preflight_checklist_before_it_claims(page: Page, console: str, demo: Demo) -> None:
+    original = sorted(demo.triggers(DWS_RULE), key=lambda t: t["createdAt"])[0]
+    page.goto(f"{console}#/triggers/{DWS_RULE}")
+    page.locator(f'[data-trigger="{original["triggerKey"]}"]').get_by_role("button", name="Replay…").click()
+    dialog = page.locator("dialog#confirm")
+    expect(dialog.locator('[data-check="SCHEMA_COMPATIBLE"]')).to_contain_text("PASSED")
+    expect(dialog.get_by_role("button", name="Replay")).to_be_enabled()
+    shot(page, "replay-preflight")
+    dialog.get_by_role("button", name="Replay").click()
+    expect(page.locator(".toast").first).to_contain_text("replay claimed")
+    replays = wait_for(lambda: [t for t in demo.triggers(DWS_RULE) if t.get("replayOf") == original["triggerKey"]])
+    assert len(replays) == 1
+
+
+def test_the_coverage_bar_shows_the_exact_gaps(page: Page, console: str, demo: Demo) -> None:
+    # Orders reports [00:00, 06:00) and [12:00, 24:00) of 1 June covered: the gap is exactly 06:00 to 12:00.
+    covered = [("2025-06-01T00:00:00Z", "2025-06-01T06:00:00Z"), ("2025-06-01T12:00:00Z", "2025-06-02T00:00:00Z")]
+    events = [
+        {"eventType": "INTERVAL_COVERED", "assetKey": ORDERS, "interval": {"start": a, "end": b}} for a, b in covered
+    ]
+    assert demo.api.push_statuses(*events) == ["ACCEPTED", "ACCEPTED"]
+    query = f"asset={quote(ORDERS, safe='')}&start=2025-06-01T00:00&end=2025-06-02T00:00"
+    page.goto(f"{console}#/coverage?{query}")
+    report = page.locator("#coverage")
+    expect(report).to_have_attribute("data-gaps", "1")
+    expect(report.locator("#gaps tbody tr")).to_have_count(1)
+    expect(report.locator("#gaps tbody tr")).to_contain_text("2025-06-01 06:00:00 UTC")
+    expect(report.locator("#gaps tbody tr")).to_contain_text("2025-06-01 12:00:00 UTC")
+    shot(page, "coverage")
