@@ -40,8 +40,21 @@ $(SAM_VENV)/.installed:
 	$(SAM_VENV)/bin/pip install --quiet "aws-sam-cli==$(SAM_CLI_VERSION)"
 	touch $@
 
+# The console's browser tests drive headless Chromium from the distribution (Playwright's own browser
+# download is not used); installed here where missing, with apt-get on Debian and Ubuntu.
+.PHONY: chromium
+chromium: ## headless Chromium for the console's browser tests (apt-get install chromium where missing)
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+		echo "installing chromium (apt-get) for the console's browser tests"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; \
+	else \
+		echo "no chromium and no apt-get: install Chromium yourself, or the console's browser tests skip"; \
+	fi
+
 .PHONY: setup
-setup: $(BIN)/.installed $(SAM_VENV)/.installed $(CHECKOV_VENV)/.installed ## create .venv (pinned by constraints.txt), .venv-sam and .venv-checkov
+setup: $(BIN)/.installed $(SAM_VENV)/.installed $(CHECKOV_VENV)/.installed chromium ## .venv (pinned by constraints.txt), .venv-sam, .venv-checkov, Chromium
 
 .PHONY: lint
 lint: $(BIN)/.installed ## ruff
@@ -84,13 +97,17 @@ local: $(BIN)/.installed ## run the local stack (Ctrl-C stops it)
 	$(BIN)/lakehook local up --port 3000 --admin-token local-admin
 
 .PHONY: demo
-demo: $(BIN)/.installed ## the main job: the local stack and its demo
-	$(BIN)/python -m lakehook.demo
+demo: $(BIN)/.installed ## the local stack, its demo and the console (KEEP=1: stay up until Ctrl-C)
+	$(BIN)/python -m lakehook.demo $(if $(filter-out 0,$(KEEP)),--keep)
 
 .PHONY: bench
 bench: $(BIN)/.installed ## benchmarks -> bench/results.md
 	$(BIN)/python -m bench.run
 
+.PHONY: vendor-console
+vendor-console: ## re-vendor the console's JavaScript (needs npm; the result is committed)
+	scripts/vendor-console.sh
+
 .PHONY: clean
 clean: ## remove build output and caches (keeps the venvs)
-	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .hypothesis test-output

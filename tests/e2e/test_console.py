@@ -104,8 +104,8 @@ def page(browser: Browser) -> Iterator[Page]:
     assert not errors, f"the page threw: {errors}"
 
 
-def shot(page: Page, name: str) -> None:
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+def shot(page: Page, name: str, full_page: bool = True) -> None:
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=full_page)
 
 
 def asset_url(console: str, key: str) -> str:
@@ -203,7 +203,7 @@ def test_retry_from_the_page_dispatches_a_failed_trigger_again(page: Page, conso
         dialog = page.locator("dialog#confirm")
         expect(dialog).to_be_visible()
         expect(dialog).to_contain_text(key)
-        shot(page, "retry-confirm")
+        shot(page, "retry-confirm", full_page=False)
         dialog.get_by_role("button", name="Retry").click()
         expect(page.locator(".toast").first).to_contain_text("retrying")
 
@@ -222,7 +222,7 @@ def test_evaluate_now_from_the_page_claims_a_manual_run(page: Page, console: str
     dialog = page.locator("dialog#confirm")
     expect(dialog).to_be_visible()
     dialog.locator("#force").check()
-    shot(page, "evaluate-confirm")
+    shot(page, "evaluate-confirm", full_page=False)
     dialog.get_by_role("button", name="Evaluate").click()
     toast = page.locator(".toast").first
     expect(toast).to_contain_text("claimed")
@@ -242,7 +242,7 @@ def test_replay_shows_its_preflight_checklist_before_it_claims(page: Page, conso
     dialog = page.locator("dialog#confirm")
     expect(dialog.locator('[data-check="SCHEMA_COMPATIBLE"]')).to_contain_text("PASSED")
     expect(dialog.get_by_role("button", name="Replay")).to_be_enabled()
-    shot(page, "replay-preflight")
+    shot(page, "replay-preflight", full_page=False)
     dialog.get_by_role("button", name="Replay").click()
     expect(page.locator(".toast").first).to_contain_text("replay claimed")
     replays = wait_for(lambda: [t for t in demo.triggers(DWS_RULE) if t.get("replayOf") == original["triggerKey"]])

@@ -3,14 +3,14 @@
 
 import dagre from "../vendor/dagre.esm.js";
 import * as api from "../api.js";
-import { html, short, layerOf, assetHref, ruleHref, relative } from "../ui.js";
+import { html, badge, short, layerOf, assetHref, ruleHref, relative } from "../ui.js";
 import { assetHealth, ruleHealth, memberKeys, outletKeys, targetLabel } from "./model.js";
 
 export const nav = "graph";
 
-const ASSET = { width: 238, height: 64 };
-const RULE = { width: 176, height: 44 };
-const TARGET = { width: 184, height: 36 };
+const ASSET = { width: 204, height: 64 };
+const RULE = { width: 158, height: 42 };
+const TARGET = { width: 170, height: 34 };
 
 export async function render() {
   const [assets, rules] = await Promise.all([api.assets(), api.rules()]);
@@ -25,7 +25,7 @@ export async function render() {
   const stateOf = Object.fromEntries(known.map((key, i) => [key, states[i]]));
 
   const g = new dagre.graphlib.Graph({ multigraph: true });
-  g.setGraph({ rankdir: "LR", nodesep: 26, ranksep: 34, marginx: 16, marginy: 16 });
+  g.setGraph({ rankdir: "LR", nodesep: 26, ranksep: 26, marginx: 16, marginy: 16 });
   g.setDefaultEdgeLabel(() => ({}));
   for (const key of known) g.setNode(`a:${key}`, { ...ASSET, kind: "asset", key });
   rules.forEach((rule, i) => {
@@ -75,24 +75,23 @@ export async function render() {
         ${edges}${nodes}
       </svg>
       ${legend()}
-    </section>`;
+    </section>
+    ${attention(rules, explains, known, stateOf)}`;
 }
 
 function assetNode(n, x, y, state, format) {
   const health = assetHealth(state);
-  const layer = layerOf(n.key);
   const latest = state && state.latestSnapshotId !== undefined ? state.latestSnapshotId : null;
-  const when = state && state.latestCommitTime ? ` · ${relative(state.latestCommitTime)}` : "";
-  const detail = latest === null ? health.why : `snapshot ${shortId(latest)}${when}`;
-  const kind = [layer, format || "?"].filter(Boolean).join(" · ");
+  const kind = [layerOf(n.key), format || "?", latest === null ? "" : `snapshot ${shortId(latest)}`].filter(Boolean);
+  const committed = state && state.latestCommitTime ? `committed ${relative(state.latestCommitTime)}` : health.why;
   return html`<a href="${assetHref(n.key)}" class="node-link"><g class="node asset ${health.tone}" data-asset="${n.key}"
       data-status="${health.status}" transform="translate(${x},${y})">
     <title>${n.key}${health.why ? "\n" + health.why : ""}</title>
     <rect width="${n.width}" height="${n.height}" rx="9"/>
     <rect class="stripe" width="6" height="${n.height}" rx="3"/>
-    <text x="16" y="22" class="name">${clip(short(n.key), 25)}</text>
-    <text x="16" y="40" class="small"><tspan class="layer">${kind}</tspan> · ${clip(detail, 30)}</text>
-    ${health.tone === "bad" ? html`<text x="16" y="56" class="small warn-text">${clip(health.why, 34)}</text>` : ""}
+    <text x="16" y="21" class="name">${clip(short(n.key), 22)}</text>
+    <text x="16" y="38" class="small">${clip(kind.join(" · "), 30)}</text>
+    <text x="16" y="54" class="small ${health.tone === "bad" ? "warn-text" : ""}">${clip(health.tone === "bad" ? health.why : committed, 30)}</text>
   </g></a>`;
 }
 
@@ -102,9 +101,23 @@ function ruleNode(n, x, y) {
       data-status="${health.status}" transform="translate(${x},${y})">
     <title>rule ${n.rule.ruleId}: ${health.status}</title>
     <rect width="${n.width}" height="${n.height}" rx="22"/>
-    <text x="${n.width / 2}" y="18" text-anchor="middle" class="name small-name">${clip(n.rule.ruleId, 24)}</text>
-    <text x="${n.width / 2}" y="34" text-anchor="middle" class="small">${clip(health.status, 26)}</text>
+    <text x="${n.width / 2}" y="18" text-anchor="middle" class="name small-name">${clip(n.rule.ruleId, 22)}</text>
+    <text x="${n.width / 2}" y="34" text-anchor="middle" class="small">${clip(health.status, 24)}</text>
   </g></a>`;
+}
+
+/** What needs a look: failing assets, and rules that are blocked or whose newest trigger failed. */
+function attention(rules, explains, known, stateOf) {
+  const assets = known.filter((key) => ["bad", "wait"].includes(assetHealth(stateOf[key]).tone));
+  const blocked = rules
+    .map((rule, i) => ({ rule, explained: explains[i], health: ruleHealth(rule, explains[i]) }))
+    .filter(({ health }) => ["bad", "wait"].includes(health.tone));
+  if (!assets.length && !blocked.length) return html`<section class="card"><h2>Needs attention</h2><p class="muted">nothing: every rule is ready or waiting for new data</p></section>`;
+  return html`<section class="card" id="attention"><h2>Needs attention</h2><table class="table"><tbody>
+    ${assets.map((key) => html`<tr><td>${badge(assetHealth(stateOf[key]).status)}</td><td><a href="${assetHref(key)}"><strong>${short(key)}</strong></a></td><td>${assetHealth(stateOf[key]).why}</td></tr>`)}
+    ${blocked.map(({ rule, explained, health }) => html`<tr><td>${badge(health.status)}</td><td><a href="${ruleHref(rule.ruleId)}"><strong>${rule.ruleId}</strong></a></td>
+      <td>${explained?.lastError?.message || (explained?.groups || []).map((g) => g.reason).filter(Boolean).join("; ") || explained?.lastTrigger?.status || ""}</td></tr>`)}
+  </tbody></table></section>`;
 }
 
 function legend() {

@@ -4,7 +4,7 @@
 export function assetHealth(state) {
   if (!state || !state.registered) return { status: "UNREGISTERED", tone: "neutral", why: "not registered" };
   if (state.qualityStatus === "FAILED")
-    return { status: "QUALITY_FAILED", tone: "bad", why: `quality check failed on snapshot ${state.qualityFailedSnapshotId ?? "?"}` };
+    return { status: "QUALITY_FAILED", tone: "bad", why: `quality failed on snapshot ${state.qualityFailedSnapshotId ?? "?"}` };
   if (state.schemaStatus === "REJECTED") return { status: "SCHEMA_REJECTED", tone: "bad", why: "schema change rejected" };
   const poll = state.pollStatus || {};
   if (poll.consecutiveFailures > 0) return { status: "POLL_FAILING", tone: "wait", why: poll.lastError || "polling fails" };

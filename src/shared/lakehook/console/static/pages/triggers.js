@@ -52,6 +52,10 @@ function entry(t, isNew, showRule) {
         <span class="muted">group ${t.groupId}</span>
         <span class="spacer"></span>
         ${time(t.createdAt)} <span class="muted small">${relative(t.createdAt)}</span>
+        <span class="actions">
+          ${failed ? html`<button class="primary small-button" data-action="retry" data-key="${t.triggerKey}">Retry</button>` : ""}
+          <button class="secondary small-button" data-action="replay" data-key="${t.triggerKey}">Replay…</button>
+        </span>
       </header>
       <p class="mono small key">${t.triggerKey}${t.replayOf ? html` <span class="muted">(replay of ${t.replayOf})</span>` : ""}</p>
       <div class="facts">
@@ -74,10 +78,6 @@ function entry(t, isNew, showRule) {
         </dl></div>
       </div>
       ${t.reason ? html`<p class="${failed ? "error" : "muted"} small reason">${t.reason}</p>` : ""}
-      <footer class="actions">
-        ${failed ? html`<button class="primary" data-action="retry" data-key="${t.triggerKey}">Retry</button>` : ""}
-        <button class="secondary" data-action="replay" data-key="${t.triggerKey}">Replay…</button>
-      </footer>
     </div>
   </article>`;
 }
@@ -85,10 +85,11 @@ function entry(t, isNew, showRule) {
 function manifest(uri) {
   if (!uri) return html`<span class="muted">not written yet</span>`;
   const found = /^s3:\/\/([^/]+)\/(.+)$/.exec(uri);
-  if (!found || !deployed) return html`<span class="mono small" title="${uri}">${uri}</span>`;
+  const name = found ? found[2].split("/").pop() : uri;
+  if (!found || !deployed) return html`<span class="mono small" title="${uri}">${name}</span>`;
   // The AWS console shows a deployed stack's manifest; a local stack's lives in its moto server.
   const href = `https://s3.console.aws.amazon.com/s3/object/${found[1]}?prefix=${encodeURIComponent(found[2])}`;
-  return html`<a class="mono small" href="${href}" target="_blank" rel="noopener noreferrer" title="${uri}">${found[2].split("/").pop()}</a>`;
+  return html`<a class="mono small" href="${href}" target="_blank" rel="noopener noreferrer" title="${uri}">${name}</a>`;
 }
 
 export const actions = {
