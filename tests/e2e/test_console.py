@@ -8,9 +8,13 @@ used. Screenshots go to test-output/console/ (gitignored).
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -264,3 +268,24 @@ def test_the_coverage_bar_shows_the_exact_gaps(page: Page, console: str, demo: D
     expect(report.locator("#gaps tbody tr")).to_contain_text("2025-06-01 06:00:00 UTC")
     expect(report.locator("#gaps tbody tr")).to_contain_text("2025-06-01 12:00:00 UTC")
     shot(page, "coverage")
+
+
+def test_lakehook_console_serves_the_stack_until_ctrl_c(demo: Demo) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src" / "shared")}
+    argv = ["console", "--port", "0", "--url", demo.stack.api_url, "--admin-token", ADMIN]
+    served = subprocess.Popen(
+        [sys.executable, "-m", "lakehook.cli", *argv],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        first = (served.stdout or io.StringIO()).readline()
+        found = re.search(r"lakehook console: (http://127\.0\.0\.1:\d+/)\s+\(API (\S+), admin token\)", first)
+        assert found and found.group(2) == demo.stack.api_url, first
+        rules = requests.get(f"{found.group(1)}api/rules", timeout=30).json()["items"]
+        assert set(RULES) <= {r["ruleId"] for r in rules}
+    finally:
+        served.send_signal(signal.SIGINT)
+        assert served.wait(timeout=30) == 0, served.stderr.read() if served.stderr else ""
