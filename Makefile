@@ -104,8 +104,8 @@ demo: $(BIN)/.installed ## the local stack, its demo and the console (KEEP=1: st
 bench: $(BIN)/.installed ## benchmarks -> bench/results.md
 	$(BIN)/python -m bench.run
 
-.PHONY: vendor-console
-vendor-console: ## re-vendor the console's JavaScript (needs npm; the result is committed)
+.PHONY: vendor
+vendor: ## re-vendor the console's JavaScript (needs npm; the result is committed)
 	scripts/vendor-console.sh
 
 .PHONY: clean

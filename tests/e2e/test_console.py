@@ -160,6 +160,26 @@ def test_the_dwd_rule_page_shows_blocked_by_quality_with_the_snapshot_that_faile
     shot(page, "asset-orders")
 
 
+def test_a_rule_in_its_quiet_period_shows_when_the_period_ends(page: Page, console: str, demo: Demo) -> None:
+    rule_id = "console_quiet_probe"
+    rule = {
+        "groups": [{"groupId": "g", "members": [{"assetKey": PAYMENTS, "condition": {"snapshotRequired": True}}]}],
+        "policy": {"quietPeriodSeconds": 3600},  # payments changed minutes ago: quiet for about an hour
+        "target": {"type": "webhook", "url": f"{demo.consumers.url}/hooks/nowhere", "secretRef": TARGET_SECRET},
+    }
+    assert demo.api.put(f"/rules/{rule_id}", rule).status_code == 201
+    try:
+        until = demo.api.explain(rule_id)["groups"][0]["until"]
+        page.goto(f"{console}#/rule/{rule_id}")
+        group = page.locator('[data-group="g"]')
+        expect(group.locator(".group-head [data-status]").first).to_have_attribute("data-status", "QUIET_PERIOD")
+        expect(group.locator("[data-until]")).to_have_attribute("data-until", until)
+        expect(group.locator("[data-until]")).to_contain_text(until[:19].replace("T", " "))
+        shot(page, "rule-quiet-period")
+    finally:
+        requests.delete(f"{demo.stack.api_url}/rules/{rule_id}", headers=demo.api.admin, timeout=30)
+
+
 def test_a_new_trigger_appears_in_the_timeline_without_a_reload(page: Page, console: str, demo: Demo) -> None:
     page.goto(f"{console}#/triggers/{DWD_RULE}")
     timeline = page.locator("#timeline [data-trigger]")

@@ -117,10 +117,6 @@ function value(key, v) {
   return String(v);
 }
 
-export function link(href, text, attrs = "") {
-  return html`<a href="${href}" ${raw(attrs)}>${text}</a>`;
-}
-
 export const assetHref = (key) => `#/asset/${encodeURIComponent(key)}`;
 export const ruleHref = (id) => `#/rule/${encodeURIComponent(id)}`;
 export const triggersHref = (id) => `#/triggers/${encodeURIComponent(id)}`;
