@@ -204,6 +204,7 @@ def test_nothing_a_function_imports_needs_the_console() -> None:
     assert users <= {"lakehook/cli.py", "lakehook/demo/__main__.py"}, users
 
 
-def test_the_cli_has_a_console_command_that_takes_the_global_options() -> None:
+def test_the_cli_has_a_console_command_that_takes_the_global_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LAKEHOOK_ADMIN_TOKEN", raising=False)  # the token's default comes from the environment
     args = build_parser().parse_args(["console", "--port", "0", "--url", "https://x.example", "--region", "eu-west-1"])
     assert (args.port, args.url, args.region, args.api_token) == (0, "https://x.example", "eu-west-1", None)
