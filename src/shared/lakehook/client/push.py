@@ -19,19 +19,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import random
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from lakehook.client.retrying import HttpRejectedError, HttpUnavailableError, Retrying
+
 SIGNATURE_HEADER = "X-Lakehook-Signature"
 PRODUCER_HEADER = "X-Lakehook-Producer"
 PUSH_PATH = "/asset-events"
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 # The field that versions each event type, as the API names it (the server's identity uses the same).
 VERSION_FIELDS = {
@@ -140,18 +138,16 @@ class PushClient:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
         self.url = url.rstrip("/") + PUSH_PATH
         self.producer_id = producer_id
         self._secret = secret
-        self.max_attempts = max_attempts
-        self.backoff_seconds = backoff_seconds
-        self.max_backoff_seconds = max_backoff_seconds
-        self.timeout_seconds = timeout_seconds
-        self._sleep = sleep
         self._clock = clock
-        self.attempts = 0  # of the last send, for logs and tests
+        self._retrying = Retrying(max_attempts, backoff_seconds, max_backoff_seconds, timeout_seconds, sleep)
+
+    @property
+    def attempts(self) -> int:
+        """Attempts of the last send, for logs and tests."""
+        return self._retrying.attempts
 
     def send(self, *events: Mapping[str, Any]) -> list[PushResult]:
         """Send the events in one request; answer one result per event, in order."""
@@ -177,58 +173,19 @@ class PushClient:
         return results
 
     def _post(self, body: bytes) -> dict[str, Any]:
-        last = ""
-        for attempt in range(1, self.max_attempts + 1):
-            self.attempts = attempt
-            request = urllib.request.Request(
-                self.url,
-                data=body,
-                method="POST",
-                headers={
-                    "Content-Type": "application/json",
-                    PRODUCER_HEADER: self.producer_id,
-                    SIGNATURE_HEADER: sign(self._secret, body, int(self._clock())),
-                },
-            )
-            retry_after: float | None = None
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout_seconds) as answer:
-                    parsed: dict[str, Any] = json.loads(answer.read() or b"{}")
-                    return parsed
-            except urllib.error.HTTPError as exc:
-                text = exc.read().decode("utf-8", "replace")
-                if exc.code not in RETRY_STATUSES:
-                    raise PushRejectedError(exc.code, _message(text)) from exc
-                last = f"{exc.code}: {_message(text)}"
-                retry_after = _seconds(exc.headers.get("Retry-After"))
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                last = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
-            if attempt < self.max_attempts:
-                self._sleep(self._delay(attempt, retry_after))
-        raise PushUnavailableError(f"gave up after {self.max_attempts} attempts; last error {last}")
+        def headers() -> dict[str, str]:  # signed at each attempt: the signature's time must be fresh
+            return {
+                "Content-Type": "application/json",
+                PRODUCER_HEADER: self.producer_id,
+                SIGNATURE_HEADER: sign(self._secret, body, int(self._clock())),
+            }
 
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        """Full jitter over an exponential ceiling; a server's Retry-After is a floor."""
-        ceiling = min(self.max_backoff_seconds, self.backoff_seconds * 2 ** (attempt - 1))
-        delay = random.uniform(0, ceiling)  # jitter, not cryptography
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, self.max_backoff_seconds))
-        return delay
-
-
-def _message(text: str) -> str:
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text[:500]
-    return str(data.get("message", text[:500])) if isinstance(data, dict) else text[:500]
-
-
-def _seconds(value: str | None) -> float | None:
-    try:
-        return float(value) if value else None
-    except ValueError:
-        return None
+        try:
+            return self._retrying.post_json(self.url, body, headers)
+        except HttpRejectedError as exc:
+            raise PushRejectedError(exc.status, exc.message) from exc
+        except HttpUnavailableError as exc:
+            raise PushUnavailableError(str(exc)) from exc
 
 
 def _drop_none(values: Mapping[str, Any]) -> dict[str, Any]:

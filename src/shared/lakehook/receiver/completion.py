@@ -9,18 +9,15 @@ one is 409 (:class:`CompletionRejectedError`). 429, 5xx and connection errors ar
 from __future__ import annotations
 
 import json
-import random
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lakehook.client.retrying import HttpRejectedError, HttpUnavailableError, Retrying
 from lakehook.receiver.payload import Invocation
 
 COMPLETION_TOKEN_HEADER = "X-Lakehook-Completion-Token"
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
 class CompletionError(Exception):
@@ -77,14 +74,8 @@ class CompletionClient:
         timeout_seconds: float = 10.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
         self.api_url = api_url.rstrip("/")
-        self.max_attempts = max_attempts
-        self.backoff_seconds = backoff_seconds
-        self.max_backoff_seconds = max_backoff_seconds
-        self.timeout_seconds = timeout_seconds
-        self._sleep = sleep
+        self._retrying = Retrying(max_attempts, backoff_seconds, max_backoff_seconds, timeout_seconds, sleep)
 
     def complete(
         self,
@@ -111,41 +102,9 @@ class CompletionClient:
         )
 
     def _post(self, url: str, body: bytes, headers: dict[str, str]) -> dict[str, Any]:
-        last = ""
-        for attempt in range(1, self.max_attempts + 1):
-            request = urllib.request.Request(url, data=body, method="POST", headers=headers)
-            retry_after: float | None = None
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout_seconds) as answer:
-                    parsed = json.loads(answer.read() or b"{}")
-                    return parsed if isinstance(parsed, dict) else {}
-            except urllib.error.HTTPError as exc:
-                text = exc.read().decode("utf-8", "replace")
-                if exc.code not in RETRY_STATUSES:
-                    raise CompletionRejectedError(exc.code, _message(text)) from exc
-                last = f"{exc.code}: {_message(text)}"
-                retry_after = _seconds(exc.headers.get("Retry-After"))
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                last = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
-            if attempt < self.max_attempts:
-                ceiling = min(self.max_backoff_seconds, self.backoff_seconds * 2 ** (attempt - 1))
-                delay = random.uniform(0, ceiling)  # jitter, not cryptography
-                if retry_after is not None:
-                    delay = max(delay, min(retry_after, self.max_backoff_seconds))
-                self._sleep(delay)
-        raise CompletionUnavailableError(f"gave up after {self.max_attempts} attempts; last error {last}")
-
-
-def _message(text: str) -> str:
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text[:500]
-    return str(data.get("message", text[:500])) if isinstance(data, dict) else text[:500]
-
-
-def _seconds(value: str | None) -> float | None:
-    try:
-        return float(value) if value else None
-    except ValueError:
-        return None
+        try:
+            return self._retrying.post_json(url, body, lambda: headers)
+        except HttpRejectedError as exc:
+            raise CompletionRejectedError(exc.status, exc.message) from exc
+        except HttpUnavailableError as exc:
+            raise CompletionUnavailableError(str(exc)) from exc
