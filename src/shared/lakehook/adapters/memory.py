@@ -1,4 +1,5 @@
-"""In-memory fakes of the ports, for unit tests and the reference model. Thread-safe."""
+"""In-memory fakes of the ports, for unit tests and the reference model (never in a Lambda layer: see
+src/shared/Makefile). Thread-safe: a read-then-write holds the lock."""
 
 from __future__ import annotations
 
@@ -86,11 +87,13 @@ class InMemoryAssetStore(AssetStore):
 class InMemoryAssetRegistry(AssetRegistry):
     def __init__(self) -> None:
         self.assets: dict[str, AssetRegistration] = {}
+        self._lock = threading.Lock()
 
     def put_asset(self, asset: AssetRegistration, now_ms: int) -> bool:
-        created = asset.asset_key not in self.assets
-        self.assets[asset.asset_key] = asset
-        return created
+        with self._lock:  # created is decided and written at once, as DynamoDB's conditional put does
+            created = asset.asset_key not in self.assets
+            self.assets[asset.asset_key] = asset
+            return created
 
     def get_asset(self, asset_key: str) -> AssetRegistration | None:
         return self.assets.get(asset_key)
@@ -102,11 +105,13 @@ class InMemoryAssetRegistry(AssetRegistry):
 class InMemoryProducerRegistry(ProducerRegistry):
     def __init__(self) -> None:
         self.producers: dict[str, Producer] = {}
+        self._lock = threading.Lock()
 
     def put_producer(self, producer: Producer) -> bool:
-        created = producer.producer_id not in self.producers
-        self.producers[producer.producer_id] = producer
-        return created
+        with self._lock:
+            created = producer.producer_id not in self.producers
+            self.producers[producer.producer_id] = producer
+            return created
 
     def get_producer(self, producer_id: str) -> Producer | None:
         return self.producers.get(producer_id)
