@@ -418,7 +418,7 @@ def test_management_routes_on_aws_need_an_iam_identity(container: Container, set
 
 
 def test_unknown_routes_are_a_404_naming_them(api: Api) -> None:
-    for method, path in (("GET", "/nope"), ("POST", "/assets"), ("GET", "/asset-events"), ("GET", "/producers")):
+    for method, path in (("GET", "/nope"), ("POST", "/assets"), ("GET", "/asset-events"), ("DELETE", "/producers")):
         answer = api.call(method, path)
         assert answer.status == 404, (method, path)
         assert answer.body["error"] == "NOT_FOUND" and f"{method} {path}" in answer.body["message"]
