@@ -130,7 +130,10 @@ class LocalStack:
     def _start(self) -> None:
         from moto.server import ThreadedMotoServer
 
+        from lakehook.local import moto_dynamodb
+
         _make_moto_dynamodb_atomic()
+        moto_dynamodb.install()  # Query and TransactWriteItems stay near constant as the table fills
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-request access log
         self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
         self._moto.start()
