@@ -90,6 +90,11 @@ test: setup lint typecheck template scan pytest ## everything CI runs
 build: setup ## sam build without Docker, then each function's unzipped size (limit 250 MB)
 	@test -n "$(PY312_BIN)" || { echo "no Python 3.12 found (pyenv install 3.12)"; exit 1; }
 	PATH="$(PY312_BIN):$$PATH" $(SAM) build --region $(AWS_DEFAULT_REGION)
+# boto3 and botocore come with the Lambda runtime; aws-xray-sdk (Powertools' tracer extra) pulls a second one.
+	rm -rf .aws-sam/build/CoreDependenciesLayer/python/botocore .aws-sam/build/CoreDependenciesLayer/python/botocore-*.dist-info
+# Lambda's code directory is read-only: ship bytecode for the runtime's Python, used without checking
+# the sources' timestamps (a deployment zip does not keep them exactly).
+	$(PY312_BIN)/python3.12 -m compileall -q -j 0 --invalidation-mode unchecked-hash .aws-sam/build
 	$(BIN)/python -m lakehook.local.sizes .aws-sam/build
 
 .PHONY: local

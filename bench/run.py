@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-BENCHES = ["ingest", "poll", "resolve", "coverage"]
+BENCHES = ["ingest", "poll", "resolve", "coverage", "localstack", "coldstart"]
 RESULTS = Path(__file__).resolve().parent / "results.md"
 
 

@@ -19,6 +19,6 @@ app = build_app()
 
 @logger.inject_lambda_context(log_event=False)
 @metrics.log_metrics
-@tracer.capture_lambda_handler(capture_response=False)
+@tracer().capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)

@@ -1,10 +1,19 @@
-"""Logger, metrics and tracer shared by every function (Powertools)."""
+"""Logger, metrics and tracer shared by every function (Powertools).
+
+The tracer is built only by the functions that trace (the HTTP APIs): building it imports the X-Ray SDK
+(about 150 ms and two botocore clients on a cold start), which the other functions never use.
+"""
 
 from __future__ import annotations
 
 import warnings
+from functools import cache
+from typing import TYPE_CHECKING
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Tracer
 
 NAMESPACE = "Lakehook"
 
@@ -13,7 +22,14 @@ warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 logger = Logger(service="lakehook")
 metrics = Metrics(namespace=NAMESPACE, service="lakehook")
-tracer = Tracer(service="lakehook", disabled=None)
+
+
+@cache
+def tracer() -> Tracer:
+    """The functions' X-Ray tracer (off where POWERTOOLS_TRACE_DISABLED is set or outside Lambda)."""
+    from aws_lambda_powertools import Tracer
+
+    return Tracer(service="lakehook", disabled=None)
 
 
 class MetricName:

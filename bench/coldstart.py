@@ -1,0 +1,193 @@
+"""Cold start: each function's import from the built artefacts (.aws-sam/build, `make build`) on Python 3.12.
+
+Each run is a fresh `python3.12 -S` (pyenv's 3.12, the Lambda runtime's version) laid out as Lambda lays
+out a function: its code directory first, then its layers' `python/` directories in the template's order,
+then the runtime's own boto3 (not in any layer: the Lambda runtime brings it); bytecode is never written
+(PYTHONDONTWRITEBYTECODE, as Lambda's code directory is read-only), and the environment says "in Lambda"
+(AWS_LAMBDA_FUNCTION_NAME set, tracing not disabled), so Powertools behaves as it does there. The time is
+`import app` alone, interpreter start excluded. Runs are interleaved (every function once per round); the
+figure is the median, with min-max. The artefacts are built for arm64 and this machine may be x86_64: then
+each compiled extension (.so) of the layers is replaced, in a copy under .aws-sam/bench/, by the same
+distribution's and version's x86_64 wheel; every other file, the .pyc included, is the built one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / ".aws-sam" / "build"
+WORK = ROOT / ".aws-sam" / "bench"
+ROUNDS = int(os.environ.get("LAKEHOOK_BENCH_COLDSTART_ROUNDS", "7"))
+GOAL_MS = 300.0
+
+PROBE = """
+import sys, time, json
+t = time.perf_counter()
+import app
+took = time.perf_counter() - t
+mods = sys.modules
+print(json.dumps({"ms": took * 1000, "modules": len(mods), "xray": "aws_xray_sdk" in mods,
+                  "botocore": "botocore" in mods, "pydantic": "pydantic" in mods,
+                  "botocore_from": getattr(mods.get("botocore"), "__file__", None)}))
+"""
+
+
+def python312() -> str:
+    found = sorted(
+        (Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions").glob("3.12*/bin/python3.12")
+    )
+    if found:
+        return str(found[-1])
+    which = shutil.which("python3.12")
+    if not which:
+        raise SystemExit("no Python 3.12 (pyenv install 3.12)")
+    return which
+
+
+def _template_functions() -> dict[str, list[str]]:
+    """Function logical id -> its layers' logical ids, from the built template."""
+    from lakehook.local.template import Template
+
+    template = Template.load(BUILD / "template.yaml")
+    globals_layers = [
+        layer["Ref"] for layer in template.document.get("Globals", {}).get("Function", {}).get("Layers", [])
+    ]
+    functions: dict[str, list[str]] = {}
+    for logical_id, resource in template.resources.items():
+        if resource.get("Type") != "AWS::Serverless::Function":
+            continue
+        own = [layer["Ref"] for layer in resource.get("Properties", {}).get("Layers", [])]
+        functions[logical_id] = globals_layers + own
+    return functions
+
+
+def _arch_tag() -> str:
+    return {"x86_64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}[platform.machine()]
+
+
+def _host_layer(py: str, layer: str) -> Path:
+    """The layer's python/ dir; on another architecture, a copy whose extensions are this machine's."""
+    built = BUILD / layer / "python"
+    host = _arch_tag()
+    if host == "aarch64":
+        return built
+    copy = WORK / layer / "python"
+    stamp = WORK / layer / ".built-from"
+    source_stamp = str((BUILD / layer).stat().st_mtime)
+    if copy.exists() and stamp.exists() and stamp.read_text() == source_stamp:
+        return copy
+    shutil.rmtree(WORK / layer, ignore_errors=True)
+    shutil.copytree(built, copy, symlinks=True)
+    wheels = WORK / "wheels"
+    for info in sorted(copy.glob("*.dist-info")):
+        wheel_meta = info / "WHEEL"
+        if not wheel_meta.exists() or "aarch64" not in wheel_meta.read_text():
+            continue
+        name, version = info.name[: -len(".dist-info")].rsplit("-", 1)
+        for record_line in (info / "RECORD").read_text().splitlines():
+            path = record_line.split(",", 1)[0]
+            if "aarch64" in path or path.endswith(".so"):
+                (copy / path).unlink(missing_ok=True)
+        subprocess.run(
+            [py, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
+             "--implementation", "cp", "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_28_x86_64",
+             "--platform", "manylinux_2_17_x86_64", "-d", str(wheels), f"{name}=={version}"],
+            check=True,
+        )  # fmt: skip
+        wheel = next(w for w in wheels.glob("*.whl") if w.name.lower().startswith(name.lower().replace("-", "_") + "-"))
+        with zipfile.ZipFile(wheel) as archive:
+            for member in archive.namelist():
+                if member.endswith(".so") or ".so." in member or ".libs/" in member:
+                    archive.extract(member, copy)
+    stamp.write_text(source_stamp)
+    return copy
+
+
+def _runtime_boto3(py: str) -> Path:
+    """boto3 as the Lambda runtime has it (pinned by constraints.txt), outside every layer."""
+    target = WORK / "runtime"
+    if not (target / "boto3").exists():
+        subprocess.run(
+            [py, "-m", "pip", "install", "--quiet", "--target", str(target), "-c", str(ROOT / "constraints.txt"),
+             "boto3"],
+            check=True,
+        )  # fmt: skip
+    return target
+
+
+def _environment(paths: list[Path]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "POWERTOOLS", "LAKEHOOK", "AWS_"))}
+    env.update(
+        {
+            "PYTHONPATH": os.pathsep.join(str(p) for p in paths),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "AWS_LAMBDA_FUNCTION_NAME": "bench",
+            "AWS_EXECUTION_ENV": "AWS_Lambda_python3.12",
+            "AWS_REGION": "us-east-1",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "LAKEHOOK_TABLE_NAME": "bench",
+            "POWERTOOLS_SERVICE_NAME": "lakehook",
+            "POWERTOOLS_METRICS_NAMESPACE": "Lakehook",
+        }
+    )
+    return env
+
+
+def measure() -> list[dict[str, Any]]:
+    if not (BUILD / "template.yaml").exists():
+        raise SystemExit("no .aws-sam/build: run `make build` first")
+    py = python312()
+    layers = {layer: _host_layer(py, layer) for fn_layers in _template_functions().values() for layer in fn_layers}
+    runtime = _runtime_boto3(py)
+    functions = _template_functions()
+    samples: dict[str, list[dict[str, Any]]] = {fn: [] for fn in functions}
+    for _ in range(ROUNDS):
+        for fn, fn_layers in functions.items():
+            paths = [BUILD / fn, *(layers[layer] for layer in fn_layers), runtime]
+            done = subprocess.run(
+                [py, "-S", "-c", PROBE], env=_environment(paths), cwd=BUILD / fn, capture_output=True, text=True
+            )
+            if done.returncode != 0:
+                raise RuntimeError(f"{fn} failed to import:\n{done.stderr[-2000:]}")
+            samples[fn].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    rows = []
+    for fn, runs in samples.items():
+        times = [r["ms"] for r in runs]
+        median = statistics.median(times)
+        rows.append(
+            {
+                "function": fn,
+                "import ms (median)": f"{median:.0f}",
+                "min-max": f"{min(times):.0f}-{max(times):.0f}",
+                "runs": len(times),
+                "goal 300 ms": "met" if median <= GOAL_MS else "MISSED",
+                "modules": runs[-1]["modules"],
+                "X-Ray SDK": "imported" if runs[-1]["xray"] else "-",
+                "botocore": ("runtime's" if "bench/runtime" in (runs[-1]["botocore_from"] or "") else "a layer's")
+                if runs[-1]["botocore"]
+                else "-",
+            }
+        )
+    return rows
+
+
+def run() -> list[dict[str, Any]]:
+    return measure()
+
+
+if __name__ == "__main__":
+    from bench.run import markdown_table
+
+    print(markdown_table(measure()), file=sys.stdout)

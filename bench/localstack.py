@@ -1,0 +1,247 @@
+"""Local stack: push -> webhook latency on a fresh stack and after many events, and whole-stack throughput.
+
+Runs the real local stack (`LocalStack`: moto on loopback with lakehook's moto adapter, every function driven
+from template.yaml) and a webhook receiver on loopback. One rule per watched asset (ANY_UPDATED, a webhook
+target); a signed push of a new snapshot of a watched asset goes ingest -> stream -> resolver (claim) ->
+stream -> dispatcher -> webhook.
+- latency: sequential pushes, each timed from just before the HTTP push to the webhook request's arrival;
+  measured on the fresh stack, then after the table has taken `LAKEHOOK_BENCH_FILL` events (default 10,000)
+  of other assets (each one an event item and a state change the resolver reads), then again on the same
+  filled stack: p50 / p90 / max per phase, per run, median over runs;
+- throughput: the fill itself, 4 clients pushing signed batches of 25 events over HTTP, counted until the
+  stream is drained into the resolver (so every function's work is in it), events per second.
+Each run is made twice, interleaved: with lakehook's moto adapter (as `lakehook local up` runs) and on stock
+moto (the adapter uninstalled right after the stack starts), so the adapter's effect is measured, not assumed.
+The machine is shared (2 cores); its load average is reported next to the figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import boto3
+import requests
+
+from lakehook.domain.signing import sign
+from lakehook.local import moto_dynamodb
+from lakehook.local.runtime import LocalStack
+
+ADMIN = "bench-admin"
+SECRET_NAME = "lakehook/targets/bench"
+FILL = int(os.environ.get("LAKEHOOK_BENCH_FILL", "10000"))
+RUNS = int(os.environ.get("LAKEHOOK_BENCH_LOCAL_RUNS", "2"))
+PUSHES = int(os.environ.get("LAKEHOOK_BENCH_LOCAL_PUSHES", "20"))
+WATCHED = "paimon://lake/bench/watched"
+PREFIX = "paimon://lake/bench/"
+FILL_ASSETS = 20  # the fill spreads over 20 assets: many events, as a day of development makes
+
+
+class _Receiver(ThreadingHTTPServer):
+    def __init__(self) -> None:
+        self.arrivals: list[float] = []
+        self.cond = threading.Condition()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # http.server names it so
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with receiver.cond:
+                    receiver.arrivals.append(time.perf_counter())
+                    receiver.cond.notify_all()
+                body = json.dumps({"runId": f"r{len(receiver.arrivals)}"}).encode()
+                self.send_response(202)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                return
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def wait_for(self, count: int, timeout: float = 60.0) -> float:
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while len(self.arrivals) < count:
+                if not self.cond.wait(max(0.0, deadline - time.monotonic())):
+                    raise TimeoutError(f"webhook {count} never arrived")
+            return self.arrivals[count - 1]
+
+
+def _event(asset: str, sid: int) -> dict[str, Any]:
+    return {"eventType": "SNAPSHOT_COMMITTED", "assetKey": asset, "snapshotId": sid, "commitTime": 1_764_547_200_000}
+
+
+def _push(session: requests.Session, url: str, secret: str, events: list[dict[str, Any]]) -> None:
+    body = json.dumps({"events": events}).encode()
+    headers = {
+        "Content-Type": "application/json",
+        "X-Lakehook-Producer": "bench",
+        "X-Lakehook-Signature": sign(secret, body, int(time.time())),
+    }
+    session.post(f"{url}/asset-events", data=body, headers=headers, timeout=120).raise_for_status()
+
+
+def _latencies(session: requests.Session, url: str, secret: str, receiver: _Receiver, first_sid: int) -> list[float]:
+    took = []
+    for i in range(PUSHES):
+        expected = len(receiver.arrivals) + 1
+        began = time.perf_counter()
+        _push(session, url, secret, [_event(WATCHED, first_sid + i)])
+        took.append(receiver.wait_for(expected) - began)
+    return took
+
+
+def _fill(stack: LocalStack, url: str, secret: str, events: int, offset: int) -> tuple[float, float]:
+    """Push ``events`` events of unwatched assets (4 clients, batches of 25); seconds to accept, to drain."""
+    clients, batch = 4, 25
+    per_client = events // clients
+    errors: list[BaseException] = []
+
+    def client(index: int) -> None:
+        with requests.Session() as session:
+            for start in range(0, per_client, batch):
+                n = offset + index * per_client + start
+                try:
+                    _push(
+                        session,
+                        url,
+                        secret,
+                        [_event(f"{PREFIX}fill{(n + i) % FILL_ASSETS}", n + i) for i in range(batch)],
+                    )
+                except BaseException as exc:  # counted and reported
+                    errors.append(exc)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    began = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    accepted = time.perf_counter() - began
+    stack.wait_idle(timeout=600)
+    drained = time.perf_counter() - began
+    if errors:
+        raise RuntimeError(f"{len(errors)} fill pushes failed: {errors[0]!r}")
+    return accepted, drained
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {
+        "p50": statistics.median(ordered),
+        "p90": ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))],
+        "max": ordered[-1],
+    }
+
+
+def _one_run(adapted: bool) -> dict[str, Any]:
+    receiver = _Receiver()
+    try:
+        with LocalStack(
+            port=0,
+            admin_token=ADMIN,
+            extra_env={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING"},
+        ) as stack:
+            if not adapted:
+                moto_dynamodb.uninstall()  # the reference: the same stack on stock moto
+            url = stack.api_url
+            admin = {"Authorization": f"Bearer {ADMIN}"}
+            boto3.client("secretsmanager", endpoint_url=stack.endpoint_url, region_name=stack.region).create_secret(
+                Name=SECRET_NAME, SecretString="bench-signing-key"
+            )
+            secret = requests.put(
+                f"{url}/producers/bench", headers=admin, timeout=30, json={"assetKeyPrefixes": [PREFIX]}
+            ).json()["secret"]
+            rule = {
+                "description": "bench: every snapshot of the watched asset",
+                "groups": [
+                    {"groupId": "g", "members": [{"assetKey": WATCHED, "condition": {"snapshotRequired": True}}]}
+                ],
+                "policy": {"mode": "ANY_UPDATED"},
+                "target": {"type": "webhook", "url": f"{receiver.url}/hooks/bench", "secretRef": SECRET_NAME},
+            }
+            requests.put(f"{url}/rules/bench", headers=admin, json=rule, timeout=30).raise_for_status()
+            with requests.Session() as session:
+                _push(session, url, secret, [_event(WATCHED, 1)])  # warm every function once
+                receiver.wait_for(1)
+                fresh = _latencies(session, url, secret, receiver, 10)
+                accepted, drained = _fill(stack, url, secret, FILL, offset=0)
+                filled = _latencies(session, url, secret, receiver, 10 + PUSHES)
+            return {"fresh": fresh, "filled": filled, "accepted": accepted, "drained": drained}
+    finally:
+        receiver.shutdown()
+        receiver.server_close()
+
+
+def _rows(runs: list[dict[str, Any]], moto: str, load: str) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for phase, label in (("fresh", "fresh stack"), ("filled", f"after {FILL:,} events")):
+        per_run = [_summary(r[phase]) for r in runs]
+        for stat in ("p50", "p90", "max"):
+            values = [s[stat] for s in per_run]
+            rows.append(
+                {
+                    "moto": moto,
+                    "case": f"push -> webhook {stat}, {label}",
+                    "value": f"{statistics.median(values):.3f} s",
+                    "spread": f"{min(values):.3f}-{max(values):.3f} s over {len(runs)} runs",
+                    "detail": f"{PUSHES} sequential pushes per run; {load}",
+                }
+            )
+    fresh_p50 = statistics.median(_summary(r["fresh"])["p50"] for r in runs)
+    filled_p50 = statistics.median(_summary(r["filled"])["p50"] for r in runs)
+    rows.append(
+        {
+            "moto": moto,
+            "case": "p50 after the fill / p50 fresh (goal <= 2)",
+            "value": f"{filled_p50 / fresh_p50:.2f}",
+            "spread": "",
+            "detail": "medians over runs",
+        }
+    )
+    rates = [FILL / r["drained"] for r in runs]
+    accepted = [FILL / r["accepted"] for r in runs]
+    rows.append(
+        {
+            "moto": moto,
+            "case": "whole-stack throughput, 4 clients x batches of 25 (goal >= 100 events/s)",
+            "value": f"{statistics.median(rates):.0f} events/s",
+            "spread": f"{min(rates):.0f}-{max(rates):.0f} over {len(runs)} runs",
+            "detail": f"{FILL:,} events until the stream is drained; accepted by the API at "
+            f"{statistics.median(accepted):.0f} events/s; {load}",
+        }
+    )
+    return rows
+
+
+def run() -> list[dict[str, Any]]:
+    """Runs interleaved: adapted moto, then stock moto, RUNS times each."""
+    runs: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
+    load_seen = []
+    for _ in range(RUNS):
+        for adapted in (True, False):
+            load_seen.append(os.getloadavg()[0])
+            runs[adapted].append(_one_run(adapted))
+            load_seen.append(os.getloadavg()[0])
+    load = f"load average (1 min) {min(load_seen):.1f}-{max(load_seen):.1f}"
+    return _rows(runs[True], "adapted (lakehook.local.moto_dynamodb)", load) + _rows(runs[False], "stock", load)
+
+
+if __name__ == "__main__":
+    from bench.run import markdown_table
+
+    print(markdown_table(run()))
