@@ -52,13 +52,13 @@ class World:
         container.overrides["target_clients"] = {"webhook": self.target}
         self.poll = PollAsset(container.snapshot_sources, container.watermark_store, container.ingest)
 
-    def register(self, key: str, fmt: str, catalog: str, properties: dict[str, str], table: str) -> AssetRegistration:
+    def register(
+        self, key: str, fmt: str, catalog: str, properties: dict[str, str], table: str | None = None, **source: str
+    ) -> AssetRegistration:
+        """Register and poll once; Delta and Hudi sources name a ``location`` instead of a ``table``."""
+        where = {"table": table} if table is not None else source
         asset = AssetRegistration.model_validate(
-            {
-                "assetKey": key,
-                "format": fmt,
-                "source": {"catalog": catalog, "properties": properties, "table": table},
-            }
+            {"assetKey": key, "format": fmt, "source": {"catalog": catalog, "properties": properties, **where}}
         )
         self.container.asset_registry.put_asset(asset, T0)
         # the registration's first poll takes every snapshot from here on
@@ -129,6 +129,37 @@ def test_a_paimon_compact_snapshot_is_not_an_update_unless_the_member_includes_c
     world.settle()
     assert world.pinned("data_only") == [1, 3]
     assert world.pinned("with_compaction") == [1, 2, 3]
+
+
+def test_a_delta_optimize_and_vacuum_are_not_updates_unless_the_member_includes_compaction(
+    world: World, tmp_path: Path
+) -> None:
+    from deltalake import DeltaTable, write_deltalake
+
+    location = str(tmp_path / "delta" / "dim_customer")
+    key = "delta://lake/dim/customer"
+    write_deltalake(location, rows(1))  # version 0: WRITE
+    write_deltalake(location, rows(2), mode="append")  # version 1: WRITE
+    asset = world.register(key, "delta", "lake", {}, location=location)
+    world.rule("data_only", key)
+    world.rule("with_compaction", key, {"includeCompaction": True})
+    world.settle()
+    assert world.pinned("data_only") == world.pinned("with_compaction") == [1]
+
+    DeltaTable(location).optimize.compact()  # version 2: a real OPTIMIZE (two files into one)
+    DeltaTable(location).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)  # 3, 4
+    world.poll(asset)
+    world.settle()
+    state = world.container.asset_store.get_state(key)
+    assert state is not None and (state.latest_commit_kind, state.latest_snapshot_id) == ("VACUUM END", 4)
+    assert world.pinned("data_only") == [1]  # no run: neither the compaction nor the vacuum changed data
+    assert world.pinned("with_compaction")[-1] == 4
+
+    write_deltalake(location, rows(3), mode="append")  # version 5: WRITE
+    world.poll(asset)
+    world.settle()
+    assert world.pinned("data_only") == [1, 5]
+    assert world.pinned("with_compaction")[-1] == 5
 
 
 def test_an_iceberg_rewrite_replace_snapshot_is_not_an_update_unless_the_member_includes_compaction(
