@@ -162,6 +162,35 @@ def test_a_delta_optimize_and_vacuum_are_not_updates_unless_the_member_includes_
     assert world.pinned("with_compaction")[-1] == 5
 
 
+def test_a_hudi_compaction_and_clustering_are_not_updates_unless_the_member_includes_compaction(
+    world: World, tmp_path: Path
+) -> None:
+    from tests.hudi_tables import V9_MOR, StagedHudiTable
+
+    hudi = StagedHudiTable.of(V9_MOR, tmp_path)  # Hudi's own MOR table, revealed commit by commit
+    key = "hudi://lake/ods/txns"
+    hudi.reveal(10)  # ten deltacommits and replacecommits that change data
+    asset = world.register(key, "hudi", "lake", {}, location=hudi.location)
+    world.rule("data_only", key)
+    world.rule("with_compaction", key, {"includeCompaction": True})
+    world.settle()
+    (data,) = world.pinned("data_only")
+
+    compaction, clustering = hudi.reveal(2)  # a compaction (commit, COMPACT), a clustering (replacecommit, CLUSTER)
+    world.poll(asset)
+    world.settle()
+    state = world.container.asset_store.get_state(key)
+    assert state is not None and (state.latest_commit_kind, state.latest_snapshot_id) == ("CLUSTER", clustering)
+    assert world.pinned("data_only") == [data]  # no run: neither changed data
+    assert world.pinned("with_compaction")[-1] == clustering
+    assert compaction < clustering
+
+    (insert,) = hudi.reveal()  # a deltacommit (INSERT)
+    world.poll(asset)
+    world.settle()
+    assert world.pinned("data_only") == [data, insert]
+
+
 def test_an_iceberg_rewrite_replace_snapshot_is_not_an_update_unless_the_member_includes_compaction(
     world: World, tmp_path: Path
 ) -> None:

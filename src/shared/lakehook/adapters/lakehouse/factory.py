@@ -46,6 +46,10 @@ class LakehouseSnapshotSources:
             from lakehook.adapters.lakehouse.delta import DeltaSnapshotSource
 
             return DeltaSnapshotSource(self._resolver, self._ttl)
+        if fmt is AssetFormat.HUDI:
+            from lakehook.adapters.lakehouse.hudi import HudiSnapshotSource
+
+            return HudiSnapshotSource(self._resolver, self._ttl)
         raise ValidationError(f"assets of format {fmt.value!r} have no snapshots to poll", field="format")
 
 
