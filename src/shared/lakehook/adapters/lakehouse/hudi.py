@@ -7,7 +7,10 @@ A Hudi table's versions are the completed instants of its active timeline that a
 which the lakehouse layer already carries). ``clean``, ``rollback``, ``indexing`` … instants are table
 services that produce no readable version and are not snapshots.
 
-- The version (snapshot id, and its order) is the instant time, ``yyyyMMddHHmmssSSS`` as a number.
+- The version (snapshot id, and its order) is the instant time, ``yyyyMMddHHmmssSSS`` as a number; its
+  ``sequenceNumber`` is the completion time (1.x; the instant time on 0.x), and polls read versions in
+  completion order after the cursor's, so a commit of a concurrent writer that completes after a later
+  instant was read is still found (on 0.x, which records no completion time, it is not).
 - The commit kind is the metadata's ``operationType`` (``INSERT``, ``UPSERT``, ``DELETE``,
   ``INSERT_OVERWRITE``, ``COMPACT``, ``CLUSTER`` …); without one, a ``replacecommit`` whose plan was
   a clustering is ``CLUSTER`` and a ``commit`` planned as a compaction is ``COMPACT``, else the action.
@@ -63,6 +66,11 @@ class Instant:
     file: str
     completion: int | None = None
     planned_as: str | None = None  # "compaction" / "clustering" when the requested file says so
+
+    @property
+    def completed(self) -> int:
+        """When it completed: the completion time (1.x), else the instant time (0.x records no completion)."""
+        return self.completion or self.instant
 
 
 @dataclass(frozen=True)
@@ -139,9 +147,9 @@ class HudiSnapshotSource(SnapshotSource):
             new: tuple[Instant, ...] = ()
             after: tuple[Instant, ...] = ()
         elif cursor is None:
-            new = after = instants[-limit:]
+            new = after = tuple(sorted(instants, key=lambda i: (i.completed, i.instant)))[-limit:]
         else:
-            after = tuple(i for i in instants if i.instant > cursor.snapshot_id)
+            after = _after(instants, cursor)
             new = after[:limit]
             known = {i.instant for i in instants}
             beginning = cursor.snapshot_id == 0
@@ -183,7 +191,8 @@ class HudiSnapshotSource(SnapshotSource):
         cursor's schema id. On a first look: read back while the schema stays the same (the active timeline
         bounds it), so the id is the commit that introduced it, or the oldest active one carrying it.
         """
-        before = [i for i in timeline.instants if i.instant < new[0].instant] if new else []
+        first = new[0].completed if new else 0
+        before = sorted((i for i in timeline.instants if i.completed < first), key=lambda i: (i.completed, i.instant))
         if not before:
             return None, None
         text = self._schema_of(files, timeline.directory, before[-1])
@@ -218,8 +227,21 @@ class HudiSnapshotSource(SnapshotSource):
 
 
 def _pointer_of(timeline: _Timeline) -> str:
-    """The newest completed version ("" when the table has none yet)."""
-    return str(timeline.instants[-1].instant) if timeline.instants else ""
+    """When the newest version completed ("" when the table has none yet): moves with every completed commit,
+    also one whose instant is older than an already completed one (1.x concurrent writers)."""
+    return str(max(i.completed for i in timeline.instants)) if timeline.instants else ""
+
+
+def _after(instants: tuple[Instant, ...], cursor: SnapshotCursor) -> tuple[Instant, ...]:
+    """The versions completed after the cursor's, in completion order.
+
+    The cursor's ``sequenceNumber`` is the completion time of its commit (the instant time on a 0.x timeline,
+    which records none); a cursor without one (a targeted fill) compares instant times.
+    """
+    if cursor.sequence_number is None:
+        return tuple(i for i in instants if i.instant > cursor.snapshot_id)
+    done = cursor.sequence_number
+    return tuple(sorted((i for i in instants if i.completed > done), key=lambda i: (i.completed, i.instant)))
 
 
 def _timeline_directory(files: TableFiles) -> str:
@@ -337,7 +359,8 @@ def instant_snapshot(instant: Instant, meta: dict[str, Any]) -> SnapshotInfo:
     watermark = next((w for k in WATERMARK_KEYS if (w := _optional_int(extra.get(k))) is not None), None)
     return SnapshotInfo(
         snapshot_id=instant.instant,
-        commit_time=instant_millis(instant.completion or instant.instant),
+        sequence_number=instant.completed,
+        commit_time=instant_millis(instant.completed),
         commit_kind=kind,
         watermark=watermark if watermark is not None and watermark >= 0 else None,
         delta_record_count=inserts - deletes if counted and changes_data(kind) else None,
