@@ -322,3 +322,30 @@ def test_a_polled_iceberg_snapshot_pins_its_metadata_location_and_replay_checks_
     (failure,) = refused.value.report.failures
     assert "metadata was rewritten since the trigger" in failure.reason
     assert failure.detail["metadataLocation"] == pinned.metadata_location
+
+
+def test_replay_of_a_delta_trigger_checks_its_version_is_still_in_the_log(world: World, tmp_path: Path) -> None:
+    from deltalake import DeltaTable, write_deltalake
+
+    location = str(tmp_path / "delta" / "orders")
+    key = "delta://lake/ods/orders"
+    write_deltalake(location, rows(1), configuration={"delta.logRetentionDuration": "interval 0 seconds"})
+    write_deltalake(location, rows(2), mode="append")  # version 1
+    world.register(key, "delta", "lake", {}, location=location)
+    world.rule("orders", key)
+    world.settle()
+    (trigger,) = trigger_store(world.container).list_for_rule("orders").items
+    assert [p.snapshot_id for p in trigger.inputs] == [1]
+
+    write_deltalake(location, rows(3), mode="append")  # later versions do not change what the trigger pinned
+    answer = replay_trigger(world.container).replay(trigger.trigger_key, dry_run=True)
+    assert answer.report.ok, answer.report.to_api()
+
+    write_deltalake(location, rows(4), mode="append")
+    table = DeltaTable(location)
+    table.create_checkpoint()  # at version 3
+    table.cleanup_metadata()  # log retention 0: the pinned version's commit file is gone
+    with pytest.raises(ReplayRefusedError) as refused:
+        replay_trigger(world.container).replay(trigger.trigger_key, dry_run=True)
+    (failure,) = refused.value.report.failures
+    assert failure.asset_key == key
