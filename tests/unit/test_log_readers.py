@@ -10,13 +10,16 @@ import calendar
 import json
 import re
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lakehook.adapters.lakehouse.credentials import CredentialResolver
 from lakehook.adapters.lakehouse.delta import commit_file, commit_version, parse_commit
 from lakehook.adapters.lakehouse.hudi import (
+    HudiSnapshotSource,
     Instant,
     _after,
     _completed_versions,
@@ -24,6 +27,8 @@ from lakehook.adapters.lakehouse.hudi import (
     instant_snapshot,
     parse_properties,
 )
+from lakehook.adapters.memory import InMemorySecretStore
+from lakehook.domain.assets import AssetSource
 from lakehook.domain.snapshots import SnapshotCursor
 from lakehook.ports.lakehouse import CorruptMetadataError
 
@@ -152,3 +157,32 @@ def test_instant_times_read_as_utc_milliseconds_in_their_own_order(first: dateti
 def test_hoodie_properties_unescape_as_java_writes_them() -> None:
     text = b'#Updated at 2026-03-07\nhoodie.table.version=9\nhoodie.table.create.schema={"type"\\:"record"}\n\n'
     assert parse_properties(text) == {"hoodie.table.version": "9", "hoodie.table.create.schema": '{"type":"record"}'}
+
+
+def _hudi_commit(schema: dict[str, object], inserts: int) -> bytes:
+    stats = {"p": [{"numInserts": inserts, "numDeletes": 0, "numUpdateWrites": 0}]}
+    meta = {"partitionToWriteStats": stats, "operationType": "UPSERT", "extraMetadata": {"schema": json.dumps(schema)}}
+    return json.dumps(meta).encode()
+
+
+def test_a_hudi_schema_id_is_the_instant_that_introduced_the_writer_schema(tmp_path: Path) -> None:
+    """No sample table evolves its schema, so this timeline is written here: commit metadata as 0.x writes it,
+    the fields the reader uses only (a unit test of the schema-id rule, not a stand-in for a Hudi table)."""
+    narrow = {"type": "record", "name": "r", "fields": [{"name": "id", "type": "int"}]}
+    wide = {**narrow, "fields": [*narrow["fields"], {"name": "note", "type": ["null", "string"]}]}
+    hoodie = tmp_path / ".hoodie"
+    hoodie.mkdir()
+    (hoodie / "hoodie.properties").write_text("hoodie.table.version=6\n")
+    for instant, schema in ((1, narrow), (2, narrow), (3, wide), (4, wide)):
+        (hoodie / f"2025010100000000{instant}.commit").write_bytes(_hudi_commit(schema, instant))
+    src = AssetSource(catalog="lake", location=str(tmp_path))
+    source = HudiSnapshotSource(CredentialResolver(InMemorySecretStore()))
+    pointer = source.pointer(src)
+    first = source.snapshots_since(src, SnapshotCursor.beginning(), pointer, limit=2).snapshots
+    assert [(s.schema_id, s.schema_changed) for s in first] == [(20250101000000001, False), (20250101000000001, False)]
+    rest = source.snapshots_since(src, SnapshotCursor.of(first[-1]), pointer, limit=10).snapshots
+    assert [(s.schema_id, s.schema_changed) for s in rest] == [(20250101000000003, True), (20250101000000003, False)]
+    # a poller that never saw the table reads back to where the schema in force began
+    fresh = HudiSnapshotSource(CredentialResolver(InMemorySecretStore()))
+    (newest,) = fresh.snapshots_since(src, None, fresh.pointer(src), limit=1).snapshots
+    assert (newest.snapshot_id, newest.schema_id) == (20250101000000004, 20250101000000003)

@@ -165,14 +165,14 @@ class HudiSnapshotSource(SnapshotSource):
                 )
         metadata = self._read_many(files, timeline.directory, new)
         schema_text, schema_id = self._previous_schema(files, timeline, cursor, new)
+        previous_id = schema_id
         infos: list[SnapshotInfo] = []
         for instant, meta in zip(new, metadata, strict=True):
             text = _schema_text(meta)
             if text is not None and text != schema_text:
                 schema_text, schema_id = text, instant.instant
             infos.append(instant_snapshot(instant, meta).model_copy(update={"schema_id": schema_id}))
-            self._remember_schema(files.location, instant.instant, _schema_text(meta))
-        previous_id = cursor.schema_id if cursor is not None and gap is None else None
+            self._remember_schema(files.location, instant.instant, schema_text)  # the schema in force after it
         return SnapshotBatch(
             pointer=pointer,
             snapshots=mark_schema_changes(infos, previous_id),
