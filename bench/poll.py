@@ -1,7 +1,8 @@
 """Poll: storage requests and time per poll, by table format, history length and number of new snapshots.
 
-Real tables on a moto server on loopback (S3 for both formats, Glue as the Iceberg catalog, DynamoDB for
-lakehook's own table), polled by `PollAsset` through `IcebergSnapshotSource` / `PaimonSnapshotSource`.
+Real tables on a moto server on loopback (S3 for every format, Glue as the Iceberg catalog, DynamoDB for
+lakehook's own table), polled by `PollAsset` through `IcebergSnapshotSource` / `PaimonSnapshotSource` /
+`DeltaSnapshotSource` / `HudiSnapshotSource`.
 Every HTTP request the server serves is counted, by service and operation (pyarrow's S3 client sizes
 each object with a HEAD before its GET, so one object read is HEAD + GET). Cases: an unchanged table
 (median of 5 polls), 1 new snapshot, 100 new snapshots; each after 1, 100 and 1,000 snapshots of history.
@@ -10,6 +11,13 @@ snapshot file under new ids (what a commit leaves in `snapshot/`); Iceberg by on
 catalog commit adding the snapshots (`AddSnapshotUpdate`s sharing the first manifest list). The single
 new snapshot is a real commit. DynamoDB requests are the ingest of each new event (put + update) and the
 offset's read and compare-and-set.
+Delta: one real delta-rs write, then copies of its commit file under the next versions (what an append
+leaves in `_delta_log/`), a real checkpoint at the end of the history (delta-rs checkpoints every 100
+commits by default), then one real write as the single new version and 100 copies as the batch.
+Hudi: the first commit of Apache Hudi's sample MOR table (tests/data/hudi), then copies of that INSERT deltacommit
+(`.requested`, `.inflight`, completed) under later instant times; the history keeps at most 30 instants on
+the active timeline, as Hudi's archiver does by default (`hoodie.keep.max.commits`), while the new ones
+are added without archival. Delta and Hudi use boto3 (one object read is one GET).
 """
 
 from __future__ import annotations
@@ -98,7 +106,8 @@ class Bench:
         create_table(ddb, TABLE)
         table = boto3.resource("dynamodb", endpoint_url=server.endpoint, region_name="us-east-1").Table(TABLE)
         real = snapshot_sources(_bench_secrets())
-        self.timed = {fmt: TimedSource(real(fmt)) for fmt in (AssetFormat.ICEBERG, AssetFormat.PAIMON)}
+        formats = (AssetFormat.ICEBERG, AssetFormat.PAIMON, AssetFormat.DELTA, AssetFormat.HUDI)
+        self.timed = {fmt: TimedSource(real(fmt)) for fmt in formats}
         self.poll = PollAsset(
             self.timed.__getitem__,
             DynamoDBWatermarkStore(table),
@@ -286,15 +295,140 @@ def _iceberg(bench: Bench, history: int) -> list[dict[str, Any]]:
     return _cases(bench, "iceberg", history, asset, add_one, synthesize)
 
 
-def run() -> list[dict[str, Any]]:
+# --- Delta -------------------------------------------------------------------------------------------
+
+
+def _storage_options(bench: Bench) -> dict[str, str]:
+    return {
+        "AWS_ENDPOINT_URL": bench.server.endpoint,
+        "AWS_REGION": "us-east-1",
+        "AWS_ALLOW_HTTP": "true",
+        "AWS_ACCESS_KEY_ID": "secretsmanager:bench#id",
+        "AWS_SECRET_ACCESS_KEY": "secretsmanager:bench#secret",
+    }
+
+
+def _delta(bench: Bench, history: int) -> list[dict[str, Any]]:
+    from deltalake import DeltaTable, write_deltalake
+
+    bucket = bench.bucket(f"bench-delta-{history}")
+    location = f"s3://{bucket}/lake/orders"
+    options = _storage_options(bench)
+    writer = {**options, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+    write_deltalake(location, rows(1), storage_options=writer)
+    write_deltalake(location, rows(2), mode="append", storage_options=writer)  # an append's commit: the template
+    log = "lake/orders/_delta_log"
+    template = bench.s3.get_object(Bucket=bucket, Key=f"{log}/{1:020d}.json")["Body"].read().decode()
+    latest = [1]
+
+    def synthesize(count: int) -> None:
+        for version in range(latest[0] + 1, latest[0] + count + 1):
+            bench.s3.put_object(Bucket=bucket, Key=f"{log}/{version:020d}.json", Body=template.encode())
+        latest[0] += count
+
+    if history > 2:
+        synthesize(history - 2)
+    if history >= 100:
+        DeltaTable(location, storage_options=writer).create_checkpoint()
+    asset = AssetRegistration.model_validate(
+        {
+            "assetKey": f"delta://bench/bench/orders_{history}",
+            "format": "delta",
+            "source": {"catalog": "bench", "location": location, "properties": options},
+        }
+    )
+
+    def add_one() -> None:
+        write_deltalake(location, rows(3), mode="append", storage_options=writer)
+        latest[0] += 1
+
+    return _cases(bench, "delta", history, asset, add_one, synthesize)
+
+
+# --- Hudi --------------------------------------------------------------------------------------------
+
+HUDI_ACTIVE_INSTANTS = 30  # Hudi's default hoodie.keep.max.commits: older instants leave the active timeline
+
+
+def _hudi(bench: Bench, history: int, workdir: str) -> list[dict[str, Any]]:
+    from pathlib import Path
+
+    from tests.hudi_tables import V9_MOR, timeline_dir, unpack
+
+    bucket = bench.bucket(f"bench-hudi-{history}")
+    root = unpack(V9_MOR, Path(workdir) / f"hudi-{history}")
+    timeline = timeline_dir(root)
+    first_insert = sorted(p.name for p in timeline.glob("*_*.deltacommit"))[0]
+    instant = first_insert.split("_")[0]
+    for path in timeline.iterdir():  # the history starts at the sample's first commit
+        if path.is_file() and not path.name.startswith(instant):
+            path.unlink()
+    prefix = "lake/txns"
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            bench.s3.upload_file(str(path), bucket, f"{prefix}/{path.relative_to(root)}")
+    body = (timeline / first_insert).read_bytes()
+    requested = (timeline / f"{instant}.deltacommit.requested").read_bytes()
+    inflight = (timeline / f"{instant}.deltacommit.inflight").read_bytes()
+    key = f"{prefix}/{timeline.relative_to(root)}"
+    active: list[int] = [int(instant)]
+    clock = [int(first_insert.split("_")[1].split(".")[0])]
+
+    def commit(archive: bool) -> None:
+        instant, completion = clock[0] + 1, clock[0] + 2
+        clock[0] = completion
+        bench.s3.put_object(Bucket=bucket, Key=f"{key}/{instant}.deltacommit.requested", Body=requested)
+        bench.s3.put_object(Bucket=bucket, Key=f"{key}/{instant}.deltacommit.inflight", Body=inflight)
+        bench.s3.put_object(Bucket=bucket, Key=f"{key}/{instant}_{completion}.deltacommit", Body=body)
+        active.append(instant)
+        while archive and len(active) > HUDI_ACTIVE_INSTANTS:
+            gone = active.pop(0)
+            for name in (
+                f"{gone}.deltacommit.requested",
+                f"{gone}.deltacommit.inflight",
+                f"{gone}_{gone + 1}.deltacommit",
+            ):
+                bench.s3.delete_object(Bucket=bucket, Key=f"{key}/{name}")
+
+    for _ in range(history - 1):
+        commit(archive=True)
+    asset = AssetRegistration.model_validate(
+        {
+            "assetKey": f"hudi://bench/bench/txns_{history}",
+            "format": "hudi",
+            "source": {
+                "catalog": "bench",
+                "location": f"s3://{bucket}/{prefix}",
+                "properties": _storage_options(bench),
+            },
+        }
+    )
+
+    def add(count: int) -> None:
+        for _ in range(count):
+            commit(archive=False)
+
+    return _cases(bench, "hudi", history, asset, lambda: add(1), add)
+
+
+def run(formats: tuple[str, ...] = ("iceberg", "paimon", "delta", "hudi")) -> list[dict[str, Any]]:
+    import tempfile
+
     server = CountingMotoServer().start()
     try:
         bench = Bench(server)
         out: list[dict[str, Any]] = []
-        for history in HISTORIES:
-            out += _iceberg(bench, history)
-        for history in HISTORIES:
-            out += _paimon(bench, history)
+        with tempfile.TemporaryDirectory() as workdir:
+            for fmt in formats:
+                for history in HISTORIES:
+                    if fmt == "iceberg":
+                        out += _iceberg(bench, history)
+                    elif fmt == "paimon":
+                        out += _paimon(bench, history)
+                    elif fmt == "delta":
+                        out += _delta(bench, history)
+                    else:
+                        out += _hudi(bench, history, workdir)
         return out
     finally:
         server.stop()
@@ -319,6 +453,7 @@ if __name__ == "__main__":
     from bench.run import markdown_table
 
     began = time.perf_counter()
-    table_rows = run()
+    chosen = tuple(sys.argv[1].split(",")) if len(sys.argv) > 1 else ("iceberg", "paimon", "delta", "hudi")
+    table_rows = run(chosen)
     sys.stdout.write(markdown_table(table_rows))
     sys.stdout.write(f"\n{time.perf_counter() - began:.0f} s\n")

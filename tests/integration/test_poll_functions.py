@@ -73,3 +73,36 @@ def test_the_worker_polls_its_tables_and_drops_a_malformed_message(container: Co
     assert answer == {"batchItemFailures": []}  # the bad message is logged and dropped, not retried forever
     state = container.asset_store.get_state(ORDERS)
     assert state is not None and state.latest_snapshot_id == 1
+
+
+def test_the_worker_polls_delta_tables_beside_paimon_ones_through_the_container(
+    container: Container, tmp_path: Path
+) -> None:
+    from deltalake import write_deltalake
+
+    warehouse = {"warehouse": str(tmp_path / "wh")}
+    paimon = create_paimon_table(warehouse, "ods_db.ods_order_latest")
+    paimon_commit(paimon, rows(1))
+    location = str(tmp_path / "delta" / "dim_customer")
+    write_deltalake(location, rows(1))
+    write_deltalake(location, rows(2), mode="append")
+    delta_key = "delta://lake/dim_db/dim_customer"
+    for body in (
+        {
+            "assetKey": ORDERS,
+            "format": "paimon",
+            "source": {"catalog": "lake", "properties": warehouse, "table": "ods_db.ods_order_latest"},
+        },
+        {"assetKey": delta_key, "format": "delta", "source": {"catalog": "lake", "location": location}},
+    ):
+        container.asset_registry.put_asset(AssetRegistration.model_validate(body), now_ms())
+    event = sample("poll_worker", "sqs_poll_batch")
+    event["Records"][1]["body"] = json.dumps({"mode": "poll", "assetKeys": [delta_key]})
+
+    answer = load_handler("poll_worker")(event, FakeLambdaContext())
+
+    assert answer == {"batchItemFailures": []}
+    delta = container.asset_store.get_state(delta_key)
+    assert delta is not None and (delta.latest_snapshot_id, delta.latest_commit_kind) == (1, "WRITE")
+    orders = container.asset_store.get_state(ORDERS)
+    assert orders is not None and orders.latest_snapshot_id == 1

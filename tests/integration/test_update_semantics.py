@@ -52,13 +52,13 @@ class World:
         container.overrides["target_clients"] = {"webhook": self.target}
         self.poll = PollAsset(container.snapshot_sources, container.watermark_store, container.ingest)
 
-    def register(self, key: str, fmt: str, catalog: str, properties: dict[str, str], table: str) -> AssetRegistration:
+    def register(
+        self, key: str, fmt: str, catalog: str, properties: dict[str, str], table: str | None = None, **source: str
+    ) -> AssetRegistration:
+        """Register and poll once; Delta and Hudi sources name a ``location`` instead of a ``table``."""
+        where = {"table": table} if table is not None else source
         asset = AssetRegistration.model_validate(
-            {
-                "assetKey": key,
-                "format": fmt,
-                "source": {"catalog": catalog, "properties": properties, "table": table},
-            }
+            {"assetKey": key, "format": fmt, "source": {"catalog": catalog, "properties": properties, **where}}
         )
         self.container.asset_registry.put_asset(asset, T0)
         # the registration's first poll takes every snapshot from here on
@@ -129,6 +129,66 @@ def test_a_paimon_compact_snapshot_is_not_an_update_unless_the_member_includes_c
     world.settle()
     assert world.pinned("data_only") == [1, 3]
     assert world.pinned("with_compaction") == [1, 2, 3]
+
+
+def test_a_delta_optimize_and_vacuum_are_not_updates_unless_the_member_includes_compaction(
+    world: World, tmp_path: Path
+) -> None:
+    from deltalake import DeltaTable, write_deltalake
+
+    location = str(tmp_path / "delta" / "dim_customer")
+    key = "delta://lake/dim/customer"
+    write_deltalake(location, rows(1))  # version 0: WRITE
+    write_deltalake(location, rows(2), mode="append")  # version 1: WRITE
+    asset = world.register(key, "delta", "lake", {}, location=location)
+    world.rule("data_only", key)
+    world.rule("with_compaction", key, {"includeCompaction": True})
+    world.settle()
+    assert world.pinned("data_only") == world.pinned("with_compaction") == [1]
+
+    DeltaTable(location).optimize.compact()  # version 2: a real OPTIMIZE (two files into one)
+    DeltaTable(location).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)  # 3, 4
+    world.poll(asset)
+    world.settle()
+    state = world.container.asset_store.get_state(key)
+    assert state is not None and (state.latest_commit_kind, state.latest_snapshot_id) == ("VACUUM END", 4)
+    assert world.pinned("data_only") == [1]  # no run: neither the compaction nor the vacuum changed data
+    assert world.pinned("with_compaction")[-1] == 4
+
+    write_deltalake(location, rows(3), mode="append")  # version 5: WRITE
+    world.poll(asset)
+    world.settle()
+    assert world.pinned("data_only") == [1, 5]
+    assert world.pinned("with_compaction")[-1] == 5
+
+
+def test_a_hudi_compaction_and_clustering_are_not_updates_unless_the_member_includes_compaction(
+    world: World, tmp_path: Path
+) -> None:
+    from tests.hudi_tables import V9_MOR, StagedHudiTable
+
+    hudi = StagedHudiTable.of(V9_MOR, tmp_path)  # Hudi's own MOR table, revealed commit by commit
+    key = "hudi://lake/ods/txns"
+    hudi.reveal(10)  # ten deltacommits and replacecommits that change data
+    asset = world.register(key, "hudi", "lake", {}, location=hudi.location)
+    world.rule("data_only", key)
+    world.rule("with_compaction", key, {"includeCompaction": True})
+    world.settle()
+    (data,) = world.pinned("data_only")
+
+    compaction, clustering = hudi.reveal(2)  # a compaction (commit, COMPACT), a clustering (replacecommit, CLUSTER)
+    world.poll(asset)
+    world.settle()
+    state = world.container.asset_store.get_state(key)
+    assert state is not None and (state.latest_commit_kind, state.latest_snapshot_id) == ("CLUSTER", clustering)
+    assert world.pinned("data_only") == [data]  # no run: neither changed data
+    assert world.pinned("with_compaction")[-1] == clustering
+    assert compaction < clustering
+
+    (insert,) = hudi.reveal()  # a deltacommit (INSERT)
+    world.poll(asset)
+    world.settle()
+    assert world.pinned("data_only") == [data, insert]
 
 
 def test_an_iceberg_rewrite_replace_snapshot_is_not_an_update_unless_the_member_includes_compaction(
@@ -262,3 +322,30 @@ def test_a_polled_iceberg_snapshot_pins_its_metadata_location_and_replay_checks_
     (failure,) = refused.value.report.failures
     assert "metadata was rewritten since the trigger" in failure.reason
     assert failure.detail["metadataLocation"] == pinned.metadata_location
+
+
+def test_replay_of_a_delta_trigger_checks_its_version_is_still_in_the_log(world: World, tmp_path: Path) -> None:
+    from deltalake import DeltaTable, write_deltalake
+
+    location = str(tmp_path / "delta" / "orders")
+    key = "delta://lake/ods/orders"
+    write_deltalake(location, rows(1), configuration={"delta.logRetentionDuration": "interval 0 seconds"})
+    write_deltalake(location, rows(2), mode="append")  # version 1
+    world.register(key, "delta", "lake", {}, location=location)
+    world.rule("orders", key)
+    world.settle()
+    (trigger,) = trigger_store(world.container).list_for_rule("orders").items
+    assert [p.snapshot_id for p in trigger.inputs] == [1]
+
+    write_deltalake(location, rows(3), mode="append")  # later versions do not change what the trigger pinned
+    answer = replay_trigger(world.container).replay(trigger.trigger_key, dry_run=True)
+    assert answer.report.ok, answer.report.to_api()
+
+    write_deltalake(location, rows(4), mode="append")
+    table = DeltaTable(location)
+    table.create_checkpoint()  # at version 3
+    table.cleanup_metadata()  # log retention 0: the pinned version's commit file is gone
+    with pytest.raises(ReplayRefusedError) as refused:
+        replay_trigger(world.container).replay(trigger.trigger_key, dry_run=True)
+    (failure,) = refused.value.report.failures
+    assert failure.asset_key == key

@@ -28,6 +28,8 @@ from lakehook.domain.producers import Producer, ProducerSpec, validate_producer_
         "s3://spool/orders",
         "s3://spool/orders/dt=2025-06-01/part-0.parquet",
         "custom://team/metric#daily",
+        "delta://lake/sales_db/dim_customer",
+        "hudi://lake/ods_db/trips",
     ],
 )
 def test_well_formed_keys_are_kept_verbatim(key: str) -> None:
@@ -52,6 +54,8 @@ def test_well_formed_keys_are_kept_verbatim(key: str) -> None:
         # A trailing newline once slipped through: '$' in re.match matches before a final '\n',
         # which would make "…/t" and "…/t\n" two different assets.
         ("paimon://lake/db/t\n", "<scheme>://<path>"),
+        ("delta://lake/dim_customer", "delta://<catalog>/<database>/<table>"),
+        ("hudi://lake/db/t/x", "hudi://<catalog>/<database>/<table>"),
         ("s3://spool/orders\n", "<scheme>://<path>"),
     ],
 )
@@ -88,6 +92,41 @@ def test_registration_reads_the_api_shape_and_answers_it_back() -> None:
     asset = _registration(**body)
     assert asset.format is AssetFormat.ICEBERG
     assert asset.to_api() == body
+
+
+@pytest.mark.parametrize("fmt", ["delta", "hudi"])
+@pytest.mark.parametrize(
+    "location", ["/data/lake/dim_customer", "file:///data/lake/t", "s3://bucket/lake/t", "s3a://b-1.x/t"]
+)
+def test_delta_and_hudi_sources_name_the_table_location(fmt: str, location: str) -> None:
+    body = {
+        "assetKey": f"{fmt}://lake/sales_db/dim_customer",
+        "format": fmt,
+        "source": {"catalog": "lake", "location": location, "properties": {"AWS_REGION": "eu-west-1"}},
+    }
+    asset = _registration(**body)
+    assert asset.format is AssetFormat(fmt) and asset.source is not None
+    assert asset.source.table_name == location
+    assert asset.to_api() == body
+
+
+@pytest.mark.parametrize(
+    ("fmt", "source", "complaint"),
+    [
+        ("delta", {"catalog": "lake", "table": "db.t"}, "names the table's 'location'"),
+        ("hudi", {"catalog": "lake", "location": "/x", "table": "db.t"}, "omit 'table'"),
+        ("iceberg", {"catalog": "glue", "location": "s3://bkt/t"}, "names its 'table'"),
+        ("paimon", {"catalog": "lake", "table": "db.t", "location": "/x"}, "omit 'location'"),
+        ("delta", {"catalog": "lake", "location": "relative/path"}, "location"),
+        ("delta", {"catalog": "lake", "location": "s3://Bad_Bucket/t"}, "location"),
+        ("delta", {"catalog": "lake", "location": "gs://bucket/t"}, "location"),
+        ("hudi", {"catalog": "lake", "location": "/x", "properties": {"AWS_SECRET_ACCESS_KEY": "hunter2"}}, "secret"),
+    ],
+)
+def test_a_source_that_does_not_fit_its_format_is_refused(fmt: str, source: dict[str, Any], complaint: str) -> None:
+    with pytest.raises(PydanticValidationError) as raised:
+        _registration(assetKey=f"{fmt}://lake/db/t", format=fmt, source=source)
+    assert complaint in str(raised.value)
 
 
 def test_push_only_asset_needs_no_source() -> None:

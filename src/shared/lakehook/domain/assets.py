@@ -17,10 +17,17 @@ _GENERIC = re.compile(r"^[\x21-\x7e]+$")  # printable ASCII, no spaces
 class AssetFormat(StrEnum):
     ICEBERG = "iceberg"
     PAIMON = "paimon"
+    DELTA = "delta"
+    HUDI = "hudi"
     CUSTOM = "custom"
 
 
-TABLE_FORMATS = {AssetFormat.ICEBERG, AssetFormat.PAIMON}
+TABLE_FORMATS = {AssetFormat.ICEBERG, AssetFormat.PAIMON, AssetFormat.DELTA, AssetFormat.HUDI}
+CATALOG_FORMATS = {AssetFormat.ICEBERG, AssetFormat.PAIMON}  # read through a catalog: the source names a table
+PATH_FORMATS = {AssetFormat.DELTA, AssetFormat.HUDI}  # read from the table's own log: the source names a location
+_LOCATION = re.compile(
+    r"^(?:s3a?://[a-z0-9][a-z0-9.-]{1,62}[a-z0-9](?:/[^\x00-\x1f\x7f]*)?|file:///[^\x00-\x1f\x7f]*|/[^\x00-\x1f\x7f]*)$"
+)
 
 
 def validate_asset_key(key: str) -> str:
@@ -58,15 +65,37 @@ SECRET_REFERENCE_PREFIXES = ("secretsmanager:", "ssm:")
 
 
 class AssetSource(BaseModel):
-    """How a poller reads the asset: a pyiceberg catalog or a pypaimon warehouse."""
+    """How a poller reads the asset: a pyiceberg catalog or a pypaimon warehouse and a table in it (Iceberg,
+    Paimon), or the location of a table that carries its own log (Delta ``_delta_log/``, Hudi ``.hoodie/``)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    catalog: str = Field(min_length=1, max_length=128, description="catalog name (pyiceberg keys SQL catalogs by it)")
-    properties: dict[str, str] = Field(
-        default_factory=dict, description="pyiceberg catalog properties or pypaimon options"
+    catalog: str = Field(
+        min_length=1,
+        max_length=128,
+        description="catalog name (pyiceberg keys SQL catalogs by it); for Delta and Hudi a label for messages",
     )
-    table: str = Field(pattern=r"^[A-Za-z0-9_$-]+\.[A-Za-z0-9_$-]+$", description="database.table")
+    properties: dict[str, str] = Field(
+        default_factory=dict,
+        description="pyiceberg catalog properties, pypaimon options, or Delta / Hudi storage options "
+        "(AWS_REGION, AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID as a secret reference …)",
+    )
+    table: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9_$-]+\.[A-Za-z0-9_$-]+$",
+        description="database.table (Iceberg, Paimon)",
+    )
+    location: str | None = Field(
+        default=None,
+        max_length=1024,
+        pattern=_LOCATION.pattern,
+        description="the table's root (Delta, Hudi): an absolute local path, file:///…, or s3://bucket/prefix",
+    )
+
+    @property
+    def table_name(self) -> str:
+        """``database.table`` for a catalog format, else the location (what messages name the table by)."""
+        return self.table or self.location or ""
 
     @field_validator("properties")
     @classmethod
@@ -104,6 +133,16 @@ class AssetRegistration(BaseModel):
             raise ValueError(f"an assetKey starting with {scheme}:// has format {scheme!r}, not 'custom'")
         if self.source is not None and self.format is AssetFormat.CUSTOM:
             raise ValueError("a custom asset has no source to poll; omit 'source'")
+        if self.source is not None and self.format in CATALOG_FORMATS:
+            if self.source.table is None:
+                raise ValueError(f"a {self.format.value} source names its 'table' (database.table)")
+            if self.source.location is not None:
+                raise ValueError(f"a {self.format.value} source is read through its catalog; omit 'location'")
+        if self.source is not None and self.format in PATH_FORMATS:
+            if self.source.location is None:
+                raise ValueError(f"a {self.format.value} source names the table's 'location' (a path or s3://…)")
+            if self.source.table is not None:
+                raise ValueError(f"a {self.format.value} source is read from its location; omit 'table'")
         return self
 
     def to_api(self) -> dict[str, Any]:

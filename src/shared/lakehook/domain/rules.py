@@ -145,7 +145,8 @@ class Condition(BaseModel):
     include_compaction: bool | None = Field(
         default=None,
         alias="includeCompaction",
-        description="count snapshots that change no data (Paimon COMPACT or ANALYZE, Iceberg replace) as updates",
+        description="count snapshots that change no data (Paimon COMPACT or ANALYZE, Iceberg replace, "
+        "Delta OPTIMIZE or VACUUM, Hudi compaction or clustering) as updates",
     )
     coverage: WindowSpec | None = Field(
         default=None,

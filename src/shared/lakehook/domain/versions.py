@@ -5,8 +5,10 @@ id, its place in the table's history, its schema, commit time and (Iceberg) meta
 parent, so lineage tells whether a snapshot between two known ones is missing.
 
 A compaction rewrites files without changing what the table holds: Paimon commits it as ``COMPACT``
-(and statistics as ``ANALYZE``), Iceberg as a ``replace`` operation. Such a snapshot is not an update
-for a member unless the member asks for it (``includeCompaction: true``).
+(and statistics as ``ANALYZE``), Iceberg as a ``replace`` operation, Delta as ``OPTIMIZE`` (and a
+vacuum as ``VACUUM START`` / ``VACUUM END``), Hudi as a compaction (``COMPACT``, ``LOG_COMPACT``) or
+a clustering ``replacecommit`` (``CLUSTER``). Such a snapshot is not an update for a member unless the
+member asks for it (``includeCompaction: true``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 # commitKind values (upper case, as lakehook reads them) of snapshots that change no data
-NO_DATA_CHANGE_KINDS = frozenset({"COMPACT", "ANALYZE", "REPLACE"})
+NO_DATA_CHANGE_KINDS = frozenset(
+    {"COMPACT", "ANALYZE", "REPLACE", "OPTIMIZE", "VACUUM START", "VACUUM END", "CLUSTER", "LOG_COMPACT"}
+)
 
 
 def changes_data(commit_kind: str | None) -> bool:
@@ -33,7 +37,10 @@ class SnapshotRecord(BaseModel):
     model_config = ConfigDict(populate_by_name=True, frozen=True)
 
     snapshot_id: int = Field(alias="snapshotId")
-    order: int = Field(description="the snapshot's place in history: Paimon id, Iceberg sequence number")
+    order: int = Field(
+        description="the snapshot's place in history: Paimon id, Iceberg sequence number, Delta version, "
+        "Hudi instant time"
+    )
     parent_snapshot_id: int | None = Field(default=None, alias="parentSnapshotId")
     schema_id: int | None = Field(default=None, alias="schemaId")
     commit_time: int | None = Field(default=None, alias="commitTime")
@@ -55,14 +62,14 @@ class SnapshotRecord(BaseModel):
 class Lineage(StrEnum):
     """How a table tells that no snapshot is missing between two known ones."""
 
-    CONSECUTIVE = "CONSECUTIVE"  # Paimon: snapshot ids are 1, 2, 3 …
+    CONSECUTIVE = "CONSECUTIVE"  # Paimon: snapshot ids are 1, 2, 3 …; Delta: versions are 0, 1, 2 …
     PARENT = "PARENT"  # Iceberg: each snapshot names its parent
-    NONE = "NONE"  # other assets: any newer snapshot follows
+    NONE = "NONE"  # Hudi (instant times) and other assets: any newer snapshot follows
 
 
 def lineage_of(asset_key: str) -> Lineage:
     """The lineage rule of an asset's format (its key's scheme)."""
-    if asset_key.startswith("paimon://"):
+    if asset_key.startswith(("paimon://", "delta://")):
         return Lineage.CONSECUTIVE
     if asset_key.startswith("iceberg://"):
         return Lineage.PARENT

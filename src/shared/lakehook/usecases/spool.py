@@ -22,8 +22,8 @@ from urllib.parse import unquote_plus
 
 from pydantic import ValidationError as PydanticValidationError
 
-from lakehook.domain.assets import TABLE_FORMATS, AssetRegistration, asset_scheme
-from lakehook.domain.snapshots import SnapshotInfo
+from lakehook.domain.assets import TABLE_FORMATS, AssetFormat, AssetRegistration, asset_scheme
+from lakehook.domain.snapshots import SnapshotCursor, SnapshotInfo
 from lakehook.domain.spool import (
     ObjectProblem,
     Problem,
@@ -437,7 +437,8 @@ class SnapshotSourceExistence(SnapshotExistence):
     Looks on the table's main line only, so a snapshot orphaned by a rollback counts as gone
     (the pre-flight then refuses, the safe side). For Paimon this reads up to ``limit`` snapshot
     files; a format adapter with a direct lookup (Iceberg ``snapshot_by_id``, Paimon's snapshot
-    file) can replace it.
+    file) can replace it. Delta and Hudi versions are read from just before the pinned one, so the
+    lookup is one read (Delta: the commit file; Hudi: the timeline listing and the instant's metadata).
     """
 
     def __init__(self, sources: SnapshotSources, limit: int = 10_000) -> None:
@@ -451,5 +452,13 @@ class SnapshotSourceExistence(SnapshotExistence):
         pointer = source.pointer(asset.source)
         if not pointer:
             return None
-        batch = source.snapshots_since(asset.source, None, pointer, limit=self._limit)
+        if asset.format in _ORDERED_BY_ID:
+            before = SnapshotCursor(snapshot_id=snapshot_id - 1) if snapshot_id > 0 else SnapshotCursor.beginning()
+            batch = source.snapshots_since(asset.source, before, pointer, limit=1)
+        else:
+            batch = source.snapshots_since(asset.source, None, pointer, limit=self._limit)
         return next((s for s in batch.snapshots if s.snapshot_id == snapshot_id), None)
+
+
+# formats whose snapshot ids are their order (Delta versions, Hudi instant times): the pinned id can be read directly
+_ORDERED_BY_ID = frozenset({AssetFormat.DELTA, AssetFormat.HUDI})

@@ -1,5 +1,7 @@
 """Pick the SnapshotSource for an asset format, importing pyiceberg / pypaimon only when first needed.
 
+Delta and Hudi sources read their logs with the standard library and boto3 (no table-format library).
+
 The API function imports this module (through the container) without ever loading a lakehouse
 library; only the poller and the compensator call it with a table format.
 """
@@ -40,6 +42,14 @@ class LakehouseSnapshotSources:
             from lakehook.adapters.lakehouse.paimon import PaimonSnapshotSource
 
             return PaimonSnapshotSource(self._resolver, self._ttl)
+        if fmt is AssetFormat.DELTA:
+            from lakehook.adapters.lakehouse.delta import DeltaSnapshotSource
+
+            return DeltaSnapshotSource(self._resolver, self._ttl)
+        if fmt is AssetFormat.HUDI:
+            from lakehook.adapters.lakehouse.hudi import HudiSnapshotSource
+
+            return HudiSnapshotSource(self._resolver, self._ttl)
         raise ValidationError(f"assets of format {fmt.value!r} have no snapshots to poll", field="format")
 
 

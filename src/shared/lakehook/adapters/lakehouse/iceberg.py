@@ -90,9 +90,9 @@ class IcebergSnapshotSource(SnapshotSource):
         namespace, name = _identifier(source)
         with self._translated(entry, source):
             if entry.kind == "sql":
-                return _sql_pointer(entry.catalog, namespace, name, source.table)
+                return _sql_pointer(entry.catalog, namespace, name, source.table_name)
             if entry.kind == "glue":
-                return _glue_pointer(entry.catalog, namespace, name, source.table)
+                return _glue_pointer(entry.catalog, namespace, name, source.table_name)
             table = entry.catalog.load_table((namespace, name))
             self._remember(entry.key, table.metadata_location, table.metadata)
             return str(table.metadata_location)
@@ -110,11 +110,11 @@ class IcebergSnapshotSource(SnapshotSource):
         metadata = self._recall(entry.key, pointer)
         if metadata is None:
             with self._translated(entry, source):
-                metadata = _read_metadata(entry.io_for(pointer), pointer, source.table)
+                metadata = _read_metadata(entry.io_for(pointer), pointer, source.table_name)
         try:
             return batch_from_metadata(metadata, pointer, cursor, limit=limit, known_tags=known_tags)
         except (ValueError, TypeError, KeyError) as exc:
-            raise CorruptMetadataError(f"iceberg table {source.table}: unreadable snapshots in {pointer}") from exc
+            raise CorruptMetadataError(f"iceberg table {source.table_name}: unreadable snapshots in {pointer}") from exc
 
     # --- catalogs ---------------------------------------------------------------------------
 
@@ -144,11 +144,13 @@ class IcebergSnapshotSource(SnapshotSource):
                 self._catalogs.evict(entry.key)
             raise
         except (NoSuchTableError, NoSuchNamespaceError) as exc:
-            raise TableNotFoundError(f"iceberg table {source.table} does not exist in {source.catalog!r}") from exc
+            raise TableNotFoundError(f"iceberg table {source.table_name} does not exist in {source.catalog!r}") from exc
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if code in _GLUE_NOT_FOUND:
-                raise TableNotFoundError(f"iceberg table {source.table} does not exist in {source.catalog!r}") from exc
+                raise TableNotFoundError(
+                    f"iceberg table {source.table_name} does not exist in {source.catalog!r}"
+                ) from exc
             self._catalogs.evict(entry.key)
             raise SourceAccessError(f"iceberg catalog {source.catalog!r}: {code or 'error'}") from exc
         except Exception as exc:
@@ -171,7 +173,7 @@ class IcebergSnapshotSource(SnapshotSource):
 
 
 def _identifier(source: AssetSource) -> tuple[str, str]:
-    namespace, name = source.table.split(".", 1)
+    namespace, name = source.table_name.split(".", 1)
     return namespace, name
 
 

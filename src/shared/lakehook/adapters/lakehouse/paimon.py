@@ -98,14 +98,14 @@ class PaimonSnapshotSource(SnapshotSource):
             text = _read(table, f"{table.snapshot_dir}/LATEST")
             if text is None:
                 if not _exists(table, f"{table.path}/schema"):
-                    raise TableNotFoundError(f"paimon table {source.table} does not exist in {source.catalog!r}")
+                    raise TableNotFoundError(f"paimon table {source.table_name} does not exist in {source.catalog!r}")
                 return ""  # the table exists and has no snapshot yet
         except SourceAccessError:
             self._catalogs.evict(entry.key)
             raise
         value = text.strip()
         if not value.isdigit():
-            raise CorruptMetadataError(f"paimon table {source.table}: snapshot/LATEST holds {value[:40]!r}")
+            raise CorruptMetadataError(f"paimon table {source.table_name}: snapshot/LATEST holds {value[:40]!r}")
         return value
 
     def snapshots_since(
@@ -181,18 +181,18 @@ class PaimonSnapshotSource(SnapshotSource):
     def _table(self, source: AssetSource) -> tuple[_Catalog, _Table]:
         key = properties_fingerprint(source.catalog, source.properties)
         entry = self._catalogs.get(key, lambda: self._build(key, source))
-        database, name = source.table.split(".", 1)
+        database, name = source.table_name.split(".", 1)
         if entry.file_io is not None:
-            return entry, _Table(source.table, entry.table_path(database, name), entry.file_io)
+            return entry, _Table(source.table_name, entry.table_path(database, name), entry.file_io)
         try:
-            loaded = entry.catalog.get_table(Identifier.from_string(source.table))
+            loaded = entry.catalog.get_table(Identifier.from_string(source.table_name))
         except (TableNotExistException, DatabaseNotExistException) as exc:
-            raise TableNotFoundError(f"paimon table {source.table} does not exist in {source.catalog!r}") from exc
+            raise TableNotFoundError(f"paimon table {source.table_name} does not exist in {source.catalog!r}") from exc
         except Exception as exc:
             self._catalogs.evict(key)
             message = entry.properties.scrub(f"{type(exc).__name__}: {exc}")
             raise SourceAccessError(f"paimon catalog {source.catalog!r}: {message}") from exc
-        return entry, _Table(source.table, loaded.table_path, loaded.file_io)
+        return entry, _Table(source.table_name, loaded.table_path, loaded.file_io)
 
     def _build(self, key: str, source: AssetSource) -> _Catalog:
         """A filesystem warehouse needs only its FileIO (pypaimon's catalog module imports polars and pandas)."""

@@ -1,0 +1,390 @@
+"""Polling real Delta tables (written by delta-rs: local paths and S3 on a moto server) into DynamoDB on moto."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pyarrow as pa
+import pytest
+from deltalake import CommitProperties, DeltaTable, write_deltalake
+
+from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
+from lakehook.adapters.dynamodb.poll_status_store import DynamoDBPollStatusStore
+from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
+from lakehook.adapters.lakehouse.delta import commit_file
+from lakehook.adapters.lakehouse.factory import LakehouseSnapshotSources, snapshot_sources
+from lakehook.adapters.memory import InMemorySecretStore
+from lakehook.adapters.secrets import SecretsManagerSecretStore
+from lakehook.domain.assets import AssetFormat, AssetRegistration
+from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
+from lakehook.domain.snapshots import SnapshotGap
+from lakehook.ports import Recording, SecretStore
+from lakehook.usecases.ingest import IngestEvents
+from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets, PollOutcome
+from tests.lakehouse import CountingMotoServer, rows
+
+pytestmark = pytest.mark.integration
+
+
+class Lake:
+    """The poller wired on DynamoDB (moto) and real Delta tables."""
+
+    def __init__(self, table: Any, secrets: SecretStore | None = None) -> None:
+        self.store = DynamoDBAssetStore(table)
+        self.watermarks = DynamoDBWatermarkStore(table)
+        self.statuses = DynamoDBPollStatusStore(table)
+        self.sources: LakehouseSnapshotSources = snapshot_sources(secrets or InMemorySecretStore())
+        self.ingest = IngestEvents(self.store)
+        self.poll = PollAsset(self.sources, self.watermarks, self.ingest)
+        self.poll_all = PollAssets(self.poll, self.statuses)
+        self.compensate = Compensate(CompensateAsset(self.sources, self.store, self.ingest))
+
+    def events(self, key: str) -> list[AssetEvent]:
+        page = self.store.list_events(key, limit=500)
+        found = [r.event for r in page.items if r.event.event_type is EventType.SNAPSHOT_COMMITTED]
+        return sorted(found, key=lambda e: e.snapshot_id or 0)
+
+
+def register(
+    location: str, name: str, options: dict[str, str] | None = None, catalog: str = "lake"
+) -> AssetRegistration:
+    return AssetRegistration.model_validate(
+        {
+            "assetKey": f"delta://{catalog}/{name.replace('.', '/')}",
+            "format": "delta",
+            "source": {"catalog": catalog, "location": location, "properties": options or {}},
+        }
+    )
+
+
+def write(location: str, data: pa.Table, options: dict[str, str] | None = None, **kwargs: Any) -> None:
+    write_deltalake(location, data, mode=kwargs.pop("mode", "append"), storage_options=options, **kwargs)
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> str:
+    return str(tmp_path / "orders")
+
+
+@pytest.fixture
+def lake(table: Any) -> Lake:
+    return Lake(table)
+
+
+def committed(path: str, version: int) -> dict[str, Any]:
+    """The commitInfo delta-rs wrote for a version."""
+    lines = Path(path, "_delta_log", commit_file(version)).read_text().splitlines()
+    return next(json.loads(line)["commitInfo"] for line in lines if '"commitInfo"' in line)
+
+
+# --- a local table --------------------------------------------------------------------------------
+
+
+def test_versions_become_snapshot_events_with_what_delta_recorded(path: str, lake: Lake) -> None:
+    write(path, rows(1, 2))
+    asset = register(path, "ods.orders")
+    assert lake.poll(asset).snapshot_ids == (0,)
+    write(path, rows(3))
+    write(path, rows(4, 5, 6), commit_properties=CommitProperties(custom_metadata={"lakehook.watermark": "1700"}))
+    result = lake.poll(asset)
+    assert result.snapshot_ids == (1, 2) and [r.status for r in result.results] == [IngestStatus.ACCEPTED] * 2
+    events = lake.events(asset.asset_key)
+    second = events[-1]
+    assert (second.snapshot_id, second.parent_snapshot_id, second.schema_id, second.commit_kind) == (2, 1, 0, "WRITE")
+    assert (second.delta_record_count, second.watermark, second.schema_changed) == (3, 1700, False)
+    assert second.commit_time == committed(path, 2)["timestamp"]
+    assert [e.snapshot_id for e in events] == [0, 1, 2]
+    # delta-rs agrees on what the history is
+    assert [h["operation"] for h in DeltaTable(path).history()] == [e.commit_kind for e in reversed(events)]
+    state = lake.store.get_state(asset.asset_key)
+    assert state is not None and state.latest_snapshot_id == 2 and state.latest_commit_kind == "WRITE"
+    assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
+
+
+def test_an_overwrite_reports_the_rows_it_left_and_merge_and_delete_their_change(path: str, lake: Lake) -> None:
+    write(path, rows(1, 2, 3))
+    asset = register(path, "ods.orders")
+    lake.poll(asset)
+    write(path, rows(7, 8), mode="overwrite")
+    table = DeltaTable(path)
+    table.delete("id = 7")
+    source = pa.Table.from_pylist([{"id": 8, "amount": 1}, {"id": 9, "amount": 90}], schema=rows().schema)
+    (
+        DeltaTable(path)
+        .merge(source, "t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    lake.poll(asset)
+    seen = {
+        e.snapshot_id: (e.commit_kind, e.total_record_count, e.delta_record_count) for e in lake.events(asset.asset_key)
+    }
+    assert seen[1] == ("WRITE", 2, None)  # an overwrite leaves the rows it wrote
+    assert seen[2] == ("DELETE", None, -1)
+    assert seen[3] == ("MERGE", None, 1)  # one row inserted, one updated
+
+
+def test_a_push_and_a_poll_of_one_version_are_one_event(path: str, lake: Lake) -> None:
+    write(path, rows(1))
+    asset = register(path, "ods.orders")
+    lake.poll(asset)
+    write(path, rows(2))
+    pushed = lake.ingest.ingest(
+        AssetEvent.model_validate(
+            {"eventType": "SNAPSHOT_COMMITTED", "assetKey": asset.asset_key, "snapshotId": 1, "commitKind": "WRITE"}
+        ),
+        SourceType.PUSH,
+    )
+    polled = lake.poll(asset)
+    assert pushed.status is IngestStatus.ACCEPTED
+    assert [(r.event_id, r.status) for r in polled.results] == [(pushed.event_id, IngestStatus.DUPLICATE)]
+    assert [e.snapshot_id for e in lake.events(asset.asset_key)] == [0, 1]
+
+
+def test_a_lost_push_is_recovered_by_the_next_poll_and_by_compensation(path: str, lake: Lake) -> None:
+    write(path, rows(1))
+    polled, compensated = register(path, "ods.orders"), register(path, "ods.orders", catalog="lake2")
+    for asset in (polled, compensated):
+        lake.ingest.ingest(
+            AssetEvent.model_validate(
+                {"eventType": "SNAPSHOT_COMMITTED", "assetKey": asset.asset_key, "snapshotId": 0}
+            ),
+            SourceType.PUSH,
+        )
+    lake.poll(polled)
+    write(path, rows(2))
+    write(path, rows(3))  # the writer's pushes of versions 1 and 2 never arrive
+    assert lake.poll(polled).accepted == 2
+    report = lake.compensate([compensated])
+    assert (report.scan_total, report.missed_events) == (1, 2)
+    for asset in (polled, compensated):
+        state = lake.store.get_state(asset.asset_key)
+        assert state is not None and state.latest_snapshot_id == 2
+    assert lake.compensate([compensated]).missed_events == 0
+
+
+@pytest.mark.parametrize("crash_at", [1, 2, 4])
+def test_a_killed_poller_resumes_without_a_gap(path: str, table: Any, crash_at: int) -> None:
+    asset = register(path, "ods.orders")
+    lake = Lake(table)
+    write(path, rows(1))
+    lake.poll(asset)
+    for i in range(4):
+        write(path, rows(10 + i))  # versions 1..4
+
+    class DyingStore(DynamoDBAssetStore):
+        recorded = 0
+
+        def record_event(self, event: AssetEvent, *args: Any, **kwargs: Any) -> Recording:
+            if DyingStore.recorded + 1 == crash_at:
+                raise RuntimeError("poller killed")
+            DyingStore.recorded += 1
+            return super().record_event(event, *args, **kwargs)
+
+    with pytest.raises(RuntimeError):
+        PollAsset(lake.sources, lake.watermarks, IngestEvents(DyingStore(table)))(asset)
+    resumed = lake.poll(asset)
+    assert resumed.snapshot_ids == (1, 2, 3, 4)
+    assert [r.status for r in resumed.results].count(IngestStatus.DUPLICATE) == crash_at - 1
+    assert [e.snapshot_id for e in lake.events(asset.asset_key)] == [0, 1, 2, 3, 4]
+
+
+def test_two_pollers_racing_record_each_version_once(path: str, table: Any) -> None:
+    asset = register(path, "ods.orders")
+    first, second = Lake(table), Lake(table)
+    write(path, rows(1))
+    first.poll(asset)
+    for i in range(5):
+        write(path, rows(i))
+    barrier = threading.Barrier(2)
+    outcomes: list[Any] = []
+
+    def run(lake: Lake) -> None:
+        barrier.wait()
+        outcomes.append(lake.poll(asset))
+
+    threads = [threading.Thread(target=run, args=(lake,)) for lake in (first, second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    accepted = sum(r.accepted for r in outcomes)
+    assert accepted == 5  # each of versions 1..5 accepted by exactly one of the two
+    assert [e.snapshot_id for e in first.events(asset.asset_key)] == [0, 1, 2, 3, 4, 5]
+    assert {r.outcome for r in outcomes} <= {PollOutcome.ADVANCED, PollOutcome.RACED}
+
+
+def test_cleaned_up_history_resumes_at_the_oldest_retained_version_and_records_the_gap(path: str, lake: Lake) -> None:
+    config = {"delta.logRetentionDuration": "interval 0 seconds"}
+    write(path, rows(1), configuration=config)
+    asset = register(path, "ods.orders")
+    lake.poll_all([asset])
+    for i in range(4):
+        write(path, rows(i))  # versions 1..4
+    write(path, rows(5), mode="overwrite")  # version 5: the older files are removed from the table
+    table = DeltaTable(path)
+    table.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)  # versions 6, 7 delete them
+    table = DeltaTable(path)
+    table.create_checkpoint()  # at version 7
+    table.cleanup_metadata()  # log retention 0: every commit file before the checkpoint goes
+    retained = sorted(p.name for p in Path(path, "_delta_log").glob("*.json"))
+    assert retained == [commit_file(7)]
+
+    (result,) = lake.poll_all([asset])
+    assert result.outcome is PollOutcome.ADVANCED and result.snapshot_ids == (7,)
+    assert result.gap == SnapshotGap(afterSnapshotId=0, resumedAtSnapshotId=7, missed=6)
+    status = lake.statuses.get(asset.asset_key)
+    assert status is not None and status.last_gap == result.gap and status.consecutive_failures == 0
+    assert lake.events(asset.asset_key)[-1].commit_kind == "VACUUM END"
+    write(path, rows(8))
+    assert lake.poll(asset).snapshot_ids == (8,)  # and it carries on from there
+
+
+def test_optimize_is_a_compaction_and_a_schema_change_moves_the_schema_id(path: str, lake: Lake) -> None:
+    for i in range(3):
+        write(path, rows(i))
+    asset = register(path, "ods.orders")
+    lake.poll(asset)  # version 2
+    DeltaTable(path).optimize.compact()  # version 3: a real OPTIMIZE
+    wider = pa.Table.from_pylist([{"id": 9, "amount": 90, "note": "x"}])
+    write(path, wider, schema_mode="merge")  # version 4 writes new metadata
+    write(path, wider)  # version 5
+    lake.poll(asset)
+    seen = {e.snapshot_id: (e.commit_kind, e.schema_id, e.schema_changed) for e in lake.events(asset.asset_key)}
+    assert seen == {2: ("WRITE", 0, None), 3: ("OPTIMIZE", 0, False), 4: ("WRITE", 4, True), 5: ("WRITE", 4, False)}
+    state = lake.store.get_state(asset.asset_key)
+    assert state is not None and state.latest_schema_id == 4 and state.schema_status.value == "PENDING_APPROVAL"
+    assert committed(path, 3)["operation"] == "OPTIMIZE"
+
+
+def test_a_broken_table_does_not_block_a_healthy_one(tmp_path: Path, lake: Lake) -> None:
+    healthy, bad_pointer, bad_commit = (str(tmp_path / n) for n in ("orders", "bad_pointer", "bad_commit"))
+    for location in (healthy, bad_pointer, bad_commit):
+        write(location, rows(1))
+    Path(bad_pointer, "_delta_log", "_last_checkpoint").write_text("not json")
+    Path(bad_commit, "_delta_log", commit_file(0)).write_text('{"commitInfo": {"trunc')
+    assets = [
+        register(str(tmp_path / "missing"), "ods.missing"),
+        register(bad_pointer, "ods.bad_pointer"),
+        register(bad_commit, "ods.bad_commit"),
+        register(healthy, "ods.orders"),
+    ]
+    results = {r.asset_key.rsplit("/", 1)[-1]: (r.outcome, r.error_kind) for r in lake.poll_all(assets)}
+    assert results == {
+        "missing": (PollOutcome.FAILED, "TableNotFoundError"),
+        "bad_pointer": (PollOutcome.FAILED, "CorruptMetadataError"),
+        "bad_commit": (PollOutcome.FAILED, "CorruptMetadataError"),
+        "orders": (PollOutcome.ADVANCED, None),
+    }
+    status = lake.statuses.get(assets[0].asset_key)
+    assert status is not None and status.consecutive_failures == 1 and "missing" in (status.last_error or "")
+
+
+def test_the_pointer_reads_only_the_log_after_the_last_checkpoint(path: str, lake: Lake) -> None:
+    for i in range(12):
+        write(path, rows(i))
+    DeltaTable(path).create_checkpoint()  # at version 11
+    write(path, rows(12))
+    source = lake.sources(AssetFormat.DELTA)
+    asset = register(path, "ods.orders")
+    assert asset.source is not None
+    assert source.pointer(asset.source) == "12"
+    # the pointer never looks before the checkpoint: older commit files may be gone without changing it
+    for version in range(11):
+        Path(path, "_delta_log", commit_file(version)).unlink()
+    assert source.pointer(asset.source) == "12"
+
+
+# --- an S3 table on the moto server -----------------------------------------------------------------
+
+
+@pytest.fixture
+def s3_table(server: CountingMotoServer, aws: None, request: pytest.FixtureRequest) -> tuple[str, dict[str, str]]:
+    bucket = f"delta-{request.node.name.lower().replace('_', '-')[:40].rstrip('-')}"
+    client = boto3.client(
+        "s3",
+        endpoint_url=server.endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    client.create_bucket(Bucket=bucket)
+    options = {
+        "AWS_ENDPOINT_URL": server.endpoint,
+        "AWS_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_ALLOW_HTTP": "true",
+        "AWS_S3_ALLOW_UNSAFE_RENAME": "true",
+    }
+    return f"s3://{bucket}/lake/orders", options
+
+
+@pytest.fixture
+def s3_lake(table: Any) -> Lake:
+    """Credentials come from Secrets Manager (in-process moto) by reference, as registrations must hold them."""
+    client = boto3.client("secretsmanager", region_name="us-east-1")
+    secrets = SecretsManagerSecretStore(client)
+    secrets.put_secret("lakehook/delta-s3", json.dumps({"id": "testing", "secret": "testing"}))
+    return Lake(table, secrets)
+
+
+def by_reference(options: dict[str, str]) -> dict[str, str]:
+    return {
+        **options,
+        "AWS_ACCESS_KEY_ID": "secretsmanager:lakehook/delta-s3#id",
+        "AWS_SECRET_ACCESS_KEY": "secretsmanager:lakehook/delta-s3#secret",
+    }
+
+
+def test_s3_poll_costs_two_requests_unchanged_and_one_read_per_new_version(
+    server: CountingMotoServer, s3_table: tuple[str, dict[str, str]], s3_lake: Lake
+) -> None:
+    location, options = s3_table
+    write(location, rows(1), options)
+    asset = register(location, "ods.orders", by_reference(options))
+    assert s3_lake.poll(asset).snapshot_ids == (0,)
+
+    server.reset()
+    with server.measure() as unchanged:
+        assert s3_lake.poll(asset).outcome is PollOutcome.UNCHANGED
+    # _last_checkpoint (absent) and one listing of the log
+    assert dict(unchanged) == {("s3", "GetObject"): 1, ("s3", "ListObjects"): 1}
+
+    for i in range(3):
+        write(location, rows(i), options)
+    server.reset()
+    with server.measure() as changed:
+        result = s3_lake.poll(asset)
+    assert result.snapshot_ids == (1, 2, 3)
+    assert dict(changed) == {("s3", "GetObject"): 1 + 3, ("s3", "ListObjects"): 1}
+    state = s3_lake.store.get_state(asset.asset_key)
+    assert state is not None and state.latest_snapshot_id == 3
+
+
+def test_s3_missing_tables_and_unresolvable_credentials_fail_that_asset_only_without_leaking(
+    s3_table: tuple[str, dict[str, str]], s3_lake: Lake
+) -> None:
+    location, options = s3_table
+    write(location, rows(1), options)
+    good = register(location, "ods.orders", by_reference(options))
+    missing = register(location.replace("/orders", "/nowhere"), "ods.nowhere", by_reference(options))
+    no_bucket = register("s3://no-such-bucket/orders", "ods.no_bucket", by_reference(options))
+    bad = register(
+        location,
+        "ods.orders",
+        {**by_reference(options), "AWS_SECRET_ACCESS_KEY": "secretsmanager:lakehook/absent"},
+        catalog="other",
+    )
+    results = {r.asset_key: r for r in s3_lake.poll_all([missing, no_bucket, bad, good])}
+    assert results[missing.asset_key].error_kind == "TableNotFoundError"
+    assert results[no_bucket.asset_key].error_kind == "TableNotFoundError"
+    failed = results[bad.asset_key]
+    assert failed.error_kind == "SourceAccessError" and "secretsmanager:lakehook/absent" in (failed.error or "")
+    assert "testing" not in (failed.error or "")
+    assert results[good.asset_key].outcome is PollOutcome.ADVANCED

@@ -1,0 +1,356 @@
+"""Polling real Hudi tables (Apache Hudi's sample tables, 0.x and 1.x timelines; local and S3 on moto) into DynamoDB.
+
+The tables were written by Hudi (tests/data/hudi/README.md); their timelines are revealed commit by commit
+(tests/hudi_tables.py). What lakehook reads is checked against the ``hudi`` (hudi-rs) binding's own reading.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from hudi import HudiTableBuilder
+
+from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
+from lakehook.adapters.dynamodb.poll_status_store import DynamoDBPollStatusStore
+from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
+from lakehook.adapters.lakehouse.factory import LakehouseSnapshotSources, snapshot_sources
+from lakehook.adapters.lakehouse.hudi import instant_millis
+from lakehook.adapters.memory import InMemorySecretStore
+from lakehook.adapters.secrets import SecretsManagerSecretStore
+from lakehook.domain.assets import AssetRegistration
+from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
+from lakehook.domain.snapshots import SnapshotGap
+from lakehook.ports import Recording, SecretStore
+from lakehook.usecases.ingest import IngestEvents
+from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets, PollOutcome
+from tests.hudi_tables import V6_COW, V8_COW, V9_MOR, StagedHudiTable, timeline_dir, unpack
+from tests.lakehouse import CountingMotoServer
+
+pytestmark = pytest.mark.integration
+
+
+class Lake:
+    """The poller wired on DynamoDB (moto) and real Hudi tables."""
+
+    def __init__(self, table: Any, secrets: SecretStore | None = None) -> None:
+        self.store = DynamoDBAssetStore(table)
+        self.watermarks = DynamoDBWatermarkStore(table)
+        self.statuses = DynamoDBPollStatusStore(table)
+        self.sources: LakehouseSnapshotSources = snapshot_sources(secrets or InMemorySecretStore())
+        self.ingest = IngestEvents(self.store)
+        self.poll = PollAsset(self.sources, self.watermarks, self.ingest)
+        self.poll_all = PollAssets(self.poll, self.statuses)
+        self.compensate = Compensate(CompensateAsset(self.sources, self.store, self.ingest))
+
+    def events(self, key: str) -> list[AssetEvent]:
+        page = self.store.list_events(key, limit=500)
+        found = [r.event for r in page.items if r.event.event_type is EventType.SNAPSHOT_COMMITTED]
+        return sorted(found, key=lambda e: e.snapshot_id or 0)
+
+
+def register(
+    location: str, name: str, options: dict[str, str] | None = None, catalog: str = "lake"
+) -> AssetRegistration:
+    return AssetRegistration.model_validate(
+        {
+            "assetKey": f"hudi://{catalog}/{name.replace('.', '/')}",
+            "format": "hudi",
+            "source": {"catalog": catalog, "location": location, "properties": options or {}},
+        }
+    )
+
+
+@pytest.fixture
+def lake(table: Any) -> Lake:
+    return Lake(table)
+
+
+def hudi_rs_versions(location: str, options: dict[str, str] | None = None) -> dict[int, dict[str, Any]]:
+    """What the hudi-rs binding reads of the table: each completed version's action and commit metadata."""
+    builder = HudiTableBuilder.from_base_uri(location)
+    if options:
+        builder = builder.with_storage_options(options)
+    timeline = builder.build().get_timeline()
+    instants = [
+        *timeline.get_completed_commits(),
+        *timeline.get_completed_deltacommits(),
+        *timeline.get_completed_replacecommits(),
+    ]
+    return {
+        int(i.timestamp): {"action": i.action, **json.loads(timeline.get_instant_metadata_in_json(i))} for i in instants
+    }
+
+
+# --- local tables ---------------------------------------------------------------------------------
+
+
+def test_a_0x_timeline_becomes_snapshot_events_with_what_hudi_recorded(tmp_path: Path, lake: Lake) -> None:
+    hudi = StagedHudiTable.of(V6_COW, tmp_path)
+    asset = register(hudi.location, "ods.users")
+    (first,) = hudi.reveal()
+    assert lake.poll(asset).snapshot_ids == (first,)
+    shown = hudi.reveal_all()
+    result = lake.poll(asset)
+    assert result.snapshot_ids == tuple(shown) and [r.status for r in result.results] == [IngestStatus.ACCEPTED] * 2
+    events = lake.events(asset.asset_key)
+    truth = hudi_rs_versions(hudi.location)
+    assert [e.snapshot_id for e in events] == sorted(truth)
+    for event in events:
+        recorded = truth[event.snapshot_id or 0]
+        assert event.commit_kind == recorded["operationType"]  # UPSERT, UPSERT, INSERT_OVERWRITE_TABLE
+        inserts = sum(s["numInserts"] - s["numDeletes"] for p in recorded["partitionToWriteStats"].values() for s in p)
+        assert event.delta_record_count == inserts
+        assert event.commit_time == instant_millis(event.snapshot_id or 0)
+        assert event.schema_id == events[0].snapshot_id and event.schema_changed is False
+    assert [truth[e.snapshot_id or 0]["action"] for e in events] == ["commit", "commit", "replacecommit"]
+    assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
+
+
+@pytest.mark.parametrize("name", [V8_COW, V9_MOR])
+def test_a_1x_timeline_with_avro_metadata_reads_as_hudi_rs_reads_it(tmp_path: Path, lake: Lake, name: str) -> None:
+    hudi = StagedHudiTable.of(name, tmp_path)
+    asset = register(hudi.location, "ods.txns")
+    hudi.reveal()
+    lake.poll(asset)
+    hudi.reveal_all()
+    lake.poll(asset)
+    events = lake.events(asset.asset_key)
+    truth = hudi_rs_versions(hudi.location)
+    assert [e.snapshot_id for e in events] == sorted(truth)
+    assert [e.commit_kind for e in events] == [truth[e.snapshot_id or 0]["operationType"] for e in events]
+    completions = {int(p.name.split("_")[1].split(".")[0]): p for p in timeline_dir(hudi.root).glob("*_*.*")}
+    assert len(completions) >= len(events)
+    for event in events:
+        assert event.commit_time >= instant_millis(event.snapshot_id or 0)  # completion time, after the instant
+
+
+def test_compaction_and_clustering_are_the_commit_kinds_of_a_mor_table(tmp_path: Path, lake: Lake) -> None:
+    hudi = StagedHudiTable.of(V9_MOR, tmp_path)
+    asset = register(hudi.location, "ods.txns")
+    hudi.reveal()
+    lake.poll(asset)
+    hudi.reveal_all()
+    lake.poll(asset)
+    kinds = [(e.commit_kind, e.delta_record_count) for e in lake.events(asset.asset_key)]
+    assert kinds == [
+        ("INSERT", 8),
+        ("UPSERT_PREPPED", 0),
+        ("DELETE_PREPPED", -1),
+        ("UPSERT_PREPPED", 0),
+        ("DELETE_PREPPED", -1),
+        ("UPSERT_PREPPED", 0),
+        ("INSERT", 2),
+        ("INSERT_OVERWRITE", 2),
+        ("INSERT", 2),
+        ("INSERT", 2),
+        ("COMPACT", None),  # a compaction and a clustering change no data: no record delta
+        ("CLUSTER", None),
+        ("INSERT", 2),
+    ]
+    state = lake.store.get_state(asset.asset_key)
+    assert state is not None and state.latest_commit_kind == "INSERT"
+
+
+def test_a_push_and_a_poll_of_one_instant_are_one_event(tmp_path: Path, lake: Lake) -> None:
+    hudi = StagedHudiTable.of(V6_COW, tmp_path)
+    asset = register(hudi.location, "ods.users")
+    hudi.reveal()
+    lake.poll(asset)
+    (second,) = hudi.reveal()
+    pushed = lake.ingest.ingest(
+        AssetEvent.model_validate(
+            {
+                "eventType": "SNAPSHOT_COMMITTED",
+                "assetKey": asset.asset_key,
+                "snapshotId": second,
+                "commitKind": "UPSERT",
+            }
+        ),
+        SourceType.PUSH,
+    )
+    polled = lake.poll(asset)
+    assert pushed.status is IngestStatus.ACCEPTED
+    assert [(r.event_id, r.status) for r in polled.results] == [(pushed.event_id, IngestStatus.DUPLICATE)]
+    assert len(lake.events(asset.asset_key)) == 2
+
+
+def test_a_lost_push_is_recovered_by_compensation(tmp_path: Path, lake: Lake) -> None:
+    hudi = StagedHudiTable.of(V9_MOR, tmp_path)
+    asset = register(hudi.location, "ods.txns")
+    (first,) = hudi.reveal()
+    lake.ingest.ingest(
+        AssetEvent.model_validate(
+            {"eventType": "SNAPSHOT_COMMITTED", "assetKey": asset.asset_key, "snapshotId": first}
+        ),
+        SourceType.PUSH,
+    )
+    hudi.reveal(3)  # the writer's pushes of these never arrive, and no poller covers the table
+    report = lake.compensate([asset])
+    assert (report.scan_total, report.missed_events) == (1, 3)
+    assert lake.compensate([asset]).missed_events == 0
+
+
+@pytest.mark.parametrize("crash_at", [1, 3])
+def test_a_killed_poller_resumes_without_a_gap(tmp_path: Path, table: Any, crash_at: int) -> None:
+    hudi = StagedHudiTable.of(V9_MOR, tmp_path)
+    asset = register(hudi.location, "ods.txns")
+    lake = Lake(table)
+    hudi.reveal()
+    lake.poll(asset)
+    shown = hudi.reveal(4)
+
+    class DyingStore(DynamoDBAssetStore):
+        recorded = 0
+
+        def record_event(self, event: AssetEvent, *args: Any, **kwargs: Any) -> Recording:
+            if DyingStore.recorded + 1 == crash_at:
+                raise RuntimeError("poller killed")
+            DyingStore.recorded += 1
+            return super().record_event(event, *args, **kwargs)
+
+    with pytest.raises(RuntimeError):
+        PollAsset(lake.sources, lake.watermarks, IngestEvents(DyingStore(table)))(asset)
+    resumed = lake.poll(asset)
+    assert resumed.snapshot_ids == tuple(shown)
+    assert [r.status for r in resumed.results].count(IngestStatus.DUPLICATE) == crash_at - 1
+    assert len(lake.events(asset.asset_key)) == 5
+
+
+def test_two_pollers_racing_record_each_instant_once(tmp_path: Path, table: Any) -> None:
+    hudi = StagedHudiTable.of(V9_MOR, tmp_path)
+    asset = register(hudi.location, "ods.txns")
+    first, second = Lake(table), Lake(table)
+    hudi.reveal()
+    first.poll(asset)
+    hudi.reveal(6)
+    barrier = threading.Barrier(2)
+    outcomes: list[Any] = []
+
+    def run(lake: Lake) -> None:
+        barrier.wait()
+        outcomes.append(lake.poll(asset))
+
+    threads = [threading.Thread(target=run, args=(lake,)) for lake in (first, second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(r.accepted for r in outcomes) == 6
+    assert len(first.events(asset.asset_key)) == 7
+
+
+def test_archived_history_resumes_at_the_oldest_active_instant_and_records_the_gap(tmp_path: Path, lake: Lake) -> None:
+    hudi = StagedHudiTable.of(V9_MOR, tmp_path)
+    asset = register(hudi.location, "ods.txns")
+    (first,) = hudi.reveal()
+    lake.poll_all([asset])
+    shown = hudi.reveal(5)
+    # Hudi's archiver moves the oldest instants off the active timeline: here the first four versions
+    timeline = timeline_dir(hudi.root)
+    for instant in [first, *shown[:3]]:
+        for path in timeline.glob(f"{instant}*"):
+            path.unlink()
+
+    (result,) = lake.poll_all([asset])
+    assert result.outcome is PollOutcome.ADVANCED and result.snapshot_ids == tuple(shown[3:])
+    assert result.gap == SnapshotGap(afterSnapshotId=first, resumedAtSnapshotId=shown[3], missed=None)
+    status = lake.statuses.get(asset.asset_key)
+    assert status is not None and status.last_gap == result.gap and status.consecutive_failures == 0
+    (more,) = hudi.reveal()
+    assert lake.poll(asset).snapshot_ids == (more,)  # and it carries on from there
+
+
+def test_a_broken_table_does_not_block_a_healthy_one(tmp_path: Path, lake: Lake) -> None:
+    healthy = unpack(V6_COW, tmp_path / "healthy")
+    corrupt = unpack(V6_COW, tmp_path / "corrupt")
+    newest = sorted((corrupt / ".hoodie").glob("*.replacecommit"))[-1]
+    newest.write_text('{"partitionToWriteStats": {"trunc')
+    assets = [
+        register(str(tmp_path / "missing"), "ods.missing"),
+        register(str(corrupt), "ods.corrupt"),
+        register(str(healthy), "ods.users"),
+    ]
+    results = {r.asset_key.rsplit("/", 1)[-1]: (r.outcome, r.error_kind) for r in lake.poll_all(assets)}
+    assert results == {
+        "missing": (PollOutcome.FAILED, "TableNotFoundError"),
+        "corrupt": (PollOutcome.FAILED, "CorruptMetadataError"),
+        "users": (PollOutcome.ADVANCED, None),
+    }
+    status = lake.statuses.get(assets[0].asset_key)
+    assert status is not None and status.consecutive_failures == 1 and "hoodie.properties" in (status.last_error or "")
+
+
+def test_a_table_with_no_completed_commit_has_an_empty_pointer_and_no_events(tmp_path: Path, lake: Lake) -> None:
+    hudi = StagedHudiTable.of(V8_COW, tmp_path)
+    asset = register(hudi.location, "ods.t")
+    result = lake.poll(asset)
+    assert (result.outcome, result.pointer, result.results) == (PollOutcome.ADVANCED, "", ())
+    assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
+    shown = hudi.reveal_all()
+    assert lake.poll(asset).snapshot_ids == tuple(shown)  # every commit after an empty first look is new
+
+
+# --- an S3 table on the moto server -----------------------------------------------------------------
+
+
+@pytest.fixture
+def s3_options(server: CountingMotoServer, aws: None, request: pytest.FixtureRequest) -> tuple[str, dict[str, str]]:
+    bucket = f"hudi-{request.node.name.lower().replace('_', '-')[:40].rstrip('-')}"
+    boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1").create_bucket(Bucket=bucket)
+    options = {
+        "AWS_ENDPOINT_URL": server.endpoint,
+        "AWS_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_ALLOW_HTTP": "true",
+    }
+    return bucket, options
+
+
+def upload(server: CountingMotoServer, root: Path, bucket: str, prefix: str) -> None:
+    client = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1")
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            client.upload_file(str(path), bucket, f"{prefix}/{path.relative_to(root)}")
+
+
+def test_s3_poll_costs_one_listing_unchanged_and_one_read_per_new_instant(
+    server: CountingMotoServer, s3_options: tuple[str, dict[str, str]], table: Any, tmp_path: Path
+) -> None:
+    bucket, options = s3_options
+    client = boto3.client("secretsmanager", region_name="us-east-1")
+    secrets = SecretsManagerSecretStore(client)
+    secrets.put_secret("lakehook/hudi-s3", json.dumps({"id": "testing", "secret": "testing"}))
+    lake = Lake(table, secrets)
+    hudi = StagedHudiTable.of(V9_MOR, tmp_path)
+    hudi.reveal()
+    upload(server, hudi.root, bucket, "lake/txns")
+    location = f"s3://{bucket}/lake/txns"
+    by_reference = {
+        **options,
+        "AWS_ACCESS_KEY_ID": "secretsmanager:lakehook/hudi-s3#id",
+        "AWS_SECRET_ACCESS_KEY": "secretsmanager:lakehook/hudi-s3#secret",
+    }
+    asset = register(location, "ods.txns", by_reference)
+    assert len(lake.poll(asset).snapshot_ids) == 1
+
+    server.reset()
+    with server.measure() as unchanged:
+        assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
+    assert dict(unchanged) == {("s3", "ListObjects"): 1}
+
+    shown = hudi.reveal(3)
+    upload(server, timeline_dir(hudi.root), bucket, "lake/txns/.hoodie/timeline")
+    server.reset()
+    with server.measure() as changed:
+        result = lake.poll(asset)
+    assert result.snapshot_ids == tuple(shown)
+    # one listing (kept for the read that follows) and one read per new instant; the schema in force is cached
+    assert dict(changed) == {("s3", "ListObjects"): 1, ("s3", "GetObject"): 3}
+    # and hudi-rs, reading the same S3 table, sees the same versions
+    assert sorted(hudi_rs_versions(location, options)) == [e.snapshot_id for e in lake.events(asset.asset_key)]

@@ -1,0 +1,188 @@
+"""The Delta and Hudi log readers' parsing: what other writers (Spark, concurrent Hudi 1.x writers) leave.
+
+Real tables written by delta-rs and by Hudi are polled in tests/integration/test_delta_source.py and
+test_hudi_source.py; these cover the shapes those writers do not produce here.
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import re
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lakehook.adapters.lakehouse.credentials import CredentialResolver
+from lakehook.adapters.lakehouse.delta import commit_file, commit_version, parse_commit
+from lakehook.adapters.lakehouse.hudi import (
+    HudiSnapshotSource,
+    Instant,
+    _after,
+    _completed_versions,
+    instant_millis,
+    instant_snapshot,
+    parse_properties,
+)
+from lakehook.adapters.memory import InMemorySecretStore
+from lakehook.domain.assets import AssetSource
+from lakehook.domain.snapshots import SnapshotCursor
+from lakehook.ports.lakehouse import CorruptMetadataError
+
+
+def _commit(*actions: dict[str, object]) -> bytes:
+    return "\n".join(json.dumps(a) for a in actions).encode()
+
+
+# --- Delta ----------------------------------------------------------------------------------------
+
+
+@given(st.integers(min_value=0, max_value=10**20 - 1))
+def test_a_commit_file_name_reads_back_as_its_version(version: int) -> None:
+    assert commit_version(commit_file(version)) == version
+
+
+@pytest.mark.parametrize(
+    "name", ["_last_checkpoint", "00000000000000000010.checkpoint.parquet", "00000000000000000010.crc", "10.json"]
+)
+def test_only_commit_files_have_a_version(name: str) -> None:
+    assert commit_version(name) is None
+
+
+def test_spark_metrics_are_strings_and_merge_counts_inserted_minus_deleted() -> None:
+    spark = {
+        "timestamp": 1_700_000_000_000,
+        "inCommitTimestamp": 1_700_000_000_123,
+        "operation": "MERGE",
+        "operationMetrics": {"numTargetRowsInserted": "7", "numTargetRowsDeleted": "2", "numTargetRowsUpdated": "4"},
+        "userName": "etl@example.com",
+        "lakehook.watermark": "1699999990000",
+    }
+    info = parse_commit(12, _commit({"commitInfo": spark}, {"add": {"path": "p", "modificationTime": 1}})).info
+    assert (info.snapshot_id, info.parent_snapshot_id, info.commit_kind) == (12, 11, "MERGE")
+    assert (info.commit_time, info.delta_record_count, info.total_record_count) == (1_700_000_000_123, 5, None)
+    assert (info.commit_user, info.watermark) == ("etl@example.com", 1_699_999_990_000)
+
+
+def test_a_spark_overwrite_reports_the_rows_it_wrote_as_the_total() -> None:
+    info = parse_commit(
+        3,
+        _commit(
+            {
+                "commitInfo": {
+                    "timestamp": 5,
+                    "operation": "WRITE",
+                    "operationParameters": {"mode": "Overwrite"},
+                    "operationMetrics": {"numOutputRows": "40"},
+                }
+            }
+        ),
+    ).info
+    assert (info.total_record_count, info.delta_record_count) == (40, None)
+
+
+def test_a_commit_without_commit_info_takes_its_time_from_its_files_and_metadata_is_noticed() -> None:
+    commit = parse_commit(0, _commit({"protocol": {}}, {"metaData": {"id": "x"}}, {"add": {"modificationTime": 99}}))
+    assert (commit.info.commit_time, commit.info.commit_kind, commit.writes_metadata) == (99, None, True)
+    assert commit.info.parent_snapshot_id is None
+
+
+@pytest.mark.parametrize("data", [b'{"commitInfo": {"trunc', b"[1, 2]", b"\xff\xfe"])
+def test_a_file_that_is_not_a_commit_is_corrupt_metadata(data: bytes) -> None:
+    with pytest.raises(CorruptMetadataError, match=re.escape("00000000000000000004.json")):
+        parse_commit(4, data, "s3://lake/t")
+
+
+# --- Hudi -----------------------------------------------------------------------------------------
+
+
+def test_the_versions_of_a_1x_timeline_listing_and_what_their_plans_say() -> None:
+    names = [
+        "20260307135827749.deltacommit.requested",
+        "20260307135827749.deltacommit.inflight",
+        "20260307135827749_20260307135829538.deltacommit",
+        "20260307135839895.compaction.requested",
+        "20260307135839895.compaction.inflight",
+        "20260307135839895_20260307135840408.commit",
+        "20260307135840454.clustering.requested",
+        "20260307135840454_20260307135840902.replacecommit",
+        "20260307135841200_20260307135841300.clean",
+        "20260307135842000.deltacommit.requested",  # still in flight: not a version yet
+        "history",
+    ]
+    versions = _completed_versions(names)
+    assert [(v.instant, v.action, v.planned_as) for v in versions] == [
+        (20260307135827749, "deltacommit", None),
+        (20260307135839895, "commit", "compaction"),
+        (20260307135840454, "replacecommit", "clustering"),
+    ]
+    assert versions[0].completion == 20260307135829538
+    kinds = [instant_snapshot(v, {}).commit_kind for v in versions]
+    assert kinds == ["DELTACOMMIT", "COMPACT", "CLUSTER"]  # without operationType, the plan decides
+
+
+def test_a_0x_listing_has_no_completion_times() -> None:
+    (version,) = _completed_versions(["20240418173550988.commit", "20240418173550988.inflight", "hoodie.properties"])
+    assert (version.instant, version.completion, version.completed) == (20240418173550988, None, 20240418173550988)
+
+
+def test_a_commit_that_completes_after_a_later_instant_was_read_is_still_new() -> None:
+    """Hudi 1.x concurrent writers: instant A starts first, B starts and completes, then A completes."""
+    a = Instant(instant=20260101000000100, action="deltacommit", file="a", completion=20260101000000900)
+    b = Instant(instant=20260101000000200, action="deltacommit", file="b", completion=20260101000000300)
+    after_b = SnapshotCursor(snapshot_id=b.instant, sequence_number=b.completed)
+    assert _after((a, b), after_b) == (a,)
+    assert _after((a, b), SnapshotCursor.beginning()) == (b, a)  # completion order
+    # a cursor without a completion time (a targeted fill) compares instant times
+    assert _after((a, b), SnapshotCursor(snapshot_id=a.instant)) == (b,)
+
+
+@given(
+    st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2099, 12, 31)),
+    st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2099, 12, 31)),
+)
+def test_instant_times_read_as_utc_milliseconds_in_their_own_order(first: datetime, second: datetime) -> None:
+    def instant(moment: datetime) -> int:
+        return int(moment.strftime("%Y%m%d%H%M%S") + f"{moment.microsecond // 1000:03d}")
+
+    for moment in (first, second):
+        expected = calendar.timegm(moment.utctimetuple()) * 1000 + moment.microsecond // 1000
+        assert instant_millis(instant(moment)) == expected
+    assert (instant(first) < instant(second)) == (instant_millis(instant(first)) < instant_millis(instant(second)))
+
+
+def test_hoodie_properties_unescape_as_java_writes_them() -> None:
+    text = b'#Updated at 2026-03-07\nhoodie.table.version=9\nhoodie.table.create.schema={"type"\\:"record"}\n\n'
+    assert parse_properties(text) == {"hoodie.table.version": "9", "hoodie.table.create.schema": '{"type":"record"}'}
+
+
+def _hudi_commit(schema: dict[str, object], inserts: int) -> bytes:
+    stats = {"p": [{"numInserts": inserts, "numDeletes": 0, "numUpdateWrites": 0}]}
+    meta = {"partitionToWriteStats": stats, "operationType": "UPSERT", "extraMetadata": {"schema": json.dumps(schema)}}
+    return json.dumps(meta).encode()
+
+
+def test_a_hudi_schema_id_is_the_instant_that_introduced_the_writer_schema(tmp_path: Path) -> None:
+    """No sample table evolves its schema, so this timeline is written here: commit metadata as 0.x writes it,
+    the fields the reader uses only (a unit test of the schema-id rule, not a stand-in for a Hudi table)."""
+    narrow = {"type": "record", "name": "r", "fields": [{"name": "id", "type": "int"}]}
+    wide = {**narrow, "fields": [*narrow["fields"], {"name": "note", "type": ["null", "string"]}]}
+    hoodie = tmp_path / ".hoodie"
+    hoodie.mkdir()
+    (hoodie / "hoodie.properties").write_text("hoodie.table.version=6\n")
+    for instant, schema in ((1, narrow), (2, narrow), (3, wide), (4, wide)):
+        (hoodie / f"2025010100000000{instant}.commit").write_bytes(_hudi_commit(schema, instant))
+    src = AssetSource(catalog="lake", location=str(tmp_path))
+    source = HudiSnapshotSource(CredentialResolver(InMemorySecretStore()))
+    pointer = source.pointer(src)
+    first = source.snapshots_since(src, SnapshotCursor.beginning(), pointer, limit=2).snapshots
+    assert [(s.schema_id, s.schema_changed) for s in first] == [(20250101000000001, False), (20250101000000001, False)]
+    rest = source.snapshots_since(src, SnapshotCursor.of(first[-1]), pointer, limit=10).snapshots
+    assert [(s.schema_id, s.schema_changed) for s in rest] == [(20250101000000003, True), (20250101000000003, False)]
+    # a poller that never saw the table reads back to where the schema in force began
+    fresh = HudiSnapshotSource(CredentialResolver(InMemorySecretStore()))
+    (newest,) = fresh.snapshots_since(src, None, fresh.pointer(src), limit=1).snapshots
+    assert (newest.snapshot_id, newest.schema_id) == (20250101000000004, 20250101000000003)
