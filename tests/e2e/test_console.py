@@ -29,7 +29,7 @@ from lakehook.cli_commands.api import ApiClient
 from lakehook.console.server import ConsoleServer
 from lakehook.demo.api import Api
 from lakehook.demo.consumers import TARGET_SECRET, Consumers
-from lakehook.demo.gmv import DWD_RULE, DWS_RULE, ORDERS, PAYMENTS, RULES, TABLES, layers
+from lakehook.demo.gmv import CALENDAR, DWD_RULE, DWS_RULE, ORDERS, PAYMENTS, RULES, TABLES, layers
 from lakehook.demo.lake import Lake
 from lakehook.demo.story import STEPS, Story, order, payment
 from lakehook.demo.view import PlainView
@@ -125,10 +125,10 @@ def wait_for(check: Any, seconds: float = 45.0) -> Any:
         time.sleep(0.5)
 
 
-def test_the_graph_shows_the_demos_five_tables_and_three_rules(page: Page, console: str) -> None:
+def test_the_graph_shows_the_demos_six_tables_and_three_rules(page: Page, console: str) -> None:
     page.goto(console)
     assets = page.locator("svg#graph [data-asset]")
-    expect(assets).to_have_count(5)
+    expect(assets).to_have_count(6)
     assert sorted(assets.evaluate_all("nodes => nodes.map(n => n.dataset.asset)")) == sorted(TABLES)
     rules = page.locator("svg#graph [data-rule]")
     expect(rules).to_have_count(3)
@@ -141,6 +141,8 @@ def test_the_graph_shows_the_demos_five_tables_and_three_rules(page: Page, conso
     # Left to right: ODS before the DWD rule before DWD, and so on down the chain.
     xs = [page.locator(f'[data-asset="{key}"]').bounding_box()["x"] for key in TABLES]  # type: ignore[index]
     assert xs[0] == xs[1] < xs[2] < xs[3] < xs[4]
+    # The Delta calendar feeds the DWS rule beside DWD: left of DWS.
+    assert xs[list(TABLES).index(CALENDAR)] < xs[3]
     shot(page, "graph")
 
 

@@ -7,7 +7,7 @@ import io
 import pyarrow as pa
 
 from lakehook.demo.consumers import dashboard, gmv_daily, total_gmv_cents, trade_events
-from lakehook.demo.lake import ORDERS_SCHEMA, PAYMENTS_SCHEMA
+from lakehook.demo.lake import CALENDAR_SCHEMA, ORDERS_SCHEMA, PAYMENTS_SCHEMA
 from lakehook.demo.quiet import WithoutMetricLines
 
 
@@ -25,10 +25,11 @@ def test_the_layers_turn_paid_orders_into_daily_gmv_and_a_dashboard() -> None:
     )
     events = trade_events(orders, payments)
     assert events.column("order_id").to_pylist() == [1, 3]  # order 2 has no payment yet
-    daily = gmv_daily(events)
+    calendar = pa.Table.from_pylist([{"order_date": "2025-06-01", "week": "2025-W22"}], schema=CALENDAR_SCHEMA)
+    daily = gmv_daily(events, calendar)
     assert daily.to_pylist() == [
-        {"order_date": "2025-06-01", "gmv_cents": 1000, "orders": 1},
-        {"order_date": "2025-06-02", "gmv_cents": 2500, "orders": 1},
+        {"order_date": "2025-06-01", "week": "2025-W22", "gmv_cents": 1000, "orders": 1},
+        {"order_date": "2025-06-02", "week": None, "gmv_cents": 2500, "orders": 1},  # a day the calendar lacks
     ]
     assert total_gmv_cents(daily) == 3500
     board = dashboard(daily, source_snapshot=42).to_pylist()

@@ -179,6 +179,8 @@ class Consumers:
         kind, table = layer.reads[asset]
         if kind == "paimon":
             return self.lake.paimon_read(table, snapshot_id)
+        if kind == "delta":
+            return self.lake.delta_read(table, snapshot_id)
         return self.lake.iceberg_read(table, snapshot_id)
 
 
@@ -201,11 +203,17 @@ def trade_events(orders: pa.Table, payments: pa.Table) -> pa.Table:
     return pa.Table.from_pylist(events, schema=EVENTS_SCHEMA)
 
 
-def gmv_daily(events: pa.Table) -> pa.Table:
-    """DWS: GMV and paid orders per day."""
+def gmv_daily(events: pa.Table, calendar: pa.Table) -> pa.Table:
+    """DWS: GMV and paid orders per day, with the day's week from the calendar dimension."""
+    weeks = {row["order_date"]: row["week"] for row in calendar.to_pylist()}
     grouped = events.group_by("order_date").aggregate([("amount_cents", "sum"), ("order_id", "count")])
     rows = [
-        {"order_date": r["order_date"], "gmv_cents": r["amount_cents_sum"], "orders": r["order_id_count"]}
+        {
+            "order_date": r["order_date"],
+            "week": weeks.get(r["order_date"]),
+            "gmv_cents": r["amount_cents_sum"],
+            "orders": r["order_id_count"],
+        }
         for r in grouped.sort_by("order_date").to_pylist()
     ]
     return pa.Table.from_pylist(rows, schema=DAILY_SCHEMA)

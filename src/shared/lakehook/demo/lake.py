@@ -1,13 +1,15 @@
-"""The demo's lakehouse on the local moto server: Paimon tables in an S3 warehouse, Iceberg tables in Glue.
+"""The demo's lakehouse on the local moto server: Paimon tables in an S3 warehouse, Iceberg tables in Glue,
+a Delta table in the same bucket.
 
-Real tables, written and read with pypaimon and pyiceberg. Readers travel to the snapshot a trigger pinned,
-never to "latest": that is what makes a run re-readable from its manifest.
+Real tables, written and read with pypaimon, pyiceberg and delta-rs (``deltalake``). Readers travel to the
+snapshot a trigger pinned, never to "latest": that is what makes a run re-readable from its manifest.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +27,10 @@ PAYMENTS_SCHEMA = pa.schema([("order_id", pa.int64()), ("paid_cents", pa.int64()
 EVENTS_SCHEMA = pa.schema(
     [("order_id", pa.int64()), ("order_date", pa.string()), ("event", pa.string()), ("amount_cents", pa.int64())]
 )
-DAILY_SCHEMA = pa.schema([("order_date", pa.string()), ("gmv_cents", pa.int64()), ("orders", pa.int64())])
+DAILY_SCHEMA = pa.schema(
+    [("order_date", pa.string()), ("week", pa.string()), ("gmv_cents", pa.int64()), ("orders", pa.int64())]
+)
+CALENDAR_SCHEMA = pa.schema([("order_date", pa.string()), ("week", pa.string())])
 DASHBOARD_SCHEMA = pa.schema(
     [("order_date", pa.string()), ("gmv", pa.string()), ("orders", pa.int64()), ("source_snapshot", pa.int64())]
 )
@@ -99,6 +104,21 @@ class Lake:
             "s3.access-key-id": key_id,
             "s3.secret-access-key": key_secret,
             "warehouse": f"s3://{WAREHOUSE_BUCKET}/iceberg",
+        }
+
+    def delta_location(self, name: str) -> str:
+        return f"s3://{WAREHOUSE_BUCKET}/delta/{name.replace('.', '/')}"
+
+    def delta_options(self, by_reference: bool = False) -> dict[str, str]:
+        """Storage options as delta-rs names them (and lakehook's Delta reader reads them)."""
+        key_id, key_secret = (KEY_ID, KEY_SECRET) if not by_reference else _references()
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_REGION": REGION,
+            "AWS_ACCESS_KEY_ID": key_id,
+            "AWS_SECRET_ACCESS_KEY": key_secret,
+            "AWS_ALLOW_HTTP": "true",
+            "AWS_S3_ALLOW_UNSAFE_RENAME": "true",  # one writer: no locking provider needed
         }
 
     @property
@@ -179,6 +199,26 @@ class Lake:
     def iceberg_read(self, name: str, snapshot_id: int) -> pa.Table:
         with self.lock:
             return self.iceberg.load_table(name).scan(snapshot_id=snapshot_id).to_arrow()
+
+    # --- Delta -------------------------------------------------------------------------------
+
+    def delta_write(self, name: str, rows: list[dict[str, Any]], schema: pa.Schema) -> Committed:
+        """One append: one new Delta version (the first one creates the table)."""
+        from deltalake import DeltaTable, write_deltalake
+
+        with self.lock:
+            location, options = self.delta_location(name), self.delta_options()
+            write_deltalake(location, pa.Table.from_pylist(rows, schema=schema), mode="append", storage_options=options)
+            table = DeltaTable(location, storage_options=options)
+            return Committed(table.version(), 0, int(time.time() * 1000), None, None)
+
+    def delta_read(self, name: str, version: int) -> pa.Table:
+        """The table as of ``version`` (time travel)."""
+        from deltalake import DeltaTable
+
+        with self.lock:
+            table = DeltaTable(self.delta_location(name), version=version, storage_options=self.delta_options())
+            return pa.table(table.to_pyarrow_table())
 
 
 def _references() -> tuple[str, str]:

@@ -13,6 +13,9 @@ from lakehook.demo.consumers import TARGET_SECRET, TARGET_SECRET_VALUE, Consumer
 from lakehook.demo.gmv import (
     ADS,
     ADS_RULE,
+    CALENDAR,
+    CALENDAR_DAYS,
+    DWD,
     DWD_RULE,
     DWS_RULE,
     ORDERS,
@@ -24,7 +27,7 @@ from lakehook.demo.gmv import (
     short,
     table,
 )
-from lakehook.demo.lake import ORDERS_SCHEMA, PAYMENTS_SCHEMA, REGION, Committed, Lake
+from lakehook.demo.lake import CALENDAR_SCHEMA, ORDERS_SCHEMA, PAYMENTS_SCHEMA, REGION, Committed, Lake
 from lakehook.demo.view import Board, PlainView
 
 STEPS = 9
@@ -116,21 +119,28 @@ class Story:
             self.tick()
 
     def setup_lake(self) -> None:
-        self.view.step("the lake on moto: Paimon ODS tables in S3, Iceberg DWD/DWS/ADS tables in Glue")
+        self.view.step(
+            "the lake on moto: Paimon ODS tables in S3, Iceberg DWD/DWS/ADS tables in Glue, a Delta calendar in S3"
+        )
         self.lake.create_storage()
         for kind, name, schema in TABLES.values():
             if kind == "paimon":
                 self.lake.create_paimon_table(name, schema)
-            else:
+            elif kind == "iceberg":
                 self.lake.create_iceberg_table(name, schema)
             self.view.say(f"   {kind:8} {name}")
+        days = [{"order_date": day, "week": week} for day, week in CALENDAR_DAYS.items()]
+        calendar = self.lake.delta_write(table(CALENDAR), days, CALENDAR_SCHEMA)
+        self.view.say(
+            f"   {short(CALENDAR)}: Delta version {calendar.snapshot_id} written by delta-rs ({len(days)} days)"
+        )
         boto3.client("secretsmanager", endpoint_url=self.endpoint, region_name=REGION).create_secret(
             Name=TARGET_SECRET, SecretString=TARGET_SECRET_VALUE
         )
-        self.api.expect("five real tables created", len(TABLES) == 5)
+        self.api.expect("six real tables created (Paimon, Iceberg and Delta)", len(TABLES) == 6)
 
     def register(self) -> None:
-        self.view.step("register the Flink CDC producer, the five assets and the three rules")
+        self.view.step("register the Flink CDC producer, the six assets and the three rules")
         answer = self.api.put("/producers/flink-cdc", {"assetKeyPrefixes": ["paimon://lake/ods_db/"]})
         self.api.expect(
             "producer created, its signing secret shown once", answer.status_code == 201 and "secret" in answer.json()
@@ -139,19 +149,23 @@ class Story:
         for asset, (kind, name, _) in TABLES.items():
             body: dict[str, Any] = {"assetKey": asset, "format": kind}
             if asset in POLLED:
-                props = (
-                    self.lake.paimon_options(by_reference=True)
-                    if kind == "paimon"
-                    else self.lake.iceberg_properties(by_reference=True)
-                )
-                body["source"] = {"catalog": "lake" if kind == "paimon" else "glue", "properties": props, "table": name}
+                body["source"] = self.source(kind, name)
             reply = self.api.put("/assets", body)
-            how = "pushed" if kind == "paimon" else "run outlets"
-            how += " and polled" if asset in POLLED else ""
+            how = {"paimon": "pushed", "iceberg": "run outlets"}.get(kind, "")
+            how = " and ".join(filter(None, [how, "polled" if asset in POLLED else ""]))
             self.api.expect(f"asset registered ({how}): {short(asset)}", reply.status_code in (200, 201), reply.text)
         for rule_id, rule in rules(self.consumers.url).items():
             reply = self.api.put(f"/rules/{rule_id}", rule)
             self.api.expect(f"rule stored: {rule_id}", reply.status_code in (200, 201), reply.text)
+
+    def source(self, kind: str, name: str) -> dict[str, Any]:
+        """Where the poller reads the table; credentials by reference to a secret, never inline."""
+        if kind == "paimon":
+            return {"catalog": "lake", "properties": self.lake.paimon_options(by_reference=True), "table": name}
+        if kind == "delta":
+            location, options = self.lake.delta_location(name), self.lake.delta_options(by_reference=True)
+            return {"catalog": "lake", "location": location, "properties": options}
+        return {"catalog": "glue", "properties": self.lake.iceberg_properties(by_reference=True), "table": name}
 
     def round_one(self) -> None:
         self.view.step("round 1: Flink CDC commits both ODS tables and pushes signed webhooks (one twice)")
@@ -180,6 +194,11 @@ class Story:
             [pins(t) for t in dwd],
         )
         dws = self.api.triggers(DWS_RULE)
+        self.api.expect(
+            "the DWS trigger pins the Iceberg DWD snapshot and the Delta calendar's version 0 (found by polling)",
+            len(dws) == 1 and set(pinned(dws[0])) == {DWD, CALENDAR} and pinned(dws[0])[CALENDAR] == 0,
+            [pins(t) for t in dws],
+        )
         retried = len(dws) == 1 and dws[0]["status"] == "SUCCEEDED" and int(dws[0].get("attempts") or 0) == 2
         self.api.expect("the DWS target answered 503 once; the retry started it (attempts 2)", retried, dws)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import boto3
 
-from lakehook.demo.gmv import ADS, ADS_RULE, DWD_RULE, ORDERS, PAYMENTS, RULES, short, table
+from lakehook.demo.gmv import ADS, ADS_RULE, CALENDAR_DAYS, DWD_RULE, DWS, ORDERS, PAYMENTS, RULES, short, table
 from lakehook.demo.lake import REGION
 from lakehook.demo.story import Story, pinned, pins
 from lakehook.domain.dispatch import ManifestIntegrityError, RunManifest
@@ -91,6 +91,13 @@ def check_data(story: Story, triggers: list[dict[str, Any]]) -> None:
         "the dashboard's GMV equals the paid orders at the pinned ODS snapshots (not orders 4)",
         shown == expected and expected > 0,
         (shown, expected),
+    )
+    daily = story.lake.iceberg.load_table(table(DWS)).scan().to_arrow().to_pylist()
+    weeks = {r["order_date"]: r["week"] for r in daily}
+    story.api.expect(
+        "each day of the daily GMV carries its week from the Delta calendar it pinned",
+        bool(weeks) and all(week == CALENDAR_DAYS.get(day) for day, week in weeks.items()),
+        weeks,
     )
 
 
