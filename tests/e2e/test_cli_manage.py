@@ -80,6 +80,8 @@ def test_rules_assets_producers_aliases(stack: LocalStack, secret: str) -> None:
     assert run_cli(["producers", "rotate", "ods-writer"]).code == 1
     rotated = js("producers", "rotate", "ods-writer", "--yes").json()
     assert rotated["secret"] and rotated["secret"] != secret
+    assert rotated["apiKey"] == f"ods-writer:{rotated['secret']}"  # what an OpenLineage transport sends
+    assert rotated["description"] == "the job that commits the ODS tables"  # a rotation changes the secret only
     stale = run_cli(["push", "--producer", "ods-writer", "--secret", secret, "--type", "TAG_CREATED"])
     assert stale.code == 1
     fresh = PushClient(stack.api_url, "ods-writer", rotated["secret"])

@@ -267,7 +267,11 @@ def test_replay_shows_its_preflight_checklist_before_it_claims(page: Page, conso
     page.goto(f"{console}#/triggers/{DWS_RULE}")
     page.locator(f'[data-trigger="{original["triggerKey"]}"]').get_by_role("button", name="Replay…").click()
     dialog = page.locator("dialog#confirm")
-    expect(dialog.locator('[data-check="SCHEMA_COMPATIBLE"]')).to_contain_text("PASSED")
+    # One schema check per input: the DWD fact table and the Delta calendar.
+    schema_checks = dialog.locator('[data-check="SCHEMA_COMPATIBLE"]')
+    expect(schema_checks).to_have_count(2)
+    for table in ("dwd_trade_event_fact", "dim_calendar"):
+        expect(schema_checks.filter(has_text=table)).to_contain_text("PASSED")
     expect(dialog.get_by_role("button", name="Replay")).to_be_enabled()
     shot(page, "replay-preflight", full_page=False)
     dialog.get_by_role("button", name="Replay").click()

@@ -14,6 +14,7 @@ BODIES = {
     "not json": b"{bad",
 }
 ROUTES = [
+    ("POST", "/api/v1/lineage"),
     ("POST", "/asset-events"),
     ("POST", "/runs/some-key/complete"),
     ("PUT", "/producers/p"),

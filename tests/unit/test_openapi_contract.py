@@ -8,7 +8,7 @@ import pytest
 from openapi_spec_validator import validate as validate_openapi
 
 from lakehook.api.auth import ROUTE_AUTHENTICATORS
-from lakehook.api.contract import MANAGEMENT, PRODUCER, RUN_COMPLETION
+from lakehook.api.contract import LINEAGE, MANAGEMENT, PRODUCER, RUN_COMPLETION
 from lakehook.api.docs import load_spec
 
 ERROR_REF = "#/components/schemas/Error"
@@ -42,10 +42,15 @@ def test_security_schemes_name_the_headers_each_kind_of_caller_sends(spec: dict[
     assert schemes["producerId"]["name"] == "X-Lakehook-Producer"
     assert schemes["producerSignature"]["name"] == "X-Lakehook-Signature"
     assert schemes["completionToken"]["name"] == "X-Lakehook-Completion-Token"
+    assert (schemes["producerApiKey"]["type"], schemes["producerApiKey"]["scheme"]) == ("http", "bearer")
 
 
 def test_every_operation_states_its_security(spec: dict[str, Any]) -> None:
-    expected = {("POST", "/asset-events"): PRODUCER, ("POST", "/runs/{triggerKey}/complete"): RUN_COMPLETION}
+    expected = {
+        ("POST", "/asset-events"): PRODUCER,
+        ("POST", "/runs/{triggerKey}/complete"): RUN_COMPLETION,
+        ("POST", "/api/v1/lineage"): LINEAGE,
+    }
     undocumented = {("GET", "/openapi.json")}  # public, and not an operation of the document
     assert set(expected) == set(ROUTE_AUTHENTICATORS) - undocumented, "the document and the authenticators disagree"
     for method, path, op in _operations(spec):

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lakehook.domain.assets import AssetFormat, AssetSource
 from lakehook.domain.events import EventStatusLiteral, EventType
+from lakehook.domain.lineage import LineageMapping
 from lakehook.domain.rules import Rule
 
 Iso = str  # an ISO 8601 instant in UTC, e.g. 2025-06-01T10:05:00Z
@@ -55,7 +56,18 @@ class ProducerAnswer(_Answer):
     description: str | None = None
     created_at: Iso = Field(alias="createdAt")
     updated_at: Iso = Field(alias="updatedAt")
+    lineage_datasets: list[LineageMapping] = Field(default_factory=list, alias="lineageDatasets")
     secret: str | None = Field(default=None, description="the signing secret: only on creation or rotation")
+    api_key: str | None = Field(
+        default=None,
+        alias="apiKey",
+        description="the OpenLineage transport's api_key (<producerId>:<secret>): only with the secret",
+    )
+
+
+class LineageAnswer(_Answer):
+    event_type: str | None = Field(alias="eventType", description="the RunEvent's; only COMPLETE records events")
+    results: list[EventResult] = Field(description="one per output dataset, in order")
 
 
 class ProducerPage(_Answer):
@@ -100,7 +112,10 @@ class RecordedEvent(_Answer):
     event_type: EventType = Field(alias="eventType")
     asset_key: str = Field(alias="assetKey")
     event_id: str = Field(alias="eventId")
-    source: str = Field(description="PUSH, POLL or RUN_COMPLETION")
+    source: str = Field(
+        description="how it arrived: PUSH, POLL, COMPENSATION (a missed-event poll), RUN_COMPLETION, VERIFICATION "
+        "(a verified spool manifest) or LINEAGE (an OpenLineage RunEvent)"
+    )
     received_at: Iso = Field(alias="receivedAt")
     producer_id: str | None = Field(default=None, alias="producerId")
     interval: Window | None = None

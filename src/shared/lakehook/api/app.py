@@ -18,7 +18,18 @@ from lakehook import __version__
 from lakehook.api.auth import admit, authenticator_for
 from lakehook.api.contract import SECURITY_SCHEMES
 from lakehook.api.http import check_body, json_response
-from lakehook.api.routes import aliases, assets, coverage, events, producers, rules, runs, triggers, watermarks
+from lakehook.api.routes import (
+    aliases,
+    assets,
+    coverage,
+    events,
+    lineage,
+    producers,
+    rules,
+    runs,
+    triggers,
+    watermarks,
+)
 from lakehook.container import current
 from lakehook.domain.errors import (
     AuthenticationError,
@@ -109,7 +120,7 @@ class LakehookResolver(APIGatewayRestResolver):
 def build_app() -> LakehookResolver:
     """The resolver with every route; handlers call ``resolve`` on it."""
     app = LakehookResolver()
-    for module in (events, producers, assets, watermarks, coverage, rules, triggers, runs, aliases):
+    for module in (events, lineage, producers, assets, watermarks, coverage, rules, triggers, runs, aliases):
         app.include_router(module.router)
 
     for error_type, (status, code) in ERROR_STATUS.items():

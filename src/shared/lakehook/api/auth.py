@@ -66,6 +66,19 @@ def producer_or_admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Pr
     return Principal(PrincipalKind.PRODUCER, producer)
 
 
+def api_key_or_admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:
+    """Management credentials, or a producer's API key as OpenLineage's ``api_key`` auth sends it
+    (``Authorization: Bearer <producerId>:<secret>``)."""
+    if is_admin(event):
+        return Principal(PrincipalKind.ADMIN)
+    header = event.get_header_value("Authorization", default_value="", case_sensitive=False) or ""
+    scheme, _, key = header.partition(" ")
+    if scheme.lower() != "bearer":
+        raise AuthenticationError("expected 'Authorization: Bearer <producerId>:<secret>' (the producer's apiKey)")
+    producer = current().push_authenticator.authenticate_api_key(key.strip())
+    return Principal(PrincipalKind.PRODUCER, producer)
+
+
 def run_or_admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:
     """Management credentials, or the completion token of the trigger in the path (see ``routes.runs``)."""
     caller = authorize_completion(params.get("triggerKey", ""))
@@ -79,6 +92,7 @@ def public(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:
 ROUTE_AUTHENTICATORS: dict[tuple[str, str], Authenticator] = {
     ("GET", "/openapi.json"): public,
     ("POST", "/asset-events"): producer_or_admin,
+    ("POST", "/api/v1/lineage"): api_key_or_admin,
     ("POST", "/runs/{triggerKey}/complete"): run_or_admin,
 }
 

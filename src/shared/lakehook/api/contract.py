@@ -40,6 +40,10 @@ SECURITY_SCHEMES: dict[str, SecurityScheme] = {
         name=SIGNATURE_HEADER,
         description='`t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, valid for 5 minutes.',
     ),
+    "producerApiKey": HTTPBearer(
+        description="A producer's `apiKey` (`<producerId>:<secret>`), as OpenLineage's `api_key` auth sends it: "
+        "`Authorization: Bearer <apiKey>`."
+    ),
     "completionToken": APIKey(
         **{"in": APIKeyIn.header},
         name=COMPLETION_TOKEN_HEADER,
@@ -50,6 +54,7 @@ SECURITY_SCHEMES: dict[str, SecurityScheme] = {
 # Alternatives (OR) of requirements; the schemes inside one requirement are needed together (AND).
 MANAGEMENT: list[dict[str, list[str]]] = [{"adminToken": []}, {"sigv4": []}]
 PRODUCER: list[dict[str, list[str]]] = [{"producerId": [], "producerSignature": []}, *MANAGEMENT]
+LINEAGE: list[dict[str, list[str]]] = [{"producerApiKey": []}, *MANAGEMENT]
 RUN_COMPLETION: list[dict[str, list[str]]] = [{"completionToken": []}, *MANAGEMENT]
 
 _MEANING = {

@@ -51,6 +51,9 @@ def check_body(event: APIGatewayProxyEvent) -> None:
     limit = current().settings.max_body_bytes
     if len(data) > limit:
         raise PayloadTooLargeError(f"request body is {len(data)} bytes; the limit is {limit}")
+    encoding = str(event.get_header_value("Content-Encoding", default_value="", case_sensitive=False) or "")
+    if encoding.strip().lower() not in ("", "identity"):
+        raise UnsupportedMediaTypeError(f"Content-Encoding {encoding!r} is not supported; send the body uncompressed")
     content_type = str(event.get_header_value("Content-Type", default_value="", case_sensitive=False) or "")
     if content_type and "json" not in content_type.lower():
         raise UnsupportedMediaTypeError(f"Content-Type {content_type!r} is not supported; send application/json")

@@ -146,8 +146,13 @@ def assets_events(api: ApiClient, args: argparse.Namespace) -> int:
 def _producer_text(d: dict[str, Any]) -> Iterator[str]:
     yield f"producer {d.get('producerId')}  (secret in {d.get('secretRef')}, updated {d.get('updatedAt')})"
     yield f"  prefixes: {', '.join(d.get('assetKeyPrefixes') or []) or '-'}"
+    for mapping in d.get("lineageDatasets") or []:
+        name = f"{mapping.get('namespace')}/{mapping.get('namePrefix') or ''}*"
+        yield f"  lineage: {name} -> {mapping.get('assetKeyPrefix')}*"
     if d.get("secret"):
         yield f"  secret (shown once, store it now): {d['secret']}"
+    if d.get("apiKey"):
+        yield f"  OpenLineage api_key (the same secret): {d['apiKey']}"
 
 
 def producers_list(api: ApiClient, args: argparse.Namespace) -> int:
@@ -172,7 +177,8 @@ def producers_rotate(api: ApiClient, args: argparse.Namespace) -> int:
     current = api.get(f"/producers/{path_part(args.producer)}")
     if not confirm(args, f"rotate the secret of producer {args.producer} (its writers need the new one)?"):
         return 1
-    spec = {"assetKeyPrefixes": current.get("assetKeyPrefixes", [])}
+    # A PUT replaces the producer: send back all it has, so a rotation changes the secret and nothing else.
+    spec = {k: current[k] for k in ("assetKeyPrefixes", "description", "lineageDatasets") if current.get(k) is not None}
     path = f"/producers/{path_part(args.producer)}"
     data = api.request("PUT", path, query={"rotateSecret": True}, body=spec)[1]
     emit(args.output, data, _producer_text)

@@ -47,6 +47,7 @@ class SourceType(StrEnum):
     COMPENSATION = "COMPENSATION"
     RUN_COMPLETION = "RUN_COMPLETION"
     VERIFICATION = "VERIFICATION"  # the spool verifier, recording a manifest S3 announced
+    LINEAGE = "LINEAGE"  # an OpenLineage RunEvent's output (POST /api/v1/lineage)
 
 
 class IngestStatus(StrEnum):

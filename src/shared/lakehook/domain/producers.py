@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lakehook.domain.errors import ValidationError
+from lakehook.domain.lineage import LineageMapping
 from lakehook.domain.time import ms_to_iso
 
 PRODUCER_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
@@ -20,6 +21,12 @@ class ProducerSpec(BaseModel):
 
     asset_key_prefixes: list[str] = Field(alias="assetKeyPrefixes", min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=1024)
+    lineage_datasets: list[LineageMapping] = Field(
+        default_factory=list,
+        alias="lineageDatasets",
+        max_length=100,
+        description="OpenLineage datasets to asset keys, first match wins (POST /api/v1/lineage)",
+    )
 
     @field_validator("asset_key_prefixes")
     @classmethod
@@ -44,6 +51,7 @@ class Producer(BaseModel):
     secret_version: int = Field(
         default=0, alias="secretVersion", description="counts secret rotations; a cached secret is used only at it"
     )
+    lineage_datasets: list[LineageMapping] = Field(default_factory=list, alias="lineageDatasets")
 
     def may_write(self, asset_key: str) -> bool:
         """Whether this producer may write events about the asset.
@@ -64,6 +72,24 @@ def _covers(prefix: str, asset_key: str) -> bool:
     if not asset_key.startswith(prefix):
         return False
     return len(asset_key) == len(prefix) or prefix.endswith("/") or asset_key[len(prefix)] == "/"
+
+
+API_KEY_SEPARATOR = ":"  # never in a producer id, never in a generated secret (hex)
+
+
+def api_key(producer_id: str, secret: str) -> str:
+    """The bearer key of ``POST /api/v1/lineage``: the producer and its signing secret.
+
+    It grants what the producer's signatures grant (its prefixes), no more; rotating the secret rotates it.
+    """
+    return f"{producer_id}{API_KEY_SEPARATOR}{secret}"
+
+
+def split_api_key(key: str) -> tuple[str, str] | None:
+    producer_id, sep, secret = key.partition(API_KEY_SEPARATOR)
+    if not sep or not secret or not PRODUCER_ID.fullmatch(producer_id):
+        return None
+    return producer_id, secret
 
 
 def validate_producer_id(producer_id: str) -> str:

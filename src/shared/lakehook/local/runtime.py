@@ -224,6 +224,11 @@ class LocalStack:
         get_settings.cache_clear()
         container.use(None)
 
+    def fire_schedule(self, function_name: str) -> int:
+        """Run a scheduled function's schedules once, now (e.g. the poll planner), and answer how many ran."""
+        assert self._scheduler is not None, "start() first"
+        return self._scheduler.fire(function_name)
+
     def wait_idle(self, timeout: float = 30.0) -> bool:
         """Wait until the stream has been drained into its functions."""
         return self._tailer.wait_idle(timeout) if self._tailer else True

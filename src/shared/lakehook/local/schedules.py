@@ -65,14 +65,26 @@ class Scheduler:
         for thread in self._threads:
             thread.join(timeout=10)
 
+    def fire(self, function_name: str) -> int:
+        """Run each schedule of one function once, now, in this thread (a test's "the schedule ticked")."""
+        jobs = [(fn, s) for fn, s in self._jobs if fn.spec.name == function_name]
+        if not jobs:
+            raise ValueError(f"no scheduled function named {function_name!r}")
+        for fn, schedule in jobs:
+            self._tick(fn, schedule.name, schedule.input)
+        return len(jobs)
+
     def _loop(self, fn: LocalFunction, name: str, raw_input: str | None, period: float) -> None:
         while not self._stop.wait(period):
-            event = json.loads(raw_input) if raw_input else scheduled_event(name)
-            try:
-                fn.invoke(event)
-            except Exception:
-                log.exception("scheduled function %s failed", fn.spec.name)
-            self.fired[name] = self.fired.get(name, 0) + 1
+            self._tick(fn, name, raw_input)
+
+    def _tick(self, fn: LocalFunction, name: str, raw_input: str | None) -> None:
+        event = json.loads(raw_input) if raw_input else scheduled_event(name)
+        try:
+            fn.invoke(event)
+        except Exception:
+            log.exception("scheduled function %s failed", fn.spec.name)
+        self.fired[name] = self.fired.get(name, 0) + 1
 
 
 class QueuePoller:

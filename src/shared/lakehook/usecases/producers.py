@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import secrets as pysecrets
 import threading
 import time
@@ -9,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lakehook.domain.errors import AuthenticationError, NotFoundError
-from lakehook.domain.producers import PRODUCER_ID, Producer, ProducerSpec, validate_producer_id
+from lakehook.domain.producers import PRODUCER_ID, Producer, ProducerSpec, split_api_key, validate_producer_id
 from lakehook.domain.signing import SIGNATURE_HEADER, parse_signature, verify
 from lakehook.domain.time import now_ms
 from lakehook.ports import ProducerRegistry, SecretStore
@@ -54,6 +55,7 @@ class RegisterProducer:
             asset_key_prefixes=spec.asset_key_prefixes,
             secret_ref=secret_ref,
             description=spec.description,
+            lineage_datasets=spec.lineage_datasets,
             created_at=existing.created_at if existing else now,
             updated_at=now,
             secret_version=secret_version,
@@ -66,6 +68,7 @@ class RegisterProducer:
 
 # One text for an unknown producer and a wrong signature: a caller cannot tell which producer ids exist.
 NOT_VERIFIED = "the signature does not verify for this producer"
+NOT_VERIFIED_KEY = "the API key does not verify for this producer"
 
 
 class PushAuthenticator:
@@ -137,4 +140,17 @@ class PushAuthenticator:
             verify(secret, body, signature, now, self._tolerance)
         except AuthenticationError as exc:
             raise AuthenticationError(NOT_VERIFIED) from exc
+        return producer
+
+    def authenticate_api_key(self, key: str | None) -> Producer:
+        """The producer whose API key (``<producerId>:<secret>``, see ``api_key``) this is, or
+        AuthenticationError; an unknown producer and a wrong secret answer alike."""
+        parts = split_api_key(key or "")
+        if parts is None:
+            raise AuthenticationError("expected 'Authorization: Bearer <producerId>:<secret>' (the producer's apiKey)")
+        producer_id, given = parts
+        producer = self._registry.get_producer(producer_id)
+        secret = self._secret(producer) if producer is not None else None
+        if producer is None or secret is None or not hmac.compare_digest(given.encode(), secret.encode()):
+            raise AuthenticationError(NOT_VERIFIED_KEY)
         return producer

@@ -53,11 +53,11 @@ def push_events() -> Response[str]:
     body = json_body(router.current_event)
     raw_events = envelope_events(body, container.settings.max_events_per_push)
     results = ingest_through_aliases(raw_events, container.ingest, alias_store(container), SourceType.PUSH, producer)
-    _count(results)
+    count_results(results)
     return json_response({"results": [r.to_api() for r in results]})
 
 
-def _count(results: list[EventResult]) -> None:
+def count_results(results: list[EventResult]) -> None:
     metric_for = {
         IngestStatus.ACCEPTED: MetricName.STATE_UPDATED,
         IngestStatus.DUPLICATE: MetricName.EVENT_DEDUPLICATED,

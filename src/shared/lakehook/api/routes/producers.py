@@ -14,7 +14,7 @@ from lakehook.api.http import json_response, require_admin
 from lakehook.api.paths import ProducerId
 from lakehook.container import current
 from lakehook.domain.errors import NotFoundError
-from lakehook.domain.producers import ProducerSpec, validate_producer_id
+from lakehook.domain.producers import ProducerSpec, api_key, validate_producer_id
 
 router = APIGatewayRouter()
 
@@ -28,7 +28,8 @@ DryRun = Annotated[
 @router.put(
     "/producers/<producerId>",
     summary="Create or update a producer",
-    description="Answers the generated signing secret once: on creation, or with ?rotateSecret=true.",
+    description="Answers the generated signing secret once: on creation, or with ?rotateSecret=true; with it "
+    "the apiKey an OpenLineage HTTP transport sends (Authorization: Bearer) to POST /api/v1/lineage.",
     tags=["producers"],
     security=MANAGEMENT,
     responses=answers({200: ("updated", ProducerAnswer), 201: ("created, with its secret", ProducerAnswer)}, WITH_BODY),
@@ -46,6 +47,7 @@ def put_producer(
         return json_response({**body, "dryRun": True})  # never a secret: none was generated
     if registration.secret is not None:
         body["secret"] = registration.secret
+        body["apiKey"] = api_key(producerId, registration.secret)
     return json_response(body, 201 if registration.created else 200)
 
 
