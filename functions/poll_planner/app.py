@@ -1,4 +1,6 @@
-"""Poll planner: on each schedule, queue every registered table for the poll workers (fan-out)."""
+"""Poll planner: on each schedule, queue every registered table for the poll workers (fan-out); on a commit
+the lakehouse announced (a Glue table change, an S3 commit file, through EventBridge), queue exactly the
+tables it names."""
 
 from __future__ import annotations
 
@@ -7,13 +9,24 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lakehook.container import current
-from lakehook.observability import logger, metrics
+from lakehook.observability import MetricName, logger, metrics
 from lakehook.usecases.plan_polls import WorkMode
+
+NOTICE_SOURCES = ("aws.glue", "aws.s3")
 
 
 @logger.inject_lambda_context(log_event=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    if event.get("source") in NOTICE_SOURCES:
+        notice = current().plan_notified_polls(event)
+        metrics.add_metric(
+            name=MetricName.COMMIT_NOTICE_IGNORED if notice.ignored else MetricName.COMMIT_NOTICE_POLLED,
+            unit="Count",
+            value=1,
+        )
+        logger.info("commit notice", extra=notice.to_log())
+        return notice.to_log()
     mode = WorkMode(event.get("mode", WorkMode.POLL))  # the schedule's Input; a bare Scheduled Event polls
     report = current().plan_polls(mode)
     logger.info("polls planned", extra={"mode": mode.value, "assets": report.assets, "messages": report.messages})

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 import requests
 from openlineage.client import OpenLineageClient
@@ -77,6 +78,7 @@ class Lake:
         self.table = f"orders_{uuid.uuid4().hex[:8]}"  # one table per test on the module's stack
         self.asset = f"iceberg://glue/ods_db/{self.table}"
         self.dataset = f"table/ods_db/{self.table}"  # as Spark names a Glue table
+        self.paimon_asset = f"paimon://lake/ods_db/{self.table}"  # push-only: the default mapping names it
         properties = {"type": "sql", "uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/wh"}
         self.orders = create_iceberg_table(load_catalog("glue", **properties), f"ods_db.{self.table}")
         registration = {
@@ -87,7 +89,7 @@ class Lake:
         answer = requests.put(f"{stack.api_url}/assets", headers=admin, json=registration, timeout=30)
         assert answer.status_code == 201, answer.text
         mapping = {"namespace": GLUE_NAMESPACE, "namePrefix": "table/", "assetKeyPrefix": "iceberg://glue/"}
-        spec = {"assetKeyPrefixes": ["iceberg://glue/ods_db/"], "lineageDatasets": [mapping]}
+        spec = {"assetKeyPrefixes": ["iceberg://glue/ods_db/", "paimon://lake/ods_db/"], "lineageDatasets": [mapping]}
         created = requests.put(f"{stack.api_url}/producers/spark-etl", headers=admin, json=spec, timeout=30)
         assert created.status_code in (200, 201), created.text
         rotated = requests.put(
@@ -104,9 +106,12 @@ class Lake:
         self.orders.append(rows(*ids))
         return int(self.orders.current_snapshot().snapshot_id)
 
-    def events(self) -> list[dict[str, Any]]:
+    def events(self, asset: str | None = None) -> list[dict[str, Any]]:
         answer = requests.get(
-            f"{self.stack.api_url}/assets/events", params={"assetKey": self.asset}, headers=self.admin, timeout=30
+            f"{self.stack.api_url}/assets/events",
+            params={"assetKey": asset or self.asset},
+            headers=self.admin,
+            timeout=30,
         )
         return [e for e in answer.json()["items"] if e["eventType"] == "SNAPSHOT_COMMITTED"]
 
@@ -119,36 +124,41 @@ def lake(stack: LocalStack, admin: dict[str, str], tmp_path: Path) -> Iterator[L
     yield Lake(stack, admin, tmp_path)
 
 
-def test_a_complete_event_and_a_poll_of_the_same_snapshot_are_one_event(stack: LocalStack, lake: Lake) -> None:
+def test_a_complete_event_records_its_outputs_once_whichever_way_they_arrive(stack: LocalStack, lake: Lake) -> None:
     client = client_for(stack, lake.api_key)
+    transport = client.transport
+    assert isinstance(transport, HttpTransport)
     first = lake.commit(1)
     run_id = str(uuid.uuid4())
-    client.emit(run_event(RunState.START, run_id, written(lake.dataset, first)))
-    assert lake.events() == []  # a run that started has committed nothing yet
+    paimon = written(f"ods_db.{lake.table}", 3, namespace="paimon://lake")  # the default mapping
+    client.emit(run_event(RunState.START, run_id, written(lake.dataset, first), paimon))
+    assert lake.events() == [] and lake.events(lake.paimon_asset) == []  # a started run committed nothing yet
 
-    client.emit(run_event(RunState.COMPLETE, run_id, written(lake.dataset, first)))
-    [event] = lake.of(first)
-    assert (event["source"], event["producerId"]) == ("LINEAGE", "spark-etl")
-    lineage = event["payload"]["openlineage"]
+    client.emit(run_event(RunState.COMPLETE, run_id, written(lake.dataset, first), paimon))
+    # Paimon's snapshot id is its order: the output is recorded as it is, its facets kept.
+    [recorded] = lake.events(lake.paimon_asset)
+    assert (recorded["source"], recorded["producerId"], recorded["snapshotId"]) == ("LINEAGE", "spark-etl", 3)
+    lineage = recorded["payload"]["openlineage"]
     assert (lineage["runId"], lineage["job"]) == (run_id, "spark/etl.load_orders")
     assert [f["name"] for f in lineage["facets"]["schema"]["fields"]] == ["id"]
     assert lineage["facets"]["output.outputStatistics"]["rowCount"] == 1
+    # Iceberg's order is the sequence number, which lineage does not carry: the table is polled at once.
+    [polled] = wait_for(lambda: lake.of(first))
+    assert polled["source"] == "POLL"
     state = requests.get(
         f"{stack.api_url}/assets/state", params={"assetKey": lake.asset}, headers=lake.admin, timeout=30
     ).json()
     assert state["latestSnapshotId"] == first
 
-    # The client retried, the job re-ran its last step, or both: the same snapshot is the same event.
-    transport = client.transport
-    assert isinstance(transport, HttpTransport)
-    again = transport.emit(run_event(RunState.COMPLETE, str(uuid.uuid4()), written(lake.dataset, first)))
-    assert [r["status"] for r in again.json()["results"]] == ["DUPLICATE"]
+    # The client retried, the job re-ran its last step, or both: the same snapshots are the same events.
+    again = transport.emit(run_event(RunState.COMPLETE, str(uuid.uuid4()), written(lake.dataset, first), paimon))
+    assert [r["status"] for r in again.json()["results"]] == ["POLL_QUEUED", "DUPLICATE"]
 
-    # The poll sees the same snapshot: still one event. Then a commit the poll sees first, reported after.
+    # A commit the scheduled poll sees first, reported after, also by the default mapping: one event.
     second = lake.commit(2)
     stack.fire_schedule("PollPlannerFunction")
-    [polled] = wait_for(lambda: lake.of(second))
-    assert polled["source"] in ("POLL", "COMPENSATION")
+    [seen] = wait_for(lambda: lake.of(second))
+    assert seen["source"] in ("POLL", "COMPENSATION")
     late = transport.emit(
         run_event(
             RunState.COMPLETE,
@@ -157,8 +167,21 @@ def test_a_complete_event_and_a_poll_of_the_same_snapshot_are_one_event(stack: L
             written(f"ods_db.{lake.table}", second, namespace="iceberg://glue"),  # the default mapping, same asset
         )
     )
-    assert [r["status"] for r in late.json()["results"]] == ["DUPLICATE", "DUPLICATE"]
+    assert [r["status"] for r in late.json()["results"]] == ["POLL_QUEUED", "POLL_QUEUED"]
+    assert stack.wait_idle(10)
+    wait_for(lambda: not _poll_queue_busy(stack))
     assert len(lake.of(first)) == 1 and len(lake.of(second)) == 1
+
+
+def _poll_queue_busy(stack: LocalStack) -> bool:
+    sqs = boto3.client("sqs", endpoint_url=stack.endpoint_url, region_name=stack.region)
+    for url in sqs.list_queues().get("QueueUrls", []):
+        counts = sqs.get_queue_attributes(
+            QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        )["Attributes"]
+        if any(int(v) for v in counts.values()):
+            return True
+    return False
 
 
 def test_what_lakehook_cannot_read_is_a_clear_4xx_and_records_nothing(stack: LocalStack, lake: Lake) -> None:
@@ -190,5 +213,5 @@ def test_what_lakehook_cannot_read_is_a_clear_4xx_and_records_nothing(stack: Loc
     )
     first, second = answer.json()["results"]
     assert first["status"] == "REJECTED" and "no lineageDatasets mapping covers" in first["reason"]
-    assert second["status"] == "ACCEPTED"
-    assert len(lake.of(snapshot)) == 1
+    assert second["status"] == "POLL_QUEUED"
+    assert len(wait_for(lambda: lake.of(snapshot))) == 1

@@ -12,7 +12,7 @@ from lakehook.container import Container
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.time import now_ms
 from tests.lakehouse import create_paimon_table, paimon_commit, rows
-from tests.support import ROOT, FakeLambdaContext, load_handler
+from tests.support import ROOT, FakeLambdaContext, RequestCounter, load_handler
 
 EVENTS = ROOT / "events"
 ORDERS = "paimon://lake/ods_db/ods_order_latest"
@@ -106,3 +106,85 @@ def test_the_worker_polls_delta_tables_beside_paimon_ones_through_the_container(
     assert delta is not None and (delta.latest_snapshot_id, delta.latest_commit_kind) == (1, "WRITE")
     orders = container.asset_store.get_state(ORDERS)
     assert orders is not None and orders.latest_snapshot_id == 1
+
+
+def _drain(sqs: Any, url: str) -> list[dict[str, Any]]:
+    bodies: list[dict[str, Any]] = []
+    while got := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+        bodies += [json.loads(m["Body"]) for m in got]
+        sqs.delete_message_batch(
+            QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)]
+        )
+    return bodies
+
+
+def test_a_commit_notice_queues_a_poll_of_exactly_its_table_in_one_lookup(
+    container: Container, counter: RequestCounter
+) -> None:
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    url = sqs.create_queue(QueueName="polls")["QueueUrl"]
+    container.settings.poll_queue_url = url
+    registry = container.asset_registry
+    paimon = {
+        "catalog": "lake",
+        "properties": {"warehouse": "s3a://lakehook-warehouse/paimon/"},
+        "table": "ods_db.orders",
+    }
+    glue = {
+        "catalog": "glue",
+        "properties": {"type": "glue", "glue.id": "123456789012"},
+        "table": "dw_db.dwd_trade_event_fact",
+    }
+    sql = {"catalog": "lake", "properties": {"type": "sql", "uri": "sqlite://"}, "table": "dw_db.dwd_trade_event_fact"}
+    for key, fmt, source in [
+        ("paimon://lake/ods_db/orders", "paimon", paimon),
+        ("iceberg://glue/dw_db/dwd_trade_event_fact", "iceberg", glue),
+        ("iceberg://lake/dw_db/dwd_trade_event_fact", "iceberg", sql),  # the same name in another catalog
+        ("paimon://lake/ods_db/other", "paimon", {**paimon, "table": "ods_db.other"}),
+    ]:
+        registry.put_asset(AssetRegistration.model_validate({"assetKey": key, "format": fmt, "source": source}), 1)
+    planner = load_handler("poll_planner")
+
+    counter.reset()
+    s3_answer = planner(sample("poll_planner", "s3_commit_file_created"), FakeLambdaContext())
+    assert counter.calls == {"Query": 1}  # one lookup, no scan
+    assert s3_answer["assetKeys"] == ["paimon://lake/ods_db/orders"]
+    glue_answer = planner(sample("poll_planner", "glue_table_change"), FakeLambdaContext())
+    assert glue_answer["assetKeys"] == ["iceberg://glue/dw_db/dwd_trade_event_fact"]  # a Glue catalog's only
+    assert _drain(sqs, url) == [
+        {"mode": "poll", "assetKeys": ["paimon://lake/ods_db/orders"]},
+        {"mode": "poll", "assetKeys": ["iceberg://glue/dw_db/dwd_trade_event_fact"]},
+    ]
+
+    # Foreign, malformed and uninteresting events are ignored with the reason, never a crash, nothing queued.
+    s3 = sample("poll_planner", "s3_commit_file_created")
+    data_file = {**s3, "detail": {**s3["detail"], "object": {"key": "paimon/ods_db.db/orders/bucket-0/data-1.orc"}}}
+    other_account = {**sample("poll_planner", "glue_table_change"), "account": "999999999999"}
+    partition = {
+        **other_account,
+        "account": "123456789012",
+        "detail": {**other_account["detail"], "typeOfChange": "CreatePartition"},
+    }
+    for event, reason in [
+        (data_file, "is not a table's commit file"),
+        (other_account, "no registered table is watched"),
+        (partition, "is not a commit"),
+        ({"source": "aws.s3", "detail-type": "Object Created", "detail": "x"}, "has no detail object"),
+        ({"source": "aws.glue", "detail-type": "Glue Data Catalog Table State Change", "detail": {}}, "without"),
+    ]:
+        answer = planner(event, FakeLambdaContext())
+        assert reason in answer["ignored"], answer
+    assert _drain(sqs, url) == []
+
+    # A registration that moves to another table leaves the old table's notices.
+    moved = {**paimon, "table": "ods_db.orders_v2"}
+    registry.put_asset(
+        AssetRegistration.model_validate(
+            {"assetKey": "paimon://lake/ods_db/orders", "format": "paimon", "source": moved}
+        ),
+        2,
+    )
+    assert (
+        "no registered table"
+        in planner(sample("poll_planner", "s3_commit_file_created"), FakeLambdaContext())["ignored"]
+    )

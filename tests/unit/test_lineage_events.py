@@ -13,7 +13,15 @@ from hypothesis import strategies as st
 from pydantic import ValidationError as PydanticValidationError
 
 from lakehook.domain.limits import MAX_LONG, MAX_PAYLOAD_BYTES
-from lakehook.domain.lineage import LineageDataset, LineageMapping, RunEvent, Unmapped, asset_key_for, snapshot_events
+from lakehook.domain.lineage import (
+    LineageDataset,
+    LineageMapping,
+    NeedsPoll,
+    RunEvent,
+    Unmapped,
+    asset_key_for,
+    snapshot_events,
+)
 from lakehook.usecases.ingest import parse_event
 
 GLUE = LineageMapping.model_validate(
@@ -40,15 +48,32 @@ def output(namespace: str, name: str, version: Any = None, **facets: Any) -> dic
     return {"namespace": namespace, "name": name, "facets": facets}
 
 
-def test_a_glue_table_reported_by_spark_maps_through_the_producers_mapping() -> None:
+def test_a_glue_table_reported_by_spark_maps_through_the_producers_mapping_and_is_polled() -> None:
     event = run_event([output("arn:aws:glue:us-east-1:123456789012", "table/dw_db/orders", "4242")])
-    [raw] = snapshot_events(event, [GLUE])
+    [found] = snapshot_events(event, [GLUE])
+    # An Iceberg snapshot id says nothing of where the snapshot sits (its sequence number does): a poll records it.
+    assert found == NeedsPoll(
+        dataset="arn:aws:glue:us-east-1:123456789012/table/dw_db/orders",
+        asset_key="iceberg://glue/dw_db/orders",
+        snapshot_id=4242,
+    )
+
+
+def test_a_delta_table_written_by_spark_becomes_an_event_with_its_facets() -> None:
+    delta = LineageMapping.model_validate(
+        {"namespace": "s3://lake-bucket", "namePrefix": "delta/", "assetKeyPrefix": "delta://lake/"}
+    )
+    stats = {"_producer": "p", "_schemaURL": "s", "rowCount": 3}
+    event = run_event([output("s3://lake-bucket", "delta/dim_db/dim_calendar", "12", stats=stats)])
+    [raw] = snapshot_events(event, [delta])
     assert isinstance(raw, dict)
     parsed = parse_event(raw)
-    assert (parsed.asset_key, parsed.snapshot_id) == ("iceberg://glue/dw_db/orders", 4242)
+    assert (parsed.asset_key, parsed.snapshot_id) == ("delta://lake/dim_db/dim_calendar", 12)
     assert parsed.commit_time == int(datetime(2026, 12, 1, 10, 0, 0, 123000, tzinfo=UTC).timestamp() * 1000)
-    assert raw["payload"]["openlineage"]["runId"] == "0193a7c4-0000-7000-8000-000000000001"
-    assert raw["payload"]["openlineage"]["job"] == "spark/etl.orders"
+    lineage = raw["payload"]["openlineage"]
+    assert lineage["runId"] == "0193a7c4-0000-7000-8000-000000000001"
+    assert lineage["job"] == "spark/etl.orders"
+    assert lineage["facets"] == {"stats": stats}
 
 
 def test_a_namespace_that_is_a_table_format_and_catalog_maps_without_configuration() -> None:
@@ -95,7 +120,7 @@ def test_a_version_that_is_not_a_snapshot_id_is_a_rejection_naming_the_facet() -
 def test_a_facet_too_large_for_the_payload_is_named_not_kept() -> None:
     big = {"_producer": "p", "_schemaURL": "s", "blob": "x" * MAX_PAYLOAD_BYTES}
     small = {"_producer": "p", "_schemaURL": "s", "rowCount": 3}
-    [raw] = snapshot_events(run_event([output("iceberg://glue", "db.t", 1, schema=big, stats=small)]), [])
+    [raw] = snapshot_events(run_event([output("paimon://lake", "db.t", 1, schema=big, stats=small)]), [])
     assert isinstance(raw, dict)
     assert raw["payload"]["openlineage"]["facets"] == {"stats": small}
     assert raw["payload"]["openlineage"]["facetsOmitted"] == ["schema"]
@@ -153,6 +178,9 @@ def test_any_run_event_gives_one_answer_per_output_each_an_event_ingest_reads_or
     for item in found:
         if isinstance(item, Unmapped):
             assert item.reason
+            continue
+        if isinstance(item, NeedsPoll):
+            assert item.asset_key.startswith("iceberg://") and 0 <= item.snapshot_id <= MAX_LONG
             continue
         assert len(json.dumps(item["payload"]).encode()) <= MAX_PAYLOAD_BYTES
         assert 0 <= item["snapshotId"] <= MAX_LONG

@@ -23,7 +23,7 @@ from lakehook.ports.spool import ObjectStore
 from lakehook.settings import Settings, get_settings
 from lakehook.usecases.coverage import RecordCoverage
 from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.plan_polls import PlanPolls, RunPollWork
+from lakehook.usecases.plan_polls import PlanNotifiedPolls, PlanPolls, RunPollWork
 from lakehook.usecases.producers import PushAuthenticator, RegisterProducer
 
 if TYPE_CHECKING:
@@ -183,6 +183,10 @@ class Container:
     @cached_property
     def plan_polls(self) -> PlanPolls:
         return PlanPolls(self.asset_registry, self.work_queue)
+
+    @cached_property
+    def plan_notified_polls(self) -> PlanNotifiedPolls:
+        return PlanNotifiedPolls(self.asset_registry, self.work_queue)
 
 
 _current: Container | None = None

@@ -41,3 +41,5 @@ class MetricName:
     EVENT_STALE = "lakehouse_asset_event_stale_total"
     STATE_UPDATED = "lakehouse_asset_state_updated_total"
     RULE_EVALUATION_ERROR = "lakehouse_rule_evaluation_error_total"
+    COMMIT_NOTICE_POLLED = "lakehouse_commit_notice_polled_total"  # a Glue / S3 commit notice queued a poll
+    COMMIT_NOTICE_IGNORED = "lakehouse_commit_notice_ignored_total"  # one that named no registered table

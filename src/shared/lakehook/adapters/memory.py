@@ -7,6 +7,7 @@ import threading
 from typing import Any
 
 from lakehook.domain.assets import AssetRegistration
+from lakehook.domain.commit_notices import WatchEntry, watch_entries
 from lakehook.domain.errors import ConflictError, NotFoundError, ValidationError
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.producers import Producer
@@ -100,6 +101,14 @@ class InMemoryAssetRegistry(AssetRegistry):
 
     def list_assets(self, limit: int, next_token: str | None = None) -> Page[AssetRegistration]:
         return _page([self.assets[k] for k in sorted(self.assets)], limit, next_token)
+
+    def assets_watching(self, watch_key: str) -> list[WatchEntry]:
+        with self._lock:
+            registered = list(self.assets.values())
+        return sorted(
+            (entry for asset in registered for key, entry in watch_entries(asset).items() if key == watch_key),
+            key=lambda e: e.asset_key,
+        )
 
 
 class InMemoryProducerRegistry(ProducerRegistry):

@@ -65,9 +65,18 @@ class ProducerAnswer(_Answer):
     )
 
 
+class LineageResult(_Answer):
+    event_id: str | None = Field(alias="eventId", description="null unless recorded")
+    status: Literal["ACCEPTED", "DUPLICATE", "STALE", "REJECTED", "POLL_QUEUED"] = Field(
+        description="as POST /asset-events answers; POLL_QUEUED: an Iceberg output, whose order (the sequence "
+        "number) lineage does not carry: a poll of the registered table was queued and records the snapshot"
+    )
+    reason: str | None = Field(description="why, for every status but ACCEPTED")
+
+
 class LineageAnswer(_Answer):
     event_type: str | None = Field(alias="eventType", description="the RunEvent's; only COMPLETE records events")
-    results: list[EventResult] = Field(description="one per output dataset, in order")
+    results: list[LineageResult] = Field(description="one per output dataset, in order")
 
 
 class ProducerPage(_Answer):

@@ -112,6 +112,16 @@ class Unmapped(BaseModel):
     reason: str
 
 
+class NeedsPoll(BaseModel):
+    """An Iceberg output: its snapshot id alone does not place it in the table's history (Iceberg orders
+    snapshots by sequence number, which no OpenLineage facet carries), so the table is polled instead and
+    the poll records the snapshot with its sequence number, schema and commit time."""
+
+    dataset: str
+    asset_key: str
+    snapshot_id: int
+
+
 def asset_key_for(dataset: LineageDataset, mappings: list[LineageMapping]) -> str | None:
     for mapping in mappings:
         key = mapping.asset_key(dataset.namespace, dataset.name)
@@ -124,15 +134,16 @@ def asset_key_for(dataset: LineageDataset, mappings: list[LineageMapping]) -> st
     return None
 
 
-def snapshot_events(event: RunEvent, mappings: list[LineageMapping]) -> list[dict[str, Any] | Unmapped]:
+def snapshot_events(event: RunEvent, mappings: list[LineageMapping]) -> list[dict[str, Any] | Unmapped | NeedsPoll]:
     """One raw SNAPSHOT_COMMITTED event per output of a COMPLETE run, or why an output cannot be one.
 
     The raw events go through ingest like pushed ones: validated there, deduplicated by (asset, version),
-    so the same snapshot seen by a push, a poll and a lineage event is one event.
+    so the same snapshot seen by a push, a poll and a lineage event is one event. An Iceberg output asks for
+    a poll of its table instead (see :class:`NeedsPoll`).
     """
     if event.event_type != COMPLETE or event.run is None or event.job is None:
         return []
-    found: list[dict[str, Any] | Unmapped] = []
+    found: list[dict[str, Any] | Unmapped | NeedsPoll] = []
     for dataset in event.outputs:
         label = f"{dataset.namespace}/{dataset.name}"
         key = asset_key_for(dataset, mappings)
@@ -147,6 +158,9 @@ def snapshot_events(event: RunEvent, mappings: list[LineageMapping]) -> list[dic
                     reason=f"dataset {label!r} has no integer 'version' facet (datasetVersion): no snapshot id",
                 )
             )
+            continue
+        if key.startswith("iceberg://"):
+            found.append(NeedsPoll(dataset=label, asset_key=key, snapshot_id=version))
             continue
         found.append(
             {

@@ -14,6 +14,7 @@ import boto3
 import requests
 
 from lakehook import container
+from lakehook.local.eventbridge import RuleDelivery
 from lakehook.local.gateway import ApiGateway
 from lakehook.local.invoker import LocalFunction
 from lakehook.local.notifications import BucketWatcher, wants_created
@@ -82,6 +83,7 @@ class LocalStack:
         moto_port: int = 0,
         extra_env: dict[str, str] | None = None,
         schedule_rates: Mapping[str, float] | None = None,
+        parameters: Mapping[str, str] | None = None,
     ) -> None:
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError("the local stack listens on loopback only (127.0.0.1, localhost or ::1)")
@@ -94,7 +96,7 @@ class LocalStack:
         self.schedule_rates = dict(schedule_rates or {})  # seconds per function logical id, over poll_every
         self.endpoint_url = ""
         self.table_name = f"{LOCAL_STACK}-table"
-        self.names: dict[str, str] = {}
+        self.names: dict[str, str] = dict(parameters or {})  # template parameters over their defaults
         self.functions: list[LocalFunction] = []
         self._moto: Any = None
         self._gateway: ApiGateway | None = None
@@ -102,6 +104,7 @@ class LocalStack:
         self._scheduler: Scheduler | None = None
         self._queues: list[QueuePoller] = []
         self._watchers: list[BucketWatcher] = []
+        self._rules: list[RuleDelivery] = []
         self._saved_env: dict[str, str | None] = {}
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -199,9 +202,12 @@ class LocalStack:
         self._scheduler.start()
         self._start_queue_pollers()
         self._start_bucket_watchers()
+        self._start_rule_deliveries()
         log.info("local stack ready at %s (moto at %s)", self.api_url, self.endpoint_url)
 
     def stop(self) -> None:
+        for delivery in self._rules:
+            delivery.stop()
         for watcher in self._watchers:
             watcher.stop()
         for poller in self._queues:
@@ -283,6 +289,19 @@ class LocalStack:
                 poller = QueuePoller(sqs, fn, self.names[logical_id], self.names[f"{logical_id}.Arn"], batch_size)
                 poller.start()
                 self._queues.append(poller)
+
+    @property
+    def rule_deliveries(self) -> list[RuleDelivery]:
+        """The EventBridge rules delivering to functions (one per EventBridgeRule event of the template)."""
+        return list(self._rules)
+
+    def _start_rule_deliveries(self) -> None:
+        events, sqs = self._client("events"), self._client("sqs")
+        for fn in self.functions:
+            for rule in fn.spec.rules:
+                delivery = RuleDelivery(events, sqs, fn, rule)
+                delivery.start()
+                self._rules.append(delivery)
 
     @property
     def watchers(self) -> list[BucketWatcher]:

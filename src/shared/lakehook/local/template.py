@@ -113,6 +113,15 @@ class BucketSubscription:
     suffix: str = ""
 
 
+@dataclass(frozen=True)
+class RuleSubscription:
+    """An EventBridgeRule event: its name, the event pattern (intrinsics resolved) and the bus."""
+
+    name: str
+    pattern: dict[str, Any]
+    bus: str = "default"
+
+
 @dataclass
 class FunctionSpec:
     name: str
@@ -125,6 +134,7 @@ class FunctionSpec:
     schedules: list[ScheduleSubscription] = field(default_factory=list)
     queues: list[tuple[str, int]] = field(default_factory=list)  # (queue logical id, batch size)
     buckets: list[BucketSubscription] = field(default_factory=list)
+    rules: list[RuleSubscription] = field(default_factory=list)
 
 
 _RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days|second|seconds)\)$")
@@ -258,14 +268,18 @@ class Template:
                 environment={k: str(self.resolve(v)) for k, v in env.items()},
                 timeout=int(props.get("Timeout", 3)),
             )
-            for event in props.get("Events", {}).values():
-                self._add_event(spec, event, globals_)
+            for event_name, event in props.get("Events", {}).items():
+                self._add_event(spec, event, globals_, f"{name}-{event_name}")
             specs.append(spec)
         return specs
 
-    def _add_event(self, spec: FunctionSpec, event: dict[str, Any], globals_: dict[str, Any]) -> None:
+    def _add_event(self, spec: FunctionSpec, event: dict[str, Any], globals_: dict[str, Any], name: str) -> None:
         kind, p = event.get("Type"), event.get("Properties", {})
-        if kind == "Api":
+        if kind == "EventBridgeRule":
+            if p.get("State", "ENABLED") != "DISABLED":
+                bus = str(self.resolve(p.get("EventBusName", "default")))
+                spec.rules.append(RuleSubscription(name=name, pattern=self.resolve(p["Pattern"]), bus=bus))
+        elif kind == "Api":
             auth = p.get("Auth", {}).get("Authorizer", "AWS_IAM")
             spec.routes.append(ApiRoute(method=p["Method"], path=p["Path"], auth=auth))
         elif kind == "DynamoDB":

@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from lakehook.domain.assets import AssetRegistration
+from lakehook.domain.commit_notices import WatchEntry
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.producers import Producer
@@ -98,6 +99,10 @@ class AssetRegistry(ABC):
     @abstractmethod
     def list_assets(self, limit: int, next_token: str | None = None) -> Page[AssetRegistration]:
         """Registered assets in key order."""
+
+    @abstractmethod
+    def assets_watching(self, watch_key: str) -> list[WatchEntry]:
+        """The registered tables indexed under a watch key (see ``domain.commit_notices``), in one lookup."""
 
 
 class ProducerRegistry(ABC):

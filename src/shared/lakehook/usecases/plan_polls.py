@@ -6,11 +6,13 @@ event source bounds how many poll at once (``ScalingConfig.MaximumConcurrency`` 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from lakehook.domain.assets import TABLE_FORMATS
+from lakehook.domain.commit_notices import NoticeIgnored, read_notice
 from lakehook.domain.errors import ValidationError
 from lakehook.ports import AssetRegistry
 from lakehook.ports.queue import WorkQueue
@@ -82,6 +84,47 @@ class PlanPolls:
             token = page.next_token
             if token is None:
                 return PlanReport(mode, assets, messages)
+
+
+@dataclass(frozen=True)
+class NoticeReport:
+    """What a commit notice led to: the tables queued for a poll, or why none was."""
+
+    described: str
+    asset_keys: tuple[str, ...] = ()
+    ignored: str | None = None
+
+    def to_log(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"notice": self.described, "assetKeys": list(self.asset_keys)}
+        if self.ignored:
+            found["ignored"] = self.ignored
+        return found
+
+
+class PlanNotifiedPolls:
+    """A commit the lakehouse announced (Glue table change, S3 commit file): queue a poll of exactly the tables
+    registered under it, in one message, for the same workers, offsets and deduplication as the schedule.
+
+    An event that names no registered table, or is no commit, is ignored with the reason (an asynchronous
+    invocation must not fail on it: it would only be retried). Only a failure of the store or the queue raises.
+    """
+
+    def __init__(self, registry: AssetRegistry, queue: WorkQueue) -> None:
+        self._registry = registry
+        self._queue = queue
+
+    def __call__(self, event: Mapping[str, Any]) -> NoticeReport:
+        notice = read_notice(event)
+        if isinstance(notice, NoticeIgnored):
+            return NoticeReport(
+                described=f"{event.get('source')!r} / {event.get('detail-type')!r}", ignored=notice.reason
+            )
+        entries = [e for e in self._registry.assets_watching(notice.watch_key) if notice.concerns(e)]
+        keys = tuple(sorted({e.asset_key for e in entries}))
+        if not keys:
+            return NoticeReport(notice.described, ignored=f"no registered table is watched as {notice.watch_key}")
+        self._queue.send([{"mode": WorkMode.POLL.value, "assetKeys": list(keys)}])
+        return NoticeReport(notice.described, keys)
 
 
 class RunPollWork:

@@ -7,6 +7,8 @@ Layout (PK / SK):
 - ``ASSET#<assetKey>`` / ``POLL``             the asset's poll status (last poll, last error, backoff)
 - ``PRODUCER#<id>``    / ``META``             a producer (GSI1: ``PRODUCERS`` / id)
 - ``WM#<namespace>#<assetKey>`` / ``KEY#<key>`` a watermark
+- ``WATCH#<watchKey>`` / ``ASSET#<assetKey>`` a registered table under a commit notice's key (``TABLE#db.t``,
+  ``LOCATION#s3://…``; see ``domain.commit_notices``)
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ class Prefix(StrEnum):
     PRODUCER = "PRODUCER#"
     WATERMARK = "WM#"
     KEY = "KEY#"
+    WATCH = "WATCH#"
 
 
 class Sort(StrEnum):
@@ -70,6 +73,10 @@ def watermark_pk(namespace: str, asset_key: str) -> str:
 
 def watermark_key(namespace: str, asset_key: str, key: str) -> dict[str, str]:
     return {"PK": watermark_pk(namespace, asset_key), "SK": f"{Prefix.KEY}{key}"}
+
+
+def watch_key(watch: str, asset_key: str) -> dict[str, str]:
+    return {"PK": f"{Prefix.WATCH}{watch}", "SK": asset_pk(asset_key)}
 
 
 def poll_status_key(asset_key: str) -> dict[str, str]:

@@ -10,6 +10,7 @@ from boto3.dynamodb.conditions import Key
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.pagination import decode_token, encode_token
 from lakehook.domain.assets import AssetRegistration
+from lakehook.domain.commit_notices import WatchEntry, watch_entries
 from lakehook.domain.producers import Producer
 from lakehook.ports import AssetRegistry, Page, ProducerRegistry
 
@@ -32,7 +33,51 @@ class DynamoDBAssetRegistry(AssetRegistry):
             "GSI1SK": asset.asset_key,
         }
         old = self._table.put_item(Item=item, ReturnValues="ALL_OLD").get("Attributes")
+        self._index(asset, None if old is None else AssetRegistration.model_validate(json.loads(old["body"])))
         return old is None
+
+    def _index(self, asset: AssetRegistration, previous: AssetRegistration | None) -> None:
+        """Keep the commit-notice index in step with the registration: a write per watch key that changed.
+
+        Written after the registration: a crash in between leaves a table un-indexed (re-PUT it; the poll
+        schedule still covers it) or a stale entry (a notice then polls a table needlessly), never a lost event.
+        """
+        entries = watch_entries(asset)
+        before = watch_entries(previous) if previous is not None else {}
+        for watch, entry in entries.items():
+            if before.get(watch) != entry:
+                self._table.put_item(
+                    Item={
+                        **keys.watch_key(watch, asset.asset_key),
+                        keys.ITEM_TYPE: "WATCH",
+                        "assetKey": asset.asset_key,
+                        "catalogType": entry.catalog_type,
+                        "region": entry.region,
+                        "account": entry.account,
+                    }
+                )
+        for watch in before.keys() - entries.keys():
+            self._table.delete_item(Key=keys.watch_key(watch, asset.asset_key))
+
+    def assets_watching(self, watch_key: str) -> list[WatchEntry]:
+        pk = f"{keys.Prefix.WATCH}{watch_key}"
+        items: list[dict[str, Any]] = []
+        request: dict[str, Any] = {"KeyConditionExpression": Key("PK").eq(pk)}
+        while True:  # one page in practice: a table is registered under a handful of asset keys at most
+            answer = self._table.query(**request)
+            items.extend(answer.get("Items", []))
+            if "LastEvaluatedKey" not in answer:
+                break
+            request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+        return [
+            WatchEntry(
+                asset_key=str(i["assetKey"]),
+                catalog_type=str(i.get("catalogType", "")),
+                region=str(i.get("region", "")),
+                account=str(i.get("account", "")),
+            )
+            for i in items
+        ]
 
     def get_asset(self, asset_key: str) -> AssetRegistration | None:
         item = self._table.get_item(Key=keys.asset_meta_key(asset_key), ConsistentRead=True).get("Item")
