@@ -49,12 +49,11 @@ def main(argv: list[str]) -> int:
         rows = module.run()
         title = (module.__doc__ or name).strip().splitlines()[0]
         body = "\n".join((module.__doc__ or "").strip().splitlines()[1:]).strip()
-        sections.append(
+        kept[name] = (
             f"## {name}: {title}\n\n{body}\n\nCommand: `make bench` (or `.venv/bin/python -m bench.{name}`)."
             f" Took {time.perf_counter() - began:.0f} s.\n\n{markdown_table(rows)}"
         )
         print(f"bench {name}: {len(rows)} rows", flush=True)
-        kept.pop(name, None)
     sections += [kept[name] for name in BENCHES if name in kept]
     RESULTS.write_text("\n".join(sections))
     print(f"wrote {RESULTS}")
