@@ -99,6 +99,15 @@ def put_glue_event(stack: LocalStack, database: str, table: str) -> None:
     assert answer["FailedEntryCount"] == 0
 
 
+def put_on_bus(stack: LocalStack, source: str, *events: dict[str, Any]) -> None:
+    """What a Glue job or a Step Functions state does instead of signing HTTP: PutEvents on the stack's bus."""
+    bus = stack.names["LakehookEventBus"]
+    client = boto3.client("events", endpoint_url=stack.endpoint_url, region_name=REGION)
+    detail = json.dumps({"events": list(events)})
+    entry = {"EventBusName": bus, "Source": source, "DetailType": "Lakehook Asset Events", "Detail": detail}
+    assert client.put_events(Entries=[entry])["FailedEntryCount"] == 0
+
+
 def queues_drained(stack: LocalStack) -> bool:
     sqs = boto3.client("sqs", endpoint_url=stack.endpoint_url, region_name=REGION)
     for url in sqs.list_queues().get("QueueUrls", []):
@@ -124,6 +133,33 @@ def test_a_paimon_commit_is_polled_from_its_s3_notice(stack: LocalStack, lake: L
     assert event["source"] == "POLL"
     state = api(stack, "GET", "/assets/state", params={"assetKey": asset})
     assert state["latestSnapshotId"] == committed.snapshot_id
+
+
+def test_a_push_put_on_the_event_bus_is_the_producers_push(stack: LocalStack, lake: Lake) -> None:
+    asset = "paimon://lake/bus_db/orders"
+    api(
+        stack,
+        "PUT",
+        "/producers/step-functions",
+        json={"assetKeyPrefixes": ["paimon://lake/bus_db/"], "eventSources": ["com.example.sfn"]},
+    )
+    event = {"eventType": "SNAPSHOT_COMMITTED", "assetKey": asset, "snapshotId": 5, "commitTime": 1796119253000}
+    put_on_bus(stack, "com.example.sfn", event)
+    [recorded] = wait_for(lambda: events_of(stack, asset, 5))
+    assert (recorded["source"], recorded["producerId"]) == ("EVENTBRIDGE", "step-functions")
+    # Another source, or a producer's source writing outside its prefixes: delivered, rejected, nothing recorded.
+    delivered = sum(d.delivered for d in stack.rule_deliveries)
+    put_on_bus(stack, "com.example.stranger", {**event, "snapshotId": 6})
+    put_on_bus(stack, "com.example.sfn", {**event, "assetKey": "paimon://lake/other_db/t", "snapshotId": 6})
+    wait_for(lambda: sum(d.delivered for d in stack.rule_deliveries) >= delivered + 2)
+    assert events_of(stack, asset, 6) == [] and events_of(stack, "paimon://lake/other_db/t", 6) == []
+    taken = requests.put(
+        f"{stack.api_url}/producers/impostor",
+        headers={"Authorization": f"Bearer {ADMIN}"},
+        json={"assetKeyPrefixes": ["paimon://lake/"], "eventSources": ["com.example.sfn"]},
+        timeout=30,
+    )
+    assert taken.status_code == 409 and "belongs to producer 'step-functions'" in taken.json()["message"]
 
 
 def test_an_iceberg_commit_to_glue_is_polled_from_the_glue_event(stack: LocalStack, lake: Lake) -> None:
@@ -155,7 +191,11 @@ def test_every_way_in_for_one_snapshot_is_one_event(stack: LocalStack, lake: Lak
         stack,
         "PUT",
         "/producers/gmv-job",
-        json={"assetKeyPrefixes": ["iceberg://glue/dw_db/"], "lineageDatasets": [mapping]},
+        json={
+            "assetKeyPrefixes": ["iceberg://glue/dw_db/"],
+            "lineageDatasets": [mapping],
+            "eventSources": ["com.example.gmv-job"],
+        },
     )
     delivered_before = sum(d.delivered for d in stack.rule_deliveries)
 
@@ -164,6 +204,7 @@ def test_every_way_in_for_one_snapshot_is_one_event(stack: LocalStack, lake: Lak
     put_glue_event(stack, "dw_db", "gmv")
     stack.fire_schedule("PollPlannerFunction")  # the scheduled poll and compensation, as if both ticked now
     pushed = PushClient(stack.api_url, "gmv-job", producer["secret"]).send(committed.event(asset))
+    put_on_bus(stack, "com.example.gmv-job", committed.event(asset))  # the same push, by PutEvents
     lineage = OpenLineageClient(
         transport=HttpTransport(HttpConfig(url=stack.api_url, auth=ApiKeyTokenProvider({"apiKey": producer["apiKey"]})))
     )
@@ -186,8 +227,8 @@ def test_every_way_in_for_one_snapshot_is_one_event(stack: LocalStack, lake: Lak
         )
     )
 
-    # Both notices (the Glue event, the S3 metadata.json) delivered and their polls done, every queue empty.
-    wait_for(lambda: sum(d.delivered for d in stack.rule_deliveries) >= delivered_before + 2)
+    # The notices (the Glue event, the S3 metadata.json) and the bus push delivered, every queue empty.
+    wait_for(lambda: sum(d.delivered for d in stack.rule_deliveries) >= delivered_before + 3)
     wait_for(lambda: queues_drained(stack))
     found = events_of(stack, asset, snapshot)
     assert len(found) == 1, found

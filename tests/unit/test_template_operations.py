@@ -162,9 +162,13 @@ def test_every_asynchronously_invoked_function_has_a_dead_letter_queue() -> None
     asynchronous = [
         name
         for name, resource in FUNCTIONS.items()
-        if any(e["Type"] in ("Schedule", "ScheduleV2", "S3") for e in resource["Properties"].get("Events", {}).values())
+        if any(
+            e["Type"] in ("Schedule", "ScheduleV2", "S3", "EventBridgeRule")
+            for e in resource["Properties"].get("Events", {}).values()
+        )
     ]
     assert sorted(asynchronous) == [
+        "BusIngestFunction",
         "DeferralSweepFunction",
         "PollPlannerFunction",
         "SpoolVerifierFunction",

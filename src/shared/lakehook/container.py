@@ -27,6 +27,7 @@ from lakehook.usecases.plan_polls import PlanNotifiedPolls, PlanPolls, RunPollWo
 from lakehook.usecases.producers import PushAuthenticator, RegisterProducer
 
 if TYPE_CHECKING:
+    from lakehook.usecases.bus_ingest import IngestBusEvents
     from lakehook.usecases.manifests import RecordManifestVerification
     from lakehook.usecases.spool import VerifySpoolManifest
 
@@ -183,6 +184,14 @@ class Container:
     @cached_property
     def plan_polls(self) -> PlanPolls:
         return PlanPolls(self.asset_registry, self.work_queue)
+
+    @cached_property
+    def ingest_bus_events(self) -> IngestBusEvents:
+        from lakehook.usecases.bus_ingest import IngestBusEvents
+        from lakehook.wiring_dispatch import alias_store
+
+        limit = self.settings.max_events_per_push
+        return IngestBusEvents(self.producer_registry, self.ingest, alias_store(self), limit)
 
     @cached_property
     def plan_notified_polls(self) -> PlanNotifiedPolls:

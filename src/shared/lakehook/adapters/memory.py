@@ -114,6 +114,7 @@ class InMemoryAssetRegistry(AssetRegistry):
 class InMemoryProducerRegistry(ProducerRegistry):
     def __init__(self) -> None:
         self.producers: dict[str, Producer] = {}
+        self.sources: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def put_producer(self, producer: Producer) -> bool:
@@ -124,6 +125,21 @@ class InMemoryProducerRegistry(ProducerRegistry):
 
     def get_producer(self, producer_id: str) -> Producer | None:
         return self.producers.get(producer_id)
+
+    def event_source_owner(self, source: str) -> str | None:
+        with self._lock:
+            return self.sources.get(source)
+
+    def claim_event_source(self, source: str, producer_id: str) -> None:
+        with self._lock:  # decided and written at once, as DynamoDB's conditional put does
+            owner = self.sources.setdefault(source, producer_id)
+        if owner != producer_id:
+            raise ConflictError(f"event source {source!r} belongs to producer {owner!r}")
+
+    def release_event_source(self, source: str, producer_id: str) -> None:
+        with self._lock:
+            if self.sources.get(source) == producer_id:
+                del self.sources[source]
 
     def list_producers(self, limit: int, next_token: str | None = None) -> Page[Producer]:
         return _page([self.producers[k] for k in sorted(self.producers)], limit, next_token)

@@ -57,6 +57,7 @@ class ProducerAnswer(_Answer):
     created_at: Iso = Field(alias="createdAt")
     updated_at: Iso = Field(alias="updatedAt")
     lineage_datasets: list[LineageMapping] = Field(default_factory=list, alias="lineageDatasets")
+    event_sources: list[str] = Field(default_factory=list, alias="eventSources")
     secret: str | None = Field(default=None, description="the signing secret: only on creation or rotation")
     api_key: str | None = Field(
         default=None,
@@ -123,7 +124,7 @@ class RecordedEvent(_Answer):
     event_id: str = Field(alias="eventId")
     source: str = Field(
         description="how it arrived: PUSH, POLL, COMPENSATION (a missed-event poll), RUN_COMPLETION, VERIFICATION "
-        "(a verified spool manifest) or LINEAGE (an OpenLineage RunEvent)"
+        "(a verified spool manifest), LINEAGE (an OpenLineage RunEvent) or EVENTBRIDGE (put on the stack's bus)"
     )
     received_at: Iso = Field(alias="receivedAt")
     producer_id: str | None = Field(default=None, alias="producerId")

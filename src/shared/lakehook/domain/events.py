@@ -48,6 +48,7 @@ class SourceType(StrEnum):
     RUN_COMPLETION = "RUN_COMPLETION"
     VERIFICATION = "VERIFICATION"  # the spool verifier, recording a manifest S3 announced
     LINEAGE = "LINEAGE"  # an OpenLineage RunEvent's output (POST /api/v1/lineage)
+    EVENTBRIDGE = "EVENTBRIDGE"  # a producer's "Lakehook Asset Events" put on the stack's event bus
 
 
 class IngestStatus(StrEnum):

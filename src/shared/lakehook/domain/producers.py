@@ -12,6 +12,8 @@ from lakehook.domain.lineage import LineageMapping
 from lakehook.domain.time import ms_to_iso
 
 PRODUCER_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+# An EventBridge event's ``source`` as PutEvents accepts it from a customer (``aws.`` is AWS's own).
+EVENT_SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$")
 
 
 class ProducerSpec(BaseModel):
@@ -27,6 +29,27 @@ class ProducerSpec(BaseModel):
         max_length=100,
         description="OpenLineage datasets to asset keys, first match wins (POST /api/v1/lineage)",
     )
+
+    event_sources: list[str] = Field(
+        default_factory=list,
+        alias="eventSources",
+        max_length=20,
+        description="EventBridge sources (the PutEvents Source) whose 'Lakehook Asset Events' on the stack's bus "
+        "are this producer's pushes; each source belongs to one producer",
+    )
+
+    @field_validator("event_sources")
+    @classmethod
+    def _sources(cls, value: list[str]) -> list[str]:
+        for source in value:
+            if not EVENT_SOURCE.fullmatch(source) or source.lower().startswith("aws."):
+                raise ValueError(
+                    f"event source {source!r} must be 1-256 of letters, digits, '.', '_', '/', '-' and not start "
+                    "with 'aws.' (AWS's own sources)"
+                )
+        if len(set(value)) != len(value):
+            raise ValueError("eventSources lists a source twice")
+        return value
 
     @field_validator("asset_key_prefixes")
     @classmethod
@@ -52,6 +75,7 @@ class Producer(BaseModel):
         default=0, alias="secretVersion", description="counts secret rotations; a cached secret is used only at it"
     )
     lineage_datasets: list[LineageMapping] = Field(default_factory=list, alias="lineageDatasets")
+    event_sources: list[str] = Field(default_factory=list, alias="eventSources")
 
     def may_write(self, asset_key: str) -> bool:
         """Whether this producer may write events about the asset.

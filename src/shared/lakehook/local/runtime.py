@@ -260,6 +260,11 @@ class LocalStack:
             s3.create_bucket(Bucket=bucket)
             self.names[logical_id] = bucket
         self._create_secrets(template)
+        events = self._client("events")
+        for logical_id, resource in template.of_type("AWS::Events::EventBus").items():
+            name = str(template.resolve(resource.get("Properties", {}).get("Name", logical_id), LOCAL_STACK))
+            events.create_event_bus(Name=name)
+            self.names[logical_id] = name
         sqs = self._client("sqs")
         for logical_id in template.queues():
             props = template.resources[logical_id].get("Properties", {})

@@ -117,6 +117,18 @@ class ProducerRegistry(ABC):
         """The producer, or None."""
 
     @abstractmethod
+    def event_source_owner(self, source: str) -> str | None:
+        """The producer id an EventBridge source belongs to, or None."""
+
+    @abstractmethod
+    def claim_event_source(self, source: str, producer_id: str) -> None:
+        """Make the source the producer's; ConflictError if another producer holds it."""
+
+    @abstractmethod
+    def release_event_source(self, source: str, producer_id: str) -> None:
+        """Give the source up, if this producer holds it."""
+
+    @abstractmethod
     def list_producers(self, limit: int, next_token: str | None = None) -> Page[Producer]:
         """Producers in id order."""
 

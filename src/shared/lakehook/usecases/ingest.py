@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import ValidationError as PydanticValidationError
 
 from lakehook.domain.coverage import CoverageTooFragmentedError
-from lakehook.domain.errors import AuthorizationError
-from lakehook.domain.events import AssetEvent, EventResult, EventType, IngestStatus, SourceType
+from lakehook.domain.errors import AuthorizationError, ValidationError
+from lakehook.domain.events import AssetEvent, EventResult, EventType, IngestStatus, PushEnvelope, SourceType
 from lakehook.domain.producers import Producer
 from lakehook.domain.state import verdict_touch
 from lakehook.domain.time import now_ms
@@ -134,3 +134,18 @@ class IngestEvents:
         else:
             status, reason = IngestStatus.ACCEPTED, None
         return EventResult(eventId=event.event_id, status=status, reason=reason, index=index)
+
+
+def envelope_events(body: Any, limit: int) -> list[Any]:
+    """One event, or ``{"events": [...]}`` with 1..limit items; anything else is a 400."""
+    if isinstance(body, dict) and "events" in body:
+        try:
+            envelope = PushEnvelope.model_validate(body)
+        except PydanticValidationError as exc:
+            raise ValidationError(describe_validation_error(exc), field="events") from exc
+        if len(envelope.events) > limit:
+            raise ValidationError(f"at most {limit} events per push, got {len(envelope.events)}", field="events")
+        return list(envelope.events)
+    if isinstance(body, dict):
+        return [body]
+    raise ValidationError('body must be one event object or {"events": [...]}', field="body")

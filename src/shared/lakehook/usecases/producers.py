@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lakehook.domain.errors import AuthenticationError, NotFoundError
+from lakehook.domain.errors import AuthenticationError, ConflictError, NotFoundError
 from lakehook.domain.producers import PRODUCER_ID, Producer, ProducerSpec, split_api_key, validate_producer_id
 from lakehook.domain.signing import SIGNATURE_HEADER, parse_signature, verify
 from lakehook.domain.time import now_ms
@@ -42,6 +42,15 @@ class RegisterProducer:
         """With ``dry_run`` everything is checked and nothing written: no secret is generated or stored."""
         validate_producer_id(producer_id)
         existing = self._registry.get_producer(producer_id)
+        # EventBridge sources are claimed before anything else is written (a taken one is a 409 with nothing
+        # changed) and released after the producer stops naming them: never named by two producers at once.
+        for source in spec.event_sources:
+            if dry_run:
+                owner = self._registry.event_source_owner(source)
+                if owner not in (None, producer_id):
+                    raise ConflictError(f"event source {source!r} belongs to producer {owner!r}")
+            else:
+                self._registry.claim_event_source(source, producer_id)
         now = self._clock()
         secret: str | None = None
         secret_ref = existing.secret_ref if existing else f"{self._prefix}producers/{producer_id}"
@@ -56,6 +65,7 @@ class RegisterProducer:
             secret_ref=secret_ref,
             description=spec.description,
             lineage_datasets=spec.lineage_datasets,
+            event_sources=spec.event_sources,
             created_at=existing.created_at if existing else now,
             updated_at=now,
             secret_version=secret_version,
@@ -63,6 +73,8 @@ class RegisterProducer:
         if dry_run:
             return ProducerRegistration(producer, existing is None, None)
         self._registry.put_producer(producer)
+        for source in set(existing.event_sources if existing else []) - set(spec.event_sources):
+            self._registry.release_event_source(source, producer_id)
         return ProducerRegistration(producer, existing is None, secret)
 
 

@@ -7,6 +7,7 @@ Layout (PK / SK):
 - ``ASSET#<assetKey>`` / ``POLL``             the asset's poll status (last poll, last error, backoff)
 - ``PRODUCER#<id>``    / ``META``             a producer (GSI1: ``PRODUCERS`` / id)
 - ``WM#<namespace>#<assetKey>`` / ``KEY#<key>`` a watermark
+- ``EVSOURCE#<source>`` / ``OWNER``         the producer an EventBridge source belongs to (``producerId``)
 - ``WATCH#<watchKey>`` / ``ASSET#<assetKey>`` a registered table under a commit notice's key (``TABLE#db.t``,
   ``LOCATION#s3://…``; see ``domain.commit_notices``)
 """
@@ -24,6 +25,7 @@ class Prefix(StrEnum):
     WATERMARK = "WM#"
     KEY = "KEY#"
     WATCH = "WATCH#"
+    EVENT_SOURCE = "EVSOURCE#"
 
 
 class Sort(StrEnum):
@@ -77,6 +79,10 @@ def watermark_key(namespace: str, asset_key: str, key: str) -> dict[str, str]:
 
 def watch_key(watch: str, asset_key: str) -> dict[str, str]:
     return {"PK": f"{Prefix.WATCH}{watch}", "SK": asset_pk(asset_key)}
+
+
+def event_source_key(source: str) -> dict[str, str]:
+    return {"PK": f"{Prefix.EVENT_SOURCE}{source}", "SK": "OWNER"}
 
 
 def poll_status_key(asset_key: str) -> dict[str, str]:

@@ -6,11 +6,13 @@ import json
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
+from botocore.exceptions import ClientError
 
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.pagination import decode_token, encode_token
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.commit_notices import WatchEntry, watch_entries
+from lakehook.domain.errors import ConflictError
 from lakehook.domain.producers import Producer
 from lakehook.ports import AssetRegistry, Page, ProducerRegistry
 
@@ -108,6 +110,34 @@ class DynamoDBProducerRegistry(ProducerRegistry):
     def get_producer(self, producer_id: str) -> Producer | None:
         item = self._table.get_item(Key=keys.producer_key(producer_id), ConsistentRead=True).get("Item")
         return None if item is None else Producer.model_validate_json(item["body"])
+
+    def event_source_owner(self, source: str) -> str | None:
+        item = self._table.get_item(Key=keys.event_source_key(source), ConsistentRead=True).get("Item")
+        return None if item is None else str(item["producerId"])
+
+    def claim_event_source(self, source: str, producer_id: str) -> None:
+        try:
+            self._table.put_item(
+                Item={**keys.event_source_key(source), keys.ITEM_TYPE: "EVENT_SOURCE", "producerId": producer_id},
+                ConditionExpression="attribute_not_exists(PK) OR producerId = :me",
+                ExpressionAttributeValues={":me": producer_id},
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            owner = self.event_source_owner(source)
+            raise ConflictError(f"event source {source!r} belongs to producer {owner!r}") from exc
+
+    def release_event_source(self, source: str, producer_id: str) -> None:
+        try:
+            self._table.delete_item(
+                Key=keys.event_source_key(source),
+                ConditionExpression="producerId = :me",
+                ExpressionAttributeValues={":me": producer_id},
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
 
     def list_producers(self, limit: int, next_token: str | None = None) -> Page[Producer]:
         """Through GSI1 ``PRODUCERS``: a producer written before the index entry existed is listed once it is

@@ -12,11 +12,11 @@ from lakehook.api.answers import LineageAnswer
 from lakehook.api.auth import current_principal
 from lakehook.api.contract import LINEAGE, WITH_BODY, answers, ok
 from lakehook.api.http import json_body, json_response
-from lakehook.api.routes.events import count_results
 from lakehook.container import current
 from lakehook.domain.errors import AuthorizationError, ValidationError
 from lakehook.domain.events import EventResult, IngestStatus, SourceType
 from lakehook.domain.lineage import NeedsPoll, RunEvent, Unmapped, snapshot_events
+from lakehook.event_metrics import count_results
 from lakehook.usecases.ingest import describe_validation_error
 from lakehook.usecases.plan_polls import WorkMode
 

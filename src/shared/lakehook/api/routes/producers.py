@@ -29,10 +29,13 @@ DryRun = Annotated[
     "/producers/<producerId>",
     summary="Create or update a producer",
     description="Answers the generated signing secret once: on creation, or with ?rotateSecret=true; with it "
-    "the apiKey an OpenLineage HTTP transport sends (Authorization: Bearer) to POST /api/v1/lineage.",
+    "the apiKey an OpenLineage HTTP transport sends (Authorization: Bearer) to POST /api/v1/lineage. 409 when "
+    "one of its eventSources belongs to another producer (nothing is written).",
     tags=["producers"],
     security=MANAGEMENT,
-    responses=answers({200: ("updated", ProducerAnswer), 201: ("created, with its secret", ProducerAnswer)}, WITH_BODY),
+    responses=answers(
+        {200: ("updated", ProducerAnswer), 201: ("created, with its secret", ProducerAnswer)}, WITH_BODY, 409
+    ),
 )
 def put_producer(
     producerId: ProducerId,

@@ -1,0 +1,26 @@
+"""Bus ingest: "Lakehook Asset Events" put on the stack's EventBridge bus by AWS-native writers -> pushes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from lakehook.container import current
+from lakehook.event_metrics import count_results
+from lakehook.observability import MetricName, logger, metrics
+from lakehook.usecases.bus_ingest import BusReport
+
+
+@logger.inject_lambda_context(log_event=False)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    report: BusReport = current().ingest_bus_events(event)
+    if report.rejected:
+        # Never raised: EventBridge would retry an event that can only fail the same way.
+        metrics.add_metric(name=MetricName.EVENT_INVALID, unit="Count", value=1)
+        logger.warning("bus event rejected", extra=report.to_log())
+    else:
+        count_results(report.results)
+        logger.info("bus event ingested", extra=report.to_log())
+    return report.to_log()

@@ -1,0 +1,76 @@
+"""Pushes put on the stack's EventBridge bus: for AWS-native writers (Glue jobs, EMR steps, Step Functions)
+that would rather ``PutEvents`` than sign HTTP.
+
+IAM authorizes the writer (``events:PutEvents`` on the bus); the event's ``source`` says which producer it
+is: each source belongs to one producer (``eventSources`` of ``PUT /producers/{id}``), whose prefixes then
+apply as to a signed push. The ``detail`` is what ``POST /asset-events`` takes: one event or
+``{"events": [...]}``. Everything a signed push gets applies: validation per event, aliases,
+deduplication. What cannot be taken is rejected with the reason, never raised: EventBridge invokes the
+function asynchronously, and a retry would only fail the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lakehook.domain.errors import AuthorizationError, ValidationError
+from lakehook.domain.events import EventResult, SourceType
+from lakehook.ports import ProducerRegistry
+from lakehook.ports.aliases import AliasStore
+from lakehook.usecases.aliases import ingest_through_aliases
+from lakehook.usecases.ingest import IngestEvents, envelope_events
+
+ASSET_EVENTS = "Lakehook Asset Events"  # the detail-type writers put their events under
+
+
+@dataclass(frozen=True)
+class BusReport:
+    """What one bus event became: one result per asset event, or why none was taken."""
+
+    event_id: str
+    source: str
+    producer_id: str | None = None
+    results: list[EventResult] = field(default_factory=list)
+    rejected: str | None = None
+
+    def to_log(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"bus_event_id": self.event_id, "source": self.source, "producer": self.producer_id}
+        if self.rejected:
+            found["rejected"] = self.rejected
+        else:
+            found["results"] = [r.to_api() for r in self.results]
+        return found
+
+
+class IngestBusEvents:
+    def __init__(self, producers: ProducerRegistry, ingest: IngestEvents, aliases: AliasStore, limit: int) -> None:
+        self._producers = producers
+        self._ingest = ingest
+        self._aliases = aliases
+        self._limit = limit
+
+    def __call__(self, event: Mapping[str, Any]) -> BusReport:
+        event_id = str(event.get("id", ""))[:128]
+        source = event.get("source")
+        if not isinstance(source, str) or not source:
+            return BusReport(event_id, str(source)[:256], rejected="the event has no source")
+        if event.get("detail-type") != ASSET_EVENTS:
+            return BusReport(
+                event_id, source, rejected=f"detail-type {event.get('detail-type')!r} is not {ASSET_EVENTS!r}"
+            )
+        owner = self._producers.event_source_owner(source[:256])
+        producer = self._producers.get_producer(owner) if owner else None
+        if producer is None or source not in producer.event_sources:
+            return BusReport(
+                event_id,
+                source,
+                rejected=f"no producer claims EventBridge source {source!r} (PUT /producers/{{id}} with eventSources)",
+            )
+        try:
+            raw = envelope_events(event.get("detail"), self._limit)
+            results = ingest_through_aliases(raw, self._ingest, self._aliases, SourceType.EVENTBRIDGE, producer)
+        except (ValidationError, AuthorizationError) as exc:
+            return BusReport(event_id, source, producer.producer_id, rejected=str(exc))
+        return BusReport(event_id, source, producer.producer_id, results=results)
