@@ -151,7 +151,8 @@ def test_too_many_distinct_assets_is_refused() -> None:
 
 def test_no_groups_or_no_members_is_refused() -> None:
     assert refused("r", body(groups=[])).field == "groups"
-    assert refused("r", body(groups=[{"groupId": "g", "members": []}])).field == "groups.0.members"
+    empty = refused("r", body(groups=[{"groupId": "g", "members": []}]))
+    assert empty.field == "groups.0" and "a group has members, a schedule, or both" in str(empty)
 
 
 def test_body_rule_id_must_match_the_path() -> None:

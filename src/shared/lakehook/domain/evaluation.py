@@ -57,6 +57,7 @@ class Status(StrEnum):
     WAITING_FOR_UPDATE = "WAITING_FOR_UPDATE"
     WAITING_FOR_VERSION = "WAITING_FOR_VERSION"  # EACH_VERSION: the lineage says a snapshot is missing; polled for
     WAITING_FOR_RUN = "WAITING_FOR_RUN"  # EACH_VERSION: the previous version's trigger has not SUCCEEDED yet
+    WAITING_FOR_SCHEDULE = "WAITING_FOR_SCHEDULE"  # a scheduled group ran for the latest tick: until the next
     BLOCKED_BY_FAILED_TRIGGER = "BLOCKED_BY_FAILED_TRIGGER"  # EACH_VERSION: the previous version's trigger FAILED
     COOLDOWN = "COOLDOWN"
     QUIET_PERIOD = "QUIET_PERIOD"
@@ -441,7 +442,12 @@ def evaluate_group(
             return skipped
 
     window: Window | None = None
-    if group.window is not None:
+    if group.schedule is not None:
+        scheduled = _on_schedule(rule, group, states, cursor, members, pins, now, logs or {}, snapshots or {})
+        if isinstance(scheduled, GroupEvaluation):
+            return scheduled
+        pins, window = scheduled
+    elif group.window is not None:
         found = _window(rule, group, states, cursor, members, now, coverage or {})
         if isinstance(found, GroupEvaluation):
             return found
@@ -511,6 +517,52 @@ def evaluate_group(
                     f"quietPeriodSeconds is {policy.quiet_period_seconds}",
                 )
     return GroupEvaluation(gid, Status.READY, tuple(members), pins=tuple(pins), window=window)
+
+
+def _on_schedule(
+    rule: Rule,
+    group: Group,
+    states: Mapping[str, AssetState],
+    cursor: GroupCursor | None,
+    members: list[MemberEvaluation],
+    pins: list[PinnedInput],
+    now: int,
+    logs: Mapping[str, VersionLog],
+    snapshots: Mapping[str, SnapshotLog],
+) -> GroupEvaluation | tuple[list[PinnedInput], Window]:
+    """A scheduled group: the pins and the latest tick's window ``[previous tick, tick)``, or why not yet.
+
+    It ran for a tick when its cursor's window ends there. With members and a cursor it also waits, as an
+    unscheduled group does, for the updates its mode asks for since that trigger (ALL_UPDATED: every
+    member; ANY_UPDATED: one); a group of a schedule alone fires on every tick.
+    """
+    schedule = group.schedule
+    assert schedule is not None
+    tick = schedule.latest_tick(now)
+    last = cursor.window.end if cursor is not None and cursor.window is not None else None
+    if last is not None and last >= tick:
+        following = schedule.next_tick(now)
+        return GroupEvaluation(
+            group.group_id,
+            Status.WAITING_FOR_SCHEDULE,
+            tuple(members),
+            until=following,
+            reason=f"ran for the tick at {ms_to_iso(last)}; the next tick is at {ms_to_iso(following)} "
+            f"({schedule.cron}, {schedule.timezone})",
+        )
+    if cursor is not None and group.members:
+        gaps: list[Gap] = []
+        stepped = _advance(rule, group, states, cursor, members, pins, logs, snapshots, now, gaps)
+        if stepped is None:
+            holding = [m for m in members if m.status not in (Status.READY, Status.WAITING_FOR_UPDATE)]
+            blocked = _first_blocked(group.group_id, holding or members)
+            return replace(
+                blocked,
+                members=tuple(members),
+                reason=f"{blocked.reason} (for the tick at {ms_to_iso(tick)})",
+            )
+        pins = stepped
+    return pins, Window(start=schedule.previous_tick(tick), end=tick)
 
 
 def _judged_per_snapshot(

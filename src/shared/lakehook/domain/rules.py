@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 
 from lakehook.domain.assets import validate_asset_key
 from lakehook.domain.completion import MAX_RULE_OUTLETS, validate_outlet_entry
+from lakehook.domain.schedules import GroupSchedule
 from lakehook.domain.targets import STORED_CONTEXT, RuleTarget
 from lakehook.domain.time import parse_instant_ms
 
@@ -209,7 +210,12 @@ class Group(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
     group_id: str = Field(alias="groupId")
-    members: list[Member] = Field(min_length=1, max_length=MAX_MEMBERS_PER_GROUP)
+    members: list[Member] = Field(default_factory=list, max_length=MAX_MEMBERS_PER_GROUP)
+    schedule: GroupSchedule | None = Field(
+        default=None,
+        description="fire once per cron tick, after the tick and once the members are satisfied (with ALL_UPDATED "
+        "or ANY_UPDATED, updated since the last tick's trigger); a group of a schedule alone fires on every tick",
+    )
 
     @field_validator("group_id")
     @classmethod
@@ -228,6 +234,16 @@ class Group(BaseModel):
         if len(sizes) > 1:
             raise ValueError("windowed members of one group (watermark or coverage) must use the same window")
         return members
+
+    @model_validator(mode="after")
+    def _scheduled(self) -> Group:
+        if not self.members and self.schedule is None:
+            raise ValueError("a group has members, a schedule, or both")
+        if self.schedule is not None and self.window is not None:
+            raise ValueError(
+                "a scheduled group has no windowed members (watermark or coverage): its window is the tick's"
+            )
+        return self
 
     @property
     def window(self) -> WindowSpec | None:
@@ -303,6 +319,16 @@ class Rule(BaseModel):
                 f"a rule may name at most {MAX_ASSETS_PER_RULE} distinct assets, this one names {len(assets)}"
             )
         return groups
+
+    @model_validator(mode="after")
+    def _schedules_fire_per_tick(self) -> Rule:
+        scheduled = [g.group_id for g in self.groups if g.schedule is not None]
+        if scheduled and self.policy.mode is Mode.EACH_VERSION:
+            raise ValueError(
+                f"group {scheduled[0]} has a schedule: a scheduled group runs once per tick, not once per version "
+                "(EACH_VERSION)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _size(self) -> Rule:

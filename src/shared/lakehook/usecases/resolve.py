@@ -801,7 +801,13 @@ def _described_by_state(pin: PinnedInput, state: AssetState | None) -> bool:
 
 
 # Verdicts that lift by themselves at ``until`` (a covered window closes when its lateness has passed).
-_TIMED = (Status.COOLDOWN, Status.QUIET_PERIOD, Status.BLOCKED_BY_COVERAGE, Status.WAITING_FOR_VERSION)
+_TIMED = (
+    Status.COOLDOWN,
+    Status.QUIET_PERIOD,
+    Status.BLOCKED_BY_COVERAGE,
+    Status.WAITING_FOR_VERSION,
+    Status.WAITING_FOR_SCHEDULE,  # the next tick
+)
 
 
 def _seen_snapshots(

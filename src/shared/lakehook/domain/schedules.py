@@ -1,0 +1,69 @@
+"""A group's schedule: a cron expression in an IANA time zone, read by croniter (as Airflow reads its own).
+
+A scheduled group fires once per tick, after the tick has passed and its members are satisfied: Dagster's
+``on_cron``, and, OR'ed with a group of members alone, Airflow's "assets or time". The tick is the end of the
+trigger's window ``[previous tick, tick)`` (the data interval Airflow gives a cron run), so it is in the
+trigger key: one trigger per tick, however often the group is evaluated. Ticks the group missed while it
+waited for its members coalesce into the latest one.
+
+Nothing sleeps for a tick: a group that ran for the latest tick answers ``WAITING_FOR_SCHEDULE`` until the
+next one, and the resolver defers it to then; the deferral sweep (every minute) wakes it. A tick is therefore
+acted on within about a minute, the sweep's period; a per-rule EventBridge Scheduler schedule would be
+second-exact but is one more AWS resource per rule to create, update and delete in step with the rules.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter  # type: ignore[import-untyped]
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from lakehook.domain.time import MAX_ISO_MS
+
+
+class GroupSchedule(BaseModel):
+    """``{"cron": "0 6 * * *", "timezone": "Europe/Berlin"}``: five fields (minute hour day month weekday)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cron: str = Field(max_length=256, description="five-field cron: minute hour day-of-month month day-of-week")
+    timezone: str = Field(default="UTC", max_length=64, description="an IANA time zone, e.g. Europe/Berlin")
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        text = " ".join(value.split())
+        if len(text.split(" ")) != 5 or not croniter.is_valid(text):
+            raise ValueError(f"cron {value!r} is not a five-field cron expression (minute hour day month weekday)")
+        return text
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"timezone {value!r} is not an IANA time zone (e.g. UTC, Europe/Berlin)") from exc
+        return value
+
+    def latest_tick(self, now_ms: int) -> int:
+        """The last tick at or before ``now_ms``."""
+        at = self._local(now_ms + 1)  # croniter's get_prev is strictly before its start: include now itself
+        return _ms(croniter(self.cron, at).get_prev(datetime))
+
+    def next_tick(self, now_ms: int) -> int:
+        """The first tick after ``now_ms``."""
+        return min(_ms(croniter(self.cron, self._local(now_ms)).get_next(datetime)), MAX_ISO_MS)
+
+    def previous_tick(self, tick_ms: int) -> int:
+        """The tick before ``tick_ms``: the start of its window."""
+        return _ms(croniter(self.cron, self._local(tick_ms)).get_prev(datetime))
+
+    def _local(self, ms: int) -> datetime:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).astimezone(ZoneInfo(self.timezone))
+
+
+def _ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
