@@ -49,6 +49,8 @@ RULES: dict[str, dict[str, Any]] = {
         "members": [{"assetKey": A, "condition": {"qualityStatus": "PASSED"}}, {"assetKey": B}],
         "policy": {"mode": "EACH_VERSION"},
     },
+    "cron_a": {"members": [{"assetKey": A}], "policy": {}, "schedule": {"cron": "*/2 * * * *"}},
+    "cron_only": {"members": [], "policy": {}, "schedule": {"cron": "* * * * *", "timezone": "Asia/Kathmandu"}},
 }
 # what the histories must reach (checked by test_generated_histories_reach_every_status)
 NEWER_STATUSES = {
@@ -57,6 +59,7 @@ NEWER_STATUSES = {
     "BLOCKED_BY_FAILED_TRIGGER",
     "WAITING_FOR_UPDATE",
     "BLOCKED_BY_QUALITY",
+    "WAITING_FOR_SCHEDULE",
 }
 SEEN: set[str] = set()
 
@@ -178,7 +181,7 @@ class ExplainMachine(RuleBasedStateMachine):
         self.now += wait_ms
         spec = RULES[rule_id]
         body = {
-            "groups": [{"groupId": "g", "members": spec["members"]}],
+            "groups": [{"groupId": "g", "members": spec["members"], "schedule": spec.get("schedule")}],
             "policy": {**spec["policy"], "startFrom": start_from},
             "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
             "enabled": enabled,
