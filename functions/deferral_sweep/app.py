@@ -1,4 +1,5 @@
-"""Deferral sweep: mark due quiet-period and cooldown re-evaluations, which wakes the resolver via the stream."""
+"""Deferral sweep: mark due quiet-period, cooldown and schedule re-evaluations, which wakes the resolver via
+the stream; on its freshness schedule, count what is overdue (rules and assets) for the metric and alarm."""
 
 from __future__ import annotations
 
@@ -6,13 +7,21 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from lakehook.observability import logger, metrics
-from lakehook.wiring_rules import sweep_deferred
+from lakehook.container import current
+from lakehook.observability import MetricName, logger, metrics
+from lakehook.wiring_rules import check_freshness, sweep_deferred
 
 
 @logger.inject_lambda_context(log_event=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    if event.get("check") == "freshness":  # the Freshness schedule's Input
+        report = check_freshness(current())()
+        metrics.add_metric(name=MetricName.RULES_OVERDUE, unit="Count", value=len(report.rules))
+        metrics.add_metric(name=MetricName.ASSETS_OVERDUE, unit="Count", value=len(report.assets))
+        if report.rules or report.assets:
+            logger.warning("overdue", extra=report.to_log())
+        return {"rulesOverdue": sorted(report.rules), "assetsOverdue": [o.asset_key for o in report.assets]}
     due = sweep_deferred()
     logger.info("deferrals swept", extra={"due": due})
     return {"due": due}

@@ -316,3 +316,31 @@ def test_lakehook_console_serves_the_stack_until_ctrl_c(demo: Demo) -> None:
     finally:
         served.send_signal(signal.SIGINT)
         assert served.wait(timeout=30) == 0, served.stderr.read() if served.stderr else ""
+
+
+def test_an_overdue_asset_and_its_rule_are_coloured_overdue_on_the_graph(page: Page, console: str, demo: Demo) -> None:
+    # Runs last: it adds an asset (assets are never deleted) the tests above do not expect.
+    late, rule_id = "vendor://feeds/late_feed", "late_report"
+    api, admin = demo.stack.api_url, demo.api.admin
+    registered = requests.put(
+        f"{api}/assets", headers=admin, json={"assetKey": late, "format": "custom", "maxAgeSeconds": 3600}, timeout=30
+    )
+    assert registered.status_code == 201, registered.text
+    two_hours_ago = int(time.time() * 1000) - 2 * 3_600_000
+    event = {"eventType": "SNAPSHOT_COMMITTED", "assetKey": late, "snapshotId": 1, "commitTime": two_hours_ago}
+    assert requests.post(f"{api}/asset-events", headers=admin, json=event, timeout=30).status_code == 200
+    rule = {
+        "groups": [{"groupId": "g", "members": [{"assetKey": late, "condition": {"qualityStatus": "PASSED"}}]}],
+        "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
+    }
+    assert requests.put(f"{api}/rules/{rule_id}", headers=admin, json=rule, timeout=30).status_code == 201
+    try:
+        page.goto(console)
+        node = page.locator(f'svg#graph [data-asset="{late}"]')
+        expect(node).to_have_attribute("data-status", "OVERDUE")
+        expect(node).to_have_class(re.compile(r"\boverdue\b"))
+        expect(page.locator(f'svg#graph [data-rule="{rule_id}"]')).to_have_attribute("data-status", "OVERDUE")
+        expect(page.locator("#attention")).to_contain_text("no new snapshot for 3600 s")
+        shot(page, "graph-overdue")
+    finally:
+        requests.delete(f"{api}/rules/{rule_id}", headers=admin, timeout=30)

@@ -12,8 +12,10 @@ from lakehook.api.app import build_app
 from lakehook.container import Container
 from lakehook.domain.rules import Rule
 from lakehook.domain.time import now_ms, parse_instant_ms
+from lakehook.usecases.freshness import CheckFreshness
+from lakehook.wiring_rules import rule_store, state_reader, trigger_store
 from tests.conftest import ADMIN_TOKEN
-from tests.support import api_event
+from tests.support import FakeLambdaContext, api_event, load_handler
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Type": "application/json"}
 RULE = {
@@ -52,3 +54,39 @@ def test_a_schedule_alone_fires_for_the_latest_tick_then_waits_for_the_next(cont
     status, evaluated = call(app, "POST", "/rules/report/evaluate")
     assert status == 200, evaluated
     assert len(call(app, "GET", "/triggers", query={"ruleId": "report"})[1]["items"]) == 1  # one per tick
+
+
+def test_explain_and_the_freshness_check_say_what_is_overdue_and_since_when(container: Container) -> None:
+    app = build_app()
+    orders = "paimon://lake/ods_db/orders"
+    assert call(app, "PUT", "/assets", {"assetKey": orders, "format": "paimon", "maxAgeSeconds": 3600})[0] == 201
+    committed = now_ms() - 2 * 3_600_000
+    event = {"eventType": "SNAPSHOT_COMMITTED", "assetKey": orders, "snapshotId": 1, "commitTime": committed}
+    assert call(app, "POST", "/asset-events", event)[0] == 200
+    rule = {
+        "groups": [{"groupId": "g", "members": [{"assetKey": orders, "condition": {"qualityStatus": "PASSED"}}]}],
+        "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
+        "freshness": {"maxWaitSeconds": 3600, "expectedBy": {"cron": "30 7 * * *", "timezone": "Europe/Berlin"}},
+    }
+    assert call(app, "PUT", "/rules/checked", rule)[0] == 201
+
+    freshness = call(app, "GET", "/rules/checked/explain")[1]["freshness"]
+    assert freshness["status"] == "OVERDUE"
+    [aged] = freshness["overdue"]  # the rule was created just now: only the asset's age is overdue
+    assert (aged["kind"], aged["assetKey"]) == ("MAX_AGE", orders)
+    assert parse_instant_ms(aged["since"]) == committed + 3_600_000
+
+    swept = load_handler("deferral_sweep")({"check": "freshness"}, FakeLambdaContext())
+    assert swept == {"rulesOverdue": [], "assetsOverdue": [orders]}
+    # Two days on, never triggered (the quality check never passed): the rule is overdue on both counts.
+    later = now_ms() + 2 * 86_400_000
+    check = CheckFreshness(
+        rule_store(container),
+        trigger_store(container),
+        container.asset_registry,
+        state_reader(container),
+        lambda: later,
+    )
+    report = check()
+    assert sorted(o.kind.value for o in report.rules["checked"]) == ["EXPECTED_BY", "MAX_WAIT"]
+    assert [o.asset_key for o in report.assets] == [orders]

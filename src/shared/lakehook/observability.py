@@ -41,5 +41,7 @@ class MetricName:
     EVENT_STALE = "lakehouse_asset_event_stale_total"
     STATE_UPDATED = "lakehouse_asset_state_updated_total"
     RULE_EVALUATION_ERROR = "lakehouse_rule_evaluation_error_total"
+    RULES_OVERDUE = "lakehouse_rules_overdue"  # rules past their expectedBy / maxWaitSeconds, per freshness check
+    ASSETS_OVERDUE = "lakehouse_assets_overdue"  # assets past their maxAgeSeconds, per freshness check
     COMMIT_NOTICE_POLLED = "lakehouse_commit_notice_polled_total"  # a Glue / S3 commit notice queued a poll
     COMMIT_NOTICE_IGNORED = "lakehouse_commit_notice_ignored_total"  # one that named no registered table

@@ -13,6 +13,7 @@ from typing import Any
 from lakehook.container import Container, current
 from lakehook.observability import logger
 from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, StateReader, TriggerStore
+from lakehook.usecases.freshness import CheckFreshness
 from lakehook.usecases.replay import ReplayTrigger
 from lakehook.usecases.resolve import ResolveAssetChange, SweepDeferred
 from lakehook.usecases.rules import ManageRules
@@ -71,6 +72,15 @@ def resolver(container: Container) -> ResolveAssetChange:
 
 def sweeper(container: Container) -> SweepDeferred:
     return container.component("sweeper", lambda: SweepDeferred(deferral_store(container)))
+
+
+def check_freshness(container: Container) -> CheckFreshness:
+    return container.component(
+        "check_freshness",
+        lambda: CheckFreshness(
+            rule_store(container), trigger_store(container), container.asset_registry, state_reader(container)
+        ),
+    )
 
 
 def manage_rules(container: Container) -> ManageRules:

@@ -118,6 +118,13 @@ class AssetRegistration(BaseModel):
     format: AssetFormat
     source: AssetSource | None = None
     description: str | None = Field(default=None, max_length=1024)
+    max_age_seconds: int | None = Field(
+        default=None,
+        alias="maxAgeSeconds",
+        ge=60,
+        le=366 * 86_400,
+        description="overdue after this long without a new snapshot (explain, the overdue metric and alarm)",
+    )
 
     @field_validator("asset_key")
     @classmethod

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 
 from lakehook.domain.assets import validate_asset_key
 from lakehook.domain.completion import MAX_RULE_OUTLETS, validate_outlet_entry
+from lakehook.domain.freshness import Freshness
 from lakehook.domain.schedules import GroupSchedule
 from lakehook.domain.targets import STORED_CONTEXT, RuleTarget
 from lakehook.domain.time import parse_instant_ms
@@ -289,6 +290,9 @@ class Rule(BaseModel):
     policy: Policy = Field(default_factory=Policy)
     target: RuleTarget = Field(description="where the run starts: one of the target types, chosen by 'type'")
     enabled: bool = True
+    freshness: Freshness | None = Field(
+        default=None, description="when the rule is overdue: a daily deadline (expectedBy) and/or maxWaitSeconds"
+    )
     outlets: list[str] = Field(
         default_factory=list,
         max_length=MAX_RULE_OUTLETS,

@@ -18,6 +18,7 @@ from lakehook.observability import logger
 from lakehook.ports.coverage import CoverageStore
 from lakehook.ports.rules import RuleError, RuleStore, StateReader, StoredRule, TriggerStore
 from lakehook.ports.store import AssetRegistry, Page, SecretStore
+from lakehook.usecases.freshness import overdue_of_rule
 from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport
 
 MAX_MANUAL_RUNS = 100  # manual runs of one set of versions (each finished one frees the next number)
@@ -246,7 +247,7 @@ class ManageRules:
             data["lastTrigger"] = _summary(last.get(group.group_id))
             groups.append(data)
         newest = max(last.values(), key=lambda t: (t.created_at, t.sequence), default=None)
-        return {
+        answer = {
             "ruleId": rule.rule_id,
             "enabled": rule.enabled,
             "mode": rule.policy.mode.value,
@@ -257,6 +258,13 @@ class ManageRules:
             "lastError": error_to_api(stored.last_error),
             "evaluatedAt": ms_to_iso(self._clock()),
         }
+        overdue = overdue_of_rule(stored, cursors, self._registry, self._reader, self._clock())
+        if overdue is not None:  # the rule or a member promises freshness
+            answer["freshness"] = {
+                "status": "OVERDUE" if overdue else "ON_TIME",
+                "overdue": [o.to_api() for o in overdue],
+            }
+        return answer
 
     def _manual_run(self, rule: Rule, group_id: str | None) -> Trigger:
         """A manual run of the group's current versions: each member's newest version satisfying its condition,

@@ -49,6 +49,7 @@ export function tone(status) {
   if (["READY", "SUCCEEDED", "PASSED", "COMPATIBLE", "OK", "COVERED", "ACCEPTED", "COMPLETED"].includes(s)) return "good";
   if (["FAILED", "FINAL", "REJECTED", "BLOCKED_BY_FAILED_TRIGGER", "ERROR", "GAP", "QUALITY_FAILED", "SCHEMA_REJECTED"].includes(s))
     return "bad";
+  if (s === "OVERDUE") return "overdue";
   if (s.startsWith("WAITING")) return "idle";
   if (["TRIGGERING", "RUNNING", "RETRYABLE", "EVALUATING"].includes(s)) return "busy";
   if (s.startsWith("BLOCKED") || ["COOLDOWN", "QUIET_PERIOD", "POLL_FAILING"].includes(s)) return "wait";

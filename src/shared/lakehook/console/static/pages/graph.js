@@ -23,6 +23,10 @@ export async function render() {
     Promise.all(rules.map((rule) => api.explain(rule.ruleId).catch(() => null))),
   ]);
   const stateOf = Object.fromEntries(known.map((key, i) => [key, states[i]]));
+  // An asset past its maxAgeSeconds: the rules' explains say so (and since when).
+  for (const explained of explains)
+    for (const late of explained?.freshness?.overdue || [])
+      if (late.assetKey && stateOf[late.assetKey]) stateOf[late.assetKey] = { ...stateOf[late.assetKey], overdue: late };
 
   const g = new dagre.graphlib.Graph({ multigraph: true });
   g.setGraph({ rankdir: "LR", nodesep: 26, ranksep: 26, marginx: 16, marginy: 16 });
@@ -108,10 +112,10 @@ function ruleNode(n, x, y) {
 
 /** What needs a look: failing assets, and rules that are blocked or whose newest trigger failed. */
 function attention(rules, explains, known, stateOf) {
-  const assets = known.filter((key) => ["bad", "wait"].includes(assetHealth(stateOf[key]).tone));
+  const assets = known.filter((key) => ["bad", "wait", "overdue"].includes(assetHealth(stateOf[key]).tone));
   const blocked = rules
     .map((rule, i) => ({ rule, explained: explains[i], health: ruleHealth(rule, explains[i]) }))
-    .filter(({ health }) => ["bad", "wait"].includes(health.tone));
+    .filter(({ health }) => ["bad", "wait", "overdue"].includes(health.tone));
   if (!assets.length && !blocked.length) return html`<section class="card"><h2>Needs attention</h2><p class="muted">nothing: every rule is ready or waiting for new data</p></section>`;
   return html`<section class="card" id="attention"><h2>Needs attention</h2><table class="table"><tbody>
     ${assets.map((key) => html`<tr><td>${badge(assetHealth(stateOf[key]).status)}</td><td><a href="${assetHref(key)}"><strong>${short(key)}</strong></a></td><td>${assetHealth(stateOf[key]).why}</td></tr>`)}
@@ -127,6 +131,7 @@ function legend() {
     ["idle", "waiting for an update"],
     ["busy", "triggering"],
     ["bad", "failed"],
+    ["overdue", "overdue (expectedBy, maxWaitSeconds, maxAgeSeconds)"],
     ["neutral", "no data / disabled"],
   ];
   return html`<ul class="legend">${items.map(([tone, text]) => html`<li><span class="swatch ${tone}"></span>${text}</li>`)}

@@ -1,8 +1,10 @@
 // What several pages derive from the API's answers: an asset's health, a rule's status, the edges.
 
-/** An asset's colour on the graph: failed checks, polling trouble, no data yet, or fine. */
+/** An asset's colour on the graph: not registered, overdue (maxAgeSeconds, as explain says), failed checks, polling
+ * trouble, no data yet, or fine. */
 export function assetHealth(state) {
   if (!state || !state.registered) return { status: "UNREGISTERED", tone: "neutral", why: "not registered" };
+  if (state.overdue) return { status: "OVERDUE", tone: "overdue", why: state.overdue.reason };
   if (state.qualityStatus === "FAILED")
     return { status: "QUALITY_FAILED", tone: "bad", why: `quality failed on snapshot ${state.qualityFailedSnapshotId ?? "?"}` };
   if (state.schemaStatus === "REJECTED") return { status: "SCHEMA_REJECTED", tone: "bad", why: "schema change rejected" };
@@ -13,7 +15,7 @@ export function assetHealth(state) {
   return { status: "OK", tone: "good", why: "" };
 }
 
-/** A rule's colour: disabled, its newest trigger failed or running, ready, or blocked (and by what). */
+/** A rule's colour: disabled, its newest trigger failed or running, overdue (freshness), ready, or blocked (and by what). */
 export function ruleHealth(rule, explained) {
   if (rule && rule.enabled === false) return { status: "DISABLED", tone: "neutral" };
   if (!explained) return { status: "UNKNOWN", tone: "neutral" };
@@ -21,6 +23,7 @@ export function ruleHealth(rule, explained) {
   if (last && last.status === "FAILED") return { status: "FAILED", tone: "bad" };
   if (last && last.status === "TRIGGERING") return { status: "TRIGGERING", tone: "busy" };
   if (explained.lastError) return { status: "ERROR", tone: "bad" };
+  if (explained.freshness && explained.freshness.status === "OVERDUE") return { status: "OVERDUE", tone: "overdue" };
   if (explained.ready) return { status: "READY", tone: "good" };
   const statuses = (explained.groups || []).map((g) => g.status);
   const blocked = statuses.find((s) => s && s !== "READY") || "BLOCKED";

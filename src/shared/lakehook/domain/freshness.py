@@ -1,0 +1,123 @@
+"""Freshness: say when something waited too long, and since when.
+
+Three promises, each checked against the clock (nothing here changes what fires):
+
+* a rule's ``freshness.expectedBy`` - a deadline as a cron in a time zone (``30 7 * * *``: every day at 07:30):
+  the rule should have triggered between the previous deadline and this one; when a deadline passes without
+  a trigger since the one before, the rule is overdue since that deadline, until it triggers;
+* a rule's ``freshness.maxWaitSeconds`` - at most this long between triggers (before its first, since the
+  rule was created): overdue since the last trigger plus that long;
+* an asset's ``maxAgeSeconds`` (in its registration) - at most this long without a new snapshot (or, for an
+  asset without snapshots, any new state): overdue since its last change plus that long.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from lakehook.domain.schedules import GroupSchedule
+from lakehook.domain.state import AssetState
+from lakehook.domain.time import ms_to_iso
+
+MAX_FRESHNESS_SECONDS = 366 * 86_400
+
+
+class OverdueKind(StrEnum):
+    EXPECTED_BY = "EXPECTED_BY"
+    MAX_WAIT = "MAX_WAIT"
+    MAX_AGE = "MAX_AGE"
+
+
+class Freshness(BaseModel):
+    """A rule's freshness promise: ``{"expectedBy": {"cron": "30 7 * * *", "timezone": "Europe/Berlin"},
+    "maxWaitSeconds": 90000}``; either or both."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    expected_by: GroupSchedule | None = Field(
+        default=None, alias="expectedBy", description="a deadline as a cron in a time zone: a trigger is due by each"
+    )
+    max_wait_seconds: int | None = Field(
+        default=None,
+        alias="maxWaitSeconds",
+        ge=60,
+        le=MAX_FRESHNESS_SECONDS,
+        description="at most this long between triggers (before the first, since the rule was created)",
+    )
+
+    @model_validator(mode="after")
+    def _something(self) -> Freshness:
+        if self.expected_by is None and self.max_wait_seconds is None:
+            raise ValueError("freshness states expectedBy, maxWaitSeconds, or both")
+        return self
+
+
+@dataclass(frozen=True)
+class Overdue:
+    kind: OverdueKind
+    since: int
+    reason: str
+    asset_key: str | None = None
+
+    def to_api(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"kind": self.kind.value, "since": ms_to_iso(self.since), "reason": self.reason}
+        if self.asset_key is not None:
+            found["assetKey"] = self.asset_key
+        return found
+
+
+def rule_overdue(freshness: Freshness | None, created_at: int, last_claimed_at: int | None, now: int) -> list[Overdue]:
+    """What a rule is overdue for at ``now``, given when it was created and when it last triggered."""
+    if freshness is None:
+        return []
+    found: list[Overdue] = []
+    deadline_spec = freshness.expected_by
+    if deadline_spec is not None:
+        deadline = deadline_spec.latest_tick(now)
+        previous = deadline_spec.previous_tick(deadline)
+        # Only deadlines the rule lived through count: one before it existed promised nothing.
+        if previous >= created_at and (last_claimed_at is None or last_claimed_at <= previous):
+            last = "never triggered" if last_claimed_at is None else f"last triggered at {ms_to_iso(last_claimed_at)}"
+            found.append(
+                Overdue(
+                    OverdueKind.EXPECTED_BY,
+                    deadline,
+                    f"expected a trigger by {ms_to_iso(deadline)} ({deadline_spec.cron}, {deadline_spec.timezone}); "
+                    f"{last}",
+                )
+            )
+    if freshness.max_wait_seconds is not None:
+        base = last_claimed_at if last_claimed_at is not None else created_at
+        since = base + freshness.max_wait_seconds * 1000
+        if since <= now:
+            what = "the last trigger" if last_claimed_at is not None else "the rule was created"
+            found.append(
+                Overdue(
+                    OverdueKind.MAX_WAIT,
+                    since,
+                    f"no trigger for {freshness.max_wait_seconds} s since {what} ({ms_to_iso(base)}): maxWaitSeconds",
+                )
+            )
+    return found
+
+
+def asset_overdue(asset_key: str, max_age_seconds: int | None, state: AssetState | None, now: int) -> Overdue | None:
+    """Whether an asset went longer than ``maxAgeSeconds`` without a new snapshot (or state)."""
+    if max_age_seconds is None or state is None:
+        return None  # no state yet: nothing ever arrived, which explain says as BLOCKED_BY_SNAPSHOT / UNKNOWN
+    changed = state.latest_commit_time or state.updated_at
+    if changed is None:
+        return None
+    since = changed + max_age_seconds * 1000
+    if since > now:
+        return None
+    return Overdue(
+        OverdueKind.MAX_AGE,
+        since,
+        f"no new snapshot for {max_age_seconds} s: the last one is from {ms_to_iso(changed)} (maxAgeSeconds)",
+        asset_key,
+    )
