@@ -1,10 +1,10 @@
 """Commits the lakehouse announces itself, on the local stack with real tables: no writer change, no poll tick.
 
-The poll schedule is set to ten minutes, so within a test only a notice brings a commit in: S3's
-"Object Created" for a Paimon snapshot file (the warehouse bucket sends its events to EventBridge, moto's
-S3 does so too), and Glue's "Table State Change" for an Iceberg commit to the Glue catalog on moto (put on
-the local bus, as Glue would). Then every way in at once - push, scheduled poll, S3 notice, Glue notice,
-OpenLineage - for one snapshot: one event.
+The poll schedule is set to ten minutes, so within a test only a notice brings a commit in: S3's "Object
+Created" for a Paimon snapshot file and a Delta log file (the warehouse bucket sends its events to
+EventBridge, moto's S3 does so too), and Glue's "Table State Change" for an Iceberg commit to the Glue catalog
+on moto (put on the local bus, as Glue would). Then every way in at once - push, the bus, scheduled poll, S3
+notice, Glue notice, OpenLineage - for one snapshot: one event.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from openlineage.client.facet_v2 import dataset_version_dataset
 from openlineage.client.transport.http import ApiKeyTokenProvider, HttpConfig, HttpTransport
 
 from lakehook.client import PushClient
-from lakehook.demo.lake import ORDERS_SCHEMA, REGION, WAREHOUSE_BUCKET, Lake
+from lakehook.demo.lake import CALENDAR_SCHEMA, ORDERS_SCHEMA, REGION, WAREHOUSE_BUCKET, Lake
 from lakehook.local.runtime import LocalStack
 
 ADMIN = "notices-admin"
@@ -160,6 +160,18 @@ def test_a_push_put_on_the_event_bus_is_the_producers_push(stack: LocalStack, la
         timeout=30,
     )
     assert taken.status_code == 409 and "belongs to producer 'step-functions'" in taken.json()["message"]
+
+
+def test_a_delta_commit_is_polled_from_the_s3_notice_of_its_log_file(stack: LocalStack, lake: Lake) -> None:
+    day = {"order_date": "2026-12-01", "week": "2026-W49"}
+    lake.delta_write("notice_db.calendar", [day], CALENDAR_SCHEMA)  # version 0, before lakehook knows the table
+    asset = "delta://lake/notice_db/calendar"
+    location = lake.delta_location("notice_db.calendar")
+    register(stack, asset, "delta", {"catalog": "lake", "location": location, "properties": lake.delta_options(True)})
+    committed = lake.delta_write("notice_db.calendar", [day], CALENDAR_SCHEMA)  # _delta_log/...001.json
+    assert committed.snapshot_id == 1
+    [event] = wait_for(lambda: events_of(stack, asset, 1))
+    assert event["source"] == "POLL"
 
 
 def test_an_iceberg_commit_to_glue_is_polled_from_the_glue_event(stack: LocalStack, lake: Lake) -> None:
