@@ -32,43 +32,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from typing import Any
 
+from lakehook.domain.conditions import Blocked, Chosen, conditions_of, history_order
 from lakehook.domain.coverage import Span, is_covered, missing, newest_covered_window
 from lakehook.domain.rules import BackfillPolicy, Group, Member, Mode, Rule, WindowSpec
-from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus
+from lakehook.domain.state import AssetState, BackfillStatus
+from lakehook.domain.status import Status as Status  # re-exported: explain, the resolver and tests name it here
 from lakehook.domain.time import MAX_ISO_MS, ms_to_iso
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, Window
 from lakehook.domain.versions import SnapshotLog, SnapshotRecord, Verdict, follows
-
-
-class Status(StrEnum):
-    READY = "READY"
-    BLOCKED_BY_SNAPSHOT = "BLOCKED_BY_SNAPSHOT"
-    BLOCKED_BY_WATERMARK = "BLOCKED_BY_WATERMARK"
-    BLOCKED_BY_QUALITY = "BLOCKED_BY_QUALITY"
-    BLOCKED_BY_SCHEMA = "BLOCKED_BY_SCHEMA"
-    BLOCKED_BY_TAG = "BLOCKED_BY_TAG"
-    BLOCKED_BY_UNKNOWN_ASSET = "BLOCKED_BY_UNKNOWN_ASSET"
-    BLOCKED_BY_BACKFILL = "BLOCKED_BY_BACKFILL"
-    BLOCKED_BY_COVERAGE = "BLOCKED_BY_COVERAGE"
-    BLOCKED_BY_MANIFEST = "BLOCKED_BY_MANIFEST"
-    WAITING_FOR_UPDATE = "WAITING_FOR_UPDATE"
-    WAITING_FOR_VERSION = "WAITING_FOR_VERSION"  # EACH_VERSION: the lineage says a snapshot is missing; polled for
-    WAITING_FOR_RUN = "WAITING_FOR_RUN"  # EACH_VERSION: the previous version's trigger has not SUCCEEDED yet
-    WAITING_FOR_SCHEDULE = "WAITING_FOR_SCHEDULE"  # a scheduled group ran for the latest tick: until the next
-    BLOCKED_BY_FAILED_TRIGGER = "BLOCKED_BY_FAILED_TRIGGER"  # EACH_VERSION: the previous version's trigger FAILED
-    COOLDOWN = "COOLDOWN"
-    QUIET_PERIOD = "QUIET_PERIOD"
-    DISABLED = "DISABLED"
-    ERROR = "ERROR"  # evaluating the group raised (explain shows the rule's error; the resolver retries it)
-
-    @property
-    def blocked_by(self) -> str:
-        """The metric dimension: ``quality`` for BLOCKED_BY_QUALITY, ``cooldown`` for COOLDOWN …"""
-        return self.value.removeprefix("BLOCKED_BY_").lower()
-
 
 # --- members -------------------------------------------------------------------------------------
 
@@ -125,135 +98,52 @@ def _current(state: AssetState, member: Member) -> dict[str, Any]:
 def select_member(member: Member, state: AssetState | None, registered: bool | None = None) -> MemberEvaluation:
     """The newest version of the member's asset that satisfies its condition (READY), or the block.
 
-    ``registered`` tells a registered asset without state (BLOCKED_BY_SNAPSHOT) from an unknown one;
-    None means "not looked up", and a stateless member is then BLOCKED_BY_UNKNOWN_ASSET.
+    Each condition kind is one rule (:mod:`lakehook.domain.conditions`): they run in precedence order on the
+    version chosen so far, and the first that blocks gives the status and reason. ``registered`` tells a
+    registered asset without state (BLOCKED_BY_SNAPSHOT) from an unknown one; None means "not looked up",
+    and a stateless member is then BLOCKED_BY_UNKNOWN_ASSET.
     """
-    c = member.condition
-    required = c.to_api()
-    key = member.asset_key
-
-    def blocked(status: Status, reason: str, current: dict[str, Any] | None = None) -> MemberEvaluation:
-        return MemberEvaluation(key, status, None, current or {}, required, reason)
-
+    key, required = member.asset_key, member.condition.to_api()
     if state is None:
-        if registered:
-            return blocked(Status.BLOCKED_BY_SNAPSHOT, "registered, but no event has reached its state yet")
-        suffix = " and it is not registered" if registered is False else ""
-        return blocked(Status.BLOCKED_BY_UNKNOWN_ASSET, f"no event was ever recorded for this asset{suffix}")
+        return _stateless(key, required, registered)
+    rules = conditions_of(member)
     current = _current(state, member)
-    # Snapshots are compared by their order in the table's history (Paimon: the id; Iceberg: the
-    # sequence number, since its ids are random), and told apart by id.
-    latest = state.latest_snapshot_id
-    latest_order = _order(latest, state.latest_snapshot_order)
-    # What is known of the pinned snapshot (schema, commit time, metadata location), when it is known.
-    record = state.latest_record
-    data = state.latest_data
-    if not c.include_compaction and record is not None and not record.changes_data and data is not None:
-        record = data  # a compaction changes no data: the newest snapshot that did is the version
-        current["dataSnapshotId"] = data.snapshot_id
-    candidate = record.snapshot_id if record is not None else None
-    candidate_order = record.order if record is not None else None
-    if c.manifest and latest is None and state.manifest_snapshot_id is not None:
-        # a spooled asset commits no table snapshot: the extract's snapshot is its version
-        candidate = candidate_order = state.manifest_snapshot_id
-    if c.quality_status:
-        candidate = state.quality_passed_snapshot_id
-        candidate_order = _order(candidate, state.quality_passed_order)
-        record = _known(state, candidate)
-        failed = state.quality_failed_snapshot_id
-        if candidate is None:
-            why = f"; snapshot {failed} failed" if failed is not None else ""
-            return blocked(Status.BLOCKED_BY_QUALITY, f"no snapshot has passed its quality check{why}", current)
-        if failed == candidate:
-            return blocked(
-                Status.BLOCKED_BY_QUALITY, f"snapshot {candidate} passed a quality check and then failed one", current
-            )
-    if candidate is None and (c.snapshot_required or c.min_snapshot_id is not None):
-        return blocked(Status.BLOCKED_BY_SNAPSHOT, "no snapshot committed yet", current)
-    floor_id = c.min_snapshot_id
-    if floor_id is not None and candidate_order is not None and candidate_order < floor_id:
-        if c.quality_status and latest_order is not None and latest_order >= floor_id:
-            return blocked(
-                Status.BLOCKED_BY_QUALITY,
-                f"snapshot {latest} reached minSnapshotId {floor_id}, "
-                f"but the newest snapshot that passed its quality check is {candidate}",
-                current,
-            )
-        return blocked(Status.BLOCKED_BY_SNAPSHOT, f"snapshot {candidate} is below minSnapshotId {floor_id}", current)
-    if c.schema_status and state.schema_status is not SchemaStatus.COMPATIBLE:
-        return blocked(
-            Status.BLOCKED_BY_SCHEMA, f"schema {state.latest_schema_id} is {state.schema_status.value}", current
-        )
-    if c.tag and c.tag not in state.tags:
-        return blocked(Status.BLOCKED_BY_TAG, f"tag {c.tag!r} does not exist yet", current)
-    if c.tag:
-        # the tagged snapshot is the version, so the group fires once per tag, not on every later snapshot
-        tagged = state.tag_snapshot(c.tag)
-        candidate, candidate_order = tagged if tagged is not None else (None, None)
-        record = _known(state, candidate)
-        if record is not None:
-            candidate_order = record.order
-        elif candidate is not None and candidate_order is None and not key.startswith("iceberg://"):
-            candidate_order = candidate
-    if c.manifest and state.manifest_status != "SEALED":
-        return blocked(Status.BLOCKED_BY_MANIFEST, _manifest_reason(state), current)
-    if c.backfill_status and state.backfill_status is not BackfillStatus.COMPLETED:
-        why = (
-            f"backfill {state.backfill_id} is running; waiting for it to complete"
-            if state.backfill_status is BackfillStatus.RUNNING
-            else "no backfill has completed yet"
-        )
-        return blocked(Status.BLOCKED_BY_BACKFILL, why, current)
-    watermark = state.watermark
-    floor = c.watermark_floor
-    if floor is not None and (watermark is None or watermark < floor):
-        have = "no watermark yet" if watermark is None else f"watermark {ms_to_iso(watermark)}"
-        return blocked(Status.BLOCKED_BY_WATERMARK, f"{have}; needs {ms_to_iso(floor)}", current)
-    if c.window is not None and watermark is None:
-        return blocked(Status.BLOCKED_BY_WATERMARK, "no watermark yet", current)
-    known = record if record is not None and record.snapshot_id == candidate else None
-    pin = PinnedInput(
-        asset_key=key,
-        snapshot_id=candidate,
-        snapshot_order=candidate_order if candidate_order != candidate else None,
+    for rule in rules:
+        current.update(rule.shows(state))
+    chosen = Chosen.newest(state)
+    for rule in rules:
+        outcome = rule.evaluate(state, chosen)
+        if isinstance(outcome, Blocked):
+            return MemberEvaluation(key, outcome.status, None, current, required, outcome.reason)
+        chosen = outcome
+    reason = next((note for rule in rules if (note := rule.note(state, chosen)) is not None), None)
+    return MemberEvaluation(key, Status.READY, _pin(member, state, chosen), current, required, reason)
+
+
+def _stateless(key: str, required: dict[str, Any], registered: bool | None) -> MemberEvaluation:
+    if registered:
+        reason = "registered, but no event has reached its state yet"
+        return MemberEvaluation(key, Status.BLOCKED_BY_SNAPSHOT, None, {}, required, reason)
+    suffix = " and it is not registered" if registered is False else ""
+    reason = f"no event was ever recorded for this asset{suffix}"
+    return MemberEvaluation(key, Status.BLOCKED_BY_UNKNOWN_ASSET, None, {}, required, reason)
+
+
+def _pin(member: Member, state: AssetState, chosen: Chosen) -> PinnedInput:
+    """What a trigger pins of the chosen version (the order only where it is not the id)."""
+    c, known = member.condition, chosen.known
+    return PinnedInput(
+        asset_key=member.asset_key,
+        snapshot_id=chosen.snapshot_id,
+        snapshot_order=chosen.order if chosen.order != chosen.snapshot_id else None,
         schema_id=known.schema_id if known is not None else None,
-        watermark=watermark,
+        watermark=state.watermark,
         commit_time=known.commit_time if known is not None else None,
         state_version=state.version,
         manifest_uri=state.manifest_uri if c.manifest else None,
         metadata_location=known.metadata_location if known is not None else None,
         tag=c.tag,
     )
-    reason = None
-    if c.quality_status and latest_order is not None and candidate_order is not None and latest_order > candidate_order:
-        verdict = "failed its check" if state.quality_failed_snapshot_id == latest else "no passing check yet"
-        reason = f"pins snapshot {candidate}, the newest that passed; snapshot {latest} has {verdict}"
-    return MemberEvaluation(key, Status.READY, pin, current, required, reason)
-
-
-def _known(state: AssetState, snapshot_id: int | None) -> SnapshotRecord | None:
-    """What the state still knows of a snapshot that is not necessarily the newest."""
-    for record in (state.latest_record, state.latest_data):
-        if record is not None and snapshot_id is not None and record.snapshot_id == snapshot_id:
-            return record
-    return None
-
-
-def _manifest_reason(state: AssetState) -> str:
-    """Why the asset's spool manifest does not count (yet): its status and, when known, the reason."""
-    uri, status = state.manifest_uri, state.manifest_status
-    if uri is None or status is None:
-        return "no spool manifest has been reported for this asset"
-    if status == "INTERRUPTED":
-        return f"manifest {uri} is INTERRUPTED: the extract stopped part way; a sealed manifest must replace it"
-    if status == "INVALID":
-        return f"manifest {uri} is INVALID: {state.manifest_reason or 'it failed verification'}"
-    return f"manifest {uri} is {status}: it counts once verified"
-
-
-def _order(snapshot_id: int | None, order: int | None) -> int | None:
-    """A snapshot's place in its table's history; states written before orders were kept use the id."""
-    return order if order is not None else snapshot_id
 
 
 # --- what the resolver knows of an asset's history (EACH_VERSION) --------------------------------
@@ -776,7 +666,7 @@ def _wait(
         _with(members, index, Status.WAITING_FOR_UPDATE, reason, required)
         return
     latest = state.latest_snapshot_id if state else None
-    latest_order = _order(latest, state.latest_snapshot_order) if state else None
+    latest_order = history_order(latest, state.latest_snapshot_order) if state else None
     if (
         member.condition.quality_status
         and latest_order is not None
