@@ -30,7 +30,7 @@ newer one that failed or is unchecked. The policy then decides whether the group
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -309,104 +309,187 @@ def evaluate_group(
     """The group's verdict at ``now``. ``logs`` (EACH_VERSION) holds the known history per member asset,
     ``snapshots`` the snapshot log per member asset, ``previous`` the cursor's trigger (head of line);
     ``coverage`` the merged intervals of each coverage member from the last triggered window's end (or
-    from :func:`coverage_from`) to ``now``."""
-    policy = rule.policy
+    from :func:`coverage_from`) to ``now``.
+
+    The steps of :data:`_GROUP_STEPS` run in order; the first that answers a verdict decides, and a group that
+    passes them all is READY with the pins (and window) they chose."""
     members = [
         select_member(m, states.get(m.asset_key), None if registered is None else registered.get(m.asset_key, False))
         for m in group.members
     ]
-    gid = group.group_id
-    if not rule.enabled:
-        return GroupEvaluation(gid, Status.DISABLED, tuple(members), reason="the rule is disabled")
-    cursor = cursor if cursor is not None and cursor.seq > 0 else None
+    g = _Group(
+        rule,
+        group,
+        states,
+        cursor if cursor is not None and cursor.seq > 0 else None,
+        now,
+        members,
+        logs or {},
+        snapshots or {},
+        coverage or {},
+        previous,
+    )
+    for step in _GROUP_STEPS:
+        verdict = step(g)
+        if verdict is not None:
+            return verdict
+    return GroupEvaluation(group.group_id, Status.READY, tuple(members), pins=tuple(g.pins), window=g.window)
+
+
+@dataclass
+class _Group:
+    """One group's evaluation in progress: its inputs, its members' verdicts, and the pins and window chosen."""
+
+    rule: Rule
+    group: Group
+    states: Mapping[str, AssetState]
+    cursor: GroupCursor | None  # None before the group's first trigger
+    now: int
+    members: list[MemberEvaluation]
+    logs: Mapping[str, VersionLog]
+    snapshots: Mapping[str, SnapshotLog]
+    coverage: Mapping[str, Sequence[Span]]
+    previous: Trigger | None
+    pins: list[PinnedInput] = field(default_factory=list)
+    window: Window | None = None
+
+    @property
+    def gid(self) -> str:
+        return self.group.group_id
+
+
+def _disabled(g: _Group) -> GroupEvaluation | None:
+    if g.rule.enabled:
+        return None
+    return GroupEvaluation(g.gid, Status.DISABLED, tuple(g.members), reason="the rule is disabled")
+
+
+def _members_hold(g: _Group) -> GroupEvaluation | None:
+    """Every member satisfies its condition; the pins are their versions."""
     # EACH_VERSION judges a snapshot member's gates per snapshot: the newest snapshot failing one (or the newest
     # verdicts disagreeing) does not hold back the older versions still to run; the stepping below decides.
-    stepping = _judged_per_snapshot(rule, group, members, cursor, snapshots or {})
-    if any(m.status is not Status.READY for i, m in enumerate(members) if i not in stepping):
-        return _first_blocked(gid, members)
-    pins: list[PinnedInput] = [p for i, m in enumerate(members) if (p := stepping.get(i) or m.pin) is not None]
+    stepping = _judged_per_snapshot(g.rule, g.group, g.members, g.cursor, g.snapshots)
+    if any(m.status is not Status.READY for i, m in enumerate(g.members) if i not in stepping):
+        return _first_blocked(g.gid, g.members)
+    g.pins = [p for i, m in enumerate(g.members) if (p := stepping.get(i) or m.pin) is not None]
+    return None
 
-    if policy.backfill is BackfillPolicy.SKIP:
-        skipped = _backfill(rule, group, states, cursor, members, pins)
-        if skipped is not None:
-            return skipped
 
-    window: Window | None = None
-    if group.schedule is not None:
-        scheduled = _on_schedule(rule, group, states, cursor, members, pins, now, logs or {}, snapshots or {})
-        if isinstance(scheduled, GroupEvaluation):
-            return scheduled
-        pins, window = scheduled
-    elif group.window is not None:
-        found = _window(rule, group, states, cursor, members, now, coverage or {})
-        if isinstance(found, GroupEvaluation):
-            return found
-        window = found
-        behind = [
-            i
-            for i, p in enumerate(pins)
-            if cursor and (last := cursor.pins.get(p.asset_key)) and p.ordinal < last.ordinal
+def _backfill_skip(g: _Group) -> GroupEvaluation | None:
+    """policy.backfill=SKIP: hold while a member's backfill runs, then absorb its versions."""
+    if g.rule.policy.backfill is not BackfillPolicy.SKIP:
+        return None
+    return _backfill(g.rule, g.group, g.states, g.cursor, g.members, g.pins)
+
+
+def _versions(g: _Group) -> GroupEvaluation | None:
+    """Which versions (and window) the group claims next: by its schedule's tick, its window, its cursor, or with
+    EACH_VERSION and no cursor the oldest version seen."""
+    if g.group.schedule is not None:
+        return _scheduled(g)
+    if g.group.window is not None:
+        return _windowed(g)
+    if g.cursor is not None:
+        return _after_cursor(g, g.cursor)
+    if g.rule.policy.mode is Mode.EACH_VERSION:
+        g.pins = [
+            _first_known(m, pin, g.logs.get(m.asset_key), g.snapshots.get(m.asset_key), g.states)
+            for m, pin in zip(g.group.members, g.pins, strict=True)
         ]
-        for i in behind:  # a state read older than the last trigger's: never pin backwards
-            assert cursor is not None
-            _wait(
-                members,
-                i,
-                group.members[i],
-                states.get(group.members[i].asset_key),
-                cursor.pins[pins[i].asset_key],
-                cursor.baseline,
-            )
-        if behind:
-            return _first_blocked(gid, members)
-    elif cursor is not None:
-        gaps: list[Gap] = []
-        stepped = _advance(rule, group, states, cursor, members, pins, logs or {}, snapshots or {}, now, gaps)
-        if stepped is None:
-            # what holds the group is a member that waits for a version or a gate, not one with nothing new
-            holding = [m for m in members if m.status not in (Status.READY, Status.WAITING_FOR_UPDATE)]
-            blocked = _first_blocked(gid, holding or members, gaps=tuple(gaps))
-            blocked = replace(blocked, members=tuple(members))
-            if gaps:
-                return replace(blocked, until=min(g.until for g in gaps))
-            return blocked
-        pins = stepped
-    elif policy.mode is Mode.EACH_VERSION:
-        pins = [
-            _first_known(m, pin, (logs or {}).get(m.asset_key), (snapshots or {}).get(m.asset_key), states)
-            for m, pin in zip(group.members, pins, strict=True)
-        ]
+    return None
 
-    if policy.mode is Mode.EACH_VERSION and cursor is not None:
-        held = _head_of_line(gid, members, cursor, previous)
-        if held is not None:
-            return held
 
-    if cursor is not None and cursor.claimed_at is not None and policy.min_interval_seconds:
-        ends = cursor.claimed_at + policy.min_interval_seconds * 1000
-        if ends > now:
-            return GroupEvaluation(
-                gid,
-                Status.COOLDOWN,
-                tuple(members),
-                until=ends,
-                reason=f"last triggered at {ms_to_iso(cursor.claimed_at)}; "
-                f"minIntervalSeconds is {policy.min_interval_seconds}",
-            )
-    if policy.quiet_period_seconds:
-        changed = [s.updated_at for k in group.asset_keys if (s := states.get(k)) and s.updated_at is not None]
-        if changed:
-            ends = max(changed) + policy.quiet_period_seconds * 1000
-            if ends > now:
-                return GroupEvaluation(
-                    gid,
-                    Status.QUIET_PERIOD,
-                    tuple(members),
-                    until=ends,
-                    reason=f"a member changed at {ms_to_iso(max(changed))}; "
-                    f"quietPeriodSeconds is {policy.quiet_period_seconds}",
-                )
-    return GroupEvaluation(gid, Status.READY, tuple(members), pins=tuple(pins), window=window)
+def _scheduled(g: _Group) -> GroupEvaluation | None:
+    scheduled = _on_schedule(g.rule, g.group, g.states, g.cursor, g.members, g.pins, g.now, g.logs, g.snapshots)
+    if isinstance(scheduled, GroupEvaluation):
+        return scheduled
+    g.pins, g.window = scheduled
+    return None
+
+
+def _windowed(g: _Group) -> GroupEvaluation | None:
+    found = _window(g.rule, g.group, g.states, g.cursor, g.members, g.now, g.coverage)
+    if isinstance(found, GroupEvaluation):
+        return found
+    g.window = found
+    cursor = g.cursor
+    if cursor is None:
+        return None
+    behind = [i for i, p in enumerate(g.pins) if (last := cursor.pins.get(p.asset_key)) and p.ordinal < last.ordinal]
+    for i in behind:  # a state read older than the last trigger's: never pin backwards
+        member = g.group.members[i]
+        _wait(g.members, i, member, g.states.get(member.asset_key), cursor.pins[g.pins[i].asset_key], cursor.baseline)
+    return _first_blocked(g.gid, g.members) if behind else None
+
+
+def _after_cursor(g: _Group, cursor: GroupCursor) -> GroupEvaluation | None:
+    """The policy's next pins after the last trigger (ALL_UPDATED / ANY_UPDATED / EACH_VERSION), or why none."""
+    gaps: list[Gap] = []
+    stepped = _advance(g.rule, g.group, g.states, cursor, g.members, g.pins, g.logs, g.snapshots, g.now, gaps)
+    if stepped is not None:
+        g.pins = stepped
+        return None
+    # what holds the group is a member that waits for a version or a gate, not one with nothing new
+    holding = [m for m in g.members if m.status not in (Status.READY, Status.WAITING_FOR_UPDATE)]
+    blocked = _first_blocked(g.gid, holding or g.members, gaps=tuple(gaps))
+    blocked = replace(blocked, members=tuple(g.members))
+    if gaps:
+        return replace(blocked, until=min(gap.until for gap in gaps))
+    return blocked
+
+
+def _in_order(g: _Group) -> GroupEvaluation | None:
+    """EACH_VERSION: the next version waits for the cursor's trigger (head of line)."""
+    if g.rule.policy.mode is not Mode.EACH_VERSION or g.cursor is None:
+        return None
+    return _head_of_line(g.gid, g.members, g.cursor, g.previous)
+
+
+def _cooldown(g: _Group) -> GroupEvaluation | None:
+    """minIntervalSeconds: COOLDOWN until that long after the last trigger."""
+    policy, cursor = g.rule.policy, g.cursor
+    if cursor is None or cursor.claimed_at is None or not policy.min_interval_seconds:
+        return None
+    ends = cursor.claimed_at + policy.min_interval_seconds * 1000
+    if ends <= g.now:
+        return None
+    return GroupEvaluation(
+        g.gid,
+        Status.COOLDOWN,
+        tuple(g.members),
+        until=ends,
+        reason=f"last triggered at {ms_to_iso(cursor.claimed_at)}; minIntervalSeconds is {policy.min_interval_seconds}",
+    )
+
+
+def _quiet_period(g: _Group) -> GroupEvaluation | None:
+    """quietPeriodSeconds: QUIET_PERIOD until no member state changed for that long."""
+    quiet = g.rule.policy.quiet_period_seconds
+    changed = [s.updated_at for k in g.group.asset_keys if (s := g.states.get(k)) and s.updated_at is not None]
+    if not quiet or not changed:
+        return None
+    ends = max(changed) + quiet * 1000
+    if ends <= g.now:
+        return None
+    return GroupEvaluation(
+        g.gid,
+        Status.QUIET_PERIOD,
+        tuple(g.members),
+        until=ends,
+        reason=f"a member changed at {ms_to_iso(max(changed))}; quietPeriodSeconds is {quiet}",
+    )
+
+
+# A group's evaluation, step by step: the first step that answers a verdict decides.
+_GROUP_STEPS: tuple[Callable[[_Group], GroupEvaluation | None], ...] = (
+    _disabled,
+    _members_hold,
+    _backfill_skip,
+    _versions,
+    _in_order,
+    _cooldown,
+    _quiet_period,
+)
 
 
 def _on_schedule(
