@@ -21,6 +21,7 @@ from lakehook.domain.conditions import (
     WatermarkWindow,
     conditions_of,
 )
+from lakehook.domain.evaluation import select_member
 from lakehook.domain.rules import Member
 from lakehook.domain.state import AssetState, BackfillStatus
 from lakehook.domain.status import Status
@@ -172,3 +173,18 @@ def test_a_member_gets_only_the_rules_its_condition_asks_for_in_precedence_order
     assert kinds == ["DataChange", "QualityPassed", "SnapshotRequired", "MinSnapshotId", "TaggedSnapshot"]
     spooled = [type(r).__name__ for r in conditions_of(member(SPOOL, manifest="SEALED", includeCompaction=True))]
     assert spooled == ["SpooledSnapshot", "ManifestSealed"]
+
+
+def test_a_member_failing_several_conditions_shows_the_first_in_precedence_order() -> None:
+    s = state(latest_snapshot_id=5, latest_schema_id=2, first_schema_id=1, quality_failed_snapshot_id=5)
+    both = member(qualityStatus="PASSED", schemaStatus="COMPATIBLE", tag="v1", backfillStatus="COMPLETED")
+    assert select_member(both, s).status is Status.BLOCKED_BY_QUALITY
+    passed = s.model_copy(update={"quality_passed_snapshot_id": 5, "quality_failed_snapshot_id": None})
+    assert select_member(both, passed).status is Status.BLOCKED_BY_SCHEMA
+    approved = passed.model_copy(update={"schema_approved_id": 2})
+    assert (select_member(both, approved).status, select_member(both, approved).reason) == (
+        Status.BLOCKED_BY_TAG,
+        "tag 'v1' does not exist yet",
+    )
+    tagged = approved.model_copy(update={"tags": {"v1"}, "tag_refs": {"5::v1"}})
+    assert select_member(both, tagged).reason == "no backfill has completed yet"

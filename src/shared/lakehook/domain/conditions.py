@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from lakehook.domain.rules import Member
 from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus
 from lakehook.domain.status import Status
 from lakehook.domain.time import ms_to_iso
-from lakehook.domain.versions import SnapshotRecord
+from lakehook.domain.versions import SnapshotRecord, changes_data
 
 
 @dataclass(frozen=True)
@@ -120,8 +121,8 @@ class DataChange(MemberCondition):
         return chosen
 
     def shows(self, state: AssetState) -> dict[str, Any]:
-        record, data = state.latest_record, state.latest_data
-        if record is not None and not record.changes_data and data is not None:
+        data = state.latest_data  # the newest snapshot is a compaction: show the data snapshot pinned instead
+        if state.latest_snapshot_id is not None and not changes_data(state.latest_commit_kind) and data is not None:
             return {"dataSnapshotId": data.snapshot_id}
         return {}
 
@@ -338,6 +339,7 @@ PRECEDENCE: tuple[type[MemberCondition], ...] = (
 )
 
 
+@lru_cache(maxsize=4096)
 def conditions_of(member: Member) -> tuple[MemberCondition, ...]:
-    """The rules a member's condition asks for, in precedence order."""
+    """The rules a member's condition asks for, in precedence order (members are frozen: built once each)."""
     return tuple(rule for kind in PRECEDENCE if (rule := kind.of(member)) is not None)

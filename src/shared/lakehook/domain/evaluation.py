@@ -630,45 +630,7 @@ def _advance(
     mode = rule.policy.mode
     before = [cursor.pins.get(m.asset_key) for m in group.members]
     if mode is Mode.EACH_VERSION:
-        chosen: list[PinnedInput] = []
-        moved = held = False
-        for i, (member, pin, last) in enumerate(zip(group.members, pins, before, strict=True)):
-            if last is None:
-                chosen.append(pin)
-                moved = True
-                continue
-            state = states.get(member.asset_key)
-            log = snapshots.get(member.asset_key)
-            if log is not None and state is not None and last.snapshot_id is not None and steps_by_snapshot(member):
-                found = _next_snapshot(member, last, state, log, now)
-                if isinstance(found, Held):  # holds the whole group: no member runs past a version held back
-                    held = True
-                    chosen.append(last)
-                    _with(members, i, found.status, found.reason, {"snapshotId": found.snapshot_id})
-                    continue
-                if isinstance(found, Gap):
-                    gaps.append(found)
-                    chosen.append(last)
-                    _with(
-                        members,
-                        i,
-                        Status.WAITING_FOR_VERSION,
-                        f"the snapshot after {found.snapshot_id} is missing (the next known is {found.next_id}); "
-                        f"the table is polled for it; stepped over at {ms_to_iso(found.until)} if it never comes",
-                        {"after": last.to_api()},
-                    )
-                    continue
-                step = found
-            else:
-                step = _next_version(member, last, logs.get(member.asset_key))
-            if step is None:
-                chosen.append(last)
-                if members[i].status is Status.READY:  # else it keeps the gate that blocks it on the current state
-                    _wait(members, i, member, states.get(member.asset_key), last, cursor.baseline)
-            else:
-                chosen.append(step)
-                moved = True
-        return chosen if moved and not held else None
+        return _each_next(group, states, cursor, members, pins, before, logs, snapshots, now, gaps)
     advanced = [last is None or pin.ordinal > last.ordinal for pin, last in zip(pins, before, strict=True)]
     behind = [last is not None and pin.ordinal < last.ordinal for pin, last in zip(pins, before, strict=True)]
     ready = all(advanced) if mode is Mode.ALL_UPDATED else any(advanced) and not any(behind)
@@ -678,6 +640,70 @@ def _advance(
         if last is not None and not advanced[i]:
             _wait(members, i, member, states.get(member.asset_key), last, cursor.baseline)
     return None
+
+
+def _each_next(
+    group: Group,
+    states: Mapping[str, AssetState],
+    cursor: GroupCursor,
+    members: list[MemberEvaluation],
+    pins: list[PinnedInput],
+    before: list[PinnedInput | None],
+    logs: Mapping[str, VersionLog],
+    snapshots: Mapping[str, SnapshotLog],
+    now: int,
+    gaps: list[Gap],
+) -> list[PinnedInput] | None:
+    """EACH_VERSION: every member's next version after the cursor's (or the cursor's, while it waits); None when
+    none moved or a held version holds the group."""
+    chosen: list[PinnedInput] = []
+    moved = held = False
+    for i, (member, pin, last) in enumerate(zip(group.members, pins, before, strict=True)):
+        if last is None:
+            chosen.append(pin)
+            moved = True
+            continue
+        found = _next_of(member, last, states, logs, snapshots, now)
+        if isinstance(found, Held):  # holds the whole group: no member runs past a version held back
+            held = True
+            chosen.append(last)
+            _with(members, i, found.status, found.reason, {"snapshotId": found.snapshot_id})
+        elif isinstance(found, Gap):
+            gaps.append(found)
+            chosen.append(last)
+            _with(
+                members,
+                i,
+                Status.WAITING_FOR_VERSION,
+                f"the snapshot after {found.snapshot_id} is missing (the next known is {found.next_id}); "
+                f"the table is polled for it; stepped over at {ms_to_iso(found.until)} if it never comes",
+                {"after": last.to_api()},
+            )
+        elif found is None:
+            chosen.append(last)
+            if members[i].status is Status.READY:  # else it keeps the gate that blocks it on the current state
+                _wait(members, i, member, states.get(member.asset_key), last, cursor.baseline)
+        else:
+            chosen.append(found)
+            moved = True
+    return chosen if moved and not held else None
+
+
+def _next_of(
+    member: Member,
+    last: PinnedInput,
+    states: Mapping[str, AssetState],
+    logs: Mapping[str, VersionLog],
+    snapshots: Mapping[str, SnapshotLog],
+    now: int,
+) -> PinnedInput | Gap | Held | None:
+    """A member's next version after ``last``: through its snapshot log when its versions are snapshots, else
+    through the known state history."""
+    state = states.get(member.asset_key)
+    log = snapshots.get(member.asset_key)
+    if log is not None and state is not None and last.snapshot_id is not None and steps_by_snapshot(member):
+        return _next_snapshot(member, last, state, log, now)
+    return _next_version(member, last, logs.get(member.asset_key))
 
 
 def _next_version(member: Member, last: PinnedInput, log: VersionLog | None) -> PinnedInput | None:
