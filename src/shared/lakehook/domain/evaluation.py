@@ -30,45 +30,18 @@ newer one that failed or is unchecked. The policy then decides whether the group
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from typing import Any
 
+from lakehook.domain.conditions import Blocked, Chosen, conditions_of, history_order
 from lakehook.domain.coverage import Span, is_covered, missing, newest_covered_window
 from lakehook.domain.rules import BackfillPolicy, Group, Member, Mode, Rule, WindowSpec
-from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus
+from lakehook.domain.state import AssetState, BackfillStatus
+from lakehook.domain.status import Status as Status  # re-exported: explain, the resolver and tests name it here
 from lakehook.domain.time import MAX_ISO_MS, ms_to_iso
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, Window
 from lakehook.domain.versions import SnapshotLog, SnapshotRecord, Verdict, follows
-
-
-class Status(StrEnum):
-    READY = "READY"
-    BLOCKED_BY_SNAPSHOT = "BLOCKED_BY_SNAPSHOT"
-    BLOCKED_BY_WATERMARK = "BLOCKED_BY_WATERMARK"
-    BLOCKED_BY_QUALITY = "BLOCKED_BY_QUALITY"
-    BLOCKED_BY_SCHEMA = "BLOCKED_BY_SCHEMA"
-    BLOCKED_BY_TAG = "BLOCKED_BY_TAG"
-    BLOCKED_BY_UNKNOWN_ASSET = "BLOCKED_BY_UNKNOWN_ASSET"
-    BLOCKED_BY_BACKFILL = "BLOCKED_BY_BACKFILL"
-    BLOCKED_BY_COVERAGE = "BLOCKED_BY_COVERAGE"
-    BLOCKED_BY_MANIFEST = "BLOCKED_BY_MANIFEST"
-    WAITING_FOR_UPDATE = "WAITING_FOR_UPDATE"
-    WAITING_FOR_VERSION = "WAITING_FOR_VERSION"  # EACH_VERSION: the lineage says a snapshot is missing; polled for
-    WAITING_FOR_RUN = "WAITING_FOR_RUN"  # EACH_VERSION: the previous version's trigger has not SUCCEEDED yet
-    WAITING_FOR_SCHEDULE = "WAITING_FOR_SCHEDULE"  # a scheduled group ran for the latest tick: until the next
-    BLOCKED_BY_FAILED_TRIGGER = "BLOCKED_BY_FAILED_TRIGGER"  # EACH_VERSION: the previous version's trigger FAILED
-    COOLDOWN = "COOLDOWN"
-    QUIET_PERIOD = "QUIET_PERIOD"
-    DISABLED = "DISABLED"
-    ERROR = "ERROR"  # evaluating the group raised (explain shows the rule's error; the resolver retries it)
-
-    @property
-    def blocked_by(self) -> str:
-        """The metric dimension: ``quality`` for BLOCKED_BY_QUALITY, ``cooldown`` for COOLDOWN …"""
-        return self.value.removeprefix("BLOCKED_BY_").lower()
-
 
 # --- members -------------------------------------------------------------------------------------
 
@@ -125,135 +98,52 @@ def _current(state: AssetState, member: Member) -> dict[str, Any]:
 def select_member(member: Member, state: AssetState | None, registered: bool | None = None) -> MemberEvaluation:
     """The newest version of the member's asset that satisfies its condition (READY), or the block.
 
-    ``registered`` tells a registered asset without state (BLOCKED_BY_SNAPSHOT) from an unknown one;
-    None means "not looked up", and a stateless member is then BLOCKED_BY_UNKNOWN_ASSET.
+    Each condition kind is one rule (:mod:`lakehook.domain.conditions`): they run in precedence order on the
+    version chosen so far, and the first that blocks gives the status and reason. ``registered`` tells a
+    registered asset without state (BLOCKED_BY_SNAPSHOT) from an unknown one; None means "not looked up",
+    and a stateless member is then BLOCKED_BY_UNKNOWN_ASSET.
     """
-    c = member.condition
-    required = c.to_api()
-    key = member.asset_key
-
-    def blocked(status: Status, reason: str, current: dict[str, Any] | None = None) -> MemberEvaluation:
-        return MemberEvaluation(key, status, None, current or {}, required, reason)
-
+    key, required = member.asset_key, member.condition.to_api()
     if state is None:
-        if registered:
-            return blocked(Status.BLOCKED_BY_SNAPSHOT, "registered, but no event has reached its state yet")
-        suffix = " and it is not registered" if registered is False else ""
-        return blocked(Status.BLOCKED_BY_UNKNOWN_ASSET, f"no event was ever recorded for this asset{suffix}")
+        return _stateless(key, required, registered)
+    rules = conditions_of(member)
     current = _current(state, member)
-    # Snapshots are compared by their order in the table's history (Paimon: the id; Iceberg: the
-    # sequence number, since its ids are random), and told apart by id.
-    latest = state.latest_snapshot_id
-    latest_order = _order(latest, state.latest_snapshot_order)
-    # What is known of the pinned snapshot (schema, commit time, metadata location), when it is known.
-    record = state.latest_record
-    data = state.latest_data
-    if not c.include_compaction and record is not None and not record.changes_data and data is not None:
-        record = data  # a compaction changes no data: the newest snapshot that did is the version
-        current["dataSnapshotId"] = data.snapshot_id
-    candidate = record.snapshot_id if record is not None else None
-    candidate_order = record.order if record is not None else None
-    if c.manifest and latest is None and state.manifest_snapshot_id is not None:
-        # a spooled asset commits no table snapshot: the extract's snapshot is its version
-        candidate = candidate_order = state.manifest_snapshot_id
-    if c.quality_status:
-        candidate = state.quality_passed_snapshot_id
-        candidate_order = _order(candidate, state.quality_passed_order)
-        record = _known(state, candidate)
-        failed = state.quality_failed_snapshot_id
-        if candidate is None:
-            why = f"; snapshot {failed} failed" if failed is not None else ""
-            return blocked(Status.BLOCKED_BY_QUALITY, f"no snapshot has passed its quality check{why}", current)
-        if failed == candidate:
-            return blocked(
-                Status.BLOCKED_BY_QUALITY, f"snapshot {candidate} passed a quality check and then failed one", current
-            )
-    if candidate is None and (c.snapshot_required or c.min_snapshot_id is not None):
-        return blocked(Status.BLOCKED_BY_SNAPSHOT, "no snapshot committed yet", current)
-    floor_id = c.min_snapshot_id
-    if floor_id is not None and candidate_order is not None and candidate_order < floor_id:
-        if c.quality_status and latest_order is not None and latest_order >= floor_id:
-            return blocked(
-                Status.BLOCKED_BY_QUALITY,
-                f"snapshot {latest} reached minSnapshotId {floor_id}, "
-                f"but the newest snapshot that passed its quality check is {candidate}",
-                current,
-            )
-        return blocked(Status.BLOCKED_BY_SNAPSHOT, f"snapshot {candidate} is below minSnapshotId {floor_id}", current)
-    if c.schema_status and state.schema_status is not SchemaStatus.COMPATIBLE:
-        return blocked(
-            Status.BLOCKED_BY_SCHEMA, f"schema {state.latest_schema_id} is {state.schema_status.value}", current
-        )
-    if c.tag and c.tag not in state.tags:
-        return blocked(Status.BLOCKED_BY_TAG, f"tag {c.tag!r} does not exist yet", current)
-    if c.tag:
-        # the tagged snapshot is the version, so the group fires once per tag, not on every later snapshot
-        tagged = state.tag_snapshot(c.tag)
-        candidate, candidate_order = tagged if tagged is not None else (None, None)
-        record = _known(state, candidate)
-        if record is not None:
-            candidate_order = record.order
-        elif candidate is not None and candidate_order is None and not key.startswith("iceberg://"):
-            candidate_order = candidate
-    if c.manifest and state.manifest_status != "SEALED":
-        return blocked(Status.BLOCKED_BY_MANIFEST, _manifest_reason(state), current)
-    if c.backfill_status and state.backfill_status is not BackfillStatus.COMPLETED:
-        why = (
-            f"backfill {state.backfill_id} is running; waiting for it to complete"
-            if state.backfill_status is BackfillStatus.RUNNING
-            else "no backfill has completed yet"
-        )
-        return blocked(Status.BLOCKED_BY_BACKFILL, why, current)
-    watermark = state.watermark
-    floor = c.watermark_floor
-    if floor is not None and (watermark is None or watermark < floor):
-        have = "no watermark yet" if watermark is None else f"watermark {ms_to_iso(watermark)}"
-        return blocked(Status.BLOCKED_BY_WATERMARK, f"{have}; needs {ms_to_iso(floor)}", current)
-    if c.window is not None and watermark is None:
-        return blocked(Status.BLOCKED_BY_WATERMARK, "no watermark yet", current)
-    known = record if record is not None and record.snapshot_id == candidate else None
-    pin = PinnedInput(
-        asset_key=key,
-        snapshot_id=candidate,
-        snapshot_order=candidate_order if candidate_order != candidate else None,
+    for rule in rules:
+        current.update(rule.shows(state))
+    chosen = Chosen.newest(state)
+    for rule in rules:
+        outcome = rule.evaluate(state, chosen)
+        if isinstance(outcome, Blocked):
+            return MemberEvaluation(key, outcome.status, None, current, required, outcome.reason)
+        chosen = outcome
+    reason = next((note for rule in rules if (note := rule.note(state, chosen)) is not None), None)
+    return MemberEvaluation(key, Status.READY, _pin(member, state, chosen), current, required, reason)
+
+
+def _stateless(key: str, required: dict[str, Any], registered: bool | None) -> MemberEvaluation:
+    if registered:
+        reason = "registered, but no event has reached its state yet"
+        return MemberEvaluation(key, Status.BLOCKED_BY_SNAPSHOT, None, {}, required, reason)
+    suffix = " and it is not registered" if registered is False else ""
+    reason = f"no event was ever recorded for this asset{suffix}"
+    return MemberEvaluation(key, Status.BLOCKED_BY_UNKNOWN_ASSET, None, {}, required, reason)
+
+
+def _pin(member: Member, state: AssetState, chosen: Chosen) -> PinnedInput:
+    """What a trigger pins of the chosen version (the order only where it is not the id)."""
+    c, known = member.condition, chosen.known
+    return PinnedInput(
+        asset_key=member.asset_key,
+        snapshot_id=chosen.snapshot_id,
+        snapshot_order=chosen.order if chosen.order != chosen.snapshot_id else None,
         schema_id=known.schema_id if known is not None else None,
-        watermark=watermark,
+        watermark=state.watermark,
         commit_time=known.commit_time if known is not None else None,
         state_version=state.version,
         manifest_uri=state.manifest_uri if c.manifest else None,
         metadata_location=known.metadata_location if known is not None else None,
         tag=c.tag,
     )
-    reason = None
-    if c.quality_status and latest_order is not None and candidate_order is not None and latest_order > candidate_order:
-        verdict = "failed its check" if state.quality_failed_snapshot_id == latest else "no passing check yet"
-        reason = f"pins snapshot {candidate}, the newest that passed; snapshot {latest} has {verdict}"
-    return MemberEvaluation(key, Status.READY, pin, current, required, reason)
-
-
-def _known(state: AssetState, snapshot_id: int | None) -> SnapshotRecord | None:
-    """What the state still knows of a snapshot that is not necessarily the newest."""
-    for record in (state.latest_record, state.latest_data):
-        if record is not None and snapshot_id is not None and record.snapshot_id == snapshot_id:
-            return record
-    return None
-
-
-def _manifest_reason(state: AssetState) -> str:
-    """Why the asset's spool manifest does not count (yet): its status and, when known, the reason."""
-    uri, status = state.manifest_uri, state.manifest_status
-    if uri is None or status is None:
-        return "no spool manifest has been reported for this asset"
-    if status == "INTERRUPTED":
-        return f"manifest {uri} is INTERRUPTED: the extract stopped part way; a sealed manifest must replace it"
-    if status == "INVALID":
-        return f"manifest {uri} is INVALID: {state.manifest_reason or 'it failed verification'}"
-    return f"manifest {uri} is {status}: it counts once verified"
-
-
-def _order(snapshot_id: int | None, order: int | None) -> int | None:
-    """A snapshot's place in its table's history; states written before orders were kept use the id."""
-    return order if order is not None else snapshot_id
 
 
 # --- what the resolver knows of an asset's history (EACH_VERSION) --------------------------------
@@ -419,104 +309,187 @@ def evaluate_group(
     """The group's verdict at ``now``. ``logs`` (EACH_VERSION) holds the known history per member asset,
     ``snapshots`` the snapshot log per member asset, ``previous`` the cursor's trigger (head of line);
     ``coverage`` the merged intervals of each coverage member from the last triggered window's end (or
-    from :func:`coverage_from`) to ``now``."""
-    policy = rule.policy
+    from :func:`coverage_from`) to ``now``.
+
+    The steps of :data:`_GROUP_STEPS` run in order; the first that answers a verdict decides, and a group that
+    passes them all is READY with the pins (and window) they chose."""
     members = [
         select_member(m, states.get(m.asset_key), None if registered is None else registered.get(m.asset_key, False))
         for m in group.members
     ]
-    gid = group.group_id
-    if not rule.enabled:
-        return GroupEvaluation(gid, Status.DISABLED, tuple(members), reason="the rule is disabled")
-    cursor = cursor if cursor is not None and cursor.seq > 0 else None
+    g = _Group(
+        rule,
+        group,
+        states,
+        cursor if cursor is not None and cursor.seq > 0 else None,
+        now,
+        members,
+        logs or {},
+        snapshots or {},
+        coverage or {},
+        previous,
+    )
+    for step in _GROUP_STEPS:
+        verdict = step(g)
+        if verdict is not None:
+            return verdict
+    return GroupEvaluation(group.group_id, Status.READY, tuple(members), pins=tuple(g.pins), window=g.window)
+
+
+@dataclass
+class _Group:
+    """One group's evaluation in progress: its inputs, its members' verdicts, and the pins and window chosen."""
+
+    rule: Rule
+    group: Group
+    states: Mapping[str, AssetState]
+    cursor: GroupCursor | None  # None before the group's first trigger
+    now: int
+    members: list[MemberEvaluation]
+    logs: Mapping[str, VersionLog]
+    snapshots: Mapping[str, SnapshotLog]
+    coverage: Mapping[str, Sequence[Span]]
+    previous: Trigger | None
+    pins: list[PinnedInput] = field(default_factory=list)
+    window: Window | None = None
+
+    @property
+    def gid(self) -> str:
+        return self.group.group_id
+
+
+def _disabled(g: _Group) -> GroupEvaluation | None:
+    if g.rule.enabled:
+        return None
+    return GroupEvaluation(g.gid, Status.DISABLED, tuple(g.members), reason="the rule is disabled")
+
+
+def _members_hold(g: _Group) -> GroupEvaluation | None:
+    """Every member satisfies its condition; the pins are their versions."""
     # EACH_VERSION judges a snapshot member's gates per snapshot: the newest snapshot failing one (or the newest
     # verdicts disagreeing) does not hold back the older versions still to run; the stepping below decides.
-    stepping = _judged_per_snapshot(rule, group, members, cursor, snapshots or {})
-    if any(m.status is not Status.READY for i, m in enumerate(members) if i not in stepping):
-        return _first_blocked(gid, members)
-    pins: list[PinnedInput] = [p for i, m in enumerate(members) if (p := stepping.get(i) or m.pin) is not None]
+    stepping = _judged_per_snapshot(g.rule, g.group, g.members, g.cursor, g.snapshots)
+    if any(m.status is not Status.READY for i, m in enumerate(g.members) if i not in stepping):
+        return _first_blocked(g.gid, g.members)
+    g.pins = [p for i, m in enumerate(g.members) if (p := stepping.get(i) or m.pin) is not None]
+    return None
 
-    if policy.backfill is BackfillPolicy.SKIP:
-        skipped = _backfill(rule, group, states, cursor, members, pins)
-        if skipped is not None:
-            return skipped
 
-    window: Window | None = None
-    if group.schedule is not None:
-        scheduled = _on_schedule(rule, group, states, cursor, members, pins, now, logs or {}, snapshots or {})
-        if isinstance(scheduled, GroupEvaluation):
-            return scheduled
-        pins, window = scheduled
-    elif group.window is not None:
-        found = _window(rule, group, states, cursor, members, now, coverage or {})
-        if isinstance(found, GroupEvaluation):
-            return found
-        window = found
-        behind = [
-            i
-            for i, p in enumerate(pins)
-            if cursor and (last := cursor.pins.get(p.asset_key)) and p.ordinal < last.ordinal
+def _backfill_skip(g: _Group) -> GroupEvaluation | None:
+    """policy.backfill=SKIP: hold while a member's backfill runs, then absorb its versions."""
+    if g.rule.policy.backfill is not BackfillPolicy.SKIP:
+        return None
+    return _backfill(g.rule, g.group, g.states, g.cursor, g.members, g.pins)
+
+
+def _versions(g: _Group) -> GroupEvaluation | None:
+    """Which versions (and window) the group claims next: by its schedule's tick, its window, its cursor, or with
+    EACH_VERSION and no cursor the oldest version seen."""
+    if g.group.schedule is not None:
+        return _scheduled(g)
+    if g.group.window is not None:
+        return _windowed(g)
+    if g.cursor is not None:
+        return _after_cursor(g, g.cursor)
+    if g.rule.policy.mode is Mode.EACH_VERSION:
+        g.pins = [
+            _first_known(m, pin, g.logs.get(m.asset_key), g.snapshots.get(m.asset_key), g.states)
+            for m, pin in zip(g.group.members, g.pins, strict=True)
         ]
-        for i in behind:  # a state read older than the last trigger's: never pin backwards
-            assert cursor is not None
-            _wait(
-                members,
-                i,
-                group.members[i],
-                states.get(group.members[i].asset_key),
-                cursor.pins[pins[i].asset_key],
-                cursor.baseline,
-            )
-        if behind:
-            return _first_blocked(gid, members)
-    elif cursor is not None:
-        gaps: list[Gap] = []
-        stepped = _advance(rule, group, states, cursor, members, pins, logs or {}, snapshots or {}, now, gaps)
-        if stepped is None:
-            # what holds the group is a member that waits for a version or a gate, not one with nothing new
-            holding = [m for m in members if m.status not in (Status.READY, Status.WAITING_FOR_UPDATE)]
-            blocked = _first_blocked(gid, holding or members, gaps=tuple(gaps))
-            blocked = replace(blocked, members=tuple(members))
-            if gaps:
-                return replace(blocked, until=min(g.until for g in gaps))
-            return blocked
-        pins = stepped
-    elif policy.mode is Mode.EACH_VERSION:
-        pins = [
-            _first_known(m, pin, (logs or {}).get(m.asset_key), (snapshots or {}).get(m.asset_key), states)
-            for m, pin in zip(group.members, pins, strict=True)
-        ]
+    return None
 
-    if policy.mode is Mode.EACH_VERSION and cursor is not None:
-        held = _head_of_line(gid, members, cursor, previous)
-        if held is not None:
-            return held
 
-    if cursor is not None and cursor.claimed_at is not None and policy.min_interval_seconds:
-        ends = cursor.claimed_at + policy.min_interval_seconds * 1000
-        if ends > now:
-            return GroupEvaluation(
-                gid,
-                Status.COOLDOWN,
-                tuple(members),
-                until=ends,
-                reason=f"last triggered at {ms_to_iso(cursor.claimed_at)}; "
-                f"minIntervalSeconds is {policy.min_interval_seconds}",
-            )
-    if policy.quiet_period_seconds:
-        changed = [s.updated_at for k in group.asset_keys if (s := states.get(k)) and s.updated_at is not None]
-        if changed:
-            ends = max(changed) + policy.quiet_period_seconds * 1000
-            if ends > now:
-                return GroupEvaluation(
-                    gid,
-                    Status.QUIET_PERIOD,
-                    tuple(members),
-                    until=ends,
-                    reason=f"a member changed at {ms_to_iso(max(changed))}; "
-                    f"quietPeriodSeconds is {policy.quiet_period_seconds}",
-                )
-    return GroupEvaluation(gid, Status.READY, tuple(members), pins=tuple(pins), window=window)
+def _scheduled(g: _Group) -> GroupEvaluation | None:
+    scheduled = _on_schedule(g.rule, g.group, g.states, g.cursor, g.members, g.pins, g.now, g.logs, g.snapshots)
+    if isinstance(scheduled, GroupEvaluation):
+        return scheduled
+    g.pins, g.window = scheduled
+    return None
+
+
+def _windowed(g: _Group) -> GroupEvaluation | None:
+    found = _window(g.rule, g.group, g.states, g.cursor, g.members, g.now, g.coverage)
+    if isinstance(found, GroupEvaluation):
+        return found
+    g.window = found
+    cursor = g.cursor
+    if cursor is None:
+        return None
+    behind = [i for i, p in enumerate(g.pins) if (last := cursor.pins.get(p.asset_key)) and p.ordinal < last.ordinal]
+    for i in behind:  # a state read older than the last trigger's: never pin backwards
+        member = g.group.members[i]
+        _wait(g.members, i, member, g.states.get(member.asset_key), cursor.pins[g.pins[i].asset_key], cursor.baseline)
+    return _first_blocked(g.gid, g.members) if behind else None
+
+
+def _after_cursor(g: _Group, cursor: GroupCursor) -> GroupEvaluation | None:
+    """The policy's next pins after the last trigger (ALL_UPDATED / ANY_UPDATED / EACH_VERSION), or why none."""
+    gaps: list[Gap] = []
+    stepped = _advance(g.rule, g.group, g.states, cursor, g.members, g.pins, g.logs, g.snapshots, g.now, gaps)
+    if stepped is not None:
+        g.pins = stepped
+        return None
+    # what holds the group is a member that waits for a version or a gate, not one with nothing new
+    holding = [m for m in g.members if m.status not in (Status.READY, Status.WAITING_FOR_UPDATE)]
+    blocked = _first_blocked(g.gid, holding or g.members, gaps=tuple(gaps))
+    blocked = replace(blocked, members=tuple(g.members))
+    if gaps:
+        return replace(blocked, until=min(gap.until for gap in gaps))
+    return blocked
+
+
+def _in_order(g: _Group) -> GroupEvaluation | None:
+    """EACH_VERSION: the next version waits for the cursor's trigger (head of line)."""
+    if g.rule.policy.mode is not Mode.EACH_VERSION or g.cursor is None:
+        return None
+    return _head_of_line(g.gid, g.members, g.cursor, g.previous)
+
+
+def _cooldown(g: _Group) -> GroupEvaluation | None:
+    """minIntervalSeconds: COOLDOWN until that long after the last trigger."""
+    policy, cursor = g.rule.policy, g.cursor
+    if cursor is None or cursor.claimed_at is None or not policy.min_interval_seconds:
+        return None
+    ends = cursor.claimed_at + policy.min_interval_seconds * 1000
+    if ends <= g.now:
+        return None
+    return GroupEvaluation(
+        g.gid,
+        Status.COOLDOWN,
+        tuple(g.members),
+        until=ends,
+        reason=f"last triggered at {ms_to_iso(cursor.claimed_at)}; minIntervalSeconds is {policy.min_interval_seconds}",
+    )
+
+
+def _quiet_period(g: _Group) -> GroupEvaluation | None:
+    """quietPeriodSeconds: QUIET_PERIOD until no member state changed for that long."""
+    quiet = g.rule.policy.quiet_period_seconds
+    changed = [s.updated_at for k in g.group.asset_keys if (s := g.states.get(k)) and s.updated_at is not None]
+    if not quiet or not changed:
+        return None
+    ends = max(changed) + quiet * 1000
+    if ends <= g.now:
+        return None
+    return GroupEvaluation(
+        g.gid,
+        Status.QUIET_PERIOD,
+        tuple(g.members),
+        until=ends,
+        reason=f"a member changed at {ms_to_iso(max(changed))}; quietPeriodSeconds is {quiet}",
+    )
+
+
+# A group's evaluation, step by step: the first step that answers a verdict decides.
+_GROUP_STEPS: tuple[Callable[[_Group], GroupEvaluation | None], ...] = (
+    _disabled,
+    _members_hold,
+    _backfill_skip,
+    _versions,
+    _in_order,
+    _cooldown,
+    _quiet_period,
+)
 
 
 def _on_schedule(
@@ -657,45 +630,7 @@ def _advance(
     mode = rule.policy.mode
     before = [cursor.pins.get(m.asset_key) for m in group.members]
     if mode is Mode.EACH_VERSION:
-        chosen: list[PinnedInput] = []
-        moved = held = False
-        for i, (member, pin, last) in enumerate(zip(group.members, pins, before, strict=True)):
-            if last is None:
-                chosen.append(pin)
-                moved = True
-                continue
-            state = states.get(member.asset_key)
-            log = snapshots.get(member.asset_key)
-            if log is not None and state is not None and last.snapshot_id is not None and steps_by_snapshot(member):
-                found = _next_snapshot(member, last, state, log, now)
-                if isinstance(found, Held):  # holds the whole group: no member runs past a version held back
-                    held = True
-                    chosen.append(last)
-                    _with(members, i, found.status, found.reason, {"snapshotId": found.snapshot_id})
-                    continue
-                if isinstance(found, Gap):
-                    gaps.append(found)
-                    chosen.append(last)
-                    _with(
-                        members,
-                        i,
-                        Status.WAITING_FOR_VERSION,
-                        f"the snapshot after {found.snapshot_id} is missing (the next known is {found.next_id}); "
-                        f"the table is polled for it; stepped over at {ms_to_iso(found.until)} if it never comes",
-                        {"after": last.to_api()},
-                    )
-                    continue
-                step = found
-            else:
-                step = _next_version(member, last, logs.get(member.asset_key))
-            if step is None:
-                chosen.append(last)
-                if members[i].status is Status.READY:  # else it keeps the gate that blocks it on the current state
-                    _wait(members, i, member, states.get(member.asset_key), last, cursor.baseline)
-            else:
-                chosen.append(step)
-                moved = True
-        return chosen if moved and not held else None
+        return _each_next(group, states, cursor, members, pins, before, logs, snapshots, now, gaps)
     advanced = [last is None or pin.ordinal > last.ordinal for pin, last in zip(pins, before, strict=True)]
     behind = [last is not None and pin.ordinal < last.ordinal for pin, last in zip(pins, before, strict=True)]
     ready = all(advanced) if mode is Mode.ALL_UPDATED else any(advanced) and not any(behind)
@@ -705,6 +640,70 @@ def _advance(
         if last is not None and not advanced[i]:
             _wait(members, i, member, states.get(member.asset_key), last, cursor.baseline)
     return None
+
+
+def _each_next(
+    group: Group,
+    states: Mapping[str, AssetState],
+    cursor: GroupCursor,
+    members: list[MemberEvaluation],
+    pins: list[PinnedInput],
+    before: list[PinnedInput | None],
+    logs: Mapping[str, VersionLog],
+    snapshots: Mapping[str, SnapshotLog],
+    now: int,
+    gaps: list[Gap],
+) -> list[PinnedInput] | None:
+    """EACH_VERSION: every member's next version after the cursor's (or the cursor's, while it waits); None when
+    none moved or a held version holds the group."""
+    chosen: list[PinnedInput] = []
+    moved = held = False
+    for i, (member, pin, last) in enumerate(zip(group.members, pins, before, strict=True)):
+        if last is None:
+            chosen.append(pin)
+            moved = True
+            continue
+        found = _next_of(member, last, states, logs, snapshots, now)
+        if isinstance(found, Held):  # holds the whole group: no member runs past a version held back
+            held = True
+            chosen.append(last)
+            _with(members, i, found.status, found.reason, {"snapshotId": found.snapshot_id})
+        elif isinstance(found, Gap):
+            gaps.append(found)
+            chosen.append(last)
+            _with(
+                members,
+                i,
+                Status.WAITING_FOR_VERSION,
+                f"the snapshot after {found.snapshot_id} is missing (the next known is {found.next_id}); "
+                f"the table is polled for it; stepped over at {ms_to_iso(found.until)} if it never comes",
+                {"after": last.to_api()},
+            )
+        elif found is None:
+            chosen.append(last)
+            if members[i].status is Status.READY:  # else it keeps the gate that blocks it on the current state
+                _wait(members, i, member, states.get(member.asset_key), last, cursor.baseline)
+        else:
+            chosen.append(found)
+            moved = True
+    return chosen if moved and not held else None
+
+
+def _next_of(
+    member: Member,
+    last: PinnedInput,
+    states: Mapping[str, AssetState],
+    logs: Mapping[str, VersionLog],
+    snapshots: Mapping[str, SnapshotLog],
+    now: int,
+) -> PinnedInput | Gap | Held | None:
+    """A member's next version after ``last``: through its snapshot log when its versions are snapshots, else
+    through the known state history."""
+    state = states.get(member.asset_key)
+    log = snapshots.get(member.asset_key)
+    if log is not None and state is not None and last.snapshot_id is not None and steps_by_snapshot(member):
+        return _next_snapshot(member, last, state, log, now)
+    return _next_version(member, last, logs.get(member.asset_key))
 
 
 def _next_version(member: Member, last: PinnedInput, log: VersionLog | None) -> PinnedInput | None:
@@ -776,7 +775,7 @@ def _wait(
         _with(members, index, Status.WAITING_FOR_UPDATE, reason, required)
         return
     latest = state.latest_snapshot_id if state else None
-    latest_order = _order(latest, state.latest_snapshot_order) if state else None
+    latest_order = history_order(latest, state.latest_snapshot_order) if state else None
     if (
         member.condition.quality_status
         and latest_order is not None

@@ -13,6 +13,7 @@ latest tag and the current manifest by an order key (:mod:`lakehook.domain.order
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -110,106 +111,145 @@ def advance_for(event: AssetEvent, recorded_at: int = 0) -> Advance | None:
 
     ``recorded_at`` is when lakehook first recorded this event identity: the time of an event
     that carries no ``commitTime`` of its own (see :func:`lakehook.domain.ordering.order_key`).
+    Each event type has its own rule in :data:`_ADVANCES`.
     """
-    t = event.event_type
-    if t is EventType.SNAPSHOT_COMMITTED:
-        assert event.snapshot_id is not None and event.snapshot_order is not None
-        sets: dict[str, Any] = {"latestSnapshotId": event.snapshot_id, "latestSnapshotOrder": event.snapshot_order}
-        optional = {
-            "latestSchemaId": event.schema_id,
-            "latestCommitTime": event.commit_time,
-            "latestCommitKind": event.commit_kind,
-            "latestSnapshotWatermark": event.watermark,
-            "latestParentSnapshotId": event.parent_snapshot_id,
-            "latestSequenceNumber": event.sequence_number,
-            "latestMetadataLocation": event.metadata_location,
-        }
-        sets.update({k: v for k, v in optional.items() if v is not None})
-        record = snapshot_record(event)
-        late = None
-        if record.changes_data:  # a compaction keeps the newest data-changing snapshot (see versions.py)
-            sets["latestData"] = record.to_item()
-            # A data snapshot that arrives after a newer compaction is still the newest data change.
-            late = Advance(Below("latestData.order", record.order), sets={"latestData": record.to_item()})
-        first = {"firstSchemaId": event.schema_id} if event.schema_id is not None else {}
-        return Advance(Below("latestSnapshotOrder", event.snapshot_order), sets=sets, set_if_absent=first, late=late)
-    if t is EventType.WATERMARK_ADVANCED:
-        assert event.watermark is not None
-        return Advance(Below("latestWatermark", event.watermark), sets={"latestWatermark": event.watermark})
-    if t is EventType.TAG_CREATED:
-        # Tags only grow. The latest tag is the tag log's greatest order key, derived when read: a late
-        # tag still joins the set (a `tag` condition needs it) without becoming the latest.
-        assert event.tag is not None
-        entry = TagEntry(order_key(event, recorded_at), event.tag, event.snapshot_id)
-        refs = {"tags": event.tag, "tagLog": entry.encode()}
-        if event.snapshot_id is not None:  # what a `tag` member pins
-            refs["tagRefs"] = tag_ref(event.tag, event.snapshot_id, event.snapshot_order)
-        return Advance(NotInSet("tags", event.tag), add_to_set=refs)
-    if t in (EventType.QUALITY_CHECK_PASSED, EventType.QUALITY_CHECK_FAILED):
-        assert event.snapshot_id is not None and event.snapshot_order is not None
-        verdict = "qualityPassed" if t is EventType.QUALITY_CHECK_PASSED else "qualityFailed"
-        return Advance(
-            Below(f"{verdict}Order", event.snapshot_order),
-            sets={f"{verdict}SnapshotId": event.snapshot_id, f"{verdict}Order": event.snapshot_order},
-        )
-    if t in (EventType.SCHEMA_CHANGE_APPROVED, EventType.SCHEMA_CHANGE_REJECTED):
-        assert event.schema_id is not None
-        attr = "schemaApprovedId" if t is EventType.SCHEMA_CHANGE_APPROVED else "schemaRejectedId"
-        return Advance(Below(attr, event.schema_id), sets={attr: event.schema_id})
-    if t is EventType.BACKFILL_STARTED:
-        # Backfills are two sets that only grow; the status is derived when read (RUNNING while a
-        # started one has not completed). A late STARTED for a completed backfill never reopens it.
-        assert event.backfill_id is not None
-        return Advance(
-            AllOf((NotInSet("backfillsStarted", event.backfill_id), NotInSet("backfillsCompleted", event.backfill_id))),
-            add_to_set={"backfillsStarted": event.backfill_id},
-        )
-    if t is EventType.BACKFILL_COMPLETED:
-        assert event.backfill_id is not None
-        return Advance(
-            NotInSet("backfillsCompleted", event.backfill_id), add_to_set={"backfillsCompleted": event.backfill_id}
-        )
-    if t is EventType.CDC_LAG_RECOVERED:
-        assert event.watermark is not None
-        return Advance(Below("cdcRecoveredWatermark", event.watermark), sets={"cdcRecoveredWatermark": event.watermark})
-    if t in (EventType.MANIFEST_SEALED, EventType.MANIFEST_INTERRUPTED):
-        # A SEALED event is the writer's claim: the manifest counts only once verified (see
-        # verification_advance). An INTERRUPTED one blocks at once: blocking is the safe side.
-        claim = "SEALED" if t is EventType.MANIFEST_SEALED else "INTERRUPTED"
-        status = ManifestStatus.PENDING if claim == "SEALED" else ManifestStatus.INTERRUPTED
-        sets = {
-            "manifestUri": event.manifest_uri,
-            "manifestClaim": claim,
-            "manifestStatus": status.value,
-            "manifestReason": None,
-            "manifestObject": None,
-        }
-        # The current manifest is the one with the greatest order key; on a tie in time an
-        # interruption outranks a seal (blocking is the safe side).
-        key = order_key(event, recorded_at, rank=0 if claim == "SEALED" else 1)
-        sets["manifestOrder"] = key
-        sets["manifestSnapshotId"] = event.snapshot_id
-        return Advance(
-            Below("manifestOrder", key),
-            sets=sets,
-            settled_later=frozenset({"manifestStatus", "manifestReason", "manifestObject"}),
-            applied_if=(("manifestUri", event.manifest_uri), ("manifestClaim", claim)),
-        )
-    if t is EventType.INTERVAL_COVERED:
-        # The merged intervals live in their own coverage items (the ingest path adds them first);
-        # the state is only touched so its stream record wakes the resolver. Guarded on the event,
-        # so a redelivery touches it again (harmless) and a crash between the two is finished.
-        assert event.interval is not None
-        event_id = event.event_id
-        return Advance(
-            NotAllEqual((("lastCoverageEventId", event_id),)),
-            sets={
-                "lastCoverageEventId": event_id,
-                "lastCoverageStart": event.interval.start,
-                "lastCoverageEnd": event.interval.end,
-            },
-        )
-    return None
+    advance = _ADVANCES.get(event.event_type)
+    return advance(event, recorded_at) if advance is not None else None
+
+
+def _snapshot_committed(event: AssetEvent, recorded_at: int) -> Advance:
+    assert event.snapshot_id is not None and event.snapshot_order is not None
+    sets: dict[str, Any] = {"latestSnapshotId": event.snapshot_id, "latestSnapshotOrder": event.snapshot_order}
+    optional = {
+        "latestSchemaId": event.schema_id,
+        "latestCommitTime": event.commit_time,
+        "latestCommitKind": event.commit_kind,
+        "latestSnapshotWatermark": event.watermark,
+        "latestParentSnapshotId": event.parent_snapshot_id,
+        "latestSequenceNumber": event.sequence_number,
+        "latestMetadataLocation": event.metadata_location,
+    }
+    sets.update({k: v for k, v in optional.items() if v is not None})
+    record = snapshot_record(event)
+    late = None
+    if record.changes_data:  # a compaction keeps the newest data-changing snapshot (see versions.py)
+        sets["latestData"] = record.to_item()
+        # A data snapshot that arrives after a newer compaction is still the newest data change.
+        late = Advance(Below("latestData.order", record.order), sets={"latestData": record.to_item()})
+    first = {"firstSchemaId": event.schema_id} if event.schema_id is not None else {}
+    return Advance(Below("latestSnapshotOrder", event.snapshot_order), sets=sets, set_if_absent=first, late=late)
+
+
+def _watermark_advanced(event: AssetEvent, recorded_at: int) -> Advance:
+    assert event.watermark is not None
+    return Advance(Below("latestWatermark", event.watermark), sets={"latestWatermark": event.watermark})
+
+
+def _tag_created(event: AssetEvent, recorded_at: int) -> Advance:
+    # Tags only grow. The latest tag is the tag log's greatest order key, derived when read: a late
+    # tag still joins the set (a `tag` condition needs it) without becoming the latest.
+    assert event.tag is not None
+    entry = TagEntry(order_key(event, recorded_at), event.tag, event.snapshot_id)
+    refs = {"tags": event.tag, "tagLog": entry.encode()}
+    if event.snapshot_id is not None:  # what a `tag` member pins
+        refs["tagRefs"] = tag_ref(event.tag, event.snapshot_id, event.snapshot_order)
+    return Advance(NotInSet("tags", event.tag), add_to_set=refs)
+
+
+def _quality_verdict(event: AssetEvent, recorded_at: int) -> Advance:
+    assert event.snapshot_id is not None and event.snapshot_order is not None
+    verdict = "qualityPassed" if event.event_type is EventType.QUALITY_CHECK_PASSED else "qualityFailed"
+    return Advance(
+        Below(f"{verdict}Order", event.snapshot_order),
+        sets={f"{verdict}SnapshotId": event.snapshot_id, f"{verdict}Order": event.snapshot_order},
+    )
+
+
+def _schema_verdict(event: AssetEvent, recorded_at: int) -> Advance:
+    assert event.schema_id is not None
+    attr = "schemaApprovedId" if event.event_type is EventType.SCHEMA_CHANGE_APPROVED else "schemaRejectedId"
+    return Advance(Below(attr, event.schema_id), sets={attr: event.schema_id})
+
+
+def _backfill_started(event: AssetEvent, recorded_at: int) -> Advance:
+    # Backfills are two sets that only grow; the status is derived when read (RUNNING while a
+    # started one has not completed). A late STARTED for a completed backfill never reopens it.
+    assert event.backfill_id is not None
+    return Advance(
+        AllOf((NotInSet("backfillsStarted", event.backfill_id), NotInSet("backfillsCompleted", event.backfill_id))),
+        add_to_set={"backfillsStarted": event.backfill_id},
+    )
+
+
+def _backfill_completed(event: AssetEvent, recorded_at: int) -> Advance:
+    assert event.backfill_id is not None
+    return Advance(
+        NotInSet("backfillsCompleted", event.backfill_id), add_to_set={"backfillsCompleted": event.backfill_id}
+    )
+
+
+def _cdc_lag_recovered(event: AssetEvent, recorded_at: int) -> Advance:
+    assert event.watermark is not None
+    return Advance(Below("cdcRecoveredWatermark", event.watermark), sets={"cdcRecoveredWatermark": event.watermark})
+
+
+def _manifest_claim(event: AssetEvent, recorded_at: int) -> Advance:
+    # A SEALED event is the writer's claim: the manifest counts only once verified (see
+    # verification_advance). An INTERRUPTED one blocks at once: blocking is the safe side.
+    claim = "SEALED" if event.event_type is EventType.MANIFEST_SEALED else "INTERRUPTED"
+    status = ManifestStatus.PENDING if claim == "SEALED" else ManifestStatus.INTERRUPTED
+    sets: dict[str, Any] = {
+        "manifestUri": event.manifest_uri,
+        "manifestClaim": claim,
+        "manifestStatus": status.value,
+        "manifestReason": None,
+        "manifestObject": None,
+    }
+    # The current manifest is the one with the greatest order key; on a tie in time an
+    # interruption outranks a seal (blocking is the safe side).
+    key = order_key(event, recorded_at, rank=0 if claim == "SEALED" else 1)
+    sets["manifestOrder"] = key
+    sets["manifestSnapshotId"] = event.snapshot_id
+    return Advance(
+        Below("manifestOrder", key),
+        sets=sets,
+        settled_later=frozenset({"manifestStatus", "manifestReason", "manifestObject"}),
+        applied_if=(("manifestUri", event.manifest_uri), ("manifestClaim", claim)),
+    )
+
+
+def _interval_covered(event: AssetEvent, recorded_at: int) -> Advance:
+    # The merged intervals live in their own coverage items (the ingest path adds them first);
+    # the state is only touched so its stream record wakes the resolver. Guarded on the event,
+    # so a redelivery touches it again (harmless) and a crash between the two is finished.
+    assert event.interval is not None
+    event_id = event.event_id
+    return Advance(
+        NotAllEqual((("lastCoverageEventId", event_id),)),
+        sets={
+            "lastCoverageEventId": event_id,
+            "lastCoverageStart": event.interval.start,
+            "lastCoverageEnd": event.interval.end,
+        },
+    )
+
+
+# One rule per event type: how it moves the state forward.
+_ADVANCES: dict[EventType, Callable[[AssetEvent, int], Advance]] = {
+    EventType.SNAPSHOT_COMMITTED: _snapshot_committed,
+    EventType.WATERMARK_ADVANCED: _watermark_advanced,
+    EventType.TAG_CREATED: _tag_created,
+    EventType.QUALITY_CHECK_PASSED: _quality_verdict,
+    EventType.QUALITY_CHECK_FAILED: _quality_verdict,
+    EventType.SCHEMA_CHANGE_APPROVED: _schema_verdict,
+    EventType.SCHEMA_CHANGE_REJECTED: _schema_verdict,
+    EventType.BACKFILL_STARTED: _backfill_started,
+    EventType.BACKFILL_COMPLETED: _backfill_completed,
+    EventType.CDC_LAG_RECOVERED: _cdc_lag_recovered,
+    EventType.MANIFEST_SEALED: _manifest_claim,
+    EventType.MANIFEST_INTERRUPTED: _manifest_claim,
+    EventType.INTERVAL_COVERED: _interval_covered,
+}
 
 
 def verdict_touch(event: AssetEvent) -> Advance:

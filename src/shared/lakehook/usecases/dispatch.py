@@ -211,26 +211,47 @@ class DispatchTrigger:
         entry = known if known is not None and known.trigger_key == trigger_key else self._ledger.get(trigger_key)
         if entry is None:
             return DispatchResult(trigger_key, DispatchStatus.NOT_FOUND, reason="no such trigger")
+        closed = self._not_open(entry, redrive)
+        if closed is not None:
+            return closed
+        target = self._target(entry)
+        settling = self._settling(entry, target)
+        if settling is not None:
+            return settling
+        return self._attempts(entry, target, redrive, max_attempts or self.policy.attempts.max_attempts)
+
+    def _not_open(self, entry: LedgerEntry, redrive: bool) -> DispatchResult | None:
+        """A claim already terminal (DONE), or FAILED and left to the compensator (BUSY)."""
         if not entry.is_open():
             return _done(entry)
         if entry.status is TriggerStatus.FAILED and not redrive:
             return DispatchResult(
-                trigger_key, DispatchStatus.BUSY, reason="waiting to be re-driven", attempts=entry.trigger.attempts
+                entry.trigger_key,
+                DispatchStatus.BUSY,
+                reason="waiting to be re-driven",
+                attempts=entry.trigger.attempts,
             )
-        target = self._target(entry)
-        if isinstance(target, _Target) and entry.last_attempt_at is not None:
-            settle_ms = int(target.client.settle_seconds(target.config) * 1000)
-            if self._clock() - entry.last_attempt_at < settle_ms:
-                # A run the previous attempt started may not be visible yet: looking now could miss it.
-                return DispatchResult(
-                    trigger_key,
-                    DispatchStatus.BUSY,
-                    reason="waiting for the previous attempt to become visible",
-                    attempts=entry.trigger.attempts,
-                )
+        return None
+
+    def _settling(self, entry: LedgerEntry, target: _Target | Outcome) -> DispatchResult | None:
+        """BUSY while a run the previous attempt started may not be visible yet: looking now could miss it."""
+        if not isinstance(target, _Target) or entry.last_attempt_at is None:
+            return None
+        settle_ms = int(target.client.settle_seconds(target.config) * 1000)
+        if self._clock() - entry.last_attempt_at >= settle_ms:
+            return None
+        return DispatchResult(
+            entry.trigger_key,
+            DispatchStatus.BUSY,
+            reason="waiting for the previous attempt to become visible",
+            attempts=entry.trigger.attempts,
+        )
+
+    def _attempts(self, entry: LedgerEntry, target: _Target | Outcome, redrive: bool, budget: int) -> DispatchResult:
+        """Lease the claim, write the manifest, start the run and judge the answer; after a backoff again, while
+        this call's ``budget`` of attempts lasts."""
+        trigger_key = entry.trigger_key
         owner = self._owner()
-        budget = max_attempts or self.policy.attempts.max_attempts
-        client = target.client if isinstance(target, _Target) else None
         written: _Written | None = None
         streak = _Streak(entry.failure_code, entry.failing_since)
         tried = 0
@@ -242,34 +263,15 @@ class DispatchTrigger:
             attempt, redrive = taken, False  # from here on the claim is TRIGGERING and leased to us
             if attempt.number > 1 and self._metrics is not None:
                 self._metrics(RETRY_METRIC, {"trigger_status": attempt.before.status.value})
-            # The manifest comes first, whatever happens next: a trigger its target refuses still pins its
-            # inputs, so a retry by hand or a replay reads exactly the versions it was claimed for.
-            written_or_failed = written or self._manifest(attempt.before)
-            outcome: Outcome
-            if isinstance(written_or_failed, Outcome):
-                outcome = written_or_failed
-            else:
-                written = written_or_failed
-                if isinstance(target, Outcome):
-                    outcome = target
-                else:
-                    outcome = self._attempt(_Plan(target.config, target.client, written.manifest, written.uri), attempt)
+            outcome, written = self._once(attempt, target, written)
             uri = written.uri if written is not None else None
             if outcome.succeeded:
                 assert isinstance(target, _Target) and uri is not None
                 return self._succeeded(attempt, uri, target.config.type, outcome)
             streak = streak.after(outcome.code, self._clock())
-            if outcome.kind is OutcomeKind.FATAL:
-                return self._failed(attempt, uri, outcome, retryable=False, failing_since=streak.since)
-            if outcome.retry_window_seconds is not None:
-                # Worth retrying only for a while (a DAG being deployed): by re-drives, never in a tight loop.
-                return self._within_window(attempt, uri, client, outcome, streak)
-            settle_ms = int(target.client.settle_seconds(target.config) * 1000) if isinstance(target, _Target) else 0
-            if (outcome.ambiguous and settle_ms) or tried >= budget or self.policy.redrive.exhausted(attempt.counted):
-                # An ambiguous answer from a target whose runs appear late is confirmed after the settle
-                # time, never at once; otherwise this call's attempts are spent.
-                wait_ms = settle_ms if outcome.ambiguous else 0
-                return self._later_or_never(attempt, uri, client, outcome, wait_ms, streak.since)
+            settled = self._after_failure(attempt, uri, target, outcome, streak, tried >= budget)
+            if settled is not None:
+                return settled
             wait = self.policy.attempts.delay(tried, self._rand, outcome.retry_after_seconds)
             logger.info(
                 "dispatch attempt failed; retrying",
@@ -282,6 +284,45 @@ class DispatchTrigger:
                 },
             )
             self._sleep(wait)
+
+    def _once(
+        self, attempt: Attempt, target: _Target | Outcome, written: _Written | None
+    ) -> tuple[Outcome, _Written | None]:
+        """One attempt's answer, and the manifest as written."""
+        # The manifest comes first, whatever happens next: a trigger its target refuses still pins its
+        # inputs, so a retry by hand or a replay reads exactly the versions it was claimed for.
+        written_or_failed = written or self._manifest(attempt.before)
+        if isinstance(written_or_failed, Outcome):
+            return written_or_failed, written
+        if isinstance(target, Outcome):
+            return target, written_or_failed
+        plan = _Plan(target.config, target.client, written_or_failed.manifest, written_or_failed.uri)
+        return self._attempt(plan, attempt), written_or_failed
+
+    def _after_failure(
+        self,
+        attempt: Attempt,
+        uri: str | None,
+        target: _Target | Outcome,
+        outcome: Outcome,
+        streak: _Streak,
+        spent: bool,
+    ) -> DispatchResult | None:
+        """What a failed attempt leaves the claim as (FAILED final or retryable), or None: try again now.
+        ``spent``: this call's attempts are used up."""
+        client = target.client if isinstance(target, _Target) else None
+        if outcome.kind is OutcomeKind.FATAL:
+            return self._failed(attempt, uri, outcome, retryable=False, failing_since=streak.since)
+        if outcome.retry_window_seconds is not None:
+            # Worth retrying only for a while (a DAG being deployed): by re-drives, never in a tight loop.
+            return self._within_window(attempt, uri, client, outcome, streak)
+        settle_ms = int(target.client.settle_seconds(target.config) * 1000) if isinstance(target, _Target) else 0
+        if (outcome.ambiguous and settle_ms) or spent or self.policy.redrive.exhausted(attempt.counted):
+            # An ambiguous answer from a target whose runs appear late is confirmed after the settle
+            # time, never at once; otherwise this call's attempts are spent.
+            wait_ms = settle_ms if outcome.ambiguous else 0
+            return self._later_or_never(attempt, uri, client, outcome, wait_ms, streak.since)
+        return None
 
     def _within_window(
         self, attempt: Attempt, uri: str | None, client: TargetClient | None, outcome: Outcome, streak: _Streak

@@ -41,7 +41,7 @@ from lakehook.domain.evaluation import (
     select_member,
     steps_by_snapshot,
 )
-from lakehook.domain.rules import Group, Mode, Policy, Rule
+from lakehook.domain.rules import Group, Member, Mode, Policy, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
@@ -281,18 +281,29 @@ class ResolveAssetChange:
     def _resolve_batch(
         self, changes: Sequence[StateChange], deferred: Sequence[Deferral], now: int, report: ResolveReport
     ) -> None:
-        changed: list[str] = []
-        images: dict[str, list[AssetState]] = {}
-        recorded: dict[str, list[SnapshotRecord]] = {}
-        for change in changes:
-            if change.asset_key not in images:
-                changed.append(change.asset_key)
-                images[change.asset_key] = []
-            if change.state is not None and change.state.version > 0:
-                images[change.asset_key].append(change.state)
-            if change.snapshot is not None:
-                recorded.setdefault(change.asset_key, []).append(change.snapshot)
+        """The changed assets' rules and the deferred groups, evaluated (and claimed) as one piece of work."""
+        batch = _Batch.of(changes)
+        rules, focus = self._rules_of(batch.changed, now, report)
+        retried = self._deferred_groups(deferred, rules, focus)
+        work = [
+            (rule, group)
+            for rule_id in sorted(focus)
+            if (rule := rules[rule_id]).enabled
+            for group in rule.groups
+            if group.group_id in focus[rule_id]
+        ]
+        if not work:
+            return
+        self._resolve_work(work, batch.changed, batch.images, now, report, claim=True, recorded=batch.recorded)
+        failed = {(f.rule_id, f.group_id) for f in report.failed}
+        for ref in sorted(retried - failed):
+            # A deferral is how a failed group is retried: it evaluated fine, so its lastError goes.
+            self._rules.clear_error(*ref)
 
+    def _rules_of(
+        self, changed: Sequence[str], now: int, report: ResolveReport
+    ) -> tuple[dict[str, Rule], dict[str, set[str]]]:
+        """The rules naming the changed assets (reverse index), and per rule the groups that name them."""
         rules: dict[str, Rule] = {}
         focus: dict[str, set[str]] = {}
         for asset_key in changed:
@@ -308,6 +319,12 @@ class ResolveAssetChange:
             for rule in found:
                 rules[rule.rule_id] = rule
                 focus.setdefault(rule.rule_id, set()).update(g.group_id for g in rule.groups_with(asset_key))
+        return rules, focus
+
+    def _deferred_groups(
+        self, deferred: Sequence[Deferral], rules: dict[str, Rule], focus: dict[str, set[str]]
+    ) -> set[GroupRef]:
+        """Add the due deferrals' groups (and their rules) to the work; the groups that still exist."""
         wanted = {d.rule_id for d in deferred} - rules.keys()
         if wanted:
             rules.update(self._rules.get_rules(wanted))
@@ -317,21 +334,7 @@ class ResolveAssetChange:
             if rule_or_none is not None and rule_or_none.group(item.group_id) is not None:
                 focus.setdefault(item.rule_id, set()).add(item.group_id)
                 retried.add((item.rule_id, item.group_id))
-
-        work = [
-            (rule, group)
-            for rule_id in sorted(focus)
-            if (rule := rules[rule_id]).enabled
-            for group in rule.groups
-            if group.group_id in focus[rule_id]
-        ]
-        if not work:
-            return
-        self._resolve_work(work, changed, images, now, report, claim=True, recorded=recorded)
-        failed = {(f.rule_id, f.group_id) for f in report.failed}
-        for ref in sorted(retried - failed):
-            # A deferral is how a failed group is retried: it evaluated fine, so its lastError goes.
-            self._rules.clear_error(*ref)
+        return retried
 
     def _resolve_work(
         self,
@@ -470,44 +473,66 @@ class ResolveAssetChange:
             if cursor is None:
                 continue
             for member in group.members:
-                last = cursor.pins.get(member.asset_key)
-                state = states.get(member.asset_key)
-                try:
-                    pin = select_member(member, state).pin if state is not None else None
-                except Exception as exc:
-                    if not self._rule_error(exc):
-                        raise
-                    continue  # the group's evaluation meets the same error and records it
-                if last is None or state is None or pin is None or pin.ordinal <= last.ordinal:
-                    continue  # nothing newer than the cursor, so no history to look at
-                mine = owned.get(member.asset_key)
-                upto = min(s.version for s in mine) - 1 if mine else state.version - 1
-                first = last.state_version + 1
-                if first <= upto:
-                    low, high = ranges.get(member.asset_key, (first, upto))
-                    ranges[member.asset_key] = (min(low, first), max(high, upto))
+                needed = self._history_range(member, cursor.pins.get(member.asset_key), states, owned)
+                if needed is not None:
+                    low, high = ranges.get(member.asset_key, needed)
+                    ranges[member.asset_key] = (min(low, needed[0]), max(high, needed[1]))
         logs: dict[str, VersionLog] = {}
         recheck: dict[str, int] = {}
         for key in members:
-            known: list[AssetState] = list(owned.get(key, ()))
-            if key in ranges:
-                known.extend(self._history.between(key, *ranges[key]))
             state = states.get(key)
-            if state is not None:
-                known.append(state)
-            mine = owned.get(key)
-            if mine:
-                lost_before = min(s.version for s in mine)
-            elif state is not None and (state.updated_at or 0) + self._settle_ms <= now:
-                lost_before = state.version
-            else:
-                lost_before = 0
-            logs[key] = VersionLog.of(known, lost_before=lost_before)
+            logs[key] = self._version_log(key, ranges.get(key), state, owned.get(key), now)
             if state is not None and key in ranges:
                 reached = [s.version for s in logs[key].after(ranges[key][0] - 1)]
                 if state.version not in reached:  # stopped at a gap the owner may still fill
                     recheck[key] = (state.updated_at or now) + self._settle_ms
         return logs, recheck
+
+    def _history_range(
+        self,
+        member: Member,
+        last: PinnedInput | None,
+        states: dict[str, AssetState],
+        owned: dict[str, list[AssetState]],
+    ) -> tuple[int, int] | None:
+        """The state versions of a member's history to read: from the cursor's up to what this batch or the state
+        holds, when the member has a version newer than the cursor's; None when nothing newer."""
+        state = states.get(member.asset_key)
+        try:
+            pin = select_member(member, state).pin if state is not None else None
+        except Exception as exc:
+            if not self._rule_error(exc):
+                raise
+            return None  # the group's evaluation meets the same error and records it
+        if last is None or state is None or pin is None or pin.ordinal <= last.ordinal:
+            return None  # nothing newer than the cursor, so no history to look at
+        mine = owned.get(member.asset_key)
+        upto = min(s.version for s in mine) - 1 if mine else state.version - 1
+        first = last.state_version + 1
+        return (first, upto) if first <= upto else None
+
+    def _version_log(
+        self,
+        key: str,
+        needed: tuple[int, int] | None,
+        state: AssetState | None,
+        mine: list[AssetState] | None,
+        now: int,
+    ) -> VersionLog:
+        """One member's known states, and below which version a gap is final: below this batch's own first record,
+        or below a state unchanged for the settle time (its owner handled or dropped its records)."""
+        known: list[AssetState] = list(mine or ())
+        if needed is not None:
+            known.extend(self._history.between(key, *needed))
+        if state is not None:
+            known.append(state)
+        if mine:
+            lost_before = min(s.version for s in mine)
+        elif state is not None and (state.updated_at or 0) + self._settle_ms <= now:
+            lost_before = state.version
+        else:
+            lost_before = 0
+        return VersionLog.of(known, lost_before=lost_before)
 
     # --- one group -----------------------------------------------------------------------------------
 
@@ -700,18 +725,7 @@ class ResolveAssetChange:
         """The snapshot logs of members gated on quality checks, with the verdict of each snapshot still to run (after
         the oldest cursor that needs it; every logged one for a group not started yet): what the state tells (its
         newest verdicts), else one batched read of those snapshots' quality events (no read when none is left)."""
-        since: dict[str, int] = {}  # per gated asset: verdicts are needed above this order
-        for rule, group in work:
-            if not _each_version(rule, group):
-                continue
-            cursor = cursors.get((rule.rule_id, group.group_id))
-            for member in group.members:
-                key = member.asset_key
-                if not (member.condition.quality_status and steps_by_snapshot(member) and key in logs):
-                    continue
-                last = cursor.pins.get(key) if cursor is not None and cursor.seq > 0 else None
-                floor = last.ordinal[0] if last is not None and last.snapshot_id is not None else -1
-                since[key] = min(since.get(key, floor), floor)
+        since = _quality_floors(work, logs, cursors)
         if not since:
             return logs
         verdicts: dict[tuple[str, int], Verdict] = {}
@@ -822,6 +836,48 @@ def _seen_snapshots(
         if found:
             seen[key] = found
     return seen
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """A batch's changes by asset: the assets in first-seen order, their state images and recorded snapshots."""
+
+    changed: list[str]
+    images: dict[str, list[AssetState]]
+    recorded: dict[str, list[SnapshotRecord]]
+
+    @classmethod
+    def of(cls, changes: Sequence[StateChange]) -> _Batch:
+        batch = cls([], {}, {})
+        for change in changes:
+            if change.asset_key not in batch.images:
+                batch.changed.append(change.asset_key)
+                batch.images[change.asset_key] = []
+            if change.state is not None and change.state.version > 0:
+                batch.images[change.asset_key].append(change.state)
+            if change.snapshot is not None:
+                batch.recorded.setdefault(change.asset_key, []).append(change.snapshot)
+        return batch
+
+
+def _quality_floors(
+    work: list[tuple[Rule, Group]], logs: Mapping[str, SnapshotLog], cursors: Mapping[GroupRef, GroupCursor]
+) -> dict[str, int]:
+    """Per EACH_VERSION member gated on quality checks: the order above which its snapshots' verdicts are needed
+    (the oldest cursor's; -1 for a group not started yet)."""
+    since: dict[str, int] = {}
+    for rule, group in work:
+        if not _each_version(rule, group):
+            continue
+        cursor = cursors.get((rule.rule_id, group.group_id))
+        for member in group.members:
+            key = member.asset_key
+            if not (member.condition.quality_status and steps_by_snapshot(member) and key in logs):
+                continue
+            last = cursor.pins.get(key) if cursor is not None and cursor.seq > 0 else None
+            floor = last.ordinal[0] if last is not None and last.snapshot_id is not None else -1
+            since[key] = min(since.get(key, floor), floor)
+    return since
 
 
 def _each_version(rule: Rule, group: Group) -> bool:
