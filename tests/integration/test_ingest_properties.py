@@ -4,9 +4,10 @@ Snapshot, watermark and quality events for several assets go through ``IngestEve
 ``DynamoDBAssetStore`` on in-process moto, in any order, with copies, and with some deliveries
 cut short between "event recorded" and "state advanced" (a crash; the event is delivered again
 later, as a poller's next pass or a producer's retry would). An independent model of the RFC's
-rules predicts every answer and the final state (a quality verdict on an older snapshot than the newest
-verdict touches the state: one more version); the in-memory store, fed the same deliveries,
-must agree with DynamoDB on every answer and on the whole state item.
+rules predicts every answer and the final state (a quality verdict on an older snapshot than the
+newest verdict touches the state: one more version; a copy of an event delivered to the end changes
+nothing); the in-memory store, fed the same deliveries, must agree with DynamoDB on every answer
+and on the whole state item.
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ def model(plan: list[Delivery]) -> tuple[list[IngestStatus | None], dict[tuple[i
     recorded: set[Spec] = set()
     applied: dict[tuple[int, str], int] = {}
     versions: dict[int, int] = {}
-    touched: dict[int, Spec] = {}  # the late quality verdict that last touched each asset's state
+    settled: set[Spec] = set()  # delivered to the end once: a copy stops at its record and changes nothing
     answers: list[IngestStatus | None] = []
     for delivery in plan:
         spec = delivery.spec
@@ -133,16 +134,19 @@ def model(plan: list[Delivery]) -> tuple[list[IngestStatus | None], dict[tuple[i
         if delivery.crash:
             answers.append(None)
             continue
+        if spec in settled:
+            answers.append(IngestStatus.DUPLICATE)
+            continue
+        settled.add(spec)
         slot = (spec.asset, ATTRIBUTE[spec.kind])
         newer = slot not in applied or spec.version > applied[slot]
         if newer:
             applied[slot] = spec.version
             versions[spec.asset] = versions.get(spec.asset, 0) + 1
-        elif spec.kind in ("passed", "failed") and spec.version < applied[slot] and touched.get(spec.asset) != spec:
+        elif spec.kind in ("passed", "failed") and spec.version < applied[slot]:
             # a verdict on an older snapshot keeps the newest verdicts but touches the state (it wakes the
-            # resolver: EACH_VERSION judges each snapshot by its own checks); its redelivery touches it again
-            # only if another late verdict touched it since
-            touched[spec.asset] = spec
+            # resolver: EACH_VERSION judges each snapshot by its own checks), once: a copy of a settled
+            # event stops at its record, and an earlier delivery that crashed had not touched it yet
             versions[spec.asset] = versions.get(spec.asset, 0) + 1
         if not novel:
             answers.append(IngestStatus.DUPLICATE)

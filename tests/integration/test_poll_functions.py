@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import boto3
 
 from lakehook.container import Container
-from lakehook.domain.assets import AssetRegistration
+from lakehook.domain.assets import AssetRegistration, AssetSource
+from lakehook.domain.snapshots import OFFSET_KEY, POLLER_NAMESPACE
 from lakehook.domain.time import now_ms
+from lakehook.ports.lakehouse import SnapshotBatch, SnapshotSource
 from tests.lakehouse import create_paimon_table, paimon_commit, rows
 from tests.support import ROOT, FakeLambdaContext, RequestCounter, load_handler
 
@@ -188,3 +191,115 @@ def test_a_commit_notice_queues_a_poll_of_exactly_its_table_in_one_lookup(
         "no registered table"
         in planner(sample("poll_planner", "s3_commit_file_created"), FakeLambdaContext())["ignored"]
     )
+
+
+class CountingSource(SnapshotSource):
+    """The real snapshot source, counting its pointer reads and snapshot reads (storage reads by kind)."""
+
+    def __init__(self, inner: SnapshotSource, counts: Counter[str]) -> None:
+        self._inner = inner
+        self._counts = counts
+
+    def pointer(self, source: AssetSource) -> str:
+        self._counts["pointer"] += 1
+        return self._inner.pointer(source)
+
+    def snapshots_since(self, source: AssetSource, *args: Any, **kwargs: Any) -> SnapshotBatch:
+        self._counts["snapshots"] += 1
+        return self._inner.snapshots_since(source, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:  # anything else the source offers, uncounted
+        return getattr(self._inner, name)
+
+
+def _worker_event(*asset_keys: str) -> dict[str, Any]:
+    event = sample("poll_worker", "sqs_poll_batch")
+    event["Records"] = event["Records"][:1]
+    event["Records"][0]["body"] = json.dumps({"mode": "poll", "assetKeys": list(asset_keys)})
+    return event
+
+
+def test_an_unchanged_healthy_poll_reads_its_offset_and_its_pointer_and_writes_nothing(
+    container: Container, counter: RequestCounter, tmp_path: Path
+) -> None:
+    # GIVEN a real Paimon table polled once by the worker, through the container's own sources
+    warehouse = {"warehouse": str(tmp_path / "wh")}
+    paimon_commit(create_paimon_table(warehouse, "ods_db.ods_order_latest"), rows(1))
+    registration = {
+        "assetKey": ORDERS,
+        "format": "paimon",
+        "source": {"catalog": "lake", "properties": warehouse, "table": "ods_db.ods_order_latest"},
+    }
+    container.asset_registry.put_asset(AssetRegistration.model_validate(registration), now_ms())
+    storage: Counter[str] = Counter()
+    real = container.snapshot_sources
+    container.__dict__["snapshot_sources"] = lambda fmt: CountingSource(real(fmt), storage)
+    worker = load_handler("poll_worker")
+    assert worker(_worker_event(ORDERS), FakeLambdaContext()) == {"batchItemFailures": []}
+    first = container.poll_status_store.get(ORDERS)
+    assert first is not None and first.last_snapshot_id == 1
+
+    # WHEN the table has not changed since
+    counter.reset()
+    storage.clear()
+    assert worker(_worker_event(ORDERS), FakeLambdaContext()) == {"batchItemFailures": []}
+
+    # THEN: the registration and the offset are read, the table's pointer once; nothing is written
+    assert dict(counter.calls) == {"GetItem": 2}
+    assert dict(storage) == {"pointer": 1}
+    assert container.poll_status_store.get(ORDERS) == first  # unchanged: the status says what changed last
+
+
+def test_a_failing_table_shows_its_error_is_held_back_then_shows_its_recovery(
+    container: Container, counter: RequestCounter, tmp_path: Path
+) -> None:
+    warehouse = {"warehouse": str(tmp_path / "wh")}
+    paimon_commit(create_paimon_table(warehouse, "ods_db.ods_order_latest"), rows(1))
+    registration = {
+        "assetKey": ORDERS,
+        "format": "paimon",
+        "source": {"catalog": "lake", "properties": warehouse, "table": "ods_db.ods_order_latest"},
+    }
+    container.asset_registry.put_asset(AssetRegistration.model_validate(registration), now_ms())
+    storage: Counter[str] = Counter()
+    real = container.snapshot_sources
+    container.__dict__["snapshot_sources"] = lambda fmt: CountingSource(real(fmt), storage)
+    worker = load_handler("poll_worker")
+    worker(_worker_event(ORDERS), FakeLambdaContext())
+
+    # WHEN the table's warehouse disappears (a bucket policy, a moved path): the poll fails
+    moved = tmp_path / "moved"
+    (tmp_path / "wh").rename(moved)
+    assert worker(_worker_event(ORDERS), FakeLambdaContext()) == {"batchItemFailures": []}
+    failing = container.poll_status_store.get(ORDERS)
+    assert failing is not None and failing.consecutive_failures == 1 and failing.last_error
+    assert failing.next_attempt_at is not None
+
+    # THEN inside its backoff window it is not read at all: the offset alone says it is held back
+    counter.reset()
+    storage.clear()
+    worker(_worker_event(ORDERS), FakeLambdaContext())
+    assert dict(counter.calls) == {"GetItem": 2} and dict(storage) == {}
+    assert container.poll_status_store.get(ORDERS) == failing
+
+    # WHEN the window has passed (the offset's hold is moved into the past) and the table is back
+    watermarks = container.watermark_store
+    record = watermarks.get(POLLER_NAMESPACE, ORDERS, OFFSET_KEY)
+    assert record is not None and record.value["retryAt"] == failing.next_attempt_at
+    past = {**record.value, "retryAt": now_ms() - 1}
+    watermarks.put(POLLER_NAMESPACE, ORDERS, OFFSET_KEY, past, now_ms(), expected_version=record.version)
+    moved.rename(tmp_path / "wh")
+    worker(_worker_event(ORDERS), FakeLambdaContext())
+
+    # THEN the status shows the recovery (its last error kept as history), and the hold is gone
+    healed = container.poll_status_store.get(ORDERS)
+    assert healed is not None and healed.consecutive_failures == 0 and healed.next_attempt_at is None
+    assert healed.last_error == failing.last_error and (healed.last_success_at or 0) > (failing.last_error_at or 0)
+    after = watermarks.get(POLLER_NAMESPACE, ORDERS, OFFSET_KEY)
+    assert after is not None and "retryAt" not in after.value
+
+    # and the next unchanged poll is a healthy one again: nothing written
+    counter.reset()
+    storage.clear()
+    worker(_worker_event(ORDERS), FakeLambdaContext())
+    assert dict(counter.calls) == {"GetItem": 2} and dict(storage) == {"pointer": 1}

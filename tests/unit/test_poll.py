@@ -15,6 +15,7 @@ from lakehook.domain.snapshots import (
     POLLER_NAMESPACE,
     BackoffPolicy,
     PollOffset,
+    PollStatus,
     SnapshotCursor,
     SnapshotGap,
     SnapshotInfo,
@@ -385,6 +386,49 @@ def test_a_broken_table_backs_off_and_never_blocks_the_others() -> None:
     assert result.outcome is PollOutcome.ADVANCED
     status = world.statuses.get(broken.asset_key)
     assert status is not None and status.consecutive_failures == 0 and status.next_attempt_at is None
+
+
+class CountingStatuses(InMemoryPollStatusStore):
+    """The in-memory poll status store, counting its reads and writes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = self.writes = 0
+
+    def get(self, asset_key: str) -> PollStatus | None:
+        self.reads += 1
+        return super().get(asset_key)
+
+    def put(self, status: PollStatus) -> None:
+        self.writes += 1
+        super().put(status)
+
+
+def test_the_poll_status_is_read_and_written_only_when_it_changes() -> None:
+    world = World()
+    statuses = world.statuses = CountingStatuses()
+    table = world.source.table("ods.orders")
+    table.commit(1)
+    pollers = world.pollers()
+    pollers([ORDERS])  # new snapshots: the status records them
+    assert (statuses.reads, statuses.writes) == (1, 1)
+    for _ in range(3):  # unchanged and healthy: the status is neither read nor written
+        world.now += 60_000
+        assert [r.outcome for r in pollers([ORDERS])] == [PollOutcome.UNCHANGED]
+    assert (statuses.reads, statuses.writes) == (1, 1)
+    table.failure = SourceAccessError("catalog down")
+    world.now += 60_000
+    pollers([ORDERS])  # a failure: read (for the count so far) and written, and the offset holds the table back
+    assert (statuses.reads, statuses.writes) == (2, 2)
+    assert world.offset(KEY).retry_at == world.now + BackoffPolicy().delay_ms(1)
+    table.failure = None
+    world.now = world.offset(KEY).retry_at or 0
+    (result,) = pollers([ORDERS])  # the recovery, though nothing new: written once, then quiet again
+    assert result.outcome is PollOutcome.UNCHANGED and result.recovered
+    assert (statuses.reads, statuses.writes) == (3, 3) and world.offset(KEY).retry_at is None
+    world.now += 60_000
+    pollers([ORDERS])
+    assert (statuses.reads, statuses.writes) == (3, 3)
 
 
 def test_an_unexpected_error_and_an_asset_without_source_are_isolated_too() -> None:

@@ -40,6 +40,7 @@ class InMemoryAssetStore(AssetStore):
         self._lock = threading.Lock()
         self.events: dict[str, RecordedEvent] = {}
         self.states: dict[str, dict[str, Any]] = {}
+        self.settled: set[str] = set()
 
     def record_event(
         self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
@@ -47,11 +48,16 @@ class InMemoryAssetStore(AssetStore):
         with self._lock:
             first = self.events.get(event.event_id)
             if first is not None:
-                return Recording(False, first.received_at)
+                return Recording(False, first.received_at, event.event_id in self.settled)
             self.events[event.event_id] = RecordedEvent(
                 event, source, received_at, producer_id, {"eventId": event.event_id}
             )
             return Recording(True, received_at)
+
+    def mark_settled(self, event: AssetEvent) -> None:
+        with self._lock:
+            if event.event_id in self.events:  # as DynamoDB's attribute_exists: an expired record stays expired
+                self.settled.add(event.event_id)
 
     def advance_state(self, event: AssetEvent, now_ms: int, recorded_at: int | None = None) -> AdvanceOutcome:
         advance = advance_for(event, now_ms if recorded_at is None else recorded_at)

@@ -110,6 +110,8 @@ class PollOffset(BaseModel):
 
     ``pointer`` is None when the last poll stopped before the end of what the pointer announced
     (a bounded batch), so the next poll reads on even though the pointer did not move.
+    ``retryAt`` is set while the table fails (the poll status's ``nextAttemptAt``): the offset is read
+    by every poll anyway, so a healthy table's poll needs no poll-status read to know it is not held.
     """
 
     model_config = ConfigDict(frozen=True, populate_by_name=True)
@@ -117,6 +119,11 @@ class PollOffset(BaseModel):
     cursor: SnapshotCursor | None = None
     pointer: str | None = None
     tags: tuple[str, ...] = ()
+    retry_at: int | None = Field(default=None, alias="retryAt")
+
+    def due(self, now_ms: int) -> bool:
+        """Whether polling may run now (not inside a failing table's backoff window)."""
+        return self.retry_at is None or now_ms >= self.retry_at
 
     @classmethod
     def from_value(cls, value: Any) -> PollOffset:

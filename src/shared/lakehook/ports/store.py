@@ -35,10 +35,12 @@ class AdvanceOutcome(StrEnum):
 
 @dataclass(frozen=True)
 class Recording:
-    """What recording an event found: whether it is new, and when its identity was first recorded."""
+    """What recording an event found: whether it is new, when its identity was first recorded, and whether an
+    earlier delivery finished ingesting it (then a redelivery has nothing left to do)."""
 
     novel: bool
     received_at: int  # a redelivery answers the first delivery's time: the time of an event that carries none
+    settled: bool = False  # an earlier delivery finished every step after the record (see AssetStore.mark_settled)
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,14 @@ class AssetStore(ABC):
         """Record the event once; answer whether it is new and when its identity was first recorded.
 
         One conditional write and no read: a redelivery learns the first time from the refused write.
+        """
+
+    @abstractmethod
+    def mark_settled(self, event: AssetEvent) -> None:
+        """Note on the recorded event that every step after its record finished (state advance, touches, requests).
+
+        One write, the last of a delivery: a redelivery whose refused record sees the note stops there, so it
+        costs that one refused write; without the note (the process died part way) it does every step again.
         """
 
     @abstractmethod

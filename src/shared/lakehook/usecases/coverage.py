@@ -38,7 +38,8 @@ class CoverageChange:
 class RecordCoverage:
     """Unite an ``INTERVAL_COVERED`` event's interval into its asset's coverage (the ingest path calls it).
 
-    Idempotent, so it runs for duplicates too (a redelivery finishes an add a crash cut short).
+    Idempotent, so it runs again for a duplicate whose record is not settled yet (a redelivery finishes an add
+    a crash cut short); a copy of a settled event stops before it.
     A partition key is a label by default (seed 004: a micro-batch's key) and coverage is the
     asset's; with ``per_partition`` the interval is also kept under (asset, partition key).
     """

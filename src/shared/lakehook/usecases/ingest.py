@@ -18,6 +18,7 @@ from lakehook.ports.queue import WorkQueue
 from lakehook.usecases.coverage import RecordCoverage
 
 _VERDICTS = (EventType.QUALITY_CHECK_PASSED, EventType.QUALITY_CHECK_FAILED)
+_DUPLICATE_REASON = "this event was recorded before"
 
 
 def describe_validation_error(exc: PydanticValidationError) -> str:
@@ -43,15 +44,17 @@ def verification_request(event: AssetEvent) -> dict[str, Any]:
 class IngestEvents:
     """Record each event once and move its asset's state forward.
 
-    A novel event costs one conditional put and one conditional update. A duplicate costs
-    the same two requests, both failing their conditions, so it writes nothing; the second
-    one is what lets a redelivery finish an advance that a crash cut short. A quality verdict
-    older than the state's newest (STALE) costs one more conditional update: the touch that
-    wakes the resolver (:func:`lakehook.domain.state.verdict_touch`). Each state field
-    is guarded by its own order, so a redelivered or late older event never rolls one back.
+    A novel event costs one conditional put (the record), one conditional update (the state) and
+    one update of the record, the last step: its ``settled`` note. A duplicate of a settled event
+    costs one request, the refused put, which hands the note back (``ALL_OLD``), and writes nothing.
+    A redelivery that finds no note (the process died part way) does every step again, each one
+    idempotent, so nothing a crash cut short is lost. A quality verdict older than the state's
+    newest (STALE) costs one more conditional update: the touch that wakes the resolver
+    (:func:`lakehook.domain.state.verdict_touch`). Each state field is guarded by its own order,
+    so a redelivered or late older event never rolls one back.
 
-    An ``INTERVAL_COVERED`` event also unites its interval into the coverage store (duplicates
-    too: the add is idempotent) before its state touch, so the resolver it wakes sees the interval.
+    An ``INTERVAL_COVERED`` event also unites its interval into the coverage store (an unsettled
+    duplicate too: the add is idempotent) before its state touch, so the resolver it wakes sees the interval.
     """
 
     def __init__(
@@ -105,6 +108,10 @@ class IngestEvents:
         """Record one valid event and advance the state; the answer says which of the two happened."""
         received_at = self._clock()
         recording = self._store.record_event(event, source, received_at, producer_id)
+        if recording.settled:  # an earlier delivery did every step below: the refused put was the only request
+            return EventResult(
+                eventId=event.event_id, status=IngestStatus.DUPLICATE, reason=_DUPLICATE_REASON, index=index
+            )
         if self._coverage is not None:
             try:
                 self._coverage.record(event)
@@ -123,8 +130,10 @@ class IngestEvents:
         ):
             # A claim counts once verified; a redelivery asks again, in case a crash lost the first request.
             self._verifications.send([verification_request(event)])
+        if outcome is not AdvanceOutcome.NO_STATE:
+            self._store.mark_settled(event)  # last: a crash before it leaves the redelivery every step to redo
         if not recording.novel:
-            status, reason = IngestStatus.DUPLICATE, "this event was recorded before"
+            status, reason = IngestStatus.DUPLICATE, _DUPLICATE_REASON
         elif outcome is AdvanceOutcome.STALE:
             status, reason = IngestStatus.STALE, "recorded; the asset state already holds a newer version"
             if event.event_type is EventType.SNAPSHOT_COMMITTED:

@@ -6,7 +6,9 @@
   (already ingested events come back DUPLICATE); two pollers racing ingest each event once, and
   the loser's offset write fails harmlessly.
 - :class:`PollAssets` polls a batch, each asset isolated: one broken table gets a poll error and
-  exponential backoff in the PollStatusStore and never stops the others.
+  exponential backoff in the PollStatusStore and never stops the others. The poll status is
+  written only when it changes (an error, a recovery, new snapshots, a gap): an unchanged
+  healthy table costs its offset read and its pointer read, and writes nothing.
 - :class:`CompensateAsset` / :class:`Compensate` compare a table's actual latest snapshot with the
   asset state and backfill what the state is missing (a lost push, a poller outage).
 """
@@ -84,6 +86,7 @@ class PollResult:
     error: str | None = None
     error_kind: str | None = None
     next_attempt_at: int | None = None
+    recovered: bool = False  # the table was held back after failing, and read fine this time
 
     @property
     def accepted(self) -> int:
@@ -149,15 +152,20 @@ class PollAsset:
         self._first_poll_snapshots = first_poll_snapshots
         self._clock = clock
 
-    def __call__(self, asset: AssetRegistration) -> PollResult:
+    def __call__(self, asset: AssetRegistration, now_ms: int | None = None) -> PollResult:
         key = asset.asset_key
         source_config = _source_of(asset)
         source = self._sources(asset.format)
         record = self._watermarks.get(POLLER_NAMESPACE, key, OFFSET_KEY)
         offset = PollOffset.from_value(record.value) if record else PollOffset()
+        if not offset.due(self._clock() if now_ms is None else now_ms):
+            return PollResult(key, PollOutcome.BACKING_OFF, next_attempt_at=offset.retry_at)
         pointer = source.pointer(source_config)
         if offset.unchanged(pointer):
-            return PollResult(key, PollOutcome.UNCHANGED, pointer=pointer)
+            if offset.retry_at is None:
+                return PollResult(key, PollOutcome.UNCHANGED, pointer=pointer)
+            self._store_offset(key, offset.model_copy(update={"retry_at": None}), record.version if record else 0)
+            return PollResult(key, PollOutcome.UNCHANGED, pointer=pointer, recovered=True)
         limit = self._batch_limit if offset.cursor is not None else self._first_poll_snapshots
         batch = source.snapshots_since(
             source_config, offset.cursor, pointer, limit=limit, known_tags=frozenset(offset.tags)
@@ -175,27 +183,38 @@ class PollAsset:
             )
         results = tuple(self._ingest.ingest(event, SourceType.POLL) for event in _events(key, batch))
         advanced = offset.advanced(batch.snapshots, pointer, batch.tag_names, batch.complete)
-        outcome = PollOutcome.ADVANCED
-        try:
-            self._watermarks.put(
-                POLLER_NAMESPACE,
-                key,
-                OFFSET_KEY,
-                advanced.to_value(),
-                self._clock(),
-                expected_version=record.version if record else 0,
-            )
-        except ConflictError:
-            outcome = PollOutcome.RACED  # every event above is durable; the winner's offset covers them or more
+        stored = self._store_offset(key, advanced, record.version if record else 0)
         return PollResult(
             key,
-            outcome,
+            PollOutcome.ADVANCED if stored else PollOutcome.RACED,  # RACED: the winner's offset covers them or more
             pointer=pointer,
             snapshot_ids=tuple(s.snapshot_id for s in batch.snapshots),
             results=results,
             gap=batch.gap,
             complete=batch.complete,
+            recovered=offset.retry_at is not None,
         )
+
+    def hold(self, asset_key: str, retry_at: int) -> None:
+        """Hold a failing table back until ``retry_at`` (kept on its offset; a raced write is left to the winner)."""
+        record = self._watermarks.get(POLLER_NAMESPACE, asset_key, OFFSET_KEY)
+        offset = PollOffset.from_value(record.value) if record else PollOffset()
+        self._store_offset(asset_key, offset.model_copy(update={"retry_at": retry_at}), record.version if record else 0)
+
+    def _store_offset(self, asset_key: str, offset: PollOffset, expected_version: int) -> bool:
+        """Compare-and-set the offset; False when another poller wrote it first (every event stays durable)."""
+        try:
+            self._watermarks.put(
+                POLLER_NAMESPACE,
+                asset_key,
+                OFFSET_KEY,
+                offset.to_value(),
+                self._clock(),
+                expected_version=expected_version,
+            )
+        except ConflictError:
+            return False
+        return True
 
 
 class PollAssets:
@@ -228,15 +247,9 @@ class PollAssets:
         key = asset.asset_key
         now = self._clock()
         try:
-            status = self._statuses.get(key) or PollStatus(asset_key=key)
-        except Exception as exc:  # the status store itself failed: this asset only
-            logger.exception("poll status unreadable", extra={"asset_key": key})
-            return PollResult(key, PollOutcome.FAILED, error=str(exc), error_kind=type(exc).__name__)
-        if not status.due(now):
-            return PollResult(key, PollOutcome.BACKING_OFF, next_attempt_at=status.next_attempt_at)
-        try:
-            result = self._poll(asset)
+            result = self._poll(asset, now)
         except Exception as exc:  # one broken table never stops the others
+            status = self._status(key) or PollStatus(asset_key=key)
             failed = status.failed(now, type(exc).__name__, str(exc), self._backoff)
             logger.warning(
                 "poll failed",
@@ -250,6 +263,8 @@ class PollAssets:
                 },
             )
             self._save(failed)
+            if asset.source is not None and failed.next_attempt_at is not None:
+                self._hold(key, failed.next_attempt_at)
             return PollResult(
                 key,
                 PollOutcome.FAILED,
@@ -257,9 +272,27 @@ class PollAssets:
                 error_kind=type(exc).__name__,
                 next_attempt_at=failed.next_attempt_at,
             )
-        last = result.snapshot_ids[-1] if result.snapshot_ids else None
-        self._save(status.succeeded(now, last, result.gap))
+        if result.outcome is PollOutcome.BACKING_OFF:
+            return result
+        # The status changes only with a recovery, new snapshots or a gap: an unchanged healthy poll writes nothing.
+        if result.recovered or result.snapshot_ids or result.gap is not None:
+            status = self._status(key) or PollStatus(asset_key=key)
+            last = result.snapshot_ids[-1] if result.snapshot_ids else None
+            self._save(status.succeeded(now, last, result.gap))
         return result
+
+    def _status(self, asset_key: str) -> PollStatus | None:
+        try:
+            return self._statuses.get(asset_key)
+        except Exception:  # an unreadable status only costs its history: the next write starts it afresh
+            logger.exception("poll status unreadable", extra={"asset_key": asset_key})
+            return None
+
+    def _hold(self, asset_key: str, retry_at: int) -> None:
+        try:
+            self._poll.hold(asset_key, retry_at)
+        except Exception:  # a lost hold only means the table is tried again at the next tick
+            logger.exception("poll hold not saved", extra={"asset_key": asset_key})
 
     def _save(self, status: PollStatus) -> None:
         try:

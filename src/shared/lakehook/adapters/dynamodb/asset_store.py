@@ -1,4 +1,4 @@
-"""DynamoDBAssetStore: events by conditional put, state by one conditional update."""
+"""DynamoDBAssetStore: events by conditional put, state by one conditional update, a settled note per event."""
 
 from __future__ import annotations
 
@@ -18,10 +18,11 @@ from lakehook.domain.state import Advance, AssetState, advance_for, already_appl
 from lakehook.ports import AdvanceOutcome, AssetStore, Page, RecordedEvent, Recording
 
 _DESERIALIZER = TypeDeserializer()
+_SETTLED = "settled"  # on an event item: every step after its record finished (AssetStore.mark_settled)
 
 
 class DynamoDBAssetStore(AssetStore):
-    """The asset store on the single table. A novel event costs two writes and no read."""
+    """The asset store on the single table. A novel event costs three writes and no read; a settled duplicate one."""
 
     def __init__(self, table: Any, retention_days: int = 30) -> None:
         self._table = table
@@ -53,11 +54,25 @@ class DynamoDBAssetStore(AssetStore):
             )
         except ClientError as exc:
             if is_conditional_failure(exc):
-                # the refused put hands back the first recording: its time, without a read
-                first = _old_item(exc).get("receivedAt")
-                return Recording(False, received_at if first is None else int(first))
+                # the refused put hands back the first recording: its time and its settled note, without a read
+                old = _old_item(exc)
+                first = old.get("receivedAt")
+                return Recording(False, received_at if first is None else int(first), old.get(_SETTLED) is True)
             raise
         return Recording(True, received_at)
+
+    def mark_settled(self, event: AssetEvent) -> None:
+        try:
+            self._table.update_item(
+                Key=keys.event_key(event.asset_key, event.event_id),
+                UpdateExpression="SET #s = :t",
+                ConditionExpression="attribute_exists(PK)",  # never a bare item for a record that expired meanwhile
+                ExpressionAttributeNames={"#s": _SETTLED},
+                ExpressionAttributeValues={":t": True},
+            )
+        except ClientError as exc:
+            if not is_conditional_failure(exc):
+                raise
 
     def advance_state(self, event: AssetEvent, now_ms: int, recorded_at: int | None = None) -> AdvanceOutcome:
         advance = advance_for(event, now_ms if recorded_at is None else recorded_at)
