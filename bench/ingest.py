@@ -18,8 +18,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import statistics
@@ -41,18 +39,15 @@ from botocore import xform_name
 from botocore.exceptions import ClientError
 from tests.support import FakeLambdaContext, api_event, create_table, load_handler
 
-from bench.timed_moto import Served, TimedMotoServer
-from lakehook import container
+from bench.timed_moto import ADMIN, TABLE, Served, TimedMotoServer, fresh_lakehook, quiet_stdout
 from lakehook.adapters import aws
 from lakehook.domain.signing import sign
 from lakehook.local.runtime import LocalStack
-from lakehook.settings import Settings, get_settings
 
-ADMIN = "bench-admin"
 RUNS = int(os.environ.get("LAKEHOOK_BENCH_INGEST_RUNS", "5"))
 EVENTS = int(os.environ.get("LAKEHOOK_BENCH_INGEST_EVENTS", "100"))
 THROUGHPUT = os.environ.get("LAKEHOOK_BENCH_INGEST_THROUGHPUT", "1") != "0"
-HANDLER_TABLE = "lakehook-bench-handler"
+HANDLER_TABLE = TABLE
 BARE_TABLE = "lakehook-bench-bare"
 
 
@@ -190,77 +185,54 @@ def _replay(client: Any, captured: list[tuple[str, str]]) -> Callable[[], None]:
 
 
 def _handler_vs_bare() -> list[dict[str, Any]]:
-    server = TimedMotoServer().start()
-    saved = {k: os.environ.get(k) for k in ("LAKEHOOK_TABLE_NAME", "LAKEHOOK_ENDPOINT_URL", "LAKEHOOK_ADMIN_TOKEN")}
-    try:
-        os.environ.update(
-            LAKEHOOK_TABLE_NAME=HANDLER_TABLE, LAKEHOOK_ENDPOINT_URL=server.endpoint, LAKEHOOK_ADMIN_TOKEN=ADMIN
-        )
-        get_settings.cache_clear()
-        settings = Settings()
-        ddb = boto3.client("dynamodb", endpoint_url=server.endpoint, region_name=settings.region)
-        create_table(ddb, HANDLER_TABLE)
-        create_table(ddb, BARE_TABLE)
-        wired = container.Container(settings)
-        container.use(wired)
+    with fresh_lakehook() as (server, wired), quiet_stdout():
+        bare = boto3.client("dynamodb", endpoint_url=server.endpoint, region_name=wired.settings.region)
+        create_table(bare, BARE_TABLE)
         handler = load_handler("ingest_api")
-        sink = io.StringIO()  # Powertools' metrics lines (printed as in Lambda) kept off the bench's output
-        with contextlib.redirect_stdout(sink):
-            registered = handler(
-                api_event(
-                    "PUT",
-                    "/producers/bench",
-                    {"assetKeyPrefixes": ["paimon://lake/bench/"]},
-                    headers={"Authorization": f"Bearer {ADMIN}"},
-                ),
-                FakeLambdaContext(),
-            )
-            assert registered["statusCode"] == 201, registered
-            secret = json.loads(registered["body"])["secret"]
-            capture = Capture(wired.table.meta.client)
+        registered = handler(
+            api_event(
+                "PUT",
+                "/producers/bench",
+                {"assetKeyPrefixes": ["paimon://lake/bench/"]},
+                headers={"Authorization": f"Bearer {ADMIN}"},
+            ),
+            FakeLambdaContext(),
+        )
+        assert registered["statusCode"] == 201, registered
+        secret = json.loads(registered["body"])["secret"]
+        capture = Capture(wired.table.meta.client)
 
-            def pushes(asset: int, first: int) -> Callable[[], None]:
-                events = []
-                for sid in range(first, first + EVENTS):
-                    body = json.dumps({"events": [_event(asset, sid)]})
-                    headers = {
-                        "Content-Type": "application/json",
-                        "X-Lakehook-Producer": "bench",
-                        "X-Lakehook-Signature": sign(secret, body.encode(), int(time.time())),
-                    }
-                    events.append(api_event("POST", "/asset-events", raw=body, headers=headers))
+        def pushes(asset: int) -> Callable[[], None]:
+            """Pushing EVENTS one-event pushes through the handler (built and signed beforehand)."""
+            events = []
+            for sid in range(EVENTS):
+                body = json.dumps({"events": [_event(asset, sid)]})
+                headers = {
+                    "Content-Type": "application/json",
+                    "X-Lakehook-Producer": "bench",
+                    "X-Lakehook-Signature": sign(secret, body.encode(), int(time.time())),
+                }
+                events.append(api_event("POST", "/asset-events", raw=body, headers=headers))
 
-                def work() -> None:
-                    for event in events:
-                        answer = handler(event, FakeLambdaContext())
-                        assert answer["statusCode"] == 200, answer
+            def work() -> None:
+                for event in events:
+                    answer = handler(event, FakeLambdaContext())
+                    assert answer["statusCode"] == 200, answer
 
-                return work
+            return work
 
-            pushes(0, 0)()  # warm: the container's clients, the producer's cached secret
-            bare = boto3.client("dynamodb", endpoint_url=server.endpoint, region_name=settings.region)
-            _replay(bare, capture.take())()  # warm the bare client too; both tables hold the same items
-            costs: dict[tuple[str, str], list[Cost]] = {}
-            for run in range(RUNS):
-                for kind in ("novel", "duplicate"):
-                    work = pushes(1 + run, 0)  # a duplicate run pushes the novel run's events again
-                    handled = _timed(work, server)
-                    sink.seek(0), sink.truncate()
-                    captured = capture.take()
-                    if len(captured) != sum(handled.served.by_service("dynamodb").values()):
-                        raise RuntimeError("the handler made DynamoDB requests the capture did not see")
-                    costs.setdefault(("handler", kind), []).append(handled)
-                    costs.setdefault(("bare", kind), []).append(_timed(_replay(bare, captured), server))
-        return _comparison_rows(costs)
-    finally:
-        container.use(None)
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        get_settings.cache_clear()
-        server.stop()
+        pushes(0)()  # warm: the container's clients, the producer's cached secret
+        _replay(bare, capture.take())()  # warm the bare client too; both tables hold the same items
+        costs: dict[tuple[str, str], list[Cost]] = {}
+        for run in range(RUNS):
+            for kind in ("novel", "duplicate"):  # a duplicate run pushes the novel run's events again
+                handled = _timed(pushes(1 + run), server)
+                captured = capture.take()
+                if len(captured) != sum(handled.served.by_service("dynamodb").values()):
+                    raise RuntimeError("the handler made DynamoDB requests the capture did not see")
+                costs.setdefault(("handler", kind), []).append(handled)
+                costs.setdefault(("bare", kind), []).append(_timed(_replay(bare, captured), server))
+    return _comparison_rows(costs)
 
 
 def _spread(values: list[float], unit: str = " ms", digits: int = 2) -> tuple[str, str]:
