@@ -163,7 +163,10 @@ def _fill(stack: LocalStack, url: str, secret: str, events: int, offset: int) ->
                         session,
                         url,
                         secret,
-                        [_event(f"{PREFIX}fill{(n + i) % FILL_ASSETS}", n + i) for i in range(batch)],
+                        [
+                            _event(f"{PREFIX}fill{(n + i) % FILL_ASSETS}", n + i)
+                            for i in range(min(batch, per_client - start))
+                        ],
                     )
                 except BaseException as exc:  # counted and reported
                     errors.append(exc)

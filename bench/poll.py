@@ -76,6 +76,7 @@ HISTORIES = (1, 100, 1000)
 WORKER_HISTORY = 100
 UNCHANGED_REPEATS = 5
 NEW_REPEATS = int(os.environ.get("LAKEHOOK_BENCH_POLL_REPEATS", "3"))
+BATCH = 100  # new snapshots at once, the second new-snapshot case
 TABLE = "lakehook-bench-poll"
 
 
@@ -193,7 +194,6 @@ class WorkerBench:
         self.messages = 0
 
     def bucket(self, name: str) -> str:
-        name = f"worker-{name}"  # never the use case's bucket: pypaimon and pyarrow keep file systems per bucket
         self.s3.create_bucket(Bucket=name)
         return name
 
@@ -279,7 +279,7 @@ def _cases(
     out = [_row(bench.path, fmt, history, "unchanged", _median(polls))]
     for case, add, count in (
         ("1 new snapshot", lambda: add_one(), 1),
-        ("100 new snapshots", lambda: add_many(100), 100),
+        (f"{BATCH} new snapshots", lambda: add_many(BATCH), BATCH),
     ):
         polls = []
         for _ in range(NEW_REPEATS):

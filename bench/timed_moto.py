@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
+import requests
 from tests.lakehouse import CountingMotoServer
 from tests.support import ROOT, create_table
 
@@ -45,7 +46,7 @@ class Served:
 
 
 class TimedMotoServer(CountingMotoServer):
-    """``CountingMotoServer`` that also adds up the wall time spent inside moto's application."""
+    """``CountingMotoServer`` that also adds up the wall time spent inside moto's application; it starts empty."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -54,6 +55,8 @@ class TimedMotoServer(CountingMotoServer):
 
     def start(self) -> TimedMotoServer:
         super().start()
+        # moto's backends are per process, shared by every server in it: start from nothing, as a fresh one
+        requests.post(f"{self.endpoint}/moto-api/reset", timeout=30).raise_for_status()
         wsgi = self._server._server
         assert wsgi is not None
         counted = wsgi.app
