@@ -252,7 +252,7 @@ def _comparison_rows(costs: dict[tuple[str, str], list[Cost]]) -> list[dict[str,
         others = {f"{svc} {op}": n for (svc, op), n in sorted(served.calls.items()) if svc != "dynamodb"}
         rows.append(
             {
-                "case": f"{kind}: requests per event (handler)",
+                "case": f"{kind}: requests per one-event push",
                 "handler": f"{sum(ddb.values()) / EVENTS:g}",
                 "spread": "exact",
                 "bare boto3": f"{sum(bare[0].served.by_service('dynamodb').values()) / EVENTS:g}",

@@ -247,6 +247,9 @@ def _row(path: str, fmt: str, history: int, case: str, measured: Measured) -> di
         "S3 LIST": storage.get("ListObjects", 0),
         "storage requests": sum(storage.values()),
         "DynamoDB requests": sum(n for (svc, _), n in measured.calls.items() if svc == "dynamodb"),
+        "DynamoDB by operation": ", ".join(
+            f"{op} {n}" for (svc, op), n in sorted(measured.calls.items()) if svc == "dynamodb"
+        ),
         "other requests": ", ".join(f"{k} {n}" for k, n in sorted(other.items())) or 0,
         "ms per poll": round(measured.seconds * 1000, 1),
         "min-max": measured.spread,

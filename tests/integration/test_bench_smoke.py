@@ -37,7 +37,7 @@ def test_ingest_compares_the_handler_with_its_own_requests_replayed_bare(monkeyp
     monkeypatch.setattr(bench.ingest, "RUNS", 1)
     monkeypatch.setattr(bench.ingest, "EVENTS", 2)
     rows = bench.ingest._handler_vs_bare()
-    novel = _rows(rows, "novel: requests per event (handler)")
+    novel = _rows(rows, "novel: requests per one-event push")
     assert float(novel["handler"]) >= 2 and novel["handler"] == novel["bare boto3"]  # the same requests, replayed
     assert "PutItem" in novel["detail"]
     wall = _rows(rows, "novel: wall time per event")
