@@ -15,9 +15,10 @@ stream -> dispatcher -> webhook.
 Each run is made twice, interleaved: with lakehook's moto adapter (as `lakehook local up` runs) and on stock
 moto (the adapter uninstalled right after the stack starts, filled with `LAKEHOOK_BENCH_STOCK_FILL`, default
 2,000, as stock moto's fill slows down with the table), so the adapter's effect is measured, not assumed.
-`LAKEHOOK_BENCH_LOCAL_RUNS` runs of each (default 2). With the defaults one run takes about 7 minutes (the
-10,000-event fill at about 25 events/s) plus stock moto's: pass smaller knobs for a shorter run, and the
-section says which were used. The machine is shared (2 cores); its load average is reported next to the figures.
+`LAKEHOOK_BENCH_LOCAL_RUNS` runs of each (default 2; `LAKEHOOK_BENCH_LOCAL_STOCK=0` skips the stock ones).
+With the defaults one run takes about 7 minutes (the 10,000-event fill at about 25 events/s) plus stock
+moto's: pass smaller knobs for a shorter run, and the section says which were used. The machine is shared
+(2 cores); its load average is reported next to the figures.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ FILL = int(os.environ.get("LAKEHOOK_BENCH_FILL", "10000"))
 STOCK_FILL = int(os.environ.get("LAKEHOOK_BENCH_STOCK_FILL", str(min(FILL, 2000))))
 RUNS = int(os.environ.get("LAKEHOOK_BENCH_LOCAL_RUNS", "2"))
 PUSHES = int(os.environ.get("LAKEHOOK_BENCH_LOCAL_PUSHES", "20"))
+STOCK = os.environ.get("LAKEHOOK_BENCH_LOCAL_STOCK", "1") != "0"  # 0: the adapted runs only
 PUSHERS = 4
 WATCHED = [f"paimon://lake/bench/watched{k}" for k in range(PUSHERS)]  # pusher k pushes WATCHED[k] only
 PREFIX = "paimon://lake/bench/"
@@ -305,12 +307,13 @@ def run() -> list[dict[str, Any]]:
     runs: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
     load_seen = []
     for _ in range(RUNS):
-        for adapted in (True, False):
+        for adapted in (True, False) if STOCK else (True,):
             load_seen.append(os.getloadavg()[0])
             runs[adapted].append(_one_run(adapted))
             load_seen.append(os.getloadavg()[0])
     load = f"load average (1 min) {min(load_seen):.1f}-{max(load_seen):.1f}"
-    return _rows(runs[True], "adapted (lakehook.local.moto_dynamodb)", load) + _rows(runs[False], "stock", load)
+    stock = _rows(runs[False], "stock", load) if STOCK else []
+    return _rows(runs[True], "adapted (lakehook.local.moto_dynamodb)", load) + stock
 
 
 if __name__ == "__main__":
