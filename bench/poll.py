@@ -27,7 +27,8 @@ resolved in Secrets Manager, the poll's status recorded), after 100 snapshots of
 source returned; that the asset's state then names the newest one is checked. Each new-snapshot case is
 made `LAKEHOOK_BENCH_POLL_REPEATS` times (default 3) and the unchanged one 5 times: times are medians with
 min-max, request counts those of the last (they are the same each time). "ms inside moto" is the wall time
-of moto's own application serving the poll's requests (`bench.timed_moto`).
+of moto's own application serving the poll's requests (`bench.timed_moto`), summed over requests: pyarrow and
+pypaimon read objects in parallel, so it can exceed the poll's wall time.
 `LAKEHOOK_BENCH_POLL_FORMATS` picks the use case's formats (default all four).
 """
 

@@ -2,7 +2,8 @@
 
 The benches compare what a lakehook path costs with what moto costs it: moto's share is the wall time of
 moto's own WSGI application (routing, the backend's work, the response), summed over the requests it served;
-what is left of the caller's wall time is boto3, HTTP on loopback and lakehook. The server is a thread of the
+what is left of the caller's wall time is boto3, HTTP on loopback and lakehook (requests served in parallel
+add up, so their sum can exceed the caller's wall time). The server is a thread of the
 benching process, so its CPU also shows in ``time.process_time``; ``time.thread_time`` of the calling thread
 does not include it. ``fresh_lakehook`` points the process's container at such a server, as a function's
 environment would; ``StreamReader`` and ``deliver`` hand stream records to a function as the local runtime does.
