@@ -4,16 +4,21 @@ Runs the real local stack (`LocalStack`: moto on loopback with lakehook's moto a
 from template.yaml) and a webhook receiver on loopback. One rule per watched asset (ANY_UPDATED, a webhook
 target); a signed push of a new snapshot of a watched asset goes ingest -> stream -> resolver (claim) ->
 stream -> dispatcher -> webhook.
-- latency: sequential pushes, each timed from just before the HTTP push to the webhook request's arrival;
-  measured on the fresh stack, then after the table has taken `LAKEHOOK_BENCH_FILL` events (default 10,000)
-  of other assets (each one an event item and a state change the resolver reads), then again on the same
-  filled stack: p50 / p90 / max per phase, per run, median over runs;
+- latency: each push timed from just before the HTTP push to its webhook request's arrival, sequential (one
+  pusher, `LAKEHOOK_BENCH_LOCAL_PUSHES` pushes, default 20) and with 4 concurrent pushers (each its own watched
+  asset and rule, each pushing `LAKEHOOK_BENCH_LOCAL_PUSHES` times, waiting for its webhook before the next
+  push); measured on the fresh stack, then after the table has taken `LAKEHOOK_BENCH_FILL` events (default
+  10,000) of other assets (each one an event item and a state change the resolver reads), then again on the
+  same filled stack: p50 / p90 / max per phase, per run, median over runs with min-max;
 - throughput: the fill itself, 4 clients pushing signed batches of 25 events over HTTP, counted until the
   stream is drained into the resolver (so every function's work is in it), events per second.
 Each run is made twice, interleaved: with lakehook's moto adapter (as `lakehook local up` runs) and on stock
 moto (the adapter uninstalled right after the stack starts, filled with `LAKEHOOK_BENCH_STOCK_FILL`, default
 2,000, as stock moto's fill slows down with the table), so the adapter's effect is measured, not assumed.
-The machine is shared (2 cores); its load average is reported next to the figures.
+`LAKEHOOK_BENCH_LOCAL_RUNS` runs of each (default 2; `LAKEHOOK_BENCH_LOCAL_STOCK=0` skips the stock ones).
+With the defaults one run takes about 7 minutes (the 10,000-event fill at about 25 events/s) plus stock
+moto's: pass smaller knobs for a shorter run, and the section says which were used. The machine is shared
+(2 cores); its load average is reported next to the figures.
 """
 
 from __future__ import annotations
@@ -40,14 +45,16 @@ FILL = int(os.environ.get("LAKEHOOK_BENCH_FILL", "10000"))
 STOCK_FILL = int(os.environ.get("LAKEHOOK_BENCH_STOCK_FILL", str(min(FILL, 2000))))
 RUNS = int(os.environ.get("LAKEHOOK_BENCH_LOCAL_RUNS", "2"))
 PUSHES = int(os.environ.get("LAKEHOOK_BENCH_LOCAL_PUSHES", "20"))
-WATCHED = "paimon://lake/bench/watched"
+STOCK = os.environ.get("LAKEHOOK_BENCH_LOCAL_STOCK", "1") != "0"  # 0: the adapted runs only
+PUSHERS = 4
+WATCHED = [f"paimon://lake/bench/watched{k}" for k in range(PUSHERS)]  # pusher k pushes WATCHED[k] only
 PREFIX = "paimon://lake/bench/"
 FILL_ASSETS = 20  # the fill spreads over 20 assets: many events, as a day of development makes
 
 
 class _Receiver(ThreadingHTTPServer):
     def __init__(self) -> None:
-        self.arrivals: list[float] = []
+        self.arrivals: dict[str, list[float]] = {}  # by request path: one rule's webhook per path
         self.cond = threading.Condition()
         receiver = self
 
@@ -55,9 +62,10 @@ class _Receiver(ThreadingHTTPServer):
             def do_POST(self) -> None:  # http.server names it so
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with receiver.cond:
-                    receiver.arrivals.append(time.perf_counter())
+                    seen = receiver.arrivals.setdefault(self.path, [])
+                    seen.append(time.perf_counter())
                     receiver.cond.notify_all()
-                body = json.dumps({"runId": f"r{len(receiver.arrivals)}"}).encode()
+                body = json.dumps({"runId": f"r{len(seen)}"}).encode()
                 self.send_response(202)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -75,13 +83,22 @@ class _Receiver(ThreadingHTTPServer):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}"
 
-    def wait_for(self, count: int, timeout: float = 60.0) -> float:
+    def count(self, path: str) -> int:
+        with self.cond:
+            return len(self.arrivals.get(path, []))
+
+    def wait_for(self, path: str, count: int, timeout: float = 60.0) -> float:
+        """When the ``count``-th webhook request on ``path`` arrived (waiting for it)."""
         deadline = time.monotonic() + timeout
         with self.cond:
-            while len(self.arrivals) < count:
+            while len(self.arrivals.get(path, [])) < count:
                 if not self.cond.wait(max(0.0, deadline - time.monotonic())):
-                    raise TimeoutError(f"webhook {count} never arrived")
-            return self.arrivals[count - 1]
+                    raise TimeoutError(f"webhook {count} on {path} never arrived")
+            return self.arrivals[path][count - 1]
+
+
+def _hook(k: int) -> str:
+    return f"/hooks/bench{k}"
 
 
 def _event(asset: str, sid: int) -> dict[str, Any]:
@@ -98,14 +115,39 @@ def _push(session: requests.Session, url: str, secret: str, events: list[dict[st
     session.post(f"{url}/asset-events", data=body, headers=headers, timeout=120).raise_for_status()
 
 
-def _latencies(session: requests.Session, url: str, secret: str, receiver: _Receiver, first_sid: int) -> list[float]:
+def _latencies(
+    session: requests.Session, url: str, secret: str, receiver: _Receiver, k: int, first_sid: int
+) -> list[float]:
+    """Pusher ``k``: PUSHES pushes of its watched asset, each waiting for its webhook; the latencies."""
     took = []
     for i in range(PUSHES):
-        expected = len(receiver.arrivals) + 1
+        expected = receiver.count(_hook(k)) + 1
         began = time.perf_counter()
-        _push(session, url, secret, [_event(WATCHED, first_sid + i)])
-        took.append(receiver.wait_for(expected) - began)
+        _push(session, url, secret, [_event(WATCHED[k], first_sid + i)])
+        took.append(receiver.wait_for(_hook(k), expected) - began)
     return took
+
+
+def _concurrent(url: str, secret: str, receiver: _Receiver, first_sid: int) -> list[float]:
+    """PUSHERS pushers at once, each on its own asset and rule; every push's latency."""
+    took: list[list[float]] = [[] for _ in range(PUSHERS)]
+    errors: list[BaseException] = []
+
+    def pusher(k: int) -> None:
+        try:
+            with requests.Session() as session:
+                took[k] = _latencies(session, url, secret, receiver, k, first_sid)
+        except BaseException as exc:  # re-raised below: a lost webhook fails the bench
+            errors.append(exc)
+
+    threads = [threading.Thread(target=pusher, args=(k,)) for k in range(PUSHERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError(f"{len(errors)} pushers failed: {errors[0]!r}")
+    return [t for per in took for t in per]
 
 
 def _fill(stack: LocalStack, url: str, secret: str, events: int, offset: int) -> tuple[float, float]:
@@ -123,7 +165,10 @@ def _fill(stack: LocalStack, url: str, secret: str, events: int, offset: int) ->
                         session,
                         url,
                         secret,
-                        [_event(f"{PREFIX}fill{(n + i) % FILL_ASSETS}", n + i) for i in range(batch)],
+                        [
+                            _event(f"{PREFIX}fill{(n + i) % FILL_ASSETS}", n + i)
+                            for i in range(min(batch, per_client - start))
+                        ],
                     )
                 except BaseException as exc:  # counted and reported
                     errors.append(exc)
@@ -169,23 +214,37 @@ def _one_run(adapted: bool) -> dict[str, Any]:
             secret = requests.put(
                 f"{url}/producers/bench", headers=admin, timeout=30, json={"assetKeyPrefixes": [PREFIX]}
             ).json()["secret"]
-            rule = {
-                "description": "bench: every snapshot of the watched asset",
-                "groups": [
-                    {"groupId": "g", "members": [{"assetKey": WATCHED, "condition": {"snapshotRequired": True}}]}
-                ],
-                "policy": {"mode": "ANY_UPDATED"},
-                "target": {"type": "webhook", "url": f"{receiver.url}/hooks/bench", "secretRef": SECRET_NAME},
-            }
-            requests.put(f"{url}/rules/bench", headers=admin, json=rule, timeout=30).raise_for_status()
+            for k in range(PUSHERS):
+                rule = {
+                    "description": f"bench: every snapshot of watched asset {k}",
+                    "groups": [
+                        {
+                            "groupId": "g",
+                            "members": [{"assetKey": WATCHED[k], "condition": {"snapshotRequired": True}}],
+                        }
+                    ],
+                    "policy": {"mode": "ANY_UPDATED"},
+                    "target": {"type": "webhook", "url": f"{receiver.url}{_hook(k)}", "secretRef": SECRET_NAME},
+                }
+                requests.put(f"{url}/rules/bench{k}", headers=admin, json=rule, timeout=30).raise_for_status()
             with requests.Session() as session:
-                _push(session, url, secret, [_event(WATCHED, 1)])  # warm every function once
-                receiver.wait_for(1)
-                fresh = _latencies(session, url, secret, receiver, 10)
+                _push(session, url, secret, [_event(WATCHED[0], 1)])  # warm every function once
+                receiver.wait_for(_hook(0), 1)
+                fresh = _latencies(session, url, secret, receiver, 0, 10)
+                fresh_concurrent = _concurrent(url, secret, receiver, 10 + PUSHES)
                 accepted, drained = _fill(stack, url, secret, FILL if adapted else STOCK_FILL, offset=0)
-                filled = _latencies(session, url, secret, receiver, 10 + PUSHES)
+                filled = _latencies(session, url, secret, receiver, 0, 10 + 2 * PUSHES)
+                filled_concurrent = _concurrent(url, secret, receiver, 10 + 3 * PUSHES)
             fill = FILL if adapted else STOCK_FILL
-            return {"fresh": fresh, "filled": filled, "accepted": accepted, "drained": drained, "fill": fill}
+            return {
+                "fresh": fresh,
+                "fresh concurrent": fresh_concurrent,
+                "filled": filled,
+                "filled concurrent": filled_concurrent,
+                "accepted": accepted,
+                "drained": drained,
+                "fill": fill,
+            }
     finally:
         receiver.shutdown()
         receiver.server_close()
@@ -194,7 +253,17 @@ def _one_run(adapted: bool) -> dict[str, Any]:
 def _rows(runs: list[dict[str, Any]], moto: str, load: str) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     fill = runs[0]["fill"]
-    for phase, label in (("fresh", "fresh stack"), ("filled", f"after {fill:,} events")):
+    phases = (
+        ("fresh", "fresh stack", f"{PUSHES} sequential pushes per run"),
+        ("fresh concurrent", f"fresh stack, {PUSHERS} concurrent pushers", f"{PUSHERS} x {PUSHES} pushes per run"),
+        ("filled", f"after {fill:,} events", f"{PUSHES} sequential pushes per run"),
+        (
+            "filled concurrent",
+            f"after {fill:,} events, {PUSHERS} concurrent pushers",
+            f"{PUSHERS} x {PUSHES} pushes per run",
+        ),
+    )
+    for phase, label, pushes in phases:
         per_run = [_summary(r[phase]) for r in runs]
         for stat in ("p50", "p90", "max"):
             values = [s[stat] for s in per_run]
@@ -204,7 +273,7 @@ def _rows(runs: list[dict[str, Any]], moto: str, load: str) -> list[dict[str, An
                     "case": f"push -> webhook {stat}, {label}",
                     "value": f"{statistics.median(values):.3f} s",
                     "spread": f"{min(values):.3f}-{max(values):.3f} s over {len(runs)} runs",
-                    "detail": f"{PUSHES} sequential pushes per run; {load}",
+                    "detail": f"{pushes}; {load}",
                 }
             )
     fresh_p50 = statistics.median(_summary(r["fresh"])["p50"] for r in runs)
@@ -238,12 +307,13 @@ def run() -> list[dict[str, Any]]:
     runs: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
     load_seen = []
     for _ in range(RUNS):
-        for adapted in (True, False):
+        for adapted in (True, False) if STOCK else (True,):
             load_seen.append(os.getloadavg()[0])
             runs[adapted].append(_one_run(adapted))
             load_seen.append(os.getloadavg()[0])
     load = f"load average (1 min) {min(load_seen):.1f}-{max(load_seen):.1f}"
-    return _rows(runs[True], "adapted (lakehook.local.moto_dynamodb)", load) + _rows(runs[False], "stock", load)
+    stock = _rows(runs[False], "stock", load) if STOCK else []
+    return _rows(runs[True], "adapted (lakehook.local.moto_dynamodb)", load) + stock
 
 
 if __name__ == "__main__":

@@ -18,6 +18,18 @@ Hudi: the first commit of Apache Hudi's sample MOR table (tests/data/hudi), then
 (`.requested`, `.inflight`, completed) under later instant times; the history keeps at most 30 instants on
 the active timeline, as Hudi's archiver does by default (`hoodie.keep.max.commits`), while the new ones
 are added without archival. Delta and Hudi use boto3 (one object read is one GET).
+Two paths, the same cases: `PollAsset` (the use case, as above), and the poll worker function's real path
+(`functions/poll_worker/app.py`'s handler, called in this process with an SQS event whose message body is
+what the planner sends, `{"mode": "poll", "assetKeys": [...]}`, on a fresh server holding the tables, with
+the container pointed at it: the asset's registration read from DynamoDB, the credential references
+resolved in Secrets Manager, the poll's status recorded), after 100 snapshots of history
+(`LAKEHOOK_BENCH_POLL_WORKER_FORMATS`, default iceberg,paimon). The worker's events are the snapshots its
+source returned; that the asset's state then names the newest one is checked. Each new-snapshot case is
+made `LAKEHOOK_BENCH_POLL_REPEATS` times (default 3) and the unchanged one 5 times: times are medians with
+min-max, request counts those of the last (they are the same each time). "ms inside moto" is the wall time
+of moto's own application serving the poll's requests (`bench.timed_moto`), summed over requests: pyarrow and
+pypaimon read objects in parallel, so it can exceed the poll's wall time.
+`LAKEHOOK_BENCH_POLL_FORMATS` picks the use case's formats (default all four).
 """
 
 from __future__ import annotations
@@ -38,26 +50,34 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 import boto3
 from tests.lakehouse import (
-    CountingMotoServer,
     create_iceberg_table,
     create_paimon_table,
     paimon_commit,
     rows,
 )
-from tests.support import create_table
+from tests.support import FakeLambdaContext, create_table, load_handler
 
+from bench.timed_moto import TimedMotoServer, fresh_lakehook, quiet_stdout
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
 from lakehook.adapters.lakehouse.factory import snapshot_sources
 from lakehook.adapters.memory import InMemorySecretStore
+from lakehook.container import Container
 from lakehook.domain.assets import AssetFormat, AssetRegistration, AssetSource
 from lakehook.domain.snapshots import SnapshotCursor
+from lakehook.domain.time import now_ms
 from lakehook.ports.lakehouse import SnapshotBatch, SnapshotSource
 from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.poll import PollAsset, PollResult
+from lakehook.usecases.poll import PollAsset
 
+ALL_FORMATS = ("iceberg", "paimon", "delta", "hudi")
+FORMATS = tuple(os.environ.get("LAKEHOOK_BENCH_POLL_FORMATS", ",".join(ALL_FORMATS)).split(","))
+WORKER_FORMATS = tuple(os.environ.get("LAKEHOOK_BENCH_POLL_WORKER_FORMATS", "iceberg,paimon").split(","))
 HISTORIES = (1, 100, 1000)
+WORKER_HISTORY = 100
 UNCHANGED_REPEATS = 5
+NEW_REPEATS = int(os.environ.get("LAKEHOOK_BENCH_POLL_REPEATS", "3"))
+BATCH = 100  # new snapshots at once, the second new-snapshot case
 TABLE = "lakehook-bench-poll"
 
 
@@ -67,6 +87,8 @@ class TimedSource(SnapshotSource):
     def __init__(self, inner: SnapshotSource) -> None:
         self.inner = inner
         self.seconds = 0.0
+        self.snapshots = 0  # returned, in all
+        self.newest: int | None = None  # the newest snapshot id returned
 
     def pointer(self, source: AssetSource) -> str:
         began = time.perf_counter()
@@ -86,21 +108,32 @@ class TimedSource(SnapshotSource):
     ) -> SnapshotBatch:
         began = time.perf_counter()
         try:
-            return self.inner.snapshots_since(source, cursor, pointer, limit=limit, known_tags=known_tags)
+            batch = self.inner.snapshots_since(source, cursor, pointer, limit=limit, known_tags=known_tags)
         finally:
             self.seconds += time.perf_counter() - began
+        self.snapshots += len(batch.snapshots)
+        if batch.snapshots:
+            self.newest = batch.snapshots[-1].snapshot_id
+        return batch
 
 
 @dataclass(frozen=True)
 class Measured:
-    result: PollResult
+    events: int
+    snapshots: int
     calls: Counter[tuple[str, str]]
     seconds: float
     reading: float
+    moto: float  # inside moto's application
+    spread: str = ""
 
 
 class Bench:
-    def __init__(self, server: CountingMotoServer) -> None:
+    """Polls through the use case, `PollAsset`, wired with the real sources and DynamoDB stores."""
+
+    path = "PollAsset (use case)"
+
+    def __init__(self, server: TimedMotoServer) -> None:
         self.server = server
         ddb = boto3.client("dynamodb", endpoint_url=server.endpoint, region_name="us-east-1")
         create_table(ddb, TABLE)
@@ -124,59 +157,147 @@ class Bench:
         """One poll: its result, the requests served, its wall time and the part spent reading the table."""
         timed = self.timed[asset.format]
         reading = timed.seconds
-        with self.server.measure() as calls:
+        with self.server.served() as served:
             began = time.perf_counter()
             result = self.poll(asset)
             elapsed = time.perf_counter() - began
-        return Measured(result, calls, elapsed, timed.seconds - reading)
+        return Measured(
+            len(result.results),
+            len(result.snapshot_ids),
+            served.calls,
+            elapsed,
+            timed.seconds - reading,
+            served.seconds,
+        )
 
 
-def _row(fmt: str, history: int, case: str, measured: Measured) -> dict[str, Any]:
+class WorkerBench:
+    """Polls through the poll worker function's handler, given the SQS message the planner sends."""
+
+    path = "poll worker handler (SQS message)"
+
+    def __init__(self, server: TimedMotoServer, wired: Container) -> None:
+        from lakehook.adapters import aws
+        from lakehook.adapters.lakehouse.credentials import ssm_parameter_reader
+
+        self.server = server
+        self.wired = wired
+        real = snapshot_sources(wired.secret_store, ssm_parameter_reader(aws.client("ssm", wired.settings)))
+        formats = (AssetFormat.ICEBERG, AssetFormat.PAIMON, AssetFormat.DELTA, AssetFormat.HUDI)
+        self.timed = {fmt: TimedSource(real(fmt)) for fmt in formats}
+        wired.overrides["snapshot_sources"] = self.timed.__getitem__  # the same real sources, timed
+        self.handler = load_handler("poll_worker")
+        self.s3 = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1")
+        boto3.client("secretsmanager", endpoint_url=server.endpoint, region_name="us-east-1").create_secret(
+            Name="bench", SecretString=_bench_secrets().get_secret("bench")
+        )
+        self.registered: set[str] = set()
+        self.messages = 0
+
+    def bucket(self, name: str) -> str:
+        self.s3.create_bucket(Bucket=name)
+        return name
+
+    def poll(self, asset: AssetRegistration) -> None:
+        if asset.asset_key not in self.registered:
+            self.wired.asset_registry.put_asset(asset, now_ms())
+            self.registered.add(asset.asset_key)
+        self.messages += 1
+        body = json.dumps({"mode": "poll", "assetKeys": [asset.asset_key]})  # as PlanPolls queues it
+        record = {
+            "messageId": f"bench-{self.messages}",
+            "receiptHandle": f"bench-receipt-{self.messages}",
+            "body": body,
+            "attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": str(now_ms())},
+            "messageAttributes": {},
+            "md5OfBody": "0",
+            "eventSource": "aws:sqs",
+            "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:lakehook-PollQueue",
+            "awsRegion": "us-east-1",
+        }
+        with quiet_stdout():
+            answer = self.handler({"Records": [record]}, FakeLambdaContext())
+        assert answer == {"batchItemFailures": []}, answer
+
+    def measure(self, asset: AssetRegistration) -> Measured:
+        timed = self.timed[asset.format]
+        reading, snapshots = timed.seconds, timed.snapshots
+        with self.server.served() as served:
+            began = time.perf_counter()
+            self.poll(asset)
+            elapsed = time.perf_counter() - began
+        found = timed.snapshots - snapshots
+        if found:  # the worker took them in: the asset's state names the newest
+            state = self.wired.asset_store.get_state(asset.asset_key)
+            assert state is not None and state.latest_snapshot_id == timed.newest, (state, timed.newest)
+        return Measured(found, found, served.calls, elapsed, timed.seconds - reading, served.seconds)
+
+
+def _row(path: str, fmt: str, history: int, case: str, measured: Measured) -> dict[str, Any]:
     storage = {op: n for (svc, op), n in measured.calls.items() if svc in {"s3", "glue"}}
+    other = {f"{svc} {op}": n for (svc, op), n in measured.calls.items() if svc not in {"s3", "glue", "dynamodb"}}
     return {
+        "path": path,
         "format": fmt,
         "history": history,
         "case": case,
-        "events": len(measured.result.results),
+        "events": measured.events,
         "catalog": storage.get("GetTable", 0) or "-",
         "S3 GET": storage.get("GetObject", 0),
         "S3 HEAD": storage.get("HeadObject", 0),
         "S3 LIST": storage.get("ListObjects", 0),
         "storage requests": sum(storage.values()),
         "DynamoDB requests": sum(n for (svc, _), n in measured.calls.items() if svc == "dynamodb"),
+        "DynamoDB by operation": ", ".join(
+            f"{op} {n}" for (svc, op), n in sorted(measured.calls.items()) if svc == "dynamodb"
+        ),
+        "other requests": ", ".join(f"{k} {n}" for k, n in sorted(other.items())) or 0,
         "ms per poll": round(measured.seconds * 1000, 1),
+        "min-max": measured.spread,
         "ms reading the table": round(measured.reading * 1000, 1),
+        "ms inside moto": round(measured.moto * 1000, 1),
     }
 
 
-def _cases(
-    bench: Bench, fmt: str, history: int, asset: AssetRegistration, add_one: Any, add_many: Any
-) -> list[dict[str, Any]]:
-    bench.poll(asset)  # the offset now sits on the newest snapshot
-    polls = [bench.measure(asset) for _ in range(UNCHANGED_REPEATS)]
-    assert not any(p.result.results for p in polls)
-    median = Measured(
-        polls[-1].result,
+def _median(polls: list[Measured]) -> Measured:
+    """The median poll's times (min-max beside them) with the last poll's counts."""
+    seconds = [p.seconds * 1000 for p in polls]
+    return Measured(
+        polls[-1].events,
+        polls[-1].snapshots,
         polls[-1].calls,
         statistics.median(p.seconds for p in polls),
         statistics.median(p.reading for p in polls),
+        statistics.median(p.moto for p in polls),
+        f"{min(seconds):.1f}-{max(seconds):.1f} ({len(polls)})",
     )
-    out = [_row(fmt, history, "unchanged", median)]
-    add_one()
-    measured = bench.measure(asset)
-    assert len(measured.result.snapshot_ids) == 1, measured.result
-    out.append(_row(fmt, history, "1 new snapshot", measured))
-    add_many(100)
-    measured = bench.measure(asset)
-    assert len(measured.result.snapshot_ids) == 100, measured.result
-    out.append(_row(fmt, history, "100 new snapshots", measured))
+
+
+def _cases(
+    bench: Any, fmt: str, history: int, asset: AssetRegistration, add_one: Any, add_many: Any
+) -> list[dict[str, Any]]:
+    """Unchanged, 1 new, 100 new snapshots on ``bench`` (a `Bench` or a `WorkerBench`)."""
+    bench.poll(asset)  # the offset now sits on the newest snapshot
+    polls = [bench.measure(asset) for _ in range(UNCHANGED_REPEATS)]
+    assert not any(p.events for p in polls)
+    out = [_row(bench.path, fmt, history, "unchanged", _median(polls))]
+    for case, add, count in (
+        ("1 new snapshot", lambda: add_one(), 1),
+        (f"{BATCH} new snapshots", lambda: add_many(BATCH), BATCH),
+    ):
+        polls = []
+        for _ in range(NEW_REPEATS):
+            add()
+            polls.append(bench.measure(asset))
+            assert polls[-1].snapshots == count, polls[-1]
+        out.append(_row(bench.path, fmt, history, case, _median(polls)))
     return out
 
 
 # --- Paimon -------------------------------------------------------------------------------------------
 
 
-def _paimon(bench: Bench, history: int) -> list[dict[str, Any]]:
+def _paimon(bench: Any, history: int) -> list[dict[str, Any]]:
     bucket = bench.bucket(f"bench-paimon-{history}")
     options = {
         "warehouse": f"s3://{bucket}/warehouse",
@@ -220,7 +341,7 @@ def _paimon(bench: Bench, history: int) -> list[dict[str, Any]]:
 # --- Iceberg ------------------------------------------------------------------------------------------
 
 
-def _iceberg(bench: Bench, history: int) -> list[dict[str, Any]]:
+def _iceberg(bench: Any, history: int) -> list[dict[str, Any]]:
     from pyiceberg.catalog import load_catalog
     from pyiceberg.table.refs import SnapshotRefType
     from pyiceberg.table.snapshots import Operation, Snapshot, Summary
@@ -298,7 +419,7 @@ def _iceberg(bench: Bench, history: int) -> list[dict[str, Any]]:
 # --- Delta -------------------------------------------------------------------------------------------
 
 
-def _storage_options(bench: Bench) -> dict[str, str]:
+def _storage_options(bench: Any) -> dict[str, str]:
     return {
         "AWS_ENDPOINT_URL": bench.server.endpoint,
         "AWS_REGION": "us-east-1",
@@ -308,7 +429,7 @@ def _storage_options(bench: Bench) -> dict[str, str]:
     }
 
 
-def _delta(bench: Bench, history: int) -> list[dict[str, Any]]:
+def _delta(bench: Any, history: int) -> list[dict[str, Any]]:
     from deltalake import DeltaTable, write_deltalake
 
     bucket = bench.bucket(f"bench-delta-{history}")
@@ -350,7 +471,7 @@ def _delta(bench: Bench, history: int) -> list[dict[str, Any]]:
 HUDI_ACTIVE_INSTANTS = 30  # Hudi's default hoodie.keep.max.commits: older instants leave the active timeline
 
 
-def _hudi(bench: Bench, history: int, workdir: str) -> list[dict[str, Any]]:
+def _hudi(bench: Any, history: int, workdir: str) -> list[dict[str, Any]]:
     from pathlib import Path
 
     from tests.hudi_tables import V9_MOR, timeline_dir, unpack
@@ -411,27 +532,36 @@ def _hudi(bench: Bench, history: int, workdir: str) -> list[dict[str, Any]]:
     return _cases(bench, "hudi", history, asset, lambda: add(1), add)
 
 
-def run(formats: tuple[str, ...] = ("iceberg", "paimon", "delta", "hudi")) -> list[dict[str, Any]]:
+def _format(bench: Any, fmt: str, history: int, workdir: str) -> list[dict[str, Any]]:
+    if fmt == "iceberg":
+        return _iceberg(bench, history)
+    if fmt == "paimon":
+        return _paimon(bench, history)
+    if fmt == "delta":
+        return _delta(bench, history)
+    return _hudi(bench, history, workdir)
+
+
+def run(formats: tuple[str, ...] = FORMATS, worker_formats: tuple[str, ...] = WORKER_FORMATS) -> list[dict[str, Any]]:
     import tempfile
 
-    server = CountingMotoServer().start()
-    try:
-        bench = Bench(server)
-        out: list[dict[str, Any]] = []
-        with tempfile.TemporaryDirectory() as workdir:
+    out: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as workdir:
+        server = TimedMotoServer().start()
+        try:
+            bench = Bench(server)
             for fmt in formats:
                 for history in HISTORIES:
-                    if fmt == "iceberg":
-                        out += _iceberg(bench, history)
-                    elif fmt == "paimon":
-                        out += _paimon(bench, history)
-                    elif fmt == "delta":
-                        out += _delta(bench, history)
-                    else:
-                        out += _hudi(bench, history, workdir)
-        return out
-    finally:
-        server.stop()
+                    out += _format(bench, fmt, history, workdir)
+        finally:
+            server.stop()
+        if worker_formats:
+            with fresh_lakehook() as (fresh, wired):
+                worker = WorkerBench(fresh, wired)
+                for fmt in worker_formats:
+                    out += _format(worker, fmt, WORKER_HISTORY, workdir)
+    out[-1]["load avg"] = f"{os.getloadavg()[0]:.2f} at the end"
+    return out
 
 
 def _bench_secrets() -> InMemorySecretStore:
@@ -453,7 +583,7 @@ if __name__ == "__main__":
     from bench.run import markdown_table
 
     began = time.perf_counter()
-    chosen = tuple(sys.argv[1].split(",")) if len(sys.argv) > 1 else ("iceberg", "paimon", "delta", "hudi")
-    table_rows = run(chosen)
+    chosen = tuple(sys.argv[1].split(",")) if len(sys.argv) > 1 else FORMATS
+    table_rows = run(chosen, tuple(sys.argv[2].split(",")) if len(sys.argv) > 2 else WORKER_FORMATS)
     sys.stdout.write(markdown_table(table_rows))
     sys.stdout.write(f"\n{time.perf_counter() - began:.0f} s\n")

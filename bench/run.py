@@ -1,12 +1,16 @@
 """Run every benchmark and write bench/results.md (``make bench``; ``--only ingest,poll`` to pick).
 
 Figures are measured on the machine that runs them; request counts are exact and stable, times are not.
+Each section says how it was made: the command (with the ``LAKEHOOK_BENCH_*`` knobs set), the date, the
+machine and the 1-minute load average before and after it. ``--only`` re-measures the benches named and
+keeps every other section as it was written.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import platform
 import sys
 import time
@@ -14,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-BENCHES = ["ingest", "poll", "resolve", "coverage", "localstack", "commit_notices", "coldstart"]
+BENCHES = ["ingest", "poll", "resolve", "dispatch", "coverage", "localstack", "commit_notices", "coldstart"]
 RESULTS = Path(__file__).resolve().parent / "results.md"
 
 
@@ -36,8 +40,8 @@ def main(argv: list[str]) -> int:
     chosen = [b for b in BENCHES if not args.only or b in args.only.split(",")]
     sections = [
         "# Benchmark results\n",
-        f"Written by `make bench` on {datetime.now(tz=UTC):%Y-%m-%d %H:%M} UTC; Python {platform.python_version()}, "
-        f"{platform.machine()}, {platform.system()}. Request counts are exact; times are this machine's.\n",
+        "Written by `make bench` (`python -m bench.run`); each section says when, with which command and knobs, "
+        "on which machine and under what load. Request counts are exact; times are that machine's.\n",
     ]
     kept = _sections() if args.only else {}  # --only re-measures those and keeps the others' last figures
     for name in chosen:
@@ -45,19 +49,32 @@ def main(argv: list[str]) -> int:
             module = importlib.import_module(f"bench.{name}")
         except ModuleNotFoundError:
             continue
-        began = time.perf_counter()
+        began, load_before = time.perf_counter(), os.getloadavg()[0]
         rows = module.run()
         title = (module.__doc__ or name).strip().splitlines()[0]
         body = "\n".join((module.__doc__ or "").strip().splitlines()[1:]).strip()
         kept[name] = (
-            f"## {name}: {title}\n\n{body}\n\nCommand: `make bench` (or `.venv/bin/python -m bench.{name}`)."
-            f" Took {time.perf_counter() - began:.0f} s.\n\n{markdown_table(rows)}"
+            f"## {name}: {title}\n\n{body}\n\n"
+            + _provenance(name, time.perf_counter() - began, load_before, os.getloadavg()[0])
+            + f"\n\n{markdown_table(rows)}"
         )
         print(f"bench {name}: {len(rows)} rows", flush=True)
     sections += [kept[name] for name in BENCHES if name in kept]
     RESULTS.write_text("\n".join(sections))
     print(f"wrote {RESULTS}")
     return 0
+
+
+def _provenance(name: str, seconds: float, load_before: float, load_after: float) -> str:
+    """How the section was made: command, date, machine, load (the figures mean little without them)."""
+    knobs = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("LAKEHOOK_BENCH_"))
+    command = f"{knobs} " if knobs else ""
+    command += f"PYTHONPATH=src/shared:. .venv/bin/python -m bench.run --only {name}"
+    return (
+        f"Command: `{command}` (all benches: `make bench`). Run on {datetime.now(tz=UTC):%Y-%m-%d %H:%M} UTC, "
+        f"took {seconds:.0f} s; Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores, "
+        f"{platform.node() or 'this machine'}; load average (1 min) {load_before:.2f} before, {load_after:.2f} after."
+    )
 
 
 def _sections() -> dict[str, str]:

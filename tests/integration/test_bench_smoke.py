@@ -1,0 +1,97 @@
+"""Each bench imports and its smallest case runs, so a bench cannot rot unseen between ``make bench`` runs.
+
+The benches themselves run under ``make bench`` only; here each runs with its knobs turned to the least
+(one run, a couple of events), and its figures are checked for what they must be whatever the machine's
+speed: request counts that the code makes, webhooks that arrived, a section that says how it was made.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import bench.dispatch
+import bench.ingest
+import bench.localstack
+import bench.poll
+import bench.resolve
+import bench.run
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize("name", bench.run.BENCHES)
+def test_every_bench_module_imports_and_has_a_run(name: str) -> None:
+    module = importlib.import_module(f"bench.{name}")
+    assert callable(module.run) and (module.__doc__ or "").strip()
+
+
+def _rows(rows: list[dict[str, Any]], case: str) -> dict[str, Any]:
+    (row,) = [r for r in rows if r["case"] == case]
+    return row
+
+
+def test_ingest_compares_the_handler_with_its_own_requests_replayed_bare(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench.ingest, "RUNS", 1)
+    monkeypatch.setattr(bench.ingest, "EVENTS", 2)
+    rows = bench.ingest._handler_vs_bare()
+    novel = _rows(rows, "novel: requests per one-event push")
+    assert float(novel["handler"]) >= 2 and novel["handler"] == novel["bare boto3"]  # the same requests, replayed
+    assert "PutItem" in novel["detail"]
+    wall = _rows(rows, "novel: wall time per event")
+    assert wall["handler"].endswith(" ms") and wall["handler / bare"]
+    assert _rows(rows, "duplicate: share of the wall time inside moto")["handler"].endswith("%")
+
+
+def test_dispatch_counts_the_requests_of_a_claim_and_its_webhook(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench.dispatch, "CLAIMS", 1)
+    new, again = bench.dispatch.run()
+    assert new["webhook requests per claim"] == "1" and again["webhook requests per claim"] == "0"
+    assert "s3 PutObject 1" in new["by operation"]  # the run manifest
+    assert float(new["AWS requests per claim"]) >= 3
+
+
+def test_poll_runs_the_use_case_and_the_worker_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in (("HISTORIES", (1,)), ("WORKER_HISTORY", 1), ("NEW_REPEATS", 1), ("UNCHANGED_REPEATS", 1)):
+        monkeypatch.setattr(bench.poll, name, value)
+    monkeypatch.setattr(bench.poll, "BATCH", 2)
+    rows = bench.poll.run(("paimon",), ("paimon",))
+    assert [(r["path"], r["case"], r["events"]) for r in rows] == [
+        (path, case, events)
+        for path in (bench.poll.Bench.path, bench.poll.WorkerBench.path)
+        for case, events in (("unchanged", 0), ("1 new snapshot", 1), ("2 new snapshots", 2))
+    ]
+    use_case, worker = rows[0], rows[3]
+    assert use_case["storage requests"] == worker["storage requests"]  # the same reads of the table
+    assert worker["DynamoDB requests"] > use_case["DynamoDB requests"]  # plus the registration and the status
+
+
+def test_resolve_states_the_share_inside_moto() -> None:
+    row = bench.resolve._scenario(1, True)
+    assert (row["Query"], row["TransactWriteItems"], row["claims"]) == (1, 1, "1")
+    assert row["share inside moto"].endswith("%") and row["s inside moto"] >= 0
+
+
+def test_localstack_times_sequential_and_concurrent_pushes(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in (("PUSHES", 1), ("FILL", 4), ("STOCK_FILL", 4)):
+        monkeypatch.setattr(bench.localstack, name, value)
+    run = bench.localstack._one_run(adapted=True)
+    assert len(run["fresh"]) == 1 and len(run["fresh concurrent"]) == bench.localstack.PUSHERS
+    assert len(run["filled concurrent"]) == bench.localstack.PUSHERS and all(t > 0 for t in run["filled concurrent"])
+
+
+def test_only_re_measures_the_named_bench_and_keeps_the_other_sections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = tmp_path / "results.md"
+    kept = "## ingest: Ingest: kept as written\n\nCommand: `x`.\n\n| case |\n|---|\n| a |\n"
+    results.write_text(f"# Benchmark results\n\nold header\n\n{kept}\n## resolve: Resolve: old\n\nold figures\n")
+    monkeypatch.setattr(bench.run, "RESULTS", results)
+    monkeypatch.setattr(bench.resolve, "run", lambda: [{"rules": 1, "seconds": 0.5}])
+    assert bench.run.main(["--only", "resolve"]) == 0
+    text = results.read_text()
+    assert kept in text and "old figures" not in text
+    resolve = text.split("## resolve:", 1)[1]
+    assert "--only resolve" in resolve and "load average (1 min)" in resolve and "| 1 | 0.5 |" in resolve
