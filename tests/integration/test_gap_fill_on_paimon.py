@@ -18,7 +18,7 @@ from lakehook.container import Container
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.events import EventType, SourceType
 from lakehook.domain.time import now_ms
-from lakehook.wiring_rules import handle_stream_batch
+from lakehook.handlers import handle_stream_batch
 from tests.integration.test_resolver_on_moto import ORDERS, Stream, call, push, put_rule, triggers_of
 from tests.lakehouse import create_paimon_table, paimon_commit, rows
 from tests.support import FakeLambdaContext, load_handler

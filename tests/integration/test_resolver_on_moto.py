@@ -15,9 +15,9 @@ from lakehook.adapters.dynamodb.stream_records import RESOLVER_FILTER_PATTERNS
 from lakehook.api.app import build_app
 from lakehook.container import Container
 from lakehook.domain.events import AssetEvent, SourceType
+from lakehook.handlers import handle_stream_batch, handle_stream_record, sweep_deferred
 from lakehook.local.filters import matches_any
 from lakehook.usecases.ingest import IngestEvents
-from lakehook.wiring_rules import handle_stream_batch, handle_stream_record, sweep_deferred
 from tests.conftest import ADMIN_TOKEN, TABLE
 from tests.support import RequestCounter, api_event
 
