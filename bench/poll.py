@@ -37,6 +37,7 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 import boto3
+from tests.fakes.memory import InMemorySecretStore
 from tests.lakehouse import (
     CountingMotoServer,
     create_iceberg_table,
@@ -49,7 +50,6 @@ from tests.support import create_table
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
 from lakehook.adapters.lakehouse.factory import snapshot_sources
-from lakehook.adapters.memory import InMemorySecretStore
 from lakehook.domain.assets import AssetFormat, AssetRegistration, AssetSource
 from lakehook.domain.snapshots import SnapshotCursor
 from lakehook.ports.lakehouse import SnapshotBatch, SnapshotSource

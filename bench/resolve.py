@@ -26,13 +26,13 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Lakehook")
 import boto3
 from boto3.dynamodb.types import TypeSerializer
 from moto import mock_aws
+from tests.fakes.memory_rules import InMemoryTriggerStore
 from tests.support import RequestCounter, create_table
 
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.adapters.dynamodb.rule_store import rule_items
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
-from lakehook.adapters.memory_rules import InMemoryTriggerStore
 from lakehook.container import Container
 from lakehook.domain.events import AssetEvent, EventType, SourceType
 from lakehook.domain.rules import Rule

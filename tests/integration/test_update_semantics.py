@@ -17,7 +17,6 @@ from pyiceberg.catalog.sql import SqlCatalog
 
 from lakehook.adapters.dynamodb.stream_records import RESOLVER_FILTER_PATTERNS
 from lakehook.adapters.dynamodb.trigger_ledger import DISPATCH_FILTER_PATTERNS
-from lakehook.adapters.memory_dispatch import InMemoryTargetClient
 from lakehook.container import Container
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.rules import Rule
@@ -26,6 +25,7 @@ from lakehook.local.filters import matches_any
 from lakehook.usecases.poll import PollAsset
 from lakehook.usecases.replay import ReplayRefusedError
 from tests.conftest import BUCKET
+from tests.fakes.memory_dispatch import InMemoryTargetClient
 from tests.integration.test_resolver_on_moto import Stream
 from tests.lakehouse import (
     create_iceberg_table,

@@ -5,18 +5,18 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from lakehook.adapters.memory import InMemoryAssetRegistry, InMemoryAssetStore, InMemorySecretStore
-from lakehook.adapters.memory_coverage import InMemoryCoverageStore
-from lakehook.adapters.memory_rules import (
+from lakehook.container import Container, part
+from lakehook.settings import Settings
+from lakehook.usecases.rules import ManageRules
+from tests.fakes.memory import InMemoryAssetRegistry, InMemoryAssetStore, InMemorySecretStore
+from tests.fakes.memory_coverage import InMemoryCoverageStore
+from tests.fakes.memory_rules import (
     InMemoryDeferralStore,
     InMemoryRuleStore,
     InMemoryStateHistory,
     InMemoryStateReader,
     InMemoryTriggerStore,
 )
-from lakehook.container import Container, part
-from lakehook.settings import Settings
-from lakehook.usecases.rules import ManageRules
 
 
 def in_memory() -> Container:

@@ -18,14 +18,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakehook.adapters.memory_dispatch import (
-    Fault,
-    InMemoryManifestStore,
-    InMemoryTargetClient,
-    InMemoryTriggerLedger,
-    SimulatedCrashError,
-)
-from lakehook.adapters.memory_rules import InMemoryRuleStore, InMemoryTriggerStore
 from lakehook.container import Container
 from lakehook.domain.dispatch import Invocation, Outcome, RetryPolicy, RunManifest
 from lakehook.domain.rules import Rule
@@ -43,6 +35,14 @@ from lakehook.usecases.dispatch import (
     RedriveTriggers,
     handle_dispatch_record,
 )
+from tests.fakes.memory_dispatch import (
+    Fault,
+    InMemoryManifestStore,
+    InMemoryTargetClient,
+    InMemoryTriggerLedger,
+    SimulatedCrashError,
+)
+from tests.fakes.memory_rules import InMemoryRuleStore, InMemoryTriggerStore
 
 T0 = 1_750_000_000_000
 WEBHOOK = {"type": "webhook", "url": "https://scheduler.example.com/hooks/dwd", "secretRef": "lakehook/targets/dwd"}

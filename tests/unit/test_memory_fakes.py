@@ -1,5 +1,6 @@
-"""The in-memory fakes are for tests only (no Lambda layer ships them, no deployed module imports them), and
-they keep the promises they make: thread-safe, as the adapters they stand for."""
+"""The in-memory fakes live with the tests (``tests/fakes/memory*.py``): no Lambda layer ships them, nothing the
+package or a function imports reaches them; and they keep the promises they make: thread-safe, as the adapters
+they stand for."""
 
 from __future__ import annotations
 
@@ -14,14 +15,13 @@ from typing import TypeVar
 
 import pytest
 
-from lakehook.adapters.memory_dispatch import InMemoryTriggerLedger
-from lakehook.adapters.memory_rules import InMemoryTriggerStore
 from lakehook.domain.completion import CompletionRecord, RecordOutcome
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, trigger_key
+from tests.fakes.memory_dispatch import InMemoryTriggerLedger
+from tests.fakes.memory_rules import InMemoryTriggerStore
 
 ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
-FAKES = ("lakehook.adapters.memory", "lakehook.adapters.memory_coverage", "lakehook.adapters.memory_dispatch")
 
 
 def _imports(path: Path) -> set[str]:
@@ -34,21 +34,33 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
-def test_no_deployed_module_imports_a_fake() -> None:
+def test_the_fakes_are_outside_the_package_and_no_deployed_module_imports_the_tests() -> None:
     package = ROOT / "src" / "shared" / "lakehook"
-    deployed = [p for p in [*package.rglob("*.py"), *(ROOT / "functions").rglob("*.py")] if "memory" not in p.name]
-    offenders = {str(p.relative_to(ROOT)) for p in deployed if any(m.startswith(FAKES) for m in _imports(p))}
+    assert sorted((ROOT / "tests" / "fakes").glob("memory*.py"))  # the fakes this test guards are there
+    assert [p.name for p in package.rglob("memory*.py")] == []
+    deployed = [*package.rglob("*.py"), *(ROOT / "functions").rglob("*.py")]
+    offenders = {
+        str(p.relative_to(ROOT)) for p in deployed if any(m == "tests" or m.startswith("tests.") for m in _imports(p))
+    }
     assert offenders == set()
 
 
-def test_the_layer_build_leaves_the_fakes_out(tmp_path: Path) -> None:
+def _classes(path: Path) -> set[str]:
+    return {node.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ClassDef)}
+
+
+def test_the_layer_build_has_no_fake(tmp_path: Path) -> None:
     subprocess.run(
         ["make", "-s", "-C", str(ROOT / "src" / "shared"), "build-SharedLayer", f"ARTIFACTS_DIR={tmp_path}"],
         check=True,
     )
-    built = tmp_path / "python" / "lakehook"
-    assert (built / "adapters" / "dynamodb").is_dir()
-    assert sorted(p.name for p in (built / "adapters").glob("memory*")) == []
+    built = tmp_path / "python"
+    assert sorted(p.name for p in built.iterdir()) == ["lakehook"]
+    assert (built / "lakehook" / "adapters" / "dynamodb").is_dir()
+    fakes = set().union(*(_classes(p) for p in (ROOT / "tests" / "fakes").glob("memory*.py")))
+    assert "InMemoryTriggerLedger" in fakes
+    shipped = {str(p.relative_to(built)): _classes(p) & fakes for p in built.rglob("*.py")}
+    assert {path: found for path, found in shipped.items() if found} == {}
 
 
 # --- the fakes keep their promises under threads --------------------------------------------------------------

@@ -18,8 +18,6 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from lakehook.adapters.memory import _page
-from lakehook.adapters.memory_rules import InMemoryTriggerStore
 from lakehook.domain.aliases import Alias
 from lakehook.domain.completion import CompletionRecord, RecordOutcome
 from lakehook.domain.dispatch import (
@@ -35,6 +33,8 @@ from lakehook.domain.triggers import FailureKind, RunState, Trigger, TriggerNotR
 from lakehook.ports.aliases import AliasStore
 from lakehook.ports.dispatch import Attempt, LedgerEntry, ManifestStore, TargetClient, TriggerLedger
 from lakehook.ports.store import Page
+from tests.fakes.memory import _page
+from tests.fakes.memory_rules import InMemoryTriggerStore
 
 
 @dataclass
