@@ -67,7 +67,7 @@ format: $(BIN)/.installed ## ruff format and fix
 	$(BIN)/ruff check --fix src/shared functions tests bench
 
 .PHONY: typecheck
-typecheck: $(BIN)/.installed ## mypy strict on src/shared
+typecheck: $(BIN)/.installed ## mypy strict on src/shared and tests/fakes
 	$(BIN)/mypy
 
 .PHONY: template

@@ -49,6 +49,7 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 import boto3
+from tests.fakes.memory import InMemorySecretStore
 from tests.lakehouse import (
     create_iceberg_table,
     create_paimon_table,
@@ -61,7 +62,6 @@ from bench.timed_moto import TimedMotoServer, fresh_lakehook, quiet_stdout
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
 from lakehook.adapters.lakehouse.factory import snapshot_sources
-from lakehook.adapters.memory import InMemorySecretStore
 from lakehook.container import Container
 from lakehook.domain.assets import AssetFormat, AssetRegistration, AssetSource
 from lakehook.domain.snapshots import SnapshotCursor

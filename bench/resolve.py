@@ -36,22 +36,22 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Lakehook")
 import boto3
 from boto3.dynamodb.types import TypeSerializer
 from moto import mock_aws
+from tests.fakes.memory_rules import InMemoryTriggerStore
 from tests.support import RequestCounter, create_table
 
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.adapters.dynamodb.rule_store import rule_items
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
-from lakehook.adapters.memory_rules import InMemoryTriggerStore
 from lakehook.container import Container
 from lakehook.domain.events import AssetEvent, EventType, SourceType
 from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, trigger_key
+from lakehook.handlers import handle_stream_batch
 from lakehook.observability import logger
 from lakehook.settings import Settings
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.resolve import ResolveAssetChange
-from lakehook.wiring_rules import deferral_store, handle_stream_batch, rule_store, state_history, state_reader
 
 TABLE = "lakehook-bench"
 CHANGED = "paimon://lake/ods/orders"
@@ -123,15 +123,15 @@ def _scenario(rules: int, claims_on_moto: bool, ready: bool = True, adapted: boo
             AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=CHANGED, snapshotId=1), SourceType.PUSH
         )
         container = Container(Settings(table_name=TABLE, region="us-east-1"))
-        container.__dict__["table"] = table
+        container.overrides["table"] = table
         triggers: Any = DynamoDBTriggerStore(table) if claims_on_moto else InMemoryTriggerStore()
         container.overrides["trigger_store"] = triggers
         container.overrides["resolver"] = ResolveAssetChange(
-            rule_store(container),
-            state_reader(container),
+            container.rule_store,
+            container.state_reader,
             triggers,
-            state_history(container),
-            deferral_store(container),
+            container.state_history,
+            container.deferral_store,
             observer=None,
         )
         record = _record(table, CHANGED)

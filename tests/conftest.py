@@ -62,7 +62,7 @@ def counter(table: Any) -> RequestCounter:
 def container(settings: Settings, table: Any) -> Iterator[Container]:
     """A container on in-process moto; the API handlers use it."""
     wired = Container(settings)
-    wired.__dict__["table"] = table  # share the counted client
+    wired.overrides["table"] = table  # share the counted client
     container_module.use(wired)
     yield wired
     container_module.use(None)

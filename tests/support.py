@@ -23,6 +23,22 @@ def create_table(dynamodb_client: Any, table_name: str) -> None:
     TEMPLATE.create_table(dynamodb_client, table_name)
 
 
+def mark_claims_succeeded(table: Any) -> int:
+    """Do what the dispatcher does once each claimed run started: mark every TRIGGERING claim SUCCEEDED (that
+    write's stream record wakes the group's next version). Answers how many were marked."""
+    marked = 0
+    for item in table.scan()["Items"]:
+        if item.get("itemType") == "TRIGGER" and item["status"] == "TRIGGERING":
+            table.update_item(
+                Key={"PK": item["PK"], "SK": item["SK"]},
+                UpdateExpression="SET #s = :s",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":s": "SUCCEEDED"},
+            )
+            marked += 1
+    return marked
+
+
 class RequestCounter:
     """Counts AWS API calls a boto3 client makes, by operation name (stable on noisy machines)."""
 

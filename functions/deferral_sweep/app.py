@@ -8,15 +8,15 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lakehook.container import current
+from lakehook.handlers import sweep_deferred
 from lakehook.observability import MetricName, logger, metrics
-from lakehook.wiring_rules import check_freshness, sweep_deferred
 
 
 @logger.inject_lambda_context(log_event=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if event.get("check") == "freshness":  # the Freshness schedule's Input
-        report = check_freshness(current())()
+        report = current().check_freshness()
         metrics.add_metric(name=MetricName.RULES_OVERDUE, unit="Count", value=len(report.rules))
         metrics.add_metric(name=MetricName.ASSETS_OVERDUE, unit="Count", value=len(report.assets))
         if report.rules or report.assets:

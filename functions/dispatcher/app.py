@@ -6,8 +6,8 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from lakehook.handlers import handle_dispatch_batch
 from lakehook.observability import logger, metrics
-from lakehook.wiring_dispatch import handle_dispatch_batch
 
 
 @logger.inject_lambda_context(log_event=False)

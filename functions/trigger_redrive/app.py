@@ -6,8 +6,8 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from lakehook.handlers import redrive_triggers
 from lakehook.observability import logger, metrics
-from lakehook.wiring_dispatch import redrive_triggers
 
 
 @logger.inject_lambda_context(log_event=False)

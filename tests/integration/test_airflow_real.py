@@ -24,12 +24,12 @@ from typing import Any
 import pytest
 import requests
 
-from lakehook.adapters.memory import InMemorySecretStore
 from lakehook.adapters.targets.airflow import AirflowTargetClient
 from lakehook.adapters.targets.deps import CachedSecrets
 from lakehook.domain.dispatch import Invocation, OutcomeKind, RunManifest
 from lakehook.domain.targets import validate_target
 from lakehook.domain.triggers import PinnedInput, Trigger, trigger_key
+from tests.fakes.memory import InMemorySecretStore
 
 URL = os.environ.get("LAKEHOOK_AIRFLOW_REAL_URL", "")
 PASSWORD_FILE = os.environ.get("LAKEHOOK_AIRFLOW_REAL_PASSWORD_FILE", "")

@@ -123,7 +123,7 @@ def secrets_client(aws: None) -> Any:
 
 @pytest.fixture
 def api(container: Container, settings: Settings, secrets_client: Any) -> Api:
-    container.__dict__["secret_store"] = SecretsManagerSecretStore(secrets_client)
+    container.overrides["secret_store"] = SecretsManagerSecretStore(secrets_client)
     return Api(settings.admin_token or "")
 
 
@@ -408,7 +408,7 @@ def test_management_routes_need_the_admin_token(
 
 def test_management_routes_on_aws_need_an_iam_identity(container: Container, settings: Settings) -> None:
     iam = Container(settings.model_copy(update={"admin_token": None}))
-    iam.__dict__["table"] = container.table
+    iam.overrides["table"] = container.table
     container_module.use(iam)
     event = api_event("GET", "/assets")
     denied = load_handler("ingest_api")(event, FakeLambdaContext())

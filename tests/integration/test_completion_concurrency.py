@@ -18,13 +18,13 @@ from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
 from lakehook.adapters.dynamodb.trigger_ledger import DynamoDBTriggerLedger
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
-from lakehook.adapters.memory_dispatch import InMemoryAliasStore
 from lakehook.domain.errors import ConflictError
 from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import PinnedInput, Trigger
 from lakehook.usecases.completion import Caller, CompleteRun, CompletionResult
 from lakehook.usecases.ingest import IngestEvents
 from tests import racing
+from tests.fakes.memory_dispatch import InMemoryAliasStore
 from tests.racing import atomic_dynamodb_server, race
 
 TABLE = "lakehook-completion-race"

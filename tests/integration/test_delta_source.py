@@ -17,7 +17,6 @@ from lakehook.adapters.dynamodb.poll_status_store import DynamoDBPollStatusStore
 from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
 from lakehook.adapters.lakehouse.delta import commit_file
 from lakehook.adapters.lakehouse.factory import LakehouseSnapshotSources, snapshot_sources
-from lakehook.adapters.memory import InMemorySecretStore
 from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.domain.assets import AssetFormat, AssetRegistration
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
@@ -25,6 +24,7 @@ from lakehook.domain.snapshots import SnapshotGap
 from lakehook.ports import Recording, SecretStore
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets, PollOutcome
+from tests.fakes.memory import InMemorySecretStore
 from tests.lakehouse import CountingMotoServer, rows
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,6 @@ import pytest
 from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
 from lakehook.adapters.dynamodb.trigger_ledger import DISPATCH_FILTER_PATTERNS, DynamoDBTriggerLedger
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
-from lakehook.adapters.memory import InMemorySecretStore
 from lakehook.adapters.s3.manifest_store import S3ManifestStore
 from lakehook.adapters.targets import TargetDeps, build_target_clients
 from lakehook.api.app import LakehookResolver, build_app
@@ -31,6 +30,7 @@ from lakehook.local.filters import matches_any
 from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger, RedriveTriggers
 from lakehook.usecases.dispatch import handle_dispatch_record as dispatch_record
 from tests.conftest import ADMIN_TOKEN, BUCKET, TABLE
+from tests.fakes.memory import InMemorySecretStore
 from tests.fakes.webhook_receiver import WebhookReceiver
 from tests.support import FakeLambdaContext, api_event
 

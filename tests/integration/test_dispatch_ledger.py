@@ -21,13 +21,13 @@ from lakehook.adapters.dynamodb.trigger_ledger import (
     claimed_trigger_key,
 )
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
-from lakehook.adapters.memory_dispatch import InMemoryTargetClient
 from lakehook.adapters.s3.manifest_store import S3ManifestStore
 from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import GroupCursor, PinnedInput, RunState, Trigger, TriggerStatus, trigger_key
 from lakehook.local.filters import matches_any
 from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger, handle_dispatch_record
 from tests.conftest import BUCKET, TABLE
+from tests.fakes.memory_dispatch import InMemoryTargetClient
 
 T0 = 1_750_000_000_000
 LEASE = 300_000

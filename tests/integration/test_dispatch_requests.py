@@ -9,13 +9,12 @@ import boto3
 import pytest
 
 from lakehook.adapters.dynamodb.trigger_ledger import DISPATCH_FILTER_PATTERNS
-from lakehook.adapters.memory_dispatch import InMemoryTargetClient
 from lakehook.adapters.s3.manifest_store import S3ManifestStore
 from lakehook.container import Container
+from lakehook.handlers import handle_dispatch_batch, handle_stream_batch
 from lakehook.local.filters import matches_any
-from lakehook.wiring_dispatch import handle_dispatch_batch
-from lakehook.wiring_rules import handle_stream_batch
 from tests.conftest import BUCKET
+from tests.fakes.memory_dispatch import InMemoryTargetClient
 from tests.integration.test_resolver_on_moto import ORDERS, Stream, app, call, push, stream
 from tests.support import RequestCounter
 

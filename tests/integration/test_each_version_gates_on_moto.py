@@ -13,8 +13,8 @@ from lakehook.api.app import build_app
 from lakehook.container import Container
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
 from lakehook.domain.versions import Verdict
+from lakehook.handlers import handle_stream_batch
 from lakehook.usecases.ingest import IngestEvents
-from lakehook.wiring_rules import handle_stream_batch
 from tests.integration.test_gap_fill_on_paimon import runs_succeed
 from tests.integration.test_resolver_on_moto import ORDERS, Stream, call, push, put_rule, triggers_of
 from tests.support import RequestCounter

@@ -18,10 +18,10 @@ from lakehook.container import Container
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.events import EventType, SourceType
 from lakehook.domain.time import now_ms
-from lakehook.wiring_rules import handle_stream_batch
+from lakehook.handlers import handle_stream_batch
 from tests.integration.test_resolver_on_moto import ORDERS, Stream, call, push, put_rule, triggers_of
 from tests.lakehouse import create_paimon_table, paimon_commit, rows
-from tests.support import FakeLambdaContext, load_handler
+from tests.support import FakeLambdaContext, load_handler, mark_claims_succeeded
 
 pytestmark = pytest.mark.integration
 
@@ -31,16 +31,7 @@ def runs_succeed(container: Container, stream: Stream) -> None:
     (head of line), until nothing more is claimed."""
     assert handle_stream_batch(stream.batch(), container) == {"batchItemFailures": []}
     while True:
-        started = 0
-        for item in container.table.scan()["Items"]:
-            if item.get("itemType") == "TRIGGER" and item["status"] == "TRIGGERING":
-                container.table.update_item(
-                    Key={"PK": item["PK"], "SK": item["SK"]},
-                    UpdateExpression="SET #s = :s",
-                    ExpressionAttributeNames={"#s": "status"},
-                    ExpressionAttributeValues={":s": "SUCCEEDED"},
-                )
-                started += 1
+        started = mark_claims_succeeded(container.table)
         assert handle_stream_batch(stream.batch(), container) == {"batchItemFailures": []}
         if not started:
             return

@@ -20,7 +20,6 @@ from lakehook.adapters.dynamodb.poll_status_store import DynamoDBPollStatusStore
 from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
 from lakehook.adapters.lakehouse.factory import LakehouseSnapshotSources, snapshot_sources
 from lakehook.adapters.lakehouse.hudi import instant_millis
-from lakehook.adapters.memory import InMemorySecretStore
 from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
@@ -28,6 +27,7 @@ from lakehook.domain.snapshots import SnapshotGap
 from lakehook.ports import Recording, SecretStore
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets, PollOutcome
+from tests.fakes.memory import InMemorySecretStore
 from tests.hudi_tables import V6_COW, V8_COW, V9_MOR, StagedHudiTable, timeline_dir, unpack
 from tests.lakehouse import CountingMotoServer
 

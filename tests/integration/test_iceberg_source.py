@@ -15,7 +15,6 @@ from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.adapters.dynamodb.poll_status_store import DynamoDBPollStatusStore
 from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
 from lakehook.adapters.lakehouse.factory import snapshot_sources
-from lakehook.adapters.memory import InMemorySecretStore
 from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.client.push import snapshot_event_from_iceberg
 from lakehook.domain.assets import AssetRegistration
@@ -24,6 +23,7 @@ from lakehook.domain.snapshots import SnapshotGap
 from lakehook.ports import Recording, SecretStore
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets, PollOutcome
+from tests.fakes.memory import InMemorySecretStore
 from tests.lakehouse import (
     CountingFileIO,
     CountingMotoServer,

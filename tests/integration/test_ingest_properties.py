@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
-from lakehook.adapters.memory import InMemoryAssetStore
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
 from lakehook.ports import AssetStore
 from lakehook.usecases.ingest import IngestEvents
+from tests.fakes.memory import InMemoryAssetStore
 
 BASE_MS = 1_748_772_000_000
 KINDS = ("snapshot", "watermark", "passed", "failed")

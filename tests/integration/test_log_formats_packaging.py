@@ -35,7 +35,7 @@ def test_delta_and_hudi_tables_are_polled_with_none_of_the_table_format_librarie
         "            raise ImportError(name + ' is not in the poll worker')\n"
         "sys.meta_path.insert(0, Missing())\n"
         "from lakehook.adapters.lakehouse.factory import snapshot_sources\n"
-        "from lakehook.adapters.memory import InMemorySecretStore\n"
+        "from tests.fakes.memory import InMemorySecretStore\n"
         "from lakehook.domain.assets import AssetFormat, AssetSource\n"
         "from lakehook.domain.snapshots import SnapshotCursor\n"
         "sources = snapshot_sources(InMemorySecretStore())\n"
@@ -46,7 +46,7 @@ def test_delta_and_hudi_tables_are_polled_with_none_of_the_table_format_librarie
         "    found[fmt] = [s.commit_kind for s in batch.snapshots]\n"
         f"print(json.dumps([found, sorted(m for m in {sorted(ABSENT)!r} if m in sys.modules)]))\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src" / "shared")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src" / "shared"), str(ROOT)])}  # tests.fakes
     answer = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120, env=env
     )

@@ -18,7 +18,6 @@ from lakehook.adapters.dynamodb.poll_status_store import DynamoDBPollStatusStore
 from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
 from lakehook.adapters.lakehouse.factory import LakehouseSnapshotSources, snapshot_sources
 from lakehook.adapters.lakehouse.paimon import snapshot_info
-from lakehook.adapters.memory import InMemorySecretStore
 from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
@@ -26,6 +25,7 @@ from lakehook.domain.snapshots import SnapshotGap
 from lakehook.ports import Recording, SecretStore
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets, PollOutcome
+from tests.fakes.memory import InMemorySecretStore
 from tests.lakehouse import CountingMotoServer, create_paimon_table, paimon_commit, rows
 
 pytestmark = pytest.mark.integration
@@ -435,7 +435,7 @@ def test_polling_a_filesystem_warehouse_needs_none_of_the_packages_the_layer_lea
         "            raise ImportError(name + ' is not in the lakehouse layer')\n"
         "sys.meta_path.insert(0, Missing())\n"
         "from lakehook.adapters.lakehouse.factory import snapshot_sources\n"
-        "from lakehook.adapters.memory import InMemorySecretStore\n"
+        "from tests.fakes.memory import InMemorySecretStore\n"
         "from lakehook.domain.assets import AssetFormat, AssetSource\n"
         "from lakehook.domain.snapshots import SnapshotCursor\n"
         f"src = AssetSource(catalog='lake', properties={warehouse!r}, table='ods.orders')\n"

@@ -15,11 +15,11 @@ from lakehook.adapters.dynamodb.stream_records import RESOLVER_FILTER_PATTERNS
 from lakehook.api.app import build_app
 from lakehook.container import Container
 from lakehook.domain.events import AssetEvent, SourceType
+from lakehook.handlers import handle_stream_batch, handle_stream_record, sweep_deferred
 from lakehook.local.filters import matches_any
 from lakehook.usecases.ingest import IngestEvents
-from lakehook.wiring_rules import handle_stream_batch, handle_stream_record, sweep_deferred
 from tests.conftest import ADMIN_TOKEN, TABLE
-from tests.support import RequestCounter, api_event
+from tests.support import RequestCounter, api_event, mark_claims_succeeded
 
 ORDERS = "paimon://lake/ods_db/ods_order_latest"
 PAYMENTS = "paimon://lake/ods_db/ods_payment_latest"
@@ -151,14 +151,7 @@ def test_four_snapshots_in_one_batch(app: Any, container: Container, stream: Str
         handle_stream_record(DynamoDBRecord(record), container)
     assert triggers_of(app, "each") == [[1]]
     for _ in range(4):  # the dispatcher marks each run SUCCEEDED; that write's stream record wakes the group
-        for item in container.table.scan()["Items"]:
-            if item.get("itemType") == "TRIGGER" and item["status"] == "TRIGGERING":
-                container.table.update_item(
-                    Key={"PK": item["PK"], "SK": item["SK"]},
-                    UpdateExpression="SET #s = :s",
-                    ExpressionAttributeNames={"#s": "status"},
-                    ExpressionAttributeValues={":s": "SUCCEEDED"},
-                )
+        mark_claims_succeeded(container.table)
         handle_stream_batch(stream.batch(), container)
     assert triggers_of(app, "each") == [[1], [2], [3], [4]]
     assert triggers_of(app, "any") == [[4]]

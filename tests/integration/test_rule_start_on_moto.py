@@ -11,8 +11,8 @@ from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
 from lakehook.container import Container
 from lakehook.domain.time import MAX_ISO_MS
 from lakehook.domain.triggers import GroupCursor, Trigger
+from lakehook.handlers import handle_stream_batch, sweep_deferred
 from lakehook.ports.rules import ClaimResult
-from lakehook.wiring_rules import handle_stream_batch, sweep_deferred
 from tests.integration.test_resolver_on_moto import ORDERS, PAYMENTS, Stream, app, call, push, stream, triggers_of
 
 __all__ = ["app", "stream"]  # fixtures

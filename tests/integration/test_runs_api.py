@@ -23,8 +23,6 @@ from lakehook.domain.completion import COMPLETION_TOKEN_HEADER, completion_token
 from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus
 from lakehook.settings import Settings
-from lakehook.wiring_dispatch import trigger_ledger
-from lakehook.wiring_rules import rule_store
 from tests.conftest import ADMIN_TOKEN, BUCKET, TABLE
 from tests.support import FakeLambdaContext, api_event, signed_headers
 
@@ -98,7 +96,7 @@ def declare(container: Container, outlets: list[str]) -> None:
             "outlets": outlets,
         }
     )
-    rule_store(container).put_rule(rule, T0)
+    container.rule_store.put_rule(rule, T0)
 
 
 @pytest.fixture
@@ -146,7 +144,7 @@ def test_a_run_completes_with_its_token_and_registers_its_declared_outlets(
     assert answer.body["triggerKey"] == claim and answer.body["status"] == "SUCCEEDED"
     assert answer.body["repeated"] is False
     assert [r["status"] for r in answer.body["results"]] == ["ACCEPTED"]
-    entry = trigger_ledger(container).get(claim)
+    entry = container.trigger_ledger.get(claim)
     assert entry is not None and entry.run_status == "SUCCEEDED" and entry.status is TriggerStatus.TRIGGERING
     assert container.asset_store.get_state(DWD).to_api()["latestSnapshotId"] == 2001  # type: ignore[union-attr]
     # The trigger shows what the run reported, alone and in the rule's list.
@@ -176,7 +174,7 @@ def test_without_credentials_any_body_is_a_401_before_it_is_read(
     answer = api.call("POST", f"/runs/{claim}/complete", admin=False, **body)
     assert answer.status == 401, (name, answer.body)
     assert COMPLETION_TOKEN_HEADER in answer.body["message"]
-    assert trigger_ledger(container).get(claim).run_status is None  # type: ignore[union-attr]
+    assert container.trigger_ledger.get(claim).run_status is None  # type: ignore[union-attr]
 
 
 def test_a_producer_signature_alone_does_not_complete_a_run(api: Api, claim: str, container: Container) -> None:
@@ -192,7 +190,7 @@ def test_a_producer_signature_alone_does_not_complete_a_run(api: Api, claim: str
         headers=signed_headers("dwd-job", secret, text.encode()),
     )
     assert signed.status == 401
-    assert trigger_ledger(container).get(claim).run_status is None  # type: ignore[union-attr]
+    assert container.trigger_ledger.get(claim).run_status is None  # type: ignore[union-attr]
     # The same producer still pushes events as usual.
     push = json.dumps(outlet)
     pushed = api.call(
@@ -210,7 +208,7 @@ def test_a_token_completes_its_own_trigger_only(api: Api, table: Any, container:
     assert api.call("POST", f"/runs/{b}/complete", raw=text, admin=False, headers=wrong_key).status == 401
     empty = {COMPLETION_TOKEN_HEADER: ""}
     assert api.call("POST", f"/runs/{b}/complete", raw=text, admin=False, headers=empty).status == 401
-    assert trigger_ledger(container).get(b).run_status is None  # type: ignore[union-attr]
+    assert container.trigger_ledger.get(b).run_status is None  # type: ignore[union-attr]
     assert api.call("POST", f"/runs/{b}/complete", raw=text, admin=False, headers=token_for(b)).status == 200
 
 
@@ -225,7 +223,7 @@ def test_an_outlet_outside_the_declared_outlets_is_a_403_and_nothing_is_ingested
     answer = api.call("POST", f"/runs/{claim}/complete", raw=completion(outlets), admin=False, headers=token_for(claim))
     assert answer.status == 403 and answer.body["message"].startswith(f"outlet {DWS} is outside")
     assert container.asset_store.get_state(DWD) is None and container.asset_store.get_state(DWS) is None
-    assert trigger_ledger(container).get(claim).run_status is None  # type: ignore[union-attr]
+    assert container.trigger_ledger.get(claim).run_status is None  # type: ignore[union-attr]
     # Management credentials are not confined to the rule's outlets.
     assert api.call("POST", f"/runs/{claim}/complete", raw=completion(outlets)).status == 200
     assert container.asset_store.get_state(DWS) is not None
@@ -248,7 +246,7 @@ def test_the_first_terminal_status_wins(api: Api, claim: str, container: Contain
         refused = api.call("POST", f"/runs/{claim}/complete", raw=body, admin=False, headers=token_for(claim))
         assert refused.status == 409 and "already completed with status SUCCEEDED" in refused.body["message"]
     assert api.call("POST", f"/runs/{claim}/complete", raw=completion([], status="FAILED")).status == 409
-    assert trigger_ledger(container).get(claim).run_status == "SUCCEEDED"  # type: ignore[union-attr]
+    assert container.trigger_ledger.get(claim).run_status == "SUCCEEDED"  # type: ignore[union-attr]
 
 
 def test_a_bad_completion_is_a_400_and_unknown_triggers_a_404(api: Api, claim: str) -> None:

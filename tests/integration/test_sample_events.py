@@ -80,7 +80,7 @@ def test_each_sample_is_a_route_of_the_template(name: str) -> None:
 
 
 def test_the_samples_run_in_order_against_the_handler(container: Container, settings: Settings) -> None:
-    container.__dict__["secret_store"] = SecretsManagerSecretStore(
+    container.overrides["secret_store"] = SecretsManagerSecretStore(
         boto3.client("secretsmanager", region_name="us-east-1")
     )
     answers: dict[str, Any] = {}
@@ -112,7 +112,7 @@ def test_the_samples_run_in_order_against_the_handler(container: Container, sett
 def test_management_samples_also_pass_as_iam_requests(container: Container, settings: Settings) -> None:
     # On AWS there is no admin token: API Gateway's IAM authorizer vouches for the caller's identity.
     iam = Container(settings.model_copy(update={"admin_token": None}))
-    iam.__dict__["table"] = container.table
+    iam.overrides["table"] = container.table
     container_module.use(iam)
     status, body = invoke(load("put_asset"))
     assert status == 201, body
@@ -124,7 +124,7 @@ def test_management_samples_also_pass_as_iam_requests(container: Container, sett
 
 
 def test_the_push_sample_as_committed_is_refused_for_its_stale_signature(container: Container) -> None:
-    container.__dict__["secret_store"] = SecretsManagerSecretStore(
+    container.overrides["secret_store"] = SecretsManagerSecretStore(
         boto3.client("secretsmanager", region_name="us-east-1")
     )
     put = load("put_producer")

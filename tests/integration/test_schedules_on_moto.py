@@ -13,7 +13,6 @@ from lakehook.container import Container
 from lakehook.domain.rules import Rule
 from lakehook.domain.time import now_ms, parse_instant_ms
 from lakehook.usecases.freshness import CheckFreshness
-from lakehook.wiring_rules import rule_store, state_reader, trigger_store
 from tests.conftest import ADMIN_TOKEN
 from tests.support import FakeLambdaContext, api_event, load_handler
 
@@ -81,10 +80,10 @@ def test_explain_and_the_freshness_check_say_what_is_overdue_and_since_when(cont
     # Two days on, never triggered (the quality check never passed): the rule is overdue on both counts.
     later = now_ms() + 2 * 86_400_000
     check = CheckFreshness(
-        rule_store(container),
-        trigger_store(container),
+        container.rule_store,
+        container.trigger_store,
         container.asset_registry,
-        state_reader(container),
+        container.state_reader,
         lambda: later,
     )
     report = check()

@@ -20,14 +20,14 @@ from hypothesis import strategies as st
 
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.adapters.dynamodb.coverage_store import DynamoDBCoverageStore
-from lakehook.adapters.memory import InMemoryAssetStore
-from lakehook.adapters.memory_coverage import InMemoryCoverageStore
 from lakehook.domain.coverage import Span
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
 from lakehook.ports import AssetStore
 from lakehook.ports.coverage import CoverageStore
 from lakehook.usecases.coverage import RecordCoverage
 from lakehook.usecases.ingest import IngestEvents
+from tests.fakes.memory import InMemoryAssetStore
+from tests.fakes.memory_coverage import InMemoryCoverageStore
 
 BASE_MS = 1_748_772_000_000
 # The recording clock ticks on even milliseconds; producer times are odd ones among them, so evidence with

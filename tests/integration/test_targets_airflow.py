@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 import requests
 
-from lakehook.adapters.memory import InMemorySecretStore
 from lakehook.domain.dispatch import OutcomeKind
 from lakehook.domain.targets import validate_target
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import FailureKind, TriggerStatus
 from lakehook.usecases.dispatch import DispatchStatus, RetryTrigger
 from tests.fakes.airflow import FakeAirflow
+from tests.fakes.memory import InMemorySecretStore
 from tests.integration.test_targets_http import Harness, airflow_client, claim, invocation
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,6 @@ from moto import mock_aws
 from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
 from lakehook.adapters.dynamodb.trigger_ledger import DynamoDBTriggerLedger
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
-from lakehook.adapters.memory import InMemorySecretStore
 from lakehook.adapters.s3.manifest_store import S3ManifestStore
 from lakehook.adapters.targets import TargetDeps, build_target_clients
 from lakehook.adapters.targets.aws_errors import client_error_outcome, transport_outcome
@@ -35,6 +34,7 @@ from lakehook.domain.rules import Rule
 from lakehook.domain.targets import validate_target
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
 from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger, RedriveTriggers
+from tests.fakes.memory import InMemorySecretStore
 from tests.support import RequestCounter, create_table
 
 REGION = "us-east-1"

@@ -11,9 +11,6 @@ from typing import Any
 import pytest
 import requests
 
-from lakehook.adapters.memory import InMemorySecretStore
-from lakehook.adapters.memory_dispatch import InMemoryManifestStore, InMemoryTriggerLedger
-from lakehook.adapters.memory_rules import InMemoryRuleStore
 from lakehook.adapters.targets import TargetDeps, build_target_clients
 from lakehook.adapters.targets.airflow import AirflowTargetClient, dag_run_id_for
 from lakehook.adapters.targets.deps import CachedSecrets
@@ -26,6 +23,9 @@ from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus, trigge
 from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger, RedriveTriggers
 from tests.fakes.airflow import FakeAirflow
 from tests.fakes.dolphinscheduler import FakeDolphinScheduler
+from tests.fakes.memory import InMemorySecretStore
+from tests.fakes.memory_dispatch import InMemoryManifestStore, InMemoryTriggerLedger
+from tests.fakes.memory_rules import InMemoryRuleStore
 from tests.fakes.webhook_receiver import WebhookReceiver
 
 SECRET = "s3cr3t-signing-key"

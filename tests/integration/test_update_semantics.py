@@ -17,16 +17,15 @@ from pyiceberg.catalog.sql import SqlCatalog
 
 from lakehook.adapters.dynamodb.stream_records import RESOLVER_FILTER_PATTERNS
 from lakehook.adapters.dynamodb.trigger_ledger import DISPATCH_FILTER_PATTERNS
-from lakehook.adapters.memory_dispatch import InMemoryTargetClient
 from lakehook.container import Container
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.rules import Rule
+from lakehook.handlers import handle_dispatch_batch, handle_stream_batch
 from lakehook.local.filters import matches_any
 from lakehook.usecases.poll import PollAsset
 from lakehook.usecases.replay import ReplayRefusedError
-from lakehook.wiring_dispatch import handle_dispatch_batch, manifest_store
-from lakehook.wiring_rules import handle_stream_batch, replay_trigger, rule_store, trigger_store
 from tests.conftest import BUCKET
+from tests.fakes.memory_dispatch import InMemoryTargetClient
 from tests.integration.test_resolver_on_moto import Stream
 from tests.lakehouse import (
     create_iceberg_table,
@@ -76,7 +75,7 @@ class World:
                 "target": {"type": "webhook", "url": "https://scheduler.example.com/hooks/x", "secretRef": "t/x"},
             }
         )
-        rule_store(self.container).put_rule(rule, T0)
+        self.container.rule_store.put_rule(rule, T0)
 
     def settle(self) -> None:
         """Run the resolver and the dispatcher over the stream until it is quiet."""
@@ -90,7 +89,7 @@ class World:
 
     def pinned(self, rule_id: str) -> list[int | None]:
         """The snapshot each of the rule's triggers pinned, oldest first."""
-        items = trigger_store(self.container).list_for_rule(rule_id, limit=100).items
+        items = self.container.trigger_store.list_for_rule(rule_id, limit=100).items
         return [t.inputs[0].snapshot_id for t in reversed(items)]
 
 
@@ -244,7 +243,7 @@ def test_a_tag_member_pins_the_tagged_snapshot_and_fires_once_per_tag(world: Wor
     world.poll(asset)
     world.settle()
     assert world.pinned("monthly") == [1]
-    (trigger,) = trigger_store(world.container).list_for_rule("monthly").items
+    (trigger,) = world.container.trigger_store.list_for_rule("monthly").items
     assert trigger.inputs[0].tag == "month-end"
 
 
@@ -265,12 +264,12 @@ def test_an_iceberg_tag_pins_its_snapshot_with_schema_and_metadata(world: World,
     world.poll(asset)
     world.settle()
     assert world.pinned("release") == [tagged.snapshot_id]  # the tagged snapshot, two snapshots back
-    (trigger,) = trigger_store(world.container).list_for_rule("release").items
+    (trigger,) = world.container.trigger_store.list_for_rule("release").items
     (pin,) = trigger.inputs
     assert pin.schema_id == tagged.schema_id and pin.commit_time == tagged.timestamp_ms
     assert pin.metadata_location is not None and pin.metadata_location.endswith(".metadata.json")
     assert trigger.manifest_uri is not None
-    (pinned,) = manifest_store(world.container).get(trigger.manifest_uri).inputs
+    (pinned,) = world.container.manifest_store.get(trigger.manifest_uri).inputs
     assert pinned.metadata_location == pin.metadata_location and pinned.schema_id == tagged.schema_id
     catalog.load_table("dws.gmv").append(rows(4))
     world.poll(asset)
@@ -294,9 +293,9 @@ def test_a_polled_iceberg_snapshot_pins_its_metadata_location_and_replay_checks_
     world.settle()
     table = catalog.load_table("ods.orders")
     snapshot = table.current_snapshot()
-    (trigger,) = trigger_store(world.container).list_for_rule("orders").items
+    (trigger,) = world.container.trigger_store.list_for_rule("orders").items
     assert trigger.manifest_uri is not None, "dispatched: the run manifest is written"
-    manifest = manifest_store(world.container).get(trigger.manifest_uri)
+    manifest = world.container.manifest_store.get(trigger.manifest_uri)
     (pinned,) = manifest.inputs
     assert pinned.snapshot_id == snapshot.snapshot_id
     assert pinned.schema_id == snapshot.schema_id
@@ -304,7 +303,7 @@ def test_a_polled_iceberg_snapshot_pins_its_metadata_location_and_replay_checks_
 
     table.append(rows(2))  # later commits do not change what the trigger pinned
     table.transaction().set_properties(owner="ops").commit_transaction()
-    answer = replay_trigger(world.container).replay(trigger.trigger_key, dry_run=True)
+    answer = world.container.replay_trigger.replay(trigger.trigger_key, dry_run=True)
     assert answer.report.ok, answer.report.to_api()
 
     # the table is re-registered from a rewritten copy of its metadata: the pinned file no longer holds it
@@ -318,7 +317,7 @@ def test_a_polled_iceberg_snapshot_pins_its_metadata_location_and_replay_checks_
     catalog.drop_table("ods.orders")
     catalog.register_table("ods.orders", f"file://{copy}")
     with pytest.raises(ReplayRefusedError) as refused:
-        replay_trigger(world.container).replay(trigger.trigger_key, dry_run=True)
+        world.container.replay_trigger.replay(trigger.trigger_key, dry_run=True)
     (failure,) = refused.value.report.failures
     assert "metadata was rewritten since the trigger" in failure.reason
     assert failure.detail["metadataLocation"] == pinned.metadata_location
@@ -334,11 +333,11 @@ def test_replay_of_a_delta_trigger_checks_its_version_is_still_in_the_log(world:
     world.register(key, "delta", "lake", {}, location=location)
     world.rule("orders", key)
     world.settle()
-    (trigger,) = trigger_store(world.container).list_for_rule("orders").items
+    (trigger,) = world.container.trigger_store.list_for_rule("orders").items
     assert [p.snapshot_id for p in trigger.inputs] == [1]
 
     write_deltalake(location, rows(3), mode="append")  # later versions do not change what the trigger pinned
-    answer = replay_trigger(world.container).replay(trigger.trigger_key, dry_run=True)
+    answer = world.container.replay_trigger.replay(trigger.trigger_key, dry_run=True)
     assert answer.report.ok, answer.report.to_api()
 
     write_deltalake(location, rows(4), mode="append")
@@ -346,6 +345,6 @@ def test_replay_of_a_delta_trigger_checks_its_version_is_still_in_the_log(world:
     table.create_checkpoint()  # at version 3
     table.cleanup_metadata()  # log retention 0: the pinned version's commit file is gone
     with pytest.raises(ReplayRefusedError) as refused:
-        replay_trigger(world.container).replay(trigger.trigger_key, dry_run=True)
+        world.container.replay_trigger.replay(trigger.trigger_key, dry_run=True)
     (failure,) = refused.value.report.failures
     assert failure.asset_key == key

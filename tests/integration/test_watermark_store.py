@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
-from lakehook.adapters.memory import InMemoryWatermarkStore
 from lakehook.domain.errors import ConflictError
 from lakehook.ports import WatermarkStore
+from tests.fakes.memory import InMemoryWatermarkStore
 
 ORDERS = "paimon://lake/ods_db/ods_order_latest"
 SPOOL = "s3://spool/orders#daily"  # '#' is legal in a generic key and must not bleed into the namespace

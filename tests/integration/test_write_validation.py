@@ -28,7 +28,7 @@ def secrets_client(aws: None) -> Any:
 
 @pytest.fixture
 def api(container: Container, settings: Settings, secrets_client: Any) -> Api:
-    container.__dict__["secret_store"] = SecretsManagerSecretStore(secrets_client)
+    container.overrides["secret_store"] = SecretsManagerSecretStore(secrets_client)
     return Api(settings.admin_token or "")
 
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import io
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from lakehook.cli import main
 from lakehook.cli_commands.api import ApiClient, CliError
 from lakehook.cli_commands.apply import differences, load
+from lakehook.cli_commands.output import captured, emit_items
 
 
 def test_differences_name_declared_fields_only() -> None:
@@ -88,3 +92,17 @@ def test_secret_put_on_a_deployed_stack_goes_under_its_prefix_in_the_apis_region
     )
     assert stored["SecretString"] == "v2"
     assert main([*base, "--value", "x", "--stack", "bad stack!"]) == 1  # not a secret name
+
+
+def test_a_listing_is_a_table_a_sentence_when_empty_or_the_items_as_json() -> None:
+    def shown(output: str, items: list[dict[str, Any]]) -> str:
+        stdout, stderr = io.StringIO(), io.StringIO()
+        with captured(stdout, stderr):
+            emit_items(output, items, ("ALIAS", "ASSETS"), lambda a: (a["name"], len(a["assetKeys"])), "no aliases")
+        return stdout.getvalue()
+
+    items = [{"name": "trade", "assetKeys": ["custom://a/b"]}, {"name": "orders_all", "assetKeys": []}]
+    assert shown("text", items).splitlines() == ["ALIAS       ASSETS", "trade       1", "orders_all  0"]
+    assert shown("text", []) == "no aliases\n"
+    assert json.loads(shown("json", items)) == {"items": items}
+    assert json.loads(shown("json", [])) == {"items": []}

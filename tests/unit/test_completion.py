@@ -9,20 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakehook.adapters.memory import InMemoryAssetStore
-from lakehook.adapters.memory_dispatch import (
-    InMemoryAliasStore,
-    InMemoryManifestStore,
-    InMemoryTargetClient,
-    InMemoryTriggerLedger,
-)
-from lakehook.adapters.memory_rules import (
-    InMemoryDeferralStore,
-    InMemoryRuleStore,
-    InMemoryStateHistory,
-    InMemoryStateReader,
-    InMemoryTriggerStore,
-)
 from lakehook.domain.aliases import AliasSpec
 from lakehook.domain.errors import AuthorizationError, ConflictError, NotFoundError, ValidationError
 from lakehook.domain.events import IngestStatus, SourceType
@@ -34,6 +20,20 @@ from lakehook.usecases.completion import Caller, CompleteRun, CompletionResult
 from lakehook.usecases.dispatch import DispatchStatus, DispatchTrigger
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.resolve import ResolveAssetChange
+from tests.fakes.memory import InMemoryAssetStore
+from tests.fakes.memory_dispatch import (
+    InMemoryAliasStore,
+    InMemoryManifestStore,
+    InMemoryTargetClient,
+    InMemoryTriggerLedger,
+)
+from tests.fakes.memory_rules import (
+    InMemoryDeferralStore,
+    InMemoryRuleStore,
+    InMemoryStateHistory,
+    InMemoryStateReader,
+    InMemoryTriggerStore,
+)
 
 T0 = 1_750_000_000_000
 ODS = "paimon://lake/ods_db/ods_order_latest"

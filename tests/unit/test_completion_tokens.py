@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakehook.adapters.memory import InMemorySecretStore
 from lakehook.domain import completion as completion_domain
 from lakehook.domain.completion import (
     CompletionKeyError,
@@ -21,6 +20,7 @@ from lakehook.domain.completion import (
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.rules import Rule
 from lakehook.usecases.completion import CompletionTokens
+from tests.fakes.memory import InMemorySecretStore
 
 KEY = "k" * 64
 OTHER_KEY = "q" * 64

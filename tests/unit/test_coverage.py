@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakehook.adapters.memory_coverage import InMemoryCoverageStore
 from lakehook.domain.coverage import (
     DAY_MS,
     HOUR_MS,
@@ -35,6 +34,7 @@ from lakehook.domain.errors import ValidationError
 from lakehook.domain.events import AssetEvent, EventType
 from lakehook.domain.time import parse_instant_ms
 from lakehook.usecases.coverage import QueryCoverage, RecordCoverage
+from tests.fakes.memory_coverage import InMemoryCoverageStore
 
 FIVE_MIN = 300_000
 JUNE = parse_instant_ms("2025-06-01T00:00:00Z")

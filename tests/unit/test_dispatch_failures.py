@@ -14,13 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakehook.adapters.memory_dispatch import Fault, InMemoryTargetClient, SimulatedCrashError
 from lakehook.domain.dispatch import Invocation, Outcome
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.targets import TargetConfig
 from lakehook.domain.time import ms_to_iso
 from lakehook.domain.triggers import FailureKind, RunState, TriggerNotRetryableError, TriggerStatus
 from lakehook.usecases.dispatch import DispatchStatus, RetryTrigger, handle_dispatch_record
+from tests.fakes.memory_dispatch import Fault, InMemoryTargetClient, SimulatedCrashError
 from tests.unit.test_dispatch_usecase import T0, WEBHOOK, World, make_world, record, rule
 
 

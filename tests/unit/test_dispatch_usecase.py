@@ -18,19 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakehook.adapters.memory_dispatch import (
-    Fault,
-    InMemoryManifestStore,
-    InMemoryTargetClient,
-    InMemoryTriggerLedger,
-    SimulatedCrashError,
-)
-from lakehook.adapters.memory_rules import InMemoryRuleStore, InMemoryTriggerStore
 from lakehook.container import Container
 from lakehook.domain.dispatch import Invocation, Outcome, RetryPolicy, RunManifest
 from lakehook.domain.rules import Rule
 from lakehook.domain.targets import STORED_CONTEXT, TargetConfig
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
+from lakehook.handlers import handle_dispatch_batch, redrive_triggers
 from lakehook.settings import Settings
 from lakehook.usecases.dispatch import (
     FAILED_METRIC,
@@ -42,7 +35,14 @@ from lakehook.usecases.dispatch import (
     RedriveTriggers,
     handle_dispatch_record,
 )
-from lakehook.wiring_dispatch import handle_dispatch_batch, redrive_triggers
+from tests.fakes.memory_dispatch import (
+    Fault,
+    InMemoryManifestStore,
+    InMemoryTargetClient,
+    InMemoryTriggerLedger,
+    SimulatedCrashError,
+)
+from tests.fakes.memory_rules import InMemoryRuleStore, InMemoryTriggerStore
 
 T0 = 1_750_000_000_000
 WEBHOOK = {"type": "webhook", "url": "https://scheduler.example.com/hooks/dwd", "secretRef": "lakehook/targets/dwd"}
@@ -663,18 +663,16 @@ def test_the_compensator_handler_counts_what_it_redrove(world: World) -> None:
 
 
 def test_the_backoffs_come_from_the_settings() -> None:
-    from lakehook.wiring_dispatch import dispatch_policy
-
     scaled = Settings(
         dispatch_retry_base_seconds=0.05,
         dispatch_retry_max_seconds=0.2,
         dispatch_redrive_base_seconds=0.5,
         dispatch_redrive_max_seconds=2.0,
     )
-    policy = dispatch_policy(Container.of(scaled))
+    policy = Container.of(scaled).dispatch_policy
     assert (policy.attempts.base_delay_seconds, policy.attempts.max_delay_seconds) == (0.05, 0.2)
     assert (policy.redrive.base_delay_seconds, policy.redrive.max_delay_seconds) == (0.5, 2.0)
-    default = dispatch_policy(Container.of(Settings()))
+    default = Container.of(Settings()).dispatch_policy
     assert (default.redrive.base_delay_seconds, default.redrive.max_delay_seconds) == (30.0, 900.0)
     with pytest.raises(ValueError, match="dispatch_redrive_base_seconds must not exceed"):
         Settings(dispatch_redrive_base_seconds=60.0, dispatch_redrive_max_seconds=10.0)

@@ -349,9 +349,9 @@ def test_condition_defaults_require_a_snapshot() -> None:
 
 def ingested(*events: dict[str, Any], key: str = A) -> AssetState:
     """The state the ingest path builds from these events (the in-memory store applies the same Advance)."""
-    from lakehook.adapters.memory import InMemoryAssetStore
     from lakehook.domain.events import SourceType
     from lakehook.usecases.ingest import IngestEvents
+    from tests.fakes.memory import InMemoryAssetStore
 
     store = InMemoryAssetStore()
     ingest = IngestEvents(store, clock=lambda: NOW)

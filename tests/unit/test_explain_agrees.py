@@ -16,14 +16,6 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
-from lakehook.adapters.memory import InMemoryAssetStore
-from lakehook.adapters.memory_rules import (
-    InMemoryDeferralStore,
-    InMemoryRuleStore,
-    InMemoryStateHistory,
-    InMemoryStateReader,
-    InMemoryTriggerStore,
-)
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
 from lakehook.domain.state import snapshot_record
 from lakehook.domain.triggers import PinnedInput, TriggerStatus, Window, trigger_key
@@ -32,6 +24,14 @@ from lakehook.ports.rules import Deferral, StateChange
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.resolve import ResolveAssetChange, SweepDeferred
 from lakehook.usecases.rules import ManageRules
+from tests.fakes.memory import InMemoryAssetStore
+from tests.fakes.memory_rules import (
+    InMemoryDeferralStore,
+    InMemoryRuleStore,
+    InMemoryStateHistory,
+    InMemoryStateReader,
+    InMemoryTriggerStore,
+)
 
 A = "paimon://lake/ods/a"
 B = "paimon://lake/ods/b"

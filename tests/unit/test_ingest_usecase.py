@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from lakehook.adapters.memory import InMemoryAssetStore
-from lakehook.adapters.memory_coverage import InMemoryCoverageStore
 from lakehook.domain.coverage import CoverageTooFragmentedError, Span
 from lakehook.domain.errors import AuthorizationError, ValidationError
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
 from lakehook.domain.producers import Producer
 from lakehook.usecases.coverage import RecordCoverage
 from lakehook.usecases.ingest import IngestEvents
+from tests.fakes.memory import InMemoryAssetStore
+from tests.fakes.memory_coverage import InMemoryCoverageStore
 
 ORDERS = "paimon://lake/ods_db/ods_order_latest"
 PAYMENTS = "paimon://lake/ods_db/ods_payment_latest"

@@ -12,10 +12,10 @@ import pytest
 
 from lakehook.adapters.lakehouse.credentials import CredentialResolver, ssm_parameter_reader
 from lakehook.adapters.lakehouse.factory import snapshot_sources
-from lakehook.adapters.memory import InMemorySecretStore
 from lakehook.domain.assets import AssetFormat
 from lakehook.domain.errors import NotFoundError, ValidationError
 from lakehook.ports.lakehouse import SourceAccessError
+from tests.fakes.memory import InMemorySecretStore
 
 
 def resolver(parameters: dict[str, str] | None = None) -> CredentialResolver:

@@ -27,10 +27,10 @@ from lakehook.adapters.lakehouse.hudi import (
     instant_snapshot,
     parse_properties,
 )
-from lakehook.adapters.memory import InMemorySecretStore
 from lakehook.domain.assets import AssetSource
 from lakehook.domain.snapshots import SnapshotCursor
 from lakehook.ports.lakehouse import CorruptMetadataError
+from tests.fakes.memory import InMemorySecretStore
 
 
 def _commit(*actions: dict[str, object]) -> bytes:

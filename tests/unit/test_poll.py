@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from lakehook.adapters.memory import InMemoryAssetStore, InMemoryWatermarkStore
 from lakehook.domain.assets import AssetFormat, AssetRegistration
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
 from lakehook.domain.snapshots import (
@@ -33,6 +32,7 @@ from lakehook.usecases.poll import (
     PollAssets,
     PollOutcome,
 )
+from tests.fakes.memory import InMemoryAssetStore, InMemoryWatermarkStore
 from tests.lakehouse import InMemoryPollStatusStore
 
 

@@ -8,8 +8,6 @@ from typing import Any
 
 import pytest
 
-from lakehook.adapters.memory import InMemoryAssetRegistry, InMemoryAssetStore
-from lakehook.adapters.memory_coverage import InMemoryObjectStore, InMemorySnapshotExistence
 from lakehook.domain.assets import AssetFormat, AssetRegistration, AssetSource
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.snapshots import SnapshotCursor, SnapshotInfo
@@ -25,6 +23,8 @@ from lakehook.usecases.spool import (
     SnapshotSourceExistence,
     VerifySpoolManifest,
 )
+from tests.fakes.memory import InMemoryAssetRegistry, InMemoryAssetStore
+from tests.fakes.memory_coverage import InMemoryObjectStore, InMemorySnapshotExistence
 
 ORDERS = "iceberg://glue/ods_db/ods_order_latest"
 SPOOL = "s3://spool-bucket/orders"

@@ -6,14 +6,6 @@ from typing import Any
 
 import pytest
 
-from lakehook.adapters.memory import InMemoryAssetStore
-from lakehook.adapters.memory_rules import (
-    InMemoryDeferralStore,
-    InMemoryRuleStore,
-    InMemoryStateHistory,
-    InMemoryStateReader,
-    InMemoryTriggerStore,
-)
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import snapshot_record
@@ -21,6 +13,14 @@ from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
 from lakehook.ports.rules import ClaimResult, Deferral, StateChange
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport, SweepDeferred
+from tests.fakes.memory import InMemoryAssetStore
+from tests.fakes.memory_rules import (
+    InMemoryDeferralStore,
+    InMemoryRuleStore,
+    InMemoryStateHistory,
+    InMemoryStateReader,
+    InMemoryTriggerStore,
+)
 
 A = "paimon://lake/ods/a"
 B = "paimon://lake/ods/b"

@@ -26,14 +26,6 @@ from hypothesis import event as label
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from lakehook.adapters.memory import InMemoryAssetStore
-from lakehook.adapters.memory_rules import (
-    InMemoryDeferralStore,
-    InMemoryRuleStore,
-    InMemoryStateHistory,
-    InMemoryStateReader,
-    InMemoryTriggerStore,
-)
 from lakehook.domain.events import AssetEvent, EventType, SourceType
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState, SchemaStatus
@@ -42,6 +34,14 @@ from lakehook.observability import logger
 from lakehook.ports.rules import ClaimOutcome, ClaimResult, Deferral, StateChange
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.resolve import ResolveAssetChange, SweepDeferred
+from tests.fakes.memory import InMemoryAssetStore
+from tests.fakes.memory_rules import (
+    InMemoryDeferralStore,
+    InMemoryRuleStore,
+    InMemoryStateHistory,
+    InMemoryStateReader,
+    InMemoryTriggerStore,
+)
 
 A = "paimon://lake/ods/a"
 B = "paimon://lake/ods/b"

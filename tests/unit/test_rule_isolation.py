@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from lakehook.adapters.memory_rules import InMemoryTriggerStore
 from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.ports.rules import AssetRecheck, ClaimResult
 from lakehook.usecases.resolve import ResolveReport, emit_metrics
 from lakehook.usecases.rules import ManageRules
+from tests.fakes.memory_rules import InMemoryTriggerStore
 from tests.unit.test_resolve_usecase import A, B, World, rule
 
 

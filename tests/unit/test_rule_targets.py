@@ -11,12 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakehook.adapters.memory import InMemorySecretStore
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.rules import Rule
 from lakehook.domain.targets import TARGET_CONFIGS, UnusableTarget
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.usecases.rules import ManageRules, parse_rule
+from tests.fakes.memory import InMemorySecretStore
 from tests.unit.test_resolve_usecase import World
 
 ORDERS = "paimon://lake/ods_db/ods_order_latest"

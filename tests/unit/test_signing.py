@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from lakehook.adapters.memory import InMemoryProducerRegistry, InMemorySecretStore
 from lakehook.domain.errors import AuthenticationError, ValidationError
 from lakehook.domain.producers import Producer, ProducerSpec
 from lakehook.domain.signing import parse_signature, sign, verify
 from lakehook.usecases.producers import NOT_VERIFIED, PushAuthenticator, RegisterProducer
+from tests.fakes.memory import InMemoryProducerRegistry, InMemorySecretStore
 
 SECRET = "s3cr3t"
 BODY = b'{"eventType":"SNAPSHOT_COMMITTED","assetKey":"paimon://lake/db/t","snapshotId":1}'

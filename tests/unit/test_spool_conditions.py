@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from lakehook.adapters.memory_coverage import InMemoryCoverageStore
 from lakehook.domain.evaluation import Status, select_member
 from lakehook.domain.rules import Member
 from lakehook.domain.state import AssetState
@@ -13,6 +12,7 @@ from lakehook.usecases.coverage import RecordCoverage
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.resolve import ResolveAssetChange
 from lakehook.usecases.rules import ManageRules
+from tests.fakes.memory_coverage import InMemoryCoverageStore
 from tests.unit.test_resolve_usecase import START, World, rule
 
 SPOOL = "s3://spool/orders"

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from lakehook.adapters.memory import InMemoryAssetStore
 from lakehook.domain.events import AssetEvent, EventType, SourceType
 from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus, verification_advance
 from lakehook.ports import AdvanceOutcome
+from tests.fakes.memory import InMemoryAssetStore
 
 ORDERS = "paimon://lake/ods_db/ods_order_latest"
 

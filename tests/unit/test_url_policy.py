@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 import requests
 
-from lakehook.adapters.memory import InMemorySecretStore
 from lakehook.adapters.targets import TargetDeps, build_target_clients
 from lakehook.adapters.targets.egress import AddressGuard, DestinationRefusedError, guard_session
 from lakehook.domain.dispatch import Invocation, OutcomeKind, RunManifest
 from lakehook.domain.targets import validate_target
 from lakehook.domain.triggers import PinnedInput, Trigger, trigger_key
 from lakehook.domain.url_policy import UrlPolicy, UrlRefusedError
+from tests.fakes.memory import InMemorySecretStore
 from tests.fakes.webhook_receiver import WebhookReceiver
 
 DEPLOYED = UrlPolicy()

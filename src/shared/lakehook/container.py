@@ -1,12 +1,18 @@
-"""The composition root shared by handlers: adapters built lazily, once per process."""
+"""The composition root: every function's graph of adapters and use cases, built lazily, once per process.
+
+One section per function family (the functions of template.yaml each section serves are named in its header).
+A part is a method under ``@part``: built on first use (so moto can start first, and a function loads only the
+libraries its own parts import), then kept. ``Container.of(settings, rule_store=InMemoryRuleStore(), ...)``
+replaces a part by its name, and every part built after that is built on the replacement. The batch and
+schedule entry points the resolver, sweep, dispatcher and compensator call are in :mod:`lakehook.handlers`.
+"""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from lakehook.adapters import aws
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
@@ -27,12 +33,53 @@ from lakehook.usecases.plan_polls import PlanNotifiedPolls, PlanPolls, RunPollWo
 from lakehook.usecases.producers import PushAuthenticator, RegisterProducer
 
 if TYPE_CHECKING:
+    from lakehook.ports.aliases import AliasStore
+    from lakehook.ports.dispatch import ManifestStore, TargetClient, TriggerLedger
+    from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, StateReader, TriggerStore
+    from lakehook.ports.spool import SnapshotExistence
+    from lakehook.usecases.aliases import ManageAliases
     from lakehook.usecases.bus_ingest import IngestBusEvents
+    from lakehook.usecases.completion import CompleteRun, CompletionTokens
+    from lakehook.usecases.dispatch import DispatchPolicy, DispatchTrigger, RedriveTriggers, RetryTrigger
+    from lakehook.usecases.freshness import CheckFreshness
     from lakehook.usecases.manifests import RecordManifestVerification
+    from lakehook.usecases.replay import ReplayTrigger
+    from lakehook.usecases.resolve import ResolveAssetChange, SweepDeferred
+    from lakehook.usecases.rules import ManageRules
     from lakehook.usecases.spool import VerifySpoolManifest
 
 
 T = TypeVar("T")
+
+
+class part(Generic[T]):  # lower case: a decorator, as functools.cached_property
+    """A part of the container: an override under its name wins, else it is built once and kept.
+
+    The override is looked up on every access, so a test may set or drop one at any time; two threads racing on
+    a first use may both build, and the first one kept is the one every caller gets.
+    """
+
+    def __init__(self, build: Callable[[Container], T]) -> None:
+        self.build = build
+        self.name = build.__name__
+        self.__doc__ = build.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> part[T]: ...
+    @overload
+    def __get__(self, instance: Container, owner: type) -> T: ...
+    def __get__(self, instance: Container | None, owner: type) -> part[T] | T:
+        if instance is None:
+            return self
+        if self.name in instance.overrides:
+            return cast(T, instance.overrides[self.name])
+        built = instance.built
+        if self.name not in built:
+            built.setdefault(self.name, self.build(instance))
+        return cast(T, built[self.name])
 
 
 @dataclass
@@ -41,100 +88,67 @@ class Container:
 
     settings: Settings
     overrides: dict[str, Any] = field(default_factory=dict)
-    _components: dict[str, Any] = field(default_factory=dict, repr=False)
+    built: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def of(cls, settings: Settings, **ports: Any) -> Container:
-        return cls(settings, dict(ports))
+    def of(cls, settings: Settings, **parts: Any) -> Container:
+        return cls(settings, dict(parts))
 
-    def _port(self, name: str, build: Any) -> Any:
-        return self.overrides[name] if name in self.overrides else build()
+    # --- the table and the adapters every function shares ---------------------------------------------
 
-    def component(self, name: str, build: Callable[[], T]) -> T:
-        """A named part built once per container (an override under the same name wins).
-
-        The wiring modules (``wiring_rules``, ``wiring_dispatch``) build their parts through it, so
-        ``Container.of(settings, rule_store=InMemoryRuleStore())`` reaches them too.
-        """
-        if name in self.overrides:
-            return self.overrides[name]  # type: ignore[no-any-return]
-        if name not in self._components:
-            self._components[name] = build()
-        return self._components[name]  # type: ignore[no-any-return]
-
-    @cached_property
+    @part
     def table(self) -> Any:
         return aws.dynamodb_table(self.settings)
 
-    @cached_property
+    @part
     def asset_store(self) -> AssetStore:
-        return self._port(  # type: ignore[no-any-return]
-            "asset_store", lambda: DynamoDBAssetStore(self.table, self.settings.event_retention_days)
-        )
+        return DynamoDBAssetStore(self.table, self.settings.event_retention_days)
 
-    @cached_property
+    @part
     def asset_registry(self) -> AssetRegistry:
-        return self._port("asset_registry", lambda: DynamoDBAssetRegistry(self.table))  # type: ignore[no-any-return]
+        return DynamoDBAssetRegistry(self.table)
 
-    @cached_property
+    @part
     def producer_registry(self) -> ProducerRegistry:
-        return self._port(  # type: ignore[no-any-return]
-            "producer_registry", lambda: DynamoDBProducerRegistry(self.table)
-        )
+        return DynamoDBProducerRegistry(self.table)
 
-    @cached_property
+    @part
     def secret_store(self) -> SecretStore:
-        return self._port(  # type: ignore[no-any-return]
-            "secret_store", lambda: SecretsManagerSecretStore(aws.client("secretsmanager", self.settings))
-        )
+        return SecretsManagerSecretStore(aws.client("secretsmanager", self.settings))
 
-    @cached_property
+    @part
     def watermark_store(self) -> WatermarkStore:
-        return self._port("watermark_store", lambda: DynamoDBWatermarkStore(self.table))  # type: ignore[no-any-return]
+        return DynamoDBWatermarkStore(self.table)
 
-    @cached_property
+    @part
     def coverage_store(self) -> CoverageStore:
-        return self._port("coverage_store", lambda: DynamoDBCoverageStore(self.table))  # type: ignore[no-any-return]
+        return DynamoDBCoverageStore(self.table)
 
-    @cached_property
+    @part
+    def alias_store(self) -> AliasStore:
+        from lakehook.adapters.dynamodb.alias_store import DynamoDBAliasStore
+
+        return DynamoDBAliasStore(self.table)
+
+    # --- ingest: IngestApiFunction (pushes, producers, aliases), BusIngestFunction ------------------------
+
+    @part
     def verification_queue(self) -> WorkQueue | None:
         """Where pushed MANIFEST_SEALED events ask to be verified; None where no verifier listens."""
+        url = self.settings.spool_verify_queue_url
+        return SQSWorkQueue(aws.client("sqs", self.settings), url) if url else None
 
-        def build() -> WorkQueue | None:
-            url = self.settings.spool_verify_queue_url
-            return SQSWorkQueue(aws.client("sqs", self.settings), url) if url else None
-
-        return self._port("verification_queue", build)  # type: ignore[no-any-return]
-
-    @cached_property
+    @part
     def ingest(self) -> IngestEvents:
         return IngestEvents(
             self.asset_store, coverage=RecordCoverage(self.coverage_store), verifications=self.verification_queue
         )
 
-    @cached_property
-    def object_store(self) -> ObjectStore:
-        from lakehook.adapters.s3.object_store import S3ObjectStore
-
-        return self._port("object_store", lambda: S3ObjectStore(aws.client("s3", self.settings)))  # type: ignore[no-any-return]
-
-    @cached_property
-    def verify_spool_manifest(self) -> VerifySpoolManifest:
-        from lakehook.usecases.spool import VerifySpoolManifest
-
-        return VerifySpoolManifest(self.object_store)
-
-    @cached_property
-    def record_manifest_verification(self) -> RecordManifestVerification:
-        from lakehook.usecases.manifests import RecordManifestVerification
-
-        return RecordManifestVerification(self.asset_store, self.verify_spool_manifest)
-
-    @cached_property
+    @part
     def register_producer(self) -> RegisterProducer:
         return RegisterProducer(self.producer_registry, self.secret_store, self.settings.secret_prefix)
 
-    @cached_property
+    @part
     def push_authenticator(self) -> PushAuthenticator:
         return PushAuthenticator(
             self.producer_registry,
@@ -143,25 +157,55 @@ class Container:
             self.settings.producer_cache_seconds,
         )
 
-    # --- polling (issue 3): the lakehouse libraries load only when a worker first polls ----------
+    @part
+    def ingest_bus_events(self) -> IngestBusEvents:
+        from lakehook.usecases.bus_ingest import IngestBusEvents
 
-    @cached_property
+        limit = self.settings.max_events_per_push
+        return IngestBusEvents(self.producer_registry, self.ingest, self.alias_store, limit)
+
+    @part
+    def manage_aliases(self) -> ManageAliases:
+        from lakehook.usecases.aliases import ManageAliases
+
+        return ManageAliases(self.alias_store)
+
+    # --- spool manifests: SpoolVerifierFunction, and the replay's pre-flight ------------------------------
+
+    @part
+    def object_store(self) -> ObjectStore:
+        from lakehook.adapters.s3.object_store import S3ObjectStore
+
+        return S3ObjectStore(aws.client("s3", self.settings))
+
+    @part
+    def verify_spool_manifest(self) -> VerifySpoolManifest:
+        from lakehook.usecases.spool import VerifySpoolManifest
+
+        return VerifySpoolManifest(self.object_store)
+
+    @part
+    def record_manifest_verification(self) -> RecordManifestVerification:
+        from lakehook.usecases.manifests import RecordManifestVerification
+
+        return RecordManifestVerification(self.asset_store, self.verify_spool_manifest)
+
+    # --- polling: PollPlannerFunction, PollWorkerFunction (lakehouse libraries load on a worker's first poll) -
+
+    @part
     def poll_status_store(self) -> PollStatusStore:
         from lakehook.adapters.dynamodb.poll_status_store import DynamoDBPollStatusStore
 
-        return self._port("poll_status_store", lambda: DynamoDBPollStatusStore(self.table))  # type: ignore[no-any-return]
+        return DynamoDBPollStatusStore(self.table)
 
-    @cached_property
+    @part
     def snapshot_sources(self) -> SnapshotSources:
         from lakehook.adapters.lakehouse.credentials import ssm_parameter_reader
         from lakehook.adapters.lakehouse.factory import snapshot_sources
 
-        return self._port(  # type: ignore[no-any-return]
-            "snapshot_sources",
-            lambda: snapshot_sources(self.secret_store, ssm_parameter_reader(aws.client("ssm", self.settings))),
-        )
+        return snapshot_sources(self.secret_store, ssm_parameter_reader(aws.client("ssm", self.settings)))
 
-    @cached_property
+    @part
     def run_poll_work(self) -> RunPollWork:
         from lakehook.observability import metrics
         from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets
@@ -172,30 +216,200 @@ class Container:
         one = CompensateAsset(self.snapshot_sources, self.asset_store, self.ingest)
         return RunPollWork(self.asset_registry, poll, Compensate(one, metrics=metrics), fill=one.fill)
 
-    @cached_property
+    @part
     def work_queue(self) -> WorkQueue:
-        def build() -> WorkQueue:
-            if not self.settings.poll_queue_url:
-                raise RuntimeError("LAKEHOOK_POLL_QUEUE_URL is not set: the poll planner has no queue")
-            return SQSWorkQueue(aws.client("sqs", self.settings), self.settings.poll_queue_url)
+        if not self.settings.poll_queue_url:
+            raise RuntimeError("LAKEHOOK_POLL_QUEUE_URL is not set: the poll planner has no queue")
+        return SQSWorkQueue(aws.client("sqs", self.settings), self.settings.poll_queue_url)
 
-        return self._port("work_queue", build)  # type: ignore[no-any-return]
-
-    @cached_property
+    @part
     def plan_polls(self) -> PlanPolls:
         return PlanPolls(self.asset_registry, self.work_queue)
 
-    @cached_property
-    def ingest_bus_events(self) -> IngestBusEvents:
-        from lakehook.usecases.bus_ingest import IngestBusEvents
-        from lakehook.wiring_dispatch import alias_store
-
-        limit = self.settings.max_events_per_push
-        return IngestBusEvents(self.producer_registry, self.ingest, alias_store(self), limit)
-
-    @cached_property
+    @part
     def plan_notified_polls(self) -> PlanNotifiedPolls:
         return PlanNotifiedPolls(self.asset_registry, self.work_queue)
+
+    # --- rules and the resolver: ResolverFunction, DeferralSweepFunction, the rule routes -----------------
+
+    @part
+    def rule_store(self) -> RuleStore:
+        from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
+
+        return DynamoDBRuleStore(self.table)
+
+    @part
+    def trigger_store(self) -> TriggerStore:
+        from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
+
+        return DynamoDBTriggerStore(self.table)
+
+    @part
+    def state_reader(self) -> StateReader:
+        from lakehook.adapters.dynamodb.state_reader import DynamoDBStateReader
+
+        return DynamoDBStateReader(self.table)
+
+    @part
+    def state_history(self) -> StateHistory:
+        from lakehook.adapters.dynamodb.state_history import DynamoDBStateHistory
+
+        return DynamoDBStateHistory(self.table)
+
+    @part
+    def deferral_store(self) -> DeferralStore:
+        from lakehook.adapters.dynamodb.deferral_store import DynamoDBDeferralStore
+
+        return DynamoDBDeferralStore(self.table)
+
+    @part
+    def resolver(self) -> ResolveAssetChange:
+        """A rule's error is what the domain calls one, or a request DynamoDB refused for its content; every
+        other error fails the batch so Lambda retries it."""
+        from lakehook.adapters.aws import is_rejected_by_data
+        from lakehook.usecases.resolve import ResolveAssetChange, is_rule_error
+
+        return ResolveAssetChange(
+            self.rule_store,
+            self.state_reader,
+            self.trigger_store,
+            self.state_history,
+            self.deferral_store,
+            coverage=self.coverage_store,
+            rule_error=lambda exc: is_rule_error(exc) or is_rejected_by_data(exc),
+            poll_queue=self.work_queue if self.settings.poll_queue_url else None,
+        )
+
+    @part
+    def sweeper(self) -> SweepDeferred:
+        from lakehook.usecases.resolve import SweepDeferred
+
+        return SweepDeferred(self.deferral_store)
+
+    @part
+    def check_freshness(self) -> CheckFreshness:
+        from lakehook.usecases.freshness import CheckFreshness
+
+        return CheckFreshness(self.rule_store, self.trigger_store, self.asset_registry, self.state_reader)
+
+    @part
+    def manage_rules(self) -> ManageRules:
+        from lakehook.usecases.rules import ManageRules
+
+        return ManageRules(
+            self.rule_store,
+            self.trigger_store,
+            self.state_reader,
+            self.asset_registry,
+            coverage=self.coverage_store,
+            resolver=self.resolver,
+            secrets=self.secret_store,
+            url_policy=self.settings.url_policy,
+            secret_prefix=None if self.settings.local_mode else self.settings.secret_prefix,
+        )
+
+    # --- triggers and dispatch: DispatcherFunction, TriggerRedriveFunction, the trigger and run routes ------
+
+    @part
+    def trigger_ledger(self) -> TriggerLedger:
+        from lakehook.adapters.dynamodb.trigger_ledger import DynamoDBTriggerLedger
+
+        return DynamoDBTriggerLedger(self.table)
+
+    @part
+    def manifest_store(self) -> ManifestStore:
+        from lakehook.adapters.s3.manifest_store import S3ManifestStore
+
+        return S3ManifestStore(aws.client("s3", self.settings), self.settings.bucket_name)
+
+    @part
+    def target_clients(self) -> Mapping[str, TargetClient]:
+        from lakehook.adapters.targets import TargetDeps, build_target_clients
+
+        deps = TargetDeps(
+            secrets=self.secret_store,
+            aws=lambda service: aws.client(service, self.settings),
+            allow_insecure_loopback=self.settings.allow_insecure_loopback_targets,
+            url_policy=self.settings.url_policy,
+        )
+        return build_target_clients(deps)
+
+    @part
+    def dispatch_policy(self) -> DispatchPolicy:
+        """Attempts within one invocation and re-drives between them, from the settings."""
+        from lakehook.domain.dispatch import RetryPolicy
+        from lakehook.usecases.dispatch import DispatchPolicy
+
+        settings = self.settings
+        return DispatchPolicy(
+            attempts=RetryPolicy(
+                settings.dispatch_attempts, settings.dispatch_retry_base_seconds, settings.dispatch_retry_max_seconds
+            ),
+            redrive=RetryPolicy(
+                settings.dispatch_total_attempts,
+                settings.dispatch_redrive_base_seconds,
+                settings.dispatch_redrive_max_seconds,
+            ),
+            lease_seconds=float(settings.dispatch_lease_seconds),
+            stuck_after_seconds=float(settings.dispatch_stuck_after_seconds),
+        )
+
+    @part
+    def completion_tokens(self) -> CompletionTokens:
+        """Completion tokens under the stack's completion key (kept per process; see CompletionTokens for rotation)."""
+        from lakehook.usecases.completion import CompletionTokens
+
+        return CompletionTokens(self.secret_store, self.settings.completion_key_secret)
+
+    @part
+    def dispatcher(self) -> DispatchTrigger:
+        from lakehook.usecases.dispatch import DispatchTrigger
+
+        tokens = self.completion_tokens
+        return DispatchTrigger(
+            self.trigger_ledger,
+            self.rule_store,
+            self.manifest_store,
+            self.target_clients,
+            self.dispatch_policy,
+            completion_token=tokens.issue if tokens.configured else None,
+        )
+
+    @part
+    def redriver(self) -> RedriveTriggers:
+        from lakehook.usecases.dispatch import RedriveTriggers
+
+        return RedriveTriggers(self.trigger_ledger, self.dispatcher)
+
+    @part
+    def retry_trigger(self) -> RetryTrigger:
+        from lakehook.usecases.dispatch import RetryTrigger
+
+        return RetryTrigger(self.trigger_ledger)
+
+    @part
+    def complete_run(self) -> CompleteRun:
+        from lakehook.usecases.completion import CompleteRun
+
+        return CompleteRun(self.trigger_ledger, self.ingest, self.alias_store, self.rule_store)
+
+    # --- replay: ReplayApiFunction (the pre-flight reads lakehouse tables: their libraries load lazily) -----
+
+    @part
+    def snapshot_existence(self) -> SnapshotExistence:
+        from lakehook.usecases.spool import SnapshotSourceExistence
+
+        return SnapshotSourceExistence(self.snapshot_sources)
+
+    @part
+    def replay_trigger(self) -> ReplayTrigger:
+        from lakehook.usecases.replay import ReplayTrigger
+        from lakehook.usecases.spool import PreflightReplay
+
+        preflight = PreflightReplay(
+            self.verify_spool_manifest, self.asset_registry, self.asset_store, self.snapshot_existence
+        )
+        return ReplayTrigger(self.trigger_store, preflight, manifests=self.manifest_store)
 
 
 _current: Container | None = None

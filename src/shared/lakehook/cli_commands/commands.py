@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from lakehook.cli_commands.api import ApiClient, ApiError, CliError, UnreachableError, path_part
-from lakehook.cli_commands.output import compact, emit, table
+from lakehook.cli_commands.output import compact, emit, emit_items
 from lakehook.client.push import PushClient, PushError, PushRejectedError, event_id
 
 TRIGGER_STATUSES = ("TRIGGERING", "SUCCEEDED", "FAILED", "SKIPPED")
@@ -58,28 +58,22 @@ def triggers(api: ApiClient, args: argparse.Namespace) -> int:
     items.sort(key=lambda t: str(t.get("createdAt", "")), reverse=True)
     items = items[: args.limit]
 
-    def text(found: list[dict[str, Any]]) -> list[str]:
-        if not found:
-            return ["no triggers" + (f" for rule {args.rule}" if args.rule else "")]
-        rows = [
-            (
-                t.get("triggerKey"),
-                t.get("status"),
-                t.get("failure") or "-",
-                t.get("attempts"),
-                t.get("nextAttemptAt") or "-",
-                _run(t),
-                t.get("ruleId"),
-                t.get("createdAt"),
-                ", ".join(f"{i.get('assetKey')}@{i.get('snapshotId', '-')}" for i in t.get("inputs", [])),
-                _short(t.get("reason")) if t.get("status") == "FAILED" else "",
-            )
-            for t in found
-        ]
-        headers = ("TRIGGER", "STATUS", "FAILURE", "ATTEMPTS", "NEXT ATTEMPT", "RUN", "RULE", "CREATED", "INPUTS")
-        return table((*headers, "REASON"), rows)
+    def row(t: dict[str, Any]) -> tuple[Any, ...]:
+        return (
+            t.get("triggerKey"),
+            t.get("status"),
+            t.get("failure") or "-",
+            t.get("attempts"),
+            t.get("nextAttemptAt") or "-",
+            _run(t),
+            t.get("ruleId"),
+            t.get("createdAt"),
+            ", ".join(f"{i.get('assetKey')}@{i.get('snapshotId', '-')}" for i in t.get("inputs", [])),
+            _short(t.get("reason")) if t.get("status") == "FAILED" else "",
+        )
 
-    emit(args.output, {"items": items}, lambda d: text(d["items"]))
+    headers = ("TRIGGER", "STATUS", "FAILURE", "ATTEMPTS", "NEXT ATTEMPT", "RUN", "RULE", "CREATED", "INPUTS", "REASON")
+    emit_items(args.output, items, headers, row, "no triggers" + (f" for rule {args.rule}" if args.rule else ""))
     return 0
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from lakehook.cli_commands.api import ApiClient, CliError, path_part
-from lakehook.cli_commands.output import emit, table
+from lakehook.cli_commands.output import emit, emit_items, table
 
 
 def pages(api: ApiClient, path: str, query: dict[str, Any] | None = None, limit: int | None = None) -> list[Any]:
@@ -28,6 +28,20 @@ def pages(api: ApiClient, path: str, query: dict[str, Any] | None = None, limit:
     return items if limit is None else items[:limit]
 
 
+def list_pages(
+    api: ApiClient,
+    args: argparse.Namespace,
+    path: str,
+    headers: Sequence[str],
+    row: Callable[[dict[str, Any]], Sequence[Any]],
+    empty: str,
+    query: dict[str, Any] | None = None,
+) -> int:
+    """A list command: every page of ``path`` (at most ``--limit`` items), one table row per item."""
+    emit_items(args.output, pages(api, path, query, limit=args.limit), headers, row, empty)
+    return 0
+
+
 def confirm(args: argparse.Namespace, question: str) -> bool:
     """``--yes``, or a ``y`` typed at a terminal; a script without ``--yes`` is refused, not blocked."""
     if getattr(args, "yes", False):
@@ -41,28 +55,21 @@ def confirm(args: argparse.Namespace, question: str) -> bool:
 # --- rules -----------------------------------------------------------------------------------------
 
 
+def _rule_row(r: dict[str, Any]) -> tuple[Any, ...]:
+    return (
+        r.get("ruleId"),
+        "yes" if r.get("enabled", True) else "no",
+        (r.get("target") or {}).get("type"),
+        len(r.get("groups", [])),
+        (r.get("policy") or {}).get("mode"),
+        "error" if r.get("lastError") else "",
+        r.get("description") or "",
+    )
+
+
 def rules_list(api: ApiClient, args: argparse.Namespace) -> int:
-    items = pages(api, "/rules", limit=args.limit)
-
-    def text(found: list[dict[str, Any]]) -> list[str]:
-        if not found:
-            return ["no rules"]
-        rows = [
-            (
-                r.get("ruleId"),
-                "yes" if r.get("enabled", True) else "no",
-                (r.get("target") or {}).get("type"),
-                len(r.get("groups", [])),
-                (r.get("policy") or {}).get("mode"),
-                "error" if r.get("lastError") else "",
-                r.get("description") or "",
-            )
-            for r in found
-        ]
-        return table(("RULE", "ENABLED", "TARGET", "GROUPS", "MODE", "ERROR", "DESCRIPTION"), rows)
-
-    emit(args.output, {"items": items}, lambda d: text(d["items"]))
-    return 0
+    headers = ("RULE", "ENABLED", "TARGET", "GROUPS", "MODE", "ERROR", "DESCRIPTION")
+    return list_pages(api, args, "/rules", headers, _rule_row, "no rules")
 
 
 def rules_get(api: ApiClient, args: argparse.Namespace) -> int:
@@ -105,39 +112,27 @@ def evaluate(api: ApiClient, args: argparse.Namespace) -> int:
 
 
 def assets_list(api: ApiClient, args: argparse.Namespace) -> int:
-    items = pages(api, "/assets", limit=args.limit)
+    def row(a: dict[str, Any]) -> tuple[Any, ...]:
+        return a.get("assetKey"), a.get("format"), "yes" if a.get("source") else "no"
 
-    def text(found: list[dict[str, Any]]) -> list[str]:
-        if not found:
-            return ["no registered assets"]
-        rows = [(a.get("assetKey"), a.get("format"), "yes" if a.get("source") else "no") for a in found]
-        return table(("ASSET", "FORMAT", "POLLED"), rows)
+    return list_pages(api, args, "/assets", ("ASSET", "FORMAT", "POLLED"), row, "no registered assets")
 
-    emit(args.output, {"items": items}, lambda d: text(d["items"]))
-    return 0
+
+def _event_row(e: dict[str, Any]) -> tuple[Any, ...]:
+    return (
+        e.get("receivedAt"),
+        e.get("eventType"),
+        e.get("snapshotId", e.get("watermark", e.get("tag", "-"))),
+        e.get("source"),
+        e.get("producerId") or "-",
+        e.get("eventId"),
+    )
 
 
 def assets_events(api: ApiClient, args: argparse.Namespace) -> int:
-    items = pages(api, "/assets/events", {"assetKey": args.asset}, limit=args.limit)
-
-    def text(found: list[dict[str, Any]]) -> list[str]:
-        if not found:
-            return [f"no events recorded for {args.asset}"]
-        rows = [
-            (
-                e.get("receivedAt"),
-                e.get("eventType"),
-                e.get("snapshotId", e.get("watermark", e.get("tag", "-"))),
-                e.get("source"),
-                e.get("producerId") or "-",
-                e.get("eventId"),
-            )
-            for e in found
-        ]
-        return table(("RECEIVED", "TYPE", "VERSION", "SOURCE", "PRODUCER", "EVENT ID"), rows)
-
-    emit(args.output, {"items": items}, lambda d: text(d["items"]))
-    return 0
+    headers = ("RECEIVED", "TYPE", "VERSION", "SOURCE", "PRODUCER", "EVENT ID")
+    empty = f"no events recorded for {args.asset}"
+    return list_pages(api, args, "/assets/events", headers, _event_row, empty, {"assetKey": args.asset})
 
 
 # --- producers and aliases -------------------------------------------------------------------------
@@ -156,16 +151,10 @@ def _producer_text(d: dict[str, Any]) -> Iterator[str]:
 
 
 def producers_list(api: ApiClient, args: argparse.Namespace) -> int:
-    items = pages(api, "/producers", limit=args.limit)
+    def row(p: dict[str, Any]) -> tuple[Any, ...]:
+        return p.get("producerId"), ", ".join(p.get("assetKeyPrefixes") or []), p.get("updatedAt")
 
-    def text(found: list[dict[str, Any]]) -> list[str]:
-        if not found:
-            return ["no producers"]
-        rows = [(p.get("producerId"), ", ".join(p.get("assetKeyPrefixes") or []), p.get("updatedAt")) for p in found]
-        return table(("PRODUCER", "PREFIXES", "UPDATED"), rows)
-
-    emit(args.output, {"items": items}, lambda d: text(d["items"]))
-    return 0
+    return list_pages(api, args, "/producers", ("PRODUCER", "PREFIXES", "UPDATED"), row, "no producers")
 
 
 def producers_get(api: ApiClient, args: argparse.Namespace) -> int:
@@ -186,15 +175,10 @@ def producers_rotate(api: ApiClient, args: argparse.Namespace) -> int:
 
 
 def aliases_list(api: ApiClient, args: argparse.Namespace) -> int:
-    items = pages(api, "/aliases", limit=args.limit)
+    def row(a: dict[str, Any]) -> tuple[Any, ...]:
+        return a.get("name"), ", ".join(a.get("assetKeys") or [])
 
-    def text(found: list[dict[str, Any]]) -> list[str]:
-        if not found:
-            return ["no aliases"]
-        return table(("ALIAS", "ASSETS"), [(a.get("name"), ", ".join(a.get("assetKeys") or [])) for a in found])
-
-    emit(args.output, {"items": items}, lambda d: text(d["items"]))
-    return 0
+    return list_pages(api, args, "/aliases", ("ALIAS", "ASSETS"), row, "no aliases")
 
 
 def aliases_get(api: ApiClient, args: argparse.Namespace) -> int:

@@ -53,6 +53,17 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
 
 
+def emit_items(
+    output: str,
+    items: list[dict[str, Any]],
+    headers: Sequence[str],
+    row: Callable[[dict[str, Any]], Sequence[Any]],
+    empty: str,
+) -> None:
+    """A listing: ``{"items": [...]}`` as JSON, or a table of one ``row`` per item (``empty`` when there is none)."""
+    emit(output, {"items": items}, lambda d: table(headers, [row(i) for i in d["items"]]) if d["items"] else [empty])
+
+
 def compact(value: Any) -> str:
     """A short one-line rendering of a JSON value."""
     if value is None:

@@ -14,7 +14,6 @@ from lakehook.api.http import json_response, require_admin
 from lakehook.api.paths import AliasName
 from lakehook.container import current
 from lakehook.domain.aliases import AliasSpec
-from lakehook.wiring_dispatch import manage_aliases
 
 router = APIGatewayRouter()
 
@@ -36,8 +35,8 @@ DryRun = Annotated[
 def put_alias(name: AliasName, spec: AliasSpec, dry_run: DryRun = False) -> Response[str]:
     require_admin(router.current_event)
     if dry_run:
-        return json_response({**manage_aliases(current()).check(name, spec).to_api(), "dryRun": True})
-    alias, created = manage_aliases(current()).put(name, spec)
+        return json_response({**current().manage_aliases.check(name, spec).to_api(), "dryRun": True})
+    alias, created = current().manage_aliases.put(name, spec)
     return json_response(alias.to_api(), 201 if created else 200)
 
 
@@ -51,7 +50,7 @@ def put_alias(name: AliasName, spec: AliasSpec, dry_run: DryRun = False) -> Resp
 )
 def list_aliases(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
     require_admin(router.current_event)
-    page = manage_aliases(current()).list(limit, next_token)
+    page = current().manage_aliases.list(limit, next_token)
     return json_response({"items": [a.to_api() for a in page.items], "nextToken": page.next_token})
 
 
@@ -64,4 +63,4 @@ def list_aliases(limit: Limit = 100, next_token: NextToken = None) -> Response[s
 )
 def get_alias(name: AliasName) -> Response[str]:
     require_admin(router.current_event)
-    return json_response(manage_aliases(current()).get(name).to_api())
+    return json_response(current().manage_aliases.get(name).to_api())

@@ -14,7 +14,6 @@ from lakehook.domain.events import SourceType
 from lakehook.event_metrics import count_results
 from lakehook.usecases.aliases import ingest_through_aliases
 from lakehook.usecases.ingest import envelope_events
-from lakehook.wiring_dispatch import alias_store
 
 router = APIGatewayRouter()
 
@@ -33,6 +32,6 @@ def push_events() -> Response[str]:
     producer = current_principal().producer  # the resolver verified the signature (or admin) first
     body = json_body(router.current_event)
     raw_events = envelope_events(body, container.settings.max_events_per_push)
-    results = ingest_through_aliases(raw_events, container.ingest, alias_store(container), SourceType.PUSH, producer)
+    results = ingest_through_aliases(raw_events, container.ingest, container.alias_store, SourceType.PUSH, producer)
     count_results(results)
     return json_response({"results": [r.to_api() for r in results]})

@@ -14,7 +14,6 @@ from lakehook.api.http import json_body, json_response, raw_body, require_admin
 from lakehook.api.paths import RuleId
 from lakehook.container import current
 from lakehook.usecases.rules import stored_to_api
-from lakehook.wiring_rules import manage_rules
 
 router = APIGatewayRouter()
 
@@ -37,16 +36,16 @@ DryRun = Annotated[
 def put_rule(ruleId: RuleId, dry_run: DryRun = False) -> Response[str]:
     require_admin(router.current_event)
     if dry_run:
-        rule = manage_rules(current()).check(ruleId, json_body(router.current_event))
+        rule = current().manage_rules.check(ruleId, json_body(router.current_event))
         return json_response({**rule.to_api(), "dryRun": True})
-    stored, created = manage_rules(current()).put(ruleId, json_body(router.current_event))
+    stored, created = current().manage_rules.put(ruleId, json_body(router.current_event))
     return json_response(stored_to_api(stored), 201 if created else 200)
 
 
 @router.get("/rules", summary="List rules", tags=["rules"], security=MANAGEMENT, responses=answers(ok(RulePage)))
 def list_rules(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
     require_admin(router.current_event)
-    page = manage_rules(current()).list(limit, next_token)
+    page = current().manage_rules.list(limit, next_token)
     return json_response({"items": [stored_to_api(s) for s in page.items], "nextToken": page.next_token})
 
 
@@ -59,7 +58,7 @@ def list_rules(limit: Limit = 100, next_token: NextToken = None) -> Response[str
 )
 def get_rule(ruleId: RuleId) -> Response[str]:
     require_admin(router.current_event)
-    return json_response(stored_to_api(manage_rules(current()).get(ruleId)))
+    return json_response(stored_to_api(current().manage_rules.get(ruleId)))
 
 
 @router.delete(
@@ -71,7 +70,7 @@ def get_rule(ruleId: RuleId) -> Response[str]:
 )
 def delete_rule(ruleId: RuleId) -> Response[str]:
     require_admin(router.current_event)
-    manage_rules(current()).delete(ruleId)
+    current().manage_rules.delete(ruleId)
     return Response(status_code=204, body="")
 
 
@@ -86,7 +85,7 @@ def delete_rule(ruleId: RuleId) -> Response[str]:
 )
 def explain_rule(ruleId: RuleId) -> Response[str]:
     require_admin(router.current_event)
-    return json_response(manage_rules(current()).explain(ruleId))
+    return json_response(current().manage_rules.explain(ruleId))
 
 
 @router.post(
@@ -102,4 +101,4 @@ def explain_rule(ruleId: RuleId) -> Response[str]:
 def evaluate_rule(ruleId: RuleId) -> Response[str]:
     require_admin(router.current_event)
     body = json_body(router.current_event) if raw_body(router.current_event).strip() else None
-    return json_response(manage_rules(current()).evaluate(ruleId, body))
+    return json_response(current().manage_rules.evaluate(ruleId, body))

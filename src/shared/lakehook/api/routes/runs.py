@@ -19,7 +19,6 @@ from lakehook.container import current
 from lakehook.domain.completion import COMPLETION_TOKEN_HEADER
 from lakehook.domain.errors import AuthenticationError
 from lakehook.usecases.completion import Caller
-from lakehook.wiring_dispatch import complete_run, completion_tokens
 
 router = APIGatewayRouter()
 
@@ -35,7 +34,7 @@ def authorize_completion(trigger_key: str) -> Caller:
     if is_admin(event):
         return Caller.MANAGEMENT  # management credentials may complete any run and write any asset
     token = event.get_header_value(COMPLETION_TOKEN_HEADER, case_sensitive=False)
-    if token and completion_tokens(current()).verify(trigger_key, token):
+    if token and current().completion_tokens.verify(trigger_key, token):
         return Caller.RUN
     raise AuthenticationError(UNAUTHENTICATED)
 
@@ -55,5 +54,5 @@ def authorize_completion(trigger_key: str) -> Caller:
 def complete(triggerKey: TriggerKey) -> Response[str]:
     caller = authorize_completion(triggerKey)  # before the body is read: an unauthenticated body is never parsed
     body = json_body(router.current_event)
-    result = complete_run(current())(triggerKey, body, caller)
+    result = current().complete_run(triggerKey, body, caller)
     return json_response(result.to_api())

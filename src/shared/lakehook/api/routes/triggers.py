@@ -16,8 +16,6 @@ from lakehook.api.http import json_response, require_admin
 from lakehook.api.paths import TriggerKey
 from lakehook.container import current
 from lakehook.usecases.replay import ReplayRefusedError
-from lakehook.wiring_dispatch import retry_trigger
-from lakehook.wiring_rules import manage_rules, replay_trigger
 
 router = APIGatewayRouter()
 
@@ -39,7 +37,7 @@ def list_triggers(
     rule_id: RuleIdQuery, status: StatusQuery = None, limit: Limit = 50, next_token: NextToken = None
 ) -> Response[str]:
     require_admin(router.current_event)
-    page = manage_rules(current()).list_triggers(rule_id, status, limit, next_token)
+    page = current().manage_rules.list_triggers(rule_id, status, limit, next_token)
     return json_response({"items": [t.to_api() for t in page.items], "nextToken": page.next_token})
 
 
@@ -52,7 +50,7 @@ def list_triggers(
 )
 def get_trigger(triggerKey: TriggerKey) -> Response[str]:
     require_admin(router.current_event)
-    return json_response(manage_rules(current()).get_trigger(triggerKey).to_api())
+    return json_response(current().manage_rules.get_trigger(triggerKey).to_api())
 
 
 @router.post(
@@ -70,7 +68,7 @@ def get_trigger(triggerKey: TriggerKey) -> Response[str]:
 )
 def retry(triggerKey: TriggerKey) -> Response[str]:
     require_admin(router.current_event)
-    return json_response(retry_trigger(current())(triggerKey).to_api(), 202)
+    return json_response(current().retry_trigger(triggerKey).to_api(), 202)
 
 
 @router.post(
@@ -85,7 +83,7 @@ def retry(triggerKey: TriggerKey) -> Response[str]:
 def replay(triggerKey: TriggerKey, dry_run: DryRunQuery = False) -> Response[str]:
     require_admin(router.current_event)
     try:
-        answer = replay_trigger(current()).replay(triggerKey, dry_run=dry_run)
+        answer = current().replay_trigger.replay(triggerKey, dry_run=dry_run)
     except ReplayRefusedError as exc:
         body = {
             "error": "REPLAY_REFUSED",

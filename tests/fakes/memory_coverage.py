@@ -1,4 +1,6 @@
-"""In-memory fakes of the coverage and spool ports, for unit tests and the reference model. Thread-safe."""
+"""In-memory fakes of the coverage and spool ports, for unit tests and the reference model. Thread-safe: the
+coverage store merges under its lock; the object store and snapshot existence only read through their ports
+(a test fills ``objects``, ``retained`` and ``failures`` before it starts any thread)."""
 
 from __future__ import annotations
 

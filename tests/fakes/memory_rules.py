@@ -1,10 +1,12 @@
-"""In-memory fakes of the resolver's ports, for unit tests and the reference model. Thread-safe."""
+"""In-memory fakes of the resolver's ports, for unit tests and the reference model. Thread-safe: each holds its
+lock over its own state (the state reader reads through the stores it is given, which hold theirs)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.events import AssetEvent, EventType
@@ -98,15 +100,20 @@ class InMemoryRuleStore(RuleStore):
 
 
 class InMemoryTriggerStore(TriggerStore):
+    """The resolver's claims. Every InMemoryTriggerLedger over this store works on them under this store's
+    ``lock`` and keeps its bookkeeping per claim in ``ledger_books``, as every dispatcher over one table works
+    on the same claim items: two ledgers over one store are two dispatcher processes, never two copies."""
+
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
         self.triggers: dict[str, Trigger] = {}
         self.cursors: dict[GroupRef, GroupCursor] = {}
         self.claim_order: list[str] = []
+        self.ledger_books: dict[str, Any] = {}  # the ledger's leases and failure bookkeeping, by trigger key
 
     def claim(self, trigger: Trigger, cursor: GroupCursor, expected: GroupCursor | None) -> ClaimResult:
         ref = (cursor.rule_id, cursor.group_id)
-        with self._lock:
+        with self.lock:
             now = self.cursors.get(ref)
             expected_seq = expected.seq if expected is not None else 0
             moved = (now.seq if now else 0) != expected_seq
@@ -120,7 +127,7 @@ class InMemoryTriggerStore(TriggerStore):
             return ClaimResult(ClaimOutcome.CLAIMED, cursor)
 
     def put_replay(self, trigger: Trigger) -> bool:
-        with self._lock:
+        with self.lock:
             if trigger.trigger_key in self.triggers:
                 return False
             self.triggers[trigger.trigger_key] = trigger
@@ -128,13 +135,13 @@ class InMemoryTriggerStore(TriggerStore):
             return True
 
     def get(self, trigger_key: str) -> Trigger | None:
-        with self._lock:
+        with self.lock:
             return self.triggers.get(trigger_key)
 
     def list_for_rule(
         self, rule_id: str, status: TriggerStatus | None = None, limit: int = 50, next_token: str | None = None
     ) -> Page[Trigger]:
-        with self._lock:
+        with self.lock:
             mine = [
                 self.triggers[k]
                 for k in reversed(self.claim_order)
@@ -144,7 +151,7 @@ class InMemoryTriggerStore(TriggerStore):
         return Page([i for i in items if isinstance(i, Trigger)], token)
 
     def get_cursors(self, refs: Collection[GroupRef]) -> dict[GroupRef, GroupCursor]:
-        with self._lock:
+        with self.lock:
             return {r: self.cursors[r] for r in refs if r in self.cursors}
 
 
@@ -160,6 +167,7 @@ class InMemoryStateReader(StateReader):
         self._get_state = get_state
         self._triggers = triggers
         self._events = events
+        self._lock = threading.Lock()
         self.reads = 0  # batched reads made, for request-budget assertions
 
     def snapshots(self, wanted: Collection[tuple[str, int]]) -> dict[tuple[str, int], SnapshotRecord]:
@@ -190,7 +198,8 @@ class InMemoryStateReader(StateReader):
         return {k: s for k, s in found.items() if s is not None}
 
     def read(self, asset_keys: Collection[str], cursors: Collection[GroupRef]) -> ResolutionInputs:
-        self.reads += 1
+        with self._lock:
+            self.reads += 1
         return ResolutionInputs(self.get_states(asset_keys), self._triggers.get_cursors(cursors))
 
 

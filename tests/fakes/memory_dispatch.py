@@ -1,7 +1,8 @@
-"""In-memory fakes of the dispatcher's ports, for unit tests. Thread-safe.
+"""In-memory fakes of the dispatcher's ports, for unit tests. Thread-safe: each holds a lock over its state.
 
-- :class:`InMemoryTriggerLedger` works on the claims of an :class:`InMemoryTriggerStore`, as the
-  DynamoDB ledger works on the resolver's claim items.
+- :class:`InMemoryTriggerLedger` works on the claims of an :class:`InMemoryTriggerStore`, under that store's
+  lock and with its bookkeeping kept there, as the DynamoDB ledger works on the resolver's claim items: any
+  number of ledgers over one store behave as that many dispatchers over one table.
 - :class:`InMemoryManifestStore` keeps manifests as bytes with the S3 store's put-if-absent rule.
 - :class:`InMemoryAliasStore` keeps aliases by name.
 - :class:`InMemoryTargetClient` is a simulated scheduler that counts runs per key and can be told to
@@ -17,8 +18,6 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from lakehook.adapters.memory import _page
-from lakehook.adapters.memory_rules import InMemoryTriggerStore
 from lakehook.domain.aliases import Alias
 from lakehook.domain.completion import CompletionRecord, RecordOutcome
 from lakehook.domain.dispatch import (
@@ -34,6 +33,8 @@ from lakehook.domain.triggers import FailureKind, RunState, Trigger, TriggerNotR
 from lakehook.ports.aliases import AliasStore
 from lakehook.ports.dispatch import Attempt, LedgerEntry, ManifestStore, TargetClient, TriggerLedger
 from lakehook.ports.store import Page
+from tests.fakes.memory import _page
+from tests.fakes.memory_rules import InMemoryTriggerStore
 
 
 @dataclass
@@ -58,8 +59,10 @@ class InMemoryTriggerLedger(TriggerLedger):
 
     def __init__(self, store: InMemoryTriggerStore | None = None) -> None:
         self.store = store if store is not None else InMemoryTriggerStore()
-        self._lock = threading.Lock()
-        self._books: dict[str, _Bookkeeping] = {}
+        # The store's lock and books, not the ledger's own: the resolver claims under that lock, and a second
+        # ledger over the same store (a second dispatcher) must see this one's leases.
+        self._lock = self.store.lock
+        self._books: dict[str, _Bookkeeping] = self.store.ledger_books
 
     def add(self, trigger: Trigger, replay_of: str | None = None) -> None:
         """Put a claim directly (tests that do not go through the resolver)."""

@@ -1,5 +1,5 @@
 """In-memory fakes of the ports, for unit tests and the reference model (never in a Lambda layer: see
-src/shared/Makefile). Thread-safe: a read-then-write holds the lock."""
+src/shared/Makefile). Thread-safe: every read and write of a fake's state holds that fake's lock."""
 
 from __future__ import annotations
 
@@ -103,10 +103,13 @@ class InMemoryAssetRegistry(AssetRegistry):
             return created
 
     def get_asset(self, asset_key: str) -> AssetRegistration | None:
-        return self.assets.get(asset_key)
+        with self._lock:
+            return self.assets.get(asset_key)
 
     def list_assets(self, limit: int, next_token: str | None = None) -> Page[AssetRegistration]:
-        return _page([self.assets[k] for k in sorted(self.assets)], limit, next_token)
+        with self._lock:
+            ordered = [self.assets[k] for k in sorted(self.assets)]
+        return _page(ordered, limit, next_token)
 
     def assets_watching(self, watch_key: str) -> list[WatchEntry]:
         with self._lock:
@@ -130,7 +133,8 @@ class InMemoryProducerRegistry(ProducerRegistry):
             return created
 
     def get_producer(self, producer_id: str) -> Producer | None:
-        return self.producers.get(producer_id)
+        with self._lock:
+            return self.producers.get(producer_id)
 
     def event_source_owner(self, source: str) -> str | None:
         with self._lock:
@@ -148,21 +152,27 @@ class InMemoryProducerRegistry(ProducerRegistry):
                 del self.sources[source]
 
     def list_producers(self, limit: int, next_token: str | None = None) -> Page[Producer]:
-        return _page([self.producers[k] for k in sorted(self.producers)], limit, next_token)
+        with self._lock:
+            ordered = [self.producers[k] for k in sorted(self.producers)]
+        return _page(ordered, limit, next_token)
 
 
 class InMemorySecretStore(SecretStore):
     def __init__(self) -> None:
+        self._lock = threading.Lock()
         self.secrets: dict[str, str] = {}
 
     def put_secret(self, name: str, value: str) -> str:
-        self.secrets[name] = value
+        with self._lock:
+            self.secrets[name] = value
         return name
 
     def get_secret(self, ref: str) -> str:
-        if ref not in self.secrets:
+        with self._lock:
+            found = self.secrets.get(ref)
+        if found is None:
             raise NotFoundError(f"secret {ref!r} does not exist")
-        return self.secrets[ref]
+        return found
 
 
 class InMemoryWatermarkStore(WatermarkStore):
@@ -171,7 +181,8 @@ class InMemoryWatermarkStore(WatermarkStore):
         self.records: dict[tuple[str, str, str], WatermarkRecord] = {}
 
     def get(self, namespace: str, asset_key: str, key: str) -> WatermarkRecord | None:
-        return self.records.get((namespace, asset_key, key))
+        with self._lock:
+            return self.records.get((namespace, asset_key, key))
 
     def put(
         self, namespace: str, asset_key: str, key: str, value: Any, now_ms: int, expected_version: int | None = None
@@ -195,4 +206,6 @@ class InMemoryWatermarkStore(WatermarkStore):
             return self.records.pop((namespace, asset_key, key), None) is not None
 
     def list(self, namespace: str, asset_key: str) -> list[WatermarkRecord]:
-        return [r for (ns, ak, _), r in sorted(self.records.items()) if ns == namespace and ak == asset_key]
+        with self._lock:
+            ordered = sorted(self.records.items())
+        return [r for (ns, ak, _), r in ordered if ns == namespace and ak == asset_key]
