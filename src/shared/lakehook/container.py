@@ -9,26 +9,21 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lakehook.adapters import aws
-from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
-from lakehook.adapters.dynamodb.coverage_store import DynamoDBCoverageStore
-from lakehook.adapters.dynamodb.registry import DynamoDBAssetRegistry, DynamoDBProducerRegistry
-from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
-from lakehook.adapters.secrets import SecretsManagerSecretStore
-from lakehook.adapters.sqs import SQSWorkQueue
-from lakehook.ports import AssetRegistry, AssetStore, ProducerRegistry, SecretStore, WatermarkStore
-from lakehook.ports.coverage import CoverageStore
-from lakehook.ports.lakehouse import PollStatusStore, SnapshotSources
-from lakehook.ports.queue import WorkQueue
-from lakehook.ports.spool import ObjectStore
 from lakehook.settings import Settings, get_settings
-from lakehook.usecases.coverage import RecordCoverage
-from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.plan_polls import PlanNotifiedPolls, PlanPolls, RunPollWork
-from lakehook.usecases.producers import PushAuthenticator, RegisterProducer
 
+# Each function builds only the parts its path uses, so each part's modules (their pydantic models above all)
+# are imported by the builder that needs them, not when a handler imports the container.
 if TYPE_CHECKING:
+    from lakehook.ports import AssetRegistry, AssetStore, ProducerRegistry, SecretStore, WatermarkStore
+    from lakehook.ports.coverage import CoverageStore
+    from lakehook.ports.lakehouse import PollStatusStore, SnapshotSources
+    from lakehook.ports.queue import WorkQueue
+    from lakehook.ports.spool import ObjectStore
     from lakehook.usecases.bus_ingest import IngestBusEvents
+    from lakehook.usecases.ingest import IngestEvents
     from lakehook.usecases.manifests import RecordManifestVerification
+    from lakehook.usecases.plan_polls import PlanNotifiedPolls, PlanPolls, RunPollWork
+    from lakehook.usecases.producers import PushAuthenticator, RegisterProducer
     from lakehook.usecases.spool import VerifySpoolManifest
 
 
@@ -68,37 +63,50 @@ class Container:
 
     @cached_property
     def asset_store(self) -> AssetStore:
+        from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
+
         return self._port(  # type: ignore[no-any-return]
             "asset_store", lambda: DynamoDBAssetStore(self.table, self.settings.event_retention_days)
         )
 
     @cached_property
     def asset_registry(self) -> AssetRegistry:
+        from lakehook.adapters.dynamodb.registry import DynamoDBAssetRegistry
+
         return self._port("asset_registry", lambda: DynamoDBAssetRegistry(self.table))  # type: ignore[no-any-return]
 
     @cached_property
     def producer_registry(self) -> ProducerRegistry:
+        from lakehook.adapters.dynamodb.registry import DynamoDBProducerRegistry
+
         return self._port(  # type: ignore[no-any-return]
             "producer_registry", lambda: DynamoDBProducerRegistry(self.table)
         )
 
     @cached_property
     def secret_store(self) -> SecretStore:
+        from lakehook.adapters.secrets import SecretsManagerSecretStore
+
         return self._port(  # type: ignore[no-any-return]
             "secret_store", lambda: SecretsManagerSecretStore(aws.client("secretsmanager", self.settings))
         )
 
     @cached_property
     def watermark_store(self) -> WatermarkStore:
+        from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
+
         return self._port("watermark_store", lambda: DynamoDBWatermarkStore(self.table))  # type: ignore[no-any-return]
 
     @cached_property
     def coverage_store(self) -> CoverageStore:
+        from lakehook.adapters.dynamodb.coverage_store import DynamoDBCoverageStore
+
         return self._port("coverage_store", lambda: DynamoDBCoverageStore(self.table))  # type: ignore[no-any-return]
 
     @cached_property
     def verification_queue(self) -> WorkQueue | None:
         """Where pushed MANIFEST_SEALED events ask to be verified; None where no verifier listens."""
+        from lakehook.adapters.sqs import SQSWorkQueue
 
         def build() -> WorkQueue | None:
             url = self.settings.spool_verify_queue_url
@@ -108,6 +116,9 @@ class Container:
 
     @cached_property
     def ingest(self) -> IngestEvents:
+        from lakehook.usecases.coverage import RecordCoverage
+        from lakehook.usecases.ingest import IngestEvents
+
         return IngestEvents(
             self.asset_store, coverage=RecordCoverage(self.coverage_store), verifications=self.verification_queue
         )
@@ -132,10 +143,14 @@ class Container:
 
     @cached_property
     def register_producer(self) -> RegisterProducer:
+        from lakehook.usecases.producers import RegisterProducer
+
         return RegisterProducer(self.producer_registry, self.secret_store, self.settings.secret_prefix)
 
     @cached_property
     def push_authenticator(self) -> PushAuthenticator:
+        from lakehook.usecases.producers import PushAuthenticator
+
         return PushAuthenticator(
             self.producer_registry,
             self.secret_store,
@@ -164,6 +179,7 @@ class Container:
     @cached_property
     def run_poll_work(self) -> RunPollWork:
         from lakehook.observability import metrics
+        from lakehook.usecases.plan_polls import RunPollWork
         from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets
 
         poll = PollAssets(
@@ -174,6 +190,8 @@ class Container:
 
     @cached_property
     def work_queue(self) -> WorkQueue:
+        from lakehook.adapters.sqs import SQSWorkQueue
+
         def build() -> WorkQueue:
             if not self.settings.poll_queue_url:
                 raise RuntimeError("LAKEHOOK_POLL_QUEUE_URL is not set: the poll planner has no queue")
@@ -183,6 +201,8 @@ class Container:
 
     @cached_property
     def plan_polls(self) -> PlanPolls:
+        from lakehook.usecases.plan_polls import PlanPolls
+
         return PlanPolls(self.asset_registry, self.work_queue)
 
     @cached_property
@@ -195,6 +215,8 @@ class Container:
 
     @cached_property
     def plan_notified_polls(self) -> PlanNotifiedPolls:
+        from lakehook.usecases.plan_polls import PlanNotifiedPolls
+
         return PlanNotifiedPolls(self.asset_registry, self.work_queue)
 
 

@@ -14,24 +14,19 @@ Settings this reads when the Settings model has them (defaults otherwise):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lakehook.adapters import aws
 from lakehook.container import Container, current
-from lakehook.domain.dispatch import RetryPolicy
 from lakehook.observability import logger
-from lakehook.ports.aliases import AliasStore
-from lakehook.ports.dispatch import ManifestStore, TargetClient, TriggerLedger
-from lakehook.usecases.aliases import ManageAliases
-from lakehook.usecases.completion import CompleteRun, CompletionTokens
-from lakehook.usecases.dispatch import (
-    DispatchPolicy,
-    DispatchTrigger,
-    RedriveTriggers,
-    RetryTrigger,
-    handle_dispatch_record,
-)
 from lakehook.wiring_rules import rule_store
+
+if TYPE_CHECKING:  # each builder imports its use case: a function imports only what its path builds
+    from lakehook.ports.aliases import AliasStore
+    from lakehook.ports.dispatch import ManifestStore, TargetClient, TriggerLedger
+    from lakehook.usecases.aliases import ManageAliases
+    from lakehook.usecases.completion import CompleteRun, CompletionTokens
+    from lakehook.usecases.dispatch import DispatchPolicy, DispatchTrigger, RedriveTriggers, RetryTrigger
 
 
 def trigger_ledger(container: Container) -> TriggerLedger:
@@ -71,6 +66,9 @@ def target_clients(container: Container) -> Mapping[str, TargetClient]:
 
 
 def dispatch_policy(container: Container) -> DispatchPolicy:
+    from lakehook.domain.dispatch import RetryPolicy
+    from lakehook.usecases.dispatch import DispatchPolicy
+
     settings = container.settings
     return DispatchPolicy(
         attempts=RetryPolicy(
@@ -88,6 +86,8 @@ def dispatch_policy(container: Container) -> DispatchPolicy:
 
 def completion_tokens(container: Container) -> CompletionTokens:
     """Completion tokens under the stack's completion key (kept per process; see CompletionTokens for rotation)."""
+    from lakehook.usecases.completion import CompletionTokens
+
     return container.component(
         "completion_tokens",
         lambda: CompletionTokens(container.secret_store, container.settings.completion_key_secret),
@@ -95,6 +95,8 @@ def completion_tokens(container: Container) -> CompletionTokens:
 
 
 def dispatcher(container: Container) -> DispatchTrigger:
+    from lakehook.usecases.dispatch import DispatchTrigger
+
     tokens = completion_tokens(container)
     return container.component(
         "dispatcher",
@@ -110,14 +112,20 @@ def dispatcher(container: Container) -> DispatchTrigger:
 
 
 def redriver(container: Container) -> RedriveTriggers:
+    from lakehook.usecases.dispatch import RedriveTriggers
+
     return container.component("redriver", lambda: RedriveTriggers(trigger_ledger(container), dispatcher(container)))
 
 
 def retry_trigger(container: Container) -> RetryTrigger:
+    from lakehook.usecases.dispatch import RetryTrigger
+
     return container.component("retry_trigger", lambda: RetryTrigger(trigger_ledger(container)))
 
 
 def complete_run(container: Container) -> CompleteRun:
+    from lakehook.usecases.completion import CompleteRun
+
     return container.component(
         "complete_run",
         lambda: CompleteRun(trigger_ledger(container), container.ingest, alias_store(container), rule_store(container)),
@@ -125,6 +133,8 @@ def complete_run(container: Container) -> CompleteRun:
 
 
 def manage_aliases(container: Container) -> ManageAliases:
+    from lakehook.usecases.aliases import ManageAliases
+
     return container.component("manage_aliases", lambda: ManageAliases(alias_store(container)))
 
 
@@ -135,6 +145,8 @@ def handle_dispatch_batch(event: Mapping[str, Any], container: Container | None 
     """Dispatch a DynamoDB stream batch of claims (``{"Records": [...]}``) in order; answer the partial
     batch response. On an error the failed record is reported and the rest left for the retry (Lambda
     resumes from the lowest reported sequence number); dispatch is idempotent, so redelivery is safe."""
+    from lakehook.usecases.dispatch import handle_dispatch_record
+
     wired = container or current()
     for record in event.get("Records") or []:
         try:

@@ -8,15 +8,17 @@ under the same names. The stream handlers are what the resolver and sweep functi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lakehook.container import Container, current
 from lakehook.observability import logger
-from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, StateReader, TriggerStore
-from lakehook.usecases.freshness import CheckFreshness
-from lakehook.usecases.replay import ReplayTrigger
-from lakehook.usecases.resolve import ResolveAssetChange, SweepDeferred
-from lakehook.usecases.rules import ManageRules
+
+if TYPE_CHECKING:  # each builder imports its use case: a function imports only what its path builds
+    from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, StateReader, TriggerStore
+    from lakehook.usecases.freshness import CheckFreshness
+    from lakehook.usecases.replay import ReplayTrigger
+    from lakehook.usecases.resolve import ResolveAssetChange, SweepDeferred
+    from lakehook.usecases.rules import ManageRules
 
 
 def rule_store(container: Container) -> RuleStore:
@@ -53,7 +55,7 @@ def resolver(container: Container) -> ResolveAssetChange:
     """The resolver. A rule's error is what the domain calls one, or a request DynamoDB refused for its content;
     every other error fails the batch so Lambda retries it."""
     from lakehook.adapters.aws import is_rejected_by_data
-    from lakehook.usecases.resolve import is_rule_error
+    from lakehook.usecases.resolve import ResolveAssetChange, is_rule_error
 
     return container.component(
         "resolver",
@@ -71,10 +73,14 @@ def resolver(container: Container) -> ResolveAssetChange:
 
 
 def sweeper(container: Container) -> SweepDeferred:
+    from lakehook.usecases.resolve import SweepDeferred
+
     return container.component("sweeper", lambda: SweepDeferred(deferral_store(container)))
 
 
 def check_freshness(container: Container) -> CheckFreshness:
+    from lakehook.usecases.freshness import CheckFreshness
+
     return container.component(
         "check_freshness",
         lambda: CheckFreshness(
@@ -84,6 +90,8 @@ def check_freshness(container: Container) -> CheckFreshness:
 
 
 def manage_rules(container: Container) -> ManageRules:
+    from lakehook.usecases.rules import ManageRules
+
     return container.component(
         "manage_rules",
         lambda: ManageRules(
@@ -104,6 +112,7 @@ def replay_trigger(container: Container) -> ReplayTrigger:
     """The replay route's use case; ``snapshot_existence`` may be overridden (lakehouse libraries load lazily)."""
 
     def build() -> ReplayTrigger:
+        from lakehook.usecases.replay import ReplayTrigger
         from lakehook.usecases.spool import PreflightReplay, SnapshotSourceExistence
 
         existence = container.overrides.get("snapshot_existence") or SnapshotSourceExistence(container.snapshot_sources)
