@@ -98,7 +98,7 @@ def test_a_handler_imports_only_what_its_path_needs_at_init(function: str) -> No
     else:
         assert found["answers_built"] == []  # their schemas are built with the OpenAPI document
     if function == "IngestApiFunction":
-        assert loaded(modules, ["requests", "sqlite3", "lakehook.adapters.targets"]) == []
+        assert loaded(modules, ["requests", "sqlite3", "lakehook.adapters.targets", "lakehook.usecases.replay"]) == []
 
 
 def test_the_api_still_builds_its_answer_schemas_for_the_document() -> None:

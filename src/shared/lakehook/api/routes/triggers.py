@@ -15,7 +15,6 @@ from lakehook.api.contract import ALWAYS, MANAGEMENT, answers, ok
 from lakehook.api.http import json_response, require_admin
 from lakehook.api.paths import TriggerKey
 from lakehook.container import current
-from lakehook.usecases.replay import ReplayRefusedError
 from lakehook.wiring_dispatch import retry_trigger
 from lakehook.wiring_rules import manage_rules, replay_trigger
 
@@ -83,6 +82,8 @@ def retry(triggerKey: TriggerKey) -> Response[str]:
     ),
 )
 def replay(triggerKey: TriggerKey, dry_run: DryRunQuery = False) -> Response[str]:
+    from lakehook.usecases.replay import ReplayRefusedError  # with the use case: the replay path only
+
     require_admin(router.current_event)
     try:
         answer = replay_trigger(current()).replay(triggerKey, dry_run=dry_run)
