@@ -3,12 +3,18 @@
 Each run is a fresh `python3.12 -S` (pyenv's 3.12, the Lambda runtime's version) laid out as Lambda lays
 out a function: its code directory first, then its layers' `python/` directories in the template's order,
 then the runtime's own boto3 (not in any layer: the Lambda runtime brings it); bytecode is never written
-(PYTHONDONTWRITEBYTECODE, as Lambda's code directory is read-only), and the environment says "in Lambda"
-(AWS_LAMBDA_FUNCTION_NAME set, tracing not disabled), so Powertools behaves as it does there. The time is
-`import app` alone, interpreter start excluded. Runs are interleaved (every function once per round); the
-figure is the median, with min-max. The artefacts are built for arm64 and this machine may be x86_64: then
-each compiled extension (.so) of the layers is replaced, in a copy under .aws-sam/bench/, by the same
-distribution's and version's x86_64 wheel; every other file, the .pyc included, is the built one.
+(PYTHONDONTWRITEBYTECODE, as Lambda's code directory is read-only), and the environment is the one Lambda's
+runtime sets (AWS_LAMBDA_FUNCTION_NAME, LAMBDA_TASK_ROOT, TZ, the X-Ray daemon's address; tracing not
+disabled), so Powertools and the X-Ray SDK take their Lambda paths. The time is the import alone,
+interpreter start excluded; runs are interleaved (every function once per round); figures are medians, with
+the wall clock's min-max. Wall clock on a shared machine follows its load; the CPU time of the process
+(`time.process_time`) much less, so both are given. The CPU time is split in import order: the runtime's boto3
+(with botocore, urllib3, http.client), pydantic, Powertools' logger and metrics, then `import app` (lakehook,
+pydantic-settings, what the handler imports from Powertools, the X-Ray SDK where it traces); a part is
+imported first only if the function's plain import imports it too (checked on a first, uncounted run).
+The artefacts are built for arm64 and this machine may be x86_64: then each compiled extension (.so) of the
+layers is replaced, in a copy under .aws-sam/bench/, by the same distribution's and version's x86_64 wheel;
+every other file, the .pyc included, is the built one.
 """
 
 from __future__ import annotations
@@ -30,14 +36,35 @@ WORK = ROOT / ".aws-sam" / "bench"
 ROUNDS = int(os.environ.get("LAKEHOOK_BENCH_COLDSTART_ROUNDS", "7"))
 GOAL_MS = 300.0
 
+# What every function's import pulls in before any of lakehook's own code, imported first in this order to tell
+# the parts apart; a part is imported first only if the function's plain `import app` imports it too, so the
+# parts add up to that import.
+PARTS = {
+    "boto3": "import boto3",
+    "pydantic": "import pydantic, pydantic.main",
+    "powertools": "from aws_lambda_powertools import Logger, Metrics",
+}
+
 PROBE = """
 import sys, time, json
-t = time.perf_counter()
+parts = json.loads(sys.argv[1])
+steps = {}
+wall, cpu = time.perf_counter(), time.process_time()
+for name, statement in parts.items():
+    began = time.process_time()
+    exec(statement)
+    steps[name] = (time.process_time() - began) * 1000
+began = time.process_time()
 import app
-took = time.perf_counter() - t
+steps["lakehook"] = (time.process_time() - began) * 1000
+took, took_cpu = time.perf_counter() - wall, time.process_time() - cpu
 mods = sys.modules
-print(json.dumps({"ms": took * 1000, "modules": len(mods), "xray": "aws_xray_sdk" in mods,
-                  "botocore": "botocore" in mods, "pydantic": "pydantic" in mods,
+print(json.dumps({"ms": took * 1000, "cpu_ms": took_cpu * 1000, "steps": steps, "modules": len(mods),
+                  "xray": "aws_xray_sdk" in mods, "botocore": "botocore" in mods,
+                  "parts": [n for n, m in (("boto3", "boto3"), ("pydantic", "pydantic"),
+                                           ("powertools", "aws_lambda_powertools")) if m in mods],
+                  "heavy": sorted(m for m in ("pyarrow", "pyiceberg", "pypaimon", "fastavro", "requests")
+                                  if m in mods),
                   "botocore_from": getattr(mods.get("botocore"), "__file__", None)}))
 """
 
@@ -126,11 +153,26 @@ def _runtime_boto3(py: str) -> Path:
 
 
 def _environment(paths: list[Path]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "POWERTOOLS", "LAKEHOOK", "AWS_"))}
+    """What Lambda's runtime sets that an import reacts to: LAMBDA_TASK_ROOT makes the X-Ray SDK take its
+    Lambda path (a local sampler, no botocore client for the sampling API), TZ and the X-Ray daemon's address
+    are the runtime's."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTHON", "POWERTOOLS", "LAKEHOOK", "AWS_", "LAMBDA_", "_X_AMZN")) and k != "TZ"
+    }
     env.update(
         {
             "PYTHONPATH": os.pathsep.join(str(p) for p in paths),
             "PYTHONDONTWRITEBYTECODE": "1",
+            "LAMBDA_TASK_ROOT": str(paths[0]),
+            "LAMBDA_RUNTIME_DIR": str(paths[-1]),
+            "TZ": ":UTC",
+            "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
+            "AWS_XRAY_DAEMON_ADDRESS": "169.254.79.129:2000",
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
             "AWS_LAMBDA_FUNCTION_NAME": "bench",
             "AWS_EXECUTION_ENV": "AWS_Lambda_python3.12",
             "AWS_REGION": "us-east-1",
@@ -145,6 +187,23 @@ def _environment(paths: list[Path]) -> dict[str, str]:
     return env
 
 
+def _probe(py: str, fn: str, paths: list[Path], parts: dict[str, str]) -> dict[str, Any]:
+    done = subprocess.run(
+        [py, "-S", "-c", PROBE, json.dumps(parts)],
+        env=_environment(paths),
+        cwd=BUILD / fn,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{fn} failed to import:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def _median(values: list[float]) -> str:
+    return f"{statistics.median(values):.0f}"
+
+
 def measure() -> list[dict[str, Any]]:
     if not (BUILD / "template.yaml").exists():
         raise SystemExit("no .aws-sam/build: run `make build` first")
@@ -152,20 +211,18 @@ def measure() -> list[dict[str, Any]]:
     layers = {layer: _host_layer(py, layer) for fn_layers in _template_functions().values() for layer in fn_layers}
     runtime = _runtime_boto3(py)
     functions = _template_functions()
+    paths = {fn: [BUILD / fn, *(layers[layer] for layer in fn_layers), runtime] for fn, fn_layers in functions.items()}
+    # A first, plain `import app` per function (not counted) says which parts it imports.
+    parts = {fn: {name: PARTS[name] for name in _probe(py, fn, paths[fn], {})["parts"]} for fn in functions}
     samples: dict[str, list[dict[str, Any]]] = {fn: [] for fn in functions}
     for _ in range(ROUNDS):
-        for fn, fn_layers in functions.items():
-            paths = [BUILD / fn, *(layers[layer] for layer in fn_layers), runtime]
-            done = subprocess.run(
-                [py, "-S", "-c", PROBE], env=_environment(paths), cwd=BUILD / fn, capture_output=True, text=True
-            )
-            if done.returncode != 0:
-                raise RuntimeError(f"{fn} failed to import:\n{done.stderr[-2000:]}")
-            samples[fn].append(json.loads(done.stdout.strip().splitlines()[-1]))
+        for fn in functions:
+            samples[fn].append(_probe(py, fn, paths[fn], parts[fn]))
     rows = []
     for fn, runs in samples.items():
         times = [r["ms"] for r in runs]
         median = statistics.median(times)
+        last = runs[-1]
         rows.append(
             {
                 "function": fn,
@@ -173,10 +230,18 @@ def measure() -> list[dict[str, Any]]:
                 "min-max": f"{min(times):.0f}-{max(times):.0f}",
                 "runs": len(times),
                 "goal 300 ms": "met" if median <= GOAL_MS else "MISSED",
-                "modules": runs[-1]["modules"],
-                "X-Ray SDK": "imported" if runs[-1]["xray"] else "-",
-                "botocore": ("runtime's" if "bench/runtime" in (runs[-1]["botocore_from"] or "") else "a layer's")
-                if runs[-1]["botocore"]
+                "CPU ms (median)": _median([r["cpu_ms"] for r in runs]),
+                # CPU time per part, in import order: what is left to lakehook once the three are loaded.
+                **{
+                    f"of which {name}": _median([r["steps"][name] for r in runs]) if name in parts[fn] else "-"
+                    for name in PARTS
+                },
+                "of which lakehook + rest": _median([r["steps"]["lakehook"] for r in runs]),
+                "modules": last["modules"],
+                "X-Ray SDK": "imported" if last["xray"] else "-",
+                "lakehouse / requests": ", ".join(last["heavy"]) or "-",
+                "botocore": ("runtime's" if "bench/runtime" in (last["botocore_from"] or "") else "a layer's")
+                if last["botocore"]
                 else "-",
             }
         )

@@ -2,7 +2,7 @@
 
 A function of its own (same routes module as the ingest API) because the pre-flight reads Iceberg /
 Paimon tables and spooled objects: it carries the lakehouse layer and those read permissions, which
-the public ingest API does not need.
+the public ingest API does not need. It traces requests' calls too: pyiceberg reads a REST catalog with it.
 """
 
 from __future__ import annotations
@@ -19,6 +19,6 @@ app = build_app()
 
 @logger.inject_lambda_context(log_event=False)
 @metrics.log_metrics
-@tracer().capture_lambda_handler(capture_response=False)
+@tracer(patch_modules=("botocore", "requests")).capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)

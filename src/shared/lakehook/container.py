@@ -15,34 +15,28 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from lakehook.adapters import aws
-from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
-from lakehook.adapters.dynamodb.coverage_store import DynamoDBCoverageStore
-from lakehook.adapters.dynamodb.registry import DynamoDBAssetRegistry, DynamoDBProducerRegistry
-from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
-from lakehook.adapters.secrets import SecretsManagerSecretStore
-from lakehook.adapters.sqs import SQSWorkQueue
-from lakehook.ports import AssetRegistry, AssetStore, ProducerRegistry, SecretStore, WatermarkStore
-from lakehook.ports.coverage import CoverageStore
-from lakehook.ports.lakehouse import PollStatusStore, SnapshotSources
-from lakehook.ports.queue import WorkQueue
-from lakehook.ports.spool import ObjectStore
 from lakehook.settings import Settings, get_settings
-from lakehook.usecases.coverage import RecordCoverage
-from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.plan_polls import PlanNotifiedPolls, PlanPolls, RunPollWork
-from lakehook.usecases.producers import PushAuthenticator, RegisterProducer
 
+# Each function builds only the parts its path uses, so each part's modules (their pydantic models above all)
+# are imported by the builder that needs them, not when a handler imports the container.
 if TYPE_CHECKING:
+    from lakehook.ports import AssetRegistry, AssetStore, ProducerRegistry, SecretStore, WatermarkStore
     from lakehook.ports.aliases import AliasStore
+    from lakehook.ports.coverage import CoverageStore
     from lakehook.ports.dispatch import ManifestStore, TargetClient, TriggerLedger
+    from lakehook.ports.lakehouse import PollStatusStore, SnapshotSources
+    from lakehook.ports.queue import WorkQueue
     from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, StateReader, TriggerStore
-    from lakehook.ports.spool import SnapshotExistence
+    from lakehook.ports.spool import ObjectStore, SnapshotExistence
     from lakehook.usecases.aliases import ManageAliases
     from lakehook.usecases.bus_ingest import IngestBusEvents
     from lakehook.usecases.completion import CompleteRun, CompletionTokens
     from lakehook.usecases.dispatch import DispatchPolicy, DispatchTrigger, RedriveTriggers, RetryTrigger
     from lakehook.usecases.freshness import CheckFreshness
+    from lakehook.usecases.ingest import IngestEvents
     from lakehook.usecases.manifests import RecordManifestVerification
+    from lakehook.usecases.plan_polls import PlanNotifiedPolls, PlanPolls, RunPollWork
+    from lakehook.usecases.producers import PushAuthenticator, RegisterProducer
     from lakehook.usecases.replay import ReplayTrigger
     from lakehook.usecases.resolve import ResolveAssetChange, SweepDeferred
     from lakehook.usecases.rules import ManageRules
@@ -102,26 +96,38 @@ class Container:
 
     @part
     def asset_store(self) -> AssetStore:
+        from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
+
         return DynamoDBAssetStore(self.table, self.settings.event_retention_days)
 
     @part
     def asset_registry(self) -> AssetRegistry:
+        from lakehook.adapters.dynamodb.registry import DynamoDBAssetRegistry
+
         return DynamoDBAssetRegistry(self.table)
 
     @part
     def producer_registry(self) -> ProducerRegistry:
+        from lakehook.adapters.dynamodb.registry import DynamoDBProducerRegistry
+
         return DynamoDBProducerRegistry(self.table)
 
     @part
     def secret_store(self) -> SecretStore:
+        from lakehook.adapters.secrets import SecretsManagerSecretStore
+
         return SecretsManagerSecretStore(aws.client("secretsmanager", self.settings))
 
     @part
     def watermark_store(self) -> WatermarkStore:
+        from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
+
         return DynamoDBWatermarkStore(self.table)
 
     @part
     def coverage_store(self) -> CoverageStore:
+        from lakehook.adapters.dynamodb.coverage_store import DynamoDBCoverageStore
+
         return DynamoDBCoverageStore(self.table)
 
     @part
@@ -135,21 +141,30 @@ class Container:
     @part
     def verification_queue(self) -> WorkQueue | None:
         """Where pushed MANIFEST_SEALED events ask to be verified; None where no verifier listens."""
+        from lakehook.adapters.sqs import SQSWorkQueue
+
         url = self.settings.spool_verify_queue_url
         return SQSWorkQueue(aws.client("sqs", self.settings), url) if url else None
 
     @part
     def ingest(self) -> IngestEvents:
+        from lakehook.usecases.coverage import RecordCoverage
+        from lakehook.usecases.ingest import IngestEvents
+
         return IngestEvents(
             self.asset_store, coverage=RecordCoverage(self.coverage_store), verifications=self.verification_queue
         )
 
     @part
     def register_producer(self) -> RegisterProducer:
+        from lakehook.usecases.producers import RegisterProducer
+
         return RegisterProducer(self.producer_registry, self.secret_store, self.settings.secret_prefix)
 
     @part
     def push_authenticator(self) -> PushAuthenticator:
+        from lakehook.usecases.producers import PushAuthenticator
+
         return PushAuthenticator(
             self.producer_registry,
             self.secret_store,
@@ -208,6 +223,7 @@ class Container:
     @part
     def run_poll_work(self) -> RunPollWork:
         from lakehook.observability import metrics
+        from lakehook.usecases.plan_polls import RunPollWork
         from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets
 
         poll = PollAssets(
@@ -218,16 +234,22 @@ class Container:
 
     @part
     def work_queue(self) -> WorkQueue:
+        from lakehook.adapters.sqs import SQSWorkQueue
+
         if not self.settings.poll_queue_url:
             raise RuntimeError("LAKEHOOK_POLL_QUEUE_URL is not set: the poll planner has no queue")
         return SQSWorkQueue(aws.client("sqs", self.settings), self.settings.poll_queue_url)
 
     @part
     def plan_polls(self) -> PlanPolls:
+        from lakehook.usecases.plan_polls import PlanPolls
+
         return PlanPolls(self.asset_registry, self.work_queue)
 
     @part
     def plan_notified_polls(self) -> PlanNotifiedPolls:
+        from lakehook.usecases.plan_polls import PlanNotifiedPolls
+
         return PlanNotifiedPolls(self.asset_registry, self.work_queue)
 
     # --- rules and the resolver: ResolverFunction, DeferralSweepFunction, the rule routes -----------------

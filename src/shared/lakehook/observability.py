@@ -1,7 +1,9 @@
 """Logger, metrics and tracer shared by every function (Powertools).
 
-The tracer is built only by the functions that trace (the HTTP APIs): building it imports the X-Ray SDK
-(about 150 ms and two botocore clients on a cold start), which the other functions never use.
+The tracer is built only by the functions that trace (the HTTP APIs): building it imports the X-Ray SDK,
+which the other functions never use. It patches only the libraries the function calls out through: by
+default botocore (every AWS call); patching everything the SDK supports would also import requests and
+sqlite3 at init for a function that never uses them.
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ metrics = Metrics(namespace=NAMESPACE, service="lakehook")
 
 
 @cache
-def tracer() -> Tracer:
-    """The functions' X-Ray tracer (off where POWERTOOLS_TRACE_DISABLED is set or outside Lambda)."""
+def tracer(patch_modules: tuple[str, ...] = ("botocore",)) -> Tracer:
+    """The functions' X-Ray tracer (off where POWERTOOLS_TRACE_DISABLED is set or outside Lambda), with a
+    subsegment for each call through ``patch_modules``."""
     from aws_lambda_powertools import Tracer
 
-    return Tracer(service="lakehook", disabled=None)
+    return Tracer(service="lakehook", disabled=None, patch_modules=patch_modules)
 
 
 class MetricName:

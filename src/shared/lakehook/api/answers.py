@@ -21,8 +21,10 @@ Iso = str  # an ISO 8601 instant in UTC, e.g. 2025-06-01T10:05:00Z
 NextToken = Field(default=None, alias="nextToken", description="pass back as ?nextToken= for the next page")
 
 
+# Answers only describe bodies for the OpenAPI document (routes answer with to_api()): their schemas are built
+# when the document is, not when a function imports the routes.
 class _Answer(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True, defer_build=True)
 
 
 class Window(_Answer):
@@ -148,7 +150,7 @@ class CoverageReport(_Answer):
 class RuleAnswer(Rule):
     """A stored rule: the rule as written plus its revision and times."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     revision: int | None = Field(default=None, description="absent in a dry run's answer, as are the times")
     created_at: Iso | None = Field(default=None, alias="createdAt")

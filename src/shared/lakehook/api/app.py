@@ -16,7 +16,7 @@ from pydantic.json_schema import JsonSchemaMode
 
 from lakehook import __version__
 from lakehook.api.auth import admit, authenticator_for
-from lakehook.api.contract import SECURITY_SCHEMES
+from lakehook.api.contract import security_schemes
 from lakehook.api.http import check_body, json_response
 from lakehook.api.routes import (
     aliases,
@@ -159,7 +159,7 @@ def build_app() -> LakehookResolver:
 def openapi_document(app: APIGatewayRestResolver) -> str:
     """The generated OpenAPI document, plus the bodies of the routes that parse their body themselves."""
     spec = json.loads(
-        app.get_openapi_json_schema(title="lakehook", version=__version__, security_schemes=SECURITY_SCHEMES)
+        app.get_openapi_json_schema(title="lakehook", version=__version__, security_schemes=security_schemes())
     )
     schemas = spec.setdefault("components", {}).setdefault("schemas", {})
 

@@ -8,48 +8,62 @@ the running stack to exactly that.
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn, HTTPBearer, SecurityScheme
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from lakehook.domain.completion import COMPLETION_TOKEN_HEADER
 from lakehook.domain.signing import PRODUCER_HEADER, SIGNATURE_HEADER
 
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler.openapi.models import SecurityScheme
+
 
 class Error(BaseModel):
     """Every error answer: a code, a message naming what was wrong, and the field when one is to blame."""
+
+    model_config = ConfigDict(defer_build=True)  # describes answers in the document only, like api.answers
 
     error: str = Field(description="BAD_REQUEST, UNAUTHENTICATED, FORBIDDEN, NOT_FOUND, CONFLICT, …")
     message: str
     field: str | None = Field(default=None, description="the request field the message is about")
 
 
-SECURITY_SCHEMES: dict[str, SecurityScheme] = {
-    "adminToken": HTTPBearer(description="The local stack's admin token: `Authorization: Bearer <token>`."),
-    "sigv4": APIKey(
-        **{"in": APIKeyIn.header},
-        name="Authorization",
-        description="A deployed stack: an IAM identity signing with SigV4 for the `execute-api` service.",
-        openapi_extensions={"x-amazon-apigateway-authtype": "awsSigv4"},
-    ),
-    "producerId": APIKey(**{"in": APIKeyIn.header}, name=PRODUCER_HEADER, description="The registered producer's id."),
-    "producerSignature": APIKey(
-        **{"in": APIKeyIn.header},
-        name=SIGNATURE_HEADER,
-        description='`t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, valid for 5 minutes.',
-    ),
-    "producerApiKey": HTTPBearer(
-        description="A producer's `apiKey` (`<producerId>:<secret>`), as OpenLineage's `api_key` auth sends it: "
-        "`Authorization: Bearer <apiKey>`."
-    ),
-    "completionToken": APIKey(
-        **{"in": APIKeyIn.header},
-        name=COMPLETION_TOKEN_HEADER,
-        description="The `completionToken` the trigger's invocation payload carried.",
-    ),
-}
+@cache
+def security_schemes() -> dict[str, SecurityScheme]:
+    """The document's security schemes, built with the document rather than at import: Powertools' OpenAPI
+    models (41 pydantic classes, their schemas built when imported) serve nothing else."""
+    from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn, HTTPBearer
+
+    return {
+        "adminToken": HTTPBearer(description="The local stack's admin token: `Authorization: Bearer <token>`."),
+        "sigv4": APIKey(
+            **{"in": APIKeyIn.header},
+            name="Authorization",
+            description="A deployed stack: an IAM identity signing with SigV4 for the `execute-api` service.",
+            openapi_extensions={"x-amazon-apigateway-authtype": "awsSigv4"},
+        ),
+        "producerId": APIKey(
+            **{"in": APIKeyIn.header}, name=PRODUCER_HEADER, description="The registered producer's id."
+        ),
+        "producerSignature": APIKey(
+            **{"in": APIKeyIn.header},
+            name=SIGNATURE_HEADER,
+            description='`t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, valid for 5 minutes.',
+        ),
+        "producerApiKey": HTTPBearer(
+            description="A producer's `apiKey` (`<producerId>:<secret>`), as OpenLineage's `api_key` auth sends it: "
+            "`Authorization: Bearer <apiKey>`."
+        ),
+        "completionToken": APIKey(
+            **{"in": APIKeyIn.header},
+            name=COMPLETION_TOKEN_HEADER,
+            description="The `completionToken` the trigger's invocation payload carried.",
+        ),
+    }
+
 
 # Alternatives (OR) of requirements; the schemes inside one requirement are needed together (AND).
 MANAGEMENT: list[dict[str, list[str]]] = [{"adminToken": []}, {"sigv4": []}]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lakehook.domain.coverage import (
     DAY_MS,
@@ -14,12 +15,13 @@ from lakehook.domain.coverage import (
     covered_windows,
     newest_covered_window,
 )
-from lakehook.domain.evaluation import coverage_from
 from lakehook.domain.events import AssetEvent, EventType
-from lakehook.domain.rules import Group
 from lakehook.domain.time import now_ms
-from lakehook.domain.triggers import GroupCursor
 from lakehook.ports.coverage import CoverageStore
+
+if TYPE_CHECKING:  # the rules' side (coverage_of_groups); recording an event, on the ingest path, needs none of it
+    from lakehook.domain.rules import Group
+    from lakehook.domain.triggers import GroupCursor
 
 MAX_QUERY_DAYS = 400
 
@@ -110,6 +112,8 @@ def coverage_of_groups(
 ) -> dict[str, list[Span]]:
     """The merged intervals the coverage members of these groups are evaluated on, per asset: from the
     earliest window any of them still needs (the last triggered window's end) up to ``now``."""
+    from lakehook.domain.evaluation import coverage_from
+
     starts: dict[str, int] = {}
     for group, cursor in groups:
         for member in group.members:

@@ -15,7 +15,6 @@ from lakehook.api.contract import ALWAYS, MANAGEMENT, answers, ok
 from lakehook.api.http import json_response, require_admin
 from lakehook.api.paths import TriggerKey
 from lakehook.container import current
-from lakehook.usecases.replay import ReplayRefusedError
 
 router = APIGatewayRouter()
 
@@ -81,6 +80,8 @@ def retry(triggerKey: TriggerKey) -> Response[str]:
     ),
 )
 def replay(triggerKey: TriggerKey, dry_run: DryRunQuery = False) -> Response[str]:
+    from lakehook.usecases.replay import ReplayRefusedError  # with the use case: the replay path only
+
     require_admin(router.current_event)
     try:
         answer = current().replay_trigger.replay(triggerKey, dry_run=dry_run)

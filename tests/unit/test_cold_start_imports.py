@@ -1,0 +1,108 @@
+"""What each function imports when Lambda loads it (docs/packaging.md, "Cold starts").
+
+Each handler module is imported from the source tree in a fresh interpreter with the environment Lambda gives
+it (``AWS_LAMBDA_FUNCTION_NAME`` and ``LAMBDA_TASK_ROOT`` set, so Powertools and the X-Ray SDK take their Lambda
+paths). What a function's requests may need but its import must not pull in: the lakehouse libraries (the poll
+worker and the replay API load them on their first poll or pre-flight), the X-Ray SDK outside the two traced
+APIs, Powertools' OpenAPI models (built with the document), the rule, dispatch and replay models outside the
+functions whose path builds them, and the API's answer schemas (deferred until the document is generated).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import ROOT, TEMPLATE
+
+FUNCTIONS = {
+    logical_id: ROOT / resource["Properties"]["CodeUri"]
+    for logical_id, resource in TEMPLATE.resources.items()
+    if resource.get("Type") == "AWS::Serverless::Function"
+}
+TRACED = {"IngestApiFunction", "ReplayApiFunction"}
+APIS = TRACED
+
+LAKEHOUSE = ["pyarrow", "pyiceberg", "pypaimon", "fastavro", "deltalake", "hudi", "polars", "pandas", "numpy"]
+OPENAPI_MODELS = "aws_lambda_powertools.event_handler.openapi.models"
+# Built by the builders of the resolver, the dispatcher, the rule routes and the replay route, on first use.
+RULES_AND_DISPATCH = [
+    "lakehook.domain.rules",
+    "lakehook.domain.evaluation",
+    "lakehook.domain.targets",
+    "lakehook.domain.dispatch",
+    "lakehook.usecases.resolve",
+    "lakehook.usecases.dispatch",
+    "lakehook.usecases.replay",
+    "lakehook.adapters.targets",
+]
+
+PROBE = """
+import json, sys
+import app
+import lakehook.container
+answers = sys.modules.get("lakehook.api.answers")
+built = sorted(
+    name for name, value in vars(answers).items()
+    if isinstance(value, type) and getattr(value, "__pydantic_complete__", False)
+    and value.__module__ == answers.__name__
+) if answers else []
+print(json.dumps({"modules": sorted(sys.modules), "answers_built": built}))
+"""
+
+
+def imported_by(code_dir: Path) -> dict[str, list[str]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "POWERTOOLS_", "LAKEHOOK_", "LAMBDA_"))}
+    env.update(
+        {
+            "PYTHONPATH": os.pathsep.join([str(code_dir), str(ROOT / "src" / "shared")]),
+            "AWS_LAMBDA_FUNCTION_NAME": "import-test",
+            "LAMBDA_TASK_ROOT": str(code_dir),
+            "AWS_REGION": "us-east-1",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "LAKEHOOK_TABLE_NAME": "import-test",
+            "POWERTOOLS_SERVICE_NAME": "lakehook",
+            "POWERTOOLS_METRICS_NAMESPACE": "Lakehook",
+        }
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=code_dir, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def loaded(modules: list[str], names: list[str]) -> list[str]:
+    """The names (packages or modules) among ``modules``."""
+    return sorted({n for n in names for m in modules if m == n or m.startswith(n + ".")})
+
+
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
+def test_a_handler_imports_only_what_its_path_needs_at_init(function: str) -> None:
+    found = imported_by(FUNCTIONS[function])
+    modules = found["modules"]
+    assert "app" in modules and "lakehook.container" in modules  # the probe did load the handler
+
+    assert loaded(modules, LAKEHOUSE) == []
+    assert loaded(modules, [OPENAPI_MODELS]) == []
+    assert ("aws_xray_sdk" in modules) == (function in TRACED)
+    if function not in APIS:
+        assert loaded(modules, [*RULES_AND_DISPATCH, "lakehook.api", "requests"]) == []
+    else:
+        assert found["answers_built"] == []  # their schemas are built with the OpenAPI document
+    if function == "IngestApiFunction":
+        assert loaded(modules, ["requests", "sqlite3", "lakehook.adapters.targets", "lakehook.usecases.replay"]) == []
+
+
+def test_the_api_still_builds_its_answer_schemas_for_the_document() -> None:
+    from lakehook.api.answers import RulePage, TriggerPage
+
+    assert RulePage.model_json_schema(by_alias=True)["properties"]["items"]["type"] == "array"
+    assert "nextToken" in TriggerPage.model_json_schema(by_alias=True)["properties"]
