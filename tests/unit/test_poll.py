@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -323,8 +324,15 @@ def test_two_pollers_racing_on_one_table_produce_each_event_once() -> None:
     for thread in threads:
         thread.join(timeout=10)
     assert sorted(r.outcome for r in results) == [PollOutcome.ADVANCED, PollOutcome.RACED]
-    assert sum(r.accepted for r in results) == 20 and sum(r.duplicates for r in results) == 20
+    # Each of the 20 new snapshots is recorded by exactly one poller and refused as a duplicate by the other.
+    # The winner of an older snapshot may find the state already advanced by the other poller's newer one:
+    # that recording answers STALE (recorded, state unchanged), as any late older event does.
+    recorded = Counter(r.status for result in results for r in result.results)
+    assert recorded[IngestStatus.ACCEPTED] + recorded[IngestStatus.STALE] == 20
+    assert recorded[IngestStatus.DUPLICATE] == 20 and recorded[IngestStatus.ACCEPTED] >= 1
     assert world.snapshot_events(KEY) == list(range(1, 22))  # recorded once each
+    state = world.store.get_state(KEY)
+    assert state is not None and state.latest_snapshot_id == 21
     offset = world.offset(KEY)
     assert offset.cursor is not None and offset.cursor.snapshot_id == 21
 
