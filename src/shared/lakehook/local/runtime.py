@@ -232,8 +232,15 @@ class LocalStack:
         assert self._scheduler is not None, "start() first"
         return self._scheduler.fire(function_name)
 
+    def enable_stream(self, function_name: str, enabled: bool = True) -> list[dict[str, Any]]:
+        """Enable or disable a function's stream mappings, as UpdateEventSourceMapping's ``Enabled`` does:
+        disabled, records queue up and nothing is delivered (``wait_idle`` waits for them). Answers the stream
+        records the mappings hold, not yet handled."""
+        assert self._tailer is not None, "start() first, on a template with a table stream"
+        return self._tailer.enable(function_name, enabled)
+
     def wait_idle(self, timeout: float = 30.0) -> bool:
-        """Wait until the stream has been drained into its functions."""
+        """Wait until the stream has been drained into its functions (every record delivered and handled)."""
         return self._tailer.wait_idle(timeout) if self._tailer else True
 
     # --- resources ------------------------------------------------------------------------------

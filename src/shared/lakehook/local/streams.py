@@ -47,6 +47,7 @@ class _Mapping:
     delivered: int = 0
     dropped_batches: list[list[dict[str, Any]]] = field(default_factory=list)
     cond: threading.Condition = field(default_factory=threading.Condition)
+    enabled: bool = True  # False: records queue up and no batch starts (UpdateEventSourceMapping Enabled=false)
 
     def __post_init__(self) -> None:
         self.lanes = [_Lane() for _ in range(self.subscription.parallelization_factor)]
@@ -119,6 +120,17 @@ class StreamTailer:
         for thread in self._threads:
             thread.join(timeout=10)
 
+    def enable(self, function_name: str, enabled: bool = True) -> list[dict[str, Any]]:
+        """Let a function's mappings start batches or not (records still queue up); the records they hold."""
+        held: list[dict[str, Any]] = []
+        for mapping in self.mappings:
+            if mapping.function.spec.name == function_name:
+                with mapping.cond:
+                    mapping.enabled = enabled
+                    mapping.cond.notify_all()
+                held += mapping.pending
+        return held
+
     def wait_idle(self, timeout: float = 30.0) -> bool:
         """Block until a full poll, begun after this call with every lane idle, found nothing new."""
         if not self.mappings:
@@ -178,7 +190,7 @@ class StreamTailer:
         batch_size = mapping.subscription.batch_size
         while not self._stop.is_set():
             with mapping.cond:
-                while not lane.pending and not self._stop.is_set():
+                while not (lane.pending and mapping.enabled) and not self._stop.is_set():
                     mapping.cond.wait(1.0)
                 if self._stop.is_set():
                     return
