@@ -28,6 +28,7 @@ from lakehook.local.invoker import LocalFunction
 from lakehook.local.template import StreamSubscription
 
 log = logging.getLogger("lakehook.local.streams")
+_DESCRIBE_EVERY = 1.0  # seconds between DescribeStream calls (the shard list)
 
 
 @dataclass
@@ -96,6 +97,9 @@ class StreamTailer:
         self.mappings = [_Mapping(fn, sub) for fn in functions for sub in fn.spec.streams]
         self._iterators: dict[str, str | None] = {}
         self._stop = threading.Event()
+        self._wake = threading.Event()  # a lane finished a batch: its writes may be on the stream already
+        self._shards: list[dict[str, Any]] = []
+        self._described = -1.0  # when DescribeStream last ran (monotonic seconds)
         self._threads: list[threading.Thread] = []
         self._cycle = 0
         self._idle_cycle = -1
@@ -114,6 +118,7 @@ class StreamTailer:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         for mapping in self.mappings:
             with mapping.cond:
                 mapping.cond.notify_all()
@@ -159,13 +164,16 @@ class StreamTailer:
                 if fetched == 0 and not busy:
                     self._idle_cycle = self._cycle
                 self._cond.notify_all()
-            if fetched == 0:
-                self._stop.wait(self._interval)
+            if fetched == 0 and not self._stop.is_set():
+                self._wake.wait(self._interval)
+                self._wake.clear()
 
     def _fetch(self) -> int:
-        shards = self._client.describe_stream(StreamArn=self._arn)["StreamDescription"].get("Shards", [])
+        if time.monotonic() - self._described >= _DESCRIBE_EVERY:  # new shards are rare: look once a second
+            self._shards = self._client.describe_stream(StreamArn=self._arn)["StreamDescription"].get("Shards", [])
+            self._described = time.monotonic()
         count = 0
-        for shard in shards:
+        for shard in self._shards:
             shard_id = shard["ShardId"]
             if shard_id not in self._iterators:
                 self._iterators[shard_id] = self._client.get_shard_iterator(
@@ -202,6 +210,7 @@ class StreamTailer:
             finally:
                 with mapping.cond:
                     lane.in_flight = False
+                self._wake.set()  # read the stream now: the next hop (e.g. resolver -> dispatcher) waits on it
             if backoff:
                 self._stop.wait(backoff)
 
