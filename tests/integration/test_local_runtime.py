@@ -75,6 +75,47 @@ def test_a_record_failing_past_the_retry_limit_goes_to_the_failure_destination(
     assert "after" in flat  # the shard moved on
 
 
+def test_a_parallelization_factor_runs_lanes_concurrently_keeping_each_item_in_order(tmp_path: Path) -> None:
+    """ParallelizationFactor 4: batches go to several lanes (threads) at once, each item's records in order."""
+    code = tmp_path / "fn"
+    code.mkdir()
+    (code / "app.py").write_text((FIXTURE.parent / "app.py").read_text())
+    template = FIXTURE.read_text().replace("BatchSize: 2\n", "BatchSize: 2\n            ParallelizationFactor: 4\n", 1)
+    assert "ParallelizationFactor: 4" in template
+    (code / "template.yaml").write_text(template)
+    out = tmp_path / "calls.jsonl"
+    with LocalStack(template=code / "template.yaml", port=0, extra_env={"RECORDER_FILE": str(out)}) as stack:
+        [consumer] = [f for f in stack.functions if f.spec.name == "StreamConsumer"]
+        assert consumer.spec.streams[0].parallelization_factor == 4
+        table = boto3.resource("dynamodb", endpoint_url=stack.endpoint_url, region_name="us-east-1").Table(
+            stack.table_name
+        )
+        items, versions = 12, 4
+        for version in range(versions):
+            for item in range(items):
+                table.put_item(Item={"PK": f"i{item}", "SK": "STATE", "n": version})
+        assert stack.wait_idle(60)
+    rows = [json.loads(line) for line in out.read_text().splitlines() if '"StreamConsumer"' in line]
+    seen: dict[str, list[int]] = {}
+    lanes: dict[str, set[str]] = {}
+    for row in rows:
+        for record in row["event"]["Records"]:
+            key = record["dynamodb"]["Keys"]["PK"]["S"]
+            seen.setdefault(key, []).append(int(record["dynamodb"]["NewImage"]["n"]["N"]))
+            lanes.setdefault(key, set()).add(row["thread"])
+    assert seen == {f"i{item}": list(range(versions)) for item in range(items)}  # each once, in order
+    assert all(len(threads) == 1 for threads in lanes.values())  # an item stays on its lane
+    assert len({row["thread"] for row in rows}) > 1  # and the items spread over lanes
+
+
+def test_the_template_s_stream_mappings_declare_their_parallelization() -> None:
+    specs = {
+        spec.name: spec for spec in Template.load(Path(__file__).resolve().parents[2] / "template.yaml").functions()
+    }
+    assert specs["DispatcherFunction"].streams[0].parallelization_factor == 10
+    assert specs["ResolverFunction"].streams[0].parallelization_factor == 1
+
+
 def test_one_function_s_schedule_takes_its_own_rate(tmp_path: Path) -> None:
     out = tmp_path / "calls.jsonl"
     with LocalStack(

@@ -17,6 +17,7 @@ import threading
 from typing import Any
 
 from lakehook.local.invoker import LocalFunction
+from lakehook.local.schedules import LONG_POLL_SECONDS
 from lakehook.local.template import RuleSubscription
 
 log = logging.getLogger("lakehook.local")
@@ -50,12 +51,15 @@ class RuleDelivery:
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
-                messages = self._sqs.receive_message(QueueUrl=self._url, MaxNumberOfMessages=10).get("Messages", [])
+                # Long polling: a rule with nothing to deliver costs one request a second, not twenty.
+                messages = self._sqs.receive_message(
+                    QueueUrl=self._url, MaxNumberOfMessages=10, WaitTimeSeconds=LONG_POLL_SECONDS
+                ).get("Messages", [])
             except Exception:
                 log.exception("receive for rule %s failed", self.rule.name)
-                messages = []
-            if not messages:
                 self._stop.wait(0.05)
+                continue
+            if not messages:
                 continue
             for message in messages:
                 try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -44,28 +43,25 @@ _RANDOM_PASSWORD_OPTIONS = frozenset(
 _FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": "local"}
 
 
-_atomic_lock = threading.RLock()
+def _speed_up_moto_dispatch() -> None:
+    """Answer moto's "which backend serves this host" without listing moto's package directory each time.
 
-
-def _make_moto_dynamodb_atomic() -> None:
-    """Serialize moto's DynamoDB requests, as each DynamoDB request is atomic.
-
-    moto's server handles requests on threads without a lock, and its TransactWriteItems restores a copy
-    of the whole table when a condition fails, erasing what other threads wrote meanwhile. Concurrent
-    resolvers and pushers then see lost or doubled claims that real DynamoDB never produces.
+    moto's server looks the backend up on every request under one application-wide lock, and the lookup
+    lists moto's ~200 package directories (``os.listdir`` and an ``isdir`` each): that directory walk, done
+    serially under the lock, was a tenth of the local stack's busy time under load. The list is fixed for a
+    given moto install, so it is read once.
     """
-    from moto.dynamodb.responses import DynamoHandler
+    from moto import backends
 
-    if getattr(DynamoHandler.call_action, "_lakehook_atomic", False):
+    if getattr(backends.list_of_moto_modules, "_lakehook_cached", False):
         return
-    call_action = DynamoHandler.call_action
+    modules = tuple(backends.list_of_moto_modules())
 
-    def atomic(self: Any) -> Any:
-        with _atomic_lock:
-            return call_action(self)
+    def cached() -> tuple[str, ...]:
+        return modules
 
-    atomic._lakehook_atomic = True  # type: ignore[attr-defined]
-    DynamoHandler.call_action = atomic  # type: ignore[method-assign]
+    cached._lakehook_cached = True  # type: ignore[attr-defined]
+    backends.list_of_moto_modules = cached
 
 
 class LocalStack:
@@ -133,9 +129,10 @@ class LocalStack:
     def _start(self) -> None:
         from moto.server import ThreadedMotoServer
 
-        from lakehook.local import moto_dynamodb
+        from lakehook.local import moto_dynamodb, moto_locks
 
-        _make_moto_dynamodb_atomic()
+        moto_locks.install()  # item locks, transaction conflicts, a short data latch: docs/local.md
+        _speed_up_moto_dispatch()
         moto_dynamodb.install()  # Query and TransactWriteItems stay near constant as the table fills
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-request access log
         self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
@@ -235,8 +232,15 @@ class LocalStack:
         assert self._scheduler is not None, "start() first"
         return self._scheduler.fire(function_name)
 
+    def enable_stream(self, function_name: str, enabled: bool = True) -> list[dict[str, Any]]:
+        """Enable or disable a function's stream mappings, as UpdateEventSourceMapping's ``Enabled`` does:
+        disabled, records queue up and nothing is delivered (``wait_idle`` waits for them). Answers the stream
+        records the mappings hold, not yet handled."""
+        assert self._tailer is not None, "start() first, on a template with a table stream"
+        return self._tailer.enable(function_name, enabled)
+
     def wait_idle(self, timeout: float = 30.0) -> bool:
-        """Wait until the stream has been drained into its functions."""
+        """Wait until the stream has been drained into its functions (every record delivered and handled)."""
         return self._tailer.wait_idle(timeout) if self._tailer else True
 
     # --- resources ------------------------------------------------------------------------------

@@ -13,6 +13,8 @@ from typing import Any
 
 from lakehook.local.invoker import LocalFunction
 
+LONG_POLL_SECONDS = 1  # an idle queue poller waits this long in ReceiveMessage
+
 log = logging.getLogger("lakehook.local.schedules")
 
 
@@ -111,14 +113,19 @@ class QueuePoller:
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
+                # Long polling, as Lambda's poller does: moto answers as soon as a message arrives, and an
+                # idle queue costs one request a second instead of five.
                 messages = self._sqs.receive_message(
-                    QueueUrl=self._url, MaxNumberOfMessages=self._batch, WaitTimeSeconds=0, AttributeNames=["All"]
+                    QueueUrl=self._url,
+                    MaxNumberOfMessages=self._batch,
+                    WaitTimeSeconds=LONG_POLL_SECONDS,
+                    AttributeNames=["All"],
                 ).get("Messages", [])
             except Exception:
                 log.exception("receive from %s failed", self._url)
-                messages = []
-            if not messages:
                 self._stop.wait(0.2)
+                continue
+            if not messages:
                 continue
             records = [
                 {

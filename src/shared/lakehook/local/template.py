@@ -94,6 +94,7 @@ class StreamSubscription:
     report_batch_item_failures: bool
     maximum_retry_attempts: int | None
     starting_position: str
+    parallelization_factor: int = 1  # concurrent batches per shard (Lambda: 1 to 10)
 
 
 @dataclass(frozen=True)
@@ -291,6 +292,7 @@ class Template:
                     report_batch_item_failures="ReportBatchItemFailures" in p.get("FunctionResponseTypes", []),
                     maximum_retry_attempts=p.get("MaximumRetryAttempts"),
                     starting_position=p.get("StartingPosition", "LATEST"),
+                    parallelization_factor=max(1, min(10, int(p.get("ParallelizationFactor", 1)))),
                 )
             )
         elif kind in ("Schedule", "ScheduleV2"):
