@@ -219,10 +219,8 @@ def _worker_event(*asset_keys: str) -> dict[str, Any]:
     return event
 
 
-def test_an_unchanged_healthy_poll_reads_its_offset_and_its_pointer_and_writes_nothing(
-    container: Container, counter: RequestCounter, tmp_path: Path
-) -> None:
-    # GIVEN a real Paimon table polled once by the worker, through the container's own sources
+def _polled_once(container: Container, tmp_path: Path) -> tuple[Any, Counter[str]]:
+    """A real Paimon table with one snapshot, registered and polled once by the worker; its storage reads counted."""
     warehouse = {"warehouse": str(tmp_path / "wh")}
     paimon_commit(create_paimon_table(warehouse, "ods_db.ods_order_latest"), rows(1))
     registration = {
@@ -233,9 +231,17 @@ def test_an_unchanged_healthy_poll_reads_its_offset_and_its_pointer_and_writes_n
     container.asset_registry.put_asset(AssetRegistration.model_validate(registration), now_ms())
     storage: Counter[str] = Counter()
     real = container.snapshot_sources
-    container.__dict__["snapshot_sources"] = lambda fmt: CountingSource(real(fmt), storage)
+    container.overrides["snapshot_sources"] = lambda fmt: CountingSource(real(fmt), storage)
     worker = load_handler("poll_worker")
     assert worker(_worker_event(ORDERS), FakeLambdaContext()) == {"batchItemFailures": []}
+    return worker, storage
+
+
+def test_an_unchanged_healthy_poll_reads_its_offset_and_its_pointer_and_writes_nothing(
+    container: Container, counter: RequestCounter, tmp_path: Path
+) -> None:
+    # GIVEN a real Paimon table polled once by the worker, through the container's own sources
+    worker, storage = _polled_once(container, tmp_path)
     first = container.poll_status_store.get(ORDERS)
     assert first is not None and first.last_snapshot_id == 1
 
@@ -253,19 +259,7 @@ def test_an_unchanged_healthy_poll_reads_its_offset_and_its_pointer_and_writes_n
 def test_a_failing_table_shows_its_error_is_held_back_then_shows_its_recovery(
     container: Container, counter: RequestCounter, tmp_path: Path
 ) -> None:
-    warehouse = {"warehouse": str(tmp_path / "wh")}
-    paimon_commit(create_paimon_table(warehouse, "ods_db.ods_order_latest"), rows(1))
-    registration = {
-        "assetKey": ORDERS,
-        "format": "paimon",
-        "source": {"catalog": "lake", "properties": warehouse, "table": "ods_db.ods_order_latest"},
-    }
-    container.asset_registry.put_asset(AssetRegistration.model_validate(registration), now_ms())
-    storage: Counter[str] = Counter()
-    real = container.snapshot_sources
-    container.__dict__["snapshot_sources"] = lambda fmt: CountingSource(real(fmt), storage)
-    worker = load_handler("poll_worker")
-    worker(_worker_event(ORDERS), FakeLambdaContext())
+    worker, storage = _polled_once(container, tmp_path)
 
     # WHEN the table's warehouse disappears (a bucket policy, a moved path): the poll fails
     moved = tmp_path / "moved"
