@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
-import threading
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import NoReturn
@@ -15,6 +13,7 @@ from typing import NoReturn
 from lakehook.cli_commands.output import report_error
 from lakehook.cli_commands.parser import add_commands, add_global_options
 from lakehook.console.command import add_console_command
+from lakehook.interrupts import stop_on_signals, wait_until_set
 
 
 def _local_up(args: argparse.Namespace) -> int:
@@ -34,16 +33,14 @@ def _local_up(args: argparse.Namespace) -> int:
         if args.template
         else LocalStack(host=args.host, port=args.port, admin_token=args.admin_token, poll_every=args.poll_every)
     )
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signals()
     stack.start()
     try:
         routes = sum(len(f.spec.routes) for f in stack.functions)
         print(f"lakehook local stack: API {stack.api_url}  (moto {stack.endpoint_url})", flush=True)
         print(f"functions: {', '.join(f.spec.name for f in stack.functions)}; {routes} routes", flush=True)
         print(f"ready: {stack.api_url}", flush=True)
-        stop.wait()
+        wait_until_set(stop)
     finally:
         print("stopping", flush=True)
         stack.stop()

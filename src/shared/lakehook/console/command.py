@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import signal
-import threading
 import webbrowser
 
 from lakehook.cli_commands.api import ApiClient, CliError
 from lakehook.cli_commands.output import err, out
 from lakehook.cli_commands.parser import add_global_options
 from lakehook.console.server import ConsoleServer
+from lakehook.interrupts import stop_on_signals, wait_until_set
 
 DEFAULT_PORT = 8321
 
@@ -35,9 +34,7 @@ def run_console(args: argparse.Namespace) -> int:
         return ApiClient(url=args.url, admin_token=args.api_token, region=args.region)
 
     console = ConsoleServer(new_client, port=args.port)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signals()
     with console:
         print(f"lakehook console: {console.url}  (API {console.api_url}, {console.auth})", file=out(), flush=True)
         try:
@@ -46,5 +43,5 @@ def run_console(args: argparse.Namespace) -> int:
             print(f"lakehook: warning: the API does not answer yet: {exc}", file=err(), flush=True)
         if args.open:
             webbrowser.open(console.url)
-        stop.wait()
+        wait_until_set(stop)
     return 0

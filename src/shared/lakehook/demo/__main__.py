@@ -13,9 +13,7 @@ with ``--keep`` (``make demo KEEP=1``) the stack and the console stay up until C
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 import time
 from collections.abc import Sequence
 
@@ -30,6 +28,7 @@ from lakehook.demo.quiet import without_metric_lines
 from lakehook.demo.story import STEPS, Story
 from lakehook.demo.summary import summarize
 from lakehook.demo.view import make_view
+from lakehook.interrupts import stop_on_signals, wait_until_set
 from lakehook.local.runtime import LocalStack
 
 ADMIN = "demo-admin"
@@ -49,11 +48,9 @@ def console_for(api_url: str) -> ConsoleServer:
 
 
 def wait_for_ctrl_c(stack_url: str, console_url: str) -> None:
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signals()
     print(f"\nkept up until Ctrl-C: the console {console_url}, the API {stack_url} (admin token {ADMIN})", flush=True)
-    stop.wait()
+    wait_until_set(stop)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
