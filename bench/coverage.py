@@ -11,7 +11,6 @@ predict DynamoDB latency.
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -180,12 +179,6 @@ def _domain() -> list[dict[str, Any]]:
 
 
 def run() -> list[dict[str, Any]]:
-    for name, value in (
-        ("AWS_ACCESS_KEY_ID", "testing"),
-        ("AWS_SECRET_ACCESS_KEY", "testing"),
-        ("AWS_DEFAULT_REGION", "us-east-1"),
-    ):
-        os.environ.setdefault(name, value)
     import boto3
     from moto import mock_aws
     from tests.support import RequestCounter, create_table

@@ -21,12 +21,6 @@ import time
 from collections import Counter
 from typing import Any
 
-os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
-os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Lakehook")
-os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
-
 import boto3
 from tests.fakes.webhook_receiver import WebhookReceiver
 from tests.support import FakeLambdaContext, api_event, load_handler

@@ -27,12 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
-os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Lakehook")
-os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
-
 import boto3
 import requests
 from botocore import xform_name

@@ -44,10 +44,6 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
-os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-
 import boto3
 from tests.fakes.memory import InMemorySecretStore
 from tests.lakehouse import (

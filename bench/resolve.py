@@ -28,11 +28,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
-os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Lakehook")
-
 import boto3
 from boto3.dynamodb.types import TypeSerializer
 from moto import mock_aws
