@@ -32,8 +32,9 @@ class Ran:
         return json.loads(self.out)
 
 
-def run_cli(argv: Sequence[str]) -> Ran:
-    out, err = io.StringIO(), io.StringIO()
+def run_cli(argv: Sequence[str], out: io.StringIO | None = None) -> Ran:
+    """Run the CLI as a user would; ``out`` lets a test read what it prints while it runs."""
+    out, err = out or io.StringIO(), io.StringIO()
     with captured(out, err):
         try:
             code = main(list(argv))

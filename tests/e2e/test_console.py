@@ -128,7 +128,7 @@ def wait_for(check: Any, seconds: float = 45.0) -> Any:
 def test_the_graph_shows_the_demos_six_tables_and_three_rules(page: Page, console: str) -> None:
     page.goto(console)
     assets = page.locator("svg#graph [data-asset]")
-    expect(assets).to_have_count(6)
+    expect(assets).to_have_count(6, timeout=WAIT_MS)  # the first load: every environment is cold
     assert sorted(assets.evaluate_all("nodes => nodes.map(n => n.dataset.asset)")) == sorted(TABLES)
     rules = page.locator("svg#graph [data-rule]")
     expect(rules).to_have_count(3)
@@ -204,7 +204,7 @@ def test_a_new_trigger_appears_in_the_timeline_without_a_reload(page: Page, cons
     expect(newest).to_contain_text("ods_order_latest")
     assert page.evaluate("window.__sameDocument") is True
     expect(newest).to_have_attribute("data-status", "SUCCEEDED", timeout=WAIT_MS)  # the run reported back
-    expect(newest.locator('[data-key="runStatus"]')).to_have_text("SUCCEEDED")
+    expect(newest.locator('[data-key="runStatus"]')).to_have_text("SUCCEEDED", timeout=WAIT_MS)  # its own report
     shot(page, "timeline-new-trigger")
 
 

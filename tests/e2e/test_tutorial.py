@@ -9,6 +9,7 @@ second terminal. Port 8000 becomes a free port.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shlex
@@ -77,12 +78,15 @@ def test_the_tutorial_runs_command_by_command(monkeypatch: pytest.MonkeyPatch, t
                     assert line.startswith("lakehook "), f"the tutorial uses the CLI only: {line}"
                     argv = shlex.split(os.path.expandvars(line))[1:]
                     if argv[0] == "watch":  # a second terminal: runs while the next command pushes
+                        shown = io.StringIO()
 
-                        def follow(argv: list[str] = argv) -> None:
-                            watched["watch"] = run_cli(argv)
+                        def follow(argv: list[str] = argv, shown: io.StringIO = shown) -> None:
+                            watched["watch"] = run_cli(argv, out=shown)
 
                         watching.append(threading.Thread(target=follow))
                         watching[-1].start()
+                        # the reader pushes once the watch says it is watching (it has seen what exists)
+                        assert wait_for(lambda shown=shown: "watching" in shown.getvalue(), timeout=30)
                         continue
                     result = run_cli(argv)
                     assert result.code == 0, f"`{line}` exited {result.code}: {result.err or result.out}"

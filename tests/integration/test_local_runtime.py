@@ -3,6 +3,7 @@ partial failures, schedules at an overridden rate, SQS queues, and S3 bucket not
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -76,7 +77,8 @@ def test_a_record_failing_past_the_retry_limit_goes_to_the_failure_destination(
 
 
 def test_a_parallelization_factor_runs_lanes_concurrently_keeping_each_item_in_order(tmp_path: Path) -> None:
-    """ParallelizationFactor 4: batches go to several lanes (threads) at once, each item's records in order."""
+    """ParallelizationFactor 4: batches of different items run at once (in several execution environments),
+    while each item's records arrive in order and never in two batches at the same time."""
     code = tmp_path / "fn"
     code.mkdir()
     (code / "app.py").write_text((FIXTURE.parent / "app.py").read_text())
@@ -84,7 +86,8 @@ def test_a_parallelization_factor_runs_lanes_concurrently_keeping_each_item_in_o
     assert "ParallelizationFactor: 4" in template
     (code / "template.yaml").write_text(template)
     out = tmp_path / "calls.jsonl"
-    with LocalStack(template=code / "template.yaml", port=0, extra_env={"RECORDER_FILE": str(out)}) as stack:
+    env = {"RECORDER_FILE": str(out), "RECORDER_SLEEP_SECONDS": "0.2"}
+    with LocalStack(template=code / "template.yaml", port=0, extra_env=env) as stack:
         [consumer] = [f for f in stack.functions if f.spec.name == "StreamConsumer"]
         assert consumer.spec.streams[0].parallelization_factor == 4
         table = boto3.resource("dynamodb", endpoint_url=stack.endpoint_url, region_name="us-east-1").Table(
@@ -97,15 +100,21 @@ def test_a_parallelization_factor_runs_lanes_concurrently_keeping_each_item_in_o
         assert stack.wait_idle(60)
     rows = [json.loads(line) for line in out.read_text().splitlines() if '"StreamConsumer"' in line]
     seen: dict[str, list[int]] = {}
-    lanes: dict[str, set[str]] = {}
+    spans: dict[str, list[tuple[float, float]]] = {}
     for row in rows:
         for record in row["event"]["Records"]:
             key = record["dynamodb"]["Keys"]["PK"]["S"]
             seen.setdefault(key, []).append(int(record["dynamodb"]["NewImage"]["n"]["N"]))
-            lanes.setdefault(key, set()).add(row["thread"])
+            spans.setdefault(key, []).append((row["began"], row["ended"]))
     assert seen == {f"i{item}": list(range(versions)) for item in range(items)}  # each once, in order
-    assert all(len(threads) == 1 for threads in lanes.values())  # an item stays on its lane
-    assert len({row["thread"] for row in rows}) > 1  # and the items spread over lanes
+    for key, periods in spans.items():  # an item's batches one after the other, never two at once
+        ordered = sorted(set(periods))
+        assert all(a_end <= b_began for (_, a_end), (b_began, _) in itertools.pairwise(ordered)), key
+    overlapping = [
+        (a, b) for a in rows for b in rows if a is not b and a["began"] < b["ended"] and b["began"] < a["ended"]
+    ]
+    assert overlapping, "no two batches ran at the same time"
+    assert len({row["pid"] for row in rows}) > 1  # concurrent batches run in environments of their own
 
 
 def test_the_template_s_stream_mappings_declare_their_parallelization() -> None:

@@ -82,8 +82,9 @@ class LakehookResolver(APIGatewayRestResolver):
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         # Powertools keeps the request in class-wide state (``BaseRouter.current_event``, shared by every
         # resolver of the process) and in the app's ``context``: Lambda runs one request per instance at a
-        # time. The local runtime calls handlers from many threads, where a request would otherwise read
-        # another's event halfway through; so one request at a time per process, as on Lambda.
+        # time. The local runtime runs one request per execution environment as Lambda does, but a program
+        # that imports the handler may call it from several threads (tests do), where a request would
+        # otherwise read another's event halfway through; so one request at a time per process.
         with _RESOLVING:
             return super().resolve(event, context)
 

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from lakehook.local.invoker import LocalFunction
+from lakehook.local.invoker import FunctionError, LocalFunction
 from lakehook.local.template import ApiRoute
 
 # Not an API route (no function serves it, the template does not declare it): the local stack's own
@@ -23,6 +23,7 @@ log = logging.getLogger("lakehook.local.gateway")
 
 # API Gateway REST rejects larger payloads before the function sees them.
 API_GATEWAY_MAX_BODY = 10 * 1024 * 1024
+API_GATEWAY_TIMEOUT_SECONDS = 29  # the REST API integration timeout (its default and, until raised, its maximum)
 _TEXT_TYPES = ("application/json", "text/", "application/xml", "application/x-www-form-urlencoded")
 
 
@@ -148,8 +149,15 @@ class ApiGateway:
         event = proxy_event(request.command, request.path, headers, body, route, params, self.stage)
         try:
             answer = fn.invoke(event)
-        except Exception:  # a crashed function is a 502 from API Gateway, never a hung client
-            log.exception("function %s failed", fn.spec.name)
+        except FunctionError as error:
+            log.error("function %s failed: %s", fn.spec.name, error)
+            if error.error_type == "Sandbox.Timedout" and fn.spec.timeout >= API_GATEWAY_TIMEOUT_SECONDS:
+                _write(request, 504, {"message": "Endpoint request timed out"})  # API Gateway gave up first
+            else:
+                _write(request, 502, {"message": "Internal server error"})  # a failed function, never a hung client
+            return
+        except Exception:  # the runtime itself failed: API Gateway's 502 too
+            log.exception("function %s could not be invoked", fn.spec.name)
             _write(request, 502, {"message": "Internal server error"})
             return
         status = int(answer.get("statusCode", 200))

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import sys
 import time
 from typing import Any, Literal, TextIO
 
@@ -113,3 +115,67 @@ def configure(choice: LogFormat, stream: TextIO) -> Literal["human", "json"]:
     assert inner is not None
     handler.setFormatter(LocalLogFormatter(inner, human=chosen == "human"))
     return chosen
+
+
+# --- the functions' output, relayed from their execution environments ------------------------------------
+
+
+def relay(function: str, fd: int) -> None:
+    """Copy what a function's processes print (their stdout and stderr, one pipe, read from ``fd``) to where
+    the stack's own lines go, a line at a time, until the last of them ends and the pipe closes."""
+    pending = b""
+    try:
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                emit(function, line.decode("utf-8", "replace"))
+        if pending:
+            emit(function, pending.decode("utf-8", "replace"))
+    finally:
+        os.close(fd)
+
+
+def emit(function: str, line: str) -> None:
+    """Write one line of a function's output in the stack's format: as it is in JSON (as CloudWatch keeps
+    it), or as a human line tagged with the function's name."""
+    if not line.strip():
+        return
+    from lakehook.observability import logger
+
+    handler = logger.registered_handler
+    formatter = handler.formatter
+    human = isinstance(formatter, LocalLogFormatter) and formatter.human
+    text = function_line(function, line) if human else line
+    stream = getattr(handler, "stream", None) or sys.stdout
+    handler.acquire()
+    try:
+        stream.write(text + "\n")
+        stream.flush()
+    except (OSError, ValueError):
+        pass  # the stack's output is gone (closed at exit): the line cannot be shown
+    finally:
+        handler.release()
+
+
+def function_line(function: str, line: str) -> str:
+    """A function's printed line as a human line: a Powertools JSON record rendered, anything else as it is."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        data = None
+    clock = time.strftime("%H:%M:%S") + f".{int(time.time() * 1000) % 1000:03d}"
+    if not isinstance(data, dict) or "message" not in data:
+        return f"{clock} {'':<7} {function:<{TAG_WIDTH}} {line}"
+    level = str(data.get("level", "INFO"))
+    fields = " ".join(f"{key}={_value(value)}" for key, value in data.items() if key not in SHOWN_APART)
+    text = f"{clock} {level:<7} {function:<{TAG_WIDTH}} {data['message']}" + (f"  {fields}" if fields else "")
+    if data.get("exception"):
+        text += "\n" + "\n".join("    " + part for part in str(data["exception"]).splitlines())
+    return text

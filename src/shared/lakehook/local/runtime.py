@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -40,6 +41,9 @@ _RANDOM_PASSWORD_OPTIONS = frozenset(
         "RequireEachIncludedType",
     }
 )
+# What a function's environment takes from the machine's (the rest is the template's and the stack's, as on
+# Lambda): where programs and the home directory are, the locale and the time zone.
+_HOST_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
 _FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": "local"}
 
 
@@ -80,6 +84,7 @@ class LocalStack:
         extra_env: dict[str, str] | None = None,
         schedule_rates: Mapping[str, float] | None = None,
         parameters: Mapping[str, str] | None = None,
+        max_environments: int = 8,
     ) -> None:
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError("the local stack listens on loopback only (127.0.0.1, localhost or ::1)")
@@ -89,6 +94,7 @@ class LocalStack:
         self.poll_every = poll_every
         self.moto_port = moto_port
         self.extra_env = dict(extra_env or {})
+        self.max_environments = max_environments  # execution environments per function at most
         self.schedule_rates = dict(schedule_rates or {})  # seconds per function logical id, over poll_every
         self.endpoint_url = ""
         self.table_name = f"{LOCAL_STACK}-table"
@@ -102,6 +108,7 @@ class LocalStack:
         self._watchers: list[BucketWatcher] = []
         self._rules: list[RuleDelivery] = []
         self._saved_env: dict[str, str | None] = {}
+        self._session: Any = None
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -151,32 +158,36 @@ class LocalStack:
         )
         template = Template.load(self.template_path)
         self._create_resources(template)
-        template = Template.load(self.template_path, names=self.names)
+        template = Template(template.path, template.document, names=self.names)  # parsed once, names now known
         specs = template.functions()
-        env: dict[str, str] = {}
-        for spec in specs:
-            env.update(spec.environment)
-        env.update(
-            {
-                "LAKEHOOK_ENDPOINT_URL": self.endpoint_url,
-                "LAKEHOOK_ADMIN_TOKEN": self.admin_token,
-                "LAKEHOOK_REGION": self.region,
-                "LAKEHOOK_STAGE": "local",
-                "POWERTOOLS_TRACE_DISABLED": "true",
-                "LAKEHOOK_ALLOW_INSECURE_LOOPBACK_TARGETS": "true",  # local targets are plain http on loopback
-            }
-        )
-        env.update(self.extra_env)
-        self._set_env(env)
+        stack_env = {
+            **_FAKE_CREDENTIALS,
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_REGION": self.region,
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+            "LAKEHOOK_ENDPOINT_URL": self.endpoint_url,
+            "LAKEHOOK_ADMIN_TOKEN": self.admin_token,
+            "LAKEHOOK_REGION": self.region,
+            "LAKEHOOK_STAGE": "local",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "LAKEHOOK_ALLOW_INSECURE_LOOPBACK_TARGETS": "true",  # local targets are plain http on loopback
+        }
+        self._set_env(stack_env | self.extra_env)  # for the stack's own clients; functions get theirs below
         get_settings.cache_clear()
         container.use(None)
-        self.functions = [LocalFunction(spec) for spec in specs]
-        for fn in self.functions:
-            fn.handler  # noqa: B018 - import every handler now, so a broken one fails at start, not mid-request
+        host = {name: os.environ[name] for name in _HOST_VARIABLES if name in os.environ}
+        self.functions = [
+            LocalFunction(spec, host | spec.environment | stack_env | self.extra_env, self.max_environments)
+            for spec in specs
+        ]
+        self._start_functions()
+        secret_prefix = next(
+            (s.environment["LAKEHOOK_SECRET_PREFIX"] for s in specs if "LAKEHOOK_SECRET_PREFIX" in s.environment), ""
+        )
         local_info = {
             "endpointUrl": self.endpoint_url,
             "region": self.region,
-            "secretPrefix": env.get("LAKEHOOK_SECRET_PREFIX", ""),
+            "secretPrefix": secret_prefix,
         }
         self._gateway = ApiGateway(
             [f for f in self.functions if f.spec.routes],
@@ -186,12 +197,8 @@ class LocalStack:
             admin_token=self.admin_token,
         )
         self._gateway.start()
-        streams = boto3.client("dynamodbstreams", region_name=self.region, endpoint_url=self.endpoint_url)
-        stream_arn = (
-            boto3.client("dynamodb", region_name=self.region, endpoint_url=self.endpoint_url)
-            .describe_table(TableName=self.table_name)["Table"]
-            .get("LatestStreamArn")
-        )
+        streams = self._client("dynamodbstreams")
+        stream_arn = self._client("dynamodb").describe_table(TableName=self.table_name)["Table"].get("LatestStreamArn")
         if stream_arn:
             self._tailer = StreamTailer(streams, stream_arn, self.functions)
             self._tailer.start()
@@ -215,6 +222,8 @@ class LocalStack:
             self._tailer.stop()
         if self._gateway:
             self._gateway.stop()
+        for fn in self.functions:
+            fn.stop()
         if self._moto:
             self._moto.stop()
             self._moto = None
@@ -226,6 +235,12 @@ class LocalStack:
         self._saved_env.clear()
         get_settings.cache_clear()
         container.use(None)
+
+    def _start_functions(self) -> None:
+        """Start one execution environment per function, concurrently: a broken handler fails the start."""
+        with ThreadPoolExecutor(max_workers=4, thread_name_prefix="lakehook-init") as pool:
+            for future in [pool.submit(fn.start) for fn in self.functions]:
+                future.result()
 
     def fire_schedule(self, function_name: str) -> int:
         """Run a scheduled function's schedules once, now (e.g. the poll planner), and answer how many ran."""
@@ -251,8 +266,10 @@ class LocalStack:
             os.environ[name] = value
 
     def _client(self, service: str) -> Any:
-        session: Any = boto3.session.Session(region_name=self.region)
-        return session.client(service, endpoint_url=self.endpoint_url)
+        """A client of the stack's moto server, from one session (its models are loaded once)."""
+        if self._session is None:
+            self._session = boto3.session.Session(region_name=self.region)
+        return self._session.client(service, endpoint_url=self.endpoint_url)
 
     def _create_resources(self, template: Template) -> None:
         table_id, _ = template.table()
@@ -292,7 +309,7 @@ class LocalStack:
             self.names[logical_id] = client.create_secret(Name=name, SecretString=value)["ARN"]
 
     def _start_queue_pollers(self) -> None:
-        sqs = boto3.client("sqs", region_name=self.region, endpoint_url=self.endpoint_url)
+        sqs = self._client("sqs")
         for fn in self.functions:
             for logical_id, batch_size in fn.spec.queues:
                 poller = QueuePoller(sqs, fn, self.names[logical_id], self.names[f"{logical_id}.Arn"], batch_size)
