@@ -152,7 +152,7 @@ def _concurrent(url: str, secret: str, receiver: _Receiver, first_sid: int) -> l
 
 def _fill(stack: LocalStack, url: str, secret: str, events: int, offset: int) -> tuple[float, float]:
     """Push ``events`` events of unwatched assets (4 clients, batches of 25); seconds to accept, to drain."""
-    clients, batch = 4, 25
+    clients, batch = int(os.environ.get("FILL_CLIENTS", "4")), 25
     per_client = events // clients
     errors: list[BaseException] = []
 
