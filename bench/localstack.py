@@ -11,7 +11,9 @@ stream -> dispatcher -> webhook.
   10,000) of other assets (each one an event item and a state change the resolver reads), then again on the
   same filled stack: p50 / p90 / max per phase, per run, median over runs with min-max;
 - throughput: the fill itself, 4 clients pushing signed batches of 25 events over HTTP, counted until the
-  stream is drained into the resolver (so every function's work is in it), events per second.
+  stream is drained into the resolver (so every function's work is in it), events per second; with what
+  the fill costs the stack's own process per event (CPU), and moto's requests and CPU per event by
+  operation (`bench/moto_requests.py`): the functions run in processes of their own, moto in the stack's.
 Each run is made twice, interleaved: with lakehook's moto adapter (as `lakehook local up` runs) and on stock
 moto (the adapter uninstalled right after the stack starts, filled with `LAKEHOOK_BENCH_STOCK_FILL`, default
 2,000, as stock moto's fill slows down with the table), so the adapter's effect is measured, not assumed.
@@ -34,6 +36,7 @@ from typing import Any
 import boto3
 import requests
 
+from bench import moto_requests
 from lakehook.domain.signing import sign
 from lakehook.local import moto_dynamodb
 from lakehook.local.runtime import LocalStack
@@ -150,8 +153,9 @@ def _concurrent(url: str, secret: str, receiver: _Receiver, first_sid: int) -> l
     return [t for per in took for t in per]
 
 
-def _fill(stack: LocalStack, url: str, secret: str, events: int, offset: int) -> tuple[float, float]:
-    """Push ``events`` events of unwatched assets (4 clients, batches of 25); seconds to accept, to drain."""
+def _fill(stack: LocalStack, url: str, secret: str, events: int, offset: int) -> tuple[float, float, dict[str, Any]]:
+    """Push ``events`` events of unwatched assets (4 clients, batches of 25); seconds to accept, to drain, and
+    moto's requests per event, its CPU per event and the stack process's CPU per event."""
     clients, batch = int(os.environ.get("FILL_CLIENTS", "4")), 25
     per_client = events // clients
     errors: list[BaseException] = []
@@ -174,17 +178,25 @@ def _fill(stack: LocalStack, url: str, secret: str, events: int, offset: int) ->
                     errors.append(exc)
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-    began = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    accepted = time.perf_counter() - began
-    stack.wait_idle(timeout=600)
-    drained = time.perf_counter() - began
+    with moto_requests.counting() as seen:
+        began, cpu = time.perf_counter(), time.process_time()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        accepted = time.perf_counter() - began
+        stack.wait_idle(timeout=600)
+        drained, cpu = time.perf_counter() - began, time.process_time() - cpu
     if errors:
         raise RuntimeError(f"{len(errors)} fill pushes failed: {errors[0]!r}")
-    return accepted, drained
+    requests_per_event, moto_ms = seen.per_event(events)
+    costs = {
+        "requests": requests_per_event,
+        "moto_ms": moto_ms,
+        "stack_ms": cpu * 1000 / events,
+        "top": seen.top(events),
+    }
+    return accepted, drained, costs
 
 
 def _summary(values: list[float]) -> dict[str, float]:
@@ -232,7 +244,7 @@ def _one_run(adapted: bool) -> dict[str, Any]:
                 receiver.wait_for(_hook(0), 1)
                 fresh = _latencies(session, url, secret, receiver, 0, 10)
                 fresh_concurrent = _concurrent(url, secret, receiver, 10 + PUSHES)
-                accepted, drained = _fill(stack, url, secret, FILL if adapted else STOCK_FILL, offset=0)
+                accepted, drained, costs = _fill(stack, url, secret, FILL if adapted else STOCK_FILL, offset=0)
                 filled = _latencies(session, url, secret, receiver, 0, 10 + 2 * PUSHES)
                 filled_concurrent = _concurrent(url, secret, receiver, 10 + 3 * PUSHES)
             fill = FILL if adapted else STOCK_FILL
@@ -243,6 +255,7 @@ def _one_run(adapted: bool) -> dict[str, Any]:
                 "filled concurrent": filled_concurrent,
                 "accepted": accepted,
                 "drained": drained,
+                "costs": costs,
                 "fill": fill,
             }
     finally:
@@ -297,6 +310,18 @@ def _rows(runs: list[dict[str, Any]], moto: str, load: str) -> list[dict[str, An
             "spread": f"{min(rates):.0f}-{max(rates):.0f} over {len(runs)} runs",
             "detail": f"{fill:,} events until the stream is drained; accepted by the API at "
             f"{statistics.median(accepted):.0f} events/s; {load}",
+        }
+    )
+    costs = [r["costs"] for r in runs]
+    rows.append(
+        {
+            "moto": moto,
+            "case": "the fill's cost in the stack's process (moto, the gateway, the pollers), per event",
+            "value": f"{statistics.median(c['stack_ms'] for c in costs):.1f} ms CPU",
+            "spread": f"{min(c['stack_ms'] for c in costs):.1f}-{max(c['stack_ms'] for c in costs):.1f} ms",
+            "detail": f"moto: {statistics.median(c['requests'] for c in costs):.2f} requests and "
+            f"{statistics.median(c['moto_ms'] for c in costs):.1f} ms CPU per event (its serving threads, "
+            f"counted at its WSGI entry: bench/moto_requests.py); first run's commonest: {costs[0]['top']}",
         }
     )
     return rows

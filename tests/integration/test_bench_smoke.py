@@ -80,6 +80,11 @@ def test_localstack_times_sequential_and_concurrent_pushes(monkeypatch: pytest.M
     run = bench.localstack._one_run(adapted=True)
     assert len(run["fresh"]) == 1 and len(run["fresh concurrent"]) == bench.localstack.PUSHERS
     assert len(run["filled concurrent"]) == bench.localstack.PUSHERS and all(t > 0 for t in run["filled concurrent"])
+    costs = run["costs"]  # 4 novel events: each at least its record and its state update, at moto's entry
+    assert costs["requests"] >= 2 and costs["moto_ms"] > 0 and costs["stack_ms"] > 0
+    assert "UpdateItem" in costs["top"] and "PutItem" in costs["top"]
+    rows = bench.localstack._rows([run], "adapted", "load x")
+    assert any(r["case"].startswith("the fill's cost") for r in rows)
 
 
 def test_only_re_measures_the_named_bench_and_keeps_the_other_sections(
