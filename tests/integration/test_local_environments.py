@@ -171,3 +171,48 @@ def test_a_stream_batch_that_times_out_is_stopped_and_retried(stack: LocalStack,
     assert stack.wait_idle(30)
     assert once.exists()  # the first delivery hung and was stopped
     assert out.read_text().splitlines() == ["slow", "next"]  # then the batch was retried, in order, once
+
+
+ORPHAN_PROBE = """
+import json, sys
+from pathlib import Path
+from lakehook.local import invoker
+from lakehook.local.runtime import LocalStack
+
+if __name__ == "__main__":
+    stack = LocalStack(template=Path(sys.argv[1]), port=0)
+    stack.start()
+    pids = [invoker._ForkServer.get().process.pid] + [p for f in stack.functions for p in f.processes()]
+    print(json.dumps(pids), flush=True)
+    sys.stdin.read()  # until killed
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+def test_no_process_outlives_a_killed_stack(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "probe.py"
+    script.write_text(ORPHAN_PROBE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    probe = subprocess.Popen(
+        [sys.executable, str(script), str(FIXTURE)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert probe.stdout is not None
+    pids = json.loads(probe.stdout.readline())
+    assert len(pids) >= 1 + 2 * 4 and all(_alive(pid) for pid in pids)  # the fork server, zygotes, environments
+    probe.send_signal(signal.SIGKILL)
+    probe.wait(timeout=10)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+        time.sleep(0.1)
+    assert [pid for pid in pids if _alive(pid)] == []

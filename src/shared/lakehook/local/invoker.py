@@ -301,6 +301,11 @@ class LocalFunction:
         with self._cond:
             return self._running
 
+    def processes(self) -> list[int]:
+        """The pids of this function's zygote and idle environments (busy ones are in use elsewhere)."""
+        with self._cond:
+            return ([self._zygote.pid] if self._zygote else []) + [e.pid for e in self._idle]
+
     def start(self) -> None:
         """Run the function's init (its zygote) and start one environment, so a broken handler fails now."""
         zygote = _Zygote(self._worker_spec)
