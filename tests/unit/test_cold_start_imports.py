@@ -5,7 +5,8 @@ it (``AWS_LAMBDA_FUNCTION_NAME`` and ``LAMBDA_TASK_ROOT`` set, so Powertools and
 paths). What a function's requests may need but its import must not pull in: the lakehouse libraries (the poll
 worker and the replay API load them on their first poll or pre-flight), the X-Ray SDK outside the two traced
 APIs, Powertools' OpenAPI models (built with the document), the rule, dispatch and replay models outside the
-functions whose path builds them, and the API's answer schemas (deferred until the document is generated).
+functions whose path builds them, the API's answer schemas (deferred until the document is generated), and
+pydantic-settings (``lakehook.settings`` reads the environment itself).
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ def test_a_handler_imports_only_what_its_path_needs_at_init(function: str) -> No
 
     assert loaded(modules, LAKEHOUSE) == []
     assert loaded(modules, [OPENAPI_MODELS]) == []
+    assert loaded(modules, ["pydantic_settings", "dotenv"]) == []  # lakehook.settings reads the environment itself
     assert ("aws_xray_sdk" in modules) == (function in TRACED)
     if function not in APIS:
         assert loaded(modules, [*RULES_AND_DISPATCH, "lakehook.api", "requests"]) == []
