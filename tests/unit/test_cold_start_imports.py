@@ -5,7 +5,9 @@ it (``AWS_LAMBDA_FUNCTION_NAME`` and ``LAMBDA_TASK_ROOT`` set, so Powertools and
 paths). What a function's requests may need but its import must not pull in: the lakehouse libraries (the poll
 worker and the replay API load them on their first poll or pre-flight), the X-Ray SDK outside the two traced
 APIs, Powertools' OpenAPI models (built with the document), the rule, dispatch and replay models outside the
-functions whose path builds them, and the API's answer schemas (deferred until the document is generated).
+functions whose path builds them, the API's answer schemas (deferred until the document is generated),
+pydantic-settings (``lakehook.settings`` reads the environment itself), and Powertools' parser models (its batch
+utility imports them only when pydantic is imported before it).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ APIS = TRACED
 
 LAKEHOUSE = ["pyarrow", "pyiceberg", "pypaimon", "fastavro", "deltalake", "hudi", "polars", "pandas", "numpy"]
 OPENAPI_MODELS = "aws_lambda_powertools.event_handler.openapi.models"
+PARSER_MODELS = "aws_lambda_powertools.utilities.parser.models"
 # Built by the builders of the resolver, the dispatcher, the rule routes and the replay route, on first use.
 RULES_AND_DISPATCH = [
     "lakehook.domain.rules",
@@ -92,6 +95,10 @@ def test_a_handler_imports_only_what_its_path_needs_at_init(function: str) -> No
 
     assert loaded(modules, LAKEHOUSE) == []
     assert loaded(modules, [OPENAPI_MODELS]) == []
+    assert loaded(modules, ["pydantic_settings", "dotenv"]) == []  # lakehook.settings reads the environment itself
+    # Powertools' batch utility imports its parser's SQS, DynamoDB, Kinesis and Kafka models for type aliases
+    # when pydantic is already imported: the handlers that use it import it before anything imports pydantic.
+    assert loaded(modules, [PARSER_MODELS]) == []
     assert ("aws_xray_sdk" in modules) == (function in TRACED)
     if function not in APIS:
         assert loaded(modules, [*RULES_AND_DISPATCH, "lakehook.api", "requests"]) == []

@@ -1,19 +1,39 @@
-"""Settings: the one place that reads the environment (prefix ``LAKEHOOK_``)."""
+"""Settings: the one place that reads the environment (prefix ``LAKEHOOK_``).
+
+A plain pydantic model that reads the environment as pydantic-settings' ``BaseSettings`` did for these
+fields (every one a scalar): ``LAKEHOOK_<FIELD>``, matched case-insensitively, its string value validated
+like any input; keyword arguments win over the environment, the environment over the defaults, and the
+defaults are validated too. pydantic-settings is not used: importing it (its sources for dotenv, secrets,
+CLI, cloud vaults) cost every function about a third of what its own code took at import (docs/packaging.md).
+"""
 
 from __future__ import annotations
 
+import os
 from functools import cached_property, lru_cache
+from typing import Any
 
-from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from lakehook.domain.url_policy import UrlPolicy, parse_networks
 
+ENV_PREFIX = "LAKEHOOK_"
 
-class Settings(BaseSettings):
+
+def _from_environment(fields: Any) -> dict[str, str]:
+    """The fields set in the environment (``LAKEHOOK_<FIELD>``, any case), as their raw strings."""
+    prefix = ENV_PREFIX.lower()
+    found = {key.lower(): value for key, value in os.environ.items() if key.lower().startswith(prefix)}
+    return {name: found[prefix + name.lower()] for name in fields if prefix + name.lower() in found}
+
+
+class Settings(BaseModel):
     """Everything a function or the local runtime is configured with."""
 
-    model_config = SettingsConfigDict(env_prefix="LAKEHOOK_", extra="ignore")
+    model_config = ConfigDict(extra="ignore", validate_default=True)
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**{**_from_environment(type(self).model_fields), **values})
 
     table_name: str = Field(default="lakehook", description="the single DynamoDB table")
     bucket_name: str = Field(default="lakehook-manifests", description="bucket for run and spool manifests")
