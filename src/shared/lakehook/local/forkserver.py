@@ -11,6 +11,7 @@ than the function's own. It ends when the stack closes the socket or ends, takin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -29,7 +30,8 @@ def main(control_fd: int, preload: list[str]) -> None:
     # No PR_SET_PDEATHSIG here: it fires when the thread that started this process ends, and the stack
     # may start it from a short-lived thread. The stack's end closes the socket instead, which ends the loop.
     for name in preload:
-        __import__(name)
+        with contextlib.suppress(ImportError):  # not installed here: a function that needs it imports it itself
+            __import__(name)
     control = socket.socket(fileno=control_fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the stack stops its functions itself, as Lambda would
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the zygotes are reaped by the kernel

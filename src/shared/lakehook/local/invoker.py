@@ -60,7 +60,6 @@ THIRD_PARTY_PRELOAD = [
     "botocore.session",
     "botocore.client",
     "pydantic",
-    "pydantic_settings",
     "aws_lambda_powertools",
     "aws_lambda_powertools.logging",
     "aws_lambda_powertools.metrics",
