@@ -18,7 +18,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-BENCHES = ["ingest", "poll", "resolve", "dispatch", "coverage", "localstack", "commit_notices", "coldstart"]
+BENCHES = [
+    "ingest",
+    "poll",
+    "resolve",
+    "dispatch",
+    "coverage",
+    "localstack",
+    "stack_start",
+    "commit_notices",
+    "coldstart",
+]
 RESULTS = Path(__file__).resolve().parent / "results.md"
 
 

@@ -100,3 +100,12 @@ def test_only_re_measures_the_named_bench_and_keeps_the_other_sections(
     assert kept in text and "old figures" not in text
     resolve = text.split("## resolve:", 1)[1]
     assert "--only resolve" in resolve and "load average (1 min)" in resolve and "| 1 | 0.5 |" in resolve
+
+
+def test_stack_start_times_every_start_and_the_first_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    import bench.stack_start
+
+    monkeypatch.setattr(bench.stack_start, "STARTS", 2)
+    (row,) = bench.stack_start.run()
+    assert row["case"].startswith("local stack start, ") and row["case"].endswith(" functions ready")
+    assert float(row["value"].removesuffix(" s")) > 0 and "over 1 starts" in row["spread"]
