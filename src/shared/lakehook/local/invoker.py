@@ -229,8 +229,7 @@ class _Environment:
         try:
             self.channel.send_bytes(json.dumps({"event": event, "requestId": request_id}).encode())
         except OSError:  # it ended while idle
-            message = f"RequestId: {request_id} Error: Runtime exited with error: {_how(self.end())}"
-            return {"error": {"errorType": "Runtime.ExitError", "errorMessage": message}, "killed": True}
+            return self._exited(request_id)
         return self._receive(float(self.spec.timeout), request_id)
 
     def _receive(self, seconds: float, request_id: str) -> dict[str, Any]:
@@ -241,8 +240,7 @@ class _Environment:
                 if self.channel.poll(max(0.0, min(_SLICE, remaining))):
                     return dict(json.loads(self.channel.recv_bytes()))
             except (EOFError, OSError):
-                message = f"RequestId: {request_id} Error: Runtime exited with error: {_how(self.end())}"
-                return {"error": {"errorType": "Runtime.ExitError", "errorMessage": message}, "killed": True}
+                return self._exited(request_id)
             if remaining <= 0:
                 self.kill()
                 message = f"RequestId: {request_id} Error: Task timed out after {seconds:.2f} seconds"
@@ -255,6 +253,11 @@ class _Environment:
                     f"(Max Memory Used: {used:.0f} MB of {self.spec.memory_size} MB)"
                 )
                 return {"error": {"errorType": "Runtime.OutOfMemory", "errorMessage": message}, "killed": True}
+
+    def _exited(self, request_id: str) -> dict[str, Any]:
+        """The process ended by itself: Lambda's error for it, with its exit status."""
+        message = f"RequestId: {request_id} Error: Runtime exited with error: {_how(self.end())}"
+        return {"error": {"errorType": "Runtime.ExitError", "errorMessage": message}, "killed": True}
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):

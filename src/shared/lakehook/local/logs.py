@@ -82,9 +82,13 @@ def human_line(record: logging.LogRecord, data: dict[str, Any]) -> str:
         tag = RUNTIME_TAG + record.name.removeprefix(RUNTIME_LOGGER)  # local, local.streams, local.gateway …
     else:
         tag = str(data.get("function_name") or record.name)
+    return _line(clock, record.levelname, tag, str(data.get("message", record.getMessage())), data)
+
+
+def _line(clock: str, level: str, tag: str, message: str, data: dict[str, Any]) -> str:
+    """The human line: time, level, tag, message and the record's other keys, its traceback below."""
     fields = " ".join(f"{key}={_value(value)}" for key, value in data.items() if key not in SHOWN_APART)
-    message = str(data.get("message", record.getMessage()))
-    line = f"{clock} {record.levelname:<7} {tag:<{TAG_WIDTH}} {message}" + (f"  {fields}" if fields else "")
+    line = f"{clock} {level:<7} {tag:<{TAG_WIDTH}} {message}" + (f"  {fields}" if fields else "")
     if data.get("exception"):
         line += "\n" + "\n".join("    " + part for part in str(data["exception"]).splitlines())
     return line
@@ -173,9 +177,4 @@ def function_line(function: str, line: str) -> str:
     clock = time.strftime("%H:%M:%S") + f".{int(time.time() * 1000) % 1000:03d}"
     if not isinstance(data, dict) or "message" not in data:
         return f"{clock} {'':<7} {function:<{TAG_WIDTH}} {line}"
-    level = str(data.get("level", "INFO"))
-    fields = " ".join(f"{key}={_value(value)}" for key, value in data.items() if key not in SHOWN_APART)
-    text = f"{clock} {level:<7} {function:<{TAG_WIDTH}} {data['message']}" + (f"  {fields}" if fields else "")
-    if data.get("exception"):
-        text += "\n" + "\n".join("    " + part for part in str(data["exception"]).splitlines())
-    return text
+    return _line(clock, str(data.get("level", "INFO")), function, str(data["message"]), data)

@@ -145,8 +145,7 @@ def zygote(spec: WorkerSpec, control: socket.socket, log_fd: int) -> None:
     try:
         handler = load_handler(spec)
     except BaseException as exc:  # the init phase failed: Lambda's Runtime.ImportModuleError and friends
-        print(f"[ERROR] {type(exc).__name__}: {exc}", file=sys.stderr)
-        traceback.print_exc()
+        _log_unhandled(exc)
         control.send(json.dumps({"init": "failed", "error": error_object(exc)}).encode())
         return
     control.send(json.dumps({"init": "ready"}).encode())
@@ -178,6 +177,12 @@ def zygote(spec: WorkerSpec, control: socket.socket, log_fd: int) -> None:
         _reap(pid)
 
 
+def _log_unhandled(exc: BaseException) -> None:
+    """What Lambda's Python runtime logs of an unhandled error: ``[ERROR] Type: message``, then the traceback."""
+    print(f"[ERROR] {type(exc).__name__}: {exc}", file=sys.stderr)
+    traceback.print_exc()
+
+
 def _reap(pid: int) -> int | None:
     """Wait for an environment that ended: its exit code, or minus the signal that ended it."""
     try:
@@ -199,8 +204,7 @@ def _serve(spec: WorkerSpec, handler: Handler, channel: Connection) -> None:
         try:
             result = handler(request["event"], context)
         except Exception as exc:  # unhandled: the runtime logs it and returns it as the function's error
-            print(f"[ERROR] {type(exc).__name__}: {exc}", file=sys.stderr)
-            traceback.print_exc()
+            _log_unhandled(exc)
             channel.send_bytes(json.dumps({"error": error_object(exc)}).encode())
             continue
         try:
