@@ -91,15 +91,17 @@ def fingerprint(name: str) -> str:
     return hashlib.sha256(inspect.getsource(function).encode()).hexdigest()[:16]
 
 
-def problems() -> list[str]:
-    """Why this moto cannot be adapted (empty when it can): its version, or a patched function that changed."""
+def problems(fingerprints: dict[str, str] | None = None) -> list[str]:
+    """Why this moto cannot be adapted (empty when it can): its version, or a patched function that changed.
+
+    ``fingerprints``: the functions to check (default ``FINGERPRINTS``, this module's)."""
     import moto
 
     if moto.__version__ not in SUPPORTED_MOTO_VERSIONS:
         supported = ", ".join(sorted(SUPPORTED_MOTO_VERSIONS))
         return [f"moto {moto.__version__} is not a supported version ({supported})"]
     found = []
-    for name, expected in FINGERPRINTS.items():
+    for name, expected in (FINGERPRINTS if fingerprints is None else fingerprints).items():
         try:
             actual = fingerprint(name)
         except (AttributeError, ImportError, OSError, TypeError) as exc:

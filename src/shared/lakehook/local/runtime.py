@@ -14,9 +14,11 @@ import boto3
 import requests
 
 from lakehook import container
+from lakehook.local import moto_streams
 from lakehook.local.eventbridge import RuleDelivery
 from lakehook.local.gateway import ApiGateway
 from lakehook.local.invoker import LocalFunction
+from lakehook.local.moto_streams import StreamReader
 from lakehook.local.notifications import BucketWatcher, wants_created
 from lakehook.local.schedules import QueuePoller, Scheduler
 from lakehook.local.streams import StreamTailer
@@ -197,10 +199,9 @@ class LocalStack:
             admin_token=self.admin_token,
         )
         self._gateway.start()
-        streams = self._client("dynamodbstreams")
         stream_arn = self._client("dynamodb").describe_table(TableName=self.table_name)["Table"].get("LatestStreamArn")
         if stream_arn:
-            self._tailer = StreamTailer(streams, stream_arn, self.functions)
+            self._tailer = StreamTailer(self._stream_reader(stream_arn), stream_arn, self.functions)
             self._tailer.start()
         self._scheduler = Scheduler(self.functions, every=self.poll_every, rates=self.schedule_rates)
         self._scheduler.start()
@@ -264,6 +265,13 @@ class LocalStack:
         for name, value in values.items():
             self._saved_env.setdefault(name, os.environ.get(name))
             os.environ[name] = value
+
+    def _stream_reader(self, stream_arn: str) -> StreamReader:
+        """moto's memory when this moto can be read so (it runs in this process), else the Streams API."""
+        if moto_streams.supported():
+            _, _, _, region, account_id, _ = stream_arn.split(":", 5)
+            return moto_streams.MotoStreamReader(self.table_name, account_id, region)
+        return moto_streams.HttpStreamReader(self._client("dynamodbstreams"), stream_arn)
 
     def _client(self, service: str) -> Any:
         """A client of the stack's moto server, from one session (its models are loaded once)."""

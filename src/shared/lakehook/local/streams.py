@@ -1,6 +1,7 @@
 """Tail the table's DynamoDB stream and feed stream-triggered functions, as event source mappings would.
 
-One reader thread reads the stream's shards (GetRecords) and hands each record to every mapping whose
+One reader thread reads the stream's new records (from moto's memory, or with GetRecords:
+:mod:`lakehook.local.moto_streams`) and hands each record to every mapping whose
 FilterCriteria match (non-matching records are dropped, as Lambda drops them). Each mapping (one per
 function event) then runs on its own: with ``ParallelizationFactor`` N it has N lanes, each with its own
 thread and one batch in flight; a record goes to the lane its item key (the record's ``Keys``) hashes to, so
@@ -13,22 +14,20 @@ handed to the on-failure destination (here: logged and counted) and the lane mov
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import threading
 import time
 import zlib
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from lakehook.local.filters import matches_any
 from lakehook.local.invoker import LocalFunction
+from lakehook.local.moto_streams import StreamReader
 from lakehook.local.template import StreamSubscription
 
 log = logging.getLogger("lakehook.local.streams")
-_DESCRIBE_EVERY = 1.0  # seconds between DescribeStream calls (the shard list)
 
 
 @dataclass
@@ -71,35 +70,16 @@ class _Mapping:
             self.cond.notify_all()
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return int(value.timestamp())
-    if isinstance(value, bytes | bytearray):
-        return base64.b64encode(bytes(value)).decode()
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, set):
-        return [_jsonable(v) for v in value]
-    return value
-
-
 class StreamTailer:
     """A reader thread for the table's stream, and a thread per lane of every subscribed function's mapping."""
 
-    def __init__(
-        self, streams_client: Any, stream_arn: str, functions: list[LocalFunction], poll_interval: float = 0.1
-    ) -> None:
-        self._client = streams_client
+    def __init__(self, reader: StreamReader, stream_arn: str, functions: list[LocalFunction]) -> None:
+        self._reader = reader
         self._arn = stream_arn
-        self._interval = poll_interval
+        self._interval = reader.poll_interval
         self.mappings = [_Mapping(fn, sub) for fn in functions for sub in fn.spec.streams]
-        self._iterators: dict[str, str | None] = {}
         self._stop = threading.Event()
         self._wake = threading.Event()  # a lane finished a batch: its writes may be on the stream already
-        self._shards: list[dict[str, Any]] = []
-        self._described = -1.0  # when DescribeStream last ran (monotonic seconds)
         self._threads: list[threading.Thread] = []
         self._cycle = 0
         self._idle_cycle = -1
@@ -169,29 +149,13 @@ class StreamTailer:
                 self._wake.clear()
 
     def _fetch(self) -> int:
-        if time.monotonic() - self._described >= _DESCRIBE_EVERY:  # new shards are rare: look once a second
-            self._shards = self._client.describe_stream(StreamArn=self._arn)["StreamDescription"].get("Shards", [])
-            self._described = time.monotonic()
-        count = 0
-        for shard in self._shards:
-            shard_id = shard["ShardId"]
-            if shard_id not in self._iterators:
-                self._iterators[shard_id] = self._client.get_shard_iterator(
-                    StreamArn=self._arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
-                )["ShardIterator"]
-            iterator = self._iterators[shard_id]
-            if iterator is None:
-                continue
-            answer = self._client.get_records(ShardIterator=iterator, Limit=1000)
-            self._iterators[shard_id] = answer.get("NextShardIterator")
-            for raw in answer.get("Records", []):
-                record = _jsonable(raw)
-                record["eventSourceARN"] = self._arn
-                count += 1
-                for mapping in self.mappings:
-                    if matches_any(record, mapping.subscription.filters):
-                        mapping.add(record)
-        return count
+        records = self._reader.read()
+        for record in records:
+            record["eventSourceARN"] = self._arn
+            for mapping in self.mappings:
+                if matches_any(record, mapping.subscription.filters):
+                    mapping.add(record)
+        return len(records)
 
     def _work(self, mapping: _Mapping, lane: _Lane) -> None:
         """One lane: wait for records, deliver a batch, settle it, again (one batch in flight at a time)."""
