@@ -10,7 +10,8 @@ stream -> dispatcher -> webhook.
   push); measured on the fresh stack, then after the table has taken `LAKEHOOK_BENCH_FILL` events (default
   10,000) of other assets (each one an event item and a state change the resolver reads), then again on the
   same filled stack: p50 / p90 / max per phase, per run, median over runs with min-max;
-- throughput: the fill itself, 4 clients pushing signed batches of 25 events over HTTP, counted until the
+- throughput: the fill itself, 4 clients pushing signed batches of 25 events over HTTP from a process of
+  their own (`bench/push_clients.py`, so the stack's process holds only the stack), counted until the
   stream is drained into the resolver (so every function's work is in it), events per second; with what
   the fill costs the stack's own process per event (CPU), and moto's requests and CPU per event by
   operation (`bench/moto_requests.py`): the functions run in processes of their own, moto in the stack's.
@@ -28,16 +29,19 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import boto3
 import requests
 
 from bench import moto_requests
-from lakehook.domain.signing import sign
+from bench.push_clients import event, push
 from lakehook.local import moto_dynamodb
 from lakehook.local.runtime import LocalStack
 
@@ -104,20 +108,6 @@ def _hook(k: int) -> str:
     return f"/hooks/bench{k}"
 
 
-def _event(asset: str, sid: int) -> dict[str, Any]:
-    return {"eventType": "SNAPSHOT_COMMITTED", "assetKey": asset, "snapshotId": sid, "commitTime": 1_764_547_200_000}
-
-
-def _push(session: requests.Session, url: str, secret: str, events: list[dict[str, Any]]) -> None:
-    body = json.dumps({"events": events}).encode()
-    headers = {
-        "Content-Type": "application/json",
-        "X-Lakehook-Producer": "bench",
-        "X-Lakehook-Signature": sign(secret, body, int(time.time())),
-    }
-    session.post(f"{url}/asset-events", data=body, headers=headers, timeout=120).raise_for_status()
-
-
 def _latencies(
     session: requests.Session, url: str, secret: str, receiver: _Receiver, k: int, first_sid: int
 ) -> list[float]:
@@ -126,7 +116,7 @@ def _latencies(
     for i in range(PUSHES):
         expected = receiver.count(_hook(k)) + 1
         began = time.perf_counter()
-        _push(session, url, secret, [_event(WATCHED[k], first_sid + i)])
+        push(session, url, secret, [event(WATCHED[k], first_sid + i)])
         took.append(receiver.wait_for(_hook(k), expected) - began)
     return took
 
@@ -154,41 +144,18 @@ def _concurrent(url: str, secret: str, receiver: _Receiver, first_sid: int) -> l
 
 
 def _fill(stack: LocalStack, url: str, secret: str, events: int, offset: int) -> tuple[float, float, dict[str, Any]]:
-    """Push ``events`` events of unwatched assets (4 clients, batches of 25); seconds to accept, to drain, and
-    moto's requests per event, its CPU per event and the stack process's CPU per event."""
-    clients, batch = int(os.environ.get("FILL_CLIENTS", "4")), 25
-    per_client = events // clients
-    errors: list[BaseException] = []
-
-    def client(index: int) -> None:
-        with requests.Session() as session:
-            for start in range(0, per_client, batch):
-                n = offset + index * per_client + start
-                try:
-                    _push(
-                        session,
-                        url,
-                        secret,
-                        [
-                            _event(f"{PREFIX}fill{(n + i) % FILL_ASSETS}", n + i)
-                            for i in range(min(batch, per_client - start))
-                        ],
-                    )
-                except BaseException as exc:  # counted and reported
-                    errors.append(exc)
-
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    """Push ``events`` events of unwatched assets (4 clients, batches of 25, from a process of their own: the
+    stack's process holds only the stack); seconds to accept, to drain, and moto's requests per event, its CPU
+    per event and the stack process's CPU per event."""
+    command = [sys.executable, "-m", "bench.push_clients", url, secret, str(events), str(offset)]
+    command += ["--clients", os.environ.get("FILL_CLIENTS", "4"), "--batch", "25", "--assets", str(FILL_ASSETS)]
+    command += ["--prefix", PREFIX]
     with moto_requests.counting() as seen:
         began, cpu = time.perf_counter(), time.process_time()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        subprocess.run(command, check=True, env=os.environ | {"PYTHONPATH": _pythonpath()})
         accepted = time.perf_counter() - began
-        stack.wait_idle(timeout=600)
+        stack.wait_idle(timeout=1800)
         drained, cpu = time.perf_counter() - began, time.process_time() - cpu
-    if errors:
-        raise RuntimeError(f"{len(errors)} fill pushes failed: {errors[0]!r}")
     requests_per_event, moto_ms = seen.per_event(events)
     costs = {
         "requests": requests_per_event,
@@ -197,6 +164,13 @@ def _fill(stack: LocalStack, url: str, secret: str, events: int, offset: int) ->
         "top": seen.top(events),
     }
     return accepted, drained, costs
+
+
+def _pythonpath() -> str:
+    """The pushers' import path: the bench package's and lakehook's source."""
+    import lakehook
+
+    return os.pathsep.join([str(Path(__file__).resolve().parents[1]), str(Path(lakehook.__file__).parents[1])])
 
 
 def _summary(values: list[float]) -> dict[str, float]:
@@ -240,7 +214,7 @@ def _one_run(adapted: bool) -> dict[str, Any]:
                 }
                 requests.put(f"{url}/rules/bench{k}", headers=admin, json=rule, timeout=30).raise_for_status()
             with requests.Session() as session:
-                _push(session, url, secret, [_event(WATCHED[0], 1)])  # warm every function once
+                push(session, url, secret, [event(WATCHED[0], 1)])  # warm every function once
                 receiver.wait_for(_hook(0), 1)
                 fresh = _latencies(session, url, secret, receiver, 0, 10)
                 fresh_concurrent = _concurrent(url, secret, receiver, 10 + PUSHES)
@@ -309,7 +283,8 @@ def _rows(runs: list[dict[str, Any]], moto: str, load: str) -> list[dict[str, An
             "value": f"{statistics.median(rates):.0f} events/s",
             "spread": f"{min(rates):.0f}-{max(rates):.0f} over {len(runs)} runs",
             "detail": f"{fill:,} events until the stream is drained; accepted by the API at "
-            f"{statistics.median(accepted):.0f} events/s; {load}",
+            f"{statistics.median(accepted):.0f} events/s; moto's CPU per event alone (below) caps its one "
+            f"process at {1000 / statistics.median(r['costs']['moto_ms'] for r in runs):.0f} events/s; {load}",
         }
     )
     costs = [r["costs"] for r in runs]

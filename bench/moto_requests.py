@@ -39,10 +39,10 @@ class MotoRequests:
             return sum(self.counts.values()) / events, sum(self.cpu.values()) * 1000 / events
 
     def top(self, events: int, n: int = 5) -> str:
-        """The ``n`` commonest operations: ``UpdateItem 2.67/ev 6.8 ms, …``."""
+        """The ``n`` commonest operations: ``UpdateItem 2.67/ev 6.8 ms, …`` (REST ones as ``GET host``)."""
         with self._lock:
             return ", ".join(
-                f"{op.rsplit('.', 1)[-1]} {k / events:.2f}/ev {self.cpu[op] / k * 1000:.1f} ms"
+                f"{op if ' ' in op else op.rsplit('.', 1)[-1]} {k / events:.2f}/ev {self.cpu[op] / k * 1000:.1f} ms"
                 for op, k in self.counts.most_common(n)
             )
 

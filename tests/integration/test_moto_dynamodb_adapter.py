@@ -411,6 +411,44 @@ def test_queries_walk_one_partition_not_the_table(client: Any, monkeypatch: pyte
         client.delete_table(TableName=table)
 
 
+def test_a_range_query_hands_moto_only_the_items_its_range_condition_keeps(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an asset's partition holds every event record and a few rules: a rule lookup must not grow with the events
+    table = f"range-{next(_names)}"
+    with moto_dynamodb.adapted(True):
+        _create(client, table, ranged=True)
+        for s in range(300):
+            client.put_item(TableName=table, Item={"PK": {"S": "asset"}, "SK": {"S": f"EVENT#{s:04d}"}})
+        for r in ("a", "b", "c"):
+            client.put_item(TableName=table, Item={"PK": {"S": "asset"}, "SK": {"S": f"RULE#{r}"}})
+        handed: list[int] = []
+        narrowed = moto_dynamodb._partition_range_items
+
+        def counting(*args: Any) -> list[Any]:
+            items = narrowed(*args)
+            handed.append(len(items))
+            return items
+
+        monkeypatch.setattr(moto_dynamodb, "_partition_range_items", counting)
+        cases = [
+            ("begins_with(SK, :r)", {":r": {"S": "RULE#"}}, ["RULE#a", "RULE#b", "RULE#c"]),
+            ("SK BETWEEN :r AND :r2", {":r": {"S": "EVENT#0010"}, ":r2": {"S": "EVENT#0012"}}, None),
+            ("SK > :r", {":r": {"S": "RULE#a"}}, ["RULE#b", "RULE#c"]),
+        ]
+        for condition, values, expected in cases:
+            page = client.query(
+                TableName=table,
+                KeyConditionExpression=f"PK = :p AND {condition}",
+                ExpressionAttributeValues={":p": {"S": "asset"}} | values,
+            )
+            found = [i["SK"]["S"] for i in page["Items"]]
+            assert found == (expected or ["EVENT#0010", "EVENT#0011", "EVENT#0012"])
+        assert handed == [3, 3, 2]
+        monkeypatch.undo()
+        client.delete_table(TableName=table)
+
+
 def test_a_cancelled_transaction_copies_no_table_and_keeps_the_stream_flowing(
     client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,7 +6,8 @@ back. Both grow with the table: after 10,000 events a claim copies the whole tab
 moto in two places and leaves the rest, and every answer, to moto's own code:
 
 - **Query narrows what moto walks.** moto already stores items by partition key, so a table ``Query`` gets
-  that partition; an index ``Query`` gets the items an attribute index says may carry the index's partition
+  that partition, and with a sort-key condition only the partition's items that meet it (an asset's partition
+  holds its rules and every one of its event records: a rule lookup no longer grows with the events); an index ``Query`` gets the items an attribute index says may carry the index's partition
   key value (a superset, kept current on every write and pruned on read). moto's ``Table.query`` then runs
   unchanged over them: the same key checks, order, ``ScanIndexForward``, ``Limit``, 1 MB pages,
   ``LastEvaluatedKey``, filters and projections.
@@ -268,6 +269,25 @@ def _partition_items(table: Any, hash_key: Any) -> list[Any]:
     return sorted(partition.values(), key=_all_items_order)
 
 
+def _partition_range_items(table: Any, hash_key: Any, comparison: str, objects: list[Any]) -> list[Any]:
+    """The items of one partition whose range key meets the query's range condition, as moto checks it.
+
+    moto's query would sort the whole partition and test every item (an asset's partition holds all its
+    event records: a rule lookup by ``begins_with`` slowed down with every event); the items kept are exactly
+    those moto's own ``compare`` accepts, which it then checks again, in its order.
+    """
+    partition = table.items.get(hash_key)
+    if not partition:
+        return []
+    first = objects[0]
+    if comparison == "BEGINS_WITH" and first.type == "S":  # moto's compare, without its per-item casts
+        prefix = first.value
+        matches = [i for i in partition.values() if i.range_key.type == "S" and i.range_key.value.startswith(prefix)]
+    else:
+        matches = [i for i in partition.values() if i.range_key.compare(comparison, objects)]
+    return sorted(matches, key=_all_items_order)
+
+
 def _index_candidates(table: Any, attribute: str, value: Any) -> list[Any]:
     keys = _attribute_index(table, attribute).get(value)
     if not keys:
@@ -321,6 +341,17 @@ def _narrow(table: Any, arguments: dict[str, Any]) -> Callable[[], list[Any]] | 
     hash_key = arguments.get("hash_key")
     if hash_key is None or hash_key.type not in _KEY_TYPES:
         return None
+    comparison, objects = arguments.get("range_comparison"), arguments.get("range_objs") or []
+    conditions = arguments.get("range_key_conditions") or []
+    on_range_key = not conditions or conditions[-1][0] == table.range_key_attr
+    if (
+        comparison
+        and objects
+        and table.range_key_attr is not None
+        and on_range_key
+        and not arguments.get("filter_kwargs")
+    ):
+        return lambda: _partition_range_items(table, hash_key, comparison, objects)
     return lambda: _partition_items(table, hash_key)
 
 
