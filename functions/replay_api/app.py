@@ -3,6 +3,7 @@
 A function of its own (same routes module as the ingest API) because the pre-flight reads Iceberg /
 Paimon tables and spooled objects: it carries the lakehouse layer and those read permissions, which
 the public ingest API does not need. It traces requests' calls too: pyiceberg reads a REST catalog with it.
+Its one route's module (``triggers``) is included at init: every request of this function is served by it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from lakehook.api.app import build_app
 from lakehook.observability import logger, metrics, tracer
 
-app = build_app()
+app = build_app(include=("triggers",))
 
 
 @logger.inject_lambda_context(log_event=False)

@@ -30,6 +30,7 @@ __all__ = ["api", "producer", "secrets_client"]  # fixtures, re-used from the AP
 def routes() -> list[tuple[str, str]]:
     """(method, a concrete path) for every route the app serves, path parameters filled in."""
     app = build_app()
+    app.include_every_route()  # a route module's routes are otherwise included on their first request
     found = []
     for route in app._static_routes + app._dynamic_routes:
         path = re.sub(r"<[^>]+>", "x1", route.path)
@@ -39,6 +40,7 @@ def routes() -> list[tuple[str, str]]:
 
 def protected_routes() -> list[tuple[str, str]]:
     app = build_app()
+    app.include_every_route()
     return sorted(
         (route.method, re.sub(r"<[^>]+>", "x1", route.path))
         for route in app._static_routes + app._dynamic_routes

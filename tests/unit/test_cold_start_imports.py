@@ -7,7 +7,9 @@ worker and the replay API load them on their first poll or pre-flight), the X-Ra
 APIs, Powertools' OpenAPI models (built with the document), the rule, dispatch and replay models outside the
 functions whose path builds them, the API's answer schemas (deferred until the document is generated),
 pydantic-settings (``lakehook.settings`` reads the environment itself), and Powertools' parser models (its batch
-utility imports them only when pydantic is imported before it).
+utility imports them only when pydantic is imported before it). The ingest API imports no route module (each is
+imported on the first request to one of its routes, ``lakehook.api.app.ROUTE_MODULES``), the replay API only its
+own route's (``triggers``), and neither imports the rule models or the completion use case for them.
 """
 
 from __future__ import annotations
@@ -45,17 +47,38 @@ RULES_AND_DISPATCH = [
     "lakehook.adapters.targets",
 ]
 
-PROBE = """
+ANSWER_MODULES = [
+    "lakehook.api.answer_base",
+    "lakehook.api.answers",
+    "lakehook.api.rule_answers",
+    "lakehook.api.trigger_answers",
+]
+# What the route modules bring in besides themselves (their answers, the path parameters, the use cases they call),
+# which a function imports with the routes it serves, on the first request to one of them.
+ROUTE_MODULES = "lakehook.api.routes"
+ROUTES_ONLY = [
+    "lakehook.api.answers",
+    "lakehook.api.rule_answers",
+    "lakehook.domain.rules",
+    "lakehook.domain.lineage",
+    "lakehook.domain.producers",
+    "lakehook.domain.aliases",
+    "lakehook.domain.assets",
+    "lakehook.usecases.completion",
+    "lakehook.usecases.ingest",
+    "lakehook.usecases.rules",
+]
+
+PROBE = f"""
 import json, sys
 import app
 import lakehook.container
-answers = sys.modules.get("lakehook.api.answers")
 built = sorted(
-    name for name, value in vars(answers).items()
-    if isinstance(value, type) and getattr(value, "__pydantic_complete__", False)
-    and value.__module__ == answers.__name__
-) if answers else []
-print(json.dumps({"modules": sorted(sys.modules), "answers_built": built}))
+    name for module in {ANSWER_MODULES!r} if module in sys.modules
+    for name, value in vars(sys.modules[module]).items()
+    if isinstance(value, type) and getattr(value, "__pydantic_complete__", False) and value.__module__ == module
+)
+print(json.dumps({{"modules": sorted(sys.modules), "answers_built": built}}))
 """
 
 
@@ -106,10 +129,17 @@ def test_a_handler_imports_only_what_its_path_needs_at_init(function: str) -> No
         assert found["answers_built"] == []  # their schemas are built with the OpenAPI document
     if function == "IngestApiFunction":
         assert loaded(modules, ["requests", "sqlite3", "lakehook.adapters.targets", "lakehook.usecases.replay"]) == []
+        # every route module, with its answers and use cases, comes in on the first request to one of its routes
+        assert loaded(modules, [ROUTE_MODULES, *ANSWER_MODULES, *ROUTES_ONLY]) == []
+    if function == "ReplayApiFunction":
+        routes = sorted(m for m in modules if m.startswith(ROUTE_MODULES + "."))
+        assert routes == [f"{ROUTE_MODULES}.triggers"]  # its one route, which every request of it calls
+        assert loaded(modules, ROUTES_ONLY) == []
 
 
 def test_the_api_still_builds_its_answer_schemas_for_the_document() -> None:
-    from lakehook.api.answers import RulePage, TriggerPage
+    from lakehook.api.rule_answers import RulePage
+    from lakehook.api.trigger_answers import TriggerPage
 
     assert RulePage.model_json_schema(by_alias=True)["properties"]["items"]["type"] == "array"
     assert "nextToken" in TriggerPage.model_json_schema(by_alias=True)["properties"]

@@ -4,37 +4,26 @@ The routes build their answers with the domain's ``to_api()``; these models desc
 clients (and the schemathesis contract test) can check them. Fields other helpers may add later are
 allowed (the models do not forbid extra fields); what is listed here is what every answer carries.
 Instants in answers are ISO 8601 strings in UTC; ``commitTime`` and watermarks stay epoch milliseconds.
+
+The rules' and the triggers' answers are in ``api.rule_answers`` and ``api.trigger_answers``, the base in
+``api.answer_base``: a route module imports only its own answers' domain models (the rule answers are
+the rule model itself, the trigger answers need none), so the replay API and the first request of any
+other route do not build the rule models for them.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from lakehook.api.answer_base import Answer, Iso, NextToken, Window
 from lakehook.domain.assets import AssetFormat, AssetSource
 from lakehook.domain.events import EventStatusLiteral, EventType
 from lakehook.domain.lineage import LineageMapping
-from lakehook.domain.rules import Rule
-
-Iso = str  # an ISO 8601 instant in UTC, e.g. 2025-06-01T10:05:00Z
-NextToken = Field(default=None, alias="nextToken", description="pass back as ?nextToken= for the next page")
 
 
-# Answers only describe bodies for the OpenAPI document (routes answer with to_api()): their schemas are built
-# when the document is, not when a function imports the routes.
-class _Answer(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, defer_build=True)
-
-
-class Window(_Answer):
-    """``[start, end)``."""
-
-    start: Iso
-    end: Iso
-
-
-class EventResult(_Answer):
+class EventResult(Answer):
     event_id: str | None = Field(alias="eventId", description="null when the event was too malformed to identify")
     status: EventStatusLiteral = Field(
         description="ACCEPTED: recorded, and the asset state moved to it (or already held it). "
@@ -47,11 +36,11 @@ class EventResult(_Answer):
     reason: str | None = Field(description="why, for every status but ACCEPTED")
 
 
-class PushAnswer(_Answer):
+class PushAnswer(Answer):
     results: list[EventResult] = Field(description="one per pushed event, in order")
 
 
-class ProducerAnswer(_Answer):
+class ProducerAnswer(Answer):
     producer_id: str = Field(alias="producerId")
     asset_key_prefixes: list[str] = Field(alias="assetKeyPrefixes")
     secret_ref: str = Field(alias="secretRef", description="where the signing secret is stored")
@@ -68,7 +57,7 @@ class ProducerAnswer(_Answer):
     )
 
 
-class LineageResult(_Answer):
+class LineageResult(Answer):
     event_id: str | None = Field(alias="eventId", description="null unless recorded")
     status: Literal["ACCEPTED", "DUPLICATE", "STALE", "REJECTED", "POLL_QUEUED"] = Field(
         description="as POST /asset-events answers; POLL_QUEUED: an Iceberg output, whose order (the sequence "
@@ -77,29 +66,29 @@ class LineageResult(_Answer):
     reason: str | None = Field(description="why, for every status but ACCEPTED")
 
 
-class LineageAnswer(_Answer):
+class LineageAnswer(Answer):
     event_type: str | None = Field(alias="eventType", description="the RunEvent's; only COMPLETE records events")
     results: list[LineageResult] = Field(description="one per output dataset, in order")
 
 
-class ProducerPage(_Answer):
+class ProducerPage(Answer):
     items: list[ProducerAnswer]
     next_token: str | None = NextToken
 
 
-class AssetAnswer(_Answer):
+class AssetAnswer(Answer):
     asset_key: str = Field(alias="assetKey")
     format: AssetFormat
     source: AssetSource | None = None
     description: str | None = None
 
 
-class AssetPage(_Answer):
+class AssetPage(Answer):
     items: list[AssetAnswer]
     next_token: str | None = NextToken
 
 
-class AssetStateAnswer(_Answer):
+class AssetStateAnswer(Answer):
     """The advance-only state; fields an asset never had are absent."""
 
     asset_key: str = Field(alias="assetKey")
@@ -116,7 +105,7 @@ class AssetStateAnswer(_Answer):
     poll_status: dict[str, Any] | None = Field(default=None, alias="pollStatus", description="registered sources")
 
 
-class RecordedEvent(_Answer):
+class RecordedEvent(Answer):
     """An event as recorded: the fields of the pushed or polled event (see AssetEvent) and how it arrived."""
 
     model_config = ConfigDict(extra="allow")
@@ -133,12 +122,12 @@ class RecordedEvent(_Answer):
     interval: Window | None = None
 
 
-class EventPage(_Answer):
+class EventPage(Answer):
     items: list[RecordedEvent]
     next_token: str | None = NextToken
 
 
-class CoverageReport(_Answer):
+class CoverageReport(Answer):
     asset_key: str = Field(alias="assetKey")
     start: Iso
     end: Iso
@@ -147,123 +136,7 @@ class CoverageReport(_Answer):
     partition_key: str | None = Field(default=None, alias="partitionKey")
 
 
-class RuleAnswer(Rule):
-    """A stored rule: the rule as written plus its revision and times."""
-
-    model_config = ConfigDict(extra="allow", defer_build=True)
-
-    revision: int | None = Field(default=None, description="absent in a dry run's answer, as are the times")
-    created_at: Iso | None = Field(default=None, alias="createdAt")
-    updated_at: Iso | None = Field(default=None, alias="updatedAt")
-    dry_run: bool | None = Field(default=None, alias="dryRun", description="true: validated, nothing written")
-
-
-class RulePage(_Answer):
-    items: list[RuleAnswer]
-    next_token: str | None = NextToken
-
-
-class MemberExplanation(_Answer):
-    asset_key: str = Field(alias="assetKey")
-    status: str = Field(description="READY or what blocks the member, e.g. BLOCKED_BY_QUALITY")
-    current: dict[str, Any]
-    required: dict[str, Any]
-    reason: str | None
-
-
-class GroupExplanation(_Answer):
-    group_id: str = Field(alias="groupId")
-    status: str
-    reason: str | None
-    members: list[MemberExplanation]
-
-
-class Explanation(_Answer):
-    rule_id: str = Field(alias="ruleId")
-    ready: bool
-    groups: list[GroupExplanation]
-    last_trigger: dict[str, Any] | None = Field(default=None, alias="lastTrigger")
-    evaluated_at: Iso = Field(alias="evaluatedAt")
-
-
-class Evaluation(Explanation):
-    """The explanation after an evaluation, and what it claimed."""
-
-    trigger_key: str | None = Field(alias="triggerKey", description="the key claimed (the first), or null")
-    claimed: list[str]
-    manual: bool = Field(description="a forced, manual run")
-
-
-class PinnedInputAnswer(_Answer):
-    asset_key: str = Field(alias="assetKey")
-    snapshot_id: int | None = Field(default=None, alias="snapshotId")
-    schema_id: int | None = Field(default=None, alias="schemaId")
-    watermark: int | None = None
-    commit_time: int | None = Field(default=None, alias="commitTime")
-    manifest_uri: str | None = Field(default=None, alias="manifestUri")
-
-
-class RunStateAnswer(_Answer):
-    state: str = Field(description="the target's own word, e.g. Airflow's queued")
-    detail: str | None = Field(default=None, description="e.g. that the DAG is paused, so the run stays queued")
-    checked_at: Iso = Field(alias="checkedAt")
-
-
-class TriggerAnswer(_Answer):
-    trigger_key: str = Field(alias="triggerKey")
-    rule_id: str = Field(alias="ruleId")
-    group_id: str = Field(alias="groupId")
-    status: Literal["TRIGGERING", "SUCCEEDED", "FAILED", "SKIPPED"]
-    inputs: list[PinnedInputAnswer]
-    window: Window | None = None
-    replay_epoch: int = Field(alias="replayEpoch")
-    attempts: int
-    created_at: Iso = Field(alias="createdAt")
-    updated_at: Iso = Field(alias="updatedAt")
-    manifest_uri: str | None = Field(default=None, alias="manifestUri")
-    reason: str | None = None
-    target_run_id: str | None = Field(default=None, alias="targetRunId")
-    replay_of: str | None = Field(default=None, alias="replayOf")
-    run_status: Literal["SUCCEEDED", "FAILED"] | None = Field(
-        default=None, alias="runStatus", description="what the run reported (the first terminal status wins)"
-    )
-    completed_at: Iso | None = Field(default=None, alias="completedAt")
-    outlets: list[dict[str, Any]] | None = Field(default=None, description="the outlets the run reported")
-    failure: Literal["RETRYABLE", "FINAL"] | None = Field(
-        default=None,
-        description="a FAILED trigger: RETRYABLE (tried again by itself at nextAttemptAt) or FINAL (needs a retry "
-        "by hand once the cause is fixed)",
-    )
-    failure_code: str | None = Field(default=None, alias="failureCode", description="short, low-cardinality")
-    failing_since: Iso | None = Field(default=None, alias="failingSince")
-    next_attempt_at: Iso | None = Field(default=None, alias="nextAttemptAt", description="RETRYABLE: when")
-    retries: int = Field(default=0, description="retries by hand (POST /triggers/{triggerKey}/retry)")
-    run_state: RunStateAnswer | None = Field(
-        default=None,
-        alias="runState",
-        description="what the target said about the run when last asked (at the start, then every 5 minutes while "
-        "it waits)",
-    )
-
-
-class TriggerPage(_Answer):
-    items: list[TriggerAnswer]
-    next_token: str | None = NextToken
-
-
-class PreflightAnswer(_Answer):
-    ok: bool
-    items: list[dict[str, Any]] = Field(description="one check per pinned input")
-
-
-class ReplayAnswer(_Answer):
-    trigger_key: str = Field(alias="triggerKey", description="the trigger replayed")
-    dry_run: bool = Field(alias="dryRun")
-    preflight: PreflightAnswer
-    replay: TriggerAnswer | None = Field(description="the new claim; null for a dry run")
-
-
-class CompletionAnswer(_Answer):
+class CompletionAnswer(Answer):
     trigger_key: str = Field(alias="triggerKey")
     status: Literal["SUCCEEDED", "FAILED"] = Field(description="the recorded status: the first one reported")
     completed_at: Iso = Field(alias="completedAt")
@@ -271,7 +144,7 @@ class CompletionAnswer(_Answer):
     results: list[EventResult] = Field(description="one per outlet")
 
 
-class AliasAnswer(_Answer):
+class AliasAnswer(Answer):
     name: str
     asset_keys: list[str] = Field(alias="assetKeys")
     description: str | None
@@ -279,12 +152,12 @@ class AliasAnswer(_Answer):
     updated_at: Iso = Field(alias="updatedAt")
 
 
-class AliasPage(_Answer):
+class AliasPage(Answer):
     items: list[AliasAnswer]
     next_token: str | None = NextToken
 
 
-class WatermarkAnswer(_Answer):
+class WatermarkAnswer(Answer):
     namespace: str
     asset_key: str = Field(alias="assetKey")
     key: str
@@ -293,9 +166,9 @@ class WatermarkAnswer(_Answer):
     updated_at: Iso = Field(alias="updatedAt")
 
 
-class WatermarkList(_Answer):
+class WatermarkList(Answer):
     items: list[WatermarkAnswer]
 
 
-class Deleted(_Answer):
+class Deleted(Answer):
     deleted: Literal[True]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from re import Pattern
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
@@ -18,18 +20,6 @@ from lakehook import __version__
 from lakehook.api.auth import admit, authenticator_for
 from lakehook.api.contract import security_schemes
 from lakehook.api.http import check_body, json_response
-from lakehook.api.routes import (
-    aliases,
-    assets,
-    coverage,
-    events,
-    lineage,
-    producers,
-    rules,
-    runs,
-    triggers,
-    watermarks,
-)
 from lakehook.container import current
 from lakehook.domain.errors import (
     AuthenticationError,
@@ -40,11 +30,39 @@ from lakehook.domain.errors import (
     UnsupportedMediaTypeError,
     ValidationError,
 )
-from lakehook.domain.events import AssetEvent
 from lakehook.domain.json_input import parse_json
-from lakehook.domain.rules import Rule
 from lakehook.observability import logger
-from lakehook.usecases.completion import RunCompletion
+
+# Every route of ``lakehook.api.routes``, by its module, in the order the app registers them: (method, path as
+# the module's router writes it). The resolver matches a request against this table and includes a module's
+# router (importing the module: its models, answers and use cases) on the first request one of its routes
+# serves, so a cold start pays for the routes it is called for rather than for every route of the API
+# (``tests/unit/test_api_routes.py`` holds the table to what the modules register).
+ROUTE_MODULES: dict[str, tuple[tuple[str, str], ...]] = {
+    "events": (("POST", "/asset-events"),),
+    "lineage": (("POST", "/api/v1/lineage"),),
+    "producers": (("PUT", "/producers/<producerId>"), ("GET", "/producers"), ("GET", "/producers/<producerId>")),
+    "assets": (("PUT", "/assets"), ("GET", "/assets"), ("GET", "/assets/state"), ("GET", "/assets/events")),
+    "watermarks": (("GET", "/watermarks"), ("PUT", "/watermarks"), ("DELETE", "/watermarks")),
+    "coverage": (("GET", "/assets/coverage"),),
+    "rules": (
+        ("PUT", "/rules/<ruleId>"),
+        ("GET", "/rules"),
+        ("GET", "/rules/<ruleId>"),
+        ("DELETE", "/rules/<ruleId>"),
+        ("GET", "/rules/<ruleId>/explain"),
+        ("POST", "/rules/<ruleId>/evaluate"),
+    ),
+    "triggers": (
+        ("GET", "/triggers"),
+        ("GET", "/triggers/<triggerKey>"),
+        ("POST", "/triggers/<triggerKey>/retry"),
+        ("POST", "/triggers/<triggerKey>/replay"),
+    ),
+    "runs": (("POST", "/runs/<triggerKey>/complete"),),
+    "aliases": (("PUT", "/aliases/<name>"), ("GET", "/aliases"), ("GET", "/aliases/<name>")),
+}
+_ROUTES_PACKAGE = "lakehook.api.routes"
 
 ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     ValidationError: (400, "BAD_REQUEST"),
@@ -78,6 +96,41 @@ class LakehookResolver(APIGatewayRestResolver):
 
     def __init__(self) -> None:
         super().__init__(enable_validation=True, json_body_deserializer=parse_json)
+        # The route modules not included yet, each with its routes' methods and compiled paths.
+        self._pending: dict[str, list[tuple[str, Pattern[str]]]] = {
+            module: [(method, self._compile_regex(path)) for method, path in routes]
+            for module, routes in ROUTE_MODULES.items()
+        }
+
+    def include_routes(self, modules: Iterable[str]) -> None:
+        """Include these route modules' routers now (a name of ``ROUTE_MODULES``; one already included is skipped).
+
+        Powertools matches the routes in the order they were registered (static ones first): the lists are
+        kept in ``ROUTE_MODULES`` order, the app's own routes after, whatever order the modules came in, so
+        a request matches and the document lists the routes as they would with every module included first.
+        """
+        wanted = [m for m in modules if m in self._pending]
+        for module in wanted:
+            del self._pending[module]
+            self.include_router(importlib.import_module(f"{_ROUTES_PACKAGE}.{module}").router)
+        if wanted:
+            order = {f"{_ROUTES_PACKAGE}.{m}": i for i, m in enumerate(ROUTE_MODULES)}
+            for routes in (self._static_routes, self._dynamic_routes):
+                routes.sort(key=lambda route: order.get(route.func.__module__, len(order)))
+
+    def include_every_route(self) -> None:
+        """Every route module's router (the OpenAPI document describes them all)."""
+        self.include_routes(list(self._pending))
+
+    def _include_routes_for(self, method: str, path: str) -> None:
+        """The modules with a route for this request, before it is matched (none: Powertools answers the 404)."""
+        self.include_routes(
+            [
+                module
+                for module, routes in self._pending.items()
+                if any(m == method and rule.match(path) for m, rule in routes)
+            ]
+        )
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         # Powertools keeps the request in class-wide state (``BaseRouter.current_event``, shared by every
@@ -89,7 +142,9 @@ class LakehookResolver(APIGatewayRestResolver):
             return super().resolve(event, context)
 
     def _resolve(self) -> ResponseBuilder[Any]:
-        refusal = self._admit(self.current_event)
+        event = self.current_event
+        self._include_routes_for(event.http_method.upper(), self._remove_prefix(event.path))
+        refusal = self._admit(event)
         if refusal is not None:
             return self._response_builder_class(response=refusal, serializer=self._serializer, route=None)
         return super()._resolve()
@@ -118,11 +173,15 @@ class LakehookResolver(APIGatewayRestResolver):
         return None
 
 
-def build_app() -> LakehookResolver:
-    """The resolver with every route; handlers call ``resolve`` on it."""
+def build_app(include: Iterable[str] = ()) -> LakehookResolver:
+    """The resolver with every route; handlers call ``resolve`` on it.
+
+    A route module's router is included on the first request to one of its routes (``ROUTE_MODULES``), or
+    now for the modules named in ``include``: those whose routes are every request of the function (the
+    replay API serves one route).
+    """
     app = LakehookResolver()
-    for module in (events, lineage, producers, assets, watermarks, coverage, rules, triggers, runs, aliases):
-        app.include_router(module.router)
+    app.include_routes(include)
 
     for error_type, (status, code) in ERROR_STATUS.items():
 
@@ -159,6 +218,12 @@ def build_app() -> LakehookResolver:
 
 def openapi_document(app: APIGatewayRestResolver) -> str:
     """The generated OpenAPI document, plus the bodies of the routes that parse their body themselves."""
+    from lakehook.domain.events import AssetEvent
+    from lakehook.domain.rules import Rule
+    from lakehook.usecases.completion import RunCompletion
+
+    if isinstance(app, LakehookResolver):
+        app.include_every_route()
     spec = json.loads(
         app.get_openapi_json_schema(title="lakehook", version=__version__, security_schemes=security_schemes())
     )

@@ -12,16 +12,17 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
 from lakehook.api.http import is_admin, raw_body, require_admin
-from lakehook.api.routes.runs import authorize_completion
 from lakehook.container import current
 from lakehook.domain.errors import AuthenticationError, ValidationError
-from lakehook.domain.producers import Producer
 from lakehook.domain.signing import PRODUCER_HEADER, SIGNATURE_HEADER
-from lakehook.usecases.completion import Caller as CompletionCaller
+
+if TYPE_CHECKING:
+    from lakehook.domain.producers import Producer
 
 # Not Powertools' ``router.context``: the route modules' routers are shared by every app built in a
 # process (the local runtime builds two), and that context belongs to whichever app included them last.
@@ -81,6 +82,10 @@ def api_key_or_admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Pri
 
 def run_or_admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:
     """Management credentials, or the completion token of the trigger in the path (see ``routes.runs``)."""
+    # With the route's module (the resolver included it for this request): the completion path only.
+    from lakehook.api.routes.runs import authorize_completion
+    from lakehook.usecases.completion import Caller as CompletionCaller
+
     caller = authorize_completion(params.get("triggerKey", ""))
     return Principal(PrincipalKind.ADMIN if caller is CompletionCaller.MANAGEMENT else PrincipalKind.RUN)
 

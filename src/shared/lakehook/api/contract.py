@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from lakehook.domain.completion import COMPLETION_TOKEN_HEADER
 from lakehook.domain.signing import PRODUCER_HEADER, SIGNATURE_HEADER
 
 if TYPE_CHECKING:
@@ -36,6 +35,8 @@ def security_schemes() -> dict[str, SecurityScheme]:
     """The document's security schemes, built with the document rather than at import: Powertools' OpenAPI
     models (41 pydantic classes, their schemas built when imported) serve nothing else."""
     from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn, HTTPBearer
+
+    from lakehook.domain.completion import COMPLETION_TOKEN_HEADER
 
     return {
         "adminToken": HTTPBearer(description="The local stack's admin token: `Authorization: Bearer <token>`."),

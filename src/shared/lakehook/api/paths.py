@@ -7,16 +7,14 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Path
 
-from lakehook.domain.aliases import ALIAS_NAME
-from lakehook.domain.producers import PRODUCER_ID
-from lakehook.domain.rules import ID_PATTERN
+from lakehook.domain.ids import ALIAS_NAME_PATTERN, PRODUCER_ID_PATTERN, RULE_ID_PATTERN
 
 # <ruleId>.<groupId>[.<marker>].<hash>: ids of at most 64 characters, a marker such as manual-12, 24 hex digits.
 TRIGGER_KEY_PATTERN = r"^[A-Za-z0-9_.-]{1,200}$"
 
-RuleId = Annotated[str, Path(pattern=ID_PATTERN, description="letters, digits, _ . - (1 to 64)")]
-ProducerId = Annotated[str, Path(pattern=PRODUCER_ID.pattern, description="letters, digits, _ . - (1 to 128)")]
-AliasName = Annotated[str, Path(pattern=ALIAS_NAME.pattern, description="letters, digits, _ . - (1 to 128)")]
+RuleId = Annotated[str, Path(pattern=RULE_ID_PATTERN, description="letters, digits, _ . - (1 to 64)")]
+ProducerId = Annotated[str, Path(pattern=PRODUCER_ID_PATTERN, description="letters, digits, _ . - (1 to 128)")]
+AliasName = Annotated[str, Path(pattern=ALIAS_NAME_PATTERN, description="letters, digits, _ . - (1 to 128)")]
 TriggerKey = Annotated[
     str, Path(pattern=TRIGGER_KEY_PATTERN, description="<ruleId>.<groupId>[.<marker>].<hash>, as lakehook made it")
 ]

@@ -13,9 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lakehook.domain.assets import validate_asset_key
 from lakehook.domain.errors import ValidationError
+from lakehook.domain.ids import ALIAS_NAME_PATTERN
 from lakehook.domain.time import ms_to_iso
 
-ALIAS_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+ALIAS_NAME = re.compile(ALIAS_NAME_PATTERN)
 MAX_ALIAS_ASSETS = 100
 
 

@@ -8,10 +8,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lakehook.domain.errors import ValidationError
+from lakehook.domain.ids import PRODUCER_ID_PATTERN
 from lakehook.domain.lineage import LineageMapping
 from lakehook.domain.time import ms_to_iso
 
-PRODUCER_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+PRODUCER_ID = re.compile(PRODUCER_ID_PATTERN)
 # An EventBridge event's ``source`` as PutEvents accepts it from a customer (``aws.`` is AWS's own).
 EVENT_SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$")
 

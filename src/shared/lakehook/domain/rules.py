@@ -17,11 +17,12 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 from lakehook.domain.assets import validate_asset_key
 from lakehook.domain.completion import MAX_RULE_OUTLETS, validate_outlet_entry
 from lakehook.domain.freshness import Freshness
+from lakehook.domain.ids import RULE_ID_PATTERN
 from lakehook.domain.schedules import GroupSchedule
 from lakehook.domain.targets import STORED_CONTEXT, RuleTarget
 from lakehook.domain.time import parse_instant_ms
 
-ID_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
+ID_PATTERN = RULE_ID_PATTERN
 _ID = re.compile(ID_PATTERN)
 MAX_GROUPS = 20
 MAX_MEMBERS_PER_GROUP = 48

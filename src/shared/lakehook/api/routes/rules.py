@@ -8,10 +8,10 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from lakehook.api.answers import Evaluation, Explanation, RuleAnswer, RulePage
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
 from lakehook.api.http import json_body, json_response, raw_body, require_admin
 from lakehook.api.paths import RuleId
+from lakehook.api.rule_answers import Evaluation, Explanation, RuleAnswer, RulePage
 from lakehook.container import current
 from lakehook.usecases.rules import stored_to_api
 

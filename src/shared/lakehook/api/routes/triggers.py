@@ -10,10 +10,10 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from lakehook.api.answers import ReplayAnswer, TriggerAnswer, TriggerPage
 from lakehook.api.contract import ALWAYS, MANAGEMENT, answers, ok
 from lakehook.api.http import json_response, require_admin
 from lakehook.api.paths import TriggerKey
+from lakehook.api.trigger_answers import ReplayAnswer, TriggerAnswer, TriggerPage
 from lakehook.container import current
 
 router = APIGatewayRouter()

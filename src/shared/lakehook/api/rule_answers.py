@@ -1,0 +1,57 @@
+"""The rule routes' answers (see ``api.answers``): a stored rule is the rule model itself, plus its revision."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ConfigDict, Field
+
+from lakehook.api.answer_base import Answer, Iso, NextToken
+from lakehook.domain.rules import Rule
+
+
+class RuleAnswer(Rule):
+    """A stored rule: the rule as written plus its revision and times."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    revision: int | None = Field(default=None, description="absent in a dry run's answer, as are the times")
+    created_at: Iso | None = Field(default=None, alias="createdAt")
+    updated_at: Iso | None = Field(default=None, alias="updatedAt")
+    dry_run: bool | None = Field(default=None, alias="dryRun", description="true: validated, nothing written")
+
+
+class RulePage(Answer):
+    items: list[RuleAnswer]
+    next_token: str | None = NextToken
+
+
+class MemberExplanation(Answer):
+    asset_key: str = Field(alias="assetKey")
+    status: str = Field(description="READY or what blocks the member, e.g. BLOCKED_BY_QUALITY")
+    current: dict[str, Any]
+    required: dict[str, Any]
+    reason: str | None
+
+
+class GroupExplanation(Answer):
+    group_id: str = Field(alias="groupId")
+    status: str
+    reason: str | None
+    members: list[MemberExplanation]
+
+
+class Explanation(Answer):
+    rule_id: str = Field(alias="ruleId")
+    ready: bool
+    groups: list[GroupExplanation]
+    last_trigger: dict[str, Any] | None = Field(default=None, alias="lastTrigger")
+    evaluated_at: Iso = Field(alias="evaluatedAt")
+
+
+class Evaluation(Explanation):
+    """The explanation after an evaluation, and what it claimed."""
+
+    trigger_key: str | None = Field(alias="triggerKey", description="the key claimed (the first), or null")
+    claimed: list[str]
+    manual: bool = Field(description="a forced, manual run")

@@ -1,0 +1,78 @@
+"""The trigger routes' answers (see ``api.answers``), replay's included: no domain model in them."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from lakehook.api.answer_base import Answer, Iso, NextToken, Window
+
+
+class PinnedInputAnswer(Answer):
+    asset_key: str = Field(alias="assetKey")
+    snapshot_id: int | None = Field(default=None, alias="snapshotId")
+    schema_id: int | None = Field(default=None, alias="schemaId")
+    watermark: int | None = None
+    commit_time: int | None = Field(default=None, alias="commitTime")
+    manifest_uri: str | None = Field(default=None, alias="manifestUri")
+
+
+class RunStateAnswer(Answer):
+    state: str = Field(description="the target's own word, e.g. Airflow's queued")
+    detail: str | None = Field(default=None, description="e.g. that the DAG is paused, so the run stays queued")
+    checked_at: Iso = Field(alias="checkedAt")
+
+
+class TriggerAnswer(Answer):
+    trigger_key: str = Field(alias="triggerKey")
+    rule_id: str = Field(alias="ruleId")
+    group_id: str = Field(alias="groupId")
+    status: Literal["TRIGGERING", "SUCCEEDED", "FAILED", "SKIPPED"]
+    inputs: list[PinnedInputAnswer]
+    window: Window | None = None
+    replay_epoch: int = Field(alias="replayEpoch")
+    attempts: int
+    created_at: Iso = Field(alias="createdAt")
+    updated_at: Iso = Field(alias="updatedAt")
+    manifest_uri: str | None = Field(default=None, alias="manifestUri")
+    reason: str | None = None
+    target_run_id: str | None = Field(default=None, alias="targetRunId")
+    replay_of: str | None = Field(default=None, alias="replayOf")
+    run_status: Literal["SUCCEEDED", "FAILED"] | None = Field(
+        default=None, alias="runStatus", description="what the run reported (the first terminal status wins)"
+    )
+    completed_at: Iso | None = Field(default=None, alias="completedAt")
+    outlets: list[dict[str, Any]] | None = Field(default=None, description="the outlets the run reported")
+    failure: Literal["RETRYABLE", "FINAL"] | None = Field(
+        default=None,
+        description="a FAILED trigger: RETRYABLE (tried again by itself at nextAttemptAt) or FINAL (needs a retry "
+        "by hand once the cause is fixed)",
+    )
+    failure_code: str | None = Field(default=None, alias="failureCode", description="short, low-cardinality")
+    failing_since: Iso | None = Field(default=None, alias="failingSince")
+    next_attempt_at: Iso | None = Field(default=None, alias="nextAttemptAt", description="RETRYABLE: when")
+    retries: int = Field(default=0, description="retries by hand (POST /triggers/{triggerKey}/retry)")
+    run_state: RunStateAnswer | None = Field(
+        default=None,
+        alias="runState",
+        description="what the target said about the run when last asked (at the start, then every 5 minutes while "
+        "it waits)",
+    )
+
+
+class TriggerPage(Answer):
+    items: list[TriggerAnswer]
+    next_token: str | None = NextToken
+
+
+class PreflightAnswer(Answer):
+    ok: bool
+    items: list[dict[str, Any]] = Field(description="one check per pinned input")
+
+
+class ReplayAnswer(Answer):
+    trigger_key: str = Field(alias="triggerKey", description="the trigger replayed")
+    dry_run: bool = Field(alias="dryRun")
+    preflight: PreflightAnswer
+    replay: TriggerAnswer | None = Field(description="the new claim; null for a dry run")
