@@ -18,6 +18,9 @@ layers is replaced, in a copy under .aws-sam/bench/, by the same distribution's 
 every other file, the .pyc included, is the built one. With LAKEHOOK_BENCH_COLDSTART_BASE set to another build
 (a copy of .aws-sam/build made on the base branch), each round imports each function from that build too, just
 after this one's, and the table gains the base's medians (before/after under the same load).
+Where lakehook imports on a function's first request what a build once imported at init (the ingest API's
+route modules), "first request adds" is the CPU time of that import for a push, in the same process after
+the init: a cold push costs the import plus it.
 """
 
 from __future__ import annotations
@@ -51,9 +54,15 @@ PARTS = {
     "powertools": "from aws_lambda_powertools import Logger, Metrics",
 }
 
+# What a function's first request imports on top of its init, where lakehook imports it on use: the ingest
+# API includes a route's module on the first request to it (``lakehook.api.app.ROUTE_MODULES``); a push
+# imports the events route's. Timed after the import, in the same process (CPU ms), on builds that do it.
+FIRST_REQUEST = {"IngestApiFunction": "app.app.include_routes(['events'])"}
+
 PROBE = """
 import sys, time, json, hashlib
 parts = json.loads(sys.argv[1])
+first_request = sys.argv[2] if len(sys.argv) > 2 else ""
 steps = {}
 wall, cpu = time.perf_counter(), time.process_time()
 for name, statement in parts.items():
@@ -64,8 +73,14 @@ began = time.process_time()
 import app
 steps["lakehook"] = (time.process_time() - began) * 1000
 took, took_cpu = time.perf_counter() - wall, time.process_time() - cpu
-mods = sys.modules
+mods = dict(sys.modules)
+first_ms = None
+if first_request and hasattr(app.app, "include_routes"):
+    began = time.process_time()
+    exec(first_request)
+    first_ms = (time.process_time() - began) * 1000
 print(json.dumps({"ms": took * 1000, "cpu_ms": took_cpu * 1000, "steps": steps, "modules": len(mods),
+                  "first_request_cpu_ms": first_ms,
                   "xray": "aws_xray_sdk" in mods, "botocore": "botocore" in mods,
                   "parts": [n for n, m in (("boto3", "boto3"), ("pydantic", "pydantic"),
                                            ("powertools", "aws_lambda_powertools")) if m in mods],
@@ -196,7 +211,7 @@ def _environment(paths: list[Path]) -> dict[str, str]:
 
 def _probe(py: str, fn: str, paths: list[Path], parts: dict[str, str]) -> dict[str, Any]:
     done = subprocess.run(
-        [py, "-S", "-c", PROBE, json.dumps(parts)],
+        [py, "-S", "-c", PROBE, json.dumps(parts), FIRST_REQUEST.get(fn, "")],
         env=_environment(paths),
         cwd=paths[0],
         capture_output=True,
@@ -276,6 +291,9 @@ def measure() -> list[dict[str, Any]]:
                     for name in PARTS
                 },
                 "of which lakehook + rest": _median([r["steps"]["lakehook"] for r in runs]),
+                "first request adds (CPU ms)": _median([r["first_request_cpu_ms"] for r in runs])
+                if runs[-1].get("first_request_cpu_ms") is not None
+                else "-",
                 "modules": last["modules"],
                 "X-Ray SDK": "imported" if last["xray"] else "-",
                 "lakehouse / requests": ", ".join(last["heavy"]) or "-",

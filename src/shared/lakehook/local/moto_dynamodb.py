@@ -7,8 +7,9 @@ moto in two places and leaves the rest, and every answer, to moto's own code:
 
 - **Query narrows what moto walks.** moto already stores items by partition key, so a table ``Query`` gets
   that partition, and with a sort-key condition only the partition's items that meet it (an asset's partition
-  holds its rules and every one of its event records: a rule lookup no longer grows with the events); an index ``Query`` gets the items an attribute index says may carry the index's partition
-  key value (a superset, kept current on every write and pruned on read). moto's ``Table.query`` then runs
+  holds its rules and every one of its event records: a rule lookup no longer grows with the events); an
+  index ``Query`` gets the items an attribute index says may carry the index's partition key value (a
+  superset, kept current on every write and pruned on read). moto's ``Table.query`` then runs
   unchanged over them: the same key checks, order, ``ScanIndexForward``, ``Limit``, 1 MB pages,
   ``LastEvaluatedKey``, filters and projections.
 - **TransactWriteItems keeps a journal.** Before each action it saves a copy of the one item the action
