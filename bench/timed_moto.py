@@ -30,7 +30,7 @@ from tests.support import ROOT, create_table
 from lakehook import container
 from lakehook.container import Container
 from lakehook.local.filters import matches_any
-from lakehook.local.streams import _jsonable as jsonable
+from lakehook.local.moto_streams import HttpStreamReader
 from lakehook.local.template import Template
 from lakehook.settings import Settings, get_settings
 
@@ -127,33 +127,21 @@ def fresh_lakehook(**environment: str) -> Iterator[tuple[TimedMotoServer, Contai
 
 
 class StreamReader:
-    """The table's DynamoDB stream on the server, read as the local runtime's tailer reads it."""
+    """The table's DynamoDB stream on the server, read as the local runtime's tailer reads it over HTTP."""
 
     def __init__(self, endpoint: str, region: str = "us-east-1") -> None:
-        self._client = boto3.client("dynamodbstreams", endpoint_url=endpoint, region_name=region)
+        client = boto3.client("dynamodbstreams", endpoint_url=endpoint, region_name=region)
         ddb = boto3.client("dynamodb", endpoint_url=endpoint, region_name=region)
         self._arn = ddb.describe_table(TableName=TABLE)["Table"]["LatestStreamArn"]
-        self._iterators: dict[str, str | None] = {}
+        self._reader = HttpStreamReader(client, self._arn)
 
     def read(self) -> list[dict[str, Any]]:
         """Every record written since the last read, in the form Lambda's event source mapping delivers."""
         out: list[dict[str, Any]] = []
-        for shard in self._client.describe_stream(StreamArn=self._arn)["StreamDescription"].get("Shards", []):
-            shard_id = shard["ShardId"]
-            if shard_id not in self._iterators:
-                self._iterators[shard_id] = self._client.get_shard_iterator(
-                    StreamArn=self._arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
-                )["ShardIterator"]
-            while (iterator := self._iterators[shard_id]) is not None:
-                answer = self._client.get_records(ShardIterator=iterator, Limit=1000)
-                self._iterators[shard_id] = answer.get("NextShardIterator")
-                records = answer.get("Records", [])
-                for raw in records:
-                    record = jsonable(raw)  # the local runtime's own conversion (datetimes, bytes)
-                    record["eventSourceARN"] = self._arn
-                    out.append(record)
-                if not records:
-                    break
+        while records := self._reader.read():
+            for record in records:
+                record["eventSourceARN"] = self._arn
+            out += records
         return out
 
 
