@@ -16,9 +16,8 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from moto.server import ThreadedMotoServer
 
-from lakehook.local import moto_dynamodb, moto_locks
+from lakehook.local import moto_locks
 
 pytestmark = pytest.mark.integration
 
@@ -26,24 +25,11 @@ TABLE = "locks"
 THREADS = 8
 
 
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    moto_locks.install()
-    with moto_dynamodb.adapted():
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        server.start()
-        host, port = server.get_host_and_port()
-        try:
-            yield f"http://{host}:{port}"
-        finally:
-            server.stop()
-
-
-def _client(endpoint: str) -> Any:
+def _client(local_moto: str) -> Any:
     config = Config(retries={"mode": "standard", "max_attempts": 1}, max_pool_connections=THREADS)
     return boto3.client(
         "dynamodb",
-        endpoint_url=endpoint,
+        endpoint_url=local_moto,
         region_name="us-east-1",
         aws_access_key_id="local",
         aws_secret_access_key="local",
@@ -52,8 +38,8 @@ def _client(endpoint: str) -> Any:
 
 
 @pytest.fixture()
-def table(endpoint: str) -> Iterator[Any]:
-    client = _client(endpoint)
+def table(local_moto: str) -> Iterator[Any]:
+    client = _client(local_moto)
     client.create_table(
         TableName=TABLE,
         KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
@@ -91,14 +77,14 @@ def _code(exc: ClientError) -> str:
     return str(exc.response["Error"]["Code"])
 
 
-def test_conditional_updates_on_one_item_lose_nothing(table: Any, endpoint: str) -> None:
+def test_conditional_updates_on_one_item_lose_nothing(table: Any, local_moto: str) -> None:
     """Read, then write only if nobody wrote meanwhile (optimistic locking): every increment lands once."""
     table.put_item(TableName=TABLE, Item={**_key("counter"), "n": {"N": "0"}})
     per_thread = 25
     landed = [0] * THREADS
 
     def work(index: int) -> None:
-        client = _client(endpoint)
+        client = _client(local_moto)
         while landed[index] < per_thread:
             seen = client.get_item(TableName=TABLE, Key=_key("counter"), ConsistentRead=True)["Item"]["n"]["N"]
             try:
@@ -154,14 +140,14 @@ class _Backend:
         return self._Table()
 
 
-def test_racing_claims_let_exactly_one_win_and_conflicts_show(table: Any, endpoint: str) -> None:
+def test_racing_claims_let_exactly_one_win_and_conflicts_show(table: Any, local_moto: str) -> None:
     """Claims on overlapping items: each key is won once; losers see the condition or a conflict, never both win."""
     keys, rounds = 3, 20
     outcomes: list[tuple[int, str]] = []
     lock = threading.Lock()
 
     def work(index: int) -> None:
-        client = _client(endpoint)
+        client = _client(local_moto)
         for claim in range(rounds):
             items = [
                 {
@@ -217,18 +203,18 @@ def test_racing_claims_let_exactly_one_win_and_conflicts_show(table: Any, endpoi
     assert any(o == "conflict" for _, o in outcomes), "no TransactionConflict under contention"
 
 
-def test_the_stream_numbers_every_concurrent_write_once_in_order(table: Any, endpoint: str) -> None:
+def test_the_stream_numbers_every_concurrent_write_once_in_order(table: Any, local_moto: str) -> None:
     per_thread = 30
 
     def work(index: int) -> None:
-        client = _client(endpoint)
+        client = _client(local_moto)
         for n in range(per_thread):
             client.put_item(TableName=TABLE, Item={**_key(f"t{index}", f"n{n:03d}"), "n": {"N": str(n)}})
 
     assert _run(THREADS, work) == []
     streams = boto3.client(
         "dynamodbstreams",
-        endpoint_url=endpoint,
+        endpoint_url=local_moto,
         region_name="us-east-1",
         aws_access_key_id="local",
         aws_secret_access_key="local",

@@ -11,7 +11,6 @@ changed fails here (and :func:`moto_streams.problems` names it).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -19,31 +18,17 @@ import pytest
 from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from moto.server import ThreadedMotoServer
 
-from lakehook.local import moto_dynamodb, moto_locks, moto_streams
+from lakehook.local import moto_dynamodb, moto_streams
 
 pytestmark = pytest.mark.integration
 
 _tables = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    moto_locks.install()
-    with moto_dynamodb.adapted():
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        server.start()
-        host, port = server.get_host_and_port()
-        try:
-            yield f"http://{host}:{port}"
-        finally:
-            server.stop()
-
-
-def _clients(endpoint: str) -> tuple[Any, Any]:
+def _clients(local_moto: str) -> tuple[Any, Any]:
     options = {
-        "endpoint_url": endpoint,
+        "endpoint_url": local_moto,
         "region_name": "us-east-1",
         "aws_access_key_id": "local",
         "aws_secret_access_key": "local",
@@ -160,8 +145,8 @@ def test_this_moto_can_be_read_in_process() -> None:
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(writes=st.lists(_write, min_size=1, max_size=8), split=st.integers(min_value=0, max_value=8))
-def test_both_readers_give_the_same_records(endpoint: str, writes: list[Any], split: int) -> None:
-    client, streams = _clients(endpoint)
+def test_both_readers_give_the_same_records(local_moto: str, writes: list[Any], split: int) -> None:
+    client, streams = _clients(local_moto)
     table, stream_arn = _table(client)
     try:
         http = moto_streams.HttpStreamReader(streams, stream_arn)
@@ -183,8 +168,8 @@ def test_both_readers_give_the_same_records(endpoint: str, writes: list[Any], sp
         client.delete_table(TableName=table)
 
 
-def test_the_in_process_reader_reads_a_new_stream_from_its_start(endpoint: str) -> None:
-    client, _ = _clients(endpoint)
+def test_the_in_process_reader_reads_a_new_stream_from_its_start(local_moto: str) -> None:
+    client, _ = _clients(local_moto)
     table, stream_arn = _table(client)
     reader = _moto_reader(table, stream_arn)
     client.put_item(TableName=table, Item={"PK": {"S": "a"}, "SK": {"S": "1"}})
