@@ -106,6 +106,8 @@ def test_stack_start_times_every_start_and_the_first_apart(monkeypatch: pytest.M
     import bench.stack_start
 
     monkeypatch.setattr(bench.stack_start, "STARTS", 2)
-    (row,) = bench.stack_start.run()
+    monkeypatch.setattr(bench.stack_start, "IDLE_SECONDS", 0.5)
+    row, idle = bench.stack_start.run()
     assert row["case"].startswith("local stack start, ") and row["case"].endswith(" functions ready")
     assert float(row["value"].removesuffix(" s")) > 0 and "over 1 starts" in row["spread"]
+    assert idle["case"] == "an idle stack's process, CPU per second" and "over 2 stacks" in idle["spread"]
