@@ -132,15 +132,12 @@ class StreamReader:
     def __init__(self, endpoint: str, region: str = "us-east-1") -> None:
         client = boto3.client("dynamodbstreams", endpoint_url=endpoint, region_name=region)
         ddb = boto3.client("dynamodb", endpoint_url=endpoint, region_name=region)
-        self._arn = ddb.describe_table(TableName=TABLE)["Table"]["LatestStreamArn"]
-        self._reader = HttpStreamReader(client, self._arn)
+        self._reader = HttpStreamReader(client, ddb.describe_table(TableName=TABLE)["Table"]["LatestStreamArn"])
 
     def read(self) -> list[dict[str, Any]]:
         """Every record written since the last read, in the form Lambda's event source mapping delivers."""
         out: list[dict[str, Any]] = []
         while records := self._reader.read():
-            for record in records:
-                record["eventSourceARN"] = self._arn
             out += records
         return out
 

@@ -11,6 +11,7 @@ changed fails here (and :func:`moto_streams.problems` names it).
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any
 
 import boto3
@@ -46,11 +47,6 @@ def _table(client: Any) -> tuple[str, str]:
         StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
     )
     return name, answer["TableDescription"]["LatestStreamArn"]
-
-
-def _moto_reader(name: str, stream_arn: str) -> moto_streams.MotoStreamReader:
-    _, _, _, region, account_id, _ = stream_arn.split(":", 5)
-    return moto_streams.MotoStreamReader(name, account_id, region)
 
 
 _text = st.text(alphabet="abcxyz-é☃", min_size=1, max_size=6)
@@ -150,7 +146,7 @@ def test_both_readers_give_the_same_records(local_moto: str, writes: list[Any], 
     table, stream_arn = _table(client)
     try:
         http = moto_streams.HttpStreamReader(streams, stream_arn)
-        memory = _moto_reader(table, stream_arn)
+        memory = moto_streams.MotoStreamReader(stream_arn)
         seen_http: list[dict[str, Any]] = []
         seen_memory: list[dict[str, Any]] = []
         for index, write in enumerate(writes):
@@ -161,6 +157,7 @@ def test_both_readers_give_the_same_records(local_moto: str, writes: list[Any], 
         seen_http += _read_all(http)
         seen_memory += _read_all(memory)
         assert seen_memory == seen_http
+        assert {r["eventSourceARN"] for r in seen_memory} <= {stream_arn}
         sequence = [int(r["dynamodb"]["SequenceNumber"]) for r in seen_memory]
         assert sequence == sorted(set(sequence))  # each record once, in order
         assert not any("cancelled" in (r["dynamodb"].get("NewImage") or {}) for r in seen_memory)
@@ -171,22 +168,25 @@ def test_both_readers_give_the_same_records(local_moto: str, writes: list[Any], 
 def test_the_in_process_reader_reads_a_new_stream_from_its_start(local_moto: str) -> None:
     client, _ = _clients(local_moto)
     table, stream_arn = _table(client)
-    reader = _moto_reader(table, stream_arn)
+    reader = moto_streams.MotoStreamReader(stream_arn)
     client.put_item(TableName=table, Item={"PK": {"S": "a"}, "SK": {"S": "1"}})
     client.put_item(TableName=table, Item={"PK": {"S": "b"}, "SK": {"S": "1"}})
     assert [r["eventName"] for r in reader.read()] == ["INSERT", "INSERT"]
     client.delete_table(TableName=table)
     assert reader.read() == []  # no table, no stream
-    client.create_table(
+    time.sleep(0.001)  # moto labels a stream with its creation time
+    new_arn = client.create_table(
         TableName=table,
         KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
         AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in ("PK", "SK")],
         BillingMode="PAY_PER_REQUEST",
         StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    )
+    )["TableDescription"]["LatestStreamArn"]
     try:
         client.put_item(TableName=table, Item={"PK": {"S": "c"}, "SK": {"S": "1"}})
-        assert [r["dynamodb"]["Keys"]["PK"]["S"] for r in reader.read()] == ["c"]  # the new stream's first record
+        records = reader.read()
+        assert [r["dynamodb"]["Keys"]["PK"]["S"] for r in records] == ["c"]  # the new stream's first record
+        assert new_arn != stream_arn and {r["eventSourceARN"] for r in records} == {new_arn}
     finally:
         client.delete_table(TableName=table)
 

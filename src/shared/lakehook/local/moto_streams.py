@@ -45,7 +45,8 @@ class StreamReader(Protocol):
     poll_interval: float  # seconds between looks when the last one found nothing
 
     def read(self) -> list[dict[str, Any]]:
-        """The records written since the last call (every shard), as a stream event's ``Records`` holds them."""
+        """The records written since the last call (every shard), as a stream event's ``Records`` holds them
+        (``eventSourceARN`` included)."""
         ...
 
 
@@ -91,7 +92,7 @@ class HttpStreamReader:
                 continue
             answer = self._client.get_records(ShardIterator=iterator, Limit=1000)
             self._iterators[shard_id] = answer.get("NextShardIterator")
-            records += [jsonable(raw) for raw in answer.get("Records", [])]
+            records += [_event_record(raw, self._arn) for raw in answer.get("Records", [])]
         return records
 
 
@@ -100,11 +101,12 @@ class MotoStreamReader:
 
     poll_interval = 0.01
 
-    def __init__(self, table_name: str, account_id: str, region: str) -> None:
-        self._table_name = table_name
-        self._account_id = account_id
-        self._region = region
-        self._shard: Any = None  # the shard being read; a new one (stream re-enabled) is read from its start
+    def __init__(self, stream_arn: str) -> None:
+        # arn:aws:dynamodb:<region>:<account>:table/<name>/stream/<label>
+        _, _, _, self._region, self._account_id, resource = stream_arn.split(":", 5)
+        self._table_name = resource.split("/")[1]
+        self._arn = stream_arn
+        self._shard: Any = None  # the shard being read; a new one (the table made again) is read from its start
         self._next = 0  # index in the shard's records of the next one to read
 
     def read(self, limit: int = 1000) -> list[dict[str, Any]]:
@@ -112,14 +114,22 @@ class MotoStreamReader:
 
         with moto_locks.latch:
             table = dynamodb_backends[self._account_id][self._region].tables.get(self._table_name)
-            shard = getattr(table, "stream_shard", None)
-            if shard is None:
+            shard = None if table is None else table.stream_shard
+            if table is None or shard is None:
                 return []
-            if shard is not self._shard:
+            if shard is not self._shard:  # the table's stream (at start, or the table made again): its ARN as moto's
                 self._shard, self._next = shard, 0
+                self._arn = f"{table.table_arn}/stream/{table.latest_stream_label}"
             raw = [record.to_json() for record in shard.items[self._next : self._next + limit]]
             self._next += len(raw)
-        return [jsonable(record) for record in raw]  # copies: moto's records stay moto's
+        return [_event_record(record, self._arn) for record in raw]  # copies: moto's records stay moto's
+
+
+def _event_record(raw: dict[str, Any], stream_arn: str) -> dict[str, Any]:
+    """A stream record as a DynamoDB event source mapping hands it to a function."""
+    record: dict[str, Any] = jsonable(raw)
+    record["eventSourceARN"] = stream_arn
+    return record
 
 
 def problems() -> list[str]:

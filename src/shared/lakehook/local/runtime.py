@@ -201,7 +201,7 @@ class LocalStack:
         self._gateway.start()
         stream_arn = self._client("dynamodb").describe_table(TableName=self.table_name)["Table"].get("LatestStreamArn")
         if stream_arn:
-            self._tailer = StreamTailer(self._stream_reader(stream_arn), stream_arn, self.functions)
+            self._tailer = StreamTailer(self._stream_reader(stream_arn), self.functions)
             self._tailer.start()
         self._scheduler = Scheduler(self.functions, every=self.poll_every, rates=self.schedule_rates)
         self._scheduler.start()
@@ -269,8 +269,7 @@ class LocalStack:
     def _stream_reader(self, stream_arn: str) -> StreamReader:
         """moto's memory when this moto can be read so (it runs in this process), else the Streams API."""
         if moto_streams.supported():
-            _, _, _, region, account_id, _ = stream_arn.split(":", 5)
-            return moto_streams.MotoStreamReader(self.table_name, account_id, region)
+            return moto_streams.MotoStreamReader(stream_arn)
         return moto_streams.HttpStreamReader(self._client("dynamodbstreams"), stream_arn)
 
     def _client(self, service: str) -> Any:

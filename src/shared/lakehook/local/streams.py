@@ -73,9 +73,8 @@ class _Mapping:
 class StreamTailer:
     """A reader thread for the table's stream, and a thread per lane of every subscribed function's mapping."""
 
-    def __init__(self, reader: StreamReader, stream_arn: str, functions: list[LocalFunction]) -> None:
+    def __init__(self, reader: StreamReader, functions: list[LocalFunction]) -> None:
         self._reader = reader
-        self._arn = stream_arn
         self._interval = reader.poll_interval
         self.mappings = [_Mapping(fn, sub) for fn in functions for sub in fn.spec.streams]
         self._stop = threading.Event()
@@ -151,7 +150,6 @@ class StreamTailer:
     def _fetch(self) -> int:
         records = self._reader.read()
         for record in records:
-            record["eventSourceARN"] = self._arn
             for mapping in self.mappings:
                 if matches_any(record, mapping.subscription.filters):
                     mapping.add(record)
