@@ -41,7 +41,7 @@ import boto3
 import requests
 
 from bench import moto_requests
-from bench.push_clients import event, push
+from bench.push_clients import event, in_threads, push
 from lakehook.local import moto_dynamodb
 from lakehook.local.runtime import LocalStack
 
@@ -124,21 +124,13 @@ def _latencies(
 def _concurrent(url: str, secret: str, receiver: _Receiver, first_sid: int) -> list[float]:
     """PUSHERS pushers at once, each on its own asset and rule; every push's latency."""
     took: list[list[float]] = [[] for _ in range(PUSHERS)]
-    errors: list[BaseException] = []
 
     def pusher(k: int) -> None:
-        try:
-            with requests.Session() as session:
-                took[k] = _latencies(session, url, secret, receiver, k, first_sid)
-        except BaseException as exc:  # re-raised below: a lost webhook fails the bench
-            errors.append(exc)
+        with requests.Session() as session:
+            took[k] = _latencies(session, url, secret, receiver, k, first_sid)
 
-    threads = [threading.Thread(target=pusher, args=(k,)) for k in range(PUSHERS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
+    errors = in_threads(pusher, PUSHERS)
+    if errors:  # a lost webhook fails the bench
         raise RuntimeError(f"{len(errors)} pushers failed: {errors[0]!r}")
     return [t for per in took for t in per]
 

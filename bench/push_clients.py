@@ -17,6 +17,7 @@ import argparse
 import json
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import requests
@@ -43,7 +44,6 @@ def fill(url: str, secret: str, events: int, offset: int, clients: int, batch: i
     of its asset, as writer jobs commit their own tables: every event is new and advances its asset's state."""
     per_client = events // clients
     owned = max(1, assets // clients)
-    errors: list[BaseException] = []
 
     def client(index: int) -> None:
         with requests.Session() as session:
@@ -53,18 +53,29 @@ def fill(url: str, secret: str, events: int, offset: int, clients: int, batch: i
                     event(f"{prefix}fill{index + clients * ((start + i) % owned)}", offset + start + i)
                     for i in range(size)
                 ]
-                try:
-                    push(session, url, secret, batch_events)
-                except BaseException as exc:  # reported below
-                    errors.append(exc)
+                push(session, url, secret, batch_events)
 
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    errors = in_threads(client, clients)
+    if errors:
+        raise SystemExit(f"{len(errors)} fill clients failed: {errors[0]!r}")
+
+
+def in_threads(work: Callable[[int], None], count: int) -> list[BaseException]:
+    """``work(0)`` ... ``work(count - 1)`` at once, each on a thread of its own; what each raised, if it did."""
+    errors: list[BaseException] = []
+
+    def guarded(index: int) -> None:
+        try:
+            work(index)
+        except BaseException as exc:  # handed back: the caller fails the bench with it
+            errors.append(exc)
+
+    threads = [threading.Thread(target=guarded, args=(i,)) for i in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    if errors:
-        raise SystemExit(f"{len(errors)} fill pushes failed: {errors[0]!r}")
+    return errors
 
 
 def main(argv: list[str] | None = None) -> None:
