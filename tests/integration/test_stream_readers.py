@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakehook.local import moto_dynamodb, moto_streams
+from tests.support import create_table
 
 pytestmark = pytest.mark.integration
 
@@ -37,16 +38,11 @@ def _clients(local_moto: str) -> tuple[Any, Any]:
     return boto3.client("dynamodb", **options), boto3.client("dynamodbstreams", **options)
 
 
-def _table(client: Any) -> tuple[str, str]:
-    name = f"streams{next(_tables)}"
-    answer = client.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
-        AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in ("PK", "SK")],
-        BillingMode="PAY_PER_REQUEST",
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    )
-    return name, answer["TableDescription"]["LatestStreamArn"]
+def _table(client: Any, name: str | None = None) -> tuple[str, str]:
+    """A table made as template.yaml declares it (keys, index, stream, TTL); its name and stream ARN."""
+    name = name or f"streams{next(_tables)}"
+    create_table(client, name)
+    return name, client.describe_table(TableName=name)["Table"]["LatestStreamArn"]
 
 
 _text = st.text(alphabet="abcxyz-é☃", min_size=1, max_size=6)
@@ -175,13 +171,7 @@ def test_the_in_process_reader_reads_a_new_stream_from_its_start(local_moto: str
     client.delete_table(TableName=table)
     assert reader.read() == []  # no table, no stream
     time.sleep(0.001)  # moto labels a stream with its creation time
-    new_arn = client.create_table(
-        TableName=table,
-        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
-        AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in ("PK", "SK")],
-        BillingMode="PAY_PER_REQUEST",
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    )["TableDescription"]["LatestStreamArn"]
+    _, new_arn = _table(client, table)
     try:
         client.put_item(TableName=table, Item={"PK": {"S": "c"}, "SK": {"S": "1"}})
         records = reader.read()
