@@ -65,6 +65,7 @@ def test_an_asset_is_overdue_once_its_last_snapshot_is_older_than_its_max_age() 
         {"maxWaitSeconds": 10**9},
         {"expectedBy": {"cron": "7:30"}},
         {"expectedBy": {"cron": "30 7 * * *", "timezone": "Berlin"}},
+        {"expectedBy": {"cron": "0 0 30 2 *"}},  # never fires: a deadline that is never due silences overdue alarms
         {"maxWaitSeconds": 3600, "other": 1},
     ],
 )

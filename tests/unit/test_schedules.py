@@ -71,6 +71,8 @@ def test_ticks_follow_the_time_zone_across_daylight_saving() -> None:
         ({"cron": "61 * * * *"}, "five-field"),
         ({"cron": "0 6 * * *", "timezone": "Mars/Olympus"}, "IANA"),
         ({"cron": "0 6 * * *", "every": "day"}, "Extra inputs"),
+        ({"cron": "0 0 30 2 *"}, "never fires"),
+        ({"cron": "0 0 31 4,6,9,11 *"}, "never fires"),
     ],
 )
 def test_a_schedule_is_checked_when_the_rule_is_written(schedule: dict[str, Any], message: str) -> None:
@@ -162,3 +164,19 @@ def test_evaluated_at_any_times_a_schedule_claims_each_tick_at_most_once_never_e
             assert verdict.status is Status.WAITING_FOR_SCHEDULE
             assert verdict.until is not None and verdict.until > now
     assert ends == sorted(set(ends))  # strictly increasing: never a tick twice
+
+
+_DAYS_IN_MONTH = {1: 31, 2: 29, 3: 31, 4: 30, 5: 31, 6: 30, 7: 31, 8: 31, 9: 30, 10: 31, 11: 30, 12: 31}
+
+
+@given(day=st.integers(min_value=1, max_value=31), months=st.sets(st.integers(1, 12), min_size=1, max_size=3))
+def test_a_cron_is_accepted_exactly_when_some_date_matches_it_and_then_it_has_ticks(day: int, months: set[int]) -> None:
+    cron = f"0 0 {day} {','.join(map(str, sorted(months)))} *"
+    fires = any(day <= _DAYS_IN_MONTH[month] for month in months)
+    if not fires:
+        with pytest.raises(ValidationError, match="never fires"):
+            GroupSchedule(cron=cron)
+        return
+    schedule = GroupSchedule(cron=cron)
+    now = ms(2026, 12, 1, 10)
+    assert schedule.latest_tick(now) <= now < schedule.next_tick(now)
