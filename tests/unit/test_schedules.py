@@ -180,3 +180,10 @@ def test_a_cron_is_accepted_exactly_when_some_date_matches_it_and_then_it_has_ti
     schedule = GroupSchedule(cron=cron)
     now = ms(2026, 12, 1, 10)
     assert schedule.latest_tick(now) <= now < schedule.next_tick(now)
+
+
+def test_a_rule_stored_before_the_never_fires_check_still_loads() -> None:
+    stored = scheduled_rule("0 6 * * *").to_json().replace('"0 6 * * *"', '"0 0 30 2 *"')
+    with pytest.raises(ValidationError, match="never fires"):
+        Rule.model_validate_json(stored)
+    assert Rule.from_stored(stored).groups[0].schedule == GroupSchedule.model_construct(cron="0 0 30 2 *")

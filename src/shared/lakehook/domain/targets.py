@@ -52,6 +52,13 @@ DAG_ID_PATTERN = r"^[A-Za-z0-9_.-]{1,250}$"
 _POLICY = "lakehook.urlPolicy"
 _STORED = "lakehook.stored"
 STORED_CONTEXT: dict[str, Any] = {_STORED: True}
+
+
+def is_stored(context: object) -> bool:
+    """Whether a validation context is the read path of stored rules (checks added later do not apply there)."""
+    return isinstance(context, dict) and bool(context.get(_STORED))
+
+
 _EVERY_NETWORK = parse_networks(["0.0.0.0/0", "::/0"])
 
 
@@ -256,8 +263,7 @@ def _target_of_rule(value: Any, handler: ValidatorFunctionWrapHandler, info: Val
     try:
         return _TARGET.validate_python(value, context=info.context)
     except PydanticValidationError as exc:
-        context = info.context if isinstance(info.context, dict) else {}
-        if context.get(_STORED) and isinstance(value, dict):
+        if is_stored(info.context) and isinstance(value, dict):
             return UnusableTarget.of(value, describe_target_error(exc))
         raise
 
