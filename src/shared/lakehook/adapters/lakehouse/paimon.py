@@ -3,8 +3,13 @@
 Reads the snapshot directory the way Paimon lays it out (``snapshot/LATEST`` hint,
 ``snapshot/EARLIEST`` hint, ``snapshot/snapshot-<id>`` JSON, ``tag/tag-<name>``), with the
 catalog's own FileIO, so any warehouse pypaimon can open works (``fs.s3.endpoint`` etc. for S3).
-The pointer is the ``LATEST`` hint: one read. New snapshots cost one read each; pypaimon's
-``SnapshotManager`` would also probe existence and the next id, so it is not used on this path.
+``LATEST`` and ``EARLIEST`` are hints, read as Paimon's Java ``HintFileUtils`` reads them: ``LATEST``
+is the latest id only when ``snapshot-<hint+1>`` does not exist (a writer whose hint write failed
+leaves it behind), else, or when it is missing or unreadable, the snapshot directory is listed;
+``EARLIEST`` is trusted only when it names a retained snapshot, else the directory is listed. The
+pointer is that latest id: the hint read and one read of the next snapshot's file (on S3 a missing
+object is one HEAD). New snapshots cost one read each; pypaimon's ``SnapshotManager`` probes
+existence before each read, so it is not used on this path.
 A filesystem warehouse (the default metastore) needs only pypaimon's FileIO and yields the table
 path without I/O; other metastores (jdbc, rest) go through ``CatalogFactory`` and are asked for
 the table (one more call per poll, and an import of polars and pandas).
@@ -39,6 +44,8 @@ from lakehook.ports.lakehouse import (
 
 TAG_PREFIX = "tag-"
 SNAPSHOT_PREFIX = "snapshot-"
+LATEST = "LATEST"
+EARLIEST = "EARLIEST"
 
 
 FILESYSTEM = "filesystem"
@@ -95,18 +102,15 @@ class PaimonSnapshotSource(SnapshotSource):
     def pointer(self, source: AssetSource) -> str:
         entry, table = self._table(source)
         try:
-            text = _read(table, f"{table.snapshot_dir}/LATEST")
-            if text is None:
+            latest = _latest(table)
+            if latest is None:
                 if not _exists(table, f"{table.path}/schema"):
                     raise TableNotFoundError(f"paimon table {source.table_name} does not exist in {source.catalog!r}")
                 return ""  # the table exists and has no snapshot yet
         except SourceAccessError:
             self._catalogs.evict(entry.key)
             raise
-        value = text.strip()
-        if not value.isdigit():
-            raise CorruptMetadataError(f"paimon table {source.table_name}: snapshot/LATEST holds {value[:40]!r}")
-        return value
+        return str(latest)
 
     def snapshots_since(
         self,
@@ -139,9 +143,8 @@ class PaimonSnapshotSource(SnapshotSource):
             start = cursor.snapshot_id + 1
             first = _snapshot(table, start)
             if first is None:  # expired (or never written): resume at the oldest retained snapshot
-                start = max(start, _earliest(table, latest))
-                first = _snapshot(table, start)
-                if start > cursor.snapshot_id + 1:
+                start, first = _oldest_retained(table, start, latest)
+                if first is not None and start > cursor.snapshot_id + 1:
                     gap = SnapshotGap(
                         after_snapshot_id=cursor.snapshot_id,
                         resumed_at_snapshot_id=start,
@@ -262,13 +265,43 @@ def _newest(table: _Table, latest: int, limit: int) -> list[SnapshotInfo]:
     return snapshots
 
 
-def _earliest(table: _Table, latest: int) -> int:
-    """The oldest retained snapshot id: the ``EARLIEST`` hint, else the smallest listed snapshot file."""
-    hint = _read(table, f"{table.snapshot_dir}/EARLIEST")
-    if hint is not None and hint.strip().isdigit():
-        return int(hint.strip())
-    ids = [int(n[len(SNAPSHOT_PREFIX) :]) for n in _list(table, table.snapshot_dir) if _is_snapshot_name(n)]
-    return min(ids) if ids else latest
+def _hint(table: _Table, name: str) -> int | None:
+    """A hint file's snapshot id; None when it is missing, empty or unparsable (Java's ``readHint``)."""
+    text = _read(table, f"{table.snapshot_dir}/{name}")
+    value = text.strip() if text is not None else ""
+    return int(value) if value.isascii() and value.isdigit() else None
+
+
+def _latest(table: _Table) -> int | None:
+    """The latest snapshot id as ``HintFileUtils.findLatest`` finds it; None when there is no snapshot.
+
+    The ``LATEST`` hint is trusted only when no ``snapshot-<hint+1>`` exists; else the directory is listed.
+    """
+    hint = _hint(table, LATEST)
+    if hint is not None and hint > 0 and _read(table, table.snapshot_path(hint + 1)) is None:
+        return hint
+    return max(_snapshot_ids(table), default=None)
+
+
+def _oldest_retained(table: _Table, start: int, latest: int) -> tuple[int, SnapshotInfo | None]:
+    """The oldest retained snapshot from ``start`` on, once ``start`` itself is gone, and its id.
+
+    The ``EARLIEST`` hint when it names a retained snapshot after ``start`` (``findEarliest``); a stale
+    hint (one naming an expired snapshot) or none: the smallest listed id. A file that vanishes between
+    the listing and its read (expiration racing) is skipped. ``(start, None)`` when nothing is left.
+    """
+    hint = _hint(table, EARLIEST)
+    if hint is not None and start < hint <= latest and (snapshot := _snapshot(table, hint)) is not None:
+        return hint, snapshot
+    for snapshot_id in sorted(i for i in _snapshot_ids(table) if start < i <= latest):
+        if (snapshot := _snapshot(table, snapshot_id)) is not None:
+            return snapshot_id, snapshot
+    return start, None
+
+
+def _snapshot_ids(table: _Table) -> list[int]:
+    """The ids of the snapshot files one listing of the snapshot directory shows."""
+    return [int(n[len(SNAPSHOT_PREFIX) :]) for n in _list(table, table.snapshot_dir) if _is_snapshot_name(n)]
 
 
 def _is_snapshot_name(name: str) -> bool:
