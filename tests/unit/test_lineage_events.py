@@ -169,8 +169,16 @@ names = st.text(min_size=1, max_size=80) | st.lists(
 namespaces = st.sampled_from(
     ["iceberg://glue", "paimon://lake", "delta://lake/", "hudi://x", "s3://bucket", GLUE.namespace, "file"]
 ) | st.text(min_size=1, max_size=40)
+identifiers = st.lists(st.fixed_dictionaries({"namespace": namespaces, "name": names}) | json_value, max_size=20)
+symlinks = json_value | st.fixed_dictionaries({"identifiers": identifiers})
 datasets = st.builds(
-    output, namespaces, names, versions, extra=json_value, big=st.text(max_size=2000).map(lambda t: t * 40)
+    output,
+    namespaces,
+    names,
+    versions,
+    extra=json_value,
+    big=st.text(max_size=2000).map(lambda t: t * 40),
+    symlinks=symlinks,
 )
 
 
