@@ -317,7 +317,8 @@ def metadata_locations(metadata: TableMetadata, pointer: str) -> dict[int, str]:
 
 
 def snapshot_info(snapshot: Snapshot, versioned: bool = True, metadata_location: str | None = None) -> SnapshotInfo:
-    """A pyiceberg snapshot as lakehook reads it: operation as commit kind, summary counts."""
+    """A pyiceberg snapshot as lakehook reads it: operation as commit kind; live rows, their net change and
+    whether it changed data from the summary, as Java's writer defines them (:mod:`lakehook.domain.iceberg_counts`)."""
     summary = snapshot.summary
     operation = summary.operation.value if summary is not None else None
     counts = counts_from_summary(operation, summary_properties(summary))
