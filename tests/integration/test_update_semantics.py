@@ -223,6 +223,43 @@ def test_an_iceberg_rewrite_replace_snapshot_is_not_an_update_unless_the_member_
     assert world.pinned("with_compaction") == [first, rewritten.snapshot_id, newest]
 
 
+def test_iceberg_commits_that_change_no_data_start_no_run(world: World, tmp_path: Path) -> None:
+    """An overwrite whose filter matched nothing and an empty append still commit snapshots (pyiceberg, as Spark
+    does for a DELETE that matched no row), and a property change writes new metadata with no snapshot: none of
+    them is new data. The next real append is."""
+    properties = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/warehouse"}
+    catalog = SqlCatalog("lake", **properties)
+    table = create_iceberg_table(catalog, "ods.orders")
+    key = "iceberg://lake/ods/orders"
+    table.append(rows(1))
+    asset = world.register(key, "iceberg", "lake", {"type": "sql", **properties}, "ods.orders")
+    world.rule("data_only", key)
+    world.rule("with_compaction", key, {"includeCompaction": True})
+    world.settle()
+    first = table.current_snapshot().snapshot_id
+
+    table.overwrite(rows(9).slice(0, 0), overwrite_filter="id = 99")  # matches nothing, adds nothing
+    table.append(rows(9).slice(0, 0))  # an empty append
+    with table.transaction() as transaction:
+        transaction.set_properties(owner="data-eng")  # metadata only: no snapshot
+    table = catalog.load_table("ods.orders")
+    noops = [s.snapshot_id for s in table.snapshots()][1:]
+    assert len(noops) == 2 and table.properties["owner"] == "data-eng"
+    world.poll(asset)
+    world.settle()
+    assert world.pinned("data_only") == [first]
+    assert world.pinned("with_compaction") == [first, noops[-1]]
+    state = world.container.asset_store.get_state(key)
+    assert state.latest_snapshot_id == noops[-1] and state.latest_data is not None
+    assert state.latest_data.snapshot_id == first
+
+    table.append(rows(2))
+    world.poll(asset)
+    world.settle()
+    newest = catalog.load_table("ods.orders").current_snapshot().snapshot_id
+    assert world.pinned("data_only") == [first, newest]
+
+
 # --- tags -----------------------------------------------------------------------------------------
 
 

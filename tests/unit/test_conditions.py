@@ -61,6 +61,20 @@ def test_data_change_pins_the_newest_data_snapshot_past_a_compaction_unless_comp
     assert DataChange.of(member(includeCompaction=True)) is None
 
 
+def test_data_change_passes_over_a_snapshot_whose_log_says_it_changed_no_data_whatever_its_kind() -> None:
+    data = SnapshotRecord(snapshot_id=7, order=7, commit_kind="APPEND")
+    noop = state(
+        ICEBERG, latest_snapshot_id=8, latest_commit_kind="DELETE", latest_data_changed=False, latest_data=data
+    )
+    rule = DataChange.of(member(ICEBERG))
+    assert pinned(judge(rule, noop)) == 7
+    assert rule is not None and rule.shows(noop) == {"dataSnapshotId": 7}
+    changed = state(
+        ICEBERG, latest_snapshot_id=8, latest_commit_kind="DELETE", latest_data_changed=True, latest_data=data
+    )
+    assert pinned(judge(rule, changed)) == 8 and rule.shows(changed) == {}
+
+
 def test_spooled_snapshot_is_the_version_of_an_asset_without_table_snapshots() -> None:
     rule = SpooledSnapshot.of(member(SPOOL, manifest="SEALED"))
     assert pinned(judge(rule, state(SPOOL, manifest_snapshot_id=42))) == 42

@@ -204,6 +204,7 @@ def at_snapshot(state: AssetState, record: SnapshotRecord, quality: Verdict | No
         "latest_commit_kind": record.commit_kind,
         "latest_metadata_location": record.metadata_location,
         "latest_snapshot_watermark": record.watermark,
+        "latest_data_changed": record.changes_data,
         # a watermark gate is the asset's: the newest of its pushed and snapshot watermarks, as it is now
         "latest_watermark": state.watermark,
     }

@@ -135,6 +135,12 @@ class AssetEvent(BaseModel):
     delta_record_count: Long | None = Field(default=None, alias="deltaRecordCount")
     changelog_record_count: NonNegativeLong | None = Field(default=None, alias="changelogRecordCount")
     schema_changed: bool | None = Field(default=None, alias="schemaChanged")
+    data_changed: bool | None = Field(
+        default=None,
+        alias="dataChanged",
+        description="false: the commit changed no rows (a rewrite, an overwrite or delete that matched nothing), "
+        "whatever its commitKind; absent: the commitKind decides",
+    )
     tag: str | None = Field(default=None, min_length=1, max_length=256)
     backfill_id: str | None = Field(default=None, alias="backfillId", min_length=1, max_length=256)
     interval: Interval | None = None

@@ -51,6 +51,11 @@ class SnapshotInfo(BaseModel):
     commit_identifier: int | None = Field(default=None, alias="commitIdentifier")
     schema_changed: bool | None = Field(default=None, alias="schemaChanged")
     metadata_location: str | None = Field(default=None, alias="metadataLocation")
+    data_changed: bool = Field(
+        default=True,
+        alias="dataChanged",
+        description="False when the table's own log shows the commit changed no data (see domain/versions.py)",
+    )
 
 
 class TagInfo(BaseModel):
@@ -197,6 +202,8 @@ def snapshot_event(asset_key: str, snapshot: SnapshotInfo) -> AssetEvent:
         changelog_record_count=snapshot.changelog_record_count,
         schema_changed=snapshot.schema_changed,
         metadata_location=snapshot.metadata_location,
+        # only a "no" is news: a snapshot that says nothing more is judged by its commit kind
+        data_changed=None if snapshot.data_changed else False,
     )
 
 

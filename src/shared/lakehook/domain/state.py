@@ -131,6 +131,7 @@ def _snapshot_committed(event: AssetEvent, recorded_at: int) -> Advance:
     }
     sets.update({k: v for k, v in optional.items() if v is not None})
     record = snapshot_record(event)
+    sets["latestDataChanged"] = record.changes_data  # always: a newer snapshot replaces an older one's "no"
     late = None
     if record.changes_data:  # a compaction keeps the newest data-changing snapshot (see versions.py)
         sets["latestData"] = record.to_item()
@@ -273,6 +274,7 @@ def snapshot_record(event: AssetEvent) -> SnapshotRecord:
         commit_kind=event.commit_kind,
         metadata_location=event.metadata_location,
         watermark=event.watermark,
+        data_changed=event.data_changed,
     )
 
 
@@ -388,6 +390,9 @@ class AssetState(BaseModel):
     latest_watermark: int | None = Field(default=None, alias="latestWatermark")
     first_schema_id: int | None = Field(default=None, alias="firstSchemaId")
     latest_metadata_location: str | None = Field(default=None, alias="latestMetadataLocation")
+    latest_data_changed: bool | None = Field(
+        default=None, alias="latestDataChanged", description="whether the newest snapshot changed data"
+    )
     latest_data: SnapshotRecord | None = Field(
         default=None, alias="latestData", description="the newest snapshot that changed data (not a compaction)"
     )
@@ -447,6 +452,7 @@ class AssetState(BaseModel):
             commit_kind=self.latest_commit_kind,
             metadata_location=self.latest_metadata_location,
             watermark=self.latest_snapshot_watermark,
+            data_changed=self.latest_data_changed,
         )
 
     def tag_snapshot(self, tag: str) -> tuple[int, int | None] | None:
