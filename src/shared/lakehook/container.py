@@ -159,7 +159,7 @@ class Container:
     def register_producer(self) -> RegisterProducer:
         from lakehook.usecases.producers import RegisterProducer
 
-        return RegisterProducer(self.producer_registry, self.secret_store, self.settings.secret_prefix)
+        return RegisterProducer(self.producer_registry, self.secret_store, self.settings.producer_secrets)
 
     @part
     def push_authenticator(self) -> PushAuthenticator:
@@ -328,6 +328,7 @@ class Container:
             secrets=self.secret_store,
             url_policy=self.settings.url_policy,
             secret_prefix=None if self.settings.local_mode else self.settings.secret_prefix,
+            producer_secrets=self.settings.producer_secrets,
         )
 
     # --- triggers and dispatch: DispatcherFunction, TriggerRedriveFunction, the trigger and run routes ------

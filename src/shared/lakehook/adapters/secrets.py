@@ -1,4 +1,4 @@
-"""SecretsManagerSecretStore: producer signing secrets and target secrets, by name."""
+"""SecretsManagerSecretStore: producer signing secrets (created and owned by lakehook) and target secrets, by name."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from lakehook.domain.errors import AuthorizationError, NotFoundError
+from lakehook.domain.errors import AuthorizationError, ConflictError, NotFoundError
 from lakehook.ports import SecretStore
+
+OWNER_TAG = "lakehook:owner"  # on the secrets lakehook creates for itself: the producer a signing secret is for
 
 
 class SecretsManagerSecretStore(SecretStore):
@@ -23,6 +25,28 @@ class SecretsManagerSecretStore(SecretStore):
             if exc.response["Error"]["Code"] != "ResourceExistsException":
                 raise
             self._client.put_secret_value(SecretId=name, SecretString=value)
+        return name
+
+    def put_owned_secret(self, name: str, value: str, owner: str) -> str:
+        """CreateSecret with an ``lakehook:owner`` tag; an existing secret is overwritten only when it carries
+        the same tag (a retry after a failure between the secret and the producer item), else ConflictError."""
+        try:
+            self._client.create_secret(Name=name, SecretString=value, Tags=[{"Key": OWNER_TAG, "Value": owner}])
+            return name
+        except ClientError as exc:
+            code = exc.response["Error"]["Code"]
+            if code == "InvalidRequestException" and "deletion" in str(exc):
+                raise ConflictError(
+                    f"secret {name!r} is scheduled for deletion; restore it or delete it for good first"
+                ) from exc
+            if code != "ResourceExistsException":
+                raise
+        tags = {t["Key"]: t["Value"] for t in self._client.describe_secret(SecretId=name).get("Tags", [])}
+        if tags.get(OWNER_TAG) != owner:
+            raise ConflictError(
+                f"secret {name!r} already exists and lakehook did not create it for {owner}; it is left as it is"
+            )
+        self._client.put_secret_value(SecretId=name, SecretString=value)
         return name
 
     def get_secret(self, ref: str) -> str:

@@ -151,6 +151,14 @@ class SecretStore(ABC):
         """Create or overwrite the secret; answer its reference."""
 
     @abstractmethod
+    def put_owned_secret(self, name: str, value: str, owner: str) -> str:
+        """Create the secret marked as ``owner``'s, or overwrite one that carries that mark; answer its reference.
+
+        Raises ConflictError, writing nothing, when a secret of that name exists that ``owner`` did not create
+        (lakehook never overwrites a secret it did not make).
+        """
+
+    @abstractmethod
     def get_secret(self, ref: str) -> str:
         """The secret's current value. Raises NotFoundError."""
 

@@ -30,7 +30,9 @@ router = APIGatewayRouter()
     summary="Receive an OpenLineage RunEvent",
     description="The OpenLineage HTTP transport's endpoint. A COMPLETE event's outputs become SNAPSHOT_COMMITTED "
     "events (the dataset's version facet is the snapshot id; other facets are kept in the payload), mapped to "
-    "asset keys by the producer's lineageDatasets; other event types record nothing. One result per output.",
+    "asset keys by the producer's lineageDatasets; other event types record nothing. One result per output. "
+    "A producer signs the request as it signs POST /asset-events; the bearer apiKey (OpenLineage's api_key "
+    "auth) is taken only from a producer registered with lineageBearer: true.",
     tags=["events"],
     security=LINEAGE,
     responses=answers(ok(LineageAnswer, "one result per output dataset"), WITH_BODY),
