@@ -168,6 +168,10 @@ class InMemorySecretStore(SecretStore):
             self.secrets[name] = value
         return name
 
+    def may_own_secret(self, name: str, owner: str) -> bool:
+        with self._lock:
+            return name not in self.secrets or self.owners.get(name) == owner
+
     def put_owned_secret(self, name: str, value: str, owner: str) -> str:
         with self._lock:
             if name in self.secrets and self.owners.get(name) != owner:

@@ -120,9 +120,10 @@ def test_creating_a_producer_never_overwrites_a_secret_it_did_not_create(api: Ap
 
     # a secret in the producer namespace that lakehook did not create: a 409, nothing written
     secrets_client.create_secret(Name="lakehook-producers/payments-writer", SecretString="not lakehook's")
-    answer = api.call(
-        "PUT", "/producers/payments-writer", {"assetKeyPrefixes": ["s3://spool/"], "eventSources": ["etl.payments"]}
-    )
+    spec = {"assetKeyPrefixes": ["s3://spool/"], "eventSources": ["etl.payments"]}
+    dry = api.call("PUT", "/producers/payments-writer", spec, query={"dryRun": "true"})
+    assert dry.status == 409 and "did not create" in dry.body["message"], dry.body  # as the write answers
+    answer = api.call("PUT", "/producers/payments-writer", spec)
     assert answer.status == 409 and "did not create" in answer.body["message"], answer.body
     assert "not lakehook's" not in json.dumps(answer.body)
     assert secrets_client.get_secret_value(SecretId="lakehook-producers/payments-writer")["SecretString"] == (

@@ -12,7 +12,7 @@ from lakehook.domain.assets import AssetSource
 from lakehook.domain.errors import AuthenticationError, ConflictError
 from lakehook.domain.producers import Producer, ProducerSpec, api_key
 from lakehook.domain.secret_names import ProducerSecrets
-from lakehook.usecases.producers import PushAuthenticator, RegisterProducer, owner
+from lakehook.usecases.producers import PushAuthenticator, RegisterProducer, secret_owner
 from tests.fakes.memory import InMemoryProducerRegistry, InMemorySecretStore
 
 NAMESPACE = ProducerSecrets.of("lakehook-producers/prod/", "lakehook/prod/")
@@ -84,9 +84,34 @@ def test_a_new_producer_never_overwrites_a_secret_lakehook_did_not_create() -> N
     assert registry.producers == {} and registry.event_source_owner("etl.orders") is None
 
 
+def test_a_dry_run_of_a_producer_whose_secret_name_is_taken_is_the_same_409() -> None:
+    registry, secrets = InMemoryProducerRegistry(), InMemorySecretStore()
+    secrets.put_secret("lakehook-producers/prod/orders", "someone else's")
+    with pytest.raises(ConflictError, match="did not create"):
+        RegisterProducer(registry, secrets, NAMESPACE)("orders", SPEC, dry_run=True)
+
+
+class RacingSecretStore(InMemorySecretStore):
+    """Someone creates the secret between the registration's check and its write."""
+
+    def may_own_secret(self, name: str, owner: str) -> bool:
+        found = super().may_own_secret(name, owner)
+        self.put_secret(name, "created meanwhile")
+        return found
+
+
+def test_a_secret_created_between_the_check_and_the_write_still_wins_and_claims_are_released() -> None:
+    registry, secrets = InMemoryProducerRegistry(), RacingSecretStore()
+    spec = ProducerSpec.model_validate({"assetKeyPrefixes": ["s3://x/"], "eventSources": ["etl.orders"]})
+    with pytest.raises(ConflictError, match="did not create"):
+        RegisterProducer(registry, secrets, NAMESPACE)("orders", spec)
+    assert secrets.get_secret("lakehook-producers/prod/orders") == "created meanwhile"
+    assert registry.producers == {} and registry.event_source_owner("etl.orders") is None
+
+
 def test_a_registration_retried_after_a_failure_reuses_the_secret_it_created() -> None:
     registry, secrets = InMemoryProducerRegistry(), InMemorySecretStore()
-    secrets.put_owned_secret("lakehook-producers/prod/orders", "half-done", owner("orders"))  # no producer item
+    secrets.put_owned_secret("lakehook-producers/prod/orders", "half-done", secret_owner("orders"))  # no producer item
     made = RegisterProducer(registry, secrets, NAMESPACE)("orders", SPEC)
     assert made.created and made.secret is not None
     assert secrets.get_secret(made.producer.secret_ref) == made.secret != "half-done"

@@ -107,6 +107,17 @@ class Settings(BaseModel):
                 raise ValueError(f"{name}_base_seconds must not exceed {name}_max_seconds")
         return self
 
+    @model_validator(mode="after")
+    def _producer_secrets_apart(self) -> Settings:
+        # Apart from the target and source secrets' prefix, or IAM could not tell them apart.
+        producers, targets = self.producer_secret_prefix.casefold(), self.secret_prefix.casefold()
+        if not producers.strip("/") or producers.startswith(targets) or targets.startswith(producers):
+            raise ValueError(
+                f"producer_secret_prefix {self.producer_secret_prefix!r} must be a prefix of its own, outside "
+                f"secret_prefix {self.secret_prefix!r} and not containing it"
+            )
+        return self
+
     @field_validator("target_allowed_networks")
     @classmethod
     def _networks(cls, value: str) -> str:

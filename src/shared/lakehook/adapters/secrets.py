@@ -41,13 +41,20 @@ class SecretsManagerSecretStore(SecretStore):
                 ) from exc
             if code != "ResourceExistsException":
                 raise
-        tags = {t["Key"]: t["Value"] for t in self._client.describe_secret(SecretId=name).get("Tags", [])}
-        if tags.get(OWNER_TAG) != owner:
-            raise ConflictError(
-                f"secret {name!r} already exists and lakehook did not create it for {owner}; it is left as it is"
-            )
+        if not self.may_own_secret(name, owner):
+            raise ConflictError(f"secret {name!r} already exists and lakehook did not create it for {owner}")
         self._client.put_secret_value(SecretId=name, SecretString=value)
         return name
+
+    def may_own_secret(self, name: str, owner: str) -> bool:
+        """DescribeSecret (the value is never read): absent, or tagged ``lakehook:owner = owner``."""
+        try:
+            described = self._client.describe_secret(SecretId=name)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ResourceNotFoundException":
+                return True
+            raise
+        return {t["Key"]: t["Value"] for t in described.get("Tags", [])}.get(OWNER_TAG) == owner
 
     def get_secret(self, ref: str) -> str:
         try:

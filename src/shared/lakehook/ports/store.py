@@ -159,6 +159,10 @@ class SecretStore(ABC):
         """
 
     @abstractmethod
+    def may_own_secret(self, name: str, owner: str) -> bool:
+        """Whether ``put_owned_secret(name, …, owner)`` would write: no such secret, or one marked as owner's."""
+
+    @abstractmethod
     def get_secret(self, ref: str) -> str:
         """The secret's current value. Raises NotFoundError."""
 

@@ -47,6 +47,11 @@ class RegisterProducer:
         """With ``dry_run`` everything is checked and nothing written: no secret is generated or stored."""
         validate_producer_id(producer_id)
         existing = self._registry.get_producer(producer_id)
+        new_secret = self._new_secret_needed(existing, rotate_secret)
+        if new_secret and not self._secrets.may_own_secret(
+            self._namespace.name(producer_id), secret_owner(producer_id)
+        ):
+            raise ConflictError(foreign_secret(self._namespace.name(producer_id), producer_id))  # nothing written
         # EventBridge sources are claimed before anything else is written (a taken one is a 409 with nothing
         # changed) and released after the producer stops naming them: never named by two producers at once.
         for source in spec.event_sources:
@@ -64,7 +69,7 @@ class RegisterProducer:
             secret = pysecrets.token_hex(32)
             try:
                 secret_ref = self._store_secret(producer_id, existing, secret)
-            except ConflictError:  # a secret lakehook did not create: release what this request claimed
+            except ConflictError:  # one created since the check above: release what this request claimed
                 for source in set(spec.event_sources) - set(existing.event_sources if existing else []):
                     self._registry.release_event_source(source, producer_id)
                 raise
@@ -88,18 +93,30 @@ class RegisterProducer:
             self._registry.release_event_source(source, producer_id)
         return ProducerRegistration(producer, existing is None, secret)
 
+    def _new_secret_needed(self, existing: Producer | None, rotate_secret: bool) -> bool:
+        """Whether a secret is created in the namespace: for a new producer, or rotating one registered
+        before the namespace existed (its secret moves in)."""
+        return existing is None or (rotate_secret and not self._namespace.is_current(existing.secret_ref))
+
     def _store_secret(self, producer_id: str, existing: Producer | None, secret: str) -> str:
         """Where the new secret is written: a new producer (or one registered before the producer namespace,
         rotating) gets a secret of its own in the namespace, never overwriting one lakehook did not create
         for it (ConflictError, a 409, with nothing written); a rotation in the namespace puts a new value."""
-        if existing is not None and self._namespace.is_current(existing.secret_ref):
+        if existing is not None and not self._new_secret_needed(existing, rotate_secret=True):
             return self._secrets.put_secret(existing.secret_ref, secret)
-        return self._secrets.put_owned_secret(self._namespace.name(producer_id), secret, owner(producer_id))
+        return self._secrets.put_owned_secret(self._namespace.name(producer_id), secret, secret_owner(producer_id))
 
 
-def owner(producer_id: str) -> str:
+def secret_owner(producer_id: str) -> str:
     """What marks a signing secret as made by lakehook for this producer (the ``lakehook:owner`` tag)."""
     return f"producer/{producer_id}"
+
+
+def foreign_secret(name: str, producer_id: str) -> str:
+    return (
+        f"secret {name!r} already exists and lakehook did not create it for producer {producer_id!r}; it is left "
+        "as it is: delete it, or register the producer under another id"
+    )
 
 
 # One text for an unknown producer and a wrong signature: a caller cannot tell which producer ids exist.
