@@ -78,6 +78,17 @@ def test_airflow_and_dolphinscheduler_name_their_own_secret_fields(api: Api, sec
         ({**WEBHOOK, "url": "file:///etc/passwd"}, "target.url"),
         ({**WEBHOOK, "url": "gopher://scheduler.example.com/"}, "target.url"),
         ({**WEBHOOK, "url": "https://[fd00:ec2::254]/latest"}, "target.url"),
+        (
+            {
+                "type": "dolphinscheduler",
+                "baseUrl": "https://ds.example.com/ds",
+                "projectCode": 1,
+                "processDefinitionCode": 2,
+                "tokenRef": "lakehook/ds",
+                "apiVersion": "3.4",
+            },
+            "target.apiVersion",
+        ),
     ],
 )
 def test_bad_targets_are_400s_through_the_api(api: Api, table: Any, target: dict[str, Any], field: str) -> None:

@@ -65,7 +65,8 @@ class LineageResult(Answer):
     event_id: str | None = Field(alias="eventId", description="null unless recorded")
     status: Literal["ACCEPTED", "DUPLICATE", "STALE", "REJECTED", "POLL_QUEUED"] = Field(
         description="as POST /asset-events answers; POLL_QUEUED: an Iceberg output, whose order (the sequence "
-        "number) lineage does not carry: a poll of the registered table was queued and records the snapshot"
+        "number) lineage does not carry, or an output that reports no version: a poll of the registered table "
+        "was queued and records the snapshot"
     )
     reason: str | None = Field(description="why, for every status but ACCEPTED")
 
