@@ -148,7 +148,8 @@ def test_a_dry_run_of_an_existing_producer_never_rotates_or_shows_its_secret(api
     assert dry.status == 200 and "secret" not in dry.body and dry.body["assetKeyPrefixes"] == ["paimon://lake/"]
     ref = api.call("GET", "/producers/ods-writer").body
     assert ref["assetKeyPrefixes"] == ["paimon://lake/ods_db/"]
-    assert secrets_client.get_secret_value(SecretId="lakehook/producers/ods-writer")["SecretString"] == secret
+    assert ref["secretRef"] == "lakehook-producers/ods-writer"  # the producer secrets' own namespace
+    assert secrets_client.get_secret_value(SecretId=ref["secretRef"])["SecretString"] == secret
 
 
 @pytest.mark.parametrize(

@@ -57,6 +57,18 @@ def test_every_operation_states_its_security(spec: dict[str, Any]) -> None:
         assert op.get("security") == expected.get((method, path), MANAGEMENT), f"{method} {path}"
 
 
+def test_lineage_takes_the_signed_form_and_the_bearer_key_is_an_opt_in_of_the_producer(spec: dict[str, Any]) -> None:
+    security = spec["paths"]["/api/v1/lineage"]["post"]["security"]
+    assert security[:2] == [{"producerId": [], "producerSignature": []}, {"producerApiKey": []}]
+    assert "lineageBearer: true" in spec["components"]["securitySchemes"]["producerApiKey"]["description"]
+    put = spec["paths"]["/producers/{producerId}"]["put"]
+    body = _schema(spec, put["requestBody"]["content"]["application/json"]["schema"])
+    assert body["properties"]["lineageBearer"]["type"] == "boolean"
+    assert body["properties"]["lineageBearer"]["default"] is False
+    answer = _schema(spec, put["responses"]["200"]["content"]["application/json"]["schema"])
+    assert answer["properties"]["lineageBearer"]["type"] == "boolean"
+
+
 def test_every_operation_lists_its_errors_with_the_error_schema(spec: dict[str, Any]) -> None:
     for method, path, op in _operations(spec):
         responses = op["responses"]

@@ -49,11 +49,15 @@ class ProducerAnswer(Answer):
     updated_at: Iso = Field(alias="updatedAt")
     lineage_datasets: list[LineageMapping] = Field(default_factory=list, alias="lineageDatasets")
     event_sources: list[str] = Field(default_factory=list, alias="eventSources")
+    lineage_bearer: bool = Field(
+        default=False, alias="lineageBearer", description="whether POST /api/v1/lineage takes the apiKey as a bearer"
+    )
     secret: str | None = Field(default=None, description="the signing secret: only on creation or rotation")
     api_key: str | None = Field(
         default=None,
         alias="apiKey",
-        description="the OpenLineage transport's api_key (<producerId>:<secret>): only with the secret",
+        description="the OpenLineage transport's api_key (<producerId>:<secret>): only with the secret; taken "
+        "by POST /api/v1/lineage only from a producer with lineageBearer: true",
     )
 
 

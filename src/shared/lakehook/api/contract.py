@@ -56,7 +56,8 @@ def security_schemes() -> dict[str, SecurityScheme]:
         ),
         "producerApiKey": HTTPBearer(
             description="A producer's `apiKey` (`<producerId>:<secret>`), as OpenLineage's `api_key` auth sends it: "
-            "`Authorization: Bearer <apiKey>`."
+            "`Authorization: Bearer <apiKey>`. Taken only from a producer registered with `lineageBearer: true` "
+            "(a bearer key has no replay window); any producer may sign instead."
         ),
         "completionToken": APIKey(
             **{"in": APIKeyIn.header},
@@ -69,7 +70,8 @@ def security_schemes() -> dict[str, SecurityScheme]:
 # Alternatives (OR) of requirements; the schemes inside one requirement are needed together (AND).
 MANAGEMENT: list[dict[str, list[str]]] = [{"adminToken": []}, {"sigv4": []}]
 PRODUCER: list[dict[str, list[str]]] = [{"producerId": [], "producerSignature": []}, *MANAGEMENT]
-LINEAGE: list[dict[str, list[str]]] = [{"producerApiKey": []}, *MANAGEMENT]
+# The signed form always; the bearer apiKey only from a producer registered with lineageBearer: true.
+LINEAGE: list[dict[str, list[str]]] = [{"producerId": [], "producerSignature": []}, {"producerApiKey": []}, *MANAGEMENT]
 RUN_COMPLETION: list[dict[str, list[str]]] = [{"completionToken": []}, *MANAGEMENT]
 
 _MEANING = {

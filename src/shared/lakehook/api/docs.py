@@ -28,7 +28,10 @@ outside its prefixes), 404, 409, 413 and 415 (a body that is not JSON).
 credentials is a 401 whatever its body. `POST /asset-events` accepts an HMAC-signed request from a
 registered producer: `X-Lakehook-Producer: <producerId>` and
 `X-Lakehook-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, valid for
-5 minutes. `POST /runs/{triggerKey}/complete` takes management credentials or
+5 minutes. `POST /api/v1/lineage` accepts the same signed request from any producer, and
+`Authorization: Bearer <producerId>:<secret>` (OpenLineage's `api_key` auth, no replay window) only from a
+producer registered with `lineageBearer: true`; see [lineage.md](lineage.md).
+`POST /runs/{triggerKey}/complete` takes management credentials or
 `X-Lakehook-Completion-Token: <completionToken>`, the token the trigger's invocation carried (an HMAC of
 the trigger key under the stack's completion key; it completes that trigger only), checked before the body
 is read; a producer signature does not complete runs. Management routes take IAM (SigV4 for the

@@ -147,7 +147,8 @@ def _producer_text(d: dict[str, Any]) -> Iterator[str]:
     if d.get("secret"):
         yield f"  secret (shown once, store it now): {d['secret']}"
     if d.get("apiKey"):
-        yield f"  OpenLineage api_key (the same secret): {d['apiKey']}"
+        taken = "" if d.get("lineageBearer") else "; taken only once the producer has lineageBearer: true"
+        yield f"  OpenLineage api_key (the same secret{taken}): {d['apiKey']}"
 
 
 def producers_list(api: ApiClient, args: argparse.Namespace) -> int:
@@ -167,7 +168,8 @@ def producers_rotate(api: ApiClient, args: argparse.Namespace) -> int:
     if not confirm(args, f"rotate the secret of producer {args.producer} (its writers need the new one)?"):
         return 1
     # A PUT replaces the producer: send back all it has, so a rotation changes the secret and nothing else.
-    spec = {k: current[k] for k in ("assetKeyPrefixes", "description", "lineageDatasets") if current.get(k) is not None}
+    kept = ("assetKeyPrefixes", "description", "lineageDatasets", "eventSources", "lineageBearer")
+    spec = {k: current[k] for k in kept if current.get(k) is not None}
     path = f"/producers/{path_part(args.producer)}"
     data = api.request("PUT", path, query={"rotateSecret": True}, body=spec)[1]
     emit(args.output, data, _producer_text)

@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from lakehook.domain.secret_names import ssm_secret_name
+
 MAX_ASSET_KEY_LENGTH = 512
 _SCHEME = re.compile(r"^(?P<scheme>[a-z][a-z0-9+.-]*)://(?P<rest>.+)$")
 _SEGMENT = re.compile(r"^[A-Za-z0-9_$.=-]+$")
@@ -64,6 +66,22 @@ _SECRET_NAME = re.compile(r"(secret|password|token|credential|session|private[-_
 SECRET_REFERENCE_PREFIXES = ("secretsmanager:", "ssm:")
 
 
+def referenced_secret(value: str) -> str | None:
+    """The Secrets Manager secret a property value reaches when a poller resolves it, if any:
+    ``secretsmanager:<name>[#field]``, or ``ssm:/aws/reference/secretsmanager/<name>`` (SSM reads the
+    Secrets Manager secret). The prefix is matched in any case, the ``#field`` suffix dropped."""
+    text = value.strip()
+    kind, sep, reference = text.partition(":")
+    if not sep:
+        return None
+    name = reference.partition("#")[0]
+    if kind.casefold() == "secretsmanager":
+        return name
+    if kind.casefold() == "ssm":
+        return ssm_secret_name(name)
+    return None
+
+
 class AssetSource(BaseModel):
     """How a poller reads the asset: a pyiceberg catalog or a pypaimon warehouse and a table in it (Iceberg,
     Paimon), or the location of a table that carries its own log (Delta ``_delta_log/``, Hudi ``.hoodie/``)."""
@@ -91,6 +109,11 @@ class AssetSource(BaseModel):
         pattern=_LOCATION.pattern,
         description="the table's root (Delta, Hudi): an absolute local path, file:///…, or s3://bucket/prefix",
     )
+
+    def referenced_secrets(self) -> dict[str, str]:
+        """The Secrets Manager secrets the properties reach, by property name."""
+        found = {name: referenced_secret(value) for name, value in self.properties.items()}
+        return {name: secret for name, secret in found.items() if secret is not None}
 
     @property
     def table_name(self) -> str:

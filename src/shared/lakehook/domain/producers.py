@@ -38,6 +38,13 @@ class ProducerSpec(BaseModel):
         description="EventBridge sources (the PutEvents Source) whose 'Lakehook Asset Events' on the stack's bus "
         "are this producer's pushes; each source belongs to one producer",
     )
+    lineage_bearer: bool = Field(
+        default=False,
+        alias="lineageBearer",
+        description="whether POST /api/v1/lineage takes this producer's apiKey (its signing secret) as a plain "
+        "bearer key, as OpenLineage's api_key auth sends it: a key that can be replayed at will by whoever sees "
+        "it. Off by default: the producer signs its requests (X-Lakehook-Producer, X-Lakehook-Signature)",
+    )
 
     @field_validator("event_sources")
     @classmethod
@@ -77,6 +84,7 @@ class Producer(BaseModel):
     )
     lineage_datasets: list[LineageMapping] = Field(default_factory=list, alias="lineageDatasets")
     event_sources: list[str] = Field(default_factory=list, alias="eventSources")
+    lineage_bearer: bool = Field(default=False, alias="lineageBearer")
 
     def may_write(self, asset_key: str) -> bool:
         """Whether this producer may write events about the asset.
@@ -105,7 +113,8 @@ API_KEY_SEPARATOR = ":"  # never in a producer id, never in a generated secret (
 def api_key(producer_id: str, secret: str) -> str:
     """The bearer key of ``POST /api/v1/lineage``: the producer and its signing secret.
 
-    It grants what the producer's signatures grant (its prefixes), no more; rotating the secret rotates it.
+    Taken only from a producer registered with ``lineageBearer: true``. It grants what the producer's
+    signatures grant (its prefixes), no more; rotating the secret rotates it.
     """
     return f"{producer_id}{API_KEY_SEPARATOR}{secret}"
 

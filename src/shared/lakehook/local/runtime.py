@@ -183,13 +183,15 @@ class LocalStack:
             for spec in specs
         ]
         self._start_functions()
-        secret_prefix = next(
-            (s.environment["LAKEHOOK_SECRET_PREFIX"] for s in specs if "LAKEHOOK_SECRET_PREFIX" in s.environment), ""
-        )
+
+        def variable(name: str) -> str:
+            return next((s.environment[name] for s in specs if name in s.environment), "")
+
         local_info = {
             "endpointUrl": self.endpoint_url,
             "region": self.region,
-            "secretPrefix": secret_prefix,
+            "secretPrefix": variable("LAKEHOOK_SECRET_PREFIX"),
+            "producerSecretPrefix": variable("LAKEHOOK_PRODUCER_SECRET_PREFIX"),
         }
         self._gateway = ApiGateway(
             [f for f in self.functions if f.spec.routes],

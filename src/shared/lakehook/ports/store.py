@@ -151,6 +151,18 @@ class SecretStore(ABC):
         """Create or overwrite the secret; answer its reference."""
 
     @abstractmethod
+    def put_owned_secret(self, name: str, value: str, owner: str) -> str:
+        """Create the secret marked as ``owner``'s, or overwrite one that carries that mark; answer its reference.
+
+        Raises ConflictError, writing nothing, when a secret of that name exists that ``owner`` did not create
+        (lakehook never overwrites a secret it did not make).
+        """
+
+    @abstractmethod
+    def may_own_secret(self, name: str, owner: str) -> bool:
+        """Whether ``put_owned_secret(name, …, owner)`` would write: no such secret, or one marked as owner's."""
+
+    @abstractmethod
     def get_secret(self, ref: str) -> str:
         """The secret's current value. Raises NotFoundError."""
 

@@ -10,6 +10,7 @@ from pydantic import ValidationError as PydanticValidationError
 from lakehook.domain.errors import AuthorizationError, ConflictError, NotFoundError, ValidationError
 from lakehook.domain.evaluation import select_member
 from lakehook.domain.rules import Member, Rule, StartFrom, validate_id
+from lakehook.domain.secret_names import ProducerSecrets
 from lakehook.domain.targets import UnusableTarget, name_target_error, secret_refs, write_context
 from lakehook.domain.time import ms_to_iso, now_ms
 from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus, trigger_key
@@ -83,6 +84,16 @@ def stored_to_api(stored: StoredRule) -> dict[str, Any]:
     return data
 
 
+def refuse_producer_secrets(rule: Rule, producer_secrets: ProducerSecrets) -> None:
+    """No secret a rule's target names may be a producer's signing secret, however spelled: the target's
+    host would receive it. A ValidationError naming the field, e.g. ``target.tokenRef``."""
+    if isinstance(rule.target, UnusableTarget):
+        return
+    for field, ref in secret_refs(rule.target).items():
+        if producer_secrets.holds(ref):
+            raise ValidationError(f"target.{field}: {producer_secrets.refusal(ref)}", field=f"target.{field}")
+
+
 def check_target_secrets(rule: Rule, secrets: SecretStore, required_prefix: str | None = None) -> None:
     """Every secret the rule's target names must exist (and, on a deployed stack, lie under the prefix the
     dispatcher may read); else a ValidationError naming the field, e.g. ``target.secretRef``."""
@@ -122,9 +133,11 @@ class ManageRules:
         secrets: SecretStore | None = None,
         url_policy: UrlPolicy = DEPLOYED_POLICY,
         secret_prefix: str | None = None,
+        producer_secrets: ProducerSecrets | None = None,
     ) -> None:
         """``secrets``: where targets' secrets must exist (unchecked without one); ``url_policy``: the stack's
-        outbound URL policy; ``secret_prefix``: on a deployed stack, the names the dispatcher may read."""
+        outbound URL policy; ``secret_prefix``: on a deployed stack, the names the dispatcher may read;
+        ``producer_secrets``: the producer signing secrets, which no target may name."""
         self._rules = rules
         self._triggers = triggers
         self._reader = reader
@@ -135,11 +148,14 @@ class ManageRules:
         self._secrets = secrets
         self._policy = url_policy
         self._secret_prefix = secret_prefix
+        self._producer_secrets = producer_secrets
 
     def check(self, rule_id: str, body: Any) -> Rule:
         """Everything ``put`` checks, writing nothing (``?dryRun=true``): the rule, its target's URL policy
         and the existence of the secrets it names. Answers the rule as it would be stored."""
         rule = parse_rule(rule_id, body, self._policy)
+        if self._producer_secrets is not None:
+            refuse_producer_secrets(rule, self._producer_secrets)
         if self._secrets is not None:
             check_target_secrets(rule, self._secrets, self._secret_prefix)
         return rule

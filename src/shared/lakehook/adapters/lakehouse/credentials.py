@@ -7,8 +7,9 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from lakehook.domain.assets import SECRET_REFERENCE_PREFIXES
+from lakehook.domain.assets import SECRET_REFERENCE_PREFIXES, referenced_secret
 from lakehook.domain.errors import NotFoundError
+from lakehook.domain.secret_names import ProducerSecrets
 from lakehook.ports import SecretStore
 from lakehook.ports.lakehouse import SourceAccessError
 
@@ -36,11 +37,18 @@ class ResolvedProperties:
 
 
 class CredentialResolver:
-    """Turns ``secretsmanager:<name>[#field]`` and ``ssm:<name>[#field]`` values into their secrets."""
+    """Turns ``secretsmanager:<name>[#field]`` and ``ssm:<name>[#field]`` values into their secrets.
 
-    def __init__(self, secrets: SecretStore, parameters: ParameterReader | None = None) -> None:
+    A reference to a producer signing secret (``reserved``) is never resolved: ``PUT /assets`` refuses one,
+    and a source stored before that check reads as a source whose credentials cannot be read.
+    """
+
+    def __init__(
+        self, secrets: SecretStore, parameters: ParameterReader | None = None, reserved: ProducerSecrets | None = None
+    ) -> None:
         self._secrets = secrets
         self._parameters = parameters
+        self._reserved = reserved
 
     def resolve(self, properties: Mapping[str, str]) -> ResolvedProperties:
         """The properties with every reference replaced by its value. Raises SourceAccessError naming the key."""
@@ -52,6 +60,11 @@ class CredentialResolver:
         if not value.startswith(SECRET_REFERENCE_PREFIXES):
             return value
         reference, _, json_field = value.partition(FIELD_SEPARATOR)
+        reached = referenced_secret(value)
+        if self._reserved is not None and reached is not None and self._reserved.holds(reached):
+            raise SourceAccessError(
+                f"property {name!r}: {reference} is a producer signing secret; sources may not read it"
+            )
         try:
             if reference.startswith(SECRETS_MANAGER):
                 secret = self._secrets.get_secret(reference.removeprefix(SECRETS_MANAGER))

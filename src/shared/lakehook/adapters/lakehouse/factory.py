@@ -13,6 +13,7 @@ import threading
 from lakehook.adapters.lakehouse.credentials import CredentialResolver, ParameterReader
 from lakehook.domain.assets import AssetFormat
 from lakehook.domain.errors import ValidationError
+from lakehook.domain.secret_names import ProducerSecrets
 from lakehook.ports import SecretStore
 from lakehook.ports.lakehouse import SnapshotSource
 
@@ -54,7 +55,11 @@ class LakehouseSnapshotSources:
 
 
 def snapshot_sources(
-    secrets: SecretStore, parameters: ParameterReader | None = None, cache_ttl_seconds: float = 900.0
+    secrets: SecretStore,
+    parameters: ParameterReader | None = None,
+    cache_ttl_seconds: float = 900.0,
+    reserved: ProducerSecrets | None = None,
 ) -> LakehouseSnapshotSources:
-    """The composition root's entry point: sources resolving credential references through ``secrets``."""
-    return LakehouseSnapshotSources(CredentialResolver(secrets, parameters), cache_ttl_seconds)
+    """The composition root's entry point: sources resolving credential references through ``secrets``
+    (never a producer signing secret, ``reserved``)."""
+    return LakehouseSnapshotSources(CredentialResolver(secrets, parameters, reserved), cache_ttl_seconds)

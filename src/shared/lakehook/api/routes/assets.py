@@ -42,10 +42,24 @@ def _asset_key(value: str) -> str:
 )
 def put_asset(asset: AssetRegistration, dry_run: DryRun = False) -> Response[str]:
     require_admin(router.current_event)
-    if dry_run:  # the registration is fully checked by its model; nothing else is consulted on write
+    _refuse_producer_secrets(asset)
+    if dry_run:  # the registration is fully checked by its model and the stack's settings; nothing is read
         return json_response({**asset.to_api(), "dryRun": True})
     created = current().asset_registry.put_asset(asset, now_ms())
     return json_response(asset.to_api(), 201 if created else 200)
+
+
+def _refuse_producer_secrets(asset: AssetRegistration) -> None:
+    """A source may not name a producer's signing secret (however spelled): the poller would hand it to the
+    catalog or storage endpoint the source names."""
+    if asset.source is None:
+        return
+    namespace = current().settings.producer_secrets
+    for name, ref in asset.source.referenced_secrets().items():
+        if namespace.holds(ref):
+            raise ValidationError(
+                f"source.properties: property {name!r}: {namespace.refusal(ref)}", field="source.properties"
+            )
 
 
 @router.get(

@@ -32,7 +32,9 @@ router = APIGatewayRouter()
     "events (the dataset's version facet is the snapshot id; other facets are kept in the payload), mapped to "
     "asset keys by the producer's lineageDatasets (the dataset's name, then its symlinks); an Iceberg output or "
     "one without a version queues a poll of its registered table (POLL_QUEUED); other event types record "
-    "nothing. One result per output; more facets or symlinks on a dataset than the limits allow is a 400.",
+    "nothing. One result per output; more facets or symlinks on a dataset than the limits allow is a 400. "
+    "A producer signs the request as it signs POST /asset-events; the bearer apiKey (OpenLineage's api_key "
+    "auth) is taken only from a producer registered with lineageBearer: true.",
     tags=["events"],
     security=LINEAGE,
     responses=answers(ok(LineageAnswer, "one result per output dataset"), WITH_BODY),
