@@ -18,13 +18,16 @@ from hudi import HudiReadOptions, HudiTableBuilder
 
 from lakehook.adapters.lakehouse.credentials import CredentialResolver
 from lakehook.adapters.lakehouse.hudi import HudiSnapshotSource, instant_millis
+from lakehook.container import Container
 from lakehook.domain.assets import AssetFormat, AssetRegistration
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.time import now_ms
 from lakehook.ports.lakehouse import SnapshotSource
+from lakehook.settings import Settings
 from lakehook.usecases.poll import PollAsset, PollAssets, PollOutcome
 from tests.fakes.memory import InMemorySecretStore
 from tests.hudi_tables import V6_COW, V9_MOR, StagedHudiTable, all_tables, timeline_dir, unpack, upgrade_timeline
+from tests.integration.test_api import Api
 from tests.integration.test_hudi_source import Lake, hudi_rs_versions, register
 
 pytestmark = pytest.mark.integration
@@ -228,3 +231,18 @@ def test_a_table_in_a_local_zone_ahead_of_utc_read_as_utc_says_so(tmp_path: Path
     assert result.snapshot_ids == () and result.warnings and "timeZone" in result.warnings[0]
     (result,) = lake.poll_all([in_zone(asset, "Pacific/Kiritimati")])
     assert len(result.snapshot_ids) == 1 and result.warnings == ()
+
+
+def test_a_source_time_zone_is_checked_when_the_asset_is_written(container: Container, settings: Settings) -> None:
+    api = Api(settings.admin_token or "")
+    source = {"catalog": "lake", "location": "s3://lake-bucket/ods/users"}
+    asset = {"assetKey": "hudi://lake/ods/users", "format": "hudi"}
+    for zone in ("Mars/Olympus_Mons", "../../etc/passwd", "", "+09:00"):
+        answer = api.call("PUT", "/assets", {**asset, "source": {**source, "timeZone": zone}})
+        assert answer.status == 400 and "timeZone" in answer.body["message"], (zone, answer.body)
+    delta = {"assetKey": "delta://lake/ods/users", "format": "delta", "source": {**source, "timeZone": "UTC"}}
+    answer = api.call("PUT", "/assets", delta)
+    assert answer.status == 400 and "timeZone is for hudi sources" in answer.body["message"]
+    assert api.call("PUT", "/assets", {**asset, "source": {**source, "timeZone": "Asia/Tokyo"}}).status in (200, 201)
+    (stored,) = api.call("GET", "/assets").body["items"]
+    assert stored["source"]["timeZone"] == "Asia/Tokyo"
