@@ -35,7 +35,7 @@ def unpack(name: str, into: Path) -> Path:
     with zipfile.ZipFile(DATA / f"{name}.zip") as archive:
         members = [m for m in archive.namelist() if not m.startswith("__MACOSX/")]
         archive.extractall(into, members)
-    return into / name
+    return into / members[0].split("/", 1)[0]  # the table's own name (mor_… zips hold a same-named table)
 
 
 def all_tables() -> list[str]:
