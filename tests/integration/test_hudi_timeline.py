@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
 
@@ -28,7 +29,9 @@ from lakehook.usecases.poll import PollAsset, PollAssets, PollOutcome
 from tests.fakes.memory import InMemorySecretStore
 from tests.hudi_tables import V6_COW, V9_MOR, StagedHudiTable, all_tables, timeline_dir, unpack, upgrade_timeline
 from tests.integration.test_api import Api
-from tests.integration.test_hudi_source import Lake, hudi_rs_versions, register
+from tests.integration.test_hudi_source import Lake, hudi_rs_versions, register, upload
+from tests.integration.test_hudi_source import s3_options as s3_options  # the fixture
+from tests.lakehouse import CountingMotoServer
 
 pytestmark = pytest.mark.integration
 
@@ -246,3 +249,36 @@ def test_a_source_time_zone_is_checked_when_the_asset_is_written(container: Cont
     assert api.call("PUT", "/assets", {**asset, "source": {**source, "timeZone": "Asia/Tokyo"}}).status in (200, 201)
     (stored,) = api.call("GET", "/assets").body["items"]
     assert stored["source"]["timeZone"] == "Asia/Tokyo"
+
+
+def test_an_upgrade_on_s3_is_seen_in_the_listing_the_poll_makes_anyway(
+    server: CountingMotoServer, s3_options: tuple[str, dict[str, str]], lake: Lake, tmp_path: Path
+) -> None:
+    bucket, options = s3_options
+    hudi = StagedHudiTable.of(V6_COW, tmp_path)
+    hudi.reveal(2)
+    upload(server, hudi.root, bucket, "lake/users")
+    endpoint = {k: options[k] for k in ("AWS_ENDPOINT_URL", "AWS_REGION")}  # the role's (moto's) credentials
+    asset = register(f"s3://{bucket}/lake/users", "ods.users", endpoint)
+    lake.poll(asset)
+    server.reset()
+    with server.measure() as unchanged:  # a 0.x table: one listing of .hoodie/, which also shows its folders
+        assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
+    assert dict(unchanged) == {("s3", "ListObjects"): 1}
+
+    client = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1")
+    upgrade_timeline(hudi.root)
+    (third,) = hudi.reveal(into=hudi.root / ".hoodie")
+    for path in (hudi.root / ".hoodie").glob(f"{third}*"):
+        os.utime(path)
+    upgrade_timeline(hudi.root, [third], finish=False)
+    old = client.list_objects_v2(Bucket=bucket, Prefix="lake/users/.hoodie/", Delimiter="/")["Contents"]
+    for item in old:  # the upgrade deleted the 0.x instant files
+        if item["Key"].rsplit("/", 1)[-1][:1].isdigit():
+            client.delete_object(Bucket=bucket, Key=item["Key"])
+    upload(server, hudi.root / ".hoodie", bucket, "lake/users/.hoodie")
+    assert lake.poll(asset).snapshot_ids == (third,)
+    server.reset()
+    with server.measure() as upgraded:  # from now on: one listing of .hoodie/timeline/
+        assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
+    assert dict(upgraded) == {("s3", "ListObjects"): 1}
