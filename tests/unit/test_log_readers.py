@@ -9,7 +9,7 @@ from __future__ import annotations
 import calendar
 import json
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ from lakehook.adapters.lakehouse.delta import commit_file, commit_version, parse
 from lakehook.adapters.lakehouse.hudi import (
     HudiSnapshotSource,
     Instant,
+    Layout,
     _after,
     _completed_versions,
     instant_millis,
@@ -186,3 +187,32 @@ def test_a_hudi_schema_id_is_the_instant_that_introduced_the_writer_schema(tmp_p
     fresh = HudiSnapshotSource(CredentialResolver(InMemorySecretStore()))
     (newest,) = fresh.snapshots_since(src, None, fresh.pointer(src), limit=1).snapshots
     assert (newest.snapshot_id, newest.schema_id) == (20250101000000004, 20250101000000003)
+
+
+@pytest.mark.parametrize(
+    ("properties", "directory"),
+    [
+        ({}, ".hoodie"),  # no table version: layout 1, as hudi-rs's TimelineBuilder reads it
+        ({"hoodie.table.version": "6", "hoodie.timeline.layout.version": "1"}, ".hoodie"),
+        ({"hoodie.table.version": "8"}, ".hoodie/timeline"),  # layout 2 is the default from version 8
+        ({"hoodie.table.version": "8", "hoodie.timeline.layout.version": "1"}, ".hoodie"),
+        ({"hoodie.table.version": "9", "hoodie.timeline.path": "tl"}, ".hoodie/tl"),
+        ({"hoodie.table.version": "6", "hoodie.timeline.path": "timeline"}, ".hoodie"),  # mid-upgrade: still 0.x
+    ],
+)
+def test_hoodie_properties_say_where_the_timeline_is(properties: dict[str, str], directory: str) -> None:
+    assert Layout.of(properties).directory == directory
+
+
+@pytest.mark.parametrize(("written", "zone"), [(None, "Asia/Tokyo"), ("LOCAL", "Asia/Tokyo"), ("utc", "UTC")])
+def test_a_timelines_zone_is_the_writers_unless_the_table_says_utc(written: str | None, zone: str) -> None:
+    layout = Layout.of({"hoodie.table.timeline.timezone": written} if written else {})
+    source = AssetSource.model_validate({"catalog": "lake", "location": "/t", "timeZone": "Asia/Tokyo"})
+    assert getattr(layout.zone(source), "key", "UTC") == zone
+    assert layout.zone(AssetSource(catalog="lake", location="/t")) is UTC
+
+
+@pytest.mark.parametrize("bad", ["Mars/Olympus", "../../etc/passwd", "", "+09:00", "/usr/share/zoneinfo/UTC"])
+def test_a_source_time_zone_must_be_an_iana_zone(bad: str) -> None:
+    with pytest.raises(ValueError, match="timeZone"):
+        AssetSource.model_validate({"catalog": "lake", "location": "/t", "timeZone": bad})
