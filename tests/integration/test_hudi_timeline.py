@@ -167,6 +167,23 @@ def test_a_future_dated_instant_does_not_hide_later_commits_and_is_a_warning(
     assert [e.snapshot_id for e in lake.events(asset.asset_key)] == sorted([first, *later, future])
 
 
+def test_a_cursor_left_in_the_future_by_a_poller_whose_clock_was_ahead_misses_nothing(
+    tmp_path: Path, lake: Lake
+) -> None:
+    hudi = StagedHudiTable.of(V9_MOR, tmp_path)
+    asset = register(hudi.location, "ods.t")
+    hudi.reveal()
+    lake.poll(asset)
+    future = hudi.reveal_skewed(years=50)
+    with_clock(lake, lambda: now_ms() + 51 * 366 * 86_400_000)  # a poller whose clock is ahead takes it
+    assert lake.poll(asset).snapshot_ids == (future,)
+    with_clock(lake, now_ms)  # its clock is put right; the right writers' commits go on
+    later = hudi.reveal(2)
+    result = lake.poll(asset)
+    assert set(later) <= set(result.snapshot_ids) and future not in result.snapshot_ids
+    assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
+
+
 def test_an_instant_just_ahead_of_the_clock_waits_for_it_without_a_warning(tmp_path: Path, lake: Lake) -> None:
     hudi = StagedHudiTable.of(V9_MOR, tmp_path)
     asset = register(hudi.location, "ods.t")

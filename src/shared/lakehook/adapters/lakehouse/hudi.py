@@ -25,7 +25,8 @@ table services that produce no readable version and are not snapshots.
 - A version dated after the poller's clock (a writer whose clock is ahead, or a wrong ``timeZone``) is held
   back until the clock reaches it: taking it would move the cursor past every commit the correct clocks
   write until then, and they would never be read. More than a few minutes ahead, it is named in the batch's
-  warnings (kept in the poll status).
+  warnings (kept in the poll status). A cursor itself dated after the clock (a poller whose clock was
+  ahead took such an instant) reads the active timeline again: what was taken comes back DUPLICATE.
 - The commit kind is the metadata's ``operationType`` (``INSERT``, ``UPSERT``, ``DELETE``,
   ``INSERT_OVERWRITE``, ``COMPACT``, ``CLUSTER`` …); without one, a ``replacecommit`` whose plan was
   a clustering is ``CLUSTER`` and a ``commit`` planned as a compaction is ``COMPACT``, else the action.
@@ -149,6 +150,7 @@ class _Timeline:
     ordered: tuple[Instant, ...]  # by (completed, instant)
     held: tuple[Instant, ...] = ()
     warnings: tuple[str, ...] = ()
+    now: int = 0  # the clock the split was made by
 
 
 class HudiSnapshotSource(SnapshotSource):
@@ -255,7 +257,7 @@ class HudiSnapshotSource(SnapshotSource):
                     f"are not in {getattr(zone, 'key', 'UTC')} (the asset source's timeZone, and "
                     f"hoodie.table.timeline.timezone)"
                 )
-        return _Timeline(layout, zone, tuple(ordered), tuple(held), tuple(warnings))
+        return _Timeline(layout, zone, tuple(ordered), tuple(held), tuple(warnings), now)
 
     def _batch(
         self, files: TableFiles, timeline: _Timeline, cursor: SnapshotCursor | None, pointer: str, limit: int
@@ -267,6 +269,12 @@ class HudiSnapshotSource(SnapshotSource):
             after: tuple[Instant, ...] = ()
         elif cursor is None:
             new = after = instants[-limit:]
+        elif _dated_after(cursor, timeline):
+            # a cursor in the future (taken by a poller whose clock was ahead, or before future-dated
+            # instants were held): every commit before it may be unread; read the active timeline again
+            # (what was taken comes back DUPLICATE)
+            after = instants
+            new = after[:limit]
         else:
             after = _after(instants, cursor)
             new = after[:limit]
@@ -387,6 +395,12 @@ def _after(instants: tuple[Instant, ...], cursor: SnapshotCursor) -> tuple[Insta
     if done is None or done == cursor.snapshot_id != 0:
         return tuple(sorted((i for i in instants if i.instant > cursor.snapshot_id), key=_order))
     return tuple(sorted((i for i in instants if i.completed > done), key=_order))
+
+
+def _dated_after(cursor: SnapshotCursor, timeline: _Timeline) -> bool:
+    """Whether the cursor's commit is dated after the clock (by its order: completion, or 0.x instant time)."""
+    order = cursor.sequence_number or cursor.snapshot_id
+    return order > 0 and instant_millis(order, timeline.zone) > timeline.now
 
 
 def _merged(old: tuple[Instant, ...], moved: tuple[Instant, ...]) -> tuple[Instant, ...]:
