@@ -78,6 +78,8 @@ def test_every_sample_table_reports_the_rows_hudi_rs_reads(tmp_path: Path, lake:
     events = lake.events(asset.asset_key)
     rows = rows_as_of(hudi.location)
     assert [e.snapshot_id for e in events] == sorted(rows)  # every version hudi-rs reads, none other
+    metadata = hudi_rs_versions(hudi.location)
+    assert [e.commit_kind for e in events] == [metadata[e.snapshot_id or 0]["operationType"] for e in events]
     previous = 0
     for event in sorted(events, key=lambda e: e.sequence_number or 0):
         truth = rows[event.snapshot_id or 0]
