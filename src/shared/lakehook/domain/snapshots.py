@@ -253,12 +253,22 @@ class PollStatus(BaseModel):
     last_error_at: int | None = Field(default=None, alias="lastErrorAt")
     next_attempt_at: int | None = Field(default=None, alias="nextAttemptAt")
     last_gap: SnapshotGap | None = Field(default=None, alias="lastGap")
+    warnings: tuple[str, ...] = Field(
+        default=(), description="what the last read of the table found wrong without failing (e.g. a future instant)"
+    )
 
     def due(self, now_ms: int) -> bool:
         """Whether polling may run now (not inside a backoff window)."""
         return self.next_attempt_at is None or now_ms >= self.next_attempt_at
 
-    def succeeded(self, now_ms: int, snapshot_id: int | None, gap: SnapshotGap | None) -> PollStatus:
+    def succeeded(
+        self,
+        now_ms: int,
+        snapshot_id: int | None,
+        gap: SnapshotGap | None,
+        warnings: tuple[str, ...] | None = None,
+    ) -> PollStatus:
+        """After a poll that read the table; ``warnings`` replace the kept ones when the table was read."""
         return self.model_copy(
             update={
                 "last_polled_at": now_ms,
@@ -267,6 +277,7 @@ class PollStatus(BaseModel):
                 "consecutive_failures": 0,
                 "next_attempt_at": None,
                 "last_gap": gap if gap is not None else self.last_gap,
+                "warnings": self.warnings if warnings is None else warnings,
             }
         )
 
@@ -284,7 +295,9 @@ class PollStatus(BaseModel):
         )
 
     def to_api(self) -> dict[str, Any]:
-        data = self.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"last_gap"})
+        data = self.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"last_gap", "warnings"})
+        if self.warnings:
+            data["warnings"] = list(self.warnings)
         for name in ("lastPolledAt", "lastSuccessAt", "lastErrorAt", "nextAttemptAt"):
             if name in data:
                 data[name] = ms_to_iso(data[name])
