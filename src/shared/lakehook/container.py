@@ -218,7 +218,11 @@ class Container:
         from lakehook.adapters.lakehouse.credentials import ssm_parameter_reader
         from lakehook.adapters.lakehouse.factory import snapshot_sources
 
-        return snapshot_sources(self.secret_store, ssm_parameter_reader(aws.client("ssm", self.settings)))
+        return snapshot_sources(
+            self.secret_store,
+            ssm_parameter_reader(aws.client("ssm", self.settings)),
+            url_policy=self.settings.url_policy,
+        )
 
     @part
     def run_poll_work(self) -> RunPollWork:
