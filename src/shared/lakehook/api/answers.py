@@ -49,6 +49,9 @@ class ProducerAnswer(Answer):
     updated_at: Iso = Field(alias="updatedAt")
     lineage_datasets: list[LineageMapping] = Field(default_factory=list, alias="lineageDatasets")
     event_sources: list[str] = Field(default_factory=list, alias="eventSources")
+    bus_accounts: list[str] = Field(
+        default_factory=list, alias="busAccounts", description="empty: the stack's own account only"
+    )
     secret: str | None = Field(default=None, description="the signing secret: only on creation or rotation")
     api_key: str | None = Field(
         default=None,

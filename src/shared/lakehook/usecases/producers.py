@@ -66,6 +66,7 @@ class RegisterProducer:
             description=spec.description,
             lineage_datasets=spec.lineage_datasets,
             event_sources=spec.event_sources,
+            bus_accounts=spec.bus_accounts,
             created_at=existing.created_at if existing else now,
             updated_at=now,
             secret_version=secret_version,
