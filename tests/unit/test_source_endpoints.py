@@ -175,3 +175,24 @@ def test_the_pollers_of_every_format_check_endpoints() -> None:
     ):
         with pytest.raises(SourceAccessError, match="metadata"):
             sources(fmt).pointer(source)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from([*ENDPOINT_NAMES, "warehouse", "type", "x"]),
+        st.one_of(
+            st.text(max_size=40),
+            st.builds(
+                lambda s, h: f"{s}://{h}", st.sampled_from(["http", "https", "HTTPS", "s3"]), st.text(max_size=30)
+            ),
+        ),
+        max_size=4,
+    )
+)
+def test_any_properties_are_taken_or_a_400_never_another_error(properties: dict[str, str]) -> None:
+    for policy in (DEPLOYED, LOCAL):
+        try:
+            check(properties, policy)
+        except ValidationError as exc:
+            assert exc.field is not None and exc.field.startswith("source.properties.")
