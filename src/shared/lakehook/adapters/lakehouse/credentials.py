@@ -70,6 +70,18 @@ class CredentialResolver:
             self._check_endpoints(resolved)
         return resolved
 
+    def check_catalog_config(self, resolved: ResolvedProperties, config: Mapping[str, str]) -> None:
+        """Check the properties a catalog ended up with (a REST catalog's server merges its own ``defaults``
+        and ``overrides`` into them, ``uri`` and ``s3.endpoint`` included) as the source's own; a refused
+        one is a SourceAccessError saying the catalog's config set it."""
+        if self._policy is None:
+            return
+        merged = ResolvedProperties({k: str(v) for k, v in config.items()}, resolved.secrets)
+        try:
+            self._check_endpoints(merged)
+        except SourceAccessError as exc:
+            raise SourceAccessError(f"{exc} (as the catalog's server configured it)") from None
+
     def _check_endpoints(self, resolved: ResolvedProperties) -> None:
         try:
             check_endpoints(resolved.values, self._policy or UrlPolicy())
