@@ -222,6 +222,7 @@ class Container:
             self.secret_store,
             ssm_parameter_reader(aws.client("ssm", self.settings)),
             reserved=self.settings.producer_secrets,
+            url_policy=self.settings.url_policy,
         )
 
     @part

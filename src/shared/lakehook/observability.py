@@ -48,3 +48,5 @@ class MetricName:
     ASSETS_OVERDUE = "lakehouse_assets_overdue"  # assets past their maxAgeSeconds, per freshness check
     COMMIT_NOTICE_POLLED = "lakehouse_commit_notice_polled_total"  # a Glue / S3 commit notice queued a poll
     COMMIT_NOTICE_IGNORED = "lakehouse_commit_notice_ignored_total"  # one that named no registered table
+    # a bus event naming a producer's source, put from an account the producer does not take events from
+    BUS_EVENT_FOREIGN_ACCOUNT = "lakehouse_bus_event_foreign_account_total"

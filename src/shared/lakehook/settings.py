@@ -79,7 +79,8 @@ class Settings(BaseModel):
     target_allowed_networks: str = Field(
         default="",
         description="comma-separated CIDR networks (private ranges) webhook / Airflow / DolphinScheduler targets "
-        "may reach; link-local, metadata and (outside local mode) loopback addresses stay refused",
+        "and asset source endpoints may reach; link-local, metadata and (outside local mode) loopback addresses "
+        "stay refused",
     )
     dispatch_attempts: int = Field(default=3, ge=1, le=10, description="attempts per dispatcher invocation")
     dispatch_total_attempts: int = Field(default=10, ge=1, le=100, description="attempts before a claim FAILs")

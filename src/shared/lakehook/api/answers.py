@@ -52,6 +52,9 @@ class ProducerAnswer(Answer):
     lineage_bearer: bool = Field(
         default=False, alias="lineageBearer", description="whether POST /api/v1/lineage takes the apiKey as a bearer"
     )
+    bus_accounts: list[str] = Field(
+        default_factory=list, alias="busAccounts", description="empty: the stack's own account only"
+    )
     secret: str | None = Field(default=None, description="the signing secret: only on creation or rotation")
     api_key: str | None = Field(
         default=None,

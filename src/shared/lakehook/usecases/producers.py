@@ -82,6 +82,7 @@ class RegisterProducer:
             lineage_datasets=spec.lineage_datasets,
             event_sources=spec.event_sources,
             lineage_bearer=spec.lineage_bearer,
+            bus_accounts=spec.bus_accounts,
             created_at=existing.created_at if existing else now,
             updated_at=now,
             secret_version=secret_version,

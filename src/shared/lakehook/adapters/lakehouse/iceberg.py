@@ -134,6 +134,8 @@ class IcebergSnapshotSource(SnapshotSource):
         except Exception as exc:  # any library or driver error while building: the catalog is unusable
             message = resolved.scrub(f"{type(exc).__name__}: {exc}")
             raise SourceAccessError(f"iceberg catalog {source.catalog!r} could not be built: {message}") from exc
+        # A REST catalog's server may have set uri, s3.endpoint ... (its config overrides): checked before use.
+        self._resolver.check_catalog_config(resolved, catalog.properties)
         return _Catalog(key, catalog, resolved)
 
     @contextmanager
