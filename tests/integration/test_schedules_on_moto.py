@@ -76,7 +76,7 @@ def test_explain_and_the_freshness_check_say_what_is_overdue_and_since_when(cont
     assert parse_instant_ms(aged["since"]) == committed + 3_600_000
 
     swept = load_handler("deferral_sweep")({"check": "freshness"}, FakeLambdaContext())
-    assert swept == {"rulesOverdue": [], "assetsOverdue": [orders]}
+    assert swept == {"rulesOverdue": [], "assetsOverdue": [orders], "rulesUnchecked": []}
     # Two days on, never triggered (the quality check never passed): the rule is overdue on both counts.
     later = now_ms() + 2 * 86_400_000
     check = CheckFreshness(
@@ -89,3 +89,41 @@ def test_explain_and_the_freshness_check_say_what_is_overdue_and_since_when(cont
     report = check()
     assert sorted(o.kind.value for o in report.rules["checked"]) == ["EXPECTED_BY", "MAX_WAIT"]
     assert [o.asset_key for o in report.assets] == [orders]
+
+
+def test_a_stored_rule_whose_deadline_never_fires_silences_no_other_rule(container: Container) -> None:
+    # GIVEN two good rules with freshness promises, written through the API, and a rule stored before lakehook
+    # refused crons that never fire (written straight to the table: the API refuses it now)
+    app = build_app()
+    orders = "paimon://lake/ods_db/orders"
+    target = {"type": "eventbridge", "eventBusName": "lakehook-runs"}
+    group = {"groupId": "g", "members": [{"assetKey": orders}]}
+    for rule_id, freshness in (
+        ("early", {"maxWaitSeconds": 3600}),
+        ("zlate", {"expectedBy": {"cron": "30 7 * * *", "timezone": "Europe/Berlin"}}),
+    ):
+        body = {"groups": [group], "target": target, "freshness": freshness}
+        assert call(app, "PUT", f"/rules/{rule_id}", body)[0] == 201
+    never = {"groups": [group], "target": target, "freshness": {"expectedBy": {"cron": "0 0 30 2 *"}}}
+    assert call(app, "PUT", "/rules/never", never)[0] == 400  # refused where it is written
+    stored = json.dumps({"ruleId": "never", **never})
+    container.rule_store.put_rule(Rule.from_stored(stored), now_ms())
+
+    # WHEN the freshness check runs two days on (nothing ever triggered)
+    later = now_ms() + 2 * 86_400_000
+    check = CheckFreshness(
+        container.rule_store, container.trigger_store, container.asset_registry, container.state_reader, lambda: later
+    )
+    report = check()
+
+    # THEN the good rules' overdue alarms still fire, and the bad one is counted as unchecked, with the reason
+    assert sorted(report.rules) == ["early", "zlate"]
+    assert list(report.unchecked) == ["never"] and "never fires" in report.unchecked["never"]
+    # and explain / evaluate answer it (no 5xx), saying why its promise cannot be checked
+    status, explained = call(app, "GET", "/rules/never/explain")
+    assert status == 200, explained
+    assert explained["freshness"]["status"] == "ERROR" and "0 0 30 2 *" in explained["freshness"]["reason"]
+    status, evaluated = call(app, "POST", "/rules/never/evaluate")
+    assert status == 200 and evaluated["freshness"]["status"] == "ERROR", evaluated
+    swept = load_handler("deferral_sweep")({"check": "freshness"}, FakeLambdaContext())
+    assert swept["rulesUnchecked"] == ["never"]

@@ -46,5 +46,6 @@ class MetricName:
     RULE_EVALUATION_ERROR = "lakehouse_rule_evaluation_error_total"
     RULES_OVERDUE = "lakehouse_rules_overdue"  # rules past their expectedBy / maxWaitSeconds, per freshness check
     ASSETS_OVERDUE = "lakehouse_assets_overdue"  # assets past their maxAgeSeconds, per freshness check
+    RULES_UNCHECKED = "lakehouse_rules_unchecked"  # rules whose freshness could not be checked (logged why)
     COMMIT_NOTICE_POLLED = "lakehouse_commit_notice_polled_total"  # a Glue / S3 commit notice queued a poll
     COMMIT_NOTICE_IGNORED = "lakehouse_commit_notice_ignored_total"  # one that named no registered table

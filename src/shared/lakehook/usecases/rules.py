@@ -260,10 +260,7 @@ class ManageRules:
         }
         overdue = overdue_of_rule(stored, cursors, self._registry, self._reader, self._clock())
         if overdue is not None:  # the rule or a member promises freshness
-            answer["freshness"] = {
-                "status": "OVERDUE" if overdue else "ON_TIME",
-                "overdue": [o.to_api() for o in overdue],
-            }
+            answer["freshness"] = overdue.to_api()
         return answer
 
     def _manual_run(self, rule: Rule, group_id: str | None) -> Trigger:
