@@ -86,7 +86,7 @@ class ReplayTrigger:
                 + (f" (or retry it: POST /triggers/{key}/retry)" if original.status is TriggerStatus.FAILED else "")
             )
         original = original.model_copy(update={"manifest_uri": manifest_uri})
-        inputs = [ReplayInput.from_pin(p, p.manifest_uri) for p in original.inputs]
+        inputs = [ReplayInput.from_pin(p, p.manifest_uri, p.manifest_sha256) for p in original.inputs]
         report = self._preflight.check(inputs)
         if not report.ok:
             raise ReplayRefusedError(key, report)
