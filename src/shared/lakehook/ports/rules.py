@@ -8,6 +8,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from lakehook.domain.requests import RecordedRequest
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
@@ -89,6 +90,15 @@ class ClaimResult:
     cursor: GroupCursor | None = None
 
 
+@dataclass(frozen=True)
+class RequestClaim:
+    """What a claim under a request key did: ``claimed`` both, or nothing (``answered``: the key was taken, this
+    is its first answer; None: the trigger key was taken)."""
+
+    claimed: bool
+    answered: RecordedRequest | None = None
+
+
 class TriggerStore(ABC):
     """Trigger claims and the group cursors they move."""
 
@@ -100,6 +110,15 @@ class TriggerStore(ABC):
     @abstractmethod
     def put_replay(self, trigger: Trigger) -> bool:
         """Record a replay's claim (no cursor moves: the group's history is unchanged); False if the key exists."""
+
+    @abstractmethod
+    def put_replay_once(self, trigger: Trigger, request: RecordedRequest) -> RequestClaim:
+        """One transaction: a replay's (or manual run's) claim, as :meth:`put_replay`, and the request's answer under
+        its key (``REQUEST#<key>``, which must be absent or expired). Both are written, or neither."""
+
+    @abstractmethod
+    def get_request(self, key: str, now_ms: int) -> RecordedRequest | None:
+        """The answer recorded under a request key, unless it has expired by ``now_ms``."""
 
     @abstractmethod
     def get(self, trigger_key: str) -> Trigger | None:
