@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from lakehook.container import Container
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus, trigger_key
 from tests.conftest import ADMIN_TOKEN, BUCKET
+from tests.fakes.http_server import FakeServer, Request, Response
 from tests.lakehouse import create_iceberg_table, rows
 from tests.support import ROOT, FakeLambdaContext, api_event, load_handler
 
@@ -204,3 +206,38 @@ def test_a_dry_run_under_a_key_records_nothing(scene: Scene) -> None:
     assert scene.replay(dry_run=True, request_key="k-dry")[0] == 200
     status, body, headers = scene.replay_answer(request_key="k-dry")
     assert status == 201 and "Idempotent-Replayed" not in headers and body["replay"]["replayEpoch"] == 1
+
+
+class ApiOverHttp(FakeServer):
+    """The lakehook API app (on moto) behind a real HTTP server, for the CLI to talk to."""
+
+    def __init__(self, app: Any) -> None:
+        super().__init__()
+        self._app = app
+
+    def dispatch(self, request: Request) -> Response:
+        body = request.json() if request.body else None
+        event = api_event(request.method, request.path, body, headers=request.headers, query=request.query or None)
+        answer = self._app.resolve(event, FakeLambdaContext())
+        headers = {k: v[-1] for k, v in (answer.get("multiValueHeaders") or {}).items() if k.lower() != "content-type"}
+        return Response(answer["statusCode"], json.loads(answer["body"]), headers)
+
+
+def test_the_cli_sends_a_new_request_key_each_time_unless_told_one(
+    scene: Scene, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lakehook.cli import main
+
+    with ApiOverHttp(scene.app) as api:
+        base = ["--url", api.base_url, "--admin-token", ADMIN_TOKEN, "--output", "json", "replay"]
+        assert main([*base, scene.original.trigger_key]) == 0
+        assert main([*base, scene.original.trigger_key]) == 0  # a new command: a new request, a new replay
+        assert main([*base, scene.original.trigger_key, "--request-key", "ticket-4711"]) == 0
+        assert main([*base, scene.original.trigger_key, "--request-key", "ticket-4711"]) == 0  # the same request
+        assert main([*base, scene.original.trigger_key, "--request-key", "not a key"]) == 1
+    sent = [r.headers.get("idempotency-key") for r in api.requests]
+    assert all(uuid.UUID(k) for k in sent[:2]) and sent[0] != sent[1]
+    assert sent[2:] == ["ticket-4711", "ticket-4711", "not a key"]
+    assert "Idempotency-Key" in capsys.readouterr().err  # the malformed key: the server's 400, said
+    epochs = sorted(t.replay_epoch for t in scene.triggers.list_for_rule("r").items)
+    assert epochs == [0, 1, 2, 3]  # the original, two replays without a key, one under ticket-4711

@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
+from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok, replayable
 from lakehook.api.http import json_body, json_response, raw_body, require_admin
 from lakehook.api.paths import IdempotencyKey, RuleId
 from lakehook.api.rule_answers import Evaluation, Explanation, RuleAnswer, RulePage
@@ -98,7 +98,7 @@ def explain_rule(ruleId: RuleId) -> Response[str]:
     "(Idempotent-Replayed: true) and starts nothing; another request under the key is a 409 IDEMPOTENCY_KEY_REUSED.",
     tags=["rules"],
     security=MANAGEMENT,
-    responses=answers(ok(Evaluation), WITH_BODY, 404, 409),
+    responses=replayable(answers(ok(Evaluation), WITH_BODY, 404, 409), 200),
 )
 def evaluate_rule(ruleId: RuleId, idempotency_key: IdempotencyKey = None) -> Response[str]:
     require_admin(router.current_event)

@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from lakehook.api.contract import ALWAYS, MANAGEMENT, answers, ok
+from lakehook.api.contract import ALWAYS, MANAGEMENT, answers, ok, replayable
 from lakehook.api.http import json_response, require_admin
 from lakehook.api.paths import IdempotencyKey, TriggerKey
 from lakehook.api.trigger_answers import ReplayAnswer, TriggerAnswer, TriggerPage
@@ -83,8 +83,14 @@ def retry(triggerKey: TriggerKey) -> Response[str]:
     ),
     tags=["triggers"],
     security=MANAGEMENT,
-    responses=answers(
-        {200: ("the dry run's checklist", ReplayAnswer), 201: ("the replay is claimed", ReplayAnswer)}, ALWAYS, 404, 409
+    responses=replayable(
+        answers(
+            {200: ("the dry run's checklist", ReplayAnswer), 201: ("the replay is claimed", ReplayAnswer)},
+            ALWAYS,
+            404,
+            409,
+        ),
+        201,
     ),
 )
 def replay(
