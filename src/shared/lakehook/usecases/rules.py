@@ -320,7 +320,9 @@ class ManageRules:
         for n in range(1, MAX_MANUAL_RUNS + 1):
             key = trigger_key(rule.rule_id, group.group_id, pins, None, 0, marker=f"manual-{n}")
             existing = self._triggers.get(key)
-            if existing is None:
+            # Under a request key the claim is tried even when this number is taken: a racing twin of this very
+            # request may have taken it, and the refused transaction hands back that twin's answer.
+            if existing is None or request is not None:
                 trigger = Trigger(
                     trigger_key=key,
                     rule_id=rule.rule_id,
