@@ -127,3 +127,44 @@ def test_a_stored_rule_whose_deadline_never_fires_silences_no_other_rule(contain
     assert status == 200 and evaluated["freshness"]["status"] == "ERROR", evaluated
     swept = load_handler("deferral_sweep")({"check": "freshness"}, FakeLambdaContext())
     assert swept["rulesUnchecked"] == ["never"]
+
+
+def test_a_stored_rule_that_does_not_load_at_all_hides_no_other_rule_from_the_freshness_check(
+    container: Container,
+) -> None:
+    from lakehook.adapters.dynamodb import keys
+
+    app = build_app()
+    good = {
+        "groups": [{"groupId": "g", "members": [{"assetKey": "paimon://lake/ods_db/orders"}]}],
+        "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
+        "freshness": {"maxWaitSeconds": 3600},
+    }
+    for rule_id in ("a_good", "z_good"):
+        assert call(app, "PUT", f"/rules/{rule_id}", good)[0] == 201
+    # written by a manual edit or an incompatible version: a body that is no rule at all, between the good ones
+    container.table.put_item(
+        Item={
+            **keys.rule_meta_key("m_broken"),
+            keys.ITEM_TYPE: "RULE",
+            "ruleId": "m_broken",
+            "body": '{"ruleId": "m_broken", "groups": "not a list"}',
+            "assetKeys": "[]",
+            "revision": 1,
+            "createdAt": 1,
+            "updatedAt": 1,
+            "GSI1PK": keys.RULES_INDEX_PK,
+            "GSI1SK": "m_broken",
+        }
+    )
+    later = now_ms() + 2 * 86_400_000
+    check = CheckFreshness(
+        container.rule_store, container.trigger_store, container.asset_registry, container.state_reader, lambda: later
+    )
+    report = check()
+    assert sorted(report.rules) == ["a_good", "z_good"]
+    assert list(report.unchecked) == ["m_broken"] and "groups" in report.unchecked["m_broken"]
+    status, body = call(app, "GET", "/rules/m_broken/explain")
+    assert status == 409 and "PUT it again" in body["message"], body
+    status, listed = call(app, "GET", "/rules")
+    assert status == 200 and [r["ruleId"] for r in listed["items"]] == ["a_good", "z_good"]

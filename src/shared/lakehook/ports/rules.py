@@ -8,6 +8,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from lakehook.domain.errors import ConflictError
 from lakehook.domain.requests import RecordedRequest
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState
@@ -39,6 +40,15 @@ class StoredRule:
     last_error: RuleError | None = None
 
 
+class UnreadableRuleError(ConflictError):
+    """A stored rule does not load (corrupted, or written by an incompatible version): write it again."""
+
+    def __init__(self, rule_id: str, reason: str) -> None:
+        super().__init__(f"rule {rule_id!r} is stored in a form that does not load ({reason}); PUT it again")
+        self.rule_id = rule_id
+        self.reason = reason
+
+
 class RuleStore(ABC):
     """Rules, and the reverse index asset -> rules that lets one query find every rule of an asset."""
 
@@ -48,7 +58,7 @@ class RuleStore(ABC):
 
     @abstractmethod
     def get_rule(self, rule_id: str) -> StoredRule | None:
-        """The rule, or None."""
+        """The rule, or None. Raises UnreadableRuleError for a stored rule that does not load."""
 
     @abstractmethod
     def get_rules(self, rule_ids: Collection[str]) -> dict[str, Rule]:
@@ -56,7 +66,7 @@ class RuleStore(ABC):
 
     @abstractmethod
     def list_rules(self, limit: int, next_token: str | None = None) -> Page[StoredRule]:
-        """Rules in id order."""
+        """Rules in id order; a stored rule that does not load is in the page's ``unreadable``, not its items."""
 
     @abstractmethod
     def delete_rule(self, rule_id: str) -> bool:

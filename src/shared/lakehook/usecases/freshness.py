@@ -118,6 +118,7 @@ class CheckFreshness:
         token: str | None = None
         while True:
             page = self._rules.list_rules(PAGE, token)
+            report.unchecked.update(page.unreadable)
             for stored in page.items:
                 rule = stored.rule
                 if rule.freshness is None or not rule.enabled:
