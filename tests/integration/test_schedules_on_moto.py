@@ -168,3 +168,6 @@ def test_a_stored_rule_that_does_not_load_at_all_hides_no_other_rule_from_the_fr
     assert status == 409 and "PUT it again" in body["message"], body
     status, listed = call(app, "GET", "/rules")
     assert status == 200 and [r["ruleId"] for r in listed["items"]] == ["a_good", "z_good"]
+    # a PUT repairs it
+    assert call(app, "PUT", "/rules/m_broken", good)[0] in (200, 201)
+    assert call(app, "GET", "/rules/m_broken/explain")[0] == 200

@@ -17,7 +17,7 @@ from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus, trigge
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.observability import logger
 from lakehook.ports.coverage import CoverageStore
-from lakehook.ports.rules import RuleError, RuleStore, StateReader, StoredRule, TriggerStore
+from lakehook.ports.rules import RuleError, RuleStore, StateReader, StoredRule, TriggerStore, UnreadableRuleError
 from lakehook.ports.store import AssetRegistry, Page, SecretStore
 from lakehook.usecases.freshness import overdue_of_rule
 from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport
@@ -151,7 +151,7 @@ class ManageRules:
         starts (created, re-enabled, or a new group) are recorded first, before the rule is visible, and only
         newer ones fire."""
         rule = self.check(rule_id, body)
-        old = self._rules.get_rule(rule_id) if rule.enabled else None
+        old = self._stored_before(rule_id) if rule.enabled else None
         if rule.enabled and rule.policy.start_from is StartFrom.NEXT_CHANGE:
             was_running = old is not None and old.rule.enabled
             before = {g.group_id for g in old.rule.groups} if old is not None and was_running else set()
@@ -162,6 +162,13 @@ class ManageRules:
         if rule.enabled:
             self._evaluate_quietly(rule)
         return stored, stored.revision == 1
+
+    def _stored_before(self, rule_id: str) -> StoredRule | None:
+        """The rule a PUT replaces; one stored in a form that does not load counts as none (the PUT repairs it)."""
+        try:
+            return self._rules.get_rule(rule_id)
+        except UnreadableRuleError:
+            return None
 
     def _evaluate_quietly(self, rule: Rule) -> None:
         """The PUT's own evaluation. The rule is stored either way: a failure here is the resolver's to retry."""
