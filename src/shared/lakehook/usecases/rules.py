@@ -203,7 +203,8 @@ class ManageRules:
         """``POST /rules/{id}/evaluate``: evaluate now and claim what is ready (the same versions give the same key,
         so repeating it claims nothing new). ``{"force": true}`` starts a manual run of the current versions
         instead, under a key of its own (``<rule>.<group>.manual-<n>.<hash>``); refused (409) while one for the
-        same versions is in flight. Answers the explanation after it, and the trigger keys claimed."""
+        same versions is in flight. Answers the explanation after it (a manual run moves no cursor, so its
+        explanation is made just before its claim), and the trigger keys claimed."""
         return self.answer_evaluate(rule_id, body).body
 
     def answer_evaluate(self, rule_id: str, body: Any = None, idempotency_key: str | None = None) -> RequestAnswer:
