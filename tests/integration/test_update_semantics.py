@@ -385,3 +385,39 @@ def test_replay_of_a_delta_trigger_checks_its_version_is_still_in_the_log(world:
         world.container.replay_trigger.replay(trigger.trigger_key, dry_run=True)
     (failure,) = refused.value.report.failures
     assert failure.asset_key == key
+
+
+# --- a replay reads the very spool manifest the trigger read --------------------------------------
+
+
+def test_replay_of_a_spooled_extract_is_refused_once_the_manifest_at_its_uri_was_rewritten(world: World) -> None:
+    from lakehook.client.spool import SpoolWriter
+
+    s3 = boto3.client("s3", region_name="us-east-1")
+    key = f"s3://{BUCKET}/spool/payments"
+    uri = f"s3://{BUCKET}/spool/payments/run-8.manifest.json"
+    fields = [{"name": "id", "type": "long", "nullable": False}]
+
+    def spool(data: bytes, rows: int, at: str) -> None:
+        with SpoolWriter(s3, manifest_uri=uri, asset_key=key, snapshot_id=8, fields=fields, clock=lambda: at) as writer:
+            writer.upload_bytes(data, f"s3://{BUCKET}/spool/payments/run-8/part-0.csv", row_count=rows)
+        world.container.record_manifest_verification.verify(uri)  # what the S3 notification starts
+
+    spool(b"id\n1\n2\n", 2, "2025-06-01T10:05:00Z")
+    world.rule("payments", key, {"manifest": "SEALED"})
+    world.settle()
+    (trigger,) = world.container.trigger_store.list_for_rule("payments").items
+    sealed = json.loads(s3.get_object(Bucket=BUCKET, Key="spool/payments/run-8.manifest.json")["Body"].read())
+    assert world.container.replay_trigger.replay(trigger.trigger_key, dry_run=True).report.ok
+
+    # the extract is re-run into the same URI: other rows, sealed and verifying, the same snapshot id
+    spool(b"id\n1\n2\n3\n", 3, "2025-06-01T11:05:00Z")
+    with pytest.raises(ReplayRefusedError) as refused:
+        world.container.replay_trigger.replay(trigger.trigger_key, dry_run=True)
+    (failure,) = refused.value.report.failures
+    assert failure.check.value == "MANIFEST_SEALED" and "rewritten since the trigger" in failure.reason
+    assert failure.detail["pinnedManifestSha256"] == sealed["sha256"] != failure.detail["manifestSha256"]
+    state = world.container.asset_store.get_state(key)
+    assert state is not None and state.manifest_sha256 == failure.detail["manifestSha256"]  # verified again
+    (pin,) = trigger.inputs
+    assert (pin.manifest_uri, pin.to_api()["manifestSha256"]) == (uri, sealed["sha256"])  # pinned at trigger time

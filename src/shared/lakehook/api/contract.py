@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from lakehook.domain.requests import REPLAYED_HEADER
 from lakehook.domain.signing import PRODUCER_HEADER, SIGNATURE_HEADER
 
 if TYPE_CHECKING:
@@ -25,7 +26,9 @@ class Error(BaseModel):
 
     model_config = ConfigDict(defer_build=True)  # describes answers in the document only, like api.answers
 
-    error: str = Field(description="BAD_REQUEST, UNAUTHENTICATED, FORBIDDEN, NOT_FOUND, CONFLICT, …")
+    error: str = Field(
+        description="BAD_REQUEST, UNAUTHENTICATED, FORBIDDEN, NOT_FOUND, CONFLICT, IDEMPOTENCY_KEY_REUSED, …"
+    )
     message: str
     field: str | None = Field(default=None, description="the request field the message is about")
 
@@ -106,3 +109,16 @@ def answers(
 def ok(model: Any, description: str = "OK", status: int = 200) -> dict[int, tuple[str, Any]]:
     """The one success answer of most routes."""
     return {status: (description, model)}
+
+
+def replayable(responses: dict[int, OpenAPIResponse], status: int) -> dict[int, OpenAPIResponse]:
+    """``responses`` with the ``Idempotent-Replayed`` header on ``status``: the answer of a route that starts a run
+    may be the first answer to its Idempotency-Key, given again."""
+    responses[status]["headers"] = {
+        REPLAYED_HEADER: {
+            "description": "true when this is the first answer to the request's Idempotency-Key, given again "
+            "(nothing new was started)",
+            "schema": {"type": "string", "enum": ["true"]},
+        }
+    }
+    return responses

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from lakehook.cli_commands.api import ApiClient, CliError, path_part
+from lakehook.cli_commands.api import ApiClient, CliError, path_part, request_key_header
 from lakehook.cli_commands.output import emit, emit_items, table
 
 
@@ -90,7 +90,9 @@ def rules_delete(api: ApiClient, args: argparse.Namespace) -> int:
 
 def evaluate(api: ApiClient, args: argparse.Namespace) -> int:
     body = {"force": True} if args.force else None
-    data = api.request("POST", f"/rules/{path_part(args.rule)}/evaluate", body=body)[1]
+    key = getattr(args, "request_key", None)
+    headers = request_key_header(key) if args.force or key is not None else None
+    data = api.request("POST", f"/rules/{path_part(args.rule)}/evaluate", body=body, headers=headers)[1]
 
     def text(d: dict[str, Any]) -> Iterator[str]:
         claimed = d.get("claimed") or []

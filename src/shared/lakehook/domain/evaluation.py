@@ -141,6 +141,7 @@ def _pin(member: Member, state: AssetState, chosen: Chosen) -> PinnedInput:
         commit_time=known.commit_time if known is not None else None,
         state_version=state.version,
         manifest_uri=state.manifest_uri if c.manifest else None,
+        manifest_sha256=state.manifest_sha256 if c.manifest else None,
         metadata_location=known.metadata_location if known is not None else None,
         tag=c.tag,
     )

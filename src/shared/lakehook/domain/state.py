@@ -205,6 +205,7 @@ def _manifest_claim(event: AssetEvent, recorded_at: int) -> Advance:
         "manifestStatus": status.value,
         "manifestReason": None,
         "manifestObject": None,
+        "manifestSha256": None,  # the verifier records the hash it verified
     }
     # The current manifest is the one with the greatest order key; on a tie in time an
     # interruption outranks a seal (blocking is the safe side).
@@ -214,7 +215,7 @@ def _manifest_claim(event: AssetEvent, recorded_at: int) -> Advance:
     return Advance(
         Below("manifestOrder", key),
         sets=sets,
-        settled_later=frozenset({"manifestStatus", "manifestReason", "manifestObject"}),
+        settled_later=frozenset({"manifestStatus", "manifestReason", "manifestObject", "manifestSha256"}),
         applied_if=(("manifestUri", event.manifest_uri), ("manifestClaim", claim)),
     )
 
@@ -284,20 +285,30 @@ def tag_ref(tag: str, snapshot_id: int, order: int | None) -> str:
 
 
 def verification_advance(
-    manifest_uri: str, verified: bool, reason: str | None = None, object_uri: str | None = None
+    manifest_uri: str,
+    verified: bool,
+    reason: str | None = None,
+    object_uri: str | None = None,
+    sha256: str | None = None,
 ) -> Advance:
-    """The verdict on a claimed-sealed manifest: SEALED, or INVALID with the object and the reason.
+    """The verdict on a claimed-sealed manifest: SEALED with the SHA-256 of the manifest verified, or INVALID
+    with the object and the reason.
 
     Applies only while that very manifest is the asset's claimed-sealed one, so a late verdict on an
-    older manifest never overwrites a newer manifest's status.
+    older manifest never overwrites a newer manifest's status. A manifest rewritten at the same URI and
+    verified again moves the hash on (a trigger pins the hash, so its replay sees the rewrite).
     """
     status = ManifestStatus.SEALED if verified else ManifestStatus.INVALID
+    changes: tuple[tuple[str, Any], ...] = (("manifestStatus", status.value),)
+    if verified and sha256 is not None:
+        changes += (("manifestSha256", sha256),)
     return Advance(
-        WhileEqual((("manifestUri", manifest_uri), ("manifestClaim", "SEALED")), (("manifestStatus", status.value),)),
+        WhileEqual((("manifestUri", manifest_uri), ("manifestClaim", "SEALED")), changes),
         sets={
             "manifestStatus": status.value,
             "manifestReason": None if verified else (reason or "it failed verification")[:2048],
             "manifestObject": None if verified else object_uri,
+            "manifestSha256": sha256 if verified else None,
         },
     )
 
@@ -414,6 +425,9 @@ class AssetState(BaseModel):
     manifest_snapshot_id: int | None = Field(default=None, alias="manifestSnapshotId")
     manifest_reason: str | None = Field(default=None, alias="manifestReason")
     manifest_object: str | None = Field(default=None, alias="manifestObject")
+    manifest_sha256: str | None = Field(
+        default=None, alias="manifestSha256", description="the SHA-256 of the manifest verified (SEALED only)"
+    )
     last_coverage_start: int | None = Field(default=None, alias="lastCoverageStart")
     last_coverage_end: int | None = Field(default=None, alias="lastCoverageEnd")
     updated_at: int | None = Field(default=None, alias="updatedAt")

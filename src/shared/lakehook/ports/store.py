@@ -20,10 +20,12 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Page(Generic[T]):
-    """One page of a listing; ``next_token`` is opaque and None on the last page."""
+    """One page of a listing; ``next_token`` is opaque and None on the last page. ``unreadable``: the stored items
+    of this page that do not load (by id, with the reason), left out of ``items`` so the rest can be used."""
 
     items: list[T]
     next_token: str | None = None
+    unreadable: dict[str, str] = field(default_factory=dict)
 
 
 class AdvanceOutcome(StrEnum):
