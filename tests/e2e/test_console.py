@@ -269,7 +269,8 @@ def test_replay_shows_its_preflight_checklist_before_it_claims(page: Page, conso
     dialog = page.locator("dialog#confirm")
     # One schema check per input: the DWD fact table and the Delta calendar.
     schema_checks = dialog.locator('[data-check="SCHEMA_COMPATIBLE"]')
-    expect(schema_checks).to_have_count(2)
+    # The pre-flight reads the pinned tables, on a cold ReplayApiFunction: seconds on a loaded machine.
+    expect(schema_checks).to_have_count(2, timeout=30_000)
     for table in ("dwd_trade_event_fact", "dim_calendar"):
         expect(schema_checks.filter(has_text=table)).to_contain_text("PASSED")
     expect(dialog.get_by_role("button", name="Replay")).to_be_enabled()
