@@ -34,11 +34,20 @@ class MemberExplanation(Answer):
     reason: str | None
 
 
+class Backlog(Answer):
+    pending_windows: int = Field(alias="pendingWindows", description="closed windows not run yet, the next included")
+    next: dict[str, str] = Field(description="the next window to run: start and end")
+    next_at: Iso = Field(alias="nextAt", description="when it may start (maxRunsPerEvaluation per evaluation)")
+
+
 class GroupExplanation(Answer):
     group_id: str = Field(alias="groupId")
     status: str
     reason: str | None
     members: list[MemberExplanation]
+    backlog: Backlog | None = Field(
+        default=None, description="a group stepping through windows, behind the newest closed one"
+    )
 
 
 class Explanation(Answer):

@@ -603,7 +603,8 @@ class ResolveAssetChange:
                 updated_at=at,
                 reason=verdict.reason,
             )
-            moved = base.after(trigger, backfills_of(group, states))
+            catch_up = at if verdict.backlog is not None else None  # a window behind the newest closed one
+            moved = base.after(trigger, backfills_of(group, states), catch_up_at=catch_up)
             result = self._triggers.claim(trigger, moved, cursor)
             if result.outcome is ClaimOutcome.CLAIMED:
                 report.claimed.append(trigger)
@@ -821,6 +822,7 @@ _TIMED = (
     Status.BLOCKED_BY_COVERAGE,
     Status.WAITING_FOR_VERSION,
     Status.WAITING_FOR_SCHEDULE,  # the next tick
+    Status.CATCHING_UP,  # a window backlog: the next evaluation's start
 )
 
 
