@@ -150,9 +150,13 @@ class Container:
     def ingest(self) -> IngestEvents:
         from lakehook.usecases.coverage import RecordCoverage
         from lakehook.usecases.ingest import IngestEvents
+        from lakehook.usecases.late_versions import LateSnapshotNotice
 
         return IngestEvents(
-            self.asset_store, coverage=RecordCoverage(self.coverage_store), verifications=self.verification_queue
+            self.asset_store,
+            coverage=RecordCoverage(self.coverage_store),
+            verifications=self.verification_queue,
+            late=LateSnapshotNotice(self.rule_store, self.trigger_store),
         )
 
     @part

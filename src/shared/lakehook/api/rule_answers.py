@@ -40,6 +40,14 @@ class Backlog(Answer):
     next_at: Iso = Field(alias="nextAt", description="when it may start (maxRunsPerEvaluation per evaluation)")
 
 
+class SkippedVersion(Answer):
+    asset_key: str = Field(alias="assetKey")
+    snapshot_id: int | None = Field(alias="snapshotId")
+    reason: str | None = Field(description="e.g. version 3 arrived after 5 and will not run for rule export")
+    trigger_key: str = Field(alias="triggerKey", description="the SKIPPED trigger that records it")
+    skipped_at: Iso = Field(alias="skippedAt")
+
+
 class GroupExplanation(Answer):
     group_id: str = Field(alias="groupId")
     status: str
@@ -47,6 +55,11 @@ class GroupExplanation(Answer):
     members: list[MemberExplanation]
     backlog: Backlog | None = Field(
         default=None, description="a group stepping through windows, behind the newest closed one"
+    )
+    skipped: list[SkippedVersion] | None = Field(
+        default=None,
+        description="EACH_VERSION: the newest late snapshots (up to 20) that arrived after the group had run a newer "
+        "one, so never run; GET /rules/{ruleId}/triggers?status=SKIPPED lists them all",
     )
 
 

@@ -5,7 +5,13 @@ changed asset (the rules of the asset, RFC 3.8), ONE batched read of every membe
 cursor those rules need (shared across rules), one transaction per claim. ``EACH_VERSION`` rules
 add one history query per member that has versions between the cursor and now it did not see, and
 members gated on quality checks one batched read of the checks on the logged snapshots whose verdict
-the state does not hold (their ``QUALITY_CHECK_*`` event items, addressed by identity).
+the state does not hold (their ``QUALITY_CHECK_*`` event items, addressed by identity). A late snapshot a
+group already ran past costs one log query and one put: the SKIPPED trigger that records it
+(:mod:`lakehook.domain.late_versions`).
+
+Catch-up. A group stepping through windows and behind the newest closed one starts at most the rule's
+``maxRunsPerEvaluation`` of them per evaluation (a minute, :data:`lakehook.domain.triggers.CATCH_UP_PERIOD_MS`,
+counted in the cursor), then answers CATCHING_UP with the backlog and defers itself to the next evaluation.
 
 EACH_VERSION and history. The asset state keeps only the newest versions, so the resolver keeps
 the history itself: before evaluating, it stores the new state images of its batch (only for
@@ -41,6 +47,7 @@ from lakehook.domain.evaluation import (
     select_member,
     steps_by_snapshot,
 )
+from lakehook.domain.late_versions import passed_over
 from lakehook.domain.rules import Group, Member, Mode, Policy, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.time import now_ms
@@ -108,6 +115,8 @@ class ResolveReport:
     rechecks: list[AssetRecheck] = field(default_factory=list)
     # the verdict each group had when it was first evaluated in this invocation (before its claims moved it)
     first_verdicts: dict[GroupRef, GroupEvaluation] = field(default_factory=dict)
+    # late snapshots an EACH_VERSION group had already run past: recorded as SKIPPED, never run
+    skipped: list[Trigger] = field(default_factory=list)
 
     def blocked_by(self) -> Counter[str]:
         """Why groups that did not fire in this invocation are waiting (metric dimension values)."""
@@ -354,11 +363,13 @@ class ResolveAssetChange:
         seen = _seen_snapshots(owned, recorded or {}, versioned)
         if owned and claim:
             self._history.record(owned, now)
-        if seen and claim:
-            self._history.record_snapshots(seen, now)
 
         assets = sorted({k for _, g in work for k in g.asset_keys})
         inputs = self._reader.read(assets, [(r.rule_id, g.group_id) for r, g in work])
+        if claim and recorded:
+            self._skip_late(work, recorded, inputs.cursors, now, report)
+        if seen and claim:
+            self._history.record_snapshots(seen, now)
         logs, recheck = self._logs(work, inputs.states, inputs.cursors, owned, now)
         snapshots = self._snapshot_logs(work, inputs.states, inputs.cursors, seen, now)
         snapshots = self._judged(work, snapshots, inputs.states, inputs.cursors)
@@ -673,6 +684,52 @@ class ResolveAssetChange:
             )
 
     # --- EACH_VERSION snapshot log and head of line ---------------------------------------------------
+
+    def _skip_late(
+        self,
+        work: list[tuple[Rule, Group]],
+        recorded: Mapping[str, Sequence[SnapshotRecord]],
+        cursors: Mapping[GroupRef, GroupCursor],
+        now: int,
+        report: ResolveReport,
+    ) -> None:
+        """Record a SKIPPED ``late`` trigger for each snapshot of this batch that an EACH_VERSION group ran past
+        before the snapshot was known (:mod:`lakehook.domain.late_versions`): it cannot run in order any more.
+
+        Before the snapshot enters the log: a snapshot already logged was known in time (it ran, or runs), and a
+        redelivered record of it finds it logged. The skip's key is the version's, so a retry writes it once."""
+        late = [
+            found
+            for rule, group in work
+            for key, records in recorded.items()
+            if key in group.asset_keys
+            for record in records
+            if (found := passed_over(rule, group, cursors.get((rule.rule_id, group.group_id)), record, key))
+        ]
+        logged: dict[tuple[str, int], bool] = {}
+        for item in late:
+            where = (item.asset_key, item.record.order)
+            if where not in logged:
+                after = self._history.snapshots_after(item.asset_key, item.record.order - 1, 1)
+                logged[where] = bool(after) and after[0].record.order == item.record.order
+            if logged[where]:
+                continue
+            cursor = cursors[(item.rule.rule_id, item.group_id)]
+            skip = item.trigger(cursor, now)
+            if self._triggers.put_replay(skip):
+                report.skipped.append(skip)
+                logger.info(
+                    "late version skipped",
+                    extra={
+                        "rule_id": item.rule.rule_id,
+                        "group_id": item.group_id,
+                        "asset_key": item.asset_key,
+                        "snapshot_id": item.record.snapshot_id,
+                        "trigger_key": skip.trigger_key,
+                        "status": skip.status.value,
+                        "reason": skip.reason,
+                    },
+                )
 
     def _snapshot_logs(
         self,
