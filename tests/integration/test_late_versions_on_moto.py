@@ -1,6 +1,7 @@
-"""A late snapshot an EACH_VERSION rule already ran past, on moto: the push's answer (the container's ingest reads the
-asset's rules and their cursors), the SKIPPED trigger the resolver records from the event item's stream record, and
-explain listing it, all in the same words; a redelivered batch records nothing twice."""
+"""Truthful EACH_VERSION on moto. A late snapshot a rule already ran past: the push's answer (the container's
+ingest reads the asset's rules and their cursors), the SKIPPED trigger the resolver records from the event item's
+stream record, and explain listing it, all in the same words; a redelivered batch records nothing twice. A window
+backlog caught up a few windows per evaluation, counted in the stored cursor."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from lakehook.api.app import build_app
 from lakehook.container import Container
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
+from lakehook.domain.time import MAX_ISO_MS
 from lakehook.handlers import handle_stream_batch
 from tests.integration.test_gap_fill_on_paimon import runs_succeed
 from tests.integration.test_resolver_on_moto import ORDERS, Stream, call, put_rule
@@ -47,3 +49,39 @@ def test_pushes_5_then_3_run_5_and_every_answer_says_3_is_skipped(container: Con
     skipped = explained["groups"][0]["skipped"]
     assert [(s["assetKey"], s["snapshotId"], s["reason"]) for s in skipped] == [(ORDERS, 3, SKIP)]
     assert explained["groups"][0]["lastTrigger"]["inputs"][0]["snapshotId"] == 5  # the skip moved no cursor
+
+
+def test_a_far_future_watermark_catches_up_a_few_windows_per_evaluation(
+    container: Container, ddb_client: Any, table: Any
+) -> None:
+    """On moto, with the real clock: the catch-up count lives in the stored cursor, so the wake-ups of finished runs
+    (each a stream record of their own) stop at maxRunsPerEvaluation; explain shows the backlog and the group is
+    deferred to when the next evaluation starts."""
+    stream = Stream(ddb_client)
+    app = build_app()
+    hourly = {"assetKey": ORDERS, "condition": {"watermarkAtLeast": {"window": "PT1H"}}}
+    status, body = call(
+        app,
+        "PUT",
+        "/rules/hourly",
+        {
+            "groups": [{"groupId": "g", "members": [hourly]}],
+            "policy": {"mode": "EACH_VERSION", "maxRunsPerEvaluation": 0},
+            "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
+        },
+    )
+    assert status == 400 and body["field"] == "policy.maxRunsPerEvaluation", body
+    put_rule(app, "hourly", hourly, mode="EACH_VERSION", maxRunsPerEvaluation=2)
+    base = 1_750_000_000_000 // 3_600_000 * 3_600_000
+    container.ingest.ingest(snap(1).model_copy(update={"watermark": base}), SourceType.PUSH)
+    runs_succeed(container, stream)
+    container.ingest.ingest(snap(2).model_copy(update={"watermark": MAX_ISO_MS}), SourceType.PUSH)
+    runs_succeed(container, stream)
+    status, page = call(app, "GET", "/triggers", query={"ruleId": "hourly"})
+    ends = sorted(t["window"]["end"] for t in page["items"])
+    assert len(ends) == 3, ends  # the first window, then two of the millions behind the newest closed one
+    status, explained = call(app, "GET", "/rules/hourly/explain")
+    group = explained["groups"][0]
+    assert group["status"] == "CATCHING_UP" and group["backlog"]["pendingWindows"] > 60_000_000
+    deferred = [i for i in table.scan()["Items"] if i.get("itemType") == "DEFERRAL"]
+    assert [d["ruleId"] for d in deferred] == ["hourly"]
