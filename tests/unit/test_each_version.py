@@ -197,3 +197,19 @@ def test_any_push_order_runs_each_version_once_in_order_or_says_it_is_skipped(
             assert answer.reason == f"{STALE}; it runs in order for rule each"
     listed = {s["snapshotId"]: s["reason"] for s in explain(world)["groups"][0]["skipped"]}
     assert listed == skipped
+
+
+def test_a_late_version_below_where_a_next_change_rule_started_says_so() -> None:
+    world = World()
+    world.snap(H, 5)
+    world.deliver()
+    started = rule("each", {"assetKey": H}, mode="EACH_VERSION", startFrom="NEXT_CHANGE")
+    assert world.resolve.start(started, ["g"])  # the starting point: 5, SKIPPED
+    world.rules.put_rule(started, world.now)
+    world.snap(H, 3)
+    said = "version 3 is older than version 5, where rule each started (startFrom NEXT_CHANGE), and will not run for "
+    assert world.answers[-1].reason == f"{STALE}; {said}rule each"
+    world.deliver()
+    world.snap(H, 6)
+    world.deliver()
+    assert world.claimed() == [[5], [6]] and world.skipped() == {3: f"{said}rule each"}
