@@ -17,10 +17,14 @@ from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports import AdvanceOutcome, AssetStore
 from lakehook.ports.queue import WorkQueue
 from lakehook.usecases.coverage import RecordCoverage
-from lakehook.usecases.late_versions import UNKNOWN_RULES
 
 _VERDICTS = (EventType.QUALITY_CHECK_PASSED, EventType.QUALITY_CHECK_FAILED)
 _DUPLICATE_REASON = "this event was recorded before"
+# A late snapshot when the asset's rules are not looked up (or cannot be read): what holds for every rule.
+UNKNOWN_RULES = (
+    "EACH_VERSION rules that already ran a newer version skip it (their explain lists it as skipped); the others "
+    "run it in order"
+)
 
 
 def describe_validation_error(exc: PydanticValidationError) -> str:

@@ -6,12 +6,7 @@ from lakehook.domain.late_versions import passed_over, steps_through
 from lakehook.domain.versions import SnapshotRecord
 from lakehook.observability import logger
 from lakehook.ports.rules import RuleStore, TriggerStore
-
-# When the rules cannot be read: what holds for every rule, without naming them.
-UNKNOWN_RULES = (
-    "EACH_VERSION rules that already ran a newer version skip it (their explain lists it as skipped); the others "
-    "run it in order"
-)
+from lakehook.usecases.ingest import UNKNOWN_RULES
 
 
 class LateSnapshotNotice:
