@@ -268,7 +268,7 @@ def test_every_version_whose_gates_pass_runs_once_in_order_and_none_runs_past_on
         # what "tagged" skipped arrived after a newer version ran, below its first run, and is said so
         for sid, reason in world.skipped("tagged").items():
             said = re.fullmatch(rf"version {sid} arrived after (\d+) and will not run for rule tagged", reason or "")
-            assert sid is not None and sid < ran[0] and said is not None and int(said[1]) in ran, reason
+            assert sid is not None and sid < ran[0] and said is not None and int(said[1]) in ran, (reason, ran, order)
 
     verdict = explain(world, "checked")
     assert verdict.status is not Status.WAITING_FOR_VERSION, f"{verdict.reason}; pushed {order}"

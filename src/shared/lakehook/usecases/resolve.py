@@ -371,7 +371,8 @@ class ResolveAssetChange:
         if seen and claim:
             self._history.record_snapshots(seen, now)
         logs, recheck = self._logs(work, inputs.states, inputs.cursors, owned, now)
-        snapshots = self._snapshot_logs(work, inputs.states, inputs.cursors, seen, now)
+        persisted: dict[str, set[int]] = {}  # per asset, the orders known to be in the stored snapshot log
+        snapshots = self._snapshot_logs(work, inputs.states, inputs.cursors, seen, now, persisted)
         snapshots = self._judged(work, snapshots, inputs.states, inputs.cursors)
         previous = self._previous_triggers(work, inputs.cursors)
 
@@ -393,6 +394,7 @@ class ResolveAssetChange:
                     registered=registered,
                     snapshots=snapshots,
                     previous=previous,
+                    persisted=persisted,
                 )
             except Exception as exc:
                 if not self._rule_error(exc):
@@ -562,6 +564,7 @@ class ResolveAssetChange:
         registered: Mapping[str, bool] | None = None,
         snapshots: Mapping[str, SnapshotLog] | None = None,
         previous: Mapping[GroupRef, Trigger] | None = None,
+        persisted: dict[str, set[int]] | None = None,
     ) -> None:
         ref = (rule.rule_id, group.group_id)
         conflicts = claims = 0
@@ -596,6 +599,8 @@ class ResolveAssetChange:
                 self._fill(verdict.gaps)
                 return
             verdict = replace(verdict, pins=self._described(verdict.pins, states))
+            if _each_version(rule, group):
+                self._log_pinned(group, verdict.pins, snapshots or {}, persisted or {}, now)
             base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id)
             # Never before the group's previous claim (racing resolvers read their clocks at different
             # times), so a group's triggers list newest first in claim order.
@@ -738,9 +743,11 @@ class ResolveAssetChange:
         cursors: dict[GroupRef, GroupCursor],
         seen: Mapping[str, Sequence[SnapshotRecord]],
         now: int,
+        persisted: dict[str, set[int]] | None = None,
     ) -> dict[str, SnapshotLog]:
         """Per EACH_VERSION member stepping by snapshot: the logged snapshots after the oldest cursor that needs
-        them (one query per such asset), the snapshots this batch saw, and the state's own newest ones."""
+        them (one query per such asset), the snapshots this batch saw, and the state's own newest ones;
+        ``persisted`` gets the orders of those known to be stored (read, or logged by this batch)."""
         since: dict[str, int | None] = {}
         for rule, group in work:
             if not _each_version(rule, group):
@@ -767,11 +774,43 @@ class ResolveAssetChange:
                 stored = self._history.snapshots_after(key, start, limit)
                 complete = len(stored) < limit
                 entries = stored + entries
+            if persisted is not None:
+                persisted[key] = {e.record.order for e in entries}
             if state is not None and complete:
                 at = state.updated_at if state.updated_at is not None else now
                 entries += [LoggedSnapshot(r, at) for r in (state.latest_record, state.latest_data) if r is not None]
             logs[key] = SnapshotLog.of(entries, lineage_of(key), self._settle_ms)
         return logs
+
+    def _log_pinned(
+        self,
+        group: Group,
+        pins: Sequence[PinnedInput],
+        snapshots: Mapping[str, SnapshotLog],
+        persisted: dict[str, set[int]],
+        now: int,
+    ) -> None:
+        """Before a claim: log each pinned snapshot known only from the state (its event's stream record not handled
+        yet), so when that record comes it finds the snapshot logged and is not taken for one that arrived late.
+        One conditional put per such snapshot; none when the log holds it (read, or logged by this batch)."""
+        wanted: dict[str, list[SnapshotRecord]] = {}
+        for pin in pins:
+            log = snapshots.get(pin.asset_key)
+            member = next((m for m in group.members if m.asset_key == pin.asset_key), None)
+            if log is None or pin.snapshot_id is None or member is None or not steps_by_snapshot(member):
+                continue
+            order = pin.ordinal[0]
+            known = persisted.setdefault(pin.asset_key, set())
+            if order in known:
+                continue
+            entry = next((e for e in log.entries if e.record.order == order), None)
+            # a pin the log does not hold (the newest quality-passed snapshot, its own event not handled yet): what
+            # the pin knows of it; the event's fuller record, when it comes, finds it logged
+            record = entry.record if entry is not None else _pinned_record(pin, order)
+            wanted.setdefault(pin.asset_key, []).append(record)
+            known.add(order)
+        if wanted:
+            self._history.record_snapshots(wanted, now)
 
     def _judged(
         self,
@@ -862,6 +901,17 @@ class ResolveAssetChange:
                 "asset_keys": changed,
             },
         )
+
+
+def _pinned_record(pin: PinnedInput, order: int) -> SnapshotRecord:
+    assert pin.snapshot_id is not None
+    return SnapshotRecord(
+        snapshot_id=pin.snapshot_id,
+        order=order,
+        schema_id=pin.schema_id,
+        commit_time=pin.commit_time,
+        metadata_location=pin.metadata_location,
+    )
 
 
 def _described_by_state(pin: PinnedInput, state: AssetState | None) -> bool:
