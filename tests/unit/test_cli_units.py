@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from lakehook.cli import main
 from lakehook.cli_commands.api import ApiClient, CliError
 from lakehook.cli_commands.apply import differences, load
+from lakehook.cli_commands.commands import explain
 from lakehook.cli_commands.output import captured, emit_items
 
 
@@ -136,3 +138,31 @@ def test_a_listing_is_a_table_a_sentence_when_empty_or_the_items_as_json() -> No
     assert shown("text", []) == "no aliases\n"
     assert json.loads(shown("json", items)) == {"items": items}
     assert json.loads(shown("json", [])) == {"items": []}
+
+
+def test_explain_prints_a_window_backlog_and_the_late_versions_skipped() -> None:
+    class Answers:
+        def get(self, path: str, query: Any = None) -> dict[str, Any]:
+            assert path == "/rules/export/explain"
+            backlog = {
+                "pendingWindows": 69903406,
+                "next": {"start": "2025-06-16T01:00:00Z", "end": "2025-06-16T02:00:00Z"},
+                "nextAt": "2025-06-15T15:07:40Z",
+            }
+            skip = {
+                "assetKey": "hudi://lake/ods/h",
+                "snapshotId": 3,
+                "reason": "version 3 arrived after 5 and will not run for rule export",
+            }
+            group = {"groupId": "g", "status": "CATCHING_UP", "members": [], "backlog": backlog, "skipped": [skip]}
+            return {"ruleId": "export", "ready": False, "evaluatedAt": "now", "groups": [group]}
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with captured(stdout, stderr):
+        explain(Answers(), argparse.Namespace(rule="export", output="text"))  # type: ignore[arg-type]
+    lines = stdout.getvalue().splitlines()
+    assert (
+        "    backlog: 69903406 windows pending, next [2025-06-16T01:00:00Z, 2025-06-16T02:00:00Z) at "
+        "2025-06-15T15:07:40Z" in lines
+    )
+    assert "    skipped: hudi://lake/ods/h@3: version 3 arrived after 5 and will not run for rule export" in lines

@@ -7,6 +7,7 @@ skipped or run past. The system is the real ingest, rule and resolver use cases 
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from lakehook.domain.evaluation import GroupEvaluation, Status
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
+from lakehook.domain.late_versions import is_late_skip
 from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import TriggerStatus
 from lakehook.observability import logger
@@ -250,7 +252,10 @@ def test_every_version_whose_gates_pass_runs_once_in_order_and_none_runs_past_on
     expected = list(range(1, blocked_at if blocked_at is not None else N + 1))
     runs = [a for a, *_ in world.claimed("checked")]
     assert runs == expected, f"verdicts {verdicts}: ran {runs}; pushed {order}"
-    assert all(t.status is TriggerStatus.SUCCEEDED for t in world.triggers.triggers.values())
+    runs_and_skips = list(world.triggers.triggers.values())
+    assert all(t.status is TriggerStatus.SUCCEEDED for t in runs_and_skips if not is_late_skip(t))
+    # "checked" started at 1 and waits at every gap: no version of it arrives after a newer one ran
+    assert world.skipped("checked") == {}
 
     # the tag member pins the tagged snapshot; its A versions run from where it started, in order, each passing,
     # up to the same version that holds "checked"
@@ -260,6 +265,10 @@ def test_every_version_whose_gates_pass_runs_once_in_order_and_none_runs_past_on
     assert all(a in passing for a in ran) and ran == sorted(set(ran))
     if ran:
         assert ran == list(range(ran[0], ran[-1] + 1)), f"tagged skipped a version: {ran}"
+        # what "tagged" skipped arrived after a newer version ran, below its first run, and is said so
+        for sid, reason in world.skipped("tagged").items():
+            said = re.fullmatch(rf"version {sid} arrived after (\d+) and will not run for rule tagged", reason or "")
+            assert sid is not None and sid < ran[0] and said is not None and int(said[1]) in ran, (reason, ran, order)
 
     verdict = explain(world, "checked")
     assert verdict.status is not Status.WAITING_FOR_VERSION, f"{verdict.reason}; pushed {order}"

@@ -6,12 +6,14 @@ from typing import Any
 
 import pytest
 
-from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
+from lakehook.domain.events import AssetEvent, EventResult, EventType, IngestStatus, SourceType
+from lakehook.domain.late_versions import is_late_skip
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import snapshot_record
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
 from lakehook.ports.rules import ClaimResult, Deferral, StateChange
 from lakehook.usecases.ingest import IngestEvents
+from lakehook.usecases.late_versions import LateSnapshotNotice
 from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport, SweepDeferred
 from tests.fakes.memory import InMemoryAssetStore
 from tests.fakes.memory_rules import (
@@ -33,11 +35,13 @@ class World:
     def __init__(self, *rules: Rule, triggers: InMemoryTriggerStore | None = None) -> None:
         self.now = START
         self.store = InMemoryAssetStore()
-        self.ingest = IngestEvents(self.store, clock=lambda: self.now)
         self.rules = InMemoryRuleStore()
         for r in rules:
             self.rules.put_rule(r, self.now)
         self.triggers = triggers or InMemoryTriggerStore()
+        late = LateSnapshotNotice(self.rules, self.triggers)
+        self.ingest = IngestEvents(self.store, clock=lambda: self.now, late=late)
+        self.answers: list[EventResult] = []  # every push's answer, in order
         self.history = InMemoryStateHistory()
         self.deferrals = InMemoryDeferralStore()
         self.reader = InMemoryStateReader(
@@ -53,6 +57,7 @@ class World:
         before = self.store.get_state(asset)
         event = AssetEvent(eventType=event_type, assetKey=asset, **fields)
         result = self.ingest.ingest(event, SourceType.PUSH)
+        self.answers.append(result)
         if event.event_type is EventType.SNAPSHOT_COMMITTED and result.status is not IngestStatus.DUPLICATE:
             # the event item's own stream record (a late, STALE snapshot's too)
             self.stream.setdefault(asset, []).append(StateChange(asset, snapshot=snapshot_record(event)))
@@ -94,8 +99,14 @@ class World:
         return self.dispatch(report) if dispatch else report
 
     def claimed(self, rule_id: str | None = None) -> list[list[int | None]]:
-        order = [self.triggers.triggers[k] for k in self.triggers.claim_order]
+        """The versions of each claim, in claim order (not the late versions recorded as skipped)."""
+        order = [t for k in self.triggers.claim_order if not is_late_skip(t := self.triggers.triggers[k])]
         return [[p.snapshot_id for p in t.inputs] for t in order if rule_id is None or t.rule_id == rule_id]
+
+    def skipped(self, rule_id: str | None = None) -> dict[int | None, str | None]:
+        """The late versions the resolver recorded as skipped: snapshot id -> reason."""
+        late = [t for t in self.triggers.triggers.values() if is_late_skip(t)]
+        return {t.inputs[0].snapshot_id: t.reason for t in late if rule_id is None or t.rule_id == rule_id}
 
 
 def rule(

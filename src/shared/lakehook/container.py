@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from lakehook.usecases.dispatch import DispatchPolicy, DispatchTrigger, RedriveTriggers, RetryTrigger
     from lakehook.usecases.freshness import CheckFreshness
     from lakehook.usecases.ingest import IngestEvents
+    from lakehook.usecases.late_versions import LateSnapshotNotice
     from lakehook.usecases.manifests import RecordManifestVerification
     from lakehook.usecases.plan_polls import PlanNotifiedPolls, PlanPolls, RunPollWork
     from lakehook.usecases.producers import PushAuthenticator, RegisterProducer
@@ -152,8 +153,18 @@ class Container:
         from lakehook.usecases.ingest import IngestEvents
 
         return IngestEvents(
-            self.asset_store, coverage=RecordCoverage(self.coverage_store), verifications=self.verification_queue
+            self.asset_store,
+            coverage=RecordCoverage(self.coverage_store),
+            verifications=self.verification_queue,
+            # built on the first late snapshot: the rule and trigger stores stay off the ingest path's cold start
+            late=lambda asset_key, record: self.late_snapshot_notice(asset_key, record),
         )
+
+    @part
+    def late_snapshot_notice(self) -> LateSnapshotNotice:
+        from lakehook.usecases.late_versions import LateSnapshotNotice
+
+        return LateSnapshotNotice(self.rule_store, self.trigger_store)
 
     @part
     def register_producer(self) -> RegisterProducer:

@@ -29,7 +29,8 @@ class EventResult(Answer):
         description="ACCEPTED: recorded, and the asset state moved to it (or already held it). "
         "DUPLICATE: this event identity was recorded before; nothing written. "
         "STALE: recorded as evidence, but the state already holds a newer version and never moves back; "
-        "a late snapshot is still logged for EACH_VERSION rules, which run it in order (the reason says so), "
+        "a late snapshot is still logged for EACH_VERSION rules: the reason names each rule that already ran a newer "
+        'version ("version 3 arrived after 5 and will not run for rule X") and those that still run it in order; '
         "and a late data snapshot still counts as the newest data change after a compaction. "
         "REJECTED: not recorded; the reason names the field."
     )

@@ -34,11 +34,33 @@ class MemberExplanation(Answer):
     reason: str | None
 
 
+class Backlog(Answer):
+    pending_windows: int = Field(alias="pendingWindows", description="closed windows not run yet, the next included")
+    next: dict[str, str] = Field(description="the next window to run: start and end")
+    next_at: Iso = Field(alias="nextAt", description="when it may start (maxRunsPerEvaluation per evaluation)")
+
+
+class SkippedVersion(Answer):
+    asset_key: str = Field(alias="assetKey")
+    snapshot_id: int | None = Field(alias="snapshotId")
+    reason: str | None = Field(description="e.g. version 3 arrived after 5 and will not run for rule export")
+    trigger_key: str = Field(alias="triggerKey", description="the SKIPPED trigger that records it")
+    skipped_at: Iso = Field(alias="skippedAt")
+
+
 class GroupExplanation(Answer):
     group_id: str = Field(alias="groupId")
     status: str
     reason: str | None
     members: list[MemberExplanation]
+    backlog: Backlog | None = Field(
+        default=None, description="a group stepping through windows, behind the newest closed one"
+    )
+    skipped: list[SkippedVersion] | None = Field(
+        default=None,
+        description="EACH_VERSION: the newest late snapshots (up to 20) that arrived after the group had run a newer "
+        "one, so never run; GET /rules/{ruleId}/triggers?status=SKIPPED lists them all",
+    )
 
 
 class Explanation(Answer):

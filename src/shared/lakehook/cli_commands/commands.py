@@ -24,6 +24,15 @@ def explain(api: ApiClient, args: argparse.Namespace) -> int:
         yield f"rule {d.get('ruleId')}: {verdict}  (evaluated {d.get('evaluatedAt')})"
         for group in d.get("groups", []):
             yield f"  group {group.get('groupId')}: {group.get('status')}"
+            backlog = group.get("backlog")
+            if backlog:
+                window = backlog.get("next", {})
+                yield (
+                    f"    backlog: {backlog.get('pendingWindows')} windows pending, next "
+                    f"[{window.get('start')}, {window.get('end')}) at {backlog.get('nextAt')}"
+                )
+            for skip in group.get("skipped") or []:
+                yield f"    skipped: {skip.get('assetKey')}@{skip.get('snapshotId')}: {skip.get('reason')}"
             for member in group.get("members", []):
                 yield f"    {member.get('status'):<22} {member.get('assetKey')}"
                 if member.get("reason"):
@@ -69,7 +78,7 @@ def triggers(api: ApiClient, args: argparse.Namespace) -> int:
             t.get("ruleId"),
             t.get("createdAt"),
             ", ".join(f"{i.get('assetKey')}@{i.get('snapshotId', '-')}" for i in t.get("inputs", [])),
-            _short(t.get("reason")) if t.get("status") == "FAILED" else "",
+            _short(t.get("reason")) if t.get("status") == "FAILED" or ".late." in str(t.get("triggerKey")) else "",
         )
 
     headers = ("TRIGGER", "STATUS", "FAILURE", "ATTEMPTS", "NEXT ATTEMPT", "RUN", "RULE", "CREATED", "INPUTS", "REASON")

@@ -15,9 +15,11 @@ newer one that failed or is unchecked. The policy then decides whether the group
   that does not pass holds the group there, its gate's status naming the snapshot. Tag and manifest members
   step through the known state history (:class:`VersionLog`). Head of line: version n+1 is claimed only
   once version n's trigger SUCCEEDED (or was SKIPPED); a FAILED one blocks the group visibly
-  (BLOCKED_BY_FAILED_TRIGGER);
+  (BLOCKED_BY_FAILED_TRIGGER). A snapshot logged only after the group ran a newer one is no version after the
+  cursor: it never runs, and the resolver records it as skipped (:mod:`lakehook.domain.late_versions`);
 - a windowed group (``watermarkAtLeast: {window}``) fires once per window: the newest closed
-  window, or with ``EACH_VERSION`` every window in order;
+  window, or with ``EACH_VERSION`` every window in order, at most ``maxRunsPerEvaluation`` behind the newest
+  closed one per evaluation (CATCHING_UP with the :class:`Backlog` otherwise);
 - a ``coverage`` member makes the group fire once per aligned window its intervals cover fully, in
   order from the last triggered window (the first: the newest covered one); a gap blocks with the
   exact missing ranges (BLOCKED_BY_COVERAGE), a covered window not yet past its lateness waits;
@@ -250,6 +252,25 @@ class Held:
 
 
 @dataclass(frozen=True)
+class Backlog:
+    """A group that steps through windows (EACH_VERSION, coverage), behind the newest closed one: how many closed
+    windows have not run yet (the next one included), the next one, and when it may start."""
+
+    pending: int
+    next: Window
+    next_at: int
+
+    def describe(self) -> str:
+        return (
+            f"{self.pending} windows pending, next [{ms_to_iso(self.next.start)}, {ms_to_iso(self.next.end)}) "
+            f"at {ms_to_iso(self.next_at)}"
+        )
+
+    def to_api(self) -> dict[str, Any]:
+        return {"pendingWindows": self.pending, "next": self.next.to_api(), "nextAt": ms_to_iso(self.next_at)}
+
+
+@dataclass(frozen=True)
 class GroupEvaluation:
     """A group's verdict. READY carries the pins (and window) to claim; ``skip`` claims without a run."""
 
@@ -262,6 +283,7 @@ class GroupEvaluation:
     reason: str | None = None
     skip: bool = False
     gaps: tuple[Gap, ...] = ()  # EACH_VERSION: missing snapshots a targeted poll should look for
+    backlog: Backlog | None = None  # a stepping windowed group behind the newest closed window
 
     @property
     def ready(self) -> bool:
@@ -276,6 +298,8 @@ class GroupEvaluation:
         }
         if self.until is not None:
             data["until"] = ms_to_iso(self.until)
+        if self.backlog is not None:
+            data["backlog"] = self.backlog.to_api()
         if self.ready:
             data["pins"] = [p.to_api() for p in self.pins]
             if self.window is not None:
@@ -334,8 +358,10 @@ def evaluate_group(
     for step in _GROUP_STEPS:
         verdict = step(g)
         if verdict is not None:
-            return verdict
-    return GroupEvaluation(group.group_id, Status.READY, tuple(members), pins=tuple(g.pins), window=g.window)
+            return replace(verdict, backlog=g.backlog) if g.backlog is not None else verdict
+    return GroupEvaluation(
+        group.group_id, Status.READY, tuple(members), pins=tuple(g.pins), window=g.window, backlog=g.backlog
+    )
 
 
 @dataclass
@@ -354,6 +380,7 @@ class _Group:
     previous: Trigger | None
     pins: list[PinnedInput] = field(default_factory=list)
     window: Window | None = None
+    backlog: Backlog | None = None
 
     @property
     def gid(self) -> str:
@@ -413,10 +440,23 @@ def _windowed(g: _Group) -> GroupEvaluation | None:
     found = _window(g.rule, g.group, g.states, g.cursor, g.members, g.now, g.coverage)
     if isinstance(found, GroupEvaluation):
         return found
-    g.window = found
+    g.window, pending = found
     cursor = g.cursor
     if cursor is None:
         return None
+    if pending > 1:  # behind the newest closed window: catching up, at most maxRunsPerEvaluation per evaluation
+        cap = g.rule.policy.runs_per_evaluation
+        resumes = cursor.catch_up_spent(g.now, cap)
+        g.backlog = Backlog(pending, g.window, resumes if resumes is not None else g.now)
+        if resumes is not None:
+            return GroupEvaluation(
+                g.gid,
+                Status.CATCHING_UP,
+                tuple(g.members),
+                until=resumes,
+                reason=f"{g.backlog.describe()}: this evaluation started {cap} windows behind the newest closed one "
+                "(maxRunsPerEvaluation); the rest start in later evaluations, in order",
+            )
     behind = [i for i, p in enumerate(g.pins) if (last := cursor.pins.get(p.asset_key)) and p.ordinal < last.ordinal]
     for i in behind:  # a state read older than the last trigger's: never pin backwards
         member = g.group.members[i]
@@ -809,8 +849,9 @@ def _window(
     members: list[MemberEvaluation],
     now: int,
     coverage: Mapping[str, Sequence[Span]],
-) -> Window | GroupEvaluation:
-    """The window to claim: the newest closed one, or with EACH_VERSION (or coverage) the next one after the cursor."""
+) -> tuple[Window, int] | GroupEvaluation:
+    """The window to claim: the newest closed one, or with EACH_VERSION (or coverage) the next one after the cursor;
+    with it how many closed windows are still to run, that one included (arithmetic: none is enumerated)."""
     spec = group.window
     assert spec is not None
     size = spec.size_ms
@@ -853,7 +894,7 @@ def _window(
             _coverage_block(members, i, member, coverage, now, None, Span(end - size, end))
     if any(m.status is not Status.READY for m in members):
         return _first_blocked(group.group_id, members)
-    return Window(start=end - size, end=end)
+    return Window(start=end - size, end=end), (newest - end) // size + 1
 
 
 def _not_closed(end: int, lateness_ms: int) -> str:
@@ -880,10 +921,13 @@ def _covered_end(spans: Sequence[Span], spec: WindowSpec, now: int, after_end: i
     if after_end is None:
         newest = newest_covered_window(spans, spec, now)
         return newest.end if newest is not None else 0
-    end = after_end
-    while end + size <= horizon and is_covered(spans, end, end + size):
-        end += size
-    return end
+    # spans are merged, so what is covered contiguously from after_end lies in one span: no window is enumerated
+    # (one interval covering years of minute windows costs the same as one covering a single window)
+    span = next((s for s in spans if s.start <= after_end < s.end), None)
+    if span is None:
+        return after_end
+    reach = min(span.end, horizon)
+    return after_end + max(0, (reach - after_end) // size) * size
 
 
 def _coverage_block(

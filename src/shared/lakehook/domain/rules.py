@@ -263,6 +263,11 @@ class Group(BaseModel):
         return [m.asset_key for m in self.members]
 
 
+# A windowed group behind by many windows (one far-future watermark) catches up this many per evaluation.
+DEFAULT_RUNS_PER_EVALUATION = 10
+MAX_RUNS_PER_EVALUATION = 100
+
+
 class Policy(BaseModel):
     """How a group's readiness turns into triggers."""
 
@@ -278,6 +283,20 @@ class Policy(BaseModel):
         description="where a new or re-enabled rule starts: LATEST fires on the versions already satisfying it, "
         "NEXT_CHANGE waits for a newer one",
     )
+    max_runs_per_evaluation: int | None = Field(
+        default=None,
+        alias="maxRunsPerEvaluation",
+        ge=1,
+        le=MAX_RUNS_PER_EVALUATION,
+        description="catch-up bound of a group stepping through windows (EACH_VERSION or coverage): at most this many "
+        "windows behind the newest closed one start per evaluation (a minute); the rest wait, counted in explain "
+        f"(default {DEFAULT_RUNS_PER_EVALUATION})",
+    )
+
+    @property
+    def runs_per_evaluation(self) -> int:
+        """The catch-up bound in force: the rule's ``maxRunsPerEvaluation``, else the default."""
+        return self.max_runs_per_evaluation or DEFAULT_RUNS_PER_EVALUATION
 
 
 class Rule(BaseModel):

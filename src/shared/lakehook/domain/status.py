@@ -21,6 +21,7 @@ class Status(StrEnum):
     WAITING_FOR_RUN = "WAITING_FOR_RUN"  # EACH_VERSION: the previous version's trigger has not SUCCEEDED yet
     WAITING_FOR_SCHEDULE = "WAITING_FOR_SCHEDULE"  # a scheduled group ran for the latest tick: until the next
     BLOCKED_BY_FAILED_TRIGGER = "BLOCKED_BY_FAILED_TRIGGER"  # EACH_VERSION: the previous version's trigger FAILED
+    CATCHING_UP = "CATCHING_UP"  # a window backlog: this evaluation started maxRunsPerEvaluation; the rest later
     COOLDOWN = "COOLDOWN"
     QUIET_PERIOD = "QUIET_PERIOD"
     DISABLED = "DISABLED"

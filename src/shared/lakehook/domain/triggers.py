@@ -240,6 +240,11 @@ class Trigger(BaseModel):
         }
 
 
+# How long one evaluation of a window backlog lasts: the deferral sweep's period. A group behind by many windows
+# starts at most policy.maxRunsPerEvaluation of them in it (the wake-ups of its finished runs count in it too).
+CATCH_UP_PERIOD_MS = 60_000
+
+
 class GroupCursor(BaseModel):
     """The versions a group last triggered with ("last triggered versions"). ``seq`` is the CAS token."""
 
@@ -258,9 +263,29 @@ class GroupCursor(BaseModel):
         default=False,
         description="the pins are the versions present when the rule started (startFrom NEXT_CHANGE), not a run's",
     )
+    # Catch-up of a window backlog: when the current evaluation began, and how many windows behind the newest
+    # closed one it started (policy.maxRunsPerEvaluation bounds them); zero once a claim is not behind.
+    catch_up_since: int | None = Field(default=None, alias="catchUpSince")
+    catch_up_runs: int = Field(default=0, alias="catchUpRuns")
 
-    def after(self, trigger: Trigger, backfills: dict[str, str], baseline: bool = False) -> GroupCursor:
-        """The cursor once ``trigger`` is claimed (``baseline``: a startFrom NEXT_CHANGE starting point)."""
+    def catch_up_spent(self, now: int, cap: int) -> int | None:
+        """When the evaluation that already started ``cap`` catch-up windows ends (the next may start then), or
+        None while the budget lasts."""
+        if self.catch_up_since is None or self.catch_up_runs < cap:
+            return None
+        ends = self.catch_up_since + CATCH_UP_PERIOD_MS
+        return ends if ends > now else None
+
+    def after(
+        self, trigger: Trigger, backfills: dict[str, str], baseline: bool = False, catch_up_at: int | None = None
+    ) -> GroupCursor:
+        """The cursor once ``trigger`` is claimed (``baseline``: a startFrom NEXT_CHANGE starting point;
+        ``catch_up_at``: the instant of a claim made behind the newest closed window, counted in the evaluation)."""
+        since, runs = None, 0
+        if catch_up_at is not None:
+            current = self.catch_up_since is not None and catch_up_at < self.catch_up_since + CATCH_UP_PERIOD_MS
+            since = self.catch_up_since if current else catch_up_at
+            runs = self.catch_up_runs + 1 if current else 1
         return self.model_copy(
             update={
                 "seq": self.seq + 1,
@@ -271,6 +296,8 @@ class GroupCursor(BaseModel):
                 "claimed_at": self.claimed_at if trigger.status is TriggerStatus.SKIPPED else trigger.created_at,
                 "backfills": backfills,
                 "baseline": baseline,
+                "catch_up_since": since,
+                "catch_up_runs": runs,
             }
         )
 

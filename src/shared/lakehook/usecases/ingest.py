@@ -11,14 +11,20 @@ from lakehook.domain.coverage import CoverageTooFragmentedError
 from lakehook.domain.errors import AuthorizationError, ValidationError
 from lakehook.domain.events import AssetEvent, EventResult, EventType, IngestStatus, PushEnvelope, SourceType
 from lakehook.domain.producers import Producer
-from lakehook.domain.state import verdict_touch
+from lakehook.domain.state import snapshot_record, verdict_touch
 from lakehook.domain.time import now_ms
+from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports import AdvanceOutcome, AssetStore
 from lakehook.ports.queue import WorkQueue
 from lakehook.usecases.coverage import RecordCoverage
 
 _VERDICTS = (EventType.QUALITY_CHECK_PASSED, EventType.QUALITY_CHECK_FAILED)
 _DUPLICATE_REASON = "this event was recorded before"
+# A late snapshot when the asset's rules are not looked up (or cannot be read): what holds for every rule.
+UNKNOWN_RULES = (
+    "EACH_VERSION rules that already ran a newer version skip it (their explain lists it as skipped); the others "
+    "run it in order"
+)
 
 
 def describe_validation_error(exc: PydanticValidationError) -> str:
@@ -63,7 +69,10 @@ class IngestEvents:
         clock: Callable[[], int] = now_ms,
         coverage: RecordCoverage | None = None,
         verifications: WorkQueue | None = None,
+        late: Callable[[str, SnapshotRecord], str | None] | None = None,
     ) -> None:
+        # what a STALE snapshot means for the asset's EACH_VERSION rules (usecases.late_versions.LateSnapshotNotice)
+        self._late = late
         self._store = store
         self._clock = clock
         self._coverage = coverage
@@ -137,7 +146,9 @@ class IngestEvents:
         elif outcome is AdvanceOutcome.STALE:
             status, reason = IngestStatus.STALE, "recorded; the asset state already holds a newer version"
             if event.event_type is EventType.SNAPSHOT_COMMITTED:
-                reason += "; the snapshot is logged for EACH_VERSION rules, which still run it in order"
+                told = self._late(event.asset_key, snapshot_record(event)) if self._late is not None else UNKNOWN_RULES
+                if told:
+                    reason += f"; {told}"
             elif late_verdict:
                 reason += "; the verdict counts for its snapshot, which EACH_VERSION rules judge by its own checks"
         else:

@@ -5,7 +5,14 @@ changed asset (the rules of the asset, RFC 3.8), ONE batched read of every membe
 cursor those rules need (shared across rules), one transaction per claim. ``EACH_VERSION`` rules
 add one history query per member that has versions between the cursor and now it did not see, and
 members gated on quality checks one batched read of the checks on the logged snapshots whose verdict
-the state does not hold (their ``QUALITY_CHECK_*`` event items, addressed by identity).
+the state does not hold (their ``QUALITY_CHECK_*`` event items, addressed by identity). A late snapshot a
+group already ran past costs one log query and one put: the SKIPPED trigger that records it
+(:mod:`lakehook.domain.late_versions`); a claim pinning a snapshot the log does not hold yet one put that logs it,
+so its event's record, when it comes, is not taken for a late one.
+
+Catch-up. A group stepping through windows and behind the newest closed one starts at most the rule's
+``maxRunsPerEvaluation`` of them per evaluation (a minute, :data:`lakehook.domain.triggers.CATCH_UP_PERIOD_MS`,
+counted in the cursor), then answers CATCHING_UP with the backlog and defers itself to the next evaluation.
 
 EACH_VERSION and history. The asset state keeps only the newest versions, so the resolver keeps
 the history itself: before evaluating, it stores the new state images of its batch (only for
@@ -41,6 +48,7 @@ from lakehook.domain.evaluation import (
     select_member,
     steps_by_snapshot,
 )
+from lakehook.domain.late_versions import passed_over
 from lakehook.domain.rules import Group, Member, Mode, Policy, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.time import now_ms
@@ -108,6 +116,8 @@ class ResolveReport:
     rechecks: list[AssetRecheck] = field(default_factory=list)
     # the verdict each group had when it was first evaluated in this invocation (before its claims moved it)
     first_verdicts: dict[GroupRef, GroupEvaluation] = field(default_factory=dict)
+    # late snapshots an EACH_VERSION group had already run past: recorded as SKIPPED, never run
+    skipped: list[Trigger] = field(default_factory=list)
 
     def blocked_by(self) -> Counter[str]:
         """Why groups that did not fire in this invocation are waiting (metric dimension values)."""
@@ -354,13 +364,16 @@ class ResolveAssetChange:
         seen = _seen_snapshots(owned, recorded or {}, versioned)
         if owned and claim:
             self._history.record(owned, now)
-        if seen and claim:
-            self._history.record_snapshots(seen, now)
 
         assets = sorted({k for _, g in work for k in g.asset_keys})
         inputs = self._reader.read(assets, [(r.rule_id, g.group_id) for r, g in work])
+        if claim and recorded:
+            self._skip_late(work, recorded, inputs.cursors, now, report)
+        if seen and claim:
+            self._history.record_snapshots(seen, now)
         logs, recheck = self._logs(work, inputs.states, inputs.cursors, owned, now)
-        snapshots = self._snapshot_logs(work, inputs.states, inputs.cursors, seen, now)
+        persisted: dict[str, set[int]] = {}  # per asset, the orders known to be in the stored snapshot log
+        snapshots = self._snapshot_logs(work, inputs.states, inputs.cursors, seen, now, persisted)
         snapshots = self._judged(work, snapshots, inputs.states, inputs.cursors)
         previous = self._previous_triggers(work, inputs.cursors)
 
@@ -382,6 +395,7 @@ class ResolveAssetChange:
                     registered=registered,
                     snapshots=snapshots,
                     previous=previous,
+                    persisted=persisted,
                 )
             except Exception as exc:
                 if not self._rule_error(exc):
@@ -551,6 +565,7 @@ class ResolveAssetChange:
         registered: Mapping[str, bool] | None = None,
         snapshots: Mapping[str, SnapshotLog] | None = None,
         previous: Mapping[GroupRef, Trigger] | None = None,
+        persisted: dict[str, set[int]] | None = None,
     ) -> None:
         ref = (rule.rule_id, group.group_id)
         conflicts = claims = 0
@@ -585,6 +600,8 @@ class ResolveAssetChange:
                 self._fill(verdict.gaps)
                 return
             verdict = replace(verdict, pins=self._described(verdict.pins, states))
+            if _each_version(rule, group):
+                self._log_pinned(group, verdict.pins, snapshots or {}, persisted or {}, now)
             base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id)
             # Never before the group's previous claim (racing resolvers read their clocks at different
             # times), so a group's triggers list newest first in claim order.
@@ -603,7 +620,8 @@ class ResolveAssetChange:
                 updated_at=at,
                 reason=verdict.reason,
             )
-            moved = base.after(trigger, backfills_of(group, states))
+            catch_up = at if verdict.backlog is not None else None  # a window behind the newest closed one
+            moved = base.after(trigger, backfills_of(group, states), catch_up_at=catch_up)
             result = self._triggers.claim(trigger, moved, cursor)
             if result.outcome is ClaimOutcome.CLAIMED:
                 report.claimed.append(trigger)
@@ -673,6 +691,52 @@ class ResolveAssetChange:
 
     # --- EACH_VERSION snapshot log and head of line ---------------------------------------------------
 
+    def _skip_late(
+        self,
+        work: list[tuple[Rule, Group]],
+        recorded: Mapping[str, Sequence[SnapshotRecord]],
+        cursors: Mapping[GroupRef, GroupCursor],
+        now: int,
+        report: ResolveReport,
+    ) -> None:
+        """Record a SKIPPED ``late`` trigger for each snapshot of this batch that an EACH_VERSION group ran past
+        before the snapshot was known (:mod:`lakehook.domain.late_versions`): it cannot run in order any more.
+
+        Before the snapshot enters the log: a snapshot already logged was known in time (it ran, or runs), and a
+        redelivered record of it finds it logged. The skip's key is the version's, so a retry writes it once."""
+        late = [
+            found
+            for rule, group in work
+            for key, records in recorded.items()
+            if key in group.asset_keys
+            for record in records
+            if (found := passed_over(rule, group, cursors.get((rule.rule_id, group.group_id)), record, key))
+        ]
+        logged: dict[tuple[str, int], bool] = {}
+        for item in late:
+            where = (item.asset_key, item.record.order)
+            if where not in logged:
+                after = self._history.snapshots_after(item.asset_key, item.record.order - 1, 1)
+                logged[where] = bool(after) and after[0].record.order == item.record.order
+            if logged[where]:
+                continue
+            cursor = cursors[(item.rule.rule_id, item.group_id)]
+            skip = item.trigger(cursor, now)
+            if self._triggers.put_replay(skip):
+                report.skipped.append(skip)
+                logger.info(
+                    "late version skipped",
+                    extra={
+                        "rule_id": item.rule.rule_id,
+                        "group_id": item.group_id,
+                        "asset_key": item.asset_key,
+                        "snapshot_id": item.record.snapshot_id,
+                        "trigger_key": skip.trigger_key,
+                        "status": skip.status.value,
+                        "reason": skip.reason,
+                    },
+                )
+
     def _snapshot_logs(
         self,
         work: list[tuple[Rule, Group]],
@@ -680,9 +744,11 @@ class ResolveAssetChange:
         cursors: dict[GroupRef, GroupCursor],
         seen: Mapping[str, Sequence[SnapshotRecord]],
         now: int,
+        persisted: dict[str, set[int]] | None = None,
     ) -> dict[str, SnapshotLog]:
         """Per EACH_VERSION member stepping by snapshot: the logged snapshots after the oldest cursor that needs
-        them (one query per such asset), the snapshots this batch saw, and the state's own newest ones."""
+        them (one query per such asset), the snapshots this batch saw, and the state's own newest ones;
+        ``persisted`` gets the orders of those known to be stored (read, or logged by this batch)."""
         since: dict[str, int | None] = {}
         for rule, group in work:
             if not _each_version(rule, group):
@@ -709,11 +775,43 @@ class ResolveAssetChange:
                 stored = self._history.snapshots_after(key, start, limit)
                 complete = len(stored) < limit
                 entries = stored + entries
+            if persisted is not None:
+                persisted[key] = {e.record.order for e in entries}
             if state is not None and complete:
                 at = state.updated_at if state.updated_at is not None else now
                 entries += [LoggedSnapshot(r, at) for r in (state.latest_record, state.latest_data) if r is not None]
             logs[key] = SnapshotLog.of(entries, lineage_of(key), self._settle_ms)
         return logs
+
+    def _log_pinned(
+        self,
+        group: Group,
+        pins: Sequence[PinnedInput],
+        snapshots: Mapping[str, SnapshotLog],
+        persisted: dict[str, set[int]],
+        now: int,
+    ) -> None:
+        """Before a claim: log each pinned snapshot known only from the state (its event's stream record not handled
+        yet), so when that record comes it finds the snapshot logged and is not taken for one that arrived late.
+        One conditional put per such snapshot; none when the log holds it (read, or logged by this batch)."""
+        wanted: dict[str, list[SnapshotRecord]] = {}
+        for pin in pins:
+            log = snapshots.get(pin.asset_key)
+            member = next((m for m in group.members if m.asset_key == pin.asset_key), None)
+            if log is None or pin.snapshot_id is None or member is None or not steps_by_snapshot(member):
+                continue
+            order = pin.ordinal[0]
+            known = persisted.setdefault(pin.asset_key, set())
+            if order in known:
+                continue
+            entry = next((e for e in log.entries if e.record.order == order), None)
+            # a pin the log does not hold (the newest quality-passed snapshot, its own event not handled yet): what
+            # the pin knows of it; the event's fuller record, when it comes, finds it logged
+            record = entry.record if entry is not None else _pinned_record(pin, order)
+            wanted.setdefault(pin.asset_key, []).append(record)
+            known.add(order)
+        if wanted:
+            self._history.record_snapshots(wanted, now)
 
     def _judged(
         self,
@@ -806,6 +904,17 @@ class ResolveAssetChange:
         )
 
 
+def _pinned_record(pin: PinnedInput, order: int) -> SnapshotRecord:
+    assert pin.snapshot_id is not None
+    return SnapshotRecord(
+        snapshot_id=pin.snapshot_id,
+        order=order,
+        schema_id=pin.schema_id,
+        commit_time=pin.commit_time,
+        metadata_location=pin.metadata_location,
+    )
+
+
 def _described_by_state(pin: PinnedInput, state: AssetState | None) -> bool:
     """Whether the state itself holds what is known of the pinned snapshot (its newest, or newest data change)."""
     if state is None:
@@ -821,6 +930,7 @@ _TIMED = (
     Status.BLOCKED_BY_COVERAGE,
     Status.WAITING_FOR_VERSION,
     Status.WAITING_FOR_SCHEDULE,  # the next tick
+    Status.CATCHING_UP,  # a window backlog: the next evaluation's start
 )
 
 

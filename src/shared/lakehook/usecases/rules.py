@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
 from lakehook.domain.errors import AuthorizationError, ConflictError, NotFoundError, ValidationError
 from lakehook.domain.evaluation import select_member
+from lakehook.domain.late_versions import is_late_skip
 from lakehook.domain.requests import RecordedRequest, RequestAnswer, RequestKey
-from lakehook.domain.rules import Member, Rule, StartFrom, validate_id
+from lakehook.domain.rules import Member, Mode, Rule, StartFrom, validate_id
 from lakehook.domain.secret_names import ProducerSecrets
 from lakehook.domain.targets import UnusableTarget, name_target_error, secret_refs, write_context
 from lakehook.domain.time import ms_to_iso, now_ms
@@ -24,6 +25,7 @@ from lakehook.usecases.freshness import overdue_of_rule
 from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport
 
 MAX_MANUAL_RUNS = 100  # manual runs of one set of versions (each finished one frees the next number)
+MAX_SKIPS_SHOWN = 20  # explain lists the newest late versions skipped; GET /rules/{id}/triggers lists them all
 
 _WATERMARK_TAGS = ("instant", "window")  # discriminator tags pydantic puts in error locations
 DEPLOYED_POLICY = UrlPolicy()
@@ -286,6 +288,7 @@ class ManageRules:
             trigger = self._triggers.get(cursor.trigger_key) if cursor.trigger_key else None
             if trigger is not None:
                 last[group_id] = trigger
+        skipped = self._late_skips(rule)
         groups = []
         ready = False
         for group in rule.groups:
@@ -293,6 +296,8 @@ class ManageRules:
             ready = ready or verdict.ready
             data = verdict.to_api()
             data["lastTrigger"] = _summary(last.get(group.group_id))
+            if rule.policy.mode is Mode.EACH_VERSION:
+                data["skipped"] = [_skip(t) for t in skipped if t.group_id == group.group_id]
             groups.append(data)
         newest = max(last.values(), key=lambda t: (t.created_at, t.sequence), default=None)
         answer = {
@@ -310,6 +315,13 @@ class ManageRules:
         if overdue is not None:  # the rule or a member promises freshness
             answer["freshness"] = overdue.to_api()
         return answer
+
+    def _late_skips(self, rule: Rule) -> Sequence[Trigger]:
+        """The newest late versions the resolver skipped for an EACH_VERSION rule (one query; none for others)."""
+        if rule.policy.mode is not Mode.EACH_VERSION:
+            return []
+        page = self._triggers.list_for_rule(rule.rule_id, TriggerStatus.SKIPPED, MAX_SKIPS_SHOWN)
+        return [t for t in page.items if is_late_skip(t)]
 
     def _manual_run(
         self,
@@ -398,6 +410,18 @@ class ManageRules:
         if trigger is None:
             raise NotFoundError(f"trigger {trigger_key!r} does not exist")
         return trigger
+
+
+def _skip(trigger: Trigger) -> dict[str, Any]:
+    """A late version explain lists as skipped: which, why, and the SKIPPED trigger that records it."""
+    pin = trigger.inputs[0]
+    return {
+        "assetKey": pin.asset_key,
+        "snapshotId": pin.snapshot_id,
+        "reason": trigger.reason,
+        "triggerKey": trigger.trigger_key,
+        "skippedAt": ms_to_iso(trigger.created_at),
+    }
 
 
 def _summary(trigger: Trigger | None) -> dict[str, Any] | None:

@@ -1,0 +1,106 @@
+"""A late snapshot an EACH_VERSION group already ran past: it does not run for that group, and every answer says so.
+
+EACH_VERSION runs the versions after the one a group last triggered with, in order. A snapshot that enters the
+snapshot log after the group ran a newer one (5 ran, then 3 is pushed: Hudi instant times and assets of other
+formats have no lineage to wait on, a group's first trigger starts at the oldest snapshot it has seen, and a
+Paimon, Delta or Iceberg gap is stepped over once it settled) can no longer run in order: running 3 after 5 would
+break the order the rule promises. It is skipped: the push answers "version 3 arrived after 5 and will not run for
+rule X", and the resolver records a SKIPPED trigger with that reason under the ``late`` marker (which moves no
+cursor), which explain lists. A late snapshot the group has not passed yet still runs, in order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lakehook.domain.evaluation import steps_by_snapshot
+from lakehook.domain.rules import Group, Mode, Rule
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
+from lakehook.domain.versions import SnapshotRecord
+
+LATE_MARKER = "late"
+
+
+@dataclass(frozen=True)
+class LateVersion:
+    """A snapshot of ``asset_key`` that an EACH_VERSION group passed before it was known: it will not run there."""
+
+    rule: Rule
+    group_id: str
+    asset_key: str
+    record: SnapshotRecord
+    passed: PinnedInput  # the version the group had run (or started from) when this one arrived
+    baseline: bool  # the group had only its startFrom NEXT_CHANGE starting point
+
+    @property
+    def reason(self) -> str:
+        where = f"rule {self.rule.rule_id}"
+        if len(self.rule.groups) > 1:
+            where += f" (group {self.group_id})"
+        version, passed = self.record.snapshot_id, self.passed.snapshot_id
+        if self.baseline:
+            return (
+                f"version {version} is older than version {passed}, where {where} started (startFrom NEXT_CHANGE), "
+                f"and will not run for {where}"
+            )
+        return f"version {version} arrived after {passed} and will not run for {where}"
+
+    def trigger(self, cursor: GroupCursor, at: int) -> Trigger:
+        """The SKIPPED trigger that records the skip; its key depends on the version only, so it is written once."""
+        pin = PinnedInput(
+            asset_key=self.asset_key,
+            snapshot_id=self.record.snapshot_id,
+            snapshot_order=self.record.order if self.record.order != self.record.snapshot_id else None,
+            schema_id=self.record.schema_id,
+            commit_time=self.record.commit_time,
+            metadata_location=self.record.metadata_location,
+            watermark=self.record.watermark,
+        )
+        return Trigger(
+            trigger_key=trigger_key(
+                self.rule.rule_id, self.group_id, [pin], None, cursor.replay_epoch, marker=LATE_MARKER
+            ),
+            rule_id=self.rule.rule_id,
+            group_id=self.group_id,
+            status=TriggerStatus.SKIPPED,
+            inputs=(pin,),
+            replay_epoch=cursor.replay_epoch,
+            sequence=cursor.seq,
+            created_at=at,
+            updated_at=at,
+            reason=self.reason,
+        )
+
+
+def is_late_skip(trigger: Trigger) -> bool:
+    """Whether a trigger records a late version skipped (not a run, not a cursor move)."""
+    return trigger.status is TriggerStatus.SKIPPED and f".{LATE_MARKER}." in trigger.trigger_key
+
+
+def steps_through(rule: Rule, group: Group, asset_key: str, record: SnapshotRecord) -> bool:
+    """Whether ``group`` runs the snapshots of ``asset_key`` one by one (an enabled EACH_VERSION rule, no window) and
+    counts ``record`` as a version of its member (a compaction or one below minSnapshotId it passes over anyway)."""
+    if not rule.enabled or rule.policy.mode is not Mode.EACH_VERSION or group.window is not None:
+        return False
+    member = next((m for m in group.members if m.asset_key == asset_key), None)
+    if member is None or not steps_by_snapshot(member):
+        return False
+    c = member.condition
+    if not c.include_compaction and not record.changes_data:
+        return False
+    return c.min_snapshot_id is None or record.order >= c.min_snapshot_id
+
+
+def passed_over(
+    rule: Rule, group: Group, cursor: GroupCursor | None, record: SnapshotRecord, asset_key: str
+) -> LateVersion | None:
+    """The skip, when ``group`` steps through ``asset_key``'s snapshots and its cursor already holds a newer one of
+    that asset; else None (the snapshot runs in order, or it is no version of the group)."""
+    if cursor is None or cursor.seq == 0:
+        return None  # the first trigger starts at the oldest snapshot seen: this one is among them
+    last = cursor.pins.get(asset_key)
+    if last is None or last.snapshot_id is None or last.ordinal[0] <= record.order:
+        return None
+    if not steps_through(rule, group, asset_key, record):
+        return None
+    return LateVersion(rule, group.group_id, asset_key, record, last, cursor.baseline)

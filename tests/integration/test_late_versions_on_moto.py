@@ -1,0 +1,87 @@
+"""Truthful EACH_VERSION on moto. A late snapshot a rule already ran past: the push's answer (the container's
+ingest reads the asset's rules and their cursors), the SKIPPED trigger the resolver records from the event item's
+stream record, and explain listing it, all in the same words; a redelivered batch records nothing twice. A window
+backlog caught up a few windows per evaluation, counted in the stored cursor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lakehook.api.app import build_app
+from lakehook.container import Container
+from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
+from lakehook.domain.time import MAX_ISO_MS
+from lakehook.handlers import handle_stream_batch
+from tests.integration.test_gap_fill_on_paimon import runs_succeed
+from tests.integration.test_resolver_on_moto import ORDERS, Stream, call, put_rule
+
+pytestmark = pytest.mark.integration
+
+SKIP = "version 3 arrived after 5 and will not run for rule export"
+
+
+def snap(sid: int) -> AssetEvent:
+    return AssetEvent(eventType="SNAPSHOT_COMMITTED", assetKey=ORDERS, snapshotId=sid)
+
+
+def test_pushes_5_then_3_run_5_and_every_answer_says_3_is_skipped(container: Container, ddb_client: Any) -> None:
+    stream = Stream(ddb_client)
+    app = build_app()
+    put_rule(app, "export", {"assetKey": ORDERS}, mode="EACH_VERSION")
+    assert container.ingest.ingest(snap(5), SourceType.PUSH).status is IngestStatus.ACCEPTED
+    runs_succeed(container, stream)
+    late = container.ingest.ingest(snap(3), SourceType.PUSH)
+    assert late.status is IngestStatus.STALE
+    assert late.reason == f"recorded; the asset state already holds a newer version; {SKIP}"
+    batch = stream.batch()
+    assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
+    assert handle_stream_batch(batch, container) == {"batchItemFailures": []}  # redelivered: written once
+    status, page = call(app, "GET", "/triggers", query={"ruleId": "export"})
+    assert status == 200
+    assert [(t["status"], [i["snapshotId"] for i in t["inputs"]], t["reason"]) for t in page["items"]][:2] == [
+        ("SKIPPED", [3], SKIP),
+        ("SUCCEEDED", [5], None),
+    ] and len(page["items"]) == 2
+    status, explained = call(app, "GET", "/rules/export/explain")
+    assert status == 200
+    skipped = explained["groups"][0]["skipped"]
+    assert [(s["assetKey"], s["snapshotId"], s["reason"]) for s in skipped] == [(ORDERS, 3, SKIP)]
+    assert explained["groups"][0]["lastTrigger"]["inputs"][0]["snapshotId"] == 5  # the skip moved no cursor
+
+
+def test_a_far_future_watermark_catches_up_a_few_windows_per_evaluation(
+    container: Container, ddb_client: Any, table: Any
+) -> None:
+    """On moto, with the real clock: the catch-up count lives in the stored cursor, so the wake-ups of finished runs
+    (each a stream record of their own) stop at maxRunsPerEvaluation; explain shows the backlog and the group is
+    deferred to when the next evaluation starts."""
+    stream = Stream(ddb_client)
+    app = build_app()
+    hourly = {"assetKey": ORDERS, "condition": {"watermarkAtLeast": {"window": "PT1H"}}}
+    status, body = call(
+        app,
+        "PUT",
+        "/rules/hourly",
+        {
+            "groups": [{"groupId": "g", "members": [hourly]}],
+            "policy": {"mode": "EACH_VERSION", "maxRunsPerEvaluation": 0},
+            "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
+        },
+    )
+    assert status == 400 and body["field"] == "policy.maxRunsPerEvaluation", body
+    put_rule(app, "hourly", hourly, mode="EACH_VERSION", maxRunsPerEvaluation=2)
+    base = 1_750_000_000_000 // 3_600_000 * 3_600_000
+    container.ingest.ingest(snap(1).model_copy(update={"watermark": base}), SourceType.PUSH)
+    runs_succeed(container, stream)
+    container.ingest.ingest(snap(2).model_copy(update={"watermark": MAX_ISO_MS}), SourceType.PUSH)
+    runs_succeed(container, stream)
+    status, page = call(app, "GET", "/triggers", query={"ruleId": "hourly"})
+    ends = sorted(t["window"]["end"] for t in page["items"])
+    assert len(ends) == 3, ends  # the first window, then two of the millions behind the newest closed one
+    status, explained = call(app, "GET", "/rules/hourly/explain")
+    group = explained["groups"][0]
+    assert group["status"] == "CATCHING_UP" and group["backlog"]["pendingWindows"] > 60_000_000
+    deferred = [i for i in table.scan()["Items"] if i.get("itemType") == "DEFERRAL"]
+    assert [d["ruleId"] for d in deferred] == ["hourly"]
