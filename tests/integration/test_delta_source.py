@@ -266,7 +266,9 @@ def test_a_broken_table_does_not_block_a_healthy_one(tmp_path: Path, lake: Lake)
     healthy, bad_pointer, bad_commit = (str(tmp_path / n) for n in ("orders", "bad_pointer", "bad_commit"))
     for location in (healthy, bad_pointer, bad_commit):
         write(location, rows(1))
+    # an unreadable _last_checkpoint is only a hint gone: the log is listed instead, as delta-rs does
     Path(bad_pointer, "_delta_log", "_last_checkpoint").write_text("not json")
+    assert DeltaTable(bad_pointer).version() == 0
     Path(bad_commit, "_delta_log", commit_file(0)).write_text('{"commitInfo": {"trunc')
     assets = [
         register(str(tmp_path / "missing"), "ods.missing"),
@@ -277,7 +279,7 @@ def test_a_broken_table_does_not_block_a_healthy_one(tmp_path: Path, lake: Lake)
     results = {r.asset_key.rsplit("/", 1)[-1]: (r.outcome, r.error_kind) for r in lake.poll_all(assets)}
     assert results == {
         "missing": (PollOutcome.FAILED, "TableNotFoundError"),
-        "bad_pointer": (PollOutcome.FAILED, "CorruptMetadataError"),
+        "bad_pointer": (PollOutcome.ADVANCED, None),
         "bad_commit": (PollOutcome.FAILED, "CorruptMetadataError"),
         "orders": (PollOutcome.ADVANCED, None),
     }

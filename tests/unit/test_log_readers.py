@@ -78,7 +78,8 @@ def test_a_spark_overwrite_reports_the_rows_it_wrote_as_the_total() -> None:
                     "operationParameters": {"mode": "Overwrite"},
                     "operationMetrics": {"numOutputRows": "40"},
                 }
-            }
+            },
+            {"add": {"path": "p", "modificationTime": 1, "dataChange": True}},
         ),
     ).info
     assert (info.total_record_count, info.delta_record_count) == (40, None)

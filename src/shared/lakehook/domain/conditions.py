@@ -22,7 +22,7 @@ from lakehook.domain.rules import Member
 from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus
 from lakehook.domain.status import Status
 from lakehook.domain.time import ms_to_iso
-from lakehook.domain.versions import SnapshotRecord, changes_data
+from lakehook.domain.versions import SnapshotRecord
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,8 @@ class DataChange(MemberCondition):
 
     def shows(self, state: AssetState) -> dict[str, Any]:
         data = state.latest_data  # the newest snapshot is a compaction: show the data snapshot pinned instead
-        if state.latest_snapshot_id is not None and not changes_data(state.latest_commit_kind) and data is not None:
+        latest = state.latest_record
+        if latest is not None and not latest.changes_data and data is not None:
             return {"dataSnapshotId": data.snapshot_id}
         return {}
 

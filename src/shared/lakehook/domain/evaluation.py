@@ -202,6 +202,7 @@ def at_snapshot(state: AssetState, record: SnapshotRecord, quality: Verdict | No
         "latest_schema_id": record.schema_id if record.schema_id is not None else state.latest_schema_id,
         "latest_commit_time": record.commit_time,
         "latest_commit_kind": record.commit_kind,
+        "latest_data_change": record.changes_data,
         "latest_metadata_location": record.metadata_location,
         "latest_snapshot_watermark": record.watermark,
         # a watermark gate is the asset's: the newest of its pushed and snapshot watermarks, as it is now

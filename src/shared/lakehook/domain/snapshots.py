@@ -51,6 +51,9 @@ class SnapshotInfo(BaseModel):
     commit_identifier: int | None = Field(default=None, alias="commitIdentifier")
     schema_changed: bool | None = Field(default=None, alias="schemaChanged")
     metadata_location: str | None = Field(default=None, alias="metadataLocation")
+    data_change: bool | None = Field(
+        default=None, alias="dataChange", description="as the format recorded it (Delta); None: the kind decides"
+    )
 
 
 class TagInfo(BaseModel):
@@ -197,6 +200,7 @@ def snapshot_event(asset_key: str, snapshot: SnapshotInfo) -> AssetEvent:
         changelog_record_count=snapshot.changelog_record_count,
         schema_changed=snapshot.schema_changed,
         metadata_location=snapshot.metadata_location,
+        data_change=snapshot.data_change,
     )
 
 

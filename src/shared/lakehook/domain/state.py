@@ -131,6 +131,7 @@ def _snapshot_committed(event: AssetEvent, recorded_at: int) -> Advance:
     }
     sets.update({k: v for k, v in optional.items() if v is not None})
     record = snapshot_record(event)
+    sets["latestDataChange"] = record.changes_data  # always: a later snapshot's kind must not inherit a stale flag
     late = None
     if record.changes_data:  # a compaction keeps the newest data-changing snapshot (see versions.py)
         sets["latestData"] = record.to_item()
@@ -273,6 +274,7 @@ def snapshot_record(event: AssetEvent) -> SnapshotRecord:
         commit_kind=event.commit_kind,
         metadata_location=event.metadata_location,
         watermark=event.watermark,
+        data_change=event.data_change,
     )
 
 
@@ -383,6 +385,9 @@ class AssetState(BaseModel):
     latest_schema_id: int | None = Field(default=None, alias="latestSchemaId")
     latest_commit_time: int | None = Field(default=None, alias="latestCommitTime")
     latest_commit_kind: str | None = Field(default=None, alias="latestCommitKind")
+    latest_data_change: bool | None = Field(
+        default=None, alias="latestDataChange", description="whether the newest snapshot changed data"
+    )
     latest_parent_snapshot_id: int | None = Field(default=None, alias="latestParentSnapshotId")
     latest_snapshot_watermark: int | None = Field(default=None, alias="latestSnapshotWatermark")
     latest_watermark: int | None = Field(default=None, alias="latestWatermark")
@@ -447,6 +452,7 @@ class AssetState(BaseModel):
             commit_kind=self.latest_commit_kind,
             metadata_location=self.latest_metadata_location,
             watermark=self.latest_snapshot_watermark,
+            data_change=self.latest_data_change,
         )
 
     def tag_snapshot(self, tag: str) -> tuple[int, int | None] | None:

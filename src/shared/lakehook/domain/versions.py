@@ -9,6 +9,11 @@ A compaction rewrites files without changing what the table holds: Paimon commit
 vacuum as ``VACUUM START`` / ``VACUUM END``), Hudi as a compaction (``COMPACT``, ``LOG_COMPACT``) or
 a clustering ``replacecommit`` (``CLUSTER``). Such a snapshot is not an update for a member unless the
 member asks for it (``includeCompaction: true``).
+
+Where the format itself records whether a commit changed data, the snapshot says so (``dataChange``) and that
+decides, whatever the commit kind: a Delta version changes data only when it adds or removes a file with
+``dataChange: true`` (a property or schema change, an UPDATE or DELETE that matched no row and an ``OPTIMIZE``
+do not). Without it (None) the commit kind decides, as above.
 """
 
 from __future__ import annotations
@@ -26,8 +31,11 @@ NO_DATA_CHANGE_KINDS = frozenset(
 )
 
 
-def changes_data(commit_kind: str | None) -> bool:
-    """Whether a snapshot of this commit kind changes the table's data (unknown kinds count as changes)."""
+def changes_data(commit_kind: str | None, data_change: bool | None = None) -> bool:
+    """Whether a snapshot changes the table's data: as its format recorded it when it did (``data_change``),
+    else by its commit kind (unknown kinds count as changes)."""
+    if data_change is not None:
+        return data_change
     return commit_kind is None or commit_kind.upper() not in NO_DATA_CHANGE_KINDS
 
 
@@ -47,10 +55,11 @@ class SnapshotRecord(BaseModel):
     commit_kind: str | None = Field(default=None, alias="commitKind")
     metadata_location: str | None = Field(default=None, alias="metadataLocation")
     watermark: int | None = None
+    data_change: bool | None = Field(default=None, alias="dataChange")
 
     @property
     def changes_data(self) -> bool:
-        return changes_data(self.commit_kind)
+        return changes_data(self.commit_kind, self.data_change)
 
     def to_item(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_none=True)
