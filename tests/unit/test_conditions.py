@@ -188,3 +188,20 @@ def test_a_member_failing_several_conditions_shows_the_first_in_precedence_order
     )
     tagged = approved.model_copy(update={"tags": {"v1"}, "tag_refs": {"5::v1"}})
     assert select_member(both, tagged).reason == "no backfill has completed yet"
+
+
+def test_data_change_follows_the_snapshots_own_flag_over_its_commit_kind() -> None:
+    data = SnapshotRecord(snapshot_id=7, order=7, commit_kind="WRITE", data_change=True)
+    rule = DataChange.of(member("delta://lake/ods/a"))
+    # a Delta WRITE whose files all say dataChange=false (a repartition) changed no data
+    quiet = state(
+        "delta://lake/ods/a",
+        latest_snapshot_id=8,
+        latest_commit_kind="WRITE",
+        latest_data_change=False,
+        latest_data=data,
+    )
+    assert pinned(judge(rule, quiet)) == 7
+    assert rule is not None and rule.shows(quiet) == {"dataSnapshotId": 7}
+    loud = quiet.model_copy(update={"latest_commit_kind": "OPTIMIZE", "latest_data_change": True})
+    assert pinned(judge(rule, loud)) == 8 and rule.shows(loud) == {}
