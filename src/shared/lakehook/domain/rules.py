@@ -149,7 +149,8 @@ class Condition(BaseModel):
         default=None,
         alias="includeCompaction",
         description="count snapshots that change no data (Paimon COMPACT or ANALYZE, Iceberg replace, "
-        "Delta OPTIMIZE or VACUUM, Hudi compaction or clustering) as updates",
+        "Delta versions that add or remove no file with dataChange true, such as OPTIMIZE, VACUUM or a property "
+        "change, Hudi compaction or clustering) as updates",
     )
     coverage: WindowSpec | None = Field(
         default=None,
