@@ -204,6 +204,25 @@ def test_delta_commits_that_change_no_data_start_no_run_whatever_their_operation
     assert world.pinned("data_only") == [0, 5]
 
 
+def test_a_delta_table_created_empty_starts_no_run_until_data_arrives(world: World, tmp_path: Path) -> None:
+    from deltalake import DeltaTable, write_deltalake
+
+    location = str(tmp_path / "delta" / "orders")
+    key = "delta://lake/ods/orders"
+    DeltaTable.create(location, schema=rows().schema)  # version 0: CREATE TABLE, no file
+    asset = world.register(key, "delta", "lake", {}, location=location)
+    world.rule("data_only", key)
+    world.settle()
+    DeltaTable(location).alter.set_table_properties({"delta.appendOnly": "true"})  # version 1
+    world.poll(asset)
+    world.settle()
+    assert world.pinned("data_only") == []
+    write_deltalake(location, rows(1), mode="append")  # version 2: the first data
+    world.poll(asset)
+    world.settle()
+    assert world.pinned("data_only") == [2]
+
+
 @pytest.mark.parametrize(
     ("golden", "quiet"),
     [

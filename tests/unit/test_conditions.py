@@ -205,3 +205,13 @@ def test_data_change_follows_the_snapshots_own_flag_over_its_commit_kind() -> No
     assert rule is not None and rule.shows(quiet) == {"dataSnapshotId": 7}
     loud = quiet.model_copy(update={"latest_commit_kind": "OPTIMIZE", "latest_data_change": True})
     assert pinned(judge(rule, loud)) == 8 and rule.shows(loud) == {}
+
+
+def test_data_change_pins_nothing_while_no_snapshot_has_changed_data() -> None:
+    created = state(
+        "delta://lake/ods/a", latest_snapshot_id=1, latest_commit_kind="SET TBLPROPERTIES", latest_data_change=False
+    )
+    assert judge(DataChange.of(member("delta://lake/ods/a")), created) == Blocked(
+        Status.BLOCKED_BY_SNAPSHOT, "no snapshot has changed data yet (snapshot 1 changed none)"
+    )
+    assert select_member(member("delta://lake/ods/a", includeCompaction=True), created).status is Status.READY
