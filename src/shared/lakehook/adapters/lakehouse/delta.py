@@ -390,10 +390,10 @@ def _row_counts(operation: str, metrics: dict[str, Any], parameters: Any) -> tup
     if operation == "MERGE":
         added, deleted = _first_int(metrics, _MERGE_INSERTED), _first_int(metrics, _MERGE_DELETED)
     elif operation == "UPDATE":
-        return None, 0 if _first_int(metrics, _UPDATED) is not None else None
+        return None, (0 if _first_int(metrics, _UPDATED) is not None else None)
     else:
         added, deleted = _first_int(metrics, _WRITTEN), _first_int(metrics, _DELETED)
-    return None, None if added is None and deleted is None else (added or 0) - (deleted or 0)
+    return None, (None if added is None and deleted is None else (added or 0) - (deleted or 0))
 
 
 def _first_int(metrics: dict[str, Any], names: tuple[str, ...]) -> int | None:
