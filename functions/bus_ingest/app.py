@@ -9,16 +9,19 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from lakehook.container import current
 from lakehook.event_metrics import count_results
 from lakehook.observability import MetricName, logger, metrics
-from lakehook.usecases.bus_ingest import BusReport
+from lakehook.usecases.bus_ingest import BusReport, account_of
 
 
 @logger.inject_lambda_context(log_event=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    report: BusReport = current().ingest_bus_events(event)
+    # the stack's own account: a producer without busAccounts takes events put from it only
+    report: BusReport = current().ingest_bus_events(event, account_of(context.invoked_function_arn))
     if report.rejected:
         # Never raised: EventBridge would retry an event that can only fail the same way.
         metrics.add_metric(name=MetricName.EVENT_INVALID, unit="Count", value=1)
+        if report.unbound_account:
+            metrics.add_metric(name=MetricName.BUS_EVENT_FOREIGN_ACCOUNT, unit="Count", value=1)
         logger.warning("bus event rejected", extra=report.to_log())
     else:
         count_results(report.results)

@@ -19,9 +19,14 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         report = current().check_freshness()
         metrics.add_metric(name=MetricName.RULES_OVERDUE, unit="Count", value=len(report.rules))
         metrics.add_metric(name=MetricName.ASSETS_OVERDUE, unit="Count", value=len(report.assets))
-        if report.rules or report.assets:
+        metrics.add_metric(name=MetricName.RULES_UNCHECKED, unit="Count", value=len(report.unchecked))
+        if report.rules or report.assets or report.unchecked:
             logger.warning("overdue", extra=report.to_log())
-        return {"rulesOverdue": sorted(report.rules), "assetsOverdue": [o.asset_key for o in report.assets]}
+        return {
+            "rulesOverdue": sorted(report.rules),
+            "assetsOverdue": [o.asset_key for o in report.assets],
+            "rulesUnchecked": sorted(report.unchecked),
+        }
     due = sweep_deferred()
     logger.info("deferrals swept", extra={"due": due})
     return {"due": due}

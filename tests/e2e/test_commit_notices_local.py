@@ -207,6 +207,7 @@ def test_every_way_in_for_one_snapshot_is_one_event(stack: LocalStack, lake: Lak
             "assetKeyPrefixes": ["iceberg://glue/dw_db/"],
             "lineageDatasets": [mapping],
             "eventSources": ["com.example.gmv-job"],
+            "lineageBearer": True,  # the OpenLineage client below sends the apiKey as a bearer
         },
     )
     delivered_before = sum(d.delivered for d in stack.rule_deliveries)

@@ -89,7 +89,11 @@ class Lake:
         answer = requests.put(f"{stack.api_url}/assets", headers=admin, json=registration, timeout=30)
         assert answer.status_code == 201, answer.text
         mapping = {"namespace": GLUE_NAMESPACE, "namePrefix": "table/", "assetKeyPrefix": "iceberg://glue/"}
-        spec = {"assetKeyPrefixes": ["iceberg://glue/ods_db/", "paimon://lake/ods_db/"], "lineageDatasets": [mapping]}
+        spec = {
+            "assetKeyPrefixes": ["iceberg://glue/ods_db/", "paimon://lake/ods_db/"],
+            "lineageDatasets": [mapping],
+            "lineageBearer": True,  # OpenLineage's api_key auth sends the key as a bearer: opted in
+        }
         created = requests.put(f"{stack.api_url}/producers/spark-etl", headers=admin, json=spec, timeout=30)
         assert created.status_code in (200, 201), created.text
         rotated = requests.put(

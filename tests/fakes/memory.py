@@ -161,10 +161,23 @@ class InMemorySecretStore(SecretStore):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.secrets: dict[str, str] = {}
+        self.owners: dict[str, str] = {}
 
     def put_secret(self, name: str, value: str) -> str:
         with self._lock:
             self.secrets[name] = value
+        return name
+
+    def may_own_secret(self, name: str, owner: str) -> bool:
+        with self._lock:
+            return name not in self.secrets or self.owners.get(name) == owner
+
+    def put_owned_secret(self, name: str, value: str, owner: str) -> str:
+        with self._lock:
+            if name in self.secrets and self.owners.get(name) != owner:
+                raise ConflictError(f"secret {name!r} already exists and lakehook did not create it for {owner}")
+            self.secrets[name] = value
+            self.owners[name] = owner
         return name
 
     def get_secret(self, ref: str) -> str:

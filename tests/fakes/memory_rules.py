@@ -10,6 +10,7 @@ from typing import Any
 
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.requests import RecordedRequest
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState, snapshot_record
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
@@ -21,6 +22,7 @@ from lakehook.ports.rules import (
     Deferral,
     DeferralStore,
     GroupRef,
+    RequestClaim,
     ResolutionInputs,
     RuleError,
     RuleStore,
@@ -110,6 +112,7 @@ class InMemoryTriggerStore(TriggerStore):
         self.cursors: dict[GroupRef, GroupCursor] = {}
         self.claim_order: list[str] = []
         self.ledger_books: dict[str, Any] = {}  # the ledger's leases and failure bookkeeping, by trigger key
+        self.requests: dict[str, RecordedRequest] = {}  # REQUEST#<key>: the first answer under a request key
 
     def claim(self, trigger: Trigger, cursor: GroupCursor, expected: GroupCursor | None) -> ClaimResult:
         ref = (cursor.rule_id, cursor.group_id)
@@ -133,6 +136,23 @@ class InMemoryTriggerStore(TriggerStore):
             self.triggers[trigger.trigger_key] = trigger
             self.claim_order.append(trigger.trigger_key)
             return True
+
+    def put_replay_once(self, trigger: Trigger, request: RecordedRequest) -> RequestClaim:
+        with self.lock:
+            taken = self.requests.get(request.key)
+            if taken is not None and taken.expires_at > request.created_at // 1000:
+                return RequestClaim(False, taken)
+            if trigger.trigger_key in self.triggers:
+                return RequestClaim(False)
+            self.triggers[trigger.trigger_key] = trigger
+            self.claim_order.append(trigger.trigger_key)
+            self.requests[request.key] = request
+            return RequestClaim(True)
+
+    def get_request(self, key: str, now_ms: int) -> RecordedRequest | None:
+        with self.lock:
+            found = self.requests.get(key)
+            return found if found is not None and found.expires_at > now_ms // 1000 else None
 
     def get(self, trigger_key: str) -> Trigger | None:
         with self.lock:

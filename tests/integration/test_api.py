@@ -531,6 +531,34 @@ def test_a_credential_in_clear_is_a_400_naming_the_property(api: Api) -> None:
     assert api.call("GET", "/assets").body["items"] == []
 
 
+@pytest.mark.parametrize(
+    ("name", "endpoint"),
+    [
+        ("s3.endpoint", "https://169.254.169.254"),
+        ("uri", "https://[::ffff:a9fe:a9fe]/catalog"),
+        ("glue.endpoint", "https://[fe80::1%25eth0]"),
+        ("s3.endpoint", "169.254.169.254:80"),
+    ],
+)
+def test_a_source_endpoint_the_url_policy_refuses_is_a_400_naming_the_property(
+    api: Api, name: str, endpoint: str
+) -> None:
+    body = {
+        "assetKey": "iceberg://rest/ods_db/t",
+        "format": "iceberg",
+        "source": {"catalog": "rest", "table": "ods_db.t", "properties": {"type": "rest", name: endpoint}},
+    }
+    for query in ({"dryRun": "true"}, None):
+        answer = api.call("PUT", "/assets", body, query=query)
+        assert answer.status == 400, answer.body
+        assert answer.body["field"] == f"source.properties.{name}"
+        assert answer.body["message"].startswith(f"source.properties.{name}: ")
+    assert api.call("GET", "/assets").body["items"] == []
+    # the local stack's own moto endpoint (plain http on loopback) is fine here
+    local = {**body, "source": {**body["source"], "properties": {"type": "rest", name: "http://127.0.0.1:5000"}}}
+    assert api.call("PUT", "/assets", local).status == 201
+
+
 def test_bad_registrations_are_a_400(api: Api) -> None:
     for body, words in (
         ({"assetKey": ORDERS, "format": "iceberg"}, "iceberg://"),

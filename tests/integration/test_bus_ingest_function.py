@@ -19,8 +19,20 @@ SAMPLE = json.loads((ROOT / "events" / "bus_ingest" / "asset_events.json").read_
 ORDERS = "paimon://lake/ods_db/ods_order_latest"
 
 
-def producer(container: Container, producer_id: str, sources: list[str], prefixes: list[str] | None = None) -> None:
-    spec = {"assetKeyPrefixes": prefixes or ["paimon://lake/ods_db/"], "eventSources": sources}
+STACK_ACCOUNT = "123456789012"  # FakeLambdaContext's function ARN, and the sample event's account
+OTHER_ACCOUNT = "210987654321"
+
+
+def producer(
+    container: Container,
+    producer_id: str,
+    sources: list[str],
+    prefixes: list[str] | None = None,
+    accounts: list[str] | None = None,
+) -> None:
+    spec: dict[str, Any] = {"assetKeyPrefixes": prefixes or ["paimon://lake/ods_db/"], "eventSources": sources}
+    if accounts is not None:
+        spec["busAccounts"] = accounts
     container.register_producer(producer_id, ProducerSpec.model_validate(spec))
 
 
@@ -84,3 +96,61 @@ def test_a_source_belongs_to_one_producer_and_is_released_when_no_longer_named(c
 def test_a_source_eventbridge_would_not_take_from_a_writer_is_refused_when_written(source: str) -> None:
     with pytest.raises(PydanticValidationError, match="event source"):
         ProducerSpec.model_validate({"assetKeyPrefixes": ["paimon://lake/"], "eventSources": [source]})
+
+
+# --- the producer is bound to the account EventBridge says put the event -----------------------------
+
+
+def from_account(account: str | None, source: str = "com.example.glue-etl") -> dict[str, Any]:
+    event = with_detail(SAMPLE["detail"], source)
+    if account is None:
+        del event["account"]
+    else:
+        event["account"] = account
+    return event
+
+
+class ForeignContext(FakeLambdaContext):
+    invoked_function_arn = f"arn:aws:lambda:us-east-1:{OTHER_ACCOUNT}:function:lakehook-test"
+
+
+def test_a_producers_source_put_from_another_account_is_rejected_counted_and_never_ingested(
+    container: Container, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    producer(container, "glue-etl", ["com.example.glue-etl"])  # no busAccounts: the stack's own account
+    handler = load_handler("bus_ingest")
+    for event in (from_account(OTHER_ACCOUNT), from_account(None), from_account("")):
+        answer = handler(event, FakeLambdaContext())
+        assert "busAccounts" in answer["rejected"] and answer["producer"] == "glue-etl", answer
+    assert container.asset_store.get_state(ORDERS) is None and container.asset_store.list_events(ORDERS, 10).items == []
+    rejected = [r for r in caplog.records if r.getMessage() == "bus event rejected"]
+    assert [getattr(r, "account", None) for r in rejected] == [OTHER_ACCOUNT, None, ""]
+    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    assert [m.get("lakehouse_bus_event_foreign_account_total") for m in emitted] == [[1.0]] * 3
+    # the stack's own account is taken
+    assert [r["status"] for r in handler(from_account(STACK_ACCOUNT), FakeLambdaContext())["results"]] == ["ACCEPTED"]
+
+
+def test_bus_accounts_name_the_accounts_a_producer_takes_bus_events_from(container: Container) -> None:
+    producer(container, "glue-etl", ["com.example.glue-etl"], accounts=[OTHER_ACCOUNT])
+    handler = load_handler("bus_ingest")
+    own = handler(from_account(STACK_ACCOUNT), FakeLambdaContext())  # listed accounts only, not the stack's
+    assert "put from account(s) 210987654321" in own["rejected"], own
+    assert container.asset_store.get_state(ORDERS) is None
+    taken = handler(from_account(OTHER_ACCOUNT), FakeLambdaContext())
+    assert [r["status"] for r in taken["results"]] == ["ACCEPTED"] and taken["account"] == OTHER_ACCOUNT
+    assert container.producer_registry.get_producer("glue-etl").to_api()["busAccounts"] == [OTHER_ACCOUNT]  # type: ignore[union-attr]
+
+
+def test_without_bus_accounts_the_stack_account_is_that_of_the_function(container: Container) -> None:
+    producer(container, "glue-etl", ["com.example.glue-etl"])
+    handler = load_handler("bus_ingest")
+    answer = handler(from_account(STACK_ACCOUNT), ForeignContext())  # the stack runs in the other account
+    assert "put from account(s) 210987654321" in answer["rejected"], answer
+    assert [r["status"] for r in handler(from_account(OTHER_ACCOUNT), ForeignContext())["results"]] == ["ACCEPTED"]
+
+
+@pytest.mark.parametrize("accounts", [["12345678901"], ["12345678901a"], ["123456789012", "123456789012"], [""]])
+def test_a_bus_account_that_is_no_account_id_is_refused_when_written(accounts: list[str]) -> None:
+    with pytest.raises(PydanticValidationError, match=r"busAccounts|12-digit"):
+        ProducerSpec.model_validate({"assetKeyPrefixes": ["paimon://lake/"], "busAccounts": accounts})

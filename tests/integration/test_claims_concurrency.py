@@ -163,3 +163,41 @@ def test_eight_resolvers_on_the_same_changes_claim_each_key_once(endpoint: str) 
     assert sorted(claimed) == sorted(
         t.trigger_key for r in ("each", "any", "all") for t in triggers.list_for_rule(r).items
     )
+
+
+def test_racing_replays_under_one_idempotency_key_claim_one_run_and_answer_it_to_all(endpoint: str) -> None:
+    from lakehook.domain.triggers import TriggerStatus
+    from lakehook.usecases.replay import ReplayTrigger
+    from lakehook.usecases.spool import PreflightReplay, VerifySpoolManifest
+    from tests.fakes.memory import InMemoryAssetRegistry, InMemoryAssetStore
+    from tests.fakes.memory_coverage import InMemoryObjectStore, InMemorySnapshotExistence
+
+    pins = (PinnedInput(asset_key=A, snapshot_id=1),)
+    original = Trigger(
+        trigger_key=trigger_key("replayed", "g", pins, None, 0),
+        rule_id="replayed",
+        group_id="g",
+        status=TriggerStatus.SUCCEEDED,
+        inputs=pins,
+        created_at=1,
+        updated_at=2,
+        manifest_uri="s3://manifests/manifests/replayed.json",
+    )
+    assert DynamoDBTriggerStore(table_at(endpoint)).put_replay(original)
+    preflight = PreflightReplay(
+        VerifySpoolManifest(InMemoryObjectStore()),
+        InMemoryAssetRegistry(),
+        InMemoryAssetStore(),
+        InMemorySnapshotExistence(),
+    )
+    replays = [ReplayTrigger(DynamoDBTriggerStore(table_at(endpoint)), preflight) for _ in range(RACERS)]
+
+    def replay(i: int) -> Any:
+        return replays[i].answer(original.trigger_key, idempotency_key="one-request")
+
+    answers = race(RACERS, replay)
+    claims = [t for t in DynamoDBTriggerStore(table_at(endpoint)).list_for_rule("replayed").items if t.replay_of]
+    assert len(claims) == 1, [t.trigger_key for t in claims]  # exactly one run
+    assert {a.body["replay"]["triggerKey"] for a in answers} == {claims[0].trigger_key}  # everyone is told it
+    assert sorted(a.replayed for a in answers) == [False] + [True] * (RACERS - 1)
+    assert {a.status for a in answers} == {201}

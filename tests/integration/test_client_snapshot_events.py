@@ -53,3 +53,35 @@ def test_paimon_commit_event_is_the_latest_snapshot(tmp_path: Path) -> None:
         event["schemaId"],
     )
     assert AssetEvent.model_validate(event).event_id == event_id(event)
+
+
+def test_iceberg_commit_event_counts_rows_as_the_poller_does(tmp_path: Path) -> None:
+    """A delete's event carries the rows it removed (not the rows of the rewritten file), and a commit that
+    matched nothing says it changed no data: the same reading as the poller's, so push and poll agree."""
+    from pyiceberg.catalog import load_catalog
+
+    catalog = load_catalog("lake", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/w")
+    table = create_iceberg_table(catalog, "ods_db.orders")
+    table.append(rows(1, 2, 3))
+    table.delete("id = 2")  # copy-on-write: the 3-row file is replaced by a 2-row one
+    deleted = table.current_snapshot()
+    assert deleted.summary is not None and deleted.summary["deleted-records"] == "3"
+    event = snapshot_event_from_iceberg(table)
+    assert (event["totalRecordCount"], event["deltaRecordCount"]) == (2, -1) and "dataChanged" not in event
+    assert table.scan().to_arrow().num_rows == 2
+
+    table.overwrite(rows(9).slice(0, 0), overwrite_filter="id = 99")  # matches nothing; pyiceberg still commits
+    noop = table.current_snapshot()
+    assert noop.snapshot_id != deleted.snapshot_id and noop.parent_snapshot_id == deleted.snapshot_id
+    event = snapshot_event_from_iceberg(table)
+    assert (event["totalRecordCount"], event["deltaRecordCount"], event["dataChanged"]) == (2, 0, False)
+    parsed = AssetEvent.model_validate(event)
+    assert parsed.data_changed is False
+    for snapshot in (deleted, noop):
+        polled = iceberg_adapter.snapshot_info(snapshot)
+        pushed = snapshot_event_from_iceberg(table, snapshot.snapshot_id)
+        assert (polled.total_record_count, polled.delta_record_count) == (
+            pushed["totalRecordCount"],
+            pushed["deltaRecordCount"],
+        )
+        assert polled.data_changed is pushed.get("dataChanged", True)

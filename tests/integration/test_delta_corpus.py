@@ -93,7 +93,7 @@ def test_every_table_reports_the_version_and_row_counts_deltalake_reports(name: 
             assert snapshot.total_record_count == rows, snapshot
         if snapshot.delta_record_count is not None and rows is not None and before is not None:
             assert snapshot.delta_record_count == rows - before, snapshot
-        if snapshot.data_change is False and rows is not None and before is not None:
+        if not snapshot.data_changed and rows is not None and before is not None:
             assert rows == before, snapshot  # a version that changed no data changed no row count
 
 
@@ -115,7 +115,7 @@ def test_a_spark_merge_counts_the_rows_it_inserted_minus_those_it_deleted(source
 def test_commits_that_change_no_data_say_so_whatever_their_operation(source: SnapshotSource) -> None:
     seen: dict[str, dict[int, tuple[str | None, bool | None]]] = {}
     for name in ("delta/data-skipping-change-stats-collected-across-versions", "delta/snapshot-vacuumed"):
-        seen[name] = {s.snapshot_id: (s.commit_kind, s.data_change) for s in everything(source, DATA / name).snapshots}
+        seen[name] = {s.snapshot_id: (s.commit_kind, s.data_changed) for s in everything(source, DATA / name).snapshots}
     skipping = seen["delta/data-skipping-change-stats-collected-across-versions"]
     assert skipping[1] == skipping[3] == ("SET TBLPROPERTIES", False)
     assert skipping[2] == skipping[4] == ("WRITE", True)

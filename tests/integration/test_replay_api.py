@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from lakehook.container import Container
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus, trigger_key
 from tests.conftest import ADMIN_TOKEN, BUCKET
+from tests.fakes.http_server import FakeServer, Request, Response
 from tests.lakehouse import create_iceberg_table, rows
 from tests.support import ROOT, FakeLambdaContext, api_event, load_handler
 
@@ -69,16 +72,20 @@ class Scene:
         assert self.triggers.put_replay(self.original)
         self.app = build_app()
 
-    def replay(self, dry_run: bool = False, key: str | None = None) -> tuple[int, Any]:
+    def replay(self, dry_run: bool = False, key: str | None = None, request_key: str | None = None) -> tuple[int, Any]:
+        return self.replay_answer(dry_run, key, request_key)[:2]
+
+    def replay_answer(
+        self, dry_run: bool = False, key: str | None = None, request_key: str | None = None
+    ) -> tuple[int, Any, dict[str, str]]:
         path = f"/triggers/{key or self.original.trigger_key}/replay"
-        event = api_event(
-            "POST",
-            path,
-            headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
-            query={"dryRun": "true"} if dry_run else None,
-        )
+        headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        if request_key is not None:
+            headers["Idempotency-Key"] = request_key
+        event = api_event("POST", path, headers=headers, query={"dryRun": "true"} if dry_run else None)
         answer = self.app.resolve(event, FakeLambdaContext())
-        return answer["statusCode"], json.loads(answer["body"])
+        headers = {k: v[-1] for k, v in (answer.get("multiValueHeaders") or {}).items()}
+        return answer["statusCode"], json.loads(answer["body"]), {**headers, **(answer.get("headers") or {})}
 
 
 @pytest.fixture
@@ -157,3 +164,80 @@ def test_the_replay_function_answers_its_sample_as_written(container: Container)
     sample["headers"]["Authorization"] = sample["multiValueHeaders"]["Authorization"][0] = f"Bearer {ADMIN_TOKEN}"
     answer = load_handler("replay_api")(sample, FakeLambdaContext())
     assert answer["statusCode"] == 404 and "does not exist" in json.loads(answer["body"])["message"]
+
+
+# --- request keys: a replay under an Idempotency-Key happens once ----------------------------------
+
+
+def test_a_replay_repeated_under_its_idempotency_key_answers_the_first_answer_and_claims_nothing(scene: Scene) -> None:
+    status, first, headers = scene.replay_answer(request_key="0b7c5a52-2f1e-4a4e-9d55-3c2f7f1d9e10")
+    assert status == 201 and "Idempotent-Replayed" not in headers, first
+    status, again, headers = scene.replay_answer(request_key="0b7c5a52-2f1e-4a4e-9d55-3c2f7f1d9e10")
+    assert (status, again, headers.get("Idempotent-Replayed")) == (201, first, "true")
+    assert len(scene.triggers.list_for_rule("r").items) == 2  # the original and one replay
+    # a new key is a new request: another replay, under the next epoch
+    status, other = scene.replay(request_key="second-request")
+    assert status == 201 and other["replay"]["replayEpoch"] == 2
+    # the record is the answer and the claim it made, kept 7 days (the table's TTL)
+    item = scene.triggers_table.get_item(Key={"PK": "REQUEST#second-request", "SK": "REQUEST"})["Item"]
+    assert item["triggerKey"] == other["replay"]["triggerKey"]
+    assert 7 * 86_400 - 60 <= int(item["expiresAt"]) - time.time() <= 7 * 86_400
+
+
+def test_an_idempotency_key_used_for_another_trigger_is_refused(scene: Scene) -> None:
+    other = scene.original.model_copy(update={"trigger_key": "r.g.other.000000000000000000000000"})
+    assert scene.triggers.put_replay(other)
+    assert scene.replay(request_key="k-1")[0] == 201
+    status, body = scene.replay(key=other.trigger_key, request_key="k-1")
+    assert status == 409 and body["error"] == "IDEMPOTENCY_KEY_REUSED", body
+    assert "k-1" in body["message"]
+    assert [t.replay_of for t in scene.triggers.list_for_rule("r").items].count(other.trigger_key) == 0
+
+
+@pytest.mark.parametrize("bad", ["", "has space", "x" * 129, "ünïcode", "a/b"])
+def test_a_malformed_idempotency_key_is_a_400_naming_the_header(scene: Scene, bad: str) -> None:
+    status, body = scene.replay(request_key=bad)
+    assert status == 400, body
+    assert "Idempotency-Key" in body["message"] + body.get("field", "")
+    assert len(scene.triggers.list_for_rule("r").items) == 1
+
+
+def test_a_dry_run_under_a_key_records_nothing(scene: Scene) -> None:
+    assert scene.replay(dry_run=True, request_key="k-dry")[0] == 200
+    status, body, headers = scene.replay_answer(request_key="k-dry")
+    assert status == 201 and "Idempotent-Replayed" not in headers and body["replay"]["replayEpoch"] == 1
+
+
+class ApiOverHttp(FakeServer):
+    """The lakehook API app (on moto) behind a real HTTP server, for the CLI to talk to."""
+
+    def __init__(self, app: Any) -> None:
+        super().__init__()
+        self._app = app
+
+    def dispatch(self, request: Request) -> Response:
+        body = request.json() if request.body else None
+        event = api_event(request.method, request.path, body, headers=request.headers, query=request.query or None)
+        answer = self._app.resolve(event, FakeLambdaContext())
+        headers = {k: v[-1] for k, v in (answer.get("multiValueHeaders") or {}).items() if k.lower() != "content-type"}
+        return Response(answer["statusCode"], json.loads(answer["body"]), headers)
+
+
+def test_the_cli_sends_a_new_request_key_each_time_unless_told_one(
+    scene: Scene, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lakehook.cli import main
+
+    with ApiOverHttp(scene.app) as api:
+        base = ["--url", api.base_url, "--admin-token", ADMIN_TOKEN, "--output", "json", "replay"]
+        assert main([*base, scene.original.trigger_key]) == 0
+        assert main([*base, scene.original.trigger_key]) == 0  # a new command: a new request, a new replay
+        assert main([*base, scene.original.trigger_key, "--request-key", "ticket-4711"]) == 0
+        assert main([*base, scene.original.trigger_key, "--request-key", "ticket-4711"]) == 0  # the same request
+        assert main([*base, scene.original.trigger_key, "--request-key", "not a key"]) == 1
+    sent = [r.headers.get("idempotency-key") for r in api.requests]
+    assert all(uuid.UUID(k) for k in sent[:2]) and sent[0] != sent[1]
+    assert sent[2:] == ["ticket-4711", "ticket-4711", "not a key"]
+    assert "Idempotency-Key" in capsys.readouterr().err  # the malformed key: the server's 400, said
+    epochs = sorted(t.replay_epoch for t in scene.triggers.list_for_rule("r").items)
+    assert epochs == [0, 1, 2, 3]  # the original, two replays without a key, one under ticket-4711

@@ -181,3 +181,44 @@ def test_a_corrupted_state_or_cursor_fails_only_the_rules_that_read_it(
     assert triggers_of(app, "other") == [[1001, 2001], [1001, 2002]]
     errors = {r["ruleId"]: r.get("lastError") for r in call(app, "GET", "/rules")[1]["items"]}
     assert "the stored cursor of group 'g' does not parse" in errors["fine"]["message"]
+
+
+def test_a_forced_run_under_an_idempotency_key_starts_once_however_often_it_is_sent(
+    app: Any, container: Container, stream: Stream
+) -> None:
+    import json
+
+    from tests.integration.test_resolver_on_moto import ADMIN
+    from tests.support import api_event
+
+    def force(key: str, body: dict[str, Any]) -> tuple[int, Any, dict[str, Any]]:
+        event = api_event("POST", "/rules/r/evaluate", body, headers={**ADMIN, "Idempotency-Key": key})
+        answer = app.resolve(event, None)
+        headers = {k: v[-1] for k, v in (answer.get("multiValueHeaders") or {}).items()}
+        return answer["statusCode"], json.loads(answer["body"]), {**headers, **(answer.get("headers") or {})}
+
+    assert call(app, "PUT", "/rules/r", rule_body())[0] == 201
+    push(container, "SNAPSHOT_COMMITTED", ORDERS, snapshotId=1001)
+    push(container, "SNAPSHOT_COMMITTED", PAYMENTS, snapshotId=2001)
+    handle_stream_batch(stream.batch())
+    status, first, headers = force("run-once-1", {"force": True})
+    assert status == 200 and ".manual-1." in first["triggerKey"] and "Idempotent-Replayed" not in headers
+    # sent again while it is in flight (no 409), and after it succeeded (no second manual run)
+    status, again, headers = force("run-once-1", {"force": True})
+    assert (status, again, headers.get("Idempotent-Replayed")) == (200, first, "true")
+    table = container.table
+    table.update_item(
+        Key=keys.trigger_item_key(first["triggerKey"]),
+        UpdateExpression="SET #s = :s",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues={":s": "SUCCEEDED"},
+    )
+    status, later, headers = force("run-once-1", {"force": True})
+    assert (status, later["triggerKey"], headers.get("Idempotent-Replayed")) == (200, first["triggerKey"], "true")
+    manual = [k for k in (t["triggerKey"] for t in call(app, "GET", "/triggers", query={"ruleId": "r"})[1]["items"])]
+    assert sum(".manual-" in k for k in manual) == 1
+    # the same key with another body is refused; a new key is a new manual run
+    status, reused, _ = force("run-once-1", {"force": True, "groupId": "g"})
+    assert status == 409 and reused["error"] == "IDEMPOTENCY_KEY_REUSED", reused
+    status, second, _ = force("run-once-2", {"force": True})
+    assert status == 200 and ".manual-2." in second["triggerKey"]

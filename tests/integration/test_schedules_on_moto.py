@@ -76,7 +76,7 @@ def test_explain_and_the_freshness_check_say_what_is_overdue_and_since_when(cont
     assert parse_instant_ms(aged["since"]) == committed + 3_600_000
 
     swept = load_handler("deferral_sweep")({"check": "freshness"}, FakeLambdaContext())
-    assert swept == {"rulesOverdue": [], "assetsOverdue": [orders]}
+    assert swept == {"rulesOverdue": [], "assetsOverdue": [orders], "rulesUnchecked": []}
     # Two days on, never triggered (the quality check never passed): the rule is overdue on both counts.
     later = now_ms() + 2 * 86_400_000
     check = CheckFreshness(
@@ -89,3 +89,85 @@ def test_explain_and_the_freshness_check_say_what_is_overdue_and_since_when(cont
     report = check()
     assert sorted(o.kind.value for o in report.rules["checked"]) == ["EXPECTED_BY", "MAX_WAIT"]
     assert [o.asset_key for o in report.assets] == [orders]
+
+
+def test_a_stored_rule_whose_deadline_never_fires_silences_no_other_rule(container: Container) -> None:
+    # GIVEN two good rules with freshness promises, written through the API, and a rule stored before lakehook
+    # refused crons that never fire (written straight to the table: the API refuses it now)
+    app = build_app()
+    orders = "paimon://lake/ods_db/orders"
+    target = {"type": "eventbridge", "eventBusName": "lakehook-runs"}
+    group = {"groupId": "g", "members": [{"assetKey": orders}]}
+    for rule_id, freshness in (
+        ("early", {"maxWaitSeconds": 3600}),
+        ("zlate", {"expectedBy": {"cron": "30 7 * * *", "timezone": "Europe/Berlin"}}),
+    ):
+        body = {"groups": [group], "target": target, "freshness": freshness}
+        assert call(app, "PUT", f"/rules/{rule_id}", body)[0] == 201
+    never = {"groups": [group], "target": target, "freshness": {"expectedBy": {"cron": "0 0 30 2 *"}}}
+    assert call(app, "PUT", "/rules/never", never)[0] == 400  # refused where it is written
+    stored = json.dumps({"ruleId": "never", **never})
+    container.rule_store.put_rule(Rule.from_stored(stored), now_ms())
+
+    # WHEN the freshness check runs two days on (nothing ever triggered)
+    later = now_ms() + 2 * 86_400_000
+    check = CheckFreshness(
+        container.rule_store, container.trigger_store, container.asset_registry, container.state_reader, lambda: later
+    )
+    report = check()
+
+    # THEN the good rules' overdue alarms still fire, and the bad one is counted as unchecked, with the reason
+    assert sorted(report.rules) == ["early", "zlate"]
+    assert list(report.unchecked) == ["never"] and "never fires" in report.unchecked["never"]
+    # and explain / evaluate answer it (no 5xx), saying why its promise cannot be checked
+    status, explained = call(app, "GET", "/rules/never/explain")
+    assert status == 200, explained
+    assert explained["freshness"]["status"] == "ERROR" and "0 0 30 2 *" in explained["freshness"]["reason"]
+    status, evaluated = call(app, "POST", "/rules/never/evaluate")
+    assert status == 200 and evaluated["freshness"]["status"] == "ERROR", evaluated
+    swept = load_handler("deferral_sweep")({"check": "freshness"}, FakeLambdaContext())
+    assert swept["rulesUnchecked"] == ["never"]
+
+
+def test_a_stored_rule_that_does_not_load_at_all_hides_no_other_rule_from_the_freshness_check(
+    container: Container,
+) -> None:
+    from lakehook.adapters.dynamodb import keys
+
+    app = build_app()
+    good = {
+        "groups": [{"groupId": "g", "members": [{"assetKey": "paimon://lake/ods_db/orders"}]}],
+        "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
+        "freshness": {"maxWaitSeconds": 3600},
+    }
+    for rule_id in ("a_good", "z_good"):
+        assert call(app, "PUT", f"/rules/{rule_id}", good)[0] == 201
+    # written by a manual edit or an incompatible version: a body that is no rule at all, between the good ones
+    container.table.put_item(
+        Item={
+            **keys.rule_meta_key("m_broken"),
+            keys.ITEM_TYPE: "RULE",
+            "ruleId": "m_broken",
+            "body": '{"ruleId": "m_broken", "groups": "not a list"}',
+            "assetKeys": "[]",
+            "revision": 1,
+            "createdAt": 1,
+            "updatedAt": 1,
+            "GSI1PK": keys.RULES_INDEX_PK,
+            "GSI1SK": "m_broken",
+        }
+    )
+    later = now_ms() + 2 * 86_400_000
+    check = CheckFreshness(
+        container.rule_store, container.trigger_store, container.asset_registry, container.state_reader, lambda: later
+    )
+    report = check()
+    assert sorted(report.rules) == ["a_good", "z_good"]
+    assert list(report.unchecked) == ["m_broken"] and "groups" in report.unchecked["m_broken"]
+    status, body = call(app, "GET", "/rules/m_broken/explain")
+    assert status == 409 and "PUT it again" in body["message"], body
+    status, listed = call(app, "GET", "/rules")
+    assert status == 200 and [r["ruleId"] for r in listed["items"]] == ["a_good", "z_good"]
+    # a PUT repairs it
+    assert call(app, "PUT", "/rules/m_broken", good)[0] in (200, 201)
+    assert call(app, "GET", "/rules/m_broken/explain")[0] == 200

@@ -75,6 +75,8 @@ class Spec:
                 body |= {"commitTime": BASE_MS + v * 1000, "watermark": BASE_MS + v * 500}
                 if v % 3 == 0:  # a compaction: changes no data
                     body["commitKind"] = "COMPACT"
+                elif v % 4 == 2:  # an overwrite that matched nothing: its log says it changed no data
+                    body |= {"commitKind": "OVERWRITE", "dataChanged": False}
             case "watermark":
                 body |= {"eventType": "WATERMARK_ADVANCED", "watermark": BASE_MS + v * 700}
             case "passed" | "failed":
@@ -164,6 +166,11 @@ def assert_forward(before: dict[str, Any], after: dict[str, Any]) -> None:
 # --- the model: sort all the evidence by each field's documented order, take the maximum ----------
 
 
+def changes_data(version: int) -> bool:
+    """Whether snapshot ``version`` changed data: not a compaction, and not a commit whose log says it did not."""
+    return version % 3 != 0 and version % 4 != 2
+
+
 def first_recordings(plan: list[Delivery]) -> dict[Spec, int]:
     """When each distinct event was first recorded: one tick per delivery, crashed or not."""
     first: dict[Spec, int] = {}
@@ -192,8 +199,9 @@ def model(plan: list[Delivery], asset: int, run: int) -> dict[str, Any]:
     expected["latest_schema_id"] = None if snap is None else snap // 3
     expected["latest_commit_time"] = None if snap is None else BASE_MS + snap * 1000
     expected["latest_snapshot_watermark"] = None if snap is None else BASE_MS + snap * 500
-    data = [v for v in versions("snapshot") if v % 3]
+    data = [v for v in versions("snapshot") if changes_data(v)]
     expected["latest_data_snapshot_id"] = max(data, default=None)  # a late data snapshot beats a compaction
+    expected["latest_data_changed"] = None if snap is None else changes_data(snap)
     pushed = newest("watermark")
     expected["latest_watermark"] = None if pushed is None else BASE_MS + pushed * 700
     expected["quality_passed_snapshot_id"] = newest("passed")
@@ -293,8 +301,8 @@ snapshot_plans = st.lists(
 def test_the_newest_data_snapshot_holds_whatever_the_order_of_data_and_compaction_snapshots(
     table: Any, order: list[Spec]
 ) -> None:
-    # Every third version is a compaction: a data snapshot arriving after a newer compaction is still the
-    # newest data change, so a member that skips compactions pins it.
+    # Every third version is a compaction, and 2 and 6 say dataChanged false: a data snapshot arriving after a
+    # newer one that changed no data is still the newest data change, so a member that skips those pins it.
     run = next(_examples)
     plan = [Delivery(spec, False, SourceType.PUSH) for spec in order]
     for store, coverage in (
@@ -304,5 +312,7 @@ def test_the_newest_data_snapshot_holds_whatever_the_order_of_data_and_compactio
         deliver(store, coverage, plan, run)
         found = observed(store, coverage, f"paimon://lake/fwd{run}/t0")
         assert found is not None
-        assert found["latest_data_snapshot_id"] == max((s.version for s in order if s.version % 3), default=None)
+        assert found["latest_data_snapshot_id"] == max(
+            (s.version for s in order if changes_data(s.version)), default=None
+        )
         assert found["latest_snapshot_id"] == max(s.version for s in order)

@@ -18,7 +18,7 @@ from lakehook.adapters.targets.dolphinscheduler import DolphinSchedulerTargetCli
 from lakehook.adapters.targets.webhook import WebhookTargetClient
 from lakehook.domain.dispatch import Invocation, OutcomeKind, RetryPolicy, RunManifest, TargetUnavailableError
 from lakehook.domain.rules import Rule
-from lakehook.domain.targets import validate_target
+from lakehook.domain.targets import InvalidTargetError, validate_target
 from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus, trigger_key
 from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger, RedriveTriggers
 from tests.fakes.airflow import FakeAirflow
@@ -350,13 +350,16 @@ def test_airflow_dispatch_after_a_failure_that_created_the_run(
 # --- DolphinScheduler ---------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def ds() -> Iterator[FakeDolphinScheduler]:
-    with FakeDolphinScheduler(token="ds-access-token", definitions={12: {345}}, slow_seconds=0.6) as server:
+@pytest.fixture(params=["3.2", "3.3"])
+def ds(request: pytest.FixtureRequest) -> Iterator[FakeDolphinScheduler]:
+    definitions = {12: {345}, 13: {678}}
+    with FakeDolphinScheduler("ds-access-token", definitions, slow_seconds=0.6, version=request.param) as server:
         yield server  # type: ignore[misc]
 
 
-def ds_config(ds: FakeDolphinScheduler, definition: int = 345, timeout: float = 2.0, settle: int = 120) -> Any:
+def ds_config(
+    ds: FakeDolphinScheduler, definition: int = 345, timeout: float = 2.0, settle: int = 120, api: str = "auto"
+) -> Any:
     return validate_target(
         {
             "type": "dolphinscheduler",
@@ -366,8 +369,13 @@ def ds_config(ds: FakeDolphinScheduler, definition: int = 345, timeout: float = 
             "tokenRef": "lakehook/targets/ds",
             "timeoutSeconds": timeout,
             "settleSeconds": settle,
+            "apiVersion": api,
         }
     )
+
+
+def starts_seen(ds: FakeDolphinScheduler) -> list[str]:
+    return [r.path.rsplit("/", 1)[-1] for r in ds.requests if r.method == "POST"]
 
 
 def ds_client(secrets: InMemorySecretStore, session: requests.Session) -> DolphinSchedulerTargetClient:
@@ -380,40 +388,120 @@ def test_dolphinscheduler_starts_with_the_key_in_the_start_params(
     trigger = claim()
     client = ds_client(secrets, session)
     outcome = client.start(invocation(trigger), ds_config(ds))
-    assert outcome.kind is OutcomeKind.STARTED and outcome.run_id == "trigger/9000000"
+    assert outcome.kind is OutcomeKind.STARTED
     form = ds.requests[-1].form()
-    assert form["processDefinitionCode"] == "345" and form["execType"] == "START_PROCESS"
+    if ds.version == "3.3":
+        assert outcome.run_id == "workflow-instance/1"
+        assert form["workflowDefinitionCode"] == "345" and form["workflowInstancePriority"] == "MEDIUM"
+        assert "processDefinitionCode" not in form
+    else:
+        assert outcome.run_id == "trigger/9000000"
+        assert form["processDefinitionCode"] == "345" and form["processInstancePriority"] == "MEDIUM"
+        assert "workflowDefinitionCode" not in form
+    assert form["execType"] == "START_PROCESS"
     params = json.loads(form["startParams"])
     assert params["lakehook_trigger_key"] == trigger.trigger_key
     assert json.loads(params["lakehook_payload"]) == invocation(trigger).payload()
     assert all(isinstance(v, str) for v in params.values())
 
 
-@pytest.mark.parametrize("list_params", [True, False])
-def test_dolphinscheduler_finds_the_instance_carrying_the_key(
-    secrets: InMemorySecretStore, session: requests.Session, list_params: bool
+def test_dolphinscheduler_auto_tries_3_3_falls_back_on_404_and_remembers_per_base_url(
+    ds: FakeDolphinScheduler, secrets: InMemorySecretStore, session: requests.Session
 ) -> None:
-    with FakeDolphinScheduler(token="ds-access-token", definitions={12: {345}}, list_params=list_params) as ds:
+    client = ds_client(secrets, session)
+    for _ in range(3):
+        assert client.start(invocation(claim()), ds_config(ds)).kind is OutcomeKind.STARTED
+    if ds.version == "3.3":
+        assert starts_seen(ds) == ["start-workflow-instance"] * 3
+    else:  # one 404 for 3.3's path, then 3.2's is remembered for the base URL
+        assert starts_seen(ds) == ["start-workflow-instance"] + ["start-process-instance"] * 3
+    assert sum(ds.runs.values()) == 3
+    # The server is upgraded: a remembered 3.2 path is gone (404), and 3.3's is found and remembered.
+    was = ds.version
+    ds.version = "3.3"
+    ds.requests.clear()
+    assert client.start(invocation(claim()), ds_config(ds)).kind is OutcomeKind.STARTED
+    assert client.start(invocation(claim()), ds_config(ds)).kind is OutcomeKind.STARTED
+    again = ["start-process-instance"] if was == "3.2" else []
+    assert starts_seen(ds) == [*again, "start-workflow-instance", "start-workflow-instance"]
+
+
+@pytest.mark.parametrize("api", ["3.2", "3.3"])
+def test_dolphinscheduler_a_configured_version_is_used_alone(
+    ds: FakeDolphinScheduler, secrets: InMemorySecretStore, session: requests.Session, api: str
+) -> None:
+    outcome = ds_client(secrets, session).start(invocation(claim()), ds_config(ds, api=api))
+    if api == ds.version:
+        assert outcome.kind is OutcomeKind.STARTED
+    else:  # the other version's path is not there: a 404, not retried, nothing started
+        assert outcome.kind is OutcomeKind.FATAL and outcome.code == "http_404"
+        assert ds.runs == {}
+    assert len(starts_seen(ds)) == 1
+
+
+def test_dolphinscheduler_api_version_is_validated_when_the_target_is_written() -> None:
+    body = {
+        "type": "dolphinscheduler",
+        "baseUrl": "https://ds.example.com/dolphinscheduler",
+        "projectCode": 12,
+        "processDefinitionCode": 345,
+        "tokenRef": "lakehook/targets/ds",
+    }
+    assert validate_target(body).api_version == "auto"
+    for bad in ("3.4", "3", "", 3.3, None):
+        with pytest.raises(InvalidTargetError, match="apiVersion") as raised:
+            validate_target({**body, "apiVersion": bad})
+        assert raised.value.field == "target.apiVersion"
+
+
+@pytest.mark.parametrize("list_params", [True, False])
+@pytest.mark.parametrize("version", ["3.2", "3.3"])
+def test_dolphinscheduler_finds_the_instance_carrying_the_key(
+    secrets: InMemorySecretStore, session: requests.Session, list_params: bool, version: str
+) -> None:
+    definitions = {12: {345}}
+    with FakeDolphinScheduler("ds-access-token", definitions, list_params=list_params, version=version) as ds:
         assert isinstance(ds, FakeDolphinScheduler)
         client = ds_client(secrets, session)
         mine, other = claim(1), claim(2)
         client.start(invocation(other), ds_config(ds))
         client.start(invocation(mine), ds_config(ds))
-        assert client.find_run(mine.trigger_key, ds_config(ds), T0) is None  # still a queued command
-        ds.run_master()
-        assert client.find_run(mine.trigger_key, ds_config(ds), T0) == "process-instance/2"
-        assert client.find_run(other.trigger_key, ds_config(ds), T0) == "process-instance/1"
+        prefix = "workflow-instance" if version == "3.3" else "process-instance"
+        if version == "3.2":
+            assert client.find_run(mine.trigger_key, ds_config(ds), T0) is None  # still a queued command
+            ds.run_master()
+        assert client.find_run(mine.trigger_key, ds_config(ds), T0) == f"{prefix}/2"
+        assert client.find_run(other.trigger_key, ds_config(ds), T0) == f"{prefix}/1"
         assert client.find_run(claim(3).trigger_key, ds_config(ds), T0) is None
+        assert ds_client(secrets, session).find_run(mine.trigger_key, ds_config(ds), T0) == f"{prefix}/2"
         details = [r for r in ds.requests if r.path.rsplit("/", 1)[-1].isdigit()]
         assert bool(details) is (not list_params)  # the detail is read only when the list lacks params
+        assert all(ds.instances_path in r.path for r in details)
 
 
-def test_dolphinscheduler_refusals_and_failures(
+def test_dolphinscheduler_refusals_are_classified_as_its_source_answers_them(
     ds: FakeDolphinScheduler, secrets: InMemorySecretStore, session: requests.Session
 ) -> None:
     client = ds_client(secrets, session)
-    missing = client.start(invocation(claim()), ds_config(ds, definition=999))
-    assert missing.kind is OutcomeKind.FATAL and missing.code == "ds_50003"
+    unknown = client.start(invocation(claim()), ds_config(ds, definition=999))
+    if ds.version == "3.3":  # "Internal Server Error: Cannot find the workflow: 999"
+        assert unknown.kind is OutcomeKind.FATAL and unknown.code == "ds_10000"
+    else:  # a NullPointerException in 3.2.2, answered as any unexpected start error: looked for, then retried
+        assert unknown.kind is OutcomeKind.RETRYABLE and unknown.code == "ds_50014" and unknown.ambiguous
+        elsewhere = client.start(invocation(claim()), ds_config(ds, definition=678))
+        assert elsewhere.kind is OutcomeKind.FATAL and elsewhere.code == "ds_50003"
+        ds.offline = {345}
+        offline = client.start(invocation(claim()), ds_config(ds))
+        assert offline.kind is OutcomeKind.FATAL and offline.code == "ds_50004"
+        ds.offline = set()
+        ds.script = ["db-error"]
+        lost = client.start(invocation(claim()), ds_config(ds))
+        assert lost.kind is OutcomeKind.RETRYABLE and lost.ambiguous and lost.code == "ds_50014"
+    ds.masters = False
+    no_master = client.start(invocation(claim()), ds_config(ds))
+    assert no_master.kind is OutcomeKind.RETRYABLE and not no_master.ambiguous
+    assert no_master.code == ("ds_10000" if ds.version == "3.3" else "ds_10025")
+    ds.masters = True
     ds.script = ["500"]
     failed = client.start(invocation(claim()), ds_config(ds))
     assert failed.kind is OutcomeKind.RETRYABLE and failed.ambiguous
@@ -423,6 +511,20 @@ def test_dolphinscheduler_refusals_and_failures(
     with pytest.raises(TargetUnavailableError):
         ds_client(secrets, session).find_run(claim().trigger_key, ds_config(ds), T0)
     assert ds.runs == {}
+
+
+def test_dolphinscheduler_a_missing_parameter_is_answered_as_the_real_server_answers_it(
+    ds: FakeDolphinScheduler, session: requests.Session
+) -> None:
+    """The fake as the client sees it: HTTP 200 and code 50014, not a 400 (ApiExceptionHandler)."""
+    start = "start-workflow-instance" if ds.version == "3.3" else "start-process-instance"
+    url = f"{ds.base_url}/dolphinscheduler/projects/12/executors/{start}"
+    answer = session.post(url, data={"scheduleTime": ""}, headers={"token": "ds-access-token"}, timeout=5)
+    assert answer.status_code == 200 and answer.json()["code"] == 50014 and answer.json()["failed"] is True
+    other = "start-process-instance" if ds.version == "3.3" else "start-workflow-instance"
+    missing = session.post(url.replace(start, other), headers={"token": "ds-access-token"}, timeout=5)
+    assert missing.status_code == 404 and missing.json()["error"] == "Not Found"
+    assert session.post(url.replace(start, other), timeout=5).status_code == 401  # the interceptor first
 
 
 def test_dolphinscheduler_dispatch_waits_for_the_instance_instead_of_starting_twice(
@@ -446,10 +548,11 @@ def test_dolphinscheduler_dispatch_waits_for_the_instance_instead_of_starting_tw
     assert first.status is DispatchStatus.RETRY_LATER and ds.runs == {key: 1}
     harness.advance(60)
     assert harness.redrive().results == []  # not before the settle time
-    ds.run_master()  # the master turns the command into an instance
+    ds.run_master()  # the master turns the command into an instance (3.3's start made it already)
     harness.advance(61)
     [result] = harness.redrive().results
-    assert result.status is DispatchStatus.SUCCEEDED and result.run_id == "process-instance/1"
+    prefix = "workflow-instance" if ds.version == "3.3" else "process-instance"
+    assert result.status is DispatchStatus.SUCCEEDED and result.run_id == f"{prefix}/1"
     assert ds.runs == {key: 1}
     entry = harness.ledger.get(key)
     assert entry is not None and entry.status is TriggerStatus.SUCCEEDED

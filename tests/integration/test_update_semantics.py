@@ -188,9 +188,9 @@ def test_delta_commits_that_change_no_data_start_no_run_whatever_their_operation
     state = world.container.asset_store.get_state(key)
     assert state is not None and (state.latest_snapshot_id, state.latest_commit_kind) == (4, "OPTIMIZE")
     assert state.latest_data is not None and state.latest_data.snapshot_id == 0
-    events = {e.snapshot_id: (e.commit_kind, e.data_change) for e in _snapshot_events(world, key)}
+    events = {e.snapshot_id: (e.commit_kind, e.data_changed) for e in _snapshot_events(world, key)}
     assert events == {
-        0: ("WRITE", True),
+        0: ("WRITE", None),  # only a "no" is sent: a data change is left to its kind
         1: ("SET TBLPROPERTIES", False),
         2: ("ADD COLUMN", False),
         3: ("ADD CONSTRAINT", False),
@@ -324,6 +324,43 @@ def test_an_iceberg_rewrite_replace_snapshot_is_not_an_update_unless_the_member_
     assert world.pinned("with_compaction") == [first, rewritten.snapshot_id, newest]
 
 
+def test_iceberg_commits_that_change_no_data_start_no_run(world: World, tmp_path: Path) -> None:
+    """An overwrite whose filter matched nothing and an empty append still commit snapshots (pyiceberg, as Spark
+    does for a DELETE that matched no row), and a property change writes new metadata with no snapshot: none of
+    them is new data. The next real append is."""
+    properties = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/warehouse"}
+    catalog = SqlCatalog("lake", **properties)
+    table = create_iceberg_table(catalog, "ods.orders")
+    key = "iceberg://lake/ods/orders"
+    table.append(rows(1))
+    asset = world.register(key, "iceberg", "lake", {"type": "sql", **properties}, "ods.orders")
+    world.rule("data_only", key)
+    world.rule("with_compaction", key, {"includeCompaction": True})
+    world.settle()
+    first = table.current_snapshot().snapshot_id
+
+    table.overwrite(rows(9).slice(0, 0), overwrite_filter="id = 99")  # matches nothing, adds nothing
+    table.append(rows(9).slice(0, 0))  # an empty append
+    with table.transaction() as transaction:
+        transaction.set_properties(owner="data-eng")  # metadata only: no snapshot
+    table = catalog.load_table("ods.orders")
+    noops = [s.snapshot_id for s in table.snapshots()][1:]
+    assert len(noops) == 2 and table.properties["owner"] == "data-eng"
+    world.poll(asset)
+    world.settle()
+    assert world.pinned("data_only") == [first]
+    assert world.pinned("with_compaction") == [first, noops[-1]]
+    state = world.container.asset_store.get_state(key)
+    assert state.latest_snapshot_id == noops[-1] and state.latest_data is not None
+    assert state.latest_data.snapshot_id == first
+
+    table.append(rows(2))
+    world.poll(asset)
+    world.settle()
+    newest = catalog.load_table("ods.orders").current_snapshot().snapshot_id
+    assert world.pinned("data_only") == [first, newest]
+
+
 # --- tags -----------------------------------------------------------------------------------------
 
 
@@ -449,3 +486,39 @@ def test_replay_of_a_delta_trigger_checks_its_version_is_still_in_the_log(world:
         world.container.replay_trigger.replay(trigger.trigger_key, dry_run=True)
     (failure,) = refused.value.report.failures
     assert failure.asset_key == key
+
+
+# --- a replay reads the very spool manifest the trigger read --------------------------------------
+
+
+def test_replay_of_a_spooled_extract_is_refused_once_the_manifest_at_its_uri_was_rewritten(world: World) -> None:
+    from lakehook.client.spool import SpoolWriter
+
+    s3 = boto3.client("s3", region_name="us-east-1")
+    key = f"s3://{BUCKET}/spool/payments"
+    uri = f"s3://{BUCKET}/spool/payments/run-8.manifest.json"
+    fields = [{"name": "id", "type": "long", "nullable": False}]
+
+    def spool(data: bytes, rows: int, at: str) -> None:
+        with SpoolWriter(s3, manifest_uri=uri, asset_key=key, snapshot_id=8, fields=fields, clock=lambda: at) as writer:
+            writer.upload_bytes(data, f"s3://{BUCKET}/spool/payments/run-8/part-0.csv", row_count=rows)
+        world.container.record_manifest_verification.verify(uri)  # what the S3 notification starts
+
+    spool(b"id\n1\n2\n", 2, "2025-06-01T10:05:00Z")
+    world.rule("payments", key, {"manifest": "SEALED"})
+    world.settle()
+    (trigger,) = world.container.trigger_store.list_for_rule("payments").items
+    sealed = json.loads(s3.get_object(Bucket=BUCKET, Key="spool/payments/run-8.manifest.json")["Body"].read())
+    assert world.container.replay_trigger.replay(trigger.trigger_key, dry_run=True).report.ok
+
+    # the extract is re-run into the same URI: other rows, sealed and verifying, the same snapshot id
+    spool(b"id\n1\n2\n3\n", 3, "2025-06-01T11:05:00Z")
+    with pytest.raises(ReplayRefusedError) as refused:
+        world.container.replay_trigger.replay(trigger.trigger_key, dry_run=True)
+    (failure,) = refused.value.report.failures
+    assert failure.check.value == "MANIFEST_SEALED" and "rewritten since the trigger" in failure.reason
+    assert failure.detail["pinnedManifestSha256"] == sealed["sha256"] != failure.detail["manifestSha256"]
+    state = world.container.asset_store.get_state(key)
+    assert state is not None and state.manifest_sha256 == failure.detail["manifestSha256"]  # verified again
+    (pin,) = trigger.inputs
+    assert (pin.manifest_uri, pin.to_api()["manifestSha256"]) == (uri, sealed["sha256"])  # pinned at trigger time

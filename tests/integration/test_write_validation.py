@@ -78,6 +78,17 @@ def test_airflow_and_dolphinscheduler_name_their_own_secret_fields(api: Api, sec
         ({**WEBHOOK, "url": "file:///etc/passwd"}, "target.url"),
         ({**WEBHOOK, "url": "gopher://scheduler.example.com/"}, "target.url"),
         ({**WEBHOOK, "url": "https://[fd00:ec2::254]/latest"}, "target.url"),
+        (
+            {
+                "type": "dolphinscheduler",
+                "baseUrl": "https://ds.example.com/ds",
+                "projectCode": 1,
+                "processDefinitionCode": 2,
+                "tokenRef": "lakehook/ds",
+                "apiVersion": "3.4",
+            },
+            "target.apiVersion",
+        ),
     ],
 )
 def test_bad_targets_are_400s_through_the_api(api: Api, table: Any, target: dict[str, Any], field: str) -> None:
@@ -137,7 +148,8 @@ def test_a_dry_run_of_an_existing_producer_never_rotates_or_shows_its_secret(api
     assert dry.status == 200 and "secret" not in dry.body and dry.body["assetKeyPrefixes"] == ["paimon://lake/"]
     ref = api.call("GET", "/producers/ods-writer").body
     assert ref["assetKeyPrefixes"] == ["paimon://lake/ods_db/"]
-    assert secrets_client.get_secret_value(SecretId="lakehook/producers/ods-writer")["SecretString"] == secret
+    assert ref["secretRef"] == "lakehook-producers/ods-writer"  # the producer secrets' own namespace
+    assert secrets_client.get_secret_value(SecretId=ref["secretRef"])["SecretString"] == secret
 
 
 @pytest.mark.parametrize(

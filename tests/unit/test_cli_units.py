@@ -94,6 +94,36 @@ def test_secret_put_on_a_deployed_stack_goes_under_its_prefix_in_the_apis_region
     assert main([*base, "--value", "x", "--stack", "bad stack!"]) == 1  # not a secret name
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "producers/orders-writer",  # lakehook/my-stack/producers/…: where producers registered before kept theirs
+        "/producers/orders-writer",
+        "Producers/orders-writer",
+        "lakehook/my-stack/PRODUCERS/orders-writer",
+        "lakehook/my-stack/producers/orders-writer",
+    ],
+)
+def test_secret_put_refuses_a_producer_signing_secrets_name(
+    aws: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    import json
+
+    import boto3
+
+    monkeypatch.delenv("LAKEHOOK_ADMIN_TOKEN", raising=False)
+    client = boto3.client("secretsmanager", region_name="eu-west-1")
+    client.create_secret(Name="lakehook/my-stack/producers/orders-writer", SecretString="the producer's")
+    url = "https://abc123.execute-api.eu-west-1.amazonaws.com/prod"
+    argv = ["--url", url, "--output", "json", "secret", "put", name, "--value", "mine", "--stack", "my-stack"]
+    assert main(argv) == 1
+    message = json.loads(capsys.readouterr().out)["error"]["message"]
+    assert "producer signing secret" in message and "lakehook producers rotate" in message
+    stored = client.get_secret_value(SecretId="lakehook/my-stack/producers/orders-writer")["SecretString"]
+    assert stored == "the producer's"
+    assert [s["Name"] for s in client.list_secrets()["SecretList"]] == ["lakehook/my-stack/producers/orders-writer"]
+
+
 def test_a_listing_is_a_table_a_sentence_when_empty_or_the_items_as_json() -> None:
     def shown(output: str, items: list[dict[str, Any]]) -> str:
         stdout, stderr = io.StringIO(), io.StringIO()

@@ -61,6 +61,20 @@ def test_data_change_pins_the_newest_data_snapshot_past_a_compaction_unless_comp
     assert DataChange.of(member(includeCompaction=True)) is None
 
 
+def test_data_change_passes_over_a_snapshot_whose_log_says_it_changed_no_data_whatever_its_kind() -> None:
+    data = SnapshotRecord(snapshot_id=7, order=7, commit_kind="APPEND")
+    noop = state(
+        ICEBERG, latest_snapshot_id=8, latest_commit_kind="DELETE", latest_data_changed=False, latest_data=data
+    )
+    rule = DataChange.of(member(ICEBERG))
+    assert pinned(judge(rule, noop)) == 7
+    assert rule is not None and rule.shows(noop) == {"dataSnapshotId": 7}
+    changed = state(
+        ICEBERG, latest_snapshot_id=8, latest_commit_kind="DELETE", latest_data_changed=True, latest_data=data
+    )
+    assert pinned(judge(rule, changed)) == 8 and rule.shows(changed) == {}
+
+
 def test_spooled_snapshot_is_the_version_of_an_asset_without_table_snapshots() -> None:
     rule = SpooledSnapshot.of(member(SPOOL, manifest="SEALED"))
     assert pinned(judge(rule, state(SPOOL, manifest_snapshot_id=42))) == 42
@@ -190,26 +204,29 @@ def test_a_member_failing_several_conditions_shows_the_first_in_precedence_order
     assert select_member(both, tagged).reason == "no backfill has completed yet"
 
 
-def test_data_change_follows_the_snapshots_own_flag_over_its_commit_kind() -> None:
-    data = SnapshotRecord(snapshot_id=7, order=7, commit_kind="WRITE", data_change=True)
+def test_data_change_takes_a_snapshots_no_data_flag_over_its_commit_kind() -> None:
+    data = SnapshotRecord(snapshot_id=7, order=7, commit_kind="WRITE")
     rule = DataChange.of(member("delta://lake/ods/a"))
     # a Delta WRITE whose files all say dataChange=false (a repartition) changed no data
     quiet = state(
         "delta://lake/ods/a",
         latest_snapshot_id=8,
         latest_commit_kind="WRITE",
-        latest_data_change=False,
+        latest_data_changed=False,
         latest_data=data,
     )
     assert pinned(judge(rule, quiet)) == 7
     assert rule is not None and rule.shows(quiet) == {"dataSnapshotId": 7}
-    loud = quiet.model_copy(update={"latest_commit_kind": "OPTIMIZE", "latest_data_change": True})
+    loud = quiet.model_copy(update={"latest_data_changed": True})
     assert pinned(judge(rule, loud)) == 8 and rule.shows(loud) == {}
+    # only a "no" outweighs the kind: an OPTIMIZE is a compaction whatever else is said of it
+    compaction = quiet.model_copy(update={"latest_commit_kind": "OPTIMIZE", "latest_data_changed": True})
+    assert pinned(judge(rule, compaction)) == 7
 
 
 def test_data_change_pins_nothing_while_no_snapshot_has_changed_data() -> None:
     created = state(
-        "delta://lake/ods/a", latest_snapshot_id=1, latest_commit_kind="SET TBLPROPERTIES", latest_data_change=False
+        "delta://lake/ods/a", latest_snapshot_id=1, latest_commit_kind="SET TBLPROPERTIES", latest_data_changed=False
     )
     assert judge(DataChange.of(member("delta://lake/ods/a")), created) == Blocked(
         Status.BLOCKED_BY_SNAPSHOT, "no snapshot has changed data yet (snapshot 1 changed none)"

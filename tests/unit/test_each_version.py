@@ -31,6 +31,16 @@ def test_pushes_1_3_2_trigger_1_2_3_in_order() -> None:
     assert world.claimed() == [[1], [2], [3]]
 
 
+def test_a_snapshot_that_changed_no_data_is_no_version_to_run() -> None:
+    """An overwrite that matched nothing (``dataChanged: false``) is passed over like a compaction; 3 follows."""
+    world = each()
+    world.snap(A, 1)
+    world.snap(A, 2, commitKind="OVERWRITE", dataChanged=False)
+    world.snap(A, 3)
+    world.deliver()
+    assert world.claimed() == [[1], [3]]
+
+
 def test_a_batch_3_2_1_triggers_1_2_3() -> None:
     world = each()
     world.snap(A, 3, 2, 1)

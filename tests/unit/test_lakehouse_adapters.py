@@ -14,6 +14,7 @@ from lakehook.adapters.lakehouse.credentials import CredentialResolver, ssm_para
 from lakehook.adapters.lakehouse.factory import snapshot_sources
 from lakehook.domain.assets import AssetFormat
 from lakehook.domain.errors import NotFoundError, ValidationError
+from lakehook.domain.secret_names import ProducerSecrets
 from lakehook.ports.lakehouse import SourceAccessError
 from tests.fakes.memory import InMemorySecretStore
 
@@ -95,3 +96,31 @@ def test_importing_the_factory_loads_no_lakehouse_library() -> None:
     )
     answer = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert answer.stdout.strip() == ""
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "secretsmanager:lakehook-producers/prod/orders-writer",
+        "secretsmanager:/LAKEHOOK-PRODUCERS/prod/orders-writer#x",
+        "secretsmanager:lakehook/prod/producers/orders-writer",
+        "ssm:/aws/reference/secretsmanager/lakehook-producers/prod/orders-writer",
+    ],
+)
+def test_a_stored_source_naming_a_producer_secret_is_never_handed_the_secret(value: str) -> None:
+    # PUT /assets refuses such a source; one stored before that check reads as credentials that cannot be read
+    secrets = InMemorySecretStore()
+    for name in ("lakehook-producers/prod/orders-writer", "lakehook/prod/producers/orders-writer"):
+        secrets.put_secret(name, "the producer's signing secret")
+    parameters = {
+        "/aws/reference/secretsmanager/lakehook-producers/prod/orders-writer": "the producer's signing secret"
+    }
+    reserved = ProducerSecrets.of("lakehook-producers/prod/", "lakehook/prod/")
+    resolve = CredentialResolver(secrets, parameters.__getitem__, reserved).resolve
+    with pytest.raises(SourceAccessError, match="is a producer signing secret") as raised:
+        resolve({"token": value})
+    assert "the producer's" not in str(raised.value)  # never the value
+    secrets.put_secret("lakehook/prod/targets/s3", "an ordinary source secret")
+    assert resolve({"token": "secretsmanager:lakehook/prod/targets/s3"}).values == {
+        "token": "an ordinary source secret"
+    }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,8 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError as PydanticValidationError
 
-from lakehook.domain.limits import MAX_LONG, MAX_PAYLOAD_BYTES
+import lakehook.domain.lineage as lineage
+from lakehook.domain.limits import MAX_DATASET_FACETS, MAX_LONG, MAX_PAYLOAD_BYTES, MAX_SYMLINKS
 from lakehook.domain.lineage import (
+    MAX_OUTPUTS,
     LineageDataset,
     LineageMapping,
     NeedsPoll,
@@ -113,8 +116,15 @@ def test_a_version_that_is_not_a_snapshot_id_is_a_rejection_naming_the_facet() -
         [result] = snapshot_events(run_event([output("iceberg://glue", "db.t", version)]), [])
         assert isinstance(result, Unmapped), version
         assert "'version' facet" in result.reason
-    [missing] = snapshot_events(run_event([output("iceberg://glue", "db.t")]), [])
-    assert isinstance(missing, Unmapped)
+
+
+def test_an_output_without_a_version_asks_for_a_poll_of_its_table() -> None:
+    for facets in ({}, {"version": {}}, {"version": {"datasetVersion": None}}):
+        for namespace, key in (("iceberg://glue", "iceberg://glue/db/t"), ("paimon://lake", "paimon://lake/db/t")):
+            event = run_event([{"namespace": namespace, "name": "db.t", "facets": facets}])
+            [found] = snapshot_events(event, [])
+            assert found == NeedsPoll(dataset=f"{namespace}/db.t", asset_key=key, snapshot_id=None), facets
+            assert "reports no version" in found.why()
 
 
 def test_a_facet_too_large_for_the_payload_is_named_not_kept() -> None:
@@ -159,8 +169,16 @@ names = st.text(min_size=1, max_size=80) | st.lists(
 namespaces = st.sampled_from(
     ["iceberg://glue", "paimon://lake", "delta://lake/", "hudi://x", "s3://bucket", GLUE.namespace, "file"]
 ) | st.text(min_size=1, max_size=40)
+identifiers = st.lists(st.fixed_dictionaries({"namespace": namespaces, "name": names}) | json_value, max_size=20)
+symlinks = json_value | st.fixed_dictionaries({"identifiers": identifiers})
 datasets = st.builds(
-    output, namespaces, names, versions, extra=json_value, big=st.text(max_size=2000).map(lambda t: t * 40)
+    output,
+    namespaces,
+    names,
+    versions,
+    extra=json_value,
+    big=st.text(max_size=2000).map(lambda t: t * 40),
+    symlinks=symlinks,
 )
 
 
@@ -180,6 +198,8 @@ def test_any_run_event_gives_one_answer_per_output_each_an_event_ingest_reads_or
             assert item.reason
             continue
         if isinstance(item, NeedsPoll):
+            if item.snapshot_id is None:  # no version reported: the poll finds out what was committed
+                continue
             assert item.asset_key.startswith("iceberg://") and 0 <= item.snapshot_id <= MAX_LONG
             continue
         assert len(json.dumps(item["payload"]).encode()) <= MAX_PAYLOAD_BYTES
@@ -189,3 +209,162 @@ def test_any_run_event_gives_one_answer_per_output_each_an_event_ingest_reads_or
         except PydanticValidationError:
             continue  # a mapped key ingest refuses (control characters): answered REJECTED with the field
         assert parsed.asset_key == item["assetKey"]
+
+
+# --- OpenLineage's own Spark integration events (tests/data/openlineage/README.md) ---------------------
+
+OPENLINEAGE_EVENTS = Path(__file__).parents[1] / "data" / "openlineage"
+
+
+def spark_event(file: str) -> RunEvent:
+    """One of the Spark integration's expected events, with the envelope fields its matcher leaves out."""
+    expected = json.loads((OPENLINEAGE_EVENTS / file).read_text())
+    job = {"name": "spark_job", **expected["job"]}
+    return RunEvent.model_validate(
+        {
+            **expected,
+            "job": job,
+            "eventTime": "2026-12-01T10:00:00Z",
+            "run": {"runId": "0193a7c4-0000-7000-8000-000000000002"},
+            "producer": "https://github.com/OpenLineage/OpenLineage/tree/1.40.0/integration/spark",
+        }
+    )
+
+
+def mapping(namespace: str, prefix: str, name_prefix: str = "") -> LineageMapping:
+    return LineageMapping.model_validate({"namespace": namespace, "namePrefix": name_prefix, "assetKeyPrefix": prefix})
+
+
+def test_spark_delta_output_maps_by_its_symlink_and_records_its_version() -> None:
+    event = spark_event("pysparkWriteDeltaTableVersionEnd.json")
+    assert snapshot_events(event, [])[0] == Unmapped(
+        dataset="file//tmp/delta/versioned_table",
+        reason="no lineageDatasets mapping covers dataset 'file//tmp/delta/versioned_table' nor its symlinks "
+        "'file:/tmp/delta/default.versioned_table'",
+    )
+    [raw] = snapshot_events(event, [mapping("file:/tmp/delta", "delta://local/")])
+    assert isinstance(raw, dict)
+    parsed = parse_event(raw)
+    assert (parsed.asset_key, parsed.snapshot_id) == ("delta://local/default/versioned_table", 2)
+    assert raw["payload"]["openlineage"]["facets"]["storage"] == {"storageLayer": "delta", "fileFormat": "parquet"}
+
+
+def test_spark_iceberg_output_without_a_version_value_maps_by_its_symlink_and_asks_for_a_poll() -> None:
+    event = spark_event("pysparkWriteIcebergTableVersionEnd.json")
+    [found] = snapshot_events(event, [mapping("file:/tmp/iceberg", "iceberg://local/")])
+    assert found == NeedsPoll(
+        dataset="file//tmp/iceberg/default/table", asset_key="iceberg://local/default/table", snapshot_id=None
+    )
+
+
+def test_spark_hive_table_maps_by_its_metastore_symlink() -> None:
+    event = spark_event("pysparkSymlinksComplete.json")
+    [found] = snapshot_events(event, [mapping("hive://metastore", "hudi://warehouse/")])
+    assert found == NeedsPoll(dataset="file//tmp/warehouse/test", asset_key="hudi://warehouse/default/test")
+
+
+def test_a_symlink_without_a_namespace_is_not_a_name_and_the_datasets_own_name_still_maps() -> None:
+    event = spark_event("hiveCreateDataSourceAsSelectCommandCompleteEvent.json")
+    [output_dataset] = event.outputs
+    assert output_dataset.names() == [("file", "/tmp/hive-metastore/hive3.db/table2")]
+    [unmapped] = snapshot_events(event, [])
+    assert isinstance(unmapped, Unmapped) and "nor its symlinks" not in unmapped.reason
+    by_location = mapping("file", "paimon://lake/", name_prefix="/tmp/hive-metastore/")
+    [found] = snapshot_events(event, [by_location])
+    assert isinstance(found, NeedsPoll) and found.asset_key == "paimon://lake/hive3/db/table2"
+
+
+def glue_output(version: str | None = "4242") -> dict[str, Any]:
+    """What EmrIntegrationTest (lines 236-242) and IcebergHandlerTest (lines 381-385) assert Spark reports
+    for a Glue table: its S3 location as the dataset, the Glue name only as a symlink."""
+    facets: dict[str, Any] = {
+        "symlinks": {
+            "identifiers": [
+                {"namespace": "arn:aws:glue:us-east-1:123456789012", "name": "table/dw_db/orders", "type": "TABLE"}
+            ]
+        }
+    }
+    if version is not None:
+        facets["version"] = {"datasetVersion": version}
+    return {"namespace": "s3://lake-bucket", "name": "warehouse/dw_db.db/orders", "facets": facets}
+
+
+def test_a_glue_table_reported_as_its_s3_location_maps_by_its_glue_symlink() -> None:
+    [found] = snapshot_events(run_event([glue_output()]), [GLUE])
+    assert found == NeedsPoll(
+        dataset="s3://lake-bucket/warehouse/dw_db.db/orders", asset_key="iceberg://glue/dw_db/orders", snapshot_id=4242
+    )
+    # The dataset's own name is tried first: a mapping of the location wins over the symlink's.
+    by_location = mapping("s3://lake-bucket", "delta://lake/", name_prefix="warehouse/")
+    assert asset_key_for(LineageDataset.model_validate(glue_output()), [GLUE, by_location]) == (
+        "delta://lake/dw_db/db/orders"
+    )
+
+
+def test_symlinks_are_tried_by_every_mapping_before_the_default() -> None:
+    dataset = LineageDataset.model_validate(
+        {
+            "namespace": "iceberg://glue",
+            "name": "dw_db.orders",
+            "facets": {"symlinks": {"identifiers": [{"namespace": "hive://m", "name": "dw.orders", "type": "TABLE"}]}},
+        }
+    )
+    assert asset_key_for(dataset, []) == "iceberg://glue/dw_db/orders"
+    assert asset_key_for(dataset, [mapping("hive://m", "paimon://lake/")]) == "paimon://lake/dw/orders"
+
+
+# --- bounded work ------------------------------------------------------------------------------------------
+
+
+def facets(count: int) -> dict[str, Any]:
+    return {f"f{i:05d}": {"_producer": "p", "_schemaURL": "s", "n": i} for i in range(count)}
+
+
+def test_more_facets_or_symlinks_than_the_limits_is_refused_naming_the_limit() -> None:
+    LineageDataset.model_validate({"namespace": "n", "name": "d", "facets": facets(MAX_DATASET_FACETS)})
+    with pytest.raises(PydanticValidationError, match="MAX_DATASET_FACETS"):
+        LineageDataset.model_validate({"namespace": "n", "name": "d", "facets": facets(MAX_DATASET_FACETS + 1)})
+    with pytest.raises(PydanticValidationError, match="MAX_DATASET_FACETS"):
+        LineageDataset.model_validate(
+            {"namespace": "n", "name": "d", "facets": facets(MAX_DATASET_FACETS), "outputFacets": facets(1)}
+        )
+    links = [{"namespace": "hive://m", "name": f"db.t{i}", "type": "TABLE"} for i in range(MAX_SYMLINKS + 1)]
+    LineageDataset.model_validate({"namespace": "n", "name": "d", "facets": {"symlinks": {"identifiers": links[1:]}}})
+    with pytest.raises(PydanticValidationError, match="MAX_SYMLINKS"):
+        LineageDataset.model_validate({"namespace": "n", "name": "d", "facets": {"symlinks": {"identifiers": links}}})
+    with pytest.raises(PydanticValidationError, match="over 1024 characters"):
+        LineageDataset.model_validate(
+            {
+                "namespace": "n",
+                "name": "d",
+                "facets": {"symlinks": {"identifiers": [{"namespace": "n", "name": "x" * 1025}]}},
+            }
+        )
+
+
+def test_a_request_of_the_most_outputs_and_facets_is_serialized_in_work_linear_in_its_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each facet is serialized a bounded number of times, not once per facet kept before it (the old
+    payload builder re-serialized the kept facets for each new one: 30,000 facets took 27 s)."""
+    serialized = [0]
+    real = lineage._compact
+
+    def counted(value: Any) -> str:
+        text = real(value)
+        serialized[0] += len(text)
+        return text
+
+    monkeypatch.setattr(lineage, "_compact", counted)
+    outputs = [
+        {
+            "namespace": "paimon://lake",
+            "name": f"db.t{i}",
+            "facets": {**facets(MAX_DATASET_FACETS - 1), "version": {"datasetVersion": "1"}},
+        }
+        for i in range(MAX_OUTPUTS)
+    ]
+    body = json.dumps({"outputs": outputs})
+    found = snapshot_events(run_event(outputs), [])
+    assert len(found) == MAX_OUTPUTS and all(isinstance(item, dict) for item in found)
+    assert serialized[0] <= 2 * len(body)

@@ -9,11 +9,12 @@ from __future__ import annotations
 import calendar
 import json
 import re
-from datetime import datetime
+import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakehook.adapters.lakehouse.credentials import CredentialResolver
@@ -21,6 +22,7 @@ from lakehook.adapters.lakehouse.delta import LogListing, checkpoint_part, commi
 from lakehook.adapters.lakehouse.hudi import (
     HudiSnapshotSource,
     Instant,
+    Layout,
     _after,
     _completed_versions,
     instant_millis,
@@ -28,7 +30,7 @@ from lakehook.adapters.lakehouse.hudi import (
     parse_properties,
 )
 from lakehook.domain.assets import AssetSource
-from lakehook.domain.snapshots import SnapshotCursor
+from lakehook.domain.snapshots import PollOffset, SnapshotCursor
 from lakehook.ports.lakehouse import CorruptMetadataError
 from tests.fakes.memory import InMemorySecretStore
 
@@ -135,7 +137,7 @@ def test_a_listing_counts_a_multi_part_checkpoint_only_with_every_part() -> None
 
 
 @given(st.lists(st.tuples(st.sampled_from(["add", "remove"]), st.sampled_from([True, False, None])), max_size=6))
-def test_a_commit_changes_data_exactly_when_an_add_or_remove_says_data_change(
+def test_a_commit_changes_data_exactly_when_an_add_or_remove_says_data_changed(
     files: list[tuple[str, bool | None]],
 ) -> None:
     actions: list[dict[str, object]] = [{"commitInfo": {"timestamp": 1, "operation": "WRITE"}}]
@@ -146,7 +148,7 @@ def test_a_commit_changes_data_exactly_when_an_add_or_remove_says_data_change(
         actions.append({kind: action})
     info = parse_commit(3, _commit(*actions)).info
     changed = any(flag is not False for _, flag in files)  # a writer that leaves the flag out changed data
-    assert info.data_change is changed
+    assert info.data_changed is changed
     if not changed:
         assert (info.delta_record_count, info.total_record_count) == (0, None)
 
@@ -269,3 +271,76 @@ def test_a_hudi_schema_id_is_the_instant_that_introduced_the_writer_schema(tmp_p
     fresh = HudiSnapshotSource(CredentialResolver(InMemorySecretStore()))
     (newest,) = fresh.snapshots_since(src, None, fresh.pointer(src), limit=1).snapshots
     assert (newest.snapshot_id, newest.schema_id) == (20250101000000004, 20250101000000003)
+
+
+@pytest.mark.parametrize(
+    ("properties", "directory"),
+    [
+        ({}, ".hoodie"),  # no table version: layout 1, as hudi-rs's TimelineBuilder reads it
+        ({"hoodie.table.version": "6", "hoodie.timeline.layout.version": "1"}, ".hoodie"),
+        ({"hoodie.table.version": "8"}, ".hoodie/timeline"),  # layout 2 is the default from version 8
+        ({"hoodie.table.version": "8", "hoodie.timeline.layout.version": "1"}, ".hoodie"),
+        ({"hoodie.table.version": "9", "hoodie.timeline.path": "tl"}, ".hoodie/tl"),
+        ({"hoodie.table.version": "6", "hoodie.timeline.path": "timeline"}, ".hoodie"),  # mid-upgrade: still 0.x
+    ],
+)
+def test_hoodie_properties_say_where_the_timeline_is(properties: dict[str, str], directory: str) -> None:
+    assert Layout.of(properties).directory == directory
+
+
+@pytest.mark.parametrize(("written", "zone"), [(None, "Asia/Tokyo"), ("LOCAL", "Asia/Tokyo"), ("utc", "UTC")])
+def test_a_timelines_zone_is_the_writers_unless_the_table_says_utc(written: str | None, zone: str) -> None:
+    layout = Layout.of({"hoodie.table.timeline.timezone": written} if written else {})
+    source = AssetSource.model_validate({"catalog": "lake", "location": "/t", "timeZone": "Asia/Tokyo"})
+    assert getattr(layout.zone(source), "key", "UTC") == zone
+    assert layout.zone(AssetSource(catalog="lake", location="/t")) is UTC
+
+
+@pytest.mark.parametrize("bad", ["Mars/Olympus", "../../etc/passwd", "", "+09:00", "/usr/share/zoneinfo/UTC"])
+def test_a_source_time_zone_must_be_an_iana_zone(bad: str) -> None:
+    with pytest.raises(ValueError, match="timeZone"):
+        AssetSource.model_validate({"catalog": "lake", "location": "/t", "timeZone": bad})
+
+
+def _instant_at(ms: int) -> int:
+    moment = datetime.fromtimestamp(ms / 1000, UTC)
+    return int(moment.strftime("%Y%m%d%H%M%S") + f"{ms % 1000:03d}")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 10_000), st.sampled_from([0, 0, 0, 60_000, 86_400_000])), max_size=12))
+def test_polls_take_every_commit_once_whatever_clocks_the_writers_have(commits: list[tuple[int, int]]) -> None:
+    """0.x writers commit at a real time (``step`` ms after the last), some with a clock ``ahead``; a poll
+    follows each commit. Every commit is taken exactly once, none before the clock reaches it."""
+    clock = [1_767_225_600_000]  # 2026-01-01
+    source = HudiSnapshotSource(CredentialResolver(InMemorySecretStore()), clock=lambda: clock[0])
+    with tempfile.TemporaryDirectory() as root:
+        hoodie = Path(root) / ".hoodie"
+        hoodie.mkdir()
+        (hoodie / "hoodie.properties").write_text("hoodie.table.version=6\n")
+        src = AssetSource(catalog="lake", location=root)
+        offset = PollOffset()
+        taken: list[int] = []
+        written: set[int] = set()
+
+        def poll() -> None:
+            nonlocal offset
+            pointer = source.pointer(src)
+            if offset.unchanged(pointer):
+                return
+            batch = source.snapshots_since(src, offset.cursor or SnapshotCursor.beginning(), pointer, limit=100)
+            assert all(instant_millis(s.snapshot_id) <= clock[0] for s in batch.snapshots)
+            taken.extend(s.snapshot_id for s in batch.snapshots)
+            offset = offset.advanced(batch.snapshots, pointer, (), batch.complete)
+
+        for step, ahead in commits:
+            clock[0] += step
+            instant = _instant_at(clock[0] + ahead)
+            if instant in written:
+                continue
+            written.add(instant)
+            (hoodie / f"{instant}.commit").write_bytes(b"")
+            poll()
+        clock[0] += 2 * 86_400_000  # every clock is passed
+        poll()
+        assert sorted(taken) == sorted(written)

@@ -57,6 +57,18 @@ def test_every_operation_states_its_security(spec: dict[str, Any]) -> None:
         assert op.get("security") == expected.get((method, path), MANAGEMENT), f"{method} {path}"
 
 
+def test_lineage_takes_the_signed_form_and_the_bearer_key_is_an_opt_in_of_the_producer(spec: dict[str, Any]) -> None:
+    security = spec["paths"]["/api/v1/lineage"]["post"]["security"]
+    assert security[:2] == [{"producerId": [], "producerSignature": []}, {"producerApiKey": []}]
+    assert "lineageBearer: true" in spec["components"]["securitySchemes"]["producerApiKey"]["description"]
+    put = spec["paths"]["/producers/{producerId}"]["put"]
+    body = _schema(spec, put["requestBody"]["content"]["application/json"]["schema"])
+    assert body["properties"]["lineageBearer"]["type"] == "boolean"
+    assert body["properties"]["lineageBearer"]["default"] is False
+    answer = _schema(spec, put["responses"]["200"]["content"]["application/json"]["schema"])
+    assert answer["properties"]["lineageBearer"]["type"] == "boolean"
+
+
 def test_every_operation_lists_its_errors_with_the_error_schema(spec: dict[str, Any]) -> None:
     for method, path, op in _operations(spec):
         responses = op["responses"]
@@ -105,3 +117,25 @@ def test_rule_target_is_a_union_discriminated_by_type(spec: dict[str, Any]) -> N
     assert {"webhook", "stepfunctions", "lambda", "eventbridge", "airflow", "dolphinscheduler"} <= kinds
     for ref in target["discriminator"]["mapping"].values():
         assert _schema(spec, {"$ref": ref})["properties"]["type"], ref  # each variant resolves and names its type
+
+
+@pytest.mark.parametrize(
+    ("path", "status"), [("/triggers/{triggerKey}/replay", "201"), ("/rules/{ruleId}/evaluate", "200")]
+)
+def test_the_routes_that_start_runs_take_an_idempotency_key_and_say_when_they_answer_again(
+    spec: dict[str, Any], path: str, status: str
+) -> None:
+    import re
+
+    from lakehook.domain.requests import IDEMPOTENCY_KEY_PATTERN
+
+    op = spec["paths"][path]["post"]
+    (header,) = [p for p in op["parameters"] if p["in"] == "header"]
+    assert header["name"].lower() == "idempotency-key" and header.get("required") is False
+    assert header["schema"]["pattern"] == IDEMPOTENCY_KEY_PATTERN
+    assert re.fullmatch(header["schema"]["pattern"], "0b7c5a52-2f1e-4a4e-9d55-3c2f7f1d9e10")
+    assert "409" in op["responses"] and "IDEMPOTENCY_KEY_REUSED" in op["description"]
+    assert set(op["responses"][status]["headers"]) == {"Idempotent-Replayed"}
+    # only those: no other operation records requests
+    others = [(m, p) for m, p, o in _operations(spec) if any(q["in"] == "header" for q in o.get("parameters", []))]
+    assert sorted(others) == [("POST", "/rules/{ruleId}/evaluate"), ("POST", "/triggers/{triggerKey}/replay")]

@@ -116,3 +116,26 @@ def test_the_error_metric_is_emitted(capsys: pytest.CaptureFixture[str]) -> None
     capsys.readouterr()
     emit_metrics(report)
     assert "lakehouse_rule_evaluation_error_total" in capsys.readouterr().out
+
+
+def test_a_stored_rule_whose_cron_never_fires_is_reported_and_every_other_rule_still_checked() -> None:
+    from lakehook.domain.rules import Rule
+    from lakehook.usecases.freshness import CheckFreshness
+    from tests.fakes.memory import InMemoryAssetRegistry
+
+    def with_freshness(rule_id: str, freshness: str) -> Rule:
+        body = rule(rule_id, {"assetKey": A}).to_json().replace('"groups"', f'"freshness":{freshness},"groups"')
+        return Rule.from_stored(body)  # the stored-rule read path: no write-time checks
+
+    world = World(with_freshness("early", '{"maxWaitSeconds":3600}'))
+    world.rules.put_rule(with_freshness("never", '{"expectedBy":{"cron":"0 0 30 2 *"}}'), world.now)
+    world.rules.put_rule(with_freshness("zlate", '{"maxWaitSeconds":60}'), world.now)
+    world.now += 2 * 3_600_000
+    report = CheckFreshness(world.rules, world.triggers, InMemoryAssetRegistry(), world.reader, lambda: world.now)()
+
+    assert sorted(report.rules) == ["early", "zlate"]
+    assert list(report.unchecked) == ["never"] and "never fires" in report.unchecked["never"]
+    manage = ManageRules(world.rules, world.triggers, world.reader, clock=lambda: world.now, resolver=world.resolve)
+    freshness = manage.explain("never")["freshness"]
+    assert freshness["status"] == "ERROR" and "0 0 30 2 *" in freshness["reason"]
+    assert manage.explain("early")["freshness"]["status"] == "OVERDUE"

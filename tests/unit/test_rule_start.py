@@ -3,6 +3,7 @@ through the rule use cases on the in-memory fakes."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -171,3 +172,36 @@ def test_evaluate_names_what_is_wrong_in_its_body(body: Any, field: str) -> None
     with pytest.raises(ValidationError) as caught:
         world.manage.evaluate("r", body)
     assert caught.value.field == field
+
+
+def test_forced_runs_racing_under_one_idempotency_key_start_one_run_and_all_get_its_answer() -> None:
+    from tests.racing import race
+
+    world = Rules()
+    world.put("r", A)
+    world.snap(A, 1)
+    world.deliver()
+    before = set(world.triggers.triggers)
+    # every request reads "no answer recorded yet" before any of them claims: they race on the claim itself
+    barrier = threading.Barrier(8, timeout=10)
+    read = world.triggers.get_request
+
+    def everyone_reads_first(key: str, now_ms: int) -> Any:
+        found = read(key, now_ms)
+        barrier.wait()
+        return found
+
+    world.triggers.get_request = everyone_reads_first  # type: ignore[method-assign]
+    answers = race(8, lambda i: world.manage.answer_evaluate("r", {"force": True}, "one-click"))
+    world.triggers.get_request = read  # type: ignore[method-assign]
+
+    manual = set(world.triggers.triggers) - before
+    assert len(manual) == 1
+    assert {a.body["triggerKey"] for a in answers} == manual
+    assert sorted(a.replayed for a in answers) == [False] + [True] * 7
+    with pytest.raises(ConflictError, match="different request") as reused:
+        world.manage.answer_evaluate("r", {"force": True, "groupId": "g"}, "one-click")
+    assert type(reused.value).__name__ == "IdempotencyKeyReusedError"
+    with pytest.raises(ValidationError) as malformed:
+        world.manage.answer_evaluate("r", {"force": True}, "two words")
+    assert malformed.value.field == "Idempotency-Key"

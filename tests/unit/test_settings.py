@@ -70,3 +70,20 @@ def test_the_backoffs_are_checked_across_the_environment_and_the_arguments(monke
     monkeypatch.setenv("LAKEHOOK_DISPATCH_RETRY_BASE_SECONDS", "9")
     with pytest.raises(ValidationError, match="dispatch_retry_base_seconds"):
         Settings(dispatch_retry_max_seconds=1.0)
+
+
+@pytest.mark.parametrize(
+    ("producers", "targets"),
+    [
+        ("lakehook/prod/producers/", "lakehook/prod/"),  # inside the target secrets: IAM could not keep them apart
+        ("LAKEHOOK/PROD/p/", "lakehook/prod/"),
+        ("lakehook/", "lakehook/prod/"),  # containing them
+        ("", "lakehook/prod/"),
+        ("/", "lakehook/prod/"),
+    ],
+)
+def test_the_producer_secrets_prefix_is_apart_from_the_target_secrets(producers: str, targets: str) -> None:
+    with pytest.raises(ValidationError, match="producer_secret_prefix"):
+        Settings(producer_secret_prefix=producers, secret_prefix=targets)
+    apart = Settings(producer_secret_prefix="lakehook-producers/prod/", secret_prefix=targets)
+    assert apart.producer_secrets.name("p") == "lakehook-producers/prod/p"

@@ -10,6 +10,7 @@ import pytest
 
 from lakehook.domain.errors import AuthenticationError, ValidationError
 from lakehook.domain.producers import Producer, ProducerSpec
+from lakehook.domain.secret_names import ProducerSecrets
 from lakehook.domain.signing import parse_signature, sign, verify
 from lakehook.usecases.producers import NOT_VERIFIED, PushAuthenticator, RegisterProducer
 from tests.fakes.memory import InMemoryProducerRegistry, InMemorySecretStore
@@ -108,18 +109,19 @@ class Clock:
         return self.now
 
 
+PRODUCER_SECRETS = ProducerSecrets.of("lakehook-producers/stack/", "lakehook/stack/")
 SPEC = ProducerSpec.model_validate({"assetKeyPrefixes": ["paimon://lake/ods_db/"], "description": "orders"})
 
 
 def test_register_creates_a_producer_and_shows_its_secret_once() -> None:
     registry, secrets = InMemoryProducerRegistry(), InMemorySecretStore()
-    register = RegisterProducer(registry, secrets, "lakehook/", clock=lambda: 1000)
+    register = RegisterProducer(registry, secrets, PRODUCER_SECRETS, clock=lambda: 1000)
     first = register("orders-writer", SPEC)
     assert first.created and first.secret is not None and len(first.secret) == 64
     assert secrets.get_secret(first.producer.secret_ref) == first.secret
-    assert first.producer.secret_ref == "lakehook/producers/orders-writer"
+    assert first.producer.secret_ref == "lakehook-producers/stack/orders-writer"
 
-    again = RegisterProducer(registry, secrets, "lakehook/", clock=lambda: 2000)(
+    again = RegisterProducer(registry, secrets, PRODUCER_SECRETS, clock=lambda: 2000)(
         "orders-writer", ProducerSpec.model_validate({"assetKeyPrefixes": ["s3://spool/"]})
     )
     assert not again.created and again.secret is None
@@ -130,7 +132,7 @@ def test_register_creates_a_producer_and_shows_its_secret_once() -> None:
 
 def test_rotation_replaces_the_secret_and_shows_the_new_one() -> None:
     registry, secrets = InMemoryProducerRegistry(), InMemorySecretStore()
-    register = RegisterProducer(registry, secrets, "lakehook/")
+    register = RegisterProducer(registry, secrets, PRODUCER_SECRETS)
     old = register("p", SPEC).secret
     rotated = register("p", SPEC, rotate_secret=True)
     assert not rotated.created and rotated.secret not in (None, old)
@@ -140,7 +142,7 @@ def test_rotation_replaces_the_secret_and_shows_the_new_one() -> None:
 def test_register_refuses_a_malformed_id_as_a_validation_error() -> None:
     registry = InMemoryProducerRegistry()
     with pytest.raises(ValidationError) as raised:
-        RegisterProducer(registry, InMemorySecretStore(), "lakehook/")("bad id!", SPEC)
+        RegisterProducer(registry, InMemorySecretStore(), PRODUCER_SECRETS)("bad id!", SPEC)
     assert raised.value.field == "producerId"
     assert registry.producers == {}
 
@@ -172,7 +174,7 @@ class Authenticating:
 
 def _authenticating(ttl: float = 30) -> Authenticating:
     registry, secrets, clock = CountingProducerRegistry(), CountingSecretStore(), Clock(NOW)
-    register = RegisterProducer(registry, secrets, "lakehook/")
+    register = RegisterProducer(registry, secrets, PRODUCER_SECRETS)
     secret = register("p", SPEC).secret
     assert secret is not None
     registry.reads = secrets.reads = 0

@@ -311,27 +311,28 @@ def test_state_reads_stored_decimals_and_sets() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kind", "data_change", "changes"),
+    ("kind", "data_changed", "changes"),
     [
         ("WRITE", False, False),  # Delta: named WRITE, but its files all say dataChange=false
         ("SET TBLPROPERTIES", False, False),
-        ("OPTIMIZE", True, True),  # the format's own word outweighs the name
+        ("OPTIMIZE", True, False),  # only a "no" is news: a "yes" leaves it to the kind, a compaction
+        ("WRITE", True, True),
         ("COMPACT", None, False),  # no word from the format: the kind decides
         (None, None, True),
     ],
 )
-def test_a_snapshots_own_data_change_flag_decides_over_its_kind(
-    asset: Asset, kind: str | None, data_change: bool | None, changes: bool
+def test_a_snapshots_no_data_flag_decides_over_its_kind(
+    asset: Asset, kind: str | None, data_changed: bool | None, changes: bool
 ) -> None:
-    asset.apply(snap(1, commitKind="APPEND"), snap(2, commitKind=kind, dataChange=data_change))
+    asset.apply(snap(1, commitKind="APPEND"), snap(2, commitKind=kind, dataChanged=data_changed))
     state = asset.state
-    assert state.latest_data_change is changes and state.latest_record is not None
+    assert state.latest_data_changed is changes and state.latest_record is not None
     assert state.latest_record.changes_data is changes
     assert state.latest_data is not None and state.latest_data.snapshot_id == (2 if changes else 1)
 
 
 def test_a_later_snapshot_never_inherits_an_older_ones_no_data_flag(asset: Asset) -> None:
-    asset.apply(snap(1, commitKind="WRITE", dataChange=False), snap(2, commitKind="WRITE"))
-    assert asset.state.latest_data_change is True and asset.state.latest_record is not None
+    asset.apply(snap(1, commitKind="WRITE", dataChanged=False), snap(2, commitKind="WRITE"))
+    assert asset.state.latest_data_changed is True and asset.state.latest_record is not None
     assert asset.state.latest_record.changes_data and asset.state.latest_data is not None
     assert asset.state.latest_data.snapshot_id == 2

@@ -39,6 +39,12 @@ ALLOWED_ACTION_WILDCARDS = {
     "sqs:SendMessage*": "SAM's SQSSendMessagePolicy template: SendMessage and SendMessageBatch on one named queue",
 }
 
+# Deny statements a role may carry, by Sid, with why (every other statement allows).
+ALLOWED_DENIES = {
+    "NoProducerSecrets": "a role that reads lakehook/<stack>/* (target or source secrets) never reads "
+    "lakehook/<stack>/producers/*, where producers registered before their own namespace keep their secrets",
+}
+
 # Actions AWS authorizes only on Resource "*"; none is used by an inline statement today.
 ACTIONS_WITHOUT_RESOURCES = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "cloudwatch:PutMetricData"}
 
@@ -100,6 +106,9 @@ def test_the_stack_has_a_role_per_function_and_the_api_gateway_logging_role() ->
 
 def test_no_statement_allows_every_action_or_every_action_of_a_service() -> None:
     for role, statement in statements():
+        if statement["Effect"] == "Deny":
+            assert statement.get("Sid") in ALLOWED_DENIES, f"{role}: a Deny not listed with a reason: {statement}"
+            continue
         assert statement["Effect"] == "Allow", (role, statement)
         for action in as_list(statement["Action"]):
             assert action != "*" and not action.endswith(":*"), (role, action)
@@ -148,3 +157,46 @@ def test_the_customer_managed_key_is_granted_only_when_one_is_given() -> None:
             (statement,) = then["PolicyDocument"]["Statement"]
             assert statement["Resource"] == {"Ref": "KmsKeyArn"}
             assert sorted(statement["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey"]
+
+
+def _secret_resources(role: str, effect: str, action: str) -> list[str]:
+    found = []
+    for name, statement in statements():
+        if name == role and statement["Effect"] == effect and action in as_list(statement["Action"]):
+            for resource in as_list(statement["Resource"]):
+                text = resource["Fn::Sub"] if isinstance(resource, dict) and "Fn::Sub" in resource else resource
+                if isinstance(text, str) and ":secretsmanager:" in text:
+                    found.append(text.split(":secret:", 1)[1])
+    return found
+
+
+def test_only_the_ingest_api_may_use_producer_signing_secrets() -> None:
+    # Producer secrets live under lakehook-producers/<stack>/ (and, registered before that namespace, under
+    # lakehook/<stack>/producers/): no poller, resolver or dispatcher may read them, so a target or an asset
+    # source naming one could not send it anywhere even if the write-time check missed a spelling.
+    producers = "lakehook-producers/${AWS::StackName}/*"
+    legacy = "lakehook/${AWS::StackName}/producers/*"
+    seen_ingest = False
+    for role in roles():
+        allowed = _secret_resources(role, "Allow", "secretsmanager:GetSecretValue")
+        denied = _secret_resources(role, "Deny", "secretsmanager:GetSecretValue")
+        if role == "IngestApiFunctionRole":
+            seen_ingest = True
+            assert producers in allowed and legacy in allowed
+            assert "lakehook/${AWS::StackName}/*" not in allowed  # target secrets: it only checks they exist
+            continue
+        assert not any(r.startswith("lakehook-producers/") or r == "*" for r in allowed), (role, allowed)
+        if "lakehook/${AWS::StackName}/*" in allowed:
+            assert legacy in denied, f"{role} may read {legacy}"
+    assert seen_ingest
+    writes = {
+        (role, action)
+        for role in roles()
+        for action in ("secretsmanager:CreateSecret", "secretsmanager:PutSecretValue")
+        if _secret_resources(role, "Allow", action)
+    }
+    assert writes == {
+        ("IngestApiFunctionRole", "secretsmanager:CreateSecret"),
+        ("IngestApiFunctionRole", "secretsmanager:PutSecretValue"),
+    }
+    assert _secret_resources("IngestApiFunctionRole", "Allow", "secretsmanager:CreateSecret") == [producers]

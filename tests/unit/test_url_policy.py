@@ -3,19 +3,22 @@ starts). Every resolution here is a stub; no test sends a byte to any of these a
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import requests
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lakehook.adapters.targets import TargetDeps, build_target_clients
 from lakehook.adapters.targets.egress import AddressGuard, DestinationRefusedError, guard_session
 from lakehook.domain.dispatch import Invocation, OutcomeKind, RunManifest
 from lakehook.domain.targets import validate_target
 from lakehook.domain.triggers import PinnedInput, Trigger, trigger_key
-from lakehook.domain.url_policy import UrlPolicy, UrlRefusedError
+from lakehook.domain.url_policy import METADATA_ADDRESSES, UrlPolicy, UrlRefusedError
 from tests.fakes.memory import InMemorySecretStore
 from tests.fakes.webhook_receiver import WebhookReceiver
 
@@ -289,3 +292,127 @@ def test_the_guarded_session_ignores_proxies_from_the_environment(monkeypatch: p
     monkeypatch.setenv("HTTPS_PROXY", "http://169.254.169.254:3128")
     session = guard_session(requests.Session(), DEPLOYED, StubResolver({}))
     assert session.trust_env is False
+
+
+# --- every spelling of a refused address -----------------------------------------------------------
+
+_V4_METADATA = sorted(str(a) for a in METADATA_ADDRESSES if a.version == 4)
+_V6_METADATA = sorted(str(a) for a in METADATA_ADDRESSES if a.version == 6)
+_EVERY_POLICY = (
+    DEPLOYED,
+    LOCAL,
+    ALLOW_10_20,
+    UrlPolicy.of(False, ["0.0.0.0/0", "::/0"]),
+    UrlPolicy.of(True, ["0.0.0.0/0", "::/0"]),
+)
+
+
+@st.composite
+def refused_ipv4(draw: st.DrawFn) -> ipaddress.IPv4Address:
+    """A cloud metadata address or any IPv4 link-local one (169.254.0.0/16)."""
+    if draw(st.booleans()):
+        return ipaddress.IPv4Address(draw(st.sampled_from(_V4_METADATA)))
+    return ipaddress.IPv4Address(0xA9FE0000 | draw(st.integers(0, 0xFFFF)))
+
+
+def _groups(value: int) -> list[int]:
+    return [(value >> (112 - 16 * i)) & 0xFFFF for i in range(8)]
+
+
+@st.composite
+def ipv6_spelling(draw: st.DrawFn, value: int) -> str:
+    """One textual spelling of an IPv6 address: full or compressed, leading zeros, any case, the last 32
+    bits as hex groups or dotted decimal."""
+    groups = _groups(value)
+    dotted = draw(st.booleans())
+    tail = [str(ipaddress.IPv4Address(value & 0xFFFFFFFF))] if dotted else []
+    head = groups[:6] if dotted else groups
+    parts = [format(g, "x").zfill(draw(st.integers(len(format(g, "x")), 4))) for g in head]
+    zero_runs = [i for i, g in enumerate(head) if g == 0]
+    if zero_runs and draw(st.booleans()):  # compress one run of zero groups (any run, not only the longest)
+        start = draw(st.sampled_from(zero_runs))
+        end = start
+        while end + 1 < len(head) and head[end + 1] == 0 and draw(st.booleans()):
+            end += 1
+        left, right = parts[:start], parts[end + 1 :]
+        text = ":".join(left) + "::" + ":".join(right + tail)
+        if not right and not tail:
+            text = ":".join(left) + "::"
+    else:
+        text = ":".join(parts + tail)
+    return "".join(c.upper() if draw(st.booleans()) else c for c in text)
+
+
+@st.composite
+def refused_ipv6(draw: st.DrawFn) -> tuple[int, str]:
+    """A refused address as an IPv6 value and how it got there (the carrying form)."""
+    v4 = int(draw(refused_ipv4()))
+    low = draw(st.integers(0, 0xFFFF))
+    forms = {
+        "metadata": int(ipaddress.IPv6Address(draw(st.sampled_from(_V6_METADATA)))),
+        "link-local": (0xFE80 << 112) | (draw(st.integers(0, 0x3F)) << 112) | draw(st.integers(0, 2**64 - 1)),
+        "mapped": 0xFFFF << 32 | v4,
+        "translated": 0xFFFF << 48 | v4,
+        "compatible": v4,
+        "6to4": (0x2002 << 112) | (v4 << 80) | draw(st.integers(0, 2**80 - 1)),
+        "nat64": int(ipaddress.IPv6Address("64:ff9b::")) | v4,
+        "nat64-local": int(ipaddress.IPv6Address("64:ff9b:1::")) | low << 32 | v4,
+        "teredo": (0x20010000 << 96) | (draw(st.integers(0, 2**64 - 1)) << 32) | (v4 ^ 0xFFFFFFFF),
+    }
+    form = draw(st.sampled_from(sorted(forms)))
+    return forms[form], form
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_every_spelling_of_a_metadata_or_link_local_address_is_refused_in_every_mode(data: st.DataObject) -> None:
+    value, form = data.draw(refused_ipv6())
+    spelled = data.draw(ipv6_spelling(value))
+    assert ipaddress.IPv6Address(spelled) == ipaddress.IPv6Address(value), spelled  # the spelling is faithful
+    zone = data.draw(st.sampled_from(["", "%25eth0", "%251", "%25en0"])) if form == "link-local" else ""
+    port = data.draw(st.sampled_from(["", ":443", ":80", ":8080"]))
+    scheme = data.draw(st.sampled_from(["https", "http", "HTTPS"]))
+    url = f"{scheme}://[{spelled}{zone}]{port}/latest/meta-data/"
+    for policy in _EVERY_POLICY:
+        with pytest.raises(UrlRefusedError):
+            policy.check_url(url)
+        # and when a name resolves to it (the dispatch-time and poll-time check)
+        guard = AddressGuard(policy, lambda host, port, spelled=spelled: [spelled])
+        with pytest.raises(DestinationRefusedError):
+            guard.address_for("innocent.example.com", 443)
+
+
+@settings(max_examples=200, deadline=None)
+@given(refused_ipv4(), st.data())
+def test_every_ipv4_metadata_or_link_local_address_is_refused_in_every_mode(
+    address: ipaddress.IPv4Address, data: st.DataObject
+) -> None:
+    host = data.draw(st.sampled_from([str(address), f"[::ffff:{address}]", f"[::{address}]"]))
+    for policy in _EVERY_POLICY:
+        with pytest.raises(UrlRefusedError):
+            policy.check_url(f"https://{host}/")
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "::169.254.169.254",  # IPv4-compatible
+        "::a9fe:a9fe",
+        "::ffff:0:169.254.169.254",  # IPv4-translated (SIIT)
+        "64:ff9b:1::a9fe:a9fe",  # local-use NAT64, /96
+        "64:ff9b:1:a9fe:a9:fe00::",  # local-use NAT64, /48
+        "2001:0:4136:e378:8000:63bf:5601:5601",  # Teredo, client 169.254.169.254
+        "fd00:0ec2:0000:0000:0000:0000:0000:0254",
+        "FD00:EC2::254",
+        "fec0::1",  # site-local
+    ],
+)
+def test_the_spellings_python_takes_for_global_are_refused(host: str) -> None:
+    for policy in (DEPLOYED, LOCAL):
+        with pytest.raises(UrlRefusedError):
+            policy.check_url(f"https://[{host}]/")
+
+
+def test_addresses_that_carry_a_public_ipv4_address_stay_allowed() -> None:
+    for host in ("::ffff:8.8.8.8", "2002:808:808::1", "64:ff9b::8.8.8.8", "2606:4700:4700::1111"):
+        assert DEPLOYED.check_url(f"https://[{host}]/") == f"https://[{host}]/"

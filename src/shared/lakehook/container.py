@@ -159,7 +159,7 @@ class Container:
     def register_producer(self) -> RegisterProducer:
         from lakehook.usecases.producers import RegisterProducer
 
-        return RegisterProducer(self.producer_registry, self.secret_store, self.settings.secret_prefix)
+        return RegisterProducer(self.producer_registry, self.secret_store, self.settings.producer_secrets)
 
     @part
     def push_authenticator(self) -> PushAuthenticator:
@@ -218,7 +218,12 @@ class Container:
         from lakehook.adapters.lakehouse.credentials import ssm_parameter_reader
         from lakehook.adapters.lakehouse.factory import snapshot_sources
 
-        return snapshot_sources(self.secret_store, ssm_parameter_reader(aws.client("ssm", self.settings)))
+        return snapshot_sources(
+            self.secret_store,
+            ssm_parameter_reader(aws.client("ssm", self.settings)),
+            reserved=self.settings.producer_secrets,
+            url_policy=self.settings.url_policy,
+        )
 
     @part
     def run_poll_work(self) -> RunPollWork:
@@ -328,6 +333,7 @@ class Container:
             secrets=self.secret_store,
             url_policy=self.settings.url_policy,
             secret_prefix=None if self.settings.local_mode else self.settings.secret_prefix,
+            producer_secrets=self.settings.producer_secrets,
         )
 
     # --- triggers and dispatch: DispatcherFunction, TriggerRedriveFunction, the trigger and run routes ------

@@ -46,5 +46,8 @@ class MetricName:
     RULE_EVALUATION_ERROR = "lakehouse_rule_evaluation_error_total"
     RULES_OVERDUE = "lakehouse_rules_overdue"  # rules past their expectedBy / maxWaitSeconds, per freshness check
     ASSETS_OVERDUE = "lakehouse_assets_overdue"  # assets past their maxAgeSeconds, per freshness check
+    RULES_UNCHECKED = "lakehouse_rules_unchecked"  # rules whose freshness could not be checked (logged why)
     COMMIT_NOTICE_POLLED = "lakehouse_commit_notice_polled_total"  # a Glue / S3 commit notice queued a poll
     COMMIT_NOTICE_IGNORED = "lakehouse_commit_notice_ignored_total"  # one that named no registered table
+    # a bus event naming a producer's source, put from an account the producer does not take events from
+    BUS_EVENT_FOREIGN_ACCOUNT = "lakehouse_bus_event_foreign_account_total"

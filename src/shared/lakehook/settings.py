@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from lakehook.domain.secret_names import ProducerSecrets
 from lakehook.domain.url_policy import UrlPolicy, parse_networks
 
 ENV_PREFIX = "LAKEHOOK_"
@@ -58,7 +59,15 @@ class Settings(BaseModel):
         description="the secret (name or ARN) holding the key completion tokens are made with; "
         "unset: invocations carry no completion token",
     )
-    secret_prefix: str = Field(default="lakehook/", description="Secrets Manager name prefix for producer secrets")
+    secret_prefix: str = Field(
+        default="lakehook/",
+        description="Secrets Manager name prefix of the secrets targets and asset sources name (lakehook/<stack>/)",
+    )
+    producer_secret_prefix: str = Field(
+        default="lakehook-producers/",
+        description="Secrets Manager name prefix of producer signing secrets (lakehook-producers/<stack>/): "
+        "only the producer routes use it, no target or asset source may name a secret under it",
+    )
     stage: str = Field(default="local")
     poll_queue_url: str | None = Field(default=None, description="SQS queue the poll planner fills for the workers")
     spool_verify_queue_url: str | None = Field(
@@ -70,7 +79,8 @@ class Settings(BaseModel):
     target_allowed_networks: str = Field(
         default="",
         description="comma-separated CIDR networks (private ranges) webhook / Airflow / DolphinScheduler targets "
-        "may reach; link-local, metadata and (outside local mode) loopback addresses stay refused",
+        "and asset source endpoints may reach; link-local, metadata and (outside local mode) loopback addresses "
+        "stay refused",
     )
     dispatch_attempts: int = Field(default=3, ge=1, le=10, description="attempts per dispatcher invocation")
     dispatch_total_attempts: int = Field(default=10, ge=1, le=100, description="attempts before a claim FAILs")
@@ -98,6 +108,17 @@ class Settings(BaseModel):
                 raise ValueError(f"{name}_base_seconds must not exceed {name}_max_seconds")
         return self
 
+    @model_validator(mode="after")
+    def _producer_secrets_apart(self) -> Settings:
+        # Apart from the target and source secrets' prefix, or IAM could not tell them apart.
+        producers, targets = self.producer_secret_prefix.casefold(), self.secret_prefix.casefold()
+        if not producers.strip("/") or producers.startswith(targets) or targets.startswith(producers):
+            raise ValueError(
+                f"producer_secret_prefix {self.producer_secret_prefix!r} must be a prefix of its own, outside "
+                f"secret_prefix {self.secret_prefix!r} and not containing it"
+            )
+        return self
+
     @field_validator("target_allowed_networks")
     @classmethod
     def _networks(cls, value: str) -> str:
@@ -108,6 +129,11 @@ class Settings(BaseModel):
     def local_mode(self) -> bool:
         """The local stack: management by a bearer token (no IAM), targets on loopback over plain http."""
         return bool(self.admin_token) or self.allow_insecure_loopback_targets
+
+    @cached_property
+    def producer_secrets(self) -> ProducerSecrets:
+        """The producer signing secrets' namespace (and the names it reserves)."""
+        return ProducerSecrets.of(self.producer_secret_prefix, self.secret_prefix)
 
     @cached_property
     def url_policy(self) -> UrlPolicy:

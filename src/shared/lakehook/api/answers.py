@@ -49,11 +49,18 @@ class ProducerAnswer(Answer):
     updated_at: Iso = Field(alias="updatedAt")
     lineage_datasets: list[LineageMapping] = Field(default_factory=list, alias="lineageDatasets")
     event_sources: list[str] = Field(default_factory=list, alias="eventSources")
+    lineage_bearer: bool = Field(
+        default=False, alias="lineageBearer", description="whether POST /api/v1/lineage takes the apiKey as a bearer"
+    )
+    bus_accounts: list[str] = Field(
+        default_factory=list, alias="busAccounts", description="empty: the stack's own account only"
+    )
     secret: str | None = Field(default=None, description="the signing secret: only on creation or rotation")
     api_key: str | None = Field(
         default=None,
         alias="apiKey",
-        description="the OpenLineage transport's api_key (<producerId>:<secret>): only with the secret",
+        description="the OpenLineage transport's api_key (<producerId>:<secret>): only with the secret; taken "
+        "by POST /api/v1/lineage only from a producer with lineageBearer: true",
     )
 
 
@@ -61,7 +68,8 @@ class LineageResult(Answer):
     event_id: str | None = Field(alias="eventId", description="null unless recorded")
     status: Literal["ACCEPTED", "DUPLICATE", "STALE", "REJECTED", "POLL_QUEUED"] = Field(
         description="as POST /asset-events answers; POLL_QUEUED: an Iceberg output, whose order (the sequence "
-        "number) lineage does not carry: a poll of the registered table was queued and records the snapshot"
+        "number) lineage does not carry, or an output that reports no version: a poll of the registered table "
+        "was queued and records the snapshot"
     )
     reason: str | None = Field(description="why, for every status but ACCEPTED")
 

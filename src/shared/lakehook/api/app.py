@@ -31,6 +31,7 @@ from lakehook.domain.errors import (
     ValidationError,
 )
 from lakehook.domain.json_input import parse_json
+from lakehook.domain.requests import IdempotencyKeyReusedError
 from lakehook.observability import logger
 
 # Every route of ``lakehook.api.routes``, by its module, in the order the app registers them: (method, path as
@@ -71,6 +72,7 @@ ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     AuthorizationError: (403, "FORBIDDEN"),
     NotFoundError: (404, "NOT_FOUND"),
     ConflictError: (409, "CONFLICT"),
+    IdempotencyKeyReusedError: (409, "IDEMPOTENCY_KEY_REUSED"),
     PayloadTooLargeError: (413, "PAYLOAD_TOO_LARGE"),
 }
 

@@ -31,7 +31,7 @@ _principal: ContextVar[Principal | None] = ContextVar("lakehook_principal", defa
 
 class PrincipalKind(StrEnum):
     ADMIN = "ADMIN"  # management credentials: the bearer token locally, an IAM identity on AWS
-    PRODUCER = "PRODUCER"  # an HMAC-signed request of a registered producer
+    PRODUCER = "PRODUCER"  # a registered producer: an HMAC-signed request (or its opted-in lineage apiKey)
     RUN = "RUN"  # a downstream run, by the completion token of its trigger's invocation
     PUBLIC = "PUBLIC"  # a public route: nobody was authenticated
 
@@ -67,15 +67,23 @@ def producer_or_admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Pr
     return Principal(PrincipalKind.PRODUCER, producer)
 
 
-def api_key_or_admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:
-    """Management credentials, or a producer's API key as OpenLineage's ``api_key`` auth sends it
+def signed_or_api_key_or_admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:
+    """A producer's HMAC signature (as ``producer_or_admin``; any producer), management credentials, or the API
+    key of a producer that takes one (``lineageBearer``), as OpenLineage's ``api_key`` auth sends it
     (``Authorization: Bearer <producerId>:<secret>``)."""
+    if event.get_header_value(PRODUCER_HEADER, case_sensitive=False) is not None or (
+        event.get_header_value(SIGNATURE_HEADER, case_sensitive=False) is not None
+    ):
+        return producer_or_admin(event, params)
     if is_admin(event):
         return Principal(PrincipalKind.ADMIN)
     header = event.get_header_value("Authorization", default_value="", case_sensitive=False) or ""
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer":
-        raise AuthenticationError("expected 'Authorization: Bearer <producerId>:<secret>' (the producer's apiKey)")
+        raise AuthenticationError(
+            f"expected {PRODUCER_HEADER} and {SIGNATURE_HEADER} (a signed request), or "
+            "'Authorization: Bearer <producerId>:<secret>' (the apiKey of a producer with lineageBearer: true)"
+        )
     producer = current().push_authenticator.authenticate_api_key(key.strip())
     return Principal(PrincipalKind.PRODUCER, producer)
 
@@ -97,7 +105,7 @@ def public(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:
 ROUTE_AUTHENTICATORS: dict[tuple[str, str], Authenticator] = {
     ("GET", "/openapi.json"): public,
     ("POST", "/asset-events"): producer_or_admin,
-    ("POST", "/api/v1/lineage"): api_key_or_admin,
+    ("POST", "/api/v1/lineage"): signed_or_api_key_or_admin,
     ("POST", "/runs/{triggerKey}/complete"): run_or_admin,
 }
 

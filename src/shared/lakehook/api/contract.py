@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from lakehook.domain.requests import REPLAYED_HEADER
 from lakehook.domain.signing import PRODUCER_HEADER, SIGNATURE_HEADER
 
 if TYPE_CHECKING:
@@ -25,7 +26,9 @@ class Error(BaseModel):
 
     model_config = ConfigDict(defer_build=True)  # describes answers in the document only, like api.answers
 
-    error: str = Field(description="BAD_REQUEST, UNAUTHENTICATED, FORBIDDEN, NOT_FOUND, CONFLICT, …")
+    error: str = Field(
+        description="BAD_REQUEST, UNAUTHENTICATED, FORBIDDEN, NOT_FOUND, CONFLICT, IDEMPOTENCY_KEY_REUSED, …"
+    )
     message: str
     field: str | None = Field(default=None, description="the request field the message is about")
 
@@ -56,7 +59,8 @@ def security_schemes() -> dict[str, SecurityScheme]:
         ),
         "producerApiKey": HTTPBearer(
             description="A producer's `apiKey` (`<producerId>:<secret>`), as OpenLineage's `api_key` auth sends it: "
-            "`Authorization: Bearer <apiKey>`."
+            "`Authorization: Bearer <apiKey>`. Taken only from a producer registered with `lineageBearer: true` "
+            "(a bearer key has no replay window); any producer may sign instead."
         ),
         "completionToken": APIKey(
             **{"in": APIKeyIn.header},
@@ -69,7 +73,8 @@ def security_schemes() -> dict[str, SecurityScheme]:
 # Alternatives (OR) of requirements; the schemes inside one requirement are needed together (AND).
 MANAGEMENT: list[dict[str, list[str]]] = [{"adminToken": []}, {"sigv4": []}]
 PRODUCER: list[dict[str, list[str]]] = [{"producerId": [], "producerSignature": []}, *MANAGEMENT]
-LINEAGE: list[dict[str, list[str]]] = [{"producerApiKey": []}, *MANAGEMENT]
+# The signed form always; the bearer apiKey only from a producer registered with lineageBearer: true.
+LINEAGE: list[dict[str, list[str]]] = [{"producerId": [], "producerSignature": []}, {"producerApiKey": []}, *MANAGEMENT]
 RUN_COMPLETION: list[dict[str, list[str]]] = [{"completionToken": []}, *MANAGEMENT]
 
 _MEANING = {
@@ -104,3 +109,16 @@ def answers(
 def ok(model: Any, description: str = "OK", status: int = 200) -> dict[int, tuple[str, Any]]:
     """The one success answer of most routes."""
     return {status: (description, model)}
+
+
+def replayable(responses: dict[int, OpenAPIResponse], status: int) -> dict[int, OpenAPIResponse]:
+    """``responses`` with the ``Idempotent-Replayed`` header on ``status``: the answer of a route that starts a run
+    may be the first answer to its Idempotency-Key, given again."""
+    responses[status]["headers"] = {
+        REPLAYED_HEADER: {
+            "description": "true when this is the first answer to the request's Idempotency-Key, given again "
+            "(nothing new was started)",
+            "schema": {"type": "string", "enum": ["true"]},
+        }
+    }
+    return responses

@@ -28,7 +28,10 @@ outside its prefixes), 404, 409, 413 and 415 (a body that is not JSON).
 credentials is a 401 whatever its body. `POST /asset-events` accepts an HMAC-signed request from a
 registered producer: `X-Lakehook-Producer: <producerId>` and
 `X-Lakehook-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, valid for
-5 minutes. `POST /runs/{triggerKey}/complete` takes management credentials or
+5 minutes. `POST /api/v1/lineage` accepts the same signed request from any producer, and
+`Authorization: Bearer <producerId>:<secret>` (OpenLineage's `api_key` auth, no replay window) only from a
+producer registered with `lineageBearer: true`; see [lineage.md](lineage.md).
+`POST /runs/{triggerKey}/complete` takes management credentials or
 `X-Lakehook-Completion-Token: <completionToken>`, the token the trigger's invocation carried (an HMAC of
 the trigger key under the stack's completion key; it completes that trigger only), checked before the body
 is read; a producer signature does not complete runs. Management routes take IAM (SigV4 for the
@@ -50,11 +53,14 @@ answers are ISO 8601 in UTC (epoch milliseconds are accepted on input). The live
 def limits_section() -> str:
     """The "Limits and input rules" section, from the constants the code enforces (no environment)."""
     from lakehook.domain.limits import (
+        MAX_DATASET_FACETS,
         MAX_JSON_DEPTH,
         MAX_NUMBER_DIGITS,
         MAX_PAYLOAD_BYTES,
         MAX_PAYLOAD_DEPTH,
+        MAX_SYMLINKS,
     )
+    from lakehook.domain.lineage import MAX_OUTPUTS
     from lakehook.domain.time import MAX_ISO_MS
     from lakehook.domain.watermarks import MAX_VALUE_BYTES
     from lakehook.settings import Settings
@@ -81,6 +87,9 @@ section is generated from them.
 | digits in one number | {MAX_NUMBER_DIGITS} (DynamoDB's precision) | 400 naming the limit, nothing written |
 | event `payload` | {MAX_PAYLOAD_BYTES} bytes as JSON, {MAX_PAYLOAD_DEPTH} levels | that event REJECTED (`payload`) |
 | a watermark store `value` | {MAX_VALUE_BYTES} bytes as compact JSON | 400 naming `value` |
+| lineage: outputs of one RunEvent | {MAX_OUTPUTS} | 400 naming `outputs` |
+| lineage: facets and output facets of one output dataset | {MAX_DATASET_FACETS} | 400 naming `MAX_DATASET_FACETS` |
+| lineage: `symlinks` identifiers of one output dataset | {MAX_SYMLINKS} | 400 naming `MAX_SYMLINKS` |
 
 | numeric field | range |
 |---|---|

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -33,6 +34,14 @@ class UnreachableError(CliError):
     """Nothing answers at the URL (connection refused, DNS, timeout)."""
 
     exit_code = 2
+
+
+def request_key_header(key: str | None) -> dict[str, str]:
+    """The Idempotency-Key header of a request that starts a run: ``key``, or a new UUID (so a request the CLI
+    sends again, e.g. after a timeout, under the same key starts nothing twice)."""
+    from lakehook.domain.requests import IDEMPOTENCY_KEY_HEADER
+
+    return {IDEMPOTENCY_KEY_HEADER: key if key is not None else str(uuid.uuid4())}
 
 
 def path_part(value: str) -> str:

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from lakehook.cli_commands.api import ApiClient, ApiError, CliError, UnreachableError, path_part
+from lakehook.cli_commands.api import ApiClient, ApiError, CliError, UnreachableError, path_part, request_key_header
 from lakehook.cli_commands.output import compact, emit, emit_items
 from lakehook.client.push import PushClient, PushError, PushRejectedError, event_id
 
@@ -163,7 +163,9 @@ def _checklist(body: Any) -> list[dict[str, Any]]:
 
 def replay(api: ApiClient, args: argparse.Namespace) -> int:
     query = {"dryRun": True} if args.dry_run else None
-    status, data = api.request("POST", f"/triggers/{path_part(args.key)}/replay", query=query, accept=(409,))
+    headers = request_key_header(getattr(args, "request_key", None))
+    path = f"/triggers/{path_part(args.key)}/replay"
+    status, data = api.request("POST", path, query=query, headers=headers, accept=(409,))
 
     def text(d: Any) -> Iterator[str]:
         if status == 409:

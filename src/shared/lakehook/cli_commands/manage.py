@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from lakehook.cli_commands.api import ApiClient, CliError, path_part
+from lakehook.cli_commands.api import ApiClient, CliError, path_part, request_key_header
 from lakehook.cli_commands.output import emit, emit_items, table
 
 
@@ -90,7 +90,9 @@ def rules_delete(api: ApiClient, args: argparse.Namespace) -> int:
 
 def evaluate(api: ApiClient, args: argparse.Namespace) -> int:
     body = {"force": True} if args.force else None
-    data = api.request("POST", f"/rules/{path_part(args.rule)}/evaluate", body=body)[1]
+    key = getattr(args, "request_key", None)
+    headers = request_key_header(key) if args.force or key is not None else None
+    data = api.request("POST", f"/rules/{path_part(args.rule)}/evaluate", body=body, headers=headers)[1]
 
     def text(d: dict[str, Any]) -> Iterator[str]:
         claimed = d.get("claimed") or []
@@ -147,7 +149,8 @@ def _producer_text(d: dict[str, Any]) -> Iterator[str]:
     if d.get("secret"):
         yield f"  secret (shown once, store it now): {d['secret']}"
     if d.get("apiKey"):
-        yield f"  OpenLineage api_key (the same secret): {d['apiKey']}"
+        taken = "" if d.get("lineageBearer") else "; taken only once the producer has lineageBearer: true"
+        yield f"  OpenLineage api_key (the same secret{taken}): {d['apiKey']}"
 
 
 def producers_list(api: ApiClient, args: argparse.Namespace) -> int:
@@ -167,7 +170,8 @@ def producers_rotate(api: ApiClient, args: argparse.Namespace) -> int:
     if not confirm(args, f"rotate the secret of producer {args.producer} (its writers need the new one)?"):
         return 1
     # A PUT replaces the producer: send back all it has, so a rotation changes the secret and nothing else.
-    spec = {k: current[k] for k in ("assetKeyPrefixes", "description", "lineageDatasets") if current.get(k) is not None}
+    kept = ("assetKeyPrefixes", "description", "lineageDatasets", "eventSources", "lineageBearer")
+    spec = {k: current[k] for k in kept if current.get(k) is not None}
     path = f"/producers/{path_part(args.producer)}"
     data = api.request("PUT", path, query={"rotateSecret": True}, body=spec)[1]
     emit(args.output, data, _producer_text)

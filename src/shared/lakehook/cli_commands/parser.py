@@ -16,6 +16,17 @@ from lakehook.cli_commands.api import DEFAULT_URL, ApiClient, CliError
 Command = Callable[[ApiClient, argparse.Namespace], int]
 
 
+def add_request_key(sub: argparse.ArgumentParser) -> None:
+    """``--request-key``: the Idempotency-Key of a request that starts a run (a new UUID unless given)."""
+    sub.add_argument(
+        "--request-key",
+        default=None,
+        metavar="KEY",
+        help="the request's Idempotency-Key (default: a new UUID); the same key again starts nothing new and "
+        "answers the first answer",
+    )
+
+
 def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool = False) -> None:
     """``--url``, ``--admin-token``, ``--region``, ``--output``; accepted before or after the command."""
 
@@ -73,6 +84,7 @@ def add_commands(commands_: argparse._SubParsersAction) -> None:  # type: ignore
     sub = command("evaluate", manage.evaluate, "evaluate a rule now and claim what is ready")
     sub.add_argument("rule", metavar="RULE", help="rule id")
     sub.add_argument("--force", action="store_true", help="a manual run of the current versions, under its own key")
+    add_request_key(sub)
 
     sub = command("watch", watch.watch, "follow new triggers and their status live")
     sub.add_argument("--rule", default=None, help="one rule's triggers (default: every rule's)")
@@ -101,6 +113,7 @@ def add_commands(commands_: argparse._SubParsersAction) -> None:  # type: ignore
     sub = command("replay", commands.replay, "re-run a trigger on exactly its pinned inputs")
     sub.add_argument("key", metavar="KEY", help="trigger key")
     sub.add_argument("--dry-run", action="store_true", help="run the pre-flight checklist only")
+    add_request_key(sub)
 
     sub = command("state", commands.state, "an asset's state")
     sub.add_argument("asset", metavar="ASSET", help="asset key, e.g. paimon://lake/ods_db/ods_order_latest")

@@ -8,6 +8,10 @@ DolphinScheduler credentials) where the stack's dispatcher reads it.
 Either way the name is put under the stack's prefix (``lakehook/<stack name>/``, the only secrets a
 deployed dispatcher may read) unless it already starts with it; ``--stack`` (or ``LAKEHOOK_STACK``) names
 the deployed stack. The answer is the ``secretRef`` to write in the rule's target.
+
+Producer signing secrets are not written here: a name in their namespace (``lakehook-producers/<stack>/``,
+or ``producers/…`` under the stack's prefix, where producers registered before it keep theirs) is refused,
+in any spelling. ``PUT /producers/{id}?rotateSecret=true`` (``lakehook producers rotate``) replaces one.
 """
 
 from __future__ import annotations
@@ -23,24 +27,35 @@ from typing import Any
 
 from lakehook.cli_commands.api import _EXECUTE_API_HOST, ApiClient, CliError
 from lakehook.cli_commands.output import emit
+from lakehook.domain.secret_names import ProducerSecrets
 from lakehook.domain.targets import SECRET_REF_PATTERN
 from lakehook.local.gateway import LOCAL_INFO_PATH
 
 _LOCAL_KEY = "testing"  # moto takes any credentials
+DEFAULT_PRODUCER_PREFIX = "lakehook-producers/"  # Settings.producer_secret_prefix's default
 
 
 @dataclass(frozen=True)
 class SecretsPlace:
-    """Where a stack's target secrets live: a Secrets Manager client and the names' prefix."""
+    """Where a stack's target secrets live: a Secrets Manager client, the names' prefix, and the producer
+    signing secrets' namespace, which is not theirs."""
 
     client: Any
     prefix: str
     local: bool
+    producer_prefix: str = DEFAULT_PRODUCER_PREFIX
 
     def name(self, given: str) -> str:
         name = given if given.startswith(self.prefix) else f"{self.prefix}{given.lstrip('/')}"
         if not re.fullmatch(SECRET_REF_PATTERN, name):
             raise CliError(f"{name!r} is not a valid secret name (letters, digits and /_+=.@-, at most 512)")
+        producers = ProducerSecrets.of(self.producer_prefix, self.prefix)
+        if producers.holds(name):
+            raise CliError(
+                f"{name!r} is a producer signing secret's name ({producers.prefix}*, {producers.legacy_prefix}*), "
+                "not a target's: rotate a producer's secret with `lakehook producers rotate`, and give the "
+                "target's secret another name"
+            )
         return name
 
 
@@ -62,13 +77,15 @@ def place(api: ApiClient, stack: str | None) -> SecretsPlace:
             aws_access_key_id=_LOCAL_KEY,
             aws_secret_access_key=_LOCAL_KEY,
         )
-        return SecretsPlace(client, str(info.get("secretPrefix") or ""), local=True)
+        producer_prefix = str(info.get("producerSecretPrefix") or DEFAULT_PRODUCER_PREFIX)
+        return SecretsPlace(client, str(info.get("secretPrefix") or ""), local=True, producer_prefix=producer_prefix)
     if not stack:
         raise CliError("name the deployed stack: --stack NAME (or LAKEHOOK_STACK); secrets go under lakehook/NAME/")
     found = _EXECUTE_API_HOST.search(api.url)
     region = api.region or (found.group(1) if found else None)
     session = boto3.session.Session(region_name=region) if region else boto3.session.Session()
-    return SecretsPlace(session.client("secretsmanager"), f"lakehook/{stack}/", local=False)
+    client = session.client("secretsmanager")
+    return SecretsPlace(client, f"lakehook/{stack}/", local=False, producer_prefix=f"lakehook-producers/{stack}/")
 
 
 def _value(args: argparse.Namespace) -> tuple[str, bool]:

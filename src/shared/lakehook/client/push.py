@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from lakehook.client.retrying import HttpRejectedError, HttpUnavailableError, Retrying
+from lakehook.domain.iceberg_counts import counts_from_summary
 
 SIGNATURE_HEADER = "X-Lakehook-Signature"
 PRODUCER_HEADER = "X-Lakehook-Producer"
@@ -214,6 +215,9 @@ def snapshot_event_from_iceberg(
         *namespace, name = table.name()
         asset_key = f"iceberg://{catalog or table.catalog.name}/{'.'.join(namespace)}/{name}"
     summary = snapshot.summary
+    operation = summary.operation.value if summary is not None else None
+    properties = {str(k): str(v) for k, v in summary.additional_properties.items()} if summary is not None else {}
+    counts = counts_from_summary(operation, properties)  # as the Iceberg poller counts the same snapshot
     # the metadata.json the snapshot's own commit wrote, as the Iceberg poller finds it
     metadata = table.metadata
     written = {entry.timestamp_ms: entry.metadata_file for entry in metadata.metadata_log}
@@ -230,9 +234,10 @@ def snapshot_event_from_iceberg(
             "sequenceNumber": snapshot.sequence_number,
             "schemaId": snapshot.schema_id,
             "commitTime": snapshot.timestamp_ms,
-            "commitKind": summary.operation.value.upper() if summary is not None else None,
-            "totalRecordCount": _summary_int(summary, "total-records"),
-            "deltaRecordCount": _summary_int(summary, "added-records"),
+            "commitKind": operation.upper() if operation is not None else None,
+            "totalRecordCount": counts.total_rows,
+            "deltaRecordCount": counts.delta_rows,
+            "dataChanged": None if counts.data_changed else False,
         }
     )
 
@@ -267,13 +272,3 @@ def snapshot_event_from_paimon(table: Any, *, asset_key: str | None = None, cata
             "watermark": watermark if watermark is not None and watermark >= 0 else None,
         }
     )
-
-
-def _summary_int(summary: Any, key: str) -> int | None:
-    if summary is None:
-        return None
-    try:
-        value = summary[key]
-        return int(value) if value is not None else None
-    except (KeyError, TypeError, ValueError):
-        return None

@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from lakehook.domain.secret_names import ssm_secret_name
 
 MAX_ASSET_KEY_LENGTH = 512
 _SCHEME = re.compile(r"^(?P<scheme>[a-z][a-z0-9+.-]*)://(?P<rest>.+)$")
@@ -64,11 +67,27 @@ _SECRET_NAME = re.compile(r"(secret|password|token|credential|session|private[-_
 SECRET_REFERENCE_PREFIXES = ("secretsmanager:", "ssm:")
 
 
+def referenced_secret(value: str) -> str | None:
+    """The Secrets Manager secret a property value reaches when a poller resolves it, if any:
+    ``secretsmanager:<name>[#field]``, or ``ssm:/aws/reference/secretsmanager/<name>`` (SSM reads the
+    Secrets Manager secret). The prefix is matched in any case, the ``#field`` suffix dropped."""
+    text = value.strip()
+    kind, sep, reference = text.partition(":")
+    if not sep:
+        return None
+    name = reference.partition("#")[0]
+    if kind.casefold() == "secretsmanager":
+        return name
+    if kind.casefold() == "ssm":
+        return ssm_secret_name(name)
+    return None
+
+
 class AssetSource(BaseModel):
     """How a poller reads the asset: a pyiceberg catalog or a pypaimon warehouse and a table in it (Iceberg,
     Paimon), or the location of a table that carries its own log (Delta ``_delta_log/``, Hudi ``.hoodie/``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     catalog: str = Field(
         min_length=1,
@@ -91,11 +110,34 @@ class AssetSource(BaseModel):
         pattern=_LOCATION.pattern,
         description="the table's root (Delta, Hudi): an absolute local path, file:///…, or s3://bucket/prefix",
     )
+    time_zone: str | None = Field(
+        default=None,
+        alias="timeZone",
+        max_length=64,
+        description="Hudi: the IANA zone (e.g. Europe/Berlin) the writer's instant times are in, when the "
+        "table's hoodie.table.timeline.timezone is LOCAL (Hudi's default) or unset; default UTC",
+    )
+
+    def referenced_secrets(self) -> dict[str, str]:
+        """The Secrets Manager secrets the properties reach, by property name."""
+        found = {name: referenced_secret(value) for name, value in self.properties.items()}
+        return {name: secret for name, secret in found.items() if secret is not None}
 
     @property
     def table_name(self) -> str:
         """``database.table`` for a catalog format, else the location (what messages name the table by)."""
         return self.table or self.location or ""
+
+    @field_validator("time_zone")
+    @classmethod
+    def _an_iana_zone(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            raise ValueError(f"timeZone {value!r} is not an IANA time zone (e.g. UTC, Europe/Berlin)") from None
+        return value
 
     @field_validator("properties")
     @classmethod
@@ -145,6 +187,11 @@ class AssetRegistration(BaseModel):
                 raise ValueError(f"a {self.format.value} source names its 'table' (database.table)")
             if self.source.location is not None:
                 raise ValueError(f"a {self.format.value} source is read through its catalog; omit 'location'")
+        if self.source is not None and self.source.time_zone is not None and self.format is not AssetFormat.HUDI:
+            raise ValueError(
+                f"timeZone is for hudi sources (whose instant times carry no zone); a {self.format.value} "
+                f"source records epoch times: omit it"
+            )
         if self.source is not None and self.format in PATH_FORMATS:
             if self.source.location is None:
                 raise ValueError(f"a {self.format.value} source names the table's 'location' (a path or s3://…)")

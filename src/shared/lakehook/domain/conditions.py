@@ -126,8 +126,8 @@ class DataChange(MemberCondition):
 
     def shows(self, state: AssetState) -> dict[str, Any]:
         data = state.latest_data  # the newest snapshot is a compaction: show the data snapshot pinned instead
-        latest = state.latest_record
-        if latest is not None and not latest.changes_data and data is not None:
+        newest = state.latest_record
+        if newest is not None and not newest.changes_data and data is not None:
             return {"dataSnapshotId": data.snapshot_id}
         return {}
 

@@ -141,6 +141,7 @@ def _pin(member: Member, state: AssetState, chosen: Chosen) -> PinnedInput:
         commit_time=known.commit_time if known is not None else None,
         state_version=state.version,
         manifest_uri=state.manifest_uri if c.manifest else None,
+        manifest_sha256=state.manifest_sha256 if c.manifest else None,
         metadata_location=known.metadata_location if known is not None else None,
         tag=c.tag,
     )
@@ -202,9 +203,9 @@ def at_snapshot(state: AssetState, record: SnapshotRecord, quality: Verdict | No
         "latest_schema_id": record.schema_id if record.schema_id is not None else state.latest_schema_id,
         "latest_commit_time": record.commit_time,
         "latest_commit_kind": record.commit_kind,
-        "latest_data_change": record.changes_data,
         "latest_metadata_location": record.metadata_location,
         "latest_snapshot_watermark": record.watermark,
+        "latest_data_changed": record.changes_data,
         # a watermark gate is the asset's: the newest of its pushed and snapshot watermarks, as it is now
         "latest_watermark": state.watermark,
     }

@@ -135,12 +135,11 @@ class AssetEvent(BaseModel):
     delta_record_count: Long | None = Field(default=None, alias="deltaRecordCount")
     changelog_record_count: NonNegativeLong | None = Field(default=None, alias="changelogRecordCount")
     schema_changed: bool | None = Field(default=None, alias="schemaChanged")
-    data_change: bool | None = Field(
+    data_changed: bool | None = Field(
         default=None,
-        alias="dataChange",
-        description="whether the snapshot changed the table's data, where its format records it (Delta: a file "
-        "added or removed with dataChange true); false: not an update unless a member has includeCompaction; "
-        "absent: the commit kind decides",
+        alias="dataChanged",
+        description="false: the commit changed no rows (a rewrite, an overwrite or delete that matched nothing), "
+        "whatever its commitKind; absent: the commitKind decides",
     )
     tag: str | None = Field(default=None, min_length=1, max_length=256)
     backfill_id: str | None = Field(default=None, alias="backfillId", min_length=1, max_length=256)

@@ -25,3 +25,8 @@ NonNegativeLong = Annotated[StrictInt, Field(ge=0, le=MAX_LONG)]
 # Epoch milliseconds within 1970-01-01T00:00:00Z … 9999-12-31T23:59:59.999Z: every such instant can be
 # shown in ISO 8601 and turned into a datetime, so explain, listings and windows never overflow.
 EpochMillis = Annotated[StrictInt, Field(ge=0, le=MAX_ISO_MS)]
+
+# OpenLineage (POST /api/v1/lineage): facets and output facets of one output dataset, and the identifiers
+# of its ``symlinks`` facet. Each is read a bounded number of times, so these bound a request's work.
+MAX_DATASET_FACETS = 64
+MAX_SYMLINKS = 16

@@ -6,7 +6,15 @@ committed; each of its outputs names a dataset (namespace + name) and, where the
 the version it wrote (the ``version`` dataset facet: Spark's Iceberg integration reports the snapshot id,
 Delta the table version). A dataset becomes an asset key through the producer's ``lineageDatasets``
 mappings, first match wins, or by the default: a namespace that is itself ``<format>://<catalog>``
-(``iceberg``, ``paimon``, ``delta``, ``hudi``) gives ``<namespace>/<name with '.' as '/'>``.
+(``iceberg``, ``paimon``, ``delta``, ``hudi``) gives ``<namespace>/<name with '.' as '/'>``. A dataset
+has more than one name when the integration reports its catalog names in the ``symlinks`` facet (Spark
+names a Glue or Hive table by its storage location, ``s3://bucket`` + path, and its Glue name
+``arn:aws:glue:<region>:<account>`` + ``table/<db>/<table>`` only as a symlink): the mappings are tried on
+the dataset's own name first, then on each symlink in order, then the default on each of them.
+
+Every facet is read a bounded number of times (once to measure, once to copy), so a request's cost is
+linear in its size; the number of facets and symlinks of one dataset is bounded too
+(:data:`~lakehook.domain.limits.MAX_DATASET_FACETS`, :data:`~lakehook.domain.limits.MAX_SYMLINKS`).
 """
 
 from __future__ import annotations
@@ -18,12 +26,20 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from lakehook.domain.json_input import json_depth
-from lakehook.domain.limits import MAX_LONG, MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH
+from lakehook.domain.limits import (
+    MAX_DATASET_FACETS,
+    MAX_LONG,
+    MAX_PAYLOAD_BYTES,
+    MAX_PAYLOAD_DEPTH,
+    MAX_SYMLINKS,
+)
 
 TABLE_FORMATS = ("iceberg", "paimon", "delta", "hudi")
 COMPLETE = "COMPLETE"
 VERSION_FACET = "version"  # DatasetVersionDatasetFacet: {"datasetVersion": "..."}
+SYMLINKS_FACET = "symlinks"  # SymlinksDatasetFacet: {"identifiers": [{"namespace", "name", "type"}]}
 MAX_OUTPUTS = 100
+MAX_NAME = 1024  # a dataset's namespace or name, its own or a symlink's
 
 
 class LineageMapping(BaseModel):
@@ -63,10 +79,44 @@ class LineageMapping(BaseModel):
 class LineageDataset(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    namespace: str = Field(min_length=1, max_length=1024)
-    name: str = Field(min_length=1, max_length=1024)
+    namespace: str = Field(min_length=1, max_length=MAX_NAME)
+    name: str = Field(min_length=1, max_length=MAX_NAME)
     facets: dict[str, Any] = Field(default_factory=dict)
     output_facets: dict[str, Any] = Field(default_factory=dict, alias="outputFacets")
+
+    @model_validator(mode="after")
+    def _bounded(self) -> LineageDataset:
+        count = len(self.facets) + len(self.output_facets)
+        if count > MAX_DATASET_FACETS:
+            raise ValueError(
+                f"dataset {self.namespace}/{self.name} has {count} facets and output facets: at most "
+                f"{MAX_DATASET_FACETS} (MAX_DATASET_FACETS)"
+            )
+        symlinks = self.facets.get(SYMLINKS_FACET)
+        identifiers = symlinks.get("identifiers") if isinstance(symlinks, dict) else None
+        if isinstance(identifiers, list) and len(identifiers) > MAX_SYMLINKS:
+            raise ValueError(
+                f"dataset {self.namespace}/{self.name} has {len(identifiers)} symlinks identifiers: at most "
+                f"{MAX_SYMLINKS} (MAX_SYMLINKS)"
+            )
+        for identifier in identifiers if isinstance(identifiers, list) else []:
+            parts = [identifier.get("namespace"), identifier.get("name")] if isinstance(identifier, dict) else []
+            if any(isinstance(part, str) and len(part) > MAX_NAME for part in parts):
+                raise ValueError(f"a symlinks identifier of {self.namespace}/{self.name} is over {MAX_NAME} characters")
+        return self
+
+    def names(self) -> list[tuple[str, str]]:
+        """(namespace, name): the dataset's own, then each well-formed ``symlinks`` identifier, in order."""
+        found = [(self.namespace, self.name)]
+        symlinks = self.facets.get(SYMLINKS_FACET)
+        identifiers = symlinks.get("identifiers") if isinstance(symlinks, dict) else None
+        for identifier in identifiers if isinstance(identifiers, list) else []:
+            if not isinstance(identifier, dict):
+                continue
+            namespace, name = identifier.get("namespace"), identifier.get("name")
+            if isinstance(namespace, str) and isinstance(name, str) and namespace and name:
+                found.append((namespace, name))
+        return found
 
 
 class LineageRun(BaseModel):
@@ -113,23 +163,46 @@ class Unmapped(BaseModel):
 
 
 class NeedsPoll(BaseModel):
-    """An Iceberg output: its snapshot id alone does not place it in the table's history (Iceberg orders
-    snapshots by sequence number, which no OpenLineage facet carries), so the table is polled instead and
-    the poll records the snapshot with its sequence number, schema and commit time."""
+    """An output its table is polled for instead of recorded from the lineage event.
+
+    An Iceberg output: its snapshot id alone does not place it in the table's history (Iceberg orders
+    snapshots by sequence number, which no OpenLineage facet carries), so the poll records the snapshot
+    with its sequence number, schema and commit time. Any output without a version (no ``version``
+    facet, or one without ``datasetVersion``): the run says it committed, not what, and a poll finds out.
+    """
 
     dataset: str
     asset_key: str
-    snapshot_id: int
+    snapshot_id: int | None = None  # the version the event reported, if any
+
+    def why(self) -> str:
+        if self.snapshot_id is None:
+            return f"the event reports no version of {self.asset_key} (no '{VERSION_FACET}' facet with datasetVersion)"
+        return (
+            f"{self.asset_key} is an Iceberg table: lakehook orders its snapshots by sequence number, which "
+            f"OpenLineage does not report (snapshot {self.snapshot_id})"
+        )
 
 
 def asset_key_for(dataset: LineageDataset, mappings: list[LineageMapping]) -> str | None:
-    for mapping in mappings:
-        key = mapping.asset_key(dataset.namespace, dataset.name)
+    """The dataset's asset key: the mappings on its own name, then on each symlink; then the default on each."""
+    names = dataset.names()
+    for namespace, name in names:
+        for mapping in mappings:
+            key = mapping.asset_key(namespace, name)
+            if key is not None:
+                return key
+    for namespace, name in names:
+        key = _default_key(namespace, name)
         if key is not None:
             return key
-    scheme, sep, catalog = dataset.namespace.partition("://")
+    return None
+
+
+def _default_key(namespace: str, name: str) -> str | None:
+    scheme, sep, catalog = namespace.partition("://")
     if sep and scheme in TABLE_FORMATS and catalog and "/" not in catalog.strip("/"):
-        rest = _path(dataset.name)
+        rest = _path(name)
         return f"{scheme}://{catalog.strip('/')}/{rest}" if rest else None
     return None
 
@@ -138,8 +211,8 @@ def snapshot_events(event: RunEvent, mappings: list[LineageMapping]) -> list[dic
     """One raw SNAPSHOT_COMMITTED event per output of a COMPLETE run, or why an output cannot be one.
 
     The raw events go through ingest like pushed ones: validated there, deduplicated by (asset, version),
-    so the same snapshot seen by a push, a poll and a lineage event is one event. An Iceberg output asks for
-    a poll of its table instead (see :class:`NeedsPoll`).
+    so the same snapshot seen by a push, a poll and a lineage event is one event. An Iceberg output, and
+    an output that reports no version, asks for a poll of its table instead (see :class:`NeedsPoll`).
     """
     if event.event_type != COMPLETE or event.run is None or event.job is None:
         return []
@@ -148,14 +221,20 @@ def snapshot_events(event: RunEvent, mappings: list[LineageMapping]) -> list[dic
         label = f"{dataset.namespace}/{dataset.name}"
         key = asset_key_for(dataset, mappings)
         if key is None:
-            found.append(Unmapped(dataset=label, reason=f"no lineageDatasets mapping covers dataset {label!r}"))
+            tried = ", ".join(repr(f"{ns}/{n}") for ns, n in dataset.names()[1:])
+            also = f" nor its symlinks {tried}" if tried else ""
+            found.append(Unmapped(dataset=label, reason=f"no lineageDatasets mapping covers dataset {label!r}{also}"))
+            continue
+        if not _reports_version(dataset):
+            found.append(NeedsPoll(dataset=label, asset_key=key))
             continue
         version = _version(dataset)
         if version is None:
             found.append(
                 Unmapped(
                     dataset=label,
-                    reason=f"dataset {label!r} has no integer 'version' facet (datasetVersion): no snapshot id",
+                    reason=f"dataset {label!r} has a 'version' facet whose datasetVersion is not a non-negative "
+                    "64-bit integer: no snapshot id",
                 )
             )
             continue
@@ -172,6 +251,11 @@ def snapshot_events(event: RunEvent, mappings: list[LineageMapping]) -> list[dic
             }
         )
     return found
+
+
+def _reports_version(dataset: LineageDataset) -> bool:
+    facet = dataset.facets.get(VERSION_FACET)
+    return isinstance(facet, dict) and facet.get("datasetVersion") is not None
 
 
 def _version(dataset: LineageDataset) -> int | None:
@@ -201,24 +285,48 @@ def _payload(event: RunEvent, run: LineageRun, job: LineageJob, dataset: Lineage
     }
     facets = {k: v for k, v in dataset.facets.items() if k != VERSION_FACET}
     facets.update({f"output.{k}": v for k, v in dataset.output_facets.items()})
+    # Each facet is measured once, alone: the payload's size is the envelope's plus each kept facet's
+    # ``"name":value`` and a comma, so no facet is serialized again for the next one (that was quadratic).
+    budget = MAX_PAYLOAD_BYTES - 1024 - _size({"openlineage": {**payload["openlineage"], "facets": {}}})
     kept: dict[str, Any] = {}
     omitted: list[str] = []
     for name, facet in sorted(facets.items()):
-        trial = {**payload["openlineage"], "facets": {**kept, name: facet}}
-        if _fits({"openlineage": trial}):
+        cost = _entry_size(name, facet)
+        if cost is not None and cost + 1 <= budget:
             kept[name] = facet
+            budget -= cost + 1
         else:
             omitted.append(name)
     if kept:
         payload["openlineage"]["facets"] = kept
-    if omitted:
-        payload["openlineage"]["facetsOmitted"] = omitted[:50]
+    budget -= len(',"facetsOmitted":[]')
+    listed: list[str] = []
+    for name in omitted[:50]:  # as many of the names as fit what is left
+        cost = _size(name) + 1
+        if cost > budget:
+            break
+        listed.append(name)
+        budget -= cost
+    if listed:
+        payload["openlineage"]["facetsOmitted"] = listed
     return payload
 
 
-def _fits(payload: dict[str, Any]) -> bool:
+def _compact(value: Any) -> str:
+    """Compact JSON of a parsed value (the one serializer of this module: a cost test counts its output)."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+def _size(value: Any) -> int:
+    return len(_compact(value).encode())
+
+
+def _entry_size(name: str, facet: Any) -> int | None:
+    """The bytes of ``"name":facet`` in the payload's facets object, or None when it cannot be kept there
+    (not JSON, or nested deeper than the payload allows: the facet sits at level 3 of the payload)."""
+    if json_depth(facet) > MAX_PAYLOAD_DEPTH - 3:
+        return None
     try:
-        text = json.dumps(payload, separators=(",", ":"), allow_nan=False)
+        return _size(name) + 1 + _size(facet)
     except (TypeError, ValueError):
-        return False
-    return len(text.encode()) <= MAX_PAYLOAD_BYTES - 1024 and json_depth(payload) <= MAX_PAYLOAD_DEPTH
+        return None

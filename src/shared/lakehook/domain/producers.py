@@ -15,6 +15,7 @@ from lakehook.domain.time import ms_to_iso
 PRODUCER_ID = re.compile(PRODUCER_ID_PATTERN)
 # An EventBridge event's ``source`` as PutEvents accepts it from a customer (``aws.`` is AWS's own).
 EVENT_SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$")
+ACCOUNT_ID = re.compile(r"^[0-9]{12}$")
 
 
 class ProducerSpec(BaseModel):
@@ -38,6 +39,32 @@ class ProducerSpec(BaseModel):
         description="EventBridge sources (the PutEvents Source) whose 'Lakehook Asset Events' on the stack's bus "
         "are this producer's pushes; each source belongs to one producer",
     )
+    lineage_bearer: bool = Field(
+        default=False,
+        alias="lineageBearer",
+        description="whether POST /api/v1/lineage takes this producer's apiKey (its signing secret) as a plain "
+        "bearer key, as OpenLineage's api_key auth sends it: a key that can be replayed at will by whoever sees "
+        "it. Off by default: the producer signs its requests (X-Lakehook-Producer, X-Lakehook-Signature)",
+    )
+
+    bus_accounts: list[str] = Field(
+        default_factory=list,
+        alias="busAccounts",
+        max_length=20,
+        description="AWS accounts (12 digits) whose events on the stack's bus may carry this producer's "
+        "eventSources: EventBridge sets an event's account to the account that put it, the source is the "
+        "writer's choice; empty: the stack's own account only",
+    )
+
+    @field_validator("bus_accounts")
+    @classmethod
+    def _accounts(cls, value: list[str]) -> list[str]:
+        for account in value:
+            if not ACCOUNT_ID.fullmatch(account):
+                raise ValueError(f"bus account {account!r} must be a 12-digit AWS account id")
+        if len(set(value)) != len(value):
+            raise ValueError("busAccounts lists an account twice")
+        return value
 
     @field_validator("event_sources")
     @classmethod
@@ -77,6 +104,14 @@ class Producer(BaseModel):
     )
     lineage_datasets: list[LineageMapping] = Field(default_factory=list, alias="lineageDatasets")
     event_sources: list[str] = Field(default_factory=list, alias="eventSources")
+    lineage_bearer: bool = Field(default=False, alias="lineageBearer")
+    bus_accounts: list[str] = Field(default_factory=list, alias="busAccounts")
+
+    def takes_bus_events_from(self, account: str, stack_account: str | None) -> bool:
+        """Whether an event EventBridge says ``account`` put may be this producer's: one of its
+        ``busAccounts``, or with none listed the stack's own account (unknown: none)."""
+        allowed = self.bus_accounts or ([stack_account] if stack_account else [])
+        return account in allowed
 
     def may_write(self, asset_key: str) -> bool:
         """Whether this producer may write events about the asset.
@@ -105,7 +140,8 @@ API_KEY_SEPARATOR = ":"  # never in a producer id, never in a generated secret (
 def api_key(producer_id: str, secret: str) -> str:
     """The bearer key of ``POST /api/v1/lineage``: the producer and its signing secret.
 
-    It grants what the producer's signatures grant (its prefixes), no more; rotating the secret rotates it.
+    Taken only from a producer registered with ``lineageBearer: true``. It grants what the producer's
+    signatures grant (its prefixes), no more; rotating the secret rotates it.
     """
     return f"{producer_id}{API_KEY_SEPARATOR}{secret}"
 

@@ -26,6 +26,17 @@ from lakehook.domain.time import MAX_ISO_MS
 _NEVER_FIRES_PROBE = datetime(2000, 1, 1, tzinfo=UTC)
 
 
+class ScheduleNeverFiresError(ValueError):
+    """A stored schedule's cron matches no date (written before lakehook refused such a cron): it has no ticks."""
+
+    def __init__(self, cron: str) -> None:
+        super().__init__(
+            f"cron {cron!r} never fires: no date matches its day and month fields "
+            "(stored before lakehook refused such a cron; correct the rule)"
+        )
+        self.cron = cron
+
+
 class GroupSchedule(BaseModel):
     """``{"cron": "0 6 * * *", "timezone": "Europe/Berlin"}``: five fields (minute hour day month weekday)."""
 
@@ -61,17 +72,24 @@ class GroupSchedule(BaseModel):
         return value
 
     def latest_tick(self, now_ms: int) -> int:
-        """The last tick at or before ``now_ms``."""
+        """The last tick at or before ``now_ms``. Raises ScheduleNeverFiresError (so do the other two)."""
         at = self._local(now_ms + 1)  # croniter's get_prev is strictly before its start: include now itself
-        return _ms(croniter(self.cron, at).get_prev(datetime))
+        return self._tick(at, forward=False)
 
     def next_tick(self, now_ms: int) -> int:
         """The first tick after ``now_ms``."""
-        return min(_ms(croniter(self.cron, self._local(now_ms)).get_next(datetime)), MAX_ISO_MS)
+        return min(self._tick(self._local(now_ms), forward=True), MAX_ISO_MS)
 
     def previous_tick(self, tick_ms: int) -> int:
         """The tick before ``tick_ms``: the start of its window."""
-        return _ms(croniter(self.cron, self._local(tick_ms)).get_prev(datetime))
+        return self._tick(self._local(tick_ms), forward=False)
+
+    def _tick(self, start: datetime, *, forward: bool) -> int:
+        moving = croniter(self.cron, start)
+        try:
+            return _ms(moving.get_next(datetime) if forward else moving.get_prev(datetime))
+        except CroniterBadDateError as exc:  # only a stored rule gets here: a written cron was probed
+            raise ScheduleNeverFiresError(self.cron) from exc
 
     def _local(self, ms: int) -> datetime:
         return datetime.fromtimestamp(ms / 1000, tz=UTC).astimezone(ZoneInfo(self.timezone))

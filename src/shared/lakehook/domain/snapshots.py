@@ -51,8 +51,10 @@ class SnapshotInfo(BaseModel):
     commit_identifier: int | None = Field(default=None, alias="commitIdentifier")
     schema_changed: bool | None = Field(default=None, alias="schemaChanged")
     metadata_location: str | None = Field(default=None, alias="metadataLocation")
-    data_change: bool | None = Field(
-        default=None, alias="dataChange", description="as the format recorded it (Delta); None: the kind decides"
+    data_changed: bool = Field(
+        default=True,
+        alias="dataChanged",
+        description="False when the table's own log shows the commit changed no data (see domain/versions.py)",
     )
 
 
@@ -200,7 +202,8 @@ def snapshot_event(asset_key: str, snapshot: SnapshotInfo) -> AssetEvent:
         changelog_record_count=snapshot.changelog_record_count,
         schema_changed=snapshot.schema_changed,
         metadata_location=snapshot.metadata_location,
-        data_change=snapshot.data_change,
+        # only a "no" is news: a snapshot that says nothing more is judged by its commit kind
+        data_changed=None if snapshot.data_changed else False,
     )
 
 
@@ -250,12 +253,22 @@ class PollStatus(BaseModel):
     last_error_at: int | None = Field(default=None, alias="lastErrorAt")
     next_attempt_at: int | None = Field(default=None, alias="nextAttemptAt")
     last_gap: SnapshotGap | None = Field(default=None, alias="lastGap")
+    warnings: tuple[str, ...] = Field(
+        default=(), description="what the last read of the table found wrong without failing (e.g. a future instant)"
+    )
 
     def due(self, now_ms: int) -> bool:
         """Whether polling may run now (not inside a backoff window)."""
         return self.next_attempt_at is None or now_ms >= self.next_attempt_at
 
-    def succeeded(self, now_ms: int, snapshot_id: int | None, gap: SnapshotGap | None) -> PollStatus:
+    def succeeded(
+        self,
+        now_ms: int,
+        snapshot_id: int | None,
+        gap: SnapshotGap | None,
+        warnings: tuple[str, ...] | None = None,
+    ) -> PollStatus:
+        """After a poll that read the table; ``warnings`` replace the kept ones when the table was read."""
         return self.model_copy(
             update={
                 "last_polled_at": now_ms,
@@ -264,6 +277,7 @@ class PollStatus(BaseModel):
                 "consecutive_failures": 0,
                 "next_attempt_at": None,
                 "last_gap": gap if gap is not None else self.last_gap,
+                "warnings": self.warnings if warnings is None else warnings,
             }
         )
 
@@ -281,7 +295,9 @@ class PollStatus(BaseModel):
         )
 
     def to_api(self) -> dict[str, Any]:
-        data = self.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"last_gap"})
+        data = self.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"last_gap", "warnings"})
+        if self.warnings:
+            data["warnings"] = list(self.warnings)
         for name in ("lastPolledAt", "lastSuccessAt", "lastErrorAt", "nextAttemptAt"):
             if name in data:
                 data[name] = ms_to_iso(data[name])

@@ -131,7 +131,7 @@ def _snapshot_committed(event: AssetEvent, recorded_at: int) -> Advance:
     }
     sets.update({k: v for k, v in optional.items() if v is not None})
     record = snapshot_record(event)
-    sets["latestDataChange"] = record.changes_data  # always: a later snapshot's kind must not inherit a stale flag
+    sets["latestDataChanged"] = record.changes_data  # always: a newer snapshot replaces an older one's "no"
     late = None
     if record.changes_data:  # a compaction keeps the newest data-changing snapshot (see versions.py)
         sets["latestData"] = record.to_item()
@@ -205,6 +205,7 @@ def _manifest_claim(event: AssetEvent, recorded_at: int) -> Advance:
         "manifestStatus": status.value,
         "manifestReason": None,
         "manifestObject": None,
+        "manifestSha256": None,  # the verifier records the hash it verified
     }
     # The current manifest is the one with the greatest order key; on a tie in time an
     # interruption outranks a seal (blocking is the safe side).
@@ -214,7 +215,7 @@ def _manifest_claim(event: AssetEvent, recorded_at: int) -> Advance:
     return Advance(
         Below("manifestOrder", key),
         sets=sets,
-        settled_later=frozenset({"manifestStatus", "manifestReason", "manifestObject"}),
+        settled_later=frozenset({"manifestStatus", "manifestReason", "manifestObject", "manifestSha256"}),
         applied_if=(("manifestUri", event.manifest_uri), ("manifestClaim", claim)),
     )
 
@@ -274,7 +275,7 @@ def snapshot_record(event: AssetEvent) -> SnapshotRecord:
         commit_kind=event.commit_kind,
         metadata_location=event.metadata_location,
         watermark=event.watermark,
-        data_change=event.data_change,
+        data_changed=event.data_changed,
     )
 
 
@@ -284,20 +285,30 @@ def tag_ref(tag: str, snapshot_id: int, order: int | None) -> str:
 
 
 def verification_advance(
-    manifest_uri: str, verified: bool, reason: str | None = None, object_uri: str | None = None
+    manifest_uri: str,
+    verified: bool,
+    reason: str | None = None,
+    object_uri: str | None = None,
+    sha256: str | None = None,
 ) -> Advance:
-    """The verdict on a claimed-sealed manifest: SEALED, or INVALID with the object and the reason.
+    """The verdict on a claimed-sealed manifest: SEALED with the SHA-256 of the manifest verified, or INVALID
+    with the object and the reason.
 
     Applies only while that very manifest is the asset's claimed-sealed one, so a late verdict on an
-    older manifest never overwrites a newer manifest's status.
+    older manifest never overwrites a newer manifest's status. A manifest rewritten at the same URI and
+    verified again moves the hash on (a trigger pins the hash, so its replay sees the rewrite).
     """
     status = ManifestStatus.SEALED if verified else ManifestStatus.INVALID
+    changes: tuple[tuple[str, Any], ...] = (("manifestStatus", status.value),)
+    if verified and sha256 is not None:
+        changes += (("manifestSha256", sha256),)
     return Advance(
-        WhileEqual((("manifestUri", manifest_uri), ("manifestClaim", "SEALED")), (("manifestStatus", status.value),)),
+        WhileEqual((("manifestUri", manifest_uri), ("manifestClaim", "SEALED")), changes),
         sets={
             "manifestStatus": status.value,
             "manifestReason": None if verified else (reason or "it failed verification")[:2048],
             "manifestObject": None if verified else object_uri,
+            "manifestSha256": sha256 if verified else None,
         },
     )
 
@@ -385,14 +396,14 @@ class AssetState(BaseModel):
     latest_schema_id: int | None = Field(default=None, alias="latestSchemaId")
     latest_commit_time: int | None = Field(default=None, alias="latestCommitTime")
     latest_commit_kind: str | None = Field(default=None, alias="latestCommitKind")
-    latest_data_change: bool | None = Field(
-        default=None, alias="latestDataChange", description="whether the newest snapshot changed data"
-    )
     latest_parent_snapshot_id: int | None = Field(default=None, alias="latestParentSnapshotId")
     latest_snapshot_watermark: int | None = Field(default=None, alias="latestSnapshotWatermark")
     latest_watermark: int | None = Field(default=None, alias="latestWatermark")
     first_schema_id: int | None = Field(default=None, alias="firstSchemaId")
     latest_metadata_location: str | None = Field(default=None, alias="latestMetadataLocation")
+    latest_data_changed: bool | None = Field(
+        default=None, alias="latestDataChanged", description="whether the newest snapshot changed data"
+    )
     latest_data: SnapshotRecord | None = Field(
         default=None, alias="latestData", description="the newest snapshot that changed data (not a compaction)"
     )
@@ -414,6 +425,9 @@ class AssetState(BaseModel):
     manifest_snapshot_id: int | None = Field(default=None, alias="manifestSnapshotId")
     manifest_reason: str | None = Field(default=None, alias="manifestReason")
     manifest_object: str | None = Field(default=None, alias="manifestObject")
+    manifest_sha256: str | None = Field(
+        default=None, alias="manifestSha256", description="the SHA-256 of the manifest verified (SEALED only)"
+    )
     last_coverage_start: int | None = Field(default=None, alias="lastCoverageStart")
     last_coverage_end: int | None = Field(default=None, alias="lastCoverageEnd")
     updated_at: int | None = Field(default=None, alias="updatedAt")
@@ -452,7 +466,7 @@ class AssetState(BaseModel):
             commit_kind=self.latest_commit_kind,
             metadata_location=self.latest_metadata_location,
             watermark=self.latest_snapshot_watermark,
-            data_change=self.latest_data_change,
+            data_changed=self.latest_data_changed,
         )
 
     def tag_snapshot(self, tag: str) -> tuple[int, int | None] | None:

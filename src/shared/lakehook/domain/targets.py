@@ -181,10 +181,13 @@ class AirflowTarget(_Target):
 
 
 class DolphinSchedulerTarget(_Target):
-    """DolphinScheduler's ``start-process-instance``: the key and inputs travel as start parameters.
+    """DolphinScheduler's ``start-process-instance`` (3.2) or ``start-workflow-instance`` (3.3): the key
+    and inputs travel as start parameters.
 
     ``baseUrl`` includes the context path (``https://ds.example.com/dolphinscheduler``); ``tokenRef``
-    names a secret holding an access token (sent as the ``token`` header).
+    names a secret holding an access token (sent as the ``token`` header). ``apiVersion`` picks the API:
+    ``auto`` tries 3.3's endpoint and falls back to 3.2's when it is not there (HTTP 404), remembered per
+    ``baseUrl``.
     """
 
     type: Literal["dolphinscheduler"]
@@ -198,6 +201,11 @@ class DolphinSchedulerTarget(_Target):
     failure_strategy: Literal["CONTINUE", "END"] = Field(default="CONTINUE", alias="failureStrategy")
     warning_type: Literal["NONE", "SUCCESS", "FAILURE", "ALL"] = Field(default="NONE", alias="warningType")
     priority: Literal["HIGHEST", "HIGH", "MEDIUM", "LOW", "LOWEST"] = "MEDIUM"
+    api_version: Literal["auto", "3.2", "3.3"] = Field(
+        default="auto",
+        alias="apiVersion",
+        description="3.2: start-process-instance; 3.3: start-workflow-instance; auto: 3.3's, else 3.2's on 404",
+    )
     timeout_seconds: float = Field(
         default=DEFAULT_TIMEOUT_SECONDS, alias="timeoutSeconds", gt=0, le=MAX_TIMEOUT_SECONDS
     )

@@ -95,6 +95,11 @@ class PinnedInput(BaseModel):
     manifest_uri: str | None = Field(
         default=None, alias="manifestUri", description="the verified, sealed spool manifest a manifest member read"
     )
+    manifest_sha256: str | None = Field(
+        default=None,
+        alias="manifestSha256",
+        description="the SHA-256 of that manifest as verified; a replay refuses a manifest rewritten since",
+    )
     metadata_location: str | None = Field(
         default=None, alias="metadataLocation", description="Iceberg: the metadata.json that holds the snapshot"
     )

@@ -13,8 +13,12 @@ The policy:
 - never a private, shared or reserved address (RFC 1918, fc00::/7, 100.64.0.0/10, 0.0.0.0/8, multicast,
   documentation and benchmarking ranges, ...) unless the stack allow-lists its network
   (``TargetAllowedNetworks``).
-IPv6 addresses that carry an IPv4 address (``::ffff:a.b.c.d``, 6to4, NAT64 ``64:ff9b::/96``) are judged
-by the IPv4 address they carry.
+IPv6 addresses that carry an IPv4 address are judged by every IPv4 address they may carry as well:
+IPv4-mapped ``::ffff:a.b.c.d``, IPv4-translated ``::ffff:0:a.b.c.d``, IPv4-compatible ``::a.b.c.d``, 6to4
+``2002:aabb:ccdd::/48``, NAT64 (``64:ff9b::/96`` and the local-use ``64:ff9b:1::/48`` at each RFC 6052 prefix
+length) and Teredo's client address. The unspecified addresses (``0.0.0.0``, ``::``, which reach this host)
+are refused in every mode. The same policy guards the endpoints an asset source names (``s3.endpoint``, a REST
+catalog's ``uri``, ``AWS_ENDPOINT_URL`` ..., see :mod:`lakehook.domain.source_endpoints`).
 """
 
 from __future__ import annotations
@@ -55,6 +59,12 @@ METADATA_ADDRESSES = frozenset(
     )
 )
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215: any RFC 6052 prefix length from /48
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # RFC 4291 (deprecated), still dialled as the IPv4 address
+_IPV4_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")  # RFC 2765 (SIIT)
+# Not global, though Python 3.11's ipaddress takes them for global: site-local (RFC 3879), local-use NAT64
+# (RFC 8215), SRv6 SIDs (RFC 9602) and the IPv6 documentation range 3fff::/20 (RFC 9637).
+_NOT_GLOBAL_V6 = tuple(ipaddress.ip_network(n) for n in ("fec0::/10", "64:ff9b:1::/48", "5f00::/16", "3fff::/20"))
 _HOST_NAME = re.compile(
     r"^(?=.{1,253}$)([a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$"
 )
@@ -83,16 +93,38 @@ def parse_networks(values: Iterable[str]) -> tuple[IPNetwork, ...]:
     return tuple(networks)
 
 
+def carried_ipv4(address: IPAddress) -> tuple[ipaddress.IPv4Address, ...]:
+    """Every IPv4 address an IPv6 address may carry (see the module docstring); none for a plain address."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return ()
+    value = int(address)
+    found: list[ipaddress.IPv4Address] = []
+    if address.ipv4_mapped is not None:
+        found.append(address.ipv4_mapped)
+    if address in _IPV4_TRANSLATED or address in _NAT64 or (address in _IPV4_COMPATIBLE and value > 1):
+        found.append(ipaddress.IPv4Address(value & 0xFFFFFFFF))
+    if address.sixtofour is not None:
+        found.append(address.sixtofour)
+    if address.teredo is not None:
+        found.append(address.teredo[1])
+    if address in _NAT64_LOCAL:
+        found.extend(_rfc6052_ipv4(value, length) for length in (48, 56, 64, 96))
+    return tuple(dict.fromkeys(found))
+
+
+def _rfc6052_ipv4(value: int, prefix_length: int) -> ipaddress.IPv4Address:
+    """The IPv4 address RFC 6052 places after a ``prefix_length`` prefix (skipping bits 64..71, the u octet)."""
+    octets = value.to_bytes(16, "big")
+    start = prefix_length // 8
+    carried = [o for i, o in enumerate(octets) if i != 8][start : start + 4] if prefix_length < 96 else octets[12:16]
+    return ipaddress.IPv4Address(bytes(carried))
+
+
 def embedded_ipv4(address: IPAddress) -> IPAddress:
-    """The IPv4 address an IPv6 address carries (mapped, 6to4, NAT64), else the address itself."""
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return address.ipv4_mapped
-        if address.sixtofour is not None:
-            return address.sixtofour
-        if address in _NAT64:
-            return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-    return address
+    """The IPv4 address an IPv6 address carries (mapped, translated, compatible, 6to4, NAT64), else the
+    address itself."""
+    carried = carried_ipv4(address)
+    return carried[0] if carried else address
 
 
 def host_address(host: str) -> IPAddress | None:
@@ -177,18 +209,22 @@ class UrlPolicy:
         """Why the address is refused, or None when a target may reach it."""
         if isinstance(address, ipaddress.IPv6Address) and address.scope_id:
             return "scoped (an IPv6 zone)"
-        carried = embedded_ipv4(address)
-        if address in METADATA_ADDRESSES or carried in METADATA_ADDRESSES:
+        carried = carried_ipv4(address)
+        every = (address, *carried)
+        if any(a in METADATA_ADDRESSES for a in every):
             return "a cloud metadata address"
-        if carried.is_loopback or address.is_loopback:
-            return None if self.local_mode else "loopback, allowed only in local mode"
-        if carried.is_link_local or address.is_link_local:
+        if any(a.is_link_local for a in every):
             return "link-local"
-        if any(carried in net or address in net for net in self.allowed_networks):
+        if any(a.is_unspecified for a in every):
+            return "unspecified (0.0.0.0 or ::, which reach this host)"
+        if any(a.is_loopback for a in every):
+            return None if self.local_mode else "loopback, allowed only in local mode"
+        if any(a in net for net in self.allowed_networks for a in every):
             return None
-        if carried.is_multicast or address.is_multicast:
+        if any(a.is_multicast for a in every):
             return "multicast"
-        if not carried.is_global:
+        judged = carried or (address,)
+        if not all(a.is_global for a in judged) or any(address in net for net in _NOT_GLOBAL_V6):
             return "private or reserved (allow-list its network with the TargetAllowedNetworks parameter)"
         return None
 

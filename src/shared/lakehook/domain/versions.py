@@ -10,10 +10,10 @@ vacuum as ``VACUUM START`` / ``VACUUM END``), Hudi as a compaction (``COMPACT``,
 a clustering ``replacecommit`` (``CLUSTER``). Such a snapshot is not an update for a member unless the
 member asks for it (``includeCompaction: true``).
 
-Where the format itself records whether a commit changed data, the snapshot says so (``dataChange``) and that
-decides, whatever the commit kind: a Delta version changes data only when it adds or removes a file with
-``dataChange: true`` (a property or schema change, an UPDATE or DELETE that matched no row and an ``OPTIMIZE``
-do not). Without it (None) the commit kind decides, as above.
+A commit kind is a name, not proof: an Iceberg ``overwrite`` or ``delete`` whose summary shows no file and no
+row added or removed changed nothing either (:mod:`lakehook.domain.iceberg_counts`). Where the table's own log
+shows that, the snapshot carries ``dataChanged: false`` and counts as no data change whatever its kind; a
+snapshot without the flag is judged by its kind alone.
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ NO_DATA_CHANGE_KINDS = frozenset(
 )
 
 
-def changes_data(commit_kind: str | None, data_change: bool | None = None) -> bool:
-    """Whether a snapshot changes the table's data: as its format recorded it when it did (``data_change``),
-    else by its commit kind (unknown kinds count as changes)."""
-    if data_change is not None:
-        return data_change
+def changes_data(commit_kind: str | None, data_changed: bool | None = None) -> bool:
+    """Whether a snapshot of this commit kind changes the table's data (unknown kinds count as changes);
+    ``data_changed=False`` (the table's log shows no change) says no whatever the kind."""
+    if data_changed is False:
+        return False
     return commit_kind is None or commit_kind.upper() not in NO_DATA_CHANGE_KINDS
 
 
@@ -55,11 +55,13 @@ class SnapshotRecord(BaseModel):
     commit_kind: str | None = Field(default=None, alias="commitKind")
     metadata_location: str | None = Field(default=None, alias="metadataLocation")
     watermark: int | None = None
-    data_change: bool | None = Field(default=None, alias="dataChange")
+    data_changed: bool | None = Field(
+        default=None, alias="dataChanged", description="False: the commit changed no data (None: its kind decides)"
+    )
 
     @property
     def changes_data(self) -> bool:
-        return changes_data(self.commit_kind, self.data_change)
+        return changes_data(self.commit_kind, self.data_changed)
 
     def to_item(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_none=True)

@@ -7,6 +7,11 @@ template's pattern and an SQS queue as its target: moto's own pattern matching (
 The thread takes each event from the queue and invokes the function with it, once, as EventBridge invokes
 a Lambda target (asynchronously, one event per invocation; a failed invocation is logged, as Lambda would
 send it to the function's dead-letter queue).
+
+moto (5.2) leaves the event's ``account`` out of what it delivers (its default input template omits it),
+while EventBridge always sets it, to the account that put the event, and the bus ingest binds producers to
+it (docs/event-bus.md). The delivery puts back what EventBridge would: the account of the rule's bus (moto
+keeps one backend per account, and the rule, its bus and its queue live in the same one).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ class RuleDelivery:
         name = rule.name[:64]
         self._url = sqs.create_queue(QueueName=f"eventbridge-{name}"[:80])["QueueUrl"]
         arn = sqs.get_queue_attributes(QueueUrl=self._url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        self.account = arn.split(":")[4]  # arn:aws:sqs:<region>:<account>:<name>: the bus's account too
         events.put_rule(Name=name, EventPattern=json.dumps(rule.pattern), EventBusName=rule.bus, State="ENABLED")
         events.put_targets(Rule=name, EventBusName=rule.bus, Targets=[{"Id": "local-function", "Arn": arn}])
 
@@ -63,7 +69,7 @@ class RuleDelivery:
                 continue
             for message in messages:
                 try:
-                    self._fn.invoke(json.loads(message["Body"]))
+                    self._fn.invoke(self._as_eventbridge_delivers(json.loads(message["Body"])))
                 except Exception:
                     log.exception("function %s failed on an event of rule %s", self._fn.spec.name, self.rule.name)
                 self.delivered += 1
@@ -71,3 +77,9 @@ class RuleDelivery:
                 QueueUrl=self._url,
                 Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
             )
+
+    def _as_eventbridge_delivers(self, event: Any) -> Any:
+        """The event with its ``account`` (see the module docstring); one that has it is left as it is."""
+        if isinstance(event, dict) and "account" not in event:
+            event = {**event, "account": self.account}
+        return event

@@ -136,15 +136,15 @@ class LocalStack:
             raise
 
     def _start(self) -> None:
-        from moto.server import ThreadedMotoServer
-
         from lakehook.local import moto_dynamodb, moto_locks
+        from lakehook.local.moto_server import LocalMotoServer
 
         moto_locks.install()  # item locks, transaction conflicts, a short data latch: docs/local.md
         _speed_up_moto_dispatch()
         moto_dynamodb.install()  # Query and TransactWriteItems stay near constant as the table fills
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-request access log
-        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
+        # moto behind a guard: no CORS, no web page's origin, loopback Host only (lakehook.local.moto_server)
+        self._moto = LocalMotoServer(ip_address="127.0.0.1", port=self.moto_port)
         self._moto.start()
         host, port = self._moto.get_host_and_port()
         self.endpoint_url = f"http://{host}:{port}"
@@ -183,13 +183,15 @@ class LocalStack:
             for spec in specs
         ]
         self._start_functions()
-        secret_prefix = next(
-            (s.environment["LAKEHOOK_SECRET_PREFIX"] for s in specs if "LAKEHOOK_SECRET_PREFIX" in s.environment), ""
-        )
+
+        def variable(name: str) -> str:
+            return next((s.environment[name] for s in specs if name in s.environment), "")
+
         local_info = {
             "endpointUrl": self.endpoint_url,
             "region": self.region,
-            "secretPrefix": secret_prefix,
+            "secretPrefix": variable("LAKEHOOK_SECRET_PREFIX"),
+            "producerSecretPrefix": variable("LAKEHOOK_PRODUCER_SECRET_PREFIX"),
         }
         self._gateway = ApiGateway(
             [f for f in self.functions if f.spec.routes],

@@ -30,7 +30,8 @@ class SnapshotBatch:
     ``snapshots`` are new, in commit order, at most the limit asked for (``complete`` is False
     when more remain). ``tags`` are the tags and branches not among the known ones;
     ``tag_names`` are all of them as events name them. ``gap`` is set when the cursor's
-    successors expired before they were read.
+    successors expired before they were read. ``warnings`` say what the reader found wrong with the
+    table without failing the poll (a Hudi instant dated in the future); the poll status keeps them.
     """
 
     pointer: str
@@ -41,6 +42,7 @@ class SnapshotBatch:
     oldest_retained_snapshot_id: int | None = None
     gap: SnapshotGap | None = None
     complete: bool = True
+    warnings: tuple[str, ...] = ()
 
 
 class SnapshotSource(ABC):

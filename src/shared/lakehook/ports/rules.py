@@ -8,6 +8,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from lakehook.domain.errors import ConflictError
+from lakehook.domain.requests import RecordedRequest
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
@@ -38,6 +40,15 @@ class StoredRule:
     last_error: RuleError | None = None
 
 
+class UnreadableRuleError(ConflictError):
+    """A stored rule does not load (corrupted, or written by an incompatible version): write it again."""
+
+    def __init__(self, rule_id: str, reason: str) -> None:
+        super().__init__(f"rule {rule_id!r} is stored in a form that does not load ({reason}); PUT it again")
+        self.rule_id = rule_id
+        self.reason = reason
+
+
 class RuleStore(ABC):
     """Rules, and the reverse index asset -> rules that lets one query find every rule of an asset."""
 
@@ -47,7 +58,7 @@ class RuleStore(ABC):
 
     @abstractmethod
     def get_rule(self, rule_id: str) -> StoredRule | None:
-        """The rule, or None."""
+        """The rule, or None. Raises UnreadableRuleError for a stored rule that does not load."""
 
     @abstractmethod
     def get_rules(self, rule_ids: Collection[str]) -> dict[str, Rule]:
@@ -55,7 +66,7 @@ class RuleStore(ABC):
 
     @abstractmethod
     def list_rules(self, limit: int, next_token: str | None = None) -> Page[StoredRule]:
-        """Rules in id order."""
+        """Rules in id order; a stored rule that does not load is in the page's ``unreadable``, not its items."""
 
     @abstractmethod
     def delete_rule(self, rule_id: str) -> bool:
@@ -89,6 +100,15 @@ class ClaimResult:
     cursor: GroupCursor | None = None
 
 
+@dataclass(frozen=True)
+class RequestClaim:
+    """What a claim under a request key did: ``claimed`` both, or nothing (``answered``: the key was taken, this
+    is its first answer; None: the trigger key was taken)."""
+
+    claimed: bool
+    answered: RecordedRequest | None = None
+
+
 class TriggerStore(ABC):
     """Trigger claims and the group cursors they move."""
 
@@ -100,6 +120,15 @@ class TriggerStore(ABC):
     @abstractmethod
     def put_replay(self, trigger: Trigger) -> bool:
         """Record a replay's claim (no cursor moves: the group's history is unchanged); False if the key exists."""
+
+    @abstractmethod
+    def put_replay_once(self, trigger: Trigger, request: RecordedRequest) -> RequestClaim:
+        """One transaction: a replay's (or manual run's) claim, as :meth:`put_replay`, and the request's answer under
+        its key (``REQUEST#<key>``, which must be absent or expired). Both are written, or neither."""
+
+    @abstractmethod
+    def get_request(self, key: str, now_ms: int) -> RecordedRequest | None:
+        """The answer recorded under a request key, unless it has expired by ``now_ms``."""
 
     @abstractmethod
     def get(self, trigger_key: str) -> Trigger | None:

@@ -20,10 +20,12 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Page(Generic[T]):
-    """One page of a listing; ``next_token`` is opaque and None on the last page."""
+    """One page of a listing; ``next_token`` is opaque and None on the last page. ``unreadable``: the stored items
+    of this page that do not load (by id, with the reason), left out of ``items`` so the rest can be used."""
 
     items: list[T]
     next_token: str | None = None
+    unreadable: dict[str, str] = field(default_factory=dict)
 
 
 class AdvanceOutcome(StrEnum):
@@ -149,6 +151,18 @@ class SecretStore(ABC):
     @abstractmethod
     def put_secret(self, name: str, value: str) -> str:
         """Create or overwrite the secret; answer its reference."""
+
+    @abstractmethod
+    def put_owned_secret(self, name: str, value: str, owner: str) -> str:
+        """Create the secret marked as ``owner``'s, or overwrite one that carries that mark; answer its reference.
+
+        Raises ConflictError, writing nothing, when a secret of that name exists that ``owner`` did not create
+        (lakehook never overwrites a secret it did not make).
+        """
+
+    @abstractmethod
+    def may_own_secret(self, name: str, owner: str) -> bool:
+        """Whether ``put_owned_secret(name, …, owner)`` would write: no such secret, or one marked as owner's."""
 
     @abstractmethod
     def get_secret(self, ref: str) -> str:

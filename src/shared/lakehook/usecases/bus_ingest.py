@@ -1,12 +1,15 @@
-"""Pushes put on the stack's EventBridge bus: for AWS-native writers (Glue jobs, EMR steps, Step Functions)
-that would rather ``PutEvents`` than sign HTTP.
+"""Pushes put on the stack's EventBridge bus: for AWS-native writers (Glue jobs, EMR steps, Step Functions) that
+would rather ``PutEvents`` than sign HTTP.
 
-IAM authorizes the writer (``events:PutEvents`` on the bus); the event's ``source`` says which producer it
-is: each source belongs to one producer (``eventSources`` of ``PUT /producers/{id}``), whose prefixes then
-apply as to a signed push. The ``detail`` is what ``POST /asset-events`` takes: one event or
-``{"events": [...]}``. Everything a signed push gets applies: validation per event, aliases,
-deduplication. What cannot be taken is rejected with the reason, never raised: EventBridge invokes the
-function asynchronously, and a retry would only fail the same way.
+IAM authorizes the writer (``events:PutEvents`` on the bus); the event's ``source`` says which producer it is:
+each source belongs to one producer (``eventSources`` of ``PUT /producers/{id}``), whose prefixes then apply
+as to a signed push. The source is whatever the writer put, so it binds only together with what EventBridge
+itself vouches for: the event's ``account``, the account whose principal called PutEvents, which must be one
+of the producer's ``busAccounts`` (none listed: the stack's own account). The event's ``resources`` are the
+writer's to set as well, and prove nothing. docs/event-bus.md has the trust model. The ``detail`` is what
+``POST /asset-events`` takes: one event or ``{"events": [...]}``. Everything a signed push gets applies:
+validation per event, aliases, deduplication. What cannot be taken is rejected with the reason, never raised:
+EventBridge invokes the function asynchronously, and a retry would only fail the same way.
 """
 
 from __future__ import annotations
@@ -34,9 +37,16 @@ class BusReport:
     producer_id: str | None = None
     results: list[EventResult] = field(default_factory=list)
     rejected: str | None = None
+    account: str | None = None
+    unbound_account: bool = False  # rejected because the producer does not take events from the account
 
     def to_log(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"bus_event_id": self.event_id, "source": self.source, "producer": self.producer_id}
+        found: dict[str, Any] = {
+            "bus_event_id": self.event_id,
+            "source": self.source,
+            "producer": self.producer_id,
+            "account": self.account,
+        }
         if self.rejected:
             found["rejected"] = self.rejected
         else:
@@ -51,14 +61,21 @@ class IngestBusEvents:
         self._aliases = aliases
         self._limit = limit
 
-    def __call__(self, event: Mapping[str, Any]) -> BusReport:
+    def __call__(self, event: Mapping[str, Any], stack_account: str | None = None) -> BusReport:
+        """``stack_account``: the account the stack runs in (whose events a producer without ``busAccounts``
+        takes); unknown, such a producer takes none."""
         event_id = str(event.get("id", ""))[:128]
         source = event.get("source")
+        raw_account = event.get("account")
+        account = raw_account[:64] if isinstance(raw_account, str) else None
         if not isinstance(source, str) or not source:
-            return BusReport(event_id, str(source)[:256], rejected="the event has no source")
+            return BusReport(event_id, str(source)[:256], rejected="the event has no source", account=account)
         if event.get("detail-type") != ASSET_EVENTS:
             return BusReport(
-                event_id, source, rejected=f"detail-type {event.get('detail-type')!r} is not {ASSET_EVENTS!r}"
+                event_id,
+                source,
+                rejected=f"detail-type {event.get('detail-type')!r} is not {ASSET_EVENTS!r}",
+                account=account,
             )
         owner = self._producers.event_source_owner(source[:256])
         producer = self._producers.get_producer(owner) if owner else None
@@ -67,10 +84,29 @@ class IngestBusEvents:
                 event_id,
                 source,
                 rejected=f"no producer claims EventBridge source {source!r} (PUT /producers/{{id}} with eventSources)",
+                account=account,
+            )
+        if account is None or not producer.takes_bus_events_from(account, stack_account):
+            allowed = producer.bus_accounts or ([stack_account] if stack_account else [])
+            return BusReport(
+                event_id,
+                source,
+                producer.producer_id,
+                rejected=f"source {source!r} is producer {producer.producer_id!r}'s only in events put from "
+                f"account(s) {', '.join(allowed) or '(none known: list busAccounts)'}; this one was put from "
+                f"{account or '(no account)'!s} (busAccounts of PUT /producers/{{id}})",
+                account=account,
+                unbound_account=True,
             )
         try:
             raw = envelope_events(event.get("detail"), self._limit)
             results = ingest_through_aliases(raw, self._ingest, self._aliases, SourceType.EVENTBRIDGE, producer)
         except (ValidationError, AuthorizationError) as exc:
-            return BusReport(event_id, source, producer.producer_id, rejected=str(exc))
-        return BusReport(event_id, source, producer.producer_id, results=results)
+            return BusReport(event_id, source, producer.producer_id, rejected=str(exc), account=account)
+        return BusReport(event_id, source, producer.producer_id, results=results, account=account)
+
+
+def account_of(function_arn: str) -> str | None:
+    """The account of a Lambda function ARN (``arn:aws:lambda:<region>:<account>:function:<name>``)."""
+    parts = function_arn.split(":")
+    return parts[4] if len(parts) > 5 and parts[4].isdigit() and len(parts[4]) == 12 else None

@@ -2,7 +2,9 @@
 
 A writer's MANIFEST_SEALED (pushed, or announced by the S3 notification of the manifest) is a
 claim: the state takes the manifest as ``PENDING``. The verifier then moves it to ``SEALED``, or to
-``INVALID`` with the object and the reason. An interrupted manifest blocks at once.
+``INVALID`` with the object and the reason. An interrupted manifest blocks at once. A verified manifest's
+SHA-256 goes into the state with it, so a trigger pins the very manifest it read (a replay refuses one
+rewritten at the same URI since).
 
 How a manifest reaches the verifier: S3 ``ObjectCreated`` notifications of ``spool/*.manifest.json``
 in the manifest bucket, and, for manifests pushed as events (which may live in any bucket), one SQS
@@ -53,10 +55,11 @@ class RecordManifestVerification:
         recording = self._store.record_event(claim, SourceType.VERIFICATION, now)
         self._store.advance_state(claim, now, recorded_at=recording.received_at)
         if result.status is not VerificationStatus.INTERRUPTED:
-            verdict = verification_advance(
-                manifest_uri, result.status is VerificationStatus.VERIFIED, result.reason, result.object_uri
-            )
-            marker = "verify:" + hashlib.sha256(f"{manifest_uri}\x00{result.status.value}".encode()).hexdigest()[:24]
+            verified = result.status is VerificationStatus.VERIFIED
+            sha256 = result.manifest.sha256 if verified and result.manifest is not None else None
+            verdict = verification_advance(manifest_uri, verified, result.reason, result.object_uri, sha256)
+            seen = f"{manifest_uri}\x00{result.status.value}\x00{sha256 or ''}"
+            marker = "verify:" + hashlib.sha256(seen.encode()).hexdigest()[:24]
             outcome = self._store.apply_advance(asset, verdict, marker, now)
             logger.info(
                 "spool manifest verified",

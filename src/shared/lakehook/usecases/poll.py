@@ -87,6 +87,7 @@ class PollResult:
     error_kind: str | None = None
     next_attempt_at: int | None = None
     recovered: bool = False  # the table was held back after failing, and read fine this time
+    warnings: tuple[str, ...] | None = None  # what the read found wrong without failing; None: not read
 
     @property
     def accepted(self) -> int:
@@ -111,6 +112,7 @@ class PollResult:
             "errorKind": self.error_kind,
             "nextAttemptAt": self.next_attempt_at,
             "gap": self.gap.to_api() if self.gap else None,
+            "warnings": list(self.warnings) if self.warnings else None,
         }
         data.update({k: v for k, v in optional.items() if v is not None})
         return data
@@ -170,6 +172,8 @@ class PollAsset:
         batch = source.snapshots_since(
             source_config, offset.cursor, pointer, limit=limit, known_tags=frozenset(offset.tags)
         )
+        for warning in batch.warnings:
+            logger.warning("poll warning", extra={"asset_key": key, "reason": warning})
         if batch.gap is not None:
             logger.warning(
                 "snapshot gap",
@@ -193,6 +197,7 @@ class PollAsset:
             gap=batch.gap,
             complete=batch.complete,
             recovered=offset.retry_at is not None,
+            warnings=batch.warnings,
         )
 
     def hold(self, asset_key: str, retry_at: int) -> None:
@@ -274,11 +279,14 @@ class PollAssets:
             )
         if result.outcome is PollOutcome.BACKING_OFF:
             return result
-        # The status changes only with a recovery, new snapshots or a gap: an unchanged healthy poll writes nothing.
-        if result.recovered or result.snapshot_ids or result.gap is not None:
+        # The status changes only with a recovery, new snapshots, a gap or warnings that come or go: an unchanged
+        # healthy poll writes nothing (and a read of the table that moved nothing reads the status only).
+        if result.recovered or result.snapshot_ids or result.gap is not None or result.warnings is not None:
             status = self._status(key) or PollStatus(asset_key=key)
-            last = result.snapshot_ids[-1] if result.snapshot_ids else None
-            self._save(status.succeeded(now, last, result.gap))
+            warnings = result.warnings if result.warnings is not None else status.warnings
+            if result.recovered or result.snapshot_ids or result.gap is not None or warnings != status.warnings:
+                last = result.snapshot_ids[-1] if result.snapshot_ids else None
+                self._save(status.succeeded(now, last, result.gap, warnings))
         return result
 
     def _status(self, asset_key: str) -> PollStatus | None:

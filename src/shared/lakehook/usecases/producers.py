@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from lakehook.domain.errors import AuthenticationError, ConflictError, NotFoundError
 from lakehook.domain.producers import PRODUCER_ID, Producer, ProducerSpec, split_api_key, validate_producer_id
+from lakehook.domain.secret_names import ProducerSecrets
 from lakehook.domain.signing import SIGNATURE_HEADER, parse_signature, verify
 from lakehook.domain.time import now_ms
 from lakehook.ports import ProducerRegistry, SecretStore
@@ -29,11 +30,15 @@ class RegisterProducer:
     """Create or update a producer. A secret is generated on creation or on request, and shown once."""
 
     def __init__(
-        self, registry: ProducerRegistry, secrets: SecretStore, secret_prefix: str, clock: Callable[[], int] = now_ms
+        self,
+        registry: ProducerRegistry,
+        secrets: SecretStore,
+        namespace: ProducerSecrets,
+        clock: Callable[[], int] = now_ms,
     ) -> None:
         self._registry = registry
         self._secrets = secrets
-        self._prefix = secret_prefix
+        self._namespace = namespace
         self._clock = clock
 
     def __call__(
@@ -42,6 +47,11 @@ class RegisterProducer:
         """With ``dry_run`` everything is checked and nothing written: no secret is generated or stored."""
         validate_producer_id(producer_id)
         existing = self._registry.get_producer(producer_id)
+        new_secret = self._new_secret_needed(existing, rotate_secret)
+        if new_secret and not self._secrets.may_own_secret(
+            self._namespace.name(producer_id), secret_owner(producer_id)
+        ):
+            raise ConflictError(foreign_secret(self._namespace.name(producer_id), producer_id))  # nothing written
         # EventBridge sources are claimed before anything else is written (a taken one is a 409 with nothing
         # changed) and released after the producer stops naming them: never named by two producers at once.
         for source in spec.event_sources:
@@ -53,11 +63,16 @@ class RegisterProducer:
                 self._registry.claim_event_source(source, producer_id)
         now = self._clock()
         secret: str | None = None
-        secret_ref = existing.secret_ref if existing else f"{self._prefix}producers/{producer_id}"
+        secret_ref = existing.secret_ref if existing else self._namespace.name(producer_id)
         secret_version = existing.secret_version if existing else 0
         if (existing is None or rotate_secret) and not dry_run:
             secret = pysecrets.token_hex(32)
-            secret_ref = self._secrets.put_secret(secret_ref, secret)
+            try:
+                secret_ref = self._store_secret(producer_id, existing, secret)
+            except ConflictError:  # one created since the check above: release what this request claimed
+                for source in set(spec.event_sources) - set(existing.event_sources if existing else []):
+                    self._registry.release_event_source(source, producer_id)
+                raise
             secret_version += 1  # written after the secret: a reader seeing it finds the new secret
         producer = Producer(
             producer_id=producer_id,
@@ -66,6 +81,8 @@ class RegisterProducer:
             description=spec.description,
             lineage_datasets=spec.lineage_datasets,
             event_sources=spec.event_sources,
+            lineage_bearer=spec.lineage_bearer,
+            bus_accounts=spec.bus_accounts,
             created_at=existing.created_at if existing else now,
             updated_at=now,
             secret_version=secret_version,
@@ -76,6 +93,31 @@ class RegisterProducer:
         for source in set(existing.event_sources if existing else []) - set(spec.event_sources):
             self._registry.release_event_source(source, producer_id)
         return ProducerRegistration(producer, existing is None, secret)
+
+    def _new_secret_needed(self, existing: Producer | None, rotate_secret: bool) -> bool:
+        """Whether a secret is created in the namespace: for a new producer, or rotating one registered
+        before the namespace existed (its secret moves in)."""
+        return existing is None or (rotate_secret and not self._namespace.is_current(existing.secret_ref))
+
+    def _store_secret(self, producer_id: str, existing: Producer | None, secret: str) -> str:
+        """Where the new secret is written: a new producer (or one registered before the producer namespace,
+        rotating) gets a secret of its own in the namespace, never overwriting one lakehook did not create
+        for it (ConflictError, a 409, with nothing written); a rotation in the namespace puts a new value."""
+        if existing is not None and not self._new_secret_needed(existing, rotate_secret=True):
+            return self._secrets.put_secret(existing.secret_ref, secret)
+        return self._secrets.put_owned_secret(self._namespace.name(producer_id), secret, secret_owner(producer_id))
+
+
+def secret_owner(producer_id: str) -> str:
+    """What marks a signing secret as made by lakehook for this producer (the ``lakehook:owner`` tag)."""
+    return f"producer/{producer_id}"
+
+
+def foreign_secret(name: str, producer_id: str) -> str:
+    return (
+        f"secret {name!r} already exists and lakehook did not create it for producer {producer_id!r}; it is left "
+        "as it is: delete it, or register the producer under another id"
+    )
 
 
 # One text for an unknown producer and a wrong signature: a caller cannot tell which producer ids exist.
@@ -155,8 +197,8 @@ class PushAuthenticator:
         return producer
 
     def authenticate_api_key(self, key: str | None) -> Producer:
-        """The producer whose API key (``<producerId>:<secret>``, see ``api_key``) this is, or
-        AuthenticationError; an unknown producer and a wrong secret answer alike."""
+        """The producer whose API key (``<producerId>:<secret>``, see ``api_key``) this is, if it takes one
+        (``lineageBearer``), or AuthenticationError; an unknown producer and a wrong secret answer alike."""
         parts = split_api_key(key or "")
         if parts is None:
             raise AuthenticationError("expected 'Authorization: Bearer <producerId>:<secret>' (the producer's apiKey)")
@@ -165,4 +207,14 @@ class PushAuthenticator:
         secret = self._secret(producer) if producer is not None else None
         if producer is None or secret is None or not hmac.compare_digest(given.encode(), secret.encode()):
             raise AuthenticationError(NOT_VERIFIED_KEY)
+        if not producer.lineage_bearer:  # said only to a caller holding the secret: no producer id is revealed
+            raise AuthenticationError(bearer_not_enabled(producer_id))
         return producer
+
+
+def bearer_not_enabled(producer_id: str) -> str:
+    return (
+        f"producer {producer_id!r} does not take its apiKey as a bearer key (lineageBearer is off): sign the "
+        "request (X-Lakehook-Producer and X-Lakehook-Signature, as POST /asset-events), or register the "
+        "producer with lineageBearer: true"
+    )

@@ -10,6 +10,9 @@ no incompatible schema drift). When any item fails, nothing is claimed and the a
 checklist. Otherwise a new claim carries the next free replay epoch, the same pinned inputs and
 window, the run manifest of the trigger it replays, and ``replayOf``; the dispatcher starts it like
 any claim, re-using that manifest. The claim item is the audit record (listed with the rule's triggers).
+
+Under an ``Idempotency-Key`` (:mod:`lakehook.domain.requests`) the claim and the answer are recorded in one
+transaction, so the same request repeated answers the first answer again and claims nothing more.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 from lakehook.domain.dispatch import ManifestIntegrityError
 from lakehook.domain.errors import ConflictError, LakehookError, NotFoundError
+from lakehook.domain.requests import RecordedRequest, RequestAnswer, RequestKey
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import Trigger, TriggerStatus, trigger_key
 from lakehook.observability import logger
@@ -74,6 +78,26 @@ class ReplayTrigger:
 
     def replay(self, key: str, dry_run: bool = False) -> ReplayAnswer:
         """Raises NotFoundError, ConflictError (nothing to replay) or ReplayRefusedError (the checklist failed)."""
+        outcome = self._replay(key, dry_run, None)
+        assert isinstance(outcome, ReplayAnswer)  # only a request key has a recorded answer
+        return outcome
+
+    def answer(self, key: str, dry_run: bool = False, idempotency_key: str | None = None) -> RequestAnswer:
+        """The route's answer (201 with the claim; 200 for a dry run). Under an ``idempotency_key`` a request made
+        before answers its first answer again (``replayed``), and a key used for another trigger raises
+        IdempotencyKeyReusedError; a dry run claims nothing, so nothing is recorded (the key is still checked)."""
+        request = RequestKey.of(idempotency_key, "replay", {"triggerKey": key})
+        if request is not None and not dry_run:
+            recorded = self._triggers.get_request(request.key, self._clock())
+            if recorded is not None:
+                return RequestAnswer.replay_of(recorded.answer_to(request))
+        outcome = self._replay(key, dry_run, None if dry_run else request)
+        if isinstance(outcome, RecordedRequest):  # a racing twin of this request claimed first
+            assert request is not None
+            return RequestAnswer.replay_of(outcome.answer_to(request))
+        return RequestAnswer(200 if dry_run else 201, outcome.to_api())
+
+    def _replay(self, key: str, dry_run: bool, request: RequestKey | None) -> ReplayAnswer | RecordedRequest:
         original = self._triggers.get(key)
         if original is None:
             raise NotFoundError(f"trigger {key!r} does not exist")
@@ -86,13 +110,14 @@ class ReplayTrigger:
                 + (f" (or retry it: POST /triggers/{key}/retry)" if original.status is TriggerStatus.FAILED else "")
             )
         original = original.model_copy(update={"manifest_uri": manifest_uri})
-        inputs = [ReplayInput.from_pin(p, p.manifest_uri) for p in original.inputs]
+        inputs = [ReplayInput.from_pin(p, p.manifest_uri, p.manifest_sha256) for p in original.inputs]
         report = self._preflight.check(inputs)
         if not report.ok:
             raise ReplayRefusedError(key, report)
         if dry_run:
             return ReplayAnswer(original, report)
-        return ReplayAnswer(original, report, self._claim(original))
+        claimed = self._claim(original, report, request)
+        return claimed if isinstance(claimed, RecordedRequest) else ReplayAnswer(original, report, claimed)
 
     def _stored_manifest(self, key: str) -> str | None:
         """The URI of the trigger's manifest when the store has it (the claim may not say so yet)."""
@@ -107,8 +132,11 @@ class ReplayTrigger:
             raise ConflictError(f"trigger {key!r} cannot be replayed: its run manifest is unusable: {exc}") from exc
         return uri
 
-    def _claim(self, original: Trigger) -> Trigger:
-        """The replay's claim under the next epoch nobody took (concurrent replays each get their own)."""
+    def _claim(
+        self, original: Trigger, report: PreflightReport, request: RequestKey | None
+    ) -> Trigger | RecordedRequest:
+        """The replay's claim under the next epoch nobody took (concurrent replays each get their own), or, under a
+        request key another request took first, that request's answer."""
         now = self._clock()
         for epoch in range(original.replay_epoch + 1, original.replay_epoch + 1 + MAX_EPOCH_TRIES):
             replay = original.model_copy(
@@ -132,7 +160,17 @@ class ReplayTrigger:
                     "run_state": None,
                 }
             )
-            if self._triggers.put_replay(replay):
+            if request is None:
+                claimed = self._triggers.put_replay(replay)
+            else:
+                body = ReplayAnswer(original, report, replay).to_api()
+                outcome = self._triggers.put_replay_once(
+                    replay, RecordedRequest.of(request, 201, body, replay.trigger_key, now)
+                )
+                if outcome.answered is not None:
+                    return outcome.answered
+                claimed = outcome.claimed
+            if claimed:
                 logger.info(
                     "replay claimed",
                     extra={

@@ -9,14 +9,16 @@ from pydantic import ValidationError as PydanticValidationError
 
 from lakehook.domain.errors import AuthorizationError, ConflictError, NotFoundError, ValidationError
 from lakehook.domain.evaluation import select_member
+from lakehook.domain.requests import RecordedRequest, RequestAnswer, RequestKey
 from lakehook.domain.rules import Member, Rule, StartFrom, validate_id
+from lakehook.domain.secret_names import ProducerSecrets
 from lakehook.domain.targets import UnusableTarget, name_target_error, secret_refs, write_context
 from lakehook.domain.time import ms_to_iso, now_ms
 from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus, trigger_key
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.observability import logger
 from lakehook.ports.coverage import CoverageStore
-from lakehook.ports.rules import RuleError, RuleStore, StateReader, StoredRule, TriggerStore
+from lakehook.ports.rules import RuleError, RuleStore, StateReader, StoredRule, TriggerStore, UnreadableRuleError
 from lakehook.ports.store import AssetRegistry, Page, SecretStore
 from lakehook.usecases.freshness import overdue_of_rule
 from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport
@@ -83,6 +85,16 @@ def stored_to_api(stored: StoredRule) -> dict[str, Any]:
     return data
 
 
+def refuse_producer_secrets(rule: Rule, producer_secrets: ProducerSecrets) -> None:
+    """No secret a rule's target names may be a producer's signing secret, however spelled: the target's
+    host would receive it. A ValidationError naming the field, e.g. ``target.tokenRef``."""
+    if isinstance(rule.target, UnusableTarget):
+        return
+    for field, ref in secret_refs(rule.target).items():
+        if producer_secrets.holds(ref):
+            raise ValidationError(f"target.{field}: {producer_secrets.refusal(ref)}", field=f"target.{field}")
+
+
 def check_target_secrets(rule: Rule, secrets: SecretStore, required_prefix: str | None = None) -> None:
     """Every secret the rule's target names must exist (and, on a deployed stack, lie under the prefix the
     dispatcher may read); else a ValidationError naming the field, e.g. ``target.secretRef``."""
@@ -122,9 +134,11 @@ class ManageRules:
         secrets: SecretStore | None = None,
         url_policy: UrlPolicy = DEPLOYED_POLICY,
         secret_prefix: str | None = None,
+        producer_secrets: ProducerSecrets | None = None,
     ) -> None:
         """``secrets``: where targets' secrets must exist (unchecked without one); ``url_policy``: the stack's
-        outbound URL policy; ``secret_prefix``: on a deployed stack, the names the dispatcher may read."""
+        outbound URL policy; ``secret_prefix``: on a deployed stack, the names the dispatcher may read;
+        ``producer_secrets``: the producer signing secrets, which no target may name."""
         self._rules = rules
         self._triggers = triggers
         self._reader = reader
@@ -135,11 +149,14 @@ class ManageRules:
         self._secrets = secrets
         self._policy = url_policy
         self._secret_prefix = secret_prefix
+        self._producer_secrets = producer_secrets
 
     def check(self, rule_id: str, body: Any) -> Rule:
         """Everything ``put`` checks, writing nothing (``?dryRun=true``): the rule, its target's URL policy
         and the existence of the secrets it names. Answers the rule as it would be stored."""
         rule = parse_rule(rule_id, body, self._policy)
+        if self._producer_secrets is not None:
+            refuse_producer_secrets(rule, self._producer_secrets)
         if self._secrets is not None:
             check_target_secrets(rule, self._secrets, self._secret_prefix)
         return rule
@@ -150,7 +167,7 @@ class ManageRules:
         starts (created, re-enabled, or a new group) are recorded first, before the rule is visible, and only
         newer ones fire."""
         rule = self.check(rule_id, body)
-        old = self._rules.get_rule(rule_id) if rule.enabled else None
+        old = self._stored_before(rule_id) if rule.enabled else None
         if rule.enabled and rule.policy.start_from is StartFrom.NEXT_CHANGE:
             was_running = old is not None and old.rule.enabled
             before = {g.group_id for g in old.rule.groups} if old is not None and was_running else set()
@@ -161,6 +178,13 @@ class ManageRules:
         if rule.enabled:
             self._evaluate_quietly(rule)
         return stored, stored.revision == 1
+
+    def _stored_before(self, rule_id: str) -> StoredRule | None:
+        """The rule a PUT replaces; one stored in a form that does not load counts as none (the PUT repairs it)."""
+        try:
+            return self._rules.get_rule(rule_id)
+        except UnreadableRuleError:
+            return None
 
     def _evaluate_quietly(self, rule: Rule) -> None:
         """The PUT's own evaluation. The rule is stored either way: a failure here is the resolver's to retry."""
@@ -195,7 +219,15 @@ class ManageRules:
         """``POST /rules/{id}/evaluate``: evaluate now and claim what is ready (the same versions give the same key,
         so repeating it claims nothing new). ``{"force": true}`` starts a manual run of the current versions
         instead, under a key of its own (``<rule>.<group>.manual-<n>.<hash>``); refused (409) while one for the
-        same versions is in flight. Answers the explanation after it, and the trigger keys claimed."""
+        same versions is in flight. Answers the explanation after it (a manual run moves no cursor, so its
+        explanation is made just before its claim), and the trigger keys claimed."""
+        return self.answer_evaluate(rule_id, body).body
+
+    def answer_evaluate(self, rule_id: str, body: Any = None, idempotency_key: str | None = None) -> RequestAnswer:
+        """:meth:`evaluate` as the route answers it. Under an ``idempotency_key`` a forced run is recorded with its
+        answer in the claim's transaction: the same request repeated answers that again (``replayed``) and starts
+        nothing; another request under the key raises IdempotencyKeyReusedError. An evaluation that is not forced
+        is idempotent by its trigger keys already and records nothing."""
         options = body if body is not None else {}
         if not isinstance(options, dict):
             raise ValidationError('the body must be a JSON object such as {"force": true}', field="body")
@@ -205,21 +237,37 @@ class ManageRules:
         force = options.get("force", False)
         if not isinstance(force, bool):
             raise ValidationError("force must be true or false", field="force")
+        request = RequestKey.of(idempotency_key, "evaluate", {"ruleId": rule_id, "body": options})
+        if request is not None:
+            recorded = self._triggers.get_request(request.key, self._clock())
+            if recorded is not None:
+                return RequestAnswer.replay_of(recorded.answer_to(request))
         group_id = options.get("groupId")
         stored = self.get(rule_id)
         rule = stored.rule
         if group_id is not None and (not isinstance(group_id, str) or rule.group(group_id) is None):
             raise ValidationError(f"groupId {group_id!r} is not a group of rule {rule_id!r}", field="groupId")
         if force:
-            trigger = self._manual_run(rule, group_id)
+            # A manual run moves no cursor, so the explanation is the same before and after its claim: it is
+            # made first, to be recorded with the claim under a request key.
             answer = self._explain(stored, self._decide(rule, claim=False))
-            return {**answer, "triggerKey": trigger.trigger_key, "claimed": [trigger.trigger_key], "manual": True}
+
+            def answer_for(key: str) -> dict[str, Any]:
+                return {**answer, "triggerKey": key, "claimed": [key], "manual": True}
+
+            claimed = self._manual_run(rule, group_id, answer_for, request)
+            if isinstance(claimed, RecordedRequest):  # a racing twin of this request claimed first
+                assert request is not None
+                return RequestAnswer.replay_of(claimed.answer_to(request))
+            return RequestAnswer(200, answer_for(claimed.trigger_key))
         if not rule.enabled:
             raise ConflictError(f"rule {rule_id!r} is disabled; enable it, or force a manual run")
         report = self._resolver.evaluate(rule, group_ids=None if group_id is None else [group_id])
-        claimed = [t.trigger_key for t in report.claimed if t.status is TriggerStatus.TRIGGERING]
-        answer = self._explain(self.get(rule_id), self._decide(rule, claim=False))
-        return {**answer, "triggerKey": claimed[0] if claimed else None, "claimed": claimed, "manual": False}
+        keys = [t.trigger_key for t in report.claimed if t.status is TriggerStatus.TRIGGERING]
+        explained = self._explain(self.get(rule_id), self._decide(rule, claim=False))
+        return RequestAnswer(
+            200, {**explained, "triggerKey": keys[0] if keys else None, "claimed": keys, "manual": False}
+        )
 
     def _decide(self, rule: Rule, *, claim: bool) -> ResolveReport:
         registered: dict[str, bool] | None = None
@@ -260,15 +308,20 @@ class ManageRules:
         }
         overdue = overdue_of_rule(stored, cursors, self._registry, self._reader, self._clock())
         if overdue is not None:  # the rule or a member promises freshness
-            answer["freshness"] = {
-                "status": "OVERDUE" if overdue else "ON_TIME",
-                "overdue": [o.to_api() for o in overdue],
-            }
+            answer["freshness"] = overdue.to_api()
         return answer
 
-    def _manual_run(self, rule: Rule, group_id: str | None) -> Trigger:
+    def _manual_run(
+        self,
+        rule: Rule,
+        group_id: str | None,
+        answer_for: Callable[[str], dict[str, Any]],
+        request: RequestKey | None,
+    ) -> Trigger | RecordedRequest:
         """A manual run of the group's current versions: each member's newest version satisfying its condition,
-        else its newest version at all. The cursor does not move: the rule's own triggers are unaffected."""
+        else its newest version at all. The cursor does not move: the rule's own triggers are unaffected. Under a
+        request key, the claim is recorded with ``answer_for(its key)``; if another request took the key first,
+        its answer instead."""
         if group_id is None and len(rule.groups) > 1:
             names = ", ".join(g.group_id for g in rule.groups)
             raise ValidationError(f"the rule has several groups ({names}); say which with groupId", field="groupId")
@@ -291,7 +344,9 @@ class ManageRules:
         for n in range(1, MAX_MANUAL_RUNS + 1):
             key = trigger_key(rule.rule_id, group.group_id, pins, None, 0, marker=f"manual-{n}")
             existing = self._triggers.get(key)
-            if existing is None:
+            # Under a request key the claim is tried even when this number is taken: a racing twin of this very
+            # request may have taken it, and the refused transaction hands back that twin's answer.
+            if existing is None or request is not None:
                 trigger = Trigger(
                     trigger_key=key,
                     rule_id=rule.rule_id,
@@ -302,7 +357,15 @@ class ManageRules:
                     updated_at=now,
                     reason="manual run (POST /rules/{ruleId}/evaluate with force)",
                 )
-                if self._triggers.put_replay(trigger):
+                if request is None:
+                    claimed = self._triggers.put_replay(trigger)
+                else:
+                    recorded = RecordedRequest.of(request, 200, answer_for(key), key, now)
+                    outcome = self._triggers.put_replay_once(trigger, recorded)
+                    if outcome.answered is not None:
+                        return outcome.answered
+                    claimed = outcome.claimed
+                if claimed:
                     logger.info(
                         "manual run claimed",
                         extra={"rule_id": rule.rule_id, "group_id": group.group_id, "trigger_key": key},

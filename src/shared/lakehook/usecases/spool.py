@@ -310,7 +310,9 @@ class PreflightReplay:
         manifest = result.manifest
         assert manifest is not None
         expected = pinned.spool_manifest_sha256
+        detail["manifestSha256"] = manifest.sha256
         if expected is not None and manifest.sha256 != expected:
+            detail["pinnedManifestSha256"] = expected
             return item(
                 ItemStatus.FAILED,
                 f"the manifest was rewritten since the trigger: its sha256 is "
@@ -322,9 +324,10 @@ class PreflightReplay:
                 f"the manifest now seals snapshot {manifest.snapshot_id}, the trigger pinned {pinned.snapshot_id}",
             ), None
         size = manifest.total_bytes
+        unpinned = "" if expected is not None else " (the trigger pinned no manifest hash: a rewrite is not detectable)"
         return item(
             ItemStatus.PASSED,
-            f"sealed and verified: {len(manifest.objects)} objects, {size} bytes, {manifest.row_count} rows",
+            f"sealed and verified: {len(manifest.objects)} objects, {size} bytes, {manifest.row_count} rows{unpinned}",
         ), manifest
 
     def _snapshot(self, pinned: ReplayInput) -> tuple[ChecklistItem, SnapshotInfo | None]:

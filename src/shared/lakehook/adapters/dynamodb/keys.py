@@ -95,6 +95,7 @@ def poll_status_key(asset_key: str) -> dict[str, str]:
 # - ``RULE#<ruleId>``    / ``CURSOR#<groupId>``  the group's last triggered versions (CAS on ``seq``)
 # - ``RULE#<ruleId>``    / ``DEFER#<groupId>``   a deferred re-evaluation (GSI1 while pending: ``DEFERRED`` / due)
 # - ``TRIGGER#<key>``    / ``CLAIM``             a trigger claim (GSI1: ``TRIGGERS#<ruleId>`` / created, seq)
+# - ``REQUEST#<key>``    / ``REQUEST``           the first answer to a request under an Idempotency-Key (TTL, 7 days)
 # - ``ASSET#<assetKey>`` / ``HIST#<version>``    a past state image, for EACH_VERSION rules (TTL)
 # - ``ASSET#<assetKey>`` / ``SNAPLOG#<order>``   an accepted snapshot by its order, for EACH_VERSION rules (TTL)
 # - ``ASSET#<assetKey>`` / ``RECHECK``           re-evaluate the asset's rules (a failed batch; GSI1 like a deferral)
@@ -107,6 +108,8 @@ TRIGGERS_PREFIX = "TRIGGERS#"
 HISTORY_PREFIX = "HIST#"
 SNAPLOG_PREFIX = "SNAPLOG#"
 CLAIM_SORT = "CLAIM"
+REQUEST_PREFIX = "REQUEST#"
+REQUEST_SORT = "REQUEST"
 RULES_INDEX_PK = "RULES"
 DEFERRED_INDEX_PK = "DEFERRED"
 
@@ -145,6 +148,10 @@ def recheck_key(asset_key: str) -> dict[str, str]:
 
 def trigger_item_key(trigger_key: str) -> dict[str, str]:
     return {"PK": f"{TRIGGER_PREFIX}{trigger_key}", "SK": CLAIM_SORT}
+
+
+def request_item_key(request_key: str) -> dict[str, str]:
+    return {"PK": f"{REQUEST_PREFIX}{request_key}", "SK": REQUEST_SORT}
 
 
 def triggers_index_pk(rule_id: str) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
+from pydantic import ValidationError as PydanticValidationError
 
 from lakehook.adapters.aws import is_conditional_failure
 from lakehook.adapters.dynamodb import keys
@@ -22,7 +23,8 @@ from lakehook.adapters.dynamodb.pagination import decode_token, encode_token
 from lakehook.adapters.dynamodb.transactions import is_retryable_cancel
 from lakehook.domain.errors import ConflictError
 from lakehook.domain.rules import Rule
-from lakehook.ports.rules import RuleError, RuleStore, StoredRule
+from lakehook.observability import logger
+from lakehook.ports.rules import RuleError, RuleStore, StoredRule, UnreadableRuleError
 from lakehook.ports.store import Page
 
 PUT_ATTEMPTS = 4
@@ -110,7 +112,15 @@ class DynamoDBRuleStore(RuleStore):
         if start:
             kwargs["ExclusiveStartKey"] = start
         answer = self._table.query(**kwargs)
-        return Page([_stored(i) for i in answer.get("Items", [])], encode_token(answer.get("LastEvaluatedKey")))
+        items: list[StoredRule] = []
+        unreadable: dict[str, str] = {}
+        for item in answer.get("Items", []):
+            try:
+                items.append(_stored(item))
+            except UnreadableRuleError as exc:  # one rule that does not load hides no other
+                unreadable[exc.rule_id] = exc.reason
+                logger.error("stored rule unreadable", extra={"rule_id": exc.rule_id, "reason": exc.reason})
+        return Page(items, encode_token(answer.get("LastEvaluatedKey")), unreadable)
 
     def delete_rule(self, rule_id: str) -> bool:
         for _ in range(PUT_ATTEMPTS):
@@ -188,9 +198,17 @@ class DynamoDBRuleStore(RuleStore):
 
 
 def _stored(item: dict[str, Any]) -> StoredRule:
+    try:
+        rule = Rule.from_stored(item["body"])
+    except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        reason = repr(exc)
+        if isinstance(exc, PydanticValidationError):
+            first = exc.errors()[0]
+            reason = f"{'.'.join(str(p) for p in first['loc']) or 'body'}: {first['msg']}"
+        raise UnreadableRuleError(str(item.get("ruleId")), reason) from exc
     error = item.get("lastError")
     return StoredRule(
-        rule=Rule.from_stored(item["body"]),
+        rule=rule,
         revision=int(item["revision"]),
         created_at=int(item["createdAt"]),
         updated_at=int(item["updatedAt"]),

@@ -7,10 +7,17 @@
 
 Two items (well under the 100-item and 4 MB transaction limits); the claim item is small (at most
 48 pinned inputs). Triggers are listed per rule through GSI1, newest first.
+
+A replay or manual run under an Idempotency-Key is one transaction too: its claim (``attribute_not_exists``)
+and ``REQUEST#<key>`` / ``REQUEST`` with the first answer (absent, or past its ``expiresAt``: DynamoDB's TTL
+deletes lazily), so two racing requests with one key claim one run, and the loser gets the winner's answer
+back through ``ALL_OLD``.
 """
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Collection
 from typing import Any
 
@@ -21,12 +28,20 @@ from lakehook.adapters.aws import is_conditional_failure
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import batch_get, integral
 from lakehook.adapters.dynamodb.pagination import decode_token, encode_token
-from lakehook.adapters.dynamodb.transactions import CONDITION_FAILED, cancellation_reasons, old_item, reason_code
+from lakehook.adapters.dynamodb.transactions import (
+    CONDITION_FAILED,
+    CONFLICT,
+    cancellation_reasons,
+    old_item,
+    reason_code,
+)
+from lakehook.domain.requests import RecordedRequest
 from lakehook.domain.triggers import FailureKind, GroupCursor, PinnedInput, RunState, Trigger, TriggerStatus, Window
-from lakehook.ports.rules import ClaimOutcome, ClaimResult, GroupRef, TriggerStore
+from lakehook.ports.rules import ClaimOutcome, ClaimResult, GroupRef, RequestClaim, TriggerStore
 from lakehook.ports.store import Page
 
 MAX_LIST_PAGES = 10  # a status filter may thin pages out; stop after this many reads
+REQUEST_ATTEMPTS = 5  # a transaction cancelled by a racing one on the same items is tried again
 
 
 def trigger_item(trigger: Trigger) -> dict[str, Any]:
@@ -93,6 +108,32 @@ def trigger_from_item(item: dict[str, Any]) -> Trigger:
         next_attempt_at=data.get("nextAttemptAt") if failure is FailureKind.RETRYABLE else None,
         retries=data.get("retries", 0),
         run_state=RunState.model_validate(run_state) if isinstance(run_state, dict) else None,
+    )
+
+
+def request_item(request: RecordedRequest) -> dict[str, Any]:
+    return {
+        **keys.request_item_key(request.key),
+        keys.ITEM_TYPE: "REQUEST",
+        "requestKey": request.key,
+        "fingerprint": request.fingerprint,
+        "status": request.status,
+        "body": json.dumps(request.body, separators=(",", ":"), sort_keys=True),
+        "triggerKey": request.trigger_key,
+        "createdAt": request.created_at,
+        keys.TTL_ATTRIBUTE: request.expires_at,
+    }
+
+
+def request_from_item(item: dict[str, Any]) -> RecordedRequest:
+    data = integral(item)
+    return RecordedRequest(
+        key=data["requestKey"],
+        fingerprint=data["fingerprint"],
+        status=data["status"],
+        body=json.loads(data["body"]),
+        trigger_key=data["triggerKey"],
+        created_at=data["createdAt"],
     )
 
 
@@ -164,6 +205,48 @@ class DynamoDBTriggerStore(TriggerStore):
                 return False
             raise
         return True
+
+    def put_replay_once(self, trigger: Trigger, request: RecordedRequest) -> RequestClaim:
+        put_request = {
+            "TableName": self._name,
+            "Item": request_item(request),
+            "ConditionExpression": "attribute_not_exists(PK) OR #expires <= :now",
+            "ExpressionAttributeNames": {"#expires": keys.TTL_ATTRIBUTE},
+            "ExpressionAttributeValues": {":now": request.created_at // 1000},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        put_claim = {
+            "TableName": self._name,
+            "Item": trigger_item(trigger),
+            "ConditionExpression": "attribute_not_exists(PK)",
+        }
+        for attempt in range(REQUEST_ATTEMPTS):
+            try:
+                self._client.transact_write_items(TransactItems=[{"Put": put_claim}, {"Put": put_request}])
+            except ClientError as exc:
+                reasons = cancellation_reasons(exc)
+                if not reasons or len(reasons) != 2:
+                    raise
+                claim_reason, request_reason = (reason_code(r) for r in reasons)
+                if request_reason == CONDITION_FAILED:
+                    seen = old_item(reasons[1])
+                    if seen is None:  # moto or an old item without the image: read it
+                        return RequestClaim(False, self.get_request(request.key, request.created_at))
+                    return RequestClaim(False, request_from_item(seen))
+                if claim_reason == CONDITION_FAILED and request_reason != CONFLICT:
+                    return RequestClaim(False)
+                if CONFLICT in (claim_reason, request_reason) and attempt + 1 < REQUEST_ATTEMPTS:
+                    time.sleep(0.05 * (attempt + 1))  # a racing request on the same key: its answer is next
+                    continue
+                raise
+            return RequestClaim(True)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def get_request(self, key: str, now_ms: int) -> RecordedRequest | None:
+        item = self._table.get_item(Key=keys.request_item_key(key), ConsistentRead=True).get("Item")
+        if item is None or int(item.get(keys.TTL_ATTRIBUTE, 0)) <= now_ms // 1000:
+            return None
+        return request_from_item(item)
 
     def get(self, trigger_key: str) -> Trigger | None:
         item = self._table.get_item(Key=keys.trigger_item_key(trigger_key), ConsistentRead=True).get("Item")

@@ -7,8 +7,11 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from lakehook.domain.assets import SECRET_REFERENCE_PREFIXES
+from lakehook.domain.assets import SECRET_REFERENCE_PREFIXES, referenced_secret
 from lakehook.domain.errors import NotFoundError
+from lakehook.domain.secret_names import ProducerSecrets
+from lakehook.domain.source_endpoints import EndpointRefusedError, check_endpoints, web_endpoints
+from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports import SecretStore
 from lakehook.ports.lakehouse import SourceAccessError
 
@@ -18,6 +21,9 @@ FIELD_SEPARATOR = "#"  # "secretsmanager:<name>#<field>" picks one field of a JS
 
 ParameterReader = Callable[[str], str]
 """Reads an SSM parameter's decrypted value by name; raises NotFoundError when it does not exist."""
+EndpointGuard = Callable[[str, int], object]
+"""``(host, port)``: resolves a host and raises when it resolves to a refused address (see
+``lakehook.adapters.targets.egress.AddressGuard.address_for``)."""
 
 
 @dataclass(frozen=True)
@@ -36,22 +42,75 @@ class ResolvedProperties:
 
 
 class CredentialResolver:
-    """Turns ``secretsmanager:<name>[#field]`` and ``ssm:<name>[#field]`` values into their secrets."""
+    """Turns ``secretsmanager:<name>[#field]`` and ``ssm:<name>[#field]`` values into their secrets.
 
-    def __init__(self, secrets: SecretStore, parameters: ParameterReader | None = None) -> None:
+    A reference to a producer signing secret (``reserved``) is never resolved: ``PUT /assets`` refuses one,
+    and a source stored before that check reads as a source whose credentials cannot be read.
+
+    With a ``policy`` (the stack's outbound URL policy) the resolved properties' endpoints are checked
+    before any catalog is built from them (:mod:`lakehook.domain.source_endpoints`): the endpoints a secret
+    reference resolves to (unknown when the asset was written) and those the policy refuses since; and,
+    with a ``guard``, every endpoint host name is resolved and refused if any address it resolves to is.
+    """
+
+    def __init__(
+        self,
+        secrets: SecretStore,
+        parameters: ParameterReader | None = None,
+        reserved: ProducerSecrets | None = None,
+        policy: UrlPolicy | None = None,
+        guard: EndpointGuard | None = None,
+    ) -> None:
         self._secrets = secrets
         self._parameters = parameters
+        self._reserved = reserved
+        self._policy = policy
+        self._guard = guard
 
     def resolve(self, properties: Mapping[str, str]) -> ResolvedProperties:
         """The properties with every reference replaced by its value. Raises SourceAccessError naming the key."""
         values = {name: self._value(name, value) for name, value in properties.items()}
         secrets = frozenset(values[name] for name, value in properties.items() if values[name] != value)
-        return ResolvedProperties(values, secrets)
+        resolved = ResolvedProperties(values, secrets)
+        if self._policy is not None:
+            self._check_endpoints(resolved)
+        return resolved
+
+    def check_catalog_config(self, resolved: ResolvedProperties, config: Mapping[str, str]) -> None:
+        """Check the properties a catalog ended up with (a REST catalog's server merges its own ``defaults``
+        and ``overrides`` into them, ``uri`` and ``s3.endpoint`` included) as the source's own; a refused
+        one is a SourceAccessError saying the catalog's config set it."""
+        if self._policy is None:
+            return
+        merged = ResolvedProperties({k: str(v) for k, v in config.items()}, resolved.secrets)
+        try:
+            self._check_endpoints(merged)
+        except SourceAccessError as exc:
+            raise SourceAccessError(f"{exc} (as the catalog's server configured it)") from None
+
+    def _check_endpoints(self, resolved: ResolvedProperties) -> None:
+        try:
+            check_endpoints(resolved.values, self._policy or UrlPolicy())
+        except EndpointRefusedError as exc:
+            raise SourceAccessError(resolved.scrub(f"property {exc.name!r}: {exc.reason}")) from None
+        if self._guard is None:
+            return
+        for name, host, port in web_endpoints(resolved.values):
+            try:
+                self._guard(host, port)
+            except Exception as exc:  # refused (DestinationRefusedError) or not resolvable (gaierror)
+                reason = resolved.scrub(f"{type(exc).__name__}: {exc}")
+                raise SourceAccessError(f"property {name!r}: endpoint refused: {reason}") from None
 
     def _value(self, name: str, value: str) -> str:
         if not value.startswith(SECRET_REFERENCE_PREFIXES):
             return value
         reference, _, json_field = value.partition(FIELD_SEPARATOR)
+        reached = referenced_secret(value)
+        if self._reserved is not None and reached is not None and self._reserved.holds(reached):
+            raise SourceAccessError(
+                f"property {name!r}: {reference} is a producer signing secret; sources may not read it"
+            )
         try:
             if reference.startswith(SECRETS_MANAGER):
                 secret = self._secrets.get_secret(reference.removeprefix(SECRETS_MANAGER))

@@ -321,7 +321,7 @@ def parse_commit(version: int, data: bytes, location: str = "") -> DeltaCommit:
     the flag out is taken to have changed data)."""
     commit_info: dict[str, Any] = {}
     writes_metadata = False
-    data_change = False
+    data_changed = False
     newest_add = 0
     try:
         for line in data.decode("utf-8").splitlines():
@@ -336,26 +336,26 @@ def parse_commit(version: int, data: bytes, location: str = "") -> DeltaCommit:
                 writes_metadata = True
             elif isinstance(action.get("add"), dict):
                 newest_add = max(newest_add, _int(action["add"].get("modificationTime")) or 0)
-                data_change = data_change or action["add"].get("dataChange") is not False
+                data_changed = data_changed or action["add"].get("dataChange") is not False
             elif isinstance(action.get("remove"), dict):
-                data_change = data_change or action["remove"].get("dataChange") is not False
+                data_changed = data_changed or action["remove"].get("dataChange") is not False
     except (UnicodeDecodeError, ValueError) as exc:
         raise CorruptMetadataError(f"delta table {location}: {commit_file(version)} is not a Delta commit") from exc
-    return DeltaCommit(commit_snapshot(version, commit_info, newest_add, data_change), writes_metadata)
+    return DeltaCommit(commit_snapshot(version, commit_info, newest_add, data_changed), writes_metadata)
 
 
 def commit_snapshot(
-    version: int, commit_info: dict[str, Any], fallback_time: int = 0, data_change: bool | None = None
+    version: int, commit_info: dict[str, Any], fallback_time: int = 0, data_changed: bool = True
 ) -> SnapshotInfo:
     """A commit's ``commitInfo`` as lakehook reads it: operation as commit kind, metrics as record counts.
 
-    ``data_change`` is what the commit's actions say (None: not known); a commit that changed no data
+    ``data_changed`` is what the commit's actions say (True when not known); a commit that changed no data
     changed no row count either."""
     operation = str(commit_info.get("operation") or "").upper()
     metrics = commit_info.get("operationMetrics")
     metrics = metrics if isinstance(metrics, dict) else {}
     total, delta = _row_counts(operation, metrics, commit_info.get("operationParameters"))
-    if data_change is False:
+    if not data_changed:
         total, delta = None, 0
     watermark = next((w for k in WATERMARK_KEYS if (w := _int(commit_info.get(k))) is not None), None)
     commit_time = _int(commit_info.get("inCommitTimestamp")) or _int(commit_info.get("timestamp")) or fallback_time
@@ -369,7 +369,7 @@ def commit_snapshot(
         total_record_count=total,
         delta_record_count=delta,
         commit_user=str(user) if user else None,
-        data_change=data_change,
+        data_changed=data_changed,
     )
 
 

@@ -13,6 +13,8 @@ import threading
 from lakehook.adapters.lakehouse.credentials import CredentialResolver, ParameterReader
 from lakehook.domain.assets import AssetFormat
 from lakehook.domain.errors import ValidationError
+from lakehook.domain.secret_names import ProducerSecrets
+from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports import SecretStore
 from lakehook.ports.lakehouse import SnapshotSource
 
@@ -54,7 +56,19 @@ class LakehouseSnapshotSources:
 
 
 def snapshot_sources(
-    secrets: SecretStore, parameters: ParameterReader | None = None, cache_ttl_seconds: float = 900.0
+    secrets: SecretStore,
+    parameters: ParameterReader | None = None,
+    cache_ttl_seconds: float = 900.0,
+    reserved: ProducerSecrets | None = None,
+    url_policy: UrlPolicy | None = None,
 ) -> LakehouseSnapshotSources:
-    """The composition root's entry point: sources resolving credential references through ``secrets``."""
-    return LakehouseSnapshotSources(CredentialResolver(secrets, parameters), cache_ttl_seconds)
+    """The composition root's entry point: sources resolving credential references through ``secrets``
+    (never a producer signing secret, ``reserved``); with ``url_policy`` every endpoint a source names is
+    checked (and its host resolved and checked) before a catalog or client is built from it."""
+    guard = None
+    if url_policy is not None:
+        from lakehook.adapters.targets.egress import AddressGuard
+
+        guard = AddressGuard(url_policy).address_for
+    resolver = CredentialResolver(secrets, parameters, reserved=reserved, policy=url_policy, guard=guard)
+    return LakehouseSnapshotSources(resolver, cache_ttl_seconds)

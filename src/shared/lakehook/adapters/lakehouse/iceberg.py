@@ -10,6 +10,7 @@ an unchanged table costs that read too).
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -22,8 +23,8 @@ from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.exceptions import ValidationError as IcebergValidationError
 from pyiceberg.io import FileIO, load_file_io
-from pyiceberg.serializers import FromInputFile
-from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.serializers import Compressor
+from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
 from pyiceberg.table.snapshots import Snapshot
 
@@ -31,6 +32,7 @@ from lakehook.adapters.lakehouse.catalog_cache import CatalogCache
 from lakehook.adapters.lakehouse.credentials import CredentialResolver, ResolvedProperties, properties_fingerprint
 from lakehook.domain.assets import AssetSource
 from lakehook.domain.errors import LakehookError
+from lakehook.domain.iceberg_counts import counts_from_summary
 from lakehook.domain.snapshots import (
     RefKind,
     SnapshotCursor,
@@ -110,7 +112,7 @@ class IcebergSnapshotSource(SnapshotSource):
         metadata = self._recall(entry.key, pointer)
         if metadata is None:
             with self._translated(entry, source):
-                metadata = _read_metadata(entry.io_for(pointer), pointer, source.table_name)
+                metadata = read_metadata(entry.io_for(pointer), pointer, source.table_name)
         try:
             return batch_from_metadata(metadata, pointer, cursor, limit=limit, known_tags=known_tags)
         except (ValueError, TypeError, KeyError) as exc:
@@ -132,6 +134,8 @@ class IcebergSnapshotSource(SnapshotSource):
         except Exception as exc:  # any library or driver error while building: the catalog is unusable
             message = resolved.scrub(f"{type(exc).__name__}: {exc}")
             raise SourceAccessError(f"iceberg catalog {source.catalog!r} could not be built: {message}") from exc
+        # A REST catalog's server may have set uri, s3.endpoint ... (its config overrides): checked before use.
+        self._resolver.check_catalog_config(resolved, catalog.properties)
         return _Catalog(key, catalog, resolved)
 
     @contextmanager
@@ -212,16 +216,38 @@ def _glue_pointer(catalog: Any, namespace: str, name: str, table: str) -> str:
     return str(location)
 
 
-def _read_metadata(io: FileIO, location: str, table: str) -> TableMetadata:
-    """One read of the ``metadata.json`` the pointer names."""
+def read_metadata(io: FileIO, location: str, table: str) -> TableMetadata:
+    """One read of the ``metadata.json`` the pointer names (gzipped when named ``*.gz.metadata.json``)."""
     try:
-        return FromInputFile.table_metadata(io.new_input(location))
+        with (
+            io.new_input(location).open() as stream,
+            Compressor.get_compressor(location).stream_decompressor(stream) as plain,
+        ):
+            document = json.loads(plain.read())
+        return TableMetadataUtil.parse_obj(java_compatible(document))
     except FileNotFoundError as exc:
         raise CorruptMetadataError(f"iceberg table {table}: the catalog points at a missing file {location}") from exc
     except OSError as exc:
         raise SourceAccessError(f"iceberg table {table}: {location} could not be read: {exc}") from exc
     except (IcebergValidationError, ValueError, TypeError, KeyError) as exc:  # JSON or schema errors
         raise CorruptMetadataError(f"iceberg table {table}: {location} is not valid table metadata") from exc
+
+
+def java_compatible(document: Any) -> Any:
+    """Table metadata as Java's ``TableMetadataParser`` reads it, where pyiceberg's model is stricter.
+
+    Format v1 kept one ``schema``; later v1 writers add the ``schemas`` list with ``current-schema-id``, and
+    some write only the list. Java then takes the listed schema the id names and needs no ``schema``;
+    pyiceberg's v1 model requires it. Such a document gets the named schema as its ``schema``; one Java
+    rejects too (no ``current-schema-id``, or an id not in the list) is left for pyiceberg to reject.
+    """
+    if not isinstance(document, dict) or document.get("format-version") != 1 or "schema" in document:
+        return document
+    schemas, current = document.get("schemas"), document.get("current-schema-id")
+    if not isinstance(schemas, list) or not isinstance(current, int) or isinstance(current, bool):
+        return document
+    named = next((s for s in schemas if isinstance(s, dict) and s.get("schema-id") == current), None)
+    return document if named is None else {**document, "schema": named}
 
 
 # --- snapshots from metadata --------------------------------------------------------------------
@@ -293,13 +319,11 @@ def metadata_locations(metadata: TableMetadata, pointer: str) -> dict[int, str]:
 
 
 def snapshot_info(snapshot: Snapshot, versioned: bool = True, metadata_location: str | None = None) -> SnapshotInfo:
-    """A pyiceberg snapshot as lakehook reads it: operation as commit kind, summary counts."""
+    """A pyiceberg snapshot as lakehook reads it: operation as commit kind; live rows, their net change and
+    whether it changed data from the summary, as Java's writer defines them (:mod:`lakehook.domain.iceberg_counts`)."""
     summary = snapshot.summary
-    operation = summary.operation.value.upper() if summary is not None else None
-    total = _summary_int(summary, "total-records")
-    added = _summary_int(summary, "added-records")
-    deleted = _summary_int(summary, "deleted-records")
-    delta = None if added is None and deleted is None else (added or 0) - (deleted or 0)
+    operation = summary.operation.value if summary is not None else None
+    counts = counts_from_summary(operation, summary_properties(summary))
     watermark = next((w for k in WATERMARK_SUMMARY_KEYS if (w := _summary_int(summary, k)) is not None), None)
     return SnapshotInfo(
         snapshot_id=snapshot.snapshot_id,
@@ -307,13 +331,21 @@ def snapshot_info(snapshot: Snapshot, versioned: bool = True, metadata_location:
         # format v1 has no sequence numbers (they read as 0): leave them out rather than mislead
         sequence_number=snapshot.sequence_number if versioned else None,
         commit_time=snapshot.timestamp_ms,
-        commit_kind=operation,
+        commit_kind=operation.upper() if operation is not None else None,
         schema_id=snapshot.schema_id,
         watermark=watermark if watermark is not None and watermark >= 0 else None,
-        total_record_count=total,
-        delta_record_count=delta,
+        total_record_count=counts.total_rows,
+        delta_record_count=counts.delta_rows,
+        data_changed=counts.data_changed,
         metadata_location=metadata_location,
     )
+
+
+def summary_properties(summary: Any) -> dict[str, str]:
+    """A pyiceberg snapshot summary's properties as strings (``operation`` aside); empty without a summary."""
+    if summary is None:
+        return {}
+    return {str(k): str(v) for k, v in summary.additional_properties.items()}
 
 
 def _main_ancestry(metadata: TableMetadata, by_id: dict[int, Snapshot]) -> list[Snapshot]:

@@ -28,6 +28,7 @@ S3_SCHEMES = ("s3://", "s3a://")
 FILE_SCHEME = "file://"
 _NOT_FOUND = {"NoSuchKey", "404", "NotFound"}
 _NO_BUCKET = {"NoSuchBucket"}
+Names = list[str]  # (``list`` is a method name in the classes below)
 
 
 class TableFiles(ABC):
@@ -49,6 +50,12 @@ class TableFiles(ABC):
     @abstractmethod
     def modified_ms(self, path: str) -> int | None:
         """When the file at ``path`` was last modified (epoch milliseconds), or None when it does not exist."""
+
+    @abstractmethod
+    def entries(self, directory: str) -> tuple[Names, Names]:
+        """The files and the subdirectories directly in ``directory`` (each sorted), in one listing.
+
+        An absent directory lists as empty."""
 
 
 class LocalTableFiles(TableFiles):
@@ -86,6 +93,16 @@ class LocalTableFiles(TableFiles):
         except OSError as exc:
             raise SourceAccessError(f"{self.location}: {path} could not be read: {exc.strerror}") from exc
 
+    def entries(self, directory: str) -> tuple[Names, Names]:
+        try:
+            with os.scandir(os.path.join(self._root, directory)) as found:
+                entries = [(e.name, e.is_dir()) for e in found]
+        except (FileNotFoundError, NotADirectoryError):
+            return [], []
+        except OSError as exc:
+            raise SourceAccessError(f"{self.location}: {directory} could not be listed: {exc.strerror}") from exc
+        return sorted(n for n, d in entries if not d), sorted(n for n, d in entries if d)
+
 
 class S3TableFiles(TableFiles):
     """A table under ``s3://bucket/prefix``: GetObject, HeadObject and ListObjectsV2 (``StartAfter``,
@@ -117,18 +134,27 @@ class S3TableFiles(TableFiles):
             raise self._error(exc, f"{path} could not be read") from exc
 
     def list(self, directory: str, start_after: str | None = None) -> list[str]:
+        return self._listing(directory, start_after)[0]
+
+    def entries(self, directory: str) -> tuple[Names, Names]:
+        return self._listing(directory, None)
+
+    def _listing(self, directory: str, start_after: str | None) -> tuple[Names, Names]:
+        """ListObjectsV2 with ``Delimiter``: the keys (files) and the common prefixes (subdirectories)."""
         prefix = f"{self._prefix}{directory.strip('/')}/"
         request: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix, "Delimiter": "/"}
         if start_after is not None:
             request["StartAfter"] = prefix + start_after
         names: list[str] = []
+        folders: list[str] = []
         try:
             while True:
                 page = self._client.list_objects_v2(**request)
                 names.extend(str(o["Key"])[len(prefix) :] for o in page.get("Contents", []))
+                folders.extend(str(p["Prefix"])[len(prefix) :].rstrip("/") for p in page.get("CommonPrefixes", []))
                 token = page.get("NextContinuationToken")
                 if not page.get("IsTruncated") or not token:
-                    return sorted(names)
+                    return sorted(names), sorted(folders)
                 request["ContinuationToken"] = token
         except Exception as exc:
             raise self._error(exc, f"{directory} could not be listed") from exc

@@ -1,32 +1,45 @@
-"""DolphinScheduler target: ``start-process-instance`` with the trigger key among the start parameters.
+"""DolphinScheduler target: start a workflow instance with the trigger key among the start parameters.
 
-- Start: ``POST {baseUrl}/projects/{projectCode}/executors/start-process-instance`` (form-encoded, header
-  ``token: <access token>``) with ``processDefinitionCode``, ``scheduleTime`` (empty: a plain start),
-  ``failureStrategy``, ``warningType``, ``processInstancePriority``, ``workerGroup``, ``execType=START_PROCESS``
-  and ``startParams``: a JSON object of strings, ``lakehook_trigger_key``, ``lakehook_rule_id``,
-  ``lakehook_group_id``, ``lakehook_manifest_uri``, ``lakehook_attempt`` and ``lakehook_payload`` (the whole
-  invocation payload as JSON). Declare them as IN global parameters of the workflow to use them in tasks.
-- Answers: DolphinScheduler wraps results as ``{"code": 0, "msg": "success", "data": ...}``; ``code`` other
-  than 0 is a refusal (FATAL); HTTP 5xx and 429 retry. ``data`` is the new instance ids (3.2+) or a trigger
-  code; the run id is ``process-instance/<id>`` when known.
+- Start: ``POST {baseUrl}/projects/{projectCode}/executors/start-workflow-instance`` (3.3) or
+  ``.../start-process-instance`` (3.2), form-encoded, header ``token: <access token>``, with the definition
+  code (3.3: ``workflowDefinitionCode``, 3.2: ``processDefinitionCode``), ``scheduleTime`` (empty: a plain
+  start), ``failureStrategy``, ``warningType``, the priority (3.3: ``workflowInstancePriority``, 3.2:
+  ``processInstancePriority``), ``workerGroup``, ``execType=START_PROCESS`` and ``startParams``: a JSON
+  object of strings, ``lakehook_trigger_key``, ``lakehook_rule_id``, ``lakehook_group_id``,
+  ``lakehook_manifest_uri``, ``lakehook_attempt`` and ``lakehook_payload`` (the whole invocation payload as
+  JSON). Declare them as IN global parameters of the workflow to use them in tasks.
+- Which API: the target's ``apiVersion``. ``auto`` sends 3.3's request first; a 3.2 server has no such
+  path and answers HTTP 404 (nothing started), and then 3.2's is sent. The version that answered is
+  remembered per ``baseUrl`` for the client's life (a cached version that answers 404, after an upgrade,
+  is tried the other way again).
+- Answers: DolphinScheduler wraps results as ``{"code": 0, "msg": "success", "data": ...}``, HTTP 200 even
+  for a refusal; a non-zero ``code`` is classified from DolphinScheduler's source
+  (:mod:`lakehook.adapters.targets.dolphinscheduler_status`): a wrong definition, project, tenant or
+  permission is FATAL, a missing master RETRYABLE, an unexpected start error RETRYABLE and ambiguous. HTTP
+  5xx and 429 retry. ``data`` is the new instance ids (3.3: ``[id]``) or the trigger code (3.2); the run id
+  is ``workflow-instance/<id>`` (3.3) or ``process-instance/<id>`` (3.2) when known.
 - DolphinScheduler has no idempotency key: starting twice starts two instances. So before any retry the
-  dispatcher looks (:meth:`find_run`): ``GET {baseUrl}/projects/{projectCode}/process-instances`` for the
+  dispatcher looks (:meth:`find_run`): ``GET {baseUrl}/projects/{projectCode}/workflow-instances``
+  (3.3, ``workflowDefinitionCode``) or ``.../process-instances`` (3.2, ``processDefineCode``) for the
   definition, started since the claim (a day of slack for the server's time zone), page by page, and
-  each instance's ``commandParam`` / ``globalParams`` (from the list, else from
-  ``GET .../process-instances/{id}``) is searched for ``lakehook_trigger_key``. A start is a command that
-  the master turns into an instance asynchronously, so no look happens before ``settleSeconds`` after
-  the previous attempt (the dispatcher waits instead of re-sending).
+  each instance's ``commandParam`` / ``globalParams`` (from the list, else from ``GET .../{id}``) is
+  searched for ``lakehook_trigger_key``. A start is a command that the master turns into an instance
+  asynchronously, so no look happens before ``settleSeconds`` after the previous attempt (the dispatcher
+  waits instead of re-sending).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
 import requests
 
 from lakehook.adapters.targets.deps import CachedSecrets, TargetDeps
+from lakehook.adapters.targets.dolphinscheduler_status import classify_start_code
 from lakehook.adapters.targets.http import ask, json_or_none, refuse_insecure, send, transport_outcome
 from lakehook.domain.dispatch import Invocation, Outcome, OutcomeKind, TargetUnavailableError, http_outcome
 from lakehook.domain.errors import NotFoundError
@@ -38,6 +51,40 @@ KEY_PARAM = "lakehook_trigger_key"
 PAGE_SIZE = 50
 MAX_PAGES = 20
 SEARCH_SLACK = timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class ApiVersion:
+    """The paths and parameter names of one DolphinScheduler API version."""
+
+    name: str
+    start_path: str
+    definition_param: str
+    priority_param: str
+    instances_path: str
+    list_definition_param: str
+    run_prefix: str
+
+
+V3_3 = ApiVersion(  # dev ExecutorController line 130, WorkflowInstanceController line 70
+    "3.3",
+    "executors/start-workflow-instance",
+    "workflowDefinitionCode",
+    "workflowInstancePriority",
+    "workflow-instances",
+    "workflowDefinitionCode",
+    "workflow-instance",
+)
+V3_2 = ApiVersion(  # 3.2.2 ExecutorController line 134, ProcessInstanceController line 70
+    "3.2",
+    "executors/start-process-instance",
+    "processDefinitionCode",
+    "processInstancePriority",
+    "process-instances",
+    "processDefineCode",
+    "process-instance",
+)
+VERSIONS = {v.name: v for v in (V3_3, V3_2)}
 
 
 def start_params(invocation: Invocation) -> dict[str, str]:
@@ -81,16 +128,16 @@ def carries_key(params: Any, trigger_key: str) -> bool:
     return False
 
 
-def _run_id(data: Any, trigger_key: str) -> str:
-    if isinstance(data, list) and data and isinstance(data[0], int):
-        return f"process-instance/{data[0]}"
+def _run_id(data: Any, trigger_key: str, api: ApiVersion) -> str:
+    if isinstance(data, list) and data and isinstance(data[0], int) and not isinstance(data[0], bool):
+        return f"{api.run_prefix}/{data[0]}"
     if isinstance(data, int) and not isinstance(data, bool):
         return f"trigger/{data}"
     return trigger_key
 
 
 class DolphinSchedulerTargetClient(TargetClient):
-    """Process instances through DolphinScheduler's REST API."""
+    """Workflow (3.3) or process (3.2) instances through DolphinScheduler's REST API."""
 
     type_name: ClassVar[str] = "dolphinscheduler"
     confirmable: ClassVar[bool] = True
@@ -106,6 +153,7 @@ class DolphinSchedulerTargetClient(TargetClient):
         self._secrets = secrets
         self._session = session
         self._policy = url_policy or UrlPolicy(local_mode=allow_insecure_loopback)
+        self._detected: dict[str, ApiVersion] = {}  # baseUrl -> the version that answered (apiVersion auto)
 
     @classmethod
     def build(cls, deps: TargetDeps) -> DolphinSchedulerTargetClient:
@@ -130,11 +178,9 @@ class DolphinSchedulerTargetClient(TargetClient):
         if isinstance(headers, Outcome):
             return headers
         form: dict[str, Any] = {
-            "processDefinitionCode": config.process_definition_code,
             "scheduleTime": "",
             "failureStrategy": config.failure_strategy,
             "warningType": config.warning_type,
-            "processInstancePriority": config.priority,
             "workerGroup": config.worker_group,
             "execType": "START_PROCESS",
             "taskDependType": "TASK_POST",
@@ -145,9 +191,14 @@ class DolphinSchedulerTargetClient(TargetClient):
             form["tenantCode"] = config.tenant_code
         if config.environment_code is not None:
             form["environmentCode"] = config.environment_code
-        url = f"{config.base_url}/projects/{config.project_code}/executors/start-process-instance"
+
+        def start_with(api: ApiVersion) -> requests.Response:
+            named = {api.definition_param: config.process_definition_code, api.priority_param: config.priority}
+            url = f"{config.base_url}/projects/{config.project_code}/{api.start_path}"
+            return send(self._session, "POST", url, config.timeout_seconds, data={**form, **named}, headers=headers)
+
         try:
-            answer = send(self._session, "POST", url, config.timeout_seconds, data=form, headers=headers)
+            api, answer = self._negotiated(config, start_with)
         except requests.RequestException as exc:
             return transport_outcome(exc, "dolphinscheduler")
         if answer.status_code in (401, 403):
@@ -162,11 +213,34 @@ class DolphinSchedulerTargetClient(TargetClient):
             return outcome
         if not isinstance(result, dict) or "code" not in result:
             return Outcome.retryable("answer is not a DolphinScheduler result", "bad_answer", ambiguous=True)
-        if result.get("code") != 0:
-            return Outcome.fatal(
-                f"DolphinScheduler refused: code {result.get('code')}: {result.get('msg')}", f"ds_{result.get('code')}"
-            )
-        return Outcome.started(_run_id(result.get("data"), invocation.trigger_key))
+        code = result.get("code")
+        if code != 0:
+            message = str(result.get("msg"))
+            refusal = classify_start_code(code, message)
+            reason = f"DolphinScheduler {api.name} refused: code {code}: {message} ({refusal.meaning})"
+            if refusal.retryable:
+                return Outcome.retryable(reason, f"ds_{code}", ambiguous=refusal.ambiguous)
+            return Outcome.fatal(reason, f"ds_{code}")
+        return Outcome.started(_run_id(result.get("data"), invocation.trigger_key, api))
+
+    def _negotiated(
+        self, config: DolphinSchedulerTarget, call: Callable[[ApiVersion], requests.Response]
+    ) -> tuple[ApiVersion, requests.Response]:
+        """``call`` with the target's API version; with ``auto``, the remembered one (else 3.3) first and
+        the other on HTTP 404, the only answer that says the path is not there (so nothing was started)."""
+        if config.api_version != "auto":
+            api = VERSIONS[config.api_version]
+            return api, call(api)
+        first = self._detected.get(config.base_url, V3_3)
+        order = [first, V3_2 if first is V3_3 else V3_3]
+        for api in order:
+            answer = call(api)
+            if answer.status_code == 404 and api is not order[-1]:
+                continue
+            if answer.status_code != 404 and isinstance(json_or_none(answer), dict):
+                self._detected[config.base_url] = api  # a DolphinScheduler answer: this version is there
+            return api, answer
+        raise AssertionError("unreachable: the last version's answer is returned")
 
     def find_run(self, trigger_key: str, config: TargetConfig, not_before_ms: int) -> str | None:
         assert isinstance(config, DolphinSchedulerTarget)
@@ -176,21 +250,27 @@ class DolphinSchedulerTargetClient(TargetClient):
         if isinstance(headers, Outcome):
             raise TargetUnavailableError(headers.reason or "no token")
         since = datetime.fromtimestamp(not_before_ms / 1000, tz=UTC) - SEARCH_SLACK
-        base = f"{config.base_url}/projects/{config.project_code}/process-instances"
-        for page in range(1, MAX_PAGES + 1):
+
+        def page_of(api: ApiVersion, page: int) -> requests.Response:
             params = {
-                "processDefineCode": config.process_definition_code,
+                api.list_definition_param: config.process_definition_code,
                 "pageNo": page,
                 "pageSize": PAGE_SIZE,
                 "startDate": since.strftime("%Y-%m-%d %H:%M:%S"),
             }
-            data = self._data(ask(self._session, "GET", base, config.timeout_seconds, params=params, headers=headers))
+            url = f"{config.base_url}/projects/{config.project_code}/{api.instances_path}"
+            return ask(self._session, "GET", url, config.timeout_seconds, params=params, headers=headers)
+
+        api, first = self._negotiated(config, lambda api: page_of(api, 1))
+        base = f"{config.base_url}/projects/{config.project_code}/{api.instances_path}"
+        for page in range(1, MAX_PAGES + 1):
+            data = self._data(first if page == 1 else page_of(api, page))
             instances = data.get("totalList") if isinstance(data, dict) else None
             if not isinstance(instances, list):
-                raise TargetUnavailableError("process-instances answered without totalList")
+                raise TargetUnavailableError(f"{api.instances_path} answered without totalList")
             for instance in instances:
                 if isinstance(instance, dict) and self._instance_carries(instance, trigger_key, base, config, headers):
-                    return f"process-instance/{instance.get('id')}"
+                    return f"{api.run_prefix}/{instance.get('id')}"
             total_pages = data.get("totalPage") if isinstance(data, dict) else None
             if not instances or (isinstance(total_pages, int) and page >= total_pages):
                 return None

@@ -12,8 +12,9 @@ from lakehook.api.answers import AssetAnswer, AssetPage, AssetStateAnswer, Event
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
 from lakehook.api.http import json_response, require_admin
 from lakehook.container import current
-from lakehook.domain.assets import AssetRegistration, validate_asset_key
+from lakehook.domain.assets import SECRET_REFERENCE_PREFIXES, AssetRegistration, validate_asset_key
 from lakehook.domain.errors import NotFoundError, ValidationError
+from lakehook.domain.source_endpoints import check_source_properties
 from lakehook.domain.time import ms_to_iso, now_ms
 
 router = APIGatewayRouter()
@@ -42,10 +43,27 @@ def _asset_key(value: str) -> str:
 )
 def put_asset(asset: AssetRegistration, dry_run: DryRun = False) -> Response[str]:
     require_admin(router.current_event)
-    if dry_run:  # the registration is fully checked by its model; nothing else is consulted on write
+    _refuse_producer_secrets(asset)
+    container = current()
+    if asset.source is not None:  # the endpoints it names, under the stack's outbound URL policy (as targets)
+        check_source_properties(asset.source.properties, container.settings.url_policy, SECRET_REFERENCE_PREFIXES)
+    if dry_run:  # the registration is fully checked by its model, the stack's settings and the URL policy
         return json_response({**asset.to_api(), "dryRun": True})
-    created = current().asset_registry.put_asset(asset, now_ms())
+    created = container.asset_registry.put_asset(asset, now_ms())
     return json_response(asset.to_api(), 201 if created else 200)
+
+
+def _refuse_producer_secrets(asset: AssetRegistration) -> None:
+    """A source may not name a producer's signing secret (however spelled): the poller would hand it to the
+    catalog or storage endpoint the source names."""
+    if asset.source is None:
+        return
+    namespace = current().settings.producer_secrets
+    for name, ref in asset.source.referenced_secrets().items():
+        if namespace.holds(ref):
+            raise ValidationError(
+                f"source.properties: property {name!r}: {namespace.refusal(ref)}", field="source.properties"
+            )
 
 
 @router.get(

@@ -30,7 +30,11 @@ router = APIGatewayRouter()
     summary="Receive an OpenLineage RunEvent",
     description="The OpenLineage HTTP transport's endpoint. A COMPLETE event's outputs become SNAPSHOT_COMMITTED "
     "events (the dataset's version facet is the snapshot id; other facets are kept in the payload), mapped to "
-    "asset keys by the producer's lineageDatasets; other event types record nothing. One result per output.",
+    "asset keys by the producer's lineageDatasets (the dataset's name, then its symlinks); an Iceberg output or "
+    "one without a version queues a poll of its registered table (POLL_QUEUED); other event types record "
+    "nothing. One result per output; more facets or symlinks on a dataset than the limits allow is a 400. "
+    "A producer signs the request as it signs POST /asset-events; the bearer apiKey (OpenLineage's api_key "
+    "auth) is taken only from a producer registered with lineageBearer: true.",
     tags=["events"],
     security=LINEAGE,
     responses=answers(ok(LineageAnswer, "one result per output dataset"), WITH_BODY),
@@ -69,7 +73,8 @@ def receive_lineage() -> Response[str]:
 
 
 def _queue_polls(polls: list[NeedsPoll]) -> dict[str, dict[str, Any]]:
-    """One poll of the registered Iceberg tables the event names; an unregistered one cannot be polled."""
+    """One poll of the registered tables the event names (Iceberg outputs, and outputs that report no
+    version); an asset that is not registered with a poll source cannot be polled and is REJECTED."""
     container = current()
     answers: dict[str, dict[str, Any]] = {}
     pollable: list[str] = []
@@ -78,20 +83,19 @@ def _queue_polls(polls: list[NeedsPoll]) -> dict[str, dict[str, Any]]:
             continue
         asset = container.asset_registry.get_asset(item.asset_key)
         if asset is None or asset.source is None:
+            state = "not registered" if asset is None else "registered without a source"
             answers[item.asset_key] = EventResult(
                 status=IngestStatus.REJECTED,
-                reason=f"{item.asset_key} is an Iceberg table: lakehook orders its snapshots by sequence number, "
-                "which OpenLineage does not report, so it polls the table instead; register the asset with its "
-                "source (PUT /assets) to have snapshot "
-                f"{item.snapshot_id} recorded",
+                reason=f"{item.why()}, so lakehook would poll the table, but {item.asset_key} is {state}: "
+                "register the asset with its source (PUT /assets) to have the commit recorded by a poll",
             ).to_api()
             continue
         pollable.append(item.asset_key)
         answers[item.asset_key] = {
             "eventId": None,
             "status": POLL_QUEUED,
-            "reason": f"a poll of {item.asset_key} was queued: it records snapshot {item.snapshot_id} with its "
-            "sequence number (Iceberg's order, which OpenLineage does not report)",
+            "reason": f"{item.why()}: a poll of {item.asset_key} was queued; it records the table's new "
+            "snapshots with their own order, schema and commit time",
         }
     if pollable:
         container.work_queue.send([{"mode": WorkMode.POLL.value, "assetKeys": sorted(pollable)}])

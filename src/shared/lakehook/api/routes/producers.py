@@ -29,8 +29,10 @@ DryRun = Annotated[
     "/producers/<producerId>",
     summary="Create or update a producer",
     description="Answers the generated signing secret once: on creation, or with ?rotateSecret=true; with it "
-    "the apiKey an OpenLineage HTTP transport sends (Authorization: Bearer) to POST /api/v1/lineage. 409 when "
-    "one of its eventSources belongs to another producer (nothing is written).",
+    "the apiKey an OpenLineage HTTP transport sends (Authorization: Bearer) to POST /api/v1/lineage, taken only "
+    "with lineageBearer: true. The secret is stored in the producer secrets' own namespace, which no target or "
+    "asset source may name. 409 when one of its eventSources belongs to another producer, or when a secret of "
+    "its name exists that lakehook did not create for it (nothing is written).",
     tags=["producers"],
     security=MANAGEMENT,
     responses=answers(

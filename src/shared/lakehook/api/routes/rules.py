@@ -8,9 +8,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
+from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok, replayable
 from lakehook.api.http import json_body, json_response, raw_body, require_admin
-from lakehook.api.paths import RuleId
+from lakehook.api.paths import IdempotencyKey, RuleId
 from lakehook.api.rule_answers import Evaluation, Explanation, RuleAnswer, RulePage
 from lakehook.container import current
 from lakehook.usecases.rules import stored_to_api
@@ -93,12 +93,15 @@ def explain_rule(ruleId: RuleId) -> Response[str]:
     summary="Evaluate a rule now, and claim what is ready",
     description="The resolver's own evaluation: what is ready is claimed (the same versions give the same key, "
     'so repeating it claims nothing new). With {"force": true} a manual run of the current versions under a '
-    "key of its own; 409 while one for the same versions is in flight. Answers the explanation and the keys claimed.",
+    "key of its own; 409 while one for the same versions is in flight. Answers the explanation and the keys claimed. "
+    "A forced run under an Idempotency-Key is recorded with its answer: the same request repeated answers it again "
+    "(Idempotent-Replayed: true) and starts nothing; another request under the key is a 409 IDEMPOTENCY_KEY_REUSED.",
     tags=["rules"],
     security=MANAGEMENT,
-    responses=answers(ok(Evaluation), WITH_BODY, 404, 409),
+    responses=replayable(answers(ok(Evaluation), WITH_BODY, 404, 409), 200),
 )
-def evaluate_rule(ruleId: RuleId) -> Response[str]:
+def evaluate_rule(ruleId: RuleId, idempotency_key: IdempotencyKey = None) -> Response[str]:
     require_admin(router.current_event)
     body = json_body(router.current_event) if raw_body(router.current_event).strip() else None
-    return json_response(current().manage_rules.evaluate(ruleId, body))
+    answer = current().manage_rules.answer_evaluate(ruleId, body, idempotency_key)
+    return json_response(answer.body, answer.status, answer.headers())

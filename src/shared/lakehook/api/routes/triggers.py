@@ -1,6 +1,7 @@
 """Triggers: GET /triggers?ruleId=&status= (newest first), GET /triggers/{triggerKey},
-POST /triggers/{triggerKey}/replay (``?dryRun=true`` answers the pre-flight checklist only), and
-POST /triggers/{triggerKey}/retry (a FAILED trigger dispatched again under the same key)."""
+POST /triggers/{triggerKey}/replay (``?dryRun=true`` answers the pre-flight checklist only; an
+``Idempotency-Key`` makes it happen once), and POST /triggers/{triggerKey}/retry (a FAILED trigger
+dispatched again under the same key)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from lakehook.api.contract import ALWAYS, MANAGEMENT, answers, ok
+from lakehook.api.contract import ALWAYS, MANAGEMENT, answers, ok, replayable
 from lakehook.api.http import json_response, require_admin
-from lakehook.api.paths import TriggerKey
+from lakehook.api.paths import IdempotencyKey, TriggerKey
 from lakehook.api.trigger_answers import ReplayAnswer, TriggerAnswer, TriggerPage
 from lakehook.container import current
 
@@ -73,18 +74,33 @@ def retry(triggerKey: TriggerKey) -> Response[str]:
 @router.post(
     "/triggers/<triggerKey>/replay",
     summary="Replay a trigger: pre-flight its pinned inputs, then claim a run that reads exactly the same",
+    description=(
+        "201 with the checklist and the new claim (200 and no claim for a dry run); 409 REPLAY_REFUSED with the "
+        "checklist when an item failed. Each request without an Idempotency-Key claims another replay; with one, "
+        "the claim and its answer are recorded together: the same request repeated answers that 201 again, "
+        "with the header Idempotent-Replayed: true, and claims nothing (409 IDEMPOTENCY_KEY_REUSED for "
+        "another trigger under the key)."
+    ),
     tags=["triggers"],
     security=MANAGEMENT,
-    responses=answers(
-        {200: ("the dry run's checklist", ReplayAnswer), 201: ("the replay is claimed", ReplayAnswer)}, ALWAYS, 404, 409
+    responses=replayable(
+        answers(
+            {200: ("the dry run's checklist", ReplayAnswer), 201: ("the replay is claimed", ReplayAnswer)},
+            ALWAYS,
+            404,
+            409,
+        ),
+        201,
     ),
 )
-def replay(triggerKey: TriggerKey, dry_run: DryRunQuery = False) -> Response[str]:
+def replay(
+    triggerKey: TriggerKey, dry_run: DryRunQuery = False, idempotency_key: IdempotencyKey = None
+) -> Response[str]:
     from lakehook.usecases.replay import ReplayRefusedError  # with the use case: the replay path only
 
     require_admin(router.current_event)
     try:
-        answer = current().replay_trigger.replay(triggerKey, dry_run=dry_run)
+        answer = current().replay_trigger.answer(triggerKey, dry_run=dry_run, idempotency_key=idempotency_key)
     except ReplayRefusedError as exc:
         body = {
             "error": "REPLAY_REFUSED",
@@ -93,4 +109,4 @@ def replay(triggerKey: TriggerKey, dry_run: DryRunQuery = False) -> Response[str
             "preflight": exc.report.to_api(),
         }
         return json_response(body, 409)
-    return json_response(answer.to_api(), 200 if dry_run else 201)
+    return json_response(answer.body, answer.status, answer.headers())
