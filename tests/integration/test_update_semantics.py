@@ -522,3 +522,23 @@ def test_replay_of_a_spooled_extract_is_refused_once_the_manifest_at_its_uri_was
     assert state is not None and state.manifest_sha256 == failure.detail["manifestSha256"]  # verified again
     (pin,) = trigger.inputs
     assert (pin.manifest_uri, pin.to_api()["manifestSha256"]) == (uri, sealed["sha256"])  # pinned at trigger time
+
+
+def test_a_delta_table_registered_right_after_an_optimize_runs_on_the_data_it_holds(
+    world: World, tmp_path: Path
+) -> None:
+    """A first poll takes only the newest version: here an OPTIMIZE of rows written before lakehook looked."""
+    from deltalake import DeltaTable, write_deltalake
+
+    location = str(tmp_path / "delta" / "orders")
+    key = "delta://lake/ods/orders"
+    write_deltalake(location, rows(1, 2))  # version 0
+    write_deltalake(location, rows(3), mode="append")  # version 1
+    DeltaTable(location).optimize.compact()  # version 2: OPTIMIZE
+    world.register(key, "delta", "lake", {}, location=location)
+    world.rule("data_only", key)
+    world.settle()
+    state = world.container.asset_store.get_state(key)
+    assert state is not None and (state.latest_snapshot_id, state.latest_commit_kind) == (2, "OPTIMIZE")
+    assert state.latest_data is None and state.seen_from_start is False
+    assert world.pinned("data_only") == [2]  # the table holds data: not "no snapshot has changed data yet"

@@ -108,8 +108,10 @@ def manifest_reason(state: AssetState) -> str:
 @dataclass(frozen=True)
 class DataChange(MemberCondition):
     """``includeCompaction`` unset or false: a compaction changes no data, so the newest snapshot that did is the
-    version; while no snapshot has changed data (a Delta table created empty, then only its properties changed),
-    there is none."""
+    version. When lakehook knows of none: if it has seen the table from its first snapshot on, no snapshot has
+    changed data (a Delta table created empty, then only its properties changed) and there is no version; if not
+    (a first poll takes only the newest snapshot, here a compaction of data written before), the newest snapshot
+    holds the table's data and is the version."""
 
     @classmethod
     def of(cls, member: Member) -> DataChange | None:
@@ -121,6 +123,8 @@ class DataChange(MemberCondition):
             return chosen
         if data is not None:
             return Chosen(data.snapshot_id, data.order, data)
+        if not state.seen_from_start:
+            return chosen
         reason = f"no snapshot has changed data yet (snapshot {record.snapshot_id} changed none)"
         return Blocked(Status.BLOCKED_BY_SNAPSHOT, reason)
 
