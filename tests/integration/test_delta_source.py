@@ -24,6 +24,7 @@ from lakehook.domain.snapshots import SnapshotGap
 from lakehook.ports import Recording, SecretStore
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets, PollOutcome
+from tests.delta_tables import copy
 from tests.fakes.memory import InMemorySecretStore
 from tests.lakehouse import CountingMotoServer, rows
 
@@ -266,7 +267,9 @@ def test_a_broken_table_does_not_block_a_healthy_one(tmp_path: Path, lake: Lake)
     healthy, bad_pointer, bad_commit = (str(tmp_path / n) for n in ("orders", "bad_pointer", "bad_commit"))
     for location in (healthy, bad_pointer, bad_commit):
         write(location, rows(1))
+    # an unreadable _last_checkpoint is only a hint gone: the log is listed instead, as delta-rs does
     Path(bad_pointer, "_delta_log", "_last_checkpoint").write_text("not json")
+    assert DeltaTable(bad_pointer).version() == 0
     Path(bad_commit, "_delta_log", commit_file(0)).write_text('{"commitInfo": {"trunc')
     assets = [
         register(str(tmp_path / "missing"), "ods.missing"),
@@ -277,7 +280,7 @@ def test_a_broken_table_does_not_block_a_healthy_one(tmp_path: Path, lake: Lake)
     results = {r.asset_key.rsplit("/", 1)[-1]: (r.outcome, r.error_kind) for r in lake.poll_all(assets)}
     assert results == {
         "missing": (PollOutcome.FAILED, "TableNotFoundError"),
-        "bad_pointer": (PollOutcome.FAILED, "CorruptMetadataError"),
+        "bad_pointer": (PollOutcome.ADVANCED, None),
         "bad_commit": (PollOutcome.FAILED, "CorruptMetadataError"),
         "orders": (PollOutcome.ADVANCED, None),
     }
@@ -388,3 +391,33 @@ def test_s3_missing_tables_and_unresolvable_credentials_fail_that_asset_only_wit
     assert failed.error_kind == "SourceAccessError" and "secretsmanager:lakehook/absent" in (failed.error or "")
     assert "testing" not in (failed.error or "")
     assert results[good.asset_key].outcome is PollOutcome.ADVANCED
+
+
+def test_s3_a_log_left_with_a_checkpoint_alone_is_its_version_and_a_broken_hint_is_listed_past(
+    server: CountingMotoServer, s3_table: tuple[str, dict[str, str]], s3_lake: Lake, tmp_path: Path
+) -> None:
+    """Delta's own multi-part-checkpoint table on S3, its commit files cleaned up, its _last_checkpoint emptied."""
+    location, options = s3_table
+    bucket, prefix = location.removeprefix("s3://").split("/", 1)
+    client = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1")
+    root = copy("delta/multi-part-checkpoint", tmp_path)
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+        name = file.relative_to(root).as_posix()
+        if name.startswith("_delta_log/") and (name.endswith(".json") or name.endswith(".crc")):
+            continue  # log cleanup took every commit file
+        body = b"" if name == "_delta_log/_last_checkpoint" else file.read_bytes()
+        client.put_object(Bucket=bucket, Key=f"{prefix}/{name}", Body=body)
+    assert DeltaTable(location, storage_options=options).version() == 1  # deltalake reads it from the checkpoint
+
+    asset = register(location, "ods.orders", by_reference(options))
+    server.reset()
+    with server.measure() as first:
+        result = s3_lake.poll(asset)
+    assert result.outcome is PollOutcome.ADVANCED and result.snapshot_ids == (1,)
+    (event,) = s3_lake.events(asset.asset_key)
+    checkpoint = client.head_object(
+        Bucket=bucket, Key=f"{prefix}/_delta_log/00000000000000000001.checkpoint.0000000001.0000000002.parquet"
+    )
+    assert event.commit_time == int(checkpoint["LastModified"].timestamp() * 1000) and event.commit_kind is None
+    assert first[("s3", "HeadObject")] >= 1  # the checkpoint's time: the only one the log has for that version
+    assert s3_lake.poll(asset).outcome is PollOutcome.UNCHANGED

@@ -25,6 +25,7 @@ from lakehook.local.filters import matches_any
 from lakehook.usecases.poll import PollAsset
 from lakehook.usecases.replay import ReplayRefusedError
 from tests.conftest import BUCKET
+from tests.delta_tables import StagedDeltaTable
 from tests.fakes.memory_dispatch import InMemoryTargetClient
 from tests.integration.test_resolver_on_moto import Stream
 from tests.lakehouse import (
@@ -159,6 +160,106 @@ def test_a_delta_optimize_and_vacuum_are_not_updates_unless_the_member_includes_
     world.settle()
     assert world.pinned("data_only") == [1, 5]
     assert world.pinned("with_compaction")[-1] == 5
+
+
+def test_delta_commits_that_change_no_data_start_no_run_whatever_their_operation(world: World, tmp_path: Path) -> None:
+    """Decided by the commit's add/remove actions (dataChange), not by its name: delta-rs's property, column
+    and constraint changes carry no file at all, a z-order rewrites files with dataChange=false."""
+    from deltalake import DeltaTable, write_deltalake
+    from deltalake.schema import Field, PrimitiveType
+
+    location = str(tmp_path / "delta" / "orders")
+    key = "delta://lake/ods/orders"
+    write_deltalake(location, rows(1, 2))  # version 0: WRITE
+    asset = world.register(key, "delta", "lake", {}, location=location)
+    world.rule("data_only", key)
+    world.rule("with_compaction", key, {"includeCompaction": True})
+    world.settle()
+    assert world.pinned("data_only") == [0]
+
+    table = DeltaTable(location)
+    table.alter.set_table_properties({"delta.logRetentionDuration": "interval 30 days"})  # version 1
+    table.alter.add_columns([Field("note", PrimitiveType("string"), nullable=True)])  # version 2: a schema change
+    table.alter.add_constraint({"positive": "amount > 0"})  # version 3
+    table.optimize.z_order(["id"])  # version 4: files rewritten, dataChange=false
+    world.poll(asset)
+    world.settle()
+    assert world.pinned("data_only") == [0]  # no run: the table holds the rows it held
+    state = world.container.asset_store.get_state(key)
+    assert state is not None and (state.latest_snapshot_id, state.latest_commit_kind) == (4, "OPTIMIZE")
+    assert state.latest_data is not None and state.latest_data.snapshot_id == 0
+    events = {e.snapshot_id: (e.commit_kind, e.data_changed) for e in _snapshot_events(world, key)}
+    assert events == {
+        0: ("WRITE", None),  # only a "no" is sent: a data change is left to its kind
+        1: ("SET TBLPROPERTIES", False),
+        2: ("ADD COLUMN", False),
+        3: ("ADD CONSTRAINT", False),
+        4: ("OPTIMIZE", False),
+    }
+    assert world.pinned("with_compaction")[-1] == 4
+
+    write_deltalake(location, rows(3), mode="append", schema_mode="merge")  # version 5: WRITE
+    world.poll(asset)
+    world.settle()
+    assert world.pinned("data_only") == [0, 5]
+
+
+def test_a_delta_table_created_empty_starts_no_run_until_data_arrives(world: World, tmp_path: Path) -> None:
+    from deltalake import DeltaTable, write_deltalake
+
+    location = str(tmp_path / "delta" / "orders")
+    key = "delta://lake/ods/orders"
+    DeltaTable.create(location, schema=rows().schema)  # version 0: CREATE TABLE, no file
+    asset = world.register(key, "delta", "lake", {}, location=location)
+    world.rule("data_only", key)
+    world.settle()
+    DeltaTable(location).alter.set_table_properties({"delta.appendOnly": "true"})  # version 1
+    world.poll(asset)
+    world.settle()
+    assert world.pinned("data_only") == []
+    write_deltalake(location, rows(1), mode="append")  # version 2: the first data
+    world.poll(asset)
+    world.settle()
+    assert world.pinned("data_only") == [2]
+
+
+@pytest.mark.parametrize(
+    ("golden", "quiet"),
+    [
+        (
+            "delta/data-skipping-change-stats-collected-across-versions",
+            {1: "SET TBLPROPERTIES", 3: "SET TBLPROPERTIES"},
+        ),
+        ("delta/snapshot-repartitioned", {5: "WRITE"}),  # a WRITE whose adds and removes say dataChange=false
+    ],
+)
+def test_spark_commits_that_change_no_data_start_no_run(
+    world: World, tmp_path: Path, golden: str, quiet: dict[int, str]
+) -> None:
+    """Delta's own Spark-written tables, revealed one version at a time as Spark wrote them."""
+    staged = StagedDeltaTable.of(golden, tmp_path)
+    key = "delta://lake/golden/" + golden.rsplit("/", 1)[-1].replace("-", "_")
+    staged.reveal(0)
+    asset = world.register(key, "delta", "lake", {}, location=str(staged.root))
+    world.rule("data_only", key)
+    world.settle()
+    last = max(int(p.name[:20]) for p in staged.pending if p.name.endswith(".json"))
+    expected = [0]
+    for version in range(1, last + 1):
+        staged.reveal(version)
+        world.poll(asset)
+        world.settle()
+        if version not in quiet:
+            expected.append(version)
+        assert world.pinned("data_only") == expected, version
+        state = world.container.asset_store.get_state(key)
+        assert state is not None and state.latest_snapshot_id == version
+        assert state.latest_commit_kind == quiet.get(version, state.latest_commit_kind)
+
+
+def _snapshot_events(world: World, key: str) -> list[Any]:
+    page = world.container.asset_store.list_events(key, limit=100)
+    return [r.event for r in page.items if r.event.snapshot_id is not None]
 
 
 def test_a_hudi_compaction_and_clustering_are_not_updates_unless_the_member_includes_compaction(
@@ -421,3 +522,23 @@ def test_replay_of_a_spooled_extract_is_refused_once_the_manifest_at_its_uri_was
     assert state is not None and state.manifest_sha256 == failure.detail["manifestSha256"]  # verified again
     (pin,) = trigger.inputs
     assert (pin.manifest_uri, pin.to_api()["manifestSha256"]) == (uri, sealed["sha256"])  # pinned at trigger time
+
+
+def test_a_delta_table_registered_right_after_an_optimize_runs_on_the_data_it_holds(
+    world: World, tmp_path: Path
+) -> None:
+    """A first poll takes only the newest version: here an OPTIMIZE of rows written before lakehook looked."""
+    from deltalake import DeltaTable, write_deltalake
+
+    location = str(tmp_path / "delta" / "orders")
+    key = "delta://lake/ods/orders"
+    write_deltalake(location, rows(1, 2))  # version 0
+    write_deltalake(location, rows(3), mode="append")  # version 1
+    DeltaTable(location).optimize.compact()  # version 2: OPTIMIZE
+    world.register(key, "delta", "lake", {}, location=location)
+    world.rule("data_only", key)
+    world.settle()
+    state = world.container.asset_store.get_state(key)
+    assert state is not None and (state.latest_snapshot_id, state.latest_commit_kind) == (2, "OPTIMIZE")
+    assert state.latest_data is None and state.seen_from_start is False
+    assert world.pinned("data_only") == [2]  # the table holds data: not "no snapshot has changed data yet"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from lakehook.domain.conditions import (
     BackfillCompleted,
     Blocked,
@@ -202,3 +204,50 @@ def test_a_member_failing_several_conditions_shows_the_first_in_precedence_order
     )
     tagged = approved.model_copy(update={"tags": {"v1"}, "tag_refs": {"5::v1"}})
     assert select_member(both, tagged).reason == "no backfill has completed yet"
+
+
+def test_data_change_takes_a_snapshots_no_data_flag_over_its_commit_kind() -> None:
+    data = SnapshotRecord(snapshot_id=7, order=7, commit_kind="WRITE")
+    rule = DataChange.of(member("delta://lake/ods/a"))
+    # a Delta WRITE whose files all say dataChange=false (a repartition) changed no data
+    quiet = state(
+        "delta://lake/ods/a",
+        latest_snapshot_id=8,
+        latest_commit_kind="WRITE",
+        latest_data_changed=False,
+        latest_data=data,
+    )
+    assert pinned(judge(rule, quiet)) == 7
+    assert rule is not None and rule.shows(quiet) == {"dataSnapshotId": 7}
+    loud = quiet.model_copy(update={"latest_data_changed": True})
+    assert pinned(judge(rule, loud)) == 8 and rule.shows(loud) == {}
+    # only a "no" outweighs the kind: an OPTIMIZE is a compaction whatever else is said of it
+    compaction = quiet.model_copy(update={"latest_commit_kind": "OPTIMIZE", "latest_data_changed": True})
+    assert pinned(judge(rule, compaction)) == 7
+
+
+def test_data_change_pins_nothing_while_no_snapshot_has_changed_data() -> None:
+    created = state(
+        "delta://lake/ods/a",
+        latest_snapshot_id=1,
+        latest_commit_kind="SET TBLPROPERTIES",
+        latest_data_changed=False,
+        seen_from_start=True,
+    )
+    assert judge(DataChange.of(member("delta://lake/ods/a")), created) == Blocked(
+        Status.BLOCKED_BY_SNAPSHOT, "no snapshot has changed data yet (snapshot 1 changed none)"
+    )
+    assert select_member(member("delta://lake/ods/a", includeCompaction=True), created).status is Status.READY
+
+
+@pytest.mark.parametrize("seen_from_start", [False, None])
+def test_data_change_pins_a_compaction_when_the_data_before_it_was_never_seen(seen_from_start: bool | None) -> None:
+    # a first poll took only the newest version, an OPTIMIZE of data written before: that data is the version
+    registered = state(
+        "delta://lake/ods/a",
+        latest_snapshot_id=2,
+        latest_commit_kind="OPTIMIZE",
+        latest_data_changed=False,
+        seen_from_start=seen_from_start,
+    )
+    assert pinned(judge(DataChange.of(member("delta://lake/ods/a")), registered)) == 2

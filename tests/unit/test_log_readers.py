@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakehook.adapters.lakehouse.credentials import CredentialResolver
-from lakehook.adapters.lakehouse.delta import commit_file, commit_version, parse_commit
+from lakehook.adapters.lakehouse.delta import LogListing, checkpoint_part, commit_file, commit_version, parse_commit
 from lakehook.adapters.lakehouse.hudi import (
     HudiSnapshotSource,
     Instant,
@@ -80,7 +80,8 @@ def test_a_spark_overwrite_reports_the_rows_it_wrote_as_the_total() -> None:
                     "operationParameters": {"mode": "Overwrite"},
                     "operationMetrics": {"numOutputRows": "40"},
                 }
-            }
+            },
+            {"add": {"path": "p", "modificationTime": 1, "dataChange": True}},
         ),
     ).info
     assert (info.total_record_count, info.delta_record_count) == (40, None)
@@ -96,6 +97,88 @@ def test_a_commit_without_commit_info_takes_its_time_from_its_files_and_metadata
 def test_a_file_that_is_not_a_commit_is_corrupt_metadata(data: bytes) -> None:
     with pytest.raises(CorruptMetadataError, match=re.escape("00000000000000000004.json")):
         parse_commit(4, data, "s3://lake/t")
+
+
+@given(st.integers(min_value=0, max_value=10**20 - 1), st.integers(min_value=1, max_value=9), st.uuids())
+def test_checkpoint_names_read_back_as_their_version_and_part(version: int, parts: int, unique: object) -> None:
+    stem = f"{version:020d}.checkpoint"
+    assert checkpoint_part(f"{stem}.parquet") == (version, 1, 1)
+    assert checkpoint_part(f"{stem}.{parts:010d}.{parts:010d}.parquet") == (version, parts, parts)
+    assert checkpoint_part(f"{stem}.{unique}.json") == checkpoint_part(f"{stem}.{unique}.parquet") == (version, 1, 1)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "00000000000000000010.json",
+        "_last_checkpoint",
+        "00000000000000000010.crc",
+        "10.checkpoint.parquet",
+        "00000000000000000010.checkpoint.0000000003.0000000002.parquet",
+        "00000000000000000000.00000000000000000003.compacted.json",
+        ".00000000000000000010.checkpoint.parquet.crc",
+    ],
+)
+def test_other_log_files_are_no_checkpoint(name: str) -> None:
+    assert checkpoint_part(name) is None
+
+
+def test_a_listing_counts_a_multi_part_checkpoint_only_with_every_part() -> None:
+    listing = LogListing.of(
+        [
+            "00000000000000000003.checkpoint.0000000001.0000000002.parquet",
+            "00000000000000000004.json",
+            "00000000000000000005.checkpoint.0000000001.0000000002.parquet",
+            "00000000000000000005.checkpoint.0000000002.0000000002.parquet",
+            "_last_checkpoint",
+        ]
+    )
+    assert listing.commits == {4} and set(listing.checkpoints) == {5} and listing.versions == {4, 5}
+
+
+@given(st.lists(st.tuples(st.sampled_from(["add", "remove"]), st.sampled_from([True, False, None])), max_size=6))
+def test_a_commit_changes_data_exactly_when_an_add_or_remove_says_data_changed(
+    files: list[tuple[str, bool | None]],
+) -> None:
+    actions: list[dict[str, object]] = [{"commitInfo": {"timestamp": 1, "operation": "WRITE"}}]
+    for kind, flag in files:
+        action: dict[str, object] = {"path": "p", "modificationTime": 1}
+        if flag is not None:
+            action["dataChange"] = flag
+        actions.append({kind: action})
+    info = parse_commit(3, _commit(*actions)).info
+    changed = any(flag is not False for _, flag in files)  # a writer that leaves the flag out changed data
+    assert info.data_changed is changed
+    if not changed:
+        assert (info.delta_record_count, info.total_record_count) == (0, None)
+
+
+def _metrics(operation: str, metrics: dict[str, object], **parameters: object) -> tuple[int | None, int | None]:
+    commit_info = {"timestamp": 1, "operation": operation, "operationMetrics": metrics}
+    if parameters:
+        commit_info["operationParameters"] = parameters
+    info = parse_commit(2, _commit({"commitInfo": commit_info}, {"add": {"path": "p", "dataChange": True}})).info
+    return info.total_record_count, info.delta_record_count
+
+
+def test_row_counts_follow_what_delta_defines_each_operations_metrics_as() -> None:
+    # Spark's MERGE numOutputRows counts inserted + updated + copied rows, not a change in the table's size
+    spark_merge = {"numOutputRows": "140", "numTargetRowsInserted": "50", "numTargetRowsDeleted": "10"}
+    assert _metrics("MERGE", spark_merge) == (None, 40)
+    delta_rs_merge = {"num_output_rows": 9, "num_target_rows_inserted": 1, "num_target_rows_deleted": 3}
+    assert _metrics("MERGE", delta_rs_merge) == (None, -2)
+    assert _metrics("UPDATE", {"numUpdatedRows": "50", "numCopiedRows": "0"}) == (None, 0)
+    assert _metrics("UPDATE", {"num_updated_rows": 2, "num_copied_rows": 1}) == (None, 0)
+    # replaceWhere: an overwrite of part of the table is written minus deleted, not the table's total
+    assert _metrics("WRITE", {"numOutputRows": "5", "numDeletedRows": "3"}, mode="Overwrite", predicate='["x"]') == (
+        None,
+        2,
+    )
+    assert _metrics("WRITE", {"numOutputRows": "5"}, mode="Overwrite") == (5, None)
+    assert _metrics("STREAMING UPDATE", {"numOutputRows": "7"}, outputMode="Complete") == (7, None)
+    assert _metrics("CREATE OR REPLACE TABLE AS SELECT", {"numOutputRows": "8"}) == (8, None)
+    assert _metrics("DELETE", {"numDeletedRows": "4"}) == (None, -4)
+    assert _metrics("RESTORE", {"numRestoredFiles": "2"}) == (None, None)
 
 
 # --- Hudi -----------------------------------------------------------------------------------------

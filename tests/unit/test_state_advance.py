@@ -308,3 +308,57 @@ def test_state_reads_stored_decimals_and_sets() -> None:
     assert api["updatedAt"] == "2025-06-01T10:05:00.250Z"
     assert (api["schemaStatus"], api["qualityStatus"]) == ("UNKNOWN", "UNKNOWN")
     assert "PK" not in api and "itemType" not in api
+
+
+@pytest.mark.parametrize(
+    ("kind", "data_changed", "changes"),
+    [
+        ("WRITE", False, False),  # Delta: named WRITE, but its files all say dataChange=false
+        ("SET TBLPROPERTIES", False, False),
+        ("OPTIMIZE", True, False),  # only a "no" is news: a "yes" leaves it to the kind, a compaction
+        ("WRITE", True, True),
+        ("COMPACT", None, False),  # no word from the format: the kind decides
+        (None, None, True),
+    ],
+)
+def test_a_snapshots_no_data_flag_decides_over_its_kind(
+    asset: Asset, kind: str | None, data_changed: bool | None, changes: bool
+) -> None:
+    asset.apply(snap(1, commitKind="APPEND"), snap(2, commitKind=kind, dataChanged=data_changed))
+    state = asset.state
+    assert state.latest_data_changed is changes and state.latest_record is not None
+    assert state.latest_record.changes_data is changes
+    assert state.latest_data is not None and state.latest_data.snapshot_id == (2 if changes else 1)
+
+
+@pytest.mark.parametrize(
+    ("key", "first", "seen"),
+    [
+        ("delta://lake/ods/t", {"snapshotId": 0}, True),
+        ("delta://lake/ods/t", {"snapshotId": 3, "parentSnapshotId": 2}, False),
+        ("paimon://lake/ods/t", {"snapshotId": 1}, True),
+        ("iceberg://lake/ods/t", {"snapshotId": 77, "sequenceNumber": 1}, True),
+        ("iceberg://lake/ods/t", {"snapshotId": 78, "sequenceNumber": 2, "parentSnapshotId": 77}, False),
+        ("hudi://lake/ods/t", {"snapshotId": 1}, False),
+    ],
+)
+def test_the_state_knows_whether_its_first_snapshot_was_the_tables_first(
+    key: str, first: dict[str, Any], seen: bool
+) -> None:
+    store = InMemoryAssetStore()
+    sid = first["snapshotId"]
+    later = {"snapshotId": sid + 1, "sequenceNumber": first.get("sequenceNumber", 0) + 1, "parentSnapshotId": sid}
+    for at, fields in enumerate((first, later), start=1):
+        event = ev(EventType.SNAPSHOT_COMMITTED, assetKey=key, commitKind="WRITE", dataChanged=False, **fields)
+        store.record_event(event, SourceType.PUSH, at)
+        assert store.advance_state(event, at, recorded_at=at) is AdvanceOutcome.ADVANCED
+    state = store.get_state(key)
+    assert state is not None and state.latest_snapshot_id == sid + 1
+    assert state.seen_from_start is seen  # the first snapshot recorded decides; a later one leaves it
+
+
+def test_a_later_snapshot_never_inherits_an_older_ones_no_data_flag(asset: Asset) -> None:
+    asset.apply(snap(1, commitKind="WRITE", dataChanged=False), snap(2, commitKind="WRITE"))
+    assert asset.state.latest_data_changed is True and asset.state.latest_record is not None
+    assert asset.state.latest_record.changes_data and asset.state.latest_data is not None
+    assert asset.state.latest_data.snapshot_id == 2

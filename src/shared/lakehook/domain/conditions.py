@@ -108,17 +108,25 @@ def manifest_reason(state: AssetState) -> str:
 @dataclass(frozen=True)
 class DataChange(MemberCondition):
     """``includeCompaction`` unset or false: a compaction changes no data, so the newest snapshot that did is the
-    version."""
+    version. When lakehook knows of none: if it has seen the table from its first snapshot on, no snapshot has
+    changed data (a Delta table created empty, then only its properties changed) and there is no version; if not
+    (a first poll takes only the newest snapshot, here a compaction of data written before), the newest snapshot
+    holds the table's data and is the version."""
 
     @classmethod
     def of(cls, member: Member) -> DataChange | None:
         return None if member.condition.include_compaction else cls()
 
-    def evaluate(self, state: AssetState, chosen: Chosen) -> Chosen:
+    def evaluate(self, state: AssetState, chosen: Chosen) -> Chosen | Blocked:
         record, data = chosen.record, state.latest_data
-        if record is not None and not record.changes_data and data is not None:
+        if record is None or record.changes_data:
+            return chosen
+        if data is not None:
             return Chosen(data.snapshot_id, data.order, data)
-        return chosen
+        if not state.seen_from_start:
+            return chosen
+        reason = f"no snapshot has changed data yet (snapshot {record.snapshot_id} changed none)"
+        return Blocked(Status.BLOCKED_BY_SNAPSHOT, reason)
 
     def shows(self, state: AssetState) -> dict[str, Any]:
         data = state.latest_data  # the newest snapshot is a compaction: show the data snapshot pinned instead

@@ -149,7 +149,8 @@ class Condition(BaseModel):
         default=None,
         alias="includeCompaction",
         description="count snapshots that change no data (Paimon COMPACT or ANALYZE, Iceberg replace, "
-        "Delta OPTIMIZE or VACUUM, Hudi compaction or clustering) as updates",
+        "Delta OPTIMIZE, VACUUM or a property change, Hudi compaction or clustering, any snapshot with "
+        "dataChanged false) as updates",
     )
     coverage: WindowSpec | None = Field(
         default=None,

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lakehook.domain.events import AssetEvent, EventType
 from lakehook.domain.ordering import TagEntry, backfill_view, latest_tag, order_key
 from lakehook.domain.time import ms_to_iso
-from lakehook.domain.versions import SnapshotRecord, Verdict
+from lakehook.domain.versions import SnapshotRecord, Verdict, starts_history
 
 
 class SchemaStatus(StrEnum):
@@ -137,7 +137,9 @@ def _snapshot_committed(event: AssetEvent, recorded_at: int) -> Advance:
         sets["latestData"] = record.to_item()
         # A data snapshot that arrives after a newer compaction is still the newest data change.
         late = Advance(Below("latestData.order", record.order), sets={"latestData": record.to_item()})
-    first = {"firstSchemaId": event.schema_id} if event.schema_id is not None else {}
+    first: dict[str, Any] = {"firstSchemaId": event.schema_id} if event.schema_id is not None else {}
+    # whether lakehook has seen the table from its first snapshot on (a first poll takes only the newest)
+    first["seenFromStart"] = starts_history(event.asset_key, record)
     return Advance(Below("latestSnapshotOrder", event.snapshot_order), sets=sets, set_if_absent=first, late=late)
 
 
@@ -403,6 +405,11 @@ class AssetState(BaseModel):
     latest_metadata_location: str | None = Field(default=None, alias="latestMetadataLocation")
     latest_data_changed: bool | None = Field(
         default=None, alias="latestDataChanged", description="whether the newest snapshot changed data"
+    )
+    seen_from_start: bool | None = Field(
+        default=None,
+        alias="seenFromStart",
+        description="whether the first snapshot lakehook recorded was the table's first (None: not known)",
     )
     latest_data: SnapshotRecord | None = Field(
         default=None, alias="latestData", description="the newest snapshot that changed data (not a compaction)"

@@ -87,6 +87,18 @@ def lineage_of(asset_key: str) -> Lineage:
     return Lineage.NONE
 
 
+def starts_history(asset_key: str, record: SnapshotRecord) -> bool:
+    """Whether ``record`` is its table's first snapshot: Delta version 0, Paimon snapshot 1, an Iceberg snapshot
+    without parent; never known for other assets (Hudi instant times, pushed assets)."""
+    if asset_key.startswith("delta://"):
+        return record.order == 0
+    if asset_key.startswith("paimon://"):
+        return record.order == 1
+    if asset_key.startswith("iceberg://"):
+        return record.parent_snapshot_id is None
+    return False
+
+
 def follows(lineage: Lineage, previous_id: int, previous_order: int, record: SnapshotRecord) -> bool:
     """Whether ``record`` is the snapshot right after (previous_id, previous_order): no snapshot between."""
     if lineage is Lineage.CONSECUTIVE:

@@ -1,15 +1,22 @@
 """DeltaSnapshotSource: Delta Lake table versions, read from the table's ``_delta_log/`` directly.
 
 Each version is one commit file ``_delta_log/<version:020>.json`` (newline-delimited actions). lakehook
-reads its ``commitInfo`` (operation, timestamp, operation metrics, custom commit properties) and whether
-it carries a ``metaData`` action; nothing else of the table is read, so no Delta library is needed
-(delta-rs is ~135 MB unzipped; see docs/packaging.md).
+reads its ``commitInfo`` (operation, timestamp, operation metrics, custom commit properties), whether it
+carries a ``metaData`` action, and whether it changed data: a version changes data only when it adds or
+removes a file with ``dataChange: true`` (the actions decide, not the operation's name: a property or schema
+change, an UPDATE or DELETE that matched no row, an ``OPTIMIZE`` rewrite do not). Nothing else of the table is
+read, so no Delta library is needed (delta-rs is ~135 MB unzipped; see docs/packaging.md).
 
 - The pointer is the newest version: one read of ``_last_checkpoint`` and one listing of the log after
-  that checkpoint (``StartAfter``), so its cost is bounded by the checkpoint interval, not history.
+  that checkpoint (``StartAfter``), so its cost is bounded by the checkpoint interval, not history. A
+  ``_last_checkpoint`` that is empty, not JSON or names no version is only a hint, as in delta-rs: the
+  whole log is listed instead. A version is a commit file or a complete checkpoint (classic
+  ``<v>.checkpoint.parquet``, multi-part ``<v>.checkpoint.<i>.<n>.parquet``, v2 ``<v>.checkpoint.<id>.json``
+  or ``.parquet``), so a log that log cleanup left with a checkpoint alone is still that version.
 - New versions cost one read each (read concurrently). A version whose commit file was cleaned up (log
-  retention after a checkpoint) is gone: reading resumes at the oldest retained commit and the batch
-  names the gap.
+  retention after a checkpoint) is gone: reading resumes at the oldest retained commit or checkpoint and
+  the batch names the gap. A version known only from its checkpoint has no commit kind, its commit time is
+  the checkpoint file's, and it counts as a data change (what it changed is not recorded).
 - ``schemaId`` is the version of the commit that last wrote the table's metadata (the ``metaData``
   action: schema, partitioning, properties), so it only grows; when that commit is older than the
   retained log it is unknown (None).
@@ -38,9 +45,16 @@ LOG_DIR = "_delta_log"
 LAST_CHECKPOINT = "_last_checkpoint"
 WATERMARK_KEYS = ("lakehook.watermark", "watermark")  # a writer may stamp one into the commit's properties
 SCHEMA_LOOKBACK = 100  # commit files read backwards to find the metadata version on a first read
-# operationMetrics names of rows a commit added / removed (delta-rs snake_case, Spark camelCase)
-_ADDED = ("num_added_rows", "numOutputRows", "num_target_rows_inserted", "numTargetRowsInserted")
-_DELETED = ("num_deleted_rows", "numDeletedRows", "num_target_rows_deleted", "numTargetRowsDeleted")
+# operationMetrics names (delta-rs snake_case, Spark camelCase) of rows a commit wrote / removed. A MERGE's
+# numOutputRows counts every row it rewrote (inserted + updated + copied), so a MERGE counts only the rows it
+# inserted and deleted (Spark's DeltaOperationMetrics.MERGE; delta-rs MergeMetrics); an UPDATE changes none.
+_WRITTEN = ("num_added_rows", "numOutputRows")
+_DELETED = ("num_deleted_rows", "numDeletedRows")
+_MERGE_INSERTED = ("num_target_rows_inserted", "numTargetRowsInserted")
+_MERGE_DELETED = ("num_target_rows_deleted", "numTargetRowsDeleted")
+_UPDATED = ("num_updated_rows", "numUpdatedRows")
+# operations that replace the whole table's content (Spark names; delta-rs writes WRITE with mode Overwrite)
+_REPLACING = frozenset({"REPLACE TABLE AS SELECT", "CREATE OR REPLACE TABLE AS SELECT"})
 
 
 def commit_file(version: int) -> str:
@@ -53,12 +67,60 @@ def commit_version(name: str) -> int | None:
     return int(stem) if dot and ext == "json" and len(stem) == 20 and stem.isdigit() else None
 
 
+def checkpoint_part(name: str) -> tuple[int, int, int] | None:
+    """A checkpoint file's (version, part, parts), else None.
+
+    Classic ``<v>.checkpoint.parquet`` and v2 ``<v>.checkpoint.<uuid>.json|parquet`` are one part of one;
+    multi-part ``<v>.checkpoint.<i>.<n>.parquet`` is part i of n (the Delta protocol's checkpoint names)."""
+    stem, _, rest = name.partition(".")
+    if len(stem) != 20 or not stem.isdigit() or not rest.startswith("checkpoint."):
+        return None
+    version, fields = int(stem), rest.split(".")[1:]
+    if fields == ["parquet"]:
+        return version, 1, 1
+    if len(fields) == 3 and fields[2] == "parquet" and fields[0].isdigit() and fields[1].isdigit():
+        part, parts = int(fields[0]), int(fields[1])
+        return (version, part, parts) if 1 <= part <= parts else None
+    if len(fields) == 2 and fields[1] in ("json", "parquet") and fields[0] and not fields[0].isdigit():
+        return version, 1, 1
+    return None
+
+
+@dataclass(frozen=True)
+class LogListing:
+    """What a listing of ``_delta_log/`` holds: the commit files' versions and the complete checkpoints
+    (version → one of its files; a multi-part checkpoint counts only with all its parts)."""
+
+    commits: frozenset[int]
+    checkpoints: dict[int, str]
+
+    @classmethod
+    def of(cls, names: list[str]) -> LogListing:
+        commits = {v for n in names if (v := commit_version(n)) is not None}
+        parts: dict[tuple[int, int], set[int]] = {}
+        first: dict[tuple[int, int], str] = {}
+        for name in names:
+            found = checkpoint_part(name)
+            if found is not None:
+                version, part, count = found
+                parts.setdefault((version, count), set()).add(part)
+                first.setdefault((version, count), name)
+        checkpoints = {v: first[(v, n)] for (v, n), seen in sorted(parts.items()) if len(seen) == n}
+        return cls(frozenset(commits), checkpoints)
+
+    @property
+    def versions(self) -> set[int]:
+        return set(self.commits) | set(self.checkpoints)
+
+
 @dataclass(frozen=True)
 class DeltaCommit:
-    """One commit as lakehook reads it, and whether it wrote the table's metadata."""
+    """One version as lakehook reads it: whether it wrote the table's metadata, and whether it is known only
+    from a checkpoint (then which metadata it holds is not known either)."""
 
     info: SnapshotInfo
     writes_metadata: bool
+    from_checkpoint: bool = False
 
 
 class DeltaSnapshotSource(SnapshotSource):
@@ -116,13 +178,18 @@ class DeltaSnapshotSource(SnapshotSource):
             start = last_read + 1
             if start <= latest:
                 first = _commit(files, start)
-                if first is None:  # cleaned up (or never written): resume at the oldest retained commit
-                    oldest = _oldest_retained(files, start)
+                if first is None:  # cleaned up (or never written): resume at the oldest retained version
+                    listing = _listing(files, start)
+                    oldest = min((v for v in listing.versions if v >= start), default=None)
                     if oldest is not None and oldest <= latest:
-                        start, first = oldest, _commit(files, oldest)
-                        gap = SnapshotGap(
-                            after_snapshot_id=last_read, resumed_at_snapshot_id=oldest, missed=oldest - last_read - 1
-                        )
+                        first = _commit(files, oldest) if oldest in listing.commits else None
+                        if first is None and oldest in listing.checkpoints:
+                            first = _checkpointed(files, oldest, listing.checkpoints[oldest])
+                        if oldest > start:
+                            gap = SnapshotGap(
+                                after_snapshot_id=last_read, resumed_at_snapshot_id=oldest, missed=oldest - start
+                            )
+                        start = oldest
                 if first is not None:
                     commits.append(first)
                     rest = range(start + 1, min(latest, start + limit - 1) + 1)
@@ -133,7 +200,7 @@ class DeltaSnapshotSource(SnapshotSource):
         # the metadata version the first new commit inherits: the cursor's, unless commits were missed; on a
         # first look, found by reading back (bounded). A cursor that does not know it stays unknown (no re-reads).
         schema = cursor.schema_id if cursor is not None and gap is None else None
-        if cursor is None and commits and not commits[0].writes_metadata:
+        if cursor is None and commits and not commits[0].writes_metadata and not commits[0].from_checkpoint:
             schema = _metadata_version_before(files, commits[0].info.snapshot_id)
         infos = _with_schema_ids(commits, schema)
         previous = cursor.schema_id if cursor is not None else None
@@ -155,6 +222,10 @@ class DeltaSnapshotSource(SnapshotSource):
                 break
             commits.append(commit)
         commits.reverse()
+        if not commits:  # the newest version has no commit file: a checkpoint alone holds it
+            checkpoint = _listing(files, latest).checkpoints.get(latest)
+            if checkpoint is not None:
+                commits.append(_checkpointed(files, latest, checkpoint))
         return commits
 
     def _read_many(self, files: TableFiles, versions: range) -> list[DeltaCommit | None]:
@@ -174,35 +245,46 @@ def _is_beginning(cursor: SnapshotCursor) -> bool:
 
 
 def _latest_version(files: TableFiles) -> int:
-    """The newest version: ``_last_checkpoint``, then the commit files listed after that checkpoint."""
-    checkpoint = _last_checkpoint(files)
-    names = files.list(LOG_DIR, start_after=f"{checkpoint:020d}" if checkpoint is not None else None)
-    versions = [v for n in names if (v := commit_version(n)) is not None]
-    if versions:
-        return max(versions)
-    if checkpoint is not None:
-        return checkpoint  # its commit file was cleaned up; the checkpoint itself is that version
-    raise TableNotFoundError(f"delta table {files.location} does not exist (no commit in {LOG_DIR}/)")
+    """The newest version: ``_last_checkpoint``, then the commit files and checkpoints listed after it.
+
+    The hint only saves listing: when it is unreadable, or nothing is listed from it on, the whole log is listed
+    (as delta-rs does)."""
+    hint = _last_checkpoint(files)
+    listing = _listing(files, hint) if hint is not None else None
+    if listing is None or not listing.versions:
+        listing = _listing(files, 0)
+    if listing.versions:
+        return max(listing.versions)
+    raise TableNotFoundError(f"delta table {files.location} does not exist (no commit or checkpoint in {LOG_DIR}/)")
 
 
 def _last_checkpoint(files: TableFiles) -> int | None:
+    """The version ``_last_checkpoint`` names; None when it is absent, empty, not JSON or names no version."""
     data = files.read(f"{LOG_DIR}/{LAST_CHECKPOINT}")
-    if data is None:
+    if not data:
         return None
     try:
         version = json.loads(data)["version"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise CorruptMetadataError(f"delta table {files.location}: {LAST_CHECKPOINT} is not valid JSON") from exc
-    if not isinstance(version, int) or version < 0:
-        raise CorruptMetadataError(f"delta table {files.location}: {LAST_CHECKPOINT} names version {version!r}")
-    return version
+    except (ValueError, KeyError, TypeError):  # UnicodeDecodeError is a ValueError
+        return None
+    return version if isinstance(version, int) and not isinstance(version, bool) and version >= 0 else None
 
 
-def _oldest_retained(files: TableFiles, at_least: int) -> int | None:
-    """The oldest commit file at or after ``at_least`` (one listing from there on)."""
+def _listing(files: TableFiles, at_least: int) -> LogListing:
+    """The log's entries from version ``at_least`` on (one listing from there)."""
     names = files.list(LOG_DIR, start_after=f"{at_least - 1:020d}" if at_least > 0 else None)
-    versions = [v for n in names if (v := commit_version(n)) is not None and v >= at_least]
-    return min(versions) if versions else None
+    return LogListing.of(names)
+
+
+def _checkpointed(files: TableFiles, version: int, checkpoint: str) -> DeltaCommit:
+    """A version known only from its checkpoint: its time is the checkpoint file's, nothing else is recorded."""
+    modified = files.modified_ms(f"{LOG_DIR}/{checkpoint}")
+    info = SnapshotInfo(
+        snapshot_id=version,
+        parent_snapshot_id=version - 1 if version > 0 else None,
+        commit_time=max(0, modified or 0),
+    )
+    return DeltaCommit(info, writes_metadata=False, from_checkpoint=True)
 
 
 def _commit(files: TableFiles, version: int) -> DeltaCommit | None:
@@ -226,14 +308,20 @@ def _with_schema_ids(commits: list[DeltaCommit], schema: int | None) -> list[Sna
     for commit in commits:
         if commit.writes_metadata:
             schema = commit.info.snapshot_id
+        elif commit.from_checkpoint:
+            schema = None  # which commit last wrote the metadata a checkpoint holds is not recorded
         infos.append(commit.info.model_copy(update={"schema_id": schema}))
     return infos
 
 
 def parse_commit(version: int, data: bytes, location: str = "") -> DeltaCommit:
-    """A commit file's ``commitInfo`` as a SnapshotInfo (schema id left to the caller)."""
+    """A commit file's ``commitInfo`` as a SnapshotInfo (schema id left to the caller).
+
+    It changed data when one of its ``add`` / ``remove`` actions says ``dataChange: true`` (a writer that leaves
+    the flag out is taken to have changed data)."""
     commit_info: dict[str, Any] = {}
     writes_metadata = False
+    data_changed = False
     newest_add = 0
     try:
         for line in data.decode("utf-8").splitlines():
@@ -248,22 +336,27 @@ def parse_commit(version: int, data: bytes, location: str = "") -> DeltaCommit:
                 writes_metadata = True
             elif isinstance(action.get("add"), dict):
                 newest_add = max(newest_add, _int(action["add"].get("modificationTime")) or 0)
+                data_changed = data_changed or action["add"].get("dataChange") is not False
+            elif isinstance(action.get("remove"), dict):
+                data_changed = data_changed or action["remove"].get("dataChange") is not False
     except (UnicodeDecodeError, ValueError) as exc:
         raise CorruptMetadataError(f"delta table {location}: {commit_file(version)} is not a Delta commit") from exc
-    return DeltaCommit(commit_snapshot(version, commit_info, newest_add), writes_metadata)
+    return DeltaCommit(commit_snapshot(version, commit_info, newest_add, data_changed), writes_metadata)
 
 
-def commit_snapshot(version: int, commit_info: dict[str, Any], fallback_time: int = 0) -> SnapshotInfo:
-    """A commit's ``commitInfo`` as lakehook reads it: operation as commit kind, metrics as record counts."""
-    operation = commit_info.get("operation")
+def commit_snapshot(
+    version: int, commit_info: dict[str, Any], fallback_time: int = 0, data_changed: bool = True
+) -> SnapshotInfo:
+    """A commit's ``commitInfo`` as lakehook reads it: operation as commit kind, metrics as record counts.
+
+    ``data_changed`` is what the commit's actions say (True when not known); a commit that changed no data
+    changed no row count either."""
+    operation = str(commit_info.get("operation") or "").upper()
     metrics = commit_info.get("operationMetrics")
     metrics = metrics if isinstance(metrics, dict) else {}
-    parameters = commit_info.get("operationParameters")
-    mode = str(parameters.get("mode", "")).lower() if isinstance(parameters, dict) else ""
-    added = _first_int(metrics, _ADDED)
-    deleted = _first_int(metrics, _DELETED)
-    overwrite = mode == "overwrite"
-    delta = None if overwrite or (added is None and deleted is None) else (added or 0) - (deleted or 0)
+    total, delta = _row_counts(operation, metrics, commit_info.get("operationParameters"))
+    if not data_changed:
+        total, delta = None, 0
     watermark = next((w for k in WATERMARK_KEYS if (w := _int(commit_info.get(k))) is not None), None)
     commit_time = _int(commit_info.get("inCommitTimestamp")) or _int(commit_info.get("timestamp")) or fallback_time
     user = commit_info.get("userName") or commit_info.get("userId")
@@ -271,13 +364,36 @@ def commit_snapshot(version: int, commit_info: dict[str, Any], fallback_time: in
         snapshot_id=version,
         parent_snapshot_id=version - 1 if version > 0 else None,
         commit_time=max(0, commit_time),
-        commit_kind=str(operation).upper() if operation else None,
+        commit_kind=operation or None,
         watermark=watermark if watermark is not None and watermark >= 0 else None,
-        # an overwrite leaves exactly the rows it wrote
-        total_record_count=added if overwrite and added is not None and added >= 0 else None,
+        total_record_count=total,
         delta_record_count=delta,
         commit_user=str(user) if user else None,
+        data_changed=data_changed,
     )
+
+
+def _row_counts(operation: str, metrics: dict[str, Any], parameters: Any) -> tuple[int | None, int | None]:
+    """(rows the table holds after the commit, rows it added minus rows it removed), each None when unknown.
+
+    An overwrite of the whole table (mode Overwrite without a predicate, Spark's ``outputMode`` Complete, a
+    REPLACE TABLE AS SELECT) leaves exactly the rows it wrote; one with a predicate (replaceWhere) replaces
+    only part of it, so it is written minus deleted, like an append or a DELETE. A MERGE adds the rows it
+    inserted and removes those it deleted; an UPDATE changes rows, not their number."""
+    parameters = parameters if isinstance(parameters, dict) else {}
+    mode = str(parameters.get("mode", "")).lower()
+    predicate = parameters.get("predicate") not in (None, "", "[]")
+    complete = str(parameters.get("outputMode", "")).lower() == "complete"
+    if (mode == "overwrite" and not predicate) or complete or operation in _REPLACING:
+        written = _first_int(metrics, _WRITTEN)
+        return (written if written is not None and written >= 0 else None), None
+    if operation == "MERGE":
+        added, deleted = _first_int(metrics, _MERGE_INSERTED), _first_int(metrics, _MERGE_DELETED)
+    elif operation == "UPDATE":
+        return None, (0 if _first_int(metrics, _UPDATED) is not None else None)
+    else:
+        added, deleted = _first_int(metrics, _WRITTEN), _first_int(metrics, _DELETED)
+    return None, (None if added is None and deleted is None else (added or 0) - (deleted or 0))
 
 
 def _first_int(metrics: dict[str, Any], names: tuple[str, ...]) -> int | None:

@@ -1,9 +1,10 @@
 """The files of a table that keeps its own log (Delta ``_delta_log/``, Hudi ``.hoodie/``): local or on S3.
 
-Two operations, each one storage request: read one object, and list one directory (non-recursively,
+Three operations, each one storage request: read one object, list one directory (non-recursively,
 optionally only the names after a given one, which is how a poller lists the newest log entries of a
-long history in one page). S3 goes through boto3 (the Lambda runtime has it), so polling these formats
-needs no table-format library at all (see docs/packaging.md).
+long history in one page), and the time a file was last modified (for a log entry that records no time of
+its own, such as a Delta checkpoint whose commit file was cleaned up). S3 goes through boto3 (the Lambda
+runtime has it), so polling these formats needs no table-format library at all (see docs/packaging.md).
 
 Storage options use the names delta-rs and hudi-rs use (``AWS_REGION``, ``AWS_ENDPOINT_URL``,
 ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``; upper or lower case), so one
@@ -47,6 +48,10 @@ class TableFiles(ABC):
         An absent directory lists as empty."""
 
     @abstractmethod
+    def modified_ms(self, path: str) -> int | None:
+        """When the file at ``path`` was last modified (epoch milliseconds), or None when it does not exist."""
+
+    @abstractmethod
     def entries(self, directory: str) -> tuple[Names, Names]:
         """The files and the subdirectories directly in ``directory`` (each sorted), in one listing.
 
@@ -80,6 +85,14 @@ class LocalTableFiles(TableFiles):
             raise SourceAccessError(f"{self.location}: {directory} could not be listed: {exc.strerror}") from exc
         return [n for n in names if start_after is None or n > start_after]
 
+    def modified_ms(self, path: str) -> int | None:
+        try:
+            return os.stat(os.path.join(self._root, path)).st_mtime_ns // 1_000_000
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise SourceAccessError(f"{self.location}: {path} could not be read: {exc.strerror}") from exc
+
     def entries(self, directory: str) -> tuple[Names, Names]:
         try:
             with os.scandir(os.path.join(self._root, directory)) as found:
@@ -92,7 +105,8 @@ class LocalTableFiles(TableFiles):
 
 
 class S3TableFiles(TableFiles):
-    """A table under ``s3://bucket/prefix``: GetObject and ListObjectsV2 (``StartAfter``, ``Delimiter``)."""
+    """A table under ``s3://bucket/prefix``: GetObject, HeadObject and ListObjectsV2 (``StartAfter``,
+    ``Delimiter``)."""
 
     def __init__(self, location: str, client: Any) -> None:
         super().__init__(location)
@@ -105,6 +119,15 @@ class S3TableFiles(TableFiles):
         try:
             answer = self._client.get_object(Bucket=self.bucket, Key=self._prefix + path)
             return bytes(answer["Body"].read())
+        except Exception as exc:
+            if _code(exc) in _NOT_FOUND:
+                return None
+            raise self._error(exc, f"{path} could not be read") from exc
+
+    def modified_ms(self, path: str) -> int | None:
+        try:
+            answer = self._client.head_object(Bucket=self.bucket, Key=self._prefix + path)
+            return int(answer["LastModified"].timestamp() * 1000)
         except Exception as exc:
             if _code(exc) in _NOT_FOUND:
                 return None
