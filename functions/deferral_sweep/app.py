@@ -1,5 +1,6 @@
 """Deferral sweep: mark due quiet-period, cooldown and schedule re-evaluations, which wakes the resolver via
-the stream; on its freshness schedule, count what is overdue (rules and assets) for the metric and alarm."""
+the stream; on its freshness schedule, count what is overdue (rules and assets) and measure the longest waits (state
+lag, watermark lag, blocked by quality) for the metrics and alarms."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lakehook.container import current
+from lakehook.freshness_metrics import publish_freshness
 from lakehook.handlers import sweep_deferred
-from lakehook.observability import MetricName, logger, metrics
+from lakehook.observability import logger, metrics
 
 
 @logger.inject_lambda_context(log_event=False)
@@ -17,15 +19,15 @@ from lakehook.observability import MetricName, logger, metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if event.get("check") == "freshness":  # the Freshness schedule's Input
         report = current().check_freshness()
-        metrics.add_metric(name=MetricName.RULES_OVERDUE, unit="Count", value=len(report.rules))
-        metrics.add_metric(name=MetricName.ASSETS_OVERDUE, unit="Count", value=len(report.assets))
-        metrics.add_metric(name=MetricName.RULES_UNCHECKED, unit="Count", value=len(report.unchecked))
+        publish_freshness(report)
         if report.rules or report.assets or report.unchecked:
             logger.warning("overdue", extra=report.to_log())
+        logger.info("longest waits", extra=report.waits())
         return {
             "rulesOverdue": sorted(report.rules),
             "assetsOverdue": [o.asset_key for o in report.assets],
             "rulesUnchecked": sorted(report.unchecked),
+            "waits": report.waits(),
         }
     due = sweep_deferred()
     logger.info("deferrals swept", extra={"due": due})

@@ -76,7 +76,11 @@ def test_explain_and_the_freshness_check_say_what_is_overdue_and_since_when(cont
     assert parse_instant_ms(aged["since"]) == committed + 3_600_000
 
     swept = load_handler("deferral_sweep")({"check": "freshness"}, FakeLambdaContext())
+    waits = swept.pop("waits")
     assert swept == {"rulesOverdue": [], "assetsOverdue": [orders], "rulesUnchecked": []}
+    # The snapshot is two hours old and still waits for a passing quality check, which the rule requires.
+    assert waits["stateLag"]["of"] == orders and 7200 <= waits["stateLag"]["seconds"] < 7300
+    assert waits["qualityBlocked"]["of"] == "checked/g" and 7200 <= waits["qualityBlocked"]["seconds"] < 7300
     # Two days on, never triggered (the quality check never passed): the rule is overdue on both counts.
     later = now_ms() + 2 * 86_400_000
     check = CheckFreshness(

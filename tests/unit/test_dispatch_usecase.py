@@ -277,7 +277,7 @@ def test_a_4xx_fails_for_good_without_retrying(world: World) -> None:
     entry = world.ledger.get(key)
     assert entry is not None and entry.retryable is False and entry.trigger.reason == "HTTP 400: bad request"
     assert world.target.calls["start"] == 1 and world.clock.slept == []
-    assert (FAILED_METRIC, {"reason": "http_400"}) in world.metrics
+    assert (FAILED_METRIC, {"target_type": "webhook", "reason": "http_400"}) in world.metrics
     world.redrive()
     assert world.target.calls["start"] == 1  # terminal: the compensator leaves it alone
     world.assert_exactly_once()
@@ -453,7 +453,7 @@ def test_a_claim_whose_rule_is_gone_fails_with_that_reason(world: World) -> None
     world.rules.delete_rule("dwd")
     result = world.dispatch(key)
     assert result.status is DispatchStatus.FAILED and "no longer exists" in (result.reason or "")
-    assert (FAILED_METRIC, {"reason": "rule_missing"}) in world.metrics
+    assert (FAILED_METRIC, {"target_type": "none", "reason": "rule_missing"}) in world.metrics
     world.assert_exactly_once()
 
 
@@ -470,7 +470,10 @@ def test_a_different_manifest_under_the_key_is_never_replaced(world: World) -> N
     uri = world.manifests.uri_for(key)
     world.manifests.objects[uri] = b'{"someone":"else"}'
     result = world.dispatch(key)
-    assert result.status is DispatchStatus.FAILED and (FAILED_METRIC, {"reason": "manifest_conflict"}) in world.metrics
+    assert (
+        result.status is DispatchStatus.FAILED
+        and (FAILED_METRIC, {"target_type": "webhook", "reason": "manifest_conflict"}) in world.metrics
+    )
     assert world.manifests.objects[uri] == b'{"someone":"else"}' and world.target.runs[key] == 0
 
 

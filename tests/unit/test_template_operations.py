@@ -193,3 +193,77 @@ def test_every_security_scan_exception_says_why() -> None:
             assert len(skip.get("comment", "").split()) >= 5, f"{name} skips {skip['id']} without a reason"
             skipped += 1
     assert skipped > 0
+
+
+# --- the RFC's alarms (seed 000 section 6.3) ---------------------------------------------------------------
+
+OPERATIONS = (ROOT / "docs" / "operations.md").read_text()
+# alarm: (statistic, the RFC's metric, the RFC's threshold, the period it counts over, the threshold's parameter)
+RFC_ALARMS = {
+    "StateLagAlarm": ("MAX", "lakehouse_asset_state_lag_seconds", 3600, 300, "StateLagAlarmSeconds"),
+    "WatermarkLagAlarm": ("MAX", "lakehouse_asset_watermark_lag_seconds", 600, 300, "WatermarkLagAlarmSeconds"),
+    "DispatchFailureAlarm": ("SUM", "lakehouse_asset_trigger_failed_total", 3, 300, None),
+    "QualityBlockedAlarm": (
+        "MAX",
+        "lakehouse_asset_dependency_blocked_by_quality_seconds",
+        1800,
+        300,
+        "QualityBlockedAlarmSeconds",
+    ),
+    "CompensationMissedAlarm": (
+        "SUM",
+        "lakehouse_asset_compensation_missed_events",
+        10,
+        3600,
+        "CompensationMissedAlarmPerHour",
+    ),
+}
+
+
+def threshold_of(properties: dict[str, Any]) -> tuple[float, str | None]:
+    """The alarm's threshold (a parameter's default) and the parameter it comes from, if any."""
+    threshold = properties["Threshold"]
+    if isinstance(threshold, dict):
+        parameter = threshold["Ref"]
+        return float(TEMPLATE.document["Parameters"][parameter]["Default"]), parameter
+    return float(threshold), None
+
+
+def test_every_alarm_the_rfc_lists_reads_its_metric_with_its_threshold() -> None:
+    from lakehook.observability import MetricName
+    from lakehook.usecases.dispatch import FAILED_METRIC
+    from lakehook.usecases.poll import MetricName as PollMetric
+
+    emitted = {MetricName.STATE_LAG, MetricName.WATERMARK_LAG, MetricName.BLOCKED_BY_QUALITY}
+    emitted |= {FAILED_METRIC, PollMetric.COMPENSATION_MISSED}
+    alarms = TEMPLATE.of_type("AWS::CloudWatch::Alarm")
+    for name, (statistic, metric, threshold, period, parameter) in RFC_ALARMS.items():
+        properties = alarms[name]["Properties"]
+        (query,) = properties["Metrics"]
+        assert query["Expression"] == f"SELECT {statistic}({metric}) FROM {NAMESPACE}", name
+        assert query["Period"] == period and properties["EvaluationPeriods"] == 1, name
+        assert properties["ComparisonOperator"] == "GreaterThanThreshold", name
+        assert properties["TreatMissingData"] == "notBreaching", name
+        assert threshold_of(properties) == (threshold, parameter), name
+        assert metric in emitted, f"{name} reads {metric}, which the code does not emit under that name"
+
+
+def test_docs_list_every_alarm_and_the_rfcs_signals_with_the_templates_metric_and_threshold() -> None:
+    listed = set(re.findall(r"^\| `(\w+Alarm)` \|", OPERATIONS, re.MULTILINE))
+    assert listed == set(TEMPLATE.of_type("AWS::CloudWatch::Alarm"))
+    alarms = TEMPLATE.of_type("AWS::CloudWatch::Alarm")
+    for name, (_, metric, _, _, parameter) in RFC_ALARMS.items():
+        threshold, _ = threshold_of(alarms[name]["Properties"])
+        (row,) = [
+            line
+            for line in OPERATIONS.splitlines()
+            if line.startswith("|") and f"`{name}`" in line and "|---" not in line and line.count("|") == 8
+        ]
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        signal, documented_metric, unit, dimensions, alarm, documented_threshold, action = cells
+        assert f"`{metric}`" in documented_metric and f"`{name}`" in alarm, row
+        assert unit == ("Seconds" if metric.endswith("_seconds") else "Count"), row
+        assert "`service`" in dimensions and "asset_key" not in dimensions, row
+        assert f"{threshold:g}" in documented_threshold, row
+        assert parameter is None or f"`{parameter}`" in documented_threshold, row
+        assert signal and action, row

@@ -328,7 +328,14 @@ class Container:
     def check_freshness(self) -> CheckFreshness:
         from lakehook.usecases.freshness import CheckFreshness
 
-        return CheckFreshness(self.rule_store, self.trigger_store, self.asset_registry, self.state_reader)
+        # The resolver decides only (claim=False): the freshness check measures how long groups wait on quality.
+        return CheckFreshness(
+            self.rule_store,
+            self.trigger_store,
+            self.asset_registry,
+            self.state_reader,
+            evaluate=lambda rule: self.resolver.evaluate(rule, claim=False).verdicts,
+        )
 
     @part
     def manage_rules(self) -> ManageRules:

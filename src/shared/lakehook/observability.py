@@ -47,6 +47,11 @@ class MetricName:
     RULES_OVERDUE = "lakehouse_rules_overdue"  # rules past their expectedBy / maxWaitSeconds, per freshness check
     ASSETS_OVERDUE = "lakehouse_assets_overdue"  # assets past their maxAgeSeconds, per freshness check
     RULES_UNCHECKED = "lakehouse_rules_unchecked"  # rules whose freshness could not be checked (logged why)
+    # The RFC's waits (section 6.3's alarms), each the longest at one freshness check (gauges: take the maximum).
+    STATE_LAG = "lakehouse_asset_state_lag_seconds"  # the age of a registered asset's newest snapshot
+    WATERMARK_LAG = "lakehouse_asset_watermark_lag_seconds"  # how far an asset's watermark is behind the clock
+    # how long a group of an enabled rule has been BLOCKED_BY_QUALITY (0: none is)
+    BLOCKED_BY_QUALITY = "lakehouse_asset_dependency_blocked_by_quality_seconds"
     COMMIT_NOTICE_POLLED = "lakehouse_commit_notice_polled_total"  # a Glue / S3 commit notice queued a poll
     COMMIT_NOTICE_IGNORED = "lakehouse_commit_notice_ignored_total"  # one that named no registered table
     # a bus event naming a producer's source, put from an account the producer does not take events from

@@ -121,3 +121,35 @@ def asset_overdue(asset_key: str, max_age_seconds: int | None, state: AssetState
         f"no new snapshot for {max_age_seconds} s: the last one is from {ms_to_iso(changed)} (maxAgeSeconds)",
         asset_key,
     )
+
+
+@dataclass(frozen=True)
+class Lag:
+    """The longest wait of one kind at one moment, and whose it is: an asset key, or ``rule/group``."""
+
+    seconds: float
+    of: str
+
+    def to_api(self) -> dict[str, Any]:
+        return {"seconds": self.seconds, "of": self.of}
+
+
+def longer(current: Lag | None, seconds: float | None, of: str) -> Lag | None:
+    """The longer of ``current`` and a wait of ``seconds`` (None: not measured); the first of equal ones stays."""
+    if seconds is None or (current is not None and current.seconds >= seconds):
+        return current
+    return Lag(seconds, of)
+
+
+def state_lag_seconds(state: AssetState | None, now: int) -> float | None:
+    """The age of the asset's newest snapshot (now minus its commit time); None without one (a spooled or custom
+    asset, or a snapshot pushed without ``commitTime``)."""
+    if state is None or state.latest_commit_time is None:
+        return None
+    return (now - state.latest_commit_time) / 1000
+
+
+def watermark_lag_seconds(state: AssetState | None, now: int) -> float | None:
+    """How far the asset's effective watermark is behind the clock (negative: ahead); None without a watermark."""
+    watermark = state.watermark if state is not None else None
+    return None if watermark is None else (now - watermark) / 1000

@@ -132,6 +132,12 @@ class _Target:
     client: TargetClient
 
 
+def _target_type(target: _Target | Outcome) -> str:
+    """The failed trigger's target type (a metric dimension); ``none`` when its target could not be resolved
+    (the rule deleted, an invalid or unavailable target)."""
+    return target.config.type if isinstance(target, _Target) else "none"
+
+
 @dataclass(frozen=True)
 class _Written:
     """The trigger's run manifest, stored (or a replay's, found), and where it is."""
@@ -311,21 +317,28 @@ class DispatchTrigger:
         """What a failed attempt leaves the claim as (FAILED final or retryable), or None: try again now.
         ``spent``: this call's attempts are used up."""
         client = target.client if isinstance(target, _Target) else None
+        kind = _target_type(target)
         if outcome.kind is OutcomeKind.FATAL:
-            return self._failed(attempt, uri, outcome, retryable=False, failing_since=streak.since)
+            return self._failed(attempt, uri, outcome, kind, retryable=False, failing_since=streak.since)
         if outcome.retry_window_seconds is not None:
             # Worth retrying only for a while (a DAG being deployed): by re-drives, never in a tight loop.
-            return self._within_window(attempt, uri, client, outcome, streak)
+            return self._within_window(attempt, uri, client, outcome, streak, kind)
         settle_ms = int(target.client.settle_seconds(target.config) * 1000) if isinstance(target, _Target) else 0
         if (outcome.ambiguous and settle_ms) or spent or self.policy.redrive.exhausted(attempt.counted):
             # An ambiguous answer from a target whose runs appear late is confirmed after the settle
             # time, never at once; otherwise this call's attempts are spent.
             wait_ms = settle_ms if outcome.ambiguous else 0
-            return self._later_or_never(attempt, uri, client, outcome, wait_ms, streak.since)
+            return self._later_or_never(attempt, uri, client, outcome, wait_ms, streak.since, kind)
         return None
 
     def _within_window(
-        self, attempt: Attempt, uri: str | None, client: TargetClient | None, outcome: Outcome, streak: _Streak
+        self,
+        attempt: Attempt,
+        uri: str | None,
+        client: TargetClient | None,
+        outcome: Outcome,
+        streak: _Streak,
+        target_type: str,
     ) -> DispatchResult:
         """RETRYABLE until ``retry_window_seconds`` after the answer was first seen, then FINAL; the last
         re-drive is due no later than the window's end, so the verdict comes when promised."""
@@ -334,8 +347,8 @@ class DispatchTrigger:
         if self._clock() >= deadline:
             reason = f"{outcome.reason} (still so {window:g} s after it was first seen)"
             final = Outcome.fatal(reason, outcome.code or "retry_window")
-            return self._failed(attempt, uri, final, retryable=False, failing_since=streak.since)
-        return self._later_or_never(attempt, uri, client, outcome, 0, streak.since, deadline=deadline)
+            return self._failed(attempt, uri, final, target_type, retryable=False, failing_since=streak.since)
+        return self._later_or_never(attempt, uri, client, outcome, 0, streak.since, target_type, deadline=deadline)
 
     def _later_or_never(
         self,
@@ -345,6 +358,7 @@ class DispatchTrigger:
         outcome: Outcome,
         wait_ms: int,
         failing_since: int,
+        target_type: str,
         deadline: int | None = None,
     ) -> DispatchResult:
         """FAILED and retryable (re-driven after backoff, at least ``wait_ms``, at most until ``deadline``), or
@@ -361,13 +375,13 @@ class DispatchTrigger:
             if deadline is not None:
                 next_at = min(next_at, deadline)
             return self._failed(
-                attempt, uri, outcome, retryable=True, next_attempt_at=next_at, failing_since=failing_since
+                attempt, uri, outcome, target_type, retryable=True, next_attempt_at=next_at, failing_since=failing_since
             )
         reason = f"gave up after {counted} attempts: {outcome.reason}"
         if outcome.ambiguous and not confirmable:
             reason += "; the last request may have reached the target, whose consumer deduplicates on the key"
         final = Outcome.fatal(reason, outcome.code or "exhausted")
-        return self._failed(attempt, uri, final, retryable=False, failing_since=failing_since)
+        return self._failed(attempt, uri, final, target_type, retryable=False, failing_since=failing_since)
 
     # --- one attempt ---------------------------------------------------------------------------------
 
@@ -496,6 +510,7 @@ class DispatchTrigger:
         attempt: Attempt,
         uri: str | None,
         outcome: Outcome,
+        target_type: str,
         retryable: bool,
         next_attempt_at: int | None = None,
         failing_since: int | None = None,
@@ -512,7 +527,7 @@ class DispatchTrigger:
         if not marked:
             return self._lost_lease(key, attempt)
         if self._metrics is not None:
-            self._metrics(FAILED_METRIC, {"reason": code})
+            self._metrics(FAILED_METRIC, {"target_type": target_type, "reason": code})
         status = DispatchStatus.RETRY_LATER if retryable else DispatchStatus.FAILED
         log = logger.warning if retryable else logger.error
         log(

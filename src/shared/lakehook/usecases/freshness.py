@@ -1,4 +1,7 @@
-"""What is overdue: one rule for explain, every rule and asset for the freshness check's metric and alarm.
+"""What is overdue: one rule for explain, every rule and asset for the freshness check's metric and alarm; and the
+RFC's waits (seed 000 section 6.3), each the longest at the moment of the check: the age of an asset's newest
+snapshot (state lag), how far its watermark is behind the clock (watermark lag), and how long a group of an enabled
+rule has been BLOCKED_BY_QUALITY.
 
 One rule whose promise cannot be checked (a deadline cron stored before lakehook refused crons that never fire,
 a cursor that does not parse) is reported as such, with the reason, and never stops the others being checked.
@@ -10,12 +13,24 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lakehook.domain.freshness import Overdue, asset_overdue, rule_overdue
+from lakehook.domain.evaluation import GroupEvaluation
+from lakehook.domain.freshness import (
+    Lag,
+    Overdue,
+    asset_overdue,
+    longer,
+    rule_overdue,
+    state_lag_seconds,
+    watermark_lag_seconds,
+)
+from lakehook.domain.rules import Rule
+from lakehook.domain.state import AssetState
+from lakehook.domain.status import Status
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import GroupCursor
 from lakehook.observability import logger
 from lakehook.ports import AssetRegistry
-from lakehook.ports.rules import RuleStore, StateReader, StoredRule, TriggerStore
+from lakehook.ports.rules import GroupRef, RuleStore, StateReader, StoredRule, TriggerStore
 
 PAGE = 200
 # What checking one rule's promise may raise because of that rule (its stored body, its cursors), not the store:
@@ -26,6 +41,30 @@ RULE_FAULTS = (ValueError, ArithmeticError)
 def last_claimed_at(cursors: Mapping[Any, GroupCursor]) -> int | None:
     """When any group of the rule last triggered (a skip is not a run: the cursor keeps the run's time)."""
     return max((c.claimed_at for c in cursors.values() if c.claimed_at is not None), default=None)
+
+
+Evaluate = Callable[[Rule], Mapping[GroupRef, GroupEvaluation]]
+"""The resolver's verdicts on one rule's groups, deciding only (``ResolveAssetChange.evaluate(claim=False)``)."""
+
+
+def quality_gated(rule: Rule) -> bool:
+    """Whether some member of the rule requires a passed quality check (only such a rule can wait on one)."""
+    return any(m.condition.quality_status for g in rule.groups for m in g.members)
+
+
+def quality_blocked_since(verdict: GroupEvaluation, states: Mapping[str, AssetState]) -> int | None:
+    """Since when a BLOCKED_BY_QUALITY group has waited: the commit of the oldest among its quality-blocked
+    members' newest snapshots (the data that waits for a passing check), else that state's last change; None when
+    the group is not blocked by quality or nothing tells."""
+    if verdict.status is not Status.BLOCKED_BY_QUALITY:
+        return None
+    blocked = [m.asset_key for m in verdict.members if m.status is Status.BLOCKED_BY_QUALITY]
+    times = [
+        t
+        for k in blocked or [m.asset_key for m in verdict.members]
+        if (s := states.get(k)) is not None and (t := s.latest_commit_time or s.updated_at) is not None
+    ]
+    return min(times, default=None)
 
 
 def fault_reason(exc: BaseException) -> str:
@@ -76,11 +115,17 @@ def overdue_of_rule(
 
 @dataclass
 class FreshnessReport:
-    """Overdue rules and assets; ``unchecked``: the rules whose promise could not be checked, and why."""
+    """Overdue rules and assets; ``unchecked``: the rules whose promise could not be checked, and why. The longest
+    waits: ``state_lag`` and ``watermark_lag`` over registered assets, ``quality_blocked`` over the groups of
+    enabled quality-gated rules (``quality_gated``: how many such rules were evaluated); None: nothing measured."""
 
     rules: dict[str, list[Overdue]] = field(default_factory=dict)
     assets: list[Overdue] = field(default_factory=list)
     unchecked: dict[str, str] = field(default_factory=dict)
+    state_lag: Lag | None = None
+    watermark_lag: Lag | None = None
+    quality_blocked: Lag | None = None
+    quality_gated: int = 0
 
     def to_log(self) -> dict[str, Any]:
         return {
@@ -89,13 +134,19 @@ class FreshnessReport:
             "rulesUnchecked": dict(self.unchecked),
         }
 
+    def waits(self) -> dict[str, Any]:
+        """The longest waits and whose they are, for the log line that goes with their metrics."""
+        found = {"stateLag": self.state_lag, "watermarkLag": self.watermark_lag, "qualityBlocked": self.quality_blocked}
+        return {name: lag.to_api() for name, lag in found.items() if lag is not None}
+
 
 class CheckFreshness:
     """Every enabled rule with a freshness promise, and every registered asset with ``maxAgeSeconds``; a rule
     whose promise cannot be checked goes to ``unchecked`` and the check goes on.
 
-    Requests per run: the rule pages, one cursor read per rule with a promise, the asset pages, and one batch
-    of state reads per page of assets with an age limit; rules and assets without promises cost nothing more.
+    Requests per run: the rule pages, one cursor read per rule with a promise, one evaluation (the resolver's
+    reads, no writes) per enabled rule with a ``qualityStatus`` member when ``evaluate`` is given, the asset pages,
+    and one batch of state reads per page of assets; other rules cost nothing more.
     """
 
     def __init__(
@@ -105,12 +156,28 @@ class CheckFreshness:
         registry: AssetRegistry,
         reader: StateReader,
         clock: Callable[[], int] = now_ms,
+        evaluate: Evaluate | None = None,
     ) -> None:
         self._rules = rules
         self._triggers = triggers
         self._registry = registry
         self._reader = reader
         self._clock = clock
+        self._evaluate = evaluate
+
+    def _quality_wait(self, rule: Rule, now: int, report: FreshnessReport) -> None:
+        """How long the rule's groups have been BLOCKED_BY_QUALITY, into the report's longest such wait."""
+        assert self._evaluate is not None
+        verdicts = self._evaluate(rule)
+        report.quality_gated += 1
+        blocked = [(ref, v) for ref, v in verdicts.items() if v.status is Status.BLOCKED_BY_QUALITY]
+        if not blocked:
+            return
+        states = self._reader.get_states(sorted({m.asset_key for _, v in blocked for m in v.members}))
+        for (rule_id, group_id), verdict in blocked:
+            since = quality_blocked_since(verdict, states)
+            seconds = None if since is None else max(0, now - since) / 1000
+            report.quality_blocked = longer(report.quality_blocked, seconds, f"{rule_id}/{group_id}")
 
     def __call__(self) -> FreshnessReport:
         now = self._clock()
@@ -121,6 +188,8 @@ class CheckFreshness:
             report.unchecked.update(page.unreadable)
             for stored in page.items:
                 rule = stored.rule
+                if rule.enabled and self._evaluate is not None and quality_gated(rule):
+                    self._quality_wait(rule, now, report)
                 if rule.freshness is None or not rule.enabled:
                     continue
                 try:
@@ -140,12 +209,13 @@ class CheckFreshness:
                 break
         while True:
             assets = self._registry.list_assets(PAGE, token)
-            aged = {a.asset_key: a.max_age_seconds for a in assets.items if a.max_age_seconds}
-            if aged:
-                states = self._reader.get_states(list(aged))
-                report.assets += [
-                    o for k, age in aged.items() if (o := asset_overdue(k, age, states.get(k), now)) is not None
-                ]
+            states = self._reader.get_states([a.asset_key for a in assets.items]) if assets.items else {}
+            for asset in assets.items:
+                key, state = asset.asset_key, states.get(asset.asset_key)
+                report.state_lag = longer(report.state_lag, state_lag_seconds(state, now), key)
+                report.watermark_lag = longer(report.watermark_lag, watermark_lag_seconds(state, now), key)
+                if (o := asset_overdue(key, asset.max_age_seconds, state, now)) is not None:
+                    report.assets.append(o)
             token = assets.next_token
             if token is None:
                 return report
