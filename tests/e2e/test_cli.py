@@ -160,3 +160,45 @@ def test_apply_dry_runs_every_object_first_and_writes_nothing_if_one_is_refused(
         ).status_code
         == 404
     )
+
+
+def test_explain_of_a_scheduled_rule_says_its_ticks_and_what_the_next_tick_waits_for(
+    stack: LocalStack, tmp_path: Path
+) -> None:
+    # GIVEN a rule on a schedule in Berlin whose member has never been seen
+    unseen = "paimon://lake/ods_db/not_committed_yet"
+    config = {
+        "rules": [
+            {
+                "ruleId": "berlin_morning",
+                "groups": [
+                    {
+                        "groupId": "morning",
+                        "members": [{"assetKey": unseen}],
+                        "schedule": {"cron": "0 6 * * *", "timezone": "Europe/Berlin"},
+                    }
+                ],
+                "target": {"type": "eventbridge", "eventBusName": "default"},
+            }
+        ]
+    }
+    path = tmp_path / "scheduled.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert run_cli(["apply", "-f", str(path)]).code == 0
+
+    # WHEN explained, as JSON and as text
+    answer = run_cli(["--output", "json", "explain", "berlin_morning"])
+    assert answer.code == 0, answer.err
+    schedule = answer.json()["groups"][0]["schedule"]
+    text = run_cli(["explain", "berlin_morning"]).out
+
+    # THEN the text says the cron, its zone, both ticks in UTC and in Berlin, and the member the tick waits for
+    assert schedule["waitsFor"][0]["assetKey"] == unseen and schedule["ranForLastTick"] is False
+    assert "schedule: 0 6 * * * (Europe/Berlin)" in text
+    last, following = schedule["lastTick"], schedule["nextTick"]
+    assert f"last tick: {last['utc']} ({last['local']}), not run for it yet" in text
+    assert f"next tick: {following['utc']} ({following['local']})" in text
+    assert following["local"][11:19] == "06:00:00" and last["local"][11:19] == "06:00:00"
+    waits = schedule["waitsFor"][0]
+    assert f"the tick at {last['utc']} waits for:" in text
+    assert f"{unseen} {waits['status']}: {waits['reason']}" in text

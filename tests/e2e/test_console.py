@@ -183,6 +183,38 @@ def test_a_rule_in_its_quiet_period_shows_when_the_period_ends(page: Page, conso
         requests.delete(f"{demo.stack.api_url}/rules/{rule_id}", headers=demo.api.admin, timeout=30)
 
 
+def test_a_scheduled_rule_shows_its_ticks_and_what_the_next_tick_waits_for(
+    page: Page, console: str, demo: Demo
+) -> None:
+    rule_id = "console_schedule_probe"
+    unseen = "paimon://lake/ods_db/not_committed_yet"
+    rule = {
+        "groups": [
+            {
+                "groupId": "morning",
+                "members": [{"assetKey": unseen}],
+                "schedule": {"cron": "0 6 * * *", "timezone": "Europe/Berlin"},
+            }
+        ],
+        "target": {"type": "webhook", "url": f"{demo.consumers.url}/hooks/nowhere", "secretRef": TARGET_SECRET},
+    }
+    assert demo.api.put(f"/rules/{rule_id}", rule).status_code == 201
+    try:
+        schedule = demo.api.explain(rule_id)["groups"][0]["schedule"]
+        page.goto(f"{console}#/rule/{rule_id}")
+        shown = page.locator('[data-group="morning"] [data-schedule="0 6 * * *"]')
+        expect(shown).to_contain_text("Europe/Berlin")
+        expect(shown.locator('[data-tick="next"]')).to_have_attribute("data-utc", schedule["nextTick"]["utc"])
+        expect(shown.locator('[data-tick="next"] [data-local]')).to_have_text(schedule["nextTick"]["local"])
+        expect(shown.locator('[data-tick="last"]')).to_contain_text("not run for it yet")
+        waits = shown.locator(f'[data-waits="{unseen}"]')
+        expect(waits).to_have_attribute("data-status", schedule["waitsFor"][0]["status"])
+        expect(waits).to_contain_text(schedule["waitsFor"][0]["reason"])
+        shot(page, "rule-schedule")
+    finally:
+        requests.delete(f"{demo.stack.api_url}/rules/{rule_id}", headers=demo.api.admin, timeout=30)
+
+
 def test_a_new_trigger_appears_in_the_timeline_without_a_reload(page: Page, console: str, demo: Demo) -> None:
     page.goto(f"{console}#/triggers/{DWD_RULE}")
     timeline = page.locator("#timeline [data-trigger]")

@@ -1,6 +1,6 @@
 """A scheduled group on moto, through the API: a rule written after a tick fires for it at once, with the tick
 in its window and key; then it waits for the next tick, deferred to it (nothing sleeps), and claims nothing
-twice."""
+twice. Explain says its ticks and what the next one waits for."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from typing import Any
 
 from lakehook.adapters.dynamodb.deferral_store import DynamoDBDeferralStore
 from lakehook.api.app import build_app
+from lakehook.api.rule_answers import Explanation
 from lakehook.container import Container
 from lakehook.domain.rules import Rule
-from lakehook.domain.time import now_ms, parse_instant_ms
+from lakehook.domain.schedule_explanation import local_iso
+from lakehook.domain.time import ms_to_iso, now_ms, parse_instant_ms
 from lakehook.usecases.freshness import CheckFreshness
 from tests.conftest import ADMIN_TOKEN
 from tests.support import FakeLambdaContext, api_event, load_handler
@@ -175,3 +177,62 @@ def test_a_stored_rule_that_does_not_load_at_all_hides_no_other_rule_from_the_fr
     # a PUT repairs it
     assert call(app, "PUT", "/rules/m_broken", good)[0] in (200, 201)
     assert call(app, "GET", "/rules/m_broken/explain")[0] == 200
+
+
+def test_explain_says_a_scheduled_groups_ticks_and_what_its_next_tick_waits_for(container: Container) -> None:
+    # GIVEN a morning schedule in Berlin on an ODS table, which has a snapshot: written, it runs for the last tick
+    app = build_app()
+    orders = "paimon://lake/ods_db/orders"
+    event = {"eventType": "SNAPSHOT_COMMITTED", "assetKey": orders, "snapshotId": 1}
+    assert call(app, "POST", "/asset-events", event)[0] == 200
+    cron = {"cron": "0 6 * * *", "timezone": "Europe/Berlin"}
+    rule = {
+        "groups": [{"groupId": "morning", "members": [{"assetKey": orders}], "schedule": cron}],
+        "policy": {"mode": "ALL_UPDATED"},
+        "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
+    }
+    assert call(app, "PUT", "/rules/morning", rule)[0] == 201
+    schedule = Rule.model_validate({"ruleId": "morning", **rule}).groups[0].schedule
+    assert schedule is not None
+    [trigger] = call(app, "GET", "/triggers", query={"ruleId": "morning"})[1]["items"]
+
+    # WHEN explained
+    status, explained = call(app, "GET", "/rules/morning/explain")
+
+    # THEN it answers the contract's shape; the group ran for the last tick and its next tick waits for orders,
+    # which has not changed since that run
+    assert status == 200, explained
+    Explanation.model_validate(explained)
+    [group] = explained["groups"]
+    at = parse_instant_ms(explained["evaluatedAt"])
+    ticks = group["schedule"]
+    assert (ticks["cron"], ticks["timezone"], ticks["neverFires"]) == ("0 6 * * *", "Europe/Berlin", False)
+    last, following = schedule.latest_tick(at), schedule.next_tick(at)
+    assert ticks["lastTick"] == {"utc": ms_to_iso(last), "local": local_iso(last, "Europe/Berlin")}
+    assert ticks["nextTick"] == {"utc": ms_to_iso(following), "local": local_iso(following, "Europe/Berlin")}
+    assert ticks["lastTick"]["local"][11:19] == ticks["nextTick"]["local"][11:19] == "06:00:00"
+    assert parse_instant_ms(trigger["window"]["end"]) == last and ticks["ranForLastTick"] is True
+    assert group["status"] == "WAITING_FOR_SCHEDULE" and ticks["pendingTick"] == ticks["nextTick"]
+    [waits] = ticks["waitsFor"]
+    assert (waits["assetKey"], waits["status"]) == (orders, "WAITING_FOR_UPDATE") and "1" in waits["reason"]
+
+    # AND once orders has a new snapshot, the next tick waits for no member (only for its time)
+    assert call(app, "POST", "/asset-events", {**event, "snapshotId": 2})[0] == 200
+    again = call(app, "GET", "/rules/morning/explain")[1]["groups"][0]
+    assert again["status"] == "WAITING_FOR_SCHEDULE" and again["schedule"]["waitsFor"] == []
+
+
+def test_explain_of_a_stored_schedule_that_never_fires_says_so_and_answers_200(container: Container) -> None:
+    app = build_app()
+    never = {"groups": [{"groupId": "g", "schedule": {"cron": "0 0 30 2 *"}}], "target": RULE["target"]}
+    assert call(app, "PUT", "/rules/never", never)[0] == 400  # refused where it is written
+    container.rule_store.put_rule(Rule.from_stored(json.dumps({"ruleId": "never", **never})), now_ms())
+
+    status, explained = call(app, "GET", "/rules/never/explain")
+
+    assert status == 200, explained
+    [group] = explained["groups"]
+    assert group["status"] == "ERROR" and "never fires" in group["reason"]
+    ticks = group["schedule"]
+    assert ticks["neverFires"] is True and "0 0 30 2 *" in ticks["reason"]
+    assert ticks["lastTick"] is None and ticks["nextTick"] is None and ticks["waitsFor"] is None

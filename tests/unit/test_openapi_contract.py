@@ -139,3 +139,16 @@ def test_the_routes_that_start_runs_take_an_idempotency_key_and_say_when_they_an
     # only those: no other operation records requests
     others = [(m, p) for m, p, o in _operations(spec) if any(q["in"] == "header" for q in o.get("parameters", []))]
     assert sorted(others) == [("POST", "/rules/{ruleId}/evaluate"), ("POST", "/triggers/{triggerKey}/replay")]
+
+
+def test_explain_states_a_scheduled_groups_ticks_and_what_its_next_run_waits_for(spec: dict[str, Any]) -> None:
+    ok = spec["paths"]["/rules/{ruleId}/explain"]["get"]["responses"]["200"]["content"]["application/json"]
+    group = _schema(spec, _schema(spec, ok["schema"])["properties"]["groups"]["items"])
+    schedule = _schema(spec, next(v for v in group["properties"]["schedule"]["anyOf"] if "$ref" in v))
+    assert {"cron", "timezone", "neverFires", "lastTick", "nextTick", "pendingTick", "waitsFor", "reason"} <= set(
+        schedule["required"]
+    )
+    tick = _schema(spec, next(v for v in schedule["properties"]["nextTick"]["anyOf"] if "$ref" in v))
+    assert set(tick["required"]) == {"utc", "local"}
+    waits = next(v for v in schedule["properties"]["waitsFor"]["anyOf"] if v.get("type") == "array")
+    assert {"assetKey", "status", "reason"} <= set(_schema(spec, waits["items"])["properties"])

@@ -48,6 +48,43 @@ class SkippedVersion(Answer):
     skipped_at: Iso = Field(alias="skippedAt")
 
 
+class Tick(Answer):
+    """One tick of a schedule, in UTC and in the schedule's time zone."""
+
+    utc: Iso
+    local: str = Field(description="the same instant in the schedule's time zone, with its offset")
+
+
+class TickWait(Answer):
+    """A member the tick waits for: its status and reason, as the group's evaluation judged it."""
+
+    asset_key: str = Field(alias="assetKey")
+    status: str
+    reason: str | None
+
+
+class ScheduleExplanation(Answer):
+    """A scheduled group's cron, its ticks and what its next run waits for."""
+
+    cron: str
+    timezone: str
+    never_fires: bool = Field(alias="neverFires", description="the cron matches no date: it has no ticks")
+    last_tick: Tick | None = Field(alias="lastTick", description="the latest tick at or before evaluatedAt")
+    next_tick: Tick | None = Field(alias="nextTick", description="the first tick after evaluatedAt")
+    pending_tick: Tick | None = Field(
+        alias="pendingTick",
+        description="the tick the group fires for next: lastTick until it ran for it (missed ticks coalesce), "
+        "then nextTick; null when the group could not be evaluated",
+    )
+    ran_for_last_tick: bool | None = Field(alias="ranForLastTick")
+    waits_for: list[TickWait] | None = Field(
+        alias="waitsFor",
+        description="the members not satisfied for pendingTick, as the resolver judges them (empty: only the "
+        "time); null when the group could not be evaluated (ERROR)",
+    )
+    reason: str | None = Field(description="why the schedule has no ticks (neverFires)")
+
+
 class GroupExplanation(Answer):
     group_id: str = Field(alias="groupId")
     status: str
@@ -61,6 +98,7 @@ class GroupExplanation(Answer):
         description="EACH_VERSION: the newest late snapshots (up to 20) that arrived after the group had run a newer "
         "one, so never run; GET /rules/{ruleId}/triggers?status=SKIPPED lists them all",
     )
+    schedule: ScheduleExplanation | None = Field(default=None, description="present for a scheduled group")
 
 
 class Explanation(Answer):

@@ -33,6 +33,8 @@ def explain(api: ApiClient, args: argparse.Namespace) -> int:
                 )
             for skip in group.get("skipped") or []:
                 yield f"    skipped: {skip.get('assetKey')}@{skip.get('snapshotId')}: {skip.get('reason')}"
+            if isinstance(group.get("schedule"), dict):
+                yield from schedule_lines(group["schedule"])
             for member in group.get("members", []):
                 yield f"    {member.get('status'):<22} {member.get('assetKey')}"
                 if member.get("reason"):
@@ -45,6 +47,35 @@ def explain(api: ApiClient, args: argparse.Namespace) -> int:
 
     emit(args.output, data, text)
     return 0
+
+
+def schedule_lines(schedule: dict[str, Any]) -> Iterator[str]:
+    """A scheduled group's cron, ticks (UTC, and in its zone) and what its next run waits for, as explain says."""
+    yield f"    schedule: {schedule.get('cron')} ({schedule.get('timezone')})"
+    if schedule.get("neverFires"):
+        yield f"      never fires: {schedule.get('reason')}"
+        return
+
+    def tick(name: str) -> str:
+        at = schedule.get(name)
+        return f"{at.get('utc')} ({at.get('local')})" if isinstance(at, dict) else "unknown"
+
+    ran = schedule.get("ranForLastTick")
+    done = {True: ", ran for it", False: ", not run for it yet", None: ""}.get(ran, "")
+    yield f"      last tick: {tick('lastTick')}{done}"
+    yield f"      next tick: {tick('nextTick')}"
+    waits = schedule.get("waitsFor")
+    if waits is None:
+        return  # not evaluated (ERROR): the group's reason says why
+    pending = schedule.get("pendingTick")
+    when = pending.get("utc") if isinstance(pending, dict) else "?"
+    if not waits:
+        yield f"      the tick at {when} waits for no member"
+        return
+    yield f"      the tick at {when} waits for:"
+    for wait in waits:
+        reason = f": {wait['reason']}" if wait.get("reason") else ""
+        yield f"        {wait.get('assetKey')} {wait.get('status')}{reason}"
 
 
 def _rule_ids(api: ApiClient) -> list[str]:

@@ -39,6 +39,7 @@ from typing import Any
 from lakehook.domain.conditions import Blocked, Chosen, conditions_of, history_order
 from lakehook.domain.coverage import Span, is_covered, missing, newest_covered_window
 from lakehook.domain.rules import BackfillPolicy, Group, Member, Mode, Rule, WindowSpec
+from lakehook.domain.schedule_explanation import ScheduleExplanation
 from lakehook.domain.state import AssetState, BackfillStatus
 from lakehook.domain.status import Status as Status  # re-exported: explain, the resolver and tests name it here
 from lakehook.domain.time import MAX_ISO_MS, ms_to_iso
@@ -284,6 +285,7 @@ class GroupEvaluation:
     skip: bool = False
     gaps: tuple[Gap, ...] = ()  # EACH_VERSION: missing snapshots a targeted poll should look for
     backlog: Backlog | None = None  # a stepping windowed group behind the newest closed window
+    schedule: ScheduleExplanation | None = None  # a scheduled group: its ticks and what the next run waits for
 
     @property
     def ready(self) -> bool:
@@ -300,6 +302,8 @@ class GroupEvaluation:
             data["until"] = ms_to_iso(self.until)
         if self.backlog is not None:
             data["backlog"] = self.backlog.to_api()
+        if self.schedule is not None:
+            data["schedule"] = self.schedule.to_api()
         if self.ready:
             data["pins"] = [p.to_api() for p in self.pins]
             if self.window is not None:
@@ -358,10 +362,28 @@ def evaluate_group(
     for step in _GROUP_STEPS:
         verdict = step(g)
         if verdict is not None:
-            return replace(verdict, backlog=g.backlog) if g.backlog is not None else verdict
-    return GroupEvaluation(
+            return _with_schedule(g, replace(verdict, backlog=g.backlog) if g.backlog is not None else verdict)
+    ready = GroupEvaluation(
         group.group_id, Status.READY, tuple(members), pins=tuple(g.pins), window=g.window, backlog=g.backlog
     )
+    return _with_schedule(g, ready)
+
+
+def _with_schedule(g: _Group, verdict: GroupEvaluation) -> GroupEvaluation:
+    """A scheduled group's verdict with its ticks and what its next run waits for: the members this verdict
+    found unsatisfied. One that ran for its last tick (WAITING_FOR_SCHEDULE) was not asked yet what its policy
+    needs since that trigger: that is the step the resolver takes at the next tick (:func:`_on_schedule`), taken
+    here on the same reads, so explain names the members the tick will wait for."""
+    schedule = g.group.schedule
+    if schedule is None:
+        return verdict
+    cursor = g.cursor
+    ran_until = cursor.window.end if cursor is not None and cursor.window is not None else None
+    members = list(verdict.members)
+    if verdict.status is Status.WAITING_FOR_SCHEDULE and cursor is not None and g.group.members:
+        _advance(g.rule, g.group, g.states, cursor, members, list(g.pins), g.logs, g.snapshots, g.now, [])
+    waiting = tuple(m for m in members if m.status is not Status.READY)
+    return replace(verdict, schedule=ScheduleExplanation.at(schedule, g.now, ran_until, waiting))
 
 
 @dataclass

@@ -50,6 +50,7 @@ from lakehook.domain.evaluation import (
 )
 from lakehook.domain.late_versions import passed_over
 from lakehook.domain.rules import Group, Member, Mode, Policy, Rule
+from lakehook.domain.schedule_explanation import ScheduleExplanation
 from lakehook.domain.state import AssetState
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
@@ -405,8 +406,9 @@ class ResolveAssetChange:
                 else:  # explain: show it, change nothing
                     message = _describe(exc)
                     report.failed.append(RuleFailure(rule.rule_id, group.group_id, message))
+                    ticks = ScheduleExplanation.unevaluated(group.schedule, now) if group.schedule else None
                     report.verdicts[(rule.rule_id, group.group_id)] = GroupEvaluation(
-                        group.group_id, Status.ERROR, (), reason=message
+                        group.group_id, Status.ERROR, (), reason=message, schedule=ticks
                     )
                 continue
             if not claim:

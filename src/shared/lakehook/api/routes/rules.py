@@ -78,7 +78,8 @@ def delete_rule(ruleId: RuleId) -> Response[str]:
     "/rules/<ruleId>/explain",
     summary="Why has the rule (not) run?",
     description="Per group and member: READY or what blocks it, with current and required values; "
-    "the last trigger and the evaluation time.",
+    "the last trigger and the evaluation time. A scheduled group also says its cron and time zone, its last and "
+    "next tick (UTC and in its zone) and what its next run waits for (schedule.waitsFor).",
     tags=["rules"],
     security=MANAGEMENT,
     responses=answers(ok(Explanation), ALWAYS, 404),

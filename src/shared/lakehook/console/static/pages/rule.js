@@ -1,5 +1,6 @@
 // One rule: its explain tree (per group and member READY / BLOCKED_BY_… with current and required values,
-// cooldown and quiet-period end times), lastError, its definition, and "evaluate now".
+// cooldown and quiet-period end times, a scheduled group's ticks and what its next tick waits for), lastError,
+// its definition, and "evaluate now".
 
 import * as api from "../api.js";
 import { html, badge, kv, time, relative, short, assetHref, triggersHref, confirmDialog, toast } from "../ui.js";
@@ -51,6 +52,7 @@ function groupTree(group) {
       ${until ? html`<span class="until" data-until="${until}">until ${time(until)} (${relative(until)})</span>` : ""}
       ${group.reason ? html`<div class="reason">${group.reason}</div>` : ""}
     </div>
+    ${group.schedule ? scheduleOf(group.schedule) : ""}
     <ul class="members">${(group.members || []).map((m) => html`<li class="member" data-member="${m.assetKey}" data-status="${m.status}">
       <div class="member-head">${badge(m.status)} <a href="${assetHref(m.assetKey)}"><strong>${short(m.assetKey)}</strong></a>
         <span class="muted mono small">${m.assetKey}</span></div>
@@ -61,6 +63,31 @@ function groupTree(group) {
       </div>
     </li>`)}</ul>
     ${group.lastTrigger ? html`<p class="small muted">last trigger of this group: ${badge(group.lastTrigger.status)} ${time(group.lastTrigger.createdAt)}</p>` : ""}
+  </div>`;
+}
+
+// A scheduled group: its cron in its zone, the last and next tick (UTC as the page shows times, and the schedule's
+// own local time), and the members the pending tick waits for, as explain (the resolver's evaluation) judged them.
+function scheduleOf(s) {
+  const head = html`<span class="tree-node">schedule</span> <span class="mono">${s.cron}</span> <span class="muted">(${s.timezone})</span>`;
+  if (s.neverFires)
+    return html`<div class="schedule" data-schedule="never-fires">${head} <strong class="bad">never fires</strong>
+      <div class="reason error">${s.reason}</div></div>`;
+  const tick = (name, label, t, note) => t ? html`<li data-tick="${name}" data-utc="${t.utc}">${label} ${time(t.utc)}
+    <span class="muted">(${relative(t.utc)})</span> · <span class="mono small" data-local="${t.local}">${t.local}</span> ${note}</li>` : "";
+  const ran = s.ranForLastTick === true ? "· ran for it" : s.ranForLastTick === false ? "· not run for it yet" : "";
+  const waits = s.waitsFor;
+  const pending = s.pendingTick ? s.pendingTick.utc : "";
+  return html`<div class="schedule" data-schedule="${s.cron}">${head}
+    <ul class="plain small">
+      ${tick("last", "last tick", s.lastTick, ran)}
+      ${tick("next", "next tick", s.nextTick, "")}
+    </ul>
+    ${waits == null ? "" : waits.length === 0
+      ? html`<p class="small" data-waits-for="none">the tick at ${time(pending)} waits for no member</p>`
+      : html`<p class="small">the tick at ${time(pending)} waits for:</p><ul class="plain small" data-waits-for="members">
+        ${waits.map((w) => html`<li data-waits="${w.assetKey}" data-status="${w.status}">${badge(w.status)}
+          <a href="${assetHref(w.assetKey)}">${short(w.assetKey)}</a>${w.reason ? html` — ${w.reason}` : ""}</li>`)}</ul>`}
   </div>`;
 }
 
