@@ -1,6 +1,7 @@
 """The web console in a real browser (headless Chromium driven by Playwright) on a local stack that has run
 the GMV demo's story: the graph, the DWD rule blocked by a failed quality check, a new trigger arriving in
-the timeline without a reload, and retry, replay and evaluate-now clicked on the page.
+the timeline without a reload, and retry, replay and evaluate-now clicked on the page; 64-bit Iceberg
+snapshot ids shown and pinned digit for digit.
 
 Chromium comes from the distribution (``make setup`` installs it); Playwright's own browser download is not
 used. Screenshots go to test-output/console/ (gitignored).
@@ -9,7 +10,9 @@ used. Screenshots go to test-output/console/ (gitignored).
 from __future__ import annotations
 
 import io
+import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -22,6 +25,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import boto3
+import pyarrow as pa
 import pytest
 import requests
 
@@ -30,7 +35,7 @@ from lakehook.console.server import ConsoleServer
 from lakehook.demo.api import Api
 from lakehook.demo.consumers import TARGET_SECRET, Consumers
 from lakehook.demo.gmv import CALENDAR, DWD_RULE, DWS_RULE, ORDERS, PAYMENTS, RULES, TABLES, layers
-from lakehook.demo.lake import Lake
+from lakehook.demo.lake import REGION, Lake
 from lakehook.demo.story import STEPS, Story, order, payment
 from lakehook.demo.view import PlainView
 from lakehook.local.runtime import LocalStack
@@ -328,6 +333,157 @@ def test_the_coverage_bar_shows_the_exact_gaps(page: Page, console: str, demo: D
     expect(report.locator("#gaps tbody tr")).to_contain_text("2025-06-01 06:00:00 UTC")
     expect(report.locator("#gaps tbody tr")).to_contain_text("2025-06-01 12:00:00 UTC")
     shot(page, "coverage")
+
+
+LONGS = [2**53 - 1, 2**53, 2**53 + 1, 6512342785923487231, 20241203141516123, 2**63 - 1, -(2**63)]
+
+
+def test_the_page_parses_and_writes_back_64_bit_integers_exactly(browser: Browser) -> None:
+    # No stack needed: the console's own parser, in the page, on integers a double cannot hold.
+    draw = random.Random(27)
+    longs = LONGS + [draw.randrange(2**53, 2**63) for _ in range(300)]
+    document = {
+        "items": [{"snapshotId": n, "parentSnapshotId": n - 1, "n": [n, 1]} for n in longs],
+        "safe": [0, 1, -1, 2**53 - 1, 1.5, 1e300, -0.25],
+        "digits": "9223372036854775807",  # a string stays a string
+    }
+    text = json.dumps(document, separators=(",", ":"))
+    with ConsoleServer(lambda: ApiClient(url="http://127.0.0.1:9", admin_token=ADMIN)) as server:
+        context = browser.new_context()
+        try:
+            page = context.new_page()
+            page.goto(f"{server.url}favicon.svg")  # the console's origin, without the app polling
+            seen = page.evaluate(
+                """async (text) => {
+                    const exact = await import("/exact.js");
+                    const parsed = exact.parse(text);
+                    const plain = JSON.parse(text).items;
+                    return {
+                        supported: exact.supported,
+                        ids: parsed.items.map((i) => [i.snapshotId, i.parentSnapshotId, i.n[0], typeof i.n[1]]),
+                        safe: parsed.safe.map((v) => typeof v),
+                        digits: [typeof parsed.digits, exact.isLong(parsed, "digits")],
+                        back: exact.stringify(parsed),
+                        rounded: plain.filter((item, k) => `${item.snapshotId}` !== parsed.items[k].snapshotId).length,
+                    };
+                }""",
+                text,
+            )
+        finally:
+            context.close()
+    assert seen["supported"] is True
+    for n, (snapshot_id, parent, first, kind) in zip(longs, seen["ids"], strict=True):
+        expected = str(n) if not -(2**53) < n < 2**53 else n
+        assert snapshot_id == expected
+        assert parent == (str(n - 1) if not -(2**53) < n - 1 < 2**53 else n - 1)
+        assert first == expected and kind == "number"
+    assert seen["safe"] == ["number"] * 7
+    assert seen["digits"] == ["string", False]
+    assert json.loads(seen["back"]) == document  # written back as the numbers the API emitted, digit for digit
+    assert seen["rounded"] > 250  # what a plain JSON.parse shows for most of them: a neighbouring id
+
+
+def test_64_bit_iceberg_snapshot_ids_are_shown_and_pinned_exactly(page: Page, console: str, demo: Demo) -> None:
+    # GIVEN a real Iceberg table (pyiceberg draws snapshot ids at random over 63 bits) whose snapshot id a
+    # JavaScript number cannot hold exactly
+    table, key, rule_id = "probe_db.big_ids", "iceberg://glue/probe_db/big_ids", "console_big_ids"
+    lake, story, api = demo.story.lake, demo.story, demo.api
+    lake.create_iceberg_table(table, pa.schema([("n", pa.int64())]))
+    for n in range(10):
+        committed = lake.iceberg_overwrite(table, pa.table({"n": [n]}))
+        if int(float(committed.snapshot_id)) != committed.snapshot_id:
+            break
+    sid = committed.snapshot_id
+    digits = str(sid)
+    assert int(float(sid)) != sid, digits
+    registered = api.put("/assets", {"assetKey": key, "format": "iceberg", "source": story.source("iceberg", table)})
+    assert registered.status_code in (200, 201), registered.text
+    pushed = requests.post(
+        f"{demo.stack.api_url}/asset-events", headers=api.admin, json=committed.event(key), timeout=30
+    )
+    assert pushed.status_code == 200, pushed.text
+    rule = {
+        "groups": [{"groupId": "g", "members": [{"assetKey": key, "condition": {"snapshotRequired": True}}]}],
+        "target": {"type": "webhook", "url": f"{demo.consumers.url}/hooks/nowhere", "secretRef": TARGET_SECRET},
+    }
+    assert api.put(f"/rules/{rule_id}", rule).status_code == 201
+    try:
+        # THEN the asset's page shows the exact digits, in its state and in its snapshot log
+        page.goto(asset_url(console, key))
+        expect(page.locator('[data-key="latestSnapshotId"]')).to_have_text(digits, timeout=WAIT_MS)
+        expect(page.locator(f'#snapshots tr[data-snapshot="{digits}"]')).to_contain_text(digits)
+        shot(page, "asset-64-bit-id")
+
+        # the rule's explanation shows them as the member's current snapshot
+        page.goto(f"{console}#/rule/{rule_id}")
+        member = page.locator(f'[data-member="{key}"]')
+        expect(member.locator('.cmp > div:first-child [data-key="snapshotId"]')).to_have_text(digits, timeout=WAIT_MS)
+
+        # the trigger the push started pinned them, and its timeline entry shows them
+        first = wait_for(lambda: [t for t in demo.triggers(rule_id) if t.get("manifestUri")])
+        assert first and first[0]["inputs"][0]["snapshotId"] == sid, demo.triggers(rule_id)
+        original = first[0]["triggerKey"]
+        page.goto(f"{console}#/triggers/{rule_id}")
+        entry = page.locator(f'[data-trigger="{original}"]')
+        expect(entry.locator(".facts")).to_contain_text(f"big_ids @ {digits}", timeout=WAIT_MS)
+
+        # WHEN a forced evaluation is clicked on the rule's page, the manual run pins the exact id
+        before = {t["triggerKey"] for t in demo.triggers(rule_id)}
+        page.goto(f"{console}#/rule/{rule_id}")
+        page.locator("#evaluate").click()
+        dialog = page.locator("dialog#confirm")
+        dialog.locator("#force").check()
+        dialog.get_by_role("button", name="Evaluate").click()
+        expect(page.locator(".toast").first).to_contain_text("claimed")
+        manual = wait_for(lambda: [t for t in demo.triggers(rule_id) if t["triggerKey"] not in before], 10)
+        assert len(manual) == 1 and manual[0]["inputs"][0]["snapshotId"] == sid, manual
+
+        # and a replay clicked on the timeline passes its pre-flight (the table still has snapshot <digits>)
+        # and pins the exact id again
+        page.goto(f"{console}#/triggers/{rule_id}")
+        page.locator(f'[data-trigger="{original}"]').get_by_role("button", name="Replay…").click()
+        retained = dialog.locator('[data-check="SNAPSHOT_RETAINED"]')
+        expect(retained).to_contain_text("PASSED", timeout=30_000)
+        dialog.get_by_role("button", name="Replay").click()
+        expect(page.locator(".toast").first).to_contain_text("replay claimed")
+        replays = wait_for(lambda: [t for t in demo.triggers(rule_id) if t.get("replayOf") == original])
+        assert len(replays) == 1 and replays[0]["inputs"][0]["snapshotId"] == sid, replays
+        expect(page.locator(f'[data-trigger="{replays[0]["triggerKey"]}"] .facts')).to_contain_text(digits)
+
+        # the run manifests the dispatcher wrote (the replay re-uses its original's) pin the exact id too
+        s3 = boto3.client("s3", endpoint_url=demo.stack.endpoint_url, region_name=REGION)
+
+        def dispatched(key: str) -> dict[str, Any] | None:
+            return next((t for t in demo.triggers(rule_id) if t["triggerKey"] == key and t.get("manifestUri")), None)
+
+        for trigger in (first[0], wait_for(lambda: dispatched(manual[0]["triggerKey"]))):
+            assert trigger, demo.triggers(rule_id)
+            bucket, _, name = trigger["manifestUri"].removeprefix("s3://").partition("/")
+            manifest = json.loads(s3.get_object(Bucket=bucket, Key=name)["Body"].read())
+            assert [i["snapshotId"] for i in manifest["inputs"]] == [sid], manifest
+        shot(page, "timeline-64-bit-id")
+    finally:
+        requests.delete(f"{demo.stack.api_url}/rules/{rule_id}", headers=api.admin, timeout=30)
+
+
+def test_the_console_refuses_a_push_and_a_cross_site_change_against_the_live_stack(
+    page: Page, console: str, demo: Demo
+) -> None:
+    # The page's own origin, but a call no page makes: the console refuses it and the stack never sees it.
+    page.goto(console)
+    expect(page.locator("#live")).to_contain_text("live", timeout=WAIT_MS)
+    event = {"eventType": "SNAPSHOT_COMMITTED", "assetKey": ORDERS, "snapshotId": 999, "commitTime": 1}
+    status = page.evaluate(
+        """async (event) => {
+            const config = await fetch("/console.json").then((r) => r.json());
+            const answer = await fetch("/api/asset-events", {method: "POST", body: JSON.stringify(event),
+              headers: {"Content-Type": "application/json", "X-Lakehook-Console": config.token}});
+            return [answer.status, (await answer.json()).message];
+        }""",
+        event,
+    )
+    assert status[0] == 403 and "does not forward POST /asset-events" in status[1]
+    assert all(e.get("snapshotId") != 999 for e in demo.api.events(ORDERS))
 
 
 def test_lakehook_console_serves_the_stack_until_ctrl_c(demo: Demo) -> None:

@@ -1,23 +1,31 @@
-"""The console server without a browser: what it forwards to the API and how, what it refuses, the files it
-serves (all local: the console works offline), and that no Lambda layer carries it."""
+"""The console server without a browser: what it forwards to the API and how (only the calls its pages make),
+what it refuses (every other route, cross-site requests), the files it serves (all local: the console works
+offline), and that no Lambda layer carries it."""
 
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import re
+import socket
 import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 import pytest
 import requests
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
+from lakehook.api.docs import load_spec
 from lakehook.cli import build_parser
 from lakehook.cli_commands.api import ApiClient
+from lakehook.console.allowlist import ROUTES, refusal
 from lakehook.console.server import STATIC, ConsoleServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,12 +81,21 @@ def upstream() -> Iterator[RecordingApi]:
 
 
 @pytest.fixture
-def console(upstream: RecordingApi) -> Iterator[str]:
+def served(upstream: RecordingApi) -> Iterator[ConsoleServer]:
     with ConsoleServer(lambda: ApiClient(url=upstream.url, admin_token=TOKEN)) as server:
-        yield server.url.rstrip("/")
+        yield server
 
 
-CHANGE = {"X-Lakehook-Console": "1", "Content-Type": "application/json"}
+@pytest.fixture
+def console(served: ConsoleServer) -> str:
+    return served.url.rstrip("/")
+
+
+@pytest.fixture
+def change(console: str) -> dict[str, str]:
+    """The headers the console's page sends with a change: its session token, read from /console.json."""
+    token = requests.get(f"{console}/console.json", timeout=10).json()["token"]
+    return {"X-Lakehook-Console": token, "Content-Type": "application/json"}
 
 
 def test_a_read_is_forwarded_with_the_admin_token_and_its_query(console: str, upstream: RecordingApi) -> None:
@@ -92,10 +109,10 @@ def test_a_read_is_forwarded_with_the_admin_token_and_its_query(console: str, up
 
 
 def test_an_action_is_forwarded_with_its_body_and_the_apis_answer_comes_back_as_it_was(
-    console: str, upstream: RecordingApi
+    console: str, upstream: RecordingApi, change: dict[str, str]
 ) -> None:
     upstream.answer = (409, {"error": "CONFLICT", "message": "the trigger is SUCCEEDED"})
-    answer = requests.post(f"{console}/api/triggers/k/retry", data=b'{"x": 1}', headers=CHANGE, timeout=10)
+    answer = requests.post(f"{console}/api/triggers/k/retry", data=b'{"x": 1}', headers=change, timeout=10)
     assert answer.status_code == 409
     assert answer.json()["message"] == "the trigger is SUCCEEDED"
     [seen] = upstream.seen
@@ -104,31 +121,12 @@ def test_an_action_is_forwarded_with_its_body_and_the_apis_answer_comes_back_as_
 
 def test_an_answer_without_a_body_stays_without_one(console: str, upstream: RecordingApi) -> None:
     upstream.answer = (204, None)
-    answer = requests.get(f"{console}/api/anything", timeout=10)
+    answer = requests.get(f"{console}/api/rules", timeout=10)
     assert (answer.status_code, answer.content) == (204, b"")
 
 
-@pytest.mark.parametrize(
-    ("method", "headers", "status"),
-    [
-        ("POST", {"Content-Type": "application/json"}, 403),  # a cross-site form cannot add the header
-        ("POST", {**CHANGE, "Origin": "https://evil.example"}, 403),
-        ("PUT", CHANGE, 405),  # the console reads, retries, replays and evaluates; it writes no rules
-        ("DELETE", CHANGE, 405),
-        ("GET", {"Host": "evil.example:8321"}, 403),  # a DNS-rebinding page's host
-    ],
-)
-def test_what_the_console_refuses_never_reaches_the_api(
-    console: str, upstream: RecordingApi, method: str, headers: dict[str, str], status: int
-) -> None:
-    answer = requests.request(method, f"{console}/api/rules/r", data=b"{}", headers=headers, timeout=10)
-    assert answer.status_code == status
-    assert answer.json()["message"]
-    assert upstream.seen == []
-
-
-def test_a_body_over_the_limit_is_refused(console: str, upstream: RecordingApi) -> None:
-    answer = requests.post(f"{console}/api/rules/r/evaluate", data=b"x" * (2 << 20), headers=CHANGE, timeout=10)
+def test_a_body_over_the_limit_is_refused(console: str, upstream: RecordingApi, change: dict[str, str]) -> None:
+    answer = requests.post(f"{console}/api/rules/r/evaluate", data=b"x" * (2 << 20), headers=change, timeout=10)
     assert answer.status_code == 413
     assert upstream.seen == []
 
@@ -151,6 +149,7 @@ def test_the_page_and_its_files_are_served_and_nothing_else(console: str) -> Non
         assert requests.get(f"{console}{sneaky}", timeout=10).status_code == 404, sneaky
     config = requests.get(f"{console}/console.json", timeout=10).json()
     assert config["auth"] == "admin token" and TOKEN not in json.dumps(config)
+    assert len(config["token"]) >= 32  # the session token of this server's page (not a credential of the API)
 
 
 def test_every_file_the_page_loads_is_local_so_the_console_works_offline() -> None:
@@ -208,3 +207,221 @@ def test_the_cli_has_a_console_command_that_takes_the_global_options(monkeypatch
     monkeypatch.delenv("LAKEHOOK_ADMIN_TOKEN", raising=False)  # the token's default comes from the environment
     args = build_parser().parse_args(["console", "--port", "0", "--url", "https://x.example", "--region", "eu-west-1"])
     assert (args.port, args.url, args.region, args.api_token) == (0, "https://x.example", "eu-west-1", None)
+
+
+# --- what the console forwards: the pages' calls, nothing else -------------------------------------------------
+
+# The calls the pages make (static/api.js and static/pages/*.js), as the page's scripts spell them.
+PAGE_CALLS = {
+    ("GET", "/assets"),
+    ("GET", "/assets/state"),
+    ("GET", "/assets/events"),
+    ("GET", "/assets/coverage"),
+    ("GET", "/rules"),
+    ("GET", "/rules/{ruleId}"),
+    ("GET", "/rules/{ruleId}/explain"),
+    ("GET", "/triggers"),
+    ("POST", "/rules/{ruleId}/evaluate"),
+    ("POST", "/triggers/{triggerKey}/retry"),
+    ("POST", "/triggers/{triggerKey}/replay"),
+}
+
+
+def _calls_in_the_page_scripts() -> set[tuple[str, str]]:
+    found = set()
+    for script in [STATIC / "api.js", *sorted((STATIC / "pages").glob("*.js"))]:
+        for line in script.read_text().splitlines():
+            for literal in re.findall(r"""["'`](/[a-z][^"'`]*)["'`]""", line):
+                if literal in ("/console.json", "/api"):  # the server's own config, and the proxy's prefix
+                    continue
+                method = "POST" if 'method: "POST"' in line else "GET"
+                found.add((method, re.sub(r"\$\{[^}]*\}", "{}", literal)))
+    return found
+
+
+def test_the_allow_list_is_exactly_what_the_page_scripts_call() -> None:
+    def shape(template: str) -> str:
+        return re.sub(r"\{[^}]*\}", "{}", template)
+
+    assert {(r.method, shape(r.template)) for r in ROUTES} == _calls_in_the_page_scripts()
+    assert {(r.method, r.template) for r in ROUTES} == PAGE_CALLS
+
+
+def _api_operations() -> list[tuple[str, str]]:
+    spec = load_spec()
+    return [(method.upper(), path) for path, ops in spec["paths"].items() for method in ops]
+
+
+def _concrete(template: str) -> str:
+    return re.sub(r"\{[^}]*\}", "p1", template)
+
+
+@pytest.mark.parametrize(("method", "template"), _api_operations())
+def test_every_api_operation_the_pages_do_not_call_is_refused_before_the_token_is_attached(
+    console: str, upstream: RecordingApi, change: dict[str, str], method: str, template: str
+) -> None:
+    # GIVEN every operation of the API's own OpenAPI document, sent the way the page sends a change
+    answer = requests.request(method, f"{console}/api{_concrete(template)}?x=1", data=b"{}", headers=change, timeout=10)
+    if (method, template) in PAGE_CALLS:
+        assert answer.status_code == 200
+        [seen] = upstream.seen
+        assert (seen["method"], seen["path"]) == (method, f"{_concrete(template)}?x=1")
+        return
+    # THEN the console refuses it with a JSON error naming what it forwards, and the API never sees it
+    assert answer.status_code in (403, 405), (method, template)
+    body = answer.json()
+    assert body["error"] in ("FORBIDDEN", "METHOD_NOT_ALLOWED") and "the console" in body["message"]
+    if answer.status_code == 405:
+        assert answer.headers["Allow"] and method not in answer.headers["Allow"]
+    assert upstream.seen == []
+
+
+def test_a_push_to_asset_events_through_the_console_never_reaches_the_api(
+    console: str, upstream: RecordingApi, change: dict[str, str]
+) -> None:
+    event = {"eventType": "SNAPSHOT_COMMITTED", "assetKey": "iceberg://glue/db/t", "snapshotId": 1, "commitTime": 1}
+    answer = requests.post(f"{console}/api/asset-events", json=event, headers=change, timeout=10)
+    assert answer.status_code == 403
+    assert answer.json() == {
+        "error": "FORBIDDEN",
+        "message": "the console does not forward POST /asset-events: it forwards only the calls its pages make "
+        "(reads, and evaluate, retry and replay); use the CLI or the API for anything else",
+    }
+    assert upstream.seen == []
+
+
+def _raw(console: str, method: str, target: str, headers: dict[str, str]) -> tuple[int, Any]:
+    conn = http.client.HTTPConnection(urlsplit(console).netloc, timeout=10)
+    try:
+        conn.request(method, target, body=b"{}", headers=headers)
+        answer = conn.getresponse()
+        return answer.status, json.loads(answer.read() or b"null")
+    finally:
+        conn.close()
+
+
+_SEGMENTS = st.sampled_from(
+    ["rules", "triggers", "assets", "asset-events", "producers", "p1", "r.1", ".", "..", "%2e%2e", "%2F", "", "x%00"]
+)
+_PARAMETERS = st.one_of(
+    st.from_regex(r"[A-Za-z0-9_.-]{1,200}", fullmatch=True),
+    st.sampled_from(["x" * 201, ".", "..", "%2e%2e", "a%2Fb", "", "a b", "é"]),
+)
+
+
+@st.composite
+def _requests(draw: st.DrawFn) -> tuple[str, str]:
+    """A page's call with odd parameters or another method, or a path of loose segments."""
+    if draw(st.booleans()):
+        route = draw(st.sampled_from(ROUTES))
+        path = re.sub(r"\{[^}]*\}", lambda _: draw(_PARAMETERS), route.template)
+        method = draw(st.sampled_from([route.method, route.method, "GET", "POST", "PUT", "DELETE"]))
+        return method, path + draw(st.one_of(st.just(""), st.sampled_from(["/", "/../asset-events", "/x"])))
+    segments = draw(st.lists(_SEGMENTS, min_size=1, max_size=5))
+    return draw(st.sampled_from(["GET", "POST", "PUT", "DELETE", "PATCH"])), "/" + "/".join(segments)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(request=_requests())
+def test_whatever_path_is_asked_for_the_api_sees_only_an_allowed_call_exactly_as_checked(
+    console: str, upstream: RecordingApi, change: dict[str, str], request: tuple[str, str]
+) -> None:
+    method, path = request[0], quote(request[1], safe="/%.-_~")  # http.client sends it as is: no dot resolved
+    upstream.seen.clear()
+    status, answer = _raw(console, method, f"/api{path}", change)
+    allowed = refusal(method, path) is None
+    if not allowed:
+        assert status in (403, 405) and answer["message"]
+        assert upstream.seen == []
+        return
+    # A dot segment would be resolved by the HTTP client into another route: an allowed path has none.
+    assert not {".", ".."} & set(path.split("/"))
+    assert any(m == method and re.fullmatch(re.sub(r"\{[^}]*\}", "[A-Za-z0-9_.-]+", t), path) for m, t in PAGE_CALLS), (
+        path
+    )
+    event("forwarded")
+    [seen] = upstream.seen
+    assert (seen["method"], seen["path"]) == (method, path)
+
+
+# --- cross-site requests ------------------------------------------------------------------------------------------
+
+
+def test_a_change_needs_this_servers_session_token(console: str, upstream: RecordingApi, served: ConsoleServer) -> None:
+    for token in (None, "", "1", served.session_token[:-1], served.session_token + "x"):
+        headers = {"Content-Type": "application/json"} | ({} if token is None else {"X-Lakehook-Console": token})
+        answer = requests.post(f"{console}/api/rules/r/evaluate", data=b"{}", headers=headers, timeout=10)
+        assert answer.status_code == 403, token
+        assert "session token" in answer.json()["message"]
+    assert upstream.seen == []
+    with ConsoleServer(lambda: ApiClient(url=upstream.url, admin_token=TOKEN)) as other:
+        assert other.session_token != served.session_token  # each server its own
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "https://evil.example",
+        "http://localhost:3000",  # another page on loopback (a dev server): same site, another origin
+        "http://127.0.0.1:1",
+        "https://127.0.0.1:{port}",
+        "null",  # a sandboxed frame or a file:// page
+    ],
+)
+def test_a_change_from_another_origin_is_refused(
+    console: str, upstream: RecordingApi, change: dict[str, str], served: ConsoleServer, origin: str
+) -> None:
+    headers = {**change, "Origin": origin.format(port=served.port)}
+    answer = requests.post(f"{console}/api/rules/r/evaluate", data=b"{}", headers=headers, timeout=10)
+    assert answer.status_code == 403
+    assert "another origin" in answer.json()["message"]
+    assert upstream.seen == []
+
+
+def test_a_change_from_the_consoles_own_origin_is_forwarded_whatever_loopback_name_it_was_opened_as(
+    upstream: RecordingApi, served: ConsoleServer, change: dict[str, str]
+) -> None:
+    for host in (f"127.0.0.1:{served.port}", f"localhost:{served.port}"):
+        headers = {**change, "Host": host, "Origin": f"http://{host}", "Sec-Fetch-Site": "same-origin"}
+        answer = requests.post(f"{served.url}api/rules/r/evaluate", data=b"{}", headers=headers, timeout=10)
+        assert answer.status_code == 200, answer.text
+    assert [s["path"] for s in upstream.seen] == ["/rules/r/evaluate"] * 2
+
+
+@pytest.mark.parametrize("site", ["cross-site", "same-site"])
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_request_another_site_started_is_refused(
+    console: str, upstream: RecordingApi, change: dict[str, str], site: str, method: str
+) -> None:
+    path = "/api/rules" if method == "GET" else "/api/rules/r/evaluate"
+    answer = requests.request(
+        method, f"{console}{path}", data=b"{}", headers={**change, "Sec-Fetch-Site": site}, timeout=10
+    )
+    assert answer.status_code == 403
+    assert site in answer.json()["message"]
+    assert upstream.seen == []
+
+
+def test_a_cors_preflight_is_never_approved(console: str, upstream: RecordingApi) -> None:
+    headers = {"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}
+    answer = requests.options(f"{console}/api/rules/r/evaluate", headers=headers, timeout=10)
+    assert answer.status_code == 405
+    assert "Access-Control-Allow-Origin" not in answer.headers
+    assert upstream.seen == []
+
+
+@pytest.mark.parametrize("length", ["abc", "-1", "1e3", "99999999999999999999"])
+def test_a_content_length_that_is_not_a_size_is_a_400(
+    console: str, upstream: RecordingApi, change: dict[str, str], length: str
+) -> None:
+    with socket.create_connection(("127.0.0.1", int(console.rsplit(":", 1)[1])), timeout=10) as conn:
+        request = (
+            f"POST /api/rules/r/evaluate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {length}\r\n"
+            f"X-Lakehook-Console: {change['X-Lakehook-Console']}\r\nConnection: close\r\n\r\n"
+        )
+        conn.sendall(request.encode())
+        reply = b""
+        while chunk := conn.recv(65536):
+            reply += chunk
+    assert reply.startswith(b"HTTP/1.0 400") or reply.startswith(b"HTTP/1.1 400"), reply[:200]
+    assert upstream.seen == []

@@ -21,8 +21,9 @@ def add_console_command(commands: argparse._SubParsersAction) -> None:  # type: 
         "console",
         parents=[common],
         help="serve a web console on 127.0.0.1 for the stack at --url (Ctrl-C stops it)",
-        description="Serve the web console on 127.0.0.1. The browser talks to this server only; it forwards to "
-        "the API with --admin-token (a local stack) or SigV4 with your AWS credentials (a deployed stack).",
+        description="Serve the web console on 127.0.0.1. The browser talks to this server only; it forwards the "
+        "calls the pages make (reads; evaluate, retry, replay) to the API with --admin-token (a local stack) or SigV4 "
+        "with your AWS credentials (a deployed stack), and refuses every other route.",
     )
     sub.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})")
     sub.add_argument("--open", action="store_true", help="open the console in a browser")

@@ -1,21 +1,28 @@
 """The console's HTTP server: the page and its files, and ``/api/*`` forwarded to the lakehook API.
 
-The browser only ever talks to this server (same origin). It forwards each ``/api/<path>`` to the API with
-the caller's credentials (the local stack's admin token, or SigV4 with the caller's AWS credentials for a
-deployed stack), so nothing new is exposed on AWS and no credential reaches the page.
+The browser only ever talks to this server (same origin). It forwards each ``/api/<path>`` the page uses to
+the API with the caller's credentials (the local stack's admin token, or SigV4 with the caller's AWS
+credentials for a deployed stack), so nothing new is exposed on AWS and no credential reaches the page.
+
+It forwards only the method and path pairs the pages call (``lakehook.console.allowlist``): reads, and the
+three changes the console makes (evaluate a rule, retry and replay a trigger). Anything else, a push to
+``/asset-events`` or a producer's secret included, is refused before a credential is attached.
 
 It listens on loopback only, and guards against other web pages the browser may have open: the ``Host``
-header must name loopback (a DNS-rebinding page's host does not), and a request that changes something must
-carry ``X-Lakehook-Console`` (a cross-site form cannot set a header; a cross-site script that tries gets a
-CORS preflight this server never approves). Only GET and POST are forwarded: the console reads, retries,
-replays and evaluates; it does not write rules or producers.
+header must name loopback (a DNS-rebinding page's host does not); a request another site started
+(``Sec-Fetch-Site``) is refused; and a change must come from the console's own origin (``Origin`` equal to
+``Host``) carrying ``X-Lakehook-Console`` with this server's session token, which only a page of this origin
+can read (``/console.json``, no CORS): a cross-site form cannot set a header, and a cross-site script that
+tries gets a CORS preflight this server never approves.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import mimetypes
+import secrets
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,6 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from lakehook.cli_commands.api import ApiClient, CliError
+from lakehook.console.allowlist import refusal
 
 STATIC = Path(__file__).resolve().parent / "static"
 CONSOLE_HEADER = "X-Lakehook-Console"
@@ -52,6 +60,8 @@ class ConsoleServer:
         probe = new_client()
         self.api_url = probe.url
         self.auth = auth_mode(probe)
+        # Proves a change comes from a page this server served: only a same-origin page can read it.
+        self.session_token = secrets.token_urlsafe(32)
         self._httpd = ThreadingHTTPServer((host, port), _handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -70,6 +80,9 @@ class ConsoleServer:
         if client is None:
             client = self._clients.api = self._new_client()
         return client
+
+    def is_session_token(self, value: str | None) -> bool:
+        return value is not None and hmac.compare_digest(value.encode(), self.session_token.encode())
 
     def start(self) -> ConsoleServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="lakehook-console", daemon=True)
@@ -112,40 +125,62 @@ def _handler(console: ConsoleServer) -> type[BaseHTTPRequestHandler]:
             self._serve("POST")
 
         def do_PUT(self) -> None:
-            self._refuse(405, "the console forwards GET and POST only")
+            self._serve("PUT")
 
-        do_DELETE = do_PATCH = do_PUT
+        def do_DELETE(self) -> None:
+            self._serve("DELETE")
+
+        def do_PATCH(self) -> None:
+            self._serve("PATCH")
+
+        def do_OPTIONS(self) -> None:  # a CORS preflight: never approved
+            self._serve("OPTIONS")
 
         def _serve(self, method: str) -> None:
             if not _loopback_host(self.headers.get("Host")):
                 self._refuse(403, "the console answers requests for 127.0.0.1 or localhost only")
                 return
-            path = urlsplit(self.path).path
+            # The request target as it came (no URL parsing, which reads //host/... as a host): the path the
+            # allow-list checks is the path forwarded.
+            path, _, query = self.path.partition("#")[0].partition("?")
             if path.startswith("/api/"):
-                self._forward(method)
+                self._forward(method, path.removeprefix("/api"), query)
             elif method != "GET":
-                self._refuse(405, "only /api/ takes POST")
+                self._refuse(405, f"{path} takes GET only; the console's API calls go to /api/", allow=("GET",))
             elif path == "/console.json":
-                self._json(200, {"apiUrl": console.api_url, "auth": console.auth})
+                self._json(200, {"apiUrl": console.api_url, "auth": console.auth, "token": console.session_token})
             else:
                 self._file(path)
 
-        def _forward(self, method: str) -> None:
+        def _forward(self, method: str, path: str, query: str) -> None:
+            refused = refusal(method, path)
+            if refused is not None:
+                self._refuse(refused.status, refused.message, allow=refused.allow)
+                return
+            site = self.headers.get("Sec-Fetch-Site")
+            if site not in (None, "same-origin", "none"):  # "none": typed in the address bar
+                self._refuse(403, f"a request another site started ({site}) is refused")
+                return
             body: bytes | None = None
             if method != "GET":
-                if not self.headers.get(CONSOLE_HEADER):
-                    self._refuse(403, f"a request that changes something needs the {CONSOLE_HEADER} header")
+                if not console.is_session_token(self.headers.get(CONSOLE_HEADER)):
+                    self._refuse(
+                        403, f"a change needs the {CONSOLE_HEADER} header with the session token the console's page has"
+                    )
                     return
                 origin = self.headers.get("Origin")
-                if origin and not _loopback_host(urlsplit(origin).netloc):
-                    self._refuse(403, "cross-origin requests are refused")
+                if origin and not _same_origin(origin, self.headers.get("Host")):
+                    self._refuse(403, f"a change from another origin ({origin}) is refused")
                     return
-                length = int(self.headers.get("Content-Length") or 0)
+                length = _length(self.headers.get("Content-Length"))
+                if length is None:
+                    self._refuse(400, "Content-Length is not a number of bytes")
+                    return
                 if length > MAX_BODY_BYTES:
                     self._refuse(413, "the body is larger than the limit")
                     return
                 body = self.rfile.read(length) if length else b"{}"
-            status, answer = console.forward(method, self.path.removeprefix("/api"), body)
+            status, answer = console.forward(method, path + (f"?{query}" if query else ""), body)
             self._json(status, answer)
 
         def _file(self, path: str) -> None:
@@ -164,9 +199,11 @@ def _handler(console: ConsoleServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _json(self, status: int, answer: Any) -> None:
+        def _json(self, status: int, answer: Any, allow: tuple[str, ...] = ()) -> None:
             data = b"" if answer is None else json.dumps(answer).encode()
             self.send_response(status)
+            if allow:
+                self.send_header("Allow", ", ".join(allow))
             if data:
                 self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -175,9 +212,9 @@ def _handler(console: ConsoleServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _refuse(self, status: int, message: str) -> None:
+        def _refuse(self, status: int, message: str, allow: tuple[str, ...] = ()) -> None:
             code = {403: "FORBIDDEN", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
-            self._json(status, {"error": code.get(status, "BAD_REQUEST"), "message": message})
+            self._json(status, {"error": code.get(status, "BAD_REQUEST"), "message": message}, allow)
 
         def _security_headers(self) -> None:
             self.send_header("X-Content-Type-Options", "nosniff")
@@ -198,3 +235,14 @@ def _loopback_host(host: str | None) -> bool:
         return False
     name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
     return name.lower() in LOOPBACK_HOSTS
+
+
+def _length(header: str | None) -> int | None:
+    text = (header or "0").strip()
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else None
+
+
+def _same_origin(origin: str, host: str | None) -> bool:
+    """The page's origin is the console's own: ``http://`` and the host (and port) the request was sent to."""
+    parts = urlsplit(origin)
+    return parts.scheme == "http" and host is not None and parts.netloc.lower() == host.lower()

@@ -1,4 +1,16 @@
 // The console's only way out: /api/* on the console server, which forwards to the lakehook API.
+// Answers are parsed without rounding (exact.js): a 64-bit snapshot id is shown, and sent back, digit for digit.
+
+import * as exact from "./exact.js";
+
+let sessionToken = ""; // from /console.json: the server takes a change only with it (no cross-site requests)
+
+/** The console server's config (/console.json): where the API is, how the console reaches it, the session token. */
+export async function configure() {
+  const config = await fetch("/console.json", { cache: "no-store" }).then((r) => r.json());
+  sessionToken = config.token || "";
+  return config;
+}
 
 export class ApiError extends Error {
   constructor(status, message, body) {
@@ -12,18 +24,18 @@ export async function api(path, { method = "GET", body } = {}) {
   const headers = { Accept: "application/json" };
   if (method !== "GET") {
     headers["Content-Type"] = "application/json";
-    headers["X-Lakehook-Console"] = "1"; // the server refuses a change without it (no cross-site forms)
+    headers["X-Lakehook-Console"] = sessionToken; // the server refuses a change without it (no cross-site forms)
   }
   const answer = await fetch("/api" + path, {
     method,
     headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
+    body: body === undefined ? undefined : exact.stringify(body),
     cache: "no-store",
   });
   const text = await answer.text();
   let data = null;
   try {
-    data = text ? JSON.parse(text) : null;
+    data = text ? exact.parse(text) : null;
   } catch {
     data = text;
   }

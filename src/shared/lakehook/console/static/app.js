@@ -1,6 +1,8 @@
 // The console: a hash router, and a loop that polls the API and re-renders the page when its data changed.
 
 import { html, toast } from "./ui.js";
+import { configure } from "./api.js";
+import { supported as exactIds } from "./exact.js";
 import * as graph from "./pages/graph.js";
 import * as asset from "./pages/asset.js";
 import * as rules from "./pages/rules.js";
@@ -111,10 +113,17 @@ root.addEventListener("submit", async (event) => {
 
 async function start() {
   try {
-    ctx.config = await fetch("/console.json").then((r) => r.json());
+    ctx.config = await configure();
     document.getElementById("target").textContent = `${ctx.config.apiUrl} · ${ctx.config.auth}`;
   } catch {
     /* the banner will say the API is unreachable */
+  }
+  if (!exactIds) {
+    const warning = document.getElementById("exact-ids");
+    warning.hidden = false;
+    warning.textContent =
+      "This browser rounds integers above 2^53 (it lacks JSON.parse source text access): 64-bit snapshot ids " +
+      "may be shown wrong. Use Chromium 114+, Firefox 135+ or Safari 18.4+.";
   }
   window.addEventListener("hashchange", navigate);
   await navigate();

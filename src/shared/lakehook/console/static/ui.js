@@ -1,5 +1,7 @@
 // Small helpers: escaped HTML templates, badges, times, the confirmation dialog, toasts.
 
+import { stringify } from "./exact.js";
+
 class Raw {
   constructor(text) {
     this.text = text;
@@ -86,11 +88,11 @@ export function relative(value, now = Date.now()) {
 export const time = (value) =>
   toDate(value) ? html`<time datetime="${toDate(value).toISOString()}" title="${relative(value)}">${when(value)}</time>` : "—";
 
-/** Long Iceberg snapshot ids stay readable: the full id is in the title. */
+/** A snapshot id (or version) in full: a 64-bit Iceberg id is its exact digits (api.js parses without rounding),
+ * so it can be copied into the CLI or compared with the table's own history. */
 export const snap = (id) => {
   if (id === null || id === undefined) return "—";
-  const text = String(id);
-  return text.length > 10 ? html`<span class="mono" title="${text}">${text.slice(0, 6)}…${text.slice(-4)}</span>` : html`<span class="mono">${text}</span>`;
+  return html`<span class="mono snap">${String(id)}</span>`;
 };
 
 export const humanize = (key) =>
@@ -109,8 +111,8 @@ export function kv(object, { empty = "—" } = {}) {
 
 function value(key, v) {
   if (typeof v === "object") {
-    if (Array.isArray(v)) return v.length ? v.map((x) => (typeof x === "object" ? JSON.stringify(x) : x)).join(", ") : "[]";
-    return html`<code>${JSON.stringify(v)}</code>`;
+    if (Array.isArray(v)) return v.length ? v.map((x) => (typeof x === "object" ? stringify(x) : x)).join(", ") : "[]";
+    return html`<code>${stringify(v)}</code>`;
   }
   if (/time$|At$|until$/i.test(key) && (typeof v === "number" || /^\d{4}-/.test(String(v)))) return time(v);
   if (/watermark/i.test(key) && typeof v === "number") return time(v);

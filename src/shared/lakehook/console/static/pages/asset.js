@@ -2,6 +2,7 @@
 // spool manifest, poll status with its last error, recent events, and the rules that read or write it.
 
 import * as api from "../api.js";
+import { stringify } from "../exact.js";
 import { html, badge, kv, time, snap, short, ruleHref, triggersHref, humanize, relative } from "../ui.js";
 import { assetHealth, memberKeys, outletKeys } from "./model.js";
 
@@ -52,7 +53,7 @@ export async function render({ key }) {
       </section>
       <section class="card">
         <h2>Polling</h2>
-        ${poll ? html`${poll.lastError ? html`<p class="error" data-key="lastError">last error: ${typeof poll.lastError === "string" ? poll.lastError : JSON.stringify(poll.lastError)}</p>` : ""}
+        ${poll ? html`${poll.lastError ? html`<p class="error" data-key="lastError">last error: ${typeof poll.lastError === "string" ? poll.lastError : stringify(poll.lastError)}</p>` : ""}
           ${kv(Object.fromEntries(Object.entries(poll).filter(([k]) => k !== "assetKey" && k !== "lastError")))}`
           : html`<p class="muted">not polled: ${registered?.source ? "no poll has run yet" : "the asset has no source (push only)"}</p>`}
       </section>
@@ -105,6 +106,6 @@ const SKIP = new Set(["eventType", "assetKey", "eventId", "source", "receivedAt"
 function details(event) {
   const parts = Object.entries(event)
     .filter(([k, v]) => !SKIP.has(k) && v !== null && v !== undefined)
-    .map(([k, v]) => `${humanize(k)} ${typeof v === "object" ? JSON.stringify(v) : /Time$|watermark/.test(k) && typeof v === "number" ? new Date(v).toISOString() : v}`);
+    .map(([k, v]) => `${humanize(k)} ${typeof v === "object" ? stringify(v) : /Time$|watermark/.test(k) && typeof v === "number" ? new Date(v).toISOString() : v}`);
   return parts.join(" · ");
 }

@@ -90,7 +90,7 @@ function assetNode(n, x, y, state, format) {
   const committed = state && state.latestCommitTime ? `committed ${relative(state.latestCommitTime)}` : health.why;
   return html`<a href="${assetHref(n.key)}" class="node-link"><g class="node asset ${health.tone}" data-asset="${n.key}"
       data-status="${health.status}" transform="translate(${x},${y})">
-    <title>${n.key}${health.why ? "\n" + health.why : ""}</title>
+    <title>${n.key}${latest === null ? "" : `\nsnapshot ${latest}`}${health.why ? "\n" + health.why : ""}</title>
     <rect width="${n.width}" height="${n.height}" rx="9"/>
     <rect class="stripe" width="6" height="${n.height}" rx="3"/>
     <text x="16" y="21" class="name">${clip(short(n.key), 22)}</text>

@@ -3,7 +3,7 @@
 // its definition, and "evaluate now".
 
 import * as api from "../api.js";
-import { html, badge, kv, time, relative, short, assetHref, triggersHref, confirmDialog, toast } from "../ui.js";
+import { html, badge, kv, time, relative, short, snap, assetHref, triggersHref, confirmDialog, toast } from "../ui.js";
 import { ruleHealth, targetLabel } from "./model.js";
 
 export const nav = "rules";
@@ -101,7 +101,7 @@ function flatRequired(required) {
 }
 
 function pins(inputs) {
-  return html`<ul class="plain small">${(inputs || []).map((i) => html`<li><a href="${assetHref(i.assetKey)}">${short(i.assetKey)}</a> @ <span class="mono">${i.snapshotId ?? "—"}</span></li>`)}</ul>`;
+  return html`<ul class="plain small">${(inputs || []).map((i) => html`<li><a href="${assetHref(i.assetKey)}">${short(i.assetKey)}</a> @ ${snap(i.snapshotId)}</li>`)}</ul>`;
 }
 
 export const actions = {
