@@ -1,0 +1,104 @@
+"""The private members of Powertools' REST resolver that ``lakehook.api.app.LakehookResolver`` relies on.
+
+``LakehookResolver`` admits a request (authenticate, then size, media type and JSON limits) before Powertools
+parses it, and includes route modules lazily. Both lean on members Powertools does not document:
+``_resolve`` (the step after the event is stored, before routing), ``_static_routes`` / ``_dynamic_routes``
+(the registered routes, in match order), ``_compile_regex`` (a path to the pattern Powertools matches),
+``_remove_prefix``, ``_convert_matches_into_route_keys``, ``_response_builder_class`` and ``_serializer``, and a
+``Route``'s ``rule``, ``method``, ``func`` and ``openapi_path``. An upgrade of ``aws_lambda_powertools``
+(pinned in constraints.txt) that renames or reshapes one of them fails here, by name, instead of somewhere in
+admission.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.api_gateway import ResponseBuilder, Route
+
+from lakehook.api.app import LakehookResolver, build_app
+
+
+def _event(method: str, path: str) -> dict[str, Any]:
+    return {
+        "httpMethod": method,
+        "path": path,
+        "resource": path,
+        "headers": {},
+        "multiValueHeaders": {},
+        "queryStringParameters": None,
+        "multiValueQueryStringParameters": None,
+        "pathParameters": None,
+        "requestContext": {"httpMethod": method, "path": path, "stage": "v1", "requestId": "r", "identity": {}},
+        "body": None,
+        "isBase64Encoded": False,
+    }
+
+
+def test_the_resolver_still_has_every_private_member_the_admission_uses() -> None:
+    for name in (
+        "_resolve",
+        "_compile_regex",
+        "_remove_prefix",
+        "_convert_matches_into_route_keys",
+    ):
+        assert hasattr(APIGatewayRestResolver, name), f"Powertools' resolver no longer has {name}"
+    app = APIGatewayRestResolver()
+    for name in ("_static_routes", "_dynamic_routes", "_serializer", "_response_builder_class"):
+        assert hasattr(app, name), f"a Powertools resolver instance no longer has {name}"
+    assert isinstance(app._static_routes, list) and isinstance(app._dynamic_routes, list)
+    assert getattr(app._response_builder_class, "__origin__", app._response_builder_class) is ResponseBuilder
+    assert inspect.signature(app._resolve).parameters == {}, "_resolve takes arguments now"
+
+
+def test_compile_regex_and_route_keys_match_a_path_as_the_routes_do() -> None:
+    app = APIGatewayRestResolver()
+    rule = app._compile_regex("/rules/<ruleId>/explain")
+    assert isinstance(rule, re.Pattern)
+    match = rule.match("/rules/orders_daily/explain")
+    assert match is not None
+    assert app._convert_matches_into_route_keys(match) == {"ruleId": "orders_daily"}
+    assert rule.match("/rules/orders_daily/explain/more") is None
+
+
+def test_registered_routes_are_route_objects_with_the_fields_admission_reads() -> None:
+    app = APIGatewayRestResolver()
+
+    @app.get("/things/<thingId>")
+    def thing(thingId: str) -> dict[str, str]:
+        return {"thingId": thingId}
+
+    routes = app._static_routes + app._dynamic_routes
+    assert len(routes) == 1
+    route = routes[0]
+    assert isinstance(route, Route)
+    assert route.method == "GET" and route.func is thing
+    assert route.openapi_path == "/things/{thingId}"
+    assert route.rule.match("/things/a1")
+
+
+def test_a_refusal_built_in_resolve_is_what_the_caller_gets() -> None:
+    """``LakehookResolver._resolve`` answers a refusal through ``_response_builder_class(response, serializer,
+    route=None)`` before Powertools routes: the built response must be what ``resolve`` returns."""
+
+    class Refusing(APIGatewayRestResolver):
+        def _resolve(self) -> ResponseBuilder[Any]:
+            refusal = Response(status_code=418, content_type="application/json", body='{"error":"TEAPOT"}')
+            return self._response_builder_class(response=refusal, serializer=self._serializer, route=None)
+
+    answer = Refusing().resolve(_event("GET", "/anything"), None)
+    assert answer["statusCode"] == 418 and answer["body"] == '{"error":"TEAPOT"}'
+
+
+def test_lakehooks_own_resolver_lists_its_routes_through_those_members() -> None:
+    app = build_app()
+    assert isinstance(app, LakehookResolver)
+    app.include_every_route()
+    paths = {(r.method, r.openapi_path) for r in app._static_routes + app._dynamic_routes}
+    assert ("POST", "/asset-events") in paths
+    assert ("GET", "/rules/{ruleId}/explain") in paths
+    assert app._route_of("GET", "/rules/r1/explain") is not None
+    assert app._remove_prefix("/rules/r1/explain") == "/rules/r1/explain"
