@@ -74,6 +74,10 @@ def test_a_path_names_its_fields_hive_style_or_by_the_table() -> None:
     assert path_partition_key("2026/12/01", ["y", "m", "d"]) == "y=2026/m=12/d=01"
     assert path_partition_key(HIVE_DEFAULT_PARTITION, ["region"]) == f"region={HIVE_DEFAULT_PARTITION}"
     assert path_partition_key("", ["region"]) is None
+    assert path_partition_key("2026/12/01", ["dt"]) == "dt=2026%2F12%2F01"  # one field whose value has slashes
+    # a path written without url-encoding is taken as written: its % is a character, escaped in the key
+    assert path_partition_key("50%25", ["p"], escaped=False) == "p=50%2525"
+    assert path_partition_key("50%25", ["p"]) == "p=50%25"
 
 
 @settings(max_examples=50)

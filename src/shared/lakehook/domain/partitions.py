@@ -14,7 +14,7 @@ were left out. A commit touching 10,000 partitions is therefore one bounded item
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -93,11 +93,13 @@ def canonical_partition_key(key: str) -> str:
     return canonical
 
 
-def path_partition_key(path: str, names: Sequence[str] = ()) -> str | None:
+def path_partition_key(path: str, names: Sequence[str] = (), *, escaped: bool = True) -> str | None:
     """The key of a partition path as writers lay partitions out (Hudi's partition path, a Hive directory).
 
     Hive-style segments (``name=value``) keep their names; bare values (Hudi without hive-style partitioning) take
-    ``names`` in order, the table's partition fields. None for the empty path (an unpartitioned table)."""
+    ``names`` in order, the table's partition fields. ``escaped``: the path's names and values are escaped as Hive
+    escapes them (else taken as written). None for the empty path (an unpartitioned table)."""
+    unescape = unescape_path_name if escaped else _same
     path = path.strip("/")
     if not path:
         return None
@@ -106,19 +108,21 @@ def path_partition_key(path: str, names: Sequence[str] = ()) -> str | None:
     for i, segment in enumerate(segments):
         name, equals, value = segment.partition("=")
         if equals and name:
-            fields.append(
-                (unescape_path_name(name), None if value == HIVE_DEFAULT_PARTITION else unescape_path_name(value))
-            )
+            fields.append((unescape(name), _path_value(value, unescape)))
         elif i < len(names) and len(segments) == len(names):
-            fields.append((names[i], None if segment == HIVE_DEFAULT_PARTITION else unescape_path_name(segment)))
+            fields.append((names[i], _path_value(segment, unescape)))
         else:
             # values without names, and not one per named field: the path as one value of the first field
-            return format_partition_key([(names[0] if names else "partition", unescape_path_name(path))])
+            return format_partition_key([(names[0] if names else "partition", unescape(path))])
     return format_partition_key(fields)
 
 
-def _path_value(text: str) -> str | None:
-    return None if text == HIVE_DEFAULT_PARTITION else unescape_path_name(text)
+def _same(text: str) -> str:
+    return text
+
+
+def _path_value(text: str, unescape: Callable[[str], str]) -> str | None:
+    return None if text == HIVE_DEFAULT_PARTITION else unescape(text)
 
 
 class TouchedPartitions(BaseModel):
