@@ -223,9 +223,10 @@ class AssetEvent(BaseModel):
     def _partition_in_partitions(self) -> AssetEvent:
         if self.partitions is not None and self.event_type is not EventType.SNAPSHOT_COMMITTED:
             raise ValueError(f"partitions is only for SNAPSHOT_COMMITTED, not {self.event_type.value}")
-        if self.partition_key is not None and self.partitions is not None:
-            if self.partition_key not in self.partitions.keys and not self.partitions.truncated:
-                raise ValueError("partitionKey must be one of partitions")
+        named = self.partitions
+        key = self.partition_key
+        if key is not None and named is not None and not named.truncated and key not in named.keys:
+            raise ValueError("partitionKey must be one of partitions")
         return self
 
     @model_validator(mode="after")
