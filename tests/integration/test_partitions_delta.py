@@ -142,3 +142,25 @@ def test_an_unpartitioned_table_records_no_partitions(table: Any, tmp_path: Path
     assert [e.partitions for e in events] == [None, None]
     state = store.get_state(register(location).asset_key)
     assert state is not None and state.latest_partitions is None and state.latest_snapshot_id == 1
+
+
+def test_a_commit_touching_more_partitions_than_the_limit_is_one_bounded_event(table: Any, tmp_path: Path) -> None:
+    from lakehook.domain.limits import MAX_TOUCHED_PARTITIONS
+
+    location = str(tmp_path / "wide")
+    count = MAX_TOUCHED_PARTITIONS + 500
+    write_deltalake(location, batch([("eu", 1)], 0), partition_by=["region", "day"])
+    poller = Poller(table, location)
+    poller()
+    wide = pa.Table.from_pylist([{"id": i, "region": f"r{i:05d}", "day": 1} for i in range(count)], schema=SCHEMA)
+    write_deltalake(location, wide, mode="append", partition_by=["region", "day"])
+    events = poller()
+    touched = events[-1].partitions
+    assert touched is not None and touched.truncated and touched.count == count
+    assert touched.keys == tuple(sorted(touched_by(location, 1)))[:MAX_TOUCHED_PARTITIONS]
+    # one state item, far below DynamoDB's 400 KB: its stored latestPartitions is the bounded value
+    item = table.get_item(Key={"PK": f"ASSET#{poller.asset.asset_key}", "SK": "STATE"})["Item"]
+    assert (
+        len(item["latestPartitions"]["keys"]) == MAX_TOUCHED_PARTITIONS
+        and int(item["latestPartitions"]["count"]) == count
+    )
