@@ -775,3 +775,22 @@ def test_request_budget_of_a_push_with_a_warm_producer_cache(
     assert calls == {"GetItem": 1, "PutItem": 1} and sum(secret_calls.values()) == 0, (calls, secret_calls)
     assert _stream_records(ddb_client) == records  # wrote nothing: no stream record for the resolver
     assert api.state(ORDERS).body["version"] == version
+
+
+def test_a_push_names_its_partitions_and_the_state_shows_them(api: Api, producer: str) -> None:
+    body = {"eventType": "SNAPSHOT_COMMITTED", "assetKey": ORDERS, "snapshotId": 3, "commitKind": "APPEND"}
+    pushed = api.push({**body, "partitions": ["region=us", "dt=2026-12-01/region=eu"]})
+    assert pushed.body["results"][0]["status"] == "ACCEPTED", pushed.body
+    state = api.state(ORDERS).body
+    assert state["latestPartitions"] == {
+        "keys": ["dt=2026-12-01/region=eu", "region=us"],
+        "count": 2,
+        "truncated": False,
+        "snapshotId": 3,
+        "order": 3,
+    }
+    (event,) = api.events(ORDERS)
+    assert event["partitions"]["keys"] == state["latestPartitions"]["keys"]
+    bad = api.push({**body, "snapshotId": 4, "partitions": ["dt=2026-12-02", "no-equals-sign"]})
+    assert bad.body["results"][0]["status"] == "REJECTED" and "partitions" in bad.body["results"][0]["reason"]
+    assert api.state(ORDERS).body["latestSnapshotId"] == 3  # nothing of the rejected event was recorded

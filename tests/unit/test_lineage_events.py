@@ -368,3 +368,61 @@ def test_a_request_of_the_most_outputs_and_facets_is_serialized_in_work_linear_i
     found = snapshot_events(run_event(outputs), [])
     assert len(found) == MAX_OUTPUTS and all(isinstance(item, dict) for item in found)
     assert serialized[0] <= 2 * len(body)
+
+
+# --- partitions: the OpenLineage subset facet -------------------------------------------------------------
+
+
+def subset_facet(*dimensions: dict[str, Any]) -> dict[str, Any]:
+    """The output facet as the OpenLineage client builds and serializes it (BaseSubsetDatasetFacet.json)."""
+    from openlineage.client.generated.base_subset_dataset import (
+        OutputSubsetOutputDatasetFacet,
+        Partition,
+        PartitionSubsetCondition,
+    )
+    from openlineage.client.serde import Serde
+
+    condition = PartitionSubsetCondition(partitions=[Partition(dimensions=d) for d in dimensions])
+    facet = OutputSubsetOutputDatasetFacet(outputCondition=condition)
+    return dict(Serde.to_dict(facet))
+
+
+PAIMON = LineageMapping.model_validate(
+    {"namespace": "s3://lake-bucket", "namePrefix": "paimon/", "assetKeyPrefix": "paimon://lake/"}
+)
+
+
+def with_subset(facet: dict[str, Any]) -> RunEvent:
+    dataset = output("s3://lake-bucket", "paimon/ods/orders", "7")
+    dataset["outputFacets"] = {"subset": facet}
+    return run_event([dataset])
+
+
+def test_an_output_naming_its_partitions_in_the_subset_facet_records_them() -> None:
+    facet = subset_facet({"dt": "2026-12-01", "region": "eu"}, {"dt": "2026-12-01", "region": "us/west"})
+    [raw] = snapshot_events(with_subset(facet), [PAIMON])
+    assert isinstance(raw, dict)
+    parsed = parse_event(raw)
+    assert parsed.partitions is not None
+    assert parsed.partitions.keys == ("dt=2026-12-01/region=eu", "dt=2026-12-01/region=us%2Fwest")
+
+
+@settings(max_examples=50)
+@given(st.lists(st.dictionaries(st.text(min_size=1, max_size=8), st.text(max_size=8), min_size=1, max_size=3)))
+def test_any_partition_subset_is_recorded_or_rejected_by_name_never_an_error(dims: list[dict[str, str]]) -> None:
+    [found] = snapshot_events(with_subset(subset_facet(*dims)), [PAIMON])
+    if isinstance(found, Unmapped):
+        assert "outputFacets.subset" in found.reason
+        return
+    assert isinstance(found, dict)
+    parsed = parse_event(found)
+    assert parsed.partitions is not None and parsed.partitions.count == len({tuple(d.items()) for d in dims})
+
+
+def test_a_malformed_subset_is_a_rejection_naming_the_facet() -> None:
+    bad = {"outputCondition": {"type": "partition", "partitions": [{"dimensions": {"dt": {"nested": 1}}}]}}
+    [found] = snapshot_events(with_subset(bad), [PAIMON])
+    assert isinstance(found, Unmapped) and "outputFacets.subset" in found.reason
+    location = {"outputCondition": {"type": "location", "locations": ["s3://lake-bucket/x"]}}
+    [raw] = snapshot_events(with_subset(location), [PAIMON])
+    assert isinstance(raw, dict) and "partitions" not in raw  # a location names no partition

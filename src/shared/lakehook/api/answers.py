@@ -97,6 +97,16 @@ class AssetPage(Answer):
     next_token: str | None = NextToken
 
 
+class LatestPartitionsAnswer(Answer):
+    """The partitions one snapshot touched: at most 1000 keys (64 KiB), sorted; ``count`` says how many there were."""
+
+    keys: list[str] = Field(description="canonical Hive-style keys (dt=2026-12-01/region=eu), sorted")
+    count: int = Field(description="how many partitions the snapshot touched")
+    truncated: bool = Field(description="true: keys are the first of them, count says how many in all")
+    snapshot_id: int = Field(alias="snapshotId")
+    order: int = Field(description="the snapshot's place in history (as latestSnapshotOrder)")
+
+
 class AssetStateAnswer(Answer):
     """The advance-only state; fields an asset never had are absent."""
 
@@ -111,6 +121,12 @@ class AssetStateAnswer(Answer):
     quality_status: str | None = Field(default=None, alias="qualityStatus")
     schema_status: str | None = Field(default=None, alias="schemaStatus")
     updated_at: Iso | None = Field(default=None, alias="updatedAt")
+    latest_partitions: LatestPartitionsAnswer | None = Field(
+        default=None,
+        alias="latestPartitions",
+        description="the partitions the newest data-changing snapshot touched (docs/partitions.md); null or absent: "
+        "the table is unpartitioned, or that snapshot's event named none",
+    )
     poll_status: dict[str, Any] | None = Field(default=None, alias="pollStatus", description="registered sources")
 
 

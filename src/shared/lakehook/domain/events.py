@@ -20,6 +20,7 @@ from lakehook.domain.limits import (
     Long,
     NonNegativeLong,
 )
+from lakehook.domain.partitions import PartitionKeyError, TouchedPartitions, canonical_partition_key
 from lakehook.domain.time import instant_from_json, ms_to_iso
 
 __all__ = ["MAX_LONG", "MAX_PAYLOAD_BYTES", "MIN_LONG"]  # re-exported: older imports read them from here
@@ -144,7 +145,18 @@ class AssetEvent(BaseModel):
     tag: str | None = Field(default=None, min_length=1, max_length=256)
     backfill_id: str | None = Field(default=None, alias="backfillId", min_length=1, max_length=256)
     interval: Interval | None = None
-    partition_key: str | None = Field(default=None, alias="partitionKey", max_length=512)
+    partition_key: str | None = Field(
+        default=None,
+        alias="partitionKey",
+        max_length=512,
+        description="SNAPSHOT_COMMITTED: the one partition the commit touched (a canonical key, docs/partitions.md); "
+        "INTERVAL_COVERED: the partition the interval covers",
+    )
+    partitions: TouchedPartitions | None = Field(
+        default=None,
+        description="SNAPSHOT_COMMITTED: the partitions the commit touched, as a list of canonical keys "
+        "(at most 1000) or as lakehook answers them ({keys, count, truncated}); absent: not known or unpartitioned",
+    )
     manifest_uri: str | None = Field(default=None, alias="manifestUri", max_length=1024)
     metadata_location: str | None = Field(
         default=None,
@@ -187,6 +199,35 @@ class AssetEvent(BaseModel):
         if value is not None and not value.startswith("s3://"):
             raise ValueError("manifestUri must be an s3:// URI")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_partition(cls, data: Any) -> Any:
+        """A snapshot's ``partitionKey`` is the one partition it touched: canonical, and one of ``partitions``."""
+        if not isinstance(data, dict) or data.get("eventType") != EventType.SNAPSHOT_COMMITTED.value:
+            return data
+        field = "partitionKey" if "partitionKey" in data else "partition_key"
+        key = data.get(field)
+        if not isinstance(key, str):
+            return data
+        try:
+            canonical = canonical_partition_key(key)
+        except PartitionKeyError as exc:
+            raise ValueError(f"partitionKey: {exc}") from exc
+        updated = {**data, field: canonical}
+        if updated.get("partitions") is None:
+            updated["partitions"] = [canonical]
+        return updated
+
+    @model_validator(mode="after")
+    def _partition_in_partitions(self) -> AssetEvent:
+        if self.partitions is not None and self.event_type is not EventType.SNAPSHOT_COMMITTED:
+            raise ValueError(f"partitions is only for SNAPSHOT_COMMITTED, not {self.event_type.value}")
+        named = self.partitions
+        key = self.partition_key
+        if key is not None and named is not None and not named.truncated and key not in named.keys:
+            raise ValueError("partitionKey must be one of partitions")
+        return self
 
     @model_validator(mode="after")
     def _has_version(self) -> AssetEvent:
@@ -232,7 +273,9 @@ class AssetEvent(BaseModel):
         return event_identity(self.asset_key, self.event_type, self.version)
 
     def to_api(self) -> dict[str, Any]:
-        data = self.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"interval"})
+        data = self.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"interval", "partitions"})
+        if self.partitions is not None:
+            data["partitions"] = self.partitions.to_item()
         if self.interval is not None:
             data["interval"] = self.interval.to_api()
         return data

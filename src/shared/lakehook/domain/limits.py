@@ -30,3 +30,10 @@ EpochMillis = Annotated[StrictInt, Field(ge=0, le=MAX_ISO_MS)]
 # of its ``symlinks`` facet. Each is read a bounded number of times, so these bound a request's work.
 MAX_DATASET_FACETS = 64
 MAX_SYMLINKS = 16
+
+# Partitions a commit touched (docs/partitions.md): a poller keeps the first keys in order, at most this many and
+# this many bytes together, and says how many there were; a push naming more is refused. 1000 keys of 64 bytes are
+# 64 KB, so the event item and the state's ``latestPartitions`` stay far under DynamoDB's 400 KB item limit.
+MAX_TOUCHED_PARTITIONS = 1000
+MAX_TOUCHED_PARTITION_BYTES = 64 * 1024
+MAX_PARTITION_KEY_LENGTH = 512  # characters of one canonical key (``partitionKey`` has had this limit)

@@ -29,15 +29,20 @@ from lakehook.domain.json_input import json_depth
 from lakehook.domain.limits import (
     MAX_DATASET_FACETS,
     MAX_LONG,
+    MAX_PARTITION_KEY_LENGTH,
     MAX_PAYLOAD_BYTES,
     MAX_PAYLOAD_DEPTH,
     MAX_SYMLINKS,
 )
+from lakehook.domain.partitions import PartitionKeyError, TouchedPartitions, format_partition_key
 
 TABLE_FORMATS = ("iceberg", "paimon", "delta", "hudi")
 COMPLETE = "COMPLETE"
 VERSION_FACET = "version"  # DatasetVersionDatasetFacet: {"datasetVersion": "..."}
 SYMLINKS_FACET = "symlinks"  # SymlinksDatasetFacet: {"identifiers": [{"namespace", "name", "type"}]}
+# OutputSubsetOutputDatasetFacet (BaseSubsetDatasetFacet.json): the output facet "subset" whose outputCondition
+# {"type": "partition", "partitions": [{"dimensions": {"dt": "2026-12-01"}, "identifier": ...}]} names partitions
+SUBSET_FACET = "subset"
 MAX_OUTPUTS = 100
 MAX_NAME = 1024  # a dataset's namespace or name, its own or a symlink's
 
@@ -241,16 +246,53 @@ def snapshot_events(event: RunEvent, mappings: list[LineageMapping]) -> list[dic
         if key.startswith("iceberg://"):
             found.append(NeedsPoll(dataset=label, asset_key=key, snapshot_id=version))
             continue
-        found.append(
-            {
-                "eventType": "SNAPSHOT_COMMITTED",
-                "assetKey": key,
-                "snapshotId": version,
-                "commitTime": int(event.event_time.timestamp() * 1000),
-                "payload": _payload(event, event.run, event.job, dataset),
-            }
-        )
+        raw: dict[str, Any] = {
+            "eventType": "SNAPSHOT_COMMITTED",
+            "assetKey": key,
+            "snapshotId": version,
+            "commitTime": int(event.event_time.timestamp() * 1000),
+            "payload": _payload(event, event.run, event.job, dataset),
+        }
+        try:
+            partitions = subset_partitions(dataset)
+        except PartitionKeyError as exc:
+            found.append(Unmapped(dataset=label, reason=f"dataset {label!r}: outputFacets.{SUBSET_FACET}: {exc}"))
+            continue
+        if partitions is not None:
+            raw["partitions"] = partitions.to_item()
+        found.append(raw)
     return found
+
+
+def subset_partitions(dataset: LineageDataset) -> TouchedPartitions | None:
+    """The partitions an output's ``subset`` facet names (a ``partition`` condition), None without one.
+
+    Each partition's ``dimensions`` are its fields in the order sent, each value as text (null: Hive's default
+    partition); more than the limit keep the first, as a poll does. Other conditions (location, compare,
+    binary) name no partition keys and are not read."""
+    facet = dataset.output_facets.get(SUBSET_FACET)
+    condition = facet.get("outputCondition") if isinstance(facet, dict) else None
+    if not isinstance(condition, dict) or condition.get("type") != "partition":
+        return None
+    listed = condition.get("partitions")
+    if not isinstance(listed, list):
+        raise PartitionKeyError("a partition condition's partitions is a list")
+    keys = set()
+    for partition in listed:
+        dimensions = partition.get("dimensions") if isinstance(partition, dict) else None
+        if not isinstance(dimensions, dict) or not dimensions:
+            raise PartitionKeyError("each partition names its dimensions: an object of field to value")
+        fields = []
+        for name, value in dimensions.items():
+            if isinstance(value, dict | list):
+                raise PartitionKeyError(f"dimension {str(name)[:40]!r} is not a scalar value")
+            text = None if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+            fields.append((str(name), text))
+        key = format_partition_key(fields)
+        if len(key) > MAX_PARTITION_KEY_LENGTH:
+            raise PartitionKeyError(f"a partition key is at most {MAX_PARTITION_KEY_LENGTH} characters")
+        keys.add(key)
+    return TouchedPartitions.of(keys)
 
 
 def _reports_version(dataset: LineageDataset) -> bool:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
 from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.time import ms_to_iso
 
 POLLER_NAMESPACE = "lakehook.poller"
@@ -55,6 +56,9 @@ class SnapshotInfo(BaseModel):
         default=True,
         alias="dataChanged",
         description="False when the table's own log shows the commit changed no data (see domain/versions.py)",
+    )
+    partitions: TouchedPartitions | None = Field(
+        default=None, description="the partitions the commit touched; None for an unpartitioned table or not known"
     )
 
 
@@ -204,6 +208,7 @@ def snapshot_event(asset_key: str, snapshot: SnapshotInfo) -> AssetEvent:
         metadata_location=snapshot.metadata_location,
         # only a "no" is news: a snapshot that says nothing more is judged by its commit kind
         data_changed=None if snapshot.data_changed else False,
+        partitions=snapshot.partitions,
     )
 
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lakehook.domain.events import AssetEvent, EventType
 from lakehook.domain.ordering import TagEntry, backfill_view, latest_tag, order_key
+from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.time import ms_to_iso
 from lakehook.domain.versions import SnapshotRecord, Verdict, starts_history
 
@@ -134,9 +135,10 @@ def _snapshot_committed(event: AssetEvent, recorded_at: int) -> Advance:
     sets["latestDataChanged"] = record.changes_data  # always: a newer snapshot replaces an older one's "no"
     late = None
     if record.changes_data:  # a compaction keeps the newest data-changing snapshot (see versions.py)
-        sets["latestData"] = record.to_item()
+        data = {"latestData": record.to_item(), "latestPartitions": latest_partitions_item(event, record.order)}
+        sets.update(data)
         # A data snapshot that arrives after a newer compaction is still the newest data change.
-        late = Advance(Below("latestData.order", record.order), sets={"latestData": record.to_item()})
+        late = Advance(Below("latestData.order", record.order), sets=data)
     first: dict[str, Any] = {"firstSchemaId": event.schema_id} if event.schema_id is not None else {}
     # whether lakehook has seen the table from its first snapshot on (a first poll takes only the newest)
     first["seenFromStart"] = starts_history(event.asset_key, record)
@@ -281,6 +283,23 @@ def snapshot_record(event: AssetEvent) -> SnapshotRecord:
     )
 
 
+def latest_partitions_item(event: AssetEvent, order: int) -> dict[str, Any] | None:
+    """What ``latestPartitions`` holds after a data-changing snapshot: the partitions it touched, with its id and
+    order; None (stored as null) when it names none, so an older snapshot's partitions never pass for its own."""
+    if event.partitions is None:
+        return None
+    return {**event.partitions.to_item(), "snapshotId": event.snapshot_id, "order": order}
+
+
+class LatestPartitions(TouchedPartitions):
+    """The partitions the newest data-changing snapshot touched (``latestData``), and which snapshot that is."""
+
+    snapshot_id: int = Field(alias="snapshotId")
+    order: int
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
 def tag_ref(tag: str, snapshot_id: int, order: int | None) -> str:
     """A tag and the snapshot it names, as one member of the state's ``tagRefs`` string set."""
     return f"{snapshot_id}:{'' if order is None else order}:{tag}"
@@ -413,6 +432,11 @@ class AssetState(BaseModel):
     )
     latest_data: SnapshotRecord | None = Field(
         default=None, alias="latestData", description="the newest snapshot that changed data (not a compaction)"
+    )
+    latest_partitions: LatestPartitions | None = Field(
+        default=None,
+        alias="latestPartitions",
+        description="the partitions latestData touched (None: unpartitioned, or its event named none)",
     )
     tags: set[str] = Field(default_factory=set)
     tag_refs: set[str] = Field(default_factory=set, alias="tagRefs", description="'<snapshotId>:<order>:<tag>'")

@@ -20,11 +20,18 @@ read, so no Delta library is needed (delta-rs is ~135 MB unzipped; see docs/pack
 - ``schemaId`` is the version of the commit that last wrote the table's metadata (the ``metaData``
   action: schema, partitioning, properties), so it only grows; when that commit is older than the
   retained log it is unknown (None).
+- The partitions a version touched are the ``partitionValues`` of its ``add`` / ``remove`` actions with
+  ``dataChange: true``, keyed in the order of the table's ``metaData.partitionColumns`` (docs/partitions.md):
+  the batch's own ``metaData``, else that of the commit ``schemaId`` names (one read, remembered per table and
+  metadata version). An unpartitioned table (no partition columns) records none; a version known only from a
+  checkpoint records none either.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +39,7 @@ from typing import Any
 from lakehook.adapters.lakehouse.credentials import CredentialResolver
 from lakehook.adapters.lakehouse.table_files import TableFiles, TableFilesCache
 from lakehook.domain.assets import AssetSource
+from lakehook.domain.partitions import PartitionKeyError, TouchedPartitions, format_partition_key
 from lakehook.domain.snapshots import SnapshotCursor, SnapshotGap, SnapshotInfo, mark_schema_changes
 from lakehook.ports.lakehouse import (
     CorruptMetadataError,
@@ -44,6 +52,7 @@ from lakehook.ports.lakehouse import (
 LOG_DIR = "_delta_log"
 LAST_CHECKPOINT = "_last_checkpoint"
 WATERMARK_KEYS = ("lakehook.watermark", "watermark")  # a writer may stamp one into the commit's properties
+_KNOWN_COLUMNS = 256
 SCHEMA_LOOKBACK = 100  # commit files read backwards to find the metadata version on a first read
 # operationMetrics names (delta-rs snake_case, Spark camelCase) of rows a commit wrote / removed. A MERGE's
 # numOutputRows counts every row it rewrote (inserted + updated + copied), so a MERGE counts only the rows it
@@ -121,6 +130,8 @@ class DeltaCommit:
     info: SnapshotInfo
     writes_metadata: bool
     from_checkpoint: bool = False
+    partition_columns: tuple[str, ...] | None = None  # the metaData action's, when the commit writes one
+    touched: tuple[tuple[tuple[str, str | None], ...], ...] = ()  # partitionValues of its data-changing files
 
 
 class DeltaSnapshotSource(SnapshotSource):
@@ -131,6 +142,9 @@ class DeltaSnapshotSource(SnapshotSource):
     ) -> None:
         self._files = TableFilesCache(resolver, cache_ttl_seconds)
         self._read_concurrency = read_concurrency
+        # partition columns by (table, metadata version): a warm poller reads a table's metaData commit once
+        self._columns: OrderedDict[tuple[str, int], tuple[str, ...]] = OrderedDict()
+        self._lock = threading.Lock()
 
     # --- the port ---------------------------------------------------------------------------
 
@@ -202,7 +216,7 @@ class DeltaSnapshotSource(SnapshotSource):
         schema = cursor.schema_id if cursor is not None and gap is None else None
         if cursor is None and commits and not commits[0].writes_metadata and not commits[0].from_checkpoint:
             schema = _metadata_version_before(files, commits[0].info.snapshot_id)
-        infos = _with_schema_ids(commits, schema)
+        infos = _with_partitions(commits, _with_schema_ids(commits, schema), self._columns_at(files, schema, commits))
         previous = cursor.schema_id if cursor is not None else None
         return SnapshotBatch(
             pointer=pointer,
@@ -212,6 +226,32 @@ class DeltaSnapshotSource(SnapshotSource):
             gap=gap,
             complete=limit > 0 and (not commits or commits[-1].info.snapshot_id >= latest),
         )
+
+    def _columns_at(
+        self, files: TableFiles, metadata_version: int | None, commits: list[DeltaCommit]
+    ) -> tuple[str, ...] | None:
+        """The partition columns the first new commit inherits: the ``metaData`` of the commit ``schemaId`` names
+        (one read, unless the batch starts with its own), None when not known (then ``partitionValues`` order)."""
+        for commit in commits:
+            if commit.partition_columns is not None:
+                self._remember_columns(files.location, commit.info.snapshot_id, commit.partition_columns)
+        if not commits or commits[0].partition_columns is not None or metadata_version is None:
+            return None
+        with self._lock:
+            known = self._columns.get((files.location, metadata_version))
+        if known is not None:
+            return known
+        written = _commit(files, metadata_version)
+        if written is None or written.partition_columns is None:
+            return None
+        self._remember_columns(files.location, metadata_version, written.partition_columns)
+        return written.partition_columns
+
+    def _remember_columns(self, location: str, version: int, columns: tuple[str, ...]) -> None:
+        with self._lock:
+            self._columns[(location, version)] = columns
+            while len(self._columns) > _KNOWN_COLUMNS:
+                self._columns.popitem(last=False)
 
     def _newest(self, files: TableFiles, latest: int, limit: int) -> list[DeltaCommit]:
         versions = range(max(0, latest - limit + 1), latest + 1)
@@ -314,15 +354,61 @@ def _with_schema_ids(commits: list[DeltaCommit], schema: int | None) -> list[Sna
     return infos
 
 
+def _with_partitions(
+    commits: list[DeltaCommit], infos: list[SnapshotInfo], columns: tuple[str, ...] | None
+) -> list[SnapshotInfo]:
+    """Each version's touched partitions, keyed in the order of the partition columns in force at it."""
+    out: list[SnapshotInfo] = []
+    for commit, info in zip(commits, infos, strict=True):
+        if commit.partition_columns is not None:
+            columns = commit.partition_columns
+        if commit.from_checkpoint:
+            columns = None  # which metadata a checkpoint-only version holds is not read
+            out.append(info)
+            continue
+        out.append(info.model_copy(update={"partitions": touched_partitions(commit.touched, columns)}))
+    return out
+
+
+def touched_partitions(
+    touched: tuple[tuple[tuple[str, str | None], ...], ...], columns: tuple[str, ...] | None
+) -> TouchedPartitions | None:
+    """The partitions of a commit's data-changing ``add`` / ``remove`` actions; None for an unpartitioned table.
+
+    A value is the protocol's partition value serialization as written; a null (JSON null, or the empty string
+    the protocol also reads as null) is Hive's default partition. Without the table's ``partitionColumns`` (its
+    ``metaData`` is older than the retained log) the order is the ``partitionValues`` map's as written."""
+    if columns == () or (columns is None and not any(touched)):
+        return None
+    keys: set[str] = set()
+    for values in touched:
+        named = dict(values)
+        order = columns if columns is not None else tuple(name for name, _ in values)
+        try:
+            keys.add(format_partition_key([(name, named.get(name)) for name in order]))
+        except PartitionKeyError:
+            continue  # a file without partition values in a partitioned table: nothing to name
+    return TouchedPartitions.of(keys)
+
+
+def _partition_values(action: dict[str, Any]) -> tuple[tuple[str, str | None], ...]:
+    values = action.get("partitionValues")
+    if not isinstance(values, dict):
+        return ()
+    return tuple((str(k), None if v is None else str(v)) for k, v in values.items())
+
+
 def parse_commit(version: int, data: bytes, location: str = "") -> DeltaCommit:
-    """A commit file's ``commitInfo`` as a SnapshotInfo (schema id left to the caller).
+    """A commit file's ``commitInfo`` as a SnapshotInfo (schema id and partitions left to the caller).
 
     It changed data when one of its ``add`` / ``remove`` actions says ``dataChange: true`` (a writer that leaves
-    the flag out is taken to have changed data)."""
+    the flag out is taken to have changed data); those actions' ``partitionValues`` are the partitions it touched."""
     commit_info: dict[str, Any] = {}
     writes_metadata = False
     data_changed = False
     newest_add = 0
+    columns: tuple[str, ...] | None = None
+    touched: list[tuple[tuple[str, str | None], ...]] = []
     try:
         for line in data.decode("utf-8").splitlines():
             if not line.strip():
@@ -334,14 +420,20 @@ def parse_commit(version: int, data: bytes, location: str = "") -> DeltaCommit:
                 commit_info = action["commitInfo"]
             elif "metaData" in action:
                 writes_metadata = True
-            elif isinstance(action.get("add"), dict):
-                newest_add = max(newest_add, _int(action["add"].get("modificationTime")) or 0)
-                data_changed = data_changed or action["add"].get("dataChange") is not False
-            elif isinstance(action.get("remove"), dict):
-                data_changed = data_changed or action["remove"].get("dataChange") is not False
+                meta = action["metaData"]
+                listed = meta.get("partitionColumns") if isinstance(meta, dict) else None
+                columns = tuple(str(c) for c in listed) if isinstance(listed, list) else ()
+            elif isinstance(action.get("add"), dict) or isinstance(action.get("remove"), dict):
+                file = action["add"] if isinstance(action.get("add"), dict) else action["remove"]
+                if "add" in action:
+                    newest_add = max(newest_add, _int(file.get("modificationTime")) or 0)
+                if file.get("dataChange") is not False:
+                    data_changed = True
+                    touched.append(_partition_values(file))
     except (UnicodeDecodeError, ValueError) as exc:
         raise CorruptMetadataError(f"delta table {location}: {commit_file(version)} is not a Delta commit") from exc
-    return DeltaCommit(commit_snapshot(version, commit_info, newest_add, data_changed), writes_metadata)
+    info = commit_snapshot(version, commit_info, newest_add, data_changed)
+    return DeltaCommit(info, writes_metadata, partition_columns=columns, touched=tuple(touched))
 
 
 def commit_snapshot(

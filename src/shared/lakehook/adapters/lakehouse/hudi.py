@@ -61,6 +61,7 @@ from zoneinfo import ZoneInfo
 from lakehook.adapters.lakehouse.credentials import CredentialResolver
 from lakehook.adapters.lakehouse.table_files import TableFiles, TableFilesCache
 from lakehook.domain.assets import AssetSource
+from lakehook.domain.partitions import PartitionKeyError, TouchedPartitions, path_partition_key
 from lakehook.domain.snapshots import SnapshotCursor, SnapshotGap, SnapshotInfo, mark_schema_changes
 from lakehook.domain.time import ms_to_iso, now_ms
 from lakehook.domain.versions import changes_data
@@ -108,6 +109,9 @@ class Layout:
     layout_two: bool
     timeline_path: str = "timeline"
     utc: bool | None = None  # hoodie.table.timeline.timezone: True UTC, False LOCAL, None unset (Hudi: LOCAL)
+    partition_fields: tuple[str, ...] = ()  # hoodie.table.partition.fields, in order (a custom key generator's
+    # "field:TYPE" entries name the field before the colon)
+    url_encoded: bool = False  # hoodie.datasource.write.partitionpath.urlencode: paths escaped as Hive escapes
 
     @property
     def directory(self) -> str:
@@ -133,11 +137,14 @@ class Layout:
         layout = written if written is not None else (2 if version >= 8 else 1)
         zone = properties.get("hoodie.table.timeline.timezone", "").strip().upper()
         path = properties.get("hoodie.timeline.path", "").strip().strip("/") or "timeline"
+        fields = properties.get("hoodie.table.partition.fields", "")
         return cls(
             table_version=version,
             layout_two=layout >= 2 and version >= 8,
             timeline_path=path,
             utc=True if zone == "UTC" else False if zone == "LOCAL" else None,
+            partition_fields=tuple(f.split(":", 1)[0].strip() for f in fields.split(",") if f.split(":", 1)[0].strip()),
+            url_encoded=properties.get("hoodie.datasource.write.partitionpath.urlencode", "").lower() == "true",
         )
 
 
@@ -294,7 +301,8 @@ class HudiSnapshotSource(SnapshotSource):
                 schema_text, schema_id = text, instant.instant
             replaced = self._replaced_rows(files, timeline, instant, meta)
             info = instant_snapshot(instant, meta, timeline.zone, replaced)
-            infos.append(info.model_copy(update={"schema_id": schema_id}))
+            partitions = touched_partitions(meta, timeline.layout)
+            infos.append(info.model_copy(update={"schema_id": schema_id, "partitions": partitions}))
             self._remember_schema(files.location, instant.instant, schema_text)  # the schema in force after it
         return SnapshotBatch(
             pointer=pointer,
@@ -498,6 +506,32 @@ def _replaced_file_ids(meta: dict[str, Any]) -> list[str]:
     if not isinstance(replaced, dict):
         return []
     return [f for ids in replaced.values() if isinstance(ids, list) for f in ids if isinstance(f, str)]
+
+
+def touched_partitions(meta: dict[str, Any], layout: Layout) -> TouchedPartitions | None:
+    """The partitions a commit wrote (``partitionToWriteStats``) or replaced (``partitionToReplaceFileIds``).
+
+    A partition path is Hive-style (``city=sf``) or bare values (``sf``, named by the table's partition fields);
+    the empty path is an unpartitioned table's, which records none. Hudi writes a null value as
+    ``__HIVE_DEFAULT_PARTITION__`` (before 0.12: ``default``, which reads as the value ``default``)."""
+    paths: set[str] = set()
+    for name in ("partitionToWriteStats", "partitionToReplaceFileIds"):
+        written = meta.get(name)
+        if isinstance(written, dict):
+            paths.update(str(p) for p in written)
+    if not layout.partition_fields and all(not p.strip("/") for p in paths):
+        return None
+    keys: set[str] = set()
+    for path in paths:
+        try:
+            key = path_partition_key(path, layout.partition_fields, escaped=layout.url_encoded)
+        except PartitionKeyError:
+            continue
+        if key is not None:
+            keys.add(key)
+    if not keys and not layout.partition_fields:
+        return None
+    return TouchedPartitions.of(keys)
 
 
 def file_group_rows(metadata: Iterable[dict[str, Any]]) -> dict[str, int | None]:

@@ -6,6 +6,10 @@ read ``metadata.json``): Glue ``GetTable`` ``Parameters.metadata_location``; the
 metadata it loaded is kept for the ``snapshots_since`` that follows, so a changed table still
 costs one load (for REST that is the load response; Hive also reads ``metadata.json``, so there
 an unchanged table costs that read too).
+
+The partitions a snapshot touched (docs/partitions.md) are read from the manifests it wrote: its manifest list
+and those manifests, per new snapshot, only when the table has a partitioned spec (an unpartitioned table costs
+nothing more and records none).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -23,6 +27,8 @@ from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.exceptions import ValidationError as IcebergValidationError
 from pyiceberg.io import FileIO, load_file_io
+from pyiceberg.manifest import ManifestEntryStatus
+from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.serializers import Compressor
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
@@ -33,6 +39,7 @@ from lakehook.adapters.lakehouse.credentials import CredentialResolver, Resolved
 from lakehook.domain.assets import AssetSource
 from lakehook.domain.errors import LakehookError
 from lakehook.domain.iceberg_counts import counts_from_summary
+from lakehook.domain.partitions import TouchedPartitions, format_partition_key
 from lakehook.domain.snapshots import (
     RefKind,
     SnapshotCursor,
@@ -114,9 +121,19 @@ class IcebergSnapshotSource(SnapshotSource):
             with self._translated(entry, source):
                 metadata = read_metadata(entry.io_for(pointer), pointer, source.table_name)
         try:
-            return batch_from_metadata(metadata, pointer, cursor, limit=limit, known_tags=known_tags)
+            batch = batch_from_metadata(metadata, pointer, cursor, limit=limit, known_tags=known_tags)
         except (ValueError, TypeError, KeyError) as exc:
             raise CorruptMetadataError(f"iceberg table {source.table_name}: unreadable snapshots in {pointer}") from exc
+        if not batch.snapshots or all(spec.is_unpartitioned() for spec in metadata.specs().values()):
+            return batch  # an unpartitioned table records no partitions, and reads no manifest for them
+        with self._translated(entry, source):
+            io = entry.io_for(pointer)
+            by_id = {s.snapshot_id: s for s in metadata.snapshots}
+            infos = [
+                info.model_copy(update={"partitions": touched_partitions(metadata, by_id[info.snapshot_id], io)})
+                for info in batch.snapshots
+            ]
+        return replace(batch, snapshots=infos)
 
     # --- catalogs ---------------------------------------------------------------------------
 
@@ -346,6 +363,46 @@ def summary_properties(summary: Any) -> dict[str, str]:
     if summary is None:
         return {}
     return {str(k): str(v) for k, v in summary.additional_properties.items()}
+
+
+def touched_partitions(metadata: TableMetadata, snapshot: Snapshot, io: FileIO) -> TouchedPartitions | None:
+    """The partitions of the data and delete files the snapshot added or removed, as Hive-style keys.
+
+    Read from the manifests the snapshot wrote (``added_snapshot_id``): its entries ``ADDED`` or ``DELETED`` by
+    it (``EXISTING`` ones were carried over). Each partition tuple is written field by field with the spec's
+    transform's human string, as pyiceberg's ``PartitionSpec.partition_to_path`` writes it (``day`` →
+    ``2026-12-01``, ``hour`` → ``2026-12-01-10``, ``bucket`` / ``truncate`` → their value), in the spec's field
+    order; a null value is Hive's default partition. Files of an unpartitioned spec name no partition."""
+    specs = metadata.specs()
+    if all(spec.is_unpartitioned() for spec in specs.values()):
+        return None
+    schema = next((s for s in metadata.schemas if s.schema_id == snapshot.schema_id), None) or metadata.schema()
+    keys: set[str] = set()
+    for manifest in snapshot.manifests(io):
+        if manifest.added_snapshot_id != snapshot.snapshot_id:
+            continue
+        spec = specs.get(manifest.partition_spec_id)
+        if spec is None or spec.is_unpartitioned():
+            continue
+        try:
+            types = [f.field_type for f in spec.partition_type(schema).fields]
+        except ValueError:  # a source column no longer in the schema: fall back to the current one
+            types = [f.field_type for f in spec.partition_type(metadata.schema()).fields]
+        for found in manifest.fetch_manifest_entry(io, discard_deleted=False):
+            if found.status == ManifestEntryStatus.EXISTING or found.snapshot_id not in (None, snapshot.snapshot_id):
+                continue
+            keys.add(partition_key(spec, types, found.data_file.partition))
+    return TouchedPartitions.of(keys)
+
+
+def partition_key(spec: PartitionSpec, types: list[Any], partition: Any) -> str:
+    """One partition tuple as its canonical key (see :func:`touched_partitions`)."""
+    fields = []
+    for position, part in enumerate(spec.fields):
+        value = partition[position]
+        text = None if value is None else part.transform.to_human_string(types[position], value)
+        fields.append((part.name, text))
+    return format_partition_key(fields)
 
 
 def _main_ancestry(metadata: TableMetadata, by_id: dict[int, Snapshot]) -> list[Snapshot]:

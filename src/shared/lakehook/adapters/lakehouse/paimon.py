@@ -13,13 +13,19 @@ existence before each read, so it is not used on this path.
 A filesystem warehouse (the default metastore) needs only pypaimon's FileIO and yields the table
 path without I/O; other metastores (jdbc, rest) go through ``CatalogFactory`` and are asked for
 the table (one more call per poll, and an import of polars and pandas).
+The partitions a snapshot touched (docs/partitions.md) are its delta manifest list's entries: the schema file
+(read once per table and schema id while the poller is warm), then the list and its manifests per new snapshot
+of a partitioned table; an unpartitioned table reads no manifest and records none.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pypaimon.catalog.catalog_exception import DatabaseNotExistException, TableNotExistException
@@ -33,6 +39,7 @@ from lakehook.adapters.lakehouse.catalog_cache import CatalogCache
 from lakehook.adapters.lakehouse.credentials import CredentialResolver, ResolvedProperties, properties_fingerprint
 from lakehook.domain.assets import AssetSource
 from lakehook.domain.errors import LakehookError
+from lakehook.domain.partitions import TouchedPartitions, format_partition_key, unescape_path_name
 from lakehook.domain.snapshots import SnapshotCursor, SnapshotGap, SnapshotInfo, TagInfo, mark_schema_changes
 from lakehook.ports.lakehouse import (
     CorruptMetadataError,
@@ -42,12 +49,14 @@ from lakehook.ports.lakehouse import (
     TableNotFoundError,
 )
 
+PAIMON_DEFAULT_PARTITION = "__DEFAULT_PARTITION__"  # Paimon's partition.default-name
 TAG_PREFIX = "tag-"
 SNAPSHOT_PREFIX = "snapshot-"
 LATEST = "LATEST"
 EARLIEST = "EARLIEST"
 
 
+_KNOWN_SCHEMAS = 256
 FILESYSTEM = "filesystem"
 DB_SUFFIX = ".db"  # Paimon's warehouse layout: <warehouse>/<database>.db/<table>
 
@@ -69,11 +78,12 @@ class _Catalog:
 
 @dataclass(frozen=True)
 class _Table:
-    """Where a table's files are and the FileIO that reads them."""
+    """Where a table's files are, the FileIO that reads them, and the snapshot files this poll parsed."""
 
     name: str
     path: str
     file_io: Any
+    parsed: dict[int, Snapshot] = field(default_factory=dict, compare=False)
 
     @property
     def snapshot_dir(self) -> str:
@@ -96,6 +106,8 @@ class PaimonSnapshotSource(SnapshotSource):
         self._resolver = resolver
         self._catalogs: CatalogCache[_Catalog] = CatalogCache(cache_ttl_seconds)
         self._read_concurrency = read_concurrency
+        self._schemas: OrderedDict[tuple[str, int], Any] = OrderedDict()  # TableSchema by (table path, schema id)
+        self._lock = threading.Lock()
 
     # --- the port ---------------------------------------------------------------------------
 
@@ -158,6 +170,7 @@ class PaimonSnapshotSource(SnapshotSource):
                         break
                     snapshots.append(snapshot)
             complete = bool(snapshots) and snapshots[-1].snapshot_id >= latest
+        snapshots = [self._with_partitions(table, info) for info in snapshots]
         previous = cursor.schema_id if cursor is not None else None
         all_tags = _tag_names(table)
         new_tags = [_tag(table, name) for name in all_tags if name not in known_tags]
@@ -171,6 +184,48 @@ class PaimonSnapshotSource(SnapshotSource):
             gap=gap,
             complete=complete,
         )
+
+    def _with_partitions(self, table: _Table, info: SnapshotInfo) -> SnapshotInfo:
+        """The snapshot with the partitions its delta manifests name (none for an unpartitioned table)."""
+        snapshot = table.parsed.get(info.snapshot_id)
+        if snapshot is None:
+            return info
+        schema = self._schema(table, snapshot.schema_id)
+        if schema is None or not schema.partition_keys:  # unpartitioned: no partitions to name
+            return info
+        try:
+            return info.model_copy(update={"partitions": touched_partitions(table, snapshot, schema)})
+        except LakehookError:
+            raise
+        except FileNotFoundError as exc:  # a manifest expired with its snapshot while this poll read it
+            what = f"paimon table {table.name}: a manifest of snapshot {info.snapshot_id}"
+            raise CorruptMetadataError(f"{what} is missing") from exc
+        except Exception as exc:
+            what = f"paimon table {table.name}: the manifests of snapshot {info.snapshot_id}"
+            raise SourceAccessError(f"{what} could not be read: {exc}") from exc
+
+    def _schema(self, table: _Table, schema_id: int) -> Any:
+        """The table's schema ``schema-<id>`` (pypaimon's ``TableSchema``), remembered per table and id: a schema
+        file never changes, so a warm poller reads it once. None when it is gone."""
+        key = (table.path, schema_id)
+        with self._lock:
+            known = self._schemas.get(key)
+        if known is not None:
+            return known
+        from pypaimon.schema.table_schema import TableSchema
+
+        text = _read(table, f"{table.path}/schema/schema-{schema_id}")
+        if text is None:
+            return None
+        try:
+            schema = TableSchema.from_json(text)
+        except Exception as exc:
+            raise CorruptMetadataError(f"paimon table {table.name}: schema-{schema_id} is not a valid schema") from exc
+        with self._lock:
+            self._schemas[key] = schema
+            while len(self._schemas) > _KNOWN_SCHEMAS:
+                self._schemas.popitem(last=False)
+        return schema
 
     def _read_many(self, table: _Table, ids: range) -> list[SnapshotInfo | None]:
         """Snapshot files by id, in order; read concurrently (one read each), since each is a round trip."""
@@ -244,7 +299,10 @@ def _snapshot(table: _Table, snapshot_id: int) -> SnapshotInfo | None:
     if text is None:
         return None
     try:
-        return snapshot_info(JSON.from_json(text, Snapshot))
+        parsed = JSON.from_json(text, Snapshot)
+        info = snapshot_info(parsed)
+        table.parsed[snapshot_id] = parsed
+        return info
     except Exception as exc:  # JSON, missing fields, wrong types: the file is not a snapshot
         raise CorruptMetadataError(
             f"paimon table {table.name}: snapshot-{snapshot_id} is not a valid snapshot"
@@ -338,6 +396,61 @@ def _tag(table: _Table, name: str) -> TagInfo | None:
     except (ValueError, KeyError, TypeError) as exc:
         raise CorruptMetadataError(f"paimon table {table.name}: tag {name!r} is not a valid tag file") from exc
     return TagInfo(name=name, snapshot_id=snapshot_id)
+
+
+def touched_partitions(table: _Table, snapshot: Snapshot, schema: Any) -> TouchedPartitions:
+    """The partitions of the files the snapshot added or deleted: the entries of its delta manifest list.
+
+    The manifests are Avro (read with fastavro, as pypaimon reads them); each entry's ``_PARTITION`` is a binary
+    row, read with pypaimon's deserializer, and named as Paimon names its directory (pypaimon's
+    ``FileStorePathFactory``: Java's partition value strings, with ``partition.legacy-name`` a DATE as its day
+    number, ``partition.default-name`` for null), then written as a canonical key. pypaimon's manifest managers
+    are not used: they need its table object, whose module imports pandas, which the lakehouse layer leaves out.
+    """
+    from pypaimon.table.row.generic_row import GenericRowDeserializer
+    from pypaimon.utils.file_store_path_factory import FileStorePathFactory
+
+    names = list(schema.partition_keys)
+    by_name = {f.name: f for f in schema.fields}
+    fields = [by_name[name] for name in names]
+    options = schema.options or {}
+    default = str(options.get("partition.default-name", PAIMON_DEFAULT_PARTITION))
+    factory = FileStorePathFactory(
+        root=table.path,
+        partition_keys=names,
+        default_part_value=default,
+        format_identifier="parquet",
+        data_file_prefix="data-",
+        changelog_file_prefix="changelog-",
+        legacy_partition_name=str(options.get("partition.legacy-name", "true")).lower() == "true",
+        file_suffix_include_compression=False,
+        file_compression="none",
+        partition_types=[f.type for f in fields],
+    )
+    rows: set[tuple[Any, ...]] = set()
+    for manifest in _avro(table, snapshot.delta_manifest_list):
+        for entry in _avro(table, str(manifest["_FILE_NAME"])):
+            rows.add(tuple(GenericRowDeserializer.from_bytes(entry["_PARTITION"], fields).values))
+    keys = set()
+    for values in rows:
+        path = factory.relative_bucket_path(values, 0, canonical_partition=True)
+        segments = [part for part in path.split("/") if "=" in part][: len(names)]
+        named = []
+        for segment in segments:
+            name, _, value = segment.partition("=")
+            text = unescape_path_name(value)
+            named.append((unescape_path_name(name), None if text == default else text))
+        keys.add(format_partition_key(named))
+    return TouchedPartitions.of(keys)
+
+
+def _avro(table: _Table, name: str) -> list[dict[str, Any]]:
+    """The records of one Avro file under ``manifest/`` (one read)."""
+    import fastavro
+
+    with table.file_io.new_input_stream(f"{table.path}/manifest/{name}") as stream:
+        data = stream.read()
+    return [record for record in fastavro.reader(io.BytesIO(data)) if isinstance(record, dict)]
 
 
 def snapshot_info(snapshot: Snapshot) -> SnapshotInfo:

@@ -1,0 +1,176 @@
+"""Partition keys, and the bounded set of partitions one commit touched.
+
+A partition key is Hive's partition name: ``dt=2026-12-01/region=eu``, one ``name=value`` per partition field in
+the order of the table's partition spec, names and values escaped as Hive's ``FileUtils.escapePathName`` escapes
+them (``%`` and two upper-case hex digits for ``/``, ``=``, ``%``, ``:``, ``#``, ``?``, ``*``, quotes, brackets,
+``{``, ``^``, ``\\`` and control characters), a null (or empty) value written ``__HIVE_DEFAULT_PARTITION__``. Every
+format's poller writes its partitions in this one syntax (docs/partitions.md), so a rule compares keys as strings.
+
+:class:`TouchedPartitions` is what an event and the state keep of one commit: the first keys in sorted order, at
+most :data:`~lakehook.domain.limits.MAX_TOUCHED_PARTITIONS` of them and
+:data:`~lakehook.domain.limits.MAX_TOUCHED_PARTITION_BYTES` together, with how many there were and whether some
+were left out. A commit touching 10,000 partitions is therefore one bounded item, never 10,000 writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from lakehook.domain.limits import MAX_PARTITION_KEY_LENGTH, MAX_TOUCHED_PARTITION_BYTES, MAX_TOUCHED_PARTITIONS
+
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+# Hive's FileUtils.charToEscape (the characters it escapes on every platform)
+_ESCAPED = frozenset([chr(c) for c in range(0x00, 0x20)] + list("\"#%'*/:=?\\\x7f{[]^"))
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+PartitionFields = tuple[tuple[str, str | None], ...]
+
+
+class PartitionKeyError(ValueError):
+    """A partition key that is not ``name=value[/name=value…]`` (or is too long)."""
+
+
+def escape_path_name(text: str) -> str:
+    """Hive's ``escapePathName``: each character Hive escapes becomes ``%XX`` (upper-case hex)."""
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text)
+
+
+def unescape_path_name(text: str) -> str:
+    """Hive's ``unescapePathName``: ``%XX`` back to its character; a ``%`` not followed by two hex digits stays."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        pair = text[i + 1 : i + 3]
+        if text[i] == "%" and len(pair) == 2 and set(pair) <= _HEX:
+            out.append(chr(int(pair, 16)))
+            i += 3
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def format_partition_key(fields: Sequence[tuple[str, Any]]) -> str:
+    """The canonical key of ``(name, value)`` pairs in spec order; a value is written as ``str(value)``, None or
+    ``""`` as ``__HIVE_DEFAULT_PARTITION__`` (Hive writes both so)."""
+    if not fields:
+        raise PartitionKeyError("a partition key names at least one field")
+    parts = []
+    for name, value in fields:
+        if not name:
+            raise PartitionKeyError("a partition field has no name")
+        text = HIVE_DEFAULT_PARTITION if value is None or value == "" else escape_path_name(str(value))
+        parts.append(f"{escape_path_name(name)}={text}")
+    return "/".join(parts)
+
+
+def parse_partition_key(key: str) -> PartitionFields:
+    """``(name, value)`` pairs of a key, unescaped, ``__HIVE_DEFAULT_PARTITION__`` as None."""
+    if not key:
+        raise PartitionKeyError("a partition key is not empty")
+    if len(key) > MAX_PARTITION_KEY_LENGTH:
+        raise PartitionKeyError(f"a partition key is at most {MAX_PARTITION_KEY_LENGTH} characters")
+    fields: list[tuple[str, str | None]] = []
+    for segment in key.split("/"):
+        name, equals, value = segment.partition("=")
+        if not equals or not name:
+            raise PartitionKeyError(f"partition key {key[:80]!r}: each part is name=value, not {segment[:40]!r}")
+        plain = unescape_path_name(name)
+        if any(plain == seen for seen, _ in fields):
+            raise PartitionKeyError(f"partition key {key[:80]!r} names {plain[:40]!r} twice")
+        fields.append((plain, None if value in ("", HIVE_DEFAULT_PARTITION) else unescape_path_name(value)))
+    return tuple(fields)
+
+
+def canonical_partition_key(key: str) -> str:
+    """The key as lakehook writes it (escapes upper-cased, ``=`` in a value escaped …); an error if it is no key."""
+    canonical = format_partition_key(parse_partition_key(key))
+    if len(canonical) > MAX_PARTITION_KEY_LENGTH:
+        raise PartitionKeyError(f"a partition key is at most {MAX_PARTITION_KEY_LENGTH} characters")
+    return canonical
+
+
+def path_partition_key(path: str, names: Sequence[str] = (), *, escaped: bool = True) -> str | None:
+    """The key of a partition path as writers lay partitions out (Hudi's partition path, a Hive directory).
+
+    Hive-style segments (``name=value``) keep their names; bare values (Hudi without hive-style partitioning) take
+    ``names`` in order, the table's partition fields. ``escaped``: the path's names and values are escaped as Hive
+    escapes them (else taken as written). None for the empty path (an unpartitioned table)."""
+    unescape = unescape_path_name if escaped else _same
+    path = path.strip("/")
+    if not path:
+        return None
+    segments = path.split("/")
+    fields: list[tuple[str, str | None]] = []
+    for i, segment in enumerate(segments):
+        name, equals, value = segment.partition("=")
+        if equals and name:
+            fields.append((unescape(name), _path_value(value, unescape)))
+        elif i < len(names) and len(segments) == len(names):
+            fields.append((names[i], _path_value(segment, unescape)))
+        else:
+            # values without names, and not one per named field: the path as one value of the first field
+            return format_partition_key([(names[0] if names else "partition", unescape(path))])
+    return format_partition_key(fields)
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def _path_value(text: str, unescape: Callable[[str], str]) -> str | None:
+    return None if text == HIVE_DEFAULT_PARTITION else unescape(text)
+
+
+class TouchedPartitions(BaseModel):
+    """The partitions one commit touched: the first ``keys`` in sorted order, their ``count``, ``truncated``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    keys: tuple[str, ...] = Field(max_length=MAX_TOUCHED_PARTITIONS, description="canonical keys, sorted, unique")
+    count: int = Field(ge=0, description="how many partitions the commit touched (more than keys when truncated)")
+    truncated: bool = Field(default=False, description="whether keys leave some of them out")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_list(cls, value: Any) -> Any:
+        """A list of keys (as a push names them) is the whole set."""
+        if isinstance(value, list | tuple):
+            keys = [canonical_partition_key(k) if isinstance(k, str) else k for k in value]
+            unique = sorted(set(keys)) if all(isinstance(k, str) for k in keys) else keys
+            return {"keys": unique, "count": len(unique), "truncated": False}
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TouchedPartitions:
+        canonical = tuple(canonical_partition_key(k) for k in self.keys)
+        if canonical != self.keys:
+            raise ValueError("partition keys must be canonical (see docs/partitions.md)")
+        if list(self.keys) != sorted(set(self.keys)):
+            raise ValueError("partition keys must be sorted and unique")
+        size = sum(len(k.encode()) for k in self.keys)
+        if size > MAX_TOUCHED_PARTITION_BYTES:
+            raise ValueError(f"partition keys are {size} bytes together; the limit is {MAX_TOUCHED_PARTITION_BYTES}")
+        if self.count < len(self.keys) or self.truncated != (self.count > len(self.keys)):
+            raise ValueError("count is the number of partitions, and truncated says whether keys leave some out")
+        return self
+
+    @classmethod
+    def of(cls, keys: Iterable[str]) -> TouchedPartitions:
+        """The bounded value of every key a reader found (canonical keys; duplicates count once)."""
+        unique = sorted(set(keys))
+        kept: list[str] = []
+        size = 0
+        for key in unique:
+            length = len(key.encode())
+            if len(kept) == MAX_TOUCHED_PARTITIONS or size + length > MAX_TOUCHED_PARTITION_BYTES:
+                break
+            kept.append(key)
+            size += length
+        return cls(keys=tuple(kept), count=len(unique), truncated=len(kept) < len(unique))
+
+    def to_item(self) -> dict[str, Any]:
+        return {"keys": list(self.keys), "count": self.count, "truncated": self.truncated}

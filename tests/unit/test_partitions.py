@@ -1,0 +1,122 @@
+"""Partition keys (Hive's escaping, both ways) and the bounded set of partitions a commit touched."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from lakehook.domain.limits import MAX_PARTITION_KEY_LENGTH, MAX_TOUCHED_PARTITION_BYTES, MAX_TOUCHED_PARTITIONS
+from lakehook.domain.partitions import (
+    HIVE_DEFAULT_PARTITION,
+    PartitionKeyError,
+    TouchedPartitions,
+    canonical_partition_key,
+    escape_path_name,
+    format_partition_key,
+    parse_partition_key,
+    path_partition_key,
+    unescape_path_name,
+)
+
+# Names are distinct and non-empty; values are any text (the characters Hive escapes included) or None.
+names = st.text(min_size=1, max_size=12)
+values = st.one_of(st.none(), st.text(max_size=20))
+fields = st.lists(st.tuples(names, values), min_size=1, max_size=4, unique_by=lambda f: f[0])
+
+
+def test_hive_escapes_its_characters_in_upper_case_hex() -> None:
+    assert escape_path_name("a/b=c%d:e") == "a%2Fb%3Dc%25d%3Ae"
+    assert format_partition_key([("dt", "2026-12-01"), ("region", "eu")]) == "dt=2026-12-01/region=eu"
+    assert format_partition_key([("dt", None), ("region", "")]) == (
+        f"dt={HIVE_DEFAULT_PARTITION}/region={HIVE_DEFAULT_PARTITION}"
+    )
+    assert format_partition_key([("ts_hour", "2026-12-01-10")]) == "ts_hour=2026-12-01-10"
+    assert unescape_path_name("100%") == "100%"  # a % without two hex digits stays, as in Hive
+
+
+@given(fields)
+def test_a_key_parses_back_to_its_fields(pairs: list[tuple[str, str | None]]) -> None:
+    key = format_partition_key(pairs)
+    expected = tuple((name, None if value == "" else value) for name, value in pairs)
+    assert parse_partition_key(key) == expected
+    assert len(key.split("/")) == len(pairs)  # a '/' inside a name or value never splits it
+    if len(key) <= MAX_PARTITION_KEY_LENGTH:
+        assert canonical_partition_key(key) == key
+
+
+@given(st.text(max_size=40))
+def test_unescape_inverts_escape(text: str) -> None:
+    assert unescape_path_name(escape_path_name(text)) == text
+
+
+@given(fields)
+def test_lower_case_escapes_are_made_canonical(pairs: list[tuple[str, str | None]]) -> None:
+    key = format_partition_key(pairs)
+    if len(key) <= MAX_PARTITION_KEY_LENGTH:
+        lowered = "".join(
+            key[i].lower() if i >= 1 and (key[i - 1] == "%" or (i >= 2 and key[i - 2] == "%")) else key[i]
+            for i in range(len(key))
+        )
+        assert canonical_partition_key(lowered) == key
+
+
+@given(st.sampled_from(["", "dt", "=x", "dt=1//r=2", "a=1/a=2", "dt=1/", "x" * (MAX_PARTITION_KEY_LENGTH + 1)]))
+def test_what_is_no_key_is_refused(text: str) -> None:
+    with pytest.raises(PartitionKeyError):
+        canonical_partition_key(text)
+
+
+def test_a_path_names_its_fields_hive_style_or_by_the_table() -> None:
+    assert path_partition_key("city=san_francisco") == "city=san_francisco"
+    assert path_partition_key("10", ["byteField"]) == "byteField=10"
+    assert path_partition_key("2026/12/01", ["y", "m", "d"]) == "y=2026/m=12/d=01"
+    assert path_partition_key(HIVE_DEFAULT_PARTITION, ["region"]) == f"region={HIVE_DEFAULT_PARTITION}"
+    assert path_partition_key("", ["region"]) is None
+    assert path_partition_key("2026/12/01", ["dt"]) == "dt=2026%2F12%2F01"  # one field whose value has slashes
+    # a path written without url-encoding is taken as written: its % is a character, escaped in the key
+    assert path_partition_key("50%25", ["p"], escaped=False) == "p=50%2525"
+    assert path_partition_key("50%25", ["p"]) == "p=50%25"
+
+
+@settings(max_examples=50)
+@given(st.lists(fields.map(format_partition_key), max_size=30))
+def test_touched_partitions_are_sorted_unique_and_counted(keys: list[str]) -> None:
+    keys = [k for k in keys if len(k) <= MAX_PARTITION_KEY_LENGTH]
+    touched = TouchedPartitions.of(keys)
+    assert touched.keys == tuple(sorted(set(keys)))
+    assert touched.count == len(set(keys)) and not touched.truncated
+    assert TouchedPartitions.model_validate(touched.to_item()) == touched
+    assert TouchedPartitions.model_validate(list(reversed(keys))) == touched  # a push names them as a list
+
+
+@settings(max_examples=10)
+@given(st.integers(min_value=MAX_TOUCHED_PARTITIONS + 1, max_value=3 * MAX_TOUCHED_PARTITIONS))
+def test_a_commit_touching_more_keeps_a_bounded_prefix_and_says_so(count: int) -> None:
+    keys = [f"id={i:05d}" for i in range(count)]
+    touched = TouchedPartitions.of(reversed(keys))
+    assert touched.keys == tuple(keys[:MAX_TOUCHED_PARTITIONS])
+    assert touched.count == count and touched.truncated
+
+
+def test_long_keys_are_bounded_by_bytes_too() -> None:
+    long_keys = [format_partition_key([("k", f"{i:04d}" + "v" * 400)]) for i in range(400)]
+    touched = TouchedPartitions.of(long_keys)
+    assert sum(len(k.encode()) for k in touched.keys) <= MAX_TOUCHED_PARTITION_BYTES
+    assert touched.truncated and touched.count == 400 and 0 < len(touched.keys) < 400
+
+
+@given(
+    st.one_of(
+        st.just({"keys": ["b=1", "a=1"], "count": 2, "truncated": False}),  # not sorted
+        st.just({"keys": ["a=1"], "count": 2, "truncated": False}),  # count says more, truncated says no
+        st.just({"keys": ["a=1", "a=1"], "count": 2, "truncated": False}),
+        st.just({"keys": ["a=%2f"], "count": 1, "truncated": False}),  # not canonical
+        st.lists(st.text(max_size=5).filter(lambda t: "=" not in t), min_size=1, max_size=3),
+        st.just([f"id={i}" for i in range(MAX_TOUCHED_PARTITIONS + 1)]),
+    )
+)
+def test_inconsistent_values_are_refused(value: object) -> None:
+    with pytest.raises(ValidationError):
+        TouchedPartitions.model_validate(value)
