@@ -38,6 +38,7 @@ CONSOLE_HEADER = "X-Lakehook-Console"
 MAX_BODY_BYTES = 1 << 20
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 _TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
+_SHUTDOWN_POLL_SECONDS = 0.1  # how soon stop() returns: serve_forever checks for a shutdown this often
 
 logger = logging.getLogger(__name__)
 
@@ -85,12 +86,14 @@ class ConsoleServer:
         return value is not None and hmac.compare_digest(value.encode(), self.session_token.encode())
 
     def start(self) -> ConsoleServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="lakehook-console", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(_SHUTDOWN_POLL_SECONDS,), name="lakehook-console", daemon=True
+        )
         self._thread.start()
         return self
 
     def serve_forever(self) -> None:
-        self._httpd.serve_forever()
+        self._httpd.serve_forever(_SHUTDOWN_POLL_SECONDS)
 
     def stop(self) -> None:
         if self._thread is not None:
