@@ -86,6 +86,11 @@ pytest: $(BIN)/.installed ## the test suites (unit, integration, e2e)
 .PHONY: test
 test: setup lint typecheck template scan pytest ## everything CI runs
 
+.PHONY: test-fast
+test-fast: $(BIN)/.installed ## the fast tier while you work: ruff, then the tests not marked slow, hypothesis's fast profile (make test stays the gate)
+	$(BIN)/ruff check src/shared functions tests bench
+	$(BIN)/pytest -m "not slow" --hypothesis-profile=fast $(PYTEST_ARGS)
+
 .PHONY: build
 build: setup ## sam build without Docker, then each function's unzipped size (limit 250 MB)
 	@test -n "$(PY312_BIN)" || { echo "no Python 3.12 found (pyenv install 3.12)"; exit 1; }

@@ -20,6 +20,7 @@ os.environ.setdefault("POWERTOOLS_DEV", "false")
 
 from moto import mock_aws
 
+import tests.hypothesis_profiles  # noqa: F401  (registers and loads the hypothesis profiles)
 from lakehook import container as container_module
 from lakehook.container import Container
 from lakehook.settings import Settings
@@ -66,3 +67,10 @@ def container(settings: Settings, table: Any) -> Iterator[Container]:
     container_module.use(wired)
     yield wired
     container_module.use(None)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every e2e test is slow (it drives the local stack): the fast tier (``-m "not slow"``) leaves them out."""
+    for item in items:
+        if item.get_closest_marker("e2e") is not None or "/tests/e2e/" in item.path.as_posix():
+            item.add_marker(pytest.mark.slow)

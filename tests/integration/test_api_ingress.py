@@ -21,6 +21,7 @@ from lakehook.api.app import build_app
 from lakehook.api.auth import authenticator_for, public
 from lakehook.domain.limits import MAX_JSON_DEPTH, MAX_NUMBER_DIGITS, MAX_PAYLOAD_DEPTH
 from lakehook.domain.time import MAX_ISO_MS
+from tests.hypothesis_profiles import examples
 from tests.integration.test_api import ORDERS, PAYMENTS, Api, api, nothing_recorded, producer, secrets_client
 from tests.support import FakeLambdaContext, api_event, signed_headers
 
@@ -257,7 +258,7 @@ def moto_api(api: Api, producer: str) -> Iterator[tuple[Api, str]]:
 
 
 @settings(
-    max_examples=120,
+    max_examples=examples(120),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
 )

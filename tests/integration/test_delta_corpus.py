@@ -22,6 +22,7 @@ from lakehook.domain.snapshots import SnapshotCursor, SnapshotGap, SnapshotInfo
 from lakehook.ports.lakehouse import SnapshotBatch, SnapshotSource
 from tests.delta_tables import CHECKPOINTED, CORPUS, DATA, copy, rows_at
 from tests.fakes.memory import InMemorySecretStore
+from tests.hypothesis_profiles import examples
 
 pytestmark = pytest.mark.integration
 
@@ -206,7 +207,7 @@ def names_a_version(data: bytes) -> bool:
     return isinstance(version, int)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     hint=st.one_of(
         st.binary(max_size=40),

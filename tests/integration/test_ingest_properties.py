@@ -24,6 +24,7 @@ from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceTy
 from lakehook.ports import AssetStore
 from lakehook.usecases.ingest import IngestEvents
 from tests.fakes.memory import InMemoryAssetStore
+from tests.hypothesis_profiles import examples
 
 BASE_MS = 1_748_772_000_000
 KINDS = ("snapshot", "watermark", "passed", "failed")
@@ -155,7 +156,7 @@ def model(plan: list[Delivery]) -> tuple[list[IngestStatus | None], dict[tuple[i
     return answers, applied, versions
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(plan=deliveries())
 def test_any_order_of_duplicated_evidence_ends_in_the_newest_state(table: Any, plan: list[Delivery]) -> None:
     run = next(_examples)  # fresh asset keys per example: the table is shared

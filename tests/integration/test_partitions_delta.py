@@ -26,6 +26,7 @@ from lakehook.domain.partitions import format_partition_key
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.poll import PollAsset
 from tests.fakes.memory import InMemorySecretStore
+from tests.hypothesis_profiles import examples
 
 pytestmark = pytest.mark.integration
 
@@ -96,7 +97,7 @@ operations = st.lists(
 )
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(operations)
 def test_each_version_names_the_partitions_delta_rs_says_it_changed(table: Any, ops: list[tuple[str, Any]]) -> None:
     with tempfile.TemporaryDirectory() as scratch:

@@ -31,6 +31,7 @@ from pyiceberg.types import DateType, LongType, NestedField, StringType, Timesta
 from lakehook.adapters.lakehouse.iceberg import partition_key
 from lakehook.domain.events import AssetEvent
 from lakehook.domain.partitions import format_partition_key
+from tests.hypothesis_profiles import examples
 from tests.integration.test_iceberg_source import Lake, register
 
 pytestmark = pytest.mark.integration
@@ -126,7 +127,7 @@ def by_snapshot(lake: Lake, key: str) -> dict[int, AssetEvent]:
     return {e.snapshot_id: e for e in lake.events(key) if e.snapshot_id is not None}
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(operations)
 def test_each_snapshot_names_the_partitions_pyiceberg_says_it_changed(table: Any, ops: list[tuple[str, Any]]) -> None:
     with tempfile.TemporaryDirectory() as scratch:

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from lakehook.domain.events import AssetEvent
 from lakehook.domain.partitions import HIVE_DEFAULT_PARTITION, path_partition_key
+from tests.hypothesis_profiles import examples
 from tests.integration.test_paimon_source import Lake, register
 from tests.lakehouse import paimon_commit
 
@@ -99,7 +100,7 @@ operations = st.lists(
 )
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(operations)
 def test_each_snapshot_names_the_partitions_pypaimon_says_it_changed(table: Any, ops: list[tuple[str, Any]]) -> None:
     with tempfile.TemporaryDirectory() as scratch:

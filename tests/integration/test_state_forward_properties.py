@@ -28,6 +28,7 @@ from lakehook.usecases.coverage import RecordCoverage
 from lakehook.usecases.ingest import IngestEvents
 from tests.fakes.memory import InMemoryAssetStore
 from tests.fakes.memory_coverage import InMemoryCoverageStore
+from tests.hypothesis_profiles import examples
 
 BASE_MS = 1_748_772_000_000
 # The recording clock ticks on even milliseconds; producer times are odd ones among them, so evidence with
@@ -262,7 +263,7 @@ def observed(store: AssetStore, coverage: CoverageStore, key: str) -> dict[str, 
     return found
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(plan=deliveries())
 def test_every_field_ends_at_the_maximum_of_its_order(table: Any, plan: list[Delivery]) -> None:
     run = next(_examples)  # fresh asset keys per example: the table is shared
@@ -296,7 +297,7 @@ snapshot_plans = st.lists(
 ).flatmap(lambda specs: st.permutations(specs))
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(order=snapshot_plans)
 def test_the_newest_data_snapshot_holds_whatever_the_order_of_data_and_compaction_snapshots(
     table: Any, order: list[Spec]

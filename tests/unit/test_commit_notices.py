@@ -17,6 +17,7 @@ from lakehook.domain.commit_notices import (
     table_root,
     watch_entries,
 )
+from tests.hypothesis_profiles import examples
 
 segment = st.from_regex(r"[a-z0-9][a-z0-9_\-]{0,10}", fullmatch=True)
 paths = st.lists(segment, min_size=0, max_size=3).map("/".join)
@@ -43,7 +44,7 @@ def s3_event(bucket: str, key: str) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     bucket=buckets,
     prefix=paths,
@@ -72,7 +73,7 @@ def test_a_catalog_tables_commit_file_finds_the_key_it_was_registered_under(
     assert isinstance(read_notice(s3_event(bucket, data_file)), NoticeIgnored)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(bucket=buckets, root=paths.filter(bool), fmt=st.sampled_from(["delta", "hudi"]), data=st.data())
 def test_a_path_tables_commit_file_finds_its_location(bucket: str, root: str, fmt: str, data: st.DataObject) -> None:
     scheme = data.draw(st.sampled_from(["s3", "s3a"]))
@@ -146,7 +147,7 @@ events = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(event=events)
 def test_any_event_is_a_notice_or_a_reason(event: dict[str, Any]) -> None:
     found = read_notice(event)

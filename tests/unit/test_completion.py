@@ -34,6 +34,7 @@ from tests.fakes.memory_rules import (
     InMemoryStateReader,
     InMemoryTriggerStore,
 )
+from tests.hypothesis_profiles import examples
 
 T0 = 1_750_000_000_000
 ODS = "paimon://lake/ods_db/ods_order_latest"
@@ -340,7 +341,7 @@ def _shape(body: dict[str, Any]) -> tuple[str, list[tuple[str, int]]]:
     return body["status"], sorted((o["assetKey"], o["snapshotId"]) for o in body.get("outlets", []))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(_completions, min_size=1, max_size=6))
 def test_the_first_terminal_completion_wins_whatever_follows(sequence: list[dict[str, Any]]) -> None:
     lake = Lake()

@@ -21,6 +21,7 @@ from lakehook.domain.errors import NotFoundError
 from lakehook.domain.rules import Rule
 from lakehook.usecases.completion import CompletionTokens
 from tests.fakes.memory import InMemorySecretStore
+from tests.hypothesis_profiles import examples
 
 KEY = "k" * 64
 OTHER_KEY = "q" * 64
@@ -63,7 +64,7 @@ def test_a_short_completion_key_is_refused() -> None:
         completion_token("short", A)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(st.from_regex(r"[A-Za-z0-9_.-]{1,64}\.[A-Za-z0-9_.-]{1,64}\.[0-9a-f]{24}", fullmatch=True), st.data())
 def test_tokens_of_distinct_trigger_keys_never_cross(key: str, data: st.DataObject) -> None:
     other = data.draw(st.from_regex(r"[A-Za-z0-9_.-]{1,64}\.[0-9a-f]{24}", fullmatch=True).filter(lambda k: k != key))

@@ -27,6 +27,7 @@ from lakehook.cli import build_parser
 from lakehook.cli_commands.api import ApiClient
 from lakehook.console.allowlist import ROUTES, refusal
 from lakehook.console.server import STATIC, ConsoleServer
+from tests.hypothesis_profiles import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "console-test-token"
@@ -321,7 +322,7 @@ def _requests(draw: st.DrawFn) -> tuple[str, str]:
     return draw(st.sampled_from(["GET", "POST", "PUT", "DELETE", "PATCH"])), "/" + "/".join(segments)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(request=_requests())
 def test_whatever_path_is_asked_for_the_api_sees_only_an_allowed_call_exactly_as_checked(
     console: str, upstream: RecordingApi, change: dict[str, str], request: tuple[str, str]

@@ -35,6 +35,7 @@ from lakehook.domain.events import AssetEvent, EventType
 from lakehook.domain.time import parse_instant_ms
 from lakehook.usecases.coverage import QueryCoverage, RecordCoverage
 from tests.fakes.memory_coverage import InMemoryCoverageStore
+from tests.hypothesis_profiles import examples
 
 FIVE_MIN = 300_000
 JUNE = parse_instant_ms("2025-06-01T00:00:00Z")
@@ -70,7 +71,7 @@ intervals_st = st.lists(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(intervals=intervals_st, query=st.tuples(st.integers(0, 170), st.integers(1, 60)), data=st.data())
 def test_gaps_match_a_brute_force_model_in_any_arrival_order(
     intervals: list[tuple[int, int]], query: tuple[int, int], data: st.DataObject
@@ -125,7 +126,7 @@ def brute_windows(intervals: list[tuple[int, int]], size: int, lateness: int, no
     ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     intervals=intervals_st,
     size=st.integers(1, 30),
@@ -177,7 +178,7 @@ def test_an_interval_crossing_midnight_is_split_per_day() -> None:
     assert segment_of_label("2025-06-02") == pieces[1][0]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, DAY_MS - 1), st.integers(1, 3 * HOUR_MS)), max_size=40))
 def test_segments_round_trip(raw: list[tuple[int, int]]) -> None:
     day = JUNE
@@ -185,7 +186,7 @@ def test_segments_round_trip(raw: list[tuple[int, int]]) -> None:
     assert decode_segment(encode_segment(spans, day), day) == spans
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 4 * DAY_MS), st.integers(1, 2 * DAY_MS)), max_size=30))
 def test_day_segments_read_back_in_order_unite_at_midnight(raw: list[tuple[int, int]]) -> None:
     intervals = [(JUNE + s, JUNE + s + length) for s, length in raw]

@@ -33,6 +33,7 @@ from lakehook.domain.targets import (
     validate_target,
 )
 from lakehook.domain.triggers import PinnedInput, Trigger, Window, trigger_key
+from tests.hypothesis_profiles import examples
 
 A = "paimon://lake/ods_db/ods_order_latest"
 B = "iceberg://glue/ods_db/ods_payment_latest"
@@ -191,7 +192,7 @@ def test_retry_after_is_a_floor_but_never_beyond_the_cap() -> None:
     assert policy.delay(1, rand=lambda: 0.0, at_least=3600.0) == 10.0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(attempt=st.integers(1, 10_000), r=st.floats(0, 1), base=st.floats(0, 5), extra=st.floats(0, 100))
 def test_a_delay_is_never_negative_nor_beyond_the_cap(attempt: int, r: float, base: float, extra: float) -> None:
     policy = RetryPolicy(max_attempts=3, base_delay_seconds=base, max_delay_seconds=base + extra)

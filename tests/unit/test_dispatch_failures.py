@@ -21,6 +21,7 @@ from lakehook.domain.time import ms_to_iso
 from lakehook.domain.triggers import FailureKind, RunState, TriggerNotRetryableError, TriggerStatus
 from lakehook.usecases.dispatch import DispatchStatus, RetryTrigger, handle_dispatch_record
 from tests.fakes.memory_dispatch import Fault, InMemoryTargetClient, SimulatedCrashError
+from tests.hypothesis_profiles import examples
 from tests.unit.test_dispatch_usecase import T0, WEBHOOK, World, make_world, record, rule
 
 
@@ -318,7 +319,7 @@ ANSWERS = st.sampled_from(
 )
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     plans=st.lists(st.lists(ANSWERS, max_size=8), min_size=1, max_size=4),
     total=st.integers(min_value=1, max_value=4),

@@ -43,6 +43,7 @@ from tests.fakes.memory_dispatch import (
     SimulatedCrashError,
 )
 from tests.fakes.memory_rules import InMemoryRuleStore, InMemoryTriggerStore
+from tests.hypothesis_profiles import examples
 
 T0 = 1_750_000_000_000
 WEBHOOK = {"type": "webhook", "url": "https://scheduler.example.com/hooks/dwd", "secretRef": "lakehook/targets/dwd"}
@@ -597,7 +598,7 @@ FAULTS = st.sampled_from(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     plans=st.lists(st.lists(FAULTS, max_size=6), min_size=1, max_size=4),
     find_faults=st.lists(st.just(Fault.FIND_UNAVAILABLE), max_size=3),

@@ -16,6 +16,7 @@ from lakehook.domain.triggers import TriggerStatus
 from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports.rules import Deferral, StateChange
 from lakehook.usecases.rules import ManageRules
+from tests.hypothesis_profiles import examples
 from tests.unit.test_resolve_usecase import START, World, rule
 
 A = "paimon://lake/ods/a"
@@ -130,7 +131,7 @@ def explain(world: World) -> dict[str, Any]:
     return manage.explain("each")
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     asset=st.sampled_from([A, H]),
     order=st.permutations(list(range(1, 7))),

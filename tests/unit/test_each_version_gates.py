@@ -19,6 +19,7 @@ from lakehook.domain.late_versions import is_late_skip
 from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import TriggerStatus
 from lakehook.observability import logger
+from tests.hypothesis_profiles import examples
 from tests.unit.test_resolve_usecase import A, B, World, rule
 from tests.unit.test_rule_start import Rules
 
@@ -213,7 +214,7 @@ def settle(world: World) -> None:
         assert not explain(world, rule_id).ready, f"explain says {rule_id} is ready, yet the resolver claimed nothing"
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(history=histories(), seed=st.integers(0, 2**32 - 1))
 def test_every_version_whose_gates_pass_runs_once_in_order_and_none_runs_past_one_that_does_not(
     history: tuple[dict[int, str], list[tuple[str, dict[str, Any]]], list[int]], seed: int

@@ -13,6 +13,7 @@ import random
 import re
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
@@ -35,6 +36,7 @@ from tests.fakes.memory_rules import (
     InMemoryStateReader,
     InMemoryTriggerStore,
 )
+from tests.hypothesis_profiles import examples
 
 A = "paimon://lake/ods/a"
 B = "paimon://lake/ods/b"
@@ -307,7 +309,7 @@ class ExplainMachine(RuleBasedStateMachine):
 
 
 ExplainMachine.TestCase.settings = settings(
-    max_examples=150, stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(150), stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 
@@ -322,6 +324,7 @@ def teardown_module() -> None:
 TestExplainAgreesWithTheResolver = ExplainMachine.TestCase
 
 
+@pytest.mark.slow  # it asserts what 100 derandomized histories reach: no fast-profile version of it
 def test_generated_histories_reach_every_status() -> None:
     """The property above means little if explain never answered the statuses EACH_VERSION added: run the machine
     (on a fixed set of histories) and check that they reached each of them, the property holding all along."""

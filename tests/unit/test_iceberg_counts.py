@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakehook.domain.iceberg_counts import IcebergCounts, counts_from_summary
+from tests.hypothesis_profiles import examples
 
 TOTALS = {
     "total-records": ("added-records", "deleted-records"),
@@ -103,7 +104,7 @@ def step(draw: st.DrawFn, table: Table) -> tuple[str, dict[str, int]]:
     return "replace", changes
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.data())
 def test_counts_follow_the_live_rows_of_the_table_the_summaries_describe(data: st.DataObject) -> None:
     table = Table()

@@ -16,6 +16,7 @@ from lakehook.domain.rules import MAX_LATENESS_SECONDS, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.time import MAX_ISO_MS
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, Window
+from tests.hypothesis_profiles import examples
 
 A = "paimon://lake/ods/a"
 B = "paimon://lake/ods/b"
@@ -78,7 +79,7 @@ def cases(draw: st.DrawFn) -> tuple[Rule, dict[str, AssetState], GroupCursor | N
     return rule, states, cursor, now, {B: spans} if covered else {}
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(cases())
 def test_no_instant_ingest_accepts_makes_an_evaluation_raise(
     case: tuple[Rule, dict[str, AssetState], GroupCursor | None, int, dict[str, list[Span]]],

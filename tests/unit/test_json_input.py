@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.json_input import json_depth, nesting_depth, parse_json, parse_json_body
 from lakehook.domain.limits import MAX_JSON_DEPTH, MAX_NUMBER_DIGITS
+from tests.hypothesis_profiles import examples
 
 
 def refusal(data: bytes | str) -> str:
@@ -134,7 +135,7 @@ JSON_VALUES = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(JSON_VALUES, st.booleans())
 def test_any_json_within_the_limits_parses_to_what_was_sent(value: Any, ascii_only: bool) -> None:
     text = json.dumps(value, ensure_ascii=ascii_only)
@@ -143,7 +144,7 @@ def test_any_json_within_the_limits_parses_to_what_was_sent(value: Any, ascii_on
         assert parse_json(text) == value
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=200) | st.text(alphabet='[]{}"\\,:0123456789.eE-+ntrufalse ', max_size=200).map(str.encode))
 def test_any_bytes_parse_or_are_a_validation_error(data: bytes) -> None:
     try:

@@ -26,6 +26,7 @@ from lakehook.domain.lineage import (
     snapshot_events,
 )
 from lakehook.usecases.ingest import parse_event
+from tests.hypothesis_profiles import examples
 
 GLUE = LineageMapping.model_validate(
     {"namespace": "arn:aws:glue:us-east-1:123456789012", "namePrefix": "table/", "assetKeyPrefix": "iceberg://glue/"}
@@ -182,7 +183,7 @@ datasets = st.builds(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(outputs=st.lists(datasets, max_size=5), event_type=st.sampled_from(["COMPLETE", "START", "FAIL", "OTHER"]))
 def test_any_run_event_gives_one_answer_per_output_each_an_event_ingest_reads_or_a_reason(
     outputs: list[dict[str, Any]], event_type: str
@@ -407,7 +408,7 @@ def test_an_output_naming_its_partitions_in_the_subset_facet_records_them() -> N
     assert parsed.partitions.keys == ("dt=2026-12-01/region=eu", "dt=2026-12-01/region=us%2Fwest")
 
 
-@settings(max_examples=50)
+@settings(max_examples=examples(50))
 @given(st.lists(st.dictionaries(st.text(min_size=1, max_size=8), st.text(max_size=8), min_size=1, max_size=3)))
 def test_any_partition_subset_is_recorded_or_rejected_by_name_never_an_error(dims: list[dict[str, str]]) -> None:
     [found] = snapshot_events(with_subset(subset_facet(*dims)), [PAIMON])

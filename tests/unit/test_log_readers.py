@@ -33,6 +33,7 @@ from lakehook.domain.assets import AssetSource
 from lakehook.domain.snapshots import PollOffset, SnapshotCursor
 from lakehook.ports.lakehouse import CorruptMetadataError
 from tests.fakes.memory import InMemorySecretStore
+from tests.hypothesis_profiles import examples
 
 
 def _commit(*actions: dict[str, object]) -> bytes:
@@ -307,7 +308,7 @@ def _instant_at(ms: int) -> int:
     return int(moment.strftime("%Y%m%d%H%M%S") + f"{ms % 1000:03d}")
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 10_000), st.sampled_from([0, 0, 0, 60_000, 86_400_000])), max_size=12))
 def test_polls_take_every_commit_once_whatever_clocks_the_writers_have(commits: list[tuple[int, int]]) -> None:
     """0.x writers commit at a real time (``step`` ms after the last), some with a clock ``ahead``; a poll

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from lakehook.domain.events import AssetEvent, SourceType
 from tests.fakes.memory import InMemoryAssetStore
+from tests.hypothesis_profiles import examples
 
 ORDERS = "paimon://lake/ods_db/ods_order_latest"
 keys = st.lists(st.sampled_from([f"dt=2026-12-0{d}/region={r}" for d in range(1, 4) for r in ("eu", "us")]))
@@ -31,7 +32,7 @@ commits = st.lists(
 )
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(commits, st.randoms(use_true_random=False), st.integers(min_value=0, max_value=3))
 def test_the_newest_data_change_names_the_partitions_in_any_arrival_order(
     history: list[tuple[str, list[str] | None]], random: Any, copies: int

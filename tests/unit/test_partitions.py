@@ -19,6 +19,7 @@ from lakehook.domain.partitions import (
     path_partition_key,
     unescape_path_name,
 )
+from tests.hypothesis_profiles import examples
 
 # Names are distinct and non-empty; values are any text (the characters Hive escapes included) or None.
 names = st.text(min_size=1, max_size=12)
@@ -80,7 +81,7 @@ def test_a_path_names_its_fields_hive_style_or_by_the_table() -> None:
     assert path_partition_key("50%25", ["p"]) == "p=50%25"
 
 
-@settings(max_examples=50)
+@settings(max_examples=examples(50))
 @given(st.lists(fields.map(format_partition_key), max_size=30))
 def test_touched_partitions_are_sorted_unique_and_counted(keys: list[str]) -> None:
     keys = [k for k in keys if len(k) <= MAX_PARTITION_KEY_LENGTH]
@@ -91,7 +92,7 @@ def test_touched_partitions_are_sorted_unique_and_counted(keys: list[str]) -> No
     assert TouchedPartitions.model_validate(list(reversed(keys))) == touched  # a push names them as a list
 
 
-@settings(max_examples=10)
+@settings(max_examples=examples(10))
 @given(st.integers(min_value=MAX_TOUCHED_PARTITIONS + 1, max_value=3 * MAX_TOUCHED_PARTITIONS))
 def test_a_commit_touching_more_keeps_a_bounded_prefix_and_says_so(count: int) -> None:
     keys = [f"id={i:05d}" for i in range(count)]

@@ -14,6 +14,7 @@ from lakehook.domain.producers import Producer, ProducerSpec, api_key
 from lakehook.domain.secret_names import ProducerSecrets
 from lakehook.usecases.producers import PushAuthenticator, RegisterProducer, secret_owner
 from tests.fakes.memory import InMemoryProducerRegistry, InMemorySecretStore
+from tests.hypothesis_profiles import examples
 
 NAMESPACE = ProducerSecrets.of("lakehook-producers/prod/", "lakehook/prod/")
 SPEC = ProducerSpec.model_validate({"assetKeyPrefixes": ["paimon://lake/ods_db/"]})
@@ -36,14 +37,14 @@ def spellings(name: str) -> st.SearchStrategy[str]:
     return st.one_of(st.just(name), arn, slashed, cased, arn.map(str.upper))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(data=st.data(), producer_id=PRODUCER_ID, legacy=st.booleans())
 def test_every_spelling_of_a_producer_secret_is_held(data: st.DataObject, producer_id: str, legacy: bool) -> None:
     name = f"lakehook/prod/producers/{producer_id}" if legacy else NAMESPACE.name(producer_id)
     assert NAMESPACE.holds(data.draw(spellings(name)))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(rest=st.from_regex(r"[A-Za-z0-9_+=.@-][A-Za-z0-9/_+=.@-]{0,40}", fullmatch=True))
 def test_target_secrets_are_not_held(rest: str) -> None:
     if rest.casefold().startswith("producers/"):

@@ -42,6 +42,7 @@ from tests.fakes.memory_rules import (
     InMemoryStateReader,
     InMemoryTriggerStore,
 )
+from tests.hypothesis_profiles import examples
 
 A = "paimon://lake/ods/a"
 B = "paimon://lake/ods/b"
@@ -386,7 +387,7 @@ class ResolverMachine(RuleBasedStateMachine):
 
 
 ResolverMachine.TestCase.settings = settings(
-    max_examples=200, stateful_step_count=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(200), stateful_step_count=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 

@@ -17,6 +17,7 @@ from lakehook.domain.targets import TARGET_CONFIGS, UnusableTarget
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.usecases.rules import ManageRules, parse_rule
 from tests.fakes.memory import InMemorySecretStore
+from tests.hypothesis_profiles import examples
 from tests.unit.test_resolve_usecase import World
 
 ORDERS = "paimon://lake/ods_db/ods_order_latest"
@@ -188,7 +189,7 @@ def target_dicts(draw: st.DrawFn) -> dict[str, Any]:
     return target
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(target=target_dicts(), local=st.booleans())
 def test_whatever_a_put_accepts_reads_back_as_the_same_typed_target(target: dict[str, Any], local: bool) -> None:
     policy = LOCAL if local else DEPLOYED
@@ -206,7 +207,7 @@ def test_whatever_a_put_accepts_reads_back_as_the_same_typed_target(target: dict
     assert parse_rule("dwd", json.loads(rule.to_json()), policy) == rule
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(target=st.one_of(target_dicts(), st.dictionaries(st.text(max_size=8), FIELD_VALUES, max_size=4)))
 def test_any_stored_target_loads(target: dict[str, Any]) -> None:
     # Whatever a store holds (written by any earlier version), reading the rule never fails on its target.

@@ -27,6 +27,7 @@ from tests.fakes.memory_rules import (
     InMemoryStateReader,
     InMemoryTriggerStore,
 )
+from tests.hypothesis_profiles import examples
 from tests.unit.test_explain_agrees import ExplainMachine
 from tests.unit.test_schedules import claimed, ms, scheduled_rule
 
@@ -182,7 +183,7 @@ CRONS = ["* * * * *", "*/7 * * * *", "0 * * * *", "30 2 * * *", "0 6 * * 1-5", "
 ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Asia/Kathmandu", "Australia/Lord_Howe"]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     cron=st.sampled_from(CRONS),
     zone=st.sampled_from(ZONES),
@@ -271,7 +272,7 @@ class ScheduledExplainMachine(ExplainMachine):
 
 
 ScheduledExplainMachine.TestCase.settings = settings(
-    max_examples=60, stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(60), stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 TestScheduleBlockAgreesWithTheVerdict = ScheduledExplainMachine.TestCase
 

@@ -16,6 +16,7 @@ from lakehook.domain.rules import Rule
 from lakehook.domain.schedules import GroupSchedule
 from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, Window
+from tests.hypothesis_profiles import examples
 
 A = "paimon://lake/ods/a"
 MINUTE = 60_000
@@ -135,7 +136,7 @@ def test_a_member_not_satisfied_holds_the_tick_and_says_why() -> None:
     assert verdict.status is Status.BLOCKED_BY_QUALITY
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     cron=st.sampled_from(["* * * * *", "*/7 * * * *", "0 * * * *", "30 2 * * *", "0 6 * * 1-5"]),
     zone=st.sampled_from(["UTC", "Europe/Berlin", "America/New_York", "Asia/Kathmandu"]),

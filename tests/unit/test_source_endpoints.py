@@ -19,6 +19,7 @@ from lakehook.domain.source_endpoints import check_source_properties, is_endpoin
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports.lakehouse import SourceAccessError
 from tests.fakes.memory import InMemorySecretStore
+from tests.hypothesis_profiles import examples
 
 DEPLOYED = UrlPolicy()
 LOCAL = UrlPolicy(local_mode=True)
@@ -69,7 +70,7 @@ def test_a_refused_endpoint_is_a_400_naming_the_property(name: str, url: str) ->
         assert str(raised.value).startswith(f"source.properties.{name}: ")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     name=st.text(alphabet="abcdefgh._-", max_size=12),
     address=st.sampled_from(["169.254.169.254", "169.254.0.1", "[fd00:ec2::254]", "[::ffff:a9fe:a9fe]"]),
@@ -177,7 +178,7 @@ def test_the_pollers_of_every_format_check_endpoints() -> None:
             sources(fmt).pointer(source)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(
     st.dictionaries(
         st.sampled_from([*ENDPOINT_NAMES, "warehouse", "type", "x"]),

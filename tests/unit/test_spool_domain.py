@@ -24,6 +24,7 @@ from lakehook.domain.spool import (
     spool_manifest_json_schema,
 )
 from lakehook.domain.spool_format import canonical_json, manifest_checksum, parse_s3_uri
+from tests.hypothesis_profiles import examples
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "spool-manifest.schema.json"
 MANIFEST_URI = "s3://spool-bucket/orders/run-42.manifest.json"
@@ -90,7 +91,7 @@ def test_the_checksum_is_over_the_documented_canonical_bytes() -> None:
     assert doc["sha256"] == hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.text(),

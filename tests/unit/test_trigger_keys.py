@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, Window, trigger_key
+from tests.hypothesis_profiles import examples
 
 A = "paimon://lake/ods/a"
 B = "iceberg://glue/ods/b"
@@ -26,7 +27,7 @@ def test_key_is_readable_and_one_url_segment() -> None:
     assert quote(key, safe="") == key  # nothing to escape: safe as /triggers/{triggerKey}
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(rule=IDS, group=IDS, snapshots=st.lists(st.integers(0, 2**63 - 1), min_size=1, max_size=5))
 def test_key_never_holds_a_slash(rule: str, group: str, snapshots: list[int]) -> None:
     pins = [pin(f"paimon://lake/db/t{i}", s) for i, s in enumerate(snapshots)]

@@ -21,6 +21,7 @@ from lakehook.domain.triggers import PinnedInput, Trigger, trigger_key
 from lakehook.domain.url_policy import METADATA_ADDRESSES, UrlPolicy, UrlRefusedError
 from tests.fakes.memory import InMemorySecretStore
 from tests.fakes.webhook_receiver import WebhookReceiver
+from tests.hypothesis_profiles import examples
 
 DEPLOYED = UrlPolicy()
 LOCAL = UrlPolicy(local_mode=True)
@@ -363,7 +364,7 @@ def refused_ipv6(draw: st.DrawFn) -> tuple[int, str]:
     return forms[form], form
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.data())
 def test_every_spelling_of_a_metadata_or_link_local_address_is_refused_in_every_mode(data: st.DataObject) -> None:
     value, form = data.draw(refused_ipv6())
@@ -382,7 +383,7 @@ def test_every_spelling_of_a_metadata_or_link_local_address_is_refused_in_every_
             guard.address_for("innocent.example.com", 443)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(refused_ipv4(), st.data())
 def test_every_ipv4_metadata_or_link_local_address_is_refused_in_every_mode(
     address: ipaddress.IPv4Address, data: st.DataObject

@@ -20,6 +20,7 @@ from lakehook.domain.state import AssetState
 from lakehook.domain.time import MAX_ISO_MS
 from lakehook.domain.triggers import CATCH_UP_PERIOD_MS, GroupCursor, PinnedInput, Trigger, Window
 from lakehook.usecases.rules import parse_rule
+from tests.hypothesis_profiles import examples
 from tests.unit.test_resolve_usecase import START, World, rule
 
 A = "paimon://lake/ods/a"
@@ -83,7 +84,7 @@ def test_a_group_not_behind_is_not_held_by_the_cap() -> None:
     assert "backlog" not in explain(world)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     cap=st.integers(1, 4),
     jumps=st.lists(st.integers(0, 30), min_size=1, max_size=6),

@@ -1,0 +1,25 @@
+"""Hypothesis profiles: ``full`` (the default, what ``make test`` runs) and ``fast`` (``make test-fast``).
+
+A test that asks for its own number of examples writes ``max_examples=examples(200)``: 200 under ``full``, at most
+:data:`FAST_EXAMPLES` under ``fast``. A test without its own number takes the profile's. Choose a profile with
+``pytest --hypothesis-profile=fast`` (or ``HYPOTHESIS_PROFILE=fast``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import settings
+
+FULL = "full"
+FAST = "fast"
+FAST_EXAMPLES = 10
+
+settings.register_profile(FULL, settings.get_profile("default"))
+settings.register_profile(FAST, max_examples=FAST_EXAMPLES)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", FULL))
+
+
+def examples(wanted: int) -> int:
+    """``wanted`` examples under the full profile, at most :data:`FAST_EXAMPLES` under the fast one."""
+    return min(wanted, FAST_EXAMPLES) if settings.get_current_profile_name() == FAST else wanted
