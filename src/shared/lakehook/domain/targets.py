@@ -10,8 +10,9 @@ Adding a target type: one model here (and its entry in :data:`TARGET_CONFIGS` an
 one client module and one registry entry in ``lakehook.adapters.targets``.
 
 Credentials are never part of a config, only references to secrets (``secretRef``, ``credentialsRef``,
-``tokenRef``, see :func:`secret_refs`): names in the secret store, which must exist when the rule is
-written, read by the dispatcher when it starts a run.
+``tokenRef``, see :func:`secret_refs`): names (or ARNs) in the secret store, resolved by the one naming rule
+of :class:`lakehook.domain.secret_names.SecretNames` (relative to the stack's prefix unless they start with
+it), which must exist when the rule is written, read by the dispatcher when it starts a run.
 """
 
 from __future__ import annotations
@@ -33,12 +34,11 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic.json_schema import SkipJsonSchema
 
 from lakehook.domain.errors import ValidationError
+from lakehook.domain.secret_names import SECRET_REF_PATTERN
 from lakehook.domain.url_policy import UrlPolicy, UrlRefusedError, parse_networks
 
 MAX_TIMEOUT_SECONDS = 30.0
 DEFAULT_TIMEOUT_SECONDS = 10.0
-# Secrets Manager names: letters, digits and /_+=.@- (up to 512 characters).
-SECRET_REF_PATTERN = r"^[A-Za-z0-9/_+=.@-]{1,512}$"
 STATE_MACHINE_ARN_PATTERN = r"^arn:aws[a-z-]*:states:[a-z0-9-]+:\d{12}:stateMachine:[A-Za-z0-9_-]{1,80}$"
 # A function name, name:qualifier, or (partial) ARN, as Lambda's Invoke accepts it.
 FUNCTION_NAME_PATTERN = (
