@@ -21,18 +21,18 @@ from __future__ import annotations
 import argparse
 import os
 import secrets as random
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from lakehook.cli_commands.api import _EXECUTE_API_HOST, ApiClient, CliError
+from lakehook.cli_commands.inputs import read_text
 from lakehook.cli_commands.output import emit
 from lakehook.domain.secret_names import ProducerSecrets, SecretNameError, SecretNames
 from lakehook.local.gateway import LOCAL_INFO_PATH
 
 _LOCAL_KEY = "testing"  # moto takes any credentials
 DEFAULT_PRODUCER_PREFIX = "lakehook-producers/"  # Settings.producer_secret_prefix's default
+MAX_SECRET_BYTES = 65_536  # Secrets Manager's limit on a SecretString
 
 
 @dataclass(frozen=True)
@@ -103,11 +103,7 @@ def _value(args: argparse.Namespace) -> tuple[str, bool]:
     if args.generate:
         return random.token_hex(32), True
     if args.value_file:
-        try:
-            text = sys.stdin.read() if args.value_file == "-" else Path(args.value_file).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise CliError(f"cannot read {args.value_file}: {exc.strerror or exc}") from exc
-        value = text.rstrip("\n")
+        value = read_text(args.value_file, "the secret's value", limit=MAX_SECRET_BYTES).rstrip("\n")
     else:
         value = args.value
     if not value:
