@@ -167,3 +167,21 @@ def test_a_sources_secretsmanager_reference_follows_the_same_rule(
         assert resolver.resolve({"s3.access-key-id": f"secretsmanager:{ref}#id"}).values == {"s3.access-key-id": "AKIA"}
     with pytest.raises(SourceAccessError, match=f"looked up as '{PREFIX}lake/none'"):
         resolver.resolve({"s3.access-key-id": "secretsmanager:lake/none#id"})
+
+
+def test_put_assets_finds_a_sources_secret_by_the_same_rule_and_refuses_a_missing_one(
+    api: Api, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret_put("lake/keys", capsys, monkeypatch)
+
+    def asset(ref: str) -> dict[str, Any]:
+        properties = {"type": "glue", "s3.access-key-id": f"secretsmanager:{ref}#id"}
+        source = {"catalog": "glue", "table": "ods_db.orders", "properties": properties}
+        return {"assetKey": "iceberg://glue/ods_db/orders", "format": "iceberg", "source": source}
+
+    for ref in ("lake/keys", f"{PREFIX}lake/keys"):
+        assert api.call("PUT", "/assets", asset(ref)).status in (200, 201)
+    for query in (None, {"dryRun": "true"}):
+        answer = api.call("PUT", "/assets", asset("lake/none"), query=query)
+        assert answer.status == 400 and answer.body["field"] == "source.properties", answer.body
+        assert f"looked up as '{PREFIX}lake/none'" in answer.body["message"]
