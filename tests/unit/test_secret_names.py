@@ -58,3 +58,11 @@ def test_a_reference_that_reaches_no_secret_of_the_stack_is_refused(ref: str) ->
 def test_a_message_names_the_reference_and_when_they_differ_the_name_looked_up() -> None:
     assert NAMES.spelled(f"{PREFIX}x") == f"'{PREFIX}x'"
     assert NAMES.spelled("x") == f"'x' (looked up as '{PREFIX}x': {NAMES.rule})"
+
+
+def test_a_missing_secret_is_said_with_the_name_looked_up_and_how_to_create_it() -> None:
+    assert NAMES.missing("x") == (
+        f"secret 'x' (looked up as '{PREFIX}x': {NAMES.rule}) does not exist; create it first with "
+        "`lakehook secret put x`"
+    )
+    assert NAMES.missing(f"{ARN}{PREFIX}x").endswith("create it first by its name")

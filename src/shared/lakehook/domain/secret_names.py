@@ -78,6 +78,12 @@ class SecretNames:
             )
         return name
 
+    def missing(self, ref: str) -> str:
+        """What a message says of a reference that names no existing secret: the name looked up and how to
+        make it (a secret is created by its name, never by an ARN)."""
+        how = "by its name" if _ARN.fullmatch(ref) else f"with `lakehook secret put {ref}`"
+        return f"secret {self.spelled(ref)} does not exist; create it first {how}"
+
     def spelled(self, ref: str) -> str:
         """How a message names a reference: as given and, when they differ, the name looked up."""
         try:

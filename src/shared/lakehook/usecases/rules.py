@@ -119,11 +119,7 @@ def check_target_secrets(rule: Rule, secrets: SecretStore, names: SecretNames = 
         except AuthorizationError as exc:
             raise ValidationError(f"{where}: {exc}", field=where) from exc
         if not found:
-            raise ValidationError(
-                f"{where}: secret {names.spelled(ref)} does not exist; create it first with `lakehook secret put "
-                f"{ref}` (see docs/rules.md#secrets)",
-                field=where,
-            )
+            raise ValidationError(f"{where}: {names.missing(ref)} (see docs/rules.md#secrets)", field=where)
 
 
 class ManageRules:

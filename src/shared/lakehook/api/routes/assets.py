@@ -97,11 +97,7 @@ def _check_source_secrets(asset: AssetRegistration) -> None:
         except (SecretNameError, AuthorizationError) as exc:
             raise ValidationError(f"{where}: {exc}", field="source.properties") from exc
         if not found:
-            raise ValidationError(
-                f"{where}: secret {names.spelled(ref)} does not exist; create it first with `lakehook secret put "
-                f"{ref}`",
-                field="source.properties",
-            )
+            raise ValidationError(f"{where}: {names.missing(ref)}", field="source.properties")
 
 
 @router.get(
