@@ -59,7 +59,7 @@ DOWN_SECONDS = 5.0  # "down for a minute", scaled with the re-drive schedule bel
 TARGET_TIMEOUT_SECONDS = 1.0
 PUSHERS = 3
 ADMIN = "chaos-admin"
-SECRET_NAME = "lakehook/targets/chaos"
+SECRET_NAME = "lakehook/lakehook-local/targets/chaos"  # under the local stack's prefix, as looked up
 SECRET_VALUE = "chaos-signing-key"
 
 # Production: 3 attempts per dispatch 0.5 s … 8 s apart, 10 in all, re-driven every 5 minutes after 30 s …

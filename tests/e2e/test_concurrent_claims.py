@@ -99,7 +99,7 @@ def test_overlapping_deliveries_conflict_and_still_claim_and_dispatch_once(
 ) -> None:
     # GIVEN a rule on every snapshot of a watched asset, to a webhook; the resolver's mapping disabled
     boto3.client("secretsmanager", endpoint_url=stack.endpoint_url, region_name=stack.region).create_secret(
-        Name="lakehook/targets/claims", SecretString="claims-signing-key"
+        Name="lakehook/lakehook-local/targets/claims", SecretString="claims-signing-key"
     )
     answer = http.put(f"{stack.api_url}/producers/claims", headers=admin, json={"assetKeyPrefixes": [WATCHED]})
     assert answer.status_code == 201, answer.text
@@ -111,7 +111,7 @@ def test_overlapping_deliveries_conflict_and_still_claim_and_dispatch_once(
         "target": {
             "type": "webhook",
             "url": f"http://127.0.0.1:{receiver.server_address[1]}/hooks/claims",
-            "secretRef": "lakehook/targets/claims",
+            "secretRef": "lakehook/lakehook-local/targets/claims",
         },
     }
     assert http.put(f"{stack.api_url}/rules/claims", headers=admin, json=rule).status_code in (200, 201)

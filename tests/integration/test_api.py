@@ -503,6 +503,10 @@ def test_register_an_asset_then_replace_it(api: Api) -> None:
             "properties": {"type": "glue", "s3.secret-access-key": "secretsmanager:lakehook/s3"},
         },
     }
+    missing = api.call("PUT", "/assets", body)  # the secret it names must exist, as a rule's target secrets
+    assert missing.status == 400 and missing.body["field"] == "source.properties", missing.body
+    assert "secret 'lakehook/s3' does not exist" in missing.body["message"]
+    boto3.client("secretsmanager", region_name="us-east-1").create_secret(Name="lakehook/s3", SecretString="k")
     created = api.call("PUT", "/assets", body)
     assert (created.status, created.body) == (201, body)
     replaced = api.call("PUT", "/assets", {**body, "description": "orders"})

@@ -36,7 +36,7 @@ def test_a_claim_is_dispatched_in_four_requests_and_a_redelivered_record_starts_
         "groups": [{"groupId": "g", "members": [{"assetKey": ORDERS}]}],
         "target": {"type": "webhook", "url": "https://scheduler.example.com/hooks/x", "secretRef": "t/x"},
     }
-    boto3.client("secretsmanager", region_name="us-east-1").create_secret(Name="t/x", SecretString="k")
+    boto3.client("secretsmanager", region_name="us-east-1").create_secret(Name="lakehook/t/x", SecretString="k")
     assert call(app, "PUT", "/rules/dwd", rule)[0] == 201
     stream.records()
     push(container, "SNAPSHOT_COMMITTED", ORDERS, snapshotId=1001)

@@ -57,6 +57,7 @@ def test_no_rule_target_may_name_a_producer_secret_in_any_spelling(api: Api, sec
     names = [
         *spellings(secrets_client, made["secretRef"]),
         *spellings(secrets_client, "lakehook/producers/legacy-writer"),
+        "producers/legacy-writer",  # relative to the stack's prefix (lakehook/), it is the legacy place
     ]
     targets = [
         ("secretRef", {"type": "webhook", "url": "https://attacker.example.com/x"}),
@@ -74,9 +75,8 @@ def test_no_rule_target_may_name_a_producer_secret_in_any_spelling(api: Api, sec
                 answer = api.call("PUT", "/rules/exfiltrate", body, query=query)
                 assert answer.status == 400, (field, name, answer.body)
                 assert answer.body["field"] == f"target.{field}"
-                # an ARN has ':', which no secretRef may carry; every other spelling is refused by name
-                refusal = "should match pattern" if name.startswith("arn:") else "producer signing secret"
-                assert refusal in answer.body["message"], answer.body
+                # every spelling, an ARN too, is refused by the name it reaches
+                assert "producer signing secret" in answer.body["message"], answer.body
     assert api.call("GET", "/rules/exfiltrate").status == 404
 
     secrets_client.create_secret(Name="lakehook/targets/dwd", SecretString="the target's")  # its own: fine

@@ -96,6 +96,31 @@ def test_secret_put_on_a_deployed_stack_goes_under_its_prefix_in_the_apis_region
     assert main([*base, "--value", "x", "--stack", "bad stack!"]) == 1  # not a secret name
 
 
+def test_secret_put_by_arn_updates_that_secret_and_never_creates_one(
+    aws: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    import boto3
+
+    monkeypatch.delenv("LAKEHOOK_ADMIN_TOKEN", raising=False)
+    client = boto3.client("secretsmanager", region_name="eu-west-1")
+    arn = client.create_secret(Name="lakehook/my-stack/targets/dwd", SecretString="v1")["ARN"]
+    url = "https://abc123.execute-api.eu-west-1.amazonaws.com/prod"
+    base = ["--url", url, "--output", "json", "secret", "put", "--stack", "my-stack", "--value", "v2"]
+    assert main([*base, arn]) == 0
+    assert json.loads(capsys.readouterr().out) == {"secretRef": arn, "created": False, "local": False}
+    assert client.get_secret_value(SecretId="lakehook/my-stack/targets/dwd")["SecretString"] == "v2"
+    missing = arn.replace("targets/dwd", "targets/none")
+    assert main([*base, missing]) == 1
+    assert "does not exist; create it by its name" in json.loads(capsys.readouterr().out)["error"]["message"]
+    outside = client.create_secret(Name="elsewhere/dwd", SecretString="theirs")["ARN"]
+    assert main([*base, outside]) == 1
+    assert "outside lakehook/my-stack/*" in json.loads(capsys.readouterr().out)["error"]["message"]
+    assert client.get_secret_value(SecretId="elsewhere/dwd")["SecretString"] == "theirs"
+    assert len(client.list_secrets()["SecretList"]) == 2
+
+
 @pytest.mark.parametrize(
     "name",
     [

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.rules import Rule
+from lakehook.domain.secret_names import SecretNames
 from lakehook.domain.targets import TARGET_CONFIGS, UnusableTarget
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.usecases.rules import ManageRules, parse_rule
@@ -143,10 +144,14 @@ def test_put_checks_that_the_secrets_the_target_names_exist() -> None:
         world.reader,
         resolver=world.resolve,
         secrets=secrets,
-        secret_prefix="lakehook/prod/",
+        secret_names=SecretNames("lakehook/prod/"),
     )
-    with pytest.raises(ValidationError, match="outside lakehook/prod/") as caught:
+    with pytest.raises(ValidationError, match="looked up as 'lakehook/prod/lakehook/targets/dwd'") as caught:
         fenced.put("dwd", rule_body(WEBHOOK))
+    assert caught.value.field == "target.secretRef"
+    arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:lakehook/targets/dwd-AbCdEf"
+    with pytest.raises(ValidationError, match="outside lakehook/prod/") as caught:
+        fenced.put("dwd", rule_body({**WEBHOOK, "secretRef": arn}))
     assert caught.value.field == "target.secretRef"
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import NoReturn
 
-from lakehook.cli_commands.output import report_error
+from lakehook.cli_commands.output import err, report_error
 from lakehook.cli_commands.parser import add_commands, add_global_options
 from lakehook.console.command import add_console_command
 from lakehook.interrupts import stop_on_signals, wait_until_set
@@ -97,21 +97,46 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    _Parser.json_errors = _wants_json(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    """Run one command; answer its exit code. Nothing raises out of here but argparse's SystemExit (usage
+    errors, ``--help``): a failure is one ``lakehook: error:`` line, never a traceback."""
+    words = sys.argv[1:] if argv is None else argv
+    output = "json" if _wants_json(words) else "text"
     try:
+        parser = build_parser()
+        _Parser.json_errors = output == "json"
+        args = parser.parse_args(argv)
+        output = args.output
+        logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
         return int(args.func(args))
     except BrokenPipeError:
         # The reader went away (`lakehook triggers | head`): stop quietly, as cat or grep do. Point stdout at
         # /dev/null so the interpreter's final flush does not raise again.
+        _silence_stdout()
+        return 141  # 128 + SIGPIPE, what a shell reports for a command killed by a closed pipe
+    except KeyboardInterrupt:
+        print("lakehook: interrupted", file=err(), flush=True)
+        return 130  # 128 + SIGINT, what a shell reports for a command stopped with Ctrl-C
+    except UnicodeEncodeError as exc:  # an argument from bytes that are not UTF-8 (Python keeps them as surrogates)
+        bad = exc.object[exc.start : exc.end] if isinstance(exc.object, str) else ""
+        problem = f"an argument or input is not UTF-8 text ({bad!r}); pass UTF-8"
+        return report_error(output, ValueError(problem), exit_code=2)
+    except RecursionError:
+        return report_error(output, ValueError("the input nests too deeply to handle"), exit_code=2)
+    except (ValueError, OSError) as exc:
+        return report_error(output, exc, exit_code=2)
+    except Exception as exc:  # a defect: still one line, the traceback only at --log-level DEBUG
+        logging.getLogger("lakehook.cli").debug("unexpected error", exc_info=True)
+        problem = f"unexpected {type(exc).__name__}: {exc} (a lakehook defect; --log-level DEBUG shows where)"
+        return report_error(output, RuntimeError(problem), exit_code=1)
+
+
+def _silence_stdout() -> None:
+    try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 141  # 128 + SIGPIPE, what a shell reports for a command killed by a closed pipe
-    except (ValueError, OSError) as exc:
-        return report_error(getattr(args, "output", "text"), exc, exit_code=2)
+    except (OSError, ValueError):  # stdout without a file descriptor (captured): nothing will flush it
+        pass
 
 
 if __name__ == "__main__":

@@ -234,6 +234,7 @@ class Container:
             ssm_parameter_reader(aws.client("ssm", self.settings)),
             reserved=self.settings.producer_secrets,
             url_policy=self.settings.url_policy,
+            names=self.settings.secret_names,
         )
 
     @part
@@ -350,7 +351,7 @@ class Container:
             resolver=self.resolver,
             secrets=self.secret_store,
             url_policy=self.settings.url_policy,
-            secret_prefix=None if self.settings.local_mode else self.settings.secret_prefix,
+            secret_names=self.settings.secret_names,
             producer_secrets=self.settings.producer_secrets,
         )
 
@@ -377,6 +378,7 @@ class Container:
             aws=lambda service: aws.client(service, self.settings),
             allow_insecure_loopback=self.settings.allow_insecure_loopback_targets,
             url_policy=self.settings.url_policy,
+            secret_names=self.settings.secret_names,
         )
         return build_target_clients(deps)
 

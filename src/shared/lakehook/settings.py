@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from lakehook.domain.secret_names import ProducerSecrets
+from lakehook.domain.secret_names import ProducerSecrets, SecretNames
 from lakehook.domain.url_policy import UrlPolicy, parse_networks
 
 ENV_PREFIX = "LAKEHOOK_"
@@ -129,6 +129,11 @@ class Settings(BaseModel):
     def local_mode(self) -> bool:
         """The local stack: management by a bearer token (no IAM), targets on loopback over plain http."""
         return bool(self.admin_token) or self.allow_insecure_loopback_targets
+
+    @cached_property
+    def secret_names(self) -> SecretNames:
+        """How a secret reference (a target's ``secretRef``, a source's ``secretsmanager:``) becomes a name."""
+        return SecretNames(self.secret_prefix)
 
     @cached_property
     def producer_secrets(self) -> ProducerSecrets:

@@ -19,15 +19,12 @@ asking (``--yes`` for scripts). Producers, assets and aliases are never deleted:
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import yaml
-
 from lakehook.cli_commands.api import ApiClient, ApiError, CliError, path_part
+from lakehook.cli_commands.inputs import read_text, yaml_document
 from lakehook.cli_commands.manage import confirm, pages
 from lakehook.cli_commands.output import emit, err, error_document
 from lakehook.client.push import instant_ms
@@ -65,13 +62,8 @@ class Change:
 
 def load(path: str) -> dict[str, list[dict[str, Any]]]:
     """The file's objects per kind; each kind is a list of objects or a mapping of id -> object."""
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-        document = yaml.safe_load(text) or {}
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise CliError(f"{path} is not valid YAML: {exc}") from exc
+    where = "stdin" if path == "-" else path
+    document = yaml_document(read_text(path, "the config"), where) or {}
     if not isinstance(document, dict):
         raise CliError(f"{path}: expected a mapping with producers, assets, aliases and rules")
     unknown = sorted(set(document) - set(KINDS))

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 from lakehook.cli_commands.api import ApiClient, ApiError, CliError, UnreachableError, path_part, request_key_header
+from lakehook.cli_commands.inputs import json_value, read_text
 from lakehook.cli_commands.output import compact, emit, emit_items
 from lakehook.client.push import PushClient, PushError, PushRejectedError, event_id
 
@@ -272,15 +271,9 @@ def push_event(args: argparse.Namespace) -> dict[str, Any]:
     event: dict[str, Any] = {}
     if args.json:
         text = args.json
-        if text == "-":
-            text = sys.stdin.read()
-        elif text.startswith("@"):
-            with open(text[1:], encoding="utf-8") as handle:
-                text = handle.read()
-        try:
-            event = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CliError(f"--json is not valid JSON: {exc}") from exc
+        if text == "-" or text.startswith("@"):
+            text = read_text("-" if text == "-" else text[1:], "--json")
+        event = json_value(text, "--json")
         if not isinstance(event, dict):
             raise CliError("--json must be one event (a JSON object)")
     for flag, name in _PUSH_FLAGS.items():

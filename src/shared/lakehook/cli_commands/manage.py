@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from lakehook.cli_commands.api import ApiClient, CliError, path_part, request_key_header
+from lakehook.cli_commands.inputs import json_value
 from lakehook.cli_commands.output import emit, emit_items, table
 
 
@@ -210,9 +211,10 @@ def watermarks_get(api: ApiClient, args: argparse.Namespace) -> int:
 
 def watermarks_put(api: ApiClient, args: argparse.Namespace) -> int:
     try:
-        value = json.loads(args.value)
-    except json.JSONDecodeError as exc:
-        raise CliError(f"--value must be JSON (quote a string: '\"abc\"'): {exc}") from exc
+        value = json_value(args.value, "--value")
+    except CliError as exc:
+        hint = " (--value is JSON: quote a string, '\"abc\"')" if "not valid JSON" in str(exc) else ""
+        raise CliError(f"{exc}{hint}") from exc
     body: dict[str, Any] = {"namespace": args.namespace, "assetKey": args.asset, "key": args.key, "value": value}
     if args.expected_version is not None:
         body["expectedVersion"] = args.expected_version
@@ -240,9 +242,9 @@ def outlet(text: str) -> dict[str, Any]:
     """One ``--outlet``: an event as JSON, or ``ASSET=SNAPSHOT`` for a committed snapshot."""
     if text.lstrip().startswith("{"):
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise argparse.ArgumentTypeError(f"not JSON: {exc}") from exc
+            value = json_value(text, "the outlet")
+        except CliError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from exc
         if not isinstance(value, dict):
             raise argparse.ArgumentTypeError("an outlet must be a JSON object")
         return value

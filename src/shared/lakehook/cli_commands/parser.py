@@ -206,7 +206,12 @@ def add_resource_commands(command: Callable[[str, Command, str], argparse.Argume
 
     secret = verbs("secret", "target secrets (webhook signing keys, Airflow / DolphinScheduler credentials)")
     sub = verb(secret, "put", secrets.secret_put, "create or update a secret where the stack's dispatcher reads it")
-    sub.add_argument("name", metavar="NAME", help="e.g. hooks/dwd; put under the stack's prefix lakehook/<stack>/")
+    sub.add_argument(
+        "name",
+        metavar="NAME",
+        help="e.g. hooks/dwd: under the stack's prefix lakehook/<stack>/ unless it already starts with it "
+        "(a rule may name it either way), or an existing secret's ARN",
+    )
     sub.add_argument("--value", default=None, help="the value (better: --value-file, out of the shell history)")
     sub.add_argument("--value-file", default=None, metavar="PATH", help="read the value from a file (- for stdin)")
     sub.add_argument("--generate", action="store_true", help="generate 32 random bytes (hex) and print them once")

@@ -5,9 +5,11 @@ DolphinScheduler credentials) where the stack's dispatcher reads it.
   names at ``GET /_local/stack``.
 - A deployed stack (SigV4): in Secrets Manager, with your AWS credentials, in the API's region.
 
-Either way the name is put under the stack's prefix (``lakehook/<stack name>/``, the only secrets a
-deployed dispatcher may read) unless it already starts with it; ``--stack`` (or ``LAKEHOOK_STACK``) names
-the deployed stack. The answer is the ``secretRef`` to write in the rule's target.
+Either way the name follows the stack's one naming rule (:class:`lakehook.domain.secret_names.SecretNames`):
+it is put under the stack's prefix (``lakehook/<stack name>/``, the only secrets a deployed dispatcher may
+read) unless it already starts with it, and an ARN names an existing secret. ``--stack`` (or
+``LAKEHOOK_STACK``) names the deployed stack. The answer is the full name; a rule's ``secretRef`` may
+spell it that way or as typed here, since ``PUT /rules`` and the dispatcher resolve it by the same rule.
 
 Producer signing secrets are not written here: a name in their namespace (``lakehook-producers/<stack>/``,
 or ``producers/…`` under the stack's prefix, where producers registered before it keep theirs) is refused,
@@ -18,21 +20,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import secrets as random
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from lakehook.cli_commands.api import _EXECUTE_API_HOST, ApiClient, CliError
+from lakehook.cli_commands.inputs import read_text
 from lakehook.cli_commands.output import emit
-from lakehook.domain.secret_names import ProducerSecrets
-from lakehook.domain.targets import SECRET_REF_PATTERN
+from lakehook.domain.secret_names import ProducerSecrets, SecretNameError, SecretNames
 from lakehook.local.gateway import LOCAL_INFO_PATH
 
 _LOCAL_KEY = "testing"  # moto takes any credentials
 DEFAULT_PRODUCER_PREFIX = "lakehook-producers/"  # Settings.producer_secret_prefix's default
+MAX_SECRET_BYTES = 65_536  # Secrets Manager's limit on a SecretString
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,17 @@ class SecretsPlace:
     local: bool
     producer_prefix: str = DEFAULT_PRODUCER_PREFIX
 
+    @property
+    def names(self) -> SecretNames:
+        """The stack's one naming rule, the one ``PUT /rules`` and the dispatcher resolve references with."""
+        return SecretNames(self.prefix)
+
     def name(self, given: str) -> str:
-        name = given if given.startswith(self.prefix) else f"{self.prefix}{given.lstrip('/')}"
-        if not re.fullmatch(SECRET_REF_PATTERN, name):
-            raise CliError(f"{name!r} is not a valid secret name (letters, digits and /_+=.@-, at most 512)")
+        """The secret ``given`` names (what a rule's ``secretRef`` may spell as ``given`` too)."""
+        try:
+            name = self.names.resolve(given)
+        except SecretNameError as exc:
+            raise CliError(str(exc)) from exc
         producers = ProducerSecrets.of(self.producer_prefix, self.prefix)
         if producers.holds(name):
             raise CliError(
@@ -96,11 +103,7 @@ def _value(args: argparse.Namespace) -> tuple[str, bool]:
     if args.generate:
         return random.token_hex(32), True
     if args.value_file:
-        try:
-            text = sys.stdin.read() if args.value_file == "-" else Path(args.value_file).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise CliError(f"cannot read {args.value_file}: {exc.strerror or exc}") from exc
-        value = text.rstrip("\n")
+        value = read_text(args.value_file, "the secret's value", limit=MAX_SECRET_BYTES).rstrip("\n")
     else:
         value = args.value
     if not value:
@@ -109,18 +112,22 @@ def _value(args: argparse.Namespace) -> tuple[str, bool]:
 
 
 def put_secret(client: Any, name: str, value: str) -> bool:
-    """Create the secret, or put a new value in an existing one; True when it was created."""
+    """Create the secret, or put a new value in an existing one; True when it was created. An ARN names an
+    existing secret (a secret is created by its name)."""
     from botocore.exceptions import ClientError
 
-    try:
-        client.create_secret(Name=name, SecretString=value)
-        return True
-    except ClientError as exc:
-        if exc.response["Error"]["Code"] != "ResourceExistsException":
-            raise CliError(f"Secrets Manager refused {name}: {exc}") from exc
+    if not name.startswith("arn:"):
+        try:
+            client.create_secret(Name=name, SecretString=value)
+            return True
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ResourceExistsException":
+                raise CliError(f"Secrets Manager refused {name}: {exc}") from exc
     try:
         client.put_secret_value(SecretId=name, SecretString=value)
     except ClientError as exc:
+        if exc.response["Error"]["Code"] == "ResourceNotFoundException":
+            raise CliError(f"secret {name} does not exist; create it by its name, not an ARN") from exc
         raise CliError(f"Secrets Manager refused {name}: {exc}") from exc
     return False
 

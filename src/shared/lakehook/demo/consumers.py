@@ -31,7 +31,8 @@ from lakehook.domain.completion import COMPLETION_TOKEN_HEADER
 from lakehook.domain.errors import AuthenticationError
 from lakehook.domain.signing import SIGNATURE_HEADER, verify
 
-TARGET_SECRET = "lakehook/demo-targets"
+# Under the local stack's prefix (lakehook/<stack>/), so the name is the same as typed and as looked up.
+TARGET_SECRET = "lakehook/lakehook-local/demo-targets"
 TARGET_SECRET_VALUE = "demo-target-signing-secret"
 
 

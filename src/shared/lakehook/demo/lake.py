@@ -19,7 +19,7 @@ import pyarrow as pa
 
 REGION = "us-east-1"
 WAREHOUSE_BUCKET = "lakehook-demo-lake"
-CREDENTIALS_SECRET = "lakehook/demo-lake"  # what registrations reference instead of keys
+CREDENTIALS_SECRET = "lakehook/lakehook-local/demo-lake"  # what registrations reference instead of keys
 KEY_ID, KEY_SECRET = "local", "local"
 
 ORDERS_SCHEMA = pa.schema([("order_id", pa.int64()), ("order_date", pa.string()), ("amount_cents", pa.int64())])

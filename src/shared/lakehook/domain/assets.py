@@ -64,7 +64,8 @@ def asset_scheme(key: str) -> str:
 
 # Property names that carry credentials. Their values must be references, never secrets.
 _SECRET_NAME = re.compile(r"(secret|password|token|credential|session|private[-_.]?key|access[-_.]?key)", re.I)
-SECRET_REFERENCE_PREFIXES = ("secretsmanager:", "ssm:")
+SECRETS_MANAGER = "secretsmanager:"  # ``secretsmanager:<ref>[#field]``: ref by the stack's naming rule (SecretNames)
+SECRET_REFERENCE_PREFIXES = (SECRETS_MANAGER, "ssm:")
 
 
 def referenced_secret(value: str) -> str | None:

@@ -26,6 +26,7 @@ _OPEN = frozenset("[{")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 BODY = "body"
+BODY_SUBJECT = "request body"  # how messages name the text, unless parse_json is told otherwise
 
 
 class _Refused(Exception):
@@ -126,8 +127,19 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
-def parse_json(text: str) -> Any:
-    """Parse JSON text within the limits; anything else is a ValidationError naming what is wrong."""
+def parse_json(text: str, subject: str = BODY_SUBJECT) -> Any:
+    """Parse JSON text within the limits; anything else is a ValidationError naming what is wrong.
+
+    ``subject`` names the text in messages (the API's "request body", the CLI's ``--json`` or a file)."""
+    try:
+        return _parse_json(text)
+    except ValidationError as exc:
+        if subject == BODY_SUBJECT:
+            raise
+        raise ValidationError(str(exc).replace(BODY_SUBJECT, subject, 1), field=exc.field) from exc
+
+
+def _parse_json(text: str) -> Any:
     if not text.strip():
         raise ValidationError("request body is empty; expected JSON", field=BODY)
     if nesting_depth(text) > MAX_JSON_DEPTH:

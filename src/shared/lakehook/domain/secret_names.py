@@ -10,6 +10,11 @@ reserved as well, and a rotation moves such a producer into the namespace.
 Whether a reference points into the namespace is decided on the name as Secrets Manager would resolve it
 and on every spelling that could reach it: a full or partial ARN, leading slashes, any letter case, and
 SSM's ``/aws/reference/secretsmanager/<name>`` (which reads a Secrets Manager secret through SSM).
+
+Every other reference follows one naming rule, :class:`SecretNames`: a name is relative to the stack's
+prefix (``lakehook/<stack>/``) unless it already starts with it, and an ARN is used as it is. ``lakehook
+secret put``, ``PUT /rules`` (which checks the secret exists), the dispatcher and the pollers all resolve a
+reference with it, so a secret is found under any name the CLI printed or the user typed.
 """
 
 from __future__ import annotations
@@ -22,6 +27,73 @@ LEGACY_PRODUCER_DIRECTORY = "producers/"  # under the stack's secret prefix, bef
 _SECRET_ARN = re.compile(r"^arn:[^:]*:secretsmanager:[^:]*:[^:]*:secret:", re.IGNORECASE)
 # GetParameter of /aws/reference/secretsmanager/<name> answers that Secrets Manager secret.
 SSM_SECRETS_MANAGER_REFERENCE = "/aws/reference/secretsmanager/"
+
+
+# What a secret reference may be: a Secrets Manager name, or a (full or partial) ARN of one.
+SECRET_NAME_PATTERN = r"[A-Za-z0-9/_+=.@-]{1,512}"
+SECRET_ARN_PATTERN = r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:" + SECRET_NAME_PATTERN
+SECRET_REF_PATTERN = rf"^(?:{SECRET_NAME_PATTERN}|{SECRET_ARN_PATTERN})$"
+MAX_SECRET_NAME = 512
+_NAME = re.compile(rf"^{SECRET_NAME_PATTERN}$")
+_ARN = re.compile(rf"^{SECRET_ARN_PATTERN}$")
+
+
+class SecretNameError(ValueError):
+    """A secret reference that names no secret this stack may read."""
+
+
+@dataclass(frozen=True)
+class SecretNames:
+    """The one naming rule of the secrets targets (``secretRef``, ``credentialsRef``, ``tokenRef``) and asset
+    sources (``secretsmanager:<ref>``) name: a name is relative to the stack's prefix unless it already
+    starts with it; an ARN is used as it is and must name a secret under the prefix."""
+
+    prefix: str  # ``lakehook/<stack>/`` (Settings.secret_prefix); empty: names are used as they are
+
+    @property
+    def rule(self) -> str:
+        """The rule in a sentence, for messages and docs."""
+        if not self.prefix:
+            return "a name is used as it is"
+        return f"a name is under {self.prefix} unless it already starts with it; an ARN is used as it is"
+
+    def resolve(self, ref: str) -> str:
+        """The SecretId Secrets Manager is asked for (a name under the prefix, or the ARN as given).
+
+        Raises SecretNameError when that is no valid secret name, or an ARN names a secret outside the prefix."""
+        if _ARN.fullmatch(ref):
+            name = ref.split(":secret:", 1)[1]
+            if not name.startswith(self.prefix):
+                raise SecretNameError(
+                    f"secret {ref!r} is outside {self.prefix}*, the only secrets this stack may read ({self.rule})"
+                )
+            return ref
+        name = ref if ref.startswith(self.prefix) else f"{self.prefix}{ref.lstrip('/')}"
+        if name == self.prefix or name.endswith("/"):
+            raise SecretNameError(f"secret {ref!r} names no secret, only the directory {name!r} ({self.rule})")
+        if not _NAME.fullmatch(name):
+            raise SecretNameError(
+                f"secret {ref!r} names {name!r}, not a valid secret name (letters, digits and /_+=.@-, at most "
+                f"{MAX_SECRET_NAME}; {self.rule})"
+            )
+        return name
+
+    def missing(self, ref: str) -> str:
+        """What a message says of a reference that names no existing secret: the name looked up and how to
+        make it (a secret is created by its name, never by an ARN)."""
+        how = "by its name" if _ARN.fullmatch(ref) else f"with `lakehook secret put {ref}`"
+        return f"secret {self.spelled(ref)} does not exist; create it first {how}"
+
+    def spelled(self, ref: str) -> str:
+        """How a message names a reference: as given and, when they differ, the name looked up."""
+        try:
+            name = self.resolve(ref)
+        except SecretNameError:
+            return repr(ref)
+        return repr(ref) if name == ref else f"{ref!r} (looked up as {name!r}: {self.rule})"
+
+
+AS_GIVEN = SecretNames("")  # no prefix: every name is used as it is (tests, a store of its own)
 
 
 def secret_name(ref: str) -> str:

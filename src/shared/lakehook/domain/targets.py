@@ -10,8 +10,9 @@ Adding a target type: one model here (and its entry in :data:`TARGET_CONFIGS` an
 one client module and one registry entry in ``lakehook.adapters.targets``.
 
 Credentials are never part of a config, only references to secrets (``secretRef``, ``credentialsRef``,
-``tokenRef``, see :func:`secret_refs`): names in the secret store, which must exist when the rule is
-written, read by the dispatcher when it starts a run.
+``tokenRef``, see :func:`secret_refs`): names (or ARNs) in the secret store, resolved by the one naming rule
+of :class:`lakehook.domain.secret_names.SecretNames` (relative to the stack's prefix unless they start with
+it), which must exist when the rule is written, read by the dispatcher when it starts a run.
 """
 
 from __future__ import annotations
@@ -33,12 +34,14 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic.json_schema import SkipJsonSchema
 
 from lakehook.domain.errors import ValidationError
+from lakehook.domain.secret_names import SECRET_REF_PATTERN
 from lakehook.domain.url_policy import UrlPolicy, UrlRefusedError, parse_networks
 
+SECRET_REF_WORDS = (
+    "a secret's name, under the stack's prefix lakehook/<stack>/ unless it already starts with it, or its ARN"
+)
 MAX_TIMEOUT_SECONDS = 30.0
 DEFAULT_TIMEOUT_SECONDS = 10.0
-# Secrets Manager names: letters, digits and /_+=.@- (up to 512 characters).
-SECRET_REF_PATTERN = r"^[A-Za-z0-9/_+=.@-]{1,512}$"
 STATE_MACHINE_ARN_PATTERN = r"^arn:aws[a-z-]*:states:[a-z0-9-]+:\d{12}:stateMachine:[A-Za-z0-9_-]{1,80}$"
 # A function name, name:qualifier, or (partial) ARN, as Lambda's Invoke accepts it.
 FUNCTION_NAME_PATTERN = (
@@ -107,7 +110,9 @@ class WebhookTarget(_Target):
 
     type: Literal["webhook"]
     url: str = Field(max_length=2048)
-    secret_ref: str = Field(alias="secretRef", pattern=SECRET_REF_PATTERN, description="signing secret, by name")
+    secret_ref: str = Field(
+        alias="secretRef", pattern=SECRET_REF_PATTERN, description=f"signing secret, {SECRET_REF_WORDS}"
+    )
     timeout_seconds: float = Field(
         default=DEFAULT_TIMEOUT_SECONDS, alias="timeoutSeconds", gt=0, le=MAX_TIMEOUT_SECONDS
     )
@@ -161,7 +166,7 @@ class AirflowTarget(_Target):
         alias="baseUrl", max_length=2048, description="the API server, e.g. https://airflow.example.com"
     )
     dag_id: str = Field(alias="dagId", pattern=DAG_ID_PATTERN)
-    credentials_ref: str = Field(alias="credentialsRef", pattern=SECRET_REF_PATTERN)
+    credentials_ref: str = Field(alias="credentialsRef", pattern=SECRET_REF_PATTERN, description=SECRET_REF_WORDS)
     timeout_seconds: float = Field(
         default=DEFAULT_TIMEOUT_SECONDS, alias="timeoutSeconds", gt=0, le=MAX_TIMEOUT_SECONDS
     )
@@ -194,7 +199,7 @@ class DolphinSchedulerTarget(_Target):
     base_url: str = Field(alias="baseUrl", max_length=2048)
     project_code: int = Field(alias="projectCode", gt=0)
     process_definition_code: int = Field(alias="processDefinitionCode", gt=0)
-    token_ref: str = Field(alias="tokenRef", pattern=SECRET_REF_PATTERN)
+    token_ref: str = Field(alias="tokenRef", pattern=SECRET_REF_PATTERN, description=SECRET_REF_WORDS)
     worker_group: str = Field(default="default", alias="workerGroup", min_length=1, max_length=256)
     tenant_code: str | None = Field(default=None, alias="tenantCode", max_length=256)
     environment_code: int | None = Field(default=None, alias="environmentCode")

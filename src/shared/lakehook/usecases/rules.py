@@ -12,7 +12,7 @@ from lakehook.domain.evaluation import select_member
 from lakehook.domain.late_versions import is_late_skip
 from lakehook.domain.requests import RecordedRequest, RequestAnswer, RequestKey
 from lakehook.domain.rules import Member, Mode, Rule, StartFrom, validate_id
-from lakehook.domain.secret_names import ProducerSecrets
+from lakehook.domain.secret_names import AS_GIVEN, ProducerSecrets, SecretNameError, SecretNames
 from lakehook.domain.targets import UnusableTarget, name_target_error, secret_refs, write_context
 from lakehook.domain.time import ms_to_iso, now_ms
 from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus, trigger_key
@@ -87,36 +87,39 @@ def stored_to_api(stored: StoredRule) -> dict[str, Any]:
     return data
 
 
-def refuse_producer_secrets(rule: Rule, producer_secrets: ProducerSecrets) -> None:
+def refuse_producer_secrets(rule: Rule, producer_secrets: ProducerSecrets, names: SecretNames = AS_GIVEN) -> None:
     """No secret a rule's target names may be a producer's signing secret, however spelled: the target's
     host would receive it. A ValidationError naming the field, e.g. ``target.tokenRef``."""
     if isinstance(rule.target, UnusableTarget):
         return
     for field, ref in secret_refs(rule.target).items():
-        if producer_secrets.holds(ref):
-            raise ValidationError(f"target.{field}: {producer_secrets.refusal(ref)}", field=f"target.{field}")
+        where = f"target.{field}"
+        try:
+            reached = producer_secrets.holds(ref) or producer_secrets.holds(names.resolve(ref))
+        except SecretNameError as exc:
+            raise ValidationError(f"{where}: {exc}", field=where) from exc
+        if reached:
+            raise ValidationError(f"{where}: {producer_secrets.refusal(ref)}", field=where)
 
 
-def check_target_secrets(rule: Rule, secrets: SecretStore, required_prefix: str | None = None) -> None:
-    """Every secret the rule's target names must exist (and, on a deployed stack, lie under the prefix the
-    dispatcher may read); else a ValidationError naming the field, e.g. ``target.secretRef``."""
+def check_target_secrets(rule: Rule, secrets: SecretStore, names: SecretNames = AS_GIVEN) -> None:
+    """Every secret the rule's target names must exist under the name the dispatcher will look up (``names``:
+    the stack's one naming rule, so it lies under the prefix the dispatcher may read); else a ValidationError
+    naming the field, e.g. ``target.secretRef``, the name looked up and the rule."""
     if isinstance(rule.target, UnusableTarget):
         return
     for field, ref in secret_refs(rule.target).items():
         where = f"target.{field}"
-        if required_prefix and not ref.startswith(required_prefix):
-            raise ValidationError(
-                f"{where}: secret {ref!r} is outside {required_prefix}*, the only secrets this stack may read",
-                field=where,
-            )
         try:
-            found = secrets.secret_exists(ref)
+            name = names.resolve(ref)
+        except SecretNameError as exc:
+            raise ValidationError(f"{where}: {exc}", field=where) from exc
+        try:
+            found = secrets.secret_exists(name)
         except AuthorizationError as exc:
             raise ValidationError(f"{where}: {exc}", field=where) from exc
         if not found:
-            raise ValidationError(
-                f"{where}: secret {ref!r} does not exist; create it first (see docs/rules.md#secrets)", field=where
-            )
+            raise ValidationError(f"{where}: {names.missing(ref)} (see docs/rules.md#secrets)", field=where)
 
 
 class ManageRules:
@@ -135,11 +138,11 @@ class ManageRules:
         resolver: ResolveAssetChange,
         secrets: SecretStore | None = None,
         url_policy: UrlPolicy = DEPLOYED_POLICY,
-        secret_prefix: str | None = None,
+        secret_names: SecretNames = AS_GIVEN,
         producer_secrets: ProducerSecrets | None = None,
     ) -> None:
         """``secrets``: where targets' secrets must exist (unchecked without one); ``url_policy``: the stack's
-        outbound URL policy; ``secret_prefix``: on a deployed stack, the names the dispatcher may read;
+        outbound URL policy; ``secret_names``: how the dispatcher turns a target's secret reference into a name;
         ``producer_secrets``: the producer signing secrets, which no target may name."""
         self._rules = rules
         self._triggers = triggers
@@ -150,7 +153,7 @@ class ManageRules:
         self._resolver = resolver
         self._secrets = secrets
         self._policy = url_policy
-        self._secret_prefix = secret_prefix
+        self._secret_names = secret_names
         self._producer_secrets = producer_secrets
 
     def check(self, rule_id: str, body: Any) -> Rule:
@@ -158,9 +161,9 @@ class ManageRules:
         and the existence of the secrets it names. Answers the rule as it would be stored."""
         rule = parse_rule(rule_id, body, self._policy)
         if self._producer_secrets is not None:
-            refuse_producer_secrets(rule, self._producer_secrets)
+            refuse_producer_secrets(rule, self._producer_secrets, self._secret_names)
         if self._secrets is not None:
-            check_target_secrets(rule, self._secrets, self._secret_prefix)
+            check_target_secrets(rule, self._secrets, self._secret_names)
         return rule
 
     def put(self, rule_id: str, body: Any) -> tuple[StoredRule, bool]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from lakehook.domain.assets import SECRET_REFERENCE_PREFIXES, referenced_secret
 from lakehook.domain.errors import NotFoundError
-from lakehook.domain.secret_names import ProducerSecrets
+from lakehook.domain.secret_names import AS_GIVEN, ProducerSecrets, SecretNameError, SecretNames
 from lakehook.domain.source_endpoints import EndpointRefusedError, check_endpoints, web_endpoints
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports import SecretStore
@@ -44,6 +44,10 @@ class ResolvedProperties:
 class CredentialResolver:
     """Turns ``secretsmanager:<name>[#field]`` and ``ssm:<name>[#field]`` values into their secrets.
 
+    ``secretsmanager:<ref>`` names a secret by the stack's naming rule (``names``: relative to the stack's
+    prefix unless it starts with it, or an ARN), as targets' ``secretRef`` do; ``ssm:<name>`` is an SSM
+    parameter's name, used as it is.
+
     A reference to a producer signing secret (``reserved``) is never resolved: ``PUT /assets`` refuses one,
     and a source stored before that check reads as a source whose credentials cannot be read.
 
@@ -60,8 +64,10 @@ class CredentialResolver:
         reserved: ProducerSecrets | None = None,
         policy: UrlPolicy | None = None,
         guard: EndpointGuard | None = None,
+        names: SecretNames = AS_GIVEN,
     ) -> None:
         self._secrets = secrets
+        self._names = names
         self._parameters = parameters
         self._reserved = reserved
         self._policy = policy
@@ -107,18 +113,30 @@ class CredentialResolver:
             return value
         reference, _, json_field = value.partition(FIELD_SEPARATOR)
         reached = referenced_secret(value)
-        if self._reserved is not None and reached is not None and self._reserved.holds(reached):
+        looked_up = None
+        if reference.startswith(SECRETS_MANAGER):
+            try:
+                looked_up = self._names.resolve(reference.removeprefix(SECRETS_MANAGER))
+            except SecretNameError as exc:
+                raise SourceAccessError(f"property {name!r}: {exc}") from None
+        if self._reserved is not None and any(
+            ref is not None and self._reserved.holds(ref) for ref in (reached, looked_up)
+        ):
             raise SourceAccessError(
                 f"property {name!r}: {reference} is a producer signing secret; sources may not read it"
             )
         try:
-            if reference.startswith(SECRETS_MANAGER):
-                secret = self._secrets.get_secret(reference.removeprefix(SECRETS_MANAGER))
+            if looked_up is not None:
+                secret = self._secrets.get_secret(looked_up)
             elif self._parameters is None:
                 raise SourceAccessError(f"property {name!r}: SSM references are not configured here")
             else:
                 secret = self._parameters(reference.removeprefix(SSM))
         except NotFoundError as exc:
+            if looked_up is not None and looked_up != reference.removeprefix(SECRETS_MANAGER):
+                raise SourceAccessError(
+                    f"property {name!r}: {reference} does not exist (looked up as {looked_up!r}: {self._names.rule})"
+                ) from exc
             raise SourceAccessError(f"property {name!r}: {reference} does not exist") from exc
         except SourceAccessError:
             raise

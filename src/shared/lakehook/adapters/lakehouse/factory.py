@@ -13,7 +13,7 @@ import threading
 from lakehook.adapters.lakehouse.credentials import CredentialResolver, ParameterReader
 from lakehook.domain.assets import AssetFormat
 from lakehook.domain.errors import ValidationError
-from lakehook.domain.secret_names import ProducerSecrets
+from lakehook.domain.secret_names import AS_GIVEN, ProducerSecrets, SecretNames
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports import SecretStore
 from lakehook.ports.lakehouse import SnapshotSource
@@ -61,14 +61,16 @@ def snapshot_sources(
     cache_ttl_seconds: float = 900.0,
     reserved: ProducerSecrets | None = None,
     url_policy: UrlPolicy | None = None,
+    names: SecretNames = AS_GIVEN,
 ) -> LakehouseSnapshotSources:
     """The composition root's entry point: sources resolving credential references through ``secrets``
     (never a producer signing secret, ``reserved``); with ``url_policy`` every endpoint a source names is
-    checked (and its host resolved and checked) before a catalog or client is built from it."""
+    checked (and its host resolved and checked) before a catalog or client is built from it; ``names``: how a
+    ``secretsmanager:`` reference becomes a secret's name (the stack's naming rule)."""
     guard = None
     if url_policy is not None:
         from lakehook.adapters.targets.egress import AddressGuard
 
         guard = AddressGuard(url_policy).address_for
-    resolver = CredentialResolver(secrets, parameters, reserved=reserved, policy=url_policy, guard=guard)
+    resolver = CredentialResolver(secrets, parameters, reserved=reserved, policy=url_policy, guard=guard, names=names)
     return LakehouseSnapshotSources(resolver, cache_ttl_seconds)

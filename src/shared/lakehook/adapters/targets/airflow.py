@@ -128,7 +128,7 @@ class AirflowTargetClient(TargetClient):
                 self._secrets.forget(config.credentials_ref)
             credentials = json.loads(self._secrets.get(config.credentials_ref))
         except NotFoundError as exc:
-            return Outcome.fatal(f"credentials {config.credentials_ref!r} do not exist: {exc}", "secret_missing")
+            return Outcome.fatal(f"credentials (credentialsRef): {exc}", "secret_missing")
         except ValueError:
             return Outcome.fatal(f"credentials {config.credentials_ref!r} are not JSON", "secret_invalid")
         if isinstance(credentials, dict) and isinstance(credentials.get("token"), str):

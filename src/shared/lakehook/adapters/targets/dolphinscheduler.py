@@ -167,7 +167,7 @@ class DolphinSchedulerTargetClient(TargetClient):
         try:
             return {"token": self._secrets.get(config.token_ref), "Accept": "application/json"}
         except NotFoundError as exc:
-            return Outcome.fatal(f"token {config.token_ref!r} does not exist: {exc}", "secret_missing")
+            return Outcome.fatal(f"token (tokenRef): {exc}", "secret_missing")
 
     def start(self, invocation: Invocation, config: TargetConfig) -> Outcome:
         assert isinstance(config, DolphinSchedulerTarget)

@@ -76,7 +76,7 @@ class WebhookTargetClient(TargetClient):
         try:
             secret = self._secrets.get(config.secret_ref)
         except NotFoundError as exc:
-            return Outcome.fatal(f"signing secret {config.secret_ref!r} does not exist: {exc}", "secret_missing")
+            return Outcome.fatal(f"signing secret (secretRef): {exc}", "secret_missing")
         body = invocation.body()
         headers = {
             "Content-Type": "application/json",

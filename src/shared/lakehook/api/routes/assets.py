@@ -12,8 +12,9 @@ from lakehook.api.answers import AssetAnswer, AssetPage, AssetStateAnswer, Event
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
 from lakehook.api.http import json_response, require_admin
 from lakehook.container import current
-from lakehook.domain.assets import SECRET_REFERENCE_PREFIXES, AssetRegistration, validate_asset_key
-from lakehook.domain.errors import NotFoundError, ValidationError
+from lakehook.domain.assets import SECRET_REFERENCE_PREFIXES, SECRETS_MANAGER, AssetRegistration, validate_asset_key
+from lakehook.domain.errors import AuthorizationError, NotFoundError, ValidationError
+from lakehook.domain.secret_names import SecretNameError
 from lakehook.domain.source_endpoints import check_source_properties
 from lakehook.domain.time import ms_to_iso, now_ms
 
@@ -45,6 +46,7 @@ def put_asset(asset: AssetRegistration, dry_run: DryRun = False) -> Response[str
     require_admin(router.current_event)
     _refuse_producer_secrets(asset)
     container = current()
+    _check_source_secrets(asset)
     if asset.source is not None:  # the endpoints it names, under the stack's outbound URL policy (as targets)
         check_source_properties(asset.source.properties, container.settings.url_policy, SECRET_REFERENCE_PREFIXES)
     if dry_run:  # the registration is fully checked by its model, the stack's settings and the URL policy
@@ -54,16 +56,48 @@ def put_asset(asset: AssetRegistration, dry_run: DryRun = False) -> Response[str
 
 
 def _refuse_producer_secrets(asset: AssetRegistration) -> None:
-    """A source may not name a producer's signing secret (however spelled): the poller would hand it to the
-    catalog or storage endpoint the source names."""
+    """A source may not name a producer's signing secret (however spelled, and as the stack's naming rule
+    resolves a ``secretsmanager:`` reference): the poller would hand it to the catalog or storage endpoint
+    the source names. A reference that names no valid secret is refused here too, not at poll time."""
     if asset.source is None:
         return
-    namespace = current().settings.producer_secrets
+    settings = current().settings
+    namespace, names = settings.producer_secrets, settings.secret_names
     for name, ref in asset.source.referenced_secrets().items():
-        if namespace.holds(ref):
+        reached = [ref]
+        value = asset.source.properties[name]
+        if value.startswith(SECRETS_MANAGER):
+            try:
+                reached.append(names.resolve(value.removeprefix(SECRETS_MANAGER).partition("#")[0]))
+            except SecretNameError as exc:
+                raise ValidationError(
+                    f"source.properties: property {name!r}: {exc}", field="source.properties"
+                ) from exc
+        if any(namespace.holds(r) for r in reached):
             raise ValidationError(
                 f"source.properties: property {name!r}: {namespace.refusal(ref)}", field="source.properties"
             )
+
+
+def _check_source_secrets(asset: AssetRegistration) -> None:
+    """Every ``secretsmanager:`` secret the source names must exist under the name the poller will look up
+    (the stack's naming rule), as a rule's target secrets must: a 400 now, not a failing poll later. SSM
+    references are the poller's to read (the API may not), and are not checked here."""
+    if asset.source is None:
+        return
+    container = current()
+    names = container.settings.secret_names
+    for name, value in asset.source.properties.items():
+        if not value.startswith(SECRETS_MANAGER):
+            continue
+        ref = value.removeprefix(SECRETS_MANAGER).partition("#")[0]
+        where = f"source.properties: property {name!r}"
+        try:
+            found = container.secret_store.secret_exists(names.resolve(ref))
+        except (SecretNameError, AuthorizationError) as exc:
+            raise ValidationError(f"{where}: {exc}", field="source.properties") from exc
+        if not found:
+            raise ValidationError(f"{where}: {names.missing(ref)}", field="source.properties")
 
 
 @router.get(
