@@ -22,6 +22,7 @@ from lakehook.cli import main
 from lakehook.cli_commands.api import ApiClient
 from lakehook.cli_commands.inputs import MAX_INPUT_BYTES, MAX_YAML_DEPTH
 from lakehook.cli_commands.output import captured
+from tests.hypothesis_profiles import examples
 
 
 def closed_port() -> int:
@@ -155,7 +156,7 @@ def input_path() -> Iterator[str]:
         yield str(Path(folder) / "input.yaml")
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_no_command_line_or_input_ends_in_a_traceback(input_path: str, data: st.DataObject) -> None:
     argv, content = data.draw(command_lines(input_path))
