@@ -166,3 +166,38 @@ def test_explain_prints_a_window_backlog_and_the_late_versions_skipped() -> None
         "2025-06-15T15:07:40Z" in lines
     )
     assert "    skipped: hudi://lake/ods/h@3: version 3 arrived after 5 and will not run for rule export" in lines
+
+
+class RecordingApi(ApiClient):
+    """Records each request's method and path instead of sending it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.sent: list[tuple[str, str, dict[str, str]]] = []
+
+    def request(self, method: str, path: str, **kwargs: Any) -> tuple[int, Any]:
+        self.sent.append((method, path, kwargs.get("headers") or {}))
+        return 200, {"triggerKey": "r.g.1", "status": "SUCCEEDED", "results": []}
+
+
+@pytest.mark.parametrize(
+    ("url", "token", "admin_token", "path"),
+    [
+        # a deployed stack with IAM credentials: the route's IAM variant, the one API Gateway passes the identity
+        ("https://abc123.execute-api.eu-west-1.amazonaws.com/prod", None, None, "/iam/runs/r.g.1/complete"),
+        # the run's own completion token: the route without an authorizer
+        ("https://abc123.execute-api.eu-west-1.amazonaws.com/prod", "tok", None, "/runs/r.g.1/complete"),
+        # the local stack's admin token
+        ("http://127.0.0.1:3000", None, "local-admin", "/runs/r.g.1/complete"),
+    ],
+)
+def test_complete_sends_iam_credentials_to_the_iam_variant(
+    url: str, token: str | None, admin_token: str | None, path: str
+) -> None:
+    from lakehook.cli_commands import manage
+
+    api = RecordingApi(url=url, admin_token=admin_token)
+    args = argparse.Namespace(key="r.g.1", status="SUCCEEDED", outlets=[], token=token, output="json")
+    with captured(io.StringIO(), io.StringIO()):
+        assert manage.complete(api, args) == 0
+    assert [(m, p) for m, p, _ in api.sent] == [("POST", path)]
