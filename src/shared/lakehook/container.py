@@ -352,6 +352,7 @@ class Container:
             url_policy=self.settings.url_policy,
             secret_prefix=None if self.settings.local_mode else self.settings.secret_prefix,
             producer_secrets=self.settings.producer_secrets,
+            aliases=self.alias_store,
         )
 
     # --- triggers and dispatch: DispatcherFunction, TriggerRedriveFunction, the trigger and run routes ------
