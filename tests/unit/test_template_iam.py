@@ -150,8 +150,11 @@ def test_the_customer_managed_key_is_granted_only_when_one_is_given() -> None:
         if role == "ApiGatewayCloudWatchRole":
             continue
         conditional = [p for p in properties.get("Policies", []) if "Fn::If" in p]
-        assert conditional, f"{role} cannot use the KmsKeyArn key"
-        for entry in conditional:
+        kms = [p for p in conditional if p["Fn::If"][0] == "UseCustomerKey"]
+        assert kms, f"{role} cannot use the KmsKeyArn key"
+        # the only other condition: the spool buckets (test_spool_buckets.py)
+        assert {p["Fn::If"][0] for p in conditional} <= {"UseCustomerKey", "HasSpoolBuckets"}, role
+        for entry in kms:
             condition, then, otherwise = entry["Fn::If"]
             assert condition == "UseCustomerKey" and otherwise == {"Ref": "AWS::NoValue"}
             (statement,) = then["PolicyDocument"]["Statement"]

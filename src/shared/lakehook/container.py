@@ -156,6 +156,7 @@ class Container:
             self.asset_store,
             coverage=RecordCoverage(self.coverage_store),
             verifications=self.verification_queue,
+            readable_spool=self.settings.readable_spool,
             # built on the first late snapshot: the rule and trigger stores stay off the ingest path's cold start
             late=lambda asset_key, record: self.late_snapshot_notice(asset_key, record),
         )
