@@ -30,6 +30,9 @@ ALLOWED_MANAGED_POLICIES = {
     "(GetRecords, GetShardIterator, DescribeStream, ListStreams); read-only",
     "AWSLambdaSQSQueueExecutionRole": "SAM attaches it for an SQS event source: receive and delete the messages "
     "it is handed; nothing else",
+    "AWSLambdaVPCAccessExecutionRole": "SAM attaches it to a function with VpcConfig (the four that reach "
+    "TargetAllowedNetworks; attached even while ReachPrivateNetworks leaves them outside a VPC): create, describe "
+    "and delete the function's own network interfaces, which EC2 authorizes on '*' only",
     "AmazonAPIGatewayPushToCloudWatchLogs": "API Gateway's account-wide logging role (SetApiGatewayAccountRole): "
     "one role serves every API of the account and region, so it cannot name our log groups",
 }
