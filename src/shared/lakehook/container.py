@@ -209,7 +209,7 @@ class Container:
     def verify_spool_manifest(self) -> VerifySpoolManifest:
         from lakehook.usecases.spool import VerifySpoolManifest
 
-        return VerifySpoolManifest(self.object_store)
+        return VerifySpoolManifest(self.object_store, readable=self.settings.readable_spool)
 
     @part
     def record_manifest_verification(self) -> RecordManifestVerification:
