@@ -287,7 +287,8 @@ def test_generated_requests_never_5xx_and_never_2xx_without_credentials(
     status, answer = send(api, method, path, body, headers, query=query)  # asserts < 500
     if route == ("GET", "/openapi.json"):
         return
-    # a producer's signature authenticates pushes only (runs complete with their trigger's token)
-    authenticated = credentials == "admin" or (credentials == "producer" and route == ("POST", "/asset-events"))
+    # a producer's signature authenticates pushes and lineage only (runs complete with their trigger's token)
+    signed_routes = (("POST", "/asset-events"), ("POST", "/api/v1/lineage"))
+    authenticated = credentials == "admin" or (credentials == "producer" and route in signed_routes)
     if not authenticated:
         assert status == 401, (route, credentials, answer)

@@ -31,6 +31,7 @@ SCENARIO: list[tuple[str, int]] = [
     ("put_producer", 201),
     ("get_producer", 200),
     ("push_events", 200),
+    ("push_events_iam", 200),
     ("put_asset", 201),
     ("list_assets", 200),
     ("get_state", 200),
@@ -101,6 +102,7 @@ def test_the_samples_run_in_order_against_the_handler(container: Container, sett
 
     pushed = json.loads(load("push_events")["body"])["events"]
     assert [r["status"] for r in answers["push_events"]["results"]] == ["ACCEPTED"] * len(pushed)
+    assert [r["status"] for r in answers["push_events_iam"]["results"]] == ["ACCEPTED"]
     assert answers["get_state"]["latestSnapshotId"] == 1001 and answers["get_state"]["registered"] is True
     assert answers["get_state"]["qualityStatus"] == "PASSED"
     assert len(answers["list_events"]["items"]) == 2

@@ -18,6 +18,7 @@ from lakehook.adapters.s3.object_store import S3ObjectStore
 from lakehook.client.spool import SpoolWriteError, SpoolWriter
 from lakehook.domain.events import EventType, SourceType
 from lakehook.domain.spool import Problem, VerificationStatus
+from lakehook.domain.spool_buckets import SPOOL_BUCKETS_PARAMETER, ReadableSpool
 from lakehook.ports.queue import WorkQueue
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.manifests import RecordManifestVerification
@@ -329,3 +330,31 @@ def test_a_tampered_pushed_manifest_is_recorded_invalid_with_the_object_and_reas
     assert state is not None and state.manifest_status == "INVALID"
     assert state.manifest_object == uri("orders/run-61/part-1.csv")
     assert state.manifest_reason is not None and "SHA-256" in state.manifest_reason
+
+
+def test_an_object_in_a_bucket_the_verifier_may_not_read_is_invalid_naming_the_bucket_and_is_never_read(
+    s3: Any,
+) -> None:
+    s3.create_bucket(Bucket="elsewhere")
+    with SpoolWriter(
+        s3, manifest_uri=uri("orders/run-51.manifest.json"), asset_key=ASSET, snapshot_id=51, fields=FIELDS
+    ) as writer:
+        writer.upload_bytes(b"order_id,amount\n1,1.00\n", uri("orders/run-51/part-0.csv"), row_count=1)
+        writer.upload_bytes(b"order_id,amount\n2,1.00\n", "s3://elsewhere/orders/part-1.csv", row_count=1)
+    reads: list[str] = []
+    s3.meta.events.register("before-call.s3.*", lambda params, model, **_: reads.append(params.get("Bucket", "")))
+    readable = ReadableSpool.of("lakehook-stack-manifests", None, f"arn:aws:s3:::{BUCKET}")
+    verifier = VerifySpoolManifest(S3ObjectStore(s3), readable=readable)
+
+    result = verifier.verify(writer.manifest_uri)
+
+    assert result.status is VerificationStatus.INVALID
+    (problem,) = result.problems
+    assert (problem.uri, problem.problem) == ("s3://elsewhere/orders/part-1.csv", Problem.OBJECT_UNREADABLE)
+    assert "'elsewhere'" in problem.detail and SPOOL_BUCKETS_PARAMETER in problem.detail
+    assert "elsewhere" not in reads  # denied on every try: not asked for, not retried
+    # the same manifest verifies for a verifier that may read both buckets
+    both = ReadableSpool.of("lakehook-stack-manifests", "elsewhere", f"arn:aws:s3:::{BUCKET}")
+    assert VerifySpoolManifest(S3ObjectStore(s3), readable=both).verify(writer.manifest_uri).status is (
+        VerificationStatus.VERIFIED
+    )

@@ -191,3 +191,91 @@ def test_explain_prints_a_window_backlog_and_the_late_versions_skipped() -> None
         "2025-06-15T15:07:40Z" in lines
     )
     assert "    skipped: hudi://lake/ods/h@3: version 3 arrived after 5 and will not run for rule export" in lines
+
+
+class RecordingApi(ApiClient):
+    """Records each request's method and path instead of sending it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.sent: list[tuple[str, str, dict[str, str]]] = []
+
+    def request(self, method: str, path: str, **kwargs: Any) -> tuple[int, Any]:
+        self.sent.append((method, path, kwargs.get("headers") or {}))
+        return 200, {"triggerKey": "r.g.1", "status": "SUCCEEDED", "results": []}
+
+
+@pytest.mark.parametrize(
+    ("url", "token", "admin_token", "path"),
+    [
+        # a deployed stack with IAM credentials: the route's IAM variant, the one API Gateway passes the identity
+        ("https://abc123.execute-api.eu-west-1.amazonaws.com/prod", None, None, "/iam/runs/r.g.1/complete"),
+        # the run's own completion token: the route without an authorizer
+        ("https://abc123.execute-api.eu-west-1.amazonaws.com/prod", "tok", None, "/runs/r.g.1/complete"),
+        # the local stack's admin token
+        ("http://127.0.0.1:3000", None, "local-admin", "/runs/r.g.1/complete"),
+    ],
+)
+def test_complete_sends_iam_credentials_to_the_iam_variant(
+    url: str, token: str | None, admin_token: str | None, path: str
+) -> None:
+    from lakehook.cli_commands import manage
+
+    api = RecordingApi(url=url, admin_token=admin_token)
+    args = argparse.Namespace(key="r.g.1", status="SUCCEEDED", outlets=[], token=token, output="json")
+    with captured(io.StringIO(), io.StringIO()):
+        assert manage.complete(api, args) == 0
+    assert [(m, p) for m, p, _ in api.sent] == [("POST", path)]
+
+
+class Stack(ApiClient):
+    """Answers GETs from a dict of path → body (404 otherwise) and records every PUT."""
+
+    def __init__(self, stored: dict[str, Any]) -> None:
+        super().__init__(url="http://127.0.0.1:9", admin_token="t")
+        self.stored = stored
+        self.puts: list[tuple[str, Any, Any]] = []
+
+    def request(self, method: str, path: str, **kwargs: Any) -> tuple[int, Any]:
+        if method == "GET":
+            return (200, self.stored[path]) if path in self.stored else (404, None)
+        self.puts.append((path, kwargs.get("query"), kwargs.get("body")))
+        return 200, {}
+
+
+A_KEY, B_KEY = "paimon://lake/ods/a", "paimon://lake/ods/b"
+ALIAS_RULE = {
+    "ruleId": "dws",
+    "groups": [{"groupId": "g", "members": [{"alias": "trade", "condition": {"minSnapshotId": 5}}]}],
+}
+
+
+def test_apply_compares_a_rule_naming_an_alias_as_the_api_stores_it() -> None:
+    from lakehook.cli_commands.apply import plan
+
+    def stored(*keys: str) -> dict[str, Any]:
+        condition = {"snapshotRequired": True, "minSnapshotId": 5}
+        members = [{"assetKey": k, "alias": "trade", "condition": condition} for k in keys]
+        return {"ruleId": "dws", "groups": [{"groupId": "g", "members": members}], "revision": 1}
+
+    objects: dict[str, list[dict[str, Any]]] = {"producers": [], "assets": [], "aliases": [], "rules": [ALIAS_RULE]}
+    stack = Stack({"/aliases/trade": {"name": "trade", "assetKeys": [A_KEY, B_KEY]}, "/rules/dws": stored(A_KEY)})
+    (change,) = plan(stack, objects)
+    assert (change.action, change.changed) == ("update", ["groups.0.members"])  # the alias gained B since
+    stack.stored["/rules/dws"] = stored(A_KEY, B_KEY)
+    (change,) = plan(stack, objects)
+    assert change.action == "unchanged" and change.body == ALIAS_RULE  # a PUT would still name the alias
+
+
+def test_apply_dry_runs_a_rule_naming_an_alias_the_file_declares_before_the_alias_exists() -> None:
+    from lakehook.cli_commands.apply import plan, validate
+
+    stack = Stack({})  # neither the alias nor the rule exists yet
+    aliases = [{"name": "trade", "assetKeys": [A_KEY]}]
+    changes = plan(stack, {"producers": [], "assets": [], "aliases": aliases, "rules": [ALIAS_RULE]})
+    assert [c.action for c in changes] == ["create", "create"]
+    assert validate(stack, changes) == []
+    (_, query, checked) = stack.puts[-1]
+    assert query == {"dryRun": True}
+    assert checked["groups"][0]["members"] == [{"assetKey": A_KEY, "condition": {"minSnapshotId": 5}}]
+    assert changes[-1].body == ALIAS_RULE

@@ -30,6 +30,9 @@ ALLOWED_MANAGED_POLICIES = {
     "(GetRecords, GetShardIterator, DescribeStream, ListStreams); read-only",
     "AWSLambdaSQSQueueExecutionRole": "SAM attaches it for an SQS event source: receive and delete the messages "
     "it is handed; nothing else",
+    "AWSLambdaVPCAccessExecutionRole": "SAM attaches it to a function with VpcConfig (the four that reach "
+    "TargetAllowedNetworks; attached even while ReachPrivateNetworks leaves them outside a VPC): create, describe "
+    "and delete the function's own network interfaces, which EC2 authorizes on '*' only",
     "AmazonAPIGatewayPushToCloudWatchLogs": "API Gateway's account-wide logging role (SetApiGatewayAccountRole): "
     "one role serves every API of the account and region, so it cannot name our log groups",
 }
@@ -150,8 +153,11 @@ def test_the_customer_managed_key_is_granted_only_when_one_is_given() -> None:
         if role == "ApiGatewayCloudWatchRole":
             continue
         conditional = [p for p in properties.get("Policies", []) if "Fn::If" in p]
-        assert conditional, f"{role} cannot use the KmsKeyArn key"
-        for entry in conditional:
+        kms = [p for p in conditional if p["Fn::If"][0] == "UseCustomerKey"]
+        assert kms, f"{role} cannot use the KmsKeyArn key"
+        # the only other condition: the spool buckets (test_spool_buckets.py)
+        assert {p["Fn::If"][0] for p in conditional} <= {"UseCustomerKey", "HasSpoolBuckets"}, role
+        for entry in kms:
             condition, then, otherwise = entry["Fn::If"]
             assert condition == "UseCustomerKey" and otherwise == {"Ref": "AWS::NoValue"}
             (statement,) = then["PolicyDocument"]["Statement"]

@@ -156,6 +156,7 @@ class Container:
             self.asset_store,
             coverage=RecordCoverage(self.coverage_store),
             verifications=self.verification_queue,
+            readable_spool=self.settings.readable_spool,
             # built on the first late snapshot: the rule and trigger stores stay off the ingest path's cold start
             late=lambda asset_key, record: self.late_snapshot_notice(asset_key, record),
         )
@@ -208,7 +209,7 @@ class Container:
     def verify_spool_manifest(self) -> VerifySpoolManifest:
         from lakehook.usecases.spool import VerifySpoolManifest
 
-        return VerifySpoolManifest(self.object_store)
+        return VerifySpoolManifest(self.object_store, readable=self.settings.readable_spool)
 
     @part
     def record_manifest_verification(self) -> RecordManifestVerification:
@@ -353,6 +354,7 @@ class Container:
             url_policy=self.settings.url_policy,
             secret_names=self.settings.secret_names,
             producer_secrets=self.settings.producer_secrets,
+            aliases=self.alias_store,
         )
 
     # --- triggers and dispatch: DispatcherFunction, TriggerRedriveFunction, the trigger and run routes ------

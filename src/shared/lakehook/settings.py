@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from lakehook.domain.secret_names import ProducerSecrets, SecretNames
+from lakehook.domain.spool_buckets import ReadableSpool, bucket_names
 from lakehook.domain.url_policy import UrlPolicy, parse_networks
 
 ENV_PREFIX = "LAKEHOOK_"
@@ -73,6 +74,14 @@ class Settings(BaseModel):
     spool_verify_queue_url: str | None = Field(
         default=None, description="SQS queue of pushed MANIFEST_SEALED events for the spool verifier"
     )
+    warehouse_bucket_name: str | None = Field(
+        default=None, description="the warehouse bucket (WarehouseBucketName): the spool verifier may read it"
+    )
+    spool_bucket_arns: str = Field(
+        default="",
+        description="comma-separated ARNs of the other buckets the spool verifier may read (SpoolBucketArns); "
+        "on a deployed stack a pushed manifest elsewhere is refused",
+    )
     allow_insecure_loopback_targets: bool = Field(
         default=False, description="local mode only: plain-http webhook / Airflow / DolphinScheduler on loopback"
     )
@@ -125,6 +134,12 @@ class Settings(BaseModel):
         parse_networks(value.split(","))
         return value
 
+    @field_validator("spool_bucket_arns")
+    @classmethod
+    def _spool_buckets(cls, value: str) -> str:
+        bucket_names(value)
+        return value
+
     @property
     def local_mode(self) -> bool:
         """The local stack: management by a bearer token (no IAM), targets on loopback over plain http."""
@@ -134,6 +149,13 @@ class Settings(BaseModel):
     def secret_names(self) -> SecretNames:
         """How a secret reference (a target's ``secretRef``, a source's ``secretsmanager:``) becomes a name."""
         return SecretNames(self.secret_prefix)
+
+    @cached_property
+    def readable_spool(self) -> ReadableSpool | None:
+        """Where the spool verifier may read pushed manifests; None on the local stack (it reads any bucket)."""
+        if self.local_mode:
+            return None
+        return ReadableSpool.of(self.bucket_name, self.warehouse_bucket_name, self.spool_bucket_arns)
 
     @cached_property
     def producer_secrets(self) -> ProducerSecrets:

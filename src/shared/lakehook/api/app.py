@@ -32,6 +32,7 @@ from lakehook.domain.errors import (
 )
 from lakehook.domain.json_input import parse_json
 from lakehook.domain.requests import IdempotencyKeyReusedError
+from lakehook.domain.signing import IAM_PREFIX
 from lakehook.observability import logger
 
 # Every route of ``lakehook.api.routes``, by its module, in the order the app registers them: (method, path as
@@ -97,7 +98,8 @@ class LakehookResolver(APIGatewayRestResolver):
     """
 
     def __init__(self) -> None:
-        super().__init__(enable_validation=True, json_body_deserializer=parse_json)
+        # IAM_PREFIX: a route's IAM variant (a method with AWS_IAM authorization) is the route itself.
+        super().__init__(enable_validation=True, json_body_deserializer=parse_json, strip_prefixes=[IAM_PREFIX])
         # The route modules not included yet, each with its routes' methods and compiled paths.
         self._pending: dict[str, list[tuple[str, Pattern[str]]]] = {
             module: [(method, self._compile_regex(path)) for method, path in routes]

@@ -4,6 +4,13 @@
 a route not listed needs management credentials. The resolver calls it before it looks at the body, so
 an unauthenticated request is a 401 whatever it sends, and keeps the ``Caller`` for the route to read
 with ``current_principal``.
+
+On AWS, management credentials are an IAM identity, and API Gateway passes it to the function
+(``requestContext.identity.userArn`` and ``caller``) only for a method with ``AWS_IAM`` authorization. The
+routes listed here also take credentials of their own (a producer's signature, a run's completion token, an
+API key), so their method has no authorizer and never sees an identity; each has an IAM variant under
+``IAM_PREFIX`` (``POST /iam/runs/{triggerKey}/complete``) whose method has ``AWS_IAM``, served by the same
+route (the resolver strips the prefix).
 """
 
 from __future__ import annotations
@@ -108,6 +115,12 @@ ROUTE_AUTHENTICATORS: dict[tuple[str, str], Authenticator] = {
     ("POST", "/api/v1/lineage"): signed_or_api_key_or_admin,
     ("POST", "/runs/{triggerKey}/complete"): run_or_admin,
 }
+
+
+def iam_variant_routes() -> list[tuple[str, str]]:
+    """(method, OpenAPI path) of the routes whose method takes no authorizer on AWS, so each has an IAM variant:
+    the same route under ``IAM_PREFIX``, whose method has AWS_IAM authorization (template.yaml)."""
+    return [route for route, authenticator in ROUTE_AUTHENTICATORS.items() if authenticator is not public]
 
 
 def authenticator_for(method: str, path: str) -> Authenticator:

@@ -46,7 +46,9 @@ def security_schemes() -> dict[str, SecurityScheme]:
         "sigv4": APIKey(
             **{"in": APIKeyIn.header},
             name="Authorization",
-            description="A deployed stack: an IAM identity signing with SigV4 for the `execute-api` service.",
+            description="A deployed stack: an IAM identity signing with SigV4 for the `execute-api` service. A "
+            "route that also takes other credentials (push, lineage, run completion) takes SigV4 at its IAM "
+            "variant, the same path under `/iam`.",
             openapi_extensions={"x-amazon-apigateway-authtype": "awsSigv4"},
         ),
         "producerId": APIKey(

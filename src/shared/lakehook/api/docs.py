@@ -37,6 +37,10 @@ the trigger key under the stack's completion key; it completes that trigger only
 is read; a producer signature does not complete runs. Management routes take IAM (SigV4 for the
 `execute-api` service) on AWS, and
 `Authorization: Bearer <admin token>` on the local stack (`lakehook local up --admin-token …`).
+On AWS these three routes have no IAM authorizer (API Gateway would refuse the producers' and runs' own
+credentials), so API Gateway never passes them an IAM identity: with SigV4, send them to their IAM variant
+under `/iam` (`POST /iam/asset-events`, `POST /iam/api/v1/lineage`, `POST /iam/runs/{triggerKey}/complete`),
+which takes the same body and answers the same.
 The `lakehook` CLI does either for you (see [local.md](local.md) and [operations.md](operations.md)).
 
 **Targets.** A rule's `target` (the `WebhookTarget` … `DolphinSchedulerTarget` schemas below) starts its

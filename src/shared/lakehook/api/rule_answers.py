@@ -28,6 +28,7 @@ class RulePage(Answer):
 
 class MemberExplanation(Answer):
     asset_key: str = Field(alias="assetKey")
+    alias: str | None = Field(default=None, description="the alias the rule names the member by, if it does")
     status: str = Field(description="READY or what blocks the member, e.g. BLOCKED_BY_QUALITY")
     current: dict[str, Any]
     required: dict[str, Any]

@@ -48,6 +48,9 @@ class Change:
     changed: list[str] = field(default_factory=list)
     secret: str | None = None
     done: bool = False
+    # What the dry run checks, when not the body: a rule naming an alias the file declares, resolved as the
+    # API will once the alias is written (the dry run comes before any write).
+    check_body: dict[str, Any] | None = None
 
     def to_api(self, applied: bool | None = None) -> dict[str, Any]:
         data: dict[str, Any] = {"kind": SINGULAR[self.kind], "id": self.id, "action": self.action}
@@ -127,24 +130,79 @@ def _current_assets(api: ApiClient) -> dict[str, dict[str, Any]]:
             return assets
 
 
+def _alias_members(rule: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The members of a declared rule that name an alias alone (``{"alias": name}``, no assetKey)."""
+    for group in rule.get("groups") or []:
+        for member in (group.get("members") or []) if isinstance(group, dict) else []:
+            if isinstance(member, dict) and isinstance(member.get("alias"), str) and "assetKey" not in member:
+                yield member
+
+
+def _names_alias(rule: dict[str, Any]) -> bool:
+    return next(_alias_members(rule), None) is not None
+
+
+def alias_assets(api: ApiClient, objects: dict[str, list[dict[str, Any]]]) -> dict[str, list[str]]:
+    """The assets of each alias a declared rule names: as the file declares it (aliases are written before
+    rules), else as the stack has it (one GET each); an alias known to neither is left out."""
+    declared = {a["name"]: list(a.get("assetKeys") or []) for a in objects["aliases"]}
+    found: dict[str, list[str]] = {}
+    for name in sorted({m["alias"] for rule in objects["rules"] for m in _alias_members(rule)}):
+        if name in declared:
+            found[name] = declared[name]
+            continue
+        status, current = api.request("GET", f"/aliases/{path_part(name)}", accept=(404,))
+        if status != 404 and isinstance(current, dict):
+            found[name] = list(current.get("assetKeys") or [])
+    return found
+
+
+def resolve_aliases(rule: dict[str, Any], assets: dict[str, list[str]], keep: bool = True) -> dict[str, Any]:
+    """The rule as the API stores it: each member naming a known alias becomes one member per asset of it
+    (``alias`` kept unless ``keep`` is False). Members naming an unknown alias stay, for the API to refuse."""
+    groups = []
+    for group in rule.get("groups") or []:
+        if not isinstance(group, dict) or not isinstance(group.get("members"), list):
+            groups.append(group)
+            continue
+        members: list[Any] = []
+        for member in group["members"]:
+            name = member.get("alias") if isinstance(member, dict) and "assetKey" not in member else None
+            if not isinstance(name, str) or name not in assets:
+                members.append(member)
+                continue
+            fields = member if keep else {k: v for k, v in member.items() if k != "alias"}
+            members.extend({**fields, "assetKey": key} for key in assets[name])
+        groups.append({**group, "members": members})
+    return {**rule, "groups": groups}
+
+
 def plan(api: ApiClient, objects: dict[str, list[dict[str, Any]]]) -> list[Change]:
     """What applying the objects would do, from one GET per object (one list for assets)."""
     changes: list[Change] = []
     assets = _current_assets(api) if objects["assets"] else {}
+    aliased = alias_assets(api, objects) if any(_names_alias(r) for r in objects["rules"]) else {}
+    declared_aliases = {a["name"] for a in objects["aliases"]}
     for kind, (id_field, path) in KINDS.items():
         for desired in objects[kind]:
             ident = desired[id_field]
             body = {k: v for k, v in desired.items() if k != id_field or kind in ("assets", "rules")}
+            compared, check = body, None
+            if kind == "rules" and _names_alias(body):
+                compared = resolve_aliases(body, aliased)
+                # the file's own aliases are not on the stack yet when the dry run checks: their assets stand in
+                check = resolve_aliases(body, {n: a for n, a in aliased.items() if n in declared_aliases}, keep=False)
             if kind == "assets":
                 current: Any = assets.get(ident)
             else:
                 status, current = api.request("GET", path.format(path_part(ident)), accept=(404,))
                 current = None if status == 404 else current
             if current is None:
-                changes.append(Change(kind, ident, "create", body))
+                changes.append(Change(kind, ident, "create", body, check_body=check))
                 continue
-            changed = differences(body, current)
-            changes.append(Change(kind, ident, "update" if changed else "unchanged", body, changed))
+            changed = differences(compared, current)
+            action = "update" if changed else "unchanged"
+            changes.append(Change(kind, ident, action, body, changed, check_body=check))
     return changes
 
 
@@ -157,7 +215,7 @@ def validate(api: ApiClient, changes: list[Change]) -> list[str]:
     problems: list[str] = []
     for change in changes:
         try:
-            api.request("PUT", _path(change), query={"dryRun": True}, body=change.body)
+            api.request("PUT", _path(change), query={"dryRun": True}, body=change.check_body or change.body)
         except ApiError as exc:
             problems.append(f"{SINGULAR[change.kind]} {change.id}: {exc}")
     return problems

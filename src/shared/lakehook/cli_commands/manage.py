@@ -14,6 +14,7 @@ from typing import Any
 from lakehook.cli_commands.api import ApiClient, CliError, path_part, request_key_header
 from lakehook.cli_commands.inputs import json_value
 from lakehook.cli_commands.output import emit, emit_items, table
+from lakehook.domain.signing import IAM_PREFIX
 
 
 def pages(api: ApiClient, path: str, query: dict[str, Any] | None = None, limit: int | None = None) -> list[Any]:
@@ -257,7 +258,10 @@ def outlet(text: str) -> dict[str, Any]:
 def complete(api: ApiClient, args: argparse.Namespace) -> int:
     body = {"status": args.status, "outlets": args.outlets or []}
     headers = {"X-Lakehook-Completion-Token": args.token} if args.token else None
-    data = api.request("POST", f"/runs/{path_part(args.key)}/complete", body=body, headers=headers)[1]
+    path = f"/runs/{path_part(args.key)}/complete"
+    if api.uses_sigv4 and not args.token:  # management credentials on AWS: the route's IAM variant sees them
+        path = IAM_PREFIX + path
+    data = api.request("POST", path, body=body, headers=headers)[1]
 
     def text(d: dict[str, Any]) -> Iterator[str]:
         repeated = " (already recorded: the same completion again)" if d.get("repeated") else ""

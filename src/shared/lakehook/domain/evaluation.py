@@ -59,10 +59,14 @@ class MemberEvaluation:
     current: dict[str, Any] = field(default_factory=dict)
     required: dict[str, Any] = field(default_factory=dict)
     reason: str | None = None
+    alias: str | None = None  # the alias the rule named the member by (asset_key is its asset)
 
     def to_api(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"assetKey": self.asset_key}
+        if self.alias is not None:
+            data["alias"] = self.alias
         return {
-            "assetKey": self.asset_key,
+            **data,
             "status": self.status.value,
             "current": self.current,
             "required": self.required,
@@ -106,6 +110,11 @@ def select_member(member: Member, state: AssetState | None, registered: bool | N
     registered asset without state (BLOCKED_BY_SNAPSHOT) from an unknown one; None means "not looked up",
     and a stateless member is then BLOCKED_BY_UNKNOWN_ASSET.
     """
+    evaluation = _select(member, state, registered)
+    return replace(evaluation, alias=member.alias) if member.alias is not None else evaluation
+
+
+def _select(member: Member, state: AssetState | None, registered: bool | None) -> MemberEvaluation:
     key, required = member.asset_key, member.condition.to_api()
     if state is None:
         return _stateless(key, required, registered)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 from lakehook.domain.assets import validate_asset_key
 from lakehook.domain.completion import MAX_RULE_OUTLETS, validate_outlet_entry
 from lakehook.domain.freshness import Freshness
-from lakehook.domain.ids import RULE_ID_PATTERN
+from lakehook.domain.ids import ALIAS_NAME_PATTERN, RULE_ID_PATTERN
 from lakehook.domain.schedules import GroupSchedule
 from lakehook.domain.targets import STORED_CONTEXT, RuleTarget
 from lakehook.domain.time import parse_instant_ms
@@ -200,6 +200,13 @@ class Member(BaseModel):
 
     asset_key: str = Field(alias="assetKey")
     condition: Condition = Field(default_factory=Condition)
+    alias: str | None = Field(
+        default=None,
+        pattern=ALIAS_NAME_PATTERN,
+        description='the alias the member was named by: written as {"alias": name} without assetKey, the '
+        "member becomes one member per asset of the alias (resolved when the rule is written, each with this "
+        "condition); assetKey is then one of the alias's assets",
+    )
 
     @field_validator("asset_key")
     @classmethod
@@ -231,7 +238,8 @@ class Group(BaseModel):
         seen: set[str] = set()
         for member in members:
             if member.asset_key in seen:
-                raise ValueError(f"asset {member.asset_key!r} appears twice in the group; merge its conditions")
+                via = f" (through alias {member.alias!r})" if member.alias else ""
+                raise ValueError(f"asset {member.asset_key!r} appears twice in the group{via}; merge its conditions")
             seen.add(member.asset_key)
         sizes = {w.size_ms for m in members for w in (m.condition.window, m.condition.coverage) if w is not None}
         if len(sizes) > 1:

@@ -13,6 +13,9 @@ from lakehook.domain.errors import AuthenticationError
 
 SIGNATURE_HEADER = "X-Lakehook-Signature"
 PRODUCER_HEADER = "X-Lakehook-Producer"
+# A route that takes a signature (or a completion token) has no IAM authorizer on AWS, so it never sees an IAM
+# identity; its IAM variant, the same path under this prefix, does (see lakehook.api.auth).
+IAM_PREFIX = "/iam"
 DEFAULT_TOLERANCE_SECONDS = 300
 
 

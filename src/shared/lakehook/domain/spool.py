@@ -187,6 +187,7 @@ class Problem(StrEnum):
     ASSET_MISMATCH = "ASSET_MISMATCH"  # the manifest names another asset than the event that pointed at it
     ROW_COUNT = "ROW_COUNT"  # the objects' row counts do not add up to the manifest's
     OBJECT_MISSING = "OBJECT_MISSING"
+    OBJECT_UNREADABLE = "OBJECT_UNREADABLE"  # in a bucket the verifier may not read (domain.spool_buckets)
     SIZE_MISMATCH = "SIZE_MISMATCH"  # truncated (smaller) or appended to (larger)
     SHA256_MISMATCH = "SHA256_MISMATCH"  # same size, other bytes: tampered or corrupted
 

@@ -211,11 +211,16 @@ class CompleteRun:
                 if isinstance(item, EventResult):  # an alias that does not resolve, or alias and assetKey both
                     raise ValidationError(f"outlets[{index}].{item.reason}", field=f"outlets[{index}]")
                 try:
-                    events.append(parse_event(item))
+                    event = parse_event(item)
                 except PydanticValidationError as exc:
                     raise ValidationError(
                         f"outlets[{index}]: {describe_validation_error(exc)}", field=f"outlets[{index}]"
                     ) from exc
+                refusal = self._ingest.manifest_refusal(event)
+                if refusal is not None:
+                    where = f"outlets[{index}].manifestUri"
+                    raise ValidationError(f"{where}: {refusal}", field=where)
+                events.append(event)
         return events
 
     def _authorize(self, rule_id: str, outlets: list[AssetEvent]) -> None:

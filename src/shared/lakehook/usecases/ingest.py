@@ -11,6 +11,7 @@ from lakehook.domain.coverage import CoverageTooFragmentedError
 from lakehook.domain.errors import AuthorizationError, ValidationError
 from lakehook.domain.events import AssetEvent, EventResult, EventType, IngestStatus, PushEnvelope, SourceType
 from lakehook.domain.producers import Producer
+from lakehook.domain.spool_buckets import ReadableSpool
 from lakehook.domain.state import snapshot_record, verdict_touch
 from lakehook.domain.time import now_ms
 from lakehook.domain.versions import SnapshotRecord
@@ -70,6 +71,7 @@ class IngestEvents:
         coverage: RecordCoverage | None = None,
         verifications: WorkQueue | None = None,
         late: Callable[[str, SnapshotRecord], str | None] | None = None,
+        readable_spool: ReadableSpool | None = None,
     ) -> None:
         # what a STALE snapshot means for the asset's EACH_VERSION rules (usecases.late_versions.LateSnapshotNotice)
         self._late = late
@@ -77,6 +79,7 @@ class IngestEvents:
         self._clock = clock
         self._coverage = coverage
         self._verifications = verifications
+        self._readable_spool = readable_spool
 
     def ingest_raw(
         self, raw_events: Sequence[Any], source: SourceType, producer: Producer | None = None
@@ -96,6 +99,10 @@ class IngestEvents:
                 parsed.append(
                     EventResult(status=IngestStatus.REJECTED, reason=describe_validation_error(exc), index=index)
                 )
+        for index, item in enumerate(parsed):
+            refusal = self.manifest_refusal(item) if isinstance(item, AssetEvent) else None
+            if refusal is not None:  # the whole batch, before anything is recorded, as for a producer's prefixes
+                raise ValidationError(f"events[{index}].manifestUri: {refusal}", field=f"events[{index}].manifestUri")
         if producer is not None:
             outside = sorted(
                 {e.asset_key for e in parsed if isinstance(e, AssetEvent) and not producer.may_write(e.asset_key)}
@@ -110,6 +117,13 @@ class IngestEvents:
             self.ingest(item, source, producer_id=producer_id, index=index) if isinstance(item, AssetEvent) else item
             for index, item in enumerate(parsed)
         ]
+
+    def manifest_refusal(self, event: AssetEvent) -> str | None:
+        """Why a pushed MANIFEST_SEALED could never be verified (its manifest is where the spool verifier may not
+        read, ``domain.spool_buckets``); None when it can be, or the event is no such claim."""
+        if self._readable_spool is None or event.event_type is not EventType.MANIFEST_SEALED:
+            return None
+        return self._readable_spool.refusal(event.manifest_uri or "")
 
     def ingest(
         self, event: AssetEvent, source: SourceType, producer_id: str | None = None, index: int | None = None

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
+from lakehook.domain.aliases import ALIAS_NAME
 from lakehook.domain.errors import AuthorizationError, ConflictError, NotFoundError, ValidationError
 from lakehook.domain.evaluation import select_member
 from lakehook.domain.late_versions import is_late_skip
@@ -18,6 +19,7 @@ from lakehook.domain.time import ms_to_iso, now_ms
 from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus, trigger_key
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.observability import logger
+from lakehook.ports.aliases import AliasStore
 from lakehook.ports.coverage import CoverageStore
 from lakehook.ports.rules import RuleError, RuleStore, StateReader, StoredRule, TriggerStore, UnreadableRuleError
 from lakehook.ports.store import AssetRegistry, Page, SecretStore
@@ -67,6 +69,51 @@ def parse_rule(rule_id: str, body: Any, policy: UrlPolicy = DEPLOYED_POLICY) -> 
     except PydanticValidationError as exc:
         message, field = describe_rule_error(exc)
         raise ValidationError(message, field=field) from exc
+
+
+def resolve_member_aliases(body: Any, aliases: AliasStore) -> Any:
+    """The rule body with each member that names an alias (``{"alias": name}``, no ``assetKey``) replaced by one
+    member per asset of the alias, each keeping the member's condition and the alias's name (DESIGN.md: "each
+    member an asset key or alias"). Resolved here, when the rule is written: the stored rule names the assets
+    it waits for, so the resolver wakes it and evaluates it on their state. A member naming both must name one
+    of the alias's assets (the form ``GET /rules/{ruleId}`` answers). An alias that does not exist, or an asset
+    that is not one of it, is a ValidationError naming the member's ``alias``; bodies of any other shape pass
+    unchanged, for the rule's own validation to name what is wrong."""
+    if not isinstance(body, dict) or not isinstance(body.get("groups"), list):
+        return body
+    read: dict[str, Any] = {}
+    groups: list[Any] = []
+    for g, group in enumerate(body["groups"]):
+        if not isinstance(group, dict) or not isinstance(group.get("members"), list):
+            groups.append(group)
+            continue
+        members: list[Any] = []
+        for m, member in enumerate(group["members"]):
+            if not isinstance(member, dict) or "alias" not in member:
+                members.append(member)
+                continue
+            where, name = f"groups.{g}.members.{m}.alias", member["alias"]
+            if not isinstance(name, str) or not ALIAS_NAME.fullmatch(name):
+                raise ValidationError(f"{where}: an alias name is 1 to 128 letters, digits, '_', '.' or '-'", where)
+            if name not in read:
+                read[name] = aliases.get_alias(name)
+            alias = read[name]
+            if alias is None:
+                raise ValidationError(
+                    f"{where}: alias {name!r} does not exist; create it first (PUT /aliases/{name})", field=where
+                )
+            if "assetKey" in member:
+                if member["assetKey"] not in alias.asset_keys:
+                    raise ValidationError(
+                        f"{where}: {member['assetKey']!r} is not an asset of alias {name!r} "
+                        f"({', '.join(alias.asset_keys)}); name the alias alone to wait for its assets",
+                        field=where,
+                    )
+                members.append(member)
+            else:
+                members.extend({**member, "assetKey": key} for key in alias.asset_keys)
+        groups.append({**group, "members": members})
+    return {**body, "groups": groups}
 
 
 def error_to_api(error: RuleError | None) -> dict[str, Any] | None:
@@ -140,10 +187,12 @@ class ManageRules:
         url_policy: UrlPolicy = DEPLOYED_POLICY,
         secret_names: SecretNames = AS_GIVEN,
         producer_secrets: ProducerSecrets | None = None,
+        aliases: AliasStore | None = None,
     ) -> None:
         """``secrets``: where targets' secrets must exist (unchecked without one); ``url_policy``: the stack's
         outbound URL policy; ``secret_names``: how the dispatcher turns a target's secret reference into a name;
-        ``producer_secrets``: the producer signing secrets, which no target may name."""
+        ``producer_secrets``: the producer signing secrets, which no target may name; ``aliases``: where the
+        aliases members may name are (without one, a member naming an alias is refused)."""
         self._rules = rules
         self._triggers = triggers
         self._reader = reader
@@ -155,10 +204,13 @@ class ManageRules:
         self._policy = url_policy
         self._secret_names = secret_names
         self._producer_secrets = producer_secrets
+        self._aliases = aliases
 
     def check(self, rule_id: str, body: Any) -> Rule:
         """Everything ``put`` checks, writing nothing (``?dryRun=true``): the rule, its target's URL policy
         and the existence of the secrets it names. Answers the rule as it would be stored."""
+        if self._aliases is not None:
+            body = resolve_member_aliases(body, self._aliases)
         rule = parse_rule(rule_id, body, self._policy)
         if self._producer_secrets is not None:
             refuse_producer_secrets(rule, self._producer_secrets, self._secret_names)

@@ -33,6 +33,7 @@ from lakehook.domain.spool import (
     SpoolVerification,
     VerificationStatus,
 )
+from lakehook.domain.spool_buckets import ReadableSpool
 from lakehook.domain.spool_format import CHECKSUM_FIELD, MANIFEST_SUFFIX, manifest_checksum, s3_uri
 from lakehook.domain.state import SchemaStatus
 from lakehook.domain.time import now_ms
@@ -63,7 +64,11 @@ class VerifySpoolManifest:
         clock: Callable[[], int] = now_ms,
         max_manifest_bytes: int = MAX_MANIFEST_BYTES,
         workers: int = 4,
+        readable: ReadableSpool | None = None,
     ) -> None:
+        """``readable``: the buckets this verifier's role may read (None: any); a manifest listing an object
+        elsewhere is INVALID (OBJECT_UNREADABLE, naming the bucket and the parameter) rather than retried."""
+        self._readable = readable
         self._objects = objects
         self._clock = clock
         self._max_manifest_bytes = max_manifest_bytes
@@ -90,7 +95,11 @@ class VerifySpoolManifest:
         inconsistent = _inconsistency(manifest_uri, document, manifest)
         if inconsistent is not None:
             return invalid(inconsistent)
-        problems = self._check_sizes(manifest.objects) or self._check_digests(manifest.objects)
+        problems = (
+            self._out_of_reach(manifest.objects)
+            or self._check_sizes(manifest.objects)
+            or self._check_digests(manifest.objects)
+        )
         if problems:
             return invalid(*problems)
         return SpoolVerification(manifest_uri, VerificationStatus.VERIFIED, checked_at, manifest)
@@ -120,6 +129,13 @@ class VerifySpoolManifest:
             return unreadable(describe_validation_error(exc))
         except ValueError as exc:
             return unreadable(str(exc))
+
+    def _out_of_reach(self, objects: Sequence[SpooledObject]) -> list[ObjectProblem]:
+        """The objects this verifier may not read: access would be denied on every try, so none is asked for."""
+        if self._readable is None:
+            return []
+        refusals = ((obj.uri, self._readable.refusal(obj.uri)) for obj in objects)
+        return [ObjectProblem(uri, Problem.OBJECT_UNREADABLE, why) for uri, why in refusals if why is not None]
 
     def _check_sizes(self, objects: Sequence[SpooledObject]) -> list[ObjectProblem]:
         def check(obj: SpooledObject) -> ObjectProblem | None:
