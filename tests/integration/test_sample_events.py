@@ -80,10 +80,17 @@ def test_each_sample_is_a_route_of_the_template(name: str) -> None:
     assert {k: [v] for k, v in event["headers"].items()} == event["multiValueHeaders"]
 
 
+def create_the_samples_secret() -> None:
+    """The secret ``put_asset``'s source names (``secretsmanager:lakehook/lake-s3``): an asset is refused when a
+    secret its source names does not exist."""
+    boto3.client("secretsmanager", region_name="us-east-1").create_secret(Name="lakehook/lake-s3", SecretString="k")
+
+
 def test_the_samples_run_in_order_against_the_handler(container: Container, settings: Settings) -> None:
     container.overrides["secret_store"] = SecretsManagerSecretStore(
         boto3.client("secretsmanager", region_name="us-east-1")
     )
+    create_the_samples_secret()
     answers: dict[str, Any] = {}
     secret = ""
     for name, expected in SCENARIO:
@@ -116,6 +123,7 @@ def test_management_samples_also_pass_as_iam_requests(container: Container, sett
     iam = Container(settings.model_copy(update={"admin_token": None}))
     iam.overrides["table"] = container.table
     container_module.use(iam)
+    create_the_samples_secret()
     status, body = invoke(load("put_asset"))
     assert status == 201, body
     event = load("list_assets")
