@@ -19,7 +19,7 @@ import bench.resolve
 import bench.run
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # runs every benchmark once: the full gate only
 
 
 @pytest.mark.parametrize("name", bench.run.BENCHES)

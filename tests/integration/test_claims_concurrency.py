@@ -29,6 +29,8 @@ from lakehook.usecases.resolve import ResolveAssetChange
 from tests import racing
 from tests.racing import atomic_dynamodb_server, race
 
+pytestmark = pytest.mark.slow  # racers against a moto server: the full gate only
+
 TABLE = "lakehook-race"
 RACERS = 8
 A = "paimon://lake/ods/a"

@@ -3,7 +3,7 @@
 API Gateway fills ``requestContext.identity`` (``userArn``, ``caller``) only for a method with AWS_IAM
 authorization; ``POST /asset-events``, ``POST /api/v1/lineage`` and ``POST /runs/{triggerKey}/complete``
 have none (they take a producer's or a run's own credentials), so they never see the identity. Their IAM
-variants under ``/iam`` do (``tests/unit/test_template_api_auth.py`` holds the template to it). The events
+variants under ``/iam`` do (``tests/integration/test_template_api_auth.py`` holds the template to it). The events
 are API Gateway REST proxy events as ``events/ingest_api/push_events_iam.json`` records one, and the stack
 has no admin token, as on AWS.
 """

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tests.sam_template import deployed
 from tests.support import TEMPLATE
-from tests.unit.test_template_iam import deployed
 
 # The functions that open connections to targets (webhook, Airflow, DolphinScheduler) or asset sources' endpoints
 # (catalog uri, s3.endpoint): the URL policy's TargetAllowedNetworks is about them.

@@ -14,8 +14,8 @@ from typing import Any
 from lakehook.api.app import ROUTE_MODULES
 from lakehook.api.auth import authenticator_for, iam_variant_routes, public
 from lakehook.domain.signing import IAM_PREFIX
+from tests.sam_template import deployed
 from tests.support import TEMPLATE
-from tests.unit.test_template_iam import deployed
 
 
 def served_routes() -> set[tuple[str, str]]:

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from lakehook.domain.spool_buckets import SPOOL_BUCKETS_PARAMETER, ReadableSpool
 from lakehook.settings import Settings
+from tests.sam_template import deployed
 from tests.support import TEMPLATE
-from tests.unit.test_template_iam import deployed
 
 STACK = "lakehook-manifests-123456789012"
 WAREHOUSE = "lakehook-warehouse"

@@ -9,17 +9,10 @@ dead-letter queues and event sources, and the managed policies it attaches are c
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from collections.abc import Iterator
-from functools import cache
 from typing import Any
 
-import pytest
-
-from tests.support import ROOT
-
-SAM_PYTHON = ROOT / ".venv-sam" / "bin" / "python"
+from tests.sam_template import deployed
 
 # AWS managed policies a role may carry, with why. Their documents are AWS's, not in the template.
 ALLOWED_MANAGED_POLICIES = {
@@ -50,22 +43,6 @@ ALLOWED_DENIES = {
 
 # Actions AWS authorizes only on Resource "*"; none is used by an inline statement today.
 ACTIONS_WITHOUT_RESOURCES = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "cloudwatch:PutMetricData"}
-
-
-@cache
-def deployed() -> dict[str, Any]:
-    if not SAM_PYTHON.exists():
-        pytest.fail(f"{SAM_PYTHON} is missing: `make setup` installs the SAM CLI the IAM checks translate with")
-    env = {**os.environ, "AWS_DEFAULT_REGION": "us-east-1", "SAM_CLI_TELEMETRY": "0"}
-    done = subprocess.run(
-        [str(SAM_PYTHON), str(ROOT / "tests" / "sam_translate.py"), str(ROOT / "template.yaml")],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, f"the SAM transform refused template.yaml:\n{done.stderr[-3000:]}"
-    return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
 def roles() -> dict[str, dict[str, Any]]:
