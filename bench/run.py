@@ -28,6 +28,7 @@ BENCHES = [
     "stack_start",
     "commit_notices",
     "coldstart",
+    "imports",
 ]
 RESULTS = Path(__file__).resolve().parent / "results.md"
 

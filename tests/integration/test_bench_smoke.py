@@ -111,3 +111,17 @@ def test_stack_start_times_every_start_and_the_first_apart(monkeypatch: pytest.M
     assert row["case"].startswith("local stack start, ") and row["case"].endswith(" functions ready")
     assert float(row["value"].removesuffix(" s")) > 0 and "over 1 starts" in row["spread"]
     assert idle["case"] == "an idle stack's process, CPU per second" and "over 2 stacks" in idle["spread"]
+
+
+def test_imports_times_boto3_alone_and_the_handler_and_splits_out_lakehook() -> None:
+    import bench.imports
+
+    code = bench.imports._functions()["ResolverFunction"]
+    alone, handler = bench.imports._sample(code, "boto3"), bench.imports._sample(code, "app")
+    assert alone["own"] == {} and alone["cumulative_ms"] > 0  # boto3 alone runs no lakehook code
+    assert {"app", "lakehook.container", "lakehook.settings"} <= set(handler["own"])  # each module timed
+    assert not any(m.startswith(("lakehook.local", "lakehook.cli")) for m in handler["own"])
+    assert 0 < handler["own_ms"] < handler["cumulative_ms"]  # the third-party imports are left out of own
+    (row,) = bench.imports.measure({"ResolverFunction": code}, repeats=1)
+    assert row["goal ≤ 0.5"] in ("met", "MISSED") and row["runs"] == 1
+    assert row["lakehook modules"] == handler["lakehook_modules"] > 0

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import ROOT, TEMPLATE
+from tests.unit.test_deployable import tool_only
 
 FUNCTIONS = {
     logical_id: ROOT / resource["Properties"]["CodeUri"]
@@ -117,6 +118,8 @@ def test_a_handler_imports_only_what_its_path_needs_at_init(function: str) -> No
     assert "app" in modules and "lakehook.container" in modules  # the probe did load the handler
 
     assert loaded(modules, LAKEHOUSE) == []
+    # what the layer leaves out (src/shared/tool-only.txt; tests/unit/test_deployable.py walks every import)
+    assert loaded(modules, tool_only()) == []
     assert loaded(modules, [OPENAPI_MODELS]) == []
     assert loaded(modules, ["pydantic_settings", "dotenv"]) == []  # lakehook.settings reads the environment itself
     # Powertools' batch utility imports its parser's SQS, DynamoDB, Kinesis and Kafka models for type aliases

@@ -15,10 +15,10 @@ from lakehook.client.push import (
     PushResult,
     PushUnavailableError,
     event_id,
-    sign,
     snapshot_event_from_iceberg,
     snapshot_event_from_paimon,
 )
+from lakehook.client.signing import sign
 
 __all__ = [
     "PushClient",

@@ -1,7 +1,7 @@
 """Push events to lakehook from a writer job: HMAC-signed, retried, with a stable event identity.
 
-Standard library only (``urllib``, ``hmac``), so a Spark driver, an Airflow task or a shell script
-can use it without lakehook's server dependencies::
+Standard library only (``urllib``; signed by :mod:`lakehook.client.signing`), so a Spark driver, an Airflow task
+or a shell script can use it without lakehook's server dependencies::
 
     from lakehook.client import PushClient, snapshot_event_from_iceberg
 
@@ -17,7 +17,6 @@ lost answer is answered DUPLICATE, never recorded twice.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -26,9 +25,9 @@ from datetime import datetime
 from typing import Any
 
 from lakehook.client.retrying import HttpRejectedError, HttpUnavailableError, Retrying
+from lakehook.client.signing import SIGNATURE_HEADER, sign
 from lakehook.domain.iceberg_counts import counts_from_summary
 
-SIGNATURE_HEADER = "X-Lakehook-Signature"
 PRODUCER_HEADER = "X-Lakehook-Producer"
 PUSH_PATH = "/asset-events"
 
@@ -79,12 +78,6 @@ class PushResult:
     def recorded(self) -> bool:
         """Whether lakehook holds the event now (a DUPLICATE was recorded by an earlier attempt)."""
         return self.status in ("ACCEPTED", "DUPLICATE", "STALE")
-
-
-def sign(secret: str, body: bytes, timestamp: int) -> str:
-    """``t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>``."""
-    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
-    return f"t={timestamp},v1={mac}"
 
 
 def instant_ms(value: Any) -> int:

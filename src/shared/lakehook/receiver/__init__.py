@@ -14,6 +14,14 @@ DAG and a Step Functions task.
 
 from __future__ import annotations
 
+from lakehook.client.signing import (
+    IDEMPOTENCY_HEADER,
+    SIGNATURE_HEADER,
+    TRIGGER_KEY_HEADER,
+    SignatureError,
+    sign,
+    verify_signature,
+)
 from lakehook.receiver.completion import (
     COMPLETION_TOKEN_HEADER,
     Completion,
@@ -33,14 +41,6 @@ from lakehook.receiver.payload import (
     from_dolphinscheduler_params,
     from_eventbridge_event,
     parse_invocation,
-)
-from lakehook.receiver.signature import (
-    IDEMPOTENCY_HEADER,
-    SIGNATURE_HEADER,
-    TRIGGER_KEY_HEADER,
-    SignatureError,
-    sign,
-    verify_signature,
 )
 from lakehook.receiver.webhook import Answer, WebhookReceiver
 

@@ -23,15 +23,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lakehook.receiver.dedup import DedupStore, InMemoryDedupStore
-from lakehook.receiver.payload import InvalidPayloadError, Invocation, parse_invocation
-from lakehook.receiver.signature import (
+from lakehook.client.signing import (
     DEFAULT_TOLERANCE_SECONDS,
     IDEMPOTENCY_HEADER,
     SIGNATURE_HEADER,
     SignatureError,
     verify_signature,
 )
+from lakehook.receiver.dedup import DedupStore, InMemoryDedupStore
+from lakehook.receiver.payload import InvalidPayloadError, Invocation, parse_invocation
 
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 1024 * 1024

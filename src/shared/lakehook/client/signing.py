@@ -1,7 +1,11 @@
-"""The webhook signature: ``X-Lakehook-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>``.
+"""The request signature of lakehook's contract, both ways, standard library only: ``X-Lakehook-Signature:
+t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>``.
 
-The same scheme lakehook checks on pushes, here for the receiving side; standard library only. Verify the
-raw bytes as received, before parsing them: any re-encoding changes the HMAC.
+The one signing module of the client side: the push client (:mod:`lakehook.client.push`) signs its pushes with
+:func:`sign`, the receiver (:mod:`lakehook.receiver`) checks webhook deliveries with :func:`verify_signature`.
+It is the scheme lakehook's server checks on pushes and signs webhooks with (``lakehook.domain.signing``, held
+to the same signatures by ``tests/unit/test_client_signing.py``). Verify the raw bytes as received, before
+parsing them: any re-encoding changes the HMAC.
 """
 
 from __future__ import annotations
