@@ -46,7 +46,8 @@ from lakehook.local import moto_dynamodb
 from lakehook.local.runtime import LocalStack
 
 ADMIN = "bench-admin"
-SECRET_NAME = "lakehook/targets/bench"
+# made in moto directly, so under the local stack's prefix, where a secretRef of "targets/bench" is looked up
+SECRET_NAME = "lakehook/lakehook-local/targets/bench"
 FILL = int(os.environ.get("LAKEHOOK_BENCH_FILL", "10000"))
 # stock moto slows down as the table fills (that is what is measured): its reference fill is kept smaller
 STOCK_FILL = int(os.environ.get("LAKEHOOK_BENCH_STOCK_FILL", str(min(FILL, 2000))))

@@ -90,5 +90,10 @@ def test_a_malformed_bucket_arn_is_refused_when_the_settings_load(arn: str) -> N
 
 def test_the_local_stack_reads_any_bucket_and_a_deployed_one_its_list() -> None:
     assert Settings(admin_token="local").readable_spool is None
-    deployed_stack = Settings(bucket_name=STACK, spool_bucket_arns="arn:aws:s3:::partner-spool")
+    deployed_stack = Settings(  # not local whatever LAKEHOOK_* variables an earlier test left in the environment
+        bucket_name=STACK,
+        spool_bucket_arns="arn:aws:s3:::partner-spool",
+        admin_token=None,
+        allow_insecure_loopback_targets=False,
+    )
     assert deployed_stack.readable_spool == ReadableSpool(STACK, frozenset({"partner-spool"}))
