@@ -286,6 +286,7 @@ class GroupEvaluation:
     gaps: tuple[Gap, ...] = ()  # EACH_VERSION: missing snapshots a targeted poll should look for
     backlog: Backlog | None = None  # a stepping windowed group behind the newest closed window
     schedule: ScheduleExplanation | None = None  # a scheduled group: its ticks and what the next run waits for
+    partition: str | None = None  # a partitioned group's verdict for one partition key
 
     @property
     def ready(self) -> bool:
@@ -304,6 +305,8 @@ class GroupEvaluation:
             data["backlog"] = self.backlog.to_api()
         if self.schedule is not None:
             data["schedule"] = self.schedule.to_api()
+        if self.partition is not None:
+            data["partition"] = self.partition
         if self.ready:
             data["pins"] = [p.to_api() for p in self.pins]
             if self.window is not None:
