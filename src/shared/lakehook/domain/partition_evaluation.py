@@ -207,24 +207,6 @@ def _decide(
     return GroupEvaluation(gid, Status.READY, tuple(members), partition=partition, reason=f"{partition}: ready")
 
 
-@dataclass(frozen=True)
-class PartitionBoard:
-    """Explain's view of a partitioned group: the verdicts of the partitions it knows are waiting or just evaluated
-    (newest first, at most a page), and how many partitions wait in all."""
-
-    group_id: str
-    verdicts: tuple[GroupEvaluation, ...]
-    pending: int
-
-    def to_api(self) -> dict[str, Any]:
-        return {
-            "pendingPartitions": self.pending,
-            "partitions": [
-                {"partition": v.partition, "status": v.status.value, "reason": v.reason} for v in self.verdicts
-            ],
-        }
-
-
 def summarize(verdicts: Sequence[GroupEvaluation]) -> tuple[Status, str]:
     """A partitioned group's own status from its partitions' verdicts: READY if one is, else the first one's."""
     if not verdicts:
