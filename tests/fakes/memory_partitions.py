@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from lakehook.domain.partition_evaluation import FactKey, PartitionFact
 from lakehook.ports.partitions import PartitionStore
@@ -13,7 +13,8 @@ class InMemoryPartitionStore(PartitionStore):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.kept: dict[FactKey, PartitionFact] = {}
-        self.waiting: dict[tuple[str, str], dict[str, int]] = {}
+        self.waiting: dict[tuple[str, str], dict[str, str]] = {}  # partition -> its mark
+        self._marks = 0
         self.writes = 0  # one per fact offered (a conditional write each on DynamoDB)
 
     def advance(self, facts: Sequence[PartitionFact], now_ms: int) -> list[PartitionFact]:
@@ -34,18 +35,20 @@ class InMemoryPartitionStore(PartitionStore):
         with self._lock:
             book = self.waiting.setdefault((rule_id, group_id), {})
             for p in partitions:
-                book.setdefault(p, now_ms)
+                self._marks += 1
+                book[p] = f"{now_ms}-{self._marks}"
 
-    def clear_pending(self, rule_id: str, group_id: str, partitions: Collection[str]) -> None:
+    def clear_pending(self, rule_id: str, group_id: str, marks: Mapping[str, str]) -> None:
         with self._lock:
             book = self.waiting.get((rule_id, group_id), {})
-            for p in partitions:
-                book.pop(p, None)
+            for p, mark in marks.items():
+                if book.get(p) == mark:
+                    del book[p]
 
-    def pending(self, rule_id: str, group_id: str, limit: int) -> list[str]:
+    def pending(self, rule_id: str, group_id: str, limit: int) -> dict[str, str]:
         with self._lock:
             book = self.waiting.get((rule_id, group_id), {})
-            return [p for p, _ in sorted(book.items(), key=lambda kv: (kv[1], kv[0]))][:limit]
+            return {p: book[p] for p in sorted(book, reverse=True)[:limit]}
 
     def count_pending(self, rule_id: str, group_id: str) -> int:
         with self._lock:

@@ -10,6 +10,7 @@ from lakehook.settings import Settings
 from lakehook.usecases.rules import ManageRules
 from tests.fakes.memory import InMemoryAssetRegistry, InMemoryAssetStore, InMemorySecretStore
 from tests.fakes.memory_coverage import InMemoryCoverageStore
+from tests.fakes.memory_partitions import InMemoryPartitionStore
 from tests.fakes.memory_rules import (
     InMemoryDeferralStore,
     InMemoryRuleStore,
@@ -32,6 +33,7 @@ def in_memory() -> Container:
         asset_registry=InMemoryAssetRegistry(),
         coverage_store=InMemoryCoverageStore(),
         secret_store=InMemorySecretStore(),
+        partition_store=InMemoryPartitionStore(),
     )
 
 

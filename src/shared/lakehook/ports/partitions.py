@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from lakehook.domain.partition_evaluation import FactKey, PartitionFact
 
@@ -22,15 +22,16 @@ class PartitionStore(ABC):
 
     @abstractmethod
     def mark_pending(self, rule_id: str, group_id: str, partitions: Collection[str], now_ms: int) -> None:
-        """Remember these partitions of the group as pending (a partition marked before keeps when it was first)."""
+        """Remember these partitions of the group as pending, each under a new mark (batched writes)."""
 
     @abstractmethod
-    def clear_pending(self, rule_id: str, group_id: str, partitions: Collection[str]) -> None:
-        """Forget these partitions as pending (they ran, or have nothing new)."""
+    def clear_pending(self, rule_id: str, group_id: str, marks: Mapping[str, str]) -> None:
+        """Forget these partitions as pending (they ran, or have nothing new), each only while it holds the mark it
+        was read with: one a racing resolver marked again since stays pending."""
 
     @abstractmethod
-    def pending(self, rule_id: str, group_id: str, limit: int) -> list[str]:
-        """At most ``limit`` pending partitions of the group, longest pending first."""
+    def pending(self, rule_id: str, group_id: str, limit: int) -> dict[str, str]:
+        """At most ``limit`` pending partitions of the group (newest keys first), each with its mark."""
 
     @abstractmethod
     def count_pending(self, rule_id: str, group_id: str) -> int:

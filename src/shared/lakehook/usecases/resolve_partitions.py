@@ -30,7 +30,7 @@ from lakehook.observability import logger
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import ClaimOutcome, Deferral, DeferralStore, GroupRef, TriggerStore
 
-PENDING_PAGE = 100  # pending partitions re-evaluated per group and invocation
+PENDING_PAGE = 1000  # pending partitions re-evaluated per group and invocation (newest keys first)
 EXPLAIN_PAGE = 20  # partitions explain shows per group
 
 Touched = Mapping[str, Sequence[tuple[SnapshotRecord, TouchedPartitions]]]
@@ -130,10 +130,12 @@ class PartitionResolution:
             if verdict.until is not None and verdict.status in (Status.COOLDOWN, Status.QUIET_PERIOD):
                 deferrals.append(Deferral(rule.rule_id, gid, verdict.until))
         if claim:
-            if pending:
-                store.mark_pending(rule.rule_id, gid, pending, now)
-            if done:
-                store.clear_pending(rule.rule_id, gid, done)
+            marked = [p for p in pending if p not in page]  # newly pending: those read pending keep their mark
+            if marked:
+                store.mark_pending(rule.rule_id, gid, marked, now)
+            cleared = {p: page[p] for p in done if p in page}  # only what was pending when read, under its mark
+            if cleared:
+                store.clear_pending(rule.rule_id, gid, cleared)
             count = len((set(page) | set(pending)) - set(done))
         else:
             count = store.count_pending(rule.rule_id, gid)
