@@ -166,3 +166,25 @@ def test_explain_prints_a_window_backlog_and_the_late_versions_skipped() -> None
         "2025-06-15T15:07:40Z" in lines
     )
     assert "    skipped: hudi://lake/ods/h@3: version 3 arrived after 5 and will not run for rule export" in lines
+
+
+def test_explain_prints_one_line_per_partition_and_how_many_are_pending() -> None:
+    class Answers:
+        def get(self, path: str, query: Any = None) -> dict[str, Any]:
+            waiting = "dt=2026-12-01: waiting for paimon://lake/ods/payments (no data commit has touched it yet)"
+            lines = [
+                {"partition": "dt=2026-12-02", "status": "READY", "reason": "dt=2026-12-02: ready"},
+                {"partition": "dt=2026-12-01", "status": "WAITING_FOR_PARTITION", "reason": waiting},
+            ]
+            group = {"groupId": "g", "status": "READY", "members": [], "partitions": lines, "pendingPartitions": 7}
+            return {"ruleId": "daily", "ready": True, "evaluatedAt": "now", "groups": [group]}
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with captured(stdout, stderr):
+        explain(Answers(), argparse.Namespace(rule="daily", output="text"))  # type: ignore[arg-type]
+    lines = stdout.getvalue().splitlines()
+    assert "    partitions: 7 pending, 2 shown" in lines
+    assert (
+        "      WAITING_FOR_PARTITION  dt=2026-12-01: waiting for paimon://lake/ods/payments (no data commit has "
+        "touched it yet)" in lines
+    )
