@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakehook.domain.errors import ValidationError
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import snapshot_record
@@ -15,6 +17,7 @@ from lakehook.domain.status import Status
 from lakehook.domain.triggers import Trigger, TriggerStatus
 from lakehook.ports.rules import Deferral, StateChange
 from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport
+from lakehook.usecases.rules import ManageRules
 from tests.fakes.memory_partitions import InMemoryPartitionStore
 from tests.unit.test_resolve_usecase import World
 
@@ -286,3 +289,46 @@ def test_a_report_names_the_partition_in_its_verdict() -> None:
     assert [p.partition for p in verdict.partitions] == ["dt=2026-12-01"]
     assert all(isinstance(t, Trigger) and t.status is TriggerStatus.TRIGGERING for t in report.claimed)
     assert EventType.SNAPSHOT_COMMITTED  # the events above were commits
+
+
+# --- explain says what the resolver does; what the rule routes refuse --------------------------------
+
+
+def manage(lake: Lake) -> ManageRules:
+    return ManageRules(lake.rules, lake.triggers, lake.reader, clock=lambda: lake.now, resolver=lake.resolve)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    days=st.lists(st.sets(st.sampled_from(DAYS), min_size=1), min_size=1, max_size=4),
+    gate_first=st.booleans(),
+)
+def test_explain_calls_ready_exactly_the_partitions_the_resolver_then_claims(
+    days: list[set[str]], gate_first: bool
+) -> None:
+    """Partitions wait behind a gate; the gate opens in the state only (its record not handled yet): explain's
+    READY partitions are the ones the next evaluation claims, no more and no fewer."""
+    rule = daily({"assetKey": ORDERS, "partition": {}}, {"assetKey": DIM, "condition": {"qualityStatus": "PASSED"}})
+    lake = Lake(rule)
+    lake.commit(DIM, 40)
+    if gate_first:
+        lake.push("QUALITY_CHECK_PASSED", DIM, snapshotId=40)
+    for sid, touched in enumerate(days, start=1):
+        lake.commit(ORDERS, sid, *sorted(touched))
+        lake.deliver(dispatch=False)
+    lake.push("QUALITY_CHECK_PASSED", DIM, snapshotId=40)
+    lake.stream.clear()  # the gate's own record is not handled yet
+    said = manage(lake).explain("daily")["groups"][0]
+    ready = {p["partition"] for p in said["partitions"] if p["status"] == "READY"}
+    before = len(lake.runs())
+    claimed = {t.partition for t in lake.resolve.evaluate(lake.rules.get_rule("daily").rule).claimed}  # type: ignore[union-attr]
+    assert claimed == ready
+    assert len(lake.runs()) == before + len(ready)
+    assert said["pendingPartitions"] == len(ready)  # what waited behind the gate, now ready
+
+
+def test_a_manual_run_of_a_partitioned_group_is_refused_naming_force() -> None:
+    lake = Lake(daily())
+    with pytest.raises(ValidationError) as caught:
+        manage(lake).evaluate("daily", {"force": True})
+    assert caught.value.field == "force" and "partitionBy" in str(caught.value)

@@ -339,6 +339,12 @@ class ManageRules:
             raise ValidationError(f"the rule has several groups ({names}); say which with groupId", field="groupId")
         group = rule.group(group_id) if group_id is not None else rule.groups[0]
         assert group is not None
+        if group.partition_by is not None:
+            raise ValidationError(
+                f"group {group.group_id} has partitionBy: a manual run of one partition is not supported; replay a "
+                "partition's trigger instead (POST /triggers/{triggerKey}/replay)",
+                field="force",
+            )
         states = self._reader.get_states(group.asset_keys)
         pins: list[PinnedInput] = []
         for member in group.members:
