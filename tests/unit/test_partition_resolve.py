@@ -325,6 +325,8 @@ def test_explain_calls_ready_exactly_the_partitions_the_resolver_then_claims(
     assert claimed == ready
     assert len(lake.runs()) == before + len(ready)
     assert said["pendingPartitions"] == len(ready)  # what waited behind the gate, now ready
+    last = manage(lake).explain("daily")["groups"][0]["lastTrigger"]
+    assert (last is None) == (not lake.runs())  # the group's newest run (of any partition), if it ran
 
 
 def test_a_manual_run_of_a_partitioned_group_is_refused_naming_force() -> None:

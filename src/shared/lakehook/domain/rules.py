@@ -384,6 +384,17 @@ class Rule(BaseModel):
         "(management credentials are not confined); empty: the run reports no outlets with its token",
     )
 
+    @field_validator("freshness")
+    @classmethod
+    def _freshness_of_groups(cls, value: Freshness | None, info: ValidationInfo) -> Freshness | None:
+        partitioned = [g.group_id for g in info.data.get("groups") or () if g.partition_by is not None]
+        if value is not None and partitioned:
+            raise ValueError(
+                f"group {partitioned[0]} has partitionBy: a rule's freshness counts its group runs, and a partitioned "
+                "group runs per partition; give its members maxAgeSeconds instead"
+            )
+        return value
+
     @field_validator("outlets")
     @classmethod
     def _outlets(cls, value: list[str]) -> list[str]:
