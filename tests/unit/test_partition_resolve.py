@@ -334,3 +334,44 @@ def test_a_manual_run_of_a_partitioned_group_is_refused_naming_force() -> None:
     with pytest.raises(ValidationError) as caught:
         manage(lake).evaluate("daily", {"force": True})
     assert caught.value.field == "force" and "partitionBy" in str(caught.value)
+
+
+def hourly(lake: Lake, sid: int, *hours: str) -> None:
+    event = AssetEvent(
+        eventType="SNAPSHOT_COMMITTED",
+        assetKey=CLICKS,
+        snapshotId=sid,
+        sequenceNumber=sid,
+        partitions=[f"hour={h}" for h in hours],
+    )
+    lake.ingest.ingest(event, SourceType.PUSH)
+    change = StateChange(CLICKS, snapshot=snapshot_record(event), partitions=event.partitions)
+    lake.stream.setdefault(CLICKS, []).append(change)
+
+
+@settings(max_examples=25, deadline=None)
+@given(order=st.permutations(list(range(24))), batch=st.integers(1, 24))
+def test_a_rollup_runs_the_day_once_all_24_hours_have_a_commit_in_any_order(order: list[int], batch: int) -> None:
+    rule = daily(
+        {"assetKey": ORDERS, "partition": {}},
+        {"assetKey": CLICKS, "partition": {"fields": {"dt": {"field": "hour", "grain": "day", "complete": True}}}},
+        mode="ANY_UPDATED",
+    )
+    lake = Lake(rule)
+    lake.commit(ORDERS, 1, "2026-12-01")
+    lake.deliver()
+    for n, hour in enumerate(order, start=1):
+        hourly(lake, 900 + n, f"2026-12-01-{hour:02d}")
+        if n % batch == 0 or n == 23:
+            lake.deliver()
+        if n == 23:
+            assert lake.runs() == []
+            [line] = [p for p in lake.explain().partitions if p.partition == "dt=2026-12-01"]
+            assert line.status is Status.WAITING_FOR_PARTITION
+            missing = f"dt=2026-12-01-{order[23]:02d}"
+            assert f"23 of the 24 units of dt=2026-12-01 have a data commit; missing {missing}" in (line.reason or "")
+    lake.deliver()
+    assert lake.runs() == [("dt=2026-12-01", [(ORDERS, 1), (CLICKS, 924)])]  # the newest hour's commit
+    hourly(lake, 950, "2026-12-01-05")  # an hour rewritten: the day runs again (ANY_UPDATED)
+    lake.deliver()
+    assert lake.runs()[-1] == ("dt=2026-12-01", [(ORDERS, 1), (CLICKS, 950)])

@@ -4,6 +4,7 @@ run (docs/partitions.md, "Rules that run per partition")."""
 
 from __future__ import annotations
 
+import calendar
 import copy
 from typing import Any
 
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.partition_evaluation import PartitionFact, evaluate_partition, facts_of, mapping_of
-from lakehook.domain.partition_rules import Grain, MemberPartition, cut_to_grain
+from lakehook.domain.partition_rules import Grain, MemberPartition, cut_to_grain, grain_of, units_of
 from lakehook.domain.partitions import TouchedPartitions, format_partition_key
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState
@@ -241,3 +242,22 @@ def test_the_partition_is_in_the_trigger_key() -> None:
     keys = {trigger_key("r", "daily", pins, None, 0, partition=p) for p in (DAY, "dt=2026-12-02", None)}
     assert len(keys) == 3
     assert trigger_key("r", "daily", pins, None, 0) == trigger_key("r", "daily", pins, None, 0, partition=None)
+
+
+# --- rollups: a day of every hour ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source", [{"complete": True}, {"grain": "hour", "complete": True}])
+def test_a_rollup_needs_a_grain_coarser_than_an_hour(source: dict[str, Any]) -> None:
+    error = refused(body(members=[{"assetKey": ORDERS, "partition": {"fields": {"dt": source}}}]))
+    assert error.field.startswith("groups.0.members.0.partition.fields.dt") and "complete" in str(error)
+
+
+@given(day=st.dates().map(lambda d: d.isoformat()).filter(lambda v: len(v) == 10))
+def test_a_days_units_are_its_24_hours_and_a_months_its_days(day: str) -> None:
+    hours = units_of(day, Grain.DAY)
+    assert len(hours) == 24 and len(set(hours)) == 24
+    assert all(cut_to_grain(h, Grain.DAY) == day and grain_of(h) is Grain.HOUR for h in hours)
+    days = units_of(day[:7], Grain.MONTH)
+    assert day in days and all(cut_to_grain(d, Grain.MONTH) == day[:7] for d in days)
+    assert len(days) == calendar.monthrange(int(day[:4]), int(day[5:7]))[1]

@@ -18,7 +18,7 @@ holds ``p`` as it is now) and the unpartitioned members' chosen versions; the tr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -82,7 +82,7 @@ def facts_of(group: Group, asset_key: str, touched: TouchedPartitions, record: S
             continue
         mapping = mapping_of(group, member)
         for key in touched.keys:
-            partition = member.partition.map_key(key, group.partition_by)
+            partition = member.partition.fact_key(key, group.partition_by)
             if partition is not None:
                 sid, order = record.snapshot_id, record.order
                 fact = PartitionFact(asset_key, mapping, partition, sid, order, record.schema_id, record.commit_time)
@@ -90,13 +90,29 @@ def facts_of(group: Group, asset_key: str, touched: TouchedPartitions, record: S
     return list(found.values())
 
 
-def partitions_of(facts: Iterable[PartitionFact]) -> list[str]:
-    return sorted({f.partition for f in facts})
+def partition_of_fact(group: Group, fact: PartitionFact) -> str:
+    """The group's partition a fact tells about (a rollup's unit, cut to the partition it belongs to)."""
+    assert group.partition_by is not None
+    for member in group.partitioned_members:
+        if (
+            member.asset_key == fact.asset_key
+            and member.partition is not None
+            and mapping_of(group, member) == fact.mapping
+        ):
+            return member.partition.partition_of(fact.partition, group.partition_by)
+    return fact.partition
+
+
+def member_keys(group: Group, member: Member, partition: str) -> list[FactKey]:
+    """The facts ``member`` needs for ``partition``: the partition's, or for a rollup every unit of it."""
+    assert member.partition is not None and group.partition_by is not None
+    mapping = mapping_of(group, member)
+    return [(member.asset_key, mapping, k) for k in member.partition.unit_keys(partition, group.partition_by)]
 
 
 def fact_keys(group: Group, partition: str) -> list[FactKey]:
-    """What the group needs to know of ``partition``: one fact per partitioned member."""
-    return [(m.asset_key, mapping_of(group, m), partition) for m in group.partitioned_members]
+    """What the group needs to know of ``partition``: one fact per partitioned member (per unit for a rollup)."""
+    return [k for m in group.partitioned_members for k in member_keys(group, m, partition)]
 
 
 def evaluate_partition(
@@ -124,7 +140,12 @@ def evaluate_partition(
             if gate.pin is not None:
                 pins.append(gate.pin)
             continue
-        fact = facts.get((member.asset_key, mapping_of(group, member), partition))
+        wanted = member_keys(group, member, partition)
+        found = [facts[k] for k in wanted if k in facts]
+        if wanted and len(found) < len(wanted):  # a rollup missing units (or a partition of no commit yet)
+            members.append(_incomplete(member, partition, wanted, found))
+            continue
+        fact = max(found, key=lambda f: f.order, default=None)
         members.append(_partitioned(member, partition, fact, cursor))
         if fact is not None:
             pins.append(fact.pin())
@@ -134,6 +155,21 @@ def evaluate_partition(
     if verdict.ready:
         return replace(verdict, pins=tuple(pins))
     return verdict
+
+
+def _incomplete(member: Member, partition: str, wanted: list[FactKey], found: list[PartitionFact]) -> MemberEvaluation:
+    if len(wanted) == 1:
+        reason = f"no data commit has touched {partition} yet"
+        return MemberEvaluation(
+            member.asset_key, Status.WAITING_FOR_PARTITION, None, {}, {"partition": partition}, reason
+        )
+    have = {f.partition for f in found}
+    missing = [k for _, _, k in wanted if k not in have]
+    shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    reason = f"{len(found)} of the {len(wanted)} units of {partition} have a data commit; missing {shown}"
+    current = {"units": len(found), "missing": missing[:24]}
+    required = {"partition": partition, "units": len(wanted)}
+    return MemberEvaluation(member.asset_key, Status.WAITING_FOR_PARTITION, None, current, required, reason)
 
 
 def _partitioned(

@@ -9,13 +9,14 @@ commit touching ``dt=2026-12-01/region=eu`` is one of ``dt=2026-12-01``). See do
 
 from __future__ import annotations
 
+import calendar
 import hashlib
 import json
 import re
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from lakehook.domain.partitions import PartitionKeyError, format_partition_key, parse_partition_key
 
@@ -41,6 +42,20 @@ _GRAIN_FORMS: dict[Grain, re.Pattern[str]] = {
     Grain.HOUR: re.compile(r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])-([01]\d|2[0-3])$"),
 }
 _GRAIN_LENGTH = {Grain.YEAR: 4, Grain.MONTH: 7, Grain.DAY: 10, Grain.HOUR: 13}
+_FINER = {Grain.YEAR: Grain.MONTH, Grain.MONTH: Grain.DAY, Grain.DAY: Grain.HOUR}
+
+
+def units_of(value: str, grain: Grain) -> list[str]:
+    """The units one grain finer that make up ``value`` of ``grain``: a day's 24 hours, a month's days, a year's 12
+    months (``2026-12-01`` → ``2026-12-01-00`` … ``2026-12-01-23``)."""
+    if grain is Grain.DAY:
+        return [f"{value}-{h:02d}" for h in range(24)]
+    if grain is Grain.MONTH:
+        year, month = int(value[:4]), int(value[5:7])
+        return [f"{value}-{d:02d}" for d in range(1, calendar.monthrange(year, month)[1] + 1)]
+    if grain is Grain.YEAR:
+        return [f"{value}-{m:02d}" for m in range(1, 13)]
+    raise ValueError("an hour has no finer units")
 
 
 def grain_of(value: str) -> Grain | None:
@@ -77,11 +92,22 @@ class FieldSource(BaseModel):
         default=None,
         description="cut a time value to this grain (hour, day, month, year): hour=2026-12-01-10 is day 2026-12-01",
     )
+    complete: bool = Field(
+        default=False,
+        description="a rollup: the member holds a partition only once every unit of it has a data commit (each of "
+        "the 24 hours of a day, each day of a month, each month of a year); values are one grain finer than grain",
+    )
 
     @field_validator("field")
     @classmethod
     def _name(cls, value: str | None) -> str | None:
         return None if value is None else _field_name(value, "field")
+
+    @model_validator(mode="after")
+    def _rollup(self) -> FieldSource:
+        if self.complete and self.grain in (None, Grain.HOUR):
+            raise ValueError("complete (a rollup) needs a grain of day, month or year: the units it waits for")
+        return self
 
 
 class MemberPartition(BaseModel):
@@ -101,6 +127,8 @@ class MemberPartition(BaseModel):
     def _names(cls, value: dict[str, FieldSource]) -> dict[str, FieldSource]:
         for name in value:
             _field_name(name, "a group field")
+        if sum(1 for source in value.values() if source.complete) > 1:
+            raise ValueError("a member rolls up (complete) one field at most")
         return value
 
     def source(self, group_field: str) -> FieldSource:
@@ -109,7 +137,59 @@ class MemberPartition(BaseModel):
     def mapping_id(self, partition_by: tuple[str, ...]) -> str:
         """A short, stable name of this mapping onto ``partition_by``: members mapping an asset alike share facts."""
         spec = [[f, self.source(f).field or f, self.source(f).grain] for f in partition_by]
+        rollup = self.rollup_field(partition_by)
+        if rollup is not None:
+            spec.append(["complete", rollup])
         return hashlib.sha256(json.dumps(spec).encode()).hexdigest()[:16]
+
+    def rollup_field(self, partition_by: tuple[str, ...]) -> str | None:
+        """The group field this member rolls up (``complete``), if any."""
+        return next((f for f in partition_by if self.source(f).complete), None)
+
+    def fact_key(self, key: str, partition_by: tuple[str, ...]) -> str | None:
+        """The key a fact of one of the member's keys is kept under: the group's key, except that a rollup keeps the
+        unit (``dt=2026-12-01-10``: the hour of the day it rolls up), so a partition can tell which units it has."""
+        rollup = self.rollup_field(partition_by)
+        if rollup is None:
+            return self.map_key(key, partition_by)
+        grain = self.source(rollup).grain
+        assert grain is not None
+        finer = self.model_copy(
+            update={
+                "fields": {
+                    **self.fields,
+                    rollup: self.source(rollup).model_copy(update={"grain": _FINER[grain], "complete": False}),
+                }
+            }
+        )
+        return finer.map_key(key, partition_by)
+
+    def unit_keys(self, partition: str, partition_by: tuple[str, ...]) -> list[str]:
+        """The fact keys a rollup needs for one of the group's partitions (every unit of it); the partition itself
+        for a member that rolls nothing up."""
+        rollup = self.rollup_field(partition_by)
+        if rollup is None:
+            return [partition]
+        grain = self.source(rollup).grain
+        assert grain is not None
+        try:
+            values = parse_partition_key(partition)
+        except PartitionKeyError:
+            return []
+        value = dict(values).get(rollup)
+        if value is None or grain_of(value) is not grain:
+            return []
+        return [format_partition_key([(n, u if n == rollup else v) for n, v in values]) for u in units_of(value, grain)]
+
+    def partition_of(self, fact_key: str, partition_by: tuple[str, ...]) -> str:
+        """The group's partition a fact key belongs to (a rollup's unit cut to its partition)."""
+        rollup = self.rollup_field(partition_by)
+        if rollup is None:
+            return fact_key
+        grain = self.source(rollup).grain
+        assert grain is not None
+        values = parse_partition_key(fact_key)
+        return format_partition_key([(n, cut_to_grain(v, grain) if n == rollup and v else v) for n, v in values])
 
     def map_key(self, key: str, partition_by: tuple[str, ...]) -> str | None:
         """The group's partition key for one of the member's keys, or None when the key does not name every field

@@ -19,6 +19,7 @@ from lakehook.domain.partition_evaluation import (
     evaluate_partition,
     fact_keys,
     facts_of,
+    partition_of_fact,
     summarize,
 )
 from lakehook.domain.partitions import TouchedPartitions
@@ -77,7 +78,7 @@ class PartitionResolution:
                     for fact in facts_of(group, key, parts, record):
                         if fact.newer_than(facts.get(fact.key)):
                             facts[fact.key] = fact
-                        named.setdefault((rule.rule_id, group.group_id), set()).add(fact.partition)
+                        named.setdefault((rule.rule_id, group.group_id), set()).add(partition_of_fact(group, fact))
         if facts and claim:
             self._need_store().advance(sorted(facts.values(), key=lambda f: f.key), now)
         return named
