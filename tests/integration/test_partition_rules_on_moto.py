@@ -89,33 +89,35 @@ def test_each_day_runs_once_both_tables_touched_it_and_an_overwrite_runs_it_agai
     app: Any, container: Container, ddb_client: Any, lake: tuple[Table, Table]
 ) -> None:
     orders, payments = lake
-    orders.write("2026-12-01")  # version 0 creates the table; the poller's first look starts here
+    orders.write("2026-11-30")  # version 0 creates the table; the poller's first look starts here
     payments.write("2026-12-02")
-    put_daily(app, orders, payments)
+    put_daily(app, orders, payments)  # LATEST: the newest commits' days become facts (12-02 of payments)
     stream = Stream(ddb_client)
-    stream.records()  # facts are kept from when a partitioned rule names the table: not of version 0
+    stream.records()
     orders.write("2026-12-01", "2026-12-02")  # version 1
     payments.write("2026-12-01")  # version 1
     assert handle_stream_batch(stream.batch(), container) == {"batchItemFailures": []}
-    assert runs(app) == [("dt=2026-12-01", [1, 1])]
+    assert sorted(runs(app)) == [("dt=2026-12-01", [1, 1]), ("dt=2026-12-02", [1, 0])]
+    orders.write("2026-12-03")  # version 2
+    assert handle_stream_batch(stream.batch(), container) == {"batchItemFailures": []}
     status, explained = call(app, "GET", "/rules/daily/explain")
     assert status == 200, explained
     lines = {p["partition"]: p for p in explained["groups"][0]["partitions"]}
-    assert lines["dt=2026-12-02"]["status"] == "WAITING_FOR_PARTITION"
-    assert lines["dt=2026-12-02"]["reason"].startswith(f"dt=2026-12-02: waiting for {payments.key}")
-    assert explained["groups"][0]["pendingPartitions"] == 1
+    assert lines["dt=2026-12-03"]["status"] == "WAITING_FOR_PARTITION"
+    assert lines["dt=2026-12-03"]["reason"].startswith(f"dt=2026-12-03: waiting for {payments.key}")
+    assert explained["groups"][0]["pendingPartitions"] == 2  # 12-03, and 11-30 that orders' version 0 touched
 
     # payments replaces 2026-12-01 (replaceWhere) and writes 2026-12-02; orders overwrites 2026-12-01 too
     payments.write("2026-12-01", mode="overwrite", predicate="dt = '2026-12-01'")  # version 2
-    payments.write("2026-12-02")  # version 3
-    orders.write("2026-12-01", mode="overwrite", predicate="dt = '2026-12-01'")  # version 2
-    assert handle_stream_batch(stream.batch(), container) == {"batchItemFailures": []}
-    assert runs(app) == [("dt=2026-12-01", [1, 1]), ("dt=2026-12-02", [1, 3]), ("dt=2026-12-01", [2, 2])]
+    payments.write("2026-12-03")  # version 3
+    orders.write("2026-12-01", mode="overwrite", predicate="dt = '2026-12-01'")  # version 3
+    batch = stream.batch()
+    assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
+    assert runs(app)[2:] == [("dt=2026-12-03", [2, 3]), ("dt=2026-12-01", [3, 2])]
 
     # the same records again (a redelivered batch) run nothing twice
-    again = stream.records()
-    assert handle_stream_batch({"Records": again}, container) == {"batchItemFailures": []}
-    assert len(runs(app)) == 3
+    assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
+    assert len(runs(app)) == 4
 
 
 @pytest.mark.parametrize("touched", [1, 25])
@@ -132,7 +134,7 @@ def test_what_one_commit_touching_n_partitions_costs(
     orders, payments = lake
     days = [f"2026-{1 + i // 28:02d}-{1 + i % 28:02d}" for i in range(touched)]
     orders.write("2020-01-01")
-    payments.write("2020-01-01")
+    payments.write("2019-12-31")  # no day both touched: nothing runs when the rule is written
     put_daily(app, orders, payments)
     stream = Stream(ddb_client)
     stream.records()

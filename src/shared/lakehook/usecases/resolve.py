@@ -49,6 +49,7 @@ from lakehook.domain.evaluation import (
     steps_by_snapshot,
 )
 from lakehook.domain.late_versions import passed_over
+from lakehook.domain.partition_evaluation import FactKey, PartitionFact
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Member, Mode, Policy, Rule
 from lakehook.domain.schedule_explanation import ScheduleExplanation
@@ -369,8 +370,7 @@ class ResolveAssetChange:
         touched: Touched | None = None,
     ) -> None:
         """Read what the groups need once, then decide (and with ``claim``, claim) group by group, each isolated."""
-        partitioned = [(r, g) for r, g in work if g.partition_by is not None]
-        named = self._partitioned.record(partitioned, touched or {}, now, claim=claim) if partitioned else {}
+
         versioned = {k for rule, g in work if _each_version(rule, g) for k in g.asset_keys}
         owned = {k: images[k] for k in changed if k in versioned and images[k]}
         seen = _seen_snapshots(owned, recorded or {}, versioned)
@@ -379,6 +379,14 @@ class ResolveAssetChange:
 
         assets = sorted({k for _, g in work for k in g.asset_keys})
         inputs = self._reader.read(assets, [(r.rule_id, g.group_id) for r, g in work])
+        partitioned = [(r, g) for r, g in work if g.partition_by is not None]
+        named: dict[GroupRef, set[str]] = {}
+        brought: dict[FactKey, PartitionFact] = {}
+        if partitioned:
+            # a stream batch brings the commits it recorded; an evaluation (a PUT, evaluate now, explain) takes the
+            # partitions the members' newest data commits touched, so a new rule starts from what is there (LATEST)
+            found = touched if touched is not None else touched_of_states(inputs.states)
+            named, brought = self._partitioned.record(partitioned, found, now, claim=claim)
         if claim and recorded:
             self._skip_late(work, recorded, inputs.cursors, now, report)
         if seen and claim:
@@ -395,7 +403,7 @@ class ResolveAssetChange:
                 if unreadable is not None:
                     raise UnreadableItemError(unreadable)
                 if group.partition_by is not None:
-                    self._resolve_partitions(rule, group, inputs.states, named, now, report, claim, registered)
+                    self._resolve_partitions(rule, group, inputs.states, named, brought, now, report, claim, registered)
                     continue
                 self._resolve_group(
                     rule,
@@ -443,22 +451,18 @@ class ResolveAssetChange:
         group: Group,
         states: dict[str, AssetState],
         named: Mapping[GroupRef, set[str]],
+        brought: Mapping[FactKey, PartitionFact],
         now: int,
         report: ResolveReport,
         claim: bool,
         registered: Mapping[str, bool] | None,
     ) -> None:
-        """A partitioned group: the partitions this batch touched and the pending ones (explain: also those the
-        members' newest commits touched), each claimed once when READY."""
+        """A partitioned group: the partitions this batch touched (an evaluation: those its members' newest commits
+        touched) and the pending ones, each claimed once when READY."""
         ref = (rule.rule_id, group.group_id)
         partitions = set(named.get(ref, ()))
-        if not claim:
-            members = {m.asset_key: states[m.asset_key] for m in group.partitioned_members if m.asset_key in states}
-            partitions |= self._partitioned.record([(rule, group)], touched_of_states(members), now, claim=False).get(
-                ref, set()
-            )
         verdict, claimed, deferred = self._partitioned.resolve(
-            rule, group, states, partitions, now, claim=claim, registered=registered
+            rule, group, states, partitions, now, claim=claim, registered=registered, brought=brought
         )
         report.verdicts[ref] = verdict
         report.first_verdicts.setdefault(ref, verdict)

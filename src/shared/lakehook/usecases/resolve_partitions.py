@@ -67,9 +67,10 @@ class PartitionResolution:
 
     def record(
         self, work: Sequence[tuple[Rule, Group]], touched: Touched, now: int, *, claim: bool
-    ) -> dict[GroupRef, set[str]]:
+    ) -> tuple[dict[GroupRef, set[str]], dict[FactKey, PartitionFact]]:
         """Keep the facts ``touched`` gives the partitioned groups of ``work`` (with ``claim``), and answer per group
-        the partitions they name (a redelivered batch names them again, so a claim a failure cut off is made)."""
+        the partitions they name (a redelivered batch names them again, so a claim a failure cut off is made), and the
+        facts themselves (explain evaluates with them as if kept, so it says what a claiming evaluation does)."""
         facts: dict[FactKey, PartitionFact] = {}
         named: dict[GroupRef, set[str]] = {}
         for rule, group in work:
@@ -81,7 +82,7 @@ class PartitionResolution:
                         named.setdefault((rule.rule_id, group.group_id), set()).add(partition_of_fact(group, fact))
         if facts and claim:
             self._need_store().advance(sorted(facts.values(), key=lambda f: f.key), now)
-        return named
+        return named, facts
 
     def resolve(
         self,
@@ -93,6 +94,7 @@ class PartitionResolution:
         *,
         claim: bool,
         registered: Mapping[str, bool] | None = None,
+        brought: Mapping[FactKey, PartitionFact] | None = None,
     ) -> tuple[GroupEvaluation, list[Trigger], list[Deferral]]:
         """The group's verdict (its partitions' verdicts on its board), the triggers claimed, the deferrals left."""
         store = self._need_store()
@@ -101,6 +103,10 @@ class PartitionResolution:
         partitions = sorted(named | set(page), reverse=True)  # newest first: keys of dates sort by time
         wanted = [k for p in partitions for k in fact_keys(group, p)]
         facts = store.facts(wanted) if wanted else {}
+        for key in wanted:  # what this batch brought, kept above (or, for explain, as if kept)
+            fact = (brought or {}).get(key)
+            if fact is not None and fact.newer_than(facts.get(key)):
+                facts[key] = fact
         ids = {p: partition_cursor_id(gid, p) for p in partitions}
         cursors = self._triggers.get_cursors([(rule.rule_id, i) for i in ids.values()]) if ids else {}
         verdicts: list[GroupEvaluation] = []
