@@ -261,3 +261,19 @@ def test_a_days_units_are_its_24_hours_and_a_months_its_days(day: str) -> None:
     days = units_of(day[:7], Grain.MONTH)
     assert day in days and all(cut_to_grain(d, Grain.MONTH) == day[:7] for d in days)
     assert len(days) == calendar.monthrange(int(day[:4]), int(day[5:7]))[1]
+
+
+def test_the_run_manifest_and_the_payload_pin_the_partition_and_unpartitioned_ones_are_unchanged() -> None:
+    from lakehook.domain.dispatch import Invocation, RunManifest
+
+    rule = parse_rule("r", body())
+    pins = verdict(rule, [fact(rule, ORDERS, 5), fact(rule, PAYMENTS, 9)]).pins
+    key = trigger_key("r", "daily", pins, None, 0, partition=DAY)
+    trigger = Trigger(triggerKey=key, ruleId="r", groupId="daily", inputs=pins, partition=DAY, createdAt=1, updatedAt=1)
+    manifest = RunManifest.for_trigger(trigger)
+    assert manifest.body()["partition"] == DAY
+    assert RunManifest.from_document(manifest.document()).partition == DAY
+    assert Invocation.of(trigger, manifest, "s3://m/x.json", 1).payload()["partition"] == DAY
+    plain = trigger.model_copy(update={"partition": None, "trigger_key": trigger_key("r", "daily", pins, None, 0)})
+    assert "partition" not in RunManifest.for_trigger(plain).body()
+    assert "partition" not in Invocation.of(plain, RunManifest.for_trigger(plain), "s3://m/x.json", 1).payload()
