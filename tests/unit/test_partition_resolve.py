@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
+from lakehook.domain.partitions import canonical_partition_key, format_partition_key
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import snapshot_record
 from lakehook.domain.status import Status
@@ -378,3 +379,36 @@ def test_a_rollup_runs_the_day_once_all_24_hours_have_a_commit_in_any_order(orde
     hourly(lake, 950, "2026-12-01-05")  # an hour rewritten: the day runs again (ANY_UPDATED)
     lake.deliver()
     assert lake.runs()[-1] == ("dt=2026-12-01", [(ORDERS, 1), (CLICKS, 950)])
+
+
+@settings(max_examples=40, deadline=None)
+@given(values=st.lists(st.one_of(st.none(), st.text(max_size=12)), min_size=1, max_size=5, unique=True))
+def test_any_partition_value_runs_once_under_its_canonical_key(values: list[str | None]) -> None:
+    """Values with the characters Hive escapes, spaces, non-ASCII text, empty and null: each partition both tables
+    touched runs once, and its trigger names the key as lakehook writes it."""
+    rule = Rule.model_validate(
+        {
+            "ruleId": "regional",
+            "target": {"type": "eventbridge", "eventBusName": "runs"},
+            "groups": [
+                {
+                    "groupId": "g",
+                    "partitionBy": ["region"],
+                    "members": [{"assetKey": ORDERS, "partition": {}}, {"assetKey": PAYMENTS, "partition": {}}],
+                }
+            ],
+        }
+    )
+    lake = Lake(rule)
+    keys = sorted({format_partition_key([("region", v), ("dt", "2026-12-01")]) for v in values})
+    for asset, sid in ((ORDERS, 1), (PAYMENTS, 2)):
+        event = AssetEvent(eventType="SNAPSHOT_COMMITTED", assetKey=asset, snapshotId=sid, partitions=keys)
+        lake.ingest.ingest(event, SourceType.PUSH)
+        lake.stream.setdefault(asset, []).append(
+            StateChange(asset, snapshot=snapshot_record(event), partitions=event.partitions)
+        )
+    lake.deliver()
+    lake.deliver()
+    expected = sorted({format_partition_key([("region", v)]) for v in values})
+    assert sorted(p or "" for p, _ in lake.runs()) == expected
+    assert all(canonical_partition_key(p or "") == p for p, _ in lake.runs())
