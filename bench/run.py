@@ -22,6 +22,7 @@ BENCHES = [
     "ingest",
     "poll",
     "resolve",
+    "partitions",
     "dispatch",
     "coverage",
     "localstack",

@@ -220,6 +220,39 @@ def test_a_scheduled_rule_shows_its_ticks_and_what_the_next_tick_waits_for(
         requests.delete(f"{demo.stack.api_url}/rules/{rule_id}", headers=demo.api.admin, timeout=30)
 
 
+def test_a_partitioned_rule_shows_each_partition_and_what_it_waits_for(page: Page, console: str, demo: Demo) -> None:
+    rule_id = "console_partition_probe"
+    orders, refunds = "paimon://lake/ods_db/console_part_orders", "paimon://lake/ods_db/console_part_refunds"
+    rule = {
+        "groups": [
+            {
+                "groupId": "daily",
+                "partitionBy": ["dt"],
+                "members": [{"assetKey": orders, "partition": {}}, {"assetKey": refunds, "partition": {}}],
+            }
+        ],
+        "target": {"type": "webhook", "url": f"{demo.consumers.url}/hooks/nowhere", "secretRef": TARGET_SECRET},
+    }
+    assert demo.api.put(f"/rules/{rule_id}", rule).status_code == 201
+    try:
+        days = ["dt=2026-12-01", "dt=2026-12-02"]
+        commit = {"eventType": "SNAPSHOT_COMMITTED", "assetKey": orders, "snapshotId": 1, "partitions": days}
+        assert demo.api.push_statuses(commit) == ["ACCEPTED"]
+        deadline = time.monotonic() + WAIT_MS / 1000
+        while demo.api.explain(rule_id)["groups"][0].get("pendingPartitions") != 2:  # the resolver runs async
+            assert time.monotonic() < deadline, demo.api.explain(rule_id)
+            time.sleep(0.5)
+        page.goto(f"{console}#/rule/{rule_id}")
+        shown = page.locator('[data-group="daily"] [data-partitions]')
+        expect(shown).to_have_attribute("data-partitions", "2")
+        line = shown.locator('[data-partition="dt=2026-12-01"]')
+        expect(line).to_have_attribute("data-status", "WAITING_FOR_PARTITION")
+        expect(line).to_contain_text(f"dt=2026-12-01: waiting for {refunds}")
+        shot(page, "rule-partitions")
+    finally:
+        requests.delete(f"{demo.stack.api_url}/rules/{rule_id}", headers=demo.api.admin, timeout=30)
+
+
 def test_a_new_trigger_appears_in_the_timeline_without_a_reload(page: Page, console: str, demo: Demo) -> None:
     page.goto(f"{console}#/triggers/{DWD_RULE}")
     timeline = page.locator("#timeline [data-trigger]")

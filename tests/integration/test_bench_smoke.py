@@ -14,6 +14,7 @@ from typing import Any
 import bench.dispatch
 import bench.ingest
 import bench.localstack
+import bench.partitions
 import bench.poll
 import bench.resolve
 import bench.run
@@ -72,6 +73,11 @@ def test_resolve_states_the_share_inside_moto() -> None:
     row = bench.resolve._scenario(1, True)
     assert (row["Query"], row["TransactWriteItems"], row["claims"]) == (1, 1, "1")
     assert row["share inside moto"].endswith("%") and row["s inside moto"] >= 0
+
+
+def test_partitions_counts_one_fact_write_and_one_claim_per_partition() -> None:
+    row = bench.partitions._scenario(3, 2)
+    assert (row["UpdateItem"], row["claims"], row["TransactWriteItems"], row["Query"]) == (3, 6, 6, 1 + 2)
 
 
 def test_localstack_times_sequential_and_concurrent_pushes(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -279,3 +279,25 @@ def test_apply_dry_runs_a_rule_naming_an_alias_the_file_declares_before_the_alia
     assert query == {"dryRun": True}
     assert checked["groups"][0]["members"] == [{"assetKey": A_KEY, "condition": {"minSnapshotId": 5}}]
     assert changes[-1].body == ALIAS_RULE
+
+
+def test_explain_prints_one_line_per_partition_and_how_many_are_pending() -> None:
+    class Answers:
+        def get(self, path: str, query: Any = None) -> dict[str, Any]:
+            waiting = "dt=2026-12-01: waiting for paimon://lake/ods/payments (no data commit has touched it yet)"
+            lines = [
+                {"partition": "dt=2026-12-02", "status": "READY", "reason": "dt=2026-12-02: ready"},
+                {"partition": "dt=2026-12-01", "status": "WAITING_FOR_PARTITION", "reason": waiting},
+            ]
+            group = {"groupId": "g", "status": "READY", "members": [], "partitions": lines, "pendingPartitions": 7}
+            return {"ruleId": "daily", "ready": True, "evaluatedAt": "now", "groups": [group]}
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with captured(stdout, stderr):
+        explain(Answers(), argparse.Namespace(rule="daily", output="text"))  # type: ignore[arg-type]
+    lines = stdout.getvalue().splitlines()
+    assert "    partitions: 7 pending, 2 shown" in lines
+    assert (
+        "      WAITING_FOR_PARTITION  dt=2026-12-01: waiting for paimon://lake/ods/payments (no data commit has "
+        "touched it yet)" in lines
+    )

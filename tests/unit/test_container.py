@@ -11,6 +11,7 @@ from lakehook.usecases.rules import ManageRules
 from tests.fakes.memory import InMemoryAssetRegistry, InMemoryAssetStore, InMemorySecretStore
 from tests.fakes.memory_coverage import InMemoryCoverageStore
 from tests.fakes.memory_dispatch import InMemoryAliasStore
+from tests.fakes.memory_partitions import InMemoryPartitionStore
 from tests.fakes.memory_rules import (
     InMemoryDeferralStore,
     InMemoryRuleStore,
@@ -34,6 +35,7 @@ def in_memory() -> Container:
         coverage_store=InMemoryCoverageStore(),
         secret_store=InMemorySecretStore(),
         alias_store=InMemoryAliasStore(),
+        partition_store=InMemoryPartitionStore(),
     )
 
 

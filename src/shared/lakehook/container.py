@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from lakehook.ports.coverage import CoverageStore
     from lakehook.ports.dispatch import ManifestStore, TargetClient, TriggerLedger
     from lakehook.ports.lakehouse import PollStatusStore, SnapshotSources
+    from lakehook.ports.partitions import PartitionStore
     from lakehook.ports.queue import WorkQueue
     from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, StateReader, TriggerStore
     from lakehook.ports.spool import ObjectStore, SnapshotExistence
@@ -297,6 +298,12 @@ class Container:
         return DynamoDBStateHistory(self.table)
 
     @part
+    def partition_store(self) -> PartitionStore:
+        from lakehook.adapters.dynamodb.partition_store import DynamoDBPartitionStore
+
+        return DynamoDBPartitionStore(self.table)
+
+    @part
     def deferral_store(self) -> DeferralStore:
         from lakehook.adapters.dynamodb.deferral_store import DynamoDBDeferralStore
 
@@ -318,6 +325,7 @@ class Container:
             coverage=self.coverage_store,
             rule_error=lambda exc: is_rule_error(exc) or is_rejected_by_data(exc),
             poll_queue=self.work_queue if self.settings.poll_queue_url else None,
+            partitions=self.partition_store,
         )
 
     @part

@@ -86,6 +86,17 @@ class ScheduleExplanation(Answer):
     reason: str | None = Field(description="why the schedule has no ticks (neverFires)")
 
 
+class PartitionExplanation(Answer):
+    """One partition of a partitioned group: its status and what it waits for."""
+
+    partition: str = Field(description="the partition key, e.g. dt=2026-12-01")
+    status: str
+    reason: str | None = Field(description="e.g. dt=2026-12-01: waiting for paimon://lake/ods/payments (…)")
+    waiting_for: list[str] | None = Field(default=None, alias="waitingFor", description="the members not satisfied")
+    pins: list[dict[str, Any]] | None = Field(default=None, description="READY: what its run would pin")
+    until: Iso | None = Field(default=None, description="COOLDOWN or QUIET_PERIOD: when it ends")
+
+
 class GroupExplanation(Answer):
     group_id: str = Field(alias="groupId")
     status: str
@@ -100,6 +111,14 @@ class GroupExplanation(Answer):
         "one, so never run; GET /rules/{ruleId}/triggers?status=SKIPPED lists them all",
     )
     schedule: ScheduleExplanation | None = Field(default=None, description="present for a scheduled group")
+    partitions: list[PartitionExplanation] | None = Field(
+        default=None,
+        description="a partitioned group (partitionBy): its pending partitions and those its members' newest commits "
+        "touched, newest keys first, at most 20",
+    )
+    pending_partitions: int | None = Field(
+        default=None, alias="pendingPartitions", description="a partitioned group: how many partitions are pending"
+    )
 
 
 class Explanation(Answer):

@@ -31,6 +31,7 @@ class TriggerAnswer(Answer):
     status: Literal["TRIGGERING", "SUCCEEDED", "FAILED", "SKIPPED"]
     inputs: list[PinnedInputAnswer]
     window: Window | None = None
+    partition: str | None = Field(default=None, description="a partitioned group's run: the partition key it ran for")
     replay_epoch: int = Field(alias="replayEpoch")
     attempts: int
     created_at: Iso = Field(alias="createdAt")

@@ -34,6 +34,8 @@ def explain(api: ApiClient, args: argparse.Namespace) -> int:
                 yield f"    skipped: {skip.get('assetKey')}@{skip.get('snapshotId')}: {skip.get('reason')}"
             if isinstance(group.get("schedule"), dict):
                 yield from schedule_lines(group["schedule"])
+            if group.get("pendingPartitions") is not None:
+                yield from partition_lines(group)
             for member in group.get("members", []):
                 yield f"    {member.get('status'):<22} {member.get('assetKey')}"
                 if member.get("reason"):
@@ -46,6 +48,15 @@ def explain(api: ApiClient, args: argparse.Namespace) -> int:
 
     emit(args.output, data, text)
     return 0
+
+
+def partition_lines(group: dict[str, Any]) -> Iterator[str]:
+    """A partitioned group's partitions, one line each (``dt=2026-12-01: waiting for …``), and how many wait."""
+    partitions = group.get("partitions") or []
+    yield f"    partitions: {group.get('pendingPartitions')} pending, {len(partitions)} shown"
+    for line in partitions:
+        reason = line.get("reason") or line.get("partition")
+        yield f"      {line.get('status'):<22} {reason}"
 
 
 def schedule_lines(schedule: dict[str, Any]) -> Iterator[str]:

@@ -107,6 +107,7 @@ class RunManifest(BaseModel):
     replay_of: str | None = Field(default=None, alias="replayOf")
     created_at: str = Field(alias="createdAt", description="when the trigger was claimed (ISO 8601 UTC)")
     window: dict[str, str] | None = None
+    partition: str | None = Field(default=None, description="a partitioned group's run: the partition key it read")
     inputs: tuple[ManifestInput, ...]
 
     @classmethod
@@ -121,6 +122,7 @@ class RunManifest(BaseModel):
             replay_of=replay_of,
             created_at=ms_to_iso(trigger.created_at),
             window=window,
+            partition=trigger.partition,
             inputs=tuple(ManifestInput.of(p, window) for p in trigger.inputs),
         )
 
@@ -172,6 +174,7 @@ class Invocation(BaseModel):
     group_id: str = Field(alias="groupId")
     inputs: tuple[ManifestInput, ...]
     window: dict[str, str] | None = None
+    partition: str | None = None
     manifest_uri: str = Field(alias="manifestUri")
     replay_of: str | None = Field(default=None, alias="replayOf")
     attempt: int = Field(ge=1)
@@ -197,6 +200,7 @@ class Invocation(BaseModel):
             group_id=trigger.group_id,
             inputs=manifest.inputs,
             window=manifest.window,
+            partition=manifest.partition,
             manifest_uri=manifest_uri,
             replay_of=replay_of if replay_of is not None else manifest.replay_of,
             attempt=attempt,
@@ -205,8 +209,10 @@ class Invocation(BaseModel):
 
     def payload(self) -> dict[str, Any]:
         """The JSON object sent: ``triggerKey, ruleId, groupId, inputs, window, manifestUri, replayOf, attempt,
-        completionPath, completionToken``."""
+        completionPath, completionToken``, and ``partition`` for a partitioned group's run."""
+        extra = {"partition": self.partition} if self.partition is not None else {}
         return {
+            **extra,
             "triggerKey": self.trigger_key,
             "ruleId": self.rule_id,
             "groupId": self.group_id,

@@ -295,10 +295,26 @@ class GroupEvaluation:
     gaps: tuple[Gap, ...] = ()  # EACH_VERSION: missing snapshots a targeted poll should look for
     backlog: Backlog | None = None  # a stepping windowed group behind the newest closed window
     schedule: ScheduleExplanation | None = None  # a scheduled group: its ticks and what the next run waits for
+    partition: str | None = None  # a partitioned group's verdict for one partition key
+    # a partitioned group: the verdicts of its partitions evaluated (newest first, a page), and how many are pending
+    partitions: tuple[GroupEvaluation, ...] = ()
+    pending_partitions: int | None = None
 
     @property
     def ready(self) -> bool:
         return self.status is Status.READY
+
+    def partition_api(self) -> dict[str, Any]:
+        """One partition's line on its group's board: the key, status, reason, and what it would pin."""
+        data: dict[str, Any] = {"partition": self.partition, "status": self.status.value, "reason": self.reason}
+        waiting = [m.asset_key for m in self.members if m.status is not Status.READY]
+        if waiting:
+            data["waitingFor"] = waiting
+        if self.ready:
+            data["pins"] = [p.to_api() for p in self.pins]
+        if self.until is not None:
+            data["until"] = ms_to_iso(self.until)
+        return data
 
     def to_api(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -313,6 +329,11 @@ class GroupEvaluation:
             data["backlog"] = self.backlog.to_api()
         if self.schedule is not None:
             data["schedule"] = self.schedule.to_api()
+        if self.partition is not None:
+            data["partition"] = self.partition
+        if self.pending_partitions is not None:
+            data["pendingPartitions"] = self.pending_partitions
+            data["partitions"] = [p.partition_api() for p in self.partitions]
         if self.ready:
             data["pins"] = [p.to_api() for p in self.pins]
             if self.window is not None:

@@ -12,12 +12,22 @@ import re
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from lakehook.domain.assets import validate_asset_key
 from lakehook.domain.completion import MAX_RULE_OUTLETS, validate_outlet_entry
 from lakehook.domain.freshness import Freshness
 from lakehook.domain.ids import ALIAS_NAME_PATTERN, RULE_ID_PATTERN
+from lakehook.domain.partition_rules import MAX_PARTITION_FIELDS, MemberPartition, validate_partition_by
 from lakehook.domain.schedules import GroupSchedule
 from lakehook.domain.targets import STORED_CONTEXT, RuleTarget
 from lakehook.domain.time import parse_instant_ms
@@ -207,6 +217,11 @@ class Member(BaseModel):
         "member becomes one member per asset of the alias (resolved when the rule is written, each with this "
         "condition); assetKey is then one of the alias's assets",
     )
+    partition: MemberPartition | None = Field(
+        default=None,
+        description="in a group with partitionBy: the member is partitioned, and this maps its partition keys onto "
+        "the group's ({} when its fields have the group's names); absent: the member gates every partition's run",
+    )
 
     @field_validator("asset_key")
     @classmethod
@@ -220,6 +235,14 @@ class Group(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
     group_id: str = Field(alias="groupId")
+    partition_by: tuple[str, ...] | None = Field(
+        default=None,
+        alias="partitionBy",
+        min_length=1,
+        max_length=MAX_PARTITION_FIELDS,
+        description="run once per partition key of these fields (dt=2026-12-01) whose partitioned members all have a "
+        "data commit touching it since that partition's last run (docs/partitions.md)",
+    )
     members: list[Member] = Field(default_factory=list, max_length=MAX_MEMBERS_PER_GROUP)
     schedule: GroupSchedule | None = Field(
         default=None,
@@ -231,6 +254,39 @@ class Group(BaseModel):
     @classmethod
     def _id(cls, value: str) -> str:
         return validate_id(value, "groupId")
+
+    @field_validator("partition_by")
+    @classmethod
+    def _partition_fields(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if value is None else validate_partition_by(value)
+
+    @field_validator("members")
+    @classmethod
+    def _partitioned(cls, members: list[Member], info: ValidationInfo) -> list[Member]:
+        if "partition_by" not in info.data:
+            return members  # partitionBy itself is wrong, and named so
+        partition_by = info.data["partition_by"]
+        named = [i for i, m in enumerate(members) if m.partition is not None]
+        if partition_by is None:
+            if named:
+                raise ValueError(f"members.{named[0]}.partition: the group has no partitionBy to map onto")
+            return members
+        if not named:
+            raise ValueError("a group with partitionBy has a partitioned member (one with partition, {} at least)")
+        for i in named:
+            partition = members[i].partition
+            assert partition is not None
+            unknown = sorted(set(partition.fields) - set(partition_by))
+            if unknown:
+                raise ValueError(f"members.{i}.partition.fields.{unknown[0]}: not a field of partitionBy")
+            c = members[i].condition
+            kept = {k for k, v in c.model_dump(exclude_defaults=True).items() if v is not None}
+            if kept - {"min_snapshot_id"} or not c.snapshot_required:
+                raise ValueError(
+                    f"members.{i}.condition: a partitioned member's version is the newest data commit touching the "
+                    "partition; its condition may only set minSnapshotId"
+                )
+        return members
 
     @field_validator("members")
     @classmethod
@@ -250,6 +306,8 @@ class Group(BaseModel):
     def _scheduled(self) -> Group:
         if not self.members and self.schedule is None:
             raise ValueError("a group has members, a schedule, or both")
+        if self.partition_by is not None and (self.schedule is not None or self.window is not None):
+            raise ValueError("partitionBy: a partitioned group has no schedule and no windowed members")
         if self.schedule is not None and self.window is not None:
             raise ValueError(
                 "a scheduled group has no windowed members (watermark or coverage): its window is the tick's"
@@ -270,6 +328,11 @@ class Group(BaseModel):
     @property
     def asset_keys(self) -> list[str]:
         return [m.asset_key for m in self.members]
+
+    @property
+    def partitioned_members(self) -> list[Member]:
+        """The members whose partitions the group keys on (none when the group has no partitionBy)."""
+        return [m for m in self.members if m.partition is not None] if self.partition_by is not None else []
 
 
 # A windowed group behind by many windows (one far-future watermark) catches up this many per evaluation.
@@ -329,6 +392,17 @@ class Rule(BaseModel):
         "(management credentials are not confined); empty: the run reports no outlets with its token",
     )
 
+    @field_validator("freshness")
+    @classmethod
+    def _freshness_of_groups(cls, value: Freshness | None, info: ValidationInfo) -> Freshness | None:
+        partitioned = [g.group_id for g in info.data.get("groups") or () if g.partition_by is not None]
+        if value is not None and partitioned:
+            raise ValueError(
+                f"group {partitioned[0]} has partitionBy: a rule's freshness counts its group runs, and a partitioned "
+                "group runs per partition; give its members maxAgeSeconds instead"
+            )
+        return value
+
     @field_validator("outlets")
     @classmethod
     def _outlets(cls, value: list[str]) -> list[str]:
@@ -338,6 +412,24 @@ class Rule(BaseModel):
     @classmethod
     def _id(cls, value: str) -> str:
         return validate_id(value, "ruleId")
+
+    @field_validator("policy")
+    @classmethod
+    def _partitioned_mode(cls, policy: Policy, info: ValidationInfo) -> Policy:
+        partitioned = [g.group_id for g in info.data.get("groups") or () if g.partition_by is not None]
+        if partitioned and policy.mode is Mode.EACH_VERSION:
+            raise ValueError(
+                f"mode: group {partitioned[0]} has partitionBy; a partitioned group runs once per partition and "
+                "commit touching it (ALL_UPDATED or ANY_UPDATED), not EACH_VERSION"
+            )
+        if partitioned and policy.start_from is StartFrom.NEXT_CHANGE:
+            raise ValueError(
+                f"startFrom: group {partitioned[0]} has partitionBy; a partition runs for the commits touching it "
+                "(LATEST), NEXT_CHANGE is not supported there"
+            )
+        if partitioned and policy.backfill is BackfillPolicy.SKIP:
+            raise ValueError(f"backfill: group {partitioned[0]} has partitionBy; backfill SKIP is not supported there")
+        return policy
 
     @field_validator("groups")
     @classmethod

@@ -17,6 +17,7 @@ class Status(StrEnum):
     BLOCKED_BY_COVERAGE = "BLOCKED_BY_COVERAGE"
     BLOCKED_BY_MANIFEST = "BLOCKED_BY_MANIFEST"
     WAITING_FOR_UPDATE = "WAITING_FOR_UPDATE"
+    WAITING_FOR_PARTITION = "WAITING_FOR_PARTITION"  # a partitioned group: no data commit of a member touched it yet
     WAITING_FOR_VERSION = "WAITING_FOR_VERSION"  # EACH_VERSION: the lineage says a snapshot is missing; polled for
     WAITING_FOR_RUN = "WAITING_FOR_RUN"  # EACH_VERSION: the previous version's trigger has not SUCCEEDED yet
     WAITING_FOR_SCHEDULE = "WAITING_FOR_SCHEDULE"  # a scheduled group ran for the latest tick: until the next

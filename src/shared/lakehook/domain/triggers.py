@@ -155,11 +155,13 @@ def trigger_key(
     window: Window | None,
     replay_epoch: int,
     marker: str | None = None,
+    partition: str | None = None,
 ) -> str:
     """``<ruleId>.<groupId>.<hash>``: readable, one URL path segment, the same for the same versions.
 
     Ids are letters, digits, ``_``, ``-`` and ``.`` only, so the key never holds ``/``. A ``marker``
     (``start``, ``manual-1``) opens a key space of its own, shown in the key: ``<ruleId>.<groupId>.<marker>.<hash>``.
+    A ``partition`` (a partitioned group's run of one partition key) is part of what is hashed.
     """
     fields: dict[str, Any] = {
         "rule": rule_id,
@@ -170,6 +172,8 @@ def trigger_key(
     }
     if marker is not None:
         fields["marker"] = marker
+    if partition is not None:  # a partitioned group's run of one partition (absent otherwise: keys stay as they were)
+        fields["partition"] = partition
     canonical = json.dumps(fields, separators=(",", ":"), sort_keys=True)
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:KEY_HASH_CHARS]
     return f"{rule_id}.{group_id}.{digest}" if marker is None else f"{rule_id}.{group_id}.{marker}.{digest}"
@@ -186,6 +190,7 @@ class Trigger(BaseModel):
     status: TriggerStatus = TriggerStatus.TRIGGERING
     inputs: tuple[PinnedInput, ...]
     window: Window | None = None
+    partition: str | None = Field(default=None, description="a partitioned group's run: the partition key it ran for")
     replay_epoch: int = Field(default=0, alias="replayEpoch")
     sequence: int = Field(default=0, description="the group cursor's sequence this claim set")
     attempts: int = 0
@@ -220,6 +225,7 @@ class Trigger(BaseModel):
             "status": self.status.value,
             "inputs": [p.to_api() for p in self.inputs],
             "window": self.window.to_api() if self.window else None,
+            "partition": self.partition,
             "replayEpoch": self.replay_epoch,
             "attempts": self.attempts,
             "createdAt": ms_to_iso(self.created_at),
@@ -240,6 +246,12 @@ class Trigger(BaseModel):
         }
 
 
+def partition_cursor_id(group_id: str, partition: str) -> str:
+    """The cursor id of one partition of a group: ``<groupId>#P<hash>``. A group id never holds ``#``, so it names no
+    group, and every store keys it as it keys a group's cursor (one conditional write per claim, as for a group)."""
+    return f"{group_id}#P{hashlib.sha256(partition.encode()).hexdigest()[:KEY_HASH_CHARS]}"
+
+
 # How long one evaluation of a window backlog lasts: the deferral sweep's period. A group behind by many windows
 # starts at most policy.maxRunsPerEvaluation of them in it (the wake-ups of its finished runs count in it too).
 CATCH_UP_PERIOD_MS = 60_000
@@ -251,7 +263,8 @@ class GroupCursor(BaseModel):
     model_config = ConfigDict(populate_by_name=True, frozen=True)
 
     rule_id: str = Field(alias="ruleId")
-    group_id: str = Field(alias="groupId")
+    group_id: str = Field(alias="groupId", description="the group's id; for one partition of it, partition_cursor_id")
+    partition: str | None = Field(default=None, description="the partition key whose runs this cursor follows")
     seq: int = 0
     pins: dict[str, PinnedInput] = Field(default_factory=dict)
     window: Window | None = None
@@ -302,9 +315,12 @@ class GroupCursor(BaseModel):
         )
 
     @classmethod
-    def initial(cls, rule_id: str, group_id: str) -> GroupCursor:
-        """The cursor of a group that never triggered (``seq`` 0; stored only once it moves)."""
-        return cls(rule_id=rule_id, group_id=group_id)
+    def initial(cls, rule_id: str, group_id: str, partition: str | None = None) -> GroupCursor:
+        """The cursor of a group (or of one of its partitions) that never triggered (``seq`` 0; stored only once it
+        moves)."""
+        if partition is None:
+            return cls(rule_id=rule_id, group_id=group_id)
+        return cls(rule_id=rule_id, group_id=partition_cursor_id(group_id, partition), partition=partition)
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True)

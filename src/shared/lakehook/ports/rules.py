@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from lakehook.domain.errors import ConflictError
+from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.requests import RecordedRequest
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState
@@ -220,6 +221,7 @@ class StateChange:
     asset_key: str
     state: AssetState | None = None
     snapshot: SnapshotRecord | None = None  # a SNAPSHOT_COMMITTED event recorded (even one older than the state)
+    partitions: TouchedPartitions | None = None  # the partitions that snapshot's event names
 
 
 @dataclass(frozen=True)

@@ -142,7 +142,12 @@ class ReplayTrigger:
             replay = original.model_copy(
                 update={
                     "trigger_key": trigger_key(
-                        original.rule_id, original.group_id, original.inputs, original.window, epoch
+                        original.rule_id,
+                        original.group_id,
+                        original.inputs,
+                        original.window,
+                        epoch,
+                        partition=original.partition,
                     ),
                     "status": TriggerStatus.TRIGGERING,
                     "replay_epoch": epoch,

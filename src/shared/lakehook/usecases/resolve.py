@@ -49,6 +49,8 @@ from lakehook.domain.evaluation import (
     steps_by_snapshot,
 )
 from lakehook.domain.late_versions import passed_over
+from lakehook.domain.partition_evaluation import FactKey, PartitionFact
+from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Member, Mode, Policy, Rule
 from lakehook.domain.schedule_explanation import ScheduleExplanation
 from lakehook.domain.state import AssetState
@@ -57,6 +59,7 @@ from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerS
 from lakehook.domain.versions import LoggedSnapshot, SnapshotLog, SnapshotRecord, Verdict, lineage_of
 from lakehook.observability import MetricName, logger
 from lakehook.ports.coverage import CoverageStore
+from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.queue import WorkQueue
 from lakehook.ports.rules import (
     AssetRecheck,
@@ -72,6 +75,7 @@ from lakehook.ports.rules import (
     TriggerStore,
 )
 from lakehook.usecases.coverage import coverage_of_groups
+from lakehook.usecases.resolve_partitions import PartitionResolution, Touched, touched_of_states
 
 READY_METRIC = "lakehouse_asset_dependency_ready_total"
 BLOCKED_METRIC = "lakehouse_asset_dependency_blocked_by"
@@ -173,7 +177,10 @@ class ResolveAssetChange:
         rule_error: Callable[[BaseException], bool] = is_rule_error,
         retry_ms: int = 60_000,
         poll_queue: WorkQueue | None = None,
+        partitions: PartitionStore | None = None,
     ) -> None:
+        # partitioned groups (partitionBy): their facts, pending partitions and per-partition claims
+        self._partitioned = PartitionResolution(partitions, triggers, deferrals, max_claims_per_group, max_conflicts)
         # where a gap in an EACH_VERSION member's snapshot log asks for a targeted poll of its table
         self._poll_queue = poll_queue
         self._coverage = coverage
@@ -305,7 +312,9 @@ class ResolveAssetChange:
         ]
         if not work:
             return
-        self._resolve_work(work, batch.changed, batch.images, now, report, claim=True, recorded=batch.recorded)
+        self._resolve_work(
+            work, batch.changed, batch.images, now, report, claim=True, recorded=batch.recorded, touched=batch.touched
+        )
         failed = {(f.rule_id, f.group_id) for f in report.failed}
         for ref in sorted(retried - failed):
             # A deferral is how a failed group is retried: it evaluated fine, so its lastError goes.
@@ -358,8 +367,10 @@ class ResolveAssetChange:
         claim: bool,
         registered: Mapping[str, bool] | None = None,
         recorded: Mapping[str, Sequence[SnapshotRecord]] | None = None,
+        touched: Touched | None = None,
     ) -> None:
         """Read what the groups need once, then decide (and with ``claim``, claim) group by group, each isolated."""
+
         versioned = {k for rule, g in work if _each_version(rule, g) for k in g.asset_keys}
         owned = {k: images[k] for k in changed if k in versioned and images[k]}
         seen = _seen_snapshots(owned, recorded or {}, versioned)
@@ -368,6 +379,14 @@ class ResolveAssetChange:
 
         assets = sorted({k for _, g in work for k in g.asset_keys})
         inputs = self._reader.read(assets, [(r.rule_id, g.group_id) for r, g in work])
+        partitioned = [(r, g) for r, g in work if g.partition_by is not None]
+        named: dict[GroupRef, set[str]] = {}
+        brought: dict[FactKey, PartitionFact] = {}
+        if partitioned:
+            # a stream batch brings the commits it recorded; an evaluation (a PUT, evaluate now, explain) takes the
+            # partitions the members' newest data commits touched, so a new rule starts from what is there (LATEST)
+            found = touched if touched is not None else touched_of_states(inputs.states)
+            named, brought = self._partitioned.record(partitioned, found, now, claim=claim)
         if claim and recorded:
             self._skip_late(work, recorded, inputs.cursors, now, report)
         if seen and claim:
@@ -383,6 +402,9 @@ class ResolveAssetChange:
                 unreadable = inputs.unreadable(rule.rule_id, group.group_id, group.asset_keys)
                 if unreadable is not None:
                     raise UnreadableItemError(unreadable)
+                if group.partition_by is not None:
+                    self._resolve_partitions(rule, group, inputs.states, named, brought, now, report, claim, registered)
+                    continue
                 self._resolve_group(
                     rule,
                     group,
@@ -422,6 +444,30 @@ class ResolveAssetChange:
                 deferral = Deferral(rule.rule_id, group.group_id, min(due))
                 self._deferrals.defer(deferral)
                 report.deferred.append(deferral)
+
+    def _resolve_partitions(
+        self,
+        rule: Rule,
+        group: Group,
+        states: dict[str, AssetState],
+        named: Mapping[GroupRef, set[str]],
+        brought: Mapping[FactKey, PartitionFact],
+        now: int,
+        report: ResolveReport,
+        claim: bool,
+        registered: Mapping[str, bool] | None,
+    ) -> None:
+        """A partitioned group: the partitions this batch touched (an evaluation: those its members' newest commits
+        touched) and the pending ones, each claimed once when READY."""
+        ref = (rule.rule_id, group.group_id)
+        partitions = set(named.get(ref, ()))
+        verdict, claimed, deferred = self._partitioned.resolve(
+            rule, group, states, partitions, now, claim=claim, registered=registered, brought=brought
+        )
+        report.verdicts[ref] = verdict
+        report.first_verdicts.setdefault(ref, verdict)
+        report.claimed.extend(claimed)
+        report.deferred.extend(deferred)
 
     # --- failures ------------------------------------------------------------------------------------
 
@@ -957,10 +1003,11 @@ class _Batch:
     changed: list[str]
     images: dict[str, list[AssetState]]
     recorded: dict[str, list[SnapshotRecord]]
+    touched: dict[str, list[tuple[SnapshotRecord, TouchedPartitions]]]
 
     @classmethod
     def of(cls, changes: Sequence[StateChange]) -> _Batch:
-        batch = cls([], {}, {})
+        batch = cls([], {}, {}, {})
         for change in changes:
             if change.asset_key not in batch.images:
                 batch.changed.append(change.asset_key)
@@ -969,6 +1016,11 @@ class _Batch:
                 batch.images[change.asset_key].append(change.state)
             if change.snapshot is not None:
                 batch.recorded.setdefault(change.asset_key, []).append(change.snapshot)
+                if change.partitions is not None:
+                    batch.touched.setdefault(change.asset_key, []).append((change.snapshot, change.partitions))
+            if change.state is not None:
+                for key, found in touched_of_states({change.asset_key: change.state}).items():
+                    batch.touched.setdefault(key, []).extend(found)
         return batch
 
 

@@ -343,6 +343,11 @@ class ManageRules:
             trigger = self._triggers.get(cursor.trigger_key) if cursor.trigger_key else None
             if trigger is not None:
                 last[group_id] = trigger
+        if any(g.partition_by is not None for g in rule.groups):
+            # a partitioned group's runs move the cursors of its partitions: its newest run is the rule's newest of it
+            for trigger in self._triggers.list_for_rule(rule.rule_id, limit=50).items:
+                if trigger.partition is not None:
+                    last.setdefault(trigger.group_id, trigger)
         skipped = self._late_skips(rule)
         groups = []
         ready = False
@@ -394,6 +399,12 @@ class ManageRules:
             raise ValidationError(f"the rule has several groups ({names}); say which with groupId", field="groupId")
         group = rule.group(group_id) if group_id is not None else rule.groups[0]
         assert group is not None
+        if group.partition_by is not None:
+            raise ValidationError(
+                f"group {group.group_id} has partitionBy: a manual run of one partition is not supported; replay a "
+                "partition's trigger instead (POST /triggers/{triggerKey}/replay)",
+                field="force",
+            )
         states = self._reader.get_states(group.asset_keys)
         pins: list[PinnedInput] = []
         for member in group.members:
@@ -489,4 +500,5 @@ def _summary(trigger: Trigger | None) -> dict[str, Any] | None:
         "createdAt": ms_to_iso(trigger.created_at),
         "inputs": [p.to_api() for p in trigger.inputs],
         **({"window": trigger.window.to_api()} if trigger.window else {}),
+        **({"partition": trigger.partition} if trigger.partition is not None else {}),
     }

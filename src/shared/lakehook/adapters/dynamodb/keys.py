@@ -99,6 +99,9 @@ def poll_status_key(asset_key: str) -> dict[str, str]:
 # - ``ASSET#<assetKey>`` / ``HIST#<version>``    a past state image, for EACH_VERSION rules (TTL)
 # - ``ASSET#<assetKey>`` / ``SNAPLOG#<order>``   an accepted snapshot by its order, for EACH_VERSION rules (TTL)
 # - ``ASSET#<assetKey>`` / ``RECHECK``           re-evaluate the asset's rules (a failed batch; GSI1 like a deferral)
+# - ``RULE#<ruleId>``    / ``CURSOR#<groupId>#P<hash>``    one partition's cursor (triggers.partition_cursor_id)
+# - ``ASSET#<assetKey>`` / ``PFACT#<mapping>#<partition>`` the newest data commit touching a partition
+# - ``RULE#<ruleId>``    / ``PPEND#<groupId>#<partition>`` a partition of a partitioned group that is pending
 
 RULE_PREFIX = "RULE#"
 CURSOR_PREFIX = "CURSOR#"
@@ -128,6 +131,22 @@ def rule_index_key(asset_key: str, rule_id: str) -> dict[str, str]:
 
 def cursor_key(rule_id: str, group_id: str) -> dict[str, str]:
     return {"PK": rule_pk(rule_id), "SK": f"{CURSOR_PREFIX}{group_id}"}
+
+
+PARTITION_FACT_PREFIX = "PFACT#"
+PENDING_PARTITION_PREFIX = "PPEND#"
+
+
+def partition_fact_key(asset_key: str, mapping: str, partition: str) -> dict[str, str]:
+    return {"PK": asset_pk(asset_key), "SK": f"{PARTITION_FACT_PREFIX}{mapping}#{partition}"}
+
+
+def pending_partitions_prefix(group_id: str) -> str:
+    return f"{PENDING_PARTITION_PREFIX}{group_id}#"
+
+
+def pending_partition_key(rule_id: str, group_id: str, partition: str) -> dict[str, str]:
+    return {"PK": rule_pk(rule_id), "SK": f"{pending_partitions_prefix(group_id)}{partition}"}
 
 
 def deferral_key(rule_id: str, group_id: str) -> dict[str, str]:

@@ -73,7 +73,7 @@ def resolver_input(record: Mapping[str, Any]) -> StateChange | Deferral | None:
         except ValueError:
             logger.warning("snapshot event does not parse", extra={"asset_key": pk[len(_ASSET) :]}, exc_info=True)
             return StateChange(pk[len(_ASSET) :])
-        return StateChange(event.asset_key, snapshot=snapshot_record(event))
+        return StateChange(event.asset_key, snapshot=snapshot_record(event), partitions=event.partitions)
     if pk.startswith(_TRIGGER) and sk == keys.CLAIM_SORT and image.get("status") == TriggerStatus.SUCCEEDED:
         old = body.old_image or {}
         if wrapped.event_name is DynamoDBRecordEventName.MODIFY and old.get("status") != TriggerStatus.SUCCEEDED:

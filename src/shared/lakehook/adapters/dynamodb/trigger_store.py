@@ -69,6 +69,7 @@ def trigger_item(trigger: Trigger) -> dict[str, Any]:
         ("reason", trigger.reason),
         ("targetRunId", trigger.target_run_id),
         ("replayOf", trigger.replay_of),
+        ("partition", trigger.partition),
     ):
         if value is not None:
             item[name] = value
@@ -99,6 +100,7 @@ def trigger_from_item(item: dict[str, Any]) -> Trigger:
         reason=data.get("reason"),
         target_run_id=data.get("targetRunId"),
         replay_of=data.get("replayOf"),
+        partition=data.get("partition"),
         run_status=data.get("runStatus"),
         completed_at=data.get("completedAt"),
         outlets=tuple(data["runOutlets"]) if data.get("runOutlets") is not None else None,

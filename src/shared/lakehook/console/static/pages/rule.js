@@ -1,5 +1,6 @@
 // One rule: its explain tree (per group and member READY / BLOCKED_BY_… with current and required values,
-// cooldown and quiet-period end times, a scheduled group's ticks and what its next tick waits for), lastError,
+// cooldown and quiet-period end times, a scheduled group's ticks and what its next tick waits for, a partitioned
+// group's partitions and what each waits for), lastError,
 // its definition, and "evaluate now".
 
 import * as api from "../api.js";
@@ -53,6 +54,7 @@ function groupTree(group) {
       ${group.reason ? html`<div class="reason">${group.reason}</div>` : ""}
     </div>
     ${group.schedule ? scheduleOf(group.schedule) : ""}
+    ${group.pendingPartitions != null ? partitionsOf(group) : ""}
     <ul class="members">${(group.members || []).map((m) => html`<li class="member" data-member="${m.assetKey}" data-status="${m.status}">
       <div class="member-head">${badge(m.status)} <a href="${assetHref(m.assetKey)}"><strong>${short(m.assetKey)}</strong></a>
         <span class="muted mono small">${m.assetKey}</span></div>
@@ -63,6 +65,17 @@ function groupTree(group) {
       </div>
     </li>`)}</ul>
     ${group.lastTrigger ? html`<p class="small muted">last trigger of this group: ${badge(group.lastTrigger.status)} ${time(group.lastTrigger.createdAt)}</p>` : ""}
+  </div>`;
+}
+
+// A partitioned group (partitionBy): one line per partition shown (newest keys first), its status and what it waits
+// for, as explain (the resolver's evaluation) judged it, and how many partitions are pending in all.
+function partitionsOf(group) {
+  const lines = group.partitions || [];
+  return html`<div class="partitions" data-partitions="${group.pendingPartitions}">
+    <span class="tree-node">partitions</span> <span class="muted">${group.pendingPartitions} pending · ${lines.length} shown</span>
+    <ul class="plain small">${lines.map((p) => html`<li data-partition="${p.partition}" data-status="${p.status}">${badge(p.status)}
+      <span class="mono">${p.partition}</span>${p.reason ? html` — ${p.reason}` : ""}</li>`)}</ul>
   </div>`;
 }
 

@@ -1,0 +1,143 @@
+"""DynamoDBPartitionStore: partition facts (one conditional write each, advance-only) and pending partitions."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from boto3.dynamodb.conditions import Key
+from botocore.exceptions import ClientError
+
+from lakehook.adapters.aws import is_conditional_failure
+from lakehook.adapters.dynamodb import keys
+from lakehook.adapters.dynamodb.batch_reads import batch_get, integral
+from lakehook.domain.partition_evaluation import FactKey, PartitionFact
+from lakehook.ports.partitions import PartitionStore
+
+
+class DynamoDBPartitionStore(PartitionStore):
+    """``ASSET#<assetKey>`` / ``PFACT#<mapping>#<partition>`` and ``RULE#<ruleId>`` / ``PPEND#<groupId>#<partition>``
+    on the single table (keys.py)."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self._client = table.meta.client
+        self._name = table.name
+
+    def advance(self, facts: Sequence[PartitionFact], now_ms: int) -> list[PartitionFact]:
+        moved: list[PartitionFact] = []
+        for fact in facts:
+            values: dict[str, Any] = {
+                ":type": "PARTITION_FACT",
+                ":asset": fact.asset_key,
+                ":mapping": fact.mapping,
+                ":partition": fact.partition,
+                ":sid": fact.snapshot_id,
+                ":order": fact.order,
+                ":now": now_ms,
+            }
+            update = (
+                "SET #type = :type, assetKey = :asset, mapping = :mapping, partitionKey = :partition, "
+                "snapshotId = :sid, #order = :order, updatedAt = :now"
+            )
+            removed = ["schemaId", "commitTime"]
+            for name, value in (("schemaId", fact.schema_id), ("commitTime", fact.commit_time)):
+                if value is not None:
+                    update += f", {name} = :{name}"
+                    values[f":{name}"] = value
+                    removed.remove(name)
+            if removed:
+                update += " REMOVE " + ", ".join(removed)
+            try:
+                self._table.update_item(
+                    Key=keys.partition_fact_key(fact.asset_key, fact.mapping, fact.partition),
+                    UpdateExpression=update,
+                    ConditionExpression="attribute_not_exists(PK) OR #order < :order",
+                    ExpressionAttributeNames={"#type": keys.ITEM_TYPE, "#order": "order"},
+                    ExpressionAttributeValues=values,
+                )
+            except ClientError as exc:
+                if is_conditional_failure(exc):
+                    continue  # a fact at least as new is kept
+                raise
+            moved.append(fact)
+        return moved
+
+    def facts(self, wanted: Collection[FactKey]) -> dict[FactKey, PartitionFact]:
+        found = batch_get(self._client, self._name, [keys.partition_fact_key(*k) for k in wanted])
+        facts = (_fact(integral(item)) for item in found)
+        return {f.key: f for f in facts}
+
+    def mark_pending(self, rule_id: str, group_id: str, partitions: Collection[str], now_ms: int) -> None:
+        with self._table.batch_writer(overwrite_by_pkeys=["PK", "SK"]) as batch:
+            for partition in partitions:
+                batch.put_item(
+                    Item={
+                        **keys.pending_partition_key(rule_id, group_id, partition),
+                        keys.ITEM_TYPE: "PENDING_PARTITION",
+                        "partitionKey": partition,
+                        "mark": f"{now_ms}-{secrets.token_hex(6)}",
+                        "markedAt": now_ms,
+                    }
+                )
+
+    def clear_pending(self, rule_id: str, group_id: str, marks: Mapping[str, str]) -> None:
+        for partition, mark in marks.items():
+            try:
+                self._table.delete_item(
+                    Key=keys.pending_partition_key(rule_id, group_id, partition),
+                    ConditionExpression="#mark = :mark",
+                    ExpressionAttributeNames={"#mark": "mark"},
+                    ExpressionAttributeValues={":mark": mark},
+                )
+            except ClientError as exc:
+                if not is_conditional_failure(exc):
+                    raise  # a mark that changed: a racing resolver found it pending again, and it stays
+
+    def pending(self, rule_id: str, group_id: str, limit: int) -> dict[str, str]:
+        found: dict[str, str] = {}
+        condition = Key("PK").eq(keys.rule_pk(rule_id)) & Key("SK").begins_with(
+            keys.pending_partitions_prefix(group_id)
+        )
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": condition,
+            "ScanIndexForward": False,
+            "ConsistentRead": True,
+        }
+        while len(found) < limit:
+            page = self._table.query(**kwargs, Limit=limit - len(found))
+            found.update({str(i["partitionKey"]): str(i["mark"]) for i in page.get("Items", [])})
+            if "LastEvaluatedKey" not in page:
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return found
+
+    def count_pending(self, rule_id: str, group_id: str) -> int:
+        condition = Key("PK").eq(keys.rule_pk(rule_id)) & Key("SK").begins_with(
+            keys.pending_partitions_prefix(group_id)
+        )
+        kwargs: dict[str, Any] = {"KeyConditionExpression": condition, "Select": "COUNT"}
+        count = 0
+        while True:
+            page = self._table.query(**kwargs)
+            count += int(page.get("Count", 0))
+            if "LastEvaluatedKey" not in page:
+                return count
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _pending(rule_id: str, group_id: str) -> Any:
+    return Key("PK").eq(keys.rule_pk(rule_id)) & Key("SK").begins_with(keys.pending_partitions_prefix(group_id))
+
+
+def _fact(item: dict[str, Any]) -> PartitionFact:
+    return PartitionFact(
+        asset_key=item["assetKey"],
+        mapping=item["mapping"],
+        partition=item["partitionKey"],
+        snapshot_id=item["snapshotId"],
+        order=item["order"],
+        schema_id=item.get("schemaId"),
+        commit_time=item.get("commitTime"),
+    )

@@ -1,0 +1,254 @@
+"""A partitioned group's verdict for one partition key: run it, or what it waits for.
+
+Pure functions, shared by the resolver (which claims what they call READY) and by explain. A group with
+``partitionBy`` keys on the partitions its partitioned members' commits touched, mapped onto its fields
+(:mod:`lakehook.domain.partition_rules`). What the resolver knows of one (asset, mapping, partition) is a
+:class:`PartitionFact`: the newest data commit that touched it, advance-only. Partition ``p`` is READY when
+
+- every unpartitioned member satisfies its condition on the asset state (it gates every partition and its version
+  is pinned in each partition's run, but its own updates alone run no partition);
+- every partitioned member has a fact for ``p`` (a data commit touched ``p``; WAITING_FOR_PARTITION otherwise);
+- the policy holds against the cursor of ``(rule, group, p)``, the versions ``p`` last ran with: ``ALL_UPDATED``
+  every partitioned member's fact is newer than the one pinned, ``ANY_UPDATED`` one is newer and none older;
+- no cooldown (``minIntervalSeconds`` since ``p``'s last run) or quiet period (a member state changed) holds it.
+
+The pins are the partitioned members' facts (the snapshot of the newest commit touching ``p``: the table as of it
+holds ``p`` as it is now) and the unpartitioned members' chosen versions; the trigger key hashes the partition too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from lakehook.domain.evaluation import GroupEvaluation, MemberEvaluation, select_member
+from lakehook.domain.partitions import TouchedPartitions
+from lakehook.domain.rules import Group, Member, Mode, Rule
+from lakehook.domain.state import AssetState
+from lakehook.domain.status import Status
+from lakehook.domain.time import ms_to_iso
+from lakehook.domain.triggers import GroupCursor, PinnedInput
+from lakehook.domain.versions import SnapshotRecord
+
+FactKey = tuple[str, str, str]
+"""(asset key, mapping id, partition key)"""
+
+
+@dataclass(frozen=True)
+class PartitionFact:
+    """The newest data-changing commit of an asset that touched one partition, as a member maps it."""
+
+    asset_key: str
+    mapping: str
+    partition: str
+    snapshot_id: int
+    order: int
+    schema_id: int | None = None
+    commit_time: int | None = None
+
+    @property
+    def key(self) -> FactKey:
+        return (self.asset_key, self.mapping, self.partition)
+
+    def newer_than(self, other: PartitionFact | None) -> bool:
+        return other is None or self.order > other.order
+
+    def pin(self) -> PinnedInput:
+        return PinnedInput(
+            asset_key=self.asset_key,
+            snapshot_id=self.snapshot_id,
+            snapshot_order=self.order if self.order != self.snapshot_id else None,
+            schema_id=self.schema_id,
+            commit_time=self.commit_time,
+        )
+
+
+def mapping_of(group: Group, member: Member) -> str:
+    """The id of how ``member`` maps its keys onto ``group``'s partitions (members mapping alike share facts)."""
+    assert member.partition is not None and group.partition_by is not None
+    return member.partition.mapping_id(group.partition_by)
+
+
+def facts_of(group: Group, asset_key: str, touched: TouchedPartitions, record: SnapshotRecord) -> list[PartitionFact]:
+    """The facts one data-changing commit of ``asset_key`` gives ``group``'s partitioned members: each touched key
+    mapped onto the group's partitions (keys that do not map are not partitions of the group). None for a commit
+    that changed no data (a compaction rewrites what a partition holds, it does not change it)."""
+    if not record.changes_data or group.partition_by is None:
+        return []
+    found: dict[FactKey, PartitionFact] = {}
+    for member in group.partitioned_members:
+        if member.asset_key != asset_key or member.partition is None:
+            continue
+        mapping = mapping_of(group, member)
+        for key in touched.keys:
+            partition = member.partition.fact_key(key, group.partition_by)
+            if partition is not None:
+                sid, order = record.snapshot_id, record.order
+                fact = PartitionFact(asset_key, mapping, partition, sid, order, record.schema_id, record.commit_time)
+                found[fact.key] = fact
+    return list(found.values())
+
+
+def partition_of_fact(group: Group, fact: PartitionFact) -> str:
+    """The group's partition a fact tells about (a rollup's unit, cut to the partition it belongs to)."""
+    assert group.partition_by is not None
+    for member in group.partitioned_members:
+        if (
+            member.asset_key == fact.asset_key
+            and member.partition is not None
+            and mapping_of(group, member) == fact.mapping
+        ):
+            return member.partition.partition_of(fact.partition, group.partition_by)
+    return fact.partition
+
+
+def member_keys(group: Group, member: Member, partition: str) -> list[FactKey]:
+    """The facts ``member`` needs for ``partition``: the partition's, or for a rollup every unit of it."""
+    assert member.partition is not None and group.partition_by is not None
+    mapping = mapping_of(group, member)
+    return [(member.asset_key, mapping, k) for k in member.partition.unit_keys(partition, group.partition_by)]
+
+
+def fact_keys(group: Group, partition: str) -> list[FactKey]:
+    """What the group needs to know of ``partition``: one fact per partitioned member (per unit for a rollup)."""
+    return [k for m in group.partitioned_members for k in member_keys(group, m, partition)]
+
+
+def evaluate_partition(
+    rule: Rule,
+    group: Group,
+    partition: str,
+    facts: Mapping[FactKey, PartitionFact],
+    states: Mapping[str, AssetState],
+    cursor: GroupCursor | None,
+    now: int,
+    registered: Mapping[str, bool] | None = None,
+) -> GroupEvaluation:
+    """The verdict of ``group`` for ``partition``: READY with the pins to claim, or the first thing it waits for.
+    ``cursor`` is the partition's own cursor (None before its first run)."""
+    if cursor is not None and cursor.seq == 0:
+        cursor = None
+    members: list[MemberEvaluation] = []
+    pins: list[PinnedInput] = []
+    behind = False
+    for member in group.members:
+        if member.partition is None:
+            known = None if registered is None else registered.get(member.asset_key, False)
+            gate = select_member(member, states.get(member.asset_key), known)
+            members.append(gate)
+            if gate.pin is not None:
+                pins.append(gate.pin)
+            continue
+        wanted = member_keys(group, member, partition)
+        found = [facts[k] for k in wanted if k in facts]
+        if wanted and len(found) < len(wanted):  # a rollup missing units (or a partition of no commit yet)
+            members.append(_incomplete(member, partition, wanted, found))
+            continue
+        fact = max(found, key=lambda f: f.order, default=None)
+        members.append(_partitioned(member, partition, fact, cursor))
+        if fact is not None:
+            pins.append(fact.pin())
+            last = cursor.pins.get(member.asset_key) if cursor is not None else None
+            behind = behind or (last is not None and fact.order < last.ordinal[0])
+    verdict = _decide(rule, group, partition, members, cursor, states, now, behind)
+    if verdict.ready:
+        return replace(verdict, pins=tuple(pins))
+    return verdict
+
+
+def _incomplete(member: Member, partition: str, wanted: list[FactKey], found: list[PartitionFact]) -> MemberEvaluation:
+    if len(wanted) == 1:
+        reason = f"no data commit has touched {partition} yet"
+        return MemberEvaluation(
+            member.asset_key, Status.WAITING_FOR_PARTITION, None, {}, {"partition": partition}, reason
+        )
+    have = {f.partition for f in found}
+    missing = [k for _, _, k in wanted if k not in have]
+    shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    reason = f"{len(found)} of the {len(wanted)} units of {partition} have a data commit; missing {shown}"
+    current = {"units": len(found), "missing": missing[:24]}
+    required = {"partition": partition, "units": len(wanted)}
+    return MemberEvaluation(member.asset_key, Status.WAITING_FOR_PARTITION, None, current, required, reason)
+
+
+def _partitioned(
+    member: Member, partition: str, fact: PartitionFact | None, cursor: GroupCursor | None
+) -> MemberEvaluation:
+    required: dict[str, Any] = {"partition": partition}
+    floor = member.condition.min_snapshot_id
+    if floor is not None:
+        required["minSnapshotId"] = floor
+    if fact is None:
+        reason = f"no data commit has touched {partition} yet"
+        return MemberEvaluation(member.asset_key, Status.WAITING_FOR_PARTITION, None, {}, required, reason)
+    current = {"snapshotId": fact.snapshot_id, "order": fact.order, "partition": partition}
+    if floor is not None and fact.order < floor:
+        reason = f"the newest commit touching {partition} is {fact.snapshot_id}, below minSnapshotId {floor}"
+        return MemberEvaluation(member.asset_key, Status.WAITING_FOR_PARTITION, None, current, required, reason)
+    last = cursor.pins.get(member.asset_key) if cursor is not None else None
+    if last is not None and fact.order <= last.ordinal[0]:
+        required["newerThan"] = last.to_api()
+        reason = f"snapshot {last.snapshot_id} already ran for {partition}; waiting for a newer commit touching it"
+        return MemberEvaluation(member.asset_key, Status.WAITING_FOR_UPDATE, fact.pin(), current, required, reason)
+    return MemberEvaluation(member.asset_key, Status.READY, fact.pin(), current, required)
+
+
+def _decide(
+    rule: Rule,
+    group: Group,
+    partition: str,
+    members: list[MemberEvaluation],
+    cursor: GroupCursor | None,
+    states: Mapping[str, AssetState],
+    now: int,
+    behind: bool,
+) -> GroupEvaluation:
+    gid = group.group_id
+
+    def answer(status: Status, reason: str, until: int | None = None) -> GroupEvaluation:
+        return GroupEvaluation(gid, status, tuple(members), until=until, reason=reason, partition=partition)
+
+    if not rule.enabled:
+        return answer(Status.DISABLED, "the rule is disabled")
+    partitioned = [m.partition is not None for m in group.members]
+    # what blocks first: a gate (an unpartitioned member), then a partition no commit of a member touched yet
+    for i, m in enumerate(members):
+        if not partitioned[i] and m.status is not Status.READY:
+            return answer(m.status, f"{partition}: waiting for {m.asset_key} ({m.reason})")
+    missing = [m for m in members if m.status is Status.WAITING_FOR_PARTITION]
+    if missing:
+        names = ", ".join(m.asset_key for m in missing)
+        return answer(Status.WAITING_FOR_PARTITION, f"{partition}: waiting for {names} ({missing[0].reason})")
+    updated = [m for i, m in enumerate(members) if partitioned[i] and m.status is Status.READY]
+    stale = [m for i, m in enumerate(members) if partitioned[i] and m.status is Status.WAITING_FOR_UPDATE]
+    # ANY_UPDATED: one member touched it again, and none would pin a commit older than the partition ran with
+    ready = (bool(updated) and not behind) if rule.policy.mode is Mode.ANY_UPDATED else not stale
+    if not ready:
+        waiting = stale if stale else members
+        names = ", ".join(m.asset_key for m in waiting)
+        return answer(Status.WAITING_FOR_UPDATE, f"{partition}: waiting for {names} ({waiting[0].reason})")
+    policy = rule.policy
+    if cursor is not None and cursor.claimed_at is not None and policy.min_interval_seconds:
+        ends = cursor.claimed_at + policy.min_interval_seconds * 1000
+        if ends > now:
+            why = f"{partition}: last ran at {ms_to_iso(cursor.claimed_at)}; minIntervalSeconds is "
+            return answer(Status.COOLDOWN, f"{why}{policy.min_interval_seconds}", ends)
+    quiet = policy.quiet_period_seconds
+    changed = [s.updated_at for k in group.asset_keys if (s := states.get(k)) and s.updated_at is not None]
+    if quiet and changed and max(changed) + quiet * 1000 > now:
+        ends = max(changed) + quiet * 1000
+        why = f"{partition}: a member changed at {ms_to_iso(max(changed))}; quietPeriodSeconds is {quiet}"
+        return answer(Status.QUIET_PERIOD, why, ends)
+    return GroupEvaluation(gid, Status.READY, tuple(members), partition=partition, reason=f"{partition}: ready")
+
+
+def summarize(verdicts: Sequence[GroupEvaluation]) -> tuple[Status, str]:
+    """A partitioned group's own status from its partitions' verdicts: READY if one is, else the first one's."""
+    if not verdicts:
+        return Status.WAITING_FOR_PARTITION, "no partition of the group is waiting: no commit touched one since"
+    ready = [v for v in verdicts if v.ready]
+    if ready:
+        return Status.READY, f"{len(ready)} of {len(verdicts)} partitions shown are ready"
+    first = verdicts[0]
+    return first.status, first.reason or first.status.value

@@ -1,0 +1,222 @@
+"""How a partitioned group names its partitions, and how a member's partition keys map onto them.
+
+A group with ``partitionBy: ["dt"]`` runs once per partition key of those fields (``dt=2026-12-01``). Each
+partitioned member says, per group field, which of its own partition fields holds the value (``field``, by default
+the same name) and to which time grain the value is cut (``grain``): ``hour=2026-12-01-10`` → ``dt=2026-12-01``
+with ``{"dt": {"field": "hour", "grain": "day"}}``. A member's fields the group does not name are dropped (a
+commit touching ``dt=2026-12-01/region=eu`` is one of ``dt=2026-12-01``). See docs/partitions.md.
+"""
+
+from __future__ import annotations
+
+import calendar
+import hashlib
+import json
+import re
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from lakehook.domain.partitions import PartitionKeyError, format_partition_key, parse_partition_key
+
+MAX_PARTITION_FIELDS = 4
+MAX_PARTITION_FIELD_LENGTH = 128
+
+
+class Grain(StrEnum):
+    """A time grain, as the values Iceberg's transforms (and most writers) give it: ``2026``, ``2026-12``,
+    ``2026-12-01``, ``2026-12-01-10``."""
+
+    YEAR = "year"
+    MONTH = "month"
+    DAY = "day"
+    HOUR = "hour"
+
+
+# The text of a value at each grain; a value of a finer grain starts with its coarser grains' text.
+_GRAIN_FORMS: dict[Grain, re.Pattern[str]] = {
+    Grain.YEAR: re.compile(r"^\d{4}$"),
+    Grain.MONTH: re.compile(r"^\d{4}-(0[1-9]|1[0-2])$"),
+    Grain.DAY: re.compile(r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$"),
+    Grain.HOUR: re.compile(r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])-([01]\d|2[0-3])$"),
+}
+_GRAIN_LENGTH = {Grain.YEAR: 4, Grain.MONTH: 7, Grain.DAY: 10, Grain.HOUR: 13}
+_FINER = {Grain.YEAR: Grain.MONTH, Grain.MONTH: Grain.DAY, Grain.DAY: Grain.HOUR}
+
+
+def units_of(value: str, grain: Grain) -> list[str]:
+    """The units one grain finer that make up ``value`` of ``grain``: a day's 24 hours, a month's days, a year's 12
+    months (``2026-12-01`` → ``2026-12-01-00`` … ``2026-12-01-23``)."""
+    if grain is Grain.DAY:
+        return [f"{value}-{h:02d}" for h in range(24)]
+    if grain is Grain.MONTH:
+        year, month = int(value[:4]), int(value[5:7])
+        return [f"{value}-{d:02d}" for d in range(1, calendar.monthrange(year, month)[1] + 1)]
+    if grain is Grain.YEAR:
+        return [f"{value}-{m:02d}" for m in range(1, 13)]
+    raise ValueError("an hour has no finer units")
+
+
+def grain_of(value: str) -> Grain | None:
+    """The grain a value is written at, or None when it is no time value."""
+    return next((g for g, form in _GRAIN_FORMS.items() if form.match(value)), None)
+
+
+def cut_to_grain(value: str, grain: Grain) -> str | None:
+    """``value`` cut to ``grain`` (``2026-12-01-10`` to day is ``2026-12-01``); None when the value is no time value
+    or is coarser than ``grain`` (a month cannot name a day)."""
+    found = grain_of(value)
+    if found is None or _GRAIN_LENGTH[found] < _GRAIN_LENGTH[grain]:
+        return None
+    return value[: _GRAIN_LENGTH[grain]]
+
+
+def _field_name(value: str, what: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > MAX_PARTITION_FIELD_LENGTH:
+        raise ValueError(f"{what} must be a partition field name of 1 to {MAX_PARTITION_FIELD_LENGTH} characters")
+    if "/" in value or "=" in value:
+        raise ValueError(f"{what} {value[:40]!r} is one partition field name, without '/' or '='")
+    return value
+
+
+class FieldSource(BaseModel):
+    """Where one group field's value comes from in a member's partition key."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    field: str | None = Field(
+        default=None, description="the member's own partition field holding the value (default: the same name)"
+    )
+    grain: Grain | None = Field(
+        default=None,
+        description="cut a time value to this grain (hour, day, month, year): hour=2026-12-01-10 is day 2026-12-01",
+    )
+    complete: bool = Field(
+        default=False,
+        description="a rollup: the member holds a partition only once every unit of it has a data commit (each of "
+        "the 24 hours of a day, each day of a month, each month of a year); values are one grain finer than grain",
+    )
+
+    @field_validator("field")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        return None if value is None else _field_name(value, "field")
+
+    @model_validator(mode="after")
+    def _rollup(self) -> FieldSource:
+        if self.complete and self.grain in (None, Grain.HOUR):
+            raise ValueError("complete (a rollup) needs a grain of day, month or year: the units it waits for")
+        return self
+
+
+class MemberPartition(BaseModel):
+    """A member of a partitioned group that is itself partitioned: how its keys map onto the group's."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    fields: dict[str, FieldSource] = Field(
+        default_factory=dict,
+        max_length=MAX_PARTITION_FIELDS,
+        description="per group field (partitionBy), where the member holds its value; a field not named here is "
+        "read from the member's field of the same name",
+    )
+
+    @field_validator("fields")
+    @classmethod
+    def _names(cls, value: dict[str, FieldSource]) -> dict[str, FieldSource]:
+        for name in value:
+            _field_name(name, "a group field")
+        if sum(1 for source in value.values() if source.complete) > 1:
+            raise ValueError("a member rolls up (complete) one field at most")
+        return value
+
+    def source(self, group_field: str) -> FieldSource:
+        return self.fields.get(group_field) or FieldSource()
+
+    def mapping_id(self, partition_by: tuple[str, ...]) -> str:
+        """A short, stable name of this mapping onto ``partition_by``: members mapping an asset alike share facts."""
+        spec = [[f, self.source(f).field or f, self.source(f).grain] for f in partition_by]
+        rollup = self.rollup_field(partition_by)
+        if rollup is not None:
+            spec.append(["complete", rollup])
+        return hashlib.sha256(json.dumps(spec).encode()).hexdigest()[:16]
+
+    def rollup_field(self, partition_by: tuple[str, ...]) -> str | None:
+        """The group field this member rolls up (``complete``), if any."""
+        return next((f for f in partition_by if self.source(f).complete), None)
+
+    def fact_key(self, key: str, partition_by: tuple[str, ...]) -> str | None:
+        """The key a fact of one of the member's keys is kept under: the group's key, except that a rollup keeps the
+        unit (``dt=2026-12-01-10``: the hour of the day it rolls up), so a partition can tell which units it has."""
+        rollup = self.rollup_field(partition_by)
+        if rollup is None:
+            return self.map_key(key, partition_by)
+        grain = self.source(rollup).grain
+        assert grain is not None
+        finer = self.model_copy(
+            update={
+                "fields": {
+                    **self.fields,
+                    rollup: self.source(rollup).model_copy(update={"grain": _FINER[grain], "complete": False}),
+                }
+            }
+        )
+        return finer.map_key(key, partition_by)
+
+    def unit_keys(self, partition: str, partition_by: tuple[str, ...]) -> list[str]:
+        """The fact keys a rollup needs for one of the group's partitions (every unit of it); the partition itself
+        for a member that rolls nothing up."""
+        rollup = self.rollup_field(partition_by)
+        if rollup is None:
+            return [partition]
+        grain = self.source(rollup).grain
+        assert grain is not None
+        try:
+            values = parse_partition_key(partition)
+        except PartitionKeyError:
+            return []
+        value = dict(values).get(rollup)
+        if value is None or grain_of(value) is not grain:
+            return []
+        return [format_partition_key([(n, u if n == rollup else v) for n, v in values]) for u in units_of(value, grain)]
+
+    def partition_of(self, fact_key: str, partition_by: tuple[str, ...]) -> str:
+        """The group's partition a fact key belongs to (a rollup's unit cut to its partition)."""
+        rollup = self.rollup_field(partition_by)
+        if rollup is None:
+            return fact_key
+        grain = self.source(rollup).grain
+        assert grain is not None
+        values = parse_partition_key(fact_key)
+        return format_partition_key([(n, cut_to_grain(v, grain) if n == rollup and v else v) for n, v in values])
+
+    def map_key(self, key: str, partition_by: tuple[str, ...]) -> str | None:
+        """The group's partition key for one of the member's keys, or None when the key does not name every field
+        the group needs (or a time value does not cut to its grain)."""
+        try:
+            values = dict(parse_partition_key(key))
+        except PartitionKeyError:
+            return None
+        out: list[tuple[str, Any]] = []
+        for group_field in partition_by:
+            source = self.source(group_field)
+            name = source.field or group_field
+            if name not in values:
+                return None
+            value = values[name]
+            if source.grain is not None:
+                value = cut_to_grain(value, source.grain) if value is not None else None
+                if value is None:
+                    return None
+            out.append((group_field, value))
+        return format_partition_key(out)
+
+
+def validate_partition_by(value: tuple[str, ...]) -> tuple[str, ...]:
+    """1 to 4 distinct field names."""
+    names = [_field_name(v, "partitionBy") for v in value]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"partitionBy names {twice[0]!r} twice")
+    return tuple(names)

@@ -1,0 +1,38 @@
+"""Port of the partition facts a partitioned group runs on, and of the partitions it still waits for."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Mapping, Sequence
+
+from lakehook.domain.partition_evaluation import FactKey, PartitionFact
+
+
+class PartitionStore(ABC):
+    """Per (asset, mapping, partition) the newest data commit that touched it (advance-only), and per partitioned
+    group the partitions that are pending: a member touched them since their last run, and they have not run."""
+
+    @abstractmethod
+    def advance(self, facts: Sequence[PartitionFact], now_ms: int) -> list[PartitionFact]:
+        """Keep each fact unless one at least as new is kept (one conditional write each); the ones that advanced."""
+
+    @abstractmethod
+    def facts(self, wanted: Collection[FactKey]) -> dict[FactKey, PartitionFact]:
+        """The kept facts among ``wanted`` (batched reads)."""
+
+    @abstractmethod
+    def mark_pending(self, rule_id: str, group_id: str, partitions: Collection[str], now_ms: int) -> None:
+        """Remember these partitions of the group as pending, each under a new mark (batched writes)."""
+
+    @abstractmethod
+    def clear_pending(self, rule_id: str, group_id: str, marks: Mapping[str, str]) -> None:
+        """Forget these partitions as pending (they ran, or have nothing new), each only while it holds the mark it
+        was read with: one a racing resolver marked again since stays pending."""
+
+    @abstractmethod
+    def pending(self, rule_id: str, group_id: str, limit: int) -> dict[str, str]:
+        """At most ``limit`` pending partitions of the group (newest keys first), each with its mark."""
+
+    @abstractmethod
+    def count_pending(self, rule_id: str, group_id: str) -> int:
+        """How many partitions of the group are pending."""

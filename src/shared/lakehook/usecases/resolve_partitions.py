@@ -1,0 +1,206 @@
+"""The resolver's part for partitioned groups: keep the facts a batch brings, evaluate the partitions they touched
+(and the pending ones), and claim each READY partition once, under its own cursor.
+
+Budget per invocation and partitioned group (docs/partitions.md, "Request counts per commit"): one conditional
+write per new (asset, mapping, partition) fact, at most the touched keys one commit keeps; one query of the group's
+pending partitions (a page); batched reads of the facts and partition cursors the evaluated partitions need; one
+transaction per claim, at most ``max_claims`` per group (the rest stay pending, deferred to the next invocation);
+one batched write of the pending partitions that changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from lakehook.domain.evaluation import GroupEvaluation, Status
+from lakehook.domain.partition_evaluation import (
+    FactKey,
+    PartitionFact,
+    evaluate_partition,
+    fact_keys,
+    facts_of,
+    partition_of_fact,
+    summarize,
+)
+from lakehook.domain.partitions import TouchedPartitions
+from lakehook.domain.rules import Group, Rule
+from lakehook.domain.state import AssetState
+from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus, partition_cursor_id, trigger_key
+from lakehook.domain.versions import SnapshotRecord
+from lakehook.observability import logger
+from lakehook.ports.partitions import PartitionStore
+from lakehook.ports.rules import ClaimOutcome, Deferral, DeferralStore, GroupRef, TriggerStore
+
+PENDING_PAGE = 1000  # pending partitions re-evaluated per group and invocation (newest keys first)
+EXPLAIN_PAGE = 20  # partitions explain shows per group
+
+Touched = Mapping[str, Sequence[tuple[SnapshotRecord, TouchedPartitions]]]
+"""per asset key, the data commits a batch brought and the partitions each touched"""
+
+
+def touched_of_states(states: Mapping[str, AssetState]) -> dict[str, list[tuple[SnapshotRecord, TouchedPartitions]]]:
+    """What the states' own newest data commits touched (``latestPartitions`` of ``latestData``)."""
+    found: dict[str, list[tuple[SnapshotRecord, TouchedPartitions]]] = {}
+    for key, state in states.items():
+        parts, data = state.latest_partitions, state.latest_data
+        if parts is not None and data is not None and parts.order == data.order:
+            found.setdefault(key, []).append((data, parts))
+    return found
+
+
+class PartitionResolution:
+    """Evaluate and claim partitioned groups (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: PartitionStore | None,
+        triggers: TriggerStore,
+        deferrals: DeferralStore,
+        max_claims: int,
+        max_conflicts: int,
+    ) -> None:
+        self._store = store
+        self._triggers = triggers
+        self._deferrals = deferrals
+        self._max_claims = max_claims
+        self._max_conflicts = max_conflicts
+
+    def record(
+        self, work: Sequence[tuple[Rule, Group]], touched: Touched, now: int, *, claim: bool
+    ) -> tuple[dict[GroupRef, set[str]], dict[FactKey, PartitionFact]]:
+        """Keep the facts ``touched`` gives the partitioned groups of ``work`` (with ``claim``), and answer per group
+        the partitions they name (a redelivered batch names them again, so a claim a failure cut off is made), and the
+        facts themselves (explain evaluates with them as if kept, so it says what a claiming evaluation does)."""
+        facts: dict[FactKey, PartitionFact] = {}
+        named: dict[GroupRef, set[str]] = {}
+        for rule, group in work:
+            for key in dict.fromkeys(m.asset_key for m in group.partitioned_members):
+                for record, parts in touched.get(key, ()):
+                    for fact in facts_of(group, key, parts, record):
+                        if fact.newer_than(facts.get(fact.key)):
+                            facts[fact.key] = fact
+                        named.setdefault((rule.rule_id, group.group_id), set()).add(partition_of_fact(group, fact))
+        if facts and claim:
+            self._need_store().advance(sorted(facts.values(), key=lambda f: f.key), now)
+        return named, facts
+
+    def resolve(
+        self,
+        rule: Rule,
+        group: Group,
+        states: Mapping[str, AssetState],
+        named: set[str],
+        now: int,
+        *,
+        claim: bool,
+        registered: Mapping[str, bool] | None = None,
+        brought: Mapping[FactKey, PartitionFact] | None = None,
+    ) -> tuple[GroupEvaluation, list[Trigger], list[Deferral]]:
+        """The group's verdict (its partitions' verdicts on its board), the triggers claimed, the deferrals left."""
+        store = self._need_store()
+        gid = group.group_id
+        page = store.pending(rule.rule_id, gid, PENDING_PAGE if claim else EXPLAIN_PAGE)
+        partitions = sorted(named | set(page), reverse=True)  # newest first: keys of dates sort by time
+        wanted = [k for p in partitions for k in fact_keys(group, p)]
+        facts = store.facts(wanted) if wanted else {}
+        for key in wanted:  # what this batch brought, kept above (or, for explain, as if kept)
+            fact = (brought or {}).get(key)
+            if fact is not None and fact.newer_than(facts.get(key)):
+                facts[key] = fact
+        ids = {p: partition_cursor_id(gid, p) for p in partitions}
+        cursors = self._triggers.get_cursors([(rule.rule_id, i) for i in ids.values()]) if ids else {}
+        verdicts: list[GroupEvaluation] = []
+        claimed: list[Trigger] = []
+        pending: list[str] = []
+        done: list[str] = []
+        deferrals: list[Deferral] = []
+        for partition in partitions:
+            cursor = cursors.get((rule.rule_id, ids[partition]))
+            verdict = evaluate_partition(rule, group, partition, facts, states, cursor, now, registered)
+            for _ in range(self._max_conflicts + 1):
+                if not (verdict.ready and claim):
+                    break
+                if len(claimed) >= self._max_claims:  # a long backlog: the next invocation goes on
+                    deferrals.append(Deferral(rule.rule_id, gid, now))
+                    break
+                trigger, fresh = self._claim(rule, group, partition, verdict, cursor, now)
+                if trigger is not None:
+                    claimed.append(trigger)
+                elif fresh is None or (cursor is not None and fresh.seq == cursor.seq):
+                    break  # the key was claimed before, under this very cursor: nothing to decide again
+                cursor = fresh
+                verdict = evaluate_partition(rule, group, partition, facts, states, cursor, now, registered)
+            verdicts.append(verdict)
+            partitioned = (m for m, g in zip(verdict.members, group.members, strict=True) if g.partition is not None)
+            news = any(m.status is Status.READY for m in partitioned)  # a member touched it since its last run
+            (pending if news else done).append(partition)
+            if verdict.until is not None and verdict.status in (Status.COOLDOWN, Status.QUIET_PERIOD):
+                deferrals.append(Deferral(rule.rule_id, gid, verdict.until))
+        if claim:
+            marked = [p for p in pending if p not in page]  # newly pending: those read pending keep their mark
+            if marked:
+                store.mark_pending(rule.rule_id, gid, marked, now)
+            cleared = {p: page[p] for p in done if p in page}  # only what was pending when read, under its mark
+            if cleared:
+                store.clear_pending(rule.rule_id, gid, cleared)
+            count = len((set(page) | set(pending)) - set(done))
+        else:
+            count = store.count_pending(rule.rule_id, gid)
+        status, reason = summarize(verdicts)
+        if claimed:
+            status, reason = Status.READY, f"{len(claimed)} partitions claimed"
+        first = min(deferrals, key=lambda d: d.due_at, default=None)
+        if first is not None and claim:
+            self._deferrals.defer(first)
+        board = GroupEvaluation(
+            gid,
+            status,
+            (),
+            reason=reason,
+            until=first.due_at if first is not None else None,
+            partitions=tuple(verdicts[:EXPLAIN_PAGE]),
+            pending_partitions=count,
+        )
+        return board, claimed, [first] if first is not None else []
+
+    def _claim(
+        self,
+        rule: Rule,
+        group: Group,
+        partition: str,
+        verdict: GroupEvaluation,
+        cursor: GroupCursor | None,
+        now: int,
+    ) -> tuple[Trigger | None, GroupCursor | None]:
+        """One claim of the partition's run under its cursor: the trigger and the moved cursor, or None and the
+        cursor as it now is (another resolver moved it first)."""
+        base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id, partition)
+        at = max(now, base.claimed_at or 0)
+        key = trigger_key(rule.rule_id, group.group_id, verdict.pins, None, base.replay_epoch, partition=partition)
+        trigger = Trigger(
+            trigger_key=key,
+            rule_id=rule.rule_id,
+            group_id=group.group_id,
+            status=TriggerStatus.TRIGGERING,
+            inputs=verdict.pins,
+            partition=partition,
+            replay_epoch=base.replay_epoch,
+            sequence=base.seq + 1,
+            created_at=at,
+            updated_at=at,
+            reason=verdict.reason,
+        )
+        moved = base.after(trigger, {})
+        result = self._triggers.claim(trigger, moved, cursor)
+        extra = {"rule_id": rule.rule_id, "group_id": group.group_id, "partition": partition, "trigger_key": key}
+        if result.outcome is ClaimOutcome.CLAIMED:
+            logger.info("trigger claimed", extra={**extra, "status": trigger.status.value})
+            return trigger, moved
+        logger.debug("partition claim lost a race", extra={**extra, "status": result.outcome.value})
+        ref = (rule.rule_id, base.group_id)
+        return None, result.cursor or self._triggers.get_cursors([ref]).get(ref)
+
+    def _need_store(self) -> PartitionStore:
+        if self._store is None:
+            raise ValueError("a partitioned group needs the resolver's partition store, and none is configured")
+        return self._store

@@ -1,0 +1,55 @@
+"""InMemoryPartitionStore: the partition facts and pending partitions of partitioned groups, in dictionaries."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection, Mapping, Sequence
+
+from lakehook.domain.partition_evaluation import FactKey, PartitionFact
+from lakehook.ports.partitions import PartitionStore
+
+
+class InMemoryPartitionStore(PartitionStore):
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.kept: dict[FactKey, PartitionFact] = {}
+        self.waiting: dict[tuple[str, str], dict[str, str]] = {}  # partition -> its mark
+        self._marks = 0
+        self.writes = 0  # one per fact offered (a conditional write each on DynamoDB)
+
+    def advance(self, facts: Sequence[PartitionFact], now_ms: int) -> list[PartitionFact]:
+        moved: list[PartitionFact] = []
+        with self._lock:
+            for fact in facts:
+                self.writes += 1
+                if fact.newer_than(self.kept.get(fact.key)):
+                    self.kept[fact.key] = fact
+                    moved.append(fact)
+        return moved
+
+    def facts(self, wanted: Collection[FactKey]) -> dict[FactKey, PartitionFact]:
+        with self._lock:
+            return {k: self.kept[k] for k in wanted if k in self.kept}
+
+    def mark_pending(self, rule_id: str, group_id: str, partitions: Collection[str], now_ms: int) -> None:
+        with self._lock:
+            book = self.waiting.setdefault((rule_id, group_id), {})
+            for p in partitions:
+                self._marks += 1
+                book[p] = f"{now_ms}-{self._marks}"
+
+    def clear_pending(self, rule_id: str, group_id: str, marks: Mapping[str, str]) -> None:
+        with self._lock:
+            book = self.waiting.get((rule_id, group_id), {})
+            for p, mark in marks.items():
+                if book.get(p) == mark:
+                    del book[p]
+
+    def pending(self, rule_id: str, group_id: str, limit: int) -> dict[str, str]:
+        with self._lock:
+            book = self.waiting.get((rule_id, group_id), {})
+            return {p: book[p] for p in sorted(book, reverse=True)[:limit]}
+
+    def count_pending(self, rule_id: str, group_id: str) -> int:
+        with self._lock:
+            return len(self.waiting.get((rule_id, group_id), {}))
