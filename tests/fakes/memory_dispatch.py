@@ -361,7 +361,7 @@ class InMemoryAliasStore(AliasStore):
     def list_aliases(self, limit: int, next_token: str | None = None) -> Page[Alias]:
         with self._lock:
             ordered = [self.aliases[k] for k in sorted(self.aliases)]
-        return _page(ordered, limit, next_token)
+        return _page(ordered, limit, next_token, "aliases")
 
 
 class SimulatedCrashError(BaseException):
