@@ -270,3 +270,16 @@ def test_waiting_runs_are_started_claims_the_target_last_saw_waiting(backend: Ba
     assert not backend.ledger.record_run_state("dwd.g.absent", RunState(state="running", checked_at=T0))
     triggering = claimed(backend, 9, at=T0 + 9).trigger_key
     assert not backend.ledger.record_run_state(triggering, RunState(state="running", checked_at=T0))
+
+
+def test_the_ledger_reads_which_trigger_a_replay_replays(backend: Backend) -> None:
+    backend.rules.put_rule(rule("dwd"), T0)
+    replay = trigger(5, replay_of="dwd.g.original")
+    assert backend.triggers.put_replay(replay)
+
+    entry = backend.ledger.get(replay.trigger_key)
+    attempt = backend.ledger.begin_attempt(replay.trigger_key, "d1", T0, LEASE)
+
+    # the dispatcher writes it into the run manifest and the invocation's ``replayOf``
+    assert entry is not None and entry.replay_of == "dwd.g.original"
+    assert attempt is not None and attempt.before.replay_of == "dwd.g.original"

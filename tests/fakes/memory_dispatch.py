@@ -80,7 +80,8 @@ class InMemoryTriggerLedger(TriggerLedger):
             books.lease_owner,
             books.lease_until,
             books.last_attempt_at,
-            books.replay_of,
+            # the claim's own replayOf, as the DynamoDB ledger reads it from the item (a replay the store put)
+            books.replay_of if books.replay_of is not None else trigger.replay_of,
             books.failure_code,
             books.run_status,
             books.completed_at,
