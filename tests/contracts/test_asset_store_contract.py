@@ -101,7 +101,7 @@ SNAPSHOTS = st.integers(1, 6)
 
 def event_of(kind: str, asset: str, n: int, m: int) -> AssetEvent:
     """One event of each kind that keeps state, with small values so that they collide and go stale."""
-    fields: dict[str, Any] = {
+    by_kind: dict[str, dict[str, Any]] = {
         "SNAPSHOT_COMMITTED": {"snapshotId": n, "schemaId": m % 3, "commitTime": 1_700_000_000_000 + n},
         "WATERMARK_ADVANCED": {"watermark": 1_700_000_000_000 + n * 60_000},
         "QUALITY_CHECK_PASSED": {"snapshotId": n},
@@ -112,8 +112,8 @@ def event_of(kind: str, asset: str, n: int, m: int) -> AssetEvent:
         "BACKFILL_STARTED": {"backfillId": f"b{m % 2}"},
         "BACKFILL_COMPLETED": {"backfillId": f"b{m % 2}"},
         "INTERVAL_COVERED": {"interval": {"start": n * 60_000, "end": (n + 1 + m % 3) * 60_000}},
-    }[kind]
-    return AssetEvent.model_validate({"eventType": kind, "assetKey": asset, **fields})
+    }
+    return AssetEvent.model_validate({"eventType": kind, "assetKey": asset, **by_kind[kind]})
 
 
 KINDS = st.sampled_from(
