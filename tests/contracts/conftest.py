@@ -16,15 +16,17 @@ import pytest
 from moto import mock_aws
 
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
+from lakehook.adapters.dynamodb.deferral_store import DynamoDBDeferralStore
 from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
 from lakehook.adapters.dynamodb.trigger_ledger import DynamoDBTriggerLedger
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
-from lakehook.ports import AssetStore
+from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
+from lakehook.ports import AssetStore, WatermarkStore
 from lakehook.ports.dispatch import TriggerLedger
-from lakehook.ports.rules import RuleStore, TriggerStore
-from tests.fakes.memory import InMemoryAssetStore
+from lakehook.ports.rules import DeferralStore, RuleStore, TriggerStore
+from tests.fakes.memory import InMemoryAssetStore, InMemoryWatermarkStore
 from tests.fakes.memory_dispatch import InMemoryTriggerLedger
-from tests.fakes.memory_rules import InMemoryRuleStore, InMemoryTriggerStore
+from tests.fakes.memory_rules import InMemoryDeferralStore, InMemoryRuleStore, InMemoryTriggerStore
 from tests.support import create_table
 
 IMPLEMENTATIONS = ("memory", "dynamodb")
@@ -40,11 +42,21 @@ class Backend:
     ledger: TriggerLedger
     rules: RuleStore
     assets: AssetStore
+    watermarks: WatermarkStore
+    deferrals: DeferralStore
 
 
 def memory_backend() -> Backend:
     triggers = InMemoryTriggerStore()
-    return Backend("memory", triggers, InMemoryTriggerLedger(triggers), InMemoryRuleStore(), InMemoryAssetStore())
+    return Backend(
+        "memory",
+        triggers,
+        InMemoryTriggerLedger(triggers),
+        InMemoryRuleStore(),
+        InMemoryAssetStore(),
+        InMemoryWatermarkStore(),
+        InMemoryDeferralStore(),
+    )
 
 
 def dynamodb_backend(table_name: str = CONTRACT_TABLE) -> Backend:
@@ -58,6 +70,8 @@ def dynamodb_backend(table_name: str = CONTRACT_TABLE) -> Backend:
         DynamoDBTriggerLedger(table),
         DynamoDBRuleStore(table),
         DynamoDBAssetStore(table),
+        DynamoDBWatermarkStore(table),
+        DynamoDBDeferralStore(table),
     )
 
 

@@ -240,6 +240,13 @@ class InMemoryStateHistory(StateHistory):
             return [log[o] for o in sorted(log) if o > order][:limit]
 
 
+def _due_order(deferral: Deferral | AssetRecheck) -> str:
+    """Oldest first, then as the DynamoDB due-time index sorts (``<dueAt>#<ruleId>#<groupId>``, ``…#ASSET#<key>``)."""
+    if isinstance(deferral, AssetRecheck):
+        return f"{deferral.due_at:015d}#ASSET#{deferral.asset_key}"
+    return f"{deferral.due_at:015d}#{deferral.rule_id}#{deferral.group_id}"
+
+
 class InMemoryDeferralStore(DeferralStore):
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -259,7 +266,7 @@ class InMemoryDeferralStore(DeferralStore):
     def due(self, now_ms: int, limit: int) -> list[Deferral | AssetRecheck]:
         with self._lock:
             items: list[Deferral | AssetRecheck] = [*self.pending.values(), *self.rechecks.values()]
-            ready = sorted((d for d in items if d.due_at <= now_ms), key=lambda d: d.due_at)
+            ready = sorted((d for d in items if d.due_at <= now_ms), key=_due_order)
             return ready[:limit]
 
     def mark_due(self, deferral: Deferral | AssetRecheck, now_ms: int) -> bool:

@@ -1,0 +1,84 @@
+"""The WatermarkStore (ports.store) and DeferralStore (ports.rules) contracts, on the fake and on DynamoDB:
+compare-and-set on a watermark's version, and one pending deferral per group (or recheck per asset), found when due
+in the order of the due-time index and marked due once."""
+
+from __future__ import annotations
+
+import pytest
+
+from lakehook.domain.errors import ConflictError
+from lakehook.ports.rules import AssetRecheck, Deferral
+from tests.contracts.conftest import Backend
+
+pytestmark = pytest.mark.integration
+
+NS, ASSET = "poller", "paimon://lake/ods/orders"
+
+
+def test_a_watermark_is_a_compare_and_set_on_its_version(backend: Backend) -> None:
+    store = backend.watermarks
+    first = store.put(NS, ASSET, "offset", {"snapshot": 1}, 10, expected_version=0)
+    with pytest.raises(ConflictError):
+        store.put(NS, ASSET, "offset", {"snapshot": 2}, 20, expected_version=0)  # it exists now
+    with pytest.raises(ConflictError):
+        store.put(NS, ASSET, "offset", {"snapshot": 2}, 20, expected_version=5)
+    second = store.put(NS, ASSET, "offset", {"snapshot": 2}, 20, expected_version=1)
+    blind = store.put(NS, ASSET, "offset", [1, "two", None, 3.5], 30)
+
+    assert (first.version, second.version, blind.version) == (1, 2, 3)
+    assert store.get(NS, ASSET, "offset") == blind
+    assert blind.value == [1, "two", None, 3.5] and blind.updated_at == 30
+    assert store.get(NS, ASSET, "absent") is None
+
+
+def test_watermarks_are_listed_by_key_and_deleted_by_version(backend: Backend) -> None:
+    store = backend.watermarks
+    for key in ("b", "a", "c"):
+        store.put(NS, ASSET, key, key, 10)
+    store.put(NS, "paimon://lake/ods/other", "z", 1, 10)
+    store.put("other", ASSET, "y", 1, 10)
+
+    assert [r.key for r in store.list(NS, ASSET)] == ["a", "b", "c"]
+    with pytest.raises(ConflictError):
+        store.delete(NS, ASSET, "a", expected_version=2)
+    with pytest.raises(ConflictError):
+        store.delete(NS, ASSET, "absent", expected_version=1)
+    assert store.delete(NS, ASSET, "a", expected_version=1) is True
+    assert store.delete(NS, ASSET, "b") is True
+    assert store.delete(NS, ASSET, "b") is False
+    assert [r.key for r in store.list(NS, ASSET)] == ["c"]
+
+
+def test_a_group_keeps_one_pending_deferral_the_latest_asked_for(backend: Backend) -> None:
+    store = backend.deferrals
+    store.defer(Deferral("dwd", "g", 500))
+    store.defer(Deferral("dwd", "g", 300))
+    store.defer(Deferral("dws", "g", 400))
+
+    assert store.due(299, 10) == []
+    assert store.due(1000, 10) == [Deferral("dwd", "g", 300), Deferral("dws", "g", 400)]
+    assert store.mark_due(Deferral("dwd", "g", 500), 1000) is False  # not the pending one any more
+    assert store.mark_due(Deferral("dwd", "g", 300), 1000) is True
+    assert store.mark_due(Deferral("dwd", "g", 300), 1001) is False  # once
+    assert store.due(1000, 10) == [Deferral("dws", "g", 400)]
+    store.defer(Deferral("dwd", "g", 300))  # asked again after it was marked: pending again
+    assert store.due(1000, 1) == [Deferral("dwd", "g", 300)]
+
+
+def test_rechecks_and_deferrals_due_at_once_come_in_the_index_order(backend: Backend) -> None:
+    store = backend.deferrals
+    store.recheck([ASSET, "paimon://lake/ods/a"], 100)
+    store.defer(Deferral("zeta", "g", 100))
+    store.defer(Deferral("Alpha", "g", 100))
+    store.recheck([ASSET], 50)  # one pending recheck per asset: the latest
+
+    # oldest first; at one due time by what the index sorts by: the rule and group, or ``ASSET`` and the asset key
+    assert store.due(100, 10) == [
+        AssetRecheck(ASSET, 50),
+        AssetRecheck("paimon://lake/ods/a", 100),
+        Deferral("Alpha", "g", 100),
+        Deferral("zeta", "g", 100),
+    ]
+    assert store.mark_due(AssetRecheck(ASSET, 50), 100) is True
+    assert store.mark_due(AssetRecheck(ASSET, 50), 100) is False
+    assert len(store.due(100, 2)) == 2
