@@ -15,6 +15,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from lakehook.adapters.dynamodb.alias_store import DynamoDBAliasStore
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.adapters.dynamodb.deferral_store import DynamoDBDeferralStore
 from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
@@ -22,10 +23,11 @@ from lakehook.adapters.dynamodb.trigger_ledger import DynamoDBTriggerLedger
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
 from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
 from lakehook.ports import AssetStore, WatermarkStore
+from lakehook.ports.aliases import AliasStore
 from lakehook.ports.dispatch import TriggerLedger
 from lakehook.ports.rules import DeferralStore, RuleStore, TriggerStore
 from tests.fakes.memory import InMemoryAssetStore, InMemoryWatermarkStore
-from tests.fakes.memory_dispatch import InMemoryTriggerLedger
+from tests.fakes.memory_dispatch import InMemoryAliasStore, InMemoryTriggerLedger
 from tests.fakes.memory_rules import InMemoryDeferralStore, InMemoryRuleStore, InMemoryTriggerStore
 from tests.support import create_table
 
@@ -44,6 +46,7 @@ class Backend:
     assets: AssetStore
     watermarks: WatermarkStore
     deferrals: DeferralStore
+    aliases: AliasStore
 
 
 def memory_backend() -> Backend:
@@ -56,6 +59,7 @@ def memory_backend() -> Backend:
         InMemoryAssetStore(),
         InMemoryWatermarkStore(),
         InMemoryDeferralStore(),
+        InMemoryAliasStore(),
     )
 
 
@@ -72,6 +76,7 @@ def dynamodb_backend(table_name: str = CONTRACT_TABLE) -> Backend:
         DynamoDBAssetStore(table),
         DynamoDBWatermarkStore(table),
         DynamoDBDeferralStore(table),
+        DynamoDBAliasStore(table),
     )
 
 

@@ -1,12 +1,14 @@
-"""The WatermarkStore (ports.store) and DeferralStore (ports.rules) contracts, on the fake and on DynamoDB:
-compare-and-set on a watermark's version, and one pending deferral per group (or recheck per asset), found when due
-in the order of the due-time index and marked due once."""
+"""The WatermarkStore (ports.store), DeferralStore (ports.rules) and AliasStore (ports.aliases) contracts, on the fake
+and on DynamoDB: compare-and-set on a watermark's version; one pending deferral per group (or recheck per asset),
+found when due in the order of the due-time index and marked due once; aliases keep their creation time and are
+listed by name in pages."""
 
 from __future__ import annotations
 
 import pytest
 
-from lakehook.domain.errors import ConflictError
+from lakehook.domain.aliases import Alias
+from lakehook.domain.errors import ConflictError, ValidationError
 from lakehook.ports.rules import AssetRecheck, Deferral
 from tests.contracts.conftest import Backend
 
@@ -82,3 +84,28 @@ def test_rechecks_and_deferrals_due_at_once_come_in_the_index_order(backend: Bac
     assert store.mark_due(AssetRecheck(ASSET, 50), 100) is True
     assert store.mark_due(AssetRecheck(ASSET, 50), 100) is False
     assert len(store.due(100, 2)) == 2
+
+
+def test_an_alias_keeps_its_creation_time_and_aliases_are_listed_by_name(backend: Backend) -> None:
+    store = backend.aliases
+    for name in ("ods_c", "ods_a", "ods_b"):
+        assert store.put_alias(Alias(name=name, asset_keys=(ASSET,), created_at=10, updated_at=10)) is True
+    replaced = Alias(
+        name="ods_a", asset_keys=(ASSET, "paimon://lake/ods/b"), description="two", created_at=20, updated_at=20
+    )
+
+    assert store.put_alias(replaced) is False
+    assert store.get_alias("ods_a") == replaced.model_copy(update={"created_at": 10})
+    assert store.get_alias("absent") is None
+    names: list[str] = []
+    token: str | None = None
+    for _ in range(5):
+        page = store.list_aliases(2, token)
+        assert len(page.items) <= 2
+        names += [a.name for a in page.items]
+        token = page.next_token
+        if token is None:
+            break
+    assert names == ["ods_a", "ods_b", "ods_c"]
+    with pytest.raises(ValidationError):
+        store.list_aliases(2, "not a token")
