@@ -19,16 +19,22 @@ from lakehook.adapters.dynamodb.alias_store import DynamoDBAliasStore
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.adapters.dynamodb.deferral_store import DynamoDBDeferralStore
 from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
+from lakehook.adapters.dynamodb.state_history import DynamoDBStateHistory
 from lakehook.adapters.dynamodb.trigger_ledger import DynamoDBTriggerLedger
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
 from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
 from lakehook.ports import AssetStore, WatermarkStore
 from lakehook.ports.aliases import AliasStore
 from lakehook.ports.dispatch import TriggerLedger
-from lakehook.ports.rules import DeferralStore, RuleStore, TriggerStore
+from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, TriggerStore
 from tests.fakes.memory import InMemoryAssetStore, InMemoryWatermarkStore
 from tests.fakes.memory_dispatch import InMemoryAliasStore, InMemoryTriggerLedger
-from tests.fakes.memory_rules import InMemoryDeferralStore, InMemoryRuleStore, InMemoryTriggerStore
+from tests.fakes.memory_rules import (
+    InMemoryDeferralStore,
+    InMemoryRuleStore,
+    InMemoryStateHistory,
+    InMemoryTriggerStore,
+)
 from tests.support import create_table
 
 IMPLEMENTATIONS = ("memory", "dynamodb")
@@ -47,6 +53,7 @@ class Backend:
     watermarks: WatermarkStore
     deferrals: DeferralStore
     aliases: AliasStore
+    history: StateHistory
 
 
 def memory_backend() -> Backend:
@@ -60,6 +67,7 @@ def memory_backend() -> Backend:
         InMemoryWatermarkStore(),
         InMemoryDeferralStore(),
         InMemoryAliasStore(),
+        InMemoryStateHistory(),
     )
 
 
@@ -77,6 +85,7 @@ def dynamodb_backend(table_name: str = CONTRACT_TABLE) -> Backend:
         DynamoDBWatermarkStore(table),
         DynamoDBDeferralStore(table),
         DynamoDBAliasStore(table),
+        DynamoDBStateHistory(table),
     )
 
 
