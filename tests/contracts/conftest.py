@@ -17,6 +17,7 @@ from moto import mock_aws
 
 from lakehook.adapters.dynamodb.alias_store import DynamoDBAliasStore
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
+from lakehook.adapters.dynamodb.coverage_store import DynamoDBCoverageStore
 from lakehook.adapters.dynamodb.deferral_store import DynamoDBDeferralStore
 from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
 from lakehook.adapters.dynamodb.state_history import DynamoDBStateHistory
@@ -25,9 +26,11 @@ from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
 from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
 from lakehook.ports import AssetStore, WatermarkStore
 from lakehook.ports.aliases import AliasStore
+from lakehook.ports.coverage import CoverageStore
 from lakehook.ports.dispatch import TriggerLedger
 from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, TriggerStore
 from tests.fakes.memory import InMemoryAssetStore, InMemoryWatermarkStore
+from tests.fakes.memory_coverage import InMemoryCoverageStore
 from tests.fakes.memory_dispatch import InMemoryAliasStore, InMemoryTriggerLedger
 from tests.fakes.memory_rules import (
     InMemoryDeferralStore,
@@ -54,6 +57,7 @@ class Backend:
     deferrals: DeferralStore
     aliases: AliasStore
     history: StateHistory
+    coverage: CoverageStore
 
 
 def memory_backend() -> Backend:
@@ -68,6 +72,7 @@ def memory_backend() -> Backend:
         InMemoryDeferralStore(),
         InMemoryAliasStore(),
         InMemoryStateHistory(),
+        InMemoryCoverageStore(),
     )
 
 
@@ -86,6 +91,7 @@ def dynamodb_backend(table_name: str = CONTRACT_TABLE) -> Backend:
         DynamoDBDeferralStore(table),
         DynamoDBAliasStore(table),
         DynamoDBStateHistory(table),
+        DynamoDBCoverageStore(table),
     )
 
 
