@@ -133,6 +133,25 @@ def fail(
     return make
 
 
+def attempt(owner: str, redrive: bool, outcome: str) -> Callable[[str], Callable[[World], Any]]:
+    """A dispatcher's whole attempt: take the claim, then mark it as the target answered (if it was taken)."""
+
+    def make(k: str) -> Callable[[World], Any]:
+        def call(w: World) -> Any:
+            taken = w.backend.ledger.begin_attempt(k, owner, w.now, 10_000, redrive)
+            if taken is None:
+                return None
+            if outcome == "started":
+                return taken, w.backend.ledger.mark_succeeded(k, owner, f"run-{k}", None, w.now + 1)
+            retryable = outcome == "retryable"
+            next_at = w.now + 100 if retryable else None
+            return taken, w.backend.ledger.mark_failed(k, owner, outcome, outcome, retryable, None, w.now + 1, next_at)
+
+        return call
+
+    return make
+
+
 def complete(status: str, digest: str) -> Callable[[str], Callable[[World], Any]]:
     outlets = ({"eventType": "SNAPSHOT_COMMITTED", "assetKey": "paimon://lake/dwd/x", "snapshotId": 7},)
     return lambda k: lambda w: w.backend.ledger.record_completion(k, CompletionRecord(status, outlets, w.now, digest))
@@ -202,6 +221,9 @@ DISPATCHING: st.SearchStrategy[Op] = st.one_of(
         st.sampled_from(OWNERS), st.booleans(), st.sampled_from([None, 0, 500]), st.sampled_from([None, 50])
     ).flatmap(lambda a: keyed(f"fail {a}", fail(*a))),
     keyed("retry", lambda k: lambda w: w.backend.ledger.retry(k, w.now)),
+    st.tuples(st.sampled_from(OWNERS), st.booleans(), st.sampled_from(["started", "retryable", "final"])).flatmap(
+        lambda a: keyed(f"attempt {a}", attempt(*a))
+    ),
 )
 ASKING: st.SearchStrategy[Op] = st.one_of(
     st.sampled_from(REQUEST_KEYS).map(
