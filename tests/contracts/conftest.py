@@ -8,6 +8,7 @@ DynamoDB side runs on in-process moto with the table exactly as template.yaml de
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -42,6 +43,7 @@ from tests.support import create_table
 
 IMPLEMENTATIONS = ("memory", "dynamodb")
 CONTRACT_TABLE = "lakehook-contract"
+_TABLES = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -102,16 +104,16 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
         yield memory_backend()
         return
     with mock_aws():
-        yield dynamodb_backend()
+        # a table of its own: inside another test's moto (the module's ``both``) this moto starts with that state
+        yield dynamodb_backend(f"{CONTRACT_TABLE}-{next(_TABLES)}")
 
 
 @pytest.fixture(scope="module")
 def both() -> Iterator[Callable[[], tuple[Backend, Backend]]]:
     """For the differential tests: a factory of fresh (fake, adapter) pairs under one moto for the module."""
-    tables = iter(range(1_000_000))
     with mock_aws():
 
         def fresh() -> tuple[Backend, Backend]:
-            return memory_backend(), dynamodb_backend(f"{CONTRACT_TABLE}-{next(tables)}")
+            return memory_backend(), dynamodb_backend(f"{CONTRACT_TABLE}-{next(_TABLES)}")
 
         yield fresh
