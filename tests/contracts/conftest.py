@@ -20,17 +20,18 @@ from lakehook.adapters.dynamodb.alias_store import DynamoDBAliasStore
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.adapters.dynamodb.coverage_store import DynamoDBCoverageStore
 from lakehook.adapters.dynamodb.deferral_store import DynamoDBDeferralStore
+from lakehook.adapters.dynamodb.registry import DynamoDBProducerRegistry
 from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
 from lakehook.adapters.dynamodb.state_history import DynamoDBStateHistory
 from lakehook.adapters.dynamodb.trigger_ledger import DynamoDBTriggerLedger
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
 from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
-from lakehook.ports import AssetStore, WatermarkStore
+from lakehook.ports import AssetStore, ProducerRegistry, WatermarkStore
 from lakehook.ports.aliases import AliasStore
 from lakehook.ports.coverage import CoverageStore
 from lakehook.ports.dispatch import TriggerLedger
 from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, TriggerStore
-from tests.fakes.memory import InMemoryAssetStore, InMemoryWatermarkStore
+from tests.fakes.memory import InMemoryAssetStore, InMemoryProducerRegistry, InMemoryWatermarkStore
 from tests.fakes.memory_coverage import InMemoryCoverageStore
 from tests.fakes.memory_dispatch import InMemoryAliasStore, InMemoryTriggerLedger
 from tests.fakes.memory_rules import (
@@ -60,6 +61,7 @@ class Backend:
     aliases: AliasStore
     history: StateHistory
     coverage: CoverageStore
+    producers: ProducerRegistry
 
 
 def memory_backend() -> Backend:
@@ -75,6 +77,7 @@ def memory_backend() -> Backend:
         InMemoryAliasStore(),
         InMemoryStateHistory(),
         InMemoryCoverageStore(),
+        InMemoryProducerRegistry(),
     )
 
 
@@ -94,6 +97,7 @@ def dynamodb_backend(table_name: str = CONTRACT_TABLE) -> Backend:
         DynamoDBAliasStore(table),
         DynamoDBStateHistory(table),
         DynamoDBCoverageStore(table),
+        DynamoDBProducerRegistry(table),
     )
 
 

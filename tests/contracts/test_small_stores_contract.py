@@ -1,7 +1,7 @@
-"""The WatermarkStore (ports.store), DeferralStore (ports.rules) and AliasStore (ports.aliases) contracts, on the fake
-and on DynamoDB: compare-and-set on a watermark's version; one pending deferral per group (or recheck per asset),
-found when due in the order of the due-time index and marked due once; aliases keep their creation time and are
-listed by name in pages."""
+"""The WatermarkStore, DeferralStore, AliasStore and ProducerRegistry contracts, on the fake and on DynamoDB:
+compare-and-set on a watermark's version; one pending deferral per group (or recheck per asset), found when due in
+the order of the due-time index and marked due once; aliases keep their creation time and are listed by name in
+pages; producers are listed by id; an event source belongs to one producer at a time."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from lakehook.domain.aliases import Alias
 from lakehook.domain.errors import ConflictError, ValidationError
+from lakehook.domain.producers import Producer
 from lakehook.ports.rules import AssetRecheck, Deferral
 from tests.contracts.conftest import Backend
 
@@ -109,3 +110,46 @@ def test_an_alias_keeps_its_creation_time_and_aliases_are_listed_by_name(backend
     assert names == ["ods_a", "ods_b", "ods_c"]
     with pytest.raises(ValidationError):
         store.list_aliases(2, "not a token")
+
+
+def producer(producer_id: str, at: int = 10) -> Producer:
+    return Producer(
+        producer_id=producer_id,
+        asset_key_prefixes=["paimon://lake/ods/"],
+        secret_ref=f"lakehook-producers/{producer_id}",
+        created_at=at,
+        updated_at=at,
+    )
+
+
+def test_producers_are_kept_and_listed_by_id(backend: Backend) -> None:
+    registry = backend.producers
+    for producer_id in ("writer-b", "writer-a", "writer-c"):
+        assert registry.put_producer(producer(producer_id)) is True
+    assert registry.put_producer(producer("writer-a", at=20)) is False
+
+    assert registry.get_producer("writer-a") == producer("writer-a", at=20)
+    assert registry.get_producer("absent") is None
+    first = registry.list_producers(2)
+    assert first.next_token is not None
+    rest = registry.list_producers(2, first.next_token)
+    assert [p.producer_id for p in [*first.items, *rest.items]] == ["writer-a", "writer-b", "writer-c"]
+    assert rest.next_token is None
+    with pytest.raises(ValidationError):
+        registry.list_producers(2, "not a token")
+
+
+def test_an_event_source_belongs_to_one_producer_at_a_time(backend: Backend) -> None:
+    registry = backend.producers
+    registry.claim_event_source("com.example.orders", "writer-a")
+    registry.claim_event_source("com.example.orders", "writer-a")  # again: still its own
+
+    with pytest.raises(ConflictError):
+        registry.claim_event_source("com.example.orders", "writer-b")
+    registry.release_event_source("com.example.orders", "writer-b")  # not its to give up: nothing
+    assert registry.event_source_owner("com.example.orders") == "writer-a"
+    registry.release_event_source("com.example.orders", "writer-a")
+    assert registry.event_source_owner("com.example.orders") is None
+    registry.claim_event_source("com.example.orders", "writer-b")
+    assert registry.event_source_owner("com.example.orders") == "writer-b"
+    registry.release_event_source("com.example.absent", "writer-b")
