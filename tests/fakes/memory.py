@@ -26,13 +26,20 @@ from lakehook.ports import (
 )
 
 
-def _page(items: list[Any], limit: int, next_token: str | None) -> Page[Any]:
-    token = next_token or "0"
-    if not (token.isascii() and token.isdigit()):  # as the DynamoDB adapter: a foreign token is a 400
-        raise ValidationError("nextToken is not a token this API issued", field="nextToken")
-    start = int(token)
+def _page(items: list[Any], limit: int, next_token: str | None, listing: str = "") -> Page[Any]:
+    """One page of ``items``; the token names its ``listing`` (an asset's events, a rule's triggers), so a token of
+    another listing is refused as the DynamoDB adapters refuse it (their start key names the partition)."""
+    if not next_token:
+        start = 0
+    else:
+        scope, _, offset = next_token.rpartition("~")
+        if not (offset.isascii() and offset.isdigit()):  # as the DynamoDB adapter: a foreign token is a 400
+            raise ValidationError("nextToken is not a token this API issued", field="nextToken")
+        if scope != listing:
+            raise ValidationError("nextToken belongs to another listing", field="nextToken")
+        start = int(offset)
     end = start + limit
-    return Page(items[start:end], str(end) if end < len(items) else None)
+    return Page(items[start:end], f"{listing}~{end}" if end < len(items) else None)
 
 
 class InMemoryAssetStore(AssetStore):
@@ -88,7 +95,7 @@ class InMemoryAssetStore(AssetStore):
         with self._lock:
             mine = [e for e in self.events.values() if e.event.asset_key == asset_key]
         mine.sort(key=lambda e: (e.received_at, e.event.event_id), reverse=True)
-        return _page(mine, limit, next_token)
+        return _page(mine, limit, next_token, f"events:{asset_key}")
 
 
 class InMemoryAssetRegistry(AssetRegistry):
@@ -109,7 +116,7 @@ class InMemoryAssetRegistry(AssetRegistry):
     def list_assets(self, limit: int, next_token: str | None = None) -> Page[AssetRegistration]:
         with self._lock:
             ordered = [self.assets[k] for k in sorted(self.assets)]
-        return _page(ordered, limit, next_token)
+        return _page(ordered, limit, next_token, "assets")
 
     def assets_watching(self, watch_key: str) -> list[WatchEntry]:
         with self._lock:
@@ -154,7 +161,7 @@ class InMemoryProducerRegistry(ProducerRegistry):
     def list_producers(self, limit: int, next_token: str | None = None) -> Page[Producer]:
         with self._lock:
             ordered = [self.producers[k] for k in sorted(self.producers)]
-        return _page(ordered, limit, next_token)
+        return _page(ordered, limit, next_token, "producers")
 
 
 class InMemorySecretStore(SecretStore):

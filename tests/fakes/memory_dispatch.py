@@ -80,7 +80,8 @@ class InMemoryTriggerLedger(TriggerLedger):
             books.lease_owner,
             books.lease_until,
             books.last_attempt_at,
-            books.replay_of,
+            # the claim's own replayOf, as the DynamoDB ledger reads it from the item (a replay the store put)
+            books.replay_of if books.replay_of is not None else trigger.replay_of,
             books.failure_code,
             books.run_status,
             books.completed_at,
@@ -361,7 +362,7 @@ class InMemoryAliasStore(AliasStore):
     def list_aliases(self, limit: int, next_token: str | None = None) -> Page[Alias]:
         with self._lock:
             ordered = [self.aliases[k] for k in sorted(self.aliases)]
-        return _page(ordered, limit, next_token)
+        return _page(ordered, limit, next_token, "aliases")
 
 
 class SimulatedCrashError(BaseException):

@@ -8,7 +8,6 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from lakehook.domain.errors import ValidationError
 from lakehook.domain.events import AssetEvent, EventType
 from lakehook.domain.requests import RecordedRequest
 from lakehook.domain.rules import Rule
@@ -32,15 +31,7 @@ from lakehook.ports.rules import (
     TriggerStore,
 )
 from lakehook.ports.store import Page
-
-
-def _page(items: list[object], limit: int, next_token: str | None) -> tuple[list[object], str | None]:
-    try:
-        start = int(next_token or 0)
-    except ValueError as exc:
-        raise ValidationError("nextToken is not a token this API issued", field="nextToken") from exc
-    end = start + limit
-    return items[start:end], (str(end) if end < len(items) else None)
+from tests.fakes.memory import _page
 
 
 class InMemoryRuleStore(RuleStore):
@@ -72,8 +63,7 @@ class InMemoryRuleStore(RuleStore):
     def list_rules(self, limit: int, next_token: str | None = None) -> Page[StoredRule]:
         with self._lock:
             ordered = [self.rules[k] for k in sorted(self.rules)]
-        items, token = _page(list(ordered), limit, next_token)
-        return Page([i for i in items if isinstance(i, StoredRule)], token)
+        return _page(ordered, limit, next_token, "rules")
 
     def delete_rule(self, rule_id: str) -> bool:
         with self._lock:
@@ -162,13 +152,10 @@ class InMemoryTriggerStore(TriggerStore):
         self, rule_id: str, status: TriggerStatus | None = None, limit: int = 50, next_token: str | None = None
     ) -> Page[Trigger]:
         with self.lock:
-            mine = [
-                self.triggers[k]
-                for k in reversed(self.claim_order)
-                if self.triggers[k].rule_id == rule_id and (status is None or self.triggers[k].status is status)
-            ]
-        items, token = _page(list(mine), limit, next_token)
-        return Page([i for i in items if isinstance(i, Trigger)], token)
+            mine = [t for t in self.triggers.values() if t.rule_id == rule_id and status in (None, t.status)]
+        # newest first by the claim's own date, as the per-rule index orders them (not by when they were written)
+        mine.sort(key=lambda t: (t.created_at, t.sequence, t.trigger_key), reverse=True)
+        return _page(mine, limit, next_token, f"triggers:{rule_id}")
 
     def get_cursors(self, refs: Collection[GroupRef]) -> dict[GroupRef, GroupCursor]:
         with self.lock:
@@ -253,6 +240,13 @@ class InMemoryStateHistory(StateHistory):
             return [log[o] for o in sorted(log) if o > order][:limit]
 
 
+def _due_order(deferral: Deferral | AssetRecheck) -> str:
+    """Oldest first, then as the DynamoDB due-time index sorts (``<dueAt>#<ruleId>#<groupId>``, ``…#ASSET#<key>``)."""
+    if isinstance(deferral, AssetRecheck):
+        return f"{deferral.due_at:015d}#ASSET#{deferral.asset_key}"
+    return f"{deferral.due_at:015d}#{deferral.rule_id}#{deferral.group_id}"
+
+
 class InMemoryDeferralStore(DeferralStore):
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -272,7 +266,7 @@ class InMemoryDeferralStore(DeferralStore):
     def due(self, now_ms: int, limit: int) -> list[Deferral | AssetRecheck]:
         with self._lock:
             items: list[Deferral | AssetRecheck] = [*self.pending.values(), *self.rechecks.values()]
-            ready = sorted((d for d in items if d.due_at <= now_ms), key=lambda d: d.due_at)
+            ready = sorted((d for d in items if d.due_at <= now_ms), key=_due_order)
             return ready[:limit]
 
     def mark_due(self, deferral: Deferral | AssetRecheck, now_ms: int) -> bool:

@@ -108,7 +108,8 @@ class DynamoDBRuleStore(RuleStore):
             "KeyConditionExpression": Key("GSI1PK").eq(keys.RULES_INDEX_PK),
             "Limit": limit,
         }
-        start = decode_token(next_token)
+        # a token of another listing is a 400, never a malformed start key (a 500)
+        start = decode_token(next_token, {"PK": None, "SK": None, "GSI1PK": keys.RULES_INDEX_PK, "GSI1SK": None})
         if start:
             kwargs["ExclusiveStartKey"] = start
         answer = self._table.query(**kwargs)

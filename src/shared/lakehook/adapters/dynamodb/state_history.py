@@ -64,7 +64,10 @@ class DynamoDBStateHistory(StateHistory):
     def record_snapshots(self, snapshots: Mapping[str, Sequence[SnapshotRecord]], now_ms: int) -> None:
         """One conditional put per snapshot not logged yet (a redelivered record keeps its first ``recordedAt``,
         which is when a gap before it started to settle)."""
-        unique = {(k, r.order): r for k, records in snapshots.items() for r in records}
+        unique: dict[tuple[str, int], SnapshotRecord] = {}
+        for asset_key, records in snapshots.items():
+            for record in records:
+                unique.setdefault((asset_key, record.order), record)  # the first wins in a batch too, as across them
         for (asset_key, _), record in sorted(unique.items()):
             try:
                 self._table.put_item(

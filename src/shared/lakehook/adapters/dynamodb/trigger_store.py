@@ -265,7 +265,10 @@ class DynamoDBTriggerStore(TriggerStore):
         }
         if status is not None:
             kwargs["FilterExpression"] = Attr("status").eq(status.value)
-        start = decode_token(next_token)
+        # a token names its rule's partition: one of another listing is a 400, never a malformed start key (a 500)
+        start = decode_token(
+            next_token, {"PK": None, "SK": None, "GSI1PK": keys.triggers_index_pk(rule_id), "GSI1SK": None}
+        )
         if start:
             kwargs["ExclusiveStartKey"] = start
         items: list[Trigger] = []

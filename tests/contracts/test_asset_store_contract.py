@@ -1,0 +1,180 @@
+"""The AssetStore contract (ports.store), on the fake and on DynamoDB: an event identity is recorded once (a
+redelivery learns when it was first recorded and whether it settled), state only moves forward and never twice,
+events are listed newest first in pages; and both driven by the same generated deliveries answer alike."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lakehook.domain.errors import ValidationError
+from lakehook.domain.events import AssetEvent, EventType, SourceType
+from lakehook.ports import AdvanceOutcome, Recording
+from tests.contracts.conftest import Backend
+from tests.hypothesis_profiles import examples
+
+pytestmark = pytest.mark.integration
+
+ORDERS = "paimon://lake/ods_db/orders"
+PAYMENTS = "paimon://lake/ods_db/payments"
+
+
+def snap(sid: int, asset: str = ORDERS, **extra: Any) -> AssetEvent:
+    return AssetEvent.model_validate({"eventType": "SNAPSHOT_COMMITTED", "assetKey": asset, "snapshotId": sid, **extra})
+
+
+def test_an_event_identity_is_recorded_once(backend: Backend) -> None:
+    first = backend.assets.record_event(snap(7), SourceType.PUSH, 1000, "writer")
+    # the poller finds the same snapshot later: one identity, the first recording's time
+    again = backend.assets.record_event(snap(7, commitKind="APPEND"), SourceType.POLL, 2000)
+
+    assert first == Recording(True, 1000)
+    assert again == Recording(False, 1000, settled=False)
+    listed = backend.assets.list_events(ORDERS, 10).items
+    assert [(e.event.snapshot_id, e.source, e.received_at, e.producer_id) for e in listed] == [
+        (7, SourceType.PUSH, 1000, "writer")
+    ]
+
+
+def test_a_settled_event_tells_its_redelivery_so(backend: Backend) -> None:
+    backend.assets.mark_settled(snap(8))  # never recorded (or expired): nothing to note, nothing created
+    assert backend.assets.record_event(snap(8), SourceType.PUSH, 1000) == Recording(True, 1000)
+    backend.assets.mark_settled(snap(8))
+
+    assert backend.assets.record_event(snap(8), SourceType.PUSH, 3000) == Recording(False, 1000, settled=True)
+
+
+def test_state_moves_forward_only_and_never_twice(backend: Backend) -> None:
+    assert backend.assets.get_state(ORDERS) is None
+    assert backend.assets.advance_state(snap(5, schemaId=1), 10) is AdvanceOutcome.ADVANCED
+    assert backend.assets.advance_state(snap(5, schemaId=1), 20) is AdvanceOutcome.ALREADY
+    assert backend.assets.advance_state(snap(4), 30) is AdvanceOutcome.STALE
+    state = backend.assets.get_state(ORDERS)
+
+    assert state is not None and (state.latest_snapshot_id, state.latest_schema_id, state.version) == (5, 1, 1)
+    assert backend.assets.advance_state(snap(6), 40) is AdvanceOutcome.ADVANCED
+    moved = backend.assets.get_state(ORDERS)
+    assert moved is not None and (moved.latest_snapshot_id, moved.version) == (6, 2)
+    assert backend.assets.get_state(PAYMENTS) is None
+
+
+def test_an_event_that_keeps_no_state_answers_so(backend: Backend) -> None:
+    cdc = AssetEvent.model_validate({"eventType": "CDC_LAG_RECOVERED", "assetKey": ORDERS, "watermark": 5})
+    outcome = backend.assets.advance_state(cdc, 10)
+    assert outcome in (AdvanceOutcome.NO_STATE, AdvanceOutcome.ADVANCED)
+    assert (backend.assets.get_state(ORDERS) is None) is (outcome is AdvanceOutcome.NO_STATE)
+
+
+def test_events_are_listed_newest_first_in_pages_of_their_asset(backend: Backend) -> None:
+    for sid in (3, 1, 4, 0, 2):
+        backend.assets.record_event(snap(sid), SourceType.PUSH, 1000 + sid)
+        backend.assets.record_event(snap(sid, PAYMENTS), SourceType.PUSH, 1000 + sid)
+
+    whole = [e.event.snapshot_id for e in backend.assets.list_events(ORDERS, 100).items]
+    paged: list[int | None] = []
+    token: str | None = None
+    for _ in range(10):
+        page = backend.assets.list_events(ORDERS, 2, token)
+        assert len(page.items) <= 2
+        paged += [e.event.snapshot_id for e in page.items]
+        token = page.next_token
+        if token is None:
+            break
+
+    assert whole == paged == [4, 3, 2, 1, 0]
+    first = backend.assets.list_events(ORDERS, 2).next_token
+    assert first is not None
+    with pytest.raises(ValidationError):
+        backend.assets.list_events(PAYMENTS, 2, first)
+    with pytest.raises(ValidationError):
+        backend.assets.list_events(ORDERS, 2, "not a token")
+
+
+# --- both driven by the same deliveries -----------------------------------------------------------------------
+
+SNAPSHOTS = st.integers(1, 6)
+
+
+def event_of(kind: str, asset: str, n: int, m: int) -> AssetEvent:
+    """One event of each kind that keeps state, with small values so that they collide and go stale."""
+    by_kind: dict[str, dict[str, Any]] = {
+        "SNAPSHOT_COMMITTED": {"snapshotId": n, "schemaId": m % 3, "commitTime": 1_700_000_000_000 + n},
+        "WATERMARK_ADVANCED": {"watermark": 1_700_000_000_000 + n * 60_000},
+        "QUALITY_CHECK_PASSED": {"snapshotId": n},
+        "QUALITY_CHECK_FAILED": {"snapshotId": n},
+        "TAG_CREATED": {"tag": f"t{m % 2}", "snapshotId": n},
+        "SCHEMA_CHANGE_APPROVED": {"schemaId": m % 3},
+        "SCHEMA_CHANGE_REJECTED": {"schemaId": m % 3},
+        "BACKFILL_STARTED": {"backfillId": f"b{m % 2}"},
+        "BACKFILL_COMPLETED": {"backfillId": f"b{m % 2}"},
+        "INTERVAL_COVERED": {"interval": {"start": n * 60_000, "end": (n + 1 + m % 3) * 60_000}},
+    }
+    return AssetEvent.model_validate({"eventType": kind, "assetKey": asset, **by_kind[kind]})
+
+
+KINDS = st.sampled_from(
+    [t.value for t in EventType if t.value not in ("MANIFEST_SEALED", "MANIFEST_INTERRUPTED", "CDC_LAG_RECOVERED")]
+)
+EVENTS = st.builds(event_of, KINDS, st.sampled_from([ORDERS, PAYMENTS]), SNAPSHOTS, st.integers(0, 5))
+
+
+Step = tuple[str, Callable[[Backend, int], Any]]
+
+
+def deliver(event: AssetEvent, source: SourceType, crash_after: int) -> Step:
+    """A delivery as the ingest makes it (record, advance, settle), cut short after ``crash_after`` steps."""
+
+    def call(backend: Backend, now: int) -> Any:
+        answers: list[Any] = [backend.assets.record_event(event, source, now)]
+        recording = answers[0]
+        if crash_after > 1 and not recording.settled:
+            answers.append(backend.assets.advance_state(event, now, recording.received_at))
+            if crash_after > 2:
+                backend.assets.mark_settled(event)
+        return answers
+
+    return (f"deliver {event.event_type.value} {event.asset_key} {event.event_id} crash_after={crash_after}", call)
+
+
+def list_all(asset: str, limit: int) -> Step:
+    def call(backend: Backend, now: int) -> Any:
+        found: list[tuple[str, int]] = []
+        token: str | None = None
+        for _ in range(40):
+            page = backend.assets.list_events(asset, limit, token)
+            found += [(e.event.event_id, e.received_at) for e in page.items]
+            token = page.next_token
+            if token is None:
+                return found
+        raise AssertionError("the listing never ended")
+
+    return (f"list {asset} limit={limit}", call)
+
+
+STEPS: st.SearchStrategy[Step] = st.one_of(
+    st.builds(deliver, EVENTS, st.sampled_from(list(SourceType)), st.sampled_from([3, 3, 3, 2, 1])),
+    st.builds(list_all, st.sampled_from([ORDERS, PAYMENTS]), st.sampled_from([1, 3, 100])),
+)
+
+
+@settings(
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(steps=st.lists(STEPS, min_size=1, max_size=30), ticks=st.lists(st.sampled_from([0, 1, 1000]), min_size=30))
+def test_the_fake_answers_every_delivery_as_dynamodb_does(
+    both: Callable[[], tuple[Backend, Backend]], steps: list[Step], ticks: list[int]
+) -> None:
+    fake, adapter = both()
+    now = 1_750_000_000_000
+    for n, ((what, call), tick) in enumerate(zip(steps, ticks, strict=False)):
+        now += tick
+        said, truth = call(fake, now), call(adapter, now)
+        assert said == truth, f"step {n} ({what}): the fake answered {said!r}, DynamoDB {truth!r}"
+        for asset in (ORDERS, PAYMENTS):
+            assert fake.assets.get_state(asset) == adapter.assets.get_state(asset), f"step {n} ({what}): {asset}"

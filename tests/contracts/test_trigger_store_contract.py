@@ -1,0 +1,160 @@
+"""The TriggerStore contract (ports.rules), on the fake and on DynamoDB: each trigger key is claimed once, the group
+cursor is a compare-and-set, replays and request keys are once-only, listings are newest first and page."""
+
+from __future__ import annotations
+
+import pytest
+
+from lakehook.domain.errors import ValidationError
+from lakehook.domain.requests import REQUEST_RETENTION_SECONDS
+from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
+from lakehook.ports.rules import ClaimOutcome, ClaimResult, RequestClaim
+from tests.contracts.builders import T0, cursor_after, initial, request, trigger
+from tests.contracts.conftest import Backend
+
+pytestmark = pytest.mark.integration
+
+
+def claim_next(backend: Backend, snapshot: int, expected: GroupCursor | None) -> tuple[Trigger, ClaimResult]:
+    """Claim ``snapshot`` as a resolver that read the group's cursor as ``expected`` does."""
+    claimed = trigger(snapshot, sequence=(expected.seq if expected else 0) + 1)
+    base = expected or initial(claimed.rule_id, claimed.group_id)
+    return claimed, backend.triggers.claim(claimed, cursor_after(base, claimed), expected)
+
+
+def test_a_claim_stores_the_trigger_and_moves_the_cursor(backend: Backend) -> None:
+    claimed, result = claim_next(backend, 1, None)
+
+    assert result.outcome is ClaimOutcome.CLAIMED
+    assert backend.triggers.get(claimed.trigger_key) == claimed
+    cursors = backend.triggers.get_cursors([("dwd", "g"), ("dwd", "other")])
+    assert list(cursors) == [("dwd", "g")]
+    assert cursors["dwd", "g"] == result.cursor
+    assert cursors["dwd", "g"].seq == 1 and cursors["dwd", "g"].trigger_key == claimed.trigger_key
+
+
+def test_a_trigger_key_is_claimed_once(backend: Backend) -> None:
+    claimed, first = claim_next(backend, 1, None)
+    assert first.cursor is not None
+
+    # the same versions again, even with the cursor as it now is: the key is taken
+    again = backend.triggers.claim(claimed, cursor_after(first.cursor, claimed), first.cursor)
+    # and with the cursor as it was before the first claim: the key is still the reason, the cursor told
+    stale = backend.triggers.claim(claimed, cursor_after(initial(), claimed), None)
+
+    assert again.outcome is ClaimOutcome.DUPLICATE
+    assert stale == ClaimResult(ClaimOutcome.DUPLICATE, first.cursor)
+    assert backend.triggers.get_cursors([("dwd", "g")])["dwd", "g"] == first.cursor
+
+
+def test_a_claim_on_a_moved_cursor_writes_nothing_and_answers_the_cursor(backend: Backend) -> None:
+    _, first = claim_next(backend, 1, None)
+    second, moved = claim_next(backend, 2, None)  # a resolver that read the group before the first claim
+    seq0 = claim_next(backend, 3, GroupCursor.initial("dwd", "g"))[1]  # seq 0 means "must not exist" too
+
+    assert moved == ClaimResult(ClaimOutcome.CURSOR_MOVED, first.cursor)
+    assert seq0 == ClaimResult(ClaimOutcome.CURSOR_MOVED, first.cursor)
+    assert backend.triggers.get(second.trigger_key) is None
+    assert backend.triggers.get_cursors([("dwd", "g")])["dwd", "g"] == first.cursor
+
+
+def test_claims_chain_on_the_cursor_they_read(backend: Backend) -> None:
+    expected: GroupCursor | None = None
+    for snapshot in range(1, 5):
+        _, result = claim_next(backend, snapshot, expected)
+        assert result.outcome is ClaimOutcome.CLAIMED
+        expected = result.cursor
+    assert expected is not None and expected.seq == 4
+    assert backend.triggers.get_cursors([("dwd", "g")]) == {("dwd", "g"): expected}
+
+
+def test_a_replay_is_put_once_and_moves_no_cursor(backend: Backend) -> None:
+    replay = trigger(7, replay_of="dwd.g.original")
+
+    assert backend.triggers.put_replay(replay) is True
+    assert backend.triggers.put_replay(replay) is False
+    assert backend.triggers.get(replay.trigger_key) == replay
+    assert backend.triggers.get_cursors([("dwd", "g")]) == {}
+
+
+def test_a_request_key_claims_one_run_and_keeps_its_first_answer(backend: Backend) -> None:
+    first, other = trigger(1, replay_of="x"), trigger(2, replay_of="x")
+    answer = request("key-1", first.trigger_key)
+
+    assert backend.triggers.put_replay_once(first, answer) == RequestClaim(True)
+    # the same key again (another request racing, or a retry): nothing written, the first answer back
+    repeat = backend.triggers.put_replay_once(other, request("key-1", other.trigger_key, at=T0 + 5))
+
+    assert repeat == RequestClaim(False, answer)
+    assert backend.triggers.get(other.trigger_key) is None
+    assert backend.triggers.get_request("key-1", T0 + 10) == answer
+    assert backend.triggers.get_request("key-2", T0 + 10) is None
+
+
+def test_a_request_key_on_a_taken_trigger_key_writes_neither(backend: Backend) -> None:
+    taken = trigger(1, replay_of="x")
+    assert backend.triggers.put_replay(taken)
+
+    assert backend.triggers.put_replay_once(taken, request("key-1", taken.trigger_key)) == RequestClaim(False)
+    assert backend.triggers.get_request("key-1", T0) is None
+
+
+def test_a_request_key_expires_and_may_be_used_afresh(backend: Backend) -> None:
+    first, later = trigger(1, replay_of="x"), trigger(2, replay_of="x")
+    assert backend.triggers.put_replay_once(first, request("key-1", first.trigger_key)).claimed
+    expiry_ms = (T0 // 1000 + REQUEST_RETENTION_SECONDS) * 1000
+
+    assert backend.triggers.get_request("key-1", expiry_ms - 1000) is not None
+    assert backend.triggers.get_request("key-1", expiry_ms) is None
+    fresh = request("key-1", later.trigger_key, at=expiry_ms)
+    assert backend.triggers.put_replay_once(later, fresh) == RequestClaim(True)
+    assert backend.triggers.get_request("key-1", expiry_ms) == fresh
+
+
+def test_a_rules_triggers_are_listed_newest_first_whatever_order_they_were_written_in(backend: Backend) -> None:
+    # a replay written now may be dated before a claim written earlier (and the listing orders by date)
+    written = [trigger(n, at=T0 + at, replay_of="x") for n, at in ((1, 300), (2, 100), (3, 500), (4, 200))]
+    for t in written:
+        assert backend.triggers.put_replay(t)
+    assert backend.triggers.put_replay(trigger(9, rule_id="dws", at=T0 + 400, replay_of="x"))
+
+    listed = backend.triggers.list_for_rule("dwd").items
+
+    assert [t.created_at - T0 for t in listed] == [500, 300, 200, 100]
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 7])
+def test_pages_of_a_listing_add_up_to_the_listing(backend: Backend, limit: int) -> None:
+    for n in range(1, 8):
+        written = TriggerStatus.SKIPPED if n % 3 == 0 else TriggerStatus.TRIGGERING
+        assert backend.triggers.put_replay(trigger(n, at=T0 + n, status=written, replay_of="x"))
+
+    for status in (None, TriggerStatus.TRIGGERING, TriggerStatus.SKIPPED):
+        whole = backend.triggers.list_for_rule("dwd", status, limit=100).items
+        paged: list[Trigger] = []
+        token: str | None = None
+        for _ in range(20):
+            page = backend.triggers.list_for_rule("dwd", status, limit=limit, next_token=token)
+            assert len(page.items) <= limit
+            paged.extend(page.items)
+            token = page.next_token
+            if token is None:
+                break
+        assert paged == whole
+        assert [t.created_at for t in whole] == sorted((t.created_at for t in whole), reverse=True)
+        assert all(status is None or t.status is status for t in whole)
+    assert len(backend.triggers.list_for_rule("dwd", limit=100).items) == 7
+
+
+def test_a_token_from_another_listing_is_a_validation_error(backend: Backend) -> None:
+    for n in range(1, 4):
+        assert backend.triggers.put_replay(trigger(n, at=T0 + n, replay_of="x"))
+        assert backend.triggers.put_replay(trigger(n, rule_id="dws", at=T0 + n, replay_of="x"))
+    token = backend.triggers.list_for_rule("dwd", limit=1).next_token
+    assert token is not None
+
+    for foreign in ("not a token", "eyJhIjoiYiJ9", token + "x"):
+        with pytest.raises(ValidationError):
+            backend.triggers.list_for_rule("dwd", next_token=foreign)
+    with pytest.raises(ValidationError):
+        backend.triggers.list_for_rule("dws", next_token=token)
