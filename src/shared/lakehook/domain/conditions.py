@@ -167,12 +167,6 @@ class QualityPassed(MemberCondition):
             return Blocked(Status.BLOCKED_BY_QUALITY, f"no snapshot has passed its quality check{why}")
         if failed == passed:
             return Blocked(Status.BLOCKED_BY_QUALITY, f"snapshot {passed} passed a quality check and then failed one")
-        if state.latest_snapshot_id is None:
-            return Blocked(
-                Status.BLOCKED_BY_SNAPSHOT,
-                f"snapshot {passed} passed its quality check, but no snapshot of the asset has been reported yet "
-                "(a push or a poll)",
-            )
         return Chosen(passed, history_order(passed, state.quality_passed_order), known_record(state, passed))
 
     def note(self, state: AssetState, chosen: Chosen) -> str | None:
