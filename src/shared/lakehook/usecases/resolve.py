@@ -151,9 +151,13 @@ class ResolveAssetChange:
             self._observer(report)
         return report
 
-    def plan(self, work: Work, batch: Batch, now: int, registered: Mapping[str, bool] | None = None) -> Plan:
-        """What the resolver would do with ``work`` now (gather, then plan; nothing written)."""
-        return self._planner(work, batch, now, registered)()
+    def plan(self, changes: Sequence[StateChange] = (), deferred: Sequence[Deferral] = ()) -> Plan:
+        """What resolving this batch now would do, gathered and planned, nothing written: with no race, the claims,
+        deferrals and skips a call with the same batch makes (``tests/unit/test_resolve_plan.py``)."""
+        now = self._clock()
+        batch = Batch.of(changes)
+        found = self._gather.rules(batch.changed, deferred)
+        return self._planner(found.work, batch, now, None)()
 
     def start(self, rule: Rule, group_ids: Sequence[str]) -> list[Trigger]:
         """``startFrom: NEXT_CHANGE``: record, per group, the versions that satisfy it now as its starting point (a
