@@ -157,7 +157,7 @@ class ResolveAssetChange:
         now = self._clock()
         batch = Batch.of(changes)
         found = self._gather.rules(batch.changed, deferred)
-        return self._planner(found.work, batch, now, None)()
+        return self._planner(found.work, batch, now, None)() if found.work else Plan(())
 
     def start(self, rule: Rule, group_ids: Sequence[str]) -> list[Trigger]:
         """``startFrom: NEXT_CHANGE``: record, per group, the versions that satisfy it now as its starting point (a
@@ -241,6 +241,8 @@ class ResolveAssetChange:
     def _explain(self, work: Work, now: int, registered: Mapping[str, bool] | None) -> ResolveReport:
         """Gather and plan, without applying: each group's verdict now, from its plan (partitioned groups:
         PartitionResolution's, deciding only)."""
+        if not work:
+            return ResolveReport()  # no group asked for: nothing to read
         planner = self._planner(work, Batch.empty(), now, registered)
         plan = planner()
         report = ResolveReport()
