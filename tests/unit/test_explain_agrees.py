@@ -26,7 +26,7 @@ from lakehook.observability import logger
 from lakehook.ports.rules import Deferral, StateChange
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.late_versions import LateSnapshotNotice
-from lakehook.usecases.resolve import ResolveAssetChange, SweepDeferred
+from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores, SweepDeferred
 from lakehook.usecases.rules import ManageRules
 from tests.fakes.memory import InMemoryAssetStore
 from tests.fakes.memory_rules import (
@@ -84,11 +84,7 @@ class ExplainMachine(RuleBasedStateMachine):
             self.store.get_state, self.triggers, events=lambda: [e.event for e in self.store.events.values()]
         )
         self.resolve = ResolveAssetChange(
-            self.rules,
-            reader,
-            self.triggers,
-            InMemoryStateHistory(),
-            self.deferrals,
+            ResolverStores(self.rules, reader, self.triggers, InMemoryStateHistory(), self.deferrals),
             clock=lambda: self.now,
             observer=None,
         )

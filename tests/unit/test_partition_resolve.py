@@ -17,7 +17,7 @@ from lakehook.domain.state import snapshot_record
 from lakehook.domain.status import Status
 from lakehook.domain.triggers import Trigger, TriggerStatus
 from lakehook.ports.rules import Deferral, StateChange
-from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport
+from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport, ResolverLimits, ResolverStores
 from lakehook.usecases.rules import ManageRules
 from tests.fakes.memory_partitions import InMemoryPartitionStore
 from tests.unit.test_resolve_usecase import World
@@ -47,14 +47,11 @@ class Lake(World):
         super().__init__(*rules)
         self.partitions = InMemoryPartitionStore()
         self.resolve = ResolveAssetChange(
-            self.rules,
-            self.reader,
-            self.triggers,
-            self.history,
-            self.deferrals,
+            ResolverStores(
+                self.rules, self.reader, self.triggers, self.history, self.deferrals, partitions=self.partitions
+            ),
             clock=lambda: self.now,
             observer=None,
-            partitions=self.partitions,
         )
 
     def commit(self, asset: str, sid: int, *days: str, **fields: Any) -> None:
@@ -195,15 +192,12 @@ def test_a_long_backlog_claims_a_bounded_number_per_invocation_and_defers_the_re
     days = [f"d{i:03d}" for i in range(150)]
     lake = Lake(daily())
     lake.resolve = ResolveAssetChange(
-        lake.rules,
-        lake.reader,
-        lake.triggers,
-        lake.history,
-        lake.deferrals,
+        ResolverStores(
+            lake.rules, lake.reader, lake.triggers, lake.history, lake.deferrals, partitions=lake.partitions
+        ),
+        limits=ResolverLimits(max_claims_per_group=100),
         clock=lambda: lake.now,
         observer=None,
-        partitions=lake.partitions,
-        max_claims_per_group=100,
     )
     lake.commit(ORDERS, 1, *days)
     lake.commit(PAYMENTS, 2, *days)

@@ -10,7 +10,7 @@ from lakehook.domain.state import AssetState
 from lakehook.domain.time import ms_to_iso
 from lakehook.usecases.coverage import RecordCoverage
 from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.resolve import ResolveAssetChange
+from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores
 from lakehook.usecases.rules import ManageRules
 from tests.fakes.memory_coverage import InMemoryCoverageStore
 from tests.unit.test_resolve_usecase import START, World, rule
@@ -29,14 +29,11 @@ class CoverageWorld(World):
         self.coverage = InMemoryCoverageStore()
         self.ingest = IngestEvents(self.store, clock=lambda: self.now, coverage=RecordCoverage(self.coverage))
         self.resolve = ResolveAssetChange(
-            self.rules,
-            self.reader,
-            self.triggers,
-            self.history,
-            self.deferrals,
+            ResolverStores(
+                self.rules, self.reader, self.triggers, self.history, self.deferrals, coverage=self.coverage
+            ),
             clock=lambda: self.now,
             observer=None,
-            coverage=self.coverage,
         )
         self.manage = ManageRules(
             self.rules,

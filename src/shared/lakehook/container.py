@@ -314,19 +314,19 @@ class Container:
         """A rule's error is what the domain calls one, or a request DynamoDB refused for its content; every
         other error fails the batch so Lambda retries it."""
         from lakehook.adapters.aws import is_rejected_by_data
-        from lakehook.usecases.resolve import ResolveAssetChange, is_rule_error
+        from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores, is_rule_error
 
-        return ResolveAssetChange(
+        stores = ResolverStores(
             self.rule_store,
             self.state_reader,
             self.trigger_store,
             self.state_history,
             self.deferral_store,
             coverage=self.coverage_store,
-            rule_error=lambda exc: is_rule_error(exc) or is_rejected_by_data(exc),
-            poll_queue=self.work_queue if self.settings.poll_queue_url else None,
             partitions=self.partition_store,
+            poll_queue=self.work_queue if self.settings.poll_queue_url else None,
         )
+        return ResolveAssetChange(stores, rule_error=lambda exc: is_rule_error(exc) or is_rejected_by_data(exc))
 
     @part
     def sweeper(self) -> SweepDeferred:
