@@ -75,6 +75,7 @@ from lakehook.ports.rules import (
     TriggerStore,
 )
 from lakehook.usecases.coverage import coverage_of_groups
+from lakehook.usecases.late_versions import ran_for_group
 from lakehook.usecases.resolve_partitions import PartitionResolution, Touched, touched_of_states
 
 READY_METRIC = "lakehouse_asset_dependency_ready_total"
@@ -750,8 +751,9 @@ class ResolveAssetChange:
         """Record a SKIPPED ``late`` trigger for each snapshot of this batch that an EACH_VERSION group ran past
         before the snapshot was known (:mod:`lakehook.domain.late_versions`): it cannot run in order any more.
 
-        Before the snapshot enters the log: a snapshot already logged was known in time (it ran, or runs), and a
-        redelivered record of it finds it logged. The skip's key is the version's, so a retry writes it once."""
+        Before the snapshot enters the log: a snapshot already logged was known in time (it ran, or runs), unless
+        another group's claim logged it (``ran_for_group`` asks this group's runs), and a redelivered record of it
+        finds it logged. The skip's key is the version's, so a retry writes it once."""
         late = [
             found
             for rule, group in work
@@ -766,8 +768,10 @@ class ResolveAssetChange:
             if where not in logged:
                 after = self._history.snapshots_after(item.asset_key, item.record.order - 1, 1)
                 logged[where] = bool(after) and after[0].record.order == item.record.order
-            if logged[where]:
-                continue
+            if logged[where] and ran_for_group(
+                self._triggers, item.rule.rule_id, item.group_id, item.asset_key, item.record
+            ):
+                continue  # a claim logged it: this group ran it before its push came (its quality verdict named it)
             cursor = cursors[(item.rule.rule_id, item.group_id)]
             skip = item.trigger(cursor, now)
             if self._triggers.put_replay(skip):
