@@ -7,8 +7,9 @@ add one history query per member that has versions between the cursor and now it
 members gated on quality checks one batched read of the checks on the logged snapshots whose verdict
 the state does not hold (their ``QUALITY_CHECK_*`` event items, addressed by identity). A late snapshot a
 group already ran past costs one log query and one put: the SKIPPED trigger that records it
-(:mod:`lakehook.domain.late_versions`); a claim pinning a snapshot the log does not hold yet one put that logs it,
-so its event's record, when it comes, is not taken for a late one.
+(:mod:`lakehook.domain.late_versions`), and, when the log holds it (a claim pinned it on its quality verdict), a
+page of the rule's triggers, to tell whether this group ran it; a claim pinning a snapshot the log does not hold
+yet one put that logs it, so its event's record, when it comes, is not taken for a late one.
 
 Catch-up. A group stepping through windows and behind the newest closed one starts at most the rule's
 ``maxRunsPerEvaluation`` of them per evaluation (a minute, :data:`lakehook.domain.triggers.CATCH_UP_PERIOD_MS`,
