@@ -12,7 +12,12 @@ log does not hold), and the group's own triggers tell which group (``domain.late
 
 from __future__ import annotations
 
+from typing import Any
+
 from lakehook.domain.events import IngestStatus
+from lakehook.domain.late_versions import ran_among
+from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus
+from lakehook.domain.versions import SnapshotRecord
 from tests.unit.test_explain_agrees import ExplainMachine
 from tests.unit.test_resolve_usecase import World, rule
 
@@ -96,3 +101,26 @@ def test_a_late_snapshot_no_verdict_named_first_is_still_skipped_by_a_group_past
     assert "already triggered" not in answer.reason
     world.deliver()
     assert set(world.skipped("checked")) == {1}
+
+
+def _trigger(sid: int, status: TriggerStatus = TriggerStatus.SUCCEEDED, **fields: Any) -> Trigger:
+    return Trigger(
+        triggerKey=fields.pop("key", f"r.g.{sid}.{status.value}"),
+        ruleId="r",
+        groupId=fields.pop("group", "g"),
+        status=status,
+        inputs=(PinnedInput(assetKey=A, snapshotId=sid),),
+        createdAt=0,
+        updatedAt=0,
+        **fields,
+    )
+
+
+def test_ran_among_reads_the_groups_runs_newest_first_until_an_older_version() -> None:
+    late = SnapshotRecord(snapshot_id=4, order=4)
+    skip = _trigger(4, TriggerStatus.SKIPPED, key="r.g.late.x")  # a late skip of 4 is no run, and no answer
+    assert ran_among([skip, _trigger(6), _trigger(2, replayOf="r.g.2"), _trigger(4)], "g", A, late) is True
+    assert ran_among([_trigger(6), _trigger(4, group="other")], "g", A, late) is None  # another group's run
+    assert ran_among([_trigger(6), _trigger(3), _trigger(4)], "g", A, late) is False  # the group's claims are in order
+    assert ran_among([_trigger(4, TriggerStatus.SKIPPED)], "g", A, late) is False  # skipped (a backfill), not run
+    assert ran_among([], "g", A, late) is None
