@@ -88,6 +88,26 @@ def test_a_late_push_of_the_version_the_group_holds_says_it_already_triggered() 
     assert world.skipped("checked") == {}
 
 
+def test_a_verdict_on_an_unreported_snapshot_older_than_the_state_then_its_late_push() -> None:
+    """The case a block on "no snapshot reported yet, or a verdict ahead of the newest" would not catch: 2 is
+    reported, then a verdict names the unreported 1, which runs; once 2 ran too, 1's push says it already ran."""
+    world = _world()
+    world.snap(A, 2)
+    world.push("QUALITY_CHECK_PASSED", A, snapshotId=1)
+    world.deliver()
+    world.push("QUALITY_CHECK_PASSED", A, snapshotId=2)
+    world.deliver()
+    assert world.claimed("checked") == [[1], [2]]
+    world.snap(A, 1)
+    answer = world.answers[-1]
+    assert answer.reason is not None
+    assert "version 1 already triggered rule checked, before this push" in answer.reason
+    assert "will not run for rule checked" not in answer.reason
+    world.deliver()
+    assert world.skipped("checked") == {}
+    assert world.claimed("checked") == [[1], [2]]
+
+
 def test_a_late_snapshot_no_verdict_named_first_is_still_skipped_by_a_group_past_it() -> None:
     world = _world()
     world.snap(A, 2)
