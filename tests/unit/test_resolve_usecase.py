@@ -39,10 +39,10 @@ class World:
         for r in rules:
             self.rules.put_rule(r, self.now)
         self.triggers = triggers or InMemoryTriggerStore()
-        late = LateSnapshotNotice(self.rules, self.triggers)
+        self.history = InMemoryStateHistory()
+        late = LateSnapshotNotice(self.rules, self.triggers, self.history)
         self.ingest = IngestEvents(self.store, clock=lambda: self.now, late=late)
         self.answers: list[EventResult] = []  # every push's answer, in order
-        self.history = InMemoryStateHistory()
         self.deferrals = InMemoryDeferralStore()
         self.reader = InMemoryStateReader(
             self.store.get_state, self.triggers, events=lambda: [e.event for e in self.store.events.values()]

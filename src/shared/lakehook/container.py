@@ -166,7 +166,7 @@ class Container:
     def late_snapshot_notice(self) -> LateSnapshotNotice:
         from lakehook.usecases.late_versions import LateSnapshotNotice
 
-        return LateSnapshotNotice(self.rule_store, self.trigger_store)
+        return LateSnapshotNotice(self.rule_store, self.trigger_store, self.state_history)
 
     @part
     def register_producer(self) -> RegisterProducer:

@@ -6,7 +6,9 @@ across rules). ``EACH_VERSION`` rules add one history query per member that has 
 now it did not see, one snapshot-log query per member stepping by snapshot whose state is past the cursor, the
 trigger each group's cursor names (head of line), and, for members gated on quality checks, one batched read of
 the checks on the logged snapshots whose verdict the state does not hold. A late snapshot a group already ran past
-costs one log query (is it logged already?). A group with coverage members reads its intervals once.
+costs one log query (is it logged already?) and, when the log holds it (a claim pinned it on its quality verdict),
+a page of the rule's triggers, to tell whether this group ran it. A group with coverage members reads its intervals
+once.
 
 What is read here is all the plan (:mod:`lakehook.usecases.resolve_plan`) decides on; the writes come after, in
 :mod:`lakehook.usecases.resolve_apply`. So every read sees the store as the batch found it: the snapshot log, for
@@ -28,6 +30,7 @@ from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger
 from lakehook.domain.versions import LoggedSnapshot, SnapshotLog, SnapshotRecord, Verdict, lineage_of
 from lakehook.ports.rules import Deferral, GroupRef, ResolutionInputs, StateChange
 from lakehook.usecases.coverage import coverage_of_groups
+from lakehook.usecases.late_versions import ran_for_group
 from lakehook.usecases.resolve_partitions import Touched, touched_of_states
 from lakehook.usecases.resolve_report import ResolverLimits, ResolverStores
 
@@ -222,8 +225,10 @@ class GatherInputs:
         self, work: Work, recorded: Mapping[str, Sequence[SnapshotRecord]], cursors: Mapping[GroupRef, GroupCursor]
     ) -> list[LateVersion]:
         """The snapshots of this batch an EACH_VERSION group ran past before they were known
-        (:mod:`lakehook.domain.late_versions`), unless already logged: one logged was known in time (it ran, or
-        runs), and a redelivered record of one finds it logged. One log query per such snapshot."""
+        (:mod:`lakehook.domain.late_versions`), unless already logged and run by this group: one logged was known
+        in time (it ran, or runs) unless another group's claim logged it (it pinned it on its quality verdict;
+        ``ran_for_group`` asks this group's runs), and a redelivered record of one finds it logged. One log query
+        per such snapshot, and a page of the rule's triggers when the log holds it."""
         late = [
             found
             for rule, group in work
@@ -238,7 +243,12 @@ class GatherInputs:
             if where not in logged:
                 after = self._stores.history.snapshots_after(item.asset_key, item.record.order - 1, 1)
                 logged[where] = bool(after) and after[0].record.order == item.record.order
-        return [item for item in late if not logged[(item.asset_key, item.record.order)]]
+        return [
+            item
+            for item in late
+            if not logged[(item.asset_key, item.record.order)]
+            or not ran_for_group(self._stores.triggers, item.rule.rule_id, item.group_id, item.asset_key, item.record)
+        ]
 
     # --- EACH_VERSION: state history -----------------------------------------------------------------
 
