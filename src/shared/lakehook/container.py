@@ -363,6 +363,7 @@ class Container:
             secret_names=self.settings.secret_names,
             producer_secrets=self.settings.producer_secrets,
             aliases=self.alias_store,
+            partitions=self.partition_store,
         )
 
     # --- triggers and dispatch: DispatcherFunction, TriggerRedriveFunction, the trigger and run routes ------

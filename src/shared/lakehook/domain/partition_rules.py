@@ -220,3 +220,22 @@ def validate_partition_by(value: tuple[str, ...]) -> tuple[str, ...]:
     if twice:
         raise ValueError(f"partitionBy names {twice[0]!r} twice")
     return tuple(names)
+
+
+def group_partition_key(value: object, partition_by: tuple[str, ...]) -> str:
+    """``value`` as one partition key of a group keyed on ``partition_by`` (its fields, in that order), canonical as
+    lakehook writes keys; a ValueError says what is wrong and what to send (``dt=2026-12-01``)."""
+    shape = "/".join(f"{f}=<value>" for f in partition_by)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"partition must be a partition key of the group's partitionBy: {shape}")
+    try:
+        fields = parse_partition_key(value)
+    except PartitionKeyError as exc:
+        raise ValueError(f"partition is not a partition key ({exc}); send {shape}") from exc
+    names = tuple(n for n, _ in fields)
+    if names != partition_by:
+        raise ValueError(
+            f"partition {value[:80]!r} names the fields {', '.join(names)}; the group's partitions are keyed on "
+            f"{', '.join(partition_by)}, in that order: {shape}"
+        )
+    return format_partition_key(fields)

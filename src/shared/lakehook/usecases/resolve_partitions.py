@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from lakehook.domain.errors import ConflictError, ValidationError
 from lakehook.domain.evaluation import GroupEvaluation, Status
 from lakehook.domain.partition_evaluation import (
     FactKey,
@@ -19,13 +20,21 @@ from lakehook.domain.partition_evaluation import (
     evaluate_partition,
     fact_keys,
     facts_of,
+    member_keys,
     partition_of_fact,
     summarize,
 )
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Rule
 from lakehook.domain.state import AssetState
-from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus, partition_cursor_id, trigger_key
+from lakehook.domain.triggers import (
+    GroupCursor,
+    PinnedInput,
+    Trigger,
+    TriggerStatus,
+    partition_cursor_id,
+    trigger_key,
+)
 from lakehook.domain.versions import SnapshotRecord
 from lakehook.observability import logger
 from lakehook.ports.partitions import PartitionStore
@@ -46,6 +55,49 @@ def touched_of_states(states: Mapping[str, AssetState]) -> dict[str, list[tuple[
         if parts is not None and data is not None and parts.order == data.order:
             found.setdefault(key, []).append((data, parts))
     return found
+
+
+def partition_pins(
+    store: PartitionStore | None, group: Group, partition: str, states: Mapping[str, AssetState]
+) -> dict[str, PinnedInput]:
+    """What a manual run of ``partition`` pins for each partitioned member of ``group`` (by asset key): the newest
+    data commit touching it (a rollup: the newest of its units, once every unit has one), from the kept facts and
+    those the members' newest commits bring (``latestPartitions``, as an evaluation takes them). A member with no
+    such commit is a ConflictError naming it; a partition a rollup cannot cut into units, a ValidationError."""
+    wanted = {m.asset_key: member_keys(group, m, partition) for m in group.partitioned_members}
+    for asset, keys in wanted.items():
+        if not keys:
+            raise ValidationError(
+                f"partition {partition!r} is no partition {asset} rolls up: its value is not of the member's grain",
+                field="partition",
+            )
+    every = {k for keys in wanted.values() for k in keys}
+    facts = store.facts(every) if store is not None else {}
+    for fact in _facts_of_states(group, states):
+        if fact.key in every and fact.newer_than(facts.get(fact.key)):
+            facts[fact.key] = fact
+    pins: dict[str, PinnedInput] = {}
+    for asset, keys in wanted.items():
+        missing = [k[2] for k in keys if k not in facts]
+        if missing:
+            shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+            which = partition if len(keys) == 1 else f"{len(missing)} of the {len(keys)} units of {partition} ({shown})"
+            raise ConflictError(
+                f"member {asset} has no data commit touching {which} yet; a manual run of a partition pins one "
+                "for each partitioned member"
+            )
+        pins[asset] = max((facts[k] for k in keys), key=lambda f: f.order).pin()
+    return pins
+
+
+def _facts_of_states(group: Group, states: Mapping[str, AssetState]) -> list[PartitionFact]:
+    """The facts the states' newest data commits give ``group`` (``latestPartitions``)."""
+    return [
+        fact
+        for key, found in touched_of_states(states).items()
+        for record, parts in found
+        for fact in facts_of(group, key, parts, record)
+    ]
 
 
 class PartitionResolution:
