@@ -143,7 +143,7 @@ def evaluate_partition(
         wanted = member_keys(group, member, partition)
         found = [facts[k] for k in wanted if k in facts]
         if wanted and len(found) < len(wanted):  # a rollup missing units (or a partition of no commit yet)
-            members.append(_incomplete(member, partition, wanted, found))
+            members.append(_incomplete(member, partition, wanted, found, _coverage_of(group, member)))
             continue
         fact = max(found, key=lambda f: f.order, default=None)
         members.append(_partitioned(member, partition, fact, cursor))
@@ -157,8 +157,20 @@ def evaluate_partition(
     return verdict
 
 
-def _incomplete(member: Member, partition: str, wanted: list[FactKey], found: list[PartitionFact]) -> MemberEvaluation:
-    if len(wanted) == 1:
+def _coverage_of(group: Group, member: Member) -> str:
+    """`` (hours 06 to 21)`` for a rollup over a range of its units; empty for one over every unit."""
+    assert member.partition is not None and group.partition_by is not None
+    rollup = member.partition.rollup_field(group.partition_by)
+    source = member.partition.source(rollup) if rollup is not None else None
+    if source is None or source.coverage is None or source.grain is None:
+        return ""
+    return f" ({source.coverage.describe(source.grain)})"
+
+
+def _incomplete(
+    member: Member, partition: str, wanted: list[FactKey], found: list[PartitionFact], coverage: str = ""
+) -> MemberEvaluation:
+    if len(wanted) == 1 and not coverage:
         reason = f"no data commit has touched {partition} yet"
         return MemberEvaluation(
             member.asset_key, Status.WAITING_FOR_PARTITION, None, {}, {"partition": partition}, reason
@@ -166,7 +178,7 @@ def _incomplete(member: Member, partition: str, wanted: list[FactKey], found: li
     have = {f.partition for f in found}
     missing = [k for _, _, k in wanted if k not in have]
     shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-    reason = f"{len(found)} of the {len(wanted)} units of {partition} have a data commit; missing {shown}"
+    reason = f"{len(found)} of the {len(wanted)} units of {partition}{coverage} have a data commit; missing {shown}"
     current = {"units": len(found), "missing": missing[:24]}
     required = {"partition": partition, "units": len(wanted)}
     return MemberEvaluation(member.asset_key, Status.WAITING_FOR_PARTITION, None, current, required, reason)
