@@ -168,11 +168,14 @@ def test_the_store_keeps_facts_advance_only_and_clears_pending_only_under_its_ma
     assert store.facts([newer.key, ("delta://lake/ods/orders", "m2", "dt=2026-12-01")]) == {newer.key: newer}
 
     store.mark_pending("r", "g", ["dt=2026-12-01", "dt=2026-12-02"], 10)
+    assert store.pending_since("r", "g", 10) == {"dt=2026-12-01": 10, "dt=2026-12-02": 10}
+    assert store.pending_since("r", "g", 1) == {"dt=2026-12-01": 10}  # one page, the lowest keys first
     first = store.pending("r", "g", 10)
     assert list(first) == ["dt=2026-12-02", "dt=2026-12-01"] and store.count_pending("r", "g") == 2
     store.mark_pending("r", "g", ["dt=2026-12-02"], 11)  # a racing resolver found it pending again
     store.clear_pending("r", "g", first)
     assert list(store.pending("r", "g", 10)) == ["dt=2026-12-02"]
+    assert store.pending_since("r", "g", 10) == {"dt=2026-12-02": 11}
     assert store.pending("r", "other", 10) == {}
 
 

@@ -345,6 +345,7 @@ class Container:
             self.asset_registry,
             self.state_reader,
             evaluate=lambda rule: self.resolver.evaluate(rule, claim=False).verdicts,
+            partitions=self.partition_store,
         )
 
     @part

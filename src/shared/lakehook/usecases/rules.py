@@ -374,7 +374,7 @@ class ManageRules:
             "lastError": error_to_api(stored.last_error),
             "evaluatedAt": ms_to_iso(self._clock()),
         }
-        overdue = overdue_of_rule(stored, cursors, self._registry, self._reader, self._clock())
+        overdue = overdue_of_rule(stored, cursors, self._registry, self._reader, self._clock(), self._partitions)
         if overdue is not None:  # the rule or a member promises freshness
             answer["freshness"] = overdue.to_api()
         return answer
