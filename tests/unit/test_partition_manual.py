@@ -271,3 +271,13 @@ def test_a_replay_of_a_partitions_run_keeps_its_partition_in_the_trigger_key_man
     # a second replay: the next epoch, the same partition
     second = replayer(lake).replay(original.trigger_key).replay
     assert second is not None and second.partition == original.partition and second.replay_epoch == 2
+
+
+@pytest.mark.parametrize("partition", ["dt=2026-12", "dt=20788", "dt=__HIVE_DEFAULT_PARTITION__", "dt=2026-12-01-10"])
+def test_a_value_that_is_no_time_value_of_a_members_grain_is_a_400_naming_partition(partition: str) -> None:
+    clicks = {"assetKey": CLICKS, "partition": {"fields": {"dt": {"field": "ts_hour", "grain": "day"}}}}
+    lake = Lake(daily({"assetKey": ORDERS, "partition": {}}, clicks))
+    with pytest.raises(ValidationError) as caught:
+        force(lake, partition)
+    assert caught.value.field == "partition" and f"is no partition of {CLICKS}" in str(caught.value)
+    assert "is no day (2026-12-01)" in str(caught.value)

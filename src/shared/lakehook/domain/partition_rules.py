@@ -44,6 +44,7 @@ _GRAIN_FORMS: dict[Grain, re.Pattern[str]] = {
 }
 _GRAIN_LENGTH = {Grain.YEAR: 4, Grain.MONTH: 7, Grain.DAY: 10, Grain.HOUR: 13}
 _FINER = {Grain.YEAR: Grain.MONTH, Grain.MONTH: Grain.DAY, Grain.DAY: Grain.HOUR}
+_EXAMPLES = {Grain.YEAR: "2026", Grain.MONTH: "2026-12", Grain.DAY: "2026-12-01", Grain.HOUR: "2026-12-01-10"}
 
 
 # A rollup's coverage [from, to) of its units, as the units' values are written: hours 0..23 of a day, days 1..31 of
@@ -252,6 +253,21 @@ class MemberPartition(BaseModel):
         span = self.source(rollup).coverage
         units = [u for u in units_of(value, grain) if span is None or span.holds(u)]
         return [format_partition_key([(n, u if n == rollup else v) for n, v in values]) for u in units]
+
+    def misfit(self, partition: str, partition_by: tuple[str, ...]) -> str | None:
+        """Why ``partition`` (a key of the group's fields) can be no partition of this member's mapping: a field the
+        member cuts to a time grain whose value is no time value of that grain; None when it can be one."""
+        try:
+            values = dict(parse_partition_key(partition))
+        except PartitionKeyError as exc:
+            return str(exc)
+        for name in partition_by:
+            grain = self.source(name).grain
+            value = values.get(name)
+            if grain is not None and (value is None or grain_of(value) is not grain):
+                shown = "null" if value is None else repr(value[:40])
+                return f"{name} {shown} is no {grain.value} ({_EXAMPLES[grain]}), the grain the member cuts it to"
+        return None
 
     def partition_of(self, fact_key: str, partition_by: tuple[str, ...]) -> str:
         """The group's partition a fact key belongs to (a rollup's unit cut to its partition)."""

@@ -64,31 +64,42 @@ def partition_pins(
     """What a manual run of ``partition`` pins for each partitioned member of ``group`` (by asset key): the newest
     data commit touching it (a rollup: the newest of its units, once every unit has one), from the kept facts and
     those the members' newest commits bring (``latestPartitions``, as an evaluation takes them). A member with no
-    such commit is a ConflictError naming it; a partition a rollup cannot cut into units, a ValidationError."""
+    such commit is a ConflictError naming it; a partition that can be none of a member's, a ValidationError."""
+    _check_fits(group, partition)
     wanted = {m.asset_key: member_keys(group, m, partition) for m in group.partitioned_members}
-    for asset, keys in wanted.items():
-        if not keys:
-            raise ValidationError(
-                f"partition {partition!r} is no partition {asset} rolls up: its value is not of the member's grain",
-                field="partition",
-            )
     every = {k for keys in wanted.values() for k in keys}
     facts = store.facts(every) if store is not None else {}
     for fact in _facts_of_states(group, states):
         if fact.key in every and fact.newer_than(facts.get(fact.key)):
             facts[fact.key] = fact
-    pins: dict[str, PinnedInput] = {}
-    for asset, keys in wanted.items():
-        missing = [k[2] for k in keys if k not in facts]
-        if missing:
-            shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-            which = partition if len(keys) == 1 else f"{len(missing)} of the {len(keys)} units of {partition} ({shown})"
-            raise ConflictError(
-                f"member {asset} has no data commit touching {which} yet; a manual run of a partition pins one "
-                "for each partitioned member"
+    return {asset: _newest(asset, partition, keys, facts) for asset, keys in wanted.items()}
+
+
+def _check_fits(group: Group, partition: str) -> None:
+    """A ValidationError naming ``partition`` when it can be no partition of a partitioned member's mapping (a value
+    that is no time value of the grain the member cuts it to)."""
+    assert group.partition_by is not None
+    for member in group.partitioned_members:
+        assert member.partition is not None
+        misfit = member.partition.misfit(partition, group.partition_by)
+        if misfit is not None:
+            raise ValidationError(
+                f"partition {partition!r} is no partition of {member.asset_key}: {misfit}", "partition"
             )
-        pins[asset] = max((facts[k] for k in keys), key=lambda f: f.order).pin()
-    return pins
+
+
+def _newest(asset: str, partition: str, keys: Sequence[FactKey], facts: Mapping[FactKey, PartitionFact]) -> PinnedInput:
+    """The pin of the newest of a member's facts for the partition (its units, for a rollup); a ConflictError naming
+    the member when one is missing."""
+    missing = [k[2] for k in keys if k not in facts]
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        which = partition if len(keys) == 1 else f"{len(missing)} of the {len(keys)} units of {partition} ({shown})"
+        raise ConflictError(
+            f"member {asset} has no data commit touching {which} yet; a manual run of a partition pins one for each "
+            "partitioned member"
+        )
+    return max((facts[k] for k in keys), key=lambda f: f.order).pin()
 
 
 def _facts_of_states(group: Group, states: Mapping[str, AssetState]) -> list[PartitionFact]:
