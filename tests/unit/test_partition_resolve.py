@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakehook.domain.errors import ValidationError
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
 from lakehook.domain.partitions import canonical_partition_key, format_partition_key
 from lakehook.domain.rules import Rule
@@ -325,13 +323,6 @@ def test_explain_calls_ready_exactly_the_partitions_the_resolver_then_claims(
     assert ready >= {f"dt={d}" for d in unhandled}  # the newest commit's days, known from the state
     last = manage(lake).explain("daily")["groups"][0]["lastTrigger"]
     assert (last is None) == (not lake.runs())  # the group's newest run (of any partition), if it ran
-
-
-def test_a_manual_run_of_a_partitioned_group_is_refused_naming_force() -> None:
-    lake = Lake(daily())
-    with pytest.raises(ValidationError) as caught:
-        manage(lake).evaluate("daily", {"force": True})
-    assert caught.value.field == "force" and "partitionBy" in str(caught.value)
 
 
 def hourly(lake: Lake, sid: int, *hours: str) -> None:

@@ -345,6 +345,7 @@ class Container:
             self.asset_registry,
             self.state_reader,
             evaluate=lambda rule: self.resolver.evaluate(rule, claim=False).verdicts,
+            partitions=self.partition_store,
         )
 
     @part
@@ -363,6 +364,7 @@ class Container:
             secret_names=self.settings.secret_names,
             producer_secrets=self.settings.producer_secrets,
             aliases=self.alias_store,
+            partitions=self.partition_store,
         )
 
     # --- triggers and dispatch: DispatcherFunction, TriggerRedriveFunction, the trigger and run routes ------

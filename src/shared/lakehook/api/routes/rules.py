@@ -94,7 +94,9 @@ def explain_rule(ruleId: RuleId) -> Response[str]:
     summary="Evaluate a rule now, and claim what is ready",
     description="The resolver's own evaluation: what is ready is claimed (the same versions give the same key, "
     'so repeating it claims nothing new). With {"force": true} a manual run of the current versions under a '
-    "key of its own; 409 while one for the same versions is in flight. Answers the explanation and the keys claimed. "
+    "key of its own; 409 while one for the same versions is in flight. A partitioned group's manual run is of one "
+    'partition ({"force": true, "partition": "dt=2026-12-01"}): it pins the newest data commit touching it of each '
+    "partitioned member (409 naming a member that has none). Answers the explanation and the keys claimed. "
     "A forced run under an Idempotency-Key is recorded with its answer: the same request repeated answers it again "
     "(Idempotent-Replayed: true) and starts nothing; another request under the key is a 409 IDEMPOTENCY_KEY_REUSED.",
     tags=["rules"],
