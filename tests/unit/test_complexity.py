@@ -13,15 +13,6 @@ LIMIT = 20  # grade C ends here; D starts at 21
 ROOT = Path(__file__).resolve().parents[2] / "src" / "shared" / "lakehook"
 PACKAGES = ("domain", "usecases")
 
-# TRANSITIONAL: the partition path is being split by another branch (i25-rules); until it lands these two stay over
-# the limit. The lead empties this set at merge. Each name must still be over the limit, so the set cannot go stale.
-TRANSITIONAL = frozenset(
-    {
-        "domain.partition_evaluation._decide",
-        "usecases.resolve_partitions.PartitionResolution.resolve",
-    }
-)
-
 
 def _functions(blocks: list[Function | Class]) -> Iterator[Function]:
     """Every function and method, closures and nested classes' methods included."""
@@ -48,15 +39,9 @@ def _measured() -> dict[str, int]:
 
 
 def test_no_function_of_the_domain_or_use_cases_is_above_grade_c() -> None:
-    over = {name: c for name, c in _measured().items() if name not in TRANSITIONAL}
+    over = dict(_measured())
     listed = "\n".join(f"  {name}: {c}" for name, c in sorted(over.items(), key=lambda item: -item[1]))
     assert not over, f"above radon grade C (complexity > {LIMIT}); split them into named steps:\n{listed}"
-
-
-def test_every_transitional_exception_is_still_over_the_limit() -> None:
-    measured = _measured()
-    stale = sorted(name for name in TRANSITIONAL if name not in measured)
-    assert not stale, f"no longer above grade C (or gone): remove from TRANSITIONAL: {stale}"
 
 
 def test_the_walk_sees_methods_closures_and_a_function_over_the_limit() -> None:
