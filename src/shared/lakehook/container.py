@@ -155,7 +155,7 @@ class Container:
 
         return IngestEvents(
             self.asset_store,
-            coverage=RecordCoverage(self.coverage_store),
+            coverage=RecordCoverage(self.coverage_store, per_partition=self.settings.coverage_per_partition),
             verifications=self.verification_queue,
             readable_spool=self.settings.readable_spool,
             # built on the first late snapshot: the rule and trigger stores stay off the ingest path's cold start

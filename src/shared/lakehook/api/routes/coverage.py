@@ -22,7 +22,15 @@ from lakehook.usecases.coverage import QueryCoverage
 router = APIGatewayRouter()
 
 Instant = Annotated[str, Query(min_length=1, max_length=64, description="ISO 8601 in UTC, or epoch milliseconds")]
-PartitionQuery = Annotated[str | None, Query(alias="partitionKey", max_length=512)]
+PartitionQuery = Annotated[
+    str | None,
+    Query(
+        alias="partitionKey",
+        max_length=512,
+        description="the coverage of the INTERVAL_COVERED events naming this partitionKey (a stack with "
+        "CoveragePerPartition, the default); absent: the asset's, every partition's together",
+    ),
+]
 
 
 def _instant(value: str, name: str) -> int:
@@ -34,8 +42,9 @@ def _instant(value: str, name: str) -> int:
 
 def coverage_query() -> QueryCoverage:
     """The use case over the container's coverage store (an override named ``coverage_store`` in tests)."""
-    store: CoverageStore = current().coverage_store
-    return QueryCoverage(store)
+    container = current()
+    store: CoverageStore = container.coverage_store
+    return QueryCoverage(store, per_partition=container.settings.coverage_per_partition)
 
 
 def answer_body(answer: CoverageAnswer) -> dict[str, object]:
