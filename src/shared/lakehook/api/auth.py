@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
-from lakehook.api.http import is_admin, raw_body, require_admin
+from lakehook.api.http import is_admin, raw_body
 from lakehook.container import current
 from lakehook.domain.errors import AuthenticationError, ValidationError
 from lakehook.domain.signing import PRODUCER_HEADER, SIGNATURE_HEADER
@@ -55,8 +55,12 @@ Authenticator = Callable[[APIGatewayProxyEvent, dict[str, str]], Principal]
 
 
 def admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:
-    """Management credentials, or AuthenticationError."""
-    require_admin(event)
+    """Management credentials, or AuthenticationError: the one check of every management route (a route not in
+    ``ROUTE_AUTHENTICATORS`` gets it; no route checks again)."""
+    if not is_admin(event):
+        if current().settings.admin_token:
+            raise AuthenticationError("management routes need 'Authorization: Bearer <admin token>'")
+        raise AuthenticationError("management routes need an IAM-signed (SigV4) request")
     return Principal(PrincipalKind.ADMIN)
 
 

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
 from lakehook.api.answers import AssetAnswer, AssetPage, AssetStateAnswer, EventPage
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
-from lakehook.api.http import json_response, require_admin
+from lakehook.api.http import json_response
 from lakehook.container import current
 from lakehook.domain.assets import SECRET_REFERENCE_PREFIXES, SECRETS_MANAGER, AssetRegistration, validate_asset_key
 from lakehook.domain.errors import AuthorizationError, NotFoundError, ValidationError
@@ -43,7 +43,6 @@ def _asset_key(value: str) -> str:
     responses=answers({200: ("replaced", AssetAnswer), 201: ("created", AssetAnswer)}, WITH_BODY),
 )
 def put_asset(asset: AssetRegistration, dry_run: DryRun = False) -> Response[str]:
-    require_admin(router.current_event)
     _refuse_producer_secrets(asset)
     container = current()
     _check_source_secrets(asset)
@@ -108,7 +107,6 @@ def _check_source_secrets(asset: AssetRegistration) -> None:
     responses=answers(ok(AssetPage)),
 )
 def list_assets(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
-    require_admin(router.current_event)
     page = current().asset_registry.list_assets(limit, next_token)
     return json_response({"items": [a.to_api() for a in page.items], "nextToken": page.next_token})
 
@@ -121,7 +119,6 @@ def list_assets(limit: Limit = 100, next_token: NextToken = None) -> Response[st
     responses=answers(ok(AssetStateAnswer), ALWAYS, 404),
 )
 def get_state(asset_key: AssetKeyQuery) -> Response[str]:
-    require_admin(router.current_event)
     key = _asset_key(asset_key)
     container = current()
     state = container.asset_store.get_state(key)
@@ -144,7 +141,6 @@ def get_state(asset_key: AssetKeyQuery) -> Response[str]:
     responses=answers(ok(EventPage)),
 )
 def list_events(asset_key: AssetKeyQuery, limit: Limit = 50, next_token: NextToken = None) -> Response[str]:
-    require_admin(router.current_event)
     key = _asset_key(asset_key)
     page = current().asset_store.list_events(key, limit, next_token)
     items = [
