@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from lakehook.usecases.resolve import ResolveAssetChange, SweepDeferred
     from lakehook.usecases.rules import ManageRules
     from lakehook.usecases.spool import VerifySpoolManifest
+    from lakehook.usecases.triggers import ReadTriggers
 
 
 T = TypeVar("T")
@@ -471,6 +472,12 @@ class Container:
         from lakehook.usecases.dispatch import RedriveTriggers
 
         return RedriveTriggers(self.trigger_ledger, self.dispatcher)
+
+    @part
+    def read_triggers(self) -> ReadTriggers:
+        from lakehook.usecases.triggers import ReadTriggers
+
+        return ReadTriggers(self.trigger_store)
 
     @part
     def retry_trigger(self) -> RetryTrigger:

@@ -1,4 +1,5 @@
-"""Manage rules (put/get/list/delete), explain them ("why hasn't it run?"), and list their triggers."""
+"""Manage rules (put/get/list/delete) and explain them ("why hasn't it run?"); their triggers are read by
+``usecases.triggers``."""
 
 from __future__ import annotations
 
@@ -453,29 +454,6 @@ class ManageRules:
             if existing is not None and existing.status is TriggerStatus.TRIGGERING:
                 raise ConflictError(f"a manual run of these versions is in flight: {key}")
         raise ConflictError(f"these versions have had {MAX_MANUAL_RUNS} manual runs already")
-
-    def list_triggers(
-        self, rule_id: str, status: str | None, limit: int, next_token: str | None = None
-    ) -> Page[Trigger]:
-        """The rule's triggers, newest first."""
-        try:
-            validate_id(rule_id, "ruleId")
-        except ValueError as exc:
-            raise ValidationError(str(exc), field="ruleId") from exc
-        wanted: TriggerStatus | None = None
-        if status is not None:
-            try:
-                wanted = TriggerStatus(status)
-            except ValueError as exc:
-                allowed = ", ".join(s.value for s in TriggerStatus)
-                raise ValidationError(f"status must be one of {allowed}", field="status") from exc
-        return self._triggers.list_for_rule(rule_id, wanted, limit, next_token)
-
-    def get_trigger(self, trigger_key: str) -> Trigger:
-        trigger = self._triggers.get(trigger_key)
-        if trigger is None:
-            raise NotFoundError(f"trigger {trigger_key!r} does not exist")
-        return trigger
 
 
 def _skip(trigger: Trigger) -> dict[str, Any]:

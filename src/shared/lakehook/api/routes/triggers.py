@@ -36,7 +36,7 @@ DryRunQuery = Annotated[bool, Query(alias="dryRun", description="answer the pre-
 def list_triggers(
     rule_id: RuleIdQuery, status: StatusQuery = None, limit: Limit = 50, next_token: NextToken = None
 ) -> Response[str]:
-    page = current().manage_rules.list_triggers(rule_id, status, limit, next_token)
+    page = current().read_triggers.list_triggers(rule_id, status, limit, next_token)
     return json_response({"items": [t.to_api() for t in page.items], "nextToken": page.next_token})
 
 
@@ -48,7 +48,7 @@ def list_triggers(
     responses=answers(ok(TriggerAnswer), ALWAYS, 404),
 )
 def get_trigger(triggerKey: TriggerKey) -> Response[str]:
-    return json_response(current().manage_rules.get_trigger(triggerKey).to_api())
+    return json_response(current().read_triggers.get_trigger(triggerKey).to_api())
 
 
 @router.post(
