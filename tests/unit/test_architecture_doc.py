@@ -136,15 +136,22 @@ class Named:
         return "<" not in self.path and self.path.endswith(".py")
 
 
+Chain = tuple[tuple[Named, ...], ...]  # the segments between the arrows, each a few modules
+
+
 @dataclass(frozen=True)
 class Step:
     number: int
     text: str
-    chain: tuple[tuple[Named, ...], ...]  # the segments between the arrows, each a few modules
+    chains: tuple[Chain, ...]  # ``A → B; C → D``: C is called from the chain before it, as B is from A
+
+    @property
+    def chain(self) -> Chain:
+        return self.chains[0]
 
     @property
     def modules(self) -> list[Named]:
-        return [n for segment in self.chain for n in segment]
+        return [n for chain in self.chains for segment in chain for n in segment]
 
     @property
     def starts_on_its_own(self) -> bool:
@@ -154,7 +161,21 @@ class Step:
         return first.startswith(("functions/", "api/routes/", "client/")) or "stream" in self.text
 
 
-CELL = re.compile(r"`([\w/<>.-]+\.py)`(?: \(`([^`]+)`\))?")
+# `path.py` and, optionally, its symbol: (`Name`), (`Name.method`), (`call(args)`), (`Plan` → `Result`: the first)
+CELL = re.compile(r"`([\w/<>.-]+\.py)`(?: \(`([^`]+)`[^)]*\))?")
+
+
+def _split_outside_parentheses(text: str, separator: str) -> list[str]:
+    """``text`` split on ``separator`` where it is not inside (…): ``A (`X` → `Y`) → B`` is two parts."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == separator and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    return [*parts, current]
 
 
 def _symbol(text: str | None) -> str | None:
@@ -171,12 +192,16 @@ def walk() -> list[Step]:
         if not match:
             continue
         number, text, where = int(match.group(1)), match.group(2), match.group(3)
-        chain = tuple(
-            tuple(Named(path, _symbol(symbol)) for path, symbol in CELL.findall(segment))
-            for segment in where.split("→")
+        chains = tuple(
+            tuple(
+                tuple(Named(path, _symbol(symbol)) for path, symbol in CELL.findall(segment))
+                for segment in _split_outside_parentheses(part, "→")
+            )
+            for part in _split_outside_parentheses(where, ";")
         )
-        assert all(chain), f"step {number}: a segment of {where!r} names no module"
-        steps.append(Step(number, text, chain))
+        for chain in chains:
+            assert all(chain), f"step {number}: a segment of {where!r} names no module"
+        steps.append(Step(number, text, chains))
     return steps
 
 
@@ -193,7 +218,35 @@ def reaches(caller: Named, callee: Named) -> bool:
             return True
     if callee.symbol is not None and callee.symbol in _names(caller.file):
         return True
-    return bool(_bases(callee.file) & _names(caller.file))
+    ports = _bases(callee.file)
+    if ports & _names(caller.file):
+        return True  # the caller names the port the callee implements
+    # or calls a method of that port (not one a dict, list, set or str has too: ``.get`` proves nothing)
+    return bool((_port_methods(ports) - BUILTIN_METHODS) & _calls(caller.file))
+
+
+BUILTIN_METHODS = frozenset(dir(dict) + dir(list) + dir(set) + dir(str))
+
+
+@cache
+def _port_methods(ports: frozenset[str]) -> frozenset[str]:
+    """The methods the ports named declare (``ports/*.py``): what a caller reaches an adapter through."""
+    found: set[str] = set()
+    for module in (PACKAGE / "ports").glob("*.py"):
+        for node in _tree(module).body:
+            if isinstance(node, ast.ClassDef) and node.name in ports:
+                found.update(f.name for f in node.body if isinstance(f, ast.FunctionDef) and not f.name.startswith("_"))
+    return frozenset(found)
+
+
+@cache
+def _calls(path: Path) -> frozenset[str]:
+    """The methods the module calls (``x.name(…)``)."""
+    return frozenset(
+        node.func.attr
+        for node in ast.walk(_tree(path))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+    )
 
 
 def _reached(callers: tuple[Named, ...] | list[Named], callees: tuple[Named, ...] | list[Named]) -> bool:
@@ -216,11 +269,15 @@ def test_every_module_and_symbol_the_walk_names_exists(step: Step) -> None:
 
 @pytest.mark.parametrize("step", walk(), ids=lambda s: f"step{s.number}")
 def test_each_arrow_of_a_step_is_a_call_into_the_next_module(step: Step) -> None:
-    for before, after in zip(step.chain, step.chain[1:], strict=False):
-        assert _reached(before, after), (
-            f"step {step.number}: nothing of {[n.path for n in before]} imports, calls or implements a port of "
-            f"{[n.path for n in after]}"
-        )
+    for index, chain in enumerate(step.chains):
+        if index > 0:  # a later chain of the step starts from a module of the chains before it
+            earlier = [n for c in step.chains[:index] for segment in c for n in segment]
+            assert _reached(earlier, chain[0]), f"step {step.number}: nothing before {chain[0][0].path} calls it"
+        for before, after in itertools.pairwise(chain):
+            assert _reached(before, after), (
+                f"step {step.number}: nothing of {[n.path for n in before]} imports, calls or implements a port of "
+                f"{[n.path for n in after]}"
+            )
 
 
 def test_each_step_follows_from_the_one_before_or_starts_on_its_own() -> None:
@@ -236,6 +293,14 @@ def test_each_step_follows_from_the_one_before_or_starts_on_its_own() -> None:
         )
 
 
+def test_a_cell_splits_on_arrows_and_semicolons_outside_parentheses() -> None:
+    where = "`a.py` (`Plan` → `Result`) → `b.py`, `c.py`; `d.py` (`f(x; y)`)"
+    parts = _split_outside_parentheses(where, ";")
+    assert len(parts) == 2 and len(_split_outside_parentheses(parts[0], "→")) == 2
+    assert CELL.findall(parts[0]) == [("a.py", "Plan"), ("b.py", ""), ("c.py", "")]
+    assert _symbol("f(x; y)") == "f" and _symbol("LakehookResolver.resolve") == "resolve"
+
+
 def test_the_order_check_refuses_a_walk_out_of_order() -> None:
     # the checks themselves, on steps the code does not take
     resolve = Named("handlers.py", "handle_stream_batch")
@@ -243,6 +308,9 @@ def test_the_order_check_refuses_a_walk_out_of_order() -> None:
     assert not reaches(ingest, resolve)
     assert reaches(Named("functions/resolver/app.py", None), resolve)
     assert reaches(Named("adapters/dynamodb/asset_store.py", None), Named("adapters/dynamodb/expressions.py", None))
+    # a use case reaches an adapter through its port; a module that only calls dict.get does not
+    assert reaches(Named("usecases/ingest.py", None), Named("adapters/dynamodb/asset_store.py", None))
+    assert not reaches(Named("domain/triggers.py", None), Named("adapters/dynamodb/trigger_store.py", None))
 
 
 # --- the map and the how-tos -------------------------------------------------------------------------
