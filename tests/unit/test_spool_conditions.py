@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lakehook.adapters.dynamodb.state_items import asset_state_from_item
 from lakehook.domain.evaluation import Status, select_member
 from lakehook.domain.rules import Member
 from lakehook.domain.state import AssetState
@@ -124,7 +125,7 @@ def test_a_covered_window_waits_out_its_lateness_then_triggers_without_a_new_eve
 
 
 def state(**attrs: Any) -> AssetState:
-    return AssetState.from_item(SPOOL, {"version": 3, **attrs})
+    return asset_state_from_item(SPOOL, {"version": 3, **attrs})
 
 
 def manifest_member() -> Member:

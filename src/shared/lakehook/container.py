@@ -30,19 +30,23 @@ if TYPE_CHECKING:
     from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, StateReader, TriggerStore
     from lakehook.ports.spool import ObjectStore, SnapshotExistence
     from lakehook.usecases.aliases import ManageAliases
+    from lakehook.usecases.assets import ReadAssetState, RegisterAsset
     from lakehook.usecases.bus_ingest import IngestBusEvents
     from lakehook.usecases.completion import CompleteRun, CompletionTokens
     from lakehook.usecases.dispatch import DispatchPolicy, DispatchTrigger, RedriveTriggers, RetryTrigger
     from lakehook.usecases.freshness import CheckFreshness
     from lakehook.usecases.ingest import IngestEvents
     from lakehook.usecases.late_versions import LateSnapshotNotice
+    from lakehook.usecases.lineage import ReceiveLineage
     from lakehook.usecases.manifests import RecordManifestVerification
     from lakehook.usecases.plan_polls import PlanNotifiedPolls, PlanPolls, RunPollWork
     from lakehook.usecases.producers import PushAuthenticator, RegisterProducer
+    from lakehook.usecases.push import PushEvents
     from lakehook.usecases.replay import ReplayTrigger
     from lakehook.usecases.resolve import ResolveAssetChange, SweepDeferred
     from lakehook.usecases.rules import ManageRules
     from lakehook.usecases.spool import VerifySpoolManifest
+    from lakehook.usecases.triggers import ReadTriggers
 
 
 T = TypeVar("T")
@@ -161,6 +165,36 @@ class Container:
             # built on the first late snapshot: the rule and trigger stores stay off the ingest path's cold start
             late=lambda asset_key, record: self.late_snapshot_notice(asset_key, record),
         )
+
+    @part
+    def push_events(self) -> PushEvents:
+        from lakehook.usecases.push import PushEvents
+
+        return PushEvents(self.ingest, self.alias_store, self.settings.max_events_per_push)
+
+    @part
+    def receive_lineage(self) -> ReceiveLineage:
+        from lakehook.usecases.lineage import ReceiveLineage
+
+        return ReceiveLineage(self.ingest, self.asset_registry, lambda: self.work_queue)
+
+    @part
+    def register_asset(self) -> RegisterAsset:
+        from lakehook.usecases.assets import RegisterAsset
+
+        return RegisterAsset(
+            self.asset_registry,
+            self.secret_store,
+            producer_secrets=self.settings.producer_secrets,
+            secret_names=self.settings.secret_names,
+            url_policy=self.settings.url_policy,
+        )
+
+    @part
+    def read_asset_state(self) -> ReadAssetState:
+        from lakehook.usecases.assets import ReadAssetState
+
+        return ReadAssetState(self.asset_store, self.asset_registry, self.poll_status_store)
 
     @part
     def late_snapshot_notice(self) -> LateSnapshotNotice:
@@ -440,6 +474,12 @@ class Container:
         from lakehook.usecases.dispatch import RedriveTriggers
 
         return RedriveTriggers(self.trigger_ledger, self.dispatcher)
+
+    @part
+    def read_triggers(self) -> ReadTriggers:
+        from lakehook.usecases.triggers import ReadTriggers
+
+        return ReadTriggers(self.trigger_store)
 
     @part
     def retry_trigger(self) -> RetryTrigger:

@@ -1,4 +1,5 @@
-"""Manage rules (put/get/list/delete), explain them ("why hasn't it run?"), and list their triggers."""
+"""Manage rules (put/get/list/delete) and explain them ("why hasn't it run?"); their triggers are read by
+``usecases.triggers``."""
 
 from __future__ import annotations
 
@@ -460,29 +461,6 @@ class ManageRules:
             else _manual_pin(m, states.get(m.asset_key))
             for m in group.members
         )
-
-    def list_triggers(
-        self, rule_id: str, status: str | None, limit: int, next_token: str | None = None
-    ) -> Page[Trigger]:
-        """The rule's triggers, newest first."""
-        try:
-            validate_id(rule_id, "ruleId")
-        except ValueError as exc:
-            raise ValidationError(str(exc), field="ruleId") from exc
-        wanted: TriggerStatus | None = None
-        if status is not None:
-            try:
-                wanted = TriggerStatus(status)
-            except ValueError as exc:
-                allowed = ", ".join(s.value for s in TriggerStatus)
-                raise ValidationError(f"status must be one of {allowed}", field="status") from exc
-        return self._triggers.list_for_rule(rule_id, wanted, limit, next_token)
-
-    def get_trigger(self, trigger_key: str) -> Trigger:
-        trigger = self._triggers.get(trigger_key)
-        if trigger is None:
-            raise NotFoundError(f"trigger {trigger_key!r} does not exist")
-        return trigger
 
 
 def _evaluate_options(body: Any) -> dict[str, Any]:

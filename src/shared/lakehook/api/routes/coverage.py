@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
 from lakehook.api.answers import CoverageReport
 from lakehook.api.contract import MANAGEMENT, answers, ok
-from lakehook.api.http import json_response, require_admin
+from lakehook.api.http import json_response
 from lakehook.api.routes.assets import AssetKeyQuery, _asset_key
 from lakehook.container import current
 from lakehook.domain.coverage import CoverageAnswer
@@ -70,7 +70,6 @@ def answer_body(answer: CoverageAnswer) -> dict[str, object]:
 def get_coverage(
     asset_key: AssetKeyQuery, start: Instant, end: Instant, partition_key: PartitionQuery = None
 ) -> Response[str]:
-    require_admin(router.current_event)
     key = _asset_key(asset_key)
     answer = coverage_query().query(key, _instant(start, "start"), _instant(end, "end"), partition_key)
     return json_response(answer_body(answer))
