@@ -22,7 +22,7 @@ import requests
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from lakehook.api.docs import load_spec
+from lakehook.cli_commands.api_docs import load_spec
 from lakehook.cli import build_parser
 from lakehook.cli_commands.api import ApiClient
 from lakehook.console.allowlist import ROUTES, refusal

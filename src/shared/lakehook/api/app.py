@@ -16,7 +16,7 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode
 
-from lakehook import __version__
+from lakehook.version import __version__
 from lakehook.api.auth import admit, authenticator_for
 from lakehook.api.contract import security_schemes
 from lakehook.api.http import check_body, json_response

@@ -34,7 +34,7 @@ from lakehook.domain.spool import (
     VerificationStatus,
 )
 from lakehook.domain.spool_buckets import ReadableSpool
-from lakehook.domain.spool_format import CHECKSUM_FIELD, MANIFEST_SUFFIX, manifest_checksum, s3_uri
+from lakehook.wire.spool_format import CHECKSUM_FIELD, MANIFEST_SUFFIX, manifest_checksum, s3_uri
 from lakehook.domain.state import SchemaStatus
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import PinnedInput
