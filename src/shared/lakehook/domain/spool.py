@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from lakehook.domain.assets import validate_asset_key
 from lakehook.domain.events import MAX_LONG, AssetEvent, EventType
+from lakehook.domain.time import ms_to_iso, parse_instant_ms
 from lakehook.wire.spool_format import (
     CHECKSUM_FIELD,
     INTERRUPTED,
@@ -29,7 +30,6 @@ from lakehook.wire.spool_format import (
     canonical_json,
     manifest_checksum,
 )
-from lakehook.domain.time import ms_to_iso, parse_instant_ms
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 S3_URI_PATTERN = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/.+$"

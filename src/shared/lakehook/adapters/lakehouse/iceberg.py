@@ -38,7 +38,6 @@ from lakehook.adapters.lakehouse.catalog_cache import CatalogCache
 from lakehook.adapters.lakehouse.credentials import CredentialResolver, ResolvedProperties, properties_fingerprint
 from lakehook.domain.assets import AssetSource
 from lakehook.domain.errors import LakehookError
-from lakehook.wire.iceberg_counts import counts_from_summary
 from lakehook.domain.partitions import TouchedPartitions, format_partition_key
 from lakehook.domain.snapshots import (
     RefKind,
@@ -55,6 +54,7 @@ from lakehook.ports.lakehouse import (
     SourceAccessError,
     TableNotFoundError,
 )
+from lakehook.wire.iceberg_counts import counts_from_summary
 
 WATERMARK_SUMMARY_KEYS = ("lakehook.watermark", "watermark")  # writers may stamp one into the snapshot summary
 _GLUE_NOT_FOUND = {"EntityNotFoundException"}
