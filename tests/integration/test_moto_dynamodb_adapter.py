@@ -445,9 +445,33 @@ def test_a_range_query_hands_moto_only_the_items_its_range_condition_keeps(
             )
             found = [i["SK"]["S"] for i in page["Items"]]
             assert found == (expected or ["EVENT#0010", "EVENT#0011", "EVENT#0012"])
-        assert handed == [3, 3, 2]
+        assert handed == [4, 5, 3]  # the matches, and the nearest item on either side (for Limit's stop)
         monkeypatch.undo()
         client.delete_table(TableName=table)
+
+
+def test_a_range_query_that_takes_limit_items_says_there_may_be_more_as_stock_moto_does(client: Any) -> None:
+    # found by test_adapted_moto_answers_as_stock_moto: moto stops with a LastEvaluatedKey when Limit items are
+    # taken and its walk has any item left, one its range condition refuses too
+    answers = []
+    for adapted in (False, True):
+        table = f"limit-{next(_names)}"
+        with moto_dynamodb.adapted(adapted):
+            _create(client, table, ranged=True)
+            for sk in ("a", "b", "c"):
+                client.put_item(TableName=table, Item={"PK": {"S": "p0"}, "SK": {"S": sk}})
+            request = {"ExpressionAttributeValues": {":h": {"S": "p0"}, ":r": {"S": "b"}}, "Limit": 1}
+            answers.append(
+                [
+                    _answer(client, "query", {**request, "KeyConditionExpression": condition, **order}, table)
+                    for condition in ("PK = :h AND begins_with(SK, :r)", "PK = :h AND SK <= :r", "PK = :h AND SK >= :r")
+                    for order in ({}, {"ScanIndexForward": False})
+                ]
+            )
+            client.delete_table(TableName=table)
+    stock, fast = answers
+    assert fast == stock
+    assert all("LastEvaluatedKey" in answer for answer in stock)  # each stops at its first match
 
 
 def test_a_cancelled_transaction_copies_no_table_and_keeps_the_stream_flowing(

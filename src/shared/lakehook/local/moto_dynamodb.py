@@ -286,7 +286,23 @@ def _partition_range_items(table: Any, hash_key: Any, comparison: str, objects: 
         matches = [i for i in partition.values() if i.range_key.type == "S" and i.range_key.value.startswith(prefix)]
     else:
         matches = [i for i in partition.values() if i.range_key.compare(comparison, objects)]
-    return sorted(matches, key=_all_items_order)
+    return sorted([*matches, *_neighbours(partition.values(), matches)], key=_all_items_order)
+
+
+def _neighbours(items: Any, matches: list[Any]) -> list[Any]:
+    """The nearest item below and above the matches' range keys (a range condition's matches are one run of the
+    sorted partition). moto's query stops with a ``LastEvaluatedKey`` when ``Limit`` matches are taken and any
+    item, matching or not, is left in its walk; these two stand for what is left on either side, and its
+    comparison skips them like every other item that does not match."""
+    if not matches:
+        return []
+    low, high = min(m.range_key for m in matches), max(m.range_key for m in matches)
+    below = [i for i in items if i.range_key < low]
+    above = [i for i in items if i.range_key > high]
+    return [
+        *([max(below, key=lambda i: i.range_key)] if below else []),
+        *([min(above, key=lambda i: i.range_key)] if above else []),
+    ]
 
 
 def _index_candidates(table: Any, attribute: str, value: Any) -> list[Any]:
