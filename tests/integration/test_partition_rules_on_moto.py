@@ -12,14 +12,11 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from lakehook.adapters.lakehouse.factory import snapshot_sources
 from lakehook.container import Container
 from lakehook.domain.assets import AssetRegistration
 from lakehook.handlers import handle_stream_batch
-from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.poll import PollAsset
-from tests.fakes.memory import InMemorySecretStore
 from tests.integration.test_resolver_on_moto import Stream, call
+from tests.pollers import Lake
 from tests.support import RequestCounter
 
 pytestmark = pytest.mark.integration
@@ -36,9 +33,7 @@ class Table:
         self.asset = AssetRegistration.model_validate(
             {"assetKey": self.key, "format": "delta", "source": {"catalog": "lake", "location": self.location}}
         )
-        self.poll = PollAsset(
-            snapshot_sources(InMemorySecretStore()), container.watermark_store, IngestEvents(container.asset_store)
-        )
+        self.poll = Lake(container.table, container=container).poll
         self.rows = 0
 
     def write(self, *days: str, mode: str = "append", predicate: str | None = None) -> None:
