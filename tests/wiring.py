@@ -13,7 +13,6 @@ from typing import Any
 from lakehook.adapters.lakehouse.factory import snapshot_sources
 from lakehook.adapters.targets import REGISTRY
 from lakehook.container import Container
-from lakehook.ports.queue import WorkQueue
 from lakehook.settings import Settings
 from tests.fakes.memory import (
     InMemoryAssetRegistry,
@@ -22,6 +21,7 @@ from tests.fakes.memory import (
     InMemoryProducerRegistry,
     InMemorySecretStore,
     InMemoryWatermarkStore,
+    InMemoryWorkQueue,
 )
 from tests.fakes.memory_coverage import InMemoryCoverageStore, InMemoryObjectStore
 from tests.fakes.memory_dispatch import (
@@ -38,17 +38,6 @@ from tests.fakes.memory_rules import (
     InMemoryStateReader,
     InMemoryTriggerStore,
 )
-
-
-class ListQueue(WorkQueue):
-    """A work queue (the poll queue, the verification queue) as a list."""
-
-    def __init__(self) -> None:
-        self.messages: list[dict[str, Any]] = []
-
-    def send(self, messages: list[dict[str, Any]]) -> int:
-        self.messages.extend(messages)
-        return len(messages)
 
 
 class NoTable:
@@ -73,12 +62,12 @@ def fakes(**parts: Any) -> dict[str, Any]:
         "watermark_store": InMemoryWatermarkStore(),
         "coverage_store": InMemoryCoverageStore(),
         "alias_store": InMemoryAliasStore(),
-        "verification_queue": ListQueue(),
+        "verification_queue": InMemoryWorkQueue(),
         "object_store": InMemoryObjectStore(),
         "poll_status_store": InMemoryPollStatusStore(),
         # the real factory on fake secrets: a lakehouse library loads only when a table of its format is read
         "snapshot_sources": snapshot_sources(secrets),
-        "work_queue": ListQueue(),
+        "work_queue": InMemoryWorkQueue(),
         "rule_store": InMemoryRuleStore(),
         "trigger_store": triggers,
         "state_reader": InMemoryStateReader(

@@ -9,8 +9,10 @@ DynamoDB side runs on in-process moto with the table exactly as template.yaml de
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import boto3
 import pytest
@@ -25,12 +27,14 @@ from lakehook.adapters.dynamodb.poll_status_store import DynamoDBPollStatusStore
 from lakehook.adapters.dynamodb.registry import DynamoDBAssetRegistry, DynamoDBProducerRegistry
 from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
 from lakehook.adapters.dynamodb.state_history import DynamoDBStateHistory
+from lakehook.adapters.dynamodb.state_reader import DynamoDBStateReader
 from lakehook.adapters.dynamodb.trigger_ledger import DynamoDBTriggerLedger
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
 from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
 from lakehook.adapters.s3.manifest_store import S3ManifestStore
 from lakehook.adapters.s3.object_store import S3ObjectStore
 from lakehook.adapters.secrets import SecretsManagerSecretStore
+from lakehook.adapters.sqs import SQSWorkQueue
 from lakehook.domain.spool_format import parse_s3_uri
 from lakehook.ports import AssetRegistry, AssetStore, ProducerRegistry, SecretStore, WatermarkStore
 from lakehook.ports.aliases import AliasStore
@@ -38,7 +42,8 @@ from lakehook.ports.coverage import CoverageStore
 from lakehook.ports.dispatch import ManifestStore, TriggerLedger
 from lakehook.ports.lakehouse import PollStatusStore
 from lakehook.ports.partitions import PartitionStore
-from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, TriggerStore
+from lakehook.ports.queue import WorkQueue
+from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, StateReader, TriggerStore
 from lakehook.ports.spool import ObjectStore
 from tests.fakes.memory import (
     InMemoryAssetRegistry,
@@ -47,6 +52,7 @@ from tests.fakes.memory import (
     InMemoryProducerRegistry,
     InMemorySecretStore,
     InMemoryWatermarkStore,
+    InMemoryWorkQueue,
 )
 from tests.fakes.memory_coverage import InMemoryCoverageStore, InMemoryObjectStore
 from tests.fakes.memory_dispatch import InMemoryAliasStore, InMemoryManifestStore, InMemoryTriggerLedger
@@ -55,6 +61,7 @@ from tests.fakes.memory_rules import (
     InMemoryDeferralStore,
     InMemoryRuleStore,
     InMemoryStateHistory,
+    InMemoryStateReader,
     InMemoryTriggerStore,
 )
 from tests.support import create_table
@@ -82,16 +89,18 @@ class Backend:
     registry: AssetRegistry
     polls: PollStatusStore
     partitions: PartitionStore
+    reader: StateReader  # reads what ``assets`` and ``triggers`` wrote
 
 
 def memory_backend() -> Backend:
     triggers = InMemoryTriggerStore()
+    assets = InMemoryAssetStore()
     return Backend(
         "memory",
         triggers,
         InMemoryTriggerLedger(triggers),
         InMemoryRuleStore(),
-        InMemoryAssetStore(),
+        assets,
         InMemoryWatermarkStore(),
         InMemoryDeferralStore(),
         InMemoryAliasStore(),
@@ -101,6 +110,7 @@ def memory_backend() -> Backend:
         InMemoryAssetRegistry(),
         InMemoryPollStatusStore(),
         InMemoryPartitionStore(),
+        InMemoryStateReader(assets.get_state, triggers, events=lambda: [e.event for e in assets.events.values()]),
     )
 
 
@@ -124,6 +134,7 @@ def dynamodb_backend(table_name: str = CONTRACT_TABLE) -> Backend:
         DynamoDBAssetRegistry(table),
         DynamoDBPollStatusStore(table),
         DynamoDBPartitionStore(table),
+        DynamoDBStateReader(table),
     )
 
 
@@ -252,3 +263,39 @@ def secret_backend(request: pytest.FixtureRequest) -> Iterator[SecretBackend]:
         return
     with mock_aws():
         yield secretsmanager_secrets()
+
+
+@dataclass(frozen=True)
+class QueueBackend:
+    """A WorkQueue, and what a worker receives from it (every message body, as JSON; SQS promises no order)."""
+
+    name: str
+    queue: WorkQueue
+    received: Callable[[], list[dict[str, Any]]]
+
+
+def sqs_queue() -> QueueBackend:
+    """The SQS adapter on a fresh standard queue, as template.yaml's poll queue is (call inside ``mock_aws``)."""
+    client = boto3.client("sqs", region_name="us-east-1")
+    url = client.create_queue(QueueName=f"lakehook-contract-{next(_TABLES)}")["QueueUrl"]
+
+    def received() -> list[dict[str, Any]]:
+        bodies: list[dict[str, Any]] = []
+        while answer := client.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+            bodies += [json.loads(m["Body"]) for m in answer]
+            done = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(answer)]
+            client.delete_message_batch(QueueUrl=url, Entries=done)
+        return bodies
+
+    return QueueBackend("sqs", SQSWorkQueue(client, url), received)
+
+
+@pytest.fixture(params=("memory", "sqs"))
+def queue_backend(request: pytest.FixtureRequest) -> Iterator[QueueBackend]:
+    """The fake, then the SQS adapter on in-process moto."""
+    if request.param == "memory":
+        fake = InMemoryWorkQueue()
+        yield QueueBackend("memory", fake, lambda: list(fake.messages))
+        return
+    with mock_aws():
+        yield sqs_queue()

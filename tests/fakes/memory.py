@@ -26,6 +26,7 @@ from lakehook.ports import (
     WatermarkStore,
 )
 from lakehook.ports.lakehouse import PollStatusStore
+from lakehook.ports.queue import WorkQueue
 
 
 def _page(items: list[Any], limit: int, next_token: str | None, listing: str = "") -> Page[Any]:
@@ -255,3 +256,16 @@ class InMemoryPollStatusStore(PollStatusStore):
     def put(self, status: PollStatus) -> None:
         with self._lock:
             self.statuses[status.asset_key] = status
+
+
+class InMemoryWorkQueue(WorkQueue):
+    """A work queue (the poll queue, the verification queue) as a list of the messages sent, in order."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.messages: list[dict[str, Any]] = []
+
+    def send(self, messages: list[dict[str, Any]]) -> int:
+        with self._lock:
+            self.messages.extend(messages)
+        return len(messages)
