@@ -4,9 +4,10 @@ On in-process moto with the table from template.yaml. A month is 8,640 5-minute 
 two shapes: contiguous (they merge into one span a day) and fragmented (each interval 4 minutes long, so none
 touches the next: 8,640 separate spans and 8,640 gaps, the most a month of 5-minute intervals can make). The
 month is loaded with `add_many` (one write per day); recording single events is measured on a further day,
-one `INTERVAL_COVERED` event at a time through `RecordCoverage`. Request counts are exact; times are medians
-on this machine and include moto's own work per request, so they bound what lakehook adds rather than
-predict DynamoDB latency.
+one `INTERVAL_COVERED` event at a time through `RecordCoverage`, then on the day after with each event naming one
+of four partitions (`partitionKey`), kept per partition as a deployed stack does (`CoveragePerPartition`).
+Request counts are exact; times are medians on this machine and include moto's own work per request, so they
+bound what lakehook adds rather than predict DynamoDB latency.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def _slices(start: int, days: int, length: int) -> list[tuple[int, int]]:
     return [(s, s + length) for s in range(start, start + days * DAY_MS, FIVE_MIN)]
 
 
-def _month(store: Any, recorder: Any, counter: Any, shape: str) -> list[dict[str, Any]]:
+def _month(store: Any, recorder: Any, per_partition: Any, counter: Any, shape: str) -> list[dict[str, Any]]:
     from lakehook.domain.coverage import Span, missing
     from lakehook.domain.events import AssetEvent
 
@@ -125,6 +126,31 @@ def _month(store: Any, recorder: Any, counter: Any, shape: str) -> list[dict[str
         }
     )
 
+    partitioned = [
+        AssetEvent.model_validate(
+            {
+                "eventType": "INTERVAL_COVERED",
+                "assetKey": asset,
+                "partitionKey": f"region=r{i % 4}",
+                "interval": {"start": s + DAY_MS, "end": e + DAY_MS},
+            }
+        )
+        for i, (s, e) in enumerate(day)
+    ]
+    with counter.measure() as calls:
+        began = time.perf_counter()
+        for event in partitioned:
+            per_partition.record(event)
+        per_event_ms = (time.perf_counter() - began) * 1000 / len(partitioned)
+    rows.append(
+        {
+            "case": f"{shape}: record a day of events naming one of 4 partitions, kept per partition (the default)",
+            "requests": round(sum(calls.values()) / len(partitioned), 2),
+            "ms": round(per_event_ms, 2),
+            "detail": f"per event: {_detail(calls, len(partitioned))}; {len(partitioned)} events",
+        }
+    )
+
     sizes = _segment_sizes(store, asset)
     rows.append(
         {
@@ -193,8 +219,9 @@ def run() -> list[dict[str, Any]]:
         counter = RequestCounter().attach(table.meta.client)
         store = DynamoDBCoverageStore(table)
         recorder = RecordCoverage(store, clock=lambda: 1)
+        per_partition = RecordCoverage(store, clock=lambda: 1, per_partition=True)
         for shape in ("contiguous", "fragmented"):
-            rows += _month(store, recorder, counter, shape)
+            rows += _month(store, recorder, per_partition, counter, shape)
     return rows
 
 

@@ -46,7 +46,7 @@ from lakehook.handlers import handle_stream_batch
 from lakehook.observability import logger
 from lakehook.settings import Settings
 from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.resolve import ResolveAssetChange
+from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores
 
 TABLE = "lakehook-bench"
 CHANGED = "paimon://lake/ods/orders"
@@ -122,11 +122,13 @@ def _scenario(rules: int, claims_on_moto: bool, ready: bool = True, adapted: boo
         triggers: Any = DynamoDBTriggerStore(table) if claims_on_moto else InMemoryTriggerStore()
         container.overrides["trigger_store"] = triggers
         container.overrides["resolver"] = ResolveAssetChange(
-            container.rule_store,
-            container.state_reader,
-            triggers,
-            container.state_history,
-            container.deferral_store,
+            ResolverStores(
+                container.rule_store,
+                container.state_reader,
+                triggers,
+                container.state_history,
+                container.deferral_store,
+            ),
             observer=None,
         )
         record = _record(table, CHANGED)

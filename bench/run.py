@@ -21,6 +21,7 @@ from typing import Any
 BENCHES = [
     "ingest",
     "poll",
+    "poll_partitions",
     "resolve",
     "partitions",
     "dispatch",

@@ -120,3 +120,17 @@ def test_marking_a_partition_twice_at_once_gives_new_marks(backend: Backend) -> 
     first = store.pending("dwd", "g", 1)["dt=1"]
     store.mark_pending("dwd", "g", ["dt=1"], 10)  # the same millisecond
     assert store.pending("dwd", "g", 1)["dt=1"] != first
+
+
+def test_pending_partitions_say_since_when_lowest_keys_first(backend: Backend) -> None:
+    store = backend.partitions
+    store.mark_pending("dwd", "g", ["dt=2026-01-02", "dt=2026-01-01", "dt=2026-01-03"], 10)
+    store.mark_pending("dwd", "g2", ["dt=2026-01-00"], 5)  # another group, its id starting with this one's
+
+    assert store.pending_since("dwd", "g", 10) == {"dt=2026-01-01": 10, "dt=2026-01-02": 10, "dt=2026-01-03": 10}
+    assert list(store.pending_since("dwd", "g", 2)) == ["dt=2026-01-01", "dt=2026-01-02"]  # one page
+    store.mark_pending("dwd", "g", ["dt=2026-01-01"], 20)  # found pending again: since then
+    cleared = store.pending("dwd", "g", 10)
+    store.clear_pending("dwd", "g", {"dt=2026-01-03": cleared["dt=2026-01-03"]})
+    assert store.pending_since("dwd", "g", 10) == {"dt=2026-01-01": 20, "dt=2026-01-02": 10}
+    assert store.pending_since("dwd", "absent", 10) == {}

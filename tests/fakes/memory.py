@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from lakehook.adapters.dynamodb.state_items import asset_state_from_item
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.commit_notices import WatchEntry, watch_entries
 from lakehook.domain.errors import ConflictError, NotFoundError, ValidationError
@@ -92,7 +93,7 @@ class InMemoryAssetStore(AssetStore):
     def get_state(self, asset_key: str) -> AssetState | None:
         with self._lock:
             item = self.states.get(asset_key)
-        return None if item is None else AssetState.from_item(asset_key, item)
+        return None if item is None else asset_state_from_item(asset_key, item)
 
     def list_events(self, asset_key: str, limit: int, next_token: str | None = None) -> Page[RecordedEvent]:
         with self._lock:

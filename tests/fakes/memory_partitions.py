@@ -50,6 +50,11 @@ class InMemoryPartitionStore(PartitionStore):
             book = self.waiting.get((rule_id, group_id), {})
             return {p: book[p] for p in sorted(book, reverse=True)[:limit]}
 
+    def pending_since(self, rule_id: str, group_id: str, limit: int) -> dict[str, int]:
+        with self._lock:
+            book = self.waiting.get((rule_id, group_id), {})
+            return {p: int(book[p].split("-")[0]) for p in sorted(book)[:limit]}  # a mark is <markedAt>-<n>
+
     def count_pending(self, rule_id: str, group_id: str) -> int:
         with self._lock:
             return len(self.waiting.get((rule_id, group_id), {}))

@@ -18,11 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakehook.api.app import build_app
-from lakehook.api.auth import authenticator_for, public
+from lakehook.api.auth import admin, authenticator_for, public
 from lakehook.domain.limits import MAX_JSON_DEPTH, MAX_NUMBER_DIGITS, MAX_PAYLOAD_DEPTH
 from lakehook.domain.time import MAX_ISO_MS
 from tests.hypothesis_profiles import examples
-from tests.integration.test_api import ORDERS, PAYMENTS, Api, nothing_recorded
+from tests.integration.test_api import ORDERS, PAYMENTS, PREFIXES, Api, nothing_recorded
 from tests.support import FakeLambdaContext, api_event, signed_headers
 
 
@@ -98,6 +98,41 @@ def test_an_unauthenticated_request_is_a_401_on_every_route_whatever_its_body(ap
             status, body = send(api, method, path, MALFORMED[kind], headers)
             assert status == 401, (method, path, kind, headers, body)
             assert body["error"] == "UNAUTHENTICATED"
+
+
+def admin_routes() -> list[tuple[str, str]]:
+    """(method, concrete path) of every route only management credentials open, from the app's route table."""
+    app = build_app()
+    app.include_every_route()
+    return sorted(
+        (route.method, re.sub(r"<[^>]+>", "x1", route.path))
+        for route in app._static_routes + app._dynamic_routes
+        if authenticator_for(route.method, route.openapi_path) is admin
+    )
+
+
+def test_every_admin_route_refuses_a_caller_that_is_not_admin(api: Api, producer: str) -> None:
+    # GIVEN callers who are authenticated, but not as management: a producer signing its request, a producer's
+    # bearer apiKey (lineageBearer), and the admin token sent the way only a producer's apiKey is
+    opted = api.call("PUT", "/producers/bearer-writer", {"assetKeyPrefixes": PREFIXES, "lineageBearer": True})
+    assert opted.status == 201, opted.body
+    routes = admin_routes()
+    assert len(routes) >= 20 and ("PUT", "/rules/x1") in routes and ("POST", "/asset-events") not in routes
+    body = b"{}"
+    callers = {
+        "producer signature": signed_headers("orders-writer", producer, body),
+        "producer apiKey": {"Authorization": f"Bearer {opted.body['apiKey']}"},
+        "admin token as a producer key": {"Authorization": f"Bearer orders-writer:{api.admin['Authorization'][7:]}"},
+    }
+    for method, path in routes:
+        for caller, headers in callers.items():
+            status, answer = send(api, method, path, body, {**headers, "Content-Type": "application/json"})
+            # THEN each is refused before its body is read, with the one message of the one check
+            assert status == 401, (method, path, caller, answer)
+            assert answer["message"] == "management routes need 'Authorization: Bearer <admin token>'", answer
+        # and the same request with management credentials gets past admission
+        status, answer = send(api, method, path, body, {**api.admin, "Content-Type": "application/json"})
+        assert status != 401, (method, path, answer)
 
 
 def test_a_bad_signature_is_a_401_whatever_the_body(api: Api, producer: str) -> None:

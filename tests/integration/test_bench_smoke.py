@@ -16,6 +16,7 @@ import bench.ingest
 import bench.localstack
 import bench.partitions
 import bench.poll
+import bench.poll_partitions
 import bench.resolve
 import bench.run
 import pytest
@@ -67,6 +68,22 @@ def test_poll_runs_the_use_case_and_the_worker_path(monkeypatch: pytest.MonkeyPa
     use_case, worker = rows[0], rows[3]
     assert use_case["storage requests"] == worker["storage requests"]  # the same reads of the table
     assert worker["DynamoDB requests"] > use_case["DynamoDB requests"]  # plus the registration and the status
+
+
+def test_poll_partitions_measures_one_snapshot_per_case_and_what_recording_partitions_adds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bench.poll_partitions, "REPEATS", 1)
+    monkeypatch.setattr(bench.poll_partitions, "WIDE", 2)
+    rows = bench.poll_partitions.run(("paimon", "delta"))
+    assert [(r["format"], r["case"], r["partitions"], r["events"]) for r in rows] == [
+        (fmt, case, touched, 1)
+        for fmt in ("paimon", "delta")
+        for case, touched in (("unpartitioned", 0), ("1 partition", 1), ("2 partitions", 2))
+    ]
+    extra = {(r["format"], r["partitions"]): r["extra storage requests"] for r in rows}
+    assert extra[("delta", 1)] == extra[("delta", 2)] == 0  # the commit file is read anyway
+    assert extra[("paimon", 1)] == extra[("paimon", 2)] > 0  # its delta manifest list and manifest, however many
 
 
 def test_resolve_states_the_share_inside_moto() -> None:

@@ -25,7 +25,7 @@ from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, trigger_key
 from lakehook.ports.rules import ClaimOutcome, Deferral, StateChange
 from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.resolve import ResolveAssetChange
+from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores
 from tests import racing
 from tests.racing import atomic_dynamodb_server, race
 
@@ -135,11 +135,13 @@ def test_eight_resolvers_on_the_same_changes_claim_each_key_once(endpoint: str) 
     def resolver(_: int) -> ResolveAssetChange:
         mine = table_at(endpoint)
         return ResolveAssetChange(
-            DynamoDBRuleStore(mine),
-            DynamoDBStateReader(mine),
-            DynamoDBTriggerStore(mine),
-            DynamoDBStateHistory(mine),
-            DynamoDBDeferralStore(mine),
+            ResolverStores(
+                DynamoDBRuleStore(mine),
+                DynamoDBStateReader(mine),
+                DynamoDBTriggerStore(mine),
+                DynamoDBStateHistory(mine),
+                DynamoDBDeferralStore(mine),
+            ),
             observer=None,
         )
 

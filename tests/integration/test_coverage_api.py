@@ -110,3 +110,72 @@ def test_pushed_intervals_reach_the_coverage_answer_through_the_ingest_path(
             [{"eventType": "WATERMARK_ADVANCED", "assetKey": ASSET, "watermark": 5}], SourceType.PUSH
         )
     assert dict(calls) == {"PutItem": 1, "UpdateItem": 2}
+
+
+def test_a_partition_s_coverage_is_kept_and_answered_on_a_stack_as_deployed(
+    app: Any, container: Container, counter: RequestCounter
+) -> None:
+    assert container.settings.coverage_per_partition  # the default, as the template's CoveragePerPartition
+    eu, us = "region=eu", "region=us"
+    pushed = [
+        {"eventType": "INTERVAL_COVERED", "assetKey": ASSET, "partitionKey": key, "interval": {"start": s, "end": e}}
+        for key, s, e in (
+            (eu, "2025-06-14T03:00:00Z", "2025-06-14T03:30:00Z"),
+            (us, "2025-06-14T03:30:00Z", "2025-06-14T04:00:00Z"),
+        )
+    ]
+    with counter.measure() as calls:
+        results = container.ingest.ingest_raw(pushed[:1], SourceType.PUSH)
+    assert [r.status for r in results] == [IngestStatus.ACCEPTED]
+    # the event (put, state update, settled) and two coverage adds: the asset's day and the partition's day
+    assert dict(calls) == {"PutItem": 3, "UpdateItem": 2, "GetItem": 2}, dict(calls)
+    container.ingest.ingest_raw(pushed[1:], SourceType.PUSH)
+    hour = {"assetKey": ASSET, "start": "2025-06-14T03:00:00Z", "end": "2025-06-14T04:00:00Z"}
+    status, whole = get(app, hour)
+    assert (status, whole["covered"]) == (200, True)  # the asset's coverage is every partition's together
+    status, body = get(app, {**hour, "partitionKey": eu})
+    assert status == 200
+    assert body["partitionKey"] == eu
+    assert body["missing"] == [{"start": "2025-06-14T03:30:00Z", "end": "2025-06-14T04:00:00Z"}]
+    status, body = get(app, {**hour, "partitionKey": us})
+    assert body["missing"] == [{"start": "2025-06-14T03:00:00Z", "end": "2025-06-14T03:30:00Z"}]
+    # a redelivery of a recorded event adds nothing, to either
+    again = container.ingest.ingest_raw(pushed[:1], SourceType.PUSH)
+    assert [r.status for r in again] == [IngestStatus.DUPLICATE]
+    assert get(app, {**hour, "partitionKey": eu})[1]["missing"] == [
+        {"start": "2025-06-14T03:30:00Z", "end": "2025-06-14T04:00:00Z"}
+    ]
+
+
+def test_where_coverage_is_not_kept_per_partition_a_partition_s_coverage_is_refused_not_answered_empty(
+    table: Any, counter: RequestCounter
+) -> None:
+    from lakehook import container as container_module
+    from lakehook.settings import Settings
+    from tests.conftest import BUCKET, TABLE
+
+    settings = Settings(
+        table_name=TABLE, bucket_name=BUCKET, admin_token=ADMIN_TOKEN, region="us-east-1", coverage_per_partition=False
+    )
+    wired = Container(settings)
+    wired.overrides["table"] = table
+    container_module.use(wired)
+    try:
+        event = {
+            "eventType": "INTERVAL_COVERED",
+            "assetKey": ASSET,
+            "partitionKey": "region=eu",
+            "interval": {"start": "2025-06-14T03:00:00Z", "end": "2025-06-14T03:30:00Z"},
+        }
+        with counter.measure() as calls:
+            wired.ingest.ingest_raw([event], SourceType.PUSH)
+        assert dict(calls) == {"PutItem": 2, "UpdateItem": 2, "GetItem": 1}, dict(calls)  # the asset's day only
+        app = build_app()
+        hour = {"assetKey": ASSET, "start": "2025-06-14T03:00:00Z", "end": "2025-06-14T03:30:00Z"}
+        assert get(app, hour)[1]["covered"] is True
+        status, body = get(app, {**hour, "partitionKey": "region=eu"})
+        assert status == 400
+        assert body["field"] == "partitionKey"
+        assert "CoveragePerPartition" in body["message"]
+    finally:
+        container_module.use(None)

@@ -51,6 +51,42 @@ def test_pushes_5_then_3_run_5_and_every_answer_says_3_is_skipped(container: Con
     assert explained["groups"][0]["lastTrigger"]["inputs"][0]["snapshotId"] == 5  # the skip moved no cursor
 
 
+def verdict(sid: int) -> AssetEvent:
+    return AssetEvent(eventType="QUALITY_CHECK_PASSED", assetKey=ORDERS, snapshotId=sid)
+
+
+def test_a_version_run_on_its_verdict_before_its_push_is_answered_already_triggered(
+    container: Container, ddb_client: Any
+) -> None:
+    """Snapshot 4's verdict comes before any push of 4: the checked rule runs 4 on it, then 5. 4's push, late, says
+    it already triggered the checked rule (the rule's triggers, read newest first from the per-rule index, pin it)
+    and will not run for the export rule, which started at 5; the resolver records the skip for export only."""
+    stream = Stream(ddb_client)
+    app = build_app()
+    put_rule(app, "checked", {"assetKey": ORDERS, "condition": {"qualityStatus": "PASSED"}}, mode="EACH_VERSION")
+    put_rule(app, "export", {"assetKey": ORDERS}, mode="EACH_VERSION")
+    container.ingest.ingest(verdict(4), SourceType.PUSH)
+    runs_succeed(container, stream)
+    container.ingest.ingest(snap(5), SourceType.PUSH)
+    container.ingest.ingest(verdict(5), SourceType.PUSH)
+    runs_succeed(container, stream)
+    late = container.ingest.ingest(snap(4), SourceType.PUSH)
+    assert late.status is IngestStatus.STALE and late.reason is not None
+    assert "version 4 already triggered rule checked, before this push" in late.reason
+    assert "version 4 arrived after 5 and will not run for rule export" in late.reason
+    assert "will not run for rule checked" not in late.reason
+    assert handle_stream_batch(stream.batch(), container) == {"batchItemFailures": []}
+    runs = {}
+    for rule_id in ("checked", "export"):
+        status, page = call(app, "GET", "/triggers", query={"ruleId": rule_id})
+        assert status == 200
+        runs[rule_id] = sorted((t["status"], [i["snapshotId"] for i in t["inputs"]]) for t in page["items"])
+    assert runs == {
+        "checked": [("SUCCEEDED", [4]), ("SUCCEEDED", [5])],
+        "export": [("SKIPPED", [4]), ("SUCCEEDED", [5])],
+    }
+
+
 def test_a_far_future_watermark_catches_up_a_few_windows_per_evaluation(
     container: Container, ddb_client: Any, table: Any
 ) -> None:

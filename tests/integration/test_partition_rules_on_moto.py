@@ -149,3 +149,83 @@ def test_what_one_commit_touching_n_partitions_costs(
         "TransactWriteItems": touched,  # one claim per partition that runs
         "DeleteItem": touched,  # the days payments left pending, cleared under the marks they were read with
     }
+
+
+def test_a_forced_partition_and_its_replay_carry_the_partition_through_dispatch(
+    app: Any, container: Container, ddb_client: Any, lake: tuple[Table, Table]
+) -> None:
+    """``POST /rules/daily/evaluate`` with force and partition, dispatched by the dispatcher on DynamoDB and S3:
+    the trigger, its key, the run manifest and the payload carry the day; a replay of it (and of a resolver's run
+    of a day) keeps the day in its trigger and key, shares the manifest, and its payload names the day too."""
+    import boto3
+
+    from lakehook.domain.triggers import trigger_key
+    from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger
+    from tests.conftest import BUCKET
+    from tests.fakes.memory_dispatch import InMemoryTargetClient
+
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=BUCKET)
+    orders, payments = lake
+    orders.write("2026-12-01")  # version 0
+    payments.write("2026-12-02")  # version 0
+    put_daily(app, orders, payments)
+    orders.write("2026-12-02")  # version 1: the day runs once the resolver handles it
+    stream = Stream(ddb_client)
+    assert handle_stream_batch(stream.batch(), container) == {"batchItemFailures": []}
+    [(ran, pins)] = runs(app)
+    assert (ran, pins) == ("dt=2026-12-02", [1, 0])
+
+    status, refused = call(app, "POST", "/rules/daily/evaluate", {"force": True})
+    assert status == 400 and refused["field"] == "partition", refused
+    status, refused = call(app, "POST", "/rules/daily/evaluate", {"force": True, "partition": "dt=2026-12-01"})
+    assert status == 409 and payments.key in refused["message"], refused  # payments never touched the day
+    status, forced = call(app, "POST", "/rules/daily/evaluate", {"force": True, "partition": "dt=2026-12-02"})
+    assert status == 200 and forced["manual"] is True, forced
+    manual = container.trigger_store.get(forced["triggerKey"])
+    assert manual is not None and manual.partition == "dt=2026-12-02"
+    assert [p.snapshot_id for p in manual.inputs] == [1, 0]
+    assert manual.trigger_key == trigger_key(
+        "daily", "g", manual.inputs, None, 0, marker="manual-1", partition="dt=2026-12-02"
+    )
+
+    target = InMemoryTargetClient()
+    dispatch = DispatchTrigger(
+        container.trigger_ledger,
+        container.rule_store,
+        container.manifest_store,
+        {"eventbridge": target},
+        DispatchPolicy(),
+        sleep=lambda s: None,
+        metrics=None,
+    )
+    resolved = next(
+        t for t in container.trigger_store.list_for_rule("daily").items if t.trigger_key != manual.trigger_key
+    )
+    for original in (manual, resolved):
+        assert dispatch(original.trigger_key).status is DispatchStatus.SUCCEEDED
+        [payload] = target.payloads(original.trigger_key)
+        assert payload["partition"] == "dt=2026-12-02"
+        done = container.trigger_store.get(original.trigger_key)
+        assert done is not None and done.manifest_uri is not None
+        assert container.manifest_store.get(done.manifest_uri).partition == "dt=2026-12-02"
+
+        status, body = call(app, "POST", f"/triggers/{original.trigger_key}/replay")
+        assert status == 201, body
+        replay = container.trigger_store.get(body["replay"]["triggerKey"])
+        assert (
+            replay is not None
+            and replay.partition == "dt=2026-12-02"
+            and body["replay"]["partition"] == replay.partition
+        )
+        # the next epoch nobody took: replays of a manual run and of the resolver's run of the same pins share them
+        assert replay.replay_epoch >= 1 and replay.trigger_key != original.trigger_key
+        epoch = replay.replay_epoch
+        assert replay.trigger_key == trigger_key("daily", "g", original.inputs, None, epoch, partition="dt=2026-12-02")
+        assert replay.manifest_uri == done.manifest_uri  # the replay reads the run manifest of the run it replays
+        assert dispatch(replay.trigger_key).status is DispatchStatus.SUCCEEDED
+        [again] = target.payloads(replay.trigger_key)
+        assert (again["partition"], again["replayOf"], again["triggerKey"]) == (
+            "dt=2026-12-02",
+            original.trigger_key,
+            replay.trigger_key,
+        )

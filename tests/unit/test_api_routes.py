@@ -3,8 +3,10 @@ to one of its routes, and the app then routes and documents as if every module h
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +61,66 @@ def test_the_routes_keep_the_tables_order_whatever_order_the_modules_come_in() -
     static = [(m, p) for routes in ROUTE_MODULES.values() for m, p in routes if "<" not in p]
     dynamic = [(m, p) for routes in ROUTE_MODULES.values() for m, p in routes if "<" in p]
     assert expected == [*static, ("GET", "/openapi.json"), *dynamic]  # as Powertools orders them when included first
+
+
+# --- one use case per route -------------------------------------------------------------------------------
+
+ROUTES_DIR = Path(importlib.import_module("lakehook.api.routes").__file__ or "").parent
+NOT_A_USE_CASE = {"settings"}  # the stack's settings: configuration, not a part that does something
+
+
+def _parts_used(module: ast.Module, function: ast.FunctionDef, seen: set[str] | None = None) -> set[str]:
+    """The container parts a route function reaches (``current().<part>``, or a local bound to ``current()``),
+    through the module's own helpers it calls."""
+    seen = seen if seen is not None else {function.name}
+    helpers = {n.name: n for n in module.body if isinstance(n, ast.FunctionDef)}
+    containers = {
+        t.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.Assign) and _is_current(node.value)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
+    parts: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Attribute) and (
+            _is_current(node.value) or (isinstance(node.value, ast.Name) and node.value.id in containers)
+        ):
+            parts.add(node.attr)
+        called = node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else None
+        if called in helpers and called not in seen:
+            seen.add(called)
+            parts |= _parts_used(module, helpers[called], seen)
+    return parts - NOT_A_USE_CASE
+
+
+def _is_current(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "current"
+
+
+def _route_functions(module: ast.Module) -> list[ast.FunctionDef]:
+    def is_route(decorator: ast.expr) -> bool:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "router"
+
+    return [n for n in module.body if isinstance(n, ast.FunctionDef) and any(map(is_route, n.decorator_list))]
+
+
+def test_each_route_calls_one_use_case() -> None:
+    read = 0
+    for path in sorted(ROUTES_DIR.glob("*.py")):
+        module = ast.parse(path.read_text())
+        for function in _route_functions(module):
+            read += 1
+            parts = _parts_used(module, function)
+            assert len(parts) == 1, f"{path.name}:{function.name} calls {sorted(parts)}: one use case per route"
+    assert read >= 25
+
+
+def test_the_use_case_count_sees_helpers_and_locals() -> None:
+    source = (
+        "def helper():\n    return current().b.go()\n"
+        "@router.get('/x')\ndef route():\n    c = current()\n    c.a.run()\n    helper()\n    current().settings\n"
+    )
+    module = ast.parse(source)
+    assert _parts_used(module, _route_functions(module)[0]) == {"a", "b"}

@@ -301,3 +301,31 @@ def test_explain_prints_one_line_per_partition_and_how_many_are_pending() -> Non
         "      WAITING_FOR_PARTITION  dt=2026-12-01: waiting for paimon://lake/ods/payments (no data commit has "
         "touched it yet)" in lines
     )
+
+
+def test_evaluate_force_partition_sends_the_partition_and_group_of_one_manual_run() -> None:
+    from lakehook.cli import build_parser
+    from lakehook.cli_commands import manage
+
+    class Sent(ApiClient):
+        def __init__(self) -> None:
+            super().__init__(url="http://127.0.0.1:3000", admin_token="local-admin")
+            self.bodies: list[Any] = []
+
+        def request(self, method: str, path: str, **kwargs: Any) -> tuple[int, Any]:
+            self.bodies.append((method, path, kwargs.get("body")))
+            return 200, {"claimed": ["daily.g.manual-1.abc"], "manual": True, "ready": False, "groups": []}
+
+    api = Sent()
+    args = build_parser().parse_args(
+        ["evaluate", "daily", "--force", "--partition", "dt=2026-12-01", "--group", "g", "--output", "json"]
+    )
+    with captured(io.StringIO(), io.StringIO()):
+        assert manage.evaluate(api, args) == 0
+    plain = build_parser().parse_args(["evaluate", "daily", "--output", "json"])
+    with captured(io.StringIO(), io.StringIO()):
+        assert manage.evaluate(api, plain) == 0
+    assert api.bodies == [
+        ("POST", "/rules/daily/evaluate", {"force": True, "groupId": "g", "partition": "dt=2026-12-01"}),
+        ("POST", "/rules/daily/evaluate", None),
+    ]

@@ -19,7 +19,7 @@ from lakehook.usecases.aliases import ManageAliases, expand_aliases
 from lakehook.usecases.completion import Caller, CompleteRun, CompletionResult
 from lakehook.usecases.dispatch import DispatchStatus, DispatchTrigger
 from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.resolve import ResolveAssetChange
+from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores
 from tests.fakes.memory import InMemoryAssetStore
 from tests.fakes.memory_dispatch import (
     InMemoryAliasStore,
@@ -55,11 +55,13 @@ class Lake:
         self.claims = InMemoryTriggerStore()
         self.ledger = InMemoryTriggerLedger(self.claims)
         self.resolver = ResolveAssetChange(
-            self.rules,
-            InMemoryStateReader(self.assets.get_state, self.claims),
-            self.claims,
-            InMemoryStateHistory(),
-            InMemoryDeferralStore(),
+            ResolverStores(
+                self.rules,
+                InMemoryStateReader(self.assets.get_state, self.claims),
+                self.claims,
+                InMemoryStateHistory(),
+                InMemoryDeferralStore(),
+            ),
             clock=lambda: self.now,
             observer=None,
         )

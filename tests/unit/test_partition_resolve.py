@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakehook.domain.errors import ValidationError
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
 from lakehook.domain.partitions import canonical_partition_key, format_partition_key
 from lakehook.domain.rules import Rule
@@ -17,7 +15,7 @@ from lakehook.domain.state import snapshot_record
 from lakehook.domain.status import Status
 from lakehook.domain.triggers import Trigger, TriggerStatus
 from lakehook.ports.rules import Deferral, StateChange
-from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport
+from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport, ResolverLimits, ResolverStores
 from lakehook.usecases.rules import ManageRules
 from tests.fakes.memory_partitions import InMemoryPartitionStore
 from tests.unit.test_resolve_usecase import World
@@ -47,14 +45,11 @@ class Lake(World):
         super().__init__(*rules)
         self.partitions = InMemoryPartitionStore()
         self.resolve = ResolveAssetChange(
-            self.rules,
-            self.reader,
-            self.triggers,
-            self.history,
-            self.deferrals,
+            ResolverStores(
+                self.rules, self.reader, self.triggers, self.history, self.deferrals, partitions=self.partitions
+            ),
             clock=lambda: self.now,
             observer=None,
-            partitions=self.partitions,
         )
 
     def commit(self, asset: str, sid: int, *days: str, **fields: Any) -> None:
@@ -195,15 +190,12 @@ def test_a_long_backlog_claims_a_bounded_number_per_invocation_and_defers_the_re
     days = [f"d{i:03d}" for i in range(150)]
     lake = Lake(daily())
     lake.resolve = ResolveAssetChange(
-        lake.rules,
-        lake.reader,
-        lake.triggers,
-        lake.history,
-        lake.deferrals,
+        ResolverStores(
+            lake.rules, lake.reader, lake.triggers, lake.history, lake.deferrals, partitions=lake.partitions
+        ),
+        limits=ResolverLimits(max_claims_per_group=100),
         clock=lambda: lake.now,
         observer=None,
-        partitions=lake.partitions,
-        max_claims_per_group=100,
     )
     lake.commit(ORDERS, 1, *days)
     lake.commit(PAYMENTS, 2, *days)
@@ -331,13 +323,6 @@ def test_explain_calls_ready_exactly_the_partitions_the_resolver_then_claims(
     assert ready >= {f"dt={d}" for d in unhandled}  # the newest commit's days, known from the state
     last = manage(lake).explain("daily")["groups"][0]["lastTrigger"]
     assert (last is None) == (not lake.runs())  # the group's newest run (of any partition), if it ran
-
-
-def test_a_manual_run_of_a_partitioned_group_is_refused_naming_force() -> None:
-    lake = Lake(daily())
-    with pytest.raises(ValidationError) as caught:
-        manage(lake).evaluate("daily", {"force": True})
-    assert caught.value.field == "force" and "partitionBy" in str(caught.value)
 
 
 def hourly(lake: Lake, sid: int, *hours: str) -> None:

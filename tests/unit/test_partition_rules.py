@@ -136,9 +136,9 @@ def test_each_version_is_refused_for_a_partitioned_group() -> None:
     assert error.field == "policy" and "EACH_VERSION" in str(error)
 
 
-def test_a_freshness_promise_is_refused_for_a_rule_with_a_partitioned_group() -> None:
+def test_a_freshness_promise_over_group_runs_is_refused_for_a_rule_with_a_partitioned_group() -> None:
     error = refused({**body(), "freshness": {"maxWaitSeconds": 3600}})
-    assert error.field == "freshness" and "maxAgeSeconds" in str(error)
+    assert error.field == "freshness" and "partitionMaxAgeSeconds" in str(error)
 
 
 @pytest.mark.parametrize("policy", [{"startFrom": "NEXT_CHANGE"}, {"backfill": "SKIP"}])

@@ -88,7 +88,7 @@ def test_touched_partitions_are_sorted_unique_and_counted(keys: list[str]) -> No
     touched = TouchedPartitions.of(keys)
     assert touched.keys == tuple(sorted(set(keys)))
     assert touched.count == len(set(keys)) and not touched.truncated
-    assert TouchedPartitions.model_validate(touched.to_item()) == touched
+    assert TouchedPartitions.model_validate(touched.to_api()) == touched
     assert TouchedPartitions.model_validate(list(reversed(keys))) == touched  # a push names them as a list
 
 

@@ -14,7 +14,7 @@ from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
 from lakehook.ports.rules import ClaimResult, Deferral, StateChange
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.late_versions import LateSnapshotNotice
-from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport, SweepDeferred
+from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport, ResolverLimits, ResolverStores, SweepDeferred
 from tests.fakes.memory import InMemoryAssetStore
 from tests.fakes.memory_rules import (
     InMemoryDeferralStore,
@@ -39,16 +39,18 @@ class World:
         for r in rules:
             self.rules.put_rule(r, self.now)
         self.triggers = triggers or InMemoryTriggerStore()
-        late = LateSnapshotNotice(self.rules, self.triggers)
+        self.history = InMemoryStateHistory()
+        late = LateSnapshotNotice(self.rules, self.triggers, self.history)
         self.ingest = IngestEvents(self.store, clock=lambda: self.now, late=late)
         self.answers: list[EventResult] = []  # every push's answer, in order
-        self.history = InMemoryStateHistory()
         self.deferrals = InMemoryDeferralStore()
         self.reader = InMemoryStateReader(
             self.store.get_state, self.triggers, events=lambda: [e.event for e in self.store.events.values()]
         )
         self.resolve = ResolveAssetChange(
-            self.rules, self.reader, self.triggers, self.history, self.deferrals, clock=lambda: self.now, observer=None
+            ResolverStores(self.rules, self.reader, self.triggers, self.history, self.deferrals),
+            clock=lambda: self.now,
+            observer=None,
         )
         self.sweeper = SweepDeferred(self.deferrals, clock=lambda: self.now)
         self.stream: dict[str, list[StateChange]] = {}
@@ -317,14 +319,10 @@ def test_windowed_rule_fires_once_per_window() -> None:
 def test_a_long_backlog_continues_in_a_later_invocation() -> None:
     world = World(rule("each", {"assetKey": A}, mode="EACH_VERSION"))
     world.resolve = ResolveAssetChange(
-        world.rules,
-        world.reader,
-        world.triggers,
-        world.history,
-        world.deferrals,
+        ResolverStores(world.rules, world.reader, world.triggers, world.history, world.deferrals),
+        limits=ResolverLimits(max_claims_per_group=2),
         clock=lambda: world.now,
         observer=None,
-        max_claims_per_group=2,
     )
     world.snap(A, 1, 2, 3, 4, 5)
     report = world.deliver(dispatch=False)

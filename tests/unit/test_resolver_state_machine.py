@@ -33,7 +33,7 @@ from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
 from lakehook.observability import logger
 from lakehook.ports.rules import ClaimOutcome, ClaimResult, Deferral, StateChange
 from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.resolve import ResolveAssetChange, SweepDeferred
+from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores, SweepDeferred
 from tests.fakes.memory import InMemoryAssetStore
 from tests.fakes.memory_rules import (
     InMemoryDeferralStore,
@@ -163,11 +163,13 @@ class ResolverMachine(RuleBasedStateMachine):
         self.triggers = RecordingTriggerStore(source=self.store)
         self.deferrals = InMemoryDeferralStore()
         self.resolve = ResolveAssetChange(
-            self.rules,
-            InMemoryStateReader(self.store.get_state, self.triggers),
-            self.triggers,
-            InMemoryStateHistory(),
-            self.deferrals,
+            ResolverStores(
+                self.rules,
+                InMemoryStateReader(self.store.get_state, self.triggers),
+                self.triggers,
+                InMemoryStateHistory(),
+                self.deferrals,
+            ),
             clock=lambda: self.now,
             observer=None,
         )

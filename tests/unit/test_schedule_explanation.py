@@ -17,7 +17,7 @@ from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor
 from lakehook.observability import logger
-from lakehook.usecases.resolve import ResolveAssetChange
+from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores
 from lakehook.usecases.rules import ManageRules
 from tests.fakes.memory import InMemoryAssetStore
 from tests.fakes.memory_rules import (
@@ -223,7 +223,9 @@ def _manage(rules: InMemoryRuleStore, now: int) -> ManageRules:
     store, triggers = InMemoryAssetStore(), InMemoryTriggerStore()
     reader = InMemoryStateReader(store.get_state, triggers)
     resolver = ResolveAssetChange(
-        rules, reader, triggers, InMemoryStateHistory(), InMemoryDeferralStore(), clock=lambda: now, observer=None
+        ResolverStores(rules, reader, triggers, InMemoryStateHistory(), InMemoryDeferralStore()),
+        clock=lambda: now,
+        observer=None,
     )
     return ManageRules(rules, triggers, reader, clock=lambda: now, resolver=resolver)
 

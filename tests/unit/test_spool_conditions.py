@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from lakehook.adapters.dynamodb.state_items import asset_state_from_item
 from lakehook.domain.evaluation import Status, select_member
 from lakehook.domain.rules import Member
 from lakehook.domain.state import AssetState
 from lakehook.domain.time import ms_to_iso
 from lakehook.usecases.coverage import RecordCoverage
 from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.resolve import ResolveAssetChange
+from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores
 from lakehook.usecases.rules import ManageRules
 from tests.fakes.memory_coverage import InMemoryCoverageStore
 from tests.unit.test_resolve_usecase import START, World, rule
@@ -29,14 +30,11 @@ class CoverageWorld(World):
         self.coverage = InMemoryCoverageStore()
         self.ingest = IngestEvents(self.store, clock=lambda: self.now, coverage=RecordCoverage(self.coverage))
         self.resolve = ResolveAssetChange(
-            self.rules,
-            self.reader,
-            self.triggers,
-            self.history,
-            self.deferrals,
+            ResolverStores(
+                self.rules, self.reader, self.triggers, self.history, self.deferrals, coverage=self.coverage
+            ),
             clock=lambda: self.now,
             observer=None,
-            coverage=self.coverage,
         )
         self.manage = ManageRules(
             self.rules,
@@ -127,7 +125,7 @@ def test_a_covered_window_waits_out_its_lateness_then_triggers_without_a_new_eve
 
 
 def state(**attrs: Any) -> AssetState:
-    return AssetState.from_item(SPOOL, {"version": 3, **attrs})
+    return asset_state_from_item(SPOOL, {"version": 3, **attrs})
 
 
 def manifest_member() -> Member:

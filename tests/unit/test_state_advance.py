@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from lakehook.adapters.dynamodb.state_items import asset_state_from_item
 from lakehook.domain.events import AssetEvent, EventType, SourceType
 from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus, verification_advance
 from lakehook.ports import AdvanceOutcome
@@ -229,7 +230,7 @@ def test_a_completion_that_overtakes_its_start_leaves_nothing_running(asset: Ass
 
 def test_a_state_written_before_the_backfill_sets_keeps_its_backfill() -> None:
     legacy = {"backfillId": "bf-1", "backfillStatus": "RUNNING", "backfillsCompleted": {"bf-0"}}
-    state = AssetState.from_item(ORDERS, legacy)
+    state = asset_state_from_item(ORDERS, legacy)
     assert (state.backfill_status, state.backfill_id) == (BackfillStatus.RUNNING, "bf-1")
 
 
@@ -300,7 +301,7 @@ def test_state_reads_stored_decimals_and_sets() -> None:
         "updatedAt": Decimal(1748772300250),
         "backfillStatus": "RUNNING",
     }
-    state = AssetState.from_item(ORDERS, item)
+    state = asset_state_from_item(ORDERS, item)
     assert (state.latest_snapshot_id, state.version, state.watermark) == (42, 3, 1700000000000)
     assert state.backfill_status is BackfillStatus.RUNNING
     api = state.to_api()

@@ -30,19 +30,23 @@ if TYPE_CHECKING:
     from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, StateReader, TriggerStore
     from lakehook.ports.spool import ObjectStore, SnapshotExistence
     from lakehook.usecases.aliases import ManageAliases
+    from lakehook.usecases.assets import ReadAssetState, RegisterAsset
     from lakehook.usecases.bus_ingest import IngestBusEvents
     from lakehook.usecases.completion import CompleteRun, CompletionTokens
     from lakehook.usecases.dispatch import DispatchPolicy, DispatchTrigger, RedriveTriggers, RetryTrigger
     from lakehook.usecases.freshness import CheckFreshness
     from lakehook.usecases.ingest import IngestEvents
     from lakehook.usecases.late_versions import LateSnapshotNotice
+    from lakehook.usecases.lineage import ReceiveLineage
     from lakehook.usecases.manifests import RecordManifestVerification
     from lakehook.usecases.plan_polls import PlanNotifiedPolls, PlanPolls, RunPollWork
     from lakehook.usecases.producers import PushAuthenticator, RegisterProducer
+    from lakehook.usecases.push import PushEvents
     from lakehook.usecases.replay import ReplayTrigger
     from lakehook.usecases.resolve import ResolveAssetChange, SweepDeferred
     from lakehook.usecases.rules import ManageRules
     from lakehook.usecases.spool import VerifySpoolManifest
+    from lakehook.usecases.triggers import ReadTriggers
 
 
 T = TypeVar("T")
@@ -155,7 +159,7 @@ class Container:
 
         return IngestEvents(
             self.asset_store,
-            coverage=RecordCoverage(self.coverage_store),
+            coverage=RecordCoverage(self.coverage_store, per_partition=self.settings.coverage_per_partition),
             verifications=self.verification_queue,
             readable_spool=self.settings.readable_spool,
             # built on the first late snapshot: the rule and trigger stores stay off the ingest path's cold start
@@ -163,10 +167,40 @@ class Container:
         )
 
     @part
+    def push_events(self) -> PushEvents:
+        from lakehook.usecases.push import PushEvents
+
+        return PushEvents(self.ingest, self.alias_store, self.settings.max_events_per_push)
+
+    @part
+    def receive_lineage(self) -> ReceiveLineage:
+        from lakehook.usecases.lineage import ReceiveLineage
+
+        return ReceiveLineage(self.ingest, self.asset_registry, lambda: self.work_queue)
+
+    @part
+    def register_asset(self) -> RegisterAsset:
+        from lakehook.usecases.assets import RegisterAsset
+
+        return RegisterAsset(
+            self.asset_registry,
+            self.secret_store,
+            producer_secrets=self.settings.producer_secrets,
+            secret_names=self.settings.secret_names,
+            url_policy=self.settings.url_policy,
+        )
+
+    @part
+    def read_asset_state(self) -> ReadAssetState:
+        from lakehook.usecases.assets import ReadAssetState
+
+        return ReadAssetState(self.asset_store, self.asset_registry, self.poll_status_store)
+
+    @part
     def late_snapshot_notice(self) -> LateSnapshotNotice:
         from lakehook.usecases.late_versions import LateSnapshotNotice
 
-        return LateSnapshotNotice(self.rule_store, self.trigger_store)
+        return LateSnapshotNotice(self.rule_store, self.trigger_store, self.state_history)
 
     @part
     def register_producer(self) -> RegisterProducer:
@@ -314,19 +348,19 @@ class Container:
         """A rule's error is what the domain calls one, or a request DynamoDB refused for its content; every
         other error fails the batch so Lambda retries it."""
         from lakehook.adapters.aws import is_rejected_by_data
-        from lakehook.usecases.resolve import ResolveAssetChange, is_rule_error
+        from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores, is_rule_error
 
-        return ResolveAssetChange(
+        stores = ResolverStores(
             self.rule_store,
             self.state_reader,
             self.trigger_store,
             self.state_history,
             self.deferral_store,
             coverage=self.coverage_store,
-            rule_error=lambda exc: is_rule_error(exc) or is_rejected_by_data(exc),
-            poll_queue=self.work_queue if self.settings.poll_queue_url else None,
             partitions=self.partition_store,
+            poll_queue=self.work_queue if self.settings.poll_queue_url else None,
         )
+        return ResolveAssetChange(stores, rule_error=lambda exc: is_rule_error(exc) or is_rejected_by_data(exc))
 
     @part
     def sweeper(self) -> SweepDeferred:
@@ -345,6 +379,7 @@ class Container:
             self.asset_registry,
             self.state_reader,
             evaluate=lambda rule: self.resolver.evaluate(rule, claim=False).verdicts,
+            partitions=self.partition_store,
         )
 
     @part
@@ -363,6 +398,7 @@ class Container:
             secret_names=self.settings.secret_names,
             producer_secrets=self.settings.producer_secrets,
             aliases=self.alias_store,
+            partitions=self.partition_store,
         )
 
     # --- triggers and dispatch: DispatcherFunction, TriggerRedriveFunction, the trigger and run routes ------
@@ -438,6 +474,12 @@ class Container:
         from lakehook.usecases.dispatch import RedriveTriggers
 
         return RedriveTriggers(self.trigger_ledger, self.dispatcher)
+
+    @part
+    def read_triggers(self) -> ReadTriggers:
+        from lakehook.usecases.triggers import ReadTriggers
+
+        return ReadTriggers(self.trigger_store)
 
     @part
     def retry_trigger(self) -> RetryTrigger:

@@ -69,6 +69,11 @@ class Settings(BaseModel):
         description="Secrets Manager name prefix of producer signing secrets (lakehook-producers/<stack>/): "
         "only the producer routes use it, no target or asset source may name a secret under it",
     )
+    coverage_per_partition: bool = Field(
+        default=True,
+        description="keep each INTERVAL_COVERED event's interval under its partitionKey too (CoveragePerPartition), "
+        "so GET /assets/coverage?partitionKey= answers that partition's coverage; false: the key is a label only",
+    )
     stage: str = Field(default="local")
     poll_queue_url: str | None = Field(default=None, description="SQS queue the poll planner fills for the workers")
     spool_verify_queue_url: str | None = Field(

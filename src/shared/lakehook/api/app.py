@@ -280,6 +280,11 @@ def openapi_document(app: APIGatewayRestResolver) -> str:
             "properties": {
                 "force": {"type": "boolean", "description": "a manual run of the current versions"},
                 "groupId": {"type": "string", "description": "only this group"},
+                "partition": {
+                    "type": "string",
+                    "description": "with force, for a group with partitionBy (required there): the one partition "
+                    "to run, a key of the group's fields in order (dt=2026-12-01)",
+                },
             },
         }
         evaluate["requestBody"] = {"required": False, "content": {"application/json": {"schema": options}}}

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
-from lakehook.api.http import is_admin, raw_body, require_admin
+from lakehook.api.http import is_admin, raw_body
 from lakehook.container import current
 from lakehook.domain.errors import AuthenticationError, ValidationError
 from lakehook.domain.signing import PRODUCER_HEADER, SIGNATURE_HEADER
@@ -55,8 +55,12 @@ Authenticator = Callable[[APIGatewayProxyEvent, dict[str, str]], Principal]
 
 
 def admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:
-    """Management credentials, or AuthenticationError."""
-    require_admin(event)
+    """Management credentials, or AuthenticationError: the one check of every management route (a route not in
+    ``ROUTE_AUTHENTICATORS`` gets it; no route checks again)."""
+    if not is_admin(event):
+        if current().settings.admin_token:
+            raise AuthenticationError("management routes need 'Authorization: Bearer <admin token>'")
+        raise AuthenticationError("management routes need an IAM-signed (SigV4) request")
     return Principal(PrincipalKind.ADMIN)
 
 
@@ -96,13 +100,19 @@ def signed_or_api_key_or_admin(event: APIGatewayProxyEvent, params: dict[str, st
 
 
 def run_or_admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:
-    """Management credentials, or the completion token of the trigger in the path (see ``routes.runs``)."""
-    # With the route's module (the resolver included it for this request): the completion path only.
-    from lakehook.api.routes.runs import authorize_completion
-    from lakehook.usecases.completion import Caller as CompletionCaller
+    """Management credentials, or the completion token of the trigger in the path (``X-Lakehook-Completion-Token``:
+    the ``completionToken`` that trigger's invocation carried); one 401 text for a missing and a wrong token."""
+    from lakehook.domain.completion import COMPLETION_TOKEN_HEADER  # the completion path only
 
-    caller = authorize_completion(params.get("triggerKey", ""))
-    return Principal(PrincipalKind.ADMIN if caller is CompletionCaller.MANAGEMENT else PrincipalKind.RUN)
+    if is_admin(event):
+        return Principal(PrincipalKind.ADMIN)  # management credentials may complete any run and write any asset
+    token = event.get_header_value(COMPLETION_TOKEN_HEADER, case_sensitive=False)
+    if token and current().completion_tokens.verify(params.get("triggerKey", ""), token):
+        return Principal(PrincipalKind.RUN)
+    raise AuthenticationError(
+        f"run completion needs management credentials or the {COMPLETION_TOKEN_HEADER} header with the "
+        "completionToken this trigger's invocation carried"
+    )
 
 
 def public(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:

@@ -12,7 +12,6 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
 from lakehook.container import current
 from lakehook.domain.errors import (
-    AuthenticationError,
     PayloadTooLargeError,
     UnsupportedMediaTypeError,
     ValidationError,
@@ -79,10 +78,3 @@ def is_admin(event: APIGatewayProxyEvent) -> bool:
         return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())
     identity = event.request_context.identity
     return bool(identity.user_arn or identity.caller)
-
-
-def require_admin(event: APIGatewayProxyEvent) -> None:
-    if not is_admin(event):
-        if current().settings.admin_token:
-            raise AuthenticationError("management routes need 'Authorization: Bearer <admin token>'")
-        raise AuthenticationError("management routes need an IAM-signed (SigV4) request")

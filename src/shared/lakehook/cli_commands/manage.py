@@ -91,7 +91,12 @@ def rules_delete(api: ApiClient, args: argparse.Namespace) -> int:
 
 
 def evaluate(api: ApiClient, args: argparse.Namespace) -> int:
-    body = {"force": True} if args.force else None
+    options = {
+        "force": True if args.force else None,
+        "groupId": getattr(args, "group", None),
+        "partition": getattr(args, "partition", None),
+    }
+    body = {k: v for k, v in options.items() if v is not None} or None
     key = getattr(args, "request_key", None)
     headers = request_key_header(key) if args.force or key is not None else None
     data = api.request("POST", f"/rules/{path_part(args.rule)}/evaluate", body=body, headers=headers)[1]

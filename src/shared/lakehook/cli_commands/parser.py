@@ -84,6 +84,13 @@ def add_commands(commands_: argparse._SubParsersAction) -> None:  # type: ignore
     sub = command("evaluate", manage.evaluate, "evaluate a rule now and claim what is ready")
     sub.add_argument("rule", metavar="RULE", help="rule id")
     sub.add_argument("--force", action="store_true", help="a manual run of the current versions, under its own key")
+    sub.add_argument(
+        "--partition",
+        default=None,
+        metavar="KEY",
+        help="with --force, for a group with partitionBy: the partition to run (dt=2026-12-01)",
+    )
+    sub.add_argument("--group", default=None, metavar="GROUP", help="only this group (groupId)")
     add_request_key(sub)
 
     sub = command("watch", watch.watch, "follow new triggers and their status live")

@@ -908,6 +908,31 @@ def _window(
     assert spec is not None
     size = spec.size_ms
     last = cursor.window if cursor is not None else None
+    ends = _closed_ends(group, states, coverage, now, last)
+    newest = min(ends.values())
+    need = max(size, newest) if last is None else last.end + size
+    if newest < need:
+        return _not_closed_yet(group, members, ends, need, coverage, now, last)
+    stepwise = (rule.policy.mode is Mode.EACH_VERSION or group.covers) and last is not None
+    end = need if stepwise else newest
+    for i, member in enumerate(group.members):  # the newest watermark window may be one a coverage member lacks
+        spans = coverage.get(member.asset_key, ())
+        if member.condition.coverage is not None and not is_covered(spans, end - size, end):
+            _coverage_block(members, i, member, coverage, now, None, Span(end - size, end))
+    if any(m.status is not Status.READY for m in members):
+        return _first_blocked(group.group_id, members)
+    return Window(start=end - size, end=end), (newest - end) // size + 1
+
+
+def _closed_ends(
+    group: Group,
+    states: Mapping[str, AssetState],
+    coverage: Mapping[str, Sequence[Span]],
+    now: int,
+    last: Window | None,
+) -> dict[int, int]:
+    """Per windowed or coverage member (by index), the end of the newest window it has closed: by its watermark, and
+    for a coverage member by what is covered contiguously (after the last window, else the newest covered)."""
     ends: dict[int, int] = {}
     for i, member in enumerate(group.members):
         windowed = member.condition.window
@@ -918,35 +943,37 @@ def _window(
         if covering is not None:
             end = _covered_end(coverage.get(member.asset_key, ()), covering, now, last.end if last else None)
             ends[i] = min(ends.get(i, end), end)
-    newest = min(ends.values())
-    need = max(size, newest) if last is None else last.end + size
-    if newest < need:
-        closes: list[int] = []
-        for i, end in ends.items():
-            if end >= need:
-                continue
-            if group.members[i].condition.coverage is not None and (last is not None or end == 0):
-                closes.extend(_coverage_block(members, i, group.members[i], coverage, now, last))
-                continue
-            windowed = group.members[i].condition.window
-            assert windowed is not None
-            _with(
-                members,
-                i,
-                Status.BLOCKED_BY_WATERMARK,
-                _not_closed(need, windowed.lateness_ms),
-                {"watermarkAtLeast": need + windowed.lateness_ms},
-            )
-        return _first_blocked(group.group_id, members, until=min(closes, default=None))
-    stepwise = (rule.policy.mode is Mode.EACH_VERSION or group.covers) and last is not None
-    end = need if stepwise else newest
-    for i, member in enumerate(group.members):  # the newest watermark window may be one a coverage member lacks
-        spans = coverage.get(member.asset_key, ())
-        if member.condition.coverage is not None and not is_covered(spans, end - size, end):
-            _coverage_block(members, i, member, coverage, now, None, Span(end - size, end))
-    if any(m.status is not Status.READY for m in members):
-        return _first_blocked(group.group_id, members)
-    return Window(start=end - size, end=end), (newest - end) // size + 1
+    return ends
+
+
+def _not_closed_yet(
+    group: Group,
+    members: list[MemberEvaluation],
+    ends: Mapping[int, int],
+    need: int,
+    coverage: Mapping[str, Sequence[Span]],
+    now: int,
+    last: Window | None,
+) -> GroupEvaluation:
+    """The window ending at ``need`` is not closed for every member: each member short of it is blocked (by its
+    watermark, or its coverage with the exact gaps), and the group waits for the first coverage window to close."""
+    closes: list[int] = []
+    for i, end in ends.items():
+        if end >= need:
+            continue
+        if group.members[i].condition.coverage is not None and (last is not None or end == 0):
+            closes.extend(_coverage_block(members, i, group.members[i], coverage, now, last))
+            continue
+        windowed = group.members[i].condition.window
+        assert windowed is not None
+        _with(
+            members,
+            i,
+            Status.BLOCKED_BY_WATERMARK,
+            _not_closed(need, windowed.lateness_ms),
+            {"watermarkAtLeast": need + windowed.lateness_ms},
+        )
+    return _first_blocked(group.group_id, members, until=min(closes, default=None))
 
 
 def _not_closed(end: int, lateness_ms: int) -> str:

@@ -275,7 +275,7 @@ class AssetEvent(BaseModel):
     def to_api(self) -> dict[str, Any]:
         data = self.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"interval", "partitions"})
         if self.partitions is not None:
-            data["partitions"] = self.partitions.to_item()
+            data["partitions"] = self.partitions.to_api()
         if self.interval is not None:
             data["interval"] = self.interval.to_api()
         return data

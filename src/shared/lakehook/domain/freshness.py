@@ -8,11 +8,15 @@ Three promises, each checked against the clock (nothing here changes what fires)
 * a rule's ``freshness.maxWaitSeconds`` - at most this long between triggers (before its first, since the
   rule was created): overdue since the last trigger plus that long;
 * an asset's ``maxAgeSeconds`` (in its registration) - at most this long without a new snapshot (or, for an
-  asset without snapshots, any new state): overdue since its last change plus that long.
+  asset without snapshots, any new state): overdue since its last change plus that long;
+* a rule's ``freshness.partitionMaxAgeSeconds`` (a rule with a partitioned group) - a partition a data commit
+  touched runs within this long of lakehook finding it pending: overdue since the oldest pending partition's
+  mark plus that long, until it runs (docs/partitions.md).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -30,6 +34,7 @@ class OverdueKind(StrEnum):
     EXPECTED_BY = "EXPECTED_BY"
     MAX_WAIT = "MAX_WAIT"
     MAX_AGE = "MAX_AGE"
+    PARTITION_MAX_AGE = "PARTITION_MAX_AGE"
 
 
 class Freshness(BaseModel):
@@ -49,10 +54,19 @@ class Freshness(BaseModel):
         description="at most this long between triggers (before the first, since the rule was created)",
     )
 
+    partition_max_age_seconds: int | None = Field(
+        default=None,
+        alias="partitionMaxAgeSeconds",
+        ge=60,
+        le=MAX_FRESHNESS_SECONDS,
+        description="a rule with a partitioned group (partitionBy): a partition a data commit touched runs within "
+        "this long of being found pending",
+    )
+
     @model_validator(mode="after")
     def _something(self) -> Freshness:
-        if self.expected_by is None and self.max_wait_seconds is None:
-            raise ValueError("freshness states expectedBy, maxWaitSeconds, or both")
+        if self.expected_by is None and self.max_wait_seconds is None and self.partition_max_age_seconds is None:
+            raise ValueError("freshness states expectedBy, maxWaitSeconds or partitionMaxAgeSeconds")
         return self
 
 
@@ -62,11 +76,16 @@ class Overdue:
     since: int
     reason: str
     asset_key: str | None = None
+    group_id: str | None = None
+    partition: str | None = None
 
     def to_api(self) -> dict[str, Any]:
         found: dict[str, Any] = {"kind": self.kind.value, "since": ms_to_iso(self.since), "reason": self.reason}
         if self.asset_key is not None:
             found["assetKey"] = self.asset_key
+        if self.partition is not None:
+            found["groupId"] = self.group_id
+            found["partition"] = self.partition
         return found
 
 
@@ -120,6 +139,29 @@ def asset_overdue(asset_key: str, max_age_seconds: int | None, state: AssetState
         since,
         f"no new snapshot for {max_age_seconds} s: the last one is from {ms_to_iso(changed)} (maxAgeSeconds)",
         asset_key,
+    )
+
+
+def partition_overdue(
+    group_id: str, max_age_seconds: int | None, pending_since: Mapping[str, int], now: int
+) -> Overdue | None:
+    """Whether a partition of the group has been pending (touched by a data commit, not yet run) longer than
+    ``partitionMaxAgeSeconds``: the oldest such (``pending_since``: partition key to when it was found pending)."""
+    if max_age_seconds is None or not pending_since:
+        return None
+    oldest = min(pending_since, key=lambda p: (pending_since[p], p))
+    since = pending_since[oldest] + max_age_seconds * 1000
+    if since > now:
+        return None
+    late = sum(1 for t in pending_since.values() if t + max_age_seconds * 1000 <= now)
+    others = f"; {late - 1} more of the group's pending partitions too" if late > 1 else ""
+    return Overdue(
+        OverdueKind.PARTITION_MAX_AGE,
+        since,
+        f"{oldest} of group {group_id} is pending since {ms_to_iso(pending_since[oldest])} and has not run within "
+        f"{max_age_seconds} s (partitionMaxAgeSeconds){others}",
+        group_id=group_id,
+        partition=oldest,
     )
 
 

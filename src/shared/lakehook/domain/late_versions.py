@@ -7,10 +7,17 @@ Paimon, Delta or Iceberg gap is stepped over once it settled) can no longer run 
 break the order the rule promises. It is skipped: the push answers "version 3 arrived after 5 and will not run for
 rule X", and the resolver records a SKIPPED trigger with that reason under the ``late`` marker (which moves no
 cursor), which explain lists. A late snapshot the group has not passed yet still runs, in order.
+
+A snapshot may also have run before its push came: a ``QUALITY_CHECK_PASSED`` naming it is evidence enough for
+``qualityStatus: PASSED`` to pin it (:class:`lakehook.domain.conditions.QualityPassed`), and the claim logs what it
+pinned. Its push, later, is older than the state and than the group's cursor, yet it is no skip: it ran
+(:class:`AlreadyRan`, "version 1 already triggered rule X"). The snapshot log is the asset's, not the group's: it
+holding the snapshot says some group pinned it, and the group's own runs (:func:`ran_among`) say whether this one did.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from lakehook.domain.evaluation import steps_by_snapshot
@@ -104,3 +111,69 @@ def passed_over(
     if not steps_through(rule, group, asset_key, record):
         return None
     return LateVersion(rule, group.group_id, asset_key, record, last, cursor.baseline)
+
+
+@dataclass(frozen=True)
+class AlreadyRan:
+    """A late snapshot of ``asset_key`` that an EACH_VERSION group ran before its push came (its quality verdict
+    named it), or that is the version its cursor holds without a run: it does not run there (again)."""
+
+    rule: Rule
+    group_id: str
+    record: SnapshotRecord
+    ran: bool  # False: the cursor holds this very version from a skip or a startFrom NEXT_CHANGE starting point
+    baseline: bool
+
+    @property
+    def reason(self) -> str:
+        where = f"rule {self.rule.rule_id}"
+        if len(self.rule.groups) > 1:
+            where += f" (group {self.group_id})"
+        version = self.record.snapshot_id
+        if self.ran:
+            return f"version {version} already triggered {where}, before this push"
+        if self.baseline:
+            return f"version {version} is where {where} started (startFrom NEXT_CHANGE) and will not run for {where}"
+        return f"version {version} is where {where} skipped to and will not run for {where}"
+
+
+def reached(cursor: GroupCursor | None, record: SnapshotRecord, asset_key: str) -> bool:
+    """Whether the group's cursor holds ``record`` or a newer snapshot of ``asset_key`` (after its first trigger)."""
+    if cursor is None or cursor.seq == 0:
+        return False
+    last = cursor.pins.get(asset_key)
+    return last is not None and last.snapshot_id is not None and last.ordinal[0] >= record.order
+
+
+def already_ran(
+    rule: Rule, group: Group, cursor: GroupCursor | None, record: SnapshotRecord, asset_key: str, ran: bool
+) -> AlreadyRan | None:
+    """What the push of a late ``record`` answers for a group that stepped through it without logging its push:
+    it ran (``ran``: one of the group's runs pinned it, :func:`ran_among`), or the cursor holds exactly it without
+    a run. None otherwise: it runs in order, it was passed over (:func:`passed_over`), or it is no version."""
+    if not reached(cursor, record, asset_key) or not steps_through(rule, group, asset_key, record):
+        return None
+    assert cursor is not None
+    if ran:
+        return AlreadyRan(rule, group.group_id, record, ran=True, baseline=False)
+    last = cursor.pins[asset_key]
+    if last.snapshot_id == record.snapshot_id:
+        return AlreadyRan(rule, group.group_id, record, ran=False, baseline=cursor.baseline)
+    return None
+
+
+def ran_among(triggers: Iterable[Trigger], group_id: str, asset_key: str, record: SnapshotRecord) -> bool | None:
+    """Whether one of the group's runs pinned ``record``, from its rule's triggers newest first: True at the first
+    run pinning it, False at a skip pinning it or at a claim (not a replay) pinning an older version of the asset
+    (the group's claims are in order: the older ones pin older versions still), None if ``triggers`` end first."""
+    for trigger in triggers:
+        if trigger.group_id != group_id or is_late_skip(trigger):
+            continue
+        pin = next((p for p in trigger.inputs if p.asset_key == asset_key), None)
+        if pin is None or pin.snapshot_id is None:
+            continue
+        if pin.snapshot_id == record.snapshot_id:
+            return trigger.status is not TriggerStatus.SKIPPED
+        if pin.ordinal[0] < record.order and trigger.replay_of is None:
+            return False
+    return None

@@ -259,7 +259,7 @@ def snapshot_events(event: RunEvent, mappings: list[LineageMapping]) -> list[dic
             found.append(Unmapped(dataset=label, reason=f"dataset {label!r}: outputFacets.{SUBSET_FACET}: {exc}"))
             continue
         if partitions is not None:
-            raw["partitions"] = partitions.to_item()
+            raw["partitions"] = partitions.to_api()
         found.append(raw)
     return found
 

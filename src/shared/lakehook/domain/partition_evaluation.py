@@ -143,7 +143,7 @@ def evaluate_partition(
         wanted = member_keys(group, member, partition)
         found = [facts[k] for k in wanted if k in facts]
         if wanted and len(found) < len(wanted):  # a rollup missing units (or a partition of no commit yet)
-            members.append(_incomplete(member, partition, wanted, found))
+            members.append(_incomplete(member, partition, wanted, found, _coverage_of(group, member)))
             continue
         fact = max(found, key=lambda f: f.order, default=None)
         members.append(_partitioned(member, partition, fact, cursor))
@@ -157,8 +157,20 @@ def evaluate_partition(
     return verdict
 
 
-def _incomplete(member: Member, partition: str, wanted: list[FactKey], found: list[PartitionFact]) -> MemberEvaluation:
-    if len(wanted) == 1:
+def _coverage_of(group: Group, member: Member) -> str:
+    """`` (hours 06 to 21)`` for a rollup over a range of its units; empty for one over every unit."""
+    assert member.partition is not None and group.partition_by is not None
+    rollup = member.partition.rollup_field(group.partition_by)
+    source = member.partition.source(rollup) if rollup is not None else None
+    if source is None or source.coverage is None or source.grain is None:
+        return ""
+    return f" ({source.coverage.describe(source.grain)})"
+
+
+def _incomplete(
+    member: Member, partition: str, wanted: list[FactKey], found: list[PartitionFact], coverage: str = ""
+) -> MemberEvaluation:
+    if len(wanted) == 1 and not coverage:
         reason = f"no data commit has touched {partition} yet"
         return MemberEvaluation(
             member.asset_key, Status.WAITING_FOR_PARTITION, None, {}, {"partition": partition}, reason
@@ -166,7 +178,7 @@ def _incomplete(member: Member, partition: str, wanted: list[FactKey], found: li
     have = {f.partition for f in found}
     missing = [k for _, _, k in wanted if k not in have]
     shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-    reason = f"{len(found)} of the {len(wanted)} units of {partition} have a data commit; missing {shown}"
+    reason = f"{len(found)} of the {len(wanted)} units of {partition}{coverage} have a data commit; missing {shown}"
     current = {"units": len(found), "missing": missing[:24]}
     required = {"partition": partition, "units": len(wanted)}
     return MemberEvaluation(member.asset_key, Status.WAITING_FOR_PARTITION, None, current, required, reason)
@@ -204,43 +216,99 @@ def _decide(
     now: int,
     behind: bool,
 ) -> GroupEvaluation:
-    gid = group.group_id
-
-    def answer(status: Status, reason: str, until: int | None = None) -> GroupEvaluation:
-        return GroupEvaluation(gid, status, tuple(members), until=until, reason=reason, partition=partition)
-
+    """The partition's verdict from its members' (what blocks first: the rule disabled, a gate, a partition no commit
+    of a member touched yet, the policy, then a cooldown or a quiet period)."""
+    answer = _Answer(group.group_id, partition, tuple(members))
     if not rule.enabled:
         return answer(Status.DISABLED, "the rule is disabled")
-    partitioned = [m.partition is not None for m in group.members]
-    # what blocks first: a gate (an unpartitioned member), then a partition no commit of a member touched yet
-    for i, m in enumerate(members):
-        if not partitioned[i] and m.status is not Status.READY:
-            return answer(m.status, f"{partition}: waiting for {m.asset_key} ({m.reason})")
+    partitioned = [m for m, g in zip(members, group.members, strict=True) if g.partition is not None]
+    gates = [m for m, g in zip(members, group.members, strict=True) if g.partition is None]
+    waiting = (
+        _first_gate(gates, partition)
+        or _missing(members, partition)
+        or _policy_waits(rule, members, partitioned, partition, behind)
+    )
+    if waiting is not None:
+        return answer(*waiting)
+    held = _cooldown(rule, cursor, partition, now) or _quiet(rule, group, states, partition, now)
+    if held is not None:
+        return answer(*held)
+    return answer(Status.READY, f"{partition}: ready")
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """A partition's verdict with its members, built once the status and reason are known."""
+
+    group_id: str
+    partition: str
+    members: tuple[MemberEvaluation, ...]
+
+    def __call__(self, status: Status, reason: str, until: int | None = None) -> GroupEvaluation:
+        return GroupEvaluation(
+            self.group_id, status, self.members, until=until, reason=reason, partition=self.partition
+        )
+
+
+_Wait = tuple[Status, str]
+_Hold = tuple[Status, str, int]
+
+
+def _first_gate(gates: list[MemberEvaluation], partition: str) -> _Wait | None:
+    """The first unpartitioned member (a gate of every partition) that is not satisfied."""
+    gate = next((m for m in gates if m.status is not Status.READY), None)
+    if gate is None:
+        return None
+    return gate.status, f"{partition}: waiting for {gate.asset_key} ({gate.reason})"
+
+
+def _missing(members: list[MemberEvaluation], partition: str) -> _Wait | None:
+    """The partitioned members no data commit of which touched the partition yet (or below minSnapshotId)."""
     missing = [m for m in members if m.status is Status.WAITING_FOR_PARTITION]
-    if missing:
-        names = ", ".join(m.asset_key for m in missing)
-        return answer(Status.WAITING_FOR_PARTITION, f"{partition}: waiting for {names} ({missing[0].reason})")
-    updated = [m for i, m in enumerate(members) if partitioned[i] and m.status is Status.READY]
-    stale = [m for i, m in enumerate(members) if partitioned[i] and m.status is Status.WAITING_FOR_UPDATE]
-    # ANY_UPDATED: one member touched it again, and none would pin a commit older than the partition ran with
+    if not missing:
+        return None
+    names = ", ".join(m.asset_key for m in missing)
+    return Status.WAITING_FOR_PARTITION, f"{partition}: waiting for {names} ({missing[0].reason})"
+
+
+def _policy_waits(
+    rule: Rule, members: list[MemberEvaluation], partitioned: list[MemberEvaluation], partition: str, behind: bool
+) -> _Wait | None:
+    """ALL_UPDATED: every partitioned member touched the partition since its last run; ANY_UPDATED: one did, and
+    none would pin a commit older than the partition ran with."""
+    updated = [m for m in partitioned if m.status is Status.READY]
+    stale = [m for m in partitioned if m.status is Status.WAITING_FOR_UPDATE]
     ready = (bool(updated) and not behind) if rule.policy.mode is Mode.ANY_UPDATED else not stale
-    if not ready:
-        waiting = stale if stale else members
-        names = ", ".join(m.asset_key for m in waiting)
-        return answer(Status.WAITING_FOR_UPDATE, f"{partition}: waiting for {names} ({waiting[0].reason})")
-    policy = rule.policy
-    if cursor is not None and cursor.claimed_at is not None and policy.min_interval_seconds:
-        ends = cursor.claimed_at + policy.min_interval_seconds * 1000
-        if ends > now:
-            why = f"{partition}: last ran at {ms_to_iso(cursor.claimed_at)}; minIntervalSeconds is "
-            return answer(Status.COOLDOWN, f"{why}{policy.min_interval_seconds}", ends)
-    quiet = policy.quiet_period_seconds
+    if ready:
+        return None
+    waiting = stale if stale else members
+    names = ", ".join(m.asset_key for m in waiting)
+    return Status.WAITING_FOR_UPDATE, f"{partition}: waiting for {names} ({waiting[0].reason})"
+
+
+def _cooldown(rule: Rule, cursor: GroupCursor | None, partition: str, now: int) -> _Hold | None:
+    """``minIntervalSeconds`` since the partition's last run."""
+    interval = rule.policy.min_interval_seconds
+    if cursor is None or cursor.claimed_at is None or not interval:
+        return None
+    ends = cursor.claimed_at + interval * 1000
+    if ends <= now:
+        return None
+    return (
+        Status.COOLDOWN,
+        f"{partition}: last ran at {ms_to_iso(cursor.claimed_at)}; minIntervalSeconds is {interval}",
+        ends,
+    )
+
+
+def _quiet(rule: Rule, group: Group, states: Mapping[str, AssetState], partition: str, now: int) -> _Hold | None:
+    """``quietPeriodSeconds`` since any member's state changed."""
+    quiet = rule.policy.quiet_period_seconds
     changed = [s.updated_at for k in group.asset_keys if (s := states.get(k)) and s.updated_at is not None]
-    if quiet and changed and max(changed) + quiet * 1000 > now:
-        ends = max(changed) + quiet * 1000
-        why = f"{partition}: a member changed at {ms_to_iso(max(changed))}; quietPeriodSeconds is {quiet}"
-        return answer(Status.QUIET_PERIOD, why, ends)
-    return GroupEvaluation(gid, Status.READY, tuple(members), partition=partition, reason=f"{partition}: ready")
+    if not quiet or not changed or max(changed) + quiet * 1000 <= now:
+        return None
+    why = f"{partition}: a member changed at {ms_to_iso(max(changed))}; quietPeriodSeconds is {quiet}"
+    return Status.QUIET_PERIOD, why, max(changed) + quiet * 1000
 
 
 def summarize(verdicts: Sequence[GroupEvaluation]) -> tuple[Status, str]:

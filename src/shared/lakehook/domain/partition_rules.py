@@ -16,7 +16,8 @@ import re
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import ValidationError as PydanticValidationError
 
 from lakehook.domain.partitions import PartitionKeyError, format_partition_key, parse_partition_key
 
@@ -43,6 +44,50 @@ _GRAIN_FORMS: dict[Grain, re.Pattern[str]] = {
 }
 _GRAIN_LENGTH = {Grain.YEAR: 4, Grain.MONTH: 7, Grain.DAY: 10, Grain.HOUR: 13}
 _FINER = {Grain.YEAR: Grain.MONTH, Grain.MONTH: Grain.DAY, Grain.DAY: Grain.HOUR}
+_EXAMPLES = {Grain.YEAR: "2026", Grain.MONTH: "2026-12", Grain.DAY: "2026-12-01", Grain.HOUR: "2026-12-01-10"}
+
+
+# A rollup's coverage [from, to) of its units, as the units' values are written: hours 0..23 of a day, days 1..31 of
+# a month (from at most 28, so that every month has a unit in it; to past the month's end stops at it), months
+# 1..12 of a year. Per rollup grain: (unit name, lowest from, highest from, highest to).
+UNIT_BOUNDS: dict[Grain, tuple[str, int, int, int]] = {
+    Grain.DAY: ("hour", 0, 23, 24),
+    Grain.MONTH: ("day", 1, 28, 32),
+    Grain.YEAR: ("month", 1, 12, 13),
+}
+
+
+class UnitRange(BaseModel):
+    """The units of a rollup's partition it waits for: ``[from, to)``, unit values as written (``{"from": 6, "to":
+    22}`` of a day: the hours 06 to 21)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    start: int = Field(alias="from", description="the first unit waited for (hour 0-23, day 1-28, month 1-12)")
+    end: int = Field(alias="to", description="the unit after the last one waited for (hour 1-24, day 2-32, month 2-13)")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> UnitRange:
+        if self.start >= self.end:
+            raise ValueError(f"from ({self.start}) must be below to ({self.end}): the range [from, to) is half-open")
+        return self
+
+    def check(self, grain: Grain) -> UnitRange:
+        """This range, when it fits the units of ``grain``; a ValueError naming from or to otherwise."""
+        unit, low, high, top = UNIT_BOUNDS[grain]
+        if not low <= self.start <= high:
+            raise ValueError(f"from ({self.start}) must be {unit} {low} to {high} of the {grain.value} rolled up")
+        if not self.start < self.end <= top:
+            raise ValueError(f"to ({self.end}) must be above from and at most {top} (the {unit} after the last)")
+        return self
+
+    def holds(self, unit: str) -> bool:
+        """Whether a unit value (``2026-12-01-06``) is in the range: its last number."""
+        return self.start <= int(unit[-2:]) < self.end
+
+    def describe(self, grain: Grain) -> str:
+        unit = UNIT_BOUNDS[grain][0]
+        return f"{unit}s {self.start:02d} to {self.end - 1:02d}"
 
 
 def units_of(value: str, grain: Grain) -> list[str]:
@@ -92,10 +137,11 @@ class FieldSource(BaseModel):
         default=None,
         description="cut a time value to this grain (hour, day, month, year): hour=2026-12-01-10 is day 2026-12-01",
     )
-    complete: bool = Field(
+    complete: bool | UnitRange = Field(
         default=False,
         description="a rollup: the member holds a partition only once every unit of it has a data commit (each of "
-        "the 24 hours of a day, each day of a month, each month of a year); values are one grain finer than grain",
+        "the 24 hours of a day, each day of a month, each month of a year; values one grain finer than grain), or, "
+        'given {"from": 6, "to": 22}, each unit of that half-open range (hours 06 to 21 of a day)',
     )
 
     @field_validator("field")
@@ -103,9 +149,34 @@ class FieldSource(BaseModel):
     def _name(cls, value: str | None) -> str | None:
         return None if value is None else _field_name(value, "field")
 
+    @field_validator("complete", mode="before")
+    @classmethod
+    def _coverage(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, dict):
+            return value  # true, false, or what the type refuses
+        try:
+            span = UnitRange.model_validate(value)
+        except PydanticValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            message = first["msg"].removeprefix("Value error, ")
+            raise ValueError(f"{where}: {message}" if where else message) from None
+        grain = info.data.get("grain")
+        return span.check(grain) if grain in UNIT_BOUNDS else span
+
+    @property
+    def rolls_up(self) -> bool:
+        """Whether the member rolls this field up (``complete``: true or a range)."""
+        return self.complete is not False
+
+    @property
+    def coverage(self) -> UnitRange | None:
+        """The range of units a rollup waits for; None: every unit."""
+        return self.complete if isinstance(self.complete, UnitRange) else None
+
     @model_validator(mode="after")
     def _rollup(self) -> FieldSource:
-        if self.complete and self.grain in (None, Grain.HOUR):
+        if self.rolls_up and self.grain in (None, Grain.HOUR):
             raise ValueError("complete (a rollup) needs a grain of day, month or year: the units it waits for")
         return self
 
@@ -127,7 +198,7 @@ class MemberPartition(BaseModel):
     def _names(cls, value: dict[str, FieldSource]) -> dict[str, FieldSource]:
         for name in value:
             _field_name(name, "a group field")
-        if sum(1 for source in value.values() if source.complete) > 1:
+        if sum(1 for source in value.values() if source.rolls_up) > 1:
             raise ValueError("a member rolls up (complete) one field at most")
         return value
 
@@ -144,7 +215,7 @@ class MemberPartition(BaseModel):
 
     def rollup_field(self, partition_by: tuple[str, ...]) -> str | None:
         """The group field this member rolls up (``complete``), if any."""
-        return next((f for f in partition_by if self.source(f).complete), None)
+        return next((f for f in partition_by if self.source(f).rolls_up), None)
 
     def fact_key(self, key: str, partition_by: tuple[str, ...]) -> str | None:
         """The key a fact of one of the member's keys is kept under: the group's key, except that a rollup keeps the
@@ -179,7 +250,24 @@ class MemberPartition(BaseModel):
         value = dict(values).get(rollup)
         if value is None or grain_of(value) is not grain:
             return []
-        return [format_partition_key([(n, u if n == rollup else v) for n, v in values]) for u in units_of(value, grain)]
+        span = self.source(rollup).coverage
+        units = [u for u in units_of(value, grain) if span is None or span.holds(u)]
+        return [format_partition_key([(n, u if n == rollup else v) for n, v in values]) for u in units]
+
+    def misfit(self, partition: str, partition_by: tuple[str, ...]) -> str | None:
+        """Why ``partition`` (a key of the group's fields) can be no partition of this member's mapping: a field the
+        member cuts to a time grain whose value is no time value of that grain; None when it can be one."""
+        try:
+            values = dict(parse_partition_key(partition))
+        except PartitionKeyError as exc:
+            return str(exc)
+        for name in partition_by:
+            grain = self.source(name).grain
+            value = values.get(name)
+            if grain is not None and (value is None or grain_of(value) is not grain):
+                shown = "null" if value is None else repr(value[:40])
+                return f"{name} {shown} is no {grain.value} ({_EXAMPLES[grain]}), the grain the member cuts it to"
+        return None
 
     def partition_of(self, fact_key: str, partition_by: tuple[str, ...]) -> str:
         """The group's partition a fact key belongs to (a rollup's unit cut to its partition)."""
@@ -220,3 +308,22 @@ def validate_partition_by(value: tuple[str, ...]) -> tuple[str, ...]:
     if twice:
         raise ValueError(f"partitionBy names {twice[0]!r} twice")
     return tuple(names)
+
+
+def group_partition_key(value: object, partition_by: tuple[str, ...]) -> str:
+    """``value`` as one partition key of a group keyed on ``partition_by`` (its fields, in that order), canonical as
+    lakehook writes keys; a ValueError says what is wrong and what to send (``dt=2026-12-01``)."""
+    shape = "/".join(f"{f}=<value>" for f in partition_by)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"partition must be a partition key of the group's partitionBy: {shape}")
+    try:
+        fields = parse_partition_key(value)
+    except PartitionKeyError as exc:
+        raise ValueError(f"partition is not a partition key ({exc}); send {shape}") from exc
+    names = tuple(n for n, _ in fields)
+    if names != partition_by:
+        raise ValueError(
+            f"partition {value[:80]!r} names the fields {', '.join(names)}; the group's partitions are keyed on "
+            f"{', '.join(partition_by)}, in that order: {shape}"
+        )
+    return format_partition_key(fields)

@@ -172,5 +172,6 @@ class TouchedPartitions(BaseModel):
             size += length
         return cls(keys=tuple(kept), count=len(unique), truncated=len(kept) < len(unique))
 
-    def to_item(self) -> dict[str, Any]:
+    def to_api(self) -> dict[str, Any]:
+        """The JSON form (camelCase, no nulls): what an API answer and the state's record of it hold."""
         return {"keys": list(self.keys), "count": self.count, "truncated": self.truncated}

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from lakehook.domain.events import AssetEvent, EventType
-from lakehook.domain.ordering import TagEntry, backfill_view, latest_tag, order_key
+from lakehook.domain.ordering import TagEntry, order_key
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.time import ms_to_iso
 from lakehook.domain.versions import SnapshotRecord, Verdict, starts_history
@@ -135,7 +135,7 @@ def _snapshot_committed(event: AssetEvent, recorded_at: int) -> Advance:
     sets["latestDataChanged"] = record.changes_data  # always: a newer snapshot replaces an older one's "no"
     late = None
     if record.changes_data:  # a compaction keeps the newest data-changing snapshot (see versions.py)
-        data = {"latestData": record.to_item(), "latestPartitions": latest_partitions_item(event, record.order)}
+        data = {"latestData": record.to_api(), "latestPartitions": latest_partitions_value(event, record.order)}
         sets.update(data)
         # A data snapshot that arrives after a newer compaction is still the newest data change.
         late = Advance(Below("latestData.order", record.order), sets=data)
@@ -283,12 +283,12 @@ def snapshot_record(event: AssetEvent) -> SnapshotRecord:
     )
 
 
-def latest_partitions_item(event: AssetEvent, order: int) -> dict[str, Any] | None:
+def latest_partitions_value(event: AssetEvent, order: int) -> dict[str, Any] | None:
     """What ``latestPartitions`` holds after a data-changing snapshot: the partitions it touched, with its id and
     order; None (stored as null) when it names none, so an older snapshot's partitions never pass for its own."""
     if event.partitions is None:
         return None
-    return {**event.partitions.to_item(), "snapshotId": event.snapshot_id, "order": order}
+    return {**event.partitions.to_api(), "snapshotId": event.snapshot_id, "order": order}
 
 
 class LatestPartitions(TouchedPartitions):
@@ -335,7 +335,7 @@ def verification_advance(
 
 
 def _comparable(value: Any) -> int | str:
-    """A stored version as the guard compares it: a number (DynamoDB hands back Decimal) or a key."""
+    """A stored version as the guard compares it: a number (a store may hand back a decimal type) or a key."""
     return value if isinstance(value, str) else int(value)
 
 
@@ -464,25 +464,6 @@ class AssetState(BaseModel):
     updated_at: int | None = Field(default=None, alias="updatedAt")
     last_event_id: str | None = Field(default=None, alias="lastEventId")
 
-    @classmethod
-    def from_item(cls, asset_key: str, item: dict[str, Any] | None) -> AssetState:
-        """Build from stored attributes (numbers may arrive as Decimal); derive what the sets hold."""
-        item = item or {}
-        data = {k: _plain(v) for k, v in item.items() if k in _FIELD_ALIASES}
-        if "tagLog" in item:
-            newest = latest_tag({str(e) for e in item["tagLog"]})
-            if newest is not None:
-                data.update(latestTag=newest.tag, latestTagSnapshotId=newest.snapshot_id)
-        if "backfillsStarted" in item or "backfillsCompleted" in item:
-            started = {str(b) for b in item.get("backfillsStarted") or ()}
-            completed = {str(b) for b in item.get("backfillsCompleted") or ()}
-            legacy = item.get("backfillId")  # written before the sets: fold it in
-            if legacy is not None:
-                (completed if item.get("backfillStatus") == BackfillStatus.COMPLETED.value else started).add(legacy)
-            view = backfill_view(started, completed)
-            data.update(backfillId=view.backfill_id, backfillStatus=view.status)
-        return cls.model_validate({**data, "assetKey": asset_key})
-
     @property
     def latest_record(self) -> SnapshotRecord | None:
         """The newest snapshot, as a record (None before the first snapshot)."""
@@ -561,19 +542,3 @@ class AssetState(BaseModel):
         if self.updated_at is not None:
             data["updatedAt"] = ms_to_iso(self.updated_at)
         return data
-
-
-_FIELD_ALIASES = {f.alias or name for name, f in AssetState.model_fields.items()} | set(AssetState.model_fields)
-
-
-def _plain(value: Any) -> Any:
-    """DynamoDB hands numbers back as Decimal and sets as set; make them plain."""
-    from decimal import Decimal
-
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, set | frozenset):
-        return {_plain(v) for v in value}
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -211,22 +211,33 @@ class UrlPolicy:
             return "scoped (an IPv6 zone)"
         carried = carried_ipv4(address)
         every = (address, *carried)
-        if any(a in METADATA_ADDRESSES for a in every):
-            return "a cloud metadata address"
-        if any(a.is_link_local for a in every):
-            return "link-local"
-        if any(a.is_unspecified for a in every):
-            return "unspecified (0.0.0.0 or ::, which reach this host)"
+        for refused, reason in _NEVER_REACHABLE:
+            if any(refused(a) for a in every):
+                return reason
         if any(a.is_loopback for a in every):
             return None if self.local_mode else "loopback, allowed only in local mode"
         if any(a in net for net in self.allowed_networks for a in every):
             return None
-        if any(a.is_multicast for a in every):
-            return "multicast"
-        judged = carried or (address,)
-        if not all(a.is_global for a in judged) or any(address in net for net in _NOT_GLOBAL_V6):
-            return "private or reserved (allow-list its network with the TargetAllowedNetworks parameter)"
-        return None
+        return _not_public(address, carried)
+
+
+def _not_public(address: IPAddress, carried: tuple[ipaddress.IPv4Address, ...]) -> str | None:
+    """Why an address no allow-list names is refused: multicast, or not a public one, or None (it may be reached)."""
+    if any(a.is_multicast for a in (address, *carried)):
+        return "multicast"
+    judged = carried or (address,)
+    if not all(a.is_global for a in judged) or any(address in net for net in _NOT_GLOBAL_V6):
+        return "private or reserved (allow-list its network with the TargetAllowedNetworks parameter)"
+    return None
+
+
+# Addresses no target may reach, in local mode or allow-listed either (checked in this order, on the address and
+# every IPv4 address it carries).
+_NEVER_REACHABLE: tuple[tuple[Callable[[IPAddress], bool], str], ...] = (
+    (lambda a: a in METADATA_ADDRESSES, "a cloud metadata address"),
+    (lambda a: a.is_link_local, "link-local"),
+    (lambda a: a.is_unspecified, "unspecified (0.0.0.0 or ::, which reach this host)"),
+)
 
 
 def _is_loopback_name(host: str) -> bool:

@@ -63,7 +63,8 @@ class SnapshotRecord(BaseModel):
     def changes_data(self) -> bool:
         return changes_data(self.commit_kind, self.data_changed)
 
-    def to_item(self) -> dict[str, Any]:
+    def to_api(self) -> dict[str, Any]:
+        """The JSON form (camelCase, no nulls): what an API answer and the state's record of it hold."""
         return self.model_dump(by_alias=True, exclude_none=True)
 
 

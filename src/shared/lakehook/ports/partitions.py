@@ -34,5 +34,10 @@ class PartitionStore(ABC):
         """At most ``limit`` pending partitions of the group (newest keys first), each with its mark."""
 
     @abstractmethod
+    def pending_since(self, rule_id: str, group_id: str, limit: int) -> dict[str, int]:
+        """At most ``limit`` pending partitions of the group, the lowest keys first (one query page), each with when
+        it was found pending (epoch ms): what a freshness promise over partition runs measures."""
+
+    @abstractmethod
     def count_pending(self, rule_id: str, group_id: str) -> int:
         """How many partitions of the group are pending."""

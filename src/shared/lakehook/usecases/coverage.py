@@ -15,6 +15,7 @@ from lakehook.domain.coverage import (
     covered_windows,
     newest_covered_window,
 )
+from lakehook.domain.errors import ValidationError
 from lakehook.domain.events import AssetEvent, EventType
 from lakehook.domain.time import now_ms
 from lakehook.ports.coverage import CoverageStore
@@ -67,13 +68,21 @@ class RecordCoverage:
 class QueryCoverage:
     """Answer ``covered`` and the exact ``missing`` gaps, and the windows a coverage condition fires on."""
 
-    def __init__(self, store: CoverageStore, max_query_days: int = MAX_QUERY_DAYS) -> None:
+    def __init__(self, store: CoverageStore, max_query_days: int = MAX_QUERY_DAYS, per_partition: bool = True) -> None:
         self._store = store
         self._max_query_ms = max_query_days * DAY_MS
+        self._per_partition = per_partition
 
     def query(self, asset_key: str, start: int, end: int, partition_key: str | None = None) -> CoverageAnswer:
-        """Coverage of ``[start, end)``. Raises ValidationError for an empty or too long range."""
+        """Coverage of ``[start, end)``. Raises ValidationError for an empty or too long range, and for a
+        partition's coverage where it is not recorded (it would answer "nothing covered", which is not so)."""
         check_query(start, end, self._max_query_ms)
+        if partition_key is not None and not self._per_partition:
+            raise ValidationError(
+                "partitionKey: this stack does not keep coverage per partition (CoveragePerPartition is false): "
+                "ask for the asset's coverage without partitionKey",
+                field="partitionKey",
+            )
         merged = self._store.spans(asset_key, start, end, partition_key)
         return CoverageAnswer.of(asset_key, merged, start, end, partition_key)
 

@@ -19,6 +19,7 @@ from lakehook.domain.freshness import (
     Overdue,
     asset_overdue,
     longer,
+    partition_overdue,
     rule_overdue,
     state_lag_seconds,
     watermark_lag_seconds,
@@ -30,9 +31,11 @@ from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import GroupCursor
 from lakehook.observability import logger
 from lakehook.ports import AssetRegistry
+from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import GroupRef, RuleStore, StateReader, StoredRule, TriggerStore
 
 PAGE = 200
+PARTITION_PAGE = 1000  # pending partitions a freshness promise over partition runs reads per group (one query page)
 # What checking one rule's promise may raise because of that rule (its stored body, its cursors), not the store:
 # croniter's errors and pydantic's are ValueErrors, an instant out of range an OverflowError.
 RULE_FAULTS = (ValueError, ArithmeticError)
@@ -67,6 +70,22 @@ def quality_blocked_since(verdict: GroupEvaluation, states: Mapping[str, AssetSt
     return min(times, default=None)
 
 
+def partitions_overdue(rule: Rule, partitions: PartitionStore | None, now: int) -> list[Overdue]:
+    """The rule's partitioned groups whose oldest pending partition (of one page, the lowest keys) waited longer than
+    ``partitionMaxAgeSeconds`` to run; one query per partitioned group, none without the promise."""
+    age = rule.freshness.partition_max_age_seconds if rule.freshness is not None else None
+    if age is None or partitions is None:
+        return []
+    found: list[Overdue] = []
+    for group in rule.groups:
+        if group.partition_by is not None:
+            since = partitions.pending_since(rule.rule_id, group.group_id, PARTITION_PAGE)
+            overdue = partition_overdue(group.group_id, age, since, now)
+            if overdue is not None:
+                found.append(overdue)
+    return found
+
+
 def fault_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
@@ -93,13 +112,16 @@ def overdue_of_rule(
     registry: AssetRegistry | None,
     reader: StateReader,
     now: int,
+    partitions: PartitionStore | None = None,
 ) -> RuleFreshness | None:
-    """The rule's own promises (expectedBy, maxWaitSeconds) and its members' maxAgeSeconds, broken at ``now``;
-    None when neither the rule nor any member promises anything."""
+    """The rule's own promises (expectedBy, maxWaitSeconds, partitionMaxAgeSeconds over the pending partitions in
+    ``partitions``) and its members' maxAgeSeconds, broken at ``now``; None when neither the rule nor any member
+    promises anything."""
     rule = stored.rule
     error: str | None = None
     try:
         found = rule_overdue(rule.freshness, stored.created_at, last_claimed_at(cursors), now)
+        found += partitions_overdue(rule, partitions, now)
     except RULE_FAULTS as exc:
         found, error = [], fault_reason(exc)
     ages: dict[str, int] = {}
@@ -144,7 +166,8 @@ class CheckFreshness:
     """Every enabled rule with a freshness promise, and every registered asset with ``maxAgeSeconds``; a rule
     whose promise cannot be checked goes to ``unchecked`` and the check goes on.
 
-    Requests per run: the rule pages, one cursor read per rule with a promise, one evaluation (the resolver's
+    Requests per run: the rule pages, one cursor read per rule with a promise (and one query of pending partitions
+    per partitioned group of a rule promising partitionMaxAgeSeconds), one evaluation (the resolver's
     reads, no writes) per enabled rule with a ``qualityStatus`` member when ``evaluate`` is given, the asset pages,
     and one batch of state reads per page of assets; other rules cost nothing more.
     """
@@ -157,8 +180,10 @@ class CheckFreshness:
         reader: StateReader,
         clock: Callable[[], int] = now_ms,
         evaluate: Evaluate | None = None,
+        partitions: PartitionStore | None = None,
     ) -> None:
         self._rules = rules
+        self._partitions = partitions
         self._triggers = triggers
         self._registry = registry
         self._reader = reader
@@ -179,6 +204,23 @@ class CheckFreshness:
             seconds = None if since is None else max(0, now - since) / 1000
             report.quality_blocked = longer(report.quality_blocked, seconds, f"{rule_id}/{group_id}")
 
+    def _check_rule(self, stored: StoredRule, now: int, report: FreshnessReport) -> None:
+        """The rule's own promise, into the report: overdue, or unchecked (logged) when it cannot be checked."""
+        rule = stored.rule
+        try:
+            cursors = self._triggers.get_cursors([(rule.rule_id, g.group_id) for g in rule.groups])
+            found = rule_overdue(rule.freshness, stored.created_at, last_claimed_at(cursors), now)
+            found += partitions_overdue(rule, self._partitions, now)
+        except RULE_FAULTS as exc:
+            report.unchecked[rule.rule_id] = fault_reason(exc)
+            logger.error(
+                "freshness unchecked",
+                extra={"rule_id": rule.rule_id, "status": "ERROR", "reason": report.unchecked[rule.rule_id]},
+            )
+            return
+        if found:
+            report.rules[rule.rule_id] = found
+
     def __call__(self) -> FreshnessReport:
         now = self._clock()
         report = FreshnessReport()
@@ -190,20 +232,8 @@ class CheckFreshness:
                 rule = stored.rule
                 if rule.enabled and self._evaluate is not None and quality_gated(rule):
                     self._quality_wait(rule, now, report)
-                if rule.freshness is None or not rule.enabled:
-                    continue
-                try:
-                    cursors = self._triggers.get_cursors([(rule.rule_id, g.group_id) for g in rule.groups])
-                    found = rule_overdue(rule.freshness, stored.created_at, last_claimed_at(cursors), now)
-                except RULE_FAULTS as exc:
-                    report.unchecked[rule.rule_id] = fault_reason(exc)
-                    logger.error(
-                        "freshness unchecked",
-                        extra={"rule_id": rule.rule_id, "status": "ERROR", "reason": report.unchecked[rule.rule_id]},
-                    )
-                    continue
-                if found:
-                    report.rules[rule.rule_id] = found
+                if rule.freshness is not None and rule.enabled:
+                    self._check_rule(stored, now, report)
             token = page.next_token
             if token is None:
                 break

@@ -11,7 +11,9 @@ one batched write of the pending partitions that changed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
+from lakehook.domain.errors import ConflictError, ValidationError
 from lakehook.domain.evaluation import GroupEvaluation, Status
 from lakehook.domain.partition_evaluation import (
     FactKey,
@@ -19,13 +21,21 @@ from lakehook.domain.partition_evaluation import (
     evaluate_partition,
     fact_keys,
     facts_of,
+    member_keys,
     partition_of_fact,
     summarize,
 )
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Rule
 from lakehook.domain.state import AssetState
-from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus, partition_cursor_id, trigger_key
+from lakehook.domain.triggers import (
+    GroupCursor,
+    PinnedInput,
+    Trigger,
+    TriggerStatus,
+    partition_cursor_id,
+    trigger_key,
+)
 from lakehook.domain.versions import SnapshotRecord
 from lakehook.observability import logger
 from lakehook.ports.partitions import PartitionStore
@@ -46,6 +56,120 @@ def touched_of_states(states: Mapping[str, AssetState]) -> dict[str, list[tuple[
         if parts is not None and data is not None and parts.order == data.order:
             found.setdefault(key, []).append((data, parts))
     return found
+
+
+def partition_pins(
+    store: PartitionStore | None, group: Group, partition: str, states: Mapping[str, AssetState]
+) -> dict[str, PinnedInput]:
+    """What a manual run of ``partition`` pins for each partitioned member of ``group`` (by asset key): the newest
+    data commit touching it (a rollup: the newest of its units, once every unit has one), from the kept facts and
+    those the members' newest commits bring (``latestPartitions``, as an evaluation takes them). A member with no
+    such commit is a ConflictError naming it; a partition that can be none of a member's, a ValidationError."""
+    _check_fits(group, partition)
+    wanted = {m.asset_key: member_keys(group, m, partition) for m in group.partitioned_members}
+    every = {k for keys in wanted.values() for k in keys}
+    facts = store.facts(every) if store is not None else {}
+    for fact in _facts_of_states(group, states):
+        if fact.key in every and fact.newer_than(facts.get(fact.key)):
+            facts[fact.key] = fact
+    return {asset: _newest(asset, partition, keys, facts) for asset, keys in wanted.items()}
+
+
+def _check_fits(group: Group, partition: str) -> None:
+    """A ValidationError naming ``partition`` when it can be no partition of a partitioned member's mapping (a value
+    that is no time value of the grain the member cuts it to)."""
+    assert group.partition_by is not None
+    for member in group.partitioned_members:
+        assert member.partition is not None
+        misfit = member.partition.misfit(partition, group.partition_by)
+        if misfit is not None:
+            raise ValidationError(
+                f"partition {partition!r} is no partition of {member.asset_key}: {misfit}", "partition"
+            )
+
+
+def _newest(asset: str, partition: str, keys: Sequence[FactKey], facts: Mapping[FactKey, PartitionFact]) -> PinnedInput:
+    """The pin of the newest of a member's facts for the partition (its units, for a rollup); a ConflictError naming
+    the member when one is missing."""
+    missing = [k[2] for k in keys if k not in facts]
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        which = partition if len(keys) == 1 else f"{len(missing)} of the {len(keys)} units of {partition} ({shown})"
+        raise ConflictError(
+            f"member {asset} has no data commit touching {which} yet; a manual run of a partition pins one for each "
+            "partitioned member"
+        )
+    return max((facts[k] for k in keys), key=lambda f: f.order).pin()
+
+
+def _facts_of_states(group: Group, states: Mapping[str, AssetState]) -> list[PartitionFact]:
+    """The facts the states' newest data commits give ``group`` (``latestPartitions``)."""
+    return [
+        fact
+        for key, found in touched_of_states(states).items()
+        for record, parts in found
+        for fact in facts_of(group, key, parts, record)
+    ]
+
+
+@dataclass
+class _Round:
+    """One resolve of a partitioned group: what its partitions are evaluated with, and what it claimed and deferred."""
+
+    rule: Rule
+    group: Group
+    states: Mapping[str, AssetState]
+    facts: Mapping[FactKey, PartitionFact]
+    now: int
+    claim: bool
+    registered: Mapping[str, bool] | None
+    claimed: list[Trigger] = field(default_factory=list)
+    deferrals: list[Deferral] = field(default_factory=list)
+
+    def evaluate(self, partition: str, cursor: GroupCursor | None) -> GroupEvaluation:
+        return evaluate_partition(
+            self.rule, self.group, partition, self.facts, self.states, cursor, self.now, self.registered
+        )
+
+
+def _facts_for(
+    store: PartitionStore, group: Group, partitions: Sequence[str], brought: Mapping[FactKey, PartitionFact]
+) -> dict[FactKey, PartitionFact]:
+    """The facts the partitions need (batched reads), with what this batch brought, kept above (or, for explain,
+    as if kept) where newer."""
+    wanted = [k for p in partitions for k in fact_keys(group, p)]
+    facts = store.facts(wanted) if wanted else {}
+    for key in wanted:
+        fact = brought.get(key)
+        if fact is not None and fact.newer_than(facts.get(key)):
+            facts[key] = fact
+    return facts
+
+
+def _has_news(group: Group, verdict: GroupEvaluation) -> bool:
+    """Whether a partitioned member touched the partition since its last run (it stays pending until it runs)."""
+    partitioned = (m for m, g in zip(verdict.members, group.members, strict=True) if g.partition is not None)
+    return any(m.status is Status.READY for m in partitioned)
+
+
+def _keep_pending(
+    store: PartitionStore,
+    rule_id: str,
+    group_id: str,
+    page: Mapping[str, str],
+    pending: Sequence[str],
+    done: Sequence[str],
+    now: int,
+) -> int:
+    """Mark the newly pending partitions (those read pending keep their mark), clear those that ran or have nothing
+    new (only what was pending when read, under its mark); how many are pending now."""
+    marked = [p for p in pending if p not in page]
+    if marked:
+        store.mark_pending(rule_id, group_id, marked, now)
+    cleared = {p: page[p] for p in done if p in page}
+    if cleared:
+        store.clear_pending(rule_id, group_id, cleared)
+    return len((set(page) | set(pending)) - set(done))
 
 
 class PartitionResolution:
@@ -101,59 +225,64 @@ class PartitionResolution:
         gid = group.group_id
         page = store.pending(rule.rule_id, gid, PENDING_PAGE if claim else EXPLAIN_PAGE)
         partitions = sorted(named | set(page), reverse=True)  # newest first: keys of dates sort by time
-        wanted = [k for p in partitions for k in fact_keys(group, p)]
-        facts = store.facts(wanted) if wanted else {}
-        for key in wanted:  # what this batch brought, kept above (or, for explain, as if kept)
-            fact = (brought or {}).get(key)
-            if fact is not None and fact.newer_than(facts.get(key)):
-                facts[key] = fact
-        ids = {p: partition_cursor_id(gid, p) for p in partitions}
-        cursors = self._triggers.get_cursors([(rule.rule_id, i) for i in ids.values()]) if ids else {}
+        facts = _facts_for(store, group, partitions, brought or {})
+        cursors = self._cursors(rule.rule_id, gid, partitions)
+        work = _Round(rule, group, states, facts, now, claim, registered)
         verdicts: list[GroupEvaluation] = []
-        claimed: list[Trigger] = []
         pending: list[str] = []
         done: list[str] = []
-        deferrals: list[Deferral] = []
         for partition in partitions:
-            cursor = cursors.get((rule.rule_id, ids[partition]))
-            verdict = evaluate_partition(rule, group, partition, facts, states, cursor, now, registered)
-            for _ in range(self._max_conflicts + 1):
-                if not (verdict.ready and claim):
-                    break
-                if len(claimed) >= self._max_claims:  # a long backlog: the next invocation goes on
-                    deferrals.append(Deferral(rule.rule_id, gid, now))
-                    break
-                trigger, fresh = self._claim(rule, group, partition, verdict, cursor, now)
-                if trigger is not None:
-                    claimed.append(trigger)
-                elif fresh is None or (cursor is not None and fresh.seq == cursor.seq):
-                    break  # the key was claimed before, under this very cursor: nothing to decide again
-                cursor = fresh
-                verdict = evaluate_partition(rule, group, partition, facts, states, cursor, now, registered)
+            verdict = self._settle(work, partition, cursors.get(partition))
             verdicts.append(verdict)
-            partitioned = (m for m, g in zip(verdict.members, group.members, strict=True) if g.partition is not None)
-            news = any(m.status is Status.READY for m in partitioned)  # a member touched it since its last run
-            (pending if news else done).append(partition)
+            (pending if _has_news(group, verdict) else done).append(partition)
             if verdict.until is not None and verdict.status in (Status.COOLDOWN, Status.QUIET_PERIOD):
-                deferrals.append(Deferral(rule.rule_id, gid, verdict.until))
+                work.deferrals.append(Deferral(rule.rule_id, gid, verdict.until))
         if claim:
-            marked = [p for p in pending if p not in page]  # newly pending: those read pending keep their mark
-            if marked:
-                store.mark_pending(rule.rule_id, gid, marked, now)
-            cleared = {p: page[p] for p in done if p in page}  # only what was pending when read, under its mark
-            if cleared:
-                store.clear_pending(rule.rule_id, gid, cleared)
-            count = len((set(page) | set(pending)) - set(done))
+            count = _keep_pending(store, rule.rule_id, gid, page, pending, done, now)
         else:
             count = store.count_pending(rule.rule_id, gid)
+        return self._board(work, verdicts, count)
+
+    def _cursors(self, rule_id: str, group_id: str, partitions: Sequence[str]) -> dict[str, GroupCursor]:
+        """The partitions' own cursors (batched reads), by partition; absent for one that never ran."""
+        if not partitions:
+            return {}
+        ids = {p: partition_cursor_id(group_id, p) for p in partitions}
+        found = self._triggers.get_cursors([(rule_id, i) for i in ids.values()])
+        return {p: c for p, i in ids.items() if (c := found.get((rule_id, i))) is not None}
+
+    def _settle(self, work: _Round, partition: str, cursor: GroupCursor | None) -> GroupEvaluation:
+        """The partition's verdict, claimed when READY (and claiming): a claim another resolver won is decided again
+        under the cursor it left, at most ``max_conflicts`` times; past ``max_claims`` the group defers itself."""
+        rule, group, now = work.rule, work.group, work.now
+        verdict = work.evaluate(partition, cursor)
+        for _ in range(self._max_conflicts + 1):
+            if not (verdict.ready and work.claim):
+                break
+            if len(work.claimed) >= self._max_claims:  # a long backlog: the next invocation goes on
+                work.deferrals.append(Deferral(rule.rule_id, group.group_id, now))
+                break
+            trigger, fresh = self._claim(rule, group, partition, verdict, cursor, now)
+            if trigger is not None:
+                work.claimed.append(trigger)
+            elif fresh is None or (cursor is not None and fresh.seq == cursor.seq):
+                break  # the key was claimed before, under this very cursor: nothing to decide again
+            cursor = fresh
+            verdict = work.evaluate(partition, cursor)
+        return verdict
+
+    def _board(
+        self, work: _Round, verdicts: list[GroupEvaluation], count: int
+    ) -> tuple[GroupEvaluation, list[Trigger], list[Deferral]]:
+        """The group's own verdict over its partitions', the claims, and the earliest deferral (kept when claiming)."""
         status, reason = summarize(verdicts)
-        if claimed:
-            status, reason = Status.READY, f"{len(claimed)} partitions claimed"
-        first = min(deferrals, key=lambda d: d.due_at, default=None)
-        if first is not None and claim:
+        if work.claimed:
+            status, reason = Status.READY, f"{len(work.claimed)} partitions claimed"
+        first = min(work.deferrals, key=lambda d: d.due_at, default=None)
+        if first is not None and work.claim:
             self._deferrals.defer(first)
         board = GroupEvaluation(
-            gid,
+            work.group.group_id,
             status,
             (),
             reason=reason,
@@ -161,7 +290,7 @@ class PartitionResolution:
             partitions=tuple(verdicts[:EXPLAIN_PAGE]),
             pending_partitions=count,
         )
-        return board, claimed, [first] if first is not None else []
+        return board, work.claimed, [first] if first is not None else []
 
     def _claim(
         self,

@@ -1,4 +1,5 @@
-"""Manage rules (put/get/list/delete), explain them ("why hasn't it run?"), and list their triggers."""
+"""Manage rules (put/get/list/delete) and explain them ("why hasn't it run?"); their triggers are read by
+``usecases.triggers``."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from lakehook.domain.aliases import ALIAS_NAME
 from lakehook.domain.errors import AuthorizationError, ConflictError, NotFoundError, ValidationError
 from lakehook.domain.evaluation import select_member
 from lakehook.domain.late_versions import is_late_skip
+from lakehook.domain.partition_rules import group_partition_key
 from lakehook.domain.requests import RecordedRequest, RequestAnswer, RequestKey
-from lakehook.domain.rules import Member, Mode, Rule, StartFrom, validate_id
+from lakehook.domain.rules import Group, Member, Mode, Rule, StartFrom, validate_id
 from lakehook.domain.secret_names import AS_GIVEN, ProducerSecrets, SecretNameError, SecretNames
+from lakehook.domain.state import AssetState
 from lakehook.domain.targets import UnusableTarget, name_target_error, secret_refs, write_context
 from lakehook.domain.time import ms_to_iso, now_ms
 from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus, trigger_key
@@ -21,10 +24,12 @@ from lakehook.domain.url_policy import UrlPolicy
 from lakehook.observability import logger
 from lakehook.ports.aliases import AliasStore
 from lakehook.ports.coverage import CoverageStore
+from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import RuleError, RuleStore, StateReader, StoredRule, TriggerStore, UnreadableRuleError
 from lakehook.ports.store import AssetRegistry, Page, SecretStore
 from lakehook.usecases.freshness import overdue_of_rule
 from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport
+from lakehook.usecases.resolve_partitions import partition_pins
 
 MAX_MANUAL_RUNS = 100  # manual runs of one set of versions (each finished one frees the next number)
 MAX_SKIPS_SHOWN = 20  # explain lists the newest late versions skipped; GET /rules/{id}/triggers lists them all
@@ -188,6 +193,7 @@ class ManageRules:
         secret_names: SecretNames = AS_GIVEN,
         producer_secrets: ProducerSecrets | None = None,
         aliases: AliasStore | None = None,
+        partitions: PartitionStore | None = None,
     ) -> None:
         """``secrets``: where targets' secrets must exist (unchecked without one); ``url_policy``: the stack's
         outbound URL policy; ``secret_names``: how the dispatcher turns a target's secret reference into a name;
@@ -205,6 +211,7 @@ class ManageRules:
         self._secret_names = secret_names
         self._producer_secrets = producer_secrets
         self._aliases = aliases
+        self._partitions = partitions
 
     def check(self, rule_id: str, body: Any) -> Rule:
         """Everything ``put`` checks, writing nothing (``?dryRun=true``): the rule, its target's URL policy
@@ -285,15 +292,8 @@ class ManageRules:
         answer in the claim's transaction: the same request repeated answers that again (``replayed``) and starts
         nothing; another request under the key raises IdempotencyKeyReusedError. An evaluation that is not forced
         is idempotent by its trigger keys already and records nothing."""
-        options = body if body is not None else {}
-        if not isinstance(options, dict):
-            raise ValidationError('the body must be a JSON object such as {"force": true}', field="body")
-        unknown = sorted(set(options) - {"force", "groupId"})
-        if unknown:
-            raise ValidationError(f"unknown field {unknown[0]!r}; expected force or groupId", field=unknown[0])
+        options = _evaluate_options(body)
         force = options.get("force", False)
-        if not isinstance(force, bool):
-            raise ValidationError("force must be true or false", field="force")
         request = RequestKey.of(idempotency_key, "evaluate", {"ruleId": rule_id, "body": options})
         if request is not None:
             recorded = self._triggers.get_request(request.key, self._clock())
@@ -312,11 +312,15 @@ class ManageRules:
             def answer_for(key: str) -> dict[str, Any]:
                 return {**answer, "triggerKey": key, "claimed": [key], "manual": True}
 
-            claimed = self._manual_run(rule, group_id, answer_for, request)
+            claimed = self._manual_run(rule, group_id, answer_for, request, options.get("partition"))
             if isinstance(claimed, RecordedRequest):  # a racing twin of this request claimed first
                 assert request is not None
                 return RequestAnswer.replay_of(claimed.answer_to(request))
             return RequestAnswer(200, answer_for(claimed.trigger_key))
+        if "partition" in options:
+            raise ValidationError(
+                'partition names the partition a manual run runs: send it with "force": true', field="partition"
+            )
         if not rule.enabled:
             raise ConflictError(f"rule {rule_id!r} is disabled; enable it, or force a manual run")
         report = self._resolver.evaluate(rule, group_ids=None if group_id is None else [group_id])
@@ -371,7 +375,7 @@ class ManageRules:
             "lastError": error_to_api(stored.last_error),
             "evaluatedAt": ms_to_iso(self._clock()),
         }
-        overdue = overdue_of_rule(stored, cursors, self._registry, self._reader, self._clock())
+        overdue = overdue_of_rule(stored, cursors, self._registry, self._reader, self._clock(), self._partitions)
         if overdue is not None:  # the rule or a member promises freshness
             answer["freshness"] = overdue.to_api()
         return answer
@@ -389,38 +393,23 @@ class ManageRules:
         group_id: str | None,
         answer_for: Callable[[str], dict[str, Any]],
         request: RequestKey | None,
+        partition: Any = None,
     ) -> Trigger | RecordedRequest:
         """A manual run of the group's current versions: each member's newest version satisfying its condition,
-        else its newest version at all. The cursor does not move: the rule's own triggers are unaffected. Under a
-        request key, the claim is recorded with ``answer_for(its key)``; if another request took the key first,
-        its answer instead."""
+        else its newest version at all; for a partitioned group, of one ``partition``: its partitioned members'
+        newest data commits touching it (docs/partitions.md). The cursor does not move: the rule's own triggers are
+        unaffected. Under a request key, the claim is recorded with ``answer_for(its key)``; if another request
+        took the key first, its answer instead."""
         if group_id is None and len(rule.groups) > 1:
             names = ", ".join(g.group_id for g in rule.groups)
             raise ValidationError(f"the rule has several groups ({names}); say which with groupId", field="groupId")
         group = rule.group(group_id) if group_id is not None else rule.groups[0]
         assert group is not None
-        if group.partition_by is not None:
-            raise ValidationError(
-                f"group {group.group_id} has partitionBy: a manual run of one partition is not supported; replay a "
-                "partition's trigger instead (POST /triggers/{triggerKey}/replay)",
-                field="force",
-            )
-        states = self._reader.get_states(group.asset_keys)
-        pins: list[PinnedInput] = []
-        for member in group.members:
-            state = states.get(member.asset_key)
-            chosen = select_member(member, state)
-            if chosen.pin is None and state is not None:
-                anything = {"snapshotRequired": state.latest_snapshot_id is not None}
-                chosen = select_member(
-                    Member.model_validate({"assetKey": member.asset_key, "condition": anything}), state
-                )
-            if chosen.pin is None:
-                raise ConflictError(f"{member.asset_key} has no version to pin yet; a manual run needs one")
-            pins.append(chosen.pin)
+        key_of = _manual_partition(group, partition)
+        pins = self._manual_pins(group, key_of)
         now = self._clock()
         for n in range(1, MAX_MANUAL_RUNS + 1):
-            key = trigger_key(rule.rule_id, group.group_id, pins, None, 0, marker=f"manual-{n}")
+            key = trigger_key(rule.rule_id, group.group_id, pins, None, 0, marker=f"manual-{n}", partition=key_of)
             existing = self._triggers.get(key)
             # Under a request key the claim is tried even when this number is taken: a racing twin of this very
             # request may have taken it, and the refused transaction hands back that twin's answer.
@@ -430,10 +419,13 @@ class ManageRules:
                     rule_id=rule.rule_id,
                     group_id=group.group_id,
                     status=TriggerStatus.TRIGGERING,
-                    inputs=tuple(pins),
+                    inputs=pins,
+                    partition=key_of,
                     created_at=now,
                     updated_at=now,
-                    reason="manual run (POST /rules/{ruleId}/evaluate with force)",
+                    reason="manual run (POST /rules/{ruleId}/evaluate with force)"
+                    if key_of is None
+                    else f"manual run of {key_of} (POST /rules/{{ruleId}}/evaluate with force and partition)",
                 )
                 if request is None:
                     claimed = self._triggers.put_replay(trigger)
@@ -446,7 +438,12 @@ class ManageRules:
                 if claimed:
                     logger.info(
                         "manual run claimed",
-                        extra={"rule_id": rule.rule_id, "group_id": group.group_id, "trigger_key": key},
+                        extra={
+                            "rule_id": rule.rule_id,
+                            "group_id": group.group_id,
+                            "trigger_key": key,
+                            **({"partition": key_of} if key_of is not None else {}),
+                        },
                     )
                     return trigger
                 existing = self._triggers.get(key)  # a racing request took this number
@@ -454,28 +451,60 @@ class ManageRules:
                 raise ConflictError(f"a manual run of these versions is in flight: {key}")
         raise ConflictError(f"these versions have had {MAX_MANUAL_RUNS} manual runs already")
 
-    def list_triggers(
-        self, rule_id: str, status: str | None, limit: int, next_token: str | None = None
-    ) -> Page[Trigger]:
-        """The rule's triggers, newest first."""
-        try:
-            validate_id(rule_id, "ruleId")
-        except ValueError as exc:
-            raise ValidationError(str(exc), field="ruleId") from exc
-        wanted: TriggerStatus | None = None
-        if status is not None:
-            try:
-                wanted = TriggerStatus(status)
-            except ValueError as exc:
-                allowed = ", ".join(s.value for s in TriggerStatus)
-                raise ValidationError(f"status must be one of {allowed}", field="status") from exc
-        return self._triggers.list_for_rule(rule_id, wanted, limit, next_token)
+    def _manual_pins(self, group: Group, partition: str | None) -> tuple[PinnedInput, ...]:
+        """The versions a manual run of ``group`` (of one ``partition`` of it) pins, in the order of its members."""
+        states = self._reader.get_states(group.asset_keys)
+        touching = partition_pins(self._partitions, group, partition, states) if partition is not None else {}
+        return tuple(
+            touching[m.asset_key]
+            if partition is not None and m.partition is not None
+            else _manual_pin(m, states.get(m.asset_key))
+            for m in group.members
+        )
 
-    def get_trigger(self, trigger_key: str) -> Trigger:
-        trigger = self._triggers.get(trigger_key)
-        if trigger is None:
-            raise NotFoundError(f"trigger {trigger_key!r} does not exist")
-        return trigger
+
+def _evaluate_options(body: Any) -> dict[str, Any]:
+    """The options of ``POST /rules/{id}/evaluate``: ``force``, ``groupId`` and ``partition``, each optional."""
+    options = body if body is not None else {}
+    if not isinstance(options, dict):
+        raise ValidationError('the body must be a JSON object such as {"force": true}', field="body")
+    unknown = sorted(set(options) - {"force", "groupId", "partition"})
+    if unknown:
+        raise ValidationError(f"unknown field {unknown[0]!r}; expected force, groupId or partition", field=unknown[0])
+    if not isinstance(options.get("force", False), bool):
+        raise ValidationError("force must be true or false", field="force")
+    return options
+
+
+def _manual_partition(group: Group, partition: Any) -> str | None:
+    """The canonical key of the one partition a manual run of ``group`` runs (None for a group without
+    partitionBy); a ValidationError naming ``partition`` when it is missing, malformed or of other fields."""
+    if group.partition_by is None:
+        if partition is not None:
+            raise ValidationError(f"group {group.group_id} has no partitionBy: it has no partitions", field="partition")
+        return None
+    shape = "/".join(f"{f}=<value>" for f in group.partition_by)
+    if partition is None:
+        raise ValidationError(
+            f"group {group.group_id} has partitionBy: a manual run runs one partition; say which with "
+            f'"partition": "{shape}"',
+            field="partition",
+        )
+    try:
+        return group_partition_key(partition, group.partition_by)
+    except ValueError as exc:
+        raise ValidationError(str(exc), field="partition") from exc
+
+
+def _manual_pin(member: Member, state: AssetState | None) -> PinnedInput:
+    """What a manual run pins of a member: its newest version satisfying its condition, else its newest at all."""
+    chosen = select_member(member, state)
+    if chosen.pin is None and state is not None:
+        anything = {"snapshotRequired": state.latest_snapshot_id is not None}
+        chosen = select_member(Member.model_validate({"assetKey": member.asset_key, "condition": anything}), state)
+    if chosen.pin is None:
+        raise ConflictError(f"{member.asset_key} has no version to pin yet; a manual run needs one")
+    return chosen.pin
 
 
 def _skip(trigger: Trigger) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from lakehook.adapters.aws import is_conditional_failure
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.expressions import advance_update
 from lakehook.adapters.dynamodb.pagination import decode_token, encode_token
+from lakehook.adapters.dynamodb.state_items import asset_state_from_item
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.state import Advance, AssetState, advance_for, already_applied
 from lakehook.ports import AdvanceOutcome, AssetStore, Page, RecordedEvent, Recording
@@ -104,7 +105,7 @@ class DynamoDBAssetStore(AssetStore):
 
     def get_state(self, asset_key: str) -> AssetState | None:
         item = self._table.get_item(Key=keys.state_key(asset_key), ConsistentRead=True).get("Item")
-        return None if item is None else AssetState.from_item(asset_key, item)
+        return None if item is None else asset_state_from_item(asset_key, item)
 
     def list_events(self, asset_key: str, limit: int, next_token: str | None = None) -> Page[RecordedEvent]:
         kwargs: dict[str, Any] = {

@@ -113,6 +113,15 @@ class DynamoDBPartitionStore(PartitionStore):
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return found
 
+    def pending_since(self, rule_id: str, group_id: str, limit: int) -> dict[str, int]:
+        page = self._table.query(
+            KeyConditionExpression=_pending(rule_id, group_id),
+            ScanIndexForward=True,
+            Limit=limit,
+            ProjectionExpression="partitionKey, markedAt",
+        )
+        return {str(i["partitionKey"]): int(i["markedAt"]) for i in page.get("Items", []) if "markedAt" in i}
+
     def count_pending(self, rule_id: str, group_id: str) -> int:
         condition = Key("PK").eq(keys.rule_pk(rule_id)) & Key("SK").begins_with(
             keys.pending_partitions_prefix(group_id)

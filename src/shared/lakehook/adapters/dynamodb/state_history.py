@@ -76,7 +76,7 @@ class DynamoDBStateHistory(StateHistory):
                         keys.ITEM_TYPE: "SNAPLOG",
                         "assetKey": asset_key,
                         "recordedAt": now_ms,
-                        "body": json.dumps(record.to_item(), separators=(",", ":"), sort_keys=True),
+                        "body": json.dumps(record.to_api(), separators=(",", ":"), sort_keys=True),
                         keys.TTL_ATTRIBUTE: now_ms // 1000 + self._retention_seconds,
                     },
                     ConditionExpression="attribute_not_exists(PK)",

@@ -8,6 +8,7 @@ from typing import Any
 
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import batch_get
+from lakehook.adapters.dynamodb.state_items import asset_state_from_item
 from lakehook.adapters.dynamodb.trigger_store import cursor_from_item
 from lakehook.domain.errors import UnreadableItemError
 from lakehook.domain.events import AssetEvent, EventType, event_identity
@@ -45,7 +46,7 @@ class DynamoDBStateReader(StateReader):
             try:
                 if item["SK"] == keys.Sort.STATE:
                     asset_key = str(item["PK"])[_ASSET:]
-                    inputs.states[asset_key] = AssetState.from_item(asset_key, item)
+                    inputs.states[asset_key] = asset_state_from_item(asset_key, item)
                 else:
                     cursor = cursor_from_item(item)
                     inputs.cursors[(cursor.rule_id, cursor.group_id)] = cursor

@@ -21,8 +21,9 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import integral
+from lakehook.adapters.dynamodb.state_items import asset_state_from_item
 from lakehook.domain.events import AssetEvent
-from lakehook.domain.state import AssetState, snapshot_record
+from lakehook.domain.state import snapshot_record
 from lakehook.domain.triggers import TriggerStatus
 from lakehook.observability import logger
 from lakehook.ports.rules import Deferral, StateChange
@@ -63,7 +64,7 @@ def resolver_input(record: Mapping[str, Any]) -> StateChange | Deferral | None:
         asset_key = pk[len(_ASSET) :]
         has_state = image.get(keys.ITEM_TYPE) == "STATE" and "version" in image
         try:
-            return StateChange(asset_key, AssetState.from_item(asset_key, image) if has_state else None)
+            return StateChange(asset_key, asset_state_from_item(asset_key, image) if has_state else None)
         except ValueError:  # a corrupted item: its rules read it again and fail alone, naming it
             logger.warning("state image does not parse", extra={"asset_key": asset_key}, exc_info=True)
             return StateChange(asset_key)

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
 from lakehook.api.answers import AliasAnswer, AliasPage
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
-from lakehook.api.http import json_response, require_admin
+from lakehook.api.http import json_response
 from lakehook.api.paths import AliasName
 from lakehook.container import current
 from lakehook.domain.aliases import AliasSpec
@@ -33,7 +33,6 @@ DryRun = Annotated[
     responses=answers({200: ("replaced", AliasAnswer), 201: ("created", AliasAnswer)}, WITH_BODY),
 )
 def put_alias(name: AliasName, spec: AliasSpec, dry_run: DryRun = False) -> Response[str]:
-    require_admin(router.current_event)
     if dry_run:
         return json_response({**current().manage_aliases.check(name, spec).to_api(), "dryRun": True})
     alias, created = current().manage_aliases.put(name, spec)
@@ -49,7 +48,6 @@ def put_alias(name: AliasName, spec: AliasSpec, dry_run: DryRun = False) -> Resp
     responses=answers(ok(AliasPage)),
 )
 def list_aliases(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
-    require_admin(router.current_event)
     page = current().manage_aliases.list(limit, next_token)
     return json_response({"items": [a.to_api() for a in page.items], "nextToken": page.next_token})
 
@@ -62,5 +60,4 @@ def list_aliases(limit: Limit = 100, next_token: NextToken = None) -> Response[s
     responses=answers(ok(AliasAnswer), ALWAYS, 404),
 )
 def get_alias(name: AliasName) -> Response[str]:
-    require_admin(router.current_event)
     return json_response(current().manage_aliases.get(name).to_api())

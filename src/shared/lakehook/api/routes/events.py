@@ -10,10 +10,6 @@ from lakehook.api.auth import current_principal
 from lakehook.api.contract import PRODUCER, WITH_BODY, answers, ok
 from lakehook.api.http import json_body, json_response
 from lakehook.container import current
-from lakehook.domain.events import SourceType
-from lakehook.event_metrics import count_results
-from lakehook.usecases.aliases import ingest_through_aliases
-from lakehook.usecases.ingest import envelope_events
 
 router = APIGatewayRouter()
 
@@ -28,10 +24,6 @@ router = APIGatewayRouter()
     responses=answers(ok(PushAnswer, "one result per event"), WITH_BODY),
 )
 def push_events() -> Response[str]:
-    container = current()
     producer = current_principal().producer  # the resolver verified the signature (or admin) first
-    body = json_body(router.current_event)
-    raw_events = envelope_events(body, container.settings.max_events_per_push)
-    results = ingest_through_aliases(raw_events, container.ingest, container.alias_store, SourceType.PUSH, producer)
-    count_results(results)
+    results = current().push_events(json_body(router.current_event), producer)
     return json_response({"results": [r.to_api() for r in results]})

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
 from lakehook.api.answers import ProducerAnswer, ProducerPage
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
-from lakehook.api.http import json_response, require_admin
+from lakehook.api.http import json_response
 from lakehook.api.paths import ProducerId
 from lakehook.container import current
 from lakehook.domain.errors import NotFoundError
@@ -45,7 +45,6 @@ def put_producer(
     rotate_secret: Annotated[bool, Query(alias="rotateSecret")] = False,
     dry_run: DryRun = False,
 ) -> Response[str]:
-    require_admin(router.current_event)
     registration = current().register_producer(producerId, spec, rotate_secret, dry_run=dry_run)
     body = registration.producer.to_api()
     if dry_run:
@@ -65,7 +64,6 @@ def put_producer(
     responses=answers(ok(ProducerPage)),
 )
 def list_producers(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
-    require_admin(router.current_event)
     page = current().producer_registry.list_producers(limit, next_token)
     return json_response({"items": [p.to_api() for p in page.items], "nextToken": page.next_token})
 
@@ -78,7 +76,6 @@ def list_producers(limit: Limit = 100, next_token: NextToken = None) -> Response
     responses=answers(ok(ProducerAnswer), ALWAYS, 404),
 )
 def get_producer(producerId: ProducerId) -> Response[str]:
-    require_admin(router.current_event)
     producer = current().producer_registry.get_producer(validate_producer_id(producerId))
     if producer is None:
         raise NotFoundError(f"producer {producerId!r} does not exist")

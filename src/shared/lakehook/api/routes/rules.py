@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok, replayable
-from lakehook.api.http import json_body, json_response, raw_body, require_admin
+from lakehook.api.http import json_body, json_response, raw_body
 from lakehook.api.paths import IdempotencyKey, RuleId
 from lakehook.api.rule_answers import Evaluation, Explanation, RuleAnswer, RulePage
 from lakehook.container import current
@@ -34,7 +34,6 @@ DryRun = Annotated[
     responses=answers({200: ("replaced", RuleAnswer), 201: ("created", RuleAnswer)}, WITH_BODY),
 )
 def put_rule(ruleId: RuleId, dry_run: DryRun = False) -> Response[str]:
-    require_admin(router.current_event)
     if dry_run:
         rule = current().manage_rules.check(ruleId, json_body(router.current_event))
         return json_response({**rule.to_api(), "dryRun": True})
@@ -44,7 +43,6 @@ def put_rule(ruleId: RuleId, dry_run: DryRun = False) -> Response[str]:
 
 @router.get("/rules", summary="List rules", tags=["rules"], security=MANAGEMENT, responses=answers(ok(RulePage)))
 def list_rules(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
-    require_admin(router.current_event)
     page = current().manage_rules.list(limit, next_token)
     return json_response({"items": [stored_to_api(s) for s in page.items], "nextToken": page.next_token})
 
@@ -57,7 +55,6 @@ def list_rules(limit: Limit = 100, next_token: NextToken = None) -> Response[str
     responses=answers(ok(RuleAnswer), ALWAYS, 404),
 )
 def get_rule(ruleId: RuleId) -> Response[str]:
-    require_admin(router.current_event)
     return json_response(stored_to_api(current().manage_rules.get(ruleId)))
 
 
@@ -69,7 +66,6 @@ def get_rule(ruleId: RuleId) -> Response[str]:
     responses=answers(ok(None, "deleted", 204), ALWAYS, 404),
 )
 def delete_rule(ruleId: RuleId) -> Response[str]:
-    require_admin(router.current_event)
     current().manage_rules.delete(ruleId)
     return Response(status_code=204, body="")
 
@@ -85,7 +81,6 @@ def delete_rule(ruleId: RuleId) -> Response[str]:
     responses=answers(ok(Explanation), ALWAYS, 404),
 )
 def explain_rule(ruleId: RuleId) -> Response[str]:
-    require_admin(router.current_event)
     return json_response(current().manage_rules.explain(ruleId))
 
 
@@ -94,7 +89,9 @@ def explain_rule(ruleId: RuleId) -> Response[str]:
     summary="Evaluate a rule now, and claim what is ready",
     description="The resolver's own evaluation: what is ready is claimed (the same versions give the same key, "
     'so repeating it claims nothing new). With {"force": true} a manual run of the current versions under a '
-    "key of its own; 409 while one for the same versions is in flight. Answers the explanation and the keys claimed. "
+    "key of its own; 409 while one for the same versions is in flight. A partitioned group's manual run is of one "
+    'partition ({"force": true, "partition": "dt=2026-12-01"}): it pins the newest data commit touching it of each '
+    "partitioned member (409 naming a member that has none). Answers the explanation and the keys claimed. "
     "A forced run under an Idempotency-Key is recorded with its answer: the same request repeated answers it again "
     "(Idempotent-Replayed: true) and starts nothing; another request under the key is a 409 IDEMPOTENCY_KEY_REUSED.",
     tags=["rules"],
@@ -102,7 +99,6 @@ def explain_rule(ruleId: RuleId) -> Response[str]:
     responses=replayable(answers(ok(Evaluation), WITH_BODY, 404, 409), 200),
 )
 def evaluate_rule(ruleId: RuleId, idempotency_key: IdempotencyKey = None) -> Response[str]:
-    require_admin(router.current_event)
     body = json_body(router.current_event) if raw_body(router.current_event).strip() else None
     answer = current().manage_rules.answer_evaluate(ruleId, body, idempotency_key)
     return json_response(answer.body, answer.status, answer.headers())

@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
 from lakehook.api.contract import ALWAYS, MANAGEMENT, answers, ok, replayable
-from lakehook.api.http import json_response, require_admin
+from lakehook.api.http import json_response
 from lakehook.api.paths import IdempotencyKey, TriggerKey
 from lakehook.api.trigger_answers import ReplayAnswer, TriggerAnswer, TriggerPage
 from lakehook.container import current
@@ -36,8 +36,7 @@ DryRunQuery = Annotated[bool, Query(alias="dryRun", description="answer the pre-
 def list_triggers(
     rule_id: RuleIdQuery, status: StatusQuery = None, limit: Limit = 50, next_token: NextToken = None
 ) -> Response[str]:
-    require_admin(router.current_event)
-    page = current().manage_rules.list_triggers(rule_id, status, limit, next_token)
+    page = current().read_triggers.list_triggers(rule_id, status, limit, next_token)
     return json_response({"items": [t.to_api() for t in page.items], "nextToken": page.next_token})
 
 
@@ -49,8 +48,7 @@ def list_triggers(
     responses=answers(ok(TriggerAnswer), ALWAYS, 404),
 )
 def get_trigger(triggerKey: TriggerKey) -> Response[str]:
-    require_admin(router.current_event)
-    return json_response(current().manage_rules.get_trigger(triggerKey).to_api())
+    return json_response(current().read_triggers.get_trigger(triggerKey).to_api())
 
 
 @router.post(
@@ -67,7 +65,6 @@ def get_trigger(triggerKey: TriggerKey) -> Response[str]:
     responses=answers(ok(TriggerAnswer, "the trigger, TRIGGERING again under its key", 202), ALWAYS, 404, 409),
 )
 def retry(triggerKey: TriggerKey) -> Response[str]:
-    require_admin(router.current_event)
     return json_response(current().retry_trigger(triggerKey).to_api(), 202)
 
 
@@ -98,7 +95,6 @@ def replay(
 ) -> Response[str]:
     from lakehook.usecases.replay import ReplayRefusedError  # with the use case: the replay path only
 
-    require_admin(router.current_event)
     try:
         answer = current().replay_trigger.answer(triggerKey, dry_run=dry_run, idempotency_key=idempotency_key)
     except ReplayRefusedError as exc:

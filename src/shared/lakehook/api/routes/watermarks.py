@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
 from lakehook.api.answers import Deleted, WatermarkAnswer, WatermarkList
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
-from lakehook.api.http import json_response, require_admin
+from lakehook.api.http import json_response
 from lakehook.api.routes.assets import AssetKeyQuery, _asset_key
 from lakehook.container import current
 from lakehook.domain.errors import NotFoundError
@@ -38,7 +38,6 @@ DryRun = Annotated[
 def get_watermark(
     namespace: Namespace, asset_key: AssetKeyQuery, key: Annotated[str | None, Query()] = None
 ) -> Response[str]:
-    require_admin(router.current_event)
     store = current().watermark_store
     asset = _asset_key(asset_key)
     if key is None:
@@ -57,7 +56,6 @@ def get_watermark(
     responses=answers(ok(WatermarkAnswer), WITH_BODY, 409),
 )
 def put_watermark(body: WatermarkPut, dry_run: DryRun = False) -> Response[str]:
-    require_admin(router.current_event)
     asset = _asset_key(body.asset_key)
     if dry_run:
         return json_response(preview_watermark_put(current().watermark_store, body, asset, now_ms()))
@@ -78,7 +76,6 @@ def delete_watermark(
     key: WmKey,
     expected_version: Annotated[int | None, Query(alias="expectedVersion", ge=1, le=MAX_LONG)] = None,
 ) -> Response[str]:
-    require_admin(router.current_event)
     asset = _asset_key(asset_key)
     if not current().watermark_store.delete(namespace, asset, key, expected_version):
         raise NotFoundError(f"no watermark {namespace}/{asset}/{key}")

@@ -1,0 +1,28 @@
+"""Push events (``POST /asset-events``): one event, or an envelope of them, from a producer or an operator."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lakehook.domain.events import EventResult, SourceType
+from lakehook.domain.producers import Producer
+from lakehook.event_metrics import count_results
+from lakehook.ports.aliases import AliasStore
+from lakehook.usecases.aliases import ingest_through_aliases
+from lakehook.usecases.ingest import IngestEvents, envelope_events
+
+
+class PushEvents:
+    """The pushed body's events (at most ``limit``), each ingested through the alias it may name, and counted."""
+
+    def __init__(self, ingest: IngestEvents, aliases: AliasStore, limit: int) -> None:
+        self._ingest = ingest
+        self._aliases = aliases
+        self._limit = limit
+
+    def __call__(self, body: Any, producer: Producer | None) -> list[EventResult]:
+        """One result per concrete event, in order (``producer`` None: management credentials, any asset)."""
+        raw_events = envelope_events(body, self._limit)
+        results = ingest_through_aliases(raw_events, self._ingest, self._aliases, SourceType.PUSH, producer)
+        count_results(results)
+        return results

@@ -1,0 +1,408 @@
+"""The resolver's writes: perform a :class:`lakehook.usecases.resolve_plan.Plan`.
+
+First the batch's bookkeeping: its EACH_VERSION members' state images kept as ``HIST#<state version>`` items, the
+partition facts it brought, the SKIPPED triggers of late snapshots (before those snapshots enter the log), and the
+snapshots it saw logged. Then group by group, in the plan's order, each isolated (a rule error fails its group
+only): the planned claims, one transaction each, conditional on the group cursor; then the deferral, or the
+targeted polls of the gaps, or the rule error recorded on the rule.
+
+Reads here are only what no decision depends on, or what a lost race needs: a pinned snapshot older than the state
+gets its schema id, commit time and metadata location from its recorded event (the run manifest pins them; the
+trigger key depends on the snapshot id only), and a claim that lost a race reads the cursor that beat it (when the
+failed condition did not return it) and the trigger it names, and the group is planned again from there.
+
+Partitioned groups are evaluated and claimed by :class:`lakehook.usecases.resolve_partitions.PartitionResolution`
+as a whole (its reads, decision and claims), in their place in the plan's order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from lakehook.domain.errors import ConflictError
+from lakehook.domain.evaluation import Gap, steps_by_snapshot
+from lakehook.domain.partition_evaluation import FactKey, PartitionFact
+from lakehook.domain.rules import Group, Rule
+from lakehook.domain.state import AssetState
+from lakehook.domain.triggers import PinnedInput
+from lakehook.domain.versions import SnapshotLog, SnapshotRecord
+from lakehook.observability import logger
+from lakehook.ports.rules import AssetRecheck, ClaimOutcome, ClaimResult, Deferral, GroupRef, RuleError, StateChange
+from lakehook.usecases.resolve_gather import Gathered
+from lakehook.usecases.resolve_partitions import PartitionResolution
+from lakehook.usecases.resolve_plan import GroupPlan, Plan, PlannedClaim, PlanResolution
+from lakehook.usecases.resolve_report import (
+    ResolveReport,
+    ResolverLimits,
+    ResolverStores,
+    RuleFailure,
+    describe_error,
+)
+
+PartitionFacts = tuple[dict[GroupRef, set[str]], dict[FactKey, PartitionFact]]
+"""per partitioned group the partitions a batch names, and the facts it brought (see PartitionResolution.record)"""
+
+
+def partition_facts(resolution: PartitionResolution, gathered: Gathered, now: int, *, claim: bool) -> PartitionFacts:
+    """The facts the gathered commits give the partitioned groups (kept, with ``claim``), and the partitions they
+    name per group."""
+    partitioned = [(r, g) for r, g in gathered.work if g.partition_by is not None]
+    if not partitioned:
+        return {}, {}
+    return resolution.record(partitioned, gathered.touched, now, claim=claim)
+
+
+def resolve_partitioned(
+    resolution: PartitionResolution,
+    plan: GroupPlan,
+    facts: PartitionFacts,
+    gathered: Gathered,
+    now: int,
+    report: ResolveReport,
+    *,
+    claim: bool,
+    registered: Mapping[str, bool] | None = None,
+) -> None:
+    """A partitioned group: the partitions this batch touched (an evaluation: those its members' newest commits
+    touched) and the pending ones, each claimed once when READY (with ``claim``)."""
+    named, brought = facts
+    partitions = set(named.get(plan.ref, ()))
+    verdict, claimed, deferred = resolution.resolve(
+        plan.rule,
+        plan.group,
+        gathered.inputs.states,
+        partitions,
+        now,
+        claim=claim,
+        registered=registered,
+        brought=brought,
+    )
+    report.verdict(plan.ref, verdict)
+    report.claimed.extend(claimed)
+    report.deferred.extend(deferred)
+
+
+class ApplyPlan:
+    """Perform a plan's writes (see the module docstring)."""
+
+    def __init__(
+        self,
+        stores: ResolverStores,
+        limits: ResolverLimits,
+        partitioned: PartitionResolution,
+        rule_error: Callable[[BaseException], bool],
+    ) -> None:
+        self._stores = stores
+        self._limits = limits
+        self._partitioned = partitioned
+        self._rule_error = rule_error
+
+    def __call__(
+        self, plan: Plan, gathered: Gathered, planner: PlanResolution, now: int, report: ResolveReport
+    ) -> None:
+        """Write what ``plan`` says; ``planner`` plans a group again after a lost race."""
+        if gathered.owned:
+            self._stores.history.record(gathered.owned, now)
+        facts = partition_facts(self._partitioned, gathered, now, claim=True)
+        self._skip_late(plan, now, report)
+        if gathered.seen:
+            self._stores.history.record_snapshots(gathered.seen, now)
+        persisted = {k: set(v) for k, v in gathered.persisted.items()}
+        for group_plan in plan.groups:
+            try:
+                if group_plan.partitioned:
+                    resolve_partitioned(self._partitioned, group_plan, facts, gathered, now, report, claim=True)
+                else:
+                    self._group(group_plan, gathered, planner, persisted, now, report)
+            except Exception as exc:
+                if not self._rule_error(exc):
+                    raise
+                self._fail_group(group_plan.rule, group_plan.group, exc, now, report)
+
+    # --- one group -----------------------------------------------------------------------------------
+
+    def _group(
+        self,
+        plan: GroupPlan,
+        gathered: Gathered,
+        planner: PlanResolution,
+        persisted: dict[str, set[int]],
+        now: int,
+        report: ResolveReport,
+    ) -> None:
+        """The group's claims in order; a lost race plans the group again from the cursor that beat it."""
+        conflicts = made = 0
+        while True:
+            lost: tuple[PlannedClaim, ClaimResult] | None = None
+            for verdict, claim in zip(plan.verdicts, plan.claims, strict=False):
+                report.verdict(plan.ref, verdict)
+                result = self._claim(plan.group, claim, gathered, persisted, now, report)
+                if result is not None:
+                    lost = (claim, result)
+                    break
+                made += 1
+            if lost is None:
+                self._finish(plan, gathered.batch.changed, now, report)
+                return
+            conflicts += 1
+            report.conflicts += 1
+            replanned = self._after_lost_race(plan, *lost, conflicts, made, planner)
+            if replanned is None:
+                return
+            plan = replanned
+
+    def _claim(
+        self,
+        group: Group,
+        claim: PlannedClaim,
+        gathered: Gathered,
+        persisted: dict[str, set[int]],
+        now: int,
+        report: ResolveReport,
+    ) -> ClaimResult | None:
+        """Make one planned claim; None when made, else the failed condition's answer."""
+        claim = claim.with_pins(self._described(claim.trigger.inputs, gathered.inputs.states))
+        trigger = claim.trigger
+        if claim.log_pins:
+            self._log_pinned(group, trigger.inputs, gathered.snapshots, persisted, now)
+        result = self._stores.triggers.claim(trigger, claim.moved(), claim.expected)
+        if result.outcome is not ClaimOutcome.CLAIMED:
+            return result
+        report.claimed.append(trigger)
+        changed = gathered.batch.changed
+        logger.info(
+            "trigger claimed",
+            extra={
+                "rule_id": trigger.rule_id,
+                "group_id": trigger.group_id,
+                "trigger_key": trigger.trigger_key,
+                "status": trigger.status.value,
+                "reason": trigger.reason,
+                "asset_key": changed[0] if len(changed) == 1 else None,
+                "asset_keys": changed,
+                "inputs": [p.to_api() for p in trigger.inputs],
+            },
+        )
+        return None
+
+    def _after_lost_race(
+        self,
+        plan: GroupPlan,
+        claim: PlannedClaim,
+        result: ClaimResult,
+        conflicts: int,
+        made: int,
+        planner: PlanResolution,
+    ) -> GroupPlan | None:
+        """The group planned again from the cursor that won, or None when the key is claimed already (a racing
+        resolver claimed the same versions: nothing left to do)."""
+        ref = plan.ref
+        extra = {
+            "rule_id": plan.rule.rule_id,
+            "group_id": plan.group.group_id,
+            "trigger_key": claim.trigger.trigger_key,
+            "status": result.outcome.value,
+        }
+        fresh = result.cursor
+        if fresh is None:
+            fresh = self._stores.triggers.get_cursors([ref]).get(ref)
+        if fresh is None or (claim.expected is not None and fresh.seq == claim.expected.seq):
+            logger.warning("trigger key already claimed", extra=extra)
+            return None
+        if conflicts > self._limits.max_conflicts:
+            raise ConflictError(f"group {ref[0]}/{ref[1]} kept moving; giving up for this batch")
+        logger.debug("claim lost a race", extra=extra)
+        previous = self._stores.triggers.get(fresh.trigger_key) if fresh.trigger_key else None
+        return planner.group(plan.rule, plan.group, fresh, previous, self._limits.max_claims_per_group - made)
+
+    def _finish(self, plan: GroupPlan, changed: list[str], now: int, report: ResolveReport) -> None:
+        """After the claims: the verdict the group settles on, its deferral and gap polls, or its rule error."""
+        settled = plan.settled
+        if settled is not None:
+            report.verdict(plan.ref, settled)
+        if plan.error is not None:
+            self._fail_group(plan.rule, plan.group, plan.error, now, report)
+            return
+        if plan.deferral is not None:
+            self._stores.deferrals.defer(plan.deferral.deferral)
+            report.deferred.append(plan.deferral.deferral)
+        if settled is None:
+            return
+        logger.debug(
+            "dependency not ready",
+            extra={
+                "rule_id": plan.rule.rule_id,
+                "group_id": plan.group.group_id,
+                "status": settled.status.value,
+                "reason": settled.reason,
+                "asset_key": changed[0] if len(changed) == 1 else None,
+                "asset_keys": changed,
+            },
+        )
+        self._fill(plan.gaps)
+
+    def _fill(self, gaps: Sequence[Gap]) -> None:
+        """Ask for a targeted poll of each table with a gap: it reads the table from the snapshot before the gap,
+        whatever the poller's offset, so the missing snapshot enters the log (or never exists and settles)."""
+        queue = self._stores.poll_queue
+        if queue is None or not gaps:
+            return
+        first = {g.asset_key: g for g in sorted(gaps, key=lambda g: g.order, reverse=True)}
+        messages = [
+            {"mode": "fill", "assetKeys": [g.asset_key], "after": {"snapshotId": g.snapshot_id, "order": g.order}}
+            for g in first.values()
+        ]
+        queue.send(messages)
+        for gap in first.values():
+            logger.info(
+                "snapshot gap: targeted poll requested",
+                extra={"asset_key": gap.asset_key, "snapshot_id": gap.snapshot_id, "status": "WAITING_FOR_VERSION"},
+            )
+
+    def _described(self, pins: tuple[PinnedInput, ...], states: dict[str, AssetState]) -> tuple[PinnedInput, ...]:
+        """Pins of snapshots older than the state (a quality pass, a tag, a version of EACH_VERSION) get their
+        schema id, commit time and metadata location from the snapshot's recorded event: the run manifest pins
+        them. The trigger key depends on the snapshot id only, so this never changes which key is claimed."""
+        unknown: list[tuple[str, int]] = [
+            (p.asset_key, p.snapshot_id)
+            for p in pins
+            if p.snapshot_id is not None and p.schema_id is None and not _described_by_state(p, states.get(p.asset_key))
+        ]
+        if not unknown:
+            return pins
+        found = self._stores.reader.snapshots(unknown)
+        described = []
+        for pin in pins:
+            record = found.get((pin.asset_key, pin.snapshot_id)) if pin.snapshot_id is not None else None
+            if record is not None:
+                pin = pin.model_copy(
+                    update={
+                        "schema_id": record.schema_id,
+                        "commit_time": pin.commit_time if pin.commit_time is not None else record.commit_time,
+                        "metadata_location": pin.metadata_location or record.metadata_location,
+                    }
+                )
+            described.append(pin)
+        return tuple(described)
+
+    def _log_pinned(
+        self,
+        group: Group,
+        pins: Sequence[PinnedInput],
+        snapshots: Mapping[str, SnapshotLog],
+        persisted: dict[str, set[int]],
+        now: int,
+    ) -> None:
+        """Before a claim: log each pinned snapshot known only from the state (its event's stream record not handled
+        yet), so when that record comes it finds the snapshot logged and is not taken for one that arrived late.
+        One conditional put per such snapshot; none when the log holds it (read, or logged by this batch)."""
+        wanted: dict[str, list[SnapshotRecord]] = {}
+        for pin in pins:
+            log = snapshots.get(pin.asset_key)
+            member = next((m for m in group.members if m.asset_key == pin.asset_key), None)
+            if log is None or pin.snapshot_id is None or member is None or not steps_by_snapshot(member):
+                continue
+            order = pin.ordinal[0]
+            known = persisted.setdefault(pin.asset_key, set())
+            if order in known:
+                continue
+            entry = next((e for e in log.entries if e.record.order == order), None)
+            # a pin the log does not hold (the newest quality-passed snapshot, its own event not handled yet): what
+            # the pin knows of it; the event's fuller record, when it comes, finds it logged
+            record = entry.record if entry is not None else _pinned_record(pin, order)
+            wanted.setdefault(pin.asset_key, []).append(record)
+            known.add(order)
+        if wanted:
+            self._stores.history.record_snapshots(wanted, now)
+
+    # --- late snapshots ------------------------------------------------------------------------------
+
+    def _skip_late(self, plan: Plan, now: int, report: ResolveReport) -> None:
+        """Record the SKIPPED ``late`` trigger of each snapshot of this batch a group ran past
+        (:mod:`lakehook.domain.late_versions`): it cannot run in order any more. The skip's key is the version's,
+        so a retry writes it once."""
+        for skip in plan.skips:
+            if self._stores.triggers.put_replay(skip):
+                report.skipped.append(skip)
+                logger.info(
+                    "late version skipped",
+                    extra={
+                        "rule_id": skip.rule_id,
+                        "group_id": skip.group_id,
+                        "asset_key": skip.inputs[0].asset_key if skip.inputs else None,
+                        "snapshot_id": skip.inputs[0].snapshot_id if skip.inputs else None,
+                        "trigger_key": skip.trigger_key,
+                        "status": skip.status.value,
+                        "reason": skip.reason,
+                    },
+                )
+
+    # --- failures ------------------------------------------------------------------------------------
+
+    def _fail_group(self, rule: Rule, group: Group, exc: BaseException, now: int, report: ResolveReport) -> None:
+        """A rule error: record it on the rule, count it, and evaluate the group again after ``retry_ms``."""
+        message = describe_error(exc)
+        report.failed.append(RuleFailure(rule.rule_id, group.group_id, message))
+        logger.error(
+            "rule evaluation failed",
+            extra={"rule_id": rule.rule_id, "group_id": group.group_id, "reason": message, "status": "FAILED"},
+            exc_info=exc,
+        )
+        self._stores.rules.record_error(rule.rule_id, RuleError(message, now, group.group_id))
+        deferral = Deferral(rule.rule_id, group.group_id, now + self._limits.retry_ms)
+        self._stores.deferrals.defer(deferral)
+        report.deferred.append(deferral)
+
+    def fail_assets(self, unreadable: Sequence[tuple[str, BaseException]], now: int, report: ResolveReport) -> None:
+        """Assets whose rules could not be read: each is checked again after ``retry_ms``."""
+        for asset_key, exc in unreadable:
+            message = describe_error(exc)
+            report.failed.append(RuleFailure("", None, f"{asset_key}: {message}"))
+            logger.error(
+                "rules of an asset could not be read",
+                extra={"asset_key": asset_key, "reason": message, "status": "FAILED"},
+                exc_info=exc,
+            )
+            recheck = AssetRecheck(asset_key, now + self._limits.retry_ms)
+            self._stores.deferrals.recheck([asset_key], recheck.due_at)
+            report.rechecks.append(recheck)
+
+    def clear_errors(self, refs: Sequence[GroupRef]) -> None:
+        """Groups that evaluated fine: their ``lastError`` goes."""
+        for rule_id, group_id in refs:
+            self._stores.rules.clear_error(rule_id, group_id)
+
+    def leave_rechecks(self, changes: Sequence[StateChange], deferred: Sequence[Deferral], now: int) -> None:
+        """Before a failed batch is retried (and perhaps given up): durable markers, so the sweep evaluates its
+        assets' rules and its deferred groups again whatever Lambda does with the batch. Best effort: the
+        infrastructure just failed, and Lambda retries the batch anyway."""
+        due = now + self._limits.retry_ms
+        try:
+            assets = sorted({c.asset_key for c in changes})
+            if assets:
+                self._stores.deferrals.recheck(assets, due)
+            for item in deferred:
+                self._stores.deferrals.defer(Deferral(item.rule_id, item.group_id, due))
+        except Exception:
+            logger.exception("recheck markers not written", extra={"status": "FAILED", "asset_keys": len(changes)})
+        else:
+            logger.warning("resolver batch failed; rechecks left", extra={"status": "FAILED", "due_at": due})
+
+
+def _pinned_record(pin: PinnedInput, order: int) -> SnapshotRecord:
+    assert pin.snapshot_id is not None
+    return SnapshotRecord(
+        snapshot_id=pin.snapshot_id,
+        order=order,
+        schema_id=pin.schema_id,
+        commit_time=pin.commit_time,
+        metadata_location=pin.metadata_location,
+    )
+
+
+def _described_by_state(pin: PinnedInput, state: AssetState | None) -> bool:
+    """Whether the state itself holds what is known of the pinned snapshot (its newest, or newest data change)."""
+    if state is None:
+        return False
+    data = state.latest_data
+    return pin.snapshot_id == state.latest_snapshot_id or (data is not None and pin.snapshot_id == data.snapshot_id)

@@ -1,0 +1,463 @@
+"""The resolver's reads: everything one invocation decides on, read once and batched, before anything is decided.
+
+Budget per invocation (a stream batch, deduplicated by asset): one reverse-index query per changed asset (the
+rules of the asset, RFC 3.8), ONE batched read of every member state and group cursor those rules need (shared
+across rules). ``EACH_VERSION`` rules add one history query per member that has versions between the cursor and
+now it did not see, one snapshot-log query per member stepping by snapshot whose state is past the cursor, the
+trigger each group's cursor names (head of line), and, for members gated on quality checks, one batched read of
+the checks on the logged snapshots whose verdict the state does not hold. A late snapshot a group already ran past
+costs one log query (is it logged already?) and, when the log holds it (a claim pinned it on its quality verdict),
+a page of the rule's triggers, to tell whether this group ran it. A group with coverage members reads its intervals
+once.
+
+What is read here is all the plan (:mod:`lakehook.usecases.resolve_plan`) decides on; the writes come after, in
+:mod:`lakehook.usecases.resolve_apply`. So every read sees the store as the batch found it: the snapshot log, for
+one, is read before this batch's snapshots are logged, and the batch's own snapshots are added to it here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from lakehook.domain.coverage import Span
+from lakehook.domain.evaluation import VersionLog, select_member, steps_by_snapshot
+from lakehook.domain.late_versions import LateVersion, passed_over
+from lakehook.domain.partitions import TouchedPartitions
+from lakehook.domain.rules import Group, Member, Mode, Rule
+from lakehook.domain.state import AssetState
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger
+from lakehook.domain.versions import LoggedSnapshot, SnapshotLog, SnapshotRecord, Verdict, lineage_of
+from lakehook.ports.rules import Deferral, GroupRef, ResolutionInputs, StateChange
+from lakehook.usecases.coverage import coverage_of_groups
+from lakehook.usecases.late_versions import ran_for_group
+from lakehook.usecases.resolve_partitions import Touched, touched_of_states
+from lakehook.usecases.resolve_report import ResolverLimits, ResolverStores
+
+Work = list[tuple[Rule, Group]]
+"""the groups one invocation evaluates, with their rules, in evaluation order"""
+
+
+def each_version(rule: Rule, group: Group) -> bool:
+    """Whether the group runs every version of its members in order (EACH_VERSION without windows)."""
+    return rule.policy.mode is Mode.EACH_VERSION and group.window is None
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A batch's changes by asset: the assets in first-seen order, their state images and recorded snapshots, and
+    the partitions its data commits touched (None: not a stream batch, take the states' newest commits')."""
+
+    changed: list[str]
+    images: dict[str, list[AssetState]]
+    recorded: dict[str, list[SnapshotRecord]]
+    touched: dict[str, list[tuple[SnapshotRecord, TouchedPartitions]]] | None
+
+    @classmethod
+    def empty(cls) -> Batch:
+        """An evaluation no stream record brought (a PUT, evaluate now, explain)."""
+        return cls([], {}, {}, None)
+
+    @classmethod
+    def of(cls, changes: Sequence[StateChange]) -> Batch:
+        touched: dict[str, list[tuple[SnapshotRecord, TouchedPartitions]]] = {}
+        batch = cls([], {}, {}, touched)
+        for change in changes:
+            if change.asset_key not in batch.images:
+                batch.changed.append(change.asset_key)
+                batch.images[change.asset_key] = []
+            if change.state is not None and change.state.version > 0:
+                batch.images[change.asset_key].append(change.state)
+            if change.snapshot is not None:
+                batch.recorded.setdefault(change.asset_key, []).append(change.snapshot)
+                if change.partitions is not None:
+                    touched.setdefault(change.asset_key, []).append((change.snapshot, change.partitions))
+            if change.state is not None:
+                for key, found in touched_of_states({change.asset_key: change.state}).items():
+                    touched.setdefault(key, []).extend(found)
+        return batch
+
+
+@dataclass(frozen=True)
+class RulesRead:
+    """The rules of a batch: the groups to evaluate, the deferred groups among them (a deferral is how a failed
+    group is retried), and the assets whose rules could not be read (rechecked later)."""
+
+    work: Work
+    retried: set[GroupRef]
+    unreadable: list[tuple[str, BaseException]]
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """What one invocation read, and what its batch brought: all the plan decides on."""
+
+    work: Work
+    inputs: ResolutionInputs
+    batch: Batch
+    owned: dict[str, list[AssetState]]  # this batch's images of EACH_VERSION members (kept as their history)
+    seen: dict[str, list[SnapshotRecord]]  # the snapshots the batch brought for EACH_VERSION members (logged)
+    touched: Touched  # per asset, the data commits whose partitions partitioned groups evaluate
+    late: list[LateVersion]  # snapshots of the batch a group ran past, not logged yet
+    logs: dict[str, VersionLog]  # EACH_VERSION members' known states
+    recheck: dict[str, int]  # when a member's history gap, which its owner may still fill, is final
+    snapshots: dict[str, SnapshotLog]  # members stepping by snapshot: their snapshot logs (with quality verdicts)
+    persisted: dict[str, set[int]]  # per asset, the orders known to be in the stored snapshot log
+    previous: dict[GroupRef, Trigger]  # the trigger each EACH_VERSION group's cursor names
+    coverage: dict[GroupRef, dict[str, list[Span]]]  # groups with coverage members: their merged intervals
+    errors: dict[GroupRef, BaseException]  # a rule error met reading for one group
+
+    def cursor(self, ref: GroupRef) -> GroupCursor | None:
+        return self.inputs.cursors.get(ref)
+
+
+class GatherInputs:
+    """Read what the resolver decides on (see the module docstring)."""
+
+    def __init__(self, stores: ResolverStores, limits: ResolverLimits, rule_error: Callable[[BaseException], bool]):
+        self._stores = stores
+        self._limits = limits
+        self._rule_error = rule_error
+
+    # --- rules ---------------------------------------------------------------------------------------
+
+    def rules(self, changed: Sequence[str], deferred: Sequence[Deferral]) -> RulesRead:
+        """The rules naming the changed assets (reverse index) and the due deferrals' groups, enabled ones only."""
+        rules: dict[str, Rule] = {}
+        focus: dict[str, set[str]] = {}
+        unreadable: list[tuple[str, BaseException]] = []
+        for asset_key in changed:
+            try:
+                found = self._stores.rules.rules_for_asset(asset_key)
+            except Exception as exc:
+                if not self._rule_error(exc):
+                    raise
+                # e.g. a stored rule that no longer parses: the asset's other rules cannot be told apart from
+                # it, so the asset is checked again later; other assets go on.
+                unreadable.append((asset_key, exc))
+                continue
+            for rule in found:
+                rules[rule.rule_id] = rule
+                focus.setdefault(rule.rule_id, set()).update(g.group_id for g in rule.groups_with(asset_key))
+        retried = self._deferred_groups(deferred, rules, focus)
+        work = [
+            (rule, group)
+            for rule_id in sorted(focus)
+            if (rule := rules[rule_id]).enabled
+            for group in rule.groups
+            if group.group_id in focus[rule_id]
+        ]
+        return RulesRead(work, retried, unreadable)
+
+    def _deferred_groups(
+        self, deferred: Sequence[Deferral], rules: dict[str, Rule], focus: dict[str, set[str]]
+    ) -> set[GroupRef]:
+        """Add the due deferrals' groups (and their rules) to the work; the groups that still exist."""
+        wanted = {d.rule_id for d in deferred} - rules.keys()
+        if wanted:
+            rules.update(self._stores.rules.get_rules(wanted))
+        retried: set[GroupRef] = set()
+        for item in deferred:
+            rule_or_none = rules.get(item.rule_id)
+            if rule_or_none is not None and rule_or_none.group(item.group_id) is not None:
+                focus.setdefault(item.rule_id, set()).add(item.group_id)
+                retried.add((item.rule_id, item.group_id))
+        return retried
+
+    # --- what the groups need ------------------------------------------------------------------------
+
+    def __call__(self, work: Work, batch: Batch, now: int) -> Gathered:
+        """Read what the groups of ``work`` need, once for all of them."""
+        versioned = {k for rule, g in work if each_version(rule, g) for k in g.asset_keys}
+        owned = {k: batch.images[k] for k in batch.changed if k in versioned and batch.images[k]}
+        seen = _seen_snapshots(owned, batch.recorded, versioned)
+        inputs = self._stores.reader.read(
+            sorted({k for _, g in work for k in g.asset_keys}), [(r.rule_id, g.group_id) for r, g in work]
+        )
+        # a stream batch brings the commits it recorded; an evaluation (a PUT, evaluate now, explain) takes the
+        # partitions the members' newest data commits touched, so a new rule starts from what is there (LATEST)
+        touched = batch.touched if batch.touched is not None else touched_of_states(inputs.states)
+        logs, recheck = self._logs(work, inputs.states, inputs.cursors, owned, now)
+        persisted: dict[str, set[int]] = {}
+        snapshots = self._snapshot_logs(work, inputs.states, inputs.cursors, seen, now, persisted)
+        coverage, errors = self._coverage(work, inputs, now)
+        return Gathered(
+            work=work,
+            inputs=inputs,
+            batch=batch,
+            owned=owned,
+            seen=seen,
+            touched=touched,
+            late=self._late(work, batch.recorded, inputs.cursors),
+            logs=logs,
+            recheck=recheck,
+            snapshots=self._judged(work, snapshots, inputs.states, inputs.cursors),
+            persisted=persisted,
+            previous=self._previous_triggers(work, inputs.cursors),
+            coverage=coverage,
+            errors=errors,
+        )
+
+    def _coverage(
+        self, work: Work, inputs: ResolutionInputs, now: int
+    ) -> tuple[dict[GroupRef, dict[str, list[Span]]], dict[GroupRef, BaseException]]:
+        """Each readable, unpartitioned group with coverage members: its intervals from what its cursor still
+        needs (read once: later windows of its claims lie inside that)."""
+        spans: dict[GroupRef, dict[str, list[Span]]] = {}
+        errors: dict[GroupRef, BaseException] = {}
+        for rule, group in work:
+            ref = (rule.rule_id, group.group_id)
+            if not group.covers or group.partition_by is not None:
+                continue
+            if inputs.unreadable(rule.rule_id, group.group_id, group.asset_keys) is not None:
+                continue
+            try:
+                spans[ref] = coverage_of_groups(self._stores.coverage, [(group, inputs.cursors.get(ref))], now)
+            except Exception as exc:
+                if not self._rule_error(exc):
+                    raise
+                errors[ref] = exc
+        return spans, errors
+
+    # --- EACH_VERSION: late snapshots ----------------------------------------------------------------
+
+    def _late(
+        self, work: Work, recorded: Mapping[str, Sequence[SnapshotRecord]], cursors: Mapping[GroupRef, GroupCursor]
+    ) -> list[LateVersion]:
+        """The snapshots of this batch an EACH_VERSION group ran past before they were known
+        (:mod:`lakehook.domain.late_versions`), unless already logged and run by this group: one logged was known
+        in time (it ran, or runs) unless another group's claim logged it (it pinned it on its quality verdict;
+        ``ran_for_group`` asks this group's runs), and a redelivered record of one finds it logged. One log query
+        per such snapshot, and a page of the rule's triggers when the log holds it."""
+        late = [
+            found
+            for rule, group in work
+            for key, records in recorded.items()
+            if key in group.asset_keys
+            for record in records
+            if (found := passed_over(rule, group, cursors.get((rule.rule_id, group.group_id)), record, key))
+        ]
+        logged: dict[tuple[str, int], bool] = {}
+        for item in late:
+            where = (item.asset_key, item.record.order)
+            if where not in logged:
+                after = self._stores.history.snapshots_after(item.asset_key, item.record.order - 1, 1)
+                logged[where] = bool(after) and after[0].record.order == item.record.order
+        return [
+            item
+            for item in late
+            if not logged[(item.asset_key, item.record.order)]
+            or not ran_for_group(self._stores.triggers, item.rule.rule_id, item.group_id, item.asset_key, item.record)
+        ]
+
+    # --- EACH_VERSION: state history -----------------------------------------------------------------
+
+    def _logs(
+        self,
+        work: Work,
+        states: dict[str, AssetState],
+        cursors: dict[GroupRef, GroupCursor],
+        owned: dict[str, list[AssetState]],
+        now: int,
+    ) -> tuple[dict[str, VersionLog], dict[str, int]]:
+        """What is known of each EACH_VERSION member's versions (this batch, the stored history, now), and
+        when the history of a member with newer versions, handled by another resolver, will be final."""
+        ranges: dict[str, tuple[int, int]] = {}
+        members: set[str] = set()
+        for rule, group in work:
+            if not each_version(rule, group):
+                continue
+            members.update(group.asset_keys)
+            cursor = cursors.get((rule.rule_id, group.group_id))
+            if cursor is None:
+                continue
+            for member in group.members:
+                needed = self._history_range(member, cursor.pins.get(member.asset_key), states, owned)
+                if needed is not None:
+                    low, high = ranges.get(member.asset_key, needed)
+                    ranges[member.asset_key] = (min(low, needed[0]), max(high, needed[1]))
+        logs: dict[str, VersionLog] = {}
+        recheck: dict[str, int] = {}
+        for key in members:
+            state = states.get(key)
+            logs[key] = self._version_log(key, ranges.get(key), state, owned.get(key), now)
+            if state is not None and key in ranges:
+                reached = [s.version for s in logs[key].after(ranges[key][0] - 1)]
+                if state.version not in reached:  # stopped at a gap the owner may still fill
+                    recheck[key] = (state.updated_at or now) + self._limits.history_settle_ms
+        return logs, recheck
+
+    def _history_range(
+        self,
+        member: Member,
+        last: PinnedInput | None,
+        states: dict[str, AssetState],
+        owned: dict[str, list[AssetState]],
+    ) -> tuple[int, int] | None:
+        """The state versions of a member's history to read: from the cursor's up to what this batch or the state
+        holds, when the member has a version newer than the cursor's; None when nothing newer."""
+        state = states.get(member.asset_key)
+        try:
+            pin = select_member(member, state).pin if state is not None else None
+        except Exception as exc:
+            if not self._rule_error(exc):
+                raise
+            return None  # the group's evaluation meets the same error and records it
+        if last is None or state is None or pin is None or pin.ordinal <= last.ordinal:
+            return None  # nothing newer than the cursor, so no history to look at
+        mine = owned.get(member.asset_key)
+        upto = min(s.version for s in mine) - 1 if mine else state.version - 1
+        first = last.state_version + 1
+        return (first, upto) if first <= upto else None
+
+    def _version_log(
+        self,
+        key: str,
+        needed: tuple[int, int] | None,
+        state: AssetState | None,
+        mine: list[AssetState] | None,
+        now: int,
+    ) -> VersionLog:
+        """One member's known states, and below which version a gap is final: below this batch's own first record,
+        or below a state unchanged for the settle time (its owner handled or dropped its records)."""
+        known: list[AssetState] = list(mine or ())
+        if needed is not None:
+            known.extend(self._stores.history.between(key, *needed))
+        if state is not None:
+            known.append(state)
+        if mine:
+            lost_before = min(s.version for s in mine)
+        elif state is not None and (state.updated_at or 0) + self._limits.history_settle_ms <= now:
+            lost_before = state.version
+        else:
+            lost_before = 0
+        return VersionLog.of(known, lost_before=lost_before)
+
+    # --- EACH_VERSION: snapshot log and head of line -------------------------------------------------
+
+    def _snapshot_logs(
+        self,
+        work: Work,
+        states: dict[str, AssetState],
+        cursors: dict[GroupRef, GroupCursor],
+        seen: Mapping[str, Sequence[SnapshotRecord]],
+        now: int,
+        persisted: dict[str, set[int]],
+    ) -> dict[str, SnapshotLog]:
+        """Per EACH_VERSION member stepping by snapshot: the logged snapshots after the oldest cursor that needs
+        them (one query per such asset), the snapshots this batch saw, and the state's own newest ones;
+        ``persisted`` gets the orders of those known to be stored (read, or logged by this batch)."""
+        logs: dict[str, SnapshotLog] = {}
+        limit = 2 * self._limits.max_claims_per_group + 10
+        for key, start in _snapshot_floors(work, cursors).items():
+            state = states.get(key)
+            entries = [LoggedSnapshot(r, now) for r in seen.get(key, ())]
+            complete = True
+            newest = state.latest_record.order if state is not None and state.latest_record is not None else None
+            if start is not None and newest is not None and newest > start:
+                stored = self._stores.history.snapshots_after(key, start, limit)
+                complete = len(stored) < limit
+                entries = stored + entries
+            persisted[key] = {e.record.order for e in entries}
+            if state is not None and complete:
+                at = state.updated_at if state.updated_at is not None else now
+                entries += [LoggedSnapshot(r, at) for r in (state.latest_record, state.latest_data) if r is not None]
+            logs[key] = SnapshotLog.of(entries, lineage_of(key), self._limits.history_settle_ms)
+        return logs
+
+    def _judged(
+        self,
+        work: Work,
+        logs: dict[str, SnapshotLog],
+        states: dict[str, AssetState],
+        cursors: dict[GroupRef, GroupCursor],
+    ) -> dict[str, SnapshotLog]:
+        """The snapshot logs of members gated on quality checks, with the verdict of each snapshot still to run (after
+        the oldest cursor that needs it; every logged one for a group not started yet): what the state tells (its
+        newest verdicts), else one batched read of those snapshots' quality events (no read when none is left)."""
+        since = _quality_floors(work, logs, cursors)
+        if not since:
+            return logs
+        verdicts: dict[tuple[str, int], Verdict] = {}
+        wanted: list[tuple[str, int]] = []
+        for key, floor in sorted(since.items()):
+            state = states.get(key)
+            for entry in logs[key].after(floor):
+                told = state.quality_of(entry.record) if state is not None else None
+                if told is None:
+                    wanted.append((key, entry.record.snapshot_id))
+                else:
+                    verdicts[(key, entry.record.snapshot_id)] = told
+        if wanted:
+            verdicts.update(self._stores.reader.quality_verdicts(wanted))
+        judged = dict(logs)
+        for key in since:
+            judged[key] = logs[key].with_quality({sid: v for (k, sid), v in verdicts.items() if k == key})
+        return judged
+
+    def _previous_triggers(self, work: Work, cursors: dict[GroupRef, GroupCursor]) -> dict[GroupRef, Trigger]:
+        """The trigger each EACH_VERSION group's cursor names (head of line), one read per such group."""
+        found: dict[GroupRef, Trigger] = {}
+        for rule, group in work:
+            cursor = cursors.get((rule.rule_id, group.group_id))
+            if rule.policy.mode is not Mode.EACH_VERSION or cursor is None or not cursor.trigger_key:
+                continue
+            trigger = self._stores.triggers.get(cursor.trigger_key)
+            if trigger is not None:
+                found[(rule.rule_id, group.group_id)] = trigger
+        return found
+
+
+def _seen_snapshots(
+    owned: Mapping[str, Sequence[AssetState]], recorded: Mapping[str, Sequence[SnapshotRecord]], versioned: set[str]
+) -> dict[str, list[SnapshotRecord]]:
+    """The snapshots a batch brought for EACH_VERSION members: recorded events (late ones too) and state images."""
+    seen: dict[str, list[SnapshotRecord]] = {}
+    for key in versioned:
+        found = list(recorded.get(key, ()))
+        for state in owned.get(key, ()):
+            found += [r for r in (state.latest_record, state.latest_data) if r is not None]
+        if found:
+            seen[key] = found
+    return seen
+
+
+def _snapshot_floors(work: Work, cursors: Mapping[GroupRef, GroupCursor]) -> dict[str, int | None]:
+    """Per EACH_VERSION member stepping by snapshot: the order after which its logged snapshots are needed (the
+    oldest cursor's pinned snapshot), or None when a group needing it pins no snapshot of it yet."""
+    since: dict[str, int | None] = {}
+    for rule, group in work:
+        if not each_version(rule, group):
+            continue
+        cursor = cursors.get((rule.rule_id, group.group_id))
+        for member in group.members:
+            if not steps_by_snapshot(member):
+                continue
+            key = member.asset_key
+            last = cursor.pins.get(key) if cursor is not None and cursor.seq > 0 else None
+            if last is None or last.snapshot_id is None:
+                since.setdefault(key, None)
+                continue
+            held = since.get(key)
+            since[key] = last.ordinal[0] if held is None else min(held, last.ordinal[0])
+    return since
+
+
+def _quality_floors(
+    work: Work, logs: Mapping[str, SnapshotLog], cursors: Mapping[GroupRef, GroupCursor]
+) -> dict[str, int]:
+    """Per EACH_VERSION member gated on quality checks: the order above which its snapshots' verdicts are needed
+    (the oldest cursor's; -1 for a group not started yet)."""
+    since: dict[str, int] = {}
+    for rule, group in work:
+        if not each_version(rule, group):
+            continue
+        cursor = cursors.get((rule.rule_id, group.group_id))
+        for member in group.members:
+            key = member.asset_key
+            if not (member.condition.quality_status and steps_by_snapshot(member) and key in logs):
+                continue
+            last = cursor.pins.get(key) if cursor is not None and cursor.seq > 0 else None
+            floor = last.ordinal[0] if last is not None and last.snapshot_id is not None else -1
+            since[key] = min(since.get(key, floor), floor)
+    return since

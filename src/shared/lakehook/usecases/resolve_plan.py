@@ -1,0 +1,245 @@
+"""The resolver's decision, and nothing else: given what was gathered (:mod:`lakehook.usecases.resolve_gather`) and
+the clock, a :class:`Plan`: per group the verdicts, the claims to make (in order), the deferral to leave, the gaps
+to ask a targeted poll for, or the rule error met; and the late snapshots to record as SKIPPED. No I/O: it reads no
+store and writes none, so explain (which only plans) says what a claiming evaluation (which plans, then applies
+the plan: :mod:`lakehook.usecases.resolve_apply`) does.
+
+Claims in a plan are planned as if each one succeeds: each moves the group's cursor, and the group is evaluated
+again from there (EACH_VERSION's next version, a window backlog's next window) until it is not ready or has used
+its claims per invocation. A claim lost to a racing resolver makes the apply plan the group again from the cursor
+the lost race returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from lakehook.domain.errors import UnreadableItemError
+from lakehook.domain.evaluation import Gap, GroupEvaluation, Status, backfills_of, evaluate_group
+from lakehook.domain.rules import Group, Rule
+from lakehook.domain.schedule_explanation import ScheduleExplanation
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
+from lakehook.ports.rules import Deferral, GroupRef
+from lakehook.usecases.resolve_gather import Gathered, each_version
+from lakehook.usecases.resolve_report import ResolveReport, RuleFailure, describe_error
+
+# Verdicts that lift by themselves at ``until`` (a covered window closes when its lateness has passed).
+TIMED = (
+    Status.COOLDOWN,
+    Status.QUIET_PERIOD,
+    Status.BLOCKED_BY_COVERAGE,
+    Status.WAITING_FOR_VERSION,
+    Status.WAITING_FOR_SCHEDULE,  # the next tick
+    Status.CATCHING_UP,  # a window backlog: the next evaluation's start
+)
+
+
+class DeferWhy(StrEnum):
+    """Why a group is evaluated again later, with nothing else changing."""
+
+    WAIT_ENDS = "the verdict lifts by itself then (cooldown, quiet period, coverage, a gap settling, a tick)"
+    HISTORY_GAP = "a member's history has a gap its owner may still fill; look again once it is final"
+    CLAIMS_USED = "the group used its claims for this invocation; the rest of its backlog goes on next"
+
+
+@dataclass(frozen=True)
+class PlannedDeferral:
+    deferral: Deferral
+    why: DeferWhy
+
+
+@dataclass(frozen=True)
+class PlannedClaim:
+    """One claim: the trigger (its pins as evaluated: the apply describes them for the run manifest, which never
+    changes the key), the cursor the claim is conditional on (None: the group has none yet), the cursor it starts
+    from, and what moving the cursor needs."""
+
+    trigger: Trigger
+    expected: GroupCursor | None
+    base: GroupCursor
+    backfills: dict[str, str]
+    catch_up_at: int | None  # a window behind the newest closed one: counted in the cursor's catch-up
+    log_pins: bool  # EACH_VERSION: log pinned snapshots known only from the state first (not taken for late ones)
+
+    def with_pins(self, pins: tuple[PinnedInput, ...]) -> PlannedClaim:
+        return PlannedClaim(
+            self.trigger.model_copy(update={"inputs": pins}),
+            self.expected,
+            self.base,
+            self.backfills,
+            self.catch_up_at,
+            self.log_pins,
+        )
+
+    def moved(self) -> GroupCursor:
+        """The group's cursor once this claim is made."""
+        return self.base.after(self.trigger, self.backfills, catch_up_at=self.catch_up_at)
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """What the resolver does with one group. ``verdicts[i]`` is the verdict ``claims[i]`` claims; a verdict after
+    the last claim is the one the group settles on (not ready). ``error``: a rule error met after the claims before
+    it (the group fails, the claims stand). ``partitioned``: the group's partitions are evaluated and claimed by
+    :class:`lakehook.usecases.resolve_partitions.PartitionResolution`, not here."""
+
+    rule: Rule
+    group: Group
+    verdicts: tuple[GroupEvaluation, ...] = ()
+    claims: tuple[PlannedClaim, ...] = ()
+    deferral: PlannedDeferral | None = None
+    gaps: tuple[Gap, ...] = ()
+    error: BaseException | None = None
+    partitioned: bool = False
+
+    @property
+    def ref(self) -> GroupRef:
+        return (self.rule.rule_id, self.group.group_id)
+
+    @property
+    def settled(self) -> GroupEvaluation | None:
+        """The not-ready verdict the group ends on, if it does (else it is ready, claimed, or failed)."""
+        return self.verdicts[-1] if len(self.verdicts) > len(self.claims) else None
+
+    def explain(self, report: ResolveReport, now: int) -> None:
+        """What explain answers for the group: its verdict now, or the rule error that keeps it from one (a rule
+        error met only after planned claims is the claiming evaluation's to record; the verdict now stands)."""
+        if self.verdicts:
+            report.verdict(self.ref, self.verdicts[0])
+            return
+        if self.error is None:
+            return  # no claims left in this invocation (max_claims_per_group 0): nothing evaluated
+        message = describe_error(self.error)
+        ticks = ScheduleExplanation.unevaluated(self.group.schedule, now) if self.group.schedule else None
+        report.verdict(self.ref, GroupEvaluation(self.group.group_id, Status.ERROR, (), reason=message, schedule=ticks))
+        report.failed.append(RuleFailure(self.rule.rule_id, self.group.group_id, message))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one invocation does: per group (in evaluation order) its plan, and the late snapshots to record."""
+
+    groups: tuple[GroupPlan, ...]
+    skips: tuple[Trigger, ...] = ()
+
+
+class PlanResolution:
+    """Decide, from what was gathered and the clock, what the resolver does (see the module docstring)."""
+
+    def __init__(
+        self,
+        gathered: Gathered,
+        now: int,
+        *,
+        max_claims: int,
+        rule_error: Callable[[BaseException], bool],
+        registered: Mapping[str, bool] | None = None,
+    ) -> None:
+        self._gathered = gathered
+        self._now = now
+        self._max_claims = max_claims
+        self._rule_error = rule_error
+        self._registered = registered
+
+    @property
+    def gathered(self) -> Gathered:
+        return self._gathered
+
+    def __call__(self) -> Plan:
+        """The plan of every group gathered, and the late snapshots its batch brought."""
+        gathered = self._gathered
+        groups = []
+        for rule, group in gathered.work:
+            ref = (rule.rule_id, group.group_id)
+            groups.append(self.group(rule, group, gathered.cursor(ref), gathered.previous.get(ref), self._max_claims))
+        skips = tuple(
+            item.trigger(gathered.inputs.cursors[(item.rule.rule_id, item.group_id)], self._now)
+            for item in gathered.late
+        )
+        return Plan(tuple(groups), skips)
+
+    def group(
+        self, rule: Rule, group: Group, cursor: GroupCursor | None, previous: Trigger | None, budget: int
+    ) -> GroupPlan:
+        """One group's plan from ``cursor`` (and the trigger it names, head of line), at most ``budget`` claims."""
+        ref = (rule.rule_id, group.group_id)
+        verdicts: list[GroupEvaluation] = []
+        claims: list[PlannedClaim] = []
+        try:
+            unreadable = self._gathered.inputs.unreadable(rule.rule_id, group.group_id, group.asset_keys)
+            if unreadable is not None:
+                raise UnreadableItemError(unreadable)
+            if group.partition_by is not None:
+                return GroupPlan(rule, group, partitioned=True)
+            if ref in self._gathered.errors:
+                raise self._gathered.errors[ref]
+            while len(claims) < budget:
+                verdict = self._evaluate(rule, group, cursor, previous)
+                verdicts.append(verdict)
+                if not verdict.ready:
+                    return self._settle(rule, group, verdicts, claims)
+                claim = self._claim(rule, group, verdict, cursor)
+                claims.append(claim)
+                cursor, previous = claim.moved(), claim.trigger  # head of line: the next version waits for this one
+        except Exception as exc:
+            if not self._rule_error(exc):
+                raise
+            return GroupPlan(rule, group, tuple(verdicts), tuple(claims), error=exc)
+        # A long EACH_VERSION or window backlog: continue in a later invocation, not in this one.
+        deferral = PlannedDeferral(Deferral(rule.rule_id, group.group_id, self._now), DeferWhy.CLAIMS_USED)
+        return GroupPlan(rule, group, tuple(verdicts), tuple(claims), deferral)
+
+    def _evaluate(
+        self, rule: Rule, group: Group, cursor: GroupCursor | None, previous: Trigger | None
+    ) -> GroupEvaluation:
+        gathered = self._gathered
+        return evaluate_group(
+            rule,
+            group,
+            gathered.inputs.states,
+            cursor,
+            self._now,
+            registered=self._registered,
+            logs=gathered.logs,
+            coverage=gathered.coverage.get((rule.rule_id, group.group_id)),
+            snapshots=gathered.snapshots,
+            previous=previous,
+        )
+
+    def _claim(self, rule: Rule, group: Group, verdict: GroupEvaluation, cursor: GroupCursor | None) -> PlannedClaim:
+        base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id)
+        # Never before the group's previous claim (racing resolvers read their clocks at different
+        # times), so a group's triggers list newest first in claim order.
+        at = max(self._now, base.claimed_at or 0)
+        trigger = Trigger(
+            trigger_key=trigger_key(rule.rule_id, group.group_id, verdict.pins, verdict.window, base.replay_epoch),
+            rule_id=rule.rule_id,
+            group_id=group.group_id,
+            status=TriggerStatus.SKIPPED if verdict.skip else TriggerStatus.TRIGGERING,
+            inputs=verdict.pins,
+            window=verdict.window,
+            replay_epoch=base.replay_epoch,
+            sequence=base.seq + 1,
+            created_at=at,
+            updated_at=at,
+            reason=verdict.reason,
+        )
+        catch_up = at if verdict.backlog is not None else None
+        backfills = backfills_of(group, self._gathered.inputs.states)
+        return PlannedClaim(trigger, cursor, base, backfills, catch_up, log_pins=each_version(rule, group))
+
+    def _settle(
+        self, rule: Rule, group: Group, verdicts: list[GroupEvaluation], claims: list[PlannedClaim]
+    ) -> GroupPlan:
+        """Not ready: a wait that ends by itself is deferred to its end; an EACH_VERSION member behind a history gap
+        its owner may still fill is looked at again once the gap is final, even if nothing else changes."""
+        verdict = verdicts[-1]
+        deferral = None
+        due = [self._gathered.recheck[k] for k in group.asset_keys if k in self._gathered.recheck]
+        if verdict.status in TIMED and verdict.until is not None:
+            deferral = PlannedDeferral(Deferral(rule.rule_id, group.group_id, verdict.until), DeferWhy.WAIT_ENDS)
+        elif each_version(rule, group) and due:
+            deferral = PlannedDeferral(Deferral(rule.rule_id, group.group_id, min(due)), DeferWhy.HISTORY_GAP)
+        return GroupPlan(rule, group, tuple(verdicts), tuple(claims), deferral, gaps=tuple(verdict.gaps))
