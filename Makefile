@@ -114,6 +114,10 @@ demo: $(BIN)/.installed ## the local stack, its demo and the console (KEEP=1: st
 bench: $(BIN)/.installed ## benchmarks -> bench/results.md
 	$(BIN)/python -m bench.run
 
+.PHONY: dists
+dists: $(BIN)/.installed ## the three wheels (lakehook, lakehook-tools, lakehook-client) -> dist/
+	scripts/build-dists.sh dist $(BIN)/pip
+
 .PHONY: vendor
 vendor: ## re-vendor the console's JavaScript (needs npm; the result is committed)
 	scripts/vendor-console.sh

@@ -161,9 +161,9 @@ def _fill(stack: LocalStack, url: str, secret: str, events: int, offset: int) ->
 
 def _pythonpath() -> str:
     """The pushers' import path: the bench package's and lakehook's source."""
-    import lakehook
+    import lakehook.settings  # lakehook is a namespace package: no file of its own to locate
 
-    return os.pathsep.join([str(Path(__file__).resolve().parents[1]), str(Path(lakehook.__file__).parents[1])])
+    return os.pathsep.join([str(Path(__file__).resolve().parents[1]), str(Path(lakehook.settings.__file__).parents[1])])
 
 
 def _summary(values: list[float]) -> dict[str, float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lakehook.api.docs import DOCS_PATH, REGENERATE, load_spec, render, type_of
+from lakehook.cli_commands.api_docs import DOCS_PATH, REGENERATE, load_spec, render, type_of
 
 
 def test_docs_api_md_matches_the_openapi_document() -> None:
@@ -17,7 +17,7 @@ def test_docs_api_md_matches_the_openapi_document() -> None:
 
 
 def test_stale_page_is_reported_with_the_regenerate_command(tmp_path: Path) -> None:
-    from lakehook.api.docs import main
+    from lakehook.cli_commands.api_docs import main
 
     page = tmp_path / "api.md"
     page.write_text("# HTTP API\n\nold\n")

@@ -22,9 +22,9 @@ import requests
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from lakehook.api.docs import load_spec
 from lakehook.cli import build_parser
 from lakehook.cli_commands.api import ApiClient
+from lakehook.cli_commands.api_docs import load_spec
 from lakehook.console.allowlist import ROUTES, refusal
 from lakehook.console.server import STATIC, ConsoleServer
 from tests.hypothesis_profiles import examples

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakehook.domain.iceberg_counts import IcebergCounts, counts_from_summary
+from lakehook.wire.iceberg_counts import IcebergCounts, counts_from_summary
 from tests.hypothesis_profiles import examples
 
 TOTALS = {

@@ -20,7 +20,7 @@ for name in json.loads(sys.argv[1]):
 lakehook = sorted(m for m in sys.modules if m == "lakehook" or m.startswith("lakehook."))
 print(json.dumps({"lakehook": lakehook, "threads": threading.active_count()}))
 """
-ALLOWED = ("lakehook.domain", "lakehook.ports")
+ALLOWED = ("lakehook.domain", "lakehook.ports", "lakehook.wire")
 
 
 def test_the_preload_reads_no_setting_and_starts_no_thread() -> None:

@@ -9,7 +9,7 @@ from openapi_spec_validator import validate as validate_openapi
 
 from lakehook.api.auth import ROUTE_AUTHENTICATORS
 from lakehook.api.contract import LINEAGE, MANAGEMENT, PRODUCER, RUN_COMPLETION
-from lakehook.api.docs import load_spec
+from lakehook.cli_commands.api_docs import load_spec
 
 ERROR_REF = "#/components/schemas/Error"
 

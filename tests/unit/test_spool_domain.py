@@ -23,7 +23,7 @@ from lakehook.domain.spool import (
     seal_document,
     spool_manifest_json_schema,
 )
-from lakehook.domain.spool_format import canonical_json, manifest_checksum, parse_s3_uri
+from lakehook.wire.spool_format import canonical_json, manifest_checksum, parse_s3_uri
 from tests.hypothesis_profiles import examples
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "spool-manifest.schema.json"

@@ -16,7 +16,6 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode
 
-from lakehook import __version__
 from lakehook.api.auth import admit, authenticator_for
 from lakehook.api.contract import security_schemes
 from lakehook.api.http import check_body, json_response
@@ -34,6 +33,7 @@ from lakehook.domain.json_input import parse_json
 from lakehook.domain.requests import IdempotencyKeyReusedError
 from lakehook.domain.signing import IAM_PREFIX
 from lakehook.observability import logger
+from lakehook.version import __version__
 
 # Every route of ``lakehook.api.routes``, by its module, in the order the app registers them: (method, path as
 # the module's router writes it). The resolver matches a request against this table and includes a module's

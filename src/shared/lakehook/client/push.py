@@ -26,7 +26,7 @@ from typing import Any
 
 from lakehook.client.retrying import HttpRejectedError, HttpUnavailableError, Retrying
 from lakehook.client.signing import SIGNATURE_HEADER, sign
-from lakehook.domain.iceberg_counts import counts_from_summary
+from lakehook.wire.iceberg_counts import counts_from_summary
 
 PRODUCER_HEADER = "X-Lakehook-Producer"
 PUSH_PATH = "/asset-events"

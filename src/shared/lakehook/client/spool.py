@@ -27,8 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from lakehook.domain.errors import LakehookError
-from lakehook.domain.spool_format import (
+from lakehook.wire.spool_format import (
     CHECKSUM_FIELD,
     FORMAT_VERSION,
     INTERRUPTED,
@@ -41,7 +40,7 @@ from lakehook.domain.spool_format import (
 READ_CHUNK = 8 * 1024 * 1024
 
 
-class SpoolWriteError(LakehookError):
+class SpoolWriteError(Exception):
     """The spool could not be written or sealed as asked."""
 
 

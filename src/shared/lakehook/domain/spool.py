@@ -2,7 +2,7 @@
 
 A writer or extract job that spools its output to S3 seals it with a manifest: the snapshot it
 extracted, the row count, the schema, every spooled object with its size and SHA-256, the
-manifest's own SHA-256 (see :mod:`lakehook.domain.spool_format`), a status and a creation time.
+manifest's own SHA-256 (see :mod:`lakehook.wire.spool_format`), a status and a creation time.
 ``SEALED`` is written last, after every object; a job that fails writes ``INTERRUPTED``, which
 blocks every rule that needs the asset until a sealed manifest replaces it.
 
@@ -22,14 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from lakehook.domain.assets import validate_asset_key
 from lakehook.domain.events import MAX_LONG, AssetEvent, EventType
-from lakehook.domain.spool_format import (
+from lakehook.domain.time import ms_to_iso, parse_instant_ms
+from lakehook.wire.spool_format import (
     CHECKSUM_FIELD,
     INTERRUPTED,
     SEALED,
     canonical_json,
     manifest_checksum,
 )
-from lakehook.domain.time import ms_to_iso, parse_instant_ms
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 S3_URI_PATTERN = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/.+$"

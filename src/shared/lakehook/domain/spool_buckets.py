@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lakehook.domain.spool_format import parse_s3_uri
+from lakehook.wire.spool_format import parse_s3_uri
 
 SPOOL_BUCKETS_PARAMETER = "SpoolBucketArns"
 STACK_SPOOL_PREFIX = "spool/"  # the stack's manifest bucket: the verifier's role reads spool/* only

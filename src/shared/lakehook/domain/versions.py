@@ -11,7 +11,7 @@ a clustering ``replacecommit`` (``CLUSTER``). Such a snapshot is not an update f
 member asks for it (``includeCompaction: true``).
 
 A commit kind is a name, not proof: an Iceberg ``overwrite`` or ``delete`` whose summary shows no file and no
-row added or removed changed nothing either (:mod:`lakehook.domain.iceberg_counts`). Where the table's own log
+row added or removed changed nothing either (:mod:`lakehook.wire.iceberg_counts`). Where the table's own log
 shows that, the snapshot carries ``dataChanged: false`` and counts as no data change whatever its kind; a
 snapshot without the flag is judged by its kind alone.
 """

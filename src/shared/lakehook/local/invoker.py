@@ -67,7 +67,7 @@ THIRD_PARTY_PRELOAD = [
     "aws_lambda_powertools.utilities.batch",
     "requests",
 ]
-PURE_PACKAGES = ("lakehook.domain", "lakehook.ports")
+PURE_PACKAGES = ("lakehook.domain", "lakehook.ports", "lakehook.wire")
 
 
 def preload_modules() -> list[str]:

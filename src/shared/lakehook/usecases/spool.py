@@ -34,7 +34,6 @@ from lakehook.domain.spool import (
     VerificationStatus,
 )
 from lakehook.domain.spool_buckets import ReadableSpool
-from lakehook.domain.spool_format import CHECKSUM_FIELD, MANIFEST_SUFFIX, manifest_checksum, s3_uri
 from lakehook.domain.state import SchemaStatus
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import PinnedInput
@@ -42,6 +41,7 @@ from lakehook.ports import AssetRegistry, AssetStore
 from lakehook.ports.lakehouse import CorruptMetadataError, SnapshotSources, SourceAccessError, TableNotFoundError
 from lakehook.ports.spool import ObjectNotFoundError, ObjectStore, ObjectTooLargeError, SnapshotExistence
 from lakehook.usecases.ingest import describe_validation_error
+from lakehook.wire.spool_format import CHECKSUM_FIELD, MANIFEST_SUFFIX, manifest_checksum, s3_uri
 
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 

@@ -38,7 +38,6 @@ from lakehook.adapters.lakehouse.catalog_cache import CatalogCache
 from lakehook.adapters.lakehouse.credentials import CredentialResolver, ResolvedProperties, properties_fingerprint
 from lakehook.domain.assets import AssetSource
 from lakehook.domain.errors import LakehookError
-from lakehook.domain.iceberg_counts import counts_from_summary
 from lakehook.domain.partitions import TouchedPartitions, format_partition_key
 from lakehook.domain.snapshots import (
     RefKind,
@@ -55,6 +54,7 @@ from lakehook.ports.lakehouse import (
     SourceAccessError,
     TableNotFoundError,
 )
+from lakehook.wire.iceberg_counts import counts_from_summary
 
 WATERMARK_SUMMARY_KEYS = ("lakehook.watermark", "watermark")  # writers may stamp one into the snapshot summary
 _GLUE_NOT_FOUND = {"EntityNotFoundException"}
@@ -337,7 +337,7 @@ def metadata_locations(metadata: TableMetadata, pointer: str) -> dict[int, str]:
 
 def snapshot_info(snapshot: Snapshot, versioned: bool = True, metadata_location: str | None = None) -> SnapshotInfo:
     """A pyiceberg snapshot as lakehook reads it: operation as commit kind; live rows, their net change and
-    whether it changed data from the summary, as Java's writer defines them (:mod:`lakehook.domain.iceberg_counts`)."""
+    whether it changed data from the summary, as Java's writer defines them (:mod:`lakehook.wire.iceberg_counts`)."""
     summary = snapshot.summary
     operation = summary.operation.value if summary is not None else None
     counts = counts_from_summary(operation, summary_properties(summary))

@@ -11,8 +11,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lakehook.domain.spool_format import parse_s3_uri
 from lakehook.ports.spool import ObjectAccessError, ObjectNotFoundError, ObjectStore, ObjectTooLargeError
+from lakehook.wire.spool_format import parse_s3_uri
 
 DEFAULT_CHUNK_SIZE = 8 * 1024 * 1024  # large enough that SHA-256 and the socket, not Python, set the pace
 _NOT_FOUND = {"404", "NoSuchKey", "NotFound", "NoSuchBucket"}

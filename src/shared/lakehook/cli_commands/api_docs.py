@@ -1,4 +1,4 @@
-"""``docs/api.md`` from the OpenAPI document: ``python -m lakehook.api.docs`` (``--check`` to verify only).
+"""``docs/api.md`` from the OpenAPI document: ``python -m lakehook.cli_commands.api_docs`` (``--check`` to verify only).
 
 The Markdown is a function of the document alone (no clock, no environment), so a test can tell
 when the committed page no longer matches the routes.
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 DOCS_PATH = Path(__file__).resolve().parents[4] / "docs" / "api.md"
-REGENERATE = "python -m lakehook.api.docs"
+REGENERATE = "python -m lakehook.cli_commands.api_docs"
 _METHODS = ("get", "put", "post", "patch", "delete")
 # Powertools' own validation models: the API answers 400 with the Error schema instead.
 _INTERNAL_SCHEMAS = frozenset({"HTTPValidationError", "ValidationError", "ResponseValidationError"})
