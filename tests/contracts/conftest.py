@@ -35,7 +35,6 @@ from lakehook.adapters.s3.manifest_store import S3ManifestStore
 from lakehook.adapters.s3.object_store import S3ObjectStore
 from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.adapters.sqs import SQSWorkQueue
-from lakehook.domain.spool_format import parse_s3_uri
 from lakehook.ports import AssetRegistry, AssetStore, ProducerRegistry, SecretStore, WatermarkStore
 from lakehook.ports.aliases import AliasStore
 from lakehook.ports.coverage import CoverageStore
@@ -45,6 +44,7 @@ from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.queue import WorkQueue
 from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, StateReader, TriggerStore
 from lakehook.ports.spool import ObjectStore
+from lakehook.wire.spool_format import parse_s3_uri
 from tests.fakes.memory import (
     InMemoryAssetRegistry,
     InMemoryAssetStore,

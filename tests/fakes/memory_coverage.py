@@ -10,9 +10,9 @@ from collections.abc import Iterable, Iterator
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.coverage import Span, clip, merge
 from lakehook.domain.snapshots import SnapshotInfo
-from lakehook.domain.spool_format import parse_s3_uri
 from lakehook.ports.coverage import CoverageStore
 from lakehook.ports.spool import ObjectNotFoundError, ObjectStore, ObjectTooLargeError, SnapshotExistence
+from lakehook.wire.spool_format import parse_s3_uri
 
 
 class InMemoryCoverageStore(CoverageStore):
