@@ -6,7 +6,6 @@
 - :class:`CountingFileIO`: pyiceberg's PyArrowFileIO counting the files it opens for reading
   (plug it in with the catalog property ``py-io-impl``).
 - :class:`SqlStatements`: counts SQL statements every SQLAlchemy engine runs.
-- :class:`InMemoryPollStatusStore`: the PollStatusStore fake.
 - commit helpers for both formats.
 """
 
@@ -23,8 +22,7 @@ import pyarrow as pa
 from moto.server import ThreadedMotoServer
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
-from lakehook.domain.snapshots import PollStatus
-from lakehook.ports.lakehouse import PollStatusStore
+from tests.fakes.memory import InMemoryPollStatusStore as InMemoryPollStatusStore  # its home was here
 
 ROWS = pa.schema([("id", pa.int64()), ("amount", pa.int64())])
 REGION = "us-east-1"
@@ -153,23 +151,6 @@ class SqlStatements:
             yield self.statements
         finally:
             event.remove(Engine, "before_cursor_execute", self._record)
-
-
-# --- fakes ------------------------------------------------------------------------------------------
-
-
-class InMemoryPollStatusStore(PollStatusStore):
-    def __init__(self) -> None:
-        self.statuses: dict[str, PollStatus] = {}
-        self._lock = threading.Lock()
-
-    def get(self, asset_key: str) -> PollStatus | None:
-        with self._lock:
-            return self.statuses.get(asset_key)
-
-    def put(self, status: PollStatus) -> None:
-        with self._lock:
-            self.statuses[status.asset_key] = status
 
 
 # --- writing to real tables ------------------------------------------------------------------------

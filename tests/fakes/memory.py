@@ -12,6 +12,7 @@ from lakehook.domain.commit_notices import WatchEntry, watch_entries
 from lakehook.domain.errors import ConflictError, NotFoundError, ValidationError
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.producers import Producer
+from lakehook.domain.snapshots import PollStatus
 from lakehook.domain.state import Advance, AssetState, advance_for, already_applied, apply_advance
 from lakehook.domain.watermarks import WatermarkRecord
 from lakehook.ports import (
@@ -25,6 +26,8 @@ from lakehook.ports import (
     SecretStore,
     WatermarkStore,
 )
+from lakehook.ports.lakehouse import PollStatusStore
+from lakehook.ports.queue import WorkQueue
 
 
 def _page(items: list[Any], limit: int, next_token: str | None, listing: str = "") -> Page[Any]:
@@ -170,10 +173,16 @@ class InMemorySecretStore(SecretStore):
         self._lock = threading.Lock()
         self.secrets: dict[str, str] = {}
         self.owners: dict[str, str] = {}
+        self.previous: dict[str, str] = {}  # as Secrets Manager's AWSPREVIOUS: the value before the last overwrite
+
+    def _write(self, name: str, value: str) -> None:
+        if name in self.secrets:
+            self.previous[name] = self.secrets[name]
+        self.secrets[name] = value
 
     def put_secret(self, name: str, value: str) -> str:
         with self._lock:
-            self.secrets[name] = value
+            self._write(name, value)
         return name
 
     def may_own_secret(self, name: str, owner: str) -> bool:
@@ -184,7 +193,7 @@ class InMemorySecretStore(SecretStore):
         with self._lock:
             if name in self.secrets and self.owners.get(name) != owner:
                 raise ConflictError(f"secret {name!r} already exists and lakehook did not create it for {owner}")
-            self.secrets[name] = value
+            self._write(name, value)
             self.owners[name] = owner
         return name
 
@@ -194,6 +203,10 @@ class InMemorySecretStore(SecretStore):
         if found is None:
             raise NotFoundError(f"secret {ref!r} does not exist")
         return found
+
+    def get_previous_secret(self, ref: str) -> str | None:
+        with self._lock:
+            return self.previous.get(ref) if ref in self.secrets else None
 
 
 class InMemoryWatermarkStore(WatermarkStore):
@@ -230,3 +243,30 @@ class InMemoryWatermarkStore(WatermarkStore):
         with self._lock:
             ordered = sorted(self.records.items())
         return [r for (ns, ak, _), r in ordered if ns == namespace and ak == asset_key]
+
+
+class InMemoryPollStatusStore(PollStatusStore):
+    def __init__(self) -> None:
+        self.statuses: dict[str, PollStatus] = {}
+        self._lock = threading.Lock()
+
+    def get(self, asset_key: str) -> PollStatus | None:
+        with self._lock:
+            return self.statuses.get(asset_key)
+
+    def put(self, status: PollStatus) -> None:
+        with self._lock:
+            self.statuses[status.asset_key] = status
+
+
+class InMemoryWorkQueue(WorkQueue):
+    """A work queue (the poll queue, the verification queue) as a list of the messages sent, in order."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.messages: list[dict[str, Any]] = []
+
+    def send(self, messages: list[dict[str, Any]]) -> int:
+        with self._lock:
+            self.messages.extend(messages)
+        return len(messages)

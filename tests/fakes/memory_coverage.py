@@ -12,6 +12,7 @@ from lakehook.domain.coverage import Span, clip, merge
 from lakehook.domain.snapshots import SnapshotInfo
 from lakehook.ports.coverage import CoverageStore
 from lakehook.ports.spool import ObjectNotFoundError, ObjectStore, ObjectTooLargeError, SnapshotExistence
+from lakehook.wire.spool_format import parse_s3_uri
 
 
 class InMemoryCoverageStore(CoverageStore):
@@ -38,6 +39,8 @@ class InMemoryObjectStore(ObjectStore):
     """Objects as bytes by URI."""
 
     def __init__(self, chunk_size: int = 1024) -> None:
+        if chunk_size <= 0:
+            raise ValueError("chunk_size must be positive")
         self.objects: dict[str, bytes] = {}
         self._chunk_size = chunk_size
 
@@ -46,6 +49,7 @@ class InMemoryObjectStore(ObjectStore):
         return self._chunk_size
 
     def size(self, uri: str) -> int | None:
+        _location(uri)  # as the S3 store: a URI that names no object is ObjectNotFoundError, not "absent"
         data = self.objects.get(uri)
         return None if data is None else len(data)
 
@@ -61,9 +65,17 @@ class InMemoryObjectStore(ObjectStore):
             yield data[start : start + self._chunk_size]
 
     def _get(self, uri: str) -> bytes:
+        _location(uri)
         if uri not in self.objects:
             raise ObjectNotFoundError(f"{uri} does not exist")
         return self.objects[uri]
+
+
+def _location(uri: str) -> None:
+    try:
+        parse_s3_uri(uri)
+    except ValueError as exc:
+        raise ObjectNotFoundError(str(exc)) from exc
 
 
 class InMemorySnapshotExistence(SnapshotExistence):

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
+import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
+from lakehook.adapters.secrets import SecretsManagerSecretStore
+from lakehook.container import Container
 from lakehook.local import moto_dynamodb, moto_locks
+from lakehook.settings import Settings
+from tests.integration.test_api import Api
 from tests.lakehouse import CountingMotoServer
 
 
@@ -31,3 +37,26 @@ def local_moto() -> Iterator[str]:
             yield f"http://{host}:{port}"
         finally:
             server.stop()
+
+
+# --- the ingest API on in-process moto (tests/integration/test_api.py's Api) ----------------------------------------
+
+
+@pytest.fixture
+def secrets_client(aws: None) -> Any:
+    """Secrets Manager on the test's in-process moto."""
+    return boto3.client("secretsmanager", region_name="us-east-1")
+
+
+@pytest.fixture
+def api(container: Container, settings: Settings, secrets_client: Any) -> Api:
+    """The ingest API's handler on the test's container, its secrets in Secrets Manager (a module may define its own
+    ``api``: the lineage and runs suites do)."""
+    container.overrides["secret_store"] = SecretsManagerSecretStore(secrets_client)
+    return Api(settings.admin_token or "")
+
+
+@pytest.fixture
+def producer(api: Api) -> str:
+    """A registered producer (``orders-writer``) whose secret ``api`` signs its pushes with."""
+    return api.register()

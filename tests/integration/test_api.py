@@ -18,7 +18,6 @@ import pytest
 from openapi_spec_validator import validate as validate_openapi
 
 from lakehook import container as container_module
-from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.container import Container
 from lakehook.domain.events import AssetEvent
 from lakehook.domain.signing import IAM_PREFIX
@@ -115,22 +114,6 @@ class Api:
         answer = self.call("GET", "/assets/events", query={"assetKey": asset_key, **query})
         assert answer.status == 200, answer.body
         return list(answer.body["items"])
-
-
-@pytest.fixture
-def secrets_client(aws: None) -> Any:
-    return boto3.client("secretsmanager", region_name="us-east-1")
-
-
-@pytest.fixture
-def api(container: Container, settings: Settings, secrets_client: Any) -> Api:
-    container.overrides["secret_store"] = SecretsManagerSecretStore(secrets_client)
-    return Api(settings.admin_token or "")
-
-
-@pytest.fixture
-def producer(api: Api) -> str:
-    return api.register()
 
 
 def nothing_recorded(api: Api, *asset_keys: str) -> bool:

@@ -22,10 +22,8 @@ from lakehook.api.auth import admin, authenticator_for, public
 from lakehook.domain.limits import MAX_JSON_DEPTH, MAX_NUMBER_DIGITS, MAX_PAYLOAD_DEPTH
 from lakehook.domain.time import MAX_ISO_MS
 from tests.hypothesis_profiles import examples
-from tests.integration.test_api import ORDERS, PAYMENTS, PREFIXES, Api, api, nothing_recorded, producer, secrets_client
+from tests.integration.test_api import ORDERS, PAYMENTS, PREFIXES, Api, nothing_recorded
 from tests.support import FakeLambdaContext, api_event, signed_headers
-
-__all__ = ["api", "producer", "secrets_client"]  # fixtures, re-used from the API suite
 
 
 def routes() -> list[tuple[str, str]]:

@@ -1,13 +1,14 @@
-"""DynamoDBAssetStore on moto: dedupe, advance-only state, crash recovery and the request budget."""
+"""DynamoDBAssetStore on moto: dedupe, advance-only state, crash recovery and the request budget (of the ingest
+path as the container builds it for the functions)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
+from lakehook.container import Container
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
 from lakehook.ports import AdvanceOutcome
-from lakehook.usecases.ingest import IngestEvents
 from tests.support import RequestCounter
 
 ORDERS = "paimon://lake/ods_db/ods_order_latest"
@@ -17,8 +18,8 @@ def snap(sid: int, asset: str = ORDERS, **extra: Any) -> AssetEvent:
     return AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=asset, snapshotId=sid, **extra)
 
 
-def test_novel_event_costs_three_writes_and_no_read(table: Any, counter: RequestCounter) -> None:
-    ingest = IngestEvents(DynamoDBAssetStore(table))
+def test_novel_event_costs_three_writes_and_no_read(container: Container, counter: RequestCounter) -> None:
+    ingest = container.ingest
     with counter.measure() as calls:
         result = ingest.ingest(snap(1001, schemaId=5), SourceType.PUSH)
     assert result.status is IngestStatus.ACCEPTED
@@ -26,9 +27,9 @@ def test_novel_event_costs_three_writes_and_no_read(table: Any, counter: Request
     assert dict(calls) == {"PutItem": 1, "UpdateItem": 2}
 
 
-def test_duplicate_costs_one_refused_put_and_writes_nothing(table: Any, counter: RequestCounter) -> None:
-    store = DynamoDBAssetStore(table)
-    ingest = IngestEvents(store)
+def test_duplicate_costs_one_refused_put_and_writes_nothing(container: Container, counter: RequestCounter) -> None:
+    store = container.asset_store
+    ingest = container.ingest
     ingest.ingest(snap(1001), SourceType.PUSH)
     before = store.get_state(ORDERS)
     with counter.measure() as calls:
@@ -39,8 +40,8 @@ def test_duplicate_costs_one_refused_put_and_writes_nothing(table: Any, counter:
     assert after == before  # version unchanged: no write, so no stream record
 
 
-def test_duplicate_of_a_stale_event_costs_one_request_too(table: Any, counter: RequestCounter) -> None:
-    ingest = IngestEvents(DynamoDBAssetStore(table))
+def test_duplicate_of_a_stale_event_costs_one_request_too(container: Container, counter: RequestCounter) -> None:
+    ingest = container.ingest
     ingest.ingest(snap(10), SourceType.PUSH)
     assert ingest.ingest(snap(9), SourceType.PUSH).status is IngestStatus.STALE
     with counter.measure() as calls:
@@ -48,17 +49,17 @@ def test_duplicate_of_a_stale_event_costs_one_request_too(table: Any, counter: R
     assert dict(calls) == {"PutItem": 1}
 
 
-def test_poll_and_push_of_one_snapshot_are_one_event(table: Any) -> None:
-    ingest = IngestEvents(DynamoDBAssetStore(table))
+def test_poll_and_push_of_one_snapshot_are_one_event(container: Container) -> None:
+    ingest = container.ingest
     pushed = ingest.ingest(snap(7, commitKind="APPEND"), SourceType.PUSH)
     polled = ingest.ingest(snap(7, commitKind="APPEND", totalRecordCount=10), SourceType.POLL)
     assert pushed.event_id == polled.event_id
     assert (pushed.status, polled.status) == (IngestStatus.ACCEPTED, IngestStatus.DUPLICATE)
 
 
-def test_old_snapshot_never_rolls_state_back(table: Any) -> None:
-    store = DynamoDBAssetStore(table)
-    ingest = IngestEvents(store)
+def test_old_snapshot_never_rolls_state_back(container: Container) -> None:
+    store = container.asset_store
+    ingest = container.ingest
     ingest.ingest(snap(10, schemaId=2), SourceType.PUSH)
     late = ingest.ingest(snap(9, schemaId=1), SourceType.PUSH)
     assert late.status is IngestStatus.STALE
@@ -67,31 +68,33 @@ def test_old_snapshot_never_rolls_state_back(table: Any) -> None:
 
 
 def test_redelivery_after_a_crash_between_record_and_advance_still_advances(
-    table: Any, counter: RequestCounter
+    container: Container, counter: RequestCounter
 ) -> None:
-    store = DynamoDBAssetStore(table)
+    store = container.asset_store
     event = snap(42)
     assert store.record_event(event, SourceType.PUSH, 1).novel  # ...and the process dies here
     assert store.get_state(ORDERS) is None
     with counter.measure() as calls:
-        result = IngestEvents(store).ingest(event, SourceType.PUSH)
+        result = container.ingest.ingest(event, SourceType.PUSH)
     assert result.status is IngestStatus.DUPLICATE
     assert dict(calls) == {"PutItem": 1, "UpdateItem": 2}  # no note on the record: every step again
     state = store.get_state(ORDERS)
     assert state is not None and state.latest_snapshot_id == 42
     with counter.measure() as calls:  # the redelivery settled it: the next copy stops at its refused put
-        assert IngestEvents(store).ingest(event, SourceType.POLL).status is IngestStatus.DUPLICATE
+        assert container.ingest.ingest(event, SourceType.POLL).status is IngestStatus.DUPLICATE
     assert dict(calls) == {"PutItem": 1}
 
 
-def test_redelivery_after_a_crash_between_advance_and_note_writes_no_state(table: Any, counter: RequestCounter) -> None:
-    store = DynamoDBAssetStore(table)
+def test_redelivery_after_a_crash_between_advance_and_note_writes_no_state(
+    container: Container, counter: RequestCounter
+) -> None:
+    store = container.asset_store
     event = snap(43)
     recording = store.record_event(event, SourceType.PUSH, 1)
     assert store.advance_state(event, 2, recorded_at=recording.received_at) is AdvanceOutcome.ADVANCED  # dies here
     before = store.get_state(ORDERS)
     with counter.measure() as calls:
-        assert IngestEvents(store).ingest(event, SourceType.PUSH).status is IngestStatus.DUPLICATE
+        assert container.ingest.ingest(event, SourceType.PUSH).status is IngestStatus.DUPLICATE
     assert dict(calls) == {"PutItem": 1, "UpdateItem": 2}  # the state update is refused (ALREADY), the note lands
     assert store.get_state(ORDERS) == before
 
@@ -103,9 +106,9 @@ def test_racing_twin_advance_reports_already(table: Any) -> None:
     assert store.advance_state(snap(4), 3) is AdvanceOutcome.STALE
 
 
-def test_quality_schema_tags_and_backfill_are_kept(table: Any) -> None:
-    store = DynamoDBAssetStore(table)
-    ingest = IngestEvents(store)
+def test_quality_schema_tags_and_backfill_are_kept(container: Container) -> None:
+    store = container.asset_store
+    ingest = container.ingest
     events = [
         snap(1, schemaId=0),
         AssetEvent(eventType=EventType.QUALITY_CHECK_PASSED, assetKey=ORDERS, snapshotId=1),
@@ -152,9 +155,9 @@ def test_raw_events_carry_a_ttl(table: Any) -> None:
 ICEBERG = "iceberg://glue/dwd_db/dwd_trade_event_fact"
 
 
-def test_iceberg_snapshots_are_ordered_by_sequence_number_not_by_their_random_ids(table: Any) -> None:
-    store = DynamoDBAssetStore(table)
-    ingest = IngestEvents(store)
+def test_iceberg_snapshots_are_ordered_by_sequence_number_not_by_their_random_ids(container: Container) -> None:
+    store = container.asset_store
+    ingest = container.ingest
     newer = snap(1_234_567, asset=ICEBERG, sequenceNumber=2)  # a small random id, but the later commit
     older = snap(8_765_432_109_876, asset=ICEBERG, sequenceNumber=1)
     assert ingest.ingest(newer, SourceType.POLL).status is IngestStatus.ACCEPTED

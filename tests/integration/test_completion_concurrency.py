@@ -18,11 +18,12 @@ from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
 from lakehook.adapters.dynamodb.trigger_ledger import DynamoDBTriggerLedger
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
+from lakehook.container import Container
 from lakehook.domain.errors import ConflictError
 from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import PinnedInput, Trigger
+from lakehook.settings import Settings
 from lakehook.usecases.completion import Caller, CompleteRun, CompletionResult
-from lakehook.usecases.ingest import IngestEvents
 from tests import racing
 from tests.fakes.memory_dispatch import InMemoryAliasStore
 from tests.racing import atomic_dynamodb_server, race
@@ -49,13 +50,8 @@ def completers(endpoint: str) -> list[CompleteRun]:
     """One use case per racer, each on its own boto3 session (built once: sessions are slow to make)."""
 
     def completer() -> CompleteRun:
-        mine = table_at(endpoint)
-        return CompleteRun(
-            DynamoDBTriggerLedger(mine),
-            IngestEvents(DynamoDBAssetStore(mine)),
-            InMemoryAliasStore(),
-            DynamoDBRuleStore(mine),
-        )
+        mine = table_at(endpoint)  # the completion route's use case as the container builds it, on this table
+        return Container.of(Settings(table_name=TABLE), table=mine, alias_store=InMemoryAliasStore()).complete_run
 
     return [completer() for _ in range(RACERS)]
 

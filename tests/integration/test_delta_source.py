@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,54 +11,18 @@ import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
-from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
-from lakehook.adapters.dynamodb.poll_status_store import DynamoDBPollStatusStore
-from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
 from lakehook.adapters.lakehouse.delta import commit_file
-from lakehook.adapters.lakehouse.factory import LakehouseSnapshotSources, snapshot_sources
 from lakehook.adapters.secrets import SecretsManagerSecretStore
-from lakehook.domain.assets import AssetFormat, AssetRegistration
-from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
+from lakehook.domain.assets import AssetFormat
+from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
 from lakehook.domain.snapshots import SnapshotGap
-from lakehook.ports import Recording, SecretStore
-from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets, PollOutcome
+from lakehook.usecases.poll import PollOutcome
 from tests.delta_tables import copy
-from tests.fakes.memory import InMemorySecretStore
 from tests.lakehouse import CountingMotoServer, rows
+from tests.pollers import Lake
+from tests.pollers import delta_asset as register
 
 pytestmark = pytest.mark.integration
-
-
-class Lake:
-    """The poller wired on DynamoDB (moto) and real Delta tables."""
-
-    def __init__(self, table: Any, secrets: SecretStore | None = None) -> None:
-        self.store = DynamoDBAssetStore(table)
-        self.watermarks = DynamoDBWatermarkStore(table)
-        self.statuses = DynamoDBPollStatusStore(table)
-        self.sources: LakehouseSnapshotSources = snapshot_sources(secrets or InMemorySecretStore())
-        self.ingest = IngestEvents(self.store)
-        self.poll = PollAsset(self.sources, self.watermarks, self.ingest)
-        self.poll_all = PollAssets(self.poll, self.statuses)
-        self.compensate = Compensate(CompensateAsset(self.sources, self.store, self.ingest))
-
-    def events(self, key: str) -> list[AssetEvent]:
-        page = self.store.list_events(key, limit=500)
-        found = [r.event for r in page.items if r.event.event_type is EventType.SNAPSHOT_COMMITTED]
-        return sorted(found, key=lambda e: e.snapshot_id or 0)
-
-
-def register(
-    location: str, name: str, options: dict[str, str] | None = None, catalog: str = "lake"
-) -> AssetRegistration:
-    return AssetRegistration.model_validate(
-        {
-            "assetKey": f"delta://{catalog}/{name.replace('.', '/')}",
-            "format": "delta",
-            "source": {"catalog": catalog, "location": location, "properties": options or {}},
-        }
-    )
 
 
 def write(location: str, data: pa.Table, options: dict[str, str] | None = None, **kwargs: Any) -> None:
@@ -130,23 +93,6 @@ def test_an_overwrite_reports_the_rows_it_left_and_merge_and_delete_their_change
     assert seen[3] == ("MERGE", None, 1)  # one row inserted, one updated
 
 
-def test_a_push_and_a_poll_of_one_version_are_one_event(path: str, lake: Lake) -> None:
-    write(path, rows(1))
-    asset = register(path, "ods.orders")
-    lake.poll(asset)
-    write(path, rows(2))
-    pushed = lake.ingest.ingest(
-        AssetEvent.model_validate(
-            {"eventType": "SNAPSHOT_COMMITTED", "assetKey": asset.asset_key, "snapshotId": 1, "commitKind": "WRITE"}
-        ),
-        SourceType.PUSH,
-    )
-    polled = lake.poll(asset)
-    assert pushed.status is IngestStatus.ACCEPTED
-    assert [(r.event_id, r.status) for r in polled.results] == [(pushed.event_id, IngestStatus.DUPLICATE)]
-    assert [e.snapshot_id for e in lake.events(asset.asset_key)] == [0, 1]
-
-
 def test_a_lost_push_is_recovered_by_the_next_poll_and_by_compensation(path: str, lake: Lake) -> None:
     write(path, rows(1))
     polled, compensated = register(path, "ods.orders"), register(path, "ods.orders", catalog="lake2")
@@ -167,57 +113,6 @@ def test_a_lost_push_is_recovered_by_the_next_poll_and_by_compensation(path: str
         state = lake.store.get_state(asset.asset_key)
         assert state is not None and state.latest_snapshot_id == 2
     assert lake.compensate([compensated]).missed_events == 0
-
-
-@pytest.mark.parametrize("crash_at", [1, 2, 4])
-def test_a_killed_poller_resumes_without_a_gap(path: str, table: Any, crash_at: int) -> None:
-    asset = register(path, "ods.orders")
-    lake = Lake(table)
-    write(path, rows(1))
-    lake.poll(asset)
-    for i in range(4):
-        write(path, rows(10 + i))  # versions 1..4
-
-    class DyingStore(DynamoDBAssetStore):
-        recorded = 0
-
-        def record_event(self, event: AssetEvent, *args: Any, **kwargs: Any) -> Recording:
-            if DyingStore.recorded + 1 == crash_at:
-                raise RuntimeError("poller killed")
-            DyingStore.recorded += 1
-            return super().record_event(event, *args, **kwargs)
-
-    with pytest.raises(RuntimeError):
-        PollAsset(lake.sources, lake.watermarks, IngestEvents(DyingStore(table)))(asset)
-    resumed = lake.poll(asset)
-    assert resumed.snapshot_ids == (1, 2, 3, 4)
-    assert [r.status for r in resumed.results].count(IngestStatus.DUPLICATE) == crash_at - 1
-    assert [e.snapshot_id for e in lake.events(asset.asset_key)] == [0, 1, 2, 3, 4]
-
-
-def test_two_pollers_racing_record_each_version_once(path: str, table: Any) -> None:
-    asset = register(path, "ods.orders")
-    first, second = Lake(table), Lake(table)
-    write(path, rows(1))
-    first.poll(asset)
-    for i in range(5):
-        write(path, rows(i))
-    barrier = threading.Barrier(2)
-    outcomes: list[Any] = []
-
-    def run(lake: Lake) -> None:
-        barrier.wait()
-        outcomes.append(lake.poll(asset))
-
-    threads = [threading.Thread(target=run, args=(lake,)) for lake in (first, second)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    accepted = sum(r.accepted for r in outcomes)
-    assert accepted == 5  # each of versions 1..5 accepted by exactly one of the two
-    assert [e.snapshot_id for e in first.events(asset.asset_key)] == [0, 1, 2, 3, 4, 5]
-    assert {r.outcome for r in outcomes} <= {PollOutcome.ADVANCED, PollOutcome.RACED}
 
 
 def test_cleaned_up_history_resumes_at_the_oldest_retained_version_and_records_the_gap(path: str, lake: Lake) -> None:

@@ -14,7 +14,6 @@ from lakehook.container import Container
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
 from lakehook.domain.versions import Verdict
 from lakehook.handlers import handle_stream_batch
-from lakehook.usecases.ingest import IngestEvents
 from tests.integration.test_gap_fill_on_paimon import runs_succeed
 from tests.integration.test_resolver_on_moto import ORDERS, Stream, call, push, put_rule, triggers_of
 from tests.support import RequestCounter
@@ -32,7 +31,7 @@ def verdict(passed: bool, sid: int) -> AssetEvent:
 def test_a_late_verdict_costs_one_more_conditional_write_and_its_redelivery_writes_nothing(
     container: Container, counter: RequestCounter
 ) -> None:
-    ingest = IngestEvents(container.asset_store)
+    ingest = container.ingest  # the ingest path as the functions build it
     ingest.ingest(verdict(True, 2), SourceType.PUSH)
     with counter.measure() as calls:
         late = ingest.ingest(verdict(True, 1), SourceType.PUSH)
@@ -52,7 +51,7 @@ def test_a_late_verdict_costs_one_more_conditional_write_and_its_redelivery_writ
 def test_the_verdicts_of_many_snapshots_are_one_batched_read_of_their_quality_events(
     container: Container, table: Any, counter: RequestCounter
 ) -> None:
-    ingest = IngestEvents(container.asset_store)
+    ingest = container.ingest  # the ingest path as the functions build it
     for sid in range(1, 41):
         if sid % 3:
             ingest.ingest(verdict(sid % 3 == 1, sid), SourceType.PUSH)

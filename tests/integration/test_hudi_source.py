@@ -7,7 +7,6 @@ The tables were written by Hudi (tests/data/hudi/README.md); their timelines are
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,54 +14,17 @@ import boto3
 import pytest
 from hudi import HudiTableBuilder
 
-from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
-from lakehook.adapters.dynamodb.poll_status_store import DynamoDBPollStatusStore
-from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
-from lakehook.adapters.lakehouse.factory import LakehouseSnapshotSources, snapshot_sources
 from lakehook.adapters.lakehouse.hudi import instant_millis
 from lakehook.adapters.secrets import SecretsManagerSecretStore
-from lakehook.domain.assets import AssetRegistration
-from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
+from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
 from lakehook.domain.snapshots import SnapshotGap
-from lakehook.ports import Recording, SecretStore
-from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets, PollOutcome
-from tests.fakes.memory import InMemorySecretStore
+from lakehook.usecases.poll import PollOutcome
 from tests.hudi_tables import V6_COW, V8_COW, V9_MOR, StagedHudiTable, timeline_dir, unpack
 from tests.lakehouse import CountingMotoServer
+from tests.pollers import Lake
+from tests.pollers import hudi_asset as register
 
 pytestmark = pytest.mark.integration
-
-
-class Lake:
-    """The poller wired on DynamoDB (moto) and real Hudi tables."""
-
-    def __init__(self, table: Any, secrets: SecretStore | None = None) -> None:
-        self.store = DynamoDBAssetStore(table)
-        self.watermarks = DynamoDBWatermarkStore(table)
-        self.statuses = DynamoDBPollStatusStore(table)
-        self.sources: LakehouseSnapshotSources = snapshot_sources(secrets or InMemorySecretStore())
-        self.ingest = IngestEvents(self.store)
-        self.poll = PollAsset(self.sources, self.watermarks, self.ingest)
-        self.poll_all = PollAssets(self.poll, self.statuses)
-        self.compensate = Compensate(CompensateAsset(self.sources, self.store, self.ingest))
-
-    def events(self, key: str) -> list[AssetEvent]:
-        page = self.store.list_events(key, limit=500)
-        found = [r.event for r in page.items if r.event.event_type is EventType.SNAPSHOT_COMMITTED]
-        return sorted(found, key=lambda e: e.snapshot_id or 0)
-
-
-def register(
-    location: str, name: str, options: dict[str, str] | None = None, catalog: str = "lake"
-) -> AssetRegistration:
-    return AssetRegistration.model_validate(
-        {
-            "assetKey": f"hudi://{catalog}/{name.replace('.', '/')}",
-            "format": "hudi",
-            "source": {"catalog": catalog, "location": location, "properties": options or {}},
-        }
-    )
 
 
 @pytest.fixture
@@ -193,55 +155,6 @@ def test_a_lost_push_is_recovered_by_compensation(tmp_path: Path, lake: Lake) ->
     report = lake.compensate([asset])
     assert (report.scan_total, report.missed_events) == (1, 3)
     assert lake.compensate([asset]).missed_events == 0
-
-
-@pytest.mark.parametrize("crash_at", [1, 3])
-def test_a_killed_poller_resumes_without_a_gap(tmp_path: Path, table: Any, crash_at: int) -> None:
-    hudi = StagedHudiTable.of(V9_MOR, tmp_path)
-    asset = register(hudi.location, "ods.txns")
-    lake = Lake(table)
-    hudi.reveal()
-    lake.poll(asset)
-    shown = hudi.reveal(4)
-
-    class DyingStore(DynamoDBAssetStore):
-        recorded = 0
-
-        def record_event(self, event: AssetEvent, *args: Any, **kwargs: Any) -> Recording:
-            if DyingStore.recorded + 1 == crash_at:
-                raise RuntimeError("poller killed")
-            DyingStore.recorded += 1
-            return super().record_event(event, *args, **kwargs)
-
-    with pytest.raises(RuntimeError):
-        PollAsset(lake.sources, lake.watermarks, IngestEvents(DyingStore(table)))(asset)
-    resumed = lake.poll(asset)
-    assert resumed.snapshot_ids == tuple(shown)
-    assert [r.status for r in resumed.results].count(IngestStatus.DUPLICATE) == crash_at - 1
-    assert len(lake.events(asset.asset_key)) == 5
-
-
-def test_two_pollers_racing_record_each_instant_once(tmp_path: Path, table: Any) -> None:
-    hudi = StagedHudiTable.of(V9_MOR, tmp_path)
-    asset = register(hudi.location, "ods.txns")
-    first, second = Lake(table), Lake(table)
-    hudi.reveal()
-    first.poll(asset)
-    hudi.reveal(6)
-    barrier = threading.Barrier(2)
-    outcomes: list[Any] = []
-
-    def run(lake: Lake) -> None:
-        barrier.wait()
-        outcomes.append(lake.poll(asset))
-
-    threads = [threading.Thread(target=run, args=(lake,)) for lake in (first, second)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert sum(r.accepted for r in outcomes) == 6
-    assert len(first.events(asset.asset_key)) == 7
 
 
 def test_archived_history_resumes_at_the_oldest_active_instant_and_records_the_gap(tmp_path: Path, lake: Lake) -> None:

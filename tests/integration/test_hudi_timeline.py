@@ -25,13 +25,15 @@ from lakehook.domain.errors import ValidationError
 from lakehook.domain.time import now_ms
 from lakehook.ports.lakehouse import SnapshotSource
 from lakehook.settings import Settings
-from lakehook.usecases.poll import PollAsset, PollAssets, PollOutcome
+from lakehook.usecases.poll import PollOutcome
 from tests.fakes.memory import InMemorySecretStore
 from tests.hudi_tables import V6_COW, V9_MOR, StagedHudiTable, all_tables, timeline_dir, unpack, upgrade_timeline
 from tests.integration.test_api import Api
-from tests.integration.test_hudi_source import Lake, hudi_rs_versions, register, upload
+from tests.integration.test_hudi_source import hudi_rs_versions, upload
 from tests.integration.test_hudi_source import s3_options as s3_options  # the fixture
 from tests.lakehouse import CountingMotoServer
+from tests.pollers import Lake
+from tests.pollers import hudi_asset as register
 
 pytestmark = pytest.mark.integration
 
@@ -60,8 +62,7 @@ def with_clock(lake: Lake, clock: Any) -> None:
             raise ValidationError(f"only hudi here, not {fmt.value}")
         return source
 
-    lake.poll = PollAsset(sources, lake.watermarks, lake.ingest)
-    lake.poll_all = PollAssets(lake.poll, lake.statuses)
+    lake.with_sources(sources)
 
 
 # --- every sample table against the reference reader ----------------------------------------------

@@ -11,19 +11,11 @@ import pytest
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.types import StringType
 
-from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
-from lakehook.adapters.dynamodb.poll_status_store import DynamoDBPollStatusStore
-from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
-from lakehook.adapters.lakehouse.factory import snapshot_sources
 from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.client.push import snapshot_event_from_iceberg
-from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.events import AssetEvent, EventResult, EventType, IngestStatus, SourceType
 from lakehook.domain.snapshots import SnapshotGap
-from lakehook.ports import Recording, SecretStore
-from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets, PollOutcome
-from tests.fakes.memory import InMemorySecretStore
+from lakehook.usecases.poll import PollOutcome
 from tests.lakehouse import (
     CountingFileIO,
     CountingMotoServer,
@@ -32,40 +24,10 @@ from tests.lakehouse import (
     rows,
     service_total,
 )
+from tests.pollers import Lake
+from tests.pollers import iceberg_asset as register
 
 pytestmark = pytest.mark.integration
-
-
-class Lake:
-    """The poller wired on DynamoDB (moto) and real Iceberg catalogs."""
-
-    def __init__(self, table: Any, secrets: SecretStore | None = None) -> None:
-        self.store = DynamoDBAssetStore(table)
-        self.watermarks = DynamoDBWatermarkStore(table)
-        self.statuses = DynamoDBPollStatusStore(table)
-        self.sources = snapshot_sources(secrets or InMemorySecretStore())
-        self.ingest = IngestEvents(self.store)
-        self.poll = PollAsset(self.sources, self.watermarks, self.ingest)
-        self.poll_all = PollAssets(self.poll, self.statuses)
-        self.compensate = Compensate(CompensateAsset(self.sources, self.store, self.ingest))
-
-    def events(self, key: str, event_type: EventType = EventType.SNAPSHOT_COMMITTED) -> list[AssetEvent]:
-        return [r.event for r in self.store.list_events(key, limit=500).items if r.event.event_type is event_type]
-
-    def snapshot_ids(self, key: str) -> set[int]:
-        return {e.snapshot_id for e in self.events(key) if e.snapshot_id is not None}
-
-
-def register(
-    properties: dict[str, str], name: str, key_catalog: str = "lake", catalog: str = "lake"
-) -> AssetRegistration:
-    return AssetRegistration.model_validate(
-        {
-            "assetKey": f"iceberg://{key_catalog}/{name.replace('.', '/')}",
-            "format": "iceberg",
-            "source": {"catalog": catalog, "properties": properties, "table": name},
-        }
-    )
 
 
 def commit_ids(table: Any) -> list[int]:
@@ -151,22 +113,6 @@ def test_unchanged_costs_one_catalog_row_and_no_metadata_read(
     assert sum(CountingFileIO.reads.values()) == 1  # nothing but that metadata.json
 
 
-def test_a_push_and_a_poll_of_one_snapshot_are_one_event(
-    sql_properties: dict[str, str], writer: Catalog, lake: Lake
-) -> None:
-    orders = create_iceberg_table(writer, "ods.orders")
-    asset = register(sql_properties, "ods.orders")
-    lake.poll(asset)
-    orders.append(rows(1))
-    snapshot = orders.current_snapshot()
-    pushed = push(lake, asset.asset_key, orders)
-    polled = lake.poll(asset)
-    assert [(r.event_id, r.status) for r in polled.results] == [(pushed.event_id, IngestStatus.DUPLICATE)]
-    assert lake.snapshot_ids(asset.asset_key) == {snapshot.snapshot_id}
-    state = lake.store.get_state(asset.asset_key)
-    assert state is not None and state.latest_snapshot_id == snapshot.snapshot_id
-
-
 def test_a_lost_push_is_recovered_by_the_next_poll_and_by_compensation(
     sql_properties: dict[str, str], writer: Catalog, lake: Lake
 ) -> None:
@@ -189,34 +135,6 @@ def test_a_lost_push_is_recovered_by_the_next_poll_and_by_compensation(
         state = lake.store.get_state(asset.asset_key)
         assert state is not None and state.latest_snapshot_id == orders.current_snapshot().snapshot_id
     assert lake.compensate([compensated]).missed_events == 0
-
-
-def test_a_killed_poller_resumes_without_a_gap(sql_properties: dict[str, str], writer: Catalog, table: Any) -> None:
-    orders = create_iceberg_table(writer, "ods.orders")
-    asset = register(sql_properties, "ods.orders")
-    lake = Lake(table)
-    lake.poll(asset)
-    for i in range(4):
-        orders.append(rows(i))
-
-    class DyingStore(DynamoDBAssetStore):
-        recorded = 0
-
-        def record_event(self, event: AssetEvent, *args: Any, **kwargs: Any) -> Recording:
-            if DyingStore.recorded == 2:
-                raise RuntimeError("poller killed")
-            DyingStore.recorded += 1
-            return super().record_event(event, *args, **kwargs)
-
-    with pytest.raises(RuntimeError):
-        PollAsset(lake.sources, lake.watermarks, IngestEvents(DyingStore(table)))(asset)
-    assert len(lake.snapshot_ids(asset.asset_key)) == 2
-    resumed = lake.poll(asset)
-    assert list(resumed.snapshot_ids) == commit_ids(orders)
-    assert [r.status for r in resumed.results] == [IngestStatus.DUPLICATE] * 2 + [IngestStatus.ACCEPTED] * 2
-    assert lake.snapshot_ids(asset.asset_key) == set(commit_ids(orders))
-    state = lake.store.get_state(asset.asset_key)
-    assert state is not None and state.latest_snapshot_id == orders.current_snapshot().snapshot_id
 
 
 def test_an_expired_offset_resumes_at_the_oldest_retained_snapshot(

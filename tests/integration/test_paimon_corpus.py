@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from lakehook.usecases.poll import PollOutcome
-from tests.integration.test_paimon_source import Lake, register
 from tests.lakehouse import create_paimon_table, paimon_commit, rows
+from tests.pollers import Lake
+from tests.pollers import paimon_asset as register
 
 pytestmark = pytest.mark.integration
 

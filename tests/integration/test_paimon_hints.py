@@ -19,8 +19,10 @@ import pytest
 
 from lakehook.domain.snapshots import SnapshotGap
 from lakehook.usecases.poll import PollOutcome
-from tests.integration.test_paimon_source import Lake, by_reference, register
+from tests.integration.test_paimon_source import by_reference
 from tests.lakehouse import CountingMotoServer, create_paimon_table, paimon_commit, rows
+from tests.pollers import Lake
+from tests.pollers import paimon_asset as register
 
 pytestmark = pytest.mark.integration
 

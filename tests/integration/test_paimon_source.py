@@ -13,53 +13,16 @@ from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import SchemaChange
 from pypaimon.snapshot.snapshot import Snapshot
 
-from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
-from lakehook.adapters.dynamodb.poll_status_store import DynamoDBPollStatusStore
-from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
-from lakehook.adapters.lakehouse.factory import LakehouseSnapshotSources, snapshot_sources
 from lakehook.adapters.lakehouse.paimon import snapshot_info
 from lakehook.adapters.secrets import SecretsManagerSecretStore
-from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
 from lakehook.domain.snapshots import SnapshotGap
-from lakehook.ports import Recording, SecretStore
-from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets, PollOutcome
-from tests.fakes.memory import InMemorySecretStore
+from lakehook.usecases.poll import PollOutcome
 from tests.lakehouse import CountingMotoServer, create_paimon_table, paimon_commit, rows
+from tests.pollers import Lake
+from tests.pollers import paimon_asset as register
 
 pytestmark = pytest.mark.integration
-
-
-class Lake:
-    """The poller wired on DynamoDB (moto) and real Paimon tables."""
-
-    def __init__(self, table: Any, secrets: SecretStore | None = None) -> None:
-        self.store = DynamoDBAssetStore(table)
-        self.watermarks = DynamoDBWatermarkStore(table)
-        self.statuses = DynamoDBPollStatusStore(table)
-        self.sources: LakehouseSnapshotSources = snapshot_sources(secrets or InMemorySecretStore())
-        self.ingest = IngestEvents(self.store)
-        self.poll = PollAsset(self.sources, self.watermarks, self.ingest)
-        self.poll_all = PollAssets(self.poll, self.statuses)
-        self.compensate = Compensate(CompensateAsset(self.sources, self.store, self.ingest))
-
-    def events(self, key: str, event_type: EventType = EventType.SNAPSHOT_COMMITTED) -> list[AssetEvent]:
-        page = self.store.list_events(key, limit=500)
-        return sorted(
-            (r.event for r in page.items if r.event.event_type is event_type),
-            key=lambda e: (e.snapshot_id or 0, e.tag or ""),
-        )
-
-
-def register(options: dict[str, str], name: str, catalog: str = "lake") -> AssetRegistration:
-    return AssetRegistration.model_validate(
-        {
-            "assetKey": f"paimon://{catalog}/{name.replace('.', '/')}",
-            "format": "paimon",
-            "source": {"catalog": catalog, "properties": options, "table": name},
-        }
-    )
 
 
 @pytest.fixture
@@ -99,30 +62,6 @@ def test_commits_become_snapshot_events_with_what_paimon_recorded(warehouse: dic
     assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
 
 
-def test_a_push_and_a_poll_of_one_snapshot_are_one_event(warehouse: dict[str, str], lake: Lake) -> None:
-    orders = create_paimon_table(warehouse, "ods.orders")
-    asset = register(warehouse, "ods.orders")
-    paimon_commit(orders, rows(1))
-    lake.poll(asset)
-    paimon_commit(orders, rows(2))
-    pushed = lake.ingest.ingest(
-        AssetEvent.model_validate(
-            {
-                "eventType": "SNAPSHOT_COMMITTED",
-                "assetKey": asset.asset_key,
-                "snapshotId": 2,
-                "schemaId": 0,
-                "commitKind": "APPEND",
-            }
-        ),
-        SourceType.PUSH,
-    )
-    polled = lake.poll(asset)
-    assert pushed.status is IngestStatus.ACCEPTED
-    assert [(r.event_id, r.status) for r in polled.results] == [(pushed.event_id, IngestStatus.DUPLICATE)]
-    assert [e.snapshot_id for e in lake.events(asset.asset_key)] == [1, 2]
-
-
 def test_a_lost_push_is_recovered_by_the_next_poll_and_by_compensation(warehouse: dict[str, str], lake: Lake) -> None:
     orders = create_paimon_table(warehouse, "ods.orders")
     polled, compensated = register(warehouse, "ods.orders"), register(warehouse, "ods.orders", catalog="lake2")
@@ -145,36 +84,6 @@ def test_a_lost_push_is_recovered_by_the_next_poll_and_by_compensation(warehouse
         state = lake.store.get_state(asset.asset_key)
         assert state is not None and state.latest_snapshot_id == 3
     assert lake.compensate([compensated]).missed_events == 0
-
-
-@pytest.mark.parametrize("crash_at", [1, 2, 4])
-def test_a_killed_poller_resumes_without_a_gap(warehouse: dict[str, str], table: Any, crash_at: int) -> None:
-    orders = create_paimon_table(warehouse, "ods.orders")
-    asset = register(warehouse, "ods.orders")
-    lake = Lake(table)
-    paimon_commit(orders, rows(1))
-    lake.poll(asset)
-    for i in range(4):
-        paimon_commit(orders, rows(10 + i))  # snapshots 2..5
-
-    class DyingStore(DynamoDBAssetStore):
-        recorded = 0
-
-        def record_event(self, event: AssetEvent, *args: Any, **kwargs: Any) -> Recording:
-            if DyingStore.recorded + 1 == crash_at:
-                raise RuntimeError("poller killed")
-            DyingStore.recorded += 1
-            return super().record_event(event, *args, **kwargs)
-
-    dying = PollAsset(lake.sources, lake.watermarks, IngestEvents(DyingStore(table)))
-    with pytest.raises(RuntimeError):
-        dying(asset)
-    resumed = lake.poll(asset)
-    assert resumed.snapshot_ids == (2, 3, 4, 5)
-    assert [r.status for r in resumed.results].count(IngestStatus.DUPLICATE) == crash_at - 1
-    assert [e.snapshot_id for e in lake.events(asset.asset_key)] == [1, 2, 3, 4, 5]
-    state = lake.store.get_state(asset.asset_key)
-    assert state is not None and state.latest_snapshot_id == 5
 
 
 def test_an_expired_offset_resumes_at_the_oldest_retained_snapshot(warehouse: dict[str, str], lake: Lake) -> None:

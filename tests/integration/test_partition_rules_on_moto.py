@@ -12,14 +12,11 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from lakehook.adapters.lakehouse.factory import snapshot_sources
 from lakehook.container import Container
 from lakehook.domain.assets import AssetRegistration
 from lakehook.handlers import handle_stream_batch
-from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.poll import PollAsset
-from tests.fakes.memory import InMemorySecretStore
 from tests.integration.test_resolver_on_moto import Stream, call
+from tests.pollers import Lake
 from tests.support import RequestCounter
 
 pytestmark = pytest.mark.integration
@@ -36,9 +33,7 @@ class Table:
         self.asset = AssetRegistration.model_validate(
             {"assetKey": self.key, "format": "delta", "source": {"catalog": "lake", "location": self.location}}
         )
-        self.poll = PollAsset(
-            snapshot_sources(InMemorySecretStore()), container.watermark_store, IngestEvents(container.asset_store)
-        )
+        self.poll = Lake(container.table, container=container).poll
         self.rows = 0
 
     def write(self, *days: str, mode: str = "append", predicate: str | None = None) -> None:
@@ -154,29 +149,6 @@ def test_what_one_commit_touching_n_partitions_costs(
         "TransactWriteItems": touched,  # one claim per partition that runs
         "DeleteItem": touched,  # the days payments left pending, cleared under the marks they were read with
     }
-
-
-def test_the_store_keeps_facts_advance_only_and_clears_pending_only_under_its_mark(table: Any) -> None:
-    from lakehook.adapters.dynamodb.partition_store import DynamoDBPartitionStore
-    from lakehook.domain.partition_evaluation import PartitionFact
-
-    store = DynamoDBPartitionStore(table)
-    newer = PartitionFact("delta://lake/ods/orders", "m1", "dt=2026-12-01", 7, 7, schema_id=3, commit_time=1000)
-    older = PartitionFact("delta://lake/ods/orders", "m1", "dt=2026-12-01", 5, 5)
-    assert store.advance([newer], 1) == [newer]
-    assert store.advance([older, newer], 2) == []  # a late older commit and a duplicate change nothing
-    assert store.facts([newer.key, ("delta://lake/ods/orders", "m2", "dt=2026-12-01")]) == {newer.key: newer}
-
-    store.mark_pending("r", "g", ["dt=2026-12-01", "dt=2026-12-02"], 10)
-    assert store.pending_since("r", "g", 10) == {"dt=2026-12-01": 10, "dt=2026-12-02": 10}
-    assert store.pending_since("r", "g", 1) == {"dt=2026-12-01": 10}  # one page, the lowest keys first
-    first = store.pending("r", "g", 10)
-    assert list(first) == ["dt=2026-12-02", "dt=2026-12-01"] and store.count_pending("r", "g") == 2
-    store.mark_pending("r", "g", ["dt=2026-12-02"], 11)  # a racing resolver found it pending again
-    store.clear_pending("r", "g", first)
-    assert list(store.pending("r", "g", 10)) == ["dt=2026-12-02"]
-    assert store.pending_since("r", "g", 10) == {"dt=2026-12-02": 11}
-    assert store.pending("r", "other", 10) == {}
 
 
 def test_a_forced_partition_and_its_replay_carry_the_partition_through_dispatch(

@@ -17,16 +17,11 @@ from deltalake import DeltaTable, write_deltalake
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
-from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
-from lakehook.adapters.lakehouse.factory import snapshot_sources
 from lakehook.domain.assets import AssetRegistration
-from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.events import AssetEvent
 from lakehook.domain.partitions import format_partition_key
-from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.poll import PollAsset
-from tests.fakes.memory import InMemorySecretStore
 from tests.hypothesis_profiles import examples
+from tests.pollers import Lake
 
 pytestmark = pytest.mark.integration
 
@@ -70,20 +65,17 @@ def touched_by(path: str, version: int) -> set[str]:
 
 
 class Poller:
-    """The poller on DynamoDB (moto), reading one Delta table."""
+    """The lake's poller (tests/pollers.py) reading one Delta table."""
 
     def __init__(self, table: Any, location: str) -> None:
-        self.store = DynamoDBAssetStore(table)
-        sources = snapshot_sources(InMemorySecretStore())
-        self.poll = PollAsset(sources, DynamoDBWatermarkStore(table), IngestEvents(self.store))
+        self.lake = Lake(table)
+        self.store = self.lake.store
         self.asset = register(location)
 
     def __call__(self) -> list[AssetEvent]:
         """Poll, and every snapshot event recorded so far, oldest first."""
-        self.poll(self.asset)
-        page = self.store.list_events(self.asset.asset_key, limit=500)
-        found = [r.event for r in page.items if r.event.event_type is EventType.SNAPSHOT_COMMITTED]
-        return sorted(found, key=lambda e: e.snapshot_id or 0)
+        self.lake.poll(self.asset)
+        return self.lake.events(self.asset.asset_key)
 
 
 operations = st.lists(

@@ -17,7 +17,9 @@ from hudi import HudiTableBuilder
 
 from lakehook.domain.partitions import format_partition_key
 from tests.hudi_tables import StagedHudiTable, all_tables
-from tests.integration.test_hudi_source import Lake, hudi_rs_versions, register
+from tests.integration.test_hudi_source import hudi_rs_versions
+from tests.pollers import Lake
+from tests.pollers import hudi_asset as register
 
 pytestmark = pytest.mark.integration
 

@@ -32,7 +32,8 @@ from lakehook.adapters.lakehouse.iceberg import partition_key
 from lakehook.domain.events import AssetEvent
 from lakehook.domain.partitions import format_partition_key
 from tests.hypothesis_profiles import examples
-from tests.integration.test_iceberg_source import Lake, register
+from tests.pollers import Lake
+from tests.pollers import iceberg_asset as register
 
 pytestmark = pytest.mark.integration
 

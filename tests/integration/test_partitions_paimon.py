@@ -26,8 +26,9 @@ from hypothesis import strategies as st
 from lakehook.domain.events import AssetEvent
 from lakehook.domain.partitions import HIVE_DEFAULT_PARTITION, path_partition_key
 from tests.hypothesis_profiles import examples
-from tests.integration.test_paimon_source import Lake, register
 from tests.lakehouse import paimon_commit
+from tests.pollers import Lake
+from tests.pollers import paimon_asset as register
 
 pytestmark = pytest.mark.integration
 

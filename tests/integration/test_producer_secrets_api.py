@@ -8,28 +8,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import boto3
-import pytest
-
-from lakehook.adapters.secrets import SecretsManagerSecretStore
-from lakehook.container import Container
-from lakehook.settings import Settings
 from tests.integration.test_api import Api
 from tests.support import signed_headers
 
 ORDERS = "paimon://lake/ods_db/orders"
 RULE_GROUPS = [{"groupId": "g", "members": [{"assetKey": ORDERS, "condition": {"qualityStatus": "PASSED"}}]}]
-
-
-@pytest.fixture
-def secrets_client(aws: None) -> Any:
-    return boto3.client("secretsmanager", region_name="us-east-1")
-
-
-@pytest.fixture
-def api(container: Container, settings: Settings, secrets_client: Any) -> Api:
-    container.overrides["secret_store"] = SecretsManagerSecretStore(secrets_client)
-    return Api(settings.admin_token or "")
 
 
 def register(api: Api, producer_id: str = "orders-writer", **spec: Any) -> dict[str, Any]:

@@ -17,7 +17,6 @@ from lakehook.container import Container
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.handlers import handle_stream_batch, handle_stream_record, sweep_deferred
 from lakehook.local.filters import matches_any
-from lakehook.usecases.ingest import IngestEvents
 from tests.conftest import ADMIN_TOKEN, TABLE
 from tests.support import RequestCounter, api_event, mark_claims_succeeded
 
@@ -86,9 +85,7 @@ def put_rule(app: Any, rule_id: str, *members: dict[str, Any], mode: str = "ALL_
 
 
 def push(container: Container, event_type: str, asset: str, **fields: Any) -> None:
-    IngestEvents(container.asset_store).ingest(
-        AssetEvent(eventType=event_type, assetKey=asset, **fields), SourceType.PUSH
-    )
+    container.ingest.ingest(AssetEvent(eventType=event_type, assetKey=asset, **fields), SourceType.PUSH)
 
 
 def triggers_of(app: Any, rule_id: str) -> list[list[int]]:

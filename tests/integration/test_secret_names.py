@@ -7,7 +7,6 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 
 from lakehook.adapters.lakehouse.credentials import CredentialResolver
@@ -42,17 +41,6 @@ def settings() -> Settings:
         producer_secret_prefix=f"lakehook-producers/{STACK}/",
         allow_insecure_loopback_targets=True,  # the receiver listens on loopback
     )
-
-
-@pytest.fixture
-def secrets_client(aws: None) -> Any:
-    return boto3.client("secretsmanager", region_name="us-east-1")
-
-
-@pytest.fixture
-def api(container: Container, settings: Settings, secrets_client: Any) -> Api:
-    container.overrides["secret_store"] = SecretsManagerSecretStore(secrets_client)
-    return Api(settings.admin_token or "")
 
 
 @pytest.fixture

@@ -19,10 +19,10 @@ from lakehook.client.spool import SpoolWriteError, SpoolWriter
 from lakehook.domain.events import EventType, SourceType
 from lakehook.domain.spool import Problem, VerificationStatus
 from lakehook.domain.spool_buckets import SPOOL_BUCKETS_PARAMETER, ReadableSpool
-from lakehook.ports.queue import WorkQueue
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.manifests import RecordManifestVerification
 from lakehook.usecases.spool import VerifySpoolManifest, manifest_uris
+from tests.fakes.memory import InMemoryWorkQueue
 
 BUCKET = "spool-bucket"
 ASSET = "s3://spool-bucket/orders"
@@ -277,22 +277,11 @@ def test_objects_are_streamed_in_bounded_chunks(s3: Any) -> None:
     assert store.digest(uri("big/object.bin")).sha256 == expected
 
 
-class ListQueue(WorkQueue):
-    """The verification queue as a list (a fake of our own WorkQueue port)."""
-
-    def __init__(self) -> None:
-        self.messages: list[dict[str, Any]] = []
-
-    def send(self, messages: list[dict[str, Any]]) -> int:
-        self.messages.extend(messages)
-        return len(messages)
-
-
 def test_a_pushed_seal_counts_only_once_verified(
     s3: Any, verifier: VerifySpoolManifest, table: Any, tmp_path: Path
 ) -> None:
     store = DynamoDBAssetStore(table)
-    queue = ListQueue()
+    queue = InMemoryWorkQueue()
     ingest = IngestEvents(store, verifications=queue)
     writer = spool(s3, "run-60", tmp_path)
     pushed = {"eventType": "MANIFEST_SEALED", "assetKey": ASSET, "manifestUri": writer.manifest_uri, "snapshotId": 42}

@@ -22,7 +22,6 @@ from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.rules import Rule
 from lakehook.handlers import handle_dispatch_batch, handle_stream_batch
 from lakehook.local.filters import matches_any
-from lakehook.usecases.poll import PollAsset
 from lakehook.usecases.replay import ReplayRefusedError
 from tests.conftest import BUCKET
 from tests.delta_tables import StagedDeltaTable
@@ -36,6 +35,7 @@ from tests.lakehouse import (
     paimon_compact_commit,
     rows,
 )
+from tests.pollers import Lake
 
 pytestmark = pytest.mark.integration
 
@@ -50,7 +50,7 @@ class World:
         self.stream = stream
         self.target = InMemoryTargetClient()
         container.overrides["target_clients"] = {"webhook": self.target}
-        self.poll = PollAsset(container.snapshot_sources, container.watermark_store, container.ingest)
+        self.poll = Lake(container.table, container=container, sources=container.snapshot_sources).poll
 
     def register(
         self, key: str, fmt: str, catalog: str, properties: dict[str, str], table: str | None = None, **source: str

@@ -5,12 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import boto3
 import pytest
 
-from lakehook.adapters.secrets import SecretsManagerSecretStore
-from lakehook.container import Container
-from lakehook.settings import Settings
 from tests.integration.test_api import Api
 
 ORDERS = "paimon://lake/ods_db/ods_order_latest"
@@ -19,17 +15,6 @@ RULE = {
     "groups": [{"groupId": "g", "members": [{"assetKey": ORDERS, "condition": {"qualityStatus": "PASSED"}}]}],
     "target": WEBHOOK,
 }
-
-
-@pytest.fixture
-def secrets_client(aws: None) -> Any:
-    return boto3.client("secretsmanager", region_name="us-east-1")
-
-
-@pytest.fixture
-def api(container: Container, settings: Settings, secrets_client: Any) -> Api:
-    container.overrides["secret_store"] = SecretsManagerSecretStore(secrets_client)
-    return Api(settings.admin_token or "")
 
 
 def items(table: Any) -> int:

@@ -2,41 +2,21 @@
 
 from __future__ import annotations
 
+import inspect
 import threading
 from typing import Any
 
+import pytest
+
+from lakehook.adapters import aws
 from lakehook.container import Container, part
 from lakehook.settings import Settings
 from lakehook.usecases.rules import ManageRules
-from tests.fakes.memory import InMemoryAssetRegistry, InMemoryAssetStore, InMemorySecretStore
-from tests.fakes.memory_coverage import InMemoryCoverageStore
-from tests.fakes.memory_dispatch import InMemoryAliasStore
-from tests.fakes.memory_partitions import InMemoryPartitionStore
-from tests.fakes.memory_rules import (
-    InMemoryDeferralStore,
-    InMemoryRuleStore,
-    InMemoryStateHistory,
-    InMemoryStateReader,
-    InMemoryTriggerStore,
-)
+from tests import wiring
 
 
 def in_memory() -> Container:
-    assets, triggers = InMemoryAssetStore(), InMemoryTriggerStore()
-    return Container.of(
-        Settings(),
-        rule_store=InMemoryRuleStore(),
-        trigger_store=triggers,
-        state_reader=InMemoryStateReader(assets.get_state, triggers),
-        state_history=InMemoryStateHistory(),
-        deferral_store=InMemoryDeferralStore(),
-        asset_store=assets,
-        asset_registry=InMemoryAssetRegistry(),
-        coverage_store=InMemoryCoverageStore(),
-        secret_store=InMemorySecretStore(),
-        alias_store=InMemoryAliasStore(),
-        partition_store=InMemoryPartitionStore(),
-    )
+    return wiring.in_memory(Settings())
 
 
 def test_nothing_is_built_before_it_is_asked_for() -> None:
@@ -83,3 +63,54 @@ def test_threads_racing_on_a_first_use_all_get_the_same_part() -> None:
     for t in threads:
         t.join()
     assert len(got) == 8 and len({id(g) for g in got}) == 1
+
+
+# --- every function family on fakes alone -------------------------------------------------------------------------
+
+PARTS = sorted(name for name, value in vars(Container).items() if isinstance(value, part))
+ADAPTERS = sorted(wiring.fakes())  # the parts that talk to AWS: each has a fake
+USE_CASES = [name for name in PARTS if name not in ADAPTERS]
+
+
+@pytest.fixture
+def no_aws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any boto3 client or table the container would make fails the test."""
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"AWS was reached: {args}")
+
+    monkeypatch.setattr(aws, "client", refused)
+    monkeypatch.setattr(aws, "dynamodb_table", refused)
+
+
+def test_every_adapter_part_has_a_fake_and_every_fake_names_a_part() -> None:
+    assert set(ADAPTERS) <= set(PARTS), set(ADAPTERS) - set(PARTS)
+    assert USE_CASES, "no use case parts found"
+    for name in USE_CASES:  # a new adapter part (one that builds an AWS client or reads the table) needs a fake
+        source = inspect.getsource(getattr(Container, name).build)
+        assert "aws." not in source and "self.table" not in source, f"{name} talks to AWS: add its fake to tests/wiring"
+
+
+@pytest.mark.parametrize("name", USE_CASES)
+def test_every_use_case_part_builds_on_fakes_alone(no_aws: None, name: str) -> None:
+    settings = Settings(poll_queue_url="https://sqs.example/q", completion_key_secret="lakehook/completion")
+    container = wiring.in_memory(settings)
+
+    built = getattr(container, name)
+
+    assert built is not None and getattr(container, name) is built
+    assert set(container.built) <= set(USE_CASES)  # nothing it used was an adapter built for real
+
+
+def test_each_function_familys_entry_points_build_on_fakes_alone(no_aws: None) -> None:
+    """What each function of template.yaml asks its container for, on one container of fakes."""
+    container = wiring.in_memory(Settings(poll_queue_url="https://sqs.example/q"))
+    families = {
+        "ingest": [container.ingest, container.push_authenticator, container.ingest_bus_events],
+        "spool": [container.record_manifest_verification],
+        "polling": [container.run_poll_work, container.plan_polls, container.plan_notified_polls],
+        "rules": [container.resolver, container.sweeper, container.check_freshness, container.manage_rules],
+        "dispatch": [container.dispatcher, container.redriver, container.retry_trigger, container.complete_run],
+        "replay": [container.replay_trigger],
+    }
+    assert all(all(p is not None for p in parts) for parts in families.values())

@@ -33,8 +33,7 @@ from lakehook.usecases.poll import (
     PollAssets,
     PollOutcome,
 )
-from tests.fakes.memory import InMemoryAssetStore, InMemoryWatermarkStore
-from tests.lakehouse import InMemoryPollStatusStore
+from tests.fakes.memory import InMemoryAssetStore, InMemoryPollStatusStore, InMemoryWatermarkStore
 
 
 class FakeTable:

@@ -8,15 +8,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakehook.container import Container
 from lakehook.domain.assets import AssetSource
 from lakehook.domain.errors import AuthenticationError, ConflictError
 from lakehook.domain.producers import Producer, ProducerSpec, api_key
-from lakehook.domain.secret_names import ProducerSecrets
-from lakehook.usecases.producers import PushAuthenticator, RegisterProducer, secret_owner
+from lakehook.ports import ProducerRegistry, SecretStore
+from lakehook.settings import Settings
+from lakehook.usecases.producers import secret_owner
+from tests import wiring
 from tests.fakes.memory import InMemoryProducerRegistry, InMemorySecretStore
 from tests.hypothesis_profiles import examples
 
-NAMESPACE = ProducerSecrets.of("lakehook-producers/prod/", "lakehook/prod/")
+SETTINGS = Settings(producer_secret_prefix="lakehook-producers/prod/", secret_prefix="lakehook/prod/")
+NAMESPACE = SETTINGS.producer_secrets
+
+
+def producers(registry: ProducerRegistry, secrets: SecretStore) -> Container:
+    """The ingest API's producer use cases, built through the container on these fakes."""
+    return wiring.in_memory(SETTINGS, producer_registry=registry, secret_store=secrets)
+
+
 SPEC = ProducerSpec.model_validate({"assetKeyPrefixes": ["paimon://lake/ods_db/"]})
 PRODUCER_ID = st.from_regex(r"[A-Za-z0-9_.-]{1,40}", fullmatch=True)
 
@@ -77,7 +88,7 @@ def test_a_source_reaches_a_secret_through_secretsmanager_or_ssms_reference_path
 def test_a_new_producer_never_overwrites_a_secret_lakehook_did_not_create() -> None:
     registry, secrets = InMemoryProducerRegistry(), InMemorySecretStore()
     secrets.put_secret("lakehook-producers/prod/orders", "someone else's")
-    register = RegisterProducer(registry, secrets, NAMESPACE)
+    register = producers(registry, secrets).register_producer
     spec = ProducerSpec.model_validate({"assetKeyPrefixes": ["s3://x/"], "eventSources": ["etl.orders"]})
     with pytest.raises(ConflictError, match="did not create"):
         register("orders", spec)
@@ -89,7 +100,7 @@ def test_a_dry_run_of_a_producer_whose_secret_name_is_taken_is_the_same_409() ->
     registry, secrets = InMemoryProducerRegistry(), InMemorySecretStore()
     secrets.put_secret("lakehook-producers/prod/orders", "someone else's")
     with pytest.raises(ConflictError, match="did not create"):
-        RegisterProducer(registry, secrets, NAMESPACE)("orders", SPEC, dry_run=True)
+        producers(registry, secrets).register_producer("orders", SPEC, dry_run=True)
 
 
 class RacingSecretStore(InMemorySecretStore):
@@ -105,7 +116,7 @@ def test_a_secret_created_between_the_check_and_the_write_still_wins_and_claims_
     registry, secrets = InMemoryProducerRegistry(), RacingSecretStore()
     spec = ProducerSpec.model_validate({"assetKeyPrefixes": ["s3://x/"], "eventSources": ["etl.orders"]})
     with pytest.raises(ConflictError, match="did not create"):
-        RegisterProducer(registry, secrets, NAMESPACE)("orders", spec)
+        producers(registry, secrets).register_producer("orders", spec)
     assert secrets.get_secret("lakehook-producers/prod/orders") == "created meanwhile"
     assert registry.producers == {} and registry.event_source_owner("etl.orders") is None
 
@@ -113,7 +124,7 @@ def test_a_secret_created_between_the_check_and_the_write_still_wins_and_claims_
 def test_a_registration_retried_after_a_failure_reuses_the_secret_it_created() -> None:
     registry, secrets = InMemoryProducerRegistry(), InMemorySecretStore()
     secrets.put_owned_secret("lakehook-producers/prod/orders", "half-done", secret_owner("orders"))  # no producer item
-    made = RegisterProducer(registry, secrets, NAMESPACE)("orders", SPEC)
+    made = producers(registry, secrets).register_producer("orders", SPEC)
     assert made.created and made.secret is not None
     assert secrets.get_secret(made.producer.secret_ref) == made.secret != "half-done"
 
@@ -125,7 +136,7 @@ def test_rotating_a_producer_registered_before_the_namespace_moves_its_secret_in
     registry.put_producer(
         Producer(producerId="orders", assetKeyPrefixes=["s3://x/"], secretRef=legacy, createdAt=1, updatedAt=1)
     )
-    register = RegisterProducer(registry, secrets, NAMESPACE)
+    register = producers(registry, secrets).register_producer
     assert register("orders", SPEC).producer.secret_ref == legacy  # an update alone keeps it
     rotated = register("orders", SPEC, rotate_secret=True)
     assert rotated.producer.secret_ref == "lakehook-producers/prod/orders"
@@ -137,9 +148,9 @@ def test_rotating_a_producer_registered_before_the_namespace_moves_its_secret_in
 def test_the_bearer_key_is_taken_only_from_a_producer_that_opted_in(bearer: bool) -> None:
     registry, secrets = InMemoryProducerRegistry(), InMemorySecretStore()
     spec = ProducerSpec.model_validate({"assetKeyPrefixes": ["s3://x/"], "lineageBearer": bearer})
-    made = RegisterProducer(registry, secrets, NAMESPACE)("orders", spec)
+    made = producers(registry, secrets).register_producer("orders", spec)
     assert made.secret is not None and made.producer.lineage_bearer is bearer
-    auth = PushAuthenticator(registry, secrets, 300, 30)
+    auth = producers(registry, secrets).push_authenticator
     key = api_key("orders", made.secret)
     if bearer:
         assert auth.authenticate_api_key(key).producer_id == "orders"

@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.rules import Rule
-from lakehook.domain.secret_names import SecretNames
 from lakehook.domain.targets import TARGET_CONFIGS, UnusableTarget
 from lakehook.domain.url_policy import UrlPolicy
-from lakehook.usecases.rules import ManageRules, parse_rule
+from lakehook.settings import Settings
+from lakehook.usecases.rules import parse_rule
+from tests import wiring
 from tests.fakes.memory import InMemorySecretStore
 from tests.hypothesis_profiles import examples
-from tests.unit.test_resolve_usecase import World
 
 ORDERS = "paimon://lake/ods_db/ods_order_latest"
 DEPLOYED = UrlPolicy()
@@ -129,8 +129,8 @@ def test_the_openapi_schema_of_a_rule_has_the_targets_as_a_discriminated_union()
 
 def test_put_checks_that_the_secrets_the_target_names_exist() -> None:
     secrets = InMemorySecretStore()
-    world = World()
-    manage = ManageRules(world.rules, world.triggers, world.reader, resolver=world.resolve, secrets=secrets)
+    # the rule routes' use case as the container builds it, on fakes (the default secret prefix is ``lakehook/``)
+    manage = wiring.in_memory(Settings(), secret_store=secrets).manage_rules
     for kind, field in (("webhook", "secretRef"), ("airflow", "credentialsRef"), ("dolphinscheduler", "tokenRef")):
         with pytest.raises(ValidationError) as caught:
             manage.put("dwd", rule_body(VALID[kind]))
@@ -138,14 +138,7 @@ def test_put_checks_that_the_secrets_the_target_names_exist() -> None:
         secrets.put_secret(VALID[kind][field], "x")
         assert manage.put("dwd", rule_body(VALID[kind]))[0].rule.target.type == kind
     # on a deployed stack the secret must also be one the dispatcher may read
-    fenced = ManageRules(
-        world.rules,
-        world.triggers,
-        world.reader,
-        resolver=world.resolve,
-        secrets=secrets,
-        secret_names=SecretNames("lakehook/prod/"),
-    )
+    fenced = wiring.in_memory(Settings(secret_prefix="lakehook/prod/"), secret_store=secrets).manage_rules
     with pytest.raises(ValidationError, match="looked up as 'lakehook/prod/lakehook/targets/dwd'") as caught:
         fenced.put("dwd", rule_body(WEBHOOK))
     assert caught.value.field == "target.secretRef"

@@ -26,7 +26,8 @@ class DynamoDBPollStatusStore(PollStatusStore):
             keys.ITEM_TYPE: "POLL_STATUS",
             "assetKey": status.asset_key,
             "consecutiveFailures": status.consecutive_failures,
-            "body": json.dumps(status.model_dump(by_alias=True, mode="json", exclude_none=True), sort_keys=True),
+            # every field, nulls too: a gap's ``resumedAtSnapshotId`` is required even when it is null
+            "body": json.dumps(status.model_dump(by_alias=True, mode="json"), sort_keys=True),
         }
         if status.next_attempt_at is not None:
             item["nextAttemptAt"] = status.next_attempt_at

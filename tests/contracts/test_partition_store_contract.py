@@ -1,0 +1,136 @@
+"""The PartitionStore contract (ports.partitions), on the fake and on DynamoDB: a partition fact only advances
+(an older or equal one is refused, and every field of the kept one reads back), facts are read by key in batches;
+pending partitions are per group, listed newest key first up to a limit, counted, and cleared only while they hold
+the mark they were read with."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lakehook.domain.partition_evaluation import FactKey, PartitionFact
+from tests.contracts.conftest import Backend
+from tests.hypothesis_profiles import examples
+
+pytestmark = pytest.mark.integration
+
+ORDERS, PAYMENTS = "paimon://lake/ods/orders", "paimon://lake/ods/payments"
+MAPPING = "dt=dt"
+
+
+def fact(
+    order: int,
+    partition: str = "dt=2026-01-01",
+    asset: str = ORDERS,
+    schema_id: int | None = None,
+    commit_time: int | None = None,
+) -> PartitionFact:
+    return PartitionFact(asset, MAPPING, partition, order * 10, order, schema_id, commit_time)
+
+
+def test_a_fact_only_advances(backend: Backend) -> None:
+    store = backend.partitions
+    first = fact(5, schema_id=1, commit_time=1_000)
+
+    assert store.advance([first], 10) == [first]
+    assert store.advance([fact(5), fact(4)], 20) == []  # as new, and older: both refused
+    newer = fact(6)  # no schema id or commit time: the kept fact has none either
+    assert store.advance([newer, fact(9, "dt=2026-01-02")], 30) == [newer, fact(9, "dt=2026-01-02")]
+    assert store.facts([first.key]) == {first.key: newer}
+
+
+def test_facts_are_read_by_key_and_missing_ones_left_out(backend: Backend) -> None:
+    store = backend.partitions
+    kept = [fact(i, f"dt=2026-01-{i:02d}", asset) for i in range(1, 30) for asset in (ORDERS, PAYMENTS)]
+    store.advance(kept, 10)
+    absent: FactKey = (ORDERS, MAPPING, "dt=2027-01-01")
+    other_mapping: FactKey = (ORDERS, "dt=day", "dt=2026-01-01")
+
+    wanted = [f.key for f in kept] + [absent, other_mapping]
+    assert store.facts(wanted) == {f.key: f for f in kept}  # more than one batch of 25 keys
+    assert store.facts([]) == {}
+
+
+facts = st.builds(
+    fact,
+    order=st.integers(0, 2**40),
+    partition=st.sampled_from(["dt=1", "dt=2"]),
+    asset=st.sampled_from([ORDERS, PAYMENTS]),
+    schema_id=st.none() | st.integers(0, 5),
+    commit_time=st.none() | st.integers(0, 2**45),
+)
+
+
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.lists(facts, max_size=4), min_size=1, max_size=4))
+def test_the_kept_fact_is_the_first_offered_of_the_highest_order(
+    fresh_backend: Callable[[], Backend], batches: list[list[PartitionFact]]
+) -> None:
+    backend = fresh_backend()
+    offered = [f for batch in batches for f in batch]
+    kept: dict[FactKey, PartitionFact] = {}
+    for batch in batches:
+        moved = backend.partitions.advance(batch, 10)
+        expected = []
+        for f in batch:
+            if f.newer_than(kept.get(f.key)):
+                kept[f.key] = f
+                expected.append(f)
+        assert moved == expected
+
+    assert backend.partitions.facts({f.key for f in offered}) == kept
+
+
+def test_pending_partitions_are_per_group_newest_first_up_to_a_limit(backend: Backend) -> None:
+    store = backend.partitions
+    store.mark_pending("dwd", "g", ["dt=2026-01-02", "dt=2026-01-01", "dt=2026-01-03"], 10)
+    store.mark_pending("dwd", "g2", ["dt=2026-01-09"], 10)  # a group whose id starts with the other's
+    store.mark_pending("dws", "g", ["dt=2026-01-08"], 10)
+
+    assert list(store.pending("dwd", "g", 2)) == ["dt=2026-01-03", "dt=2026-01-02"]
+    assert list(store.pending("dwd", "g", 10)) == ["dt=2026-01-03", "dt=2026-01-02", "dt=2026-01-01"]
+    assert store.count_pending("dwd", "g") == 3
+    assert store.count_pending("dwd", "g2") == 1
+    assert store.count_pending("dwd", "absent") == 0
+    assert store.pending("dwd", "absent", 5) == {}
+
+
+def test_a_pending_partition_is_cleared_only_under_the_mark_it_was_read_with(backend: Backend) -> None:
+    store = backend.partitions
+    store.mark_pending("dwd", "g", ["dt=1", "dt=2"], 10)
+    read = store.pending("dwd", "g", 10)
+    store.mark_pending("dwd", "g", ["dt=2"], 20)  # a racing resolver found dt=2 touched again
+    again = store.pending("dwd", "g", 10)
+
+    assert again["dt=1"] == read["dt=1"] and again["dt=2"] != read["dt=2"]
+    store.clear_pending("dwd", "g", read)
+    assert store.pending("dwd", "g", 10) == {"dt=2": again["dt=2"]}
+    store.clear_pending("dwd", "g", {"dt=absent": "x", "dt=2": again["dt=2"]})
+    assert store.count_pending("dwd", "g") == 0
+    store.mark_pending("dwd", "g", [], 30)
+    assert store.pending("dwd", "g", 10) == {}
+
+
+def test_marking_a_partition_twice_at_once_gives_new_marks(backend: Backend) -> None:
+    store = backend.partitions
+    store.mark_pending("dwd", "g", ["dt=1"], 10)
+    first = store.pending("dwd", "g", 1)["dt=1"]
+    store.mark_pending("dwd", "g", ["dt=1"], 10)  # the same millisecond
+    assert store.pending("dwd", "g", 1)["dt=1"] != first
+
+
+def test_pending_partitions_say_since_when_lowest_keys_first(backend: Backend) -> None:
+    store = backend.partitions
+    store.mark_pending("dwd", "g", ["dt=2026-01-02", "dt=2026-01-01", "dt=2026-01-03"], 10)
+    store.mark_pending("dwd", "g2", ["dt=2026-01-00"], 5)  # another group, its id starting with this one's
+
+    assert store.pending_since("dwd", "g", 10) == {"dt=2026-01-01": 10, "dt=2026-01-02": 10, "dt=2026-01-03": 10}
+    assert list(store.pending_since("dwd", "g", 2)) == ["dt=2026-01-01", "dt=2026-01-02"]  # one page
+    store.mark_pending("dwd", "g", ["dt=2026-01-01"], 20)  # found pending again: since then
+    cleared = store.pending("dwd", "g", 10)
+    store.clear_pending("dwd", "g", {"dt=2026-01-03": cleared["dt=2026-01-03"]})
+    assert store.pending_since("dwd", "g", 10) == {"dt=2026-01-01": 20, "dt=2026-01-02": 10}
+    assert store.pending_since("dwd", "absent", 10) == {}

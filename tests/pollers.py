@@ -1,0 +1,285 @@
+"""One poller harness for the lakehouse tests: the poll path wired through the container, and real tables of
+every format behind one interface.
+
+- :class:`Lake`: the poller as the poll worker builds it (``container.py``'s polling section): the container's
+  snapshot sources, watermarks, ingest path and poll statuses on the DynamoDB table (moto); ``poll`` one asset,
+  ``poll_all`` as the worker does (statuses kept), ``compensate``; ``events`` / ``snapshot_ids`` / ``state`` read
+  what was recorded; ``crashing_after`` is a poller killed after some records; ``with_sources`` swaps the sources.
+- :class:`LakeTable`: one registered table of a format, written the way its writers write it: ``commit`` one
+  commit (Hudi, which no Python library writes, reveals the next commit of one of Hudi's sample tables) and
+  ``committed`` every snapshot id in commit order. :func:`make_table` makes one of a format on a local
+  path; ``iceberg_asset`` / ``paimon_asset`` / ``delta_asset`` / ``hudi_asset`` are the registrations.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
+from lakehook.adapters.lakehouse.factory import snapshot_sources
+from lakehook.container import Container
+from lakehook.domain.assets import AssetFormat, AssetRegistration
+from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.state import AssetState
+from lakehook.ports import Recording, SecretStore
+from lakehook.ports.lakehouse import SnapshotSources
+from lakehook.settings import Settings
+from lakehook.usecases.ingest import IngestEvents
+from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets
+from tests.fakes.memory import InMemorySecretStore
+from tests.lakehouse import create_iceberg_table, create_paimon_table, paimon_commit, rows
+
+# --- the poller -----------------------------------------------------------------------------------------------
+
+
+class Lake:
+    """The poll path on the DynamoDB table (moto) and real tables, built through the container.
+
+    ``secrets`` is what the sources resolve credentials from (Secrets Manager on moto for S3 warehouses; by
+    default a fake). The sources are the lakehouse factory's with its default URL policy, so a moto server on
+    127.0.0.1 may be a warehouse's endpoint (the deployed policy refuses loopback). ``container``: poll into a
+    container a test already uses (the API's, the resolver's) instead of one of the lake's own.
+    """
+
+    def __init__(
+        self,
+        table: Any,
+        secrets: SecretStore | None = None,
+        sources: SnapshotSources | None = None,
+        container: Container | None = None,
+    ) -> None:
+        secrets = secrets or InMemorySecretStore()
+        sources = sources or snapshot_sources(secrets)
+        self.container = container or Container.of(
+            Settings(table_name=table.name, region="us-east-1"), table=table, secret_store=secrets
+        )
+        self.table = table
+        self.store = self.container.asset_store
+        self.watermarks = self.container.watermark_store
+        self.statuses = self.container.poll_status_store
+        self.ingest = self.container.ingest
+        self.with_sources(sources)
+
+    def with_sources(self, sources: SnapshotSources) -> None:
+        """Poll (and compensate) through ``sources`` from now on; the records and offsets stay."""
+        self.sources = sources
+        self.poll = PollAsset(sources, self.watermarks, self.ingest)
+        self.poll_all = PollAssets(self.poll, self.statuses)
+        self.compensate = Compensate(CompensateAsset(sources, self.store, self.ingest))
+
+    def crashing_after(self, recorded: int) -> PollAsset:
+        """A poller of the same lake killed (RuntimeError) when it would record event ``recorded + 1``."""
+        return PollAsset(self.sources, self.watermarks, IngestEvents(_DyingStore(self.table, recorded)))
+
+    def events(self, key: str, event_type: EventType = EventType.SNAPSHOT_COMMITTED) -> list[AssetEvent]:
+        """The asset's recorded events of one type, by snapshot id (then tag)."""
+        page = self.store.list_events(key, limit=500)
+        return sorted(
+            (r.event for r in page.items if r.event.event_type is event_type),
+            key=lambda e: (e.snapshot_id or 0, e.tag or ""),
+        )
+
+    def snapshot_ids(self, key: str) -> set[int]:
+        return {e.snapshot_id for e in self.events(key) if e.snapshot_id is not None}
+
+    def state(self, key: str) -> AssetState:
+        state = self.store.get_state(key)
+        assert state is not None, f"no state for {key}"
+        return state
+
+
+class _DyingStore(DynamoDBAssetStore):
+    """The asset store of a poller that is killed part way through a batch."""
+
+    def __init__(self, table: Any, survives: int) -> None:
+        super().__init__(table)
+        self.survives = survives
+        self.recorded = 0
+
+    def record_event(self, event: AssetEvent, *args: Any, **kwargs: Any) -> Recording:
+        if self.recorded == self.survives:
+            raise RuntimeError("poller killed")
+        self.recorded += 1
+        return super().record_event(event, *args, **kwargs)
+
+
+# --- registrations ----------------------------------------------------------------------------------------------
+
+
+def iceberg_asset(
+    properties: dict[str, str], name: str, key_catalog: str = "lake", catalog: str = "lake"
+) -> AssetRegistration:
+    return AssetRegistration.model_validate(
+        {
+            "assetKey": f"iceberg://{key_catalog}/{name.replace('.', '/')}",
+            "format": "iceberg",
+            "source": {"catalog": catalog, "properties": properties, "table": name},
+        }
+    )
+
+
+def paimon_asset(options: dict[str, str], name: str, catalog: str = "lake") -> AssetRegistration:
+    return AssetRegistration.model_validate(
+        {
+            "assetKey": f"paimon://{catalog}/{name.replace('.', '/')}",
+            "format": "paimon",
+            "source": {"catalog": catalog, "properties": options, "table": name},
+        }
+    )
+
+
+def _path_asset(fmt: str, location: str, name: str, options: dict[str, str] | None, catalog: str) -> AssetRegistration:
+    return AssetRegistration.model_validate(
+        {
+            "assetKey": f"{fmt}://{catalog}/{name.replace('.', '/')}",
+            "format": fmt,
+            "source": {"catalog": catalog, "location": location, "properties": options or {}},
+        }
+    )
+
+
+def delta_asset(
+    location: str, name: str, options: dict[str, str] | None = None, catalog: str = "lake"
+) -> AssetRegistration:
+    return _path_asset("delta", location, name, options, catalog)
+
+
+def hudi_asset(
+    location: str, name: str, options: dict[str, str] | None = None, catalog: str = "lake"
+) -> AssetRegistration:
+    return _path_asset("hudi", location, name, options, catalog)
+
+
+# --- tables of every format -------------------------------------------------------------------------------------
+
+
+class LakeTable(ABC):
+    """One real, registered table: ``commit`` writes one commit as its writers do; ``committed`` is every
+    snapshot id (Iceberg snapshot id, Paimon snapshot, Delta version, Hudi instant) in commit order."""
+
+    asset: AssetRegistration
+
+    @property
+    def key(self) -> str:
+        return self.asset.asset_key
+
+    @abstractmethod
+    def commit(self, *ids: int) -> int:
+        """Commit rows ``ids`` (one data commit); answer its snapshot id."""
+
+    @abstractmethod
+    def committed(self) -> list[int]:
+        """Every snapshot of the table, oldest first."""
+
+    def push_event(self) -> AssetEvent:
+        """What the writer pushes after its last commit."""
+        last = self.committed()[-1]
+        return AssetEvent.model_validate({"eventType": "SNAPSHOT_COMMITTED", "assetKey": self.key, "snapshotId": last})
+
+
+class IcebergTable(LakeTable):
+    """An Iceberg table in a SQL catalog on sqlite (pyiceberg appends)."""
+
+    def __init__(self, root: Path, name: str) -> None:
+        from pyiceberg.catalog import load_catalog
+
+        self.properties = {
+            "type": "sql",
+            "uri": f"sqlite:///{root}/catalog.db",
+            "warehouse": f"file://{root}/warehouse",
+        }
+        self.table = create_iceberg_table(load_catalog("lake", **self.properties), name)
+        self.asset = iceberg_asset(self.properties, name)
+
+    def commit(self, *ids: int) -> int:
+        self.table.append(rows(*ids))
+        return int(self.table.current_snapshot().snapshot_id)
+
+    def committed(self) -> list[int]:
+        self.table.refresh()
+        chain, current = [], self.table.metadata.current_snapshot_id
+        by_id = {s.snapshot_id: s for s in self.table.snapshots()}
+        while current in by_id:  # the main branch's ancestry
+            chain.append(current)
+            current = by_id[current].parent_snapshot_id
+        return chain[::-1]
+
+    def push_event(self) -> AssetEvent:
+        """The event lakehook's writer client builds for the current snapshot (Iceberg orders by sequence)."""
+        from lakehook.client.push import snapshot_event_from_iceberg
+
+        return AssetEvent.model_validate(snapshot_event_from_iceberg(self.table, asset_key=self.key))
+
+
+class PaimonTable(LakeTable):
+    """A Paimon append table in a file-system warehouse (pypaimon batch commits)."""
+
+    def __init__(self, root: Path, name: str) -> None:
+        self.options = {"warehouse": str(root / "warehouse")}
+        self.table = create_paimon_table(self.options, name)
+        self.asset = paimon_asset(self.options, name)
+        self.snapshots = 0
+
+    def commit(self, *ids: int) -> int:
+        paimon_commit(self.table, rows(*ids))
+        self.snapshots += 1
+        return self.snapshots
+
+    def committed(self) -> list[int]:
+        return list(range(1, self.snapshots + 1))
+
+
+class DeltaLakeTable(LakeTable):
+    """A Delta table on a local path (delta-rs appends)."""
+
+    def __init__(self, root: Path, name: str) -> None:
+        self.location = str(root / name)
+        self.asset = delta_asset(self.location, name)
+        self.versions = 0
+
+    def commit(self, *ids: int) -> int:
+        from deltalake import write_deltalake
+
+        write_deltalake(self.location, rows(*ids), mode="append")
+        self.versions += 1
+        return self.versions - 1
+
+    def committed(self) -> list[int]:
+        return list(range(self.versions))
+
+
+class HudiTable(LakeTable):
+    """One of Hudi's sample tables, revealed commit by commit (``commit`` ignores the rows: the commits are
+    the ones Hudi wrote; see tests/hudi_tables.py)."""
+
+    def __init__(self, root: Path, name: str, sample: str | None = None) -> None:
+        from tests.hudi_tables import V9_MOR, StagedHudiTable
+
+        self.staged = StagedHudiTable.of(sample or V9_MOR, root)
+        self.asset = hudi_asset(self.staged.location, name)
+        self.shown: list[int] = []
+
+    def commit(self, *ids: int) -> int:
+        (instant,) = self.staged.reveal()
+        self.shown.append(instant)
+        return instant
+
+    def committed(self) -> list[int]:
+        return list(self.shown)
+
+
+TABLES: dict[AssetFormat, type[LakeTable]] = {
+    AssetFormat.ICEBERG: IcebergTable,
+    AssetFormat.PAIMON: PaimonTable,
+    AssetFormat.DELTA: DeltaLakeTable,
+    AssetFormat.HUDI: HudiTable,
+}
+FORMATS = tuple(TABLES)
+
+
+def make_table(fmt: AssetFormat, root: Path, name: str = "ods.orders") -> LakeTable:
+    """A new, registered (not yet polled) table of ``fmt`` under ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    return TABLES[fmt](root, name)

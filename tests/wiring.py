@@ -1,0 +1,89 @@
+"""The container on fakes: every adapter part of ``lakehook.container.Container`` replaced by its in-memory fake,
+so any use case is built exactly as its function builds it, with no AWS.
+
+``in_memory(settings, **parts)`` answers a container whose adapters are the fakes (one asset store, one trigger
+store under the ledger and the state reader, ...); ``parts`` replaces any of them, or any use case, by name. A test
+reads the fakes back through the container (``container.asset_store``) or keeps the ones it passed in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lakehook.adapters.lakehouse.factory import snapshot_sources
+from lakehook.adapters.targets import REGISTRY
+from lakehook.container import Container
+from lakehook.settings import Settings
+from tests.fakes.memory import (
+    InMemoryAssetRegistry,
+    InMemoryAssetStore,
+    InMemoryPollStatusStore,
+    InMemoryProducerRegistry,
+    InMemorySecretStore,
+    InMemoryWatermarkStore,
+    InMemoryWorkQueue,
+)
+from tests.fakes.memory_coverage import InMemoryCoverageStore, InMemoryObjectStore
+from tests.fakes.memory_dispatch import (
+    InMemoryAliasStore,
+    InMemoryManifestStore,
+    InMemoryTargetClient,
+    InMemoryTriggerLedger,
+)
+from tests.fakes.memory_partitions import InMemoryPartitionStore
+from tests.fakes.memory_rules import (
+    InMemoryDeferralStore,
+    InMemoryRuleStore,
+    InMemoryStateHistory,
+    InMemoryStateReader,
+    InMemoryTriggerStore,
+)
+
+
+class NoTable:
+    """Stands in for the DynamoDB table: a use case that reaches past its ports to the table fails loudly."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"the DynamoDB table was used ({name}) in a container of fakes")
+
+
+def fakes(**parts: Any) -> dict[str, Any]:
+    """Every adapter part of the container as a fake (``parts`` win): the stores share what the real ones share
+    (the ledger works on the trigger store's claims, the state reader reads the asset store's states)."""
+    assets = parts["asset_store"] if "asset_store" in parts else InMemoryAssetStore()
+    triggers = parts["trigger_store"] if "trigger_store" in parts else InMemoryTriggerStore()
+    secrets = parts["secret_store"] if "secret_store" in parts else InMemorySecretStore()
+    built: dict[str, Any] = {
+        "table": NoTable(),
+        "asset_store": assets,
+        "asset_registry": InMemoryAssetRegistry(),
+        "producer_registry": InMemoryProducerRegistry(),
+        "secret_store": secrets,
+        "watermark_store": InMemoryWatermarkStore(),
+        "coverage_store": InMemoryCoverageStore(),
+        "alias_store": InMemoryAliasStore(),
+        "verification_queue": InMemoryWorkQueue(),
+        "object_store": InMemoryObjectStore(),
+        "poll_status_store": InMemoryPollStatusStore(),
+        # the real factory on fake secrets: a lakehouse library loads only when a table of its format is read
+        "snapshot_sources": snapshot_sources(secrets),
+        "work_queue": InMemoryWorkQueue(),
+        "rule_store": InMemoryRuleStore(),
+        "trigger_store": triggers,
+        "state_reader": InMemoryStateReader(
+            assets.get_state, triggers, events=lambda: [e.event for e in assets.events.values()]
+        ),
+        "state_history": InMemoryStateHistory(),
+        "partition_store": InMemoryPartitionStore(),
+        "deferral_store": InMemoryDeferralStore(),
+        "trigger_ledger": InMemoryTriggerLedger(triggers),
+        "manifest_store": InMemoryManifestStore(),
+        "target_clients": {name: InMemoryTargetClient() for name in REGISTRY},
+    }
+    built.update(parts)
+    return built
+
+
+def in_memory(settings: Settings | None = None, **parts: Any) -> Container:
+    """A container whose adapters are all fakes (``parts`` replace any part by its name)."""
+    return Container.of(settings or Settings(), **fakes(**parts))
