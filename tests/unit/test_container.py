@@ -7,7 +7,7 @@ from typing import Any
 
 from lakehook.container import Container, part
 from lakehook.settings import Settings
-from lakehook.usecases.rules import ManageRules
+from lakehook.usecases.rule_runs import EvaluateRule
 from tests.fakes.memory import InMemoryAssetRegistry, InMemoryAssetStore, InMemorySecretStore
 from tests.fakes.memory_coverage import InMemoryCoverageStore
 from tests.fakes.memory_dispatch import InMemoryAliasStore
@@ -45,11 +45,13 @@ def test_nothing_is_built_before_it_is_asked_for() -> None:
 
 def test_a_part_is_built_once_and_on_the_overrides_it_needs() -> None:
     container = in_memory()
-    rules = container.manage_rules
-    assert isinstance(rules, ManageRules)
-    assert container.manage_rules is rules
-    assert container.resolver is rules._resolver  # the explain route evaluates with the resolver itself
-    assert sorted(container.built) == ["manage_rules", "resolver"]  # every adapter it used was an override
+    evaluate = container.evaluate_rule
+    assert isinstance(evaluate, EvaluateRule)
+    assert container.evaluate_rule is evaluate
+    assert evaluate._explainer is container.explain_rule  # it answers with the explain route's own use case
+    assert container.resolver is evaluate._resolver is container.explain_rule._resolver  # both decide with it
+    # every adapter they used was an override
+    assert sorted(container.built) == ["evaluate_rule", "explain_rule", "resolver"]
 
 
 def test_an_override_wins_whenever_it_is_set_and_the_built_part_returns_when_it_is_dropped() -> None:

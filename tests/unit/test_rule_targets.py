@@ -16,7 +16,8 @@ from lakehook.domain.rules import Rule
 from lakehook.domain.secret_names import SecretNames
 from lakehook.domain.targets import TARGET_CONFIGS, UnusableTarget
 from lakehook.domain.url_policy import UrlPolicy
-from lakehook.usecases.rules import ManageRules, parse_rule
+from lakehook.usecases.rule_writes import PutRule
+from lakehook.usecases.rules import parse_rule
 from tests.fakes.memory import InMemorySecretStore
 from tests.hypothesis_profiles import examples
 from tests.unit.test_resolve_usecase import World
@@ -130,18 +131,16 @@ def test_the_openapi_schema_of_a_rule_has_the_targets_as_a_discriminated_union()
 def test_put_checks_that_the_secrets_the_target_names_exist() -> None:
     secrets = InMemorySecretStore()
     world = World()
-    manage = ManageRules(world.rules, world.triggers, world.reader, resolver=world.resolve, secrets=secrets)
+    put_rule = PutRule(world.rules, resolver=world.resolve, secrets=secrets)
     for kind, field in (("webhook", "secretRef"), ("airflow", "credentialsRef"), ("dolphinscheduler", "tokenRef")):
         with pytest.raises(ValidationError) as caught:
-            manage.put("dwd", rule_body(VALID[kind]))
+            put_rule.put("dwd", rule_body(VALID[kind]))
         assert caught.value.field == f"target.{field}" and "does not exist" in str(caught.value)
         secrets.put_secret(VALID[kind][field], "x")
-        assert manage.put("dwd", rule_body(VALID[kind]))[0].rule.target.type == kind
+        assert put_rule.put("dwd", rule_body(VALID[kind]))[0].rule.target.type == kind
     # on a deployed stack the secret must also be one the dispatcher may read
-    fenced = ManageRules(
+    fenced = PutRule(
         world.rules,
-        world.triggers,
-        world.reader,
         resolver=world.resolve,
         secrets=secrets,
         secret_names=SecretNames("lakehook/prod/"),
