@@ -37,8 +37,9 @@ class ExplainRule:
         resolver: ResolveAssetChange,
         partitions: PartitionStore | None = None,
     ) -> None:
-        """``registry``: the registered assets (a member of none is shown as unregistered); ``partitions``: the
-        partition log a partitioned group's freshness is measured on."""
+        """``registry``: the registered assets (it tells a stateless member's registered asset from an unknown
+        one, and says what freshness an asset promises); ``partitions``: the partition log a partitioned group's
+        freshness is measured on."""
         self._rules = rules
         self._triggers = triggers
         self._reader = reader

@@ -1,6 +1,6 @@
 """Write rules: ``PUT /rules/{ruleId}`` (``PutRule``: create or replace, or with ``?dryRun=true`` check only)
-and ``DELETE /rules/{ruleId}`` (``DeleteRule``). What a rule is and how a body is checked are
-``usecases.rules``'."""
+and ``DELETE /rules/{ruleId}`` (``DeleteRule``). What a rule is and how its body is checked:
+``usecases.rules``."""
 
 from __future__ import annotations
 
