@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 from lakehook.domain.aliases import Alias
 from lakehook.domain.errors import ValidationError
-from lakehook.usecases.rules import ManageRules, stored_to_api
+from lakehook.usecases.rule_explain import ExplainRule
+from lakehook.usecases.rule_writes import PutRule
+from lakehook.usecases.rules import stored_to_api
 from tests.fakes.memory_dispatch import InMemoryAliasStore
 from tests.unit.test_resolve_usecase import A, B, World
 
@@ -25,8 +27,9 @@ class Aliased(World):
     def __init__(self) -> None:
         super().__init__()
         self.aliases = InMemoryAliasStore()
-        self.manage = ManageRules(
-            self.rules, self.triggers, self.reader, clock=lambda: self.now, resolver=self.resolve, aliases=self.aliases
+        self.put_rule = PutRule(self.rules, lambda: self.now, resolver=self.resolve, aliases=self.aliases)
+        self.explainer = ExplainRule(
+            self.rules, self.triggers, self.reader, clock=lambda: self.now, resolver=self.resolve
         )
 
     def alias(self, name: str, *keys: str) -> None:
@@ -38,7 +41,7 @@ class Aliased(World):
             "policy": {"mode": "ALL_UPDATED"},
             "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
         }
-        stored, _ = self.manage.put(rule_id, body)
+        stored, _ = self.put_rule.put(rule_id, body)
         return stored_to_api(stored)
 
 
@@ -54,7 +57,7 @@ def test_a_member_naming_an_alias_waits_for_the_aliass_asset_and_explain_shows_b
     world.snap(A, 3)
     world.deliver()
     assert world.claimed("dwd") == []  # the target's state decides: 3 is below the member's minSnapshotId
-    (member,) = world.manage.explain("dwd")["groups"][0]["members"]
+    (member,) = world.explainer.explain("dwd")["groups"][0]["members"]
     assert (member["assetKey"], member["alias"], member["status"]) == (A, "orders", "BLOCKED_BY_SNAPSHOT")
     world.snap(A, 5)
     world.deliver()

@@ -124,3 +124,16 @@ def test_the_use_case_count_sees_helpers_and_locals() -> None:
     )
     module = ast.parse(source)
     assert _parts_used(module, _route_functions(module)[0]) == {"a", "b"}
+
+
+def test_each_rule_route_reaches_a_use_case_of_its_own_and_the_reads_share_one() -> None:
+    module = ast.parse((ROUTES_DIR / "rules.py").read_text())
+    reached = {f.name: _parts_used(module, f) for f in _route_functions(module)}
+    assert reached == {
+        "put_rule": {"put_rule"},  # with ?dryRun=true too: the same checks, writing nothing
+        "list_rules": {"read_rules"},
+        "get_rule": {"read_rules"},
+        "delete_rule": {"delete_rule"},
+        "explain_rule": {"explain_rule"},
+        "evaluate_rule": {"evaluate_rule"},
+    }

@@ -68,6 +68,10 @@ ROUTES_ONLY = [
     "lakehook.usecases.completion",
     "lakehook.usecases.ingest",
     "lakehook.usecases.rules",
+    "lakehook.usecases.rule_explain",
+    "lakehook.usecases.rule_reads",
+    "lakehook.usecases.rule_runs",
+    "lakehook.usecases.rule_writes",
 ]
 
 PROBE = f"""

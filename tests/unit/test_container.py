@@ -11,7 +11,7 @@ import pytest
 from lakehook.adapters import aws
 from lakehook.container import Container, part
 from lakehook.settings import Settings
-from lakehook.usecases.rules import ManageRules
+from lakehook.usecases.rule_runs import EvaluateRule
 from tests import wiring
 
 
@@ -25,11 +25,13 @@ def test_nothing_is_built_before_it_is_asked_for() -> None:
 
 def test_a_part_is_built_once_and_on_the_overrides_it_needs() -> None:
     container = in_memory()
-    rules = container.manage_rules
-    assert isinstance(rules, ManageRules)
-    assert container.manage_rules is rules
-    assert container.resolver is rules._resolver  # the explain route evaluates with the resolver itself
-    assert sorted(container.built) == ["manage_rules", "resolver"]  # every adapter it used was an override
+    evaluate = container.evaluate_rule
+    assert isinstance(evaluate, EvaluateRule)
+    assert container.evaluate_rule is evaluate
+    assert evaluate._explainer is container.explain_rule  # it answers with the explain route's own use case
+    assert container.resolver is evaluate._resolver is container.explain_rule._resolver  # both decide with it
+    # every adapter they used was an override
+    assert sorted(container.built) == ["evaluate_rule", "explain_rule", "resolver"]
 
 
 def test_an_override_wins_whenever_it_is_set_and_the_built_part_returns_when_it_is_dropped() -> None:
@@ -109,7 +111,16 @@ def test_each_function_familys_entry_points_build_on_fakes_alone(no_aws: None) -
         "ingest": [container.ingest, container.push_authenticator, container.ingest_bus_events],
         "spool": [container.record_manifest_verification],
         "polling": [container.run_poll_work, container.plan_polls, container.plan_notified_polls],
-        "rules": [container.resolver, container.sweeper, container.check_freshness, container.manage_rules],
+        "rules": [
+            container.resolver,
+            container.sweeper,
+            container.check_freshness,
+            container.put_rule,
+            container.read_rules,
+            container.delete_rule,
+            container.explain_rule,
+            container.evaluate_rule,
+        ],
         "dispatch": [container.dispatcher, container.redriver, container.retry_trigger, container.complete_run],
         "replay": [container.replay_trigger],
     }

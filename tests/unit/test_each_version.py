@@ -15,7 +15,7 @@ from lakehook.domain.late_versions import is_late_skip
 from lakehook.domain.triggers import TriggerStatus
 from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports.rules import Deferral, StateChange
-from lakehook.usecases.rules import ManageRules
+from lakehook.usecases.rule_explain import ExplainRule
 from tests.hypothesis_profiles import examples
 from tests.unit.test_resolve_usecase import START, World, rule
 
@@ -128,8 +128,8 @@ STALE = "recorded; the asset state already holds a newer version"
 
 
 def explain(world: World) -> dict[str, Any]:
-    manage = ManageRules(world.rules, world.triggers, world.reader, clock=lambda: world.now, resolver=world.resolve)
-    return manage.explain("each")
+    explainer = ExplainRule(world.rules, world.triggers, world.reader, clock=lambda: world.now, resolver=world.resolve)
+    return explainer.explain("each")
 
 
 @settings(max_examples=examples(80), deadline=None)

@@ -111,14 +111,14 @@ def test_a_failed_version_holds_the_line_named_in_explain_until_the_rule_restart
         "policy": {"mode": "EACH_VERSION"},
         "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
     }
-    world.manage.put("checked", body)
+    world.put_rule.put("checked", body)
     world.snap(A, 1, 2, 3)
     world.push("QUALITY_CHECK_PASSED", A, snapshotId=1)
     world.push("QUALITY_CHECK_FAILED", A, snapshotId=2)
     world.push("QUALITY_CHECK_PASSED", A, snapshotId=3)
     world.deliver()
     assert world.runs("checked") == [[1]]  # 3 passed, but 2 failed: 3 is not run past it
-    explained = world.manage.explain("checked")
+    explained = world.explainer.explain("checked")
     group = explained["groups"][0]
     assert explained["ready"] is False and group["status"] == "BLOCKED_BY_QUALITY"
     assert "snapshot 2 failed its quality check" in group["reason"]
@@ -129,8 +129,8 @@ def test_a_failed_version_holds_the_line_named_in_explain_until_the_rule_restart
     assert world.runs("checked") == [[1]]
 
     # the way past it: restart the rule from the versions there now (the skipped ones show as a SKIPPED trigger)
-    world.manage.put("checked", {**body, "enabled": False})
-    world.manage.put("checked", {**body, "policy": {"mode": "EACH_VERSION", "startFrom": "NEXT_CHANGE"}})
+    world.put_rule.put("checked", {**body, "enabled": False})
+    world.put_rule.put("checked", {**body, "policy": {"mode": "EACH_VERSION", "startFrom": "NEXT_CHANGE"}})
     world.snap(A, 4)
     world.push("QUALITY_CHECK_PASSED", A, snapshotId=4)
     world.deliver()

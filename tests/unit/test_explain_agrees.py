@@ -28,7 +28,8 @@ from lakehook.ports.rules import Deferral, StateChange
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.late_versions import LateSnapshotNotice
 from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores, SweepDeferred
-from lakehook.usecases.rules import ManageRules
+from lakehook.usecases.rule_explain import ExplainRule
+from lakehook.usecases.rule_writes import PutRule
 from tests.fakes.memory import InMemoryAssetStore
 from tests.fakes.memory_rules import (
     InMemoryDeferralStore,
@@ -91,7 +92,8 @@ class ExplainMachine(RuleBasedStateMachine):
             clock=lambda: self.now,
             observer=None,
         )
-        self.manage = ManageRules(self.rules, self.triggers, reader, clock=lambda: self.now, resolver=self.resolve)
+        self.putter = PutRule(self.rules, lambda: self.now, resolver=self.resolve)
+        self.explainer = ExplainRule(self.rules, self.triggers, reader, clock=lambda: self.now, resolver=self.resolve)
         self.sweep = SweepDeferred(self.deferrals, clock=lambda: self.now)
         self.pending: dict[str, list[StateChange]] = {k: [] for k in ASSETS}
         self.woken: list[Deferral] = []  # stream records of triggers that turned SUCCEEDED, not delivered yet
@@ -208,7 +210,7 @@ class ExplainMachine(RuleBasedStateMachine):
             "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
             "enabled": enabled,
         }
-        self.manage.put(rule_id, body)
+        self.putter.put(rule_id, body)
 
     @rule(seed=st.integers(0, 2**32 - 1), everything=st.booleans())
     def deliver(self, seed: int, everything: bool) -> None:
@@ -242,7 +244,7 @@ class ExplainMachine(RuleBasedStateMachine):
                 self._check(rule_id)
 
     def _check(self, rule_id: str) -> None:
-        explained = self.manage.explain(rule_id)
+        explained = self.explainer.explain(rule_id)
         SEEN.update(g["status"] for g in explained["groups"])
         self._skips_agree(rule_id, explained)
         ready = {

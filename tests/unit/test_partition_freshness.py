@@ -14,7 +14,8 @@ from lakehook.domain.freshness import OverdueKind, partition_overdue
 from lakehook.domain.rules import Rule
 from lakehook.domain.time import ms_to_iso
 from lakehook.usecases.freshness import CheckFreshness
-from lakehook.usecases.rules import ManageRules, parse_rule
+from lakehook.usecases.rule_explain import ExplainRule
+from lakehook.usecases.rules import parse_rule
 from tests.fakes.memory import InMemoryAssetRegistry
 from tests.unit.test_partition_resolve import ORDERS, PAYMENTS, Lake, daily
 
@@ -83,7 +84,7 @@ def test_a_group_is_overdue_exactly_when_its_oldest_pending_partition_waited_pas
 def test_a_pending_partition_is_overdue_once_it_waited_past_the_promise_and_on_time_once_it_ran() -> None:
     rule = parse_rule("daily", promising(partitionMaxAgeSeconds=HOUR))
     lake = Lake(rule)
-    manage = ManageRules(
+    explainer = ExplainRule(
         lake.rules,
         lake.triggers,
         lake.reader,
@@ -106,10 +107,10 @@ def test_a_pending_partition_is_overdue_once_it_waited_past_the_promise_and_on_t
     lake.commit(ORDERS, 1, "2026-12-01")
     lake.deliver()  # the day is pending: payments has not touched it
     lake.now = found_at + HOUR * 1000 - 1
-    assert manage.explain("daily")["freshness"] == {"status": "ON_TIME", "overdue": []}
+    assert explainer.explain("daily")["freshness"] == {"status": "ON_TIME", "overdue": []}
     assert check().rules == {}
     lake.now = found_at + HOUR * 1000
-    [overdue] = manage.explain("daily")["freshness"]["overdue"]
+    [overdue] = explainer.explain("daily")["freshness"]["overdue"]
     assert (overdue["kind"], overdue["partition"], overdue["groupId"]) == ("PARTITION_MAX_AGE", "dt=2026-12-01", "g")
     assert overdue["since"] == ms_to_iso(found_at + HOUR * 1000)
     assert [o.partition for o in check().rules["daily"]] == ["dt=2026-12-01"]
@@ -117,5 +118,5 @@ def test_a_pending_partition_is_overdue_once_it_waited_past_the_promise_and_on_t
     lake.deliver()
     assert lake.runs() == [("dt=2026-12-01", [(ORDERS, 1), (PAYMENTS, 7)])]
     lake.now += 10 * HOUR * 1000
-    assert manage.explain("daily")["freshness"]["status"] == "ON_TIME"
+    assert explainer.explain("daily")["freshness"]["status"] == "ON_TIME"
     assert check().rules == {}

@@ -21,17 +21,18 @@ from lakehook.domain.state import snapshot_record
 from lakehook.domain.triggers import Trigger, TriggerStatus, trigger_key
 from lakehook.ports.rules import StateChange
 from lakehook.usecases.replay import ReplayTrigger
-from lakehook.usecases.rules import ManageRules
+from lakehook.usecases.rule_runs import EvaluateRule
 from lakehook.usecases.spool import PreflightReplay, VerifySpoolManifest
 from tests.fakes.memory import InMemoryAssetRegistry
 from tests.fakes.memory_coverage import InMemoryObjectStore, InMemorySnapshotExistence
+from tests.rule_cases import evaluate_rule
 from tests.unit.test_partition_resolve import CLICKS, DIM, ORDERS, PAYMENTS, Lake, daily, hourly
 
 DAYS = ["2026-12-01", "2026-12-02", "2026-12-03"]
 
 
-def manage(lake: Lake) -> ManageRules:
-    return ManageRules(
+def evaluator(lake: Lake) -> EvaluateRule:
+    return evaluate_rule(
         lake.rules,
         lake.triggers,
         lake.reader,
@@ -43,7 +44,7 @@ def manage(lake: Lake) -> ManageRules:
 
 def force(lake: Lake, partition: Any = None, rule_id: str = "daily", **options: Any) -> Trigger:
     body = {"force": True, **({"partition": partition} if partition is not None else {}), **options}
-    answer = manage(lake).evaluate(rule_id, body)
+    answer = evaluator(lake).evaluate(rule_id, body)
     assert answer["manual"] is True and answer["claimed"] == [answer["triggerKey"]]
     trigger = lake.triggers.get(answer["triggerKey"])
     assert trigger is not None
@@ -165,7 +166,7 @@ def test_any_value_is_forced_under_the_key_lakehook_writes(value: str | None) ->
 def test_a_missing_or_malformed_partition_is_a_400_naming_partition(options: dict[str, Any], words: str) -> None:
     lake = Lake(daily())
     with pytest.raises(ValidationError) as caught:
-        manage(lake).evaluate("daily", {"force": True, **options})
+        evaluator(lake).evaluate("daily", {"force": True, **options})
     assert caught.value.field == "partition" and words in str(caught.value)
     assert lake.triggers.triggers == {}
 
@@ -173,7 +174,7 @@ def test_a_missing_or_malformed_partition_is_a_400_naming_partition(options: dic
 def test_a_partition_without_force_or_for_an_unpartitioned_group_is_a_400_naming_partition() -> None:
     lake = Lake(daily())
     with pytest.raises(ValidationError) as caught:
-        manage(lake).evaluate("daily", {"partition": "dt=2026-12-01"})
+        evaluator(lake).evaluate("daily", {"partition": "dt=2026-12-01"})
     assert caught.value.field == "partition" and '"force": true' in str(caught.value)
     plain = Lake(
         Rule.model_validate(
@@ -185,7 +186,7 @@ def test_a_partition_without_force_or_for_an_unpartitioned_group_is_a_400_naming
         )
     )
     with pytest.raises(ValidationError) as caught:
-        manage(plain).evaluate("daily", {"force": True, "partition": "dt=2026-12-01"})
+        evaluator(plain).evaluate("daily", {"force": True, "partition": "dt=2026-12-01"})
     assert caught.value.field == "partition" and "no partitionBy" in str(caught.value)
 
 
@@ -217,7 +218,7 @@ def test_an_idempotency_key_answers_the_same_forced_partition_again_and_refuses_
     lake = Lake(daily())
     lake.commit(ORDERS, 1, "2026-12-01", "2026-12-02")
     lake.commit(PAYMENTS, 7, "2026-12-01", "2026-12-02")
-    rules = manage(lake)
+    rules = evaluator(lake)
     body = {"force": True, "partition": "dt=2026-12-01"}
     first = rules.answer_evaluate("daily", body, "req-1")
     again = rules.answer_evaluate("daily", dict(body), "req-1")

@@ -16,7 +16,7 @@ from lakehook.domain.status import Status
 from lakehook.domain.triggers import Trigger, TriggerStatus
 from lakehook.ports.rules import Deferral, StateChange
 from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport, ResolverLimits, ResolverStores
-from lakehook.usecases.rules import ManageRules
+from lakehook.usecases.rule_explain import ExplainRule
 from tests.fakes.memory_partitions import InMemoryPartitionStore
 from tests.unit.test_resolve_usecase import World
 
@@ -287,8 +287,8 @@ def test_a_report_names_the_partition_in_its_verdict() -> None:
 # --- explain says what the resolver does; what the rule routes refuse --------------------------------
 
 
-def manage(lake: Lake) -> ManageRules:
-    return ManageRules(lake.rules, lake.triggers, lake.reader, clock=lambda: lake.now, resolver=lake.resolve)
+def explainer(lake: Lake) -> ExplainRule:
+    return ExplainRule(lake.rules, lake.triggers, lake.reader, clock=lambda: lake.now, resolver=lake.resolve)
 
 
 @settings(max_examples=40, deadline=None)
@@ -314,14 +314,14 @@ def test_explain_calls_ready_exactly_the_partitions_the_resolver_then_claims(
     if unhandled:
         lake.commit(ORDERS, 99, *sorted(unhandled))
     lake.stream.clear()  # the gate's own record (and that last commit's) is not handled yet
-    said = manage(lake).explain("daily")["groups"][0]
+    said = explainer(lake).explain("daily")["groups"][0]
     ready = {p["partition"] for p in said["partitions"] if p["status"] == "READY"}
     before = len(lake.runs())
     claimed = {t.partition for t in lake.resolve.evaluate(lake.rules.get_rule("daily").rule).claimed}  # type: ignore[union-attr]
     assert claimed == ready
     assert len(lake.runs()) == before + len(ready)
     assert ready >= {f"dt={d}" for d in unhandled}  # the newest commit's days, known from the state
-    last = manage(lake).explain("daily")["groups"][0]["lastTrigger"]
+    last = explainer(lake).explain("daily")["groups"][0]["lastTrigger"]
     assert (last is None) == (not lake.runs())  # the group's newest run (of any partition), if it ran
 
 

@@ -8,7 +8,7 @@ import pytest
 from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.ports.rules import AssetRecheck, ClaimResult
 from lakehook.usecases.resolve import ResolveReport, emit_metrics
-from lakehook.usecases.rules import ManageRules
+from lakehook.usecases.rule_explain import ExplainRule
 from tests.fakes.memory_rules import InMemoryTriggerStore
 from tests.unit.test_resolve_usecase import A, B, World, rule
 
@@ -49,8 +49,8 @@ def test_a_rule_that_throws_is_recorded_and_the_rest_of_the_batch_claims() -> No
     assert stored is not None and stored.last_error is not None
     assert stored.last_error.message == "OverflowError: date value out of range"
     assert stored.last_error.at == world.now and stored.last_error.group_id == "g"
-    manage = ManageRules(world.rules, world.triggers, world.reader, clock=lambda: world.now, resolver=world.resolve)
-    assert manage.explain("broken")["lastError"]["message"] == "OverflowError: date value out of range"
+    explainer = ExplainRule(world.rules, world.triggers, world.reader, clock=lambda: world.now, resolver=world.resolve)
+    assert explainer.explain("broken")["lastError"]["message"] == "OverflowError: date value out of range"
 
 
 def test_the_sweep_retries_a_failed_rule_until_it_works_and_then_clears_its_error() -> None:
@@ -135,7 +135,7 @@ def test_a_stored_rule_whose_cron_never_fires_is_reported_and_every_other_rule_s
 
     assert sorted(report.rules) == ["early", "zlate"]
     assert list(report.unchecked) == ["never"] and "never fires" in report.unchecked["never"]
-    manage = ManageRules(world.rules, world.triggers, world.reader, clock=lambda: world.now, resolver=world.resolve)
-    freshness = manage.explain("never")["freshness"]
+    explainer = ExplainRule(world.rules, world.triggers, world.reader, clock=lambda: world.now, resolver=world.resolve)
+    freshness = explainer.explain("never")["freshness"]
     assert freshness["status"] == "ERROR" and "0 0 30 2 *" in freshness["reason"]
-    assert manage.explain("early")["freshness"]["status"] == "OVERDUE"
+    assert explainer.explain("early")["freshness"]["status"] == "OVERDUE"

@@ -11,16 +11,24 @@ import pytest
 from lakehook.domain.errors import ConflictError, ValidationError
 from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import TriggerStatus
-from lakehook.usecases.rules import ManageRules
+from lakehook.usecases.rule_explain import ExplainRule
+from lakehook.usecases.rule_writes import PutRule
+from tests.rule_cases import evaluate_rule
 from tests.unit.test_resolve_usecase import A, B, World
 
 
 class Rules(World):
-    """The resolver world plus the rule routes' use case on the same fakes."""
+    """The resolver world plus the rule routes' use cases on the same fakes."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.manage = ManageRules(self.rules, self.triggers, self.reader, clock=lambda: self.now, resolver=self.resolve)
+
+        def clock() -> int:
+            return self.now
+
+        self.put_rule = PutRule(self.rules, clock, resolver=self.resolve)
+        self.explainer = ExplainRule(self.rules, self.triggers, self.reader, clock=clock, resolver=self.resolve)
+        self.evaluator = evaluate_rule(self.rules, self.triggers, self.reader, clock, resolver=self.resolve)
 
     def put(self, rule_id: str, *members: str, enabled: bool = True, **policy: Any) -> None:
         body = {
@@ -29,7 +37,7 @@ class Rules(World):
             "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
             "enabled": enabled,
         }
-        self.manage.put(rule_id, body)
+        self.put_rule.put(rule_id, body)
 
     def runs(self, rule_id: str) -> list[list[int | None]]:
         """Pinned snapshots of the rule's claims that start a run (no SKIPPED starting points), oldest first."""
@@ -50,7 +58,7 @@ def test_a_rule_put_after_its_inputs_are_satisfied_fires_at_once_by_default() ->
     world.put("late", A, B)
 
     assert world.runs("late") == [[1, 7]]
-    explained = world.manage.explain("late")
+    explained = world.explainer.explain("late")
     assert explained["startFrom"] == "LATEST"
     assert explained["ready"] is False  # it ran: now it waits for newer versions
     assert explained["lastTrigger"]["inputs"][0]["snapshotId"] == 1
@@ -67,7 +75,7 @@ def test_next_change_waits_for_a_newer_version_and_explain_says_why() -> None:
     world.put("fresh", A, B, startFrom="NEXT_CHANGE")
 
     assert world.runs("fresh") == []
-    explained = world.manage.explain("fresh")
+    explained = world.explainer.explain("fresh")
     assert explained["ready"] is False
     group = explained["groups"][0]
     assert group["status"] == "WAITING_FOR_UPDATE"
@@ -107,7 +115,7 @@ def test_re_enabling_a_rule_fires_what_arrived_meanwhile_with_latest_and_not_wit
 
     assert world.runs("latest") == [[1], [2]]
     assert world.runs("next") == [[1]]
-    assert world.manage.explain("next")["groups"][0]["status"] == "WAITING_FOR_UPDATE"
+    assert world.explainer.explain("next")["groups"][0]["status"] == "WAITING_FOR_UPDATE"
     world.snap(A, 3)
     world.deliver()
     assert world.runs("next") == [[1], [3]]
@@ -128,10 +136,10 @@ def test_evaluate_claims_a_stranded_rule_once_with_the_key_the_resolver_would_us
         ),
         world.now,
     )
-    assert world.manage.explain("r")["ready"] is True
+    assert world.explainer.explain("r")["ready"] is True
 
-    first = world.manage.evaluate("r")
-    again = world.manage.evaluate("r")
+    first = world.evaluator.evaluate("r")
+    again = world.evaluator.evaluate("r")
 
     assert first["claimed"] == [first["triggerKey"]] and first["triggerKey"] is not None
     assert first["triggerKey"] == world.triggers.claim_order[-1]
@@ -147,15 +155,15 @@ def test_a_forced_run_pins_the_current_versions_under_a_manual_key_refused_while
     world.deliver()
     assert world.runs("r") == [[1]]
 
-    forced = world.manage.evaluate("r", {"force": True})
+    forced = world.evaluator.evaluate("r", {"force": True})
 
     key = forced["triggerKey"]
     assert key.startswith("r.g.manual-1.") and forced["manual"] is True
     assert [p.snapshot_id for p in world.triggers.triggers[key].inputs] == [1]
     with pytest.raises(ConflictError, match="in flight"):
-        world.manage.evaluate("r", {"force": True})
+        world.evaluator.evaluate("r", {"force": True})
     world.triggers.triggers[key] = world.triggers.triggers[key].model_copy(update={"status": TriggerStatus.SUCCEEDED})
-    assert world.manage.evaluate("r", {"force": True})["triggerKey"].startswith("r.g.manual-2.")
+    assert world.evaluator.evaluate("r", {"force": True})["triggerKey"].startswith("r.g.manual-2.")
     # the rule's own cursor did not move: a new version still runs once
     world.snap(A, 2)
     world.deliver()
@@ -170,7 +178,7 @@ def test_evaluate_names_what_is_wrong_in_its_body(body: Any, field: str) -> None
     world = Rules()
     world.put("r", A)
     with pytest.raises(ValidationError) as caught:
-        world.manage.evaluate("r", body)
+        world.evaluator.evaluate("r", body)
     assert caught.value.field == field
 
 
@@ -192,7 +200,7 @@ def test_forced_runs_racing_under_one_idempotency_key_start_one_run_and_all_get_
         return found
 
     world.triggers.get_request = everyone_reads_first  # type: ignore[method-assign]
-    answers = race(8, lambda i: world.manage.answer_evaluate("r", {"force": True}, "one-click"))
+    answers = race(8, lambda i: world.evaluator.answer_evaluate("r", {"force": True}, "one-click"))
     world.triggers.get_request = read  # type: ignore[method-assign]
 
     manual = set(world.triggers.triggers) - before
@@ -200,8 +208,8 @@ def test_forced_runs_racing_under_one_idempotency_key_start_one_run_and_all_get_
     assert {a.body["triggerKey"] for a in answers} == manual
     assert sorted(a.replayed for a in answers) == [False] + [True] * 7
     with pytest.raises(ConflictError, match="different request") as reused:
-        world.manage.answer_evaluate("r", {"force": True, "groupId": "g"}, "one-click")
+        world.evaluator.answer_evaluate("r", {"force": True, "groupId": "g"}, "one-click")
     assert type(reused.value).__name__ == "IdempotencyKeyReusedError"
     with pytest.raises(ValidationError) as malformed:
-        world.manage.answer_evaluate("r", {"force": True}, "two words")
+        world.evaluator.answer_evaluate("r", {"force": True}, "two words")
     assert malformed.value.field == "Idempotency-Key"

@@ -129,16 +129,16 @@ def test_the_openapi_schema_of_a_rule_has_the_targets_as_a_discriminated_union()
 
 def test_put_checks_that_the_secrets_the_target_names_exist() -> None:
     secrets = InMemorySecretStore()
-    # the rule routes' use case as the container builds it, on fakes (the default secret prefix is ``lakehook/``)
-    manage = wiring.in_memory(Settings(), secret_store=secrets).manage_rules
+    # the rule route's use case as the container builds it, on fakes (the default secret prefix is ``lakehook/``)
+    put_rule = wiring.in_memory(Settings(), secret_store=secrets).put_rule
     for kind, field in (("webhook", "secretRef"), ("airflow", "credentialsRef"), ("dolphinscheduler", "tokenRef")):
         with pytest.raises(ValidationError) as caught:
-            manage.put("dwd", rule_body(VALID[kind]))
+            put_rule.put("dwd", rule_body(VALID[kind]))
         assert caught.value.field == f"target.{field}" and "does not exist" in str(caught.value)
         secrets.put_secret(VALID[kind][field], "x")
-        assert manage.put("dwd", rule_body(VALID[kind]))[0].rule.target.type == kind
+        assert put_rule.put("dwd", rule_body(VALID[kind]))[0].rule.target.type == kind
     # on a deployed stack the secret must also be one the dispatcher may read
-    fenced = wiring.in_memory(Settings(secret_prefix="lakehook/prod/"), secret_store=secrets).manage_rules
+    fenced = wiring.in_memory(Settings(secret_prefix="lakehook/prod/"), secret_store=secrets).put_rule
     with pytest.raises(ValidationError, match="looked up as 'lakehook/prod/lakehook/targets/dwd'") as caught:
         fenced.put("dwd", rule_body(WEBHOOK))
     assert caught.value.field == "target.secretRef"

@@ -18,7 +18,7 @@ from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor
 from lakehook.observability import logger
 from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores
-from lakehook.usecases.rules import ManageRules
+from lakehook.usecases.rule_explain import ExplainRule
 from tests.fakes.memory import InMemoryAssetStore
 from tests.fakes.memory_rules import (
     InMemoryDeferralStore,
@@ -219,7 +219,7 @@ def test_the_next_tick_is_after_now_and_is_croniters_next_and_the_local_time_is_
         assert verdict.until == int(following.timestamp() * 1000)
 
 
-def _manage(rules: InMemoryRuleStore, now: int) -> ManageRules:
+def _explainer(rules: InMemoryRuleStore, now: int) -> ExplainRule:
     store, triggers = InMemoryAssetStore(), InMemoryTriggerStore()
     reader = InMemoryStateReader(store.get_state, triggers)
     resolver = ResolveAssetChange(
@@ -227,7 +227,7 @@ def _manage(rules: InMemoryRuleStore, now: int) -> ManageRules:
         clock=lambda: now,
         observer=None,
     )
-    return ManageRules(rules, triggers, reader, clock=lambda: now, resolver=resolver)
+    return ExplainRule(rules, triggers, reader, clock=lambda: now, resolver=resolver)
 
 
 @pytest.mark.parametrize("members", [[], [{"assetKey": A}]])
@@ -236,7 +236,7 @@ def test_a_stored_schedule_that_never_fires_is_explained_as_such_not_failed(memb
     stored = scheduled_rule("0 6 * * *", members=members).to_json().replace('"0 6 * * *"', '"0 0 30 2 *"')
     rules = InMemoryRuleStore()
     rules.put_rule(Rule.from_stored(stored), ms(2026, 12, 1))
-    explained = _manage(rules, ms(2026, 12, 3)).explain("r")
+    explained = _explainer(rules, ms(2026, 12, 3)).explain("r")
     (group,) = explained["groups"]
     schedule = group["schedule"]
     assert schedule["neverFires"] is True and "0 0 30 2 *" in schedule["reason"] and "never fires" in schedule["reason"]
@@ -248,7 +248,7 @@ class ScheduledExplainMachine(ExplainMachine):
     group's ``schedule`` block says against the group's verdict."""
 
     def _check(self, rule_id: str) -> None:
-        for group in self.manage.explain(rule_id)["groups"]:
+        for group in self.explainer.explain(rule_id)["groups"]:
             self._check_schedule(group)
         super()._check(rule_id)
 

@@ -12,7 +12,7 @@ from lakehook.domain.time import ms_to_iso
 from lakehook.usecases.coverage import RecordCoverage
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores
-from lakehook.usecases.rules import ManageRules
+from lakehook.usecases.rule_explain import ExplainRule
 from tests.fakes.memory_coverage import InMemoryCoverageStore
 from tests.unit.test_resolve_usecase import START, World, rule
 
@@ -36,12 +36,11 @@ class CoverageWorld(World):
             clock=lambda: self.now,
             observer=None,
         )
-        self.manage = ManageRules(
+        self.explainer = ExplainRule(
             self.rules,
             self.triggers,
             self.reader,
             clock=lambda: self.now,
-            coverage=self.coverage,
             resolver=self.resolve,
         )
 
@@ -80,7 +79,7 @@ def test_a_gap_blocks_its_window_and_explain_lists_exactly_the_missing_ranges() 
     world.cover(H0 + 30 * MIN, H0 + 40 * MIN)
     world.cover(H0 + 45 * MIN, H0 + HOUR)
     assert world.deliver().claimed == []
-    member = world.manage.explain("hourly")["groups"][0]["members"][0]
+    member = world.explainer.explain("hourly")["groups"][0]["members"][0]
     assert member["status"] == "BLOCKED_BY_COVERAGE"
     assert member["current"]["missing"] == [
         {"start": ms_to_iso(H0 + 20 * MIN), "end": ms_to_iso(H0 + 30 * MIN)},
@@ -100,7 +99,7 @@ def test_a_later_hour_waits_for_the_gap_before_it_so_every_window_triggers_in_or
     world.now = H0 + 3 * HOUR + MIN
     world.cover(H0 + 2 * HOUR, H0 + 3 * HOUR)  # hour 2 is covered, hour 1 is not
     assert world.deliver().claimed == []
-    explained = world.manage.explain("hourly")["groups"][0]
+    explained = world.explainer.explain("hourly")["groups"][0]
     assert explained["status"] == "BLOCKED_BY_COVERAGE"
     assert explained["members"][0]["current"]["missing"] == [
         {"start": ms_to_iso(H0 + HOUR), "end": ms_to_iso(H0 + 2 * HOUR)}

@@ -44,7 +44,10 @@ if TYPE_CHECKING:
     from lakehook.usecases.push import PushEvents
     from lakehook.usecases.replay import ReplayTrigger
     from lakehook.usecases.resolve import ResolveAssetChange, SweepDeferred
-    from lakehook.usecases.rules import ManageRules
+    from lakehook.usecases.rule_explain import ExplainRule
+    from lakehook.usecases.rule_reads import ReadRules
+    from lakehook.usecases.rule_runs import EvaluateRule
+    from lakehook.usecases.rule_writes import DeleteRule, PutRule
     from lakehook.usecases.spool import VerifySpoolManifest
     from lakehook.usecases.triggers import ReadTriggers
 
@@ -383,21 +386,55 @@ class Container:
         )
 
     @part
-    def manage_rules(self) -> ManageRules:
-        from lakehook.usecases.rules import ManageRules
+    def put_rule(self) -> PutRule:
+        from lakehook.usecases.rule_writes import PutRule
 
-        return ManageRules(
+        return PutRule(
             self.rule_store,
-            self.trigger_store,
-            self.state_reader,
-            self.asset_registry,
-            coverage=self.coverage_store,
             resolver=self.resolver,
             secrets=self.secret_store,
             url_policy=self.settings.url_policy,
             secret_names=self.settings.secret_names,
             producer_secrets=self.settings.producer_secrets,
             aliases=self.alias_store,
+        )
+
+    @part
+    def read_rules(self) -> ReadRules:
+        from lakehook.usecases.rule_reads import ReadRules
+
+        return ReadRules(self.rule_store)
+
+    @part
+    def delete_rule(self) -> DeleteRule:
+        from lakehook.usecases.rule_writes import DeleteRule
+
+        return DeleteRule(self.rule_store)
+
+    @part
+    def explain_rule(self) -> ExplainRule:
+        """Its verdicts are the resolver's own (``evaluate(rule, claim=False)``)."""
+        from lakehook.usecases.rule_explain import ExplainRule
+
+        return ExplainRule(
+            self.rule_store,
+            self.trigger_store,
+            self.state_reader,
+            self.asset_registry,
+            resolver=self.resolver,
+            partitions=self.partition_store,
+        )
+
+    @part
+    def evaluate_rule(self) -> EvaluateRule:
+        from lakehook.usecases.rule_runs import EvaluateRule
+
+        return EvaluateRule(
+            self.rule_store,
+            self.trigger_store,
+            self.state_reader,
+            resolver=self.resolver,
+            explain=self.explain_rule,
             partitions=self.partition_store,
         )
 

@@ -10,7 +10,7 @@ from lakehook.ports.store import Page
 
 
 class ReadTriggers:
-    """The trigger routes' reads (moved from ``ManageRules``: bodies unchanged)."""
+    """The trigger routes' reads: a rule's triggers, and one trigger."""
 
     def __init__(self, triggers: TriggerStore) -> None:
         self._triggers = triggers

@@ -35,15 +35,15 @@ DryRun = Annotated[
 )
 def put_rule(ruleId: RuleId, dry_run: DryRun = False) -> Response[str]:
     if dry_run:
-        rule = current().manage_rules.check(ruleId, json_body(router.current_event))
+        rule = current().put_rule.check(ruleId, json_body(router.current_event))
         return json_response({**rule.to_api(), "dryRun": True})
-    stored, created = current().manage_rules.put(ruleId, json_body(router.current_event))
+    stored, created = current().put_rule.put(ruleId, json_body(router.current_event))
     return json_response(stored_to_api(stored), 201 if created else 200)
 
 
 @router.get("/rules", summary="List rules", tags=["rules"], security=MANAGEMENT, responses=answers(ok(RulePage)))
 def list_rules(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
-    page = current().manage_rules.list(limit, next_token)
+    page = current().read_rules.list(limit, next_token)
     return json_response({"items": [stored_to_api(s) for s in page.items], "nextToken": page.next_token})
 
 
@@ -55,7 +55,7 @@ def list_rules(limit: Limit = 100, next_token: NextToken = None) -> Response[str
     responses=answers(ok(RuleAnswer), ALWAYS, 404),
 )
 def get_rule(ruleId: RuleId) -> Response[str]:
-    return json_response(stored_to_api(current().manage_rules.get(ruleId)))
+    return json_response(stored_to_api(current().read_rules.get(ruleId)))
 
 
 @router.delete(
@@ -66,7 +66,7 @@ def get_rule(ruleId: RuleId) -> Response[str]:
     responses=answers(ok(None, "deleted", 204), ALWAYS, 404),
 )
 def delete_rule(ruleId: RuleId) -> Response[str]:
-    current().manage_rules.delete(ruleId)
+    current().delete_rule.delete(ruleId)
     return Response(status_code=204, body="")
 
 
@@ -81,7 +81,7 @@ def delete_rule(ruleId: RuleId) -> Response[str]:
     responses=answers(ok(Explanation), ALWAYS, 404),
 )
 def explain_rule(ruleId: RuleId) -> Response[str]:
-    return json_response(current().manage_rules.explain(ruleId))
+    return json_response(current().explain_rule.explain(ruleId))
 
 
 @router.post(
@@ -100,5 +100,5 @@ def explain_rule(ruleId: RuleId) -> Response[str]:
 )
 def evaluate_rule(ruleId: RuleId, idempotency_key: IdempotencyKey = None) -> Response[str]:
     body = json_body(router.current_event) if raw_body(router.current_event).strip() else None
-    answer = current().manage_rules.answer_evaluate(ruleId, body, idempotency_key)
+    answer = current().evaluate_rule.answer_evaluate(ruleId, body, idempotency_key)
     return json_response(answer.body, answer.status, answer.headers())
