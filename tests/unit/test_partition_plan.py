@@ -17,6 +17,7 @@ from lakehook.ports.rules import ClaimResult, Deferral, StateChange
 from lakehook.usecases.resolve import ResolveAssetChange, ResolverLimits, ResolverStores
 from lakehook.usecases.resolve_partitions import PartitionDeferWhy, PartitionsPlan, PendingWhy
 from lakehook.usecases.resolve_plan import Plan
+from tests.hypothesis_profiles import examples
 from tests.unit.test_partition_resolve import DIM, ORDERS, PAYMENTS, Lake, daily
 
 DAYS = ["2026-12-01", "2026-12-02", "2026-12-03", "2026-12-04"]
@@ -72,7 +73,7 @@ steps = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     mode=st.sampled_from(["ALL_UPDATED", "ANY_UPDATED"]),
     cooldown=st.sampled_from([None, 60]),

@@ -148,7 +148,8 @@ class ResolveAssetChange:
 
     def plan(self, changes: Sequence[StateChange] = (), deferred: Sequence[Deferral] = ()) -> Plan:
         """What resolving this batch now would do, gathered and planned, nothing written: with no race, the claims,
-        deferrals and skips a call with the same batch makes (``tests/unit/test_resolve_plan.py``)."""
+        deferrals and skips a call with the same batch makes (``tests/unit/test_resolve_plan.py``), and for partitioned
+        groups the fact writes and pending marks too (``tests/unit/test_partition_plan.py``)."""
         now = self._clock()
         batch = Batch.of(changes)
         found = self._gather.rules(batch.changed, deferred)
