@@ -5,8 +5,9 @@ Three steps, so that explain says what the resolver does by construction: gather
 gives the budget of reads per invocation), plan (:mod:`lakehook.usecases.resolve_plan`: no I/O; what to claim,
 defer, poll for and record, and why) and apply (:mod:`lakehook.usecases.resolve_apply`: the plan's writes, one
 transaction per claim; a lost race plans the group again). Explain (:meth:`ResolveAssetChange.evaluate` with
-``claim=False``) is gather and plan, without apply. Partitioned groups go whole to
-:mod:`lakehook.usecases.resolve_partitions` in their place in the plan.
+``claim=False``) is gather and plan, without apply. Partitioned groups (``partitionBy``) take the same three steps:
+the gather reads their pending partitions, facts and partition cursors; the plan holds, per partition, its verdict,
+claim and pending mark (:mod:`lakehook.usecases.resolve_partitions`); the apply keeps the facts first, then claims.
 
 Catch-up. A group stepping through windows and behind the newest closed one starts at most the rule's
 ``maxRunsPerEvaluation`` of them per evaluation (a minute, :data:`lakehook.domain.triggers.CATCH_UP_PERIOD_MS`,
@@ -32,7 +33,6 @@ a lost race re-evaluates with the cursor the failed condition returned.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 
 from lakehook.domain.errors import UnreadableItemError
 from lakehook.domain.evaluation import GroupEvaluation, backfills_of, evaluate_group
@@ -42,9 +42,8 @@ from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus, trigge
 from lakehook.observability import logger
 from lakehook.ports.rules import AssetRecheck, ClaimOutcome, Deferral, DeferralStore, StateChange
 from lakehook.usecases.coverage import coverage_of_groups
-from lakehook.usecases.resolve_apply import ApplyPlan, partition_facts, resolve_partitioned
+from lakehook.usecases.resolve_apply import ApplyPlan
 from lakehook.usecases.resolve_gather import Batch, GatherInputs, Work
-from lakehook.usecases.resolve_partitions import PartitionResolution
 from lakehook.usecases.resolve_plan import Plan, PlanResolution
 from lakehook.usecases.resolve_report import (
     BLOCKED_METRIC,
@@ -94,12 +93,8 @@ class ResolveAssetChange:
         self._clock = clock
         self._observer = observer
         self._rule_error = rule_error
-        # partitioned groups (partitionBy): their facts, pending partitions and per-partition claims
-        self._partitioned = PartitionResolution(
-            stores.partitions, stores.triggers, stores.deferrals, limits.max_claims_per_group, limits.max_conflicts
-        )
         self._gather = GatherInputs(stores, limits, rule_error)
-        self._apply = ApplyPlan(stores, limits, self._partitioned, rule_error)
+        self._apply = ApplyPlan(stores, limits, rule_error)
 
     def __call__(
         self, changes: Sequence[StateChange] = (), deferred: Sequence[Deferral | AssetRecheck] = ()
@@ -153,7 +148,8 @@ class ResolveAssetChange:
 
     def plan(self, changes: Sequence[StateChange] = (), deferred: Sequence[Deferral] = ()) -> Plan:
         """What resolving this batch now would do, gathered and planned, nothing written: with no race, the claims,
-        deferrals and skips a call with the same batch makes (``tests/unit/test_resolve_plan.py``)."""
+        deferrals and skips a call with the same batch makes (``tests/unit/test_resolve_plan.py``), and for partitioned
+        groups the fact writes and pending marks too (``tests/unit/test_partition_plan.py``)."""
         now = self._clock()
         batch = Batch.of(changes)
         found = self._gather.rules(batch.changed, deferred)
@@ -221,8 +217,10 @@ class ResolveAssetChange:
         # A deferral is how a failed group is retried: it evaluated fine, so its lastError goes.
         self._apply.clear_errors(sorted(found.retried - failed))
 
-    def _planner(self, work: Work, batch: Batch, now: int, registered: Mapping[str, bool] | None) -> PlanResolution:
-        gathered = self._gather(work, batch, now)
+    def _planner(
+        self, work: Work, batch: Batch, now: int, registered: Mapping[str, bool] | None, *, explain: bool = False
+    ) -> PlanResolution:
+        gathered = self._gather(work, batch, now, explain=explain)
         return PlanResolution(
             gathered,
             now,
@@ -239,33 +237,14 @@ class ResolveAssetChange:
         self._apply(planner(), planner.gathered, planner, now, report)
 
     def _explain(self, work: Work, now: int, registered: Mapping[str, bool] | None) -> ResolveReport:
-        """Gather and plan, without applying: each group's verdict now, from its plan (partitioned groups:
-        PartitionResolution's, deciding only)."""
+        """Gather and plan, without applying: each group's verdict now, from its plan (a partitioned group: its
+        partitions' verdicts in the plan, from a short page of its pending partitions; the newest partitions are the
+        first of the plan either way, so they are planned alike)."""
         if not work:
             return ResolveReport()  # no group asked for: nothing to read
-        planner = self._planner(work, Batch.empty(), now, registered)
-        plan = planner()
         report = ResolveReport()
-        facts = partition_facts(self._partitioned, planner.gathered, now, claim=False)
-        for group_plan in plan.groups:
-            if not group_plan.partitioned:
-                group_plan.explain(report, now)
-                continue
-            try:
-                resolve_partitioned(
-                    self._partitioned,
-                    group_plan,
-                    facts,
-                    planner.gathered,
-                    now,
-                    report,
-                    claim=False,
-                    registered=registered,
-                )
-            except Exception as exc:
-                if not self._rule_error(exc):
-                    raise
-                replace(group_plan, partitioned=False, error=exc).explain(report, now)
+        for group_plan in self._planner(work, Batch.empty(), now, registered, explain=True)().groups:
+            group_plan.explain(report, now)
         return report
 
 

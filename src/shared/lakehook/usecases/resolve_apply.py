@@ -1,18 +1,20 @@
 """The resolver's writes: perform a :class:`lakehook.usecases.resolve_plan.Plan`.
 
 First the batch's bookkeeping: its EACH_VERSION members' state images kept as ``HIST#<state version>`` items, the
-partition facts it brought, the SKIPPED triggers of late snapshots (before those snapshots enter the log), and the
-snapshots it saw logged. Then group by group, in the plan's order, each isolated (a rule error fails its group
-only): the planned claims, one transaction each, conditional on the group cursor; then the deferral, or the
-targeted polls of the gaps, or the rule error recorded on the rule.
+plan's partition facts (one conditional write each, advance-only), the SKIPPED triggers of late snapshots (before
+those snapshots enter the log), and the snapshots it saw logged. Then group by group, in the plan's order, each
+isolated (a rule error fails its group only): the planned claims, one transaction each, conditional on the group
+cursor; then the deferral, or the targeted polls of the gaps, or the rule error recorded on the rule.
 
 Reads here are only what no decision depends on, or what a lost race needs: a pinned snapshot older than the state
 gets its schema id, commit time and metadata location from its recorded event (the run manifest pins them; the
 trigger key depends on the snapshot id only), and a claim that lost a race reads the cursor that beat it (when the
 failed condition did not return it) and the trigger it names, and the group is planned again from there.
 
-Partitioned groups are evaluated and claimed by :class:`lakehook.usecases.resolve_partitions.PartitionResolution`
-as a whole (its reads, decision and claims), in their place in the plan's order.
+A partitioned group's plan (:class:`lakehook.usecases.resolve_partitions.PartitionsPlan`) is applied alike: its
+partitions' claims in order, each one transaction with the partition's cursor (a lost race plans that partition and
+the ones after it again from the cursor that won), then its pending marks (new ones in one batched write, the
+cleared ones each under the mark it was read with) and its deferral.
 """
 
 from __future__ import annotations
@@ -21,15 +23,14 @@ from collections.abc import Callable, Mapping, Sequence
 
 from lakehook.domain.errors import ConflictError
 from lakehook.domain.evaluation import Gap, steps_by_snapshot
-from lakehook.domain.partition_evaluation import FactKey, PartitionFact
 from lakehook.domain.rules import Group, Rule
 from lakehook.domain.state import AssetState
-from lakehook.domain.triggers import PinnedInput
+from lakehook.domain.triggers import GroupCursor, PinnedInput
 from lakehook.domain.versions import SnapshotLog, SnapshotRecord
 from lakehook.observability import logger
 from lakehook.ports.rules import AssetRecheck, ClaimOutcome, ClaimResult, Deferral, GroupRef, RuleError, StateChange
 from lakehook.usecases.resolve_gather import Gathered
-from lakehook.usecases.resolve_partitions import PartitionResolution
+from lakehook.usecases.resolve_partitions import PartitionPlan, PartitionsPlan
 from lakehook.usecases.resolve_plan import GroupPlan, Plan, PlannedClaim, PlanResolution
 from lakehook.usecases.resolve_report import (
     ResolveReport,
@@ -39,48 +40,6 @@ from lakehook.usecases.resolve_report import (
     describe_error,
 )
 
-PartitionFacts = tuple[dict[GroupRef, set[str]], dict[FactKey, PartitionFact]]
-"""per partitioned group the partitions a batch names, and the facts it brought (see PartitionResolution.record)"""
-
-
-def partition_facts(resolution: PartitionResolution, gathered: Gathered, now: int, *, claim: bool) -> PartitionFacts:
-    """The facts the gathered commits give the partitioned groups (kept, with ``claim``), and the partitions they
-    name per group."""
-    partitioned = [(r, g) for r, g in gathered.work if g.partition_by is not None]
-    if not partitioned:
-        return {}, {}
-    return resolution.record(partitioned, gathered.touched, now, claim=claim)
-
-
-def resolve_partitioned(
-    resolution: PartitionResolution,
-    plan: GroupPlan,
-    facts: PartitionFacts,
-    gathered: Gathered,
-    now: int,
-    report: ResolveReport,
-    *,
-    claim: bool,
-    registered: Mapping[str, bool] | None = None,
-) -> None:
-    """A partitioned group: the partitions this batch touched (an evaluation: those its members' newest commits
-    touched) and the pending ones, each claimed once when READY (with ``claim``)."""
-    named, brought = facts
-    partitions = set(named.get(plan.ref, ()))
-    verdict, claimed, deferred = resolution.resolve(
-        plan.rule,
-        plan.group,
-        gathered.inputs.states,
-        partitions,
-        now,
-        claim=claim,
-        registered=registered,
-        brought=brought,
-    )
-    report.verdict(plan.ref, verdict)
-    report.claimed.extend(claimed)
-    report.deferred.extend(deferred)
-
 
 class ApplyPlan:
     """Perform a plan's writes (see the module docstring)."""
@@ -89,12 +48,10 @@ class ApplyPlan:
         self,
         stores: ResolverStores,
         limits: ResolverLimits,
-        partitioned: PartitionResolution,
         rule_error: Callable[[BaseException], bool],
     ) -> None:
         self._stores = stores
         self._limits = limits
-        self._partitioned = partitioned
         self._rule_error = rule_error
 
     def __call__(
@@ -103,15 +60,16 @@ class ApplyPlan:
         """Write what ``plan`` says; ``planner`` plans a group again after a lost race."""
         if gathered.owned:
             self._stores.history.record(gathered.owned, now)
-        facts = partition_facts(self._partitioned, gathered, now, claim=True)
+        if plan.facts and self._stores.partitions is not None:
+            self._stores.partitions.advance([f.fact for f in plan.facts], now)
         self._skip_late(plan, now, report)
         if gathered.seen:
             self._stores.history.record_snapshots(gathered.seen, now)
         persisted = {k: set(v) for k, v in gathered.persisted.items()}
         for group_plan in plan.groups:
             try:
-                if group_plan.partitioned:
-                    resolve_partitioned(self._partitioned, group_plan, facts, gathered, now, report, claim=True)
+                if group_plan.partitions is not None:
+                    self._partitioned(group_plan, group_plan.partitions, planner, now, report)
                 else:
                     self._group(group_plan, gathered, planner, persisted, now, report)
             except Exception as exc:
@@ -314,6 +272,78 @@ class ApplyPlan:
             known.add(order)
         if wanted:
             self._stores.history.record_snapshots(wanted, now)
+
+    # --- partitioned groups ------------------------------------------------------------------------
+
+    def _partitioned(
+        self, plan: GroupPlan, planned: PartitionsPlan, planner: PlanResolution, now: int, report: ResolveReport
+    ) -> None:
+        """A partitioned group: its partitions' claims in order, then its pending marks and clears (from what the
+        claims left), and its deferral."""
+        applied = self._claim_partitions(plan, planned, planner, report)
+        settled = planner.partitions(plan.rule, plan.group).settle(applied)
+        store = self._stores.partitions
+        assert store is not None  # the gather read the group's partitions
+        rule_id, group_id = plan.ref
+        if settled.marks:
+            store.mark_pending(rule_id, group_id, [m.partition for m in settled.marks], now)
+        if settled.clears:
+            store.clear_pending(rule_id, group_id, {c.partition: c.mark for c in settled.clears})
+        if settled.deferral is not None:
+            self._stores.deferrals.defer(settled.deferral)
+            report.deferred.append(settled.deferral)
+        report.verdict(plan.ref, settled.board(plan.group, explain=False))
+
+    def _claim_partitions(
+        self, plan: GroupPlan, planned: PartitionsPlan, planner: PlanResolution, report: ResolveReport
+    ) -> list[PartitionPlan]:
+        """Each planned claim, a transaction with the partition's cursor; a lost race plans that partition and the
+        ones after it again from the cursor that won (the claims per invocation counted from those made), at most
+        ``max_conflicts`` times per partition (then it waits, pending, for the next invocation). The partitions'
+        plans as applied."""
+        partitions = planner.partitions(plan.rule, plan.group)
+        todo = list(planned.partitions)
+        done: list[PartitionPlan] = []
+        conflicts: dict[str, int] = {}
+        while todo:
+            item = todo.pop(0)
+            won, fresh = self._claim_partition(item, report) if item.claim is not None else (True, None)
+            if won:
+                done.append(item)
+                continue
+            if fresh is None or (item.cursor is not None and fresh.seq == item.cursor.seq):
+                done.append(item.unclaimed(plan.group))  # the key was claimed before, under this very cursor
+                continue
+            report.conflicts += 1
+            conflicts[item.partition] = conflicts.get(item.partition, 0) + 1
+            if conflicts[item.partition] > self._limits.max_conflicts:
+                todo = [*partitions.partitions([item.partition], {item.partition: fresh}, 0), *todo]
+                continue
+            left = self._limits.max_claims_per_group - sum(p.claim is not None for p in done)
+            cursors = {p.partition: p.cursor for p in todo} | {item.partition: fresh}
+            todo = partitions.partitions([item.partition, *(p.partition for p in todo)], cursors, left)
+        return done
+
+    def _claim_partition(self, item: PartitionPlan, report: ResolveReport) -> tuple[bool, GroupCursor | None]:
+        """Make one partition's planned claim: whether it was made, and if not, the partition's cursor as it now is
+        (another resolver moved it first)."""
+        claim = item.claim
+        assert claim is not None
+        trigger = claim.trigger
+        result = self._stores.triggers.claim(trigger, claim.moved(), claim.expected)
+        extra = {
+            "rule_id": trigger.rule_id,
+            "group_id": trigger.group_id,
+            "partition": item.partition,
+            "trigger_key": trigger.trigger_key,
+        }
+        if result.outcome is ClaimOutcome.CLAIMED:
+            report.claimed.append(trigger)
+            logger.info("trigger claimed", extra={**extra, "status": trigger.status.value})
+            return True, None
+        logger.debug("partition claim lost a race", extra={**extra, "status": result.outcome.value})
+        ref = (trigger.rule_id, claim.base.group_id)
+        return False, result.cursor or self._stores.triggers.get_cursors([ref]).get(ref)
 
     # --- late snapshots ------------------------------------------------------------------------------
 

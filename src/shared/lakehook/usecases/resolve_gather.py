@@ -8,7 +8,8 @@ trigger each group's cursor names (head of line), and, for members gated on qual
 the checks on the logged snapshots whose verdict the state does not hold. A late snapshot a group already ran past
 costs one log query (is it logged already?) and, when the log holds it (a claim pinned it on its quality verdict),
 a page of the rule's triggers, to tell whether this group ran it. A group with coverage members reads its intervals
-once.
+once. A partitioned group reads one page of its pending partitions (one query; explain: a short page, and their
+count) and, batched, the kept facts and the partition cursors of those and of the partitions its batch touched.
 
 What is read here is all the plan (:mod:`lakehook.usecases.resolve_plan`) decides on; the writes come after, in
 :mod:`lakehook.usecases.resolve_apply`. So every read sees the store as the batch found it: the snapshot log, for
@@ -23,15 +24,22 @@ from dataclasses import dataclass
 from lakehook.domain.coverage import Span
 from lakehook.domain.evaluation import VersionLog, select_member, steps_by_snapshot
 from lakehook.domain.late_versions import LateVersion, passed_over
+from lakehook.domain.partition_evaluation import FactKey, PartitionFact, fact_keys
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Member, Mode, Rule
 from lakehook.domain.state import AssetState
-from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, partition_cursor_id
 from lakehook.domain.versions import LoggedSnapshot, SnapshotLog, SnapshotRecord, Verdict, lineage_of
 from lakehook.ports.rules import Deferral, GroupRef, ResolutionInputs, StateChange
 from lakehook.usecases.coverage import coverage_of_groups
 from lakehook.usecases.late_versions import ran_for_group
-from lakehook.usecases.resolve_partitions import Touched, touched_of_states
+from lakehook.usecases.resolve_partitions import (
+    EXPLAIN_PAGE,
+    PENDING_PAGE,
+    PartitionInputs,
+    brought_facts,
+    touched_of_states,
+)
 from lakehook.usecases.resolve_report import ResolverLimits, ResolverStores
 
 Work = list[tuple[Rule, Group]]
@@ -97,7 +105,8 @@ class Gathered:
     batch: Batch
     owned: dict[str, list[AssetState]]  # this batch's images of EACH_VERSION members (kept as their history)
     seen: dict[str, list[SnapshotRecord]]  # the snapshots the batch brought for EACH_VERSION members (logged)
-    touched: Touched  # per asset, the data commits whose partitions partitioned groups evaluate
+    brought: dict[FactKey, PartitionFact]  # the partition facts the batch's data commits give partitioned groups
+    partitions: dict[GroupRef, PartitionInputs]  # each readable partitioned group: its partitions' reads
     late: list[LateVersion]  # snapshots of the batch a group ran past, not logged yet
     logs: dict[str, VersionLog]  # EACH_VERSION members' known states
     recheck: dict[str, int]  # when a member's history gap, which its owner may still fill, is final
@@ -166,8 +175,9 @@ class GatherInputs:
 
     # --- what the groups need ------------------------------------------------------------------------
 
-    def __call__(self, work: Work, batch: Batch, now: int) -> Gathered:
-        """Read what the groups of ``work`` need, once for all of them."""
+    def __call__(self, work: Work, batch: Batch, now: int, *, explain: bool = False) -> Gathered:
+        """Read what the groups of ``work`` need, once for all of them (``explain``: a short page of each
+        partitioned group's pending partitions, and their count)."""
         versioned = {k for rule, g in work if each_version(rule, g) for k in g.asset_keys}
         owned = {k: batch.images[k] for k in batch.changed if k in versioned and batch.images[k]}
         seen = _seen_snapshots(owned, batch.recorded, versioned)
@@ -181,13 +191,16 @@ class GatherInputs:
         persisted: dict[str, set[int]] = {}
         snapshots = self._snapshot_logs(work, inputs.states, inputs.cursors, seen, now, persisted)
         coverage, errors = self._coverage(work, inputs, now)
+        named, brought = brought_facts(work, touched)
+        partitions = self._partitions(work, inputs, named, errors, explain)
         return Gathered(
             work=work,
             inputs=inputs,
             batch=batch,
             owned=owned,
             seen=seen,
-            touched=touched,
+            brought=brought,
+            partitions=partitions,
             late=self._late(work, batch.recorded, inputs.cursors),
             logs=logs,
             recheck=recheck,
@@ -218,6 +231,43 @@ class GatherInputs:
                     raise
                 errors[ref] = exc
         return spans, errors
+
+    # --- partitioned groups ------------------------------------------------------------------------
+
+    def _partitions(
+        self,
+        work: Work,
+        inputs: ResolutionInputs,
+        named: Mapping[GroupRef, frozenset[str]],
+        errors: dict[GroupRef, BaseException],
+        explain: bool,
+    ) -> dict[GroupRef, PartitionInputs]:
+        """Each readable partitioned group: its pending page (one query), then the kept facts and the cursors of the
+        partitions its batch names and of the pending ones (batched reads); explain reads a short page, and the
+        count. A group with no partition store to read gets the error its plan raises."""
+        read: dict[GroupRef, PartitionInputs] = {}
+        store = self._stores.partitions
+        for rule, group in work:
+            ref = (rule.rule_id, group.group_id)
+            if group.partition_by is None or inputs.unreadable(rule.rule_id, group.group_id, group.asset_keys):
+                continue
+            if store is None:
+                errors[ref] = ValueError("a partitioned group needs the resolver's partition store, and none is set")
+                continue
+            page = store.pending(rule.rule_id, group.group_id, EXPLAIN_PAGE if explain else PENDING_PAGE)
+            found = PartitionInputs(named.get(ref, frozenset()), page, {}, {})
+            partitions = found.partitions
+            wanted = [k for p in partitions for k in fact_keys(group, p)]
+            ids = {p: partition_cursor_id(group.group_id, p) for p in partitions}
+            cursors = self._stores.triggers.get_cursors([(rule.rule_id, i) for i in ids.values()]) if ids else {}
+            read[ref] = PartitionInputs(
+                found.named,
+                page,
+                store.facts(wanted) if wanted else {},
+                {p: c for p, i in ids.items() if (c := cursors.get((rule.rule_id, i))) is not None},
+                store.count_pending(rule.rule_id, group.group_id) if explain else None,
+            )
+        return read
 
     # --- EACH_VERSION: late snapshots ----------------------------------------------------------------
 

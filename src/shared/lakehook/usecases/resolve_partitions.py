@@ -1,17 +1,23 @@
-"""The resolver's part for partitioned groups: keep the facts a batch brings, evaluate the partitions they touched
-(and the pending ones), and claim each READY partition once, under its own cursor.
+"""Partitioned groups (``partitionBy``) in the resolver's three steps: what the gather reads for them
+(:class:`PartitionInputs`, read by :class:`lakehook.usecases.resolve_gather.GatherInputs`), the facts a batch brings,
+and their plan (:class:`PlanPartitions` → :class:`PartitionsPlan`: pure; per partition its verdict, the claim to make,
+whether it stays pending, and why; the group's pending marks and deferral), which
+:class:`lakehook.usecases.resolve_apply.ApplyPlan` performs. Explain is the same gather and plan, so the partitions it
+shows are the plan's.
 
 Budget per invocation and partitioned group (docs/partitions.md, "Request counts per commit"): one conditional
-write per new (asset, mapping, partition) fact, at most the touched keys one commit keeps; one query of the group's
-pending partitions (a page); batched reads of the facts and partition cursors the evaluated partitions need; one
-transaction per claim, at most ``max_claims`` per group (the rest stay pending, deferred to the next invocation);
-one batched write of the pending partitions that changed.
+write per new (asset, mapping, partition) fact, at most the touched keys one commit keeps (shared by every group
+mapping the asset alike); one query of the group's pending partitions (a page); batched reads of the facts and
+partition cursors the evaluated partitions need; one transaction per claim, at most ``max_claims`` per group (the
+rest stay pending, deferred to the next invocation); one batched write of the partitions newly pending and one
+conditional delete per partition that leaves the pending list.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from enum import StrEnum
 
 from lakehook.domain.errors import ConflictError, ValidationError
 from lakehook.domain.evaluation import GroupEvaluation, Status
@@ -19,7 +25,6 @@ from lakehook.domain.partition_evaluation import (
     FactKey,
     PartitionFact,
     evaluate_partition,
-    fact_keys,
     facts_of,
     member_keys,
     partition_of_fact,
@@ -28,18 +33,10 @@ from lakehook.domain.partition_evaluation import (
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Rule
 from lakehook.domain.state import AssetState
-from lakehook.domain.triggers import (
-    GroupCursor,
-    PinnedInput,
-    Trigger,
-    TriggerStatus,
-    partition_cursor_id,
-    trigger_key,
-)
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
 from lakehook.domain.versions import SnapshotRecord
-from lakehook.observability import logger
 from lakehook.ports.partitions import PartitionStore
-from lakehook.ports.rules import ClaimOutcome, Deferral, DeferralStore, GroupRef, TriggerStore
+from lakehook.ports.rules import Deferral, GroupRef
 
 PENDING_PAGE = 1000  # pending partitions re-evaluated per group and invocation (newest keys first)
 EXPLAIN_PAGE = 20  # partitions explain shows per group
@@ -112,202 +109,267 @@ def _facts_of_states(group: Group, states: Mapping[str, AssetState]) -> list[Par
     ]
 
 
-@dataclass
-class _Round:
-    """One resolve of a partitioned group: what its partitions are evaluated with, and what it claimed and deferred."""
+# --- what the gather reads for a partitioned group, and what a batch brings ---------------------------
 
-    rule: Rule
-    group: Group
-    states: Mapping[str, AssetState]
+
+@dataclass(frozen=True)
+class PartitionInputs:
+    """What the gather read for one partitioned group: the partitions its batch names, its pending page (each with
+    its mark), the kept facts and the cursors of those partitions, and (explain) how many are pending."""
+
+    named: frozenset[str]
+    page: Mapping[str, str]
     facts: Mapping[FactKey, PartitionFact]
-    now: int
-    claim: bool
-    registered: Mapping[str, bool] | None
-    claimed: list[Trigger] = field(default_factory=list)
-    deferrals: list[Deferral] = field(default_factory=list)
+    cursors: Mapping[str, GroupCursor]
+    counted: int | None = None  # explain reads a short page: the count it shows is read
 
-    def evaluate(self, partition: str, cursor: GroupCursor | None) -> GroupEvaluation:
-        return evaluate_partition(
-            self.rule, self.group, partition, self.facts, self.states, cursor, self.now, self.registered
-        )
+    @property
+    def partitions(self) -> list[str]:
+        """The partitions to evaluate, newest first (keys of dates sort by time)."""
+        return sorted(self.named | set(self.page), reverse=True)
 
 
-def _facts_for(
-    store: PartitionStore, group: Group, partitions: Sequence[str], brought: Mapping[FactKey, PartitionFact]
-) -> dict[FactKey, PartitionFact]:
-    """The facts the partitions need (batched reads), with what this batch brought, kept above (or, for explain,
-    as if kept) where newer."""
-    wanted = [k for p in partitions for k in fact_keys(group, p)]
-    facts = store.facts(wanted) if wanted else {}
-    for key in wanted:
-        fact = brought.get(key)
-        if fact is not None and fact.newer_than(facts.get(key)):
-            facts[key] = fact
-    return facts
+def facts_to_write(
+    brought: Mapping[FactKey, PartitionFact], read: Sequence[PartitionInputs]
+) -> tuple[PlannedFact, ...]:
+    """The facts a batch brought that the apply writes (first, one conditional write each): every one newer than
+    the fact the gather read for its key, if it read one; by key."""
+    kept: dict[FactKey, PartitionFact] = {}
+    for inputs in read:
+        kept.update(inputs.facts)
+    planned = []
+    for key in sorted(brought):
+        fact, known = brought[key], kept.get(key)
+        if fact.newer_than(known):
+            planned.append(PlannedFact(fact, FactWhy.FIRST if known is None else FactWhy.NEWER))
+    return tuple(planned)
 
 
-def _has_news(group: Group, verdict: GroupEvaluation) -> bool:
-    """Whether a partitioned member touched the partition since its last run (it stays pending until it runs)."""
-    partitioned = (m for m, g in zip(verdict.members, group.members, strict=True) if g.partition is not None)
-    return any(m.status is Status.READY for m in partitioned)
+def brought_facts(
+    work: Sequence[tuple[Rule, Group]], touched: Touched
+) -> tuple[dict[GroupRef, frozenset[str]], dict[FactKey, PartitionFact]]:
+    """Per partitioned group of ``work`` the partitions ``touched`` names (a redelivered batch names them again, so
+    a claim a failure cut off is made), and the facts it gives them, the newest per key (shared by every rule mapping
+    an asset alike)."""
+    facts: dict[FactKey, PartitionFact] = {}
+    named: dict[GroupRef, set[str]] = {}
+    for rule, group in work:
+        if group.partition_by is None:
+            continue
+        for key in dict.fromkeys(m.asset_key for m in group.partitioned_members):
+            for record, parts in touched.get(key, ()):
+                for fact in facts_of(group, key, parts, record):
+                    if fact.newer_than(facts.get(fact.key)):
+                        facts[fact.key] = fact
+                    named.setdefault((rule.rule_id, group.group_id), set()).add(partition_of_fact(group, fact))
+    return {ref: frozenset(parts) for ref, parts in named.items()}, facts
 
 
-def _keep_pending(
-    store: PartitionStore,
-    rule_id: str,
-    group_id: str,
-    page: Mapping[str, str],
-    pending: Sequence[str],
-    done: Sequence[str],
-    now: int,
-) -> int:
-    """Mark the newly pending partitions (those read pending keep their mark), clear those that ran or have nothing
-    new (only what was pending when read, under its mark); how many are pending now."""
-    marked = [p for p in pending if p not in page]
-    if marked:
-        store.mark_pending(rule_id, group_id, marked, now)
-    cleared = {p: page[p] for p in done if p in page}
-    if cleared:
-        store.clear_pending(rule_id, group_id, cleared)
-    return len((set(page) | set(pending)) - set(done))
+# --- the plan of a partitioned group (pure) --------------------------------------------------------------
 
 
-class PartitionResolution:
-    """Evaluate and claim partitioned groups (see the module docstring)."""
+class FactWhy(StrEnum):
+    """Why the apply writes a fact (one conditional write: kept only if newer than the one kept then)."""
 
-    def __init__(
-        self,
-        store: PartitionStore | None,
-        triggers: TriggerStore,
-        deferrals: DeferralStore,
-        max_claims: int,
-        max_conflicts: int,
-    ) -> None:
-        self._store = store
-        self._triggers = triggers
-        self._deferrals = deferrals
-        self._max_claims = max_claims
-        self._max_conflicts = max_conflicts
+    FIRST = "no fact of this (asset, mapping, partition) was read: the first commit known to touch it"
+    NEWER = "newer than the fact kept: a data commit of this batch touched the partition since"
 
-    def record(
-        self, work: Sequence[tuple[Rule, Group]], touched: Touched, now: int, *, claim: bool
-    ) -> tuple[dict[GroupRef, set[str]], dict[FactKey, PartitionFact]]:
-        """Keep the facts ``touched`` gives the partitioned groups of ``work`` (with ``claim``), and answer per group
-        the partitions they name (a redelivered batch names them again, so a claim a failure cut off is made), and the
-        facts themselves (explain evaluates with them as if kept, so it says what a claiming evaluation does)."""
-        facts: dict[FactKey, PartitionFact] = {}
-        named: dict[GroupRef, set[str]] = {}
-        for rule, group in work:
-            for key in dict.fromkeys(m.asset_key for m in group.partitioned_members):
-                for record, parts in touched.get(key, ()):
-                    for fact in facts_of(group, key, parts, record):
-                        if fact.newer_than(facts.get(fact.key)):
-                            facts[fact.key] = fact
-                        named.setdefault((rule.rule_id, group.group_id), set()).add(partition_of_fact(group, fact))
-        if facts and claim:
-            self._need_store().advance(sorted(facts.values(), key=lambda f: f.key), now)
-        return named, facts
 
-    def resolve(
-        self,
-        rule: Rule,
-        group: Group,
-        states: Mapping[str, AssetState],
-        named: set[str],
-        now: int,
-        *,
-        claim: bool,
-        registered: Mapping[str, bool] | None = None,
-        brought: Mapping[FactKey, PartitionFact] | None = None,
-    ) -> tuple[GroupEvaluation, list[Trigger], list[Deferral]]:
-        """The group's verdict (its partitions' verdicts on its board), the triggers claimed, the deferrals left."""
-        store = self._need_store()
-        gid = group.group_id
-        page = store.pending(rule.rule_id, gid, PENDING_PAGE if claim else EXPLAIN_PAGE)
-        partitions = sorted(named | set(page), reverse=True)  # newest first: keys of dates sort by time
-        facts = _facts_for(store, group, partitions, brought or {})
-        cursors = self._cursors(rule.rule_id, gid, partitions)
-        work = _Round(rule, group, states, facts, now, claim, registered)
-        verdicts: list[GroupEvaluation] = []
-        pending: list[str] = []
-        done: list[str] = []
-        for partition in partitions:
-            verdict = self._settle(work, partition, cursors.get(partition))
-            verdicts.append(verdict)
-            (pending if _has_news(group, verdict) else done).append(partition)
-            if verdict.until is not None and verdict.status in (Status.COOLDOWN, Status.QUIET_PERIOD):
-                work.deferrals.append(Deferral(rule.rule_id, gid, verdict.until))
-        if claim:
-            count = _keep_pending(store, rule.rule_id, gid, page, pending, done, now)
+class PendingWhy(StrEnum):
+    """Why a partition is marked pending, or its mark cleared."""
+
+    NEWS = "a partitioned member touched it since its last run (or it waits for its claim): it stays pending"
+    RAN = "it ran, or has nothing new since its last run: it leaves the pending list"
+
+
+class PartitionDeferWhy(StrEnum):
+    """Why a partitioned group is evaluated again later, with nothing else changing."""
+
+    WAIT_ENDS = "a partition's cooldown or quiet period ends then"
+    CLAIMS_USED = "the group used its claims for this invocation; its other ready partitions go on next"
+
+
+@dataclass(frozen=True)
+class PlannedFact:
+    fact: PartitionFact
+    why: FactWhy
+
+
+@dataclass(frozen=True)
+class PlannedPartitionClaim:
+    """One partition's claim: the trigger, the partition cursor it is conditional on (None: the partition never
+    ran), and the cursor it starts from."""
+
+    trigger: Trigger
+    expected: GroupCursor | None
+    base: GroupCursor
+
+    def moved(self) -> GroupCursor:
+        """The partition's cursor once this claim is made."""
+        return self.base.after(self.trigger, {})
+
+
+@dataclass(frozen=True)
+class PartitionPlan:
+    """One partition: its verdict now (what explain shows) under ``cursor``, the claim to make, the verdict it
+    settles on (after the claim; ``verdict`` when none), whether it stays pending and why, and a deferral."""
+
+    partition: str
+    cursor: GroupCursor | None
+    verdict: GroupEvaluation
+    claim: PlannedPartitionClaim | None
+    settled: GroupEvaluation
+    pending: PendingWhy
+    defer: tuple[int, PartitionDeferWhy] | None
+
+    def unclaimed(self, group: Group) -> PartitionPlan:
+        """This partition without its claim (the key was claimed before, under this very cursor)."""
+        why = PendingWhy.NEWS if _has_news(group, self.verdict) else PendingWhy.RAN
+        return PartitionPlan(self.partition, self.cursor, self.verdict, None, self.verdict, why, None)
+
+
+@dataclass(frozen=True)
+class PlannedMark:
+    partition: str
+    why: PendingWhy
+
+
+@dataclass(frozen=True)
+class PlannedClear:
+    partition: str
+    mark: str  # the mark it was read with: one a racing resolver marked again since stays pending
+    why: PendingWhy
+
+
+@dataclass(frozen=True)
+class PartitionsPlan:
+    """A partitioned group's plan: per partition (newest first) its plan; the pending marks to add and clear; the
+    deferral (the earliest of its partitions') and why; how many partitions are pending after it."""
+
+    partitions: tuple[PartitionPlan, ...]
+    marks: tuple[PlannedMark, ...]
+    clears: tuple[PlannedClear, ...]
+    deferral: Deferral | None
+    why: PartitionDeferWhy | None
+    pending: int
+
+    @property
+    def claims(self) -> tuple[PlannedPartitionClaim, ...]:
+        return tuple(p.claim for p in self.partitions if p.claim is not None)
+
+    def board(self, group: Group, *, explain: bool) -> GroupEvaluation:
+        """The group's own verdict over its partitions': now (explain), or as a claiming evaluation leaves it."""
+        if explain:
+            verdicts = [p.verdict for p in self.partitions]
+            until = min((w for v in verdicts if (w := _wait(v)) is not None), default=None)
         else:
-            count = store.count_pending(rule.rule_id, gid)
-        return self._board(work, verdicts, count)
-
-    def _cursors(self, rule_id: str, group_id: str, partitions: Sequence[str]) -> dict[str, GroupCursor]:
-        """The partitions' own cursors (batched reads), by partition; absent for one that never ran."""
-        if not partitions:
-            return {}
-        ids = {p: partition_cursor_id(group_id, p) for p in partitions}
-        found = self._triggers.get_cursors([(rule_id, i) for i in ids.values()])
-        return {p: c for p, i in ids.items() if (c := found.get((rule_id, i))) is not None}
-
-    def _settle(self, work: _Round, partition: str, cursor: GroupCursor | None) -> GroupEvaluation:
-        """The partition's verdict, claimed when READY (and claiming): a claim another resolver won is decided again
-        under the cursor it left, at most ``max_conflicts`` times; past ``max_claims`` the group defers itself."""
-        rule, group, now = work.rule, work.group, work.now
-        verdict = work.evaluate(partition, cursor)
-        for _ in range(self._max_conflicts + 1):
-            if not (verdict.ready and work.claim):
-                break
-            if len(work.claimed) >= self._max_claims:  # a long backlog: the next invocation goes on
-                work.deferrals.append(Deferral(rule.rule_id, group.group_id, now))
-                break
-            trigger, fresh = self._claim(rule, group, partition, verdict, cursor, now)
-            if trigger is not None:
-                work.claimed.append(trigger)
-            elif fresh is None or (cursor is not None and fresh.seq == cursor.seq):
-                break  # the key was claimed before, under this very cursor: nothing to decide again
-            cursor = fresh
-            verdict = work.evaluate(partition, cursor)
-        return verdict
-
-    def _board(
-        self, work: _Round, verdicts: list[GroupEvaluation], count: int
-    ) -> tuple[GroupEvaluation, list[Trigger], list[Deferral]]:
-        """The group's own verdict over its partitions', the claims, and the earliest deferral (kept when claiming)."""
+            verdicts = [p.settled for p in self.partitions]
+            until = self.deferral.due_at if self.deferral is not None else None
         status, reason = summarize(verdicts)
-        if work.claimed:
-            status, reason = Status.READY, f"{len(work.claimed)} partitions claimed"
-        first = min(work.deferrals, key=lambda d: d.due_at, default=None)
-        if first is not None and work.claim:
-            self._deferrals.defer(first)
-        board = GroupEvaluation(
-            work.group.group_id,
+        claimed = len(self.claims)
+        if claimed and not explain:
+            status, reason = Status.READY, f"{claimed} partitions claimed"
+        return GroupEvaluation(
+            group.group_id,
             status,
             (),
             reason=reason,
-            until=first.due_at if first is not None else None,
+            until=until,
             partitions=tuple(verdicts[:EXPLAIN_PAGE]),
-            pending_partitions=count,
+            pending_partitions=self.pending,
         )
-        return board, work.claimed, [first] if first is not None else []
 
-    def _claim(
-        self,
-        rule: Rule,
-        group: Group,
-        partition: str,
-        verdict: GroupEvaluation,
-        cursor: GroupCursor | None,
-        now: int,
-    ) -> tuple[Trigger | None, GroupCursor | None]:
-        """One claim of the partition's run under its cursor: the trigger and the moved cursor, or None and the
-        cursor as it now is (another resolver moved it first)."""
+
+@dataclass(frozen=True)
+class PlanPartitions:
+    """Plan a partitioned group from what was gathered: each partition's verdict, its claim (at most ``budget``
+    claims, newest partitions first; a ready partition past them stays pending and the group defers itself to the
+    next invocation), its pending mark, and the group's deferral. No I/O."""
+
+    rule: Rule
+    group: Group
+    inputs: PartitionInputs
+    brought: Mapping[FactKey, PartitionFact]
+    states: Mapping[str, AssetState]
+    now: int
+    registered: Mapping[str, bool] | None = None
+
+    def facts(self) -> dict[FactKey, PartitionFact]:
+        """The kept facts, with what this batch brought where newer (as the apply keeps them first)."""
+        facts = dict(self.inputs.facts)
+        for key, fact in self.brought.items():
+            if fact.newer_than(facts.get(key)):
+                facts[key] = fact
+        return facts
+
+    def __call__(self, budget: int) -> PartitionsPlan:
+        parts = self.inputs.partitions
+        return self.settle(self.partitions(parts, {p: self.inputs.cursors.get(p) for p in parts}, budget))
+
+    def partitions(
+        self, partitions: Sequence[str], cursors: Mapping[str, GroupCursor | None], budget: int
+    ) -> list[PartitionPlan]:
+        """The plans of ``partitions`` (in this order) under ``cursors``, at most ``budget`` claims among them."""
+        facts = self.facts()
+        planned: list[PartitionPlan] = []
+        for partition in partitions:
+            plan = self.partition(facts, partition, cursors.get(partition), budget > 0)
+            budget -= plan.claim is not None
+            planned.append(plan)
+        return planned
+
+    def partition(
+        self, facts: Mapping[FactKey, PartitionFact], partition: str, cursor: GroupCursor | None, may_claim: bool
+    ) -> PartitionPlan:
+        """One partition: claimed when READY (and a claim is left), then its verdict under the moved cursor."""
+        rule, group = self.rule, self.group
+        verdict = evaluate_partition(rule, group, partition, facts, self.states, cursor, self.now, self.registered)
+        claim = self._claim(partition, verdict, cursor) if verdict.ready and may_claim else None
+        settled = verdict
+        if claim is not None:
+            moved = claim.moved()
+            settled = evaluate_partition(rule, group, partition, facts, self.states, moved, self.now, self.registered)
+        defer: tuple[int, PartitionDeferWhy] | None = None
+        if settled.ready and claim is None:
+            defer = (self.now, PartitionDeferWhy.CLAIMS_USED)
+        elif (wait := _wait(settled)) is not None:
+            defer = (wait, PartitionDeferWhy.WAIT_ENDS)
+        why = PendingWhy.NEWS if _has_news(group, settled) else PendingWhy.RAN
+        return PartitionPlan(partition, cursor, verdict, claim, settled, why, defer)
+
+    def settle(self, planned: Sequence[PartitionPlan]) -> PartitionsPlan:
+        """The group's pending marks, deferral and pending count from its partitions' plans: a partition newly
+        pending is marked (one read pending keeps its mark); one read pending that ran or has nothing new is
+        cleared under the mark it was read with."""
+        page = self.inputs.page
+        marks = tuple(PlannedMark(p.partition, p.pending) for p in planned if p.pending is PendingWhy.NEWS)
+        clears = tuple(
+            PlannedClear(p.partition, page[p.partition], p.pending)
+            for p in planned
+            if p.pending is PendingWhy.RAN and p.partition in page
+        )
+        fresh = tuple(m for m in marks if m.partition not in page)
+        first = min((p.defer for p in planned if p.defer is not None), key=lambda d: d[0], default=None)
+        deferral = Deferral(self.rule.rule_id, self.group.group_id, first[0]) if first is not None else None
+        counted = self.inputs.counted
+        left = len(set(page) | {m.partition for m in marks}) - len(clears)
+        return PartitionsPlan(
+            tuple(planned),
+            fresh,
+            clears,
+            deferral,
+            first[1] if first is not None else None,
+            counted if counted is not None else left,
+        )
+
+    def _claim(self, partition: str, verdict: GroupEvaluation, cursor: GroupCursor | None) -> PlannedPartitionClaim:
+        rule, group = self.rule, self.group
         base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id, partition)
-        at = max(now, base.claimed_at or 0)
-        key = trigger_key(rule.rule_id, group.group_id, verdict.pins, None, base.replay_epoch, partition=partition)
+        at = max(self.now, base.claimed_at or 0)
         trigger = Trigger(
-            trigger_key=key,
+            trigger_key=trigger_key(
+                rule.rule_id, group.group_id, verdict.pins, None, base.replay_epoch, partition=partition
+            ),
             rule_id=rule.rule_id,
             group_id=group.group_id,
             status=TriggerStatus.TRIGGERING,
@@ -319,17 +381,15 @@ class PartitionResolution:
             updated_at=at,
             reason=verdict.reason,
         )
-        moved = base.after(trigger, {})
-        result = self._triggers.claim(trigger, moved, cursor)
-        extra = {"rule_id": rule.rule_id, "group_id": group.group_id, "partition": partition, "trigger_key": key}
-        if result.outcome is ClaimOutcome.CLAIMED:
-            logger.info("trigger claimed", extra={**extra, "status": trigger.status.value})
-            return trigger, moved
-        logger.debug("partition claim lost a race", extra={**extra, "status": result.outcome.value})
-        ref = (rule.rule_id, base.group_id)
-        return None, result.cursor or self._triggers.get_cursors([ref]).get(ref)
+        return PlannedPartitionClaim(trigger, cursor, base)
 
-    def _need_store(self) -> PartitionStore:
-        if self._store is None:
-            raise ValueError("a partitioned group needs the resolver's partition store, and none is configured")
-        return self._store
+
+def _wait(verdict: GroupEvaluation) -> int | None:
+    """When a partition's cooldown or quiet period ends, if it waits for one."""
+    return verdict.until if verdict.status in (Status.COOLDOWN, Status.QUIET_PERIOD) else None
+
+
+def _has_news(group: Group, verdict: GroupEvaluation) -> bool:
+    """Whether a partitioned member touched the partition since its last run (it stays pending until it runs)."""
+    partitioned = (m for m, g in zip(verdict.members, group.members, strict=True) if g.partition is not None)
+    return any(m.status is Status.READY for m in partitioned)

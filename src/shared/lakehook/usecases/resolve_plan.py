@@ -1,8 +1,9 @@
 """The resolver's decision, and nothing else: given what was gathered (:mod:`lakehook.usecases.resolve_gather`) and
 the clock, a :class:`Plan`: per group the verdicts, the claims to make (in order), the deferral to leave, the gaps
-to ask a targeted poll for, or the rule error met; and the late snapshots to record as SKIPPED. No I/O: it reads no
-store and writes none, so explain (which only plans) says what a claiming evaluation (which plans, then applies
-the plan: :mod:`lakehook.usecases.resolve_apply`) does.
+to ask a targeted poll for, or the rule error met (a partitioned group: per partition its verdict, claim and pending
+mark, :class:`lakehook.usecases.resolve_partitions.PartitionsPlan`); the late snapshots to record as SKIPPED; and the
+partition facts to keep. No I/O: it reads no store and writes none, so explain (which only plans) says what a
+claiming evaluation (which plans, then applies the plan: :mod:`lakehook.usecases.resolve_apply`) does.
 
 Claims in a plan are planned as if each one succeeds: each moves the group's cursor, and the group is evaluated
 again from there (EACH_VERSION's next version, a window backlog's next window) until it is not ready or has used
@@ -23,6 +24,7 @@ from lakehook.domain.schedule_explanation import ScheduleExplanation
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
 from lakehook.ports.rules import Deferral, GroupRef
 from lakehook.usecases.resolve_gather import Gathered, each_version
+from lakehook.usecases.resolve_partitions import PartitionsPlan, PlannedFact, PlanPartitions, facts_to_write
 from lakehook.usecases.resolve_report import ResolveReport, RuleFailure, describe_error
 
 # Verdicts that lift by themselves at ``until`` (a covered window closes when its lateness has passed).
@@ -82,8 +84,8 @@ class PlannedClaim:
 class GroupPlan:
     """What the resolver does with one group. ``verdicts[i]`` is the verdict ``claims[i]`` claims; a verdict after
     the last claim is the one the group settles on (not ready). ``error``: a rule error met after the claims before
-    it (the group fails, the claims stand). ``partitioned``: the group's partitions are evaluated and claimed by
-    :class:`lakehook.usecases.resolve_partitions.PartitionResolution`, not here."""
+    it (the group fails, the claims stand). ``partitions``: a partitioned group's plan, per partition
+    (:class:`lakehook.usecases.resolve_partitions.PartitionsPlan`; its verdicts and claims are there)."""
 
     rule: Rule
     group: Group
@@ -92,7 +94,7 @@ class GroupPlan:
     deferral: PlannedDeferral | None = None
     gaps: tuple[Gap, ...] = ()
     error: BaseException | None = None
-    partitioned: bool = False
+    partitions: PartitionsPlan | None = None
 
     @property
     def ref(self) -> GroupRef:
@@ -105,7 +107,11 @@ class GroupPlan:
 
     def explain(self, report: ResolveReport, now: int) -> None:
         """What explain answers for the group: its verdict now, or the rule error that keeps it from one (a rule
-        error met only after planned claims is the claiming evaluation's to record; the verdict now stands)."""
+        error met only after planned claims is the claiming evaluation's to record; the verdict now stands); for a
+        partitioned group, its partitions' verdicts now."""
+        if self.partitions is not None:
+            report.verdict(self.ref, self.partitions.board(self.group, explain=True))
+            return
         if self.verdicts:
             report.verdict(self.ref, self.verdicts[0])
             return
@@ -119,10 +125,12 @@ class GroupPlan:
 
 @dataclass(frozen=True)
 class Plan:
-    """What one invocation does: per group (in evaluation order) its plan, and the late snapshots to record."""
+    """What one invocation does: the partition facts to keep (first), per group (in evaluation order) its plan, and
+    the late snapshots to record."""
 
     groups: tuple[GroupPlan, ...]
     skips: tuple[Trigger, ...] = ()
+    facts: tuple[PlannedFact, ...] = ()
 
 
 class PlanResolution:
@@ -158,7 +166,8 @@ class PlanResolution:
             item.trigger(gathered.inputs.cursors[(item.rule.rule_id, item.group_id)], self._now)
             for item in gathered.late
         )
-        return Plan(tuple(groups), skips)
+        facts = facts_to_write(gathered.brought, list(gathered.partitions.values()))
+        return Plan(tuple(groups), skips, facts)
 
     def group(
         self, rule: Rule, group: Group, cursor: GroupCursor | None, previous: Trigger | None, budget: int
@@ -171,10 +180,10 @@ class PlanResolution:
             unreadable = self._gathered.inputs.unreadable(rule.rule_id, group.group_id, group.asset_keys)
             if unreadable is not None:
                 raise UnreadableItemError(unreadable)
-            if group.partition_by is not None:
-                return GroupPlan(rule, group, partitioned=True)
             if ref in self._gathered.errors:
                 raise self._gathered.errors[ref]
+            if group.partition_by is not None:
+                return GroupPlan(rule, group, partitions=self.partitions(rule, group)(budget))
             while len(claims) < budget:
                 verdict = self._evaluate(rule, group, cursor, previous)
                 verdicts.append(verdict)
@@ -190,6 +199,19 @@ class PlanResolution:
         # A long EACH_VERSION or window backlog: continue in a later invocation, not in this one.
         deferral = PlannedDeferral(Deferral(rule.rule_id, group.group_id, self._now), DeferWhy.CLAIMS_USED)
         return GroupPlan(rule, group, tuple(verdicts), tuple(claims), deferral)
+
+    def partitions(self, rule: Rule, group: Group) -> PlanPartitions:
+        """The planner of a partitioned group's partitions, from what was gathered for it."""
+        gathered = self._gathered
+        return PlanPartitions(
+            rule,
+            group,
+            gathered.partitions[(rule.rule_id, group.group_id)],
+            gathered.brought,
+            gathered.inputs.states,
+            self._now,
+            self._registered,
+        )
 
     def _evaluate(
         self, rule: Rule, group: Group, cursor: GroupCursor | None, previous: Trigger | None
