@@ -337,14 +337,9 @@ def _paimon(bench: Any, history: int) -> list[dict[str, Any]]:
 # --- Iceberg ------------------------------------------------------------------------------------------
 
 
-def _iceberg(bench: Any, history: int) -> list[dict[str, Any]]:
-    from pyiceberg.catalog import load_catalog
-    from pyiceberg.table.refs import SnapshotRefType
-    from pyiceberg.table.snapshots import Operation, Snapshot, Summary
-    from pyiceberg.table.update import AddSnapshotUpdate, SetSnapshotRefUpdate
-
-    bucket = bench.bucket(f"bench-iceberg-{history}")
-    endpoint = bench.server.endpoint
+def glue_catalog_settings(endpoint: str, bucket: str) -> tuple[dict[str, str], dict[str, str]]:
+    """A Glue catalog with its warehouse on S3, both on the moto server at ``endpoint``: its properties, and the
+    credentials (kept apart: an asset's registration names them as secret references)."""
     properties = {
         "type": "glue",
         "glue.endpoint": endpoint,
@@ -359,6 +354,17 @@ def _iceberg(bench: Any, history: int) -> list[dict[str, Any]]:
         "s3.access-key-id": "testing",
         "s3.secret-access-key": "testing",
     }
+    return properties, credentials
+
+
+def _iceberg(bench: Any, history: int) -> list[dict[str, Any]]:
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.table.refs import SnapshotRefType
+    from pyiceberg.table.snapshots import Operation, Snapshot, Summary
+    from pyiceberg.table.update import AddSnapshotUpdate, SetSnapshotRefUpdate
+
+    bucket = bench.bucket(f"bench-iceberg-{history}")
+    properties, credentials = glue_catalog_settings(bench.server.endpoint, bucket)
     catalog = load_catalog("glue", **properties, **credentials)
     table = create_iceberg_table(catalog, f"bench{history}.orders")
     table.append(rows(1))

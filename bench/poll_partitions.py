@@ -34,7 +34,7 @@ import boto3
 import pyarrow as pa
 from tests.lakehouse import create_iceberg_table, create_paimon_table, paimon_commit, rows
 
-from bench.poll import TABLE, Bench, _median, _row, _storage_options
+from bench.poll import TABLE, Bench, _median, _row, _storage_options, glue_catalog_settings
 from bench.timed_moto import TimedMotoServer
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.domain.assets import AssetRegistration
@@ -107,21 +107,7 @@ def _iceberg(cases: Cases) -> list[Case]:
 
     bench = cases.bench
     bucket = bench.bucket("bench-iceberg-partitions")
-    endpoint = bench.server.endpoint
-    properties = {
-        "type": "glue",
-        "glue.endpoint": endpoint,
-        "glue.region": "us-east-1",
-        "s3.endpoint": endpoint,
-        "s3.region": "us-east-1",
-        "warehouse": f"s3://{bucket}/iceberg",
-    }
-    credentials = {
-        "glue.access-key-id": "testing",
-        "glue.secret-access-key": "testing",
-        "s3.access-key-id": "testing",
-        "s3.secret-access-key": "testing",
-    }
+    properties, credentials = glue_catalog_settings(bench.server.endpoint, bucket)
     catalog = load_catalog("glue", **properties, **credentials)
     plain = create_iceberg_table(catalog, "benchparts.plain")
     plain.append(rows(1))

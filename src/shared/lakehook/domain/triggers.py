@@ -324,3 +324,37 @@ class GroupCursor(BaseModel):
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True)
+
+
+def next_trigger(
+    rule_id: str,
+    group_id: str,
+    base: GroupCursor,
+    pins: tuple[PinnedInput, ...],
+    *,
+    status: TriggerStatus,
+    reason: str | None,
+    now: int,
+    window: Window | None = None,
+    marker: str | None = None,
+    partition: str | None = None,
+) -> Trigger:
+    """The trigger a claim over the cursor ``base`` makes (its next sequence, in its replay epoch), pinning ``pins``.
+
+    Never dated before the group's previous claim (racing resolvers read their clocks at different times), so a
+    group's triggers list newest first in claim order."""
+    at = max(now, base.claimed_at or 0)
+    return Trigger(
+        trigger_key=trigger_key(rule_id, group_id, pins, window, base.replay_epoch, marker=marker, partition=partition),
+        rule_id=rule_id,
+        group_id=group_id,
+        status=status,
+        inputs=pins,
+        window=window,
+        partition=partition,
+        replay_epoch=base.replay_epoch,
+        sequence=base.seq + 1,
+        created_at=at,
+        updated_at=at,
+        reason=reason,
+    )

@@ -38,7 +38,7 @@ from lakehook.domain.errors import UnreadableItemError
 from lakehook.domain.evaluation import GroupEvaluation, backfills_of, evaluate_group
 from lakehook.domain.rules import Policy, Rule
 from lakehook.domain.time import now_ms
-from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus, trigger_key
+from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus, next_trigger
 from lakehook.observability import logger
 from lakehook.ports.rules import AssetRecheck, ClaimOutcome, Deferral, DeferralStore, StateChange
 from lakehook.usecases.coverage import coverage_of_groups
@@ -176,21 +176,16 @@ class ResolveAssetChange:
             if not verdict.ready or not _newer(verdict, cursor):
                 continue  # nothing satisfies it yet (its first satisfying versions are new), or nothing new
             base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id)
-            at = max(now, base.claimed_at or 0)
-            trigger = Trigger(
-                trigger_key=trigger_key(
-                    rule.rule_id, group.group_id, verdict.pins, verdict.window, base.replay_epoch, marker="start"
-                ),
-                rule_id=rule.rule_id,
-                group_id=group.group_id,
+            trigger = next_trigger(
+                rule.rule_id,
+                group.group_id,
+                base,
+                verdict.pins,
                 status=TriggerStatus.SKIPPED,
-                inputs=verdict.pins,
-                window=verdict.window,
-                replay_epoch=base.replay_epoch,
-                sequence=base.seq + 1,
-                created_at=at,
-                updated_at=at,
+                now=now,
                 reason="startFrom NEXT_CHANGE: the versions present when the rule started; only newer ones run",
+                window=verdict.window,
+                marker="start",
             )
             moved = base.after(trigger, backfills_of(group, inputs.states), baseline=True)
             if self._stores.triggers.claim(trigger, moved, cursor).outcome is ClaimOutcome.CLAIMED:

@@ -33,7 +33,7 @@ from lakehook.domain.partition_evaluation import (
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Rule
 from lakehook.domain.state import AssetState
-from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, next_trigger
 from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import Deferral, GroupRef
@@ -365,21 +365,15 @@ class PlanPartitions:
     def _claim(self, partition: str, verdict: GroupEvaluation, cursor: GroupCursor | None) -> PlannedPartitionClaim:
         rule, group = self.rule, self.group
         base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id, partition)
-        at = max(self.now, base.claimed_at or 0)
-        trigger = Trigger(
-            trigger_key=trigger_key(
-                rule.rule_id, group.group_id, verdict.pins, None, base.replay_epoch, partition=partition
-            ),
-            rule_id=rule.rule_id,
-            group_id=group.group_id,
+        trigger = next_trigger(
+            rule.rule_id,
+            group.group_id,
+            base,
+            verdict.pins,
             status=TriggerStatus.TRIGGERING,
-            inputs=verdict.pins,
-            partition=partition,
-            replay_epoch=base.replay_epoch,
-            sequence=base.seq + 1,
-            created_at=at,
-            updated_at=at,
             reason=verdict.reason,
+            now=self.now,
+            partition=partition,
         )
         return PlannedPartitionClaim(trigger, cursor, base)
 

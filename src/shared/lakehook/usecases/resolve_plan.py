@@ -21,7 +21,7 @@ from lakehook.domain.errors import UnreadableItemError
 from lakehook.domain.evaluation import Gap, GroupEvaluation, Status, backfills_of, evaluate_group
 from lakehook.domain.rules import Group, Rule
 from lakehook.domain.schedule_explanation import ScheduleExplanation
-from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, next_trigger
 from lakehook.ports.rules import Deferral, GroupRef
 from lakehook.usecases.resolve_gather import Gathered, each_version
 from lakehook.usecases.resolve_partitions import PartitionsPlan, PlannedFact, PlanPartitions, facts_to_write
@@ -232,23 +232,18 @@ class PlanResolution:
 
     def _claim(self, rule: Rule, group: Group, verdict: GroupEvaluation, cursor: GroupCursor | None) -> PlannedClaim:
         base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id)
-        # Never before the group's previous claim (racing resolvers read their clocks at different
-        # times), so a group's triggers list newest first in claim order.
-        at = max(self._now, base.claimed_at or 0)
-        trigger = Trigger(
-            trigger_key=trigger_key(rule.rule_id, group.group_id, verdict.pins, verdict.window, base.replay_epoch),
-            rule_id=rule.rule_id,
-            group_id=group.group_id,
-            status=TriggerStatus.SKIPPED if verdict.skip else TriggerStatus.TRIGGERING,
-            inputs=verdict.pins,
-            window=verdict.window,
-            replay_epoch=base.replay_epoch,
-            sequence=base.seq + 1,
-            created_at=at,
-            updated_at=at,
+        status = TriggerStatus.SKIPPED if verdict.skip else TriggerStatus.TRIGGERING
+        trigger = next_trigger(
+            rule.rule_id,
+            group.group_id,
+            base,
+            verdict.pins,
+            status=status,
             reason=verdict.reason,
+            now=self._now,
+            window=verdict.window,
         )
-        catch_up = at if verdict.backlog is not None else None
+        catch_up = trigger.created_at if verdict.backlog is not None else None
         backfills = backfills_of(group, self._gathered.inputs.states)
         return PlannedClaim(trigger, cursor, base, backfills, catch_up, log_pins=each_version(rule, group))
 
