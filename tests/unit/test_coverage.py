@@ -254,7 +254,9 @@ def test_other_event_types_record_nothing() -> None:
 
 def test_partition_keys_are_labels_unless_kept_per_partition() -> None:
     store = InMemoryCoverageStore()
-    RecordCoverage(store).record(covered_event("2025-06-01T10:05:00Z", "2025-06-01T10:10:00Z", "2025-06-01T10:05"))
+    RecordCoverage(store, per_partition=False).record(
+        covered_event("2025-06-01T10:05:00Z", "2025-06-01T10:10:00Z", "2025-06-01T10:05")
+    )
     assert list(store.merged) == [(ASSET, None)]
     per_partition = RecordCoverage(store, per_partition=True)
     change = per_partition.record(covered_event("2025-06-01T10:00:00Z", "2025-06-01T10:05:00Z", "region=eu"))

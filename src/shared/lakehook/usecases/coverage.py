@@ -43,11 +43,12 @@ class RecordCoverage:
 
     Idempotent, so it runs again for a duplicate whose record is not settled yet (a redelivery finishes an add
     a crash cut short); a copy of a settled event stops before it.
-    A partition key is a label by default (seed 004: a micro-batch's key) and coverage is the
-    asset's; with ``per_partition`` the interval is also kept under (asset, partition key).
+    The interval joins the asset's coverage; with ``per_partition`` (the default, as a deployed stack's
+    ``CoveragePerPartition``) it is also kept under (asset, partition key); without, the key is a label only
+    (seed 004: a micro-batch's key).
     """
 
-    def __init__(self, store: CoverageStore, clock: Callable[[], int] = now_ms, per_partition: bool = False) -> None:
+    def __init__(self, store: CoverageStore, clock: Callable[[], int] = now_ms, per_partition: bool = True) -> None:
         self._store = store
         self._clock = clock
         self._per_partition = per_partition

@@ -9,7 +9,6 @@ from lakehook.domain.triggers import GroupCursor
 from lakehook.domain.versions import SnapshotRecord
 from lakehook.observability import logger
 from lakehook.ports.rules import RuleStore, StateHistory, TriggerStore
-from lakehook.usecases.ingest import UNKNOWN_RULES
 
 # How many pages of a rule's triggers (newest first) are read to tell whether a group ran a late snapshot the log
 # holds; past them, the log's word is taken (some claim pinned it).
@@ -59,6 +58,8 @@ class LateSnapshotNotice:
             return self._describe(asset_key, record)
         except Exception:  # the event is recorded already: an unreadable rule must not fail its push
             logger.warning("rules of a late snapshot not read", extra={"asset_key": asset_key}, exc_info=True)
+            from lakehook.usecases.ingest import UNKNOWN_RULES  # here: the resolver imports this module, not ingest
+
             return UNKNOWN_RULES
 
     def _describe(self, asset_key: str, record: SnapshotRecord) -> str | None:

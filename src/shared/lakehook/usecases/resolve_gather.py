@@ -32,7 +32,7 @@ from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, partitio
 from lakehook.domain.versions import LoggedSnapshot, SnapshotLog, SnapshotRecord, Verdict, lineage_of
 from lakehook.ports.rules import Deferral, GroupRef, ResolutionInputs, StateChange
 from lakehook.usecases.coverage import coverage_of_groups
-from lakehook.usecases.late_versions import ran_for_group
+from lakehook.usecases.late_versions import logged_already, ran_for_group
 from lakehook.usecases.resolve_partitions import (
     EXPLAIN_PAGE,
     PENDING_PAGE,
@@ -291,8 +291,7 @@ class GatherInputs:
         for item in late:
             where = (item.asset_key, item.record.order)
             if where not in logged:
-                after = self._stores.history.snapshots_after(item.asset_key, item.record.order - 1, 1)
-                logged[where] = bool(after) and after[0].record.order == item.record.order
+                logged[where] = logged_already(self._stores.history, item.asset_key, item.record)
         return [
             item
             for item in late

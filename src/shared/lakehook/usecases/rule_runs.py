@@ -75,6 +75,7 @@ class EvaluateRule:
         if group_id is not None and (not isinstance(group_id, str) or rule.group(group_id) is None):
             raise ValidationError(f"groupId {group_id!r} is not a group of rule {rule_id!r}", field="groupId")
         if force:
+            group, partition = _manual_target(rule, group_id, options.get("partition"))  # a 400 before any read
             # A manual run moves no cursor, so the explanation is the same before and after its claim: it is
             # made first, to be recorded with the claim under a request key.
             answer = self._explainer.explain_stored(stored, rule)
@@ -82,7 +83,7 @@ class EvaluateRule:
             def answer_for(key: str) -> dict[str, Any]:
                 return {**answer, "triggerKey": key, "claimed": [key], "manual": True}
 
-            claimed = self._manual_run(rule, group_id, answer_for, request, options.get("partition"))
+            claimed = self._manual_run(rule, group, partition, answer_for, request)
             if isinstance(claimed, RecordedRequest):  # a racing twin of this request claimed first
                 assert request is not None
                 return RequestAnswer.replay_of(claimed.answer_to(request))
@@ -103,22 +104,16 @@ class EvaluateRule:
     def _manual_run(
         self,
         rule: Rule,
-        group_id: str | None,
+        group: Group,
+        key_of: str | None,
         answer_for: Callable[[str], dict[str, Any]],
         request: RequestKey | None,
-        partition: Any = None,
     ) -> Trigger | RecordedRequest:
         """A manual run of the group's current versions: each member's newest version satisfying its condition,
         else its newest version at all; for a partitioned group, of one ``partition``: its partitioned members'
         newest data commits touching it (docs/partitions.md). The cursor does not move: the rule's own triggers are
         unaffected. Under a request key, the claim is recorded with ``answer_for(its key)``; if another request
         took the key first, its answer instead."""
-        if group_id is None and len(rule.groups) > 1:
-            names = ", ".join(g.group_id for g in rule.groups)
-            raise ValidationError(f"the rule has several groups ({names}); say which with groupId", field="groupId")
-        group = rule.group(group_id) if group_id is not None else rule.groups[0]
-        assert group is not None
-        key_of = _manual_partition(group, partition)
         pins = self._manual_pins(group, key_of)
         now = self._clock()
         for n in range(1, MAX_MANUAL_RUNS + 1):
@@ -187,6 +182,17 @@ def _evaluate_options(body: Any) -> dict[str, Any]:
     if not isinstance(options.get("force", False), bool):
         raise ValidationError("force must be true or false", field="force")
     return options
+
+
+def _manual_target(rule: Rule, group_id: str | None, partition: Any) -> tuple[Group, str | None]:
+    """The group a manual run runs (``groupId``, needed when the rule has several) and its one partition's canonical
+    key (:func:`_manual_partition`); a ValidationError naming the field otherwise."""
+    if group_id is None and len(rule.groups) > 1:
+        names = ", ".join(g.group_id for g in rule.groups)
+        raise ValidationError(f"the rule has several groups ({names}); say which with groupId", field="groupId")
+    group = rule.group(group_id) if group_id is not None else rule.groups[0]
+    assert group is not None
+    return group, _manual_partition(group, partition)
 
 
 def _manual_partition(group: Group, partition: Any) -> str | None:
