@@ -127,6 +127,15 @@ class TriggerStore(ABC):
         """One transaction: a replay's (or manual run's) claim, as :meth:`put_replay`, and the request's answer under
         its key (``REQUEST#<key>``, which must be absent or expired). Both are written, or neither."""
 
+    def put_replay_answered(self, trigger: Trigger, recorded: RecordedRequest | None) -> bool | RecordedRequest:
+        """A replay's (or manual run's) claim, with its request's answer when there is a request key
+        (:meth:`put_replay_once`, else :meth:`put_replay`): whether this call claimed it, or the answer a racing
+        twin of the request recorded first."""
+        if recorded is None:
+            return self.put_replay(trigger)
+        outcome = self.put_replay_once(trigger, recorded)
+        return outcome.answered if outcome.answered is not None else outcome.claimed
+
     @abstractmethod
     def get_request(self, key: str, now_ms: int) -> RecordedRequest | None:
         """The answer recorded under a request key, unless it has expired by ``now_ms``."""

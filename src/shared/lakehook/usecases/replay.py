@@ -165,16 +165,16 @@ class ReplayTrigger:
                     "run_state": None,
                 }
             )
-            if request is None:
-                claimed = self._triggers.put_replay(replay)
-            else:
-                body = ReplayAnswer(original, report, replay).to_api()
-                outcome = self._triggers.put_replay_once(
-                    replay, RecordedRequest.of(request, 201, body, replay.trigger_key, now)
+            recorded = (
+                None
+                if request is None
+                else RecordedRequest.of(
+                    request, 201, ReplayAnswer(original, report, replay).to_api(), replay.trigger_key, now
                 )
-                if outcome.answered is not None:
-                    return outcome.answered
-                claimed = outcome.claimed
+            )
+            claimed = self._triggers.put_replay_answered(replay, recorded)
+            if isinstance(claimed, RecordedRequest):
+                return claimed
             if claimed:
                 logger.info(
                     "replay claimed",

@@ -135,14 +135,10 @@ class EvaluateRule:
                     if key_of is None
                     else f"manual run of {key_of} (POST /rules/{{ruleId}}/evaluate with force and partition)",
                 )
-                if request is None:
-                    claimed = self._triggers.put_replay(trigger)
-                else:
-                    recorded = RecordedRequest.of(request, 200, answer_for(key), key, now)
-                    outcome = self._triggers.put_replay_once(trigger, recorded)
-                    if outcome.answered is not None:
-                        return outcome.answered
-                    claimed = outcome.claimed
+                recorded = None if request is None else RecordedRequest.of(request, 200, answer_for(key), key, now)
+                claimed = self._triggers.put_replay_answered(trigger, recorded)
+                if isinstance(claimed, RecordedRequest):
+                    return claimed
                 if claimed:
                     logger.info(
                         "manual run claimed",
