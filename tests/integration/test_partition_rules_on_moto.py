@@ -141,10 +141,13 @@ def test_what_one_commit_touching_n_partitions_costs(
         assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
     assert len(container.trigger_store.list_for_rule("daily", limit=1000).items) == touched
     pages = math.ceil(2 * touched / 100)  # the facts of both members, 100 keys per BatchGetItem
-    cursors = math.ceil(touched / 100)
+    cursors = marks = math.ceil(touched / 100)
     assert dict(calls) == {
-        "Query": 2,  # the asset's rules (reverse index), the group's pending partitions
-        "BatchGetItem": 1 + pages + cursors,  # states and cursors, the facts, the partitions' cursors
+        "Query": 1,  # the asset's rules (reverse index); a partitioned member's commit reads no pending page
+        "BatchGetItem": 1
+        + marks
+        + pages
+        + cursors,  # states and cursors, the marks, the facts, the partitions' cursors
         "UpdateItem": touched,  # one conditional write per new fact
         "TransactWriteItems": touched,  # one claim per partition that runs
         "DeleteItem": touched,  # the days payments left pending, cleared under the marks they were read with

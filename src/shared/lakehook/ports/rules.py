@@ -231,6 +231,21 @@ class StateChange:
     state: AssetState | None = None
     snapshot: SnapshotRecord | None = None  # a SNAPSHOT_COMMITTED event recorded (even one older than the state)
     partitions: TouchedPartitions | None = None  # the partitions that snapshot's event names
+    # a slice of a commit's partitions, carried over from an invocation that had more than it could write
+    # (resolve_continue.py): it wakes only the partitioned groups mapping the asset, and only for these partitions
+    partitions_only: bool = False
+
+
+@dataclass(frozen=True)
+class PartitionWork:
+    """Partitions of a partitioned group to evaluate now, carried over from an invocation that reached its bound
+    (resolve_continue.py): ``partitions`` (ready ones past its claims), or the pending partitions below ``after``
+    (the next page of a scan of the group's pending partitions)."""
+
+    rule_id: str
+    group_id: str
+    partitions: tuple[str, ...] = ()
+    after: str | None = None
 
 
 @dataclass(frozen=True)
