@@ -159,6 +159,7 @@ def test_a_forced_partition_and_its_replay_carry_the_partition_through_dispatch(
     of a day) keeps the day in its trigger and key, shares the manifest, and its payload names the day too."""
     import boto3
 
+    from lakehook.api.rule_answers import Explanation
     from lakehook.domain.triggers import trigger_key
     from lakehook.receiver import parse_invocation
     from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger
@@ -178,6 +179,8 @@ def test_a_forced_partition_and_its_replay_carry_the_partition_through_dispatch(
     status, explained = call(app, "GET", "/rules/daily/explain")  # the rule's and the group's newest trigger
     assert status == 200 and explained["lastTrigger"]["partition"] == "dt=2026-12-02", explained
     assert explained["groups"][0]["lastTrigger"]["partition"] == "dt=2026-12-02"
+    documented = Explanation.model_validate(explained)  # the answer is what the OpenAPI document says it is
+    assert documented.last_trigger is not None and documented.last_trigger.partition == "dt=2026-12-02"
 
     status, refused = call(app, "POST", "/rules/daily/evaluate", {"force": True})
     assert status == 400 and refused["field"] == "partition", refused
