@@ -5,6 +5,8 @@ the order of the table's partition spec, names and values escaped as Hive's ``Fi
 them (``%`` and two upper-case hex digits for ``/``, ``=``, ``%``, ``:``, ``#``, ``?``, ``*``, quotes, brackets,
 ``{``, ``^``, ``\\`` and control characters), a null (or empty) value written ``__HIVE_DEFAULT_PARTITION__``. Every
 format's poller writes its partitions in this one syntax (docs/partitions.md), so a rule compares keys as strings.
+Escaping and reading a key are :mod:`lakehook.wire.partition_keys`' (one definition, shared with the receiver); the
+length limit, formatting and canonical keys are here.
 
 :class:`TouchedPartitions` is what an event and the state keep of one commit: the first keys in sorted order, at
 most :data:`~lakehook.domain.limits.MAX_TOUCHED_PARTITIONS` of them and
@@ -20,37 +22,27 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from lakehook.domain.limits import MAX_PARTITION_KEY_LENGTH, MAX_TOUCHED_PARTITION_BYTES, MAX_TOUCHED_PARTITIONS
+from lakehook.wire.partition_keys import (
+    HIVE_DEFAULT_PARTITION,
+    PartitionFields,
+    PartitionKeyError,
+    escape_path_name,
+    partition_fields,
+    unescape_path_name,
+)
 
-HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-# Hive's FileUtils.charToEscape (the characters it escapes on every platform)
-_ESCAPED = frozenset([chr(c) for c in range(0x00, 0x20)] + list("\"#%'*/:=?\\\x7f{[]^"))
-_HEX = frozenset("0123456789abcdefABCDEF")
-
-PartitionFields = tuple[tuple[str, str | None], ...]
-
-
-class PartitionKeyError(ValueError):
-    """A partition key that is not ``name=value[/name=value…]`` (or is too long)."""
-
-
-def escape_path_name(text: str) -> str:
-    """Hive's ``escapePathName``: each character Hive escapes becomes ``%XX`` (upper-case hex)."""
-    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text)
-
-
-def unescape_path_name(text: str) -> str:
-    """Hive's ``unescapePathName``: ``%XX`` back to its character; a ``%`` not followed by two hex digits stays."""
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        pair = text[i + 1 : i + 3]
-        if text[i] == "%" and len(pair) == 2 and set(pair) <= _HEX:
-            out.append(chr(int(pair, 16)))
-            i += 3
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
+__all__ = [
+    "HIVE_DEFAULT_PARTITION",
+    "PartitionFields",
+    "PartitionKeyError",
+    "TouchedPartitions",
+    "canonical_partition_key",
+    "escape_path_name",
+    "format_partition_key",
+    "parse_partition_key",
+    "path_partition_key",
+    "unescape_path_name",
+]
 
 
 def format_partition_key(fields: Sequence[tuple[str, Any]]) -> str:
@@ -68,21 +60,12 @@ def format_partition_key(fields: Sequence[tuple[str, Any]]) -> str:
 
 
 def parse_partition_key(key: str) -> PartitionFields:
-    """``(name, value)`` pairs of a key, unescaped, ``__HIVE_DEFAULT_PARTITION__`` as None."""
-    if not key:
-        raise PartitionKeyError("a partition key is not empty")
+    """``(name, value)`` pairs of a key, unescaped, ``__HIVE_DEFAULT_PARTITION__`` as None (at most
+    :data:`~lakehook.domain.limits.MAX_PARTITION_KEY_LENGTH` characters; the parsing is the wire format's, which the
+    receiver shares)."""
     if len(key) > MAX_PARTITION_KEY_LENGTH:
         raise PartitionKeyError(f"a partition key is at most {MAX_PARTITION_KEY_LENGTH} characters")
-    fields: list[tuple[str, str | None]] = []
-    for segment in key.split("/"):
-        name, equals, value = segment.partition("=")
-        if not equals or not name:
-            raise PartitionKeyError(f"partition key {key[:80]!r}: each part is name=value, not {segment[:40]!r}")
-        plain = unescape_path_name(name)
-        if any(plain == seen for seen, _ in fields):
-            raise PartitionKeyError(f"partition key {key[:80]!r} names {plain[:40]!r} twice")
-        fields.append((plain, None if value in ("", HIVE_DEFAULT_PARTITION) else unescape_path_name(value)))
-    return tuple(fields)
+    return partition_fields(key)
 
 
 def canonical_partition_key(key: str) -> str:
