@@ -129,6 +129,7 @@ def test_a_key_longer_than_the_limit_is_reported_and_the_table_keeps_polling(
     writer = WRITERS[fmt](tmp_path)
     asset: AssetRegistration = writer.asset
     lake, metrics = Lake(table), Metrics()
+    lake.container.asset_registry.put_asset(asset, 1_750_000_000_000)
     poll = PollAssets(lake.poll, lake.statuses, metrics=metrics)
     (first,) = poll([asset])  # the table as it is: nothing of the long key yet
     assert first.outcome is PollOutcome.ADVANCED
@@ -149,8 +150,10 @@ def test_a_key_longer_than_the_limit_is_reported_and_the_table_keeps_polling(
     status = lake.statuses.get(asset.asset_key)
     assert status is not None and status.consecutive_failures == 0 and status.last_error is None
     assert any(LONG_KEY[:40] in w and str(wide) in w for w in status.warnings), status.warnings
-    found = status.to_api()["lastUnrecordedPartitions"]
+    answer = lake.container.read_asset_state(asset.asset_key)  # GET /assets/state
+    found = answer["pollStatus"]["lastUnrecordedPartitions"]
     assert found["snapshotId"] == wide and found["count"] == 1 and found["keys"] == [named]
+    assert answer["latestPartitions"]["unrecorded"] == 1 and answer["latestPartitions"]["unrecordedKeys"] == [named]
     assert metrics.values[MetricName.POLL_PARTITION_KEYS_UNRECORDED] == 1
     # the state's newest data commit is this snapshot, with its recordable partition
     state = lake.state(asset.asset_key)
@@ -165,6 +168,8 @@ def test_a_key_longer_than_the_limit_is_reported_and_the_table_keeps_polling(
     assert event.partitions.unrecorded == 0 and "unrecorded" not in event.partitions.to_api()
     status = lake.statuses.get(asset.asset_key)
     assert status is not None and status.last_snapshot_id == later
-    assert status.to_api()["lastUnrecordedPartitions"]["snapshotId"] == wide  # history, as lastGap is
+    answer = lake.container.read_asset_state(asset.asset_key)
+    assert answer["pollStatus"]["lastUnrecordedPartitions"]["snapshotId"] == wide  # history, as lastGap is
+    assert not answer["pollStatus"].get("warnings")  # the warning was the read's that found it
     assert lake.state(asset.asset_key).latest_snapshot_id == later
     assert metrics.values[MetricName.POLL_PARTITION_KEYS_UNRECORDED] == 1

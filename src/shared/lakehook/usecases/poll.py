@@ -350,7 +350,8 @@ def _unrecorded_warnings(found: Sequence[UnrecordedPartitions]) -> tuple[str, ..
     if not found:
         return ()
     more = len(found) - 1
-    return (found[-1].describe() + (f" ({more} earlier snapshots of this poll too)" if more else ""),)
+    also = f" (and {more} earlier snapshot{'s' if more > 1 else ''} of this poll)" if more else ""
+    return (found[-1].describe() + also,)
 
 
 # --- compensation ---------------------------------------------------------------------------------
