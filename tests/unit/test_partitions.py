@@ -184,6 +184,9 @@ def test_an_over_long_key_is_named_by_its_start_and_length() -> None:
             "dt=\\ud800 (4 characters): not valid Unicode text (a lone surrogate)",
         ],
     }
+    # a key no reader writes (lower-case escapes) is not recorded either, rather than failing the read
+    guarded = TouchedPartitions.of(["a=%2f", "a=1"])
+    assert guarded.keys == ("a=1",) and guarded.unrecorded_keys == ("a=%2f (5 characters): not a canonical key",)
     # a push still names its keys as keys: one it cannot record is refused, not counted
     with pytest.raises(ValidationError):
         TouchedPartitions.model_validate([long_key])

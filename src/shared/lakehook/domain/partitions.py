@@ -108,13 +108,23 @@ def canonical_partition_key(key: str) -> str:
 def unrecordable(key: str) -> str | None:
     """Why a key a reader found cannot be recorded, or None when it can: longer than ``MAX_PARTITION_KEY_LENGTH``
     characters, not valid Unicode text (a lone surrogate, which neither JSON nor DynamoDB hold), or no canonical key
-    (see :func:`canonical_partition_key`)."""
+    (see :func:`canonical_partition_key`; every reader writes keys with :func:`format_partition_key`, so this is a
+    guard, not an expected case)."""
+    return _unstorable(key) or _not_canonical(key)
+
+
+def _unstorable(key: str) -> str | None:
+    """The cheap part of :func:`unrecordable`: the length and the text."""
     try:
         key.encode()
     except UnicodeEncodeError:
         return "not valid Unicode text (a lone surrogate)"
     if len(key) > MAX_PARTITION_KEY_LENGTH:
         return f"longer than the limit of {MAX_PARTITION_KEY_LENGTH} characters"
+    return None
+
+
+def _not_canonical(key: str) -> str | None:
     try:
         canonical = canonical_partition_key(key)
     except PartitionKeyError as exc:
@@ -220,29 +230,34 @@ class TouchedPartitions(BaseModel):
         ``MAX_UNRECORDED_NAMED``) in ``unrecorded_keys``."""
         unique = sorted(set(keys))
         recordable: list[str] = []
-        named: list[str] = []
-        unrecorded = 0
+        unrecorded: list[tuple[str, str]] = []
         for key in unique:
-            why = unrecordable(key)
+            why = _unstorable(key)
             if why is None:
                 recordable.append(key)
-                continue
-            unrecorded += 1
-            if len(named) < MAX_UNRECORDED_NAMED:
-                named.append(unrecorded_key_shown(key, why))
+            else:
+                unrecorded.append((key, why))
+        # the canonical check (a parse and a format) only for the keys kept: a commit may name 10,000
         kept: list[str] = []
+        count = len(recordable)
         size = 0
         for key in recordable:
             length = len(key.encode())
             if len(kept) == MAX_TOUCHED_PARTITIONS or size + length > MAX_TOUCHED_PARTITION_BYTES:
                 break
+            why = _not_canonical(key)
+            if why is not None:
+                unrecorded.append((key, why))
+                count -= 1
+                continue
             kept.append(key)
             size += length
+        named = [unrecorded_key_shown(key, why) for key, why in sorted(unrecorded)[:MAX_UNRECORDED_NAMED]]
         return cls(
             keys=tuple(kept),
-            count=len(recordable),
-            truncated=len(kept) < len(recordable),
-            unrecorded=unrecorded,
+            count=count,
+            truncated=len(kept) < count,
+            unrecorded=len(unrecorded),
             unrecorded_keys=tuple(named),
         )
 
