@@ -12,16 +12,28 @@ length limit, formatting and canonical keys are here.
 most :data:`~lakehook.domain.limits.MAX_TOUCHED_PARTITIONS` of them and
 :data:`~lakehook.domain.limits.MAX_TOUCHED_PARTITION_BYTES` together, with how many there were and whether some
 were left out. A commit touching 10,000 partitions is therefore one bounded item, never 10,000 writes.
+
+A key a reader found that cannot be recorded (:func:`unrecordable`: longer than
+:data:`~lakehook.domain.limits.MAX_PARTITION_KEY_LENGTH`, or not valid text) is left out of the keys and counted
+in ``unrecorded``, the first of them named by their start (``unrecordedKeys``): the snapshot is recorded all the
+same, with its other partitions, and the poll reports it (docs/partitions.md#limits).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from lakehook.domain.limits import MAX_PARTITION_KEY_LENGTH, MAX_TOUCHED_PARTITION_BYTES, MAX_TOUCHED_PARTITIONS
+from lakehook.domain.limits import (
+    MAX_PARTITION_KEY_LENGTH,
+    MAX_TOUCHED_PARTITION_BYTES,
+    MAX_TOUCHED_PARTITIONS,
+    MAX_UNRECORDED_NAMED,
+    UNRECORDED_KEY_SHOWN,
+    UNRECORDED_KEY_TEXT,
+)
 from lakehook.wire.partition_keys import (
     HIVE_DEFAULT_PARTITION,
     PartitionFields,
@@ -76,6 +88,43 @@ def canonical_partition_key(key: str) -> str:
     return canonical
 
 
+def unrecordable(key: str) -> str | None:
+    """Why a key a reader found cannot be recorded, or None when it can: longer than ``MAX_PARTITION_KEY_LENGTH``
+    characters, not valid Unicode text (a lone surrogate, which neither JSON nor DynamoDB hold), or no canonical key
+    (see :func:`canonical_partition_key`; every reader writes keys with :func:`format_partition_key`, so this is a
+    guard, not an expected case)."""
+    return _unstorable(key) or _not_canonical(key)
+
+
+def _unstorable(key: str) -> str | None:
+    """The cheap part of :func:`unrecordable`: the length and the text."""
+    try:
+        key.encode()
+    except UnicodeEncodeError:
+        return "not valid Unicode text (a lone surrogate)"
+    if len(key) > MAX_PARTITION_KEY_LENGTH:
+        return f"longer than the limit of {MAX_PARTITION_KEY_LENGTH} characters"
+    return None
+
+
+def _not_canonical(key: str) -> str | None:
+    try:
+        canonical = canonical_partition_key(key)
+    except PartitionKeyError as exc:
+        return str(exc)
+    return None if canonical == key else "not a canonical key"
+
+
+def unrecorded_key_shown(key: str, why: str) -> str:
+    """How a key that cannot be recorded is named: its first characters (a lone surrogate as ``\\ud800``), its
+    length and why (``a=xxxx… (608 characters): longer than the limit of 512 characters``), at most
+    ``UNRECORDED_KEY_TEXT`` characters."""
+    start = key[:UNRECORDED_KEY_SHOWN]
+    shown = start.encode("utf-8", "backslashreplace").decode()
+    text = f"{shown}{'…' if len(key) > len(start) else ''} ({len(key)} characters): {why}"
+    return text if len(text) <= UNRECORDED_KEY_TEXT else f"{text[: UNRECORDED_KEY_TEXT - 1]}…"
+
+
 def path_partition_key(path: str, names: Sequence[str] = (), *, escaped: bool = True) -> str | None:
     """The key of a partition path as writers lay partitions out (Hudi's partition path, a Hive directory).
 
@@ -109,13 +158,27 @@ def _path_value(text: str, unescape: Callable[[str], str]) -> str | None:
 
 
 class TouchedPartitions(BaseModel):
-    """The partitions one commit touched: the first ``keys`` in sorted order, their ``count``, ``truncated``."""
+    """The partitions one commit touched: the first ``keys`` in sorted order, their ``count``, ``truncated``; and
+    how many keys could not be recorded (``unrecorded``), the first of them named (``unrecordedKeys``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     keys: tuple[str, ...] = Field(max_length=MAX_TOUCHED_PARTITIONS, description="canonical keys, sorted, unique")
     count: int = Field(ge=0, description="how many partitions the commit touched (more than keys when truncated)")
     truncated: bool = Field(default=False, description="whether keys leave some of them out")
+    unrecorded: int = Field(
+        default=0,
+        ge=0,
+        description="how many more partitions the commit touched whose key could not be recorded (longer than "
+        f"{MAX_PARTITION_KEY_LENGTH} characters, or not valid text): in neither keys nor count",
+    )
+    unrecorded_keys: tuple[Annotated[str, Field(max_length=UNRECORDED_KEY_TEXT)], ...] = Field(
+        default=(),
+        alias="unrecordedKeys",
+        max_length=MAX_UNRECORDED_NAMED,
+        description=f"the first {MAX_UNRECORDED_NAMED} of those keys, each as its first {UNRECORDED_KEY_SHOWN} "
+        "characters, its length and why it was not recorded",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -139,22 +202,52 @@ class TouchedPartitions(BaseModel):
             raise ValueError(f"partition keys are {size} bytes together; the limit is {MAX_TOUCHED_PARTITION_BYTES}")
         if self.count < len(self.keys) or self.truncated != (self.count > len(self.keys)):
             raise ValueError("count is the number of partitions, and truncated says whether keys leave some out")
+        if len(self.unrecorded_keys) > self.unrecorded:
+            raise ValueError("unrecordedKeys names at most the unrecorded keys")
         return self
 
     @classmethod
     def of(cls, keys: Iterable[str]) -> TouchedPartitions:
-        """The bounded value of every key a reader found (canonical keys; duplicates count once)."""
+        """The bounded value of every key a reader found (canonical keys; duplicates count once). A key that cannot
+        be recorded (:func:`unrecordable`) never fails the read: it is counted in ``unrecorded`` and named (the first
+        ``MAX_UNRECORDED_NAMED``) in ``unrecorded_keys``."""
         unique = sorted(set(keys))
-        kept: list[str] = []
-        size = 0
+        recordable: list[str] = []
+        unrecorded: list[tuple[str, str]] = []
         for key in unique:
+            why = _unstorable(key)
+            if why is None:
+                recordable.append(key)
+            else:
+                unrecorded.append((key, why))
+        # the canonical check (a parse and a format) only for the keys kept: a commit may name 10,000
+        kept: list[str] = []
+        count = len(recordable)
+        size = 0
+        for key in recordable:
             length = len(key.encode())
             if len(kept) == MAX_TOUCHED_PARTITIONS or size + length > MAX_TOUCHED_PARTITION_BYTES:
                 break
+            why = _not_canonical(key)
+            if why is not None:
+                unrecorded.append((key, why))
+                count -= 1
+                continue
             kept.append(key)
             size += length
-        return cls(keys=tuple(kept), count=len(unique), truncated=len(kept) < len(unique))
+        named = [unrecorded_key_shown(key, why) for key, why in sorted(unrecorded)[:MAX_UNRECORDED_NAMED]]
+        return cls(
+            keys=tuple(kept),
+            count=count,
+            truncated=len(kept) < count,
+            unrecorded=len(unrecorded),
+            unrecorded_keys=tuple(named),
+        )
 
     def to_api(self) -> dict[str, Any]:
-        """The JSON form (camelCase, no nulls): what an API answer and the state's record of it hold."""
-        return {"keys": list(self.keys), "count": self.count, "truncated": self.truncated}
+        """The JSON form (camelCase, no nulls): what an API answer and the state's record of it hold (``unrecorded``
+        and ``unrecordedKeys`` only when some key could not be recorded)."""
+        data: dict[str, Any] = {"keys": list(self.keys), "count": self.count, "truncated": self.truncated}
+        if self.unrecorded:
+            data.update(unrecorded=self.unrecorded, unrecordedKeys=list(self.unrecorded_keys))
+        return data
