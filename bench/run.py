@@ -24,6 +24,7 @@ BENCHES = [
     "poll_partitions",
     "resolve",
     "partitions",
+    "partition_drain",
     "dispatch",
     "coverage",
     "localstack",

@@ -1,0 +1,234 @@
+"""Partition drain: every partition of a large commit runs, each resolver invocation bounded, the drain linear.
+
+Two parts (issue 33):
+- **moto, in process** (DynamoDB on lakehook's moto adapter, SQS): one rule group keyed on `dt` over orders and
+  payments (both partitioned members, mapped alike; with 10 rules they share the facts). Payments has committed data
+  to every day; then orders commits, and the resolver takes the commit's stream records as one batch, then the
+  resolver queue's messages one an invocation (as `ResolverWorkQueue`'s `BatchSize: 1`) until it is empty. Shapes:
+  one commit touching 10, 1,000 and 10,000 partitions (a commit's keys arrive 1,000 an event record), and ten pushes
+  of ten events of 1,000 keys each in one batch (100 records; 10,000 distinct days, each named by ten of them).
+  Counted: resolver invocations, the most write requests one invocation made (UpdateItem, PutItem, DeleteItem,
+  TransactWriteItems, BatchWriteItem, SendMessageBatch) and the most fact writes, DynamoDB + SQS requests per
+  partition run, and the wall time of the whole drain on this machine.
+- **the local stack** (`LocalStack`: every function of template.yaml on moto over loopback): a signed push of an
+  orders commit touching 1,000 days that payments touched before; the time from the push to the last of the 1,000
+  partition runs claimed (`GET /triggers`), followed while it progresses.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import boto3
+from moto import mock_aws
+from tests.support import RequestCounter, create_table
+
+from lakehook.adapters.dynamodb.rule_store import rule_items
+from lakehook.container import Container
+from lakehook.domain.events import AssetEvent, EventType, SourceType
+from lakehook.domain.partitions import TouchedPartitions
+from lakehook.domain.rules import Rule
+from lakehook.domain.state import snapshot_record
+from lakehook.handlers import handle_resolver_queue
+from lakehook.observability import logger
+from lakehook.ports.rules import StateChange
+from lakehook.settings import Settings
+from lakehook.usecases.ingest import IngestEvents
+
+TABLE = "lakehook-bench"
+ORDERS = "paimon://lake/ods/orders"
+PAYMENTS = "paimon://lake/ods/payments"
+WRITES = ("UpdateItem", "PutItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem", "SendMessageBatch")
+LOCAL_PARTITIONS = int(os.environ.get("LAKEHOOK_BENCH_DRAIN_LOCAL", "1000"))
+STALL_SECONDS = 300  # the local wait gives up after this long without a new run
+
+
+def _days(n: int) -> list[str]:
+    from datetime import date, timedelta
+
+    first = date(2000, 1, 1)
+    return [f"dt={(first + timedelta(days=i)).isoformat()}" for i in range(n)]
+
+
+def _rule(i: int) -> Rule:
+    return Rule.model_validate(
+        {
+            "ruleId": f"daily_{i:03d}",
+            "target": {"type": "eventbridge", "eventBusName": "runs"},
+            "groups": [
+                {
+                    "groupId": "g",
+                    "partitionBy": ["dt"],
+                    "members": [{"assetKey": ORDERS, "partition": {}}, {"assetKey": PAYMENTS, "partition": {}}],
+                }
+            ],
+        }
+    )
+
+
+def _records(ingest: IngestEvents, asset: str, sid: int, keys: list[str]) -> list[StateChange]:
+    """A commit's stream records: its event (the first 1,000 keys) and the rest 1,000 keys a record, as slices."""
+    event = AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=asset, snapshotId=sid, partitions=keys[:1000])
+    ingest.ingest(event, SourceType.PUSH)
+    record = snapshot_record(event)
+    changes = [StateChange(asset, snapshot=record, partitions=event.partitions)]
+    for start in range(1000, len(keys), 1000):
+        part = TouchedPartitions.model_validate(keys[start : start + 1000])
+        changes.append(StateChange(asset, snapshot=record, partitions=part, partitions_only=True))
+    return changes
+
+
+class _Drain:
+    """The resolver of a container on moto, its stream batch and its queue's messages, counted per invocation."""
+
+    def __init__(self, container: Container, queue_url: str, counter: RequestCounter) -> None:
+        self._container = container
+        self._sqs = boto3.client("sqs", region_name="us-east-1")
+        self._url = queue_url
+        self._counter = counter
+        self.invocations = 0
+        self.most_writes = 0
+        self.most_facts = 0
+
+    def _counted(self, call: Any) -> None:
+        before = dict(self._counter.calls)
+        call()
+        after = dict(self._counter.calls)
+        delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+        self.invocations += 1
+        self.most_writes = max(self.most_writes, sum(delta.get(k, 0) for k in WRITES))
+        self.most_facts = max(self.most_facts, delta.get("UpdateItem", 0))
+
+    def __call__(self, batch: list[StateChange]) -> None:
+        self._counted(lambda: self._container.resolver(batch))
+        while True:
+            got = self._sqs.receive_message(QueueUrl=self._url, MaxNumberOfMessages=1).get("Messages", [])
+            if not got:
+                return
+            message = got[0]
+            record = {"messageId": message["MessageId"], "body": message["Body"], "eventSource": "aws:sqs"}
+            self._counted(lambda r=record: handle_resolver_queue({"Records": [r]}, self._container))
+            self._sqs.delete_message(QueueUrl=self._url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def _scenario(name: str, rules: int, commits: list[list[str]]) -> dict[str, Any]:
+    from lakehook.local import moto_dynamodb
+
+    with mock_aws(), moto_dynamodb.adapted(True):
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_table(client, TABLE)
+        table = boto3.resource("dynamodb", region_name="us-east-1").Table(TABLE)
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        queue_url = sqs.create_queue(QueueName="resolver-work")["QueueUrl"]
+        with table.batch_writer() as batch:
+            for i in range(rules):
+                meta, index = rule_items(_rule(i), 1, 0, 0)
+                for item in (meta, *index):
+                    batch.put_item(Item=item)
+        container = Container(Settings(table_name=TABLE, region="us-east-1", resolver_queue_url=queue_url))
+        container.overrides["table"] = table
+        ingest = IngestEvents(container.asset_store)
+        every = sorted({k for keys in commits for k in keys})
+        counter = RequestCounter().attach(table.meta.client)
+        queue = container.resolver_queue
+        counter.attach(queue._client)  # type: ignore[union-attr] # the function's own sends, not the service's polls
+        drain = _Drain(container, queue_url, counter)
+        drain(_records(ingest, PAYMENTS, 1, every))  # not measured: payments touched every day before
+        drain.invocations = drain.most_writes = drain.most_facts = 0
+        batch = [c for n, keys in enumerate(commits) for c in _records(ingest, ORDERS, 1 + n, keys)]
+        before = dict(counter.calls)
+        began = time.perf_counter()
+        drain(batch)
+        seconds = time.perf_counter() - began
+        requests = sum(counter.calls.values()) - sum(before.values())
+        runs = sum(
+            len(container.trigger_store.list_for_rule(_rule(i).rule_id, limit=100_000).items) for i in range(rules)
+        )
+        return {
+            "shape": name,
+            "rules": rules,
+            "partition runs": f"{runs:,}",
+            "resolver invocations": drain.invocations,
+            "most writes in one invocation": drain.most_writes,
+            "most fact writes in one invocation": drain.most_facts,
+            "requests per partition run": round(requests / max(runs, 1), 2),
+            "seconds (moto, in process)": round(seconds, 1),
+        }
+
+
+def _local(partitions: int) -> dict[str, Any]:
+    """The time from a push touching ``partitions`` days to the last of their runs claimed, on the local stack."""
+    import requests
+
+    from bench.push_clients import push
+    from lakehook.local.runtime import LocalStack
+
+    admin = {"Authorization": "Bearer bench-admin"}
+    days = _days(partitions)
+    with LocalStack(
+        port=0,
+        admin_token="bench-admin",
+        extra_env={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING"},
+    ) as stack:
+        url = stack.api_url
+        secret = requests.put(
+            f"{url}/producers/bench", headers=admin, timeout=30, json={"assetKeyPrefixes": ["paimon://lake/ods/"]}
+        ).json()["secret"]
+        rule = _rule(0).to_api()
+        rule["target"] = {"type": "eventbridge", "eventBusName": "default"}
+        requests.put(f"{url}/rules/daily", headers=admin, json=rule, timeout=30).raise_for_status()
+
+        def commit(asset: str, sid: int) -> None:
+            for start in range(0, partitions, 1000):
+                event = {"eventType": "SNAPSHOT_COMMITTED", "assetKey": asset, "snapshotId": sid + start // 1000}
+                push(requests.Session(), url, secret, [{**event, "partitions": days[start : start + 1000]}])
+
+        commit(PAYMENTS, 1)
+        stack.wait_idle(timeout=600)
+        began = time.monotonic()
+        commit(ORDERS, 1)
+        seen, last_change = 0, time.monotonic()
+        while seen < partitions:
+            count, token = 0, None
+            while True:
+                params: dict[str, Any] = {"ruleId": "daily", "limit": 1000, **({"nextToken": token} if token else {})}
+                page = requests.get(f"{url}/triggers", headers=admin, params=params, timeout=60).json()
+                count += len(page["items"])
+                token = page.get("nextToken")
+                if not token:
+                    break
+            if count > seen:
+                seen, last_change = count, time.monotonic()
+            elif time.monotonic() - last_change > STALL_SECONDS:
+                raise SystemExit(f"local drain stalled: {seen} of {partitions} partition runs claimed; still pending")
+            if seen < partitions:
+                time.sleep(0.5)
+        return {
+            "shape": f"one push touching {partitions:,} partitions (local stack)",
+            "partition runs": f"{seen:,}",
+            "seconds from the push to the last run claimed": round(time.monotonic() - began, 1),
+        }
+
+
+def run() -> list[dict[str, Any]]:
+    level = logger.log_level
+    logger.setLevel("WARNING")  # one log line per claim
+    try:
+        tens = _days(10_000)
+        rows = [_scenario(f"one commit touching {n:,}", 1, [_days(n)]) for n in (10, 1000, 10_000)]
+        rows += [_scenario(f"one commit touching {n:,}", 10, [_days(n)]) for n in (10, 1000)]
+        pushes = [tens[(n % 10) * 1000 : (n % 10) * 1000 + 1000] for n in range(100)]
+        rows.append(_scenario("10 pushes of 10 events x 1,000 keys, one batch", 1, pushes))
+        if os.environ.get("LAKEHOOK_BENCH_DRAIN_LOCAL", "1000") != "0":
+            rows.append(_local(LOCAL_PARTITIONS))
+        return rows
+    finally:
+        logger.setLevel(level)
+
+
+if __name__ == "__main__":
+    from bench.run import markdown_table
+
+    print(markdown_table(run()))
