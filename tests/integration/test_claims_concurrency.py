@@ -205,3 +205,99 @@ def test_racing_replays_under_one_idempotency_key_claim_one_run_and_answer_it_to
     assert {a.body["replay"]["triggerKey"] for a in answers} == {claims[0].trigger_key}  # everyone is told it
     assert sorted(a.replayed for a in answers) == [False] + [True] * (RACERS - 1)
     assert {a.status for a in answers} == {201}
+
+
+def test_racing_resolvers_drain_the_resolver_queue_and_claim_each_partition_once(endpoint: str) -> None:
+    """Four resolvers handle the same stream batch (redelivered to each) of two commits touching 40 days, at
+    small bounds, and then take the resolver queue's messages (one at a time, as the SQS event source hands them,
+    some received again when a racer does not delete them) until it is empty: every day runs once, no key is
+    claimed twice, and no partition is left pending. (Small: moto copies the table for every transaction.)"""
+    import time
+
+    import boto3
+
+    from lakehook.adapters.dynamodb.partition_store import DynamoDBPartitionStore
+    from lakehook.adapters.sqs import SQSWorkQueue
+    from lakehook.domain.state import snapshot_record
+    from lakehook.handlers import handle_resolver_queue
+    from lakehook.usecases.resolve import ResolverLimits
+
+    table = table_at(endpoint)
+    sqs = boto3.client("sqs", region_name="us-east-1", endpoint_url=endpoint)
+    url = sqs.create_queue(QueueName="resolver-race", Attributes={"VisibilityTimeout": "1"})["QueueUrl"]
+    orders, payments = "paimon://lake/ods/race-orders", "paimon://lake/ods/race-payments"
+    DynamoDBRuleStore(table).put_rule(
+        Rule.model_validate(
+            {
+                "ruleId": "daily",
+                "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
+                "groups": [
+                    {
+                        "groupId": "g",
+                        "partitionBy": ["dt"],
+                        "members": [{"assetKey": orders, "partition": {}}, {"assetKey": payments, "partition": {}}],
+                    }
+                ],
+            }
+        ),
+        1,
+    )
+    days = [f"dt=2026-{1 + i // 28:02d}-{1 + i % 28:02d}" for i in range(40)]
+    ingest = IngestEvents(DynamoDBAssetStore(table))
+    changes = []
+    for asset, sid in ((payments, 1), (orders, 1)):
+        event = AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=asset, snapshotId=sid, partitions=days)
+        ingest.ingest(event, SourceType.PUSH)
+        changes.append(StateChange(asset, snapshot=snapshot_record(event), partitions=event.partitions))
+
+    def resolver(_: int) -> ResolveAssetChange:
+        mine = table_at(endpoint)
+        queue = boto3.session.Session(region_name="us-east-1").client("sqs", endpoint_url=endpoint)
+        return ResolveAssetChange(
+            ResolverStores(
+                DynamoDBRuleStore(mine),
+                DynamoDBStateReader(mine),
+                DynamoDBTriggerStore(mine),
+                DynamoDBStateHistory(mine),
+                DynamoDBDeferralStore(mine),
+                partitions=DynamoDBPartitionStore(mine),
+                resolver_queue=SQSWorkQueue(queue, url),
+            ),
+            limits=ResolverLimits(max_facts=25, max_claims_per_group=10, pending_page=15),
+            observer=None,
+        )
+
+    racers = 4
+    resolvers = [resolver(i) for i in range(racers)]
+    reports = race(racers, lambda i: resolvers[i](changes))
+
+    def left(client: Any) -> int:
+        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        found = client.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+        return sum(int(found.get(n, 0)) for n in names)
+
+    def drain(i: int) -> int:
+        client = boto3.session.Session(region_name="us-east-1").client("sqs", endpoint_url=endpoint)
+        wired = type("Wired", (), {"resolver": resolvers[i]})()
+        handled, progress = 0, time.monotonic()
+        while True:
+            got = client.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages", [])
+            if not got:
+                if left(client) == 0:
+                    return handled
+                assert time.monotonic() - progress < 120, f"the queue stopped draining: {left(client)} messages left"
+                time.sleep(0.1)
+                continue
+            record = {"messageId": got[0]["MessageId"], "body": got[0]["Body"], "eventSource": "aws:sqs"}
+            assert handle_resolver_queue({"Records": [record]}, wired) == {"batchItemFailures": []}
+            if random.random() < 0.9:  # else it is received again after its visibility timeout
+                client.delete_message(QueueUrl=url, ReceiptHandle=got[0]["ReceiptHandle"])
+            handled, progress = handled + 1, time.monotonic()
+
+    handled = race(racers, drain)
+    assert sum(handled) > 0
+    triggers = DynamoDBTriggerStore(table).list_for_rule("daily", limit=1000).items
+    assert sorted(t.partition for t in triggers) == sorted(days)  # each day once
+    claimed = [t.trigger_key for r in reports for t in r.claimed]
+    assert len(claimed) == len(set(claimed))
+    assert DynamoDBPartitionStore(table).count_pending("daily", "g") == 0
