@@ -8,10 +8,11 @@ from typing import Any
 
 import boto3
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
-from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-from lakehook.adapters.lakehouse.delta import commit_file
+from lakehook.adapters.lakehouse.delta import CHECKPOINT_TAIL_BYTES, PartitionLayout, checkpoint_metadata, commit_file
 from lakehook.adapters.lakehouse.factory import snapshot_sources
 from lakehook.adapters.lakehouse.table_files import S3TableFiles
 from lakehook.adapters.secrets import SecretsManagerSecretStore
@@ -321,6 +322,49 @@ def test_s3_after_log_cleanup_a_new_poller_reads_the_checkpoints_metadata_by_ran
     with server.measure() as unchanged:
         assert s3_lake.poll(asset).outcome is PollOutcome.UNCHANGED
     assert dict(unchanged) == {("s3", "GetObject"): 1, ("s3", "ListObjects"): 1}
+
+
+def test_s3_a_checkpoints_metadata_far_from_its_tail_is_one_ranged_read_more(
+    server: CountingMotoServer, s3_table: tuple[str, dict[str, str]]
+) -> None:
+    """delta-rs puts the application transactions (``txn``) after ``metaData`` in a checkpoint: 3,000 of them put
+    the ``metaData`` column far before the file's last 64 KiB. It is read with one ranged read of its own chunks
+    (Arrow coalesces them), two requests in all, and is what deltalake reads as the table's metadata."""
+    location, options = s3_table
+    bucket, prefix = location.removeprefix("s3://").split("/", 1)
+    config = {"delta.columnMapping.mode": "name"}
+    write(
+        location,
+        pa.Table.from_pylist([{"id": 1, "region": "eu"}]),
+        options,
+        partition_by=["region"],
+        configuration=config,
+    )
+    streams = [Transaction(app_id=f"stream-{i:05d}-{'x' * 40}", version=i) for i in range(3000)]
+    write(
+        location,
+        pa.Table.from_pylist([{"id": 2, "region": "us"}]),
+        options,
+        commit_properties=CommitProperties(app_transactions=streams),
+    )
+    DeltaTable(location, storage_options=options).create_checkpoint()
+    name = f"{1:020d}.checkpoint.parquet"
+    client = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1")
+    body = client.get_object(Bucket=bucket, Key=f"{prefix}/_delta_log/{name}")["Body"].read()
+    chunks = pq.ParquetFile(pa.BufferReader(body)).metadata.row_group(0)
+    offsets = [
+        chunks.column(i).data_page_offset
+        for i in range(chunks.num_columns)
+        if chunks.column(i).path_in_schema.startswith("metaData.")
+    ]
+    assert max(offsets) < len(body) - CHECKPOINT_TAIL_BYTES  # nowhere near the tail
+
+    with server.measure() as reads:
+        meta = checkpoint_metadata(S3TableFiles(location, client), (name,))
+    assert dict(reads) == {("s3", "GetObject"): 2}
+    reference = DeltaTable(location, storage_options=options).metadata()
+    assert meta is not None and (meta["id"], meta["configuration"]) == (reference.id, reference.configuration)
+    assert PartitionLayout.of(meta).columns == ("region",) and PartitionLayout.of(meta).stored[0].startswith("col-")
 
 
 def test_s3_missing_tables_and_unresolvable_credentials_fail_that_asset_only_without_leaking(
