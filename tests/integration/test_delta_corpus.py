@@ -15,8 +15,15 @@ from deltalake import DeltaTable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakehook.adapters.lakehouse.delta import LAST_CHECKPOINT, LOG_DIR
+from lakehook.adapters.lakehouse.delta import (
+    LAST_CHECKPOINT,
+    LOG_DIR,
+    LogListing,
+    PartitionLayout,
+    checkpoint_metadata,
+)
 from lakehook.adapters.lakehouse.factory import snapshot_sources
+from lakehook.adapters.lakehouse.table_files import LocalTableFiles
 from lakehook.domain.assets import AssetFormat, AssetSource
 from lakehook.domain.snapshots import SnapshotCursor, SnapshotGap, SnapshotInfo
 from lakehook.ports.lakehouse import SnapshotBatch, SnapshotSource
@@ -188,6 +195,27 @@ def test_an_incomplete_multi_part_checkpoint_is_no_version(tmp_path: Path, sourc
     (root / LOG_DIR / "00000000000000000001.checkpoint.0000000002.0000000002.parquet").unlink()
     with pytest.raises(Exception, match="does not exist"):
         source.pointer(at(root))
+
+
+@pytest.mark.parametrize("name", CHECKPOINTED)
+def test_every_checkpoint_holds_the_metadata_deltalake_reads_at_its_version(name: str) -> None:
+    """The ``metaData`` lakehook reads from each checkpoint (Spark's and delta-rs's: classic, multi-part, v2 JSON and
+    v2 Parquet) is the table's metadata at that version as deltalake loads it."""
+    root = DATA / name
+    listing = LogListing.of(sorted(e.name for e in (root / LOG_DIR).iterdir()))
+    assert listing.parts
+    for version, parts in listing.parts.items():
+        meta = checkpoint_metadata(LocalTableFiles(str(root)), parts)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            reference = DeltaTable(str(root), version=version).metadata()
+        assert meta is not None, (name, version)
+        assert (meta["id"], meta["partitionColumns"], meta["configuration"]) == (
+            reference.id,
+            reference.partition_columns,
+            reference.configuration,
+        ), (name, version)
+        assert PartitionLayout.of(meta).columns == tuple(reference.partition_columns)
 
 
 # --- an unreadable _last_checkpoint is only a missing hint ---------------------------------------------

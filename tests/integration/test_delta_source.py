@@ -8,10 +8,13 @@ from typing import Any
 
 import boto3
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
-from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-from lakehook.adapters.lakehouse.delta import commit_file
+from lakehook.adapters.lakehouse.delta import CHECKPOINT_TAIL_BYTES, PartitionLayout, checkpoint_metadata, commit_file
+from lakehook.adapters.lakehouse.factory import snapshot_sources
+from lakehook.adapters.lakehouse.table_files import S3TableFiles
 from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.domain.assets import AssetFormat
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
@@ -263,6 +266,105 @@ def test_s3_poll_costs_two_requests_unchanged_and_one_read_per_new_version(
     assert dict(changed) == {("s3", "GetObject"): 1 + 3, ("s3", "ListObjects"): 1}
     state = s3_lake.store.get_state(asset.asset_key)
     assert state is not None and state.latest_snapshot_id == 3
+
+
+def test_s3_after_log_cleanup_a_new_poller_reads_the_checkpoints_metadata_by_ranges_once(
+    server: CountingMotoServer, s3_table: tuple[str, dict[str, str]], s3_lake: Lake
+) -> None:
+    """A column-mapped table whose ``metaData`` commit (version 0) log cleanup removed. A poller that knew the
+    metadata version and starts anew (a cold worker) reads ``_last_checkpoint`` and the checkpoint's last 64 KiB
+    (its footer and, here, its ``metaData`` column), never the whole checkpoint; the next polls cost what they
+    cost before: nothing is read again while it is warm, and an unchanged table costs its two requests."""
+    location, options = s3_table
+    bucket, prefix = location.removeprefix("s3://").split("/", 1)
+    config = {"delta.logRetentionDuration": "interval 0 seconds", "delta.columnMapping.mode": "name"}
+    wide = pa.Table.from_pylist([{"id": i, "region": f"r{i:04d}"} for i in range(700)])  # 700 files: a large checkpoint
+    write(location, wide, options, mode="overwrite", partition_by=["region"], configuration=config)
+    asset = register(location, "ods.orders", by_reference(options))
+    s3_lake.poll(asset)  # version 0: the metadata version
+    write(location, pa.Table.from_pylist([{"id": 1000, "region": "r0001"}]), options)
+    DeltaTable(location, storage_options=options).update({"id": "id + 1"}, predicate="region = 'r0002'")
+    assert s3_lake.poll(asset).snapshot_ids == (1, 2)
+    table = DeltaTable(location, storage_options=options)
+    table.create_checkpoint()  # at version 2
+    table.cleanup_metadata()  # versions 0 and 1 go
+    client = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1")
+    checkpoint = f"{prefix}/_delta_log/{2:020d}.checkpoint.parquet"
+    size = client.head_object(Bucket=bucket, Key=checkpoint)["ContentLength"]
+    assert size > 3 * 64 * 1024  # about 220 KiB: far more than the ranges read
+    assert "Contents" not in client.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/_delta_log/{0:020d}.json")
+    files = S3TableFiles(location, client)  # ranges are ranges on S3: what a read of the tail and of a range gets
+    body = client.get_object(Bucket=bucket, Key=checkpoint)["Body"].read()
+    assert files.read_tail(checkpoint.removeprefix(f"{prefix}/"), 1000) == (body[-1000:], size)
+    assert files.read_range(checkpoint.removeprefix(f"{prefix}/"), 4, 100) == body[4:104]
+    write(location, pa.Table.from_pylist([{"id": 2000, "region": "r0003"}, {"id": 2001, "region": "new"}]), options)
+
+    s3_lake.with_sources(snapshot_sources(SecretsManagerSecretStore(boto3.client("secretsmanager"))))  # a cold worker
+    server.reset()
+    with server.measure() as cold:
+        assert s3_lake.poll(asset).snapshot_ids == (3,)
+    # the pointer (_last_checkpoint, a listing), version 3, then version 0 (gone), _last_checkpoint and the
+    # checkpoint's tail: the metaData column lies in it
+    assert dict(cold) == {("s3", "GetObject"): 2 + 3, ("s3", "ListObjects"): 1}
+    assert server.paths[f"GetObject /{bucket}/{checkpoint}"] == 1
+    assert set(s3_lake.events(asset.asset_key)[-1].partitions.keys) == {"region=r0003", "region=new"}  # type: ignore[union-attr]
+
+    write(location, pa.Table.from_pylist([{"id": 3000, "region": "r0004"}]), options)
+    DeltaTable(location, storage_options=options).update({"id": "id + 1"}, predicate="region = 'r0004'")
+    with server.measure() as warm:
+        assert s3_lake.poll(asset).snapshot_ids == (4, 5)
+    assert dict(warm) == {("s3", "GetObject"): 1 + 2, ("s3", "ListObjects"): 1}  # as before the cleanup
+    events = s3_lake.events(asset.asset_key)
+    assert [(e.partitions.keys, e.partitions.count) for e in events[-2:] if e.partitions] == [
+        (("region=r0004",), 1),
+        (("region=r0004",), 1),  # an UPDATE: a remove and an add of one partition
+    ]
+    with server.measure() as unchanged:
+        assert s3_lake.poll(asset).outcome is PollOutcome.UNCHANGED
+    assert dict(unchanged) == {("s3", "GetObject"): 1, ("s3", "ListObjects"): 1}
+
+
+def test_s3_a_checkpoints_metadata_far_from_its_tail_is_one_ranged_read_more(
+    server: CountingMotoServer, s3_table: tuple[str, dict[str, str]]
+) -> None:
+    """delta-rs puts the application transactions (``txn``) after ``metaData`` in a checkpoint: 3,000 of them put
+    the ``metaData`` column far before the file's last 64 KiB. It is read with one ranged read of its own chunks
+    (Arrow coalesces them), two requests in all, and is what deltalake reads as the table's metadata."""
+    location, options = s3_table
+    bucket, prefix = location.removeprefix("s3://").split("/", 1)
+    config = {"delta.columnMapping.mode": "name"}
+    write(
+        location,
+        pa.Table.from_pylist([{"id": 1, "region": "eu"}]),
+        options,
+        partition_by=["region"],
+        configuration=config,
+    )
+    streams = [Transaction(app_id=f"stream-{i:05d}-{'x' * 40}", version=i) for i in range(3000)]
+    write(
+        location,
+        pa.Table.from_pylist([{"id": 2, "region": "us"}]),
+        options,
+        commit_properties=CommitProperties(app_transactions=streams),
+    )
+    DeltaTable(location, storage_options=options).create_checkpoint()
+    name = f"{1:020d}.checkpoint.parquet"
+    client = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1")
+    body = client.get_object(Bucket=bucket, Key=f"{prefix}/_delta_log/{name}")["Body"].read()
+    chunks = pq.ParquetFile(pa.BufferReader(body)).metadata.row_group(0)
+    offsets = [
+        chunks.column(i).data_page_offset
+        for i in range(chunks.num_columns)
+        if chunks.column(i).path_in_schema.startswith("metaData.")
+    ]
+    assert max(offsets) < len(body) - CHECKPOINT_TAIL_BYTES  # nowhere near the tail
+
+    with server.measure() as reads:
+        meta = checkpoint_metadata(S3TableFiles(location, client), (name,))
+    assert dict(reads) == {("s3", "GetObject"): 2}
+    reference = DeltaTable(location, storage_options=options).metadata()
+    assert meta is not None and (meta["id"], meta["configuration"]) == (reference.id, reference.configuration)
+    assert PartitionLayout.of(meta).columns == ("region",) and PartitionLayout.of(meta).stored[0].startswith("col-")
 
 
 def test_s3_missing_tables_and_unresolvable_credentials_fail_that_asset_only_without_leaking(

@@ -18,7 +18,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakehook.adapters.lakehouse.credentials import CredentialResolver
-from lakehook.adapters.lakehouse.delta import LogListing, checkpoint_part, commit_file, commit_version, parse_commit
+from lakehook.adapters.lakehouse.delta import (
+    LogListing,
+    PartitionLayout,
+    checkpoint_part,
+    commit_file,
+    commit_version,
+    parse_commit,
+    touched_partitions,
+)
 from lakehook.adapters.lakehouse.hudi import (
     HudiSnapshotSource,
     Instant,
@@ -30,6 +38,7 @@ from lakehook.adapters.lakehouse.hudi import (
     parse_properties,
 )
 from lakehook.domain.assets import AssetSource
+from lakehook.domain.partitions import format_partition_key
 from lakehook.domain.snapshots import PollOffset, SnapshotCursor
 from lakehook.ports.lakehouse import CorruptMetadataError
 from tests.fakes.memory import InMemorySecretStore
@@ -345,3 +354,83 @@ def test_polls_take_every_commit_once_whatever_clocks_the_writers_have(commits: 
         clock[0] += 2 * 86_400_000  # every clock is passed
         poll()
         assert sorted(taken) == sorted(written)
+
+
+# --- partitions under column mapping, and one key per partition ---------------------------------------------------
+
+NAMES = st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=4, unique_by=str.casefold)
+VALUES = st.one_of(st.none(), st.text(max_size=6))
+
+
+def _mapped_metadata(columns: list[str], physical: list[str], mode: str, others: int = 1) -> dict[str, object]:
+    """A ``metaData`` action of a column-mapped table, as Spark and delta-rs write it (ids and physical names in each
+    field's metadata), its partition columns ``columns`` among ``others`` more."""
+    fields = [
+        {
+            "name": n,
+            "type": "string",
+            "nullable": True,
+            "metadata": {"delta.columnMapping.id": i + 1, "delta.columnMapping.physicalName": p},
+        }
+        for i, (n, p) in enumerate(
+            [*zip(columns, physical, strict=True), *((f"x{j}", f"col-x{j}") for j in range(others))]
+        )
+    ]
+    return {
+        "id": "t",
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": json.dumps({"type": "struct", "fields": fields}),
+        "partitionColumns": columns,
+        "configuration": {"delta.columnMapping.mode": mode, "delta.columnMapping.maxColumnId": str(len(fields))},
+    }
+
+
+@given(
+    NAMES,
+    st.sampled_from(["name", "id", "none"]),
+    st.data(),
+)
+def test_partition_values_are_named_by_logical_names_in_partition_column_order_whatever_the_maps_order(
+    columns: list[str], mode: str, data: st.DataObject
+) -> None:
+    """Under column mapping ``partitionValues`` is keyed by physical names; the keys use the logical names, in
+    ``partitionColumns`` order, however each action's map orders its entries (delta-rs writes a hash map's)."""
+    physical = [f"col-{i}-{abs(hash(c)) % 10**6}" for i, c in enumerate(columns)]
+    stored = physical if mode != "none" else columns
+    commit = data.draw(st.lists(st.lists(VALUES, min_size=len(columns), max_size=len(columns)), min_size=1, max_size=5))
+    actions: list[dict[str, object]] = [{"metaData": _mapped_metadata(columns, physical, mode)}]
+    for values in commit:
+        pairs = data.draw(st.permutations(list(zip(stored, values, strict=True))))
+        for kind in ("remove", "add"):  # an UPDATE: each partition removed and added, each map in its own order
+            shuffled = data.draw(st.permutations(pairs))
+            actions.append({kind: {"path": "p", "dataChange": True, "partitionValues": dict(shuffled)}})
+    parsed = parse_commit(1, _commit(*actions))
+    assert parsed.layout == PartitionLayout(tuple(columns), tuple(stored))
+    touched = touched_partitions(parsed.touched, parsed.layout)
+    expected = {format_partition_key(list(zip(columns, values, strict=True))) for values in commit}
+    assert touched is not None and set(touched.keys) == expected and touched.count == len(expected)
+
+
+@given(NAMES, st.data())
+def test_without_the_partition_columns_an_update_still_names_each_partition_once(
+    columns: list[str], data: st.DataObject
+) -> None:
+    """No ``metaData`` to read: the names are ``partitionValues``'s in the order the commit first names them, one
+    order for the whole commit, so a remove and an add of one partition are one key."""
+    commit = data.draw(st.lists(st.lists(VALUES, min_size=len(columns), max_size=len(columns)), min_size=1, max_size=5))
+    touched: list[tuple[tuple[str, str | None], ...]] = []
+    for values in commit:
+        for _ in ("remove", "add"):
+            touched.append(tuple(data.draw(st.permutations(list(zip(columns, values, strict=True))))))
+    found = touched_partitions(tuple(touched), None)
+    order = list(dict.fromkeys(name for name, _ in touched[0]))
+    expected = {format_partition_key([(c, dict(zip(columns, v, strict=True))[c]) for c in order]) for v in commit}
+    assert found is not None and set(found.keys) == expected and found.count == len(expected)
+
+
+def test_a_mapped_partition_column_is_found_by_its_name_whatever_its_case_and_unmapped_ones_keep_their_names() -> None:
+    meta = _mapped_metadata(["Day"], ["col-d"], "name")
+    meta["partitionColumns"] = ["day", "unknown"]  # Delta's names are case-insensitive; a column not in the schema
+    assert PartitionLayout.of(meta) == PartitionLayout(("day", "unknown"), ("col-d", "unknown"))
+    assert PartitionLayout.of({**meta, "schemaString": "not json"}).stored == ("day", "unknown")
+    assert PartitionLayout.of({"partitionColumns": []}) == PartitionLayout((), ())

@@ -5,7 +5,8 @@ reads its ``commitInfo`` (operation, timestamp, operation metrics, custom commit
 carries a ``metaData`` action, and whether it changed data: a version changes data only when it adds or
 removes a file with ``dataChange: true`` (the actions decide, not the operation's name: a property or schema
 change, an UPDATE or DELETE that matched no row, an ``OPTIMIZE`` rewrite do not). Nothing else of the table is
-read, so no Delta library is needed (delta-rs is ~135 MB unzipped; see docs/packaging.md).
+read, but for the ``metaData`` a checkpoint holds once the commit that wrote it is gone (below), so no Delta
+library is needed (delta-rs is ~135 MB unzipped; see docs/packaging.md).
 
 - The pointer is the newest version: one read of ``_last_checkpoint`` and one listing of the log after
   that checkpoint (``StartAfter``), so its cost is bounded by the checkpoint interval, not history. A
@@ -21,20 +22,29 @@ read, so no Delta library is needed (delta-rs is ~135 MB unzipped; see docs/pack
   action: schema, partitioning, properties), so it only grows; when that commit is older than the
   retained log it is unknown (None).
 - The partitions a version touched are the ``partitionValues`` of its ``add`` / ``remove`` actions with
-  ``dataChange: true``, keyed in the order of the table's ``metaData.partitionColumns`` (docs/partitions.md):
-  the batch's own ``metaData``, else that of the commit ``schemaId`` names (one read, remembered per table and
-  metadata version). An unpartitioned table (no partition columns) records none; a version known only from a
-  checkpoint records none either.
+  ``dataChange: true``, one key per distinct partition, keyed by the :class:`PartitionLayout` of the
+  ``metaData`` in force at that version (docs/partitions.md): the logical names of ``partitionColumns`` in that
+  order, each value looked up under the column's physical name when column mapping is on (``partitionValues``
+  is keyed by physical names then). So after a rename a version's keys use the name its own metadata gives the
+  column, as a reader of that version sees it. The layout is the batch's own ``metaData``; else the one the
+  previous batch ended with, when the batch starts right after it (a warm poller reads nothing); else that of
+  the commit ``schemaId`` names (one read, remembered per table and metadata version); else, once log cleanup
+  removed that commit or when the metadata version is not known, the ``metaData`` of the newest checkpoint at
+  or before the first version read (``_last_checkpoint``, or the listing a gap made; a Parquet checkpoint's
+  footer and ``metaData`` column read by ranges through pyarrow; remembered per table and checkpoint). An
+  unpartitioned table (no partition columns) records none; a version known only from a checkpoint records
+  none either (the versions after it take that checkpoint's layout).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from lakehook.adapters.lakehouse.credentials import CredentialResolver
 from lakehook.adapters.lakehouse.table_files import TableFiles, TableFilesCache
@@ -52,7 +62,13 @@ from lakehook.ports.lakehouse import (
 LOG_DIR = "_delta_log"
 LAST_CHECKPOINT = "_last_checkpoint"
 WATERMARK_KEYS = ("lakehook.watermark", "watermark")  # a writer may stamp one into the commit's properties
-_KNOWN_COLUMNS = 256
+_KNOWN_LAYOUTS = 256  # partition layouts (and batch ends) a warm poller remembers, newest kept
+COLUMN_MAPPING_MODE = "delta.columnMapping.mode"
+PHYSICAL_NAME = "delta.columnMapping.physicalName"
+# a Parquet checkpoint's first read: its last 64 KiB (the footer, and usually the metaData column chunk after the
+# add and remove columns); Arrow's own first read of a footer is this size too
+CHECKPOINT_TAIL_BYTES = 64 * 1024
+CheckpointFiles = dict[int, tuple[str, ...]]  # checkpoint version → its files (a multi-part one's parts in order)
 SCHEMA_LOOKBACK = 100  # commit files read backwards to find the metadata version on a first read
 # operationMetrics names (delta-rs snake_case, Spark camelCase) of rows a commit wrote / removed. A MERGE's
 # numOutputRows counts every row it rewrote (inserted + updated + copied), so a MERGE counts only the rows it
@@ -98,24 +114,24 @@ def checkpoint_part(name: str) -> tuple[int, int, int] | None:
 @dataclass(frozen=True)
 class LogListing:
     """What a listing of ``_delta_log/`` holds: the commit files' versions and the complete checkpoints
-    (version → one of its files; a multi-part checkpoint counts only with all its parts)."""
+    (version → one of its files; a multi-part checkpoint counts only with all its parts), with every file of each
+    (``parts``: a multi-part checkpoint's parts in order, else the one file)."""
 
     commits: frozenset[int]
     checkpoints: dict[int, str]
+    parts: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, names: list[str]) -> LogListing:
         commits = {v for n in names if (v := commit_version(n)) is not None}
-        parts: dict[tuple[int, int], set[int]] = {}
-        first: dict[tuple[int, int], str] = {}
-        for name in names:
+        parts: dict[tuple[int, int], dict[int, str]] = {}
+        for name in sorted(names):
             found = checkpoint_part(name)
             if found is not None:
                 version, part, count = found
-                parts.setdefault((version, count), set()).add(part)
-                first.setdefault((version, count), name)
-        checkpoints = {v: first[(v, n)] for (v, n), seen in sorted(parts.items()) if len(seen) == n}
-        return cls(frozenset(commits), checkpoints)
+                parts.setdefault((version, count), {}).setdefault(part, name)
+        complete = {v: tuple(seen[p] for p in sorted(seen)) for (v, n), seen in sorted(parts.items()) if len(seen) == n}
+        return cls(frozenset(commits), {v: files[0] for v, files in complete.items()}, complete)
 
     @property
     def versions(self) -> set[int]:
@@ -123,15 +139,60 @@ class LogListing:
 
 
 @dataclass(frozen=True)
+class PartitionLayout:
+    """A table's partition columns as one ``metaData`` action defines them: ``columns`` their logical (display)
+    names in ``partitionColumns`` order, ``stored`` the name each one's value is kept under in an ``add`` /
+    ``remove`` action's ``partitionValues``: with column mapping (``delta.columnMapping.mode`` ``name`` or ``id``)
+    the column's physical name (``delta.columnMapping.physicalName`` in its schema field's metadata), else its
+    name. A rename changes a column's logical name, never its physical one."""
+
+    columns: tuple[str, ...]
+    stored: tuple[str, ...]
+
+    @classmethod
+    def of(cls, meta: Any) -> PartitionLayout:
+        """The layout of a ``metaData`` action (as a commit file's JSON has it); none listed: unpartitioned."""
+        if not isinstance(meta, dict):
+            return cls((), ())
+        listed = meta.get("partitionColumns")
+        columns = tuple(str(c) for c in listed) if isinstance(listed, list) else ()
+        return cls(columns, _stored_names(meta, columns))
+
+
+def _stored_names(meta: dict[str, Any], columns: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``partitionValues`` key of each partition column: its physical name under column mapping.
+
+    A column whose schema field has no physical name (or a schema that does not parse) keeps its logical name."""
+    configuration = meta.get("configuration")
+    mode = configuration.get(COLUMN_MAPPING_MODE) if isinstance(configuration, dict) else None
+    if not columns or str(mode or "none").lower() not in ("name", "id"):
+        return columns
+    try:
+        schema = json.loads(str(meta.get("schemaString") or ""))
+    except ValueError:
+        return columns
+    fields = schema.get("fields") if isinstance(schema, dict) else None
+    physical: dict[str, str] = {}
+    for field_ in fields if isinstance(fields, list) else []:
+        metadata = field_.get("metadata") if isinstance(field_, dict) else None
+        name = metadata.get(PHYSICAL_NAME) if isinstance(metadata, dict) else None
+        if isinstance(name, str) and name and isinstance(field_.get("name"), str):
+            physical.setdefault(field_["name"], name)
+    folded = {k.casefold(): v for k, v in physical.items()}  # Delta's column names are case-insensitive
+    return tuple(physical.get(c) or folded.get(c.casefold()) or c for c in columns)
+
+
+@dataclass(frozen=True)
 class DeltaCommit:
     """One version as lakehook reads it: whether it wrote the table's metadata, and whether it is known only
-    from a checkpoint (then which metadata it holds is not known either)."""
+    from a checkpoint (``checkpoint``: that checkpoint's files; which commit wrote its metadata is not known)."""
 
     info: SnapshotInfo
     writes_metadata: bool
     from_checkpoint: bool = False
-    partition_columns: tuple[str, ...] | None = None  # the metaData action's, when the commit writes one
+    layout: PartitionLayout | None = None  # the metaData action's partition columns, when the commit writes one
     touched: tuple[tuple[tuple[str, str | None], ...], ...] = ()  # partitionValues of its data-changing files
+    checkpoint: tuple[str, ...] = ()
 
 
 class DeltaSnapshotSource(SnapshotSource):
@@ -142,8 +203,11 @@ class DeltaSnapshotSource(SnapshotSource):
     ) -> None:
         self._files = TableFilesCache(resolver, cache_ttl_seconds)
         self._read_concurrency = read_concurrency
-        # partition columns by (table, metadata version): a warm poller reads a table's metaData commit once
-        self._columns: OrderedDict[tuple[str, int], tuple[str, ...]] = OrderedDict()
+        # partition layouts a warm poller has read, by (table, "commit" | "checkpoint", version): the metaData of
+        # a commit, or that a checkpoint holds (None: the checkpoint could not be read; it does not change)
+        self._layouts: OrderedDict[tuple[str, str, int], PartitionLayout | None] = OrderedDict()
+        # by table: the newest version a batch read and the layout in force after it (the next batch's start)
+        self._tails: OrderedDict[str, tuple[int, PartitionLayout]] = OrderedDict()
         self._lock = threading.Lock()
 
     # --- the port ---------------------------------------------------------------------------
@@ -183,6 +247,7 @@ class DeltaSnapshotSource(SnapshotSource):
     ) -> SnapshotBatch:
         gap: SnapshotGap | None = None
         commits: list[DeltaCommit] = []
+        listed: CheckpointFiles = {}  # the checkpoints a listing this batch made found
         if limit <= 0:
             pass
         elif cursor is None:  # a first look: the newest ``limit`` versions
@@ -194,11 +259,12 @@ class DeltaSnapshotSource(SnapshotSource):
                 first = _commit(files, start)
                 if first is None:  # cleaned up (or never written): resume at the oldest retained version
                     listing = _listing(files, start)
+                    listed = listing.parts
                     oldest = min((v for v in listing.versions if v >= start), default=None)
                     if oldest is not None and oldest <= latest:
                         first = _commit(files, oldest) if oldest in listing.commits else None
                         if first is None and oldest in listing.checkpoints:
-                            first = _checkpointed(files, oldest, listing.checkpoints[oldest])
+                            first = _checkpointed(files, oldest, listing.parts[oldest])
                         if oldest > start:
                             gap = SnapshotGap(
                                 after_snapshot_id=last_read, resumed_at_snapshot_id=oldest, missed=oldest - start
@@ -216,7 +282,10 @@ class DeltaSnapshotSource(SnapshotSource):
         schema = cursor.schema_id if cursor is not None and gap is None else None
         if cursor is None and commits and not commits[0].writes_metadata and not commits[0].from_checkpoint:
             schema = _metadata_version_before(files, commits[0].info.snapshot_id)
-        infos = _with_partitions(commits, _with_schema_ids(commits, schema), self._columns_at(files, schema, commits))
+        layout = self._layout_before(files, commits, schema, listed)
+        infos, after = _with_partitions(commits, _with_schema_ids(commits, schema), layout)
+        if commits and after is not None:
+            self._remember_tail(files.location, commits[-1].info.snapshot_id, after)
         previous = cursor.schema_id if cursor is not None else None
         return SnapshotBatch(
             pointer=pointer,
@@ -227,31 +296,100 @@ class DeltaSnapshotSource(SnapshotSource):
             complete=limit > 0 and (not commits or commits[-1].info.snapshot_id >= latest),
         )
 
-    def _columns_at(
-        self, files: TableFiles, metadata_version: int | None, commits: list[DeltaCommit]
-    ) -> tuple[str, ...] | None:
-        """The partition columns the first new commit inherits: the ``metaData`` of the commit ``schemaId`` names
-        (one read, unless the batch starts with its own), None when not known (then ``partitionValues`` order)."""
-        for commit in commits:
-            if commit.partition_columns is not None:
-                self._remember_columns(files.location, commit.info.snapshot_id, commit.partition_columns)
-        if not commits or commits[0].partition_columns is not None or metadata_version is None:
-            return None
-        with self._lock:
-            known = self._columns.get((files.location, metadata_version))
-        if known is not None:
-            return known
-        written = _commit(files, metadata_version)
-        if written is None or written.partition_columns is None:
-            return None
-        self._remember_columns(files.location, metadata_version, written.partition_columns)
-        return written.partition_columns
+    def _layout_before(
+        self, files: TableFiles, commits: list[DeltaCommit], metadata_version: int | None, listed: CheckpointFiles
+    ) -> PartitionLayout | None:
+        """The partition layout the first new commit inherits (None when not known: then ``partitionValues`` order).
 
-    def _remember_columns(self, location: str, version: int, columns: tuple[str, ...]) -> None:
+        In order: the layout the previous batch ended with, when this batch starts right after it (a warm poller
+        reads nothing); the ``metaData`` of the commit ``schemaId`` names (one read, remembered); once log cleanup
+        has removed that commit, or when the metadata version is not known, the ``metaData`` of the newest
+        checkpoint at or before the first commit (and not older than the metadata version): the table's metadata
+        as of that checkpoint (remembered per checkpoint, and as the metadata version's)."""
+        for commit in commits:
+            if commit.layout is not None:
+                self._remember_layout((files.location, "commit", commit.info.snapshot_id), commit.layout)
+        if not commits or commits[0].layout is not None:
+            return None
+        first = commits[0].info.snapshot_id
+        if commits[0].from_checkpoint:
+            return self._checkpoint_layout(files, Checkpoint(first, commits[0].checkpoint))
         with self._lock:
-            self._columns[(location, version)] = columns
-            while len(self._columns) > _KNOWN_COLUMNS:
-                self._columns.popitem(last=False)
+            tail = self._tails.get(files.location)
+        if tail is not None and tail[0] == first - 1:
+            return tail[1]
+        if metadata_version is not None:
+            key = (files.location, "commit", metadata_version)
+            with self._lock:
+                if key in self._layouts:
+                    return self._layouts[key]
+            written = _commit(files, metadata_version)
+            if written is not None:  # a commit that wrote no metaData is no metadata version: not known
+                if written.layout is not None:
+                    self._remember_layout(key, written.layout)
+                return written.layout
+        found = self._checkpoint_at_or_before(files, first, metadata_version or 0, listed)
+        if found is None:
+            return None
+        layout = self._checkpoint_layout(files, found)
+        with self._lock:
+            settled = (files.location, "checkpoint", found.version) in self._layouts
+        if metadata_version is not None and settled:  # the metadata version's layout, or that it cannot be read
+            self._remember_layout((files.location, "commit", metadata_version), layout)
+        return layout
+
+    def _checkpoint_at_or_before(
+        self, files: TableFiles, version: int, at_least: int, listed: CheckpointFiles
+    ) -> Checkpoint | None:
+        """The newest complete checkpoint from ``at_least`` to ``version``: among those a listing this batch made
+        found, else the one ``_last_checkpoint`` names, else by listing the log from ``at_least``."""
+        fits = [v for v in listed if at_least <= v <= version]
+        if fits:
+            return Checkpoint(max(fits), listed[max(fits)])
+        hint = _last_checkpoint_hint(files)
+        if hint is not None and at_least <= hint.version <= version:
+            return hint
+        listing = _listing(files, at_least)
+        fits = [v for v in listing.parts if v <= version]
+        return Checkpoint(max(fits), listing.parts[max(fits)]) if fits else None
+
+    def _checkpoint_layout(self, files: TableFiles, checkpoint: Checkpoint) -> PartitionLayout | None:
+        """The layout of the ``metaData`` a checkpoint holds, its files read once per table and checkpoint while
+        warm. Files named by ``_last_checkpoint`` that are not there are looked up by listing the log from the
+        checkpoint's version; a checkpoint that is there but holds no readable ``metaData`` is None (remembered)."""
+        key = (files.location, "checkpoint", checkpoint.version)
+        with self._lock:
+            if key in self._layouts:
+                return self._layouts[key]
+        meta = checkpoint.metadata
+        try:
+            if meta is None:
+                meta = checkpoint_metadata(files, checkpoint.files)
+            if meta is None:
+                parts = _listing(files, checkpoint.version).parts.get(checkpoint.version)
+                if not parts or parts == checkpoint.files:
+                    return None  # gone (a cleanup racing this read): not remembered
+                meta = checkpoint_metadata(files, parts)
+                if meta is None:
+                    return None
+        except UnreadableCheckpointError:
+            meta = None
+        layout = None if meta is None else PartitionLayout.of(meta)
+        self._remember_layout(key, layout)
+        return layout
+
+    def _remember_layout(self, key: tuple[str, str, int], layout: PartitionLayout | None) -> None:
+        with self._lock:
+            self._layouts[key] = layout
+            while len(self._layouts) > _KNOWN_LAYOUTS:
+                self._layouts.popitem(last=False)
+
+    def _remember_tail(self, location: str, version: int, layout: PartitionLayout) -> None:
+        with self._lock:
+            self._tails[location] = (version, layout)
+            self._tails.move_to_end(location)
+            while len(self._tails) > _KNOWN_LAYOUTS:
+                self._tails.popitem(last=False)
 
     def _newest(self, files: TableFiles, latest: int, limit: int) -> list[DeltaCommit]:
         versions = range(max(0, latest - limit + 1), latest + 1)
@@ -263,7 +401,7 @@ class DeltaSnapshotSource(SnapshotSource):
             commits.append(commit)
         commits.reverse()
         if not commits:  # the newest version has no commit file: a checkpoint alone holds it
-            checkpoint = _listing(files, latest).checkpoints.get(latest)
+            checkpoint = _listing(files, latest).parts.get(latest)
             if checkpoint is not None:
                 commits.append(_checkpointed(files, latest, checkpoint))
         return commits
@@ -300,14 +438,46 @@ def _latest_version(files: TableFiles) -> int:
 
 def _last_checkpoint(files: TableFiles) -> int | None:
     """The version ``_last_checkpoint`` names; None when it is absent, empty, not JSON or names no version."""
+    hint = _last_checkpoint_hint(files)
+    return None if hint is None else hint.version
+
+
+class Checkpoint(NamedTuple):
+    """A checkpoint: its version, its files in ``_delta_log/`` (a multi-part one's parts in order) and, when
+    ``_last_checkpoint`` carries it (a v2 checkpoint's ``nonFileActions``), the ``metaData`` action it holds."""
+
+    version: int
+    files: tuple[str, ...]
+    metadata: dict[str, Any] | None = None
+
+
+def _last_checkpoint_hint(files: TableFiles) -> Checkpoint | None:
+    """The checkpoint ``_last_checkpoint`` names (None when it is absent, empty, not JSON or names no version): its
+    files by the protocol's names (``parts``: multi-part; ``v2Checkpoint.path``: a v2 one; else the classic name)."""
     data = files.read(f"{LOG_DIR}/{LAST_CHECKPOINT}")
     if not data:
         return None
     try:
-        version = json.loads(data)["version"]
+        hint = json.loads(data)
+        version = hint["version"]
     except (ValueError, KeyError, TypeError):  # UnicodeDecodeError is a ValueError
         return None
-    return version if isinstance(version, int) and not isinstance(version, bool) and version >= 0 else None
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        return None
+    stem = f"{version:020d}.checkpoint"
+    parts = hint.get("parts")
+    v2 = hint.get("v2Checkpoint")
+    metadata: dict[str, Any] | None = None
+    if isinstance(v2, dict) and isinstance(v2.get("path"), str) and "/" not in v2["path"]:
+        names: tuple[str, ...] = (v2["path"],)
+        actions = v2.get("nonFileActions")
+        found = (a["metaData"] for a in actions or () if isinstance(a, dict) and isinstance(a.get("metaData"), dict))
+        metadata = next(found, None) if isinstance(actions, list) else None
+    elif isinstance(parts, int) and not isinstance(parts, bool) and 1 < parts < 100_000:
+        names = tuple(f"{stem}.{i:010d}.{parts:010d}.parquet" for i in range(1, parts + 1))
+    else:
+        names = (f"{stem}.parquet",)
+    return Checkpoint(version, names, metadata)
 
 
 def _listing(files: TableFiles, at_least: int) -> LogListing:
@@ -316,15 +486,157 @@ def _listing(files: TableFiles, at_least: int) -> LogListing:
     return LogListing.of(names)
 
 
-def _checkpointed(files: TableFiles, version: int, checkpoint: str) -> DeltaCommit:
+class UnreadableCheckpointError(Exception):
+    """A checkpoint whose files are there but hold no ``metaData`` lakehook can read (not Parquet or JSON lines, no
+    ``metaData`` column, or no Parquet reader installed)."""
+
+
+class _GoneError(Exception):
+    """A checkpoint file removed while it was being read (log cleanup racing the read)."""
+
+
+def checkpoint_metadata(files: TableFiles, names: tuple[str, ...]) -> dict[str, Any] | None:
+    """The ``metaData`` action a checkpoint holds: its files read in order until one has it (a multi-part
+    checkpoint puts it in one of its parts). None when a file is not there; UnreadableCheckpointError when none
+    holds it.
+
+    A JSON (v2) checkpoint is read whole (one request). A Parquet one is read by ranges, through Arrow: its last
+    64 KiB (one request: the footer, and often the ``metaData`` column chunk already), then, for each row group
+    whose statistics do not say ``metaData`` is null in every row, that column's chunks (one request for them
+    together). The ``add`` and ``remove`` columns, nearly all of a checkpoint's bytes, are never read."""
+    for name in names:
+        path = f"{LOG_DIR}/{name}"
+        if name.endswith(".json"):
+            data = files.read(path)
+            if data is None:
+                return None
+            found = _json_metadata(data)
+        else:
+            tail = files.read_tail(path, CHECKPOINT_TAIL_BYTES)
+            if tail is None:
+                return None
+            try:
+                found = _parquet_metadata(files, path, *tail)
+            except _GoneError:
+                return None
+        if found is not None:
+            return found
+    raise UnreadableCheckpointError(f"no metaData action in {', '.join(names)[:200]}")
+
+
+def _json_metadata(data: bytes) -> dict[str, Any] | None:
+    try:
+        for line in data.decode("utf-8").splitlines():
+            if '"metaData"' in line:
+                action = json.loads(line)
+                if isinstance(action, dict) and isinstance(action.get("metaData"), dict):
+                    return dict(action["metaData"])
+    except ValueError as exc:  # UnicodeDecodeError is a ValueError
+        raise UnreadableCheckpointError("a JSON checkpoint that is not JSON lines") from exc
+    return None
+
+
+def _parquet_metadata(files: TableFiles, path: str, tail: bytes, size: int) -> dict[str, Any] | None:
+    """The first non-null ``metaData`` row of a Parquet checkpoint, as a commit file's JSON has it."""
+    try:
+        import pyarrow.parquet as pq  # the lakehouse layer's; imported only when a checkpoint must be read
+    except ImportError as exc:
+        raise UnreadableCheckpointError("no Parquet reader (pyarrow) is installed") from exc
+    source = _RangedFile(files, path, tail, size)
+    try:
+        parquet = pq.ParquetFile(source, pre_buffer=True)
+        meta = parquet.metadata
+        leaf = next((i for i in range(meta.num_columns) if meta.schema.column(i).path == "metaData.id"), None)
+        if leaf is None:
+            raise UnreadableCheckpointError(f"{path} has no metaData column")
+        groups = [g for g in range(meta.num_row_groups) if _may_hold(meta.row_group(g), leaf)]
+        rows = parquet.read_row_groups(groups, columns=["metaData"]).column("metaData").to_pylist() if groups else []
+    except UnreadableCheckpointError:
+        raise
+    except Exception as exc:  # Arrow's errors (ArrowInvalid, OSError …) for a file that is not a checkpoint
+        if isinstance(source.error, SourceAccessError):  # the storage failed under Arrow, the file is not corrupt
+            raise source.error from exc
+        if source.error is not None:
+            raise _GoneError(path) from exc
+        raise UnreadableCheckpointError(f"{path} is not a Parquet checkpoint: {exc}") from exc
+    row = next((r for r in rows if isinstance(r, dict)), None)
+    if row is None:
+        return None
+    configuration = row.get("configuration")
+    options = (row.get("format") or {}).get("options") if isinstance(row.get("format"), dict) else None
+    return {
+        **row,
+        "configuration": dict(configuration) if isinstance(configuration, list) else configuration or {},
+        "format": {**row["format"], "options": dict(options)} if isinstance(options, list) else row.get("format"),
+    }
+
+
+def _may_hold(row_group: Any, leaf: int) -> bool:
+    """Whether a row group may hold a ``metaData`` row: not when its statistics count a null ``metaData.id`` in
+    every row (a row of another action)."""
+    statistics = row_group.column(leaf).statistics
+    if statistics is None or not statistics.has_null_count:
+        return True
+    return bool(statistics.null_count < row_group.num_rows)
+
+
+class _RangedFile(io.RawIOBase):
+    """A file Arrow reads by ranges: the tail already read, other bytes one ranged read each (Arrow coalesces the
+    chunks of the columns it reads into one range when they lie together)."""
+
+    def __init__(self, files: TableFiles, path: str, tail: bytes, size: int) -> None:
+        super().__init__()
+        self._files, self._path, self._size = files, path, size
+        self._tail, self._tail_start = tail, size - len(tail)
+        self._position = 0
+        self.error: SourceAccessError | _GoneError | None = None  # what failed under Arrow
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
+        self._position = max(0, base + offset)
+        return self._position
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        length = max(0, min(len(view), self._size - self._position))
+        data = self._bytes(self._position, length)
+        view[: len(data)] = data
+        self._position += len(data)
+        return len(data)
+
+    def _bytes(self, start: int, length: int) -> bytes:
+        end = start + length
+        if start >= self._tail_start:
+            return self._tail[start - self._tail_start : end - self._tail_start]
+        try:
+            head = self._files.read_range(self._path, start, min(end, self._tail_start) - start)
+        except SourceAccessError as exc:
+            self.error = exc
+            raise
+        if head is None:  # removed since its tail was read
+            self.error = _GoneError(self._path)
+            raise self.error
+        return head + (self._tail[: end - self._tail_start] if end > self._tail_start else b"")
+
+
+def _checkpointed(files: TableFiles, version: int, checkpoint: tuple[str, ...]) -> DeltaCommit:
     """A version known only from its checkpoint: its time is the checkpoint file's, nothing else is recorded."""
-    modified = files.modified_ms(f"{LOG_DIR}/{checkpoint}")
+    modified = files.modified_ms(f"{LOG_DIR}/{checkpoint[0]}")
     info = SnapshotInfo(
         snapshot_id=version,
         parent_snapshot_id=version - 1 if version > 0 else None,
         commit_time=max(0, modified or 0),
     )
-    return DeltaCommit(info, writes_metadata=False, from_checkpoint=True)
+    return DeltaCommit(info, writes_metadata=False, from_checkpoint=True, checkpoint=checkpoint)
 
 
 def _commit(files: TableFiles, version: int) -> DeltaCommit | None:
@@ -355,37 +667,50 @@ def _with_schema_ids(commits: list[DeltaCommit], schema: int | None) -> list[Sna
 
 
 def _with_partitions(
-    commits: list[DeltaCommit], infos: list[SnapshotInfo], columns: tuple[str, ...] | None
-) -> list[SnapshotInfo]:
-    """Each version's touched partitions, keyed in the order of the partition columns in force at it."""
+    commits: list[DeltaCommit], infos: list[SnapshotInfo], layout: PartitionLayout | None
+) -> tuple[list[SnapshotInfo], PartitionLayout | None]:
+    """Each version's touched partitions, keyed by the partition layout in force at it; and the layout in force
+    after the last one. ``layout`` is the first version's (for a version known only from its checkpoint, that
+    checkpoint's: the version records no partitions, the versions after it take its layout)."""
     out: list[SnapshotInfo] = []
-    for commit, info in zip(commits, infos, strict=True):
-        if commit.partition_columns is not None:
-            columns = commit.partition_columns
+    for i, (commit, info) in enumerate(zip(commits, infos, strict=True)):
+        if commit.layout is not None:
+            layout = commit.layout
         if commit.from_checkpoint:
-            columns = None  # which metadata a checkpoint-only version holds is not read
+            layout = layout if i == 0 else None  # only a batch's first version is read from its checkpoint
             out.append(info)
             continue
-        out.append(info.model_copy(update={"partitions": touched_partitions(commit.touched, columns)}))
-    return out
+        out.append(info.model_copy(update={"partitions": touched_partitions(commit.touched, layout)}))
+    return out, layout
 
 
 def touched_partitions(
-    touched: tuple[tuple[tuple[str, str | None], ...], ...], columns: tuple[str, ...] | None
+    touched: tuple[tuple[tuple[str, str | None], ...], ...], layout: PartitionLayout | None
 ) -> TouchedPartitions | None:
     """The partitions of a commit's data-changing ``add`` / ``remove`` actions; None for an unpartitioned table.
 
-    A value is the protocol's partition value serialization as written; a null (JSON null, or the empty string
-    the protocol also reads as null) is Hive's default partition. Without the table's ``partitionColumns`` (its
-    ``metaData`` is older than the retained log) the order is the ``partitionValues`` map's as written."""
-    if columns == () or (columns is None and not any(touched)):
+    Each is keyed by the layout's logical column names in ``partitionColumns`` order, its values looked up under
+    the names ``partitionValues`` stores them by (physical names under column mapping). A value is the protocol's
+    partition value serialization as written; a null (JSON null, or the empty string the protocol also reads as
+    null) is Hive's default partition. Without the layout (no ``metaData`` or checkpoint that holds it could be
+    read) the names are those ``partitionValues`` has, in the order the commit's actions first name them, so an
+    UPDATE's ``remove`` and ``add`` of one partition are one key however each action's map orders its names.
+    One partition is one key: ``count`` is the number of distinct partitions."""
+    if layout is not None and not layout.columns:
         return None
+    if layout is None and not any(touched):
+        return None
+    if layout is not None:
+        order = tuple(zip(layout.columns, layout.stored, strict=True))
+    else:
+        order = tuple((name, name) for name in dict.fromkeys(name for values in touched for name, _ in values))
     keys: set[str] = set()
     for values in touched:
+        if layout is None and not values:
+            continue  # a file without partition values, and no partition columns known: nothing to name
         named = dict(values)
-        order = columns if columns is not None else tuple(name for name, _ in values)
         try:
-            keys.add(format_partition_key([(name, named.get(name)) for name in order]))
+            keys.add(format_partition_key([(name, named.get(stored)) for name, stored in order]))
         except PartitionKeyError:
             continue  # a file without partition values in a partitioned table: nothing to name
     return TouchedPartitions.of(keys)
@@ -407,7 +732,7 @@ def parse_commit(version: int, data: bytes, location: str = "") -> DeltaCommit:
     writes_metadata = False
     data_changed = False
     newest_add = 0
-    columns: tuple[str, ...] | None = None
+    layout: PartitionLayout | None = None
     touched: list[tuple[tuple[str, str | None], ...]] = []
     try:
         for line in data.decode("utf-8").splitlines():
@@ -420,9 +745,7 @@ def parse_commit(version: int, data: bytes, location: str = "") -> DeltaCommit:
                 commit_info = action["commitInfo"]
             elif "metaData" in action:
                 writes_metadata = True
-                meta = action["metaData"]
-                listed = meta.get("partitionColumns") if isinstance(meta, dict) else None
-                columns = tuple(str(c) for c in listed) if isinstance(listed, list) else ()
+                layout = PartitionLayout.of(action["metaData"])
             elif isinstance(action.get("add"), dict) or isinstance(action.get("remove"), dict):
                 file = action["add"] if isinstance(action.get("add"), dict) else action["remove"]
                 if "add" in action:
@@ -433,7 +756,7 @@ def parse_commit(version: int, data: bytes, location: str = "") -> DeltaCommit:
     except (UnicodeDecodeError, ValueError) as exc:
         raise CorruptMetadataError(f"delta table {location}: {commit_file(version)} is not a Delta commit") from exc
     info = commit_snapshot(version, commit_info, newest_add, data_changed)
-    return DeltaCommit(info, writes_metadata, partition_columns=columns, touched=tuple(touched))
+    return DeltaCommit(info, writes_metadata, layout=layout, touched=tuple(touched))
 
 
 def commit_snapshot(

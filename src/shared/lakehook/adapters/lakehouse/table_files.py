@@ -1,9 +1,11 @@
 """The files of a table that keeps its own log (Delta ``_delta_log/``, Hudi ``.hoodie/``): local or on S3.
 
-Three operations, each one storage request: read one object, list one directory (non-recursively,
-optionally only the names after a given one, which is how a poller lists the newest log entries of a
-long history in one page), and the time a file was last modified (for a log entry that records no time of
-its own, such as a Delta checkpoint whose commit file was cleaned up). S3 goes through boto3 (the Lambda
+Each operation is one storage request: read one object (whole, or a byte range of it: its tail, with its size,
+or the bytes from an offset), list one directory (non-recursively, optionally only the names after a given one,
+which is how a poller lists the newest log entries of a long history in one page), and the time a file was last
+modified (for a log entry that records no time of its own, such as a Delta checkpoint whose commit file was
+cleaned up). Ranges let a reader take one column of a large Parquet file (a Delta checkpoint's ``metaData``)
+without reading the rest. S3 goes through boto3 (the Lambda
 runtime has it), so polling these formats needs no table-format library at all (see docs/packaging.md).
 
 Storage options use the names delta-rs and hudi-rs use (``AWS_REGION``, ``AWS_ENDPOINT_URL``,
@@ -42,6 +44,16 @@ class TableFiles(ABC):
         """The file at ``path`` (relative to the table root), or None when it does not exist."""
 
     @abstractmethod
+    def read_tail(self, path: str, length: int) -> tuple[bytes, int] | None:
+        """The last ``length`` bytes of the file at ``path`` (all of it when it is shorter) and the file's size, or
+        None when it does not exist."""
+
+    @abstractmethod
+    def read_range(self, path: str, start: int, length: int) -> bytes | None:
+        """``length`` bytes of the file at ``path`` from byte ``start`` (fewer at its end), or None when it does not
+        exist."""
+
+    @abstractmethod
     def list(self, directory: str, start_after: str | None = None) -> list[str]:
         """The names of the files directly in ``directory`` (sorted), only those after ``start_after`` if given.
 
@@ -70,6 +82,27 @@ class LocalTableFiles(TableFiles):
         try:
             with open(os.path.join(self._root, path), "rb") as handle:
                 return handle.read()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise SourceAccessError(f"{self.location}: {path} could not be read: {exc.strerror}") from exc
+
+    def read_tail(self, path: str, length: int) -> tuple[bytes, int] | None:
+        try:
+            with open(os.path.join(self._root, path), "rb") as handle:
+                size = handle.seek(0, os.SEEK_END)
+                handle.seek(max(0, size - length))
+                return handle.read(length), size
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise SourceAccessError(f"{self.location}: {path} could not be read: {exc.strerror}") from exc
+
+    def read_range(self, path: str, start: int, length: int) -> bytes | None:
+        try:
+            with open(os.path.join(self._root, path), "rb") as handle:
+                handle.seek(start)
+                return handle.read(length)
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as exc:
@@ -122,6 +155,36 @@ class S3TableFiles(TableFiles):
         except Exception as exc:
             if _code(exc) in _NOT_FOUND:
                 return None
+            raise self._error(exc, f"{path} could not be read") from exc
+
+    def read_tail(self, path: str, length: int) -> tuple[bytes, int] | None:
+        try:
+            answer = self._client.get_object(Bucket=self.bucket, Key=self._prefix + path, Range=f"bytes=-{length}")
+        except Exception as exc:
+            code = _code(exc)
+            if code in _NOT_FOUND:
+                return None
+            if code == "InvalidRange":  # an empty object has no last bytes
+                return b"", 0
+            raise self._error(exc, f"{path} could not be read") from exc
+        data = bytes(answer["Body"].read())
+        total = str(answer.get("ContentRange") or "").rpartition("/")[2]  # "bytes 100-199/200"
+        return data, int(total) if total.isdigit() else len(data)
+
+    def read_range(self, path: str, start: int, length: int) -> bytes | None:
+        if length <= 0:
+            return b""
+        try:
+            answer = self._client.get_object(
+                Bucket=self.bucket, Key=self._prefix + path, Range=f"bytes={start}-{start + length - 1}"
+            )
+            return bytes(answer["Body"].read())
+        except Exception as exc:
+            code = _code(exc)
+            if code in _NOT_FOUND:
+                return None
+            if code == "InvalidRange":  # from past the end
+                return b""
             raise self._error(exc, f"{path} could not be read") from exc
 
     def modified_ms(self, path: str) -> int | None:
