@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from lakehook.domain.rules import Rule
 from lakehook.domain.status import Status
 from lakehook.handlers import handle_resolver_queue
-from lakehook.ports.rules import StateChange
+from lakehook.ports.rules import AssetRecheck, StateChange
 from lakehook.usecases.freshness import CheckFreshness
 from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport, ResolverLimits, ResolverStores
 from lakehook.usecases.resolve_report import OutOfTime
@@ -332,3 +332,23 @@ def test_a_batch_cut_off_at_any_point_by_its_deadline_loses_nothing_and_runs_not
     runs = lake.runs()
     assert len(runs) == len({(p, tuple(pins)) for p, pins in runs})
     assert {p for p, _ in runs} == {f"dt={k}" for k in keys[10:]}
+
+
+def test_a_recheck_of_a_partitioned_member_scans_the_groups_pending_partitions() -> None:
+    """A recheck (left by a failed batch) of a partitioned member's asset names no partition: it scans the group's
+    pending partitions, so one that is ready (its deferral lost) runs."""
+    lake = Lake(daily())
+    lake.resolve = ResolveAssetChange(
+        ResolverStores(
+            lake.rules, lake.reader, lake.triggers, lake.history, lake.deferrals, partitions=lake.partitions
+        ),
+        limits=ResolverLimits(max_claims_per_group=2),
+        clock=lambda: lake.now,
+        observer=None,
+    )
+    lake.commit(ORDERS, 1, *DAYS)
+    lake.commit(PAYMENTS, 101, *DAYS)
+    assert len(lake.deliver(dispatch=False).claimed) == 2
+    lake.deferrals.pending.clear()  # the group's deferral is lost
+    report = lake.resolve(deferred=[AssetRecheck(ORDERS, lake.now)])
+    assert len(report.claimed) == 2

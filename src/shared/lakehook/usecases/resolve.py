@@ -163,7 +163,7 @@ class ResolveAssetChange:
         groups the fact writes and pending marks too (``tests/unit/test_partition_plan.py``)."""
         now = self._clock()
         batch = Batch.of(changes)
-        found = self._gather.rules(batch.changed, deferred, batch.sliced)
+        found = self._gather.rules(batch.changed, deferred, batch.sliced, bare=batch.bare)
         return self._planner(found.work, batch, now, None, wake=found.wake)() if found.work else Plan(())
 
     def start(self, rule: Rule, group_ids: Sequence[str]) -> list[Trigger]:
@@ -221,7 +221,7 @@ class ResolveAssetChange:
         """The changed assets' rules and the deferred groups, evaluated (and claimed) as one piece of work, bounded:
         the partitions past ``max_facts`` go to the resolver queue first."""
         batch = Batch.of(changes)
-        found = self._gather.rules(batch.changed, deferred, batch.sliced, carried)
+        found = self._gather.rules(batch.changed, deferred, batch.sliced, carried, batch.bare)
         self._apply.fail_assets(found.unreadable, now, report)
         if not found.work:
             return

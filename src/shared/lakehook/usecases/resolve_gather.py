@@ -62,6 +62,7 @@ class Batch:
     recorded: dict[str, list[SnapshotRecord]]
     touched: dict[str, list[tuple[SnapshotRecord, TouchedPartitions]]] | None
     sliced: list[str] = field(default_factory=list)
+    bare: list[str] = field(default_factory=list)  # assets of a change that says nothing more (a recheck)
 
     @classmethod
     def empty(cls) -> Batch:
@@ -82,6 +83,8 @@ class Batch:
             if change.asset_key not in batch.images:
                 batch.changed.append(change.asset_key)
                 batch.images[change.asset_key] = []
+            if change.state is None and change.snapshot is None and change.asset_key not in batch.bare:
+                batch.bare.append(change.asset_key)
             if change.state is not None and change.state.version > 0:
                 batch.images[change.asset_key].append(change.state)
             if change.snapshot is not None:
@@ -165,10 +168,12 @@ class GatherInputs:
         deferred: Sequence[Deferral],
         sliced: Sequence[str] = (),
         carried: Sequence[PartitionWork] = (),
+        bare: Sequence[str] = (),
     ) -> RulesRead:
         """The rules naming the changed assets (reverse index) and the due deferrals' groups, enabled ones only; for
         assets of which a slice of partitions came (``sliced``), only the partitioned groups mapping them; and the
-        groups of carried-over partition work."""
+        groups of carried-over partition work. A partitioned group scans its pending partitions when an unpartitioned
+        member changed, a deferral came due, or an asset of it is rechecked (``bare``: a change that names nothing)."""
         rules: dict[str, Rule] = {}
         focus: dict[str, set[str]] = {}
         unreadable: list[tuple[str, BaseException]] = []
@@ -191,7 +196,8 @@ class GatherInputs:
                 rules[rule.rule_id] = rule
                 focus.setdefault(rule.rule_id, set()).update(g.group_id for g in groups)
                 # an unpartitioned member's change may make any pending partition ready: the group scans them
-                scan.update((rule.rule_id, g.group_id) for g in groups if whole and _gates(g, asset_key))
+                woke = asset_key in bare
+                scan.update((rule.rule_id, g.group_id) for g in groups if whole and (woke or _gates(g, asset_key)))
         retried = self._deferred_groups(deferred, rules, focus)
         after, given = self._carried_groups(carried, rules, focus)
         work = [
