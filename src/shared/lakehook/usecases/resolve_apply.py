@@ -56,8 +56,10 @@ class ApplyPlan:
 
     def __call__(
         self, plan: Plan, gathered: Gathered, planner: PlanResolution, now: int, report: ResolveReport
-    ) -> None:
-        """Write what ``plan`` says; ``planner`` plans a group again after a lost race."""
+    ) -> set[GroupRef]:
+        """Write what ``plan`` says; ``planner`` plans a group again after a lost race. The groups whose claim found
+        a late snapshot noted on their cursor since it was read: what was read does not hold that snapshot, so they
+        are to be gathered and planned again (the late snapshot's push answered that it runs in order)."""
         if gathered.owned:
             self._stores.history.record(gathered.owned, now)
         if plan.facts and self._stores.partitions is not None:
@@ -66,16 +68,18 @@ class ApplyPlan:
         if gathered.seen:
             self._stores.history.record_snapshots(gathered.seen, now)
         persisted = {k: set(v) for k, v in gathered.persisted.items()}
+        again: set[GroupRef] = set()
         for group_plan in plan.groups:
             try:
                 if group_plan.partitions is not None:
                     self._partitioned(group_plan, group_plan.partitions, planner, now, report)
-                else:
-                    self._group(group_plan, gathered, planner, persisted, now, report)
+                elif not self._group(group_plan, gathered, planner, persisted, now, report):
+                    again.add(group_plan.ref)
             except Exception as exc:
                 if not self._rule_error(exc):
                     raise
                 self._fail_group(group_plan.rule, group_plan.group, exc, now, report)
+        return again
 
     # --- one group -----------------------------------------------------------------------------------
 
@@ -87,8 +91,9 @@ class ApplyPlan:
         persisted: dict[str, set[int]],
         now: int,
         report: ResolveReport,
-    ) -> None:
-        """The group's claims in order; a lost race plans the group again from the cursor that beat it."""
+    ) -> bool:
+        """The group's claims in order; a lost race plans the group again from the cursor that beat it. False when
+        a late snapshot was noted on the cursor since it was read (the group is to be gathered again)."""
         conflicts = made = 0
         while True:
             lost: tuple[PlannedClaim, ClaimResult] | None = None
@@ -101,12 +106,16 @@ class ApplyPlan:
                 made += 1
             if lost is None:
                 self._finish(plan, gathered.batch.changed, now, report)
-                return
+                return True
             conflicts += 1
             report.conflicts += 1
+            if _noted_since(*lost):
+                extra = {"rule_id": plan.ref[0], "group_id": plan.ref[1], "trigger_key": lost[0].trigger.trigger_key}
+                logger.info("a late version arrived during the claim; gathered again", extra=extra)
+                return False
             replanned = self._after_lost_race(plan, *lost, conflicts, made, planner)
             if replanned is None:
-                return
+                return True
             plan = replanned
 
     def _claim(
@@ -417,6 +426,12 @@ class ApplyPlan:
             logger.exception("recheck markers not written", extra={"status": "FAILED", "asset_keys": len(changes)})
         else:
             logger.warning("resolver batch failed; rechecks left", extra={"status": "FAILED", "due_at": due})
+
+
+def _noted_since(claim: PlannedClaim, result: ClaimResult) -> bool:
+    """Whether a lost claim found a late snapshot noted on the group's cursor since the cursor it was planned over
+    was read (``late_seq``: the plans made from one read, and the ones after a lost race, share it)."""
+    return result.cursor is not None and result.cursor.late_seq != claim.base.late_seq
 
 
 def _pinned_record(pin: PinnedInput, order: int) -> SnapshotRecord:

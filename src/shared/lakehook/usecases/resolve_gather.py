@@ -275,10 +275,11 @@ class GatherInputs:
         self, work: Work, recorded: Mapping[str, Sequence[SnapshotRecord]], cursors: Mapping[GroupRef, GroupCursor]
     ) -> list[LateVersion]:
         """The snapshots of this batch an EACH_VERSION group ran past before they were known
-        (:mod:`lakehook.domain.late_versions`), unless already logged and run by this group: one logged was known
-        in time (it ran, or runs) unless another group's claim logged it (it pinned it on its quality verdict;
-        ``ran_for_group`` asks this group's runs), and a redelivered record of one finds it logged. One log query
-        per such snapshot, and a page of the rule's triggers when the log holds it."""
+        (:mod:`lakehook.domain.late_versions`), unless already logged and run by this group (a claim logged it,
+        pinning it on its quality verdict, or its push logged it before the group ran past it, and the group ran
+        it: ``ran_for_group`` asks this group's runs). Their push decided and recorded the skip already (the same
+        key, written once: here only for a snapshot whose push could not read the asset's rules). One log
+        query per such snapshot, and a page of the rule's triggers when the log holds it."""
         late = [
             found
             for rule, group in work
@@ -473,7 +474,8 @@ def _seen_snapshots(
 
 def _snapshot_floors(work: Work, cursors: Mapping[GroupRef, GroupCursor]) -> dict[str, int | None]:
     """Per EACH_VERSION member stepping by snapshot: the order after which its logged snapshots are needed (the
-    oldest cursor's pinned snapshot), or None when a group needing it pins no snapshot of it yet."""
+    oldest cursor's pinned snapshot; before a group's first trigger, the oldest late snapshot noted on its cursor,
+    which its push answered "it runs in order"), or None when a group needing it pins no snapshot of it yet."""
     since: dict[str, int | None] = {}
     for rule, group in work:
         if not each_version(rule, group):
@@ -484,11 +486,14 @@ def _snapshot_floors(work: Work, cursors: Mapping[GroupRef, GroupCursor]) -> dic
                 continue
             key = member.asset_key
             last = cursor.pins.get(key) if cursor is not None and cursor.seq > 0 else None
-            if last is None or last.snapshot_id is None:
+            floor = last.ordinal[0] if last is not None and last.snapshot_id is not None else None
+            if floor is None and cursor is not None:
+                floor = cursor.late_floor
+            if floor is None:
                 since.setdefault(key, None)
                 continue
             held = since.get(key)
-            since[key] = last.ordinal[0] if held is None else min(held, last.ordinal[0])
+            since[key] = floor if held is None else min(held, floor)
     return since
 
 
