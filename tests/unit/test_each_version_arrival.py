@@ -49,6 +49,10 @@ def test_one_request_3_2_1_split_across_stream_batches_runs_1_2_3_and_every_answ
         (IngestStatus.STALE, IN_ORDER),
         (IngestStatus.STALE, IN_ORDER),
     ]
+    stored = world.rules.get_rule("each")
+    assert stored is not None
+    verdict = world.resolve.evaluate(stored.rule, claim=False).verdicts[("each", "g")]  # explain, before any record
+    assert verdict.ready and [p.snapshot_id for p in verdict.pins] == [1]  # what the resolver claims first
     deliver_records(world, A, 2)  # 3's event and state records come first, alone
     deliver_records(world, A)  # then 2's and 1's
     assert world.claimed() == [[1], [2], [3]]
