@@ -68,6 +68,7 @@ def fakes(**parts: Any) -> dict[str, Any]:
         # the real factory on fake secrets: a lakehouse library loads only when a table of its format is read
         "snapshot_sources": snapshot_sources(secrets),
         "work_queue": InMemoryWorkQueue(),
+        "resolver_queue": InMemoryWorkQueue(),
         "rule_store": InMemoryRuleStore(),
         "trigger_store": triggers,
         "state_reader": InMemoryStateReader(

@@ -127,10 +127,10 @@ def test_pending_partitions_say_since_when_lowest_keys_first(backend: Backend) -
     store.mark_pending("dwd", "g", ["dt=2026-01-02", "dt=2026-01-01", "dt=2026-01-03"], 10)
     store.mark_pending("dwd", "g2", ["dt=2026-01-00"], 5)  # another group, its id starting with this one's
 
-    assert store.pending_since("dwd", "g", 10) == {"dt=2026-01-01": 10, "dt=2026-01-02": 10, "dt=2026-01-03": 10}
-    assert list(store.pending_since("dwd", "g", 2)) == ["dt=2026-01-01", "dt=2026-01-02"]  # one page
+    assert store.pending_since("dwd", "g") == {"dt=2026-01-01": 10, "dt=2026-01-02": 10, "dt=2026-01-03": 10}
+    assert list(store.pending_since("dwd", "g")) == ["dt=2026-01-01", "dt=2026-01-02", "dt=2026-01-03"]
     store.mark_pending("dwd", "g", ["dt=2026-01-01"], 20)  # found pending again: since then
     cleared = store.pending("dwd", "g", 10)
     store.clear_pending("dwd", "g", {"dt=2026-01-03": cleared["dt=2026-01-03"]})
-    assert store.pending_since("dwd", "g", 10) == {"dt=2026-01-01": 20, "dt=2026-01-02": 10}
-    assert store.pending_since("dwd", "absent", 10) == {}
+    assert store.pending_since("dwd", "g") == {"dt=2026-01-01": 20, "dt=2026-01-02": 10}
+    assert store.pending_since("dwd", "absent") == {}

@@ -49,8 +49,10 @@ def test_log_snapshot_tells_whether_it_logged_it(backend: Backend) -> None:
 
     assert backend.history.log_snapshot(ORDERS, snapshot(5), 200) is True
     assert backend.history.log_snapshot(ORDERS, snapshot(5, "COMPACT"), 300) is False
-    assert backend.history.log_snapshot(ORDERS, snapshot(3), 300) is False
+    assert backend.history.log_snapshot(ORDERS, snapshot(3), 300, late=True) is False
+    assert backend.history.log_snapshot(ORDERS, snapshot(2), 300, late=True) is True
     assert backend.history.snapshots_after(ORDERS, 0, 10) == [
+        LoggedSnapshot(snapshot(2), 300, late=True),  # a late push's: it says nothing of the snapshots before it
         LoggedSnapshot(snapshot(3), 100),
         LoggedSnapshot(snapshot(5), 200),
     ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -202,3 +203,72 @@ def test_explain_of_a_scheduled_rule_says_its_ticks_and_what_the_next_tick_waits
     waits = schedule["waitsFor"][0]
     assert f"the tick at {last['utc']} waits for:" in text
     assert f"{unseen} {waits['status']}: {waits['reason']}" in text
+
+
+def test_triggers_and_trigger_show_which_partition_ran(stack: LocalStack, tmp_path: Path) -> None:
+    # GIVEN a rule that runs once per day partition of its table, and a writer allowed to push that table
+    orders = "paimon://lake/cli_part_db/orders"
+    config = {
+        "producers": [{"producerId": "part-writer", "assetKeyPrefixes": ["paimon://lake/cli_part_db/"]}],
+        "rules": [
+            {
+                "ruleId": "daily_orders",
+                "groups": [
+                    {"groupId": "daily", "partitionBy": ["dt"], "members": [{"assetKey": orders, "partition": {}}]}
+                ],
+                "target": {"type": "eventbridge", "eventBusName": "default"},
+            }
+        ],
+    }
+    path = tmp_path / "partitioned.yaml"
+    path.write_text(yaml.safe_dump(config))
+    applied = run_cli(["--output", "json", "apply", "-f", str(path)])
+    assert applied.code == 0, applied.err
+    (producer,) = [c for c in applied.json()["changes"] if c["kind"] == "producer"]
+
+    # WHEN two commits each touch one day
+    days = {1: "dt=2026-12-01", 2: "dt=2026-12-02"}
+    for snapshot, day in days.items():
+        pushed = run_cli(
+            [
+                *("--output", "json", "push", "--producer", "part-writer", "--secret", producer["secret"]),
+                *("--type", "SNAPSHOT_COMMITTED", "--asset", orders, "--snapshot-id", str(snapshot)),
+                *("--partition-key", day),
+            ]
+        )
+        assert pushed.json().get("status") == "ACCEPTED", pushed.out + pushed.err
+    listing = ["--output", "json", "triggers", "--rule", "daily_orders"]
+
+    def both() -> list[dict[str, Any]] | None:
+        found: list[dict[str, Any]] = run_cli(listing).json()["items"]
+        return found if len(found) == 2 else None
+
+    items = wait_for(both)
+    assert items, run_cli(listing).out
+
+    # THEN each day ran once, and the JSON, the table and the single view each say which day
+    ran = {t["partition"]: t["triggerKey"] for t in items}
+    assert set(ran) == set(days.values()), items
+    table = run_cli(["triggers", "--rule", "daily_orders"]).out.splitlines()
+    assert " PARTITION " in table[0], table[0]
+    column = table[0].index(" PARTITION ") + 1  # the table is aligned: a cell starts where its heading does
+
+    def cell(line: str) -> str:
+        return line[column:].split()[0]
+
+    for day, key in ran.items():
+        (line,) = [row for row in table if key in row]
+        assert cell(line) == day, line
+    for day, key in ran.items():
+        shown = run_cli(["trigger", key])
+        assert shown.code == 0 and f"  partition: {day}" in shown.out.splitlines(), shown.out
+        assert run_cli(["--output", "json", "trigger", key]).json()["partition"] == day
+    # a run of no partition says so in the table (a dash), and its view has no partition line
+    plain = run_cli(["--output", "json", "triggers", "--rule", RULE]).json()["items"]
+    if plain:  # the first test's rule has run
+        key = plain[0]["triggerKey"]
+        assert "partition:" not in run_cli(["trigger", key]).out
+        rows = run_cli(["triggers", "--rule", RULE]).out.splitlines()
+        column = rows[0].index(" PARTITION ") + 1
+        (line,) = [row for row in rows if key in row]
+        assert line[column:].split()[0] == "-", line

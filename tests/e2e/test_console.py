@@ -253,6 +253,37 @@ def test_a_partitioned_rule_shows_each_partition_and_what_it_waits_for(page: Pag
         requests.delete(f"{demo.stack.api_url}/rules/{rule_id}", headers=demo.api.admin, timeout=30)
 
 
+def test_a_partitions_run_shows_its_partition_on_its_card_and_on_the_rule_page(
+    page: Page, console: str, demo: Demo
+) -> None:
+    rule_id = "console_partition_run_probe"
+    orders, day = "paimon://lake/ods_db/console_run_orders", "dt=2026-12-03"
+    rule = {
+        "groups": [{"groupId": "daily", "partitionBy": ["dt"], "members": [{"assetKey": orders, "partition": {}}]}],
+        "target": {"type": "webhook", "url": f"{demo.consumers.url}/hooks/nowhere", "secretRef": TARGET_SECRET},
+    }
+    assert demo.api.put(f"/rules/{rule_id}", rule).status_code == 201
+    try:
+        commit = {"eventType": "SNAPSHOT_COMMITTED", "assetKey": orders, "snapshotId": 1, "partitionKey": day}
+        assert demo.api.push_statuses(commit) == ["ACCEPTED"]
+        ran = wait_for(lambda: demo.triggers(rule_id))  # the resolver runs the day once the commit touched it
+        assert [t["partition"] for t in ran] == [day], ran
+        key = ran[0]["triggerKey"]
+
+        page.goto(f"{console}#/triggers/{rule_id}")
+        card = page.locator(f'[data-trigger="{key}"]')
+        expect(card.locator('[data-key="partition"]')).to_have_text(day)
+        shot(page, "timeline-partition")
+
+        page.goto(f"{console}#/rule/{rule_id}")
+        expect(page.locator('#newest-trigger [data-key="partition"]')).to_have_text(day)
+        expect(page.locator("#newest-trigger")).to_contain_text(key)
+        expect(page.locator('[data-group="daily"] [data-last-trigger] [data-key="partition"]')).to_have_text(day)
+        shot(page, "rule-partition-run")
+    finally:
+        requests.delete(f"{demo.stack.api_url}/rules/{rule_id}", headers=demo.api.admin, timeout=30)
+
+
 def test_a_new_trigger_appears_in_the_timeline_without_a_reload(page: Page, console: str, demo: Demo) -> None:
     page.goto(f"{console}#/triggers/{DWD_RULE}")
     timeline = page.locator("#timeline [data-trigger]")

@@ -45,15 +45,21 @@ class InMemoryPartitionStore(PartitionStore):
                 if book.get(p) == mark:
                     del book[p]
 
-    def pending(self, rule_id: str, group_id: str, limit: int) -> dict[str, str]:
+    def pending(self, rule_id: str, group_id: str, limit: int, after: str | None = None) -> dict[str, str]:
         with self._lock:
             book = self.waiting.get((rule_id, group_id), {})
-            return {p: book[p] for p in sorted(book, reverse=True)[:limit]}
+            below = [p for p in sorted(book, reverse=True) if after is None or p < after]
+            return {p: book[p] for p in below[:limit]}
 
-    def pending_since(self, rule_id: str, group_id: str, limit: int) -> dict[str, int]:
+    def marks(self, rule_id: str, group_id: str, partitions: Collection[str]) -> dict[str, str]:
         with self._lock:
             book = self.waiting.get((rule_id, group_id), {})
-            return {p: int(book[p].split("-")[0]) for p in sorted(book)[:limit]}  # a mark is <markedAt>-<n>
+            return {p: book[p] for p in partitions if p in book}
+
+    def pending_since(self, rule_id: str, group_id: str) -> dict[str, int]:
+        with self._lock:
+            book = self.waiting.get((rule_id, group_id), {})
+            return {p: int(book[p].split("-")[0]) for p in sorted(book)}  # a mark is <markedAt>-<n>
 
     def count_pending(self, rule_id: str, group_id: str) -> int:
         with self._lock:

@@ -242,12 +242,12 @@ class InMemoryStateHistory(StateHistory):
                 for record in records:
                     log.setdefault(record.order, LoggedSnapshot(record, now_ms))
 
-    def log_snapshot(self, asset_key: str, record: SnapshotRecord, now_ms: int) -> bool:
+    def log_snapshot(self, asset_key: str, record: SnapshotRecord, now_ms: int, *, late: bool = False) -> bool:
         with self._lock:
             log = self.snapshots.setdefault(asset_key, {})
             if record.order in log:
                 return False
-            log[record.order] = LoggedSnapshot(record, now_ms)
+            log[record.order] = LoggedSnapshot(record, now_ms, late=late)
             return True
 
     def snapshots_after(self, asset_key: str, order: int, limit: int) -> list[LoggedSnapshot]:

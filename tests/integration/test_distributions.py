@@ -150,10 +150,13 @@ CLIENT_ONLY = """
 import importlib.util, json
 from lakehook.client import PushClient, sign
 from lakehook.client.spool import SpoolWriter
-from lakehook.receiver import WebhookReceiver, verify_signature
+from lakehook.receiver import WebhookReceiver, parse_invocation, verify_signature
 from lakehook.wire.spool_format import manifest_checksum
 header = sign("s3cret", b"{}", 1_700_000_000)
 assert verify_signature("s3cret", b"{}", header, now=1_700_000_000) == 1_700_000_000
+run = {"triggerKey": "r.g.1", "ruleId": "r", "groupId": "g", "inputs": [], "manifestUri": "s3://m/r.g.1.json",
+       "attempt": 1, "partition": "dt=2026-12-01/region=us%2Fwest"}
+assert parse_invocation(run).partition_values == {"dt": "2026-12-01", "region": "us/west"}
 print(json.dumps([importlib.util.find_spec(m) is None for m in ("lakehook.domain", "lakehook.cli", "pydantic")]))
 """
 

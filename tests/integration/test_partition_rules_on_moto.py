@@ -141,10 +141,13 @@ def test_what_one_commit_touching_n_partitions_costs(
         assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
     assert len(container.trigger_store.list_for_rule("daily", limit=1000).items) == touched
     pages = math.ceil(2 * touched / 100)  # the facts of both members, 100 keys per BatchGetItem
-    cursors = math.ceil(touched / 100)
+    cursors = marks = math.ceil(touched / 100)
     assert dict(calls) == {
-        "Query": 2,  # the asset's rules (reverse index), the group's pending partitions
-        "BatchGetItem": 1 + pages + cursors,  # states and cursors, the facts, the partitions' cursors
+        "Query": 1,  # the asset's rules (reverse index); a partitioned member's commit reads no pending page
+        "BatchGetItem": 1
+        + marks
+        + pages
+        + cursors,  # states and cursors, the marks, the facts, the partitions' cursors
         "UpdateItem": touched,  # one conditional write per new fact
         "TransactWriteItems": touched,  # one claim per partition that runs
         "DeleteItem": touched,  # the days payments left pending, cleared under the marks they were read with
@@ -159,7 +162,9 @@ def test_a_forced_partition_and_its_replay_carry_the_partition_through_dispatch(
     of a day) keeps the day in its trigger and key, shares the manifest, and its payload names the day too."""
     import boto3
 
+    from lakehook.api.rule_answers import Explanation
     from lakehook.domain.triggers import trigger_key
+    from lakehook.receiver import parse_invocation
     from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger
     from tests.conftest import BUCKET
     from tests.fakes.memory_dispatch import InMemoryTargetClient
@@ -174,6 +179,11 @@ def test_a_forced_partition_and_its_replay_carry_the_partition_through_dispatch(
     assert handle_stream_batch(stream.batch(), container) == {"batchItemFailures": []}
     [(ran, pins)] = runs(app)
     assert (ran, pins) == ("dt=2026-12-02", [1, 0])
+    status, explained = call(app, "GET", "/rules/daily/explain")  # the rule's and the group's newest trigger
+    assert status == 200 and explained["lastTrigger"]["partition"] == "dt=2026-12-02", explained
+    assert explained["groups"][0]["lastTrigger"]["partition"] == "dt=2026-12-02"
+    documented = Explanation.model_validate(explained)  # the answer is what the OpenAPI document says it is
+    assert documented.last_trigger is not None and documented.last_trigger.partition == "dt=2026-12-02"
 
     status, refused = call(app, "POST", "/rules/daily/evaluate", {"force": True})
     assert status == 400 and refused["field"] == "partition", refused
@@ -205,6 +215,10 @@ def test_a_forced_partition_and_its_replay_carry_the_partition_through_dispatch(
         assert dispatch(original.trigger_key).status is DispatchStatus.SUCCEEDED
         [payload] = target.payloads(original.trigger_key)
         assert payload["partition"] == "dt=2026-12-02"
+        received = parse_invocation(payload)  # what the run's own code reads (lakehook.receiver)
+        assert (received.partition, received.partition_values) == ("dt=2026-12-02", {"dt": "2026-12-02"})
+        status, shown = call(app, "GET", f"/triggers/{original.trigger_key}")
+        assert status == 200 and shown["partition"] == "dt=2026-12-02", shown
         done = container.trigger_store.get(original.trigger_key)
         assert done is not None and done.manifest_uri is not None
         assert container.manifest_store.get(done.manifest_uri).partition == "dt=2026-12-02"

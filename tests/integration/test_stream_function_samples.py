@@ -21,6 +21,7 @@ def sample(function: str, name: str) -> dict[str, Any]:
     ("function", "name", "expected"),
     [
         ("resolver", "state_change", {"batchItemFailures": []}),
+        ("resolver", "carried_partitions", {"batchItemFailures": []}),
         ("dispatcher", "claim_inserted", {"batchItemFailures": []}),
         ("deferral_sweep", "scheduled_event", {"due": 0}),
         ("trigger_redrive", "scheduled_event", {}),

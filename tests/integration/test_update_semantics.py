@@ -524,21 +524,116 @@ def test_replay_of_a_spooled_extract_is_refused_once_the_manifest_at_its_uri_was
     assert (pin.manifest_uri, pin.to_api()["manifestSha256"]) == (uri, sealed["sha256"])  # pinned at trigger time
 
 
-def test_a_delta_table_registered_right_after_an_optimize_runs_on_the_data_it_holds(
-    world: World, tmp_path: Path
-) -> None:
-    """A first poll takes only the newest version: here an OPTIMIZE of rows written before lakehook looked."""
-    from deltalake import DeltaTable, write_deltalake
+class FirstSeenCompaction:
+    """A real table whose newest commit, when lakehook first polls it, is a compaction of data written before; then
+    one more maintenance commit and a data commit (``maintain``, ``write``: the snapshot id of each)."""
 
-    location = str(tmp_path / "delta" / "orders")
-    key = "delta://lake/ods/orders"
-    write_deltalake(location, rows(1, 2))  # version 0
-    write_deltalake(location, rows(3), mode="append")  # version 1
-    DeltaTable(location).optimize.compact()  # version 2: OPTIMIZE
-    world.register(key, "delta", "lake", {}, location=location)
-    world.rule("data_only", key)
+    def __init__(self, fmt: str, root: Path) -> None:
+        self.fmt = fmt
+        self.key = f"{fmt}://lake/ods/orders"
+        if fmt == "paimon":
+            self.options = {"warehouse": str(root / "paimon")}
+            self.table = create_paimon_table(self.options, "ods.orders")
+            paimon_commit(self.table, rows(1))  # snapshot 1: APPEND
+            paimon_commit(self.table, rows(2))  # snapshot 2: APPEND
+            paimon_compact_commit(self.table)  # snapshot 3: COMPACT
+            self.snapshots = 3
+        elif fmt == "iceberg":
+            self.options = {"uri": f"sqlite:///{root}/catalog.db", "warehouse": f"file://{root}/warehouse"}
+            self.catalog = SqlCatalog("lake", **self.options)
+            self.table = create_iceberg_table(self.catalog, "ods.orders")
+            self.table.append(rows(1))
+            self.table.append(rows(2))
+            iceberg_rewrite(self.table)  # operation replace: two data files become one
+        elif fmt == "delta":
+            from deltalake import DeltaTable, write_deltalake
+
+            self.location = str(root / "delta" / "orders")
+            write_deltalake(self.location, rows(1))  # version 0
+            write_deltalake(self.location, rows(2), mode="append")  # version 1
+            DeltaTable(self.location).optimize.compact()  # version 2: OPTIMIZE, its actions dataChange=false
+        else:
+            from tests.hudi_tables import V9_MOR, StagedHudiTable
+
+            self.hudi = StagedHudiTable.of(V9_MOR, root)  # Hudi's own MOR table, revealed commit by commit
+            *_, self.compaction = self.hudi.reveal(11)  # ten data commits, then a compaction (commit, COMPACT)
+
+    def register(self, world: World) -> AssetRegistration:
+        if self.fmt == "paimon":
+            return world.register(self.key, "paimon", "lake", self.options, "ods.orders")
+        if self.fmt == "iceberg":
+            return world.register(self.key, "iceberg", "lake", {"type": "sql", **self.options}, "ods.orders")
+        if self.fmt == "delta":
+            return world.register(self.key, "delta", "lake", {}, location=self.location)
+        return world.register(self.key, "hudi", "lake", {}, location=self.hudi.location)
+
+    def maintain(self) -> int:
+        """One more commit that changes no data."""
+        if self.fmt == "paimon":
+            paimon_compact_commit(self.table)
+            self.snapshots += 1
+            return self.snapshots
+        if self.fmt == "iceberg":
+            table = self.catalog.load_table("ods.orders")
+            iceberg_rewrite(table)  # the one data file rewritten: replace again
+            return int(self.catalog.load_table("ods.orders").current_snapshot().snapshot_id)
+        if self.fmt == "delta":
+            from deltalake import DeltaTable
+
+            DeltaTable(self.location).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+            return 4  # VACUUM START (3), VACUUM END (4)
+        (clustering,) = self.hudi.reveal()  # a clustering (replacecommit, CLUSTER)
+        return clustering
+
+    def write(self) -> int:
+        """A data commit."""
+        if self.fmt == "paimon":
+            paimon_commit(self.table, rows(9))
+            self.snapshots += 1
+            return self.snapshots
+        if self.fmt == "iceberg":
+            table = self.catalog.load_table("ods.orders")
+            table.append(rows(9))
+            return int(table.current_snapshot().snapshot_id)
+        if self.fmt == "delta":
+            from deltalake import DeltaTable, write_deltalake
+
+            write_deltalake(self.location, rows(9), mode="append")
+            return int(DeltaTable(self.location).version())
+        (insert,) = self.hudi.reveal()  # a deltacommit (INSERT)
+        return insert
+
+
+@pytest.mark.parametrize("fmt", ["delta", "hudi", "iceberg", "paimon"])
+def test_a_compaction_polled_first_starts_no_run_and_the_next_data_commit_runs_once(
+    world: World, tmp_path: Path, fmt: str
+) -> None:
+    """Issue 33: a first poll takes only the newest snapshot; when that is a compaction (Iceberg replace, Paimon
+    COMPACT, Delta OPTIMIZE, Hudi compaction) it is no data change, first seen or not: nothing runs on it."""
+    table = FirstSeenCompaction(fmt, tmp_path)
+    asset = table.register(world)
+    world.rule("data_only", table.key)
+    world.rule("with_compaction", table.key, {"includeCompaction": True})
     world.settle()
-    state = world.container.asset_store.get_state(key)
-    assert state is not None and (state.latest_snapshot_id, state.latest_commit_kind) == (2, "OPTIMIZE")
-    assert state.latest_data is None and state.seen_from_start is False
-    assert world.pinned("data_only") == [2]  # the table holds data: not "no snapshot has changed data yet"
+    state = world.container.asset_store.get_state(table.key)
+    assert state is not None and state.latest_data is None and state.latest_data_changed is False
+    compaction = state.latest_snapshot_id
+    assert world.pinned("data_only") == []  # the compaction is no update, though it is all lakehook has seen
+    assert world.pinned("with_compaction") == [compaction]  # a member that asks for compactions gets it
+    (group,) = world.container.explain_rule.explain("data_only")["groups"]
+    (member,) = group["members"]
+    assert member["status"] == "BLOCKED_BY_SNAPSHOT" and "changed no data" in member["reason"], member
+
+    maintained = table.maintain()  # another maintenance commit: still nothing to run
+    world.poll(asset)
+    world.settle()
+    assert world.pinned("data_only") == []
+    assert world.pinned("with_compaction") == [compaction, maintained]
+
+    data = table.write()
+    world.poll(asset)
+    world.settle()
+    assert world.pinned("data_only") == [data]
+    world.poll(asset)  # nothing new: no second run
+    world.settle()
+    assert world.pinned("data_only") == [data]

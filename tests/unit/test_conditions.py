@@ -241,13 +241,29 @@ def test_data_change_pins_nothing_while_no_snapshot_has_changed_data() -> None:
 
 
 @pytest.mark.parametrize("seen_from_start", [False, None])
-def test_data_change_pins_a_compaction_when_the_data_before_it_was_never_seen(seen_from_start: bool | None) -> None:
-    # a first poll took only the newest version, an OPTIMIZE of data written before: that data is the version
+@pytest.mark.parametrize(
+    ("asset_key", "kind"),
+    [
+        ("delta://lake/ods/a", "OPTIMIZE"),
+        ("iceberg://lake/ods/a", "REPLACE"),
+        ("paimon://lake/ods/a", "COMPACT"),
+        ("hudi://lake/ods/a", "CLUSTER"),
+    ],
+)
+def test_data_change_never_pins_a_compaction_seen_first(
+    seen_from_start: bool | None, asset_key: str, kind: str
+) -> None:
+    """Issue 33: a first poll took only the newest snapshot, a compaction of data written before. It changed no data,
+    first seen or not: the member waits for the next data commit (one that asks for compactions pins it)."""
     registered = state(
-        "delta://lake/ods/a",
+        asset_key,
         latest_snapshot_id=2,
-        latest_commit_kind="OPTIMIZE",
+        latest_commit_kind=kind,
         latest_data_changed=False,
         seen_from_start=seen_from_start,
     )
-    assert pinned(judge(DataChange.of(member("delta://lake/ods/a")), registered)) == 2
+    blocked = judge(DataChange.of(member(asset_key)), registered)
+    assert isinstance(blocked, Blocked) and blocked.status is Status.BLOCKED_BY_SNAPSHOT
+    assert f"snapshot 2 ({kind}) changed no data" in blocked.reason
+    assert select_member(member(asset_key), registered).pin is None
+    assert select_member(member(asset_key, includeCompaction=True), registered).status is Status.READY

@@ -93,6 +93,31 @@ def test_a_version_pushed_after_a_newer_one_ran_is_skipped_in_the_words_of_its_a
     assert [(s["snapshotId"], s["reason"]) for s in explain(world)["groups"][0]["skipped"]] == [(2, said)]
 
 
+def test_a_version_accepted_before_a_newer_one_ran_runs_first_though_its_record_comes_after_the_run() -> None:
+    """A table without lineage: 1, 2, 4 accepted and 3 pushed late; the resolver has handled only 1's event record
+    when 1's run succeeds and wakes the group. 2's records are still to come: the group waits for them (the state's
+    4 and the late 3 say nothing of 2) instead of stepping to 3 or 4, and runs 2, 3, 4 in order once they come."""
+    world = each(H)
+    world.snap(H, 1, 2, 4, 3)
+    assert world.answers[-1].reason == IN_ORDER
+    deliver_records(world, H, 1)  # 1's event record alone; the target runs 1, whose success wakes the group
+    assert world.claimed() == [[1]]
+    deliver_records(world, H)
+    assert world.claimed() == [[1], [2], [3], [4]] and world.skipped() == {}
+
+
+def test_a_version_whose_records_never_come_is_stepped_over_once_the_state_settled() -> None:
+    """The same wait ends: with 2's records lost, the group goes on once the state has been unchanged for the
+    settle time (the recheck the wait left)."""
+    world = each(H)
+    world.snap(H, 1, 2, 3)
+    deliver_records(world, H, 1)
+    world.stream[H] = []  # 2's and 3's records were lost
+    assert world.claimed() == [[1]]
+    world.sweep(16 * 60_000)
+    assert world.claimed() == [[1], [3]]
+
+
 class LateDuringClaim(InMemoryTriggerStore):
     """Runs ``during`` once, between the resolver's reads and its first claim: a push racing the claim."""
 
@@ -167,6 +192,7 @@ ISSUE_33: list[Step] = [("push", (3, 2, 1)), ("deliver", (2,))]
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(asset=st.sampled_from([A, H]), plan=steps, tail=st.permutations(list(range(1, 7))))
 @example(asset=A, plan=ISSUE_33, tail=[1, 2, 3, 4, 5, 6])
+@example(asset=H, plan=[("push", (1, 2, 4, 3)), ("deliver", (1,)), ("run", ())], tail=[1, 2, 3, 4, 5, 6])
 @example(asset=H, plan=[("push", (1,)), ("deliver", (2,)), *ISSUE_33], tail=[6, 5, 4, 3, 2, 1])
 @example(
     asset=H,

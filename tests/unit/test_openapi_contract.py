@@ -152,3 +152,28 @@ def test_explain_states_a_scheduled_groups_ticks_and_what_its_next_run_waits_for
     assert set(tick["required"]) == {"utc", "local"}
     waits = next(v for v in schedule["properties"]["waitsFor"]["anyOf"] if v.get("type") == "array")
     assert {"assetKey", "status", "reason"} <= set(_schema(spec, waits["items"])["properties"])
+
+
+def _object(spec: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """The object schema of a value that may be null (``anyOf`` an object, or a ref to one, and null)."""
+    variants = schema.get("anyOf", [schema])
+    (found,) = [v for v in variants if v.get("type") != "null"]
+    return _schema(spec, found)
+
+
+def test_the_trigger_answers_and_explains_newest_trigger_name_the_partition_a_run_was_for(
+    spec: dict[str, Any],
+) -> None:
+    def ok(path: str) -> dict[str, Any]:
+        return _schema(spec, spec["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"])
+
+    one, page = ok("/triggers/{triggerKey}"), ok("/triggers")
+    assert "partition" in one["properties"] and _schema(spec, page["properties"]["items"]["items"]) == one
+    explanation = ok("/rules/{ruleId}/explain")
+    group = _schema(spec, explanation["properties"]["groups"]["items"])
+    for answer in (explanation, group):  # the rule's newest trigger, and each group's
+        assert "lastTrigger" in answer["properties"], sorted(answer["properties"])
+        newest = _object(spec, answer["properties"]["lastTrigger"])
+        fields = newest.get("properties", {})
+        assert {"triggerKey", "groupId", "status", "createdAt", "inputs", "window", "partition"} <= set(fields), newest
+        assert fields["partition"].get("description"), fields["partition"]

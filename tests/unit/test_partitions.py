@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from lakehook.domain.limits import MAX_PARTITION_KEY_LENGTH, MAX_TOUCHED_PARTITION_BYTES, MAX_TOUCHED_PARTITIONS
+from lakehook.domain.limits import (
+    MAX_PARTITION_KEY_LENGTH,
+    MAX_TOUCHED_PARTITION_BYTES,
+    MAX_TOUCHED_PARTITIONS,
+    MAX_UNRECORDED_NAMED,
+    UNRECORDED_KEY_TEXT,
+)
 from lakehook.domain.partitions import (
     HIVE_DEFAULT_PARTITION,
     PartitionKeyError,
@@ -121,3 +129,64 @@ def test_long_keys_are_bounded_by_bytes_too() -> None:
 def test_inconsistent_values_are_refused(value: object) -> None:
     with pytest.raises(ValidationError):
         TouchedPartitions.model_validate(value)
+
+
+# Values a writer may leave in a table's log: short, long (a key past MAX_PARTITION_KEY_LENGTH), and with lone
+# surrogates (a JSON log may escape one: "\\ud800"), which no JSON document or DynamoDB item can hold.
+wild_values = st.one_of(
+    st.none(),
+    st.text(max_size=20),
+    st.text(min_size=MAX_PARTITION_KEY_LENGTH // 2, max_size=MAX_PARTITION_KEY_LENGTH),
+    st.text(st.one_of(st.characters(), st.characters(categories=["Cs"])), min_size=1, max_size=8),
+)
+wild_keys = st.lists(st.tuples(names, wild_values), min_size=1, max_size=3, unique_by=lambda f: f[0]).map(
+    format_partition_key
+)
+
+
+def recordable(key: str) -> bool:
+    try:
+        key.encode()
+    except UnicodeEncodeError:
+        return False
+    return len(key) <= MAX_PARTITION_KEY_LENGTH
+
+
+@settings(max_examples=examples(200))
+@given(st.lists(wild_keys, max_size=30))
+def test_a_key_that_cannot_be_recorded_is_counted_and_named_never_an_error(keys: list[str]) -> None:
+    """Issue 33: one over-long (or unrepresentable) key stopped polling the table for good."""
+    touched = TouchedPartitions.of(keys)
+    good = sorted({k for k in keys if recordable(k)})
+    bad = sorted({k for k in keys if not recordable(k)})
+    assert touched.keys == tuple(good) and touched.count == len(good) and not touched.truncated
+    assert touched.unrecorded == len(bad)
+    assert len(touched.unrecorded_keys) == min(len(bad), MAX_UNRECORDED_NAMED)
+    for named, key in zip(touched.unrecorded_keys, bad, strict=False):
+        assert len(named) <= UNRECORDED_KEY_TEXT and f"({len(key)} characters)" in named
+        assert named.startswith(key[:16].encode("utf-8", "backslashreplace").decode()[:16])
+    # what is kept is a JSON document DynamoDB can hold, and reads back as the same value
+    stored = json.dumps(touched.to_api(), ensure_ascii=False).encode()
+    assert TouchedPartitions.model_validate(json.loads(stored)) == touched
+    assert ("unrecorded" in touched.to_api()) == bool(bad)
+
+
+def test_an_over_long_key_is_named_by_its_start_and_length() -> None:
+    long_key = format_partition_key([("a", "x" * 600)])
+    touched = TouchedPartitions.of(["dt=2026-12-01", long_key, "dt=" + chr(0xD800)])
+    assert touched.to_api() == {
+        "keys": ["dt=2026-12-01"],
+        "count": 1,
+        "truncated": False,
+        "unrecorded": 2,
+        "unrecordedKeys": [
+            f"{long_key[:64]}… (602 characters): longer than the limit of 512 characters",
+            "dt=\\ud800 (4 characters): not valid Unicode text (a lone surrogate)",
+        ],
+    }
+    # a key no reader writes (lower-case escapes) is not recorded either, rather than failing the read
+    guarded = TouchedPartitions.of(["a=%2f", "a=1"])
+    assert guarded.keys == ("a=1",) and guarded.unrecorded_keys == ("a=%2f (5 characters): not a canonical key",)
+    # a push still names its keys as keys: one it cannot record is refused, not counted
+    with pytest.raises(ValidationError):
+        TouchedPartitions.model_validate([long_key])

@@ -354,6 +354,46 @@ def test_an_expired_offset_resumes_at_the_oldest_retained_snapshot_and_records_t
     assert state is not None and state.latest_snapshot_id == 6
 
 
+def test_snapshots_with_keys_that_cannot_be_recorded_are_recorded_reported_and_polling_goes_on() -> None:
+    from lakehook.domain.partitions import TouchedPartitions, format_partition_key
+
+    world = World()
+    table = world.source.table("ods.orders")
+    table.commit(1)
+    pollers = world.pollers()
+    pollers([ORDERS])
+    long_key = format_partition_key([("region", "r" * 600)])
+    for sid in table.commit(3):  # 2 and 4 each touch one key too long to record, besides dt=2026-12-01
+        keys = ["dt=2026-12-01"] + ([f"{long_key}{sid}"] if sid % 2 == 0 else [])
+        table.snapshots[sid] = table.snapshots[sid].model_copy(update={"partitions": TouchedPartitions.of(keys)})
+    (result,) = pollers([ORDERS])
+    assert result.outcome is PollOutcome.ADVANCED and result.snapshot_ids == (2, 3, 4)
+    assert [u.snapshot_id for u in result.unrecorded] == [2, 4]
+    assert world.metrics.values[MetricName.POLL_PARTITION_KEYS_UNRECORDED] == 2
+    status = world.statuses.get(KEY)
+    assert status is not None and status.last_unrecorded_partitions is not None
+    assert (
+        status.last_unrecorded_partitions.snapshot_id == 4 and status.last_unrecorded_partitions.found_at == world.now
+    )
+    (warning,) = status.warnings
+    assert (
+        warning.startswith("snapshot 4: 1 partition key not recorded")
+        and "(and 1 earlier snapshot of this poll)" in warning
+    )
+    assert "(608 characters)" in warning
+    recorded = {e.snapshot_id: e for r in world.store.events.values() if (e := r.event).snapshot_id is not None}
+    assert recorded[2].partitions is not None and recorded[2].partitions.keys == ("dt=2026-12-01",)
+    assert recorded[2].partitions.unrecorded == 1 and recorded[3].partitions is not None
+    assert recorded[3].partitions.unrecorded == 0
+
+    table.commit(1)  # 5: nothing wrong; the newest snapshot with unrecorded keys stays named
+    pollers([ORDERS])
+    status = world.statuses.get(KEY)
+    assert status is not None and status.warnings == () and status.last_snapshot_id == 5
+    assert status.last_unrecorded_partitions is not None and status.last_unrecorded_partitions.snapshot_id == 4
+    assert PollStatus.model_validate_json(status.model_dump_json(by_alias=True)) == status
+
+
 def test_a_broken_table_backs_off_and_never_blocks_the_others() -> None:
     world = World()
     healthy, broken, missing = asset("ods.orders"), asset("ods.payments"), asset("ods.gone")

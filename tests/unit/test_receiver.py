@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -15,10 +16,13 @@ from hypothesis import strategies as st
 
 from lakehook.domain import signing
 from lakehook.domain.dispatch import Invocation as SentInvocation
-from lakehook.domain.dispatch import ManifestInput
+from lakehook.domain.dispatch import ManifestInput, RunManifest
+from lakehook.domain.partitions import format_partition_key, parse_partition_key
+from lakehook.domain.triggers import GroupCursor, PinnedInput, TriggerStatus, next_trigger
 from lakehook.receiver import (
     InMemoryDedupStore,
     InvalidPayloadError,
+    Invocation,
     SignatureError,
     WebhookReceiver,
     from_dolphinscheduler_params,
@@ -27,6 +31,7 @@ from lakehook.receiver import (
     sign,
     verify_signature,
 )
+from lakehook.receiver import PinnedInput as ReceivedInput
 
 SECRET = "receiver-secret"
 NOW = 1_760_000_000
@@ -107,6 +112,63 @@ def test_the_payload_parses_into_typed_objects_wherever_it_arrives() -> None:
     assert from_dolphinscheduler_params(params) == parsed
     # every attempt is the same trigger
     assert parse_invocation(sent(attempt=3).body()).trigger_key == parsed.trigger_key
+    # an unpartitioned run names no partition
+    assert parsed.partition is None and parsed.partition_values == {}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def test_the_receiver_reads_every_field_the_dispatcher_sends() -> None:
+    # every optional field set, so every key the dispatcher can send is in the payload
+    payload = sent(replay_of="dwd.g.earlier", partition="dt=2026-12-01").payload()
+    read = {_camel(f.name) for f in dataclasses.fields(Invocation)} - {"raw"}
+    assert set(payload) <= read, f"the receiver's Invocation does not read {sorted(set(payload) - read)}"
+    pinned = {_camel(f.name) for f in dataclasses.fields(ReceivedInput)}
+    every_input_field = ManifestInput(
+        asset_key="a",
+        snapshot_id=1,
+        schema_id=1,
+        metadata_location="m",
+        watermark=1,
+        commit_time=1,
+        interval={"start": "2025-06-01T10:00:00Z", "end": "2025-06-01T11:00:00Z"},
+    ).to_api()
+    assert set(every_input_field) <= pinned, sorted(set(every_input_field) - pinned)
+
+
+PART_NAMES = st.text(min_size=1, max_size=12)
+PART_VALUES = st.none() | st.text(max_size=16)
+
+
+@given(
+    fields=st.lists(st.tuples(PART_NAMES, PART_VALUES), min_size=1, max_size=3, unique_by=lambda f: f[0]),
+    attempt=st.integers(1, 10),
+)
+def test_a_partitions_run_names_its_partition_and_its_values(
+    fields: list[tuple[str, str | None]], attempt: int
+) -> None:
+    # GIVEN a partitioned group's claim, its run manifest and its payload, as the resolver and dispatcher make them
+    key = format_partition_key(fields)
+    pins = (PinnedInput(asset_key="paimon://lake/ods/orders", snapshot_id=5),)
+    cursor = GroupCursor.initial("r", "daily", key)
+    trigger = next_trigger(
+        "r", "daily", cursor, pins, status=TriggerStatus.TRIGGERING, reason=None, now=NOW * 1000, partition=key
+    )
+    manifest = RunManifest.for_trigger(trigger)
+    payload = SentInvocation.of(trigger, manifest, "s3://m/x.json", attempt, completion_token="ab" * 32)
+
+    # WHEN the receiver parses it, wherever it arrives
+    parsed = parse_invocation(payload.body())
+    assert from_eventbridge_event({"detail": payload.payload()}) == parsed
+
+    # THEN it names the partition the run is for, and its values as the server reads them (null: the default)
+    assert parsed.partition == key == manifest.partition
+    assert parsed.partition_values == dict(parse_partition_key(key))
+    assert parsed.partition_values == {name: (value if value != "" else None) for name, value in fields}
+    assert list(parsed.partition_values) == [name for name, _ in fields]  # in the key's order
 
 
 @pytest.mark.parametrize(
@@ -120,6 +182,9 @@ def test_the_payload_parses_into_typed_objects_wherever_it_arrives() -> None:
         ({"inputs": [{"snapshotId": 1}]}, "inputs[0].assetKey"),
         ({"inputs": [{"assetKey": "a", "snapshotId": 1.5}]}, "inputs[0].snapshotId"),
         ({"window": {"start": "x"}}, "end"),
+        ({"partition": 20261201}, "partition must be a string"),
+        ({"partition": "2026-12-01"}, "partition"),
+        ({"partition": "dt=1/dt=2"}, "partition"),
     ],
 )
 def test_a_payload_that_is_not_an_invocation_is_named(change: dict[str, Any], field: str) -> None:

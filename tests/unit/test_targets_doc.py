@@ -39,13 +39,25 @@ def test_the_documented_payload_is_what_targets_receive() -> None:
         manifest_uri="s3://m/manifests/r.g.1.json",
         attempt=1,
         completion_token="0" * 64,
-    ).payload()
-    assert list(documented) == list(sent)
+    )
+    assert list(documented) == list(sent.payload())
     assert parse_invocation(documented).completion_path == documented["completionPath"]
     explained = {
         name for cell in re.findall(r"^\| ((?:`\w+`(?:, )?)+) \|", PAGE, re.M) for name in re.findall(r"`(\w+)`", cell)
     }
     assert set(documented) <= explained, set(documented) - explained
+    # a partitioned group's run sends one field more: the table explains it too, and the receiver reads it
+    partitioned = sent.model_copy(update={"partition": "dt=2026-12-01/region=eu"}).payload()
+    assert set(partitioned) <= explained, set(partitioned) - explained
+    received = parse_invocation(partitioned)
+    assert received.partition_values == {"dt": "2026-12-01", "region": "eu"}
+    assert "partition_values" in section_of("What the run receives")
+
+
+def section_of(title: str) -> str:
+    start = PAGE.index(f"## {title}")
+    following = PAGE.find("\n## ", start + 1)
+    return PAGE[start : following if following != -1 else None]
 
 
 def test_the_headers_are_the_dispatchers() -> None:

@@ -297,6 +297,14 @@ class Container:
         return SQSWorkQueue(aws.client("sqs", self.settings), self.settings.poll_queue_url)
 
     @part
+    def resolver_queue(self) -> WorkQueue | None:
+        """The resolver's own queue (work past one invocation's bound), when the stack has one."""
+        from lakehook.adapters.sqs import SQSWorkQueue
+
+        url = self.settings.resolver_queue_url
+        return SQSWorkQueue(aws.client("sqs", self.settings), url) if url else None
+
+    @part
     def plan_polls(self) -> PlanPolls:
         from lakehook.usecases.plan_polls import PlanPolls
 
@@ -362,6 +370,7 @@ class Container:
             coverage=self.coverage_store,
             partitions=self.partition_store,
             poll_queue=self.work_queue if self.settings.poll_queue_url else None,
+            resolver_queue=self.resolver_queue,
         )
         return ResolveAssetChange(stores, rule_error=lambda exc: is_rule_error(exc) or is_rejected_by_data(exc))
 

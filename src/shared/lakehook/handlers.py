@@ -6,7 +6,7 @@ compensator answer counts. Each takes a :class:`Container` (tests) or uses the p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from lakehook.container import Container, current
@@ -15,7 +15,9 @@ from lakehook.observability import logger
 # --- ResolverFunction ------------------------------------------------------------------------------------
 
 
-def handle_stream_batch(event: Mapping[str, Any], container: Container | None = None) -> dict[str, Any]:
+def handle_stream_batch(
+    event: Mapping[str, Any], container: Container | None = None, time_left: Callable[[], int] | None = None
+) -> dict[str, Any]:
     """Resolve one stream batch as a whole (``{"Records": [...]}``); answer the partial-failure response.
 
     The batch is resolved together (assets deduplicated, one batched read). A rule that raises is recorded on
@@ -32,12 +34,40 @@ def handle_stream_batch(event: Mapping[str, Any], container: Container | None = 
         changes = [p for p in parsed if isinstance(p, StateChange)]
         deferred = [p for p in parsed if isinstance(p, Deferral)]
         if changes or deferred:
-            (container or current()).resolver(changes, deferred)
+            (container or current()).resolver(changes, deferred, time_left=time_left)
     except Exception:
         logger.exception("resolver batch failed", extra={"status": "FAILED", "reason": "retrying the batch"})
         first = sequence_number(records[0])
         return {"batchItemFailures": [{"itemIdentifier": first}] if first else []}
     return {"batchItemFailures": []}
+
+
+def handle_resolver_queue(
+    event: Mapping[str, Any], container: Container | None = None, time_left: Callable[[], int] | None = None
+) -> dict[str, Any]:
+    """Resolve the resolver queue's messages (``{"Records": [...]}`` from SQS), each on its own: a slice of a commit's
+    partitions or a partitioned group's carried-over work (:mod:`lakehook.usecases.resolve_continue`), each bounded.
+    A message that fails (or does not parse) is reported, so SQS hands it over again and, after its receives, keeps
+    it in the dead-letter queue."""
+    import json
+
+    from lakehook.ports.rules import PartitionWork
+    from lakehook.usecases.resolve_continue import work_of
+
+    failed: list[dict[str, str]] = []
+    for record in event.get("Records") or []:
+        message_id = str(record.get("messageId", ""))
+        try:
+            work = work_of(json.loads(record["body"]))
+            resolver = (container or current()).resolver
+            if isinstance(work, PartitionWork):
+                resolver(carried=[work], time_left=time_left)
+            else:
+                resolver([work], time_left=time_left)
+        except Exception:
+            logger.exception("resolver work failed", extra={"status": "FAILED", "reason": "received again later"})
+            failed.append({"itemIdentifier": message_id})
+    return {"batchItemFailures": failed}
 
 
 def handle_stream_record(record: Mapping[str, Any], container: Container | None = None) -> None:

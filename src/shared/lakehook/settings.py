@@ -76,6 +76,9 @@ class Settings(BaseModel):
     )
     stage: str = Field(default="local")
     poll_queue_url: str | None = Field(default=None, description="SQS queue the poll planner fills for the workers")
+    resolver_queue_url: str | None = Field(
+        default=None, description="SQS queue of the resolver's work past one invocation's bound (resolve_continue.py)"
+    )
     spool_verify_queue_url: str | None = Field(
         default=None, description="SQS queue of pushed MANIFEST_SEALED events for the spool verifier"
     )

@@ -103,6 +103,12 @@ class LatestPartitionsAnswer(Answer):
     keys: list[str] = Field(description="canonical Hive-style keys (dt=2026-12-01/region=eu), sorted")
     count: int = Field(description="how many partitions the snapshot touched")
     truncated: bool = Field(description="true: keys are the first of them, count says how many in all")
+    unrecorded: int | None = Field(
+        default=None, description="partition keys the snapshot touched that could not be recorded (docs/partitions.md)"
+    )
+    unrecorded_keys: list[str] | None = Field(
+        default=None, alias="unrecordedKeys", description="the first of them: each key's start, length and why"
+    )
     snapshot_id: int = Field(alias="snapshotId")
     order: int = Field(description="the snapshot's place in history (as latestSnapshotOrder)")
 

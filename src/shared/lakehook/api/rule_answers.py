@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import ConfigDict, Field
 
 from lakehook.api.answer_base import Answer, Iso, NextToken
+from lakehook.api.trigger_answers import TriggerSummary
 from lakehook.domain.rules import Rule
 
 
@@ -119,13 +120,18 @@ class GroupExplanation(Answer):
     pending_partitions: int | None = Field(
         default=None, alias="pendingPartitions", description="a partitioned group: how many partitions are pending"
     )
+    last_trigger: TriggerSummary | None = Field(
+        default=None, alias="lastTrigger", description="the group's newest trigger; null: it never triggered"
+    )
 
 
 class Explanation(Answer):
     rule_id: str = Field(alias="ruleId")
     ready: bool
     groups: list[GroupExplanation]
-    last_trigger: dict[str, Any] | None = Field(default=None, alias="lastTrigger")
+    last_trigger: TriggerSummary | None = Field(
+        default=None, alias="lastTrigger", description="the rule's newest trigger (of any group); null: none yet"
+    )
     evaluated_at: Iso = Field(alias="evaluatedAt")
 
 

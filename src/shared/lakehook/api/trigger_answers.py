@@ -62,6 +62,20 @@ class TriggerAnswer(Answer):
     )
 
 
+class TriggerSummary(Answer):
+    """A rule's (or a group's) newest trigger, as explain shows it; ``GET /triggers/{triggerKey}`` has the rest."""
+
+    trigger_key: str = Field(alias="triggerKey")
+    group_id: str = Field(alias="groupId")
+    status: Literal["TRIGGERING", "SUCCEEDED", "FAILED", "SKIPPED"]
+    created_at: Iso = Field(alias="createdAt")
+    inputs: list[PinnedInputAnswer]
+    window: Window | None = Field(default=None, description="a windowed group's run: its window; absent otherwise")
+    partition: str | None = Field(
+        default=None, description="a partitioned group's run: the partition key it ran for; absent otherwise"
+    )
+
+
 class TriggerPage(Answer):
     items: list[TriggerAnswer]
     next_token: str | None = NextToken

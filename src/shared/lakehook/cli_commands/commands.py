@@ -13,6 +13,20 @@ from lakehook.cli_commands.output import compact, emit, emit_items
 from lakehook.client.push import PushClient, PushError, PushRejectedError, event_id
 
 TRIGGER_STATUSES = ("TRIGGERING", "SUCCEEDED", "FAILED", "SKIPPED")
+# `lakehook triggers`: PARTITION is the partition key a partitioned group's run is for ("-" for other runs)
+TRIGGER_COLUMNS = (
+    "TRIGGER",
+    "STATUS",
+    "FAILURE",
+    "ATTEMPTS",
+    "NEXT ATTEMPT",
+    "RUN",
+    "RULE",
+    "PARTITION",
+    "CREATED",
+    "INPUTS",
+    "REASON",
+)
 
 
 def explain(api: ApiClient, args: argparse.Namespace) -> int:
@@ -117,13 +131,15 @@ def triggers(api: ApiClient, args: argparse.Namespace) -> int:
             t.get("nextAttemptAt") or "-",
             _run(t),
             t.get("ruleId"),
+            t.get("partition") or "-",
             t.get("createdAt"),
             ", ".join(f"{i.get('assetKey')}@{i.get('snapshotId', '-')}" for i in t.get("inputs", [])),
             _short(t.get("reason")) if t.get("status") == "FAILED" or ".late." in str(t.get("triggerKey")) else "",
         )
 
-    headers = ("TRIGGER", "STATUS", "FAILURE", "ATTEMPTS", "NEXT ATTEMPT", "RUN", "RULE", "CREATED", "INPUTS", "REASON")
-    emit_items(args.output, items, headers, row, "no triggers" + (f" for rule {args.rule}" if args.rule else ""))
+    emit_items(
+        args.output, items, TRIGGER_COLUMNS, row, "no triggers" + (f" for rule {args.rule}" if args.rule else "")
+    )
     return 0
 
 
@@ -165,6 +181,8 @@ def trigger(api: ApiClient, args: argparse.Namespace) -> int:
         if d.get("status") == "FAILED":
             yield f"  reason: {d.get('reason')}  ({d.get('failureCode')}, failing since {d.get('failingSince')})"
         yield f"  rule {d.get('ruleId')} / group {d.get('groupId')}, created {d.get('createdAt')}"
+        if d.get("partition") is not None:  # a partitioned group's run of one partition
+            yield f"  partition: {d['partition']}"
         yield f"  attempts: {d.get('attempts')}, retries by hand: {d.get('retries', 0)}"
         for item in d.get("inputs", []):
             yield f"  input: {compact(item)}"

@@ -108,10 +108,10 @@ def manifest_reason(state: AssetState) -> str:
 @dataclass(frozen=True)
 class DataChange(MemberCondition):
     """``includeCompaction`` unset or false: a compaction changes no data, so the newest snapshot that did is the
-    version. When lakehook knows of none: if it has seen the table from its first snapshot on, no snapshot has
-    changed data (a Delta table created empty, then only its properties changed) and there is no version; if not
-    (a first poll takes only the newest snapshot, here a compaction of data written before), the newest snapshot
-    holds the table's data and is the version."""
+    version. When lakehook knows of none there is no version, whether no snapshot has changed data (lakehook saw the
+    table from its first snapshot on: a Delta table created empty, then only altered) or lakehook began reading the
+    table at a compaction or other maintenance commit (a first poll takes only the newest snapshot): a maintenance
+    commit never counts as data, first seen or not, so the member waits for the next data commit."""
 
     @classmethod
     def of(cls, member: Member) -> DataChange | None:
@@ -123,9 +123,15 @@ class DataChange(MemberCondition):
             return chosen
         if data is not None:
             return Chosen(data.snapshot_id, data.order, data)
-        if not state.seen_from_start:
-            return chosen
-        reason = f"no snapshot has changed data yet (snapshot {record.snapshot_id} changed none)"
+        if state.seen_from_start:
+            reason = f"no snapshot has changed data yet (snapshot {record.snapshot_id} changed none)"
+        else:
+            kind = f" ({record.commit_kind})" if record.commit_kind else ""
+            reason = (
+                f"no data commit recorded yet: snapshot {record.snapshot_id}{kind} changed no data (a compaction or "
+                "other maintenance commit), and lakehook began reading the table after its last data commit; the "
+                "next data commit is the first version"
+            )
         return Blocked(Status.BLOCKED_BY_SNAPSHOT, reason)
 
     def shows(self, state: AssetState) -> dict[str, Any]:

@@ -37,3 +37,8 @@ MAX_SYMLINKS = 16
 MAX_TOUCHED_PARTITIONS = 1000
 MAX_TOUCHED_PARTITION_BYTES = 64 * 1024
 MAX_PARTITION_KEY_LENGTH = 512  # characters of one canonical key (``partitionKey`` has had this limit)
+# A key a poller finds that cannot be recorded (longer than that, or not valid text) is counted, and the first of
+# them are named by their first characters: the event's ``unrecordedKeys``, the poll status.
+MAX_UNRECORDED_NAMED = 10
+UNRECORDED_KEY_SHOWN = 64  # characters of each such key shown
+UNRECORDED_KEY_TEXT = 256  # characters of its whole entry: the key's start, its length and why

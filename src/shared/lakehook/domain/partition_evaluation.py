@@ -115,6 +115,23 @@ def fact_keys(group: Group, partition: str) -> list[FactKey]:
     return [k for m in group.partitioned_members for k in member_keys(group, m, partition)]
 
 
+def touched_since(
+    group: Group, partition: str, facts: Mapping[FactKey, PartitionFact], cursor: GroupCursor | None
+) -> bool:
+    """Whether a partitioned member has a data commit touching ``partition`` (a rollup: one of its units) newer than
+    what the partition's last run pinned: it stays pending, visible and counted, until it runs, whether or not its
+    members are complete (a rollup's day missing an hour is pending)."""
+    if cursor is not None and cursor.seq == 0:
+        cursor = None
+    for member in group.partitioned_members:
+        last = cursor.pins.get(member.asset_key) if cursor is not None else None
+        for key in member_keys(group, member, partition):
+            fact = facts.get(key)
+            if fact is not None and (last is None or fact.order > last.ordinal[0]):
+                return True
+    return False
+
+
 def evaluate_partition(
     rule: Rule,
     group: Group,

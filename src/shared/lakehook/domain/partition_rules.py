@@ -13,6 +13,7 @@ import calendar
 import hashlib
 import json
 import re
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -35,12 +36,14 @@ class Grain(StrEnum):
     HOUR = "hour"
 
 
-# The text of a value at each grain; a value of a finer grain starts with its coarser grains' text.
+# The text of a value at each grain; a value of a finer grain starts with its coarser grains' text. ASCII digits only
+# ([0-9]: ``\d`` matches every script's digits, so 2026-12-06 in fullwidth digits would be a second key of one day),
+# matched whole (fullmatch: ``$`` lets a trailing newline through); :func:`parse_time_value` then checks the calendar.
 _GRAIN_FORMS: dict[Grain, re.Pattern[str]] = {
-    Grain.YEAR: re.compile(r"^\d{4}$"),
-    Grain.MONTH: re.compile(r"^\d{4}-(0[1-9]|1[0-2])$"),
-    Grain.DAY: re.compile(r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$"),
-    Grain.HOUR: re.compile(r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])-([01]\d|2[0-3])$"),
+    Grain.YEAR: re.compile(r"([0-9]{4})", re.ASCII),
+    Grain.MONTH: re.compile(r"([0-9]{4})-([0-9]{2})", re.ASCII),
+    Grain.DAY: re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})", re.ASCII),
+    Grain.HOUR: re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})-([0-9]{2})", re.ASCII),
 }
 _GRAIN_LENGTH = {Grain.YEAR: 4, Grain.MONTH: 7, Grain.DAY: 10, Grain.HOUR: 13}
 _FINER = {Grain.YEAR: Grain.MONTH, Grain.MONTH: Grain.DAY, Grain.DAY: Grain.HOUR}
@@ -103,9 +106,34 @@ def units_of(value: str, grain: Grain) -> list[str]:
     raise ValueError("an hour has no finer units")
 
 
+def parse_time_value(value: str) -> tuple[Grain, datetime] | None:
+    """The grain a value is written at and the instant it starts (naive, as written), or None when it is no time
+    value: exactly ``YYYY``, ``YYYY-MM``, ``YYYY-MM-DD`` or ``YYYY-MM-DD-HH`` in ASCII digits, naming a real date
+    (a month 01-12, a day of that month, leap years included; years 0001-9999) and an hour 00-23. Such a value is
+    canonical: :func:`format_time_value` writes it back as it is."""
+    for grain, form in _GRAIN_FORMS.items():
+        found = form.fullmatch(value)
+        if found is None:
+            continue
+        year, month, day, hour = [int(n) for n in found.groups()] + [1, 1, 0][len(found.groups()) - 1 :]
+        if not 1 <= month <= 12 or year < 1:
+            return None
+        if not 1 <= day <= calendar.monthrange(year, month)[1] or not 0 <= hour <= 23:
+            return None
+        return grain, datetime(year, month, day, hour)
+    return None
+
+
+def format_time_value(moment: datetime, grain: Grain) -> str:
+    """The value of ``grain`` that ``moment`` falls in: ``2026-12-01-10``, ``2026-12-01``, ``2026-12``, ``2026``."""
+    text = f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}-{moment.hour:02d}"
+    return text[: _GRAIN_LENGTH[grain]]
+
+
 def grain_of(value: str) -> Grain | None:
-    """The grain a value is written at, or None when it is no time value."""
-    return next((g for g, form in _GRAIN_FORMS.items() if form.match(value)), None)
+    """The grain a value is written at, or None when it is no time value (see :func:`parse_time_value`)."""
+    parsed = parse_time_value(value)
+    return None if parsed is None else parsed[0]
 
 
 def cut_to_grain(value: str, grain: Grain) -> str | None:

@@ -5,52 +5,56 @@ the order of the table's partition spec, names and values escaped as Hive's ``Fi
 them (``%`` and two upper-case hex digits for ``/``, ``=``, ``%``, ``:``, ``#``, ``?``, ``*``, quotes, brackets,
 ``{``, ``^``, ``\\`` and control characters), a null (or empty) value written ``__HIVE_DEFAULT_PARTITION__``. Every
 format's poller writes its partitions in this one syntax (docs/partitions.md), so a rule compares keys as strings.
+Escaping and reading a key are :mod:`lakehook.wire.partition_keys`' (one definition, shared with the receiver); the
+length limit, formatting and canonical keys are here.
 
 :class:`TouchedPartitions` is what an event and the state keep of one commit: the first keys in sorted order, at
 most :data:`~lakehook.domain.limits.MAX_TOUCHED_PARTITIONS` of them and
 :data:`~lakehook.domain.limits.MAX_TOUCHED_PARTITION_BYTES` together, with how many there were and whether some
 were left out. A commit touching 10,000 partitions is therefore one bounded item, never 10,000 writes.
+
+A key a reader found that cannot be recorded (:func:`unrecordable`: longer than
+:data:`~lakehook.domain.limits.MAX_PARTITION_KEY_LENGTH`, or not valid text) is left out of the keys and counted
+in ``unrecorded``, the first of them named by their start (``unrecordedKeys``): the snapshot is recorded all the
+same, with its other partitions, and the poll reports it (docs/partitions.md#limits).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from lakehook.domain.limits import MAX_PARTITION_KEY_LENGTH, MAX_TOUCHED_PARTITION_BYTES, MAX_TOUCHED_PARTITIONS
+from lakehook.domain.limits import (
+    MAX_PARTITION_KEY_LENGTH,
+    MAX_TOUCHED_PARTITION_BYTES,
+    MAX_TOUCHED_PARTITIONS,
+    MAX_UNRECORDED_NAMED,
+    UNRECORDED_KEY_SHOWN,
+    UNRECORDED_KEY_TEXT,
+)
+from lakehook.wire.partition_keys import (
+    HIVE_DEFAULT_PARTITION,
+    PartitionFields,
+    PartitionKeyError,
+    escape_path_name,
+    partition_fields,
+    unescape_path_name,
+)
 
-HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-# Hive's FileUtils.charToEscape (the characters it escapes on every platform)
-_ESCAPED = frozenset([chr(c) for c in range(0x00, 0x20)] + list("\"#%'*/:=?\\\x7f{[]^"))
-_HEX = frozenset("0123456789abcdefABCDEF")
-
-PartitionFields = tuple[tuple[str, str | None], ...]
-
-
-class PartitionKeyError(ValueError):
-    """A partition key that is not ``name=value[/name=value…]`` (or is too long)."""
-
-
-def escape_path_name(text: str) -> str:
-    """Hive's ``escapePathName``: each character Hive escapes becomes ``%XX`` (upper-case hex)."""
-    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text)
-
-
-def unescape_path_name(text: str) -> str:
-    """Hive's ``unescapePathName``: ``%XX`` back to its character; a ``%`` not followed by two hex digits stays."""
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        pair = text[i + 1 : i + 3]
-        if text[i] == "%" and len(pair) == 2 and set(pair) <= _HEX:
-            out.append(chr(int(pair, 16)))
-            i += 3
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
+__all__ = [
+    "HIVE_DEFAULT_PARTITION",
+    "PartitionFields",
+    "PartitionKeyError",
+    "TouchedPartitions",
+    "canonical_partition_key",
+    "escape_path_name",
+    "format_partition_key",
+    "parse_partition_key",
+    "path_partition_key",
+    "unescape_path_name",
+]
 
 
 def format_partition_key(fields: Sequence[tuple[str, Any]]) -> str:
@@ -68,21 +72,12 @@ def format_partition_key(fields: Sequence[tuple[str, Any]]) -> str:
 
 
 def parse_partition_key(key: str) -> PartitionFields:
-    """``(name, value)`` pairs of a key, unescaped, ``__HIVE_DEFAULT_PARTITION__`` as None."""
-    if not key:
-        raise PartitionKeyError("a partition key is not empty")
+    """``(name, value)`` pairs of a key, unescaped, ``__HIVE_DEFAULT_PARTITION__`` as None (at most
+    :data:`~lakehook.domain.limits.MAX_PARTITION_KEY_LENGTH` characters; the parsing is the wire format's, which the
+    receiver shares)."""
     if len(key) > MAX_PARTITION_KEY_LENGTH:
         raise PartitionKeyError(f"a partition key is at most {MAX_PARTITION_KEY_LENGTH} characters")
-    fields: list[tuple[str, str | None]] = []
-    for segment in key.split("/"):
-        name, equals, value = segment.partition("=")
-        if not equals or not name:
-            raise PartitionKeyError(f"partition key {key[:80]!r}: each part is name=value, not {segment[:40]!r}")
-        plain = unescape_path_name(name)
-        if any(plain == seen for seen, _ in fields):
-            raise PartitionKeyError(f"partition key {key[:80]!r} names {plain[:40]!r} twice")
-        fields.append((plain, None if value in ("", HIVE_DEFAULT_PARTITION) else unescape_path_name(value)))
-    return tuple(fields)
+    return partition_fields(key)
 
 
 def canonical_partition_key(key: str) -> str:
@@ -91,6 +86,43 @@ def canonical_partition_key(key: str) -> str:
     if len(canonical) > MAX_PARTITION_KEY_LENGTH:
         raise PartitionKeyError(f"a partition key is at most {MAX_PARTITION_KEY_LENGTH} characters")
     return canonical
+
+
+def unrecordable(key: str) -> str | None:
+    """Why a key a reader found cannot be recorded, or None when it can: longer than ``MAX_PARTITION_KEY_LENGTH``
+    characters, not valid Unicode text (a lone surrogate, which neither JSON nor DynamoDB hold), or no canonical key
+    (see :func:`canonical_partition_key`; every reader writes keys with :func:`format_partition_key`, so this is a
+    guard, not an expected case)."""
+    return _unstorable(key) or _not_canonical(key)
+
+
+def _unstorable(key: str) -> str | None:
+    """The cheap part of :func:`unrecordable`: the length and the text."""
+    try:
+        key.encode()
+    except UnicodeEncodeError:
+        return "not valid Unicode text (a lone surrogate)"
+    if len(key) > MAX_PARTITION_KEY_LENGTH:
+        return f"longer than the limit of {MAX_PARTITION_KEY_LENGTH} characters"
+    return None
+
+
+def _not_canonical(key: str) -> str | None:
+    try:
+        canonical = canonical_partition_key(key)
+    except PartitionKeyError as exc:
+        return str(exc)
+    return None if canonical == key else "not a canonical key"
+
+
+def unrecorded_key_shown(key: str, why: str) -> str:
+    """How a key that cannot be recorded is named: its first characters (a lone surrogate as ``\\ud800``), its
+    length and why (``a=xxxx… (608 characters): longer than the limit of 512 characters``), at most
+    ``UNRECORDED_KEY_TEXT`` characters."""
+    start = key[:UNRECORDED_KEY_SHOWN]
+    shown = start.encode("utf-8", "backslashreplace").decode()
+    text = f"{shown}{'…' if len(key) > len(start) else ''} ({len(key)} characters): {why}"
+    return text if len(text) <= UNRECORDED_KEY_TEXT else f"{text[: UNRECORDED_KEY_TEXT - 1]}…"
 
 
 def path_partition_key(path: str, names: Sequence[str] = (), *, escaped: bool = True) -> str | None:
@@ -126,13 +158,27 @@ def _path_value(text: str, unescape: Callable[[str], str]) -> str | None:
 
 
 class TouchedPartitions(BaseModel):
-    """The partitions one commit touched: the first ``keys`` in sorted order, their ``count``, ``truncated``."""
+    """The partitions one commit touched: the first ``keys`` in sorted order, their ``count``, ``truncated``; and
+    how many keys could not be recorded (``unrecorded``), the first of them named (``unrecordedKeys``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     keys: tuple[str, ...] = Field(max_length=MAX_TOUCHED_PARTITIONS, description="canonical keys, sorted, unique")
     count: int = Field(ge=0, description="how many partitions the commit touched (more than keys when truncated)")
     truncated: bool = Field(default=False, description="whether keys leave some of them out")
+    unrecorded: int = Field(
+        default=0,
+        ge=0,
+        description="how many more partitions the commit touched whose key could not be recorded (longer than "
+        f"{MAX_PARTITION_KEY_LENGTH} characters, or not valid text): in neither keys nor count",
+    )
+    unrecorded_keys: tuple[Annotated[str, Field(max_length=UNRECORDED_KEY_TEXT)], ...] = Field(
+        default=(),
+        alias="unrecordedKeys",
+        max_length=MAX_UNRECORDED_NAMED,
+        description=f"the first {MAX_UNRECORDED_NAMED} of those keys, each as its first {UNRECORDED_KEY_SHOWN} "
+        "characters, its length and why it was not recorded",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -156,22 +202,52 @@ class TouchedPartitions(BaseModel):
             raise ValueError(f"partition keys are {size} bytes together; the limit is {MAX_TOUCHED_PARTITION_BYTES}")
         if self.count < len(self.keys) or self.truncated != (self.count > len(self.keys)):
             raise ValueError("count is the number of partitions, and truncated says whether keys leave some out")
+        if len(self.unrecorded_keys) > self.unrecorded:
+            raise ValueError("unrecordedKeys names at most the unrecorded keys")
         return self
 
     @classmethod
     def of(cls, keys: Iterable[str]) -> TouchedPartitions:
-        """The bounded value of every key a reader found (canonical keys; duplicates count once)."""
+        """The bounded value of every key a reader found (canonical keys; duplicates count once). A key that cannot
+        be recorded (:func:`unrecordable`) never fails the read: it is counted in ``unrecorded`` and named (the first
+        ``MAX_UNRECORDED_NAMED``) in ``unrecorded_keys``."""
         unique = sorted(set(keys))
-        kept: list[str] = []
-        size = 0
+        recordable: list[str] = []
+        unrecorded: list[tuple[str, str]] = []
         for key in unique:
+            why = _unstorable(key)
+            if why is None:
+                recordable.append(key)
+            else:
+                unrecorded.append((key, why))
+        # the canonical check (a parse and a format) only for the keys kept: a commit may name 10,000
+        kept: list[str] = []
+        count = len(recordable)
+        size = 0
+        for key in recordable:
             length = len(key.encode())
             if len(kept) == MAX_TOUCHED_PARTITIONS or size + length > MAX_TOUCHED_PARTITION_BYTES:
                 break
+            why = _not_canonical(key)
+            if why is not None:
+                unrecorded.append((key, why))
+                count -= 1
+                continue
             kept.append(key)
             size += length
-        return cls(keys=tuple(kept), count=len(unique), truncated=len(kept) < len(unique))
+        named = [unrecorded_key_shown(key, why) for key, why in sorted(unrecorded)[:MAX_UNRECORDED_NAMED]]
+        return cls(
+            keys=tuple(kept),
+            count=count,
+            truncated=len(kept) < count,
+            unrecorded=len(unrecorded),
+            unrecorded_keys=tuple(named),
+        )
 
     def to_api(self) -> dict[str, Any]:
-        """The JSON form (camelCase, no nulls): what an API answer and the state's record of it hold."""
-        return {"keys": list(self.keys), "count": self.count, "truncated": self.truncated}
+        """The JSON form (camelCase, no nulls): what an API answer and the state's record of it hold (``unrecorded``
+        and ``unrecordedKeys`` only when some key could not be recorded)."""
+        data: dict[str, Any] = {"keys": list(self.keys), "count": self.count, "truncated": self.truncated}
+        if self.unrecorded:
+            data.update(unrecorded=self.unrecorded, unrecordedKeys=list(self.unrecorded_keys))
+        return data

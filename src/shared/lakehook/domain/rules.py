@@ -46,7 +46,10 @@ MAX_WINDOW_MS = 31 * 86_400_000
 MAX_LATENESS_SECONDS = 7 * 86_400
 MAX_POLICY_SECONDS = 31 * 86_400
 
-_DURATION = re.compile(r"^P(?:(?P<w>\d+)W)?(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+)S)?)?$")
+# ASCII digits only ([0-9]: ``\d`` takes every script's digits) and the whole text (fullmatch: ``$`` lets "\n" through)
+_DURATION = re.compile(
+    r"P(?:(?P<w>[0-9]+)W)?(?:(?P<d>[0-9]+)D)?(?:T(?:(?P<h>[0-9]+)H)?(?:(?P<m>[0-9]+)M)?(?:(?P<s>[0-9]+)S)?)?", re.ASCII
+)
 
 
 def validate_id(value: str, what: str) -> str:
@@ -58,7 +61,7 @@ def validate_id(value: str, what: str) -> str:
 
 def parse_duration_ms(text: str) -> int:
     """An ISO 8601 duration of weeks, days, hours, minutes and seconds (``PT1H``, ``P1D``) in milliseconds."""
-    found = _DURATION.match(text) if isinstance(text, str) else None
+    found = _DURATION.fullmatch(text) if isinstance(text, str) else None
     if not found or text in ("P", "PT") or text.endswith("T"):
         raise ValueError(f"window must be an ISO 8601 duration such as PT15M, PT1H or P1D, got {text!r}")
     parts = {k: int(v) for k, v in found.groupdict().items() if v is not None}
@@ -96,7 +99,9 @@ class WindowSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
-    window: str = Field(description="ISO 8601 duration: PT15M, PT1H, P1D; windows are aligned to the epoch (UTC)")
+    window: str = Field(
+        description="ISO 8601 duration in ASCII digits: PT15M, PT1H, P1D; windows are aligned to the epoch (UTC)"
+    )
     allowed_lateness_seconds: int = Field(
         default=0,
         alias="allowedLatenessSeconds",

@@ -114,6 +114,39 @@ class SnapshotGap(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True)
 
 
+class UnrecordedPartitions(BaseModel):
+    """A snapshot a poll recorded although some of the partition keys it touched could not be (its event's
+    ``partitions.unrecorded``): which snapshot, how many keys, the first of them named, and when it was found."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    snapshot_id: int = Field(alias="snapshotId")
+    count: int = Field(ge=1, description="partition keys of the snapshot that could not be recorded")
+    keys: tuple[str, ...] = Field(default=(), description="the first of them, as the event's unrecordedKeys")
+    found_at: int = Field(alias="foundAt", description="epoch milliseconds")
+
+    @classmethod
+    def of(cls, snapshot: SnapshotInfo, found_at: int) -> UnrecordedPartitions | None:
+        """What ``snapshot`` left unrecorded, or None when it recorded every key it touched."""
+        touched = snapshot.partitions
+        if touched is None or not touched.unrecorded:
+            return None
+        return cls(
+            snapshot_id=snapshot.snapshot_id, count=touched.unrecorded, keys=touched.unrecorded_keys, found_at=found_at
+        )
+
+    def describe(self) -> str:
+        """The poll status warning: ``snapshot 7: 1 partition key not recorded: a=xxxx… (608 characters): …``."""
+        noun = "key" if self.count == 1 else "keys"
+        named = "; ".join(self.keys)
+        return f"snapshot {self.snapshot_id}: {self.count} partition {noun} not recorded (docs/partitions.md): {named}"
+
+    def to_api(self) -> dict[str, Any]:
+        data = self.model_dump(by_alias=True, mode="json")
+        data["foundAt"] = ms_to_iso(self.found_at)
+        return data
+
+
 class PollOffset(BaseModel):
     """What the poller stores per asset: the stored value of watermark ``lakehook.poller`` / ``offset``.
 
@@ -261,6 +294,11 @@ class PollStatus(BaseModel):
     warnings: tuple[str, ...] = Field(
         default=(), description="what the last read of the table found wrong without failing (e.g. a future instant)"
     )
+    last_unrecorded_partitions: UnrecordedPartitions | None = Field(
+        default=None,
+        alias="lastUnrecordedPartitions",
+        description="the newest snapshot recorded with partition keys that could not be (kept, as lastGap is)",
+    )
 
     def due(self, now_ms: int) -> bool:
         """Whether polling may run now (not inside a backoff window)."""
@@ -272,8 +310,10 @@ class PollStatus(BaseModel):
         snapshot_id: int | None,
         gap: SnapshotGap | None,
         warnings: tuple[str, ...] | None = None,
+        unrecorded: UnrecordedPartitions | None = None,
     ) -> PollStatus:
-        """After a poll that read the table; ``warnings`` replace the kept ones when the table was read."""
+        """After a poll that read the table; ``warnings`` replace the kept ones when the table was read; ``unrecorded``
+        (a snapshot with partition keys that could not be recorded) replaces the kept one."""
         return self.model_copy(
             update={
                 "last_polled_at": now_ms,
@@ -283,6 +323,7 @@ class PollStatus(BaseModel):
                 "next_attempt_at": None,
                 "last_gap": gap if gap is not None else self.last_gap,
                 "warnings": self.warnings if warnings is None else warnings,
+                "last_unrecorded_partitions": unrecorded or self.last_unrecorded_partitions,
             }
         )
 
@@ -300,9 +341,16 @@ class PollStatus(BaseModel):
         )
 
     def to_api(self) -> dict[str, Any]:
-        data = self.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"last_gap", "warnings"})
+        data = self.model_dump(
+            by_alias=True,
+            mode="json",
+            exclude_none=True,
+            exclude={"last_gap", "warnings", "last_unrecorded_partitions"},
+        )
         if self.warnings:
             data["warnings"] = list(self.warnings)
+        if self.last_unrecorded_partitions is not None:
+            data["lastUnrecordedPartitions"] = self.last_unrecorded_partitions.to_api()
         for name in ("lastPolledAt", "lastSuccessAt", "lastErrorAt", "nextAttemptAt"):
             if name in data:
                 data[name] = ms_to_iso(data[name])

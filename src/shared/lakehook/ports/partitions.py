@@ -30,13 +30,18 @@ class PartitionStore(ABC):
         was read with: one a racing resolver marked again since stays pending."""
 
     @abstractmethod
-    def pending(self, rule_id: str, group_id: str, limit: int) -> dict[str, str]:
-        """At most ``limit`` pending partitions of the group (newest keys first), each with its mark."""
+    def pending(self, rule_id: str, group_id: str, limit: int, after: str | None = None) -> dict[str, str]:
+        """At most ``limit`` pending partitions of the group (newest keys first), each with its mark; ``after``: only
+        the keys below it (the next page of a scan whose last page ended there)."""
 
     @abstractmethod
-    def pending_since(self, rule_id: str, group_id: str, limit: int) -> dict[str, int]:
-        """At most ``limit`` pending partitions of the group, the lowest keys first (one query page), each with when
-        it was found pending (epoch ms): what a freshness promise over partition runs measures."""
+    def marks(self, rule_id: str, group_id: str, partitions: Collection[str]) -> dict[str, str]:
+        """The marks of those of ``partitions`` that are pending (batched reads)."""
+
+    @abstractmethod
+    def pending_since(self, rule_id: str, group_id: str) -> dict[str, int]:
+        """Every pending partition of the group, the lowest keys first (query pages of only the key and the time),
+        each with when it was found pending (epoch ms): what a freshness promise over partition runs measures."""
 
     @abstractmethod
     def count_pending(self, rule_id: str, group_id: str) -> int:

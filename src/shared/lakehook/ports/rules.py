@@ -225,8 +225,9 @@ class StateHistory(ABC):
         """Log these snapshots (per asset key) by order; a snapshot logged before keeps when it was first logged."""
 
     @abstractmethod
-    def log_snapshot(self, asset_key: str, record: SnapshotRecord, now_ms: int) -> bool:
-        """Log one snapshot as :meth:`record_snapshots` does; whether this call logged it (False: it was before)."""
+    def log_snapshot(self, asset_key: str, record: SnapshotRecord, now_ms: int, *, late: bool = False) -> bool:
+        """Log one snapshot as :meth:`record_snapshots` does (``late``: by its push, older than the state, kept as
+        :attr:`lakehook.domain.versions.LoggedSnapshot.late`); whether this call logged it (False: it was before)."""
 
     @abstractmethod
     def snapshots_after(self, asset_key: str, order: int, limit: int) -> list[LoggedSnapshot]:
@@ -242,6 +243,21 @@ class StateChange:
     state: AssetState | None = None
     snapshot: SnapshotRecord | None = None  # a SNAPSHOT_COMMITTED event recorded (even one older than the state)
     partitions: TouchedPartitions | None = None  # the partitions that snapshot's event names
+    # a slice of a commit's partitions, carried over from an invocation that had more than it could write
+    # (resolve_continue.py): it wakes only the partitioned groups mapping the asset, and only for these partitions
+    partitions_only: bool = False
+
+
+@dataclass(frozen=True)
+class PartitionWork:
+    """Partitions of a partitioned group to evaluate now, carried over from an invocation that reached its bound
+    (resolve_continue.py): ``partitions`` (ready ones past its claims), or the pending partitions below ``after``
+    (the next page of a scan of the group's pending partitions)."""
+
+    rule_id: str
+    group_id: str
+    partitions: tuple[str, ...] = ()
+    after: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The invocation payload as typed objects: what a run receives from lakehook, whatever the target.
 
 Every target sends the same JSON object (docs/targets.md): ``triggerKey, ruleId, groupId, inputs, window,
-manifestUri, replayOf, attempt, completionPath, completionToken``. A webhook gets it as the POST body, a
+manifestUri, replayOf, attempt, completionPath, completionToken``, and ``partition`` for the run of one partition of
+a group with ``partitionBy`` (docs/partitions.md). A webhook gets it as the POST body, a
 Step Functions execution as its input, a Lambda function as its event, EventBridge as ``detail``, an Airflow
 DAG run as ``conf``, a DolphinScheduler workflow as the start parameter ``lakehook_payload``. The helpers
 here take each of those and answer one :class:`Invocation`.
@@ -13,6 +14,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from lakehook.wire.partition_keys import PartitionKeyError, partition_fields
 
 
 class InvalidPayloadError(ValueError):
@@ -43,7 +46,9 @@ class PinnedInput:
 @dataclass(frozen=True)
 class Invocation:
     """What one attempt of one trigger delivers. ``trigger_key`` is the same on every attempt (deduplicate on
-    it); ``attempt`` is not. ``completion_token`` is a credential for this trigger's completion only."""
+    it); ``attempt`` is not. ``completion_token`` is a credential for this trigger's completion only.
+    ``partition``: the partition key a partitioned group's run is for (``dt=2026-12-01/region=eu``), else None;
+    :attr:`partition_values` reads it."""
 
     trigger_key: str
     rule_id: str
@@ -55,6 +60,7 @@ class Invocation:
     completion_token: str | None = field(default=None, repr=False)
     window: Interval | None = None
     replay_of: str | None = None
+    partition: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def input(self, asset_key: str) -> PinnedInput:
@@ -67,6 +73,12 @@ class Invocation:
     @property
     def is_replay(self) -> bool:
         return self.replay_of is not None
+
+    @property
+    def partition_values(self) -> dict[str, str | None]:
+        """The partition's fields and values, unescaped, in the key's order (``{"dt": "2026-12-01", "region":
+        "eu"}``); None for Hive's default partition (a null value). Empty when the run is not of a partition."""
+        return dict(partition_fields(self.partition)) if self.partition is not None else {}
 
 
 def _field(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], required: bool = True) -> Any:
@@ -110,6 +122,16 @@ def _pinned(value: Any, index: int) -> PinnedInput:
         raise InvalidPayloadError(f"inputs[{index}].{exc}") from None
 
 
+def _partition(data: Mapping[str, Any]) -> str | None:
+    key: str | None = _field(data, "partition", str, required=False)
+    if key is not None:
+        try:
+            partition_fields(key)
+        except PartitionKeyError as exc:
+            raise InvalidPayloadError(f"partition: {exc}") from None
+    return key
+
+
 def parse_invocation(data: bytes | str | Mapping[str, Any]) -> Invocation:
     """The invocation in a webhook body (bytes or text) or an already decoded object (Step Functions input,
     a Lambda event, Airflow's ``conf``). Raises InvalidPayloadError naming the field."""
@@ -136,6 +158,7 @@ def parse_invocation(data: bytes | str | Mapping[str, Any]) -> Invocation:
         completion_token=_field(data, "completionToken", str, required=False),
         window=_interval(data.get("window"), "window"),
         replay_of=_field(data, "replayOf", str, required=False),
+        partition=_partition(data),
         raw=dict(data),
     )
 

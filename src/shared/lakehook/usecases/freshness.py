@@ -35,7 +35,6 @@ from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import GroupRef, RuleStore, StateReader, StoredRule, TriggerStore
 
 PAGE = 200
-PARTITION_PAGE = 1000  # pending partitions a freshness promise over partition runs reads per group (one query page)
 # What checking one rule's promise may raise because of that rule (its stored body, its cursors), not the store:
 # croniter's errors and pydantic's are ValueErrors, an instant out of range an OverflowError.
 RULE_FAULTS = (ValueError, ArithmeticError)
@@ -71,15 +70,16 @@ def quality_blocked_since(verdict: GroupEvaluation, states: Mapping[str, AssetSt
 
 
 def partitions_overdue(rule: Rule, partitions: PartitionStore | None, now: int) -> list[Overdue]:
-    """The rule's partitioned groups whose oldest pending partition (of one page, the lowest keys) waited longer than
-    ``partitionMaxAgeSeconds`` to run; one query per partitioned group, none without the promise."""
+    """The rule's partitioned groups whose oldest pending partition waited longer than ``partitionMaxAgeSeconds`` to
+    run; per partitioned group one query page per about 20,000 pending partitions (keys and times only), none without
+    the promise."""
     age = rule.freshness.partition_max_age_seconds if rule.freshness is not None else None
     if age is None or partitions is None:
         return []
     found: list[Overdue] = []
     for group in rule.groups:
         if group.partition_by is not None:
-            since = partitions.pending_since(rule.rule_id, group.group_id, PARTITION_PAGE)
+            since = partitions.pending_since(rule.rule_id, group.group_id)
             overdue = partition_overdue(group.group_id, age, since, now)
             if overdue is not None:
                 found.append(overdue)

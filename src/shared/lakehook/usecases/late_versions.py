@@ -92,7 +92,7 @@ class LateSnapshotNotice:
         ]
         if not groups:
             return None
-        logged = not self._history.log_snapshot(asset_key, record, at)  # logged before: some claim pinned it
+        logged = not self._history.log_snapshot(asset_key, record, at, late=True)  # logged before: a claim pinned it
         cursors = self._triggers.get_cursors([(r.rule_id, g.group_id) for r, g in groups])
         # A cursor that holds it or a newer version always will (cursors only move on): no note needed. The others
         # are noted (a partitioned group's runs move its partitions' cursors, not the group's: none to note).

@@ -32,6 +32,7 @@ from lakehook.domain.snapshots import (
     PollStatus,
     SnapshotCursor,
     SnapshotGap,
+    UnrecordedPartitions,
     snapshot_event,
     tag_event,
 )
@@ -51,6 +52,7 @@ class MetricName:
     POLL = "lakehouse_asset_poll_total"
     POLL_FAILED = "lakehouse_asset_poll_failed_total"
     POLL_SNAPSHOT_GAP = "lakehouse_asset_poll_snapshot_gap_total"
+    POLL_PARTITION_KEYS_UNRECORDED = "lakehouse_asset_poll_partition_keys_unrecorded_total"
     COMPENSATION_SCAN = "lakehouse_asset_compensation_scan_total"
     COMPENSATION_MISSED = "lakehouse_asset_compensation_missed_events"
 
@@ -88,6 +90,7 @@ class PollResult:
     next_attempt_at: int | None = None
     recovered: bool = False  # the table was held back after failing, and read fine this time
     warnings: tuple[str, ...] | None = None  # what the read found wrong without failing; None: not read
+    unrecorded: tuple[UnrecordedPartitions, ...] = ()  # snapshots recorded without some keys they touched
 
     @property
     def accepted(self) -> int:
@@ -113,6 +116,7 @@ class PollResult:
             "nextAttemptAt": self.next_attempt_at,
             "gap": self.gap.to_api() if self.gap else None,
             "warnings": list(self.warnings) if self.warnings else None,
+            "unrecordedPartitions": [u.to_api() for u in self.unrecorded] if self.unrecorded else None,
         }
         data.update({k: v for k, v in optional.items() if v is not None})
         return data
@@ -185,6 +189,7 @@ class PollAsset:
                     "reason": "the offset's successors expired before they were polled",
                 },
             )
+        unrecorded = _unrecorded(key, batch, self._clock() if now_ms is None else now_ms)
         results = tuple(self._ingest.ingest(event, SourceType.POLL) for event in _events(key, batch))
         advanced = offset.advanced(batch.snapshots, pointer, batch.tag_names, batch.complete)
         stored = self._store_offset(key, advanced, record.version if record else 0)
@@ -197,7 +202,8 @@ class PollAsset:
             gap=batch.gap,
             complete=batch.complete,
             recovered=offset.retry_at is not None,
-            warnings=batch.warnings,
+            warnings=batch.warnings + _unrecorded_warnings(unrecorded),
+            unrecorded=unrecorded,
         )
 
     def hold(self, asset_key: str, retry_at: int) -> None:
@@ -286,7 +292,8 @@ class PollAssets:
             warnings = result.warnings if result.warnings is not None else status.warnings
             if result.recovered or result.snapshot_ids or result.gap is not None or warnings != status.warnings:
                 last = result.snapshot_ids[-1] if result.snapshot_ids else None
-                self._save(status.succeeded(now, last, result.gap, warnings))
+                unrecorded = result.unrecorded[-1] if result.unrecorded else None
+                self._save(status.succeeded(now, last, result.gap, warnings, unrecorded))
         return result
 
     def _status(self, asset_key: str) -> PollStatus | None:
@@ -316,6 +323,35 @@ def _publish_poll(metrics: MetricSink, results: Sequence[PollResult]) -> None:
     gaps = [r.gap for r in results if r.gap is not None]
     if gaps:
         metrics.add_metric(MetricName.POLL_SNAPSHOT_GAP, "Count", sum(g.missed or 1 for g in gaps))
+    unrecorded = sum(u.count for r in results for u in r.unrecorded)
+    if unrecorded:
+        metrics.add_metric(MetricName.POLL_PARTITION_KEYS_UNRECORDED, "Count", unrecorded)
+
+
+def _unrecorded(asset_key: str, batch: SnapshotBatch, now_ms: int) -> tuple[UnrecordedPartitions, ...]:
+    """The batch's snapshots with partition keys that could not be recorded (each logged): they are recorded all
+    the same, with their other partitions, and polling goes on."""
+    found = tuple(u for s in batch.snapshots if (u := UnrecordedPartitions.of(s, now_ms)) is not None)
+    for unrecorded in found:
+        logger.warning(
+            "partition keys not recorded",
+            extra={
+                "asset_key": asset_key,
+                "snapshot_id": unrecorded.snapshot_id,
+                "count": unrecorded.count,
+                "reason": unrecorded.describe(),
+            },
+        )
+    return found
+
+
+def _unrecorded_warnings(found: Sequence[UnrecordedPartitions]) -> tuple[str, ...]:
+    """One poll status warning for the newest such snapshot of a poll, saying how many more there were."""
+    if not found:
+        return ()
+    more = len(found) - 1
+    also = f" (and {more} earlier snapshot{'s' if more > 1 else ''} of this poll)" if more else ""
+    return (found[-1].describe() + also,)
 
 
 # --- compensation ---------------------------------------------------------------------------------

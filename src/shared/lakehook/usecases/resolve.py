@@ -44,10 +44,11 @@ from lakehook.domain.rules import Policy, Rule
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus, next_trigger
 from lakehook.observability import logger
-from lakehook.ports.rules import AssetRecheck, ClaimOutcome, Deferral, DeferralStore, StateChange
+from lakehook.ports.rules import AssetRecheck, ClaimOutcome, Deferral, DeferralStore, PartitionWork, StateChange
 from lakehook.usecases.coverage import coverage_of_groups
 from lakehook.usecases.resolve_apply import ApplyPlan
-from lakehook.usecases.resolve_gather import Batch, GatherInputs, Work
+from lakehook.usecases.resolve_continue import slice_message, split_batch
+from lakehook.usecases.resolve_gather import Batch, GatherInputs, Wake, Work
 from lakehook.usecases.resolve_plan import Plan, PlanResolution
 from lakehook.usecases.resolve_report import (
     BLOCKED_METRIC,
@@ -58,6 +59,7 @@ from lakehook.usecases.resolve_report import (
     ResolverLimits,
     ResolverStores,
     RuleFailure,
+    TimeLeft,
     emit_metrics,
     is_rule_error,
 )
@@ -101,13 +103,21 @@ class ResolveAssetChange:
         self._apply = ApplyPlan(stores, limits, rule_error)
 
     def __call__(
-        self, changes: Sequence[StateChange] = (), deferred: Sequence[Deferral | AssetRecheck] = ()
+        self,
+        changes: Sequence[StateChange] = (),
+        deferred: Sequence[Deferral | AssetRecheck] = (),
+        carried: Sequence[PartitionWork] = (),
+        time_left: TimeLeft | None = None,
     ) -> ResolveReport:
-        """Resolve a batch: changed assets (deduplicated, images kept in order) and due deferrals and rechecks.
+        """Resolve a batch: changed assets (deduplicated, images kept in order) and due deferrals and rechecks, and
+        partition work carried over from an invocation that reached its bound (:mod:`.resolve_continue`).
 
         One rule's error is recorded on the rule (``lastError``, a metric, a retry through the sweep) and the
         batch goes on. An infrastructure error fails the batch so Lambda retries it; first, rechecks of its
-        assets and deferrals are left, so the sweep re-evaluates them even if Lambda gives the batch up.
+        assets and deferrals are left, so the sweep re-evaluates them even if Lambda gives the batch up, and the
+        partitions its commits touched are sent to the resolver queue. With ``time_left``, an invocation about to
+        reach its timeout stops before its next write and fails the same way (:class:`OutOfTime`), so a timeout
+        never kills it with nothing left behind.
         """
         now = self._clock()
         report = ResolveReport()
@@ -115,9 +125,10 @@ class ResolveAssetChange:
         groups = [d for d in deferred if isinstance(d, Deferral)]
         changes = [*changes, *rechecked]
         try:
-            self._resolve_batch(changes, groups, now, report)
+            self._resolve_batch(changes, groups, carried, now, report, time_left)
         except Exception:
             self._apply.leave_rechecks(changes, groups, now)
+            self._apply.carry_partitions(changes)
             raise
         if self._observer is not None:
             self._observer(report)
@@ -156,8 +167,8 @@ class ResolveAssetChange:
         groups the fact writes and pending marks too (``tests/unit/test_partition_plan.py``)."""
         now = self._clock()
         batch = Batch.of(changes)
-        found = self._gather.rules(batch.changed, deferred)
-        return self._planner(found.work, batch, now, None)() if found.work else Plan(())
+        found = self._gather.rules(batch.changed, deferred, batch.sliced)
+        return self._planner(found.work, batch, now, None, wake=found.wake)() if found.work else Plan(())
 
     def start(self, rule: Rule, group_ids: Sequence[str]) -> list[Trigger]:
         """``startFrom: NEXT_CHANGE``: record, per group, the versions that satisfy it now as its starting point (a
@@ -203,40 +214,78 @@ class ResolveAssetChange:
     # --- one batch -----------------------------------------------------------------------------------
 
     def _resolve_batch(
-        self, changes: Sequence[StateChange], deferred: Sequence[Deferral], now: int, report: ResolveReport
+        self,
+        changes: Sequence[StateChange],
+        deferred: Sequence[Deferral],
+        carried: Sequence[PartitionWork],
+        now: int,
+        report: ResolveReport,
+        time_left: TimeLeft | None = None,
     ) -> None:
-        """The changed assets' rules and the deferred groups, evaluated (and claimed) as one piece of work."""
+        """The changed assets' rules and the deferred groups, evaluated (and claimed) as one piece of work, bounded:
+        the partitions past ``max_facts`` go to the resolver queue first."""
         batch = Batch.of(changes)
-        found = self._gather.rules(batch.changed, deferred)
+        found = self._gather.rules(batch.changed, deferred, batch.sliced, carried)
         self._apply.fail_assets(found.unreadable, now, report)
         if not found.work:
             return
-        self._resolve_work(found.work, batch, now, report)
+        batch = self._bound(batch, found.work, report)
+        self._resolve_work(found.work, batch, now, report, wake=found.wake, time_left=time_left)
         failed = {(f.rule_id, f.group_id) for f in report.failed}
         # A deferral is how a failed group is retried: it evaluated fine, so its lastError goes.
         self._apply.clear_errors(sorted(found.retried - failed))
 
+    def _bound(self, batch: Batch, work: Work, report: ResolveReport) -> Batch:
+        """The batch with at most ``max_facts`` partition facts to write; the slices past them sent to the resolver
+        queue before anything is written (a failure here fails the batch, which is retried whole)."""
+        queue = self._stores.resolver_queue
+        if queue is None:
+            return batch
+        kept, rest = split_batch(batch, work, self._limits.max_facts)
+        if rest:
+            report.carried += queue.send([slice_message(c) for c in rest])
+            logger.info(
+                "partitions carried over",
+                extra={"status": "CARRIED", "count": len(rest), "asset_keys": sorted({c.asset_key for c in rest})},
+            )
+        return kept
+
     def _planner(
-        self, work: Work, batch: Batch, now: int, registered: Mapping[str, bool] | None, *, explain: bool = False
+        self,
+        work: Work,
+        batch: Batch,
+        now: int,
+        registered: Mapping[str, bool] | None,
+        *,
+        explain: bool = False,
+        wake: Wake | None = None,
     ) -> PlanResolution:
-        gathered = self._gather(work, batch, now, explain=explain)
+        gathered = self._gather(work, batch, now, explain=explain, wake=wake)
         return PlanResolution(
             gathered,
             now,
             max_claims=self._limits.max_claims_per_group,
             rule_error=self._rule_error,
             registered=registered,
+            carry=self._stores.resolver_queue is not None,
         )
 
     def _resolve_work(
-        self, work: Work, batch: Batch, now: int, report: ResolveReport, registered: Mapping[str, bool] | None = None
+        self,
+        work: Work,
+        batch: Batch,
+        now: int,
+        report: ResolveReport,
+        registered: Mapping[str, bool] | None = None,
+        wake: Wake | None = None,
+        time_left: TimeLeft | None = None,
     ) -> None:
         """Gather what the groups need once, plan, and apply the plan; a group whose claim found a late snapshot
         noted on its cursor since it was read is gathered and planned again, with the same batch (a few times at
         most: then the batch fails, and is retried)."""
         for _ in range(self._limits.max_conflicts + 1):
-            planner = self._planner(work, batch, now, registered)
-            again = self._apply(planner(), planner.gathered, planner, now, report)
+            planner = self._planner(work, batch, now, registered, wake=wake)
+            again = self._apply(planner(), planner.gathered, planner, now, report, time_left)
             if not again:
                 return
             work = [(rule, group) for rule, group in work if (rule.rule_id, group.group_id) in again]

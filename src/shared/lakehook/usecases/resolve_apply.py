@@ -29,6 +29,7 @@ from lakehook.domain.triggers import GroupCursor, PinnedInput
 from lakehook.domain.versions import SnapshotLog, SnapshotRecord
 from lakehook.observability import logger
 from lakehook.ports.rules import AssetRecheck, ClaimOutcome, ClaimResult, Deferral, GroupRef, RuleError, StateChange
+from lakehook.usecases.resolve_continue import group_messages, next_page_message, slice_message, slices
 from lakehook.usecases.resolve_gather import Gathered
 from lakehook.usecases.resolve_partitions import PartitionPlan, PartitionsPlan
 from lakehook.usecases.resolve_plan import GroupPlan, Plan, PlannedClaim, PlanResolution
@@ -37,7 +38,9 @@ from lakehook.usecases.resolve_report import (
     ResolverLimits,
     ResolverStores,
     RuleFailure,
+    TimeLeft,
     describe_error,
+    in_time,
 )
 
 
@@ -55,11 +58,20 @@ class ApplyPlan:
         self._rule_error = rule_error
 
     def __call__(
-        self, plan: Plan, gathered: Gathered, planner: PlanResolution, now: int, report: ResolveReport
+        self,
+        plan: Plan,
+        gathered: Gathered,
+        planner: PlanResolution,
+        now: int,
+        report: ResolveReport,
+        time_left: TimeLeft | None = None,
     ) -> set[GroupRef]:
-        """Write what ``plan`` says; ``planner`` plans a group again after a lost race. The groups whose claim found
-        a late snapshot noted on their cursor since it was read: what was read does not hold that snapshot, so they
-        are to be gathered and planned again (the late snapshot's push answered that it runs in order)."""
+        """Write what ``plan`` says; ``planner`` plans a group again after a lost race. With ``time_left``, an
+        invocation about to reach its timeout stops before its next group (:class:`OutOfTime`). The groups whose
+        claim found a late snapshot noted on their cursor since it was read: what was read does not hold that
+        snapshot, so they are to be gathered and planned again (the late snapshot's push answered that it runs in
+        order)."""
+        in_time(time_left, self._limits)
         if gathered.owned:
             self._stores.history.record(gathered.owned, now)
         if plan.facts and self._stores.partitions is not None:
@@ -70,6 +82,7 @@ class ApplyPlan:
         persisted = {k: set(v) for k, v in gathered.persisted.items()}
         again: set[GroupRef] = set()
         for group_plan in plan.groups:
+            in_time(time_left, self._limits)
             try:
                 if group_plan.partitions is not None:
                     self._partitioned(group_plan, group_plan.partitions, planner, now, report)
@@ -298,10 +311,33 @@ class ApplyPlan:
             store.mark_pending(rule_id, group_id, [m.partition for m in settled.marks], now)
         if settled.clears:
             store.clear_pending(rule_id, group_id, {c.partition: c.mark for c in settled.clears})
+        self._carry_over(plan, settled, report)
         if settled.deferral is not None:
             self._stores.deferrals.defer(settled.deferral)
             report.deferred.append(settled.deferral)
         report.verdict(plan.ref, settled.board(plan.group, explain=False))
+
+    def _carry_over(self, plan: GroupPlan, settled: PartitionsPlan, report: ResolveReport) -> None:
+        """What the group could not do in this invocation, to the resolver queue: its ready partitions past its
+        claims (one invocation's claims a message), and the next page of its pending partitions."""
+        queue = self._stores.resolver_queue
+        if queue is None or not (settled.continued or settled.more):
+            return
+        rule_id, group_id = plan.ref
+        messages = group_messages(rule_id, group_id, settled.continued, self._limits.max_claims_per_group)
+        if settled.more is not None:
+            messages.append(next_page_message(rule_id, group_id, settled.more))
+        report.carried += queue.send(messages)
+        logger.info(
+            "partitions carried over",
+            extra={
+                "rule_id": rule_id,
+                "group_id": group_id,
+                "status": "CARRIED",
+                "count": len(settled.continued),
+                "after": settled.more,
+            },
+        )
 
     def _claim_partitions(
         self, plan: GroupPlan, planned: PartitionsPlan, planner: PlanResolution, report: ResolveReport
@@ -410,6 +446,20 @@ class ApplyPlan:
         """Groups that evaluated fine: their ``lastError`` goes."""
         for rule_id, group_id in refs:
             self._stores.rules.clear_error(rule_id, group_id)
+
+    def carry_partitions(self, changes: Sequence[StateChange]) -> None:
+        """Before a failed batch is retried (and perhaps given up): the partitions its commits touched, to the resolver
+        queue, so they are evaluated whatever Lambda does with the batch (a recheck evaluates an asset's newest commit
+        only). Best effort, as :meth:`leave_rechecks`; a slice resolved twice runs nothing twice."""
+        queue = self._stores.resolver_queue
+        if queue is None:
+            return
+        try:
+            messages = [slice_message(c) for c in slices(changes, self._limits.max_facts)]
+            if messages:
+                queue.send(messages)
+        except Exception:
+            logger.exception("partitions of a failed batch not carried over", extra={"status": "FAILED"})
 
     def leave_rechecks(self, changes: Sequence[StateChange], deferred: Sequence[Deferral], now: int) -> None:
         """Before a failed batch is retried (and perhaps given up): durable markers, so the sweep evaluates its

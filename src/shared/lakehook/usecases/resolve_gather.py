@@ -19,7 +19,7 @@ one, is read before this batch's snapshots are logged, and the batch's own snaps
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lakehook.domain.coverage import Span
 from lakehook.domain.evaluation import VersionLog, select_member, steps_by_snapshot
@@ -29,13 +29,13 @@ from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Member, Mode, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, partition_cursor_id
-from lakehook.domain.versions import LoggedSnapshot, SnapshotLog, SnapshotRecord, Verdict, lineage_of
-from lakehook.ports.rules import Deferral, GroupRef, ResolutionInputs, StateChange
+from lakehook.domain.versions import Lineage, LoggedSnapshot, SnapshotLog, SnapshotRecord, Verdict, lineage_of
+from lakehook.ports.partitions import PartitionStore
+from lakehook.ports.rules import Deferral, GroupRef, PartitionWork, ResolutionInputs, StateChange
 from lakehook.usecases.coverage import coverage_of_groups
 from lakehook.usecases.late_versions import logged_already, ran_for_group
 from lakehook.usecases.resolve_partitions import (
     EXPLAIN_PAGE,
-    PENDING_PAGE,
     PartitionInputs,
     brought_facts,
     touched_of_states,
@@ -54,12 +54,14 @@ def each_version(rule: Rule, group: Group) -> bool:
 @dataclass(frozen=True)
 class Batch:
     """A batch's changes by asset: the assets in first-seen order, their state images and recorded snapshots, and
-    the partitions its data commits touched (None: not a stream batch, take the states' newest commits')."""
+    the partitions its data commits touched (None: not a stream batch, take the states' newest commits'), and the
+    assets of which it only carries a slice of a commit's partitions (they wake their partitioned groups only)."""
 
     changed: list[str]
     images: dict[str, list[AssetState]]
     recorded: dict[str, list[SnapshotRecord]]
     touched: dict[str, list[tuple[SnapshotRecord, TouchedPartitions]]] | None
+    sliced: list[str] = field(default_factory=list)
 
     @classmethod
     def empty(cls) -> Batch:
@@ -71,6 +73,12 @@ class Batch:
         touched: dict[str, list[tuple[SnapshotRecord, TouchedPartitions]]] = {}
         batch = cls([], {}, {}, touched)
         for change in changes:
+            if change.partitions_only:
+                if change.asset_key not in batch.sliced:
+                    batch.sliced.append(change.asset_key)
+                if change.snapshot is not None and change.partitions is not None:
+                    touched.setdefault(change.asset_key, []).append((change.snapshot, change.partitions))
+                continue
             if change.asset_key not in batch.images:
                 batch.changed.append(change.asset_key)
                 batch.images[change.asset_key] = []
@@ -87,13 +95,34 @@ class Batch:
 
 
 @dataclass(frozen=True)
+class Wake:
+    """Which partitioned groups read their pending partitions: those a deferral, an unpartitioned member's change or
+    an evaluation (``everything``) woke scan them from the newest key, a continuation below its key (``after``); the
+    others (a commit of a partitioned member, a slice) evaluate the partitions named (``given``: carried over)."""
+
+    everything: bool = True
+    scan: frozenset[GroupRef] = frozenset()
+    after: Mapping[GroupRef, str] = field(default_factory=dict)
+    given: Mapping[GroupRef, frozenset[str]] = field(default_factory=dict)
+
+    def page(self, ref: GroupRef) -> tuple[bool, str | None]:
+        """Whether the group reads a page of its pending partitions, and below which key."""
+        if self.everything or ref in self.scan:
+            return True, None
+        if ref in self.after:
+            return True, self.after[ref]
+        return False, None
+
+
+@dataclass(frozen=True)
 class RulesRead:
     """The rules of a batch: the groups to evaluate, the deferred groups among them (a deferral is how a failed
-    group is retried), and the assets whose rules could not be read (rechecked later)."""
+    group is retried), the assets whose rules could not be read (rechecked later), and what woke each group."""
 
     work: Work
     retried: set[GroupRef]
     unreadable: list[tuple[str, BaseException]]
+    wake: Wake = field(default_factory=Wake)
 
 
 @dataclass(frozen=True)
@@ -130,12 +159,22 @@ class GatherInputs:
 
     # --- rules ---------------------------------------------------------------------------------------
 
-    def rules(self, changed: Sequence[str], deferred: Sequence[Deferral]) -> RulesRead:
-        """The rules naming the changed assets (reverse index) and the due deferrals' groups, enabled ones only."""
+    def rules(
+        self,
+        changed: Sequence[str],
+        deferred: Sequence[Deferral],
+        sliced: Sequence[str] = (),
+        carried: Sequence[PartitionWork] = (),
+    ) -> RulesRead:
+        """The rules naming the changed assets (reverse index) and the due deferrals' groups, enabled ones only; for
+        assets of which a slice of partitions came (``sliced``), only the partitioned groups mapping them; and the
+        groups of carried-over partition work."""
         rules: dict[str, Rule] = {}
         focus: dict[str, set[str]] = {}
         unreadable: list[tuple[str, BaseException]] = []
-        for asset_key in changed:
+        scan: set[GroupRef] = set()
+        for asset_key in dict.fromkeys([*changed, *sliced]):
+            whole = asset_key in changed
             try:
                 found = self._stores.rules.rules_for_asset(asset_key)
             except Exception as exc:
@@ -146,9 +185,15 @@ class GatherInputs:
                 unreadable.append((asset_key, exc))
                 continue
             for rule in found:
+                groups = [g for g in rule.groups_with(asset_key) if whole or _maps(g, asset_key)]
+                if not groups:
+                    continue
                 rules[rule.rule_id] = rule
-                focus.setdefault(rule.rule_id, set()).update(g.group_id for g in rule.groups_with(asset_key))
+                focus.setdefault(rule.rule_id, set()).update(g.group_id for g in groups)
+                # an unpartitioned member's change may make any pending partition ready: the group scans them
+                scan.update((rule.rule_id, g.group_id) for g in groups if whole and _gates(g, asset_key))
         retried = self._deferred_groups(deferred, rules, focus)
+        after, given = self._carried_groups(carried, rules, focus)
         work = [
             (rule, group)
             for rule_id in sorted(focus)
@@ -156,7 +201,30 @@ class GatherInputs:
             for group in rule.groups
             if group.group_id in focus[rule_id]
         ]
-        return RulesRead(work, retried, unreadable)
+        wake = Wake(False, frozenset(scan | retried), after, given)
+        return RulesRead(work, retried, unreadable, wake)
+
+    def _carried_groups(
+        self, carried: Sequence[PartitionWork], rules: dict[str, Rule], focus: dict[str, set[str]]
+    ) -> tuple[dict[GroupRef, str], dict[GroupRef, frozenset[str]]]:
+        """Add the carried-over work's groups (and their rules) to the work: which continue a scan below a key, and
+        which partitions each is given."""
+        wanted = {w.rule_id for w in carried} - rules.keys()
+        if wanted:
+            rules.update(self._stores.rules.get_rules(wanted))
+        after: dict[GroupRef, str] = {}
+        given: dict[GroupRef, set[str]] = {}
+        for item in carried:
+            rule_or_none = rules.get(item.rule_id)
+            group = rule_or_none.group(item.group_id) if rule_or_none is not None else None
+            if group is None or group.partition_by is None:
+                continue  # the rule or group is gone, or no longer partitioned: nothing left to carry on
+            focus.setdefault(item.rule_id, set()).add(item.group_id)
+            ref = (item.rule_id, item.group_id)
+            given.setdefault(ref, set()).update(item.partitions)
+            if item.after is not None:
+                after[ref] = item.after
+        return after, {ref: frozenset(parts) for ref, parts in given.items()}
 
     def _deferred_groups(
         self, deferred: Sequence[Deferral], rules: dict[str, Rule], focus: dict[str, set[str]]
@@ -175,7 +243,9 @@ class GatherInputs:
 
     # --- what the groups need ------------------------------------------------------------------------
 
-    def __call__(self, work: Work, batch: Batch, now: int, *, explain: bool = False) -> Gathered:
+    def __call__(
+        self, work: Work, batch: Batch, now: int, *, explain: bool = False, wake: Wake | None = None
+    ) -> Gathered:
         """Read what the groups of ``work`` need, once for all of them (``explain``: a short page of each
         partitioned group's pending partitions, and their count)."""
         versioned = {k for rule, g in work if each_version(rule, g) for k in g.asset_keys}
@@ -189,10 +259,10 @@ class GatherInputs:
         touched = batch.touched if batch.touched is not None else touched_of_states(inputs.states)
         logs, recheck = self._logs(work, inputs.states, inputs.cursors, owned, now)
         persisted: dict[str, set[int]] = {}
-        snapshots = self._snapshot_logs(work, inputs.states, inputs.cursors, seen, now, persisted)
+        snapshots = self._snapshot_logs(work, inputs.states, inputs.cursors, seen, now, persisted, owned, recheck)
         coverage, errors = self._coverage(work, inputs, now)
         named, brought = brought_facts(work, touched)
-        partitions = self._partitions(work, inputs, named, errors, explain)
+        partitions = self._partitions(work, inputs, named, errors, explain, wake or Wake())
         return Gathered(
             work=work,
             inputs=inputs,
@@ -241,10 +311,12 @@ class GatherInputs:
         named: Mapping[GroupRef, frozenset[str]],
         errors: dict[GroupRef, BaseException],
         explain: bool,
+        wake: Wake,
     ) -> dict[GroupRef, PartitionInputs]:
-        """Each readable partitioned group: its pending page (one query), then the kept facts and the cursors of the
-        partitions its batch names and of the pending ones (batched reads); explain reads a short page, and the
-        count. A group with no partition store to read gets the error its plan raises."""
+        """Each readable partitioned group: the partitions its batch names or it was given, and, when its wake asks
+        for it, a page of its pending partitions (one query); then, batched, the kept facts and the cursors of them
+        all, and the pending marks of those not on the page. Explain reads a short page, and the count, and no
+        marks. A group with no partition store to read gets the error its plan raises."""
         read: dict[GroupRef, PartitionInputs] = {}
         store = self._stores.partitions
         for rule, group in work:
@@ -254,20 +326,52 @@ class GatherInputs:
             if store is None:
                 errors[ref] = ValueError("a partitioned group needs the resolver's partition store, and none is set")
                 continue
-            page = store.pending(rule.rule_id, group.group_id, EXPLAIN_PAGE if explain else PENDING_PAGE)
-            found = PartitionInputs(named.get(ref, frozenset()), page, {}, {})
-            partitions = found.partitions
-            wanted = [k for p in partitions for k in fact_keys(group, p)]
-            ids = {p: partition_cursor_id(group.group_id, p) for p in partitions}
-            cursors = self._stores.triggers.get_cursors([(rule.rule_id, i) for i in ids.values()]) if ids else {}
-            read[ref] = PartitionInputs(
-                found.named,
-                page,
-                store.facts(wanted) if wanted else {},
-                {p: c for p, i in ids.items() if (c := cursors.get((rule.rule_id, i))) is not None},
-                store.count_pending(rule.rule_id, group.group_id) if explain else None,
-            )
+            given = named.get(ref, frozenset()) | wake.given.get(ref, frozenset())
+            read[ref] = self._partition_inputs(store, rule, group, given, wake.page(ref), explain)
         return read
+
+    def _partition_inputs(
+        self,
+        store: PartitionStore,
+        rule: Rule,
+        group: Group,
+        given: frozenset[str],
+        scan: tuple[bool, str | None],
+        explain: bool,
+    ) -> PartitionInputs:
+        """One partitioned group's reads: a page of its pending partitions when ``scan`` asks for it (below a key),
+        the marks of the ``given`` partitions not on it, and, batched, the facts and cursors of them all."""
+        rule_id, group_id = rule.rule_id, group.group_id
+        page, more, whole = self._pending_page(store, rule_id, group_id, scan, explain)
+        unmarked = [p for p in given if p not in page]
+        if unmarked and not explain:
+            page = {**page, **store.marks(rule_id, group_id, unmarked)}
+        partitions = PartitionInputs(given, page, {}, {}).partitions
+        wanted = [k for p in partitions for k in fact_keys(group, p)]
+        ids = {p: partition_cursor_id(group_id, p) for p in partitions}
+        cursors = self._stores.triggers.get_cursors([(rule_id, i) for i in ids.values()]) if ids else {}
+        return PartitionInputs(
+            given,
+            page,
+            store.facts(wanted) if wanted else {},
+            {p: c for p, i in ids.items() if (c := cursors.get((rule_id, i))) is not None},
+            store.count_pending(rule_id, group_id) if explain else None,
+            more,
+            whole,
+        )
+
+    def _pending_page(
+        self, store: PartitionStore, rule_id: str, group_id: str, scan: tuple[bool, str | None], explain: bool
+    ) -> tuple[dict[str, str], str | None, bool]:
+        """A page of the group's pending partitions when ``scan`` asks for one (below its key): the page, the key the
+        next page starts below (a full page, not explain), and whether the page holds every pending partition."""
+        wanted, below = scan
+        if not wanted:
+            return {}, None, False
+        size = EXPLAIN_PAGE if explain else self._limits.pending_page
+        page = store.pending(rule_id, group_id, size, below)
+        full = len(page) >= size
+        return page, min(page) if full and not explain else None, below is None and not full
 
     # --- EACH_VERSION: late snapshots ----------------------------------------------------------------
 
@@ -393,12 +497,20 @@ class GatherInputs:
         seen: Mapping[str, Sequence[SnapshotRecord]],
         now: int,
         persisted: dict[str, set[int]],
+        owned: Mapping[str, Sequence[AssetState]],
+        recheck: dict[str, int],
     ) -> dict[str, SnapshotLog]:
         """Per EACH_VERSION member stepping by snapshot: the logged snapshots after the oldest cursor that needs
         them (one query per such asset), the snapshots this batch saw, and the state's own newest ones;
-        ``persisted`` gets the orders of those known to be stored (read, or logged by this batch)."""
+        ``persisted`` gets the orders of those known to be stored (read, or logged by this batch).
+
+        A table without lineage shows no gap, so there a snapshot counts only once every snapshot accepted before
+        it is known (:func:`_known_upto`); the others wait, their asset in ``recheck`` at the end of the settle
+        time (the stream records still to come wake the group before that)."""
         logs: dict[str, SnapshotLog] = {}
         limit = 2 * self._limits.max_claims_per_group + 10
+        settle = self._limits.history_settle_ms
+        pinned = _pinned_only(work, cursors)
         for key, start in _snapshot_floors(work, cursors).items():
             state = states.get(key)
             entries = [LoggedSnapshot(r, now) for r in seen.get(key, ())]
@@ -409,10 +521,10 @@ class GatherInputs:
                 complete = len(stored) < limit
                 entries = stored + entries
             persisted[key] = {e.record.order for e in entries}
-            if state is not None and complete:
-                at = state.updated_at if state.updated_at is not None else now
-                entries += [LoggedSnapshot(r, at) for r in (state.latest_record, state.latest_data) if r is not None]
-            logs[key] = SnapshotLog.of(entries, lineage_of(key), self._limits.history_settle_ms)
+            stepping = start is not None and key in pinned and lineage_of(key) is Lineage.NONE
+            bound = _known_upto(start, entries, state, owned.get(key, ()), now, settle) if stepping else None
+            entries = _with_newest(key, entries, state, complete, bound, now, settle, recheck)
+            logs[key] = SnapshotLog.of(entries, lineage_of(key), settle)
         return logs
 
     def _judged(
@@ -458,6 +570,16 @@ class GatherInputs:
         return found
 
 
+def _maps(group: Group, asset_key: str) -> bool:
+    """Whether a partitioned member of ``group`` maps the asset's partitions."""
+    return any(m.asset_key == asset_key for m in group.partitioned_members)
+
+
+def _gates(group: Group, asset_key: str) -> bool:
+    """Whether the asset is an unpartitioned member of ``group`` (every group without ``partitionBy`` included)."""
+    return any(m.asset_key == asset_key and m.partition is None for m in group.members)
+
+
 def _seen_snapshots(
     owned: Mapping[str, Sequence[AssetState]], recorded: Mapping[str, Sequence[SnapshotRecord]], versioned: set[str]
 ) -> dict[str, list[SnapshotRecord]]:
@@ -470,6 +592,69 @@ def _seen_snapshots(
         if found:
             seen[key] = found
     return seen
+
+
+def _with_newest(
+    key: str,
+    entries: Sequence[LoggedSnapshot],
+    state: AssetState | None,
+    complete: bool,
+    bound: int | None,
+    now: int,
+    settle_ms: int,
+    recheck: dict[str, int],
+) -> list[LoggedSnapshot]:
+    """The log's entries and the state's newest snapshots (when the stored log was read whole), without those above
+    ``bound`` (:func:`_known_upto`): those wait, and the asset is rechecked at the end of the settle time."""
+    if state is None:
+        return list(entries)
+    at = state.updated_at if state.updated_at is not None else now
+    found = list(entries)
+    if complete:
+        found += [LoggedSnapshot(r, at) for r in (state.latest_record, state.latest_data) if r is not None]
+    if bound is None or all(e.record.order <= bound for e in found):
+        return found
+    recheck[key] = min(recheck.get(key, at + settle_ms), at + settle_ms)
+    return [e for e in found if e.record.order <= bound]
+
+
+def _known_upto(
+    start: int | None,
+    entries: Sequence[LoggedSnapshot],
+    state: AssetState | None,
+    owned: Sequence[AssetState],
+    now: int,
+    settle_ms: int,
+) -> int | None:
+    """On a table without lineage: up to which order every accepted snapshot is known, or None for all of them.
+
+    All are known once this batch holds the state's own image (its records came in stream order) or once the state
+    has been unchanged for the settle time. Else up to the cursor's snapshot (it ran) and to the newest snapshot the
+    resolver logged or sees (each in stream order: every snapshot accepted before it was handled first), and not
+    above: a snapshot accepted since then whose record is still to come would be stepped over. A late push's entry
+    (:attr:`lakehook.domain.versions.LoggedSnapshot.late`) and the state's newest say nothing of those. ``entries``:
+    what was logged or seen, not the state's newest."""
+    if start is None or state is None or any(image.version >= state.version for image in owned):
+        return None
+    if (state.updated_at if state.updated_at is not None else now) + settle_ms <= now:
+        return None
+    return max([start, *(e.record.order for e in entries if not e.late)])
+
+
+def _pinned_only(work: Work, cursors: Mapping[GroupRef, GroupCursor]) -> set[str]:
+    """The members stepping by snapshot whose every EACH_VERSION group has run (its cursor pins a snapshot of them):
+    the groups that step from a run to the next version (a first trigger takes the oldest one known)."""
+    pinned: dict[str, bool] = {}
+    for rule, group in work:
+        if not each_version(rule, group):
+            continue
+        cursor = cursors.get((rule.rule_id, group.group_id))
+        for member in group.members:
+            if steps_by_snapshot(member):
+                last = cursor.pins.get(member.asset_key) if cursor is not None and cursor.seq > 0 else None
+                ran = last is not None and last.snapshot_id is not None
+                pinned[member.asset_key] = pinned.get(member.asset_key, True) and ran
+    return {key for key, ran in pinned.items() if ran}
 
 
 def _snapshot_floors(work: Work, cursors: Mapping[GroupRef, GroupCursor]) -> dict[str, int | None]:

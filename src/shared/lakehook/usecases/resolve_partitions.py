@@ -29,6 +29,7 @@ from lakehook.domain.partition_evaluation import (
     member_keys,
     partition_of_fact,
     summarize,
+    touched_since,
 )
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Rule
@@ -38,7 +39,6 @@ from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import Deferral, GroupRef
 
-PENDING_PAGE = 1000  # pending partitions re-evaluated per group and invocation (newest keys first)
 EXPLAIN_PAGE = 20  # partitions explain shows per group
 
 Touched = Mapping[str, Sequence[tuple[SnapshotRecord, TouchedPartitions]]]
@@ -122,6 +122,8 @@ class PartitionInputs:
     facts: Mapping[FactKey, PartitionFact]
     cursors: Mapping[str, GroupCursor]
     counted: int | None = None  # explain reads a short page: the count it shows is read
+    more: str | None = None  # the page of pending partitions was full: the next page starts below this key
+    whole: bool = False  # the page holds every pending partition (read from the newest key, not full)
 
     @property
     def partitions(self) -> list[str]:
@@ -251,7 +253,9 @@ class PartitionsPlan:
     clears: tuple[PlannedClear, ...]
     deferral: Deferral | None
     why: PartitionDeferWhy | None
-    pending: int
+    pending: int | None  # None: not known (the group read no whole page of its pending partitions)
+    continued: tuple[str, ...] = ()  # ready partitions past the claims, carried over to the work queue
+    more: str | None = None  # the pending partitions below this key are scanned next, through the work queue
 
     @property
     def claims(self) -> tuple[PlannedPartitionClaim, ...]:
@@ -293,6 +297,7 @@ class PlanPartitions:
     states: Mapping[str, AssetState]
     now: int
     registered: Mapping[str, bool] | None = None
+    carry: bool = False  # a work queue takes what is past this invocation's bound (else the group defers itself)
 
     def facts(self) -> dict[FactKey, PartitionFact]:
         """The kept facts, with what this batch brought where newer (as the apply keeps them first)."""
@@ -334,7 +339,8 @@ class PlanPartitions:
             defer = (self.now, PartitionDeferWhy.CLAIMS_USED)
         elif (wait := _wait(settled)) is not None:
             defer = (wait, PartitionDeferWhy.WAIT_ENDS)
-        why = PendingWhy.NEWS if _has_news(group, settled) else PendingWhy.RAN
+        after = claim.moved() if claim is not None else cursor
+        why = PendingWhy.NEWS if touched_since(group, partition, facts, after) else PendingWhy.RAN
         return PartitionPlan(partition, cursor, verdict, claim, settled, why, defer)
 
     def settle(self, planned: Sequence[PartitionPlan]) -> PartitionsPlan:
@@ -349,7 +355,7 @@ class PlanPartitions:
             if p.pending is PendingWhy.RAN and p.partition in page
         )
         fresh = tuple(m for m in marks if m.partition not in page)
-        first = min((p.defer for p in planned if p.defer is not None), key=lambda d: d[0], default=None)
+        continued, first = self._carried(planned)
         deferral = Deferral(self.rule.rule_id, self.group.group_id, first[0]) if first is not None else None
         counted = self.inputs.counted
         left = len(set(page) | {m.partition for m in marks}) - len(clears)
@@ -359,8 +365,20 @@ class PlanPartitions:
             clears,
             deferral,
             first[1] if first is not None else None,
-            counted if counted is not None else left,
+            counted if counted is not None else left if self.inputs.whole else None,
+            continued,
+            self.inputs.more if self.carry else None,
         )
+
+    def _carried(
+        self, planned: Sequence[PartitionPlan]
+    ) -> tuple[tuple[str, ...], tuple[int, PartitionDeferWhy] | None]:
+        """The ready partitions past the claims that go to the work queue (when there is one: else the group defers
+        itself to the next invocation for them), and the earliest deferral of the others."""
+        used = PartitionDeferWhy.CLAIMS_USED
+        carried = tuple(p.partition for p in planned if self.carry and p.defer is not None and p.defer[1] is used)
+        defers = [p.defer for p in planned if p.defer is not None and not (self.carry and p.defer[1] is used)]
+        return carried, min(defers, key=lambda d: d[0], default=None)
 
     def _claim(self, partition: str, verdict: GroupEvaluation, cursor: GroupCursor | None) -> PlannedPartitionClaim:
         rule, group = self.rule, self.group

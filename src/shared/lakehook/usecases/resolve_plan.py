@@ -144,7 +144,9 @@ class PlanResolution:
         max_claims: int,
         rule_error: Callable[[BaseException], bool],
         registered: Mapping[str, bool] | None = None,
+        carry: bool = False,
     ) -> None:
+        self._carry = carry
         self._gathered = gathered
         self._now = now
         self._max_claims = max_claims
@@ -211,6 +213,7 @@ class PlanResolution:
             gathered.inputs.states,
             self._now,
             self._registered,
+            self._carry,
         )
 
     def _evaluate(

@@ -43,6 +43,21 @@ RULE_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+class OutOfTime(Exception):
+    """The invocation is about to reach its timeout: it stops before its next write and fails, so it is retried
+    (what it did is idempotent) instead of being killed with nothing left behind."""
+
+
+TimeLeft = Callable[[], int]
+"""milliseconds left in this invocation (Lambda's ``context.get_remaining_time_in_millis``)"""
+
+
+def in_time(time_left: TimeLeft | None, limits: ResolverLimits) -> None:
+    """Raise :class:`OutOfTime` when less than ``limits.margin_ms`` is left."""
+    if time_left is not None and (left := time_left()) < limits.margin_ms:
+        raise OutOfTime(f"{left} ms left, less than the resolver's margin of {limits.margin_ms} ms")
+
+
 def is_rule_error(exc: BaseException) -> bool:
     """Whether ``exc`` is a bug of one rule (its data or the code evaluating it), not the infrastructure's."""
     return isinstance(exc, RULE_ERRORS)
@@ -67,6 +82,7 @@ class ResolverStores:
     coverage: CoverageStore | None = None
     partitions: PartitionStore | None = None
     poll_queue: WorkQueue | None = None
+    resolver_queue: WorkQueue | None = None  # takes the work past one invocation's bound (resolve_continue.py)
 
 
 @dataclass(frozen=True)
@@ -78,6 +94,9 @@ class ResolverLimits:
 
     max_conflicts: int = 10
     max_claims_per_group: int = 100
+    max_facts: int = 1000  # partition facts one invocation writes; the rest of its batch goes to the resolver queue
+    pending_page: int = 1000  # pending partitions of a group one invocation reads (the next page: the queue's)
+    margin_ms: int = 10_000  # an invocation with less time left makes no more writes: it fails, and is retried
     history_settle_ms: int = 15 * 60_000
     retry_ms: int = 60_000
 
@@ -101,6 +120,7 @@ class ResolveReport:
     conflicts: int = 0
     failed: list[RuleFailure] = field(default_factory=list)
     rechecks: list[AssetRecheck] = field(default_factory=list)
+    carried: int = 0  # messages sent to the resolver queue: work past this invocation's bound
     # the verdict each group had when it was first evaluated in this invocation (before its claims moved it)
     first_verdicts: dict[GroupRef, GroupEvaluation] = field(default_factory=dict)
     # late snapshots an EACH_VERSION group had already run past: recorded as SKIPPED, never run

@@ -95,10 +95,13 @@ class DynamoDBPartitionStore(PartitionStore):
                 if not is_conditional_failure(exc):
                     raise  # a mark that changed: a racing resolver found it pending again, and it stays
 
-    def pending(self, rule_id: str, group_id: str, limit: int) -> dict[str, str]:
+    def pending(self, rule_id: str, group_id: str, limit: int, after: str | None = None) -> dict[str, str]:
         found: dict[str, str] = {}
-        condition = Key("PK").eq(keys.rule_pk(rule_id)) & Key("SK").begins_with(
-            keys.pending_partitions_prefix(group_id)
+        prefix = keys.pending_partitions_prefix(group_id)
+        condition = (
+            Key("PK").eq(keys.rule_pk(rule_id)) & Key("SK").begins_with(prefix)
+            if after is None
+            else Key("PK").eq(keys.rule_pk(rule_id)) & Key("SK").between(prefix, f"{prefix}{after}")
         )
         kwargs: dict[str, Any] = {
             "KeyConditionExpression": condition,
@@ -107,20 +110,32 @@ class DynamoDBPartitionStore(PartitionStore):
         }
         while len(found) < limit:
             page = self._table.query(**kwargs, Limit=limit - len(found))
-            found.update({str(i["partitionKey"]): str(i["mark"]) for i in page.get("Items", [])})
+            found.update(
+                {str(i["partitionKey"]): str(i["mark"]) for i in page.get("Items", []) if i["partitionKey"] != after}
+            )
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return found
 
-    def pending_since(self, rule_id: str, group_id: str, limit: int) -> dict[str, int]:
-        page = self._table.query(
-            KeyConditionExpression=_pending(rule_id, group_id),
-            ScanIndexForward=True,
-            Limit=limit,
-            ProjectionExpression="partitionKey, markedAt",
-        )
-        return {str(i["partitionKey"]): int(i["markedAt"]) for i in page.get("Items", []) if "markedAt" in i}
+    def marks(self, rule_id: str, group_id: str, partitions: Collection[str]) -> dict[str, str]:
+        wanted = [keys.pending_partition_key(rule_id, group_id, p) for p in partitions]
+        found = batch_get(self._client, self._name, wanted) if wanted else []
+        return {str(i["partitionKey"]): str(i["mark"]) for i in found}
+
+    def pending_since(self, rule_id: str, group_id: str) -> dict[str, int]:
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": _pending(rule_id, group_id),
+            "ScanIndexForward": True,
+            "ProjectionExpression": "partitionKey, markedAt",
+        }
+        found: dict[str, int] = {}
+        while True:
+            page = self._table.query(**kwargs)
+            found.update({str(i["partitionKey"]): int(i["markedAt"]) for i in page.get("Items", []) if "markedAt" in i})
+            if "LastEvaluatedKey" not in page:
+                return found
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def count_pending(self, rule_id: str, group_id: str) -> int:
         condition = Key("PK").eq(keys.rule_pk(rule_id)) & Key("SK").begins_with(

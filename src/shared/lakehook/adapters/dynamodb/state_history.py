@@ -71,7 +71,7 @@ class DynamoDBStateHistory(StateHistory):
         for (asset_key, _), record in sorted(unique.items()):
             self.log_snapshot(asset_key, record, now_ms)
 
-    def log_snapshot(self, asset_key: str, record: SnapshotRecord, now_ms: int) -> bool:
+    def log_snapshot(self, asset_key: str, record: SnapshotRecord, now_ms: int, *, late: bool = False) -> bool:
         try:
             self._table.put_item(
                 Item={
@@ -81,6 +81,7 @@ class DynamoDBStateHistory(StateHistory):
                     "recordedAt": now_ms,
                     "body": json.dumps(record.to_api(), separators=(",", ":"), sort_keys=True),
                     keys.TTL_ATTRIBUTE: now_ms // 1000 + self._retention_seconds,
+                    **({"late": True} if late else {}),
                 },
                 ConditionExpression="attribute_not_exists(PK)",
             )
@@ -101,7 +102,9 @@ class DynamoDBStateHistory(StateHistory):
         while len(found) < limit:
             answer = self._table.query(**kwargs)
             found.extend(
-                LoggedSnapshot(SnapshotRecord.model_validate(json.loads(i["body"])), int(i["recordedAt"]))
+                LoggedSnapshot(
+                    SnapshotRecord.model_validate(json.loads(i["body"])), int(i["recordedAt"]), late=bool(i.get("late"))
+                )
                 for i in answer.get("Items", [])
             )
             if "LastEvaluatedKey" not in answer:

@@ -95,6 +95,11 @@ export const snap = (id) => {
   return html`<span class="mono snap">${String(id)}</span>`;
 };
 
+/** The partition a partitioned group's run is for (its trigger's `partition`, e.g. dt=2026-12-01), as a chip;
+ * nothing for a run of no partition. */
+export const partitionOf = (key) =>
+  key === null || key === undefined ? "" : html`<span class="chip" data-key="partition" title="the partition this run is for">${key}</span>`;
+
 export const humanize = (key) =>
   String(key)
     .replace(/([a-z0-9])([A-Z])/g, "$1 $2")

@@ -1,10 +1,11 @@
 // One rule: its explain tree (per group and member READY / BLOCKED_BY_… with current and required values,
 // cooldown and quiet-period end times, a scheduled group's ticks and what its next tick waits for, a partitioned
 // group's partitions and what each waits for), lastError,
-// its definition, and "evaluate now".
+// its definition, its newest trigger (and each group's, with the partition a partitioned group's run is for), and
+// "evaluate now".
 
 import * as api from "../api.js";
-import { html, badge, kv, time, relative, short, snap, assetHref, triggersHref, confirmDialog, toast } from "../ui.js";
+import { html, badge, kv, time, relative, short, snap, partitionOf, assetHref, triggersHref, confirmDialog, toast } from "../ui.js";
 import { ruleHealth, targetLabel } from "./model.js";
 
 export const nav = "rules";
@@ -40,7 +41,7 @@ export async function render({ ruleId }) {
     <div class="grid">
       <section class="card"><h2>Target</h2><p>${targetLabel(rule.target)}</p>${kv(rule.target)}</section>
       <section class="card"><h2>Outlets</h2>${(rule.outlets || []).length ? html`<ul class="plain">${rule.outlets.map((o) => html`<li><a href="${assetHref(o)}" class="mono">${o}</a></li>`)}</ul>` : html`<p class="muted">none declared: the run reports no outlets with its token</p>`}</section>
-      <section class="card"><h2>Newest trigger</h2>${explained.lastTrigger ? html`<p>${badge(explained.lastTrigger.status)} ${time(explained.lastTrigger.createdAt)}</p>
+      <section class="card" id="newest-trigger"><h2>Newest trigger</h2>${explained.lastTrigger ? html`<p>${badge(explained.lastTrigger.status)} ${time(explained.lastTrigger.createdAt)} ${partitionOf(explained.lastTrigger.partition)}</p>
         <p class="mono small">${explained.lastTrigger.triggerKey}</p>${pins(explained.lastTrigger.inputs)}` : html`<p class="muted">never triggered</p>`}</section>
     </div>`;
 }
@@ -64,7 +65,7 @@ function groupTree(group) {
         <div><h3>required</h3>${kv(flatRequired(m.required))}</div>
       </div>
     </li>`)}</ul>
-    ${group.lastTrigger ? html`<p class="small muted">last trigger of this group: ${badge(group.lastTrigger.status)} ${time(group.lastTrigger.createdAt)}</p>` : ""}
+    ${group.lastTrigger ? html`<p class="small muted" data-last-trigger="${group.lastTrigger.triggerKey}">last trigger of this group: ${badge(group.lastTrigger.status)} ${time(group.lastTrigger.createdAt)} ${partitionOf(group.lastTrigger.partition)}</p>` : ""}
   </div>`;
 }
 

@@ -1,8 +1,9 @@
-// Triggers, a timeline per rule (newest first): status, pinned inputs, attempts, next attempt, failure kind,
-// the run's reported status, the manifest; retry, replay (after its pre-flight checklist), evaluate now.
+// Triggers, a timeline per rule (newest first): status, the partition a partitioned group's run is for, pinned
+// inputs, attempts, next attempt, failure kind, the run's reported status, the manifest; retry, replay (after its
+// pre-flight checklist), evaluate now.
 
 import * as api from "../api.js";
-import { html, badge, time, relative, short, snap, assetHref, ruleHref, triggersHref, confirmDialog, toast } from "../ui.js";
+import { html, badge, time, relative, short, snap, partitionOf, assetHref, ruleHref, triggersHref, confirmDialog, toast } from "../ui.js";
 
 export const nav = "triggers";
 const LIMIT = 50;
@@ -49,7 +50,7 @@ function entry(t, isNew, showRule) {
       <header>
         ${badge(t.status)} ${t.failure ? badge(t.failure) : ""} ${isNew ? html`<span class="badge busy">new</span>` : ""}
         ${showRule ? html`<a href="${ruleHref(t.ruleId)}"><strong>${t.ruleId}</strong></a>` : ""}
-        <span class="muted">group ${t.groupId}</span>
+        <span class="muted">group ${t.groupId}</span> ${partitionOf(t.partition)}
         <span class="spacer"></span>
         ${time(t.createdAt)} <span class="muted small">${relative(t.createdAt)}</span>
         <span class="actions">

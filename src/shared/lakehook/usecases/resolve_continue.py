@@ -1,0 +1,166 @@
+"""Bounded work per resolver invocation, and the work carried over to the next ones through the resolver's queue.
+
+Whatever arrives at once (a stream batch of 100 records, each naming up to the touched keys of a commit), one
+invocation writes at most ``max_facts`` partition facts, makes at most ``max_claims_per_group`` claims per group and
+reads one page of a group's pending partitions. What lies past that bound is neither dropped nor left to the deferral
+sweep's rate; it is sent, before anything is written, to the resolver's work queue (SQS, ``ResolverWorkQueue``),
+which hands the resolver one message per invocation (``BatchSize: 1``):
+
+- a **slice** of a commit's partitions (``kind: "partitions"``): the asset, the snapshot record and at most what one
+  invocation may write of its keys; it wakes only the partitioned groups mapping the asset, for those keys;
+- a group's **continuation** (``kind: "group"``): ready partitions past its claims (at most one invocation's claims per
+  message), or the next page of its pending partitions (below a key).
+
+Each message is bounded, each partition is read once per continuation (the drain is linear in reads), and a message
+whose invocation fails (a timeout included) is received again, then kept in the queue's dead-letter queue
+(``ResolverWorkDeadLetterQueue``, alarmed); nothing is stranded. Without a queue (a unit test's resolver), the group
+defers itself instead, and the rest of a batch past the bound is resolved in the same invocation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from lakehook.domain.limits import MAX_TOUCHED_PARTITION_BYTES, MAX_TOUCHED_PARTITIONS
+from lakehook.domain.partition_evaluation import mapping_of
+from lakehook.domain.partitions import TouchedPartitions
+from lakehook.domain.rules import Group, Rule
+from lakehook.domain.versions import SnapshotRecord
+from lakehook.ports.rules import PartitionWork, StateChange
+from lakehook.usecases.resolve_gather import Batch
+
+SLICE = "partitions"
+CONTINUE = "group"
+
+
+class SliceMessage(BaseModel):
+    """A slice of one commit's partitions, past what the invocation that read it could write."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    kind: Literal["partitions"]
+    asset_key: str = Field(alias="assetKey", min_length=1)
+    snapshot: SnapshotRecord
+    partitions: list[str] = Field(min_length=1, max_length=MAX_TOUCHED_PARTITIONS)
+
+
+class GroupMessage(BaseModel):
+    """A partitioned group's partitions to evaluate, or the page of its pending partitions below ``after``."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    kind: Literal["group"]
+    rule_id: str = Field(alias="ruleId", min_length=1)
+    group_id: str = Field(alias="groupId", min_length=1)
+    partitions: list[str] = Field(default_factory=list)
+    after: str | None = None
+
+
+_MESSAGE: TypeAdapter[SliceMessage | GroupMessage] = TypeAdapter(
+    Annotated[SliceMessage | GroupMessage, Field(discriminator="kind")]
+)
+
+
+def work_of(body: Mapping[str, Any]) -> StateChange | PartitionWork:
+    """The resolver's input a queue message carries (a ValueError when it is none)."""
+    message = _MESSAGE.validate_python(body)
+    if isinstance(message, SliceMessage):
+        parts = TouchedPartitions.model_validate(message.partitions)
+        return StateChange(message.asset_key, snapshot=message.snapshot, partitions=parts, partitions_only=True)
+    if not message.partitions and message.after is None:
+        raise ValueError("a group message names partitions or a key to continue after")
+    return PartitionWork(message.rule_id, message.group_id, tuple(message.partitions), message.after)
+
+
+def slice_message(change: StateChange) -> dict[str, Any]:
+    assert change.snapshot is not None and change.partitions is not None
+    return {
+        "kind": SLICE,
+        "assetKey": change.asset_key,
+        "snapshot": change.snapshot.model_dump(by_alias=True, exclude_none=True),
+        "partitions": list(change.partitions.keys),
+    }
+
+
+def group_messages(rule_id: str, group_id: str, partitions: Sequence[str], per_message: int) -> list[dict[str, Any]]:
+    """The ready partitions of a group past its claims, at most ``per_message`` (one invocation's claims) a message."""
+    return [
+        {"kind": CONTINUE, "ruleId": rule_id, "groupId": group_id, "partitions": list(partitions[i : i + per_message])}
+        for i in range(0, len(partitions), max(1, per_message))
+    ]
+
+
+def next_page_message(rule_id: str, group_id: str, after: str) -> dict[str, Any]:
+    return {"kind": CONTINUE, "ruleId": rule_id, "groupId": group_id, "after": after}
+
+
+def weights(work: Sequence[tuple[Rule, Group]]) -> dict[str, int]:
+    """Per asset, the facts one touched key of it may give the groups of ``work``: the distinct mappings of the
+    partitioned members naming it (rules mapping an asset alike share its facts)."""
+    mappings: dict[str, set[str]] = {}
+    for _, group in work:
+        for member in group.partitioned_members:
+            mappings.setdefault(member.asset_key, set()).add(mapping_of(group, member))
+    return {asset: len(found) for asset, found in mappings.items()}
+
+
+def split_batch(batch: Batch, work: Sequence[tuple[Rule, Group]], budget: int) -> tuple[Batch, list[StateChange]]:
+    """The batch trimmed to at most ``budget`` partition facts, and the slices of the commits' keys past it (each at
+    most ``budget`` facts and one event's bytes). A commit named twice (its event and the state image) counts once."""
+    if batch.touched is None:
+        return batch, []
+    weight = weights(work)
+    used = 0
+    kept: dict[str, list[tuple[SnapshotRecord, TouchedPartitions]]] = {}
+    carried: list[StateChange] = []
+    seen: dict[tuple[str, int], set[str]] = {}
+    for asset, entries in batch.touched.items():
+        each = weight.get(asset, 0)
+        for record, parts in entries:
+            if each == 0 or not record.changes_data:
+                kept.setdefault(asset, []).append((record, parts))  # no fact to write: nothing to bound
+                continue
+            known = seen.setdefault((asset, record.order), set())
+            fresh = [k for k in parts.keys if k not in known]
+            known.update(fresh)
+            room = max(0, (budget - used) // each)
+            keep, rest = fresh[:room], fresh[room:]
+            used += len(keep) * each
+            if keep:
+                kept.setdefault(asset, []).append((record, TouchedPartitions.model_validate(keep)))
+            for chunk in _chunks(rest, max(1, budget // each)):
+                carried.append(StateChange(asset, snapshot=record, partitions=TouchedPartitions.model_validate(chunk)))
+    return replace(batch, touched=kept), carried
+
+
+def slices(changes: Sequence[StateChange], most: int) -> list[StateChange]:
+    """The partitions the commits of ``changes`` touched, as slices of at most ``most`` keys (one event's bytes)."""
+    found: list[StateChange] = []
+    for change in changes:
+        record, parts = change.snapshot, change.partitions
+        if record is None or parts is None or not parts.keys or not record.changes_data:
+            continue
+        for chunk in _chunks(parts.keys, most):
+            found.append(
+                StateChange(change.asset_key, snapshot=record, partitions=TouchedPartitions.model_validate(chunk))
+            )
+    return found
+
+
+def _chunks(keys: Sequence[str], most: int) -> Iterator[list[str]]:
+    """``keys`` in slices of at most ``most`` keys (and the touched keys one event may hold) and 64 KiB."""
+    chunk: list[str] = []
+    size = 0
+    for key in keys:
+        length = len(key.encode())
+        if chunk and (len(chunk) >= min(most, MAX_TOUCHED_PARTITIONS) or size + length > MAX_TOUCHED_PARTITION_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(key)
+        size += length
+    if chunk:
+        yield chunk
