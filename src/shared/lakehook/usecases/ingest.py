@@ -57,7 +57,9 @@ class IngestEvents:
     A redelivery that finds no note (the process died part way) does every step again, each one
     idempotent, so nothing a crash cut short is lost. A quality verdict older than the state's
     newest (STALE) costs one more conditional update: the touch that wakes the resolver
-    (:func:`lakehook.domain.state.verdict_touch`). Each state field is guarded by its own order,
+    (:func:`lakehook.domain.state.verdict_touch`). A snapshot older than the state (STALE) is decided for the
+    asset's EACH_VERSION rules before the event settles, at the cost its notice states
+    (:class:`lakehook.usecases.late_versions.LateSnapshotNotice`). Each state field is guarded by its own order,
     so a redelivered or late older event never rolls one back.
 
     An ``INTERVAL_COVERED`` event also unites its interval into the coverage store (an unsettled
