@@ -44,6 +44,20 @@ def test_a_logged_snapshot_keeps_when_and_as_what_it_was_first_logged(backend: B
     ]
 
 
+def test_log_snapshot_tells_whether_it_logged_it(backend: Backend) -> None:
+    backend.history.record_snapshots({ORDERS: [snapshot(3)]}, 100)
+
+    assert backend.history.log_snapshot(ORDERS, snapshot(5), 200) is True
+    assert backend.history.log_snapshot(ORDERS, snapshot(5, "COMPACT"), 300) is False
+    assert backend.history.log_snapshot(ORDERS, snapshot(3), 300, late=True) is False
+    assert backend.history.log_snapshot(ORDERS, snapshot(2), 300, late=True) is True
+    assert backend.history.snapshots_after(ORDERS, 0, 10) == [
+        LoggedSnapshot(snapshot(2), 300, late=True),  # a late push's: it says nothing of the snapshots before it
+        LoggedSnapshot(snapshot(3), 100),
+        LoggedSnapshot(snapshot(5), 200),
+    ]
+
+
 @pytest.mark.parametrize(("after", "limit", "orders"), [(3, 10, [5, 9]), (0, 2, [3, 5]), (9, 10, []), (4, 1, [5])])
 def test_snapshots_after_an_order_come_oldest_first_up_to_the_limit(
     backend: Backend, after: int, limit: int, orders: list[int]

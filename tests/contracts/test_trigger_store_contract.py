@@ -68,6 +68,37 @@ def test_claims_chain_on_the_cursor_they_read(backend: Backend) -> None:
     assert backend.triggers.get_cursors([("dwd", "g")]) == {("dwd", "g"): expected}
 
 
+def test_a_late_snapshot_noted_on_a_cursor_refuses_the_claims_read_before_it(backend: Backend) -> None:
+    """admit_late: one atomic note per group, answering the cursor it left (created for a group that never
+    triggered); a claim over the cursor as read before the note fails, one over the noted cursor succeeds, keeps the
+    count and drops the orders noted (its plan read the log from them)."""
+    ref = ("dwd", "g")
+    noted = backend.triggers.admit_late([ref], 2)[ref]
+    assert (noted.seq, noted.late_seq, noted.late_orders, noted.trigger_key) == (0, 1, (2,), None)
+    assert backend.triggers.admit_late([ref, ("dwd", "h")], 1) == {
+        ref: noted.model_copy(update={"late_seq": 2, "late_orders": (1, 2)}),
+        ("dwd", "h"): GroupCursor.initial("dwd", "h").arrived_late(1),
+    }
+    read = backend.triggers.get_cursors([ref])[ref]
+    assert (read.seq, read.late_seq, read.late_orders) == (0, 2, (1, 2))
+
+    _, before = claim_next(backend, 3, None)  # a resolver that read the group before any note
+    _, once = claim_next(backend, 3, noted)  # one that read it after the first note only
+    assert before == ClaimResult(ClaimOutcome.CURSOR_MOVED, read)
+    assert once == ClaimResult(ClaimOutcome.CURSOR_MOVED, read)
+
+    claimed, won = claim_next(backend, 1, read)
+    assert won.outcome is ClaimOutcome.CLAIMED
+    stored = backend.triggers.get_cursors([ref])[ref]
+    assert stored == won.cursor and (stored.seq, stored.late_seq, stored.late_orders) == (1, 2, ())
+    assert stored.trigger_key == claimed.trigger_key
+
+    again = backend.triggers.admit_late([ref], 0)[ref]  # a late one below the cursor: noted, the run kept
+    assert (again.seq, again.late_seq, again.trigger_key) == (1, 3, claimed.trigger_key)
+    assert claim_next(backend, 2, stored)[1] == ClaimResult(ClaimOutcome.CURSOR_MOVED, again)
+    assert claim_next(backend, 2, again)[1].outcome is ClaimOutcome.CLAIMED
+
+
 def test_a_replay_is_put_once_and_moves_no_cursor(backend: Backend) -> None:
     replay = trigger(7, replay_of="dwd.g.original")
 

@@ -109,7 +109,8 @@ class InMemoryTriggerStore(TriggerStore):
         with self.lock:
             now = self.cursors.get(ref)
             expected_seq = expected.seq if expected is not None else 0
-            moved = (now.seq if now else 0) != expected_seq
+            expected_late = expected.late_seq if expected is not None else 0
+            moved = (now.seq if now else 0) != expected_seq or (now.late_seq if now else 0) != expected_late
             if trigger.trigger_key in self.triggers:
                 return ClaimResult(ClaimOutcome.DUPLICATE, now if moved else None)
             if moved:
@@ -118,6 +119,13 @@ class InMemoryTriggerStore(TriggerStore):
             self.cursors[ref] = cursor
             self.claim_order.append(trigger.trigger_key)
             return ClaimResult(ClaimOutcome.CLAIMED, cursor)
+
+    def admit_late(self, refs: Collection[GroupRef], order: int) -> dict[GroupRef, GroupCursor]:
+        with self.lock:
+            for ref in refs:
+                now = self.cursors.get(ref) or GroupCursor.initial(*ref)
+                self.cursors[ref] = now.arrived_late(order)
+            return {ref: self.cursors[ref] for ref in refs}
 
     def put_replay(self, trigger: Trigger) -> bool:
         with self.lock:
@@ -233,6 +241,14 @@ class InMemoryStateHistory(StateHistory):
                 log = self.snapshots.setdefault(key, {})
                 for record in records:
                     log.setdefault(record.order, LoggedSnapshot(record, now_ms))
+
+    def log_snapshot(self, asset_key: str, record: SnapshotRecord, now_ms: int, *, late: bool = False) -> bool:
+        with self._lock:
+            log = self.snapshots.setdefault(asset_key, {})
+            if record.order in log:
+                return False
+            log[record.order] = LoggedSnapshot(record, now_ms, late=late)
+            return True
 
     def snapshots_after(self, asset_key: str, order: int, limit: int) -> list[LoggedSnapshot]:
         with self._lock:

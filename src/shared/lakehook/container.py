@@ -166,7 +166,7 @@ class Container:
             verifications=self.verification_queue,
             readable_spool=self.settings.readable_spool,
             # built on the first late snapshot: the rule and trigger stores stay off the ingest path's cold start
-            late=lambda asset_key, record: self.late_snapshot_notice(asset_key, record),
+            late=lambda asset_key, record, at: self.late_snapshot_notice(asset_key, record, at),
         )
 
     @part

@@ -1,12 +1,14 @@
 """A late snapshot an EACH_VERSION group already ran past: it does not run for that group, and every answer says so.
 
-EACH_VERSION runs the versions after the one a group last triggered with, in order. A snapshot that enters the
-snapshot log after the group ran a newer one (5 ran, then 3 is pushed: Hudi instant times and assets of other
-formats have no lineage to wait on, a group's first trigger starts at the oldest snapshot it has seen, and a
-Paimon, Delta or Iceberg gap is stepped over once it settled) can no longer run in order: running 3 after 5 would
-break the order the rule promises. It is skipped: the push answers "version 3 arrived after 5 and will not run for
-rule X", and the resolver records a SKIPPED trigger with that reason under the ``late`` marker (which moves no
-cursor), which explain lists. A late snapshot the group has not passed yet still runs, in order.
+EACH_VERSION runs the versions after the one a group last triggered with, in order. A snapshot that arrives (its
+push is recorded) after the group ran a newer one (5 was claimed, then 3 is pushed: Hudi instant times and assets
+of other formats have no lineage to wait on, a group's first trigger starts at the oldest snapshot it has seen, and
+a Paimon, Delta or Iceberg gap is stepped over once it settled) can no longer run in order: running 3 after 5 would
+break the order the rule promises. It is skipped: the push answers "version 3 arrived after 5 and will not run
+for rule X" and records a SKIPPED trigger with that reason under the ``late`` marker (which moves no cursor), which
+explain lists. A late snapshot the group has not passed when it arrives still runs, in order, however late the
+resolver reads its stream record: the push notes it on the group's cursor, which the group's claims are
+conditional on (:class:`lakehook.usecases.late_versions.LateSnapshotNotice`).
 
 A snapshot may also have run before its push came: a ``QUALITY_CHECK_PASSED`` naming it is evidence enough for
 ``qualityStatus: PASSED`` to pin it (:class:`lakehook.domain.conditions.QualityPassed`), and the claim logs what it

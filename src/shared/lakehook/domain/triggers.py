@@ -280,6 +280,12 @@ class GroupCursor(BaseModel):
     # closed one it started (policy.maxRunsPerEvaluation bounds them); zero once a claim is not behind.
     catch_up_since: int | None = Field(default=None, alias="catchUpSince")
     catch_up_runs: int = Field(default=0, alias="catchUpRuns")
+    # EACH_VERSION: late snapshots (older than their asset's state) noted on the cursor when they arrived
+    # (:mod:`lakehook.domain.late_versions`). ``late_seq`` counts them: a claim is conditional on it as on ``seq``,
+    # so one planned before a late snapshot arrived fails. ``late_orders`` are their orders while the group has not
+    # triggered yet (its first trigger starts at the oldest); a claim clears them. Kept beside the cursor's body.
+    late_seq: int = Field(default=0, alias="lateSeq", exclude=True)
+    late_orders: tuple[int, ...] = Field(default=(), alias="lateOrders", exclude=True)
 
     def catch_up_spent(self, now: int, cap: int) -> int | None:
         """When the evaluation that already started ``cap`` catch-up windows ends (the next may start then), or
@@ -311,8 +317,20 @@ class GroupCursor(BaseModel):
                 "baseline": baseline,
                 "catch_up_since": since,
                 "catch_up_runs": runs,
+                "late_orders": (),  # the claim planned over them: its log holds them from now on
             }
         )
+
+    def arrived_late(self, order: int) -> GroupCursor:
+        """The cursor once a late snapshot of order ``order`` was noted on it (see ``late_seq``)."""
+        return self.model_copy(
+            update={"late_seq": self.late_seq + 1, "late_orders": tuple(sorted({*self.late_orders, order}))}
+        )
+
+    @property
+    def late_floor(self) -> int | None:
+        """Before the first trigger: the order below the oldest late snapshot noted (its log is read from there)."""
+        return min(self.late_orders) - 1 if self.seq == 0 and self.late_orders else None
 
     @classmethod
     def initial(cls, rule_id: str, group_id: str, partition: str | None = None) -> GroupCursor:

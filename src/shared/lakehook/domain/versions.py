@@ -122,11 +122,14 @@ class Verdict(StrEnum):
 @dataclass(frozen=True)
 class LoggedSnapshot:
     """A snapshot in the log, when lakehook first recorded it (a gap before it settles from then), and the verdict
-    of its quality checks when a member gated on them needs it (None: not looked up)."""
+    of its quality checks when a member gated on them needs it (None: not looked up). ``late``: logged by the push
+    of a snapshot older than its asset's state, before the resolver handled the stream records of the snapshots
+    accepted before it (so it says nothing of them); else logged by the resolver, in stream order, or by a claim."""
 
     record: SnapshotRecord
     recorded_at: int
     quality: Verdict | None = None
+    late: bool = False
 
 
 @dataclass(frozen=True)

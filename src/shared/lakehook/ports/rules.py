@@ -116,7 +116,14 @@ class TriggerStore(ABC):
     @abstractmethod
     def claim(self, trigger: Trigger, cursor: GroupCursor, expected: GroupCursor | None) -> ClaimResult:
         """One transaction: create the claim (the key must be absent) and store ``cursor`` (the group's
-        cursor must still be ``expected``; None or ``seq`` 0 means it must not exist yet)."""
+        cursor must still be ``expected``: its ``seq`` and its ``late_seq``; None or ``seq`` 0 means no claim moved
+        it yet, and with ``late_seq`` 0 that it must not exist at all)."""
+
+    @abstractmethod
+    def admit_late(self, refs: Collection[GroupRef], order: int) -> dict[GroupRef, GroupCursor]:
+        """Note on each group's cursor that a late snapshot of order ``order`` arrived (one atomic write per group:
+        ``late_seq`` moves on, ``order`` joins ``late_orders``, the cursor is created if the group never triggered),
+        so any claim planned before it fails; each cursor as that write left it."""
 
     @abstractmethod
     def put_replay(self, trigger: Trigger) -> bool:
@@ -216,6 +223,11 @@ class StateHistory(ABC):
     @abstractmethod
     def record_snapshots(self, snapshots: Mapping[str, Sequence[SnapshotRecord]], now_ms: int) -> None:
         """Log these snapshots (per asset key) by order; a snapshot logged before keeps when it was first logged."""
+
+    @abstractmethod
+    def log_snapshot(self, asset_key: str, record: SnapshotRecord, now_ms: int, *, late: bool = False) -> bool:
+        """Log one snapshot as :meth:`record_snapshots` does (``late``: by its push, older than the state, kept as
+        :attr:`lakehook.domain.versions.LoggedSnapshot.late`); whether this call logged it (False: it was before)."""
 
     @abstractmethod
     def snapshots_after(self, asset_key: str, order: int, limit: int) -> list[LoggedSnapshot]:

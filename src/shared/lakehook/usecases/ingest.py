@@ -57,7 +57,9 @@ class IngestEvents:
     A redelivery that finds no note (the process died part way) does every step again, each one
     idempotent, so nothing a crash cut short is lost. A quality verdict older than the state's
     newest (STALE) costs one more conditional update: the touch that wakes the resolver
-    (:func:`lakehook.domain.state.verdict_touch`). Each state field is guarded by its own order,
+    (:func:`lakehook.domain.state.verdict_touch`). A snapshot older than the state (STALE) is decided for the
+    asset's EACH_VERSION rules before the event settles, at the cost its notice states
+    (:class:`lakehook.usecases.late_versions.LateSnapshotNotice`). Each state field is guarded by its own order,
     so a redelivered or late older event never rolls one back.
 
     An ``INTERVAL_COVERED`` event also unites its interval into the coverage store (an unsettled
@@ -70,10 +72,11 @@ class IngestEvents:
         clock: Callable[[], int] = now_ms,
         coverage: RecordCoverage | None = None,
         verifications: WorkQueue | None = None,
-        late: Callable[[str, SnapshotRecord], str | None] | None = None,
+        late: Callable[[str, SnapshotRecord, int], str | None] | None = None,
         readable_spool: ReadableSpool | None = None,
     ) -> None:
-        # what a STALE snapshot means for the asset's EACH_VERSION rules (usecases.late_versions.LateSnapshotNotice)
+        # what a STALE snapshot means for the asset's EACH_VERSION rules, decided as it arrives and answered
+        # (usecases.late_versions.LateSnapshotNotice)
         self._late = late
         self._store = store
         self._clock = clock
@@ -153,16 +156,19 @@ class IngestEvents:
         ):
             # A claim counts once verified; a redelivery asks again, in case a crash lost the first request.
             self._verifications.send([verification_request(event)])
+        told: str | None = None
+        if outcome is AdvanceOutcome.STALE and event.event_type is EventType.SNAPSHOT_COMMITTED:
+            # Decided now, before the event is settled (a redelivery after a crash decides again, idempotently):
+            # whether the asset's EACH_VERSION rules already ran a newer version, noted where their claims see it.
+            told = self._late(event.asset_key, snapshot_record(event), received_at) if self._late else UNKNOWN_RULES
         if outcome is not AdvanceOutcome.NO_STATE:
             self._store.mark_settled(event)  # last: a crash before it leaves the redelivery every step to redo
         if not recording.novel:
             status, reason = IngestStatus.DUPLICATE, _DUPLICATE_REASON
         elif outcome is AdvanceOutcome.STALE:
             status, reason = IngestStatus.STALE, "recorded; the asset state already holds a newer version"
-            if event.event_type is EventType.SNAPSHOT_COMMITTED:
-                told = self._late(event.asset_key, snapshot_record(event)) if self._late is not None else UNKNOWN_RULES
-                if told:
-                    reason += f"; {told}"
+            if told:
+                reason += f"; {told}"
             elif late_verdict:
                 reason += "; the verdict counts for its snapshot, which EACH_VERSION rules judge by its own checks"
         else:

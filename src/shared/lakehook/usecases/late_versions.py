@@ -1,10 +1,13 @@
-"""What a STALE snapshot means for the EACH_VERSION rules of its asset, for the push's answer (and, for the resolver,
-whether a group ran it before its push came)."""
+"""What a STALE snapshot means for the EACH_VERSION rules of its asset, decided when its push is recorded and answered
+by it (and, for the resolver, whether a group ran it before its push came)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from lakehook.domain.late_versions import already_ran, passed_over, ran_among, reached, steps_through
 from lakehook.domain.rules import Group, Rule
+from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import GroupCursor
 from lakehook.domain.versions import SnapshotRecord
 from lakehook.observability import logger
@@ -38,31 +41,49 @@ def logged_already(history: StateHistory, asset_key: str, record: SnapshotRecord
 
 
 class LateSnapshotNotice:
-    """For a snapshot older than its asset's state: which EACH_VERSION rules already ran past it (it will not run
-    there: :mod:`lakehook.domain.late_versions`), which ran it already (its quality verdict came before its push),
-    and which still run it, in order.
+    """For a snapshot older than its asset's state: decide, once, what it means for each EACH_VERSION group it is a
+    version of, and answer that for the push. A group that already ran past it skips it (it will not run there:
+    :mod:`lakehook.domain.late_versions`; the SKIPPED trigger is recorded here, in the answer's words), one that ran
+    it already says so (its quality verdict came before its push), and the others run it, in order.
 
-    Costs one reverse-index query (the asset's rules) and one batched read of their cursors, only for such a
-    snapshot; when a cursor holds it or a newer one, one snapshot-log query, and when the log holds it (some claim
-    pinned it), a page of each such rule's triggers. The resolver makes the same decision when it logs the
-    snapshot, with the cursor it reads then, and records each skip as a SKIPPED trigger that explain lists."""
+    What decides is whether a newer version had RUN (been claimed) for the group when the snapshot arrived, not when
+    the resolver reads its stream record: the snapshot is logged first (so every later read of the log holds it),
+    then noted on the cursor of each group that had not reached it
+    (:meth:`lakehook.ports.rules.TriggerStore.admit_late`: one atomic write per group, answering the cursor as it
+    left it). A claim the resolver planned before that note fails (claims are conditional on the note count) and
+    the group is planned again with the log that holds the snapshot, so a version answered "it runs in order" runs
+    before any newer one. A group whose cursor was past it, read or as the note left it, had run a newer one (a
+    cursor only moves on), so the skip is what happens.
 
-    def __init__(self, rules: RuleStore, triggers: TriggerStore, history: StateHistory) -> None:
+    Costs one reverse-index query (the asset's rules), one conditional put (the log), one batched read of their
+    cursors and one update per group whose cursor had not reached it (the note), only for such a snapshot; when a
+    cursor holds it or a newer one and the log held it before (some claim pinned it), a page of that rule's
+    triggers; and one conditional put per skip."""
+
+    def __init__(
+        self,
+        rules: RuleStore,
+        triggers: TriggerStore,
+        history: StateHistory,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
         self._rules = rules
         self._triggers = triggers
         self._history = history
+        self._clock = clock
 
-    def __call__(self, asset_key: str, record: SnapshotRecord) -> str | None:
-        """The sentence for the push's reason, or None when no EACH_VERSION rule runs this asset's snapshots."""
+    def __call__(self, asset_key: str, record: SnapshotRecord, at: int | None = None) -> str | None:
+        """The sentence for the push's reason, or None when no EACH_VERSION rule runs this asset's snapshots;
+        ``at``: when the push was received (the skips' date)."""
         try:
-            return self._describe(asset_key, record)
+            return self._describe(asset_key, record, self._clock() if at is None else at)
         except Exception:  # the event is recorded already: an unreadable rule must not fail its push
             logger.warning("rules of a late snapshot not read", extra={"asset_key": asset_key}, exc_info=True)
             from lakehook.usecases.ingest import UNKNOWN_RULES  # here: the resolver imports this module, not ingest
 
             return UNKNOWN_RULES
 
-    def _describe(self, asset_key: str, record: SnapshotRecord) -> str | None:
+    def _describe(self, asset_key: str, record: SnapshotRecord, at: int) -> str | None:
         groups = [
             (rule, group)
             for rule in self._rules.rules_for_asset(asset_key)
@@ -71,15 +92,22 @@ class LateSnapshotNotice:
         ]
         if not groups:
             return None
+        logged = not self._history.log_snapshot(asset_key, record, at, late=True)  # logged before: a claim pinned it
         cursors = self._triggers.get_cursors([(r.rule_id, g.group_id) for r, g in groups])
-        mine = [(r, g, cursors.get((r.rule_id, g.group_id))) for r, g in groups]
-        logged = any(reached(c, record, asset_key) for _, _, c in mine) and logged_already(
-            self._history, asset_key, record
-        )
+        # A cursor that holds it or a newer version always will (cursors only move on): no note needed. The others
+        # are noted (a partitioned group's runs move its partitions' cursors, not the group's: none to note).
+        behind = [
+            (r.rule_id, g.group_id)
+            for r, g in groups
+            if g.partition_by is None and not reached(cursors.get((r.rule_id, g.group_id)), record, asset_key)
+        ]
+        if behind:
+            cursors.update(self._triggers.admit_late(behind, record.order))
         told: list[str] = []
         in_order: list[str] = []
-        for rule, group, cursor in mine:
-            sentence = self._told(rule, group, cursor, asset_key, record, logged)
+        for rule, group in groups:
+            cursor = cursors.get((rule.rule_id, group.group_id))
+            sentence = self._told(rule, group, cursor, asset_key, record, logged, at)
             if sentence is not None:
                 told.append(sentence)
                 continue
@@ -93,15 +121,39 @@ class LateSnapshotNotice:
         return "; ".join(parts)
 
     def _told(
-        self, rule: Rule, group: Group, cursor: GroupCursor | None, asset_key: str, record: SnapshotRecord, logged: bool
+        self,
+        rule: Rule,
+        group: Group,
+        cursor: GroupCursor | None,
+        asset_key: str,
+        record: SnapshotRecord,
+        logged: bool,
+        at: int,
     ) -> str | None:
-        """What the push answers for one group: it ran or will not run (the reason), or None: it runs in order."""
+        """What the push answers for one group: it ran or will not run (the reason; a skip is recorded), or None:
+        it runs in order."""
         ran = (
             logged
             and reached(cursor, record, asset_key)
             and ran_for_group(self._triggers, rule.rule_id, group.group_id, asset_key, record)
         )
-        found = already_ran(rule, group, cursor, record, asset_key, ran) or passed_over(
-            rule, group, cursor, record, asset_key
-        )
-        return found.reason if found is not None else None
+        found = already_ran(rule, group, cursor, record, asset_key, ran)
+        if found is not None:
+            return found.reason
+        skipped = passed_over(rule, group, cursor, record, asset_key)
+        if skipped is None:
+            return None
+        assert cursor is not None
+        if self._triggers.put_replay(skipped.trigger(cursor, at)):
+            logger.info(
+                "late version skipped",
+                extra={
+                    "rule_id": rule.rule_id,
+                    "group_id": group.group_id,
+                    "asset_key": asset_key,
+                    "snapshot_id": record.snapshot_id,
+                    "status": "SKIPPED",
+                    "reason": skipped.reason,
+                },
+            )
+        return skipped.reason

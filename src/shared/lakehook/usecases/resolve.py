@@ -20,6 +20,10 @@ advances every member to its NEXT known satisfying version after the cursor, and
 until caught up. A resolver handling another asset's records reads that history and stops at a
 gap (the owner may still be writing it); the owner, processing its records in stream order,
 knows a gap below its first record is final (a record that exhausted its retries) and steps over.
+A late snapshot (older than the state, so never a state image) is logged by its push and noted on the
+cursors of the groups it is a version of (``GroupCursor.late_seq``, ``late_orders``): the gather reads the
+log from the oldest one noted before a group's first trigger, and a claim planned before a note fails (it
+is conditional on the note count); the group is then gathered and planned again, with the same batch.
 
 Cooldown and quiet period. Nothing sleeps: the resolver writes a deferral (``DEFER#<group>``,
 due at the end of the wait); :class:`SweepDeferred`, on a schedule, marks due deferrals DUE, and
@@ -34,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from lakehook.domain.errors import UnreadableItemError
+from lakehook.domain.errors import ConflictError, UnreadableItemError
 from lakehook.domain.evaluation import GroupEvaluation, backfills_of, evaluate_group
 from lakehook.domain.rules import Policy, Rule
 from lakehook.domain.time import now_ms
@@ -276,9 +280,16 @@ class ResolveAssetChange:
         wake: Wake | None = None,
         time_left: TimeLeft | None = None,
     ) -> None:
-        """Gather what the groups need once, plan, and apply the plan."""
-        planner = self._planner(work, batch, now, registered, wake=wake)
-        self._apply(planner(), planner.gathered, planner, now, report, time_left)
+        """Gather what the groups need once, plan, and apply the plan; a group whose claim found a late snapshot
+        noted on its cursor since it was read is gathered and planned again, with the same batch (a few times at
+        most: then the batch fails, and is retried)."""
+        for _ in range(self._limits.max_conflicts + 1):
+            planner = self._planner(work, batch, now, registered, wake=wake)
+            again = self._apply(planner(), planner.gathered, planner, now, report, time_left)
+            if not again:
+                return
+            work = [(rule, group) for rule, group in work if (rule.rule_id, group.group_id) in again]
+        raise ConflictError(f"late versions kept arriving for {sorted(again)}; giving up for this batch")
 
     def _explain(self, work: Work, now: int, registered: Mapping[str, bool] | None) -> ResolveReport:
         """Gather and plan, without applying: each group's verdict now, from its plan (a partitioned group: its

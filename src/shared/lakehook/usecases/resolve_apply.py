@@ -65,9 +65,12 @@ class ApplyPlan:
         now: int,
         report: ResolveReport,
         time_left: TimeLeft | None = None,
-    ) -> None:
+    ) -> set[GroupRef]:
         """Write what ``plan`` says; ``planner`` plans a group again after a lost race. With ``time_left``, an
-        invocation about to reach its timeout stops before its next group (:class:`OutOfTime`)."""
+        invocation about to reach its timeout stops before its next group (:class:`OutOfTime`). The groups whose
+        claim found a late snapshot noted on their cursor since it was read: what was read does not hold that
+        snapshot, so they are to be gathered and planned again (the late snapshot's push answered that it runs in
+        order)."""
         in_time(time_left, self._limits)
         if gathered.owned:
             self._stores.history.record(gathered.owned, now)
@@ -77,17 +80,19 @@ class ApplyPlan:
         if gathered.seen:
             self._stores.history.record_snapshots(gathered.seen, now)
         persisted = {k: set(v) for k, v in gathered.persisted.items()}
+        again: set[GroupRef] = set()
         for group_plan in plan.groups:
             in_time(time_left, self._limits)
             try:
                 if group_plan.partitions is not None:
                     self._partitioned(group_plan, group_plan.partitions, planner, now, report)
-                else:
-                    self._group(group_plan, gathered, planner, persisted, now, report)
+                elif not self._group(group_plan, gathered, planner, persisted, now, report):
+                    again.add(group_plan.ref)
             except Exception as exc:
                 if not self._rule_error(exc):
                     raise
                 self._fail_group(group_plan.rule, group_plan.group, exc, now, report)
+        return again
 
     # --- one group -----------------------------------------------------------------------------------
 
@@ -99,8 +104,9 @@ class ApplyPlan:
         persisted: dict[str, set[int]],
         now: int,
         report: ResolveReport,
-    ) -> None:
-        """The group's claims in order; a lost race plans the group again from the cursor that beat it."""
+    ) -> bool:
+        """The group's claims in order; a lost race plans the group again from the cursor that beat it. False when
+        a late snapshot was noted on the cursor since it was read (the group is to be gathered again)."""
         conflicts = made = 0
         while True:
             lost: tuple[PlannedClaim, ClaimResult] | None = None
@@ -113,12 +119,16 @@ class ApplyPlan:
                 made += 1
             if lost is None:
                 self._finish(plan, gathered.batch.changed, now, report)
-                return
+                return True
             conflicts += 1
             report.conflicts += 1
+            if _noted_since(*lost):
+                extra = {"rule_id": plan.ref[0], "group_id": plan.ref[1], "trigger_key": lost[0].trigger.trigger_key}
+                logger.info("a late version arrived during the claim; gathered again", extra=extra)
+                return False
             replanned = self._after_lost_race(plan, *lost, conflicts, made, planner)
             if replanned is None:
-                return
+                return True
             plan = replanned
 
     def _claim(
@@ -466,6 +476,12 @@ class ApplyPlan:
             logger.exception("recheck markers not written", extra={"status": "FAILED", "asset_keys": len(changes)})
         else:
             logger.warning("resolver batch failed; rechecks left", extra={"status": "FAILED", "due_at": due})
+
+
+def _noted_since(claim: PlannedClaim, result: ClaimResult) -> bool:
+    """Whether a lost claim found a late snapshot noted on the group's cursor since the cursor it was planned over
+    was read (``late_seq``: the plans made from one read, and the ones after a lost race, share it)."""
+    return result.cursor is not None and result.cursor.late_seq != claim.base.late_seq
 
 
 def _pinned_record(pin: PinnedInput, order: int) -> SnapshotRecord:

@@ -29,7 +29,7 @@ from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Member, Mode, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, partition_cursor_id
-from lakehook.domain.versions import LoggedSnapshot, SnapshotLog, SnapshotRecord, Verdict, lineage_of
+from lakehook.domain.versions import Lineage, LoggedSnapshot, SnapshotLog, SnapshotRecord, Verdict, lineage_of
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import Deferral, GroupRef, PartitionWork, ResolutionInputs, StateChange
 from lakehook.usecases.coverage import coverage_of_groups
@@ -265,7 +265,7 @@ class GatherInputs:
         touched = batch.touched if batch.touched is not None else touched_of_states(inputs.states)
         logs, recheck = self._logs(work, inputs.states, inputs.cursors, owned, now)
         persisted: dict[str, set[int]] = {}
-        snapshots = self._snapshot_logs(work, inputs.states, inputs.cursors, seen, now, persisted)
+        snapshots = self._snapshot_logs(work, inputs.states, inputs.cursors, seen, now, persisted, owned, recheck)
         coverage, errors = self._coverage(work, inputs, now)
         named, brought = brought_facts(work, touched)
         partitions = self._partitions(work, inputs, named, errors, explain, wake or Wake())
@@ -385,10 +385,11 @@ class GatherInputs:
         self, work: Work, recorded: Mapping[str, Sequence[SnapshotRecord]], cursors: Mapping[GroupRef, GroupCursor]
     ) -> list[LateVersion]:
         """The snapshots of this batch an EACH_VERSION group ran past before they were known
-        (:mod:`lakehook.domain.late_versions`), unless already logged and run by this group: one logged was known
-        in time (it ran, or runs) unless another group's claim logged it (it pinned it on its quality verdict;
-        ``ran_for_group`` asks this group's runs), and a redelivered record of one finds it logged. One log query
-        per such snapshot, and a page of the rule's triggers when the log holds it."""
+        (:mod:`lakehook.domain.late_versions`), unless already logged and run by this group (a claim logged it,
+        pinning it on its quality verdict, or its push logged it before the group ran past it, and the group ran
+        it: ``ran_for_group`` asks this group's runs). Their push decided and recorded the skip already (the same
+        key, written once: here only for a snapshot whose push could not read the asset's rules). One log
+        query per such snapshot, and a page of the rule's triggers when the log holds it."""
         late = [
             found
             for rule, group in work
@@ -502,12 +503,20 @@ class GatherInputs:
         seen: Mapping[str, Sequence[SnapshotRecord]],
         now: int,
         persisted: dict[str, set[int]],
+        owned: Mapping[str, Sequence[AssetState]],
+        recheck: dict[str, int],
     ) -> dict[str, SnapshotLog]:
         """Per EACH_VERSION member stepping by snapshot: the logged snapshots after the oldest cursor that needs
         them (one query per such asset), the snapshots this batch saw, and the state's own newest ones;
-        ``persisted`` gets the orders of those known to be stored (read, or logged by this batch)."""
+        ``persisted`` gets the orders of those known to be stored (read, or logged by this batch).
+
+        A table without lineage shows no gap, so there a snapshot counts only once every snapshot accepted before
+        it is known (:func:`_known_upto`); the others wait, their asset in ``recheck`` at the end of the settle
+        time (the stream records still to come wake the group before that)."""
         logs: dict[str, SnapshotLog] = {}
         limit = 2 * self._limits.max_claims_per_group + 10
+        settle = self._limits.history_settle_ms
+        pinned = _pinned_only(work, cursors)
         for key, start in _snapshot_floors(work, cursors).items():
             state = states.get(key)
             entries = [LoggedSnapshot(r, now) for r in seen.get(key, ())]
@@ -518,10 +527,10 @@ class GatherInputs:
                 complete = len(stored) < limit
                 entries = stored + entries
             persisted[key] = {e.record.order for e in entries}
-            if state is not None and complete:
-                at = state.updated_at if state.updated_at is not None else now
-                entries += [LoggedSnapshot(r, at) for r in (state.latest_record, state.latest_data) if r is not None]
-            logs[key] = SnapshotLog.of(entries, lineage_of(key), self._limits.history_settle_ms)
+            stepping = start is not None and key in pinned and lineage_of(key) is Lineage.NONE
+            bound = _known_upto(start, entries, state, owned.get(key, ()), now, settle) if stepping else None
+            entries = _with_newest(key, entries, state, complete, bound, now, settle, recheck)
+            logs[key] = SnapshotLog.of(entries, lineage_of(key), settle)
         return logs
 
     def _judged(
@@ -591,9 +600,73 @@ def _seen_snapshots(
     return seen
 
 
+def _with_newest(
+    key: str,
+    entries: Sequence[LoggedSnapshot],
+    state: AssetState | None,
+    complete: bool,
+    bound: int | None,
+    now: int,
+    settle_ms: int,
+    recheck: dict[str, int],
+) -> list[LoggedSnapshot]:
+    """The log's entries and the state's newest snapshots (when the stored log was read whole), without those above
+    ``bound`` (:func:`_known_upto`): those wait, and the asset is rechecked at the end of the settle time."""
+    if state is None:
+        return list(entries)
+    at = state.updated_at if state.updated_at is not None else now
+    found = list(entries)
+    if complete:
+        found += [LoggedSnapshot(r, at) for r in (state.latest_record, state.latest_data) if r is not None]
+    if bound is None or all(e.record.order <= bound for e in found):
+        return found
+    recheck[key] = min(recheck.get(key, at + settle_ms), at + settle_ms)
+    return [e for e in found if e.record.order <= bound]
+
+
+def _known_upto(
+    start: int | None,
+    entries: Sequence[LoggedSnapshot],
+    state: AssetState | None,
+    owned: Sequence[AssetState],
+    now: int,
+    settle_ms: int,
+) -> int | None:
+    """On a table without lineage: up to which order every accepted snapshot is known, or None for all of them.
+
+    All are known once this batch holds the state's own image (its records came in stream order) or once the state
+    has been unchanged for the settle time. Else up to the cursor's snapshot (it ran) and to the newest snapshot the
+    resolver logged or sees (each in stream order: every snapshot accepted before it was handled first), and not
+    above: a snapshot accepted since then whose record is still to come would be stepped over. A late push's entry
+    (:attr:`lakehook.domain.versions.LoggedSnapshot.late`) and the state's newest say nothing of those. ``entries``:
+    what was logged or seen, not the state's newest."""
+    if start is None or state is None or any(image.version >= state.version for image in owned):
+        return None
+    if (state.updated_at if state.updated_at is not None else now) + settle_ms <= now:
+        return None
+    return max([start, *(e.record.order for e in entries if not e.late)])
+
+
+def _pinned_only(work: Work, cursors: Mapping[GroupRef, GroupCursor]) -> set[str]:
+    """The members stepping by snapshot whose every EACH_VERSION group has run (its cursor pins a snapshot of them):
+    the groups that step from a run to the next version (a first trigger takes the oldest one known)."""
+    pinned: dict[str, bool] = {}
+    for rule, group in work:
+        if not each_version(rule, group):
+            continue
+        cursor = cursors.get((rule.rule_id, group.group_id))
+        for member in group.members:
+            if steps_by_snapshot(member):
+                last = cursor.pins.get(member.asset_key) if cursor is not None and cursor.seq > 0 else None
+                ran = last is not None and last.snapshot_id is not None
+                pinned[member.asset_key] = pinned.get(member.asset_key, True) and ran
+    return {key for key, ran in pinned.items() if ran}
+
+
 def _snapshot_floors(work: Work, cursors: Mapping[GroupRef, GroupCursor]) -> dict[str, int | None]:
     """Per EACH_VERSION member stepping by snapshot: the order after which its logged snapshots are needed (the
-    oldest cursor's pinned snapshot), or None when a group needing it pins no snapshot of it yet."""
+    oldest cursor's pinned snapshot; before a group's first trigger, the oldest late snapshot noted on its cursor,
+    which its push answered "it runs in order"), or None when a group needing it pins no snapshot of it yet."""
     since: dict[str, int | None] = {}
     for rule, group in work:
         if not each_version(rule, group):
@@ -604,11 +677,14 @@ def _snapshot_floors(work: Work, cursors: Mapping[GroupRef, GroupCursor]) -> dic
                 continue
             key = member.asset_key
             last = cursor.pins.get(key) if cursor is not None and cursor.seq > 0 else None
-            if last is None or last.snapshot_id is None:
+            floor = last.ordinal[0] if last is not None and last.snapshot_id is not None else None
+            if floor is None and cursor is not None:
+                floor = cursor.late_floor
+            if floor is None:
                 since.setdefault(key, None)
                 continue
             held = since.get(key)
-            since[key] = last.ordinal[0] if held is None else min(held, last.ordinal[0])
+            since[key] = floor if held is None else min(held, floor)
     return since
 
 

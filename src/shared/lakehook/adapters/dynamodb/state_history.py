@@ -69,21 +69,27 @@ class DynamoDBStateHistory(StateHistory):
             for record in records:
                 unique.setdefault((asset_key, record.order), record)  # the first wins in a batch too, as across them
         for (asset_key, _), record in sorted(unique.items()):
-            try:
-                self._table.put_item(
-                    Item={
-                        **keys.snapshot_log_key(asset_key, record.order),
-                        keys.ITEM_TYPE: "SNAPLOG",
-                        "assetKey": asset_key,
-                        "recordedAt": now_ms,
-                        "body": json.dumps(record.to_api(), separators=(",", ":"), sort_keys=True),
-                        keys.TTL_ATTRIBUTE: now_ms // 1000 + self._retention_seconds,
-                    },
-                    ConditionExpression="attribute_not_exists(PK)",
-                )
-            except ClientError as exc:
-                if not is_conditional_failure(exc):
-                    raise
+            self.log_snapshot(asset_key, record, now_ms)
+
+    def log_snapshot(self, asset_key: str, record: SnapshotRecord, now_ms: int, *, late: bool = False) -> bool:
+        try:
+            self._table.put_item(
+                Item={
+                    **keys.snapshot_log_key(asset_key, record.order),
+                    keys.ITEM_TYPE: "SNAPLOG",
+                    "assetKey": asset_key,
+                    "recordedAt": now_ms,
+                    "body": json.dumps(record.to_api(), separators=(",", ":"), sort_keys=True),
+                    keys.TTL_ATTRIBUTE: now_ms // 1000 + self._retention_seconds,
+                    **({"late": True} if late else {}),
+                },
+                ConditionExpression="attribute_not_exists(PK)",
+            )
+        except ClientError as exc:
+            if not is_conditional_failure(exc):
+                raise
+            return False
+        return True
 
     def snapshots_after(self, asset_key: str, order: int, limit: int) -> list[LoggedSnapshot]:
         kwargs: dict[str, Any] = {
@@ -96,7 +102,9 @@ class DynamoDBStateHistory(StateHistory):
         while len(found) < limit:
             answer = self._table.query(**kwargs)
             found.extend(
-                LoggedSnapshot(SnapshotRecord.model_validate(json.loads(i["body"])), int(i["recordedAt"]))
+                LoggedSnapshot(
+                    SnapshotRecord.model_validate(json.loads(i["body"])), int(i["recordedAt"]), late=bool(i.get("late"))
+                )
                 for i in answer.get("Items", [])
             )
             if "LastEvaluatedKey" not in answer:

@@ -1,9 +1,15 @@
 """DynamoDBTriggerStore: a claim is ONE transaction of two conditional puts.
 
 - the claim ``TRIGGER#<key>`` / ``CLAIM``, condition ``attribute_not_exists(PK)``: each key once;
-- the group cursor ``RULE#<ruleId>`` / ``CURSOR#<groupId>``, condition ``seq = :expected`` (or absent),
-  with ``ReturnValuesOnConditionCheckFailure=ALL_OLD`` so a loser gets the winner's cursor back
-  without another read.
+- the group cursor ``RULE#<ruleId>`` / ``CURSOR#<groupId>``, condition ``seq = :expected`` (or absent) and
+  ``lateSeq = :late`` (or absent), with ``ReturnValuesOnConditionCheckFailure=ALL_OLD`` so a loser gets the
+  winner's cursor back without another read.
+
+A late snapshot's push notes itself on the cursors of the EACH_VERSION groups it is a version of
+(:meth:`DynamoDBTriggerStore.admit_late`): one UpdateItem each, ``ADD lateSeq 1, lateOrders {order}`` (creating the
+item, without ``seq`` or ``body``, for a group that never triggered), answering the cursor it left (``ALL_NEW``).
+So a claim planned before the late snapshot was logged fails, and the push learns atomically whether the group
+had already run past it. A claim's put writes ``lateSeq`` back and drops ``lateOrders``.
 
 Two items (well under the 100-item and 4 MB transaction limits); the claim item is small (at most
 48 pinned inputs). Triggers are listed per rule through GSI1, newest first.
@@ -147,11 +153,32 @@ def cursor_item(cursor: GroupCursor) -> dict[str, Any]:
         "groupId": cursor.group_id,
         "seq": cursor.seq,
         "body": cursor.to_json(),
+        **({"lateSeq": cursor.late_seq} if cursor.late_seq else {}),
     }
 
 
 def cursor_from_item(item: dict[str, Any]) -> GroupCursor:
-    return GroupCursor.model_validate_json(item["body"])
+    """The cursor an item holds: its body (none yet when only late snapshots were noted on it) and the late ones."""
+    if "body" in item:
+        cursor = GroupCursor.model_validate_json(item["body"])
+    else:
+        cursor = GroupCursor.initial(str(item["ruleId"]), str(item["groupId"]))
+    late = int(item.get("lateSeq", 0))
+    if not late:
+        return cursor
+    orders = tuple(sorted(int(o) for o in item.get("lateOrders") or ()))
+    return cursor.model_copy(update={"late_seq": late, "late_orders": orders})
+
+
+def cursor_condition(expected: GroupCursor | None) -> dict[str, Any]:
+    """What a claim's cursor put requires: the cursor as ``expected`` (its seq and its late snapshots noted)."""
+    seq, late = (expected.seq, expected.late_seq) if expected is not None else (0, 0)
+    if seq == 0 and late == 0:
+        return {"ConditionExpression": "attribute_not_exists(PK)"}
+    claimed = "seq = :expected" if seq else "attribute_not_exists(seq)"
+    noted = "lateSeq = :late" if late else "attribute_not_exists(lateSeq)"
+    values = {**({":expected": seq} if seq else {}), **({":late": late} if late else {})}
+    return {"ConditionExpression": f"{claimed} AND {noted}", "ExpressionAttributeValues": values}
 
 
 class DynamoDBTriggerStore(TriggerStore):
@@ -168,11 +195,7 @@ class DynamoDBTriggerStore(TriggerStore):
             "Item": cursor_item(cursor),
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
-        if expected is None or expected.seq == 0:
-            put_cursor["ConditionExpression"] = "attribute_not_exists(PK)"
-        else:
-            put_cursor["ConditionExpression"] = "seq = :expected"
-            put_cursor["ExpressionAttributeValues"] = {":expected": expected.seq}
+        put_cursor.update(cursor_condition(expected))
         try:
             self._client.transact_write_items(
                 TransactItems=[
@@ -198,6 +221,27 @@ class DynamoDBTriggerStore(TriggerStore):
             outcome = ClaimOutcome.DUPLICATE if claim_reason == CONDITION_FAILED else ClaimOutcome.CURSOR_MOVED
             return ClaimResult(outcome, now)
         return ClaimResult(ClaimOutcome.CLAIMED, cursor)
+
+    def admit_late(self, refs: Collection[GroupRef], order: int) -> dict[GroupRef, GroupCursor]:
+        noted: dict[GroupRef, GroupCursor] = {}
+        for rule_id, group_id in refs:
+            answer = self._table.update_item(
+                Key=keys.cursor_key(rule_id, group_id),
+                UpdateExpression="ADD lateSeq :one, lateOrders :order "
+                "SET #type = if_not_exists(#type, :cursor), ruleId = if_not_exists(ruleId, :rule), "
+                "groupId = if_not_exists(groupId, :group)",
+                ExpressionAttributeNames={"#type": keys.ITEM_TYPE},
+                ExpressionAttributeValues={
+                    ":one": 1,
+                    ":order": {order},
+                    ":cursor": "CURSOR",
+                    ":rule": rule_id,
+                    ":group": group_id,
+                },
+                ReturnValues="ALL_NEW",
+            )
+            noted[(rule_id, group_id)] = cursor_from_item(answer["Attributes"])
+        return noted
 
     def put_replay(self, trigger: Trigger) -> bool:
         try:
