@@ -176,9 +176,11 @@ def _local(partitions: int) -> dict[str, Any]:
         secret = requests.put(
             f"{url}/producers/bench", headers=admin, timeout=30, json={"assetKeyPrefixes": ["paimon://lake/ods/"]}
         ).json()["secret"]
-        rule = _rule(0).to_api()
+        rule = {k: v for k, v in _rule(0).to_api().items() if k != "ruleId"}
         rule["target"] = {"type": "eventbridge", "eventBusName": "default"}
-        requests.put(f"{url}/rules/daily", headers=admin, json=rule, timeout=30).raise_for_status()
+        answer = requests.put(f"{url}/rules/daily", headers=admin, json=rule, timeout=30)
+        if answer.status_code >= 400:
+            raise SystemExit(f"PUT /rules/daily answered {answer.status_code}: {answer.text}")
 
         def commit(asset: str, sid: int) -> None:
             for start in range(0, partitions, 1000):
@@ -193,8 +195,11 @@ def _local(partitions: int) -> dict[str, Any]:
         while seen < partitions:
             count, token = 0, None
             while True:
-                params: dict[str, Any] = {"ruleId": "daily", "limit": 1000, **({"nextToken": token} if token else {})}
-                page = requests.get(f"{url}/triggers", headers=admin, params=params, timeout=60).json()
+                params: dict[str, Any] = {"ruleId": "daily", "limit": 500, **({"nextToken": token} if token else {})}
+                answer = requests.get(f"{url}/triggers", headers=admin, params=params, timeout=60)
+                if answer.status_code != 200:
+                    raise SystemExit(f"GET /triggers answered {answer.status_code}: {answer.text}")
+                page = answer.json()
                 count += len(page["items"])
                 token = page.get("nextToken")
                 if not token:
