@@ -99,7 +99,7 @@ class _Drain:
         delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
         self.invocations += 1
         self.most_writes = max(self.most_writes, sum(delta.get(k, 0) for k in WRITES))
-        self.most_facts = max(self.most_facts, delta.get("UpdateItem", 0))
+        self.most_facts = max(self.most_facts, delta.get("PutItem", 0))
 
     def __call__(self, batch: list[StateChange]) -> None:
         self._counted(lambda: self._container.resolver(batch))

@@ -4,7 +4,7 @@ Each rule has one group keyed on `dt` over orders and payments (both partitioned
 rules share the facts). Payments has already committed data to every day; then one orders commit touches N days
 (N = 1, 100, 1,000, 10,000: the event keeps the first 1,000 keys, `truncated`), and the resolver handles its
 event's stream record (`StateChange` with the commit's partitions, as `stream_records.resolver_input` makes it).
-- requests: boto3 calls of that one invocation, exact, by operation; `UpdateItem` are the fact writes (one per
+- requests: boto3 calls of that one invocation, exact, by operation; `PutItem` are the fact writes (one per
   new fact, shared by the rules), `TransactWriteItems` the claims (at most 100 per group and invocation: the rest
   wait, pending, for the deferred next invocation), `DeleteItem` the pending partitions cleared (the days payments
   left pending), `BatchGetItem` the batched reads (states and cursors; facts; partition cursors);
@@ -101,14 +101,14 @@ def _scenario(touched: int, rules: int) -> dict[str, Any]:
             "keys kept": f"{min(touched, 1000):,}",
             "rules": rules,
             "claims": len(report.claimed),
-            **{op: calls.get(op, 0) for op in ("Query", "BatchGetItem", "UpdateItem", "TransactWriteItems")},
+            **{op: calls.get(op, 0) for op in ("Query", "BatchGetItem", "PutItem", "TransactWriteItems")},
             "DeleteItem": calls.get("DeleteItem", 0),
             "BatchWriteItem": calls.get("BatchWriteItem", 0),
             "other requests": sum(
                 v
                 for k, v in calls.items()
                 if k
-                not in ("Query", "BatchGetItem", "UpdateItem", "TransactWriteItems", "DeleteItem", "BatchWriteItem")
+                not in ("Query", "BatchGetItem", "PutItem", "TransactWriteItems", "DeleteItem", "BatchWriteItem")
             ),
             "seconds": round(seconds, 2),
             "deferred": "yes" if report.deferred else "no",

@@ -148,7 +148,7 @@ def test_what_one_commit_touching_n_partitions_costs(
         + marks
         + pages
         + cursors,  # states and cursors, the marks, the facts, the partitions' cursors
-        "UpdateItem": touched,  # one conditional write per new fact
+        "PutItem": touched,  # one conditional put per new fact
         "TransactWriteItems": touched,  # one claim per partition that runs
         "DeleteItem": touched,  # the days payments left pending, cleared under the marks they were read with
     }

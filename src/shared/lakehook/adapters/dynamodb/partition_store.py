@@ -1,4 +1,4 @@
-"""DynamoDBPartitionStore: partition facts (one conditional write each, advance-only) and pending partitions."""
+"""DynamoDBPartitionStore: partition facts (one conditional put each, advance-only) and pending partitions."""
 
 from __future__ import annotations
 
@@ -26,36 +26,30 @@ class DynamoDBPartitionStore(PartitionStore):
         self._name = table.name
 
     def advance(self, facts: Sequence[PartitionFact], now_ms: int) -> list[PartitionFact]:
+        """One conditional PutItem per fact (the whole item is the fact, so a put says it all; it costs DynamoDB what
+        an update does, and an emulator less)."""
         moved: list[PartitionFact] = []
         for fact in facts:
-            values: dict[str, Any] = {
-                ":type": "PARTITION_FACT",
-                ":asset": fact.asset_key,
-                ":mapping": fact.mapping,
-                ":partition": fact.partition,
-                ":sid": fact.snapshot_id,
-                ":order": fact.order,
-                ":now": now_ms,
+            item: dict[str, Any] = {
+                **keys.partition_fact_key(fact.asset_key, fact.mapping, fact.partition),
+                keys.ITEM_TYPE: "PARTITION_FACT",
+                "assetKey": fact.asset_key,
+                "mapping": fact.mapping,
+                "partitionKey": fact.partition,
+                "snapshotId": fact.snapshot_id,
+                "order": fact.order,
+                "updatedAt": now_ms,
             }
-            update = (
-                "SET #type = :type, assetKey = :asset, mapping = :mapping, partitionKey = :partition, "
-                "snapshotId = :sid, #order = :order, updatedAt = :now"
-            )
-            removed = ["schemaId", "commitTime"]
-            for name, value in (("schemaId", fact.schema_id), ("commitTime", fact.commit_time)):
-                if value is not None:
-                    update += f", {name} = :{name}"
-                    values[f":{name}"] = value
-                    removed.remove(name)
-            if removed:
-                update += " REMOVE " + ", ".join(removed)
+            if fact.schema_id is not None:
+                item["schemaId"] = fact.schema_id
+            if fact.commit_time is not None:
+                item["commitTime"] = fact.commit_time
             try:
-                self._table.update_item(
-                    Key=keys.partition_fact_key(fact.asset_key, fact.mapping, fact.partition),
-                    UpdateExpression=update,
+                self._table.put_item(
+                    Item=item,
                     ConditionExpression="attribute_not_exists(PK) OR #order < :order",
-                    ExpressionAttributeNames={"#type": keys.ITEM_TYPE, "#order": "order"},
-                    ExpressionAttributeValues=values,
+                    ExpressionAttributeNames={"#order": "order"},
+                    ExpressionAttributeValues={":order": fact.order},
                 )
             except ClientError as exc:
                 if is_conditional_failure(exc):
