@@ -190,7 +190,9 @@ def _local(partitions: int) -> dict[str, Any]:
         commit(PAYMENTS, 1)
         stack.wait_idle(timeout=600)
         began = time.monotonic()
+        progress: list[tuple[float, int]] = []
         commit(ORDERS, 1)
+        pushed = time.monotonic() - began
         seen, last_change = 0, time.monotonic()
         while seen < partitions:
             count, token = 0, None
@@ -206,6 +208,7 @@ def _local(partitions: int) -> dict[str, Any]:
                     break
             if count > seen:
                 seen, last_change = count, time.monotonic()
+                progress.append((round(last_change - began, 1), seen))
             elif time.monotonic() - last_change > STALL_SECONDS:
                 raise SystemExit(f"local drain stalled: {seen} of {partitions} partition runs claimed; still pending")
             if seen < partitions:
@@ -214,6 +217,10 @@ def _local(partitions: int) -> dict[str, Any]:
             "shape": f"one push touching {partitions:,} partitions (local stack)",
             "partition runs": f"{seen:,}",
             "seconds from the push to the last run claimed": round(time.monotonic() - began, 1),
+            "seconds the push took": round(pushed, 1),
+            "runs claimed by then (s: runs)": ", ".join(
+                f"{t}: {n}" for t, n in progress[:: max(1, len(progress) // 6)]
+            ),
         }
 
 

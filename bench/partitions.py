@@ -107,8 +107,7 @@ def _scenario(touched: int, rules: int) -> dict[str, Any]:
             "other requests": sum(
                 v
                 for k, v in calls.items()
-                if k
-                not in ("Query", "BatchGetItem", "PutItem", "TransactWriteItems", "DeleteItem", "BatchWriteItem")
+                if k not in ("Query", "BatchGetItem", "PutItem", "TransactWriteItems", "DeleteItem", "BatchWriteItem")
             ),
             "seconds": round(seconds, 2),
             "deferred": "yes" if report.deferred else "no",

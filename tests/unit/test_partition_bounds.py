@@ -352,3 +352,36 @@ def test_a_recheck_of_a_partitioned_member_scans_the_groups_pending_partitions()
     lake.deferrals.pending.clear()  # the group's deferral is lost
     report = lake.resolve(deferred=[AssetRecheck(ORDERS, lake.now)])
     assert len(report.claimed) == 2
+
+
+def test_a_partitions_run_that_succeeded_wakes_no_resolver_a_groups_does() -> None:
+    """A trigger turning SUCCEEDED wakes its group for EACH_VERSION's head of line; a partition's run releases
+    nothing (a partitioned group is never EACH_VERSION), so a thousand partition runs finishing cost no scan of the
+    group's pending partitions each."""
+    from lakehook.adapters.dynamodb.stream_records import resolver_input
+    from lakehook.ports.rules import Deferral
+
+    def record(**extra: dict[str, str]) -> dict[str, Any]:
+        image = {
+            "PK": {"S": "TRIGGER#daily.g.abc"},
+            "SK": {"S": "CLAIM"},
+            "itemType": {"S": "TRIGGER"},
+            "ruleId": {"S": "daily"},
+            "groupId": {"S": "g"},
+            **extra,
+        }
+        keys = {"PK": image["PK"], "SK": image["SK"]}
+        return {
+            "eventName": "MODIFY",
+            "eventSource": "aws:dynamodb",
+            "dynamodb": {
+                "Keys": keys,
+                "NewImage": {**image, "status": {"S": "SUCCEEDED"}},
+                "OldImage": {**image, "status": {"S": "TRIGGERING"}},
+                "SequenceNumber": "1",
+                "StreamViewType": "NEW_AND_OLD_IMAGES",
+            },
+        }
+
+    assert resolver_input(record()) == Deferral("daily", "g", 0)
+    assert resolver_input(record(partition={"S": "dt=2026-12-01"})) is None

@@ -77,6 +77,8 @@ def resolver_input(record: Mapping[str, Any]) -> StateChange | Deferral | None:
         return StateChange(event.asset_key, snapshot=snapshot_record(event), partitions=event.partitions)
     if pk.startswith(_TRIGGER) and sk == keys.CLAIM_SORT and image.get("status") == TriggerStatus.SUCCEEDED:
         old = body.old_image or {}
+        if image.get("partition"):
+            return None  # a partition's run releases nothing: head of line is EACH_VERSION's, never per partition
         if wrapped.event_name is DynamoDBRecordEventName.MODIFY and old.get("status") != TriggerStatus.SUCCEEDED:
             return Deferral(str(image["ruleId"]), str(image["groupId"]), 0)
         return None
