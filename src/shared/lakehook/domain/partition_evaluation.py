@@ -90,8 +90,9 @@ def facts_of(group: Group, asset_key: str, touched: TouchedPartitions, record: S
     return list(found.values())
 
 
-def partition_of_fact(group: Group, fact: PartitionFact) -> str:
-    """The group's partition a fact tells about (a rollup's unit, cut to the partition it belongs to)."""
+def partitions_of_fact(group: Group, fact: PartitionFact) -> list[str]:
+    """The group's partitions a fact tells about: the one it belongs to (a rollup's unit, cut to its partition), or
+    for a fan-out member every unit of its value (a day's fact names the day's 24 hours)."""
     assert group.partition_by is not None
     for member in group.partitioned_members:
         if (
@@ -99,12 +100,13 @@ def partition_of_fact(group: Group, fact: PartitionFact) -> str:
             and member.partition is not None
             and mapping_of(group, member) == fact.mapping
         ):
-            return member.partition.partition_of(fact.partition, group.partition_by)
-    return fact.partition
+            return member.partition.partitions_of(fact.partition, group.partition_by)
+    return [fact.partition]
 
 
 def member_keys(group: Group, member: Member, partition: str) -> list[FactKey]:
-    """The facts ``member`` needs for ``partition``: the partition's, or for a rollup every unit of it."""
+    """The facts ``member`` needs for ``partition``: the partition's, for a rollup every unit of it, for a fan-out
+    the one of the member's value holding it (``hr=2026-12-01`` for the hour ``hr=2026-12-01-10``)."""
     assert member.partition is not None and group.partition_by is not None
     mapping = mapping_of(group, member)
     return [(member.asset_key, mapping, k) for k in member.partition.unit_keys(partition, group.partition_by)]
@@ -188,7 +190,7 @@ def _incomplete(
     member: Member, partition: str, wanted: list[FactKey], found: list[PartitionFact], coverage: str = ""
 ) -> MemberEvaluation:
     if len(wanted) == 1 and not coverage:
-        reason = f"no data commit has touched {partition} yet"
+        reason = f"no data commit has touched {_touching(partition, wanted[0][2])} yet"
         return MemberEvaluation(
             member.asset_key, Status.WAITING_FOR_PARTITION, None, {}, {"partition": partition}, reason
         )
@@ -201,6 +203,12 @@ def _incomplete(
     return MemberEvaluation(member.asset_key, Status.WAITING_FOR_PARTITION, None, current, required, reason)
 
 
+def _touching(partition: str, key: str) -> str:
+    """What a member's commit touches for ``partition``: the partition, or the value of a fan-out member holding it
+    (``hr=2026-12-01 (fanned out to hr=2026-12-01-10)``)."""
+    return partition if key == partition else f"{key} (fanned out to {partition})"
+
+
 def _partitioned(
     member: Member, partition: str, fact: PartitionFact | None, cursor: GroupCursor | None
 ) -> MemberEvaluation:
@@ -211,14 +219,19 @@ def _partitioned(
     if fact is None:
         reason = f"no data commit has touched {partition} yet"
         return MemberEvaluation(member.asset_key, Status.WAITING_FOR_PARTITION, None, {}, required, reason)
-    current = {"snapshotId": fact.snapshot_id, "order": fact.order, "partition": partition}
+    current: dict[str, Any] = {"snapshotId": fact.snapshot_id, "order": fact.order, "partition": partition}
+    if fact.partition != partition:
+        current["fanOutOf"] = fact.partition  # a fan-out: the member's commit touched the value holding it
+    touching = _touching(partition, fact.partition)
     if floor is not None and fact.order < floor:
-        reason = f"the newest commit touching {partition} is {fact.snapshot_id}, below minSnapshotId {floor}"
+        reason = f"the newest commit touching {touching} is {fact.snapshot_id}, below minSnapshotId {floor}"
         return MemberEvaluation(member.asset_key, Status.WAITING_FOR_PARTITION, None, current, required, reason)
     last = cursor.pins.get(member.asset_key) if cursor is not None else None
     if last is not None and fact.order <= last.ordinal[0]:
         required["newerThan"] = last.to_api()
-        reason = f"snapshot {last.snapshot_id} already ran for {partition}; waiting for a newer commit touching it"
+        touched = "it" if touching == partition else touching
+        reason = f"snapshot {last.snapshot_id} already ran for {partition}; waiting for a newer commit touching "
+        reason += touched
         return MemberEvaluation(member.asset_key, Status.WAITING_FOR_UPDATE, fact.pin(), current, required, reason)
     return MemberEvaluation(member.asset_key, Status.READY, fact.pin(), current, required)
 

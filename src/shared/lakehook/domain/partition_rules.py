@@ -4,7 +4,10 @@ A group with ``partitionBy: ["dt"]`` runs once per partition key of those fields
 partitioned member says, per group field, which of its own partition fields holds the value (``field``, by default
 the same name) and to which time grain the value is cut (``grain``): ``hour=2026-12-01-10`` → ``dt=2026-12-01``
 with ``{"dt": {"field": "hour", "grain": "day"}}``. A member's fields the group does not name are dropped (a
-commit touching ``dt=2026-12-01/region=eu`` is one of ``dt=2026-12-01``). See docs/partitions.md.
+commit touching ``dt=2026-12-01/region=eu`` is one of ``dt=2026-12-01``). Two mappings between grains one apart:
+a **rollup** (``complete``: the member holds the units of the group's value, the hours of its day) and a **fan-out**
+(``fanOut``: the group's values are the units of the member's, each hour of a group keyed on hours takes its day's
+commit). See docs/partitions.md.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import calendar
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -48,6 +52,8 @@ _GRAIN_FORMS: dict[Grain, re.Pattern[str]] = {
 _GRAIN_LENGTH = {Grain.YEAR: 4, Grain.MONTH: 7, Grain.DAY: 10, Grain.HOUR: 13}
 _FINER = {Grain.YEAR: Grain.MONTH, Grain.MONTH: Grain.DAY, Grain.DAY: Grain.HOUR}
 _EXAMPLES = {Grain.YEAR: "2026", Grain.MONTH: "2026-12", Grain.DAY: "2026-12-01", Grain.HOUR: "2026-12-01-10"}
+# The most units one value of a grain has: the partitions one fact of a fan-out names at most.
+MOST_UNITS = {Grain.DAY: 24, Grain.MONTH: 31, Grain.YEAR: 12}
 
 
 # A rollup's coverage [from, to) of its units, as the units' values are written: hours 0..23 of a day, days 1..31 of
@@ -156,7 +162,7 @@ def _field_name(value: str, what: str) -> str:
 class FieldSource(BaseModel):
     """Where one group field's value comes from in a member's partition key."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     field: str | None = Field(
         default=None, description="the member's own partition field holding the value (default: the same name)"
@@ -170,6 +176,13 @@ class FieldSource(BaseModel):
         description="a rollup: the member holds a partition only once every unit of it has a data commit (each of "
         "the 24 hours of a day, each day of a month, each month of a year; values one grain finer than grain), or, "
         'given {"from": 6, "to": 22}, each unit of that half-open range (hours 06 to 21 of a day)',
+    )
+    fan_out: bool | None = Field(
+        default=None,
+        alias="fanOut",
+        description="a fan-out: the member holds values of grain, and the group's are their units, one grain finer: "
+        "a commit touching day 2026-12-01 touches each of its 24 hours (a month: each of its days; a year: its 12 "
+        "months), and each group hour takes the newest commit touching its day",
     )
 
     @field_validator("field")
@@ -202,10 +215,30 @@ class FieldSource(BaseModel):
         """The range of units a rollup waits for; None: every unit."""
         return self.complete if isinstance(self.complete, UnitRange) else None
 
+    @property
+    def fans_out(self) -> bool:
+        """Whether the member fans this field out (``fanOut``): the group's values are the units of its own."""
+        return self.fan_out is True
+
+    @property
+    def group_grain(self) -> Grain | None:
+        """The grain of the group's values this source gives: ``grain``, one finer for a fan-out."""
+        return _FINER[self.grain] if self.fans_out and self.grain in _FINER else self.grain
+
     @model_validator(mode="after")
     def _rollup(self) -> FieldSource:
+        if self.rolls_up and self.fans_out:
+            raise ValueError(
+                "complete (a rollup: the member holds the units of the group's value) and fanOut (the group's values "
+                "are the units of the member's) exclude each other"
+            )
         if self.rolls_up and self.grain in (None, Grain.HOUR):
             raise ValueError("complete (a rollup) needs a grain of day, month or year: the units it waits for")
+        if self.fans_out and self.grain in (None, Grain.HOUR):
+            raise ValueError(
+                "fanOut needs a grain of day, month or year: the grain the member holds, whose units (hours, days, "
+                "months) the group's partitions are"
+            )
         return self
 
 
@@ -226,8 +259,8 @@ class MemberPartition(BaseModel):
     def _names(cls, value: dict[str, FieldSource]) -> dict[str, FieldSource]:
         for name in value:
             _field_name(name, "a group field")
-        if sum(1 for source in value.values() if source.rolls_up) > 1:
-            raise ValueError("a member rolls up (complete) one field at most")
+        if sum(1 for source in value.values() if source.rolls_up or source.fans_out) > 1:
+            raise ValueError("a member rolls up (complete) or fans out (fanOut) one field at most")
         return value
 
     def source(self, group_field: str) -> FieldSource:
@@ -244,6 +277,17 @@ class MemberPartition(BaseModel):
     def rollup_field(self, partition_by: tuple[str, ...]) -> str | None:
         """The group field this member rolls up (``complete``), if any."""
         return next((f for f in partition_by if self.source(f).rolls_up), None)
+
+    def fan_out_field(self, partition_by: tuple[str, ...]) -> str | None:
+        """The group field this member fans out (``fanOut``), if any."""
+        return next((f for f in partition_by if self.source(f).fans_out), None)
+
+    def fan_out(self, partition_by: tuple[str, ...]) -> int:
+        """The most partitions of the group one fact of this member names: the units of its fan-out's grain (24
+        hours of a day, 31 days of a month, 12 months of a year); 1 without a fan-out."""
+        fanned = self.fan_out_field(partition_by)
+        grain = self.source(fanned).grain if fanned is not None else None
+        return MOST_UNITS[grain] if grain is not None else 1
 
     def fact_key(self, key: str, partition_by: tuple[str, ...]) -> str | None:
         """The key a fact of one of the member's keys is kept under: the group's key, except that a rollup keeps the
@@ -265,10 +309,11 @@ class MemberPartition(BaseModel):
 
     def unit_keys(self, partition: str, partition_by: tuple[str, ...]) -> list[str]:
         """The fact keys a rollup needs for one of the group's partitions (every unit of it); the partition itself
-        for a member that rolls nothing up."""
+        for a member that rolls nothing up; for a fan-out the one fact of the member's value holding the partition
+        (``hr=2026-12-01`` for ``hr=2026-12-01-10``)."""
         rollup = self.rollup_field(partition_by)
         if rollup is None:
-            return [partition]
+            return self._fanned_in(partition, partition_by)
         grain = self.source(rollup).grain
         assert grain is not None
         try:
@@ -282,6 +327,23 @@ class MemberPartition(BaseModel):
         units = [u for u in units_of(value, grain) if span is None or span.holds(u)]
         return [format_partition_key([(n, u if n == rollup else v) for n, v in values]) for u in units]
 
+    def _fanned_in(self, partition: str, partition_by: tuple[str, ...]) -> list[str]:
+        """The fact key holding ``partition`` for a fan-out (the group's value cut to the member's grain; none when
+        it is no value one grain finer than that), the partition itself otherwise."""
+        fanned = self.fan_out_field(partition_by)
+        if fanned is None:
+            return [partition]
+        source = self.source(fanned)
+        assert source.grain is not None
+        try:
+            values = parse_partition_key(partition)
+        except PartitionKeyError:
+            return []
+        value = dict(values).get(fanned)
+        if value is None or grain_of(value) is not source.group_grain:
+            return []
+        return [format_partition_key([(n, cut_to_grain(value, source.grain) if n == fanned else v) for n, v in values])]
+
     def misfit(self, partition: str, partition_by: tuple[str, ...]) -> str | None:
         """Why ``partition`` (a key of the group's fields) can be no partition of this member's mapping: a field the
         member cuts to a time grain whose value is no time value of that grain; None when it can be one."""
@@ -290,22 +352,30 @@ class MemberPartition(BaseModel):
         except PartitionKeyError as exc:
             return str(exc)
         for name in partition_by:
-            grain = self.source(name).grain
-            value = values.get(name)
+            source = self.source(name)
+            grain, value = source.group_grain, values.get(name)
             if grain is not None and (value is None or grain_of(value) is not grain):
                 shown = "null" if value is None else repr(value[:40])
-                return f"{name} {shown} is no {grain.value} ({_EXAMPLES[grain]}), the grain the member cuts it to"
+                how = f"fans its {source.grain}s out to" if source.fans_out else "cuts it to"
+                return f"{name} {shown} is no {grain.value} ({_EXAMPLES[grain]}), the grain the member {how}"
         return None
 
-    def partition_of(self, fact_key: str, partition_by: tuple[str, ...]) -> str:
-        """The group's partition a fact key belongs to (a rollup's unit cut to its partition)."""
-        rollup = self.rollup_field(partition_by)
-        if rollup is None:
-            return fact_key
-        grain = self.source(rollup).grain
-        assert grain is not None
+    def partitions_of(self, fact_key: str, partition_by: tuple[str, ...]) -> list[str]:
+        """The group's partitions a fact key names: the one it belongs to (a rollup's unit cut to its partition), or
+        for a fan-out every unit of the member's value (a day's 24 hours)."""
+        rollup, fanned = self.rollup_field(partition_by), self.fan_out_field(partition_by)
+        if rollup is None and fanned is None:
+            return [fact_key]
         values = parse_partition_key(fact_key)
-        return format_partition_key([(n, cut_to_grain(v, grain) if n == rollup and v else v) for n, v in values])
+        if rollup is not None:
+            grain = self.source(rollup).grain
+            assert grain is not None
+            return [format_partition_key([(n, cut_to_grain(v, grain) if n == rollup and v else v) for n, v in values])]
+        assert fanned is not None
+        grain, value = self.source(fanned).grain, dict(values).get(fanned)
+        if grain is None or value is None or grain_of(value) is not grain:
+            return []
+        return [format_partition_key([(n, u if n == fanned else v) for n, v in values]) for u in units_of(value, grain)]
 
     def map_key(self, key: str, partition_by: tuple[str, ...]) -> str | None:
         """The group's partition key for one of the member's keys, or None when the key does not name every field
@@ -355,3 +425,28 @@ def group_partition_key(value: object, partition_by: tuple[str, ...]) -> str:
             f"{', '.join(partition_by)}, in that order: {shape}"
         )
     return format_partition_key(fields)
+
+
+def fan_out_clash(
+    mappings: Mapping[int, MemberPartition], partition_by: tuple[str, ...]
+) -> tuple[int, str, str] | None:
+    """Where a fan-out disagrees with another member about the grain of a group field's values (a member fanning
+    days out to hours next to one cutting the field to days: no partition could have both): the fan-out member's
+    index (a key of ``mappings``), the field and why; None when the members agree (a member that cuts the field to
+    no grain agrees with any)."""
+    for i, mapping in mappings.items():
+        fanned = mapping.fan_out_field(partition_by)
+        if fanned is None:
+            continue
+        source = mapping.source(fanned)
+        assert source.grain is not None and source.group_grain is not None
+        for j, other in mappings.items():
+            theirs = other.source(fanned).group_grain
+            if j != i and theirs is not None and theirs is not source.group_grain:
+                return (
+                    i,
+                    fanned,
+                    f"fans {source.grain.value}s out to {source.group_grain.value}s, but members.{j} gives "
+                    f"{fanned} as {theirs.value}s: a partition of the group has one grain",
+                )
+    return None

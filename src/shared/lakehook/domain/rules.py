@@ -27,7 +27,12 @@ from lakehook.domain.assets import validate_asset_key
 from lakehook.domain.completion import MAX_RULE_OUTLETS, validate_outlet_entry
 from lakehook.domain.freshness import Freshness
 from lakehook.domain.ids import ALIAS_NAME_PATTERN, RULE_ID_PATTERN
-from lakehook.domain.partition_rules import MAX_PARTITION_FIELDS, MemberPartition, validate_partition_by
+from lakehook.domain.partition_rules import (
+    MAX_PARTITION_FIELDS,
+    MemberPartition,
+    fan_out_clash,
+    validate_partition_by,
+)
 from lakehook.domain.schedules import GroupSchedule
 from lakehook.domain.targets import STORED_CONTEXT, RuleTarget
 from lakehook.domain.time import parse_instant_ms
@@ -291,6 +296,10 @@ class Group(BaseModel):
                     f"members.{i}.condition: a partitioned member's version is the newest data commit touching the "
                     "partition; its condition may only set minSnapshotId"
                 )
+        clash = fan_out_clash({i: m.partition for i, m in enumerate(members) if m.partition is not None}, partition_by)
+        if clash is not None:
+            i, field, why = clash
+            raise ValueError(f"members.{i}.partition.fields.{field}: {why}")
         return members
 
     @field_validator("members")

@@ -99,18 +99,25 @@ def next_page_message(rule_id: str, group_id: str, after: str) -> dict[str, Any]
 
 
 def weights(work: Sequence[tuple[Rule, Group]]) -> dict[str, int]:
-    """Per asset, the facts one touched key of it may give the groups of ``work``: the distinct mappings of the
-    partitioned members naming it (rules mapping an asset alike share its facts)."""
-    mappings: dict[str, set[str]] = {}
+    """Per asset, what one touched key of it may cost the groups of ``work``: per distinct mapping of the
+    partitioned members naming it (rules mapping an asset alike share its facts), one fact, or for a fan-out the
+    partitions that fact names in a group (a day's 24 hours, a month's 31 days at most, a year's 12 months), each
+    read and evaluated as a partition is."""
+    mappings: dict[str, dict[str, int]] = {}
     for _, group in work:
         for member in group.partitioned_members:
-            mappings.setdefault(member.asset_key, set()).add(mapping_of(group, member))
-    return {asset: len(found) for asset, found in mappings.items()}
+            assert member.partition is not None and group.partition_by is not None
+            found = mappings.setdefault(member.asset_key, {})
+            mapping = mapping_of(group, member)
+            found[mapping] = max(found.get(mapping, 1), member.partition.fan_out(group.partition_by))
+    return {asset: sum(found.values()) for asset, found in mappings.items()}
 
 
 def split_batch(batch: Batch, work: Sequence[tuple[Rule, Group]], budget: int) -> tuple[Batch, list[StateChange]]:
-    """The batch trimmed to at most ``budget`` partition facts, and the slices of the commits' keys past it (each at
-    most ``budget`` facts and one event's bytes). A commit named twice (its event and the state image) counts once."""
+    """The batch trimmed to at most ``budget`` partition facts (weighted: a fan-out key counts the partitions it
+    names), and the slices of the commits' keys past it (each at most ``budget`` of that weight and one event's
+    bytes; one key at least, when a key alone weighs more). A commit named twice (its event and the state image)
+    counts once."""
     if batch.touched is None:
         return batch, []
     weight = weights(work)
@@ -127,7 +134,7 @@ def split_batch(batch: Batch, work: Sequence[tuple[Rule, Group]], budget: int) -
             known = seen.setdefault((asset, record.order), set())
             fresh = [k for k in parts.keys if k not in known]
             known.update(fresh)
-            room = max(0, (budget - used) // each)
+            room = max(0 if used else 1, (budget - used) // each)  # a key at least: a slice always moves on
             keep, rest = fresh[:room], fresh[room:]
             used += len(keep) * each
             if keep:

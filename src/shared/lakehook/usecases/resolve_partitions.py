@@ -27,7 +27,7 @@ from lakehook.domain.partition_evaluation import (
     evaluate_partition,
     facts_of,
     member_keys,
-    partition_of_fact,
+    partitions_of_fact,
     summarize,
     touched_since,
 )
@@ -91,7 +91,10 @@ def _newest(asset: str, partition: str, keys: Sequence[FactKey], facts: Mapping[
     missing = [k[2] for k in keys if k not in facts]
     if missing:
         shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-        which = partition if len(keys) == 1 else f"{len(missing)} of the {len(keys)} units of {partition} ({shown})"
+        if len(keys) == 1:
+            which = partition if keys[0][2] == partition else f"{keys[0][2]} (fanned out to {partition})"
+        else:
+            which = f"{len(missing)} of the {len(keys)} units of {partition} ({shown})"
         raise ConflictError(
             f"member {asset} has no data commit touching {which} yet; a manual run of a partition pins one for each "
             "partitioned member"
@@ -151,8 +154,8 @@ def brought_facts(
     work: Sequence[tuple[Rule, Group]], touched: Touched
 ) -> tuple[dict[GroupRef, frozenset[str]], dict[FactKey, PartitionFact]]:
     """Per partitioned group of ``work`` the partitions ``touched`` names (a redelivered batch names them again, so
-    a claim a failure cut off is made), and the facts it gives them, the newest per key (shared by every rule mapping
-    an asset alike)."""
+    a claim a failure cut off is made; a fan-out member's fact names every unit of its value), and the facts it
+    gives them, the newest per key (shared by every rule mapping an asset alike)."""
     facts: dict[FactKey, PartitionFact] = {}
     named: dict[GroupRef, set[str]] = {}
     for rule, group in work:
@@ -163,7 +166,7 @@ def brought_facts(
                 for fact in facts_of(group, key, parts, record):
                     if fact.newer_than(facts.get(fact.key)):
                         facts[fact.key] = fact
-                    named.setdefault((rule.rule_id, group.group_id), set()).add(partition_of_fact(group, fact))
+                    named.setdefault((rule.rule_id, group.group_id), set()).update(partitions_of_fact(group, fact))
     return {ref: frozenset(parts) for ref, parts in named.items()}, facts
 
 
