@@ -47,6 +47,32 @@ def table_at(url: str) -> Any:
     return racing.table_at(url, TABLE)
 
 
+def resolver_at(url: str, queue: str | None = None, **limits: int) -> ResolveAssetChange:
+    """A resolver with its own clients on the moto server, as a separate Lambda invocation has (``queue``: the
+    resolver queue's URL, with the partition store)."""
+    import boto3
+
+    from lakehook.adapters.dynamodb.partition_store import DynamoDBPartitionStore
+    from lakehook.adapters.sqs import SQSWorkQueue
+    from lakehook.usecases.resolve import ResolverLimits
+
+    mine = table_at(url)
+    sqs = boto3.session.Session(region_name="us-east-1").client("sqs", endpoint_url=url)
+    return ResolveAssetChange(
+        ResolverStores(
+            DynamoDBRuleStore(mine),
+            DynamoDBStateReader(mine),
+            DynamoDBTriggerStore(mine),
+            DynamoDBStateHistory(mine),
+            DynamoDBDeferralStore(mine),
+            partitions=DynamoDBPartitionStore(mine) if queue else None,
+            resolver_queue=SQSWorkQueue(sqs, queue) if queue else None,
+        ),
+        limits=ResolverLimits(**limits),
+        observer=None,
+    )
+
+
 def test_racing_claims_of_the_same_versions_claim_each_key_once(endpoint: str) -> None:
     stores = [DynamoDBTriggerStore(table_at(endpoint)) for _ in range(RACERS)]
     groups = [f"g{i}" for i in range(12)]
@@ -132,20 +158,7 @@ def test_eight_resolvers_on_the_same_changes_claim_each_key_once(endpoint: str) 
             )
             changes.append(StateChange(asset, store.get_state(asset)))
 
-    def resolver(_: int) -> ResolveAssetChange:
-        mine = table_at(endpoint)
-        return ResolveAssetChange(
-            ResolverStores(
-                DynamoDBRuleStore(mine),
-                DynamoDBStateReader(mine),
-                DynamoDBTriggerStore(mine),
-                DynamoDBStateHistory(mine),
-                DynamoDBDeferralStore(mine),
-            ),
-            observer=None,
-        )
-
-    resolvers = [resolver(i) for i in range(RACERS)]
+    resolvers = [resolver_at(endpoint) for _ in range(RACERS)]
     reports = race(RACERS, lambda i: resolvers[i](changes))
     for _ in range(3):  # head of line: each run starts (SUCCEEDED wakes the group on every resolver at once)
         for item in table.scan()["Items"]:
@@ -217,10 +230,8 @@ def test_racing_resolvers_drain_the_resolver_queue_and_claim_each_partition_once
     import boto3
 
     from lakehook.adapters.dynamodb.partition_store import DynamoDBPartitionStore
-    from lakehook.adapters.sqs import SQSWorkQueue
     from lakehook.domain.state import snapshot_record
     from lakehook.handlers import handle_resolver_queue
-    from lakehook.usecases.resolve import ResolverLimits
 
     table = table_at(endpoint)
     sqs = boto3.client("sqs", region_name="us-east-1", endpoint_url=endpoint)
@@ -250,25 +261,10 @@ def test_racing_resolvers_drain_the_resolver_queue_and_claim_each_partition_once
         ingest.ingest(event, SourceType.PUSH)
         changes.append(StateChange(asset, snapshot=snapshot_record(event), partitions=event.partitions))
 
-    def resolver(_: int) -> ResolveAssetChange:
-        mine = table_at(endpoint)
-        queue = boto3.session.Session(region_name="us-east-1").client("sqs", endpoint_url=endpoint)
-        return ResolveAssetChange(
-            ResolverStores(
-                DynamoDBRuleStore(mine),
-                DynamoDBStateReader(mine),
-                DynamoDBTriggerStore(mine),
-                DynamoDBStateHistory(mine),
-                DynamoDBDeferralStore(mine),
-                partitions=DynamoDBPartitionStore(mine),
-                resolver_queue=SQSWorkQueue(queue, url),
-            ),
-            limits=ResolverLimits(max_facts=25, max_claims_per_group=10, pending_page=15),
-            observer=None,
-        )
-
     racers = 4
-    resolvers = [resolver(i) for i in range(racers)]
+    resolvers = [
+        resolver_at(endpoint, url, max_facts=25, max_claims_per_group=10, pending_page=15) for _ in range(racers)
+    ]
     reports = race(racers, lambda i: resolvers[i](changes))
 
     def left(client: Any) -> int:

@@ -27,6 +27,7 @@ from lakehook.usecases.resolve_report import OutOfTime
 from lakehook.usecases.rules import parse_rule
 from tests.fakes.memory import InMemoryAssetRegistry, InMemoryWorkQueue
 from tests.hypothesis_profiles import examples
+from tests.unit.test_partition_plan import _lake
 from tests.unit.test_partition_resolve import CLICKS, DIM, ORDERS, PAYMENTS, Lake, daily, hourly
 
 
@@ -337,15 +338,7 @@ def test_a_batch_cut_off_at_any_point_by_its_deadline_loses_nothing_and_runs_not
 def test_a_recheck_of_a_partitioned_member_scans_the_groups_pending_partitions() -> None:
     """A recheck (left by a failed batch) of a partitioned member's asset names no partition: it scans the group's
     pending partitions, so one that is ready (its deferral lost) runs."""
-    lake = Lake(daily())
-    lake.resolve = ResolveAssetChange(
-        ResolverStores(
-            lake.rules, lake.reader, lake.triggers, lake.history, lake.deferrals, partitions=lake.partitions
-        ),
-        limits=ResolverLimits(max_claims_per_group=2),
-        clock=lambda: lake.now,
-        observer=None,
-    )
+    lake = _lake(daily(), 2)  # no resolver queue: the claims past 2 wait for the group's deferral
     lake.commit(ORDERS, 1, *DAYS)
     lake.commit(PAYMENTS, 101, *DAYS)
     assert len(lake.deliver(dispatch=False).claimed) == 2
