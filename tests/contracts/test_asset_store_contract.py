@@ -94,6 +94,28 @@ def test_events_are_listed_newest_first_in_pages_of_their_asset(backend: Backend
         backend.assets.list_events(ORDERS, 2, "not a token")
 
 
+def test_the_parts_of_a_snapshots_partitions_are_recorded_once_beside_its_event(backend: Backend) -> None:
+    """A commit's keys past its event's bound: each part recorded as written, in order; the same parts again (a
+    redelivery, a poll after a push) leave them as they were; another snapshot's and another asset's apart."""
+    from lakehook.domain.snapshots import PartitionPart, partition_parts
+    from lakehook.domain.state import snapshot_record
+
+    wide = snap(12, commitTime=1_700_000_000_000)
+    chunks = (tuple(f"dt={d:05d}" for d in range(1000, 2000)), ("dt=02000", "dt=02001"))
+    parts = partition_parts(wide, chunks)
+    assert [(p.part, len(p.keys)) for p in parts] == [(1, 1000), (2, 2)]
+    backend.assets.record_partition_parts(parts, 1_750_000_000_000)
+    backend.assets.record_partition_parts(parts, 1_750_000_000_000)
+    other = PartitionPart.of(PAYMENTS, snapshot_record(snap(12, PAYMENTS)), 1, ["dt=9"])
+    backend.assets.record_partition_parts([other, *partition_parts(snap(13), (("dt=7",),))], 1_750_000_000_000)
+    backend.assets.record_partition_parts([], 1_750_000_000_000)  # nothing to write: no request
+
+    assert backend.assets.partition_parts(ORDERS, 12) == parts
+    assert backend.assets.partition_parts(PAYMENTS, 12) == [other]
+    assert [p.keys for p in backend.assets.partition_parts(ORDERS, 13)] == [("dt=7",)]
+    assert backend.assets.partition_parts(ORDERS, 14) == []
+
+
 # --- both driven by the same deliveries -----------------------------------------------------------------------
 
 SNAPSHOTS = st.integers(1, 6)

@@ -4,6 +4,7 @@ src/shared/Makefile). Thread-safe: every read and write of a fake's state holds 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from lakehook.adapters.dynamodb.state_items import asset_state_from_item
@@ -12,7 +13,7 @@ from lakehook.domain.commit_notices import WatchEntry, watch_entries
 from lakehook.domain.errors import ConflictError, NotFoundError, ValidationError
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.producers import Producer
-from lakehook.domain.snapshots import PollStatus
+from lakehook.domain.snapshots import PartitionPart, PollStatus
 from lakehook.domain.state import Advance, AssetState, advance_for, already_applied, apply_advance
 from lakehook.domain.watermarks import WatermarkRecord
 from lakehook.ports import (
@@ -52,6 +53,10 @@ class InMemoryAssetStore(AssetStore):
         self.events: dict[str, RecordedEvent] = {}
         self.states: dict[str, dict[str, Any]] = {}
         self.settled: set[str] = set()
+        # parts of snapshots' touched partitions by (asset, order, snapshot id, part), and each part as first written:
+        # what the table's stream hands the resolver (an INSERT; a part written again is no record)
+        self.parts: dict[tuple[str, int, int, int], PartitionPart] = {}
+        self.inserted_parts: list[PartitionPart] = []
 
     def record_event(
         self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
@@ -100,6 +105,18 @@ class InMemoryAssetStore(AssetStore):
             mine = [e for e in self.events.values() if e.event.asset_key == asset_key]
         mine.sort(key=lambda e: (e.received_at, e.event.event_id), reverse=True)
         return _page(mine, limit, next_token, f"events:{asset_key}")
+
+    def record_partition_parts(self, parts: Sequence[PartitionPart], recorded_at: int) -> None:
+        with self._lock:
+            for part in parts:
+                key = (part.asset_key, max(part.snapshot.order, 0), part.snapshot.snapshot_id, part.part)
+                if key not in self.parts:
+                    self.inserted_parts.append(part)
+                self.parts[key] = part
+
+    def partition_parts(self, asset_key: str, order: int) -> list[PartitionPart]:
+        with self._lock:
+            return [self.parts[k] for k in sorted(self.parts) if k[:2] == (asset_key, max(order, 0))]
 
 
 class InMemoryAssetRegistry(AssetRegistry):

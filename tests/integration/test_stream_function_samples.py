@@ -22,6 +22,7 @@ def sample(function: str, name: str) -> dict[str, Any]:
     [
         ("resolver", "state_change", {"batchItemFailures": []}),
         ("resolver", "carried_partitions", {"batchItemFailures": []}),
+        ("resolver", "partition_part", {"batchItemFailures": []}),
         ("dispatcher", "claim_inserted", {"batchItemFailures": []}),
         ("deferral_sweep", "scheduled_event", {"due": 0}),
         ("trigger_redrive", "scheduled_event", {}),
@@ -43,6 +44,9 @@ def test_the_samples_are_what_the_filters_let_through() -> None:
     resolver_record = sample("resolver", "state_change")["Records"][0]
     claim_record = sample("dispatcher", "claim_inserted")["Records"][0]
     assert matches_any(resolver_record, RESOLVER_FILTER_PATTERNS)
+    part_record = sample("resolver", "partition_part")["Records"][0]
+    assert matches_any(part_record, RESOLVER_FILTER_PATTERNS)
+    assert not matches_any({**part_record, "eventName": "MODIFY"}, RESOLVER_FILTER_PATTERNS)
     assert not matches_any(claim_record, RESOLVER_FILTER_PATTERNS)
     assert matches_any(claim_record, DISPATCH_FILTER_PATTERNS)
     assert not matches_any(resolver_record, DISPATCH_FILTER_PATTERNS)

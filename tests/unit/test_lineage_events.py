@@ -427,3 +427,20 @@ def test_a_malformed_subset_is_a_rejection_naming_the_facet() -> None:
     location = {"outputCondition": {"type": "location", "locations": ["s3://lake-bucket/x"]}}
     [raw] = snapshot_events(with_subset(location), [PAIMON])
     assert isinstance(raw, dict) and "partitions" not in raw  # a location names no partition
+
+
+def test_a_subset_naming_more_partitions_than_one_event_holds_is_a_rejection_as_a_push_is() -> None:
+    """Issue 33: more than 1000 kept the first, silently. Now REJECTED naming the facet, as a push naming them is."""
+    from lakehook.domain.limits import MAX_TOUCHED_PARTITIONS
+
+    wide = {
+        "outputCondition": {
+            "type": "partition",
+            "partitions": [{"dimensions": {"id": f"{i:05d}"}} for i in range(MAX_TOUCHED_PARTITIONS + 1)],
+        }
+    }
+    [found] = snapshot_events(with_subset(wide), [PAIMON])
+    assert isinstance(found, Unmapped) and "outputFacets.subset" in found.reason and "1001 partitions" in found.reason
+    wide["outputCondition"]["partitions"] = wide["outputCondition"]["partitions"][:MAX_TOUCHED_PARTITIONS]
+    [raw] = snapshot_events(with_subset(wide), [PAIMON])
+    assert isinstance(raw, dict) and parse_event(raw).partitions is not None

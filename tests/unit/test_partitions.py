@@ -19,10 +19,12 @@ from lakehook.domain.limits import (
 from lakehook.domain.partitions import (
     HIVE_DEFAULT_PARTITION,
     PartitionKeyError,
+    ReadPartitions,
     TouchedPartitions,
     canonical_partition_key,
     escape_path_name,
     format_partition_key,
+    overflow_of,
     parse_partition_key,
     path_partition_key,
     unescape_path_name,
@@ -190,3 +192,38 @@ def test_an_over_long_key_is_named_by_its_start_and_length() -> None:
     # a push still names its keys as keys: one it cannot record is refused, not counted
     with pytest.raises(ValidationError):
         TouchedPartitions.model_validate([long_key])
+
+
+# --- the keys past the bound: recorded in chunks, none dropped (issue 33) -------------------------------------------
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(
+    st.integers(0, 3 * MAX_TOUCHED_PARTITIONS),
+    st.integers(0, 400),
+    st.lists(st.sampled_from(["a=%2f", "a=" + chr(0xD800), "a=" + "x" * 600]), max_size=3),
+)
+def test_a_reader_keeps_every_recordable_key_the_bound_in_its_event_the_rest_in_chunks(
+    count: int, width: int, odd: list[str]
+) -> None:
+    """Kept keys and chunks are every recordable key once, in sorted order; each chunk holds at most one event's keys
+    and bytes; the bounded value is :meth:`TouchedPartitions.of`'s; keys that cannot be recorded are counted."""
+    keys = [format_partition_key([("k", f"{i:05d}" + "v" * (width if i % 7 == 0 else 0))]) for i in range(count)]
+    found = TouchedPartitions.read([*reversed(keys), *odd, *keys[:5]])
+    recorded = [*found.keys, *(k for chunk in found.more for k in chunk)]
+    assert recorded == sorted(set(keys)) and found.count == len(recorded)
+    assert found.truncated == bool(found.more) and found.unrecorded == len(set(odd))
+    for chunk in found.more:
+        assert 0 < len(chunk) <= MAX_TOUCHED_PARTITIONS
+        assert sum(len(k.encode()) for k in chunk) <= MAX_TOUCHED_PARTITION_BYTES
+    assert found.recorded == TouchedPartitions.of([*keys, *odd])
+    assert found.recorded.to_api() == found.to_api() and "more" not in found.model_dump()
+    assert overflow_of(keys) == TouchedPartitions.read(keys).more
+
+
+def test_the_chunks_hold_sorted_keys_after_the_kept_ones_and_are_counted() -> None:
+    kept = {"keys": ["a=1"], "count": 3, "truncated": True}
+    assert ReadPartitions(**kept, more=(("a=2", "a=3"),)).more == (("a=2", "a=3"),)
+    for wrong in ((("a=3", "a=2"),), (("a=0", "a=2"),), (("a=2",),), (("a=2",), ("a=3",), ("a=4",)), ((),)):
+        with pytest.raises(ValidationError):
+            ReadPartitions(**kept, more=wrong)

@@ -33,6 +33,8 @@ from lakehook.domain.limits import (
     MAX_PAYLOAD_BYTES,
     MAX_PAYLOAD_DEPTH,
     MAX_SYMLINKS,
+    MAX_TOUCHED_PARTITION_BYTES,
+    MAX_TOUCHED_PARTITIONS,
 )
 from lakehook.domain.partitions import PartitionKeyError, TouchedPartitions, format_partition_key
 
@@ -268,8 +270,9 @@ def subset_partitions(dataset: LineageDataset) -> TouchedPartitions | None:
     """The partitions an output's ``subset`` facet names (a ``partition`` condition), None without one.
 
     Each partition's ``dimensions`` are its fields in the order sent, each value as text (null: Hive's default
-    partition); more than the limit keep the first, as a poll does. Other conditions (location, compare,
-    binary) name no partition keys and are not read."""
+    partition). More partitions than one event holds (``MAX_TOUCHED_PARTITIONS``, or
+    ``MAX_TOUCHED_PARTITION_BYTES`` of keys) is a PartitionKeyError, as a push naming them is REJECTED: none is
+    dropped unsaid. Other conditions (location, compare, binary) name no partition keys and are not read."""
     facet = dataset.output_facets.get(SUBSET_FACET)
     condition = facet.get("outputCondition") if isinstance(facet, dict) else None
     if not isinstance(condition, dict) or condition.get("type") != "partition":
@@ -292,7 +295,15 @@ def subset_partitions(dataset: LineageDataset) -> TouchedPartitions | None:
         if len(key) > MAX_PARTITION_KEY_LENGTH:
             raise PartitionKeyError(f"a partition key is at most {MAX_PARTITION_KEY_LENGTH} characters")
         keys.add(key)
-    return TouchedPartitions.of(keys)
+    touched = TouchedPartitions.of(keys)
+    if touched.truncated:
+        size = sum(len(k.encode()) for k in keys)
+        raise PartitionKeyError(
+            f"names {len(keys)} partitions ({size} bytes of keys); one snapshot's event names at most "
+            f"{MAX_TOUCHED_PARTITIONS} ({MAX_TOUCHED_PARTITION_BYTES} bytes of keys), as a push does: leave a commit "
+            "touching more to the poll of its table, which records every partition"
+        )
+    return touched
 
 
 def _reports_version(dataset: LineageDataset) -> bool:

@@ -11,7 +11,13 @@ length limit, formatting and canonical keys are here.
 :class:`TouchedPartitions` is what an event and the state keep of one commit: the first keys in sorted order, at
 most :data:`~lakehook.domain.limits.MAX_TOUCHED_PARTITIONS` of them and
 :data:`~lakehook.domain.limits.MAX_TOUCHED_PARTITION_BYTES` together, with how many there were and whether some
-were left out. A commit touching 10,000 partitions is therefore one bounded item, never 10,000 writes.
+were left out. A commit touching 10,000 partitions is therefore one bounded event item, never 10,000 writes.
+
+The keys past that bound are not dropped: a reader's :func:`read_partitions` answers a :class:`ReadPartitions`,
+the same bounded value with the rest of the keys in ``more``, in sorted chunks of at most
+``MAX_TOUCHED_PARTITIONS`` keys and ``MAX_TOUCHED_PARTITION_BYTES`` each (:func:`overflow_of`). An event never
+carries them (``domain.snapshots.snapshot_event`` keeps the bounded value); the poll records each chunk as one
+part item, which wakes the resolver for those keys (docs/partitions.md#limits).
 
 A key a reader found that cannot be recorded (:func:`unrecordable`: longer than
 :data:`~lakehook.domain.limits.MAX_PARTITION_KEY_LENGTH`, or not valid text) is left out of the keys and counted
@@ -45,14 +51,18 @@ from lakehook.wire.partition_keys import (
 
 __all__ = [
     "HIVE_DEFAULT_PARTITION",
+    "Chunks",
     "PartitionFields",
     "PartitionKeyError",
+    "ReadPartitions",
     "TouchedPartitions",
     "canonical_partition_key",
     "escape_path_name",
     "format_partition_key",
+    "overflow_of",
     "parse_partition_key",
     "path_partition_key",
+    "read_partitions",
     "unescape_path_name",
 ]
 
@@ -210,39 +220,15 @@ class TouchedPartitions(BaseModel):
     def of(cls, keys: Iterable[str]) -> TouchedPartitions:
         """The bounded value of every key a reader found (canonical keys; duplicates count once). A key that cannot
         be recorded (:func:`unrecordable`) never fails the read: it is counted in ``unrecorded`` and named (the first
-        ``MAX_UNRECORDED_NAMED``) in ``unrecorded_keys``."""
-        unique = sorted(set(keys))
-        recordable: list[str] = []
-        unrecorded: list[tuple[str, str]] = []
-        for key in unique:
-            why = _unstorable(key)
-            if why is None:
-                recordable.append(key)
-            else:
-                unrecorded.append((key, why))
-        # the canonical check (a parse and a format) only for the keys kept: a commit may name 10,000
-        kept: list[str] = []
-        count = len(recordable)
-        size = 0
-        for key in recordable:
-            length = len(key.encode())
-            if len(kept) == MAX_TOUCHED_PARTITIONS or size + length > MAX_TOUCHED_PARTITION_BYTES:
-                break
-            why = _not_canonical(key)
-            if why is not None:
-                unrecorded.append((key, why))
-                count -= 1
-                continue
-            kept.append(key)
-            size += length
-        named = [unrecorded_key_shown(key, why) for key, why in sorted(unrecorded)[:MAX_UNRECORDED_NAMED]]
-        return cls(
-            keys=tuple(kept),
-            count=count,
-            truncated=len(kept) < count,
-            unrecorded=len(unrecorded),
-            unrecorded_keys=tuple(named),
-        )
+        ``MAX_UNRECORDED_NAMED``) in ``unrecorded_keys``. The keys past the bound are counted, not kept: a reader
+        keeps them too with :func:`read_partitions`."""
+        fields, _ = _bounded(keys, every=False)
+        return cls(**fields)
+
+    @classmethod
+    def read(cls, keys: Iterable[str]) -> ReadPartitions:
+        """What a reader records of every key it found, nothing dropped: :func:`read_partitions`."""
+        return read_partitions(keys)
 
     def to_api(self) -> dict[str, Any]:
         """The JSON form (camelCase, no nulls): what an API answer and the state's record of it hold (``unrecorded``
@@ -251,3 +237,115 @@ class TouchedPartitions(BaseModel):
         if self.unrecorded:
             data.update(unrecorded=self.unrecorded, unrecordedKeys=list(self.unrecorded_keys))
         return data
+
+
+Chunks = tuple[tuple[str, ...], ...]
+"""Keys past a commit's bounded value, in sorted chunks that each fit one event's bound (:func:`overflow_of`)."""
+
+
+class ReadPartitions(TouchedPartitions):
+    """What a reader found of one commit: the bounded value its event carries, and in ``more`` the recordable keys
+    past it (``count`` counts them, ``truncated`` says they exist), in chunks of at most ``MAX_TOUCHED_PARTITIONS``
+    keys and ``MAX_TOUCHED_PARTITION_BYTES``, in sorted order after the last of ``keys``.
+
+    A reader answers it where it answered a :class:`TouchedPartitions` (:func:`read_partitions`), so the chunks ride
+    with its snapshot (``SnapshotInfo.more_partitions``) to the poll, which records them as part items. ``more`` is
+    never serialized, and no event holds it (``recorded`` is the plain value an event carries)."""
+
+    more: Chunks = Field(default=(), exclude=True, repr=False)
+
+    @model_validator(mode="after")
+    def _more_follows(self) -> ReadPartitions:
+        last = self.keys[-1] if self.keys else ""
+        for chunk in self.more:
+            if not chunk or len(chunk) > MAX_TOUCHED_PARTITIONS:
+                raise ValueError(f"a chunk holds 1 to {MAX_TOUCHED_PARTITIONS} keys")
+            if sum(len(k.encode()) for k in chunk) > MAX_TOUCHED_PARTITION_BYTES:
+                raise ValueError(f"a chunk holds at most {MAX_TOUCHED_PARTITION_BYTES} bytes of keys")
+            if chunk[0] <= last or list(chunk) != sorted(set(chunk)):
+                raise ValueError("the chunks hold sorted, unique keys after the kept ones")
+            last = chunk[-1]
+        if len(self.keys) + sum(len(c) for c in self.more) != self.count:
+            raise ValueError("the kept keys and the chunks are every counted key")
+        return self
+
+    @property
+    def recorded(self) -> TouchedPartitions:
+        """The bounded value, as an event carries it."""
+        return TouchedPartitions.model_construct(
+            self.model_fields_set - {"more"},
+            **{name: getattr(self, name) for name in TouchedPartitions.model_fields},
+        )
+
+
+def read_partitions(keys: Iterable[str]) -> ReadPartitions:
+    """Every key a reader found, nothing dropped: the bounded value :meth:`TouchedPartitions.of` keeps, and the
+    recordable keys past it as :func:`overflow_of` chunks them. Every key is checked (a commit past the bound pays a
+    parse and a format per key, about 20 µs), so ``count`` and ``unrecorded`` count exactly the keys recorded."""
+    fields, rest = _bounded(keys, every=True)
+    return ReadPartitions(**fields, more=_chunked(rest))
+
+
+def overflow_of(keys: Iterable[str]) -> Chunks:
+    """The recordable canonical keys past the ones :meth:`TouchedPartitions.of` keeps, in sorted order, in chunks
+    of at most ``MAX_TOUCHED_PARTITIONS`` keys and ``MAX_TOUCHED_PARTITION_BYTES`` each; empty when it keeps all."""
+    return read_partitions(keys).more
+
+
+def _bounded(keys: Iterable[str], every: bool) -> tuple[dict[str, Any], list[str]]:
+    """The fields of the bounded value of ``keys``, and the recordable keys past it in sorted order. ``every``: check
+    each key's canonical form (else only the kept ones', which is all :meth:`TouchedPartitions.of` needs)."""
+    unique = sorted(set(keys))
+    recordable: list[str] = []
+    unrecorded: list[tuple[str, str]] = []
+    for key in unique:
+        why = _unstorable(key)
+        if why is None:
+            recordable.append(key)
+        else:
+            unrecorded.append((key, why))
+    kept: list[str] = []
+    rest: list[str] = []
+    count = len(recordable)
+    size = 0
+    full = False
+    for key in recordable:
+        length = len(key.encode())
+        full = full or len(kept) == MAX_TOUCHED_PARTITIONS or size + length > MAX_TOUCHED_PARTITION_BYTES
+        if full and not every:
+            break  # the canonical check (a parse and a format) only for the keys kept: a commit may name 10,000
+        why = _not_canonical(key)
+        if why is not None:
+            unrecorded.append((key, why))
+            count -= 1
+        elif full:
+            rest.append(key)
+        else:
+            kept.append(key)
+            size += length
+    named = [unrecorded_key_shown(key, why) for key, why in sorted(unrecorded)[:MAX_UNRECORDED_NAMED]]
+    fields = {
+        "keys": tuple(kept),
+        "count": count,
+        "truncated": len(kept) < count,
+        "unrecorded": len(unrecorded),
+        "unrecorded_keys": tuple(named),
+    }
+    return fields, rest
+
+
+def _chunked(keys: Sequence[str]) -> Chunks:
+    """``keys`` in order, in chunks of at most ``MAX_TOUCHED_PARTITIONS`` keys and ``MAX_TOUCHED_PARTITION_BYTES``."""
+    chunks: list[tuple[str, ...]] = []
+    chunk: list[str] = []
+    size = 0
+    for key in keys:
+        length = len(key.encode())
+        if chunk and (len(chunk) == MAX_TOUCHED_PARTITIONS or size + length > MAX_TOUCHED_PARTITION_BYTES):
+            chunks.append(tuple(chunk))
+            chunk, size = [], 0
+        chunk.append(key)
+        size += length
+    if chunk:
+        chunks.append(tuple(chunk))
+    return tuple(chunks)

@@ -3,7 +3,8 @@
 A :class:`SnapshotInfo` is one committed snapshot (Iceberg or Paimon), a :class:`TagInfo` one
 tag or branch. Both become :class:`~lakehook.domain.events.AssetEvent` s with the identity a
 push of the same snapshot or tag has (asset, type, snapshot id or tag name), so a polled and a
-pushed copy are one event.
+pushed copy are one event. The keys a snapshot touched past its event's bound become
+:class:`PartitionPart` s (:func:`partition_parts`), recorded beside the event.
 
 A :class:`PollOffset` is what the poller stores per asset (in the watermark store): the last
 snapshot it ingested, the pointer it saw (Iceberg metadata location, Paimon ``LATEST`` hint) and
@@ -13,6 +14,7 @@ the tags it knows. A :class:`PollStatus` is the per-asset health of polling, wit
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -20,8 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
 from lakehook.domain.events import AssetEvent, EventType
-from lakehook.domain.partitions import TouchedPartitions
+from lakehook.domain.partitions import Chunks, ReadPartitions, TouchedPartitions
+from lakehook.domain.state import snapshot_record
 from lakehook.domain.time import ms_to_iso
+from lakehook.domain.versions import SnapshotRecord
 
 POLLER_NAMESPACE = "lakehook.poller"
 OFFSET_KEY = "offset"
@@ -60,6 +64,13 @@ class SnapshotInfo(BaseModel):
     partitions: TouchedPartitions | None = Field(
         default=None, description="the partitions the commit touched; None for an unpartitioned table or not known"
     )
+
+    @property
+    def more_partitions(self) -> Chunks:
+        """The keys the commit touched past ``partitions.keys``, in chunks of one event's bound: what the reader
+        found past the bound (its :class:`~lakehook.domain.partitions.ReadPartitions`), which the poll records as
+        part items (docs/partitions.md#limits). Read off ``partitions``, so a reader sets both with its one value."""
+        return self.partitions.more if isinstance(self.partitions, ReadPartitions) else ()
 
 
 class TagInfo(BaseModel):
@@ -221,7 +232,11 @@ def mark_schema_changes(snapshots: Sequence[SnapshotInfo], previous_schema_id: i
 
 
 def snapshot_event(asset_key: str, snapshot: SnapshotInfo) -> AssetEvent:
-    """``SNAPSHOT_COMMITTED`` for the snapshot: the identity a push of this snapshot id has."""
+    """``SNAPSHOT_COMMITTED`` for the snapshot: the identity a push of this snapshot id has. Its ``partitions`` is the
+    bounded value (the keys past it are the snapshot's ``more_partitions``, which no event carries)."""
+    partitions = snapshot.partitions
+    if isinstance(partitions, ReadPartitions):
+        partitions = partitions.recorded
     return AssetEvent(
         event_type=EventType.SNAPSHOT_COMMITTED,
         asset_key=asset_key,
@@ -241,8 +256,41 @@ def snapshot_event(asset_key: str, snapshot: SnapshotInfo) -> AssetEvent:
         metadata_location=snapshot.metadata_location,
         # only a "no" is news: a snapshot that says nothing more is judged by its commit kind
         data_changed=None if snapshot.data_changed else False,
-        partitions=snapshot.partitions,
+        partitions=partitions,
     )
+
+
+@dataclass(frozen=True)
+class PartitionPart:
+    """One chunk of the keys a commit touched past its event's bounded ``partitions`` (at most
+    ``MAX_TOUCHED_PARTITIONS`` keys and ``MAX_TOUCHED_PARTITION_BYTES``, validated as one event's), with the snapshot
+    as the event records it. Recorded as its own item beside the event; its stream record hands the resolver these
+    keys alone, as a slice of the commit (docs/partitions.md#limits). ``part`` counts from 1: the event holds the
+    first keys."""
+
+    asset_key: str
+    snapshot: SnapshotRecord
+    part: int
+    partitions: TouchedPartitions
+
+    @classmethod
+    def of(cls, asset_key: str, snapshot: SnapshotRecord, part: int, keys: Sequence[str]) -> PartitionPart:
+        """A part of these keys, held as an event holds a pushed list (made canonical, sorted, unique); a ValueError
+        for a key that is none, or more keys or bytes than one event holds."""
+        return cls(asset_key, snapshot, part, TouchedPartitions.model_validate(list(keys)))
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return self.partitions.keys
+
+
+def partition_parts(event: AssetEvent, more: Chunks) -> list[PartitionPart]:
+    """The parts of a recorded ``SNAPSHOT_COMMITTED`` event: one per chunk its reader found past the event's keys
+    (its snapshot's ``more_partitions``); none when the event holds every key."""
+    if not more:
+        return []
+    record = snapshot_record(event)
+    return [PartitionPart.of(event.asset_key, record, n, chunk) for n, chunk in enumerate(more, start=1)]
 
 
 def tag_event(asset_key: str, tag: TagInfo) -> AssetEvent:

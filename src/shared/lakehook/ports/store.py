@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
@@ -12,6 +13,7 @@ from lakehook.domain.commit_notices import WatchEntry
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.producers import Producer
+from lakehook.domain.snapshots import PartitionPart
 from lakehook.domain.state import Advance, AssetState
 from lakehook.domain.watermarks import WatermarkRecord
 
@@ -95,6 +97,18 @@ class AssetStore(ABC):
     @abstractmethod
     def list_events(self, asset_key: str, limit: int, next_token: str | None = None) -> Page[RecordedEvent]:
         """The asset's recorded events, newest first."""
+
+    @abstractmethod
+    def record_partition_parts(self, parts: Sequence[PartitionPart], recorded_at: int) -> None:
+        """Record the parts of a snapshot's touched partitions beside its event, one item each (``recorded_at``:
+        when the event's identity was first recorded, so a part expires with its event).
+
+        Idempotent: a part written again holds the same content, and only a part's first write wakes the resolver
+        (its INSERT stream record); ⌈parts/25⌉ batched writes on DynamoDB."""
+
+    @abstractmethod
+    def partition_parts(self, asset_key: str, order: int) -> list[PartitionPart]:
+        """The recorded parts of the asset's snapshots at ``order``, by snapshot id and part."""
 
 
 class AssetRegistry(ABC):

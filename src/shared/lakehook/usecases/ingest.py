@@ -10,7 +10,9 @@ from pydantic import ValidationError as PydanticValidationError
 from lakehook.domain.coverage import CoverageTooFragmentedError
 from lakehook.domain.errors import AuthorizationError, ValidationError
 from lakehook.domain.events import AssetEvent, EventResult, EventType, IngestStatus, PushEnvelope, SourceType
+from lakehook.domain.partitions import Chunks
 from lakehook.domain.producers import Producer
+from lakehook.domain.snapshots import partition_parts
 from lakehook.domain.spool_buckets import ReadableSpool
 from lakehook.domain.state import snapshot_record, verdict_touch
 from lakehook.domain.time import now_ms
@@ -64,6 +66,11 @@ class IngestEvents:
 
     An ``INTERVAL_COVERED`` event also unites its interval into the coverage store (an unsettled
     duplicate too: the add is idempotent) before its state touch, so the resolver it wakes sees the interval.
+
+    A polled snapshot that touched more partitions than its event holds (``more_partitions``: the reader's chunks
+    past the bound) has each chunk recorded as a part item right after the event's record, on every delivery, a
+    settled duplicate's too (a push may have recorded the snapshot first, without them): ⌈parts/25⌉ batched
+    writes of the same content, whose first write alone wakes the resolver (``AssetStore.record_partition_parts``).
     """
 
     def __init__(
@@ -129,11 +136,20 @@ class IngestEvents:
         return self._readable_spool.refusal(event.manifest_uri or "")
 
     def ingest(
-        self, event: AssetEvent, source: SourceType, producer_id: str | None = None, index: int | None = None
+        self,
+        event: AssetEvent,
+        source: SourceType,
+        producer_id: str | None = None,
+        index: int | None = None,
+        more_partitions: Chunks = (),
     ) -> EventResult:
-        """Record one valid event and advance the state; the answer says which of the two happened."""
+        """Record one valid event and advance the state; the answer says which of the two happened.
+        ``more_partitions``: a read snapshot's keys past its event's (``SnapshotInfo.more_partitions``)."""
         received_at = self._clock()
         recording = self._store.record_event(event, source, received_at, producer_id)
+        parts = partition_parts(event, more_partitions)
+        if parts:
+            self._store.record_partition_parts(parts, recording.received_at)
         if recording.settled:  # an earlier delivery did every step below: the refused put was the only request
             return EventResult(
                 eventId=event.event_id, status=IngestStatus.DUPLICATE, reason=_DUPLICATE_REASON, index=index

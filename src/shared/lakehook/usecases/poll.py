@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar
 from lakehook.domain.assets import AssetRegistration, AssetSource
 from lakehook.domain.errors import ConflictError, ValidationError
 from lakehook.domain.events import AssetEvent, EventResult, IngestStatus, SourceType
+from lakehook.domain.partitions import Chunks
 from lakehook.domain.snapshots import (
     OFFSET_KEY,
     POLLER_NAMESPACE,
@@ -128,9 +129,11 @@ def _source_of(asset: AssetRegistration) -> AssetSource:
     return asset.source
 
 
-def _events(asset_key: str, batch: SnapshotBatch) -> list[AssetEvent]:
-    """Snapshots in commit order, then the new tags (which may name those snapshots)."""
-    return [snapshot_event(asset_key, s) for s in batch.snapshots] + [tag_event(asset_key, t) for t in batch.tags]
+def _events(asset_key: str, batch: SnapshotBatch) -> list[tuple[AssetEvent, Chunks]]:
+    """Snapshots in commit order, then the new tags (which may name those snapshots); each with the keys its
+    snapshot touched past its event's (recorded as part items by ingest)."""
+    snapshots = [(snapshot_event(asset_key, s), s.more_partitions) for s in batch.snapshots]
+    return snapshots + [(tag_event(asset_key, t), ()) for t in batch.tags]
 
 
 class PollAsset:
@@ -190,7 +193,9 @@ class PollAsset:
                 },
             )
         unrecorded = _unrecorded(key, batch, self._clock() if now_ms is None else now_ms)
-        results = tuple(self._ingest.ingest(event, SourceType.POLL) for event in _events(key, batch))
+        results = tuple(
+            self._ingest.ingest(event, SourceType.POLL, more_partitions=more) for event, more in _events(key, batch)
+        )
         advanced = offset.advanced(batch.snapshots, pointer, batch.tag_names, batch.complete)
         stored = self._store_offset(key, advanced, record.version if record else 0)
         return PollResult(
@@ -435,7 +440,10 @@ class CompensateAsset:
         pointer = source.pointer(source_config)
         limit = self._limit if cursor is not None else self._first_scan_snapshots
         batch = source.snapshots_since(source_config, cursor, pointer, limit=limit, known_tags=known)
-        results = tuple(self._ingest.ingest(event, SourceType.COMPENSATION) for event in _events(key, batch))
+        results = tuple(
+            self._ingest.ingest(event, SourceType.COMPENSATION, more_partitions=more)
+            for event, more in _events(key, batch)
+        )
         result = CompensationResult(
             key,
             True,

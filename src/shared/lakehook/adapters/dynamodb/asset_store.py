@@ -1,8 +1,10 @@
-"""DynamoDBAssetStore: events by conditional put, state by one conditional update, a settled note per event."""
+"""DynamoDBAssetStore: events by conditional put, state by one conditional update, a settled note per event, and
+the parts of a snapshot's touched partitions past its event's bound by batched puts."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
@@ -15,11 +17,14 @@ from lakehook.adapters.dynamodb.expressions import advance_update
 from lakehook.adapters.dynamodb.pagination import decode_token, encode_token
 from lakehook.adapters.dynamodb.state_items import asset_state_from_item
 from lakehook.domain.events import AssetEvent, SourceType
+from lakehook.domain.snapshots import PartitionPart
 from lakehook.domain.state import Advance, AssetState, advance_for, already_applied
+from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports import AdvanceOutcome, AssetStore, Page, RecordedEvent, Recording
 
 _DESERIALIZER = TypeDeserializer()
 _SETTLED = "settled"  # on an event item: every step after its record finished (AssetStore.mark_settled)
+PARTITIONS_ITEM = "PARTITIONS"  # the itemType of a part of a snapshot's touched partitions
 
 
 class DynamoDBAssetStore(AssetStore):
@@ -131,6 +136,50 @@ class DynamoDBAssetStore(AssetStore):
             for item in answer.get("Items", [])
         ]
         return Page(items, encode_token(answer.get("LastEvaluatedKey")))
+
+    def record_partition_parts(self, parts: Sequence[PartitionPart], recorded_at: int) -> None:
+        """BatchWriteItem, 25 parts a request (boto3's batch writer sends unprocessed items again), not a conditional
+        put per part: every delivery writes a part's same content (its expiry is its event's first recording's), so
+        a put over it changes nothing, and only its first write is an INSERT, the one stream record that wakes the
+        resolver (RESOLVER_FILTER_PATTERNS)."""
+        if not parts:
+            return
+        expires_at = recorded_at // 1000 + self._retention_seconds
+        with self._table.batch_writer(overwrite_by_pkeys=["PK", "SK"]) as batch:
+            for part in parts:
+                batch.put_item(Item=partition_part_item(part, expires_at))
+
+    def partition_parts(self, asset_key: str, order: int) -> list[PartitionPart]:
+        condition = Key("PK").eq(keys.asset_pk(asset_key)) & Key("SK").begins_with(keys.partition_parts_prefix(order))
+        found: list[PartitionPart] = []
+        kwargs: dict[str, Any] = {"KeyConditionExpression": condition, "ConsistentRead": True}
+        while True:
+            answer = self._table.query(**kwargs)
+            found.extend(partition_part_of_item(item) for item in answer.get("Items", []))
+            if "LastEvaluatedKey" not in answer:
+                return found
+            kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+
+
+def partition_part_item(part: PartitionPart, expires_at: int) -> dict[str, Any]:
+    """A part as stored: its keys and the snapshot record in one JSON ``body`` (one string attribute, as an event's)."""
+    body = {"snapshot": part.snapshot.to_api(), "keys": list(part.keys)}
+    return {
+        **keys.partition_part_key(part.asset_key, part.snapshot.order, part.snapshot.snapshot_id, part.part),
+        keys.ITEM_TYPE: PARTITIONS_ITEM,
+        "assetKey": part.asset_key,
+        "snapshotId": part.snapshot.snapshot_id,
+        "part": part.part,
+        "body": json.dumps(body, separators=(",", ":"), sort_keys=True),
+        keys.TTL_ATTRIBUTE: expires_at,
+    }
+
+
+def partition_part_of_item(item: Mapping[str, Any]) -> PartitionPart:
+    """A stored part (a ValueError, or a KeyError, when the item is none)."""
+    body = json.loads(str(item["body"]))
+    snapshot = SnapshotRecord.model_validate(body["snapshot"])
+    return PartitionPart.of(str(item["assetKey"]), snapshot, int(item["part"]), body["keys"])
 
 
 def _old_item(exc: ClientError) -> dict[str, Any]:

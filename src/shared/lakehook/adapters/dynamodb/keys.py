@@ -4,6 +4,8 @@ Layout (PK / SK):
 - ``ASSET#<assetKey>`` / ``STATE``            the advance-only asset state (streamed to the resolver)
 - ``ASSET#<assetKey>`` / ``META``             the asset registration (GSI1: ``ASSETS`` / assetKey)
 - ``ASSET#<assetKey>`` / ``EVENT#<eventId>``  a raw event, TTL ``expiresAt`` (GSI1: ``EVENTS#<assetKey>`` / time)
+- ``ASSET#<assetKey>`` / ``PARTS#<order>#<snapshotId>#<part>`` the keys a snapshot touched past its event's
+  bound, one chunk an item (``itemType`` ``PARTITIONS``, streamed to the resolver), TTL as its event
 - ``ASSET#<assetKey>`` / ``POLL``             the asset's poll status (last poll, last error, backoff)
 - ``PRODUCER#<id>``    / ``META``             a producer (GSI1: ``PRODUCERS`` / id)
 - ``WM#<namespace>#<assetKey>`` / ``KEY#<key>`` a watermark
@@ -55,6 +57,19 @@ def asset_meta_key(asset_key: str) -> dict[str, str]:
 
 def event_key(asset_key: str, event_id: str) -> dict[str, str]:
     return {"PK": asset_pk(asset_key), "SK": f"{Prefix.EVENT}{event_id}"}
+
+
+PARTS_PREFIX = "PARTS#"
+
+
+def partition_part_key(asset_key: str, order: int, snapshot_id: int, part: int) -> dict[str, str]:
+    """A part of a snapshot's touched partitions: by the snapshot's order (then id, for formats where two snapshots
+    may share one), then the part's number."""
+    return {"PK": asset_pk(asset_key), "SK": f"{PARTS_PREFIX}{max(order, 0):020d}#{snapshot_id:020d}#{part:06d}"}
+
+
+def partition_parts_prefix(order: int) -> str:
+    return f"{PARTS_PREFIX}{max(order, 0):020d}#"
 
 
 def events_index_pk(asset_key: str) -> str:

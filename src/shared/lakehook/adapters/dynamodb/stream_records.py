@@ -3,7 +3,8 @@
 Records arrive as Lambda hands them over (typed attribute values); Powertools' DynamoDBRecord
 deserializes the images (numbers as Decimal). These wake the resolver (see ``RESOLVER_FILTER_PATTERNS``): an
 asset's STATE item written, a deferral (or an asset recheck) marked DUE, a SNAPSHOT_COMMITTED event item
-recorded (the snapshot log of EACH_VERSION), and a trigger turned SUCCEEDED (its group's next version). Anything
+recorded (the snapshot log of EACH_VERSION), a part of a snapshot's touched partitions recorded (the keys past its
+event's bound: a slice of the commit), and a trigger turned SUCCEEDED (its group's next version). Anything
 else, including other event items and the keys-only first INSERT moto emits for an update that
 creates an item, is recognized by its keys, so the decision does not depend on the filter.
 """
@@ -20,6 +21,7 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 )
 
 from lakehook.adapters.dynamodb import keys
+from lakehook.adapters.dynamodb.asset_store import PARTITIONS_ITEM, partition_part_of_item
 from lakehook.adapters.dynamodb.batch_reads import integral
 from lakehook.adapters.dynamodb.state_items import asset_state_from_item
 from lakehook.domain.events import AssetEvent
@@ -37,6 +39,8 @@ RESOLVER_FILTER_PATTERNS: list[dict[str, Any]] = [
         "eventName": ["INSERT"],
         "dynamodb": {"NewImage": {"itemType": {"S": ["EVENT"]}, "eventType": {"S": ["SNAPSHOT_COMMITTED"]}}},
     },
+    # a part of a commit's touched partitions past its event's bound, when first written (a rewrite is no news)
+    {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"itemType": {"S": [PARTITIONS_ITEM]}}}},
     # a trigger that just SUCCEEDED releases its EACH_VERSION group's next version (head of line)
     {
         "eventName": ["MODIFY"],
@@ -75,6 +79,16 @@ def resolver_input(record: Mapping[str, Any]) -> StateChange | Deferral | None:
             logger.warning("snapshot event does not parse", extra={"asset_key": pk[len(_ASSET) :]}, exc_info=True)
             return StateChange(pk[len(_ASSET) :])
         return StateChange(event.asset_key, snapshot=snapshot_record(event), partitions=event.partitions)
+    if pk.startswith(_ASSET) and sk.startswith(keys.PARTS_PREFIX):
+        if wrapped.event_name is not DynamoDBRecordEventName.INSERT:
+            return None  # a part written again holds what its first write brought
+        try:
+            part = partition_part_of_item(image)
+        except (ValueError, KeyError, TypeError):  # a corrupted item: every rule of the asset again, as for an event
+            logger.warning("partition part does not parse", extra={"asset_key": pk[len(_ASSET) :]}, exc_info=True)
+            return StateChange(pk[len(_ASSET) :])
+        # a slice of the commit, as one carried over through the resolver's queue (usecases/resolve_continue.py)
+        return StateChange(part.asset_key, snapshot=part.snapshot, partitions=part.partitions, partitions_only=True)
     if pk.startswith(_TRIGGER) and sk == keys.CLAIM_SORT and image.get("status") == TriggerStatus.SUCCEEDED:
         old = body.old_image or {}
         if image.get("partition"):

@@ -713,7 +713,7 @@ def touched_partitions(
             keys.add(format_partition_key([(name, named.get(stored)) for name, stored in order]))
         except PartitionKeyError:
             continue  # a file without partition values in a partitioned table: nothing to name
-    return TouchedPartitions.of(keys)
+    return TouchedPartitions.read(keys)
 
 
 def _partition_values(action: dict[str, Any]) -> tuple[tuple[str, str | None], ...]:

@@ -531,7 +531,7 @@ def touched_partitions(meta: dict[str, Any], layout: Layout) -> TouchedPartition
             keys.add(key)
     if not keys and not layout.partition_fields:
         return None
-    return TouchedPartitions.of(keys)
+    return TouchedPartitions.read(keys)
 
 
 def file_group_rows(metadata: Iterable[dict[str, Any]]) -> dict[str, int | None]:

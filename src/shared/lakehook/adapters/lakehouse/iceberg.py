@@ -392,7 +392,7 @@ def touched_partitions(metadata: TableMetadata, snapshot: Snapshot, io: FileIO) 
             if found.status == ManifestEntryStatus.EXISTING or found.snapshot_id not in (None, snapshot.snapshot_id):
                 continue
             keys.add(partition_key(spec, types, found.data_file.partition))
-    return TouchedPartitions.of(keys)
+    return TouchedPartitions.read(keys)
 
 
 def partition_key(spec: PartitionSpec, types: list[Any], partition: Any) -> str:

@@ -441,7 +441,7 @@ def touched_partitions(table: _Table, snapshot: Snapshot, schema: Any) -> Touche
             text = unescape_path_name(value)
             named.append((unescape_path_name(name), None if text == default else text))
         keys.add(format_partition_key(named))
-    return TouchedPartitions.of(keys)
+    return TouchedPartitions.read(keys)
 
 
 def _avro(table: _Table, name: str) -> list[dict[str, Any]]:

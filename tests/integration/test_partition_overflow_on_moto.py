@@ -1,0 +1,236 @@
+"""A commit touching more partitions than one event holds: every partition is recorded and evaluated (issue 33).
+
+Two real Delta tables (delta-rs, ``partition_by=["dt"]``) polled through the real source and the real ingest into
+DynamoDB (moto, with lakehook's moto adapter as the local stack runs it); the table's own stream handed to the
+resolver in batches of 100 through the FilterCriteria it ships with, and the resolver's queue (SQS on moto)
+drained through its own handler, one message an invocation, as Lambda would. A commit of each table touching
+2,500 days runs the rule once per day, every day, pinning both commits, once however often the commit's records
+come; the poll's extra requests for the keys past the event's 1,000, and the resolver's for each part, are counted
+(docs/partitions.md#limits states them).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Iterator
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+from moto import mock_aws
+
+from lakehook import container as container_module
+from lakehook.adapters.dynamodb.stream_records import RESOLVER_FILTER_PATTERNS
+from lakehook.container import Container
+from lakehook.domain.assets import AssetRegistration
+from lakehook.domain.events import IngestStatus
+from lakehook.domain.limits import MAX_TOUCHED_PARTITIONS
+from lakehook.handlers import handle_resolver_queue, handle_stream_batch
+from lakehook.local import moto_dynamodb
+from lakehook.local.filters import matches_any
+from lakehook.settings import Settings
+from lakehook.usecases.poll import CompensateAsset
+from tests.conftest import ADMIN_TOKEN, BUCKET, TABLE
+from tests.integration.test_resolver_on_moto import Stream, call
+from tests.pollers import Lake
+from tests.support import RequestCounter, create_table
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # 2,500 claims and 10,000 fact writes on moto: minutes
+
+SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string())])
+TOUCHED = 2_500
+STREAM_BATCH = 100  # the resolver's event source mapping's BatchSize (template.yaml)
+
+
+class Wired:
+    """The poller, the resolver (with its queue) and the API on one moto table."""
+
+    def __init__(self, container: Container, ddb_client: Any, queue_url: str) -> None:
+        from lakehook.api.app import build_app
+
+        self.container = container
+        self.app = build_app()
+        self.stream = Stream(ddb_client)
+        self.sqs = boto3.client("sqs", region_name="us-east-1")
+        self.queue_url = queue_url
+        self.counter = RequestCounter().attach(container.table.meta.client)
+        self.lake = Lake(container.table, container=container)
+
+    def deliver(self, records: list[dict[str, Any]]) -> None:
+        """Stream records to the resolver as its event source mapping hands them over: batches of 100."""
+        for start in range(0, len(records), STREAM_BATCH):
+            batch = {"Records": records[start : start + STREAM_BATCH]}
+            assert handle_stream_batch(batch, self.container) == {"batchItemFailures": []}
+
+    def read(self) -> list[dict[str, Any]]:
+        """The stream's new records, every one read (1000 a read), that the resolver's FilterCriteria let through."""
+        found: list[dict[str, Any]] = []
+        while read := self.stream.records():
+            found += [r for r in read if matches_any(r, RESOLVER_FILTER_PATTERNS)]
+        return found
+
+    def settle(self, records: list[dict[str, Any]] | None = None) -> int:
+        """Hand ``records`` (else the stream's) to the resolver, then whatever the stream and the resolver's queue
+        bring, one message an invocation, until both are quiet; how many queue messages that took."""
+        messages = 0
+        self.deliver(self.read() if records is None else records)
+        while True:
+            records = self.read()
+            self.deliver(records)
+            received = self.sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=1).get("Messages", [])
+            if not records and not received:
+                return messages
+            for message in received:
+                record = {"messageId": message["MessageId"], "body": message["Body"], "eventSource": "aws:sqs"}
+                assert handle_resolver_queue({"Records": [record]}, self.container) == {"batchItemFailures": []}
+                self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
+                messages += 1
+
+    def runs(self, rule_id: str) -> list[tuple[str | None, dict[str, int | None]]]:
+        """Every run of the rule (its claims, as GET /triggers lists them): its partition and each member's pin."""
+        found: list[tuple[str | None, dict[str, int | None]]] = []
+        token: str | None = None
+        while True:
+            page = self.container.trigger_store.list_for_rule(rule_id, limit=1000, next_token=token)
+            found += [(t.partition, {i.asset_key: i.snapshot_id for i in t.inputs}) for t in page.items]
+            token = page.next_token
+            if not token:
+                return found
+
+
+class Table:
+    """One Delta table, registered and polled."""
+
+    def __init__(self, wired: Wired, root: Path, name: str) -> None:
+        self.wired = wired
+        self.location = str(root / name)
+        self.key = f"delta://lake/ods/{name}"
+        self.asset = AssetRegistration.model_validate(
+            {"assetKey": self.key, "format": "delta", "source": {"catalog": "lake", "location": self.location}}
+        )
+        self.rows = 0
+
+    def write(self, *days: str) -> None:
+        data = pa.Table.from_pylist([{"id": self.rows + i, "dt": d} for i, d in enumerate(days)], schema=SCHEMA)
+        self.rows += len(days)
+        write_deltalake(self.location, data, mode="append", partition_by=["dt"])
+
+    def poll(self) -> Counter[str]:
+        """Poll the table; the DynamoDB requests the poll made, by operation."""
+        with self.wired.counter.measure() as calls:
+            self.wired.lake.poll(self.asset)
+        return calls
+
+
+@pytest.fixture
+def wired(tmp_path: Path) -> Iterator[Wired]:
+    with mock_aws(), moto_dynamodb.adapted(True):
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_table(client, TABLE)
+        queue_url = boto3.client("sqs", region_name="us-east-1").create_queue(QueueName="resolver-work")["QueueUrl"]
+        settings = Settings(
+            table_name=TABLE,
+            bucket_name=BUCKET,
+            admin_token=ADMIN_TOKEN,
+            region="us-east-1",
+            resolver_queue_url=queue_url,
+        )
+        container = Container(settings)
+        container.overrides["table"] = boto3.resource("dynamodb", region_name="us-east-1").Table(TABLE)
+        container_module.use(container)
+        try:
+            yield Wired(container, client, queue_url)
+        finally:
+            container_module.use(None)
+
+
+def days(n: int) -> list[str]:
+    first = date(2000, 1, 1)
+    return [(first + timedelta(days=i)).isoformat() for i in range(n)]
+
+
+@pytest.mark.timeout(900)
+def test_a_commit_touching_2500_partitions_runs_the_rule_for_every_one_of_them_once(
+    wired: Wired, tmp_path: Path
+) -> None:
+    orders, payments = Table(wired, tmp_path, "orders"), Table(wired, tmp_path, "payments")
+    orders.write("1999-01-01")  # version 0 of each: the poller's first look starts here
+    payments.write("1999-01-02")
+    orders.poll()
+    payments.poll()
+    status, body = call(
+        wired.app,
+        "PUT",
+        "/rules/daily",
+        {
+            "groups": [
+                {
+                    "groupId": "g",
+                    "partitionBy": ["dt"],
+                    "members": [{"assetKey": orders.key, "partition": {}}, {"assetKey": payments.key, "partition": {}}],
+                }
+            ],
+            "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
+        },
+    )
+    assert status == 201, body
+    wired.settle()
+    assert not wired.container.trigger_store.list_for_rule("daily", limit=1).items  # no day both tables touched
+
+    touched = days(TOUCHED)
+    parts = math.ceil((TOUCHED - MAX_TOUCHED_PARTITIONS) / MAX_TOUCHED_PARTITIONS)  # 2 parts past the event's 1000
+    payments.write(*touched)  # version 1: 2,500 days at once
+    polled = payments.poll()
+    # the offset read, the event's put, the state's update, the settled note, the offset's write; and for the keys
+    # past the event's 1000, one BatchWriteItem (up to 25 parts a request)
+    assert polled == {"GetItem": 1, "PutItem": 1, "UpdateItem": 3, "BatchWriteItem": math.ceil(parts / 25)}
+    event = wired.lake.events(payments.key)[-1]
+    assert event.partitions is not None and event.partitions.count == TOUCHED and event.partitions.truncated
+    stored = wired.container.asset_store.partition_parts(payments.key, 1)
+    assert [len(p.keys) for p in stored] == [1000, 500]
+    assert [k for p in stored for k in p.keys] == [f"dt={d}" for d in touched[MAX_TOUCHED_PARTITIONS:]]
+    wired.settle()
+    assert not wired.container.trigger_store.list_for_rule("daily", limit=1).items  # orders touched none of them yet
+
+    orders.write(*touched)  # version 1: the same 2,500 days
+    assert orders.poll() == polled
+    recorded = wired.read()  # what the resolver gets of the commit: its event, the state and its 2 parts
+    kinds = Counter(r["dynamodb"]["NewImage"]["itemType"]["S"] for r in recorded)
+    assert kinds == {"EVENT": 1, "STATE": 1, "PARTITIONS": parts}
+    is_part = [r["dynamodb"]["NewImage"]["itemType"]["S"] == "PARTITIONS" for r in recorded]
+    queued = wired.settle([r for r, part in zip(recorded, is_part, strict=True) if not part])
+    resolving: list[dict[str, int]] = []  # what the invocation handling one part sends DynamoDB
+    for record in [r for r, part in zip(recorded, is_part, strict=True) if part]:
+        with wired.counter.measure() as calls:
+            wired.deliver([record])
+        resolving.append(dict(calls))
+        queued += wired.settle()
+    runs = wired.runs("daily")
+    by_day = Counter(partition for partition, _ in runs)
+    assert set(by_day) == {f"dt={d}" for d in touched}  # every day the commit touched, past the first 1000 too
+    assert set(by_day.values()) == {1}  # each once
+    assert all(pins == {orders.key: 1, payments.key: 1} for _, pins in runs)
+    # a part is resolved as a commit of its keys: the rules, batched reads, a fact write per key, at most 100 claims
+    # (the rest through the resolver's queue)
+    for calls, size in zip(resolving, (1000, 500), strict=True):
+        assert calls["Query"] == 1 and calls["UpdateItem"] == size and calls["TransactWriteItems"] == 100, calls
+        assert calls["BatchGetItem"] == 1 + math.ceil(size / 100) * 4, calls  # states; marks, 2 members' facts, cursors
+
+    # the commit's stream records again (a redelivered batch: its event, state and parts) run nothing twice
+    wired.settle(recorded)
+    assert len(wired.runs("daily")) == TOUCHED
+    # the same commit read again (as by a poller that died before its offset moved): a DUPLICATE whose parts are
+    # written again with the same content, which no INSERT, and so no resolver input, follows
+    refill = CompensateAsset(wired.lake.sources, wired.lake.store, wired.lake.ingest)
+    with wired.counter.measure() as reread:
+        [result] = refill.fill(orders.asset, {"snapshotId": 0, "order": 0}).results
+    assert result.status is IngestStatus.DUPLICATE and reread["BatchWriteItem"] == 1
+    assert wired.read() == []
+    assert len(wired.runs("daily")) == TOUCHED
+    print(json.dumps({"poll": polled, "resolving a part": resolving, "queued": queued, "read again": reread}))
