@@ -378,3 +378,35 @@ def test_a_partitions_run_that_succeeded_wakes_no_resolver_a_groups_does() -> No
 
     assert resolver_input(record()) == Deferral("daily", "g", 0)
     assert resolver_input(record(partition={"S": "dt=2026-12-01"})) is None
+
+
+def test_ten_partitioned_rules_share_one_bound_of_claims_per_invocation() -> None:
+    """Ten rules over the same two tables, a commit making 100 partitions ready for each: one invocation makes at
+    most ``max_partition_claims`` claims in all (not 100 a rule), the rest run from the queue."""
+    lake = Lake(*(daily(rule_id=f"daily{i}") for i in range(10)))
+    queue = InMemoryWorkQueue()
+    limits = ResolverLimits(max_claims_per_group=100, max_partition_claims=150)
+    lake.resolve = ResolveAssetChange(
+        ResolverStores(
+            lake.rules,
+            lake.reader,
+            lake.triggers,
+            lake.history,
+            lake.deferrals,
+            partitions=lake.partitions,
+            resolver_queue=queue,
+        ),
+        limits=limits,
+        clock=lambda: lake.now,
+        observer=None,
+    )
+    bounded = Bounded(lake, limits, queue)
+    keys = _days(100)
+    lake.commit(ORDERS, 1, *keys)
+    lake.commit(PAYMENTS, 101, *keys)
+    bounded.deliver()
+    assert bounded.invocations[0].claims == 150
+    bounded.drain()
+    assert all(call.claims <= 150 for call in bounded.invocations)
+    ran = [(t.rule_id, t.partition) for t in lake.triggers.triggers.values()]
+    assert len(ran) == len(set(ran)) == 1000  # every partition of every rule, once

@@ -268,6 +268,7 @@ class ResolveAssetChange:
             rule_error=self._rule_error,
             registered=registered,
             carry=self._stores.resolver_queue is not None,
+            max_partition_claims=self._limits.max_partition_claims if self._stores.resolver_queue else None,
         )
 
     def _resolve_work(

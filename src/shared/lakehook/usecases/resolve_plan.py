@@ -145,8 +145,11 @@ class PlanResolution:
         rule_error: Callable[[BaseException], bool],
         registered: Mapping[str, bool] | None = None,
         carry: bool = False,
+        max_partition_claims: int | None = None,
     ) -> None:
         self._carry = carry
+        # without a bound (no queue to carry the rest), each partitioned group has its own max_claims only
+        self._max_partition_claims = max_partition_claims if max_partition_claims is not None else 2**62
         self._gathered = gathered
         self._now = now
         self._max_claims = max_claims
@@ -161,9 +164,14 @@ class PlanResolution:
         """The plan of every group gathered, and the late snapshots its batch brought."""
         gathered = self._gathered
         groups = []
+        left = self._max_partition_claims  # partitioned groups share one bound of claims per invocation
         for rule, group in gathered.work:
             ref = (rule.rule_id, group.group_id)
-            groups.append(self.group(rule, group, gathered.cursor(ref), gathered.previous.get(ref), self._max_claims))
+            budget = self._max_claims if group.partition_by is None else min(self._max_claims, left)
+            planned = self.group(rule, group, gathered.cursor(ref), gathered.previous.get(ref), budget)
+            if planned.partitions is not None:
+                left -= len(planned.partitions.claims)
+            groups.append(planned)
         skips = tuple(
             item.trigger(gathered.inputs.cursors[(item.rule.rule_id, item.group_id)], self._now)
             for item in gathered.late
