@@ -537,6 +537,9 @@ class AssetState(BaseModel):
         data["tags"] = sorted(self.tags)
         data.pop("tagRefs", None)
         data["watermark"] = self.watermark
+        parts = self.latest_partitions
+        if parts is not None:  # unrecorded keys only when there are some, as an event's partitions say it
+            data["latestPartitions"] = {**parts.to_api(), "snapshotId": parts.snapshot_id, "order": parts.order}
         data["schemaStatus"] = self.schema_status.value
         data["qualityStatus"] = self.quality_status
         if self.updated_at is not None:
