@@ -49,8 +49,8 @@ class Bounded:
     invocations: list[Invocation] = field(default_factory=list)
 
     @classmethod
-    def of(cls, rule: Rule, **limits: int) -> Bounded:
-        lake = Lake(rule)
+    def of(cls, *rules: Rule, **limits: int) -> Bounded:
+        lake = Lake(*rules)
         bounded = cls(lake, ResolverLimits(**limits))
         lake.resolve = ResolveAssetChange(
             ResolverStores(
@@ -383,24 +383,9 @@ def test_a_partitions_run_that_succeeded_wakes_no_resolver_a_groups_does() -> No
 def test_ten_partitioned_rules_share_one_bound_of_claims_per_invocation() -> None:
     """Ten rules over the same two tables, a commit making 100 partitions ready for each: one invocation makes at
     most ``max_partition_claims`` claims in all (not 100 a rule), the rest run from the queue."""
-    lake = Lake(*(daily(rule_id=f"daily{i}") for i in range(10)))
-    queue = InMemoryWorkQueue()
-    limits = ResolverLimits(max_claims_per_group=100, max_partition_claims=150)
-    lake.resolve = ResolveAssetChange(
-        ResolverStores(
-            lake.rules,
-            lake.reader,
-            lake.triggers,
-            lake.history,
-            lake.deferrals,
-            partitions=lake.partitions,
-            resolver_queue=queue,
-        ),
-        limits=limits,
-        clock=lambda: lake.now,
-        observer=None,
-    )
-    bounded = Bounded(lake, limits, queue)
+    rules = [daily(rule_id=f"daily{i}") for i in range(10)]
+    bounded = Bounded.of(*rules, max_claims_per_group=100, max_partition_claims=150)
+    lake = bounded.lake
     keys = _days(100)
     lake.commit(ORDERS, 1, *keys)
     lake.commit(PAYMENTS, 101, *keys)
