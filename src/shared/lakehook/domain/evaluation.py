@@ -353,6 +353,39 @@ def _first_blocked(group_id: str, members: list[MemberEvaluation], **extra: Any)
     return GroupEvaluation(group_id, bad.status, tuple(members), reason=f"{bad.asset_key}: {bad.reason}", **extra)
 
 
+@dataclass(frozen=True)
+class PartitionView:
+    """One partition of a partitioned group, as the group's steps judge it: its key, its members' verdicts (a
+    partitioned member's version is the newest data commit touching the partition, built by
+    :mod:`lakehook.domain.partition_evaluation`; an unpartitioned member's is its asset's newest satisfying version),
+    and which members' updates count for the policy (the partitioned ones: an unpartitioned member gates every
+    partition but need not advance between two runs of one)."""
+
+    key: str
+    members: tuple[MemberEvaluation, ...]
+    counted: frozenset[int]
+
+
+def _partition_blocked(g: _Group, members: Sequence[MemberEvaluation], **extra: Any) -> GroupEvaluation:
+    """A partition's wait on its members: the first unsatisfied gate (an unpartitioned member), else every member
+    with the first blocked partitioned member's status, named together (``waiting for orders, payments (…)``)."""
+    view = g.partition
+    assert view is not None
+    gates = [m for i, m in enumerate(members) if i not in view.counted and m.status is not Status.READY]
+    first = gates[0] if gates else next(m for m in members if m.status is not Status.READY)
+    alike = [first] if gates else [m for m in members if m.status is first.status]
+    names = ", ".join(m.asset_key for m in alike)
+    reason = f"waiting for {names} ({first.reason})"
+    return GroupEvaluation(g.gid, first.status, tuple(g.members), reason=reason, **extra)
+
+
+def _blocked(g: _Group, members: Sequence[MemberEvaluation], **extra: Any) -> GroupEvaluation:
+    """The group's (or partition's) wait on the first of ``members`` that is not satisfied."""
+    if g.partition is not None:
+        return _partition_blocked(g, members, **extra)
+    return _first_blocked(g.gid, list(members), **extra)
+
+
 def evaluate_group(
     rule: Rule,
     group: Group,
@@ -365,18 +398,26 @@ def evaluate_group(
     coverage: Mapping[str, Sequence[Span]] | None = None,
     snapshots: Mapping[str, SnapshotLog] | None = None,
     previous: Trigger | None = None,
+    partition: PartitionView | None = None,
 ) -> GroupEvaluation:
-    """The group's verdict at ``now``. ``logs`` (EACH_VERSION) holds the known history per member asset,
-    ``snapshots`` the snapshot log per member asset, ``previous`` the cursor's trigger (head of line);
-    ``coverage`` the merged intervals of each coverage member from the last triggered window's end (or
-    from :func:`coverage_from`) to ``now``.
+    """The group's verdict at ``now``; with ``partition``, the verdict of that partition of a partitioned group under
+    its own ``cursor`` (one path for every group, so each behaviour below holds per partition). ``logs``
+    (EACH_VERSION) holds the known history per member asset, ``snapshots`` the snapshot log per member asset,
+    ``previous`` the cursor's trigger (head of line); ``coverage`` the merged intervals of each coverage member from
+    the last triggered window's end (or from :func:`coverage_from`) to ``now``.
 
     The steps of :data:`_GROUP_STEPS` run in order; the first that answers a verdict decides, and a group that
     passes them all is READY with the pins (and window) they chose."""
-    members = [
-        select_member(m, states.get(m.asset_key), None if registered is None else registered.get(m.asset_key, False))
-        for m in group.members
-    ]
+    members = (
+        list(partition.members)
+        if partition is not None
+        else [
+            select_member(
+                m, states.get(m.asset_key), None if registered is None else registered.get(m.asset_key, False)
+            )
+            for m in group.members
+        ]
+    )
     g = _Group(
         rule,
         group,
@@ -388,15 +429,24 @@ def evaluate_group(
         snapshots or {},
         coverage or {},
         previous,
+        partition,
     )
     for step in _GROUP_STEPS:
         verdict = step(g)
         if verdict is not None:
-            return _with_schedule(g, replace(verdict, backlog=g.backlog) if g.backlog is not None else verdict)
+            return _in_partition(g, _with_schedule(g, replace(verdict, backlog=g.backlog) if g.backlog else verdict))
     ready = GroupEvaluation(
         group.group_id, Status.READY, tuple(members), pins=tuple(g.pins), window=g.window, backlog=g.backlog
     )
-    return _with_schedule(g, ready)
+    return _in_partition(g, _with_schedule(g, ready))
+
+
+def _in_partition(g: _Group, verdict: GroupEvaluation) -> GroupEvaluation:
+    """A partition's verdict names its partition, in the field and first in its reason (``dt=2026-12-01: …``)."""
+    if g.partition is None:
+        return verdict
+    key = g.partition.key
+    return replace(verdict, partition=key, reason=f"{key}: {verdict.reason or 'ready'}")
 
 
 def _with_schedule(g: _Group, verdict: GroupEvaluation) -> GroupEvaluation:
@@ -411,7 +461,7 @@ def _with_schedule(g: _Group, verdict: GroupEvaluation) -> GroupEvaluation:
     ran_until = cursor.window.end if cursor is not None and cursor.window is not None else None
     members = list(verdict.members)
     if verdict.status is Status.WAITING_FOR_SCHEDULE and cursor is not None and g.group.members:
-        _advance(g.rule, g.group, g.states, cursor, members, list(g.pins), g.logs, g.snapshots, g.now, [])
+        _advance(g, cursor, members, list(g.pins), [])
     waiting = tuple(m for m in members if m.status is not Status.READY)
     return replace(verdict, schedule=ScheduleExplanation.at(schedule, g.now, ran_until, waiting))
 
@@ -430,6 +480,7 @@ class _Group:
     snapshots: Mapping[str, SnapshotLog]
     coverage: Mapping[str, Sequence[Span]]
     previous: Trigger | None
+    partition: PartitionView | None = None  # one partition of a partitioned group
     pins: list[PinnedInput] = field(default_factory=list)
     window: Window | None = None
     backlog: Backlog | None = None
@@ -437,6 +488,11 @@ class _Group:
     @property
     def gid(self) -> str:
         return self.group.group_id
+
+    @property
+    def counted(self) -> frozenset[int] | None:
+        """The members whose updates count for the policy (None: every member)."""
+        return self.partition.counted if self.partition is not None else None
 
 
 def _disabled(g: _Group) -> GroupEvaluation | None:
@@ -451,7 +507,7 @@ def _members_hold(g: _Group) -> GroupEvaluation | None:
     # verdicts disagreeing) does not hold back the older versions still to run; the stepping below decides.
     stepping = _judged_per_snapshot(g.rule, g.group, g.members, g.cursor, g.snapshots)
     if any(m.status is not Status.READY for i, m in enumerate(g.members) if i not in stepping):
-        return _first_blocked(g.gid, g.members)
+        return _blocked(g, g.members)
     g.pins = [p for i, m in enumerate(g.members) if (p := stepping.get(i) or m.pin) is not None]
     return None
 
@@ -481,7 +537,7 @@ def _versions(g: _Group) -> GroupEvaluation | None:
 
 
 def _scheduled(g: _Group) -> GroupEvaluation | None:
-    scheduled = _on_schedule(g.rule, g.group, g.states, g.cursor, g.members, g.pins, g.now, g.logs, g.snapshots)
+    scheduled = _on_schedule(g)
     if isinstance(scheduled, GroupEvaluation):
         return scheduled
     g.pins, g.window = scheduled
@@ -512,20 +568,21 @@ def _windowed(g: _Group) -> GroupEvaluation | None:
     behind = [i for i, p in enumerate(g.pins) if (last := cursor.pins.get(p.asset_key)) and p.ordinal < last.ordinal]
     for i in behind:  # a state read older than the last trigger's: never pin backwards
         member = g.group.members[i]
-        _wait(g.members, i, member, g.states.get(member.asset_key), cursor.pins[g.pins[i].asset_key], cursor.baseline)
-    return _first_blocked(g.gid, g.members) if behind else None
+        last = cursor.pins[g.pins[i].asset_key]
+        _wait(g.members, i, member, g.states.get(member.asset_key), last, cursor.baseline, _partition_key(g))
+    return _blocked(g, g.members) if behind else None
 
 
 def _after_cursor(g: _Group, cursor: GroupCursor) -> GroupEvaluation | None:
     """The policy's next pins after the last trigger (ALL_UPDATED / ANY_UPDATED / EACH_VERSION), or why none."""
     gaps: list[Gap] = []
-    stepped = _advance(g.rule, g.group, g.states, cursor, g.members, g.pins, g.logs, g.snapshots, g.now, gaps)
+    stepped = _advance(g, cursor, g.members, g.pins, gaps)
     if stepped is not None:
         g.pins = stepped
         return None
     # what holds the group is a member that waits for a version or a gate, not one with nothing new
     holding = [m for m in g.members if m.status not in (Status.READY, Status.WAITING_FOR_UPDATE)]
-    blocked = _first_blocked(g.gid, holding or g.members, gaps=tuple(gaps))
+    blocked = _blocked(g, holding or g.members, gaps=tuple(gaps))
     blocked = replace(blocked, members=tuple(g.members))
     if gaps:
         return replace(blocked, until=min(gap.until for gap in gaps))
@@ -547,12 +604,13 @@ def _cooldown(g: _Group) -> GroupEvaluation | None:
     ends = cursor.claimed_at + policy.min_interval_seconds * 1000
     if ends <= g.now:
         return None
+    ran = "ran" if g.partition is not None else "triggered"
     return GroupEvaluation(
         g.gid,
         Status.COOLDOWN,
         tuple(g.members),
         until=ends,
-        reason=f"last triggered at {ms_to_iso(cursor.claimed_at)}; minIntervalSeconds is {policy.min_interval_seconds}",
+        reason=f"last {ran} at {ms_to_iso(cursor.claimed_at)}; minIntervalSeconds is {policy.min_interval_seconds}",
     )
 
 
@@ -586,43 +644,33 @@ _GROUP_STEPS: tuple[Callable[[_Group], GroupEvaluation | None], ...] = (
 )
 
 
-def _on_schedule(
-    rule: Rule,
-    group: Group,
-    states: Mapping[str, AssetState],
-    cursor: GroupCursor | None,
-    members: list[MemberEvaluation],
-    pins: list[PinnedInput],
-    now: int,
-    logs: Mapping[str, VersionLog],
-    snapshots: Mapping[str, SnapshotLog],
-) -> GroupEvaluation | tuple[list[PinnedInput], Window]:
+def _on_schedule(g: _Group) -> GroupEvaluation | tuple[list[PinnedInput], Window]:
     """A scheduled group: the pins and the latest tick's window ``[previous tick, tick)``, or why not yet.
 
     It ran for a tick when its cursor's window ends there. With members and a cursor it also waits, as an
     unscheduled group does, for the updates its mode asks for since that trigger (ALL_UPDATED: every
     member; ANY_UPDATED: one); a group of a schedule alone fires on every tick.
     """
-    schedule = group.schedule
+    schedule, cursor, members, now = g.group.schedule, g.cursor, g.members, g.now
     assert schedule is not None
     tick = schedule.latest_tick(now)
     last = cursor.window.end if cursor is not None and cursor.window is not None else None
     if last is not None and last >= tick:
         following = schedule.next_tick(now)
         return GroupEvaluation(
-            group.group_id,
+            g.gid,
             Status.WAITING_FOR_SCHEDULE,
             tuple(members),
             until=following,
             reason=f"ran for the tick at {ms_to_iso(last)}; the next tick is at {ms_to_iso(following)} "
             f"({schedule.cron}, {schedule.timezone})",
         )
-    if cursor is not None and group.members:
-        gaps: list[Gap] = []
-        stepped = _advance(rule, group, states, cursor, members, pins, logs, snapshots, now, gaps)
+    pins = g.pins
+    if cursor is not None and g.group.members:
+        stepped = _advance(g, cursor, members, pins, [])
         if stepped is None:
             holding = [m for m in members if m.status not in (Status.READY, Status.WAITING_FOR_UPDATE)]
-            blocked = _first_blocked(group.group_id, holding or members)
+            blocked = _blocked(g, holding or members)
             return replace(
                 blocked,
                 members=tuple(members),
@@ -709,31 +757,37 @@ def _first_known(
 
 
 def _advance(
-    rule: Rule,
-    group: Group,
-    states: Mapping[str, AssetState],
-    cursor: GroupCursor,
-    members: list[MemberEvaluation],
-    pins: list[PinnedInput],
-    logs: Mapping[str, VersionLog],
-    snapshots: Mapping[str, SnapshotLog],
-    now: int,
-    gaps: list[Gap],
+    g: _Group, cursor: GroupCursor, members: list[MemberEvaluation], pins: list[PinnedInput], gaps: list[Gap]
 ) -> list[PinnedInput] | None:
-    """The pins to claim next given the cursor, or None (members marked with why they wait, ``gaps`` filled)."""
-    mode = rule.policy.mode
+    """The pins to claim next given the cursor, or None (members marked with why they wait, ``gaps`` filled). Only
+    the members whose updates count decide (a partition's partitioned members; every member of a group)."""
+    group, mode = g.group, g.rule.policy.mode
     before = [cursor.pins.get(m.asset_key) for m in group.members]
     if mode is Mode.EACH_VERSION:
-        return _each_next(group, states, cursor, members, pins, before, logs, snapshots, now, gaps)
-    advanced = [last is None or pin.ordinal > last.ordinal for pin, last in zip(pins, before, strict=True)]
-    behind = [last is not None and pin.ordinal < last.ordinal for pin, last in zip(pins, before, strict=True)]
-    ready = all(advanced) if mode is Mode.ALL_UPDATED else any(advanced) and not any(behind)
+        return _each_next(group, g.states, cursor, members, pins, before, g.logs, g.snapshots, g.now, gaps)
+    counted = g.counted if g.counted is not None else range(len(group.members))
+    advanced = {i: _newer(pins[i], before[i]) for i in counted}
+    behind = any(_older(pins[i], before[i]) for i in counted)
+    ready = all(advanced.values()) if mode is Mode.ALL_UPDATED else any(advanced.values()) and not behind
     if ready:
         return pins
-    for i, (member, last) in enumerate(zip(group.members, before, strict=True)):
-        if last is not None and not advanced[i]:
-            _wait(members, i, member, states.get(member.asset_key), last, cursor.baseline)
+    for i, moved in advanced.items():
+        last, member = before[i], group.members[i]
+        if last is not None and not moved:
+            _wait(members, i, member, g.states.get(member.asset_key), last, cursor.baseline, _partition_key(g))
     return None
+
+
+def _newer(pin: PinnedInput, last: PinnedInput | None) -> bool:
+    return last is None or pin.ordinal > last.ordinal
+
+
+def _older(pin: PinnedInput, last: PinnedInput | None) -> bool:
+    return last is not None and pin.ordinal < last.ordinal
+
+
+def _partition_key(g: _Group) -> str | None:
+    return g.partition.key if g.partition is not None else None
 
 
 def _each_next(
@@ -861,9 +915,13 @@ def _wait(
     state: AssetState | None,
     last: PinnedInput,
     baseline: bool = False,
+    partition: str | None = None,
 ) -> None:
     pinned = members[index].pin
     required = {"newerThan": last.to_api()}
+    if partition is not None:
+        _wait_in_partition(members, index, last, partition, required)
+        return
     if pinned is not None and pinned.ordinal < last.ordinal:
         reason = f"state read at version {pinned.state_version} is older than the last trigger's"
         _with(members, index, Status.WAITING_FOR_UPDATE, reason, required)
@@ -891,6 +949,16 @@ def _wait(
         else f"version {version} already triggered; waiting for a newer one"
     )
     _with(members, index, Status.WAITING_FOR_UPDATE, why, required)
+
+
+def _wait_in_partition(
+    members: list[MemberEvaluation], index: int, last: PinnedInput, partition: str, required: dict[str, Any]
+) -> None:
+    """A partitioned member whose newest commit touching the partition already ran for it (or is older)."""
+    touching = members[index].current.get("fanOutOf")
+    touched = "it" if touching is None else f"{touching} (fanned out to {partition})"
+    reason = f"snapshot {last.snapshot_id} already ran for {partition}; waiting for a newer commit touching {touched}"
+    _with(members, index, Status.WAITING_FOR_UPDATE, reason, required)
 
 
 def _window(

@@ -19,16 +19,16 @@ holds ``p`` as it is now) and the unpartitioned members' chosen versions; the tr
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from lakehook.domain.evaluation import GroupEvaluation, MemberEvaluation, select_member
+from lakehook.domain.coverage import Span
+from lakehook.domain.evaluation import GroupEvaluation, MemberEvaluation, PartitionView, evaluate_group, select_member
 from lakehook.domain.partitions import TouchedPartitions
-from lakehook.domain.rules import Group, Member, Mode, Rule
+from lakehook.domain.rules import Group, Member, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.status import Status
-from lakehook.domain.time import ms_to_iso
-from lakehook.domain.triggers import GroupCursor, PinnedInput
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger
 from lakehook.domain.versions import SnapshotRecord
 
 FactKey = tuple[str, str, str]
@@ -143,37 +143,46 @@ def evaluate_partition(
     cursor: GroupCursor | None,
     now: int,
     registered: Mapping[str, bool] | None = None,
+    *,
+    coverage: Mapping[str, Sequence[Span]] | None = None,
+    previous: Trigger | None = None,
 ) -> GroupEvaluation:
     """The verdict of ``group`` for ``partition``: READY with the pins to claim, or the first thing it waits for.
-    ``cursor`` is the partition's own cursor (None before its first run)."""
-    if cursor is not None and cursor.seq == 0:
-        cursor = None
+    ``cursor`` is the partition's own cursor (None before its first run). The members' verdicts are the partition's
+    (:func:`partition_members`); the group's steps judge them as they judge any group's
+    (:func:`lakehook.domain.evaluation.evaluate_group`): the policy, schedule, window, backfill, cooldown and quiet
+    period hold per partition."""
+    view = partition_members(group, partition, facts, states, registered)
+    return evaluate_group(
+        rule, group, states, cursor, now, registered=registered, coverage=coverage, previous=previous, partition=view
+    )
+
+
+def partition_members(
+    group: Group,
+    partition: str,
+    facts: Mapping[FactKey, PartitionFact],
+    states: Mapping[str, AssetState],
+    registered: Mapping[str, bool] | None = None,
+) -> PartitionView:
+    """The members' verdicts for ``partition``: an unpartitioned member's on its asset's state (it gates every
+    partition); a partitioned member's version is its newest data commit touching the partition (a rollup's: the
+    newest of its units, once each has one), WAITING_FOR_PARTITION while there is none (or it is below
+    minSnapshotId)."""
     members: list[MemberEvaluation] = []
-    pins: list[PinnedInput] = []
-    behind = False
     for member in group.members:
         if member.partition is None:
             known = None if registered is None else registered.get(member.asset_key, False)
-            gate = select_member(member, states.get(member.asset_key), known)
-            members.append(gate)
-            if gate.pin is not None:
-                pins.append(gate.pin)
+            members.append(select_member(member, states.get(member.asset_key), known))
             continue
         wanted = member_keys(group, member, partition)
         found = [facts[k] for k in wanted if k in facts]
         if wanted and len(found) < len(wanted):  # a rollup missing units (or a partition of no commit yet)
             members.append(_incomplete(member, partition, wanted, found, _coverage_of(group, member)))
             continue
-        fact = max(found, key=lambda f: f.order, default=None)
-        members.append(_partitioned(member, partition, fact, cursor))
-        if fact is not None:
-            pins.append(fact.pin())
-            last = cursor.pins.get(member.asset_key) if cursor is not None else None
-            behind = behind or (last is not None and fact.order < last.ordinal[0])
-    verdict = _decide(rule, group, partition, members, cursor, states, now, behind)
-    if verdict.ready:
-        return replace(verdict, pins=tuple(pins))
-    return verdict
+        members.append(_partitioned(member, partition, max(found, key=lambda f: f.order, default=None)))
+    counted = frozenset(i for i, m in enumerate(group.members) if m.partition is not None)
+    return PartitionView(partition, tuple(members), counted)
 
 
 def _coverage_of(group: Group, member: Member) -> str:
@@ -209,9 +218,9 @@ def _touching(partition: str, key: str) -> str:
     return partition if key == partition else f"{key} (fanned out to {partition})"
 
 
-def _partitioned(
-    member: Member, partition: str, fact: PartitionFact | None, cursor: GroupCursor | None
-) -> MemberEvaluation:
+def _partitioned(member: Member, partition: str, fact: PartitionFact | None) -> MemberEvaluation:
+    """A partitioned member's verdict: its newest commit touching the partition, pinned (whether it is newer than
+    what the partition last ran with is the policy's to judge), or why there is none to pin."""
     required: dict[str, Any] = {"partition": partition}
     floor = member.condition.min_snapshot_id
     if floor is not None:
@@ -222,123 +231,11 @@ def _partitioned(
     current: dict[str, Any] = {"snapshotId": fact.snapshot_id, "order": fact.order, "partition": partition}
     if fact.partition != partition:
         current["fanOutOf"] = fact.partition  # a fan-out: the member's commit touched the value holding it
-    touching = _touching(partition, fact.partition)
     if floor is not None and fact.order < floor:
+        touching = _touching(partition, fact.partition)
         reason = f"the newest commit touching {touching} is {fact.snapshot_id}, below minSnapshotId {floor}"
         return MemberEvaluation(member.asset_key, Status.WAITING_FOR_PARTITION, None, current, required, reason)
-    last = cursor.pins.get(member.asset_key) if cursor is not None else None
-    if last is not None and fact.order <= last.ordinal[0]:
-        required["newerThan"] = last.to_api()
-        touched = "it" if touching == partition else touching
-        reason = f"snapshot {last.snapshot_id} already ran for {partition}; waiting for a newer commit touching "
-        reason += touched
-        return MemberEvaluation(member.asset_key, Status.WAITING_FOR_UPDATE, fact.pin(), current, required, reason)
     return MemberEvaluation(member.asset_key, Status.READY, fact.pin(), current, required)
-
-
-def _decide(
-    rule: Rule,
-    group: Group,
-    partition: str,
-    members: list[MemberEvaluation],
-    cursor: GroupCursor | None,
-    states: Mapping[str, AssetState],
-    now: int,
-    behind: bool,
-) -> GroupEvaluation:
-    """The partition's verdict from its members' (what blocks first: the rule disabled, a gate, a partition no commit
-    of a member touched yet, the policy, then a cooldown or a quiet period)."""
-    answer = _Answer(group.group_id, partition, tuple(members))
-    if not rule.enabled:
-        return answer(Status.DISABLED, "the rule is disabled")
-    partitioned = [m for m, g in zip(members, group.members, strict=True) if g.partition is not None]
-    gates = [m for m, g in zip(members, group.members, strict=True) if g.partition is None]
-    waiting = (
-        _first_gate(gates, partition)
-        or _missing(members, partition)
-        or _policy_waits(rule, members, partitioned, partition, behind)
-    )
-    if waiting is not None:
-        return answer(*waiting)
-    held = _cooldown(rule, cursor, partition, now) or _quiet(rule, group, states, partition, now)
-    if held is not None:
-        return answer(*held)
-    return answer(Status.READY, f"{partition}: ready")
-
-
-@dataclass(frozen=True)
-class _Answer:
-    """A partition's verdict with its members, built once the status and reason are known."""
-
-    group_id: str
-    partition: str
-    members: tuple[MemberEvaluation, ...]
-
-    def __call__(self, status: Status, reason: str, until: int | None = None) -> GroupEvaluation:
-        return GroupEvaluation(
-            self.group_id, status, self.members, until=until, reason=reason, partition=self.partition
-        )
-
-
-_Wait = tuple[Status, str]
-_Hold = tuple[Status, str, int]
-
-
-def _first_gate(gates: list[MemberEvaluation], partition: str) -> _Wait | None:
-    """The first unpartitioned member (a gate of every partition) that is not satisfied."""
-    gate = next((m for m in gates if m.status is not Status.READY), None)
-    if gate is None:
-        return None
-    return gate.status, f"{partition}: waiting for {gate.asset_key} ({gate.reason})"
-
-
-def _missing(members: list[MemberEvaluation], partition: str) -> _Wait | None:
-    """The partitioned members no data commit of which touched the partition yet (or below minSnapshotId)."""
-    missing = [m for m in members if m.status is Status.WAITING_FOR_PARTITION]
-    if not missing:
-        return None
-    names = ", ".join(m.asset_key for m in missing)
-    return Status.WAITING_FOR_PARTITION, f"{partition}: waiting for {names} ({missing[0].reason})"
-
-
-def _policy_waits(
-    rule: Rule, members: list[MemberEvaluation], partitioned: list[MemberEvaluation], partition: str, behind: bool
-) -> _Wait | None:
-    """ALL_UPDATED: every partitioned member touched the partition since its last run; ANY_UPDATED: one did, and
-    none would pin a commit older than the partition ran with."""
-    updated = [m for m in partitioned if m.status is Status.READY]
-    stale = [m for m in partitioned if m.status is Status.WAITING_FOR_UPDATE]
-    ready = (bool(updated) and not behind) if rule.policy.mode is Mode.ANY_UPDATED else not stale
-    if ready:
-        return None
-    waiting = stale if stale else members
-    names = ", ".join(m.asset_key for m in waiting)
-    return Status.WAITING_FOR_UPDATE, f"{partition}: waiting for {names} ({waiting[0].reason})"
-
-
-def _cooldown(rule: Rule, cursor: GroupCursor | None, partition: str, now: int) -> _Hold | None:
-    """``minIntervalSeconds`` since the partition's last run."""
-    interval = rule.policy.min_interval_seconds
-    if cursor is None or cursor.claimed_at is None or not interval:
-        return None
-    ends = cursor.claimed_at + interval * 1000
-    if ends <= now:
-        return None
-    return (
-        Status.COOLDOWN,
-        f"{partition}: last ran at {ms_to_iso(cursor.claimed_at)}; minIntervalSeconds is {interval}",
-        ends,
-    )
-
-
-def _quiet(rule: Rule, group: Group, states: Mapping[str, AssetState], partition: str, now: int) -> _Hold | None:
-    """``quietPeriodSeconds`` since any member's state changed."""
-    quiet = rule.policy.quiet_period_seconds
-    changed = [s.updated_at for k in group.asset_keys if (s := states.get(k)) and s.updated_at is not None]
-    if not quiet or not changed or max(changed) + quiet * 1000 <= now:
-        return None
-    why = f"{partition}: a member changed at {ms_to_iso(max(changed))}; quietPeriodSeconds is {quiet}"
-    return Status.QUIET_PERIOD, why, max(changed) + quiet * 1000
 
 
 def summarize(verdicts: Sequence[GroupEvaluation]) -> tuple[Status, str]:
