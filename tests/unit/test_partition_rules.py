@@ -115,7 +115,16 @@ def test_partition_by_naming_a_field_twice_is_refused(field: str) -> None:
             "groups.0.members",
             "minSnapshotId",
         ),
-        ({"schedule": {"cron": "0 2 * * *"}}, "groups.0", "schedule"),
+        (
+            {
+                "members": [
+                    {"assetKey": ORDERS, "partition": {}},
+                    {"assetKey": PAYMENTS, "condition": {"coverage": {"window": "PT1H"}}},
+                ]
+            },
+            "groups.0",
+            "no coverage member",
+        ),
     ],
 )
 def test_bad_partitioning_is_a_400_naming_the_field(change: dict[str, Any], field: str, words: str) -> None:

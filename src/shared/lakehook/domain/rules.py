@@ -320,11 +320,15 @@ class Group(BaseModel):
     def _scheduled(self) -> Group:
         if not self.members and self.schedule is None:
             raise ValueError("a group has members, a schedule, or both")
-        if self.partition_by is not None and (self.schedule is not None or self.window is not None):
-            raise ValueError("partitionBy: a partitioned group has no schedule and no windowed members")
         if self.schedule is not None and self.window is not None:
             raise ValueError(
                 "a scheduled group has no windowed members (watermark or coverage): its window is the tick's"
+            )
+        if self.partition_by is not None and self.covers:
+            raise ValueError(
+                "partitionBy: a coverage member runs its group once per covered window, in order; a partition runs "
+                "for the commits touching it, so a partitioned group has no coverage member (a watermark window or "
+                "a schedule it may have)"
             )
         return self
 

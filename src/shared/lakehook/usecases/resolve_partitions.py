@@ -16,11 +16,11 @@ conditional delete per partition that leaves the pending list.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from lakehook.domain.errors import ConflictError, ValidationError
-from lakehook.domain.evaluation import GroupEvaluation, Status
+from lakehook.domain.evaluation import GroupEvaluation, Status, backfills_of
 from lakehook.domain.partition_evaluation import (
     FactKey,
     PartitionFact,
@@ -190,7 +190,7 @@ class PendingWhy(StrEnum):
 class PartitionDeferWhy(StrEnum):
     """Why a partitioned group is evaluated again later, with nothing else changing."""
 
-    WAIT_ENDS = "a partition's cooldown or quiet period ends then"
+    WAIT_ENDS = "a partition's wait ends then (cooldown, quiet period, the next tick, a window closing)"
     CLAIMS_USED = "the group used its claims for this invocation; its other ready partitions go on next"
 
 
@@ -203,15 +203,18 @@ class PlannedFact:
 @dataclass(frozen=True)
 class PlannedPartitionClaim:
     """One partition's claim: the trigger, the partition cursor it is conditional on (None: the partition never
-    ran), and the cursor it starts from."""
+    ran), the cursor it starts from, and what moving the cursor needs (the members' backfills; a window behind the
+    newest closed one is counted in the partition's catch-up)."""
 
     trigger: Trigger
     expected: GroupCursor | None
     base: GroupCursor
+    backfills: Mapping[str, str] = field(default_factory=dict)
+    catch_up_at: int | None = None
 
     def moved(self) -> GroupCursor:
         """The partition's cursor once this claim is made."""
-        return self.base.after(self.trigger, {})
+        return self.base.after(self.trigger, dict(self.backfills), catch_up_at=self.catch_up_at)
 
 
 @dataclass(frozen=True)
@@ -330,20 +333,18 @@ class PlanPartitions:
         self, facts: Mapping[FactKey, PartitionFact], partition: str, cursor: GroupCursor | None, may_claim: bool
     ) -> PartitionPlan:
         """One partition: claimed when READY (and a claim is left), then its verdict under the moved cursor."""
-        rule, group = self.rule, self.group
-        verdict = evaluate_partition(rule, group, partition, facts, self.states, cursor, self.now, self.registered)
+        verdict = self._evaluate(facts, partition, cursor)
         claim = self._claim(partition, verdict, cursor) if verdict.ready and may_claim else None
         settled = verdict
         if claim is not None:
-            moved = claim.moved()
-            settled = evaluate_partition(rule, group, partition, facts, self.states, moved, self.now, self.registered)
+            settled = self._evaluate(facts, partition, claim.moved())
         defer: tuple[int, PartitionDeferWhy] | None = None
         if settled.ready and claim is None:
             defer = (self.now, PartitionDeferWhy.CLAIMS_USED)
         elif (wait := _wait(settled)) is not None:
             defer = (wait, PartitionDeferWhy.WAIT_ENDS)
         after = claim.moved() if claim is not None else cursor
-        why = PendingWhy.NEWS if touched_since(group, partition, facts, after) else PendingWhy.RAN
+        why = PendingWhy.NEWS if touched_since(self.group, partition, facts, after) else PendingWhy.RAN
         return PartitionPlan(partition, cursor, verdict, claim, settled, why, defer)
 
     def settle(self, planned: Sequence[PartitionPlan]) -> PartitionsPlan:
@@ -383,6 +384,20 @@ class PlanPartitions:
         defers = [p.defer for p in planned if p.defer is not None and not (self.carry and p.defer[1] is used)]
         return carried, min(defers, key=lambda d: d[0], default=None)
 
+    def _evaluate(
+        self, facts: Mapping[FactKey, PartitionFact], partition: str, cursor: GroupCursor | None
+    ) -> GroupEvaluation:
+        return evaluate_partition(
+            self.rule,
+            self.group,
+            partition,
+            facts,
+            self.states,
+            cursor,
+            self.now,
+            self.registered,
+        )
+
     def _claim(self, partition: str, verdict: GroupEvaluation, cursor: GroupCursor | None) -> PlannedPartitionClaim:
         rule, group = self.rule, self.group
         base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id, partition)
@@ -391,17 +406,31 @@ class PlanPartitions:
             group.group_id,
             base,
             verdict.pins,
-            status=TriggerStatus.TRIGGERING,
+            status=TriggerStatus.SKIPPED if verdict.skip else TriggerStatus.TRIGGERING,
             reason=verdict.reason,
             now=self.now,
+            window=verdict.window,
             partition=partition,
         )
-        return PlannedPartitionClaim(trigger, cursor, base)
+        catch_up = trigger.created_at if verdict.backlog is not None else None
+        return PlannedPartitionClaim(trigger, cursor, base, backfills_of(group, self.states), catch_up)
+
+
+# Verdicts that lift by themselves at ``until`` (a covered window closes when its lateness has passed).
+TIMED = (
+    Status.COOLDOWN,
+    Status.QUIET_PERIOD,
+    Status.BLOCKED_BY_COVERAGE,
+    Status.WAITING_FOR_VERSION,
+    Status.WAITING_FOR_SCHEDULE,  # the next tick
+    Status.CATCHING_UP,  # a window backlog: the next evaluation's start
+)
 
 
 def _wait(verdict: GroupEvaluation) -> int | None:
-    """When a partition's cooldown or quiet period ends, if it waits for one."""
-    return verdict.until if verdict.status in (Status.COOLDOWN, Status.QUIET_PERIOD) else None
+    """When a partition's wait ends by itself (a cooldown, a quiet period, the next tick, a window closing), if it
+    waits for such a thing."""
+    return verdict.until if verdict.status in TIMED else None
 
 
 def _has_news(group: Group, verdict: GroupEvaluation) -> bool:

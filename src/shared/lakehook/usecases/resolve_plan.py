@@ -24,18 +24,14 @@ from lakehook.domain.schedule_explanation import ScheduleExplanation
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, next_trigger
 from lakehook.ports.rules import Deferral, GroupRef
 from lakehook.usecases.resolve_gather import Gathered, each_version
-from lakehook.usecases.resolve_partitions import PartitionsPlan, PlannedFact, PlanPartitions, facts_to_write
-from lakehook.usecases.resolve_report import ResolveReport, RuleFailure, describe_error
-
-# Verdicts that lift by themselves at ``until`` (a covered window closes when its lateness has passed).
-TIMED = (
-    Status.COOLDOWN,
-    Status.QUIET_PERIOD,
-    Status.BLOCKED_BY_COVERAGE,
-    Status.WAITING_FOR_VERSION,
-    Status.WAITING_FOR_SCHEDULE,  # the next tick
-    Status.CATCHING_UP,  # a window backlog: the next evaluation's start
+from lakehook.usecases.resolve_partitions import (
+    TIMED,
+    PartitionsPlan,
+    PlannedFact,
+    PlanPartitions,
+    facts_to_write,
 )
+from lakehook.usecases.resolve_report import ResolveReport, RuleFailure, describe_error
 
 
 class DeferWhy(StrEnum):
