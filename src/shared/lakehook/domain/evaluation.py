@@ -36,128 +36,48 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from lakehook.domain.conditions import Blocked, Chosen, conditions_of, history_order
-from lakehook.domain.coverage import Span, is_covered, missing, newest_covered_window
-from lakehook.domain.rules import BackfillPolicy, Group, Member, Mode, Rule, WindowSpec
+from lakehook.domain.conditions import history_order
+from lakehook.domain.coverage import Span
+from lakehook.domain.member_selection import select_member
+from lakehook.domain.member_verdict import MemberEvaluation
+from lakehook.domain.rules import BackfillPolicy, Group, Member, Mode, Rule
 from lakehook.domain.schedule_explanation import ScheduleExplanation
 from lakehook.domain.state import AssetState, BackfillStatus
-from lakehook.domain.status import Status as Status  # re-exported: explain, the resolver and tests name it here
-from lakehook.domain.time import MAX_ISO_MS, ms_to_iso
+from lakehook.domain.status import Status
+from lakehook.domain.time import ms_to_iso
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, Window
+from lakehook.domain.verdicts import (
+    Backlog,
+    Gap,
+    GroupEvaluation,
+    Held,
+    PartitionView,
+    RuleEvaluation,
+    first_blocked,
+    with_status,
+)
 from lakehook.domain.versions import SnapshotLog, SnapshotRecord, Verdict, follows
+from lakehook.domain.windows import coverage_from, next_window
 
-# --- members -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MemberEvaluation:
-    """One member's verdict: the version it would pin, or why it cannot."""
-
-    asset_key: str
-    status: Status
-    pin: PinnedInput | None
-    current: dict[str, Any] = field(default_factory=dict)
-    required: dict[str, Any] = field(default_factory=dict)
-    reason: str | None = None
-    alias: str | None = None  # the alias the rule named the member by (asset_key is its asset)
-
-    def to_api(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"assetKey": self.asset_key}
-        if self.alias is not None:
-            data["alias"] = self.alias
-        return {
-            **data,
-            "status": self.status.value,
-            "current": self.current,
-            "required": self.required,
-            "reason": self.reason,
-        }
-
-
-def _current(state: AssetState, member: Member) -> dict[str, Any]:
-    c = member.condition
-    data: dict[str, Any] = {"snapshotId": state.latest_snapshot_id, "stateVersion": state.version}
-    if state.watermark is not None:
-        data["watermark"] = state.watermark
-    if c.quality_status:
-        data["qualityPassedSnapshotId"] = state.quality_passed_snapshot_id
-        data["qualityFailedSnapshotId"] = state.quality_failed_snapshot_id
-    if c.schema_status:
-        data["schemaId"] = state.latest_schema_id
-        data["schemaStatus"] = state.schema_status.value
-    if c.tag:
-        data["tags"] = sorted(state.tags)
-    if c.manifest:
-        data["manifestUri"] = state.manifest_uri
-        data["manifestStatus"] = state.manifest_status
-        data["manifestReason"] = state.manifest_reason
-    if c.coverage is not None and state.last_coverage_end is not None:
-        data["lastCoveredInterval"] = {
-            "start": ms_to_iso(state.last_coverage_start or 0),
-            "end": ms_to_iso(state.last_coverage_end),
-        }
-    if state.backfill_status is not BackfillStatus.NONE:
-        data["backfillId"] = state.backfill_id
-        data["backfillStatus"] = state.backfill_status.value
-    return {k: v for k, v in data.items() if v is not None}
-
-
-def select_member(member: Member, state: AssetState | None, registered: bool | None = None) -> MemberEvaluation:
-    """The newest version of the member's asset that satisfies its condition (READY), or the block.
-
-    Each condition kind is one rule (:mod:`lakehook.domain.conditions`): they run in precedence order on the
-    version chosen so far, and the first that blocks gives the status and reason. ``registered`` tells a
-    registered asset without state (BLOCKED_BY_SNAPSHOT) from an unknown one; None means "not looked up",
-    and a stateless member is then BLOCKED_BY_UNKNOWN_ASSET.
-    """
-    evaluation = _select(member, state, registered)
-    return replace(evaluation, alias=member.alias) if member.alias is not None else evaluation
-
-
-def _select(member: Member, state: AssetState | None, registered: bool | None) -> MemberEvaluation:
-    key, required = member.asset_key, member.condition.to_api()
-    if state is None:
-        return _stateless(key, required, registered)
-    rules = conditions_of(member)
-    current = _current(state, member)
-    for rule in rules:
-        current.update(rule.shows(state))
-    chosen = Chosen.newest(state)
-    for rule in rules:
-        outcome = rule.evaluate(state, chosen)
-        if isinstance(outcome, Blocked):
-            return MemberEvaluation(key, outcome.status, None, current, required, outcome.reason)
-        chosen = outcome
-    reason = next((note for rule in rules if (note := rule.note(state, chosen)) is not None), None)
-    return MemberEvaluation(key, Status.READY, _pin(member, state, chosen), current, required, reason)
-
-
-def _stateless(key: str, required: dict[str, Any], registered: bool | None) -> MemberEvaluation:
-    if registered:
-        reason = "registered, but no event has reached its state yet"
-        return MemberEvaluation(key, Status.BLOCKED_BY_SNAPSHOT, None, {}, required, reason)
-    suffix = " and it is not registered" if registered is False else ""
-    reason = f"no event was ever recorded for this asset{suffix}"
-    return MemberEvaluation(key, Status.BLOCKED_BY_UNKNOWN_ASSET, None, {}, required, reason)
-
-
-def _pin(member: Member, state: AssetState, chosen: Chosen) -> PinnedInput:
-    """What a trigger pins of the chosen version (the order only where it is not the id)."""
-    c, known = member.condition, chosen.known
-    return PinnedInput(
-        asset_key=member.asset_key,
-        snapshot_id=chosen.snapshot_id,
-        snapshot_order=chosen.order if chosen.order != chosen.snapshot_id else None,
-        schema_id=known.schema_id if known is not None else None,
-        watermark=state.watermark,
-        commit_time=known.commit_time if known is not None else None,
-        state_version=state.version,
-        manifest_uri=state.manifest_uri if c.manifest else None,
-        manifest_sha256=state.manifest_sha256 if c.manifest else None,
-        metadata_location=known.metadata_location if known is not None else None,
-        tag=c.tag,
-    )
-
+# Named here by explain, the resolver and tests (the types live in verdicts, member_selection and windows).
+__all__ = [
+    "Backlog",
+    "Gap",
+    "GroupEvaluation",
+    "Held",
+    "MemberEvaluation",
+    "PartitionView",
+    "RuleEvaluation",
+    "Status",
+    "VersionLog",
+    "at_snapshot",
+    "backfills_of",
+    "coverage_from",
+    "evaluate_group",
+    "evaluate_rule",
+    "select_member",
+    "steps_by_snapshot",
+]
 
 # --- what the resolver knows of an asset's history (EACH_VERSION) --------------------------------
 
@@ -191,17 +111,6 @@ class VersionLog:
             found.append(state)
             expected = state.version + 1
         return found
-
-
-@dataclass(frozen=True)
-class Gap:
-    """A snapshot the lineage says exists after (snapshot_id, order) and before ``next_id``, not recorded yet."""
-
-    asset_key: str
-    snapshot_id: int
-    order: int
-    next_id: int
-    until: int  # when the gap counts as final and is stepped over
 
 
 def at_snapshot(state: AssetState, record: SnapshotRecord, quality: Verdict | None = None) -> AssetState:
@@ -249,121 +158,7 @@ _GATES = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Held:
-    """EACH_VERSION: the next version of a member is a snapshot whose gate does not pass (yet): it holds the line."""
-
-    snapshot_id: int
-    status: Status
-    reason: str
-
-
 # --- groups --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Backlog:
-    """A group that steps through windows (EACH_VERSION, coverage), behind the newest closed one: how many closed
-    windows have not run yet (the next one included), the next one, and when it may start."""
-
-    pending: int
-    next: Window
-    next_at: int
-
-    def describe(self) -> str:
-        return (
-            f"{self.pending} windows pending, next [{ms_to_iso(self.next.start)}, {ms_to_iso(self.next.end)}) "
-            f"at {ms_to_iso(self.next_at)}"
-        )
-
-    def to_api(self) -> dict[str, Any]:
-        return {"pendingWindows": self.pending, "next": self.next.to_api(), "nextAt": ms_to_iso(self.next_at)}
-
-
-@dataclass(frozen=True)
-class GroupEvaluation:
-    """A group's verdict. READY carries the pins (and window) to claim; ``skip`` claims without a run."""
-
-    group_id: str
-    status: Status
-    members: tuple[MemberEvaluation, ...]
-    pins: tuple[PinnedInput, ...] = ()
-    window: Window | None = None
-    until: int | None = None
-    reason: str | None = None
-    skip: bool = False
-    gaps: tuple[Gap, ...] = ()  # EACH_VERSION: missing snapshots a targeted poll should look for
-    backlog: Backlog | None = None  # a stepping windowed group behind the newest closed window
-    schedule: ScheduleExplanation | None = None  # a scheduled group: its ticks and what the next run waits for
-    partition: str | None = None  # a partitioned group's verdict for one partition key
-    # a partitioned group: the verdicts of its partitions evaluated (newest first, a page), and how many are pending
-    partitions: tuple[GroupEvaluation, ...] = ()
-    pending_partitions: int | None = None
-
-    @property
-    def ready(self) -> bool:
-        return self.status is Status.READY
-
-    def partition_api(self) -> dict[str, Any]:
-        """One partition's line on its group's board: the key, status, reason, and what it would pin."""
-        data: dict[str, Any] = {"partition": self.partition, "status": self.status.value, "reason": self.reason}
-        waiting = [m.asset_key for m in self.members if m.status is not Status.READY]
-        if waiting:
-            data["waitingFor"] = waiting
-        if self.ready:
-            data["pins"] = [p.to_api() for p in self.pins]
-        if self.until is not None:
-            data["until"] = ms_to_iso(self.until)
-        return data
-
-    def to_api(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "groupId": self.group_id,
-            "status": self.status.value,
-            "reason": self.reason,
-            "members": [m.to_api() for m in self.members],
-        }
-        if self.until is not None:
-            data["until"] = ms_to_iso(self.until)
-        if self.backlog is not None:
-            data["backlog"] = self.backlog.to_api()
-        if self.schedule is not None:
-            data["schedule"] = self.schedule.to_api()
-        if self.partition is not None:
-            data["partition"] = self.partition
-        if self.pending_partitions is not None:
-            data["pendingPartitions"] = self.pending_partitions
-            data["partitions"] = [p.partition_api() for p in self.partitions]
-        if self.ready:
-            data["pins"] = [p.to_api() for p in self.pins]
-            if self.window is not None:
-                data["window"] = self.window.to_api()
-        return data
-
-
-def _with(
-    members: list[MemberEvaluation], index: int, status: Status, reason: str, required: dict[str, Any] | None = None
-) -> None:
-    m = members[index]
-    members[index] = replace(m, status=status, reason=reason, required={**m.required, **(required or {})})
-
-
-def _first_blocked(group_id: str, members: list[MemberEvaluation], **extra: Any) -> GroupEvaluation:
-    bad = next(m for m in members if m.status is not Status.READY)
-    return GroupEvaluation(group_id, bad.status, tuple(members), reason=f"{bad.asset_key}: {bad.reason}", **extra)
-
-
-@dataclass(frozen=True)
-class PartitionView:
-    """One partition of a partitioned group, as the group's steps judge it: its key, its members' verdicts (a
-    partitioned member's version is the newest data commit touching the partition, built by
-    :mod:`lakehook.domain.partition_evaluation`; an unpartitioned member's is its asset's newest satisfying version),
-    and which members' updates count for the policy (the partitioned ones: an unpartitioned member gates every
-    partition but need not advance between two runs of one)."""
-
-    key: str
-    members: tuple[MemberEvaluation, ...]
-    counted: frozenset[int]
 
 
 def _partition_blocked(g: _Group, members: Sequence[MemberEvaluation], **extra: Any) -> GroupEvaluation:
@@ -383,7 +178,7 @@ def _blocked(g: _Group, members: Sequence[MemberEvaluation], **extra: Any) -> Gr
     """The group's (or partition's) wait on the first of ``members`` that is not satisfied."""
     if g.partition is not None:
         return _partition_blocked(g, members, **extra)
-    return _first_blocked(g.gid, list(members), **extra)
+    return first_blocked(g.gid, list(members), **extra)
 
 
 def evaluate_group(
@@ -545,7 +340,7 @@ def _scheduled(g: _Group) -> GroupEvaluation | None:
 
 
 def _windowed(g: _Group) -> GroupEvaluation | None:
-    found = _window(g.rule, g.group, g.states, g.cursor, g.members, g.now, g.coverage)
+    found = next_window(g.rule, g.group, g.states, g.cursor, g.members, g.now, g.coverage)
     if isinstance(found, GroupEvaluation):
         return found
     g.window, pending = found
@@ -815,11 +610,11 @@ def _each_next(
         if isinstance(found, Held):  # holds the whole group: no member runs past a version held back
             held = True
             chosen.append(last)
-            _with(members, i, found.status, found.reason, {"snapshotId": found.snapshot_id})
+            with_status(members, i, found.status, found.reason, {"snapshotId": found.snapshot_id})
         elif isinstance(found, Gap):
             gaps.append(found)
             chosen.append(last)
-            _with(
+            with_status(
                 members,
                 i,
                 Status.WAITING_FOR_VERSION,
@@ -924,7 +719,7 @@ def _wait(
         return
     if pinned is not None and pinned.ordinal < last.ordinal:
         reason = f"state read at version {pinned.state_version} is older than the last trigger's"
-        _with(members, index, Status.WAITING_FOR_UPDATE, reason, required)
+        with_status(members, index, Status.WAITING_FOR_UPDATE, reason, required)
         return
     latest = state.latest_snapshot_id if state else None
     latest_order = history_order(latest, state.latest_snapshot_order) if state else None
@@ -934,7 +729,7 @@ def _wait(
         and last.snapshot_id is not None
         and latest_order > last.ordinal[0]
     ):
-        _with(
+        with_status(
             members,
             index,
             Status.BLOCKED_BY_QUALITY,
@@ -948,7 +743,7 @@ def _wait(
         if baseline
         else f"version {version} already triggered; waiting for a newer one"
     )
-    _with(members, index, Status.WAITING_FOR_UPDATE, why, required)
+    with_status(members, index, Status.WAITING_FOR_UPDATE, why, required)
 
 
 def _wait_in_partition(
@@ -958,157 +753,7 @@ def _wait_in_partition(
     touching = members[index].current.get("fanOutOf")
     touched = "it" if touching is None else f"{touching} (fanned out to {partition})"
     reason = f"snapshot {last.snapshot_id} already ran for {partition}; waiting for a newer commit touching {touched}"
-    _with(members, index, Status.WAITING_FOR_UPDATE, reason, required)
-
-
-def _window(
-    rule: Rule,
-    group: Group,
-    states: Mapping[str, AssetState],
-    cursor: GroupCursor | None,
-    members: list[MemberEvaluation],
-    now: int,
-    coverage: Mapping[str, Sequence[Span]],
-) -> tuple[Window, int] | GroupEvaluation:
-    """The window to claim: the newest closed one, or with EACH_VERSION (or coverage) the next one after the cursor;
-    with it how many closed windows are still to run, that one included (arithmetic: none is enumerated)."""
-    spec = group.window
-    assert spec is not None
-    size = spec.size_ms
-    last = cursor.window if cursor is not None else None
-    ends = _closed_ends(group, states, coverage, now, last)
-    newest = min(ends.values())
-    need = max(size, newest) if last is None else last.end + size
-    if newest < need:
-        return _not_closed_yet(group, members, ends, need, coverage, now, last)
-    stepwise = (rule.policy.mode is Mode.EACH_VERSION or group.covers) and last is not None
-    end = need if stepwise else newest
-    for i, member in enumerate(group.members):  # the newest watermark window may be one a coverage member lacks
-        spans = coverage.get(member.asset_key, ())
-        if member.condition.coverage is not None and not is_covered(spans, end - size, end):
-            _coverage_block(members, i, member, coverage, now, None, Span(end - size, end))
-    if any(m.status is not Status.READY for m in members):
-        return _first_blocked(group.group_id, members)
-    return Window(start=end - size, end=end), (newest - end) // size + 1
-
-
-def _closed_ends(
-    group: Group,
-    states: Mapping[str, AssetState],
-    coverage: Mapping[str, Sequence[Span]],
-    now: int,
-    last: Window | None,
-) -> dict[int, int]:
-    """Per windowed or coverage member (by index), the end of the newest window it has closed: by its watermark, and
-    for a coverage member by what is covered contiguously (after the last window, else the newest covered)."""
-    ends: dict[int, int] = {}
-    for i, member in enumerate(group.members):
-        windowed = member.condition.window
-        state = states.get(member.asset_key)
-        if windowed is not None and state is not None and state.watermark is not None:
-            ends[i] = windowed.newest_complete_end(state.watermark)
-        covering = member.condition.coverage
-        if covering is not None:
-            end = _covered_end(coverage.get(member.asset_key, ()), covering, now, last.end if last else None)
-            ends[i] = min(ends.get(i, end), end)
-    return ends
-
-
-def _not_closed_yet(
-    group: Group,
-    members: list[MemberEvaluation],
-    ends: Mapping[int, int],
-    need: int,
-    coverage: Mapping[str, Sequence[Span]],
-    now: int,
-    last: Window | None,
-) -> GroupEvaluation:
-    """The window ending at ``need`` is not closed for every member: each member short of it is blocked (by its
-    watermark, or its coverage with the exact gaps), and the group waits for the first coverage window to close."""
-    closes: list[int] = []
-    for i, end in ends.items():
-        if end >= need:
-            continue
-        if group.members[i].condition.coverage is not None and (last is not None or end == 0):
-            closes.extend(_coverage_block(members, i, group.members[i], coverage, now, last))
-            continue
-        windowed = group.members[i].condition.window
-        assert windowed is not None
-        _with(
-            members,
-            i,
-            Status.BLOCKED_BY_WATERMARK,
-            _not_closed(need, windowed.lateness_ms),
-            {"watermarkAtLeast": need + windowed.lateness_ms},
-        )
-    return _first_blocked(group.group_id, members, until=min(closes, default=None))
-
-
-def _not_closed(end: int, lateness_ms: int) -> str:
-    """Why the window ending at ``end`` has not fired; one that could only close after the last instant
-    lakehook holds (a watermark at 9999-12-31T23:59:59.999Z) never will, and says so."""
-    if end + lateness_ms <= MAX_ISO_MS:
-        return f"window ending {ms_to_iso(end)} is not closed yet"
-    last = f"{ms_to_iso(MAX_ISO_MS)}, the last instant a watermark can hold"
-    if end > MAX_ISO_MS:
-        return f"the next window can never close: it ends after {last}"
-    return f"window ending {ms_to_iso(end)} can never close: with its allowed lateness it closes after {last}"
-
-
-def coverage_from(spec: WindowSpec, cursor: GroupCursor | None, now: int) -> int:
-    """Where the coverage a group needs starts: the last triggered window's end, else a few windows back."""
-    if cursor is not None and cursor.window is not None:
-        return cursor.window.end
-    return max(0, now - 3 * spec.size_ms - spec.lateness_ms)
-
-
-def _covered_end(spans: Sequence[Span], spec: WindowSpec, now: int, after_end: int | None) -> int:
-    """The end of the windows a coverage member can fire: contiguous from ``after_end``, else the newest (0: none)."""
-    size, horizon = spec.size_ms, now - spec.lateness_ms
-    if after_end is None:
-        newest = newest_covered_window(spans, spec, now)
-        return newest.end if newest is not None else 0
-    # spans are merged, so what is covered contiguously from after_end lies in one span: no window is enumerated
-    # (one interval covering years of minute windows costs the same as one covering a single window)
-    span = next((s for s in spans if s.start <= after_end < s.end), None)
-    if span is None:
-        return after_end
-    reach = min(span.end, horizon)
-    return after_end + max(0, (reach - after_end) // size) * size
-
-
-def _coverage_block(
-    members: list[MemberEvaluation],
-    index: int,
-    member: Member,
-    coverage: Mapping[str, Sequence[Span]],
-    now: int,
-    last: Window | None,
-    window: Span | None = None,
-) -> list[int]:
-    """Mark a coverage member blocked on the window it needs next (after the last one, else the newest that
-    ended), with the exact gaps; answer when that window closes if only its allowed lateness holds it."""
-    spec = member.condition.coverage
-    assert spec is not None
-    size = spec.size_ms
-    if window is None:
-        end = last.end + size if last is not None else (now // size) * size
-        window = Span(end - size, end)
-    gaps = missing(coverage.get(member.asset_key, ()), window.start, window.end)
-    shown = f"[{ms_to_iso(window.start)}, {ms_to_iso(window.end)})"
-    closes = window.end + spec.lateness_ms
-    if gaps:
-        listed = ", ".join(f"[{ms_to_iso(g.start)}, {ms_to_iso(g.end)})" for g in gaps)
-        reason = f"window {shown} is not covered; missing {listed}"
-    else:
-        reason = f"window {shown} is covered; it closes at {ms_to_iso(closes)} (allowedLatenessSeconds)"
-    m = members[index]
-    current = {**m.current, "missing": [{"start": ms_to_iso(g.start), "end": ms_to_iso(g.end)} for g in gaps]}
-    required = {"window": {"start": ms_to_iso(window.start), "end": ms_to_iso(window.end)}}
-    members[index] = replace(
-        m, status=Status.BLOCKED_BY_COVERAGE, reason=reason, current=current, required={**m.required, **required}
-    )
-    return [] if gaps or closes <= now else [closes]
+    with_status(members, index, Status.WAITING_FOR_UPDATE, reason, required)
 
 
 def _backfill(
@@ -1127,14 +772,14 @@ def _backfill(
     ]
     for i in running:
         state = states[group.members[i].asset_key]
-        _with(
+        with_status(
             members,
             i,
             Status.BLOCKED_BY_BACKFILL,
             f"backfill {state.backfill_id} is running; snapshots it commits do not trigger",
         )
     if running:
-        return _first_blocked(group.group_id, members)
+        return first_blocked(group.group_id, members)
     if cursor is None:
         return None
     done = [
@@ -1169,19 +814,6 @@ def backfills_of(group: Group, states: Mapping[str, AssetState]) -> dict[str, st
 
 
 # --- rules ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RuleEvaluation:
-    """Every group's verdict at one instant; the rule is ready when any group is (OR)."""
-
-    rule_id: str
-    groups: tuple[GroupEvaluation, ...]
-    evaluated_at: int
-
-    @property
-    def ready(self) -> bool:
-        return any(g.ready for g in self.groups)
 
 
 def evaluate_rule(

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from zoneinfo import ZoneInfo
 
+from lakehook.domain.member_verdict import MemberEvaluation
 from lakehook.domain.schedules import GroupSchedule, ScheduleNeverFiresError
 from lakehook.domain.time import ms_to_iso
-
-if TYPE_CHECKING:
-    from lakehook.domain.evaluation import MemberEvaluation
 
 
 def local_iso(ms: int, timezone: str) -> str:

@@ -1,0 +1,34 @@
+"""One member's verdict: the version it would pin, or why it cannot (what explain shows per member)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lakehook.domain.status import Status
+from lakehook.domain.triggers import PinnedInput
+
+
+@dataclass(frozen=True)
+class MemberEvaluation:
+    """One member's verdict: the version it would pin, or why it cannot."""
+
+    asset_key: str
+    status: Status
+    pin: PinnedInput | None
+    current: dict[str, Any] = field(default_factory=dict)
+    required: dict[str, Any] = field(default_factory=dict)
+    reason: str | None = None
+    alias: str | None = None  # the alias the rule named the member by (asset_key is its asset)
+
+    def to_api(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"assetKey": self.asset_key}
+        if self.alias is not None:
+            data["alias"] = self.alias
+        return {
+            **data,
+            "status": self.status.value,
+            "current": self.current,
+            "required": self.required,
+            "reason": self.reason,
+        }

@@ -1,0 +1,152 @@
+"""A group's verdict and the types it is made of: what the resolver claims (READY, with its pins and window) or why
+not, per group or per partition, and what explain shows. Pure data; the steps that decide them are in
+:mod:`lakehook.domain.evaluation`, a member's verdict in :mod:`lakehook.domain.member_selection`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from lakehook.domain.member_verdict import MemberEvaluation
+from lakehook.domain.schedule_explanation import ScheduleExplanation
+from lakehook.domain.status import Status
+from lakehook.domain.time import ms_to_iso
+from lakehook.domain.triggers import PinnedInput, Window
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A snapshot the lineage says exists after (snapshot_id, order) and before ``next_id``, not recorded yet."""
+
+    asset_key: str
+    snapshot_id: int
+    order: int
+    next_id: int
+    until: int  # when the gap counts as final and is stepped over
+
+
+@dataclass(frozen=True)
+class Held:
+    """EACH_VERSION: the next version of a member is a snapshot whose gate does not pass (yet): it holds the line."""
+
+    snapshot_id: int
+    status: Status
+    reason: str
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """A group that steps through windows (EACH_VERSION, coverage), behind the newest closed one: how many closed
+    windows have not run yet (the next one included), the next one, and when it may start."""
+
+    pending: int
+    next: Window
+    next_at: int
+
+    def describe(self) -> str:
+        return (
+            f"{self.pending} windows pending, next [{ms_to_iso(self.next.start)}, {ms_to_iso(self.next.end)}) "
+            f"at {ms_to_iso(self.next_at)}"
+        )
+
+    def to_api(self) -> dict[str, Any]:
+        return {"pendingWindows": self.pending, "next": self.next.to_api(), "nextAt": ms_to_iso(self.next_at)}
+
+
+@dataclass(frozen=True)
+class GroupEvaluation:
+    """A group's verdict. READY carries the pins (and window) to claim; ``skip`` claims without a run."""
+
+    group_id: str
+    status: Status
+    members: tuple[MemberEvaluation, ...]
+    pins: tuple[PinnedInput, ...] = ()
+    window: Window | None = None
+    until: int | None = None
+    reason: str | None = None
+    skip: bool = False
+    gaps: tuple[Gap, ...] = ()  # EACH_VERSION: missing snapshots a targeted poll should look for
+    backlog: Backlog | None = None  # a stepping windowed group behind the newest closed window
+    schedule: ScheduleExplanation | None = None  # a scheduled group: its ticks and what the next run waits for
+    partition: str | None = None  # a partitioned group's verdict for one partition key
+    # a partitioned group: the verdicts of its partitions evaluated (newest first, a page), and how many are pending
+    partitions: tuple[GroupEvaluation, ...] = ()
+    pending_partitions: int | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.status is Status.READY
+
+    def partition_api(self) -> dict[str, Any]:
+        """One partition's line on its group's board: the key, status, reason, and what it would pin."""
+        data: dict[str, Any] = {"partition": self.partition, "status": self.status.value, "reason": self.reason}
+        waiting = [m.asset_key for m in self.members if m.status is not Status.READY]
+        if waiting:
+            data["waitingFor"] = waiting
+        if self.ready:
+            data["pins"] = [p.to_api() for p in self.pins]
+        if self.until is not None:
+            data["until"] = ms_to_iso(self.until)
+        return data
+
+    def to_api(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "groupId": self.group_id,
+            "status": self.status.value,
+            "reason": self.reason,
+            "members": [m.to_api() for m in self.members],
+        }
+        if self.until is not None:
+            data["until"] = ms_to_iso(self.until)
+        if self.backlog is not None:
+            data["backlog"] = self.backlog.to_api()
+        if self.schedule is not None:
+            data["schedule"] = self.schedule.to_api()
+        if self.partition is not None:
+            data["partition"] = self.partition
+        if self.pending_partitions is not None:
+            data["pendingPartitions"] = self.pending_partitions
+            data["partitions"] = [p.partition_api() for p in self.partitions]
+        if self.ready:
+            data["pins"] = [p.to_api() for p in self.pins]
+            if self.window is not None:
+                data["window"] = self.window.to_api()
+        return data
+
+
+def with_status(
+    members: list[MemberEvaluation], index: int, status: Status, reason: str, required: dict[str, Any] | None = None
+) -> None:
+    m = members[index]
+    members[index] = replace(m, status=status, reason=reason, required={**m.required, **(required or {})})
+
+
+def first_blocked(group_id: str, members: list[MemberEvaluation], **extra: Any) -> GroupEvaluation:
+    bad = next(m for m in members if m.status is not Status.READY)
+    return GroupEvaluation(group_id, bad.status, tuple(members), reason=f"{bad.asset_key}: {bad.reason}", **extra)
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    """One partition of a partitioned group, as the group's steps judge it: its key, its members' verdicts (a
+    partitioned member's version is the newest data commit touching the partition, built by
+    :mod:`lakehook.domain.partition_evaluation`; an unpartitioned member's is its asset's newest satisfying version),
+    and which members' updates count for the policy (the partitioned ones: an unpartitioned member gates every
+    partition but need not advance between two runs of one)."""
+
+    key: str
+    members: tuple[MemberEvaluation, ...]
+    counted: frozenset[int]
+
+
+@dataclass(frozen=True)
+class RuleEvaluation:
+    """Every group's verdict at one instant; the rule is ready when any group is (OR)."""
+
+    rule_id: str
+    groups: tuple[GroupEvaluation, ...]
+    evaluated_at: int
+
+    @property
+    def ready(self) -> bool:
+        return any(g.ready for g in self.groups)
