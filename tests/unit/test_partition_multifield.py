@@ -382,6 +382,10 @@ def test_a_daily_table_fans_out_to_each_region_of_a_regional_group() -> None:
     commit(lake, CLICKS, 900, f"dt={DAY}/region=eu", f"dt={DAY}/region=ap")
     lake.deliver()
     assert lake.runs() == [(f"dt={DAY}/region=eu", [(ORDERS, 1), (CLICKS, 900)])]
+    board = lake.explain()
+    [ap] = [p for p in board.partitions if p.partition == f"dt={DAY}/region=ap"]
+    assert ap.status is Status.WAITING_FOR_PARTITION and ORDERS in (ap.reason or "")
+    assert board.to_api()["pendingPartitions"] == 2  # ap (clicks touched it), and us (the day touched it)
     commit(lake, CLICKS, 901, f"dt={DAY}/region=us")
     lake.deliver()
     assert lake.runs()[1:] == [(f"dt={DAY}/region=us", [(ORDERS, 1), (CLICKS, 901)])]
