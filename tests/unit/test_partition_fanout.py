@@ -122,14 +122,21 @@ def test_a_bad_fan_out_is_a_400_naming_the_field(source: dict[str, Any], words: 
     assert words in str(error)
 
 
-def test_a_member_fans_out_or_rolls_up_one_field_at_most() -> None:
-    two = {"hr": {"field": "dt", "grain": "day", "fanOut": True}, "mo": {"grain": "month", "fanOut": True}}
+def test_a_member_may_fan_out_two_fields_up_to_the_bound_of_partitions_a_fact_names() -> None:
+    """Two fanned-out fields name the product of their units (a day's 24 hours x a year's 12 months); past
+    MAX_UNITS partitions per fact the rule is refused, naming the fields."""
+    two = {"hr": {"field": "dt", "grain": "day", "fanOut": True}, "mo": {"field": "y", "grain": "year", "fanOut": True}}
     data = copy.deepcopy(by_hour().to_api())
     data["groups"][0]["partitionBy"] = ["hr", "mo"]
     data["groups"][0]["members"] = [{"assetKey": ORDERS, "partition": {"fields": two}}]
+    rule = parse_rule("hourly", data)
+    mapping = rule.groups[0].members[0].partition
+    assert mapping is not None and mapping.fan_out(("hr", "mo")) == 24 * 12
+    data["groups"][0]["members"][0]["partition"]["fields"]["mo"]["fanOut"] = "day"  # a year's 366 days x 24 hours
     with pytest.raises(ValidationError) as caught:
         parse_rule("hourly", data)
-    assert caught.value.field == "groups.0.members.0.partition.fields" and "one field at most" in str(caught.value)
+    assert caught.value.field == "groups.0.members.0.partition.fields"
+    assert "24 (hr) x 366 (mo) = 8784 partitions one fact names, above the limit of 1000" in str(caught.value)
 
 
 def test_a_fan_out_next_to_a_member_giving_the_field_at_another_grain_is_refused() -> None:

@@ -186,13 +186,10 @@ def partition_members(
 
 
 def _coverage_of(group: Group, member: Member) -> str:
-    """`` (hours 06 to 21)`` for a rollup over a range of its units; empty for one over every unit."""
+    """`` (hours 06 to 21)`` for a rollup over a range of its units (`` (region eu, us)`` over values, joined by
+    `` x ``); empty for one over every unit."""
     assert member.partition is not None and group.partition_by is not None
-    rollup = member.partition.rollup_field(group.partition_by)
-    source = member.partition.source(rollup) if rollup is not None else None
-    if source is None or source.coverage is None or source.grain is None:
-        return ""
-    return f" ({source.coverage.describe(source.grain)})"
+    return member.partition.describe_coverage(group.partition_by)
 
 
 def _incomplete(

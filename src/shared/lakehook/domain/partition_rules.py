@@ -4,10 +4,13 @@ A group with ``partitionBy: ["dt"]`` runs once per partition key of those fields
 partitioned member says, per group field, which of its own partition fields holds the value (``field``, by default
 the same name) and to which time grain the value is cut (``grain``): ``hour=2026-12-01-10`` → ``dt=2026-12-01``
 with ``{"dt": {"field": "hour", "grain": "day"}}``. A member's fields the group does not name are dropped (a
-commit touching ``dt=2026-12-01/region=eu`` is one of ``dt=2026-12-01``). Two mappings between grains one apart:
-a **rollup** (``complete``: the member holds the units of the group's value, the hours of its day) and a **fan-out**
-(``fanOut``: the group's values are the units of the member's, each hour of a group keyed on hours takes its day's
-commit). See docs/partitions.md.
+commit touching ``dt=2026-12-01/region=eu`` is one of ``dt=2026-12-01``). Two mappings between grains: a **rollup**
+(``complete``: the member holds the units of the group's value, the hours of its day; or, on a member's field the
+group does not key on, ``{"values": [...]}``: each of those values) and a **fan-out** (``fanOut``: the group's values
+are the units of the member's, each hour of a group keyed on hours takes its day's commit; ``fanOut`` a grain: the
+units of that grain, a year's days; ``{"values": [...]}`` on a group field the member does not have: each of those
+values). A member may roll up or fan out several fields: a partition then needs (or a fact names) the product of
+their units, at most :data:`MAX_UNITS`. See docs/partitions.md.
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ import calendar
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from itertools import product
+from math import prod
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
@@ -54,6 +60,30 @@ _FINER = {Grain.YEAR: Grain.MONTH, Grain.MONTH: Grain.DAY, Grain.DAY: Grain.HOUR
 _EXAMPLES = {Grain.YEAR: "2026", Grain.MONTH: "2026-12", Grain.DAY: "2026-12-01", Grain.HOUR: "2026-12-01-10"}
 # The most units one value of a grain has: the partitions one fact of a fan-out names at most.
 MOST_UNITS = {Grain.DAY: 24, Grain.MONTH: 31, Grain.YEAR: 12}
+# The most units of a finer grain one value of a grain has (a year's 366 days, a month's 744 hours).
+_MOST = {
+    (Grain.DAY, Grain.HOUR): 24,
+    (Grain.MONTH, Grain.DAY): 31,
+    (Grain.MONTH, Grain.HOUR): 31 * 24,
+    (Grain.YEAR, Grain.MONTH): 12,
+    (Grain.YEAR, Grain.DAY): 366,
+    (Grain.YEAR, Grain.HOUR): 366 * 24,
+}
+# The most units one partition of a rollup needs (the product of its rolled-up fields' units), and the most
+# partitions one fact of a fan-out names (the product of its fanned-out fields' units): each evaluation of a
+# partition reads a fact per unit, and each fact's partitions are marked pending and evaluated.
+MAX_UNITS = 1000
+MAX_VALUE_LENGTH = 256
+
+
+def most_units(grain: Grain, unit: Grain) -> int:
+    """The most values of ``unit`` one value of ``grain`` holds (a day's 24 hours, a leap year's 366 days)."""
+    return _MOST[(grain, unit)]
+
+
+def finer(grain: Grain, than: Grain) -> bool:
+    """Whether ``grain`` is finer than ``than`` (an hour is finer than a day)."""
+    return _GRAIN_LENGTH[grain] > _GRAIN_LENGTH[than]
 
 
 # A rollup's coverage [from, to) of its units, as the units' values are written: hours 0..23 of a day, days 1..31 of
@@ -99,9 +129,41 @@ class UnitRange(BaseModel):
         return f"{unit}s {self.start:02d} to {self.end - 1:02d}"
 
 
-def units_of(value: str, grain: Grain) -> list[str]:
-    """The units one grain finer that make up ``value`` of ``grain``: a day's 24 hours, a month's days, a year's 12
-    months (``2026-12-01`` → ``2026-12-01-00`` … ``2026-12-01-23``)."""
+class UnitValues(BaseModel):
+    """The values of a field a rollup waits for, or a fan-out gives: ``{"values": ["eu", "us"]}``, each a partition
+    value as the member's keys hold it (unescaped)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    values: tuple[str, ...] = Field(
+        min_length=1,
+        max_length=MAX_UNITS,
+        description=f"1 to {MAX_UNITS} distinct values, each 1 to {MAX_VALUE_LENGTH} characters",
+    )
+
+    @field_validator("values")
+    @classmethod
+    def _distinct(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for v in value:
+            if not v or len(v) > MAX_VALUE_LENGTH:
+                raise ValueError(f"each value is 1 to {MAX_VALUE_LENGTH} characters (null is no value to wait for)")
+        twice = next((v for i, v in enumerate(value) if v in value[:i]), None)
+        if twice is not None:
+            raise ValueError(f"{twice[:40]!r} is named twice")
+        return value
+
+    def describe(self, name: str) -> str:
+        shown = ", ".join(self.values[:5]) + (f" and {len(self.values) - 5} more" if len(self.values) > 5 else "")
+        return f"{name} {shown}"
+
+
+def units_of(value: str, grain: Grain, unit: Grain | None = None) -> list[str]:
+    """The units of ``unit`` (by default one grain finer) that make up ``value`` of ``grain``, in time order: a day's
+    24 hours, a month's days, a year's 12 months (``2026-12-01`` → ``2026-12-01-00`` … ``2026-12-01-23``), and
+    further apart a year's days or a month's hours."""
+    step = _FINER.get(grain)
+    if unit is not None and step is not None and unit is not step:
+        return [u for v in units_of(value, grain) for u in units_of(v, step, unit)]
     if grain is Grain.DAY:
         return [f"{value}-{h:02d}" for h in range(24)]
     if grain is Grain.MONTH:
@@ -160,7 +222,8 @@ def _field_name(value: str, what: str) -> str:
 
 
 class FieldSource(BaseModel):
-    """Where one group field's value comes from in a member's partition key."""
+    """Where one group field's value comes from in a member's partition key (or, on a member's field the group does
+    not key on, the values of it a rollup waits for)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -171,18 +234,23 @@ class FieldSource(BaseModel):
         default=None,
         description="cut a time value to this grain (hour, day, month, year): hour=2026-12-01-10 is day 2026-12-01",
     )
-    complete: bool | UnitRange = Field(
+    complete: bool | UnitRange | UnitValues = Field(
         default=False,
         description="a rollup: the member holds a partition only once every unit of it has a data commit (each of "
         "the 24 hours of a day, each day of a month, each month of a year; values one grain finer than grain), or, "
-        'given {"from": 6, "to": 22}, each unit of that half-open range (hours 06 to 21 of a day)',
+        'given {"from": 6, "to": 22}, each unit of that half-open range (hours 06 to 21 of a day); on a member\'s '
+        'field the group does not key on, {"values": ["eu", "us"]}: each of those values (with no field or grain). '
+        f"Several rolled-up fields: every combination of their units, at most {MAX_UNITS}",
     )
-    fan_out: bool | None = Field(
+    fan_out: bool | Grain | UnitValues | None = Field(
         default=None,
         alias="fanOut",
         description="a fan-out: the member holds values of grain, and the group's are their units, one grain finer: "
         "a commit touching day 2026-12-01 touches each of its 24 hours (a month: each of its days; a year: its 12 "
-        "months), and each group hour takes the newest commit touching its day",
+        "months), and each group hour takes the newest commit touching its day; a grain finer still (hour, day, "
+        'month): the units of that grain (a year\'s days); {"values": ["eu", "us"]} on a group field the member '
+        "does not have (with no field or grain): each of those values. Several fanned-out fields: every combination, "
+        f"at most {MAX_UNITS} partitions a fact names",
     )
 
     @field_validator("field")
@@ -195,19 +263,39 @@ class FieldSource(BaseModel):
     def _coverage(cls, value: Any, info: ValidationInfo) -> Any:
         if not isinstance(value, dict):
             return value  # true, false, or what the type refuses
-        try:
-            span = UnitRange.model_validate(value)
-        except PydanticValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            message = first["msg"].removeprefix("Value error, ")
-            raise ValueError(f"{where}: {message}" if where else message) from None
+        if "values" in value:
+            return _sub_model(UnitValues, value)
+        span = _sub_model(UnitRange, value)
         grain = info.data.get("grain")
         return span.check(grain) if grain in UNIT_BOUNDS else span
 
+    @field_validator("fan_out", mode="before")
+    @classmethod
+    def _fanned(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, dict):
+            return _sub_model(UnitValues, value)
+        if value is None or isinstance(value, bool):
+            return value
+        try:
+            unit = Grain(value)
+        except ValueError:
+            raise ValueError(
+                'fanOut is true (one grain finer), a finer grain (hour, day, month) or {"values": [...]}'
+            ) from None
+        grain = info.data.get("grain")
+        if isinstance(grain, Grain) and grain is not Grain.HOUR:
+            if not finer(unit, grain):
+                raise ValueError(f"fanOut ({unit.value}) must be a grain finer than grain ({grain.value})")
+            if most_units(grain, unit) > MAX_UNITS:
+                raise ValueError(
+                    f"fanOut {unit.value}: a {grain.value} names up to {most_units(grain, unit)} {unit.value}s, above "
+                    f"the limit of {MAX_UNITS} partitions one fact names"
+                )
+        return unit
+
     @property
     def rolls_up(self) -> bool:
-        """Whether the member rolls this field up (``complete``: true or a range)."""
+        """Whether the member rolls this field up (``complete``: true, a range or values)."""
         return self.complete is not False
 
     @property
@@ -216,14 +304,44 @@ class FieldSource(BaseModel):
         return self.complete if isinstance(self.complete, UnitRange) else None
 
     @property
+    def rollup_values(self) -> UnitValues | None:
+        """The values of a member's field a rollup waits for (``complete: {"values": [...]}``)."""
+        return self.complete if isinstance(self.complete, UnitValues) else None
+
+    @property
     def fans_out(self) -> bool:
         """Whether the member fans this field out (``fanOut``): the group's values are the units of its own."""
-        return self.fan_out is True
+        return self.fan_out is not None and self.fan_out is not False
+
+    @property
+    def fan_out_values(self) -> UnitValues | None:
+        """The values a fan-out gives a group field the member does not have (``fanOut: {"values": [...]}``)."""
+        return self.fan_out if isinstance(self.fan_out, UnitValues) else None
 
     @property
     def group_grain(self) -> Grain | None:
-        """The grain of the group's values this source gives: ``grain``, one finer for a fan-out."""
-        return _FINER[self.grain] if self.fans_out and self.grain in _FINER else self.grain
+        """The grain of the group's values this source gives: ``grain``, or a fan-out's finer grain (one finer for
+        ``fanOut: true``)."""
+        if isinstance(self.fan_out, Grain):
+            return self.fan_out
+        if self.fan_out is True and self.grain in _FINER:
+            return _FINER[self.grain]
+        return self.grain
+
+    @property
+    def most(self) -> int:
+        """The most units of a rollup one partition needs, or the most partitions one fact of a fan-out names, on
+        this field; 1 for neither."""
+        values = self.rollup_values or self.fan_out_values
+        if values is not None:
+            return len(values.values)
+        if self.grain is None or self.grain is Grain.HOUR or (not self.rolls_up and not self.fans_out):
+            return 1
+        unit = self.group_grain if self.fans_out else _FINER[self.grain]
+        assert unit is not None
+        if self.coverage is not None:
+            return min(self.coverage.end, UNIT_BOUNDS[self.grain][3]) - self.coverage.start
+        return most_units(self.grain, unit)
 
     @model_validator(mode="after")
     def _rollup(self) -> FieldSource:
@@ -232,6 +350,13 @@ class FieldSource(BaseModel):
                 "complete (a rollup: the member holds the units of the group's value) and fanOut (the group's values "
                 "are the units of the member's) exclude each other"
             )
+        if (self.rollup_values or self.fan_out_values) is not None:
+            if self.field is not None or self.grain is not None:
+                which = "complete" if self.rollup_values is not None else "fanOut"
+                raise ValueError(
+                    f"{which} with values takes no field or grain: the values are the field's own, as written"
+                )
+            return self
         if self.rolls_up and self.grain in (None, Grain.HOUR):
             raise ValueError("complete (a rollup) needs a grain of day, month or year: the units it waits for")
         if self.fans_out and self.grain in (None, Grain.HOUR):
@@ -242,6 +367,105 @@ class FieldSource(BaseModel):
         return self
 
 
+_M = TypeVar("_M", UnitRange, UnitValues)
+
+
+def _sub_model(model: type[_M], value: dict[str, Any]) -> _M:
+    """``value`` as ``model``; a ValueError naming its first bad field otherwise."""
+    try:
+        return model.model_validate(value)
+    except PydanticValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        message = first["msg"].removeprefix("Value error, ")
+        raise ValueError(f"{where}: {message}" if where else message) from None
+
+
+class _Kind(StrEnum):
+    PLAIN = "plain"  # the member's value (cut to grain) is the group's
+    ROLLUP = "rollup"  # the member holds units (one grain finer) of the group's value
+    FAN_OUT = "fanOut"  # the member holds a coarser value, the group its units
+    VALUES_ROLLUP = "valuesRollup"  # a member's field the group does not key on: each of the values
+    VALUES_FAN_OUT = "valuesFanOut"  # a group field the member does not have: each of the values
+
+
+@dataclass(frozen=True)
+class _Dim:
+    """One field of a mapping: how a member's value becomes a fact's (``to_fact``), a partition's value the facts'
+    (``units``) and a fact's value the partitions' (``names``). A values rollup is in facts only, a values fan-out
+    in partitions only."""
+
+    name: str
+    source: FieldSource
+    kind: _Kind
+
+    @property
+    def member_field(self) -> str:
+        return self.source.field or self.name
+
+    @property
+    def in_fact(self) -> bool:
+        return self.kind is not _Kind.VALUES_FAN_OUT
+
+    @property
+    def in_partition(self) -> bool:
+        return self.kind is not _Kind.VALUES_ROLLUP
+
+    @property
+    def values(self) -> list[str]:
+        found = self.source.rollup_values or self.source.fan_out_values
+        return list(found.values) if found is not None else []
+
+    def to_fact(self, value: str | None) -> list[str | None]:
+        """The fact's value for a member's value: none when it does not cut to the grain kept."""
+        grain = _FINER[self.source.grain] if self.kind is _Kind.ROLLUP and self.source.grain else self.source.grain
+        if grain is None:
+            return [value]
+        cut = cut_to_grain(value, grain) if value is not None else None
+        return [] if cut is None else [cut]
+
+    def units(self, value: str | None) -> list[str | None]:
+        """The facts' values a partition's value needs: its units for a rollup (of its coverage), the member's
+        coarser value for a fan-out, the value itself otherwise; none when the value can be no partition."""
+        grain = self.source.grain
+        if self.kind is _Kind.PLAIN:
+            return [value]
+        if self.kind is _Kind.VALUES_ROLLUP:
+            return list(self.values)
+        if self.kind is _Kind.VALUES_FAN_OUT:
+            return [value] if value in self.values else []
+        assert grain is not None
+        if value is None or grain_of(value) is not self.source.group_grain:
+            return []
+        if self.kind is _Kind.FAN_OUT:
+            return [value[: _GRAIN_LENGTH[grain]]]
+        span = self.source.coverage
+        return [u for u in units_of(value, grain) if span is None or span.holds(u)]
+
+    def names(self, value: str | None) -> list[str | None]:
+        """The partitions' values a fact's value names: the value cut to the group's grain for a rollup, every unit
+        of it for a fan-out, each value for a values fan-out."""
+        grain = self.source.grain
+        if self.kind is _Kind.VALUES_FAN_OUT:
+            return list(self.values)
+        if self.kind is _Kind.PLAIN:
+            return [value]
+        assert grain is not None
+        if self.kind is _Kind.ROLLUP:
+            cut = cut_to_grain(value, grain) if value is not None else None
+            return [] if cut is None else [cut]
+        if value is None or grain_of(value) is not grain:
+            return []
+        return list(units_of(value, grain, self.source.group_grain))
+
+
+def _combine(axes: Sequence[tuple[str, Sequence[str | None]]]) -> Iterator[str]:
+    """Every key of one value per axis (the first axis varying slowest)."""
+    names = [n for n, _ in axes]
+    for combo in product(*(values for _, values in axes)):
+        yield format_partition_key(list(zip(names, combo, strict=True)))
+
+
 class MemberPartition(BaseModel):
     """A member of a partitioned group that is itself partitioned: how its keys map onto the group's."""
 
@@ -249,9 +473,10 @@ class MemberPartition(BaseModel):
 
     fields: dict[str, FieldSource] = Field(
         default_factory=dict,
-        max_length=MAX_PARTITION_FIELDS,
+        max_length=MAX_PARTITION_FIELDS * 2,
         description="per group field (partitionBy), where the member holds its value; a field not named here is "
-        "read from the member's field of the same name",
+        "read from the member's field of the same name. A member's own field the group does not key on may be "
+        'named with {"complete": {"values": [...]}}: a rollup waiting for each of those values',
     )
 
     @field_validator("fields")
@@ -259,94 +484,142 @@ class MemberPartition(BaseModel):
     def _names(cls, value: dict[str, FieldSource]) -> dict[str, FieldSource]:
         for name in value:
             _field_name(name, "a group field")
-        if sum(1 for source in value.values() if source.rolls_up or source.fans_out) > 1:
-            raise ValueError("a member rolls up (complete) or fans out (fanOut) one field at most")
+        units = [(n, s.most) for n, s in value.items() if s.rolls_up]
+        fans = [(n, s.most) for n, s in value.items() if s.fans_out]
+        for found, what in ((units, "units one partition of the rollup needs"), (fans, "partitions one fact names")):
+            total = prod(n for _, n in found)
+            if total > MAX_UNITS:
+                shown = " x ".join(f"{n} ({name})" for name, n in found)
+                raise ValueError(f"{shown} = {total} {what}, above the limit of {MAX_UNITS}")
         return value
 
     def source(self, group_field: str) -> FieldSource:
         return self.fields.get(group_field) or FieldSource()
 
+    def _dims(self, partition_by: tuple[str, ...]) -> list[_Dim]:
+        """The mapping's fields in the order of its fact keys: the group's fields, then the member's fields rolled
+        up over values, by name (a values fan-out is in partitions only)."""
+        dims = []
+        for name in partition_by:
+            source = self.source(name)
+            if source.fan_out_values is not None:
+                kind = _Kind.VALUES_FAN_OUT
+            elif source.fans_out:
+                kind = _Kind.FAN_OUT
+            elif source.rolls_up:
+                kind = _Kind.ROLLUP
+            else:
+                kind = _Kind.PLAIN
+            dims.append(_Dim(name, source, kind))
+        extra = sorted(n for n, s in self.fields.items() if n not in partition_by and s.rollup_values is not None)
+        return dims + [_Dim(n, self.fields[n], _Kind.VALUES_ROLLUP) for n in extra]
+
+    def misplaced(self, partition_by: tuple[str, ...]) -> tuple[str, str] | None:
+        """A field named where it cannot be (the field and why): a field the group does not key on that is no
+        rollup over values, a rollup over values of a group field, or over a member field a group field reads."""
+        read = {self.source(f).field or f: f for f in partition_by if self.source(f).fan_out_values is None}
+        for name, source in self.fields.items():
+            if name in partition_by and source.rollup_values is not None:
+                return name, (
+                    "complete with values rolls up a member's field the group does not key on; "
+                    f"{name} is a field of partitionBy"
+                )
+            if name not in partition_by and source.rollup_values is None:
+                return name, (
+                    "not a field of partitionBy (a member's field the group does not key on takes only "
+                    '{"complete": {"values": [...]}}, a rollup over those values)'
+                )
+            if name not in partition_by and name in read:
+                return name, f"the member's field {name} holds group field {read[name]}: it is no field to roll up"
+        return None
+
     def mapping_id(self, partition_by: tuple[str, ...]) -> str:
         """A short, stable name of this mapping onto ``partition_by``: members mapping an asset alike share facts."""
-        spec = [[f, self.source(f).field or f, self.source(f).grain] for f in partition_by]
-        rollup = self.rollup_field(partition_by)
-        if rollup is not None:
-            spec.append(["complete", rollup])
+        spec: list[list[Any]] = [[f, self.source(f).field or f, self.source(f).grain] for f in partition_by]
+        for dim in self._dims(partition_by):
+            if dim.kind is _Kind.ROLLUP:
+                spec.append(["complete", dim.name])
+            elif dim.kind is _Kind.VALUES_ROLLUP:
+                spec.append(["complete", dim.name, "values"])
+            elif dim.kind is _Kind.VALUES_FAN_OUT:
+                spec.append(["fanOut", dim.name, "values"])
         return hashlib.sha256(json.dumps(spec).encode()).hexdigest()[:16]
 
-    def rollup_field(self, partition_by: tuple[str, ...]) -> str | None:
-        """The group field this member rolls up (``complete``), if any."""
-        return next((f for f in partition_by if self.source(f).rolls_up), None)
+    def rollup_fields(self, partition_by: tuple[str, ...]) -> list[str]:
+        """The fields this member rolls up (``complete``): group fields, then its own fields rolled up over values."""
+        return [d.name for d in self._dims(partition_by) if d.kind in (_Kind.ROLLUP, _Kind.VALUES_ROLLUP)]
 
-    def fan_out_field(self, partition_by: tuple[str, ...]) -> str | None:
-        """The group field this member fans out (``fanOut``), if any."""
-        return next((f for f in partition_by if self.source(f).fans_out), None)
+    def fan_out_fields(self, partition_by: tuple[str, ...]) -> list[str]:
+        """The group fields this member fans out (``fanOut``)."""
+        return [f for f in partition_by if self.source(f).fans_out]
 
     def fan_out(self, partition_by: tuple[str, ...]) -> int:
-        """The most partitions of the group one fact of this member names: the units of its fan-out's grain (24
-        hours of a day, 31 days of a month, 12 months of a year); 1 without a fan-out."""
-        fanned = self.fan_out_field(partition_by)
-        grain = self.source(fanned).grain if fanned is not None else None
-        return MOST_UNITS[grain] if grain is not None else 1
+        """The most partitions of the group one fact of this member names: the product of its fan-outs' units (24
+        hours of a day, 31 days of a month, 366 days of a year, the values of a values fan-out); 1 without one."""
+        return prod(self.source(f).most for f in self.fan_out_fields(partition_by))
+
+    def units(self, partition_by: tuple[str, ...]) -> int:
+        """The most facts one partition of the group needs of this member: the product of its rollups' units (24
+        hours x 2 regions is 48); 1 without one."""
+        return prod(d.source.most for d in self._dims(partition_by) if d.kind in (_Kind.ROLLUP, _Kind.VALUES_ROLLUP))
+
+    def describe_coverage(self, partition_by: tuple[str, ...]) -> str:
+        """`` (hours 06 to 21 x region eu, us)``: the ranges and values a rollup waits for; empty when it waits for
+        every unit of a time value (or rolls nothing up)."""
+        parts = []
+        for dim in self._dims(partition_by):
+            span, values = dim.source.coverage, dim.source.rollup_values
+            if dim.kind is _Kind.ROLLUP and span is not None and dim.source.grain is not None:
+                parts.append(span.describe(dim.source.grain))
+            elif dim.kind is _Kind.VALUES_ROLLUP and values is not None:
+                parts.append(values.describe(dim.name))
+        return f" ({' x '.join(parts)})" if parts else ""
 
     def fact_key(self, key: str, partition_by: tuple[str, ...]) -> str | None:
         """The key a fact of one of the member's keys is kept under: the group's key, except that a rollup keeps the
-        unit (``dt=2026-12-01-10``: the hour of the day it rolls up), so a partition can tell which units it has."""
-        rollup = self.rollup_field(partition_by)
-        if rollup is None:
-            return self.map_key(key, partition_by)
-        grain = self.source(rollup).grain
-        assert grain is not None
-        finer = self.model_copy(
-            update={
-                "fields": {
-                    **self.fields,
-                    rollup: self.source(rollup).model_copy(update={"grain": _FINER[grain], "complete": False}),
-                }
-            }
-        )
-        return finer.map_key(key, partition_by)
+        unit (``dt=2026-12-01-10``: the hour of the day it rolls up; ``dt=2026-12-01-10/region=eu`` rolling regions
+        up too), so a partition can tell which units it has, and that a values fan-out leaves its field out. None
+        when the key does not name a field the mapping needs (or a time value does not cut to its grain)."""
+        try:
+            values = dict(parse_partition_key(key))
+        except PartitionKeyError:
+            return None
+        out: list[tuple[str, str | None]] = []
+        for dim in self._dims(partition_by):
+            if not dim.in_fact:
+                continue
+            if dim.member_field not in values:
+                return None
+            found = dim.to_fact(values[dim.member_field])
+            if not found:
+                return None
+            out.append((dim.name, found[0]))
+        return format_partition_key(out)
 
     def unit_keys(self, partition: str, partition_by: tuple[str, ...]) -> list[str]:
-        """The fact keys a rollup needs for one of the group's partitions (every unit of it); the partition itself
-        for a member that rolls nothing up; for a fan-out the one fact of the member's value holding the partition
-        (``hr=2026-12-01`` for ``hr=2026-12-01-10``)."""
-        rollup = self.rollup_field(partition_by)
-        if rollup is None:
-            return self._fanned_in(partition, partition_by)
-        grain = self.source(rollup).grain
-        assert grain is not None
+        """The fact keys this member needs for one of the group's partitions: the partition itself for a member that
+        maps it as it is; for a rollup every unit of it (of each rolled-up field: their product); for a fan-out the
+        one fact of the member's value holding it (``hr=2026-12-01`` for ``hr=2026-12-01-10``). None when the
+        partition can be none of this mapping's."""
         try:
-            values = parse_partition_key(partition)
+            values = dict(parse_partition_key(partition))
         except PartitionKeyError:
             return []
-        value = dict(values).get(rollup)
-        if value is None or grain_of(value) is not grain:
-            return []
-        span = self.source(rollup).coverage
-        units = [u for u in units_of(value, grain) if span is None or span.holds(u)]
-        return [format_partition_key([(n, u if n == rollup else v) for n, v in values]) for u in units]
-
-    def _fanned_in(self, partition: str, partition_by: tuple[str, ...]) -> list[str]:
-        """The fact key holding ``partition`` for a fan-out (the group's value cut to the member's grain; none when
-        it is no value one grain finer than that), the partition itself otherwise."""
-        fanned = self.fan_out_field(partition_by)
-        if fanned is None:
-            return [partition]
-        source = self.source(fanned)
-        assert source.grain is not None
-        try:
-            values = parse_partition_key(partition)
-        except PartitionKeyError:
-            return []
-        value = dict(values).get(fanned)
-        if value is None or grain_of(value) is not source.group_grain:
-            return []
-        return [format_partition_key([(n, cut_to_grain(value, source.grain) if n == fanned else v) for n, v in values])]
+        axes: list[tuple[str, list[str | None]]] = []
+        for dim in self._dims(partition_by):
+            if dim.in_partition and dim.name not in values:
+                return []
+            found = dim.units(values.get(dim.name))
+            if not found:
+                return []
+            if dim.in_fact:
+                axes.append((dim.name, found))
+        return list(_combine(axes))
 
     def misfit(self, partition: str, partition_by: tuple[str, ...]) -> str | None:
         """Why ``partition`` (a key of the group's fields) can be no partition of this member's mapping: a field the
-        member cuts to a time grain whose value is no time value of that grain; None when it can be one."""
+        member cuts to a time grain whose value is no time value of that grain, or a value a values fan-out does not
+        give; None when it can be one."""
         try:
             values = dict(parse_partition_key(partition))
         except PartitionKeyError as exc:
@@ -354,28 +627,34 @@ class MemberPartition(BaseModel):
         for name in partition_by:
             source = self.source(name)
             grain, value = source.group_grain, values.get(name)
+            shown = "null" if value is None else repr(value[:40])
+            fanned = source.fan_out_values
+            if fanned is not None and value not in fanned.values:
+                return f"{name} {shown} is none of the values the member fans out to ({fanned.describe(name)})"
             if grain is not None and (value is None or grain_of(value) is not grain):
-                shown = "null" if value is None else repr(value[:40])
                 how = f"fans its {source.grain}s out to" if source.fans_out else "cuts it to"
                 return f"{name} {shown} is no {grain.value} ({_EXAMPLES[grain]}), the grain the member {how}"
         return None
 
     def partitions_of(self, fact_key: str, partition_by: tuple[str, ...]) -> list[str]:
-        """The group's partitions a fact key names: the one it belongs to (a rollup's unit cut to its partition), or
-        for a fan-out every unit of the member's value (a day's 24 hours)."""
-        rollup, fanned = self.rollup_field(partition_by), self.fan_out_field(partition_by)
-        if rollup is None and fanned is None:
-            return [fact_key]
-        values = parse_partition_key(fact_key)
-        if rollup is not None:
-            grain = self.source(rollup).grain
-            assert grain is not None
-            return [format_partition_key([(n, cut_to_grain(v, grain) if n == rollup and v else v) for n, v in values])]
-        assert fanned is not None
-        grain, value = self.source(fanned).grain, dict(values).get(fanned)
-        if grain is None or value is None or grain_of(value) is not grain:
+        """The group's partitions a fact key names: the one it belongs to (a rollup's unit cut to its partition, its
+        values-rolled fields dropped), or for a fan-out every unit of the member's value (a day's 24 hours; the
+        product over the fanned-out fields)."""
+        try:
+            values = dict(parse_partition_key(fact_key))
+        except PartitionKeyError:
             return []
-        return [format_partition_key([(n, u if n == fanned else v) for n, v in values]) for u in units_of(value, grain)]
+        axes: list[tuple[str, list[str | None]]] = []
+        for dim in self._dims(partition_by):
+            if not dim.in_partition:
+                continue
+            if dim.in_fact and dim.name not in values:
+                return []
+            found = dim.names(values.get(dim.name))
+            if not found:
+                return []
+            axes.append((dim.name, found))
+        return list(_combine(axes))
 
     def map_key(self, key: str, partition_by: tuple[str, ...]) -> str | None:
         """The group's partition key for one of the member's keys, or None when the key does not name every field
@@ -435,18 +714,18 @@ def fan_out_clash(
     index (a key of ``mappings``), the field and why; None when the members agree (a member that cuts the field to
     no grain agrees with any)."""
     for i, mapping in mappings.items():
-        fanned = mapping.fan_out_field(partition_by)
-        if fanned is None:
-            continue
-        source = mapping.source(fanned)
-        assert source.grain is not None and source.group_grain is not None
-        for j, other in mappings.items():
-            theirs = other.source(fanned).group_grain
-            if j != i and theirs is not None and theirs is not source.group_grain:
-                return (
-                    i,
-                    fanned,
-                    f"fans {source.grain.value}s out to {source.group_grain.value}s, but members.{j} gives "
-                    f"{fanned} as {theirs.value}s: a partition of the group has one grain",
-                )
+        for fanned in mapping.fan_out_fields(partition_by):
+            source = mapping.source(fanned)
+            if source.fan_out_values is not None:
+                continue  # values, no grain
+            assert source.grain is not None and source.group_grain is not None
+            for j, other in mappings.items():
+                theirs = other.source(fanned).group_grain
+                if j != i and theirs is not None and theirs is not source.group_grain:
+                    return (
+                        i,
+                        fanned,
+                        f"fans {source.grain.value}s out to {source.group_grain.value}s, but members.{j} gives "
+                        f"{fanned} as {theirs.value}s: a partition of the group has one grain",
+                    )
     return None

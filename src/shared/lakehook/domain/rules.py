@@ -286,9 +286,9 @@ class Group(BaseModel):
         for i in named:
             partition = members[i].partition
             assert partition is not None
-            unknown = sorted(set(partition.fields) - set(partition_by))
-            if unknown:
-                raise ValueError(f"members.{i}.partition.fields.{unknown[0]}: not a field of partitionBy")
+            misplaced = partition.misplaced(partition_by)
+            if misplaced is not None:
+                raise ValueError(f"members.{i}.partition.fields.{misplaced[0]}: {misplaced[1]}")
             c = members[i].condition
             kept = {k for k, v in c.model_dump(exclude_defaults=True).items() if v is not None}
             if kept - {"min_snapshot_id"} or not c.snapshot_required:

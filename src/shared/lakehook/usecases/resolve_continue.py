@@ -101,7 +101,8 @@ def next_page_message(rule_id: str, group_id: str, after: str) -> dict[str, Any]
 def weights(work: Sequence[tuple[Rule, Group]]) -> dict[str, int]:
     """Per asset, what one touched key of it may cost the groups of ``work``: per distinct mapping of the
     partitioned members naming it (rules mapping an asset alike share its facts), one fact, or for a fan-out the
-    partitions that fact names in a group (a day's 24 hours, a month's 31 days at most, a year's 12 months), each
+    partitions that fact names in a group (a day's 24 hours, a month's 31 days at most, a year's 12 months, a year's
+    366 days fanned out to days, the product over several fanned-out fields: at most 1000), each
     read and evaluated as a partition is."""
     mappings: dict[str, dict[str, int]] = {}
     for _, group in work:
