@@ -177,6 +177,21 @@ def test_every_pending_partition_is_evaluated_past_one_page() -> None:
     assert lake.partitions.count_pending("daily", "g") == 0
 
 
+def test_a_rollups_partitions_past_the_fact_reads_of_one_invocation_run_from_the_queue() -> None:
+    """A day of a rollup over its 24 hours reads 24 facts: with 60 fact reads an invocation evaluates two days and
+    carries the others to the queue, so each invocation's reads stay bounded and every complete day runs once."""
+    hours = {"assetKey": CLICKS, "partition": {"fields": {"dt": {"field": "hour", "grain": "day", "complete": True}}}}
+    bounded = Bounded.of(daily(hours), max_facts=5000, max_fact_reads=60)
+    lake = bounded.lake
+    days = [f"2026-11-{d:02d}" for d in range(1, 11)]
+    hourly(lake, 1, *[f"{d}-{h:02d}" for d in days for h in range(24)])
+    first = bounded.deliver()
+    assert len(first.claimed) == 2 and first.carried >= 1
+    bounded.drain()
+    assert sorted(p for p, _ in lake.runs()) == sorted(f"dt={d}" for d in days)
+    assert lake.partitions.count_pending("daily", "g") == 0
+
+
 def test_a_rollup_day_missing_an_hour_stays_pending_counted_and_overdue() -> None:
     """23 of a day's 24 hours: the day is pending (explain lists it and counts it, the freshness promise makes it
     overdue), and stays so after another day is committed, until its last hour comes and it runs."""
@@ -231,10 +246,17 @@ DAYS = ["2026-12-01", "2026-12-02", "2026-12-03", "2026-12-04", "2026-12-05"]
     max_facts=st.integers(1, 6),
     max_claims=st.integers(1, 3),
     page=st.integers(1, 3),
+    reads=st.integers(1, 8),
     data=st.data(),
 )
 def test_at_any_bound_each_partition_runs_once_per_combination_and_none_is_left(
-    history: list[tuple[str, set[str]]], mode: str, max_facts: int, max_claims: int, page: int, data: st.DataObject
+    history: list[tuple[str, set[str]]],
+    mode: str,
+    max_facts: int,
+    max_claims: int,
+    page: int,
+    reads: int,
+    data: st.DataObject,
 ) -> None:
     """Commits of two partitioned tables and a gate, delivered in batches of any size (some twice), the queue's
     messages handed over in any order and some twice, at any bounds: every invocation stays within them, no
@@ -244,7 +266,9 @@ def test_at_any_bound_each_partition_runs_once_per_combination_and_none_is_left(
     rule = daily(
         {"assetKey": ORDERS, "partition": {}}, {"assetKey": PAYMENTS, "partition": {}}, {"assetKey": DIM}, mode=mode
     )
-    bounded = Bounded.of(rule, max_facts=max_facts, max_claims_per_group=max_claims, pending_page=page)
+    bounded = Bounded.of(
+        rule, max_facts=max_facts, max_claims_per_group=max_claims, pending_page=page, max_fact_reads=reads
+    )
     lake = bounded.lake
     ids = {ORDERS: 0, PAYMENTS: 100, DIM: 200}
     touched: dict[tuple[str, int], set[str]] = {}

@@ -352,8 +352,9 @@ class GatherInputs:
         unmarked = [p for p in given if p not in page]
         if unmarked and not explain:
             page = {**page, **store.marks(rule_id, group_id, unmarked)}
-        partitions = PartitionInputs(given, page, {}, {}).partitions
-        wanted = [k for p in partitions for k in fact_keys(group, p)]
+        partitions, wanted, past = self._within_reads(group, PartitionInputs(given, page, {}, {}).partitions, explain)
+        if past:
+            given, page = given - set(past), {p: m for p, m in page.items() if p not in past}
         ids = {p: partition_cursor_id(group_id, p) for p in partitions}
         cursors = self._stores.triggers.get_cursors([(rule_id, i) for i in ids.values()]) if ids else {}
         return PartitionInputs(
@@ -363,8 +364,26 @@ class GatherInputs:
             {p: c for p, i in ids.items() if (c := cursors.get((rule_id, i))) is not None},
             store.count_pending(rule_id, group_id) if explain else None,
             more,
-            whole,
+            whole and not past,
+            tuple(past),
         )
+
+    def _within_reads(
+        self, group: Group, partitions: list[str], explain: bool
+    ) -> tuple[list[str], list[FactKey], list[str]]:
+        """The partitions (newest first) whose facts fit in ``max_fact_reads`` (one at least; a rollup's partition
+        reads a fact per unit), their fact keys, and the partitions past the bound: carried to the resolver queue,
+        evaluated in a later invocation (with no queue, or for explain, nothing is past it)."""
+        bound = self._limits.max_fact_reads if self._stores.resolver_queue is not None and not explain else None
+        kept: list[str] = []
+        wanted: list[FactKey] = []
+        for i, partition in enumerate(partitions):
+            keys = fact_keys(group, partition)
+            if bound is not None and kept and len(wanted) + len(keys) > bound:
+                return kept, wanted, partitions[i:]
+            kept.append(partition)
+            wanted.extend(keys)
+        return kept, wanted, []
 
     def _pending_page(
         self, store: PartitionStore, rule_id: str, group_id: str, scan: tuple[bool, str | None], explain: bool

@@ -127,6 +127,7 @@ class PartitionInputs:
     counted: int | None = None  # explain reads a short page: the count it shows is read
     more: str | None = None  # the page of pending partitions was full: the next page starts below this key
     whole: bool = False  # the page holds every pending partition (read from the newest key, not full)
+    past: tuple[str, ...] = ()  # partitions past the invocation's fact reads: carried to the work queue
 
     @property
     def partitions(self) -> list[str]:
@@ -360,6 +361,7 @@ class PlanPartitions:
         )
         fresh = tuple(m for m in marks if m.partition not in page)
         continued, first = self._carried(planned)
+        continued += self.inputs.past
         deferral = Deferral(self.rule.rule_id, self.group.group_id, first[0]) if first is not None else None
         counted = self.inputs.counted
         left = len(set(page) | {m.partition for m in marks}) - len(clears)
