@@ -14,6 +14,7 @@ from lakehook.observability import MetricName
 from lakehook.ports.coverage import CoverageStore
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.queue import WorkQueue
+from lakehook.ports.store import AssetStore
 from lakehook.ports.rules import (
     AssetRecheck,
     Deferral,
@@ -83,6 +84,8 @@ class ResolverStores:
     partitions: PartitionStore | None = None
     poll_queue: WorkQueue | None = None
     resolver_queue: WorkQueue | None = None  # takes the work past one invocation's bound (resolve_continue.py)
+    # the part items of a commit's partitions, which an evaluation no stream batch brought reads (a PUT, evaluate now)
+    assets: AssetStore | None = None
 
 
 @dataclass(frozen=True)
