@@ -13,8 +13,8 @@ from datetime import date, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
 from lakehook.domain.evaluation import PartialCommit
+from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Rule
 from lakehook.domain.snapshots import SnapshotInfo, snapshot_event
@@ -44,7 +44,9 @@ def recorded(lake: Lake, event: AssetEvent, source: SourceType, info: SnapshotIn
     if after is not None and (before is None or before.version != after.version):
         stream.append(StateChange(event.asset_key, after))
     for part in lake.store.inserted_parts[seen:]:
-        stream.append(StateChange(part.asset_key, snapshot=part.snapshot, partitions=part.partitions, partitions_only=True))
+        stream.append(
+            StateChange(part.asset_key, snapshot=part.snapshot, partitions=part.partitions, partitions_only=True)
+        )
 
 
 def polled(lake: Lake, asset: str, sid: int, keys: list[str]) -> None:

@@ -285,7 +285,7 @@ class PartitionPart:
 
 
 def partition_parts(
-    event: AssetEvent, more: Chunks, recorded: Sequence[str] | None | Literal[False] = False
+    event: AssetEvent, more: Chunks, recorded: Sequence[str] | Literal[False] | None = False
 ) -> list[PartitionPart]:
     """The parts of a recorded ``SNAPSHOT_COMMITTED`` event: one per chunk its reader found past the event's keys
     (its snapshot's ``more_partitions``), from part 1; none when the event holds every key.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError as PydanticValidationError
 
@@ -152,7 +152,9 @@ class IngestEvents:
         received_at = self._clock()
         recording = self._store.record_event(event, source, received_at, producer_id)
         # a read of the table recording a snapshot another event (a push) recorded first: its keys that one left out
-        first = recording.partitions if not recording.novel and source in _READS else False
+        first: tuple[str, ...] | None | Literal[False] = False
+        if not recording.novel and source in _READS:
+            first = recording.partitions
         parts = partition_parts(event, more_partitions, first)
         if parts:
             self._store.record_partition_parts(parts, recording.received_at)

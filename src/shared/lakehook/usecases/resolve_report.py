@@ -14,7 +14,6 @@ from lakehook.observability import MetricName
 from lakehook.ports.coverage import CoverageStore
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.queue import WorkQueue
-from lakehook.ports.store import AssetStore
 from lakehook.ports.rules import (
     AssetRecheck,
     Deferral,
@@ -25,6 +24,7 @@ from lakehook.ports.rules import (
     StateReader,
     TriggerStore,
 )
+from lakehook.ports.store import AssetStore
 
 READY_METRIC = "lakehouse_asset_dependency_ready_total"
 BLOCKED_METRIC = "lakehouse_asset_dependency_blocked_by"
