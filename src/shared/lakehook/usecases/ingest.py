@@ -152,7 +152,7 @@ class IngestEvents:
         received_at = self._clock()
         recording = self._store.record_event(event, source, received_at, producer_id)
         # a read of the table recording a snapshot another event (a push) recorded first: its keys that one left out
-        first: tuple[str, ...] | None | Literal[False] = False
+        first: tuple[str, ...] | Literal[False] | None = False
         if not recording.novel and source in _READS:
             first = recording.partitions
         parts = partition_parts(event, more_partitions, first)
