@@ -293,6 +293,8 @@ def partition_parts(
     ``recorded``: when another event recorded the snapshot first (a push before the poll), the keys that one names
     (None: it names none). Then the keys of this event that it left out are part 0, so they reach the resolver too:
     the state and the recorded event keep the first recording's keys. ``False``: this event is the recorded one."""
+    if event.event_type is not EventType.SNAPSHOT_COMMITTED or (not more and recorded is False):
+        return []
     record = snapshot_record(event)
     parts = [PartitionPart.of(event.asset_key, record, n, chunk) for n, chunk in enumerate(more, start=1)]
     if recorded is False or event.partitions is None or not record.changes_data:
