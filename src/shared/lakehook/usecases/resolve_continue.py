@@ -11,6 +11,10 @@ which hands the resolver one message per invocation (``BatchSize: 1``):
 - a group's **continuation** (``kind: "group"``): ready partitions past its claims (at most one invocation's claims per
   message), or the next page of its pending partitions (below a key).
 
+An evaluation no stream batch brought (a PUT of the rule, evaluate now) is bounded alike (:func:`evaluation_batch`):
+it takes at most ``max_facts`` facts' worth of the partitions its members' newest commits touched, and sends the
+rest, and those commits' part items, as slices.
+
 Each message is bounded, each partition is read once per continuation (the drain is linear in reads), and a message
 whose invocation fails (a timeout included) is received again, then kept in the queue's dead-letter queue
 (``ResolverWorkDeadLetterQueue``, alarmed); nothing is stranded. Without a queue (a unit test's resolver), the group
