@@ -40,6 +40,20 @@ def test_an_event_identity_is_recorded_once(backend: Backend) -> None:
     ]
 
 
+def test_a_refused_record_names_the_partition_keys_of_the_first_recording(backend: Backend) -> None:
+    """A poll of a snapshot a push recorded first learns, from the refused put, the keys the push named (None: it
+    named none), so it records the keys the push left out (docs/partitions.md#limits)."""
+    backend.assets.record_event(snap(9, partitions=["dt=2026-12-02", "dt=2026-12-01"]), SourceType.PUSH, 1000)
+    polled = snap(9, partitions=["dt=2026-12-01", "dt=2026-12-03"])
+    assert backend.assets.record_event(polled, SourceType.POLL, 2000) == Recording(
+        False, 1000, partitions=("dt=2026-12-01", "dt=2026-12-02")
+    )
+    backend.assets.record_event(snap(10), SourceType.PUSH, 1000)
+    assert backend.assets.record_event(polled.model_copy(update={"snapshot_id": 10}), SourceType.POLL, 2000) == (
+        Recording(False, 1000, partitions=None)
+    )
+
+
 def test_a_settled_event_tells_its_redelivery_so(backend: Backend) -> None:
     backend.assets.mark_settled(snap(8))  # never recorded (or expired): nothing to note, nothing created
     assert backend.assets.record_event(snap(8), SourceType.PUSH, 1000) == Recording(True, 1000)

@@ -64,7 +64,9 @@ class InMemoryAssetStore(AssetStore):
         with self._lock:
             first = self.events.get(event.event_id)
             if first is not None:
-                return Recording(False, first.received_at, event.event_id in self.settled)
+                named = first.event.partitions
+                keys = named.keys if named is not None else None
+                return Recording(False, first.received_at, event.event_id in self.settled, keys)
             self.events[event.event_id] = RecordedEvent(
                 event, source, received_at, producer_id, {"eventId": event.event_id}
             )

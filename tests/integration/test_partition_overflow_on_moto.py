@@ -234,3 +234,87 @@ def test_a_commit_touching_more_partitions_than_its_event_holds_runs_the_rule_fo
     assert wired.read() == []
     assert len(wired.runs("daily")) == TOUCHED
     print(json.dumps({"poll": polled, "resolving a part": resolving, "queued": queued, "read again": reread}))
+
+
+RULE = "after"
+
+
+def put_rule(wired: Wired, orders: Table, payments: Table) -> None:
+    members = [{"assetKey": orders.key, "partition": {}}, {"assetKey": payments.key, "partition": {}}]
+    body = {
+        "groups": [{"groupId": "g", "partitionBy": ["dt"], "members": members}],
+        "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
+    }
+    status, answer = call(wired.app, "PUT", f"/rules/{RULE}", body)
+    assert status == 201, answer
+
+
+@pytest.mark.timeout(900)
+def test_a_rule_put_after_a_commit_touching_more_than_its_event_holds_runs_every_day_both_touched(
+    wired: Wired, tmp_path: Path
+) -> None:
+    """Orders committed 1,300 days (the state keeps the first 1000, a part item the other 300) and payments the 310
+    days from the 991st, before the rule existed. The PUT's own evaluation writes at most 1000 facts (orders' first
+    1000) and sends the rest to the resolver's queue (payments' 310 keys, orders' part): every day both touched
+    runs, once, pinning both commits."""
+    orders, payments = Table(wired, tmp_path, "orders"), Table(wired, tmp_path, "payments")
+    touched = days(TOUCHED)
+    orders.write("1999-01-01")
+    payments.write("1999-01-02")
+    orders.poll()
+    payments.poll()
+    orders.write(*touched)
+    payments.write(*touched[990:])
+    orders.poll()
+    payments.poll()
+    wired.settle()  # no rule names them yet
+    with wired.counter.measure() as calls:
+        put_rule(wired, orders, payments)
+    # one invocation's facts (orders' first 1000), its pending marks; the pending page and each member's parts
+    assert (calls["PutItem"], calls["BatchWriteItem"], calls["Query"]) == (1000, 40, 3), calls
+    queued = wired.settle()
+    runs = wired.runs(RULE)
+    assert sorted(p for p, _ in runs) == [f"dt={d}" for d in touched[990:]]  # 300 of them past orders' first 1000
+    assert all(pins == {orders.key: 1, payments.key: 1} for _, pins in runs)
+    print(json.dumps({"put": dict(calls), "queued": queued}))
+
+
+@pytest.mark.timeout(900)
+def test_a_poll_of_a_commit_a_push_recorded_first_with_fewer_keys_runs_every_day_the_poll_read(
+    wired: Wired, tmp_path: Path
+) -> None:
+    """Orders' writer pushed its commit naming 5 days before the poll read the commit's 1,050: the event and the
+    state keep the push's 5; the poll records the 995 other keys of its first 1000 as part 0 and the last 50 as part
+    1. Every day payments touched too (the 150 from the 901st) runs, once."""
+    from lakehook.domain.events import AssetEvent, SourceType
+
+    orders, payments = Table(wired, tmp_path, "orders"), Table(wired, tmp_path, "payments")
+    touched = days(1_050)
+    orders.write("1999-01-01")
+    payments.write("1999-01-02")
+    orders.poll()
+    payments.poll()
+    put_rule(wired, orders, payments)
+    payments.write(*touched[900:])
+    payments.poll()
+    wired.settle()
+    orders.write(*touched)
+    pushed = AssetEvent.model_validate(
+        {
+            "eventType": "SNAPSHOT_COMMITTED",
+            "assetKey": orders.key,
+            "snapshotId": 1,
+            "partitions": [f"dt={d}" for d in touched[:5]],
+        }
+    )
+    assert wired.container.ingest.ingest(pushed, SourceType.PUSH).status is IngestStatus.ACCEPTED
+    polled = orders.poll()
+    assert polled["BatchWriteItem"] == 1
+    stored = wired.container.asset_store.partition_parts(orders.key, 1)
+    assert [(p.part, len(p.keys)) for p in stored] == [(0, 995), (1, 50)]
+    state = wired.container.asset_store.get_state(orders.key)
+    assert state is not None and state.latest_partitions is not None and state.latest_partitions.count == 5
+    wired.settle()
+    runs = wired.runs(RULE)
+    assert sorted(p for p, _ in runs) == [f"dt={d}" for d in touched[900:]]  # 100 of them from part 0
+    assert all(pins == {orders.key: 1, payments.key: 1} for _, pins in runs)

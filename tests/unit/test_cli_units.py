@@ -290,6 +290,8 @@ def test_explain_prints_one_line_per_partition_and_how_many_are_pending() -> Non
                 {"partition": "dt=2026-12-01", "status": "WAITING_FOR_PARTITION", "reason": waiting},
             ]
             group = {"groupId": "g", "status": "READY", "members": [], "partitions": lines, "pendingPartitions": 7}
+            cut = {"assetKey": "paimon://lake/ods/orders", "snapshotId": 3, "touched": 1300, "evaluated": 1000}
+            group["partialCommits"] = [cut]
             return {"ruleId": "daily", "ready": True, "evaluatedAt": "now", "groups": [group]}
 
     stdout, stderr = io.StringIO(), io.StringIO()
@@ -297,6 +299,10 @@ def test_explain_prints_one_line_per_partition_and_how_many_are_pending() -> Non
         explain(Answers(), argparse.Namespace(rule="daily", output="text"))  # type: ignore[arg-type]
     lines = stdout.getvalue().splitlines()
     assert "    partitions: 7 pending, 2 shown" in lines
+    assert (
+        "      paimon://lake/ods/orders@3 touched 1300 partitions: evaluated its first 1000 here, the rest by the "
+        "resolver" in lines
+    )
     assert (
         "      WAITING_FOR_PARTITION  dt=2026-12-01: waiting for paimon://lake/ods/payments (no data commit has "
         "touched it yet)" in lines

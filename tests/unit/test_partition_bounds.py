@@ -61,6 +61,7 @@ class Bounded:
                 lake.deferrals,
                 partitions=lake.partitions,
                 resolver_queue=bounded.queue,
+                assets=lake.store,
             ),
             limits=bounded.limits,
             clock=lambda: lake.now,

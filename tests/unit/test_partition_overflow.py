@@ -86,14 +86,35 @@ def test_a_poll_records_the_keys_past_its_event_as_parts_once_however_often_it_r
     assert poller.store.partition_parts(KEY, 1) == parts and poller.store.inserted_parts == parts
 
 
-def test_a_push_recorded_first_without_them_still_gets_the_polls_parts() -> None:
+def test_a_push_recorded_first_without_them_still_gets_the_polls_parts_its_first_keys_as_part_0() -> None:
     poller = Poller()
     keys = days(1_700)
     poller.commit(keys)
     pushed = AssetEvent(eventType="SNAPSHOT_COMMITTED", assetKey=KEY, snapshotId=1, commitKind="APPEND")
     assert poller.ingest.ingest(pushed, SourceType.PUSH).status is IngestStatus.ACCEPTED
     assert poller.poll() == [IngestStatus.DUPLICATE]
-    assert [p.keys for p in poller.store.inserted_parts] == [tuple(keys[1000:])]
+    assert [(p.part, p.keys) for p in poller.store.inserted_parts] == [(0, tuple(keys[:1000])), (1, tuple(keys[1000:]))]
+
+
+def test_a_push_recorded_first_with_some_keys_gets_the_others_of_the_polls_first_keys_as_part_0() -> None:
+    """The push named 3 of the keys and one the poll does not: part 0 is the poll's first 1000 keys but those 3;
+    a poll of a snapshot whose push named the same keys writes no part 0, nor does a poll read again."""
+    poller = Poller()
+    keys = days(1_200)
+    poller.commit(keys)
+    named = [keys[0], keys[500], keys[1100], "dt=2999-01-01"]
+    pushed = AssetEvent(eventType="SNAPSHOT_COMMITTED", assetKey=KEY, snapshotId=1, partitions=named)
+    poller.ingest.ingest(pushed, SourceType.PUSH)
+    assert poller.poll() == [IngestStatus.DUPLICATE]
+    first = [k for k in keys[:1000] if k not in named]
+    assert [(p.part, p.keys) for p in poller.store.inserted_parts] == [(0, tuple(first)), (1, tuple(keys[1000:]))]
+    assert poller.poll() == [IngestStatus.DUPLICATE]
+    assert len(poller.store.inserted_parts) == 2 and len(poller.store.parts) == 2
+
+    alike = Poller()
+    alike.commit(keys[:10])
+    alike.ingest.ingest(pushed.model_copy(update={"partitions": TouchedPartitions.of(keys[:10])}), SourceType.PUSH)
+    assert alike.poll() == [IngestStatus.DUPLICATE] and alike.store.inserted_parts == []
 
 
 def test_a_stale_snapshot_gets_its_parts_too() -> None:

@@ -371,6 +371,7 @@ class Container:
             partitions=self.partition_store,
             poll_queue=self.work_queue if self.settings.poll_queue_url else None,
             resolver_queue=self.resolver_queue,
+            assets=self.asset_store,
         )
         return ResolveAssetChange(stores, rule_error=lambda exc: is_rule_error(exc) or is_rejected_by_data(exc))
 

@@ -98,6 +98,18 @@ class PartitionExplanation(Answer):
     until: Iso | None = Field(default=None, description="COOLDOWN or QUIET_PERIOD: when it ends")
 
 
+class PartialCommit(Answer):
+    """A partitioned member's newest data commit whose partitions explain evaluated in part (docs/partitions.md)."""
+
+    asset_key: str = Field(alias="assetKey")
+    snapshot_id: int = Field(alias="snapshotId")
+    touched: int = Field(description="how many partitions the commit touched")
+    evaluated: int = Field(
+        description="how many of its keys (the first, sorted) explain evaluated: the state keeps a commit's first "
+        "1000, and one evaluation at most 1000 facts' worth (a fan-out key weighs the partitions it names)"
+    )
+
+
 class GroupExplanation(Answer):
     group_id: str = Field(alias="groupId")
     status: str
@@ -119,6 +131,13 @@ class GroupExplanation(Answer):
     )
     pending_partitions: int | None = Field(
         default=None, alias="pendingPartitions", description="a partitioned group: how many partitions are pending"
+    )
+    partial_commits: list[PartialCommit] | None = Field(
+        default=None,
+        alias="partialCommits",
+        description="a partitioned group: its members' newest data commits whose partitions explain evaluated only in "
+        "part (absent when none); a PUT of the rule or evaluate now evaluates the same first keys and hands the rest "
+        "to the resolver",
     )
     last_trigger: TriggerSummary | None = Field(
         default=None, alias="lastTrigger", description="the group's newest trigger; null: it never triggered"

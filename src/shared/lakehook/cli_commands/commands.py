@@ -68,6 +68,11 @@ def partition_lines(group: dict[str, Any]) -> Iterator[str]:
     """A partitioned group's partitions, one line each (``dt=2026-12-01: waiting for …``), and how many wait."""
     partitions = group.get("partitions") or []
     yield f"    partitions: {group.get('pendingPartitions')} pending, {len(partitions)} shown"
+    for cut in group.get("partialCommits") or []:
+        yield (
+            f"      {cut.get('assetKey')}@{cut.get('snapshotId')} touched {cut.get('touched')} partitions: "
+            f"evaluated its first {cut.get('evaluated')} here, the rest by the resolver"
+        )
     for line in partitions:
         reason = line.get("reason") or line.get("partition")
         yield f"      {line.get('status'):<22} {reason}"

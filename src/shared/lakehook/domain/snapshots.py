@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
@@ -284,13 +284,24 @@ class PartitionPart:
         return self.partitions.keys
 
 
-def partition_parts(event: AssetEvent, more: Chunks) -> list[PartitionPart]:
+def partition_parts(
+    event: AssetEvent, more: Chunks, recorded: Sequence[str] | Literal[False] | None = False
+) -> list[PartitionPart]:
     """The parts of a recorded ``SNAPSHOT_COMMITTED`` event: one per chunk its reader found past the event's keys
-    (its snapshot's ``more_partitions``); none when the event holds every key."""
-    if not more:
+    (its snapshot's ``more_partitions``), from part 1; none when the event holds every key.
+
+    ``recorded``: when another event recorded the snapshot first (a push before the poll), the keys that one names
+    (None: it names none). Then the keys of this event that it left out are part 0, so they reach the resolver too:
+    the state and the recorded event keep the first recording's keys. ``False``: this event is the recorded one."""
+    if event.event_type is not EventType.SNAPSHOT_COMMITTED or (not more and recorded is False):
         return []
     record = snapshot_record(event)
-    return [PartitionPart.of(event.asset_key, record, n, chunk) for n, chunk in enumerate(more, start=1)]
+    parts = [PartitionPart.of(event.asset_key, record, n, chunk) for n, chunk in enumerate(more, start=1)]
+    if recorded is False or event.partitions is None or not record.changes_data:
+        return parts
+    known = set(recorded or ())
+    missed = [k for k in event.partitions.keys if k not in known]
+    return [PartitionPart.of(event.asset_key, record, 0, missed), *parts] if missed else parts
 
 
 def tag_event(asset_key: str, tag: TagInfo) -> AssetEvent:

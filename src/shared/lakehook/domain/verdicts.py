@@ -54,6 +54,27 @@ class Backlog:
 
 
 @dataclass(frozen=True)
+class PartialCommit:
+    """A partitioned member's newest data commit whose partitions an evaluation no stream batch brought took only in
+    part: it touched ``touched`` partitions, and the evaluation took the first ``evaluated`` of its keys (the state
+    keeps a commit's first 1000 keys; an evaluation writes at most ``max_facts`` facts, a fan-out key weighing the
+    partitions it names). A claiming evaluation hands the rest to the resolver's queue; explain shows the first."""
+
+    asset_key: str
+    snapshot_id: int
+    touched: int
+    evaluated: int
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "assetKey": self.asset_key,
+            "snapshotId": self.snapshot_id,
+            "touched": self.touched,
+            "evaluated": self.evaluated,
+        }
+
+
+@dataclass(frozen=True)
 class GroupEvaluation:
     """A group's verdict. READY carries the pins (and window) to claim; ``skip`` claims without a run."""
 
@@ -72,6 +93,7 @@ class GroupEvaluation:
     # a partitioned group: the verdicts of its partitions evaluated (newest first, a page), and how many are pending
     partitions: tuple[GroupEvaluation, ...] = ()
     pending_partitions: int | None = None
+    partial: tuple[PartialCommit, ...] = ()  # explain: the members' newest commits it evaluated only in part
 
     @property
     def ready(self) -> bool:
@@ -107,6 +129,8 @@ class GroupEvaluation:
         if self.pending_partitions is not None:
             data["pendingPartitions"] = self.pending_partitions
             data["partitions"] = [p.partition_api() for p in self.partitions]
+        if self.partial:
+            data["partialCommits"] = [c.to_api() for c in self.partial]
         if self.ready:
             data["pins"] = [p.to_api() for p in self.pins]
             if self.window is not None:

@@ -45,6 +45,9 @@ class Recording:
     novel: bool
     received_at: int  # a redelivery answers the first delivery's time: the time of an event that carries none
     settled: bool = False  # an earlier delivery finished every step after the record (see AssetStore.mark_settled)
+    # a refused record: the partition keys the first recording's event names (None: it names none), so a poll of a
+    # snapshot a push recorded first knows which of its own keys the push left out (docs/partitions.md#limits)
+    partitions: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,8 @@ class AssetStore(ABC):
     ) -> Recording:
         """Record the event once; answer whether it is new and when its identity was first recorded.
 
-        One conditional write and no read: a redelivery learns the first time from the refused write.
+        One conditional write and no read: a redelivery learns the first time, and the partition keys the first
+        recording's event names, from the refused write.
         """
 
     @abstractmethod

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError as PydanticValidationError
 
@@ -23,6 +23,7 @@ from lakehook.usecases.coverage import RecordCoverage
 
 _VERDICTS = (EventType.QUALITY_CHECK_PASSED, EventType.QUALITY_CHECK_FAILED)
 _DUPLICATE_REASON = "this event was recorded before"
+_READS = (SourceType.POLL, SourceType.COMPENSATION)  # a read of the table: every read names the same partitions
 # A late snapshot when the asset's rules are not looked up (or cannot be read): what holds for every rule.
 UNKNOWN_RULES = (
     "EACH_VERSION rules that already ran a newer version skip it (their explain lists it as skipped); the others "
@@ -71,6 +72,9 @@ class IngestEvents:
     past the bound) has each chunk recorded as a part item right after the event's record, on every delivery, a
     settled duplicate's too (a push may have recorded the snapshot first, without them): ⌈parts/25⌉ batched
     writes of the same content, whose first write alone wakes the resolver (``AssetStore.record_partition_parts``).
+    A polled snapshot that another event (a push) recorded first with other keys has the keys of its own event that
+    the first one left out recorded as part 0 (the refused record names the first one's keys, with no read): the
+    recorded event and the state keep the push's keys, and the part brings the resolver the rest.
     """
 
     def __init__(
@@ -147,7 +151,11 @@ class IngestEvents:
         ``more_partitions``: a read snapshot's keys past its event's (``SnapshotInfo.more_partitions``)."""
         received_at = self._clock()
         recording = self._store.record_event(event, source, received_at, producer_id)
-        parts = partition_parts(event, more_partitions)
+        # a read of the table recording a snapshot another event (a push) recorded first: its keys that one left out
+        first: tuple[str, ...] | Literal[False] | None = False
+        if not recording.novel and source in _READS:
+            first = recording.partitions
+        parts = partition_parts(event, more_partitions, first)
         if parts:
             self._store.record_partition_parts(parts, recording.received_at)
         if recording.settled:  # an earlier delivery did every step below: the refused put was the only request

@@ -37,18 +37,21 @@ a lost race re-evaluates with the cursor the failed condition returned.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 from lakehook.domain.errors import ConflictError, UnreadableItemError
-from lakehook.domain.evaluation import GroupEvaluation, backfills_of, evaluate_group
+from lakehook.domain.evaluation import GroupEvaluation, PartialCommit, backfills_of, evaluate_group
 from lakehook.domain.rules import Policy, Rule
+from lakehook.domain.state import AssetState
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus, next_trigger
 from lakehook.observability import logger
 from lakehook.ports.rules import AssetRecheck, ClaimOutcome, Deferral, DeferralStore, PartitionWork, StateChange
 from lakehook.usecases.coverage import coverage_of_groups
 from lakehook.usecases.resolve_apply import ApplyPlan
-from lakehook.usecases.resolve_continue import slice_message, split_batch
+from lakehook.usecases.resolve_continue import evaluation_batch, partial_commits, slice_message, split_batch
 from lakehook.usecases.resolve_gather import Batch, GatherInputs, Wake, Work
+from lakehook.usecases.resolve_partitions import touched_of_states
 from lakehook.usecases.resolve_plan import Plan, PlanResolution
 from lakehook.usecases.resolve_report import (
     BLOCKED_METRIC,
@@ -154,7 +157,8 @@ class ResolveAssetChange:
             return self._explain(work, now, registered)
         report = ResolveReport()
         if work:
-            self._resolve_work(work, Batch.empty(), now, report, registered=registered)
+            batch, _ = self._evaluation(work, report)
+            self._resolve_work(work, batch, now, report, registered=registered)
             failed = {f.group_id for f in report.failed}
             self._apply.clear_errors([(rule.rule_id, g.group_id) for _, g in work if g.group_id not in failed])
         if self._observer is not None:
@@ -299,9 +303,61 @@ class ResolveAssetChange:
         if not work:
             return ResolveReport()  # no group asked for: nothing to read
         report = ResolveReport()
-        for group_plan in self._planner(work, Batch.empty(), now, registered, explain=True)().groups:
+        batch, partial = self._evaluation(work, None)
+        for group_plan in self._planner(work, batch, now, registered, explain=True)().groups:
             group_plan.explain(report, now)
+        for rule, group in work:
+            ref, members = (rule.rule_id, group.group_id), {m.asset_key for m in group.partitioned_members}
+            mine = tuple(c for c in partial if c.asset_key in members)
+            if mine and ref in report.verdicts:
+                report.verdicts[ref] = replace(report.verdicts[ref], partial=mine)
         return report
+
+    # --- an evaluation no stream batch brought: a PUT, evaluate now, explain -------------------------------
+
+    def _evaluation(self, work: Work, report: ResolveReport | None) -> tuple[Batch, list[PartialCommit]]:
+        """What an evaluation no stream batch brought takes: the partitions its partitioned members' newest data
+        commits touched (``latestPartitions``, one batched read of their states), at most ``max_facts`` facts of them
+        (:func:`evaluation_batch`), and the commits it took only in part. A claiming evaluation (``report``) reads
+        the commits' part items too (one query per member) and sends what is past the bound to the resolver's queue
+        before it writes anything (without a queue, it takes them all); explain (None) reads no part, sends nothing."""
+        members = sorted({m.asset_key for _, g in work if g.partition_by is not None for m in g.partitioned_members})
+        if not members:
+            return Batch.empty(), []
+        states = self._stores.reader.read(members, ()).states
+        touched = touched_of_states(states)
+        more = self._parts(states) if report is not None else []
+        queue = self._stores.resolver_queue
+        if report is not None and queue is None:
+            whole = {k: list(v) for k, v in touched.items()}
+            for change in more:
+                assert change.snapshot is not None and change.partitions is not None
+                whole.setdefault(change.asset_key, []).append((change.snapshot, change.partitions))
+            return Batch([], {}, {}, whole), []
+        kept, rest = evaluation_batch(work, touched, more, self._limits.max_facts)
+        if report is not None and queue is not None and rest:
+            report.carried += queue.send([slice_message(c) for c in rest])
+            logger.info(
+                "partitions carried over",
+                extra={"status": "CARRIED", "count": len(rest), "asset_keys": sorted({c.asset_key for c in rest})},
+            )
+        return kept, partial_commits(touched, kept)
+
+    def _parts(self, states: Mapping[str, AssetState]) -> list[StateChange]:
+        """The part items of the members' newest data commits (one query each, when the resolver reads parts): the
+        keys past the state's first 1000, and a poll's keys that a push recorded first left out (part 0)."""
+        assets = self._stores.assets
+        if assets is None:
+            return []
+        found: list[StateChange] = []
+        for key, state in states.items():
+            newest = state.latest_data
+            if newest is None:
+                continue
+            for part in assets.partition_parts(key, newest.order):
+                if part.snapshot.snapshot_id == newest.snapshot_id:
+                    found.append(StateChange(key, snapshot=part.snapshot, partitions=part.partitions))
+        return found
 
 
 def _newer(verdict: GroupEvaluation, cursor: GroupCursor | None) -> bool:

@@ -11,6 +11,10 @@ which hands the resolver one message per invocation (``BatchSize: 1``):
 - a group's **continuation** (``kind: "group"``): ready partitions past its claims (at most one invocation's claims per
   message), or the next page of its pending partitions (below a key).
 
+An evaluation no stream batch brought (a PUT of the rule, evaluate now) is bounded alike (:func:`evaluation_batch`):
+it takes at most ``max_facts`` facts' worth of the partitions its members' newest commits touched, and sends the
+rest, and those commits' part items, as slices.
+
 Each message is bounded, each partition is read once per continuation (the drain is linear in reads), and a message
 whose invocation fails (a timeout included) is received again, then kept in the queue's dead-letter queue
 (``ResolverWorkDeadLetterQueue``, alarmed); nothing is stranded. Without a queue (a unit test's resolver), the group
@@ -25,6 +29,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from lakehook.domain.evaluation import PartialCommit
 from lakehook.domain.limits import MAX_TOUCHED_PARTITION_BYTES, MAX_TOUCHED_PARTITIONS
 from lakehook.domain.partition_evaluation import mapping_of
 from lakehook.domain.partitions import TouchedPartitions
@@ -143,6 +148,41 @@ def split_batch(batch: Batch, work: Sequence[tuple[Rule, Group]], budget: int) -
             for chunk in _chunks(rest, max(1, budget // each)):
                 carried.append(StateChange(asset, snapshot=record, partitions=TouchedPartitions.model_validate(chunk)))
     return replace(batch, touched=kept), carried
+
+
+def evaluation_batch(
+    work: Sequence[tuple[Rule, Group]],
+    touched: Mapping[str, Sequence[tuple[SnapshotRecord, TouchedPartitions]]],
+    more: Sequence[StateChange],
+    budget: int,
+) -> tuple[Batch, list[StateChange]]:
+    """What an evaluation no stream batch brought (a PUT of the rule, evaluate now, explain) takes of the partitions
+    its partitioned members' newest data commits touched (``touched``: the states' ``latestPartitions``): at most
+    ``budget`` facts of them, weighted and cut as a stream batch's are (:func:`split_batch`, so explain shows what a
+    claiming evaluation takes), and the slices past it: the rest of those keys, then the commits' part items
+    (``more``: keys past the state's first 1000, or a poll's keys a push left out), each cut as a slice is."""
+    batch = Batch([], {}, {}, {asset: list(found) for asset, found in touched.items()})
+    kept, rest = split_batch(batch, work, budget)
+    weight = weights(work)
+    for change in more:
+        each = weight.get(change.asset_key, 0)
+        if each:
+            rest += slices([change], max(1, budget // each))
+    return kept, rest
+
+
+def partial_commits(
+    touched: Mapping[str, Sequence[tuple[SnapshotRecord, TouchedPartitions]]], kept: Batch
+) -> list[PartialCommit]:
+    """The commits of ``touched`` of which ``kept`` holds fewer keys than they touched (explain says so)."""
+    taken = kept.touched or {}
+    found: list[PartialCommit] = []
+    for asset, entries in touched.items():
+        for record, parts in entries:
+            evaluated = sum(len(p.keys) for r, p in taken.get(asset, ()) if r.order == record.order)
+            if evaluated < parts.count:
+                found.append(PartialCommit(asset, record.snapshot_id, parts.count, evaluated))
+    return found
 
 
 def slices(changes: Sequence[StateChange], most: int) -> list[StateChange]:

@@ -260,8 +260,8 @@ class GatherInputs:
         inputs = self._stores.reader.read(
             sorted({k for _, g in work for k in g.asset_keys}), [(r.rule_id, g.group_id) for r, g in work]
         )
-        # a stream batch brings the commits it recorded; an evaluation (a PUT, evaluate now, explain) takes the
-        # partitions the members' newest data commits touched, so a new rule starts from what is there (LATEST)
+        # a stream batch brings the commits it recorded; an evaluation (a PUT, evaluate now, explain) brings what it
+        # takes of the members' newest data commits (ResolveAssetChange._evaluation, bounded), else the states' own
         touched = batch.touched if batch.touched is not None else touched_of_states(inputs.states)
         logs, recheck = self._logs(work, inputs.states, inputs.cursors, owned, now)
         persisted: dict[str, set[int]] = {}

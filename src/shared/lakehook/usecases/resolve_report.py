@@ -24,6 +24,7 @@ from lakehook.ports.rules import (
     StateReader,
     TriggerStore,
 )
+from lakehook.ports.store import AssetStore
 
 READY_METRIC = "lakehouse_asset_dependency_ready_total"
 BLOCKED_METRIC = "lakehouse_asset_dependency_blocked_by"
@@ -83,6 +84,8 @@ class ResolverStores:
     partitions: PartitionStore | None = None
     poll_queue: WorkQueue | None = None
     resolver_queue: WorkQueue | None = None  # takes the work past one invocation's bound (resolve_continue.py)
+    # the part items of a commit's partitions, which an evaluation no stream batch brought reads (a PUT, evaluate now)
+    assets: AssetStore | None = None
 
 
 @dataclass(frozen=True)

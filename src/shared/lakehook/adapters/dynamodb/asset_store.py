@@ -60,10 +60,12 @@ class DynamoDBAssetStore(AssetStore):
             )
         except ClientError as exc:
             if is_conditional_failure(exc):
-                # the refused put hands back the first recording: its time and its settled note, without a read
+                # the refused put hands back the first recording: its time, its settled note and the partitions its
+                # event names, without a read
                 old = _old_item(exc)
                 first = old.get("receivedAt")
-                return Recording(False, received_at if first is None else int(first), old.get(_SETTLED) is True)
+                at = received_at if first is None else int(first)
+                return Recording(False, at, old.get(_SETTLED) is True, _recorded_partitions(old))
             raise
         return Recording(True, received_at)
 
@@ -180,6 +182,15 @@ def partition_part_of_item(item: Mapping[str, Any]) -> PartitionPart:
     body = json.loads(str(item["body"]))
     snapshot = SnapshotRecord.model_validate(body["snapshot"])
     return PartitionPart.of(str(item["assetKey"]), snapshot, int(item["part"]), body["keys"])
+
+
+def _recorded_partitions(old: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The partition keys a stored event item's body names (its ``partitions``), None when it names none."""
+    body = old.get("body")
+    if not isinstance(body, str) or '"partitions"' not in body:
+        return None
+    found = json.loads(body).get("partitions")
+    return tuple(found["keys"]) if isinstance(found, dict) else None
 
 
 def _old_item(exc: ClientError) -> dict[str, Any]:

@@ -70,11 +70,15 @@ function groupTree(group) {
 }
 
 // A partitioned group (partitionBy): one line per partition shown (newest keys first), its status and what it waits
-// for, as explain (the resolver's evaluation) judged it, and how many partitions are pending in all.
+// for, as explain (the resolver's evaluation) judged it, and how many partitions are pending in all; and the members'
+// newest commits explain evaluated only in part (partialCommits: the resolver takes the rest through its queue).
 function partitionsOf(group) {
   const lines = group.partitions || [];
+  const partial = group.partialCommits || [];
   return html`<div class="partitions" data-partitions="${group.pendingPartitions}">
     <span class="tree-node">partitions</span> <span class="muted">${group.pendingPartitions} pending · ${lines.length} shown</span>
+    ${partial.map((c) => html`<div class="muted small" data-partial="${c.assetKey}"><span class="mono">${c.assetKey}@${c.snapshotId}</span>
+      touched ${c.touched} partitions: the first ${c.evaluated} evaluated here, the rest by the resolver</div>`)}
     <ul class="plain small">${lines.map((p) => html`<li data-partition="${p.partition}" data-status="${p.status}">${badge(p.status)}
       <span class="mono">${p.partition}</span>${p.reason ? html` — ${p.reason}` : ""}</li>`)}</ul>
   </div>`;
