@@ -10,9 +10,12 @@ Pure functions, shared by the resolver (which claims what they call READY) and b
 - every partitioned member has a fact for ``p`` (a data commit touched ``p``; WAITING_FOR_PARTITION otherwise);
 - the policy holds against the cursor of ``(rule, group, p)``, the versions ``p`` last ran with: ``ALL_UPDATED``
   every partitioned member's fact is newer than the one pinned, ``ANY_UPDATED`` one is newer and none older;
-- no cooldown (``minIntervalSeconds`` since ``p``'s last run) or quiet period (a member state changed) holds it.
+- no cooldown (``minIntervalSeconds`` since ``p``'s last run) or quiet period (a member state changed) holds it,
+  and, for a scheduled or windowed group, ``p`` has not run for the latest tick or the newest closed window yet.
 
-The pins are the partitioned members' facts (the snapshot of the newest commit touching ``p``: the table as of it
+This module says what ``p``'s members are (:func:`partition_members`); the group's own steps judge them
+(:func:`lakehook.domain.evaluation.evaluate_group` with a :class:`PartitionView` and ``p``'s cursor), so every group
+behaviour holds per partition by the same code. The pins are the partitioned members' facts (the snapshot of the newest commit touching ``p``: the table as of it
 holds ``p`` as it is now) and the unpartitioned members' chosen versions; the trigger key hashes the partition too.
 """
 
