@@ -404,7 +404,7 @@ class ApplyPlan:
         was claimed before under this very cursor join ``done``; the ones that lost a race to a moved cursor are
         answered with the cursor that won."""
         claiming = [p for p in batch if p.claim is not None]
-        results = self._stores.triggers.claim_many([_claim_of(p) for p in claiming])
+        results = self._stores.triggers.claim_many([_claim_of(p) for p in claiming]) if claiming else []
         answers = {p.partition: r for p, r in zip(claiming, results, strict=True)}
         lost: list[tuple[PartitionPlan, GroupCursor]] = []
         for item in batch:
