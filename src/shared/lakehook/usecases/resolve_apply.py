@@ -16,7 +16,7 @@ partitions' claims in order, in batches of up to 50 made in one transaction (eac
 partition's cursor, a claim whose condition fails leaving the others to be made: a partition's claims are
 independent of the other partitions'; a lost race plans that partition and the ones after the batch again from the
 cursor that won), the time left checked before each batch, then its pending marks (new ones in one batched write,
-the cleared ones each under the mark it was read with) and its deferral.
+the cleared ones each under the mark it was read with, the time left checked before each 100) and its deferral.
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ from lakehook.usecases.resolve_report import (
     describe_error,
     in_time,
 )
+
+CLEARS_PER_CHECK = 100  # pending marks cleared (one conditional delete each) between two looks at the time left
 
 
 class ApplyPlan:
@@ -327,8 +329,10 @@ class ApplyPlan:
         rule_id, group_id = plan.ref
         if settled.marks:
             store.mark_pending(rule_id, group_id, [m.partition for m in settled.marks], now)
-        if settled.clears:
-            store.clear_pending(rule_id, group_id, {c.partition: c.mark for c in settled.clears})
+        clears = [(c.partition, c.mark) for c in settled.clears]
+        for start in range(0, len(clears), CLEARS_PER_CHECK):  # one write each: the time left looked at between
+            in_time(time_left, self._limits)
+            store.clear_pending(rule_id, group_id, dict(clears[start : start + CLEARS_PER_CHECK]))
         self._carry_over(plan, settled, report)
         if settled.deferral is not None:
             self._stores.deferrals.defer(settled.deferral)
