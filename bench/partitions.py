@@ -5,10 +5,11 @@ rules share the facts). Payments has already committed data to every day; then o
 (N = 1, 100, 1,000, 10,000: the event keeps the first 1,000 keys, `truncated`), and the resolver handles its
 event's stream record (`StateChange` with the commit's partitions, as `stream_records.resolver_input` makes it).
 - requests: boto3 calls of that one invocation, exact, by operation; `PutItem` are the fact writes (one per
-  new fact, shared by the rules), `TransactWriteItems` the claims (at most 100 per group and invocation: the rest
-  wait, pending, for the deferred next invocation; this resolver has no work queue, `partition_drain` measures the
-  stack's, which carries them over), `DeleteItem` the pending partitions cleared (the days payments
-  left pending), `BatchGetItem` the batched reads (states and cursors; pending marks; facts; partition cursors);
+  new fact, shared by the rules), `TransactWriteItems` the claims (up to 50 in one transaction, at most 100 per
+  group and invocation: the rest wait, pending, for the deferred next invocation; this resolver has no work queue,
+  `partition_drain` measures the stack's, which carries them over), `DeleteItem` the pending partitions cleared
+  (the days payments left pending), `BatchGetItem` the batched reads (states and cursors; pending marks; facts;
+  partition cursors);
 - time: wall clock on this machine, on lakehook's moto adapter (`lakehook.local.moto_dynamodb`: a transaction
   journals the items it touches instead of copying the table, as the local stack runs moto).
 """

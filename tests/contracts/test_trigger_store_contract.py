@@ -3,14 +3,19 @@ cursor is a compare-and-set, replays and request keys are once-only, listings ar
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.requests import REQUEST_RETENTION_SECONDS
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
-from lakehook.ports.rules import ClaimOutcome, ClaimResult, RequestClaim
+from lakehook.ports.rules import MAX_CLAIMS_PER_TRANSACTION, Claim, ClaimOutcome, ClaimResult, RequestClaim
 from tests.contracts.builders import T0, cursor_after, initial, request, trigger
 from tests.contracts.conftest import Backend
+from tests.hypothesis_profiles import examples
 
 pytestmark = pytest.mark.integration
 
@@ -189,3 +194,122 @@ def test_a_token_from_another_listing_is_a_validation_error(backend: Backend) ->
             backend.triggers.list_for_rule("dwd", next_token=foreign)
     with pytest.raises(ValidationError):
         backend.triggers.list_for_rule("dws", next_token=token)
+
+
+# --- several claims at once (claim_many) ------------------------------------------------------------------------
+
+
+def planned(snapshot: int, expected: GroupCursor | None, group_id: str = "g") -> Claim:
+    """The claim of ``snapshot`` a resolver that read the group's cursor as ``expected`` makes."""
+    made = trigger(snapshot, group_id=group_id, sequence=(expected.seq if expected else 0) + 1)
+    base = expected or initial(made.rule_id, group_id)
+    return Claim(made, cursor_after(base, made), expected)
+
+
+def test_claims_made_together_answer_each_as_alone_and_the_failed_ones_write_nothing(backend: Backend) -> None:
+    """A batch in which one claim's key is taken and another's cursor moved: those two are answered as
+    :meth:`claim` answers them and write nothing, and every other claim of the batch is made."""
+    taken, taken_result = claim_next(backend, 1, None)  # group g: the key of snapshot 1 is claimed
+    assert taken_result.cursor is not None
+    moved = backend.triggers.claim_many([planned(5, None, "h")])[0].cursor  # group h: moved once already
+    batch = [
+        planned(2, None, "a"),
+        Claim(taken, cursor_after(taken_result.cursor, taken), taken_result.cursor),  # the same key again
+        planned(2, None, "b"),
+        planned(6, None, "h"),  # read h before its claim
+        planned(2, None, "c"),
+    ]
+
+    answers = backend.triggers.claim_many(batch)
+
+    assert [a.outcome for a in answers] == [
+        ClaimOutcome.CLAIMED,
+        ClaimOutcome.DUPLICATE,
+        ClaimOutcome.CLAIMED,
+        ClaimOutcome.CURSOR_MOVED,
+        ClaimOutcome.CLAIMED,
+    ]
+    assert answers[3] == ClaimResult(ClaimOutcome.CURSOR_MOVED, moved)
+    assert [a.cursor for a in answers[::2]] == [c.cursor for c in batch[::2]]
+    assert backend.triggers.get(batch[3].trigger.trigger_key) is None
+    cursors = backend.triggers.get_cursors([("dwd", g) for g in "abcgh"])
+    assert cursors == {
+        ("dwd", "a"): batch[0].cursor,
+        ("dwd", "b"): batch[2].cursor,
+        ("dwd", "c"): batch[4].cursor,
+        ("dwd", "g"): taken_result.cursor,
+        ("dwd", "h"): moved,
+    }
+    assert all(backend.triggers.get(c.trigger.trigger_key) == c.trigger for c in batch[::2])
+
+
+def test_claims_on_one_cursor_in_one_batch_chain_in_order(backend: Backend) -> None:
+    """A claim that requires the cursor an earlier claim of the batch leaves is made after it (never in one
+    transaction with it); the same key twice is claimed once."""
+    first = planned(1, None)
+    second = planned(2, first.cursor)
+    again = planned(1, None, "other")
+    twice = Claim(again.trigger, again.cursor, again.expected)
+
+    answers = backend.triggers.claim_many([first, second, again, twice])
+
+    assert [a.outcome for a in answers[:3]] == [ClaimOutcome.CLAIMED] * 3
+    assert answers[3].outcome is ClaimOutcome.DUPLICATE
+    assert backend.triggers.get_cursors([("dwd", "g")])["dwd", "g"] == second.cursor
+
+
+def test_more_claims_than_one_transaction_takes_are_all_made(backend: Backend) -> None:
+    batch = [planned(1, None, f"day-{n:03d}") for n in range(2 * MAX_CLAIMS_PER_TRANSACTION + 7)]
+    batch[60] = planned(1, GroupCursor.initial("dwd", "day-060").model_copy(update={"seq": 4}), "day-060")
+
+    answers = backend.triggers.claim_many(batch)
+
+    assert [n for n, a in enumerate(answers) if a.outcome is not ClaimOutcome.CLAIMED] == [60]
+    assert answers[60] == ClaimResult(ClaimOutcome.CURSOR_MOVED, None)  # the cursor does not exist
+    stored = backend.triggers.get_cursors([c.ref for c in batch])
+    assert stored == {c.ref: c.cursor for n, c in enumerate(batch) if n != 60}
+
+
+GROUPS = ("a", "b", "c")
+
+
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    before=st.lists(st.tuples(st.sampled_from(GROUPS), st.integers(1, 3)), max_size=4),
+    batch=st.lists(
+        st.tuples(st.sampled_from(GROUPS), st.integers(1, 3), st.sampled_from(["current", "none", "chained"])),
+        max_size=8,
+    ),
+)
+def test_claims_made_together_answer_as_the_same_claims_made_one_by_one(
+    fresh_backend: Callable[[], Backend],
+    before: list[tuple[str, int]],
+    batch: list[tuple[str, int, str]],
+) -> None:
+    """Whatever the claims (on one cursor or several, a key taken before or twice in the batch, a cursor read as
+    it is, before any claim, or as an earlier claim of the batch leaves it), claim_many answers and stores what
+    the same claims made one after the other with claim do."""
+    together, alone = fresh_backend(), fresh_backend()
+    for store in (together, alone):
+        for group, snapshot in before:
+            store.triggers.claim_many(
+                [planned(snapshot, store.triggers.get_cursors([("dwd", group)]).get(("dwd", group)), group)]
+            )
+    read = together.triggers.get_cursors([("dwd", g) for g in GROUPS])
+    claims: list[Claim] = []
+    leaves: dict[str, GroupCursor] = {}
+    for group, snapshot, how in batch:
+        expected = {"current": read.get(("dwd", group)), "none": None}.get(
+            how, leaves.get(group, read.get(("dwd", group)))
+        )
+        claim = planned(snapshot, expected, group)
+        leaves[group] = claim.cursor
+        claims.append(claim)
+
+    answers = together.triggers.claim_many(claims)
+
+    assert answers == [alone.triggers.claim(c.trigger, c.cursor, c.expected) for c in claims]
+    refs = [("dwd", g) for g in GROUPS]
+    assert together.triggers.get_cursors(refs) == alone.triggers.get_cursors(refs)
+    keys = {c.trigger.trigger_key for c in claims}
+    assert {k: together.triggers.get(k) for k in keys} == {k: alone.triggers.get(k) for k in keys}

@@ -16,6 +16,7 @@ from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
 from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord, Verdict, quality_verdict
 from lakehook.ports.rules import (
     AssetRecheck,
+    Claim,
     ClaimOutcome,
     ClaimResult,
     Deferral,
@@ -119,6 +120,11 @@ class InMemoryTriggerStore(TriggerStore):
             self.cursors[ref] = cursor
             self.claim_order.append(trigger.trigger_key)
             return ClaimResult(ClaimOutcome.CLAIMED, cursor)
+
+    def claim_many(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        # one claim after the other, through claim (which a test's store may override to race or fail a claim): as
+        # the adapter's transactions, whose claims never share an item, answer them
+        return [self.claim(c.trigger, c.cursor, c.expected) for c in claims]
 
     def admit_late(self, refs: Collection[GroupRef], order: int) -> dict[GroupRef, GroupCursor]:
         with self.lock:

@@ -92,9 +92,10 @@ def test_resolve_states_the_share_inside_moto() -> None:
     assert row["share inside moto"].endswith("%") and row["s inside moto"] >= 0
 
 
-def test_partitions_counts_one_fact_write_and_one_claim_per_partition() -> None:
+def test_partitions_counts_one_fact_write_per_partition_and_claims_in_one_transaction_per_group() -> None:
     row = bench.partitions._scenario(3, 2)
-    assert (row["PutItem"], row["claims"], row["TransactWriteItems"], row["Query"]) == (3, 6, 6, 1)  # no pending page
+    # 3 claims of each of the 2 rules' groups, one transaction each; no pending page
+    assert (row["PutItem"], row["claims"], row["TransactWriteItems"], row["Query"]) == (3, 6, 2, 1)
 
 
 def test_localstack_times_sequential_and_concurrent_pushes(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,6 +18,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from lakehook.local import moto_locks
+from lakehook.ports.rules import Claim, ClaimOutcome
 
 pytestmark = pytest.mark.integration
 
@@ -229,3 +230,55 @@ def test_the_stream_numbers_every_concurrent_write_once_in_order(table: Any, loc
     for index in range(THREADS):  # each writer's records in the order it wrote them
         mine = [r["dynamodb"]["NewImage"]["n"]["N"] for r in records if r["dynamodb"]["Keys"]["PK"]["S"] == f"t{index}"]
         assert mine == [str(n) for n in range(per_thread)]
+
+
+def test_claims_made_together_that_meet_a_conflict_are_made_one_by_one(local_moto: str) -> None:
+    """lakehook's trigger store on this server: a transaction of several claims that meets an item another request
+    holds (one claim's cursor, held here for the first transaction only) is cancelled with TransactionConflict, and
+    the claims are then made each in a transaction of its own, all of them."""
+    from lakehook.adapters.dynamodb import keys
+    from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
+    from tests.contracts.builders import cursor_after, initial, trigger
+    from tests.support import create_table
+
+    client = _client(local_moto)
+    create_table(client, "claims-conflict")
+    resource = boto3.resource(
+        "dynamodb",
+        endpoint_url=local_moto,
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    store = DynamoDBTriggerStore(resource.Table("claims-conflict"))
+    claims = []
+    for group in ("a", "b", "c"):
+        made = trigger(1, group_id=group)
+        claims.append(Claim(made, cursor_after(initial("dwd", group), made), None))
+    held = moto_locks.item_key(
+        _Backend(), "claims-conflict", {k: {"S": v} for k, v in keys.cursor_key("dwd", "b").items()}
+    )
+    assert held is not None
+    sent: list[int] = []
+
+    def hold_first(params: dict[str, Any], **_: Any) -> None:
+        sent.append(len(params["TransactItems"]))
+        if len(sent) == 1:
+            assert moto_locks.item_locks.acquire(held, blocking=False)
+
+    def release_first(**_: Any) -> None:
+        if len(sent) == 1:
+            moto_locks.item_locks.release(held)
+
+    events = store._client.meta.events
+    events.register("provide-client-params.dynamodb.TransactWriteItems", hold_first)
+    events.register("after-call.dynamodb.TransactWriteItems", release_first)
+    conflicts = moto_locks.conflicts
+
+    answers = store.claim_many(claims)
+
+    assert [a.outcome for a in answers] == [ClaimOutcome.CLAIMED] * 3
+    assert moto_locks.conflicts == conflicts + 1
+    assert sent == [6, 2, 2, 2]  # the three together, then each alone
+    assert store.get_cursors([c.ref for c in claims]) == {c.ref: c.cursor for c in claims}
+    client.delete_table(TableName="claims-conflict")

@@ -217,9 +217,9 @@ def test_a_commit_touching_more_partitions_than_its_event_holds_runs_the_rule_fo
     assert set(by_day.values()) == {1}  # each once
     assert all(pins == {orders.key: 1, payments.key: 1} for _, pins in runs)
     # a part is resolved as a commit of its keys: the rules, batched reads, a fact write per key, at most 100 claims
-    # (the rest through the resolver's queue)
+    # in transactions of 50 (the rest through the resolver's queue)
     for calls, size in zip(resolving, (TOUCHED - MAX_TOUCHED_PARTITIONS,), strict=True):
-        assert calls["Query"] == 1 and calls["PutItem"] == size and calls["TransactWriteItems"] == 100, calls
+        assert calls["Query"] == 1 and calls["PutItem"] == size and calls["TransactWriteItems"] == 2, calls
         assert calls["BatchGetItem"] == 1 + math.ceil(size / 100) * 4, calls  # states; marks, 2 members' facts, cursors
 
     # the commit's stream records again (a redelivered batch: its event, state and parts) run nothing twice

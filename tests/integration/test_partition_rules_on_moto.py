@@ -149,7 +149,7 @@ def test_what_one_commit_touching_n_partitions_costs(
         + pages
         + cursors,  # states and cursors, the marks, the facts, the partitions' cursors
         "PutItem": touched,  # one conditional put per new fact
-        "TransactWriteItems": touched,  # one claim per partition that runs
+        "TransactWriteItems": math.ceil(touched / 50),  # the claims of the partitions that run, 50 a transaction
         "DeleteItem": touched,  # the days payments left pending, cleared under the marks they were read with
     }
 

@@ -6,6 +6,8 @@ and deferrals; explain is the plan's verdicts; a lost race plans the partition a
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
+from datetime import date, timedelta
 from typing import Any
 
 from hypothesis import given, settings
@@ -13,7 +15,7 @@ from hypothesis import strategies as st
 
 from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import GroupCursor, Trigger
-from lakehook.ports.rules import ClaimResult, Deferral, StateChange
+from lakehook.ports.rules import Claim, ClaimResult, Deferral, StateChange
 from lakehook.usecases.resolve import ResolveAssetChange, ResolverLimits, ResolverStores
 from lakehook.usecases.resolve_partitions import PartitionDeferWhy, PartitionsPlan, PendingWhy
 from lakehook.usecases.resolve_plan import Plan
@@ -196,3 +198,50 @@ def test_a_claim_lost_to_a_racing_resolver_is_planned_again_and_nothing_runs_twi
     assert sorted(p for p, _ in lake.runs()) == [f"dt={d}" for d in DAYS[:3]]  # each day ran once
     assert lake.partitions.waiting.get(REF, {}) == {}
     assert not any(p.ready for p in report.verdicts[REF].partitions)
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(touched=st.integers(1, 130), raced=st.integers(1, 130))
+def test_claims_made_in_batches_lose_only_the_raced_partitions_and_run_each_day_once(touched: int, raced: int) -> None:
+    """A commit touching up to 130 days, its claims made in transactions of at most 50: a racing resolver that
+    claimed the newest of them first (its own, smaller, bound of claims) makes exactly those claims lose, each
+    planned again from the cursor that won (nothing left to run); every other claim of their batches is made, and
+    every day runs once. (The same racer made each claim lose when each claim was a transaction of its own.)"""
+    days = [(date(2026, 1, 1) + timedelta(days=n)).isoformat() for n in range(touched)]
+    lake = _lake(daily(), 200)
+    racer = ResolveAssetChange(
+        ResolverStores(
+            lake.rules, lake.reader, lake.triggers, lake.history, lake.deferrals, partitions=lake.partitions
+        ),
+        limits=ResolverLimits(max_claims_per_group=raced, max_partition_claims=raced),
+        clock=lambda: lake.now,
+        observer=None,
+    )
+    lake.commit(ORDERS, 1, *days)
+    lake.commit(PAYMENTS, 101, *days)
+    batch = [c for a in list(lake.stream) for c in lake.stream.pop(a, [])]
+    claim_many = lake.triggers.claim_many
+    sizes: list[int] = []
+    racing_now: list[bool] = []
+
+    def racing(claims: Sequence[Claim]) -> list[ClaimResult]:
+        if racing_now:  # the other resolver's own claims go straight through
+            return claim_many(claims)
+        if not sizes:  # the other resolver, with the same batch, claims first
+            racing_now.append(True)
+            assert len(racer(batch).claimed) == min(raced, touched)
+            racing_now.clear()
+        sizes.append(len(claims))
+        return claim_many(claims)
+
+    lake.triggers.claim_many = racing  # type: ignore[method-assign]
+    report = lake.resolve(batch)
+
+    lost = min(raced, touched)
+    assert sizes == [min(50, touched - n) for n in range(0, touched, 50)]  # the planned claims, 50 a transaction
+    assert report.conflicts == lost
+    assert sorted(t.partition or "" for t in report.claimed) == sorted(f"dt={d}" for d in days[: touched - lost])
+    assert sorted(p or "" for p, _ in lake.runs()) == sorted(f"dt={d}" for d in days)  # each day once
+    # pending: only days the racer marked past its bound after this resolver read the group (they ran since: their
+    # next evaluation clears them)
+    assert set(lake.partitions.waiting.get(REF, {})) <= {f"dt={d}" for d in days[: touched - lost]}

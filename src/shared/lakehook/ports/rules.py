@@ -102,6 +102,25 @@ class ClaimResult:
 
 
 @dataclass(frozen=True)
+class Claim:
+    """One claim to make (:meth:`TriggerStore.claim`'s arguments): the trigger, the group cursor once it is made,
+    and the cursor it requires (None: no claim moved the group yet)."""
+
+    trigger: Trigger
+    cursor: GroupCursor
+    expected: GroupCursor | None
+
+    @property
+    def ref(self) -> GroupRef:
+        return (self.cursor.rule_id, self.cursor.group_id)
+
+
+MAX_CLAIMS_PER_TRANSACTION = 50
+"""Claims :meth:`TriggerStore.claim_many` makes in one transaction: two items each, and DynamoDB's
+TransactWriteItems takes 100 actions at most."""
+
+
+@dataclass(frozen=True)
 class RequestClaim:
     """What a claim under a request key did: ``claimed`` both, or nothing (``answered``: the key was taken, this
     is its first answer; None: the trigger key was taken)."""
@@ -118,6 +137,14 @@ class TriggerStore(ABC):
         """One transaction: create the claim (the key must be absent) and store ``cursor`` (the group's
         cursor must still be ``expected``: its ``seq`` and its ``late_seq``; None or ``seq`` 0 means no claim moved
         it yet, and with ``late_seq`` 0 that it must not exist at all)."""
+
+    @abstractmethod
+    def claim_many(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        """Each claim as :meth:`claim` makes it, answered in order, in as few transactions as the store allows (a
+        claim whose condition fails writes nothing and leaves the others to be made; a claim on a cursor an earlier
+        one of ``claims`` moves is made after it, so it may require the cursor that one leaves). Raises where
+        :meth:`claim` would (a conflict with a concurrent write on the claim's own items, a throttle): some of the
+        claims may have been made then (one made again answers DUPLICATE)."""
 
     @abstractmethod
     def admit_late(self, refs: Collection[GroupRef], order: int) -> dict[GroupRef, GroupCursor]:

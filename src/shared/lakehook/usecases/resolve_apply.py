@@ -12,9 +12,11 @@ trigger key depends on the snapshot id only), and a claim that lost a race reads
 failed condition did not return it) and the trigger it names, and the group is planned again from there.
 
 A partitioned group's plan (:class:`lakehook.usecases.resolve_partitions.PartitionsPlan`) is applied alike: its
-partitions' claims in order, each one transaction with the partition's cursor (a lost race plans that partition and
-the ones after it again from the cursor that won), then its pending marks (new ones in one batched write, the
-cleared ones each under the mark it was read with) and its deferral.
+partitions' claims in order, in batches of up to 50 made in one transaction (each claim conditional on its own
+partition's cursor, a claim whose condition fails leaving the others to be made: a partition's claims are
+independent of the other partitions'; a lost race plans that partition and the ones after the batch again from the
+cursor that won), the time left checked before each batch, then its pending marks (new ones in one batched write,
+the cleared ones each under the mark it was read with, the time left checked before each 100) and its deferral.
 """
 
 from __future__ import annotations
@@ -28,7 +30,17 @@ from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, PinnedInput
 from lakehook.domain.versions import SnapshotLog, SnapshotRecord
 from lakehook.observability import logger
-from lakehook.ports.rules import AssetRecheck, ClaimOutcome, ClaimResult, Deferral, GroupRef, RuleError, StateChange
+from lakehook.ports.rules import (
+    MAX_CLAIMS_PER_TRANSACTION,
+    AssetRecheck,
+    Claim,
+    ClaimOutcome,
+    ClaimResult,
+    Deferral,
+    GroupRef,
+    RuleError,
+    StateChange,
+)
 from lakehook.usecases.resolve_continue import group_messages, next_page_message, slice_message, slices
 from lakehook.usecases.resolve_gather import Gathered
 from lakehook.usecases.resolve_partitions import PartitionPlan, PartitionsPlan
@@ -42,6 +54,8 @@ from lakehook.usecases.resolve_report import (
     describe_error,
     in_time,
 )
+
+CLEARS_PER_CHECK = 100  # pending marks cleared (one conditional delete each) between two looks at the time left
 
 
 class ApplyPlan:
@@ -85,7 +99,7 @@ class ApplyPlan:
             in_time(time_left, self._limits)
             try:
                 if group_plan.partitions is not None:
-                    self._partitioned(group_plan, group_plan.partitions, planner, now, report)
+                    self._partitioned(group_plan, group_plan.partitions, planner, now, report, time_left)
                 elif not self._group(group_plan, gathered, planner, persisted, now, report):
                     again.add(group_plan.ref)
             except Exception as exc:
@@ -298,19 +312,27 @@ class ApplyPlan:
     # --- partitioned groups ------------------------------------------------------------------------
 
     def _partitioned(
-        self, plan: GroupPlan, planned: PartitionsPlan, planner: PlanResolution, now: int, report: ResolveReport
+        self,
+        plan: GroupPlan,
+        planned: PartitionsPlan,
+        planner: PlanResolution,
+        now: int,
+        report: ResolveReport,
+        time_left: TimeLeft | None,
     ) -> None:
         """A partitioned group: its partitions' claims in order, then its pending marks and clears (from what the
         claims left), and its deferral."""
-        applied = self._claim_partitions(plan, planned, planner, report)
+        applied = self._claim_partitions(plan, planned, planner, report, time_left)
         settled = planner.partitions(plan.rule, plan.group).settle(applied)
         store = self._stores.partitions
         assert store is not None  # the gather read the group's partitions
         rule_id, group_id = plan.ref
         if settled.marks:
             store.mark_pending(rule_id, group_id, [m.partition for m in settled.marks], now)
-        if settled.clears:
-            store.clear_pending(rule_id, group_id, {c.partition: c.mark for c in settled.clears})
+        clears = [(c.partition, c.mark) for c in settled.clears]
+        for start in range(0, len(clears), CLEARS_PER_CHECK):  # one write each: the time left looked at between
+            in_time(time_left, self._limits)
+            store.clear_pending(rule_id, group_id, dict(clears[start : start + CLEARS_PER_CHECK]))
         self._carry_over(plan, settled, report)
         if settled.deferral is not None:
             self._stores.deferrals.defer(settled.deferral)
@@ -340,10 +362,17 @@ class ApplyPlan:
         )
 
     def _claim_partitions(
-        self, plan: GroupPlan, planned: PartitionsPlan, planner: PlanResolution, report: ResolveReport
+        self,
+        plan: GroupPlan,
+        planned: PartitionsPlan,
+        planner: PlanResolution,
+        report: ResolveReport,
+        time_left: TimeLeft | None,
     ) -> list[PartitionPlan]:
-        """Each planned claim, a transaction with the partition's cursor; a lost race plans that partition and the
-        ones after it again from the cursor that won (the claims per invocation counted from those made), at most
+        """The planned claims in batches (:meth:`TriggerStore.claim_many`: one transaction per
+        ``MAX_CLAIMS_PER_TRANSACTION`` claims, each conditional on its partition's cursor), the time left checked
+        before each; the partitions of a batch whose claim lost a race are planned again, with the ones after the
+        batch, from the cursors that won (the claims per invocation counted from those made), at most
         ``max_conflicts`` times per partition (then it waits, pending, for the next invocation). The partitions'
         plans as applied."""
         partitions = planner.partitions(plan.rule, plan.group)
@@ -351,31 +380,54 @@ class ApplyPlan:
         done: list[PartitionPlan] = []
         conflicts: dict[str, int] = {}
         while todo:
-            item = todo.pop(0)
-            won, fresh = self._claim_partition(item, report) if item.claim is not None else (True, None)
-            if won:
-                done.append(item)
+            in_time(time_left, self._limits)
+            batch, todo = _next_batch(todo)
+            lost = self._claim_batch(plan, batch, done, report)
+            if not lost:
                 continue
-            if fresh is None or (item.cursor is not None and fresh.seq == item.cursor.seq):
-                done.append(item.unclaimed(plan.group))  # the key was claimed before, under this very cursor
-                continue
-            report.conflicts += 1
-            conflicts[item.partition] = conflicts.get(item.partition, 0) + 1
-            if conflicts[item.partition] > self._limits.max_conflicts:
-                todo = [*partitions.partitions([item.partition], {item.partition: fresh}, 0), *todo]
-                continue
-            left = self._limits.max_claims_per_group - sum(p.claim is not None for p in done)
-            cursors = {p.partition: p.cursor for p in todo} | {item.partition: fresh}
-            todo = partitions.partitions([item.partition, *(p.partition for p in todo)], cursors, left)
+            again: dict[str, GroupCursor] = {}
+            given_up: list[PartitionPlan] = []
+            for item, fresh in lost:
+                report.conflicts += 1
+                conflicts[item.partition] = conflicts.get(item.partition, 0) + 1
+                if conflicts[item.partition] > self._limits.max_conflicts:
+                    given_up += partitions.partitions([item.partition], {item.partition: fresh}, 0)
+                else:
+                    again[item.partition] = fresh
+            if again:
+                left = self._limits.max_claims_per_group - sum(p.claim is not None for p in done)
+                cursors = {p.partition: p.cursor for p in todo} | again
+                todo = partitions.partitions([*again, *(p.partition for p in todo)], cursors, left)
+            todo = [*given_up, *todo]
         return done
 
-    def _claim_partition(self, item: PartitionPlan, report: ResolveReport) -> tuple[bool, GroupCursor | None]:
-        """Make one partition's planned claim: whether it was made, and if not, the partition's cursor as it now is
-        (another resolver moved it first)."""
+    def _claim_batch(
+        self, plan: GroupPlan, batch: Sequence[PartitionPlan], done: list[PartitionPlan], report: ResolveReport
+    ) -> list[tuple[PartitionPlan, GroupCursor]]:
+        """Make a batch's claims together: the partitions claimed (or with nothing to claim) and the ones whose key
+        was claimed before under this very cursor join ``done``; the ones that lost a race to a moved cursor are
+        answered with the cursor that won."""
+        claiming = [p for p in batch if p.claim is not None]
+        results = self._stores.triggers.claim_many([_claim_of(p) for p in claiming]) if claiming else []
+        answers = {p.partition: r for p, r in zip(claiming, results, strict=True)}
+        lost: list[tuple[PartitionPlan, GroupCursor]] = []
+        for item in batch:
+            result = answers.get(item.partition)
+            fresh = self._claimed_partition(item, result, report) if result is not None else None
+            if result is None or result.outcome is ClaimOutcome.CLAIMED:
+                done.append(item)
+            elif fresh is None or (item.cursor is not None and fresh.seq == item.cursor.seq):
+                done.append(item.unclaimed(plan.group))  # the key was claimed before, under this very cursor
+            else:
+                lost.append((item, fresh))
+        return lost
+
+    def _claimed_partition(self, item: PartitionPlan, result: ClaimResult, report: ResolveReport) -> GroupCursor | None:
+        """Report one partition's claim as made, or answer the partition's cursor as it now is (another resolver
+        moved it first)."""
         claim = item.claim
         assert claim is not None
         trigger = claim.trigger
-        result = self._stores.triggers.claim(trigger, claim.moved(), claim.expected)
         extra = {
             "rule_id": trigger.rule_id,
             "group_id": trigger.group_id,
@@ -385,10 +437,10 @@ class ApplyPlan:
         if result.outcome is ClaimOutcome.CLAIMED:
             report.claimed.append(trigger)
             logger.info("trigger claimed", extra={**extra, "status": trigger.status.value})
-            return True, None
+            return None
         logger.debug("partition claim lost a race", extra={**extra, "status": result.outcome.value})
         ref = (trigger.rule_id, claim.base.group_id)
-        return False, result.cursor or self._stores.triggers.get_cursors([ref]).get(ref)
+        return result.cursor or self._stores.triggers.get_cursors([ref]).get(ref)
 
     # --- late snapshots ------------------------------------------------------------------------------
 
@@ -476,6 +528,24 @@ class ApplyPlan:
             logger.exception("recheck markers not written", extra={"status": "FAILED", "asset_keys": len(changes)})
         else:
             logger.warning("resolver batch failed; rechecks left", extra={"status": "FAILED", "due_at": due})
+
+
+def _next_batch(todo: Sequence[PartitionPlan]) -> tuple[list[PartitionPlan], list[PartitionPlan]]:
+    """The partitions whose claims are made together next (up to ``MAX_CLAIMS_PER_TRANSACTION`` claims, with the
+    partitions without a claim among them), and the rest. Each partition is once in ``todo``, so no two claims of a
+    batch share a partition's cursor."""
+    claims = 0
+    for n, item in enumerate(todo):
+        claims += item.claim is not None
+        if claims > MAX_CLAIMS_PER_TRANSACTION:
+            return list(todo[:n]), list(todo[n:])
+    return list(todo), []
+
+
+def _claim_of(item: PartitionPlan) -> Claim:
+    claim = item.claim
+    assert claim is not None
+    return Claim(claim.trigger, claim.moved(), claim.expected)
 
 
 def _noted_since(claim: PlannedClaim, result: ClaimResult) -> bool:

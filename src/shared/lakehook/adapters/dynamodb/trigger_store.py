@@ -1,4 +1,4 @@
-"""DynamoDBTriggerStore: a claim is ONE transaction of two conditional puts.
+"""DynamoDBTriggerStore: a claim is two conditional puts in ONE transaction (several claims may share one).
 
 - the claim ``TRIGGER#<key>`` / ``CLAIM``, condition ``attribute_not_exists(PK)``: each key once;
 - the group cursor ``RULE#<ruleId>`` / ``CURSOR#<groupId>``, condition ``seq = :expected`` (or absent) and
@@ -11,8 +11,14 @@ item, without ``seq`` or ``body``, for a group that never triggered), answering 
 So a claim planned before the late snapshot was logged fails, and the push learns atomically whether the group
 had already run past it. A claim's put writes ``lateSeq`` back and drops ``lateOrders``.
 
-Two items (well under the 100-item and 4 MB transaction limits); the claim item is small (at most
-48 pinned inputs). Triggers are listed per rule through GSI1, newest first.
+Two items a claim; :meth:`DynamoDBTriggerStore.claim_many` puts up to 50 claims in one transaction (100 items:
+TransactWriteItems' limit; the claim item is small, at most 48 pinned inputs, so well under its 4 MB), never two
+that name one item (DynamoDB refuses a transaction that does). A cancelled transaction answers one reason per item,
+in order: the claims whose condition failed are answered from them, and the others are made again in a new
+transaction without them (a cancelled transaction writes nothing). One cancelled by a concurrent transaction on one
+of its items (``TransactionConflict``: likelier the more items it holds) is made again claim by claim, so a conflict
+fails the caller only where a claim of its own would have met it. Triggers are listed per rule through GSI1,
+newest first.
 
 A replay or manual run under an Idempotency-Key is one transaction too: its claim (``attribute_not_exists``)
 and ``REQUEST#<key>`` / ``REQUEST`` with the first answer (absent, or past its ``expiresAt``: DynamoDB's TTL
@@ -24,7 +30,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from boto3.dynamodb.conditions import Attr, Key
@@ -38,12 +44,21 @@ from lakehook.adapters.dynamodb.transactions import (
     CONDITION_FAILED,
     CONFLICT,
     cancellation_reasons,
+    is_retryable_cancel,
     old_item,
     reason_code,
 )
 from lakehook.domain.requests import RecordedRequest
 from lakehook.domain.triggers import FailureKind, GroupCursor, PinnedInput, RunState, Trigger, TriggerStatus, Window
-from lakehook.ports.rules import ClaimOutcome, ClaimResult, GroupRef, RequestClaim, TriggerStore
+from lakehook.ports.rules import (
+    MAX_CLAIMS_PER_TRANSACTION,
+    Claim,
+    ClaimOutcome,
+    ClaimResult,
+    GroupRef,
+    RequestClaim,
+    TriggerStore,
+)
 from lakehook.ports.store import Page
 
 MAX_LIST_PAGES = 10  # a status filter may thin pages out; stop after this many reads
@@ -181,6 +196,58 @@ def cursor_condition(expected: GroupCursor | None) -> dict[str, Any]:
     return {"ConditionExpression": f"{claimed} AND {noted}", "ExpressionAttributeValues": values}
 
 
+def claim_actions(table: str, claim: Claim) -> list[dict[str, Any]]:
+    """A claim's two puts: the claim item (its key absent) and the group cursor (as ``expected``, its old image
+    returned when not)."""
+    put_cursor: dict[str, Any] = {
+        "TableName": table,
+        "Item": cursor_item(claim.cursor),
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+    put_cursor.update(cursor_condition(claim.expected))
+    put_claim = {
+        "TableName": table,
+        "Item": trigger_item(claim.trigger),
+        "ConditionExpression": "attribute_not_exists(PK)",
+    }
+    return [{"Put": put_claim}, {"Put": put_cursor}]
+
+
+def failed_claims(reasons: list[dict[str, Any]] | None, count: int) -> dict[int, ClaimResult] | None:
+    """The claims (by position) a cancelled transaction of ``count`` claims failed the condition of, and what each
+    found; None when a claim's item was refused for another reason (a concurrent transaction, a throttle): its
+    outcome is not known."""
+    if not reasons or len(reasons) != 2 * count:
+        return None
+    lost: dict[int, ClaimResult] = {}
+    for position in range(count):
+        claim_reason, cursor_reason = reasons[2 * position], reasons[2 * position + 1]
+        codes = (reason_code(claim_reason), reason_code(cursor_reason))
+        if CONDITION_FAILED in codes:
+            seen = old_item(cursor_reason) if codes[1] == CONDITION_FAILED else None
+            now = cursor_from_item(seen) if seen else None
+            outcome = ClaimOutcome.DUPLICATE if codes[0] == CONDITION_FAILED else ClaimOutcome.CURSOR_MOVED
+            lost[position] = ClaimResult(outcome, now)
+        elif codes != ("None", "None"):
+            return None
+    return lost or None
+
+
+def _one_transaction(claims: Sequence[Claim], waiting: Sequence[int]) -> list[int]:
+    """The first of ``waiting`` (positions in ``claims``) that one transaction makes: in order, at most
+    ``MAX_CLAIMS_PER_TRANSACTION``, up to the first that names a cursor or a key already in it (so a claim on the
+    cursor an earlier one moves is made after it)."""
+    chunk: list[int] = []
+    named: set[object] = set()
+    for i in waiting[:MAX_CLAIMS_PER_TRANSACTION]:
+        items = {claims[i].ref, claims[i].trigger.trigger_key}
+        if named & items:
+            break
+        named |= items
+        chunk.append(i)
+    return chunk
+
+
 class DynamoDBTriggerStore(TriggerStore):
     """Claims and cursors on the single table."""
 
@@ -190,37 +257,51 @@ class DynamoDBTriggerStore(TriggerStore):
         self._name = table.name
 
     def claim(self, trigger: Trigger, cursor: GroupCursor, expected: GroupCursor | None) -> ClaimResult:
-        put_cursor: dict[str, Any] = {
-            "TableName": self._name,
-            "Item": cursor_item(cursor),
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-        put_cursor.update(cursor_condition(expected))
+        return self.claim_many([Claim(trigger, cursor, expected)])[0]
+
+    def claim_many(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        """Transactions of up to ``MAX_CLAIMS_PER_TRANSACTION`` claims (the claims in order, a transaction ending
+        before a claim whose cursor or key is in it already: one transaction names an item once). A cancelled one
+        answers the claims whose condition failed and is made again without them: its other claims were not. One
+        that a concurrent write conflicted with is made again claim by claim, each its own transaction as
+        :meth:`claim` makes it, so a conflict raises only where a claim of its own would have met it."""
+        answers: dict[int, ClaimResult] = {}
+        waiting = list(range(len(claims)))
+        while waiting:
+            chunk = _one_transaction(claims, waiting)
+            try:
+                lost = self._transact([claims[i] for i in chunk])
+            except ClientError as exc:
+                if len(chunk) == 1 or not is_retryable_cancel(exc):
+                    raise  # a throttle, or a claim of its own that met a conflict: let the batch retry
+                lost = {n: self._alone(claims[i]) for n, i in enumerate(chunk)}
+            for position, i in enumerate(chunk):
+                if lost is None:
+                    answers[i] = ClaimResult(ClaimOutcome.CLAIMED, claims[i].cursor)
+                elif position in lost:
+                    answers[i] = lost[position]
+            waiting = [i for i in waiting if i not in answers]
+        return [answers[i] for i in range(len(claims))]
+
+    def _alone(self, claim: Claim) -> ClaimResult:
+        """One claim, its own transaction."""
+        lost = self._transact([claim])
+        return ClaimResult(ClaimOutcome.CLAIMED, claim.cursor) if lost is None else lost[0]
+
+    def _transact(self, claims: Sequence[Claim]) -> dict[int, ClaimResult] | None:
+        """One transaction of ``claims``: None when it was made, else the claims whose condition failed (by
+        position), none of the others made. A conflict with a concurrent transaction or a throttle raises."""
+        actions: list[dict[str, Any]] = []
+        for claim in claims:
+            actions += claim_actions(self._name, claim)
         try:
-            self._client.transact_write_items(
-                TransactItems=[
-                    {
-                        "Put": {
-                            "TableName": self._name,
-                            "Item": trigger_item(trigger),
-                            "ConditionExpression": "attribute_not_exists(PK)",
-                        }
-                    },
-                    {"Put": put_cursor},
-                ]
-            )
+            self._client.transact_write_items(TransactItems=actions)
         except ClientError as exc:
-            reasons = cancellation_reasons(exc)
-            if not reasons or len(reasons) != 2:
+            lost = failed_claims(cancellation_reasons(exc), len(claims))
+            if lost is None:
                 raise
-            claim_reason, cursor_reason = (reason_code(r) for r in reasons)
-            if CONDITION_FAILED not in (claim_reason, cursor_reason):
-                raise  # a conflict with a concurrent transaction or a throttle: let the batch retry
-            seen = old_item(reasons[1]) if cursor_reason == CONDITION_FAILED else None
-            now = cursor_from_item(seen) if seen else None
-            outcome = ClaimOutcome.DUPLICATE if claim_reason == CONDITION_FAILED else ClaimOutcome.CURSOR_MOVED
-            return ClaimResult(outcome, now)
-        return ClaimResult(ClaimOutcome.CLAIMED, cursor)
+            return lost
+        return None
 
     def admit_late(self, refs: Collection[GroupRef], order: int) -> dict[GroupRef, GroupCursor]:
         noted: dict[GroupRef, GroupCursor] = {}
