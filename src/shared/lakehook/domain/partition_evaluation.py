@@ -15,7 +15,9 @@ Pure functions, shared by the resolver (which claims what they call READY) and b
 
 This module says what ``p``'s members are (:func:`partition_members`); the group's own steps judge them
 (:func:`lakehook.domain.evaluation.evaluate_group` with a :class:`PartitionView` and ``p``'s cursor), so every group
-behaviour holds per partition by the same code. The pins are the partitioned members' facts (the snapshot of the newest commit touching ``p``: the table as of it
+behaviour holds per partition by the same code.
+
+The pins are the partitioned members' facts (the snapshot of the newest commit touching ``p``: the table as of it
 holds ``p`` as it is now) and the unpartitioned members' chosen versions; the trigger key hashes the partition too.
 """
 
