@@ -181,21 +181,28 @@ class Record:
 
 
 class Faults:
-    """The n-th store write of the next call fails, before it applied or after (its answer lost)."""
+    """The n-th store write of the next call fails, before it applied or after (its answer lost); or, just before
+    it applies, a racing resolver invocation runs to its end (``racer``): the write is then planned on reads that
+    the racer has made stale."""
 
     def __init__(self) -> None:
         self.at: int | None = None
         self.after = False
         self.count = 0
+        self.racer: Callable[[], Any] | None = None
 
-    def arm(self, at: int, after: bool) -> None:
-        self.at, self.after, self.count = at, after, 0
+    def arm(self, at: int, after: bool = False, racer: Callable[[], Any] | None = None) -> None:
+        self.at, self.after, self.count, self.racer = at, after, 0, racer
 
     def write(self, what: str, apply: Callable[[], Any]) -> Any:
         if self.at is None:
             return apply()
         self.count += 1
         hit = self.count == self.at
+        if hit and self.racer is not None:
+            racer, self.at, self.racer = self.racer, None, None
+            racer()
+            return apply()
         if hit and not self.after:
             self.at = None
             raise ConnectionError(f"injected: {what} failed before it applied")
@@ -469,7 +476,29 @@ class PartitionMachine(RuleBasedStateMachine):
             if retried:
                 self.resolve(batch)
         finally:
-            self.faults.at = None
+            self.faults.at, self.faults.racer = None, None
+
+    @precondition(lambda self: bool(self.stream))
+    @rule(data=st.data(), at=st.integers(1, 4), same=st.booleans())
+    def deliver_racing(self, data: st.DataObject, at: int, same: bool) -> None:
+        """Two resolvers at once: while one invocation is between its reads and its ``at``-th write, another handles
+        the same batch (a redelivery racing the first delivery), or the stream's next records, to its end."""
+        batch = self._take(data)
+        other = batch if same or not self.stream else self._take(data)
+        raced: list[bool] = []
+
+        def racer() -> None:
+            raced.append(True)
+            self.resolve(other)
+
+        self.faults.arm(at, racer=racer)
+        try:
+            self.resolve(batch)
+        finally:
+            self.faults.at, self.faults.racer = None, None
+        if not raced:  # the first invocation made fewer writes: the other one comes after it
+            self.resolve(other)
+        label(f"raced: {bool(raced)}")
 
     # --- the resolver's queue ----------------------------------------------------------------------------------
 
