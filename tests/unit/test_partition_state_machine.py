@@ -13,7 +13,9 @@ The world commits data (new, duplicate, and late older snapshots), compactions a
 records (each commit's event record, the state item's images in order, moto's keys-only INSERT) are handed to the
 resolver in generated batches: reordered across items, split, handed over twice, with a tail repeated, or failing
 midway (an OutOfTime deadline, or a store write failing before or after it applied) and then redelivered or given
-up; the resolver queue's messages are handed to ``handle_resolver_queue`` in any order, some twice, some failing.
+up, or racing (a second invocation, on the same batch or the next records, runs to its end between the first one's
+reads and one of its writes); the resolver queue's messages are handed to ``handle_resolver_queue`` in any order,
+some twice, some failing.
 The system is the real ingest, resolver and explain use cases, wired by the container on its in-memory fakes.
 
 After every step: no trigger key and no (rule, partition, pins) is claimed twice, a partition's pins never go back
