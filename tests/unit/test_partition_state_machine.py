@@ -720,7 +720,7 @@ class PartitionMachine(RuleBasedStateMachine):
 
 
 PartitionMachine.TestCase.settings = settings(
-    max_examples=examples(50),
+    max_examples=examples(80),
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
