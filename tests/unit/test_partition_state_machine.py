@@ -566,13 +566,18 @@ class PartitionMachine(RuleBasedStateMachine):
         self.queue.messages = queued
         claimed: dict[str | None, list[Any]] = {}
         for c in self.triggers.claims[before:]:
-            assert c.trigger.rule_id == rule_id, "an invocation for one rule claimed another's partition"
-            claimed[c.trigger.partition] = [p.to_api() for p in c.trigger.inputs]
+            if c.trigger.rule_id == rule_id:  # a slice past the bound wakes every rule mapping the asset
+                claimed[c.trigger.partition] = [p.to_api() for p in c.trigger.inputs]
         ready = {p for p, line in shown.items() if line["status"] == "READY"}
-        assert ready == set(claimed) & set(shown), (
-            f"explain said READY {sorted(ready)}; the resolver claimed {sorted(set(claimed) & set(shown))} of those "
-            f"shown: {[(p, line['status'], line['reason']) for p, line in shown.items()]}"
-        )
+        if said.get("partialCommits"):
+            # explain took the members' newest commits only up to the bound (and says so): what it calls READY is
+            # claimed; the queue resolves the keys past it, which explain did not see
+            assert ready <= set(claimed), f"explain said READY {sorted(ready)}; claimed {sorted(claimed)}"
+        else:
+            assert ready == set(claimed) & set(shown), (
+                f"explain said READY {sorted(ready)}; the resolver claimed {sorted(set(claimed) & set(shown))} of "
+                f"those shown: {[(p, line['status'], line['reason']) for p, line in shown.items()]}"
+            )
         for p in ready:
             assert shown[p]["pins"] == claimed[p], f"{p}: explain showed {shown[p]['pins']}, claimed {claimed[p]}"
         label(f"explain: {len(ready)} ready of {len(shown)} shown")
