@@ -19,12 +19,12 @@ one, is read before this batch's snapshots are logged, and the batch's own snaps
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lakehook.domain.coverage import Span
 from lakehook.domain.evaluation import VersionLog, select_member, steps_by_snapshot
 from lakehook.domain.late_versions import LateVersion, passed_over
-from lakehook.domain.partition_evaluation import FactKey, PartitionFact, fact_keys
+from lakehook.domain.partition_evaluation import FactKey, PartitionFact, fact_keys, member_keys
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Member, Mode, Rule
 from lakehook.domain.state import AssetState
@@ -37,7 +37,10 @@ from lakehook.usecases.late_versions import logged_already, ran_for_group
 from lakehook.usecases.resolve_partitions import (
     EXPLAIN_PAGE,
     PartitionInputs,
+    Versions,
     brought_facts,
+    brought_versions,
+    in_order,
     touched_of_states,
 )
 from lakehook.usecases.resolve_report import ResolverLimits, ResolverStores
@@ -47,8 +50,9 @@ Work = list[tuple[Rule, Group]]
 
 
 def each_version(rule: Rule, group: Group) -> bool:
-    """Whether the group runs every version of its members in order (EACH_VERSION without windows)."""
-    return rule.policy.mode is Mode.EACH_VERSION and group.window is None
+    """Whether the group runs every version of its members in order (EACH_VERSION without windows); a partitioned
+    group does so per partition, through its partitions' versions (:func:`in_order`), not the snapshot log."""
+    return rule.policy.mode is Mode.EACH_VERSION and group.window is None and group.partition_by is None
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,7 @@ class Gathered:
     owned: dict[str, list[AssetState]]  # this batch's images of EACH_VERSION members (kept as their history)
     seen: dict[str, list[SnapshotRecord]]  # the snapshots the batch brought for EACH_VERSION members (logged)
     brought: dict[FactKey, PartitionFact]  # the partition facts the batch's data commits give partitioned groups
+    versions: dict[FactKey, tuple[PartitionFact, ...]]  # EACH_VERSION partitioned groups: every commit of the batch
     partitions: dict[GroupRef, PartitionInputs]  # each readable partitioned group: its partitions' reads
     late: list[LateVersion]  # snapshots of the batch a group ran past, not logged yet
     logs: dict[str, VersionLog]  # EACH_VERSION members' known states
@@ -268,7 +273,8 @@ class GatherInputs:
         snapshots = self._snapshot_logs(work, inputs.states, inputs.cursors, seen, now, persisted, owned, recheck)
         coverage, errors = self._coverage(work, inputs, now)
         named, brought = brought_facts(work, touched)
-        partitions = self._partitions(work, inputs, named, errors, explain, wake or Wake())
+        versions = brought_versions(work, touched)
+        partitions = self._partitions(work, inputs, named, errors, explain, wake or Wake(), versions)
         return Gathered(
             work=work,
             inputs=inputs,
@@ -276,6 +282,7 @@ class GatherInputs:
             owned=owned,
             seen=seen,
             brought=brought,
+            versions=versions,
             partitions=partitions,
             late=self._late(work, batch.recorded, inputs.cursors),
             logs=logs,
@@ -318,6 +325,7 @@ class GatherInputs:
         errors: dict[GroupRef, BaseException],
         explain: bool,
         wake: Wake,
+        versions: Versions,
     ) -> dict[GroupRef, PartitionInputs]:
         """Each readable partitioned group: the partitions its batch names or it was given, and, when its wake asks
         for it, a page of its pending partitions (one query); then, batched, the kept facts and the cursors of them
@@ -334,7 +342,37 @@ class GatherInputs:
                 continue
             given = named.get(ref, frozenset()) | wake.given.get(ref, frozenset())
             read[ref] = self._partition_inputs(store, rule, group, given, wake.page(ref), explain)
+            if in_order(rule, group):
+                read[ref] = self._partition_versions(store, group, read[ref], versions)
         return read
+
+    def _partition_versions(
+        self, store: PartitionStore, group: Group, inputs: PartitionInputs, brought: Versions
+    ) -> PartitionInputs:
+        """EACH_VERSION per partition: for each partition with news (a kept fact or a commit of the batch newer than
+        what its cursor pins), per partitioned member the next stored version after its cursor (one query each, the
+        first; the batch's own versions are the plan's to add) and the trigger its cursor names (one read: head of
+        line); and which of the batch's versions below a partition's cursor were stored already (one query each)."""
+        versions: dict[str, dict[FactKey, tuple[PartitionFact, ...]]] = {}
+        previous: dict[str, Trigger] = {}
+        known: set[tuple[FactKey, int]] = set()
+        read: dict[tuple[FactKey, int], tuple[PartitionFact, ...]] = {}
+        for partition in inputs.partitions:
+            cursor = inputs.cursors.get(partition)
+            cursor = cursor if cursor is not None and cursor.seq > 0 else None
+            news = False
+            for member in group.partitioned_members:
+                last = cursor.pins.get(member.asset_key) if cursor is not None else None
+                for key in member_keys(group, member, partition):
+                    found = _next_versions(store, key, last, inputs.facts.get(key), brought.get(key, ()), read, known)
+                    news = news or found is not None
+                    if found:
+                        versions.setdefault(partition, {})[key] = found
+            if news and cursor is not None and cursor.trigger_key:
+                trigger = self._stores.triggers.get(cursor.trigger_key)
+                if trigger is not None:
+                    previous[partition] = trigger
+        return replace(inputs, versions=versions, previous=previous, known=frozenset(known))
 
     def _partition_inputs(
         self,
@@ -574,6 +612,36 @@ class GatherInputs:
             if trigger is not None:
                 found[(rule.rule_id, group.group_id)] = trigger
         return found
+
+
+def _next_versions(
+    store: PartitionStore,
+    key: FactKey,
+    last: PinnedInput | None,
+    fact: PartitionFact | None,
+    batch: Sequence[PartitionFact],
+    read: dict[tuple[FactKey, int], tuple[PartitionFact, ...]],
+    known: set[tuple[FactKey, int]],
+) -> tuple[PartitionFact, ...] | None:
+    """One fact key of a partition under the version its cursor pins (``last``): the next stored version when the kept
+    fact is newer (one query, shared by the partitions at that same version: a fan-out's); () when only the batch's
+    commits are newer; None when nothing is. The batch's versions below ``last`` that were stored already go to
+    ``known`` (one query each)."""
+    floor = last.ordinal[0] if last is not None else -1
+    for version in batch if last is not None else ():
+        if version.order < floor and _stored(store, key, version.order):
+            known.add((key, version.order))
+    if fact is not None and fact.order > floor:
+        if (key, floor) not in read:
+            read[(key, floor)] = tuple(store.versions_after(key, floor, 1))
+        return read[(key, floor)]
+    return () if any(v.order > floor for v in batch) else None
+
+
+def _stored(store: PartitionStore, key: FactKey, order: int) -> bool:
+    """Whether the partition's version of that order is stored (its batch was handled before)."""
+    after = store.versions_after(key, order - 1, 1)
+    return bool(after) and after[0].order == order
 
 
 def _maps(group: Group, asset_key: str) -> bool:

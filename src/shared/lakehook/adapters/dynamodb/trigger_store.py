@@ -79,6 +79,8 @@ def trigger_item(trigger: Trigger) -> dict[str, Any]:
     ):
         if value is not None:
             item[name] = value
+    if trigger.in_order:
+        item["inOrder"] = True  # its SUCCEEDED wakes the resolver (head of line, per partition)
     return item
 
 
@@ -107,6 +109,7 @@ def trigger_from_item(item: dict[str, Any]) -> Trigger:
         target_run_id=data.get("targetRunId"),
         replay_of=data.get("replayOf"),
         partition=data.get("partition"),
+        in_order=bool(data.get("inOrder", False)),
         run_status=data.get("runStatus"),
         completed_at=data.get("completedAt"),
         outlets=tuple(data["runOutlets"]) if data.get("runOutlets") is not None else None,

@@ -1,0 +1,233 @@
+"""EACH_VERSION per partition (docs/partitions.md): each data commit of a partitioned member touching a partition runs
+it once, in the order of the member's commits, each run once the partition's previous one SUCCEEDED (head of line per
+partition; a FAILED run blocks its partition only); an unpartitioned gate pins its newest satisfying version; a
+compaction is no version; a commit that touches a partition after it ran a newer one is recorded SKIPPED, never
+silently dropped. On the in-memory stores; explain says what the resolver does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lakehook.domain.errors import ValidationError
+from lakehook.domain.late_versions import is_late_skip
+from lakehook.domain.rules import Rule
+from lakehook.domain.status import Status
+from lakehook.domain.triggers import TriggerStatus
+from lakehook.ports.rules import Deferral
+from lakehook.usecases.resolve import ResolveReport
+from lakehook.usecases.rule_explain import ExplainRule
+from tests.unit.test_partition_resolve import DIM, ORDERS, PAYMENTS, Lake, daily
+
+P, Q = "2026-12-01", "2026-12-02"
+
+
+def each(*members: dict[str, Any], **policy: Any) -> Rule:
+    return daily(*members, mode="EACH_VERSION", **policy)
+
+
+class InOrder(Lake):
+    """The lake whose runs end as a target answers them; a run's SUCCEEDED wakes the resolver only as the stream filter
+    lets it through (a group's run, or a partition's run in order)."""
+
+    def dispatch(self, report: ResolveReport, fail: bool = False, only: str | None = None) -> ResolveReport:
+        claimed = list(report.claimed)
+        while True:
+            woken = []
+            for t in list(self.triggers.triggers.values()):
+                if t.status is not TriggerStatus.TRIGGERING or (only is not None and t.partition != only):
+                    continue
+                status = TriggerStatus.FAILED if fail else TriggerStatus.SUCCEEDED
+                self.triggers.triggers[t.trigger_key] = t.model_copy(update={"status": status})
+                if not fail and (t.partition is None or t.in_order):
+                    woken.append(Deferral(t.rule_id, t.group_id, 0))
+            if not woken:
+                report.claimed = claimed
+                return report
+            again = self.resolve(deferred=woken)
+            claimed += again.claimed
+            report.verdicts.update(again.verdicts)
+
+    def runs(self) -> list[tuple[str | None, list[tuple[str, int | None]]]]:
+        order = [t for k in self.triggers.claim_order if not is_late_skip(t := self.triggers.triggers[k])]
+        return [(t.partition, [(p.asset_key, p.snapshot_id) for p in t.inputs]) for t in order]
+
+    def skips(self) -> dict[tuple[str | None, int | None], str | None]:
+        late = [t for t in self.triggers.triggers.values() if is_late_skip(t)]
+        return {(t.partition, t.inputs[0].snapshot_id): t.reason for t in late}
+
+    def line(self, partition: str) -> dict[str, Any]:
+        return {p["partition"]: p for p in self.explain().to_api()["partitions"]}[f"dt={partition}"]
+
+
+def orders_of(lake: InOrder, partition: str = P) -> list[int | None]:
+    return [dict(pins)[ORDERS] for part, pins in lake.runs() if part == f"dt={partition}"]
+
+
+def test_three_commits_of_a_day_run_it_three_times_in_order_each_after_the_previous_succeeded() -> None:
+    lake = InOrder(each())
+    lake.commit(PAYMENTS, 7, P)
+    lake.commit(ORDERS, 1, P)
+    lake.commit(ORDERS, 2, P)
+    lake.commit(ORDERS, 3, P)
+    report = lake.deliver(dispatch=False)
+    assert [t.partition for t in report.claimed] == [f"dt={P}"]  # one run: the next waits for it
+    assert lake.runs() == [(f"dt={P}", [(ORDERS, 1), (PAYMENTS, 7)])]
+    line = lake.line(P)
+    assert line["status"] == Status.WAITING_FOR_RUN.value and "SUCCEEDED" in line["reason"]
+    lake.dispatch(report)
+    assert lake.runs() == [
+        (f"dt={P}", [(ORDERS, 1), (PAYMENTS, 7)]),
+        (f"dt={P}", [(ORDERS, 2), (PAYMENTS, 7)]),
+        (f"dt={P}", [(ORDERS, 3), (PAYMENTS, 7)]),
+    ]
+    assert lake.line(P)["status"] == Status.WAITING_FOR_UPDATE.value
+    assert lake.partitions.count_pending("daily", "g") == 0
+
+
+def test_three_commits_pushed_newest_first_in_one_request_all_run_in_order() -> None:
+    lake = InOrder(each())
+    lake.commit(PAYMENTS, 7, P)
+    for sid in (3, 2, 1):  # one request: every stream record of it in one batch, before anything ran
+        lake.commit(ORDERS, sid, P)
+    lake.deliver()
+    assert orders_of(lake) == [1, 2, 3]
+    assert lake.skips() == {}
+
+
+def test_a_failed_run_blocks_its_partition_only() -> None:
+    lake = InOrder(each())
+    lake.commit(PAYMENTS, 7, P, Q)
+    lake.commit(ORDERS, 1, P, Q)
+    lake.commit(ORDERS, 2, P, Q)
+    report = lake.deliver(dispatch=False)
+    assert sorted(t.partition or "" for t in report.claimed) == [f"dt={P}", f"dt={Q}"]
+    [failed] = [t for t in report.claimed if t.partition == f"dt={P}"]
+    lake.triggers.triggers[failed.trigger_key] = failed.model_copy(update={"status": TriggerStatus.FAILED})
+    lake.dispatch(ResolveReport(), only=f"dt={Q}")
+    assert orders_of(lake, Q) == [1, 2] and orders_of(lake, P) == [1]
+    line = lake.line(P)
+    assert line["status"] == Status.BLOCKED_BY_FAILED_TRIGGER.value
+    assert failed.trigger_key in line["reason"] and "retry" in line["reason"]
+    lake.deliver()  # nothing new: the failed run still holds the day
+    assert orders_of(lake, P) == [1]
+
+
+def test_a_compaction_is_no_version() -> None:
+    lake = InOrder(each())
+    lake.commit(PAYMENTS, 7, P)
+    lake.commit(ORDERS, 1, P)
+    lake.deliver()
+    lake.commit(ORDERS, 2, P, commitKind="COMPACT")
+    lake.deliver()
+    assert orders_of(lake) == [1]
+    assert lake.line(P)["status"] == Status.WAITING_FOR_UPDATE.value
+    assert lake.partitions.versions_after((ORDERS, "dt=dt", f"dt={P}"), 1, 5) == []
+
+
+def test_a_commit_arriving_after_a_newer_one_ran_is_recorded_skipped_and_explained() -> None:
+    lake = InOrder(each())
+    lake.commit(PAYMENTS, 7, P, Q)
+    lake.commit(ORDERS, 3, P)
+    lake.deliver()
+    assert orders_of(lake) == [3]
+    lake.commit(ORDERS, 2, P, Q)  # late for P (3 ran there), the first commit of Q
+    lake.deliver()
+    assert orders_of(lake) == [3] and orders_of(lake, Q) == [2]
+    reason = lake.skips()[(f"dt={P}", 2)]
+    assert reason is not None and "after 3 ran" in reason and f"dt={P}" in reason
+    assert list(lake.skips()) == [(f"dt={P}", 2)]
+    explain = ExplainRule(lake.rules, lake.triggers, lake.reader, clock=lambda: lake.now, resolver=lake.resolve)
+    shown = explain.explain("daily")["groups"][0]
+    assert [(s["snapshotId"], s["reason"]) for s in shown["skipped"]] == [(2, reason)]
+    assert shown["lastTrigger"]["status"] == TriggerStatus.SUCCEEDED.value
+
+
+def test_a_redelivered_batch_runs_nothing_twice_and_skips_nothing_that_ran() -> None:
+    lake = InOrder(each())
+    lake.commit(PAYMENTS, 7, P)
+    lake.commit(ORDERS, 1, P)
+    lake.commit(ORDERS, 2, P)
+    batch = [c for changes in lake.stream.values() for c in changes]
+    lake.deliver()
+    assert orders_of(lake) == [1, 2]
+    lake.dispatch(lake.resolve(batch))  # the same records again, after both ran
+    assert orders_of(lake) == [1, 2] and lake.skips() == {}
+
+
+def test_an_unpartitioned_gate_pins_its_newest_version_and_does_not_step() -> None:
+    rule = each({"assetKey": ORDERS, "partition": {}}, {"assetKey": DIM})
+    lake = InOrder(rule)
+    lake.commit(DIM, 40)
+    lake.commit(DIM, 41)
+    lake.commit(ORDERS, 1, P)
+    lake.commit(ORDERS, 2, P)
+    lake.deliver()
+    assert [dict(pins) for _, pins in lake.runs()] == [{ORDERS: 1, DIM: 41}, {ORDERS: 2, DIM: 41}]
+    lake.commit(DIM, 42)
+    lake.deliver()
+    assert len(lake.runs()) == 2  # a gate's new version alone runs no partition
+
+
+def test_a_partitions_run_in_order_wakes_the_resolver_when_it_succeeds_others_do_not() -> None:
+    from boto3.dynamodb.types import TypeSerializer
+
+    from lakehook.adapters.dynamodb.stream_records import resolver_input
+    from lakehook.adapters.dynamodb.trigger_store import trigger_item
+
+    def serialize(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+        old = {k: TypeSerializer().serialize(v) for k, v in before.items()}
+        new = {k: TypeSerializer().serialize(v) for k, v in after.items()}
+        return {
+            "eventName": "MODIFY",
+            "eventSource": "aws:dynamodb",
+            "dynamodb": {
+                "Keys": {"PK": new["PK"], "SK": new["SK"]},
+                "NewImage": new,
+                "OldImage": old,
+                "SequenceNumber": "1",
+                "StreamViewType": "NEW_AND_OLD_IMAGES",
+            },
+        }
+
+    lake = InOrder(each())
+    lake.commit(PAYMENTS, 7, P)
+    lake.commit(ORDERS, 1, P)
+    [run] = lake.deliver(dispatch=False).claimed
+    assert run.in_order
+    plain = run.model_copy(update={"in_order": False})
+    for trigger, woken in ((run, Deferral("daily", "g", 0)), (plain, None)):
+        before = trigger_item(trigger)
+        after = {**before, "status": "SUCCEEDED"}
+        record = serialize(before, after)
+        assert resolver_input(record) == woken
+
+
+def test_each_version_per_partition_is_refused_where_it_is_not_supported() -> None:
+    import pytest
+
+    hourly = {"assetKey": ORDERS, "partition": {"fields": {"dt": {"field": "hour", "grain": "day", "complete": True}}}}
+    for bad, words in (
+        (lambda: each(hourly), "rolls up"),
+        (lambda: each(startFrom="NEXT_CHANGE"), "NEXT_CHANGE"),
+        (
+            lambda: Rule.model_validate(
+                {
+                    "ruleId": "daily",
+                    "target": {"type": "eventbridge", "eventBusName": "runs"},
+                    "policy": {"mode": "EACH_VERSION"},
+                    "groups": [
+                        {
+                            "groupId": "g",
+                            "partitionBy": ["dt"],
+                            "schedule": {"cron": "0 6 * * *"},
+                            "members": [{"assetKey": ORDERS, "partition": {}}],
+                        }
+                    ],
+                }
+            ),
+            "schedule",
+        ),
+    ):
+        with pytest.raises((ValueError, ValidationError)) as caught:
+            bad()
+        assert words in str(caught.value)
