@@ -43,7 +43,7 @@ class Table:
         self.poll(self.asset)
 
 
-def put_daily(app: Any, orders: Table, payments: Table, rule_id: str = "daily") -> None:
+def put_daily(app: Any, orders: Table, payments: Table, rule_id: str = "daily", mode: str = "ALL_UPDATED") -> None:
     status, body = call(
         app,
         "PUT",
@@ -57,6 +57,7 @@ def put_daily(app: Any, orders: Table, payments: Table, rule_id: str = "daily") 
                 }
             ],
             "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
+            "policy": {"mode": mode},
         },
     )
     assert status == 201, body
@@ -113,6 +114,39 @@ def test_each_day_runs_once_both_tables_touched_it_and_an_overwrite_runs_it_agai
     # the same records again (a redelivered batch) run nothing twice
     assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
     assert len(runs(app)) == 4
+
+
+def test_each_version_runs_each_commit_of_a_day_in_order_once_the_previous_run_succeeded(
+    app: Any, container: Container, ddb_client: Any, lake: tuple[Table, Table]
+) -> None:
+    """EACH_VERSION per partition on DynamoDB: three commits of orders touching a day run it three times, in order;
+    each run's SUCCEEDED stream record (inOrder) passes the FilterCriteria and wakes the next; a redelivered batch runs
+    nothing twice and records no skip."""
+    from tests.support import mark_claims_succeeded
+
+    orders, payments = lake
+    orders.write("2026-11-30")  # version 0 creates the table
+    payments.write("2026-11-30")
+    put_daily(app, orders, payments, mode="EACH_VERSION")  # 11-30 runs with both version 0 (LATEST)
+    stream = Stream(ddb_client)
+    stream.records()
+    payments.write("2026-12-01")  # version 1
+    for _ in range(3):
+        orders.write("2026-12-01")  # versions 1, 2, 3
+    batch = stream.batch()
+    assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
+    day = [r for r in runs(app) if r[0] == "dt=2026-12-01"]
+    assert day == [("dt=2026-12-01", [1, 1])]
+    status, explained = call(app, "GET", "/rules/daily/explain")
+    lines = {p["partition"]: p for p in explained["groups"][0]["partitions"]}
+    assert status == 200 and lines["dt=2026-12-01"]["status"] == "WAITING_FOR_RUN"
+    for _ in range(4):
+        mark_claims_succeeded(container.table)
+        assert handle_stream_batch(stream.batch(), container) == {"batchItemFailures": []}
+    assert handle_stream_batch(batch, container) == {"batchItemFailures": []}  # redelivered
+    day = [r for r in runs(app) if r[0] == "dt=2026-12-01"]
+    assert day == [("dt=2026-12-01", [1, 1]), ("dt=2026-12-01", [2, 1]), ("dt=2026-12-01", [3, 1])]
+    assert [r for r in runs(app) if r[0] is None] == []
 
 
 @pytest.mark.parametrize("touched", [1, 25])
