@@ -28,7 +28,7 @@ from lakehook.domain.partition_evaluation import FactKey, PartitionFact, fact_ke
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Member, Mode, Rule
 from lakehook.domain.state import AssetState
-from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, partition_cursor_id
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, partition_cursor_id
 from lakehook.domain.versions import Lineage, LoggedSnapshot, SnapshotLog, SnapshotRecord, Verdict, lineage_of
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import Deferral, GroupRef, PartitionWork, ResolutionInputs, StateChange
@@ -350,29 +350,33 @@ class GatherInputs:
         self, store: PartitionStore, group: Group, inputs: PartitionInputs, brought: Versions
     ) -> PartitionInputs:
         """EACH_VERSION per partition: for each partition with news (a kept fact or a commit of the batch newer than
-        what its cursor pins), per partitioned member the next stored version after its cursor (one query each, the
-        first; the batch's own versions are the plan's to add) and the trigger its cursor names (one read: head of
-        line); and which of the batch's versions below a partition's cursor were stored already (one query each)."""
-        versions: dict[str, dict[FactKey, tuple[PartitionFact, ...]]] = {}
-        previous: dict[str, Trigger] = {}
-        known: set[tuple[FactKey, int]] = set()
-        read: dict[tuple[FactKey, int], tuple[PartitionFact, ...]] = {}
+        what its cursor pins), the trigger its cursor names (head of line: one batched read for them all), and per
+        partitioned member its next stored version after the cursor: one query, only when the kept fact is newer (the
+        batch's own versions are the plan's to add) and the partition's last run SUCCEEDED (while it has not, the
+        kept fact stands for the next version: the partition waits for its run, whichever version is next); and
+        which of the batch's versions below a partition's cursor were stored already (one query each, for those)."""
+        cursors: dict[str, GroupCursor | None] = {}
         for partition in inputs.partitions:
             cursor = inputs.cursors.get(partition)
             cursor = cursor if cursor is not None and cursor.seq > 0 else None
-            news = False
+            if _has_news(group, partition, cursor, inputs.facts, brought):
+                cursors[partition] = cursor
+        names = {p: c.trigger_key for p, c in cursors.items() if c is not None and c.trigger_key}
+        runs = self._stores.triggers.get_many(set(names.values())) if names else {}
+        previous = {p: t for p, k in names.items() if (t := runs.get(k)) is not None}
+        versions: dict[str, dict[FactKey, tuple[PartitionFact, ...]]] = {}
+        read: dict[tuple[FactKey, int], tuple[PartitionFact, ...]] = {}
+        for partition, cursor in cursors.items():
+            run = previous.get(partition)
+            held = run is not None and run.status not in (TriggerStatus.SUCCEEDED, TriggerStatus.SKIPPED)
             for member in group.partitioned_members:
                 last = cursor.pins.get(member.asset_key) if cursor is not None else None
                 for key in member_keys(group, member, partition):
-                    found = _next_versions(store, key, last, inputs.facts.get(key), brought.get(key, ()), read, known)
-                    news = news or found is not None
+                    found = _next_versions(store, key, last, inputs.facts.get(key), read, held)
                     if found:
                         versions.setdefault(partition, {})[key] = found
-            if news and cursor is not None and cursor.trigger_key:
-                trigger = self._stores.triggers.get(cursor.trigger_key)
-                if trigger is not None:
-                    previous[partition] = trigger
-        return replace(inputs, versions=versions, previous=previous, known=frozenset(known))
+        known = _stored_below(store, group, inputs, brought)
+        return replace(inputs, versions=versions, previous=previous, known=known)
 
     def _partition_inputs(
         self,
@@ -614,28 +618,63 @@ class GatherInputs:
         return found
 
 
+def _has_news(
+    group: Group,
+    partition: str,
+    cursor: GroupCursor | None,
+    facts: Mapping[FactKey, PartitionFact],
+    brought: Versions,
+) -> bool:
+    """Whether a kept fact or a commit of the batch touching ``partition`` is newer than what its cursor pins."""
+    for member in group.partitioned_members:
+        last = cursor.pins.get(member.asset_key) if cursor is not None else None
+        floor = last.ordinal[0] if last is not None else -1
+        for key in member_keys(group, member, partition):
+            fact = facts.get(key)
+            if (fact is not None and fact.order > floor) or any(v.order > floor for v in brought.get(key, ())):
+                return True
+    return False
+
+
 def _next_versions(
     store: PartitionStore,
     key: FactKey,
     last: PinnedInput | None,
     fact: PartitionFact | None,
-    batch: Sequence[PartitionFact],
     read: dict[tuple[FactKey, int], tuple[PartitionFact, ...]],
-    known: set[tuple[FactKey, int]],
-) -> tuple[PartitionFact, ...] | None:
+    held: bool,
+) -> tuple[PartitionFact, ...]:
     """One fact key of a partition under the version its cursor pins (``last``): the next stored version when the kept
-    fact is newer (one query, shared by the partitions at that same version: a fan-out's); () when only the batch's
-    commits are newer; None when nothing is. The batch's versions below ``last`` that were stored already go to
-    ``known`` (one query each)."""
+    fact is newer (one query, shared by the partitions at that same version: a fan-out's; while the partition's last
+    run has not succeeded, ``held``, the kept fact stands for it, unread); () otherwise."""
     floor = last.ordinal[0] if last is not None else -1
-    for version in batch if last is not None else ():
-        if version.order < floor and _stored(store, key, version.order):
-            known.add((key, version.order))
-    if fact is not None and fact.order > floor:
-        if (key, floor) not in read:
-            read[(key, floor)] = tuple(store.versions_after(key, floor, 1))
-        return read[(key, floor)]
-    return () if any(v.order > floor for v in batch) else None
+    if fact is None or fact.order <= floor:
+        return ()
+    if held:
+        return (fact,)
+    if (key, floor) not in read:
+        read[(key, floor)] = tuple(store.versions_after(key, floor, 1))
+    return read[(key, floor)]
+
+
+def _stored_below(
+    store: PartitionStore, group: Group, inputs: PartitionInputs, brought: Versions
+) -> frozenset[tuple[FactKey, int]]:
+    """The batch's versions below what a partition's cursor pins that were stored already (its batch was handled
+    before: they ran or their skip was recorded then), one query each, for those only."""
+    known: set[tuple[FactKey, int]] = set()
+    for partition in inputs.partitions:
+        cursor = inputs.cursors.get(partition)
+        for member in group.partitioned_members if cursor is not None and cursor.seq > 0 else ():
+            assert cursor is not None
+            last = cursor.pins.get(member.asset_key)
+            floor = last.ordinal[0] if last is not None else -1
+            for key in member_keys(group, member, partition):
+                for version in brought.get(key, ()):
+                    below = version.order < floor and (key, version.order) not in known
+                    if below and _stored(store, key, version.order):
+                        known.add((key, version.order))
+    return frozenset(known)
 
 
 def _stored(store: PartitionStore, key: FactKey, order: int) -> bool:

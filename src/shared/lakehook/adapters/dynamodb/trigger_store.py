@@ -301,6 +301,13 @@ class DynamoDBTriggerStore(TriggerStore):
         item = self._table.get_item(Key=keys.trigger_item_key(trigger_key), ConsistentRead=True).get("Item")
         return None if item is None else trigger_from_item(item)
 
+    def get_many(self, trigger_keys: Collection[str]) -> dict[str, Trigger]:
+        """Consistent BatchGetItem reads, 100 keys a request."""
+        wanted = [keys.trigger_item_key(k) for k in dict.fromkeys(trigger_keys)]
+        found = batch_get(self._table.meta.client, self._table.name, wanted) if wanted else []
+        triggers = (trigger_from_item(item) for item in found)
+        return {t.trigger_key: t for t in triggers}
+
     def list_for_rule(
         self, rule_id: str, status: TriggerStatus | None = None, limit: int = 50, next_token: str | None = None
     ) -> Page[Trigger]:
