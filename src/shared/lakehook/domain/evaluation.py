@@ -16,7 +16,9 @@ newer one that failed or is unchecked. The policy then decides whether the group
   step through the known state history (:class:`VersionLog`). Head of line: version n+1 is claimed only
   once version n's trigger SUCCEEDED (or was SKIPPED); a FAILED one blocks the group visibly
   (BLOCKED_BY_FAILED_TRIGGER). A snapshot that arrives only after the group ran a newer one is no version after
-  the cursor: it never runs, and its push records it as skipped (:mod:`lakehook.domain.late_versions`);
+  the cursor: it never runs, and its push records it as skipped (:mod:`lakehook.domain.late_versions`). A
+  partition of a partitioned group steps through the data commits touching it (:class:`PartitionView`), head of
+  line per partition;
 - a windowed group (``watermarkAtLeast: {window}``) fires once per window: the newest closed
   window, or with ``EACH_VERSION`` every window in order, at most ``maxRunsPerEvaluation`` behind the newest
   closed one per evaluation (CATCHING_UP with the :class:`Backlog` otherwise);

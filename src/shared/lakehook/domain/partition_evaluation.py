@@ -14,6 +14,10 @@ Pure functions, shared by the resolver (which claims what they call READY) and b
 
 The pins are the partitioned members' facts (the snapshot of the newest commit touching ``p``: the table as of it
 holds ``p`` as it is now) and the unpartitioned members' chosen versions; the trigger key hashes the partition too.
+
+``EACH_VERSION`` steps instead through the data commits touching ``p`` (its versions, given per fact key): each
+partitioned member's next one after ``p``'s cursor (the first run: the oldest known), an unpartitioned member at its
+newest satisfying version; version n+1 waits until ``p``'s run for n SUCCEEDED (head of line, per partition).
 """
 
 from __future__ import annotations

@@ -10,7 +10,10 @@ write per new (asset, mapping, partition) fact, at most the touched keys one com
 mapping the asset alike); one query of the group's pending partitions (a page); batched reads of the facts and
 partition cursors the evaluated partitions need; one transaction per claim, at most ``max_claims`` per group (the
 rest stay pending, deferred to the next invocation); one batched write of the partitions newly pending and one
-conditional delete per partition that leaves the pending list.
+conditional delete per partition that leaves the pending list. ``EACH_VERSION`` adds the batch's commits kept as the
+partitions' versions (batched puts), one batched read of the triggers the evaluated partitions' cursors name (head
+of line), and per partition whose run succeeded and that has an older version waiting, one query per partitioned
+member for its next version (docs/partitions.md, "EACH_VERSION per partition").
 """
 
 from __future__ import annotations
