@@ -188,6 +188,61 @@ def test_what_one_commit_touching_n_partitions_costs(
     }
 
 
+@pytest.mark.parametrize("touched", [1, 25])
+def test_what_each_version_per_partition_costs(
+    app: Any,
+    container: Container,
+    ddb_client: Any,
+    counter: RequestCounter,
+    lake: tuple[Table, Table],
+    touched: int,
+) -> None:
+    """The request counts docs/partitions.md states for EACH_VERSION per partition: a first commit of orders touching
+    N days payments touched (each day's first run), a second one while those runs are dispatching (head of line: no
+    version read), and the wake of the runs' SUCCEEDED (each day's next version read, one query each)."""
+    from tests.support import mark_claims_succeeded
+
+    orders, payments = lake
+    days = [f"2026-{1 + i // 28:02d}-{1 + i % 28:02d}" for i in range(touched)]
+    orders.write("2020-01-01")
+    payments.write("2019-12-31")
+    put_daily(app, orders, payments, mode="EACH_VERSION")
+    stream = Stream(ddb_client)
+    stream.records()
+    payments.write(*days)
+    assert handle_stream_batch(stream.batch(), container) == {"batchItemFailures": []}
+    orders.write(*days)
+    batch = stream.batch()
+    with counter.measure() as first:
+        assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
+    hundreds, twenty_fives = math.ceil(touched / 100), math.ceil(touched / 25)
+    assert dict(first) == {
+        "Query": 1 + touched,  # the asset's rules; per day its first run's payments version (no cursor yet)
+        "BatchGetItem": 1 + hundreds + math.ceil(2 * touched / 100) + hundreds,  # as ALL_UPDATED
+        "BatchWriteItem": twenty_fives,  # the commit's versions, 25 a request
+        "PutItem": touched,
+        "TransactWriteItems": touched,
+        "DeleteItem": touched,
+    }
+    orders.write(*days)
+    batch = stream.batch()
+    with counter.measure() as held:
+        assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
+    assert dict(held) == {
+        "Query": 1,  # no version read: each day's run is dispatching (head of line)
+        "BatchGetItem": 1 + hundreds + math.ceil(2 * touched / 100) + hundreds + hundreds,  # + the runs
+        "BatchWriteItem": twenty_fives + twenty_fives,  # the versions; the days newly pending
+        "PutItem": touched,
+    }
+    mark_claims_succeeded(container.table)
+    batch = stream.batch()
+    with counter.measure() as woken:
+        assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
+    assert len([t for t in container.trigger_store.list_for_rule("daily", limit=1000).items]) == 2 * touched
+    assert woken["Query"] == 1 + touched  # the pending page; per day its next version (orders: payments ran with it)
+    assert woken["TransactWriteItems"] == touched
+
+
 def test_a_forced_partition_and_its_replay_carry_the_partition_through_dispatch(
     app: Any, container: Container, ddb_client: Any, lake: tuple[Table, Table]
 ) -> None:

@@ -625,7 +625,10 @@ def _has_news(
     facts: Mapping[FactKey, PartitionFact],
     brought: Versions,
 ) -> bool:
-    """Whether a kept fact or a commit of the batch touching ``partition`` is newer than what its cursor pins."""
+    """Whether a kept fact or a commit of the batch touching ``partition`` is newer than what its cursor pins, every
+    partitioned member having one (a partition a member never touched waits for it: no version of it is read)."""
+    if any(k not in facts and k not in brought for k in fact_keys(group, partition)):
+        return False
     for member in group.partitioned_members:
         last = cursor.pins.get(member.asset_key) if cursor is not None else None
         floor = last.ordinal[0] if last is not None else -1
