@@ -399,3 +399,18 @@ def _claims(lake: Lake) -> list[Any]:
 
 def _late(lake: Lake) -> list[Any]:
     return [t for t in lake.triggers.triggers.values() if is_late_skip(t)]
+
+
+def test_a_partition_whose_versions_expired_steps_to_its_newest_commit_not_stuck() -> None:
+    """Versions not kept any more (past their retention, or made while no EACH_VERSION rule kept them) are stepped
+    over to the newest commit touching the partition, rather than waited for."""
+    lake = InOrder(each())
+    lake.commit(PAYMENTS, 7, P)
+    for sid in (1, 2, 3):
+        lake.commit(ORDERS, sid, P)
+    report = lake.deliver(dispatch=False)
+    assert orders_of(lake) == [1]
+    lake.partitions.versions.clear()  # expired (TTL)
+    lake.dispatch(report)
+    assert orders_of(lake) == [1, 3]
+    assert lake.line(P)["status"] == Status.WAITING_FOR_UPDATE.value

@@ -649,7 +649,8 @@ def _next_versions(
 ) -> tuple[PartitionFact, ...]:
     """One fact key of a partition under the version its cursor pins (``last``): the next stored version when the kept
     fact is newer (one query, shared by the partitions at that same version: a fan-out's; while the partition's last
-    run has not succeeded, ``held``, the kept fact stands for it, unread); () otherwise."""
+    run has not succeeded, ``held``, the kept fact stands for it, unread; the fact too when no version after the
+    cursor is kept); () otherwise."""
     floor = last.ordinal[0] if last is not None else -1
     if fact is None or fact.order <= floor:
         return ()
@@ -657,7 +658,9 @@ def _next_versions(
         return (fact,)
     if (key, floor) not in read:
         read[(key, floor)] = tuple(store.versions_after(key, floor, 1))
-    return read[(key, floor)]
+    # none kept after the cursor, yet a newer fact: its versions were not kept (written while no EACH_VERSION rule
+    # mapping it was enabled, or expired): the partition steps to the newest, never stuck behind what is gone
+    return read[(key, floor)] or (fact,)
 
 
 def _stored_below(
