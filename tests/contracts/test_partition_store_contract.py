@@ -134,3 +134,29 @@ def test_pending_partitions_say_since_when_lowest_keys_first(backend: Backend) -
     store.clear_pending("dwd", "g", {"dt=2026-01-03": cleared["dt=2026-01-03"]})
     assert store.pending_since("dwd", "g") == {"dt=2026-01-01": 20, "dt=2026-01-02": 10}
     assert store.pending_since("dwd", "absent") == {}
+
+
+def test_versions_are_kept_each_once_and_read_after_an_order_oldest_first(backend: Backend) -> None:
+    store = backend.partitions
+    day, other = "dt=2026-01-01", "dt=2026-01-01#x"  # a key holding '#' reaches into no other key's versions
+    store.record_versions([fact(3, day, schema_id=2, commit_time=5_000), fact(1, day), fact(2, other)], 10)
+    store.record_versions([fact(1, day), fact(7, day, PAYMENTS)], 20)  # one kept already: written again as it was
+    key = (ORDERS, MAPPING, day)
+    assert store.versions_after(key, -1, 10) == [fact(1, day), fact(3, day, schema_id=2, commit_time=5_000)]
+    assert store.versions_after(key, 1, 10) == [fact(3, day, schema_id=2, commit_time=5_000)]
+    assert store.versions_after(key, -1, 1) == [fact(1, day)]
+    assert store.versions_after(key, 3, 10) == []
+    assert store.versions_after((ORDERS, MAPPING, other), -1, 10) == [fact(2, other)]
+    assert store.versions_after((ORDERS, "dt=day", day), -1, 10) == []
+    assert store.facts([key]) == {}  # versions are no facts
+
+
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(orders=st.lists(st.integers(0, 2**40), max_size=30), after=st.integers(-1, 2**40), limit=st.integers(1, 40))
+def test_versions_after_reads_the_lowest_orders_above(
+    fresh_backend: Callable[[], Backend], orders: list[int], after: int, limit: int
+) -> None:
+    store = fresh_backend().partitions
+    store.record_versions([fact(o) for o in orders], 10)
+    expected = [fact(o) for o in sorted(set(orders)) if o > after][:limit]
+    assert store.versions_after((ORDERS, MAPPING, "dt=2026-01-01"), after, limit) == expected

@@ -38,6 +38,18 @@ def test_a_claim_stores_the_trigger_and_moves_the_cursor(backend: Backend) -> No
     assert cursors["dwd", "g"].seq == 1 and cursors["dwd", "g"].trigger_key == claimed.trigger_key
 
 
+def test_a_partitions_run_in_order_reads_back_as_it_was_claimed(backend: Backend) -> None:
+    """An EACH_VERSION partition's run keeps its partition and ``inOrder`` (its SUCCEEDED wakes the resolver)."""
+    claimed = trigger(1).model_copy(update={"partition": "dt=2026-01-01", "in_order": True})
+    cursor = GroupCursor.initial("dwd", "g", "dt=2026-01-01")
+    assert backend.triggers.claim(claimed, cursor.after(claimed, {}), None).outcome is ClaimOutcome.CLAIMED
+    assert backend.triggers.get(claimed.trigger_key) == claimed
+    other, _ = claim_next(backend, 2, None)
+    wanted = [claimed.trigger_key, other.trigger_key, "dwd.g.absent", claimed.trigger_key]
+    assert backend.triggers.get_many(wanted) == {claimed.trigger_key: claimed, other.trigger_key: other}
+    assert backend.triggers.get_many([]) == {}
+
+
 def test_a_trigger_key_is_claimed_once(backend: Backend) -> None:
     claimed, first = claim_next(backend, 1, None)
     assert first.cursor is not None

@@ -16,6 +16,9 @@ class InMemoryPartitionStore(PartitionStore):
         self.waiting: dict[tuple[str, str], dict[str, str]] = {}  # partition -> its mark
         self._marks = 0
         self.writes = 0  # one per fact offered (a conditional write each on DynamoDB)
+        self.versions: dict[FactKey, dict[int, PartitionFact]] = {}
+        self.version_writes = 0  # one per version offered (a put in a batch of 25 on DynamoDB)
+        self.version_reads = 0  # one per versions_after (a query on DynamoDB)
 
     def advance(self, facts: Sequence[PartitionFact], now_ms: int) -> list[PartitionFact]:
         moved: list[PartitionFact] = []
@@ -30,6 +33,18 @@ class InMemoryPartitionStore(PartitionStore):
     def facts(self, wanted: Collection[FactKey]) -> dict[FactKey, PartitionFact]:
         with self._lock:
             return {k: self.kept[k] for k in wanted if k in self.kept}
+
+    def record_versions(self, versions: Sequence[PartitionFact], now_ms: int) -> None:
+        with self._lock:
+            for version in versions:
+                self.version_writes += 1
+                self.versions.setdefault(version.key, {})[version.order] = version
+
+    def versions_after(self, key: FactKey, order: int, limit: int) -> list[PartitionFact]:
+        with self._lock:
+            self.version_reads += 1
+            kept = self.versions.get(key, {})
+            return [kept[o] for o in sorted(kept) if o > order][:limit]
 
     def mark_pending(self, rule_id: str, group_id: str, partitions: Collection[str], now_ms: int) -> None:
         with self._lock:

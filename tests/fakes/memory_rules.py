@@ -162,6 +162,10 @@ class InMemoryTriggerStore(TriggerStore):
         with self.lock:
             return self.triggers.get(trigger_key)
 
+    def get_many(self, trigger_keys: Collection[str]) -> dict[str, Trigger]:
+        with self.lock:
+            return {k: self.triggers[k] for k in trigger_keys if k in self.triggers}
+
     def list_for_rule(
         self, rule_id: str, status: TriggerStatus | None = None, limit: int = 50, next_token: str | None = None
     ) -> Page[Trigger]:

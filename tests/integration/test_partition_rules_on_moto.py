@@ -43,7 +43,7 @@ class Table:
         self.poll(self.asset)
 
 
-def put_daily(app: Any, orders: Table, payments: Table, rule_id: str = "daily") -> None:
+def put_daily(app: Any, orders: Table, payments: Table, rule_id: str = "daily", mode: str = "ALL_UPDATED") -> None:
     status, body = call(
         app,
         "PUT",
@@ -57,6 +57,7 @@ def put_daily(app: Any, orders: Table, payments: Table, rule_id: str = "daily") 
                 }
             ],
             "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
+            "policy": {"mode": mode},
         },
     )
     assert status == 201, body
@@ -115,6 +116,39 @@ def test_each_day_runs_once_both_tables_touched_it_and_an_overwrite_runs_it_agai
     assert len(runs(app)) == 4
 
 
+def test_each_version_runs_each_commit_of_a_day_in_order_once_the_previous_run_succeeded(
+    app: Any, container: Container, ddb_client: Any, lake: tuple[Table, Table]
+) -> None:
+    """EACH_VERSION per partition on DynamoDB: three commits of orders touching a day run it three times, in order;
+    each run's SUCCEEDED stream record (inOrder) passes the FilterCriteria and wakes the next; a redelivered batch runs
+    nothing twice and records no skip."""
+    from tests.support import mark_claims_succeeded
+
+    orders, payments = lake
+    orders.write("2026-11-30")  # version 0 creates the table
+    payments.write("2026-11-30")
+    put_daily(app, orders, payments, mode="EACH_VERSION")  # 11-30 runs with both version 0 (LATEST)
+    stream = Stream(ddb_client)
+    stream.records()
+    payments.write("2026-12-01")  # version 1
+    for _ in range(3):
+        orders.write("2026-12-01")  # versions 1, 2, 3
+    batch = stream.batch()
+    assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
+    day = [r for r in runs(app) if r[0] == "dt=2026-12-01"]
+    assert day == [("dt=2026-12-01", [1, 1])]
+    status, explained = call(app, "GET", "/rules/daily/explain")
+    lines = {p["partition"]: p for p in explained["groups"][0]["partitions"]}
+    assert status == 200 and lines["dt=2026-12-01"]["status"] == "WAITING_FOR_RUN"
+    for _ in range(4):
+        mark_claims_succeeded(container.table)
+        assert handle_stream_batch(stream.batch(), container) == {"batchItemFailures": []}
+    assert handle_stream_batch(batch, container) == {"batchItemFailures": []}  # redelivered
+    day = [r for r in runs(app) if r[0] == "dt=2026-12-01"]
+    assert day == [("dt=2026-12-01", [1, 1]), ("dt=2026-12-01", [2, 1]), ("dt=2026-12-01", [3, 1])]
+    assert [r for r in runs(app) if r[0] is None] == []
+
+
 @pytest.mark.parametrize("touched", [1, 25])
 def test_what_one_commit_touching_n_partitions_costs(
     app: Any,
@@ -152,6 +186,61 @@ def test_what_one_commit_touching_n_partitions_costs(
         "TransactWriteItems": math.ceil(touched / 50),  # the claims of the partitions that run, 50 a transaction
         "DeleteItem": touched,  # the days payments left pending, cleared under the marks they were read with
     }
+
+
+@pytest.mark.parametrize("touched", [1, 25])
+def test_what_each_version_per_partition_costs(
+    app: Any,
+    container: Container,
+    ddb_client: Any,
+    counter: RequestCounter,
+    lake: tuple[Table, Table],
+    touched: int,
+) -> None:
+    """The request counts docs/partitions.md states for EACH_VERSION per partition: a first commit of orders touching
+    N days payments touched (each day's first run), a second one while those runs are dispatching (head of line: no
+    version read), and the wake of the runs' SUCCEEDED (each day's next version read, one query each)."""
+    from tests.support import mark_claims_succeeded
+
+    orders, payments = lake
+    days = [f"2026-{1 + i // 28:02d}-{1 + i % 28:02d}" for i in range(touched)]
+    orders.write("2020-01-01")
+    payments.write("2019-12-31")
+    put_daily(app, orders, payments, mode="EACH_VERSION")
+    stream = Stream(ddb_client)
+    stream.records()
+    payments.write(*days)
+    assert handle_stream_batch(stream.batch(), container) == {"batchItemFailures": []}
+    orders.write(*days)
+    batch = stream.batch()
+    with counter.measure() as first:
+        assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
+    hundreds, twenty_fives = math.ceil(touched / 100), math.ceil(touched / 25)
+    assert dict(first) == {
+        "Query": 1 + touched,  # the asset's rules; per day its first run's payments version (no cursor yet)
+        "BatchGetItem": 1 + hundreds + math.ceil(2 * touched / 100) + hundreds,  # as ALL_UPDATED
+        "BatchWriteItem": twenty_fives,  # the commit's versions, 25 a request
+        "PutItem": touched,
+        "TransactWriteItems": touched,
+        "DeleteItem": touched,
+    }
+    orders.write(*days)
+    batch = stream.batch()
+    with counter.measure() as held:
+        assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
+    assert dict(held) == {
+        "Query": 1,  # no version read: each day's run is dispatching (head of line)
+        "BatchGetItem": 1 + hundreds + math.ceil(2 * touched / 100) + hundreds + hundreds,  # + the runs
+        "BatchWriteItem": twenty_fives + twenty_fives,  # the versions; the days newly pending
+        "PutItem": touched,
+    }
+    mark_claims_succeeded(container.table)
+    batch = stream.batch()
+    with counter.measure() as woken:
+        assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
+    assert len([t for t in container.trigger_store.list_for_rule("daily", limit=1000).items]) == 2 * touched
+    assert woken["Query"] == 1 + touched  # the pending page; per day its next version (orders: payments ran with it)
+    assert woken["TransactWriteItems"] == touched
 
 
 def test_a_forced_partition_and_its_replay_carry_the_partition_through_dispatch(

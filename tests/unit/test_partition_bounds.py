@@ -374,7 +374,7 @@ def test_a_recheck_of_a_partitioned_member_scans_the_groups_pending_partitions()
 
 def test_a_partitions_run_that_succeeded_wakes_no_resolver_a_groups_does() -> None:
     """A trigger turning SUCCEEDED wakes its group for EACH_VERSION's head of line; a partition's run releases
-    nothing (a partitioned group is never EACH_VERSION), so a thousand partition runs finishing cost no scan of the
+    nothing unless it runs in order (inOrder: EACH_VERSION), so a thousand partition runs finishing cost no scan of the
     group's pending partitions each."""
     from lakehook.adapters.dynamodb.stream_records import resolver_input
     from lakehook.ports.rules import Deferral

@@ -140,9 +140,14 @@ def test_a_member_partition_without_partition_by_is_refused() -> None:
     assert error.field == "groups.0.members" and "no partitionBy" in str(error)
 
 
-def test_each_version_is_refused_for_a_partitioned_group() -> None:
-    error = refused({**body(), "policy": {"mode": "EACH_VERSION"}})
-    assert error.field == "policy" and "EACH_VERSION" in str(error)
+def test_each_version_runs_per_partition_and_is_refused_with_a_rollup_member() -> None:
+    assert parse_rule("r", {**body(), "policy": {"mode": "EACH_VERSION"}}).policy.mode.value == "EACH_VERSION"
+    data = body()
+    data["groups"][0]["members"][1]["partition"] = {
+        "fields": {"dt": {"field": "hour", "grain": "day", "complete": True}}
+    }
+    error = refused({**data, "policy": {"mode": "EACH_VERSION"}})
+    assert error.field == "policy" and "EACH_VERSION" in str(error) and "rolls up" in str(error)
 
 
 def test_a_freshness_promise_over_group_runs_is_refused_for_a_rule_with_a_partitioned_group() -> None:

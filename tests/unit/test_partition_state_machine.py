@@ -567,7 +567,8 @@ class PartitionMachine(RuleBasedStateMachine):
         claimed: dict[str | None, list[Any]] = {}
         for c in self.triggers.claims[before:]:
             if c.trigger.rule_id == rule_id:  # a slice past the bound wakes every rule mapping the asset
-                claimed[c.trigger.partition] = [p.to_api() for p in c.trigger.inputs]
+                # the first claim of a partition is explain's (a slice past the bound may claim it again, newer)
+                claimed.setdefault(c.trigger.partition, [p.to_api() for p in c.trigger.inputs])
         ready = {p for p, line in shown.items() if line["status"] == "READY"}
         if said.get("partialCommits"):
             # explain took the members' newest commits only up to the bound (and says so): what it calls READY is

@@ -16,7 +16,9 @@ newer one that failed or is unchecked. The policy then decides whether the group
   step through the known state history (:class:`VersionLog`). Head of line: version n+1 is claimed only
   once version n's trigger SUCCEEDED (or was SKIPPED); a FAILED one blocks the group visibly
   (BLOCKED_BY_FAILED_TRIGGER). A snapshot that arrives only after the group ran a newer one is no version after
-  the cursor: it never runs, and its push records it as skipped (:mod:`lakehook.domain.late_versions`);
+  the cursor: it never runs, and its push records it as skipped (:mod:`lakehook.domain.late_versions`). A
+  partition of a partitioned group steps through the data commits touching it (:class:`PartitionView`), head of
+  line per partition;
 - a windowed group (``watermarkAtLeast: {window}``) fires once per window: the newest closed
   window, or with ``EACH_VERSION`` every window in order, at most ``maxRunsPerEvaluation`` behind the newest
   closed one per evaluation (CATCHING_UP with the :class:`Backlog` otherwise);
@@ -325,7 +327,10 @@ def _versions(g: _Group) -> GroupEvaluation | None:
         return _windowed(g)
     if g.cursor is not None:
         return _after_cursor(g, g.cursor)
-    if g.rule.policy.mode is Mode.EACH_VERSION:
+    view = g.partition
+    if g.rule.policy.mode is Mode.EACH_VERSION and view is not None:
+        g.pins = [view.first(i, pin) for i, pin in enumerate(g.pins)]
+    elif g.rule.policy.mode is Mode.EACH_VERSION:
         g.pins = [
             _first_known(m, pin, g.logs.get(m.asset_key), g.snapshots.get(m.asset_key), g.states)
             for m, pin in zip(g.group.members, g.pins, strict=True)
@@ -561,7 +566,7 @@ def _advance(
     group, mode = g.group, g.rule.policy.mode
     before = [cursor.pins.get(m.asset_key) for m in group.members]
     if mode is Mode.EACH_VERSION:
-        return _each_next(group, g.states, cursor, members, pins, before, g.logs, g.snapshots, g.now, gaps)
+        return _each_next(group, g.states, cursor, members, pins, before, g.logs, g.snapshots, g.now, gaps, g.partition)
     counted = g.counted if g.counted is not None else range(len(group.members))
     advanced = {i: _newer(pins[i], before[i]) for i in counted}
     behind = any(_older(pins[i], before[i]) for i in counted)
@@ -598,17 +603,23 @@ def _each_next(
     snapshots: Mapping[str, SnapshotLog],
     now: int,
     gaps: list[Gap],
+    view: PartitionView | None = None,
 ) -> list[PinnedInput] | None:
     """EACH_VERSION: every member's next version after the cursor's (or the cursor's, while it waits); None when
-    none moved or a held version holds the group."""
+    none moved or a held version holds the group. A partition (``view``): a partitioned member's next version is its
+    next commit touching the partition; an unpartitioned member (a gate) pins its newest satisfying version and does
+    not step (its updates alone run no partition)."""
     chosen: list[PinnedInput] = []
     moved = held = False
     for i, (member, pin, last) in enumerate(zip(group.members, pins, before, strict=True)):
-        if last is None:
+        if view is not None and i not in view.counted:
             chosen.append(pin)
+            continue
+        if last is None:
+            chosen.append(view.first(i, pin) if view is not None else pin)
             moved = True
             continue
-        found = _next_of(member, last, states, logs, snapshots, now)
+        found = view.next_after(i, last) if view is not None else _next_of(member, last, states, logs, snapshots, now)
         if isinstance(found, Held):  # holds the whole group: no member runs past a version held back
             held = True
             chosen.append(last)
@@ -627,7 +638,8 @@ def _each_next(
         elif found is None:
             chosen.append(last)
             if members[i].status is Status.READY:  # else it keeps the gate that blocks it on the current state
-                _wait(members, i, member, states.get(member.asset_key), last, cursor.baseline)
+                where = view.key if view is not None else None
+                _wait(members, i, member, states.get(member.asset_key), last, cursor.baseline, where)
         else:
             chosen.append(found)
             moved = True

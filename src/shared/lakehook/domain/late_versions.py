@@ -81,6 +81,34 @@ class LateVersion:
         )
 
 
+def late_in_partition(
+    rule: Rule, group_id: str, partition: str, version: PinnedInput, passed: PinnedInput, cursor: GroupCursor, at: int
+) -> Trigger:
+    """The SKIPPED trigger that records a commit touching ``partition`` of an EACH_VERSION partitioned group that
+    arrived after the partition ran a newer one (``passed``): it cannot run in order there any more. Its key is the
+    version's and the partition's, so it is written once (a redelivered batch writes it again as it was)."""
+    where = f"rule {rule.rule_id}" + (f" (group {group_id})" if len(rule.groups) > 1 else "")
+    reason = (
+        f"version {version.snapshot_id} of {version.asset_key} touched {partition} after {passed.snapshot_id} ran "
+        f"for it and will not run for {where}"
+    )
+    return Trigger(
+        trigger_key=trigger_key(
+            rule.rule_id, group_id, [version], None, cursor.replay_epoch, marker=LATE_MARKER, partition=partition
+        ),
+        rule_id=rule.rule_id,
+        group_id=group_id,
+        status=TriggerStatus.SKIPPED,
+        inputs=(version,),
+        partition=partition,
+        replay_epoch=cursor.replay_epoch,
+        sequence=cursor.seq,
+        created_at=at,
+        updated_at=at,
+        reason=reason,
+    )
+
+
 def is_late_skip(trigger: Trigger) -> bool:
     """Whether a trigger records a late version skipped (not a run, not a cursor move)."""
     return trigger.status is TriggerStatus.SKIPPED and f".{LATE_MARKER}." in trigger.trigger_key
@@ -88,8 +116,12 @@ def is_late_skip(trigger: Trigger) -> bool:
 
 def steps_through(rule: Rule, group: Group, asset_key: str, record: SnapshotRecord) -> bool:
     """Whether ``group`` runs the snapshots of ``asset_key`` one by one (an enabled EACH_VERSION rule, no window) and
-    counts ``record`` as a version of its member (a compaction or one below minSnapshotId it passes over anyway)."""
+    counts ``record`` as a version of its member (a compaction or one below minSnapshotId it passes over anyway). A
+    partitioned group steps per partition: its resolver records a late commit per partition
+    (:func:`late_in_partition`), not its push."""
     if not rule.enabled or rule.policy.mode is not Mode.EACH_VERSION or group.window is not None:
+        return False
+    if group.partition_by is not None:
         return False
     member = next((m for m in group.members if m.asset_key == asset_key), None)
     if member is None or not steps_by_snapshot(member):

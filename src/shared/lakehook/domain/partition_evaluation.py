@@ -19,6 +19,10 @@ behaviour holds per partition by the same code.
 
 The pins are the partitioned members' facts (the snapshot of the newest commit touching ``p``: the table as of it
 holds ``p`` as it is now) and the unpartitioned members' chosen versions; the trigger key hashes the partition too.
+
+``EACH_VERSION`` steps instead through the data commits touching ``p`` (its versions, given per fact key): each
+partitioned member's next one after ``p``'s cursor (the first run: the oldest known), an unpartitioned member at its
+newest satisfying version; version n+1 waits until ``p``'s run for n SUCCEEDED (head of line, per partition).
 """
 
 from __future__ import annotations
@@ -151,13 +155,16 @@ def evaluate_partition(
     *,
     coverage: Mapping[str, Sequence[Span]] | None = None,
     previous: Trigger | None = None,
+    versions: Mapping[FactKey, Sequence[PartitionFact]] | None = None,
 ) -> GroupEvaluation:
     """The verdict of ``group`` for ``partition``: READY with the pins to claim, or the first thing it waits for.
     ``cursor`` is the partition's own cursor (None before its first run). The members' verdicts are the partition's
     (:func:`partition_members`); the group's steps judge them as they judge any group's
     (:func:`lakehook.domain.evaluation.evaluate_group`): the policy, schedule, window, backfill, cooldown and quiet
-    period hold per partition."""
-    view = partition_members(group, partition, facts, states, registered)
+    period hold per partition. EACH_VERSION: ``versions`` holds the known data commits touching the partition per
+    fact key (after the partition's cursor: its next ones), and ``previous`` the trigger its cursor names (head of
+    line, per partition)."""
+    view = partition_members(group, partition, facts, states, registered, versions)
     return evaluate_group(
         rule, group, states, cursor, now, registered=registered, coverage=coverage, previous=previous, partition=view
     )
@@ -169,6 +176,7 @@ def partition_members(
     facts: Mapping[FactKey, PartitionFact],
     states: Mapping[str, AssetState],
     registered: Mapping[str, bool] | None = None,
+    versions: Mapping[FactKey, Sequence[PartitionFact]] | None = None,
 ) -> PartitionView:
     """The members' verdicts for ``partition``: an unpartitioned member's on its asset's state (it gates every
     partition); a partitioned member's version is its newest data commit touching the partition (a rollup's: the
@@ -187,7 +195,22 @@ def partition_members(
             continue
         members.append(_partitioned(member, partition, max(found, key=lambda f: f.order, default=None)))
     counted = frozenset(i for i, m in enumerate(group.members) if m.partition is not None)
-    return PartitionView(partition, tuple(members), counted)
+    steps = {i: _steps(group, group.members[i], partition, versions) for i in counted} if versions is not None else {}
+    return PartitionView(partition, tuple(members), counted, steps)
+
+
+def _steps(
+    group: Group, member: Member, partition: str, versions: Mapping[FactKey, Sequence[PartitionFact]]
+) -> tuple[PinnedInput, ...]:
+    """EACH_VERSION: a partitioned member's known commits touching ``partition``, oldest first, each once (one fact
+    key: a rollup member is refused with EACH_VERSION), none below its minSnapshotId."""
+    floor = member.condition.min_snapshot_id
+    found: dict[int, PartitionFact] = {}
+    for key in member_keys(group, member, partition):
+        for fact in versions.get(key, ()):
+            if floor is None or fact.order >= floor:
+                found.setdefault(fact.order, fact)
+    return tuple(found[order].pin() for order in sorted(found))
 
 
 def _coverage_of(group: Group, member: Member) -> str:

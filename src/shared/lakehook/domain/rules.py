@@ -438,12 +438,11 @@ class Rule(BaseModel):
     @field_validator("policy")
     @classmethod
     def _partitioned_mode(cls, policy: Policy, info: ValidationInfo) -> Policy:
-        partitioned = [g.group_id for g in info.data.get("groups") or () if g.partition_by is not None]
-        if partitioned and policy.mode is Mode.EACH_VERSION:
-            raise ValueError(
-                f"mode: group {partitioned[0]} has partitionBy; a partitioned group runs once per partition and "
-                "commit touching it (ALL_UPDATED or ANY_UPDATED), not EACH_VERSION"
-            )
+        groups = [g for g in info.data.get("groups") or () if g.partition_by is not None]
+        partitioned = [g.group_id for g in groups]
+        if policy.mode is Mode.EACH_VERSION:
+            for group in groups:
+                _each_version_per_partition(group)
         if partitioned and policy.start_from is StartFrom.NEXT_CHANGE:
             raise ValueError(
                 f"startFrom: group {partitioned[0]} has partitionBy; a partition runs for the commits touching it "
@@ -505,3 +504,22 @@ class Rule(BaseModel):
 
     def to_json(self) -> str:
         return json.dumps(self.to_api(), separators=(",", ":"), sort_keys=True)
+
+
+def _each_version_per_partition(group: Group) -> None:
+    """EACH_VERSION per partition runs each data commit touching a partition, in order: a partition's versions are
+    its partitioned members' commits, so a group whose partition runs by a window or a tick, or a member that rolls
+    up several units into one partition (its versions are several keys'), is refused."""
+    where = f"mode: group {group.group_id} has partitionBy"
+    if group.window is not None or group.schedule is not None:
+        raise ValueError(
+            f"{where} and a {'window' if group.window is not None else 'schedule'}; EACH_VERSION runs a partition "
+            "once per commit touching it, not per window or tick (use ALL_UPDATED or ANY_UPDATED)"
+        )
+    assert group.partition_by is not None
+    for i, member in enumerate(group.members):
+        if member.partition is not None and member.partition.rollup_fields(group.partition_by):
+            raise ValueError(
+                f"{where}; members.{i} rolls up (complete), and EACH_VERSION steps through the commits of one "
+                "partition key per member (use ALL_UPDATED or ANY_UPDATED)"
+            )

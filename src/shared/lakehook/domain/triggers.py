@@ -191,6 +191,11 @@ class Trigger(BaseModel):
     inputs: tuple[PinnedInput, ...]
     window: Window | None = None
     partition: str | None = Field(default=None, description="a partitioned group's run: the partition key it ran for")
+    in_order: bool = Field(
+        default=False,
+        alias="inOrder",
+        description="an EACH_VERSION partition's run: the partition's next version waits for it to succeed",
+    )
     replay_epoch: int = Field(default=0, alias="replayEpoch")
     sequence: int = Field(default=0, description="the group cursor's sequence this claim set")
     attempts: int = 0

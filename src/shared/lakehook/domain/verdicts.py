@@ -4,7 +4,8 @@ not, per group or per partition, and what explain shows. Pure data; the steps th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lakehook.domain.member_verdict import MemberEvaluation
@@ -161,6 +162,17 @@ class PartitionView:
     key: str
     members: tuple[MemberEvaluation, ...]
     counted: frozenset[int]
+    # EACH_VERSION: per partitioned member (by index) the known data commits touching the partition, oldest first
+    versions: Mapping[int, tuple[PinnedInput, ...]] = field(default_factory=dict)
+
+    def next_after(self, index: int, last: PinnedInput) -> PinnedInput | None:
+        """EACH_VERSION: the member's first known commit touching the partition after ``last`` (its next version)."""
+        return next((v for v in self.versions.get(index, ()) if v.ordinal[0] > last.ordinal[0]), None)
+
+    def first(self, index: int, pin: PinnedInput) -> PinnedInput:
+        """EACH_VERSION before the partition's first run: the member's oldest known commit touching it (a gate, an
+        unpartitioned member, keeps its newest satisfying version ``pin``)."""
+        return next(iter(self.versions.get(index, ())), pin)
 
 
 @dataclass(frozen=True)

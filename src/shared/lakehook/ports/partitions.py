@@ -9,8 +9,9 @@ from lakehook.domain.partition_evaluation import FactKey, PartitionFact
 
 
 class PartitionStore(ABC):
-    """Per (asset, mapping, partition) the newest data commit that touched it (advance-only), and per partitioned
-    group the partitions that are pending: a member touched them since their last run, and they have not run."""
+    """Per (asset, mapping, partition) the newest data commit that touched it (advance-only), for EACH_VERSION groups
+    every data commit that touched it (its versions), and per partitioned group the partitions that are pending: a
+    member touched them since their last run, and they have not run."""
 
     @abstractmethod
     def advance(self, facts: Sequence[PartitionFact], now_ms: int) -> list[PartitionFact]:
@@ -19,6 +20,16 @@ class PartitionStore(ABC):
     @abstractmethod
     def facts(self, wanted: Collection[FactKey]) -> dict[FactKey, PartitionFact]:
         """The kept facts among ``wanted`` (batched reads)."""
+
+    @abstractmethod
+    def record_versions(self, versions: Sequence[PartitionFact], now_ms: int) -> None:
+        """EACH_VERSION: keep each data commit touching a partition as one version of it (batched puts; one kept
+        already is written again as it was), kept for the state history's retention."""
+
+    @abstractmethod
+    def versions_after(self, key: FactKey, order: int, limit: int) -> list[PartitionFact]:
+        """EACH_VERSION: at most ``limit`` kept versions of ``key`` with an order above ``order``, oldest first (one
+        query)."""
 
     @abstractmethod
     def mark_pending(self, rule_id: str, group_id: str, partitions: Collection[str], now_ms: int) -> None:

@@ -179,6 +179,10 @@ class TriggerStore(ABC):
         """The trigger, or None."""
 
     @abstractmethod
+    def get_many(self, trigger_keys: Collection[str]) -> dict[str, Trigger]:
+        """The triggers among ``trigger_keys`` that exist, by key (batched reads)."""
+
+    @abstractmethod
     def list_for_rule(
         self, rule_id: str, status: TriggerStatus | None = None, limit: int = 50, next_token: str | None = None
     ) -> Page[Trigger]:

@@ -1,8 +1,10 @@
 """The resolver's writes: perform a :class:`lakehook.usecases.resolve_plan.Plan`.
 
 First the batch's bookkeeping: its EACH_VERSION members' state images kept as ``HIST#<state version>`` items, the
-plan's partition facts (one conditional write each, advance-only), the SKIPPED triggers of late snapshots (before
-those snapshots enter the log), and the snapshots it saw logged. Then group by group, in the plan's order, each
+SKIPPED triggers of late snapshots (before those snapshots enter the log, and a late commit touching a partition
+before it is kept as the partition's version), the versions of the partitions of EACH_VERSION partitioned groups
+(batched puts), the plan's partition facts (one conditional write each, advance-only), and the snapshots it saw
+logged. Then group by group, in the plan's order, each
 isolated (a rule error fails its group only): the planned claims, one transaction each, conditional on the group
 cursor; then the deferral, or the targeted polls of the gaps, or the rule error recorded on the rule.
 
@@ -88,9 +90,13 @@ class ApplyPlan:
         in_time(time_left, self._limits)
         if gathered.owned:
             self._stores.history.record(gathered.owned, now)
+        # a late commit's skip before its partition version is kept: a redelivered batch finds the version kept and
+        # takes it for handled (then its skip was recorded)
+        self._skip_late(plan, now, report)
+        if plan.versions and self._stores.partitions is not None:
+            self._stores.partitions.record_versions(plan.versions, now)  # before the facts: a fact has its version
         if plan.facts and self._stores.partitions is not None:
             self._stores.partitions.advance([f.fact for f in plan.facts], now)
-        self._skip_late(plan, now, report)
         if gathered.seen:
             self._stores.history.record_snapshots(gathered.seen, now)
         persisted = {k: set(v) for k, v in gathered.persisted.items()}

@@ -19,16 +19,16 @@ one, is read before this batch's snapshots are logged, and the batch's own snaps
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lakehook.domain.coverage import Span
 from lakehook.domain.evaluation import VersionLog, select_member, steps_by_snapshot
 from lakehook.domain.late_versions import LateVersion, passed_over
-from lakehook.domain.partition_evaluation import FactKey, PartitionFact, fact_keys
+from lakehook.domain.partition_evaluation import FactKey, PartitionFact, fact_keys, member_keys
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Member, Mode, Rule
 from lakehook.domain.state import AssetState
-from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, partition_cursor_id
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, partition_cursor_id
 from lakehook.domain.versions import Lineage, LoggedSnapshot, SnapshotLog, SnapshotRecord, Verdict, lineage_of
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import Deferral, GroupRef, PartitionWork, ResolutionInputs, StateChange
@@ -37,7 +37,10 @@ from lakehook.usecases.late_versions import logged_already, ran_for_group
 from lakehook.usecases.resolve_partitions import (
     EXPLAIN_PAGE,
     PartitionInputs,
+    Versions,
     brought_facts,
+    brought_versions,
+    in_order,
     touched_of_states,
 )
 from lakehook.usecases.resolve_report import ResolverLimits, ResolverStores
@@ -47,8 +50,9 @@ Work = list[tuple[Rule, Group]]
 
 
 def each_version(rule: Rule, group: Group) -> bool:
-    """Whether the group runs every version of its members in order (EACH_VERSION without windows)."""
-    return rule.policy.mode is Mode.EACH_VERSION and group.window is None
+    """Whether the group runs every version of its members in order (EACH_VERSION without windows); a partitioned
+    group does so per partition, through its partitions' versions (:func:`in_order`), not the snapshot log."""
+    return rule.policy.mode is Mode.EACH_VERSION and group.window is None and group.partition_by is None
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,7 @@ class Gathered:
     owned: dict[str, list[AssetState]]  # this batch's images of EACH_VERSION members (kept as their history)
     seen: dict[str, list[SnapshotRecord]]  # the snapshots the batch brought for EACH_VERSION members (logged)
     brought: dict[FactKey, PartitionFact]  # the partition facts the batch's data commits give partitioned groups
+    versions: dict[FactKey, tuple[PartitionFact, ...]]  # EACH_VERSION partitioned groups: every commit of the batch
     partitions: dict[GroupRef, PartitionInputs]  # each readable partitioned group: its partitions' reads
     late: list[LateVersion]  # snapshots of the batch a group ran past, not logged yet
     logs: dict[str, VersionLog]  # EACH_VERSION members' known states
@@ -268,7 +273,8 @@ class GatherInputs:
         snapshots = self._snapshot_logs(work, inputs.states, inputs.cursors, seen, now, persisted, owned, recheck)
         coverage, errors = self._coverage(work, inputs, now)
         named, brought = brought_facts(work, touched)
-        partitions = self._partitions(work, inputs, named, errors, explain, wake or Wake())
+        versions = brought_versions(work, touched)
+        partitions = self._partitions(work, inputs, named, errors, explain, wake or Wake(), versions)
         return Gathered(
             work=work,
             inputs=inputs,
@@ -276,6 +282,7 @@ class GatherInputs:
             owned=owned,
             seen=seen,
             brought=brought,
+            versions=versions,
             partitions=partitions,
             late=self._late(work, batch.recorded, inputs.cursors),
             logs=logs,
@@ -318,6 +325,7 @@ class GatherInputs:
         errors: dict[GroupRef, BaseException],
         explain: bool,
         wake: Wake,
+        versions: Versions,
     ) -> dict[GroupRef, PartitionInputs]:
         """Each readable partitioned group: the partitions its batch names or it was given, and, when its wake asks
         for it, a page of its pending partitions (one query); then, batched, the kept facts and the cursors of them
@@ -334,7 +342,41 @@ class GatherInputs:
                 continue
             given = named.get(ref, frozenset()) | wake.given.get(ref, frozenset())
             read[ref] = self._partition_inputs(store, rule, group, given, wake.page(ref), explain)
+            if in_order(rule, group):
+                read[ref] = self._partition_versions(store, group, read[ref], versions)
         return read
+
+    def _partition_versions(
+        self, store: PartitionStore, group: Group, inputs: PartitionInputs, brought: Versions
+    ) -> PartitionInputs:
+        """EACH_VERSION per partition: for each partition with news (a kept fact or a commit of the batch newer than
+        what its cursor pins), the trigger its cursor names (head of line: one batched read for them all), and per
+        partitioned member its next stored version after the cursor: one query, only when the kept fact is newer (the
+        batch's own versions are the plan's to add) and the partition's last run SUCCEEDED (while it has not, the
+        kept fact stands for the next version: the partition waits for its run, whichever version is next); and
+        which of the batch's versions below a partition's cursor were stored already (one query each, for those)."""
+        cursors: dict[str, GroupCursor | None] = {}
+        for partition in inputs.partitions:
+            cursor = inputs.cursors.get(partition)
+            cursor = cursor if cursor is not None and cursor.seq > 0 else None
+            if _has_news(group, partition, cursor, inputs.facts, brought):
+                cursors[partition] = cursor
+        names = {p: c.trigger_key for p, c in cursors.items() if c is not None and c.trigger_key}
+        runs = self._stores.triggers.get_many(set(names.values())) if names else {}
+        previous = {p: t for p, k in names.items() if (t := runs.get(k)) is not None}
+        versions: dict[str, dict[FactKey, tuple[PartitionFact, ...]]] = {}
+        read: dict[tuple[FactKey, int], tuple[PartitionFact, ...]] = {}
+        for partition, cursor in cursors.items():
+            run = previous.get(partition)
+            held = run is not None and run.status not in (TriggerStatus.SUCCEEDED, TriggerStatus.SKIPPED)
+            for member in group.partitioned_members:
+                last = cursor.pins.get(member.asset_key) if cursor is not None else None
+                for key in member_keys(group, member, partition):
+                    found = _next_versions(store, key, last, inputs.facts.get(key), read, held)
+                    if found:
+                        versions.setdefault(partition, {})[key] = found
+        known = _stored_below(store, group, inputs, brought)
+        return replace(inputs, versions=versions, previous=previous, known=known)
 
     def _partition_inputs(
         self,
@@ -593,6 +635,77 @@ class GatherInputs:
             if trigger is not None:
                 found[(rule.rule_id, group.group_id)] = trigger
         return found
+
+
+def _has_news(
+    group: Group,
+    partition: str,
+    cursor: GroupCursor | None,
+    facts: Mapping[FactKey, PartitionFact],
+    brought: Versions,
+) -> bool:
+    """Whether a kept fact or a commit of the batch touching ``partition`` is newer than what its cursor pins, every
+    partitioned member having one (a partition a member never touched waits for it: no version of it is read)."""
+    if any(k not in facts and k not in brought for k in fact_keys(group, partition)):
+        return False
+    for member in group.partitioned_members:
+        last = cursor.pins.get(member.asset_key) if cursor is not None else None
+        floor = last.ordinal[0] if last is not None else -1
+        for key in member_keys(group, member, partition):
+            fact = facts.get(key)
+            if (fact is not None and fact.order > floor) or any(v.order > floor for v in brought.get(key, ())):
+                return True
+    return False
+
+
+def _next_versions(
+    store: PartitionStore,
+    key: FactKey,
+    last: PinnedInput | None,
+    fact: PartitionFact | None,
+    read: dict[tuple[FactKey, int], tuple[PartitionFact, ...]],
+    held: bool,
+) -> tuple[PartitionFact, ...]:
+    """One fact key of a partition under the version its cursor pins (``last``): the next stored version when the kept
+    fact is newer (one query, shared by the partitions at that same version: a fan-out's; while the partition's last
+    run has not succeeded, ``held``, the kept fact stands for it, unread; the fact too when no version after the
+    cursor is kept); () otherwise."""
+    floor = last.ordinal[0] if last is not None else -1
+    if fact is None or fact.order <= floor:
+        return ()
+    if held:
+        return (fact,)
+    if (key, floor) not in read:
+        read[(key, floor)] = tuple(store.versions_after(key, floor, 1))
+    # none kept after the cursor, yet a newer fact: its versions were not kept (written while no EACH_VERSION rule
+    # mapping it was enabled, or expired): the partition steps to the newest, never stuck behind what is gone
+    return read[(key, floor)] or (fact,)
+
+
+def _stored_below(
+    store: PartitionStore, group: Group, inputs: PartitionInputs, brought: Versions
+) -> frozenset[tuple[FactKey, int]]:
+    """The batch's versions below what a partition's cursor pins that were stored already (its batch was handled
+    before: they ran or their skip was recorded then), one query each, for those only."""
+    known: set[tuple[FactKey, int]] = set()
+    for partition in inputs.partitions:
+        cursor = inputs.cursors.get(partition)
+        for member in group.partitioned_members if cursor is not None and cursor.seq > 0 else ():
+            assert cursor is not None
+            last = cursor.pins.get(member.asset_key)
+            floor = last.ordinal[0] if last is not None else -1
+            for key in member_keys(group, member, partition):
+                for version in brought.get(key, ()):
+                    below = version.order < floor and (key, version.order) not in known
+                    if below and _stored(store, key, version.order):
+                        known.add((key, version.order))
+    return frozenset(known)
+
+
+def _stored(store: PartitionStore, key: FactKey, order: int) -> bool:
+    """Whether the partition's version of that order is stored (its batch was handled before)."""
+    after = store.versions_after(key, order - 1, 1)
+    return bool(after) and after[0].order == order
 
 
 def _maps(group: Group, asset_key: str) -> bool:

@@ -10,7 +10,10 @@ write per new (asset, mapping, partition) fact, at most the touched keys one com
 mapping the asset alike); one query of the group's pending partitions (a page); batched reads of the facts and
 partition cursors the evaluated partitions need; one transaction per claim, at most ``max_claims`` per group (the
 rest stay pending, deferred to the next invocation); one batched write of the partitions newly pending and one
-conditional delete per partition that leaves the pending list.
+conditional delete per partition that leaves the pending list. ``EACH_VERSION`` adds the batch's commits kept as the
+partitions' versions (batched puts), one batched read of the triggers the evaluated partitions' cursors name (head
+of line), and per partition whose run succeeded and that has an older version waiting, one query per partitioned
+member for its next version (docs/partitions.md, "EACH_VERSION per partition").
 """
 
 from __future__ import annotations
@@ -21,10 +24,12 @@ from enum import StrEnum
 
 from lakehook.domain.errors import ConflictError, ValidationError
 from lakehook.domain.evaluation import GroupEvaluation, Status, backfills_of
+from lakehook.domain.late_versions import late_in_partition
 from lakehook.domain.partition_evaluation import (
     FactKey,
     PartitionFact,
     evaluate_partition,
+    fact_keys,
     facts_of,
     member_keys,
     partitions_of_fact,
@@ -32,7 +37,7 @@ from lakehook.domain.partition_evaluation import (
     touched_since,
 )
 from lakehook.domain.partitions import TouchedPartitions
-from lakehook.domain.rules import Group, Rule
+from lakehook.domain.rules import Group, Mode, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, next_trigger
 from lakehook.domain.versions import SnapshotRecord
@@ -43,6 +48,28 @@ EXPLAIN_PAGE = 20  # partitions explain shows per group
 
 Touched = Mapping[str, Sequence[tuple[SnapshotRecord, TouchedPartitions]]]
 """per asset key, the data commits a batch brought and the partitions each touched"""
+
+Versions = Mapping[FactKey, Sequence[PartitionFact]]
+"""EACH_VERSION: per (asset, mapping, partition) data commits touching it"""
+
+
+def in_order(rule: Rule, group: Group) -> bool:
+    """Whether a partitioned group runs each version of its partitions in order (EACH_VERSION per partition)."""
+    return group.partition_by is not None and rule.policy.mode is Mode.EACH_VERSION
+
+
+def brought_versions(work: Sequence[tuple[Rule, Group]], touched: Touched) -> dict[FactKey, tuple[PartitionFact, ...]]:
+    """Every data commit of ``touched`` touching an (asset, mapping, partition) of a partitioned EACH_VERSION group of
+    ``work``, oldest first, each once: the versions the apply keeps (before the facts) and the plan steps through."""
+    found: dict[FactKey, dict[int, PartitionFact]] = {}
+    for rule, group in work:
+        if not in_order(rule, group):
+            continue
+        for key in dict.fromkeys(m.asset_key for m in group.partitioned_members):
+            for record, parts in touched.get(key, ()):
+                for fact in facts_of(group, key, parts, record):
+                    found.setdefault(fact.key, {})[fact.order] = fact
+    return {key: tuple(kept[o] for o in sorted(kept)) for key, kept in sorted(found.items())}
 
 
 def touched_of_states(states: Mapping[str, AssetState]) -> dict[str, list[tuple[SnapshotRecord, TouchedPartitions]]]:
@@ -128,6 +155,12 @@ class PartitionInputs:
     more: str | None = None  # the page of pending partitions was full: the next page starts below this key
     whole: bool = False  # the page holds every pending partition (read from the newest key, not full)
     past: tuple[str, ...] = ()  # partitions past the invocation's fact reads: carried to the work queue
+    # EACH_VERSION: per partition with news, the next stored versions of its members' keys after its cursor; the
+    # trigger each such partition's cursor names (head of line); the versions of the batch below a partition's
+    # cursor that were stored already (a redelivered batch: they ran or were skipped then, they are not late now)
+    versions: Mapping[str, Mapping[FactKey, tuple[PartitionFact, ...]]] = field(default_factory=dict)
+    previous: Mapping[str, Trigger] = field(default_factory=dict)
+    known: frozenset[tuple[FactKey, int]] = frozenset()
 
     @property
     def partitions(self) -> list[str]:
@@ -263,6 +296,7 @@ class PartitionsPlan:
     pending: int | None  # None: not known (the group read no whole page of its pending partitions)
     continued: tuple[str, ...] = ()  # ready partitions past the claims, carried over to the work queue
     more: str | None = None  # the pending partitions below this key are scanned next, through the work queue
+    skips: tuple[Trigger, ...] = ()  # EACH_VERSION: commits that touched a partition after it ran a newer one
 
     @property
     def claims(self) -> tuple[PlannedPartitionClaim, ...]:
@@ -305,6 +339,7 @@ class PlanPartitions:
     now: int
     registered: Mapping[str, bool] | None = None
     carry: bool = False  # a work queue takes what is past this invocation's bound (else the group defers itself)
+    versions: Versions = field(default_factory=dict)  # EACH_VERSION: every commit of the batch per fact key
 
     def facts(self) -> dict[FactKey, PartitionFact]:
         """The kept facts, with what this batch brought where newer (as the apply keeps them first)."""
@@ -333,12 +368,16 @@ class PlanPartitions:
     def partition(
         self, facts: Mapping[FactKey, PartitionFact], partition: str, cursor: GroupCursor | None, may_claim: bool
     ) -> PartitionPlan:
-        """One partition: claimed when READY (and a claim is left), then its verdict under the moved cursor."""
-        verdict = self._evaluate(facts, partition, cursor)
+        """One partition: claimed when READY (and a claim is left), then its verdict under the moved cursor (its claim
+        the trigger its next version waits for, EACH_VERSION)."""
+        previous = self.inputs.previous.get(partition)
+        verdict = self._evaluate(facts, partition, cursor, previous)
+        if in_order(self.rule, self.group) and cursor is not self.inputs.cursors.get(partition):
+            may_claim = False  # a cursor another resolver moved: its run and next version are read again, next time
         claim = self._claim(partition, verdict, cursor) if verdict.ready and may_claim else None
         settled = verdict
         if claim is not None:
-            settled = self._evaluate(facts, partition, claim.moved())
+            settled = self._evaluate(facts, partition, claim.moved(), claim.trigger)
         defer: tuple[int, PartitionDeferWhy] | None = None
         if settled.ready and claim is None:
             defer = (self.now, PartitionDeferWhy.CLAIMS_USED)
@@ -374,7 +413,33 @@ class PlanPartitions:
             counted if counted is not None else left if self.inputs.whole else None,
             continued,
             self.inputs.more if self.carry else None,
+            self.skips(),
         )
+
+    def skips(self) -> tuple[Trigger, ...]:
+        """EACH_VERSION: the SKIPPED ``late`` trigger of each commit of the batch touching a partition below the
+        version that partition last ran with (it arrived after a newer one ran: it cannot run in order any more), unless
+        it was stored before (a redelivered batch: it ran, or its skip was recorded, then)."""
+        if not in_order(self.rule, self.group):
+            return ()
+        found: dict[str, Trigger] = {}
+        for partition in self.inputs.partitions:
+            cursor = self.inputs.cursors.get(partition)
+            if cursor is None or cursor.seq == 0:
+                continue
+            for member in self.group.partitioned_members:
+                last, floor = cursor.pins.get(member.asset_key), member.condition.min_snapshot_id
+                for key in member_keys(self.group, member, partition) if last is not None else ():
+                    assert last is not None
+                    for version in self.versions.get(key, ()):
+                        if version.order >= last.ordinal[0] or (key, version.order) in self.inputs.known:
+                            continue
+                        if floor is None or version.order >= floor:
+                            skip = late_in_partition(
+                                self.rule, self.group.group_id, partition, version.pin(), last, cursor, self.now
+                            )
+                            found[skip.trigger_key] = skip
+        return tuple(found.values())
 
     def _carried(
         self, planned: Sequence[PartitionPlan]
@@ -387,7 +452,11 @@ class PlanPartitions:
         return carried, min(defers, key=lambda d: d[0], default=None)
 
     def _evaluate(
-        self, facts: Mapping[FactKey, PartitionFact], partition: str, cursor: GroupCursor | None
+        self,
+        facts: Mapping[FactKey, PartitionFact],
+        partition: str,
+        cursor: GroupCursor | None,
+        previous: Trigger | None = None,
     ) -> GroupEvaluation:
         return evaluate_partition(
             self.rule,
@@ -398,7 +467,17 @@ class PlanPartitions:
             cursor,
             self.now,
             self.registered,
+            previous=previous,
+            versions=self._versions(partition),
         )
+
+    def _versions(self, partition: str) -> dict[FactKey, list[PartitionFact]] | None:
+        """EACH_VERSION: the known commits touching ``partition`` per fact key, the stored ones read after its cursor
+        and the batch's (the apply stores them first); None for a group of another mode."""
+        if not in_order(self.rule, self.group):
+            return None
+        read = self.inputs.versions.get(partition, {})
+        return {k: [*read.get(k, ()), *self.versions.get(k, ())] for k in fact_keys(self.group, partition)}
 
     def _claim(self, partition: str, verdict: GroupEvaluation, cursor: GroupCursor | None) -> PlannedPartitionClaim:
         rule, group = self.rule, self.group
@@ -414,6 +493,8 @@ class PlanPartitions:
             window=verdict.window,
             partition=partition,
         )
+        if in_order(rule, group):  # its SUCCEEDED wakes the resolver for the partition's next version
+            trigger = trigger.model_copy(update={"in_order": True})
         catch_up = trigger.created_at if verdict.backlog is not None else None
         return PlannedPartitionClaim(trigger, cursor, base, backfills_of(group, self.states), catch_up)
 

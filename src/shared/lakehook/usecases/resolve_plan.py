@@ -19,6 +19,7 @@ from enum import StrEnum
 
 from lakehook.domain.errors import UnreadableItemError
 from lakehook.domain.evaluation import Gap, GroupEvaluation, Status, backfills_of, evaluate_group
+from lakehook.domain.partition_evaluation import PartitionFact
 from lakehook.domain.rules import Group, Rule
 from lakehook.domain.schedule_explanation import ScheduleExplanation
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, next_trigger
@@ -127,6 +128,7 @@ class Plan:
     groups: tuple[GroupPlan, ...]
     skips: tuple[Trigger, ...] = ()
     facts: tuple[PlannedFact, ...] = ()
+    versions: tuple[PartitionFact, ...] = ()  # EACH_VERSION partitioned groups: the batch's commits per partition
 
 
 class PlanResolution:
@@ -171,9 +173,10 @@ class PlanResolution:
         skips = tuple(
             item.trigger(gathered.inputs.cursors[(item.rule.rule_id, item.group_id)], self._now)
             for item in gathered.late
-        )
+        ) + tuple(skip for g in groups if g.partitions is not None for skip in g.partitions.skips)
         facts = facts_to_write(gathered.brought, list(gathered.partitions.values()))
-        return Plan(tuple(groups), skips, facts)
+        versions = tuple(v for kept in gathered.versions.values() for v in kept)
+        return Plan(tuple(groups), skips, facts, versions)
 
     def group(
         self, rule: Rule, group: Group, cursor: GroupCursor | None, previous: Trigger | None, budget: int
@@ -218,6 +221,7 @@ class PlanResolution:
             self._now,
             self._registered,
             self._carry,
+            gathered.versions,
         )
 
     def _evaluate(

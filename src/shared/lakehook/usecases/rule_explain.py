@@ -81,7 +81,7 @@ class ExplainRule:
         if any(g.partition_by is not None for g in rule.groups):
             # a partitioned group's runs move the cursors of its partitions: its newest run is the rule's newest of it
             for trigger in self._triggers.list_for_rule(rule.rule_id, limit=50).items:
-                if trigger.partition is not None:
+                if trigger.partition is not None and not is_late_skip(trigger):
                     last.setdefault(trigger.group_id, trigger)
         skipped = self._late_skips(rule)
         groups = []

@@ -16,6 +16,7 @@ Layout (PK / SK):
 
 from __future__ import annotations
 
+import hashlib
 from enum import StrEnum
 
 
@@ -117,6 +118,7 @@ def poll_status_key(asset_key: str) -> dict[str, str]:
 # - ``RULE#<ruleId>``    / ``CURSOR#<groupId>#P<hash>``    one partition's cursor (triggers.partition_cursor_id)
 # - ``ASSET#<assetKey>`` / ``PFACT#<mapping>#<partition>`` the newest data commit touching a partition
 # - ``RULE#<ruleId>``    / ``PPEND#<groupId>#<partition>`` a partition of a partitioned group that is pending
+# - ``ASSET#<assetKey>`` / ``PVER#<mapping>#<hash>#<order>`` a data commit touching a partition (EACH_VERSION, TTL)
 
 RULE_PREFIX = "RULE#"
 CURSOR_PREFIX = "CURSOR#"
@@ -150,10 +152,23 @@ def cursor_key(rule_id: str, group_id: str) -> dict[str, str]:
 
 PARTITION_FACT_PREFIX = "PFACT#"
 PENDING_PARTITION_PREFIX = "PPEND#"
+PARTITION_VERSION_PREFIX = "PVER#"
 
 
 def partition_fact_key(asset_key: str, mapping: str, partition: str) -> dict[str, str]:
     return {"PK": asset_pk(asset_key), "SK": f"{PARTITION_FACT_PREFIX}{mapping}#{partition}"}
+
+
+def partition_versions_prefix(mapping: str, partition: str) -> str:
+    """The versions of one (mapping, partition): the partition key hashed to a fixed width, so no key's versions
+    reach into another's range (a key may hold ``#``)."""
+    digest = hashlib.sha256(partition.encode()).hexdigest()[:32]
+    return f"{PARTITION_VERSION_PREFIX}{mapping}#{digest}#"
+
+
+def partition_version_key(asset_key: str, mapping: str, partition: str, order: int) -> dict[str, str]:
+    """Fixed width, so a partition's versions sort by order."""
+    return {"PK": asset_pk(asset_key), "SK": f"{partition_versions_prefix(mapping, partition)}{max(order, 0):020d}"}
 
 
 def pending_partitions_prefix(group_id: str) -> str:

@@ -17,13 +17,14 @@ from lakehook.ports.partitions import PartitionStore
 
 
 class DynamoDBPartitionStore(PartitionStore):
-    """``ASSET#<assetKey>`` / ``PFACT#<mapping>#<partition>`` and ``RULE#<ruleId>`` / ``PPEND#<groupId>#<partition>``
-    on the single table (keys.py)."""
+    """``ASSET#<assetKey>`` / ``PFACT#<mapping>#<partition>``, ``ASSET#<assetKey>`` / ``PVER#<mapping>#<hash>#<order>``
+    (EACH_VERSION, TTL) and ``RULE#<ruleId>`` / ``PPEND#<groupId>#<partition>`` on the single table (keys.py)."""
 
-    def __init__(self, table: Any) -> None:
+    def __init__(self, table: Any, retention_days: int = 14) -> None:
         self._table = table
         self._client = table.meta.client
         self._name = table.name
+        self._retention_seconds = retention_days * 86400  # as the state history's snapshot log
 
     def advance(self, facts: Sequence[PartitionFact], now_ms: int) -> list[PartitionFact]:
         """One conditional PutItem per fact (the whole item is the fact, so a put says it all; it costs DynamoDB what
@@ -62,6 +63,44 @@ class DynamoDBPartitionStore(PartitionStore):
         found = batch_get(self._client, self._name, [keys.partition_fact_key(*k) for k in wanted])
         facts = (_fact(integral(item)) for item in found)
         return {f.key: f for f in facts}
+
+    def record_versions(self, versions: Sequence[PartitionFact], now_ms: int) -> None:
+        """Batched puts (25 a request): a version is what its commit was, so writing it again changes nothing."""
+        with self._table.batch_writer(overwrite_by_pkeys=["PK", "SK"]) as batch:
+            for version in versions:
+                item: dict[str, Any] = {
+                    **keys.partition_version_key(version.asset_key, version.mapping, version.partition, version.order),
+                    keys.ITEM_TYPE: "PARTITION_VERSION",
+                    "assetKey": version.asset_key,
+                    "mapping": version.mapping,
+                    "partitionKey": version.partition,
+                    "snapshotId": version.snapshot_id,
+                    "order": version.order,
+                    keys.TTL_ATTRIBUTE: now_ms // 1000 + self._retention_seconds,
+                }
+                if version.schema_id is not None:
+                    item["schemaId"] = version.schema_id
+                if version.commit_time is not None:
+                    item["commitTime"] = version.commit_time
+                batch.put_item(Item=item)
+
+    def versions_after(self, key: FactKey, order: int, limit: int) -> list[PartitionFact]:
+        asset_key, mapping, partition = key
+        prefix = keys.partition_versions_prefix(mapping, partition)
+        low = keys.partition_version_key(asset_key, mapping, partition, order + 1)["SK"]
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": Key("PK").eq(keys.asset_pk(asset_key)) & Key("SK").between(low, prefix + "~"),
+            "ConsistentRead": True,
+            "Limit": limit,
+        }
+        found: list[PartitionFact] = []
+        while len(found) < limit:
+            answer = self._table.query(**kwargs)
+            found.extend(_fact(integral(item)) for item in answer.get("Items", []) if int(item["order"]) > order)
+            if "LastEvaluatedKey" not in answer:
+                break
+            kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+        return found[:limit]
 
     def mark_pending(self, rule_id: str, group_id: str, partitions: Collection[str], now_ms: int) -> None:
         with self._table.batch_writer(overwrite_by_pkeys=["PK", "SK"]) as batch:

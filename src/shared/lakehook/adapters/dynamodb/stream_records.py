@@ -41,7 +41,8 @@ RESOLVER_FILTER_PATTERNS: list[dict[str, Any]] = [
     },
     # a part of a commit's touched partitions past its event's bound, when first written (a rewrite is no news)
     {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"itemType": {"S": [PARTITIONS_ITEM]}}}},
-    # a trigger that just SUCCEEDED releases its EACH_VERSION group's next version (head of line)
+    # a trigger that just SUCCEEDED releases its EACH_VERSION group's next version (head of line; a partition's run
+    # only when it is in order, ``inOrder``: resolver_input drops the others)
     {
         "eventName": ["MODIFY"],
         "dynamodb": {
@@ -91,8 +92,8 @@ def resolver_input(record: Mapping[str, Any]) -> StateChange | Deferral | None:
         return StateChange(part.asset_key, snapshot=part.snapshot, partitions=part.partitions, partitions_only=True)
     if pk.startswith(_TRIGGER) and sk == keys.CLAIM_SORT and image.get("status") == TriggerStatus.SUCCEEDED:
         old = body.old_image or {}
-        if image.get("partition"):
-            return None  # a partition's run releases nothing: head of line is EACH_VERSION's, never per partition
+        if image.get("partition") and not image.get("inOrder"):
+            return None  # a partition's run releases nothing unless its group runs each version in order (inOrder)
         if wrapped.event_name is DynamoDBRecordEventName.MODIFY and old.get("status") != TriggerStatus.SUCCEEDED:
             return Deferral(str(image["ruleId"]), str(image["groupId"]), 0)
         return None

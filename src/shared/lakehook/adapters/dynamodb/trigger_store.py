@@ -94,6 +94,8 @@ def trigger_item(trigger: Trigger) -> dict[str, Any]:
     ):
         if value is not None:
             item[name] = value
+    if trigger.in_order:
+        item["inOrder"] = True  # its SUCCEEDED wakes the resolver (head of line, per partition)
     return item
 
 
@@ -122,6 +124,7 @@ def trigger_from_item(item: dict[str, Any]) -> Trigger:
         target_run_id=data.get("targetRunId"),
         replay_of=data.get("replayOf"),
         partition=data.get("partition"),
+        in_order=bool(data.get("inOrder", False)),
         run_status=data.get("runStatus"),
         completed_at=data.get("completedAt"),
         outlets=tuple(data["runOutlets"]) if data.get("runOutlets") is not None else None,
@@ -378,6 +381,13 @@ class DynamoDBTriggerStore(TriggerStore):
     def get(self, trigger_key: str) -> Trigger | None:
         item = self._table.get_item(Key=keys.trigger_item_key(trigger_key), ConsistentRead=True).get("Item")
         return None if item is None else trigger_from_item(item)
+
+    def get_many(self, trigger_keys: Collection[str]) -> dict[str, Trigger]:
+        """Consistent BatchGetItem reads, 100 keys a request."""
+        wanted = [keys.trigger_item_key(k) for k in dict.fromkeys(trigger_keys)]
+        found = batch_get(self._table.meta.client, self._table.name, wanted) if wanted else []
+        triggers = (trigger_from_item(item) for item in found)
+        return {t.trigger_key: t for t in triggers}
 
     def list_for_rule(
         self, rule_id: str, status: TriggerStatus | None = None, limit: int = 50, next_token: str | None = None
