@@ -48,6 +48,9 @@ def atomic_dynamodb_server(table: str) -> Iterator[str]:
         url = f"http://{host}:{port}"
         create_table(boto3.client("dynamodb", region_name="us-east-1", endpoint_url=url), table)
         yield url
+        # moto's backends are process-wide: what this server made (the table, queues) would be there for the next
+        # server of the same process, so a second module racing on a table of the same name starts from nothing
+        boto3.client("dynamodb", region_name="us-east-1", endpoint_url=url).delete_table(TableName=table)
     finally:
         server.stop()
         patch.undo()
@@ -78,3 +81,38 @@ def race(count: int, work: Callable[[int], Any]) -> list[Any]:
         t.join(60)
     assert not errors, errors
     return results
+
+
+def drain_queue(endpoint: str, url: str, resolver: Any, redeliver: float, seed: int) -> int:
+    """Hand the resolver queue's messages at ``url`` to ``resolver`` (as its SQS event source does, one a
+    invocation) until the queue is empty, racing whoever else drains it; a share ``redeliver`` of the messages is
+    not deleted, so SQS gives it again after its visibility timeout. How many it handled. The wait follows progress:
+    it gives up only after two minutes without a message, naming how many are left."""
+    import random
+    import time
+
+    from lakehook.handlers import handle_resolver_queue
+
+    client = boto3.session.Session(region_name="us-east-1").client("sqs", endpoint_url=endpoint)
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+
+    def left() -> int:
+        found = client.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+        return sum(int(found.get(name, 0)) for name in names)
+
+    wired = type("Wired", (), {"resolver": resolver})()
+    chooser = random.Random(seed)
+    handled, progress = 0, time.monotonic()
+    while True:
+        got = client.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages", [])
+        if not got:
+            if left() == 0:
+                return handled
+            assert time.monotonic() - progress < 120, f"the queue stopped draining: {left()} messages left"
+            time.sleep(0.1)
+            continue
+        record = {"messageId": got[0]["MessageId"], "body": got[0]["Body"], "eventSource": "aws:sqs"}
+        assert handle_resolver_queue({"Records": [record]}, wired) == {"batchItemFailures": []}
+        if chooser.random() >= redeliver:
+            client.delete_message(QueueUrl=url, ReceiptHandle=got[0]["ReceiptHandle"])
+        handled, progress = handled + 1, time.monotonic()

@@ -27,7 +27,7 @@ from lakehook.ports.rules import ClaimOutcome, Deferral, StateChange
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores
 from tests import racing
-from tests.racing import atomic_dynamodb_server, race
+from tests.racing import atomic_dynamodb_server, drain_queue, race
 
 pytestmark = pytest.mark.slow  # racers against a moto server: the full gate only
 
@@ -225,13 +225,11 @@ def test_racing_resolvers_drain_the_resolver_queue_and_claim_each_partition_once
     small bounds, and then take the resolver queue's messages (one at a time, as the SQS event source hands them,
     some received again when a racer does not delete them) until it is empty: every day runs once, no key is
     claimed twice, and no partition is left pending. (Small: moto copies the table for every transaction.)"""
-    import time
 
     import boto3
 
     from lakehook.adapters.dynamodb.partition_store import DynamoDBPartitionStore
     from lakehook.domain.state import snapshot_record
-    from lakehook.handlers import handle_resolver_queue
 
     table = table_at(endpoint)
     sqs = boto3.client("sqs", region_name="us-east-1", endpoint_url=endpoint)
@@ -267,28 +265,8 @@ def test_racing_resolvers_drain_the_resolver_queue_and_claim_each_partition_once
     ]
     reports = race(racers, lambda i: resolvers[i](changes))
 
-    def left(client: Any) -> int:
-        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-        found = client.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
-        return sum(int(found.get(n, 0)) for n in names)
-
     def drain(i: int) -> int:
-        client = boto3.session.Session(region_name="us-east-1").client("sqs", endpoint_url=endpoint)
-        wired = type("Wired", (), {"resolver": resolvers[i]})()
-        handled, progress = 0, time.monotonic()
-        while True:
-            got = client.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages", [])
-            if not got:
-                if left(client) == 0:
-                    return handled
-                assert time.monotonic() - progress < 120, f"the queue stopped draining: {left(client)} messages left"
-                time.sleep(0.1)
-                continue
-            record = {"messageId": got[0]["MessageId"], "body": got[0]["Body"], "eventSource": "aws:sqs"}
-            assert handle_resolver_queue({"Records": [record]}, wired) == {"batchItemFailures": []}
-            if random.random() < 0.9:  # else it is received again after its visibility timeout
-                client.delete_message(QueueUrl=url, ReceiptHandle=got[0]["ReceiptHandle"])
-            handled, progress = handled + 1, time.monotonic()
+        return drain_queue(endpoint, url, resolvers[i], redeliver=0.1, seed=i)
 
     handled = race(racers, drain)
     assert sum(handled) > 0

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import itertools
 import random
-import time
 from collections.abc import Iterator
-from typing import Any
 
 import boto3
 import pytest
@@ -28,14 +26,13 @@ from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
 from lakehook.domain.state import snapshot_record
-from lakehook.handlers import handle_resolver_queue
 from lakehook.ports.rules import StateChange
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.rules import parse_rule
 from tests import racing
 from tests.hypothesis_profiles import examples
 from tests.integration.test_claims_concurrency import resolver_at
-from tests.racing import atomic_dynamodb_server, race
+from tests.racing import atomic_dynamodb_server, drain_queue, race
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # racers against a moto server: the full gate only
 
@@ -140,29 +137,8 @@ def test_racing_resolvers_claim_each_partitions_combination_once_and_lose_none(
     ]
     reports = race(RACERS, lambda i: resolvers[i](changes))  # the same batch, to each of them at once
 
-    def left(client: Any) -> int:
-        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-        found = client.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
-        return sum(int(found.get(name, 0)) for name in names)
-
     def drain(i: int) -> int:
-        client = boto3.session.Session(region_name="us-east-1").client("sqs", endpoint_url=endpoint)
-        wired = type("Wired", (), {"resolver": resolvers[i]})()
-        chooser = random.Random(i)
-        handled, progress = 0, time.monotonic()
-        while True:
-            got = client.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages", [])
-            if not got:
-                if left(client) == 0:
-                    return handled
-                assert time.monotonic() - progress < 120, f"the queue stopped draining: {left(client)} messages left"
-                time.sleep(0.1)
-                continue
-            record = {"messageId": got[0]["MessageId"], "body": got[0]["Body"], "eventSource": "aws:sqs"}
-            assert handle_resolver_queue({"Records": [record]}, wired) == {"batchItemFailures": []}
-            if chooser.random() < 0.8:  # else it is received again after its visibility timeout
-                client.delete_message(QueueUrl=url, ReceiptHandle=got[0]["ReceiptHandle"])
-            handled, progress = handled + 1, time.monotonic()
+        return drain_queue(endpoint, url, resolvers[i], redeliver=0.2, seed=i)
 
     race(RACERS, drain)
 
