@@ -221,7 +221,7 @@ def test_what_each_version_per_partition_costs(
         "BatchGetItem": 1 + hundreds + math.ceil(2 * touched / 100) + hundreds,  # as ALL_UPDATED
         "BatchWriteItem": twenty_fives,  # the commit's versions, 25 a request
         "PutItem": touched,
-        "TransactWriteItems": touched,
+        "TransactWriteItems": math.ceil(touched / 50),  # the claims, 50 a transaction
         "DeleteItem": touched,
     }
     orders.write(*days)
@@ -240,7 +240,7 @@ def test_what_each_version_per_partition_costs(
         assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
     assert len([t for t in container.trigger_store.list_for_rule("daily", limit=1000).items]) == 2 * touched
     assert woken["Query"] == 1 + touched  # the pending page; per day its next version (orders: payments ran with it)
-    assert woken["TransactWriteItems"] == touched
+    assert woken["TransactWriteItems"] == math.ceil(touched / 50)
 
 
 def test_a_forced_partition_and_its_replay_carry_the_partition_through_dispatch(
