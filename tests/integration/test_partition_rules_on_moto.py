@@ -160,17 +160,7 @@ def test_what_one_commit_touching_n_partitions_costs(
 ) -> None:
     """The request counts docs/partitions.md states: one commit of orders touching N days, which payments touched
     before, with one partitioned rule. (N stays small: moto copies the whole table for every transaction.)"""
-    orders, payments = lake
-    days = [f"2026-{1 + i // 28:02d}-{1 + i % 28:02d}" for i in range(touched)]
-    orders.write("2020-01-01")
-    payments.write("2019-12-31")  # no day both touched: nothing runs when the rule is written
-    put_daily(app, orders, payments)
-    stream = Stream(ddb_client)
-    stream.records()
-    payments.write(*days)
-    assert handle_stream_batch(stream.batch(), container) == {"batchItemFailures": []}
-    orders.write(*days)
-    batch = stream.batch()
+    batch = _both_touch(app, lake, ddb_client, container, touched, "ALL_UPDATED")[2]
     with counter.measure() as calls:
         assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
     assert len(container.trigger_store.list_for_rule("daily", limit=1000).items) == touched
@@ -202,17 +192,8 @@ def test_what_each_version_per_partition_costs(
     version read), and the wake of the runs' SUCCEEDED (each day's next version read, one query each)."""
     from tests.support import mark_claims_succeeded
 
-    orders, payments = lake
-    days = [f"2026-{1 + i // 28:02d}-{1 + i % 28:02d}" for i in range(touched)]
-    orders.write("2020-01-01")
-    payments.write("2019-12-31")
-    put_daily(app, orders, payments, mode="EACH_VERSION")
-    stream = Stream(ddb_client)
-    stream.records()
-    payments.write(*days)
-    assert handle_stream_batch(stream.batch(), container) == {"batchItemFailures": []}
-    orders.write(*days)
-    batch = stream.batch()
+    orders = lake[0]
+    days, stream, batch = _both_touch(app, lake, ddb_client, container, touched, "EACH_VERSION")
     with counter.measure() as first:
         assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
     hundreds, twenty_fives = math.ceil(touched / 100), math.ceil(touched / 25)
@@ -332,3 +313,19 @@ def test_a_forced_partition_and_its_replay_carry_the_partition_through_dispatch(
             original.trigger_key,
             replay.trigger_key,
         )
+
+
+def _both_touch(app: Any, lake: Any, ddb_client: Any, container: Any, touched: int, mode: str) -> tuple[Any, ...]:
+    """Payments, then orders, commit ``touched`` days under a rule of ``mode`` written when no day had both (nothing
+    runs then); payments' batch is resolved. The days, the stream, and orders' batch, not resolved yet."""
+    orders, payments = lake
+    days = [f"2026-{1 + i // 28:02d}-{1 + i % 28:02d}" for i in range(touched)]
+    orders.write("2020-01-01")
+    payments.write("2019-12-31")  # no day both touched: nothing runs when the rule is written
+    put_daily(app, orders, payments, mode=mode)
+    stream = Stream(ddb_client)
+    stream.records()
+    payments.write(*days)
+    assert handle_stream_batch(stream.batch(), container) == {"batchItemFailures": []}
+    orders.write(*days)
+    return days, stream, stream.batch()
