@@ -30,26 +30,8 @@ def each(*members: dict[str, Any], **policy: Any) -> Rule:
 
 
 class InOrder(Lake):
-    """The lake whose runs end as a target answers them; a run's SUCCEEDED wakes the resolver only as the stream filter
-    lets it through (a group's run, or a partition's run in order)."""
-
-    def dispatch(self, report: ResolveReport, fail: bool = False, only: str | None = None) -> ResolveReport:
-        claimed = list(report.claimed)
-        while True:
-            woken = []
-            for t in list(self.triggers.triggers.values()):
-                if t.status is not TriggerStatus.TRIGGERING or (only is not None and t.partition != only):
-                    continue
-                status = TriggerStatus.FAILED if fail else TriggerStatus.SUCCEEDED
-                self.triggers.triggers[t.trigger_key] = t.model_copy(update={"status": status})
-                if not fail and (t.partition is None or t.in_order):
-                    woken.append(Deferral(t.rule_id, t.group_id, 0))
-            if not woken:
-                report.claimed = claimed
-                return report
-            again = self.resolve(deferred=woken)
-            claimed += again.claimed
-            report.verdicts.update(again.verdicts)
+    """The lake whose claims list skipped late versions apart from runs (a run's SUCCEEDED wakes the resolver as the
+    stream filter lets it through: ``World.dispatch``)."""
 
     def runs(self) -> list[tuple[str | None, list[tuple[str, int | None]]]]:
         order = [t for k in self.triggers.claim_order if not is_late_skip(t := self.triggers.triggers[k])]

@@ -67,18 +67,20 @@ class World:
         if after is not None and (before is None or before.version != after.version):
             self.stream.setdefault(asset, []).append(StateChange(asset, after))
 
-    def dispatch(self, report: ResolveReport, fail: bool = False) -> ResolveReport:
-        """A healthy target (or a failing one): every TRIGGERING claim ends SUCCEEDED (or FAILED); a SUCCEEDED
-        one's stream record wakes its group, until nothing more is claimed. Answers every claim made."""
+    def dispatch(self, report: ResolveReport, fail: bool = False, only: str | None = None) -> ResolveReport:
+        """A healthy target (or a failing one): every TRIGGERING claim (``only``: of that partition) ends SUCCEEDED
+        (or FAILED); a SUCCEEDED one's stream record wakes its group as the stream filter lets it through (a group's
+        run, or a partition's run in order), until nothing more is claimed. Answers every claim made."""
         claimed = list(report.claimed)
         while True:
             woken = []
             for t in list(self.triggers.triggers.values()):
-                if t.status is TriggerStatus.TRIGGERING:
-                    status = TriggerStatus.FAILED if fail else TriggerStatus.SUCCEEDED
-                    self.triggers.triggers[t.trigger_key] = t.model_copy(update={"status": status})
-                    if not fail:
-                        woken.append(Deferral(t.rule_id, t.group_id, 0))
+                if t.status is not TriggerStatus.TRIGGERING or (only is not None and t.partition != only):
+                    continue
+                status = TriggerStatus.FAILED if fail else TriggerStatus.SUCCEEDED
+                self.triggers.triggers[t.trigger_key] = t.model_copy(update={"status": status})
+                if not fail and (t.partition is None or t.in_order):
+                    woken.append(Deferral(t.rule_id, t.group_id, 0))
             if not woken:
                 report.claimed = claimed
                 return report
