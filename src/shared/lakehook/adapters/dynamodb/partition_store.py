@@ -31,20 +31,12 @@ class DynamoDBPartitionStore(PartitionStore):
         an update does, and an emulator less)."""
         moved: list[PartitionFact] = []
         for fact in facts:
-            item: dict[str, Any] = {
+            item = {
                 **keys.partition_fact_key(fact.asset_key, fact.mapping, fact.partition),
                 keys.ITEM_TYPE: "PARTITION_FACT",
-                "assetKey": fact.asset_key,
-                "mapping": fact.mapping,
-                "partitionKey": fact.partition,
-                "snapshotId": fact.snapshot_id,
-                "order": fact.order,
+                **_fact_attributes(fact),
                 "updatedAt": now_ms,
             }
-            if fact.schema_id is not None:
-                item["schemaId"] = fact.schema_id
-            if fact.commit_time is not None:
-                item["commitTime"] = fact.commit_time
             try:
                 self._table.put_item(
                     Item=item,
@@ -68,20 +60,12 @@ class DynamoDBPartitionStore(PartitionStore):
         """Batched puts (25 a request): a version is what its commit was, so writing it again changes nothing."""
         with self._table.batch_writer(overwrite_by_pkeys=["PK", "SK"]) as batch:
             for version in versions:
-                item: dict[str, Any] = {
+                item = {
                     **keys.partition_version_key(version.asset_key, version.mapping, version.partition, version.order),
                     keys.ITEM_TYPE: "PARTITION_VERSION",
-                    "assetKey": version.asset_key,
-                    "mapping": version.mapping,
-                    "partitionKey": version.partition,
-                    "snapshotId": version.snapshot_id,
-                    "order": version.order,
+                    **_fact_attributes(version),
                     keys.TTL_ATTRIBUTE: now_ms // 1000 + self._retention_seconds,
                 }
-                if version.schema_id is not None:
-                    item["schemaId"] = version.schema_id
-                if version.commit_time is not None:
-                    item["commitTime"] = version.commit_time
                 batch.put_item(Item=item)
 
     def versions_after(self, key: FactKey, order: int, limit: int) -> list[PartitionFact]:
@@ -186,6 +170,22 @@ class DynamoDBPartitionStore(PartitionStore):
 
 def _pending(rule_id: str, group_id: str) -> Any:
     return Key("PK").eq(keys.rule_pk(rule_id)) & Key("SK").begins_with(keys.pending_partitions_prefix(group_id))
+
+
+def _fact_attributes(fact: PartitionFact) -> dict[str, Any]:
+    """A fact's attributes, as a fact item and a version item both hold them (read back by :func:`_fact`)."""
+    item: dict[str, Any] = {
+        "assetKey": fact.asset_key,
+        "mapping": fact.mapping,
+        "partitionKey": fact.partition,
+        "snapshotId": fact.snapshot_id,
+        "order": fact.order,
+    }
+    if fact.schema_id is not None:
+        item["schemaId"] = fact.schema_id
+    if fact.commit_time is not None:
+        item["commitTime"] = fact.commit_time
+    return item
 
 
 def _fact(item: dict[str, Any]) -> PartitionFact:
