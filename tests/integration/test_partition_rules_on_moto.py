@@ -165,16 +165,16 @@ def test_what_one_commit_touching_n_partitions_costs(
         assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
     assert len(container.trigger_store.list_for_rule("daily", limit=1000).items) == touched
     pages = math.ceil(2 * touched / 100)  # the facts of both members, 100 keys per BatchGetItem
-    cursors = marks = math.ceil(touched / 100)
+    cursors = marks = hundreds = math.ceil(touched / 100)
     assert dict(calls) == {
         "Query": 1,  # the asset's rules (reverse index); a partitioned member's commit reads no pending page
         "BatchGetItem": 1
         + marks
         + pages
         + cursors,  # states and cursors, the marks, the facts, the partitions' cursors
-        "PutItem": touched,  # one conditional put per new fact
-        "TransactWriteItems": math.ceil(touched / 50),  # the claims of the partitions that run, 50 a transaction
-        "DeleteItem": touched,  # the days payments left pending, cleared under the marks they were read with
+        # the new facts (conditional puts, 100 a transaction), the claims of the partitions that run (50 a
+        # transaction), the days payments left pending cleared under the marks they were read with (100 a transaction)
+        "TransactWriteItems": hundreds + math.ceil(touched / 50) + hundreds,
     }
 
 
@@ -201,9 +201,7 @@ def test_what_each_version_per_partition_costs(
         "Query": 1 + touched,  # the asset's rules; per day its first run's payments version (no cursor yet)
         "BatchGetItem": 1 + hundreds + math.ceil(2 * touched / 100) + hundreds,  # as ALL_UPDATED
         "BatchWriteItem": twenty_fives,  # the commit's versions, 25 a request
-        "PutItem": touched,
-        "TransactWriteItems": math.ceil(touched / 50),  # the claims, 50 a transaction
-        "DeleteItem": touched,
+        "TransactWriteItems": hundreds + math.ceil(touched / 50) + hundreds,  # facts, claims (50 each), clears
     }
     orders.write(*days)
     batch = stream.batch()
@@ -213,7 +211,7 @@ def test_what_each_version_per_partition_costs(
         "Query": 1,  # no version read: each day's run is dispatching (head of line)
         "BatchGetItem": 1 + hundreds + math.ceil(2 * touched / 100) + hundreds + hundreds,  # + the runs
         "BatchWriteItem": twenty_fives + twenty_fives,  # the versions; the days newly pending
-        "PutItem": touched,
+        "TransactWriteItems": hundreds,  # the facts, 100 a transaction
     }
     mark_claims_succeeded(container.table)
     batch = stream.batch()
@@ -221,7 +219,7 @@ def test_what_each_version_per_partition_costs(
         assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
     assert len([t for t in container.trigger_store.list_for_rule("daily", limit=1000).items]) == 2 * touched
     assert woken["Query"] == 1 + touched  # the pending page; per day its next version (orders: payments ran with it)
-    assert woken["TransactWriteItems"] == math.ceil(touched / 50)
+    assert woken["TransactWriteItems"] == math.ceil(touched / 50) + hundreds  # the claims; the pending days cleared
 
 
 def test_a_forced_partition_and_its_replay_carry_the_partition_through_dispatch(

@@ -106,7 +106,7 @@ class Bounded:
         """Every invocation stayed within its bounds (one partitioned group: its claims are the invocation's)."""
         for n, call in enumerate(self.invocations):
             assert call.facts <= self.limits.max_facts, f"invocation {n} wrote {call.facts} facts"
-            assert call.claims <= self.limits.max_claims_per_group, f"invocation {n} made {call.claims} claims"
+            assert call.claims <= self.limits.max_partition_claims, f"invocation {n} made {call.claims} claims"
 
 
 def _days(n: int) -> list[str]:
@@ -119,7 +119,7 @@ def test_a_hundred_commits_in_one_batch_are_bounded_and_every_partition_runs() -
     draining the queue runs every partition both tables touched, none twice with the same pins, each invocation
     within its bounds; a partition whose newest commits came after its last run (the slices ran in another order
     than the commits) is exactly what stays pending, and none is left ready."""
-    bounded = Bounded.of(daily(), max_facts=100, max_claims_per_group=10)
+    bounded = Bounded.of(daily(), max_facts=100, max_partition_claims=10)
     lake = bounded.lake
     keys = _days(1000)
     newest: dict[tuple[str, str], int] = {}
@@ -144,7 +144,7 @@ def test_a_hundred_commits_in_one_batch_are_bounded_and_every_partition_runs() -
 def test_ready_partitions_past_the_claims_run_from_the_queue_each_read_once() -> None:
     """A commit making 1,000 partitions ready: 100 claims an invocation, the rest carried over in messages of 100
     partitions each (not the deferral sweep's minute, not a re-read of what is left): 10 invocations in all."""
-    bounded = Bounded.of(daily(), max_facts=5000, max_claims_per_group=100)
+    bounded = Bounded.of(daily(), max_facts=5000, max_partition_claims=100)
     lake = bounded.lake
     keys = _days(1000)
     lake.commit(ORDERS, 1, *keys)
@@ -163,7 +163,7 @@ def test_every_pending_partition_is_evaluated_past_one_page() -> None:
     """A gate holds 1,000 pending partitions; when it opens, the group scans them a page at a time (the next page
     through the queue), so the oldest runs too: no partition waits forever behind a page of newer ones."""
     rule = daily({"assetKey": ORDERS, "partition": {}}, {"assetKey": PAYMENTS, "partition": {}}, {"assetKey": DIM})
-    bounded = Bounded.of(rule, max_facts=5000, max_claims_per_group=100, pending_page=150)
+    bounded = Bounded.of(rule, max_facts=5000, max_partition_claims=100, pending_page=150)
     lake = bounded.lake
     keys = _days(1000)
     lake.commit(ORDERS, 1, *keys)
@@ -268,7 +268,7 @@ def test_at_any_bound_each_partition_runs_once_per_combination_and_none_is_left(
         {"assetKey": ORDERS, "partition": {}}, {"assetKey": PAYMENTS, "partition": {}}, {"assetKey": DIM}, mode=mode
     )
     bounded = Bounded.of(
-        rule, max_facts=max_facts, max_claims_per_group=max_claims, pending_page=page, max_fact_reads=reads
+        rule, max_facts=max_facts, max_partition_claims=max_claims, pending_page=page, max_fact_reads=reads
     )
     lake = bounded.lake
     ids = {ORDERS: 0, PAYMENTS: 100, DIM: 200}
@@ -316,7 +316,7 @@ def test_a_batch_about_to_time_out_stops_and_its_partitions_run_from_the_queue_e
     """An invocation with less than its margin left stops before its next write and fails (Lambda retries it), after
     leaving its assets' rechecks and sending its commits' partitions to the queue: if Lambda then gives the batch
     up, every partition still runs, once."""
-    bounded = Bounded.of(daily(), max_facts=1000, max_claims_per_group=100)
+    bounded = Bounded.of(daily(), max_facts=1000, max_partition_claims=100)
     lake = bounded.lake
     keys = _days(300)
     lake.commit(ORDERS, 1, *keys)
@@ -338,7 +338,7 @@ def test_a_batch_cut_off_at_any_point_by_its_deadline_loses_nothing_and_runs_not
     """The clock runs out after any number of checks: the retried batch (or, if Lambda gives it up, the queue) runs
     every partition, and no (partition, pins) twice."""
     rule = daily({"assetKey": ORDERS, "partition": {}}, {"assetKey": PAYMENTS, "partition": {}}, {"assetKey": DIM})
-    bounded = Bounded.of(rule, max_facts=20, max_claims_per_group=5, pending_page=7)
+    bounded = Bounded.of(rule, max_facts=20, max_partition_claims=5, pending_page=7)
     lake = bounded.lake
     keys = _days(40)
     lake.commit(ORDERS, 1, *keys)
@@ -407,9 +407,9 @@ def test_a_partitions_run_that_succeeded_wakes_no_resolver_a_groups_does() -> No
 
 def test_ten_partitioned_rules_share_one_bound_of_claims_per_invocation() -> None:
     """Ten rules over the same two tables, a commit making 100 partitions ready for each: one invocation makes at
-    most ``max_partition_claims`` claims in all (not 100 a rule), the rest run from the queue."""
+    most ``max_partition_claims`` claims in all, the rest run from the queue."""
     rules = [daily(rule_id=f"daily{i}") for i in range(10)]
-    bounded = Bounded.of(*rules, max_claims_per_group=100, max_partition_claims=150)
+    bounded = Bounded.of(*rules, max_partition_claims=150)
     lake = bounded.lake
     keys = _days(100)
     lake.commit(ORDERS, 1, *keys)

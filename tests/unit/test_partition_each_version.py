@@ -323,7 +323,7 @@ def test_at_any_bound_every_commit_of_a_partition_runs_in_order_or_is_recorded_s
     ended no partition is ready and each commit touching a day both tables touched ran for it or is recorded
     SKIPPED there."""
     rule = each({"assetKey": ORDERS, "partition": {}}, {"assetKey": PAYMENTS, "partition": {}}, {"assetKey": DIM})
-    bounded = InOrderBounded.of(rule, max_facts=max_facts, max_claims_per_group=max_claims, pending_page=page)
+    bounded = InOrderBounded.of(rule, max_facts=max_facts, max_partition_claims=max_claims, pending_page=page)
     lake = bounded.lake
     ids = {ORDERS: 0, PAYMENTS: 100, DIM: 200}
     touched: dict[tuple[str, int], set[str]] = {}

@@ -102,7 +102,7 @@ def test_explain_takes_what_the_put_takes_says_how_much_and_its_verdicts_are_the
     """Before the PUT, explain of the rule (stored, but not evaluated yet) shows the partitions the PUT's own
     invocation evaluates, says orders' commit touched 1,300 and it evaluated the state's 1000, and each partition it
     shows READY is one the PUT claims, each other one the PUT does not claim."""
-    bounded = Bounded.of(max_facts=2000)
+    bounded = Bounded.of(max_facts=2000, max_partition_claims=100)
     lake = bounded.lake
     keys = days(1_300)
     polled(lake, ORDERS, 3, keys)
@@ -124,7 +124,7 @@ def test_a_fan_out_members_commit_of_1000_days_under_a_put_is_weighed_by_its_hou
     """The daily table's newest commit touched 1000 days (24,000 hours): the PUT takes the days whose hours fit one
     invocation's bound (41) and carries the others over in slices of 41 days; explain says so; every hour the hourly
     table touched runs once, pinning the day's commit, and every invocation stays within its bounds."""
-    bounded = Bounded.of(max_claims_per_group=100)
+    bounded = Bounded.of(max_partition_claims=100)
     lake = bounded.lake
     day_keys = [f"dt={date(2024, 1, 1) + timedelta(days=i)}" for i in range(1_000)]
     hours = [f"hour={k[3:]}-10" for k in day_keys[::10]]  # one hour of every tenth day: 100
@@ -192,7 +192,7 @@ def test_a_put_after_commits_past_the_bound_runs_every_day_both_touched_at_any_b
     """At generated sizes and bounds (a commit past what one invocation takes, or not), a push of orders naming some
     of its days before the poll or none: a rule PUT afterwards runs every day both tables touched exactly once, the
     queue's messages handed over in any order and some twice, every invocation within its bounds."""
-    bounded = Bounded.of(max_facts=max_facts, max_claims_per_group=max_claims, pending_page=max_claims)
+    bounded = Bounded.of(max_facts=max_facts, max_partition_claims=max_claims, pending_page=max_claims)
     lake = bounded.lake
     mine, theirs = days(orders), days(payments, start=orders // 2)
     if first:

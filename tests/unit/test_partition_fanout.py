@@ -343,7 +343,7 @@ def test_a_fan_out_key_weighs_the_partitions_it_names() -> None:
 def test_a_commit_of_many_days_is_carried_over_by_the_hours_it_names_and_every_hour_runs(max_facts: int) -> None:
     """Five days of the daily table name 120 hours: an invocation takes the days whose hours fit its bound (one day
     at least, when a day alone names more), the rest go through the queue, and every hour both touched runs once."""
-    bounded = Bounded.of(by_hour(), max_facts=max_facts, max_claims_per_group=100)
+    bounded = Bounded.of(by_hour(), max_facts=max_facts, max_partition_claims=100)
     lake = bounded.lake
     five = [f"2026-12-0{d}" for d in range(1, 6)]
     hourly(lake, 900, *[f"{d}-{h:02d}" for d in five for h in (0, 12, 23)])

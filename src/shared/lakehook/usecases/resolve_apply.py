@@ -57,7 +57,7 @@ from lakehook.usecases.resolve_report import (
     in_time,
 )
 
-CLEARS_PER_CHECK = 100  # pending marks cleared (one conditional delete each) between two looks at the time left
+CLEARS_PER_CHECK = 100  # pending marks cleared (one transaction of conditional deletes) between two looks at the time
 
 
 class ApplyPlan:
@@ -336,7 +336,7 @@ class ApplyPlan:
         if settled.marks:
             store.mark_pending(rule_id, group_id, [m.partition for m in settled.marks], now)
         clears = [(c.partition, c.mark) for c in settled.clears]
-        for start in range(0, len(clears), CLEARS_PER_CHECK):  # one write each: the time left looked at between
+        for start in range(0, len(clears), CLEARS_PER_CHECK):  # a transaction each: the time left looked at between
             in_time(time_left, self._limits)
             store.clear_pending(rule_id, group_id, dict(clears[start : start + CLEARS_PER_CHECK]))
         self._carry_over(plan, settled, report)
@@ -352,7 +352,7 @@ class ApplyPlan:
         if queue is None or not (settled.continued or settled.more):
             return
         rule_id, group_id = plan.ref
-        messages = group_messages(rule_id, group_id, settled.continued, self._limits.max_claims_per_group)
+        messages = group_messages(rule_id, group_id, settled.continued, self._limits.max_partition_claims)
         if settled.more is not None:
             messages.append(next_page_message(rule_id, group_id, settled.more))
         report.carried += queue.send(messages)
@@ -401,7 +401,7 @@ class ApplyPlan:
                 else:
                     again[item.partition] = fresh
             if again:
-                left = self._limits.max_claims_per_group - sum(p.claim is not None for p in done)
+                left = len(planned.claims) - sum(p.claim is not None for p in done)  # within the group's budget
                 cursors = {p.partition: p.cursor for p in todo} | again
                 todo = partitions.partitions([*again, *(p.partition for p in todo)], cursors, left)
             todo = [*given_up, *todo]

@@ -6,11 +6,11 @@ whether it stays pending, and why; the group's pending marks and deferral), whic
 shows are the plan's.
 
 Budget per invocation and partitioned group (docs/partitions.md, "Request counts per commit"): one conditional
-write per new (asset, mapping, partition) fact, at most the touched keys one commit keeps (shared by every group
+put per new (asset, mapping, partition) fact, 100 to a transaction, at most ``max_facts`` (shared by every group
 mapping the asset alike); one query of the group's pending partitions (a page); batched reads of the facts and
-partition cursors the evaluated partitions need; one transaction per claim, at most ``max_claims`` per group (the
-rest stay pending, deferred to the next invocation); one batched write of the partitions newly pending and one
-conditional delete per partition that leaves the pending list. ``EACH_VERSION`` adds the batch's commits kept as the
+partition cursors the evaluated partitions need; the claims 50 to a transaction, at most ``max_partition_claims``
+for all partitioned groups (the rest carried to the resolver queue); one batched write of the partitions newly
+pending and one conditional delete per partition that leaves the pending list, 100 to a transaction. ``EACH_VERSION`` adds the batch's commits kept as the
 partitions' versions (batched puts), one batched read of the triggers the evaluated partitions' cursors name (head
 of line), and per partition whose run succeeded and that has an older version waiting, one query per partitioned
 member for its next version (docs/partitions.md, "EACH_VERSION per partition").

@@ -146,8 +146,9 @@ class PlanResolution:
         max_partition_claims: int | None = None,
     ) -> None:
         self._carry = carry
-        # without a bound (no queue to carry the rest), each partitioned group has its own max_claims only
-        self._max_partition_claims = max_partition_claims if max_partition_claims is not None else 2**62
+        # partitioned groups share max_partition_claims (a queue carries the rest); without a queue (None), each has
+        # max_claims of its own and defers itself for the rest
+        self._max_partition_claims = max_partition_claims
         self._gathered = gathered
         self._now = now
         self._max_claims = max_claims
@@ -165,9 +166,9 @@ class PlanResolution:
         left = self._max_partition_claims  # partitioned groups share one bound of claims per invocation
         for rule, group in gathered.work:
             ref = (rule.rule_id, group.group_id)
-            budget = self._max_claims if group.partition_by is None else min(self._max_claims, left)
+            budget = self._max_claims if group.partition_by is None or left is None else left
             planned = self.group(rule, group, gathered.cursor(ref), gathered.previous.get(ref), budget)
-            if planned.partitions is not None:
+            if planned.partitions is not None and left is not None:
                 left -= len(planned.partitions.claims)
             groups.append(planned)
         skips = tuple(

@@ -98,7 +98,7 @@ class ResolverLimits:
     max_conflicts: int = 10
     max_claims_per_group: int = 100
     max_facts: int = 1000  # partition facts one invocation writes; the rest of its batch goes to the resolver queue
-    max_partition_claims: int = 200  # claims of all partitioned groups in one invocation (the rest: the queue's)
+    max_partition_claims: int = 1000  # claims of all partitioned groups in one invocation (the rest: the queue's)
     pending_page: int = 1000  # pending partitions of a group one invocation reads (the next page: the queue's)
     max_fact_reads: int = 5000  # facts of a group's partitions one invocation reads (a rollup's units count each)
     margin_ms: int = 10_000  # an invocation with less time left makes no more writes: it fails, and is retried

@@ -1,4 +1,5 @@
-"""DynamoDBPartitionStore: partition facts (one conditional put each, advance-only) and pending partitions."""
+"""DynamoDBPartitionStore: partition facts (conditional puts, advance-only, many to a transaction) and pending
+partitions."""
 
 from __future__ import annotations
 
@@ -7,11 +8,10 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
-from botocore.exceptions import ClientError
 
-from lakehook.adapters.aws import is_conditional_failure
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import batch_get, integral
+from lakehook.adapters.dynamodb.transactions import write_each
 from lakehook.domain.partition_evaluation import FactKey, PartitionFact
 from lakehook.ports.partitions import PartitionStore
 
@@ -27,29 +27,26 @@ class DynamoDBPartitionStore(PartitionStore):
         self._retention_seconds = retention_days * 86400  # as the state history's snapshot log
 
     def advance(self, facts: Sequence[PartitionFact], now_ms: int) -> list[PartitionFact]:
-        """One conditional PutItem per fact (the whole item is the fact, so a put says it all; it costs DynamoDB what
-        an update does, and an emulator less)."""
-        moved: list[PartitionFact] = []
-        for fact in facts:
-            item = {
-                **keys.partition_fact_key(fact.asset_key, fact.mapping, fact.partition),
-                keys.ITEM_TYPE: "PARTITION_FACT",
-                **_fact_attributes(fact),
-                "updatedAt": now_ms,
+        """Conditional puts (kept only where no fact at least as new is), up to 100 to a transaction
+        (:func:`write_each`): the whole item is the fact, so a put says it all."""
+        actions = [
+            {
+                "Put": {
+                    "TableName": self._name,
+                    "Item": {
+                        **keys.partition_fact_key(fact.asset_key, fact.mapping, fact.partition),
+                        keys.ITEM_TYPE: "PARTITION_FACT",
+                        **_fact_attributes(fact),
+                        "updatedAt": now_ms,
+                    },
+                    "ConditionExpression": "attribute_not_exists(PK) OR #order < :order",
+                    "ExpressionAttributeNames": {"#order": "order"},
+                    "ExpressionAttributeValues": {":order": fact.order},
+                }
             }
-            try:
-                self._table.put_item(
-                    Item=item,
-                    ConditionExpression="attribute_not_exists(PK) OR #order < :order",
-                    ExpressionAttributeNames={"#order": "order"},
-                    ExpressionAttributeValues={":order": fact.order},
-                )
-            except ClientError as exc:
-                if is_conditional_failure(exc):
-                    continue  # a fact at least as new is kept
-                raise
-            moved.append(fact)
-        return moved
+            for fact in facts
+        ]
+        return [fact for fact, made in zip(facts, write_each(self._client, actions), strict=True) if made]
 
     def facts(self, wanted: Collection[FactKey]) -> dict[FactKey, PartitionFact]:
         found = batch_get(self._client, self._name, [keys.partition_fact_key(*k) for k in wanted])
@@ -100,17 +97,23 @@ class DynamoDBPartitionStore(PartitionStore):
                 )
 
     def clear_pending(self, rule_id: str, group_id: str, marks: Mapping[str, str]) -> None:
-        for partition, mark in marks.items():
-            try:
-                self._table.delete_item(
-                    Key=keys.pending_partition_key(rule_id, group_id, partition),
-                    ConditionExpression="#mark = :mark",
-                    ExpressionAttributeNames={"#mark": "mark"},
-                    ExpressionAttributeValues={":mark": mark},
-                )
-            except ClientError as exc:
-                if not is_conditional_failure(exc):
-                    raise  # a mark that changed: a racing resolver found it pending again, and it stays
+        """Conditional deletes, up to 100 to a transaction (:func:`write_each`): a mark that changed since it was read
+        (a racing resolver found the partition pending again) stays."""
+        write_each(
+            self._client,
+            [
+                {
+                    "Delete": {
+                        "TableName": self._name,
+                        "Key": keys.pending_partition_key(rule_id, group_id, partition),
+                        "ConditionExpression": "#mark = :mark",
+                        "ExpressionAttributeNames": {"#mark": "mark"},
+                        "ExpressionAttributeValues": {":mark": mark},
+                    }
+                }
+                for partition, mark in marks.items()
+            ],
+        )
 
     def pending(self, rule_id: str, group_id: str, limit: int, after: str | None = None) -> dict[str, str]:
         found: dict[str, str] = {}
