@@ -86,14 +86,16 @@ def finer(grain: Grain, than: Grain) -> bool:
     return _GRAIN_LENGTH[grain] > _GRAIN_LENGTH[than]
 
 
-# A rollup's coverage [from, to) of its units, as the units' values are written: hours 0..23 of a day, days 1..31 of
-# a month (from at most 28, so that every month has a unit in it; to past the month's end stops at it), months
-# 1..12 of a year. Per rollup grain: (unit name, lowest from, highest from, highest to).
-UNIT_BOUNDS: dict[Grain, tuple[str, int, int, int]] = {
-    Grain.DAY: ("hour", 0, 23, 24),
-    Grain.MONTH: ("day", 1, 28, 32),
-    Grain.YEAR: ("month", 1, 12, 13),
+# A rollup's coverage [from, to) of its units, as the units' values end: hours 0..23 (of a day), days 1..31 (of a
+# month; from at most 28, so that every month has a unit in it; to past the month's end stops at it), months 1..12
+# (of a year). A rollup further apart applies it to each unit's own number: hours 06 to 21 of each day of a month.
+# Per unit grain: (lowest from, highest from, highest to).
+UNIT_BOUNDS: dict[Grain, tuple[int, int, int]] = {
+    Grain.HOUR: (0, 23, 24),
+    Grain.DAY: (1, 28, 32),
+    Grain.MONTH: (1, 12, 13),
 }
+_COARSER = {unit: grain for grain, unit in _FINER.items()}
 
 
 class UnitRange(BaseModel):
@@ -104,6 +106,11 @@ class UnitRange(BaseModel):
 
     start: int = Field(alias="from", description="the first unit waited for (hour 0-23, day 1-28, month 1-12)")
     end: int = Field(alias="to", description="the unit after the last one waited for (hour 1-24, day 2-32, month 2-13)")
+    unit: Grain | None = Field(
+        default=None,
+        description="the units' grain, for a rollup further apart than one grain (hour on a month: the range is each "
+        "unit's own number, hours 06 to 21 of each day of the month); default one grain finer than grain",
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> UnitRange:
@@ -111,22 +118,29 @@ class UnitRange(BaseModel):
             raise ValueError(f"from ({self.start}) must be below to ({self.end}): the range [from, to) is half-open")
         return self
 
-    def check(self, grain: Grain) -> UnitRange:
-        """This range, when it fits the units of ``grain``; a ValueError naming from or to otherwise."""
-        unit, low, high, top = UNIT_BOUNDS[grain]
+    def check(self, grain: Grain, unit: Grain | None = None) -> UnitRange:
+        """This range, when it fits the numbers of the units of ``grain`` it rolls up (by default one grain finer:
+        hours of a day, days of a month, months of a year); a ValueError naming from or to otherwise."""
+        unit = unit or _FINER[grain]
+        low, high, top = UNIT_BOUNDS[unit]
         if not low <= self.start <= high:
-            raise ValueError(f"from ({self.start}) must be {unit} {low} to {high} of the {grain.value} rolled up")
+            raise ValueError(f"from ({self.start}) must be {unit.value} {low} to {high} of the {_COARSER[unit].value}")
         if not self.start < self.end <= top:
-            raise ValueError(f"to ({self.end}) must be above from and at most {top} (the {unit} after the last)")
+            raise ValueError(f"to ({self.end}) must be above from and at most {top} (the {unit.value} after the last)")
         return self
+
+    def count(self, unit: Grain) -> int:
+        """The most units of one ``unit``'s parent (a day's hours, a month's days) the range holds."""
+        return min(self.end, UNIT_BOUNDS[unit][2]) - self.start
 
     def holds(self, unit: str) -> bool:
         """Whether a unit value (``2026-12-01-06``) is in the range: its last number."""
         return self.start <= int(unit[-2:]) < self.end
 
-    def describe(self, grain: Grain) -> str:
-        unit = UNIT_BOUNDS[grain][0]
-        return f"{unit}s {self.start:02d} to {self.end - 1:02d}"
+    def describe(self, grain: Grain, unit: Grain) -> str:
+        parent = _COARSER[unit]
+        each = "" if parent is grain else f" of each {parent.value}"
+        return f"{unit.value}s {self.start:02d} to {self.end - 1:02d}{each}"
 
 
 class UnitValues(BaseModel):
@@ -234,13 +248,15 @@ class FieldSource(BaseModel):
         default=None,
         description="cut a time value to this grain (hour, day, month, year): hour=2026-12-01-10 is day 2026-12-01",
     )
-    complete: bool | UnitRange | UnitValues = Field(
+    complete: bool | Grain | UnitRange | UnitValues = Field(
         default=False,
         description="a rollup: the member holds a partition only once every unit of it has a data commit (each of "
-        "the 24 hours of a day, each day of a month, each month of a year; values one grain finer than grain), or, "
-        'given {"from": 6, "to": 22}, each unit of that half-open range (hours 06 to 21 of a day); on a member\'s '
-        'field the group does not key on, {"values": ["eu", "us"]}: each of those values (with no field or grain). '
-        f"Several rolled-up fields: every combination of their units, at most {MAX_UNITS}",
+        "the 24 hours of a day, each day of a month, each month of a year; values one grain finer than grain); a "
+        "grain finer still (hour, day): the units of that grain (a month's hours, a year's days), at most "
+        f'{MAX_UNITS}; given {{"from": 6, "to": 22}}, each unit of that half-open range (hours 06 to 21 of a day; '
+        'with "unit": "hour" on a month, hours 06 to 21 of each of its days); on a member\'s field the group does not '
+        'key on, {"values": ["eu", "us"]}: each of those values (with no field or grain). Several rolled-up fields: '
+        f"every combination of their units, at most {MAX_UNITS}",
     )
     fan_out: bool | Grain | UnitValues | None = Field(
         default=None,
@@ -261,13 +277,17 @@ class FieldSource(BaseModel):
     @field_validator("complete", mode="before")
     @classmethod
     def _coverage(cls, value: Any, info: ValidationInfo) -> Any:
+        grain = info.data.get("grain")
+        if isinstance(value, str):
+            return _unit_of(value, grain, "complete", "units one partition of the rollup needs")
         if not isinstance(value, dict):
             return value  # true, false, or what the type refuses
         if "values" in value:
             return _sub_model(UnitValues, value)
         span = _sub_model(UnitRange, value)
-        grain = info.data.get("grain")
-        return span.check(grain) if grain in UNIT_BOUNDS else span
+        if span.unit is not None:
+            _unit_of(span.unit, grain, "complete.unit", "units one partition of the rollup needs")
+        return span.check(grain, span.unit) if grain in _FINER else span
 
     @field_validator("fan_out", mode="before")
     @classmethod
@@ -276,22 +296,7 @@ class FieldSource(BaseModel):
             return _sub_model(UnitValues, value)
         if value is None or isinstance(value, bool):
             return value
-        try:
-            unit = Grain(value)
-        except ValueError:
-            raise ValueError(
-                'fanOut is true (one grain finer), a finer grain (hour, day, month) or {"values": [...]}'
-            ) from None
-        grain = info.data.get("grain")
-        if isinstance(grain, Grain) and grain is not Grain.HOUR:
-            if not finer(unit, grain):
-                raise ValueError(f"fanOut ({unit.value}) must be a grain finer than grain ({grain.value})")
-            if most_units(grain, unit) > MAX_UNITS:
-                raise ValueError(
-                    f"fanOut {unit.value}: a {grain.value} names up to {most_units(grain, unit)} {unit.value}s, above "
-                    f"the limit of {MAX_UNITS} partitions one fact names"
-                )
-        return unit
+        return _unit_of(value, info.data.get("grain"), "fanOut", "partitions one fact names")
 
     @property
     def rolls_up(self) -> bool:
@@ -302,6 +307,15 @@ class FieldSource(BaseModel):
     def coverage(self) -> UnitRange | None:
         """The range of units a rollup waits for; None: every unit."""
         return self.complete if isinstance(self.complete, UnitRange) else None
+
+    @property
+    def rollup_unit(self) -> Grain | None:
+        """The grain of the units a rollup of a time value waits for: one finer than ``grain``, or the one named
+        (``"complete": "hour"`` on a month); None for no such rollup."""
+        if not self.rolls_up or self.rollup_values is not None or self.grain not in _FINER:
+            return None
+        named = self.complete if isinstance(self.complete, Grain) else getattr(self.complete, "unit", None)
+        return named or _FINER[self.grain]
 
     @property
     def rollup_values(self) -> UnitValues | None:
@@ -337,10 +351,11 @@ class FieldSource(BaseModel):
             return len(values.values)
         if self.grain is None or self.grain is Grain.HOUR or (not self.rolls_up and not self.fans_out):
             return 1
-        unit = self.group_grain if self.fans_out else _FINER[self.grain]
+        unit = self.group_grain if self.fans_out else self.rollup_unit
         assert unit is not None
         if self.coverage is not None:
-            return min(self.coverage.end, UNIT_BOUNDS[self.grain][3]) - self.coverage.start
+            parent = _COARSER[unit]
+            return self.coverage.count(unit) * (1 if parent is self.grain else most_units(self.grain, parent))
         return most_units(self.grain, unit)
 
     @model_validator(mode="after")
@@ -365,6 +380,27 @@ class FieldSource(BaseModel):
                 "months) the group's partitions are"
             )
         return self
+
+
+def _unit_of(value: Any, grain: Any, what: str, bound: str) -> Grain:
+    """``value`` as the grain of the units a rollup waits for or a fan-out gives, checked against ``grain``: finer,
+    and at most :data:`MAX_UNITS` of it in one value of ``grain`` (a year's 8,784 hours are refused); a ValueError
+    naming ``what`` otherwise. A missing or hourly ``grain`` is the model's to refuse."""
+    try:
+        unit = Grain(value)
+    except ValueError:
+        raise ValueError(
+            f'{what} is true (one grain finer), a finer grain (hour, day, month) or {{"values": [...]}}'
+        ) from None
+    if isinstance(grain, Grain) and grain is not Grain.HOUR:
+        if not finer(unit, grain):
+            raise ValueError(f"{what} ({unit.value}) must be a grain finer than grain ({grain.value})")
+        if most_units(grain, unit) > MAX_UNITS:
+            raise ValueError(
+                f"{what} {unit.value}: a {grain.value} names up to {most_units(grain, unit)} {unit.value}s, above "
+                f"the limit of {MAX_UNITS} {bound}"
+            )
+    return unit
 
 
 _M = TypeVar("_M", UnitRange, UnitValues)
@@ -418,7 +454,7 @@ class _Dim:
 
     def to_fact(self, value: str | None) -> list[str | None]:
         """The fact's value for a member's value: none when it does not cut to the grain kept."""
-        grain = _FINER[self.source.grain] if self.kind is _Kind.ROLLUP and self.source.grain else self.source.grain
+        grain = self.source.rollup_unit if self.kind is _Kind.ROLLUP else self.source.grain
         if grain is None:
             return [value]
         cut = cut_to_grain(value, grain) if value is not None else None
@@ -440,7 +476,7 @@ class _Dim:
         if self.kind is _Kind.FAN_OUT:
             return [value[: _GRAIN_LENGTH[grain]]]
         span = self.source.coverage
-        return [u for u in units_of(value, grain) if span is None or span.holds(u)]
+        return [u for u in units_of(value, grain, self.source.rollup_unit) if span is None or span.holds(u)]
 
     def names(self, value: str | None) -> list[str | None]:
         """The partitions' values a fact's value names: the value cut to the group's grain for a rollup, every unit
@@ -537,7 +573,10 @@ class MemberPartition(BaseModel):
         """A short, stable name of this mapping onto ``partition_by``: members mapping an asset alike share facts."""
         spec: list[list[Any]] = [[f, self.source(f).field or f, self.source(f).grain] for f in partition_by]
         for dim in self._dims(partition_by):
-            if dim.kind is _Kind.ROLLUP:
+            unit = dim.source.rollup_unit
+            if dim.kind is _Kind.ROLLUP and dim.source.grain is not None and unit is not _FINER[dim.source.grain]:
+                spec.append(["complete", dim.name, unit])  # kept per unit of that grain: other facts
+            elif dim.kind is _Kind.ROLLUP:
                 spec.append(["complete", dim.name])
             elif dim.kind is _Kind.VALUES_ROLLUP:
                 spec.append(["complete", dim.name, "values"])
@@ -569,8 +608,9 @@ class MemberPartition(BaseModel):
         parts = []
         for dim in self._dims(partition_by):
             span, values = dim.source.coverage, dim.source.rollup_values
-            if dim.kind is _Kind.ROLLUP and span is not None and dim.source.grain is not None:
-                parts.append(span.describe(dim.source.grain))
+            unit = dim.source.rollup_unit
+            if dim.kind is _Kind.ROLLUP and span is not None and dim.source.grain is not None and unit is not None:
+                parts.append(span.describe(dim.source.grain, unit))
             elif dim.kind is _Kind.VALUES_ROLLUP and values is not None:
                 parts.append(values.describe(dim.name))
         return f" ({' x '.join(parts)})" if parts else ""
