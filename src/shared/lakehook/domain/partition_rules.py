@@ -171,6 +171,57 @@ class UnitValues(BaseModel):
         return f"{name} {shown}"
 
 
+class UnitCount(BaseModel):
+    """A rollup that holds a partition once at least ``atLeast`` of its units have a data commit (Airflow's
+    MinimumCount): ``{"atLeast": 20}`` of a day's hours, over the units the other rollups name (``"unit"``, a range
+    ``"from"``/``"to"``, or ``"values"``). With several rolled-up fields it counts the units of their product."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    at_least: int = Field(
+        alias="atLeast",
+        ge=1,
+        le=MAX_UNITS,
+        description="how many of the partition's units need a data commit, 1 to the fewest units a partition has",
+    )
+    unit: Grain | None = Field(default=None, description="the units' grain (hour on a month), as complete takes it")
+    start: int | None = Field(
+        default=None, alias="from", description="a range [from, to) of the units, as in UnitRange"
+    )
+    end: int | None = Field(default=None, alias="to", description="the unit after the last one of the range")
+    values: tuple[str, ...] | None = Field(
+        default=None, description="on a member's field the group does not key on: the values counted, as in UnitValues"
+    )
+
+    @model_validator(mode="after")
+    def _units(self) -> UnitCount:
+        if (self.start is None) is not (self.end is None):
+            raise ValueError("from and to go together: the half-open range [from, to) of the units counted")
+        if self.values is not None and (self.unit is not None or self.start is not None):
+            raise ValueError("values takes no unit, from or to: the values are a field's own, as written")
+        if self.values is not None:
+            _sub_model(UnitValues, {"values": self.values})
+        elif self.start is not None:
+            _sub_model(UnitRange, {"from": self.start, "to": self.end, "unit": self.unit})
+        return self
+
+    @property
+    def span(self) -> UnitRange | None:
+        """The range of units counted; None: every unit."""
+        if self.start is None or self.end is None:
+            return None
+        return UnitRange.model_construct(start=self.start, end=self.end, unit=self.unit)
+
+    @property
+    def listed(self) -> UnitValues | None:
+        """The values counted, on a member's field the group does not key on."""
+        return None if self.values is None else UnitValues.model_construct(values=self.values)
+
+
+# The value of each grain with the fewest units of each finer grain (February of a common year: 28 days, 672 hours).
+_SHORTEST = {Grain.DAY: "2025-02-01", Grain.MONTH: "2025-02", Grain.YEAR: "2025"}
+
+
 def units_of(value: str, grain: Grain, unit: Grain | None = None) -> list[str]:
     """The units of ``unit`` (by default one grain finer) that make up ``value`` of ``grain``, in time order: a day's
     24 hours, a month's days, a year's 12 months (``2026-12-01`` → ``2026-12-01-00`` … ``2026-12-01-23``), and
@@ -248,14 +299,15 @@ class FieldSource(BaseModel):
         default=None,
         description="cut a time value to this grain (hour, day, month, year): hour=2026-12-01-10 is day 2026-12-01",
     )
-    complete: bool | Grain | UnitRange | UnitValues = Field(
+    complete: bool | Grain | UnitRange | UnitValues | UnitCount = Field(
         default=False,
         description="a rollup: the member holds a partition only once every unit of it has a data commit (each of "
         "the 24 hours of a day, each day of a month, each month of a year; values one grain finer than grain); a "
         "grain finer still (hour, day): the units of that grain (a month's hours, a year's days), at most "
         f'{MAX_UNITS}; given {{"from": 6, "to": 22}}, each unit of that half-open range (hours 06 to 21 of a day; '
         'with "unit": "hour" on a month, hours 06 to 21 of each of its days); on a member\'s field the group does not '
-        'key on, {"values": ["eu", "us"]}: each of those values (with no field or grain). Several rolled-up fields: '
+        'key on, {"values": ["eu", "us"]}: each of those values (with no field or grain); {"atLeast": 20} (with a '
+        '"unit", "from"/"to" or "values"): once at least that many of the units have one. Several rolled-up fields: '
         f"every combination of their units, at most {MAX_UNITS}",
     )
     fan_out: bool | Grain | UnitValues | None = Field(
@@ -282,12 +334,16 @@ class FieldSource(BaseModel):
             return _unit_of(value, grain, "complete", "units one partition of the rollup needs")
         if not isinstance(value, dict):
             return value  # true, false, or what the type refuses
+        if "atLeast" in value:
+            count = _sub_model(UnitCount, value)
+            if count.values is None:
+                _time_units(count.unit, count.span, grain)
+            return count
         if "values" in value:
             return _sub_model(UnitValues, value)
         span = _sub_model(UnitRange, value)
-        if span.unit is not None:
-            _unit_of(span.unit, grain, "complete.unit", "units one partition of the rollup needs")
-        return span.check(grain, span.unit) if grain in _FINER else span
+        _time_units(span.unit, span, grain)
+        return span
 
     @field_validator("fan_out", mode="before")
     @classmethod
@@ -306,7 +362,25 @@ class FieldSource(BaseModel):
     @property
     def coverage(self) -> UnitRange | None:
         """The range of units a rollup waits for; None: every unit."""
+        if isinstance(self.complete, UnitCount):
+            return self.complete.span
         return self.complete if isinstance(self.complete, UnitRange) else None
+
+    @property
+    def at_least(self) -> int | None:
+        """How many of a partition's units a rollup needs (``{"atLeast": n}``); None: each of them."""
+        return self.complete.at_least if isinstance(self.complete, UnitCount) else None
+
+    @property
+    def fewest(self) -> int:
+        """The fewest units of a rollup one partition has on this field (a month's 28 days, February's 672 hours, the
+        values listed); 1 for no rollup."""
+        values, unit, span = self.rollup_values, self.rollup_unit, self.coverage
+        if values is not None:
+            return len(values.values)
+        if unit is None or self.grain is None:
+            return 1
+        return sum(1 for u in units_of(_SHORTEST[self.grain], self.grain, unit) if span is None or span.holds(u))
 
     @property
     def rollup_unit(self) -> Grain | None:
@@ -320,6 +394,8 @@ class FieldSource(BaseModel):
     @property
     def rollup_values(self) -> UnitValues | None:
         """The values of a member's field a rollup waits for (``complete: {"values": [...]}``)."""
+        if isinstance(self.complete, UnitCount):
+            return self.complete.listed
         return self.complete if isinstance(self.complete, UnitValues) else None
 
     @property
@@ -382,6 +458,14 @@ class FieldSource(BaseModel):
         return self
 
 
+def _time_units(unit: Grain | None, span: UnitRange | None, grain: Any) -> None:
+    """A ValueError when the units a rollup of a time value names (a grain, a range of them) do not fit ``grain``."""
+    if unit is not None:
+        _unit_of(unit, grain, "complete.unit", "units one partition of the rollup needs")
+    if span is not None and grain in _FINER:
+        span.check(grain, unit)
+
+
 def _unit_of(value: Any, grain: Any, what: str, bound: str) -> Grain:
     """``value`` as the grain of the units a rollup waits for or a fan-out gives, checked against ``grain``: finer,
     and at most :data:`MAX_UNITS` of it in one value of ``grain`` (a year's 8,784 hours are refused); a ValueError
@@ -403,7 +487,7 @@ def _unit_of(value: Any, grain: Any, what: str, bound: str) -> Grain:
     return unit
 
 
-_M = TypeVar("_M", UnitRange, UnitValues)
+_M = TypeVar("_M", UnitRange, UnitValues, UnitCount)
 
 
 def _sub_model(model: type[_M], value: dict[str, Any]) -> _M:
@@ -495,6 +579,27 @@ class _Dim:
         return list(units_of(value, grain, self.source.group_grain))
 
 
+def _check_at_least(fields: Mapping[str, FieldSource]) -> None:
+    """A ValueError naming the field unless ``atLeast`` is on one rolled-up field at most and at most the fewest units
+    a partition has (over the product of the rolled-up fields: a month's 28 days x 2 regions is 56)."""
+    counted = [(name, s.at_least) for name, s in fields.items() if s.at_least is not None]
+    if len(counted) > 1:
+        raise ValueError(
+            f"{counted[1][0]}.complete.atLeast: atLeast is on one rolled-up field ({counted[0][0]} has one); it counts "
+            "the units of the product of them all"
+        )
+    if counted:
+        name, n = counted[0]
+        rolled = [(f, s.fewest) for f, s in fields.items() if s.rolls_up]
+        fewest = prod(units for _, units in rolled)
+        if n is not None and n > fewest:
+            shown = " x ".join(f"{units} ({f})" for f, units in rolled)
+            raise ValueError(
+                f"{name}.complete.atLeast ({n}) is above the {fewest} units the fewest partition of the rollup has "
+                f"({shown}): it would never be held"
+            )
+
+
 def _combine(axes: Sequence[tuple[str, Sequence[str | None]]]) -> Iterator[str]:
     """Every key of one value per axis (the first axis varying slowest)."""
     names = [n for n, _ in axes]
@@ -527,6 +632,7 @@ class MemberPartition(BaseModel):
             if total > MAX_UNITS:
                 shown = " x ".join(f"{n} ({name})" for name, n in found)
                 raise ValueError(f"{shown} = {total} {what}, above the limit of {MAX_UNITS}")
+        _check_at_least(value)
         return value
 
     def source(self, group_field: str) -> FieldSource:
@@ -601,6 +707,13 @@ class MemberPartition(BaseModel):
         """The most facts one partition of the group needs of this member: the product of its rollups' units (24
         hours x 2 regions is 48); 1 without one."""
         return prod(d.source.most for d in self._dims(partition_by) if d.kind in (_Kind.ROLLUP, _Kind.VALUES_ROLLUP))
+
+    def at_least(self, partition_by: tuple[str, ...]) -> int | None:
+        """How many of a partition's units (of the product of its rolled-up fields) the member needs; None: each."""
+        rolled = (_Kind.ROLLUP, _Kind.VALUES_ROLLUP)
+        return next(
+            (d.source.at_least for d in self._dims(partition_by) if d.kind in rolled and d.source.at_least), None
+        )
 
     def describe_coverage(self, partition_by: tuple[str, ...]) -> str:
         """`` (hours 06 to 21 x region eu, us)``: the ranges and values a rollup waits for; empty when it waits for
