@@ -203,7 +203,8 @@ def partition_members(
             at_least = needed if needed < len(wanted) else None  # n of them, not each
             members.append(_incomplete(member, partition, wanted, found, _coverage_of(group, member), at_least))
             continue
-        members.append(_partitioned(member, partition, max(found, key=lambda f: f.order, default=None)))
+        fanned = bool(member.partition.fan_out_fields(group.partition_by or ()))
+        members.append(_partitioned(member, partition, max(found, key=lambda f: f.order, default=None), fanned))
     counted = frozenset(i for i, m in enumerate(group.members) if m.partition is not None)
     steps = {i: _steps(group, group.members[i], partition, versions) for i in counted} if versions is not None else {}
     return PartitionView(partition, tuple(members), counted, steps)
@@ -265,7 +266,7 @@ def _touching(partition: str, key: str) -> str:
     return partition if key == partition else f"{key} (fanned out to {partition})"
 
 
-def _partitioned(member: Member, partition: str, fact: PartitionFact | None) -> MemberEvaluation:
+def _partitioned(member: Member, partition: str, fact: PartitionFact | None, fanned: bool = False) -> MemberEvaluation:
     """A partitioned member's verdict: its newest commit touching the partition, pinned (whether it is newer than
     what the partition last ran with is the policy's to judge), or why there is none to pin."""
     required: dict[str, Any] = {"partition": partition}
@@ -276,7 +277,7 @@ def _partitioned(member: Member, partition: str, fact: PartitionFact | None) -> 
         reason = f"no data commit has touched {partition} yet"
         return MemberEvaluation(member.asset_key, Status.WAITING_FOR_PARTITION, None, {}, required, reason)
     current: dict[str, Any] = {"snapshotId": fact.snapshot_id, "order": fact.order, "partition": partition}
-    if fact.partition != partition:
+    if fanned and fact.partition != partition:
         current["fanOutOf"] = fact.partition  # a fan-out: the member's commit touched the value holding it
     if floor is not None and fact.order < floor:
         touching = _touching(partition, fact.partition)

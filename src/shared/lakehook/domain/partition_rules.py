@@ -9,8 +9,11 @@ commit touching ``dt=2026-12-01/region=eu`` is one of ``dt=2026-12-01``). Two ma
 group does not key on, ``{"values": [...]}``: each of those values) and a **fan-out** (``fanOut``: the group's values
 are the units of the member's, each hour of a group keyed on hours takes its day's commit; ``fanOut`` a grain: the
 units of that grain, a year's days; ``{"values": [...]}`` on a group field the member does not have: each of those
-values). A member may roll up or fan out several fields: a partition then needs (or a fact names) the product of
-their units, at most :data:`MAX_UNITS`. See docs/partitions.md.
+values). A rollup may be further apart (``"complete": "hour"`` on a month) or need only n of its units
+(``{"atLeast": n}``, :class:`UnitCount`), and a group value may come from a member's through a ``map`` of values
+onto values (with ``complete``: a rollup of the values mapping onto it). A member may roll up or fan out several
+fields: a partition then needs (or a fact names) the product of their units, at most :data:`MAX_UNITS`. See
+docs/partitions.md.
 """
 
 from __future__ import annotations
@@ -206,6 +209,11 @@ class UnitCount(BaseModel):
         return self
 
     @property
+    def bare(self) -> bool:
+        """Whether it counts the units as the rollup has them: no unit, range or values of its own."""
+        return self.unit is None and self.start is None and self.values is None
+
+    @property
     def span(self) -> UnitRange | None:
         """The range of units counted; None: every unit."""
         if self.start is None or self.end is None:
@@ -320,11 +328,29 @@ class FieldSource(BaseModel):
         "does not have (with no field or grain): each of those values. Several fanned-out fields: every combination, "
         f"at most {MAX_UNITS} partitions a fact names",
     )
+    value_map: dict[str, str] | None = Field(
+        default=None,
+        alias="map",
+        min_length=1,
+        max_length=MAX_UNITS,
+        description='the group\'s value from the member\'s, value onto value: {"de": "eu", "fr": "eu", "us": "us"} (a '
+        "commit touching country=de touches region=eu; a value not mapped touches no partition); with complete "
+        "(true or {\"atLeast\": n}) a rollup: the group's value once each (or n) of the member's values mapping onto "
+        f"it has a data commit. 1 to {MAX_UNITS} entries, each side 1 to {MAX_VALUE_LENGTH} characters, no grain",
+    )
 
     @field_validator("field")
     @classmethod
     def _name(cls, value: str | None) -> str | None:
         return None if value is None else _field_name(value, "field")
+
+    @field_validator("value_map")
+    @classmethod
+    def _mapped_values(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        for side in (value or {}).items():
+            if not all(0 < len(v) <= MAX_VALUE_LENGTH for v in side):
+                raise ValueError(f"each value mapped, and each it maps onto, is 1 to {MAX_VALUE_LENGTH} characters")
+        return value
 
     @field_validator("complete", mode="before")
     @classmethod
@@ -378,6 +404,8 @@ class FieldSource(BaseModel):
         values, unit, span = self.rollup_values, self.rollup_unit, self.coverage
         if values is not None:
             return len(values.values)
+        if self.value_map is not None and self.rolls_up:
+            return min(self.preimages.values())
         if unit is None or self.grain is None:
             return 1
         return sum(1 for u in units_of(_SHORTEST[self.grain], self.grain, unit) if span is None or span.holds(u))
@@ -425,6 +453,8 @@ class FieldSource(BaseModel):
         values = self.rollup_values or self.fan_out_values
         if values is not None:
             return len(values.values)
+        if self.value_map is not None:
+            return max(self.preimages.values()) if self.rolls_up else 1
         if self.grain is None or self.grain is Grain.HOUR or (not self.rolls_up and not self.fans_out):
             return 1
         unit = self.group_grain if self.fans_out else self.rollup_unit
@@ -433,6 +463,31 @@ class FieldSource(BaseModel):
             parent = _COARSER[unit]
             return self.coverage.count(unit) * (1 if parent is self.grain else most_units(self.grain, parent))
         return most_units(self.grain, unit)
+
+    @property
+    def preimages(self) -> dict[str, int]:
+        """Per value a ``map`` maps onto, how many of the member's values map onto it."""
+        found: dict[str, int] = {}
+        for target in (self.value_map or {}).values():
+            found[target] = found.get(target, 0) + 1
+        return found
+
+    @model_validator(mode="after")
+    def _mapped(self) -> FieldSource:
+        if self.value_map is None:
+            return self
+        if self.grain is not None or self.fans_out:
+            raise ValueError(
+                "map takes no grain and no fanOut: it maps each of the member's values, as written, onto one of the "
+                "group's"
+            )
+        c = self.complete
+        if not isinstance(c, bool) and not (isinstance(c, UnitCount) and c.bare):
+            raise ValueError(
+                'map with complete takes true or {"atLeast": n}: the units of a group value are the member\'s values '
+                "mapping onto it"
+            )
+        return self
 
     @model_validator(mode="after")
     def _rollup(self) -> FieldSource:
@@ -448,7 +503,7 @@ class FieldSource(BaseModel):
                     f"{which} with values takes no field or grain: the values are the field's own, as written"
                 )
             return self
-        if self.rolls_up and self.grain in (None, Grain.HOUR):
+        if self.rolls_up and self.value_map is None and self.grain in (None, Grain.HOUR):
             raise ValueError("complete (a rollup) needs a grain of day, month or year: the units it waits for")
         if self.fans_out and self.grain in (None, Grain.HOUR):
             raise ValueError(
@@ -507,6 +562,11 @@ class _Kind(StrEnum):
     FAN_OUT = "fanOut"  # the member holds a coarser value, the group its units
     VALUES_ROLLUP = "valuesRollup"  # a member's field the group does not key on: each of the values
     VALUES_FAN_OUT = "valuesFanOut"  # a group field the member does not have: each of the values
+    MAPPED = "mapped"  # the member's value mapped onto the group's (map)
+    MAPPED_ROLLUP = "mappedRollup"  # the member's values mapping onto the group's: each of them (map with complete)
+
+
+_ROLLED = (_Kind.ROLLUP, _Kind.VALUES_ROLLUP, _Kind.MAPPED_ROLLUP)  # the kinds a partition needs several facts of
 
 
 @dataclass(frozen=True)
@@ -536,8 +596,28 @@ class _Dim:
         found = self.source.rollup_values or self.source.fan_out_values
         return list(found.values) if found is not None else []
 
+    @property
+    def mapped(self) -> bool:
+        return self.kind in (_Kind.MAPPED, _Kind.MAPPED_ROLLUP)
+
+    def _mapped(self, value: str | None, side: str) -> list[str | None]:
+        """``to_fact``, ``units`` or ``names`` (``side``) of a mapped field: a plain map keeps the group's value in
+        its facts, a rollup of mapped values the member's (the units of a group value are its preimage)."""
+        rollup, found = self.kind is _Kind.MAPPED_ROLLUP, self.source.value_map or {}
+        if side == "units" and rollup:
+            return [k for k, onto in found.items() if onto == value]
+        if side == "units":
+            return [value] if value in self.source.preimages else []
+        if side == "names" and not rollup:
+            return [value]
+        onto = None if value is None else found.get(value)
+        return [] if onto is None else [value if rollup and side == "to_fact" else onto]
+
     def to_fact(self, value: str | None) -> list[str | None]:
-        """The fact's value for a member's value: none when it does not cut to the grain kept."""
+        """The fact's value for a member's value: none when it does not cut to the grain kept (or a map does not map
+        it)."""
+        if self.mapped:
+            return self._mapped(value, "to_fact")
         grain = self.source.rollup_unit if self.kind is _Kind.ROLLUP else self.source.grain
         if grain is None:
             return [value]
@@ -548,6 +628,8 @@ class _Dim:
         """The facts' values a partition's value needs: its units for a rollup (of its coverage), the member's
         coarser value for a fan-out, the value itself otherwise; none when the value can be no partition."""
         grain = self.source.grain
+        if self.mapped:
+            return self._mapped(value, "units")
         if self.kind is _Kind.PLAIN:
             return [value]
         if self.kind is _Kind.VALUES_ROLLUP:
@@ -566,6 +648,8 @@ class _Dim:
         """The partitions' values a fact's value names: the value cut to the group's grain for a rollup, every unit
         of it for a fan-out, each value for a values fan-out."""
         grain = self.source.grain
+        if self.mapped:
+            return self._mapped(value, "names")
         if self.kind is _Kind.VALUES_FAN_OUT:
             return list(self.values)
         if self.kind is _Kind.PLAIN:
@@ -648,6 +732,8 @@ class MemberPartition(BaseModel):
                 kind = _Kind.VALUES_FAN_OUT
             elif source.fans_out:
                 kind = _Kind.FAN_OUT
+            elif source.value_map is not None:
+                kind = _Kind.MAPPED_ROLLUP if source.rolls_up else _Kind.MAPPED
             elif source.rolls_up:
                 kind = _Kind.ROLLUP
             else:
@@ -688,11 +774,15 @@ class MemberPartition(BaseModel):
                 spec.append(["complete", dim.name, "values"])
             elif dim.kind is _Kind.VALUES_FAN_OUT:
                 spec.append(["fanOut", dim.name, "values"])
+            elif dim.kind is _Kind.MAPPED:  # its facts hold the values mapped onto: the map is part of them
+                spec.append(["map", dim.name, sorted((dim.source.value_map or {}).items())])
+            elif dim.kind is _Kind.MAPPED_ROLLUP:  # its facts hold the member's values, whatever they map onto
+                spec.append(["complete", dim.name, "map"])
         return hashlib.sha256(json.dumps(spec).encode()).hexdigest()[:16]
 
     def rollup_fields(self, partition_by: tuple[str, ...]) -> list[str]:
         """The fields this member rolls up (``complete``): group fields, then its own fields rolled up over values."""
-        return [d.name for d in self._dims(partition_by) if d.kind in (_Kind.ROLLUP, _Kind.VALUES_ROLLUP)]
+        return [d.name for d in self._dims(partition_by) if d.kind in _ROLLED]
 
     def fan_out_fields(self, partition_by: tuple[str, ...]) -> list[str]:
         """The group fields this member fans out (``fanOut``)."""
@@ -706,13 +796,12 @@ class MemberPartition(BaseModel):
     def units(self, partition_by: tuple[str, ...]) -> int:
         """The most facts one partition of the group needs of this member: the product of its rollups' units (24
         hours x 2 regions is 48); 1 without one."""
-        return prod(d.source.most for d in self._dims(partition_by) if d.kind in (_Kind.ROLLUP, _Kind.VALUES_ROLLUP))
+        return prod(d.source.most for d in self._dims(partition_by) if d.kind in _ROLLED)
 
     def at_least(self, partition_by: tuple[str, ...]) -> int | None:
         """How many of a partition's units (of the product of its rolled-up fields) the member needs; None: each."""
-        rolled = (_Kind.ROLLUP, _Kind.VALUES_ROLLUP)
         return next(
-            (d.source.at_least for d in self._dims(partition_by) if d.kind in rolled and d.source.at_least), None
+            (d.source.at_least for d in self._dims(partition_by) if d.kind in _ROLLED and d.source.at_least), None
         )
 
     def describe_coverage(self, partition_by: tuple[str, ...]) -> str:
@@ -726,6 +815,8 @@ class MemberPartition(BaseModel):
                 parts.append(span.describe(dim.source.grain, unit))
             elif dim.kind is _Kind.VALUES_ROLLUP and values is not None:
                 parts.append(values.describe(dim.name))
+            elif dim.kind is _Kind.MAPPED_ROLLUP:
+                parts.append(f"{dim.member_field} mapped onto {dim.name}")
         return f" ({' x '.join(parts)})" if parts else ""
 
     def fact_key(self, key: str, partition_by: tuple[str, ...]) -> str | None:
@@ -784,6 +875,9 @@ class MemberPartition(BaseModel):
             fanned = source.fan_out_values
             if fanned is not None and value not in fanned.values:
                 return f"{name} {shown} is none of the values the member fans out to ({fanned.describe(name)})"
+            if source.value_map is not None and value not in source.preimages:
+                onto = UnitValues.model_construct(values=tuple(source.preimages))
+                return f"{name} {shown} is none of the values the member's map maps onto ({onto.describe(name)})"
             if grain is not None and (value is None or grain_of(value) is not grain):
                 how = f"fans its {source.grain}s out to" if source.fans_out else "cuts it to"
                 return f"{name} {shown} is no {grain.value} ({_EXAMPLES[grain]}), the grain the member {how}"
@@ -823,6 +917,10 @@ class MemberPartition(BaseModel):
             if name not in values:
                 return None
             value = values[name]
+            if source.value_map is not None:
+                value = source.value_map.get(value) if value is not None else None
+                if value is None:
+                    return None
             if source.grain is not None:
                 value = cut_to_grain(value, source.grain) if value is not None else None
                 if value is None:
