@@ -28,7 +28,7 @@ from datetime import datetime
 from enum import StrEnum
 from itertools import product
 from math import prod
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
@@ -600,7 +600,7 @@ class _Dim:
     def mapped(self) -> bool:
         return self.kind in (_Kind.MAPPED, _Kind.MAPPED_ROLLUP)
 
-    def _mapped(self, value: str | None, side: str) -> list[str | None]:
+    def _mapped(self, value: str | None, side: Literal["to_fact", "units", "names"]) -> list[str | None]:
         """``to_fact``, ``units`` or ``names`` (``side``) of a mapped field: a plain map keeps the group's value in
         its facts, a rollup of mapped values the member's (the units of a group value are its preimage)."""
         rollup, found = self.kind is _Kind.MAPPED_ROLLUP, self.source.value_map or {}
