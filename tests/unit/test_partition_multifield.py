@@ -180,21 +180,24 @@ values = st.lists(st.text(min_size=1, max_size=5), min_size=1, max_size=4, uniqu
 
 @st.composite
 def mappings(draw: st.DrawFn) -> tuple[MemberPartition, tuple[str, ...]]:
-    """A member rolling up and fanning out some of: ``t`` (a time field), ``u`` (a second one), ``v`` (values of a
-    field the group keys on, fanned out) and ``w`` (values of a member field, rolled up)."""
+    """A member rolling up (one grain apart or further) and fanning out some of: ``t`` (a time field), ``u`` (a second
+    one), ``v`` (values of a field the group keys on, fanned out) and ``w`` (values of a member field, rolled up)."""
     fields: dict[str, Any] = {}
     by = ["t", "u", "v"]
     for name in ("t", "u"):
         grain = draw(st.sampled_from(["day", "month", "year"]))
-        kind = draw(st.sampled_from(["plain", "complete", "fanOut", "fanOutFar"]))
+        kind = draw(st.sampled_from(["plain", "complete", "completeFar", "fanOut", "fanOutFar"]))
+        far = "day" if grain == "year" else "hour"  # a year's days, a month's (or a day's) hours
         if kind == "plain":
             fields[name] = {"field": f"m{name}", "grain": grain}
         elif kind == "complete":
             fields[name] = {"field": f"m{name}", "grain": grain, "complete": True}
+        elif kind == "completeFar":
+            fields[name] = {"field": f"m{name}", "grain": grain, "complete": far}
         elif kind == "fanOut" or grain == "day":
             fields[name] = {"field": f"m{name}", "grain": grain, "fanOut": True}
         else:
-            fields[name] = {"field": f"m{name}", "grain": grain, "fanOut": "hour" if grain == "month" else "day"}
+            fields[name] = {"field": f"m{name}", "grain": grain, "fanOut": far}
     if draw(st.booleans()):
         fields["v"] = {"fanOut": {"values": draw(values)}}
     if draw(st.booleans()):

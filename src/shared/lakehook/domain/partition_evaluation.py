@@ -121,6 +121,14 @@ def member_keys(group: Group, member: Member, partition: str) -> list[FactKey]:
     return [(member.asset_key, mapping, k) for k in member.partition.unit_keys(partition, group.partition_by)]
 
 
+def units_needed(group: Group, member: Member, units: int) -> int:
+    """How many of a partitioned member's ``units`` fact keys for a partition need a fact: each of them, or, for a
+    rollup with ``{"atLeast": n}``, n (over the product of its rolled-up fields)."""
+    assert member.partition is not None and group.partition_by is not None
+    n = member.partition.at_least(group.partition_by)
+    return units if n is None else min(n, units)
+
+
 def fact_keys(group: Group, partition: str) -> list[FactKey]:
     """What the group needs to know of ``partition``: one fact per partitioned member (per unit for a rollup)."""
     return [k for m in group.partitioned_members for k in member_keys(group, m, partition)]
@@ -180,8 +188,8 @@ def partition_members(
 ) -> PartitionView:
     """The members' verdicts for ``partition``: an unpartitioned member's on its asset's state (it gates every
     partition); a partitioned member's version is its newest data commit touching the partition (a rollup's: the
-    newest of its units, once each has one), WAITING_FOR_PARTITION while there is none (or it is below
-    minSnapshotId)."""
+    newest of its units, once each has one, or at least n of them for ``atLeast``), WAITING_FOR_PARTITION while
+    there is none (or it is below minSnapshotId)."""
     members: list[MemberEvaluation] = []
     for member in group.members:
         if member.partition is None:
@@ -190,10 +198,13 @@ def partition_members(
             continue
         wanted = member_keys(group, member, partition)
         found = [facts[k] for k in wanted if k in facts]
-        if wanted and len(found) < len(wanted):  # a rollup missing units (or a partition of no commit yet)
-            members.append(_incomplete(member, partition, wanted, found, _coverage_of(group, member)))
+        needed = units_needed(group, member, len(wanted))
+        if wanted and len(found) < needed:  # a rollup missing units (or a partition of no commit yet)
+            at_least = needed if needed < len(wanted) else None  # n of them, not each
+            members.append(_incomplete(member, partition, wanted, found, _coverage_of(group, member), at_least))
             continue
-        members.append(_partitioned(member, partition, max(found, key=lambda f: f.order, default=None)))
+        fanned = bool(member.partition.fan_out_fields(group.partition_by or ()))
+        members.append(_partitioned(member, partition, max(found, key=lambda f: f.order, default=None), fanned))
     counted = frozenset(i for i, m in enumerate(group.members) if m.partition is not None)
     steps = {i: _steps(group, group.members[i], partition, versions) for i in counted} if versions is not None else {}
     return PartitionView(partition, tuple(members), counted, steps)
@@ -221,8 +232,15 @@ def _coverage_of(group: Group, member: Member) -> str:
 
 
 def _incomplete(
-    member: Member, partition: str, wanted: list[FactKey], found: list[PartitionFact], coverage: str = ""
+    member: Member,
+    partition: str,
+    wanted: list[FactKey],
+    found: list[PartitionFact],
+    coverage: str = "",
+    needed: int | None = None,
 ) -> MemberEvaluation:
+    """A partitioned member missing facts for ``partition``: the one it needs, or how many of its units (of the
+    ``needed`` ones, for ``atLeast``) have one, and which are missing."""
     if len(wanted) == 1 and not coverage:
         reason = f"no data commit has touched {_touching(partition, wanted[0][2])} yet"
         return MemberEvaluation(
@@ -231,9 +249,14 @@ def _incomplete(
     have = {f.partition for f in found}
     missing = [k for _, _, k in wanted if k not in have]
     shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-    reason = f"{len(found)} of the {len(wanted)} units of {partition}{coverage} have a data commit; missing {shown}"
+    counted = "" if needed is None else f", at least {needed} needed"
+    reason = (
+        f"{len(found)} of the {len(wanted)} units of {partition}{coverage} have a data commit{counted}; missing {shown}"
+    )
     current = {"units": len(found), "missing": missing[:24]}
-    required = {"partition": partition, "units": len(wanted)}
+    required: dict[str, Any] = {"partition": partition, "units": len(wanted)}
+    if needed is not None:
+        required["atLeast"] = needed
     return MemberEvaluation(member.asset_key, Status.WAITING_FOR_PARTITION, None, current, required, reason)
 
 
@@ -243,7 +266,7 @@ def _touching(partition: str, key: str) -> str:
     return partition if key == partition else f"{key} (fanned out to {partition})"
 
 
-def _partitioned(member: Member, partition: str, fact: PartitionFact | None) -> MemberEvaluation:
+def _partitioned(member: Member, partition: str, fact: PartitionFact | None, fanned: bool = False) -> MemberEvaluation:
     """A partitioned member's verdict: its newest commit touching the partition, pinned (whether it is newer than
     what the partition last ran with is the policy's to judge), or why there is none to pin."""
     required: dict[str, Any] = {"partition": partition}
@@ -254,7 +277,7 @@ def _partitioned(member: Member, partition: str, fact: PartitionFact | None) -> 
         reason = f"no data commit has touched {partition} yet"
         return MemberEvaluation(member.asset_key, Status.WAITING_FOR_PARTITION, None, {}, required, reason)
     current: dict[str, Any] = {"snapshotId": fact.snapshot_id, "order": fact.order, "partition": partition}
-    if fact.partition != partition:
+    if fanned and fact.partition != partition:
         current["fanOutOf"] = fact.partition  # a fan-out: the member's commit touched the value holding it
     if floor is not None and fact.order < floor:
         touching = _touching(partition, fact.partition)

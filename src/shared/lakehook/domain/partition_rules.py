@@ -9,8 +9,11 @@ commit touching ``dt=2026-12-01/region=eu`` is one of ``dt=2026-12-01``). Two ma
 group does not key on, ``{"values": [...]}``: each of those values) and a **fan-out** (``fanOut``: the group's values
 are the units of the member's, each hour of a group keyed on hours takes its day's commit; ``fanOut`` a grain: the
 units of that grain, a year's days; ``{"values": [...]}`` on a group field the member does not have: each of those
-values). A member may roll up or fan out several fields: a partition then needs (or a fact names) the product of
-their units, at most :data:`MAX_UNITS`. See docs/partitions.md.
+values). A rollup may be further apart (``"complete": "hour"`` on a month) or need only n of its units
+(``{"atLeast": n}``, :class:`UnitCount`), and a group value may come from a member's through a ``map`` of values
+onto values (with ``complete``: a rollup of the values mapping onto it). A member may roll up or fan out several
+fields: a partition then needs (or a fact names) the product of their units, at most :data:`MAX_UNITS`. See
+docs/partitions.md.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from datetime import datetime
 from enum import StrEnum
 from itertools import product
 from math import prod
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
@@ -86,14 +89,16 @@ def finer(grain: Grain, than: Grain) -> bool:
     return _GRAIN_LENGTH[grain] > _GRAIN_LENGTH[than]
 
 
-# A rollup's coverage [from, to) of its units, as the units' values are written: hours 0..23 of a day, days 1..31 of
-# a month (from at most 28, so that every month has a unit in it; to past the month's end stops at it), months
-# 1..12 of a year. Per rollup grain: (unit name, lowest from, highest from, highest to).
-UNIT_BOUNDS: dict[Grain, tuple[str, int, int, int]] = {
-    Grain.DAY: ("hour", 0, 23, 24),
-    Grain.MONTH: ("day", 1, 28, 32),
-    Grain.YEAR: ("month", 1, 12, 13),
+# A rollup's coverage [from, to) of its units, as the units' values end: hours 0..23 (of a day), days 1..31 (of a
+# month; from at most 28, so that every month has a unit in it; to past the month's end stops at it), months 1..12
+# (of a year). A rollup further apart applies it to each unit's own number: hours 06 to 21 of each day of a month.
+# Per unit grain: (lowest from, highest from, highest to).
+UNIT_BOUNDS: dict[Grain, tuple[int, int, int]] = {
+    Grain.HOUR: (0, 23, 24),
+    Grain.DAY: (1, 28, 32),
+    Grain.MONTH: (1, 12, 13),
 }
+_COARSER = {unit: grain for grain, unit in _FINER.items()}
 
 
 class UnitRange(BaseModel):
@@ -104,6 +109,11 @@ class UnitRange(BaseModel):
 
     start: int = Field(alias="from", description="the first unit waited for (hour 0-23, day 1-28, month 1-12)")
     end: int = Field(alias="to", description="the unit after the last one waited for (hour 1-24, day 2-32, month 2-13)")
+    unit: Grain | None = Field(
+        default=None,
+        description="the units' grain, for a rollup further apart than one grain (hour on a month: the range is each "
+        "unit's own number, hours 06 to 21 of each day of the month); default one grain finer than grain",
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> UnitRange:
@@ -111,22 +121,29 @@ class UnitRange(BaseModel):
             raise ValueError(f"from ({self.start}) must be below to ({self.end}): the range [from, to) is half-open")
         return self
 
-    def check(self, grain: Grain) -> UnitRange:
-        """This range, when it fits the units of ``grain``; a ValueError naming from or to otherwise."""
-        unit, low, high, top = UNIT_BOUNDS[grain]
+    def check(self, grain: Grain, unit: Grain | None = None) -> UnitRange:
+        """This range, when it fits the numbers of the units of ``grain`` it rolls up (by default one grain finer:
+        hours of a day, days of a month, months of a year); a ValueError naming from or to otherwise."""
+        unit = unit or _FINER[grain]
+        low, high, top = UNIT_BOUNDS[unit]
         if not low <= self.start <= high:
-            raise ValueError(f"from ({self.start}) must be {unit} {low} to {high} of the {grain.value} rolled up")
+            raise ValueError(f"from ({self.start}) must be {unit.value} {low} to {high} of the {_COARSER[unit].value}")
         if not self.start < self.end <= top:
-            raise ValueError(f"to ({self.end}) must be above from and at most {top} (the {unit} after the last)")
+            raise ValueError(f"to ({self.end}) must be above from and at most {top} (the {unit.value} after the last)")
         return self
+
+    def count(self, unit: Grain) -> int:
+        """The most units of one ``unit``'s parent (a day's hours, a month's days) the range holds."""
+        return min(self.end, UNIT_BOUNDS[unit][2]) - self.start
 
     def holds(self, unit: str) -> bool:
         """Whether a unit value (``2026-12-01-06``) is in the range: its last number."""
         return self.start <= int(unit[-2:]) < self.end
 
-    def describe(self, grain: Grain) -> str:
-        unit = UNIT_BOUNDS[grain][0]
-        return f"{unit}s {self.start:02d} to {self.end - 1:02d}"
+    def describe(self, grain: Grain, unit: Grain) -> str:
+        parent = _COARSER[unit]
+        each = "" if parent is grain else f" of each {parent.value}"
+        return f"{unit.value}s {self.start:02d} to {self.end - 1:02d}{each}"
 
 
 class UnitValues(BaseModel):
@@ -155,6 +172,62 @@ class UnitValues(BaseModel):
     def describe(self, name: str) -> str:
         shown = ", ".join(self.values[:5]) + (f" and {len(self.values) - 5} more" if len(self.values) > 5 else "")
         return f"{name} {shown}"
+
+
+class UnitCount(BaseModel):
+    """A rollup that holds a partition once at least ``atLeast`` of its units have a data commit (Airflow's
+    MinimumCount): ``{"atLeast": 20}`` of a day's hours, over the units the other rollups name (``"unit"``, a range
+    ``"from"``/``"to"``, or ``"values"``). With several rolled-up fields it counts the units of their product."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    at_least: int = Field(
+        alias="atLeast",
+        ge=1,
+        le=MAX_UNITS,
+        description="how many of the partition's units need a data commit, 1 to the fewest units a partition has",
+    )
+    unit: Grain | None = Field(default=None, description="the units' grain (hour on a month), as complete takes it")
+    start: int | None = Field(
+        default=None, alias="from", description="a range [from, to) of the units, as in UnitRange"
+    )
+    end: int | None = Field(default=None, alias="to", description="the unit after the last one of the range")
+    values: tuple[str, ...] | None = Field(
+        default=None, description="on a member's field the group does not key on: the values counted, as in UnitValues"
+    )
+
+    @model_validator(mode="after")
+    def _units(self) -> UnitCount:
+        if (self.start is None) is not (self.end is None):
+            raise ValueError("from and to go together: the half-open range [from, to) of the units counted")
+        if self.values is not None and (self.unit is not None or self.start is not None):
+            raise ValueError("values takes no unit, from or to: the values are a field's own, as written")
+        if self.values is not None:
+            _sub_model(UnitValues, {"values": self.values})
+        elif self.start is not None:
+            _sub_model(UnitRange, {"from": self.start, "to": self.end, "unit": self.unit})
+        return self
+
+    @property
+    def bare(self) -> bool:
+        """Whether it counts the units as the rollup has them: no unit, range or values of its own."""
+        return self.unit is None and self.start is None and self.values is None
+
+    @property
+    def span(self) -> UnitRange | None:
+        """The range of units counted; None: every unit."""
+        if self.start is None or self.end is None:
+            return None
+        return UnitRange.model_construct(start=self.start, end=self.end, unit=self.unit)
+
+    @property
+    def listed(self) -> UnitValues | None:
+        """The values counted, on a member's field the group does not key on."""
+        return None if self.values is None else UnitValues.model_construct(values=self.values)
+
+
+# The value of each grain with the fewest units of each finer grain (February of a common year: 28 days, 672 hours).
+_SHORTEST = {Grain.DAY: "2025-02-01", Grain.MONTH: "2025-02", Grain.YEAR: "2025"}
 
 
 def units_of(value: str, grain: Grain, unit: Grain | None = None) -> list[str]:
@@ -234,13 +307,16 @@ class FieldSource(BaseModel):
         default=None,
         description="cut a time value to this grain (hour, day, month, year): hour=2026-12-01-10 is day 2026-12-01",
     )
-    complete: bool | UnitRange | UnitValues = Field(
+    complete: bool | Grain | UnitRange | UnitValues | UnitCount = Field(
         default=False,
         description="a rollup: the member holds a partition only once every unit of it has a data commit (each of "
-        "the 24 hours of a day, each day of a month, each month of a year; values one grain finer than grain), or, "
-        'given {"from": 6, "to": 22}, each unit of that half-open range (hours 06 to 21 of a day); on a member\'s '
-        'field the group does not key on, {"values": ["eu", "us"]}: each of those values (with no field or grain). '
-        f"Several rolled-up fields: every combination of their units, at most {MAX_UNITS}",
+        "the 24 hours of a day, each day of a month, each month of a year; values one grain finer than grain); a "
+        "grain finer still (hour, day): the units of that grain (a month's hours, a year's days), at most "
+        f'{MAX_UNITS}; given {{"from": 6, "to": 22}}, each unit of that half-open range (hours 06 to 21 of a day; '
+        'with "unit": "hour" on a month, hours 06 to 21 of each of its days); on a member\'s field the group does not '
+        'key on, {"values": ["eu", "us"]}: each of those values (with no field or grain); {"atLeast": 20} (with a '
+        '"unit", "from"/"to" or "values"): once at least that many of the units have one. Several rolled-up fields: '
+        f"every combination of their units, at most {MAX_UNITS}",
     )
     fan_out: bool | Grain | UnitValues | None = Field(
         default=None,
@@ -252,22 +328,48 @@ class FieldSource(BaseModel):
         "does not have (with no field or grain): each of those values. Several fanned-out fields: every combination, "
         f"at most {MAX_UNITS} partitions a fact names",
     )
+    value_map: dict[str, str] | None = Field(
+        default=None,
+        alias="map",
+        min_length=1,
+        max_length=MAX_UNITS,
+        description='the group\'s value from the member\'s, value onto value: {"de": "eu", "fr": "eu", "us": "us"} (a '
+        "commit touching country=de touches region=eu; a value not mapped touches no partition); with complete "
+        "(true or {\"atLeast\": n}) a rollup: the group's value once each (or n) of the member's values mapping onto "
+        f"it has a data commit. 1 to {MAX_UNITS} entries, each side 1 to {MAX_VALUE_LENGTH} characters, no grain",
+    )
 
     @field_validator("field")
     @classmethod
     def _name(cls, value: str | None) -> str | None:
         return None if value is None else _field_name(value, "field")
 
+    @field_validator("value_map")
+    @classmethod
+    def _mapped_values(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        for side in (value or {}).items():
+            if not all(0 < len(v) <= MAX_VALUE_LENGTH for v in side):
+                raise ValueError(f"each value mapped, and each it maps onto, is 1 to {MAX_VALUE_LENGTH} characters")
+        return value
+
     @field_validator("complete", mode="before")
     @classmethod
     def _coverage(cls, value: Any, info: ValidationInfo) -> Any:
+        grain = info.data.get("grain")
+        if isinstance(value, str):
+            return _unit_of(value, grain, "complete", "units one partition of the rollup needs")
         if not isinstance(value, dict):
             return value  # true, false, or what the type refuses
+        if "atLeast" in value:
+            count = _sub_model(UnitCount, value)
+            if count.values is None:
+                _time_units(count.unit, count.span, grain)
+            return count
         if "values" in value:
             return _sub_model(UnitValues, value)
         span = _sub_model(UnitRange, value)
-        grain = info.data.get("grain")
-        return span.check(grain) if grain in UNIT_BOUNDS else span
+        _time_units(span.unit, span, grain)
+        return span
 
     @field_validator("fan_out", mode="before")
     @classmethod
@@ -276,22 +378,7 @@ class FieldSource(BaseModel):
             return _sub_model(UnitValues, value)
         if value is None or isinstance(value, bool):
             return value
-        try:
-            unit = Grain(value)
-        except ValueError:
-            raise ValueError(
-                'fanOut is true (one grain finer), a finer grain (hour, day, month) or {"values": [...]}'
-            ) from None
-        grain = info.data.get("grain")
-        if isinstance(grain, Grain) and grain is not Grain.HOUR:
-            if not finer(unit, grain):
-                raise ValueError(f"fanOut ({unit.value}) must be a grain finer than grain ({grain.value})")
-            if most_units(grain, unit) > MAX_UNITS:
-                raise ValueError(
-                    f"fanOut {unit.value}: a {grain.value} names up to {most_units(grain, unit)} {unit.value}s, above "
-                    f"the limit of {MAX_UNITS} partitions one fact names"
-                )
-        return unit
+        return _unit_of(value, info.data.get("grain"), "fanOut", "partitions one fact names")
 
     @property
     def rolls_up(self) -> bool:
@@ -301,11 +388,42 @@ class FieldSource(BaseModel):
     @property
     def coverage(self) -> UnitRange | None:
         """The range of units a rollup waits for; None: every unit."""
+        if isinstance(self.complete, UnitCount):
+            return self.complete.span
         return self.complete if isinstance(self.complete, UnitRange) else None
+
+    @property
+    def at_least(self) -> int | None:
+        """How many of a partition's units a rollup needs (``{"atLeast": n}``); None: each of them."""
+        return self.complete.at_least if isinstance(self.complete, UnitCount) else None
+
+    @property
+    def fewest(self) -> int:
+        """The fewest units of a rollup one partition has on this field (a month's 28 days, February's 672 hours, the
+        values listed); 1 for no rollup."""
+        values, unit, span = self.rollup_values, self.rollup_unit, self.coverage
+        if values is not None:
+            return len(values.values)
+        if self.value_map is not None and self.rolls_up:
+            return min(self.preimages.values())
+        if unit is None or self.grain is None:
+            return 1
+        return sum(1 for u in units_of(_SHORTEST[self.grain], self.grain, unit) if span is None or span.holds(u))
+
+    @property
+    def rollup_unit(self) -> Grain | None:
+        """The grain of the units a rollup of a time value waits for: one finer than ``grain``, or the one named
+        (``"complete": "hour"`` on a month); None for no such rollup."""
+        if not self.rolls_up or self.rollup_values is not None or self.grain not in _FINER:
+            return None
+        named = self.complete if isinstance(self.complete, Grain) else getattr(self.complete, "unit", None)
+        return named or _FINER[self.grain]
 
     @property
     def rollup_values(self) -> UnitValues | None:
         """The values of a member's field a rollup waits for (``complete: {"values": [...]}``)."""
+        if isinstance(self.complete, UnitCount):
+            return self.complete.listed
         return self.complete if isinstance(self.complete, UnitValues) else None
 
     @property
@@ -335,13 +453,41 @@ class FieldSource(BaseModel):
         values = self.rollup_values or self.fan_out_values
         if values is not None:
             return len(values.values)
+        if self.value_map is not None:
+            return max(self.preimages.values()) if self.rolls_up else 1
         if self.grain is None or self.grain is Grain.HOUR or (not self.rolls_up and not self.fans_out):
             return 1
-        unit = self.group_grain if self.fans_out else _FINER[self.grain]
+        unit = self.group_grain if self.fans_out else self.rollup_unit
         assert unit is not None
         if self.coverage is not None:
-            return min(self.coverage.end, UNIT_BOUNDS[self.grain][3]) - self.coverage.start
+            parent = _COARSER[unit]
+            return self.coverage.count(unit) * (1 if parent is self.grain else most_units(self.grain, parent))
         return most_units(self.grain, unit)
+
+    @property
+    def preimages(self) -> dict[str, int]:
+        """Per value a ``map`` maps onto, how many of the member's values map onto it."""
+        found: dict[str, int] = {}
+        for target in (self.value_map or {}).values():
+            found[target] = found.get(target, 0) + 1
+        return found
+
+    @model_validator(mode="after")
+    def _mapped(self) -> FieldSource:
+        if self.value_map is None:
+            return self
+        if self.grain is not None or self.fans_out:
+            raise ValueError(
+                "map takes no grain and no fanOut: it maps each of the member's values, as written, onto one of the "
+                "group's"
+            )
+        c = self.complete
+        if not isinstance(c, bool) and not (isinstance(c, UnitCount) and c.bare):
+            raise ValueError(
+                'map with complete takes true or {"atLeast": n}: the units of a group value are the member\'s values '
+                "mapping onto it"
+            )
+        return self
 
     @model_validator(mode="after")
     def _rollup(self) -> FieldSource:
@@ -357,7 +503,7 @@ class FieldSource(BaseModel):
                     f"{which} with values takes no field or grain: the values are the field's own, as written"
                 )
             return self
-        if self.rolls_up and self.grain in (None, Grain.HOUR):
+        if self.rolls_up and self.value_map is None and self.grain in (None, Grain.HOUR):
             raise ValueError("complete (a rollup) needs a grain of day, month or year: the units it waits for")
         if self.fans_out and self.grain in (None, Grain.HOUR):
             raise ValueError(
@@ -367,7 +513,36 @@ class FieldSource(BaseModel):
         return self
 
 
-_M = TypeVar("_M", UnitRange, UnitValues)
+def _time_units(unit: Grain | None, span: UnitRange | None, grain: Any) -> None:
+    """A ValueError when the units a rollup of a time value names (a grain, a range of them) do not fit ``grain``."""
+    if unit is not None:
+        _unit_of(unit, grain, "complete.unit", "units one partition of the rollup needs")
+    if span is not None and grain in _FINER:
+        span.check(grain, unit)
+
+
+def _unit_of(value: Any, grain: Any, what: str, bound: str) -> Grain:
+    """``value`` as the grain of the units a rollup waits for or a fan-out gives, checked against ``grain``: finer,
+    and at most :data:`MAX_UNITS` of it in one value of ``grain`` (a year's 8,784 hours are refused); a ValueError
+    naming ``what`` otherwise. A missing or hourly ``grain`` is the model's to refuse."""
+    try:
+        unit = Grain(value)
+    except ValueError:
+        raise ValueError(
+            f'{what} is true (one grain finer), a finer grain (hour, day, month) or {{"values": [...]}}'
+        ) from None
+    if isinstance(grain, Grain) and grain is not Grain.HOUR:
+        if not finer(unit, grain):
+            raise ValueError(f"{what} ({unit.value}) must be a grain finer than grain ({grain.value})")
+        if most_units(grain, unit) > MAX_UNITS:
+            raise ValueError(
+                f"{what} {unit.value}: a {grain.value} names up to {most_units(grain, unit)} {unit.value}s, above "
+                f"the limit of {MAX_UNITS} {bound}"
+            )
+    return unit
+
+
+_M = TypeVar("_M", UnitRange, UnitValues, UnitCount)
 
 
 def _sub_model(model: type[_M], value: dict[str, Any]) -> _M:
@@ -387,6 +562,11 @@ class _Kind(StrEnum):
     FAN_OUT = "fanOut"  # the member holds a coarser value, the group its units
     VALUES_ROLLUP = "valuesRollup"  # a member's field the group does not key on: each of the values
     VALUES_FAN_OUT = "valuesFanOut"  # a group field the member does not have: each of the values
+    MAPPED = "mapped"  # the member's value mapped onto the group's (map)
+    MAPPED_ROLLUP = "mappedRollup"  # the member's values mapping onto the group's: each of them (map with complete)
+
+
+_ROLLED = (_Kind.ROLLUP, _Kind.VALUES_ROLLUP, _Kind.MAPPED_ROLLUP)  # the kinds a partition needs several facts of
 
 
 @dataclass(frozen=True)
@@ -416,9 +596,29 @@ class _Dim:
         found = self.source.rollup_values or self.source.fan_out_values
         return list(found.values) if found is not None else []
 
+    @property
+    def mapped(self) -> bool:
+        return self.kind in (_Kind.MAPPED, _Kind.MAPPED_ROLLUP)
+
+    def _mapped(self, value: str | None, side: Literal["to_fact", "units", "names"]) -> list[str | None]:
+        """``to_fact``, ``units`` or ``names`` (``side``) of a mapped field: a plain map keeps the group's value in
+        its facts, a rollup of mapped values the member's (the units of a group value are its preimage)."""
+        rollup, found = self.kind is _Kind.MAPPED_ROLLUP, self.source.value_map or {}
+        if side == "units" and rollup:
+            return [k for k, onto in found.items() if onto == value]
+        if side == "units":
+            return [value] if value in self.source.preimages else []
+        if side == "names" and not rollup:
+            return [value]
+        onto = None if value is None else found.get(value)
+        return [] if onto is None else [value if rollup and side == "to_fact" else onto]
+
     def to_fact(self, value: str | None) -> list[str | None]:
-        """The fact's value for a member's value: none when it does not cut to the grain kept."""
-        grain = _FINER[self.source.grain] if self.kind is _Kind.ROLLUP and self.source.grain else self.source.grain
+        """The fact's value for a member's value: none when it does not cut to the grain kept (or a map does not map
+        it)."""
+        if self.mapped:
+            return self._mapped(value, "to_fact")
+        grain = self.source.rollup_unit if self.kind is _Kind.ROLLUP else self.source.grain
         if grain is None:
             return [value]
         cut = cut_to_grain(value, grain) if value is not None else None
@@ -428,6 +628,8 @@ class _Dim:
         """The facts' values a partition's value needs: its units for a rollup (of its coverage), the member's
         coarser value for a fan-out, the value itself otherwise; none when the value can be no partition."""
         grain = self.source.grain
+        if self.mapped:
+            return self._mapped(value, "units")
         if self.kind is _Kind.PLAIN:
             return [value]
         if self.kind is _Kind.VALUES_ROLLUP:
@@ -440,12 +642,14 @@ class _Dim:
         if self.kind is _Kind.FAN_OUT:
             return [value[: _GRAIN_LENGTH[grain]]]
         span = self.source.coverage
-        return [u for u in units_of(value, grain) if span is None or span.holds(u)]
+        return [u for u in units_of(value, grain, self.source.rollup_unit) if span is None or span.holds(u)]
 
     def names(self, value: str | None) -> list[str | None]:
         """The partitions' values a fact's value names: the value cut to the group's grain for a rollup, every unit
         of it for a fan-out, each value for a values fan-out."""
         grain = self.source.grain
+        if self.mapped:
+            return self._mapped(value, "names")
         if self.kind is _Kind.VALUES_FAN_OUT:
             return list(self.values)
         if self.kind is _Kind.PLAIN:
@@ -457,6 +661,27 @@ class _Dim:
         if value is None or grain_of(value) is not grain:
             return []
         return list(units_of(value, grain, self.source.group_grain))
+
+
+def _check_at_least(fields: Mapping[str, FieldSource]) -> None:
+    """A ValueError naming the field unless ``atLeast`` is on one rolled-up field at most and at most the fewest units
+    a partition has (over the product of the rolled-up fields: a month's 28 days x 2 regions is 56)."""
+    counted = [(name, s.at_least) for name, s in fields.items() if s.at_least is not None]
+    if len(counted) > 1:
+        raise ValueError(
+            f"{counted[1][0]}.complete.atLeast: atLeast is on one rolled-up field ({counted[0][0]} has one); it counts "
+            "the units of the product of them all"
+        )
+    if counted:
+        name, n = counted[0]
+        rolled = [(f, s.fewest) for f, s in fields.items() if s.rolls_up]
+        fewest = prod(units for _, units in rolled)
+        if n is not None and n > fewest:
+            shown = " x ".join(f"{units} ({f})" for f, units in rolled)
+            raise ValueError(
+                f"{name}.complete.atLeast ({n}) is above the {fewest} units the fewest partition of the rollup has "
+                f"({shown}): it would never be held"
+            )
 
 
 def _combine(axes: Sequence[tuple[str, Sequence[str | None]]]) -> Iterator[str]:
@@ -491,6 +716,7 @@ class MemberPartition(BaseModel):
             if total > MAX_UNITS:
                 shown = " x ".join(f"{n} ({name})" for name, n in found)
                 raise ValueError(f"{shown} = {total} {what}, above the limit of {MAX_UNITS}")
+        _check_at_least(value)
         return value
 
     def source(self, group_field: str) -> FieldSource:
@@ -506,6 +732,8 @@ class MemberPartition(BaseModel):
                 kind = _Kind.VALUES_FAN_OUT
             elif source.fans_out:
                 kind = _Kind.FAN_OUT
+            elif source.value_map is not None:
+                kind = _Kind.MAPPED_ROLLUP if source.rolls_up else _Kind.MAPPED
             elif source.rolls_up:
                 kind = _Kind.ROLLUP
             else:
@@ -537,17 +765,24 @@ class MemberPartition(BaseModel):
         """A short, stable name of this mapping onto ``partition_by``: members mapping an asset alike share facts."""
         spec: list[list[Any]] = [[f, self.source(f).field or f, self.source(f).grain] for f in partition_by]
         for dim in self._dims(partition_by):
-            if dim.kind is _Kind.ROLLUP:
+            unit = dim.source.rollup_unit
+            if dim.kind is _Kind.ROLLUP and dim.source.grain is not None and unit is not _FINER[dim.source.grain]:
+                spec.append(["complete", dim.name, unit])  # kept per unit of that grain: other facts
+            elif dim.kind is _Kind.ROLLUP:
                 spec.append(["complete", dim.name])
             elif dim.kind is _Kind.VALUES_ROLLUP:
                 spec.append(["complete", dim.name, "values"])
             elif dim.kind is _Kind.VALUES_FAN_OUT:
                 spec.append(["fanOut", dim.name, "values"])
+            elif dim.kind is _Kind.MAPPED:  # its facts hold the values mapped onto: the map is part of them
+                spec.append(["map", dim.name, sorted((dim.source.value_map or {}).items())])
+            elif dim.kind is _Kind.MAPPED_ROLLUP:  # its facts hold the member's values, whatever they map onto
+                spec.append(["complete", dim.name, "map"])
         return hashlib.sha256(json.dumps(spec).encode()).hexdigest()[:16]
 
     def rollup_fields(self, partition_by: tuple[str, ...]) -> list[str]:
         """The fields this member rolls up (``complete``): group fields, then its own fields rolled up over values."""
-        return [d.name for d in self._dims(partition_by) if d.kind in (_Kind.ROLLUP, _Kind.VALUES_ROLLUP)]
+        return [d.name for d in self._dims(partition_by) if d.kind in _ROLLED]
 
     def fan_out_fields(self, partition_by: tuple[str, ...]) -> list[str]:
         """The group fields this member fans out (``fanOut``)."""
@@ -561,7 +796,13 @@ class MemberPartition(BaseModel):
     def units(self, partition_by: tuple[str, ...]) -> int:
         """The most facts one partition of the group needs of this member: the product of its rollups' units (24
         hours x 2 regions is 48); 1 without one."""
-        return prod(d.source.most for d in self._dims(partition_by) if d.kind in (_Kind.ROLLUP, _Kind.VALUES_ROLLUP))
+        return prod(d.source.most for d in self._dims(partition_by) if d.kind in _ROLLED)
+
+    def at_least(self, partition_by: tuple[str, ...]) -> int | None:
+        """How many of a partition's units (of the product of its rolled-up fields) the member needs; None: each."""
+        return next(
+            (d.source.at_least for d in self._dims(partition_by) if d.kind in _ROLLED and d.source.at_least), None
+        )
 
     def describe_coverage(self, partition_by: tuple[str, ...]) -> str:
         """`` (hours 06 to 21 x region eu, us)``: the ranges and values a rollup waits for; empty when it waits for
@@ -569,10 +810,13 @@ class MemberPartition(BaseModel):
         parts = []
         for dim in self._dims(partition_by):
             span, values = dim.source.coverage, dim.source.rollup_values
-            if dim.kind is _Kind.ROLLUP and span is not None and dim.source.grain is not None:
-                parts.append(span.describe(dim.source.grain))
+            unit = dim.source.rollup_unit
+            if dim.kind is _Kind.ROLLUP and span is not None and dim.source.grain is not None and unit is not None:
+                parts.append(span.describe(dim.source.grain, unit))
             elif dim.kind is _Kind.VALUES_ROLLUP and values is not None:
                 parts.append(values.describe(dim.name))
+            elif dim.kind is _Kind.MAPPED_ROLLUP:
+                parts.append(f"{dim.member_field} mapped onto {dim.name}")
         return f" ({' x '.join(parts)})" if parts else ""
 
     def fact_key(self, key: str, partition_by: tuple[str, ...]) -> str | None:
@@ -631,6 +875,9 @@ class MemberPartition(BaseModel):
             fanned = source.fan_out_values
             if fanned is not None and value not in fanned.values:
                 return f"{name} {shown} is none of the values the member fans out to ({fanned.describe(name)})"
+            if source.value_map is not None and value not in source.preimages:
+                onto = UnitValues.model_construct(values=tuple(source.preimages))
+                return f"{name} {shown} is none of the values the member's map maps onto ({onto.describe(name)})"
             if grain is not None and (value is None or grain_of(value) is not grain):
                 how = f"fans its {source.grain}s out to" if source.fans_out else "cuts it to"
                 return f"{name} {shown} is no {grain.value} ({_EXAMPLES[grain]}), the grain the member {how}"
@@ -670,6 +917,10 @@ class MemberPartition(BaseModel):
             if name not in values:
                 return None
             value = values[name]
+            if source.value_map is not None:
+                value = source.value_map.get(value) if value is not None else None
+                if value is None:
+                    return None
             if source.grain is not None:
                 value = cut_to_grain(value, source.grain) if value is not None else None
                 if value is None:

@@ -35,6 +35,7 @@ from lakehook.domain.partition_evaluation import (
     partitions_of_fact,
     summarize,
     touched_since,
+    units_needed,
 )
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Mode, Rule
@@ -91,12 +92,13 @@ def partition_pins(
     such commit is a ConflictError naming it; a partition that can be none of a member's, a ValidationError."""
     _check_fits(group, partition)
     wanted = {m.asset_key: member_keys(group, m, partition) for m in group.partitioned_members}
+    needed = {m.asset_key: units_needed(group, m, len(wanted[m.asset_key])) for m in group.partitioned_members}
     every = {k for keys in wanted.values() for k in keys}
     facts = store.facts(every) if store is not None else {}
     for fact in _facts_of_states(group, states):
         if fact.key in every and fact.newer_than(facts.get(fact.key)):
             facts[fact.key] = fact
-    return {asset: _newest(asset, partition, keys, facts) for asset, keys in wanted.items()}
+    return {asset: _newest(asset, partition, keys, facts, needed[asset]) for asset, keys in wanted.items()}
 
 
 def _check_fits(group: Group, partition: str) -> None:
@@ -112,21 +114,26 @@ def _check_fits(group: Group, partition: str) -> None:
             )
 
 
-def _newest(asset: str, partition: str, keys: Sequence[FactKey], facts: Mapping[FactKey, PartitionFact]) -> PinnedInput:
-    """The pin of the newest of a member's facts for the partition (its units, for a rollup); a ConflictError naming
-    the member when one is missing."""
+def _newest(
+    asset: str, partition: str, keys: Sequence[FactKey], facts: Mapping[FactKey, PartitionFact], needed: int
+) -> PinnedInput:
+    """The pin of the newest of a member's facts for the partition (its units, for a rollup: each of them, or the
+    ``needed`` of ``atLeast``); a ConflictError naming the member when one is missing."""
     missing = [k[2] for k in keys if k not in facts]
-    if missing:
+    if len(keys) - len(missing) < needed:
         shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
         if len(keys) == 1:
             which = partition if keys[0][2] == partition else f"{keys[0][2]} (fanned out to {partition})"
+        elif needed < len(keys):
+            which = f"at least {needed} of the {len(keys)} units of {partition} (it has {len(keys) - len(missing)}; "
+            which += f"missing {shown})"
         else:
             which = f"{len(missing)} of the {len(keys)} units of {partition} ({shown})"
         raise ConflictError(
             f"member {asset} has no data commit touching {which} yet; a manual run of a partition pins one for each "
             "partitioned member"
         )
-    return max((facts[k] for k in keys), key=lambda f: f.order).pin()
+    return max((facts[k] for k in keys if k in facts), key=lambda f: f.order).pin()
 
 
 def _facts_of_states(group: Group, states: Mapping[str, AssetState]) -> list[PartitionFact]:
