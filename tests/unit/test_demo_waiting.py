@@ -92,6 +92,12 @@ def test_at_the_end_a_wait_that_gave_up_is_checked_again_and_says_whether_it_fin
         "'orders: latestSnapshotId 3': still not done 400 s after giving up; pending:",
         "  - orders: latestSnapshotId is 2",
     ]
+    assert stuck.describe()[1:] == ["- b"]
+    detailed = wait_on_progress(
+        lambda: False, int, lambda: ["rule ads: 0 of 1 runs SUCCEEDED", "  no trigger yet: WAITING_FOR_UPDATE"],
+        patience=1, every=1, clock=time.clock(),
+    )  # fmt: skip
+    assert detailed.describe()[1:] == ["- rule ads: 0 of 1 runs SUCCEEDED", "    no trigger yet: WAITING_FOR_UPDATE"]
 
 
 def test_what_a_chain_wait_names_as_pending_runs_rules_and_assets() -> None:

@@ -105,11 +105,15 @@ class Story:
         return waited
 
     def wait_for_state(self, asset: str, field_name: str, wanted: int) -> Waited:
+        """Wait until the asset's state has ``field_name`` at ``wanted`` or past it (it only moves forward)."""
+
         def pending() -> list[str]:
             return [f"{short(asset)}: {field_name} is {self.api.state(asset).get(field_name)}, waiting for {wanted}"]
 
-        what = f"{short(asset)}: {field_name} {wanted}"
-        return self.wait(what, lambda: self.api.state(asset).get(field_name) == wanted, pending)
+        def reached() -> bool:
+            return int(self.api.state(asset).get(field_name) or -1) >= wanted
+
+        return self.wait(f"{short(asset)}: {field_name} {wanted}", reached, pending)
 
     def wait_for_chain(self, runs: int) -> Waited:
         def pending() -> list[str]:

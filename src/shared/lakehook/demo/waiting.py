@@ -10,7 +10,7 @@ say whether it finished afterwards.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 PATIENCE_SECONDS = 180.0  # no progress at all for this long: the wait gives up
@@ -41,7 +41,7 @@ class Waited:
         if self.done:
             return []
         lines = [f"gave up after {self.idle:.0f} s with no progress ({self.seconds:.0f} s in all); still pending:"]
-        return lines + [f"- {p}" for p in self.pending or (UNNAMED,)]
+        return lines + bullets(self.pending)
 
 
 def wait_on_progress(
@@ -89,5 +89,10 @@ def recheck(gave_up: list[GaveUp], clock: Clock | None = None) -> list[str]:
             lines.append(f"'{late.what}': finished afterwards (done when checked again, {later:.0f} s after giving up)")
             continue
         lines.append(f"'{late.what}': still not done {later:.0f} s after giving up; pending:")
-        lines += [f"  - {p}" for p in late.pending() or (UNNAMED,)]
+        lines += [f"  {line}" for line in bullets(late.pending())]
     return lines
+
+
+def bullets(pending: Sequence[str]) -> list[str]:
+    """Pending things as a list: each one a bullet, a line indented under one (its detail) without."""
+    return [f"  {p}" if p.startswith(" ") else f"- {p}" for p in pending or (UNNAMED,)]
