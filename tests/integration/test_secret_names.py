@@ -173,3 +173,26 @@ def test_put_assets_finds_a_sources_secret_by_the_same_rule_and_refuses_a_missin
         answer = api.call("PUT", "/assets", asset("lake/none"), query=query)
         assert answer.status == 400 and answer.body["field"] == "source.properties", answer.body
         assert f"looked up as '{PREFIX}lake/none'" in answer.body["message"]
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        f"lakehook-producers/{STACK}/orders-writer",  # the namespace, typed: the prefix used to move it elsewhere
+        f"/lakehook-producers/{STACK}/orders-writer",
+        f"LAKEHOOK-PRODUCERS/{STACK}/orders-writer",
+        "producers/orders-writer",  # where producers registered before the namespace keep theirs
+        f"{PREFIX}producers/orders-writer",
+    ],
+)
+def test_secret_put_and_a_rule_agree_on_a_producer_secrets_name_both_refuse_it(
+    api: Api, secrets_client: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, typed: str
+) -> None:
+    monkeypatch.delenv("LAKEHOOK_ADMIN_TOKEN", raising=False)
+    argv = ["--url", DEPLOYED_URL, "secret", "put", typed, "--value", SIGNING_KEY, "--stack", STACK]
+    assert main(argv) == 1
+    said = capsys.readouterr().err
+    assert f"{typed!r} names a producer signing secret" in said and "a rule refuses it too" in said
+    assert secrets_client.list_secrets()["SecretList"] == []  # nothing written, under no name
+    answer = api.call("PUT", "/rules/dwd", rule("https://scheduler.example.com/hooks/dwd", typed))
+    assert answer.status == 400 and "is a producer signing secret" in answer.body["message"], answer.body

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakehook.cli import main
-from lakehook.cli_commands.api import ApiClient
-from lakehook.cli_commands.inputs import MAX_INPUT_BYTES, MAX_YAML_DEPTH
+from lakehook.cli_commands.api import ApiClient, CliError
+from lakehook.cli_commands.inputs import MAX_INPUT_BYTES, MAX_YAML_DEPTH, yaml_document
 from lakehook.cli_commands.output import captured
 from tests.hypothesis_profiles import examples
 
@@ -177,8 +177,9 @@ def test_no_command_line_or_input_ends_in_a_traceback(input_path: str, data: st.
         ("rules:\n" + "".join("  " * (i + 1) + "-\n" for i in range(2000)), "nests deeper than"),
         (b"\xff\xfe rules: []", "is not UTF-8 text (byte 0 is invalid)"),
         (b"rules:\n  - ruleId: r\n    since: 2025-06-01\n", "rules.0.since is a YAML date"),  # json.dumps: TypeError
-        (alias_bomb(9, 10), "expands to more than"),  # 10^9 values once sent
-        (b"rules: &r\n  - ruleId: r\n    x: *r\n", "nests deeper than"),  # endless: refers to itself
+        (alias_bomb(9, 10), "its YAML aliases expand it by 2345678910 values"),  # 10^9 values once sent
+        (alias_bomb(5, 10), "its YAML aliases expand it by 234510 values"),  # 303 bytes, under MAX_YAML_VALUES
+        (b"rules: &r\n  - ruleId: r\n    x: *r\n", "a YAML alias refers to a value that contains it"),
     ],
 )
 def test_a_config_file_the_cli_cannot_send_is_refused_in_one_line(
@@ -244,3 +245,20 @@ def test_a_closed_pipe_on_stdout_ends_quietly(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(ApiClient, "request", lambda *a, **k: (200, {"items": [{"ruleId": "r"}], "nextToken": None}))
     ran = run(["rules", "list"], stdout=ClosedPipe())
     assert ran.code == 141 and "Traceback" not in ran.err, ran
+
+
+def test_an_alias_bomb_is_refused_from_the_file_as_written_whatever_it_expands_to(input_path: str) -> None:
+    """Two kilobytes that stand for 10^30 values: refused by sizing each anchor once, not by walking the
+    expansion (which would never end); an anchor reused as configs reuse them is fine."""
+    bomb = alias_bomb(30, 10)
+    assert len(bomb) < 2048
+    with pytest.raises(CliError, match=r"its YAML aliases expand it by \d{31} values, more than 100000 \(an alias"):
+        yaml_document(bomb, "the config")
+    reused = (
+        "c: &c {snapshotRequired: true, qualityStatus: PASSED}\nrules: ["
+        + ", ".join(
+            f"{{ruleId: r{i}, groups: [{{groupId: g, members: [{{assetKey: a, condition: *c}}]}}]}}" for i in range(500)
+        )
+        + "]"
+    )
+    assert len(yaml_document(reused, "the config")["rules"]) == 500

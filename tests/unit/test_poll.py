@@ -7,6 +7,8 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lakehook.domain.assets import AssetFormat, AssetRegistration
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
@@ -22,8 +24,10 @@ from lakehook.domain.snapshots import (
     TagInfo,
     mark_schema_changes,
 )
+from lakehook.local.runtime import compensation_grace
 from lakehook.ports import Recording
 from lakehook.ports.lakehouse import SnapshotBatch, SnapshotSource, SourceAccessError, TableNotFoundError
+from lakehook.settings import Settings
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.poll import (
     Compensate,
@@ -544,3 +548,111 @@ def test_compensation_backfills_what_the_state_missed_and_counts_it() -> None:
 
     again = compensate([ORDERS])
     assert again.missed_events == 0 and again.scan_total == 1
+
+
+# --- what compensation labels: only what push and poll both missed ----------------------------------------
+
+POLL_MS = 60_000  # the template's poll schedule: every minute
+
+
+def commit_at(table: FakeTable, ms: int) -> int:
+    """One snapshot committed at ``ms`` (epoch milliseconds)."""
+    (sid,) = table.commit(1)
+    table.snapshots[sid] = table.snapshots[sid].model_copy(update={"commit_time": ms})
+    return sid
+
+
+def compensator(world: World, grace_ms: int = POLL_MS) -> Compensate:
+    one = CompensateAsset(
+        world.sources, world.store, IngestEvents(world.store), grace_ms=grace_ms, clock=lambda: world.now
+    )
+    return Compensate(one)
+
+
+def sources_of(world: World, key: str = KEY) -> dict[int, SourceType]:
+    return {
+        r.event.snapshot_id: r.source
+        for r in world.store.events.values()
+        if r.event.asset_key == key and r.event.event_type is EventType.SNAPSHOT_COMMITTED and r.event.snapshot_id
+    }
+
+
+def push(world: World, snapshot_id: int) -> None:
+    event = AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=KEY, snapshotId=snapshot_id)
+    IngestEvents(world.store).ingest(event, SourceType.PUSH)
+
+
+def test_compensation_leaves_a_snapshot_younger_than_its_grace_to_the_poll_and_the_push() -> None:
+    world = World()
+    table, poll, compensate = world.source.table("ods.orders"), world.poller(), compensator(world)
+    commit_at(table, world.now)
+    poll(ORDERS)  # the poller's first turn: snapshot 1
+    polled, pushed = commit_at(table, world.now), commit_at(table, world.now)
+    assert compensate([ORDERS]).missed_events == 0  # the compensation schedule ticked first: not a miss
+    assert set(sources_of(world)) == {1}
+    push(world, pushed)
+    world.now += POLL_MS
+    poll(ORDERS)
+    assert compensate([ORDERS]).missed_events == 0
+    assert sources_of(world) == {1: SourceType.POLL, polled: SourceType.POLL, pushed: SourceType.PUSH}
+
+
+def test_a_snapshot_only_compensation_finds_is_labelled_compensation_once_the_poll_had_its_turn() -> None:
+    world = World()
+    table, compensate = world.source.table("ods.orders"), compensator(world)
+    push(world, commit_at(table, world.now))
+    lost = commit_at(table, world.now)  # its push was lost and the poller is down
+    tagged = commit_at(table, world.now + 1)
+    table.tags["eod"] = tagged
+    world.now += POLL_MS - 1
+    assert compensate([ORDERS]).missed_events == 0  # the poll could still have had its turn
+    world.now += 1
+    report = compensate([ORDERS])
+    assert report.missed_events == 1  # snapshot 2; snapshot 3 and the tag on it are 1 ms younger
+    world.now += 1
+    assert compensate([ORDERS]).missed_events == 2  # snapshot 3 and its tag
+    assert sources_of(world) == {1: SourceType.PUSH, lost: SourceType.COMPENSATION, tagged: SourceType.COMPENSATION}
+
+
+@given(
+    minutes=st.lists(
+        st.lists(
+            st.tuples(st.integers(0, POLL_MS - 1), st.sampled_from(["commit", "commit and push", "compensate"])),
+            max_size=4,
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_on_a_healthy_stack_no_snapshot_is_ever_labelled_compensation(minutes: list[list[tuple[int, str]]]) -> None:
+    """The poll ticks every minute; commits, pushes and compensation ticks fall anywhere in between: every
+    snapshot is recorded by its push or its poll, and compensation never counts a miss."""
+    world = World()
+    start, table, poll, compensate = world.now, world.source.table("ods.orders"), world.poller(), compensator(world)
+    commit_at(table, world.now)
+    poll(ORDERS)
+    missed = 0
+    for minute, happenings in enumerate(minutes):
+        for offset, what in sorted(happenings):
+            world.now = start + minute * POLL_MS + offset
+            if what == "compensate":
+                missed += compensate([ORDERS]).missed_events
+                continue
+            sid = commit_at(table, world.now)
+            if what == "commit and push":
+                push(world, sid)
+        world.now = start + (minute + 1) * POLL_MS
+        poll(ORDERS)
+    assert missed == 0
+    assert set(sources_of(world).values()) <= {SourceType.POLL, SourceType.PUSH}
+    assert sorted(sources_of(world)) == list(range(1, table.latest + 1))
+
+
+def test_the_local_stack_scales_the_compensation_grace_with_its_poll(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--poll-every`` fires compensation as often as the poll: its grace follows the poll's rate, not the
+    deployed default (five turns of a one-minute poll)."""
+    assert Settings().compensation_grace_seconds == 5 * POLL_MS / 1000
+    assert compensation_grace(None) == {}
+    for name, value in compensation_grace(1.0).items():
+        monkeypatch.setenv(name, value)
+    assert Settings().compensation_grace_seconds == 30.0

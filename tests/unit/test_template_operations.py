@@ -18,6 +18,7 @@ from tests.support import ROOT, TEMPLATE
 
 FUNCTIONS = TEMPLATE.of_type("AWS::Serverless::Function")
 GLOBALS = TEMPLATE.document["Globals"]["Function"]
+DEPLOY = (ROOT / "docs" / "deploy.md").read_text()
 
 
 def timeout_of(name: str) -> int:
@@ -185,6 +186,15 @@ def test_every_queue_is_encrypted_with_kms_and_the_optional_customer_key() -> No
         assert key == {"Fn::If": ["UseCustomerKey", {"Ref": "KmsKeyArn"}, "alias/aws/sqs"]}, name
 
 
+def scan_skips() -> list[str]:
+    """Every check a resource of the template skips, once per resource (as Checkov counts them)."""
+    return [
+        skip["id"]
+        for resource in TEMPLATE.resources.values()
+        for skip in resource.get("Metadata", {}).get("checkov", {}).get("skip", [])
+    ]
+
+
 def test_every_security_scan_exception_says_why() -> None:
     skipped = 0
     for name, resource in TEMPLATE.resources.items():
@@ -193,6 +203,17 @@ def test_every_security_scan_exception_says_why() -> None:
             assert len(skip.get("comment", "").split()) >= 5, f"{name} skips {skip['id']} without a reason"
             skipped += 1
     assert skipped > 0
+
+
+def test_the_deploy_guide_states_the_scans_skips_as_the_template_has_them() -> None:
+    """docs/deploy.md's count of skipped checks and its table of them are the template's, so they cannot drift
+    (the passed count depends on Checkov's catalogue: the guide leaves it to `make scan`)."""
+    security = DEPLOY.split("## Security scan", 1)[1].split("\n## ", 1)[0]
+    counts = re.findall(r"After: 0 failed, and (\d+) skipped with a reason", security)
+    assert counts == [str(len(scan_skips()))], counts
+    tabled = set(re.findall(r"^\| `(CKV_AWS_\d+)`", security, re.MULTILINE))
+    assert tabled == set(scan_skips())
+    assert not re.search(r"After:[^.]*\d+ passed", security)  # no hard-coded figure of Checkov's own
 
 
 # --- the RFC's alarms (seed 000 section 6.3) ---------------------------------------------------------------

@@ -285,7 +285,8 @@ class Container:
         poll = PollAssets(
             PollAsset(self.snapshot_sources, self.watermark_store, self.ingest), self.poll_status_store, metrics=metrics
         )
-        one = CompensateAsset(self.snapshot_sources, self.asset_store, self.ingest)
+        grace_ms = round(self.settings.compensation_grace_seconds * 1000)
+        one = CompensateAsset(self.snapshot_sources, self.asset_store, self.ingest, grace_ms=grace_ms)
         return RunPollWork(self.asset_registry, poll, Compensate(one, metrics=metrics), fill=one.fill)
 
     @part

@@ -74,6 +74,13 @@ class Settings(BaseModel):
         description="keep each INTERVAL_COVERED event's interval under its partitionKey too (CoveragePerPartition), "
         "so GET /assets/coverage?partitionKey= answers that partition's coverage; false: the key is a label only",
     )
+    compensation_grace_seconds: float = Field(
+        default=300.0,
+        ge=0,
+        le=86_400,
+        description="the scheduled compensation leaves a snapshot younger than this to the poll (every minute): "
+        "only one that push and poll both missed is recorded as COMPENSATION and counted as missed",
+    )
     stage: str = Field(default="local")
     poll_queue_url: str | None = Field(default=None, description="SQS queue the poll planner fills for the workers")
     resolver_queue_url: str | None = Field(

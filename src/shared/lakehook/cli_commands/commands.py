@@ -10,6 +10,7 @@ from typing import Any
 from lakehook.cli_commands.api import ApiClient, ApiError, CliError, UnreachableError, path_part, request_key_header
 from lakehook.cli_commands.inputs import json_value, read_text
 from lakehook.cli_commands.output import compact, emit, emit_items
+from lakehook.cli_commands.prose import STATE_VERSION_NOTE, mentions, prose, trigger_lines
 from lakehook.client.push import PushClient, PushError, PushRejectedError, event_id
 
 TRIGGER_STATUSES = ("TRIGGERING", "SUCCEEDED", "FAILED", "SKIPPED")
@@ -55,10 +56,11 @@ def explain(api: ApiClient, args: argparse.Namespace) -> int:
                 if member.get("reason"):
                     yield f"        why: {member['reason']}"
                 if member.get("status") != "READY":
-                    yield f"        current: {compact(member.get('current'))}"
-                    yield f"        required: {compact(member.get('required'))}"
-        last = d.get("lastTrigger")
-        yield f"  last trigger: {compact(last) if last else 'none'}"
+                    yield f"        current: {prose(member.get('current'))}"
+                    yield f"        required: {prose(member.get('required'))}"
+        yield from trigger_lines(d.get("lastTrigger"))
+        if mentions(d, "stateVersion"):
+            yield f"  {STATE_VERSION_NOTE}"
 
     emit(args.output, data, text)
     return 0
@@ -190,7 +192,7 @@ def trigger(api: ApiClient, args: argparse.Namespace) -> int:
             yield f"  partition: {d['partition']}"
         yield f"  attempts: {d.get('attempts')}, retries by hand: {d.get('retries', 0)}"
         for item in d.get("inputs", []):
-            yield f"  input: {compact(item)}"
+            yield f"  input: {prose(item)}"
         if d.get("manifestUri"):
             yield f"  manifest: {d['manifestUri']}"
         state = d.get("runState")
@@ -260,7 +262,7 @@ def state(api: ApiClient, args: argparse.Namespace) -> int:
     data = api.get("/assets/state", query={"assetKey": args.asset})
 
     def text(d: dict[str, Any]) -> Iterator[str]:
-        yield f"asset {d.get('assetKey')}  (version {d.get('version')}, registered: {d.get('registered')})"
+        yield f"asset {d.get('assetKey')}  (state version {d.get('version')}, registered: {d.get('registered')})"
         for key in sorted(d):
             if key not in ("assetKey", "version", "registered"):
                 yield f"  {key}: {compact(d[key])}"

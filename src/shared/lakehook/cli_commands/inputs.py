@@ -7,7 +7,9 @@ CliError naming the input and what is wrong with it (never a traceback).
 - JSON: the API's own bounded parser (:func:`lakehook.domain.json_input.parse_json`): nesting, number
   lengths, duplicate keys, NaN.
 - YAML: safe loading, nesting bounded while it is composed (PyYAML recurses per level), at most
-  :data:`MAX_YAML_VALUES` values once aliases are expanded (a few lines of anchors can stand for billions),
+  :data:`MAX_YAML_ALIAS_VALUES` values added by aliases (a few lines of anchors can stand for billions: they
+  are refused from the document as written, each anchored value sized once, before anything walks the
+  expansion), at most :data:`MAX_YAML_VALUES` values in all,
   and only what JSON can carry (an unquoted ``2025-06-01`` is a date, which the API cannot take).
 """
 
@@ -27,6 +29,7 @@ from lakehook.domain.limits import MAX_JSON_DEPTH
 MAX_INPUT_BYTES = 10 * 1024 * 1024
 MAX_YAML_DEPTH = MAX_JSON_DEPTH  # what the API accepts in a body
 MAX_YAML_VALUES = 1_000_000
+MAX_YAML_ALIAS_VALUES = 100_000  # values aliases may add to what is written (an anchor reused is fine; a bomb not)
 
 
 def read_text(path: str, what: str, limit: int = MAX_INPUT_BYTES) -> str:
@@ -95,8 +98,42 @@ def yaml_document(text: str, what: str) -> Any:
     finally:
         if loader is not None:
             loader.dispose()
+    _check_alias_expansion(document, what)
     _check_json_values(document, what)
     return document
+
+
+def _check_alias_expansion(document: Any, what: str) -> None:
+    """Refuse a document whose aliases add more than MAX_YAML_ALIAS_VALUES values, or that contains itself.
+
+    An alias is the anchored object itself (the safe loader builds each node once), so every distinct list and
+    mapping is sized once, from its children's sizes: linear in the document as written, however far it would
+    expand. Without recursion: each container is visited, then closed once its children are sized."""
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()  # the containers on the path from the document down to the one being visited
+    written = 1
+    stack: list[tuple[Any, bool]] = [(document, False)]
+    while stack:
+        value, closing = stack.pop()
+        if not isinstance(value, dict | list) or (not closing and id(value) in sizes):
+            continue
+        children = list(value.values() if isinstance(value, dict) else value)
+        if closing:
+            sizes[id(value)] = 1 + sum(sizes.get(id(child), 1) for child in children)
+            open_.discard(id(value))
+            continue
+        if id(value) in open_:
+            raise CliError(f"{what} is refused: a YAML alias refers to a value that contains it (endless)")
+        open_.add(id(value))
+        written += len(children)
+        stack.append((value, True))
+        stack.extend((child, False) for child in children)
+    added = sizes.get(id(document), 1) - written
+    if added > MAX_YAML_ALIAS_VALUES:
+        raise CliError(
+            f"{what} is refused: its YAML aliases expand it by {added} values, more than {MAX_YAML_ALIAS_VALUES} "
+            f"(an alias bomb?); write the values out or reuse fewer anchors"
+        )
 
 
 def _check_json_values(document: Any, what: str) -> None:

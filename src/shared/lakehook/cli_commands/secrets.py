@@ -13,7 +13,8 @@ spell it that way or as typed here, since ``PUT /rules`` and the dispatcher reso
 
 Producer signing secrets are not written here: a name in their namespace (``lakehook-producers/<stack>/``,
 or ``producers/…`` under the stack's prefix, where producers registered before it keep theirs) is refused,
-in any spelling. ``PUT /producers/{id}?rotateSecret=true`` (``lakehook producers rotate``) replaces one.
+in any spelling, as typed or as the prefix would resolve it: the same test a rule's ``secretRef`` gets.
+``PUT /producers/{id}?rotateSecret=true`` (``lakehook producers rotate``) replaces one.
 """
 
 from __future__ import annotations
@@ -52,16 +53,17 @@ class SecretsPlace:
 
     def name(self, given: str) -> str:
         """The secret ``given`` names (what a rule's ``secretRef`` may spell as ``given`` too)."""
+        producers = ProducerSecrets.of(self.producer_prefix, self.prefix)
         try:
             name = self.names.resolve(given)
+            refused = producers.reached_by(given, self.names)
         except SecretNameError as exc:
             raise CliError(str(exc)) from exc
-        producers = ProducerSecrets.of(self.producer_prefix, self.prefix)
-        if producers.holds(name):
+        if refused:  # as a rule's target refuses it: typed in the namespace, or put there by the prefix
             raise CliError(
-                f"{name!r} is a producer signing secret's name ({producers.prefix}*, {producers.legacy_prefix}*), "
-                "not a target's: rotate a producer's secret with `lakehook producers rotate`, and give the "
-                "target's secret another name"
+                f"{given!r} names a producer signing secret ({producers.prefix}*, {producers.legacy_prefix}*), "
+                "not a target's (a rule refuses it too): rotate a producer's secret with `lakehook producers "
+                "rotate`, and give the target's secret another name"
             )
         return name
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,9 +41,12 @@ class Api:
         return [e for e in self.expectations if not e.ok]
 
     def expect(self, what: str, ok: bool, detail: Any = "") -> bool:
-        shown = "" if ok or detail == "" else str(detail)[:300]
-        self.expectations.append(Expectation(what, ok, shown))
-        self.say(f"  {'ok  ' if ok else 'FAIL'} {what}" + (f"  ({shown})" if shown else ""))
+        """Record a check; a failed one says why in readable lines under it (whole, never cut mid-word)."""
+        lines = [] if ok else readable(detail)
+        self.expectations.append(Expectation(what, ok, "\n".join(lines)))
+        self.say(f"  {'ok  ' if ok else 'FAIL'} {what}")
+        for line in lines:
+            self.say(f"         {line}")
         return ok
 
     # --- management -------------------------------------------------------------------------
@@ -83,13 +86,17 @@ class Api:
         return [r["status"] for r in answer.json().get("results", [])]
 
 
-def wait_until(check: Callable[[], bool], seconds: float, tick: Callable[[], None], every: float = 0.5) -> bool:
-    """Poll ``check`` (calling ``tick`` to refresh the view) until it holds or ``seconds`` pass."""
-    deadline = time.monotonic() + seconds
-    while True:
-        tick()
-        if check():
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(every)
+def readable(detail: Any) -> list[str]:
+    """A failed check's detail as lines a user reads: text as it is, a mapping one ``key: value`` a line, a list
+    one item a line; values in compact JSON."""
+    if isinstance(detail, str):
+        return detail.splitlines()
+    if isinstance(detail, Mapping):
+        return [f"{key}: {compact(value)}" for key, value in detail.items()]
+    if isinstance(detail, list | tuple | set | frozenset):
+        return [item if isinstance(item, str) else compact(item) for item in detail]
+    return [compact(detail)]
+
+
+def compact(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str, separators=(", ", ": "))

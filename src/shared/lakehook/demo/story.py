@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
 
-from lakehook.demo.api import Api, wait_until
+from lakehook.demo.api import Api
 from lakehook.demo.consumers import TARGET_SECRET, TARGET_SECRET_VALUE, Consumers
 from lakehook.demo.gmv import (
     ADS,
@@ -28,10 +29,11 @@ from lakehook.demo.gmv import (
     table,
 )
 from lakehook.demo.lake import CALENDAR_SCHEMA, ORDERS_SCHEMA, PAYMENTS_SCHEMA, REGION, Committed, Lake
+from lakehook.demo.pending import chain_pending, looked_at
 from lakehook.demo.view import Board, PlainView
+from lakehook.demo.waiting import Clock, GaveUp, Waited, recheck, wait_on_progress
 
 STEPS = 9
-CHAIN_SECONDS = 60.0
 
 
 def order(order_id: int, day: str) -> dict[str, Any]:
@@ -50,6 +52,9 @@ class Story:
     view: PlainView
     endpoint: str
     written: dict[str, list[tuple[Committed, list[dict[str, Any]]]]] = field(default_factory=dict)
+    shown: Board = field(default_factory=Board)
+    gave_up: list[GaveUp] = field(default_factory=list)
+    clock: Clock = field(default_factory=Clock)
 
     # --- helpers ----------------------------------------------------------------------------------
 
@@ -83,10 +88,43 @@ class Story:
         return board
 
     def tick(self) -> None:
-        self.view.show(self.board())
+        self.shown = self.board()
+        self.view.show(self.shown)
 
-    def wait(self, check: Any, seconds: float = CHAIN_SECONDS) -> bool:
-        return wait_until(check, seconds, self.tick, every=0.7)
+    def progress(self) -> Hashable:
+        """A fresh look at the stack and the consumers (and the view refreshed with it)."""
+        self.tick()
+        return looked_at(self.shown, list(self.consumers.runs.values()))
+
+    def wait(self, what: str, check: Callable[[], bool], pending: Callable[[], list[str]]) -> Waited:
+        """Wait while the stack makes progress; one that gives up is checked again at the end (:meth:`late`)."""
+        waited = wait_on_progress(check, self.progress, pending, clock=self.clock)
+        if not waited.done:
+            self.gave_up.append(GaveUp(what, check, pending, waited))
+            self.view.say(f"   the wait for '{what}' " + "\n     ".join(waited.describe()))
+        return waited
+
+    def wait_for_state(self, asset: str, field_name: str, wanted: int) -> Waited:
+        """Wait until the asset's state has ``field_name`` at ``wanted`` or past it (it only moves forward)."""
+
+        def pending() -> list[str]:
+            return [f"{short(asset)}: {field_name} is {self.api.state(asset).get(field_name)}, waiting for {wanted}"]
+
+        def reached() -> bool:
+            return int(self.api.state(asset).get(field_name) or -1) >= wanted
+
+        return self.wait(f"{short(asset)}: {field_name} {wanted}", reached, pending)
+
+    def wait_for_chain(self, runs: int) -> Waited:
+        def pending() -> list[str]:
+            self.tick()
+            return chain_pending(self.shown, list(self.consumers.runs.values()), runs // len(RULES))
+
+        return self.wait(f"{runs} runs completed", lambda: self.chain_done(runs), pending)
+
+    def late(self) -> list[str]:
+        """The waits that gave up, checked once more now."""
+        return recheck(self.gave_up, self.clock)
 
     def succeeded(self, rule_id: str) -> int:
         return sum(1 for t in self.api.triggers(rule_id) if t["status"] == "SUCCEEDED")
@@ -185,8 +223,8 @@ class Story:
 
     def chain_one(self) -> None:
         self.view.step("the chain runs by itself: DWD -> DWS (its scheduler fails once) -> ADS")
-        done = self.wait(lambda: self.chain_done(3))
-        self.api.expect("three runs completed: DWD, DWS, ADS", done, [vars(r) for r in self.consumers.runs.values()])
+        waited = self.wait_for_chain(3)
+        self.api.expect("three runs completed: DWD, DWS, ADS", waited.done)
         dwd = self.api.triggers(DWD_RULE)
         self.api.expect(
             "the DWD trigger pins orders 1 and payments 1",
@@ -240,7 +278,7 @@ class Story:
         check = {"eventType": "QUALITY_CHECK_FAILED", "assetKey": ORDERS, "snapshotId": failing.snapshot_id}
         statuses = self.api.push_statuses(failing.event(ORDERS), check)
         self.api.expect("orders 2 and its failed check recorded", statuses[1:] == ["ACCEPTED"], statuses)
-        self.wait(lambda: self.api.state(ORDERS).get("qualityFailedSnapshotId") == 2, 10)
+        self.wait_for_state(ORDERS, "qualityFailedSnapshotId", 2)
         explained = self.api.explain(DWD_RULE)
         member = explained["groups"][0]["members"][0]
         self.api.expect(
@@ -252,11 +290,11 @@ class Story:
     def lost_push(self) -> None:
         self.view.step("orders 3: the writer's push is lost; polling finds the snapshot; its check passes")
         self.commit(ORDERS, [order(7, "2025-06-02")])
-        found = self.wait(lambda: self.api.state(ORDERS).get("latestSnapshotId") == 3, 30)
+        found = self.wait_for_state(ORDERS, "latestSnapshotId", 3).done
         events = [e for e in self.api.events(ORDERS) if e.get("snapshotId") == 3]
         sources = sorted({str(e.get("source")) for e in events if e["eventType"] == "SNAPSHOT_COMMITTED"})
         self.api.expect(
-            "snapshot 3 recovered without any push (source POLL or COMPENSATION)",
+            "snapshot 3 recovered without any push (POLL; COMPENSATION would mean the poll missed it for 30 s)",
             found and bool(sources) and set(sources) <= {"POLL", "COMPENSATION"},
             sources,
         )
@@ -265,8 +303,8 @@ class Story:
 
     def chain_two(self) -> None:
         self.view.step("the chain runs again from the new pins, by itself")
-        done = self.wait(lambda: self.chain_done(6))
-        self.api.expect("six runs completed in all", done, len(self.consumers.runs))
+        waited = self.wait_for_chain(6)
+        self.api.expect("six runs completed in all", waited.done)
         dwd = sorted(self.api.triggers(DWD_RULE), key=lambda t: t.get("createdAt", ""))
         self.api.expect(
             "the second DWD trigger pins orders 3 (not the failed 2) and payments 3",
@@ -279,7 +317,7 @@ class Story:
         failing = self.commit(ORDERS, [order(8, "2025-06-03")])
         check = {"eventType": "QUALITY_CHECK_FAILED", "assetKey": ORDERS, "snapshotId": failing.snapshot_id}
         self.api.push(failing.event(ORDERS), check)
-        self.wait(lambda: self.api.state(ORDERS).get("qualityFailedSnapshotId") == 4, 10)
+        self.wait_for_state(ORDERS, "qualityFailedSnapshotId", 4)
 
 
 def quality(state: dict[str, Any]) -> str:

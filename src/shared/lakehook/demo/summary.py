@@ -52,6 +52,11 @@ def summarize(story: Story) -> None:
     check_manifests(story, triggers)
     check_data(story, triggers)
     explain_blocked(story)
+    late = story.late()
+    if late:
+        story.view.say("   the waits that gave up, checked once more at the end:")
+        for line in late:
+            story.view.say(f"   {line}")
 
 
 def check_manifests(story: Story, triggers: list[dict[str, Any]]) -> None:

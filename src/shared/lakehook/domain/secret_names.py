@@ -133,6 +133,13 @@ class ProducerSecrets:
         name = secret_name(ref)
         return any(name.startswith(secret_name(p)) for p in (self.prefix, self.legacy_prefix) if secret_name(p))
 
+    def reached_by(self, ref: str, names: SecretNames) -> bool:
+        """Whether a reference reaches a producer's signing secret as typed or as the stack's naming rule
+        resolves it: one test for a rule's target and for ``lakehook secret put``, so what one refuses the other
+        refuses too (``lakehook-producers/<stack>/x`` typed is the namespace, wherever the prefix would put it).
+        Raises SecretNameError for a reference that names no valid secret."""
+        return self.holds(ref) or self.holds(names.resolve(ref))
+
     def refusal(self, ref: str) -> str:
         """The message a refused reference gets (it names the reference, never a value)."""
         return (

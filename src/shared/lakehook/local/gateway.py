@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
+import sys
 import threading
 import time
 import uuid
@@ -124,7 +126,12 @@ class ApiGateway:
         self.server.server_close()
 
     def serve(self, request: BaseHTTPRequestHandler) -> None:
-        length = int(request.headers.get("Content-Length") or 0)
+        try:
+            length = body_length(request.headers.get_all("Content-Length") or [])
+        except BadRequestError as exc:  # the body's end is unknown: answer, and close the connection
+            request.close_connection = True
+            _write(request, 400, {"message": f"Bad Request: {exc}"}, {"Connection": "close"})
+            return
         if length > API_GATEWAY_MAX_BODY:
             _write(request, 413, {"message": "Request Too Long"})
             return
@@ -183,6 +190,27 @@ class ApiGateway:
             _write(request, 401, {"error": "UNAUTHENTICATED", "message": "needs 'Authorization: Bearer <admin token>'"})
             return
         _write(request, 200, dict(self.local_info or {}))
+
+
+class BadRequestError(ValueError):
+    """A request API Gateway answers 400 before any function sees it."""
+
+
+_DECIMAL = re.compile(r"[0-9]+")
+
+
+def body_length(values: list[str]) -> int:
+    """The body's length from the request's ``Content-Length`` headers: none is 0, one must be a plain decimal
+    number of bytes (not ``abc``, ``-5``, ``+5`` or ``0x10``), and two or more are refused (which one frames the
+    body is ambiguous: the request-smuggling case), as API Gateway refuses each with a 400."""
+    if len(values) > 1:
+        raise BadRequestError(f"Content-Length is given {len(values)} times ({', '.join(map(repr, values))})")
+    if not values:
+        return 0
+    raw = values[0].strip()
+    if not _DECIMAL.fullmatch(raw):
+        raise BadRequestError(f"Content-Length {values[0]!r} is not a number of bytes")
+    return int(raw) if len(raw) <= 18 else sys.maxsize  # longer: too long in any case (413), int() may refuse
 
 
 def _write(

@@ -29,6 +29,7 @@ log = logging.getLogger("lakehook.local")
 
 DEFAULT_TEMPLATE = Path(__file__).resolve().parents[4] / "template.yaml"
 LOCAL_STACK = "lakehook-local"
+GRACE_POLLS = 30  # a snapshot the local poll has not recorded after this many of its turns is a miss
 # GenerateSecretString options that GetRandomPassword takes too (SecretStringTemplate and GenerateStringKey
 # build a JSON secret; lakehook's secrets are plain strings).
 _RANDOM_PASSWORD_OPTIONS = frozenset(
@@ -68,6 +69,15 @@ def _speed_up_moto_dispatch() -> None:
 
     cached._lakehook_cached = True  # type: ignore[attr-defined]
     backends.list_of_moto_modules = cached
+
+
+def compensation_grace(poll_every: float | None) -> dict[str, str]:
+    """``poll_every`` fires the compensation schedule as often as the poll (not every 15 polls): its grace, the
+    age before a snapshot is compensation's to record rather than the poll's, scales with the poll the same way
+    (``GRACE_POLLS`` turns of the poll), so a healthy local stack never labels a snapshot COMPENSATION."""
+    if poll_every is None:
+        return {}
+    return {"LAKEHOOK_COMPENSATION_GRACE_SECONDS": str(GRACE_POLLS * poll_every)}
 
 
 class LocalStack:
@@ -173,6 +183,7 @@ class LocalStack:
             "LAKEHOOK_STAGE": "local",
             "POWERTOOLS_TRACE_DISABLED": "true",
             "LAKEHOOK_ALLOW_INSECURE_LOOPBACK_TARGETS": "true",  # local targets are plain http on loopback
+            **compensation_grace(self.poll_every),
         }
         self._set_env(stack_env | self.extra_env)  # for the stack's own clients; functions get theirs below
         get_settings.cache_clear()

@@ -10,14 +10,16 @@
   written only when it changes (an error, a recovery, new snapshots, a gap): an unchanged
   healthy table costs its offset read and its pointer read, and writes nothing.
 - :class:`CompensateAsset` / :class:`Compensate` compare a table's actual latest snapshot with the
-  asset state and backfill what the state is missing (a lost push, a poller outage).
+  asset state and backfill what the state is missing (a lost push, a poller outage). A snapshot younger than
+  the compensation's ``grace`` is left to the poll: the poll has not had its turn at it yet, so compensation
+  finding it first would be a race, not a miss (and would label it COMPENSATION and count it as missed).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
@@ -400,6 +402,11 @@ class CompensateAsset:
     The cursor is the state's latest snapshot (not the poller's offset), so a snapshot the state
     never saw is found even when the offset moved past it. With no state at all, the newest
     ``first_scan_snapshots`` are taken, as a first poll does.
+
+    A scheduled scan takes only the snapshots committed at least ``grace_ms`` ago (and the tags on them):
+    a younger one is the poll's to find (a push's, if one comes), and the next scan takes it if neither did.
+    So what compensation records, labelled COMPENSATION and counted as missed, is what push and poll both
+    missed. A fill (:meth:`fill`) reads everything it is asked for: a rule waits on that gap.
     """
 
     def __init__(
@@ -410,12 +417,16 @@ class CompensateAsset:
         *,
         limit: int = 1000,
         first_scan_snapshots: int = 1,
+        grace_ms: int = 0,
+        clock: Callable[[], int] = now_ms,
     ) -> None:
         self._sources = sources
         self._store = store
         self._ingest = ingest
         self._limit = limit
         self._first_scan_snapshots = first_scan_snapshots
+        self._grace_ms = grace_ms
+        self._clock = clock
 
     def fill(self, asset: AssetRegistration, after: dict[str, int]) -> CompensationResult:
         """Read the table from ``after`` (the snapshot before a gap an EACH_VERSION rule waits on) on, whatever
@@ -440,6 +451,8 @@ class CompensateAsset:
         pointer = source.pointer(source_config)
         limit = self._limit if cursor is not None else self._first_scan_snapshots
         batch = source.snapshots_since(source_config, cursor, pointer, limit=limit, known_tags=known)
+        if after is None:
+            batch = settled(batch, self._clock() - self._grace_ms)
         results = tuple(
             self._ingest.ingest(event, SourceType.COMPENSATION, more_partitions=more)
             for event, more in _events(key, batch)
@@ -463,6 +476,17 @@ class CompensateAsset:
                 },
             )
         return result
+
+
+def settled(batch: SnapshotBatch, committed_by_ms: int) -> SnapshotBatch:
+    """The batch up to its first snapshot committed after ``committed_by_ms`` (that one and the later ones are
+    left for the next read), with only the tags that name none of those left."""
+    young = next((i for i, s in enumerate(batch.snapshots) if s.commit_time > committed_by_ms), None)
+    if young is None:
+        return batch
+    left = {s.snapshot_id for s in batch.snapshots[young:]}
+    tags = [t for t in batch.tags if t.snapshot_id not in left]
+    return replace(batch, snapshots=batch.snapshots[:young], tags=tags)
 
 
 class Compensate:

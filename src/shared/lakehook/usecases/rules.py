@@ -133,7 +133,7 @@ def refuse_producer_secrets(rule: Rule, producer_secrets: ProducerSecrets, names
     for field, ref in secret_refs(rule.target).items():
         where = f"target.{field}"
         try:
-            reached = producer_secrets.holds(ref) or producer_secrets.holds(names.resolve(ref))
+            reached = producer_secrets.reached_by(ref, names)
         except SecretNameError as exc:
             raise ValidationError(f"{where}: {exc}", field=where) from exc
         if reached:

@@ -1,0 +1,100 @@
+"""The local gateway frames a request body as API Gateway does: a ``Content-Length`` that is not one plain
+number of bytes (``abc``, ``-5``, two headers) is a 400 answered at once, never silence or the first header."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lakehook.local.gateway import API_GATEWAY_MAX_BODY, ApiGateway, BadRequestError, body_length
+
+TOKEN = "local-admin"
+
+
+@pytest.fixture(scope="module")
+def gateway() -> Iterator[ApiGateway]:
+    server = ApiGateway([], "127.0.0.1", 0, local_info={"endpointUrl": "http://moto"}, admin_token=TOKEN)
+    server.start()
+    yield server
+    server.stop()
+
+
+def exchange(gateway: ApiGateway, head: str, body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
+    """Send raw bytes (as a client that gets framing wrong would) and read the whole answer."""
+    host, port = gateway.server.server_address[:2]
+    with socket.create_connection((str(host), int(port)), timeout=10) as client:
+        client.sendall(head.encode("latin-1") + b"\r\n" + body)
+        client.shutdown(socket.SHUT_WR)  # a server waiting for more body sees the end, and must still answer
+        answer = b""
+        while chunk := client.recv(65536):
+            answer += chunk
+    status_line, _, rest = answer.partition(b"\r\n")
+    headers_raw, _, payload = rest.partition(b"\r\n\r\n")
+    headers = dict(line.decode().split(": ", 1) for line in headers_raw.split(b"\r\n") if line)
+    return int(status_line.split()[1]), headers, payload
+
+
+def request(*lengths: str, path: str = "/_local/stack") -> str:
+    lines = [f"POST {path} HTTP/1.1", "Host: x", f"Authorization: Bearer {TOKEN}", "Connection: close"]
+    return "\r\n".join([*lines, *(f"Content-Length: {n}" for n in lengths)]) + "\r\n"
+
+
+@pytest.mark.parametrize(
+    ("lengths", "said"),
+    [
+        (("abc",), "Content-Length 'abc' is not a number of bytes"),
+        (("-5",), "Content-Length '-5' is not a number of bytes"),
+        (("+5",), "is not a number of bytes"),
+        (("0x10",), "is not a number of bytes"),
+        (("2", "200"), "Content-Length is given 2 times ('2', '200')"),
+        (("2", "2"), "Content-Length is given 2 times"),
+    ],
+)
+def test_a_content_length_api_gateway_refuses_is_a_400_naming_it(
+    gateway: ApiGateway, lengths: tuple[str, ...], said: str
+) -> None:
+    status, headers, payload = exchange(gateway, request(*lengths), b"{}")
+    assert status == 400
+    assert headers["Connection"] == "close"
+    assert said in json.loads(payload)["message"]
+
+
+def test_a_plain_content_length_frames_the_body_as_before(gateway: ApiGateway) -> None:
+    status, _, payload = exchange(gateway, request("2"), b"{}")
+    assert status == 200 and json.loads(payload) == {"endpointUrl": "http://moto"}
+    status, _, _ = exchange(gateway, request(str(11 * 1024 * 1024)))
+    assert status == 413  # too long, said before reading a byte of it
+    assert exchange(gateway, request("9" * 40))[0] == 413  # more digits than int() takes
+
+
+HEADER_VALUES = st.one_of(
+    st.integers(0, 40).map(str),
+    st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=8),
+)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=HEADER_VALUES)
+def test_every_content_length_gets_an_answer_400_exactly_when_it_is_no_plain_number(
+    gateway: ApiGateway, value: str
+) -> None:
+    length = int(value) if re.fullmatch(r"[0-9]+", value) else None
+    body = b"x" * length if length is not None and length <= 40 else b""  # a longer one ends short: no route
+    status, _, _ = exchange(gateway, request(value, path="/nowhere"), body)
+    if length is None:
+        assert status == 400
+    else:
+        assert status == (404 if length <= API_GATEWAY_MAX_BODY else 413)
+
+
+def test_body_length_reads_no_header_as_an_empty_body() -> None:
+    assert body_length([]) == 0
+    assert body_length([" 12 "]) == 12
+    with pytest.raises(BadRequestError):
+        body_length([""])
