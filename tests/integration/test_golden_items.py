@@ -19,6 +19,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from lakehook.domain.rules import Rule
 from lakehook.version import __version__
 from tests.contracts.conftest import Backend, dynamodb_backend
 from tests.golden.scenario import READS, from_json, kind_of, plain, write
@@ -103,3 +104,26 @@ def test_every_kind_this_code_writes_is_named_and_read() -> None:
         items = boto3.resource("dynamodb", region_name="us-east-1").Table("lakehook-golden-now").scan()["Items"]
     written = {kind_of(item) for item in items}
     assert written == set(READS)
+
+
+def test_a_rule_with_a_field_this_code_does_not_know_is_unreadable_until_a_put_replaces_it() -> None:
+    """What docs/upgrade.md#rolling-back-n1-to-n warns of: a rule a newer release stored with a field this code does
+    not know is refused (a 409 on read, left out of listings, counted unchecked), and a PUT of it repairs it."""
+    from lakehook.ports.rules import UnreadableRuleError
+    from tests.golden.scenario import RULE
+
+    newer = [from_json(item) for item in golden(__version__, "rule")["items"]]
+    body = json.loads(newer[0]["body"])
+    newer[0]["body"] = json.dumps({**body, "aFieldOfANewerRelease": True})
+    with mock_aws():
+        backend = dynamodb_backend("lakehook-golden-newer")
+        boto3.resource("dynamodb", region_name="us-east-1").Table("lakehook-golden-newer").put_item(Item=newer[0])
+
+        with pytest.raises(UnreadableRuleError):
+            backend.rules.get_rule(RULE)
+        listed = backend.rules.list_rules(10)
+        assert listed.items == [] and set(listed.unreadable) == {RULE}
+
+        backend.rules.put_rule(Rule.model_validate(body), 1)
+        stored = backend.rules.get_rule(RULE)
+        assert stored is not None and stored.rule == Rule.model_validate(body)

@@ -65,3 +65,10 @@ def test_the_changelog_starts_with_unreleased_then_this_version() -> None:
     assert newest == __version__ and date, releases[:2]
     versions = [tuple(int(n) for n in SEMVER.fullmatch(v).groups()) for v, _ in releases[1:]]  # type: ignore[union-attr]
     assert versions == sorted(versions, reverse=True) and len(set(versions)) == len(versions)
+
+
+def test_the_docs_name_this_version_wherever_they_name_one() -> None:
+    pages = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+    named = {(p.name, m) for p in pages for m in re.findall(r"lakehook (\d+\.\d+\.\d+)", p.read_text("utf-8"))}
+    assert {page for page, _ in named} >= {"cli.md", "upgrade.md"}
+    assert {version for _, version in named} == {__version__}, sorted(named)
