@@ -18,8 +18,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import requests
 
 from lakehook.local.runtime import LocalStack
+from lakehook.version import __version__
 from tests.e2e.cli_support import EXAMPLE, cli_stack, run_cli
 
 pytestmark = pytest.mark.e2e
@@ -112,6 +114,8 @@ def test_a_stack_started_on_kept_data_runs_each_rule_exactly_once(monkeypatch: p
     before = {t["triggerKey"]: t for t in ran}
 
     with cli_stack(monkeypatch) as stack:
+        # the version a stack runs, as docs/upgrade.md has the operator check it after a deploy
+        assert requests.get(f"{stack.api_url}/openapi.json", timeout=10).headers["X-Lakehook-Version"] == __version__
         restore(stack, data)
         again = settled(stack)
         # every kept item went through the resolver and the dispatcher again: nothing new ran, nothing re-ran
