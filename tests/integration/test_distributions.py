@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from lakehook.version import __version__
 from tests.unit.test_deployable import ROOT, SHARED, lambda_modules, package_modules
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -36,7 +37,7 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    found = {name: sorted(out.glob(f"{prefix}-0.1.0-py3-none-any.whl")) for name, prefix in NAMES.items()}
+    found = {name: sorted(out.glob(f"{prefix}-{__version__}-py3-none-any.whl")) for name, prefix in NAMES.items()}
     assert all(len(paths) == 1 for paths in found.values()), sorted(p.name for p in out.iterdir())
     return {name: paths[0] for name, paths in found.items()}
 

@@ -50,7 +50,7 @@ def test_the_vpc_condition_is_the_allowed_networks_and_the_stack_refuses_them_wi
     networks = {"Fn::Not": [{"Fn::Equals": [{"Ref": "TargetAllowedNetworks"}, ""]}]}
     condition = document["Conditions"]["ReachPrivateNetworks"]["Fn::And"]
     assert condition[0] == networks
-    (rule,) = document["Rules"].values()
+    rule = document["Rules"]["PrivateNetworksNeedAVpc"]
     assert rule["RuleCondition"] == networks
     required = {a["Assert"]["Fn::Not"][0]["Fn::Equals"][0]["Ref"] for a in rule["Assertions"]}
     assert required == {"TargetSubnetIds", "TargetSecurityGroupIds"}

@@ -14,6 +14,7 @@ from lakehook.cli_commands.output import err, report_error
 from lakehook.cli_commands.parser import add_commands, add_global_options
 from lakehook.console.command import add_console_command
 from lakehook.interrupts import stop_on_signals, wait_until_set
+from lakehook.version import __version__
 
 
 def _local_up(args: argparse.Namespace) -> int:
@@ -66,6 +67,7 @@ def _wants_json(argv: Sequence[str]) -> bool:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="lakehook", description="lakehook: data-state triggers for lakehouses")
+    parser.add_argument("--version", action="version", version=f"lakehook {__version__}")
     parser.add_argument("--log-level", default="WARNING", help="Python log level for the CLI (default WARNING)")
     add_global_options(parser)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -98,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; answer its exit code. Nothing raises out of here but argparse's SystemExit (usage
-    errors, ``--help``): a failure is one ``lakehook: error:`` line, never a traceback."""
+    errors, ``--help``, ``--version``): a failure is one ``lakehook: error:`` line, never a traceback."""
     words = sys.argv[1:] if argv is None else argv
     output = "json" if _wants_json(words) else "text"
     try:

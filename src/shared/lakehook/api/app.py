@@ -87,6 +87,18 @@ def _error(status: int, code: str, message: str, field: str | None = None) -> Re
 
 _RESOLVING = threading.RLock()
 
+VERSION_HEADER = "X-Lakehook-Version"
+
+
+def with_version_header(answer: dict[str, Any]) -> dict[str, Any]:
+    """Every answer names the lakehook version that gave it (docs/upgrade.md: which version a stack runs)."""
+    multi = answer.get("multiValueHeaders")
+    if isinstance(multi, dict):
+        multi[VERSION_HEADER] = [__version__]
+    else:
+        answer.setdefault("headers", {})[VERSION_HEADER] = __version__
+    return answer
+
 
 class LakehookResolver(APIGatewayRestResolver):
     """The REST resolver, admitting each request before Powertools parses or validates anything.
@@ -143,7 +155,8 @@ class LakehookResolver(APIGatewayRestResolver):
         # that imports the handler may call it from several threads (tests do), where a request would
         # otherwise read another's event halfway through; so one request at a time per process.
         with _RESOLVING:
-            return super().resolve(event, context)
+            answer = super().resolve(event, context)
+        return with_version_header(answer)
 
     def _resolve(self) -> ResponseBuilder[Any]:
         event = self.current_event
