@@ -10,10 +10,11 @@ put per new (asset, mapping, partition) fact, 100 to a transaction, at most ``ma
 mapping the asset alike); one query of the group's pending partitions (a page); batched reads of the facts and
 partition cursors the evaluated partitions need; the claims 50 to a transaction, at most ``max_partition_claims``
 for all partitioned groups (the rest carried to the resolver queue); one batched write of the partitions newly
-pending and one conditional delete per partition that leaves the pending list, 100 to a transaction. ``EACH_VERSION`` adds the batch's commits kept as the
-partitions' versions (batched puts), one batched read of the triggers the evaluated partitions' cursors name (head
-of line), and per partition whose run succeeded and that has an older version waiting, one query per partitioned
-member for its next version (docs/partitions.md, "EACH_VERSION per partition").
+pending and one conditional delete per partition that leaves the pending list, 100 to a transaction.
+``EACH_VERSION`` adds the batch's commits kept as the partitions' versions (batched puts), one batched read of the
+triggers the evaluated partitions' cursors name (head of line), and per partition whose run succeeded and that has
+an older version waiting, one query per partitioned member for its next version (docs/partitions.md,
+"EACH_VERSION per partition").
 """
 
 from __future__ import annotations
