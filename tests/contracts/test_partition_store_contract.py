@@ -149,6 +149,9 @@ def test_versions_are_kept_each_once_and_read_after_an_order_oldest_first(backen
     assert store.versions_after((ORDERS, MAPPING, other), -1, 10) == [fact(2, other)]
     assert store.versions_after((ORDERS, "dt=day", day), -1, 10) == []
     assert store.facts([key]) == {}  # versions are no facts
+    asked = {(key, 1), (key, 2), (key, 3), ((ORDERS, MAPPING, other), 2), ((PAYMENTS, MAPPING, day), 1)}
+    assert store.stored_versions(asked) == {(key, 1), (key, 3), ((ORDERS, MAPPING, other), 2)}
+    assert store.stored_versions([]) == set()
 
 
 @settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -32,6 +32,10 @@ class PartitionStore(ABC):
         query)."""
 
     @abstractmethod
+    def stored_versions(self, wanted: Collection[tuple[FactKey, int]]) -> set[tuple[FactKey, int]]:
+        """EACH_VERSION: those of ``wanted`` (a key and a version's order) kept as versions (batched reads)."""
+
+    @abstractmethod
     def mark_pending(self, rule_id: str, group_id: str, partitions: Collection[str], now_ms: int) -> None:
         """Remember these partitions of the group as pending, each under a new mark (batched writes)."""
 

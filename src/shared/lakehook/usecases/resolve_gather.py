@@ -9,7 +9,9 @@ the checks on the logged snapshots whose verdict the state does not hold. A late
 costs one log query (is it logged already?) and, when the log holds it (a claim pinned it on its quality verdict),
 a page of the rule's triggers, to tell whether this group ran it. A group with coverage members reads its intervals
 once. A partitioned group reads one page of its pending partitions (one query; explain: a short page, and their
-count) and, batched, the kept facts and the partition cursors of those and of the partitions its batch touched.
+count) and, batched, the kept facts and the partition cursors of those and of the partitions its batch touched;
+EACH_VERSION per partition adds at most ``max_version_reads`` next-version queries for the whole invocation
+(:class:`VersionReads`).
 
 What is read here is all the plan (:mod:`lakehook.usecases.resolve_plan`) decides on; the writes come after, in
 :mod:`lakehook.usecases.resolve_apply`. So every read sees the store as the batch found it: the snapshot log, for
@@ -333,6 +335,8 @@ class GatherInputs:
         marks. A group with no partition store to read gets the error its plan raises."""
         read: dict[GroupRef, PartitionInputs] = {}
         store = self._stores.partitions
+        bounded = self._stores.resolver_queue is not None and not explain
+        budget = VersionReads(self._limits.max_version_reads if bounded else None)
         for rule, group in work:
             ref = (rule.rule_id, group.group_id)
             if group.partition_by is None or inputs.unreadable(rule.rule_id, group.group_id, group.asset_keys):
@@ -343,18 +347,22 @@ class GatherInputs:
             given = named.get(ref, frozenset()) | wake.given.get(ref, frozenset())
             read[ref] = self._partition_inputs(store, rule, group, given, wake.page(ref), explain)
             if in_order(rule, group):
-                read[ref] = self._partition_versions(store, group, read[ref], versions)
+                read[ref] = self._partition_versions(store, group, read[ref], versions, budget)
         return read
 
     def _partition_versions(
-        self, store: PartitionStore, group: Group, inputs: PartitionInputs, brought: Versions
+        self, store: PartitionStore, group: Group, inputs: PartitionInputs, brought: Versions, budget: VersionReads
     ) -> PartitionInputs:
         """EACH_VERSION per partition: for each partition with news (a kept fact or a commit of the batch newer than
         what its cursor pins), the trigger its cursor names (head of line: one batched read for them all), and per
         partitioned member its next stored version after the cursor: one query, only when the kept fact is newer (the
         batch's own versions are the plan's to add) and the partition's last run SUCCEEDED (while it has not, the
         kept fact stands for the next version: the partition waits for its run, whichever version is next); and
-        which of the batch's versions below a partition's cursor were stored already (one query each, for those)."""
+        which of the batch's versions below a partition's cursor were stored already (one batched read of those).
+
+        The next-version queries are counted against the invocation's ``budget`` (:class:`VersionReads`): a partition
+        whose queries do not fit is not evaluated here but carried to the resolver queue (``past``), as a partition
+        past the fact reads is; its late versions' checks are still made (the batch's versions are not carried)."""
         cursors: dict[str, GroupCursor | None] = {}
         for partition in inputs.partitions:
             cursor = inputs.cursors.get(partition)
@@ -365,18 +373,21 @@ class GatherInputs:
         runs = self._stores.triggers.get_many(set(names.values())) if names else {}
         previous = {p: t for p, k in names.items() if (t := runs.get(k)) is not None}
         versions: dict[str, dict[FactKey, tuple[PartitionFact, ...]]] = {}
-        read: dict[tuple[FactKey, int], tuple[PartitionFact, ...]] = {}
+        past: list[str] = []
         for partition, cursor in cursors.items():
             run = previous.get(partition)
             held = run is not None and run.status not in (TriggerStatus.SUCCEEDED, TriggerStatus.SKIPPED)
-            for member in group.partitioned_members:
-                last = cursor.pins.get(member.asset_key) if cursor is not None else None
-                for key in member_keys(group, member, partition):
-                    found = _next_versions(store, key, last, inputs.facts.get(key), read, held)
-                    if found:
-                        versions.setdefault(partition, {})[key] = found
+            wanted = _newer_keys(group, partition, cursor, inputs.facts)
+            if not budget.take({} if held else wanted):
+                past.append(partition)
+                continue
+            for key, floor in wanted.items():
+                found = _next_versions(store, key, floor, inputs.facts.get(key), budget.read, held)
+                if found:
+                    versions.setdefault(partition, {})[key] = found
         known = _stored_below(store, group, inputs, brought)
-        return replace(inputs, versions=versions, previous=previous, known=known)
+        read = replace(inputs, versions=versions, previous=previous, known=known)
+        return read.carrying(past) if past else read
 
     def _partition_inputs(
         self,
@@ -658,19 +669,55 @@ def _has_news(
     return False
 
 
+@dataclass
+class VersionReads:
+    """EACH_VERSION per partition: the next-version queries one invocation makes, for all its partitioned groups
+    (``most``: ``max_version_reads``; None, no bound: explain, or no resolver queue to carry the rest), and what they
+    read, by (fact key, cursor order): read once per invocation, shared by the partitions and groups at that version.
+    A partition's queries are taken whole or not at all, and the first partition with some always fits (an
+    invocation makes progress), so an invocation makes at most ``max(most, one partition's members)`` of them."""
+
+    most: int | None
+    used: int = 0
+    read: dict[tuple[FactKey, int], tuple[PartitionFact, ...]] = field(default_factory=dict)
+
+    def take(self, wanted: Mapping[FactKey, int]) -> bool:
+        """Count a partition's queries (those not read yet), if they fit."""
+        fresh = sum((key, floor) not in self.read for key, floor in wanted.items())
+        if self.most is not None and self.used and self.used + fresh > self.most:
+            return False
+        self.used += fresh
+        return True
+
+
+def _newer_keys(
+    group: Group, partition: str, cursor: GroupCursor | None, facts: Mapping[FactKey, PartitionFact]
+) -> dict[FactKey, int]:
+    """The fact keys of a partition whose kept fact is newer than what its cursor pins, each with the order pinned:
+    those whose next stored version is read (one query each, unless the partition's last run holds it)."""
+    wanted: dict[FactKey, int] = {}
+    for member in group.partitioned_members:
+        last = cursor.pins.get(member.asset_key) if cursor is not None else None
+        floor = last.ordinal[0] if last is not None else -1
+        for key in member_keys(group, member, partition):
+            fact = facts.get(key)
+            if fact is not None and fact.order > floor:
+                wanted[key] = floor
+    return wanted
+
+
 def _next_versions(
     store: PartitionStore,
     key: FactKey,
-    last: PinnedInput | None,
+    floor: int,
     fact: PartitionFact | None,
     read: dict[tuple[FactKey, int], tuple[PartitionFact, ...]],
     held: bool,
 ) -> tuple[PartitionFact, ...]:
-    """One fact key of a partition under the version its cursor pins (``last``): the next stored version when the kept
+    """One fact key of a partition above the order its cursor pins (``floor``): the next stored version when the kept
     fact is newer (one query, shared by the partitions at that same version: a fan-out's; while the partition's last
     run has not succeeded, ``held``, the kept fact stands for it, unread; the fact too when no version after the
     cursor is kept); () otherwise."""
-    floor = last.ordinal[0] if last is not None else -1
     if fact is None or fact.order <= floor:
         return ()
     if held:
@@ -686,8 +733,8 @@ def _stored_below(
     store: PartitionStore, group: Group, inputs: PartitionInputs, brought: Versions
 ) -> frozenset[tuple[FactKey, int]]:
     """The batch's versions below what a partition's cursor pins that were stored already (its batch was handled
-    before: they ran or their skip was recorded then), one query each, for those only."""
-    known: set[tuple[FactKey, int]] = set()
+    before: they ran or their skip was recorded then): one batched read of those only."""
+    below: set[tuple[FactKey, int]] = set()
     for partition in inputs.partitions:
         cursor = inputs.cursors.get(partition)
         for member in group.partitioned_members if cursor is not None and cursor.seq > 0 else ():
@@ -695,17 +742,8 @@ def _stored_below(
             last = cursor.pins.get(member.asset_key)
             floor = last.ordinal[0] if last is not None else -1
             for key in member_keys(group, member, partition):
-                for version in brought.get(key, ()):
-                    below = version.order < floor and (key, version.order) not in known
-                    if below and _stored(store, key, version.order):
-                        known.add((key, version.order))
-    return frozenset(known)
-
-
-def _stored(store: PartitionStore, key: FactKey, order: int) -> bool:
-    """Whether the partition's version of that order is stored (its batch was handled before)."""
-    after = store.versions_after(key, order - 1, 1)
-    return bool(after) and after[0].order == order
+                below.update((key, version.order) for version in brought.get(key, ()) if version.order < floor)
+    return frozenset(store.stored_versions(below)) if below else frozenset()
 
 
 def _maps(group: Group, asset_key: str) -> bool:

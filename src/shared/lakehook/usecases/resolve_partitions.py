@@ -12,14 +12,16 @@ partition cursors the evaluated partitions need; one transaction per claim, at m
 rest stay pending, deferred to the next invocation); one batched write of the partitions newly pending and one
 conditional delete per partition that leaves the pending list. ``EACH_VERSION`` adds the batch's commits kept as the
 partitions' versions (batched puts), one batched read of the triggers the evaluated partitions' cursors name (head
-of line), and per partition whose run succeeded and that has an older version waiting, one query per partitioned
-member for its next version (docs/partitions.md, "EACH_VERSION per partition").
+of line), per partition whose run succeeded and that has an older version waiting, one query per partitioned
+member for its next version (at most ``max_version_reads`` an invocation: the partitions past them are carried to
+the resolver queue), and one batched read of the batch's versions below their partition's cursor (were they kept
+before?) (docs/partitions.md, "EACH_VERSION per partition").
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from lakehook.domain.errors import ConflictError, ValidationError
@@ -166,6 +168,17 @@ class PartitionInputs:
     def partitions(self) -> list[str]:
         """The partitions to evaluate, newest first (keys of dates sort by time)."""
         return sorted(self.named | set(self.page), reverse=True)
+
+    def carrying(self, past: Sequence[str]) -> PartitionInputs:
+        """These inputs without ``past`` (a read bound reached: not evaluated here), carried to the work queue."""
+        gone = set(past)
+        return replace(
+            self,
+            named=self.named - gone,
+            page={p: m for p, m in self.page.items() if p not in gone},
+            whole=False,
+            past=(*self.past, *past),
+        )
 
 
 def facts_to_write(
@@ -423,7 +436,7 @@ class PlanPartitions:
         if not in_order(self.rule, self.group):
             return ()
         found: dict[str, Trigger] = {}
-        for partition in self.inputs.partitions:
+        for partition in (*self.inputs.partitions, *self.inputs.past):  # carried ones too: the batch is not
             cursor = self.inputs.cursors.get(partition)
             if cursor is None or cursor.seq == 0:
                 continue

@@ -86,6 +86,12 @@ class DynamoDBPartitionStore(PartitionStore):
             kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
         return found[:limit]
 
+    def stored_versions(self, wanted: Collection[tuple[FactKey, int]]) -> set[tuple[FactKey, int]]:
+        """Batched reads (100 a request) of the version items themselves."""
+        items = [keys.partition_version_key(*key, order) for key, order in wanted]
+        found = (_fact(integral(item)) for item in batch_get(self._client, self._name, items)) if items else ()
+        return {(version.key, version.order) for version in found}
+
     def mark_pending(self, rule_id: str, group_id: str, partitions: Collection[str], now_ms: int) -> None:
         with self._table.batch_writer(overwrite_by_pkeys=["PK", "SK"]) as batch:
             for partition in partitions:
