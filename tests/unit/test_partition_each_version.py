@@ -289,8 +289,9 @@ def test_explain_says_what_the_resolver_claims_and_every_commit_runs_in_order_or
 
 class InOrderBounded(Bounded):
     """Bounded, counting runs only (a late commit's SKIPPED record is no claim: the batch's versions bound them), and
-    the next-version queries of each invocation (``max_version_reads``; a partition's queries are taken whole, so
-    one partition's, one per partitioned member, may pass it when it is the invocation's first)."""
+    the version queries of each invocation (``max_version_reads``: next versions, and the commits of a member's table
+    after a cursor; a partition's queries are taken whole, so one partition's, two per partitioned member, may pass
+    it when it is the invocation's first)."""
 
     def _counted(self, call: Any) -> Any:
         triggers, store = self.lake.triggers, self.lake.partitions
@@ -298,14 +299,17 @@ class InOrderBounded(Bounded):
         def claims() -> int:
             return sum(not is_late_skip(triggers.triggers[k]) for k in triggers.claim_order)
 
-        writes, before, reads = store.writes, claims(), store.version_reads
+        def reads() -> int:
+            return store.version_reads + store.log_reads
+
+        writes, before, read = store.writes, claims(), reads()
         answer = call()
-        self.invocations.append(Invocation(store.writes - writes, claims() - before, store.version_reads - reads))
+        self.invocations.append(Invocation(store.writes - writes, claims() - before, reads() - read))
         return answer
 
     def bounded(self, members: int = 2) -> None:
         super().bounded()
-        most = max(self.limits.max_version_reads, members)
+        most = max(self.limits.max_version_reads, 2 * members)
         for n, call in enumerate(self.invocations):
             assert call.version_reads <= most, f"invocation {n} read {call.version_reads} next versions"
 
@@ -411,8 +415,9 @@ def test_a_partition_whose_versions_expired_steps_to_its_newest_commit_not_stuck
 
 def test_the_next_version_reads_of_an_invocation_are_bounded_and_every_partition_still_runs_in_order() -> None:
     """Twenty days each with three commits of orders: once their first runs succeeded, the wake would read each day's
-    next version (one query a day). At ``max_version_reads`` 5 an invocation reads five, carries the other days to
-    the resolver queue, and draining it runs every day 1, 2, 3, in order, none twice."""
+    next version (one query a day, and one of the table's commits after 1 for them all). At ``max_version_reads`` 5
+    an invocation makes five, carries the other days to the resolver queue, and draining it runs every day 1, 2, 3,
+    in order, none twice."""
     days = [f"2026-12-{d:02d}" for d in range(1, 21)]
     bounded = InOrderBounded.of(each(), max_version_reads=5, max_claims_per_group=100, max_partition_claims=100)
     lake = bounded.lake

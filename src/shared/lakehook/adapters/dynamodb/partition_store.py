@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
@@ -13,12 +14,14 @@ from lakehook.adapters.aws import is_conditional_failure
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import batch_get, integral
 from lakehook.domain.partition_evaluation import FactKey, PartitionFact
+from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord
 from lakehook.ports.partitions import PartitionStore
 
 
 class DynamoDBPartitionStore(PartitionStore):
     """``ASSET#<assetKey>`` / ``PFACT#<mapping>#<partition>``, ``ASSET#<assetKey>`` / ``PVER#<mapping>#<hash>#<order>``
-    (EACH_VERSION, TTL) and ``RULE#<ruleId>`` / ``PPEND#<groupId>#<partition>`` on the single table (keys.py)."""
+    (EACH_VERSION, TTL), ``ASSET#<assetKey>`` / ``PCOMMIT#<order>`` (EACH_VERSION: commits whose partitions are known,
+    TTL) and ``RULE#<ruleId>`` / ``PPEND#<groupId>#<partition>`` on the single table (keys.py)."""
 
     def __init__(self, table: Any, retention_days: int = 14) -> None:
         self._table = table
@@ -81,6 +84,45 @@ class DynamoDBPartitionStore(PartitionStore):
         while len(found) < limit:
             answer = self._table.query(**kwargs)
             found.extend(_fact(integral(item)) for item in answer.get("Items", []) if int(item["order"]) > order)
+            if "LastEvaluatedKey" not in answer:
+                break
+            kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+        return found[:limit]
+
+    def log_commits(self, commits: Mapping[str, Sequence[SnapshotRecord]], now_ms: int) -> None:
+        """One conditional PutItem per commit not logged yet (a redelivered commit keeps its first ``recordedAt``)."""
+        unique = {(asset, r.order): r for asset, records in commits.items() for r in reversed(records)}
+        for (asset_key, order), record in sorted(unique.items()):
+            try:
+                self._table.put_item(
+                    Item={
+                        **keys.partition_commit_key(asset_key, order),
+                        keys.ITEM_TYPE: "PARTITION_COMMIT",
+                        "recordedAt": now_ms,
+                        "body": json.dumps(record.to_api(), separators=(",", ":"), sort_keys=True),
+                        keys.TTL_ATTRIBUTE: now_ms // 1000 + self._retention_seconds,
+                    },
+                    ConditionExpression="attribute_not_exists(PK)",
+                )
+            except ClientError as exc:
+                if not is_conditional_failure(exc):
+                    raise
+
+    def commits_after(self, asset_key: str, order: int, limit: int) -> list[LoggedSnapshot]:
+        low = keys.partition_commit_key(asset_key, order + 1)["SK"]
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": Key("PK").eq(keys.asset_pk(asset_key))
+            & Key("SK").between(low, keys.PARTITION_COMMIT_PREFIX + "~"),
+            "ConsistentRead": True,
+            "Limit": limit,
+        }
+        found: list[LoggedSnapshot] = []
+        while len(found) < limit:
+            answer = self._table.query(**kwargs)
+            for item in answer.get("Items", []):
+                record = SnapshotRecord.model_validate(json.loads(item["body"]))
+                if record.order > order:
+                    found.append(LoggedSnapshot(record, int(item["recordedAt"])))
             if "LastEvaluatedKey" not in answer:
                 break
             kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
