@@ -192,8 +192,15 @@ def test_each_version_per_partition_is_refused_where_it_is_not_supported() -> No
     import pytest
 
     hourly = {"assetKey": ORDERS, "partition": {"fields": {"dt": {"field": "hour", "grain": "day", "complete": True}}}}
+    gate = {"assetKey": DIM, "condition": {"watermarkAtLeast": {"window": "PT1H"}}}
+
+    def windowed() -> Rule:
+        return each({"assetKey": ORDERS, "partition": {}}, gate)
+
     for bad, words in (
         (lambda: each(hourly), "rolls up"),
+        (windowed, "members.1 has a watermark window"),
+        (windowed, "whether or not a commit touched it"),
         (lambda: each(startFrom="NEXT_CHANGE"), "NEXT_CHANGE"),
         (
             lambda: Rule.model_validate(
