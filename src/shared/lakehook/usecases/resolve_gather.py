@@ -353,8 +353,8 @@ class GatherInputs:
                 continue
             given = named.get(ref, frozenset()) | wake.given.get(ref, frozenset())
             scan = wake.page(ref)
-            if not scan[0] and in_order(rule, group) and _fills(group, budget.commits, inputs.states):
-                scan = (True, None)  # a commit older than its table's newest may fill a gap a partition waits at
+            if not scan[0] and in_order(rule, group) and budget.fills(store, group, inputs.states):
+                scan = (True, None)  # a commit that fills a gap of its table: a pending partition may wait at it
             read[ref] = self._partition_inputs(store, rule, group, given, scan, explain)
             if in_order(rule, group):
                 read[ref] = self._partition_versions(store, group, read[ref], versions, budget)
@@ -702,6 +702,7 @@ class VersionReads:
     used: int = 0
     read: dict[tuple[FactKey, int], tuple[PartitionFact, ...]] = field(default_factory=dict)
     logs: dict[tuple[str, int], SnapshotLog] = field(default_factory=dict)
+    filled: dict[str, bool] = field(default_factory=dict)  # per asset: a commit of the batch fills a gap of its table
 
     def take(self, wanted: Mapping[FactKey, int], checked: Mapping[str, int]) -> bool:
         """Count a partition's queries (those not made yet), if they fit: its next versions (``wanted``) and the
@@ -740,6 +741,28 @@ class VersionReads:
             if gap is not None:
                 found[member.asset_key] = gap
         return found
+
+    def fills(self, store: PartitionStore, group: Group, states: Mapping[str, AssetState]) -> bool:
+        """Whether the batch brought a commit of a partitioned member of ``group`` that fills a gap of its table: one
+        older than a commit logged before (a pending partition may wait at it, so the group reads a page of them).
+        Only for a commit older than its table's newest: then one query of the commits logged after it (per asset
+        and invocation)."""
+        for member in group.partitioned_members:
+            key = member.asset_key
+            if key not in self.filled:
+                self.filled[key] = self._filled(store, key, states.get(key))
+            if self.filled[key]:
+                return True
+        return False
+
+    def _filled(self, store: PartitionStore, asset_key: str, state: AssetState | None) -> bool:
+        brought = {r.order for r in self.commits.get(asset_key, ())}
+        newest = state.latest_record.order if state is not None and state.latest_record is not None else None
+        if not brought or newest is None or min(brought) >= newest:
+            return False
+        self.used += 1
+        logged = store.commits_after(asset_key, min(brought), len(brought) + 1)
+        return any(e.record.order not in brought for e in logged)
 
     def _log(self, store: PartitionStore, asset_key: str, floor: int) -> SnapshotLog:
         """The asset's commits known with their partitions after ``floor``: logged, and this batch's."""
@@ -850,17 +873,6 @@ def _stored_below(
             for key in member_keys(group, member, partition):
                 below.update((key, version.order) for version in brought.get(key, ()) if version.order < floor)
     return frozenset(store.stored_versions(below)) if below else frozenset()
-
-
-def _fills(group: Group, commits: Mapping[str, Sequence[SnapshotRecord]], states: Mapping[str, AssetState]) -> bool:
-    """Whether the batch brought a commit of a partitioned member of ``group`` older than its table's newest (one
-    that came late, or out of order: it may fill a gap that a pending partition of the group waits at)."""
-    for member in group.partitioned_members:
-        state = states.get(member.asset_key)
-        newest = state.latest_record.order if state is not None and state.latest_record is not None else None
-        if newest is not None and any(r.order < newest for r in commits.get(member.asset_key, ())):
-            return True
-    return False
 
 
 def _maps(group: Group, asset_key: str) -> bool:
