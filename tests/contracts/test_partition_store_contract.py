@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakehook.domain.partition_evaluation import FactKey, PartitionFact
+from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord
 from tests.contracts.conftest import Backend
 from tests.hypothesis_profiles import examples
 
@@ -149,6 +150,9 @@ def test_versions_are_kept_each_once_and_read_after_an_order_oldest_first(backen
     assert store.versions_after((ORDERS, MAPPING, other), -1, 10) == [fact(2, other)]
     assert store.versions_after((ORDERS, "dt=day", day), -1, 10) == []
     assert store.facts([key]) == {}  # versions are no facts
+    asked = {(key, 1), (key, 2), (key, 3), ((ORDERS, MAPPING, other), 2), ((PAYMENTS, MAPPING, day), 1)}
+    assert store.stored_versions(asked) == {(key, 1), (key, 3), ((ORDERS, MAPPING, other), 2)}
+    assert store.stored_versions([]) == set()
 
 
 @settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -160,3 +164,19 @@ def test_versions_after_reads_the_lowest_orders_above(
     store.record_versions([fact(o) for o in orders], 10)
     expected = [fact(o) for o in sorted(set(orders)) if o > after][:limit]
     assert store.versions_after((ORDERS, MAPPING, "dt=2026-01-01"), after, limit) == expected
+
+
+def test_commits_are_logged_once_each_keeping_when_first_logged_and_read_after_an_order(backend: Backend) -> None:
+    store = backend.partitions
+    one, two, five = (SnapshotRecord(snapshotId=100 + o, order=o, parentSnapshotId=99 + o) for o in (1, 2, 5))
+    store.log_commits({ORDERS: [two, one], PAYMENTS: [five]}, 10)
+    store.log_commits({ORDERS: [two, five]}, 20)  # two logged before keeps its time; five is new for orders
+    assert store.commits_after(ORDERS, 0, 10) == [
+        LoggedSnapshot(one, 10),
+        LoggedSnapshot(two, 10),
+        LoggedSnapshot(five, 20),
+    ]
+    assert store.commits_after(ORDERS, 1, 1) == [LoggedSnapshot(two, 10)]
+    assert store.commits_after(ORDERS, 5, 10) == []
+    assert store.commits_after(PAYMENTS, -1, 10) == [LoggedSnapshot(five, 10)]
+    assert store.versions_after((ORDERS, MAPPING, "dt=2026-01-01"), -1, 10) == []  # commits are no versions

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Collection, Mapping, Sequence
 
 from lakehook.domain.partition_evaluation import FactKey, PartitionFact
+from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord
 from lakehook.ports.partitions import PartitionStore
 
 
@@ -19,6 +20,9 @@ class InMemoryPartitionStore(PartitionStore):
         self.versions: dict[FactKey, dict[int, PartitionFact]] = {}
         self.version_writes = 0  # one per version offered (a put in a batch of 25 on DynamoDB)
         self.version_reads = 0  # one per versions_after (a query on DynamoDB)
+        self.commit_log: dict[str, dict[int, LoggedSnapshot]] = {}
+        self.log_reads = 0  # one per commits_after (a query on DynamoDB)
+        self.stored_reads = 0  # one per version asked of stored_versions (batched reads of 100 on DynamoDB)
 
     def advance(self, facts: Sequence[PartitionFact], now_ms: int) -> list[PartitionFact]:
         moved: list[PartitionFact] = []
@@ -45,6 +49,23 @@ class InMemoryPartitionStore(PartitionStore):
             self.version_reads += 1
             kept = self.versions.get(key, {})
             return [kept[o] for o in sorted(kept) if o > order][:limit]
+
+    def log_commits(self, commits: Mapping[str, Sequence[SnapshotRecord]], now_ms: int) -> None:
+        with self._lock:
+            for asset_key, records in commits.items():
+                for record in records:
+                    self.commit_log.setdefault(asset_key, {}).setdefault(record.order, LoggedSnapshot(record, now_ms))
+
+    def commits_after(self, asset_key: str, order: int, limit: int) -> list[LoggedSnapshot]:
+        with self._lock:
+            self.log_reads += 1
+            kept = self.commit_log.get(asset_key, {})
+            return [kept[o] for o in sorted(kept) if o > order][:limit]
+
+    def stored_versions(self, wanted: Collection[tuple[FactKey, int]]) -> set[tuple[FactKey, int]]:
+        with self._lock:
+            self.stored_reads += len(wanted)
+            return {(key, order) for key, order in wanted if order in self.versions.get(key, {})}
 
     def mark_pending(self, rule_id: str, group_id: str, partitions: Collection[str], now_ms: int) -> None:
         with self._lock:

@@ -5,6 +5,7 @@ replacing a day runs it again, explain names the day and what it waits for; and 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +150,14 @@ def test_each_version_runs_each_commit_of_a_day_in_order_once_the_previous_run_s
     assert [r for r in runs(app) if r[0] is None] == []
 
 
+def each(n: int, single: str) -> Counter[str]:
+    """What ``write_each`` sends for n conditional writes of one kind: one alone is the single write (``PutItem`` or
+    ``DeleteItem``), more go 100 to a ``TransactWriteItems``."""
+    if n == 0:
+        return Counter()
+    return Counter({single: 1}) if n == 1 else Counter({"TransactWriteItems": math.ceil(n / 100)})
+
+
 @pytest.mark.parametrize("touched", [1, 25])
 def test_what_one_commit_touching_n_partitions_costs(
     app: Any,
@@ -165,17 +174,19 @@ def test_what_one_commit_touching_n_partitions_costs(
         assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
     assert len(container.trigger_store.list_for_rule("daily", limit=1000).items) == touched
     pages = math.ceil(2 * touched / 100)  # the facts of both members, 100 keys per BatchGetItem
-    cursors = marks = hundreds = math.ceil(touched / 100)
-    assert dict(calls) == {
-        "Query": 1,  # the asset's rules (reverse index); a partitioned member's commit reads no pending page
-        "BatchGetItem": 1
-        + marks
-        + pages
-        + cursors,  # states and cursors, the marks, the facts, the partitions' cursors
-        # the new facts (conditional puts, 100 a transaction), the claims of the partitions that run (50 a
-        # transaction), the days payments left pending cleared under the marks they were read with (100 a transaction)
-        "TransactWriteItems": hundreds + math.ceil(touched / 50) + hundreds,
-    }
+    cursors = marks = math.ceil(touched / 100)
+    expected = Counter(
+        {
+            "Query": 1,  # the asset's rules (reverse index); a partitioned member's commit reads no pending page
+            "BatchGetItem": 1
+            + marks
+            + pages
+            + cursors,  # states and cursors, the marks, the facts, the partitions' cursors
+            "TransactWriteItems": math.ceil(touched / 50),  # the claims of the partitions that run, 50 a transaction
+        }
+    )
+    # the new facts (conditional puts) and the days payments left pending, cleared under the marks they were read with
+    assert dict(calls) == dict(expected + each(touched, "PutItem") + each(touched, "DeleteItem"))
 
 
 @pytest.mark.parametrize("touched", [1, 25])
@@ -189,7 +200,8 @@ def test_what_each_version_per_partition_costs(
 ) -> None:
     """The request counts docs/partitions.md states for EACH_VERSION per partition: a first commit of orders touching
     N days payments touched (each day's first run), a second one while those runs are dispatching (head of line: no
-    version read), and the wake of the runs' SUCCEEDED (each day's next version read, one query each)."""
+    version read), and the wake of the runs' SUCCEEDED (each day's next version read, one query each, and the table's
+    commits after the version they ran, one query for them all)."""
     from tests.support import mark_claims_succeeded
 
     orders = lake[0]
@@ -197,29 +209,45 @@ def test_what_each_version_per_partition_costs(
     with counter.measure() as first:
         assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
     hundreds, twenty_fives = math.ceil(touched / 100), math.ceil(touched / 25)
-    assert dict(first) == {
-        "Query": 1 + touched,  # the asset's rules; per day its first run's payments version (no cursor yet)
-        "BatchGetItem": 1 + hundreds + math.ceil(2 * touched / 100) + hundreds,  # as ALL_UPDATED
-        "BatchWriteItem": twenty_fives,  # the commit's versions, 25 a request
-        "TransactWriteItems": hundreds + math.ceil(touched / 50) + hundreds,  # facts, claims (50 each), clears
-    }
+    assert dict(first) == dict(
+        Counter(
+            {
+                "Query": 1 + touched,  # the asset's rules; per day its first run's payments version (no cursor yet)
+                "BatchGetItem": 1 + hundreds + math.ceil(2 * touched / 100) + hundreds,  # as ALL_UPDATED
+                "BatchWriteItem": twenty_fives,  # the commit's versions, 25 a request
+                "PutItem": 1,  # the commit in its table's commit log
+                "TransactWriteItems": math.ceil(touched / 50),  # the claims, 50 a transaction
+            }
+        )
+        + each(touched, "PutItem")  # the facts
+        + each(touched, "DeleteItem")  # the days payments left pending, cleared
+    )
     orders.write(*days)
     batch = stream.batch()
     with counter.measure() as held:
         assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
-    assert dict(held) == {
-        "Query": 1,  # no version read: each day's run is dispatching (head of line)
-        "BatchGetItem": 1 + hundreds + math.ceil(2 * touched / 100) + hundreds + hundreds,  # + the runs
-        "BatchWriteItem": twenty_fives + twenty_fives,  # the versions; the days newly pending
-        "TransactWriteItems": hundreds,  # the facts, 100 a transaction
-    }
+    assert dict(held) == dict(
+        Counter(
+            {
+                "Query": 1,  # no version read: each day's run is dispatching (head of line)
+                "BatchGetItem": 1 + hundreds + math.ceil(2 * touched / 100) + hundreds + hundreds,  # + the runs
+                "BatchWriteItem": twenty_fives + twenty_fives,  # the versions; the days newly pending
+                "PutItem": 1,  # the commit logged
+            }
+        )
+        + each(touched, "PutItem")  # the facts
+    )
     mark_claims_succeeded(container.table)
     batch = stream.batch()
     with counter.measure() as woken:
         assert handle_stream_batch(batch, container) == {"batchItemFailures": []}
     assert len([t for t in container.trigger_store.list_for_rule("daily", limit=1000).items]) == 2 * touched
-    assert woken["Query"] == 1 + touched  # the pending page; per day its next version (orders: payments ran with it)
-    assert woken["TransactWriteItems"] == math.ceil(touched / 50) + hundreds  # the claims; the pending days cleared
+    # the pending page; per day its next version (orders: payments ran with it); orders' commits after the version
+    # every day ran (one query for them all: a gap before the next version?)
+    assert woken["Query"] == 1 + touched + 1
+    cleared = each(touched, "DeleteItem")  # the pending days cleared
+    assert woken["TransactWriteItems"] == math.ceil(touched / 50) + cleared["TransactWriteItems"]  # + the claims
+    assert woken["DeleteItem"] == cleared["DeleteItem"]
 
 
 def test_a_forced_partition_and_its_replay_carry_the_partition_through_dispatch(

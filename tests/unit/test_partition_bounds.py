@@ -33,10 +33,12 @@ from tests.unit.test_partition_resolve import CLICKS, DIM, ORDERS, PAYMENTS, Lak
 
 @dataclass
 class Invocation:
-    """What one resolver invocation did: its fact writes and its claims per group."""
+    """What one resolver invocation did: its fact writes, its claims per group, and (EACH_VERSION per partition)
+    its next-version queries."""
 
     facts: int
     claims: int
+    version_reads: int = 0
 
 
 @dataclass

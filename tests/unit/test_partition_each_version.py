@@ -192,8 +192,15 @@ def test_each_version_per_partition_is_refused_where_it_is_not_supported() -> No
     import pytest
 
     hourly = {"assetKey": ORDERS, "partition": {"fields": {"dt": {"field": "hour", "grain": "day", "complete": True}}}}
+    gate = {"assetKey": DIM, "condition": {"watermarkAtLeast": {"window": "PT1H"}}}
+
+    def windowed() -> Rule:
+        return each({"assetKey": ORDERS, "partition": {}}, gate)
+
     for bad, words in (
         (lambda: each(hourly), "rolls up"),
+        (windowed, "members.1 has a watermark window"),
+        (windowed, "whether or not a commit touched it"),
         (lambda: each(startFrom="NEXT_CHANGE"), "NEXT_CHANGE"),
         (
             lambda: Rule.model_validate(
@@ -288,18 +295,30 @@ def test_explain_says_what_the_resolver_claims_and_every_commit_runs_in_order_or
 
 
 class InOrderBounded(Bounded):
-    """Bounded, counting runs only (a late commit's SKIPPED record is no claim: the batch's versions bound them)."""
+    """Bounded, counting runs only (a late commit's SKIPPED record is no claim: the batch's versions bound them), and
+    the version queries of each invocation (``max_version_reads``: next versions, and the commits of a member's table
+    after a cursor; a partition's queries are taken whole, so one partition's, two per partitioned member, may pass
+    it when it is the invocation's first)."""
 
     def _counted(self, call: Any) -> Any:
-        triggers = self.lake.triggers
+        triggers, store = self.lake.triggers, self.lake.partitions
 
         def claims() -> int:
             return sum(not is_late_skip(triggers.triggers[k]) for k in triggers.claim_order)
 
-        writes, before = self.lake.partitions.writes, claims()
+        def reads() -> int:
+            return store.version_reads + store.log_reads
+
+        writes, before, read = store.writes, claims(), reads()
         answer = call()
-        self.invocations.append(Invocation(self.lake.partitions.writes - writes, claims() - before))
+        self.invocations.append(Invocation(store.writes - writes, claims() - before, reads() - read))
         return answer
+
+    def bounded(self, members: int = 2) -> None:
+        super().bounded()
+        most = max(self.limits.max_version_reads, 2 * members)
+        for n, call in enumerate(self.invocations):
+            assert call.version_reads <= most, f"invocation {n} read {call.version_reads} next versions"
 
 
 @settings(max_examples=40, deadline=None)
@@ -312,18 +331,21 @@ class InOrderBounded(Bounded):
     max_facts=st.integers(1, 4),
     max_claims=st.integers(1, 3),
     page=st.integers(1, 3),
+    max_reads=st.integers(1, 4),
     data=st.data(),
 )
 def test_at_any_bound_every_commit_of_a_partition_runs_in_order_or_is_recorded_skipped(
-    history: list[tuple[str, set[str]]], max_facts: int, max_claims: int, page: int, data: st.DataObject
+    history: list[tuple[str, set[str]]], max_facts: int, max_claims: int, page: int, max_reads: int, data: st.DataObject
 ) -> None:
     """Commits of two partitioned tables and a gate, delivered in batches (tails redelivered), the resolver queue's
-    messages in any order and some twice, runs ending between deliveries, at any bounds: every invocation stays within
-    them, no run is made twice, a partition's pins never go back, and once everything is handed over and every run
-    ended no partition is ready and each commit touching a day both tables touched ran for it or is recorded
-    SKIPPED there."""
+    messages in any order and some twice, runs ending between deliveries, at any bounds (the next-version queries
+    too): every invocation stays within them, no run is made twice, a partition's pins never go back, and once
+    everything is handed over and every run ended no partition is ready and each commit touching a day both tables
+    touched ran for it or is recorded SKIPPED there."""
     rule = each({"assetKey": ORDERS, "partition": {}}, {"assetKey": PAYMENTS, "partition": {}}, {"assetKey": DIM})
-    bounded = InOrderBounded.of(rule, max_facts=max_facts, max_partition_claims=max_claims, pending_page=page)
+    bounded = InOrderBounded.of(
+        rule, max_facts=max_facts, max_partition_claims=max_claims, pending_page=page, max_version_reads=max_reads
+    )
     lake = bounded.lake
     ids = {ORDERS: 0, PAYMENTS: 100, DIM: 200}
     touched: dict[tuple[str, int], set[str]] = {}
@@ -396,3 +418,31 @@ def test_a_partition_whose_versions_expired_steps_to_its_newest_commit_not_stuck
     lake.dispatch(report)
     assert orders_of(lake) == [1, 3]
     assert lake.line(P)["status"] == Status.WAITING_FOR_UPDATE.value
+
+
+def test_the_next_version_reads_of_an_invocation_are_bounded_and_every_partition_still_runs_in_order() -> None:
+    """Twenty days each with three commits of orders: once their first runs succeeded, the wake would read each day's
+    next version (one query a day, and one of the table's commits after 1 for them all). At ``max_version_reads`` 5
+    an invocation makes five, carries the other days to the resolver queue, and draining it runs every day 1, 2, 3,
+    in order, none twice."""
+    days = [f"2026-12-{d:02d}" for d in range(1, 21)]
+    bounded = InOrderBounded.of(each(), max_version_reads=5, max_claims_per_group=100, max_partition_claims=100)
+    lake = bounded.lake
+    lake.commit(PAYMENTS, 7, *days)
+    for sid in (1, 2, 3):
+        lake.commit(ORDERS, sid, *days)
+    bounded.deliver()
+    assert len(_claims(lake)) == 20  # each day's first version: the batch's own, no query
+    while woken := _finish(lake):
+        bounded._counted(lambda w=woken: lake.resolve(deferred=w))
+        bounded.drain()
+    bounded.bounded()
+    assert max(call.version_reads for call in bounded.invocations) == 5  # the bound is reached, and held
+    for day in days:
+        assert [dict(pins)[ORDERS] for part, pins in _runs(lake) if part == f"dt={day}"] == [1, 2, 3]
+    assert not any(p.ready for p in lake.explain().partitions)
+    assert _late(lake) == []
+
+
+def _runs(lake: Lake) -> list[tuple[str | None, list[tuple[str, int | None]]]]:
+    return [(t.partition, [(p.asset_key, p.snapshot_id) for p in t.inputs]) for t in _claims(lake)]

@@ -627,14 +627,7 @@ def _each_next(
         elif isinstance(found, Gap):
             gaps.append(found)
             chosen.append(last)
-            with_status(
-                members,
-                i,
-                Status.WAITING_FOR_VERSION,
-                f"the snapshot after {found.snapshot_id} is missing (the next known is {found.next_id}); "
-                f"the table is polled for it; stepped over at {ms_to_iso(found.until)} if it never comes",
-                {"after": last.to_api()},
-            )
+            with_status(members, i, Status.WAITING_FOR_VERSION, _gap_reason(found, view), {"after": last.to_api()})
         elif found is None:
             chosen.append(last)
             if members[i].status is Status.READY:  # else it keeps the gate that blocks it on the current state
@@ -644,6 +637,17 @@ def _each_next(
             chosen.append(found)
             moved = True
     return chosen if moved and not held else None
+
+
+def _gap_reason(gap: Gap, view: PartitionView | None) -> str:
+    """Why a member waits at a gap of its table's history (a partition: a commit whose partitions are not known)."""
+    stepped = f"the table is polled for it; stepped over at {ms_to_iso(gap.until)} if it never comes"
+    if view is None:
+        return f"the snapshot after {gap.snapshot_id} is missing (the next known is {gap.next_id}); {stepped}"
+    return (
+        f"the commit of the table after {gap.snapshot_id} is not known with its partitions (the next known is "
+        f"{gap.next_id}), and it may touch {view.key}: its versions wait, in order; {stepped}"
+    )
 
 
 def _next_of(

@@ -28,7 +28,7 @@ newest satisfying version; version n+1 waits until ``p``'s run for n SUCCEEDED (
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lakehook.domain.coverage import Span
@@ -38,6 +38,7 @@ from lakehook.domain.rules import Group, Member, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.status import Status
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger
+from lakehook.domain.verdicts import Gap
 from lakehook.domain.versions import SnapshotRecord
 
 FactKey = tuple[str, str, str]
@@ -164,6 +165,7 @@ def evaluate_partition(
     coverage: Mapping[str, Sequence[Span]] | None = None,
     previous: Trigger | None = None,
     versions: Mapping[FactKey, Sequence[PartitionFact]] | None = None,
+    gaps: Mapping[str, Gap] | None = None,
 ) -> GroupEvaluation:
     """The verdict of ``group`` for ``partition``: READY with the pins to claim, or the first thing it waits for.
     ``cursor`` is the partition's own cursor (None before its first run). The members' verdicts are the partition's
@@ -171,8 +173,11 @@ def evaluate_partition(
     (:func:`lakehook.domain.evaluation.evaluate_group`): the policy, schedule, window, backfill, cooldown and quiet
     period hold per partition. EACH_VERSION: ``versions`` holds the known data commits touching the partition per
     fact key (after the partition's cursor: its next ones), and ``previous`` the trigger its cursor names (head of
-    line, per partition)."""
+    line, per partition), and ``gaps`` per partitioned member (by asset key) a gap of its table's commits before its
+    next version that the partition waits at."""
     view = partition_members(group, partition, facts, states, registered, versions)
+    if gaps:
+        view = replace(view, gaps={i: gaps[m.asset_key] for i, m in enumerate(group.members) if m.asset_key in gaps})
     return evaluate_group(
         rule, group, states, cursor, now, registered=registered, coverage=coverage, previous=previous, partition=view
     )

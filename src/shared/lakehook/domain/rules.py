@@ -508,13 +508,27 @@ class Rule(BaseModel):
 
 def _each_version_per_partition(group: Group) -> None:
     """EACH_VERSION per partition runs each data commit touching a partition, in order: a partition's versions are
-    its partitioned members' commits, so a group whose partition runs by a window or a tick, or a member that rolls
-    up several units into one partition (its versions are several keys'), is refused."""
+    its partitioned members' commits, so a group whose partition runs by a tick, or a member that rolls up several
+    units into one partition (its versions are several keys'), is refused; so is a windowed member: an unpartitioned
+    EACH_VERSION group with a window steps through the closed windows (each once, in order, pinning the members'
+    versions then), and per partition the two orders cannot both hold (docs/partitions.md, "Schedules and windows
+    per partition")."""
     where = f"mode: group {group.group_id} has partitionBy"
-    if group.window is not None or group.schedule is not None:
+    windowed = next((i for i, m in enumerate(group.members) if m.condition.window is not None), None)
+    if windowed is not None:
         raise ValueError(
-            f"{where} and a {'window' if group.window is not None else 'schedule'}; EACH_VERSION runs a partition "
-            "once per commit touching it, not per window or tick (use ALL_UPDATED or ANY_UPDATED)"
+            f"{where} and members.{windowed} has a watermark window; EACH_VERSION runs a partition once per commit "
+            "touching it, in commit order, and a window would step it through the closed windows in window order "
+            "instead (as an unpartitioned EACH_VERSION group does). Per partition both cannot hold: stepping windows "
+            "runs every partition once per closed window whether or not a commit touched it (the window is the "
+            "unpartitioned member's), stepping commits runs a commit for windows it was not in. Use ALL_UPDATED or "
+            "ANY_UPDATED with the window (a partition runs once per closed window, with what touched it), or "
+            "EACH_VERSION without it"
+        )
+    if group.schedule is not None:
+        raise ValueError(
+            f"{where} and a schedule; EACH_VERSION runs a partition once per commit touching it, not per tick (use "
+            "ALL_UPDATED or ANY_UPDATED)"
         )
     assert group.partition_by is not None
     for i, member in enumerate(group.members):

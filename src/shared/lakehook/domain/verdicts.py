@@ -164,10 +164,16 @@ class PartitionView:
     counted: frozenset[int]
     # EACH_VERSION: per partitioned member (by index) the known data commits touching the partition, oldest first
     versions: Mapping[int, tuple[PinnedInput, ...]] = field(default_factory=dict)
+    # EACH_VERSION: per partitioned member (by index) a commit of its table missing before its next version, not
+    # settled yet (a commit whose partitions are not known could touch the partition)
+    gaps: Mapping[int, Gap] = field(default_factory=dict)
 
-    def next_after(self, index: int, last: PinnedInput) -> PinnedInput | None:
-        """EACH_VERSION: the member's first known commit touching the partition after ``last`` (its next version)."""
-        return next((v for v in self.versions.get(index, ()) if v.ordinal[0] > last.ordinal[0]), None)
+    def next_after(self, index: int, last: PinnedInput) -> PinnedInput | Gap | None:
+        """EACH_VERSION: the member's first known commit touching the partition after ``last`` (its next version), or
+        the gap of its table's commits before it that the partition waits at."""
+        found = next((v for v in self.versions.get(index, ()) if v.ordinal[0] > last.ordinal[0]), None)
+        gap = self.gaps.get(index)
+        return gap if found is not None and gap is not None and gap.order >= last.ordinal[0] else found
 
     def first(self, index: int, pin: PinnedInput) -> PinnedInput:
         """EACH_VERSION before the partition's first run: the member's oldest known commit touching it (a gate, an

@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 
 from lakehook.domain.partition_evaluation import FactKey, PartitionFact
+from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord
 
 
 class PartitionStore(ABC):
@@ -30,6 +31,21 @@ class PartitionStore(ABC):
     def versions_after(self, key: FactKey, order: int, limit: int) -> list[PartitionFact]:
         """EACH_VERSION: at most ``limit`` kept versions of ``key`` with an order above ``order``, oldest first (one
         query)."""
+
+    @abstractmethod
+    def log_commits(self, commits: Mapping[str, Sequence[SnapshotRecord]], now_ms: int) -> None:
+        """EACH_VERSION per partition: log these commits of each asset (by asset key) as commits whose partitions are
+        known (a commit logged before keeps when it was first logged: a gap before it settles from then), kept for
+        the state history's retention."""
+
+    @abstractmethod
+    def commits_after(self, asset_key: str, order: int, limit: int) -> list[LoggedSnapshot]:
+        """EACH_VERSION per partition: at most ``limit`` logged commits of the asset with an order above ``order``,
+        oldest first (one query)."""
+
+    @abstractmethod
+    def stored_versions(self, wanted: Collection[tuple[FactKey, int]]) -> set[tuple[FactKey, int]]:
+        """EACH_VERSION: those of ``wanted`` (a key and a version's order) kept as versions (batched reads)."""
 
     @abstractmethod
     def mark_pending(self, rule_id: str, group_id: str, partitions: Collection[str], now_ms: int) -> None:

@@ -95,6 +95,8 @@ class ApplyPlan:
         self._skip_late(plan, now, report)
         if plan.versions and self._stores.partitions is not None:
             self._stores.partitions.record_versions(plan.versions, now)  # before the facts: a fact has its version
+        if gathered.commits and self._stores.partitions is not None:  # after their versions: a gap closes with them
+            self._stores.partitions.log_commits(gathered.commits, now)
         if plan.facts and self._stores.partitions is not None:
             self._stores.partitions.advance([f.fact for f in plan.facts], now)
         if gathered.seen:
@@ -106,6 +108,7 @@ class ApplyPlan:
             try:
                 if group_plan.partitions is not None:
                     self._partitioned(group_plan, group_plan.partitions, planner, now, report, time_left)
+                    self._fill(group_plan.gaps)  # a commit a partition waits at (EACH_VERSION): a targeted poll
                 elif not self._group(group_plan, gathered, planner, persisted, now, report):
                     again.add(group_plan.ref)
             except Exception as exc:

@@ -9,7 +9,9 @@ the checks on the logged snapshots whose verdict the state does not hold. A late
 costs one log query (is it logged already?) and, when the log holds it (a claim pinned it on its quality verdict),
 a page of the rule's triggers, to tell whether this group ran it. A group with coverage members reads its intervals
 once. A partitioned group reads one page of its pending partitions (one query; explain: a short page, and their
-count) and, batched, the kept facts and the partition cursors of those and of the partitions its batch touched.
+count) and, batched, the kept facts and the partition cursors of those and of the partitions its batch touched;
+EACH_VERSION per partition adds at most ``max_version_reads`` next-version queries for the whole invocation
+(:class:`VersionReads`).
 
 What is read here is all the plan (:mod:`lakehook.usecases.resolve_plan`) decides on; the writes come after, in
 :mod:`lakehook.usecases.resolve_apply`. So every read sees the store as the batch found it: the snapshot log, for
@@ -25,10 +27,12 @@ from lakehook.domain.coverage import Span
 from lakehook.domain.evaluation import VersionLog, select_member, steps_by_snapshot
 from lakehook.domain.late_versions import LateVersion, passed_over
 from lakehook.domain.partition_evaluation import FactKey, PartitionFact, fact_keys, member_keys
+from lakehook.domain.partition_gaps import gap_before, gaps_shown
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Member, Mode, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, partition_cursor_id
+from lakehook.domain.verdicts import Gap
 from lakehook.domain.versions import Lineage, LoggedSnapshot, SnapshotLog, SnapshotRecord, Verdict, lineage_of
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import Deferral, GroupRef, PartitionWork, ResolutionInputs, StateChange
@@ -38,6 +42,7 @@ from lakehook.usecases.resolve_partitions import (
     EXPLAIN_PAGE,
     PartitionInputs,
     Versions,
+    brought_commits,
     brought_facts,
     brought_versions,
     in_order,
@@ -143,6 +148,7 @@ class Gathered:
     seen: dict[str, list[SnapshotRecord]]  # the snapshots the batch brought for EACH_VERSION members (logged)
     brought: dict[FactKey, PartitionFact]  # the partition facts the batch's data commits give partitioned groups
     versions: dict[FactKey, tuple[PartitionFact, ...]]  # EACH_VERSION partitioned groups: every commit of the batch
+    commits: dict[str, list[SnapshotRecord]]  # EACH_VERSION partitioned groups: the batch's commits, partitions known
     partitions: dict[GroupRef, PartitionInputs]  # each readable partitioned group: its partitions' reads
     late: list[LateVersion]  # snapshots of the batch a group ran past, not logged yet
     logs: dict[str, VersionLog]  # EACH_VERSION members' known states
@@ -274,7 +280,10 @@ class GatherInputs:
         coverage, errors = self._coverage(work, inputs, now)
         named, brought = brought_facts(work, touched)
         versions = brought_versions(work, touched)
-        partitions = self._partitions(work, inputs, named, errors, explain, wake or Wake(), versions)
+        commits = brought_commits(work, touched, batch.recorded)
+        most = self._limits.max_version_reads if self._bounded(explain) else None
+        reads = VersionReads(most, commits, now, self._limits.history_settle_ms)
+        partitions = self._partitions(work, inputs, named, errors, explain, wake or Wake(), versions, reads)
         return Gathered(
             work=work,
             inputs=inputs,
@@ -283,6 +292,7 @@ class GatherInputs:
             seen=seen,
             brought=brought,
             versions=versions,
+            commits=commits,
             partitions=partitions,
             late=self._late(work, batch.recorded, inputs.cursors),
             logs=logs,
@@ -326,6 +336,7 @@ class GatherInputs:
         explain: bool,
         wake: Wake,
         versions: Versions,
+        budget: VersionReads,
     ) -> dict[GroupRef, PartitionInputs]:
         """Each readable partitioned group: the partitions its batch names or it was given, and, when its wake asks
         for it, a page of its pending partitions (one query); then, batched, the kept facts and the cursors of them
@@ -341,20 +352,27 @@ class GatherInputs:
                 errors[ref] = ValueError("a partitioned group needs the resolver's partition store, and none is set")
                 continue
             given = named.get(ref, frozenset()) | wake.given.get(ref, frozenset())
-            read[ref] = self._partition_inputs(store, rule, group, given, wake.page(ref), explain)
+            scan = wake.page(ref)
+            if not scan[0] and in_order(rule, group) and budget.fills(store, group, inputs.states):
+                scan = (True, None)  # a commit that fills a gap of its table: a pending partition may wait at it
+            read[ref] = self._partition_inputs(store, rule, group, given, scan, explain)
             if in_order(rule, group):
-                read[ref] = self._partition_versions(store, group, read[ref], versions)
+                read[ref] = self._partition_versions(store, group, read[ref], versions, budget)
         return read
 
     def _partition_versions(
-        self, store: PartitionStore, group: Group, inputs: PartitionInputs, brought: Versions
+        self, store: PartitionStore, group: Group, inputs: PartitionInputs, brought: Versions, budget: VersionReads
     ) -> PartitionInputs:
         """EACH_VERSION per partition: for each partition with news (a kept fact or a commit of the batch newer than
         what its cursor pins), the trigger its cursor names (head of line: one batched read for them all), and per
         partitioned member its next stored version after the cursor: one query, only when the kept fact is newer (the
         batch's own versions are the plan's to add) and the partition's last run SUCCEEDED (while it has not, the
         kept fact stands for the next version: the partition waits for its run, whichever version is next); and
-        which of the batch's versions below a partition's cursor were stored already (one query each, for those)."""
+        which of the batch's versions below a partition's cursor were stored already (one batched read of those).
+
+        The next-version queries are counted against the invocation's ``budget`` (:class:`VersionReads`): a partition
+        whose queries do not fit is not evaluated here but carried to the resolver queue (``past``), as a partition
+        past the fact reads is; its late versions' checks are still made (the batch's versions are not carried)."""
         cursors: dict[str, GroupCursor | None] = {}
         for partition in inputs.partitions:
             cursor = inputs.cursors.get(partition)
@@ -365,18 +383,22 @@ class GatherInputs:
         runs = self._stores.triggers.get_many(set(names.values())) if names else {}
         previous = {p: t for p, k in names.items() if (t := runs.get(k)) is not None}
         versions: dict[str, dict[FactKey, tuple[PartitionFact, ...]]] = {}
-        read: dict[tuple[FactKey, int], tuple[PartitionFact, ...]] = {}
+        gaps: dict[str, dict[str, Gap]] = {}
+        past: list[str] = []
         for partition, cursor in cursors.items():
             run = previous.get(partition)
             held = run is not None and run.status not in (TriggerStatus.SUCCEEDED, TriggerStatus.SKIPPED)
-            for member in group.partitioned_members:
-                last = cursor.pins.get(member.asset_key) if cursor is not None else None
-                for key in member_keys(group, member, partition):
-                    found = _next_versions(store, key, last, inputs.facts.get(key), read, held)
-                    if found:
-                        versions.setdefault(partition, {})[key] = found
+            found = _partition_next(store, group, partition, cursor, inputs.facts, brought, budget, held)
+            if found is None:
+                past.append(partition)
+                continue
+            if found[0]:
+                versions[partition] = found[0]
+            if found[1]:
+                gaps[partition] = found[1]
         known = _stored_below(store, group, inputs, brought)
-        return replace(inputs, versions=versions, previous=previous, known=known)
+        read = replace(inputs, versions=versions, previous=previous, known=known, gaps=gaps)
+        return read.carrying(past) if past else read
 
     def _partition_inputs(
         self,
@@ -410,13 +432,18 @@ class GatherInputs:
             tuple(past),
         )
 
+    def _bounded(self, explain: bool) -> bool:
+        """Whether the reads of partitioned groups are bounded: what lies past a bound is carried to the resolver
+        queue (with no queue, or for explain, nothing is past it)."""
+        return self._stores.resolver_queue is not None and not explain
+
     def _within_reads(
         self, group: Group, partitions: list[str], explain: bool
     ) -> tuple[list[str], list[FactKey], list[str]]:
         """The partitions (newest first) whose facts fit in ``max_fact_reads`` (one at least; a rollup's partition
         reads a fact per unit), their fact keys, and the partitions past the bound: carried to the resolver queue,
         evaluated in a later invocation (with no queue, or for explain, nothing is past it)."""
-        bound = self._limits.max_fact_reads if self._stores.resolver_queue is not None and not explain else None
+        bound = self._limits.max_fact_reads if self._bounded(explain) else None
         kept: list[str] = []
         wanted: list[FactKey] = []
         for i, partition in enumerate(partitions):
@@ -658,19 +685,168 @@ def _has_news(
     return False
 
 
+@dataclass
+class VersionReads:
+    """EACH_VERSION per partition: the version queries one invocation makes, for all its partitioned groups (``most``:
+    ``max_version_reads``; None, no bound: explain, or no resolver queue to carry the rest), and what they read: the
+    next versions, by (fact key, cursor order), and a table's commits after a cursor's (for a gap before the next
+    version, :mod:`lakehook.domain.partition_gaps`), by (asset, cursor order), with the batch's own commits: each read
+    once per invocation, shared by the partitions and groups at that version. A partition's queries are taken whole
+    or not at all, and the first partition with some always fits (an invocation makes progress), so an invocation
+    makes at most ``max(most, two per partitioned member of one partition)`` of them."""
+
+    most: int | None
+    commits: Mapping[str, Sequence[SnapshotRecord]]  # the batch's commits whose partitions are known (logged next)
+    now: int
+    settle_ms: int = 15 * 60_000
+    used: int = 0
+    read: dict[tuple[FactKey, int], tuple[PartitionFact, ...]] = field(default_factory=dict)
+    logs: dict[tuple[str, int], SnapshotLog] = field(default_factory=dict)
+    filled: dict[str, bool] = field(default_factory=dict)  # per asset: a commit of the batch fills a gap of its table
+
+    def take(self, wanted: Mapping[FactKey, int], checked: Mapping[str, int]) -> bool:
+        """Count a partition's queries (those not made yet), if they fit: its next versions (``wanted``) and the
+        commits of its members' tables after its cursor (``checked``, for a gap before the next version)."""
+        fresh = sum((key, floor) not in self.read for key, floor in wanted.items())
+        fresh += sum((asset, floor) not in self.logs for asset, floor in checked.items())
+        if self.most is not None and self.used and self.used + fresh > self.most:
+            return False
+        self.used += fresh
+        return True
+
+    def gaps(
+        self,
+        store: PartitionStore,
+        group: Group,
+        partition: str,
+        cursor: GroupCursor,
+        versions: Mapping[FactKey, tuple[PartitionFact, ...]],
+        brought: Versions,
+    ) -> dict[str, Gap]:
+        """Per partitioned member's asset, the gap of its table's commits before the partition's next version (the
+        oldest of those read and the batch's after the cursor), unless settled: the table's commits logged after the
+        cursor's (one query per asset and cursor order, at most ``COMMITS_READ``) and the batch's."""
+        found: dict[str, Gap] = {}
+        for member in group.partitioned_members:
+            last = cursor.pins.get(member.asset_key)
+            if last is None or not gaps_shown(member.asset_key):
+                continue
+            floor = last.ordinal[0]
+            keys = member_keys(group, member, partition)
+            after = [v.order for k in keys for v in (*versions.get(k, ()), *brought.get(k, ())) if v.order > floor]
+            if not after:
+                continue
+            log = self._log(store, member.asset_key, floor)
+            gap = gap_before(member.asset_key, last, min(after), log, self.now)
+            if gap is not None:
+                found[member.asset_key] = gap
+        return found
+
+    def fills(self, store: PartitionStore, group: Group, states: Mapping[str, AssetState]) -> bool:
+        """Whether the batch brought a commit of a partitioned member of ``group`` that fills a gap of its table: one
+        older than a commit logged before (a pending partition may wait at it, so the group reads a page of them).
+        Only for a commit older than its table's newest: then one query of the commits logged after it (per asset
+        and invocation)."""
+        for member in group.partitioned_members:
+            key = member.asset_key
+            if key not in self.filled:
+                self.filled[key] = self._filled(store, key, states.get(key))
+            if self.filled[key]:
+                return True
+        return False
+
+    def _filled(self, store: PartitionStore, asset_key: str, state: AssetState | None) -> bool:
+        brought = {r.order for r in self.commits.get(asset_key, ())}
+        newest = state.latest_record.order if state is not None and state.latest_record is not None else None
+        if not brought or newest is None or min(brought) >= newest:
+            return False
+        self.used += 1
+        logged = store.commits_after(asset_key, min(brought), len(brought) + 1)
+        return any(e.record.order not in brought for e in logged)
+
+    def _log(self, store: PartitionStore, asset_key: str, floor: int) -> SnapshotLog:
+        """The asset's commits known with their partitions after ``floor``: logged, and this batch's."""
+        if (asset_key, floor) not in self.logs:
+            entries = store.commits_after(asset_key, floor, COMMITS_READ)
+            entries += [LoggedSnapshot(r, self.now) for r in self.commits.get(asset_key, ()) if r.order > floor]
+            self.logs[(asset_key, floor)] = SnapshotLog.of(entries, lineage_of(asset_key), self.settle_ms)
+        return self.logs[(asset_key, floor)]
+
+
+COMMITS_READ = 1000  # a table's commits after a partition's last run read for a gap (one query: items are small)
+
+
+def _gap_reads(
+    group: Group, partition: str, cursor: GroupCursor | None, wanted: Mapping[FactKey, int], brought: Versions
+) -> dict[str, int]:
+    """Per partitioned member whose table shows gaps and which has a version after the cursor's (kept, ``wanted``,
+    or this batch's), the order its cursor pins: the table's commits after it are read for a gap."""
+    found: dict[str, int] = {}
+    for member in group.partitioned_members if cursor is not None else ():
+        assert cursor is not None
+        last = cursor.pins.get(member.asset_key)
+        if last is None or not gaps_shown(member.asset_key):
+            continue
+        floor = last.ordinal[0]
+        keys = member_keys(group, member, partition)
+        if any(k in wanted for k in keys) or any(v.order > floor for k in keys for v in brought.get(k, ())):
+            found[member.asset_key] = floor
+    return found
+
+
+def _partition_next(
+    store: PartitionStore,
+    group: Group,
+    partition: str,
+    cursor: GroupCursor | None,
+    facts: Mapping[FactKey, PartitionFact],
+    brought: Versions,
+    budget: VersionReads,
+    held: bool,
+) -> tuple[dict[FactKey, tuple[PartitionFact, ...]], dict[str, Gap]] | None:
+    """One partition with news: its members' next stored versions (:func:`_next_versions`) and the gaps of their
+    tables before them; None when its queries do not fit in the invocation's ``budget`` (it is carried over)."""
+    wanted = _newer_keys(group, partition, cursor, facts)
+    checked = {} if held else _gap_reads(group, partition, cursor, wanted, brought)
+    if not budget.take({} if held else wanted, checked):
+        return None
+    versions: dict[FactKey, tuple[PartitionFact, ...]] = {}
+    for key, floor in wanted.items():
+        found = _next_versions(store, key, floor, facts.get(key), budget.read, held)
+        if found:
+            versions[key] = found
+    gaps = budget.gaps(store, group, partition, cursor, versions, brought) if checked and cursor is not None else {}
+    return versions, gaps
+
+
+def _newer_keys(
+    group: Group, partition: str, cursor: GroupCursor | None, facts: Mapping[FactKey, PartitionFact]
+) -> dict[FactKey, int]:
+    """The fact keys of a partition whose kept fact is newer than what its cursor pins, each with the order pinned:
+    those whose next stored version is read (one query each, unless the partition's last run holds it)."""
+    wanted: dict[FactKey, int] = {}
+    for member in group.partitioned_members:
+        last = cursor.pins.get(member.asset_key) if cursor is not None else None
+        floor = last.ordinal[0] if last is not None else -1
+        for key in member_keys(group, member, partition):
+            fact = facts.get(key)
+            if fact is not None and fact.order > floor:
+                wanted[key] = floor
+    return wanted
+
+
 def _next_versions(
     store: PartitionStore,
     key: FactKey,
-    last: PinnedInput | None,
+    floor: int,
     fact: PartitionFact | None,
     read: dict[tuple[FactKey, int], tuple[PartitionFact, ...]],
     held: bool,
 ) -> tuple[PartitionFact, ...]:
-    """One fact key of a partition under the version its cursor pins (``last``): the next stored version when the kept
+    """One fact key of a partition above the order its cursor pins (``floor``): the next stored version when the kept
     fact is newer (one query, shared by the partitions at that same version: a fan-out's; while the partition's last
     run has not succeeded, ``held``, the kept fact stands for it, unread; the fact too when no version after the
     cursor is kept); () otherwise."""
-    floor = last.ordinal[0] if last is not None else -1
     if fact is None or fact.order <= floor:
         return ()
     if held:
@@ -686,8 +862,8 @@ def _stored_below(
     store: PartitionStore, group: Group, inputs: PartitionInputs, brought: Versions
 ) -> frozenset[tuple[FactKey, int]]:
     """The batch's versions below what a partition's cursor pins that were stored already (its batch was handled
-    before: they ran or their skip was recorded then), one query each, for those only."""
-    known: set[tuple[FactKey, int]] = set()
+    before: they ran or their skip was recorded then): one batched read of those only."""
+    below: set[tuple[FactKey, int]] = set()
     for partition in inputs.partitions:
         cursor = inputs.cursors.get(partition)
         for member in group.partitioned_members if cursor is not None and cursor.seq > 0 else ():
@@ -695,17 +871,8 @@ def _stored_below(
             last = cursor.pins.get(member.asset_key)
             floor = last.ordinal[0] if last is not None else -1
             for key in member_keys(group, member, partition):
-                for version in brought.get(key, ()):
-                    below = version.order < floor and (key, version.order) not in known
-                    if below and _stored(store, key, version.order):
-                        known.add((key, version.order))
-    return frozenset(known)
-
-
-def _stored(store: PartitionStore, key: FactKey, order: int) -> bool:
-    """Whether the partition's version of that order is stored (its batch was handled before)."""
-    after = store.versions_after(key, order - 1, 1)
-    return bool(after) and after[0].order == order
+                below.update((key, version.order) for version in brought.get(key, ()) if version.order < floor)
+    return frozenset(store.stored_versions(below)) if below else frozenset()
 
 
 def _maps(group: Group, asset_key: str) -> bool:

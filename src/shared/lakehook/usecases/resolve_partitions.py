@@ -12,15 +12,18 @@ partition cursors the evaluated partitions need; the claims 50 to a transaction,
 for all partitioned groups (the rest carried to the resolver queue); one batched write of the partitions newly
 pending and one conditional delete per partition that leaves the pending list, 100 to a transaction.
 ``EACH_VERSION`` adds the batch's commits kept as the partitions' versions (batched puts), one batched read of the
-triggers the evaluated partitions' cursors name (head of line), and per partition whose run succeeded and that has
-an older version waiting, one query per partitioned member for its next version (docs/partitions.md,
-"EACH_VERSION per partition").
+triggers the evaluated partitions' cursors name (head of line), per partition whose run succeeded and that has an
+older version waiting, one query per partitioned member for its next version and one per (table, cursor order) for
+the table's commits logged after it (a gap before the next version) (at most ``max_version_reads`` an invocation:
+the partitions past them are carried to the resolver queue), one batched read of the batch's versions below their
+partition's cursor (were they kept before?), and one conditional put per commit of the batch whose partitions are
+known (the table's commit log) (docs/partitions.md, "EACH_VERSION per partition").
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from lakehook.domain.errors import ConflictError, ValidationError
@@ -42,6 +45,7 @@ from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Mode, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, next_trigger
+from lakehook.domain.verdicts import Gap
 from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import Deferral, GroupRef
@@ -72,6 +76,23 @@ def brought_versions(work: Sequence[tuple[Rule, Group]], touched: Touched) -> di
                 for fact in facts_of(group, key, parts, record):
                     found.setdefault(fact.key, {})[fact.order] = fact
     return {key: tuple(kept[o] for o in sorted(kept)) for key, kept in sorted(found.items())}
+
+
+def brought_commits(
+    work: Sequence[tuple[Rule, Group]], touched: Touched, recorded: Mapping[str, Sequence[SnapshotRecord]]
+) -> dict[str, list[SnapshotRecord]]:
+    """The commits of a batch whose partitions are known, per partitioned member of an EACH_VERSION partitioned group
+    of ``work``: each commit ``touched`` names, and each recorded one that changed no data (it touches no partition's
+    versions). A data commit recorded without its partitions is not among them: a partition's next version waits at
+    it (:mod:`lakehook.domain.partition_gaps`) until its partitions come (a part, a poll) or it settles."""
+    assets = {m.asset_key for rule, group in work if in_order(rule, group) for m in group.partitioned_members}
+    found: dict[str, dict[int, SnapshotRecord]] = {}
+    for key in sorted(assets):
+        known = [record for record, _ in touched.get(key, ())]
+        known += [record for record in recorded.get(key, ()) if not record.changes_data]
+        for record in known:
+            found.setdefault(key, {}).setdefault(record.order, record)
+    return {key: [kept[o] for o in sorted(kept)] for key, kept in found.items()}
 
 
 def touched_of_states(states: Mapping[str, AssetState]) -> dict[str, list[tuple[SnapshotRecord, TouchedPartitions]]]:
@@ -169,11 +190,24 @@ class PartitionInputs:
     versions: Mapping[str, Mapping[FactKey, tuple[PartitionFact, ...]]] = field(default_factory=dict)
     previous: Mapping[str, Trigger] = field(default_factory=dict)
     known: frozenset[tuple[FactKey, int]] = frozenset()
+    # EACH_VERSION: per partition, per partitioned member's asset, a gap of its table's commits before its next version
+    gaps: Mapping[str, Mapping[str, Gap]] = field(default_factory=dict)
 
     @property
     def partitions(self) -> list[str]:
         """The partitions to evaluate, newest first (keys of dates sort by time)."""
         return sorted(self.named | set(self.page), reverse=True)
+
+    def carrying(self, past: Sequence[str]) -> PartitionInputs:
+        """These inputs without ``past`` (a read bound reached: not evaluated here), carried to the work queue."""
+        gone = set(past)
+        return replace(
+            self,
+            named=self.named - gone,
+            page={p: m for p, m in self.page.items() if p not in gone},
+            whole=False,
+            past=(*self.past, *past),
+        )
 
 
 def facts_to_write(
@@ -431,7 +465,7 @@ class PlanPartitions:
         if not in_order(self.rule, self.group):
             return ()
         found: dict[str, Trigger] = {}
-        for partition in self.inputs.partitions:
+        for partition in (*self.inputs.partitions, *self.inputs.past):  # carried ones too: the batch is not
             cursor = self.inputs.cursors.get(partition)
             if cursor is None or cursor.seq == 0:
                 continue
@@ -477,6 +511,7 @@ class PlanPartitions:
             self.registered,
             previous=previous,
             versions=self._versions(partition),
+            gaps=self.inputs.gaps.get(partition),
         )
 
     def _versions(self, partition: str) -> dict[FactKey, list[PartitionFact]] | None:

@@ -193,7 +193,9 @@ class PlanResolution:
             if ref in self._gathered.errors:
                 raise self._gathered.errors[ref]
             if group.partition_by is not None:
-                return GroupPlan(rule, group, partitions=self.partitions(rule, group)(budget))
+                planned = self.partitions(rule, group)(budget)
+                gaps = tuple(gap for p in planned.partitions for gap in p.verdict.gaps)  # EACH_VERSION: polled for
+                return GroupPlan(rule, group, partitions=planned, gaps=gaps)
             while len(claims) < budget:
                 verdict = self._evaluate(rule, group, cursor, previous)
                 verdicts.append(verdict)

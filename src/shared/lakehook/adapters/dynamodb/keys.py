@@ -153,6 +153,7 @@ def cursor_key(rule_id: str, group_id: str) -> dict[str, str]:
 PARTITION_FACT_PREFIX = "PFACT#"
 PENDING_PARTITION_PREFIX = "PPEND#"
 PARTITION_VERSION_PREFIX = "PVER#"
+PARTITION_COMMIT_PREFIX = "PCOMMIT#"  # EACH_VERSION per partition: the commits whose partitions are known
 
 
 def partition_fact_key(asset_key: str, mapping: str, partition: str) -> dict[str, str]:
@@ -169,6 +170,11 @@ def partition_versions_prefix(mapping: str, partition: str) -> str:
 def partition_version_key(asset_key: str, mapping: str, partition: str, order: int) -> dict[str, str]:
     """Fixed width, so a partition's versions sort by order."""
     return {"PK": asset_pk(asset_key), "SK": f"{partition_versions_prefix(mapping, partition)}{max(order, 0):020d}"}
+
+
+def partition_commit_key(asset_key: str, order: int) -> dict[str, str]:
+    """Fixed width, so a table's commits sort by order."""
+    return {"PK": asset_pk(asset_key), "SK": f"{PARTITION_COMMIT_PREFIX}{max(order, 0):020d}"}
 
 
 def pending_partitions_prefix(group_id: str) -> str:

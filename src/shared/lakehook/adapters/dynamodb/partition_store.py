@@ -3,6 +3,7 @@ partitions."""
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
@@ -13,12 +14,14 @@ from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import batch_get, integral
 from lakehook.adapters.dynamodb.transactions import write_each
 from lakehook.domain.partition_evaluation import FactKey, PartitionFact
+from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord
 from lakehook.ports.partitions import PartitionStore
 
 
 class DynamoDBPartitionStore(PartitionStore):
     """``ASSET#<assetKey>`` / ``PFACT#<mapping>#<partition>``, ``ASSET#<assetKey>`` / ``PVER#<mapping>#<hash>#<order>``
-    (EACH_VERSION, TTL) and ``RULE#<ruleId>`` / ``PPEND#<groupId>#<partition>`` on the single table (keys.py)."""
+    (EACH_VERSION, TTL), ``ASSET#<assetKey>`` / ``PCOMMIT#<order>`` (EACH_VERSION: commits whose partitions are known,
+    TTL) and ``RULE#<ruleId>`` / ``PPEND#<groupId>#<partition>`` on the single table (keys.py)."""
 
     def __init__(self, table: Any, retention_days: int = 14) -> None:
         self._table = table
@@ -82,6 +85,54 @@ class DynamoDBPartitionStore(PartitionStore):
                 break
             kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
         return found[:limit]
+
+    def log_commits(self, commits: Mapping[str, Sequence[SnapshotRecord]], now_ms: int) -> None:
+        """Conditional puts of the commits not logged yet, 100 to a transaction (a redelivered commit keeps its first
+        ``recordedAt``)."""
+        unique = {(asset, r.order): r for asset, records in commits.items() for r in reversed(records)}
+        actions = [
+            {
+                "Put": {
+                    "TableName": self._name,
+                    "Item": {
+                        **keys.partition_commit_key(asset_key, order),
+                        keys.ITEM_TYPE: "PARTITION_COMMIT",
+                        "recordedAt": now_ms,
+                        "body": json.dumps(record.to_api(), separators=(",", ":"), sort_keys=True),
+                        keys.TTL_ATTRIBUTE: now_ms // 1000 + self._retention_seconds,
+                    },
+                    "ConditionExpression": "attribute_not_exists(PK)",
+                }
+            }
+            for (asset_key, order), record in sorted(unique.items())
+        ]
+        write_each(self._client, actions)
+
+    def commits_after(self, asset_key: str, order: int, limit: int) -> list[LoggedSnapshot]:
+        low = keys.partition_commit_key(asset_key, order + 1)["SK"]
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": Key("PK").eq(keys.asset_pk(asset_key))
+            & Key("SK").between(low, keys.PARTITION_COMMIT_PREFIX + "~"),
+            "ConsistentRead": True,
+            "Limit": limit,
+        }
+        found: list[LoggedSnapshot] = []
+        while len(found) < limit:
+            answer = self._table.query(**kwargs)
+            for item in answer.get("Items", []):
+                record = SnapshotRecord.model_validate(json.loads(item["body"]))
+                if record.order > order:
+                    found.append(LoggedSnapshot(record, int(item["recordedAt"])))
+            if "LastEvaluatedKey" not in answer:
+                break
+            kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+        return found[:limit]
+
+    def stored_versions(self, wanted: Collection[tuple[FactKey, int]]) -> set[tuple[FactKey, int]]:
+        """Batched reads (100 a request) of the version items themselves."""
+        items = [keys.partition_version_key(*key, order) for key, order in wanted]
+        found = (_fact(integral(item)) for item in batch_get(self._client, self._name, items)) if items else ()
+        return {(version.key, version.order) for version in found}
 
     def mark_pending(self, rule_id: str, group_id: str, partitions: Collection[str], now_ms: int) -> None:
         with self._table.batch_writer(overwrite_by_pkeys=["PK", "SK"]) as batch:

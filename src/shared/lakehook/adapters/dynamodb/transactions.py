@@ -47,11 +47,13 @@ MAX_TRANSACTION_ITEMS = 100  # DynamoDB's limit of actions in one TransactWriteI
 
 def write_each(client: Any, actions: Sequence[dict[str, Any]]) -> list[bool]:
     """Conditional writes (TransactWriteItems actions on items keyed ``PK``/``SK``), made in order, in transactions
-    of up to :data:`MAX_TRANSACTION_ITEMS` (:func:`_one_transaction`): per action, whether it was made (False: its
-    condition failed). A transaction cancelled by failed conditions is made again without those actions (none of
-    its actions was made); one a concurrent transaction conflicted with is made again action by action, each its
-    own transaction, so a conflict there raises (the caller's batch is retried). Each transaction carries a
-    ``ClientRequestToken``, so an SDK retry of one that was made answers success instead of failed conditions.
+    of up to :data:`MAX_TRANSACTION_ITEMS` (:func:`_one_transaction`; one action alone is the single conditional
+    ``PutItem`` or ``DeleteItem`` it describes): per action, whether it was made (False: its condition failed). A
+    transaction cancelled by failed conditions is made again without those actions (none of its actions was made);
+    one a concurrent transaction conflicted with is made again action by action, where any error but a failed
+    condition raises (the caller's batch is retried). Each transaction carries a ``ClientRequestToken``, so an SDK
+    retry of one that was made answers success instead of failed conditions (a single write retried so answers its
+    condition failed: callers whose writes are idempotent, as facts, marks and logs are, need not tell).
 
     A transaction of n writes is one request where n single writes are n: what a batch of conditional writes costs
     in requests and time (DynamoDB bills each item of a transaction two write units, a single write one)."""
@@ -88,7 +90,10 @@ def _one_transaction(actions: Sequence[dict[str, Any]], waiting: Sequence[int]) 
 
 def _transact(client: Any, actions: Sequence[dict[str, Any]], *, retry_alone: bool) -> set[int] | None:
     """One transaction: the positions whose condition failed (empty: it was made); None when a concurrent
-    transaction conflicted with it and ``retry_alone`` (else that raises, as every other error does)."""
+    transaction conflicted with it and ``retry_alone`` (else that raises, as every other error does). One action is
+    made as the single conditional write it is (``PutItem`` or ``DeleteItem``: one write unit, not two)."""
+    if len(actions) == 1:
+        return _alone(client, actions[0])
     try:
         client.transact_write_items(TransactItems=list(actions), ClientRequestToken=uuid.uuid4().hex)
     except ClientError as exc:
@@ -100,5 +105,18 @@ def _transact(client: Any, actions: Sequence[dict[str, Any]], *, retry_alone: bo
             return {n for n, code in enumerate(codes) if code == CONDITION_FAILED}
         if retry_alone and set(codes) <= {"None", CONDITION_FAILED, CONFLICT}:
             return None
+        raise
+    return set()
+
+
+def _alone(client: Any, action: dict[str, Any]) -> set[int]:
+    """One action as its own conditional write: {0} when its condition failed, else empty."""
+    [(kind, request)] = action.items()
+    write = getattr(client, {"Put": "put_item", "Delete": "delete_item"}[kind])
+    try:
+        write(**request)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            return {0}
         raise
     return set()

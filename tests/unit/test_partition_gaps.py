@@ -1,0 +1,162 @@
+"""EACH_VERSION per partition at a gap of its table's commits (docs/partitions.md, "A gap before a partition's next
+version"): a partition's versions are the commits known to touch it, so while a commit of the table between its
+last run and its next version is not known with its partitions (its record not delivered yet, or its event came
+without them) the partition waits, visibly (WAITING_FOR_VERSION naming the gap), and goes on when the commit comes
+(it runs first if it touched the partition) or once the gap settled (``history_settle_ms``: then a commit that comes
+later is recorded SKIPPED there). On the in-memory stores, the clock moved by the test."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lakehook.domain.events import AssetEvent, SourceType
+from lakehook.domain.late_versions import is_late_skip
+from lakehook.domain.state import snapshot_record
+from lakehook.domain.status import Status
+from lakehook.ports.rules import StateChange
+from lakehook.usecases.resolve_report import ResolverLimits
+from tests.unit.test_partition_each_version import InOrder, P, Q, each, orders_of
+from tests.unit.test_partition_resolve import ORDERS, PAYMENTS
+
+SETTLE = ResolverLimits().history_settle_ms
+
+
+def _held(lake: InOrder, asset: str) -> list[StateChange]:
+    """The stream records of ``asset`` not delivered yet, taken out of the stream (delivered later, by hand)."""
+    return lake.stream.pop(asset, [])
+
+
+def _unknown(lake: InOrder, asset: str, sid: int) -> None:
+    """A commit pushed without its partitions: its event's stream record, and the state's."""
+    event = AssetEvent(eventType="SNAPSHOT_COMMITTED", assetKey=asset, snapshotId=sid)
+    lake.ingest.ingest(event, SourceType.PUSH)
+    lake.stream.setdefault(asset, []).append(StateChange(asset, snapshot=snapshot_record(event)))
+    state = lake.store.get_state(asset)
+    assert state is not None and (state.latest_partitions is None or state.latest_partitions.order != sid)
+    lake.stream[asset].append(StateChange(asset, state))
+
+
+def test_a_partition_waits_at_a_commit_not_known_yet_and_runs_in_order_once_it_comes() -> None:
+    lake = InOrder(each())
+    lake.commit(PAYMENTS, 7, P)
+    lake.commit(ORDERS, 1, P)
+    lake.deliver()
+    lake.commit(ORDERS, 2, P)
+    two = _held(lake, ORDERS)  # its stream records are late
+    lake.commit(ORDERS, 3, P)
+    lake.deliver()
+    assert orders_of(lake) == [1]  # 3 does not run before 2, which the table's log says exists
+    line = lake.line(P)
+    assert line["status"] == Status.WAITING_FOR_VERSION.value
+    assert "after 1" in line["reason"] and "next known is 3" in line["reason"] and f"dt={P}" in line["reason"]
+    lake.dispatch(lake.resolve(two))
+    assert orders_of(lake) == [1, 2, 3] and lake.skips() == {}
+
+
+def test_a_commit_of_other_partitions_fills_the_gap_and_the_partition_goes_on_at_once() -> None:
+    lake = InOrder(each())
+    lake.commit(PAYMENTS, 7, P, Q)
+    lake.commit(ORDERS, 1, P)
+    lake.deliver()
+    lake.commit(ORDERS, 2, Q)
+    two = _held(lake, ORDERS)
+    lake.commit(ORDERS, 3, P)
+    lake.deliver()
+    assert orders_of(lake) == [1] and lake.line(P)["status"] == Status.WAITING_FOR_VERSION.value
+    lake.dispatch(lake.resolve(two))  # 2 touched Q only: P's next version is 3, now known to follow
+    assert orders_of(lake) == [1, 3] and orders_of(lake, Q) == [2]
+
+
+def test_a_gap_that_never_fills_settles_and_a_commit_that_comes_later_is_recorded_skipped() -> None:
+    lake = InOrder(each())
+    lake.commit(PAYMENTS, 7, P)
+    lake.commit(ORDERS, 1, P)
+    lake.deliver()
+    lake.commit(ORDERS, 2, P)
+    two = _held(lake, ORDERS)
+    lake.commit(ORDERS, 3, P)
+    lake.deliver()
+    lake.sweep(SETTLE - 1)
+    assert orders_of(lake) == [1]
+    lake.sweep(1)  # the deferral at the end of the settle time
+    assert orders_of(lake) == [1, 3]
+    lake.dispatch(lake.resolve(two))
+    assert orders_of(lake) == [1, 3]
+    reason = lake.skips()[(f"dt={P}", 2)]
+    assert reason is not None and "after 3 ran" in reason
+
+
+def test_a_commit_pushed_without_its_partitions_is_a_gap_until_they_come() -> None:
+    lake = InOrder(each())
+    lake.commit(PAYMENTS, 7, P)
+    lake.commit(ORDERS, 1, P)
+    lake.deliver()
+    _unknown(lake, ORDERS, 2)  # its event names no partition: which it touched is not known
+    lake.commit(ORDERS, 3, P)
+    lake.deliver()
+    assert orders_of(lake) == [1] and lake.line(P)["status"] == Status.WAITING_FOR_VERSION.value
+    lake.sweep(SETTLE)
+    assert orders_of(lake) == [1, 3]
+
+
+def _runs_of(lake: InOrder, day: str) -> list[tuple[int, int]]:
+    """The runs of ``day`` in claim order: the orders commit each pinned, and when it was claimed."""
+    runs = []
+    for key in lake.triggers.claim_order:
+        trigger = lake.triggers.triggers[key]
+        if trigger.partition == f"dt={day}" and not is_late_skip(trigger):
+            sid = {p.asset_key: p.snapshot_id for p in trigger.inputs}[ORDERS]
+            assert sid is not None
+            runs.append((sid, trigger.created_at))
+    return runs
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    touched=st.lists(st.sets(st.sampled_from([P, Q]), min_size=1), min_size=1, max_size=6),
+    data=st.data(),
+)
+def test_no_version_runs_past_a_commit_of_its_table_still_to_come_unless_that_gap_settled(
+    touched: list[set[str]], data: st.DataObject
+) -> None:
+    """Commits 2, 3, … of orders (each touching P, Q or both) are made in order, and their stream records delivered
+    in any order, the clock moving by less or more than the settle time between deliveries (every run succeeding at
+    once). Whenever a day runs a version, every commit of the table between its previous run and that version was
+    delivered, or the gap it left had settled (the settle time had passed since the commit after it was delivered);
+    at the end every commit touching a day ran there, in order, or is recorded SKIPPED because it came after a newer
+    one ran; and no day is left waiting."""
+    lake = InOrder(each())
+    lake.commit(PAYMENTS, 7, P, Q)
+    lake.commit(ORDERS, 1, P, Q)
+    lake.deliver()
+    held: dict[int, list[StateChange]] = {}
+    sids = list(range(2, len(touched) + 2))
+    for sid, days in zip(sids, touched, strict=True):
+        lake.commit(ORDERS, sid, *sorted(days))
+        held[sid] = _held(lake, ORDERS)
+    delivered: dict[int, int] = {1: lake.now}
+    for sid in data.draw(st.permutations(sids), label="delivery order"):
+        wait = data.draw(st.sampled_from([0, SETTLE // 3, SETTLE + 1]), label="wait")
+        lake.sweep(wait)
+        lake.now += 1  # after what the sweep ran
+        delivered[sid] = lake.now
+        lake.dispatch(lake.resolve(held[sid]))
+    lake.sweep(SETTLE + 1)
+    skipped = lake.skips()
+    for day in (P, Q):
+        runs = _runs_of(lake, day)
+        orders = [sid for sid, _ in runs]
+        assert orders == sorted(set(orders))
+        for (last, _), (version, at) in pairwise(runs):
+            between = range(last + 1, version)
+            for hole in (c for c in between if delivered[c] > at and (c - 1 == last or delivered[c - 1] <= at)):
+                after = next(c for c in range(hole + 1, version + 1) if delivered[c] <= at)
+                assert at >= delivered[after] + SETTLE, (day, last, version, hole)
+        wanted = {1} | {sid for sid, days in zip(sids, touched, strict=True) if day in days}
+        late = {sid for (part, sid) in skipped if part == f"dt={day}"}
+        assert set(orders) | late == wanted and not set(orders) & late
+        assert all(any(v > sid and at <= delivered[sid] for v, at in runs) for sid in late)  # a newer one ran first
+        assert lake.line(day)["status"] == Status.WAITING_FOR_UPDATE.value
