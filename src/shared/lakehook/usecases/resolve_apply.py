@@ -43,10 +43,11 @@ from lakehook.ports.rules import (
     RuleError,
     StateChange,
 )
+from lakehook.usecases.planned_claims import PlannedClaim
 from lakehook.usecases.resolve_continue import group_messages, next_page_message, slice_message, slices
 from lakehook.usecases.resolve_gather import Gathered
 from lakehook.usecases.resolve_partitions import PartitionPlan, PartitionsPlan
-from lakehook.usecases.resolve_plan import GroupPlan, Plan, PlannedClaim, PlanResolution
+from lakehook.usecases.resolve_plan import GroupPlan, Plan, PlanResolution
 from lakehook.usecases.resolve_report import (
     ResolveReport,
     ResolverLimits,

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from lakehook.domain.errors import ConflictError, ValidationError
-from lakehook.domain.evaluation import GroupEvaluation, Status, backfills_of
+from lakehook.domain.evaluation import GroupEvaluation, Status
 from lakehook.domain.late_versions import late_in_partition
 from lakehook.domain.partition_evaluation import (
     FactKey,
@@ -44,11 +44,12 @@ from lakehook.domain.partition_evaluation import (
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Mode, Rule
 from lakehook.domain.state import AssetState
-from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, next_trigger
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger
 from lakehook.domain.verdicts import Gap
 from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import Deferral, GroupRef
+from lakehook.usecases.planned_claims import PlannedClaim, plan_claim
 
 EXPLAIN_PAGE = 20  # partitions explain shows per group
 
@@ -277,23 +278,6 @@ class PlannedFact:
 
 
 @dataclass(frozen=True)
-class PlannedPartitionClaim:
-    """One partition's claim: the trigger, the partition cursor it is conditional on (None: the partition never
-    ran), the cursor it starts from, and what moving the cursor needs (the members' backfills; a window behind the
-    newest closed one is counted in the partition's catch-up)."""
-
-    trigger: Trigger
-    expected: GroupCursor | None
-    base: GroupCursor
-    backfills: Mapping[str, str] = field(default_factory=dict)
-    catch_up_at: int | None = None
-
-    def moved(self) -> GroupCursor:
-        """The partition's cursor once this claim is made."""
-        return self.base.after(self.trigger, dict(self.backfills), catch_up_at=self.catch_up_at)
-
-
-@dataclass(frozen=True)
 class PartitionPlan:
     """One partition: its verdict now (what explain shows) under ``cursor``, the claim to make, the verdict it
     settles on (after the claim; ``verdict`` when none), whether it stays pending and why, and a deferral."""
@@ -301,7 +285,7 @@ class PartitionPlan:
     partition: str
     cursor: GroupCursor | None
     verdict: GroupEvaluation
-    claim: PlannedPartitionClaim | None
+    claim: PlannedClaim | None
     settled: GroupEvaluation
     pending: PendingWhy
     defer: tuple[int, PartitionDeferWhy] | None
@@ -341,7 +325,7 @@ class PartitionsPlan:
     skips: tuple[Trigger, ...] = ()  # EACH_VERSION: commits that touched a partition after it ran a newer one
 
     @property
-    def claims(self) -> tuple[PlannedPartitionClaim, ...]:
+    def claims(self) -> tuple[PlannedClaim, ...]:
         return tuple(p.claim for p in self.partitions if p.claim is not None)
 
     def board(self, group: Group, *, explain: bool) -> GroupEvaluation:
@@ -522,24 +506,8 @@ class PlanPartitions:
         read = self.inputs.versions.get(partition, {})
         return {k: [*read.get(k, ()), *self.versions.get(k, ())] for k in fact_keys(self.group, partition)}
 
-    def _claim(self, partition: str, verdict: GroupEvaluation, cursor: GroupCursor | None) -> PlannedPartitionClaim:
-        rule, group = self.rule, self.group
-        base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id, partition)
-        trigger = next_trigger(
-            rule.rule_id,
-            group.group_id,
-            base,
-            verdict.pins,
-            status=TriggerStatus.SKIPPED if verdict.skip else TriggerStatus.TRIGGERING,
-            reason=verdict.reason,
-            now=self.now,
-            window=verdict.window,
-            partition=partition,
-        )
-        if in_order(rule, group):  # its SUCCEEDED wakes the resolver for the partition's next version
-            trigger = trigger.model_copy(update={"in_order": True})
-        catch_up = trigger.created_at if verdict.backlog is not None else None
-        return PlannedPartitionClaim(trigger, cursor, base, backfills_of(group, self.states), catch_up)
+    def _claim(self, partition: str, verdict: GroupEvaluation, cursor: GroupCursor | None) -> PlannedClaim:
+        return plan_claim(self.rule, self.group, verdict, cursor, self.states, self.now, partition)
 
 
 # Verdicts that lift by themselves at ``until`` (a covered window closes when its lateness has passed).

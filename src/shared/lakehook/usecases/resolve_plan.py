@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from lakehook.domain.errors import UnreadableItemError
-from lakehook.domain.evaluation import Gap, GroupEvaluation, Status, backfills_of, evaluate_group
+from lakehook.domain.evaluation import Gap, GroupEvaluation, Status, evaluate_group
 from lakehook.domain.partition_evaluation import PartitionFact
 from lakehook.domain.rules import Group, Rule
 from lakehook.domain.schedule_explanation import ScheduleExplanation
-from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, next_trigger
+from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.ports.rules import Deferral, GroupRef
+from lakehook.usecases.planned_claims import PlannedClaim, plan_claim
 from lakehook.usecases.resolve_gather import Gathered, each_version
 from lakehook.usecases.resolve_partitions import (
     TIMED,
@@ -47,34 +48,6 @@ class DeferWhy(StrEnum):
 class PlannedDeferral:
     deferral: Deferral
     why: DeferWhy
-
-
-@dataclass(frozen=True)
-class PlannedClaim:
-    """One claim: the trigger (its pins as evaluated: the apply describes them for the run manifest, which never
-    changes the key), the cursor the claim is conditional on (None: the group has none yet), the cursor it starts
-    from, and what moving the cursor needs."""
-
-    trigger: Trigger
-    expected: GroupCursor | None
-    base: GroupCursor
-    backfills: dict[str, str]
-    catch_up_at: int | None  # a window behind the newest closed one: counted in the cursor's catch-up
-    log_pins: bool  # EACH_VERSION: log pinned snapshots known only from the state first (not taken for late ones)
-
-    def with_pins(self, pins: tuple[PinnedInput, ...]) -> PlannedClaim:
-        return PlannedClaim(
-            self.trigger.model_copy(update={"inputs": pins}),
-            self.expected,
-            self.base,
-            self.backfills,
-            self.catch_up_at,
-            self.log_pins,
-        )
-
-    def moved(self) -> GroupCursor:
-        """The group's cursor once this claim is made."""
-        return self.base.after(self.trigger, self.backfills, catch_up_at=self.catch_up_at)
 
 
 @dataclass(frozen=True)
@@ -245,21 +218,7 @@ class PlanResolution:
         )
 
     def _claim(self, rule: Rule, group: Group, verdict: GroupEvaluation, cursor: GroupCursor | None) -> PlannedClaim:
-        base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id)
-        status = TriggerStatus.SKIPPED if verdict.skip else TriggerStatus.TRIGGERING
-        trigger = next_trigger(
-            rule.rule_id,
-            group.group_id,
-            base,
-            verdict.pins,
-            status=status,
-            reason=verdict.reason,
-            now=self._now,
-            window=verdict.window,
-        )
-        catch_up = trigger.created_at if verdict.backlog is not None else None
-        backfills = backfills_of(group, self._gathered.inputs.states)
-        return PlannedClaim(trigger, cursor, base, backfills, catch_up, log_pins=each_version(rule, group))
+        return plan_claim(rule, group, verdict, cursor, self._gathered.inputs.states, self._now)
 
     def _settle(
         self, rule: Rule, group: Group, verdicts: list[GroupEvaluation], claims: list[PlannedClaim]

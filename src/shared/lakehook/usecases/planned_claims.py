@@ -1,0 +1,76 @@
+"""A planned claim, of a group or of one partition of a partitioned group: the trigger a READY verdict makes, the
+cursor it is conditional on and what moving that cursor needs (:func:`plan_claim`). Both plans make their claims
+here, so a claim means the same on both paths; the apply makes them (one at a time for a group, in transactions of
+50 for partitions)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from lakehook.domain.evaluation import GroupEvaluation, backfills_of
+from lakehook.domain.rules import Group, Mode, Rule
+from lakehook.domain.state import AssetState
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, next_trigger
+
+
+@dataclass(frozen=True)
+class PlannedClaim:
+    """One claim: the trigger (its pins as evaluated: the apply describes them for the run manifest, which never
+    changes the key), the cursor the claim is conditional on (None: the group, or the partition, never ran), the
+    cursor it starts from, and what moving the cursor needs (the members' backfills; a window behind the newest
+    closed one is counted in the catch-up). ``log_pins``: an EACH_VERSION group logs pinned snapshots known only from
+    the state first (not taken for late ones)."""
+
+    trigger: Trigger
+    expected: GroupCursor | None
+    base: GroupCursor
+    backfills: Mapping[str, str] = field(default_factory=dict)
+    catch_up_at: int | None = None
+    log_pins: bool = False
+
+    def with_pins(self, pins: tuple[PinnedInput, ...]) -> PlannedClaim:
+        return PlannedClaim(
+            self.trigger.model_copy(update={"inputs": pins}),
+            self.expected,
+            self.base,
+            self.backfills,
+            self.catch_up_at,
+            self.log_pins,
+        )
+
+    def moved(self) -> GroupCursor:
+        """The group's (or the partition's) cursor once this claim is made."""
+        return self.base.after(self.trigger, dict(self.backfills), catch_up_at=self.catch_up_at)
+
+
+def plan_claim(
+    rule: Rule,
+    group: Group,
+    verdict: GroupEvaluation,
+    cursor: GroupCursor | None,
+    states: Mapping[str, AssetState],
+    now: int,
+    partition: str | None = None,
+) -> PlannedClaim:
+    """The claim of a READY ``verdict`` of ``group`` (of its ``partition``) under ``cursor``: a SKIPPED trigger when
+    the verdict skips; for EACH_VERSION, a partition's trigger is ``in_order`` (its SUCCEEDED wakes the resolver for
+    the partition's next version) and a group's logs its pins."""
+    base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id, partition)
+    trigger = next_trigger(
+        rule.rule_id,
+        group.group_id,
+        base,
+        verdict.pins,
+        status=TriggerStatus.SKIPPED if verdict.skip else TriggerStatus.TRIGGERING,
+        reason=verdict.reason,
+        now=now,
+        window=verdict.window,
+        partition=partition,
+    )
+    each_version = rule.policy.mode is Mode.EACH_VERSION
+    if each_version and partition is not None:
+        trigger = trigger.model_copy(update={"in_order": True})
+    catch_up = trigger.created_at if verdict.backlog is not None else None
+    log_pins = each_version and partition is None and group.window is None
+    return PlannedClaim(trigger, cursor, base, backfills_of(group, states), catch_up, log_pins)
