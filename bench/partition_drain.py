@@ -11,11 +11,12 @@ Two parts (issue 33):
   TransactWriteItems, BatchWriteItem, SendMessageBatch), the most items it wrote (each item of a transaction or a
   batch) and of them partition facts, DynamoDB + SQS requests per partition run, and the wall time of the whole
   drain on this machine.
-- **the local stack** (`LocalStack`: every function of template.yaml on moto over loopback): a signed push of an
-  orders commit touching 1,000 days that payments touched before; the time from the push to the last of the 1,000
-  partition runs claimed, followed on the table's stream (each claim's INSERT, read from moto's memory: following
-  costs the stack nothing; until 2026-12-07 a `GET /triggers` listing every half second, whose queries kept moto
-  busy), and the runs then counted through `GET /triggers`.
+- **the local stack** (`LocalStack`: every function of template.yaml on moto over loopback, one rule): the same
+  shapes as signed pushes of orders to days payments touched before (a commit's keys 1,000 an event, one push an
+  event; the ten pushes back to back, ten events each); the time from the first push to the first run of the last
+  day touched, followed on the table's stream (each claim's INSERT, read from moto's memory: following costs the
+  stack nothing), and the runs then counted through `GET /triggers` once the stack is idle (in the ten pushes' shape
+  a day a later event touched after its first run runs again: ALL_UPDATED).
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ TABLE = "lakehook-bench"
 ORDERS = "paimon://lake/ods/orders"
 PAYMENTS = "paimon://lake/ods/payments"
 WRITES = ("UpdateItem", "PutItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem", "SendMessageBatch")
-LOCAL_PARTITIONS = int(os.environ.get("LAKEHOOK_BENCH_DRAIN_LOCAL", "1000"))
 STALL_SECONDS = 300  # the local wait gives up after this long without a new run
 
 
@@ -199,7 +199,8 @@ def _scenario(name: str, rules: int, commits: list[list[str]]) -> dict[str, Any]
 class _Claims:
     """The partition runs claimed, as the table's stream shows them (each claim's INSERT), read from moto's memory in
     the stack's process: following the drain costs the stack nothing (a listing through the API at every look, as
-    this bench did before, kept moto busy with its own queries all along the drain)."""
+    this bench did before, kept moto busy with its own queries all along the drain). ``first`` holds when each
+    partition's first run was seen: the time to the last partition's run is its latest."""
 
     def __init__(self, stack: Any, rule_id: str) -> None:
         from lakehook.local.moto_streams import MotoStreamReader
@@ -208,16 +209,21 @@ class _Claims:
         self._reader = MotoStreamReader(arn)
         self._rule = rule_id
         self.at: list[float] = []  # when each claim was seen (time.monotonic)
+        self.first: dict[str, float] = {}  # per partition, when its first run was seen
         self.read()  # what came before is not this drain's
+        self.at.clear()
+        self.first.clear()
 
     def read(self) -> int:
-        """Take the new records: how many claims this drain has made so far."""
+        """Take the new records: how many partitions have run so far in this drain."""
         for record in self._reader.read(limit=100_000):
             image = record.get("dynamodb", {}).get("NewImage", {})
             kind, rule = image.get("itemType", {}).get("S"), image.get("ruleId", {}).get("S")
             if record.get("eventName") == "INSERT" and kind == "TRIGGER" and rule == self._rule:
-                self.at.append(time.monotonic())
-        return len(self.at)
+                seen = time.monotonic()
+                self.at.append(seen)
+                self.first.setdefault(image.get("partition", {}).get("S", ""), seen)
+        return len(self.first)
 
 
 def _listed(url: str, admin: dict[str, str]) -> int:
@@ -237,15 +243,26 @@ def _listed(url: str, admin: dict[str, str]) -> int:
             return count
 
 
-def _local(partitions: int) -> dict[str, Any]:
-    """The time from a push touching ``partitions`` days to the last of their runs claimed, on the local stack."""
+Push = list[list[str]]
+"""one signed push (one HTTP request to the API): its events, each a commit of orders naming its keys (<= 1,000)"""
+
+
+def _one_push_each(days: list[str]) -> list[Push]:
+    """A commit touching ``days``: its keys 1,000 an event (a snapshot each), one push each."""
+    return [[days[start : start + 1000]] for start in range(0, len(days), 1000)]
+
+
+def _local(name: str, pushes: list[Push]) -> dict[str, Any]:
+    """The time from the first of ``pushes`` of orders (sent back to back) to the first run of the last of the days
+    they touched, on the local stack, payments having touched every day before; the runs are then counted through
+    ``GET /triggers`` once the stack is idle (a day a later commit touched after its first run runs again)."""
     import requests
 
     from bench.push_clients import push
     from lakehook.local.runtime import LocalStack
 
     admin = {"Authorization": "Bearer bench-admin"}
-    days = _days(partitions)
+    days = sorted({d for p in pushes for keys in p for d in keys})
     with LocalStack(
         port=0,
         admin_token="bench-admin",
@@ -261,37 +278,43 @@ def _local(partitions: int) -> dict[str, Any]:
         if answer.status_code >= 400:
             raise SystemExit(f"PUT /rules/daily answered {answer.status_code}: {answer.text}")
 
-        def commit(asset: str, sid: int) -> None:
-            for start in range(0, partitions, 1000):
-                event = {"eventType": "SNAPSHOT_COMMITTED", "assetKey": asset, "snapshotId": sid + start // 1000}
-                push(requests.Session(), url, secret, [{**event, "partitions": days[start : start + 1000]}])
+        def send(asset: str, commits: list[Push]) -> None:
+            sid = 1
+            with requests.Session() as session:
+                for events in commits:
+                    body = []
+                    for keys in events:
+                        body.append({"eventType": "SNAPSHOT_COMMITTED", "assetKey": asset, "snapshotId": sid})
+                        body[-1]["partitions"] = keys
+                        sid += 1
+                    push(session, url, secret, body)
 
-        commit(PAYMENTS, 1)
+        send(PAYMENTS, _one_push_each(days))
         stack.wait_idle(timeout=600)
         claims = _Claims(stack, "daily")
         began = time.monotonic()
-        commit(ORDERS, 1)
+        send(ORDERS, pushes)
         pushed = time.monotonic() - began
         last_change = time.monotonic()
-        while claims.read() < partitions:
+        while claims.read() < len(days):
             if claims.at and claims.at[-1] > last_change:
                 last_change = claims.at[-1]
             elif time.monotonic() - last_change > STALL_SECONDS:
-                raise SystemExit(f"local drain stalled: {len(claims.at)} of {partitions} partition runs claimed")
+                raise SystemExit(f"local drain stalled: {len(claims.first)} of {len(days)} partitions ran")
             time.sleep(0.1)
-        last = claims.at[partitions - 1] - began
+        firsts = sorted(claims.first.values())
+        stack.wait_idle(timeout=STALL_SECONDS)
         listed = _listed(url, admin)
-        if listed != partitions:
-            raise SystemExit(f"GET /triggers lists {listed} runs of {partitions}")
-        marks = [round(claims.at[n - 1] - began, 1) for n in range(partitions // 6, partitions + 1, partitions // 6)]
+        if listed < len(days):
+            raise SystemExit(f"GET /triggers lists {listed} runs of {len(days)} partitions")
+        step = max(1, len(days) // 6)
+        marks = [(round(firsts[n - 1] - began, 1), n) for n in range(step, len(days) + 1, step)]
         return {
-            "shape": f"one push touching {partitions:,} partitions (local stack)",
+            "shape": f"{name} (local stack)",
             "partition runs": f"{listed:,}",
-            "seconds from the push to the last run claimed": round(last, 1),
-            "seconds the push took": round(pushed, 1),
-            "runs claimed by then (s: runs)": ", ".join(
-                f"{t}: {n}" for t, n in zip(marks, range(partitions // 6, partitions + 1, partitions // 6), strict=True)
-            ),
+            "seconds from the push to the last partition's run": round(firsts[-1] - began, 1),
+            "seconds the pushes took": round(pushed, 1),
+            "partitions run by then (s: partitions)": ", ".join(f"{t}: {n}" for t, n in marks),
         }
 
 
@@ -304,8 +327,10 @@ def run() -> list[dict[str, Any]]:
         rows += [_scenario(f"one commit touching {n:,}", 10, [_days(n)]) for n in (10, 100)]
         pushes = [tens[(n % 10) * 1000 : (n % 10) * 1000 + 1000] for n in range(100)]
         rows.append(_scenario("10 pushes of 10 events x 1,000 keys, one batch", 1, pushes))
-        if os.environ.get("LAKEHOOK_BENCH_DRAIN_LOCAL", "1000") != "0":
-            rows.append(_local(LOCAL_PARTITIONS))
+        if os.environ.get("LAKEHOOK_BENCH_DRAIN_LOCAL", "1") != "0":
+            rows += [_local(f"one commit touching {n:,}", _one_push_each(_days(n))) for n in (10, 1000, 10_000)]
+            ten = [pushes[n : n + 10] for n in range(0, 100, 10)]  # the same 100 events, ten to a push
+            rows.append(_local("10 pushes of 10 events x 1,000 keys", ten))
         return rows
     finally:
         logger.setLevel(level)

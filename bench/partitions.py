@@ -4,12 +4,13 @@ Each rule has one group keyed on `dt` over orders and payments (both partitioned
 rules share the facts). Payments has already committed data to every day; then one orders commit touches N days
 (N = 1, 100, 1,000, 10,000: the event keeps the first 1,000 keys, `truncated`), and the resolver handles its
 event's stream record (`StateChange` with the commit's partitions, as `stream_records.resolver_input` makes it).
-- requests: boto3 calls of that one invocation, exact, by operation; `PutItem` are the fact writes (one per
-  new fact, shared by the rules), `TransactWriteItems` the claims (up to 50 in one transaction, at most 100 per
-  group and invocation: the rest wait, pending, for the deferred next invocation; this resolver has no work queue,
-  `partition_drain` measures the stack's, which carries them over), `DeleteItem` the pending partitions cleared
-  (the days payments left pending), `BatchGetItem` the batched reads (states and cursors; pending marks; facts;
-  partition cursors);
+- requests: boto3 calls of that one invocation, exact, by operation; `TransactWriteItems` are the fact writes
+  (conditional puts, 100 to a transaction, shared by the rules; one alone is a `PutItem`), the claims (up to 50 in
+  one transaction, at most 100 per group and invocation: the rest wait, pending, for the deferred next invocation;
+  this resolver has no work queue, `partition_drain` measures the stack's, which carries them over, up to 1,000 an
+  invocation) and the pending partitions cleared (the days payments left pending: conditional deletes, 100 to a
+  transaction; one alone is a `DeleteItem`), `BatchGetItem` the batched reads (states and cursors; pending marks;
+  facts; partition cursors);
 - time: wall clock on this machine, on lakehook's moto adapter (`lakehook.local.moto_dynamodb`: a transaction
   journals the items it touches instead of copying the table, as the local stack runs moto).
 """

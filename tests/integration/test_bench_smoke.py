@@ -92,10 +92,17 @@ def test_resolve_states_the_share_inside_moto() -> None:
     assert row["share inside moto"].endswith("%") and row["s inside moto"] >= 0
 
 
-def test_partitions_counts_one_fact_write_per_partition_and_claims_in_one_transaction_per_group() -> None:
+def test_partitions_counts_the_facts_claims_and_clears_of_a_commit_in_transactions() -> None:
     row = bench.partitions._scenario(3, 2)
-    # 3 claims of each of the 2 rules' groups, one transaction each; no pending page
-    assert (row["PutItem"], row["claims"], row["TransactWriteItems"], row["Query"]) == (3, 6, 2, 1)
+    # the 3 facts in one transaction (shared by the rules); per rule, its 3 claims in one transaction and the 3 days
+    # payments left pending cleared in one; no pending page
+    assert (row["PutItem"], row["DeleteItem"], row["claims"], row["TransactWriteItems"], row["Query"]) == (
+        0,
+        0,
+        6,
+        1 + 2 + 2,
+        1,
+    )
 
 
 def test_localstack_times_sequential_and_concurrent_pushes(monkeypatch: pytest.MonkeyPatch) -> None:
