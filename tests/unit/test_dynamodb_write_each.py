@@ -3,7 +3,8 @@ On moto: what is made is what single conditional writes in order would make, in 
 per transaction a failed condition cancelled). Against a fake DynamoDB client answering as DynamoDB documents a
 cancelled transaction (``TransactionCanceledException`` with one ``CancellationReasons`` entry per action, in
 order: https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html): a conflict with
-another transaction is made again action by action, and any other cancellation raises."""
+another transaction is made again action by action, a throttle (or a single write meeting a transaction,
+``TransactionConflictException``) again after a backoff, a few times, and any other cancellation raises."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
-from lakehook.adapters.dynamodb.transactions import MAX_TRANSACTION_ITEMS, write_each
+from lakehook.adapters.dynamodb.transactions import MAX_TRANSACTION_ITEMS, RETRIES, write_each
 from tests.hypothesis_profiles import examples
 from tests.support import RequestCounter, create_table
 
@@ -92,10 +93,13 @@ def test_250_new_items_take_three_requests() -> None:
 
 class _Cancelling:
     """A DynamoDB client whose transactions are cancelled with the given codes per action, as DynamoDB answers,
-    until it has answered them all; then it makes each transaction (recording its actions)."""
+    until it has answered them all; then it makes each transaction (recording its actions). Its single writes are
+    refused with ``single`` errors (DynamoDB's ``TransactionConflictException`` while another transaction holds the
+    item), then made."""
 
-    def __init__(self, *answers: list[str]) -> None:
+    def __init__(self, *answers: list[str], single: list[str] | None = None) -> None:
         self.answers = list(answers)
+        self.single = list(single or [])
         self.made: list[list[str]] = []
 
     def transact_write_items(self, TransactItems: list[dict[str, Any]], ClientRequestToken: str) -> dict[str, Any]:
@@ -115,28 +119,54 @@ class _Cancelling:
         return {}
 
     def put_item(self, **request: Any) -> dict[str, Any]:
+        if self.single:
+            raise ClientError({"Error": {"Code": self.single.pop(0), "Message": "refused"}}, "PutItem")
         self.made.append([request["Item"]["PK"]])
         return {}
 
 
+def _no_wait(seconds: float) -> None:
+    assert 0 <= seconds <= 0.05 * 2**RETRIES
+
+
 def test_a_conflict_with_another_transaction_is_made_again_write_by_write() -> None:
     client = _Cancelling(["None", "TransactionConflict", "None"])
-    assert write_each(client, [put("a", 1), put("b", 1), put("c", 1)]) == [True, True, True]
+    assert write_each(client, [put("a", 1), put("b", 1), put("c", 1)], _no_wait) == [True, True, True]
     assert client.made == [["a"], ["b"], ["c"]]
 
 
 def test_a_failed_condition_drops_only_its_write_and_the_others_go_again() -> None:
     client = _Cancelling(["None", "ConditionalCheckFailed", "None"])
-    assert write_each(client, [put("a", 1), put("b", 1), put("c", 1)]) == [True, False, True]
+    assert write_each(client, [put("a", 1), put("b", 1), put("c", 1)], _no_wait) == [True, False, True]
     assert client.made == [["a", "c"]]
 
 
-@pytest.mark.parametrize(
-    "codes", [["None", "ThrottlingError"], ["ValidationError", "None"], ["TransactionConflict", "ThrottlingError"]]
-)
+@pytest.mark.parametrize("code", ["ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"])
+def test_a_throttled_transaction_is_made_again_after_a_backoff_and_raises_when_it_stays_throttled(code: str) -> None:
+    waits: list[float] = []
+    client = _Cancelling(*[["None", code]] * RETRIES)
+    assert write_each(client, [put("a", 1), put("b", 1)], waits.append) == [True, True]
+    assert client.made == [["a", "b"]] and len(waits) == RETRIES
+    with pytest.raises(ClientError):
+        write_each(_Cancelling(*[["None", code]] * (RETRIES + 1)), [put("a", 1), put("b", 1)], _no_wait)
+
+
+def test_a_single_write_meeting_another_transaction_is_made_again() -> None:
+    client = _Cancelling(single=["TransactionConflictException"] * RETRIES)
+    assert write_each(client, [put("a", 1)], _no_wait) == [True]
+    with pytest.raises(ClientError):
+        write_each(_Cancelling(single=["TransactionConflictException"] * (RETRIES + 1)), [put("a", 1)], _no_wait)
+
+
+@pytest.mark.parametrize("codes", [["ValidationError", "None"], ["None", "ItemCollectionSizeLimitExceeded"]])
 def test_any_other_cancellation_raises(codes: list[str]) -> None:
     with pytest.raises(ClientError):
-        write_each(_Cancelling(codes), [put("a", 1), put("b", 1)])
+        write_each(_Cancelling(codes), [put("a", 1), put("b", 1)], _no_wait)
+
+
+def test_any_other_error_of_a_single_write_raises() -> None:
+    with pytest.raises(ClientError):
+        write_each(_Cancelling(single=["ValidationException"]), [put("a", 1)], _no_wait)
 
 
 def test_one_write_is_a_single_conditional_write() -> None:

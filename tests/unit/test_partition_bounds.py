@@ -422,3 +422,19 @@ def test_ten_partitioned_rules_share_one_bound_of_claims_per_invocation() -> Non
     assert all(call.claims <= 150 for call in bounded.invocations)
     ran = [(t.rule_id, t.partition) for t in lake.triggers.triggers.values()]
     assert len(ran) == len(set(ran)) == 1000  # every partition of every rule, once
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(
+    keys=st.lists(st.text(min_size=1, max_size=512), min_size=1, max_size=1000, unique=True),
+    per_message=st.integers(1, 1000),
+)
+def test_a_groups_carried_partitions_go_in_messages_sqs_takes(keys: list[str], per_message: int) -> None:
+    """Ready partitions past the claims go to the queue, at most one invocation's claims a message and never past
+    SQS's 256 KiB as JSON (keys of up to 512 characters, any text: JSON escapes what is not ASCII): all, in order."""
+    from lakehook.usecases.resolve_continue import group_messages
+
+    messages = group_messages("daily", "g", keys, per_message)
+    assert [k for m in messages for k in m["partitions"]] == keys
+    assert all(len(m["partitions"]) <= per_message for m in messages)
+    assert all(len(json.dumps(m).encode()) <= 256 * 1024 for m in messages)

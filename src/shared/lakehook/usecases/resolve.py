@@ -246,6 +246,8 @@ class ResolveAssetChange:
         if queue is None:
             return batch
         kept, rest = split_batch(batch, work, self._limits.max_facts)
+        cut = {(c.asset_key, c.snapshot.order) for c in rest if c.snapshot is not None}  # commits kept in part
+        kept = replace(kept, partial=kept.partial | cut)
         if rest:
             report.carried += queue.send([slice_message(c) for c in rest])
             logger.info(

@@ -92,10 +92,11 @@ def slice_message(change: StateChange) -> dict[str, Any]:
 
 
 def group_messages(rule_id: str, group_id: str, partitions: Sequence[str], per_message: int) -> list[dict[str, Any]]:
-    """The ready partitions of a group past its claims, at most ``per_message`` (one invocation's claims) a message."""
+    """The ready partitions of a group past its claims, at most ``per_message`` (one invocation's claims) and 64 KiB
+    of keys a message (1000 keys of 512 characters would be past SQS's 256 KiB)."""
     return [
-        {"kind": CONTINUE, "ruleId": rule_id, "groupId": group_id, "partitions": list(partitions[i : i + per_message])}
-        for i in range(0, len(partitions), max(1, per_message))
+        {"kind": CONTINUE, "ruleId": rule_id, "groupId": group_id, "partitions": chunk}
+        for chunk in _chunks(partitions, max(1, per_message))
     ]
 
 

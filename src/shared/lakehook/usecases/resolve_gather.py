@@ -72,6 +72,9 @@ class Batch:
     touched: dict[str, list[tuple[SnapshotRecord, TouchedPartitions]]] | None
     sliced: list[str] = field(default_factory=list)
     bare: list[str] = field(default_factory=list)  # assets of a change that says nothing more (a recheck)
+    # commits (asset, order) of which the batch holds only some keys (a slice, a commit past its event's 1000 keys, or
+    # one whose other keys the bound carried over): not logged as known with their partitions (partition gaps)
+    partial: set[tuple[str, int]] = field(default_factory=set)
 
     @classmethod
     def empty(cls) -> Batch:
@@ -88,6 +91,7 @@ class Batch:
                     batch.sliced.append(change.asset_key)
                 if change.snapshot is not None and change.partitions is not None:
                     touched.setdefault(change.asset_key, []).append((change.snapshot, change.partitions))
+                    batch.partial.add((change.asset_key, change.snapshot.order))
                 continue
             if change.asset_key not in batch.images:
                 batch.changed.append(change.asset_key)
@@ -100,6 +104,8 @@ class Batch:
                 batch.recorded.setdefault(change.asset_key, []).append(change.snapshot)
                 if change.partitions is not None:
                     touched.setdefault(change.asset_key, []).append((change.snapshot, change.partitions))
+                    if change.partitions.truncated:  # its keys past the first 1000 come as parts
+                        batch.partial.add((change.asset_key, change.snapshot.order))
             if change.state is not None:
                 for key, found in touched_of_states({change.asset_key: change.state}).items():
                     touched.setdefault(key, []).extend(found)
@@ -280,7 +286,7 @@ class GatherInputs:
         coverage, errors = self._coverage(work, inputs, now)
         named, brought = brought_facts(work, touched)
         versions = brought_versions(work, touched)
-        commits = brought_commits(work, touched, batch.recorded)
+        commits = brought_commits(work, touched, batch.recorded, batch.partial)
         most = self._limits.max_version_reads if self._bounded(explain) else None
         reads = VersionReads(most, commits, now, self._limits.history_settle_ms)
         partitions = self._partitions(work, inputs, named, errors, explain, wake or Wake(), versions, reads)
