@@ -18,12 +18,13 @@ SAM_PYTHON = ROOT / ".venv-sam" / "bin" / "python"
 
 
 @cache
-def deployed() -> dict[str, Any]:
+def deployed(*parameters: str) -> dict[str, Any]:
+    """The transformed template, with ``Name=Value`` parameters given (the others take their defaults)."""
     if not SAM_PYTHON.exists():
         pytest.fail(f"{SAM_PYTHON} is missing: `make setup` installs the SAM CLI the IAM checks translate with")
     env = {**os.environ, "AWS_DEFAULT_REGION": "us-east-1", "SAM_CLI_TELEMETRY": "0"}
     done = subprocess.run(
-        [str(SAM_PYTHON), str(ROOT / "tests" / "sam_translate.py"), str(ROOT / "template.yaml")],
+        [str(SAM_PYTHON), str(ROOT / "tests" / "sam_translate.py"), str(ROOT / "template.yaml"), *parameters],
         capture_output=True,
         text=True,
         env=env,

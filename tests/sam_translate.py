@@ -1,8 +1,9 @@
 """Print template.yaml as CloudFormation sees it after the SAM transform (JSON on stdout).
 
-Run with the SAM CLI's own Python (``.venv-sam/bin/python tests/sam_translate.py template.yaml``): the SAM
-translator lives there, not in ``.venv``. Local code URIs become an S3 URI, as ``sam package`` leaves them;
-nothing else is changed, and no AWS call is made (the template names no managed policy by its short name).
+Run with the SAM CLI's own Python (``.venv-sam/bin/python tests/sam_translate.py template.yaml [Name=Value ...]``):
+the SAM translator lives there, not in ``.venv``. Parameters not given take their defaults, as in a deploy. Local
+code URIs become an S3 URI, as ``sam package`` leaves them; nothing else is changed, and no AWS call is made (the
+template names no managed policy by its short name).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ class NoManagedPolicyLookup:
         return {}
 
 
-def main(path: str) -> None:
+def main(path: str, *parameters: str) -> None:
     with open(path) as file:
         template: dict[str, Any] = yaml_parse(file.read())
     for resource in template.get("Resources", {}).values():
@@ -30,8 +31,9 @@ def main(path: str) -> None:
         for key in ("CodeUri", "ContentUri"):
             if isinstance(properties.get(key), str):
                 properties[key] = "s3://packaged/code.zip"
-    json.dump(transform(template, {}, NoManagedPolicyLookup()), sys.stdout)
+    values = dict(parameter.split("=", 1) for parameter in parameters)
+    json.dump(transform(template, values, NoManagedPolicyLookup()), sys.stdout)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:])

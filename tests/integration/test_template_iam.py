@@ -18,7 +18,8 @@ from tests.sam_template import deployed
 ALLOWED_MANAGED_POLICIES = {
     "AWSLambdaBasicExecutionRole": "SAM attaches it to every function: write its own logs (logs:* on '*', the "
     "log groups are the template's own)",
-    "AWSXrayWriteOnlyAccess": "Tracing: Active; xray:PutTraceSegments and PutTelemetryRecords take no resource",
+    "AWSXrayWriteOnlyAccess": "SAM attaches it while the Tracing parameter is on (PassThrough or Active): "
+    "xray:PutTraceSegments and PutTelemetryRecords take no resource",
     "AWSLambdaDynamoDBExecutionRole": "SAM attaches it for a DynamoDB stream event source: read stream records "
     "(GetRecords, GetShardIterator, DescribeStream, ListStreams); read-only",
     "AWSLambdaSQSQueueExecutionRole": "SAM attaches it for an SQS event source: receive and delete the messages "

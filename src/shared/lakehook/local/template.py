@@ -7,6 +7,7 @@ dictionaries and resolved against local names, so the template stays the single 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,19 +155,32 @@ def rate_seconds(expression: str) -> float:
 
 
 class Template:
-    """A parsed SAM template with the local names of its resources."""
+    """A parsed SAM template with the local names of its resources.
 
-    def __init__(self, path: Path, document: dict[str, Any], names: dict[str, str] | None = None) -> None:
+    ``parameters`` overrides parameter defaults, as a deploy's parameter values do; conditions (``Fn::If``) are
+    decided on the values that result.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        document: dict[str, Any],
+        names: dict[str, str] | None = None,
+        parameters: dict[str, str] | None = None,
+    ) -> None:
         self.path = path
         self.root = path.parent
         self.document = document
         self.names: dict[str, str] = dict(names or {})
+        self.parameters: dict[str, str] = dict(parameters or {})
 
     @classmethod
-    def load(cls, path: Path | str, names: dict[str, str] | None = None) -> Template:
+    def load(
+        cls, path: Path | str, names: dict[str, str] | None = None, parameters: dict[str, str] | None = None
+    ) -> Template:
         file = Path(path)
         document = yaml.load(file.read_text(), Loader=_Loader)
-        return cls(file, document, names)
+        return cls(file, document, names, parameters)
 
     @property
     def resources(self) -> dict[str, Any]:
@@ -180,8 +194,7 @@ class Template:
     def parameter_defaults(self) -> dict[str, str]:
         return {k: str(v.get("Default", "")) for k, v in self.document.get("Parameters", {}).items()}
 
-    def resolve(self, value: Any, stack_name: str = "lakehook-local") -> Any:
-        """Resolve intrinsics against local names, parameter defaults and pseudo parameters."""
+    def _lookup(self, stack_name: str) -> dict[str, str]:
         pseudo = {
             "AWS::StackName": stack_name,
             "AWS::Region": "us-east-1",
@@ -189,28 +202,64 @@ class Template:
             "AWS::Partition": "aws",
             "AWS::URLSuffix": "amazonaws.com",
         }
-        lookup = {**pseudo, **self.parameter_defaults(), **self.names}
+        return {**pseudo, **self.parameter_defaults(), **self.parameters, **self.names}
+
+    def resolve(self, value: Any, stack_name: str = "lakehook-local") -> Any:
+        """Resolve intrinsics against local names, parameters (their defaults unless given), pseudo parameters
+        and the template's conditions."""
         if isinstance(value, dict) and len(value) == 1:
             ((key, arg),) = value.items()
-            if key == "Ref":
-                return lookup.get(arg, arg)
-            if key == "Fn::Sub":
-                text = arg if isinstance(arg, str) else arg[0]
-                extra = {} if isinstance(arg, str) else {k: self.resolve(v, stack_name) for k, v in arg[1].items()}
-                return re.sub(
-                    r"\$\{([^}]+)\}", lambda m: str(extra.get(m.group(1), lookup.get(m.group(1), m.group(1)))), text
-                )
-            if key == "Fn::GetAtt":
-                resource, attribute = arg
-                return f"{lookup.get(resource, resource)}.{attribute}"
-            if key == "Fn::Join":
-                sep, items = arg
-                return sep.join(str(self.resolve(i, stack_name)) for i in items)
+            intrinsic = _INTRINSICS.get(key)
+            if intrinsic is not None:
+                return intrinsic(self, arg, stack_name)
         if isinstance(value, dict):
             return {k: self.resolve(v, stack_name) for k, v in value.items()}
         if isinstance(value, list):
             return [self.resolve(v, stack_name) for v in value]
         return value
+
+    def condition(self, name: str, stack_name: str = "lakehook-local") -> bool:
+        """Whether the template's condition ``name`` holds for these parameters."""
+        conditions = self.document.get("Conditions", {})
+        if name not in conditions:
+            raise ValueError(f"{self.path} has no condition {name!r}")
+        return self._holds(conditions[name], stack_name)
+
+    def _holds(self, expression: Any, stack_name: str) -> bool:
+        ((key, arg),) = expression.items()
+        if key in ("Condition", "Fn::Condition"):  # the loader reads !Condition as Fn::Condition
+            return self.condition(arg, stack_name)
+        if key == "Fn::Equals":
+            left, right = (str(self.resolve(side, stack_name)) for side in arg)
+            return left == right
+        if key == "Fn::Not":
+            return not self._holds(arg[0], stack_name)
+        if key == "Fn::And":
+            return all(self._holds(part, stack_name) for part in arg)
+        if key == "Fn::Or":
+            return any(self._holds(part, stack_name) for part in arg)
+        raise ValueError(f"a condition the local runtime cannot decide: {expression!r}")
+
+    def _ref(self, name: str, stack_name: str) -> Any:
+        return self._lookup(stack_name).get(name, name)
+
+    def _sub(self, arg: Any, stack_name: str) -> str:
+        lookup = self._lookup(stack_name)
+        text = arg if isinstance(arg, str) else arg[0]
+        extra = {} if isinstance(arg, str) else {k: self.resolve(v, stack_name) for k, v in arg[1].items()}
+        return re.sub(r"\$\{([^}]+)\}", lambda m: str(extra.get(m.group(1), lookup.get(m.group(1), m.group(1)))), text)
+
+    def _get_att(self, arg: Any, stack_name: str) -> str:
+        resource, attribute = arg
+        return f"{self._lookup(stack_name).get(resource, resource)}.{attribute}"
+
+    def _join(self, arg: Any, stack_name: str) -> str:
+        sep, items = arg
+        return str(sep).join(str(self.resolve(i, stack_name)) for i in items)
+
+    def _if(self, arg: Any, stack_name: str) -> Any:
+        name, then, otherwise = arg
+        return self.resolve(then if self.condition(name, stack_name) else otherwise, stack_name)
 
     # --- the table ----------------------------------------------------------------------------
 
@@ -327,6 +376,15 @@ class Template:
                     suffix=rules.get("suffix", ""),
                 )
             )
+
+
+_INTRINSICS: dict[str, Callable[[Template, Any, str], Any]] = {
+    "Ref": Template._ref,
+    "Fn::Sub": Template._sub,
+    "Fn::GetAtt": Template._get_att,
+    "Fn::Join": Template._join,
+    "Fn::If": Template._if,
+}
 
 
 def _json(pattern: Any) -> dict[str, Any]:
