@@ -158,7 +158,13 @@ def steps_by_snapshot(member: Member) -> bool:
 
 # What blocks a snapshot-stepping member for one snapshot: its own gate, judged for that snapshot.
 _GATES = frozenset(
-    {Status.BLOCKED_BY_QUALITY, Status.BLOCKED_BY_SCHEMA, Status.BLOCKED_BY_WATERMARK, Status.BLOCKED_BY_BACKFILL}
+    {
+        Status.BLOCKED_BY_QUALITY,
+        Status.BLOCKED_BY_SCHEMA,
+        Status.BLOCKED_BY_WATERMARK,
+        Status.BLOCKED_BY_BACKFILL,
+        Status.BLOCKED_BY_CDC_LAG,
+    }
 )
 
 
