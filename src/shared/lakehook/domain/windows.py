@@ -1,6 +1,7 @@
 """Windows of a group: which aligned window it claims next (the newest closed one, or with EACH_VERSION or coverage
-the next after its cursor's), by its members' watermarks and coverage, or which member is short of it and why (the
-exact missing ranges of a coverage member). Pure; :mod:`lakehook.domain.evaluation` calls it for a windowed group."""
+the next after its cursor's), by its members' watermarks, coverage and CDC recoveries (``cdcRecoveredTo: window``),
+or which member is short of it and why (the exact missing ranges of a coverage member, the CDC source's recovery).
+Pure; :mod:`lakehook.domain.evaluation` calls it for a windowed group."""
 
 from __future__ import annotations
 
