@@ -190,6 +190,19 @@ def test_the_resolver_runs_an_instant_member_once_recovered_and_not_before() -> 
     assert world.claimed("w") == [[1]]
 
 
+def test_each_version_holds_until_the_source_recovered_then_runs_each_later_version_in_order() -> None:
+    world = World(rule("w", {"assetKey": A, "condition": {"cdcRecoveredTo": BASE}}, mode="EACH_VERSION"))
+    world.snap(A, 1, 2)
+    assert world.deliver().claimed == []
+    assert explain(world)["status"] == "BLOCKED_BY_CDC_LAG"
+    world.push("CDC_LAG_RECOVERED", A, watermark=BASE + 1)
+    world.deliver()
+    assert world.claimed("w") == [[2]]  # a rule's first run is at the newest version, as for watermarkAtLeast
+    world.snap(A, 3, 4)
+    world.deliver()
+    assert world.claimed("w") == [[2], [3], [4]]
+
+
 # --- the rule is checked when written ----------------------------------------------------------------------------
 
 
