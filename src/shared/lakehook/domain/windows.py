@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from lakehook.domain.coverage import Span, is_covered, missing, newest_covered_window
+from lakehook.domain.coverage import Span, covered_ratio, is_covered, missing, newest_covered_window
 from lakehook.domain.member_verdict import MemberEvaluation
 from lakehook.domain.rules import Group, Member, Mode, Rule, WindowSpec
 from lakehook.domain.state import AssetState
@@ -194,7 +194,11 @@ def _coverage_block(
     else:
         reason = f"window {shown} is covered; it closes at {ms_to_iso(closes)} (allowedLatenessSeconds)"
     m = members[index]
-    current = {**m.current, "missing": [{"start": ms_to_iso(g.start), "end": ms_to_iso(g.end)} for g in gaps]}
+    current = {
+        **m.current,
+        "missing": [{"start": ms_to_iso(g.start), "end": ms_to_iso(g.end)} for g in gaps],
+        "coveredRatio": covered_ratio(window.length - sum(g.length for g in gaps), window.length),
+    }
     required = {"window": {"start": ms_to_iso(window.start), "end": ms_to_iso(window.end)}}
     members[index] = replace(
         m, status=Status.BLOCKED_BY_COVERAGE, reason=reason, current=current, required={**m.required, **required}
