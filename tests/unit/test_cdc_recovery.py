@@ -28,6 +28,7 @@ from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.rules import parse_rule
 from tests.fakes.memory import InMemoryAssetStore
 from tests.unit.test_resolve_usecase import START, World, rule
+from tests.unit.test_window_catch_up import explain, window_ends
 
 A = "paimon://lake/ods/orders"
 B = "paimon://lake/ods/payments"
@@ -141,16 +142,6 @@ def test_the_window_runs_only_once_the_source_caught_up_to_its_end(
 
 
 # --- the resolver on the in-memory fakes ---------------------------------------------------------------------------
-
-
-def window_ends(world: World) -> list[int]:
-    return [t.window.end for k in world.triggers.claim_order if (t := world.triggers.triggers[k]).window is not None]
-
-
-def explain(world: World) -> dict[str, Any]:
-    stored = world.rules.get_rule("w")
-    assert stored is not None
-    return world.resolve.evaluate(stored.rule, claim=False).verdicts[("w", "g")].to_api()
 
 
 def test_the_resolver_runs_a_window_exactly_when_the_source_recovered_past_its_end() -> None:
