@@ -121,6 +121,7 @@ def test_errors_have_messages_and_exit_codes(stack: LocalStack, tmp_path: Path) 
 
     gap = run_cli(["coverage", "s3://spool/orders", "--start", "2025-06-01T10:00:00Z", "--end", "2025-06-01T11:00:00Z"])
     assert gap.code == 3 and "missing [2025-06-01T10:00:00Z, 2025-06-01T11:00:00Z)" in gap.out
+    assert "progress 0.00% (0 of 3600000 ms covered)" in gap.out
 
 
 def test_apply_dry_runs_every_object_first_and_writes_nothing_if_one_is_refused(

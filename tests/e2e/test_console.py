@@ -393,6 +393,8 @@ def test_the_coverage_bar_shows_the_exact_gaps(page: Page, console: str, demo: D
     page.goto(f"{console}#/coverage?{query}")
     report = page.locator("#coverage")
     expect(report).to_have_attribute("data-gaps", "1")
+    expect(report).to_have_attribute("data-ratio", "0.75")  # 18 of 24 hours
+    expect(report.locator("#progress")).to_have_text("75.00% covered: 18.0 h of 24.0 h")
     expect(report.locator("#gaps tbody tr")).to_have_count(1)
     expect(report.locator("#gaps tbody tr")).to_contain_text("2025-06-01 06:00:00 UTC")
     expect(report.locator("#gaps tbody tr")).to_contain_text("2025-06-01 12:00:00 UTC")

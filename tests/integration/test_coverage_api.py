@@ -56,6 +56,9 @@ def test_the_contract_example_reports_covered_and_the_exact_gaps(app: Any, table
         "end": "2025-06-14T03:30:00Z",
         "covered": False,
         "missing": [{"start": "2025-06-14T03:10:00Z", "end": "2025-06-14T03:25:00Z"}],
+        "coveredRatio": 0.5,  # 15 of 30 minutes
+        "coveredMs": 900_000,
+        "totalMs": 1_800_000,
     }
 
 
@@ -132,11 +135,12 @@ def test_a_partition_s_coverage_is_kept_and_answered_on_a_stack_as_deployed(
     container.ingest.ingest_raw(pushed[1:], SourceType.PUSH)
     hour = {"assetKey": ASSET, "start": "2025-06-14T03:00:00Z", "end": "2025-06-14T04:00:00Z"}
     status, whole = get(app, hour)
-    assert (status, whole["covered"]) == (200, True)  # the asset's coverage is every partition's together
+    assert (status, whole["covered"], whole["coveredRatio"]) == (200, True, 1.0)  # every partition's together
     status, body = get(app, {**hour, "partitionKey": eu})
     assert status == 200
     assert body["partitionKey"] == eu
     assert body["missing"] == [{"start": "2025-06-14T03:30:00Z", "end": "2025-06-14T04:00:00Z"}]
+    assert (body["coveredRatio"], body["coveredMs"], body["totalMs"]) == (0.5, 1_800_000, 3_600_000)
     status, body = get(app, {**hour, "partitionKey": us})
     assert body["missing"] == [{"start": "2025-06-14T03:00:00Z", "end": "2025-06-14T03:30:00Z"}]
     # a redelivery of a recorded event adds nothing, to either

@@ -9,6 +9,8 @@ import pytest
 from lakehook.domain.conditions import (
     BackfillCompleted,
     Blocked,
+    CdcRecoveredAtLeast,
+    CdcRecoveredWindow,
     Chosen,
     DataChange,
     ManifestSealed,
@@ -165,6 +167,21 @@ def test_backfill_completed_waits_for_the_running_backfill() -> None:
     )
     done = running.model_copy(update={"backfill_status": BackfillStatus.COMPLETED})
     assert pinned(judge(rule, done)) == 1
+
+
+def test_cdc_recovered_to_an_instant_says_what_the_source_caught_up_to_and_what_it_needs() -> None:
+    rule = CdcRecoveredAtLeast.of(member(cdcRecoveredTo="2025-06-01T10:00:00Z"))
+    assert judge(rule, state(latest_snapshot_id=1)) == Blocked(
+        Status.BLOCKED_BY_CDC_LAG, "no CDC_LAG_RECOVERED reported yet; needs 2025-06-01T10:00:00Z"
+    )
+    behind = state(latest_snapshot_id=1, cdc_recovered_watermark=1_748_771_000_000)  # 09:43:20
+    assert judge(rule, behind) == Blocked(
+        Status.BLOCKED_BY_CDC_LAG, "the CDC source caught up to 2025-06-01T09:43:20Z; needs 2025-06-01T10:00:00Z"
+    )
+    assert pinned(judge(rule, state(latest_snapshot_id=1, cdc_recovered_watermark=1_748_772_000_000))) == 1
+    window = CdcRecoveredWindow.of(member(cdcRecoveredTo="window"))
+    assert isinstance(judge(window, state(latest_snapshot_id=1)), Blocked)
+    assert pinned(judge(window, state(latest_snapshot_id=1, cdc_recovered_watermark=5))) == 1
 
 
 def test_watermark_at_least_an_instant_says_what_it_has_and_needs() -> None:

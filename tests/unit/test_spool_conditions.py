@@ -85,6 +85,7 @@ def test_a_gap_blocks_its_window_and_explain_lists_exactly_the_missing_ranges() 
         {"start": ms_to_iso(H0 + 20 * MIN), "end": ms_to_iso(H0 + 30 * MIN)},
         {"start": ms_to_iso(H0 + 40 * MIN), "end": ms_to_iso(H0 + 45 * MIN)},
     ]
+    assert member["current"]["coveredRatio"] == 0.75  # 45 of the window's 60 minutes
     assert ms_to_iso(H0 + 20 * MIN) in member["reason"] and ms_to_iso(H0 + 45 * MIN) in member["reason"]
     world.cover(H0 + 20 * MIN, H0 + 45 * MIN)
     assert [t.window for t in world.deliver().claimed] != []

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from lakehook.domain.events import EventResult, IngestStatus
+from collections.abc import Sequence
+
+from lakehook.domain.events import AssetEvent, EventResult, EventType, IngestStatus
+from lakehook.freshness_metrics import MetricSink
 from lakehook.observability import MetricName, logger, metrics
 
 
@@ -19,4 +22,27 @@ def count_results(results: list[EventResult]) -> None:
         logger.info(
             "event ingested",
             extra={"event_id": result.event_id, "status": result.status.value, "reason": result.reason},
+        )
+
+
+def publish_cdc_lag(
+    events: Sequence[AssetEvent | EventResult], results: Sequence[EventResult], now: int, sink: MetricSink = metrics
+) -> None:
+    """For each accepted ``CDC_LAG_RECOVERED`` (``events`` and ``results`` side by side, as ingested): the lag the
+    CDC source still had as it declared itself recovered, ``now - watermark`` in seconds (0 when the watermark is
+    ahead of the clock). No asset key as a dimension (one time series, as the RFC's other lags); the log line
+    ``cdc lag recovered`` names the asset."""
+    for event, result in zip(events, results, strict=True):
+        if (
+            not isinstance(event, AssetEvent)
+            or event.event_type is not EventType.CDC_LAG_RECOVERED
+            or event.watermark is None
+            or result.status is not IngestStatus.ACCEPTED
+        ):
+            continue
+        seconds = max(0, now - event.watermark) / 1000
+        sink.add_metric(name=MetricName.CDC_LAG, unit="Seconds", value=seconds)
+        logger.info(
+            "cdc lag recovered",
+            extra={"asset_key": event.asset_key, "watermark": event.watermark, "lag_seconds": seconds},
         )

@@ -50,6 +50,9 @@ class MetricName:
     # The RFC's waits (section 6.3's alarms), each the longest at one freshness check (gauges: take the maximum).
     STATE_LAG = "lakehouse_asset_state_lag_seconds"  # the age of a registered asset's newest snapshot
     WATERMARK_LAG = "lakehouse_asset_watermark_lag_seconds"  # how far an asset's watermark is behind the clock
+    # at each accepted CDC_LAG_RECOVERED: how far its watermark (where the CDC source caught up to) is behind the
+    # clock as lakehook takes it in, the lag the source still had when it declared itself recovered
+    CDC_LAG = "lakehouse_asset_cdc_lag_seconds"
     # how long a group of an enabled rule has been BLOCKED_BY_QUALITY (0: none is)
     BLOCKED_BY_QUALITY = "lakehouse_asset_dependency_blocked_by_quality_seconds"
     COMMIT_NOTICE_POLLED = "lakehouse_commit_notice_polled_total"  # a Glue / S3 commit notice queued a poll

@@ -164,6 +164,15 @@ class CoverageReport(Answer):
     end: Iso
     covered: bool
     missing: list[Window] = Field(description="the uncovered sub-intervals, in order")
+    covered_ratio: float = Field(
+        alias="coveredRatio",
+        ge=0,
+        le=1,
+        description="coveredMs / totalMs, computed exactly and rounded to 4 decimal places (half to even): "
+        "0.9999 or even 1.0 may still have a gap of a few milliseconds; covered is the exact verdict",
+    )
+    covered_ms: int = Field(alias="coveredMs", ge=0, description="milliseconds of [start, end) covered")
+    total_ms: int = Field(alias="totalMs", ge=1, description="milliseconds of [start, end): end - start")
     partition_key: str | None = Field(default=None, alias="partitionKey")
 
 

@@ -278,6 +278,9 @@ def coverage(api: ApiClient, args: argparse.Namespace) -> int:
     def text(d: dict[str, Any]) -> Iterator[str]:
         verdict = "covered" if d.get("covered") else "NOT covered"
         yield f"{d.get('assetKey')} [{d.get('start')}, {d.get('end')}): {verdict}"
+        if "coveredRatio" in d:
+            share = f"{d['coveredRatio'] * 100:.2f}%"
+            yield f"  progress {share} ({d.get('coveredMs')} of {d.get('totalMs')} ms covered)"
         for gap in d.get("missing", []):
             yield f"  missing [{gap['start']}, {gap['end']})"
 

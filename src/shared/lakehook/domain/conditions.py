@@ -336,6 +336,60 @@ class WatermarkWindow(MemberCondition):
         return chosen
 
 
+def cdc_seen(state: AssetState) -> str:
+    """What explain says lakehook has seen of the asset's CDC recovery."""
+    recovered = state.cdc_recovered_watermark
+    if recovered is None:
+        return "no CDC_LAG_RECOVERED reported yet"
+    return f"the CDC source caught up to {ms_to_iso(recovered)}"
+
+
+@dataclass(frozen=True)
+class CdcRecoveredAtLeast(MemberCondition):
+    """``cdcRecoveredTo`` an instant: the asset's CDC source reported (``CDC_LAG_RECOVERED``) that it has caught up
+    to at least that instant, i.e. the table holds every source change before it."""
+
+    floor: int
+
+    @classmethod
+    def of(cls, member: Member) -> CdcRecoveredAtLeast | None:
+        floor = member.condition.cdc_floor
+        return None if floor is None else cls(floor)
+
+    def evaluate(self, state: AssetState, chosen: Chosen) -> Chosen | Blocked:
+        recovered = state.cdc_recovered_watermark
+        if recovered is None or recovered < self.floor:
+            return Blocked(Status.BLOCKED_BY_CDC_LAG, f"{cdc_seen(state)}; needs {ms_to_iso(self.floor)}")
+        return chosen
+
+    def shows(self, state: AssetState) -> dict[str, Any]:
+        return cdc_shown(state)
+
+
+@dataclass(frozen=True)
+class CdcRecoveredWindow(MemberCondition):
+    """``cdcRecoveredTo: window``: the member needs a CDC recovery at all; whether it reached the end of the window
+    the group runs for is the group's window step (:mod:`lakehook.domain.windows`)."""
+
+    @classmethod
+    def of(cls, member: Member) -> CdcRecoveredWindow | None:
+        return cls() if member.condition.cdc_window else None
+
+    def evaluate(self, state: AssetState, chosen: Chosen) -> Chosen | Blocked:
+        if state.cdc_recovered_watermark is None:
+            return Blocked(Status.BLOCKED_BY_CDC_LAG, f"{cdc_seen(state)}; needs the end of the window it runs for")
+        return chosen
+
+    def shows(self, state: AssetState) -> dict[str, Any]:
+        return cdc_shown(state)
+
+
+def cdc_shown(state: AssetState) -> dict[str, Any]:
+    """The CDC recovery watermark in explain's ``current`` (absent until one was reported)."""
+    recovered = state.cdc_recovered_watermark
+    return {} if recovered is None else {"cdcRecoveredWatermark": recovered}
+
+
 # The order the rules run in: the version is narrowed first (data changes, the spooled snapshot, the newest
 # passing check), then the first rule that blocks names the member's status. A tag's snapshot replaces the version
 # after minSnapshotId was checked, as it always has.
@@ -351,6 +405,8 @@ PRECEDENCE: tuple[type[MemberCondition], ...] = (
     BackfillCompleted,
     WatermarkAtLeast,
     WatermarkWindow,
+    CdcRecoveredAtLeast,
+    CdcRecoveredWindow,
 )
 
 

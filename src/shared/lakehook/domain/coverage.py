@@ -17,6 +17,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from fractions import Fraction
 from typing import NamedTuple, Protocol
 
 from lakehook.domain.errors import LakehookError, ValidationError
@@ -319,9 +320,20 @@ def _read_varints(data: bytes) -> Iterator[int]:
 # --- queries ----------------------------------------------------------------------------------------
 
 
+RATIO_PLACES = 4  # the covered ratio is reported to this many decimal places
+
+
+def covered_ratio(covered: int, total: int) -> float:
+    """``covered / total`` rounded to :data:`RATIO_PLACES` places, computed exactly (integer milliseconds as a
+    fraction, rounded half to even) before it becomes a float; an empty query (``total`` 0) is fully covered."""
+    if total <= 0:
+        return 1.0
+    return float(round(Fraction(covered, total), RATIO_PLACES))
+
+
 @dataclass(frozen=True)
 class CoverageAnswer:
-    """``covered`` and the exact ``missing`` gaps of a query ``[start, end)``."""
+    """``covered`` and the exact ``missing`` gaps of a query ``[start, end)``, and how much of it is covered."""
 
     asset_key: str
     start: int
@@ -332,6 +344,21 @@ class CoverageAnswer:
     @property
     def covered(self) -> bool:
         return not self.missing
+
+    @property
+    def total_ms(self) -> int:
+        """The length of ``[start, end)``."""
+        return max(0, self.end - self.start)
+
+    @property
+    def covered_ms(self) -> int:
+        """How many milliseconds of ``[start, end)`` are covered: all of it but the gaps."""
+        return self.total_ms - sum(gap.length for gap in self.missing)
+
+    @property
+    def ratio(self) -> float:
+        """The covered share of ``[start, end)``: covered ms / total ms, to :data:`RATIO_PLACES` places."""
+        return covered_ratio(self.covered_ms, self.total_ms)
 
     @classmethod
     def of(

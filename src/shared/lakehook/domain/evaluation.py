@@ -28,6 +28,9 @@ newer one that failed or is unchecked. The policy then decides whether the group
 - ``manifest: SEALED`` needs a verified, sealed spool manifest (BLOCKED_BY_MANIFEST otherwise, with
   its status and reason: an INTERRUPTED or INVALID one blocks); ``backfillStatus: COMPLETED`` waits
   for the asset's backfill to complete;
+- ``cdcRecoveredTo`` waits for the asset's CDC source to report (CDC_LAG_RECOVERED) it caught up to an instant,
+  or with ``window`` to the end of the window the group runs for (BLOCKED_BY_CDC_LAG otherwise; the window step
+  in :mod:`lakehook.domain.windows`);
 - ``minIntervalSeconds`` (cooldown after a trigger) and ``quietPeriodSeconds`` (no member state
   changed for that long) answer COOLDOWN / QUIET_PERIOD with the time they end.
 """
@@ -158,7 +161,13 @@ def steps_by_snapshot(member: Member) -> bool:
 
 # What blocks a snapshot-stepping member for one snapshot: its own gate, judged for that snapshot.
 _GATES = frozenset(
-    {Status.BLOCKED_BY_QUALITY, Status.BLOCKED_BY_SCHEMA, Status.BLOCKED_BY_WATERMARK, Status.BLOCKED_BY_BACKFILL}
+    {
+        Status.BLOCKED_BY_QUALITY,
+        Status.BLOCKED_BY_SCHEMA,
+        Status.BLOCKED_BY_WATERMARK,
+        Status.BLOCKED_BY_BACKFILL,
+        Status.BLOCKED_BY_CDC_LAG,
+    }
 )
 
 

@@ -136,6 +136,9 @@ class WindowSpec(BaseModel):
         return ((watermark - self.lateness_ms) // self.size_ms) * self.size_ms
 
 
+CDC_WINDOW = "window"  # cdcRecoveredTo's spelling for "the end of the window the group runs for"
+
+
 def _watermark_kind(value: Any) -> str:
     return "window" if isinstance(value, dict | WindowSpec) else "instant"
 
@@ -181,6 +184,13 @@ class Condition(BaseModel):
     backfill_status: Literal["COMPLETED"] | None = Field(
         default=None, alias="backfillStatus", description="wait until the asset's backfill has completed"
     )
+    cdc_recovered_to: Literal["window"] | int | None = Field(
+        default=None,
+        alias="cdcRecoveredTo",
+        description="wait until the asset's CDC source has caught up (a CDC_LAG_RECOVERED watermark) to an instant "
+        '(epoch milliseconds or ISO 8601), or with "window" to the end of the window the group runs for (a group '
+        "with a watermark or coverage window)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -199,9 +209,33 @@ class Condition(BaseModel):
             return value
         return parse_instant_ms(value)
 
+    @field_validator("cdc_recovered_to", mode="before")
+    @classmethod
+    def _cdc_target(cls, value: object) -> object:
+        if value is None or (isinstance(value, str) and value == CDC_WINDOW):
+            return value
+        try:
+            return parse_instant_ms(value)
+        except ValueError as exc:
+            raise ValueError(
+                f'must be "{CDC_WINDOW}" (the end of the window the group runs for) or an instant (epoch '
+                f"milliseconds or ISO 8601 with a zone): {exc}"
+            ) from exc
+
     @property
     def window(self) -> WindowSpec | None:
         return self.watermark_at_least if isinstance(self.watermark_at_least, WindowSpec) else None
+
+    @property
+    def cdc_window(self) -> bool:
+        """``cdcRecoveredTo: window``: the CDC source must have caught up to the end of the group's window."""
+        return self.cdc_recovered_to == CDC_WINDOW
+
+    @property
+    def cdc_floor(self) -> int | None:
+        """The instant the CDC source must have caught up to, when it is not the window's end."""
+        value = self.cdc_recovered_to
+        return value if isinstance(value, int) else None
 
     @property
     def watermark_floor(self) -> int | None:
@@ -314,6 +348,13 @@ class Group(BaseModel):
         sizes = {w.size_ms for m in members for w in (m.condition.window, m.condition.coverage) if w is not None}
         if len(sizes) > 1:
             raise ValueError("windowed members of one group (watermark or coverage) must use the same window")
+        cdc = next((i for i, m in enumerate(members) if m.condition.cdc_window), None)
+        if cdc is not None and not sizes:
+            raise ValueError(
+                f'members.{cdc}.condition.cdcRecoveredTo: "{CDC_WINDOW}" waits for the CDC source to catch up to the '
+                "end of the window the group runs for, and this group has no window (no member with watermarkAtLeast "
+                "{window} or coverage); give one a window, or name an instant"
+            )
         return members
 
     @model_validator(mode="after")

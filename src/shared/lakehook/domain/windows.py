@@ -1,13 +1,14 @@
 """Windows of a group: which aligned window it claims next (the newest closed one, or with EACH_VERSION or coverage
-the next after its cursor's), by its members' watermarks and coverage, or which member is short of it and why (the
-exact missing ranges of a coverage member). Pure; :mod:`lakehook.domain.evaluation` calls it for a windowed group."""
+the next after its cursor's), by its members' watermarks, coverage and CDC recoveries (``cdcRecoveredTo: window``),
+or which member is short of it and why (the exact missing ranges of a coverage member, the CDC source's recovery).
+Pure; :mod:`lakehook.domain.evaluation` calls it for a windowed group."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from lakehook.domain.coverage import Span, is_covered, missing, newest_covered_window
+from lakehook.domain.coverage import Span, covered_ratio, is_covered, missing, newest_covered_window
 from lakehook.domain.member_verdict import MemberEvaluation
 from lakehook.domain.rules import Group, Member, Mode, Rule, WindowSpec
 from lakehook.domain.state import AssetState
@@ -33,9 +34,11 @@ def next_window(
     size = spec.size_ms
     last = cursor.window if cursor is not None else None
     ends = _closed_ends(group, states, coverage, now, last)
-    newest = min(ends.values())
+    caught_up = _cdc_ends(group, states, size)
+    newest = min([*ends.values(), *caught_up.values()])
     need = max(size, newest) if last is None else last.end + size
     if newest < need:
+        _cdc_short(group, states, members, caught_up, need)
         return _not_closed_yet(group, members, ends, need, coverage, now, last)
     stepwise = (rule.policy.mode is Mode.EACH_VERSION or group.covers) and last is not None
     end = need if stepwise else newest
@@ -68,6 +71,38 @@ def _closed_ends(
             end = _covered_end(coverage.get(member.asset_key, ()), covering, now, last.end if last else None)
             ends[i] = min(ends.get(i, end), end)
     return ends
+
+
+def _cdc_ends(group: Group, states: Mapping[str, AssetState], size: int) -> dict[int, int]:
+    """Per ``cdcRecoveredTo: window`` member (by index), the end of the newest window its CDC source has caught up
+    to: a window ``[start, end)`` is caught up once the recovery watermark is at ``end`` or past it (no lateness:
+    the source says every change before the watermark is in the table). A member with no recovery yet is blocked
+    by its own condition before the window step."""
+    ends: dict[int, int] = {}
+    for i, member in enumerate(group.members):
+        state = states.get(member.asset_key)
+        if member.condition.cdc_window and state is not None and state.cdc_recovered_watermark is not None:
+            ends[i] = (state.cdc_recovered_watermark // size) * size
+    return ends
+
+
+def _cdc_short(
+    group: Group,
+    states: Mapping[str, AssetState],
+    members: list[MemberEvaluation],
+    caught_up: Mapping[int, int],
+    need: int,
+) -> None:
+    """Block each member whose CDC source has not caught up to the end of the window the group needs next."""
+    for i, end in caught_up.items():
+        if end < need:
+            recovered = states[group.members[i].asset_key].cdc_recovered_watermark
+            assert recovered is not None
+            reason = (
+                f"window ending {ms_to_iso(need)} needs the CDC source caught up to its end; it caught up to "
+                f"{ms_to_iso(recovered)} (CDC_LAG_RECOVERED)"
+            )
+            with_status(members, i, Status.BLOCKED_BY_CDC_LAG, reason, {"cdcRecoveredTo": need})
 
 
 def _not_closed_yet(
@@ -159,7 +194,11 @@ def _coverage_block(
     else:
         reason = f"window {shown} is covered; it closes at {ms_to_iso(closes)} (allowedLatenessSeconds)"
     m = members[index]
-    current = {**m.current, "missing": [{"start": ms_to_iso(g.start), "end": ms_to_iso(g.end)} for g in gaps]}
+    current = {
+        **m.current,
+        "missing": [{"start": ms_to_iso(g.start), "end": ms_to_iso(g.end)} for g in gaps],
+        "coveredRatio": covered_ratio(window.length - sum(g.length for g in gaps), window.length),
+    }
     required = {"window": {"start": ms_to_iso(window.start), "end": ms_to_iso(window.end)}}
     members[index] = replace(
         m, status=Status.BLOCKED_BY_COVERAGE, reason=reason, current=current, required={**m.required, **required}

@@ -17,6 +17,7 @@ from lakehook.domain.spool_buckets import ReadableSpool
 from lakehook.domain.state import snapshot_record, verdict_touch
 from lakehook.domain.time import now_ms
 from lakehook.domain.versions import SnapshotRecord
+from lakehook.event_metrics import publish_cdc_lag
 from lakehook.ports import AdvanceOutcome, AssetStore
 from lakehook.ports.queue import WorkQueue
 from lakehook.usecases.coverage import RecordCoverage
@@ -127,10 +128,12 @@ class IngestEvents:
                     f"outside its prefixes {producer.asset_key_prefixes}"
                 )
         producer_id = producer.producer_id if producer else None
-        return [
+        results = [
             self.ingest(item, source, producer_id=producer_id, index=index) if isinstance(item, AssetEvent) else item
             for index, item in enumerate(parsed)
         ]
+        publish_cdc_lag(parsed, results, self._clock())
+        return results
 
     def manifest_refusal(self, event: AssetEvent) -> str | None:
         """Why a pushed MANIFEST_SEALED could never be verified (its manifest is where the spool verifier may not

@@ -1,4 +1,4 @@
-"""Coverage over HTTP: is ``[start, end)`` of an asset covered, and which gaps are missing."""
+"""Coverage over HTTP: is ``[start, end)`` of an asset covered, which share of it, and which gaps are missing."""
 
 from __future__ import annotations
 
@@ -54,6 +54,9 @@ def answer_body(answer: CoverageAnswer) -> dict[str, object]:
         "end": ms_to_iso(answer.end),
         "covered": answer.covered,
         "missing": [{"start": ms_to_iso(g.start), "end": ms_to_iso(g.end)} for g in answer.missing],
+        "coveredRatio": answer.ratio,
+        "coveredMs": answer.covered_ms,
+        "totalMs": answer.total_ms,
     }
     if answer.partition_key is not None:
         body["partitionKey"] = answer.partition_key
@@ -62,7 +65,7 @@ def answer_body(answer: CoverageAnswer) -> dict[str, object]:
 
 @router.get(
     "/assets/coverage",
-    summary="Whether [start, end) is covered, and the missing gaps",
+    summary="Whether [start, end) is covered, how much of it, and the missing gaps",
     tags=["assets"],
     security=MANAGEMENT,
     responses=answers(ok(CoverageReport)),

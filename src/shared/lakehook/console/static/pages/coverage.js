@@ -44,9 +44,10 @@ function bar(report) {
   const x = (t) => ((Math.min(Math.max(Date.parse(t), s), e) - s) / span) * 1000;
   const gaps = report.missing || [];
   const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => ({ f, t: new Date(s + f * span) }));
-  return html`<section class="card" id="coverage" data-covered="${report.covered}" data-gaps="${gaps.length}">
+  return html`<section class="card" id="coverage" data-covered="${report.covered}" data-gaps="${gaps.length}" data-ratio="${report.coveredRatio}">
     <h2>${short(report.assetKey)} <span class="badge ${report.covered ? "good" : "bad"}">${report.covered ? "COVERED" : `${gaps.length} GAP${gaps.length === 1 ? "" : "S"}`}</span></h2>
     <p class="muted small">${when(report.start)} → ${when(report.end)}${report.partitionKey ? ` · partition ${report.partitionKey}` : ""}</p>
+    <p id="progress">${(report.coveredRatio * 100).toFixed(2)}% covered: ${length(report.coveredMs)} of ${length(report.totalMs)}</p>
     <svg class="coverage-bar" viewBox="0 0 1000 58" preserveAspectRatio="none" role="img" aria-label="coverage bar">
       <rect class="covered" x="0" y="4" width="1000" height="30" rx="4"/>
       ${gaps.map((g) => html`<rect class="gap" x="${x(g.start)}" y="4" width="${Math.max(x(g.end) - x(g.start), 1.5)}" height="30"><title>gap ${when(g.start)} → ${when(g.end)}</title></rect>`)}
