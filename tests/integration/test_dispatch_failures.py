@@ -34,6 +34,7 @@ from lakehook.usecases.dispatch import handle_dispatch_record as dispatch_record
 from tests.conftest import ADMIN_TOKEN, BUCKET, TABLE
 from tests.fakes.memory import InMemorySecretStore
 from tests.fakes.webhook_receiver import WebhookReceiver
+from tests.replay_choices import ANY_JSON, UNKNOWN_FIELDS
 from tests.support import FakeLambdaContext, api_event
 
 pytestmark = pytest.mark.integration
@@ -293,21 +294,13 @@ def pinned(snapshot: int) -> tuple[PinnedInput, ...]:
     return (PinnedInput(asset_key=ASSET, snapshot_id=snapshot),)
 
 
-UNKNOWN = st.text(min_size=1, max_size=24).filter(lambda f: f not in ("startFrom", "variables"))
-ANY_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.text(max_size=10),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-    max_leaves=6,
-)
-
-
 def test_any_unknown_field_in_a_replay_is_a_400_naming_it_and_nothing_is_written(scene: Scene, ddb_client: Any) -> None:
     key = scene.claim(1001)
     scene.deliver()
     before = ddb_client.scan(TableName=TABLE)["Items"]
 
     @settings(max_examples=25, deadline=None)
-    @given(UNKNOWN, ANY_JSON, st.sampled_from([{}, {"startFrom": "load"}, {"variables": {"a": 1}}]))
+    @given(UNKNOWN_FIELDS, ANY_JSON, st.sampled_from([{}, {"startFrom": "load"}, {"variables": {"a": 1}}]))
     def refused(field: str, value: Any, valid: dict[str, Any]) -> None:
         answer = scene.call("POST", f"/triggers/{key}/replay", body={**valid, field: value})
         assert answer.status == 400, answer.body
