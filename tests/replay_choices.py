@@ -21,6 +21,7 @@ def replay_of(trigger: Trigger, **choices: Any) -> Trigger:
     )
 
 
+NAMES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_.\-]{0,40}", fullmatch=True).filter(lambda n: not n.startswith("lakehook_"))
 SCALARS = st.one_of(
     st.none(),
     st.booleans(),

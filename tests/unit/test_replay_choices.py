@@ -29,9 +29,8 @@ from lakehook.usecases.spool import PreflightReplay, VerifySpoolManifest
 from tests.fakes.memory import InMemoryAssetRegistry, InMemoryAssetStore
 from tests.fakes.memory_coverage import InMemoryObjectStore, InMemorySnapshotExistence
 from tests.fakes.memory_rules import InMemoryRuleStore, InMemoryTriggerStore
-from tests.replay_choices import ANY_JSON, SCALARS, UNKNOWN_FIELDS
+from tests.replay_choices import ANY_JSON, NAMES, SCALARS, UNKNOWN_FIELDS
 
-NAMES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_.\-]{0,40}", fullmatch=True).filter(lambda n: not n.startswith("lakehook_"))
 VARIABLES = st.dictionaries(NAMES, SCALARS, max_size=8)
 START_FROM = st.text(min_size=1, max_size=60).filter(lambda s: s.strip() and all(ord(c) >= 32 for c in s))
 
