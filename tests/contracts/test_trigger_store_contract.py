@@ -3,7 +3,9 @@ cursor is a compare-and-set, replays and request keys are once-only, listings ar
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +18,7 @@ from lakehook.ports.rules import MAX_CLAIMS_PER_TRANSACTION, Claim, ClaimOutcome
 from tests.contracts.builders import T0, cursor_after, initial, request, trigger
 from tests.contracts.conftest import Backend
 from tests.hypothesis_profiles import examples
+from tests.replay_choices import NAMES, SCALARS
 
 pytestmark = pytest.mark.integration
 
@@ -123,6 +126,19 @@ def test_a_replay_is_put_once_and_moves_no_cursor(backend: Backend) -> None:
     assert backend.triggers.put_replay(replay) is False
     assert backend.triggers.get(replay.trigger_key) == replay
     assert backend.triggers.get_cursors([("dwd", "g")]) == {}
+
+
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.none(), st.text(min_size=1, max_size=20)), st.one_of(st.none(), st.dictionaries(NAMES, SCALARS)))
+def test_a_replays_choices_read_back_exactly_as_claimed(
+    backend: Backend, start_from: str | None, variables: dict[str, Any] | None
+) -> None:
+    """Floats, nulls and text alike: what the dispatcher reads (and sends on every attempt) is what was chosen."""
+    replay = trigger(7, replay_of="dwd.g.original").model_copy(
+        update={"start_from": start_from, "variables": variables, "trigger_key": f"dwd.g.{uuid.uuid4().hex[:24]}"}
+    )
+    assert backend.triggers.put_replay(replay) is True
+    assert backend.triggers.get(replay.trigger_key) == replay
 
 
 def test_a_request_key_claims_one_run_and_keeps_its_first_answer(backend: Backend) -> None:

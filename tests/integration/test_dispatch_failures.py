@@ -14,6 +14,8 @@ from typing import Any
 
 import boto3
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
 from lakehook.adapters.dynamodb.trigger_ledger import DISPATCH_FILTER_PATTERNS, DynamoDBTriggerLedger
@@ -32,6 +34,7 @@ from lakehook.usecases.dispatch import handle_dispatch_record as dispatch_record
 from tests.conftest import ADMIN_TOKEN, BUCKET, TABLE
 from tests.fakes.memory import InMemorySecretStore
 from tests.fakes.webhook_receiver import WebhookReceiver
+from tests.replay_choices import ANY_JSON, UNKNOWN_FIELDS
 from tests.support import FakeLambdaContext, api_event
 
 pytestmark = pytest.mark.integration
@@ -122,9 +125,9 @@ class Scene:
         wanted = [r for r in fresh if matches_any(r, DISPATCH_FILTER_PATTERNS)]
         return [dispatch_record(r, self.dispatch) for r in wanted]
 
-    def call(self, method: str, path: str, query: dict[str, str] | None = None) -> Answer:
+    def call(self, method: str, path: str, query: dict[str, str] | None = None, body: Any = None) -> Answer:
         headers = {"Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Type": "application/json"}
-        answer = self.app.resolve(api_event(method, path, headers=headers, query=query), FakeLambdaContext())
+        answer = self.app.resolve(api_event(method, path, body, headers=headers, query=query), FakeLambdaContext())
         assert int(answer["statusCode"]) < 500, answer["body"]
         return Answer(int(answer["statusCode"]), json.loads(answer["body"]))
 
@@ -260,3 +263,48 @@ def test_a_trigger_whose_dispatcher_died_after_the_manifest_can_be_replayed(scen
     never = scene.claim(1002)
     refused = scene.call("POST", f"/triggers/{never}/replay")
     assert refused.status == 409 and "no run manifest yet" in refused.body["message"]
+
+
+# --- a replay's choices: dispatched, and the same on every attempt -----------------------------------------
+
+CHOICES = {"startFrom": "load_dwd", "variables": {"full_refresh": True, "batch": 5000, "note": None}}
+
+
+def test_a_replay_with_choices_dispatches_them_and_a_retried_dispatch_sends_the_same(scene: Scene) -> None:
+    key = scene.claim(1001)
+    scene.deliver()
+    assert scene.shown(key)["status"] == "SUCCEEDED"
+    answer = scene.call("POST", f"/triggers/{key}/replay", body=CHOICES)
+    assert answer.status == 201, answer.body
+    replay = answer.body["replay"]
+    assert (replay["startFrom"], replay["variables"]) == (CHOICES["startFrom"], CHOICES["variables"])
+    assert replay["replayEpoch"] == 1 and replay["triggerKey"] == trigger_key("dwd", "g", pinned(1001), None, 1)
+    scene.receiver.script = ["503"]  # the first attempt fails: the dispatcher tries again
+    [result] = scene.deliver()
+    assert result is not None and result.status is DispatchStatus.SUCCEEDED, result
+    sent = [r.json() for r in scene.receiver.requests if r.headers.get("idempotency-key") == replay["triggerKey"]]
+    assert [p["attempt"] for p in sent] == [1, 2]
+    assert all((p["startFrom"], p["variables"]) == (CHOICES["startFrom"], CHOICES["variables"]) for p in sent)
+    shown = scene.shown(replay["triggerKey"])  # shown where the trigger is shown
+    assert shown["status"] == "SUCCEEDED" and shown["variables"] == CHOICES["variables"]
+    assert "startFrom" not in scene.shown(key)  # the original made no choices
+
+
+def pinned(snapshot: int) -> tuple[PinnedInput, ...]:
+    return (PinnedInput(asset_key=ASSET, snapshot_id=snapshot),)
+
+
+def test_any_unknown_field_in_a_replay_is_a_400_naming_it_and_nothing_is_written(scene: Scene, ddb_client: Any) -> None:
+    key = scene.claim(1001)
+    scene.deliver()
+    before = ddb_client.scan(TableName=TABLE)["Items"]
+
+    @settings(max_examples=25, deadline=None)
+    @given(UNKNOWN_FIELDS, ANY_JSON, st.sampled_from([{}, {"startFrom": "load"}, {"variables": {"a": 1}}]))
+    def refused(field: str, value: Any, valid: dict[str, Any]) -> None:
+        answer = scene.call("POST", f"/triggers/{key}/replay", body={**valid, field: value})
+        assert answer.status == 400, answer.body
+        assert answer.body["field"] == field and repr(field) in answer.body["message"]
+
+    refused()
+    assert ddb_client.scan(TableName=TABLE)["Items"] == before  # no claim, no request record

@@ -241,3 +241,28 @@ def test_the_cli_sends_a_new_request_key_each_time_unless_told_one(
     assert "Idempotency-Key" in capsys.readouterr().err  # the malformed key: the server's 400, said
     epochs = sorted(t.replay_epoch for t in scene.triggers.list_for_rule("r").items)
     assert epochs == [0, 1, 2, 3]  # the original, two replays without a key, one under ticket-4711
+
+
+def test_the_cli_sends_a_replays_choices_and_shows_them_on_the_trigger(
+    scene: Scene, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lakehook.cli import main
+
+    with ApiOverHttp(scene.app) as api:
+        base = ["--url", api.base_url, "--admin-token", ADMIN_TOKEN]
+        replay = [*base, "--output", "json", "replay", scene.original.trigger_key, "--start-from", "load_dwd"]
+        assert main([*replay, "--var", "full_refresh=true", "--var", "batch=5000", "--var", "note=a=b"]) == 0
+        claimed = json.loads(capsys.readouterr().out)["replay"]
+        assert claimed["startFrom"] == "load_dwd"
+        assert claimed["variables"] == {"full_refresh": True, "batch": 5000, "note": "a=b"}
+        assert main([*base, "trigger", claimed["triggerKey"]]) == 0
+        shown = capsys.readouterr().out
+        assert "starts from: load_dwd" in shown and "variable: full_refresh = true" in shown
+        assert 'variable: note = "a=b"' in shown
+        assert main([*replay, "--var", "no-value"]) != 0  # refused before anything is sent
+        assert "NAME=VALUE" in capsys.readouterr().err
+        assert main([*replay, "--var", "lakehook_x=1"]) == 1  # the server's 400, said
+        assert "lakehook_" in capsys.readouterr().err
+    sent = [r.json() for r in api.requests if r.path.endswith("/replay")]
+    assert sent[0] == {"startFrom": "load_dwd", "variables": {"full_refresh": True, "batch": 5000, "note": "a=b"}}
+    assert len(sent) == 2 and len(scene.triggers.list_for_rule("r").items) == 2

@@ -33,8 +33,10 @@ from lakehook.domain.errors import NotFoundError
 from lakehook.domain.rules import Rule
 from lakehook.domain.targets import validate_target
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
+from lakehook.receiver import from_eventbridge_event, parse_invocation
 from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger, RedriveTriggers
 from tests.fakes.memory import InMemorySecretStore
+from tests.replay_choices import CHOICES, replay_of
 from tests.support import RequestCounter, create_table
 
 REGION = "us-east-1"
@@ -372,3 +374,36 @@ def test_dispatch_on_aws_survives_a_crash_after_the_execution_started(state_mach
     stored = claims.get(trigger.trigger_key)
     assert stored is not None and stored.status is TriggerStatus.SUCCEEDED and stored.attempts == 2
     assert stored.target_run_id == started.run_id and stored.manifest_uri == uri
+
+
+# --- a replay's choices reach each AWS target in its input (docs/targets.md, "Replay choices") ----------------
+
+
+def test_stepfunctions_gets_a_replays_choices_in_the_execution_input(state_machine: str) -> None:
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    config = validate_target({"type": "stepfunctions", "stateMachineArn": state_machine})
+    replay = replay_of(claim())
+    started = StepFunctionsTargetClient(sfn).start(invocation(replay), config)
+    assert started.kind is OutcomeKind.STARTED and started.run_id is not None
+    received = parse_invocation(sfn.describe_execution(executionArn=started.run_id)["input"])
+    assert (received.start_from, received.variables) == (CHOICES["start_from"], CHOICES["variables"])
+    # the next attempt sends the same choices: the execution is confirmed as ours, not a clash
+    again = StepFunctionsTargetClient(sfn).start(invocation(replay, attempt=2), config)
+    assert again.kind is OutcomeKind.ALREADY_STARTED and again.run_id == started.run_id
+
+
+def test_lambda_and_eventbridge_get_a_replays_choices_in_the_event(function: str, bus_queue: tuple[str, str]) -> None:
+    lam = boto3.client("lambda", region_name=REGION)
+    sent: list[dict[str, Any]] = []
+    lam.meta.events.register("before-call.lambda.Invoke", lambda params, **_: sent.append(params))
+    replay = replay_of(claim())
+    lambda_config = validate_target({"type": "lambda", "functionName": function})
+    assert LambdaTargetClient(lam).start(invocation(replay), lambda_config).kind is OutcomeKind.STARTED
+    [params] = sent
+    assert parse_invocation(params["body"]).variables == CHOICES["variables"]
+    bus, queue_url = bus_queue
+    events = EventBridgeTargetClient(boto3.client("events", region_name=REGION))
+    assert events.start(invocation(replay), validate_target({"type": "eventbridge", "eventBusName": bus})).succeeded
+    [message] = boto3.client("sqs", region_name=REGION).receive_message(QueueUrl=queue_url)["Messages"]
+    received = from_eventbridge_event(json.loads(message["Body"]))
+    assert (received.start_from, received.variables) == (CHOICES["start_from"], CHOICES["variables"])

@@ -20,6 +20,7 @@ from lakehook.domain.dispatch import Invocation, OutcomeKind, RetryPolicy, RunMa
 from lakehook.domain.rules import Rule
 from lakehook.domain.targets import InvalidTargetError, validate_target
 from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus, trigger_key
+from lakehook.receiver import from_dolphinscheduler_params, parse_invocation
 from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger, RedriveTriggers
 from tests.fakes.airflow import FakeAirflow
 from tests.fakes.dolphinscheduler import FakeDolphinScheduler
@@ -27,6 +28,7 @@ from tests.fakes.memory import InMemorySecretStore
 from tests.fakes.memory_dispatch import InMemoryManifestStore, InMemoryTriggerLedger
 from tests.fakes.memory_rules import InMemoryRuleStore
 from tests.fakes.webhook_receiver import WebhookReceiver
+from tests.replay_choices import CHOICES, replay_of
 
 SECRET = "s3cr3t-signing-key"
 T0 = 1_750_000_000_000
@@ -565,3 +567,52 @@ def test_carries_key_reads_every_shape_dolphinscheduler_uses() -> None:
     assert carries_key({"StartParams": [{"prop": "lakehook_trigger_key", "value": key}]}, key)
     assert not carries_key(json.dumps({"StartParams": json.dumps({"lakehook_trigger_key": key + "x"})}), key)
     assert not carries_key("not json", key) and not carries_key(None, key)
+
+
+# --- a replay's choices reach each target its own way (docs/targets.md, "Replay choices") ------------------
+
+
+def test_webhook_sends_a_replays_choices_in_the_payload_the_receiver_reads(
+    receiver: WebhookReceiver, secrets: InMemorySecretStore, session: requests.Session
+) -> None:
+    replay = replay_of(claim())
+    outcome = webhook_client(secrets, session).start(invocation(replay), webhook(receiver))
+    assert outcome.kind is OutcomeKind.STARTED
+    [request] = receiver.requests
+    received = parse_invocation(request.body)
+    assert received.start_from == "4242" and received.variables == CHOICES["variables"]
+    plain = parse_invocation(invocation(claim()).body())  # a run without choices: none sent, none read
+    assert (plain.start_from, plain.variables) == (None, {}) and "variables" not in invocation(claim()).payload()
+
+
+def test_airflow_sends_a_replays_choices_in_the_dag_run_conf(
+    airflow: FakeAirflow, secrets: InMemorySecretStore, session: requests.Session
+) -> None:
+    replay = replay_of(claim(), start_from="load_dwd", variables={"full_refresh": True})
+    outcome = airflow_client(secrets, session).start(invocation(replay), airflow_config(airflow))
+    assert outcome.kind is OutcomeKind.STARTED
+    conf = airflow.dag_runs[("dwd_trade", dag_run_id_for(replay.trigger_key))]["conf"]
+    assert conf["startFrom"] == "load_dwd" and conf["variables"] == {"full_refresh": True}
+    assert parse_invocation(conf).start_from == "load_dwd"
+
+
+def test_dolphinscheduler_starts_a_replay_at_its_task_with_its_variables_as_start_params(
+    ds: FakeDolphinScheduler, secrets: InMemorySecretStore, session: requests.Session
+) -> None:
+    replay = replay_of(claim())
+    outcome = ds_client(secrets, session).start(invocation(replay), ds_config(ds))
+    assert outcome.kind is OutcomeKind.STARTED
+    form = ds.requests[-1].form()
+    assert form["startNodeList"] == "4242" and form["taskDependType"] == "TASK_POST"
+    params = json.loads(form["startParams"])
+    assert {k: params[k] for k in ("full_refresh", "batch", "note")} == {
+        "full_refresh": "true",
+        "batch": "5000",
+        "note": "fix",
+    }
+    assert params["lakehook_start_from"] == "4242" and params["lakehook_trigger_key"] == replay.trigger_key
+    assert all(isinstance(v, str) for v in params.values())
+    received = from_dolphinscheduler_params(params)
+    assert (received.start_from, received.variables) == ("4242", CHOICES["variables"])
+    plain = ds_client(secrets, session).start(invocation(claim(1002)), ds_config(ds))
+    assert plain.kind is OutcomeKind.STARTED and "startNodeList" not in ds.requests[-1].form()

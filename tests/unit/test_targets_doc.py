@@ -22,6 +22,13 @@ def section(type_name: str) -> str:
     return PAGE[start : following if following != -1 else None]
 
 
+def explained_fields() -> set[str]:
+    """The payload fields the page's tables explain (a row's first cell of back-quoted names)."""
+    return {
+        name for cell in re.findall(r"^\| ((?:`\w+`(?:, )?)+) \|", PAGE, re.M) for name in re.findall(r"`(\w+)`", cell)
+    }
+
+
 def test_every_target_type_documents_every_field() -> None:
     for type_name, model in TARGET_CONFIGS.items():
         fields = set(re.findall(r"^\| `(\w+)` \|", section(type_name), re.M))
@@ -42,9 +49,7 @@ def test_the_documented_payload_is_what_targets_receive() -> None:
     )
     assert list(documented) == list(sent.payload())
     assert parse_invocation(documented).completion_path == documented["completionPath"]
-    explained = {
-        name for cell in re.findall(r"^\| ((?:`\w+`(?:, )?)+) \|", PAGE, re.M) for name in re.findall(r"`(\w+)`", cell)
-    }
+    explained = explained_fields()
     assert set(documented) <= explained, set(documented) - explained
     # a partitioned group's run sends one field more: the table explains it too, and the receiver reads it
     partitioned = sent.model_copy(update={"partition": "dt=2026-12-01/region=eu"}).payload()
@@ -63,3 +68,26 @@ def section_of(title: str) -> str:
 def test_the_headers_are_the_dispatchers() -> None:
     for header in (IDEMPOTENCY_HEADER, TRIGGER_KEY_HEADER, SIGNATURE_HEADER, COMPLETION_TOKEN_HEADER):
         assert f"`{header}" in PAGE, header
+
+
+def test_a_replays_choices_are_explained_per_target_and_read_by_the_receiver() -> None:
+    sent = Invocation(
+        trigger_key="r.g.1",
+        rule_id="r",
+        group_id="g",
+        inputs=(ManifestInput(asset_key="custom://a/b", snapshot_id=1),),
+        manifest_uri="s3://m/manifests/r.g.1.json",
+        attempt=1,
+        start_from="4242",
+        variables={"full_refresh": True},
+    ).payload()
+    explained = explained_fields()
+    assert {"startFrom", "variables"} <= explained
+    received = parse_invocation(sent)
+    assert (received.start_from, received.variables) == ("4242", {"full_refresh": True})
+    choices = section_of("Replay choices")
+    documented = json.loads(re.search(r"```json\n(.*?)```", choices, re.S).group(1))  # type: ignore[union-attr]
+    assert set(documented) == {"startFrom", "variables"}
+    for type_name in TARGET_CONFIGS:
+        assert re.search(rf"^\| [^|]*`{type_name}`", choices, re.M), f"{type_name}: no row in Replay choices"
+    assert "start_from" in choices and "invocation.variables" in choices

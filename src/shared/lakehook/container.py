@@ -557,7 +557,7 @@ class Container:
         preflight = PreflightReplay(
             self.verify_spool_manifest, self.asset_registry, self.asset_store, self.snapshot_existence
         )
-        return ReplayTrigger(self.trigger_store, preflight, manifests=self.manifest_store)
+        return ReplayTrigger(self.trigger_store, preflight, manifests=self.manifest_store, rules=self.rule_store)
 
 
 _current: Container | None = None

@@ -236,6 +236,7 @@ def build_app(include: Iterable[str] = ()) -> LakehookResolver:
 def openapi_document(app: APIGatewayRestResolver) -> str:
     """The generated OpenAPI document, plus the bodies of the routes that parse their body themselves."""
     from lakehook.domain.events import AssetEvent
+    from lakehook.domain.replay_choices import ReplayChoices
     from lakehook.domain.rules import Rule
     from lakehook.usecases.completion import RunCompletion
 
@@ -306,5 +307,11 @@ def openapi_document(app: APIGatewayRestResolver) -> str:
         complete["requestBody"] = {
             "required": True,
             "content": {"application/json": {"schema": component(RunCompletion)}},
+        }
+    replay = paths.get("/triggers/{triggerKey}/replay", {}).get("post")
+    if replay is not None:
+        replay["requestBody"] = {
+            "required": False,
+            "content": {"application/json": {"schema": component(ReplayChoices)}},
         }
     return json.dumps(spec)

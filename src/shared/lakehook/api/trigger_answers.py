@@ -40,6 +40,12 @@ class TriggerAnswer(Answer):
     reason: str | None = None
     target_run_id: str | None = Field(default=None, alias="targetRunId")
     replay_of: str | None = Field(default=None, alias="replayOf")
+    start_from: str | None = Field(
+        default=None, alias="startFrom", description="a replay's choice: where the rerun starts (absent if none)"
+    )
+    variables: dict[str, str | int | float | bool | None] | None = Field(
+        default=None, description="a replay's choice: the variables the rerun overrides (absent if none)"
+    )
     run_status: Literal["SUCCEEDED", "FAILED"] | None = Field(
         default=None, alias="runStatus", description="what the run reported (the first terminal status wins)"
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -203,6 +204,10 @@ def trigger(api: ApiClient, args: argparse.Namespace) -> int:
             yield f"  run status (reported by the run): {d['runStatus']}"
         if d.get("replayOf"):
             yield f"  replay of: {d['replayOf']}"
+        if d.get("startFrom") is not None:
+            yield f"  starts from: {d['startFrom']}"
+        for name, value in (d.get("variables") or {}).items():
+            yield f"  variable: {name} = {json.dumps(value, ensure_ascii=False)}"
 
     emit(args.output, data, text)
     return 0
@@ -236,11 +241,35 @@ def _checklist(body: Any) -> list[dict[str, Any]]:
     return []
 
 
+def replay_choices(start_from: str | None, assignments: list[str]) -> dict[str, Any] | None:
+    """The replay's body: ``--start-from`` and ``--var NAME=VALUE`` (VALUE as JSON when it is a JSON scalar,
+    else the text itself); None for a plain replay. The server checks the bounds and names what is wrong."""
+    variables: dict[str, Any] = {}
+    for assignment in assignments:
+        name, sep, value = assignment.partition("=")
+        if not sep or not name:
+            raise CliError(f"--var {assignment!r}: expected NAME=VALUE")
+        variables[name] = _scalar(value)
+    body: dict[str, Any] = {"startFrom": start_from} if start_from is not None else {}
+    if variables:
+        body["variables"] = variables
+    return body or None
+
+
+def _scalar(text: str) -> Any:
+    try:
+        value = json_value(text, "--var")
+    except CliError:
+        return text
+    return value if value is None or isinstance(value, str | int | float | bool) else text
+
+
 def replay(api: ApiClient, args: argparse.Namespace) -> int:
     query = {"dryRun": True} if args.dry_run else None
     headers = request_key_header(getattr(args, "request_key", None))
     path = f"/triggers/{path_part(args.key)}/replay"
-    status, data = api.request("POST", path, query=query, headers=headers, accept=(409,))
+    body = replay_choices(getattr(args, "start_from", None), getattr(args, "var", None) or [])
+    status, data = api.request("POST", path, query=query, body=body, headers=headers, accept=(409,))
 
     def text(d: Any) -> Iterator[str]:
         if status == 409:

@@ -120,6 +120,13 @@ def add_commands(commands_: argparse._SubParsersAction) -> None:  # type: ignore
     sub = command("replay", commands.replay, "re-run a trigger on exactly its pinned inputs")
     sub.add_argument("key", metavar="KEY", help="trigger key")
     sub.add_argument("--dry-run", action="store_true", help="run the pre-flight checklist only")
+    sub.add_argument("--start-from", default=None, metavar="TASK", help="the task or step the rerun starts at")
+    sub.add_argument(
+        "--var",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a variable the rerun overrides (VALUE as JSON when it is a scalar, e.g. true or 5000; repeatable)",
+    )
     add_request_key(sub)
 
     sub = command("state", commands.state, "an asset's state")

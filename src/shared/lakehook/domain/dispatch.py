@@ -179,6 +179,8 @@ class Invocation(BaseModel):
     replay_of: str | None = Field(default=None, alias="replayOf")
     attempt: int = Field(ge=1)
     completion_token: str | None = Field(default=None, alias="completionToken", repr=False)
+    start_from: str | None = Field(default=None, alias="startFrom", description="a replay's choice")
+    variables: dict[str, Any] | None = Field(default=None, description="a replay's choice")
 
     @classmethod
     def of(
@@ -205,12 +207,16 @@ class Invocation(BaseModel):
             replay_of=replay_of if replay_of is not None else manifest.replay_of,
             attempt=attempt,
             completion_token=completion_token,
+            start_from=trigger.start_from,  # stored with the claim: every attempt sends the same choices
+            variables=trigger.variables,
         )
 
     def payload(self) -> dict[str, Any]:
         """The JSON object sent: ``triggerKey, ruleId, groupId, inputs, window, manifestUri, replayOf, attempt,
-        completionPath, completionToken``, and ``partition`` for a partitioned group's run."""
-        extra = {"partition": self.partition} if self.partition is not None else {}
+        completionPath, completionToken``, ``partition`` for a partitioned group's run, and a replay's choices
+        ``startFrom`` and ``variables`` when it made them (a run without them gets the payload it always got)."""
+        made = {"partition": self.partition, "startFrom": self.start_from, "variables": self.variables}
+        extra = {name: value for name, value in made.items() if value is not None}
         return {
             **extra,
             "triggerKey": self.trigger_key,

@@ -205,6 +205,8 @@ class Trigger(BaseModel):
     reason: str | None = None
     target_run_id: str | None = Field(default=None, alias="targetRunId")
     replay_of: str | None = Field(default=None, alias="replayOf", description="the trigger this one replays")
+    start_from: str | None = Field(default=None, alias="startFrom", description="a replay's choice: where it starts")
+    variables: dict[str, Any] | None = Field(default=None, description="a replay's choice: the variables it overrides")
     run_status: str | None = Field(
         default=None, alias="runStatus", description="what the run reported: SUCCEEDED or FAILED (first wins)"
     )
@@ -239,6 +241,7 @@ class Trigger(BaseModel):
             "reason": self.reason,
             "targetRunId": self.target_run_id,
             "replayOf": self.replay_of,
+            **self.choices(),
             "runStatus": self.run_status,
             "completedAt": ms_to_iso(self.completed_at) if self.completed_at is not None else None,
             "outlets": list(self.outlets) if self.outlets is not None else None,
@@ -249,6 +252,11 @@ class Trigger(BaseModel):
             "retries": self.retries,
             "runState": self.run_state.to_api() if self.run_state is not None else None,
         }
+
+    def choices(self) -> dict[str, Any]:
+        """A replay's choices (``startFrom``, ``variables``), those made only: a plain run's answer is unchanged."""
+        made = {"startFrom": self.start_from, "variables": self.variables}
+        return {name: value for name, value in made.items() if value is not None}
 
 
 def partition_cursor_id(group_id: str, partition: str) -> str:

@@ -3,7 +3,7 @@
 - :func:`parse_invocation` and friends: the invocation payload as typed objects (:class:`Invocation`,
   :class:`PinnedInput`), from a webhook body, Step Functions input, a Lambda or EventBridge event, Airflow's
   ``conf`` or DolphinScheduler's start parameters; a partition's run names its ``partition`` and
-  ``partition_values``.
+  ``partition_values``, a replay its choices ``start_from`` and ``variables``.
 - :func:`verify_signature`: a webhook delivery's ``X-Lakehook-Signature``.
 - :class:`WebhookReceiver`: verify, parse, deduplicate on the trigger key, start once; ``.wsgi()`` serves it.
 - :class:`InMemoryDedupStore`, :class:`DynamoDBDedupStore` (a boto3 client passed in): where seen keys live.

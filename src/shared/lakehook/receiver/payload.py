@@ -1,8 +1,9 @@
 """The invocation payload as typed objects: what a run receives from lakehook, whatever the target.
 
 Every target sends the same JSON object (docs/targets.md): ``triggerKey, ruleId, groupId, inputs, window,
-manifestUri, replayOf, attempt, completionPath, completionToken``, and ``partition`` for the run of one partition of
-a group with ``partitionBy`` (docs/partitions.md). A webhook gets it as the POST body, a
+manifestUri, replayOf, attempt, completionPath, completionToken``, ``partition`` for the run of one partition of
+a group with ``partitionBy`` (docs/partitions.md), and a replay's choices ``startFrom`` and ``variables`` when it
+made them (docs/targets.md, "Replay choices"). A webhook gets it as the POST body, a
 Step Functions execution as its input, a Lambda function as its event, EventBridge as ``detail``, an Airflow
 DAG run as ``conf``, a DolphinScheduler workflow as the start parameter ``lakehook_payload``. The helpers
 here take each of those and answer one :class:`Invocation`.
@@ -48,7 +49,8 @@ class Invocation:
     """What one attempt of one trigger delivers. ``trigger_key`` is the same on every attempt (deduplicate on
     it); ``attempt`` is not. ``completion_token`` is a credential for this trigger's completion only.
     ``partition``: the partition key a partitioned group's run is for (``dt=2026-12-01/region=eu``), else None;
-    :attr:`partition_values` reads it."""
+    :attr:`partition_values` reads it. ``start_from`` and ``variables``: a replay's choices, where the rerun starts
+    (a task or step name; None: from the start) and the variables it overrides (empty: none)."""
 
     trigger_key: str
     rule_id: str
@@ -61,6 +63,8 @@ class Invocation:
     window: Interval | None = None
     replay_of: str | None = None
     partition: str | None = None
+    start_from: str | None = None
+    variables: Mapping[str, str | int | float | bool | None] = field(default_factory=dict)
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def input(self, asset_key: str) -> PinnedInput:
@@ -132,6 +136,17 @@ def _partition(data: Mapping[str, Any]) -> str | None:
     return key
 
 
+def _variables(value: Any) -> dict[str, str | int | float | bool | None]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidPayloadError("variables must be an object")
+    for name, scalar in value.items():
+        if not isinstance(scalar, str | int | float | bool | None):
+            raise InvalidPayloadError(f"variables.{name} must be a JSON scalar")
+    return dict(value)
+
+
 def parse_invocation(data: bytes | str | Mapping[str, Any]) -> Invocation:
     """The invocation in a webhook body (bytes or text) or an already decoded object (Step Functions input,
     a Lambda event, Airflow's ``conf``). Raises InvalidPayloadError naming the field."""
@@ -159,6 +174,8 @@ def parse_invocation(data: bytes | str | Mapping[str, Any]) -> Invocation:
         window=_interval(data.get("window"), "window"),
         replay_of=_field(data, "replayOf", str, required=False),
         partition=_partition(data),
+        start_from=_field(data, "startFrom", str, required=False),
+        variables=_variables(data.get("variables")),
         raw=dict(data),
     )
 

@@ -11,6 +11,11 @@ checklist. Otherwise a new claim carries the next free replay epoch, the same pi
 window, the run manifest of the trigger it replays, and ``replayOf``; the dispatcher starts it like
 any claim, re-using that manifest. The claim item is the audit record (listed with the rule's triggers).
 
+The request may choose where the rerun starts and which variables it overrides (``{"startFrom": ..., "variables":
+{...}}``, :mod:`lakehook.domain.replay_choices`); they are stored on the replay's claim (its key is the same as
+without them), so every attempt of its dispatch sends the same, and a choice the rule's target cannot honour is a
+400 before anything is claimed.
+
 Under an ``Idempotency-Key`` (:mod:`lakehook.domain.requests`) the claim and the answer are recorded in one
 transaction, so the same request repeated answers the first answer again and claims nothing more.
 """
@@ -23,12 +28,13 @@ from typing import Any
 
 from lakehook.domain.dispatch import ManifestIntegrityError
 from lakehook.domain.errors import ConflictError, LakehookError, NotFoundError
+from lakehook.domain.replay_choices import ReplayChoices, check_for_target
 from lakehook.domain.requests import RecordedRequest, RequestAnswer, RequestKey
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import Trigger, TriggerStatus, trigger_key
 from lakehook.observability import logger
 from lakehook.ports.dispatch import ManifestStore
-from lakehook.ports.rules import TriggerStore
+from lakehook.ports.rules import RuleStore, TriggerStore
 from lakehook.usecases.spool import PreflightReplay, PreflightReport, ReplayInput
 
 MAX_EPOCH_TRIES = 100
@@ -70,37 +76,52 @@ class ReplayTrigger:
         preflight: PreflightReplay,
         clock: Callable[[], int] = now_ms,
         manifests: ManifestStore | None = None,
+        rules: RuleStore | None = None,
     ) -> None:
         self._triggers = triggers
         self._preflight = preflight
         self._clock = clock
         self._manifests = manifests
+        self._rules = rules
 
-    def replay(self, key: str, dry_run: bool = False) -> ReplayAnswer:
-        """Raises NotFoundError, ConflictError (nothing to replay) or ReplayRefusedError (the checklist failed)."""
-        outcome = self._replay(key, dry_run, None)
+    def replay(self, key: str, dry_run: bool = False, choices: ReplayChoices | None = None) -> ReplayAnswer:
+        """Raises NotFoundError, ConflictError (nothing to replay) or ReplayRefusedError (the checklist failed);
+        ValidationError for ``choices`` the rule's target cannot honour."""
+        outcome = self._replay(key, dry_run, None, choices or ReplayChoices())
         assert isinstance(outcome, ReplayAnswer)  # only a request key has a recorded answer
         return outcome
 
-    def answer(self, key: str, dry_run: bool = False, idempotency_key: str | None = None) -> RequestAnswer:
+    def answer(
+        self,
+        key: str,
+        dry_run: bool = False,
+        idempotency_key: str | None = None,
+        choices: ReplayChoices | None = None,
+    ) -> RequestAnswer:
         """The route's answer (201 with the claim; 200 for a dry run). Under an ``idempotency_key`` a request made
-        before answers its first answer again (``replayed``), and a key used for another trigger raises
-        IdempotencyKeyReusedError; a dry run claims nothing, so nothing is recorded (the key is still checked)."""
-        request = RequestKey.of(idempotency_key, "replay", {"triggerKey": key})
+        before answers its first answer again (``replayed``), and a key used for another trigger (or the same
+        trigger with other choices) raises IdempotencyKeyReusedError; a dry run claims nothing, so nothing is
+        recorded (the key is still checked)."""
+        choices = choices or ReplayChoices()
+        # a plain replay's fingerprint is what it always was; the choices made are part of the request
+        request = RequestKey.of(idempotency_key, "replay", {"triggerKey": key, **choices.to_api()})
         if request is not None and not dry_run:
             recorded = self._triggers.get_request(request.key, self._clock())
             if recorded is not None:
                 return RequestAnswer.replay_of(recorded.answer_to(request))
-        outcome = self._replay(key, dry_run, None if dry_run else request)
+        outcome = self._replay(key, dry_run, None if dry_run else request, choices)
         if isinstance(outcome, RecordedRequest):  # a racing twin of this request claimed first
             assert request is not None
             return RequestAnswer.replay_of(outcome.answer_to(request))
         return RequestAnswer(200 if dry_run else 201, outcome.to_api())
 
-    def _replay(self, key: str, dry_run: bool, request: RequestKey | None) -> ReplayAnswer | RecordedRequest:
+    def _replay(
+        self, key: str, dry_run: bool, request: RequestKey | None, choices: ReplayChoices
+    ) -> ReplayAnswer | RecordedRequest:
         original = self._triggers.get(key)
         if original is None:
             raise NotFoundError(f"trigger {key!r} does not exist")
+        self._check_target(original.rule_id, choices)
         if original.status is TriggerStatus.SKIPPED:
             raise ConflictError(f"trigger {key!r} was skipped (a backfill's versions); it had no run to replay")
         manifest_uri = original.manifest_uri or self._stored_manifest(key)
@@ -116,8 +137,16 @@ class ReplayTrigger:
             raise ReplayRefusedError(key, report)
         if dry_run:
             return ReplayAnswer(original, report)
-        claimed = self._claim(original, report, request)
+        claimed = self._claim(original, report, request, choices)
         return claimed if isinstance(claimed, RecordedRequest) else ReplayAnswer(original, report, claimed)
+
+    def _check_target(self, rule_id: str, choices: ReplayChoices) -> None:
+        """Refuse choices the rule's target cannot honour (a rule since deleted: its dispatch will say so)."""
+        if choices.empty or self._rules is None:
+            return
+        stored = self._rules.get_rule(rule_id)
+        if stored is not None:
+            check_for_target(choices, stored.rule.target.type)
 
     def _stored_manifest(self, key: str) -> str | None:
         """The URI of the trigger's manifest when the store has it (the claim may not say so yet)."""
@@ -133,7 +162,7 @@ class ReplayTrigger:
         return uri
 
     def _claim(
-        self, original: Trigger, report: PreflightReport, request: RequestKey | None
+        self, original: Trigger, report: PreflightReport, request: RequestKey | None, choices: ReplayChoices
     ) -> Trigger | RecordedRequest:
         """The replay's claim under the next epoch nobody took (concurrent replays each get their own), or, under a
         request key another request took first, that request's answer."""
@@ -163,6 +192,9 @@ class ReplayTrigger:
                     "next_attempt_at": None,
                     "retries": 0,
                     "run_state": None,
+                    # stored with the claim, so a retried dispatch sends the same; never the replayed trigger's
+                    "start_from": choices.start_from,
+                    "variables": choices.variables,
                 }
             )
             recorded = (

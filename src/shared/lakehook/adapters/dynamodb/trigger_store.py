@@ -48,6 +48,7 @@ from lakehook.adapters.dynamodb.transactions import (
     old_item,
     reason_code,
 )
+from lakehook.domain.replay_choices import variables_json
 from lakehook.domain.requests import RecordedRequest
 from lakehook.domain.triggers import FailureKind, GroupCursor, PinnedInput, RunState, Trigger, TriggerStatus, Window
 from lakehook.ports.rules import (
@@ -91,6 +92,9 @@ def trigger_item(trigger: Trigger) -> dict[str, Any]:
         ("targetRunId", trigger.target_run_id),
         ("replayOf", trigger.replay_of),
         ("partition", trigger.partition),
+        ("startFrom", trigger.start_from),
+        # JSON text: a float is no DynamoDB number, and the variables come back exactly as they were sent
+        ("replayVariables", variables_json(trigger.variables) if trigger.variables is not None else None),
     ):
         if value is not None:
             item[name] = value
@@ -123,6 +127,8 @@ def trigger_from_item(item: dict[str, Any]) -> Trigger:
         reason=data.get("reason"),
         target_run_id=data.get("targetRunId"),
         replay_of=data.get("replayOf"),
+        start_from=data.get("startFrom"),
+        variables=json.loads(data["replayVariables"]) if data.get("replayVariables") is not None else None,
         partition=data.get("partition"),
         in_order=bool(data.get("inOrder", False)),
         run_status=data.get("runStatus"),

@@ -7,7 +7,10 @@
   ``processInstancePriority``), ``workerGroup``, ``execType=START_PROCESS`` and ``startParams``: a JSON
   object of strings, ``lakehook_trigger_key``, ``lakehook_rule_id``, ``lakehook_group_id``,
   ``lakehook_manifest_uri``, ``lakehook_attempt`` and ``lakehook_payload`` (the whole invocation payload as
-  JSON). Declare them as IN global parameters of the workflow to use them in tasks.
+  JSON). Declare them as IN global parameters of the workflow to use them in tasks. A replay's choices
+  (docs/targets.md): each of its ``variables`` is a start parameter of its own name, and its ``startFrom``, a
+  task code, is ``startNodeList`` (with ``taskDependType=TASK_POST``: that task and what follows it run) and
+  ``lakehook_start_from``.
 - Which API: the target's ``apiVersion``. ``auto`` sends 3.3's request first; a 3.2 server has no such
   path and answers HTTP 404 (nothing started), and then 3.2's is sent. The version that answered is
   remembered per ``baseUrl`` for the client's life (a cached version that answers 404, after an upgrade,
@@ -85,12 +88,20 @@ V3_2 = ApiVersion(  # 3.2.2 ExecutorController line 134, ProcessInstanceControll
     "process-instance",
 )
 VERSIONS = {v.name: v for v in (V3_3, V3_2)}
+START_FROM_PARAM = "lakehook_start_from"
 
 
 def start_params(invocation: Invocation) -> dict[str, str]:
-    """The start parameters (DolphinScheduler takes a JSON object of strings)."""
+    """The start parameters (DolphinScheduler takes a JSON object of strings). A replay's ``variables`` are start
+    parameters of their own names, overriding the workflow's global parameters of those names (a string as it is,
+    any other scalar as JSON); its ``startFrom`` (a task code) is ``lakehook_start_from`` too."""
     payload = invocation.payload()
+    chosen = invocation.variables or {}
+    variables = {name: value if isinstance(value, str) else json.dumps(value) for name, value in chosen.items()}
+    if invocation.start_from is not None:
+        variables[START_FROM_PARAM] = invocation.start_from
     return {
+        **variables,  # names never start with lakehook_ (domain.replay_choices): ours below cannot be overridden
         KEY_PARAM: invocation.trigger_key,
         "lakehook_rule_id": invocation.rule_id,
         "lakehook_group_id": invocation.group_id,
@@ -187,6 +198,8 @@ class DolphinSchedulerTargetClient(TargetClient):
             "startParams": json.dumps(start_params(invocation), separators=(",", ":")),
             "dryRun": 0,
         }
+        if invocation.start_from is not None:  # a task code (checked when the replay was asked for)
+            form["startNodeList"] = invocation.start_from
         if config.tenant_code:
             form["tenantCode"] = config.tenant_code
         if config.environment_code is not None:

@@ -11,8 +11,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from lakehook.api.contract import ALWAYS, MANAGEMENT, answers, ok, replayable
-from lakehook.api.http import json_response
+from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok, replayable
+from lakehook.api.http import json_body, json_response, raw_body
 from lakehook.api.paths import IdempotencyKey, TriggerKey
 from lakehook.api.trigger_answers import ReplayAnswer, TriggerAnswer, TriggerPage
 from lakehook.container import current
@@ -76,14 +76,17 @@ def retry(triggerKey: TriggerKey) -> Response[str]:
         "checklist when an item failed. Each request without an Idempotency-Key claims another replay; with one, "
         "the claim and its answer are recorded together: the same request repeated answers that 201 again, "
         "with the header Idempotent-Replayed: true, and claims nothing (409 IDEMPOTENCY_KEY_REUSED for "
-        "another trigger under the key)."
+        "another trigger, or other choices, under the key). The body is optional: "
+        '{"startFrom": "<task or step>", "variables": {"name": <JSON scalar>, ...}} chooses where the rerun starts '
+        "and the variables it overrides; each target receives them its own way (docs/targets.md). An unknown field, "
+        "or a choice out of bounds or that the rule's target cannot honour, is a 400 naming it; nothing is claimed."
     ),
     tags=["triggers"],
     security=MANAGEMENT,
     responses=replayable(
         answers(
             {200: ("the dry run's checklist", ReplayAnswer), 201: ("the replay is claimed", ReplayAnswer)},
-            ALWAYS,
+            WITH_BODY,
             404,
             409,
         ),
@@ -93,10 +96,14 @@ def retry(triggerKey: TriggerKey) -> Response[str]:
 def replay(
     triggerKey: TriggerKey, dry_run: DryRunQuery = False, idempotency_key: IdempotencyKey = None
 ) -> Response[str]:
+    from lakehook.domain.replay_choices import parse_replay_choices
     from lakehook.usecases.replay import ReplayRefusedError  # with the use case: the replay path only
 
+    body = json_body(router.current_event) if raw_body(router.current_event).strip() else None
+    choices = parse_replay_choices(body)
+    use_case = current().replay_trigger
     try:
-        answer = current().replay_trigger.answer(triggerKey, dry_run=dry_run, idempotency_key=idempotency_key)
+        answer = use_case.answer(triggerKey, dry_run=dry_run, idempotency_key=idempotency_key, choices=choices)
     except ReplayRefusedError as exc:
         body = {
             "error": "REPLAY_REFUSED",
