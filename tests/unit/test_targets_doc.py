@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from lakehook.adapters.targets.webhook import IDEMPOTENCY_HEADER, TRIGGER_KEY_HEADER
 from lakehook.domain.completion import COMPLETION_TOKEN_HEADER
@@ -36,17 +37,22 @@ def test_every_target_type_documents_every_field() -> None:
         assert fields == declared, f"{type_name}: documented {sorted(fields)}, declared {sorted(declared)}"
 
 
-def test_the_documented_payload_is_what_targets_receive() -> None:
-    documented = json.loads(re.search(r"```json\n(.*?)```", PAGE, re.S).group(1))  # type: ignore[union-attr]
-    sent = Invocation(
+def _invocation(**extra: Any) -> Invocation:
+    """The invocation of a run of one input, with ``extra`` fields."""
+    return Invocation(
         trigger_key="r.g.1",
         rule_id="r",
         group_id="g",
         inputs=(ManifestInput(asset_key="custom://a/b", snapshot_id=1),),
         manifest_uri="s3://m/manifests/r.g.1.json",
         attempt=1,
-        completion_token="0" * 64,
+        **extra,
     )
+
+
+def test_the_documented_payload_is_what_targets_receive() -> None:
+    documented = json.loads(re.search(r"```json\n(.*?)```", PAGE, re.S).group(1))  # type: ignore[union-attr]
+    sent = _invocation(completion_token="0" * 64)
     assert list(documented) == list(sent.payload())
     assert parse_invocation(documented).completion_path == documented["completionPath"]
     explained = explained_fields()
@@ -71,13 +77,7 @@ def test_the_headers_are_the_dispatchers() -> None:
 
 
 def test_a_replays_choices_are_explained_per_target_and_read_by_the_receiver() -> None:
-    sent = Invocation(
-        trigger_key="r.g.1",
-        rule_id="r",
-        group_id="g",
-        inputs=(ManifestInput(asset_key="custom://a/b", snapshot_id=1),),
-        manifest_uri="s3://m/manifests/r.g.1.json",
-        attempt=1,
+    sent = _invocation(
         start_from="4242",
         variables={"full_refresh": True},
     ).payload()
