@@ -13,11 +13,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakehook.domain.lanes import DeferWhy
 from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.ports.rules import Claim, ClaimResult, Deferral, StateChange
 from lakehook.usecases.resolve import ResolveAssetChange, ResolverLimits, ResolverStores
-from lakehook.usecases.resolve_partitions import PartitionDeferWhy, PartitionsPlan, PendingWhy
+from lakehook.usecases.resolve_partitions import PartitionsPlan, PendingWhy
 from lakehook.usecases.resolve_plan import Plan
 from tests.hypothesis_profiles import examples
 from tests.unit.test_partition_resolve import DIM, ORDERS, PAYMENTS, Lake, daily
@@ -141,8 +142,8 @@ def test_a_claiming_call_makes_exactly_its_plans_fact_writes_claims_and_pending_
         assert all(m.why is PendingWhy.NEWS for m in group.marks) and all(c.why is PendingWhy.RAN for c in group.clears)
         # the deferral, and why
         assert report.deferred == ([group.deferral] if group.deferral is not None else [])
-        ready_left = any(p.settled.ready and p.claim is None for p in group.partitions)
-        assert (group.why is PartitionDeferWhy.CLAIMS_USED) == (ready_left and group.deferral is not None)
+        ready_left = any(p.settled.ready for p in group.partitions)
+        assert (group.why is DeferWhy.CLAIMS_USED) == (ready_left and group.deferral is not None)
         if ready_left:
             assert group.deferral == Deferral(*REF, lake.now)
         # the verdict the report keeps is the plan's

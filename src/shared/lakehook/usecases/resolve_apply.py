@@ -5,48 +5,47 @@ SKIPPED triggers of late snapshots (before those snapshots enter the log, and a 
 before it is kept as the partition's version), the versions of the partitions of EACH_VERSION partitioned groups
 (batched puts), the plan's partition facts (one conditional write each, advance-only), and the snapshots it saw
 logged. Then group by group, in the plan's order, each
-isolated (a rule error fails its group only): the planned claims, one transaction each, conditional on the group
-cursor; then the deferral, or the targeted polls of the gaps, or the rule error recorded on the rule.
+isolated (a rule error fails its group only): the planned claims, each conditional on its cursor (the group's, or
+its partition's); then the deferral, or the targeted polls of the gaps, or the rule error recorded on the rule.
 
 Reads here are only what no decision depends on, or what a lost race needs: a pinned snapshot older than the state
 gets its schema id, commit time and metadata location from its recorded event (the run manifest pins them; the
 trigger key depends on the snapshot id only), and a claim that lost a race reads the cursor that beat it (when the
 failed condition did not return it) and the trigger it names, and the group is planned again from there.
 
-A partitioned group's plan (:class:`lakehook.usecases.resolve_partitions.PartitionsPlan`) is applied alike: its
-partitions' claims in order, in batches of up to 50 made in one transaction (each claim conditional on its own
-partition's cursor, a claim whose condition fails leaving the others to be made: a partition's claims are
-independent of the other partitions'; a lost race plans that partition and the ones after the batch again from the
-cursor that won), the time left checked before each batch, then its pending marks (new ones in one batched write,
-the cleared ones each under the mark it was read with, the time left checked before each 100) and its deferral.
+Every group's claims take one path, its lanes' (:mod:`lakehook.usecases.resolve_claims`): an unpartitioned group is
+one lane, a partitioned group one lane per partition; the claims are made in rounds, up to 50 lanes' next claims in
+one transaction, each conditional on its lane's cursor, the time left checked before each round; a lane whose claim
+lost a race is planned again from the cursor that won. Then a group's verdict, deferral and gap polls; a partitioned
+group's pending marks (new ones in one batched write, the cleared ones each under the mark it was read with, the
+time left checked before each 100), what it carries over, and its deferral.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from lakehook.domain.errors import ConflictError
 from lakehook.domain.evaluation import Gap, steps_by_snapshot
+from lakehook.domain.lanes import Lane
+from lakehook.domain.planned_claims import PlannedClaim
 from lakehook.domain.rules import Group, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, PinnedInput
 from lakehook.domain.versions import SnapshotLog, SnapshotRecord
 from lakehook.observability import logger
 from lakehook.ports.rules import (
-    MAX_CLAIMS_PER_TRANSACTION,
     AssetRecheck,
-    Claim,
-    ClaimOutcome,
-    ClaimResult,
     Deferral,
     GroupRef,
     RuleError,
     StateChange,
 )
-from lakehook.usecases.planned_claims import PlannedClaim
+from lakehook.usecases.resolve_claims import Claimed, ClaimLanes, LaneKind
 from lakehook.usecases.resolve_continue import group_messages, next_page_message, slice_message, slices
 from lakehook.usecases.resolve_gather import Gathered
-from lakehook.usecases.resolve_partitions import PartitionPlan, PartitionsPlan
+from lakehook.usecases.resolve_partitions import PartitionPlan, PartitionsPlan, PlanPartitions
 from lakehook.usecases.resolve_plan import GroupPlan, Plan, PlanResolution
 from lakehook.usecases.resolve_report import (
     ResolveReport,
@@ -110,7 +109,7 @@ class ApplyPlan:
                 if group_plan.partitions is not None:
                     self._partitioned(group_plan, group_plan.partitions, planner, now, report, time_left)
                     self._fill(group_plan.gaps)  # a commit a partition waits at (EACH_VERSION): a targeted poll
-                elif not self._group(group_plan, gathered, planner, persisted, now, report):
+                elif not self._group(group_plan, gathered, planner, persisted, now, report, time_left):
                     again.add(group_plan.ref)
             except Exception as exc:
                 if not self._rule_error(exc):
@@ -128,96 +127,29 @@ class ApplyPlan:
         persisted: dict[str, set[int]],
         now: int,
         report: ResolveReport,
+        time_left: TimeLeft | None,
     ) -> bool:
-        """The group's claims in order; a lost race plans the group again from the cursor that beat it. False when
-        a late snapshot was noted on the cursor since it was read (the group is to be gathered again)."""
-        conflicts = made = 0
-        while True:
-            lost: tuple[PlannedClaim, ClaimResult] | None = None
-            for verdict, claim in zip(plan.verdicts, plan.claims, strict=False):
-                report.verdict(plan.ref, verdict)
-                result = self._claim(plan.group, claim, gathered, persisted, now, report)
-                if result is not None:
-                    lost = (claim, result)
-                    break
-                made += 1
-            if lost is None:
-                self._finish(plan, gathered.batch.changed, now, report)
-                return True
-            conflicts += 1
-            report.conflicts += 1
-            if _noted_since(*lost):
-                extra = {"rule_id": plan.ref[0], "group_id": plan.ref[1], "trigger_key": lost[0].trigger.trigger_key}
-                logger.info("a late version arrived during the claim; gathered again", extra=extra)
-                return False
-            replanned = self._after_lost_race(plan, *lost, conflicts, made, planner)
-            if replanned is None:
-                return True
-            plan = replanned
+        """The group's one lane: its claims in order (:class:`lakehook.usecases.resolve_claims.ClaimLanes`; a lost race
+        plans it again from the cursor that beat it), then what it settles on. False when a late snapshot was noted
+        on the cursor since it was read (the group is to be gathered again)."""
+        kind = _GroupLane(self, gathered, planner, persisted, now, report)
+        claimed = self._claim_lanes(kind, [plan], report, time_left)
+        if claimed.again:
+            extra = {"rule_id": plan.ref[0], "group_id": plan.ref[1]}
+            logger.info("a late version arrived during the claim; gathered again", extra=extra)
+            return False
+        for applied in claimed.items:  # none when a racing resolver claimed its key first: nothing left to do
+            self._finish(applied, gathered.batch.changed, now, report)
+        return True
 
-    def _claim(
-        self,
-        group: Group,
-        claim: PlannedClaim,
-        gathered: Gathered,
-        persisted: dict[str, set[int]],
-        now: int,
-        report: ResolveReport,
-    ) -> ClaimResult | None:
-        """Make one planned claim; None when made, else the failed condition's answer."""
-        claim = claim.with_pins(self._described(claim.trigger.inputs, gathered.inputs.states))
-        trigger = claim.trigger
-        if claim.log_pins:
-            self._log_pinned(group, trigger.inputs, gathered.snapshots, persisted, now)
-        result = self._stores.triggers.claim(trigger, claim.moved(), claim.expected)
-        if result.outcome is not ClaimOutcome.CLAIMED:
-            return result
-        report.claimed.append(trigger)
-        changed = gathered.batch.changed
-        logger.info(
-            "trigger claimed",
-            extra={
-                "rule_id": trigger.rule_id,
-                "group_id": trigger.group_id,
-                "trigger_key": trigger.trigger_key,
-                "status": trigger.status.value,
-                "reason": trigger.reason,
-                "asset_key": changed[0] if len(changed) == 1 else None,
-                "asset_keys": changed,
-                "inputs": [p.to_api() for p in trigger.inputs],
-            },
-        )
-        return None
-
-    def _after_lost_race(
-        self,
-        plan: GroupPlan,
-        claim: PlannedClaim,
-        result: ClaimResult,
-        conflicts: int,
-        made: int,
-        planner: PlanResolution,
-    ) -> GroupPlan | None:
-        """The group planned again from the cursor that won, or None when the key is claimed already (a racing
-        resolver claimed the same versions: nothing left to do)."""
-        ref = plan.ref
-        extra = {
-            "rule_id": plan.rule.rule_id,
-            "group_id": plan.group.group_id,
-            "trigger_key": claim.trigger.trigger_key,
-            "status": result.outcome.value,
-        }
-        fresh = result.cursor
-        if fresh is None:
-            fresh = self._stores.triggers.get_cursors([ref]).get(ref)
-        if fresh is None or (claim.expected is not None and fresh.seq == claim.expected.seq):
-            logger.warning("trigger key already claimed", extra=extra)
-            return None
-        if conflicts > self._limits.max_conflicts:
-            raise ConflictError(f"group {ref[0]}/{ref[1]} kept moving; giving up for this batch")
-        logger.debug("claim lost a race", extra=extra)
-        previous = self._stores.triggers.get(fresh.trigger_key) if fresh.trigger_key else None
-        return planner.group(plan.rule, plan.group, fresh, previous, self._limits.max_claims_per_group - made)
+    def _claim_lanes(
+        self, kind: LaneKind[Lanes], items: Sequence[Lanes], report: ResolveReport, time_left: TimeLeft | None
+    ) -> Claimed[Lanes]:
+        claimed = ClaimLanes(
+            self._stores.triggers, kind, self._limits.max_conflicts, lambda: in_time(time_left, self._limits)
+        )(items)
+        report.conflicts += claimed.conflicts
+        return claimed
 
     def _finish(self, plan: GroupPlan, changed: list[str], now: int, report: ResolveReport) -> None:
         """After the claims: the verdict the group settles on, its deferral and gap polls, or its rule error."""
@@ -230,8 +162,8 @@ class ApplyPlan:
         if plan.deferral is not None:
             self._stores.deferrals.defer(plan.deferral.deferral)
             report.deferred.append(plan.deferral.deferral)
-        if settled is None:
-            return
+        if settled is None or settled.ready:
+            return  # ready: it used its claims for this invocation (deferred to the next)
         logger.debug(
             "dependency not ready",
             extra={
@@ -332,7 +264,8 @@ class ApplyPlan:
     ) -> None:
         """A partitioned group: its partitions' claims in order, then its pending marks and clears (from what the
         claims left), and its deferral."""
-        applied = self._claim_partitions(plan, planned, planner, report, time_left)
+        kind = _PartitionLanes(plan.group, planner.partitions(plan.rule, plan.group), report)
+        applied = self._claim_lanes(kind, planned.partitions, report, time_left).items
         settled = planner.partitions(plan.rule, plan.group).settle(applied)
         store = self._stores.partitions
         assert store is not None  # the gather read the group's partitions
@@ -370,87 +303,6 @@ class ApplyPlan:
                 "after": settled.more,
             },
         )
-
-    def _claim_partitions(
-        self,
-        plan: GroupPlan,
-        planned: PartitionsPlan,
-        planner: PlanResolution,
-        report: ResolveReport,
-        time_left: TimeLeft | None,
-    ) -> list[PartitionPlan]:
-        """The planned claims in batches (:meth:`TriggerStore.claim_many`: one transaction per
-        ``MAX_CLAIMS_PER_TRANSACTION`` claims, each conditional on its partition's cursor), the time left checked
-        before each; the partitions of a batch whose claim lost a race are planned again, with the ones after the
-        batch, from the cursors that won (the claims per invocation counted from those made), at most
-        ``max_conflicts`` times per partition (then it waits, pending, for the next invocation). The partitions'
-        plans as applied."""
-        partitions = planner.partitions(plan.rule, plan.group)
-        todo = list(planned.partitions)
-        done: list[PartitionPlan] = []
-        conflicts: dict[str, int] = {}
-        while todo:
-            in_time(time_left, self._limits)
-            batch, todo = _next_batch(todo)
-            lost = self._claim_batch(plan, batch, done, report)
-            if not lost:
-                continue
-            again: dict[str, GroupCursor] = {}
-            given_up: list[PartitionPlan] = []
-            for item, fresh in lost:
-                report.conflicts += 1
-                conflicts[item.partition] = conflicts.get(item.partition, 0) + 1
-                if conflicts[item.partition] > self._limits.max_conflicts:
-                    given_up += partitions.partitions([item.partition], {item.partition: fresh}, 0)
-                else:
-                    again[item.partition] = fresh
-            if again:
-                left = len(planned.claims) - sum(p.claim is not None for p in done)  # within the group's budget
-                cursors = {p.partition: p.cursor for p in todo} | again
-                todo = partitions.partitions([*again, *(p.partition for p in todo)], cursors, left)
-            todo = [*given_up, *todo]
-        return done
-
-    def _claim_batch(
-        self, plan: GroupPlan, batch: Sequence[PartitionPlan], done: list[PartitionPlan], report: ResolveReport
-    ) -> list[tuple[PartitionPlan, GroupCursor]]:
-        """Make a batch's claims together: the partitions claimed (or with nothing to claim) and the ones whose key
-        was claimed before under this very cursor join ``done``; the ones that lost a race to a moved cursor are
-        answered with the cursor that won."""
-        claiming = [p for p in batch if p.claim is not None]
-        results = self._stores.triggers.claim_many([_claim_of(p) for p in claiming]) if claiming else []
-        answers = {p.partition: r for p, r in zip(claiming, results, strict=True)}
-        lost: list[tuple[PartitionPlan, GroupCursor]] = []
-        for item in batch:
-            result = answers.get(item.partition)
-            fresh = self._claimed_partition(item, result, report) if result is not None else None
-            if result is None or result.outcome is ClaimOutcome.CLAIMED:
-                done.append(item)
-            elif fresh is None or (item.cursor is not None and fresh.seq == item.cursor.seq):
-                done.append(item.unclaimed(plan.group))  # the key was claimed before, under this very cursor
-            else:
-                lost.append((item, fresh))
-        return lost
-
-    def _claimed_partition(self, item: PartitionPlan, result: ClaimResult, report: ResolveReport) -> GroupCursor | None:
-        """Report one partition's claim as made, or answer the partition's cursor as it now is (another resolver
-        moved it first)."""
-        claim = item.claim
-        assert claim is not None
-        trigger = claim.trigger
-        extra = {
-            "rule_id": trigger.rule_id,
-            "group_id": trigger.group_id,
-            "partition": item.partition,
-            "trigger_key": trigger.trigger_key,
-        }
-        if result.outcome is ClaimOutcome.CLAIMED:
-            report.claimed.append(trigger)
-            logger.info("trigger claimed", extra={**extra, "status": trigger.status.value})
-            return None
-        logger.debug("partition claim lost a race", extra={**extra, "status": result.outcome.value})
-        ref = (trigger.rule_id, claim.base.group_id)
-        return result.cursor or self._stores.triggers.get_cursors([ref]).get(ref)
 
     # --- late snapshots ------------------------------------------------------------------------------
 
@@ -540,30 +392,6 @@ class ApplyPlan:
             logger.warning("resolver batch failed; rechecks left", extra={"status": "FAILED", "due_at": due})
 
 
-def _next_batch(todo: Sequence[PartitionPlan]) -> tuple[list[PartitionPlan], list[PartitionPlan]]:
-    """The partitions whose claims are made together next (up to ``MAX_CLAIMS_PER_TRANSACTION`` claims, with the
-    partitions without a claim among them), and the rest. Each partition is once in ``todo``, so no two claims of a
-    batch share a partition's cursor."""
-    claims = 0
-    for n, item in enumerate(todo):
-        claims += item.claim is not None
-        if claims > MAX_CLAIMS_PER_TRANSACTION:
-            return list(todo[:n]), list(todo[n:])
-    return list(todo), []
-
-
-def _claim_of(item: PartitionPlan) -> Claim:
-    claim = item.claim
-    assert claim is not None
-    return Claim(claim.trigger, claim.moved(), claim.expected)
-
-
-def _noted_since(claim: PlannedClaim, result: ClaimResult) -> bool:
-    """Whether a lost claim found a late snapshot noted on the group's cursor since the cursor it was planned over
-    was read (``late_seq``: the plans made from one read, and the ones after a lost race, share it)."""
-    return result.cursor is not None and result.cursor.late_seq != claim.base.late_seq
-
-
 def _pinned_record(pin: PinnedInput, order: int) -> SnapshotRecord:
     assert pin.snapshot_id is not None
     return SnapshotRecord(
@@ -581,3 +409,110 @@ def _described_by_state(pin: PinnedInput, state: AssetState | None) -> bool:
         return False
     data = state.latest_data
     return pin.snapshot_id == state.latest_snapshot_id or (data is not None and pin.snapshot_id == data.snapshot_id)
+
+
+Lanes = TypeVar("Lanes", GroupPlan, PartitionPlan)
+"""a plan item whose lanes :class:`ClaimLanes` claims: a group's plan (its one lane) or a partition's"""
+
+
+class _GroupLane:
+    """An unpartitioned group's lane: its pins described (and, EACH_VERSION, its snapshots known only from the state
+    logged) before each claim; planned again from the cursor that won with the trigger it names (head of line) and
+    the claims per invocation left; after ``max_conflicts`` lost races, a ConflictError fails the group (retried)."""
+
+    def __init__(
+        self,
+        apply: ApplyPlan,
+        gathered: Gathered,
+        planner: PlanResolution,
+        persisted: dict[str, set[int]],
+        now: int,
+        report: ResolveReport,
+    ) -> None:
+        self._apply, self._gathered, self._planner = apply, gathered, planner
+        self._persisted, self._now, self._report = persisted, now, report
+        self._made = 0  # claims made, over every plan of the group
+
+    def lane(self, item: GroupPlan) -> Lane:
+        return item.lane if item.lane is not None else Lane(None, None, (), ())  # a rule error before any verdict
+
+    def prepare(self, item: GroupPlan, index: int) -> PlannedClaim:
+        self._report.verdict(item.ref, item.verdicts[index])
+        claim = item.claims[index]
+        claim = claim.with_pins(self._apply._described(claim.trigger.inputs, self._gathered.inputs.states))
+        if claim.log_pins:
+            self._apply._log_pinned(
+                item.group, claim.trigger.inputs, self._gathered.snapshots, self._persisted, self._now
+            )
+        return claim
+
+    def claimed(self, item: GroupPlan, claim: PlannedClaim) -> None:
+        self._made += 1
+        trigger = claim.trigger
+        self._report.claimed.append(trigger)
+        changed = self._gathered.batch.changed
+        logger.info(
+            "trigger claimed",
+            extra={
+                "rule_id": trigger.rule_id,
+                "group_id": trigger.group_id,
+                "trigger_key": trigger.trigger_key,
+                "status": trigger.status.value,
+                "reason": trigger.reason,
+                "asset_key": changed[0] if len(changed) == 1 else None,
+                "asset_keys": changed,
+                "inputs": [p.to_api() for p in trigger.inputs],
+            },
+        )
+
+    def again(self, item: GroupPlan, fresh: GroupCursor, made: int) -> GroupPlan:
+        extra = {"rule_id": item.ref[0], "group_id": item.ref[1], "status": "CONFLICT"}
+        logger.debug("claim lost a race", extra=extra)
+        previous = self._apply._stores.triggers.get(fresh.trigger_key) if fresh.trigger_key else None
+        budget = self._apply._limits.max_claims_per_group - self._made
+        return self._planner.group(item.rule, item.group, fresh, previous, budget)
+
+    def give_up(self, item: GroupPlan, fresh: GroupCursor) -> GroupPlan:
+        raise ConflictError(f"group {item.ref[0]}/{item.ref[1]} kept moving; giving up for this batch")
+
+    def taken(self, item: GroupPlan) -> GroupPlan | None:
+        logger.warning("trigger key already claimed", extra={"rule_id": item.ref[0], "group_id": item.ref[1]})
+        return None
+
+
+class _PartitionLanes:
+    """A partitioned group's lanes, one per partition: each claimed as planned (its pins are its facts'); one that
+    lost a race planned again from the cursor that won with the claim it had, after ``max_conflicts`` lost races
+    left pending for its next invocation, and one whose key was claimed under this very cursor kept without its
+    claim."""
+
+    def __init__(self, group: Group, partitions: PlanPartitions, report: ResolveReport) -> None:
+        self._group, self._partitions, self._report = group, partitions, report
+
+    def lane(self, item: PartitionPlan) -> Lane:
+        return item.lane
+
+    def prepare(self, item: PartitionPlan, index: int) -> PlannedClaim:
+        return item.lane.claims[index]
+
+    def claimed(self, item: PartitionPlan, claim: PlannedClaim) -> None:
+        trigger = claim.trigger
+        self._report.claimed.append(trigger)
+        extra = {
+            "rule_id": trigger.rule_id,
+            "group_id": trigger.group_id,
+            "partition": item.partition,
+            "trigger_key": trigger.trigger_key,
+            "status": trigger.status.value,
+        }
+        logger.info("trigger claimed", extra=extra)
+
+    def again(self, item: PartitionPlan, fresh: GroupCursor, made: int) -> PartitionPlan:
+        logger.debug("partition claim lost a race", extra={"partition": item.partition, "status": "CONFLICT"})
+        return self._partitions.partitions([item.partition], {item.partition: fresh}, 1)[0]
+
+    def give_up(self, item: PartitionPlan, fresh: GroupCursor) -> PartitionPlan:
+        return self._partitions.partitions([item.partition], {item.partition: fresh}, 0)[0]
+
+    def taken(self, item: PartitionPlan) -> PartitionPlan:
+        return item.unclaimed(self._group)

@@ -28,6 +28,7 @@ from enum import StrEnum
 
 from lakehook.domain.errors import ConflictError, ValidationError
 from lakehook.domain.evaluation import GroupEvaluation, Status
+from lakehook.domain.lanes import TIMED, DeferWhy, Lane, plan_lane
 from lakehook.domain.late_versions import late_in_partition
 from lakehook.domain.partition_evaluation import (
     FactKey,
@@ -42,6 +43,7 @@ from lakehook.domain.partition_evaluation import (
     units_needed,
 )
 from lakehook.domain.partitions import TouchedPartitions
+from lakehook.domain.planned_claims import PlannedClaim, plan_claim
 from lakehook.domain.rules import Group, Mode, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger
@@ -49,7 +51,6 @@ from lakehook.domain.verdicts import Gap
 from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import Deferral, GroupRef
-from lakehook.usecases.planned_claims import PlannedClaim, plan_claim
 
 EXPLAIN_PAGE = 20  # partitions explain shows per group
 
@@ -269,13 +270,6 @@ class PendingWhy(StrEnum):
     RAN = "it ran, or has nothing new since its last run: it leaves the pending list"
 
 
-class PartitionDeferWhy(StrEnum):
-    """Why a partitioned group is evaluated again later, with nothing else changing."""
-
-    WAIT_ENDS = "a partition's wait ends then (cooldown, quiet period, the next tick, a window closing)"
-    CLAIMS_USED = "the group used its claims for this invocation; its other ready partitions go on next"
-
-
 @dataclass(frozen=True)
 class PlannedFact:
     fact: PartitionFact
@@ -284,21 +278,39 @@ class PlannedFact:
 
 @dataclass(frozen=True)
 class PartitionPlan:
-    """One partition: its verdict now (what explain shows) under ``cursor``, the claim to make, the verdict it
-    settles on (after the claim; ``verdict`` when none), whether it stays pending and why, and a deferral."""
+    """One partition: its lane (:class:`lakehook.domain.lanes.Lane`: its verdict now, what explain shows, under its
+    cursor; the claim to make; the verdict it settles on), whether it stays pending and why, and when it is evaluated
+    again with nothing else changing."""
 
-    partition: str
-    cursor: GroupCursor | None
-    verdict: GroupEvaluation
-    claim: PlannedClaim | None
-    settled: GroupEvaluation
+    lane: Lane
     pending: PendingWhy
-    defer: tuple[int, PartitionDeferWhy] | None
+    defer: tuple[int, DeferWhy] | None
+
+    @property
+    def partition(self) -> str:
+        assert self.lane.partition is not None
+        return self.lane.partition
+
+    @property
+    def cursor(self) -> GroupCursor | None:
+        return self.lane.cursor
+
+    @property
+    def verdict(self) -> GroupEvaluation:
+        return self.lane.verdict
+
+    @property
+    def settled(self) -> GroupEvaluation:
+        return self.lane.settled
+
+    @property
+    def claim(self) -> PlannedClaim | None:
+        return self.lane.claims[0] if self.lane.claims else None
 
     def unclaimed(self, group: Group) -> PartitionPlan:
         """This partition without its claim (the key was claimed before, under this very cursor)."""
         why = PendingWhy.NEWS if _has_news(group, self.verdict) else PendingWhy.RAN
-        return PartitionPlan(self.partition, self.cursor, self.verdict, None, self.verdict, why, None)
+        return PartitionPlan(self.lane.without_claims(), why, None)
 
 
 @dataclass(frozen=True)
@@ -323,7 +335,7 @@ class PartitionsPlan:
     marks: tuple[PlannedMark, ...]
     clears: tuple[PlannedClear, ...]
     deferral: Deferral | None
-    why: PartitionDeferWhy | None
+    why: DeferWhy | None
     pending: int | None  # None: not known (the group read no whole page of its pending partitions)
     continued: tuple[str, ...] = ()  # ready partitions past the claims, carried over to the work queue
     more: str | None = None  # the pending partitions below this key are scanned next, through the work queue
@@ -399,24 +411,21 @@ class PlanPartitions:
     def partition(
         self, facts: Mapping[FactKey, PartitionFact], partition: str, cursor: GroupCursor | None, may_claim: bool
     ) -> PartitionPlan:
-        """One partition: claimed when READY (and a claim is left), then its verdict under the moved cursor (its claim
-        the trigger its next version waits for, EACH_VERSION)."""
-        previous = self.inputs.previous.get(partition)
-        verdict = self._evaluate(facts, partition, cursor, previous)
+        """One partition's lane (:func:`lakehook.domain.lanes.plan_lane`), at most one claim an invocation (its claims
+        are made 50 partitions to a transaction, one per partition's cursor): claimed when READY, then its verdict
+        under the moved cursor (its claim the trigger its next version waits for, EACH_VERSION)."""
         if in_order(self.rule, self.group) and cursor is not self.inputs.cursors.get(partition):
             may_claim = False  # a cursor another resolver moved: its run and next version are read again, next time
-        claim = self._claim(partition, verdict, cursor) if verdict.ready and may_claim else None
-        settled = verdict
-        if claim is not None:
-            settled = self._evaluate(facts, partition, claim.moved(), claim.trigger)
-        defer: tuple[int, PartitionDeferWhy] | None = None
-        if settled.ready and claim is None:
-            defer = (self.now, PartitionDeferWhy.CLAIMS_USED)
-        elif (wait := _wait(settled)) is not None:
-            defer = (wait, PartitionDeferWhy.WAIT_ENDS)
-        after = claim.moved() if claim is not None else cursor
-        why = PendingWhy.NEWS if touched_since(self.group, partition, facts, after) else PendingWhy.RAN
-        return PartitionPlan(partition, cursor, verdict, claim, settled, why, defer)
+        lane = plan_lane(
+            lambda at, before: self._evaluate(facts, partition, at, before),
+            lambda verdict, at: self._claim(partition, verdict, at),
+            cursor,
+            self.inputs.previous.get(partition),
+            1 if may_claim else 0,
+            partition=partition,
+        )
+        why = PendingWhy.NEWS if touched_since(self.group, partition, facts, lane.after) else PendingWhy.RAN
+        return PartitionPlan(lane, why, lane.next(self.now))
 
     def settle(self, planned: Sequence[PartitionPlan]) -> PartitionsPlan:
         """The group's pending marks, deferral and pending count from its partitions' plans: a partition newly
@@ -472,12 +481,10 @@ class PlanPartitions:
                             found[skip.trigger_key] = skip
         return tuple(found.values())
 
-    def _carried(
-        self, planned: Sequence[PartitionPlan]
-    ) -> tuple[tuple[str, ...], tuple[int, PartitionDeferWhy] | None]:
+    def _carried(self, planned: Sequence[PartitionPlan]) -> tuple[tuple[str, ...], tuple[int, DeferWhy] | None]:
         """The ready partitions past the claims that go to the work queue (when there is one: else the group defers
         itself to the next invocation for them), and the earliest deferral of the others."""
-        used = PartitionDeferWhy.CLAIMS_USED
+        used = DeferWhy.CLAIMS_USED
         carried = tuple(p.partition for p in planned if self.carry and p.defer is not None and p.defer[1] is used)
         defers = [p.defer for p in planned if p.defer is not None and not (self.carry and p.defer[1] is used)]
         return carried, min(defers, key=lambda d: d[0], default=None)
@@ -513,17 +520,6 @@ class PlanPartitions:
 
     def _claim(self, partition: str, verdict: GroupEvaluation, cursor: GroupCursor | None) -> PlannedClaim:
         return plan_claim(self.rule, self.group, verdict, cursor, self.states, self.now, partition)
-
-
-# Verdicts that lift by themselves at ``until`` (a covered window closes when its lateness has passed).
-TIMED = (
-    Status.COOLDOWN,
-    Status.QUIET_PERIOD,
-    Status.BLOCKED_BY_COVERAGE,
-    Status.WAITING_FOR_VERSION,
-    Status.WAITING_FOR_SCHEDULE,  # the next tick
-    Status.CATCHING_UP,  # a window backlog: the next evaluation's start
-)
 
 
 def _wait(verdict: GroupEvaluation) -> int | None:

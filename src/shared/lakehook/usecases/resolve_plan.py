@@ -15,33 +15,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 
 from lakehook.domain.errors import UnreadableItemError
 from lakehook.domain.evaluation import Gap, GroupEvaluation, Status, evaluate_group
+from lakehook.domain.lanes import DeferWhy, Lane, plan_lane
 from lakehook.domain.partition_evaluation import PartitionFact
+from lakehook.domain.planned_claims import PlannedClaim, plan_claim
 from lakehook.domain.rules import Group, Rule
 from lakehook.domain.schedule_explanation import ScheduleExplanation
 from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.ports.rules import Deferral, GroupRef
-from lakehook.usecases.planned_claims import PlannedClaim, plan_claim
 from lakehook.usecases.resolve_gather import Gathered, each_version
 from lakehook.usecases.resolve_partitions import (
-    TIMED,
     PartitionsPlan,
     PlannedFact,
     PlanPartitions,
     facts_to_write,
 )
 from lakehook.usecases.resolve_report import ResolveReport, RuleFailure, describe_error
-
-
-class DeferWhy(StrEnum):
-    """Why a group is evaluated again later, with nothing else changing."""
-
-    WAIT_ENDS = "the verdict lifts by itself then (cooldown, quiet period, coverage, a gap settling, a tick)"
-    HISTORY_GAP = "a member's history has a gap its owner may still fill; look again once it is final"
-    CLAIMS_USED = "the group used its claims for this invocation; the rest of its backlog goes on next"
 
 
 @dataclass(frozen=True)
@@ -59,8 +50,7 @@ class GroupPlan:
 
     rule: Rule
     group: Group
-    verdicts: tuple[GroupEvaluation, ...] = ()
-    claims: tuple[PlannedClaim, ...] = ()
+    lane: Lane | None = None  # an unpartitioned group's one lane
     deferral: PlannedDeferral | None = None
     gaps: tuple[Gap, ...] = ()
     error: BaseException | None = None
@@ -71,8 +61,17 @@ class GroupPlan:
         return (self.rule.rule_id, self.group.group_id)
 
     @property
+    def verdicts(self) -> tuple[GroupEvaluation, ...]:
+        return self.lane.verdicts if self.lane is not None else ()
+
+    @property
+    def claims(self) -> tuple[PlannedClaim, ...]:
+        return self.lane.claims if self.lane is not None else ()
+
+    @property
     def settled(self) -> GroupEvaluation | None:
-        """The not-ready verdict the group ends on, if it does (else it is ready, claimed, or failed)."""
+        """The verdict the group ends on once its claims are made (READY: it used its claims for this invocation);
+        None when a rule error ended it first."""
         return self.verdicts[-1] if len(self.verdicts) > len(self.claims) else None
 
     def explain(self, report: ResolveReport, now: int) -> None:
@@ -85,8 +84,7 @@ class GroupPlan:
         if self.verdicts:
             report.verdict(self.ref, self.verdicts[0])
             return
-        if self.error is None:
-            return  # no claims left in this invocation (max_claims_per_group 0): nothing evaluated
+        assert self.error is not None  # a lane evaluates once at least, unless a rule error stops it first
         message = describe_error(self.error)
         ticks = ScheduleExplanation.unevaluated(self.group.schedule, now) if self.group.schedule else None
         report.verdict(self.ref, GroupEvaluation(self.group.group_id, Status.ERROR, (), reason=message, schedule=ticks))
@@ -155,10 +153,9 @@ class PlanResolution:
     def group(
         self, rule: Rule, group: Group, cursor: GroupCursor | None, previous: Trigger | None, budget: int
     ) -> GroupPlan:
-        """One group's plan from ``cursor`` (and the trigger it names, head of line), at most ``budget`` claims."""
+        """One group's plan from ``cursor`` (and the trigger it names, head of line), at most ``budget`` claims: its
+        one lane (:func:`lakehook.domain.lanes.plan_lane`), or a partitioned group's lanes, one per partition."""
         ref = (rule.rule_id, group.group_id)
-        verdicts: list[GroupEvaluation] = []
-        claims: list[PlannedClaim] = []
         try:
             unreadable = self._gathered.inputs.unreadable(rule.rule_id, group.group_id, group.asset_keys)
             if unreadable is not None:
@@ -169,21 +166,21 @@ class PlanResolution:
                 planned = self.partitions(rule, group)(budget)
                 gaps = tuple(gap for p in planned.partitions for gap in p.verdict.gaps)  # EACH_VERSION: polled for
                 return GroupPlan(rule, group, partitions=planned, gaps=gaps)
-            while len(claims) < budget:
-                verdict = self._evaluate(rule, group, cursor, previous)
-                verdicts.append(verdict)
-                if not verdict.ready:
-                    return self._settle(rule, group, verdicts, claims)
-                claim = self._claim(rule, group, verdict, cursor)
-                claims.append(claim)
-                cursor, previous = claim.moved(), claim.trigger  # head of line: the next version waits for this one
         except Exception as exc:
             if not self._rule_error(exc):
                 raise
-            return GroupPlan(rule, group, tuple(verdicts), tuple(claims), error=exc)
-        # A long EACH_VERSION or window backlog: continue in a later invocation, not in this one.
-        deferral = PlannedDeferral(Deferral(rule.rule_id, group.group_id, self._now), DeferWhy.CLAIMS_USED)
-        return GroupPlan(rule, group, tuple(verdicts), tuple(claims), deferral)
+            return GroupPlan(rule, group, error=exc)
+        lane = plan_lane(
+            lambda at, before: self._evaluate(rule, group, at, before),
+            lambda verdict, at: plan_claim(rule, group, verdict, at, self._gathered.inputs.states, self._now),
+            cursor,
+            previous,
+            budget,
+            rule_error=self._rule_error,
+        )
+        if lane.error is not None:
+            return GroupPlan(rule, group, lane, error=lane.error)
+        return GroupPlan(rule, group, lane, self._deferral(rule, group, lane), tuple(lane.settled.gaps))
 
     def partitions(self, rule: Rule, group: Group) -> PlanPartitions:
         """The planner of a partitioned group's partitions, from what was gathered for it."""
@@ -217,19 +214,13 @@ class PlanResolution:
             previous=previous,
         )
 
-    def _claim(self, rule: Rule, group: Group, verdict: GroupEvaluation, cursor: GroupCursor | None) -> PlannedClaim:
-        return plan_claim(rule, group, verdict, cursor, self._gathered.inputs.states, self._now)
-
-    def _settle(
-        self, rule: Rule, group: Group, verdicts: list[GroupEvaluation], claims: list[PlannedClaim]
-    ) -> GroupPlan:
-        """Not ready: a wait that ends by itself is deferred to its end; an EACH_VERSION member behind a history gap
-        its owner may still fill is looked at again once the gap is final, even if nothing else changes."""
-        verdict = verdicts[-1]
-        deferral = None
+    def _deferral(self, rule: Rule, group: Group, lane: Lane) -> PlannedDeferral | None:
+        """The lane's own next look (its claims used, a wait that ends by itself); else, for an EACH_VERSION member
+        behind a history gap its owner may still fill, a look once the gap is final, even if nothing else changes."""
+        found = lane.next(self._now)
+        if found is not None:
+            return PlannedDeferral(Deferral(rule.rule_id, group.group_id, found[0]), found[1])
         due = [self._gathered.recheck[k] for k in group.asset_keys if k in self._gathered.recheck]
-        if verdict.status in TIMED and verdict.until is not None:
-            deferral = PlannedDeferral(Deferral(rule.rule_id, group.group_id, verdict.until), DeferWhy.WAIT_ENDS)
-        elif each_version(rule, group) and due:
-            deferral = PlannedDeferral(Deferral(rule.rule_id, group.group_id, min(due)), DeferWhy.HISTORY_GAP)
-        return GroupPlan(rule, group, tuple(verdicts), tuple(claims), deferral, gaps=tuple(verdict.gaps))
+        if each_version(rule, group) and due:
+            return PlannedDeferral(Deferral(rule.rule_id, group.group_id, min(due)), DeferWhy.HISTORY_GAP)
+        return None

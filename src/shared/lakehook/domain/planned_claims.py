@@ -1,7 +1,7 @@
 """A planned claim, of a group or of one partition of a partitioned group: the trigger a READY verdict makes, the
-cursor it is conditional on and what moving that cursor needs (:func:`plan_claim`). Both plans make their claims
-here, so a claim means the same on both paths; the apply makes them (one at a time for a group, in transactions of
-50 for partitions)."""
+cursor it is conditional on and what moving that cursor needs (:func:`plan_claim`). Every lane of a plan makes its
+claims here (:func:`lakehook.domain.lanes.plan_lane`), so a claim means the same for a group and for a partition;
+the apply makes them (one at a time for a group, in transactions of 50 for partitions)."""
 
 from __future__ import annotations
 
