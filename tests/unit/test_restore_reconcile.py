@@ -182,3 +182,77 @@ def test_after_a_restore_every_dispatched_run_has_one_claim_and_no_other_claim_c
     assert set(triggers.triggers) == {t.trigger_key for t, _ in runs}
     assert all(triggers.triggers[k] == t for k, t in before.items())
     assert all(t.status is TriggerStatus.SUCCEEDED for k, t in triggers.triggers.items() if k not in before)
+
+
+def claimed_by_resolver(triggers: InMemoryTriggerStore, trigger: Trigger) -> GroupCursor:
+    """Claim as the resolver does: the claim and its group's cursor moved, in one write."""
+    ref = (trigger.rule_id, GroupCursor.initial("rule", trigger.group_id, trigger.partition).group_id)
+    cursor = triggers.cursors.get(ref) or GroupCursor.initial("rule", trigger.group_id, trigger.partition)
+    moved = cursor.after(trigger.model_copy(update={"sequence": cursor.seq + 1}), {})
+    assert triggers.claim(trigger, moved, triggers.cursors.get(ref)).outcome is ClaimOutcome.CLAIMED
+    return moved
+
+
+def test_a_groups_cursor_moves_to_its_newest_run_written_back() -> None:
+    triggers, _, archive, reconcile = stack()
+    first, second, third = a_trigger(1), a_trigger(2), a_trigger(3)
+    restored_cursor = claimed_by_resolver(triggers, first)  # the table at the restore point
+    for n, run in enumerate((first, second, third)):
+        archive.write(run, RESTORE_POINT + n)
+
+    report = reconcile.reconcile(RESTORE_POINT)
+
+    assert report.cursors_moved == ["rule/g"] and report.cursors_left == {}
+    cursor = triggers.cursors[("rule", "g")]
+    assert cursor.seq == restored_cursor.seq + 1 and cursor.trigger_key == third.trigger_key
+    assert cursor.pins == {p.asset_key: p for p in third.inputs} and cursor.claimed_at == third.created_at
+    assert triggers.triggers[third.trigger_key].sequence == cursor.seq
+    # the resolver planning on the moved cursor: the newest run is claimed already, the next one is new
+    assert triggers.claim(third, cursor.after(third, {}), restored_cursor).outcome is ClaimOutcome.DUPLICATE
+    fourth = a_trigger(4)
+    assert triggers.claim(fourth, cursor.after(fourth, {}), cursor).outcome is ClaimOutcome.CLAIMED
+
+
+def test_a_cursor_stays_when_the_manifest_cannot_say_where_a_snapshot_stands() -> None:
+    """An Iceberg snapshot's order is its sequence number, which a manifest does not pin: a cursor moved to the
+    snapshot id would compare ids with sequence numbers."""
+    triggers, _, archive, reconcile = stack()
+    ordered = PinnedInput(asset_key="iceberg://glue/db/pay", snapshot_id=5_551_234, snapshot_order=1)
+    first = a_trigger(1).model_copy(update={"inputs": (a_trigger(1).inputs[0], ordered)})
+    restored_cursor = claimed_by_resolver(triggers, first)
+    archive.write(a_trigger(2), RESTORE_POINT + 1)
+
+    report = reconcile.reconcile(RESTORE_POINT)
+
+    assert "iceberg://glue/db/pay" in report.cursors_left["rule/g"] and report.cursors_moved == []
+    assert triggers.cursors[("rule", "g")] == restored_cursor
+    assert triggers.triggers[a_trigger(2).trigger_key].status is TriggerStatus.SUCCEEDED  # written back all the same
+
+
+def test_replays_and_manual_runs_leave_cursors_and_a_partitions_run_moves_the_partitions_cursor() -> None:
+    triggers, _, archive, reconcile = stack()
+    day = "dt=2026-12-01"
+    claimed_by_resolver(triggers, a_trigger(1, partition=day))
+    manual = a_trigger(2).model_copy(update={"trigger_key": "rule.g.manual-1.0123456789abcdef"})
+    archive.write(manual, RESTORE_POINT + 1)
+    replay = a_trigger(3).model_copy(update={"trigger_key": "rule.g." + "f" * 24})  # a key like a run's
+    uri = archive.manifests.put_if_absent(replay.trigger_key, RunManifest.for_trigger(replay, replay_of="rule.g.x"))
+    archive.written[uri] = RESTORE_POINT + 2
+    partition_run = a_trigger(4, partition=day)
+    archive.write(partition_run, RESTORE_POINT + 3)
+
+    report = reconcile.reconcile(RESTORE_POINT)
+
+    ref = GroupCursor.initial("rule", "g", day).group_id
+    assert report.cursors_moved == [f"rule/{ref}"] and ("rule", "g") not in triggers.cursors
+    assert triggers.cursors[("rule", ref)].trigger_key == partition_run.trigger_key
+    assert len(report.restored) == 3
+
+
+def test_a_dry_run_names_the_cursors_it_would_move_and_moves_none() -> None:
+    triggers, _, archive, reconcile = stack()
+    restored_cursor = claimed_by_resolver(triggers, a_trigger(1))
+    archive.write(a_trigger(2), RESTORE_POINT + 1)
+    report = reconcile.reconcile(RESTORE_POINT, dry_run=True)
+    assert report.cursors_moved == ["rule/g"] and len(report.restored) == 1
+    assert triggers.cursors[("rule", "g")] == restored_cursor and a_trigger(2).trigger_key not in triggers.triggers

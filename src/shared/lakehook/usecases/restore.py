@@ -5,9 +5,10 @@ restore point whose trigger key the table does not hold becomes that claim again
 dispatched; :func:`lakehook.domain.restore.restored_claim`). A key the table holds is left as it is. The writes are
 conditional (the key absent), so running it twice, or while a resolver claims, writes each claim once.
 
-What it does not do: move the group cursors. A manifest pins versions, not their place in their table's history
-(an Iceberg snapshot's sequence number is not in it), so it cannot say which version a cursor was past; a group
-goes on from its restored cursor, and a combination it ran since is not run again because its key is taken.
+A group's cursor moves to its newest written-back run, in the same transaction as that claim (the resolver's own
+``TriggerStore.claim``, conditional on the cursor read), when the manifest says where its versions stand
+(:func:`lakehook.domain.restore.cursor_after_restore`); otherwise it stays, and the report names the group. The
+claims are gathered before they are written (a CLI run holds one small claim per manifest since the restore point).
 """
 
 from __future__ import annotations
@@ -16,12 +17,20 @@ from collections.abc import Callable, Iterable, Iterator
 
 from lakehook.domain.dispatch import ManifestIntegrityError, RunManifest
 from lakehook.domain.errors import NotFoundError
-from lakehook.domain.restore import ReconcileReport, Refused, restored_claim
+from lakehook.domain.restore import (
+    ReconcileReport,
+    Refused,
+    cursor_after_restore,
+    cursor_ref,
+    moves_cursor,
+    restored_claim,
+)
 from lakehook.domain.time import now_ms
+from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.observability import logger
 from lakehook.ports.dispatch import ManifestStore
 from lakehook.ports.restore import ManifestArchive
-from lakehook.ports.rules import TriggerStore
+from lakehook.ports.rules import ClaimOutcome, TriggerStore
 
 BATCH = 100  # manifests read, then their keys looked up in one batched read
 
@@ -35,6 +44,20 @@ def _batches(uris: Iterable[str], size: int = BATCH) -> Iterator[list[str]]:
             batch = []
     if batch:
         yield batch
+
+
+def _newest_per_cursor(claims: Iterable[Trigger]) -> dict[tuple[str, str], Trigger]:
+    """Per cursor, the newest of ``claims`` that moved it when it was made (the resolver dates a group's claims in
+    the order it makes them)."""
+    newest: dict[tuple[str, str], Trigger] = {}
+    for claim in claims:
+        if not moves_cursor(claim):
+            continue
+        ref = cursor_ref(claim)
+        known = newest.get(ref)
+        if known is None or (claim.created_at, claim.trigger_key) > (known.created_at, known.trigger_key):
+            newest[ref] = claim
+    return newest
 
 
 class ReconcileRestore:
@@ -54,18 +77,23 @@ class ReconcileRestore:
 
     def reconcile(self, since_ms: int, dry_run: bool = False) -> ReconcileReport:
         report = ReconcileReport(since=since_ms, dry_run=dry_run)
+        lost: list[Trigger] = []
         for batch in _batches(self._archive.written_since(since_ms)):
             read = self._read(batch, report)
             held = self._triggers.get_many([m.trigger_key for m, _ in read])
-            for manifest, uri in read:
-                if manifest.trigger_key in held:
-                    report.present.append(manifest.trigger_key)
-                    continue
-                claim = restored_claim(manifest, uri, self._clock())
-                if dry_run or self._triggers.put_replay(claim):
-                    report.restored.append(claim)
-                else:  # claimed between the read and the write (a second reconcile, a resolver): it is there
-                    report.present.append(manifest.trigger_key)
+            report.present += [m.trigger_key for m, _ in read if m.trigger_key in held]
+            lost += [restored_claim(m, uri, self._clock()) for m, uri in read if m.trigger_key not in held]
+        newest = _newest_per_cursor(lost)
+        cursors = self._triggers.get_cursors(list(newest))
+        for claim in lost:
+            ref = cursor_ref(claim)
+            if newest.get(ref) is claim:
+                initial = GroupCursor.initial(claim.rule_id, claim.group_id, claim.partition)
+                self._write_moving(claim, cursors.get(ref) or initial, report)
+            elif dry_run or self._triggers.put_replay(claim):
+                report.restored.append(claim)
+            else:  # claimed between the read and the write (a second reconcile, a resolver): it is there
+                report.present.append(claim.trigger_key)
         logger.info(
             "restore reconciled",
             extra={
@@ -74,9 +102,34 @@ class ReconcileRestore:
                 "restored": len(report.restored),
                 "present": len(report.present),
                 "refused": len(report.refused),
+                "cursors_moved": len(report.cursors_moved),
+                "cursors_left": len(report.cursors_left),
             },
         )
         return report
+
+    def _write_moving(self, claim: Trigger, cursor: GroupCursor, report: ReconcileReport) -> None:
+        """Write a group's newest run back, moving its cursor with it when the manifest says where it stands."""
+        ref = "/".join(cursor_ref(claim))
+        moved = cursor_after_restore(cursor, claim)
+        if isinstance(moved, str):
+            report.cursors_left[ref] = moved
+        elif report.dry_run:
+            report.cursors_moved.append(ref)
+        else:
+            outcome = self._triggers.claim(claim.model_copy(update={"sequence": moved.seq}), moved, cursor).outcome
+            if outcome is ClaimOutcome.CLAIMED:
+                report.cursors_moved.append(ref)
+                report.restored.append(claim)
+                return
+            if outcome is ClaimOutcome.DUPLICATE:
+                report.present.append(claim.trigger_key)
+                return
+            report.cursors_left[ref] = "the cursor moved while the reconcile ran"
+        if report.dry_run or self._triggers.put_replay(claim):
+            report.restored.append(claim)
+        else:
+            report.present.append(claim.trigger_key)
 
     def _read(self, uris: list[str], report: ReconcileReport) -> list[tuple[RunManifest, str]]:
         """The manifests at ``uris``, each stored where its own key says; the others refused with the reason."""
