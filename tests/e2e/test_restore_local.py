@@ -16,15 +16,17 @@ an SQS queue): each trigger key is delivered once over both stacks, and every du
 from __future__ import annotations
 
 import json
+import os
+import shlex
 from collections import Counter
 from typing import Any
 
 import pytest
 
 from lakehook.domain.restore import RESTORED_REASON
-from lakehook.domain.time import now_ms
+from lakehook.domain.time import ms_to_iso, now_ms
 from lakehook.local.runtime import LocalStack
-from tests.e2e.cli_support import EXAMPLE, cli_stack, run_cli
+from tests.e2e.cli_support import EXAMPLE, ROOT, cli_stack, run_cli
 from tests.e2e.test_redeploy_local import ORDERS, PAYMENTS, kept, pushed, restore, runs, settled
 
 pytestmark = pytest.mark.e2e
@@ -50,6 +52,20 @@ def delivered(stack: LocalStack, url: str) -> Counter[str]:
             keys[json.loads(message["Body"])["detail"]["triggerKey"]] += 1
             sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
     return keys
+
+
+def documented_reconcile() -> list[str]:
+    """The reconcile commands docs/restore.md shows, in order."""
+    page = (ROOT / "docs" / "restore.md").read_text(encoding="utf-8")
+    return [line.strip() for line in page.splitlines() if line.strip().startswith("lakehook restore reconcile")]
+
+
+def reconcile(line: str) -> dict[str, Any]:
+    """Run a documented command as a shell would expand it; its JSON answer."""
+    ran = run_cli([*shlex.split(os.path.expandvars(line))[1:], "--output", "json"])
+    assert ran.code == 0, f"`{line}` exited {ran.code}: {ran.err or ran.out}"
+    answer: dict[str, Any] = ran.json()
+    return answer
 
 
 def keyed(found: list[dict[str, Any]]) -> dict[tuple[tuple[str, int], ...], dict[str, Any]]:
@@ -87,14 +103,11 @@ def test_a_restored_table_reconciled_from_the_manifests_runs_each_due_run_once(m
         for name in STREAM_FUNCTIONS:
             stack.enable_stream(name, False)
         restore(stack, snapshot)
-        reconciled = run_cli(
-            [
-                *("--output", "json", "restore", "reconcile", "--table", stack.table_name),
-                *("--manifest-bucket", stack.names["ManifestBucket"], "--since", str(restore_point)),
-            ]
-        )
-        assert reconciled.code == 0, reconciled.err
-        report = reconciled.json()
+        monkeypatch.setenv("RESTORED_TABLE", stack.table_name)
+        monkeypatch.setenv("MANIFEST_BUCKET", stack.names["ManifestBucket"])
+        monkeypatch.setenv("RESTORE_POINT", ms_to_iso(restore_point))
+        dry, report = (reconcile(line) for line in documented_reconcile())  # docs/restore.md, step 4
+        assert dry["dryRun"] and dry["restored"] == report["restored"] and dry["cursorsMoved"] == report["cursorsMoved"]
         lost = {k for k in before if k not in {i["triggerKey"] for i in report["restored"]}}
         assert len(report["restored"]) == 2 and len(lost) == 1  # the runs after the restore point, not the one before
         assert report["cursorsMoved"] == ["dwd_trade_event_fact/trade_event_group"] and report["refused"] == []
