@@ -96,8 +96,18 @@ def test_a_claim_the_restored_table_holds_is_left_as_it_is_whatever_its_status()
 
     report = reconcile.reconcile(RESTORE_POINT)
 
-    assert report.present == [failed.trigger_key] and report.restored == []
+    assert report.present == [failed.trigger_key] and report.restored == [] and report.in_flight == []
     assert triggers.get(failed.trigger_key) == failed
+
+
+def test_a_claim_still_triggering_in_the_restored_table_whose_dispatch_began_since_is_named() -> None:
+    triggers, _, archive, reconcile = stack()
+    claimed = a_trigger(5)  # claimed before the restore point, its first attempt after it
+    triggers.put_replay(claimed)
+    archive.write(claimed, RESTORE_POINT + 1)
+    report = reconcile.reconcile(RESTORE_POINT)
+    assert report.in_flight == [claimed.trigger_key] == report.present
+    assert report.to_api()["inFlight"] == [claimed.trigger_key]
 
 
 def test_reconciling_twice_writes_each_claim_once_and_a_dry_run_writes_nothing() -> None:

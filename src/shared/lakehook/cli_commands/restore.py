@@ -42,6 +42,8 @@ def _text(data: dict[str, Any]) -> list[str]:
     ]
     lines += [f"  {verb}: {r['triggerKey']}" for r in data["restored"]]
     lines += [f"  refused: {r['manifestUri']}: {r['reason']}" for r in data["refused"]]
+    lines += [f"  still TRIGGERING (its dispatch began after the restore point): {k}" for k in data["inFlight"]]
+    lines += [f"  cursor left: {c['cursor']}: {c['reason']}" for c in data["cursorsLeft"]]
     return lines
 
 

@@ -109,14 +109,16 @@ class Refused:
 
 @dataclass
 class ReconcileReport:
-    """What a reconcile did: the claims written back, the keys the restored table already held, the refused
-    manifests (and, with ``dry_run``, the claims it would write)."""
+    """What a reconcile did: the claims written back, the keys the restored table already held (``in_flight``:
+    those of them still TRIGGERING there, whose dispatch the manifest shows began), the refused manifests, the
+    cursors moved and left (with ``dry_run``, what it would do)."""
 
     since: int
     dry_run: bool = False
     restored: list[Trigger] = field(default_factory=list)
     present: list[str] = field(default_factory=list)
     refused: list[Refused] = field(default_factory=list)
+    in_flight: list[str] = field(default_factory=list)
     cursors_moved: list[str] = field(default_factory=list)
     cursors_left: dict[str, str] = field(default_factory=dict)
 
@@ -134,6 +136,7 @@ class ReconcileReport:
                 for t in self.restored
             ],
             "present": list(self.present),
+            "inFlight": list(self.in_flight),
             "refused": [r.to_api() for r in self.refused],
             "cursorsMoved": list(self.cursors_moved),
             "cursorsLeft": [{"cursor": ref, "reason": why} for ref, why in self.cursors_left.items()],

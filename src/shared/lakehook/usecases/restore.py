@@ -26,7 +26,7 @@ from lakehook.domain.restore import (
     restored_claim,
 )
 from lakehook.domain.time import now_ms
-from lakehook.domain.triggers import GroupCursor, Trigger
+from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
 from lakehook.observability import logger
 from lakehook.ports.dispatch import ManifestStore
 from lakehook.ports.restore import ManifestArchive
@@ -82,6 +82,7 @@ class ReconcileRestore:
             read = self._read(batch, report)
             held = self._triggers.get_many([m.trigger_key for m, _ in read])
             report.present += [m.trigger_key for m, _ in read if m.trigger_key in held]
+            report.in_flight += [k for k, t in held.items() if t.status is TriggerStatus.TRIGGERING]
             lost += [restored_claim(m, uri, self._clock()) for m, uri in read if m.trigger_key not in held]
         newest = _newest_per_cursor(lost)
         cursors = self._triggers.get_cursors(list(newest))
