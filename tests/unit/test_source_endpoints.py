@@ -197,3 +197,71 @@ def test_any_properties_are_taken_or_a_400_never_another_error(properties: dict[
             check(properties, policy)
         except ValidationError as exc:
             assert exc.field is not None and exc.field.startswith("source.properties.")
+
+
+# --- the schemes a catalog or a file system dials besides http(s) ------------------------------------------------
+
+DIALLED_REFUSED = [
+    ("fs.s3.endpoint", "file:///etc"),  # Paimon's S3 endpoint as this machine's files
+    ("uri", "thrift://169.254.169.254:9083"),  # a Hive metastore at the metadata service
+    ("hive.metastore.uris", "thrift://metastore.example.com:9083,thrift://[::ffff:a9fe:a9fe]:9083"),
+    ("uri", "postgresql+psycopg2://lake:pw@169.254.170.2/catalog"),
+    ("hoodie.datasource.hive_sync.jdbcurl", "jdbc:mysql://[fd00:ec2::254]:3306/hive"),
+    ("namenode", "hdfs://metadata.google.internal:8020/warehouse"),
+    ("uri", "thrift://0.0.0.0:9083"),
+    ("uri", "thrift://:9083"),  # no host
+    ("uri", "thrift://hive:99999"),  # no port
+]
+
+
+@pytest.mark.parametrize(("name", "value"), DIALLED_REFUSED)
+def test_a_url_of_any_scheme_a_catalog_dials_is_checked_and_refused_naming_the_property(name: str, value: str) -> None:
+    for policy in (DEPLOYED, LOCAL):
+        with pytest.raises(ValidationError, match="is refused") as raised:
+            check({name: value}, policy)
+        assert raised.value.field == f"source.properties.{name}"
+        assert "pw" not in str(raised.value)  # the credentials of a URL are never shown
+
+
+def test_a_private_or_loopback_metastore_needs_what_a_private_target_needs() -> None:
+    private = {"uri": "thrift://10.20.0.7:9083"}
+    with pytest.raises(ValidationError, match="TargetAllowedNetworks"):
+        check(private, DEPLOYED)
+    check(private, UrlPolicy.of(False, ["10.20.0.0/16"]))
+    loopback = {"uri": "jdbc:hive2://localhost:10000/default"}
+    with pytest.raises(ValidationError, match="loopback"):
+        check(loopback, DEPLOYED)
+    check(loopback, LOCAL)
+
+
+def test_a_metastore_name_that_resolves_to_a_private_address_is_refused_at_poll_time() -> None:
+    properties = {"uri": "thrift://metastore.example.com", "warehouse": "s3://lake/wh"}
+    check(properties)  # a name: fine as written
+    looked_up: list[tuple[str, int]] = []
+
+    def dns(answers: list[str]) -> CredentialResolver:
+        def lookup(host: str, port: int) -> list[str]:
+            looked_up.append((host, port))
+            return answers
+
+        return CredentialResolver(
+            InMemorySecretStore(), policy=DEPLOYED, guard=AddressGuard(DEPLOYED, lookup).address_for
+        )
+
+    with pytest.raises(SourceAccessError, match=r"'uri'.*10\.0\.0\.9"):
+        dns(["10.0.0.9"]).resolve(properties)
+    assert dns(["93.184.216.34"]).resolve(properties).values == properties
+    assert looked_up == [("metastore.example.com", 9083)] * 2  # the metastore's port; the bucket is not looked up
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    name=st.text(alphabet="abcdefgh._-", max_size=12),
+    scheme=st.sampled_from(["thrift", "hdfs", "postgresql+psycopg2", "jdbc:mysql", "jdbc:hive2", "mysql", "abfss"]),
+    address=st.sampled_from(["169.254.169.254", "169.254.0.1", "[fd00:ec2::254]", "[::ffff:a9fe:a9fe]", "0.0.0.0"]),
+)
+def test_any_property_holding_a_dialled_url_is_checked_whatever_its_name_and_scheme(
+    name: str, scheme: str, address: str
+) -> None:
+    with pytest.raises(ValidationError):
+        check({f"x{name}": f"{scheme}://user@{address}:1234/db"}, LOCAL)

@@ -10,7 +10,7 @@ import argparse
 import os
 from collections.abc import Callable
 
-from lakehook.cli_commands import apply, commands, manage, output, secrets, watch
+from lakehook.cli_commands import apply, commands, manage, output, restore, secrets, watch
 from lakehook.cli_commands.api import DEFAULT_URL, ApiClient, CliError
 
 Command = Callable[[ApiClient, argparse.Namespace], int]
@@ -160,7 +160,7 @@ def add_commands(commands_: argparse._SubParsersAction) -> None:  # type: ignore
 
 
 def add_resource_commands(command: Callable[[str, Command, str], argparse.ArgumentParser]) -> None:
-    """``rules``, ``assets``, ``producers``, ``aliases``, ``watermarks``, ``secret``: a verb per route."""
+    """``rules``, ``assets``, ``producers``, ``aliases``, ``watermarks``, ``secret``, ``restore``: a verb per route."""
 
     def verbs(name: str, help_: str) -> argparse._SubParsersAction:  # type: ignore[type-arg]
         group = command(name, _needs_verb(name), help_)
@@ -230,6 +230,9 @@ def add_resource_commands(command: Callable[[str, Command, str], argparse.Argume
     sub.add_argument("--value-file", default=None, metavar="PATH", help="read the value from a file (- for stdin)")
     sub.add_argument("--generate", action="store_true", help="generate 32 random bytes (hex) and print them once")
     sub.add_argument("--stack", default=None, help="a deployed stack's name (env LAKEHOOK_STACK)")
+
+    restore_ = verbs("restore", "after a point-in-time restore of the table (docs/restore.md)")
+    restore.add_arguments(verb(restore_, "reconcile", restore.reconcile, restore.HELP))
 
 
 def _needs_verb(name: str) -> Command:

@@ -257,6 +257,14 @@ class Template:
         sep, items = arg
         return str(sep).join(str(self.resolve(i, stack_name)) for i in items)
 
+    def _select(self, arg: Any, stack_name: str) -> Any:
+        index, items = arg
+        return self.resolve(items, stack_name)[int(index)]
+
+    def _split(self, arg: Any, stack_name: str) -> list[str]:
+        sep, text = arg
+        return str(self.resolve(text, stack_name)).split(str(sep))
+
     def _if(self, arg: Any, stack_name: str) -> Any:
         name, then, otherwise = arg
         return self.resolve(then if self.condition(name, stack_name) else otherwise, stack_name)
@@ -384,6 +392,8 @@ _INTRINSICS: dict[str, Callable[[Template, Any, str], Any]] = {
     "Fn::GetAtt": Template._get_att,
     "Fn::Join": Template._join,
     "Fn::If": Template._if,
+    "Fn::Select": Template._select,
+    "Fn::Split": Template._split,
 }
 
 

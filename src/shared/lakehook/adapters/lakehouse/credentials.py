@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from lakehook.domain.assets import SECRET_REFERENCE_PREFIXES, referenced_secret
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.secret_names import AS_GIVEN, ProducerSecrets, SecretNameError, SecretNames
-from lakehook.domain.source_endpoints import EndpointRefusedError, check_endpoints, web_endpoints
+from lakehook.domain.source_endpoints import EndpointRefusedError, check_endpoints, dialled_endpoints
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports import SecretStore
 from lakehook.ports.lakehouse import SourceAccessError
@@ -101,7 +101,7 @@ class CredentialResolver:
             raise SourceAccessError(resolved.scrub(f"property {exc.name!r}: {exc.reason}")) from None
         if self._guard is None:
             return
-        for name, host, port in web_endpoints(resolved.values):
+        for name, host, port in dialled_endpoints(resolved.values):
             try:
                 self._guard(host, port)
             except Exception as exc:  # refused (DestinationRefusedError) or not resolvable (gaierror)
