@@ -206,13 +206,17 @@ class AssetRegistration(BaseModel):
                 f"timeZone is for hudi sources (whose instant times carry no zone); a {self.format.value} "
                 f"source records epoch times: omit it"
             )
-        if self.poll_interval_seconds is not None and (self.source is None or self.format not in TABLE_FORMATS):
-            raise ValueError("pollIntervalSeconds is for a table with a source to poll; omit it")
         if self.source is not None and self.format in PATH_FORMATS:
             if self.source.location is None:
                 raise ValueError(f"a {self.format.value} source names the table's 'location' (a path or s3://…)")
             if self.source.table is not None:
                 raise ValueError(f"a {self.format.value} source is read from its location; omit 'table'")
+        return self
+
+    @model_validator(mode="after")
+    def _interval_for_a_polled_table(self) -> AssetRegistration:
+        if self.poll_interval_seconds is not None and (self.source is None or self.format not in TABLE_FORMATS):
+            raise ValueError("pollIntervalSeconds is for a table with a source to poll; omit it")
         return self
 
     def to_api(self) -> dict[str, Any]:
