@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,7 @@ def test_versions_become_snapshot_events_with_what_delta_recorded(path: str, lak
     assert (second.snapshot_id, second.parent_snapshot_id, second.schema_id, second.commit_kind) == (2, 1, 0, "WRITE")
     assert (second.delta_record_count, second.watermark, second.schema_changed) == (3, 1700, False)
     assert second.commit_time == committed(path, 2)["timestamp"]
-    assert [e.snapshot_id for e in events] == {0, 1, 2}
+    assert [e.snapshot_id for e in events] == [0, 1, 2]
     # delta-rs agrees on what the history is
     assert [h["operation"] for h in DeltaTable(path).history()] == [e.commit_kind for e in reversed(events)]
     state = lake.store.get_state(asset.asset_key)
@@ -188,6 +189,16 @@ def test_the_unchanged_check_is_not_fooled_by_a_cleaned_up_successor(path: str, 
     assert lake.poll(asset).snapshot_ids == (5,)
 
 
+def test_a_table_that_is_gone_fails_its_poll_rather_than_looking_unchanged(path: str, lake: Lake) -> None:
+    write(path, rows(1))
+    asset = register(path, "ods.orders")
+    assert lake.poll(asset).snapshot_ids == (0,)
+    assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
+    shutil.rmtree(path)  # no _last_checkpoint, no commit file: the cheap check defers to the pointer
+    (result,) = lake.poll_all([asset])
+    assert result.outcome is PollOutcome.FAILED and result.error_kind == "TableNotFoundError"
+
+
 def test_optimize_is_a_compaction_and_a_schema_change_moves_the_schema_id(path: str, lake: Lake) -> None:
     for i in range(3):
         write(path, rows(i))
@@ -287,7 +298,7 @@ def by_reference(options: dict[str, str]) -> dict[str, str]:
     }
 
 
-def test_s3_poll_costs_two_get_class_requests_unchanged_and_one_read_per_new_version(
+def test_s3_poll_costs_three_get_class_requests_unchanged_and_one_read_per_new_version(
     server: CountingMotoServer, s3_table: tuple[str, dict[str, str]], s3_lake: Lake
 ) -> None:
     location, options = s3_table
@@ -298,11 +309,12 @@ def test_s3_poll_costs_two_get_class_requests_unchanged_and_one_read_per_new_ver
     server.reset()
     with server.measure() as unchanged:
         assert s3_lake.poll(asset).outcome is PollOutcome.UNCHANGED
-    # the next version's commit file (404) and _last_checkpoint (absent): no listing, S3's dearer request class
-    assert dict(unchanged) == {("s3", "HeadObject"): 1, ("s3", "GetObject"): 1}
+    # the next version's commit file (404), _last_checkpoint (absent: no checkpoint yet) and the version read (still
+    # there): no listing, S3's dearer request class
+    assert dict(unchanged) == {("s3", "HeadObject"): 2, ("s3", "GetObject"): 1}
     with server.measure() as compensated:
         assert s3_lake.compensate([asset]).missed_events == 0
-    assert dict(compensated) == {("s3", "HeadObject"): 1, ("s3", "GetObject"): 1}  # the compensation's check too
+    assert dict(compensated) == {("s3", "HeadObject"): 2, ("s3", "GetObject"): 1}  # the compensation's check too
 
     for i in range(3):
         write(location, rows(i), options)
@@ -314,7 +326,7 @@ def test_s3_poll_costs_two_get_class_requests_unchanged_and_one_read_per_new_ver
     assert dict(changed) == {("s3", "HeadObject"): 1, ("s3", "GetObject"): 1 + 3, ("s3", "ListObjects"): 1}
 
 
-def test_s3_unchanged_after_a_checkpoint_costs_the_same_two_requests(
+def test_s3_unchanged_after_a_checkpoint_costs_two_requests(
     server: CountingMotoServer, s3_table: tuple[str, dict[str, str]], s3_lake: Lake
 ) -> None:
     location, options = s3_table
@@ -558,7 +570,7 @@ def test_s3_a_table_whose_notices_arrive_is_polled_hourly_and_falls_back_to_the_
     with server.measure() as hour:
         polled = [m for _ in range(60) for m in stack.tick()]
     assert [(m["assetKeys"], m.get("safetyNet")) for m in polled] == [([key], True)]  # 1 poll in 60 ticks
-    assert dict(hour) == {("s3", "HeadObject"): 1, ("s3", "GetObject"): 1}  # unchanged: two GET-class requests
+    assert dict(hour) == {("s3", "HeadObject"): 2, ("s3", "GetObject"): 1}  # unchanged: GET-class requests only
 
     # the notice stream is lost: the next commit is found by the safety net, and the table falls back to fast polls
     write(location, rows(3), options)
