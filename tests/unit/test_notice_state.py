@@ -17,8 +17,10 @@ from lakehook.domain.notice_state import (
     PollCadence,
     describe,
     due,
+    stack_cadence,
     unannounced,
 )
+from lakehook.settings import Settings
 
 CADENCE = PollCadence(default_interval_seconds=60, safety_net_seconds=3_600, quiet_after_seconds=86_400)
 T0 = 1_796_000_000_000 // 3_600_000 * 3_600_000  # an hour's first tick
@@ -117,8 +119,23 @@ def test_a_poll_interval_is_for_a_table_with_a_source() -> None:
         AssetRegistration.model_validate({"assetKey": "custom://a/b", "format": "custom", "pollIntervalSeconds": 600})
 
 
-def test_the_stack_cadence_is_checked() -> None:
+def test_the_cadence_is_checked_and_a_stacks_parameters_are_rounded_to_one() -> None:
     with pytest.raises(ValueError, match="PollIntervalSeconds"):
         PollCadence(default_interval_seconds=30)
     with pytest.raises(ValueError, match="NoticeQuietSeconds"):
         PollCadence(safety_net_seconds=7_200, quiet_after_seconds=3_600)
+    # the parameters every function starts with are never refused: whole minutes up, the quiet time at least the net
+    assert stack_cadence(90, 7_200, 600) == PollCadence(120, 7_200, 7_200)
+    assert stack_cadence(1, 100_000, 86_400) == PollCadence(60, 86_400, 86_400)
+    assert Settings(poll_interval_seconds=90).poll_cadence.default_interval_seconds == 120
+
+
+@given(
+    interval=st.integers(min_value=-10, max_value=200_000),
+    net=st.integers(min_value=-10, max_value=200_000),
+    quiet=st.integers(min_value=-10, max_value=10**7),
+)
+def test_any_stack_parameters_give_a_valid_cadence(interval: int, net: int, quiet: int) -> None:
+    cadence = stack_cadence(interval, net, quiet)
+    assert cadence.default_interval_seconds >= min(max(interval, 60), 86_400)
+    assert cadence.default_interval_seconds - max(interval, 60) < 60 or interval > 86_400

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from lakehook.domain.notice_state import PollCadence
+from lakehook.domain.notice_state import PollCadence, stack_cadence
 from lakehook.domain.secret_names import ProducerSecrets, SecretNames
 from lakehook.domain.spool_buckets import ReadableSpool, bucket_names
 from lakehook.domain.url_policy import UrlPolicy, parse_networks
@@ -140,11 +140,6 @@ class Settings(BaseModel):
     dispatch_stuck_after_seconds: int = Field(default=600, ge=60, description="TRIGGERING longer than this is stuck")
 
     @model_validator(mode="after")
-    def _a_poll_cadence(self) -> Settings:
-        _ = self.poll_cadence  # whole minutes from one to 1,440; the quiet time at least the safety net
-        return self
-
-    @model_validator(mode="after")
     def _backoffs_ordered(self) -> Settings:
         for name in ("dispatch_retry", "dispatch_redrive"):
             if getattr(self, f"{name}_base_seconds") > getattr(self, f"{name}_max_seconds"):
@@ -181,7 +176,8 @@ class Settings(BaseModel):
 
     @cached_property
     def poll_cadence(self) -> PollCadence:
-        return PollCadence(self.poll_interval_seconds, self.notice_safety_net_seconds, self.notice_quiet_seconds)
+        """Rounded up to whole minutes, the quiet time at least the safety net (``stack_cadence``)."""
+        return stack_cadence(self.poll_interval_seconds, self.notice_safety_net_seconds, self.notice_quiet_seconds)
 
     @cached_property
     def secret_names(self) -> SecretNames:

@@ -58,6 +58,18 @@ class PollCadence:
             raise ValueError("the notice quiet time (NoticeQuietSeconds) must be at least the safety net")
 
 
+def stack_cadence(interval_seconds: int, safety_net_seconds: int, quiet_seconds: int) -> PollCadence:
+    """The cadence a stack's parameters give, never refused (every function reads them at start): each interval
+    rounded up to whole minutes within one minute and one day, the quiet time at least the safety net."""
+
+    def minutes(seconds: int) -> int:
+        whole = -(-max(int(seconds), MIN_INTERVAL_SECONDS) // TICK_SECONDS) * TICK_SECONDS
+        return min(whole, MAX_INTERVAL_SECONDS)
+
+    safety_net = minutes(safety_net_seconds)
+    return PollCadence(minutes(interval_seconds), safety_net, max(int(quiet_seconds), safety_net))
+
+
 def check_interval(seconds: int, name: str) -> int:
     """A poll interval: whole minutes (the schedule's tick) from one minute to one day; ValueError naming it."""
     if (
