@@ -30,6 +30,7 @@ from tests.fakes.memory_dispatch import (
     InMemoryTargetClient,
     InMemoryTriggerLedger,
 )
+from tests.fakes.memory_notices import InMemoryNoticeStore
 from tests.fakes.memory_partitions import InMemoryPartitionStore
 from tests.fakes.memory_rules import (
     InMemoryDeferralStore,
@@ -53,10 +54,12 @@ def fakes(**parts: Any) -> dict[str, Any]:
     assets = parts["asset_store"] if "asset_store" in parts else InMemoryAssetStore()
     triggers = parts["trigger_store"] if "trigger_store" in parts else InMemoryTriggerStore()
     secrets = parts["secret_store"] if "secret_store" in parts else InMemorySecretStore()
+    registry = parts["asset_registry"] if "asset_registry" in parts else InMemoryAssetRegistry()
     built: dict[str, Any] = {
         "table": NoTable(),
         "asset_store": assets,
-        "asset_registry": InMemoryAssetRegistry(),
+        "asset_registry": registry,
+        "notice_store": InMemoryNoticeStore(registry),  # the notice state rides on the registrations
         "producer_registry": InMemoryProducerRegistry(),
         "secret_store": secrets,
         "watermark_store": InMemoryWatermarkStore(),

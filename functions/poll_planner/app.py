@@ -9,10 +9,19 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lakehook.container import current
+from lakehook.domain.time import parse_instant_ms
 from lakehook.observability import MetricName, logger, metrics
 from lakehook.usecases.plan_polls import WorkMode
 
 NOTICE_SOURCES = ("aws.glue", "aws.s3")
+
+
+def scheduled_tick(event: dict[str, Any]) -> int | None:
+    """The tick a Scheduled Event stands for (its ``time``: the same on a retry of it), else None (now)."""
+    try:
+        return parse_instant_ms(event["time"])
+    except (KeyError, ValueError):
+        return None
 
 
 @logger.inject_lambda_context(log_event=False)
@@ -28,6 +37,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         logger.info("commit notice", extra=notice.to_log())
         return notice.to_log()
     mode = WorkMode(event.get("mode", WorkMode.POLL))  # the schedule's Input; a bare Scheduled Event polls
-    report = current().plan_polls(mode)
+    report = current().plan_polls(mode, scheduled_tick(event))
     logger.info("polls planned", extra={"mode": mode.value, "assets": report.assets, "messages": report.messages})
     return {"mode": mode.value, "assets": report.assets, "messages": report.messages}

@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from lakehook.container import current
 from lakehook.domain.errors import ValidationError
 from lakehook.observability import logger, metrics
-from lakehook.usecases.plan_polls import WorkMode, parse_after, parse_work
+from lakehook.usecases.plan_polls import WorkMode, parse_after, parse_safety_net, parse_work
 
 processor = BatchProcessor(event_type=EventType.SQS)
 
@@ -20,10 +20,11 @@ def record_handler(record: SQSRecord) -> None:
     try:
         mode, asset_keys = parse_work(record.json_body)
         after = parse_after(record.json_body) if mode is WorkMode.FILL else None
+        safety_net = parse_safety_net(record.json_body)
     except (ValidationError, ValueError) as exc:  # a malformed message never succeeds: log it, do not retry it
         logger.error("poll message dropped", extra={"reason": str(exc), "message_id": record.message_id})
         return
-    summary = current().run_poll_work(mode, asset_keys, after)
+    summary = current().run_poll_work(mode, asset_keys, after, safety_net=safety_net)
     logger.info("poll work done", extra=summary)
 
 

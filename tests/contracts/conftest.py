@@ -22,6 +22,7 @@ from lakehook.adapters.dynamodb.alias_store import DynamoDBAliasStore
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.adapters.dynamodb.coverage_store import DynamoDBCoverageStore
 from lakehook.adapters.dynamodb.deferral_store import DynamoDBDeferralStore
+from lakehook.adapters.dynamodb.notice_store import DynamoDBNoticeStore
 from lakehook.adapters.dynamodb.partition_store import DynamoDBPartitionStore
 from lakehook.adapters.dynamodb.poll_status_store import DynamoDBPollStatusStore
 from lakehook.adapters.dynamodb.registry import DynamoDBAssetRegistry, DynamoDBProducerRegistry
@@ -40,6 +41,7 @@ from lakehook.ports.aliases import AliasStore
 from lakehook.ports.coverage import CoverageStore
 from lakehook.ports.dispatch import ManifestStore, TriggerLedger
 from lakehook.ports.lakehouse import PollStatusStore
+from lakehook.ports.notices import NoticeStore
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.queue import WorkQueue
 from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, StateReader, TriggerStore
@@ -56,6 +58,7 @@ from tests.fakes.memory import (
 )
 from tests.fakes.memory_coverage import InMemoryCoverageStore, InMemoryObjectStore
 from tests.fakes.memory_dispatch import InMemoryAliasStore, InMemoryManifestStore, InMemoryTriggerLedger
+from tests.fakes.memory_notices import InMemoryNoticeStore
 from tests.fakes.memory_partitions import InMemoryPartitionStore
 from tests.fakes.memory_rules import (
     InMemoryDeferralStore,
@@ -90,11 +93,13 @@ class Backend:
     polls: PollStatusStore
     partitions: PartitionStore
     reader: StateReader  # reads what ``assets`` and ``triggers`` wrote
+    notices: NoticeStore  # the notice state on ``registry``'s registrations
 
 
 def memory_backend() -> Backend:
     triggers = InMemoryTriggerStore()
     assets = InMemoryAssetStore()
+    registry = InMemoryAssetRegistry()
     return Backend(
         "memory",
         triggers,
@@ -107,10 +112,11 @@ def memory_backend() -> Backend:
         InMemoryStateHistory(),
         InMemoryCoverageStore(),
         InMemoryProducerRegistry(),
-        InMemoryAssetRegistry(),
+        registry,
         InMemoryPollStatusStore(),
         InMemoryPartitionStore(),
         InMemoryStateReader(assets.get_state, triggers, events=lambda: [e.event for e in assets.events.values()]),
+        InMemoryNoticeStore(registry),
     )
 
 
@@ -135,6 +141,7 @@ def dynamodb_backend(table_name: str = CONTRACT_TABLE) -> Backend:
         DynamoDBPollStatusStore(table),
         DynamoDBPartitionStore(table),
         DynamoDBStateReader(table),
+        DynamoDBNoticeStore(table),
     )
 
 

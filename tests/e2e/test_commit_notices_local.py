@@ -172,6 +172,13 @@ def test_a_delta_commit_is_polled_from_the_s3_notice_of_its_log_file(stack: Loca
     assert committed.snapshot_id == 1
     [event] = wait_for(lambda: events_of(stack, asset, 1))
     assert event["source"] == "POLL"
+    # the notice is recorded on the table: from now on the schedule polls it only as the hourly safety net
+    notices = api(stack, "GET", "/assets/state", params={"assetKey": asset})["notices"]
+    assert (notices["state"], notices["pollIntervalSeconds"], notices["summary"]) == (
+        "ARRIVING",
+        3600,
+        "notices: ARRIVING",
+    )
 
 
 def test_an_iceberg_commit_to_glue_is_polled_from_the_glue_event(stack: LocalStack, lake: Lake) -> None:

@@ -503,6 +503,7 @@ def test_register_an_asset_then_replace_it(api: Api) -> None:
         "version": 0,
         "registered": True,
         "pollStatus": None,  # registered with a source, never polled yet
+        "notices": {"state": "NONE", "pollIntervalSeconds": 60, "summary": "notices: NONE"},  # polled every minute
     }
 
 
@@ -557,6 +558,22 @@ def test_bad_registrations_are_a_400(api: Api) -> None:
         answer = api.call("PUT", "/assets", body)
         assert answer.status == 400 and words in answer.body["message"], (body, answer.body)
     assert api.call("GET", "/assets").body["items"] == []
+
+
+def test_a_poll_interval_is_checked_when_the_table_is_registered_and_shown_with_its_state(api: Api) -> None:
+    body = {"assetKey": ORDERS, "format": "paimon", "source": {"catalog": "lake", "table": "ods_db.ods_order"}}
+    for bad in (30, 90, 86_460, "600"):
+        for query in ({"dryRun": "true"}, None):
+            answer = api.call("PUT", "/assets", {**body, "pollIntervalSeconds": bad}, query=query)
+            assert answer.status == 400 and answer.body["field"] == "pollIntervalSeconds", answer.body
+            assert "whole number of minutes" in answer.body["message"]
+    assert api.call("GET", "/assets").body["items"] == []
+    assert api.call("PUT", "/assets", {**body, "pollIntervalSeconds": 600}).status == 201
+    assert api.state(ORDERS).body["notices"] == {
+        "state": "NONE",
+        "pollIntervalSeconds": 600,
+        "summary": "notices: NONE",
+    }
 
 
 def test_assets_are_listed_in_pages(api: Api) -> None:

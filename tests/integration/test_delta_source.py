@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,15 +13,32 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-from lakehook.adapters.lakehouse.delta import CHECKPOINT_TAIL_BYTES, PartitionLayout, checkpoint_metadata, commit_file
+from lakehook.adapters.lakehouse.delta import (
+    CHECKPOINT_TAIL_BYTES,
+    LOG_DIR,
+    PartitionLayout,
+    checkpoint_metadata,
+    commit_file,
+)
 from lakehook.adapters.lakehouse.factory import snapshot_sources
 from lakehook.adapters.lakehouse.table_files import S3TableFiles
 from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.domain.assets import AssetFormat
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
-from lakehook.domain.snapshots import SnapshotGap
+from lakehook.domain.notice_state import NoticeHealth, PollCadence
+from lakehook.domain.snapshots import SnapshotCursor, SnapshotGap
+from lakehook.domain.time import now_ms
+from lakehook.usecases.plan_polls import (
+    PlanNotifiedPolls,
+    PlanPolls,
+    RunPollWork,
+    WorkMode,
+    parse_safety_net,
+    parse_work,
+)
 from lakehook.usecases.poll import PollOutcome
 from tests.delta_tables import copy
+from tests.fakes.memory import InMemoryWorkQueue
 from tests.lakehouse import CountingMotoServer, rows
 from tests.pollers import Lake
 from tests.pollers import delta_asset as register
@@ -144,6 +162,43 @@ def test_cleaned_up_history_resumes_at_the_oldest_retained_version_and_records_t
     assert lake.poll(asset).snapshot_ids == (8,)  # and it carries on from there
 
 
+def test_the_unchanged_check_is_not_fooled_by_a_cleaned_up_successor(path: str, lake: Lake) -> None:
+    """The next commit file is gone, but a later checkpoint says the table moved on: read it, record the gap."""
+    write(path, rows(1), configuration={"delta.logRetentionDuration": "interval 0 seconds"})
+    asset = register(path, "ods.orders")
+    assert asset.source is not None
+    assert lake.poll(asset).snapshot_ids == (0,)
+    source = lake.sources(AssetFormat.DELTA)
+    assert source.unchanged_since(asset.source, SnapshotCursor(snapshotId=0)) is True
+    assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
+    for i in range(4):
+        write(path, rows(i))  # versions 1..4
+    table = DeltaTable(path)
+    table.create_checkpoint()  # at version 4
+    table.cleanup_metadata()  # every commit file before it goes: version 1 (the successor) among them
+    assert not Path(path, "_delta_log", commit_file(1)).exists()
+
+    assert source.unchanged_since(asset.source, SnapshotCursor(snapshotId=0)) is False
+    result = lake.poll(asset)
+    assert result.outcome is PollOutcome.ADVANCED and result.snapshot_ids == (4,)
+    assert result.gap == SnapshotGap(afterSnapshotId=0, resumedAtSnapshotId=4, missed=3)
+    assert source.unchanged_since(asset.source, SnapshotCursor(snapshotId=4)) is True  # the checkpoint is no commit
+    assert source.unchanged_since(asset.source, SnapshotCursor.beginning()) is False  # never read: the pointer decides
+    write(path, rows(5))
+    assert source.unchanged_since(asset.source, SnapshotCursor(snapshotId=4)) is False
+    assert lake.poll(asset).snapshot_ids == (5,)
+
+
+def test_a_table_that_is_gone_fails_its_poll_rather_than_looking_unchanged(path: str, lake: Lake) -> None:
+    write(path, rows(1))
+    asset = register(path, "ods.orders")
+    assert lake.poll(asset).snapshot_ids == (0,)
+    assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
+    shutil.rmtree(path)  # no _last_checkpoint, no commit file: the cheap check defers to the pointer
+    (result,) = lake.poll_all([asset])
+    assert result.outcome is PollOutcome.FAILED and result.error_kind == "TableNotFoundError"
+
+
 def test_optimize_is_a_compaction_and_a_schema_change_moves_the_schema_id(path: str, lake: Lake) -> None:
     for i in range(3):
         write(path, rows(i))
@@ -243,7 +298,7 @@ def by_reference(options: dict[str, str]) -> dict[str, str]:
     }
 
 
-def test_s3_poll_costs_two_requests_unchanged_and_one_read_per_new_version(
+def test_s3_poll_costs_three_get_class_requests_unchanged_and_one_read_per_new_version(
     server: CountingMotoServer, s3_table: tuple[str, dict[str, str]], s3_lake: Lake
 ) -> None:
     location, options = s3_table
@@ -254,8 +309,12 @@ def test_s3_poll_costs_two_requests_unchanged_and_one_read_per_new_version(
     server.reset()
     with server.measure() as unchanged:
         assert s3_lake.poll(asset).outcome is PollOutcome.UNCHANGED
-    # _last_checkpoint (absent) and one listing of the log
-    assert dict(unchanged) == {("s3", "GetObject"): 1, ("s3", "ListObjects"): 1}
+    # the next version's commit file (404), _last_checkpoint (absent: no checkpoint yet) and the version read (still
+    # there): no listing, S3's dearer request class
+    assert dict(unchanged) == {("s3", "HeadObject"): 2, ("s3", "GetObject"): 1}
+    with server.measure() as compensated:
+        assert s3_lake.compensate([asset]).missed_events == 0
+    assert dict(compensated) == {("s3", "HeadObject"): 2, ("s3", "GetObject"): 1}  # the compensation's check too
 
     for i in range(3):
         write(location, rows(i), options)
@@ -263,7 +322,25 @@ def test_s3_poll_costs_two_requests_unchanged_and_one_read_per_new_version(
     with server.measure() as changed:
         result = s3_lake.poll(asset)
     assert result.snapshot_ids == (1, 2, 3)
-    assert dict(changed) == {("s3", "GetObject"): 1 + 3, ("s3", "ListObjects"): 1}
+    # the next commit file is there (HEAD), then the pointer (_last_checkpoint, one listing) and one read a version
+    assert dict(changed) == {("s3", "HeadObject"): 1, ("s3", "GetObject"): 1 + 3, ("s3", "ListObjects"): 1}
+
+
+def test_s3_unchanged_after_a_checkpoint_costs_two_requests(
+    server: CountingMotoServer, s3_table: tuple[str, dict[str, str]], s3_lake: Lake
+) -> None:
+    location, options = s3_table
+    for i in range(3):
+        write(location, rows(i), options)
+    DeltaTable(location, storage_options=options).create_checkpoint()  # at version 2, named by _last_checkpoint
+    asset = register(location, "ods.orders", by_reference(options))
+    assert s3_lake.poll(asset).snapshot_ids == (2,)
+    server.reset()
+    with server.measure() as unchanged:
+        assert s3_lake.poll(asset).outcome is PollOutcome.UNCHANGED
+    assert dict(unchanged) == {("s3", "HeadObject"): 1, ("s3", "GetObject"): 1}
+    write(location, rows(3), options)
+    assert s3_lake.poll(asset).snapshot_ids == (3,)
     state = s3_lake.store.get_state(asset.asset_key)
     assert state is not None and state.latest_snapshot_id == 3
 
@@ -303,9 +380,9 @@ def test_s3_after_log_cleanup_a_new_poller_reads_the_checkpoints_metadata_by_ran
     server.reset()
     with server.measure() as cold:
         assert s3_lake.poll(asset).snapshot_ids == (3,)
-    # the pointer (_last_checkpoint, a listing), version 3, then version 0 (gone), _last_checkpoint and the
-    # checkpoint's tail: the metaData column lies in it
-    assert dict(cold) == {("s3", "GetObject"): 2 + 3, ("s3", "ListObjects"): 1}
+    # the next commit file (there), the pointer (_last_checkpoint, a listing), version 3, then version 0 (gone),
+    # _last_checkpoint and the checkpoint's tail: the metaData column lies in it
+    assert dict(cold) == {("s3", "HeadObject"): 1, ("s3", "GetObject"): 2 + 3, ("s3", "ListObjects"): 1}
     assert server.paths[f"GetObject /{bucket}/{checkpoint}"] == 1
     assert set(s3_lake.events(asset.asset_key)[-1].partitions.keys) == {"region=r0003", "region=new"}  # type: ignore[union-attr]
 
@@ -313,7 +390,7 @@ def test_s3_after_log_cleanup_a_new_poller_reads_the_checkpoints_metadata_by_ran
     DeltaTable(location, storage_options=options).update({"id": "id + 1"}, predicate="region = 'r0004'")
     with server.measure() as warm:
         assert s3_lake.poll(asset).snapshot_ids == (4, 5)
-    assert dict(warm) == {("s3", "GetObject"): 1 + 2, ("s3", "ListObjects"): 1}  # as before the cleanup
+    assert dict(warm) == {("s3", "HeadObject"): 1, ("s3", "GetObject"): 1 + 2, ("s3", "ListObjects"): 1}
     events = s3_lake.events(asset.asset_key)
     assert [(e.partitions.keys, e.partitions.count) for e in events[-2:] if e.partitions] == [
         (("region=r0004",), 1),
@@ -321,7 +398,7 @@ def test_s3_after_log_cleanup_a_new_poller_reads_the_checkpoints_metadata_by_ran
     ]
     with server.measure() as unchanged:
         assert s3_lake.poll(asset).outcome is PollOutcome.UNCHANGED
-    assert dict(unchanged) == {("s3", "GetObject"): 1, ("s3", "ListObjects"): 1}
+    assert dict(unchanged) == {("s3", "HeadObject"): 1, ("s3", "GetObject"): 1}
 
 
 def test_s3_a_checkpoints_metadata_far_from_its_tail_is_one_ranged_read_more(
@@ -418,3 +495,99 @@ def test_s3_a_log_left_with_a_checkpoint_alone_is_its_version_and_a_broken_hint_
     assert event.commit_time == int(checkpoint["LastModified"].timestamp() * 1000) and event.commit_kind is None
     assert first[("s3", "HeadObject")] >= 1  # the checkpoint's time: the only one the log has for that version
     assert s3_lake.poll(asset).outcome is PollOutcome.UNCHANGED
+
+
+# --- per-asset polling: commit notices, the safety net, and the fall back to the fast poll -------------------
+
+
+def commit_notice(location: str, version: int) -> dict[str, Any]:
+    """S3's "Object Created" for a version's commit file, as EventBridge delivers it."""
+    bucket, prefix = location.removeprefix("s3://").split("/", 1)
+    key = f"{prefix}/{LOG_DIR}/{commit_file(version)}"
+    return {
+        "source": "aws.s3",
+        "detail-type": "Object Created",
+        "detail": {"bucket": {"name": bucket}, "object": {"key": key}},
+    }
+
+
+CADENCE = PollCadence(default_interval_seconds=60, safety_net_seconds=3_600, quiet_after_seconds=86_400)
+
+
+class Stack:
+    """The poll planner and worker of one stack on a simulated clock (one tick a minute), the queue in memory."""
+
+    def __init__(self, lake: Lake, start_ms: int) -> None:
+        self.now = start_ms
+        self.queue = InMemoryWorkQueue()
+        notices = lake.container.notice_store
+        self.planner = PlanPolls(notices, self.queue, CADENCE)
+        self.notified = PlanNotifiedPolls(lake.container.asset_registry, self.queue, notices, clock=lambda: self.now)
+        self.worker = RunPollWork(
+            lake.container.asset_registry, lake.poll_all, lake.compensate, notices=notices, clock=lambda: self.now
+        )
+
+    def tick(self) -> list[dict[str, Any]]:
+        """The next minute's scheduled poll: what the planner queued, each message as the worker ran it."""
+        self.now += 60_000
+        self.planner(WorkMode.POLL, self.now)
+        return self.work()
+
+    def notice(self, event: dict[str, Any]) -> list[dict[str, Any]]:
+        self.notified(event)
+        return self.work()
+
+    def work(self) -> list[dict[str, Any]]:
+        done = []
+        while self.queue.messages:
+            body = self.queue.messages.pop(0)
+            mode, keys = parse_work(body)
+            done.append({**body, **self.worker(mode, keys, safety_net=parse_safety_net(body))})
+        return done
+
+
+def test_s3_a_table_whose_notices_arrive_is_polled_hourly_and_falls_back_to_the_fast_poll_when_they_stop(
+    server: CountingMotoServer, s3_table: tuple[str, dict[str, str]], s3_lake: Lake
+) -> None:
+    location, options = s3_table
+    write(location, rows(1), options)
+    asset = register(location, "ods.orders", by_reference(options))
+    s3_lake.container.asset_registry.put_asset(asset, 1)
+    key = asset.asset_key
+    stack = Stack(s3_lake, now_ms() // 60_000 * 60_000)
+    notices = s3_lake.container.notice_store
+
+    # no notice yet: polled on every tick
+    assert [m["assetKeys"] for m in stack.tick() + stack.tick()] == [[key], [key]]
+    assert s3_lake.snapshot_ids(key) == {0}
+
+    # a commit and its notice: polled at once, and from then on the schedule is only the safety net
+    write(location, rows(2), options)
+    assert [m["outcomes"] for m in stack.notice(commit_notice(location, 1))] == [["ADVANCED"]]
+    assert s3_lake.snapshot_ids(key) == {0, 1}
+    assert notices.notices(key).health(stack.now, CADENCE) is NoticeHealth.ARRIVING
+    server.reset()
+    with server.measure() as hour:
+        polled = [m for _ in range(60) for m in stack.tick()]
+    assert [(m["assetKeys"], m.get("safetyNet")) for m in polled] == [([key], True)]  # 1 poll in 60 ticks
+    assert dict(hour) == {("s3", "HeadObject"): 2, ("s3", "GetObject"): 1}  # unchanged: GET-class requests only
+
+    # the notice stream is lost: the next commit is found by the safety net, and the table falls back to fast polls
+    write(location, rows(3), options)
+    found = next(polled for _ in range(60) if (polled := stack.tick()))  # within the safety net's hour
+    assert [(m["outcomes"], m["noticesMissed"]) for m in found] == [(["ADVANCED"], [key])]
+    assert s3_lake.snapshot_ids(key) == {0, 1, 2}
+    answer = s3_lake.container.read_asset_state(key)["notices"]
+    assert answer["state"] == "QUIET" and answer["pollIntervalSeconds"] == 60
+    assert answer["summary"].startswith("notices: QUIET (fast poll since ")
+    assert [m["assetKeys"] for m in stack.tick() + stack.tick()] == [[key], [key]]  # every minute again
+    write(location, rows(4), options)
+    assert [m["outcomes"] for m in stack.tick()] == [["ADVANCED"]]  # seen on the next tick
+    assert s3_lake.snapshot_ids(key) == {0, 1, 2, 3}  # no commit missed
+
+    # notices come back: the safety net again
+    write(location, rows(5), options)
+    stack.notice(commit_notice(location, 4))
+    assert notices.notices(key).health(stack.now, CADENCE) is NoticeHealth.ARRIVING
+    assert sum(len(stack.tick()) for _ in range(60)) == 1
+    assert s3_lake.snapshot_ids(key) == {0, 1, 2, 3, 4}

@@ -150,7 +150,7 @@ def test_a_commit_notice_queues_a_poll_of_exactly_its_table_in_one_lookup(
 
     counter.reset()
     s3_answer = planner(sample("poll_planner", "s3_commit_file_created"), FakeLambdaContext())
-    assert counter.calls == {"Query": 1}  # one lookup, no scan
+    assert counter.calls == {"Query": 1, "UpdateItem": 1}  # one lookup, no scan; the notice recorded on the table
     assert s3_answer["assetKeys"] == ["paimon://lake/ods_db/orders"]
     glue_answer = planner(sample("poll_planner", "glue_table_change"), FakeLambdaContext())
     assert glue_answer["assetKeys"] == ["iceberg://glue/dw_db/dwd_trade_event_fact"]  # a Glue catalog's only

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lakehook.cli_commands.api import ApiClient
-from lakehook.cli_commands.commands import explain
+from lakehook.cli_commands.commands import explain, state
 from lakehook.cli_commands.output import captured
 from lakehook.cli_commands.prose import STATE_VERSION_NOTE, prose, words
 
@@ -116,3 +116,21 @@ def test_a_field_name_reads_as_words() -> None:
     assert prose({"qualityStatus": "PASSED", "tags": ["eod", "v1"], "dataChanged": False}) == (
         "quality status PASSED, tags: eod; v1, data changed no"
     )
+
+
+def test_state_says_whether_commit_notices_arrive_and_how_often_the_table_is_polled() -> None:
+    answer = {
+        "assetKey": ORDERS,
+        "version": 3,
+        "registered": True,
+        "notices": {
+            "state": "QUIET",
+            "pollIntervalSeconds": 60,
+            "fastPollSince": "2026-12-07T08:00:00Z",
+            "summary": "notices: QUIET (fast poll since 2026-12-07T08:00:00Z)",
+        },
+    }
+    out = io.StringIO()
+    with captured(out, io.StringIO()):
+        assert state(CannedApi(answer), argparse.Namespace(asset=ORDERS, output="text")) == 0
+    assert "  notices: QUIET (fast poll since 2026-12-07T08:00:00Z), polled every 60 s\n" in out.getvalue()

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from lakehook.ports.coverage import CoverageStore
     from lakehook.ports.dispatch import ManifestStore, TargetClient, TriggerLedger
     from lakehook.ports.lakehouse import PollStatusStore, SnapshotSources
+    from lakehook.ports.notices import NoticeStore
     from lakehook.ports.partitions import PartitionStore
     from lakehook.ports.queue import WorkQueue
     from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, StateReader, TriggerStore
@@ -197,7 +198,13 @@ class Container:
     def read_asset_state(self) -> ReadAssetState:
         from lakehook.usecases.assets import ReadAssetState
 
-        return ReadAssetState(self.asset_store, self.asset_registry, self.poll_status_store)
+        return ReadAssetState(
+            self.asset_store,
+            self.asset_registry,
+            self.poll_status_store,
+            notices=self.notice_store,
+            cadence=self.settings.poll_cadence,
+        )
 
     @part
     def late_snapshot_notice(self) -> LateSnapshotNotice:
@@ -287,7 +294,15 @@ class Container:
         )
         grace_ms = round(self.settings.compensation_grace_seconds * 1000)
         one = CompensateAsset(self.snapshot_sources, self.asset_store, self.ingest, grace_ms=grace_ms)
-        return RunPollWork(self.asset_registry, poll, Compensate(one, metrics=metrics), fill=one.fill)
+        return RunPollWork(
+            self.asset_registry, poll, Compensate(one, metrics=metrics), fill=one.fill, notices=self.notice_store
+        )
+
+    @part
+    def notice_store(self) -> NoticeStore:
+        from lakehook.adapters.dynamodb.notice_store import DynamoDBNoticeStore
+
+        return DynamoDBNoticeStore(self.table)
 
     @part
     def work_queue(self) -> WorkQueue:
@@ -309,13 +324,13 @@ class Container:
     def plan_polls(self) -> PlanPolls:
         from lakehook.usecases.plan_polls import PlanPolls
 
-        return PlanPolls(self.asset_registry, self.work_queue)
+        return PlanPolls(self.notice_store, self.work_queue, self.settings.poll_cadence)
 
     @part
     def plan_notified_polls(self) -> PlanNotifiedPolls:
         from lakehook.usecases.plan_polls import PlanNotifiedPolls
 
-        return PlanNotifiedPolls(self.asset_registry, self.work_queue)
+        return PlanNotifiedPolls(self.asset_registry, self.work_queue, self.notice_store)
 
     # --- rules and the resolver: ResolverFunction, DeferralSweepFunction, the rule routes -----------------
 

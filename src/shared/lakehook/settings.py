@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from lakehook.domain.notice_state import PollCadence, stack_cadence
 from lakehook.domain.secret_names import ProducerSecrets, SecretNames
 from lakehook.domain.spool_buckets import ReadableSpool, bucket_names
 from lakehook.domain.url_policy import UrlPolicy, parse_networks
@@ -80,6 +81,19 @@ class Settings(BaseModel):
         le=86_400,
         description="the scheduled compensation leaves a snapshot younger than this to the poll (every minute): "
         "only one that push and poll both missed is recorded as COMPENSATION and counted as missed",
+    )
+    poll_interval_seconds: int = Field(
+        default=60,
+        description="how often the schedule polls a table whose commit notices do not arrive, unless its "
+        "registration says (PollIntervalSeconds; whole minutes)",
+    )
+    notice_safety_net_seconds: int = Field(
+        default=3_600,
+        description="how often the schedule polls a table whose commit notices arrive (NoticeSafetyNetSeconds)",
+    )
+    notice_quiet_seconds: int = Field(
+        default=86_400,
+        description="a table with no commit notice for this long falls back to its fast poll (NoticeQuietSeconds)",
     )
     stage: str = Field(default="local")
     poll_queue_url: str | None = Field(default=None, description="SQS queue the poll planner fills for the workers")
@@ -159,6 +173,11 @@ class Settings(BaseModel):
     def local_mode(self) -> bool:
         """The local stack: management by a bearer token (no IAM), targets on loopback over plain http."""
         return bool(self.admin_token) or self.allow_insecure_loopback_targets
+
+    @cached_property
+    def poll_cadence(self) -> PollCadence:
+        """Rounded up to whole minutes, the quiet time at least the safety net (``stack_cadence``)."""
+        return stack_cadence(self.poll_interval_seconds, self.notice_safety_net_seconds, self.notice_quiet_seconds)
 
     @cached_property
     def secret_names(self) -> SecretNames:

@@ -293,7 +293,9 @@ def state(api: ApiClient, args: argparse.Namespace) -> int:
     def text(d: dict[str, Any]) -> Iterator[str]:
         yield f"asset {d.get('assetKey')}  (state version {d.get('version')}, registered: {d.get('registered')})"
         for key in sorted(d):
-            if key not in ("assetKey", "version", "registered"):
+            if key == "notices" and isinstance(d[key], dict):  # notices: ARRIVING | QUIET (fast poll since …)
+                yield f"  {d[key].get('summary')}, polled every {d[key].get('pollIntervalSeconds')} s"
+            elif key not in ("assetKey", "version", "registered"):
                 yield f"  {key}: {compact(d[key])}"
 
     emit(args.output, data, text)

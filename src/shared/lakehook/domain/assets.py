@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from lakehook.domain.notice_state import check_interval
 from lakehook.domain.secret_names import ssm_secret_name
 
 MAX_ASSET_KEY_LENGTH = 512
@@ -168,11 +169,23 @@ class AssetRegistration(BaseModel):
         le=366 * 86_400,
         description="overdue after this long without a new snapshot (explain, the overdue metric and alarm)",
     )
+    poll_interval_seconds: int | None = Field(
+        default=None,
+        alias="pollIntervalSeconds",
+        description="how often the schedule polls this table while its commit notices do not arrive (whole "
+        "minutes, 60 to 86400); default the stack's PollIntervalSeconds. While notices arrive it is polled only "
+        "as a safety net (NoticeSafetyNetSeconds), docs/commit-notices.md",
+    )
 
     @field_validator("asset_key")
     @classmethod
     def _key(cls, value: str) -> str:
         return validate_asset_key(value)
+
+    @field_validator("poll_interval_seconds", mode="before")
+    @classmethod
+    def _an_interval(cls, value: Any) -> Any:
+        return None if value is None else check_interval(value, "pollIntervalSeconds")
 
     @model_validator(mode="after")
     def _format_matches_scheme(self) -> AssetRegistration:
@@ -198,6 +211,12 @@ class AssetRegistration(BaseModel):
                 raise ValueError(f"a {self.format.value} source names the table's 'location' (a path or s3://…)")
             if self.source.table is not None:
                 raise ValueError(f"a {self.format.value} source is read from its location; omit 'table'")
+        return self
+
+    @model_validator(mode="after")
+    def _interval_for_a_polled_table(self) -> AssetRegistration:
+        if self.poll_interval_seconds is not None and (self.source is None or self.format not in TABLE_FORMATS):
+            raise ValueError("pollIntervalSeconds is for a table with a source to poll; omit it")
         return self
 
     def to_api(self) -> dict[str, Any]:

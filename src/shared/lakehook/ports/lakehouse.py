@@ -56,6 +56,14 @@ class SnapshotSource(ABC):
         has no snapshot yet). Costs one catalog or storage read and never grows with history.
         """
 
+    def unchanged_since(self, source: AssetSource, cursor: SnapshotCursor) -> bool:
+        """A check cheaper than :meth:`pointer`: True only when the table certainly committed nothing after
+        ``cursor`` (the last snapshot read); False when it did or the format cannot tell this cheaply (then the
+        pointer is read, and says what is wrong with a table that is gone). Delta: a HEAD of the next version's
+        commit file and a GET of ``_last_checkpoint`` (and, before the first checkpoint, a HEAD of the version
+        read), S3 GET-class requests, where the pointer lists the log."""
+        return False
+
     @abstractmethod
     def snapshots_since(
         self,

@@ -7,12 +7,14 @@ from typing import Any
 
 from lakehook.domain.assets import SECRET_REFERENCE_PREFIXES, SECRETS_MANAGER, AssetRegistration
 from lakehook.domain.errors import AuthorizationError, NotFoundError, ValidationError
+from lakehook.domain.notice_state import PollCadence
 from lakehook.domain.secret_names import ProducerSecrets, SecretNameError, SecretNames
 from lakehook.domain.source_endpoints import check_source_properties
 from lakehook.domain.time import now_ms
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports import AssetRegistry, AssetStore, SecretStore
 from lakehook.ports.lakehouse import PollStatusStore
+from lakehook.ports.notices import NoticeStore
 
 
 class RegisterAsset:
@@ -92,10 +94,22 @@ class ReadAssetState:
     """An asset's state as ``GET /assets/state`` answers it: the state (version 0 when nothing was recorded),
     whether the asset is registered, and the poll status of a registered table that is polled."""
 
-    def __init__(self, states: AssetStore, registry: AssetRegistry, poll_status: PollStatusStore) -> None:
+    def __init__(
+        self,
+        states: AssetStore,
+        registry: AssetRegistry,
+        poll_status: PollStatusStore,
+        *,
+        notices: NoticeStore | None = None,
+        cadence: PollCadence | None = None,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
         self._states = states
         self._registry = registry
         self._poll_status = poll_status
+        self._notices = notices
+        self._cadence = cadence or PollCadence()
+        self._clock = clock
 
     def __call__(self, key: str) -> dict[str, Any]:
         state = self._states.get_state(key)
@@ -107,4 +121,7 @@ class ReadAssetState:
         if registration is not None and registration.source is not None:
             status = self._poll_status.get(key)
             body["pollStatus"] = status.to_api() if status else None
+            if self._notices is not None:  # how often it is polled, and whether its commit notices arrive
+                notices = self._notices.notices(key)
+                body["notices"] = notices.to_api(registration.poll_interval_seconds, self._clock(), self._cadence)
         return body

@@ -1,4 +1,4 @@
-"""Fan-out for pollers: page through registered tables and queue them in small batches for the workers.
+"""Fan-out for pollers: page through registered tables and queue the ones a tick polls, in small batches.
 
 The planner does no lakehouse I/O, so one invocation covers thousands of tables in seconds; the workers'
 event source bounds how many poll at once (``ScalingConfig.MaximumConcurrency`` in template.yaml).
@@ -6,7 +6,7 @@ event source bounds how many poll at once (``ScalingConfig.MaximumConcurrency`` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -14,7 +14,11 @@ from typing import Any
 from lakehook.domain.assets import TABLE_FORMATS
 from lakehook.domain.commit_notices import NoticeIgnored, read_notice
 from lakehook.domain.errors import ValidationError
+from lakehook.domain.notice_state import NoticeHealth, PollCadence, due, unannounced
+from lakehook.domain.time import now_ms
+from lakehook.observability import logger
 from lakehook.ports import AssetRegistry
+from lakehook.ports.notices import NoticeStore, PlannedAsset
 from lakehook.ports.queue import WorkQueue
 
 
@@ -58,32 +62,78 @@ def parse_after(body: dict[str, Any]) -> dict[str, int]:
     return {"snapshotId": after["snapshotId"], "order": after["order"]}
 
 
-class PlanPolls:
-    """Queue every registered table that has a source, ``per_message`` asset keys per message."""
+def parse_safety_net(body: dict[str, Any]) -> bool:
+    """Whether a poll message is the schedule's safety net for tables whose notices arrive (``"safetyNet": true``):
+    a new commit it finds, older than a notice takes, shows a lost notice."""
+    flag = body.get("safetyNet", False)
+    if not isinstance(flag, bool):
+        raise ValidationError("safetyNet must be true or false", field="safetyNet")
+    return flag
 
-    def __init__(self, registry: AssetRegistry, queue: WorkQueue, per_message: int = 10, page_size: int = 500) -> None:
-        self._registry = registry
+
+class PlanPolls:
+    """Queue the registered tables with a source that the tick polls, ``per_message`` asset keys per message.
+
+    A poll tick takes each table on its own interval (``domain.notice_state``): the safety net while its commit
+    notices arrive (queued in messages marked ``safetyNet``), else its ``pollIntervalSeconds`` or the stack's
+    default. A compensation tick takes every table.
+    """
+
+    def __init__(
+        self,
+        notices: NoticeStore,
+        queue: WorkQueue,
+        cadence: PollCadence | None = None,
+        *,
+        per_message: int = 10,
+        page_size: int = 500,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self._notices = notices
         self._queue = queue
+        self._cadence = cadence or PollCadence()
         self._per_message = per_message
         self._page_size = page_size
+        self._clock = clock
 
-    def __call__(self, mode: WorkMode) -> PlanReport:
+    def __call__(self, mode: WorkMode, tick_ms: int | None = None) -> PlanReport:
+        tick = self._clock() if tick_ms is None else tick_ms
         assets = 0
         messages = 0
         token: str | None = None
         while True:
-            page = self._registry.list_assets(self._page_size, token)
-            keys = [a.asset_key for a in page.items if a.source is not None and a.format in TABLE_FORMATS]
-            batch = [
-                {"mode": mode.value, "assetKeys": keys[i : i + self._per_message]}
-                for i in range(0, len(keys), self._per_message)
-            ]
+            page = self._notices.list_planned(self._page_size, token)
+            fast, safety_net = self._due(mode, page.items, tick)
+            batch = self._messages(mode, fast, {}) + self._messages(mode, safety_net, {"safetyNet": True})
             if batch:
                 messages += self._queue.send(batch)
-            assets += len(keys)
+            assets += len(fast) + len(safety_net)
             token = page.next_token
             if token is None:
                 return PlanReport(mode, assets, messages)
+
+    def _due(self, mode: WorkMode, planned: list[PlannedAsset], tick: int) -> tuple[list[str], list[str]]:
+        """The page's tables this tick polls: (at their fast interval, as the safety net)."""
+        fast: list[str] = []
+        safety_net: list[str] = []
+        for item in planned:
+            asset = item.registration
+            if asset.source is None or asset.format not in TABLE_FORMATS:
+                continue
+            if mode is not WorkMode.POLL:
+                fast.append(asset.asset_key)
+                continue
+            interval = item.notices.interval_seconds(asset.poll_interval_seconds, tick, self._cadence)
+            if due(asset.asset_key, interval, tick):
+                arriving = item.notices.health(tick, self._cadence) is NoticeHealth.ARRIVING
+                (safety_net if arriving else fast).append(asset.asset_key)
+        return fast, safety_net
+
+    def _messages(self, mode: WorkMode, keys: list[str], extra: dict[str, Any]) -> list[dict[str, Any]]:
+        return [
+            {"mode": mode.value, "assetKeys": keys[i : i + self._per_message], **extra}
+            for i in range(0, len(keys), self._per_message)
+        ]
 
 
 @dataclass(frozen=True)
@@ -109,9 +159,17 @@ class PlanNotifiedPolls:
     invocation must not fail on it: it would only be retried). Only a failure of the store or the queue raises.
     """
 
-    def __init__(self, registry: AssetRegistry, queue: WorkQueue) -> None:
+    def __init__(
+        self,
+        registry: AssetRegistry,
+        queue: WorkQueue,
+        notices: NoticeStore | None = None,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
         self._registry = registry
         self._queue = queue
+        self._notices = notices
+        self._clock = clock
 
     def __call__(self, event: Mapping[str, Any]) -> NoticeReport:
         notice = read_notice(event)
@@ -124,6 +182,8 @@ class PlanNotifiedPolls:
         if not keys:
             return NoticeReport(notice.described, ignored=f"no registered table is watched as {notice.watch_key}")
         self._queue.send([{"mode": WorkMode.POLL.value, "assetKeys": list(keys)}])
+        if self._notices is not None:  # after the poll is queued: a failure here retries a harmless poll
+            self._notices.record_notice(keys, self._clock())
         return NoticeReport(notice.described, keys)
 
 
@@ -134,13 +194,25 @@ class RunPollWork:
     backoff); only a failure of lakehook's own store escapes, so SQS redelivers the message.
     """
 
-    def __init__(self, registry: AssetRegistry, poll: Any, compensate: Any, fill: Any = None) -> None:
+    def __init__(
+        self,
+        registry: AssetRegistry,
+        poll: Any,
+        compensate: Any,
+        fill: Any = None,
+        notices: NoticeStore | None = None,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
         self._registry = registry
         self._poll = poll
         self._compensate = compensate
         self._fill = fill
+        self._notices = notices
+        self._clock = clock
 
-    def __call__(self, mode: WorkMode, asset_keys: list[str], after: dict[str, int] | None = None) -> dict[str, Any]:
+    def __call__(
+        self, mode: WorkMode, asset_keys: list[str], after: dict[str, int] | None = None, *, safety_net: bool = False
+    ) -> dict[str, Any]:
         assets = [a for a in (self._registry.get_asset(k) for k in asset_keys) if a is not None and a.source]
         if mode is WorkMode.FILL:
             if self._fill is None or after is None:
@@ -151,4 +223,25 @@ class RunPollWork:
             report = self._compensate(assets)
             return {"mode": mode.value, "assets": len(assets), "missedEvents": report.missed_events}
         results = self._poll(assets)
-        return {"mode": mode.value, "assets": len(assets), "outcomes": sorted(str(r.outcome.value) for r in results)}
+        summary: dict[str, Any] = {
+            "mode": mode.value,
+            "assets": len(assets),
+            "outcomes": sorted(str(r.outcome.value) for r in results),
+        }
+        if safety_net:
+            missed = self._missed_notices(results)
+            summary["noticesMissed"] = missed
+        return summary
+
+    def _missed_notices(self, results: list[Any]) -> list[str]:
+        """The tables whose safety-net poll found a commit no notice announced: QUIET, polled fast from now."""
+        now = self._clock()
+        missed = sorted(r.asset_key for r in results if unannounced(r.first_commit_ms, now))
+        for key in missed:
+            logger.warning(
+                "commit notice missed",
+                extra={"asset_key": key, "reason": "the safety-net poll found a commit no notice announced"},
+            )
+            if self._notices is not None:
+                self._notices.record_missed(key, now)
+        return missed

@@ -1,8 +1,9 @@
 """Poll and compensate: read table snapshots and feed them through the same ingest path as a push.
 
-- :class:`PollAsset` polls one table: a cheap pointer read; only if it moved, the new snapshots
-  since the stored offset, each ingested (a push and a poll of one snapshot are one event), then
-  the offset advances by compare-and-set. A poller killed mid-batch re-reads from the old offset
+- :class:`PollAsset` polls one table: the format's cheap unchanged check when it has one (Delta: the next
+  version's commit file is absent, ``SnapshotSource.unchanged_since``), else a pointer read; only if the table
+  moved, the new snapshots since the stored offset, each ingested (a push and a poll of one snapshot are one
+  event), then the offset advances by compare-and-set. A poller killed mid-batch re-reads from the old offset
   (already ingested events come back DUPLICATE); two pollers racing ingest each event once, and
   the loser's offset write fails harmlessly.
 - :class:`PollAssets` polls a batch, each asset isolated: one broken table gets a poll error and
@@ -42,7 +43,7 @@ from lakehook.domain.snapshots import (
 from lakehook.domain.time import now_ms
 from lakehook.observability import logger
 from lakehook.ports import AssetStore, WatermarkStore
-from lakehook.ports.lakehouse import PollStatusStore, SnapshotBatch, SnapshotSources
+from lakehook.ports.lakehouse import PollStatusStore, SnapshotBatch, SnapshotSource, SnapshotSources
 from lakehook.usecases.ingest import IngestEvents
 
 T = TypeVar("T")
@@ -94,6 +95,7 @@ class PollResult:
     recovered: bool = False  # the table was held back after failing, and read fine this time
     warnings: tuple[str, ...] | None = None  # what the read found wrong without failing; None: not read
     unrecorded: tuple[UnrecordedPartitions, ...] = ()  # snapshots recorded without some keys they touched
+    first_commit_ms: int | None = None  # when the first new snapshot was committed (a lost notice shows by it)
 
     @property
     def accepted(self) -> int:
@@ -129,6 +131,14 @@ def _source_of(asset: AssetRegistration) -> AssetSource:
     if asset.source is None:
         raise ValidationError(f"asset {asset.asset_key} has no source to poll", field="source")
     return asset.source
+
+
+def _confirmed_unchanged(source: SnapshotSource, config: AssetSource, offset: PollOffset) -> bool:
+    """Whether the format's cheap check (cheaper than the pointer) confirms that nothing was committed after a
+    complete offset of a table that is not failing; the pointer is read otherwise."""
+    if offset.pointer is None or offset.cursor is None or offset.retry_at is not None:
+        return False
+    return source.unchanged_since(config, offset.cursor)
 
 
 def _events(asset_key: str, batch: SnapshotBatch) -> list[tuple[AssetEvent, Chunks]]:
@@ -171,6 +181,8 @@ class PollAsset:
         offset = PollOffset.from_value(record.value) if record else PollOffset()
         if not offset.due(self._clock() if now_ms is None else now_ms):
             return PollResult(key, PollOutcome.BACKING_OFF, next_attempt_at=offset.retry_at)
+        if _confirmed_unchanged(source, source_config, offset):
+            return PollResult(key, PollOutcome.UNCHANGED, pointer=offset.pointer)
         pointer = source.pointer(source_config)
         if offset.unchanged(pointer):
             if offset.retry_at is None:
@@ -211,6 +223,7 @@ class PollAsset:
             recovered=offset.retry_at is not None,
             warnings=batch.warnings + _unrecorded_warnings(unrecorded),
             unrecorded=unrecorded,
+            first_commit_ms=batch.snapshots[0].commit_time if batch.snapshots else None,
         )
 
     def hold(self, asset_key: str, retry_at: int) -> None:
@@ -448,6 +461,8 @@ class CompensateAsset:
                 sequence_number=state.latest_sequence_number,
             )
         known = frozenset(state.tags) if state is not None else frozenset()
+        if after is None and cursor is not None and source.unchanged_since(source_config, cursor):
+            return CompensationResult(key, True, cursor.snapshot_id, cursor.snapshot_id)  # the state is the table's
         pointer = source.pointer(source_config)
         limit = self._limit if cursor is not None else self._first_scan_snapshots
         batch = source.snapshots_since(source_config, cursor, pointer, limit=limit, known_tags=known)

@@ -8,6 +8,10 @@ change, an UPDATE or DELETE that matched no row, an ``OPTIMIZE`` rewrite do not)
 read, but for the ``metaData`` a checkpoint holds once the commit that wrote it is gone (below), so no Delta
 library is needed (delta-rs is ~135 MB unzipped; see docs/packaging.md).
 
+- An unchanged table is known by GET-class requests only (:meth:`DeltaSnapshotSource.unchanged_since`): a HEAD
+  of the next version's commit file (absent) and a read of ``_last_checkpoint`` (no later checkpoint), and while
+  the table has no checkpoint a HEAD of the version read (still there); only when one says otherwise, or the
+  poller has no complete offset, is the pointer read.
 - The pointer is the newest version: one read of ``_last_checkpoint`` and one listing of the log after
   that checkpoint (``StartAfter``), so its cost is bounded by the checkpoint interval, not history. A
   ``_last_checkpoint`` that is empty, not JSON or names no version is only a hint, as in delta-rs: the
@@ -216,6 +220,18 @@ class DeltaSnapshotSource(SnapshotSource):
         key, files = self._files.files(source)
         try:
             return str(_latest_version(files))
+        except SourceAccessError:
+            self._files.evict(key)
+            raise
+
+    def unchanged_since(self, source: AssetSource, cursor: SnapshotCursor) -> bool:
+        """Whether no version after the cursor's exists (:func:`_no_version_after`). Nothing is cached: the answer is
+        about now."""
+        if _is_beginning(cursor):
+            return False
+        key, files = self._files.files(source)
+        try:
+            return _no_version_after(files, cursor.snapshot_id)
         except SourceAccessError:
             self._files.evict(key)
             raise
@@ -434,6 +450,21 @@ def _latest_version(files: TableFiles) -> int:
     if listing.versions:
         return max(listing.versions)
     raise TableNotFoundError(f"delta table {files.location} does not exist (no commit or checkpoint in {LOG_DIR}/)")
+
+
+def _no_version_after(files: TableFiles, version: int) -> bool:
+    """True when the table still holds ``version`` and nothing after it, by GET-class requests only: the successor's
+    commit file is absent (a HEAD; versions are written in order, each commit file by put-if-absent, so the
+    successor is the first to appear), and ``_last_checkpoint`` names no later version (a GET: log cleanup removes a
+    commit file only before a newer checkpoint, which ``_last_checkpoint`` then names, so a cleaned-up successor is
+    not taken for none). A table without ``_last_checkpoint`` has had no cleanup; its own commit file must still be
+    there (a HEAD), so a table deleted or recreated is read by the pointer, which says so."""
+    if files.modified_ms(f"{LOG_DIR}/{commit_file(version + 1)}") is not None:
+        return False
+    checkpointed = _last_checkpoint(files)
+    if checkpointed is not None:
+        return checkpointed <= version
+    return files.modified_ms(f"{LOG_DIR}/{commit_file(version)}") is not None
 
 
 def _last_checkpoint(files: TableFiles) -> int | None:

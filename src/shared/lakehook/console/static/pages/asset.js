@@ -53,6 +53,7 @@ export async function render({ key }) {
       </section>
       <section class="card">
         <h2>Polling</h2>
+        ${s.notices ? html`<p data-key="notices">${s.notices.summary} · polled every ${s.notices.pollIntervalSeconds} s</p>` : ""}
         ${poll ? html`${poll.lastError ? html`<p class="error" data-key="lastError">last error: ${typeof poll.lastError === "string" ? poll.lastError : stringify(poll.lastError)}</p>` : ""}
           ${kv(Object.fromEntries(Object.entries(poll).filter(([k]) => k !== "assetKey" && k !== "lastError")))}`
           : html`<p class="muted">not polled: ${registered?.source ? "no poll has run yet" : "the asset has no source (push only)"}</p>`}
