@@ -32,6 +32,8 @@ class SnapshotBatch:
     ``tag_names`` are all of them as events name them. ``gap`` is set when the cursor's
     successors expired before they were read. ``warnings`` say what the reader found wrong with the
     table without failing the poll (a Hudi instant dated in the future); the poll status keeps them.
+    ``blockers`` name versions the table has that the reader cannot represent (a Hudi instant whose time cannot be a
+    date): they are not read, and the source is BLOCKED while a read finds any (domain.source_health).
     """
 
     pointer: str
@@ -43,6 +45,7 @@ class SnapshotBatch:
     gap: SnapshotGap | None = None
     complete: bool = True
     warnings: tuple[str, ...] = ()
+    blockers: tuple[str, ...] = ()
 
 
 class SnapshotSource(ABC):
