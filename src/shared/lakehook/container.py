@@ -394,6 +394,7 @@ class Container:
             self.state_reader,
             evaluate=lambda rule: self.resolver.evaluate(rule, claim=False).verdicts,
             partitions=self.partition_store,
+            poll_statuses=self.poll_status_store,
         )
 
     @part
@@ -434,6 +435,7 @@ class Container:
             self.asset_registry,
             resolver=self.resolver,
             partitions=self.partition_store,
+            poll_statuses=self.poll_status_store,
         )
 
     @part

@@ -9,6 +9,7 @@ from lakehook.domain.assets import SECRET_REFERENCE_PREFIXES, SECRETS_MANAGER, A
 from lakehook.domain.errors import AuthorizationError, NotFoundError, ValidationError
 from lakehook.domain.secret_names import ProducerSecrets, SecretNameError, SecretNames
 from lakehook.domain.source_endpoints import check_source_properties
+from lakehook.domain.source_health import source_health
 from lakehook.domain.time import now_ms
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports import AssetRegistry, AssetStore, SecretStore
@@ -107,4 +108,6 @@ class ReadAssetState:
         if registration is not None and registration.source is not None:
             status = self._poll_status.get(key)
             body["pollStatus"] = status.to_api() if status else None
+            if (health := source_health(status)) is not None:
+                body["sourceHealth"] = health.to_api()
         return body
