@@ -4,12 +4,16 @@ container on the in-memory fakes and the fake table of test_poll, polled as the 
 
 from __future__ import annotations
 
+import argparse
+import io
 from typing import Any
 
+from lakehook.cli_commands.commands import explain, state
+from lakehook.cli_commands.output import captured
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.time import now_ms
-from lakehook.ports.lakehouse import SourceAccessError
+from lakehook.ports.lakehouse import CorruptMetadataError, SourceAccessError
 from lakehook.usecases.poll import PollAsset, PollAssets
 from tests.unit.test_poll import KEY, ORDERS, FakeSnapshotSource
 from tests.wiring import in_memory
@@ -125,3 +129,35 @@ def test_the_asset_view_shows_the_source_health() -> None:
     assert (health["state"], health["blockedBy"]) == ("BLOCKED", "POLLER_FAILING") and "since" in health
     stack.c.ingest.ingest(AssetEvent(eventType="SNAPSHOT_COMMITTED", assetKey=PUSHED, snapshotId=1), SourceType.PUSH)
     assert "sourceHealth" not in stack.c.read_asset_state(PUSHED)  # pushed: no poller to judge it
+
+
+class StackApi:
+    """The CLI's API client answering from the stack's use cases (explain and the asset view)."""
+
+    def __init__(self, stack: Stack) -> None:
+        self.stack = stack
+
+    def get(self, path: str, query: Any = None) -> dict[str, Any]:
+        if path == "/assets/state":
+            return dict(self.stack.c.read_asset_state(query["assetKey"]))
+        return dict(self.stack.c.explain_rule.explain(path.split("/")[2]))
+
+
+def cli_text(stack: Stack, command: Any, **args: Any) -> list[str]:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with captured(stdout, stderr):
+        command(StackApi(stack), argparse.Namespace(output="text", **args))
+    return stdout.getvalue().splitlines()
+
+
+def test_the_cli_prints_the_cannot_decide_line_and_each_sources_health() -> None:
+    stack = Stack()
+    stack.table.commit(1)
+    stack.poll([ORDERS])
+    stack.table.failure = CorruptMetadataError("snapshot-2 is not JSON")
+    stack.poll([ORDERS])
+    lines = cli_text(stack, explain, rule="daily")
+    assert any(line.startswith(f"    cannot decide: {KEY} is BLOCKED since ") for line in lines)
+    assert any(line.startswith("        source: BLOCKED since ") and "is not JSON" in line for line in lines)
+    (source,) = [line for line in cli_text(stack, state, asset=KEY) if line.startswith("  source: ")]
+    assert "BLOCKED since" in source and "the table cannot be read" in source
