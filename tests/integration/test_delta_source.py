@@ -19,6 +19,7 @@ from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.domain.assets import AssetFormat
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
 from lakehook.domain.snapshots import SnapshotGap
+from lakehook.domain.source_health import Health
 from lakehook.usecases.poll import PollOutcome
 from tests.delta_tables import copy
 from tests.lakehouse import CountingMotoServer, rows
@@ -140,8 +141,10 @@ def test_cleaned_up_history_resumes_at_the_oldest_retained_version_and_records_t
     status = lake.statuses.get(asset.asset_key)
     assert status is not None and status.last_gap == result.gap and status.consecutive_failures == 0
     assert lake.events(asset.asset_key)[-1].commit_kind == "VACUUM END"
+    assert lake.health(asset.asset_key) is Health.GAP
     write(path, rows(8))
-    assert lake.poll(asset).snapshot_ids == (8,)  # and it carries on from there
+    assert lake.poll_all([asset])[0].snapshot_ids == (8,)  # and it carries on from there
+    assert lake.health(asset.asset_key) is Health.HEALTHY
 
 
 def test_optimize_is_a_compaction_and_a_schema_change_moves_the_schema_id(path: str, lake: Lake) -> None:
