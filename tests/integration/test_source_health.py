@@ -54,6 +54,8 @@ def test_a_wedged_poller_shows_in_explain_within_one_poll_and_repair_brings_ever
     group = c.explain_rule.explain("daily")["groups"][0]
     assert group["reason"].startswith(f"cannot decide: {orders.key} is BLOCKED since ")
     assert group["waitingReason"] == waiting and group["cannotDecide"][0]["blockedBy"] == health.blocked_by
+    listed = {a["assetKey"]: a for a in c.list_assets(100)["items"]}  # one BatchGetItem of poll statuses
+    assert listed[orders.key]["sourceHealth"] == health.to_api() and "sourceHealth" not in listed[PUSHED]
 
     away.rename(storage)  # repaired
     status = lake.statuses.get(orders.key)

@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import argparse
 import io
+from collections.abc import Collection
 from typing import Any
 
 from lakehook.cli_commands.commands import explain, state
+from lakehook.cli_commands.manage import assets_list
 from lakehook.cli_commands.output import captured
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.events import AssetEvent, SourceType
+from lakehook.domain.snapshots import PollStatus
 from lakehook.domain.time import now_ms
 from lakehook.ports.lakehouse import CorruptMetadataError, SourceAccessError
 from lakehook.usecases.poll import PollAsset, PollAssets
+from tests.fakes.memory import InMemoryPollStatusStore
 from tests.unit.test_poll import KEY, ORDERS, FakeSnapshotSource
 from tests.wiring import in_memory
 
@@ -25,10 +29,10 @@ class Stack:
     """A container of fakes with one polled table (ORDERS, ``maxAgeSeconds`` 60) and a rule over it and a pushed
     asset."""
 
-    def __init__(self, mode: str = "ALL_UPDATED") -> None:
+    def __init__(self, mode: str = "ALL_UPDATED", **parts: Any) -> None:
         self.source = FakeSnapshotSource()
         self.table = self.source.table("ods.orders")
-        self.c = in_memory()
+        self.c = in_memory(**parts)
         self.c.asset_registry.put_asset(ORDERS.model_copy(update={"max_age_seconds": 60}), 0)
         self.c.asset_registry.put_asset(AssetRegistration.model_validate({"assetKey": PUSHED, "format": "custom"}), 0)
         self.now = now_ms()
@@ -138,6 +142,8 @@ class StackApi:
         self.stack = stack
 
     def get(self, path: str, query: Any = None) -> dict[str, Any]:
+        if path == "/assets":
+            return dict(self.stack.c.list_assets(query.get("limit", 100), query.get("nextToken")))
         if path == "/assets/state":
             return dict(self.stack.c.read_asset_state(query["assetKey"]))
         return dict(self.stack.c.explain_rule.explain(path.split("/")[2]))
@@ -161,3 +167,37 @@ def test_the_cli_prints_the_cannot_decide_line_and_each_sources_health() -> None
     assert any(line.startswith("        source: BLOCKED since ") and "is not JSON" in line for line in lines)
     (source,) = [line for line in cli_text(stack, state, asset=KEY) if line.startswith("  source: ")]
     assert "BLOCKED since" in source and "the table cannot be read" in source
+
+
+class CountingStatuses(InMemoryPollStatusStore):
+    """The in-memory poll status store, counting single reads and batches."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = self.batches = 0
+
+    def get(self, asset_key: str) -> PollStatus | None:
+        self.reads += 1
+        return super().get(asset_key)
+
+    def get_many(self, asset_keys: Collection[str]) -> dict[str, PollStatus]:
+        self.batches += 1
+        return {k: s for k in asset_keys if (s := self.statuses.get(k)) is not None}
+
+
+def test_the_asset_list_shows_each_polled_sources_health_for_one_batch_of_reads_per_page() -> None:
+    counting = CountingStatuses()
+    stack = Stack(poll_status_store=counting)
+    stack.table.commit(1)
+    stack.table.failure = SourceAccessError("ExpiredToken")
+    stack.poll([ORDERS])
+    counting.reads = 0
+    page = stack.c.list_assets(100)
+    by_key = {a["assetKey"]: a for a in page["items"]}
+    assert by_key[KEY]["sourceHealth"]["state"] == "BLOCKED" and "sourceHealth" not in by_key[PUSHED]
+    assert (counting.batches, counting.reads) == (1, 0)
+    lines = cli_text(stack, assets_list, limit=100)
+    assert any(line.startswith(KEY) and " BLOCKED " in line for line in lines)
+    counting.batches = 0
+    stack.c.explain_rule.explain("daily")
+    assert (counting.batches, counting.reads) == (1, 0)  # explain reads its members' health in one batch too

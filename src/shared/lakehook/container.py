@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, StateReader, TriggerStore
     from lakehook.ports.spool import ObjectStore, SnapshotExistence
     from lakehook.usecases.aliases import ManageAliases
-    from lakehook.usecases.assets import ReadAssetState, RegisterAsset
+    from lakehook.usecases.assets import ListAssets, ReadAssetState, RegisterAsset
     from lakehook.usecases.bus_ingest import IngestBusEvents
     from lakehook.usecases.completion import CompleteRun, CompletionTokens
     from lakehook.usecases.dispatch import DispatchPolicy, DispatchTrigger, RedriveTriggers, RetryTrigger
@@ -192,6 +192,12 @@ class Container:
             secret_names=self.settings.secret_names,
             url_policy=self.settings.url_policy,
         )
+
+    @part
+    def list_assets(self) -> ListAssets:
+        from lakehook.usecases.assets import ListAssets
+
+        return ListAssets(self.asset_registry, self.poll_status_store)
 
     @part
     def read_asset_state(self) -> ReadAssetState:

@@ -90,6 +90,9 @@ class AssetAnswer(Answer):
     format: AssetFormat
     source: AssetSource | None = None
     description: str | None = None
+    source_health: SourceHealthAnswer | None = Field(
+        default=None, alias="sourceHealth", description="GET /assets: a polled source's health (absent: never polled)"
+    )
 
 
 class AssetPage(Answer):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from lakehook.domain.assets import AssetFormat, AssetSource
@@ -92,3 +92,7 @@ class PollStatusStore(ABC):
     @abstractmethod
     def put(self, status: PollStatus) -> None:
         """Replace the asset's status (the last poll to finish wins; it is a report, not a lock)."""
+
+    def get_many(self, asset_keys: Collection[str]) -> dict[str, PollStatus]:
+        """The statuses of those of ``asset_keys`` that were polled (a store may read them in one batch)."""
+        return {k: s for k in asset_keys if (s := self.get(k)) is not None}

@@ -14,6 +14,7 @@ from lakehook.domain.time import now_ms
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports import AssetRegistry, AssetStore, SecretStore
 from lakehook.ports.lakehouse import PollStatusStore
+from lakehook.usecases.source_health import SourceHealths
 
 
 class RegisterAsset:
@@ -87,6 +88,27 @@ class RegisterAsset:
                 raise ValidationError(f"{where}: {exc}", field="source.properties") from exc
             if not found:
                 raise ValidationError(f"{where}: {names.missing(ref)}", field="source.properties")
+
+
+class ListAssets:
+    """``GET /assets``: a page of registered assets, each polled one with its source health (one batch of poll status
+    reads per page, none for a page without a polled asset)."""
+
+    def __init__(self, registry: AssetRegistry, poll_status: PollStatusStore) -> None:
+        self._registry = registry
+        self._poll_status = poll_status
+
+    def __call__(self, limit: int, next_token: str | None = None) -> dict[str, Any]:
+        page = self._registry.list_assets(limit, next_token)
+        polled = [a.asset_key for a in page.items if a.source is not None]
+        healths = SourceHealths(self._poll_status).read(polled) if polled else None
+        items = []
+        for asset in page.items:
+            item = asset.to_api()
+            if asset.source is not None and healths is not None and (health := healths.of(asset.asset_key)):
+                item["sourceHealth"] = health.to_api()
+            items.append(item)
+        return {"items": items, "nextToken": page.next_token}
 
 
 class ReadAssetState:

@@ -89,7 +89,9 @@ class ExplainRule:
                 if trigger.partition is not None and not is_late_skip(trigger):
                     last.setdefault(trigger.group_id, trigger)
         skipped = self._late_skips(rule)
-        healths = SourceHealths(self._poll_statuses) if self._poll_statuses is not None else None
+        healths = None
+        if self._poll_statuses is not None:  # every member's poll status in one batch
+            healths = SourceHealths(self._poll_statuses).read(rule.asset_keys)
         groups = []
         ready = False
         for group in rule.groups:

@@ -1,11 +1,12 @@
 """Read the source health of assets (domain.source_health) for explain, the freshness check and the asset view.
 
-One poll status read per asset asked about (an asset that is not polled has none: its health is None), each asset
-read once per :class:`SourceHealths` (a use case makes one per answer or check)."""
+One poll status read per asset asked about, or one batch for many (:meth:`SourceHealths.read`); an asset that is not
+polled has none: its health is None. Each asset is read once per :class:`SourceHealths` (a use case makes one per
+answer or check)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from lakehook.domain.source_health import Health, SourceHealth, cannot_decide, source_health
@@ -19,6 +20,18 @@ class SourceHealths:
     def __init__(self, statuses: PollStatusStore) -> None:
         self._statuses = statuses
         self._known: dict[str, SourceHealth | None] = {}
+
+    def read(self, asset_keys: Collection[str]) -> SourceHealths:
+        """Read the statuses of ``asset_keys`` not read yet at once (one batch on DynamoDB); answers itself."""
+        wanted = [k for k in dict.fromkeys(asset_keys) if k not in self._known]
+        if wanted:
+            try:
+                found = self._statuses.get_many(wanted)
+            except Exception:  # left to one read each, which counts an unreadable one as unknown
+                logger.exception("poll statuses unreadable", extra={"asset_keys": wanted[:10]})
+                return self
+            self._known.update({k: source_health(found.get(k)) for k in wanted})
+        return self
 
     def of(self, asset_key: str) -> SourceHealth | None:
         if asset_key not in self._known:
