@@ -16,10 +16,12 @@ from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.snapshots import PollStatus
 from lakehook.domain.time import now_ms
+from lakehook.freshness_metrics import publish_freshness
+from lakehook.observability import MetricName
 from lakehook.ports.lakehouse import CorruptMetadataError, SourceAccessError
 from lakehook.usecases.poll import PollAsset, PollAssets
 from tests.fakes.memory import InMemoryPollStatusStore
-from tests.unit.test_poll import KEY, ORDERS, FakeSnapshotSource
+from tests.unit.test_poll import KEY, ORDERS, FakeSnapshotSource, RecordingMetrics
 from tests.wiring import in_memory
 
 PUSHED = "custom://ods/pushed"
@@ -120,6 +122,24 @@ def test_the_freshness_check_and_explain_name_a_blocked_source_as_the_cause_of_a
     assert "timed out" in report.to_log()["assetsOverdue"][0].get("cause", "timed out")
     freshness = stack.c.explain_rule.explain("daily")["freshness"]
     assert freshness["overdue"][0]["cause"].startswith(f"{KEY} is BLOCKED")
+
+
+def test_the_freshness_check_counts_the_untrusted_sources_for_its_alarm_and_names_them() -> None:
+    stack = Stack()
+    stack.table.commit(1)
+    stack.poll([ORDERS])
+    sink = RecordingMetrics()
+    publish_freshness(stack.c.check_freshness(), sink)
+    assert sink.values[MetricName.SOURCES_UNTRUSTED] == 0
+    stack.table.commit(3)
+    stack.table.expire_through(3)
+    stack.poll([ORDERS])  # a gap
+    report = stack.c.check_freshness()
+    sink = RecordingMetrics()
+    publish_freshness(report, sink)
+    assert sink.values[MetricName.SOURCES_UNTRUSTED] == 1
+    (named,) = report.to_log()["sourcesUntrusted"]
+    assert named.startswith(f"{KEY} is GAP since ")
 
 
 def test_the_asset_view_shows_the_source_health() -> None:

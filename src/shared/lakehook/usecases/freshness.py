@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.evaluation import GroupEvaluation
 from lakehook.domain.freshness import (
     Lag,
@@ -25,6 +26,7 @@ from lakehook.domain.freshness import (
     watermark_lag_seconds,
 )
 from lakehook.domain.rules import Rule
+from lakehook.domain.source_health import SourceHealth
 from lakehook.domain.state import AssetState
 from lakehook.domain.status import Status
 from lakehook.domain.time import now_ms
@@ -159,12 +161,15 @@ class FreshnessReport:
     watermark_lag: Lag | None = None
     quality_blocked: Lag | None = None
     quality_gated: int = 0
+    untrusted: list[SourceHealth] = field(default_factory=list)  # polled sources BLOCKED or with a GAP
+    sources_checked: bool = False  # whether source health was read (the check was given the poll statuses)
 
     def to_log(self) -> dict[str, Any]:
         return {
             "rulesOverdue": {r: [o.to_api() for o in found] for r, found in self.rules.items()},
             "assetsOverdue": [o.to_api() for o in self.assets],
             "rulesUnchecked": dict(self.unchecked),
+            "sourcesUntrusted": [h.describe() for h in self.untrusted],
         }
 
     def waits(self) -> dict[str, Any]:
@@ -180,9 +185,10 @@ class CheckFreshness:
     Requests per run: the rule pages, one cursor read per rule with a promise (and one query of pending partitions
     per partitioned group of a rule promising partitionMaxAgeSeconds), one evaluation (the resolver's
     reads, no writes) per enabled rule with a ``qualityStatus`` member when ``evaluate`` is given, the asset pages,
-    and one batch of state reads per page of assets; other rules cost nothing more. With ``poll_statuses``, an
-    overdue rule or asset names its cause when a source it reads is BLOCKED or has a GAP: one poll status read per
-    asset of what is overdue (none when nothing is).
+    and one batch of state reads per page of assets; other rules cost nothing more. With ``poll_statuses``, one
+    batch of poll status reads per page of assets with a polled one: the sources BLOCKED or with a GAP are counted
+    (``untrusted``), and an overdue rule or asset names such a source it reads as its cause (a rule's members outside
+    the asset pages read so far cost a read each, only when the rule is overdue).
     """
 
     def __init__(
@@ -242,6 +248,7 @@ class CheckFreshness:
         now = self._clock()
         report = FreshnessReport()
         healths = SourceHealths(self._poll_statuses) if self._poll_statuses is not None else None
+        report.sources_checked = healths is not None
         token: str | None = None
         while True:
             page = self._rules.list_rules(PAGE, token)
@@ -257,13 +264,23 @@ class CheckFreshness:
                 break
         while True:
             assets = self._registry.list_assets(PAGE, token)
-            states = self._reader.get_states([a.asset_key for a in assets.items]) if assets.items else {}
-            for asset in assets.items:
-                key, state = asset.asset_key, states.get(asset.asset_key)
-                report.state_lag = longer(report.state_lag, state_lag_seconds(state, now), key)
-                report.watermark_lag = longer(report.watermark_lag, watermark_lag_seconds(state, now), key)
-                if (o := asset_overdue(key, asset.max_age_seconds, state, now)) is not None:
-                    report.assets += caused([o], [key], healths)
+            self._check_assets(assets.items, now, report, healths)
             token = assets.next_token
             if token is None:
                 return report
+
+    def _check_assets(
+        self, assets: list[AssetRegistration], now: int, report: FreshnessReport, healths: SourceHealths | None
+    ) -> None:
+        """One page of registered assets, into the report: their waits, what is overdue, the untrusted sources."""
+        states = self._reader.get_states([a.asset_key for a in assets]) if assets else {}
+        polled = [a.asset_key for a in assets if a.source is not None]
+        if healths is not None and polled:
+            healths.read(polled)
+            report.untrusted += healths.untrusted(polled)
+        for asset in assets:
+            key, state = asset.asset_key, states.get(asset.asset_key)
+            report.state_lag = longer(report.state_lag, state_lag_seconds(state, now), key)
+            report.watermark_lag = longer(report.watermark_lag, watermark_lag_seconds(state, now), key)
+            if (o := asset_overdue(key, asset.max_age_seconds, state, now)) is not None:
+                report.assets += caused([o], [key], healths)
