@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lakehook.domain.snapshots import PollStatus, SnapshotGap
+from lakehook.domain.snapshots import BackoffPolicy, PollStatus, SnapshotGap
 from lakehook.domain.source_health import BlockedBy, Health, blocked_by, cannot_decide, source_health
 from lakehook.ports.lakehouse import CorruptMetadataError, SourceAccessError, TableNotFoundError
 from lakehook.usecases.poll import PollOutcome
@@ -138,6 +138,8 @@ def test_a_status_written_before_health_was_recorded_reads_as_healthy_or_blocked
         BlockedBy.UNREADABLE,
     )
     assert cannot_decide(found).startswith(f"cannot decide: {KEY} is BLOCKED since 1970-01-01T00:00:00.007Z because")
+    again = failing.failed(100, "TableNotFoundError", "gone", BackoffPolicy())  # the run of failures goes on
+    assert (h := source_health(again)) is not None and h.since == 7
     assert source_health(None) is None
 
 

@@ -408,7 +408,10 @@ class PollStatus(BaseModel):
         failures = self.consecutive_failures + 1
         return self.model_copy(
             update={
-                "failing_since": self.failing_since if self.consecutive_failures and self.failing_since else now_ms,
+                # a run of failures keeps its first (a status written before failingSince was: its last error's)
+                "failing_since": (self.failing_since or self.last_error_at or now_ms)
+                if self.consecutive_failures
+                else now_ms,
                 "last_polled_at": now_ms,
                 "consecutive_failures": failures,
                 "last_error": message[:1024],
