@@ -103,6 +103,22 @@ class StagedHudiTable:
             shutil.move(str(held), timeline / name)
         return future
 
+    def reveal_undatable(self) -> int:
+        """Commit the next instant with a time that cannot be a date (month 13), its completion time too: the
+        instant time, as a number, is then above every commit of its year."""
+        instant = self.pending.pop(0)
+        timeline = timeline_dir(self.root)
+        for held in sorted(self.held.glob(f"{instant}*")):
+            name = re.sub(r"(?<![0-9])(\d{4})\d\d(\d{8,11})(?=[._])", r"\g<1>13\2", held.name)
+            shutil.move(str(held), timeline / name)
+        return undatable(instant)
+
+
+def undatable(instant: int) -> int:
+    """The instant time with its month made 13."""
+    text = str(instant)
+    return int(f"{text[:4]}13{text[6:]}")
+
 
 def skewed(instant: int, years: int) -> int:
     text = str(instant)

@@ -22,6 +22,7 @@ from lakehook.adapters.lakehouse.factory import snapshot_sources
 from lakehook.container import Container
 from lakehook.domain.assets import AssetFormat, AssetRegistration
 from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.source_health import Health, source_health
 from lakehook.domain.state import AssetState
 from lakehook.ports import Recording, SecretStore
 from lakehook.ports.lakehouse import SnapshotSources
@@ -80,6 +81,11 @@ class Lake:
             (r.event for r in page.items if r.event.event_type is event_type),
             key=lambda e: (e.snapshot_id or 0, e.tag or ""),
         )
+
+    def health(self, key: str) -> Health | None:
+        """The source health the asset's poll status says (None: never polled)."""
+        found = source_health(self.statuses.get(key))
+        return found.state if found is not None else None
 
     def snapshot_ids(self, key: str) -> set[int]:
         return {e.snapshot_id for e in self.events(key) if e.snapshot_id is not None}

@@ -20,7 +20,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     if event.get("check") == "freshness":  # the Freshness schedule's Input
         report = current().check_freshness()
         publish_freshness(report)
-        if report.rules or report.assets or report.unchecked:
+        if report.rules or report.assets or report.unchecked or report.untrusted:
             logger.warning("overdue", extra=report.to_log())
         logger.info("longest waits", extra=report.waits())
         return {

@@ -27,6 +27,7 @@ from lakehook.domain.assets import AssetFormat
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
 from lakehook.domain.notice_state import NoticeHealth, PollCadence
 from lakehook.domain.snapshots import SnapshotCursor, SnapshotGap
+from lakehook.domain.source_health import Health
 from lakehook.domain.time import now_ms
 from lakehook.usecases.plan_polls import (
     PlanNotifiedPolls,
@@ -158,8 +159,10 @@ def test_cleaned_up_history_resumes_at_the_oldest_retained_version_and_records_t
     status = lake.statuses.get(asset.asset_key)
     assert status is not None and status.last_gap == result.gap and status.consecutive_failures == 0
     assert lake.events(asset.asset_key)[-1].commit_kind == "VACUUM END"
+    assert lake.health(asset.asset_key) is Health.GAP
     write(path, rows(8))
-    assert lake.poll(asset).snapshot_ids == (8,)  # and it carries on from there
+    assert lake.poll_all([asset])[0].snapshot_ids == (8,)  # and it carries on from there
+    assert lake.health(asset.asset_key) is Health.HEALTHY
 
 
 def test_the_unchanged_check_is_not_fooled_by_a_cleaned_up_successor(path: str, lake: Lake) -> None:

@@ -18,6 +18,7 @@ from lakehook.adapters.lakehouse.hudi import instant_millis
 from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
 from lakehook.domain.snapshots import SnapshotGap
+from lakehook.domain.source_health import Health
 from lakehook.usecases.poll import PollOutcome
 from tests.hudi_tables import V6_COW, V8_COW, V9_MOR, StagedHudiTable, timeline_dir, unpack
 from tests.lakehouse import CountingMotoServer
@@ -174,8 +175,10 @@ def test_archived_history_resumes_at_the_oldest_active_instant_and_records_the_g
     assert result.gap == SnapshotGap(afterSnapshotId=first, resumedAtSnapshotId=shown[3], missed=None)
     status = lake.statuses.get(asset.asset_key)
     assert status is not None and status.last_gap == result.gap and status.consecutive_failures == 0
+    assert lake.health(asset.asset_key) is Health.GAP
     (more,) = hudi.reveal()
-    assert lake.poll(asset).snapshot_ids == (more,)  # and it carries on from there
+    assert lake.poll_all([asset])[0].snapshot_ids == (more,)  # and it carries on from there
+    assert lake.health(asset.asset_key) is Health.HEALTHY
 
 
 def test_a_broken_table_does_not_block_a_healthy_one(tmp_path: Path, lake: Lake) -> None:

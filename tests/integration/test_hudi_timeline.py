@@ -22,6 +22,8 @@ from lakehook.adapters.lakehouse.hudi import HudiSnapshotSource, instant_millis
 from lakehook.container import Container
 from lakehook.domain.assets import AssetFormat, AssetRegistration
 from lakehook.domain.errors import ValidationError
+from lakehook.domain.snapshots import OFFSET_KEY, POLLER_NAMESPACE, PollOffset, SnapshotCursor
+from lakehook.domain.source_health import BlockedBy, Health, source_health
 from lakehook.domain.time import now_ms
 from lakehook.ports.lakehouse import SnapshotSource
 from lakehook.settings import Settings
@@ -168,6 +170,55 @@ def test_a_future_dated_instant_does_not_hide_later_commits_and_is_a_warning(
     assert caught_up.snapshot_ids == (future,)
     assert (lake.statuses.get(asset.asset_key) or status).warnings == ()
     assert [e.snapshot_id for e in lake.events(asset.asset_key)] == sorted([first, *later, future])
+
+
+# --- an instant whose time cannot be a date ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [V6_COW, V9_MOR])
+def test_an_instant_whose_time_cannot_be_a_date_hides_no_later_commit_and_blocks_the_source(
+    tmp_path: Path, lake: Lake, name: str
+) -> None:
+    hudi = StagedHudiTable.of(name, tmp_path)
+    asset = register(hudi.location, "ods.t")
+    (first,) = hudi.reveal()
+    lake.poll_all([asset])
+    bad = hudi.reveal_undatable()  # month 13: as a number, above every commit of its year
+    (held,) = lake.poll_all([asset])
+    assert held.snapshot_ids == () and held.read is not None and str(bad) in held.read.blockers[0]
+    health = source_health(lake.statuses.get(asset.asset_key))
+    assert health is not None and health.state is Health.BLOCKED and health.blocked_by is BlockedBy.UNREPRESENTABLE
+    assert str(bad) in health.describe() and "cannot be a date" in health.describe()
+    later = hudi.reveal(2)  # the commits after it are read, in order
+    (result,) = lake.poll_all([asset])
+    assert result.snapshot_ids == tuple(later)
+    assert [e.snapshot_id for e in lake.events(asset.asset_key)] == [first, *later]
+    assert bad not in lake.snapshot_ids(asset.asset_key)
+
+
+def test_a_cursor_left_on_an_undatable_instant_reads_the_timeline_again(tmp_path: Path, lake: Lake) -> None:
+    """A poller before the fix took a month-13 instant as the table's newest: the commits after it come all the same."""
+    hudi = StagedHudiTable.of(V9_MOR, tmp_path)
+    asset = register(hudi.location, "ods.t")
+    (first,) = hudi.reveal()
+    lake.poll(asset)
+    bad = hudi.reveal_undatable()
+    record = lake.watermarks.get(POLLER_NAMESPACE, asset.asset_key, OFFSET_KEY)
+    assert record is not None
+    taken = PollOffset.from_value(record.value)
+    cursor = SnapshotCursor(snapshot_id=bad, sequence_number=bad)
+    lake.watermarks.put(  # what the old poller stored
+        POLLER_NAMESPACE,
+        asset.asset_key,
+        OFFSET_KEY,
+        taken.model_copy(update={"cursor": cursor, "pointer": "stale"}).to_value(),
+        now_ms(),
+        expected_version=record.version,
+    )
+    later = hudi.reveal(2)
+    result = lake.poll(asset)
+    assert set(later) <= set(result.snapshot_ids) and bad not in result.snapshot_ids
+    assert first in lake.snapshot_ids(asset.asset_key)
 
 
 def test_a_cursor_left_in_the_future_by_a_poller_whose_clock_was_ahead_misses_nothing(

@@ -15,6 +15,7 @@ from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.client.push import snapshot_event_from_iceberg
 from lakehook.domain.events import AssetEvent, EventResult, EventType, IngestStatus, SourceType
 from lakehook.domain.snapshots import SnapshotGap
+from lakehook.domain.source_health import Health
 from lakehook.usecases.poll import PollOutcome
 from tests.lakehouse import (
     CountingFileIO,
@@ -155,8 +156,10 @@ def test_an_expired_offset_resumes_at_the_oldest_retained_snapshot(
     status = lake.statuses.get(asset.asset_key)
     assert status is not None and status.last_gap == result.gap
     assert lake.snapshot_ids(asset.asset_key) == {first, fourth}
+    assert lake.health(asset.asset_key) is Health.GAP
     orders.append(rows(9))
-    assert lake.poll(asset).snapshot_ids == (orders.current_snapshot().snapshot_id,)
+    assert lake.poll_all([asset])[0].snapshot_ids == (orders.current_snapshot().snapshot_id,)
+    assert lake.health(asset.asset_key) is Health.HEALTHY
 
 
 def test_schema_change_is_detected(sql_properties: dict[str, str], writer: Catalog, lake: Lake) -> None:

@@ -17,6 +17,7 @@ from lakehook.adapters.lakehouse.paimon import snapshot_info
 from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
 from lakehook.domain.snapshots import SnapshotGap
+from lakehook.domain.source_health import Health
 from lakehook.usecases.poll import PollOutcome
 from tests.lakehouse import CountingMotoServer, create_paimon_table, paimon_commit, rows
 from tests.pollers import Lake
@@ -105,10 +106,12 @@ def test_an_expired_offset_resumes_at_the_oldest_retained_snapshot(warehouse: di
     assert result.gap == SnapshotGap(afterSnapshotId=1, resumedAtSnapshotId=5, missed=3)
     status = lake.statuses.get(asset.asset_key)
     assert status is not None and status.last_gap == result.gap and status.consecutive_failures == 0
+    assert lake.health(asset.asset_key) is Health.GAP
     state = lake.store.get_state(asset.asset_key)
     assert state is not None and state.latest_snapshot_id == 6
     paimon_commit(orders, rows(7))
-    assert lake.poll(asset).snapshot_ids == (7,)  # and it carries on from there
+    assert lake.poll_all([asset])[0].snapshot_ids == (7,)  # and it carries on from there
+    assert lake.health(asset.asset_key) is Health.HEALTHY
 
 
 def test_schema_change_is_detected(warehouse: dict[str, str], lake: Lake) -> None:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, StateReader, TriggerStore
     from lakehook.ports.spool import ObjectStore, SnapshotExistence
     from lakehook.usecases.aliases import ManageAliases
-    from lakehook.usecases.assets import ReadAssetState, RegisterAsset
+    from lakehook.usecases.assets import ListAssets, ReadAssetState, RegisterAsset
     from lakehook.usecases.bus_ingest import IngestBusEvents
     from lakehook.usecases.completion import CompleteRun, CompletionTokens
     from lakehook.usecases.dispatch import DispatchPolicy, DispatchTrigger, RedriveTriggers, RetryTrigger
@@ -193,6 +193,12 @@ class Container:
             secret_names=self.settings.secret_names,
             url_policy=self.settings.url_policy,
         )
+
+    @part
+    def list_assets(self) -> ListAssets:
+        from lakehook.usecases.assets import ListAssets
+
+        return ListAssets(self.asset_registry, self.poll_status_store)
 
     @part
     def read_asset_state(self) -> ReadAssetState:
@@ -409,6 +415,7 @@ class Container:
             self.state_reader,
             evaluate=lambda rule: self.resolver.evaluate(rule, claim=False).verdicts,
             partitions=self.partition_store,
+            poll_statuses=self.poll_status_store,
         )
 
     @part
@@ -449,6 +456,7 @@ class Container:
             self.asset_registry,
             resolver=self.resolver,
             partitions=self.partition_store,
+            poll_statuses=self.poll_status_store,
         )
 
     @part

@@ -24,6 +24,8 @@ def publish_freshness(report: FreshnessReport, sink: MetricSink = metrics) -> No
     sink.add_metric(name=MetricName.RULES_OVERDUE, unit="Count", value=len(report.rules))
     sink.add_metric(name=MetricName.ASSETS_OVERDUE, unit="Count", value=len(report.assets))
     sink.add_metric(name=MetricName.RULES_UNCHECKED, unit="Count", value=len(report.unchecked))
+    if report.sources_checked:  # 0 included, so the alarm sees the sources mended
+        sink.add_metric(name=MetricName.SOURCES_UNTRUSTED, unit="Count", value=len(report.untrusted))
     if report.state_lag is not None:  # only assets with a committed snapshot have a state lag
         sink.add_metric(name=MetricName.STATE_LAG, unit="Seconds", value=report.state_lag.seconds)
     if report.watermark_lag is not None:  # only assets with a watermark have a watermark lag

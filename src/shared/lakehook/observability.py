@@ -47,6 +47,8 @@ class MetricName:
     RULES_OVERDUE = "lakehouse_rules_overdue"  # rules past their expectedBy / maxWaitSeconds, per freshness check
     ASSETS_OVERDUE = "lakehouse_assets_overdue"  # assets past their maxAgeSeconds, per freshness check
     RULES_UNCHECKED = "lakehouse_rules_unchecked"  # rules whose freshness could not be checked (logged why)
+    # polled assets whose source is BLOCKED or has a GAP (domain.source_health), per freshness check (logged which)
+    SOURCES_UNTRUSTED = "lakehouse_asset_sources_untrusted"
     # The RFC's waits (section 6.3's alarms), each the longest at one freshness check (gauges: take the maximum).
     STATE_LAG = "lakehouse_asset_state_lag_seconds"  # the age of a registered asset's newest snapshot
     WATERMARK_LAG = "lakehouse_asset_watermark_lag_seconds"  # how far an asset's watermark is behind the clock

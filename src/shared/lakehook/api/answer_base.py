@@ -14,6 +14,20 @@ class Answer(BaseModel):
     model_config = ConfigDict(populate_by_name=True, defer_build=True)
 
 
+class SourceHealthAnswer(Answer):
+    """Whether what lakehook knows of a polled table can be trusted (docs/operations.md#source-health)."""
+
+    asset_key: str = Field(alias="assetKey")
+    state: str = Field(description="HEALTHY, LAGGING, BLOCKED or GAP")
+    since: Iso | None = Field(default=None, description="when the state began (absent for HEALTHY)")
+    reason: str | None = Field(default=None, description="why: the error, the versions, the gap or the offset")
+    blocked_by: str | None = Field(
+        default=None,
+        alias="blockedBy",
+        description="BLOCKED: UNREADABLE, CREDENTIALS, UNREPRESENTABLE or POLLER_FAILING",
+    )
+
+
 class Window(Answer):
     """``[start, end)``."""
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from lakehook.api.answer_base import Answer, Iso, NextToken, Window
+from lakehook.api.answer_base import Answer, Iso, NextToken, SourceHealthAnswer, Window
 from lakehook.domain.assets import AssetFormat, AssetSource
 from lakehook.domain.events import EventStatusLiteral, EventType
 from lakehook.domain.lineage import LineageMapping
@@ -90,6 +90,9 @@ class AssetAnswer(Answer):
     format: AssetFormat
     source: AssetSource | None = None
     description: str | None = None
+    source_health: SourceHealthAnswer | None = Field(
+        default=None, alias="sourceHealth", description="GET /assets: a polled source's health (absent: never polled)"
+    )
 
 
 class AssetPage(Answer):
@@ -134,6 +137,9 @@ class AssetStateAnswer(Answer):
         "the table is unpartitioned, or that snapshot's event named none",
     )
     poll_status: dict[str, Any] | None = Field(default=None, alias="pollStatus", description="registered sources")
+    source_health: SourceHealthAnswer | None = Field(
+        default=None, alias="sourceHealth", description="a registered source that was polled: its health"
+    )
 
 
 class RecordedEvent(Answer):

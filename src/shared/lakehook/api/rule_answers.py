@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from lakehook.api.answer_base import Answer, Iso, NextToken
+from lakehook.api.answer_base import Answer, Iso, NextToken, SourceHealthAnswer
 from lakehook.api.trigger_answers import TriggerSummary
 from lakehook.domain.rules import Rule
 
@@ -34,6 +34,9 @@ class MemberExplanation(Answer):
     current: dict[str, Any]
     required: dict[str, Any]
     reason: str | None
+    source_health: SourceHealthAnswer | None = Field(
+        default=None, alias="sourceHealth", description="a polled member whose source is not HEALTHY: its health"
+    )
 
 
 class Backlog(Answer):
@@ -113,7 +116,18 @@ class PartialCommit(Answer):
 class GroupExplanation(Answer):
     group_id: str = Field(alias="groupId")
     status: str
-    reason: str | None
+    reason: str | None = Field(
+        description="why the group does not run; 'cannot decide: <asset> is BLOCKED since … because …' when a member's "
+        "source is BLOCKED or has a GAP"
+    )
+    waiting_reason: str | None = Field(
+        default=None, alias="waitingReason", description="a group that cannot decide: the resolver's own reason"
+    )
+    cannot_decide: list[SourceHealthAnswer] | None = Field(
+        default=None,
+        alias="cannotDecide",
+        description="a group not READY with members whose source is BLOCKED or has a GAP: their health",
+    )
     members: list[MemberExplanation]
     backlog: Backlog | None = Field(
         default=None, description="a group stepping through windows, behind the newest closed one"

@@ -31,6 +31,13 @@ TRIGGER_COLUMNS = (
 )
 
 
+def source_says(health: dict[str, Any]) -> str:
+    """A source's health as explain says it: ``BLOCKED since <when> because <why>`` (HEALTHY alone)."""
+    since = f" since {health['since']}" if health.get("since") else ""
+    because = f" because {health['reason']}" if health.get("reason") else ""
+    return f"{health.get('state')}{since}{because}"
+
+
 def explain(api: ApiClient, args: argparse.Namespace) -> int:
     data = api.get(f"/rules/{path_part(args.rule)}/explain")
 
@@ -39,6 +46,8 @@ def explain(api: ApiClient, args: argparse.Namespace) -> int:
         yield f"rule {d.get('ruleId')}: {verdict}  (evaluated {d.get('evaluatedAt')})"
         for group in d.get("groups", []):
             yield f"  group {group.get('groupId')}: {group.get('status')}"
+            if group.get("cannotDecide"):
+                yield f"    {group.get('reason')}"
             backlog = group.get("backlog")
             if backlog:
                 window = backlog.get("next", {})
@@ -56,6 +65,8 @@ def explain(api: ApiClient, args: argparse.Namespace) -> int:
                 yield f"    {member.get('status'):<22} {member.get('assetKey')}"
                 if member.get("reason"):
                     yield f"        why: {member['reason']}"
+                if isinstance(member.get("sourceHealth"), dict):
+                    yield f"        source: {source_says(member['sourceHealth'])}"
                 if member.get("status") != "READY":
                     yield f"        current: {prose(member.get('current'))}"
                     yield f"        required: {prose(member.get('required'))}"
@@ -292,10 +303,12 @@ def state(api: ApiClient, args: argparse.Namespace) -> int:
 
     def text(d: dict[str, Any]) -> Iterator[str]:
         yield f"asset {d.get('assetKey')}  (state version {d.get('version')}, registered: {d.get('registered')})"
+        if isinstance(d.get("sourceHealth"), dict):
+            yield f"  source: {source_says(d['sourceHealth'])}"
         for key in sorted(d):
             if key == "notices" and isinstance(d[key], dict):  # notices: ARRIVING | QUIET (fast poll since …)
                 yield f"  {d[key].get('summary')}, polled every {d[key].get('pollIntervalSeconds')} s"
-            elif key not in ("assetKey", "version", "registered"):
+            elif key not in ("assetKey", "version", "registered", "sourceHealth"):
                 yield f"  {key}: {compact(d[key])}"
 
     emit(args.output, data, text)

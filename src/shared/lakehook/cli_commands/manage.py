@@ -122,9 +122,13 @@ def evaluate(api: ApiClient, args: argparse.Namespace) -> int:
 
 def assets_list(api: ApiClient, args: argparse.Namespace) -> int:
     def row(a: dict[str, Any]) -> tuple[Any, ...]:
-        return a.get("assetKey"), a.get("format"), "yes" if a.get("source") else "no"
+        found = a.get("sourceHealth")
+        health: dict[str, Any] = found if isinstance(found, dict) else {}
+        polled = "yes" if a.get("source") else "no"
+        return a.get("assetKey"), a.get("format"), polled, health.get("state", "-"), health.get("since", "")
 
-    return list_pages(api, args, "/assets", ("ASSET", "FORMAT", "POLLED"), row, "no registered assets")
+    headers = ("ASSET", "FORMAT", "POLLED", "HEALTH", "SINCE")
+    return list_pages(api, args, "/assets", headers, row, "no registered assets")
 
 
 def _event_row(e: dict[str, Any]) -> tuple[Any, ...]:

@@ -78,9 +78,12 @@ class Overdue:
     asset_key: str | None = None
     group_id: str | None = None
     partition: str | None = None
+    cause: str | None = None  # a source it reads that is BLOCKED or has a GAP (domain.source_health), described
 
     def to_api(self) -> dict[str, Any]:
         found: dict[str, Any] = {"kind": self.kind.value, "since": ms_to_iso(self.since), "reason": self.reason}
+        if self.cause is not None:
+            found["cause"] = self.cause
         if self.asset_key is not None:
             found["assetKey"] = self.asset_key
         if self.partition is not None:

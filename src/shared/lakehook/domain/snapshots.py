@@ -358,6 +358,20 @@ class PollStatus(BaseModel):
         alias="lastUnrecordedPartitions",
         description="the newest snapshot recorded with partition keys that could not be (kept, as lastGap is)",
     )
+    # What the source health (domain.source_health) is derived from: each kept until a read says otherwise.
+    failing_since: int | None = Field(default=None, alias="failingSince", description="the current failures' first")
+    blockers: tuple[str, ...] = Field(
+        default=(), description="versions the last read of the table found and cannot represent (the source BLOCKED)"
+    )
+    blocked_since: int | None = Field(default=None, alias="blockedSince")
+    open_gap: SnapshotGap | None = Field(
+        default=None, alias="openGap", description="the gap the last read of new versions found (None: it found none)"
+    )
+    gap_since: int | None = Field(default=None, alias="gapSince")
+    head_snapshot_id: int | None = Field(
+        default=None, alias="headSnapshotId", description="the table's head when the last read stopped short of it"
+    )
+    lagging_since: int | None = Field(default=None, alias="laggingSince")
 
     def due(self, now_ms: int) -> bool:
         """Whether polling may run now (not inside a backoff window)."""
@@ -370,11 +384,15 @@ class PollStatus(BaseModel):
         gap: SnapshotGap | None,
         warnings: tuple[str, ...] | None = None,
         unrecorded: UnrecordedPartitions | None = None,
+        read: PollRead | None = None,
     ) -> PollStatus:
         """After a poll that read the table; ``warnings`` replace the kept ones when the table was read; ``unrecorded``
-        (a snapshot with partition keys that could not be recorded) replaces the kept one."""
+        (a snapshot with partition keys that could not be recorded) replaces the kept one; ``read`` (None: the table
+        was not read) replaces what the source health is derived from."""
         return self.model_copy(
             update={
+                **(read.health_fields(self, now_ms, snapshot_id is not None, gap) if read is not None else {}),
+                "failing_since": None,
                 "last_polled_at": now_ms,
                 "last_success_at": now_ms,
                 "last_snapshot_id": snapshot_id if snapshot_id is not None else self.last_snapshot_id,
@@ -390,6 +408,10 @@ class PollStatus(BaseModel):
         failures = self.consecutive_failures + 1
         return self.model_copy(
             update={
+                # a run of failures keeps its first (a status written before failingSince was: its last error's)
+                "failing_since": (self.failing_since or self.last_error_at or now_ms)
+                if self.consecutive_failures
+                else now_ms,
                 "last_polled_at": now_ms,
                 "consecutive_failures": failures,
                 "last_error": message[:1024],
@@ -404,15 +426,62 @@ class PollStatus(BaseModel):
             by_alias=True,
             mode="json",
             exclude_none=True,
-            exclude={"last_gap", "warnings", "last_unrecorded_partitions"},
+            exclude={"last_gap", "warnings", "last_unrecorded_partitions", "blockers", "open_gap"},
         )
-        if self.warnings:
-            data["warnings"] = list(self.warnings)
+        for name, values in (("warnings", self.warnings), ("blockers", self.blockers)):
+            if values:
+                data[name] = list(values)
         if self.last_unrecorded_partitions is not None:
             data["lastUnrecordedPartitions"] = self.last_unrecorded_partitions.to_api()
-        for name in ("lastPolledAt", "lastSuccessAt", "lastErrorAt", "nextAttemptAt"):
+        for name in _TIMES:
             if name in data:
                 data[name] = ms_to_iso(data[name])
-        if self.last_gap is not None:
-            data["lastGap"] = self.last_gap.to_api()
+        for name, gap in (("lastGap", self.last_gap), ("openGap", self.open_gap)):
+            if gap is not None:
+                data[name] = gap.to_api()
         return data
+
+
+_TIMES = (
+    "lastPolledAt",
+    "lastSuccessAt",
+    "lastErrorAt",
+    "nextAttemptAt",
+    "failingSince",
+    "blockedSince",
+    "gapSince",
+    "laggingSince",
+)
+
+
+@dataclass(frozen=True)
+class PollRead:
+    """What a poll that read the table found that the source health is derived from: versions it cannot represent
+    (``blockers``), and the table's head when it stopped short of it (``behind_head``)."""
+
+    blockers: tuple[str, ...] = ()
+    behind_head: int | None = None
+
+    def health_fields(
+        self, status: PollStatus, now_ms: int, found_versions: bool, gap: SnapshotGap | None
+    ) -> dict[str, Any]:
+        """The status fields this read replaces; a run of the same trouble keeps its first time."""
+        fields: dict[str, Any] = {
+            "blockers": self.blockers,
+            "blocked_since": _since(now_ms, bool(self.blockers), bool(status.blockers), status.blocked_since),
+            "head_snapshot_id": self.behind_head,
+            "lagging_since": _since(
+                now_ms, self.behind_head is not None, status.head_snapshot_id is not None, status.lagging_since
+            ),
+        }
+        if found_versions or gap is not None:  # a read of new versions says whether a gap is open
+            fields["open_gap"] = gap
+            fields["gap_since"] = _since(now_ms, gap is not None, status.open_gap is not None, status.gap_since)
+        return fields
+
+
+def _since(now_ms: int, now_on: bool, was_on: bool, was_since: int | None) -> int | None:
+    """When a trouble that is ``now_on`` began: kept from before when it ``was_on``, else now (None: it is not on)."""
+    if not now_on:
+        return None
+    return (was_since or now_ms) if was_on else now_ms

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from lakehook.domain.assets import AssetFormat, AssetSource
@@ -32,6 +32,8 @@ class SnapshotBatch:
     ``tag_names`` are all of them as events name them. ``gap`` is set when the cursor's
     successors expired before they were read. ``warnings`` say what the reader found wrong with the
     table without failing the poll (a Hudi instant dated in the future); the poll status keeps them.
+    ``blockers`` name versions the table has that the reader cannot represent (a Hudi instant whose time cannot be a
+    date): they are not read, and the source is BLOCKED while a read finds any (domain.source_health).
     """
 
     pointer: str
@@ -43,6 +45,7 @@ class SnapshotBatch:
     gap: SnapshotGap | None = None
     complete: bool = True
     warnings: tuple[str, ...] = ()
+    blockers: tuple[str, ...] = ()
 
 
 class SnapshotSource(ABC):
@@ -97,3 +100,7 @@ class PollStatusStore(ABC):
     @abstractmethod
     def put(self, status: PollStatus) -> None:
         """Replace the asset's status (the last poll to finish wins; it is a report, not a lock)."""
+
+    def get_many(self, asset_keys: Collection[str]) -> dict[str, PollStatus]:
+        """The statuses of those of ``asset_keys`` that were polled (a store may read them in one batch)."""
+        return {k: s for k in asset_keys if (s := self.get(k)) is not None}

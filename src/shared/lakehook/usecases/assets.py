@@ -10,11 +10,13 @@ from lakehook.domain.errors import AuthorizationError, NotFoundError, Validation
 from lakehook.domain.notice_state import PollCadence
 from lakehook.domain.secret_names import ProducerSecrets, SecretNameError, SecretNames
 from lakehook.domain.source_endpoints import check_source_properties
+from lakehook.domain.source_health import source_health
 from lakehook.domain.time import now_ms
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports import AssetRegistry, AssetStore, SecretStore
 from lakehook.ports.lakehouse import PollStatusStore
 from lakehook.ports.notices import NoticeStore
+from lakehook.usecases.source_health import SourceHealths
 
 
 class RegisterAsset:
@@ -90,6 +92,27 @@ class RegisterAsset:
                 raise ValidationError(f"{where}: {names.missing(ref)}", field="source.properties")
 
 
+class ListAssets:
+    """``GET /assets``: a page of registered assets, each polled one with its source health (one batch of poll status
+    reads per page, none for a page without a polled asset)."""
+
+    def __init__(self, registry: AssetRegistry, poll_status: PollStatusStore) -> None:
+        self._registry = registry
+        self._poll_status = poll_status
+
+    def __call__(self, limit: int, next_token: str | None = None) -> dict[str, Any]:
+        page = self._registry.list_assets(limit, next_token)
+        polled = [a.asset_key for a in page.items if a.source is not None]
+        healths = SourceHealths(self._poll_status).read(polled) if polled else None
+        items = []
+        for asset in page.items:
+            item = asset.to_api()
+            if asset.source is not None and healths is not None and (health := healths.of(asset.asset_key)):
+                item["sourceHealth"] = health.to_api()
+            items.append(item)
+        return {"items": items, "nextToken": page.next_token}
+
+
 class ReadAssetState:
     """An asset's state as ``GET /assets/state`` answers it: the state (version 0 when nothing was recorded),
     whether the asset is registered, and the poll status of a registered table that is polled."""
@@ -124,4 +147,6 @@ class ReadAssetState:
             if self._notices is not None:  # how often it is polled, and whether its commit notices arrive
                 notices = self._notices.notices(key)
                 body["notices"] = notices.to_api(registration.poll_interval_seconds, self._clock(), self._cadence)
+            if (health := source_health(status)) is not None:
+                body["sourceHealth"] = health.to_api()
         return body

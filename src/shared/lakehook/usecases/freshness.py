@@ -10,9 +10,10 @@ a cursor that does not parse) is reported as such, with the reason, and never st
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.evaluation import GroupEvaluation
 from lakehook.domain.freshness import (
     Lag,
@@ -25,14 +26,17 @@ from lakehook.domain.freshness import (
     watermark_lag_seconds,
 )
 from lakehook.domain.rules import Rule
+from lakehook.domain.source_health import SourceHealth
 from lakehook.domain.state import AssetState
 from lakehook.domain.status import Status
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import GroupCursor
 from lakehook.observability import logger
 from lakehook.ports import AssetRegistry
+from lakehook.ports.lakehouse import PollStatusStore
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import GroupRef, RuleStore, StateReader, StoredRule, TriggerStore
+from lakehook.usecases.source_health import SourceHealths
 
 PAGE = 200
 # What checking one rule's promise may raise because of that rule (its stored body, its cursors), not the store:
@@ -86,6 +90,13 @@ def partitions_overdue(rule: Rule, partitions: PartitionStore | None, now: int) 
     return found
 
 
+def caused(found: list[Overdue], asset_keys: list[str], healths: SourceHealths | None) -> list[Overdue]:
+    """The overdue promises with their cause, when one of ``asset_keys`` (what they depend on) has a source that is
+    BLOCKED or has a GAP: one poll status read per asset, only when something is overdue."""
+    cause = healths.cause(asset_keys) if found and healths is not None else None
+    return [replace(o, cause=cause) for o in found] if cause is not None else found
+
+
 def fault_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
@@ -113,15 +124,16 @@ def overdue_of_rule(
     reader: StateReader,
     now: int,
     partitions: PartitionStore | None = None,
+    healths: SourceHealths | None = None,
 ) -> RuleFreshness | None:
     """The rule's own promises (expectedBy, maxWaitSeconds, partitionMaxAgeSeconds over the pending partitions in
-    ``partitions``) and its members' maxAgeSeconds, broken at ``now``; None when neither the rule nor any member
-    promises anything."""
+    ``partitions``) and its members' maxAgeSeconds, broken at ``now``, each with its cause when ``healths`` says a
+    source it reads is BLOCKED or has a GAP; None when neither the rule nor any member promises anything."""
     rule = stored.rule
     error: str | None = None
     try:
         found = rule_overdue(rule.freshness, stored.created_at, last_claimed_at(cursors), now)
-        found += partitions_overdue(rule, partitions, now)
+        found = caused(found + partitions_overdue(rule, partitions, now), rule.asset_keys, healths)
     except RULE_FAULTS as exc:
         found, error = [], fault_reason(exc)
     ages: dict[str, int] = {}
@@ -131,7 +143,8 @@ def overdue_of_rule(
         return None
     if ages:
         states = reader.get_states(list(ages))
-        found += [o for k, age in ages.items() if (o := asset_overdue(k, age, states.get(k), now)) is not None]
+        for key, age in ages.items():
+            found += caused([o] if (o := asset_overdue(key, age, states.get(key), now)) else [], [key], healths)
     return RuleFreshness(found, error)
 
 
@@ -148,12 +161,15 @@ class FreshnessReport:
     watermark_lag: Lag | None = None
     quality_blocked: Lag | None = None
     quality_gated: int = 0
+    untrusted: list[SourceHealth] = field(default_factory=list)  # polled sources BLOCKED or with a GAP
+    sources_checked: bool = False  # whether source health was read (the check was given the poll statuses)
 
     def to_log(self) -> dict[str, Any]:
         return {
             "rulesOverdue": {r: [o.to_api() for o in found] for r, found in self.rules.items()},
             "assetsOverdue": [o.to_api() for o in self.assets],
             "rulesUnchecked": dict(self.unchecked),
+            "sourcesUntrusted": [h.describe() for h in self.untrusted],
         }
 
     def waits(self) -> dict[str, Any]:
@@ -169,7 +185,10 @@ class CheckFreshness:
     Requests per run: the rule pages, one cursor read per rule with a promise (and one query of pending partitions
     per partitioned group of a rule promising partitionMaxAgeSeconds), one evaluation (the resolver's
     reads, no writes) per enabled rule with a ``qualityStatus`` member when ``evaluate`` is given, the asset pages,
-    and one batch of state reads per page of assets; other rules cost nothing more.
+    and one batch of state reads per page of assets; other rules cost nothing more. With ``poll_statuses``, one
+    batch of poll status reads per page of assets with a polled one: the sources BLOCKED or with a GAP are counted
+    (``untrusted``), and an overdue rule or asset names such a source it reads as its cause (a rule's members outside
+    the asset pages read so far cost a read each, only when the rule is overdue).
     """
 
     def __init__(
@@ -181,7 +200,9 @@ class CheckFreshness:
         clock: Callable[[], int] = now_ms,
         evaluate: Evaluate | None = None,
         partitions: PartitionStore | None = None,
+        poll_statuses: PollStatusStore | None = None,
     ) -> None:
+        self._poll_statuses = poll_statuses
         self._rules = rules
         self._partitions = partitions
         self._triggers = triggers
@@ -204,7 +225,9 @@ class CheckFreshness:
             seconds = None if since is None else max(0, now - since) / 1000
             report.quality_blocked = longer(report.quality_blocked, seconds, f"{rule_id}/{group_id}")
 
-    def _check_rule(self, stored: StoredRule, now: int, report: FreshnessReport) -> None:
+    def _check_rule(
+        self, stored: StoredRule, now: int, report: FreshnessReport, healths: SourceHealths | None = None
+    ) -> None:
         """The rule's own promise, into the report: overdue, or unchecked (logged) when it cannot be checked."""
         rule = stored.rule
         try:
@@ -219,11 +242,13 @@ class CheckFreshness:
             )
             return
         if found:
-            report.rules[rule.rule_id] = found
+            report.rules[rule.rule_id] = caused(found, rule.asset_keys, healths)
 
     def __call__(self) -> FreshnessReport:
         now = self._clock()
         report = FreshnessReport()
+        healths = SourceHealths(self._poll_statuses) if self._poll_statuses is not None else None
+        report.sources_checked = healths is not None
         token: str | None = None
         while True:
             page = self._rules.list_rules(PAGE, token)
@@ -233,19 +258,29 @@ class CheckFreshness:
                 if rule.enabled and self._evaluate is not None and quality_gated(rule):
                     self._quality_wait(rule, now, report)
                 if rule.freshness is not None and rule.enabled:
-                    self._check_rule(stored, now, report)
+                    self._check_rule(stored, now, report, healths)
             token = page.next_token
             if token is None:
                 break
         while True:
             assets = self._registry.list_assets(PAGE, token)
-            states = self._reader.get_states([a.asset_key for a in assets.items]) if assets.items else {}
-            for asset in assets.items:
-                key, state = asset.asset_key, states.get(asset.asset_key)
-                report.state_lag = longer(report.state_lag, state_lag_seconds(state, now), key)
-                report.watermark_lag = longer(report.watermark_lag, watermark_lag_seconds(state, now), key)
-                if (o := asset_overdue(key, asset.max_age_seconds, state, now)) is not None:
-                    report.assets.append(o)
+            self._check_assets(assets.items, now, report, healths)
             token = assets.next_token
             if token is None:
                 return report
+
+    def _check_assets(
+        self, assets: list[AssetRegistration], now: int, report: FreshnessReport, healths: SourceHealths | None
+    ) -> None:
+        """One page of registered assets, into the report: their waits, what is overdue, the untrusted sources."""
+        states = self._reader.get_states([a.asset_key for a in assets]) if assets else {}
+        polled = [a.asset_key for a in assets if a.source is not None]
+        if healths is not None and polled:
+            healths.read(polled)
+            report.untrusted += healths.untrusted(polled)
+        for asset in assets:
+            key, state = asset.asset_key, states.get(asset.asset_key)
+            report.state_lag = longer(report.state_lag, state_lag_seconds(state, now), key)
+            report.watermark_lag = longer(report.watermark_lag, watermark_lag_seconds(state, now), key)
+            if (o := asset_overdue(key, asset.max_age_seconds, state, now)) is not None:
+                report.assets += caused([o], [key], healths)

@@ -33,6 +33,7 @@ from lakehook.domain.snapshots import (
     POLLER_NAMESPACE,
     BackoffPolicy,
     PollOffset,
+    PollRead,
     PollStatus,
     SnapshotCursor,
     SnapshotGap,
@@ -96,6 +97,7 @@ class PollResult:
     warnings: tuple[str, ...] | None = None  # what the read found wrong without failing; None: not read
     unrecorded: tuple[UnrecordedPartitions, ...] = ()  # snapshots recorded without some keys they touched
     first_commit_ms: int | None = None  # when the first new snapshot was committed (a lost notice shows by it)
+    read: PollRead | None = None  # what the read found that the source health is derived from; None: not read
 
     @property
     def accepted(self) -> int:
@@ -122,6 +124,7 @@ class PollResult:
             "gap": self.gap.to_api() if self.gap else None,
             "warnings": list(self.warnings) if self.warnings else None,
             "unrecordedPartitions": [u.to_api() for u in self.unrecorded] if self.unrecorded else None,
+            "blockers": list(self.read.blockers) if self.read and self.read.blockers else None,
         }
         data.update({k: v for k, v in optional.items() if v is not None})
         return data
@@ -224,6 +227,10 @@ class PollAsset:
             warnings=batch.warnings + _unrecorded_warnings(unrecorded),
             unrecorded=unrecorded,
             first_commit_ms=batch.snapshots[0].commit_time if batch.snapshots else None,
+            read=PollRead(
+                blockers=batch.blockers + _unrecorded_warnings(unrecorded),
+                behind_head=None if batch.complete else batch.latest_snapshot_id,
+            ),
         )
 
     def hold(self, asset_key: str, retry_at: int) -> None:
@@ -305,16 +312,21 @@ class PollAssets:
             )
         if result.outcome is PollOutcome.BACKING_OFF:
             return result
-        # The status changes only with a recovery, new snapshots, a gap or warnings that come or go: an unchanged
-        # healthy poll writes nothing (and a read of the table that moved nothing reads the status only).
-        if result.recovered or result.snapshot_ids or result.gap is not None or result.warnings is not None:
-            status = self._status(key) or PollStatus(asset_key=key)
-            warnings = result.warnings if result.warnings is not None else status.warnings
-            if result.recovered or result.snapshot_ids or result.gap is not None or warnings != status.warnings:
-                last = result.snapshot_ids[-1] if result.snapshot_ids else None
-                unrecorded = result.unrecorded[-1] if result.unrecorded else None
-                self._save(status.succeeded(now, last, result.gap, warnings, unrecorded))
+        # The status changes only with a recovery, new snapshots, a gap, or warnings or blockers that come or go: an
+        # unchanged healthy poll writes nothing (and a read of the table that moved nothing reads the status only).
+        if result.recovered or result.snapshot_ids or result.gap is not None or result.read is not None:
+            self._record_success(key, result, now)
         return result
+
+    def _record_success(self, key: str, result: PollResult, now: int) -> None:
+        status = self._status(key) or PollStatus(asset_key=key)
+        warnings = result.warnings if result.warnings is not None else status.warnings
+        read = result.read
+        changed = warnings != status.warnings or (read is not None and read.blockers != status.blockers)
+        if result.recovered or result.snapshot_ids or result.gap is not None or changed:
+            last = result.snapshot_ids[-1] if result.snapshot_ids else None
+            unrecorded = result.unrecorded[-1] if result.unrecorded else None
+            self._save(status.succeeded(now, last, result.gap, warnings, unrecorded, read))
 
     def _status(self, asset_key: str) -> PollStatus | None:
         try:

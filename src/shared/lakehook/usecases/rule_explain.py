@@ -11,6 +11,7 @@ from lakehook.domain.late_versions import is_late_skip
 from lakehook.domain.rules import Mode, Rule
 from lakehook.domain.time import ms_to_iso, now_ms
 from lakehook.domain.triggers import Trigger, TriggerStatus
+from lakehook.ports.lakehouse import PollStatusStore
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import RuleStore, StateReader, StoredRule, TriggerStore
 from lakehook.ports.store import AssetRegistry
@@ -18,6 +19,7 @@ from lakehook.usecases.freshness import overdue_of_rule
 from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport
 from lakehook.usecases.rule_reads import read_rule
 from lakehook.usecases.rules import error_to_api
+from lakehook.usecases.source_health import SourceHealths, with_source_health
 
 MAX_SKIPS_SHOWN = 20  # explain lists the newest late versions skipped; GET /rules/{id}/triggers lists them all
 
@@ -36,10 +38,13 @@ class ExplainRule:
         *,
         resolver: ResolveAssetChange,
         partitions: PartitionStore | None = None,
+        poll_statuses: PollStatusStore | None = None,
     ) -> None:
         """``registry``: the registered assets (it tells a stateless member's registered asset from an unknown
         one, and says what freshness an asset promises); ``partitions``: the partition log a partitioned group's
-        freshness is measured on."""
+        freshness is measured on; ``poll_statuses``: the polled members' source health (one read per member): a
+        group that waits on a member whose source is BLOCKED or GAP says it cannot decide, and why."""
+        self._poll_statuses = poll_statuses
         self._rules = rules
         self._triggers = triggers
         self._reader = reader
@@ -84,6 +89,9 @@ class ExplainRule:
                 if trigger.partition is not None and not is_late_skip(trigger):
                     last.setdefault(trigger.group_id, trigger)
         skipped = self._late_skips(rule)
+        healths = None
+        if self._poll_statuses is not None:  # every member's poll status in one batch
+            healths = SourceHealths(self._poll_statuses).read(rule.asset_keys)
         groups = []
         ready = False
         for group in rule.groups:
@@ -93,7 +101,7 @@ class ExplainRule:
             data["lastTrigger"] = _summary(last.get(group.group_id))
             if rule.policy.mode is Mode.EACH_VERSION:
                 data["skipped"] = [_skip(t) for t in skipped if t.group_id == group.group_id]
-            groups.append(data)
+            groups.append(with_source_health(data, verdict.ready, healths) if healths is not None else data)
         newest = max(last.values(), key=lambda t: (t.created_at, t.sequence), default=None)
         answer = {
             "ruleId": rule.rule_id,
@@ -106,7 +114,9 @@ class ExplainRule:
             "lastError": error_to_api(stored.last_error),
             "evaluatedAt": ms_to_iso(self._clock()),
         }
-        overdue = overdue_of_rule(stored, cursors, self._registry, self._reader, self._clock(), self._partitions)
+        overdue = overdue_of_rule(
+            stored, cursors, self._registry, self._reader, self._clock(), self._partitions, healths
+        )
         if overdue is not None:  # the rule or a member promises freshness
             answer["freshness"] = overdue.to_api()
         return answer

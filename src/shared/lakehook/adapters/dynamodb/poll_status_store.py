@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 from lakehook.adapters.dynamodb import keys
+from lakehook.adapters.dynamodb.batch_reads import batch_get
 from lakehook.domain.snapshots import PollStatus
 from lakehook.ports.lakehouse import PollStatusStore
 
@@ -19,6 +21,12 @@ class DynamoDBPollStatusStore(PollStatusStore):
     def get(self, asset_key: str) -> PollStatus | None:
         item = self._table.get_item(Key=keys.poll_status_key(asset_key), ConsistentRead=True).get("Item")
         return None if item is None else PollStatus.model_validate(json.loads(item["body"]))
+
+    def get_many(self, asset_keys: Collection[str]) -> dict[str, PollStatus]:
+        """One BatchGetItem per 100 keys."""
+        items = batch_get(self._table.meta.client, self._table.name, [keys.poll_status_key(k) for k in asset_keys])
+        found = (PollStatus.model_validate(json.loads(i["body"])) for i in items)
+        return {s.asset_key: s for s in found}
 
     def put(self, status: PollStatus) -> None:
         item: dict[str, Any] = {

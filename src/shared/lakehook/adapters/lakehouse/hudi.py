@@ -27,6 +27,11 @@ table services that produce no readable version and are not snapshots.
   write until then, and they would never be read. More than a few minutes ahead, it is named in the batch's
   warnings (kept in the poll status). A cursor itself dated after the clock (a poller whose clock was
   ahead took such an instant) reads the active timeline again: what was taken comes back DUPLICATE.
+- A version whose time cannot be a date (month 13, hour 25) is not read either: as a number it sorts above the
+  commits after it, and taking it would hide them all. It is named in the batch's ``blockers`` (the source is
+  BLOCKED while the timeline holds it). A cursor on such an instant (taken before lakehook refused them) reads the
+  active timeline again, as one in the future does. Hudi's reserved instants before any date (``00000000000000``
+  and its bootstrap instants) are dated the epoch, as ever.
 - The commit kind is the metadata's ``operationType`` (``INSERT``, ``UPSERT``, ``DELETE``,
   ``INSERT_OVERWRITE``, ``COMPACT``, ``CLUSTER`` …); without one, a ``replacecommit`` whose plan was
   a clustering is ``CLUSTER`` and a ``commit`` planned as a compaction is ``COMPACT``, else the action.
@@ -158,6 +163,7 @@ class _Timeline:
     held: tuple[Instant, ...] = ()
     warnings: tuple[str, ...] = ()
     now: int = 0  # the clock the split was made by
+    blockers: tuple[str, ...] = ()  # the versions held because their time cannot be a date
 
 
 class HudiSnapshotSource(SnapshotSource):
@@ -250,8 +256,17 @@ class HudiSnapshotSource(SnapshotSource):
         ordered: list[Instant] = []
         held: list[Instant] = []
         warnings: list[str] = []
+        blockers: list[str] = []
         for instant in sorted(instants, key=_order):
-            at = instant_millis(instant.completed, zone)
+            at = dated_millis(instant.completed, zone)
+            if at is None:
+                held.append(instant)
+                blockers.append(
+                    f"instant {instant.instant} ({instant.action}, {instant.file}) has a time that cannot be a date: "
+                    f"it is not read, so that it does not hide the commits after it; a writer wrote a wrong instant "
+                    f"time (remove or roll back that instant with Hudi's tools)"
+                )
+                continue
             if at <= now:
                 ordered.append(instant)
                 continue
@@ -264,7 +279,7 @@ class HudiSnapshotSource(SnapshotSource):
                     f"are not in {getattr(zone, 'key', 'UTC')} (the asset source's timeZone, and "
                     f"hoodie.table.timeline.timezone)"
                 )
-        return _Timeline(layout, zone, tuple(ordered), tuple(held), tuple(warnings), now)
+        return _Timeline(layout, zone, tuple(ordered), tuple(held), tuple(warnings), now, tuple(blockers))
 
     def _batch(
         self, files: TableFiles, timeline: _Timeline, cursor: SnapshotCursor | None, pointer: str, limit: int
@@ -312,6 +327,7 @@ class HudiSnapshotSource(SnapshotSource):
             gap=gap,
             complete=limit > 0 and len(new) == len(after),
             warnings=timeline.warnings,
+            blockers=timeline.blockers,
         )
 
     def _replaced_rows(self, files: TableFiles, timeline: _Timeline, instant: Instant, meta: dict[str, Any]) -> int:
@@ -406,9 +422,13 @@ def _after(instants: tuple[Instant, ...], cursor: SnapshotCursor) -> tuple[Insta
 
 
 def _dated_after(cursor: SnapshotCursor, timeline: _Timeline) -> bool:
-    """Whether the cursor's commit is dated after the clock (by its order: completion, or 0.x instant time)."""
+    """Whether the cursor's commit is dated after the clock, or cannot be dated (by its order: completion, or 0.x
+    instant time)."""
     order = cursor.sequence_number or cursor.snapshot_id
-    return order > 0 and instant_millis(order, timeline.zone) > timeline.now
+    if order <= 0:
+        return False
+    at = dated_millis(order, timeline.zone)
+    return at is None or at > timeline.now
 
 
 def _merged(old: tuple[Instant, ...], moved: tuple[Instant, ...]) -> tuple[Instant, ...]:
@@ -604,12 +624,22 @@ def instant_snapshot(
 
 
 def instant_millis(instant: int, zone: tzinfo = UTC) -> int:
-    """An instant time (``yyyyMMddHHmmss[SSS]``) as epoch milliseconds, read in ``zone`` (UTC by default)."""
+    """An instant time (``yyyyMMddHHmmss[SSS]``) as epoch milliseconds, read in ``zone`` (UTC by default); 0 when
+    it cannot be a date."""
+    found = dated_millis(instant, zone)
+    return 0 if found is None else found
+
+
+def dated_millis(instant: int, zone: tzinfo = UTC) -> int | None:
+    """An instant time as epoch milliseconds, None when it cannot be a date (month 13); Hudi's reserved instants
+    before any date (fewer than 14 digits as a number: ``00000000000000``, ``00000000000001`` …) are 0."""
     text = str(instant)
+    if len(text) < 14:
+        return 0
     try:
         moment = datetime.strptime(text[:14], "%Y%m%d%H%M%S").replace(tzinfo=zone)
     except ValueError:
-        return 0
+        return None
     millis = int(text[14:17].ljust(3, "0")) if len(text) > 14 else 0
     return int(moment.timestamp()) * 1000 + millis
 

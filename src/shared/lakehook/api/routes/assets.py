@@ -55,8 +55,7 @@ def put_asset(asset: AssetRegistration, dry_run: DryRun = False) -> Response[str
     responses=answers(ok(AssetPage)),
 )
 def list_assets(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
-    page = current().asset_registry.list_assets(limit, next_token)
-    return json_response({"items": [a.to_api() for a in page.items], "nextToken": page.next_token})
+    return json_response(current().list_assets(limit, next_token))
 
 
 @router.get(

@@ -48,12 +48,12 @@ export const layerOf = (assetKey) => {
 /** A status word as a coloured badge; the colour family comes from the word. */
 export function tone(status) {
   const s = String(status || "").toUpperCase();
-  if (["READY", "SUCCEEDED", "PASSED", "COMPATIBLE", "OK", "COVERED", "ACCEPTED", "COMPLETED"].includes(s)) return "good";
-  if (["FAILED", "FINAL", "REJECTED", "BLOCKED_BY_FAILED_TRIGGER", "ERROR", "GAP", "QUALITY_FAILED", "SCHEMA_REJECTED"].includes(s))
+  if (["READY", "SUCCEEDED", "PASSED", "COMPATIBLE", "OK", "COVERED", "ACCEPTED", "COMPLETED", "HEALTHY"].includes(s)) return "good";
+  if (["FAILED", "FINAL", "REJECTED", "BLOCKED_BY_FAILED_TRIGGER", "ERROR", "GAP", "QUALITY_FAILED", "SCHEMA_REJECTED", "SOURCE_BLOCKED", "SOURCE_GAP"].includes(s))
     return "bad";
   if (s === "OVERDUE") return "overdue";
   if (s.startsWith("WAITING")) return "idle";
-  if (["TRIGGERING", "RUNNING", "RETRYABLE", "EVALUATING"].includes(s)) return "busy";
+  if (["TRIGGERING", "RUNNING", "RETRYABLE", "EVALUATING", "LAGGING"].includes(s)) return "busy";
   if (s.startsWith("BLOCKED") || ["COOLDOWN", "QUIET_PERIOD", "POLL_FAILING"].includes(s)) return "wait";
   return "neutral";
 }

@@ -1,10 +1,11 @@
 // One asset: its state, snapshots (commit time, operation), watermark, quality and schema verdicts,
-// spool manifest, poll status with its last error, recent events, and the rules that read or write it.
+// spool manifest, source health and poll status with its last error, recent events, and the rules that read or
+// write it.
 
 import * as api from "../api.js";
 import { stringify } from "../exact.js";
 import { html, badge, kv, time, snap, short, ruleHref, triggersHref, humanize, relative } from "../ui.js";
-import { assetHealth, memberKeys, outletKeys } from "./model.js";
+import { assetHealth, memberKeys, outletKeys, sourceSays } from "./model.js";
 
 export const nav = "graph";
 
@@ -54,6 +55,7 @@ export async function render({ key }) {
       <section class="card">
         <h2>Polling</h2>
         ${s.notices ? html`<p data-key="notices">${s.notices.summary} · polled every ${s.notices.pollIntervalSeconds} s</p>` : ""}
+        ${s.sourceHealth ? html`<p data-key="sourceHealth">source ${badge(s.sourceHealth.state)} <span class="${s.sourceHealth.state === "HEALTHY" ? "muted" : "error"}">${sourceSays(s.sourceHealth)}</span></p>` : ""}
         ${poll ? html`${poll.lastError ? html`<p class="error" data-key="lastError">last error: ${typeof poll.lastError === "string" ? poll.lastError : stringify(poll.lastError)}</p>` : ""}
           ${kv(Object.fromEntries(Object.entries(poll).filter(([k]) => k !== "assetKey" && k !== "lastError")))}`
           : html`<p class="muted">not polled: ${registered?.source ? "no poll has run yet" : "the asset has no source (push only)"}</p>`}

@@ -1,18 +1,26 @@
 // What several pages derive from the API's answers: an asset's health, a rule's status, the edges.
 
-/** An asset's colour on the graph: not registered, overdue (maxAgeSeconds, as explain says), failed checks, polling
- * trouble, no data yet, or fine. */
+/** An asset's colour on the graph: not registered, overdue (maxAgeSeconds, as explain says), failed checks, a source
+ * BLOCKED or with a GAP (its sourceHealth), polling trouble, no data yet, or fine. */
 export function assetHealth(state) {
   if (!state || !state.registered) return { status: "UNREGISTERED", tone: "neutral", why: "not registered" };
   if (state.overdue) return { status: "OVERDUE", tone: "overdue", why: state.overdue.reason };
   if (state.qualityStatus === "FAILED")
     return { status: "QUALITY_FAILED", tone: "bad", why: `quality failed on snapshot ${state.qualityFailedSnapshotId ?? "?"}` };
   if (state.schemaStatus === "REJECTED") return { status: "SCHEMA_REJECTED", tone: "bad", why: "schema change rejected" };
+  const source = state.sourceHealth;
+  if (source && (source.state === "BLOCKED" || source.state === "GAP"))
+    return { status: `SOURCE_${source.state}`, tone: "bad", why: sourceSays(source) };
   const poll = state.pollStatus || {};
   if (poll.consecutiveFailures > 0) return { status: "POLL_FAILING", tone: "wait", why: poll.lastError || "polling fails" };
   if (state.latestSnapshotId === undefined || state.latestSnapshotId === null)
     return { status: "NO_SNAPSHOT", tone: "neutral", why: "no snapshot yet" };
   return { status: "OK", tone: "good", why: "" };
+}
+
+/** What a source's health says, as explain says it: "<state> since <when> because <why>". */
+export function sourceSays(source) {
+  return `${source.state}${source.since ? ` since ${source.since}` : ""}${source.reason ? ` because ${source.reason}` : ""}`;
 }
 
 /** A rule's colour: disabled, its newest trigger failed or running, overdue (freshness), ready, or blocked (and by what). */
