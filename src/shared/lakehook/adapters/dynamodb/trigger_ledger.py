@@ -15,7 +15,11 @@ The claim item (see ``trigger_store.trigger_item``) already has ``status``, ``at
   dispatcher (its FilterCriteria match it), and the next attempt removes it;
 - ``runStatus``, ``completedAt``, ``runOutlets``, ``completionDigest``: what the run reported through
   ``POST /runs/{triggerKey}/complete``, written once (``attribute_not_exists(runStatus)``): the first
-  terminal status wins, and the digest tells a repeat of it from a different completion.
+  terminal status wins, and the digest tells a repeat of it from a different completion;
+- ``confirmBy`` (epoch ms, set with SUCCEEDED for a rule with ``confirm``) and ``confirmation`` (map ``state``
+  CONFIRMED or NOT_ADVANCED, ``decidedAt``, and the confirming commit's ``assetKey``, ``snapshotId``,
+  ``commitTime``, ``late``): whether an outlet commit carrying the key confirmed the run
+  (:mod:`lakehook.domain.confirmation`), each write conditional on the confirmation it replaces.
 
 Every change is ONE conditional UpdateItem: taking an attempt is conditional on the status and the
 lease, marking is conditional on still holding the lease, so two dispatchers never both mark.
@@ -39,6 +43,7 @@ from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import integral
 from lakehook.adapters.dynamodb.trigger_store import trigger_from_item
 from lakehook.domain.completion import CompletionRecord, RecordOutcome
+from lakehook.domain.confirmation import Confirmation, ConfirmationState
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.triggers import WAITING_RUN_STATES, RunState, Trigger, TriggerNotRetryableError, TriggerStatus
 from lakehook.ports.dispatch import Attempt, LedgerEntry, TriggerLedger
@@ -209,9 +214,13 @@ class DynamoDBTriggerLedger(TriggerLedger):
         manifest_uri: str | None,
         now_ms: int,
         run_state: RunState | None = None,
+        confirm_by: int | None = None,
     ) -> bool:
         sets = ["#status = :succeeded", "targetRunId = :run", "updatedAt = :now"]
         values: dict[str, Any] = {":succeeded": TriggerStatus.SUCCEEDED.value, ":run": run_id, ":now": now_ms}
+        if confirm_by is not None:
+            sets.append("confirmBy = :by")
+            values[":by"] = confirm_by
         if manifest_uri:
             sets.append("manifestUri = :uri")
             values[":uri"] = manifest_uri
@@ -356,6 +365,43 @@ class DynamoDBTriggerLedger(TriggerLedger):
         )
         names = {"#status": "status", "#state": "state"}
         return self._recent(checked_before_ms, condition, names, values, limit)
+
+    def record_confirmation(
+        self, trigger_key: str, confirmation: Confirmation, replacing: ConfirmationState | None = None
+    ) -> bool:
+        names = {"#status": "status"}
+        values: dict[str, Any] = {":c": confirmation.to_item(), ":skipped": TriggerStatus.SKIPPED.value}
+        conditions = ["attribute_exists(PK)", "#status <> :skipped"]
+        if replacing is None:
+            conditions.append("attribute_not_exists(confirmation)")
+        else:
+            conditions.append("confirmation.#state = :replacing")
+            names["#state"] = "state"
+            values[":replacing"] = replacing.value
+        if confirmation.state is ConfirmationState.NOT_ADVANCED:
+            conditions.append("#status = :succeeded AND (attribute_not_exists(runStatus) OR runStatus <> :failed)")
+            values.update({":succeeded": TriggerStatus.SUCCEEDED.value, ":failed": TriggerStatus.FAILED.value})
+        try:
+            self._table.update_item(
+                Key=keys.trigger_item_key(trigger_key),
+                UpdateExpression="SET confirmation = :c",
+                ConditionExpression=" AND ".join(conditions),
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if is_conditional_failure(exc):
+                return False
+            raise
+        return True
+
+    def unconfirmed(self, now_ms: int, limit: int) -> list[LedgerEntry]:
+        condition = (
+            "#status = :succeeded AND confirmBy <= :now AND attribute_not_exists(confirmation)"
+            " AND (attribute_not_exists(runStatus) OR runStatus <> :failed)"
+        )
+        values = {":succeeded": TriggerStatus.SUCCEEDED.value, ":failed": TriggerStatus.FAILED.value, ":now": now_ms}
+        return self._recent(now_ms, condition, {"#status": "status"}, values, limit)
 
     def record_run_state(self, trigger_key: str, run_state: RunState) -> bool:
         try:
