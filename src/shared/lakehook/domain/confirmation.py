@@ -83,11 +83,8 @@ class Confirmation(BaseModel):
     def not_advanced(cls, now: int) -> Confirmation:
         return cls(state=ConfirmationState.NOT_ADVANCED, decided_at=now)
 
-    def to_item(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, mode="json", exclude_none=True, exclude_defaults=False)
-
     def to_api(self) -> dict[str, Any]:
-        data = self.to_item()
+        data = self.model_dump(by_alias=True, mode="json", exclude_none=True)
         data["decidedAt"] = ms_to_iso(self.decided_at)
         if self.commit_time is not None:
             data["commitTime"] = ms_to_iso(self.commit_time)

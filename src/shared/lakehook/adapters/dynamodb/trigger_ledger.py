@@ -370,7 +370,8 @@ class DynamoDBTriggerLedger(TriggerLedger):
         self, trigger_key: str, confirmation: Confirmation, replacing: ConfirmationState | None = None
     ) -> bool:
         names = {"#status": "status"}
-        values: dict[str, Any] = {":c": confirmation.to_item(), ":skipped": TriggerStatus.SKIPPED.value}
+        stored = confirmation.model_dump(by_alias=True, mode="json", exclude_none=True)
+        values: dict[str, Any] = {":c": stored, ":skipped": TriggerStatus.SKIPPED.value}
         conditions = ["attribute_exists(PK)", "#status <> :skipped"]
         if replacing is None:
             conditions.append("attribute_not_exists(confirmation)")
