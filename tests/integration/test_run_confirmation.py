@@ -10,12 +10,14 @@ confirm nothing: the deferral sweep's part marks the run NOT_ADVANCED once its w
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 
+from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
 from lakehook.client import commit_properties, delta_commit_properties
 from lakehook.container import Container
@@ -31,6 +33,7 @@ from lakehook.usecases.dispatch import DispatchStatus
 from lakehook.usecases.poll import PollAsset
 from tests.lakehouse import iceberg_rewrite, paimon_compact_commit
 from tests.pollers import DeltaLakeTable, IcebergTable, Lake, LakeTable, PaimonTable, make_table
+from tests.support import ROOT, FakeLambdaContext, load_handler
 
 pytestmark = pytest.mark.integration
 
@@ -239,3 +242,25 @@ def test_a_skipped_claim_is_never_confirmed(container: Container, table: Any, la
     write_with_key(outlet, skipped.trigger_key, 4)
     lake.poll(outlet.asset)
     assert confirmation(container, skipped.trigger_key) is None
+
+
+def test_the_deferral_sweep_function_marks_it_and_publishes_the_metric_the_alarm_reads(
+    container: Container, table: Any, lake: Lake, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = started(container, table)
+    # the run's window ended a moment ago (the dispatcher set it from the rule; here it is moved back, as time would)
+    table.update_item(
+        Key=keys.trigger_item_key(key),
+        UpdateExpression="SET confirmBy = :past",
+        ExpressionAttributeValues={":past": now_ms() - 1},
+    )
+    scheduled = json.loads((ROOT / "events" / "deferral_sweep" / "scheduled_event.json").read_text())
+
+    assert load_handler("deferral_sweep")(scheduled, FakeLambdaContext()) == {"due": 0, "notAdvanced": 1}
+
+    assert confirmation(container, key).state is ConfirmationState.NOT_ADVANCED
+    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    assert [m.get("lakehouse_run_not_advanced_total") for m in emitted if "lakehouse_run_not_advanced_total" in m] == [
+        [1.0]
+    ]
+    assert load_handler("deferral_sweep")(scheduled, FakeLambdaContext()) == {"due": 0, "notAdvanced": 0}
