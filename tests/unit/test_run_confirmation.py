@@ -222,3 +222,23 @@ def test_the_confirmation_follows_the_model_in_any_order(events: list[tuple[Any,
             reported = reported or event[1]
     found = world.ledger.get(key).trigger.confirmation  # type: ignore[union-attr]
     assert (None if found is None else (found.state, found.late)) == expected, json.dumps(events)
+
+
+# --- what people see ---------------------------------------------------------------------------------------------
+
+
+def test_the_cli_says_what_the_outlets_show(world: World) -> None:
+    from lakehook.cli_commands.commands import confirmation_lines
+    from lakehook.cli_commands.watch import signature
+
+    key = started(world)
+    awaited = world.ledger.get(key).trigger.to_api()  # type: ignore[union-attr]
+    assert [line.split(" by ")[0] for line in confirmation_lines(awaited)] == [
+        "  awaiting an outlet commit carrying the trigger key"
+    ]
+    ConfirmRuns(world.ledger, world.rules, clock=world.clock.ms)(OUTLET, [commit(key, 42)])
+    shown = world.ledger.get(key).trigger.to_api()  # type: ignore[union-attr]
+    (line,) = confirmation_lines(shown)
+    assert line.startswith(f"  confirmed by the data: {OUTLET} snapshot 42, committed ")
+    assert signature(shown) != signature(awaited)  # lakehook watch reports the change
+    assert list(confirmation_lines((make_world().ledger.get(key) and {}) or {})) == []  # a rule without confirm
