@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, ClassVar
@@ -316,9 +316,9 @@ class InMemoryTriggerLedger(TriggerLedger):
             self.store.triggers[trigger_key] = trigger.model_copy(update={"confirmation": confirmation})
             return True
 
-    def unconfirmed(self, now_ms: int, limit: int) -> list[LedgerEntry]:
+    def unconfirmed(self, rule_ids: Collection[str], now_ms: int, limit: int) -> list[LedgerEntry]:
         with self._lock:
-            due = [t for t in self.store.triggers.values() if t.unconfirmed_at(now_ms)]
+            due = [t for t in self.store.triggers.values() if t.rule_id in rule_ids and t.unconfirmed_at(now_ms)]
             due.sort(key=lambda t: (t.created_at, t.trigger_key))
             return [self._entry(t) for t in due[:limit]]
 

@@ -19,7 +19,7 @@ import pytest
 
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
-from lakehook.client import commit_properties, delta_commit_properties
+from lakehook.client import commit_properties
 from lakehook.container import Container
 from lakehook.domain.assets import AssetFormat
 from lakehook.domain.confirmation import ConfirmationState
@@ -91,19 +91,11 @@ def confirmation(container: Container, key: str) -> Any:
 
 def sweep_after_window(container: Container) -> list[str]:
     later = now_ms() + (WITHIN_SECONDS + 1) * 1000
-    return SweepNotAdvanced(container.trigger_ledger, clock=lambda: later)()
+    return SweepNotAdvanced(container.trigger_ledger, container.rule_store, clock=lambda: later)()
 
 
 def write_with_key(outlet: LakeTable, key: str, *ids: int) -> int:
     """The run's commit, as its writer's Python library makes it with lakehook.client's helper."""
-    if isinstance(outlet, DeltaLakeTable):
-        from deltalake import write_deltalake
-
-        from tests.lakehouse import rows
-
-        write_deltalake(outlet.location, rows(*ids), mode="append", commit_properties=delta_commit_properties(key))
-        outlet.versions += 1
-        return outlet.versions - 1
     return outlet.commit(*ids, properties=commit_properties(key))
 
 
@@ -115,10 +107,11 @@ def compact_with_key(outlet: LakeTable, key: str) -> None:
         paimon_compact_commit(outlet.table, commit_properties(key))
         outlet.snapshots += 1
     else:
-        from deltalake import DeltaTable
+        from deltalake import CommitProperties, DeltaTable
 
         assert isinstance(outlet, DeltaLakeTable)
-        DeltaTable(outlet.location).optimize.compact(commit_properties=delta_commit_properties(key))
+        compaction = CommitProperties(custom_metadata=commit_properties(key))
+        DeltaTable(outlet.location).optimize.compact(commit_properties=compaction)
         outlet.versions += 1
 
 
@@ -160,7 +153,7 @@ def test_only_the_window_decides_not_a_sweep_before_it(
     container: Container, table: Any, lake: Lake, outlet: LakeTable
 ) -> None:
     key = started(container, table)
-    assert SweepNotAdvanced(container.trigger_ledger)() == []
+    assert SweepNotAdvanced(container.trigger_ledger, container.rule_store)() == []
     assert confirmation(container, key) is None
 
 

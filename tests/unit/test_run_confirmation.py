@@ -125,7 +125,7 @@ def test_confirm_needs_outlets_and_a_window() -> None:
     body = confirmed_rule().to_api()
     with pytest.raises(ValidationError, match="confirm: a run is confirmed by its commit to one of the rule's outlets"):
         Rule.model_validate({**body, "outlets": []})
-    for bad in (0, -1, 31 * 86_400 + 1, "soon"):
+    for bad in (0, -1, 6 * 86_400 + 1, "soon"):
         with pytest.raises(ValidationError, match="withinSeconds"):
             Rule.model_validate({**body, "confirm": {"withinSeconds": bad}})
     with pytest.raises(ValidationError, match="withinSecond"):
@@ -150,7 +150,7 @@ def test_a_run_of_a_rule_without_confirm_has_no_window() -> None:
     entry = world.ledger.get(key)
     assert entry is not None and entry.trigger.confirm_by is None
     assert "confirmBy" not in entry.trigger.to_api() and "confirmation" not in entry.trigger.to_api()
-    assert SweepNotAdvanced(world.ledger, clock=lambda: T0 + 10**9)() == []
+    assert SweepNotAdvanced(world.ledger, world.rules, clock=lambda: T0 + 10**9)() == []
 
 
 # --- which commits confirm ---------------------------------------------------------------------------------------
@@ -214,7 +214,7 @@ def test_the_confirmation_follows_the_model_in_any_order(events: list[tuple[Any,
                 expected = (ConfirmationState.CONFIRMED, expected is not None)
         elif event[0] == "sweep":
             at = start + event[1] * 1000
-            SweepNotAdvanced(world.ledger, clock=lambda at=at: at)()
+            SweepNotAdvanced(world.ledger, world.rules, clock=lambda at=at: at)()
             if expected is None and event[1] >= WITHIN and reported != "FAILED":
                 expected = (ConfirmationState.NOT_ADVANCED, False)
         else:

@@ -399,7 +399,7 @@ class Container:
         from lakehook.observability import metrics
         from lakehook.usecases.confirmation import SweepNotAdvanced
 
-        return SweepNotAdvanced(self.trigger_ledger, metrics=metrics)
+        return SweepNotAdvanced(self.trigger_ledger, self.rule_store, metrics=metrics)
 
     @part
     def check_freshness(self) -> CheckFreshness:

@@ -2,14 +2,14 @@
 
 ``PushClient`` and the snapshot helpers need only the standard library; the spool writer is
 imported on first use, so a job that only pushes never loads it. ``commit_properties`` (and
-``delta_commit_properties``, ``user_metadata``) are what a run sets on its outlet commits so that they confirm it.
+``user_metadata``) are what a run sets on its outlet commits so that they confirm it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from lakehook.client.outlets import TRIGGER_KEY_PROPERTY, commit_properties, delta_commit_properties, user_metadata
+from lakehook.client.outlets import TRIGGER_KEY_PROPERTY, commit_properties, user_metadata
 from lakehook.client.push import (
     PushClient,
     PushError,
@@ -32,7 +32,6 @@ __all__ = [
     "SpoolWriteError",
     "SpoolWriter",
     "commit_properties",
-    "delta_commit_properties",
     "event_id",
     "sign",
     "snapshot_event_from_iceberg",

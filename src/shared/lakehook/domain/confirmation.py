@@ -32,7 +32,8 @@ __all__ = [
     "trigger_key_in_text",
 ]
 
-MAX_CONFIRM_SECONDS = 31 * 86_400
+# at most 6 days: the sweep finds the runs to mark among the claims of the last 7 days (the ledger's lookback)
+MAX_CONFIRM_SECONDS = 6 * 86_400
 
 
 class ConfirmationState(StrEnum):

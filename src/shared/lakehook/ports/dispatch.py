@@ -9,6 +9,7 @@ compensator, say) never work on one trigger at the same time.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -222,9 +223,9 @@ class TriggerLedger(ABC):
         SUCCEEDED claim whose run did not report FAILED. False when the condition does not hold."""
 
     @abstractmethod
-    def unconfirmed(self, now_ms: int, limit: int) -> list[LedgerEntry]:
-        """SUCCEEDED claims whose ``confirmBy`` has passed with no confirmation and whose run did not report FAILED:
-        the ones to mark NOT_ADVANCED. At most ``limit``, oldest first."""
+    def unconfirmed(self, rule_ids: Collection[str], now_ms: int, limit: int) -> list[LedgerEntry]:
+        """SUCCEEDED claims of these rules whose ``confirmBy`` has passed with no confirmation and whose run did not
+        report FAILED: the ones to mark NOT_ADVANCED. At most ``limit``, oldest first."""
 
     @abstractmethod
     def record_run_state(self, trigger_key: str, run_state: RunState) -> bool:

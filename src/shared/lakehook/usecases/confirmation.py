@@ -26,9 +26,11 @@ from lakehook.observability import MetricName, logger
 from lakehook.ports.dispatch import TriggerLedger
 from lakehook.ports.rules import RuleStore
 
+RULES_PER_PAGE = 100
+
 
 class ConfirmOutcome(StrEnum):
-    CONFIRMED = "CONFIRMED"  # this commit confirmed the trigger (now, or a redelivery of the same confirmation)
+    CONFIRMED = "CONFIRMED"  # this commit confirmed the trigger (late, when it had been NOT_ADVANCED)
     ALREADY = "ALREADY"  # the trigger was confirmed before (by this commit or another)
     NO_DATA_CHANGE = "NO_DATA_CHANGE"  # a compaction or another commit that changed no data confirms nothing
     NO_TRIGGER = "NO_TRIGGER"  # the key names no trigger (or a SKIPPED one, which had no run)
@@ -85,11 +87,10 @@ class ConfirmRuns:
             return ConfirmOutcome.CONFIRMED
         entry = self._ledger.get(key)
         current = entry.trigger.confirmation if entry is not None else None
-        if entry is None:
+        if current is None:  # the claim is gone, or SKIPPED (it had no run)
             return ConfirmOutcome.NO_TRIGGER
-        if current is None or current.state is not ConfirmationState.NOT_ADVANCED:
-            # confirmed before (by a redelivery of this commit, or an earlier one), or a SKIPPED claim
-            return ConfirmOutcome.ALREADY if current is not None else ConfirmOutcome.NO_TRIGGER
+        if current.state is ConfirmationState.CONFIRMED:  # by a redelivery of this commit, or an earlier one
+            return ConfirmOutcome.ALREADY
         late = confirmed.model_copy(update={"late": True})
         if self._ledger.record_confirmation(key, late, replacing=ConfirmationState.NOT_ADVANCED):
             return ConfirmOutcome.CONFIRMED
@@ -104,11 +105,13 @@ class SweepNotAdvanced:
     def __init__(
         self,
         ledger: TriggerLedger,
+        rules: RuleStore,
         clock: Callable[[], int] = now_ms,
         metrics: MetricSink | None = None,
         limit: int = 100,
     ) -> None:
         self._ledger = ledger
+        self._rules = rules
         self._clock = clock
         self._metrics = metrics
         self._limit = limit
@@ -116,7 +119,10 @@ class SweepNotAdvanced:
     def __call__(self) -> list[str]:
         now = self._clock()
         marked: list[str] = []
-        for entry in self._ledger.unconfirmed(now, self._limit):
+        confirmed = self._rules_with_confirm()
+        if not confirmed:  # no rule asks for confirmation: no claim is read
+            return marked
+        for entry in self._ledger.unconfirmed(confirmed, now, self._limit):
             if not self._ledger.record_confirmation(entry.trigger_key, Confirmation.not_advanced(now)):
                 continue
             marked.append(entry.trigger_key)
@@ -132,3 +138,14 @@ class SweepNotAdvanced:
                 },
             )
         return marked
+
+    def _rules_with_confirm(self) -> list[str]:
+        """The ids of the rules with ``confirm`` (one paged read of the rules)."""
+        found: list[str] = []
+        token: str | None = None
+        while True:
+            page = self._rules.list_rules(RULES_PER_PAGE, token)
+            found += [stored.rule.rule_id for stored in page.items if stored.rule.confirm is not None]
+            token = page.next_token
+            if token is None:
+                return found

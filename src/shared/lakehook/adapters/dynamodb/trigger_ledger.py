@@ -31,7 +31,7 @@ created within ``lookback_ms``, filtered to open ones. Rules are read from GSI1 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
@@ -396,13 +396,13 @@ class DynamoDBTriggerLedger(TriggerLedger):
             raise
         return True
 
-    def unconfirmed(self, now_ms: int, limit: int) -> list[LedgerEntry]:
+    def unconfirmed(self, rule_ids: Collection[str], now_ms: int, limit: int) -> list[LedgerEntry]:
         condition = (
             "#status = :succeeded AND confirmBy <= :now AND attribute_not_exists(confirmation)"
             " AND (attribute_not_exists(runStatus) OR runStatus <> :failed)"
         )
         values = {":succeeded": TriggerStatus.SUCCEEDED.value, ":failed": TriggerStatus.FAILED.value, ":now": now_ms}
-        return self._recent(now_ms, condition, {"#status": "status"}, values, limit)
+        return self._recent(now_ms, condition, {"#status": "status"}, values, limit, rule_ids=rule_ids)
 
     def record_run_state(self, trigger_key: str, run_state: RunState) -> bool:
         try:
@@ -423,12 +423,19 @@ class DynamoDBTriggerLedger(TriggerLedger):
         return True
 
     def _recent(
-        self, now_ms: int, condition: str, names: dict[str, str], values: dict[str, Any], limit: int
+        self,
+        now_ms: int,
+        condition: str,
+        names: dict[str, str],
+        values: dict[str, Any],
+        limit: int,
+        rule_ids: Iterable[str] | None = None,
     ) -> list[LedgerEntry]:
-        """Claims created within the lookback that match ``condition``: one GSI1 query per rule."""
+        """Claims created within the lookback that match ``condition``: one GSI1 query per rule (of ``rule_ids``,
+        or of every rule)."""
         found: list[LedgerEntry] = []
         since = keys.triggers_index_sk(max(now_ms - self._lookback_ms, 0), 0, "")
-        for rule_id in self._rule_ids():
+        for rule_id in self._rule_ids() if rule_ids is None else rule_ids:
             kwargs: dict[str, Any] = {
                 "IndexName": keys.GSI1,
                 "KeyConditionExpression": Key("GSI1PK").eq(keys.triggers_index_pk(rule_id)) & Key("GSI1SK").gte(since),
