@@ -21,8 +21,10 @@ from lakehook.domain.confirmation import ConfirmationState, trigger_key_in, trig
 from lakehook.domain.rules import Rule
 from lakehook.domain.snapshots import SnapshotInfo
 from lakehook.domain.targets import STORED_CONTEXT
+from lakehook.ports.rules import StoredRule, UnreadableRuleError
 from lakehook.receiver import parse_invocation
 from lakehook.usecases.confirmation import ConfirmOutcome, ConfirmRuns, SweepNotAdvanced
+from tests.fakes.memory_rules import InMemoryRuleStore
 from tests.hypothesis_profiles import examples
 from tests.unit.test_dispatch_usecase import T0, WEBHOOK, World, make_world
 
@@ -242,3 +244,15 @@ def test_the_cli_says_what_the_outlets_show(world: World) -> None:
     assert line.startswith(f"  confirmed by the data: {OUTLET} snapshot 42, committed ")
     assert signature(shown) != signature(awaited)  # lakehook watch reports the change
     assert list(confirmation_lines({"status": "SUCCEEDED", "runStatus": "SUCCEEDED"})) == []  # no confirm: no line
+
+
+def test_a_rule_that_does_not_load_decides_nothing_and_stops_no_poll(world: World) -> None:
+    key = started(world)
+
+    class Unreadable(InMemoryRuleStore):
+        def get_rule(self, rule_id: str) -> StoredRule | None:
+            raise UnreadableRuleError(rule_id, "written by an incompatible version")
+
+    (result,) = ConfirmRuns(world.ledger, Unreadable(), clock=world.clock.ms)(OUTLET, [commit(key)])
+    assert result.outcome is ConfirmOutcome.RULE_UNREADABLE
+    assert world.ledger.get(key).trigger.confirmation is None  # type: ignore[union-attr]

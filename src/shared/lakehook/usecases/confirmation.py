@@ -24,7 +24,7 @@ from lakehook.domain.versions import changes_data
 from lakehook.freshness_metrics import MetricSink
 from lakehook.observability import MetricName, logger
 from lakehook.ports.dispatch import TriggerLedger
-from lakehook.ports.rules import RuleStore
+from lakehook.ports.rules import RuleStore, UnreadableRuleError
 
 RULES_PER_PAGE = 100
 
@@ -35,6 +35,7 @@ class ConfirmOutcome(StrEnum):
     NO_DATA_CHANGE = "NO_DATA_CHANGE"  # a compaction or another commit that changed no data confirms nothing
     NO_TRIGGER = "NO_TRIGGER"  # the key names no trigger (or a SKIPPED one, which had no run)
     NOT_AN_OUTLET = "NOT_AN_OUTLET"  # the table is not among the outlets of the trigger's rule
+    RULE_UNREADABLE = "RULE_UNREADABLE"  # the trigger's rule does not load: nothing is decided, the poll goes on
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,10 @@ class ConfirmRuns:
         entry = self._ledger.get(key)
         if entry is None:
             return ConfirmResult(key, asset_key, snapshot.snapshot_id, ConfirmOutcome.NO_TRIGGER)
-        stored = self._rules.get_rule(entry.trigger.rule_id)
+        try:
+            stored = self._rules.get_rule(entry.trigger.rule_id)
+        except UnreadableRuleError:  # a rule's problem never stops its outlet table's polling (explain says it)
+            return ConfirmResult(key, asset_key, snapshot.snapshot_id, ConfirmOutcome.RULE_UNREADABLE)
         outlets = stored.rule.outlets if stored is not None else []
         if not any(covers(prefix, asset_key) for prefix in outlets):
             return ConfirmResult(key, asset_key, snapshot.snapshot_id, ConfirmOutcome.NOT_AN_OUTLET)
@@ -99,7 +103,7 @@ class ConfirmRuns:
 
 class SweepNotAdvanced:
     """Mark NOT_ADVANCED every started run whose confirmation window passed without an outlet commit carrying its
-    key; answer their trigger keys. ``metric`` counts each once (the write is conditional: a racing sweep or a
+    key; answer their trigger keys. ``metrics`` counts each once (the write is conditional: a racing sweep or a
     confirmation that lands first wins, and nothing is counted twice)."""
 
     def __init__(
