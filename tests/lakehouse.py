@@ -160,14 +160,14 @@ def rows(*ids: int) -> pa.Table:
     return pa.Table.from_pylist([{"id": i, "amount": i * 10} for i in ids], schema=ROWS)
 
 
-def paimon_commit(table: Any, data: pa.Table) -> None:
-    """One batch commit through pypaimon: one new snapshot."""
+def paimon_commit(table: Any, data: pa.Table, properties: dict[str, str] | None = None) -> None:
+    """One batch commit through pypaimon: one new snapshot (with ``properties`` as its snapshot properties)."""
     builder = table.new_batch_write_builder()
     write = builder.new_write()
     commit = builder.new_commit()
     try:
         write.write_arrow(data)
-        commit.commit(write.prepare_commit())
+        commit.commit(write.prepare_commit(), snapshot_properties=properties)
     finally:
         write.close()
         commit.close()
@@ -190,7 +190,7 @@ def create_iceberg_table(catalog: Any, name: str, location: str | None = None) -
     return catalog.create_table(name, schema=ROWS, location=location)
 
 
-def paimon_compact_commit(table: Any) -> None:
+def paimon_compact_commit(table: Any, properties: dict[str, str] | None = None) -> None:
     """A COMPACT snapshot through pypaimon's own commit path.
 
     pypaimon 2.1 cannot compact (its commit refuses compaction increments: Java commits them), so this
@@ -204,12 +204,13 @@ def paimon_compact_commit(table: Any) -> None:
             commit_identifier=2**63 - 1,  # BatchWriteBuilder's identifier
             commit_entries_plan=lambda _latest: [],
             allow_empty_commit=True,
+            snapshot_properties=properties,
         )
     finally:
         commit.close()
 
 
-def iceberg_rewrite(table: Any) -> None:
+def iceberg_rewrite(table: Any, properties: dict[str, str] | None = None) -> None:
     """A real Iceberg rewrite (compaction): every data file read and written back as one, committed as ``replace``.
 
     pyiceberg 0.12 has no rewrite API and its summary builder refuses the REPLACE operation, so the files are
@@ -230,7 +231,12 @@ def iceberg_rewrite(table: Any) -> None:
 
     data = table.scan().to_arrow()
     files = [task.file for task in table.scan().plan_files()]
-    with table.transaction() as tx, _RewriteFiles(operation=Operation.REPLACE, transaction=tx, io=table.io) as rewrite:
+    with (
+        table.transaction() as tx,
+        _RewriteFiles(
+            operation=Operation.REPLACE, transaction=tx, io=table.io, snapshot_properties=properties or {}
+        ) as rewrite,
+    ):
         for old in files:
             rewrite.delete_data_file(old)
         for new in _dataframe_to_data_files(table_metadata=tx.table_metadata, df=data, io=table.io):

@@ -66,9 +66,10 @@ class Lake:
     def with_sources(self, sources: SnapshotSources) -> None:
         """Poll (and compensate) through ``sources`` from now on; the records and offsets stay."""
         self.sources = sources
-        self.poll = PollAsset(sources, self.watermarks, self.ingest)
+        confirm = self.container.confirm_runs
+        self.poll = PollAsset(sources, self.watermarks, self.ingest, confirm=confirm)
         self.poll_all = PollAssets(self.poll, self.statuses)
-        self.compensate = Compensate(CompensateAsset(sources, self.store, self.ingest))
+        self.compensate = Compensate(CompensateAsset(sources, self.store, self.ingest, confirm=confirm))
 
     def crashing_after(self, recorded: int) -> PollAsset:
         """A poller of the same lake killed (RuntimeError) when it would record event ``recorded + 1``."""
@@ -172,8 +173,8 @@ class LakeTable(ABC):
         return self.asset.asset_key
 
     @abstractmethod
-    def commit(self, *ids: int) -> int:
-        """Commit rows ``ids`` (one data commit); answer its snapshot id."""
+    def commit(self, *ids: int, properties: dict[str, str] | None = None) -> int:
+        """Commit rows ``ids`` (one data commit; ``properties`` in its commit metadata); answer its snapshot id."""
 
     @abstractmethod
     def committed(self) -> list[int]:
@@ -199,8 +200,8 @@ class IcebergTable(LakeTable):
         self.table = create_iceberg_table(load_catalog("lake", **self.properties), name)
         self.asset = iceberg_asset(self.properties, name)
 
-    def commit(self, *ids: int) -> int:
-        self.table.append(rows(*ids))
+    def commit(self, *ids: int, properties: dict[str, str] | None = None) -> int:
+        self.table.append(rows(*ids), snapshot_properties=properties or {})
         return int(self.table.current_snapshot().snapshot_id)
 
     def committed(self) -> list[int]:
@@ -228,8 +229,8 @@ class PaimonTable(LakeTable):
         self.asset = paimon_asset(self.options, name)
         self.snapshots = 0
 
-    def commit(self, *ids: int) -> int:
-        paimon_commit(self.table, rows(*ids))
+    def commit(self, *ids: int, properties: dict[str, str] | None = None) -> int:
+        paimon_commit(self.table, rows(*ids), properties)
         self.snapshots += 1
         return self.snapshots
 
@@ -245,10 +246,11 @@ class DeltaLakeTable(LakeTable):
         self.asset = delta_asset(self.location, name)
         self.versions = 0
 
-    def commit(self, *ids: int) -> int:
-        from deltalake import write_deltalake
+    def commit(self, *ids: int, properties: dict[str, str] | None = None) -> int:
+        from deltalake import CommitProperties, write_deltalake
 
-        write_deltalake(self.location, rows(*ids), mode="append")
+        committed = CommitProperties(custom_metadata=properties) if properties else None
+        write_deltalake(self.location, rows(*ids), mode="append", commit_properties=committed)
         self.versions += 1
         return self.versions - 1
 
@@ -267,7 +269,8 @@ class HudiTable(LakeTable):
         self.asset = hudi_asset(self.staged.location, name)
         self.shown: list[int] = []
 
-    def commit(self, *ids: int) -> int:
+    def commit(self, *ids: int, properties: dict[str, str] | None = None) -> int:
+        assert not properties, "a Hudi sample table's commits are the ones Hudi wrote"
         (instant,) = self.staged.reveal()
         self.shown.append(instant)
         return instant

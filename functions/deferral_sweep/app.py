@@ -1,5 +1,6 @@
 """Deferral sweep: mark due quiet-period, cooldown and schedule re-evaluations, which wakes the resolver via
-the stream; on its freshness schedule, count what is overdue (rules and assets) and measure the longest waits (state
+the stream, and mark NOT_ADVANCED the started runs whose confirm window passed with no outlet commit carrying their
+trigger key; on its freshness schedule, count what is overdue (rules and assets) and measure the longest waits (state
 lag, watermark lag, blocked by quality) for the metrics and alarms."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lakehook.container import current
 from lakehook.freshness_metrics import publish_freshness
-from lakehook.handlers import sweep_deferred
+from lakehook.handlers import sweep_deferred, sweep_not_advanced
 from lakehook.observability import logger, metrics
 
 
@@ -31,4 +32,5 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         }
     due = sweep_deferred()
     logger.info("deferrals swept", extra={"due": due})
-    return {"due": due}
+    not_advanced = sweep_not_advanced()
+    return {"due": due, "notAdvanced": len(not_advanced)}

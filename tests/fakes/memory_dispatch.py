@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, ClassVar
 
 from lakehook.domain.aliases import Alias
 from lakehook.domain.completion import CompletionRecord, RecordOutcome
+from lakehook.domain.confirmation import Confirmation, ConfirmationState
 from lakehook.domain.dispatch import (
     Invocation,
     ManifestConflictError,
@@ -149,6 +150,7 @@ class InMemoryTriggerLedger(TriggerLedger):
         manifest_uri: str | None,
         now_ms: int,
         run_state: RunState | None = None,
+        confirm_by: int | None = None,
     ) -> bool:
         with self._lock:
             trigger = self._held(trigger_key, owner)
@@ -156,6 +158,7 @@ class InMemoryTriggerLedger(TriggerLedger):
                 return False
             self.store.triggers[trigger_key] = trigger.model_copy(
                 update={
+                    "confirm_by": confirm_by if confirm_by is not None else trigger.confirm_by,
                     "status": TriggerStatus.SUCCEEDED,
                     "target_run_id": run_id,
                     "updated_at": now_ms,
@@ -302,6 +305,22 @@ class InMemoryTriggerLedger(TriggerLedger):
                 and t.run_state.checked_at < checked_before_ms
             ]
             return found[:limit]
+
+    def record_confirmation(
+        self, trigger_key: str, confirmation: Confirmation, replacing: ConfirmationState | None = None
+    ) -> bool:
+        with self._lock:
+            trigger = self.store.triggers.get(trigger_key)
+            if trigger is None or not trigger.accepts_confirmation(confirmation, replacing):
+                return False
+            self.store.triggers[trigger_key] = trigger.model_copy(update={"confirmation": confirmation})
+            return True
+
+    def unconfirmed(self, rule_ids: Collection[str], now_ms: int, limit: int) -> list[LedgerEntry]:
+        with self._lock:
+            due = [t for t in self.store.triggers.values() if t.rule_id in rule_ids and t.unconfirmed_at(now_ms)]
+            due.sort(key=lambda t: (t.created_at, t.trigger_key))
+            return [self._entry(t) for t in due[:limit]]
 
     def record_run_state(self, trigger_key: str, run_state: RunState) -> bool:
         with self._lock:

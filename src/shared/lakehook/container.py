@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from lakehook.usecases.assets import ListAssets, ReadAssetState, RegisterAsset
     from lakehook.usecases.bus_ingest import IngestBusEvents
     from lakehook.usecases.completion import CompleteRun, CompletionTokens
+    from lakehook.usecases.confirmation import ConfirmRuns, SweepNotAdvanced
     from lakehook.usecases.dispatch import DispatchPolicy, DispatchTrigger, RedriveTriggers, RetryTrigger
     from lakehook.usecases.freshness import CheckFreshness
     from lakehook.usecases.ingest import IngestEvents
@@ -295,11 +296,14 @@ class Container:
         from lakehook.usecases.plan_polls import RunPollWork
         from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets
 
+        confirm = self.confirm_runs
         poll = PollAssets(
-            PollAsset(self.snapshot_sources, self.watermark_store, self.ingest), self.poll_status_store, metrics=metrics
+            PollAsset(self.snapshot_sources, self.watermark_store, self.ingest, confirm=confirm),
+            self.poll_status_store,
+            metrics=metrics,
         )
         grace_ms = round(self.settings.compensation_grace_seconds * 1000)
-        one = CompensateAsset(self.snapshot_sources, self.asset_store, self.ingest, grace_ms=grace_ms)
+        one = CompensateAsset(self.snapshot_sources, self.asset_store, self.ingest, grace_ms=grace_ms, confirm=confirm)
         return RunPollWork(
             self.asset_registry, poll, Compensate(one, metrics=metrics), fill=one.fill, notices=self.notice_store
         )
@@ -402,6 +406,21 @@ class Container:
         from lakehook.usecases.resolve import SweepDeferred
 
         return SweepDeferred(self.deferral_store)
+
+    @part
+    def confirm_runs(self) -> ConfirmRuns:
+        """Outlet commits carrying a trigger key confirm its run (called by the poll and compensation)."""
+        from lakehook.usecases.confirmation import ConfirmRuns
+
+        return ConfirmRuns(self.trigger_ledger, self.rule_store)
+
+    @part
+    def sweep_not_advanced(self) -> SweepNotAdvanced:
+        """The deferral sweep's part: started runs past confirm.withinSeconds with no confirmation."""
+        from lakehook.observability import metrics
+        from lakehook.usecases.confirmation import SweepNotAdvanced
+
+        return SweepNotAdvanced(self.trigger_ledger, self.rule_store, metrics=metrics)
 
     @part
     def check_freshness(self) -> CheckFreshness:

@@ -94,6 +94,12 @@ def sweep_deferred(container: Container | None = None) -> int:
     return len((container or current()).sweeper())
 
 
+def sweep_not_advanced(container: Container | None = None) -> list[str]:
+    """The scheduled sweep's other part: started runs whose confirm window passed with no outlet commit carrying
+    their key become NOT_ADVANCED; answer their trigger keys."""
+    return (container or current()).sweep_not_advanced()
+
+
 # --- DispatcherFunction ----------------------------------------------------------------------------------
 
 

@@ -24,6 +24,17 @@ class RunStateAnswer(Answer):
     checked_at: Iso = Field(alias="checkedAt")
 
 
+class ConfirmationAnswer(Answer):
+    state: Literal["CONFIRMED", "NOT_ADVANCED"] = Field(
+        description="CONFIRMED: an outlet commit carried the trigger key; NOT_ADVANCED: none by confirmBy"
+    )
+    decided_at: Iso = Field(alias="decidedAt")
+    asset_key: str | None = Field(default=None, alias="assetKey", description="CONFIRMED: the outlet table")
+    snapshot_id: int | None = Field(default=None, alias="snapshotId", description="CONFIRMED: the commit")
+    commit_time: Iso | None = Field(default=None, alias="commitTime")
+    late: bool = Field(default=False, description="CONFIRMED after it had been NOT_ADVANCED")
+
+
 class TriggerAnswer(Answer):
     trigger_key: str = Field(alias="triggerKey")
     rule_id: str = Field(alias="ruleId")
@@ -66,6 +77,15 @@ class TriggerAnswer(Answer):
         description="what the target said about the run when last asked (at the start, then every 5 minutes while "
         "it waits)",
     )
+    confirm_by: Iso | None = Field(
+        default=None,
+        alias="confirmBy",
+        description="a rule with confirm: by when an outlet commit carrying the key must confirm the run (absent "
+        "otherwise)",
+    )
+    confirmation: ConfirmationAnswer | None = Field(
+        default=None, description="what the outlet tables show of the run (absent until decided)"
+    )
 
 
 class TriggerSummary(Answer):
@@ -79,6 +99,9 @@ class TriggerSummary(Answer):
     window: Window | None = Field(default=None, description="a windowed group's run: its window; absent otherwise")
     partition: str | None = Field(
         default=None, description="a partitioned group's run: the partition key it ran for; absent otherwise"
+    )
+    confirmation: ConfirmationAnswer | None = Field(
+        default=None, description="a rule with confirm: CONFIRMED or NOT_ADVANCED once decided; absent otherwise"
     )
 
 

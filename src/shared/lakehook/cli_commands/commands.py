@@ -168,13 +168,41 @@ def _short(text: Any, width: int = 80) -> str:
 
 
 def _run(trigger: dict[str, Any]) -> str:
-    """What is known of the run: its own report (``runStatus``), else what the target said (``runState``)."""
+    """What is known of the run: its own report (``runStatus``), else what the target said (``runState``); then what
+    its outlet tables show (``confirmation``: CONFIRMED or NOT_ADVANCED), when decided."""
+    said = _said(trigger)
+    confirmation = trigger.get("confirmation")
+    if not isinstance(confirmation, dict) or not confirmation.get("state"):
+        return said
+    shown = str(confirmation["state"])
+    return shown if said == "-" else f"{said}, {shown}"
+
+
+def _said(trigger: dict[str, Any]) -> str:
     if trigger.get("runStatus"):
         return str(trigger["runStatus"])
     state = trigger.get("runState")
     if isinstance(state, dict) and state.get("state"):
         return str(state["state"]) + (" (see trigger)" if state.get("detail") else "")
     return "-"
+
+
+def confirmation_lines(trigger: dict[str, Any]) -> Iterator[str]:
+    """What a rule with ``confirm`` knows of the run's outlets: confirmed by which commit, not advanced, or awaited."""
+    confirmation = trigger.get("confirmation")
+    if isinstance(confirmation, dict) and confirmation.get("state") == "CONFIRMED":
+        late = " (late: after it was NOT_ADVANCED)" if confirmation.get("late") else ""
+        yield (
+            f"  confirmed by the data: {confirmation.get('assetKey')} snapshot {confirmation.get('snapshotId')}, "
+            f"committed {confirmation.get('commitTime')}{late}"
+        )
+    elif isinstance(confirmation, dict):
+        yield (
+            f"  NOT_ADVANCED: no outlet commit carried the trigger key by {trigger.get('confirmBy')} "
+            f"(decided {confirmation.get('decidedAt')})"
+        )
+    elif trigger.get("confirmBy"):
+        yield f"  awaiting an outlet commit carrying the trigger key by {trigger['confirmBy']}"
 
 
 def verdict(trigger: dict[str, Any]) -> str:
@@ -213,6 +241,7 @@ def trigger(api: ApiClient, args: argparse.Namespace) -> int:
             yield f"  run state (target, {state.get('checkedAt')}): {state.get('state')}{detail}"
         if d.get("runStatus"):
             yield f"  run status (reported by the run): {d['runStatus']}"
+        yield from confirmation_lines(d)
         if d.get("replayOf"):
             yield f"  replay of: {d['replayOf']}"
         if d.get("startFrom") is not None:

@@ -32,6 +32,7 @@ def signature(trigger: dict[str, Any]) -> tuple[Any, ...]:
         trigger.get("attempts"),
         state.get("state") if isinstance(state, dict) else None,
         trigger.get("runStatus"),
+        (trigger.get("confirmation") or {}).get("state"),
     )
 
 

@@ -25,6 +25,7 @@ from pydantic import (
 
 from lakehook.domain.assets import validate_asset_key
 from lakehook.domain.completion import MAX_RULE_OUTLETS, validate_outlet_entry
+from lakehook.domain.confirmation import ConfirmSpec
 from lakehook.domain.freshness import Freshness
 from lakehook.domain.ids import ALIAS_NAME_PATTERN, RULE_ID_PATTERN
 from lakehook.domain.partition_rules import (
@@ -450,6 +451,11 @@ class Rule(BaseModel):
         description="asset keys or key prefixes the run may report as outlets with its completion token "
         "(management credentials are not confined); empty: the run reports no outlets with its token",
     )
+    confirm: ConfirmSpec | None = Field(
+        default=None,
+        description="a run is confirmed by its commit to an outlet carrying its trigger key (lakehook.trigger-key); "
+        "one not confirmed withinSeconds after it started is NOT_ADVANCED. Needs outlets",
+    )
 
     @field_validator("freshness")
     @classmethod
@@ -514,6 +520,15 @@ class Rule(BaseModel):
             raise ValueError(
                 f"group {scheduled[0]} has a schedule: a scheduled group runs once per tick, not once per version "
                 "(EACH_VERSION)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _confirmed_by_outlets(self) -> Rule:
+        if self.confirm is not None and not self.outlets:
+            raise ValueError(
+                "confirm: a run is confirmed by its commit to one of the rule's outlets; declare outlets (the tables "
+                "the run writes) to confirm it"
             )
         return self
 

@@ -64,6 +64,11 @@ class SnapshotInfo(BaseModel):
     partitions: TouchedPartitions | None = Field(
         default=None, description="the partitions the commit touched; None for an unpartitioned table or not known"
     )
+    trigger_key: str | None = Field(
+        default=None,
+        alias="triggerKey",
+        description="the trigger key the commit's metadata carries (lakehook.trigger-key): the run that wrote it",
+    )
 
     @property
     def more_partitions(self) -> Chunks:

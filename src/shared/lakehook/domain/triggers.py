@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lakehook.domain.confirmation import Confirmation, ConfirmationState
 from lakehook.domain.errors import ConflictError
 from lakehook.domain.time import ms_to_iso
 
@@ -223,6 +224,12 @@ class Trigger(BaseModel):
     next_attempt_at: int | None = Field(default=None, alias="nextAttemptAt", description="RETRYABLE: when, by itself")
     retries: int = Field(default=0, description="how many times someone asked for a retry by hand")
     run_state: RunState | None = Field(default=None, alias="runState")
+    confirm_by: int | None = Field(
+        default=None, alias="confirmBy", description="a rule with confirm: by when an outlet commit must confirm it"
+    )
+    confirmation: Confirmation | None = Field(
+        default=None, description="CONFIRMED by an outlet commit carrying the key, or NOT_ADVANCED (docs/rules.md)"
+    )
 
     def to_api(self) -> dict[str, Any]:
         return {
@@ -251,7 +258,32 @@ class Trigger(BaseModel):
             "nextAttemptAt": ms_to_iso(self.next_attempt_at) if self.next_attempt_at is not None else None,
             "retries": self.retries,
             "runState": self.run_state.to_api() if self.run_state is not None else None,
+            **self.confirmation_api(),
         }
+
+    def accepts_confirmation(self, confirmation: Confirmation, replacing: ConfirmationState | None) -> bool:
+        """Whether ``confirmation`` may be kept on this claim now (the ledger's condition, in one place): the claim's
+        confirmation is ``replacing``; a SKIPPED claim had no run; NOT_ADVANCED needs a started run that did not
+        report FAILED."""
+        current = self.confirmation.state if self.confirmation is not None else None
+        if current != replacing or self.status is TriggerStatus.SKIPPED:
+            return False
+        if confirmation.state is ConfirmationState.NOT_ADVANCED:
+            return self.status is TriggerStatus.SUCCEEDED and self.run_status != TriggerStatus.FAILED.value
+        return True
+
+    def unconfirmed_at(self, now: int) -> bool:
+        """Whether the run's confirmation window has passed with no confirmation (it is due to be NOT_ADVANCED)."""
+        due = self.confirm_by is not None and self.confirm_by <= now and self.confirmation is None
+        return due and self.accepts_confirmation(Confirmation.not_advanced(now), None)
+
+    def confirmation_api(self) -> dict[str, Any]:
+        """``confirmBy`` and ``confirmation`` where the rule asks for them: a plain run's answer is unchanged."""
+        made = {
+            "confirmBy": ms_to_iso(self.confirm_by) if self.confirm_by is not None else None,
+            "confirmation": self.confirmation.to_api() if self.confirmation is not None else None,
+        }
+        return {name: value for name, value in made.items() if value is not None}
 
     def choices(self) -> dict[str, Any]:
         """A replay's choices (``startFrom``, ``variables``), those made only: a plain run's answer is unchanged."""

@@ -9,10 +9,12 @@ compensator, say) never work on one trigger at the same time.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import ClassVar
 
 from lakehook.domain.completion import CompletionRecord, RecordOutcome
+from lakehook.domain.confirmation import Confirmation, ConfirmationState
 from lakehook.domain.dispatch import Invocation, Outcome, RunManifest
 from lakehook.domain.targets import TargetConfig
 from lakehook.domain.triggers import FailureKind, RunState, Trigger, TriggerStatus
@@ -163,9 +165,11 @@ class TriggerLedger(ABC):
         manifest_uri: str | None,
         now_ms: int,
         run_state: RunState | None = None,
+        confirm_by: int | None = None,
     ) -> bool:
         """TRIGGERING -> SUCCEEDED with the target's run id (and what the target said about the run);
-        only by the lease holder. False if not held."""
+        only by the lease holder. False if not held. ``confirm_by``: a rule with ``confirm``, by when an outlet
+        commit must confirm the run (kept on the claim for :meth:`unconfirmed`)."""
 
     @abstractmethod
     def mark_failed(
@@ -209,6 +213,19 @@ class TriggerLedger(ABC):
     def waiting_runs(self, checked_before_ms: int, limit: int) -> list[LedgerEntry]:
         """SUCCEEDED claims whose run has not reported its end and whose ``runState`` says it waits (queued,
         running), last checked before ``checked_before_ms``: the ones worth asking the target again."""
+
+    @abstractmethod
+    def record_confirmation(
+        self, trigger_key: str, confirmation: Confirmation, replacing: ConfirmationState | None = None
+    ) -> bool:
+        """Keep what is known of the run's output on the claim, with one conditional write: only while the claim's
+        confirmation is ``replacing`` (None: it has none yet), never on a SKIPPED claim, and NOT_ADVANCED only on a
+        SUCCEEDED claim whose run did not report FAILED. False when the condition does not hold."""
+
+    @abstractmethod
+    def unconfirmed(self, rule_ids: Collection[str], now_ms: int, limit: int) -> list[LedgerEntry]:
+        """SUCCEEDED claims of these rules whose ``confirmBy`` has passed with no confirmation and whose run did not
+        report FAILED: the ones to mark NOT_ADVANCED. At most ``limit``, oldest first."""
 
     @abstractmethod
     def record_run_state(self, trigger_key: str, run_state: RunState) -> bool:

@@ -8,6 +8,8 @@
 - :class:`WebhookReceiver`: verify, parse, deduplicate on the trigger key, start once; ``.wsgi()`` serves it.
 - :class:`InMemoryDedupStore`, :class:`DynamoDBDedupStore` (a boto3 client passed in): where seen keys live.
 - :class:`CompletionClient`: report the run's end and its outlets with the invocation's completion token.
+- ``Invocation.commit_properties`` (and :func:`commit_properties`): what the run sets on its commits to an
+  outlet table, so that the commit confirms it (a rule with ``confirm``; docs/targets.md#confirmed-by-the-data).
 
 See docs/targets.md for the contract and docs/examples/receivers/ for a WSGI app, a Flask app, an Airflow 3
 DAG and a Step Functions task.
@@ -15,6 +17,7 @@ DAG and a Step Functions task.
 
 from __future__ import annotations
 
+from lakehook.client.outlets import TRIGGER_KEY_PROPERTY, commit_properties
 from lakehook.client.signing import (
     IDEMPOTENCY_HEADER,
     SIGNATURE_HEADER,
@@ -50,6 +53,7 @@ __all__ = [
     "IDEMPOTENCY_HEADER",
     "SIGNATURE_HEADER",
     "TRIGGER_KEY_HEADER",
+    "TRIGGER_KEY_PROPERTY",
     "Answer",
     "Completion",
     "CompletionClient",
@@ -67,6 +71,7 @@ __all__ = [
     "Seen",
     "SignatureError",
     "WebhookReceiver",
+    "commit_properties",
     "from_dolphinscheduler_params",
     "from_eventbridge_event",
     "parse_invocation",

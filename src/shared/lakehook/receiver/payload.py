@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lakehook.wire.commit_properties import commit_properties
 from lakehook.wire.partition_keys import PartitionKeyError, partition_fields
 
 
@@ -73,6 +74,13 @@ class Invocation:
             if pinned.asset_key == asset_key:
                 return pinned
         raise KeyError(asset_key)
+
+    @property
+    def commit_properties(self) -> dict[str, str]:
+        """What the run sets on each commit to an outlet table so that the commit confirms this trigger:
+        ``{"lakehook.trigger-key": <key>}``, for pyiceberg's and pypaimon's ``snapshot_properties`` and deltalake's
+        ``CommitProperties(custom_metadata=...)`` (docs/targets.md#confirmed-by-the-data)."""
+        return commit_properties(self.trigger_key)
 
     @property
     def is_replay(self) -> bool:

@@ -130,6 +130,7 @@ class _Target:
 
     config: TargetConfig
     client: TargetClient
+    confirm_within_ms: int | None = None  # the rule's confirm.withinSeconds: a started run's confirmation window
 
 
 def _target_type(target: _Target | Outcome) -> str:
@@ -273,7 +274,7 @@ class DispatchTrigger:
             uri = written.uri if written is not None else None
             if outcome.succeeded:
                 assert isinstance(target, _Target) and uri is not None
-                return self._succeeded(attempt, uri, target.config.type, outcome)
+                return self._succeeded(attempt, uri, target, outcome)
             streak = streak.after(outcome.code, self._clock())
             settled = self._after_failure(attempt, uri, target, outcome, streak, tried >= budget)
             if settled is not None:
@@ -397,7 +398,8 @@ class DispatchTrigger:
         client = self._targets.get(config.type)
         if client is None:
             return Outcome.fatal(f"target type {config.type!r} is not available here", "unsupported_target")
-        return _Target(config, client)
+        confirm = stored.rule.confirm
+        return _Target(config, client, confirm.within_ms if confirm is not None else None)
 
     def _manifest(self, entry: LedgerEntry) -> _Written | Outcome:
         """Write the manifest (or find a replay's); an Outcome when that fails."""
@@ -481,11 +483,20 @@ class DispatchTrigger:
 
     # --- endings -------------------------------------------------------------------------------------
 
-    def _succeeded(self, attempt: Attempt, uri: str, target_type: str, outcome: Outcome) -> DispatchResult:
+    def _succeeded(self, attempt: Attempt, uri: str, target: _Target, outcome: Outcome) -> DispatchResult:
         key = attempt.before.trigger_key
+        target_type = target.config.type
         assert outcome.run_id is not None
+        now = self._clock()
+        window = target.confirm_within_ms
         marked = self._ledger.mark_succeeded(
-            key, attempt.owner, outcome.run_id, uri, self._clock(), run_state=outcome.run_state
+            key,
+            attempt.owner,
+            outcome.run_id,
+            uri,
+            now,
+            run_state=outcome.run_state,
+            confirm_by=now + window if window is not None else None,
         )
         if not marked:
             return self._lost_lease(key, attempt)

@@ -37,6 +37,7 @@ from lakehook.domain.snapshots import (
     PollStatus,
     SnapshotCursor,
     SnapshotGap,
+    SnapshotInfo,
     UnrecordedPartitions,
     snapshot_event,
     tag_event,
@@ -49,6 +50,9 @@ from lakehook.usecases.ingest import IngestEvents
 
 T = TypeVar("T")
 R = TypeVar("R")
+# what the poll hands the commits it ingested, so outlet commits carrying a trigger key confirm their runs
+# (lakehook.usecases.confirmation.ConfirmRuns)
+ConfirmCommits = Callable[[str, Sequence[SnapshotInfo]], object]
 
 
 class MetricName:
@@ -168,10 +172,12 @@ class PollAsset:
         batch_limit: int = 500,
         first_poll_snapshots: int = 1,
         clock: Callable[[], int] = now_ms,
+        confirm: ConfirmCommits | None = None,
     ) -> None:
         self._sources = sources
         self._watermarks = watermarks
         self._ingest = ingest
+        self._confirm = confirm
         self._batch_limit = batch_limit
         self._first_poll_snapshots = first_poll_snapshots
         self._clock = clock
@@ -213,6 +219,8 @@ class PollAsset:
         results = tuple(
             self._ingest.ingest(event, SourceType.POLL, more_partitions=more) for event, more in _events(key, batch)
         )
+        if self._confirm is not None:  # after the ingest: the outlet's new state is in before its run is confirmed
+            self._confirm(key, batch.snapshots)
         advanced = offset.advanced(batch.snapshots, pointer, batch.tag_names, batch.complete)
         stored = self._store_offset(key, advanced, record.version if record else 0)
         return PollResult(
@@ -444,10 +452,12 @@ class CompensateAsset:
         first_scan_snapshots: int = 1,
         grace_ms: int = 0,
         clock: Callable[[], int] = now_ms,
+        confirm: ConfirmCommits | None = None,
     ) -> None:
         self._sources = sources
         self._store = store
         self._ingest = ingest
+        self._confirm = confirm
         self._limit = limit
         self._first_scan_snapshots = first_scan_snapshots
         self._grace_ms = grace_ms
@@ -484,6 +494,8 @@ class CompensateAsset:
             self._ingest.ingest(event, SourceType.COMPENSATION, more_partitions=more)
             for event, more in _events(key, batch)
         )
+        if self._confirm is not None:
+            self._confirm(key, batch.snapshots)
         result = CompensationResult(
             key,
             True,

@@ -152,4 +152,5 @@ def _summary(trigger: Trigger | None) -> dict[str, Any] | None:
         "inputs": [p.to_api() for p in trigger.inputs],
         **({"window": trigger.window.to_api()} if trigger.window else {}),
         **({"partition": trigger.partition} if trigger.partition is not None else {}),
+        **({"confirmation": trigger.confirmation.to_api()} if trigger.confirmation is not None else {}),
     }

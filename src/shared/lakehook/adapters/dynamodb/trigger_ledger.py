@@ -15,7 +15,11 @@ The claim item (see ``trigger_store.trigger_item``) already has ``status``, ``at
   dispatcher (its FilterCriteria match it), and the next attempt removes it;
 - ``runStatus``, ``completedAt``, ``runOutlets``, ``completionDigest``: what the run reported through
   ``POST /runs/{triggerKey}/complete``, written once (``attribute_not_exists(runStatus)``): the first
-  terminal status wins, and the digest tells a repeat of it from a different completion.
+  terminal status wins, and the digest tells a repeat of it from a different completion;
+- ``confirmBy`` (epoch ms, set with SUCCEEDED for a rule with ``confirm``) and ``confirmation`` (map ``state``
+  CONFIRMED or NOT_ADVANCED, ``decidedAt``, and the confirming commit's ``assetKey``, ``snapshotId``,
+  ``commitTime``, ``late``): whether an outlet commit carrying the key confirmed the run
+  (:mod:`lakehook.domain.confirmation`), each write conditional on the confirmation it replaces.
 
 Every change is ONE conditional UpdateItem: taking an attempt is conditional on the status and the
 lease, marking is conditional on still holding the lease, so two dispatchers never both mark.
@@ -27,7 +31,7 @@ created within ``lookback_ms``, filtered to open ones. Rules are read from GSI1 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
@@ -39,6 +43,7 @@ from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import integral
 from lakehook.adapters.dynamodb.trigger_store import trigger_from_item
 from lakehook.domain.completion import CompletionRecord, RecordOutcome
+from lakehook.domain.confirmation import Confirmation, ConfirmationState
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.triggers import WAITING_RUN_STATES, RunState, Trigger, TriggerNotRetryableError, TriggerStatus
 from lakehook.ports.dispatch import Attempt, LedgerEntry, TriggerLedger
@@ -209,9 +214,13 @@ class DynamoDBTriggerLedger(TriggerLedger):
         manifest_uri: str | None,
         now_ms: int,
         run_state: RunState | None = None,
+        confirm_by: int | None = None,
     ) -> bool:
         sets = ["#status = :succeeded", "targetRunId = :run", "updatedAt = :now"]
         values: dict[str, Any] = {":succeeded": TriggerStatus.SUCCEEDED.value, ":run": run_id, ":now": now_ms}
+        if confirm_by is not None:
+            sets.append("confirmBy = :by")
+            values[":by"] = confirm_by
         if manifest_uri:
             sets.append("manifestUri = :uri")
             values[":uri"] = manifest_uri
@@ -357,6 +366,44 @@ class DynamoDBTriggerLedger(TriggerLedger):
         names = {"#status": "status", "#state": "state"}
         return self._recent(checked_before_ms, condition, names, values, limit)
 
+    def record_confirmation(
+        self, trigger_key: str, confirmation: Confirmation, replacing: ConfirmationState | None = None
+    ) -> bool:
+        names = {"#status": "status"}
+        stored = confirmation.model_dump(by_alias=True, mode="json", exclude_none=True)
+        values: dict[str, Any] = {":c": stored, ":skipped": TriggerStatus.SKIPPED.value}
+        conditions = ["attribute_exists(PK)", "#status <> :skipped"]
+        if replacing is None:
+            conditions.append("attribute_not_exists(confirmation)")
+        else:
+            conditions.append("confirmation.#state = :replacing")
+            names["#state"] = "state"
+            values[":replacing"] = replacing.value
+        if confirmation.state is ConfirmationState.NOT_ADVANCED:
+            conditions.append("#status = :succeeded AND (attribute_not_exists(runStatus) OR runStatus <> :failed)")
+            values.update({":succeeded": TriggerStatus.SUCCEEDED.value, ":failed": TriggerStatus.FAILED.value})
+        try:
+            self._table.update_item(
+                Key=keys.trigger_item_key(trigger_key),
+                UpdateExpression="SET confirmation = :c",
+                ConditionExpression=" AND ".join(conditions),
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if is_conditional_failure(exc):
+                return False
+            raise
+        return True
+
+    def unconfirmed(self, rule_ids: Collection[str], now_ms: int, limit: int) -> list[LedgerEntry]:
+        condition = (
+            "#status = :succeeded AND confirmBy <= :now AND attribute_not_exists(confirmation)"
+            " AND (attribute_not_exists(runStatus) OR runStatus <> :failed)"
+        )
+        values = {":succeeded": TriggerStatus.SUCCEEDED.value, ":failed": TriggerStatus.FAILED.value, ":now": now_ms}
+        return self._recent(now_ms, condition, {"#status": "status"}, values, limit, rule_ids=rule_ids)
+
     def record_run_state(self, trigger_key: str, run_state: RunState) -> bool:
         try:
             self._table.update_item(
@@ -376,12 +423,19 @@ class DynamoDBTriggerLedger(TriggerLedger):
         return True
 
     def _recent(
-        self, now_ms: int, condition: str, names: dict[str, str], values: dict[str, Any], limit: int
+        self,
+        now_ms: int,
+        condition: str,
+        names: dict[str, str],
+        values: dict[str, Any],
+        limit: int,
+        rule_ids: Iterable[str] | None = None,
     ) -> list[LedgerEntry]:
-        """Claims created within the lookback that match ``condition``: one GSI1 query per rule."""
+        """Claims created within the lookback that match ``condition``: one GSI1 query per rule (of ``rule_ids``,
+        or of every rule)."""
         found: list[LedgerEntry] = []
         since = keys.triggers_index_sk(max(now_ms - self._lookback_ms, 0), 0, "")
-        for rule_id in self._rule_ids():
+        for rule_id in self._rule_ids() if rule_ids is None else rule_ids:
             kwargs: dict[str, Any] = {
                 "IndexName": keys.GSI1,
                 "KeyConditionExpression": Key("GSI1PK").eq(keys.triggers_index_pk(rule_id)) & Key("GSI1SK").gte(since),

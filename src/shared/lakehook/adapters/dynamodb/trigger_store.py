@@ -48,6 +48,7 @@ from lakehook.adapters.dynamodb.transactions import (
     old_item,
     reason_code,
 )
+from lakehook.domain.confirmation import Confirmation
 from lakehook.domain.replay_choices import variables_json
 from lakehook.domain.requests import RecordedRequest
 from lakehook.domain.triggers import FailureKind, GroupCursor, PinnedInput, RunState, Trigger, TriggerStatus, Window
@@ -140,6 +141,8 @@ def trigger_from_item(item: dict[str, Any]) -> Trigger:
         next_attempt_at=data.get("nextAttemptAt") if failure is FailureKind.RETRYABLE else None,
         retries=data.get("retries", 0),
         run_state=RunState.model_validate(run_state) if isinstance(run_state, dict) else None,
+        confirm_by=data.get("confirmBy"),
+        confirmation=Confirmation.model_validate(data["confirmation"]) if data.get("confirmation") else None,
     )
 
 

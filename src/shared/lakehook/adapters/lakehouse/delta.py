@@ -53,6 +53,7 @@ from typing import Any, NamedTuple
 from lakehook.adapters.lakehouse.credentials import CredentialResolver
 from lakehook.adapters.lakehouse.table_files import TableFiles, TableFilesCache
 from lakehook.domain.assets import AssetSource
+from lakehook.domain.confirmation import trigger_key_in, trigger_key_in_text
 from lakehook.domain.partitions import PartitionKeyError, TouchedPartitions, format_partition_key
 from lakehook.domain.snapshots import SnapshotCursor, SnapshotGap, SnapshotInfo, mark_schema_changes
 from lakehook.ports.lakehouse import (
@@ -816,6 +817,8 @@ def commit_snapshot(
         delta_record_count=delta,
         commit_user=str(user) if user else None,
         data_changed=data_changed,
+        # delta-rs custom metadata is a commitInfo field; Spark's userMetadata is one text
+        trigger_key=trigger_key_in(commit_info) or trigger_key_in_text(commit_info.get("userMetadata")),
     )
 
 

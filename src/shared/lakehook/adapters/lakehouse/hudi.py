@@ -66,6 +66,7 @@ from zoneinfo import ZoneInfo
 from lakehook.adapters.lakehouse.credentials import CredentialResolver
 from lakehook.adapters.lakehouse.table_files import TableFiles, TableFilesCache
 from lakehook.domain.assets import AssetSource
+from lakehook.domain.confirmation import trigger_key_in
 from lakehook.domain.partitions import PartitionKeyError, TouchedPartitions, path_partition_key
 from lakehook.domain.snapshots import SnapshotCursor, SnapshotGap, SnapshotInfo, mark_schema_changes
 from lakehook.domain.time import ms_to_iso, now_ms
@@ -620,6 +621,7 @@ def instant_snapshot(
         watermark=watermark if watermark is not None and watermark >= 0 else None,
         total_record_count=total,
         delta_record_count=delta,
+        trigger_key=trigger_key_in(extra),
     )
 
 

@@ -37,6 +37,7 @@ from pyiceberg.table.snapshots import Snapshot
 from lakehook.adapters.lakehouse.catalog_cache import CatalogCache
 from lakehook.adapters.lakehouse.credentials import CredentialResolver, ResolvedProperties, properties_fingerprint
 from lakehook.domain.assets import AssetSource
+from lakehook.domain.confirmation import trigger_key_in
 from lakehook.domain.errors import LakehookError
 from lakehook.domain.partitions import TouchedPartitions, format_partition_key
 from lakehook.domain.snapshots import (
@@ -340,7 +341,8 @@ def snapshot_info(snapshot: Snapshot, versioned: bool = True, metadata_location:
     whether it changed data from the summary, as Java's writer defines them (:mod:`lakehook.wire.iceberg_counts`)."""
     summary = snapshot.summary
     operation = summary.operation.value if summary is not None else None
-    counts = counts_from_summary(operation, summary_properties(summary))
+    properties = summary_properties(summary)
+    counts = counts_from_summary(operation, properties)
     watermark = next((w for k in WATERMARK_SUMMARY_KEYS if (w := _summary_int(summary, k)) is not None), None)
     return SnapshotInfo(
         snapshot_id=snapshot.snapshot_id,
@@ -355,6 +357,7 @@ def snapshot_info(snapshot: Snapshot, versioned: bool = True, metadata_location:
         delta_record_count=counts.delta_rows,
         data_changed=counts.data_changed,
         metadata_location=metadata_location,
+        trigger_key=trigger_key_in(properties),
     )
 
 

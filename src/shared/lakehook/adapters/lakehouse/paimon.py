@@ -38,6 +38,7 @@ from pypaimon.snapshot.snapshot import Snapshot
 from lakehook.adapters.lakehouse.catalog_cache import CatalogCache
 from lakehook.adapters.lakehouse.credentials import CredentialResolver, ResolvedProperties, properties_fingerprint
 from lakehook.domain.assets import AssetSource
+from lakehook.domain.confirmation import trigger_key_in
 from lakehook.domain.errors import LakehookError
 from lakehook.domain.partitions import TouchedPartitions, format_partition_key, unescape_path_name
 from lakehook.domain.snapshots import SnapshotCursor, SnapshotGap, SnapshotInfo, TagInfo, mark_schema_changes
@@ -469,4 +470,5 @@ def snapshot_info(snapshot: Snapshot) -> SnapshotInfo:
         changelog_record_count=snapshot.changelog_record_count,
         commit_user=snapshot.commit_user,
         commit_identifier=snapshot.commit_identifier,
+        trigger_key=trigger_key_in(getattr(snapshot, "properties", None)),
     )

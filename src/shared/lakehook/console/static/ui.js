@@ -48,8 +48,8 @@ export const layerOf = (assetKey) => {
 /** A status word as a coloured badge; the colour family comes from the word. */
 export function tone(status) {
   const s = String(status || "").toUpperCase();
-  if (["READY", "SUCCEEDED", "PASSED", "COMPATIBLE", "OK", "COVERED", "ACCEPTED", "COMPLETED", "HEALTHY"].includes(s)) return "good";
-  if (["FAILED", "FINAL", "REJECTED", "BLOCKED_BY_FAILED_TRIGGER", "ERROR", "GAP", "QUALITY_FAILED", "SCHEMA_REJECTED", "SOURCE_BLOCKED", "SOURCE_GAP"].includes(s))
+  if (["READY", "SUCCEEDED", "PASSED", "COMPATIBLE", "OK", "COVERED", "ACCEPTED", "COMPLETED", "HEALTHY", "CONFIRMED"].includes(s)) return "good";
+  if (["FAILED", "FINAL", "REJECTED", "BLOCKED_BY_FAILED_TRIGGER", "ERROR", "GAP", "QUALITY_FAILED", "SCHEMA_REJECTED", "SOURCE_BLOCKED", "SOURCE_GAP", "NOT_ADVANCED"].includes(s))
     return "bad";
   if (s === "OVERDUE") return "overdue";
   if (s.startsWith("WAITING")) return "idle";

@@ -1,6 +1,6 @@
 // Triggers, a timeline per rule (newest first): status, the partition a partitioned group's run is for, pinned
-// inputs, attempts, next attempt, failure kind, the run's reported status, the manifest; retry, replay (after its
-// pre-flight checklist), evaluate now.
+// inputs, attempts, next attempt, failure kind, the run's reported status, what its outlets show (confirm), the
+// manifest; retry, replay (after its pre-flight checklist), evaluate now.
 
 import * as api from "../api.js";
 import { html, badge, time, relative, short, snap, partitionOf, assetHref, ruleHref, triggersHref, confirmDialog, toast } from "../ui.js";
@@ -74,6 +74,7 @@ function entry(t, isNew, showRule) {
           <dt>reported</dt><dd data-key="runStatus">${t.runStatus ? badge(t.runStatus) : html`<span class="muted">not yet</span>`}</dd>
           ${t.completedAt ? html`<dt>completed</dt><dd>${time(t.completedAt)}</dd>` : ""}
           ${t.runState ? html`<dt>target says</dt><dd>${t.runState.state}${t.runState.detail ? ` — ${t.runState.detail}` : ""}</dd>` : ""}
+          ${confirmation(t)}
           ${(t.outlets || []).length ? html`<dt>outlets</dt><dd>${t.outlets.map((o) => html`<a href="${assetHref(o.assetKey)}">${short(o.assetKey)}</a> @ ${snap(o.snapshotId)} `)}</dd>` : ""}
           <dt>manifest</dt><dd>${manifest(t.manifestUri)}</dd>
         </dl></div>
@@ -81,6 +82,15 @@ function entry(t, isNew, showRule) {
       ${t.reason ? html`<p class="${failed ? "error" : "muted"} small reason">${t.reason}</p>` : ""}
     </div>
   </article>`;
+}
+
+// A rule with confirm: what the outlet tables show of the run (CONFIRMED by a commit, NOT_ADVANCED, or awaited).
+function confirmation(t) {
+  const c = t.confirmation;
+  if (!c && !t.confirmBy) return "";
+  if (!c) return html`<dt>outlets show</dt><dd data-key="confirmation"><span class="muted">awaiting a commit by ${time(t.confirmBy)}</span></dd>`;
+  const commit = c.assetKey ? html` <a href="${assetHref(c.assetKey)}">${short(c.assetKey)}</a> @ ${snap(c.snapshotId)}` : "";
+  return html`<dt>outlets show</dt><dd data-key="confirmation">${badge(c.state)}${commit}${c.late ? html` <span class="muted">late</span>` : ""}</dd>`;
 }
 
 function manifest(uri) {
