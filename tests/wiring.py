@@ -38,6 +38,7 @@ from tests.fakes.memory_rules import (
     InMemoryStateReader,
     InMemoryTriggerStore,
 )
+from tests.fakes.memory_slots import InMemoryRunSlotStore
 
 
 class NoTable:
@@ -79,6 +80,7 @@ def fakes(**parts: Any) -> dict[str, Any]:
         "deferral_store": InMemoryDeferralStore(),
         "trigger_ledger": InMemoryTriggerLedger(triggers),
         "manifest_store": InMemoryManifestStore(),
+        "run_slot_store": InMemoryRunSlotStore(),
         "target_clients": {name: InMemoryTargetClient() for name in REGISTRY},
     }
     built.update(parts)

@@ -50,7 +50,16 @@ from lakehook.adapters.dynamodb.transactions import (
 )
 from lakehook.domain.replay_choices import variables_json
 from lakehook.domain.requests import RecordedRequest
-from lakehook.domain.triggers import FailureKind, GroupCursor, PinnedInput, RunState, Trigger, TriggerStatus, Window
+from lakehook.domain.triggers import (
+    FailureKind,
+    GroupCursor,
+    PinnedInput,
+    RunState,
+    SlotWait,
+    Trigger,
+    TriggerStatus,
+    Window,
+)
 from lakehook.ports.rules import (
     MAX_CLAIMS_PER_TRANSACTION,
     Claim,
@@ -140,6 +149,7 @@ def trigger_from_item(item: dict[str, Any]) -> Trigger:
         next_attempt_at=data.get("nextAttemptAt") if failure is FailureKind.RETRYABLE else None,
         retries=data.get("retries", 0),
         run_state=RunState.model_validate(run_state) if isinstance(run_state, dict) else None,
+        slot_wait=SlotWait(since=data["slotWaitSince"]) if data.get("slotWaitSince") is not None else None,
     )
 
 
