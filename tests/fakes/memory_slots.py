@@ -33,6 +33,11 @@ class InMemoryRunSlotStore(RunSlotStore):
                 self.states[scope] = (slots, version + 1)
             return True
 
+    def of_rule(self, rule_id: str) -> list[tuple[SlotScope, RunSlots]]:
+        with self._lock:
+            mine = sorted((s for s in self.states if s.rule_id == rule_id), key=lambda s: s.scope_id)
+            return [(s, self.states[s][0]) for s in mine]
+
     def scopes(self, limit: int) -> list[SlotScope]:
         with self._lock:
             return sorted(self.states, key=lambda s: s.scope_id)[:limit]

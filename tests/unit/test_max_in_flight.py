@@ -18,11 +18,13 @@ from typing import Any
 
 import pytest
 
+from lakehook.cli_commands.commands import _status, in_flight_lines, verdict
 from lakehook.domain.run_slots import SlotScope
 from lakehook.domain.triggers import TriggerStatus
 from lakehook.ports.rules import Deferral
 from lakehook.usecases.completion import Caller, CompleteRun
 from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger, RedriveTriggers
+from lakehook.usecases.rule_explain import ExplainRule
 from lakehook.usecases.run_slots import RunSlotGate
 from lakehook.usecases.triggers import ReadTriggers
 from tests.fakes.memory_dispatch import (
@@ -213,3 +215,26 @@ def test_a_dispatch_that_fails_frees_its_slot_for_the_next() -> None:
 class _Silent:
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         return None
+
+
+def test_explain_and_the_cli_show_who_runs_and_who_waits() -> None:
+    simulated = flight("ALL_UPDATED", 10)
+    while simulated.events and simulated.events[0][0] < START + 600:
+        when, _, kind, what = heapq.heappop(simulated.events)
+        simulated.world.now = when
+        getattr(simulated, f"_{kind}")(what)
+    world = simulated.world
+    explain = ExplainRule(world.rules, world.triggers, world.reader, resolver=world.resolve, slots=simulated.gate)
+    shown = explain.explain("r")["inFlight"]
+    assert (shown["maxInFlight"], shown["maxRunSeconds"], shown["waitingCount"]) == (1, 86_400, 5)
+    [scope] = shown["scopes"]
+    assert scope["partition"] is None and scope["inFlight"] == simulated.started
+    assert [w["position"] for w in scope["waiting"]] == [1, 2, 3, 4, 5]
+    lines = list(in_flight_lines(shown))
+    assert "5 waiting for a slot" in lines[0] and f"running {simulated.started[0]}" in lines[1]
+    assert lines[2].startswith(f"      #1 {scope['waiting'][0]['triggerKey']}")
+    reads = ReadTriggers(world.triggers, slots=simulated.gate, rules=world.rules)
+    first = reads.get_trigger(scope["waiting"][0]["triggerKey"]).to_api()
+    assert verdict(first).startswith("WAITING_FOR_SLOT: #1 in the queue, 1 of maxInFlight 1 runs in flight")
+    assert _status(first) == "WAITING_FOR_SLOT #1"
+    assert "inFlight" not in ExplainRule(world.rules, world.triggers, world.reader, resolver=world.resolve).explain("r")

@@ -435,6 +435,7 @@ class Container:
             self.asset_registry,
             resolver=self.resolver,
             partitions=self.partition_store,
+            slots=self.slot_gate,
         )
 
     @part

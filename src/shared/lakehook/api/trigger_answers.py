@@ -24,6 +24,15 @@ class RunStateAnswer(Answer):
     checked_at: Iso = Field(alias="checkedAt")
 
 
+class SlotWaitAnswer(Answer):
+    """A claimed trigger held back by its rule's maxInFlight (docs/rules.md, "Runs in flight")."""
+
+    since: Iso = Field(description="when it began waiting")
+    position: int | None = Field(default=None, description="its place in the queue (1: next), in claim order")
+    in_flight: int | None = Field(default=None, alias="inFlight", description="runs of its scope in flight now")
+    max_in_flight: int | None = Field(default=None, alias="maxInFlight")
+
+
 class TriggerAnswer(Answer):
     trigger_key: str = Field(alias="triggerKey")
     rule_id: str = Field(alias="ruleId")
@@ -65,6 +74,11 @@ class TriggerAnswer(Answer):
         alias="runState",
         description="what the target said about the run when last asked (at the start, then every 5 minutes while "
         "it waits)",
+    )
+    waiting_for_slot: SlotWaitAnswer | None = Field(
+        default=None,
+        alias="waitingForSlot",
+        description="TRIGGERING and waiting for a run slot (the rule's maxInFlight); absent otherwise",
     )
 
 

@@ -241,3 +241,7 @@ class RunSlotStore(ABC):
     @abstractmethod
     def scopes(self, limit: int) -> list[SlotScope]:
         """Scopes with runs in flight or triggers waiting: the compensator's work."""
+
+    @abstractmethod
+    def of_rule(self, rule_id: str) -> list[tuple[SlotScope, RunSlots]]:
+        """The rule's scopes with anything in flight or waiting, and their slots (explain)."""

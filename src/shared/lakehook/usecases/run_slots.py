@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from lakehook.domain.errors import LakehookError
 from lakehook.domain.run_slots import Admission, QueuePlace, RunSlots, SlotLimit, SlotScope
-from lakehook.domain.time import now_ms
+from lakehook.domain.time import ms_to_iso, now_ms
 from lakehook.domain.triggers import RunState, SlotWait, Trigger, TriggerStatus
 from lakehook.observability import logger
 from lakehook.ports.dispatch import LedgerEntry, RunSlotStore, TriggerLedger
@@ -27,6 +27,7 @@ from lakehook.ports.rules import RuleStore
 
 T = TypeVar("T")
 MAX_TRIES = 50
+MAX_WAITING_SHOWN = 20
 
 
 class SlotContentionError(LakehookError):
@@ -103,6 +104,31 @@ class RunSlotGate:
             max_in_flight=limit.max_in_flight if limit else None,
         )
         return trigger.model_copy(update={"slot_wait": wait})
+
+    def explain(self, rule_id: str, limit: SlotLimit) -> dict[str, Any]:
+        """What explain shows of a rule's ``maxInFlight``: its runs in flight and the triggers waiting, in queue
+        order (at most ``MAX_WAITING_SHOWN`` per scope), per scope (the rule, or each partition of it)."""
+        now = self._clock()
+        scopes = []
+        for scope, slots in self._store.of_rule(rule_id):
+            live = slots.live(now, limit.max_run_ms)
+            scopes.append(
+                {
+                    "partition": scope.partition,
+                    "inFlight": sorted(live.holders),
+                    "waiting": [
+                        {"triggerKey": p.trigger_key, "position": i + 1, "claimedAt": ms_to_iso(p.created_at)}
+                        for i, p in enumerate(slots.queue[:MAX_WAITING_SHOWN])
+                    ],
+                    "waitingCount": len(slots.queue),
+                }
+            )
+        return {
+            "maxInFlight": limit.max_in_flight,
+            "maxRunSeconds": limit.max_run_ms // 1000,
+            "waitingCount": sum(s["waitingCount"] for s in scopes),
+            "scopes": scopes,
+        }
 
     def sweep(
         self, rules: RuleStore, run_state: Callable[[LedgerEntry], RunState | None] | None = None, limit: int = 100

@@ -63,6 +63,21 @@ class DynamoDBRunSlotStore(RunSlotStore):
             raise
         return True
 
+    def of_rule(self, rule_id: str) -> list[tuple[SlotScope, RunSlots]]:
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": Key("PK").eq(keys.rule_pk(rule_id)) & Key("SK").begins_with(keys.SLOTS_PREFIX),
+            "ConsistentRead": True,
+        }
+        found: list[tuple[SlotScope, RunSlots]] = []
+        while True:
+            answer = self._table.query(**kwargs)
+            for item in answer.get("Items", []):
+                data = integral(dict(item))
+                found.append((SlotScope(rule_id, data.get("partition")), RunSlots.from_item(data)))
+            if "LastEvaluatedKey" not in answer:
+                return found
+            kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+
     def scopes(self, limit: int) -> list[SlotScope]:
         found: list[SlotScope] = []
         kwargs: dict[str, Any] = {
