@@ -20,7 +20,7 @@ import pytest
 
 from lakehook.cli_commands.commands import _status, in_flight_lines, verdict
 from lakehook.domain.run_slots import SlotScope
-from lakehook.domain.triggers import TriggerStatus
+from lakehook.domain.triggers import RunState, TriggerStatus
 from lakehook.ports.rules import Deferral
 from lakehook.usecases.completion import Caller, CompleteRun
 from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger, RedriveTriggers
@@ -238,3 +238,23 @@ def test_explain_and_the_cli_show_who_runs_and_who_waits() -> None:
     assert verdict(first).startswith("WAITING_FOR_SLOT: #1 in the queue, 1 of maxInFlight 1 runs in flight")
     assert _status(first) == "WAITING_FOR_SLOT #1"
     assert "inFlight" not in ExplainRule(world.rules, world.triggers, world.reader, resolver=world.resolve).explain("r")
+
+
+class _Ended(InMemoryTargetClient):
+    """A target with a run status API that says every run it started has ended (as Airflow or Step Functions can)."""
+
+    def run_state(self, run_id: str, config: Any) -> RunState | None:
+        return RunState(state="success", checked_at=START)
+
+
+def test_a_target_that_says_the_run_ended_frees_its_slot_at_the_next_sweep() -> None:
+    simulated = flight("EACH_VERSION", 10)
+    simulated.target = _Ended()
+    simulated.dispatch._targets = {"eventbridge": simulated.target}  # the status-API target
+    simulated.complete = _Silent()  # type: ignore[assignment]  # the run never reports its end itself
+    simulated.run()
+    assert len(simulated.started) == 1
+    swept = simulated.redrive().slots
+    assert swept.released == simulated.started and len(swept.woken) == 1
+    simulated._woken()
+    assert simulated.pins(simulated.started) == [1, 2]
