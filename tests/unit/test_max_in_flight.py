@@ -48,6 +48,7 @@ class Flight:
     """The resolver's world plus dispatch, completion and run slots, driven by timed events."""
 
     world: World
+    target: InMemoryTargetClient = field(default_factory=InMemoryTargetClient)
     events: list[tuple[int, int, str, Any]] = field(default_factory=list)
     order: itertools.count[int] = field(default_factory=itertools.count)
     seen: set[str] = field(default_factory=set)
@@ -63,7 +64,6 @@ class Flight:
         self.ledger = InMemoryTriggerLedger(self.world.triggers)
         self.slots = InMemoryRunSlotStore()
         self.gate = RunSlotGate(self.slots, self.ledger, clock=clock)
-        self.target = InMemoryTargetClient()
         self.dispatch = DispatchTrigger(
             self.ledger,
             self.world.rules,
@@ -141,9 +141,9 @@ class Flight:
         return [self.world.triggers.triggers[k].inputs[0].snapshot_id for k in keys]
 
 
-def flight(mode: str, per_second: int, **policy: Any) -> Flight:
+def flight(mode: str, per_second: int, target: InMemoryTargetClient | None = None, **policy: Any) -> Flight:
     world = World(rule("r", {"assetKey": A}, mode=mode, maxInFlight=1, **policy))
-    simulated = Flight(world)
+    simulated = Flight(world, target or InMemoryTargetClient())
     for i in range(COMMITS):
         simulated.at(START + i * 1000 // per_second, "commit", i + 1)
     return simulated
@@ -248,9 +248,7 @@ class _Ended(InMemoryTargetClient):
 
 
 def test_a_target_that_says_the_run_ended_frees_its_slot_at_the_next_sweep() -> None:
-    simulated = flight("EACH_VERSION", 10)
-    simulated.target = _Ended()
-    simulated.dispatch._targets = {"eventbridge": simulated.target}  # the status-API target
+    simulated = flight("EACH_VERSION", 10, target=_Ended())
     simulated.complete = _Silent()  # type: ignore[assignment]  # the run never reports its end itself
     simulated.run()
     assert len(simulated.started) == 1
