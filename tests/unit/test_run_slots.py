@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakehook.adapters.dynamodb.run_slot_store import slots_from_item, slots_item
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.run_slots import QueuePlace, RunSlots, SlotLimit, SlotScope
 from lakehook.domain.triggers import PinnedInput, Trigger
@@ -104,7 +105,7 @@ def test_the_stored_shape_round_trips() -> None:
     cap = SlotLimit(1, HOUR_MS)
     slots, _ = RunSlots().admit(place(1), T0, cap)
     slots, _ = slots.admit(place(2), T0 + 5, cap)
-    assert RunSlots.from_item(slots.to_item()) == slots
+    assert slots_from_item(slots_item(slots)) == slots
 
 
 def test_a_partition_scope_is_its_own() -> None:
@@ -197,6 +198,9 @@ class _Plain(RunSlotStore):
 
     def scopes(self, limit: int) -> list[SlotScope]:
         return self._store.scopes(limit)
+
+    def of_rule(self, rule_id: str) -> list[tuple[SlotScope, RunSlots]]:
+        return self._store.of_rule(rule_id)
 
 
 @settings(max_examples=examples(200))

@@ -21,7 +21,6 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
 
 MAX_IN_FLIGHT = 1000
 DEFAULT_MAX_RUN_SECONDS = 86_400  # a run that never reports its end holds its slot for a day at most
@@ -140,18 +139,3 @@ class RunSlots:
         if limit is None:
             return RunSlots(), tuple(p.trigger_key for p in queue)
         return slots._granting(now, limit)
-
-    def to_item(self) -> dict[str, Any]:
-        """The stored shape: ``holders`` {key: ms}, ``queue`` [{key, createdAt, sequence}]."""
-        return {
-            "holders": dict(self.holders),
-            "queue": [{"key": p.trigger_key, "createdAt": p.created_at, "sequence": p.sequence} for p in self.queue],
-        }
-
-    @classmethod
-    def from_item(cls, item: Mapping[str, Any]) -> RunSlots:
-        holders = {str(k): int(v) for k, v in (item.get("holders") or {}).items()}
-        queue = tuple(
-            sorted(QueuePlace(int(p["createdAt"]), int(p["sequence"]), str(p["key"])) for p in item.get("queue") or ())
-        )
-        return cls(_frozen(holders), queue)

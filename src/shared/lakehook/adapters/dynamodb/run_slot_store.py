@@ -8,6 +8,7 @@ again. While the item exists it is on GSI1 ``RUN_SLOTS`` / scope id, where the c
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
@@ -16,10 +17,24 @@ from botocore.exceptions import ClientError
 from lakehook.adapters.aws import is_conditional_failure
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import integral
-from lakehook.domain.run_slots import RunSlots, SlotScope
+from lakehook.domain.run_slots import QueuePlace, RunSlots, SlotScope
 from lakehook.ports.dispatch import RunSlotStore
 
 ITEM_TYPE = "RUN_SLOTS"
+
+
+def slots_item(slots: RunSlots) -> dict[str, Any]:
+    """The stored shape of a scope's slots: ``holders`` {key: ms}, ``queue`` [{key, createdAt, sequence}]."""
+    return {
+        "holders": dict(slots.holders),
+        "queue": [{"key": p.trigger_key, "createdAt": p.created_at, "sequence": p.sequence} for p in slots.queue],
+    }
+
+
+def slots_from_item(item: Mapping[str, Any]) -> RunSlots:
+    holders = {str(k): int(v) for k, v in (item.get("holders") or {}).items()}
+    queue = sorted(QueuePlace(int(p["createdAt"]), int(p["sequence"]), str(p["key"])) for p in item.get("queue") or ())
+    return RunSlots(holders, tuple(queue))
 
 
 class DynamoDBRunSlotStore(RunSlotStore):
@@ -32,7 +47,7 @@ class DynamoDBRunSlotStore(RunSlotStore):
         if item is None:
             return RunSlots(), 0
         data = integral(dict(item))
-        return RunSlots.from_item(data), int(data.get("version", 0))
+        return slots_from_item(data), int(data.get("version", 0))
 
     def write(self, scope: SlotScope, slots: RunSlots, version: int) -> bool:
         key = keys.run_slots_key(scope.rule_id, scope.partition)
@@ -52,7 +67,7 @@ class DynamoDBRunSlotStore(RunSlotStore):
                 "version": version + 1,
                 "GSI1PK": keys.RUN_SLOTS_INDEX_PK,
                 "GSI1SK": scope.scope_id,
-                **slots.to_item(),
+                **slots_item(slots),
             }
             if scope.partition is not None:
                 item["partition"] = scope.partition
@@ -73,7 +88,7 @@ class DynamoDBRunSlotStore(RunSlotStore):
             answer = self._table.query(**kwargs)
             for item in answer.get("Items", []):
                 data = integral(dict(item))
-                found.append((SlotScope(rule_id, data.get("partition")), RunSlots.from_item(data)))
+                found.append((SlotScope(rule_id, data.get("partition")), slots_from_item(data)))
             if "LastEvaluatedKey" not in answer:
                 return found
             kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
