@@ -314,7 +314,9 @@ class InMemoryTriggerLedger(TriggerLedger):
     def hold_for_slot(self, trigger_key: str, now_ms: int) -> bool:
         with self._lock:
             trigger = self.store.triggers.get(trigger_key)
-            if trigger is None or trigger.status is not TriggerStatus.TRIGGERING:
+            books = self._books.setdefault(trigger_key, _Bookkeeping())
+            leased = books.lease_until is not None and books.lease_until >= now_ms
+            if trigger is None or trigger.status is not TriggerStatus.TRIGGERING or leased:
                 return False
             wait = trigger.slot_wait or SlotWait(since=now_ms)
             self.store.triggers[trigger_key] = trigger.model_copy(update={"slot_wait": wait, "updated_at": now_ms})

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from lakehook.adapters.dynamodb.run_slot_store import slots_from_item, slots_item
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.run_slots import QueuePlace, RunSlots, SlotLimit, SlotScope
-from lakehook.domain.triggers import PinnedInput, Trigger
+from lakehook.domain.triggers import PinnedInput, SlotWait, Trigger, TriggerStatus
 from lakehook.ports.dispatch import RunSlotStore
 from lakehook.usecases.rules import parse_rule
 from lakehook.usecases.run_slots import RunSlotGate
@@ -225,3 +225,18 @@ def test_racing_admissions_never_take_more_than_the_limit(cuts_in: list[bool], o
     assert store.conflicts >= store.cut  # every cut-in made the write on the stale read fail, and it read again
     waiting = [t for t in ledger.store.triggers.values() if t.slot_wait is not None]
     assert sorted(t.trigger_key for t in waiting) == sorted(p.trigger_key for p in slots.queue)
+
+
+def test_a_wait_marked_after_the_claim_was_taken_for_its_run_is_refused_and_never_shown_once_it_ran() -> None:
+    """A release hands the slot on and the woken dispatcher leases the claim before the first dispatcher marked it
+    waiting: the late mark is refused, and a wait left on a claim that is no longer TRIGGERING is not shown."""
+    ledger = InMemoryTriggerLedger()
+    claim = trigger(1)
+    ledger.add(claim)
+    assert ledger.begin_attempt(claim.trigger_key, "woken", T0, 300_000) is not None
+    assert not ledger.hold_for_slot(claim.trigger_key, T0 + 1)
+    entry = ledger.get(claim.trigger_key)
+    assert entry is not None and entry.trigger.slot_wait is None
+    ran = claim.model_copy(update={"status": TriggerStatus.SUCCEEDED, "slot_wait": SlotWait(since=T0)})
+    assert "waitingForSlot" not in ran.to_api()
+    assert claim.model_copy(update={"slot_wait": SlotWait(since=T0)}).to_api()["waitingForSlot"]["position"] is None

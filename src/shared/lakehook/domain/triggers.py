@@ -248,7 +248,8 @@ class Trigger(BaseModel):
     )
 
     def to_api(self) -> dict[str, Any]:
-        waiting = {"waitingForSlot": self.slot_wait.to_api()} if self.slot_wait is not None else {}
+        waits = self.slot_wait is not None and self.status is TriggerStatus.TRIGGERING
+        waiting = {"waitingForSlot": self.slot_wait.to_api()} if self.slot_wait is not None and waits else {}
         return {
             **waiting,
             "triggerKey": self.trigger_key,

@@ -153,19 +153,21 @@ class RunSlotGate:
         return report
 
     def _ended(self, trigger_key: str, run_state: Callable[[LedgerEntry], RunState | None] | None) -> bool:
-        """Whether a holder's run no longer counts: the claim is gone, FAILED or SKIPPED, the run reported its end, or
-        its target says it is neither queued nor running."""
+        """Whether a holder's run no longer counts: the claim is gone, SKIPPED or FAILED for good, the run reported its
+        end, or its target says it is neither queued nor running (a FAILED retryable one keeps its slot for its
+        re-drive)."""
         entry = self._ledger.get(trigger_key)
         if entry is None or entry.run_status is not None:
             return True
         if entry.status in (TriggerStatus.SKIPPED, TriggerStatus.FAILED):
-            return True
+            return not entry.is_open()
         if entry.status is not TriggerStatus.SUCCEEDED or run_state is None:
             return False
         state = run_state(entry)
         return state is not None and not state.waiting
 
     def _abandoned(self, trigger_key: str) -> bool:
-        """A waiting trigger whose claim is gone or no longer TRIGGERING (it never needs its slot)."""
+        """A waiting trigger whose claim is gone or done (it never needs its slot); a FAILED retryable one keeps its
+        place for its re-drive."""
         entry = self._ledger.get(trigger_key)
-        return entry is None or entry.status is not TriggerStatus.TRIGGERING
+        return entry is None or not entry.is_open()

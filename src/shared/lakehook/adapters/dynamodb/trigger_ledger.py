@@ -222,7 +222,7 @@ class DynamoDBTriggerLedger(TriggerLedger):
         if run_state is not None:
             sets.append("runState = :state")
             values[":state"] = run_state_item(run_state)
-        removes = "leaseOwner, leaseUntil, reason, retryable, nextAttemptAt, failureCode, failingSince"
+        removes = "leaseOwner, leaseUntil, reason, retryable, nextAttemptAt, failureCode, failingSince, slotWaitSince"
         return self._mark(trigger_key, owner, f"SET {', '.join(sets)} REMOVE {removes}", values)
 
     def mark_failed(
@@ -253,7 +253,7 @@ class DynamoDBTriggerLedger(TriggerLedger):
             ":now": now_ms,
             ":since": failing_since if failing_since is not None else now_ms,
         }
-        removes = ["leaseOwner", "leaseUntil"]
+        removes = ["leaseOwner", "leaseUntil", "slotWaitSince"]
         if retryable and next_attempt_at is not None:
             sets.append("nextAttemptAt = :next")
             values[":next"] = next_attempt_at
@@ -380,8 +380,12 @@ class DynamoDBTriggerLedger(TriggerLedger):
         return True
 
     def hold_for_slot(self, trigger_key: str, now_ms: int) -> bool:
+        # not while a dispatcher holds the claim's lease: it took a slot meanwhile and is starting the run
         return self._while_triggering(
-            trigger_key, "SET slotWaitSince = if_not_exists(slotWaitSince, :now), updatedAt = :now REMOVE wake", now_ms
+            trigger_key,
+            "SET slotWaitSince = if_not_exists(slotWaitSince, :now), updatedAt = :now REMOVE wake",
+            now_ms,
+            unleased=True,
         )
 
     def wake_for_slot(self, trigger_key: str, now_ms: int) -> bool:
@@ -390,13 +394,21 @@ class DynamoDBTriggerLedger(TriggerLedger):
         )
 
     def _while_triggering(
-        self, trigger_key: str, expression: str, now_ms: int, values: dict[str, Any] | None = None
+        self,
+        trigger_key: str,
+        expression: str,
+        now_ms: int,
+        values: dict[str, Any] | None = None,
+        unleased: bool = False,
     ) -> bool:
+        condition = "#status = :triggering"
+        if unleased:
+            condition += " AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now)"
         try:
             self._table.update_item(
                 Key=keys.trigger_item_key(trigger_key),
                 UpdateExpression=expression,
-                ConditionExpression="#status = :triggering",
+                ConditionExpression=condition,
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues={
                     **(values or {}),

@@ -149,7 +149,10 @@ def trigger_from_item(item: dict[str, Any]) -> Trigger:
         next_attempt_at=data.get("nextAttemptAt") if failure is FailureKind.RETRYABLE else None,
         retries=data.get("retries", 0),
         run_state=RunState.model_validate(run_state) if isinstance(run_state, dict) else None,
-        slot_wait=SlotWait(since=data["slotWaitSince"]) if data.get("slotWaitSince") is not None else None,
+        # only a TRIGGERING claim waits (a wait left by a write that lost a race to the claim's dispatch means nothing)
+        slot_wait=SlotWait(since=data["slotWaitSince"])
+        if status is TriggerStatus.TRIGGERING and data.get("slotWaitSince") is not None
+        else None,
     )
 
 
