@@ -2,9 +2,10 @@
 the rule, the lease, the manifest, the mark; ``test_dispatch_requests``).
 
 With a limit, a claim that takes a slot costs 2 more DynamoDB requests (the scope's slots read and written with one
-conditional write): 6 in all. A claim that waits costs 4 (the rule, the slots, their write, the claim marked waiting),
-and nothing reaches the target. The run's completion then hands the slot on in 3 more (the slots read and written, the
-waiting claim woken), and the record that wakes it dispatches it like a new claim.
+conditional write): 5 DynamoDB requests and the manifest's PutObject. A claim that waits costs 4 (the rule, the slots,
+their write, the claim marked waiting), and nothing reaches the target. The run's completion (the claim read, the
+completion written, the rule read) then hands the slot on in 3 more (the slots read and written, the waiting claim
+woken), and the record that wakes it dispatches it like a new claim.
 """
 
 from __future__ import annotations
