@@ -39,6 +39,7 @@ from tests.fakes.memory_rules import (
     InMemoryStateReader,
     InMemoryTriggerStore,
 )
+from tests.fakes.memory_slots import InMemoryRunSlotStore
 
 
 class NoTable:
@@ -82,6 +83,7 @@ def fakes(**parts: Any) -> dict[str, Any]:
         "deferral_store": InMemoryDeferralStore(),
         "trigger_ledger": InMemoryTriggerLedger(triggers),
         "manifest_store": InMemoryManifestStore(),
+        "run_slot_store": InMemoryRunSlotStore(),
         "target_clients": {name: InMemoryTargetClient() for name in REGISTRY},
     }
     built.update(parts)

@@ -30,7 +30,14 @@ from lakehook.domain.dispatch import (
 )
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.targets import TargetConfig
-from lakehook.domain.triggers import FailureKind, RunState, Trigger, TriggerNotRetryableError, TriggerStatus
+from lakehook.domain.triggers import (
+    FailureKind,
+    RunState,
+    SlotWait,
+    Trigger,
+    TriggerNotRetryableError,
+    TriggerStatus,
+)
 from lakehook.ports.aliases import AliasStore
 from lakehook.ports.dispatch import Attempt, LedgerEntry, ManifestStore, TargetClient, TriggerLedger
 from lakehook.ports.store import Page
@@ -122,6 +129,7 @@ class InMemoryTriggerLedger(TriggerLedger):
                     "failure": None,
                     "failing_since": None,
                     "next_attempt_at": None,
+                    "slot_wait": None,
                 }
             )
             self._books[trigger_key] = replace(
@@ -251,8 +259,8 @@ class InMemoryTriggerLedger(TriggerLedger):
             return retried
 
     def woken(self) -> list[str]:
-        """Keys a retry by hand marked to wake the dispatcher and no attempt has taken yet (what the
-        DynamoDB ledger's ``wake`` stream record delivers)."""
+        """Keys a retry by hand (or a freed run slot) marked to wake the dispatcher and no attempt has taken yet
+        (what the DynamoDB ledger's ``wake`` stream record delivers)."""
         with self._lock:
             return [k for k, b in self._books.items() if b.wake]
 
@@ -321,6 +329,29 @@ class InMemoryTriggerLedger(TriggerLedger):
             due = [t for t in self.store.triggers.values() if t.rule_id in rule_ids and t.unconfirmed_at(now_ms)]
             due.sort(key=lambda t: (t.created_at, t.trigger_key))
             return [self._entry(t) for t in due[:limit]]
+
+    def hold_for_slot(self, trigger_key: str, now_ms: int) -> bool:
+        with self._lock:
+            trigger = self.store.triggers.get(trigger_key)
+            books = self._books.setdefault(trigger_key, _Bookkeeping())
+            leased = books.lease_until is not None and books.lease_until >= now_ms
+            if trigger is None or trigger.status is not TriggerStatus.TRIGGERING or leased:
+                return False
+            wait = trigger.slot_wait or SlotWait(since=now_ms)
+            self.store.triggers[trigger_key] = trigger.model_copy(update={"slot_wait": wait, "updated_at": now_ms})
+            books = self._books.setdefault(trigger_key, _Bookkeeping())
+            self._books[trigger_key] = replace(books, wake=False)
+            return True
+
+    def wake_for_slot(self, trigger_key: str, now_ms: int) -> bool:
+        with self._lock:
+            trigger = self.store.triggers.get(trigger_key)
+            if trigger is None or trigger.status is not TriggerStatus.TRIGGERING:
+                return False
+            self.store.triggers[trigger_key] = trigger.model_copy(update={"slot_wait": None, "updated_at": now_ms})
+            books = self._books.setdefault(trigger_key, _Bookkeeping())
+            self._books[trigger_key] = replace(books, wake=True)
+            return True
 
     def record_run_state(self, trigger_key: str, run_state: RunState) -> bool:
         with self._lock:

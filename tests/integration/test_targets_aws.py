@@ -109,6 +109,21 @@ def test_stepfunctions_starts_one_execution_per_key(state_machine: str) -> None:
     assert len(executions) == 1
 
 
+def test_stepfunctions_says_whether_an_execution_still_runs(state_machine: str) -> None:
+    """Its run status API (DescribeExecution): what frees a maxInFlight slot of an execution that never reported."""
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    client = StepFunctionsTargetClient(sfn)
+    config = validate_target({"type": "stepfunctions", "stateMachineArn": state_machine})
+    started = client.start(invocation(claim()), config)
+    assert started.run_id is not None
+    running = client.run_state(started.run_id, config)
+    assert running is not None and running.state == "running" and running.waiting
+    sfn.stop_execution(executionArn=started.run_id)
+    stopped = client.run_state(started.run_id, config)
+    assert stopped is not None and stopped.state == "aborted" and not stopped.waiting
+    assert client.run_state(started.run_id.replace("dwd-trade:", "dwd-trade:x"), config) is None
+
+
 def test_stepfunctions_name_taken_by_another_input_is_fatal(state_machine: str) -> None:
     sfn = boto3.client("stepfunctions", region_name=REGION)
     trigger = claim()

@@ -31,7 +31,7 @@ def test_a_part_is_built_once_and_on_the_overrides_it_needs() -> None:
     assert evaluate._explainer is container.explain_rule  # it answers with the explain route's own use case
     assert container.resolver is evaluate._resolver is container.explain_rule._resolver  # both decide with it
     # every adapter they used was an override
-    assert sorted(container.built) == ["evaluate_rule", "explain_rule", "resolver"]
+    assert sorted(container.built) == ["evaluate_rule", "explain_rule", "resolver", "slot_gate"]  # explain shows slots
 
 
 def test_an_override_wins_whenever_it_is_set_and_the_built_part_returns_when_it_is_dropped() -> None:

@@ -43,6 +43,7 @@ from tests.fakes.memory_dispatch import (
     SimulatedCrashError,
 )
 from tests.fakes.memory_rules import InMemoryRuleStore, InMemoryTriggerStore
+from tests.fakes.memory_slots import InMemoryRunSlotStore
 from tests.hypothesis_profiles import examples
 
 T0 = 1_750_000_000_000
@@ -638,6 +639,7 @@ def wired(world: World, ledger: InMemoryTriggerLedger | None = None) -> Containe
         rule_store=world.rules,
         manifest_store=world.manifests,
         target_clients={"webhook": world.target},
+        run_slot_store=InMemoryRunSlotStore(),
     )
 
 

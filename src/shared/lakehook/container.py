@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from lakehook.ports import AssetRegistry, AssetStore, ProducerRegistry, SecretStore, WatermarkStore
     from lakehook.ports.aliases import AliasStore
     from lakehook.ports.coverage import CoverageStore
-    from lakehook.ports.dispatch import ManifestStore, TargetClient, TriggerLedger
+    from lakehook.ports.dispatch import ManifestStore, RunSlotStore, TargetClient, TriggerLedger
     from lakehook.ports.lakehouse import PollStatusStore, SnapshotSources
     from lakehook.ports.notices import NoticeStore
     from lakehook.ports.partitions import PartitionStore
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from lakehook.usecases.rule_reads import ReadRules
     from lakehook.usecases.rule_runs import EvaluateRule
     from lakehook.usecases.rule_writes import DeleteRule, PutRule
+    from lakehook.usecases.run_slots import RunSlotGate
     from lakehook.usecases.spool import VerifySpoolManifest
     from lakehook.usecases.triggers import ReadTriggers
 
@@ -412,7 +413,7 @@ class Container:
         """Outlet commits carrying a trigger key confirm its run (called by the poll and compensation)."""
         from lakehook.usecases.confirmation import ConfirmRuns
 
-        return ConfirmRuns(self.trigger_ledger, self.rule_store)
+        return ConfirmRuns(self.trigger_ledger, self.rule_store, slots=self.slot_gate)
 
     @part
     def sweep_not_advanced(self) -> SweepNotAdvanced:
@@ -476,6 +477,7 @@ class Container:
             resolver=self.resolver,
             partitions=self.partition_store,
             poll_statuses=self.poll_status_store,
+            slots=self.slot_gate,
         )
 
     @part
@@ -557,19 +559,33 @@ class Container:
             self.target_clients,
             self.dispatch_policy,
             completion_token=tokens.issue if tokens.configured else None,
+            slots=self.slot_gate,
         )
+
+    @part
+    def run_slot_store(self) -> RunSlotStore:
+        from lakehook.adapters.dynamodb.run_slot_store import DynamoDBRunSlotStore
+
+        return DynamoDBRunSlotStore(self.table)
+
+    @part
+    def slot_gate(self) -> RunSlotGate:
+        """A rule's maxInFlight: claims wait for a run slot at dispatch, completions and the compensator free them."""
+        from lakehook.usecases.run_slots import RunSlotGate
+
+        return RunSlotGate(self.run_slot_store, self.trigger_ledger)
 
     @part
     def redriver(self) -> RedriveTriggers:
         from lakehook.usecases.dispatch import RedriveTriggers
 
-        return RedriveTriggers(self.trigger_ledger, self.dispatcher)
+        return RedriveTriggers(self.trigger_ledger, self.dispatcher, slots=(self.slot_gate, self.rule_store))
 
     @part
     def read_triggers(self) -> ReadTriggers:
         from lakehook.usecases.triggers import ReadTriggers
 
-        return ReadTriggers(self.trigger_store)
+        return ReadTriggers(self.trigger_store, slots=self.slot_gate, rules=self.rule_store)
 
     @part
     def retry_trigger(self) -> RetryTrigger:
@@ -581,7 +597,7 @@ class Container:
     def complete_run(self) -> CompleteRun:
         from lakehook.usecases.completion import CompleteRun
 
-        return CompleteRun(self.trigger_ledger, self.ingest, self.alias_store, self.rule_store)
+        return CompleteRun(self.trigger_ledger, self.ingest, self.alias_store, self.rule_store, slots=self.slot_gate)
 
     # --- replay: ReplayApiFunction (the pre-flight reads lakehouse tables: their libraries load lazily) -----
 

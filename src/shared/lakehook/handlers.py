@@ -129,4 +129,6 @@ def redrive_triggers(container: Container | None = None) -> dict[str, int]:
     counts: dict[str, int] = {}
     for result in report.results:
         counts[result.status.value] = counts.get(result.status.value, 0) + 1
+    if report.slots.released or report.slots.woken:
+        counts["SLOTS_RELEASED"], counts["SLOTS_WOKEN"] = len(report.slots.released), len(report.slots.woken)
     return counts

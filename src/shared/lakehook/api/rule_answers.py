@@ -158,6 +158,28 @@ class GroupExplanation(Answer):
     )
 
 
+class SlotWaiter(Answer):
+    trigger_key: str = Field(alias="triggerKey")
+    position: int = Field(description="its place in the queue (1: next)")
+    claimed_at: Iso = Field(alias="claimedAt")
+
+
+class SlotScopeExplanation(Answer):
+    partition: str | None = Field(description="a partitioned group's runs of this partition; null: the rule's runs")
+    in_flight: list[str] = Field(alias="inFlight", description="the triggers whose runs hold a slot now")
+    waiting: list[SlotWaiter] = Field(description="the first 20 waiting, in claim order")
+    waiting_count: int = Field(alias="waitingCount")
+
+
+class InFlightExplanation(Answer):
+    """A rule with maxInFlight: its runs in flight and the claimed triggers waiting for a slot, per scope."""
+
+    max_in_flight: int = Field(alias="maxInFlight")
+    max_run_seconds: int = Field(alias="maxRunSeconds", description="in force (the default when the rule sets none)")
+    waiting_count: int = Field(alias="waitingCount")
+    scopes: list[SlotScopeExplanation] = Field(description="only scopes with a run in flight or a trigger waiting")
+
+
 class Explanation(Answer):
     rule_id: str = Field(alias="ruleId")
     ready: bool
@@ -166,6 +188,9 @@ class Explanation(Answer):
         default=None, alias="lastTrigger", description="the rule's newest trigger (of any group); null: none yet"
     )
     evaluated_at: Iso = Field(alias="evaluatedAt")
+    in_flight: InFlightExplanation | None = Field(
+        default=None, alias="inFlight", description="a rule with maxInFlight: its runs in flight and who waits"
+    )
 
 
 class Evaluation(Explanation):

@@ -35,6 +35,15 @@ class ConfirmationAnswer(Answer):
     late: bool = Field(default=False, description="CONFIRMED after it had been NOT_ADVANCED")
 
 
+class SlotWaitAnswer(Answer):
+    """A claimed trigger held back by its rule's maxInFlight (docs/rules.md, "Runs in flight")."""
+
+    since: Iso = Field(description="when it began waiting")
+    position: int | None = Field(default=None, description="its place in the queue (1: next), in claim order")
+    in_flight: int | None = Field(default=None, alias="inFlight", description="runs of its scope in flight now")
+    max_in_flight: int | None = Field(default=None, alias="maxInFlight")
+
+
 class TriggerAnswer(Answer):
     trigger_key: str = Field(alias="triggerKey")
     rule_id: str = Field(alias="ruleId")
@@ -85,6 +94,11 @@ class TriggerAnswer(Answer):
     )
     confirmation: ConfirmationAnswer | None = Field(
         default=None, description="what the outlet tables show of the run (absent until decided)"
+    )
+    waiting_for_slot: SlotWaitAnswer | None = Field(
+        default=None,
+        alias="waitingForSlot",
+        description="TRIGGERING and waiting for a run slot (the rule's maxInFlight); absent otherwise",
     )
 
 

@@ -71,11 +71,28 @@ def explain(api: ApiClient, args: argparse.Namespace) -> int:
                     yield f"        current: {prose(member.get('current'))}"
                     yield f"        required: {prose(member.get('required'))}"
         yield from trigger_lines(d.get("lastTrigger"))
+        yield from in_flight_lines(d.get("inFlight"))
         if mentions(d, "stateVersion"):
             yield f"  {STATE_VERSION_NOTE}"
 
     emit(args.output, data, text)
     return 0
+
+
+def in_flight_lines(in_flight: Any) -> Iterator[str]:
+    """A rule with maxInFlight: its runs in flight and the triggers waiting for a slot, per scope, next first."""
+    if not isinstance(in_flight, dict):
+        return
+    yield (
+        f"  in flight (maxInFlight {in_flight.get('maxInFlight')}, maxRunSeconds {in_flight.get('maxRunSeconds')}): "
+        f"{in_flight.get('waitingCount', 0)} waiting for a slot"
+    )
+    for scope in in_flight.get("scopes") or []:
+        where = f"partition {scope['partition']}" if scope.get("partition") is not None else "rule"
+        running = ", ".join(scope.get("inFlight") or []) or "none"
+        yield f"    {where}: running {running}; {scope.get('waitingCount', 0)} waiting"
+        for waiter in scope.get("waiting") or []:
+            yield f"      #{waiter.get('position')} {waiter.get('triggerKey')} (claimed {waiter.get('claimedAt')})"
 
 
 def partition_lines(group: dict[str, Any]) -> Iterator[str]:
@@ -144,7 +161,7 @@ def triggers(api: ApiClient, args: argparse.Namespace) -> int:
     def row(t: dict[str, Any]) -> tuple[Any, ...]:
         return (
             t.get("triggerKey"),
-            t.get("status"),
+            _status(t),
             t.get("failure") or "-",
             t.get("attempts"),
             t.get("nextAttemptAt") or "-",
@@ -165,6 +182,14 @@ def triggers(api: ApiClient, args: argparse.Namespace) -> int:
 def _short(text: Any, width: int = 80) -> str:
     value = "" if text is None else " ".join(str(text).split())
     return value if len(value) <= width else value[: width - 1] + "…"
+
+
+def _status(trigger: dict[str, Any]) -> str:
+    """The status, and for a claim held back by maxInFlight its place in the queue (``WAITING_FOR_SLOT #2``)."""
+    wait = trigger.get("waitingForSlot")
+    if trigger.get("status") == "TRIGGERING" and isinstance(wait, dict):
+        return f"WAITING_FOR_SLOT #{wait.get('position') or '?'}"
+    return str(trigger.get("status"))
 
 
 def _run(trigger: dict[str, Any]) -> str:
@@ -212,6 +237,12 @@ def verdict(trigger: dict[str, Any]) -> str:
         return f"FAILED, RETRYABLE: lakehook tries again by itself at {trigger.get('nextAttemptAt')}"
     if status == "FAILED":
         return f"FAILED, FINAL: needs you. Fix the cause, then: lakehook retry {key}"
+    wait = trigger.get("waitingForSlot")
+    if status == "TRIGGERING" and isinstance(wait, dict):
+        return (
+            f"WAITING_FOR_SLOT: #{wait.get('position') or '?'} in the queue, {wait.get('inFlight')} of maxInFlight "
+            f"{wait.get('maxInFlight')} runs in flight; it starts when one ends (waiting since {wait.get('since')})"
+        )
     if status == "TRIGGERING":
         return f"TRIGGERING: being dispatched (attempt {trigger.get('attempts')})"
     if status == "SUCCEEDED":

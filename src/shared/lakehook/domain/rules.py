@@ -34,6 +34,7 @@ from lakehook.domain.partition_rules import (
     fan_out_clash,
     validate_partition_by,
 )
+from lakehook.domain.run_slots import DEFAULT_MAX_RUN_SECONDS, MAX_IN_FLIGHT, SlotLimit
 from lakehook.domain.schedules import GroupSchedule
 from lakehook.domain.targets import STORED_CONTEXT, RuleTarget
 from lakehook.domain.time import parse_instant_ms
@@ -424,6 +425,41 @@ class Policy(BaseModel):
         "windows behind the newest closed one start per evaluation (a minute); the rest wait, counted in explain "
         f"(default {DEFAULT_RUNS_PER_EVALUATION})",
     )
+
+    max_in_flight: int | None = Field(
+        default=None,
+        alias="maxInFlight",
+        ge=1,
+        le=MAX_IN_FLIGHT,
+        description="at most this many runs of the rule in flight at once (per partition for a partitioned group's "
+        "runs; normal runs, replays and forced runs alike): a claimed trigger past it waits for a slot, in claim "
+        "order, shown in explain and the trigger list; absent: no limit",
+    )
+    max_run_seconds: int | None = Field(
+        default=None,
+        alias="maxRunSeconds",
+        ge=1,
+        le=MAX_POLICY_SECONDS,
+        description="with maxInFlight: a run that has not reported its end this long after it took its slot no "
+        f"longer counts as in flight (default {DEFAULT_MAX_RUN_SECONDS})",
+    )
+
+    @model_validator(mode="after")
+    def _run_seconds_bound_a_slot(self) -> Policy:
+        if self.max_run_seconds is not None and self.max_in_flight is None:
+            raise ValueError(
+                "maxRunSeconds bounds how long a run holds one of maxInFlight's slots; set maxInFlight too, or drop "
+                "maxRunSeconds"
+            )
+        return self
+
+    @property
+    def slot_limit(self) -> SlotLimit | None:
+        """The rule's limit of runs in flight, or None when it has none."""
+        if self.max_in_flight is None:
+            return None
+        seconds = self.max_run_seconds if self.max_run_seconds is not None else DEFAULT_MAX_RUN_SECONDS
+        return SlotLimit(self.max_in_flight, seconds * 1000)
 
     @property
     def runs_per_evaluation(self) -> int:

@@ -77,6 +77,26 @@ class RunState(BaseModel):
 WAITING_RUN_STATES = frozenset({"queued", "running"})
 
 
+class SlotWait(BaseModel):
+    """A claimed trigger held back by its rule's ``maxInFlight``: since when, and (when read with its scope's slots)
+    its place in the queue and how many runs are in flight."""
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True)
+
+    since: int = Field(description="when it began waiting (epoch ms)")
+    position: int | None = Field(default=None, description="its 1-based place in the queue, in claim order")
+    in_flight: int | None = Field(default=None, alias="inFlight")
+    max_in_flight: int | None = Field(default=None, alias="maxInFlight")
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "since": ms_to_iso(self.since),
+            "position": self.position,
+            "inFlight": self.in_flight,
+            "maxInFlight": self.max_in_flight,
+        }
+
+
 class PinnedInput(BaseModel):
     """The version of one member a trigger pins, and what is known about it."""
 
@@ -230,9 +250,15 @@ class Trigger(BaseModel):
     confirmation: Confirmation | None = Field(
         default=None, description="CONFIRMED by an outlet commit carrying the key, or NOT_ADVANCED (docs/rules.md)"
     )
+    slot_wait: SlotWait | None = Field(
+        default=None, alias="waitingForSlot", description="TRIGGERING and held back by the rule's maxInFlight"
+    )
 
     def to_api(self) -> dict[str, Any]:
+        waits = self.slot_wait is not None and self.status is TriggerStatus.TRIGGERING
+        waiting = {"waitingForSlot": self.slot_wait.to_api()} if self.slot_wait is not None and waits else {}
         return {
+            **waiting,
             "triggerKey": self.trigger_key,
             "ruleId": self.rule_id,
             "groupId": self.group_id,

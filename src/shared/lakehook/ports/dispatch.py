@@ -16,6 +16,7 @@ from typing import ClassVar
 from lakehook.domain.completion import CompletionRecord, RecordOutcome
 from lakehook.domain.confirmation import Confirmation, ConfirmationState
 from lakehook.domain.dispatch import Invocation, Outcome, RunManifest
+from lakehook.domain.run_slots import RunSlots, SlotScope
 from lakehook.domain.targets import TargetConfig
 from lakehook.domain.triggers import FailureKind, RunState, Trigger, TriggerStatus
 
@@ -230,3 +231,34 @@ class TriggerLedger(ABC):
     @abstractmethod
     def record_run_state(self, trigger_key: str, run_state: RunState) -> bool:
         """Keep what the target says now about a SUCCEEDED claim's run; False once the run reported its end."""
+
+    @abstractmethod
+    def hold_for_slot(self, trigger_key: str, now_ms: int) -> bool:
+        """Mark a TRIGGERING claim as waiting for a run slot (``maxInFlight``): since ``now_ms`` unless it already
+        waits; it stays TRIGGERING and unleased. False when it is not TRIGGERING any more."""
+
+    @abstractmethod
+    def wake_for_slot(self, trigger_key: str, now_ms: int) -> bool:
+        """A waiting claim took a slot: clear its wait and mark it to wake the dispatcher (its stream record, as a
+        retry by hand does). False when it is not TRIGGERING any more."""
+
+
+class RunSlotStore(ABC):
+    """The run slots of each scope (``maxInFlight``), one stored state per scope, changed by compare-and-set."""
+
+    @abstractmethod
+    def read(self, scope: SlotScope) -> tuple[RunSlots, int]:
+        """The scope's slots (strongly consistent) and the version read (0: nothing stored)."""
+
+    @abstractmethod
+    def write(self, scope: SlotScope, slots: RunSlots, version: int) -> bool:
+        """Store ``slots`` as ``version + 1`` if the stored version is still ``version`` (an empty state removes the
+        item). False when another writer came first: read again and redo the change."""
+
+    @abstractmethod
+    def scopes(self, limit: int) -> list[SlotScope]:
+        """Scopes with runs in flight or triggers waiting: the compensator's work."""
+
+    @abstractmethod
+    def of_rule(self, rule_id: str) -> list[tuple[SlotScope, RunSlots]]:
+        """The rule's scopes with anything in flight or waiting, and their slots (explain)."""

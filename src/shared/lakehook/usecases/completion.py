@@ -37,6 +37,7 @@ from lakehook.domain.completion import CompletionRecord, RecordOutcome, completi
 from lakehook.domain.errors import AuthorizationError, ConflictError, NotFoundError, ValidationError
 from lakehook.domain.events import AssetEvent, EventResult, SourceType
 from lakehook.domain.time import ms_to_iso, now_ms
+from lakehook.domain.triggers import Trigger
 from lakehook.observability import logger
 from lakehook.ports import SecretStore
 from lakehook.ports.aliases import AliasStore
@@ -44,6 +45,7 @@ from lakehook.ports.dispatch import TriggerLedger
 from lakehook.ports.rules import RuleStore
 from lakehook.usecases.aliases import expand_aliases
 from lakehook.usecases.ingest import IngestEvents, describe_validation_error, parse_event
+from lakehook.usecases.run_slots import RunSlotGate
 
 MAX_OUTLETS = 100
 
@@ -157,7 +159,10 @@ class CompleteRun:
         aliases: AliasStore,
         rules: RuleStore | None = None,
         clock: Callable[[], int] = now_ms,
+        slots: RunSlotGate | None = None,
     ) -> None:
+        """``slots``: the run ended, so its slot (its rule's ``maxInFlight``) goes to the next trigger waiting."""
+        self._slots = slots
         self._ledger = ledger
         self._ingest = ingest
         self._aliases = aliases
@@ -187,6 +192,7 @@ class CompleteRun:
                 f"trigger {trigger_key!r} already completed with status {stored.run_status} and "
                 f"{len(stored.outlets)} outlet(s); the first reported end stands"
             )
+        self._free_slot(entry.trigger)  # a repeat frees it again (nothing to do then): a crash before it is mended
         results = [self._ingest.ingest(o, SourceType.RUN_COMPLETION, index=i) for i, o in enumerate(outlets)]
         logger.info(
             "run completed",
@@ -222,6 +228,14 @@ class CompleteRun:
                     raise ValidationError(f"{where}: {refusal}", field=where)
                 events.append(event)
         return events
+
+    def _free_slot(self, trigger: Trigger) -> None:
+        if self._slots is None or self._rules is None:
+            return
+        stored = self._rules.get_rule(trigger.rule_id)
+        limit = stored.rule.policy.slot_limit if stored is not None else None
+        if limit is not None:
+            self._slots.release(trigger, limit)
 
     def _authorize(self, rule_id: str, outlets: list[AssetEvent]) -> None:
         if not outlets:

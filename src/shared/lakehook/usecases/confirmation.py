@@ -25,6 +25,7 @@ from lakehook.freshness_metrics import MetricSink
 from lakehook.observability import MetricName, logger
 from lakehook.ports.dispatch import TriggerLedger
 from lakehook.ports.rules import RuleStore, UnreadableRuleError
+from lakehook.usecases.run_slots import RunSlotGate
 
 RULES_PER_PAGE = 100
 
@@ -48,12 +49,21 @@ class ConfirmResult:
 
 class ConfirmRuns:
     """Record CONFIRMED on the triggers that outlet commits name (one read of the claim and the rule, one
-    conditional write, per commit carrying a key; commits without one cost nothing)."""
+    conditional write, per commit carrying a key; commits without one cost nothing). ``slots``: a confirmed run
+    no longer counts against its rule's ``maxInFlight``: its slot goes to the next trigger waiting, as a completion's
+    does (a run that confirms and then reports frees it once)."""
 
-    def __init__(self, ledger: TriggerLedger, rules: RuleStore, clock: Callable[[], int] = now_ms) -> None:
+    def __init__(
+        self,
+        ledger: TriggerLedger,
+        rules: RuleStore,
+        clock: Callable[[], int] = now_ms,
+        slots: RunSlotGate | None = None,
+    ) -> None:
         self._ledger = ledger
         self._rules = rules
         self._clock = clock
+        self._slots = slots
 
     def __call__(self, asset_key: str, snapshots: Sequence[SnapshotInfo]) -> list[ConfirmResult]:
         results = [self._one(asset_key, s) for s in snapshots if s.trigger_key is not None]
@@ -83,7 +93,11 @@ class ConfirmRuns:
         outlets = stored.rule.outlets if stored is not None else []
         if not any(covers(prefix, asset_key) for prefix in outlets):
             return ConfirmResult(key, asset_key, snapshot.snapshot_id, ConfirmOutcome.NOT_AN_OUTLET)
-        return ConfirmResult(key, asset_key, snapshot.snapshot_id, self._record(key, asset_key, snapshot))
+        outcome = self._record(key, asset_key, snapshot)
+        limit = stored.rule.policy.slot_limit if stored is not None else None
+        if outcome is ConfirmOutcome.CONFIRMED and self._slots is not None and limit is not None:
+            self._slots.release(entry.trigger, limit)
+        return ConfirmResult(key, asset_key, snapshot.snapshot_id, outcome)
 
     def _record(self, key: str, asset_key: str, snapshot: SnapshotInfo) -> ConfirmOutcome:
         confirmed = Confirmation.confirmed(asset_key, snapshot.snapshot_id, snapshot.commit_time, self._clock())

@@ -56,12 +56,14 @@ from lakehook.domain.dispatch import (
     TargetUnavailableError,
 )
 from lakehook.domain.errors import NotFoundError
+from lakehook.domain.run_slots import SlotLimit
 from lakehook.domain.targets import TargetConfig, UnusableTarget
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import FailureKind, RunState, Trigger, TriggerStatus
 from lakehook.observability import logger
 from lakehook.ports.dispatch import Attempt, LedgerEntry, ManifestStore, TargetClient, TriggerLedger
-from lakehook.ports.rules import RuleStore
+from lakehook.ports.rules import RuleStore, StoredRule
+from lakehook.usecases.run_slots import RunSlotGate, SweepReport
 
 SUCCESS_METRIC = "lakehouse_asset_trigger_success_total"
 FAILED_METRIC = "lakehouse_asset_trigger_failed_total"
@@ -113,6 +115,7 @@ class DispatchStatus(StrEnum):
     BUSY = "BUSY"  # another dispatcher holds the lease, or a re-drive is not due yet
     DONE = "DONE"  # already terminal (or SKIPPED) before this call: nothing to do
     NOT_FOUND = "NOT_FOUND"  # no such claim
+    WAITING_FOR_SLOT = "WAITING_FOR_SLOT"  # the rule's maxInFlight runs are in flight: it starts when one ends
 
 
 @dataclass(frozen=True)
@@ -190,10 +193,13 @@ class DispatchTrigger:
         owner: Callable[[], str] = lambda: uuid.uuid4().hex,
         metrics: MetricSink | None = emit_metric,
         completion_token: Callable[[str], str | None] | None = None,
+        slots: RunSlotGate | None = None,
     ) -> None:
         """``completion_token`` makes a trigger's completion token (``CompletionTokens.issue``); without it the
-        invocation carries none and only management credentials can complete the run."""
+        invocation carries none and only management credentials can complete the run. ``slots`` holds a claim back
+        while its rule's ``maxInFlight`` runs are in flight (without it the limit is not applied)."""
         self._ledger = ledger
+        self._slots = slots
         self._rules = rules
         self._completion_token = completion_token
         self._manifests = manifests
@@ -221,11 +227,34 @@ class DispatchTrigger:
         closed = self._not_open(entry, redrive)
         if closed is not None:
             return closed
-        target = self._target(entry)
+        stored = self._rules.get_rule(entry.trigger.rule_id)
+        target = self._target(entry, stored)
         settling = self._settling(entry, target)
         if settling is not None:
             return settling
-        return self._attempts(entry, target, redrive, max_attempts or self.policy.attempts.max_attempts)
+        limit = stored.rule.policy.slot_limit if stored is not None and self._slots is not None else None
+        if limit is None:
+            return self._attempts(entry, target, redrive, max_attempts or self.policy.attempts.max_attempts)
+        return self._within_slots(entry, target, limit, redrive, max_attempts)
+
+    def _within_slots(
+        self, entry: LedgerEntry, target: _Target | Outcome, limit: SlotLimit, redrive: bool, max_attempts: int | None
+    ) -> DispatchResult:
+        """Dispatch once the claim holds one of its rule's run slots; else it waits, in claim order. A dispatch that
+        ends FAILED frees its slot (a retryable one asks for one again when re-driven)."""
+        assert self._slots is not None
+        admission = self._slots.admit(entry.trigger, limit)
+        if not admission.granted:
+            reason = (
+                f"waiting for a run slot: {admission.in_flight} of maxInFlight {limit.max_in_flight} in flight, "
+                f"position {admission.position} in the queue"
+            )
+            logger.info("trigger waits for a run slot", extra={"trigger_key": entry.trigger_key, "reason": reason})
+            return DispatchResult(entry.trigger_key, DispatchStatus.WAITING_FOR_SLOT, reason=reason)
+        result = self._attempts(entry, target, redrive, max_attempts or self.policy.attempts.max_attempts)
+        if result.status in (DispatchStatus.FAILED, DispatchStatus.RETRY_LATER):
+            self._slots.release(entry.trigger, limit)
+        return result
 
     def _not_open(self, entry: LedgerEntry, redrive: bool) -> DispatchResult | None:
         """A claim already terminal (DONE), or FAILED and left to the compensator (BUSY)."""
@@ -386,10 +415,9 @@ class DispatchTrigger:
 
     # --- one attempt ---------------------------------------------------------------------------------
 
-    def _target(self, entry: LedgerEntry) -> _Target | Outcome:
+    def _target(self, entry: LedgerEntry, stored: StoredRule | None) -> _Target | Outcome:
         """The rule's target and its plug-in; a fatal Outcome when there is none."""
         trigger = entry.trigger
-        stored = self._rules.get_rule(trigger.rule_id)
         if stored is None:
             return Outcome.fatal(f"rule {trigger.rule_id!r} no longer exists", "rule_missing")
         config = stored.rule.target
@@ -425,7 +453,7 @@ class DispatchTrigger:
     def refresh_run_state(self, entry: LedgerEntry) -> RunState | None:
         """Ask the target again about a started run that was still waiting (queued behind a paused DAG, or
         running) and keep its answer on the trigger; None when the target cannot be asked or has no answer."""
-        target = self._target(entry)
+        target = self._target(entry, self._rules.get_rule(entry.trigger.rule_id))
         run_id = entry.trigger.target_run_id
         if isinstance(target, Outcome) or run_id is None:
             return None
@@ -598,6 +626,7 @@ class RedriveReport:
 
     results: list[DispatchResult] = field(default_factory=list)
     refreshed: list[str] = field(default_factory=list)  # triggers whose waiting run the target was asked about
+    slots: SweepReport = field(default_factory=SweepReport)  # run slots freed (runs ended or past time) and handed on
 
     def count(self, status: DispatchStatus) -> int:
         return sum(1 for r in self.results if r.status is status)
@@ -617,7 +646,10 @@ class RedriveTriggers:
         limit: int = 100,
         budget_ms: int = 120_000,  # then stop starting re-drives: the function times out at 240 s (template.yaml)
         recheck_ms: int = 300_000,
+        slots: tuple[RunSlotGate, RuleStore] | None = None,
     ) -> None:
+        """``slots``: the run-slot gate and the rules, to free slots whose runs ended unseen (``maxInFlight``)."""
+        self._slots = slots
         self._ledger = ledger
         self._dispatch = dispatch
         self._clock = clock
@@ -639,6 +671,9 @@ class RedriveTriggers:
                 break
             if self._dispatch.refresh_run_state(entry) is not None:
                 report.refreshed.append(entry.trigger_key)
+        if self._slots is not None:  # then whom a freed slot lets through starts from its stream record
+            gate, rules = self._slots
+            report.slots = gate.sweep(rules, self._dispatch.refresh_run_state, self._limit)
         if report.results:
             logger.info(
                 "triggers re-driven",

@@ -19,6 +19,7 @@ from lakehook.usecases.freshness import overdue_of_rule
 from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport
 from lakehook.usecases.rule_reads import read_rule
 from lakehook.usecases.rules import error_to_api
+from lakehook.usecases.run_slots import RunSlotGate
 from lakehook.usecases.source_health import SourceHealths, with_source_health
 
 MAX_SKIPS_SHOWN = 20  # explain lists the newest late versions skipped; GET /rules/{id}/triggers lists them all
@@ -39,6 +40,7 @@ class ExplainRule:
         resolver: ResolveAssetChange,
         partitions: PartitionStore | None = None,
         poll_statuses: PollStatusStore | None = None,
+        slots: RunSlotGate | None = None,
     ) -> None:
         """``registry``: the registered assets (it tells a stateless member's registered asset from an unknown
         one, and says what freshness an asset promises); ``partitions``: the partition log a partitioned group's
@@ -52,6 +54,7 @@ class ExplainRule:
         self._clock = clock
         self._resolver = resolver
         self._partitions = partitions
+        self._slots = slots
 
     def explain(self, rule_id: str) -> dict[str, Any]:
         """For each group and member: READY or why not, with current and required values and the last trigger.
@@ -119,6 +122,9 @@ class ExplainRule:
         )
         if overdue is not None:  # the rule or a member promises freshness
             answer["freshness"] = overdue.to_api()
+        limit = rule.policy.slot_limit
+        if limit is not None and self._slots is not None:  # maxInFlight: what runs, and who waits for a slot
+            answer["inFlight"] = self._slots.explain(rule.rule_id, limit)
         return answer
 
     def _late_skips(self, rule: Rule) -> Sequence[Trigger]:

@@ -261,3 +261,16 @@ ALIASES_INDEX_PK = "ALIASES"
 
 def alias_key(name: str) -> dict[str, str]:
     return {"PK": f"{ALIAS_PREFIX}{name}", "SK": Sort.META}
+
+
+# --- dispatch: run slots (a rule's maxInFlight) ---------------------------------------------------
+# - ``RULE#<ruleId>`` / ``SLOTS#<scope>``  the runs in flight and the triggers waiting in one scope (CAS on
+#   ``version``; GSI1 while anything is in it: ``RUN_SLOTS`` / scope id); ``<scope>`` is ``-`` for the rule, ``P<hash>``
+#   for one partition of it (domain.run_slots.SlotScope)
+
+SLOTS_PREFIX = "SLOTS#"
+RUN_SLOTS_INDEX_PK = "RUN_SLOTS"
+
+
+def run_slots_key(rule_id: str, partition: str | None) -> dict[str, str]:
+    return {"PK": rule_pk(rule_id), "SK": f"{SLOTS_PREFIX}{coverage_scope(partition)}"}

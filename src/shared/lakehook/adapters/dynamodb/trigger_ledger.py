@@ -10,6 +10,8 @@ The claim item (see ``trigger_store.trigger_item``) already has ``status``, ``at
 - ``failingSince`` (epoch ms): when the current run of failures with ``failureCode`` began (a bounded
   retry window, e.g. Airflow's DAG 404, counts from it);
 - ``runState`` (map ``state``, ``detail``, ``checkedAt``): what the target said about the started run;
+- ``slotWaitSince`` (epoch ms): the claim waits for a run slot (its rule's ``maxInFlight``); ``wake`` = ``SLOT`` marks
+  the update that hands it a slot (and wakes the dispatcher, as a retry by hand does);
 - ``attemptsBase``, ``retries``, ``retriedAt``: a retry by hand (:meth:`retry`) starts the attempt budget
   again from ``attemptsBase`` = ``attempts``; ``wake`` = ``RETRY`` marks the update that must wake the
   dispatcher (its FilterCriteria match it), and the next attempt removes it;
@@ -52,6 +54,8 @@ DEFAULT_LOOKBACK_MS = 7 * 86_400_000
 _DESERIALIZER = TypeDeserializer()
 
 WAKE_RETRY = "RETRY"
+WAKE_SLOT = "SLOT"  # a claim that waited for a run slot (maxInFlight) took one
+WAKES = (WAKE_RETRY, WAKE_SLOT)
 
 # FilterCriteria of the dispatcher's DynamoDB event source: a claim created to be dispatched, and a FAILED
 # claim retried by hand (the one update that carries ``wake``). The ledger's own updates (leases, marks)
@@ -67,7 +71,7 @@ DISPATCH_FILTER_PATTERNS: list[dict[str, Any]] = [
             "NewImage": {
                 "itemType": {"S": ["TRIGGER"]},
                 "status": {"S": ["TRIGGERING"]},
-                "wake": {"S": [WAKE_RETRY]},
+                "wake": {"S": list(WAKES)},
             }
         },
     },
@@ -102,7 +106,7 @@ def claimed_trigger_key(record: Any) -> str | None:
     if not pk.startswith(keys.TRIGGER_PREFIX) or sk != keys.CLAIM_SORT:
         return None
     image = body.get("NewImage")
-    if raw.get("eventName") == "MODIFY" and (not image or _text(image.get("wake")) != WAKE_RETRY):
+    if raw.get("eventName") == "MODIFY" and (not image or _text(image.get("wake")) not in WAKES):
         return None  # the ledger's own updates
     if image and _text(image.get("status")) not in ("", TriggerStatus.TRIGGERING.value):
         return None  # a SKIPPED claim (or anything else) has no run to start
@@ -192,7 +196,7 @@ class DynamoDBTriggerLedger(TriggerLedger):
                 UpdateExpression=(
                     "SET #status = :triggering, attempts = if_not_exists(attempts, :zero) + :one, updatedAt = :now, "
                     "leaseOwner = :owner, leaseUntil = :until, lastAttemptAt = :now "
-                    "REMOVE retryable, nextAttemptAt, wake"
+                    "REMOVE retryable, nextAttemptAt, wake, slotWaitSince"
                 ),
                 ConditionExpression=condition,
                 ExpressionAttributeNames={"#status": "status"},
@@ -227,7 +231,7 @@ class DynamoDBTriggerLedger(TriggerLedger):
         if run_state is not None:
             sets.append("runState = :state")
             values[":state"] = run_state_item(run_state)
-        removes = "leaseOwner, leaseUntil, reason, retryable, nextAttemptAt, failureCode, failingSince"
+        removes = "leaseOwner, leaseUntil, reason, retryable, nextAttemptAt, failureCode, failingSince, slotWaitSince"
         return self._mark(trigger_key, owner, f"SET {', '.join(sets)} REMOVE {removes}", values)
 
     def mark_failed(
@@ -258,7 +262,7 @@ class DynamoDBTriggerLedger(TriggerLedger):
             ":now": now_ms,
             ":since": failing_since if failing_since is not None else now_ms,
         }
-        removes = ["leaseOwner", "leaseUntil"]
+        removes = ["leaseOwner", "leaseUntil", "slotWaitSince"]
         if retryable and next_attempt_at is not None:
             sets.append("nextAttemptAt = :next")
             values[":next"] = next_attempt_at
@@ -414,6 +418,49 @@ class DynamoDBTriggerLedger(TriggerLedger):
                 ExpressionAttributeValues={
                     ":state": run_state_item(run_state),
                     ":succeeded": TriggerStatus.SUCCEEDED.value,
+                },
+            )
+        except ClientError as exc:
+            if is_conditional_failure(exc):
+                return False
+            raise
+        return True
+
+    def hold_for_slot(self, trigger_key: str, now_ms: int) -> bool:
+        # not while a dispatcher holds the claim's lease: it took a slot meanwhile and is starting the run
+        return self._while_triggering(
+            trigger_key,
+            "SET slotWaitSince = if_not_exists(slotWaitSince, :now), updatedAt = :now REMOVE wake",
+            now_ms,
+            unleased=True,
+        )
+
+    def wake_for_slot(self, trigger_key: str, now_ms: int) -> bool:
+        return self._while_triggering(
+            trigger_key, "SET wake = :wake, updatedAt = :now REMOVE slotWaitSince", now_ms, {":wake": WAKE_SLOT}
+        )
+
+    def _while_triggering(
+        self,
+        trigger_key: str,
+        expression: str,
+        now_ms: int,
+        values: dict[str, Any] | None = None,
+        unleased: bool = False,
+    ) -> bool:
+        condition = "#status = :triggering"
+        if unleased:
+            condition += " AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now)"
+        try:
+            self._table.update_item(
+                Key=keys.trigger_item_key(trigger_key),
+                UpdateExpression=expression,
+                ConditionExpression=condition,
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={
+                    **(values or {}),
+                    ":now": now_ms,
+                    ":triggering": TriggerStatus.TRIGGERING.value,
                 },
             )
         except ClientError as exc:

@@ -51,7 +51,16 @@ from lakehook.adapters.dynamodb.transactions import (
 from lakehook.domain.confirmation import Confirmation
 from lakehook.domain.replay_choices import variables_json
 from lakehook.domain.requests import RecordedRequest
-from lakehook.domain.triggers import FailureKind, GroupCursor, PinnedInput, RunState, Trigger, TriggerStatus, Window
+from lakehook.domain.triggers import (
+    FailureKind,
+    GroupCursor,
+    PinnedInput,
+    RunState,
+    SlotWait,
+    Trigger,
+    TriggerStatus,
+    Window,
+)
 from lakehook.ports.rules import (
     MAX_CLAIMS_PER_TRANSACTION,
     Claim,
@@ -143,6 +152,10 @@ def trigger_from_item(item: dict[str, Any]) -> Trigger:
         run_state=RunState.model_validate(run_state) if isinstance(run_state, dict) else None,
         confirm_by=data.get("confirmBy"),
         confirmation=Confirmation.model_validate(data["confirmation"]) if data.get("confirmation") else None,
+        # only a TRIGGERING claim waits (a wait left by a write that lost a race to the claim's dispatch means nothing)
+        slot_wait=SlotWait(since=data["slotWaitSince"])
+        if status is TriggerStatus.TRIGGERING and data.get("slotWaitSince") is not None
+        else None,
     )
 
 

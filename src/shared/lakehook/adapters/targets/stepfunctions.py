@@ -26,6 +26,8 @@ from lakehook.adapters.targets.aws_errors import client_error_outcome, error_cod
 from lakehook.adapters.targets.deps import TargetDeps
 from lakehook.domain.dispatch import Invocation, Outcome, TargetUnavailableError, payload_identity
 from lakehook.domain.targets import StepFunctionsTarget, TargetConfig
+from lakehook.domain.time import now_ms
+from lakehook.domain.triggers import RunState
 from lakehook.ports.dispatch import TargetClient
 
 MAX_NAME = 80
@@ -91,20 +93,33 @@ class StepFunctionsTargetClient(TargetClient):
 
     def _describe(self, config: StepFunctionsTarget, name: str) -> tuple[str, dict[str, Any] | None] | None:
         """(execution ARN, its input when it is a JSON object), or None when there is no such execution."""
-        arn = execution_arn(config.state_machine_arn, name)
+        answer = self._execution(execution_arn(config.state_machine_arn, name))
+        if answer is None:
+            return None
         try:
-            answer = self._client.describe_execution(executionArn=arn)
+            payload = json.loads(answer.get("input") or "null")
+        except ValueError:
+            payload = None
+        return str(answer["executionArn"]), payload if isinstance(payload, dict) else None
+
+    def run_state(self, run_id: str, config: TargetConfig) -> RunState | None:
+        """The execution's status as ``DescribeExecution`` answers it, in lower case (``running`` while it runs;
+        ``succeeded``, ``failed``, ``timed_out``, ``aborted`` once it ended): a rule's ``maxInFlight`` frees the
+        slot of an execution that ended without reporting it (docs/targets.md)."""
+        answer = self._execution(run_id)
+        return None if answer is None else RunState(state=str(answer["status"]).lower(), checked_at=now_ms())
+
+    def _execution(self, arn: str) -> dict[str, Any] | None:
+        """``DescribeExecution`` of ``arn``, or None when there is no such execution."""
+        try:
+            answer: dict[str, Any] = self._client.describe_execution(executionArn=arn)
         except ClientError as exc:
             if error_code(exc) == "ExecutionDoesNotExist":
                 return None
             raise TargetUnavailableError(f"DescribeExecution: {error_code(exc)}") from exc
         except BotoCoreError as exc:
             raise TargetUnavailableError(f"DescribeExecution: {type(exc).__name__}") from exc
-        try:
-            payload = json.loads(answer.get("input") or "null")
-        except ValueError:
-            payload = None
-        return str(answer["executionArn"]), payload if isinstance(payload, dict) else None
+        return answer
 
     def find_run(self, trigger_key: str, config: TargetConfig, not_before_ms: int) -> str | None:
         assert isinstance(config, StepFunctionsTarget)

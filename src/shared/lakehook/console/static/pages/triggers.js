@@ -1,6 +1,7 @@
 // Triggers, a timeline per rule (newest first): status, the partition a partitioned group's run is for, pinned
 // inputs, attempts, next attempt, failure kind, the run's reported status, what its outlets show (confirm), the
-// manifest; retry, replay (after its pre-flight checklist), evaluate now.
+// manifest, and a claim's place in the queue while it waits for a run slot (maxInFlight); retry, replay (after its
+// pre-flight checklist), evaluate now.
 
 import * as api from "../api.js";
 import { html, badge, time, relative, short, snap, partitionOf, assetHref, ruleHref, triggersHref, confirmDialog, toast } from "../ui.js";
@@ -44,11 +45,12 @@ export async function render({ ruleId }, ctx) {
 
 function entry(t, isNew, showRule) {
   const failed = t.status === "FAILED";
-  return html`<article class="trigger ${t.status.toLowerCase()} ${isNew ? "new" : ""}" data-trigger="${t.triggerKey}" data-status="${t.status}">
+  const waiting = t.status === "TRIGGERING" && t.waitingForSlot ? t.waitingForSlot : null;
+  return html`<article class="trigger ${t.status.toLowerCase()} ${isNew ? "new" : ""}" data-trigger="${t.triggerKey}" data-status="${t.status}" data-waiting="${waiting ? waiting.position ?? "?" : ""}">
     <div class="dot"></div>
     <div class="trigger-body card">
       <header>
-        ${badge(t.status)} ${t.failure ? badge(t.failure) : ""} ${isNew ? html`<span class="badge busy">new</span>` : ""}
+        ${badge(t.status)} ${t.failure ? badge(t.failure) : ""} ${waiting ? html`<span class="badge busy" data-key="waitingForSlot">waiting for a slot #${waiting.position ?? "?"}</span>` : ""} ${isNew ? html`<span class="badge busy">new</span>` : ""}
         ${showRule ? html`<a href="${ruleHref(t.ruleId)}"><strong>${t.ruleId}</strong></a>` : ""}
         <span class="muted">group ${t.groupId}</span> ${partitionOf(t.partition)}
         <span class="spacer"></span>
@@ -63,6 +65,7 @@ function entry(t, isNew, showRule) {
         <div><h3>pinned inputs</h3><ul class="plain">${t.inputs.map((i) => html`<li><a href="${assetHref(i.assetKey)}">${short(i.assetKey)}</a> @ ${snap(i.snapshotId)}${i.watermark ? html` <span class="muted">wm ${time(i.watermark)}</span>` : ""}</li>`)}</ul>
           ${t.window ? html`<p class="small">window ${time(t.window.start)} → ${time(t.window.end)}</p>` : ""}</div>
         <div><h3>dispatch</h3><dl class="kv">
+          ${waiting ? html`<dt>waiting for a slot</dt><dd data-key="slot">#${waiting.position ?? "?"} in the queue, ${waiting.inFlight} of ${waiting.maxInFlight} in flight, since ${time(waiting.since)}</dd>` : ""}
           <dt>attempts</dt><dd data-key="attempts">${t.attempts}</dd>
           <dt>retries by hand</dt><dd data-key="retries">${t.retries ?? 0}</dd>
           ${t.nextAttemptAt ? html`<dt>next attempt</dt><dd data-key="nextAttemptAt">${time(t.nextAttemptAt)} (${relative(t.nextAttemptAt)})</dd>` : ""}
