@@ -2,7 +2,8 @@
 
 Each rule has one group keyed on `dt` over orders and payments (both partitioned members, mapped alike, so the
 rules share the facts). Payments has already committed data to every day; then one orders commit touches N days
-(N = 1, 100, 1,000, 10,000: the event keeps the first 1,000 keys, `truncated`), and the resolver handles its
+(N = 1, 100, 1,000, 10,000: the event's own item keeps its first 1,000 keys, the rest are its part items, whose
+own stream records bring them to later invocations: `partition_drain` measures those), and the resolver handles its
 event's stream record (`StateChange` with the commit's partitions, as `stream_records.resolver_input` makes it).
 - requests: boto3 calls of that one invocation, exact, by operation; `TransactWriteItems` are the fact writes
   (conditional puts, 100 to a transaction, shared by the rules; one alone is a `PutItem`), the claims (up to 50 in
