@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from lakehook.domain.run_slots import RunSlots, SlotScope
+from lakehook.domain.run_slots import RunSlots, SlotScope, fresh_version
 from lakehook.ports.dispatch import RunSlotStore
 
 
@@ -30,7 +30,7 @@ class InMemoryRunSlotStore(RunSlotStore):
             if slots.empty:
                 self.states.pop(scope, None)
             else:
-                self.states[scope] = (slots, version + 1)
+                self.states[scope] = (slots, version + 1 if version else fresh_version())
             return True
 
     def of_rule(self, rule_id: str) -> list[tuple[SlotScope, RunSlots]]:

@@ -18,7 +18,7 @@ from lakehook.adapters.dynamodb.trigger_ledger import DynamoDBTriggerLedger
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
 from lakehook.domain.run_slots import Admission, SlotLimit, SlotScope
 from lakehook.domain.triggers import PinnedInput, Trigger
-from lakehook.usecases.run_slots import RunSlotGate
+from lakehook.usecases.run_slots import RunSlotGate, place_of
 from tests import racing
 from tests.racing import atomic_dynamodb_server, race
 
@@ -89,3 +89,27 @@ def test_racing_dispatchers_take_exactly_max_in_flight_slots_and_queue_the_rest_
         assert entry is not None and entry.trigger.slot_wait is None
         item = table.get_item(Key={"PK": f"TRIGGER#{key}", "SK": "CLAIM"})["Item"]
         assert item["wake"] == "SLOT"
+
+
+def test_a_write_based_on_a_read_from_before_the_scope_was_emptied_fails(endpoint: str) -> None:
+    """X holds the only slot; Z reads; X's run ends (the scope is emptied, its item deleted); Y takes the slot (the item
+    made anew); Z's write, based on its read from before the delete, must fail, or Y's slot is lost (found in review:
+    the version restarted at 1, so it went through)."""
+    table = racing.table_at(endpoint, TABLE)
+    store = DynamoDBRunSlotStore(table)
+    scope = SlotScope("emptied")
+    one = SlotLimit(1, 3_600_000)
+    x, y, z = (place_of(claim("emptied", n)) for n in (1, 2, 3))
+    slots, version = store.read(scope)
+    admitted, _ = slots.admit(x, T0, one)
+    assert store.write(scope, admitted, version)
+    stale, stale_version = store.read(scope)  # Z's read: X holds the slot
+    held, version = store.read(scope)
+    released, _ = held.release((x.trigger_key,), T0 + 1, one)
+    assert released.empty and store.write(scope, released, version)  # X ends: the item is deleted
+    fresh, version = store.read(scope)
+    taken, _ = fresh.admit(y, T0 + 2, one)
+    assert store.write(scope, taken, version)  # Y holds the slot
+    late, _ = stale.admit(z, T0 + 3, one)
+    assert not store.write(scope, late, stale_version)
+    assert list(store.read(scope)[0].holders) == [y.trigger_key]

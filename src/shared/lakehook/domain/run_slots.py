@@ -18,6 +18,7 @@ Waiting triggers are never dropped or coalesced here: each keeps its place until
 from __future__ import annotations
 
 import hashlib
+import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -74,6 +75,13 @@ class Admission:
     position: int | None
     in_flight: int
     woken: tuple[str, ...] = ()
+
+
+def fresh_version() -> int:
+    """The version a scope's slots start at when stored anew: random, so a scope emptied (its state deleted) and then
+    filled again never takes a version a read from before the delete holds, and a write based on that stale read
+    fails its condition (a counter restarting at 1 would let it through, and a slot held since would be lost)."""
+    return secrets.randbits(52) + 2
 
 
 def _frozen(holders: Mapping[str, int]) -> Mapping[str, int]:

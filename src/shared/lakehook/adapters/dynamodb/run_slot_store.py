@@ -3,7 +3,9 @@
 The item holds the scope's :class:`~lakehook.domain.run_slots.RunSlots` (``holders``, ``queue``) and ``version``.
 Every change is one conditional write on the version read (``PutItem`` or, once nothing is in flight or waiting,
 ``DeleteItem``), so two dispatchers never both take the last slot: the second one's condition fails, and it reads
-again. While the item exists it is on GSI1 ``RUN_SLOTS`` / scope id, where the compensator finds it.
+again. An item made anew (the scope was emptied and deleted) starts at a random version, never at one a stale read
+may hold (:func:`lakehook.domain.run_slots.fresh_version`): a write based on a read from before the delete fails.
+While the item exists it is on GSI1 ``RUN_SLOTS`` / scope id, where the compensator finds it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from botocore.exceptions import ClientError
 from lakehook.adapters.aws import is_conditional_failure
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import integral
-from lakehook.domain.run_slots import QueuePlace, RunSlots, SlotScope
+from lakehook.domain.run_slots import QueuePlace, RunSlots, SlotScope, fresh_version
 from lakehook.ports.dispatch import RunSlotStore
 
 ITEM_TYPE = "RUN_SLOTS"
@@ -64,7 +66,7 @@ class DynamoDBRunSlotStore(RunSlotStore):
                 **key,
                 keys.ITEM_TYPE: ITEM_TYPE,
                 "ruleId": scope.rule_id,
-                "version": version + 1,
+                "version": version + 1 if version else fresh_version(),
                 "GSI1PK": keys.RUN_SLOTS_INDEX_PK,
                 "GSI1SK": scope.scope_id,
                 **slots_item(slots),
