@@ -283,3 +283,14 @@ def test_the_ledger_reads_which_trigger_a_replay_replays(backend: Backend) -> No
     # the dispatcher writes it into the run manifest and the invocation's ``replayOf``
     assert entry is not None and entry.replay_of == "dwd.g.original"
     assert attempt is not None and attempt.before.replay_of == "dwd.g.original"
+
+
+def test_a_claim_waiting_for_a_run_slot_is_not_pending_until_it_is_woken(backend: Backend) -> None:
+    """A claim held back by its rule's maxInFlight is not stuck: the re-drive's page leaves it out (the run-slot sweep
+    wakes it), and once woken and left unstarted it is stuck again like any claim."""
+    waiting = claimed(backend, 1, at=T0 + 100).trigger_key
+    stuck = claimed(backend, 2, at=T0 + 200).trigger_key
+    assert backend.ledger.hold_for_slot(waiting, T0 + 300)
+    assert [e.trigger_key for e in backend.ledger.pending(T0 + 20_000, T0 + 10_000, 10)] == [stuck]
+    assert backend.ledger.wake_for_slot(waiting, T0 + 400)
+    assert {e.trigger_key for e in backend.ledger.pending(T0 + 20_000, T0 + 10_000, 10)} == {waiting, stuck}

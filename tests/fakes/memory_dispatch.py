@@ -290,7 +290,10 @@ class InMemoryTriggerLedger(TriggerLedger):
                 books = self._books.get(trigger.trigger_key, _Bookkeeping())
                 leased = books.lease_until is not None and books.lease_until >= now_ms
                 stuck = (
-                    trigger.status is TriggerStatus.TRIGGERING and trigger.updated_at < stuck_before_ms and not leased
+                    trigger.status is TriggerStatus.TRIGGERING
+                    and trigger.updated_at < stuck_before_ms
+                    and not leased
+                    and trigger.slot_wait is None  # waiting for a run slot: the run-slot sweep's, not stuck
                 )
                 due = (
                     trigger.status is TriggerStatus.FAILED

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from lakehook.cli_commands.commands import _status, in_flight_lines, verdict
-from lakehook.domain.run_slots import SlotScope
+from lakehook.domain.run_slots import SlotLimit, SlotScope
 from lakehook.domain.snapshots import SnapshotInfo
 from lakehook.domain.triggers import RunState, TriggerStatus
 from lakehook.ports.rules import Deferral
@@ -280,3 +280,32 @@ def test_a_run_its_outlet_commit_confirmed_frees_its_slot_for_the_next() -> None
     assert done.outcome is ConfirmOutcome.CONFIRMED
     simulated._woken()
     assert len(simulated.started) == 2 and simulated.pins(simulated.started) == [1, 2]
+
+
+def test_waiting_claims_are_never_redriven_and_the_sweep_hands_on_what_a_lost_wake_or_a_raised_limit_frees() -> None:
+    """Waiting claims are not stuck ones: the re-drive's page (100 claims a pass) leaves them out, so a rule with many
+    waiting never hides another rule's stuck claim (found in review: each pass re-marked them and filled its page).
+    The run-slot sweep is what recovers them: a slot granted whose wake was lost (a crash between the two writes) is
+    woken again, and slots a raised maxInFlight frees go to the first waiting."""
+    simulated = flight("ALL_UPDATED", 1)
+    simulated.complete = _Silent()  # type: ignore[assignment]  # no run ends: the rest wait
+    simulated.run()
+    first, *waiting = simulated.world.triggers.claim_order
+    assert simulated.started == [first] and len(waiting) == COMMITS - 1
+    later = simulated.world.now + 3_600_000
+    assert [e.trigger.trigger_key for e in simulated.ledger.pending(later, later, 100)] == []
+    scope = SlotScope("r")
+    slots, version = simulated.slots.read(scope)
+    handed, granted = slots.release((first,), simulated.world.now, SlotLimit(1, 3_600_000))
+    assert granted == (waiting[0],) and simulated.slots.write(scope, handed, version)  # its wake is never written
+    swept = simulated.gate.sweep(simulated.world.rules)
+    assert swept.woken == [waiting[0]]
+    simulated._woken()
+    assert simulated.started == [first, waiting[0]]
+    stored = simulated.world.rules.get_rule("r")
+    assert stored is not None
+    policy = stored.rule.policy.model_copy(update={"max_in_flight": 3})
+    simulated.world.rules.put_rule(stored.rule.model_copy(update={"policy": policy}), simulated.world.now)
+    assert simulated.gate.sweep(simulated.world.rules).woken == waiting[1:3]  # nothing ended: the limit rose
+    simulated._woken()
+    assert simulated.started == [first, *waiting[:3]]

@@ -143,14 +143,29 @@ class RunSlotGate:
             gone = [k for k in slots.holders if k not in live.holders]
             gone += [k for k in live.holders if self._ended(k, run_state)]
             gone += [p.trigger_key for p in slots.queue if self._abandoned(p.trigger_key)]
-            if not gone and slot_limit is not None:
-                continue  # nothing ended: the slots stay as they are
-            woken = self.release_keys(scope, tuple(gone), slot_limit)
-            report.released += gone
-            report.woken += woken
+            free = slot_limit is not None and len(live.holders) < slot_limit.max_in_flight and bool(slots.queue)
+            if gone or free or slot_limit is None:  # something ended, a slot is free for a waiting trigger (the
+                # limit was raised), or the rule dropped maxInFlight: hand the slots on
+                woken = self.release_keys(scope, tuple(gone), slot_limit)
+                report.released += gone
+                report.woken += woken
+            report.woken += self._lost_wakes(slots, gone)
         if report.released or report.woken:
             logger.info("run slots swept", extra={"released": len(report.released), "woken": len(report.woken)})
         return report
+
+    def _lost_wakes(self, slots: RunSlots, gone: list[str]) -> list[str]:
+        """Holders whose claim is still marked waiting (a crash between the slot's write and the claim's wake): woken
+        again. A waiting claim is never re-driven (it is not stuck), so this sweep is what starts it."""
+        woken = []
+        for key in slots.holders:
+            entry = None if key in gone else self._ledger.get(key)
+            marked = (
+                entry is not None and entry.status is TriggerStatus.TRIGGERING and entry.trigger.slot_wait is not None
+            )
+            if marked and self._ledger.wake_for_slot(key, self._clock()):
+                woken.append(key)
+        return woken
 
     def _ended(self, trigger_key: str, run_state: Callable[[LedgerEntry], RunState | None] | None) -> bool:
         """Whether a holder's run no longer counts: the claim is gone, SKIPPED or FAILED for good, the run reported its

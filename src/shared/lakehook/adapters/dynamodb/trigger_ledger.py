@@ -77,8 +77,12 @@ DISPATCH_FILTER_PATTERNS: list[dict[str, Any]] = [
     },
 ]
 
+# A claim waiting for a run slot (slotWaitSince) is not stuck: its scope's queue hands it a slot, and the run-slot
+# sweep wakes it again if that wake was lost (usecases/run_slots.py); re-driving it would only mark it waiting again,
+# and a rule with many waiting would fill every page of this query, starving the other rules' stuck claims.
 _OPEN_FILTER = (
-    "(#status = :triggering AND updatedAt < :stuck AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now))"
+    "(#status = :triggering AND updatedAt < :stuck AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now)"
+    " AND attribute_not_exists(slotWaitSince))"
     " OR (#status = :failed AND retryable = :true AND (attribute_not_exists(nextAttemptAt) OR nextAttemptAt <= :now))"
 )
 
