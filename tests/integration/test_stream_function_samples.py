@@ -24,7 +24,7 @@ def sample(function: str, name: str) -> dict[str, Any]:
         ("resolver", "carried_partitions", {"batchItemFailures": []}),
         ("resolver", "partition_part", {"batchItemFailures": []}),
         ("dispatcher", "claim_inserted", {"batchItemFailures": []}),
-        ("deferral_sweep", "scheduled_event", {"due": 0, "notAdvanced": 0}),
+        ("deferral_sweep", "scheduled_event", {"due": 0}),
         ("trigger_redrive", "scheduled_event", {}),
     ],
 )
