@@ -5,6 +5,7 @@ it cannot evaluate."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -173,21 +174,23 @@ def test_a_long_poll_answers_as_soon_as_the_condition_holds(box: Container) -> N
 
 def test_a_long_poll_gives_up_when_the_wait_is_over(box: Container) -> None:
     clock = Clock()
-    answer = sensor(box, clock).evaluate(
-        SensorRequest.model_validate({"group": {"members": [{"assetKey": A}]}, "waitSeconds": 7})
-    )
+    request = SensorRequest.model_validate({"group": {"members": [{"assetKey": A}]}, "waitSeconds": 7})
+    answer = sensor(box, clock).evaluate(request)
     assert answer["ready"] is False and answer["verdict"] == "BLOCKED_BY_UNKNOWN_ASSET"
-    assert clock.sleeps == [2, 2, 2] and answer["evaluations"] == 4  # a fourth pause would end past the wait
+    assert clock.sleeps == [2, 2, 2, 1] and answer["evaluations"] == 5  # the last evaluation at the end of the wait
+    assert answer["waitedSeconds"] == 7
 
 
 @settings(max_examples=40, deadline=None)
 @given(wait=st.integers(min_value=0, max_value=MAX_WAIT_SECONDS), interval=st.sampled_from([0.5, 1.0, 2.0, 3.0]))
-def test_a_long_poll_never_outlasts_its_wait(wait: int, interval: float) -> None:
-    """Whatever the wait and the interval, the sensor never sleeps past the wait and evaluates once per pause + 1."""
+def test_a_long_poll_waits_exactly_its_wait(wait: int, interval: float) -> None:
+    """Whatever the wait and the interval, a condition that never holds is evaluated at the start, every interval, and
+    at the end of the wait: never past it, never short of it."""
     built = wiring.in_memory(Settings(admin_token=TOKEN))
     clock = Clock()
     use = EvaluateSensor(built.rule_store, built.explain_rule, clock=clock, sleep=clock.sleep, interval=interval)
     answer = use.evaluate(SensorRequest.model_validate({"group": {"members": [{"assetKey": A}]}, "waitSeconds": wait}))
-    assert sum(clock.sleeps) <= wait
-    assert wait - sum(clock.sleeps) < interval  # and does not stop early either
-    assert answer["evaluations"] == len(clock.sleeps) + 1 and answer["ready"] is False
+    assert sum(clock.sleeps) == pytest.approx(wait)
+    assert all(0 < s <= interval for s in clock.sleeps)
+    assert answer["evaluations"] == len(clock.sleeps) + 1 == math.ceil(wait / interval) + 1
+    assert answer["ready"] is False

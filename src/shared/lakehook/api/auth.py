@@ -124,6 +124,8 @@ ROUTE_AUTHENTICATORS: dict[tuple[str, str], Authenticator] = {
     ("POST", "/asset-events"): producer_or_admin,
     ("POST", "/api/v1/lineage"): signed_or_api_key_or_admin,
     ("POST", "/runs/{triggerKey}/complete"): run_or_admin,
+    ("GET", "/watermarks"): producer_or_admin,  # a watcher's scoped credential: its producer's watermarkNamespaces
+    ("PUT", "/watermarks"): producer_or_admin,
 }
 
 

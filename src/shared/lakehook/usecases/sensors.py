@@ -66,9 +66,10 @@ class EvaluateSensor:
         while True:
             explained = self._explain.explain_stored(stored, stored.rule)
             evaluations += 1
-            if explained["ready"] or self._clock() + self._interval > deadline:
+            remaining = deadline - self._clock()
+            if explained["ready"] or remaining <= 0:
                 break
-            self._sleep(self._interval)
+            self._sleep(min(self._interval, remaining))  # the last evaluation is at the end of the wait
         return _answer(request, explained, evaluations, self._clock() - started)
 
     def _subject(self, request: SensorRequest) -> StoredRule:
