@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lakehook.client import PushClient, WatermarkClient, WatermarkConflictError, Watcher
+from lakehook.client import PushClient, WatermarkClient, Watcher
 
 NAMESPACE = "watchers"
 
@@ -50,12 +50,8 @@ def turn(watcher: DirectoryWatcher, push: PushClient) -> dict[str, Any] | None:
     if high is None or (low is not None and high <= low):
         return None
     event = {"eventType": "WATERMARK_ADVANCED", "assetKey": watcher.asset_key, "watermark": high}
-    push.send(event)
-    try:
-        watcher.persist_watermark(high)
-    except WatermarkConflictError:
-        return None  # another copy persisted first; it pushed the same watermark (or a newer one)
-    return event
+    # push, then persist with compare-and-set; False: another copy persisted first (and pushed the same)
+    return event if watcher.advance(high, lambda: push.send(event)) else None
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ from lakehook.client.push import (
     snapshot_event_from_iceberg,
     snapshot_event_from_paimon,
 )
+from lakehook.client.s3_watcher import S3PrefixWatcher
 from lakehook.client.sensor import (
     LakehookClient,
     SensorError,
@@ -44,6 +45,7 @@ __all__ = [
     "PushRejectedError",
     "PushResult",
     "PushUnavailableError",
+    "S3PrefixWatcher",
     "SensorError",
     "SensorRejectedError",
     "SensorResult",

@@ -164,6 +164,17 @@ class Watcher(ABC):
         self._read = self.client.put(self.namespace, self.asset_key, self.key, value, self._current().version)
         return self._read
 
+    def advance(self, high: Any, announce: Callable[[], Any]) -> bool:
+        """Announce what moved (``announce``: push its event), then persist ``high``. False when another copy of the
+        watcher persisted first (it announced the same). Announcing first means a crash in between announces again
+        next turn, which lakehook answers DUPLICATE, rather than never."""
+        announce()
+        try:
+            self.persist_watermark(high)
+        except WatermarkConflictError:
+            return False
+        return True
+
     def _current(self) -> Watermark:
         if self._read is None:
             self._read = self.client.get(self.namespace, self.asset_key, self.key)
