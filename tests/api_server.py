@@ -4,11 +4,15 @@ standard-library clients (``lakehook.client``) and an Airflow trigger talk to it
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from lakehook import container
 from lakehook.api.app import build_app
 from lakehook.domain.producers import ProducerSpec
+from lakehook.settings import Settings
+from tests import wiring
 from tests.fakes.http_server import FakeServer, Request, Response
 from tests.support import FakeLambdaContext, api_event
 
@@ -33,3 +37,14 @@ def register_producer(producer_id: str, spec: dict[str, Any]) -> str:
     registration = container.current().register_producer(producer_id, ProducerSpec.model_validate(spec))
     assert registration.secret is not None
     return registration.secret
+
+
+@contextmanager
+def api_on_fakes(admin_token: str) -> Iterator[ApiServer]:
+    """The API on a container of in-memory fakes (made current for the test), served until the block ends."""
+    container.use(wiring.in_memory(Settings(admin_token=admin_token)))
+    try:
+        with ApiServer() as server:
+            yield server
+    finally:
+        container.use(None)

@@ -28,9 +28,7 @@ import pytest
 import requests
 
 from lakehook import container
-from lakehook.settings import Settings
-from tests import wiring
-from tests.api_server import ApiServer
+from tests.api_server import ApiServer, api_on_fakes
 from tests.support import ROOT
 
 TOOLS = os.environ.get("LAKEHOOK_AIRFLOW_REAL_TOOLS", "")
@@ -118,21 +116,18 @@ def _admin(passwords: str) -> str:
 def lakehook(airflow: Airflow) -> Iterator[ApiServer]:
     """lakehook's API on 127.0.0.1, with a disabled rule dwd_orders (orders at snapshot 2 or later); the DAG's
     Variables point at it."""
-    built = wiring.in_memory(Settings(admin_token=TOKEN))
-    container.use(built)
     rule = {
         "groups": [{"groupId": "g", "members": [{"assetKey": ORDERS, "condition": {"minSnapshotId": 2}}]}],
         "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
         "enabled": False,
     }
-    built.put_rule.put("dwd_orders", rule)
-    with ApiServer() as server:
+    with api_on_fakes(TOKEN) as server:
+        container.current().put_rule.put("dwd_orders", rule)
         for key, value in (("lakehook_api_url", server.base_url), ("lakehook_token", TOKEN)):
             airflow.call("DELETE", f"/variables/{key}")
             answer = airflow.call("POST", "/variables", json={"key": key, "value": value})
             assert answer.status_code in (200, 201), answer.text
         yield server
-    container.use(None)
 
 
 def commit(snapshot_id: int) -> None:

@@ -14,9 +14,7 @@ from moto import mock_aws
 
 from lakehook import container
 from lakehook.client import LakehookClient, PushClient, S3PrefixWatcher, WatermarkClient, s3_watcher
-from lakehook.settings import Settings
-from tests import wiring
-from tests.api_server import ApiServer, register_producer
+from tests.api_server import ApiServer, api_on_fakes, register_producer
 
 TOKEN = "s3-watcher-admin"
 BUCKET = "landing"
@@ -33,10 +31,8 @@ def s3() -> Iterator[Any]:
 
 @pytest.fixture
 def api() -> Iterator[ApiServer]:
-    container.use(wiring.in_memory(Settings(admin_token=TOKEN)))
-    with ApiServer() as server:
+    with api_on_fakes(TOKEN) as server:
         yield server
-    container.use(None)
 
 
 class Listing:

@@ -13,9 +13,7 @@ from lakehook import container
 from lakehook.client import LakehookClient, SensorRejectedError, SensorTimeoutError
 from lakehook.client import sensor as client_sensor
 from lakehook.domain import sensors
-from lakehook.settings import Settings
-from tests import wiring
-from tests.api_server import ApiServer
+from tests.api_server import ApiServer, api_on_fakes
 
 TOKEN = "sensor-admin"
 A = "paimon://lake/ods/a"
@@ -24,11 +22,8 @@ GROUP = {"members": [{"assetKey": A, "condition": {"minSnapshotId": 2}}]}
 
 @pytest.fixture
 def api() -> Iterator[ApiServer]:
-    built = wiring.in_memory(Settings(admin_token=TOKEN))
-    container.use(built)
-    with ApiServer() as server:
+    with api_on_fakes(TOKEN) as server:
         yield server
-    container.use(None)
 
 
 def push(snapshot_id: int) -> None:

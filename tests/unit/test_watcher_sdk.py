@@ -27,9 +27,7 @@ from lakehook.client import (
     WatermarkRejectedError,
 )
 from lakehook.client.signing import sign
-from lakehook.settings import Settings
-from tests import wiring
-from tests.api_server import ApiServer, register_producer
+from tests.api_server import ApiServer, api_on_fakes, register_producer
 
 TOKEN = "watcher-admin"
 ASSET = "file://landing/orders"
@@ -38,10 +36,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "watchers"
 
 @pytest.fixture
 def api() -> Iterator[ApiServer]:
-    container.use(wiring.in_memory(Settings(admin_token=TOKEN)))
-    with ApiServer() as server:
+    with api_on_fakes(TOKEN) as server:
         yield server
-    container.use(None)
 
 
 def watcher_client(api: ApiServer, namespaces: list[str], producer: str = "dir-watcher") -> WatermarkClient:

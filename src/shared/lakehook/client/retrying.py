@@ -27,6 +27,14 @@ class HttpRejectedError(Exception):
         self.message = message
 
 
+class RefusedError(Exception):
+    """A refusal with the HTTP status the API answered: the base of each client's ``*RejectedError``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{status}: {message}")
+        self.status = status
+
+
 class HttpUnavailableError(Exception):
     """Every attempt failed with 429, 5xx or a connection error; the message names the last one."""
 

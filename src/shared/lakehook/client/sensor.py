@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lakehook.client.retrying import HttpRejectedError, HttpUnavailableError, Retrying
+from lakehook.client.retrying import HttpRejectedError, HttpUnavailableError, RefusedError, Retrying
 
 SENSOR_PATH = "/sensors/evaluate"
 MAX_WAIT_SECONDS = 20  # the server's bound on waitSeconds (lakehook.domain.sensors; held equal by a unit test)
@@ -32,12 +32,8 @@ class SensorError(Exception):
     """The condition could not be evaluated."""
 
 
-class SensorRejectedError(SensorError):
+class SensorRejectedError(SensorError, RefusedError):
     """The API refused the request (a 4xx other than 429: an unknown rule, a malformed group); retrying won't help."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"{status}: {message}")
-        self.status = status
 
 
 class SensorUnavailableError(SensorError):

@@ -22,16 +22,14 @@ from the same low watermark; the loser re-reads (``refresh``) and sees what the 
 from __future__ import annotations
 
 import json
-import time
 import urllib.parse
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lakehook.client.push import PRODUCER_HEADER
-from lakehook.client.retrying import HttpRejectedError, HttpUnavailableError, Retrying
-from lakehook.client.signing import SIGNATURE_HEADER, sign
+from lakehook.client.retrying import HttpRejectedError, HttpUnavailableError, RefusedError
+from lakehook.client.signed import SignedClient
 
 WATERMARKS_PATH = "/watermarks"
 
@@ -40,12 +38,8 @@ class WatermarkError(Exception):
     """The watermark store could not be read or written."""
 
 
-class WatermarkRejectedError(WatermarkError):
+class WatermarkRejectedError(WatermarkError, RefusedError):
     """The API refused the request (401, 403: a namespace outside the producer's, 400); retrying won't help."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"{status}: {message}")
-        self.status = status
 
 
 class WatermarkConflictError(WatermarkRejectedError):
@@ -63,27 +57,11 @@ class Watermark:
 ABSENT = Watermark(None, 0)
 
 
-class WatermarkClient:
-    """Read and compare-and-set watermarks, signed with a producer's secret (``PUT /producers/{id}`` answered it)."""
+class WatermarkClient(SignedClient):
+    """Read and compare-and-set watermarks, signed with a producer's secret (``PUT /producers/{id}`` answered it;
+    options: :class:`~lakehook.client.signed.SignedClient`)."""
 
-    def __init__(
-        self,
-        url: str,
-        producer_id: str,
-        secret: str,
-        *,
-        max_attempts: int = 5,
-        backoff_seconds: float = 0.5,
-        max_backoff_seconds: float = 10.0,
-        timeout_seconds: float = 10.0,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.url = url.rstrip("/") + WATERMARKS_PATH
-        self.producer_id = producer_id
-        self._secret = secret
-        self._clock = clock
-        self._retrying = Retrying(max_attempts, backoff_seconds, max_backoff_seconds, timeout_seconds, sleep)
+    PATH = WATERMARKS_PATH
 
     def get(self, namespace: str, asset_key: str, key: str) -> Watermark:
         """The stored watermark, or :data:`ABSENT` (version 0) when none was written."""
@@ -116,15 +94,8 @@ class WatermarkClient:
         return Watermark(answer.get("value"), int(answer["version"]))
 
     def _send(self, method: str, url: str, body: bytes) -> dict[str, Any]:
-        def headers() -> dict[str, str]:  # signed at each attempt: the signature's time must be fresh
-            return {
-                "Content-Type": "application/json",
-                PRODUCER_HEADER: self.producer_id,
-                SIGNATURE_HEADER: sign(self._secret, body, int(self._clock())),
-            }
-
         try:
-            return self._retrying.send_json(method, url, body or None, headers)
+            return self._retrying.send_json(method, url, body or None, self._signed_headers(body))
         except HttpRejectedError as exc:
             error = WatermarkConflictError if exc.status == 409 else WatermarkRejectedError
             raise error(exc.status, exc.message) from exc
