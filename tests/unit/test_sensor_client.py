@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from lakehook import container
-from lakehook.client import LakehookClient, SensorRejectedError, SensorTimeoutError
+from lakehook.client import LakehookClient, SensorRejectedError, SensorTimeoutError, SensorUnavailableError
 from lakehook.client import sensor as client_sensor
 from lakehook.domain import sensors
 from tests.api_server import ApiServer, api_on_fakes
+from tests.fakes.http_server import Request, Response
 
 TOKEN = "sensor-admin"
 A = "paimon://lake/ods/a"
@@ -87,3 +88,29 @@ def test_without_credentials_it_is_a_401(api: ApiServer) -> None:
     with pytest.raises(SensorRejectedError) as raised:
         LakehookClient(api.base_url).evaluate("orders")
     assert raised.value.status == 401
+
+
+class Flaky(ApiServer):
+    """The API, answering 503 to the first ``failures`` requests (an outage while a sensor waits)."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    def dispatch(self, request: Request) -> Response:
+        if self.failures > 0:
+            self.failures -= 1
+            return Response(503, {"message": "Service Unavailable"})
+        return super().dispatch(request)
+
+
+def test_wait_for_waits_an_outage_out_but_not_past_its_timeout(api: ApiServer) -> None:
+    push(2)
+    with Flaky(failures=5) as flaky:  # each evaluate gives up after 2 attempts: 3 evaluations fail
+        client = LakehookClient(flaky.base_url, token=TOKEN, max_attempts=2, backoff_seconds=0.01)
+        assert client.wait_for(group=GROUP, timeout=30).ready
+        assert len(flaky.requests) == 6
+    with Flaky(failures=10**6) as down:
+        client = LakehookClient(down.base_url, token=TOKEN, max_attempts=2, backoff_seconds=0.01)
+        with pytest.raises(SensorUnavailableError):
+            client.wait_for(group=GROUP, timeout=1)

@@ -24,7 +24,7 @@ from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from lakehook.client import LakehookClient, SensorError, SensorResult
+from lakehook.client import LakehookClient, SensorError, SensorResult, SensorUnavailableError
 
 MAX_WAIT_SECONDS = 20  # the server's bound on one long-poll
 
@@ -46,7 +46,7 @@ def _event(result: SensorResult) -> dict[str, Any]:
 class LakehookConditionTrigger(BaseTrigger):
     """Long-polls lakehook until the condition holds (one ``ready`` event) or ``deadline`` (epoch seconds) passes
     (one ``timeout`` event naming what it still waits for). A refused request (an unknown rule, a malformed group)
-    ends it with an ``error`` event; 429, 5xx and connection errors are retried by the client."""
+    ends it with an ``error`` event; 429, 5xx and connection errors are retried until the deadline."""
 
     def __init__(
         self,
@@ -82,7 +82,13 @@ class LakehookConditionTrigger(BaseTrigger):
                 result = await asyncio.to_thread(
                     client.evaluate, self.rule, group=self.group, group_id=self.group_id, wait_seconds=wait
                 )
-            except SensorError as exc:
+            except SensorUnavailableError as exc:  # the client retried with backoff; wait the outage out
+                if time.time() < self.deadline:
+                    self.log.warning("lakehook unavailable, still waiting: %s", exc)
+                    continue
+                yield TriggerEvent({"status": "error", "message": str(exc)})
+                return
+            except SensorError as exc:  # refused: an unknown rule, a malformed group
                 yield TriggerEvent({"status": "error", "message": str(exc)})
                 return
             if result.ready:

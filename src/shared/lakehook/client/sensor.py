@@ -130,14 +130,21 @@ class LakehookClient:
         group_id: str | None = None,
     ) -> SensorResult:
         """Long-poll until the condition holds and answer the READY result, or raise :class:`SensorTimeoutError`
-        once ``timeout`` seconds have passed (it may overrun by under a second: waits are whole seconds)."""
+        once ``timeout`` seconds have passed (it may overrun by under a second: waits are whole seconds). The API
+        being unavailable is waited out until then (:class:`SensorUnavailableError` if it still is); a refusal
+        (:class:`SensorRejectedError`) raises at once."""
         if timeout < 0:
             raise ValueError("timeout must not be negative")
         deadline = self._clock() + timeout
         while True:
             remaining = deadline - self._clock()
             wait = min(MAX_WAIT_SECONDS, max(math.ceil(remaining), 0))
-            result = self.evaluate(rule, group=group, group_id=group_id, wait_seconds=wait)
+            try:
+                result = self.evaluate(rule, group=group, group_id=group_id, wait_seconds=wait)
+            except SensorUnavailableError:
+                if self._clock() >= deadline:
+                    raise
+                continue  # an outage within the wait is waited out (each evaluate already retried with backoff)
             if result.ready:
                 return result
             if self._clock() >= deadline or wait == 0:
