@@ -28,6 +28,7 @@ from lakehook.client import (
 )
 from lakehook.client.signing import sign
 from tests.api_server import ApiServer, api_on_fakes, register_producer
+from tests.fakes.http_server import Request, Response
 
 TOKEN = "watcher-admin"
 ASSET = "file://landing/orders"
@@ -148,3 +149,30 @@ def test_the_example_watcher_announces_new_files_once_across_restarts(api: ApiSe
     assert module.turn(restarted, push)["watermark"] == 1_750_000_060_000
     state = container.current().asset_store.get_state(ASSET)
     assert state is not None and state.watermark == 1_750_000_060_000
+
+
+class LostAnswer(ApiServer):
+    """Applies the first PUT, then answers it 503 (the answer was lost): the client's retry finds the write done."""
+
+    lost = False
+
+    def dispatch(self, request: Request) -> Response:
+        answer = super().dispatch(request)
+        if request.method == "PUT" and not self.lost:
+            self.lost = True
+            return Response(503, {"message": "Service Unavailable"})
+        return answer
+
+
+def test_a_write_retried_after_a_lost_answer_that_finds_itself_in_place_succeeded(api: ApiServer) -> None:
+    secret = secret_of("dir-watcher", ["watchers"])
+    with LostAnswer() as lossy:
+        client = WatermarkClient(lossy.base_url, "dir-watcher", secret, backoff_seconds=0.01)
+        assert Counter(client, 7).persist_watermark(7) == Watermark(7, 1)  # the retry's 409 was its own write
+        assert [r.method for r in lossy.requests] == ["GET", "PUT", "PUT", "GET"]  # read, lost, 409, read back
+        other = Counter(client, 8)
+        assert other.low_watermark == 7
+        lossy.lost = False  # lose the next answer too; meanwhile another copy moves the watermark on
+        container.current().watermark_store.put("watchers", ASSET, "offset", 9, now_ms=1, expected_version=1)
+        with pytest.raises(WatermarkConflictError):  # not its own write: a real conflict
+            other.persist_watermark(8)
