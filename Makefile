@@ -91,6 +91,14 @@ test-fast: $(BIN)/.installed ## the fast tier while you work: ruff, then the tes
 	$(BIN)/ruff check src/shared functions tests bench
 	$(BIN)/pytest -m "not slow" --hypothesis-profile=fast $(PYTEST_ARGS)
 
+# Opt-in, not part of `make test`: the example deferrable sensor (docs/examples/sensors) in a real Airflow 3.3.2,
+# brought up and stopped by the shared airflow-real harness (about 2 minutes; AIRFLOW_SENSOR_WORK reuses a work dir).
+AIRFLOW_REAL_TOOLS ?= ../shared/tools/airflow-real
+.PHONY: test-airflow-sensor
+test-airflow-sensor: $(BIN)/.installed ## opt-in: the Airflow sensor example against a real Airflow 3 (AIRFLOW_REAL_TOOLS=dir)
+	LAKEHOOK_AIRFLOW_REAL_TOOLS="$(abspath $(AIRFLOW_REAL_TOOLS))" LAKEHOOK_AIRFLOW_SENSOR_WORK="$(AIRFLOW_SENSOR_WORK)" \
+		$(BIN)/pytest -m airflow_real tests/integration/test_airflow_sensor_real.py $(PYTEST_ARGS)
+
 .PHONY: build
 build: setup ## sam build without Docker, then each function's unzipped size (limit 250 MB)
 	@test -n "$(PY312_BIN)" || { echo "no Python 3.12 found (pyenv install 3.12)"; exit 1; }

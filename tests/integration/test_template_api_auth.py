@@ -52,11 +52,13 @@ def test_every_route_that_takes_management_credentials_has_an_iam_authorized_met
     assert template_routes() == expected_routes()
 
 
-def test_the_routes_with_an_iam_variant_are_pushes_lineage_and_run_completion() -> None:
+def test_the_routes_with_an_iam_variant_are_pushes_lineage_run_completion_and_watchers_watermarks() -> None:
     assert sorted(iam_variant_routes()) == [
+        ("GET", "/watermarks"),
         ("POST", "/api/v1/lineage"),
         ("POST", "/asset-events"),
         ("POST", "/runs/{triggerKey}/complete"),
+        ("PUT", "/watermarks"),
     ]
 
 

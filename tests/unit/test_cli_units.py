@@ -228,6 +228,27 @@ def test_complete_sends_iam_credentials_to_the_iam_variant(
     assert [(m, p) for m, p, _ in api.sent] == [("POST", path)]
 
 
+@pytest.mark.parametrize(
+    ("url", "admin_token", "path"),
+    [
+        # GET and PUT /watermarks take a watcher's producer signature, so on AWS they have no IAM authorizer
+        ("https://abc123.execute-api.eu-west-1.amazonaws.com/prod", None, "/iam/watermarks"),
+        ("http://127.0.0.1:3000", "local-admin", "/watermarks"),
+    ],
+)
+def test_watermarks_send_iam_credentials_to_the_iam_variant(url: str, admin_token: str | None, path: str) -> None:
+    from lakehook.cli_commands import manage
+
+    api = RecordingApi(url=url, admin_token=admin_token)
+    where = {"namespace": "n", "asset": "custom://a/b", "key": "k", "output": "json"}
+    with captured(io.StringIO(), io.StringIO()):
+        assert manage.watermarks_get(api, argparse.Namespace(**where)) == 0
+        assert manage.watermarks_put(api, argparse.Namespace(**where, value="1", expected_version=None)) == 0
+        assert manage.watermarks_delete(api, argparse.Namespace(**where, expected_version=None)) == 0
+    # DELETE takes management credentials only: its method keeps the IAM authorizer
+    assert [(m, p) for m, p, _ in api.sent] == [("GET", path), ("PUT", path), ("DELETE", "/watermarks")]
+
+
 class Stack(ApiClient):
     """Answers GETs from a dict of path → body (404 otherwise) and records every PUT."""
 

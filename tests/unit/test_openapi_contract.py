@@ -50,6 +50,8 @@ def test_every_operation_states_its_security(spec: dict[str, Any]) -> None:
         ("POST", "/asset-events"): PRODUCER,
         ("POST", "/runs/{triggerKey}/complete"): RUN_COMPLETION,
         ("POST", "/api/v1/lineage"): LINEAGE,
+        ("GET", "/watermarks"): PRODUCER,  # a watcher's producer, confined to its watermarkNamespaces
+        ("PUT", "/watermarks"): PRODUCER,
     }
     undocumented = {("GET", "/openapi.json")}  # public, and not an operation of the document
     assert set(expected) == set(ROUTE_AUTHENTICATORS) - undocumented, "the document and the authenticators disagree"

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from lakehook.usecases.rule_runs import EvaluateRule
     from lakehook.usecases.rule_writes import DeleteRule, PutRule
     from lakehook.usecases.run_slots import RunSlotGate
+    from lakehook.usecases.sensors import EvaluateSensor
     from lakehook.usecases.spool import VerifySpoolManifest
     from lakehook.usecases.triggers import ReadTriggers
 
@@ -492,6 +493,13 @@ class Container:
             explain=self.explain_rule,
             partitions=self.partition_store,
         )
+
+    @part
+    def evaluate_sensor(self) -> EvaluateSensor:
+        """``POST /sensors/evaluate``: explain's verdicts on a rule's groups or an ad-hoc group, long-polled."""
+        from lakehook.usecases.sensors import EvaluateSensor
+
+        return EvaluateSensor(self.rule_store, self.explain_rule, self.alias_store)
 
     # --- triggers and dispatch: DispatcherFunction, TriggerRedriveFunction, the trigger and run routes ------
 

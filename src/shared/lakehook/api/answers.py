@@ -56,6 +56,9 @@ class ProducerAnswer(Answer):
     bus_accounts: list[str] = Field(
         default_factory=list, alias="busAccounts", description="empty: the stack's own account only"
     )
+    watermark_namespaces: list[str] = Field(
+        default_factory=list, alias="watermarkNamespaces", description="the watermark namespaces it may use"
+    )
     secret: str | None = Field(default=None, description="the signing secret: only on creation or rotation")
     api_key: str | None = Field(
         default=None,

@@ -63,6 +63,7 @@ ROUTE_MODULES: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "runs": (("POST", "/runs/<triggerKey>/complete"),),
     "aliases": (("PUT", "/aliases/<name>"), ("GET", "/aliases"), ("GET", "/aliases/<name>")),
+    "sensors": (("POST", "/sensors/evaluate"),),
 }
 _ROUTES_PACKAGE = "lakehook.api.routes"
 

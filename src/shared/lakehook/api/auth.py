@@ -78,6 +78,16 @@ def producer_or_admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Pr
     return Principal(PrincipalKind.PRODUCER, producer)
 
 
+def watcher_or_admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:
+    """A producer's signature when the request carries producer headers (a custom watcher's: the route confines it to
+    the producer's ``watermarkNamespaces``), else management credentials, refused as every management route is."""
+    if event.get_header_value(PRODUCER_HEADER, case_sensitive=False) is None and (
+        event.get_header_value(SIGNATURE_HEADER, case_sensitive=False) is None
+    ):
+        return admin(event, params)
+    return producer_or_admin(event, params)
+
+
 def signed_or_api_key_or_admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:
     """A producer's HMAC signature (as ``producer_or_admin``; any producer), management credentials, or the API
     key of a producer that takes one (``lineageBearer``), as OpenLineage's ``api_key`` auth sends it
@@ -124,6 +134,8 @@ ROUTE_AUTHENTICATORS: dict[tuple[str, str], Authenticator] = {
     ("POST", "/asset-events"): producer_or_admin,
     ("POST", "/api/v1/lineage"): signed_or_api_key_or_admin,
     ("POST", "/runs/{triggerKey}/complete"): run_or_admin,
+    ("GET", "/watermarks"): watcher_or_admin,  # a watcher's scoped credential: its producer's watermarkNamespaces
+    ("PUT", "/watermarks"): watcher_or_admin,
 }
 
 

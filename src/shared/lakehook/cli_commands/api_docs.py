@@ -34,13 +34,15 @@ producer registered with `lineageBearer: true`; see [lineage.md](lineage.md).
 `POST /runs/{triggerKey}/complete` takes management credentials or
 `X-Lakehook-Completion-Token: <completionToken>`, the token the trigger's invocation carried (an HMAC of
 the trigger key under the stack's completion key; it completes that trigger only), checked before the body
-is read; a producer signature does not complete runs. Management routes take IAM (SigV4 for the
+is read; a producer signature does not complete runs. `GET` and `PUT /watermarks` also take a producer's
+signature, for the namespaces in its `watermarkNamespaces` (403 for any other; see [sensors.md](sensors.md)).
+Management routes take IAM (SigV4 for the
 `execute-api` service) on AWS, and
 `Authorization: Bearer <admin token>` on the local stack (`lakehook local up --admin-token …`).
-On AWS these three routes have no IAM authorizer (API Gateway would refuse the producers' and runs' own
+On AWS these routes have no IAM authorizer (API Gateway would refuse the producers' and runs' own
 credentials), so API Gateway never passes them an IAM identity: with SigV4, send them to their IAM variant
-under `/iam` (`POST /iam/asset-events`, `POST /iam/api/v1/lineage`, `POST /iam/runs/{triggerKey}/complete`),
-which takes the same body and answers the same.
+under `/iam` (`POST /iam/asset-events`, `POST /iam/api/v1/lineage`, `POST /iam/runs/{triggerKey}/complete`,
+`GET`/`PUT /iam/watermarks`), which takes the same request and answers the same.
 The `lakehook` CLI does either for you (see [local.md](local.md) and [operations.md](operations.md)).
 
 **Targets.** A rule's `target` (the `WebhookTarget` … `DolphinSchedulerTarget` schemas below) starts its

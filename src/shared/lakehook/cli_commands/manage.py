@@ -212,9 +212,15 @@ def _watermark_rows(items: list[dict[str, Any]]) -> list[str]:
     return table(("KEY", "VERSION", "UPDATED", "VALUE"), rows)
 
 
+def _watermarks(api: ApiClient) -> str:
+    """GET and PUT /watermarks take a producer's signature too, so on AWS their methods have no IAM authorizer:
+    management credentials (SigV4) go to the IAM variant, which sees them."""
+    return IAM_PREFIX + "/watermarks" if api.uses_sigv4 else "/watermarks"
+
+
 def watermarks_get(api: ApiClient, args: argparse.Namespace) -> int:
     query = {"namespace": args.namespace, "assetKey": args.asset, "key": args.key}
-    data = api.get("/watermarks", query=query)
+    data = api.get(_watermarks(api), query=query)
     emit(args.output, data, lambda d: _watermark_rows(d.get("items", [d])))
     return 0
 
@@ -228,7 +234,7 @@ def watermarks_put(api: ApiClient, args: argparse.Namespace) -> int:
     body: dict[str, Any] = {"namespace": args.namespace, "assetKey": args.asset, "key": args.key, "value": value}
     if args.expected_version is not None:
         body["expectedVersion"] = args.expected_version
-    data = api.request("PUT", "/watermarks", body=body)[1]
+    data = api.request("PUT", _watermarks(api), body=body)[1]
     emit(args.output, data, lambda d: _watermark_rows([d]))
     return 0
 

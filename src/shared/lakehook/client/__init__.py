@@ -1,4 +1,5 @@
-"""What writer jobs import: light helpers (the standard library, and boto3 for the spool writer).
+"""What writer jobs, watchers and downstream runs import: light helpers (the standard library, and boto3 for the
+spool writer): the push client, the sensor client (``LakehookClient.wait_for``) and the watcher SDK (``Watcher``).
 
 ``PushClient`` and the snapshot helpers need only the standard library; the spool writer is
 imported on first use, so a job that only pushes never loads it. ``commit_properties`` (and
@@ -20,17 +21,47 @@ from lakehook.client.push import (
     snapshot_event_from_iceberg,
     snapshot_event_from_paimon,
 )
+from lakehook.client.s3_watcher import S3PrefixWatcher
+from lakehook.client.sensor import (
+    LakehookClient,
+    SensorError,
+    SensorRejectedError,
+    SensorResult,
+    SensorTimeoutError,
+    SensorUnavailableError,
+)
 from lakehook.client.signing import sign
+from lakehook.client.watcher import (
+    Watcher,
+    Watermark,
+    WatermarkClient,
+    WatermarkConflictError,
+    WatermarkError,
+    WatermarkRejectedError,
+)
 
 __all__ = [
     "TRIGGER_KEY_PROPERTY",
+    "LakehookClient",
     "PushClient",
     "PushError",
     "PushRejectedError",
     "PushResult",
     "PushUnavailableError",
+    "S3PrefixWatcher",
+    "SensorError",
+    "SensorRejectedError",
+    "SensorResult",
+    "SensorTimeoutError",
+    "SensorUnavailableError",
     "SpoolWriteError",
     "SpoolWriter",
+    "Watcher",
+    "Watermark",
+    "WatermarkClient",
+    "WatermarkConflictError",
+    "WatermarkError",
+    "WatermarkRejectedError",
     "commit_properties",
     "event_id",
     "sign",

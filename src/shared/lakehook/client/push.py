@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from lakehook.client.retrying import HttpRejectedError, HttpUnavailableError, Retrying
-from lakehook.client.signing import SIGNATURE_HEADER, sign
+from lakehook.client.retrying import HttpRejectedError, HttpUnavailableError
+from lakehook.client.signed import SignedClient
 from lakehook.wire.iceberg_counts import counts_from_summary
 
-PRODUCER_HEADER = "X-Lakehook-Producer"
 PUSH_PATH = "/asset-events"
 
 # The field that versions each event type, as the API names it (the server's identity uses the same).
@@ -116,32 +114,11 @@ def event_id(event: Mapping[str, Any]) -> str:
     return digest[:32]
 
 
-class PushClient:
-    """Signs and sends events to ``POST /asset-events`` with bounded, jittered retries."""
+class PushClient(SignedClient):
+    """Signs and sends events to ``POST /asset-events`` with bounded, jittered retries (options:
+    :class:`~lakehook.client.signed.SignedClient`)."""
 
-    def __init__(
-        self,
-        url: str,
-        producer_id: str,
-        secret: str,
-        *,
-        max_attempts: int = 5,
-        backoff_seconds: float = 0.5,
-        max_backoff_seconds: float = 10.0,
-        timeout_seconds: float = 10.0,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.url = url.rstrip("/") + PUSH_PATH
-        self.producer_id = producer_id
-        self._secret = secret
-        self._clock = clock
-        self._retrying = Retrying(max_attempts, backoff_seconds, max_backoff_seconds, timeout_seconds, sleep)
-
-    @property
-    def attempts(self) -> int:
-        """Attempts of the last send, for logs and tests."""
-        return self._retrying.attempts
+    PATH = PUSH_PATH
 
     def send(self, *events: Mapping[str, Any]) -> list[PushResult]:
         """Send the events in one request; answer one result per event, in order."""
@@ -167,15 +144,8 @@ class PushClient:
         return results
 
     def _post(self, body: bytes) -> dict[str, Any]:
-        def headers() -> dict[str, str]:  # signed at each attempt: the signature's time must be fresh
-            return {
-                "Content-Type": "application/json",
-                PRODUCER_HEADER: self.producer_id,
-                SIGNATURE_HEADER: sign(self._secret, body, int(self._clock())),
-            }
-
         try:
-            return self._retrying.post_json(self.url, body, headers)
+            return self._retrying.post_json(self.url, body, self._signed_headers(body))
         except HttpRejectedError as exc:
             raise PushRejectedError(exc.status, exc.message) from exc
         except HttpUnavailableError as exc:

@@ -27,6 +27,14 @@ class HttpRejectedError(Exception):
         self.message = message
 
 
+class RefusedError(Exception):
+    """A refusal with the HTTP status the API answered: the base of each client's ``*RejectedError``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{status}: {message}")
+        self.status = status
+
+
 class HttpUnavailableError(Exception):
     """Every attempt failed with 429, 5xx or a connection error; the message names the last one."""
 
@@ -49,10 +57,16 @@ class Retrying:
     def post_json(self, url: str, body: bytes, headers: Callable[[], Mapping[str, str]]) -> dict[str, Any]:
         """POST ``body``; ``headers`` is called per attempt (a signature is made at send time). The answer's
         JSON object, or raises :class:`HttpRejectedError` / :class:`HttpUnavailableError`."""
+        return self.send_json("POST", url, body, headers)
+
+    def send_json(
+        self, method: str, url: str, body: bytes | None, headers: Callable[[], Mapping[str, str]]
+    ) -> dict[str, Any]:
+        """``post_json`` for any method (a GET sends no body)."""
         last = ""
         for attempt in range(1, self.max_attempts + 1):
             self.attempts = attempt
-            request = urllib.request.Request(url, data=body, method="POST", headers=dict(headers()))
+            request = urllib.request.Request(url, data=body, method=method, headers=dict(headers()))
             retry_after: float | None = None
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout_seconds) as answer:

@@ -11,11 +11,13 @@ from lakehook.domain.errors import ValidationError
 from lakehook.domain.ids import PRODUCER_ID_PATTERN
 from lakehook.domain.lineage import LineageMapping
 from lakehook.domain.time import ms_to_iso
+from lakehook.domain.watermarks import NAMESPACE
 
 PRODUCER_ID = re.compile(PRODUCER_ID_PATTERN)
 # An EventBridge event's ``source`` as PutEvents accepts it from a customer (``aws.`` is AWS's own).
 EVENT_SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$")
 ACCOUNT_ID = re.compile(r"^[0-9]{12}$")
+MAX_WATERMARK_NAMESPACES = 20
 
 
 class ProducerSpec(BaseModel):
@@ -55,6 +57,26 @@ class ProducerSpec(BaseModel):
         "eventSources: EventBridge sets an event's account to the account that put it, the source is the "
         "writer's choice; empty: the stack's own account only",
     )
+
+    watermark_namespaces: list[str] = Field(
+        default_factory=list,
+        alias="watermarkNamespaces",
+        max_length=MAX_WATERMARK_NAMESPACES,
+        description="watermark namespaces this producer's signed requests may read and write (GET and PUT "
+        "/watermarks): the scoped credential of a custom watcher (docs/sensors.md); empty: none",
+    )
+
+    @field_validator("watermark_namespaces")
+    @classmethod
+    def _namespaces(cls, value: list[str]) -> list[str]:
+        for namespace in value:
+            if not NAMESPACE.fullmatch(namespace):
+                raise ValueError(
+                    f"watermark namespace {namespace!r} must be 1-128 of letters, digits, '_', '.', ':', '-'"
+                )
+        if len(set(value)) != len(value):
+            raise ValueError("watermarkNamespaces lists a namespace twice")
+        return value
 
     @field_validator("bus_accounts")
     @classmethod
@@ -106,6 +128,11 @@ class Producer(BaseModel):
     event_sources: list[str] = Field(default_factory=list, alias="eventSources")
     lineage_bearer: bool = Field(default=False, alias="lineageBearer")
     bus_accounts: list[str] = Field(default_factory=list, alias="busAccounts")
+    watermark_namespaces: list[str] = Field(default_factory=list, alias="watermarkNamespaces")
+
+    def may_use_watermarks(self, namespace: str) -> bool:
+        """Whether this producer's signed requests may read and write the watermarks of ``namespace``."""
+        return namespace in self.watermark_namespaces
 
     def takes_bus_events_from(self, account: str, stack_account: str | None) -> bool:
         """Whether an event EventBridge says ``account`` put may be this producer's: one of its

@@ -83,6 +83,7 @@ class RegisterProducer:
             event_sources=spec.event_sources,
             lineage_bearer=spec.lineage_bearer,
             bus_accounts=spec.bus_accounts,
+            watermark_namespaces=spec.watermark_namespaces,
             created_at=existing.created_at if existing else now,
             updated_at=now,
             secret_version=secret_version,
