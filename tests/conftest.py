@@ -26,6 +26,8 @@ from lakehook.container import Container
 from lakehook.settings import Settings
 from tests.support import RequestCounter, create_table
 
+pytest_plugins = ["tests.cpu_times"]
+
 TABLE = "lakehook-test"
 BUCKET = "lakehook-test-manifests"
 ADMIN_TOKEN = "test-admin-token"
