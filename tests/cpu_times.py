@@ -3,7 +3,9 @@
 Set ``LAKEHOOK_TEST_CPU_LOG=path`` and every test appends one tab-separated line to ``path``: its node id, the CPU
 seconds of this process (setup, call and teardown, ``time.process_time``), the CPU seconds of the child processes
 it waited for (``resource.getrusage(RUSAGE_CHILDREN)``) and its wall seconds. Under pytest-xdist each worker appends
-its own lines. Nothing is recorded (and nothing decides a verdict) without the variable.
+its own lines; the controller empties the file when the session starts and, at the end, prints the total and the
+costliest tests. ``LAKEHOOK_TEST_CPU_BUDGET=seconds`` adds the budget to that line (``make test-fast`` sets the
+fast tier's): a report for whoever runs the suite, never a test's verdict. Nothing is recorded without the log.
 """
 
 from __future__ import annotations
@@ -12,10 +14,33 @@ import os
 import resource
 import time
 from collections.abc import Generator
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 LOG_VARIABLE = "LAKEHOOK_TEST_CPU_LOG"
+BUDGET_VARIABLE = "LAKEHOOK_TEST_CPU_BUDGET"
+SHOWN = 15
+
+
+@dataclass(frozen=True)
+class Spent:
+    """One test's line of the log."""
+
+    nodeid: str
+    cpu: float
+    children: float
+    wall: float
+
+    @property
+    def total(self) -> float:
+        return self.cpu + self.children
+
+    @classmethod
+    def parse(cls, line: str) -> Spent:
+        nodeid, cpu, children, wall = line.rstrip("\n").rsplit("\t", 3)
+        return cls(nodeid, float(cpu), float(children), float(wall))
 
 
 def _children_cpu() -> float:
@@ -23,10 +48,35 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _log() -> Path | None:
+    path = os.environ.get(LOG_VARIABLE)
+    return Path(path) if path else None
+
+
+def read_log(path: Path) -> list[Spent]:
+    return [Spent.parse(line) for line in path.read_text(encoding="utf-8").splitlines() if line.count("\t") >= 3]
+
+
+def summary(spent: list[Spent], budget: float | None) -> list[str]:
+    """The lines printed at the end of a logged session: the total, the budget if any, the costliest tests."""
+    total = sum(s.total for s in spent)
+    within = "" if budget is None else f" (budget {budget:.0f} s: {'within' if total <= budget else 'OVER'})"
+    lines = [f"CPU: {total:.1f} s in {len(spent)} tests{within}"]
+    for s in sorted(spent, key=lambda s: s.total, reverse=True)[:SHOWN]:
+        lines.append(f"{s.total:8.2f} s CPU {s.wall:8.2f} s wall  {s.nodeid}")
+    return lines
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    path = _log()
+    if path is not None and not hasattr(session.config, "workerinput"):  # the controller, or a single process
+        path.write_text("", encoding="utf-8")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
-    path = os.environ.get(LOG_VARIABLE)
-    if not path:
+    path = _log()
+    if path is None:
         yield
         return
     cpu, children, wall = time.process_time(), _children_cpu(), time.perf_counter()
@@ -35,5 +85,15 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         f"{item.nodeid}\t{time.process_time() - cpu:.3f}\t{_children_cpu() - children:.3f}"
         f"\t{time.perf_counter() - wall:.3f}\n"
     )
-    with open(path, "a", encoding="utf-8") as log:
+    with path.open("a", encoding="utf-8") as log:
         log.write(line)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    path = _log()
+    if path is None or hasattr(terminalreporter.config, "workerinput") or not path.exists():
+        return
+    budget = os.environ.get(BUDGET_VARIABLE)
+    terminalreporter.section("CPU per test")
+    for line in summary(read_log(path), float(budget) if budget else None):
+        terminalreporter.write_line(line)

@@ -40,7 +40,7 @@ def test_http_clients_fail_before_any_byte_leaves(url: str) -> None:
     with pytest.raises(SocketInUnitTest):
         requests.get(url, timeout=1)
     with pytest.raises(SocketInUnitTest):
-        urllib.request.urlopen(url, timeout=1)  # noqa: S310  (a fixed test URL)
+        urllib.request.urlopen(url, timeout=1)
 
 
 def test_a_socket_pair_inside_the_process_still_works() -> None:
