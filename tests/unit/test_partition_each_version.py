@@ -19,6 +19,7 @@ from lakehook.domain.triggers import TriggerStatus
 from lakehook.ports.rules import Deferral, StateChange
 from lakehook.usecases.resolve import ResolveReport
 from lakehook.usecases.rule_explain import ExplainRule
+from tests.hypothesis_profiles import examples
 from tests.unit.test_partition_bounds import Bounded, Invocation
 from tests.unit.test_partition_resolve import DIM, ORDERS, PAYMENTS, Lake, daily
 
@@ -253,7 +254,7 @@ def _finish(lake: Lake) -> list[Deferral]:
 commits = st.lists(st.sets(st.sampled_from([P, Q]), min_size=1), min_size=1, max_size=6)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(data=st.data(), touched=commits)
 def test_explain_says_what_the_resolver_claims_and_every_commit_runs_in_order_or_is_skipped_visibly(
     data: st.DataObject, touched: list[set[str]]
@@ -321,7 +322,7 @@ class InOrderBounded(Bounded):
             assert call.version_reads <= most, f"invocation {n} read {call.version_reads} next versions"
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     history=st.lists(
         st.tuples(st.sampled_from([ORDERS, PAYMENTS, DIM]), st.sets(st.sampled_from([P, Q, "2026-12-03"]), min_size=1)),
