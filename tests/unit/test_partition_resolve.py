@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -177,6 +178,7 @@ def test_hours_roll_up_to_their_day() -> None:
     assert lake.runs() == [("dt=2026-12-01", [(ORDERS, 1), (CLICKS, 900)])]
 
 
+@pytest.mark.slow  # a bound at scale (hundreds of partitions or items): make test runs it
 def test_a_commit_touching_a_thousand_partitions_writes_each_fact_once_for_two_rules() -> None:
     """Bounded: the facts of one (asset, mapping) are shared by every rule mapping it alike, one write each."""
     days = [f"2020-01-01-{i:04d}" for i in range(1000)]  # any text is a value; 1000 is one commit's cap
