@@ -93,7 +93,10 @@ test: setup lint typecheck template scan pytest ## everything CI runs
 .PHONY: test-fast
 test-fast: $(BIN)/.installed ## the fast tier while you work: ruff, then the tests not marked slow, hypothesis's fast profile (make test stays the gate)
 	$(BIN)/ruff check src/shared functions tests bench
-	$(BIN)/pytest $(PYTEST_PARALLEL) -m "not slow" --hypothesis-profile=fast $(PYTEST_ARGS)
+	@mkdir -p test-output
+# each test's CPU time, and the unit tier's total beside its budget (tests/cpu_times.py), are printed at the end
+	LAKEHOOK_TEST_CPU_LOG=test-output/cpu-fast.tsv LAKEHOOK_TEST_CPU_BUDGET=60 \
+		$(BIN)/pytest $(PYTEST_PARALLEL) -m "not slow" --hypothesis-profile=fast $(PYTEST_ARGS)
 
 .PHONY: build
 build: setup ## sam build without Docker, then each function's unzipped size (limit 250 MB)

@@ -3,9 +3,11 @@
 Set ``LAKEHOOK_TEST_CPU_LOG=path`` and every test appends one tab-separated line to ``path``: its node id, the CPU
 seconds of this process (setup, call and teardown, ``time.process_time``), the CPU seconds of the child processes
 it waited for (``resource.getrusage(RUSAGE_CHILDREN)``) and its wall seconds. Under pytest-xdist each worker appends
-its own lines; the controller empties the file when the session starts and, at the end, prints the total and the
-costliest tests. ``LAKEHOOK_TEST_CPU_BUDGET=seconds`` adds the budget to that line (``make test-fast`` sets the
-fast tier's): a report for whoever runs the suite, never a test's verdict. Nothing is recorded without the log.
+its own lines; the controller empties the file when the session starts and, at the end, prints the total, each
+tier's (tests/unit, tests/integration, ...) and the costliest tests. ``LAKEHOOK_TEST_CPU_BUDGET=seconds`` is the
+unit tier's budget, shown beside its total (``make test-fast`` sets 60 s for the unit tests not marked slow under
+Hypothesis's fast profile): a report for whoever runs the suite, never a test's verdict. Nothing is recorded
+without the log.
 """
 
 from __future__ import annotations
@@ -57,11 +59,23 @@ def read_log(path: Path) -> list[Spent]:
     return [Spent.parse(line) for line in path.read_text(encoding="utf-8").splitlines() if line.count("\t") >= 3]
 
 
-def summary(spent: list[Spent], budget: float | None) -> list[str]:
-    """The lines printed at the end of a logged session: the total, the budget if any, the costliest tests."""
-    total = sum(s.total for s in spent)
-    within = "" if budget is None else f" (budget {budget:.0f} s: {'within' if total <= budget else 'OVER'})"
-    lines = [f"CPU: {total:.1f} s in {len(spent)} tests{within}"]
+def tier(nodeid: str) -> str:
+    """``unit`` for ``tests/unit/test_x.py::test_y``: the folder under tests/ (or the file, at the top)."""
+    parts = nodeid.split("::", 1)[0].split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "tests" else parts[-1]
+
+
+def summary(spent: list[Spent], unit_budget: float | None) -> list[str]:
+    """The lines printed at the end of a logged session: the total, each tier's (the unit tier's beside its budget,
+    if any), the costliest tests."""
+    lines = [f"CPU: {sum(s.total for s in spent):.1f} s in {len(spent)} tests"]
+    for name in sorted({tier(s.nodeid) for s in spent}):
+        in_tier = [s for s in spent if tier(s.nodeid) == name]
+        total = sum(s.total for s in in_tier)
+        shown = ""
+        if name == "unit" and unit_budget is not None:
+            shown = f" (budget {unit_budget:.0f} s: {'within' if total <= unit_budget else 'OVER'})"
+        lines.append(f"  {name}: {total:.1f} s in {len(in_tier)} tests{shown}")
     for s in sorted(spent, key=lambda s: s.total, reverse=True)[:SHOWN]:
         lines.append(f"{s.total:8.2f} s CPU {s.wall:8.2f} s wall  {s.nodeid}")
     return lines
