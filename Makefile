@@ -17,6 +17,10 @@ PY312_BIN ?= $(shell d=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.12*/bin
 export SAM_CLI_TELEMETRY := 0
 export AWS_DEFAULT_REGION ?= us-east-1
 PYTEST_ARGS ?=
+# pytest-xdist workers (one per core on the 2-core machines CI runs on); a module's tests stay on one worker
+# (--dist loadscope), so a module-scoped local stack or moto server starts once. PYTEST_WORKERS=0: one process.
+PYTEST_WORKERS ?= 2
+PYTEST_PARALLEL = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadscope)
 
 .PHONY: help
 help: ## list the targets
@@ -81,7 +85,7 @@ scan: $(CHECKOV_VENV)/.installed ## checkov on template.yaml: fails on any faile
 
 .PHONY: pytest
 pytest: $(BIN)/.installed ## the test suites (unit, integration, e2e)
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 .PHONY: test
 test: setup lint typecheck template scan pytest ## everything CI runs
@@ -89,7 +93,10 @@ test: setup lint typecheck template scan pytest ## everything CI runs
 .PHONY: test-fast
 test-fast: $(BIN)/.installed ## the fast tier while you work: ruff, then the tests not marked slow, hypothesis's fast profile (make test stays the gate)
 	$(BIN)/ruff check src/shared functions tests bench
-	$(BIN)/pytest -m "not slow" --hypothesis-profile=fast $(PYTEST_ARGS)
+	@mkdir -p test-output
+# each test's CPU time, and the unit tier's total beside its budget (tests/cpu_times.py), are printed at the end
+	LAKEHOOK_TEST_CPU_LOG=test-output/cpu-fast.tsv LAKEHOOK_TEST_CPU_BUDGET=60 \
+		$(BIN)/pytest $(PYTEST_PARALLEL) -m "not slow" --hypothesis-profile=fast $(PYTEST_ARGS)
 
 # Opt-in, not part of `make test`: the example deferrable sensor (docs/examples/sensors) in a real Airflow 3.3.2,
 # brought up and stopped by the shared airflow-real harness (about 2 minutes; AIRFLOW_SENSOR_WORK reuses a work dir).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import unittest
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +26,8 @@ from lakehook import container as container_module
 from lakehook.container import Container
 from lakehook.settings import Settings
 from tests.support import RequestCounter, create_table
+
+pytest_plugins = ["tests.cpu_times"]
 
 TABLE = "lakehook-test"
 BUCKET = "lakehook-test-manifests"
@@ -69,8 +72,16 @@ def container(settings: Settings, table: Any) -> Iterator[Container]:
     container_module.use(None)
 
 
+def is_state_machine(item: pytest.Item) -> bool:
+    """A Hypothesis state machine's test (``Machine.TestCase``): many examples of many steps each."""
+    cls = getattr(item, "cls", None)
+    return cls is not None and issubclass(cls, unittest.TestCase) and cls.__qualname__.endswith(".TestCase")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every e2e test is slow (it drives the local stack): the fast tier (``-m "not slow"``) leaves them out."""
+    """Every e2e test (it drives the local stack) and every state machine is slow: the fast tier
+    (``-m "not slow"``) leaves them out, ``make test`` runs them with the full Hypothesis profile."""
     for item in items:
-        if item.get_closest_marker("e2e") is not None or "/tests/e2e/" in item.path.as_posix():
+        e2e = item.get_closest_marker("e2e") is not None or "/tests/e2e/" in item.path.as_posix()
+        if e2e or is_state_machine(item):
             item.add_marker(pytest.mark.slow)

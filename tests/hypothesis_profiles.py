@@ -8,15 +8,21 @@ A test that asks for its own number of examples writes ``max_examples=examples(2
 from __future__ import annotations
 
 import os
+from typing import Any
 
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 FULL = "full"
 FAST = "fast"
 FAST_EXAMPLES = 10
 
-settings.register_profile(FULL, settings.get_profile("default"))
-settings.register_profile(FAST, max_examples=FAST_EXAMPLES)
+# No verdict of either profile depends on the clock: no per-example deadline, and no health check failing a test
+# whose inputs take long to generate (on a loaded machine they do). A test that lists its own suppressed health
+# checks lists too_slow as well (tests/unit/test_no_timing_verdicts.py holds both).
+UNTIMED: dict[str, Any] = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+
+settings.register_profile(FULL, settings.get_profile("default"), **UNTIMED)
+settings.register_profile(FAST, max_examples=FAST_EXAMPLES, **UNTIMED)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", FULL))
 
 

@@ -65,7 +65,11 @@ facts = st.builds(
 )
 
 
-@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(30),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(batches=st.lists(st.lists(facts, max_size=4), min_size=1, max_size=4))
 def test_the_kept_fact_is_the_first_offered_of_the_highest_order(
     fresh_backend: Callable[[], Backend], batches: list[list[PartitionFact]]
@@ -155,7 +159,11 @@ def test_versions_are_kept_each_once_and_read_after_an_order_oldest_first(backen
     assert store.stored_versions([]) == set()
 
 
-@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(orders=st.lists(st.integers(0, 2**40), max_size=30), after=st.integers(-1, 2**40), limit=st.integers(1, 40))
 def test_versions_after_reads_the_lowest_orders_above(
     fresh_backend: Callable[[], Backend], orders: list[int], after: int, limit: int

@@ -52,7 +52,11 @@ def test_a_status_reads_back_as_written_and_the_last_put_replaces_it(backend: Ba
     assert backend.polls.get(ORDERS) == recovered  # no error, backoff or warning left from the failing one
 
 
-@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(puts=st.lists(statuses, min_size=1, max_size=4))
 def test_each_asset_keeps_the_status_it_was_last_given(
     fresh_backend: Callable[[], Backend], puts: list[PollStatus]

@@ -128,7 +128,11 @@ def test_a_replay_is_put_once_and_moves_no_cursor(backend: Backend) -> None:
     assert backend.triggers.get_cursors([("dwd", "g")]) == {}
 
 
-@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(10),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(st.one_of(st.none(), st.text(min_size=1, max_size=20)), st.one_of(st.none(), st.dictionaries(NAMES, SCALARS)))
 def test_a_replays_choices_read_back_exactly_as_claimed(
     backend: Backend, start_from: str | None, variables: dict[str, Any] | None
@@ -301,7 +305,11 @@ def test_more_claims_than_one_transaction_takes_are_all_made(backend: Backend) -
 GROUPS = ("a", "b", "c")
 
 
-@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(
     before=st.lists(st.tuples(st.sampled_from(GROUPS), st.integers(1, 3)), max_size=4),
     batch=st.lists(

@@ -235,7 +235,11 @@ def names_a_version(data: bytes) -> bool:
     return isinstance(version, int)
 
 
-@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(
     hint=st.one_of(
         st.binary(max_size=40),

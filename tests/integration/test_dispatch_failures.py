@@ -34,6 +34,7 @@ from lakehook.usecases.dispatch import handle_dispatch_record as dispatch_record
 from tests.conftest import ADMIN_TOKEN, BUCKET, TABLE
 from tests.fakes.memory import InMemorySecretStore
 from tests.fakes.webhook_receiver import WebhookReceiver
+from tests.hypothesis_profiles import examples
 from tests.replay_choices import ANY_JSON, UNKNOWN_FIELDS
 from tests.support import FakeLambdaContext, api_event
 
@@ -299,7 +300,7 @@ def test_any_unknown_field_in_a_replay_is_a_400_naming_it_and_nothing_is_written
     scene.deliver()
     before = ddb_client.scan(TableName=TABLE)["Items"]
 
-    @settings(max_examples=25, deadline=None)
+    @settings(max_examples=examples(25), deadline=None)
     @given(UNKNOWN_FIELDS, ANY_JSON, st.sampled_from([{}, {"startFrom": "load"}, {"variables": {"a": 1}}]))
     def refused(field: str, value: Any, valid: dict[str, Any]) -> None:
         answer = scene.call("POST", f"/triggers/{key}/replay", body={**valid, field: value})

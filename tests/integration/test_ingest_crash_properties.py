@@ -176,7 +176,11 @@ def sealed(plan: list[Delivery]) -> set[tuple[str, str]]:
     return {(f"t{d.spec.asset}", f"s3://spool/m/{d.spec.version}.json") for d in plan if d.spec.kind == "sealed"}
 
 
-@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(30),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(plan=deliveries())
 def test_a_crash_after_any_request_ends_in_the_state_without_crashes(table: Any, plan: list[Delivery]) -> None:
     calm = deliver(table, plan, crashing=False)

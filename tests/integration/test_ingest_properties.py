@@ -156,7 +156,11 @@ def model(plan: list[Delivery]) -> tuple[list[IngestStatus | None], dict[tuple[i
     return answers, applied, versions
 
 
-@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(50),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(plan=deliveries())
 def test_any_order_of_duplicated_evidence_ends_in_the_newest_state(table: Any, plan: list[Delivery]) -> None:
     run = next(_examples)  # fresh asset keys per example: the table is shared

@@ -299,7 +299,11 @@ def _run(client: Any, ops: list[tuple[str, dict[str, Any]]], adapted: bool) -> t
             client.delete_table(TableName=table)
 
 
-@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(ops=operations)
 def test_adapted_moto_answers_as_stock_moto(client: Any, ops: list[tuple[str, dict[str, Any]]]) -> None:
     # GIVEN the same operations WHEN run on stock moto and on the adapted one THEN every answer is the same
@@ -310,7 +314,11 @@ def test_adapted_moto_answers_as_stock_moto(client: Any, ops: list[tuple[str, di
     assert fast[2] == stock[2], "the stream records differ"
 
 
-@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(
     ops=st.lists(
         st.one_of(

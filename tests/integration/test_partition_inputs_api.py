@@ -35,7 +35,9 @@ partition_like = st.one_of(
     st.sampled_from(["dt=2026-12-01", "dt=2026-12-01/dt=2026-12-02", "dt=", "=x", "dt=2026-12-01-10", "x" * 5000]),
 )
 SETTINGS = settings(
-    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
 

@@ -109,7 +109,11 @@ steps = st.lists(st.tuples(st.sampled_from([TXNS, COW]), st.integers(1, 3)), min
 
 
 @pytest.mark.slow
-@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(8),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(steps, st.sampled_from(["ANY_UPDATED", "ALL_UPDATED"]))
 def test_generated_interleavings_run_each_region_as_the_model_over_hudi_rs_says(
     order: list[tuple[str, int]], mode: str

@@ -170,7 +170,11 @@ operations = st.lists(
 
 
 @pytest.mark.slow
-@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(8),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(operations, st.sampled_from(["ANY_UPDATED", "ALL_UPDATED"]))
 def test_generated_commits_run_each_day_as_the_model_over_pyiceberg_s_own_files_says(
     ops: list[tuple[str, Any]], mode: str

@@ -142,7 +142,11 @@ operations = st.lists(
 
 
 @pytest.mark.slow
-@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(8),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(operations, st.sampled_from(["ANY_UPDATED", "ALL_UPDATED"]))
 def test_generated_commits_run_each_day_as_the_model_over_pypaimon_s_own_scan_says(
     ops: list[tuple[str, tuple[str, Any]]], mode: str

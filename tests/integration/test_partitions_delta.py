@@ -101,7 +101,11 @@ operations = st.lists(
 )
 
 
-@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(8),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(operations)
 def test_each_version_names_the_partitions_delta_rs_says_it_changed(table: Any, ops: list[tuple[str, Any]]) -> None:
     with tempfile.TemporaryDirectory() as scratch:
@@ -279,7 +283,11 @@ mapped_operations = st.lists(
 )
 
 
-@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(8),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(st.sampled_from(["name", "id"]), st.sampled_from([["region", "day"], ["day", "region"]]), mapped_operations)
 def test_a_column_mapped_table_names_partitions_by_their_logical_names_at_each_version(
     table: Any, mode: str, partition_by: list[str], ops: list[tuple[tuple[str, Any], bool]]
@@ -317,7 +325,11 @@ write_operations = st.lists(
 )
 
 
-@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(10),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(
     st.sampled_from(["cold", "first look", "gap", "checkpoint alone", "warm"]),
     st.sampled_from([None, "name"]),

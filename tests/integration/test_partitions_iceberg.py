@@ -128,7 +128,11 @@ def by_snapshot(lake: Lake, key: str) -> dict[int, AssetEvent]:
     return {e.snapshot_id: e for e in lake.events(key) if e.snapshot_id is not None}
 
 
-@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(6),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(operations)
 def test_each_snapshot_names_the_partitions_pyiceberg_says_it_changed(table: Any, ops: list[tuple[str, Any]]) -> None:
     with tempfile.TemporaryDirectory() as scratch:

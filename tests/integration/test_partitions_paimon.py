@@ -101,7 +101,11 @@ operations = st.lists(
 )
 
 
-@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(6),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(operations)
 def test_each_snapshot_names_the_partitions_pypaimon_says_it_changed(table: Any, ops: list[tuple[str, Any]]) -> None:
     with tempfile.TemporaryDirectory() as scratch:

@@ -263,7 +263,11 @@ def observed(store: AssetStore, coverage: CoverageStore, key: str) -> dict[str, 
     return found
 
 
-@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(50),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(plan=deliveries())
 def test_every_field_ends_at_the_maximum_of_its_order(table: Any, plan: list[Delivery]) -> None:
     run = next(_examples)  # fresh asset keys per example: the table is shared
@@ -297,7 +301,11 @@ snapshot_plans = st.lists(
 ).flatmap(lambda specs: st.permutations(specs))
 
 
-@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(30),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(order=snapshot_plans)
 def test_the_newest_data_snapshot_holds_whatever_the_order_of_data_and_compaction_snapshots(
     table: Any, order: list[Spec]

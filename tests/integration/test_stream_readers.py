@@ -136,7 +136,11 @@ def test_this_moto_can_be_read_in_process() -> None:
     assert moto_streams.problems() == []
 
 
-@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(30),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(writes=st.lists(_write, min_size=1, max_size=8), split=st.integers(min_value=0, max_value=8))
 def test_both_readers_give_the_same_records(local_moto: str, writes: list[Any], split: int) -> None:
     client, streams = _clients(local_moto)

@@ -99,6 +99,7 @@ def _statements(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
     return found
 
 
+@cache  # the files do not change during a run; every handler's walk reads the same modules
 def imports_of(path: Path, name: str) -> set[str]:
     """The lakehook modules importing ``path`` (module ``name``) loads: each named module, its parent packages,
     and the submodules a ``from package import x`` names."""

@@ -53,6 +53,7 @@ def in_order(kept: dict[str, int], writes: list[tuple[str, int]]) -> list[bool]:
     before=st.dictionaries(st.integers(0, 300).map(str), st.integers(0, 5), max_size=50),
     writes=st.lists(st.tuples(st.integers(0, 300).map(str), st.integers(0, 5)), max_size=130),
 )
+@pytest.mark.slow  # a bound at scale (hundreds of partitions or items): make test runs it
 def test_what_is_made_is_what_single_writes_in_order_make_in_a_request_per_hundred(
     before: dict[str, int], writes: list[tuple[str, int]]
 ) -> None:
@@ -81,6 +82,7 @@ def test_what_is_made_is_what_single_writes_in_order_make_in_a_request_per_hundr
         assert transactions <= math.ceil(len(writes) / MAX_TRANSACTION_ITEMS) + failed + repeated
 
 
+@pytest.mark.slow  # a bound at scale (hundreds of partitions or items): make test runs it
 def test_250_new_items_take_three_requests() -> None:
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")

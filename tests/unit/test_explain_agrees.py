@@ -337,6 +337,7 @@ TestExplainAgreesWithTheResolver = ExplainMachine.TestCase
 
 
 @pytest.mark.slow  # it asserts what 100 derandomized histories reach: no fast-profile version of it
+@pytest.mark.slow  # up to four derandomized runs of the machine, whatever the profile
 def test_generated_histories_reach_every_status() -> None:
     """The property above means little if explain never answered the statuses EACH_VERSION added: run the machine
     (on a fixed set of histories) and check that they reached each of them, the property holding all along."""

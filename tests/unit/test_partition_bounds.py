@@ -115,6 +115,7 @@ def _days(n: int) -> list[str]:
     return [f"2026-{1 + i // 28:02d}-{1 + i % 28:02d}" if i < 336 else f"d{i:05d}" for i in range(n)]
 
 
+@pytest.mark.slow  # a bound at scale (hundreds of partitions or items): make test runs it
 def test_a_hundred_commits_in_one_batch_are_bounded_and_every_partition_runs() -> None:
     """The issue's shape at a tenth of its size (bench/ measures it full size): a hundred events of 100 keys each
     arriving in one stream batch. The first invocation writes at most ``max_facts`` facts and carries the rest over;
@@ -143,6 +144,7 @@ def test_a_hundred_commits_in_one_batch_are_bounded_and_every_partition_runs() -
     assert not any(p.ready for p in lake.explain().partitions) and not bounded.queue.messages
 
 
+@pytest.mark.slow  # a bound at scale (hundreds of partitions or items): make test runs it
 def test_ready_partitions_past_the_claims_run_from_the_queue_each_read_once() -> None:
     """A commit making 1,000 partitions ready: 100 claims an invocation, the rest carried over in messages of 100
     partitions each (not the deferral sweep's minute, not a re-read of what is left): 10 invocations in all."""
@@ -161,6 +163,7 @@ def test_ready_partitions_past_the_claims_run_from_the_queue_each_read_once() ->
     assert lake.partitions.count_pending("daily", "g") == 0
 
 
+@pytest.mark.slow  # a bound at scale (hundreds of partitions or items): make test runs it
 def test_every_pending_partition_is_evaluated_past_one_page() -> None:
     """A gate holds 1,000 pending partitions; when it opens, the group scans them a page at a time (the next page
     through the queue), so the oldest runs too: no partition waits forever behind a page of newer ones."""
@@ -332,6 +335,7 @@ def test_a_batch_about_to_time_out_stops_and_its_partitions_run_from_the_queue_e
     assert sorted(p for p, _ in lake.runs()) == sorted(f"dt={k}" for k in keys)
 
 
+@pytest.mark.slow  # a bound at scale (hundreds of partitions or items): make test runs it
 @settings(max_examples=examples(30), deadline=None)
 @given(calls=st.integers(0, 12), data=st.data())
 def test_a_batch_cut_off_at_any_point_by_its_deadline_loses_nothing_and_runs_nothing_twice(
@@ -407,6 +411,7 @@ def test_a_partitions_run_that_succeeded_wakes_no_resolver_a_groups_does() -> No
     assert resolver_input(record(partition={"S": "dt=2026-12-01"})) is None
 
 
+@pytest.mark.slow  # a bound at scale (hundreds of partitions or items): make test runs it
 def test_ten_partitioned_rules_share_one_bound_of_claims_per_invocation() -> None:
     """Ten rules over the same two tables, a commit making 100 partitions ready for each: one invocation makes at
     most ``max_partition_claims`` claims in all, the rest run from the queue."""

@@ -15,6 +15,7 @@ from lakehook.domain.partition_rules import Grain, MemberPartition, UnitRange
 from lakehook.domain.rules import Rule
 from lakehook.domain.status import Status
 from lakehook.usecases.rules import parse_rule
+from tests.hypothesis_profiles import examples
 from tests.unit.test_partition_resolve import CLICKS, ORDERS, Lake, daily, hourly
 
 FIELD = "groups.0.members.1.partition.fields.dt.complete"
@@ -88,7 +89,7 @@ def test_a_coverages_units_are_exactly_those_of_the_range_a_month_ending_at_its_
 ranges = st.integers(0, 23).flatmap(lambda a: st.tuples(st.just(a), st.integers(a + 1, 24)))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(span=ranges, order=st.permutations(list(range(24))), batch=st.integers(1, 24))
 def test_a_day_runs_once_every_hour_of_its_range_has_a_commit_in_any_order(
     span: tuple[int, int], order: list[int], batch: int

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +26,9 @@ from tests.hypothesis_profiles import examples
 from tests.unit.test_partition_bounds import Bounded
 from tests.unit.test_partition_fanout import by_hour
 from tests.unit.test_partition_resolve import CLICKS, ORDERS, PAYMENTS, Lake, daily
+
+# bounds at scale (a commit of a thousand days, 1,300 partitions): make test runs them, the fast tier leaves them out
+pytestmark = pytest.mark.slow
 
 
 def days(n: int, start: int = 0) -> list[str]:

@@ -18,6 +18,7 @@ from lakehook.domain.state import snapshot_record
 from lakehook.domain.status import Status
 from lakehook.ports.rules import StateChange
 from lakehook.usecases.resolve_report import ResolverLimits
+from tests.hypothesis_profiles import examples
 from tests.unit.test_partition_each_version import InOrder, P, Q, each, orders_of
 from tests.unit.test_partition_resolve import ORDERS, PAYMENTS
 
@@ -114,7 +115,7 @@ def _runs_of(lake: InOrder, day: str) -> list[tuple[int, int]]:
     return runs
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     touched=st.lists(st.sets(st.sampled_from([P, Q]), min_size=1), min_size=1, max_size=6),
     data=st.data(),

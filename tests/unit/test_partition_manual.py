@@ -25,6 +25,7 @@ from lakehook.usecases.rule_runs import EvaluateRule
 from lakehook.usecases.spool import PreflightReplay, VerifySpoolManifest
 from tests.fakes.memory import InMemoryAssetRegistry
 from tests.fakes.memory_coverage import InMemoryObjectStore, InMemorySnapshotExistence
+from tests.hypothesis_profiles import examples
 from tests.rule_cases import evaluate_rule
 from tests.unit.test_partition_resolve import CLICKS, DIM, ORDERS, PAYMENTS, Lake, daily, hourly
 
@@ -62,7 +63,7 @@ commits = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(history=commits, day=st.sampled_from(DAYS))
 def test_a_forced_partition_pins_each_members_newest_commit_touching_it_and_moves_no_cursor(
     history: list[tuple[str, set[str], bool]], day: str
@@ -131,7 +132,7 @@ def test_a_forced_partition_refuses_a_second_run_in_flight_and_runs_again_under_
     assert again.trigger_key.startswith("daily.g.manual-2.") and again.partition == "dt=2026-12-01"
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(value=st.one_of(st.none(), st.text(max_size=10)))
 def test_any_value_is_forced_under_the_key_lakehook_writes(value: str | None) -> None:
     """Values with the characters Hive escapes, spaces, non-ASCII text and null, sent with lower-case escapes: the

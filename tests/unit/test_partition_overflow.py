@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Any
 
+import pytest
 from boto3.dynamodb.types import TypeSerializer
 
 from lakehook.adapters.dynamodb.asset_store import partition_part_item
@@ -148,6 +149,7 @@ def test_a_part_record_is_a_slice_of_its_commit_and_its_rewrite_is_none() -> Non
     assert resolver_input(broken) == StateChange(KEY)  # every rule of the asset again, as for a broken event
 
 
+@pytest.mark.slow  # a bound at scale (hundreds of partitions or items): make test runs it
 def test_every_partition_of_two_commits_past_the_bound_runs_once_a_redelivered_part_included() -> None:
     """A rule over two tables, each committing 1,500 days at once (the event holds 1,000, one part the other 500):
     every day runs once, pinning both commits; the part records handed over again run nothing twice."""

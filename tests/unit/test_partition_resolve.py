@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +19,7 @@ from lakehook.ports.rules import Deferral, StateChange
 from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport, ResolverLimits, ResolverStores
 from lakehook.usecases.rule_explain import ExplainRule
 from tests.fakes.memory_partitions import InMemoryPartitionStore
+from tests.hypothesis_profiles import examples
 from tests.unit.test_resolve_usecase import World
 
 ORDERS = "paimon://lake/ods/orders"
@@ -176,6 +178,7 @@ def test_hours_roll_up_to_their_day() -> None:
     assert lake.runs() == [("dt=2026-12-01", [(ORDERS, 1), (CLICKS, 900)])]
 
 
+@pytest.mark.slow  # a bound at scale (hundreds of partitions or items): make test runs it
 def test_a_commit_touching_a_thousand_partitions_writes_each_fact_once_for_two_rules() -> None:
     """Bounded: the facts of one (asset, mapping) are shared by every rule mapping it alike, one write each."""
     days = [f"2020-01-01-{i:04d}" for i in range(1000)]  # any text is a value; 1000 is one commit's cap
@@ -216,7 +219,7 @@ commits = st.lists(
 )
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(history=commits, mode=st.sampled_from(["ALL_UPDATED", "ANY_UPDATED"]), data=st.data())
 def test_in_any_arrival_order_each_partition_runs_once_per_combination_and_none_is_left_ready(
     history: list[tuple[str, set[str]]], mode: str, data: st.DataObject
@@ -291,7 +294,7 @@ def explainer(lake: Lake) -> ExplainRule:
     return ExplainRule(lake.rules, lake.triggers, lake.reader, clock=lambda: lake.now, resolver=lake.resolve)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     days=st.lists(st.sets(st.sampled_from(DAYS), min_size=1), min_size=1, max_size=4),
     gate_first=st.booleans(),
@@ -338,7 +341,7 @@ def hourly(lake: Lake, sid: int, *hours: str) -> None:
     lake.stream.setdefault(CLICKS, []).append(change)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(order=st.permutations(list(range(24))), batch=st.integers(1, 24))
 def test_a_rollup_runs_the_day_once_all_24_hours_have_a_commit_in_any_order(order: list[int], batch: int) -> None:
     rule = daily(
@@ -366,7 +369,7 @@ def test_a_rollup_runs_the_day_once_all_24_hours_have_a_commit_in_any_order(orde
     assert lake.runs()[-1] == ("dt=2026-12-01", [(ORDERS, 1), (CLICKS, 950)])
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(values=st.lists(st.one_of(st.none(), st.text(max_size=12)), min_size=1, max_size=5, unique=True))
 def test_any_partition_value_runs_once_under_its_canonical_key(values: list[str | None]) -> None:
     """Values with the characters Hive escapes, spaces, non-ASCII text, empty and null: each partition both tables

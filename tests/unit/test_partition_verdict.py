@@ -15,6 +15,7 @@ from lakehook.domain.status import Status
 from lakehook.domain.time import ms_to_iso
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, trigger_key
 from lakehook.usecases.rules import parse_rule
+from tests.hypothesis_profiles import examples
 from tests.unit.test_partition_rules import DAY, DIM, ORDERS, PAYMENTS, body
 
 NOW = 1_800_000_000_000
@@ -41,7 +42,7 @@ def cursor_of(ran: dict[str, int], claimed_at: int) -> GroupCursor | None:
 orders = st.sampled_from([None, 1, 2, 3, 4, 5, 6])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     enabled=st.sampled_from([True, True, True, False]),
     mode=st.sampled_from(["ALL_UPDATED", "ANY_UPDATED"]),

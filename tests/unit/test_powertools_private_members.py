@@ -4,15 +4,17 @@
 parses it, and includes route modules lazily. Both lean on members Powertools does not document:
 ``_resolve`` (the step after the event is stored, before routing), ``_static_routes`` / ``_dynamic_routes``
 (the registered routes, in match order), ``_compile_regex`` (a path to the pattern Powertools matches),
-``_remove_prefix``, ``_convert_matches_into_route_keys``, ``_response_builder_class`` and ``_serializer``, and a
-``Route``'s ``rule``, ``method``, ``func`` and ``openapi_path``. An upgrade of ``aws_lambda_powertools``
-(pinned in constraints.txt) that renames or reshapes one of them fails here, by name, instead of somewhere in
-admission.
+``_remove_prefix``, ``_convert_matches_into_route_keys``, ``_response_builder_class`` and ``_serializer``, a
+``Route``'s ``rule``, ``method``, ``func`` and ``openapi_path``, that ``current_event`` holds the request when
+``_resolve`` runs, and that routes match in the order of the two lists (sorted in place). An upgrade of
+``aws_lambda_powertools`` (pinned in constraints.txt) that renames or reshapes one of them fails here, by name,
+instead of somewhere in admission.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from typing import Any
 
@@ -102,3 +104,39 @@ def test_lakehooks_own_resolver_lists_its_routes_through_those_members() -> None
     assert ("GET", "/rules/{ruleId}/explain") in paths
     assert app._route_of("GET", "/rules/r1/explain") is not None
     assert app._remove_prefix("/rules/r1/explain") == "/rules/r1/explain"
+
+
+def test_the_request_is_the_current_event_when_resolve_runs() -> None:
+    """``LakehookResolver._resolve`` reads ``self.current_event`` (method and path) to include and admit: Powertools
+    must have stored the request before it calls ``_resolve``."""
+    seen: list[tuple[str, str]] = []
+
+    class Reading(APIGatewayRestResolver):
+        def _resolve(self) -> ResponseBuilder[Any]:
+            seen.append((self.current_event.http_method, self.current_event.path))
+            return super()._resolve()
+
+    Reading().resolve(_event("POST", "/rules/r1/evaluate"), None)
+    assert seen == [("POST", "/rules/r1/evaluate")]
+
+
+def test_routes_are_matched_in_the_order_of_the_lists_sorted_in_place() -> None:
+    """``include_every_route`` sorts ``_static_routes`` / ``_dynamic_routes`` in place into the route table's order;
+    Powertools must match in list order, so the sort decides which of two matching routes answers."""
+    app = APIGatewayRestResolver()
+
+    @app.get("/<kind>/<thingId>")
+    def any_thing(kind: str, thingId: str) -> dict[str, str]:
+        return {"route": "any"}
+
+    @app.get("/things/<thingId>")
+    def a_thing(thingId: str) -> dict[str, str]:
+        return {"route": "thing"}
+
+    def answered() -> str:
+        body = app.resolve(_event("GET", "/things/a1"), None)["body"]
+        return str(json.loads(body)["route"])
+
+    first = answered()
+    app._dynamic_routes.sort(key=lambda route: route.func is any_thing)  # the other one first, in place
+    assert {first, answered()} == {"any", "thing"} and answered() != first

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from lakehook.ports.rules import Deferral, StateChange
 from lakehook.usecases.resolve import ResolveAssetChange, ResolverLimits, ResolverStores
 from lakehook.usecases.resolve_plan import DeferWhy, Plan
+from tests.hypothesis_profiles import examples
 from tests.unit.test_resolve_usecase import START, A, B, World, rule
 from tests.unit.test_spool_conditions import H0, HOUR, MIN, SPOOL, CoverageWorld, hourly
 
@@ -44,7 +45,7 @@ def _planned(plan: Plan) -> tuple[list[str], list[Deferral], list[str]]:
 steps = st.lists(st.tuples(st.sampled_from([A, B]), st.booleans(), st.integers(0, 90_000)), min_size=1, max_size=12)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     mode=st.sampled_from(MODES),
     cooldown=st.sampled_from([None, 60]),

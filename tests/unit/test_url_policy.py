@@ -1,12 +1,11 @@
 """The outbound URL policy of HTTP targets: as written (when a rule is written) and after DNS (when a run
-starts). Every resolution here is a stub; no test sends a byte to any of these addresses."""
+starts). Every resolution here is a stub; no test sends a byte to any of these addresses (the one that connects,
+to a local receiver, is tests/integration/test_url_policy_connection.py)."""
 
 from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 import requests
@@ -20,7 +19,6 @@ from lakehook.domain.targets import validate_target
 from lakehook.domain.triggers import PinnedInput, Trigger, trigger_key
 from lakehook.domain.url_policy import METADATA_ADDRESSES, UrlPolicy, UrlRefusedError
 from tests.fakes.memory import InMemorySecretStore
-from tests.fakes.webhook_receiver import WebhookReceiver
 from tests.hypothesis_profiles import examples
 
 DEPLOYED = UrlPolicy()
@@ -263,30 +261,6 @@ def test_airflow_and_dolphinscheduler_are_guarded_as_well(secrets: InMemorySecre
     for client, config in ((clients["airflow"], airflow), (clients["dolphinscheduler"], ds)):
         outcome = client.start(invocation()[1], config)
         assert outcome.kind is OutcomeKind.FATAL and outcome.code == "refused_destination", outcome
-
-
-@pytest.fixture
-def receiver() -> Iterator[Any]:
-    with WebhookReceiver(SECRET) as server:
-        yield server
-
-
-def test_the_connection_goes_to_the_checked_address_with_one_lookup(receiver: Any) -> None:
-    # GIVEN a name no real resolver knows, which the stub resolves to the local receiver
-    port = int(receiver.base_url.rsplit(":", 1)[1])
-    resolver = StubResolver({"pinned.invalid": ["127.0.0.1"]})
-    session = guard_session(requests.Session(), LOCAL, resolver)
-    # WHEN a request is sent to the name THEN it reaches the checked address, the Host header keeps the
-    # name, and the name was looked up exactly once (no second lookup between check and connect)
-    answer = session.post(f"http://pinned.invalid:{port}/hooks/x", data=b"{}", timeout=5)
-    assert answer.status_code < 500
-    assert [r.headers["host"] for r in receiver.requests] == [f"pinned.invalid:{port}"]
-    assert resolver.lookups == ["pinned.invalid"]
-    # and outside local mode the same name is refused before any connection
-    refused = guard_session(requests.Session(), DEPLOYED, resolver)
-    with pytest.raises(DestinationRefusedError, match="loopback"):
-        refused.post(f"http://pinned.invalid:{port}/hooks/x", data=b"{}", timeout=5)
-    assert len(receiver.requests) == 1
 
 
 def test_the_guarded_session_ignores_proxies_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

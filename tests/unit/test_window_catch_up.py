@@ -5,7 +5,6 @@ start in later evaluations, in order, each exactly once."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -22,10 +21,14 @@ from lakehook.domain.triggers import CATCH_UP_PERIOD_MS, GroupCursor, PinnedInpu
 from lakehook.usecases.rules import parse_rule
 from tests.hypothesis_profiles import examples
 from tests.unit.test_resolve_usecase import START, World, rule
+from tests.work_budget import call_budget
 
 A = "paimon://lake/ods/a"
 HOUR = 3_600_000
 BASE = (START // HOUR) * HOUR  # a window boundary
+# Calls (tests/work_budget.py), about ten times what the bounded work takes: a step per window would be millions.
+DELIVERY_CALLS = 100_000
+EVALUATION_CALLS = 2_000
 
 
 def hourly(cap: int | None = None) -> Rule:
@@ -52,9 +55,8 @@ def test_a_maximal_watermark_starts_at_most_cap_windows_per_evaluation_and_shows
     world.deliver()
     assert window_ends(world) == [BASE]
     world.snap(A, 2, watermark=MAX_ISO_MS)  # billions of minutes, tens of millions of hours ahead
-    began = time.monotonic()
-    world.deliver()  # a target that succeeds at once: each success wakes the group again
-    assert time.monotonic() - began < 5
+    with call_budget(DELIVERY_CALLS):  # bounded work, never a step per window (tens of millions of them)
+        world.deliver()  # a target that succeeds at once: each success wakes the group again
     # the first window after the cursor, then ``limit`` catch-up windows, all in one evaluation
     assert window_ends(world) == [BASE + i * HOUR for i in range(limit + 1)]
     newest = (MAX_ISO_MS // HOUR) * HOUR
@@ -164,9 +166,8 @@ def test_one_interval_covering_years_of_minute_windows_is_not_enumerated() -> No
     )
     cursor = GroupCursor.initial("c", "g").after(last, {})
     state = AssetState(asset_key=A, version=2, latest_snapshot_id=1)
-    began = time.monotonic()
     spans = {A: [Span(start, now)]}
-    verdict = evaluate_group(group_rule, group_rule.groups[0], {A: state}, cursor, now, coverage=spans)
-    assert time.monotonic() - began < 1
+    with call_budget(EVALUATION_CALLS):  # never a step per window (ten million of them)
+        verdict = evaluate_group(group_rule, group_rule.groups[0], {A: state}, cursor, now, coverage=spans)
     assert verdict.status is Status.READY and verdict.window == Window(start=start, end=start + minute)
     assert verdict.backlog is not None and verdict.backlog.pending == (now - start) // minute

@@ -2,7 +2,7 @@
 
 The console holds the stack's admin token (or the caller's AWS credentials), so the proxy is a gate: a request
 for a route the pages do not call (a push to ``/asset-events``, producers and their secrets, rule writes,
-watermarks, runs) is refused here, before any credential is attached. ``tests/unit/test_console_server.py``
+watermarks, runs) is refused here, before any credential is attached. ``tests/integration/test_console_server.py``
 checks this list against the paths the page's scripts call.
 """
 

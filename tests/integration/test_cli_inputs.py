@@ -156,7 +156,11 @@ def input_path() -> Iterator[str]:
         yield str(Path(folder) / "input.yaml")
 
 
-@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(300),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data())
 def test_no_command_line_or_input_ends_in_a_traceback(input_path: str, data: st.DataObject) -> None:
     argv, content = data.draw(command_lines(input_path))

@@ -79,7 +79,7 @@ HEADER_VALUES = st.one_of(
 )
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(value=HEADER_VALUES)
 def test_every_content_length_gets_an_answer_400_exactly_when_it_is_no_plain_number(
     gateway: ApiGateway, value: str

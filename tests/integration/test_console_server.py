@@ -322,7 +322,11 @@ def _requests(draw: st.DrawFn) -> tuple[str, str]:
     return draw(st.sampled_from(["GET", "POST", "PUT", "DELETE", "PATCH"])), "/" + "/".join(segments)
 
 
-@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(200),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(request=_requests())
 def test_whatever_path_is_asked_for_the_api_sees_only_an_allowed_call_exactly_as_checked(
     console: str, upstream: RecordingApi, change: dict[str, str], request: tuple[str, str]
