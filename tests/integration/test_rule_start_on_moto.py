@@ -4,6 +4,7 @@ rule throws still claims the other rule's trigger, while the thrower records las
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from lakehook.adapters.dynamodb import keys
@@ -12,7 +13,7 @@ from lakehook.container import Container
 from lakehook.domain.time import MAX_ISO_MS
 from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.handlers import handle_stream_batch, sweep_deferred
-from lakehook.ports.rules import ClaimResult
+from lakehook.ports.rules import Claim, ClaimResult
 from tests.integration.test_resolver_on_moto import ORDERS, PAYMENTS, Stream, app, call, push, stream, triggers_of
 
 __all__ = ["app", "stream"]  # fixtures
@@ -75,6 +76,11 @@ class OneRuleThrows(DynamoDBTriggerStore):
         if trigger.rule_id == "broken":
             raise OverflowError("date value out of range")
         return super().claim(trigger, cursor, expected)
+
+    def claim_many(self, claims: Sequence[Claim]) -> list[ClaimResult]:  # the resolver's claims, a group's included
+        if any(c.trigger.rule_id == "broken" for c in claims):
+            raise OverflowError("date value out of range")
+        return super().claim_many(claims)
 
 
 def test_a_batch_with_one_throwing_rule_still_claims_the_other_rules_trigger(

@@ -10,7 +10,7 @@ from typing import Any
 from lakehook.domain.late_versions import is_late_skip
 from lakehook.domain.rules import Mode, Rule
 from lakehook.domain.time import ms_to_iso, now_ms
-from lakehook.domain.triggers import Trigger, TriggerStatus
+from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
 from lakehook.ports.lakehouse import PollStatusStore
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import RuleStore, StateReader, StoredRule, TriggerStore
@@ -79,18 +79,7 @@ class ExplainRule:
 
     def _explain(self, stored: StoredRule, report: ResolveReport) -> dict[str, Any]:
         rule = stored.rule
-        refs = [(rule.rule_id, g.group_id) for g in rule.groups]
-        cursors = {g: c for (_, g), c in self._triggers.get_cursors(refs).items()}
-        last: dict[str, Trigger] = {}
-        for group_id, cursor in cursors.items():
-            trigger = self._triggers.get(cursor.trigger_key) if cursor.trigger_key else None
-            if trigger is not None:
-                last[group_id] = trigger
-        if any(g.partition_by is not None for g in rule.groups):
-            # a partitioned group's runs move the cursors of its partitions: its newest run is the rule's newest of it
-            for trigger in self._triggers.list_for_rule(rule.rule_id, limit=50).items:
-                if trigger.partition is not None and not is_late_skip(trigger):
-                    last.setdefault(trigger.group_id, trigger)
+        cursors, last = self._last_triggers(rule)
         skipped = self._late_skips(rule)
         healths = None
         if self._poll_statuses is not None:  # every member's poll status in one batch
@@ -126,6 +115,22 @@ class ExplainRule:
         if limit is not None and self._slots is not None:  # maxInFlight: what runs, and who waits for a slot
             answer["inFlight"] = self._slots.explain(rule.rule_id, limit)
         return answer
+
+    def _last_triggers(self, rule: Rule) -> tuple[dict[str, GroupCursor], dict[str, Trigger]]:
+        """Each group's cursor and newest trigger (a partitioned group's: its newest partition run, since its runs
+        move its partitions' cursors)."""
+        refs = [(rule.rule_id, g.group_id) for g in rule.groups]
+        cursors = {g: c for (_, g), c in self._triggers.get_cursors(refs).items()}
+        last: dict[str, Trigger] = {}
+        for group_id, cursor in cursors.items():
+            trigger = self._triggers.get(cursor.trigger_key) if cursor.trigger_key else None
+            if trigger is not None:
+                last[group_id] = trigger
+        if any(g.partition_by is not None for g in rule.groups):
+            for trigger in self._triggers.list_for_rule(rule.rule_id, limit=50).items:
+                if trigger.partition is not None and not is_late_skip(trigger):
+                    last.setdefault(trigger.group_id, trigger)
+        return cursors, last
 
     def _late_skips(self, rule: Rule) -> Sequence[Trigger]:
         """The newest late versions the resolver skipped for an EACH_VERSION rule (one query; none for others)."""
