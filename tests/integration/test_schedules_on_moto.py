@@ -79,7 +79,7 @@ def test_explain_and_the_freshness_check_say_what_is_overdue_and_since_when(cont
 
     swept = load_handler("deferral_sweep")({"check": "freshness"}, FakeLambdaContext())
     waits = swept.pop("waits")
-    assert swept == {"rulesOverdue": [], "assetsOverdue": [orders], "rulesUnchecked": []}
+    assert swept == {"notAdvanced": 0, "rulesOverdue": [], "assetsOverdue": [orders], "rulesUnchecked": []}
     # The snapshot is two hours old and still waits for a passing quality check, which the rule requires.
     assert waits["stateLag"]["of"] == orders and 7200 <= waits["stateLag"]["seconds"] < 7300
     assert waits["qualityBlocked"]["of"] == "checked/g" and 7200 <= waits["qualityBlocked"]["seconds"] < 7300
