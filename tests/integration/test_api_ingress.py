@@ -320,8 +320,14 @@ def test_generated_requests_never_5xx_and_never_2xx_without_credentials(
     status, answer = send(api, method, path, body, headers, query=query)  # asserts < 500
     if route == ("GET", "/openapi.json"):
         return
-    # a producer's signature authenticates pushes and lineage only (runs complete with their trigger's token)
-    signed_routes = (("POST", "/asset-events"), ("POST", "/api/v1/lineage"))
+    # a producer's signature authenticates pushes, lineage and its watcher's watermarks (confined to its namespaces:
+    # a 403 outside them) only; runs complete with their trigger's token
+    signed_routes = (
+        ("POST", "/asset-events"),
+        ("POST", "/api/v1/lineage"),
+        ("GET", "/watermarks"),
+        ("PUT", "/watermarks"),
+    )
     authenticated = credentials == "admin" or (credentials == "producer" and route in signed_routes)
     if not authenticated:
         assert status == 401, (route, credentials, answer)
