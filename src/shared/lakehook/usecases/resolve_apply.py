@@ -132,7 +132,7 @@ class ApplyPlan:
         """The group's one lane: its claims in order (:class:`lakehook.usecases.resolve_claims.ClaimLanes`; a lost race
         plans it again from the cursor that beat it), then what it settles on. False when a late snapshot was noted
         on the cursor since it was read (the group is to be gathered again)."""
-        kind = _GroupLane(self, gathered, planner, persisted, now, report)
+        kind = _GroupLane(self._stores, self._limits, gathered, planner, persisted, now, report)
         claimed = self._claim_lanes(kind, [plan], report, time_left)
         if claimed.again:
             extra = {"rule_id": plan.ref[0], "group_id": plan.ref[1]}
@@ -194,62 +194,6 @@ class ApplyPlan:
                 "snapshot gap: targeted poll requested",
                 extra={"asset_key": gap.asset_key, "snapshot_id": gap.snapshot_id, "status": "WAITING_FOR_VERSION"},
             )
-
-    def _described(self, pins: tuple[PinnedInput, ...], states: dict[str, AssetState]) -> tuple[PinnedInput, ...]:
-        """Pins of snapshots older than the state (a quality pass, a tag, a version of EACH_VERSION) get their
-        schema id, commit time and metadata location from the snapshot's recorded event: the run manifest pins
-        them. The trigger key depends on the snapshot id only, so this never changes which key is claimed."""
-        unknown: list[tuple[str, int]] = [
-            (p.asset_key, p.snapshot_id)
-            for p in pins
-            if p.snapshot_id is not None and p.schema_id is None and not _described_by_state(p, states.get(p.asset_key))
-        ]
-        if not unknown:
-            return pins
-        found = self._stores.reader.snapshots(unknown)
-        described = []
-        for pin in pins:
-            record = found.get((pin.asset_key, pin.snapshot_id)) if pin.snapshot_id is not None else None
-            if record is not None:
-                pin = pin.model_copy(
-                    update={
-                        "schema_id": record.schema_id,
-                        "commit_time": pin.commit_time if pin.commit_time is not None else record.commit_time,
-                        "metadata_location": pin.metadata_location or record.metadata_location,
-                    }
-                )
-            described.append(pin)
-        return tuple(described)
-
-    def _log_pinned(
-        self,
-        group: Group,
-        pins: Sequence[PinnedInput],
-        snapshots: Mapping[str, SnapshotLog],
-        persisted: dict[str, set[int]],
-        now: int,
-    ) -> None:
-        """Before a claim: log each pinned snapshot known only from the state (its event's stream record not handled
-        yet), so when that record comes it finds the snapshot logged and is not taken for one that arrived late.
-        One conditional put per such snapshot; none when the log holds it (read, or logged by this batch)."""
-        wanted: dict[str, list[SnapshotRecord]] = {}
-        for pin in pins:
-            log = snapshots.get(pin.asset_key)
-            member = next((m for m in group.members if m.asset_key == pin.asset_key), None)
-            if log is None or pin.snapshot_id is None or member is None or not steps_by_snapshot(member):
-                continue
-            order = pin.ordinal[0]
-            known = persisted.setdefault(pin.asset_key, set())
-            if order in known:
-                continue
-            entry = next((e for e in log.entries if e.record.order == order), None)
-            # a pin the log does not hold (the newest quality-passed snapshot, its own event not handled yet): what
-            # the pin knows of it; the event's fuller record, when it comes, finds it logged
-            record = entry.record if entry is not None else _pinned_record(pin, order)
-            wanted.setdefault(pin.asset_key, []).append(record)
-            known.add(order)
-        if wanted:
-            self._stores.history.record_snapshots(wanted, now)
 
     # --- partitioned groups ------------------------------------------------------------------------
 
@@ -422,14 +366,15 @@ class _GroupLane:
 
     def __init__(
         self,
-        apply: ApplyPlan,
+        stores: ResolverStores,
+        limits: ResolverLimits,
         gathered: Gathered,
         planner: PlanResolution,
         persisted: dict[str, set[int]],
         now: int,
         report: ResolveReport,
     ) -> None:
-        self._apply, self._gathered, self._planner = apply, gathered, planner
+        self._stores, self._limits, self._gathered, self._planner = stores, limits, gathered, planner
         self._persisted, self._now, self._report = persisted, now, report
         self._made = 0  # claims made, over every plan of the group
 
@@ -439,11 +384,9 @@ class _GroupLane:
     def prepare(self, item: GroupPlan, index: int) -> PlannedClaim:
         self._report.verdict(item.ref, item.verdicts[index])
         claim = item.claims[index]
-        claim = claim.with_pins(self._apply._described(claim.trigger.inputs, self._gathered.inputs.states))
+        claim = claim.with_pins(self._described(claim.trigger.inputs, self._gathered.inputs.states))
         if claim.log_pins:
-            self._apply._log_pinned(
-                item.group, claim.trigger.inputs, self._gathered.snapshots, self._persisted, self._now
-            )
+            self._log_pinned(item.group, claim.trigger.inputs, self._gathered.snapshots, self._persisted, self._now)
         return claim
 
     def claimed(self, item: GroupPlan, claim: PlannedClaim) -> None:
@@ -468,8 +411,8 @@ class _GroupLane:
     def again(self, item: GroupPlan, fresh: GroupCursor, made: int) -> GroupPlan:
         extra = {"rule_id": item.ref[0], "group_id": item.ref[1], "status": "CONFLICT"}
         logger.debug("claim lost a race", extra=extra)
-        previous = self._apply._stores.triggers.get(fresh.trigger_key) if fresh.trigger_key else None
-        budget = self._apply._limits.max_claims_per_group - self._made
+        previous = self._stores.triggers.get(fresh.trigger_key) if fresh.trigger_key else None
+        budget = self._limits.max_claims_per_group - self._made
         return self._planner.group(item.rule, item.group, fresh, previous, budget)
 
     def give_up(self, item: GroupPlan, fresh: GroupCursor) -> GroupPlan:
@@ -478,6 +421,62 @@ class _GroupLane:
     def taken(self, item: GroupPlan) -> GroupPlan | None:
         logger.warning("trigger key already claimed", extra={"rule_id": item.ref[0], "group_id": item.ref[1]})
         return None
+
+    def _described(self, pins: tuple[PinnedInput, ...], states: dict[str, AssetState]) -> tuple[PinnedInput, ...]:
+        """Pins of snapshots older than the state (a quality pass, a tag, a version of EACH_VERSION) get their
+        schema id, commit time and metadata location from the snapshot's recorded event: the run manifest pins
+        them. The trigger key depends on the snapshot id only, so this never changes which key is claimed."""
+        unknown: list[tuple[str, int]] = [
+            (p.asset_key, p.snapshot_id)
+            for p in pins
+            if p.snapshot_id is not None and p.schema_id is None and not _described_by_state(p, states.get(p.asset_key))
+        ]
+        if not unknown:
+            return pins
+        found = self._stores.reader.snapshots(unknown)
+        described = []
+        for pin in pins:
+            record = found.get((pin.asset_key, pin.snapshot_id)) if pin.snapshot_id is not None else None
+            if record is not None:
+                pin = pin.model_copy(
+                    update={
+                        "schema_id": record.schema_id,
+                        "commit_time": pin.commit_time if pin.commit_time is not None else record.commit_time,
+                        "metadata_location": pin.metadata_location or record.metadata_location,
+                    }
+                )
+            described.append(pin)
+        return tuple(described)
+
+    def _log_pinned(
+        self,
+        group: Group,
+        pins: Sequence[PinnedInput],
+        snapshots: Mapping[str, SnapshotLog],
+        persisted: dict[str, set[int]],
+        now: int,
+    ) -> None:
+        """Before a claim: log each pinned snapshot known only from the state (its event's stream record not handled
+        yet), so when that record comes it finds the snapshot logged and is not taken for one that arrived late.
+        One conditional put per such snapshot; none when the log holds it (read, or logged by this batch)."""
+        wanted: dict[str, list[SnapshotRecord]] = {}
+        for pin in pins:
+            log = snapshots.get(pin.asset_key)
+            member = next((m for m in group.members if m.asset_key == pin.asset_key), None)
+            if log is None or pin.snapshot_id is None or member is None or not steps_by_snapshot(member):
+                continue
+            order = pin.ordinal[0]
+            known = persisted.setdefault(pin.asset_key, set())
+            if order in known:
+                continue
+            entry = next((e for e in log.entries if e.record.order == order), None)
+            # a pin the log does not hold (the newest quality-passed snapshot, its own event not handled yet): what
+            # the pin knows of it; the event's fuller record, when it comes, finds it logged
+            record = entry.record if entry is not None else _pinned_record(pin, order)
+            wanted.setdefault(pin.asset_key, []).append(record)
+            known.add(order)
+        if wanted:
+            self._stores.history.record_snapshots(wanted, now)
 
 
 class _PartitionLanes:
