@@ -6,15 +6,19 @@ are delivered from several threads at once: the claim transactions on one trigge
 items, the local DynamoDB cancels them with TransactionConflict (lakehook.local.moto_locks), the resolver
 lets the batch retry (``DynamoTriggerStore.claim``), and the retries find the claim made: no trigger is
 claimed or dispatched twice.
+
+The overlap is made, not hoped for: the first claim transaction holds its items until another delivery's
+claim has met them (a wait on that progress, not on time), so the verdict does not depend on how the
+machine schedules threads.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -27,8 +31,9 @@ from lakehook.local.runtime import LocalStack
 from tests.support import signed_headers
 
 WATCHED = "paimon://lake/claims/watched"
-ROUNDS = 15
+ROUNDS = 3
 DELIVERERS = 6
+RIVAL_WAIT_SECONDS = 60
 
 
 class _Receiver(ThreadingHTTPServer):
@@ -81,6 +86,36 @@ def _deliver_until_handled(stack: LocalStack, batch: list[dict[str, Any]]) -> in
     return tries
 
 
+@contextmanager
+def _first_claim_waits_for_a_rival() -> Iterator[None]:
+    """The first transaction that claims a trigger holds its items until another transaction has conflicted.
+
+    It waits on the conflict count (progress), and gives up after RIVAL_WAIT_SECONDS only so that a broken
+    resolver fails the test instead of hanging it.
+    """
+    original = moto_locks._holding_all
+    start = moto_locks.conflicts
+    turn = threading.Lock()
+    armed = [True]
+
+    @contextmanager
+    def holding(keys: list[str | None]) -> Iterator[None]:
+        with original(keys):
+            with turn:
+                first = armed[0] and any(k is not None and "TRIGGER#" in k for k in keys)
+                armed[0] = armed[0] and not first
+            deadline = time.monotonic() + RIVAL_WAIT_SECONDS
+            while first and moto_locks.conflicts == start and time.monotonic() < deadline:
+                time.sleep(0.01)
+            yield
+
+    moto_locks._holding_all = holding
+    try:
+        yield
+    finally:
+        moto_locks._holding_all = original
+
+
 def _held(stack: LocalStack, seen: set[str], at_least: int) -> list[dict[str, Any]]:
     """The resolver's records not yet delivered and not in ``seen``, once the mapping holds ``at_least``."""
     deadline = time.monotonic() + 30
@@ -95,7 +130,10 @@ def _held(stack: LocalStack, seen: set[str], at_least: int) -> list[dict[str, An
 
 
 def test_overlapping_deliveries_conflict_and_still_claim_and_dispatch_once(
-    stack: LocalStack, admin: dict[str, str], http: requests.Session, receiver: _Receiver
+    stack: LocalStack,
+    admin: dict[str, str],
+    http: requests.Session,
+    receiver: _Receiver,
 ) -> None:
     # GIVEN a rule on every snapshot of a watched asset, to a webhook; the resolver's mapping disabled
     boto3.client("secretsmanager", endpoint_url=stack.endpoint_url, region_name=stack.region).create_secret(
@@ -118,7 +156,6 @@ def test_overlapping_deliveries_conflict_and_still_claim_and_dispatch_once(
     assert stack.wait_idle(60)
     stack.enable_stream("ResolverFunction", False)
     conflicts_before = moto_locks.conflicts
-    switching = sys.getswitchinterval()
     errors: list[BaseException] = []
     seen: set[str] = set()
 
@@ -130,7 +167,7 @@ def test_overlapping_deliveries_conflict_and_still_claim_and_dispatch_once(
 
     try:
         # WHEN each new snapshot's records reach the resolver from several deliveries at once (as shards and
-        # overlapping redeliveries do on AWS), round after round until claims have conflicted
+        # overlapping redeliveries do on AWS), the first claim holding its items until a rival's claim meets them
         for sid in range(1, ROUNDS + 1):
             event = {
                 "eventType": "SNAPSHOT_COMMITTED",
@@ -145,24 +182,20 @@ def test_overlapping_deliveries_conflict_and_still_claim_and_dispatch_once(
             assert reply.status_code == 200, reply.text
             batch = _held(stack, seen, at_least=2)  # the event and the state change
             seen |= {r["dynamodb"]["SequenceNumber"] for r in batch}
-            sys.setswitchinterval(1e-6)  # threads interleave inside requests, as on a busy machine
-            threads = [threading.Thread(target=deliver, args=(batch,)) for _ in range(DELIVERERS)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join(timeout=120)
-            sys.setswitchinterval(switching)
-            if moto_locks.conflicts > conflicts_before:
-                break
+            with _first_claim_waits_for_a_rival():
+                threads = [threading.Thread(target=deliver, args=(batch,)) for _ in range(DELIVERERS)]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join(timeout=120)
     finally:
-        sys.setswitchinterval(switching)
         stack.enable_stream("ResolverFunction", True)  # and the mapping delivers every record once more
     assert errors == []
     assert stack.wait_idle(60)
 
     # THEN claims did conflict, and still each snapshot was claimed and dispatched exactly once
-    assert moto_locks.conflicts > conflicts_before, "no TransactionConflict: the claims never overlapped"
     rounds = sid
+    assert moto_locks.conflicts - conflicts_before >= rounds, "a round's claims never met: no TransactionConflict"
     paths = [b["completionPath"] for b in receiver.bodies]
     assert len(paths) == len(set(paths)) == rounds
     assert _trigger_statuses(stack, admin, http) == ["SUCCEEDED"] * rounds
