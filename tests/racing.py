@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -54,6 +55,42 @@ def atomic_dynamodb_server(table: str) -> Iterator[str]:
     finally:
         server.stop()
         patch.undo()
+
+
+@contextmanager
+def first_transaction_waits_for_a_rival(
+    holds: Callable[[list[str | None]], bool] = lambda keys: True, give_up_seconds: float = 60
+) -> Iterator[None]:
+    """Make transactions on the local DynamoDB (lakehook.local.moto_locks) meet, instead of hoping they do.
+
+    The first transaction whose item lock keys ``holds`` accepts keeps its items, once taken, until another
+    transaction has been cancelled with TransactionConflict (the conflict count moves): a wait on progress, so
+    the verdict does not depend on how the machine schedules threads. It gives up after ``give_up_seconds`` only
+    so that code that never meets fails its test instead of hanging it.
+    """
+    from lakehook.local import moto_locks
+
+    original = moto_locks._holding_all
+    start = moto_locks.conflicts
+    turn = threading.Lock()
+    armed = [True]
+
+    @contextmanager
+    def holding(keys: list[str | None]) -> Iterator[None]:
+        with original(keys):
+            with turn:
+                first = armed[0] and holds(keys)
+                armed[0] = armed[0] and not first
+            deadline = time.monotonic() + give_up_seconds
+            while first and moto_locks.conflicts == start and time.monotonic() < deadline:
+                time.sleep(0.01)
+            yield
+
+    moto_locks._holding_all = holding
+    try:
+        yield
+    finally:
+        moto_locks._holding_all = original
 
 
 def table_at(url: str, table: str) -> Any:

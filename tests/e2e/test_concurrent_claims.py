@@ -18,7 +18,6 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -28,12 +27,12 @@ import requests
 
 from lakehook.local import moto_locks
 from lakehook.local.runtime import LocalStack
+from tests.racing import first_transaction_waits_for_a_rival
 from tests.support import signed_headers
 
 WATCHED = "paimon://lake/claims/watched"
 ROUNDS = 3
 DELIVERERS = 6
-RIVAL_WAIT_SECONDS = 60
 
 
 class _Receiver(ThreadingHTTPServer):
@@ -86,34 +85,8 @@ def _deliver_until_handled(stack: LocalStack, batch: list[dict[str, Any]]) -> in
     return tries
 
 
-@contextmanager
-def _first_claim_waits_for_a_rival() -> Iterator[None]:
-    """The first transaction that claims a trigger holds its items until another transaction has conflicted.
-
-    It waits on the conflict count (progress), and gives up after RIVAL_WAIT_SECONDS only so that a broken
-    resolver fails the test instead of hanging it.
-    """
-    original = moto_locks._holding_all
-    start = moto_locks.conflicts
-    turn = threading.Lock()
-    armed = [True]
-
-    @contextmanager
-    def holding(keys: list[str | None]) -> Iterator[None]:
-        with original(keys):
-            with turn:
-                first = armed[0] and any(k is not None and "TRIGGER#" in k for k in keys)
-                armed[0] = armed[0] and not first
-            deadline = time.monotonic() + RIVAL_WAIT_SECONDS
-            while first and moto_locks.conflicts == start and time.monotonic() < deadline:
-                time.sleep(0.01)
-            yield
-
-    moto_locks._holding_all = holding
-    try:
-        yield
-    finally:
-        moto_locks._holding_all = original
+def _claims_a_trigger(keys: list[str | None]) -> bool:
+    return any(key is not None and "TRIGGER#" in key for key in keys)
 
 
 def _held(stack: LocalStack, seen: set[str], at_least: int) -> list[dict[str, Any]]:
@@ -182,7 +155,7 @@ def test_overlapping_deliveries_conflict_and_still_claim_and_dispatch_once(
             assert reply.status_code == 200, reply.text
             batch = _held(stack, seen, at_least=2)  # the event and the state change
             seen |= {r["dynamodb"]["SequenceNumber"] for r in batch}
-            with _first_claim_waits_for_a_rival():
+            with first_transaction_waits_for_a_rival(_claims_a_trigger):
                 threads = [threading.Thread(target=deliver, args=(batch,)) for _ in range(DELIVERERS)]
                 for thread in threads:
                     thread.start()

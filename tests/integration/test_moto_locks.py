@@ -7,7 +7,6 @@ transactions racing to claim one key let exactly one win, and the stream numbers
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +18,7 @@ from botocore.exceptions import ClientError
 
 from lakehook.local import moto_locks
 from lakehook.ports.rules import Claim, ClaimOutcome
+from tests.racing import first_transaction_waits_for_a_rival
 
 pytestmark = pytest.mark.integration
 
@@ -186,12 +186,8 @@ def test_racing_claims_let_exactly_one_win_and_conflicts_show(table: Any, local_
                     outcomes.append((claim, outcome))
                 break
 
-    switching = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # threads interleave inside moto's request handling, as on a busy server
-    try:
+    with first_transaction_waits_for_a_rival():  # the claims meet at least once, whatever the scheduler does
         assert _run(THREADS, work) == []
-    finally:
-        sys.setswitchinterval(switching)
     for claim in range(rounds):
         assert [o for c, o in outcomes if c == claim].count("won") == 1
         owners = {
