@@ -119,6 +119,33 @@ def test_a_late_snapshot_noted_on_a_cursor_refuses_the_claims_read_before_it(bac
     assert claim_next(backend, 2, again)[1].outcome is ClaimOutcome.CLAIMED
 
 
+def test_snapshots_seen_before_the_first_trigger_are_noted_per_asset_and_refuse_claims_read_before(
+    backend: Backend,
+) -> None:
+    """note_first_seen: one atomic note per group, per asset its oldest order seen (the cursor created for a group
+    that never triggered); the note counts as a late one does (a claim read before it fails); a claim clears them."""
+    ref = ("dwd", "g")
+    a, b = "paimon://lake/ods/a", "hudi://lake/ods/b"
+    noted = backend.triggers.note_first_seen(ref, {a: 5, b: 20261207101500000})
+    assert (noted.seq, noted.late_seq, noted.trigger_key) == (0, 1, None)
+    assert (noted.first_seen_of(a), noted.first_seen_of(b), noted.floor_of(a), noted.floor_of(b)) == (
+        5,
+        20261207101500000,
+        4,
+        20261207101499999,
+    )
+    again = backend.triggers.note_first_seen(ref, {a: 3})
+    assert (again.late_seq, again.first_seen_of(a), again.first_seen_of(b)) == (2, 3, 20261207101500000)
+    read = backend.triggers.get_cursors([ref])[ref]
+    assert read == again
+
+    assert claim_next(backend, 3, noted)[1] == ClaimResult(ClaimOutcome.CURSOR_MOVED, read)  # read before the note
+    claimed, won = claim_next(backend, 3, read)
+    assert won.outcome is ClaimOutcome.CLAIMED
+    stored = backend.triggers.get_cursors([ref])[ref]
+    assert stored == won.cursor and stored.first_seen == () and stored.floor_of(a) is None
+
+
 def test_a_replay_is_put_once_and_moves_no_cursor(backend: Backend) -> None:
     replay = trigger(7, replay_of="dwd.g.original")
 

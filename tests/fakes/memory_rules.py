@@ -133,6 +133,11 @@ class InMemoryTriggerStore(TriggerStore):
                 self.cursors[ref] = now.arrived_late(order)
             return {ref: self.cursors[ref] for ref in refs}
 
+    def note_first_seen(self, ref: GroupRef, orders: Mapping[str, int]) -> GroupCursor:
+        with self.lock:
+            self.cursors[ref] = (self.cursors.get(ref) or GroupCursor.initial(*ref)).saw_first(orders)
+            return self.cursors[ref]
+
     def put_replay(self, trigger: Trigger) -> bool:
         with self.lock:
             if trigger.trigger_key in self.triggers:

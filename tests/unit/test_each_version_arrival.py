@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from lakehook.domain.events import IngestStatus
+from lakehook.domain.run_windows import RunWindow
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
 from lakehook.ports.rules import ClaimResult, Deferral, StateChange
 from tests.fakes.memory_rules import InMemoryTriggerStore
@@ -268,3 +269,47 @@ def test_each_version_runs_once_in_order_unless_it_arrived_after_a_newer_one_ran
             assert status is IngestStatus.ACCEPTED or (status, reason) == (IngestStatus.STALE, IN_ORDER), sid
     listed = {s["snapshotId"]: s["reason"] for s in explain(world)["groups"][0]["skipped"]}
     assert listed == skipped
+
+
+B = "paimon://lake/ods/b"
+HOLDS = ("a member missing", "a quiet period", "a run window")
+
+
+def _held_world(hold: str) -> World:
+    members = [{"assetKey": A}] + ([{"assetKey": B}] if hold == "a member missing" else [])
+    policy = {"quietPeriodSeconds": 600} if hold == "a quiet period" else {}
+    held = rule("each", *members, mode="EACH_VERSION", **policy)
+    if hold == "a run window":  # 2025-06-15 15:06 UTC: the window opens at 01:00 the next day
+        group = held.groups[0].model_copy(update={"run_window": RunWindow(start="01:00", end="05:00")})
+        held = held.model_copy(update={"groups": [group]})
+    return World(held)
+
+
+def _release(world: World, hold: str) -> None:
+    if hold == "a member missing":
+        world.snap(B, 10)
+        world.deliver(B)
+    else:
+        world.sweep(10 * 3_600_000)  # past the quiet period, and to the window's opening
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(hold=st.sampled_from(HOLDS), cuts=st.lists(st.integers(1, 3), min_size=1, max_size=4))
+def test_versions_that_arrive_before_the_first_run_all_run_in_order_whatever_held_it(
+    hold: str, cuts: list[int]
+) -> None:
+    """Before this, an EACH_VERSION group that never ran and could not run when its versions arrived (a member
+    missing, a quiet period, a run window) ran only the newest once it could: the others were never run nor skipped
+    (the first trigger took the oldest version only of the batch that woke it). The batches' oldest snapshots are
+    noted on the group's cursor now, and the first run starts there."""
+    world = _held_world(hold)
+    sid = 0
+    for count in cuts:  # the versions arrive over several batches while the group is held
+        world.snap(A, *range(sid + 1, sid + count + 1))
+        sid += count
+        world.deliver(A)
+        assert world.claimed() == []
+    _release(world, hold)
+    expected = [[v, 10] if hold == "a member missing" else [v] for v in range(1, sid + 1)]
+    assert world.claimed() == expected
+    assert world.skipped() == {}

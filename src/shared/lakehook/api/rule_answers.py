@@ -98,7 +98,9 @@ class PartitionExplanation(Answer):
     reason: str | None = Field(description="e.g. dt=2026-12-01: waiting for paimon://lake/ods/payments (…)")
     waiting_for: list[str] | None = Field(default=None, alias="waitingFor", description="the members not satisfied")
     pins: list[dict[str, Any]] | None = Field(default=None, description="READY: what its run would pin")
-    until: Iso | None = Field(default=None, description="COOLDOWN or QUIET_PERIOD: when it ends")
+    until: Iso | None = Field(
+        default=None, description="a wait that ends by itself (COOLDOWN, WAITING_FOR_RUN_WINDOW, ...): when it ends"
+    )
 
 
 class PartialCommit(Answer):

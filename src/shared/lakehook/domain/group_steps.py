@@ -236,6 +236,30 @@ class QuietPeriod(GroupStep):
         )
 
 
+class InRunWindow(GroupStep):
+    """``runWindow``: a group that would run outside its window's hours waits until it opens
+    (WAITING_FOR_RUN_WINDOW). Last in precedence: it only holds back what every other step let through."""
+
+    @classmethod
+    def of(cls, rule: Rule, group: Group) -> GroupStep | None:
+        return cls() if group.run_window is not None else None
+
+    def evaluate(self, g: Evaluating) -> GroupEvaluation | None:
+        window = g.group.run_window
+        assert window is not None
+        opens = window.opens_after(g.now)
+        if opens is None:
+            return None
+        return GroupEvaluation(
+            g.gid,
+            Status.WAITING_FOR_RUN_WINDOW,
+            tuple(g.members),
+            until=opens,
+            reason=f"ready, but its runs start only in its runWindow ({window.describe()}); "
+            f"it opens at {ms_to_iso(opens)}",
+        )
+
+
 # The order of a group's steps: the first verdict wins, so this is the precedence of the reasons explain gives.
 # Exactly one of OnSchedule, OnWindow and ByPolicy chooses a group's versions.
 PRECEDENCE: tuple[type[GroupStep], ...] = (
@@ -248,6 +272,7 @@ PRECEDENCE: tuple[type[GroupStep], ...] = (
     HeadOfLine,
     Cooldown,
     QuietPeriod,
+    InRunWindow,
 )
 
 

@@ -29,6 +29,7 @@ TIMED = (
     Status.BLOCKED_BY_COVERAGE,
     Status.WAITING_FOR_VERSION,
     Status.WAITING_FOR_SCHEDULE,  # the next tick
+    Status.WAITING_FOR_RUN_WINDOW,  # the window's next opening
     Status.CATCHING_UP,  # a window backlog: the next evaluation's start
 )
 

@@ -35,6 +35,7 @@ from lakehook.domain.partition_rules import (
     validate_partition_by,
 )
 from lakehook.domain.run_slots import DEFAULT_MAX_RUN_SECONDS, MAX_IN_FLIGHT, SlotLimit
+from lakehook.domain.run_windows import RunWindow
 from lakehook.domain.schedules import GroupSchedule
 from lakehook.domain.targets import STORED_CONTEXT, RuleTarget
 from lakehook.domain.time import parse_instant_ms
@@ -294,6 +295,12 @@ class Group(BaseModel):
         default=None,
         description="fire once per cron tick, after the tick and once the members are satisfied (with ALL_UPDATED "
         "or ANY_UPDATED, updated since the last tick's trigger); a group of a schedule alone fires on every tick",
+    )
+    run_window: RunWindow | None = Field(
+        default=None,
+        alias="runWindow",
+        description="the hours of the day the group's runs may start in; outside them a ready group waits "
+        "(WAITING_FOR_RUN_WINDOW) until the window opens, and then runs for what it finds",
     )
 
     @field_validator("group_id")

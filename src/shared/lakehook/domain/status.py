@@ -22,6 +22,7 @@ class Status(StrEnum):
     WAITING_FOR_VERSION = "WAITING_FOR_VERSION"  # EACH_VERSION: the lineage says a snapshot is missing; polled for
     WAITING_FOR_RUN = "WAITING_FOR_RUN"  # EACH_VERSION: the previous version's trigger has not SUCCEEDED yet
     WAITING_FOR_SCHEDULE = "WAITING_FOR_SCHEDULE"  # a scheduled group ran for the latest tick: until the next
+    WAITING_FOR_RUN_WINDOW = "WAITING_FOR_RUN_WINDOW"  # ready outside its runWindow's hours: until the window opens
     BLOCKED_BY_FAILED_TRIGGER = "BLOCKED_BY_FAILED_TRIGGER"  # EACH_VERSION: the previous version's trigger FAILED
     CATCHING_UP = "CATCHING_UP"  # a window backlog: this evaluation started maxRunsPerEvaluation; the rest later
     COOLDOWN = "COOLDOWN"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -357,6 +358,10 @@ class GroupCursor(BaseModel):
     # triggered yet (its first trigger starts at the oldest); a claim clears them. Kept beside the cursor's body.
     late_seq: int = Field(default=0, alias="lateSeq", exclude=True)
     late_orders: tuple[int, ...] = Field(default=(), alias="lateOrders", exclude=True)
+    # EACH_VERSION, before the first trigger: per member asset, the oldest order of a snapshot the resolver saw arrive
+    # while the group could not run it yet (a member missing, a quiet period, a run window ...), noted with the late
+    # ones (``late_seq`` counts it too), so the first trigger starts at it whenever it comes; a claim clears them.
+    first_seen: tuple[tuple[str, int], ...] = Field(default=(), alias="firstSeen", exclude=True)
 
     def catch_up_spent(self, now: int, cap: int) -> int | None:
         """When the evaluation that already started ``cap`` catch-up windows ends (the next may start then), or
@@ -389,6 +394,7 @@ class GroupCursor(BaseModel):
                 "catch_up_since": since,
                 "catch_up_runs": runs,
                 "late_orders": (),  # the claim planned over them: its log holds them from now on
+                "first_seen": (),
             }
         )
 
@@ -398,10 +404,27 @@ class GroupCursor(BaseModel):
             update={"late_seq": self.late_seq + 1, "late_orders": tuple(sorted({*self.late_orders, order}))}
         )
 
+    def saw_first(self, orders: Mapping[str, int]) -> GroupCursor:
+        """The cursor once the oldest snapshots seen arriving before the first trigger (asset -> order) were noted."""
+        seen = {*self.first_seen, *orders.items()}
+        return self.model_copy(update={"late_seq": self.late_seq + 1, "first_seen": tuple(sorted(seen))})
+
+    def first_seen_of(self, asset_key: str) -> int | None:
+        """Before the first trigger: the oldest order of ``asset_key`` noted as seen arriving (None: none noted)."""
+        found = [order for key, order in self.first_seen if key == asset_key]
+        return min(found) if self.seq == 0 and found else None
+
     @property
     def late_floor(self) -> int | None:
         """Before the first trigger: the order below the oldest late snapshot noted (its log is read from there)."""
         return min(self.late_orders) - 1 if self.seq == 0 and self.late_orders else None
+
+    def floor_of(self, asset_key: str) -> int | None:
+        """Before the first trigger: the order after which ``asset_key``'s snapshot log is read (below the oldest late
+        snapshot noted, or below the oldest of its snapshots seen arriving while the group waited)."""
+        seen = self.first_seen_of(asset_key)
+        floors = [f for f in (self.late_floor, None if seen is None else seen - 1) if f is not None]
+        return min(floors) if floors else None
 
     @classmethod
     def initial(cls, rule_id: str, group_id: str, partition: str | None = None) -> GroupCursor:

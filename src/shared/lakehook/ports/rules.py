@@ -153,6 +153,13 @@ class TriggerStore(ABC):
         so any claim planned before it fails; each cursor as that write left it."""
 
     @abstractmethod
+    def note_first_seen(self, ref: GroupRef, orders: Mapping[str, int]) -> GroupCursor:
+        """Note on a group's cursor, before its first trigger, the oldest snapshot of each asset the resolver saw
+        arrive (asset key -> order) while the group could not run it yet, in one atomic write: ``late_seq`` moves
+        on (a claim planned before it fails), the orders join ``first_seen``, the cursor is created if the group
+        never triggered. The cursor as that write left it."""
+
+    @abstractmethod
     def put_replay(self, trigger: Trigger) -> bool:
         """Record a replay's claim (no cursor moves: the group's history is unchanged); False if the key exists."""
 

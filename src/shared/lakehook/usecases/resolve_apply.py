@@ -101,6 +101,8 @@ class ApplyPlan:
             self._stores.partitions.advance([f.fact for f in plan.facts], now)
         if gathered.seen:
             self._stores.history.record_snapshots(gathered.seen, now)
+        for ref, oldest in plan.first_seen:  # after the log holds them: a group not run yet starts at them
+            self._stores.triggers.note_first_seen(ref, oldest)
         persisted = {k: set(v) for k, v in gathered.persisted.items()}
         again: set[GroupRef] = set()
         for group_plan in plan.groups:

@@ -971,7 +971,8 @@ def _pinned_only(work: Work, cursors: Mapping[GroupRef, GroupCursor]) -> set[str
 def _snapshot_floors(work: Work, cursors: Mapping[GroupRef, GroupCursor]) -> dict[str, int | None]:
     """Per EACH_VERSION member stepping by snapshot: the order after which its logged snapshots are needed (the
     oldest cursor's pinned snapshot; before a group's first trigger, the oldest late snapshot noted on its cursor,
-    which its push answered "it runs in order"), or None when a group needing it pins no snapshot of it yet."""
+    which its push answered "it runs in order", or the oldest of its snapshots noted as seen arriving while the group
+    could not run yet), or None when a group needing it pins no snapshot of it yet."""
     since: dict[str, int | None] = {}
     for rule, group in work:
         if not each_version(rule, group):
@@ -984,7 +985,7 @@ def _snapshot_floors(work: Work, cursors: Mapping[GroupRef, GroupCursor]) -> dic
             last = cursor.pins.get(key) if cursor is not None and cursor.seq > 0 else None
             floor = last.ordinal[0] if last is not None and last.snapshot_id is not None else None
             if floor is None and cursor is not None:
-                floor = cursor.late_floor
+                floor = cursor.floor_of(key)
             if floor is None:
                 since.setdefault(key, None)
                 continue

@@ -1,9 +1,11 @@
 """The resolver's decision, and nothing else: given what was gathered (:mod:`lakehook.usecases.resolve_gather`) and
 the clock, a :class:`Plan`: per group the verdicts, the claims to make (in order), the deferral to leave, the gaps
 to ask a targeted poll for, or the rule error met (a partitioned group: per partition its verdict, claim and pending
-mark, :class:`lakehook.usecases.resolve_partitions.PartitionsPlan`); the late snapshots to record as SKIPPED; and the
-partition facts to keep. No I/O: it reads no store and writes none, so explain (which only plans) says what a
-claiming evaluation (which plans, then applies the plan: :mod:`lakehook.usecases.resolve_apply`) does.
+mark, :class:`lakehook.usecases.resolve_partitions.PartitionsPlan`); the late snapshots to record as SKIPPED; the
+partition facts to keep; and, for an EACH_VERSION group that has never run and could not run now, the oldest
+snapshots of its members the batch brought, to note on its cursor (its first run starts at them when it comes).
+No I/O: it reads no store and writes none, so explain (which only plans) says what a claiming evaluation (which
+plans, then applies the plan: :mod:`lakehook.usecases.resolve_apply`) does.
 
 Claims in a plan are planned as if each one succeeds: each moves the group's cursor, and the group is evaluated
 again from there (EACH_VERSION's next version, a window backlog's next window) until it is not ready or has used
@@ -17,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from lakehook.domain.errors import UnreadableItemError
-from lakehook.domain.evaluation import Gap, GroupEvaluation, Status, evaluate_group
+from lakehook.domain.evaluation import Gap, GroupEvaluation, Status, evaluate_group, steps_by_snapshot
 from lakehook.domain.lanes import DeferWhy, Lane, plan_lane
 from lakehook.domain.partition_evaluation import PartitionFact
 from lakehook.domain.planned_claims import PlannedClaim, plan_claim
@@ -100,6 +102,7 @@ class Plan:
     skips: tuple[Trigger, ...] = ()
     facts: tuple[PlannedFact, ...] = ()
     versions: tuple[PartitionFact, ...] = ()  # EACH_VERSION partitioned groups: the batch's commits per partition
+    first_seen: tuple[tuple[GroupRef, dict[str, int]], ...] = ()  # to note on cursors of groups not run yet
 
 
 class PlanResolution:
@@ -148,7 +151,27 @@ class PlanResolution:
         ) + tuple(skip for g in groups if g.partitions is not None for skip in g.partitions.skips)
         facts = facts_to_write(gathered.brought, list(gathered.partitions.values()))
         versions = tuple(v for kept in gathered.versions.values() for v in kept)
-        return Plan(tuple(groups), skips, facts, versions)
+        first_seen = tuple(noted for g in groups if (noted := self._first_seen(g)) is not None)
+        return Plan(tuple(groups), skips, facts, versions, first_seen)
+
+    def _first_seen(self, planned: GroupPlan) -> tuple[GroupRef, dict[str, int]] | None:
+        """An EACH_VERSION group that has never run and claims nothing now (a member missing, a quiet period, a run
+        window ...): the oldest snapshot of each member stepping by snapshot that the batch brought, where its cursor
+        does not note one as old already. Noted on the cursor, they are where its first run starts, whenever it comes
+        (the gather reads the snapshot log from them), instead of only the versions a later batch brings."""
+        rule, group = planned.rule, planned.group
+        if planned.claims or planned.error is not None or not each_version(rule, group):
+            return None
+        cursor = self._gathered.cursor(planned.ref)
+        if cursor is not None and cursor.seq > 0:
+            return None
+        oldest: dict[str, int] = {}
+        for member in group.members:
+            orders = [r.order for r in self._gathered.seen.get(member.asset_key, ())]
+            noted = cursor.first_seen_of(member.asset_key) if cursor is not None else None
+            if steps_by_snapshot(member) and orders and (noted is None or min(orders) < noted):
+                oldest[member.asset_key] = min(orders)
+        return (planned.ref, oldest) if oldest else None
 
     def group(
         self, rule: Rule, group: Group, cursor: GroupCursor | None, previous: Trigger | None, budget: int

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from boto3.dynamodb.conditions import Attr, Key
@@ -207,7 +207,14 @@ def cursor_from_item(item: dict[str, Any]) -> GroupCursor:
     if not late:
         return cursor
     orders = tuple(sorted(int(o) for o in item.get("lateOrders") or ()))
-    return cursor.model_copy(update={"late_seq": late, "late_orders": orders})
+    seen = tuple(sorted(_first_seen_entry(str(entry)) for entry in item.get("firstSeen") or ()))
+    return cursor.model_copy(update={"late_seq": late, "late_orders": orders, "first_seen": seen})
+
+
+def _first_seen_entry(entry: str) -> tuple[str, int]:
+    """``<order> <asset key>``, one member of the cursor's ``firstSeen`` string set (an asset key has no space)."""
+    order, _, asset_key = entry.partition(" ")
+    return asset_key, int(order)
 
 
 def cursor_condition(expected: GroupCursor | None) -> dict[str, Any]:
@@ -348,6 +355,25 @@ class DynamoDBTriggerStore(TriggerStore):
             )
             noted[(rule_id, group_id)] = cursor_from_item(answer["Attributes"])
         return noted
+
+    def note_first_seen(self, ref: GroupRef, orders: Mapping[str, int]) -> GroupCursor:
+        rule_id, group_id = ref
+        answer = self._table.update_item(
+            Key=keys.cursor_key(rule_id, group_id),
+            UpdateExpression="ADD lateSeq :one, firstSeen :seen "
+            "SET #type = if_not_exists(#type, :cursor), ruleId = if_not_exists(ruleId, :rule), "
+            "groupId = if_not_exists(groupId, :group)",
+            ExpressionAttributeNames={"#type": keys.ITEM_TYPE},
+            ExpressionAttributeValues={
+                ":one": 1,
+                ":seen": {f"{order} {asset_key}" for asset_key, order in orders.items()},
+                ":cursor": "CURSOR",
+                ":rule": rule_id,
+                ":group": group_id,
+            },
+            ReturnValues="ALL_NEW",
+        )
+        return cursor_from_item(answer["Attributes"])
 
     def put_replay(self, trigger: Trigger) -> bool:
         try:
