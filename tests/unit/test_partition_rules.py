@@ -120,10 +120,11 @@ def test_partition_by_naming_a_field_twice_is_refused(field: str) -> None:
                 "members": [
                     {"assetKey": ORDERS, "partition": {}},
                     {"assetKey": PAYMENTS, "condition": {"coverage": {"window": "PT1H"}}},
+                    {"assetKey": "paimon://lake/ods/events", "condition": {"watermarkAtLeast": {"window": "PT1H"}}},
                 ]
             },
             "groups.0",
-            "no coverage member",
+            "a partitioned group with a coverage member has no watermark window member",
         ),
     ],
 )

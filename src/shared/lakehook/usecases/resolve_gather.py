@@ -36,7 +36,7 @@ from lakehook.domain.verdicts import Gap
 from lakehook.domain.versions import Lineage, LoggedSnapshot, SnapshotLog, SnapshotRecord, Verdict, lineage_of
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import Deferral, GroupRef, PartitionWork, ResolutionInputs, StateChange
-from lakehook.usecases.coverage import coverage_of_groups
+from lakehook.usecases.coverage import coverage_of_groups, coverage_of_partitions
 from lakehook.usecases.late_versions import logged_already, ran_for_group
 from lakehook.usecases.resolve_partitions import (
     EXPLAIN_PAGE,
@@ -362,6 +362,9 @@ class GatherInputs:
             if not scan[0] and in_order(rule, group) and budget.fills(store, group, inputs.states):
                 scan = (True, None)  # a commit that fills a gap of its table: a pending partition may wait at it
             read[ref] = self._partition_inputs(store, rule, group, given, scan, explain)
+            if group.spans_partitions:
+                coverage = coverage_of_partitions(self._stores.coverage, group, read[ref].partitions)
+                read[ref] = replace(read[ref], coverage=coverage)
             if in_order(rule, group):
                 read[ref] = self._partition_versions(store, group, read[ref], versions, budget)
         return read
