@@ -115,7 +115,7 @@ def test_a_coverage_member_in_a_partitioned_group_is_a_valid_rule_and_round_trip
         ),
     ],
 )
-def test_a_partition_timezone_that_does_not_fit_is_a_400_naming_it(data: dict[str, Any], field: str, words: str) -> None:
+def test_a_bad_partition_timezone_is_a_400_naming_it(data: dict[str, Any], field: str, words: str) -> None:
     with pytest.raises(ValidationError) as caught:
         parse_rule("daily", data)
     assert caught.value.field == field and words in str(caught.value)

@@ -522,11 +522,6 @@ class Rule(BaseModel):
         partitioned = [g.group_id for g in info.data.get("groups") or () if g.partition_by is not None]
         if value is None:
             return value
-        if partitioned and (value.expected_by is not None or value.max_wait_seconds is not None):
-            raise ValueError(
-                f"group {partitioned[0]} has partitionBy: expectedBy and maxWaitSeconds count a group's runs, and a "
-                "partitioned group runs per partition; promise partitionMaxAgeSeconds instead"
-            )
         if not partitioned and value.partition_max_age_seconds is not None and "groups" in info.data:
             raise ValueError("partitionMaxAgeSeconds is a promise of a rule with a partitioned group (partitionBy)")
         return value
