@@ -51,14 +51,18 @@ class Freshness(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
     expected_by: GroupSchedule | None = Field(
-        default=None, alias="expectedBy", description="a deadline as a cron in a time zone: a trigger is due by each"
+        default=None,
+        alias="expectedBy",
+        description="a deadline as a cron in a time zone: a trigger is due by each (a partitioned group: a pending "
+        "partition's run by the first deadline after its period ends)",
     )
     max_wait_seconds: int | None = Field(
         default=None,
         alias="maxWaitSeconds",
         ge=60,
         le=MAX_FRESHNESS_SECONDS,
-        description="at most this long between triggers (before the first, since the rule was created)",
+        description="at most this long between triggers (before the first, since the rule was created); a "
+        "partitioned group: a pending partition runs within this long of being found pending",
     )
 
     partition_max_age_seconds: int | None = Field(
