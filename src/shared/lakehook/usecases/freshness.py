@@ -217,7 +217,8 @@ class CheckFreshness:
     whose promise cannot be checked goes to ``unchecked`` and the check goes on.
 
     Requests per run: the rule pages, one cursor read per rule with a promise (and one query of pending partitions
-    per partitioned group of a rule promising partitionMaxAgeSeconds), one evaluation (the resolver's
+    per partitioned group of a rule promising partitionMaxAgeSeconds, maxWaitSeconds or expectedBy, which such a
+    group keeps per partition), one evaluation (the resolver's
     reads, no writes) per enabled rule with a ``qualityStatus`` member when ``evaluate`` is given, the asset pages,
     and one batch of state reads per page of assets; other rules cost nothing more. With ``poll_statuses``, one
     batch of poll status reads per page of assets with a polled one: the sources BLOCKED or with a GAP are counted
