@@ -5,12 +5,13 @@ what the resolver claims (docs/partitions.md, "Coverage per partition")."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from itertools import pairwise
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from lakehook.domain.coverage import Span
@@ -263,3 +264,22 @@ def test_explain_shows_ready_exactly_the_days_the_resolver_runs_and_a_day_runs_i
         hours = {h for s in spans for h in range(s.start, s.end, HOUR)}
         whole = all(h in hours for h in range(window.start, window.end, HOUR))
         assert (f"dt={day}" in claimed) == whole, day
+
+
+@given(
+    day=st.dates(min_value=date(1971, 1, 1), max_value=date(9998, 12, 30)),
+    zone=st.sampled_from(["UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe"]),
+)
+@example(day=date(2026, 3, 29), zone="Europe/Berlin")  # 23 hours: 02 is skipped
+@example(day=date(2026, 10, 25), zone="Europe/Berlin")  # 25 hours: 02 is two
+@example(day=date(2026, 4, 5), zone="Australia/Lord_Howe")  # a half-hour change
+def test_a_days_span_is_local_midnight_to_the_next_local_midnight(day: Any, zone: str) -> None:
+    """dt=<day> in a zone is [its local midnight, the next day's local midnight), as an independent zoneinfo reading
+    says (23, 24 or 25 hours around a daylight-saving change); its hours tile it exactly, none skipped or twice."""
+    span = partition_span(f"dt={day.isoformat()}", zone)
+    following = day + timedelta(days=1)
+    assert span == Span(day_ms(day.isoformat(), zone), day_ms(following.isoformat(), zone))
+    hours = [partition_span(f"dt={day.isoformat()}-{h:02d}", zone) for h in range(24)]
+    covered = sorted(s for s in hours if s is not None)
+    assert sum(s.length for s in covered) == span.length
+    assert all(a.end == b.start for a, b in pairwise(covered))
