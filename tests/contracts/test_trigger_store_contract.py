@@ -140,7 +140,7 @@ def test_snapshots_seen_before_the_first_trigger_are_noted_per_asset_and_refuse_
     assert read == again
 
     assert claim_next(backend, 3, noted)[1] == ClaimResult(ClaimOutcome.CURSOR_MOVED, read)  # read before the note
-    claimed, won = claim_next(backend, 3, read)
+    _, won = claim_next(backend, 3, read)
     assert won.outcome is ClaimOutcome.CLAIMED
     stored = backend.triggers.get_cursors([ref])[ref]
     assert stored == won.cursor and stored.first_seen == () and stored.floor_of(a) is None

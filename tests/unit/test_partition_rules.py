@@ -120,10 +120,11 @@ def test_partition_by_naming_a_field_twice_is_refused(field: str) -> None:
                 "members": [
                     {"assetKey": ORDERS, "partition": {}},
                     {"assetKey": PAYMENTS, "condition": {"coverage": {"window": "PT1H"}}},
+                    {"assetKey": "paimon://lake/ods/events", "condition": {"watermarkAtLeast": {"window": "PT1H"}}},
                 ]
             },
             "groups.0",
-            "no coverage member",
+            "a partitioned group with a coverage member has no watermark window member",
         ),
     ],
 )
@@ -150,9 +151,10 @@ def test_each_version_runs_per_partition_and_is_refused_with_a_rollup_member() -
     assert error.field == "policy" and "EACH_VERSION" in str(error) and "rolls up" in str(error)
 
 
-def test_a_freshness_promise_over_group_runs_is_refused_for_a_rule_with_a_partitioned_group() -> None:
-    error = refused({**body(), "freshness": {"maxWaitSeconds": 3600}})
-    assert error.field == "freshness" and "partitionMaxAgeSeconds" in str(error)
+def test_a_freshness_promise_over_group_runs_is_kept_per_partition_by_a_rule_with_a_partitioned_group() -> None:
+    promise = {"maxWaitSeconds": 3600, "expectedBy": {"cron": "0 6 * * *"}}
+    freshness = parse_rule("r", {**body(), "freshness": promise}).freshness
+    assert freshness is not None and freshness.max_wait_seconds == 3600 and freshness.expected_by is not None
 
 
 @pytest.mark.parametrize("policy", [{"startFrom": "NEXT_CHANGE"}, {"backfill": "SKIP"}])

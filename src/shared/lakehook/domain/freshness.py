@@ -12,6 +12,12 @@ Three promises, each checked against the clock (nothing here changes what fires)
 * a rule's ``freshness.partitionMaxAgeSeconds`` (a rule with a partitioned group) - a partition a data commit
   touched runs within this long of lakehook finding it pending: overdue since the oldest pending partition's
   mark plus that long, until it runs (docs/partitions.md).
+
+A partitioned group keeps ``expectedBy`` and ``maxWaitSeconds`` per partition, as its runs are per partition:
+``maxWaitSeconds`` is the promise ``partitionMaxAgeSeconds`` makes (a pending partition runs within that long of
+being found pending), and ``expectedBy`` expects a pending partition with a time value by the first deadline after
+its period ends (``dt=2026-12-06`` with ``0 6 * * *``: by 2026-12-07T06:00), or after it was found pending when that
+is later. A rule's own ``expectedBy`` and ``maxWaitSeconds`` then count the runs of its unpartitioned groups only.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from lakehook.domain.coverage import Span
 from lakehook.domain.schedules import GroupSchedule
 from lakehook.domain.state import AssetState
 from lakehook.domain.time import ms_to_iso
@@ -44,14 +51,18 @@ class Freshness(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
     expected_by: GroupSchedule | None = Field(
-        default=None, alias="expectedBy", description="a deadline as a cron in a time zone: a trigger is due by each"
+        default=None,
+        alias="expectedBy",
+        description="a deadline as a cron in a time zone: a trigger is due by each (a partitioned group: a pending "
+        "partition's run by the first deadline after its period ends)",
     )
     max_wait_seconds: int | None = Field(
         default=None,
         alias="maxWaitSeconds",
         ge=60,
         le=MAX_FRESHNESS_SECONDS,
-        description="at most this long between triggers (before the first, since the rule was created)",
+        description="at most this long between triggers (before the first, since the rule was created); a "
+        "partitioned group: a pending partition runs within this long of being found pending",
     )
 
     partition_max_age_seconds: int | None = Field(
@@ -146,10 +157,15 @@ def asset_overdue(asset_key: str, max_age_seconds: int | None, state: AssetState
 
 
 def partition_overdue(
-    group_id: str, max_age_seconds: int | None, pending_since: Mapping[str, int], now: int
+    group_id: str,
+    max_age_seconds: int | None,
+    pending_since: Mapping[str, int],
+    now: int,
+    kind: OverdueKind = OverdueKind.PARTITION_MAX_AGE,
 ) -> Overdue | None:
     """Whether a partition of the group has been pending (touched by a data commit, not yet run) longer than
-    ``partitionMaxAgeSeconds``: the oldest such (``pending_since``: partition key to when it was found pending)."""
+    ``partitionMaxAgeSeconds`` (or, ``kind`` MAX_WAIT, the rule's ``maxWaitSeconds``, which a partitioned group
+    keeps per partition): the oldest such (``pending_since``: partition key to when it was found pending)."""
     if max_age_seconds is None or not pending_since:
         return None
     oldest = min(pending_since, key=lambda p: (pending_since[p], p))
@@ -158,13 +174,50 @@ def partition_overdue(
         return None
     late = sum(1 for t in pending_since.values() if t + max_age_seconds * 1000 <= now)
     others = f"; {late - 1} more of the group's pending partitions too" if late > 1 else ""
+    promise = "maxWaitSeconds, per partition" if kind is OverdueKind.MAX_WAIT else "partitionMaxAgeSeconds"
     return Overdue(
-        OverdueKind.PARTITION_MAX_AGE,
+        kind,
         since,
         f"{oldest} of group {group_id} is pending since {ms_to_iso(pending_since[oldest])} and has not run within "
-        f"{max_age_seconds} s (partitionMaxAgeSeconds){others}",
+        f"{max_age_seconds} s ({promise}){others}",
         group_id=group_id,
         partition=oldest,
+    )
+
+
+def partition_deadline(expected_by: GroupSchedule, span_end: int, pending_since: int) -> int:
+    """When a pending partition's run is expected (``expectedBy`` per partition): the first deadline at or after both
+    the end of the partition's period and the time it was found pending (data that touched a day after its deadline
+    is expected by the next one, not overdue at once)."""
+    return expected_by.next_tick(max(span_end, pending_since) - 1)
+
+
+def partition_expected_overdue(
+    group_id: str,
+    expected_by: GroupSchedule | None,
+    spans: Mapping[str, Span],
+    pending_since: Mapping[str, int],
+    now: int,
+) -> Overdue | None:
+    """Whether a pending partition of the group missed its ``expectedBy`` deadline (:func:`partition_deadline`;
+    ``spans``: the time span of each pending partition that has one, the others have no deadline): the one whose
+    deadline passed first."""
+    if expected_by is None:
+        return None
+    deadlines = {p: partition_deadline(expected_by, spans[p].end, t) for p, t in pending_since.items() if p in spans}
+    late = sorted((d, p) for p, d in deadlines.items() if d <= now)
+    if not late:
+        return None
+    deadline, first = late[0]
+    others = f"; {len(late) - 1} more of the group's pending partitions too" if len(late) > 1 else ""
+    return Overdue(
+        OverdueKind.EXPECTED_BY,
+        deadline,
+        f"{first} of group {group_id} was expected to run by {ms_to_iso(deadline)} ({expected_by.cron}, "
+        f"{expected_by.timezone}: the first deadline after its period ended at {ms_to_iso(spans[first].end)}) and is "
+        f"pending since {ms_to_iso(pending_since[first])}{others}",
+        group_id=group_id,
+        partition=first,
     )
 
 

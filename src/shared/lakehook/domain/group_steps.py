@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from lakehook.domain.group_progress import Evaluating, advance, blocked, partition_key, wait_for_newer
 from lakehook.domain.member_verdict import MemberEvaluation
+from lakehook.domain.partition_time import partition_span
 from lakehook.domain.rules import BackfillPolicy, Group, Mode, Rule
 from lakehook.domain.state import AssetState, BackfillStatus
 from lakehook.domain.status import Status
@@ -27,7 +28,7 @@ from lakehook.domain.time import ms_to_iso
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, Window
 from lakehook.domain.verdicts import Backlog, Gap, GroupEvaluation, first_blocked, with_status
 from lakehook.domain.version_history import first_known, judged_per_snapshot
-from lakehook.domain.windows import next_window
+from lakehook.domain.windows import cover_partition, next_window
 
 
 class GroupStep(ABC):
@@ -101,7 +102,7 @@ class OnWindow(GroupStep):
 
     @classmethod
     def of(cls, rule: Rule, group: Group) -> GroupStep | None:
-        return cls() if group.schedule is None and group.window is not None else None
+        return cls() if group.schedule is None and group.window is not None and not group.spans_partitions else None
 
     def evaluate(self, g: Evaluating) -> GroupEvaluation | None:
         found = next_window(g.rule, g.group, g.states, g.cursor, g.members, g.now, g.coverage)
@@ -136,6 +137,29 @@ class OnWindow(GroupStep):
         return blocked(g, g.members) if behind else None
 
 
+class CoversPartition(GroupStep):
+    """A partitioned group with a coverage member: a partition's window is its own time span (``dt=2026-12-06``: that
+    day in the group's ``partitionTimezone``, UTC by default), which each coverage member must cover and whose
+    allowed lateness must have passed (BLOCKED_BY_COVERAGE with the exact gaps otherwise, or with when it closes);
+    then the policy decides as for any partition, and the run's window is the span."""
+
+    @classmethod
+    def of(cls, rule: Rule, group: Group) -> GroupStep | None:
+        return cls() if group.schedule is None and group.spans_partitions else None
+
+    def evaluate(self, g: Evaluating) -> GroupEvaluation | None:
+        view = g.partition
+        if view is None:  # a partitioned group is judged per partition only
+            return None
+        span = partition_span(view.key, g.group.partition_timezone)
+        closes = cover_partition(g.group, view.key, span, g.states, g.members, g.coverage, g.now)
+        if any(m.status is not Status.READY for m in g.members):
+            return blocked(g, g.members, until=min(closes, default=None))
+        assert span is not None
+        g.window = Window(start=span.start, end=span.end)
+        return None
+
+
 class ByPolicy(GroupStep):
     """A group with neither schedule nor window claims what its policy asks for after its cursor (ALL_UPDATED every
     member newer, ANY_UPDATED one newer and none older, EACH_VERSION each member's next version); before its first
@@ -143,7 +167,7 @@ class ByPolicy(GroupStep):
 
     @classmethod
     def of(cls, rule: Rule, group: Group) -> GroupStep | None:
-        return cls() if group.schedule is None and group.window is None else None
+        return cls() if group.schedule is None and (group.window is None or group.spans_partitions) else None
 
     def evaluate(self, g: Evaluating) -> GroupEvaluation | None:
         if g.cursor is not None:
@@ -268,6 +292,7 @@ PRECEDENCE: tuple[type[GroupStep], ...] = (
     BackfillSkip,
     OnSchedule,
     OnWindow,
+    CoversPartition,
     ByPolicy,
     HeadOfLine,
     Cooldown,

@@ -34,6 +34,7 @@ from lakehook.domain.partition_rules import (
     fan_out_clash,
     validate_partition_by,
 )
+from lakehook.domain.partition_time import validate_partition_timezone
 from lakehook.domain.run_slots import DEFAULT_MAX_RUN_SECONDS, MAX_IN_FLIGHT, SlotLimit
 from lakehook.domain.run_windows import RunWindow
 from lakehook.domain.schedules import GroupSchedule
@@ -290,6 +291,14 @@ class Group(BaseModel):
         description="run once per partition key of these fields (dt=2026-12-01) whose partitioned members all have a "
         "data commit touching it since that partition's last run (docs/partitions.md)",
     )
+    partition_timezone: str | None = Field(
+        default=None,
+        alias="partitionTimezone",
+        max_length=64,
+        description="with partitionBy: the IANA time zone the partitions' time values are in (default UTC): "
+        "dt=2026-12-06 is that day there, the window a coverage member must cover and the period a freshness "
+        "expectedBy counts from (docs/partitions.md)",
+    )
     members: list[Member] = Field(default_factory=list, max_length=MAX_MEMBERS_PER_GROUP)
     schedule: GroupSchedule | None = Field(
         default=None,
@@ -312,6 +321,11 @@ class Group(BaseModel):
     @classmethod
     def _partition_fields(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
         return None if value is None else validate_partition_by(value)
+
+    @field_validator("partition_timezone")
+    @classmethod
+    def _partition_zone(cls, value: str | None) -> str | None:
+        return None if value is None else validate_partition_timezone(value)
 
     @field_validator("members")
     @classmethod
@@ -374,13 +388,22 @@ class Group(BaseModel):
             raise ValueError(
                 "a scheduled group has no windowed members (watermark or coverage): its window is the tick's"
             )
+        if self.partition_by is None and self.partition_timezone is not None:
+            raise ValueError("partitionTimezone: the group has no partitionBy whose time values it would place")
         if self.partition_by is not None and self.covers:
-            raise ValueError(
-                "partitionBy: a coverage member runs its group once per covered window, in order; a partition runs "
-                "for the commits touching it, so a partitioned group has no coverage member (a watermark window or "
-                "a schedule it may have)"
-            )
+            watermark = next((i for i, m in enumerate(self.members) if m.condition.window is not None), None)
+            if watermark is not None:
+                raise ValueError(
+                    f"members.{watermark} has a watermark window, and a coverage member's window in a partitioned "
+                    "group is the partition's own span (dt=2026-12-06: that day); a partition has one window, so a "
+                    "partitioned group with a coverage member has no watermark window member (an instant it may have)"
+                )
         return self
+
+    @property
+    def spans_partitions(self) -> bool:
+        """A partitioned group with a coverage member: each partition's window is its own time span."""
+        return self.partition_by is not None and self.covers
 
     @property
     def window(self) -> WindowSpec | None:
@@ -506,11 +529,6 @@ class Rule(BaseModel):
         partitioned = [g.group_id for g in info.data.get("groups") or () if g.partition_by is not None]
         if value is None:
             return value
-        if partitioned and (value.expected_by is not None or value.max_wait_seconds is not None):
-            raise ValueError(
-                f"group {partitioned[0]} has partitionBy: expectedBy and maxWaitSeconds count a group's runs, and a "
-                "partitioned group runs per partition; promise partitionMaxAgeSeconds instead"
-            )
         if not partitioned and value.partition_max_age_seconds is not None and "groups" in info.data:
             raise ValueError("partitionMaxAgeSeconds is a promise of a rule with a partitioned group (partitionBy)")
         return value

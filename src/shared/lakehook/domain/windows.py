@@ -51,6 +51,39 @@ def next_window(
     return Window(start=end - size, end=end), (newest - end) // size + 1
 
 
+def cover_partition(
+    group: Group,
+    key: str,
+    span: Span | None,
+    states: Mapping[str, AssetState],
+    members: list[MemberEvaluation],
+    coverage: Mapping[str, Sequence[Span]],
+    now: int,
+) -> list[int]:
+    """A partition's window is its own time ``span`` (a partitioned group with a coverage member): block each
+    coverage member that has not covered it (the exact gaps) or whose lateness has not passed its end, and each
+    ``cdcRecoveredTo: window`` member not caught up to its end; a partition with no span (no time value) blocks its
+    coverage members, saying so. Answers when a covered span closes, for a wait only its lateness holds."""
+    closes: list[int] = []
+    for i, member in enumerate(group.members):
+        spec = member.condition.coverage
+        if spec is not None and span is None:
+            reason = (
+                f"{key} has no time value (a year, month, day or hour) naming instants in "
+                f"{group.partition_timezone or 'UTC'}: there is no window for the coverage member to cover"
+            )
+            with_status(members, i, Status.BLOCKED_BY_COVERAGE, reason)
+        elif spec is not None and span is not None:
+            spans = coverage.get(member.asset_key, ())
+            if not is_covered(spans, span.start, span.end) or span.end + spec.lateness_ms > now:
+                closes.extend(_coverage_block(members, i, member, coverage, now, None, span))
+        state = states.get(member.asset_key)
+        recovered = state.cdc_recovered_watermark if state is not None else None
+        if member.condition.cdc_window and span is not None and recovered is not None:
+            _cdc_short(group, states, members, {i: recovered}, span.end)
+    return closes
+
+
 def _closed_ends(
     group: Group,
     states: Mapping[str, AssetState],

@@ -134,3 +134,18 @@ def coverage_of_groups(
     if store is None or not starts:
         return {}
     return {key: store.spans(key, start, now) for key, start in starts.items() if start < now}
+
+
+def coverage_of_partitions(store: CoverageStore | None, group: Group, partitions: list[str]) -> dict[str, list[Span]]:
+    """The merged intervals a partitioned group's coverage members are evaluated on for ``partitions``, per asset:
+    each partition's window is its own time span (:func:`lakehook.domain.partition_time.partition_span`), so one read
+    per coverage member from the oldest span's start to the newest one's end (the day segments between holding
+    coverage are its items); nothing for partitions without a span."""
+    from lakehook.domain.partition_time import partition_span
+
+    spans = [s for p in partitions if (s := partition_span(p, group.partition_timezone)) is not None]
+    members = dict.fromkeys(m.asset_key for m in group.members if m.condition.coverage is not None)
+    if store is None or not spans or not members:
+        return {}
+    start, end = min(s.start for s in spans), max(s.end for s in spans)
+    return {key: store.spans(key, start, end) for key in members}

@@ -16,15 +16,19 @@ from typing import Any
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.evaluation import GroupEvaluation
 from lakehook.domain.freshness import (
+    Freshness,
     Lag,
     Overdue,
+    OverdueKind,
     asset_overdue,
     longer,
+    partition_expected_overdue,
     partition_overdue,
     rule_overdue,
     state_lag_seconds,
     watermark_lag_seconds,
 )
+from lakehook.domain.partition_time import partition_span
 from lakehook.domain.rules import Rule
 from lakehook.domain.source_health import SourceHealth
 from lakehook.domain.state import AssetState
@@ -44,9 +48,29 @@ PAGE = 200
 RULE_FAULTS = (ValueError, ArithmeticError)
 
 
-def last_claimed_at(cursors: Mapping[Any, GroupCursor]) -> int | None:
-    """When any group of the rule last triggered (a skip is not a run: the cursor keeps the run's time)."""
-    return max((c.claimed_at for c in cursors.values() if c.claimed_at is not None), default=None)
+def last_claimed_at(cursors: Mapping[Any, GroupCursor], rule: Rule | None = None) -> int | None:
+    """When any group of the rule last triggered (a skip is not a run: the cursor keeps the run's time); with
+    ``rule``, any of its unpartitioned groups (a partitioned group's runs are per partition)."""
+    counted = None if rule is None else {g.group_id for g in rule.groups if g.partition_by is None}
+    return max(
+        (
+            c.claimed_at
+            for c in cursors.values()
+            if c.claimed_at is not None and (counted is None or (c.partition is None and c.group_id in counted))
+        ),
+        default=None,
+    )
+
+
+def rule_wide(rule: Rule) -> Freshness | None:
+    """The promise the rule's own runs keep (``expectedBy``, ``maxWaitSeconds`` over its group runs): none when every
+    group is partitioned, whose groups keep them per partition (:func:`partitions_overdue`)."""
+    return rule.freshness if any(g.partition_by is None for g in rule.groups) else None
+
+
+def rule_wide_overdue(rule: Rule, created_at: int, cursors: Mapping[Any, GroupCursor], now: int) -> list[Overdue]:
+    """The rule's own ``expectedBy`` and ``maxWaitSeconds``, counted on its unpartitioned groups' runs."""
+    return rule_overdue(rule_wide(rule), created_at, last_claimed_at(cursors, rule), now)
 
 
 Evaluate = Callable[[Rule], Mapping[GroupRef, GroupEvaluation]]
@@ -74,19 +98,29 @@ def quality_blocked_since(verdict: GroupEvaluation, states: Mapping[str, AssetSt
 
 
 def partitions_overdue(rule: Rule, partitions: PartitionStore | None, now: int) -> list[Overdue]:
-    """The rule's partitioned groups whose oldest pending partition waited longer than ``partitionMaxAgeSeconds`` to
-    run; per partitioned group one query page per about 20,000 pending partitions (keys and times only), none without
-    the promise."""
-    age = rule.freshness.partition_max_age_seconds if rule.freshness is not None else None
-    if age is None or partitions is None:
+    """The rule's partitioned groups whose oldest pending partition waited longer than ``partitionMaxAgeSeconds``
+    (and ``maxWaitSeconds``, kept per partition) to run, and whose pending partition missed its ``expectedBy``
+    deadline; per partitioned group one query page per about 20,000 pending partitions (keys and times only), none
+    without a promise."""
+    freshness = rule.freshness
+    if freshness is None or partitions is None:
+        return []
+    ages = [
+        (freshness.partition_max_age_seconds, OverdueKind.PARTITION_MAX_AGE),
+        (freshness.max_wait_seconds, OverdueKind.MAX_WAIT),
+    ]
+    if all(age is None for age, _ in ages) and freshness.expected_by is None:
         return []
     found: list[Overdue] = []
     for group in rule.groups:
-        if group.partition_by is not None:
-            since = partitions.pending_since(rule.rule_id, group.group_id)
-            overdue = partition_overdue(group.group_id, age, since, now)
-            if overdue is not None:
-                found.append(overdue)
+        if group.partition_by is None:
+            continue
+        since = partitions.pending_since(rule.rule_id, group.group_id)
+        found += [o for age, kind in ages if (o := partition_overdue(group.group_id, age, since, now, kind))]
+        if freshness.expected_by is not None:
+            spans = {p: s for p in since if (s := partition_span(p, group.partition_timezone)) is not None}
+            overdue = partition_expected_overdue(group.group_id, freshness.expected_by, spans, since, now)
+            found += [overdue] if overdue is not None else []
     return found
 
 
@@ -132,7 +166,7 @@ def overdue_of_rule(
     rule = stored.rule
     error: str | None = None
     try:
-        found = rule_overdue(rule.freshness, stored.created_at, last_claimed_at(cursors), now)
+        found = rule_wide_overdue(rule, stored.created_at, cursors, now)
         found = caused(found + partitions_overdue(rule, partitions, now), rule.asset_keys, healths)
     except RULE_FAULTS as exc:
         found, error = [], fault_reason(exc)
@@ -183,7 +217,8 @@ class CheckFreshness:
     whose promise cannot be checked goes to ``unchecked`` and the check goes on.
 
     Requests per run: the rule pages, one cursor read per rule with a promise (and one query of pending partitions
-    per partitioned group of a rule promising partitionMaxAgeSeconds), one evaluation (the resolver's
+    per partitioned group of a rule promising partitionMaxAgeSeconds, maxWaitSeconds or expectedBy, which such a
+    group keeps per partition), one evaluation (the resolver's
     reads, no writes) per enabled rule with a ``qualityStatus`` member when ``evaluate`` is given, the asset pages,
     and one batch of state reads per page of assets; other rules cost nothing more. With ``poll_statuses``, one
     batch of poll status reads per page of assets with a polled one: the sources BLOCKED or with a GAP are counted
@@ -231,8 +266,9 @@ class CheckFreshness:
         """The rule's own promise, into the report: overdue, or unchecked (logged) when it cannot be checked."""
         rule = stored.rule
         try:
-            cursors = self._triggers.get_cursors([(rule.rule_id, g.group_id) for g in rule.groups])
-            found = rule_overdue(rule.freshness, stored.created_at, last_claimed_at(cursors), now)
+            groups = [(rule.rule_id, g.group_id) for g in rule.groups if g.partition_by is None]
+            cursors = self._triggers.get_cursors(groups) if groups else {}
+            found = rule_wide_overdue(rule, stored.created_at, cursors, now)
             found += partitions_overdue(rule, self._partitions, now)
         except RULE_FAULTS as exc:
             report.unchecked[rule.rule_id] = fault_reason(exc)

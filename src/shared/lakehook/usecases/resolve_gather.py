@@ -8,10 +8,10 @@ trigger each group's cursor names (head of line), and, for members gated on qual
 the checks on the logged snapshots whose verdict the state does not hold. A late snapshot a group already ran past
 costs one log query (is it logged already?) and, when the log holds it (a claim pinned it on its quality verdict),
 a page of the rule's triggers, to tell whether this group ran it. A group with coverage members reads its intervals
-once. A partitioned group reads one page of its pending partitions (one query; explain: a short page, and their
-count) and, batched, the kept facts and the partition cursors of those and of the partitions its batch touched;
-EACH_VERSION per partition adds at most ``max_version_reads`` next-version queries for the whole invocation
-(:class:`VersionReads`).
+once (a partitioned one: over the spans of the partitions it evaluates). A partitioned group reads one page of its
+pending partitions (one query; explain: a short page, and their count) and, batched, the kept facts and the
+partition cursors of those and of the partitions its batch touched; EACH_VERSION per partition adds at most
+``max_version_reads`` next-version queries for the whole invocation (:class:`VersionReads`).
 
 What is read here is all the plan (:mod:`lakehook.usecases.resolve_plan`) decides on; the writes come after, in
 :mod:`lakehook.usecases.resolve_apply`. So every read sees the store as the batch found it: the snapshot log, for
@@ -36,7 +36,7 @@ from lakehook.domain.verdicts import Gap
 from lakehook.domain.versions import Lineage, LoggedSnapshot, SnapshotLog, SnapshotRecord, Verdict, lineage_of
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import Deferral, GroupRef, PartitionWork, ResolutionInputs, StateChange
-from lakehook.usecases.coverage import coverage_of_groups
+from lakehook.usecases.coverage import coverage_of_groups, coverage_of_partitions
 from lakehook.usecases.late_versions import logged_already, ran_for_group
 from lakehook.usecases.resolve_partitions import (
     EXPLAIN_PAGE,
@@ -362,6 +362,9 @@ class GatherInputs:
             if not scan[0] and in_order(rule, group) and budget.fills(store, group, inputs.states):
                 scan = (True, None)  # a commit that fills a gap of its table: a pending partition may wait at it
             read[ref] = self._partition_inputs(store, rule, group, given, scan, explain)
+            if group.spans_partitions:
+                coverage = coverage_of_partitions(self._stores.coverage, group, read[ref].partitions)
+                read[ref] = replace(read[ref], coverage=coverage)
             if in_order(rule, group):
                 read[ref] = self._partition_versions(store, group, read[ref], versions, budget)
         return read

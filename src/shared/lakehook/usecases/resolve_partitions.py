@@ -26,6 +26,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from lakehook.domain.coverage import Span
 from lakehook.domain.errors import ConflictError, ValidationError
 from lakehook.domain.evaluation import GroupEvaluation, Status
 from lakehook.domain.lanes import TIMED, DeferWhy, Lane, plan_lane
@@ -199,6 +200,8 @@ class PartitionInputs:
     known: frozenset[tuple[FactKey, int]] = frozenset()
     # EACH_VERSION: per partition, per partitioned member's asset, a gap of its table's commits before its next version
     gaps: Mapping[str, Mapping[str, Gap]] = field(default_factory=dict)
+    # a group with a coverage member: per coverage member's asset, its merged intervals over the partitions' spans
+    coverage: Mapping[str, Sequence[Span]] = field(default_factory=dict)
 
     @property
     def partitions(self) -> list[str]:
@@ -505,6 +508,7 @@ class PlanPartitions:
             cursor,
             self.now,
             self.registered,
+            coverage=self.inputs.coverage,
             previous=previous,
             versions=self._versions(partition),
             gaps=self.inputs.gaps.get(partition),
