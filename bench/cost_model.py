@@ -300,7 +300,9 @@ def notes_markdown(measured: dict[str, Any]) -> str:
             f"vCPU (1 at {VCPU_MB:,} MB) plus a typical round trip per request (bench/cost_model.py).",
             "**Per million novel events**, pushed one per request:\n\n" + _table("per million events", events),
             f"A million duplicates cost **{money(duplicate_dollars(measured))}** (API Gateway and the ingest "
-            "function; the refused conditional write is billed).",
+            "function; the refused conditional write is billed). Not per event: a warm ingest function re-reads "
+            "a producer's secret once every `LAKEHOOK_PRODUCER_CACHE_SECONDS` (30 s by default), one Secrets "
+            "Manager call ($0.05 per 10,000) per producer and execution environment.",
             "**Per million runs started**, beyond the events that started them; the target's own price aside. "
             f"A run costs {claim:g} request for its claim and {after:g} after it:\n\n"
             + _table("per million runs", runs),
