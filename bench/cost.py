@@ -46,7 +46,9 @@ def end_marker(name: str) -> str:
     return f"<!-- {name}: end -->"
 
 
-def cold_start(first_invocation: dict[str, float], repeats: int = COLD_REPEATS) -> list[dict[str, Any]]:
+def cold_start(
+    first_invocation: dict[str, float], building: dict[str, float], repeats: int = COLD_REPEATS
+) -> list[dict[str, Any]]:
     """Each push → run function's import against `import boto3` alone, interleaved in fresh interpreters."""
     from bench.imports import _functions, measure
 
@@ -59,6 +61,7 @@ def cold_start(first_invocation: dict[str, float], repeats: int = COLD_REPEATS) 
             "handler_ms": float(row["handler (ms)"]),
             "own_ms": float(row["lakehook's own (ms)"]),
             "first_invocation_ms": max(0.0, first_invocation.get(row["function"], 0.0)),
+            "client_building_ms": building.get(row["function"], 0.0),
             "runs": repeats,
         }
         for row in rows
@@ -73,7 +76,10 @@ def measure() -> dict[str, Any]:
         "measured": f"{datetime.now(tz=UTC):%Y-%m-%d}",
         "machine": f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores",
         **counted,
-        "cold start": cold_start(counted["event path"]["first_invocation_adds_cpu_ms"]),
+        "cold start": cold_start(
+            counted["event path"]["first_invocation_adds_cpu_ms"],
+            counted["event path"]["first_invocation_client_building_cpu_ms"],
+        ),
     }
 
 
