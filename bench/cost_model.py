@@ -375,7 +375,7 @@ def latency_lines(measured: dict[str, Any]) -> list[tuple[str, float, float, str
         (None, "", "DynamoDB Streams → resolver"),
         ("ResolverFunction", "resolver, claim", "the resolver's claim"),
         (None, "", "DynamoDB Streams → dispatcher"),
-        ("DispatcherFunction", "dispatcher", "the dispatcher, to the target's call"),
+        ("DispatcherFunction", "dispatcher", "the dispatcher, the target's call aside (its last write follows it)"),
     ):
         if function is None:
             out.append((what, STREAM_HOP_MS[0], STREAM_HOP_MS[1], hop))
