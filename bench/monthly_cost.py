@@ -14,26 +14,28 @@ from pathlib import Path
 
 import yaml
 
+from bench.prices import price
+
 TEMPLATE = Path(__file__).resolve().parents[1] / "template.yaml"
 
 DAYS = 30
 MINUTES = DAYS * 24 * 60  # one poll a table a minute: 43,200 a month
 
-# us-east-1 list prices (docs/deploy.md)
+# us-east-1 list prices: bench/prices.py keeps them with their source and date
 PER_MILLION_EVENTS = 6.65  # pushed one per request: API Gateway, ingest, 3 writes, resolver, logs (the doc's table)
 PER_MILLION_TRIGGERS = 2.50 + 5.00 + 1.50  # the claim's 4 write units, the manifest PUT, the dispatcher
-READ_UNIT = 0.125 / 1e6
-GLUE_REQUEST = 1.00 / 1e6
-LAMBDA_REQUEST = 0.20 / 1e6
-LAMBDA_GB_SECOND = 0.0000133334
-SQS_REQUEST = 0.40 / 1e6
-LOGS_GB = 0.50
-STORAGE_GB_MONTH = 0.25
-PITR_GB_MONTH = 0.20
-ALARM_MONTH = 0.10
-DASHBOARD_MONTH = 3.00
-METRIC_MONTH = 0.30
-SECRET_MONTH = 0.40
+READ_UNIT = price("dynamodb_read_unit")
+GLUE_REQUEST = price("glue_request")
+LAMBDA_REQUEST = price("lambda_request")
+LAMBDA_GB_SECOND = price("lambda_gb_second")
+SQS_REQUEST = price("sqs_request")
+LOGS_GB = price("cloudwatch_logs_gb")
+STORAGE_GB_MONTH = price("dynamodb_storage_gb_month")
+PITR_GB_MONTH = price("dynamodb_pitr_gb_month")
+ALARM_MONTH = price("cloudwatch_alarm_month")
+DASHBOARD_MONTH = price("cloudwatch_dashboard_month")
+METRIC_MONTH = price("cloudwatch_metric_month")
+SECRET_MONTH = price("secret_month")
 
 TABLES_PER_WORKER = 50  # 5 queue messages of 10 tables an invocation: 1,000 tables are 20 a minute (docs/deploy.md)
 UNCHANGED_POLL_SECONDS = 0.0527  # bench/results.md: an unchanged Iceberg poll, 100 snapshots of history (median)

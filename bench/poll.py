@@ -41,6 +41,7 @@ import statistics
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +76,8 @@ UNCHANGED_REPEATS = 5
 NEW_REPEATS = int(os.environ.get("LAKEHOOK_BENCH_POLL_REPEATS", "3"))
 BATCH = 100  # new snapshots at once, the second new-snapshot case
 TABLE = "lakehook-bench-poll"
+# What is measured on a table once it exists: (bench, format, history, asset, add one snapshot, add n) -> rows
+Cases = Callable[[Any, str, int, AssetRegistration, Callable[[], None], Callable[[int], None]], list[dict[str, Any]]]
 
 
 class TimedSource(SnapshotSource):
@@ -90,6 +93,14 @@ class TimedSource(SnapshotSource):
         began = time.perf_counter()
         try:
             return self.inner.pointer(source)
+        finally:
+            self.seconds += time.perf_counter() - began
+
+    def unchanged_since(self, source: AssetSource, cursor: SnapshotCursor) -> bool:
+        """The format's cheap unchanged check, passed through (without it every poll would read the pointer)."""
+        began = time.perf_counter()
+        try:
+            return self.inner.unchanged_since(source, cursor)
         finally:
             self.seconds += time.perf_counter() - began
 
@@ -293,7 +304,7 @@ def _cases(
 # --- Paimon -------------------------------------------------------------------------------------------
 
 
-def _paimon(bench: Any, history: int) -> list[dict[str, Any]]:
+def _paimon(bench: Any, history: int, cases: Cases | None = None) -> list[dict[str, Any]]:
     bucket = bench.bucket(f"bench-paimon-{history}")
     options = {
         "warehouse": f"s3://{bucket}/warehouse",
@@ -331,7 +342,7 @@ def _paimon(bench: Any, history: int) -> list[dict[str, Any]]:
             },
         }
     )
-    return _cases(bench, "paimon", history, asset, lambda: paimon_commit(table, rows(2)), synthesize)
+    return (cases or _cases)(bench, "paimon", history, asset, lambda: paimon_commit(table, rows(2)), synthesize)
 
 
 # --- Iceberg ------------------------------------------------------------------------------------------
@@ -357,7 +368,7 @@ def glue_catalog_settings(endpoint: str, bucket: str) -> tuple[dict[str, str], d
     return properties, credentials
 
 
-def _iceberg(bench: Any, history: int) -> list[dict[str, Any]]:
+def _iceberg(bench: Any, history: int, cases: Cases | None = None) -> list[dict[str, Any]]:
     from pyiceberg.catalog import load_catalog
     from pyiceberg.table.refs import SnapshotRefType
     from pyiceberg.table.snapshots import Operation, Snapshot, Summary
@@ -415,7 +426,7 @@ def _iceberg(bench: Any, history: int) -> list[dict[str, Any]]:
         table.refresh()
         table.append(rows(2))
 
-    return _cases(bench, "iceberg", history, asset, add_one, synthesize)
+    return (cases or _cases)(bench, "iceberg", history, asset, add_one, synthesize)
 
 
 # --- Delta -------------------------------------------------------------------------------------------
@@ -431,7 +442,7 @@ def _storage_options(bench: Any) -> dict[str, str]:
     }
 
 
-def _delta(bench: Any, history: int) -> list[dict[str, Any]]:
+def _delta(bench: Any, history: int, cases: Cases | None = None) -> list[dict[str, Any]]:
     from deltalake import DeltaTable, write_deltalake
 
     bucket = bench.bucket(f"bench-delta-{history}")
@@ -465,7 +476,7 @@ def _delta(bench: Any, history: int) -> list[dict[str, Any]]:
         write_deltalake(location, rows(3), mode="append", storage_options=writer)
         latest[0] += 1
 
-    return _cases(bench, "delta", history, asset, add_one, synthesize)
+    return (cases or _cases)(bench, "delta", history, asset, add_one, synthesize)
 
 
 # --- Hudi --------------------------------------------------------------------------------------------
@@ -473,7 +484,7 @@ def _delta(bench: Any, history: int) -> list[dict[str, Any]]:
 HUDI_ACTIVE_INSTANTS = 30  # Hudi's default hoodie.keep.max.commits: older instants leave the active timeline
 
 
-def _hudi(bench: Any, history: int, workdir: str) -> list[dict[str, Any]]:
+def _hudi(bench: Any, history: int, workdir: str, cases: Cases | None = None) -> list[dict[str, Any]]:
     from pathlib import Path
 
     from tests.hudi_tables import V9_MOR, timeline_dir, unpack
@@ -531,17 +542,18 @@ def _hudi(bench: Any, history: int, workdir: str) -> list[dict[str, Any]]:
         for _ in range(count):
             commit(archive=False)
 
-    return _cases(bench, "hudi", history, asset, lambda: add(1), add)
+    return (cases or _cases)(bench, "hudi", history, asset, lambda: add(1), add)
 
 
-def _format(bench: Any, fmt: str, history: int, workdir: str) -> list[dict[str, Any]]:
+def _format(bench: Any, fmt: str, history: int, workdir: str, cases: Cases | None = None) -> list[dict[str, Any]]:
+    """A table of the format with ``history`` snapshots, measured by ``cases`` (default: `_cases`)."""
     if fmt == "iceberg":
-        return _iceberg(bench, history)
+        return _iceberg(bench, history, cases)
     if fmt == "paimon":
-        return _paimon(bench, history)
+        return _paimon(bench, history, cases)
     if fmt == "delta":
-        return _delta(bench, history)
-    return _hudi(bench, history, workdir)
+        return _delta(bench, history, cases)
+    return _hudi(bench, history, workdir, cases)
 
 
 def run(formats: tuple[str, ...] = FORMATS, worker_formats: tuple[str, ...] = WORKER_FORMATS) -> list[dict[str, Any]]:

@@ -32,6 +32,7 @@ BENCHES = [
     "commit_notices",
     "coldstart",
     "imports",
+    "cost",
 ]
 RESULTS = Path(__file__).resolve().parent / "results.md"
 
