@@ -414,7 +414,7 @@ class Container:
         """Outlet commits carrying a trigger key confirm its run (called by the poll and compensation)."""
         from lakehook.usecases.confirmation import ConfirmRuns
 
-        return ConfirmRuns(self.trigger_ledger, self.rule_store, slots=self.slot_gate)
+        return ConfirmRuns(self.trigger_ledger, self.rule_store, slots=self.slot_gate, assets=self.asset_store)
 
     @part
     def sweep_not_advanced(self) -> SweepNotAdvanced:

@@ -10,6 +10,11 @@ it names when it changed data (a compaction never confirms) and its table is one
 ``confirm.withinSeconds`` (per rule): a run that started and was not confirmed within that time is
 NOT_ADVANCED, unless it reported that it FAILED (its failure says more). A confirmation that arrives after
 NOT_ADVANCED still turns the trigger CONFIRMED (the data came late; ``late`` says so).
+
+A commit that confirms its run is also kept on the outlet's asset state (:func:`confirmed_output`: the newest such
+commit, by its order in the table's history), so a downstream member with ``confirmationStatus: CONFIRMED``
+(:class:`lakehook.domain.conditions.ConfirmedInput`) holds only while the version it pins is that commit, and the
+state's write wakes the rules reading the table (a confirmation recorded after the commit's own ingest).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lakehook.domain.state import Advance, Below
 from lakehook.domain.time import ms_to_iso
 from lakehook.wire.commit_properties import TRIGGER_KEY_PROPERTY, commit_properties, trigger_key_in, trigger_key_in_text
 
@@ -28,6 +34,7 @@ __all__ = [
     "Confirmation",
     "ConfirmationState",
     "commit_properties",
+    "confirmed_output",
     "trigger_key_in",
     "trigger_key_in_text",
 ]
@@ -90,3 +97,13 @@ class Confirmation(BaseModel):
         if self.commit_time is not None:
             data["commitTime"] = ms_to_iso(self.commit_time)
         return data
+
+
+def confirmed_output(snapshot_id: int, order: int, trigger_key: str) -> Advance:
+    """The outlet state's change when its commit ``snapshot_id`` (at ``order`` in the table's history) confirmed the
+    run of ``trigger_key``: advance-only by the order, so an older commit's confirmation arriving late changes nothing
+    and a redelivery is ALREADY."""
+    return Advance(
+        Below("confirmedOrder", order),
+        sets={"confirmedSnapshotId": snapshot_id, "confirmedOrder": order, "confirmedTriggerKey": trigger_key},
+    )

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from lakehook.domain.completion import covers
-from lakehook.domain.confirmation import Confirmation, ConfirmationState
-from lakehook.domain.snapshots import SnapshotInfo
+from lakehook.domain.confirmation import Confirmation, ConfirmationState, confirmed_output
+from lakehook.domain.snapshots import SnapshotInfo, snapshot_event
 from lakehook.domain.time import now_ms
 from lakehook.domain.versions import changes_data
 from lakehook.freshness_metrics import MetricSink
 from lakehook.observability import MetricName, logger
+from lakehook.ports import AssetStore
 from lakehook.ports.dispatch import TriggerLedger
 from lakehook.ports.rules import RuleStore, UnreadableRuleError
 from lakehook.usecases.run_slots import RunSlotGate
@@ -51,7 +52,9 @@ class ConfirmRuns:
     """Record CONFIRMED on the triggers that outlet commits name (one read of the claim and the rule, one
     conditional write, per commit carrying a key; commits without one cost nothing). ``slots``: a confirmed run
     no longer counts against its rule's ``maxInFlight``: its slot goes to the next trigger waiting, as a completion's
-    does (a run that confirms and then reports frees it once)."""
+    does (a run that confirms and then reports frees it once). ``assets``: the commit is kept on the outlet's state as
+    its newest confirmed one (``confirmationStatus`` members downstream; one conditional write per confirming commit),
+    which wakes the rules reading the table."""
 
     def __init__(
         self,
@@ -59,11 +62,13 @@ class ConfirmRuns:
         rules: RuleStore,
         clock: Callable[[], int] = now_ms,
         slots: RunSlotGate | None = None,
+        assets: AssetStore | None = None,
     ) -> None:
         self._ledger = ledger
         self._rules = rules
         self._clock = clock
         self._slots = slots
+        self._assets = assets
 
     def __call__(self, asset_key: str, snapshots: Sequence[SnapshotInfo]) -> list[ConfirmResult]:
         results = [self._one(asset_key, s) for s in snapshots if s.trigger_key is not None]
@@ -94,10 +99,25 @@ class ConfirmRuns:
         if not any(covers(prefix, asset_key) for prefix in outlets):
             return ConfirmResult(key, asset_key, snapshot.snapshot_id, ConfirmOutcome.NOT_AN_OUTLET)
         outcome = self._record(key, asset_key, snapshot)
+        if outcome in (ConfirmOutcome.CONFIRMED, ConfirmOutcome.ALREADY):  # ALREADY: a redelivery finishes the write
+            self._keep_on_state(key, asset_key, snapshot)
         limit = stored.rule.policy.slot_limit if stored is not None else None
         if outcome is ConfirmOutcome.CONFIRMED and self._slots is not None and limit is not None:
             self._slots.release(entry.trigger, limit)
         return ConfirmResult(key, asset_key, snapshot.snapshot_id, outcome)
+
+    def _keep_on_state(self, key: str, asset_key: str, snapshot: SnapshotInfo) -> None:
+        """The outlet's newest confirmed commit, on its state (advance-only by the commit's order)."""
+        if self._assets is None:
+            return
+        try:
+            order = snapshot_event(asset_key, snapshot).snapshot_order
+        except ValueError:  # a commit that is no valid event (an Iceberg one without its order) was not ingested
+            return
+        if order is None:
+            return
+        marker = f"confirmed:{key}:{snapshot.snapshot_id}"
+        self._assets.apply_advance(asset_key, confirmed_output(snapshot.snapshot_id, order, key), marker, self._clock())
 
     def _record(self, key: str, asset_key: str, snapshot: SnapshotInfo) -> ConfirmOutcome:
         confirmed = Confirmation.confirmed(asset_key, snapshot.snapshot_id, snapshot.commit_time, self._clock())
