@@ -188,3 +188,25 @@ def test_a_commit_to_a_table_that_is_not_an_outlet_confirms_nothing_downstream(w
     assert [r.outcome for r in outlet.confirm(scratch, [commit(key, 1)])] == [ConfirmOutcome.NOT_AN_OUTLET]
     scratch_state = outlet.assets.get_state(scratch)
     assert scratch_state is not None and scratch_state.confirmed_snapshot_id is None
+    found = select_member(Member.model_validate({**DOWNSTREAM, "assetKey": scratch}), scratch_state)
+    assert found.status is Status.BLOCKED_BY_CONFIRMATION
+    assert f"its commit carried trigger {key}, which it does not confirm: the table is not among the outlets" in (
+        found.reason or ""
+    )
+
+
+def test_the_verdict_names_the_trigger_a_commit_carried_and_why_it_confirmed_nothing(world: World) -> None:
+    outlet = Outlet(world)
+    key = started(world, 1)
+    assert outlet.polled(commit(key, 1)) == [ConfirmOutcome.CONFIRMED]
+    unknown = "dwd.g.000000000000000000000099"
+    assert outlet.polled(commit(unknown, 2)) == [ConfirmOutcome.NO_TRIGGER]  # a key no trigger has: a hand-set one
+    status, pin, reason = outlet.verdict()
+    assert (status, pin) == (Status.BLOCKED_BY_CONFIRMATION, None)
+    assert f"its commit carried trigger {unknown}, which it does not confirm: no trigger of that key had a run" in (
+        reason or ""
+    )
+    assert f"the last confirmed one is snapshot 1001, written by trigger {key}" in (reason or "")
+    assert outlet.polled(commit(None, 3)) == []  # a commit with no key at all: the generic reason
+    _, _, reason = outlet.verdict()
+    assert "its commit carried no trigger key that confirmed one" in (reason or "")

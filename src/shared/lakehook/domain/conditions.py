@@ -288,10 +288,14 @@ class ConfirmedInput(MemberCondition):
             last = "no commit of this table has confirmed a run yet"
         else:
             last = f"the last confirmed one is snapshot {confirmed}, written by trigger {state.confirmed_trigger_key}"
+        if state.unconfirmed_snapshot_id is not None and state.unconfirmed_snapshot_id == chosen.snapshot_id:
+            why = f"its commit carried trigger {state.unconfirmed_trigger_key}, which it does not confirm: "
+            why += state.unconfirmed_reason or "unknown"
+        else:
+            why = "its commit carried no trigger key that confirmed one, or the confirmation is not recorded yet"
         return Blocked(
             Status.BLOCKED_BY_CONFIRMATION,
-            f"snapshot {chosen.snapshot_id} was not written by a confirmed run (its commit carried no trigger key "
-            f"that confirmed one, or the confirmation is not recorded yet); {last}",
+            f"snapshot {chosen.snapshot_id} was not written by a confirmed run ({why}); {last}",
         )
 
     def shows(self, state: AssetState) -> dict[str, Any]:

@@ -37,6 +37,7 @@ __all__ = [
     "confirmed_output",
     "trigger_key_in",
     "trigger_key_in_text",
+    "unconfirmed_output",
 ]
 
 # at most 6 days: the sweep finds the runs to mark among the claims of the last 7 days (the ledger's lookback)
@@ -106,4 +107,19 @@ def confirmed_output(snapshot_id: int, order: int, trigger_key: str) -> Advance:
     return Advance(
         Below("confirmedOrder", order),
         sets={"confirmedSnapshotId": snapshot_id, "confirmedOrder": order, "confirmedTriggerKey": trigger_key},
+    )
+
+
+def unconfirmed_output(snapshot_id: int, order: int, trigger_key: str, why: str) -> Advance:
+    """The outlet state's change when its data commit ``snapshot_id`` carried ``trigger_key`` and confirmed no run
+    (``why``: no such trigger, or the table is not among its rule's outlets), so explain can name the key and the
+    reason; advance-only by the commit's order, as :func:`confirmed_output`."""
+    return Advance(
+        Below("unconfirmedOrder", order),
+        sets={
+            "unconfirmedSnapshotId": snapshot_id,
+            "unconfirmedOrder": order,
+            "unconfirmedTriggerKey": trigger_key,
+            "unconfirmedReason": why,
+        },
     )

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from lakehook.domain.completion import covers
-from lakehook.domain.confirmation import Confirmation, ConfirmationState, confirmed_output
+from lakehook.domain.confirmation import Confirmation, ConfirmationState, confirmed_output, unconfirmed_output
 from lakehook.domain.snapshots import SnapshotInfo, snapshot_event
+from lakehook.domain.state import Advance
 from lakehook.domain.time import now_ms
 from lakehook.domain.versions import changes_data
 from lakehook.freshness_metrics import MetricSink
@@ -29,6 +30,14 @@ from lakehook.ports.rules import RuleStore, UnreadableRuleError
 from lakehook.usecases.run_slots import RunSlotGate
 
 RULES_PER_PAGE = 100
+
+
+# why a data commit carrying a key confirmed nothing, as explain says it of a confirmationStatus member's version
+_UNCONFIRMED_WHY = {
+    "NO_TRIGGER": "no trigger of that key had a run (none was claimed, or it was SKIPPED)",
+    "NOT_AN_OUTLET": "the table is not among the outlets of that trigger's rule",
+    "RULE_UNREADABLE": "that trigger's rule does not load, so nothing was decided",
+}
 
 
 class ConfirmOutcome(StrEnum):
@@ -90,24 +99,34 @@ class ConfirmRuns:
             return ConfirmResult(key, asset_key, snapshot.snapshot_id, ConfirmOutcome.NO_DATA_CHANGE)
         entry = self._ledger.get(key)
         if entry is None:
-            return ConfirmResult(key, asset_key, snapshot.snapshot_id, ConfirmOutcome.NO_TRIGGER)
+            return self._unconfirmed(key, asset_key, snapshot, ConfirmOutcome.NO_TRIGGER)
         try:
             stored = self._rules.get_rule(entry.trigger.rule_id)
         except UnreadableRuleError:  # a rule's problem never stops its outlet table's polling (explain says it)
-            return ConfirmResult(key, asset_key, snapshot.snapshot_id, ConfirmOutcome.RULE_UNREADABLE)
+            return self._unconfirmed(key, asset_key, snapshot, ConfirmOutcome.RULE_UNREADABLE)
         outlets = stored.rule.outlets if stored is not None else []
         if not any(covers(prefix, asset_key) for prefix in outlets):
-            return ConfirmResult(key, asset_key, snapshot.snapshot_id, ConfirmOutcome.NOT_AN_OUTLET)
+            return self._unconfirmed(key, asset_key, snapshot, ConfirmOutcome.NOT_AN_OUTLET)
         outcome = self._record(key, asset_key, snapshot)
         if outcome in (ConfirmOutcome.CONFIRMED, ConfirmOutcome.ALREADY):  # ALREADY: a redelivery finishes the write
-            self._keep_on_state(key, asset_key, snapshot)
+            self._keep_on_state(asset_key, snapshot, lambda order: confirmed_output(snapshot.snapshot_id, order, key))
+        elif outcome is ConfirmOutcome.NO_TRIGGER:
+            self._unconfirmed(key, asset_key, snapshot, outcome)
         limit = stored.rule.policy.slot_limit if stored is not None else None
         if outcome is ConfirmOutcome.CONFIRMED and self._slots is not None and limit is not None:
             self._slots.release(entry.trigger, limit)
         return ConfirmResult(key, asset_key, snapshot.snapshot_id, outcome)
 
-    def _keep_on_state(self, key: str, asset_key: str, snapshot: SnapshotInfo) -> None:
-        """The outlet's newest confirmed commit, on its state (advance-only by the commit's order)."""
+    def _unconfirmed(self, key: str, asset_key: str, snapshot: SnapshotInfo, outcome: ConfirmOutcome) -> ConfirmResult:
+        """A data commit whose key confirmed nothing: kept on the outlet's state with why, for explain."""
+        why = _UNCONFIRMED_WHY[outcome.value]
+        self._keep_on_state(
+            asset_key, snapshot, lambda order: unconfirmed_output(snapshot.snapshot_id, order, key, why)
+        )
+        return ConfirmResult(key, asset_key, snapshot.snapshot_id, outcome)
+
+    def _keep_on_state(self, asset_key: str, snapshot: SnapshotInfo, advance: Callable[[int], Advance]) -> None:
+        """What the commit said of its run, on the outlet's state (advance-only by the commit's order)."""
         if self._assets is None:
             return
         try:
@@ -116,8 +135,8 @@ class ConfirmRuns:
             return
         if order is None:
             return
-        marker = f"confirmed:{key}:{snapshot.snapshot_id}"
-        self._assets.apply_advance(asset_key, confirmed_output(snapshot.snapshot_id, order, key), marker, self._clock())
+        marker = f"confirmation:{snapshot.trigger_key}:{snapshot.snapshot_id}"
+        self._assets.apply_advance(asset_key, advance(order), marker, self._clock())
 
     def _record(self, key: str, asset_key: str, snapshot: SnapshotInfo) -> ConfirmOutcome:
         confirmed = Confirmation.confirmed(asset_key, snapshot.snapshot_id, snapshot.commit_time, self._clock())
