@@ -20,7 +20,10 @@ dolphinscheduler/api/``. The line cited beside each answer is where that answer 
   (3.3), with ``startDate``, ``pageNo``, ``pageSize`` -> ``data.totalList`` (newest first, ``totalPage``);
   with ``list_params=False`` the list leaves out ``commandParam``/``globalParams``.
 - ``GET .../process-instances/{id}`` / ``.../workflow-instances/{id}`` -> the instance, with ``commandParam``
-  (``{"StartParams": "<json>"}``) and ``globalParams`` (a JSON list of ``{prop, direct, type, value}``).
+  (``{"StartParams": "<json>"}``) and ``globalParams`` (a JSON list of ``{prop, direct, type, value}``), and its
+  ``state``: a ``WorkflowExecutionStatus`` name (``RUNNING_EXECUTION`` once the master made it;
+  :meth:`set_state` moves it, as the master does: ``SUCCESS``, ``FAILURE``, ``STOP``, ``PAUSE``, ``WAIT_TO_RUN`` …);
+  an unknown id is code 50001.
 
 DolphinScheduler has no idempotency key: two starts are two instances; ``runs`` counts them per
 ``lakehook_trigger_key``. ``offline`` holds definition codes that are not online; ``masters`` is whether a
@@ -106,6 +109,14 @@ class FakeDolphinScheduler(FakeServer):
             for command in self.commands:
                 self._instance(command)
             self.commands.clear()
+
+    def set_state(self, instance_id: int, state: str) -> None:
+        """Move an instance to a ``WorkflowExecutionStatus`` (the master's doing on a real server)."""
+        with self.lock:
+            found = next(i for i in self.instances if i["id"] == instance_id)
+            found["state"] = state
+            if state in ("SUCCESS", "FAILURE", "STOP", "PAUSE"):
+                found["endTime"] = self.now().strftime("%Y-%m-%d %H:%M:%S")
 
     def _instance(self, command: dict[str, Any]) -> int:
         instance_id = len(self.instances) + 1

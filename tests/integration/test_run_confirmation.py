@@ -23,8 +23,10 @@ from lakehook.client import commit_properties
 from lakehook.container import Container
 from lakehook.domain.assets import AssetFormat
 from lakehook.domain.confirmation import ConfirmationState
-from lakehook.domain.rules import Rule
+from lakehook.domain.member_selection import select_member
+from lakehook.domain.rules import Member, Rule
 from lakehook.domain.snapshots import SnapshotInfo
+from lakehook.domain.status import Status
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus
 from lakehook.usecases.completion import Caller
@@ -259,3 +261,27 @@ def test_the_deferral_sweep_function_marks_it_and_publishes_the_metric_the_alarm
         [1.0]
     ]
     assert load_handler("deferral_sweep")(freshness, FakeLambdaContext())["notAdvanced"] == 0
+
+
+def test_a_downstream_member_requiring_confirmed_inputs_pins_the_runs_commit_and_not_a_foreign_one(
+    container: Container, table: Any, lake: Lake, outlet: LakeTable
+) -> None:
+    """confirmationStatus: CONFIRMED on the outlet (docs/rules.md#confirmationstatus-confirmed): the poll's confirmation
+    keeps the commit on the outlet's state in DynamoDB, and the member pins it; another writer's commit blocks it."""
+    downstream = Member.model_validate({"assetKey": outlet.key, "condition": {"confirmationStatus": "CONFIRMED"}})
+    assert select_member(downstream, lake.state(outlet.key)).status is Status.BLOCKED_BY_CONFIRMATION
+
+    key = started(container, table)
+    written = write_with_key(outlet, key, 2)
+    lake.poll(outlet.asset)
+    state = lake.state(outlet.key)
+    assert (state.confirmed_snapshot_id, state.confirmed_trigger_key) == (written, key)
+    verdict = select_member(downstream, state)
+    assert verdict.status is Status.READY and verdict.pin is not None and verdict.pin.snapshot_id == written
+
+    foreign = outlet.commit(9)  # another writer's commit, no key
+    lake.poll(outlet.asset)
+    blocked = select_member(downstream, lake.state(outlet.key))
+    assert blocked.status is Status.BLOCKED_BY_CONFIRMATION
+    assert f"snapshot {foreign} was not written" in (blocked.reason or "")
+    assert f"written by trigger {key}" in (blocked.reason or "")

@@ -481,6 +481,43 @@ def test_dolphinscheduler_finds_the_instance_carrying_the_key(
         assert all(ds.instances_path in r.path for r in details)
 
 
+def test_dolphinscheduler_run_state_is_the_instances_state_as_the_server_answers_it(
+    ds: FakeDolphinScheduler, secrets: InMemorySecretStore, session: requests.Session
+) -> None:
+    """maxInFlight's run status (docs/targets.md#runs-in-flight-and-the-targets-run-status): waiting until the
+    instance is in a state DolphinScheduler counts finished."""
+    client, config, trigger = ds_client(secrets, session), ds_config(ds), claim()
+    started = client.start(invocation(trigger), config)
+    assert started.run_id is not None
+    run_id = started.run_id
+    if ds.version == "3.2":
+        assert client.run_state(run_id, config) is None  # trigger/<code>: a queued command, no instance to ask
+        ds.run_master()
+        run_id = client.find_run(trigger.trigger_key, config, T0) or ""
+    prefix, _, instance = run_id.partition("/")
+    assert prefix == ("workflow-instance" if ds.version == "3.3" else "process-instance")
+    running = client.run_state(run_id, config)
+    assert running is not None and running.waiting
+    assert (running.state, running.detail) == ("running", "DolphinScheduler state RUNNING_EXECUTION")
+    for state, word in [
+        ("WAIT_TO_RUN", "queued"),
+        ("SERIAL_WAIT", "queued"),
+        ("READY_STOP", "running"),
+        ("FAILOVER", "running"),
+        ("SUCCESS", "success"),
+        ("FAILURE", "failure"),
+        ("STOP", "stop"),
+        ("PAUSE", "pause"),
+    ]:
+        ds.set_state(int(instance), state)
+        found = client.run_state(run_id, config)
+        assert found is not None and (found.state, found.detail) == (word, f"DolphinScheduler state {state}")
+        assert found.waiting is (word in ("queued", "running"))
+    assert client.run_state(f"{prefix}/999", config) is None  # no such instance: code 50001
+    asked = [r for r in ds.requests if r.method == "GET" and r.path.endswith(f"/{ds.instances_path}/{instance}")]
+    assert asked and all(r.headers.get("token") == "ds-access-token" for r in asked)
+
+
 def test_dolphinscheduler_refusals_are_classified_as_its_source_answers_them(
     ds: FakeDolphinScheduler, secrets: InMemorySecretStore, session: requests.Session
 ) -> None:

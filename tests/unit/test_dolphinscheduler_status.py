@@ -10,7 +10,9 @@ from lakehook.adapters.targets.dolphinscheduler_status import (
     PERMANENT,
     RETRYABLE,
     classify_start_code,
+    run_state_word,
 )
+from lakehook.domain.triggers import RunState
 
 
 def test_configuration_errors_are_permanent_and_server_state_is_retryable() -> None:
@@ -37,3 +39,32 @@ def test_an_unknown_code_is_never_retried(code: object, message: str) -> None:
     refusal = classify_start_code(code, message)
     if isinstance(code, bool) or not isinstance(code, int) or code not in known:
         assert not refusal.retryable
+
+
+# WorkflowExecutionStatus of 3.2.2 and of dev (dolphinscheduler-common .../common/enums/WorkflowExecutionStatus.java)
+INSTANCE_STATES = {
+    "SUBMITTED_SUCCESS": False,
+    "RUNNING_EXECUTION": False,
+    "READY_PAUSE": False,
+    "PAUSE": True,
+    "READY_STOP": False,
+    "STOP": True,
+    "FAILURE": True,
+    "SUCCESS": True,
+    "DELAY_EXECUTION": False,
+    "SERIAL_WAIT": False,
+    "READY_BLOCK": False,
+    "BLOCK": False,
+    "WAIT_TO_RUN": False,
+    "FAILOVER": False,
+}
+
+
+@given(st.sampled_from(sorted(INSTANCE_STATES)) | st.text(min_size=1, max_size=30))
+def test_an_instance_frees_its_run_slot_exactly_when_dolphinscheduler_counts_it_finished(state: str) -> None:
+    """isFinished() is SUCCESS, FAILURE, STOP or PAUSE; every other state, known or not, keeps the run waiting (its
+    slot held until it reports or maxRunSeconds)."""
+    run = RunState(state=run_state_word(state), checked_at=0)
+    assert run.waiting is not INSTANCE_STATES.get(state, False)
+    if not run.waiting:
+        assert run.state == state.lower()

@@ -297,12 +297,14 @@ class Container:
         from lakehook.observability import metrics
         from lakehook.usecases.plan_polls import RunPollWork
         from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets
+        from lakehook.usecases.poll_hangs import HANG_AFTER_MS
 
         confirm = self.confirm_runs
         poll = PollAssets(
             PollAsset(self.snapshot_sources, self.watermark_store, self.ingest, confirm=confirm),
             self.poll_status_store,
             metrics=metrics,
+            hang_after_ms=HANG_AFTER_MS,
         )
         grace_ms = round(self.settings.compensation_grace_seconds * 1000)
         one = CompensateAsset(self.snapshot_sources, self.asset_store, self.ingest, grace_ms=grace_ms, confirm=confirm)
@@ -414,7 +416,7 @@ class Container:
         """Outlet commits carrying a trigger key confirm its run (called by the poll and compensation)."""
         from lakehook.usecases.confirmation import ConfirmRuns
 
-        return ConfirmRuns(self.trigger_ledger, self.rule_store, slots=self.slot_gate)
+        return ConfirmRuns(self.trigger_ledger, self.rule_store, slots=self.slot_gate, assets=self.asset_store)
 
     @part
     def sweep_not_advanced(self) -> SweepNotAdvanced:
@@ -479,6 +481,8 @@ class Container:
             partitions=self.partition_store,
             poll_statuses=self.poll_status_store,
             slots=self.slot_gate,
+            notices=self.notice_store,
+            cadence=self.settings.poll_cadence,
         )
 
     @part

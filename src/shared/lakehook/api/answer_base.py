@@ -26,6 +26,12 @@ class SourceHealthAnswer(Answer):
         alias="blockedBy",
         description="BLOCKED: UNREADABLE, CREDENTIALS, UNREPRESENTABLE or POLLER_FAILING",
     )
+    lagging_by: str | None = Field(
+        default=None,
+        alias="laggingBy",
+        description="LAGGING: BEHIND_HEAD (the offset is behind the table's head) or NOTICES_STOPPED (its commit "
+        "notices stopped; it is polled at its fast interval)",
+    )
 
 
 class Window(Answer):

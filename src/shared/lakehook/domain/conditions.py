@@ -270,6 +270,41 @@ class TaggedSnapshot(MemberCondition):
 
 
 @dataclass(frozen=True)
+class ConfirmedInput(MemberCondition):
+    """``confirmationStatus: CONFIRMED``: the version pinned is the newest commit that confirmed the run which wrote it
+    (it carried the trigger key of a rule listing the table among its outlets, and changed data:
+    :mod:`lakehook.domain.confirmation`). A later commit that confirmed nothing (a foreign writer, a run that has not
+    been confirmed yet) blocks the member until a confirmed one follows; the reason names the last confirmed run."""
+
+    @classmethod
+    def of(cls, member: Member) -> ConfirmedInput | None:
+        return cls() if member.condition.confirmation_status else None
+
+    def evaluate(self, state: AssetState, chosen: Chosen) -> Chosen | Blocked:
+        confirmed = state.confirmed_snapshot_id
+        if confirmed is not None and confirmed == chosen.snapshot_id:
+            return chosen
+        if confirmed is None:
+            last = "no commit of this table has confirmed a run yet"
+        else:
+            last = f"the last confirmed one is snapshot {confirmed}, written by trigger {state.confirmed_trigger_key}"
+        if state.unconfirmed_snapshot_id is not None and state.unconfirmed_snapshot_id == chosen.snapshot_id:
+            why = f"its commit carried trigger {state.unconfirmed_trigger_key}, which it does not confirm: "
+            why += state.unconfirmed_reason or "unknown"
+        else:
+            why = "its commit carried no trigger key that confirmed one, or the confirmation is not recorded yet"
+        return Blocked(
+            Status.BLOCKED_BY_CONFIRMATION,
+            f"snapshot {chosen.snapshot_id} was not written by a confirmed run ({why}); {last}",
+        )
+
+    def shows(self, state: AssetState) -> dict[str, Any]:
+        if state.confirmed_snapshot_id is None:
+            return {}
+        return {"confirmedSnapshotId": state.confirmed_snapshot_id, "confirmedTriggerKey": state.confirmed_trigger_key}
+
+
+@dataclass(frozen=True)
 class ManifestSealed(MemberCondition):
     """``manifest: SEALED``: a verified, sealed spool manifest; a pending, INTERRUPTED or INVALID one blocks."""
 
@@ -401,6 +436,7 @@ PRECEDENCE: tuple[type[MemberCondition], ...] = (
     MinSnapshotId,
     SchemaCompatible,
     TaggedSnapshot,
+    ConfirmedInput,
     ManifestSealed,
     BackfillCompleted,
     WatermarkAtLeast,

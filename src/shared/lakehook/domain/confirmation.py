@@ -10,6 +10,11 @@ it names when it changed data (a compaction never confirms) and its table is one
 ``confirm.withinSeconds`` (per rule): a run that started and was not confirmed within that time is
 NOT_ADVANCED, unless it reported that it FAILED (its failure says more). A confirmation that arrives after
 NOT_ADVANCED still turns the trigger CONFIRMED (the data came late; ``late`` says so).
+
+A commit that confirms its run is also kept on the outlet's asset state (:func:`confirmed_output`: the newest such
+commit, by its order in the table's history), so a downstream member with ``confirmationStatus: CONFIRMED``
+(:class:`lakehook.domain.conditions.ConfirmedInput`) holds only while the version it pins is that commit, and the
+state's write wakes the rules reading the table (a confirmation recorded after the commit's own ingest).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lakehook.domain.state import Advance, Below
 from lakehook.domain.time import ms_to_iso
 from lakehook.wire.commit_properties import TRIGGER_KEY_PROPERTY, commit_properties, trigger_key_in, trigger_key_in_text
 
@@ -28,8 +34,10 @@ __all__ = [
     "Confirmation",
     "ConfirmationState",
     "commit_properties",
+    "confirmed_output",
     "trigger_key_in",
     "trigger_key_in_text",
+    "unconfirmed_output",
 ]
 
 # at most 6 days: the sweep finds the runs to mark among the claims of the last 7 days (the ledger's lookback)
@@ -90,3 +98,28 @@ class Confirmation(BaseModel):
         if self.commit_time is not None:
             data["commitTime"] = ms_to_iso(self.commit_time)
         return data
+
+
+def confirmed_output(snapshot_id: int, order: int, trigger_key: str) -> Advance:
+    """The outlet state's change when its commit ``snapshot_id`` (at ``order`` in the table's history) confirmed the
+    run of ``trigger_key``: advance-only by the order, so an older commit's confirmation arriving late changes nothing
+    and a redelivery is ALREADY."""
+    return Advance(
+        Below("confirmedOrder", order),
+        sets={"confirmedSnapshotId": snapshot_id, "confirmedOrder": order, "confirmedTriggerKey": trigger_key},
+    )
+
+
+def unconfirmed_output(snapshot_id: int, order: int, trigger_key: str, why: str) -> Advance:
+    """The outlet state's change when its data commit ``snapshot_id`` carried ``trigger_key`` and confirmed no run
+    (``why``: no such trigger, or the table is not among its rule's outlets), so explain can name the key and the
+    reason; advance-only by the commit's order, as :func:`confirmed_output`."""
+    return Advance(
+        Below("unconfirmedOrder", order),
+        sets={
+            "unconfirmedSnapshotId": snapshot_id,
+            "unconfirmedOrder": order,
+            "unconfirmedTriggerKey": trigger_key,
+            "unconfirmedReason": why,
+        },
+    )

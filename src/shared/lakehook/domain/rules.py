@@ -188,6 +188,12 @@ class Condition(BaseModel):
     backfill_status: Literal["COMPLETED"] | None = Field(
         default=None, alias="backfillStatus", description="wait until the asset's backfill has completed"
     )
+    confirmation_status: Literal["CONFIRMED"] | None = Field(
+        default=None,
+        alias="confirmationStatus",
+        description="the version pinned was written by a run that was CONFIRMED: its commit to this table carried "
+        "the trigger key of a rule that lists the table among its outlets (docs/rules.md#confirmationstatus-confirmed)",
+    )
     cdc_recovered_to: Literal["window"] | int | None = Field(
         default=None,
         alias="cdcRecoveredTo",
@@ -205,6 +211,22 @@ class Condition(BaseModel):
         if spooled and "snapshotRequired" not in data and "snapshot_required" not in data:
             return {**data, "snapshotRequired": False}
         return data
+
+    @model_validator(mode="after")
+    def _confirmed_version(self) -> Condition:
+        if self.confirmation_status is None:
+            return self
+        if self.manifest is not None or self.coverage is not None:
+            raise ValueError(
+                "confirmationStatus: a run is confirmed by a table commit carrying its trigger key; a spooled asset "
+                "(manifest or coverage) commits none"
+            )
+        if self.include_compaction:
+            raise ValueError(
+                "confirmationStatus: a compaction never confirms a run, so with includeCompaction the member would "
+                "wait at every compaction; leave includeCompaction unset"
+            )
+        return self
 
     @field_validator("watermark_at_least", mode="before")
     @classmethod
@@ -582,6 +604,20 @@ class Rule(BaseModel):
                 f"group {scheduled[0]} has a schedule: a scheduled group runs once per tick, not once per version "
                 "(EACH_VERSION)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _confirmed_inputs_judged_on_the_newest(self) -> Rule:
+        if self.policy.mode is not Mode.EACH_VERSION:
+            return self
+        for group in self.groups:
+            for i, member in enumerate(group.members):
+                if member.condition.confirmation_status is not None:
+                    raise ValueError(
+                        f"group {group.group_id}: members.{i}.condition.confirmationStatus is judged on the version "
+                        "the member pins now; EACH_VERSION steps through older versions, whose confirmation is not "
+                        "kept: use ALL_UPDATED or ANY_UPDATED, or leave confirmationStatus out"
+                    )
         return self
 
     @model_validator(mode="after")

@@ -377,6 +377,12 @@ class PollStatus(BaseModel):
         default=None, alias="headSnapshotId", description="the table's head when the last read stopped short of it"
     )
     lagging_since: int | None = Field(default=None, alias="laggingSince")
+    hung_since: int | None = Field(
+        default=None,
+        alias="hungSince",
+        description="when a poll started that was still running past the poller's hang bound (it hangs without "
+        "raising; the source BLOCKED): cleared by the next poll of the table that finishes",
+    )
 
     def due(self, now_ms: int) -> bool:
         """Whether polling may run now (not inside a backoff window)."""
@@ -398,6 +404,7 @@ class PollStatus(BaseModel):
             update={
                 **(read.health_fields(self, now_ms, snapshot_id is not None, gap) if read is not None else {}),
                 "failing_since": None,
+                "hung_since": None,
                 "last_polled_at": now_ms,
                 "last_success_at": now_ms,
                 "last_snapshot_id": snapshot_id if snapshot_id is not None else self.last_snapshot_id,
@@ -423,8 +430,14 @@ class PollStatus(BaseModel):
                 "last_error_kind": kind,
                 "last_error_at": now_ms,
                 "next_attempt_at": now_ms + policy.delay_ms(failures),
+                "hung_since": None,
             }
         )
+
+    def hanging(self, started_at: int) -> PollStatus:
+        """A poll that started at ``started_at`` has not finished within the poller's hang bound (the first such
+        start of a run of them kept)."""
+        return self.model_copy(update={"hung_since": self.hung_since or started_at})
 
     def to_api(self) -> dict[str, Any]:
         data = self.model_dump(
@@ -456,6 +469,7 @@ _TIMES = (
     "blockedSince",
     "gapSince",
     "laggingSince",
+    "hungSince",
 )
 
 

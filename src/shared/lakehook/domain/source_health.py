@@ -3,13 +3,17 @@
 An asset's source is, by the :class:`~lakehook.domain.snapshots.PollStatus` its poller keeps:
 
 * ``BLOCKED`` - the poller cannot read the table (``UNREADABLE``: missing, corrupt or unreachable; ``CREDENTIALS``:
-  refused, or its credentials cannot be resolved; ``POLLER_FAILING``: the poller itself fails), or the last read
+  refused, or its credentials cannot be resolved; ``POLLER_FAILING``: the poller itself fails, or hangs: a poll
+  still running past the poller's hang bound, ``hungSince``, until a poll of the table finishes), or the last read
   found versions it cannot represent (``UNREPRESENTABLE``: a Hudi instant whose time cannot be a date, partition keys
   that cannot be recorded). Since the first failure (the first such read) of the current run of them.
 * ``GAP`` - the last read that found new versions found some expired (or vacuumed) before they were read; since the
   first read of the current run of gaps. It ends with the next read of new versions without one.
 * ``LAGGING`` - the last read stopped short of the table's head (more versions than one poll takes): the offset is
-  behind, and the next polls catch up.
+  behind, and the next polls catch up (``laggingBy: BEHIND_HEAD``). Or the table's commit notices stopped
+  (:func:`with_notices`: QUIET after they had arrived, domain.notice_state): its commits reach lakehook only by
+  its fast poll from then on, up to a poll period late, and a commit no notice announced waited up to the safety
+  net (``laggingBy: NOTICES_STOPPED``).
 * ``HEALTHY`` - none of these.
 
 BLOCKED and GAP mean a rule reading the asset cannot decide on what lakehook knows (:meth:`SourceHealth.trusted`):
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from lakehook.domain.notice_state import NoticeHealth, NoticeState, PollCadence
 from lakehook.domain.snapshots import PollStatus
 from lakehook.domain.time import ms_to_iso
 
@@ -39,6 +44,11 @@ class BlockedBy(StrEnum):
     CREDENTIALS = "CREDENTIALS"
     UNREPRESENTABLE = "UNREPRESENTABLE"
     POLLER_FAILING = "POLLER_FAILING"
+
+
+class LaggingBy(StrEnum):
+    BEHIND_HEAD = "BEHIND_HEAD"
+    NOTICES_STOPPED = "NOTICES_STOPPED"
 
 
 # What a source error's message says when access was refused or credentials could not be had (S3 and Glue error
@@ -77,6 +87,7 @@ class SourceHealth:
     since: int | None = None
     reason: str | None = None
     blocked_by: BlockedBy | None = None
+    lagging_by: LaggingBy | None = None
 
     @property
     def trusted(self) -> bool:
@@ -98,6 +109,8 @@ class SourceHealth:
             data["reason"] = self.reason
         if self.blocked_by is not None:
             data["blockedBy"] = self.blocked_by.value
+        if self.lagging_by is not None:
+            data["laggingBy"] = self.lagging_by.value
         return data
 
 
@@ -107,6 +120,12 @@ def source_health(status: PollStatus | None) -> SourceHealth | None:
     if status is None:
         return None
     key = status.asset_key
+    if status.hung_since is not None:
+        reason = (
+            f"{_WHY[BlockedBy.POLLER_FAILING]}: a poll started at {ms_to_iso(status.hung_since)} did not finish "
+            "within the poller's hang bound, and no poll of the table has finished since (it hangs without raising)"
+        )
+        return SourceHealth(key, Health.BLOCKED, status.hung_since, reason, BlockedBy.POLLER_FAILING)
     if status.consecutive_failures > 0:
         cause = blocked_by(status.last_error_kind, status.last_error)
         failures = f"{status.consecutive_failures} poll{'s' if status.consecutive_failures > 1 else ''} in a row"
@@ -128,8 +147,30 @@ def source_health(status: PollStatus | None) -> SourceHealth | None:
             f"the offset (snapshot {status.last_snapshot_id}) is behind the table's head (snapshot "
             f"{status.head_snapshot_id}): the next polls catch up"
         )
-        return SourceHealth(key, Health.LAGGING, status.lagging_since, reason)
+        return SourceHealth(key, Health.LAGGING, status.lagging_since, reason, lagging_by=LaggingBy.BEHIND_HEAD)
     return SourceHealth(key, Health.HEALTHY)
+
+
+def with_notices(
+    health: SourceHealth | None, notices: NoticeState, now_ms: int, cadence: PollCadence
+) -> SourceHealth | None:
+    """A polled source joined with its commit notices: a HEALTHY one whose notices stopped (QUIET, after at least one
+    had named it) is LAGGING, ``NOTICES_STOPPED``, since the table fell back to its fast poll. A worse state is kept
+    as it is; a table no notice ever named (NONE) is polled fast from the start and loses nothing to notices."""
+    if health is None or health.state is not Health.HEALTHY:
+        return health
+    if notices.health(now_ms, cadence) is not NoticeHealth.QUIET or notices.last_notice_ms is None:
+        return health
+    if notices.missed_since_ms is not None:
+        why = "a safety-net poll found a commit no notice had announced"
+    else:
+        why = f"none has named the table for more than {cadence.quiet_after_seconds} s"
+    reason = (
+        f"its commit notices stopped (the last named it at {ms_to_iso(notices.last_notice_ms)}; {why}): its commits "
+        "reach lakehook only by its fast poll until a notice arrives again"
+    )
+    since = notices.fast_since(now_ms, cadence)
+    return SourceHealth(health.asset_key, Health.LAGGING, since, reason, lagging_by=LaggingBy.NOTICES_STOPPED)
 
 
 def cannot_decide(health: SourceHealth) -> str:

@@ -459,6 +459,15 @@ class AssetState(BaseModel):
     manifest_sha256: str | None = Field(
         default=None, alias="manifestSha256", description="the SHA-256 of the manifest verified (SEALED only)"
     )
+    # the newest data commit that confirmed the run which wrote it (domain.confirmation): confirmationStatus members
+    confirmed_snapshot_id: int | None = Field(default=None, alias="confirmedSnapshotId")
+    confirmed_order: int | None = Field(default=None, alias="confirmedOrder")
+    confirmed_trigger_key: str | None = Field(default=None, alias="confirmedTriggerKey")
+    # the newest data commit that carried a trigger key and confirmed nothing, and why (explain names them)
+    unconfirmed_snapshot_id: int | None = Field(default=None, alias="unconfirmedSnapshotId")
+    unconfirmed_order: int | None = Field(default=None, alias="unconfirmedOrder")
+    unconfirmed_trigger_key: str | None = Field(default=None, alias="unconfirmedTriggerKey")
+    unconfirmed_reason: str | None = Field(default=None, alias="unconfirmedReason")
     last_coverage_start: int | None = Field(default=None, alias="lastCoverageStart")
     last_coverage_end: int | None = Field(default=None, alias="lastCoverageEnd")
     updated_at: int | None = Field(default=None, alias="updatedAt")

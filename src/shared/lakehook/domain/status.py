@@ -17,6 +17,7 @@ class Status(StrEnum):
     BLOCKED_BY_COVERAGE = "BLOCKED_BY_COVERAGE"
     BLOCKED_BY_MANIFEST = "BLOCKED_BY_MANIFEST"
     BLOCKED_BY_CDC_LAG = "BLOCKED_BY_CDC_LAG"  # cdcRecoveredTo: the CDC source has not caught up to the instant needed
+    BLOCKED_BY_CONFIRMATION = "BLOCKED_BY_CONFIRMATION"  # confirmationStatus: the version was not a confirmed run's
     WAITING_FOR_UPDATE = "WAITING_FOR_UPDATE"
     WAITING_FOR_PARTITION = "WAITING_FOR_PARTITION"  # a partitioned group: no data commit of a member touched it yet
     WAITING_FOR_VERSION = "WAITING_FOR_VERSION"  # EACH_VERSION: the lineage says a snapshot is missing; polled for

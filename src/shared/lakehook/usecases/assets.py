@@ -10,7 +10,7 @@ from lakehook.domain.errors import AuthorizationError, NotFoundError, Validation
 from lakehook.domain.notice_state import PollCadence
 from lakehook.domain.secret_names import ProducerSecrets, SecretNameError, SecretNames
 from lakehook.domain.source_endpoints import check_source_properties
-from lakehook.domain.source_health import source_health
+from lakehook.domain.source_health import source_health, with_notices
 from lakehook.domain.time import now_ms
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports import AssetRegistry, AssetStore, SecretStore
@@ -144,9 +144,11 @@ class ReadAssetState:
         if registration is not None and registration.source is not None:
             status = self._poll_status.get(key)
             body["pollStatus"] = status.to_api() if status else None
+            health = source_health(status)
             if self._notices is not None:  # how often it is polled, and whether its commit notices arrive
-                notices = self._notices.notices(key)
-                body["notices"] = notices.to_api(registration.poll_interval_seconds, self._clock(), self._cadence)
-            if (health := source_health(status)) is not None:
+                notices, now = self._notices.notices(key), self._clock()
+                body["notices"] = notices.to_api(registration.poll_interval_seconds, now, self._cadence)
+                health = with_notices(health, notices, now, self._cadence)  # notices that stopped: LAGGING
+            if health is not None:
                 body["sourceHealth"] = health.to_api()
         return body

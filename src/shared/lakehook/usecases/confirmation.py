@@ -17,17 +17,27 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from lakehook.domain.completion import covers
-from lakehook.domain.confirmation import Confirmation, ConfirmationState
-from lakehook.domain.snapshots import SnapshotInfo
+from lakehook.domain.confirmation import Confirmation, ConfirmationState, confirmed_output, unconfirmed_output
+from lakehook.domain.snapshots import SnapshotInfo, snapshot_event
+from lakehook.domain.state import Advance
 from lakehook.domain.time import now_ms
 from lakehook.domain.versions import changes_data
 from lakehook.freshness_metrics import MetricSink
 from lakehook.observability import MetricName, logger
+from lakehook.ports import AssetStore
 from lakehook.ports.dispatch import TriggerLedger
 from lakehook.ports.rules import RuleStore, UnreadableRuleError
 from lakehook.usecases.run_slots import RunSlotGate
 
 RULES_PER_PAGE = 100
+
+
+# why a data commit carrying a key confirmed nothing, as explain says it of a confirmationStatus member's version
+_UNCONFIRMED_WHY = {
+    "NO_TRIGGER": "no trigger of that key had a run (none was claimed, or it was SKIPPED)",
+    "NOT_AN_OUTLET": "the table is not among the outlets of that trigger's rule",
+    "RULE_UNREADABLE": "that trigger's rule does not load, so nothing was decided",
+}
 
 
 class ConfirmOutcome(StrEnum):
@@ -51,7 +61,9 @@ class ConfirmRuns:
     """Record CONFIRMED on the triggers that outlet commits name (one read of the claim and the rule, one
     conditional write, per commit carrying a key; commits without one cost nothing). ``slots``: a confirmed run
     no longer counts against its rule's ``maxInFlight``: its slot goes to the next trigger waiting, as a completion's
-    does (a run that confirms and then reports frees it once)."""
+    does (a run that confirms and then reports frees it once). ``assets``: the commit is kept on the outlet's state as
+    its newest confirmed one (``confirmationStatus`` members downstream; one conditional write per confirming commit),
+    which wakes the rules reading the table."""
 
     def __init__(
         self,
@@ -59,11 +71,13 @@ class ConfirmRuns:
         rules: RuleStore,
         clock: Callable[[], int] = now_ms,
         slots: RunSlotGate | None = None,
+        assets: AssetStore | None = None,
     ) -> None:
         self._ledger = ledger
         self._rules = rules
         self._clock = clock
         self._slots = slots
+        self._assets = assets
 
     def __call__(self, asset_key: str, snapshots: Sequence[SnapshotInfo]) -> list[ConfirmResult]:
         results = [self._one(asset_key, s) for s in snapshots if s.trigger_key is not None]
@@ -85,19 +99,44 @@ class ConfirmRuns:
             return ConfirmResult(key, asset_key, snapshot.snapshot_id, ConfirmOutcome.NO_DATA_CHANGE)
         entry = self._ledger.get(key)
         if entry is None:
-            return ConfirmResult(key, asset_key, snapshot.snapshot_id, ConfirmOutcome.NO_TRIGGER)
+            return self._unconfirmed(key, asset_key, snapshot, ConfirmOutcome.NO_TRIGGER)
         try:
             stored = self._rules.get_rule(entry.trigger.rule_id)
         except UnreadableRuleError:  # a rule's problem never stops its outlet table's polling (explain says it)
-            return ConfirmResult(key, asset_key, snapshot.snapshot_id, ConfirmOutcome.RULE_UNREADABLE)
+            return self._unconfirmed(key, asset_key, snapshot, ConfirmOutcome.RULE_UNREADABLE)
         outlets = stored.rule.outlets if stored is not None else []
         if not any(covers(prefix, asset_key) for prefix in outlets):
-            return ConfirmResult(key, asset_key, snapshot.snapshot_id, ConfirmOutcome.NOT_AN_OUTLET)
+            return self._unconfirmed(key, asset_key, snapshot, ConfirmOutcome.NOT_AN_OUTLET)
         outcome = self._record(key, asset_key, snapshot)
+        if outcome in (ConfirmOutcome.CONFIRMED, ConfirmOutcome.ALREADY):  # ALREADY: a redelivery finishes the write
+            self._keep_on_state(asset_key, snapshot, lambda order: confirmed_output(snapshot.snapshot_id, order, key))
+        elif outcome is ConfirmOutcome.NO_TRIGGER:
+            self._unconfirmed(key, asset_key, snapshot, outcome)
         limit = stored.rule.policy.slot_limit if stored is not None else None
         if outcome is ConfirmOutcome.CONFIRMED and self._slots is not None and limit is not None:
             self._slots.release(entry.trigger, limit)
         return ConfirmResult(key, asset_key, snapshot.snapshot_id, outcome)
+
+    def _unconfirmed(self, key: str, asset_key: str, snapshot: SnapshotInfo, outcome: ConfirmOutcome) -> ConfirmResult:
+        """A data commit whose key confirmed nothing: kept on the outlet's state with why, for explain."""
+        why = _UNCONFIRMED_WHY[outcome.value]
+        self._keep_on_state(
+            asset_key, snapshot, lambda order: unconfirmed_output(snapshot.snapshot_id, order, key, why)
+        )
+        return ConfirmResult(key, asset_key, snapshot.snapshot_id, outcome)
+
+    def _keep_on_state(self, asset_key: str, snapshot: SnapshotInfo, advance: Callable[[int], Advance]) -> None:
+        """What the commit said of its run, on the outlet's state (advance-only by the commit's order)."""
+        if self._assets is None:
+            return
+        try:
+            order = snapshot_event(asset_key, snapshot).snapshot_order
+        except ValueError:  # a commit that is no valid event (an Iceberg one without its order) was not ingested
+            return
+        if order is None:
+            return
+        marker = f"confirmation:{snapshot.trigger_key}:{snapshot.snapshot_id}"
+        self._assets.apply_advance(asset_key, advance(order), marker, self._clock())
 
     def _record(self, key: str, asset_key: str, snapshot: SnapshotInfo) -> ConfirmOutcome:
         confirmed = Confirmation.confirmed(asset_key, snapshot.snapshot_id, snapshot.commit_time, self._clock())

@@ -47,6 +47,7 @@ from lakehook.observability import logger
 from lakehook.ports import AssetStore, WatermarkStore
 from lakehook.ports.lakehouse import PollStatusStore, SnapshotBatch, SnapshotSource, SnapshotSources
 from lakehook.usecases.ingest import IngestEvents
+from lakehook.usecases.poll_hangs import HangWatch
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -102,6 +103,12 @@ class PollResult:
     unrecorded: tuple[UnrecordedPartitions, ...] = ()  # snapshots recorded without some keys they touched
     first_commit_ms: int | None = None  # when the first new snapshot was committed (a lost notice shows by it)
     read: PollRead | None = None  # what the read found that the source health is derived from; None: not read
+
+    @property
+    def may_change_status(self) -> bool:
+        """Whether the poll status may change: a recovery, new snapshots, a gap, or a read of the table (whose warnings
+        or blockers may come or go); an unchanged healthy poll writes nothing."""
+        return self.recovered or bool(self.snapshot_ids) or self.gap is not None or self.read is not None
 
     @property
     def accepted(self) -> int:
@@ -264,7 +271,9 @@ class PollAsset:
 
 
 class PollAssets:
-    """Poll a batch of assets, each isolated, with per-asset status and exponential backoff."""
+    """Poll a batch of assets, each isolated, with per-asset status and exponential backoff. ``hang_after_ms``: a
+    table's poll still running that long after it started is marked as hanging in its poll status
+    (:mod:`lakehook.usecases.poll_hangs`; None: not watched)."""
 
     def __init__(
         self,
@@ -275,6 +284,7 @@ class PollAssets:
         max_workers: int = 4,
         clock: Callable[[], int] = now_ms,
         metrics: MetricSink | None = None,
+        hang_after_ms: int | None = None,
     ) -> None:
         self._poll = poll
         self._statuses = statuses
@@ -282,6 +292,7 @@ class PollAssets:
         self._max_workers = max_workers
         self._clock = clock
         self._metrics = metrics
+        self._hang_after_ms = hang_after_ms
 
     def __call__(self, assets: Sequence[AssetRegistration]) -> list[PollResult]:
         results = _each(assets, self._one, self._max_workers)
@@ -290,47 +301,68 @@ class PollAssets:
         return results
 
     def _one(self, asset: AssetRegistration) -> PollResult:
-        key = asset.asset_key
         now = self._clock()
-        try:
-            result = self._poll(asset, now)
-        except Exception as exc:  # one broken table never stops the others
-            status = self._status(key) or PollStatus(asset_key=key)
-            failed = status.failed(now, type(exc).__name__, str(exc), self._backoff)
-            logger.warning(
-                "poll failed",
-                extra={
-                    "asset_key": key,
-                    "status": "FAILED",
-                    "reason": str(exc),
-                    "error_kind": type(exc).__name__,
-                    "consecutive_failures": failed.consecutive_failures,
-                    "next_attempt_at": failed.next_attempt_at,
-                },
-            )
-            self._save(failed)
-            if asset.source is not None and failed.next_attempt_at is not None:
-                self._hold(key, failed.next_attempt_at)
-            return PollResult(
-                key,
-                PollOutcome.FAILED,
-                error=str(exc),
-                error_kind=type(exc).__name__,
-                next_attempt_at=failed.next_attempt_at,
-            )
-        if result.outcome is PollOutcome.BACKING_OFF:
-            return result
-        # The status changes only with a recovery, new snapshots, a gap, or warnings or blockers that come or go: an
-        # unchanged healthy poll writes nothing (and a read of the table that moved nothing reads the status only).
-        if result.recovered or result.snapshot_ids or result.gap is not None or result.read is not None:
-            self._record_success(key, result, now)
-        return result
+        outcome: PollResult | Exception
+        with HangWatch(self._hang_after_ms, lambda: self._mark_hung(asset, now)) as watch:
+            try:
+                outcome = self._poll(asset, now)
+            except Exception as exc:  # one broken table never stops the others
+                outcome = exc
+        if isinstance(outcome, Exception):
+            return self._failed(asset, now, outcome)
+        if outcome.outcome is PollOutcome.BACKING_OFF:
+            return outcome
+        # A read of the table that moved nothing reads the status only; a poll marked as hanging clears the mark.
+        if watch.fired or outcome.may_change_status:
+            self._record_success(asset.asset_key, outcome, now, force=watch.fired)
+        return outcome
 
-    def _record_success(self, key: str, result: PollResult, now: int) -> None:
+    def _mark_hung(self, asset: AssetRegistration, started_at: int) -> None:
+        """The poll that started at ``started_at`` is still running: the status says so, and the table is held on its
+        offset until then (already due), so that the next poll to finish, if this one never does, clears the mark."""
+        key = asset.asset_key
+        status = self._status(key) or PollStatus(asset_key=key)
+        logger.warning(
+            "poll hangs",
+            extra={"asset_key": key, "status": "HUNG", "reason": "the poll has not finished", "started_at": started_at},
+        )
+        self._save(status.hanging(started_at))
+        if asset.source is not None:
+            self._hold(key, started_at)
+
+    def _failed(self, asset: AssetRegistration, now: int, exc: Exception) -> PollResult:
+        """A poll that raised: its status (failures, backoff) saved, the table held until its next attempt."""
+        key = asset.asset_key
+        status = self._status(key) or PollStatus(asset_key=key)
+        failed = status.failed(now, type(exc).__name__, str(exc), self._backoff)
+        logger.warning(
+            "poll failed",
+            extra={
+                "asset_key": key,
+                "status": "FAILED",
+                "reason": str(exc),
+                "error_kind": type(exc).__name__,
+                "consecutive_failures": failed.consecutive_failures,
+                "next_attempt_at": failed.next_attempt_at,
+            },
+        )
+        self._save(failed)
+        if asset.source is not None and failed.next_attempt_at is not None:
+            self._hold(key, failed.next_attempt_at)
+        return PollResult(
+            key,
+            PollOutcome.FAILED,
+            error=str(exc),
+            error_kind=type(exc).__name__,
+            next_attempt_at=failed.next_attempt_at,
+        )
+
+    def _record_success(self, key: str, result: PollResult, now: int, force: bool = False) -> None:
         status = self._status(key) or PollStatus(asset_key=key)
         warnings = result.warnings if result.warnings is not None else status.warnings
         read = result.read
         changed = warnings != status.warnings or (read is not None and read.blockers != status.blockers)
+        changed = changed or force or status.hung_since is not None
         if result.recovered or result.snapshot_ids or result.gap is not None or changed:
             last = result.snapshot_ids[-1] if result.snapshot_ids else None
             unrecorded = result.unrecorded[-1] if result.unrecorded else None

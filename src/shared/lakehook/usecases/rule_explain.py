@@ -8,10 +8,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lakehook.domain.late_versions import is_late_skip
+from lakehook.domain.notice_state import PollCadence
 from lakehook.domain.rules import Mode, Rule
 from lakehook.domain.time import ms_to_iso, now_ms
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
 from lakehook.ports.lakehouse import PollStatusStore
+from lakehook.ports.notices import NoticeStore
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import RuleStore, StateReader, StoredRule, TriggerStore
 from lakehook.ports.store import AssetRegistry
@@ -41,11 +43,16 @@ class ExplainRule:
         partitions: PartitionStore | None = None,
         poll_statuses: PollStatusStore | None = None,
         slots: RunSlotGate | None = None,
+        notices: NoticeStore | None = None,
+        cadence: PollCadence | None = None,
     ) -> None:
         """``registry``: the registered assets (it tells a stateless member's registered asset from an unknown
         one, and says what freshness an asset promises); ``partitions``: the partition log a partitioned group's
         freshness is measured on; ``poll_statuses``: the polled members' source health (one read per member): a
-        group that waits on a member whose source is BLOCKED or GAP says it cannot decide, and why."""
+        group that waits on a member whose source is BLOCKED or GAP says it cannot decide, and why; ``notices`` (with
+        the stack's ``cadence``): a member whose commit notices stopped shows its source LAGGING."""
+        self._notices = notices
+        self._cadence = cadence
         self._poll_statuses = poll_statuses
         self._rules = rules
         self._triggers = triggers
@@ -83,7 +90,8 @@ class ExplainRule:
         skipped = self._late_skips(rule)
         healths = None
         if self._poll_statuses is not None:  # every member's poll status in one batch
-            healths = SourceHealths(self._poll_statuses).read(rule.asset_keys)
+            healths = SourceHealths(self._poll_statuses, self._notices, self._cadence, self._clock)
+            healths.read(rule.asset_keys)
         groups = []
         ready = False
         for group in rule.groups:

@@ -6,19 +6,34 @@ answer or check)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-from lakehook.domain.source_health import Health, SourceHealth, cannot_decide, source_health
+from lakehook.domain.notice_state import PollCadence
+from lakehook.domain.snapshots import PollStatus
+from lakehook.domain.source_health import Health, SourceHealth, cannot_decide, source_health, with_notices
+from lakehook.domain.time import now_ms
 from lakehook.observability import logger
 from lakehook.ports.lakehouse import PollStatusStore
+from lakehook.ports.notices import NoticeStore
 
 
 class SourceHealths:
-    """The source health of assets, each read once; an unreadable poll status counts as unknown (None)."""
+    """The source health of assets, each read once; an unreadable poll status counts as unknown (None). With
+    ``notices``, a polled source is joined with its commit notices (one more read per polled asset: its
+    registration item), so a table whose notices stopped is LAGGING (domain.source_health.with_notices)."""
 
-    def __init__(self, statuses: PollStatusStore) -> None:
+    def __init__(
+        self,
+        statuses: PollStatusStore,
+        notices: NoticeStore | None = None,
+        cadence: PollCadence | None = None,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
         self._statuses = statuses
+        self._notices = notices
+        self._cadence = cadence or PollCadence()
+        self._clock = clock
         self._known: dict[str, SourceHealth | None] = {}
 
     def read(self, asset_keys: Collection[str]) -> SourceHealths:
@@ -30,17 +45,28 @@ class SourceHealths:
             except Exception:  # left to one read each, which counts an unreadable one as unknown
                 logger.exception("poll statuses unreadable", extra={"asset_keys": wanted[:10]})
                 return self
-            self._known.update({k: source_health(found.get(k)) for k in wanted})
+            self._known.update({k: self._joined(k, found.get(k)) for k in wanted})
         return self
 
     def of(self, asset_key: str) -> SourceHealth | None:
         if asset_key not in self._known:
             try:
-                self._known[asset_key] = source_health(self._statuses.get(asset_key))
+                self._known[asset_key] = self._joined(asset_key, self._statuses.get(asset_key))
             except Exception:  # a status that cannot be read only costs what it would have said
                 logger.exception("poll status unreadable", extra={"asset_key": asset_key})
                 self._known[asset_key] = None
         return self._known[asset_key]
+
+    def _joined(self, asset_key: str, status: PollStatus | None) -> SourceHealth | None:
+        health = source_health(status)
+        if health is None or self._notices is None:
+            return health
+        try:
+            notices = self._notices.notices(asset_key)
+        except Exception:  # the notices that cannot be read only cost what they would have said
+            logger.exception("notice state unreadable", extra={"asset_key": asset_key})
+            return health
+        return with_notices(health, notices, self._clock(), self._cadence)
 
     def untrusted(self, asset_keys: Iterable[str]) -> list[SourceHealth]:
         """The sources among ``asset_keys`` a rule cannot decide on (BLOCKED or GAP), in the order given."""

@@ -29,6 +29,9 @@
   searched for ``lakehook_trigger_key``. A start is a command that the master turns into an instance
   asynchronously, so no look happens before ``settleSeconds`` after the previous attempt (the dispatcher
   waits instead of re-sending).
+- Run status (:meth:`run_state`, for ``maxInFlight``): ``GET {baseUrl}/projects/{projectCode}/workflow-instances/{id}``
+  (3.3) or ``.../process-instances/{id}`` (3.2), the instance's ``state``: queued or running until DolphinScheduler
+  counts it finished (SUCCESS, FAILURE, STOP, PAUSE; :mod:`lakehook.adapters.targets.dolphinscheduler_status`).
 """
 
 from __future__ import annotations
@@ -42,11 +45,13 @@ from typing import Any, ClassVar
 import requests
 
 from lakehook.adapters.targets.deps import CachedSecrets, TargetDeps
-from lakehook.adapters.targets.dolphinscheduler_status import classify_start_code
+from lakehook.adapters.targets.dolphinscheduler_status import INSTANCE_NOT_EXIST, classify_start_code, run_state_word
 from lakehook.adapters.targets.http import ask, json_or_none, refuse_insecure, send, transport_outcome
 from lakehook.domain.dispatch import Invocation, Outcome, OutcomeKind, TargetUnavailableError, http_outcome
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.targets import DolphinSchedulerTarget, TargetConfig
+from lakehook.domain.time import now_ms
+from lakehook.domain.triggers import RunState
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports.dispatch import TargetClient
 
@@ -235,6 +240,33 @@ class DolphinSchedulerTargetClient(TargetClient):
                 return Outcome.retryable(reason, f"ds_{code}", ambiguous=refusal.ambiguous)
             return Outcome.fatal(reason, f"ds_{code}")
         return Outcome.started(_run_id(result.get("data"), invocation.trigger_key, api))
+
+    def run_state(self, run_id: str, config: TargetConfig) -> RunState | None:
+        """The instance's state as ``GET .../workflow-instances/{id}`` (3.3) or ``.../process-instances/{id}`` (3.2)
+        answers it, in run-state words (:func:`run_state_word`; ``detail`` names DolphinScheduler's own): a rule's
+        ``maxInFlight`` frees the slot of an instance that ended without reporting it. None for an instance the
+        server does not have, and for a 3.2 start whose instance is not known yet (``trigger/<code>``: a queued
+        command, which the run id names until a look-up finds its instance)."""
+        assert isinstance(config, DolphinSchedulerTarget)
+        prefix, _, instance = run_id.partition("/")
+        api = next((v for v in VERSIONS.values() if v.run_prefix == prefix), None)
+        if api is None or not instance.isdigit():
+            return None
+        if refuse_insecure(config.base_url, self._policy) is not None:
+            raise TargetUnavailableError("the target's URL is not allowed")
+        headers = self._headers(config)
+        if isinstance(headers, Outcome):
+            raise TargetUnavailableError(headers.reason or "no token")
+        url = f"{config.base_url}/projects/{config.project_code}/{api.instances_path}/{instance}"
+        answer = ask(self._session, "GET", url, config.timeout_seconds, headers=headers)
+        result = json_or_none(answer)
+        if answer.status_code == 200 and isinstance(result, dict) and result.get("code") == INSTANCE_NOT_EXIST:
+            return None
+        data = self._data(answer)
+        state = data.get("state") if isinstance(data, dict) else None
+        if not isinstance(state, str) or not state:
+            raise TargetUnavailableError(f"{api.instances_path}/{instance} answered without a state")
+        return RunState(state=run_state_word(state), detail=f"DolphinScheduler state {state}", checked_at=now_ms())
 
     def _negotiated(
         self, config: DolphinSchedulerTarget, call: Callable[[ApiVersion], requests.Response]

@@ -1,4 +1,5 @@
-"""DolphinScheduler's result codes of a workflow start, as retryable or permanent, read from its source.
+"""DolphinScheduler's result codes of a workflow start, as retryable or permanent, and its instance states, as
+waiting or ended, read from its source.
 
 Read at github.com/apache/dolphinscheduler: tag 3.2.2 (212af27cb757fccbe617c6ba4495ac96c757d0b1) for
 ``start-process-instance`` and branch dev (7e0095dca198bfc50c59bbc10b3be5617d7b3229, 2024-10-18, what 3.3
@@ -31,6 +32,15 @@ retryable and nothing was started; 50014 is retryable and *ambiguous* (it also c
 after the command was written), so the dispatcher looks for the instance before starting again. A code not
 listed is permanent: DolphinScheduler has no idempotency key, and a retry of an unknown refusal could
 start a second run.
+The states of a workflow (process) instance, ``GET .../workflow-instances/{id}`` (3.3) or
+``.../process-instances/{id}`` (3.2) -> ``data.state``: ``WorkflowExecutionStatus``
+(``dolphinscheduler-common/.../common/enums/WorkflowExecutionStatus.java``), serialised by its name. Both versions:
+SUBMITTED_SUCCESS, RUNNING_EXECUTION, READY_PAUSE, PAUSE, READY_STOP, STOP, FAILURE, SUCCESS, SERIAL_WAIT,
+WAIT_TO_RUN; 3.2 also DELAY_EXECUTION, READY_BLOCK, BLOCK; dev also FAILOVER. ``isFinished()`` is SUCCESS, FAILURE,
+STOP or PAUSE (a paused instance can be resumed, but DolphinScheduler counts it finished, and so does lakehook);
+an instance in any other state, or one this client does not know, has not ended. An unknown instance id is
+PROCESS_INSTANCE_NOT_EXIST / WORKFLOW_INSTANCE_NOT_EXIST (50001: 3.2.2 ProcessInstanceServiceImpl line 254, dev
+WorkflowInstanceServiceImpl line 241).
 """
 
 from __future__ import annotations
@@ -89,3 +99,18 @@ def classify_start_code(code: object, message: str) -> StartRefusal:
     if code in AMBIGUOUS:
         return StartRefusal(True, True, AMBIGUOUS[code])
     return StartRefusal(False, False, PERMANENT.get(code, "a code this client does not know: not retried"))
+
+
+INSTANCE_NOT_EXIST = 50001  # PROCESS_INSTANCE_NOT_EXIST (3.2) / WORKFLOW_INSTANCE_NOT_EXIST (3.3)
+FINISHED_STATES = frozenset({"SUCCESS", "FAILURE", "STOP", "PAUSE"})  # WorkflowExecutionStatus.isFinished()
+# not started yet: submitted, waiting behind a serial workflow, for a worker, or delayed (3.2)
+QUEUED_STATES = frozenset({"SUBMITTED_SUCCESS", "SERIAL_WAIT", "WAIT_TO_RUN", "DELAY_EXECUTION"})
+
+
+def run_state_word(state: str) -> str:
+    """A DolphinScheduler instance state in lakehook's run-state words (``domain.triggers.RunState``): ``queued`` or
+    ``running`` while it has not ended (any state this client does not know included: it keeps its run slot), else
+    the finished state in lower case (``success``, ``failure``, ``stop``, ``pause``)."""
+    if state in FINISHED_STATES:
+        return state.lower()
+    return "queued" if state in QUEUED_STATES else "running"
