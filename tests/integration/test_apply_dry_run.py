@@ -83,3 +83,15 @@ def test_apply_dry_run_lists_the_partition_runs_applying_the_rule_starts(tmp_pat
         # a second dry run: the rule ran every day, so it would start nothing
         _, again = cli(url, "apply", "-f", str(config), "--dry-run")
         assert "unchanged  rule daily_report" in again and "would start no run now" in again
+
+
+def test_the_polled_assets_example_registers_one_table_of_each_format() -> None:
+    # docs/examples/polled-assets.yaml, which the tutorial's next step points at: every source form passes the
+    # server's checks (key form, source per format, URL policy), and all six formats are there
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "polled-assets.yaml"
+    with api_on_fakes(TOKEN) as server:
+        _, listed = cli(server.base_url, "--output", "json", "apply", "-f", str(example), "--dry-run")
+    changes = json.loads(listed)["changes"]
+    assert [c["action"] for c in changes] == ["create"] * 6
+    formats = [yaml.safe_load(example.read_text())["assets"][i]["format"] for i in range(6)]
+    assert sorted(set(formats)) == ["delta", "hudi", "iceberg", "paimon"]
