@@ -99,6 +99,9 @@ def test_a_failed_rule_says_why_its_run_failed_and_counts_as_failing(page: Page,
     expect(failure).to_contain_text("run failed: HTTP 400: bad request")
     expect(page.locator('#newest-trigger [data-key="failureReason"]')).to_contain_text("HTTP 400: bad request")
 
+    page.goto(f"{console}#/rules")
+    expect(page.locator('[data-rule-row="orders_report"]')).to_contain_text("run failed: HTTP 400", timeout=WAIT_MS)
+
 
 def test_answers_that_did_not_load_are_never_shown_as_facts(page: Page, console: str, stack: Stack) -> None:  # noqa: F811
     stack.push({"eventType": "SNAPSHOT_COMMITTED", "assetKey": ORDERS, "snapshotId": 1})
@@ -118,6 +121,11 @@ def test_answers_that_did_not_load_are_never_shown_as_facts(page: Page, console:
     expect(attention).not_to_contain_text("nothing")
     expect(attention).to_contain_text("did not load")
     expect(page.locator("#counts")).to_contain_text("2 not loaded yet")
+    page.goto(f"{console}#/rules")
+    listed = page.locator('[data-rule-row="orders_report"]')
+    expect(listed.locator("[data-status]")).to_have_attribute("data-status", "NOT_LOADED", timeout=WAIT_MS)
+    expect(listed).to_contain_text("not loaded yet")
+    page.goto(console)
 
     # once the answers arrive, the facts replace the placeholders without a reload (orders was pushed, never
     # registered: now that is known)
