@@ -11,6 +11,17 @@ from lakehook.api.trigger_answers import TriggerSummary
 from lakehook.domain.rules import Rule
 
 
+class PlannedRun(Answer):
+    """A run a rule's dry run says the write would start: what its claim would be."""
+
+    trigger_key: str = Field(alias="triggerKey", description="the claim's key, if nothing changes before the write")
+    group_id: str = Field(alias="groupId")
+    partition: str | None = Field(default=None, description="a partitioned group's partition")
+    window: dict[str, Any] | None = Field(default=None, description="a windowed group's window")
+    inputs: list[dict[str, Any]] = Field(description="the versions it would pin")
+    reason: str | None = Field(default=None, description="why the group (partition) is ready")
+
+
 class RuleAnswer(Rule):
     """A stored rule: the rule as written plus its revision and times."""
 
@@ -20,6 +31,11 @@ class RuleAnswer(Rule):
     created_at: Iso | None = Field(default=None, alias="createdAt")
     updated_at: Iso | None = Field(default=None, alias="updatedAt")
     dry_run: bool | None = Field(default=None, alias="dryRun", description="true: validated, nothing written")
+    would_start: list[PlannedRun] | None = Field(
+        default=None,
+        alias="wouldStart",
+        description="a dry run's answer only: the runs writing the rule would start now (the resolver's plan)",
+    )
 
 
 class RulePage(Answer):

@@ -117,6 +117,14 @@ class TriggerSummary(Answer):
     confirmation: ConfirmationAnswer | None = Field(
         default=None, description="a rule with confirm: CONFIRMED or NOT_ADVANCED once decided; absent otherwise"
     )
+    failure: Literal["RETRYABLE", "FINAL"] | None = Field(
+        default=None, description="a FAILED trigger: whether it is retried by itself; absent otherwise"
+    )
+    failure_reason: str | None = Field(
+        default=None,
+        alias="failureReason",
+        description="a FAILED trigger: why, as its dispatch recorded it (e.g. webhook: could not connect)",
+    )
 
 
 class TriggerPage(Answer):

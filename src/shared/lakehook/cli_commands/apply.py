@@ -6,7 +6,8 @@ server fills in, are not compared). Applying twice changes nothing the second ti
 
 Before anything is written, every object is sent as ``PUT ...?dryRun=true``: the server validates it as
 the real write would (targets, URL policy, secrets) and writes nothing. If any object is refused, the
-refusals are listed and nothing is applied; ``--dry-run`` stops after this step.
+refusals are listed and nothing is applied; ``--dry-run`` stops after this step, and lists for each rule the runs
+writing it would start now (the API's ``wouldStart``: the resolver's plan, as explain makes it).
 
 If a write is refused after the dry runs passed (a race with another writer), applying stops there: what
 was written is reported as ``applied`` (a producer created before the refusal with its secret, which is
@@ -51,6 +52,8 @@ class Change:
     # What the dry run checks, when not the body: a rule naming an alias the file declares, resolved as the
     # API will once the alias is written (the dry run comes before any write).
     check_body: dict[str, Any] | None = None
+    # A rule's dry run: the runs writing it would start now (the API's wouldStart; None for other kinds)
+    would_start: list[dict[str, Any]] | None = None
 
     def to_api(self, applied: bool | None = None) -> dict[str, Any]:
         data: dict[str, Any] = {"kind": SINGULAR[self.kind], "id": self.id, "action": self.action}
@@ -60,6 +63,8 @@ class Change:
             data["changed"] = self.changed
         if self.secret is not None:
             data["secret"] = self.secret
+        if applied is None and self.would_start is not None:
+            data["wouldStart"] = self.would_start
         return data
 
 
@@ -215,9 +220,12 @@ def validate(api: ApiClient, changes: list[Change]) -> list[str]:
     problems: list[str] = []
     for change in changes:
         try:
-            api.request("PUT", _path(change), query={"dryRun": True}, body=change.check_body or change.body)
+            _, answer = api.request("PUT", _path(change), query={"dryRun": True}, body=change.check_body or change.body)
         except ApiError as exc:
             problems.append(f"{SINGULAR[change.kind]} {change.id}: {exc}")
+            continue
+        if change.kind == "rules" and isinstance(answer, dict) and isinstance(answer.get("wouldStart"), list):
+            change.would_start = answer["wouldStart"]
     return problems
 
 
@@ -249,11 +257,28 @@ def execute(api: ApiClient, changes: list[Change]) -> None:
             change.secret = str(answer["secret"])
 
 
+def _would_start(runs: list[dict[str, Any]] | None) -> Iterator[str]:
+    """A rule's dry run: the runs writing it would start now, one line each (the versions each would pin)."""
+    if runs is None:
+        return
+    if not runs:
+        yield "           would start no run now"
+        return
+    yield f"           would start {len(runs)} run{'' if len(runs) == 1 else 's'} now:"
+    for run in runs:
+        where = f" partition {run['partition']}" if run.get("partition") else ""
+        if run.get("window"):
+            where += f" window [{run['window'].get('start')}, {run['window'].get('end')})"
+        pins = ", ".join(f"{p.get('assetKey')} @ {p.get('snapshotId', '-')}" for p in run.get("inputs") or [])
+        yield f"             group {run.get('groupId')}{where}: {pins}"
+
+
 def _text(result: dict[str, Any]) -> Iterator[str]:
     for change in result["changes"]:
         detail = f"  ({', '.join(change['changed'])})" if change.get("changed") else ""
         missed = "  (not applied)" if change.get("applied") is False and change["action"] != "unchanged" else ""
         yield f"{change['action']:<10} {change['kind']} {change['id']}{detail}{missed}"
+        yield from _would_start(change.get("wouldStart"))
     counts = result["summary"]
     summary = f"{counts['create']} to create, {counts['update']} to update, {counts['unchanged']} unchanged"
     if "delete" in counts:

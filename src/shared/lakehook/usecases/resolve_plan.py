@@ -79,10 +79,13 @@ class GroupPlan:
     def explain(self, report: ResolveReport, now: int) -> None:
         """What explain answers for the group: its verdict now, or the rule error that keeps it from one (a rule
         error met only after planned claims is the claiming evaluation's to record; the verdict now stands); for a
-        partitioned group, its partitions' verdicts now."""
+        partitioned group, its partitions' verdicts now. The claims it plans go to ``report.planned``: what a claiming
+        evaluation now would claim (``PUT /rules/{ruleId}?dryRun=true`` lists them)."""
         if self.partitions is not None:
+            report.planned.extend(c.trigger for c in self.partitions.claims)
             report.verdict(self.ref, self.partitions.board(self.group, explain=True))
             return
+        report.planned.extend(c.trigger for c in self.claims)
         if self.verdicts:
             report.verdict(self.ref, self.verdicts[0])
             return

@@ -131,6 +131,8 @@ class ResolveReport:
     first_verdicts: dict[GroupRef, GroupEvaluation] = field(default_factory=dict)
     # late snapshots an EACH_VERSION group had already run past: recorded as SKIPPED, never run
     skipped: list[Trigger] = field(default_factory=list)
+    # explain only (nothing claimed): the triggers a claiming evaluation now would claim, in the plan's order
+    planned: list[Trigger] = field(default_factory=list)
 
     def blocked_by(self) -> Counter[str]:
         """Why groups that did not fire in this invocation are waiting (metric dimension values)."""

@@ -172,4 +172,13 @@ def _summary(trigger: Trigger | None) -> dict[str, Any] | None:
         **({"window": trigger.window.to_api()} if trigger.window else {}),
         **({"partition": trigger.partition} if trigger.partition is not None else {}),
         **({"confirmation": trigger.confirmation.to_api()} if trigger.confirmation is not None else {}),
+        **_failure(trigger),
     }
+
+
+def _failure(trigger: Trigger) -> dict[str, Any]:
+    """A FAILED trigger's failure as its dispatch recorded it: RETRYABLE or FINAL, and why (the target's answer)."""
+    if trigger.status is not TriggerStatus.FAILED:
+        return {}
+    kind = {"failure": trigger.failure.value} if trigger.failure is not None else {}
+    return {**kind, "failureReason": trigger.reason}

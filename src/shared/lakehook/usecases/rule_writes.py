@@ -11,6 +11,7 @@ from lakehook.domain.errors import NotFoundError
 from lakehook.domain.rules import Rule, StartFrom
 from lakehook.domain.secret_names import AS_GIVEN, ProducerSecrets, SecretNames
 from lakehook.domain.time import now_ms
+from lakehook.domain.triggers import Trigger, TriggerStatus
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.observability import logger
 from lakehook.ports.aliases import AliasStore
@@ -67,19 +68,39 @@ class PutRule:
             check_target_secrets(rule, self._secrets, self._secret_names)
         return rule
 
+    def preview(self, rule_id: str, body: Any) -> tuple[Rule, list[Trigger]]:
+        """``?dryRun=true``: everything ``put`` checks, and the runs its own evaluation would start now, from the
+        resolver's plan (gather and plan, as explain does; nothing claimed, nothing written). A partitioned group
+        with ``startFrom: LATEST`` lists a run per ready partition its members' newest commits touched, facts other
+        rules wrote included. A disabled rule starts none; a ``NEXT_CHANGE`` group that starts with this write
+        records where it starts instead of running. A SKIPPED claim (``backfill: SKIP``) starts no run: not listed."""
+        rule = self.check(rule_id, body)
+        if not rule.enabled:
+            return rule, []
+        starting = set(self._starting_groups(rule))
+        report = self._resolver.evaluate(rule, claim=False)
+        runs = [t for t in report.planned if t.status is TriggerStatus.TRIGGERING and t.group_id not in starting]
+        return rule, runs
+
+    def _starting_groups(self, rule: Rule) -> list[str]:
+        """The groups of an enabled ``NEXT_CHANGE`` rule that start with this write (the rule is new, was disabled,
+        or the group is new): their starting point is recorded instead of a run."""
+        if rule.policy.start_from is not StartFrom.NEXT_CHANGE:
+            return []
+        old = self._stored_before(rule.rule_id)
+        was_running = old is not None and old.rule.enabled
+        before = {g.group_id for g in old.rule.groups} if old is not None and was_running else set()
+        return [g.group_id for g in rule.groups if g.group_id not in before]
+
     def put(self, rule_id: str, body: Any) -> tuple[StoredRule, bool]:
         """Create or replace; True when created. An enabled rule is evaluated at once, so one whose inputs
         already satisfy it fires now (``startFrom: LATEST``); with ``NEXT_CHANGE`` the versions present when it
         starts (created, re-enabled, or a new group) are recorded first, before the rule is visible, and only
         newer ones fire."""
         rule = self.check(rule_id, body)
-        old = self._stored_before(rule_id) if rule.enabled else None
-        if rule.enabled and rule.policy.start_from is StartFrom.NEXT_CHANGE:
-            was_running = old is not None and old.rule.enabled
-            before = {g.group_id for g in old.rule.groups} if old is not None and was_running else set()
-            starting = [g.group_id for g in rule.groups if g.group_id not in before]
-            if starting:
-                self._resolver.start(rule, starting)
+        starting = self._starting_groups(rule) if rule.enabled else []
+        if starting:
+            self._resolver.start(rule, starting)
         stored = self._rules.put_rule(rule, self._clock())
         if rule.enabled:
             self._evaluate_quietly(rule)
@@ -98,6 +119,19 @@ class PutRule:
             self._resolver.evaluate(rule)
         except Exception:
             logger.exception("evaluation after put failed", extra={"rule_id": rule.rule_id, "status": "FAILED"})
+
+
+def planned_run_to_api(trigger: Trigger) -> dict[str, Any]:
+    """A run a dry run says the write would start: its trigger key (the claim's, if nothing changes before the
+    write), group, partition or window, the versions it would pin and why it is ready."""
+    return {
+        "triggerKey": trigger.trigger_key,
+        "groupId": trigger.group_id,
+        **({"partition": trigger.partition} if trigger.partition is not None else {}),
+        **({"window": trigger.window.to_api()} if trigger.window is not None else {}),
+        "inputs": [p.to_api() for p in trigger.inputs],
+        "reason": trigger.reason,
+    }
 
 
 class DeleteRule:

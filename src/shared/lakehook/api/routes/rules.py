@@ -13,6 +13,7 @@ from lakehook.api.http import json_body, json_response, raw_body
 from lakehook.api.paths import IdempotencyKey, RuleId
 from lakehook.api.rule_answers import Evaluation, Explanation, RuleAnswer, RulePage
 from lakehook.container import current
+from lakehook.usecases.rule_writes import planned_run_to_api
 from lakehook.usecases.rules import stored_to_api
 
 router = APIGatewayRouter()
@@ -28,15 +29,16 @@ DryRun = Annotated[
     "/rules/<ruleId>",
     summary="Create or replace a rule",
     description="Groups (OR) of members (AND), a policy and a target. A malformed rule is a 400 naming the field; "
-    "so is a target URL the outbound policy refuses, or a secret the target names that does not exist.",
+    "so is a target URL the outbound policy refuses, or a secret the target names that does not exist. "
+    "With dryRun=true nothing is written and the answer lists in wouldStart the runs the write would start now.",
     tags=["rules"],
     security=MANAGEMENT,
     responses=answers({200: ("replaced", RuleAnswer), 201: ("created", RuleAnswer)}, WITH_BODY),
 )
 def put_rule(ruleId: RuleId, dry_run: DryRun = False) -> Response[str]:
-    if dry_run:
-        rule = current().put_rule.check(ruleId, json_body(router.current_event))
-        return json_response({**rule.to_api(), "dryRun": True})
+    if dry_run:  # checked as the write would be, and the runs its evaluation would start now
+        rule, runs = current().put_rule.preview(ruleId, json_body(router.current_event))
+        return json_response({**rule.to_api(), "dryRun": True, "wouldStart": [planned_run_to_api(t) for t in runs]})
     stored, created = current().put_rule.put(ruleId, json_body(router.current_event))
     return json_response(stored_to_api(stored), 201 if created else 200)
 

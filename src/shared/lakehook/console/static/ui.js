@@ -38,6 +38,18 @@ export function html(strings, ...values) {
   return new Raw(out);
 }
 
+/** Shorten each SVG text[data-fit] (with an ellipsis) until it is no wider than data-fit pixels: measured in the
+ * page, so a label never starts or ends outside its box whatever the font. */
+export function fitText(root) {
+  for (const text of root.querySelectorAll("text[data-fit]")) {
+    const room = Number(text.dataset.fit);
+    const full = text.textContent;
+    for (let n = full.length - 1; n > 0 && text.getComputedTextLength() > room; n -= 1) {
+      text.textContent = full.slice(0, n) + "…";
+    }
+  }
+}
+
 export const short = (assetKey) => String(assetKey).split("/").pop();
 export const layerOf = (assetKey) => {
   const name = short(assetKey).toLowerCase();

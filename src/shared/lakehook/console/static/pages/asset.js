@@ -5,7 +5,7 @@
 import * as api from "../api.js";
 import { stringify } from "../exact.js";
 import { html, badge, kv, time, snap, short, ruleHref, triggersHref, humanize, relative } from "../ui.js";
-import { assetHealth, memberKeys, outletKeys, sourceSays } from "./model.js";
+import { assetHealth, memberKeys, outletKeys, sourceSays, sourceLabel } from "./model.js";
 
 export const nav = "graph";
 
@@ -40,7 +40,7 @@ export async function render({ key }) {
       <section class="card">
         <h2>State</h2>
         ${state ? kv(Object.fromEntries(STATE_FIELDS.filter((f) => s[f] !== undefined).map((f) => [f, s[f]]))) : html`<p class="muted">no state: nothing was ever recorded for this asset</p>`}
-        <p class="muted small">format ${registered?.format || "unregistered"}${registered?.source ? html` · polled from ${registered.source.catalog} / ${registered.source.table}` : " · push only"}</p>
+        <p class="muted small">format ${registered?.format || "unregistered"}${registered?.source ? html` · polled from <span class="mono" data-key="source">${sourceLabel(registered.source)}</span>` : " · push only"}</p>
       </section>
       <section class="card">
         <h2>Verdicts</h2>

@@ -44,17 +44,22 @@ function bar(report) {
   const x = (t) => ((Math.min(Math.max(Date.parse(t), s), e) - s) / span) * 1000;
   const gaps = report.missing || [];
   const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => ({ f, t: new Date(s + f * span) }));
-  return html`<section class="card" id="coverage" data-covered="${report.covered}" data-gaps="${gaps.length}" data-ratio="${report.coveredRatio}">
-    <h2>${short(report.assetKey)} <span class="badge ${report.covered ? "good" : "bad"}">${report.covered ? "COVERED" : `${gaps.length} GAP${gaps.length === 1 ? "" : "S"}`}</span></h2>
+  // Nothing reported in the range (an asset that never reports INTERVAL_COVERED, or none for this range): not a gap
+  // to alarm on, but no coverage known; said so, in neutral colours.
+  const none = !report.covered && report.coveredMs === 0;
+  const verdict = report.covered ? "COVERED" : none ? "NO INTERVAL REPORTED" : `${gaps.length} GAP${gaps.length === 1 ? "" : "S"}`;
+  return html`<section class="card" id="coverage" data-covered="${report.covered}" data-gaps="${gaps.length}" data-ratio="${report.coveredRatio}" data-reported="${none ? "false" : "true"}">
+    <h2>${short(report.assetKey)} <span class="badge ${report.covered ? "good" : none ? "neutral" : "bad"}" id="verdict">${verdict}</span></h2>
     <p class="muted small">${when(report.start)} → ${when(report.end)}${report.partitionKey ? ` · partition ${report.partitionKey}` : ""}</p>
     <p id="progress">${(report.coveredRatio * 100).toFixed(2)}% covered: ${length(report.coveredMs)} of ${length(report.totalMs)}</p>
-    <svg class="coverage-bar" viewBox="0 0 1000 58" preserveAspectRatio="none" role="img" aria-label="coverage bar">
+    <svg class="coverage-bar${none ? " unknown" : ""}" viewBox="0 0 1000 58" preserveAspectRatio="none" role="img" aria-label="coverage bar">
       <rect class="covered" x="0" y="4" width="1000" height="30" rx="4"/>
       ${gaps.map((g) => html`<rect class="gap" x="${x(g.start)}" y="4" width="${Math.max(x(g.end) - x(g.start), 1.5)}" height="30"><title>gap ${when(g.start)} → ${when(g.end)}</title></rect>`)}
     </svg>
     <div class="ticks">${ticks.map(({ t }) => html`<span>${when(t).slice(0, 16)}</span>`)}</div>
     <h3>Gaps</h3>
-    ${gaps.length ? html`<table class="table" id="gaps"><thead><tr><th>from</th><th>to</th><th>length</th></tr></thead>
+    ${none ? html`<p id="none-reported">no interval of [start, end) was reported covered: this asset's events
+      (INTERVAL_COVERED) have not said anything about this range, so nothing is known to be missing or covered</p>` : gaps.length ? html`<table class="table" id="gaps"><thead><tr><th>from</th><th>to</th><th>length</th></tr></thead>
       <tbody>${gaps.map((g) => html`<tr><td>${time(g.start)}</td><td>${time(g.end)}</td><td>${length(Date.parse(g.end) - Date.parse(g.start))}</td></tr>`)}</tbody></table>`
       : html`<p>none: every instant of the range is covered</p>`}
   </section>`;

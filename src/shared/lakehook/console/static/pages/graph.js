@@ -3,8 +3,8 @@
 
 import dagre from "../vendor/dagre.esm.js";
 import * as api from "../api.js";
-import { html, badge, short, layerOf, assetHref, ruleHref, relative } from "../ui.js";
-import { assetHealth, ruleHealth, memberKeys, outletKeys, targetLabel } from "./model.js";
+import { html, badge, short, layerOf, assetHref, ruleHref, relative, fitText } from "../ui.js";
+import { assetHealth, ruleHealth, memberKeys, outletKeys, targetLabel, notLoaded } from "./model.js";
 
 export const nav = "graph";
 
@@ -19,8 +19,9 @@ export async function render() {
   const known = [...keys].sort();
   const formats = Object.fromEntries(assets.map((a) => [a.assetKey, a.format]));
   const [states, explains] = await Promise.all([
-    Promise.all(known.map((key) => api.state(key).catch(() => null))),
-    Promise.all(rules.map((rule) => api.explain(rule.ruleId).catch(() => null))),
+    // a state the API answers 404 for is an unregistered asset; any other failure is "not loaded", never a fact
+    Promise.all(known.map((key) => api.state(key).catch((e) => (e.status === 404 ? null : notLoaded(e))))),
+    Promise.all(rules.map((rule) => api.explain(rule.ruleId).catch(notLoaded))),
   ]);
   const stateOf = Object.fromEntries(known.map((key, i) => [key, states[i]]));
   // An asset past its maxAgeSeconds: the rules' explains say so (and since when).
@@ -59,16 +60,17 @@ export async function render() {
     const y = n.y - n.height / 2;
     if (n.kind === "asset") return assetNode(n, x, y, stateOf[n.key], formats[n.key]);
     if (n.kind === "rule") return ruleNode(n, x, y);
-    return html`<g class="node target" transform="translate(${x},${y})"><rect width="${n.width}" height="${n.height}" rx="18"/>
-      <text x="${n.width / 2}" y="${n.height / 2 + 4}" text-anchor="middle" class="small">${clip(n.label, 28)}</text></g>`;
+    return html`<g class="node target" data-target="${n.label}" transform="translate(${x},${y})"><title>${n.label}</title>
+      <rect width="${n.width}" height="${n.height}" rx="18"/>
+      <text x="${n.width / 2}" y="${n.height / 2 + 4}" text-anchor="middle" class="small" data-fit="${n.width - 24}">${n.label}</text></g>`;
   });
 
-  const failing = known.filter((k) => assetHealth(stateOf[k]).tone === "bad").length;
-  const blocked = rules.filter((r, i) => ["wait", "bad"].includes(ruleHealth(r, explains[i]).tone)).length;
+  const counts = headCounts(known.map((k) => assetHealth(stateOf[k])), rules.map((r, i) => ruleHealth(r, explains[i])));
   return html`
     <section class="page-head">
       <h1>Asset graph</h1>
-      <p class="muted">${known.length} assets · ${rules.length} rules · ${failing} failing · ${blocked} blocked or failed.
+      <p class="muted" id="counts" data-failing="${counts.failing}" data-blocked="${counts.blocked}" data-unloaded="${counts.unloaded}">
+        ${known.length} assets · ${rules.length} rules · ${counts.failing} failing · ${counts.blocked} blocked${counts.unloaded ? ` · ${counts.unloaded} not loaded yet` : ""}.
         Click an asset or a rule for its page.</p>
     </section>
     <section class="card graph-card">
@@ -83,6 +85,21 @@ export async function render() {
     ${attention(rules, explains, known, stateOf)}`;
 }
 
+/** The header's counts: failing (assets whose checks or source failed, rules whose run failed or errs), blocked
+ * (rules held by a check, a cooldown, a quiet period…), and what did not load (neither, until it does). */
+function headCounts(assets, rules) {
+  const all = [...assets, ...rules];
+  return {
+    failing: all.filter((h) => h.tone === "bad").length,
+    blocked: rules.filter((h) => h.tone === "wait").length,
+    unloaded: all.filter((h) => h.status === "NOT_LOADED").length,
+  };
+}
+
+export function mounted(root) {
+  fitText(root); // a label longer than its box is shortened until it fits inside it
+}
+
 function assetNode(n, x, y, state, format) {
   const health = assetHealth(state);
   const latest = state && state.latestSnapshotId !== undefined ? state.latestSnapshotId : null;
@@ -93,9 +110,9 @@ function assetNode(n, x, y, state, format) {
     <title>${n.key}${latest === null ? "" : `\nsnapshot ${latest}`}${health.why ? "\n" + health.why : ""}</title>
     <rect width="${n.width}" height="${n.height}" rx="9"/>
     <rect class="stripe" width="6" height="${n.height}" rx="3"/>
-    <text x="16" y="21" class="name">${clip(short(n.key), 22)}</text>
-    <text x="16" y="38" class="small">${clip(kind.join(" · "), 30)}</text>
-    <text x="16" y="54" class="small ${health.tone === "bad" ? "warn-text" : ""}">${clip(health.tone === "bad" ? health.why : committed, 30)}</text>
+    <text x="16" y="21" class="name" data-fit="${n.width - 24}">${clip(short(n.key), 22)}</text>
+    <text x="16" y="38" class="small" data-fit="${n.width - 24}">${clip(kind.join(" · "), 30)}</text>
+    <text x="16" y="54" data-fit="${n.width - 24}" class="small ${health.tone === "bad" ? "warn-text" : ""}">${clip(health.tone === "bad" ? health.why : committed, 30)}</text>
   </g></a>`;
 }
 
@@ -105,8 +122,8 @@ function ruleNode(n, x, y) {
       data-status="${health.status}" transform="translate(${x},${y})">
     <title>rule ${n.rule.ruleId}: ${health.status}</title>
     <rect width="${n.width}" height="${n.height}" rx="22"/>
-    <text x="${n.width / 2}" y="18" text-anchor="middle" class="name small-name">${clip(n.rule.ruleId, 22)}</text>
-    <text x="${n.width / 2}" y="34" text-anchor="middle" class="small">${clip(health.status, 24)}</text>
+    <text x="${n.width / 2}" y="18" text-anchor="middle" class="name small-name" data-fit="${n.width - 20}">${clip(n.rule.ruleId, 22)}</text>
+    <text x="${n.width / 2}" y="34" text-anchor="middle" class="small" data-fit="${n.width - 20}">${clip(health.status, 24)}</text>
   </g></a>`;
 }
 
@@ -116,11 +133,18 @@ function attention(rules, explains, known, stateOf) {
   const blocked = rules
     .map((rule, i) => ({ rule, explained: explains[i], health: ruleHealth(rule, explains[i]) }))
     .filter(({ health }) => ["bad", "wait", "overdue"].includes(health.tone));
-  if (!assets.length && !blocked.length) return html`<section class="card"><h2>Needs attention</h2><p class="muted">nothing: every rule is ready or waiting for new data</p></section>`;
-  return html`<section class="card" id="attention"><h2>Needs attention</h2><table class="table"><tbody>
-    ${assets.map((key) => html`<tr><td>${badge(assetHealth(stateOf[key]).status)}</td><td><a href="${assetHref(key)}"><strong>${short(key)}</strong></a></td><td>${assetHealth(stateOf[key]).why}</td></tr>`)}
-    ${blocked.map(({ rule, explained, health }) => html`<tr><td>${badge(health.status)}</td><td><a href="${ruleHref(rule.ruleId)}"><strong>${rule.ruleId}</strong></a></td>
-      <td>${explained?.lastError?.message || (explained?.groups || []).map((g) => g.reason).filter(Boolean).join("; ") || explained?.lastTrigger?.status || ""}</td></tr>`)}
+  const unloaded = known.filter((key) => stateOf[key]?.loadError).length + explains.filter((e) => e?.loadError).length;
+  if (!assets.length && !blocked.length) {
+    const said = unloaded
+      ? `not known yet: ${unloaded} of the answers did not load; retrying every 2 s`
+      : "nothing: every rule is ready or waiting for new data";
+    return html`<section class="card" id="attention" data-unloaded="${unloaded}"><h2>Needs attention</h2><p class="muted">${said}</p></section>`;
+  }
+  return html`<section class="card" id="attention" data-unloaded="${unloaded}"><h2>Needs attention</h2><table class="table"><tbody>
+    ${assets.map((key) => html`<tr data-attention-asset="${key}"><td>${badge(assetHealth(stateOf[key]).status)}</td><td><a href="${assetHref(key)}"><strong>${short(key)}</strong></a></td><td>${assetHealth(stateOf[key]).why}</td></tr>`)}
+    ${blocked.map(({ rule, explained, health }) => html`<tr data-attention-rule="${rule.ruleId}"><td>${badge(health.status)}</td><td><a href="${ruleHref(rule.ruleId)}"><strong>${rule.ruleId}</strong></a></td>
+      <td>${health.why || explained?.lastError?.message || (explained?.groups || []).map((g) => g.reason).filter(Boolean).join("; ") || explained?.lastTrigger?.status || ""}</td></tr>`)}
+    ${unloaded ? html`<tr><td>${badge("NOT_LOADED")}</td><td colspan="2" class="muted">${unloaded} of the answers did not load; retrying every 2 s</td></tr>` : ""}
   </tbody></table></section>`;
 }
 

@@ -3,6 +3,7 @@
 /** An asset's colour on the graph: not registered, overdue (maxAgeSeconds, as explain says), failed checks, a source
  * BLOCKED or with a GAP (its sourceHealth), polling trouble, no data yet, or fine. */
 export function assetHealth(state) {
+  if (state && state.loadError) return { status: "NOT_LOADED", tone: "neutral", why: `not loaded yet (${state.loadError})` };
   if (!state || !state.registered) return { status: "UNREGISTERED", tone: "neutral", why: "not registered" };
   if (state.overdue) return { status: "OVERDUE", tone: "overdue", why: state.overdue.reason };
   if (state.qualityStatus === "FAILED")
@@ -26,9 +27,11 @@ export function sourceSays(source) {
 /** A rule's colour: disabled, its newest trigger failed or running, overdue (freshness), ready, or blocked (and by what). */
 export function ruleHealth(rule, explained) {
   if (rule && rule.enabled === false) return { status: "DISABLED", tone: "neutral" };
-  if (!explained) return { status: "UNKNOWN", tone: "neutral" };
+  if (!explained || explained.loadError)
+    return { status: "NOT_LOADED", tone: "neutral", why: `not loaded yet${explained ? ` (${explained.loadError})` : ""}` };
   const last = explained.lastTrigger;
-  if (last && last.status === "FAILED") return { status: "FAILED", tone: "bad" };
+  if (last && last.status === "FAILED")
+    return { status: "FAILED", tone: "bad", why: failureOf(last) };
   if (last && last.status === "TRIGGERING") return { status: "TRIGGERING", tone: "busy" };
   if (explained.lastError) return { status: "ERROR", tone: "bad" };
   if (explained.freshness && explained.freshness.status === "OVERDUE") return { status: "OVERDUE", tone: "overdue" };
@@ -37,6 +40,24 @@ export function ruleHealth(rule, explained) {
   const blocked = statuses.find((s) => s && s !== "READY") || "BLOCKED";
   const waiting = blocked.startsWith("WAITING");
   return { status: blocked, tone: waiting ? "idle" : "wait" };
+}
+
+/** Why a FAILED trigger failed, as its dispatch recorded it (explain's lastTrigger.failureReason), and whether it
+ * is retried by itself. */
+export function failureOf(trigger) {
+  if (!trigger || trigger.status !== "FAILED") return "";
+  const kind = trigger.failure === "RETRYABLE" ? " (retried by itself)" : trigger.failure === "FINAL" ? " (final: retry by hand)" : "";
+  return `run failed: ${trigger.failureReason || "no reason recorded"}${kind}`;
+}
+
+/** An answer that did not arrive (an error other than 404): a marker the pages show as "not loaded", never as a fact. */
+export const notLoaded = (error) => ({ loadError: error && error.message ? error.message : String(error) });
+
+/** Where a polled asset is read from: its catalog and table (Iceberg, Paimon) or its location (Delta, Hudi). */
+export function sourceLabel(source) {
+  if (!source) return "";
+  const where = source.table || source.location || "";
+  return [source.catalog, where].filter(Boolean).join(" · ");
 }
 
 export function memberKeys(rule) {

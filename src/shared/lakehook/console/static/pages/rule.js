@@ -6,7 +6,7 @@
 
 import * as api from "../api.js";
 import { html, badge, kv, time, relative, short, snap, partitionOf, assetHref, triggersHref, confirmDialog, toast } from "../ui.js";
-import { ruleHealth, targetLabel } from "./model.js";
+import { ruleHealth, targetLabel, failureOf } from "./model.js";
 
 export const nav = "rules";
 
@@ -32,6 +32,10 @@ export async function render({ ruleId }) {
         mode ${policy.mode || explained.mode} · starts from ${policy.startFrom || explained.startFrom} ·
         cooldown ${policy.minIntervalSeconds ?? 0} s · quiet period ${policy.quietPeriodSeconds ?? 0} s</p>
     </section>
+    ${failureOf(explained.lastTrigger) ? html`<section class="card error-card" id="last-failure" data-trigger="${explained.lastTrigger.triggerKey}">
+      <h2>Newest run failed</h2><p>${failureOf(explained.lastTrigger)}</p>
+      <p class="small muted">${time(explained.lastTrigger.createdAt)} · group ${explained.lastTrigger.groupId} ·
+        <a href="${triggersHref(ruleId)}">retry it from the trigger timeline</a></p></section>` : ""}
     ${explained.lastError ? html`<section class="card error-card" id="last-error"><h2>Last error</h2>
       <p>${explained.lastError.message}</p><p class="small muted">${time(explained.lastError.at)}${explained.lastError.groupId ? ` · group ${explained.lastError.groupId}` : ""}</p></section>` : ""}
     <section class="card">
@@ -42,7 +46,7 @@ export async function render({ ruleId }) {
       <section class="card"><h2>Target</h2><p>${targetLabel(rule.target)}</p>${kv(rule.target)}</section>
       <section class="card"><h2>Outlets</h2>${(rule.outlets || []).length ? html`<ul class="plain">${rule.outlets.map((o) => html`<li><a href="${assetHref(o)}" class="mono">${o}</a></li>`)}</ul>` : html`<p class="muted">none declared: the run reports no outlets with its token</p>`}</section>
       <section class="card" id="newest-trigger"><h2>Newest trigger</h2>${explained.lastTrigger ? html`<p>${badge(explained.lastTrigger.status)} ${time(explained.lastTrigger.createdAt)} ${partitionOf(explained.lastTrigger.partition)}</p>
-        <p class="mono small">${explained.lastTrigger.triggerKey}</p>${pins(explained.lastTrigger.inputs)}` : html`<p class="muted">never triggered</p>`}</section>
+        <p class="mono small">${explained.lastTrigger.triggerKey}</p>${failureOf(explained.lastTrigger) ? html`<p class="error" data-key="failureReason">${failureOf(explained.lastTrigger)}</p>` : ""}${pins(explained.lastTrigger.inputs)}` : html`<p class="muted">never triggered</p>`}</section>
     </div>`;
 }
 

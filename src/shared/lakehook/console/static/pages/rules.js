@@ -2,13 +2,13 @@
 
 import * as api from "../api.js";
 import { html, badge, short, time, ruleHref, triggersHref, assetHref } from "../ui.js";
-import { ruleHealth, memberKeys, targetLabel } from "./model.js";
+import { ruleHealth, memberKeys, targetLabel, notLoaded, failureOf } from "./model.js";
 
 export const nav = "rules";
 
 export async function render() {
   const rules = await api.rules();
-  const explains = await Promise.all(rules.map((r) => api.explain(r.ruleId).catch(() => null)));
+  const explains = await Promise.all(rules.map((r) => api.explain(r.ruleId).catch(notLoaded)));
   return html`
     <section class="page-head"><h1>Rules</h1><p class="muted">${rules.length} rules; click one for why it has (not) run.</p></section>
     <section class="card">
@@ -22,7 +22,7 @@ export async function render() {
             <td>${memberKeys(r).map((k) => html`<a href="${assetHref(k)}" class="chip">${short(k)}</a>`)}</td>
             <td>${(r.outlets || []).map((k) => html`<span class="chip">${short(k)}</span>`)}</td>
             <td class="small">${targetLabel(r.target)}</td>
-            <td>${last ? html`${badge(last.status)} <span class="small">${time(last.createdAt)}</span> · <a href="${triggersHref(r.ruleId)}" class="small">timeline</a>` : html`<span class="muted">none</span>`}</td>
+            <td>${last ? html`${badge(last.status)} <span class="small">${time(last.createdAt)}</span> · <a href="${triggersHref(r.ruleId)}" class="small">timeline</a>${failureOf(last) ? html`<div class="small error">${failureOf(last)}</div>` : ""}` : html`<span class="muted">${explains[i]?.loadError ? "not loaded yet" : "none"}</span>`}</td>
           </tr>`;
         })}</tbody></table>` : html`<p class="muted">no rules yet: <code>lakehook apply -f lakehook.yaml</code></p>`}
     </section>`;
