@@ -188,10 +188,12 @@ def test_each_version_holds_until_the_source_recovered_then_runs_each_later_vers
     assert explain(world)["status"] == "BLOCKED_BY_CDC_LAG"
     world.push("CDC_LAG_RECOVERED", A, watermark=BASE + 1)
     world.deliver()
-    assert world.claimed("w") == [[2]]  # a rule's first run is at the newest version, as for watermarkAtLeast
+    # every version seen while the source lagged runs once it recovered, in order, from the oldest (the first
+    # trigger starts at the oldest snapshot seen arrive: docs/rules.md, "Where it starts")
+    assert world.claimed("w") == [[1], [2]]
     world.snap(A, 3, 4)
     world.deliver()
-    assert world.claimed("w") == [[2], [3], [4]]
+    assert world.claimed("w") == [[1], [2], [3], [4]]
 
 
 # --- the rule is checked when written ----------------------------------------------------------------------------
