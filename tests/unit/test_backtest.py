@@ -4,17 +4,24 @@ written to the stack's stores."""
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakehook import container
 from lakehook.api.app import build_app
+from lakehook.cli import build_parser
+from lakehook.cli_commands import backtest
+from lakehook.cli_commands.api import ApiClient, ApiError
+from lakehook.cli_commands.output import captured
 from lakehook.container import Container
 from lakehook.domain.errors import NotFoundError, ValidationError
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
@@ -290,3 +297,37 @@ def test_the_route_backtests_a_changed_rule_and_the_stored_one_without_writing_a
     status, refused = call("POST", "/rules/r/backtest", {"rule": {**stored, "policy": {"mode": "SOMETIMES"}}})
     assert status == 400 and "rule: policy.mode" in json.dumps(refused), refused
     assert call("POST", "/rules/missing/backtest")[0] == 404
+
+
+class InProcessApi(ApiClient):
+    """The CLI's API client answered by the API app itself, in process (the in-memory container)."""
+
+    def request(self, method: str, path: str, **kwargs: Any) -> tuple[int, Any]:
+        status, answer = call(method, path, kwargs.get("body"))
+        if status >= 400:  # as the client over HTTP: the server's message
+            raise ApiError(status, f"{status}: {answer['message']}", answer)
+        return status, answer
+
+
+def test_the_cli_sends_the_rule_file_and_range_and_prints_the_runs_and_pins(box: Container, tmp_path: Path) -> None:
+    for snapshot in (1, 2):
+        event = {"eventType": "SNAPSHOT_COMMITTED", "assetKey": B, "snapshotId": snapshot}
+        assert call("POST", "/asset-events", event)[0] == 200
+    rule = tmp_path / "rule.yaml"
+    rule.write_text(yaml.safe_dump({"target": TARGET, "groups": [{"groupId": "g", "members": [{"assetKey": B}]}]}))
+    args = build_parser().parse_args(["backtest", "r", "-f", str(rule), "--from", "2020-01-01T00:00:00Z"])
+    stdout = io.StringIO()
+    with (
+        captured(stdout, io.StringIO()),
+        pytest.raises(ApiError, match=r"400: from .* is before the oldest history kept"),
+    ):
+        backtest.backtest(InProcessApi(), args)  # older than the 30 days kept
+    args = build_parser().parse_args(["backtest", "r", "-f", str(rule)])
+    with captured(stdout, io.StringIO()):
+        assert backtest.backtest(InProcessApi(), args) == 0
+    lines = stdout.getvalue().splitlines()
+    assert lines[0].startswith("rule r on the history from ") and lines[0].endswith(": 2 run(s) it would have started")
+    assert [line for line in lines if "pinned" in line] == [
+        f"    pinned {B} (snapshot {n}, state version {n})" for n in (1, 2)
+    ]
+    assert "  now: NOT READY" in lines  # nothing newer than the run's snapshot 2
