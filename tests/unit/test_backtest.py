@@ -37,6 +37,7 @@ from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores, SweepD
 from lakehook.usecases.rule_writes import PutRule
 from tests import wiring
 from tests.fakes.memory import InMemoryAssetStore
+from tests.fakes.memory_partitions import InMemoryPartitionStore
 from tests.fakes.memory_rules import (
     InMemoryDeferralStore,
     InMemoryRuleStore,
@@ -54,9 +55,13 @@ TARGET = {"type": "eventbridge", "eventBusName": "lakehook-runs"}
 TOKEN = "backtest-admin"
 
 
-def rule_body(mode: str, **policy: Any) -> dict[str, Any]:
-    members = [{"assetKey": A, "condition": {"qualityStatus": "PASSED"}}, {"assetKey": B}]
-    return {"target": TARGET, "policy": {"mode": mode, **policy}, "groups": [{"groupId": "g", "members": members}]}
+def rule_body(mode: str, *, partitioned: bool = False, **policy: Any) -> dict[str, Any]:
+    """A (its quality checked) and B; ``partitioned``: once per ``dt`` partition their commits touch (a partitioned
+    member's version is its newest commit touching the partition: no quality condition there)."""
+    each: dict[str, Any] = {"partition": {}} if partitioned else {"condition": {"qualityStatus": "PASSED"}}
+    members = [{"assetKey": A, **each}, {"assetKey": B, **({"partition": {}} if partitioned else {})}]
+    group: dict[str, Any] = {"groupId": "g", "members": members, **({"partitionBy": ["dt"]} if partitioned else {})}
+    return {"target": TARGET, "policy": {"mode": mode, **policy}, "groups": [group]}
 
 
 @dataclass
@@ -73,7 +78,15 @@ class Live:
     def __post_init__(self) -> None:
         reader = InMemoryStateReader(self.assets.get_state, self.triggers, events=self._events)
         history = InMemoryStateHistory()
-        stores = ResolverStores(self.rules, reader, self.triggers, history, self.deferrals)
+        stores = ResolverStores(
+            self.rules,
+            reader,
+            self.triggers,
+            history,
+            self.deferrals,
+            partitions=InMemoryPartitionStore(),
+            assets=self.assets,
+        )
         self.resolver = ResolveAssetChange(stores, clock=lambda: self.now, observer=None)
         # as the container wires it: a late snapshot is decided for the asset's EACH_VERSION rules as it arrives
         late = LateSnapshotNotice(self.rules, self.triggers, history, clock=lambda: self.now)
@@ -98,7 +111,7 @@ class Live:
         changes = []
         # the event item's INSERT: a duplicate's refused put makes no stream record
         if event.event_type is EventType.SNAPSHOT_COMMITTED and result.status is not IngestStatus.DUPLICATE:
-            changes.append(StateChange(event.asset_key, snapshot=snapshot_record(event)))
+            changes.append(StateChange(event.asset_key, snapshot=snapshot_record(event), partitions=event.partitions))
         if after is not None and (before is None or after.version != before.version):
             changes.append(StateChange(event.asset_key, after))
         self.deliver(changes)
@@ -126,15 +139,20 @@ class Live:
 
 
 # asset, snapshot, quality passed (A), wait in ms before it: at least 2 (the verdict comes 1 ms after its snapshot),
-# as the events index orders events received in the same millisecond by id, not as they came
-Step = tuple[str, int, bool, int]
+# as the events index orders events received in the same millisecond by id, not as they came; and the day of the
+# dt partition the commit touches
+Step = tuple[str, int, bool, int] | tuple[str, int, bool, int, int]
 
 
 def history(steps: list[Step]) -> list[tuple[AssetEvent, int]]:
     at, events = T0, []
-    for asset, snapshot, passed, wait in steps:
+    for asset, snapshot, passed, wait, *day in steps:
         at += wait
-        events.append((AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=asset, snapshotId=snapshot), at))
+        touched = [f"dt=2026-12-0{day[0]}"] if day else None
+        commit = AssetEvent(
+            eventType=EventType.SNAPSHOT_COMMITTED, assetKey=asset, snapshotId=snapshot, partitions=touched
+        )
+        events.append((commit, at))
         if asset == A:
             verdict = EventType.QUALITY_CHECK_PASSED if passed else EventType.QUALITY_CHECK_FAILED
             events.append((AssetEvent(eventType=verdict, assetKey=A, snapshotId=snapshot), at + 1))
@@ -153,7 +171,8 @@ def _unused() -> tuple[Any, ...]:
 
 
 steps = st.lists(
-    st.tuples(st.sampled_from((A, B)), st.integers(1, 6), st.booleans(), st.integers(2, 90_000)), max_size=14
+    st.tuples(st.sampled_from((A, B)), st.integers(1, 6), st.booleans(), st.integers(2, 90_000), st.integers(1, 3)),
+    max_size=14,
 )
 policies = st.sampled_from(
     [
@@ -162,6 +181,9 @@ policies = st.sampled_from(
         ("ANY_UPDATED", {"minIntervalSeconds": 60, "quietPeriodSeconds": 30}),
         ("EACH_VERSION", {}),
         ("ALL_UPDATED", {"startFrom": "NEXT_CHANGE"}),
+        ("ALL_UPDATED", {"partitioned": True}),
+        ("EACH_VERSION", {"partitioned": True}),
+        ("ANY_UPDATED", {"partitioned": True, "minIntervalSeconds": 60}),
     ]
 )
 
