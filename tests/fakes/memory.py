@@ -1,124 +1,29 @@
 """In-memory fakes of the ports, for unit tests and the reference model (never in a Lambda layer: see
-src/shared/Makefile). Thread-safe: every read and write of a fake's state holds that fake's lock."""
+src/shared/Makefile). Thread-safe: every read and write of a fake's state holds that fake's lock. The asset store
+lives in the package (``lakehook.adapters.memory``: the backtest replays history on it) and is re-exported here."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from typing import Any
 
-from lakehook.adapters.dynamodb.state_items import asset_state_from_item
+from lakehook.adapters.memory.assets import InMemoryAssetStore as InMemoryAssetStore
+from lakehook.adapters.memory.paging import page_of as _page
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.commit_notices import WatchEntry, watch_entries
-from lakehook.domain.errors import ConflictError, NotFoundError, ValidationError
-from lakehook.domain.events import AssetEvent, SourceType
+from lakehook.domain.errors import ConflictError, NotFoundError
 from lakehook.domain.producers import Producer
-from lakehook.domain.snapshots import PartitionPart, PollStatus
-from lakehook.domain.state import Advance, AssetState, advance_for, already_applied, apply_advance
+from lakehook.domain.snapshots import PollStatus
 from lakehook.domain.watermarks import WatermarkRecord
 from lakehook.ports import (
-    AdvanceOutcome,
     AssetRegistry,
-    AssetStore,
     Page,
     ProducerRegistry,
-    RecordedEvent,
-    Recording,
     SecretStore,
     WatermarkStore,
 )
 from lakehook.ports.lakehouse import PollStatusStore
 from lakehook.ports.queue import WorkQueue
-
-
-def _page(items: list[Any], limit: int, next_token: str | None, listing: str = "") -> Page[Any]:
-    """One page of ``items``; the token names its ``listing`` (an asset's events, a rule's triggers), so a token of
-    another listing is refused as the DynamoDB adapters refuse it (their start key names the partition)."""
-    if not next_token:
-        start = 0
-    else:
-        scope, _, offset = next_token.rpartition("~")
-        if not (offset.isascii() and offset.isdigit()):  # as the DynamoDB adapter: a foreign token is a 400
-            raise ValidationError("nextToken is not a token this API issued", field="nextToken")
-        if scope != listing:
-            raise ValidationError("nextToken belongs to another listing", field="nextToken")
-        start = int(offset)
-    end = start + limit
-    return Page(items[start:end], f"{listing}~{end}" if end < len(items) else None)
-
-
-class InMemoryAssetStore(AssetStore):
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.events: dict[str, RecordedEvent] = {}
-        self.states: dict[str, dict[str, Any]] = {}
-        self.settled: set[str] = set()
-        # parts of snapshots' touched partitions by (asset, order, snapshot id, part), and each part as first written:
-        # what the table's stream hands the resolver (an INSERT; a part written again is no record)
-        self.parts: dict[tuple[str, int, int, int], PartitionPart] = {}
-        self.inserted_parts: list[PartitionPart] = []
-
-    def record_event(
-        self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
-    ) -> Recording:
-        with self._lock:
-            first = self.events.get(event.event_id)
-            if first is not None:
-                named = first.event.partitions
-                keys = named.keys if named is not None else None
-                return Recording(False, first.received_at, event.event_id in self.settled, keys)
-            self.events[event.event_id] = RecordedEvent(
-                event, source, received_at, producer_id, {"eventId": event.event_id}
-            )
-            return Recording(True, received_at)
-
-    def mark_settled(self, event: AssetEvent) -> None:
-        with self._lock:
-            if event.event_id in self.events:  # as DynamoDB's attribute_exists: an expired record stays expired
-                self.settled.add(event.event_id)
-
-    def advance_state(self, event: AssetEvent, now_ms: int, recorded_at: int | None = None) -> AdvanceOutcome:
-        advance = advance_for(event, now_ms if recorded_at is None else recorded_at)
-        if advance is None:
-            return AdvanceOutcome.NO_STATE
-        return self.apply_advance(event.asset_key, advance, event.event_id, now_ms)
-
-    def apply_advance(self, asset_key: str, advance: Advance, marker: str, now_ms: int) -> AdvanceOutcome:
-        with self._lock:
-            old = self.states.get(asset_key, {})
-            new = apply_advance(old, advance, event_id=marker, now_ms=now_ms)
-            if new is None:
-                if already_applied(old, advance):
-                    return AdvanceOutcome.ALREADY
-                late = advance.late and apply_advance(old, advance.late, event_id=marker, now_ms=now_ms)
-                if late:
-                    self.states[asset_key] = late
-                return AdvanceOutcome.STALE
-            self.states[asset_key] = new
-            return AdvanceOutcome.ADVANCED
-
-    def get_state(self, asset_key: str) -> AssetState | None:
-        with self._lock:
-            item = self.states.get(asset_key)
-        return None if item is None else asset_state_from_item(asset_key, item)
-
-    def list_events(self, asset_key: str, limit: int, next_token: str | None = None) -> Page[RecordedEvent]:
-        with self._lock:
-            mine = [e for e in self.events.values() if e.event.asset_key == asset_key]
-        mine.sort(key=lambda e: (e.received_at, e.event.event_id), reverse=True)
-        return _page(mine, limit, next_token, f"events:{asset_key}")
-
-    def record_partition_parts(self, parts: Sequence[PartitionPart], recorded_at: int) -> None:
-        with self._lock:
-            for part in parts:
-                key = (part.asset_key, max(part.snapshot.order, 0), part.snapshot.snapshot_id, part.part)
-                if key not in self.parts:
-                    self.inserted_parts.append(part)
-                self.parts[key] = part
-
-    def partition_parts(self, asset_key: str, order: int) -> list[PartitionPart]:
-        with self._lock:
-            return [self.parts[k] for k in sorted(self.parts) if k[:2] == (asset_key, max(order, 0))]
 
 
 class InMemoryAssetRegistry(AssetRegistry):

@@ -4,35 +4,13 @@ coverage store merges under its lock; the object store and snapshot existence on
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
+from lakehook.adapters.memory.coverage import InMemoryCoverageStore as InMemoryCoverageStore
 from lakehook.domain.assets import AssetRegistration
-from lakehook.domain.coverage import Span, clip, merge
 from lakehook.domain.snapshots import SnapshotInfo
-from lakehook.ports.coverage import CoverageStore
 from lakehook.ports.spool import ObjectNotFoundError, ObjectStore, ObjectTooLargeError, SnapshotExistence
 from lakehook.wire.spool_format import parse_s3_uri
-
-
-class InMemoryCoverageStore(CoverageStore):
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.merged: dict[tuple[str, str | None], list[Span]] = {}
-
-    def add(self, asset_key: str, span: Span, now_ms: int, partition_key: str | None = None) -> bool:
-        return self.add_many(asset_key, [span], now_ms, partition_key)
-
-    def add_many(self, asset_key: str, spans: Iterable[Span], now_ms: int, partition_key: str | None = None) -> bool:
-        with self._lock:
-            old = self.merged.get((asset_key, partition_key), [])
-            new = merge([*old, *spans])
-            self.merged[(asset_key, partition_key)] = new
-            return new != old
-
-    def spans(self, asset_key: str, start: int, end: int, partition_key: str | None = None) -> list[Span]:
-        with self._lock:
-            return clip(self.merged.get((asset_key, partition_key), []), start, end)
 
 
 class InMemoryObjectStore(ObjectStore):

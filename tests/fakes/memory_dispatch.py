@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from lakehook.adapters.memory.paging import page_of as _page
 from lakehook.domain.aliases import Alias
 from lakehook.domain.completion import CompletionRecord, RecordOutcome
 from lakehook.domain.confirmation import Confirmation, ConfirmationState
@@ -41,7 +42,6 @@ from lakehook.domain.triggers import (
 from lakehook.ports.aliases import AliasStore
 from lakehook.ports.dispatch import Attempt, LedgerEntry, ManifestStore, TargetClient, TriggerLedger
 from lakehook.ports.store import Page
-from tests.fakes.memory import _page
 from tests.fakes.memory_rules import InMemoryTriggerStore
 
 

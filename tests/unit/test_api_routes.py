@@ -136,4 +136,5 @@ def test_each_rule_route_reaches_a_use_case_of_its_own_and_the_reads_share_one()
         "delete_rule": {"delete_rule"},
         "explain_rule": {"explain_rule"},
         "evaluate_rule": {"evaluate_rule"},
+        "backtest_rule": {"backtest_rule"},  # the rule checked by put_rule's checks, inside its own use case
     }

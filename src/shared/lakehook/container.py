@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from lakehook.ports.spool import ObjectStore, SnapshotExistence
     from lakehook.usecases.aliases import ManageAliases
     from lakehook.usecases.assets import ListAssets, ReadAssetState, RegisterAsset
+    from lakehook.usecases.backtest import BacktestRule
     from lakehook.usecases.bus_ingest import IngestBusEvents
     from lakehook.usecases.completion import CompleteRun, CompletionTokens
     from lakehook.usecases.confirmation import ConfirmRuns, SweepNotAdvanced
@@ -497,6 +498,13 @@ class Container:
             explain=self.explain_rule,
             partitions=self.partition_store,
         )
+
+    @part
+    def backtest_rule(self) -> BacktestRule:
+        """``POST /rules/{ruleId}/backtest``: the rule checked as a PUT checks it, replayed on throw-away stores."""
+        from lakehook.usecases.backtest import BacktestRule
+
+        return BacktestRule(self.rule_store, self.asset_store, self.put_rule, self.settings.event_retention_days)
 
     @part
     def evaluate_sensor(self) -> EvaluateSensor:

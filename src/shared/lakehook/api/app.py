@@ -54,6 +54,7 @@ ROUTE_MODULES: dict[str, tuple[tuple[str, str], ...]] = {
         ("DELETE", "/rules/<ruleId>"),
         ("GET", "/rules/<ruleId>/explain"),
         ("POST", "/rules/<ruleId>/evaluate"),
+        ("POST", "/rules/<ruleId>/backtest"),
     ),
     "triggers": (
         ("GET", "/triggers"),
@@ -315,4 +316,23 @@ def openapi_document(app: APIGatewayRestResolver) -> str:
             "required": False,
             "content": {"application/json": {"schema": component(ReplayChoices)}},
         }
+    backtest = paths.get("/rules/{ruleId}/backtest", {}).get("post")
+    if backtest is not None:
+        # the Rule component as the PUT left it (its ruleId optional), or registered here
+        schema = backtest_body({"$ref": "#/components/schemas/Rule"} if "Rule" in schemas else component(Rule))
+        backtest["requestBody"] = {"required": False, "content": {"application/json": {"schema": schema}}}
     return json.dumps(spec)
+
+
+def backtest_body(rule: dict[str, str]) -> dict[str, Any]:
+    """What ``POST /rules/{ruleId}/backtest`` takes: the rule to try (absent: the stored one) and the range."""
+    instant = {"oneOf": [{"type": "string", "format": "date-time"}, {"type": "integer"}]}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "rule": {"allOf": [rule], "description": "the rule to try, as PUT takes it; absent: the stored rule"},
+            "from": {**instant, "description": "the rule is applied here (default: the oldest event kept)"},
+            "to": {**instant, "description": "the replay stops here (default: now)"},
+        },
+    }

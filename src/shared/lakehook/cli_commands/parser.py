@@ -10,7 +10,7 @@ import argparse
 import os
 from collections.abc import Callable
 
-from lakehook.cli_commands import apply, commands, manage, output, restore, secrets, watch
+from lakehook.cli_commands import apply, backtest, commands, manage, output, restore, secrets, watch
 from lakehook.cli_commands.api import DEFAULT_URL, ApiClient, CliError
 
 Command = Callable[[ApiClient, argparse.Namespace], int]
@@ -92,6 +92,17 @@ def add_commands(commands_: argparse._SubParsersAction) -> None:  # type: ignore
     )
     sub.add_argument("--group", default=None, metavar="GROUP", help="only this group (groupId)")
     add_request_key(sub)
+
+    sub = command("backtest", backtest.backtest, "try a rule on the stored history: the runs it would have started")
+    sub.add_argument("rule", metavar="RULE", help="rule id")
+    sub.add_argument(
+        "-f",
+        "--file",
+        default=None,
+        help="the rule to try (YAML or JSON, as PUT takes it; - for stdin); default: the stored rule",
+    )
+    sub.add_argument("--from", dest="start", default=None, help="ISO 8601 (default: the oldest event kept)")
+    sub.add_argument("--to", dest="end", default=None, help="ISO 8601 (default: now)")
 
     sub = command("watch", watch.watch, "follow new triggers and their status live")
     sub.add_argument("--rule", default=None, help="one rule's triggers (default: every rule's)")

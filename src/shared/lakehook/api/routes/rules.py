@@ -1,4 +1,5 @@
-"""Rules: PUT/GET/DELETE /rules/{ruleId}, GET /rules, and GET /rules/{ruleId}/explain ("why hasn't it run?")."""
+"""Rules: PUT/GET/DELETE /rules/{ruleId}, GET /rules, GET /rules/{ruleId}/explain ("why hasn't it run?") and
+POST /rules/{ruleId}/backtest (the rule tried on the stored history)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
+from lakehook.api.backtest_answers import BacktestAnswer
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok, replayable
 from lakehook.api.http import json_body, json_response, raw_body
 from lakehook.api.paths import IdempotencyKey, RuleId
@@ -104,3 +106,22 @@ def evaluate_rule(ruleId: RuleId, idempotency_key: IdempotencyKey = None) -> Res
     body = json_body(router.current_event) if raw_body(router.current_event).strip() else None
     answer = current().evaluate_rule.answer_evaluate(ruleId, body, idempotency_key)
     return json_response(answer.body, answer.status, answer.headers())
+
+
+@router.post(
+    "/rules/<ruleId>/backtest",
+    summary="Try a rule on the stored event history",
+    description="Body, every field optional: rule (a rule as PUT takes it; absent: the stored rule), from and to "
+    "(ISO 8601 or epoch ms; default: the oldest event kept, and now). The rule is checked as a PUT checks "
+    "it, applied at from on the members' states that the kept events before it made, and the events up to to are "
+    "replayed through the resolver's own gather, plan and claims on throw-away stores: the answer lists the runs it "
+    "would have started, with their pins and partitions, and what it would wait for at to. Nothing is written or "
+    "started. A from older than the event retention, a history of more than 1000 events, or a replay longer than "
+    "20 s is a 400 that says which.",
+    tags=["rules"],
+    security=MANAGEMENT,
+    responses=answers(ok(BacktestAnswer), WITH_BODY, 404),
+)
+def backtest_rule(ruleId: RuleId) -> Response[str]:
+    body = json_body(router.current_event) if raw_body(router.current_event).strip() else None
+    return json_response(current().backtest_rule.backtest(ruleId, body))

@@ -1,0 +1,89 @@
+"""InMemoryAssetStore: events and advance-only asset state in dictionaries (thread-safe: every read and write holds
+the store's lock)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from lakehook.adapters.dynamodb.state_items import asset_state_from_item
+from lakehook.adapters.memory.paging import page_of
+from lakehook.domain.events import AssetEvent, SourceType
+from lakehook.domain.snapshots import PartitionPart
+from lakehook.domain.state import Advance, AssetState, advance_for, already_applied, apply_advance
+from lakehook.ports.store import AdvanceOutcome, AssetStore, Page, RecordedEvent, Recording
+
+
+class InMemoryAssetStore(AssetStore):
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.events: dict[str, RecordedEvent] = {}
+        self.states: dict[str, dict[str, Any]] = {}
+        self.settled: set[str] = set()
+        # parts of snapshots' touched partitions by (asset, order, snapshot id, part), and each part as first written:
+        # what the table's stream hands the resolver (an INSERT; a part written again is no record)
+        self.parts: dict[tuple[str, int, int, int], PartitionPart] = {}
+        self.inserted_parts: list[PartitionPart] = []
+
+    def record_event(
+        self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
+    ) -> Recording:
+        with self._lock:
+            first = self.events.get(event.event_id)
+            if first is not None:
+                named = first.event.partitions
+                keys = named.keys if named is not None else None
+                return Recording(False, first.received_at, event.event_id in self.settled, keys)
+            self.events[event.event_id] = RecordedEvent(
+                event, source, received_at, producer_id, {"eventId": event.event_id}
+            )
+            return Recording(True, received_at)
+
+    def mark_settled(self, event: AssetEvent) -> None:
+        with self._lock:
+            if event.event_id in self.events:  # as DynamoDB's attribute_exists: an expired record stays expired
+                self.settled.add(event.event_id)
+
+    def advance_state(self, event: AssetEvent, now_ms: int, recorded_at: int | None = None) -> AdvanceOutcome:
+        advance = advance_for(event, now_ms if recorded_at is None else recorded_at)
+        if advance is None:
+            return AdvanceOutcome.NO_STATE
+        return self.apply_advance(event.asset_key, advance, event.event_id, now_ms)
+
+    def apply_advance(self, asset_key: str, advance: Advance, marker: str, now_ms: int) -> AdvanceOutcome:
+        with self._lock:
+            old = self.states.get(asset_key, {})
+            new = apply_advance(old, advance, event_id=marker, now_ms=now_ms)
+            if new is None:
+                if already_applied(old, advance):
+                    return AdvanceOutcome.ALREADY
+                late = advance.late and apply_advance(old, advance.late, event_id=marker, now_ms=now_ms)
+                if late:
+                    self.states[asset_key] = late
+                return AdvanceOutcome.STALE
+            self.states[asset_key] = new
+            return AdvanceOutcome.ADVANCED
+
+    def get_state(self, asset_key: str) -> AssetState | None:
+        with self._lock:
+            item = self.states.get(asset_key)
+        return None if item is None else asset_state_from_item(asset_key, item)
+
+    def list_events(self, asset_key: str, limit: int, next_token: str | None = None) -> Page[RecordedEvent]:
+        with self._lock:
+            mine = [e for e in self.events.values() if e.event.asset_key == asset_key]
+        mine.sort(key=lambda e: (e.received_at, e.event.event_id), reverse=True)
+        return page_of(mine, limit, next_token, f"events:{asset_key}")
+
+    def record_partition_parts(self, parts: Sequence[PartitionPart], recorded_at: int) -> None:
+        with self._lock:
+            for part in parts:
+                key = (part.asset_key, max(part.snapshot.order, 0), part.snapshot.snapshot_id, part.part)
+                if key not in self.parts:
+                    self.inserted_parts.append(part)
+                self.parts[key] = part
+
+    def partition_parts(self, asset_key: str, order: int) -> list[PartitionPart]:
+        with self._lock:
+            return [self.parts[k] for k in sorted(self.parts) if k[:2] == (asset_key, max(order, 0))]
