@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from lakehook.domain.commit_pieces import CommitPiece, KnownPieces, whole_commits
 from lakehook.domain.coverage import Span
 from lakehook.domain.evaluation import VersionLog, select_member, steps_by_snapshot
 from lakehook.domain.late_versions import LateVersion, passed_over
@@ -41,6 +42,7 @@ from lakehook.usecases.late_versions import logged_already, ran_for_group
 from lakehook.usecases.resolve_partitions import (
     EXPLAIN_PAGE,
     PartitionInputs,
+    Touched,
     Versions,
     brought_commits,
     brought_facts,
@@ -72,14 +74,43 @@ class Batch:
     touched: dict[str, list[tuple[SnapshotRecord, TouchedPartitions]]] | None
     sliced: list[str] = field(default_factory=list)
     bare: list[str] = field(default_factory=list)  # assets of a change that says nothing more (a recheck)
-    # commits (asset, order) of which the batch holds only some keys (a slice, a commit past its event's 1000 keys, or
-    # one whose other keys the bound carried over): not logged as known with their partitions (partition gaps)
-    partial: set[tuple[str, int]] = field(default_factory=set)
+    # per entry of ``touched`` (asset, order, its first key): where its keys start among the commit's sorted keys and
+    # the commit's key count, when known: the pieces of commits that come in part (domain/commit_pieces.py)
+    origins: dict[tuple[str, int, str], tuple[int, int | None]] = field(default_factory=dict)
 
     @classmethod
     def empty(cls) -> Batch:
         """An evaluation no stream record brought (a PUT, evaluate now, explain)."""
         return cls([], {}, {}, None)
+
+    @classmethod
+    def of_touched(cls, touched: Mapping[str, Sequence[tuple[SnapshotRecord, TouchedPartitions]]]) -> Batch:
+        """An evaluation's batch: what the states' newest data commits touched (their event's keys, from 0)."""
+        batch = cls([], {}, {}, {asset: list(found) for asset, found in touched.items()})
+        for asset, found in touched.items():
+            for record, parts in found:
+                batch.note_origin(asset, record, parts, 0, parts.count)
+        return batch
+
+    def note_origin(
+        self, asset: str, record: SnapshotRecord, parts: TouchedPartitions, start: int | None, total: int | None
+    ) -> None:
+        if start is not None:
+            self.origins[origin_key(asset, record, parts.keys)] = (start, total)
+
+    def with_touched(self, touched: Mapping[str, Sequence[tuple[SnapshotRecord, TouchedPartitions]]]) -> Batch:
+        """This batch, or (no stream batch) the evaluation's of ``touched``."""
+        return self if self.touched is not None else Batch.of_touched(touched)
+
+    def pieces(self) -> list[CommitPiece]:
+        """The pieces of commits the batch holds (those whose start is known)."""
+        found: list[CommitPiece] = []
+        for asset, entries in (self.touched or {}).items():
+            for record, parts in entries:
+                origin = self.origins.get(origin_key(asset, record, parts.keys))
+                if origin is not None:
+                    found.append(CommitPiece(asset, record, origin[0], len(parts.keys), origin[1]))
+        return found
 
     @classmethod
     def of(cls, changes: Sequence[StateChange]) -> Batch:
@@ -91,7 +122,7 @@ class Batch:
                     batch.sliced.append(change.asset_key)
                 if change.snapshot is not None and change.partitions is not None:
                     touched.setdefault(change.asset_key, []).append((change.snapshot, change.partitions))
-                    batch.partial.add((change.asset_key, change.snapshot.order))
+                    batch.note_origin(change.asset_key, change.snapshot, change.partitions, change.offset, change.total)
                 continue
             if change.asset_key not in batch.images:
                 batch.changed.append(change.asset_key)
@@ -102,14 +133,20 @@ class Batch:
                 batch.images[change.asset_key].append(change.state)
             if change.snapshot is not None:
                 batch.recorded.setdefault(change.asset_key, []).append(change.snapshot)
-                if change.partitions is not None:
+                if change.partitions is not None:  # the event's keys: the commit's first (the rest come as parts)
                     touched.setdefault(change.asset_key, []).append((change.snapshot, change.partitions))
-                    if change.partitions.truncated:  # its keys past the first 1000 come as parts
-                        batch.partial.add((change.asset_key, change.snapshot.order))
+                    batch.note_origin(change.asset_key, change.snapshot, change.partitions, 0, change.partitions.count)
             if change.state is not None:
                 for key, found in touched_of_states({change.asset_key: change.state}).items():
                     touched.setdefault(key, []).extend(found)
+                    for record, parts in found:
+                        batch.note_origin(key, record, parts, 0, parts.count)
         return batch
+
+
+def origin_key(asset: str, record: SnapshotRecord, keys: Sequence[str]) -> tuple[str, int, str]:
+    """How a batch finds where an entry of its ``touched`` starts in its commit: by the entry's first key."""
+    return (asset, record.order, keys[0] if keys else "")
 
 
 @dataclass(frozen=True)
@@ -155,6 +192,7 @@ class Gathered:
     brought: dict[FactKey, PartitionFact]  # the partition facts the batch's data commits give partitioned groups
     versions: dict[FactKey, tuple[PartitionFact, ...]]  # EACH_VERSION partitioned groups: every commit of the batch
     commits: dict[str, list[SnapshotRecord]]  # EACH_VERSION partitioned groups: the batch's commits, partitions known
+    pieces: list[CommitPiece]  # EACH_VERSION partitioned groups: pieces of the batch's commits still known in part
     partitions: dict[GroupRef, PartitionInputs]  # each readable partitioned group: its partitions' reads
     late: list[LateVersion]  # snapshots of the batch a group ran past, not logged yet
     logs: dict[str, VersionLog]  # EACH_VERSION members' known states
@@ -286,7 +324,7 @@ class GatherInputs:
         coverage, errors = self._coverage(work, inputs, now)
         named, brought = brought_facts(work, touched)
         versions = brought_versions(work, touched)
-        commits = brought_commits(work, touched, batch.recorded, batch.partial)
+        commits, pieces = self._known_commits(work, batch, touched)
         most = self._limits.max_version_reads if self._bounded(explain) else None
         reads = VersionReads(most, commits, now, self._limits.history_settle_ms)
         partitions = self._partitions(work, inputs, named, errors, explain, wake or Wake(), versions, reads)
@@ -299,6 +337,7 @@ class GatherInputs:
             brought=brought,
             versions=versions,
             commits=commits,
+            pieces=pieces,
             partitions=partitions,
             late=self._late(work, batch.recorded, inputs.cursors),
             logs=logs,
@@ -309,6 +348,25 @@ class GatherInputs:
             coverage=coverage,
             errors=errors,
         )
+
+    def _known_commits(
+        self, work: Work, batch: Batch, touched: Touched
+    ) -> tuple[dict[str, list[SnapshotRecord]], list[CommitPiece]]:
+        """EACH_VERSION per partition: the batch's commits known with their partitions (logged by the apply), and the
+        pieces of those still known in part (noted by the apply). A commit is known once its pieces cover every key
+        it touched (:mod:`lakehook.domain.commit_pieces`): the batch's, with those kept before (one batched read of
+        the commits the batch holds in part)."""
+        assets = {m.asset_key for rule, group in work if in_order(rule, group) for m in group.partitioned_members}
+        pieces = [p for p in batch.with_touched(touched).pieces() if p.asset_key in assets]
+        whole = whole_commits(pieces)
+        rest = [p for p in pieces if p.ref not in whole and p.record.changes_data]
+        store = self._stores.partitions
+        stored: dict[tuple[str, int], KnownPieces] = {}
+        if rest and store is not None:
+            stored = store.commit_pieces(sorted({p.ref for p in rest}))
+            whole |= whole_commits(rest, stored)
+        commits = brought_commits(work, whole, batch.recorded)
+        return commits, [p for p in rest if p.ref not in whole]
 
     def _coverage(
         self, work: Work, inputs: ResolutionInputs, now: int
