@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from lakehook.domain.events import AssetEvent, SourceType
@@ -167,7 +167,7 @@ def test_a_commit_the_bound_cut_is_not_known_until_it_settles_and_no_version_of_
     """A commit whose keys the invocation's bound cut (one kept, the other carried to the queue as a slice) is not
     logged as known with its partitions: a newer commit touching the carried partition waits at it, and runs after
     it once the gap settled (found in review: it ran first, and the carried version was recorded SKIPPED)."""
-    from tests.unit.test_partition_each_version import InOrderBounded, _finish, _late
+    from tests.unit.test_partition_each_version import InOrderBounded, _finish
 
     bounded = InOrderBounded.of(each(), max_facts=1)
     lake = bounded.lake
@@ -330,3 +330,50 @@ def test_every_version_of_a_commit_cut_by_the_bound_runs_in_order_without_the_se
     for day in days:
         wanted = [1] + [sid for sid, touching in enumerate(touched, start=2) if day in touching]
         assert orders_of(lake, day) == wanted, day
+
+
+# --- a partition far behind: the table's commits are read on, a page a query, bounded per invocation ----------------
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(
+    behind=st.integers(1, 12),
+    page=st.integers(1, 4),
+    max_reads=st.integers(2, 8),
+    missing=st.one_of(st.none(), st.integers(0, 11)),
+)
+def test_a_partition_many_commits_behind_reads_its_tables_commits_on_and_runs_at_once(
+    behind: int, page: int, max_reads: int, missing: int | None
+) -> None:
+    """P ran with orders 1; then ``behind`` commits of orders touch another day only (payments never touched it), and
+    then one touches P. With the table's commits read ``page`` a query (the stack reads 1000) and at most ``max_reads``
+    version queries an invocation, P reads on past the first page and runs its next version at once, the clock never
+    moving (until 2026-12-07 a partition more than one page of commits behind waited at the end of what was read until
+    the settle time); when one of those commits has not come (``missing``), P waits at it, and runs once it came. Every
+    invocation stays within its reads."""
+    from tests.unit.test_partition_each_version import InOrderBounded, _finish
+
+    assume(-(-behind // page) + 1 <= max_reads)  # the pages up to P's next version fit in one invocation's reads
+    other = "2026-12-09"
+    bounded = InOrderBounded.of(each(), commit_log_page=page, max_version_reads=max_reads)
+    lake = bounded.lake
+    lake.commit(PAYMENTS, 7, P)
+    lake.commit(ORDERS, 1, P)
+    bounded.deliver()
+    while woken := _finish(lake):
+        bounded._counted(lambda w=woken: lake.resolve(deferred=w))
+    held: list[StateChange] = []
+    for sid in range(2, behind + 2):
+        lake.commit(ORDERS, sid, other)
+        if missing is not None and sid == 2 + missing % behind:
+            held = lake.stream.pop(ORDERS)
+        bounded.deliver()
+    lake.commit(ORDERS, behind + 2, P)
+    bounded.deliver()
+    bounded.drain()
+    if held:
+        assert orders_of(lake) == [1]  # a commit of the table between is still to come: P waits at it
+        bounded.deliver(held)
+        bounded.drain()
+    assert orders_of(lake) == [1, behind + 2]
+    bounded.bounded()

@@ -326,7 +326,7 @@ class GatherInputs:
         versions = brought_versions(work, touched)
         commits, pieces = self._known_commits(work, batch, touched)
         most = self._limits.max_version_reads if self._bounded(explain) else None
-        reads = VersionReads(most, commits, now, self._limits.history_settle_ms)
+        reads = VersionReads(most, commits, now, self._limits.history_settle_ms, self._limits.commit_log_page)
         partitions = self._partitions(work, inputs, named, errors, explain, wake or Wake(), versions, reads)
         return Gathered(
             work=work,
@@ -763,18 +763,23 @@ class VersionReads:
     commits: Mapping[str, Sequence[SnapshotRecord]]  # the batch's commits whose partitions are known (logged next)
     now: int
     settle_ms: int = 15 * 60_000
+    page: int = 1000  # a table's commits one query reads (ResolverLimits.commit_log_page)
     used: int = 0
     read: dict[tuple[FactKey, int], tuple[PartitionFact, ...]] = field(default_factory=dict)
-    logs: dict[tuple[str, int], SnapshotLog] = field(default_factory=dict)
+    # per (asset, cursor order): the table's commits logged after it read so far, and whether that is all of them
+    logged: dict[tuple[str, int], tuple[list[LoggedSnapshot], bool]] = field(default_factory=dict)
     filled: dict[str, bool] = field(default_factory=dict)  # per asset: a commit of the batch fills a gap of its table
+    alone: bool = False  # the partition being read is the invocation's first with queries: it always goes on
 
     def take(self, wanted: Mapping[FactKey, int], checked: Mapping[str, int]) -> bool:
         """Count a partition's queries (those not made yet), if they fit: its next versions (``wanted``) and the
-        commits of its members' tables after its cursor (``checked``, for a gap before the next version)."""
+        first page of the commits of its members' tables after its cursor (``checked``, for a gap before the next
+        version; further pages are counted as they are read)."""
         fresh = sum((key, floor) not in self.read for key, floor in wanted.items())
-        fresh += sum((asset, floor) not in self.logs for asset, floor in checked.items())
+        fresh += sum((asset, floor) not in self.logged for asset, floor in checked.items())
         if self.most is not None and self.used and self.used + fresh > self.most:
             return False
+        self.alone = self.used == 0
         self.used += fresh
         return True
 
@@ -786,10 +791,12 @@ class VersionReads:
         cursor: GroupCursor,
         versions: Mapping[FactKey, tuple[PartitionFact, ...]],
         brought: Versions,
-    ) -> dict[str, Gap]:
+    ) -> dict[str, Gap] | None:
         """Per partitioned member's asset, the gap of its table's commits before the partition's next version (the
         oldest of those read and the batch's after the cursor), unless settled: the table's commits logged after the
-        cursor's (one query per asset and cursor order, at most ``COMMITS_READ``) and the batch's."""
+        cursor's up to the next version (a query per ``page`` of them, per asset and cursor order, shared by the
+        partitions there) and the batch's. None when the pages up to the next version do not fit in the invocation's
+        version reads (the partition is carried over, and reads them from a later invocation)."""
         found: dict[str, Gap] = {}
         for member in group.partitioned_members:
             last = cursor.pins.get(member.asset_key)
@@ -800,7 +807,9 @@ class VersionReads:
             after = [v.order for k in keys for v in (*versions.get(k, ()), *brought.get(k, ())) if v.order > floor]
             if not after:
                 continue
-            log = self._log(store, member.asset_key, floor)
+            log = self._log(store, member.asset_key, floor, min(after))
+            if log is None:
+                return None
             gap = gap_before(member.asset_key, last, min(after), log, self.now)
             if gap is not None:
                 found[member.asset_key] = gap
@@ -828,16 +837,25 @@ class VersionReads:
         logged = store.commits_after(asset_key, min(brought), len(brought) + 1)
         return any(e.record.order not in brought for e in logged)
 
-    def _log(self, store: PartitionStore, asset_key: str, floor: int) -> SnapshotLog:
-        """The asset's commits known with their partitions after ``floor``: logged, and this batch's."""
-        if (asset_key, floor) not in self.logs:
-            entries = store.commits_after(asset_key, floor, COMMITS_READ)
-            entries += [LoggedSnapshot(r, self.now) for r in self.commits.get(asset_key, ()) if r.order > floor]
-            self.logs[(asset_key, floor)] = SnapshotLog.of(entries, lineage_of(asset_key), self.settle_ms)
-        return self.logs[(asset_key, floor)]
-
-
-COMMITS_READ = 1000  # a table's commits after a partition's last run read for a gap (one query: items are small)
+    def _log(self, store: PartitionStore, asset_key: str, floor: int, upto: int) -> SnapshotLog | None:
+        """The asset's commits known with their partitions after ``floor``, up to ``upto`` (the next version) at
+        least: logged, a page a query, and this batch's. Each page past the first is counted as it is read; when the
+        invocation's reads are used up before ``upto``, None (the partition is carried over), unless the partition is
+        the invocation's first: then what was read (a gap at its end waits until it settles)."""
+        entries, whole = self.logged.get((asset_key, floor), ([], False))
+        read = (asset_key, floor) in self.logged
+        while not whole and (not entries or entries[-1].record.order < upto):
+            if read and self.most is not None and self.used >= self.most:
+                if not self.alone:
+                    return None
+                break
+            if read:
+                self.used += 1  # the first page was counted when the partition's queries were taken
+            page = store.commits_after(asset_key, entries[-1].record.order if entries else floor, self.page)
+            entries, whole, read = [*entries, *page], len(page) < self.page, True
+            self.logged[(asset_key, floor)] = (entries, whole)
+        mine = [LoggedSnapshot(r, self.now) for r in self.commits.get(asset_key, ()) if r.order > floor]
+        return SnapshotLog.of([*entries, *mine], lineage_of(asset_key), self.settle_ms)
 
 
 def _gap_reads(
@@ -880,7 +898,7 @@ def _partition_next(
         if found:
             versions[key] = found
     gaps = budget.gaps(store, group, partition, cursor, versions, brought) if checked and cursor is not None else {}
-    return versions, gaps
+    return None if gaps is None else (versions, gaps)
 
 
 def _newer_keys(
