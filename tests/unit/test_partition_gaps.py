@@ -163,10 +163,11 @@ def test_no_version_runs_past_a_commit_of_its_table_still_to_come_unless_that_ga
         assert lake.line(day)["status"] == Status.WAITING_FOR_UPDATE.value
 
 
-def test_a_commit_the_bound_cut_is_not_known_until_it_settles_and_no_version_of_it_is_skipped() -> None:
+def test_a_commit_the_bound_cut_is_not_known_before_its_carried_slice_came_and_no_version_of_it_is_skipped() -> None:
     """A commit whose keys the invocation's bound cut (one kept, the other carried to the queue as a slice) is not
-    logged as known with its partitions: a newer commit touching the carried partition waits at it, and runs after
-    it once the gap settled (found in review: it ran first, and the carried version was recorded SKIPPED)."""
+    logged as known with its partitions while its slice is on the queue: a newer commit touching the carried partition
+    waits at it, and runs after it (found in review: it ran first, and the carried version was recorded SKIPPED); the
+    settle time passing after that changes nothing."""
     from tests.unit.test_partition_each_version import InOrderBounded, _finish
 
     bounded = InOrderBounded.of(each(), max_facts=1)
