@@ -238,6 +238,35 @@ def test_a_commit_whose_part_items_all_came_is_known_and_the_partition_past_it_r
     assert orders_of(lake) == [1, 3] and lake.skips() == {}
 
 
+def test_the_last_pieces_of_a_commit_brought_at_once_log_it_and_wake_the_group_now() -> None:
+    """Two invocations bring a commit's last pieces at once, each reading what was kept of its pieces before the other
+    noted its own: neither reads it whole. The one whose note completes it logs it and defers the group to now, so
+    the partition waiting at it runs at the next sweep, not at the end of the settle time. (Here the part's reads are
+    made before the event's piece was noted, as a racing invocation's are.)"""
+    from tests.unit.test_partition_evaluation_bounds import days, polled
+
+    lake = InOrder(each())
+    lake.commit(PAYMENTS, 7, P)
+    lake.commit(ORDERS, 1, P)
+    lake.deliver()
+    lake.commit(ORDERS, 3, P)  # pushed before commit 2 is polled: P's next version waits at 2
+    lake.deliver()
+    polled(lake, ORDERS, 2, days(1001))
+    part = [c for c in lake.stream[ORDERS] if c.partitions_only]
+    lake.stream[ORDERS] = [c for c in lake.stream[ORDERS] if not c.partitions_only]
+    store = lake.partitions
+    kept = store.commit_pieces
+    store.commit_pieces = lambda commits: {}  # type: ignore[method-assign]
+    lake.dispatch(lake.resolve(part))  # the part's invocation reads nothing kept yet, and notes its piece
+    lake.deliver()  # the event's invocation too: its note completes the commit
+    store.commit_pieces = kept  # type: ignore[method-assign]
+    assert [e.record.order for e in store.commits_after(ORDERS, 1, 10)] == [2, 3]
+    assert orders_of(lake) == [1]
+    assert lake.deferrals.pending[("daily", "g")].due_at == lake.now
+    lake.sweep(0)
+    assert orders_of(lake) == [1, 3] and lake.skips() == {}
+
+
 def test_a_commit_whose_part_never_comes_still_waits_until_it_settles() -> None:
     """The same commit, its part item's record lost: P's next version waits at 2 until the gap settled."""
     from tests.unit.test_partition_evaluation_bounds import days, polled
