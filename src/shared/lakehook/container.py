@@ -225,7 +225,12 @@ class Container:
     def register_producer(self) -> RegisterProducer:
         from lakehook.usecases.producers import RegisterProducer
 
-        return RegisterProducer(self.producer_registry, self.secret_store, self.settings.producer_secrets)
+        return RegisterProducer(
+            self.producer_registry,
+            self.secret_store,
+            self.settings.producer_secrets,
+            changed=self.push_authenticator.forget,  # this process's kept registration: its next push reads it
+        )
 
     @part
     def push_authenticator(self) -> PushAuthenticator:
@@ -236,6 +241,7 @@ class Container:
             self.secret_store,
             self.settings.signature_tolerance_seconds,
             self.settings.producer_cache_seconds,
+            registration_seconds=self.settings.producer_registration_seconds,
         )
 
     @part
