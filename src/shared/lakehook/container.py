@@ -9,6 +9,8 @@ schedule entry points the resolver, sweep, dispatcher and compensator call are i
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -643,6 +645,25 @@ def current() -> Container:
         if _current is None:
             _current = Container(get_settings())
         return _current
+
+
+LAMBDA_INIT = "AWS_LAMBDA_INITIALIZATION_TYPE"  # set by the Lambda runtime in every execution environment
+
+
+def prewarm(*parts: str) -> None:
+    """Build the process container's named parts now, as a function's module loads: in Lambda that is the
+    execution environment's init phase, so its boto3 clients are not built inside the first invocation. Only in
+    Lambda (``AWS_LAMBDA_INITIALIZATION_TYPE`` set); elsewhere (tests, the local runtime) parts stay lazy, built on
+    first use, so a moto server or a test's container can come first. A part that fails to build is left to its
+    first use, which raises where the invocation can answer it."""
+    if not os.environ.get(LAMBDA_INIT):
+        return
+    container = current()
+    for name in parts:
+        try:
+            getattr(container, name)
+        except Exception:  # the invocation that needs it builds it again and reports the failure
+            logging.getLogger(__name__).warning("part %s not built at init", name, exc_info=True)
 
 
 def use(container: Container | None) -> None:
