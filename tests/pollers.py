@@ -111,6 +111,14 @@ class _DyingStore(DynamoDBAssetStore):
         self.recorded += 1
         return super().record_event(event, *args, **kwargs)
 
+    def record_and_advance(self, event: AssetEvent, *args: Any, **kwargs: Any) -> Recording | None:
+        """Dies as ``record_event`` does (the record and the advance at once are both or neither)."""
+        if self.recorded == self.survives:
+            raise RuntimeError("poller killed")
+        recording = super().record_and_advance(event, *args, **kwargs)
+        self.recorded += recording is not None  # None: record_event comes next, and counts it
+        return recording
+
 
 # --- registrations ----------------------------------------------------------------------------------------------
 

@@ -24,16 +24,17 @@ def create_table(dynamodb_client: Any, table_name: str) -> None:
 
 
 def mark_claims_succeeded(table: Any) -> int:
-    """Do what the dispatcher does once each claimed run started: mark every TRIGGERING claim SUCCEEDED (that
+    """Do what the dispatcher does once each claimed run started: mark every TRIGGERING claim SUCCEEDED, noted as
+    releasing its group's next version as the dispatcher notes an EACH_VERSION rule's (``releasesNext``: that
     write's stream record wakes the group's next version). Answers how many were marked."""
     marked = 0
     for item in table.scan()["Items"]:
         if item.get("itemType") == "TRIGGER" and item["status"] == "TRIGGERING":
             table.update_item(
                 Key={"PK": item["PK"], "SK": item["SK"]},
-                UpdateExpression="SET #s = :s",
+                UpdateExpression="SET #s = :s, releasesNext = :r",
                 ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={":s": "SUCCEEDED"},
+                ExpressionAttributeValues={":s": "SUCCEEDED", ":r": True},
             )
             marked += 1
     return marked
@@ -44,15 +45,21 @@ class RequestCounter:
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
+        self.written = 0  # DynamoDB items the counted requests asked to write (a transaction's each, a batch's each)
         self._lock = threading.Lock()
 
     def attach(self, client: Any) -> RequestCounter:
         client.meta.events.register("before-call.*.*", self._count)
+        client.meta.events.register("before-parameter-build.*.*", self._count_items)  # the request's own parameters
         return self
 
     def _count(self, model: Any, **_: Any) -> None:
         with self._lock:
             self.calls[model.name] += 1
+
+    def _count_items(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        with self._lock:
+            self.written += written_items(model.name, params)
 
     @property
     def total(self) -> int:
@@ -68,6 +75,16 @@ class RequestCounter:
         delta: Counter[str] = Counter()
         yield delta
         delta.update(self.calls - before)
+
+
+def written_items(operation: str, params: dict[str, Any]) -> int:
+    """How many DynamoDB items one request asks to write: a transaction's and a batch's each count (a transaction of
+    two items is two writes), a single-item write one, a read none."""
+    if operation == "TransactWriteItems":
+        return len(params.get("TransactItems", []))
+    if operation == "BatchWriteItem":
+        return sum(len(requests) for requests in params.get("RequestItems", {}).values())
+    return 1 if operation in ("PutItem", "UpdateItem", "DeleteItem") else 0
 
 
 def signed_headers(producer_id: str, secret: str, body: bytes, at: int | None = None) -> dict[str, str]:

@@ -6,10 +6,12 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from lakehook.container import current
+from lakehook.container import current, prewarm
 from lakehook.event_metrics import count_results
 from lakehook.observability import MetricName, logger, metrics
 from lakehook.usecases.bus_ingest import BusReport, account_of
+
+prewarm("table", "verification_queue")  # its clients at init, not in the first invocation (Lambda only)
 
 
 @logger.inject_lambda_context(log_event=False)

@@ -10,10 +10,12 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from lakehook.container import current
+from lakehook.container import current, prewarm
 from lakehook.freshness_metrics import publish_freshness
 from lakehook.handlers import sweep_deferred, sweep_not_advanced
 from lakehook.observability import logger, metrics
+
+prewarm("table")  # its clients at init, not in the first invocation (Lambda only)
 
 
 @logger.inject_lambda_context(log_event=False)

@@ -8,10 +8,12 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from lakehook.container import current
+from lakehook.container import current, prewarm
 from lakehook.domain.time import parse_instant_ms
 from lakehook.observability import MetricName, logger, metrics
 from lakehook.usecases.plan_polls import WorkMode
+
+prewarm("table", "work_queue")  # its clients at init, not in the first invocation (Lambda only)
 
 NOTICE_SOURCES = ("aws.glue", "aws.s3")
 

@@ -8,10 +8,12 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from lakehook.container import current
+from lakehook.container import current, prewarm
 from lakehook.domain.errors import ValidationError
 from lakehook.observability import logger, metrics
 from lakehook.usecases.plan_polls import WorkMode, parse_after, parse_safety_net, parse_work
+
+prewarm("table")  # its clients at init, not in the first invocation (Lambda only)
 
 processor = BatchProcessor(event_type=EventType.SQS)
 

@@ -13,7 +13,10 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lakehook.api.app import build_app
+from lakehook.container import prewarm
 from lakehook.observability import logger, metrics, tracer
+
+prewarm("table", "manifest_store")  # its clients at init, not in the first invocation (Lambda only)
 
 app = build_app(include=("triggers",))
 

@@ -13,8 +13,11 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from lakehook.container import prewarm
 from lakehook.handlers import handle_resolver_queue, handle_stream_batch
 from lakehook.observability import logger, metrics
+
+prewarm("table", "resolver_queue")  # its clients at init, not in the first invocation (Lambda only)
 
 
 @logger.inject_lambda_context(log_event=False)

@@ -8,9 +8,11 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from lakehook.container import current
+from lakehook.container import current, prewarm
 from lakehook.domain.errors import ValidationError
 from lakehook.observability import logger, metrics
+
+prewarm("table", "object_store")  # its clients at init, not in the first invocation (Lambda only)
 
 processor = BatchProcessor(event_type=EventType.SQS)
 

@@ -6,8 +6,11 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from lakehook.container import prewarm
 from lakehook.handlers import redrive_triggers
 from lakehook.observability import logger, metrics
+
+prewarm("table", "manifest_store", "secret_store")  # its clients at init, not in the first invocation (Lambda only)
 
 
 @logger.inject_lambda_context(log_event=False)

@@ -62,6 +62,23 @@ def test_a_settled_event_tells_its_redelivery_so(backend: Backend) -> None:
     assert backend.assets.record_event(snap(8), SourceType.PUSH, 3000) == Recording(False, 1000, settled=True)
 
 
+def test_record_and_advance_writes_both_settled_or_neither(backend: Backend) -> None:
+    assert backend.assets.record_and_advance(snap(5, schemaId=1), SourceType.PUSH, 1000, "writer") == Recording(
+        True, 1000, settled=True
+    )
+    state = backend.assets.get_state(ORDERS)
+    assert state is not None and (state.latest_snapshot_id, state.version) == (5, 1)
+    # a copy: the refused record's answer, settled, and nothing written
+    assert backend.assets.record_and_advance(snap(5, schemaId=1), SourceType.POLL, 2000) == Recording(
+        False, 1000, settled=True
+    )
+    assert backend.assets.record_event(snap(5), SourceType.POLL, 3000) == Recording(False, 1000, settled=True)
+    # an older snapshot the state refuses: neither written, the caller goes step by step
+    assert backend.assets.record_and_advance(snap(4), SourceType.PUSH, 4000) is None
+    assert [e.event.snapshot_id for e in backend.assets.list_events(ORDERS, 10).items] == [5]
+    assert backend.assets.get_state(ORDERS) == state
+
+
 def test_state_moves_forward_only_and_never_twice(backend: Backend) -> None:
     assert backend.assets.get_state(ORDERS) is None
     assert backend.assets.advance_state(snap(5, schemaId=1), 10) is AdvanceOutcome.ADVANCED
@@ -176,6 +193,21 @@ def deliver(event: AssetEvent, source: SourceType, crash_after: int) -> Step:
     return (f"deliver {event.event_type.value} {event.asset_key} {event.event_id} crash_after={crash_after}", call)
 
 
+def deliver_at_once(event: AssetEvent, source: SourceType) -> Step:
+    """A delivery as the ingest makes it when nothing comes between record and advance: both at once, and step by
+    step when the store declines (the state refused the advance, the event keeps no state)."""
+
+    def call(backend: Backend, now: int) -> Any:
+        answers: list[Any] = [backend.assets.record_and_advance(event, source, now)]
+        if answers[0] is None:
+            recording = backend.assets.record_event(event, source, now)
+            answers += [recording, backend.assets.advance_state(event, now, recording.received_at)]
+            backend.assets.mark_settled(event)
+        return answers
+
+    return (f"deliver at once {event.event_type.value} {event.asset_key} {event.event_id}", call)
+
+
 def list_all(asset: str, limit: int) -> Step:
     def call(backend: Backend, now: int) -> Any:
         found: list[tuple[str, int]] = []
@@ -193,6 +225,7 @@ def list_all(asset: str, limit: int) -> Step:
 
 STEPS: st.SearchStrategy[Step] = st.one_of(
     st.builds(deliver, EVENTS, st.sampled_from(list(SourceType)), st.sampled_from([3, 3, 3, 2, 1])),
+    st.builds(deliver_at_once, EVENTS, st.sampled_from(list(SourceType))),
     st.builds(list_all, st.sampled_from([ORDERS, PAYMENTS]), st.sampled_from([1, 3, 100])),
 )
 

@@ -159,6 +159,7 @@ class InMemoryTriggerLedger(TriggerLedger):
         now_ms: int,
         run_state: RunState | None = None,
         confirm_by: int | None = None,
+        releases_next: bool = True,
     ) -> bool:
         with self._lock:
             trigger = self._held(trigger_key, owner)

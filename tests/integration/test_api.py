@@ -777,19 +777,19 @@ def test_request_budget_of_a_push_with_a_warm_producer_cache(
     with counter.measure() as calls, secrets.measure() as secret_calls:
         answer = api.push(novel)
     assert answer.body["results"][0]["status"] == "ACCEPTED"
-    # one consistent read of the producer (so rotations and prefix changes apply at once), three writes
-    assert calls == {"GetItem": 1, "PutItem": 1, "UpdateItem": 2}, calls
+    # no read (the producer's registration is kept for LAKEHOOK_PRODUCER_REGISTRATION_SECONDS), two writes at once:
+    # the event item, recorded settled, and the state item (on main: the producer's read and three writes)
+    assert calls == {"TransactWriteItems": 1}, calls
     assert sum(secret_calls.values()) == 0
-    # the event item, the state item, and the event item's settled note (a MODIFY no consumer's filter takes)
-    assert _stream_records(ddb_client) == records + 3
+    assert _stream_records(ddb_client) == records + 2  # the event item and the state item: no settled note
 
     version = api.state(ORDERS).body["version"]
     records = _stream_records(ddb_client)
     with counter.measure() as calls, secrets.measure() as secret_calls:
         answer = api.push(novel)
     assert answer.body["results"][0]["status"] == "DUPLICATE"
-    # the producer's read and the refused put, which hands back the settled note: nothing more is asked
-    assert calls == {"GetItem": 1, "PutItem": 1} and sum(secret_calls.values()) == 0, (calls, secret_calls)
+    # the refused record, which hands back the settled note: nothing more is asked
+    assert calls == {"TransactWriteItems": 1} and sum(secret_calls.values()) == 0, (calls, secret_calls)
     assert _stream_records(ddb_client) == records  # wrote nothing: no stream record for the resolver
     assert api.state(ORDERS).body["version"] == version
 

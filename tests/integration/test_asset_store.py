@@ -18,16 +18,36 @@ def snap(sid: int, asset: str = ORDERS, **extra: Any) -> AssetEvent:
     return AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=asset, snapshotId=sid, **extra)
 
 
-def test_novel_event_costs_three_writes_and_no_read(container: Container, counter: RequestCounter) -> None:
+def test_novel_event_costs_two_writes_in_one_request_and_no_read(container: Container, counter: RequestCounter) -> None:
     ingest = container.ingest
+    before = counter.written
     with counter.measure() as calls:
         result = ingest.ingest(snap(1001, schemaId=5), SourceType.PUSH)
     assert result.status is IngestStatus.ACCEPTED
-    # the record, the state, and the record's settled note
-    assert dict(calls) == {"PutItem": 1, "UpdateItem": 2}
+    # the record, already settled, and the state: one transaction of two writes (it was 3 requests: the note apart)
+    assert dict(calls) == {"TransactWriteItems": 1}
+    assert counter.written - before == 2
+    state = container.asset_store.get_state(ORDERS)
+    assert state is not None and state.latest_snapshot_id == 1001
+    assert [e.event.snapshot_id for e in container.asset_store.list_events(ORDERS, 10).items] == [1001]
 
 
-def test_duplicate_costs_one_refused_put_and_writes_nothing(container: Container, counter: RequestCounter) -> None:
+def test_each_kind_of_novel_event_in_order_costs_two_writes(container: Container, counter: RequestCounter) -> None:
+    events = [
+        snap(1, schemaId=0),
+        AssetEvent(eventType=EventType.QUALITY_CHECK_PASSED, assetKey=ORDERS, snapshotId=1),
+        AssetEvent(eventType=EventType.TAG_CREATED, assetKey=ORDERS, tag="2025-06-01", snapshotId=1),
+        AssetEvent(eventType=EventType.BACKFILL_STARTED, assetKey=ORDERS, backfillId="b1"),
+        AssetEvent(eventType=EventType.BACKFILL_COMPLETED, assetKey=ORDERS, backfillId="b1"),
+    ]
+    for event in events:
+        before = counter.written
+        with counter.measure() as calls:
+            assert container.ingest.ingest(event, SourceType.PUSH).status is IngestStatus.ACCEPTED
+        assert (dict(calls), counter.written - before) == ({"TransactWriteItems": 1}, 2), event.event_type
+
+
+def test_duplicate_costs_one_refused_request_and_writes_nothing(container: Container, counter: RequestCounter) -> None:
     store = container.asset_store
     ingest = container.ingest
     ingest.ingest(snap(1001), SourceType.PUSH)
@@ -35,9 +55,19 @@ def test_duplicate_costs_one_refused_put_and_writes_nothing(container: Container
     with counter.measure() as calls:
         result = ingest.ingest(snap(1001), SourceType.POLL)
     assert result.status is IngestStatus.DUPLICATE
-    assert dict(calls) == {"PutItem": 1}
+    assert dict(calls) == {"TransactWriteItems": 1}  # cancelled by the record's condition: it hands the note back
     after = store.get_state(ORDERS)
     assert after == before  # version unchanged: no write, so no stream record
+
+
+def test_a_stale_event_takes_the_step_by_step_path(container: Container, counter: RequestCounter) -> None:
+    ingest = container.ingest
+    ingest.ingest(snap(10), SourceType.PUSH)
+    with counter.measure() as calls:
+        assert ingest.ingest(snap(9), SourceType.PUSH).status is IngestStatus.STALE
+    # the transaction the state's condition cancels (nothing written), then as before: the record, the refused
+    # advance, the late decision (the asset's cursors read, the snapshot noted on them) and the note
+    assert dict(calls) == {"TransactWriteItems": 1, "PutItem": 1, "UpdateItem": 3, "Query": 1}
 
 
 def test_duplicate_of_a_stale_event_costs_one_request_too(container: Container, counter: RequestCounter) -> None:
@@ -46,7 +76,7 @@ def test_duplicate_of_a_stale_event_costs_one_request_too(container: Container, 
     assert ingest.ingest(snap(9), SourceType.PUSH).status is IngestStatus.STALE
     with counter.measure() as calls:
         assert ingest.ingest(snap(9), SourceType.POLL).status is IngestStatus.DUPLICATE
-    assert dict(calls) == {"PutItem": 1}
+    assert dict(calls) == {"TransactWriteItems": 1}
 
 
 def test_poll_and_push_of_one_snapshot_are_one_event(container: Container) -> None:
@@ -77,12 +107,13 @@ def test_redelivery_after_a_crash_between_record_and_advance_still_advances(
     with counter.measure() as calls:
         result = container.ingest.ingest(event, SourceType.PUSH)
     assert result.status is IngestStatus.DUPLICATE
-    assert dict(calls) == {"PutItem": 1, "UpdateItem": 2}  # no note on the record: every step again
+    # the refused transaction hands back the record: no note on it, so every step again
+    assert dict(calls) == {"TransactWriteItems": 1, "UpdateItem": 2}
     state = store.get_state(ORDERS)
     assert state is not None and state.latest_snapshot_id == 42
     with counter.measure() as calls:  # the redelivery settled it: the next copy stops at its refused put
         assert container.ingest.ingest(event, SourceType.POLL).status is IngestStatus.DUPLICATE
-    assert dict(calls) == {"PutItem": 1}
+    assert dict(calls) == {"TransactWriteItems": 1}
 
 
 def test_redelivery_after_a_crash_between_advance_and_note_writes_no_state(
@@ -95,7 +126,8 @@ def test_redelivery_after_a_crash_between_advance_and_note_writes_no_state(
     before = store.get_state(ORDERS)
     with counter.measure() as calls:
         assert container.ingest.ingest(event, SourceType.PUSH).status is IngestStatus.DUPLICATE
-    assert dict(calls) == {"PutItem": 1, "UpdateItem": 2}  # the state update is refused (ALREADY), the note lands
+    # the refused transaction (the record is there, unsettled), the state update refused (ALREADY), the note
+    assert dict(calls) == {"TransactWriteItems": 1, "UpdateItem": 2}
     assert store.get_state(ORDERS) == before
 
 

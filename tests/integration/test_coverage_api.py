@@ -107,12 +107,12 @@ def test_pushed_intervals_reach_the_coverage_answer_through_the_ingest_path(
     assert (status, body["missing"]) == (200, [{"start": "2025-06-14T03:10:00Z", "end": "2025-06-14T03:25:00Z"}])
     state = container.asset_store.get_state(ASSET)
     assert state is not None and state.version == 2  # touched once per novel interval: the resolver wakes
-    # other event types keep their budget: one put, one update, the settled note
+    # other event types keep their budget: the record, settled, and the state at once (two writes, one request)
     with counter.measure() as calls:
         container.ingest.ingest_raw(
             [{"eventType": "WATERMARK_ADVANCED", "assetKey": ASSET, "watermark": 5}], SourceType.PUSH
         )
-    assert dict(calls) == {"PutItem": 1, "UpdateItem": 2}
+    assert dict(calls) == {"TransactWriteItems": 1}
 
 
 def test_a_partition_s_coverage_is_kept_and_answered_on_a_stack_as_deployed(

@@ -36,16 +36,17 @@ def test_a_late_verdict_costs_one_more_conditional_write_and_its_redelivery_writ
     with counter.measure() as calls:
         late = ingest.ingest(verdict(True, 1), SourceType.PUSH)
     assert late.status is IngestStatus.STALE
-    # the event, the refused advance, the touch, the settled note
-    assert dict(calls) == {"PutItem": 1, "UpdateItem": 3}
+    # the transaction the state refuses (nothing written), then the event, the refused advance, the touch, the note
+    assert dict(calls) == {"TransactWriteItems": 1, "PutItem": 1, "UpdateItem": 3}
     touched = container.asset_store.get_state(ORDERS)
     with counter.measure() as calls:
         again = ingest.ingest(verdict(True, 1), SourceType.PUSH)
-    assert again.status is IngestStatus.DUPLICATE and dict(calls) == {"PutItem": 1}  # settled: the refused put only
+    # settled: the refused record only (the transaction its record's condition cancels)
+    assert again.status is IngestStatus.DUPLICATE and dict(calls) == {"TransactWriteItems": 1}
     assert container.asset_store.get_state(ORDERS) == touched  # no write: no stream record, no version
     with counter.measure() as calls:
         assert ingest.ingest(verdict(True, 3), SourceType.PUSH).status is IngestStatus.ACCEPTED
-    assert dict(calls) == {"PutItem": 1, "UpdateItem": 2}  # an in-order verdict: the budget of any novel event
+    assert dict(calls) == {"TransactWriteItems": 1}  # an in-order verdict: any novel event's two writes at once
 
 
 def test_the_verdicts_of_many_snapshots_are_one_batched_read_of_their_quality_events(

@@ -127,7 +127,7 @@ def test_only_state_changes_snapshots_and_due_deferrals_pass_the_filter(containe
     records = stream.records()
     passed = [r for r in records if matches_any(r, RESOLVER_FILTER_PATTERNS)]
     events = [r for r in records if r["dynamodb"]["Keys"]["SK"]["S"].startswith("EVENT#")]
-    assert [r["eventName"] for r in events].count("MODIFY") == 2  # each event's settled note: filtered out below
+    assert [r["eventName"] for r in events].count("MODIFY") == 0  # each event recorded settled: no note written
     sks = [r["dynamodb"]["Keys"]["SK"]["S"] for r in passed]
     # the snapshot's event item (logged for EACH_VERSION) and the state writes; moto's keys-only INSERT is dropped
     assert [sk.split("#")[0] for sk in sks] == ["EVENT", "STATE", "STATE"]

@@ -385,7 +385,7 @@ def test_a_partitions_run_that_succeeded_wakes_no_resolver_a_groups_does() -> No
     from lakehook.adapters.dynamodb.stream_records import resolver_input
     from lakehook.ports.rules import Deferral
 
-    def record(**extra: dict[str, str]) -> dict[str, Any]:
+    def record(**extra: dict[str, Any]) -> dict[str, Any]:
         image = {
             "PK": {"S": "TRIGGER#daily.g.abc"},
             "SK": {"S": "CLAIM"},
@@ -407,8 +407,10 @@ def test_a_partitions_run_that_succeeded_wakes_no_resolver_a_groups_does() -> No
             },
         }
 
-    assert resolver_input(record()) == Deferral("daily", "g", 0)
-    assert resolver_input(record(partition={"S": "dt=2026-12-01"})) is None
+    releases = {"BOOL": True}  # what the dispatcher notes on an EACH_VERSION rule's run (releasesNext)
+    assert resolver_input(record(releasesNext=releases)) == Deferral("daily", "g", 0)
+    assert resolver_input(record(partition={"S": "dt=2026-12-01"}, releasesNext=releases)) is None
+    assert resolver_input(record()) is None  # a run of any other mode releases nothing: it wakes nobody
 
 
 @pytest.mark.slow  # a bound at scale (hundreds of partitions or items): make test runs it

@@ -184,7 +184,7 @@ def test_a_partitions_run_in_order_wakes_the_resolver_when_it_succeeds_others_do
     plain = run.model_copy(update={"in_order": False})
     for trigger, woken in ((run, Deferral("daily", "g", 0)), (plain, None)):
         before = trigger_item(trigger)
-        after = {**before, "status": "SUCCEEDED"}
+        after = {**before, "status": "SUCCEEDED", "releasesNext": True}  # as the dispatcher notes EACH_VERSION's
         record = serialize(before, after)
         assert resolver_input(record) == woken
 

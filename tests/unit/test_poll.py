@@ -153,6 +153,16 @@ class CrashingAssetStore(InMemoryAssetStore):
         self.recorded += 1
         return super().record_event(event, source, received_at, producer_id)
 
+    def record_and_advance(
+        self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
+    ) -> Recording | None:
+        """Dies as ``record_event`` does (the record and the advance at once are both or neither)."""
+        if self.recorded + 1 == self.crash_at:
+            raise RuntimeError("poller killed")
+        recording = super().record_and_advance(event, source, received_at, producer_id)
+        self.recorded += recording is not None  # None: record_event comes next, and counts it
+        return recording
+
 
 def asset(name: str = "ods.orders") -> AssetRegistration:
     return AssetRegistration.model_validate(

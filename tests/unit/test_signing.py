@@ -172,15 +172,60 @@ class Authenticating:
         return self.auth.authenticate(producer_id, sign(secret or self.secret, BODY, int(self.clock.now)), BODY)
 
 
-def _authenticating(ttl: float = 30) -> Authenticating:
+def _authenticating(ttl: float = 30, kept: float = 0) -> Authenticating:
     registry, secrets, clock = CountingProducerRegistry(), CountingSecretStore(), Clock(NOW)
     register = RegisterProducer(registry, secrets, PRODUCER_SECRETS)
     secret = register("p", SPEC).secret
     assert secret is not None
     registry.reads = secrets.reads = 0
-    return Authenticating(
-        PushAuthenticator(registry, secrets, 300, ttl, clock=clock), register, registry, secrets, clock, secret
-    )
+    auth = PushAuthenticator(registry, secrets, 300, ttl, clock=clock, registration_seconds=kept)
+    return Authenticating(auth, register, registry, secrets, clock, secret)
+
+
+def test_a_kept_registration_spares_the_read_of_every_push_within_its_bound() -> None:
+    a = _authenticating(ttl=3600, kept=30)
+    for _ in range(5):
+        a.push()
+        a.clock.now += 7  # 0, 7, 14, 21, 28 s after the read: all within the bound
+    assert (a.registry.reads, a.auth.registration_reads_saved) == (1, 4)
+    a.clock.now += 2  # 30 s after the read
+    a.push()
+    assert a.registry.reads == 2
+
+
+def test_a_narrowed_prefix_written_elsewhere_applies_within_the_bound_and_one_written_here_at_once() -> None:
+    a = _authenticating(ttl=3600, kept=30)
+    assert a.push().may_write("paimon://lake/ods_db/orders")
+    a.register("p", ProducerSpec.model_validate({"assetKeyPrefixes": ["s3://spool/"]}))  # another function wrote it
+    assert a.push().may_write("paimon://lake/ods_db/orders")  # the kept registration, for at most the bound
+    a.clock.now += 30
+    assert not a.push().may_write("paimon://lake/ods_db/orders")
+    here = RegisterProducer(a.registry, a.secrets, PRODUCER_SECRETS, changed=a.auth.forget)
+    here("p", SPEC)  # written by this process: forgotten at once
+    assert a.push().may_write("paimon://lake/ods_db/orders")
+
+
+def test_a_rotated_secret_is_accepted_at_once_and_the_old_one_ends_within_the_bound() -> None:
+    a = _authenticating(ttl=3600, kept=30)
+    a.push()
+    new = a.register("p", SPEC, rotate_secret=True).secret
+    assert new is not None
+    assert a.push(new).producer_id == "p"  # refused by the kept registration, so read again: accepted
+    with pytest.raises(AuthenticationError, match=NOT_VERIFIED):
+        a.push()  # the fresh read replaced the kept registration: the old secret is refused now
+    a.register("p", SPEC, rotate_secret=True)
+    assert a.push(new).producer_id == "p"  # kept: the previous secret for at most the bound
+    a.clock.now += 30
+    with pytest.raises(AuthenticationError, match=NOT_VERIFIED):
+        a.push(new)
+
+
+def test_an_unknown_producer_is_never_kept() -> None:
+    a = _authenticating(ttl=3600, kept=30)
+    for _ in range(3):
+        with pytest.raises(AuthenticationError, match=NOT_VERIFIED):
+            a.push(producer_id="nobody")
+    assert a.registry.reads == 3
 
 
 def test_authenticate_answers_the_producer_and_caches_only_its_secret() -> None:

@@ -9,6 +9,8 @@ schedule entry points the resolver, sweep, dispatcher and compensator call are i
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -226,7 +228,12 @@ class Container:
     def register_producer(self) -> RegisterProducer:
         from lakehook.usecases.producers import RegisterProducer
 
-        return RegisterProducer(self.producer_registry, self.secret_store, self.settings.producer_secrets)
+        return RegisterProducer(
+            self.producer_registry,
+            self.secret_store,
+            self.settings.producer_secrets,
+            changed=self.push_authenticator.forget,  # this process's kept registration: its next push reads it
+        )
 
     @part
     def push_authenticator(self) -> PushAuthenticator:
@@ -237,6 +244,7 @@ class Container:
             self.secret_store,
             self.settings.signature_tolerance_seconds,
             self.settings.producer_cache_seconds,
+            registration_seconds=self.settings.producer_registration_seconds,
         )
 
     @part
@@ -649,6 +657,25 @@ def current() -> Container:
         if _current is None:
             _current = Container(get_settings())
         return _current
+
+
+LAMBDA_INIT = "AWS_LAMBDA_INITIALIZATION_TYPE"  # set by the Lambda runtime in every execution environment
+
+
+def prewarm(*parts: str) -> None:
+    """Build the process container's named parts now, as a function's module loads: in Lambda that is the
+    execution environment's init phase, so its boto3 clients are not built inside the first invocation. Only in
+    Lambda (``AWS_LAMBDA_INITIALIZATION_TYPE`` set); elsewhere (tests, the local runtime) parts stay lazy, built on
+    first use, so a moto server or a test's container can come first. A part that fails to build is left to its
+    first use, which raises where the invocation can answer it."""
+    if not os.environ.get(LAMBDA_INIT):
+        return
+    container = current()
+    for name in parts:
+        try:
+            getattr(container, name)
+        except Exception:  # the invocation that needs it builds it again and reports the failure
+            logging.getLogger(__name__).warning("part %s not built at init", name, exc_info=True)
 
 
 def use(container: Container | None) -> None:

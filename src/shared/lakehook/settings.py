@@ -56,6 +56,14 @@ class Settings(BaseModel):
         "once (the producer's secretVersion is read on every request), a secret edited in Secrets Manager "
         "directly within this time",
     )
+    producer_registration_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        le=3600,
+        description="how long a warm function keeps a producer's registration it read (its prefixes and secret "
+        "version): a push then reads nothing, and a prefix change, a rotation's end of the old secret or a "
+        "deletion applies within this time (a rotation's new secret at once); 0 reads it on every request",
+    )
     completion_key_secret: str | None = Field(
         default=None,
         description="the secret (name or ARN) holding the key completion tokens are made with; "

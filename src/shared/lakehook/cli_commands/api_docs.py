@@ -120,10 +120,14 @@ section is generated from them.
   every event is validated before any is written: an invalid event is answered REJECTED naming its field
   and the others are recorded; an event outside the producer's prefixes refuses the whole push (403).
 - **Signatures.** An unknown producer, a producer without a secret and a signature by another secret all
-  answer the same 401 text. Each signed request reads its producer with a consistent read, so a rotation
-  (`PUT /producers/{{id}}?rotateSecret=true`) or a prefix change applies to the very next request; only
-  the secret is cached per process, keyed by the producer's `secretVersion`. A secret edited in Secrets
-  Manager directly, outside lakehook, applies within {default("producer_cache_seconds"):g} s
+  answer the same 401 text. A warm function keeps a producer's registration it read (a consistent read)
+  for {default("producer_registration_seconds"):g} s (`LAKEHOOK_PRODUCER_REGISTRATION_SECONDS`; 0 reads it on
+  every request): a push within that time reads nothing, and a rotation's end of the old secret
+  (`PUT /producers/{{id}}?rotateSecret=true`) or a prefix change applies within that bound in every other
+  warm function (at once in the one that wrote it). A signature the kept registration does not verify reads
+  the producer again before it is refused, so a rotated secret's new value is accepted at once. The secret
+  is cached per process, keyed by the producer's `secretVersion`. A secret edited in Secrets Manager
+  directly, outside lakehook, applies within {default("producer_cache_seconds"):g} s
   (`LAKEHOOK_PRODUCER_CACHE_SECONDS`).
 """
 

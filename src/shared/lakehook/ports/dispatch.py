@@ -167,10 +167,13 @@ class TriggerLedger(ABC):
         now_ms: int,
         run_state: RunState | None = None,
         confirm_by: int | None = None,
+        releases_next: bool = True,
     ) -> bool:
         """TRIGGERING -> SUCCEEDED with the target's run id (and what the target said about the run);
         only by the lease holder. False if not held. ``confirm_by``: a rule with ``confirm``, by when an outlet
-        commit must confirm the run (kept on the claim for :meth:`unconfirmed`)."""
+        commit must confirm the run (kept on the claim for :meth:`unconfirmed`). ``releases_next``: its success
+        releases its group's (or partition's) next version (EACH_VERSION, head of line): only then is it noted on the
+        claim (``releasesNext``), whose SUCCEEDED record alone wakes the resolver (``RESOLVER_FILTER_PATTERNS``)."""
 
     @abstractmethod
     def mark_failed(

@@ -74,6 +74,19 @@ class AssetStore(ABC):
         recording's event names, from the refused write.
         """
 
+    def record_and_advance(
+        self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
+    ) -> Recording | None:
+        """Record a new event, already settled, and advance its asset's state by it, both or neither: the two writes
+        of a novel event that needs no step between them (``IngestEvents``), no read.
+
+        ``Recording(novel=True, settled=True)``: both written, the state ADVANCED. A refused record's ``Recording``
+        (not novel), as ``record_event`` answers it: the event was recorded before, nothing written. None: nothing
+        written for another reason (the event keeps no state, the state holds it or a newer version, another write
+        held an item, or this store has no such step), so the caller records and advances step by step.
+        """
+        return None
+
     @abstractmethod
     def mark_settled(self, event: AssetEvent) -> None:
         """Note on the recorded event that every step after its record finished (state advance, touches, requests).

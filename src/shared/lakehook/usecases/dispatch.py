@@ -56,6 +56,7 @@ from lakehook.domain.dispatch import (
     TargetUnavailableError,
 )
 from lakehook.domain.errors import NotFoundError
+from lakehook.domain.rules import Mode
 from lakehook.domain.run_slots import SlotLimit
 from lakehook.domain.targets import TargetConfig, UnusableTarget
 from lakehook.domain.time import now_ms
@@ -134,6 +135,12 @@ class _Target:
     config: TargetConfig
     client: TargetClient
     confirm_within_ms: int | None = None  # the rule's confirm.withinSeconds: a started run's confirmation window
+    each_version: bool = False  # the rule runs EACH_VERSION: a run started releases its group's next version
+
+    def releases_next(self, trigger: Trigger) -> bool:
+        """Whether the trigger's success releases a next version (head of line): its group's, or its partition's
+        when it runs in order (``in_order``); a partition's other runs and every other mode's release nothing."""
+        return self.each_version and (trigger.partition is None or trigger.in_order)
 
 
 def _target_type(target: _Target | Outcome) -> str:
@@ -427,7 +434,8 @@ class DispatchTrigger:
         if client is None:
             return Outcome.fatal(f"target type {config.type!r} is not available here", "unsupported_target")
         confirm = stored.rule.confirm
-        return _Target(config, client, confirm.within_ms if confirm is not None else None)
+        each_version = stored.rule.policy.mode is Mode.EACH_VERSION
+        return _Target(config, client, confirm.within_ms if confirm is not None else None, each_version)
 
     def _manifest(self, entry: LedgerEntry) -> _Written | Outcome:
         """Write the manifest (or find a replay's); an Outcome when that fails."""
@@ -525,6 +533,7 @@ class DispatchTrigger:
             now,
             run_state=outcome.run_state,
             confirm_by=now + window if window is not None else None,
+            releases_next=target.releases_next(attempt.before.trigger),
         )
         if not marked:
             return self._lost_lease(key, attempt)

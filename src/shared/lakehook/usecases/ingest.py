@@ -18,7 +18,7 @@ from lakehook.domain.state import snapshot_record, verdict_touch
 from lakehook.domain.time import now_ms
 from lakehook.domain.versions import SnapshotRecord
 from lakehook.event_metrics import publish_cdc_lag
-from lakehook.ports import AdvanceOutcome, AssetStore
+from lakehook.ports import AdvanceOutcome, AssetStore, Recording
 from lakehook.ports.queue import WorkQueue
 from lakehook.usecases.coverage import RecordCoverage
 
@@ -55,9 +55,14 @@ def verification_request(event: AssetEvent) -> dict[str, Any]:
 class IngestEvents:
     """Record each event once and move its asset's state forward.
 
-    A novel event costs one conditional put (the record), one conditional update (the state) and
-    one update of the record, the last step: its ``settled`` note. A duplicate of a settled event
-    costs one request, the refused put, which hands the note back (``ALL_OLD``), and writes nothing.
+    A novel event that advances its state and needs nothing between its record and its advance (no parts, no
+    coverage, no verification: a pushed or polled commit, a verdict, a watermark in order) costs one transaction of
+    two writes and no read: the record, already settled, and the state's conditional update, both or neither
+    (``AssetStore.record_and_advance``). Any other event (or one whose advance the state refuses: that
+    transaction is cancelled, nothing written) takes the step-by-step path: one conditional put (the record), one
+    conditional update (the state) and one update of the record, the last step: its ``settled`` note. A duplicate
+    of a settled event costs one request, the refused record (the transaction or the put), which hands the note back
+    (``ALL_OLD``), and writes nothing.
     A redelivery that finds no note (the process died part way) does every step again, each one
     idempotent, so nothing a crash cut short is lost. A quality verdict older than the state's
     newest (STALE) costs one more conditional update: the touch that wakes the resolver
@@ -153,7 +158,11 @@ class IngestEvents:
         """Record one valid event and advance the state; the answer says which of the two happened.
         ``more_partitions``: a read snapshot's keys past its event's (``SnapshotInfo.more_partitions``)."""
         received_at = self._clock()
-        recording = self._store.record_event(event, source, received_at, producer_id)
+        recording = self._record_and_advance(event, source, received_at, producer_id, more_partitions)
+        if recording is not None and recording.novel:  # recorded, advanced and settled: two writes, nothing else
+            return EventResult(eventId=event.event_id, status=IngestStatus.ACCEPTED, index=index)
+        if recording is None:
+            recording = self._store.record_event(event, source, received_at, producer_id)
         # a read of the table recording a snapshot another event (a push) recorded first: its keys that one left out
         first: tuple[str, ...] | Literal[False] | None = False
         if not recording.novel and source in _READS:
@@ -190,17 +199,39 @@ class IngestEvents:
             told = self._late(event.asset_key, snapshot_record(event), received_at) if self._late else UNKNOWN_RULES
         if outcome is not AdvanceOutcome.NO_STATE:
             self._store.mark_settled(event)  # last: a crash before it leaves the redelivery every step to redo
-        if not recording.novel:
-            status, reason = IngestStatus.DUPLICATE, _DUPLICATE_REASON
-        elif outcome is AdvanceOutcome.STALE:
-            status, reason = IngestStatus.STALE, "recorded; the asset state already holds a newer version"
-            if told:
-                reason += f"; {told}"
-            elif late_verdict:
-                reason += "; the verdict counts for its snapshot, which EACH_VERSION rules judge by its own checks"
-        else:
-            status, reason = IngestStatus.ACCEPTED, None
+        status, reason = _answer(recording.novel, outcome, told, late_verdict)
         return EventResult(eventId=event.event_id, status=status, reason=reason, index=index)
+
+    def _record_and_advance(
+        self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None, more: Chunks
+    ) -> Recording | None:
+        """The record and the advance at once (``AssetStore.record_and_advance``) when nothing else may come between
+        them: no parts to record first, no interval to unite into coverage, no verification to ask for. None: the
+        step-by-step path (a refused record's answer is that path's, without its request)."""
+        if more or (event.event_type is EventType.INTERVAL_COVERED and self._coverage is not None):
+            return None
+        if event.event_type is EventType.MANIFEST_SEALED and self._verifications is not None:
+            return None
+        return self._store.record_and_advance(event, source, received_at, producer_id)
+
+
+def _answer(
+    novel: bool, outcome: AdvanceOutcome, told: str | None, late_verdict: bool
+) -> tuple[IngestStatus, str | None]:
+    """The status and reason of an event that went the step-by-step path."""
+    if not novel:
+        return IngestStatus.DUPLICATE, _DUPLICATE_REASON
+    if outcome is not AdvanceOutcome.STALE:
+        return IngestStatus.ACCEPTED, None
+    reason = "recorded; the asset state already holds a newer version"
+    if told:
+        return IngestStatus.STALE, f"{reason}; {told}"
+    if late_verdict:
+        return (
+            IngestStatus.STALE,
+            f"{reason}; the verdict counts for its snapshot, which EACH_VERSION rules judge by its own checks",
+        )
+    return IngestStatus.STALE, reason
 
 
 def envelope_events(body: Any, limit: int) -> list[Any]:

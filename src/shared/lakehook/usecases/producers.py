@@ -35,11 +35,13 @@ class RegisterProducer:
         secrets: SecretStore,
         namespace: ProducerSecrets,
         clock: Callable[[], int] = now_ms,
+        changed: Callable[[str], None] | None = None,
     ) -> None:
         self._registry = registry
         self._secrets = secrets
         self._namespace = namespace
         self._clock = clock
+        self._changed = changed  # told each producer written (this process's PushAuthenticator forgets it)
 
     def __call__(
         self, producer_id: str, spec: ProducerSpec, rotate_secret: bool = False, dry_run: bool = False
@@ -91,6 +93,8 @@ class RegisterProducer:
         if dry_run:
             return ProducerRegistration(producer, existing is None, None)
         self._registry.put_producer(producer)
+        if self._changed is not None:
+            self._changed(producer_id)
         for source in set(existing.event_sources if existing else []) - set(spec.event_sources):
             self._registry.release_event_source(source, producer_id)
         return ProducerRegistration(producer, existing is None, secret)
@@ -129,11 +133,13 @@ NOT_VERIFIED_KEY = "the API key does not verify for this producer"
 class PushAuthenticator:
     """Check a push's HMAC signature against the producer's current secret and prefixes.
 
-    Every request reads the producer item (one consistent GetItem), so a prefix change or a rotation
-    through ``PUT /producers/{id}?rotateSecret=true`` applies to the next request. Only the secret is
-    cached, keyed by the producer's ``secretVersion`` (which a rotation bumps after writing the new
-    secret): a warm function spends no Secrets Manager request. A secret changed in Secrets Manager
-    directly, outside lakehook, is picked up within ``cache_seconds``.
+    The producer item (one consistent GetItem) is kept per process for ``registration_seconds``: a warm function
+    spends no read on a producer it read that recently, and a prefix change, a rotation's end of the old secret or a
+    deletion applies within that bound (0: every request reads it, and they apply to the next request). A signature
+    the kept registration does not verify reads the producer again before it is refused, so a rotated secret's new
+    value is accepted at once. The secret is cached, keyed by the producer's ``secretVersion`` (which a rotation
+    bumps after writing the new secret): a warm function spends no Secrets Manager request. A secret changed in
+    Secrets Manager directly, outside lakehook, is picked up within ``cache_seconds``.
     """
 
     def __init__(
@@ -143,14 +149,51 @@ class PushAuthenticator:
         tolerance_seconds: int,
         cache_seconds: float,
         clock: Callable[[], float] = time.time,
+        registration_seconds: float = 0.0,
     ) -> None:
         self._registry = registry
+        self._registration_seconds = registration_seconds
+        self._registrations: dict[str, tuple[float, Producer]] = {}  # producer id -> (read at, registration)
+        self.registration_reads_saved = 0  # producer reads a kept registration answered (the cost it saves)
         self._secrets = secrets
         self._tolerance = tolerance_seconds
         self._cache_seconds = cache_seconds
         self._clock = clock
         self._cache: dict[tuple[str, str, int], tuple[float, str]] = {}
         self._lock = threading.Lock()
+
+    def _registration(self, producer_id: str, fresh: bool = False) -> tuple[Producer | None, bool]:
+        """The producer's registration, and whether it is one kept from an earlier request (never an unknown one:
+        a producer registered meanwhile is found on its first request)."""
+        now = self._clock()
+        with self._lock:
+            kept = self._registrations.get(producer_id)
+            if not fresh and kept is not None and now - kept[0] < self._registration_seconds:
+                self.registration_reads_saved += 1
+                return kept[1], True
+        producer = self._registry.get_producer(producer_id)
+        with self._lock:
+            if producer is None or self._registration_seconds <= 0:
+                self._registrations.pop(producer_id, None)
+            else:
+                self._registrations[producer_id] = (now, producer)
+        return producer, False
+
+    def _verified_producer(self, producer_id: str, check: Callable[[Producer | None], Producer]) -> Producer:
+        """``check`` of the producer's registration; a refusal of a kept one is checked again on a fresh read (a
+        rotated secret's new value, a producer registered again), so only an accepted request relies on the cache."""
+        producer, kept = self._registration(producer_id)
+        try:
+            return check(producer)
+        except AuthenticationError:
+            if not kept:
+                raise
+        return check(self._registration(producer_id, fresh=True)[0])
+
+    def forget(self, producer_id: str) -> None:
+        """Drop the kept registration of a producer this process just wrote: its next request reads it."""
+        with self._lock:
+            self._registrations.pop(producer_id, None)
 
     def _secret(self, producer: Producer) -> str | None:
         key = (producer.producer_id, producer.secret_ref, producer.secret_version)
@@ -187,7 +230,9 @@ class PushAuthenticator:
         now = int(self._clock())
         if abs(now - timestamp) > self._tolerance:
             raise AuthenticationError(f"signature timestamp is outside the {self._tolerance} s tolerance")
-        producer = self._registry.get_producer(producer_id)
+        return self._verified_producer(producer_id, lambda producer: self._signed_by(producer, body, signature, now))
+
+    def _signed_by(self, producer: Producer | None, body: bytes, signature: str, now: int) -> Producer:
         secret = self._secret(producer) if producer is not None else None
         if producer is None or secret is None:
             raise AuthenticationError(NOT_VERIFIED)
@@ -204,7 +249,9 @@ class PushAuthenticator:
         if parts is None:
             raise AuthenticationError("expected 'Authorization: Bearer <producerId>:<secret>' (the producer's apiKey)")
         producer_id, given = parts
-        producer = self._registry.get_producer(producer_id)
+        return self._verified_producer(producer_id, lambda producer: self._keyed_by(producer, producer_id, given))
+
+    def _keyed_by(self, producer: Producer | None, producer_id: str, given: str) -> Producer:
         secret = self._secret(producer) if producer is not None else None
         if producer is None or secret is None or not hmac.compare_digest(given.encode(), secret.encode()):
             raise AuthenticationError(NOT_VERIFIED_KEY)

@@ -1,5 +1,6 @@
-"""DynamoDBAssetStore: events by conditional put, state by one conditional update, a settled note per event, and
-the parts of a snapshot's touched partitions past its event's bound by batched puts."""
+"""DynamoDBAssetStore: events by conditional put, state by one conditional update, a settled note per event (or the
+record, settled, and the advance in one transaction of two writes), and the parts of a snapshot's touched partitions
+past its event's bound by batched puts."""
 
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.expressions import advance_update
 from lakehook.adapters.dynamodb.pagination import decode_token, encode_token
 from lakehook.adapters.dynamodb.state_items import asset_state_from_item
+from lakehook.adapters.dynamodb.transactions import (
+    CONDITION_FAILED,
+    CONFLICT,
+    cancellation_reasons,
+    old_item,
+    reason_code,
+    retry_conflicts,
+)
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.snapshots import PartitionPart
 from lakehook.domain.state import Advance, AssetState, advance_for, already_applied
@@ -23,20 +32,79 @@ from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports import AdvanceOutcome, AssetStore, Page, RecordedEvent, Recording
 
 _DESERIALIZER = TypeDeserializer()
+_NEW_EVENT = "attribute_not_exists(PK)"
 _SETTLED = "settled"  # on an event item: every step after its record finished (AssetStore.mark_settled)
 PARTITIONS_ITEM = "PARTITIONS"  # the itemType of a part of a snapshot's touched partitions
 
 
 class DynamoDBAssetStore(AssetStore):
-    """The asset store on the single table. A novel event costs three writes and no read; a settled duplicate one."""
+    """The asset store on the single table. A novel event that settles with its advance costs one transaction of two
+    writes and no read (``record_and_advance``); the step-by-step path three writes; a settled duplicate one."""
 
     def __init__(self, table: Any, retention_days: int = 30) -> None:
         self._table = table
+        self._client = table.meta.client  # the resource's client: plain values in, as the table's
+        self._name = table.name
         self._retention_seconds = retention_days * 86400
 
     def record_event(
         self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
     ) -> Recording:
+        item = self._event_item(event, source, received_at, producer_id)
+        try:
+            retry_conflicts(
+                lambda: self._table.put_item(
+                    Item=item,
+                    ConditionExpression=_NEW_EVENT,
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+            )
+        except ClientError as exc:
+            if is_conditional_failure(exc):
+                return _refused_recording(_old_item(exc), received_at)
+            raise
+        return Recording(True, received_at)
+
+    def record_and_advance(
+        self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
+    ) -> Recording | None:
+        """One TransactWriteItems of two items: the event's record, settled, and its state's advance (two writes,
+        no read; DynamoDB bills each item of a transaction two write units)."""
+        advance = advance_for(event, received_at)
+        if advance is None:
+            return None
+        item = {**self._event_item(event, source, received_at, producer_id), _SETTLED: True}
+        update = advance_update(advance, asset_key=event.asset_key, event_id=event.event_id, now_ms=received_at)
+        record = {
+            "TableName": self._name,
+            "Item": item,
+            "ConditionExpression": _NEW_EVENT,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        state = {
+            "TableName": self._name,
+            "Key": keys.state_key(event.asset_key),
+            "UpdateExpression": update.expression(),
+            "ConditionExpression": update.condition,
+            "ExpressionAttributeNames": update.names,
+            "ExpressionAttributeValues": update.values,
+        }
+        try:
+            self._client.transact_write_items(TransactItems=[{"Put": record}, {"Update": state}])
+        except ClientError as exc:
+            reasons = cancellation_reasons(exc)
+            if reasons is None or len(reasons) != 2:
+                raise
+            if reason_code(reasons[0]) == CONDITION_FAILED:  # recorded before: what the refused put hands back
+                return _refused_recording(old_item(reasons[0]) or {}, received_at)
+            if {reason_code(r) for r in reasons} <= {CONDITION_FAILED, CONFLICT, "None"}:
+                return None  # the state refused it (ALREADY, STALE) or another write held an item: step by step
+            raise
+        return Recording(True, received_at, settled=True)
+
+    def _event_item(
+        self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None
+    ) -> dict[str, Any]:
         event_id = event.event_id
         item: dict[str, Any] = {
             **keys.event_key(event.asset_key, event_id),
@@ -54,29 +122,18 @@ class DynamoDBAssetStore(AssetStore):
         }
         if producer_id:
             item["producerId"] = producer_id
-        try:
-            self._table.put_item(
-                Item=item, ConditionExpression="attribute_not_exists(PK)", ReturnValuesOnConditionCheckFailure="ALL_OLD"
-            )
-        except ClientError as exc:
-            if is_conditional_failure(exc):
-                # the refused put hands back the first recording: its time, its settled note and the partitions its
-                # event names, without a read
-                old = _old_item(exc)
-                first = old.get("receivedAt")
-                at = received_at if first is None else int(first)
-                return Recording(False, at, old.get(_SETTLED) is True, _recorded_partitions(old))
-            raise
-        return Recording(True, received_at)
+        return item
 
     def mark_settled(self, event: AssetEvent) -> None:
         try:
-            self._table.update_item(
-                Key=keys.event_key(event.asset_key, event.event_id),
-                UpdateExpression="SET #s = :t",
-                ConditionExpression="attribute_exists(PK)",  # never a bare item for a record that expired meanwhile
-                ExpressionAttributeNames={"#s": _SETTLED},
-                ExpressionAttributeValues={":t": True},
+            retry_conflicts(
+                lambda: self._table.update_item(
+                    Key=keys.event_key(event.asset_key, event.event_id),
+                    UpdateExpression="SET #s = :t",
+                    ConditionExpression="attribute_exists(PK)",  # never a bare item for a record that expired
+                    ExpressionAttributeNames={"#s": _SETTLED},
+                    ExpressionAttributeValues={":t": True},
+                )
             )
         except ClientError as exc:
             if not is_conditional_failure(exc):
@@ -91,13 +148,15 @@ class DynamoDBAssetStore(AssetStore):
     def apply_advance(self, asset_key: str, advance: Advance, marker: str, now_ms: int) -> AdvanceOutcome:
         parts = advance_update(advance, asset_key=asset_key, event_id=marker, now_ms=now_ms)
         try:
-            self._table.update_item(
-                Key=keys.state_key(asset_key),
-                UpdateExpression=parts.expression(),
-                ConditionExpression=parts.condition,
-                ExpressionAttributeNames=parts.names,
-                ExpressionAttributeValues=parts.values,
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            retry_conflicts(  # an ingest's transaction (record_and_advance) may hold the state item a moment
+                lambda: self._table.update_item(
+                    Key=keys.state_key(asset_key),
+                    UpdateExpression=parts.expression(),
+                    ConditionExpression=parts.condition,
+                    ExpressionAttributeNames=parts.names,
+                    ExpressionAttributeValues=parts.values,
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
             )
         except ClientError as exc:
             if not is_conditional_failure(exc):
@@ -193,6 +252,14 @@ def partition_part_of_item(item: Mapping[str, Any]) -> PartitionPart:
         offset if known else None,
         total if known else None,
     )
+
+
+def _refused_recording(old: Mapping[str, Any], received_at: int) -> Recording:
+    """What a refused record hands back: the first recording's time, its settled note and the partitions its event
+    names, without a read."""
+    first = old.get("receivedAt")
+    at = received_at if first is None else int(first)
+    return Recording(False, at, old.get(_SETTLED) is True, _recorded_partitions(old))
 
 
 def _recorded_partitions(old: Mapping[str, Any]) -> tuple[str, ...] | None:

@@ -42,6 +42,7 @@ PRODUCERS_INDEX_PK = "PRODUCERS"
 GSI1 = "GSI1"
 TTL_ATTRIBUTE = "expiresAt"
 ITEM_TYPE = "itemType"
+RELEASES_NEXT = "releasesNext"  # on a SUCCEEDED claim whose success releases its group's next version (EACH_VERSION)
 
 
 def asset_pk(asset_key: str) -> str:

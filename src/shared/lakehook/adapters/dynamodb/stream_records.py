@@ -4,7 +4,8 @@ Records arrive as Lambda hands them over (typed attribute values); Powertools' D
 deserializes the images (numbers as Decimal). These wake the resolver (see ``RESOLVER_FILTER_PATTERNS``): an
 asset's STATE item written, a deferral (or an asset recheck) marked DUE, a SNAPSHOT_COMMITTED event item
 recorded (the snapshot log of EACH_VERSION), a part of a snapshot's touched partitions recorded (the keys past its
-event's bound: a slice of the commit), and a trigger turned SUCCEEDED (its group's next version). Anything
+event's bound: a slice of the commit), and a trigger turned SUCCEEDED whose success releases its group's next version
+(``releasesNext``, EACH_VERSION). Anything
 else, including other event items and the keys-only first INSERT moto emits for an update that
 creates an item, is recognized by its keys, so the decision does not depend on the filter.
 """
@@ -42,11 +43,16 @@ RESOLVER_FILTER_PATTERNS: list[dict[str, Any]] = [
     # a part of a commit's touched partitions past its event's bound, when first written (a rewrite is no news)
     {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"itemType": {"S": [PARTITIONS_ITEM]}}}},
     # a trigger that just SUCCEEDED releases its EACH_VERSION group's next version (head of line; a partition's run
-    # only when it is in order, ``inOrder``: resolver_input drops the others)
+    # only when it is in order, ``inOrder``): the dispatcher notes ``releasesNext`` on those alone, so a run of any
+    # other rule starts with the dispatcher's requests only (its SUCCEEDED never reaches the resolver)
     {
         "eventName": ["MODIFY"],
         "dynamodb": {
-            "NewImage": {"itemType": {"S": ["TRIGGER"]}, "status": {"S": ["SUCCEEDED"]}},
+            "NewImage": {
+                "itemType": {"S": ["TRIGGER"]},
+                "status": {"S": ["SUCCEEDED"]},
+                keys.RELEASES_NEXT: {"BOOL": [True]},
+            },
             "OldImage": {"status": {"S": [{"anything-but": ["SUCCEEDED"]}]}},
         },
     },
@@ -101,6 +107,8 @@ def resolver_input(record: Mapping[str, Any]) -> StateChange | Deferral | None:
         old = body.old_image or {}
         if image.get("partition") and not image.get("inOrder"):
             return None  # a partition's run releases nothing unless its group runs each version in order (inOrder)
+        if image.get(keys.RELEASES_NEXT) is not True:
+            return None  # a run of a rule that is not EACH_VERSION releases nothing (the dispatcher noted none)
         if wrapped.event_name is DynamoDBRecordEventName.MODIFY and old.get("status") != TriggerStatus.SUCCEEDED:
             return Deferral(str(image["ruleId"]), str(image["groupId"]), 0)
         return None

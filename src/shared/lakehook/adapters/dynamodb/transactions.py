@@ -105,6 +105,21 @@ def _retried(call: Callable[[], _T], sleep: Callable[[float], None]) -> _T:
         raise exc.error from None
 
 
+def retry_conflicts(call: Callable[[], _T], sleep: Callable[[float], None] = time.sleep) -> _T:
+    """``call``, one single-item write, made again after a jittered backoff while another transaction holds its item
+    (TransactionConflictException, which botocore does not retry), :data:`RETRIES` times, then raised."""
+
+    def once() -> _T:
+        try:
+            return call()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "TransactionConflictException":
+                raise _Transient(exc) from None
+            raise
+
+    return _retried(once, sleep)
+
+
 def _one_transaction(actions: Sequence[dict[str, Any]], waiting: Sequence[int]) -> list[int]:
     """The first of ``waiting`` (positions in ``actions``) one transaction makes: in order, at most
     :data:`MAX_TRANSACTION_ITEMS`, up to the first naming an item already in it (one transaction names an item once;

@@ -223,9 +223,13 @@ class DynamoDBTriggerLedger(TriggerLedger):
         now_ms: int,
         run_state: RunState | None = None,
         confirm_by: int | None = None,
+        releases_next: bool = True,
     ) -> bool:
         sets = ["#status = :succeeded", "targetRunId = :run", "updatedAt = :now"]
         values: dict[str, Any] = {":succeeded": TriggerStatus.SUCCEEDED.value, ":run": run_id, ":now": now_ms}
+        if releases_next:  # its SUCCEEDED record wakes the resolver (RESOLVER_FILTER_PATTERNS); others pass it by
+            sets.append(f"{keys.RELEASES_NEXT} = :releases")
+            values[":releases"] = True
         if confirm_by is not None:
             sets.append("confirmBy = :by")
             values[":by"] = confirm_by

@@ -30,15 +30,40 @@ class InMemoryAssetStore(AssetStore):
         self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
     ) -> Recording:
         with self._lock:
-            first = self.events.get(event.event_id)
-            if first is not None:
-                named = first.event.partitions
-                keys = named.keys if named is not None else None
-                return Recording(False, first.received_at, event.event_id in self.settled, keys)
+            refused = self._refused(event.event_id)
+            if refused is not None:
+                return refused
             self.events[event.event_id] = RecordedEvent(
                 event, source, received_at, producer_id, {"eventId": event.event_id}
             )
             return Recording(True, received_at)
+
+    def record_and_advance(
+        self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
+    ) -> Recording | None:
+        advance = advance_for(event, received_at)
+        with self._lock:  # both or neither, as DynamoDB's transaction
+            refused = self._refused(event.event_id)
+            if refused is not None:
+                return refused
+            old = self.states.get(event.asset_key, {})
+            new = None if advance is None else apply_advance(old, advance, event_id=event.event_id, now_ms=received_at)
+            if new is None:
+                return None
+            self.states[event.asset_key] = new
+            self.events[event.event_id] = RecordedEvent(
+                event, source, received_at, producer_id, {"eventId": event.event_id}
+            )
+            self.settled.add(event.event_id)
+            return Recording(True, received_at, settled=True)
+
+    def _refused(self, event_id: str) -> Recording | None:
+        """What a refused record answers (None: the event is new); the caller holds the lock."""
+        first = self.events.get(event_id)
+        if first is None:
+            return None
+        named = first.event.partitions
+        return Recording(False, first.received_at, event_id in self.settled, None if named is None else named.keys)
 
     def mark_settled(self, event: AssetEvent) -> None:
         with self._lock:
