@@ -14,7 +14,7 @@ from lakehook.domain.status import Status
 from lakehook.domain.triggers import Trigger, TriggerStatus
 from lakehook.usecases.rule_writes import PutRule
 from tests.hypothesis_profiles import examples
-from tests.unit.test_partition_resolve import ORDERS, PAYMENTS, Lake
+from tests.unit.test_partition_resolve import ORDERS, PAYMENTS, Lake, daily
 
 A, B, C = "2026-12-01", "2026-12-02", "2026-12-03"
 
@@ -47,7 +47,11 @@ class Started(Lake):
     def made(self, skipped: bool = False) -> list[tuple[str | None, dict[str, int | None]]]:
         """The partition and pins of each of the rule's partition runs (``skipped``: SKIPPED claims), in order."""
         order = [self.triggers.triggers[k] for k in self.triggers.claim_order]
-        wanted = [t for t in order if t.partition is not None and (t.status is TriggerStatus.SKIPPED) == skipped]
+        wanted = [
+            t
+            for t in order
+            if t.rule_id == "daily" and t.partition is not None and (t.status is TriggerStatus.SKIPPED) == skipped
+        ]
         return [(t.partition, _pins(t)) for t in wanted]
 
     def lines(self) -> dict[str, dict[str, Any]]:
@@ -69,9 +73,10 @@ def test_a_next_change_rule_runs_no_partition_it_found_and_runs_a_day_once_a_new
     lake.put(startFrom="NEXT_CHANGE")
     assert lake.made() == []
     [start] = [t for t in lake.triggers.triggers.values() if t.rule_id == "daily"]
-    assert start.status is TriggerStatus.SKIPPED and start.partition is None and _pins(start) == {ORDERS: 1, PAYMENTS: 7}
+    assert (start.status, start.partition, _pins(start)) == (TriggerStatus.SKIPPED, None, {ORDERS: 1, PAYMENTS: 7})
     lines = lake.lines()
-    assert {p: line["status"] for p, line in lines.items()} == {f"dt={A}": "WAITING_FOR_UPDATE", f"dt={B}": "WAITING_FOR_UPDATE"}
+    statuses = {p: line["status"] for p, line in lines.items()}
+    assert statuses == dict.fromkeys((f"dt={A}", f"dt={B}"), "WAITING_FOR_UPDATE")
     assert "startFrom is NEXT_CHANGE: snapshot 1 was there when the rule started" in lines[f"dt={A}"]["reason"]
     lake.deliver()  # a redelivery, or any other evaluation, still runs nothing
     assert lake.made() == []
@@ -152,17 +157,18 @@ commit = st.tuples(st.sampled_from([ORDERS, PAYMENTS]), days)
 def test_a_next_change_rule_runs_a_day_only_for_commits_after_its_start_and_explain_agrees(
     before: list[tuple[str, set[str]]], after: list[tuple[tuple[str, set[str]], bool]], mode: str
 ) -> None:
-    """Whatever commits came before the start and in whatever batches the later ones arrive: every run pins a
+    """Whatever commits came before the start (known to the resolver through another rule mapping the tables alike)
+    and in whatever batches the later ones arrive: every run pins a
     commit newer than where the rule started; a day is run with its newest commits once a member touched it since
     (ALL_UPDATED: each member) and both members have touched it; explain shows no day READY that the resolver left."""
-    lake = Started()
+    lake = Started(daily(rule_id="other"))  # another rule mapping the tables alike: the facts of before are kept
     sid = {ORDERS: 0, PAYMENTS: 100}
     newest: dict[tuple[str, str], int] = {}  # (asset, day) -> the newest commit touching it
     for asset, touched in before:
         sid[asset] += 1
         lake.commit(asset, sid[asset], *sorted(touched))
         newest.update({(asset, d): sid[asset] for d in touched})
-    lake.deliver()
+        lake.deliver()
     lake.put(mode=mode, startFrom="NEXT_CHANGE")
     started = dict(sid)
     since: dict[str, set[str]] = {}  # day -> the members that touched it after the start
@@ -181,7 +187,8 @@ def test_a_next_change_rule_runs_a_day_only_for_commits_after_its_start_and_expl
     wanted = {
         f"dt={d}": {ORDERS: newest[(ORDERS, d)], PAYMENTS: newest[(PAYMENTS, d)]}
         for d, members in since.items()
-        if (ORDERS, d) in newest and (PAYMENTS, d) in newest
+        if (ORDERS, d) in newest
+        and (PAYMENTS, d) in newest
         and (members == {ORDERS, PAYMENTS} if mode == "ALL_UPDATED" else bool(members))
     }
     last = {p: pins for p, pins in runs}

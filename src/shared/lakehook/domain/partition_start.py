@@ -21,7 +21,7 @@ from lakehook.domain.evaluation import backfills_of
 from lakehook.domain.group_steps import completed_backfills
 from lakehook.domain.planned_claims import PlannedClaim
 from lakehook.domain.rules import BackfillPolicy, Group, Rule
-from lakehook.domain.state import AssetState
+from lakehook.domain.state import AssetState, BackfillStatus
 from lakehook.domain.triggers import GroupCursor, PinnedInput, TriggerStatus, Window, next_trigger
 from lakehook.domain.versions import SnapshotRecord
 
@@ -40,8 +40,10 @@ def point_claim(
     marker: str,
     baseline: bool,
     window: Window | None = None,
+    backfills: Mapping[str, str] | None = None,
 ) -> PlannedClaim:
-    """The SKIPPED claim of the group's cursor that records a point (no run), conditional on ``cursor``."""
+    """The SKIPPED claim of the group's cursor that records a point (no run), conditional on ``cursor``; with it the
+    backfills seen (``backfills``, else those the members' states name)."""
     base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id)
     trigger = next_trigger(
         rule.rule_id,
@@ -54,7 +56,8 @@ def point_claim(
         window=window,
         marker=marker,
     )
-    return PlannedClaim(trigger, cursor, base, backfills_of(group, states), baseline=baseline)
+    seen = backfills if backfills is not None else backfills_of(group, states)
+    return PlannedClaim(trigger, cursor, base, seen, baseline=baseline)
 
 
 def record_pin(asset_key: str, record: SnapshotRecord) -> PinnedInput:
@@ -89,7 +92,39 @@ def start_point(
     if not any(k not in last or p.ordinal > last[k].ordinal for k, p in found.items()):
         return None
     pins = tuple({**last, **found}.values())
-    return point_claim(rule, group, cursor, pins, states, now, reason=START_REASON, marker="start", baseline=True)
+    seen = completed_of(group, states)
+    return point_claim(
+        rule, group, cursor, pins, states, now, reason=START_REASON, marker="start", baseline=True, backfills=seen
+    )
+
+
+def completed_of(group: Group, states: Mapping[str, AssetState]) -> dict[str, str]:
+    """The backfill each member's state names, once it completed (a running one is still to be absorbed)."""
+    return {
+        k: s.backfill_id
+        for k in group.asset_keys
+        if (s := states.get(k)) is not None and s.backfill_id and s.backfill_status is BackfillStatus.COMPLETED
+    }
+
+
+def watch_point(
+    rule: Rule, group: Group, states: Mapping[str, AssetState], cursor: GroupCursor | None, now: int
+) -> PlannedClaim | None:
+    """``backfill: SKIP`` of a partitioned group written (or re-enabled) with no point yet: the claim recording the
+    backfills its members completed before, skipping nothing (they are not the group's to absorb: as a group that
+    never ran, it did not hold for them); None when there are none, or it has a point."""
+    seen = completed_of(group, states)
+    if rule.policy.backfill is not BackfillPolicy.SKIP or group.partition_by is None or cursor is not None or not seen:
+        return None
+    digest = _digest(sorted(f"{k}={v}" for k, v in seen.items()))
+    reason = "backfill SKIP: the backfills completed before the rule started are not skipped"
+    return point_claim(
+        rule, group, None, (), states, now, reason=reason, marker=f"backfill-{digest}", baseline=False, backfills=seen
+    )
+
+
+def _digest(ids: list[str]) -> str:
+    return hashlib.sha256("\n".join(ids).encode()).hexdigest()[:12]
 
 
 def ended_backfills(
@@ -107,17 +142,16 @@ def backfill_point(
 ) -> PlannedClaim | None:
     """``backfill: SKIP`` of a partitioned group: once a member's backfill completed that the group's cursor has not
     seen, the claim recording where it ended (that member's newest data commit, beside the ends recorded before);
-    None when none did. A group that never recorded a point records only the backfills its members name (as a group
-    that never ran skips nothing: the first backfill it sees end is one it did not hold for)."""
+    None when none did (the backfills its members completed before the rule was written are recorded then:
+    :func:`watch_point`)."""
     done = ended_backfills(rule, group, states, cursor)
     if not done:
         return None
     keys = {group.members[i].asset_key for i in done}
-    ended = newest_data(group, states, keys) if cursor is not None else {}
-    pins = tuple({**(cursor.pins if cursor is not None else {}), **ended}.values())
+    pins = tuple({**(cursor.pins if cursor is not None else {}), **newest_data(group, states, keys)}.values())
     ids = sorted(f"{k}={states[k].backfill_id}" for k in keys)
-    names = ", ".join(ids)
-    digest = hashlib.sha256("\n".join(ids).encode()).hexdigest()[:12]
-    reason = f"backfill completed ({names}); the commits it made are skipped in every partition they touched"
-    marker = f"backfill-{digest}"
-    return point_claim(rule, group, cursor, pins, states, now, reason=reason, marker=marker, baseline=False)
+    reason = f"backfill completed ({', '.join(ids)}); the commits it made are skipped in every partition they touched"
+    marker, seen = f"backfill-{_digest(ids)}", completed_of(group, states)
+    return point_claim(
+        rule, group, cursor, pins, states, now, reason=reason, marker=marker, baseline=False, backfills=seen
+    )

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lakehook.domain.errors import NotFoundError
-from lakehook.domain.rules import Rule, StartFrom
+from lakehook.domain.rules import BackfillPolicy, Rule, StartFrom
 from lakehook.domain.secret_names import AS_GIVEN, ProducerSecrets, SecretNames
 from lakehook.domain.time import now_ms
 from lakehook.domain.url_policy import UrlPolicy
@@ -74,7 +74,7 @@ class PutRule:
         newer ones fire."""
         rule = self.check(rule_id, body)
         old = self._stored_before(rule_id) if rule.enabled else None
-        if rule.enabled and rule.policy.start_from is StartFrom.NEXT_CHANGE:
+        if rule.enabled and (rule.policy.start_from is StartFrom.NEXT_CHANGE or _skips_backfills_per_partition(rule)):
             was_running = old is not None and old.rule.enabled
             before = {g.group_id for g in old.rule.groups} if old is not None and was_running else set()
             starting = [g.group_id for g in rule.groups if g.group_id not in before]
@@ -98,6 +98,11 @@ class PutRule:
             self._resolver.evaluate(rule)
         except Exception:
             logger.exception("evaluation after put failed", extra={"rule_id": rule.rule_id, "status": "FAILED"})
+
+
+def _skips_backfills_per_partition(rule: Rule) -> bool:
+    """A rule whose partitioned group starts by recording the backfills completed before it (``backfill: SKIP``)."""
+    return rule.policy.backfill is BackfillPolicy.SKIP and any(g.partition_by is not None for g in rule.groups)
 
 
 class DeleteRule:
