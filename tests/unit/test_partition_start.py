@@ -275,6 +275,26 @@ def test_explain_after_a_backfill_completed_says_what_the_resolver_then_does() -
     assert lake.made()[3:] == [(f"dt={C}", {ORDERS: 1, PAYMENTS: 8})]
 
 
+def test_each_version_per_partition_absorbs_a_backfills_versions_in_one_skip_and_runs_the_next_one() -> None:
+    lake = Started()
+    lake.put(mode="EACH_VERSION", backfill="SKIP")
+    lake.commit(ORDERS, 1, A, B)
+    lake.commit(PAYMENTS, 7, A, B)
+    lake.deliver()
+    lake.push("BACKFILL_STARTED", ORDERS, backfillId="bf1")
+    lake.commit(ORDERS, 2, A)
+    lake.commit(ORDERS, 3, A)
+    lake.deliver()
+    assert {line["status"] for line in lake.lines().values()} == {"BLOCKED_BY_BACKFILL"}
+    lake.push("BACKFILL_COMPLETED", ORDERS, backfillId="bf1")
+    lake.deliver()
+    lake.sweep(0)
+    assert lake.made(skipped=True) == [(f"dt={A}", {ORDERS: 3, PAYMENTS: 7})]  # versions 2 and 3: the backfill's
+    lake.commit(ORDERS, 4, A)
+    lake.deliver()
+    assert lake.made()[2:] == [(f"dt={A}", {ORDERS: 4, PAYMENTS: 7})]
+
+
 @settings(max_examples=examples(40), deadline=None)
 @given(
     normal=st.lists(st.tuples(st.sampled_from([ORDERS, PAYMENTS]), days), max_size=4),
