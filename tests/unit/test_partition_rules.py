@@ -158,9 +158,12 @@ def test_a_freshness_promise_over_group_runs_is_kept_per_partition_by_a_rule_wit
 
 
 @pytest.mark.parametrize("policy", [{"startFrom": "NEXT_CHANGE"}, {"backfill": "SKIP"}])
-def test_start_from_next_change_and_backfill_skip_are_refused_for_a_partitioned_group(policy: dict[str, Any]) -> None:
-    error = refused({**body(), "policy": policy})
-    assert error.field == "policy" and "partitionBy" in str(error)
+def test_start_from_next_change_and_backfill_skip_hold_per_partition(policy: dict[str, Any]) -> None:
+    """Accepted (tests/unit/test_partition_start.py plays them); NEXT_CHANGE with EACH_VERSION is refused there."""
+    rule = parse_rule("r", {**body(), "policy": {"mode": "ALL_UPDATED", **policy}})
+    assert rule.policy.model_dump(by_alias=True, mode="json").items() >= policy.items()
+    error = refused({**body(), "policy": {"mode": "EACH_VERSION", "startFrom": "NEXT_CHANGE"}})
+    assert error.field == "policy" and "partitionBy" in str(error) and "EACH_VERSION" in str(error)
 
 
 # --- mapping keys ----------------------------------------------------------------------------------

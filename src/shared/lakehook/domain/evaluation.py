@@ -124,7 +124,7 @@ def evaluate_group(
         rule,
         group,
         states,
-        cursor if cursor is not None and cursor.seq > 0 else None,
+        cursor if cursor is not None and (cursor.seq > 0 or cursor.baseline) else None,  # a partition's start
         now,
         members,
         logs or {},

@@ -175,7 +175,7 @@ def wait_for_newer(
     pinned = members[index].pin
     required = {"newerThan": last.to_api()}
     if partition is not None:
-        _wait_in_partition(members, index, last, partition, required)
+        _wait_in_partition(members, index, last, partition, required, baseline)
         return
     if pinned is not None and pinned.ordinal < last.ordinal:
         reason = f"state read at version {pinned.state_version} is older than the last trigger's"
@@ -207,10 +207,21 @@ def wait_for_newer(
 
 
 def _wait_in_partition(
-    members: list[MemberEvaluation], index: int, last: PinnedInput, partition: str, required: dict[str, Any]
+    members: list[MemberEvaluation],
+    index: int,
+    last: PinnedInput,
+    partition: str,
+    required: dict[str, Any],
+    baseline: bool = False,
 ) -> None:
-    """A partitioned member whose newest commit touching the partition already ran for it (or is older)."""
+    """A partitioned member whose newest commit touching the partition already ran for it (or is older), or was there
+    when a startFrom NEXT_CHANGE rule started (``baseline``)."""
     touching = members[index].current.get("fanOutOf")
     touched = "it" if touching is None else f"{touching} (fanned out to {partition})"
-    reason = f"snapshot {last.snapshot_id} already ran for {partition}; waiting for a newer commit touching {touched}"
+    done = (
+        f"startFrom is NEXT_CHANGE: snapshot {last.snapshot_id} was there when the rule started"
+        if baseline
+        else f"snapshot {last.snapshot_id} already ran for {partition}"
+    )
+    reason = f"{done}; waiting for a newer commit touching {touched}"
     with_status(members, index, Status.WAITING_FOR_UPDATE, reason, required)

@@ -26,7 +26,7 @@ from lakehook.domain.state import AssetState, BackfillStatus
 from lakehook.domain.status import Status
 from lakehook.domain.time import ms_to_iso
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, Window
-from lakehook.domain.verdicts import Backlog, Gap, GroupEvaluation, first_blocked, with_status
+from lakehook.domain.verdicts import Backlog, Gap, GroupEvaluation, PartitionView, first_blocked, with_status
 from lakehook.domain.version_history import first_known, judged_per_snapshot
 from lakehook.domain.windows import cover_partition, next_window
 
@@ -69,13 +69,17 @@ class MembersHold(GroupStep):
 
 
 class BackfillSkip(GroupStep):
-    """``policy.backfill: SKIP``: hold while a member's backfill runs, then absorb its versions (a SKIPPED claim)."""
+    """``policy.backfill: SKIP``: hold while a member's backfill runs, then absorb its versions (a SKIPPED claim). A
+    partition holds alike, then absorbs the commits touching it up to where the group recorded the backfill's end
+    (:func:`partition_backfill_skip`)."""
 
     @classmethod
     def of(cls, rule: Rule, group: Group) -> GroupStep | None:
         return cls() if rule.policy.backfill is BackfillPolicy.SKIP else None
 
     def evaluate(self, g: Evaluating) -> GroupEvaluation | None:
+        if g.partition is not None:
+            return backfill_running(g.group, g.states, g.members) or partition_backfill_skip(g, g.partition)
         return backfill_skip(g.rule, g.group, g.states, g.cursor, g.members, g.pins)
 
 
@@ -381,31 +385,12 @@ def backfill_skip(
     pins: list[PinnedInput],
 ) -> GroupEvaluation | None:
     """policy.backfill=SKIP: hold while a backfill runs; once it completed, absorb its versions (skip)."""
-    running = [
-        i
-        for i, m in enumerate(group.members)
-        if (s := states.get(m.asset_key)) and s.backfill_status is BackfillStatus.RUNNING
-    ]
-    for i in running:
-        state = states[group.members[i].asset_key]
-        with_status(
-            members,
-            i,
-            Status.BLOCKED_BY_BACKFILL,
-            f"backfill {state.backfill_id} is running; snapshots it commits do not trigger",
-        )
-    if running:
-        return first_blocked(group.group_id, members)
+    running = backfill_running(group, states, members)
+    if running is not None:
+        return running
     if cursor is None:
         return None
-    done = [
-        i
-        for i, m in enumerate(group.members)
-        if (s := states.get(m.asset_key))
-        and s.backfill_status is BackfillStatus.COMPLETED
-        and s.backfill_id is not None
-        and cursor.backfills.get(m.asset_key) != s.backfill_id
-    ]
+    done = completed_backfills(group, states, cursor)
     if not done:
         return None
     chosen = [
@@ -420,5 +405,70 @@ def backfill_skip(
         pins=tuple(chosen),
         window=cursor.window,
         reason=f"backfill completed on {names}; its snapshots are skipped",
+        skip=True,
+    )
+
+
+def backfill_running(
+    group: Group, states: Mapping[str, AssetState], members: list[MemberEvaluation]
+) -> GroupEvaluation | None:
+    """While a member's backfill runs, the group (every partition of it) waits: BLOCKED_BY_BACKFILL."""
+    running = [
+        i
+        for i, m in enumerate(group.members)
+        if (s := states.get(m.asset_key)) and s.backfill_status is BackfillStatus.RUNNING
+    ]
+    for i in running:
+        state = states[group.members[i].asset_key]
+        with_status(
+            members,
+            i,
+            Status.BLOCKED_BY_BACKFILL,
+            f"backfill {state.backfill_id} is running; snapshots it commits do not trigger",
+        )
+    return first_blocked(group.group_id, members) if running else None
+
+
+def completed_backfills(group: Group, states: Mapping[str, AssetState], cursor: GroupCursor | None) -> list[int]:
+    """The members whose backfill completed since ``cursor`` was claimed (it records the backfill each member's state
+    named then; None: it never was, every completed one counts)."""
+    seen = cursor.backfills if cursor is not None else {}
+    return [
+        i
+        for i, m in enumerate(group.members)
+        if (s := states.get(m.asset_key))
+        and s.backfill_status is BackfillStatus.COMPLETED
+        and s.backfill_id is not None
+        and seen.get(m.asset_key) != s.backfill_id
+    ]
+
+
+def partition_backfill_skip(g: Evaluating, view: PartitionView) -> GroupEvaluation | None:
+    """policy.backfill=SKIP for one partition: the commits touching it that a completed backfill's member made up to
+    where the group recorded the backfill's end (``view.start``, :func:`lakehook.domain.partition_start.backfill_point`)
+    and that the partition has not run are absorbed (a SKIPPED claim pinning them; the other members keep the versions
+    the partition last ran with, so their own news runs it next). Commits after that end run as any others."""
+    point = view.start
+    if point is None or point.baseline:
+        return None
+    own = g.cursor.pins if g.cursor is not None else {}
+    absorbed = [
+        i
+        for i in sorted(view.counted)
+        if (end := point.pins.get(g.pins[i].asset_key)) is not None
+        and g.pins[i].ordinal <= end.ordinal
+        and ((last := own.get(g.pins[i].asset_key)) is None or g.pins[i].ordinal > last.ordinal)
+    ]
+    if not absorbed:
+        return None
+    chosen = [pin if i in absorbed or pin.asset_key not in own else own[pin.asset_key] for i, pin in enumerate(g.pins)]
+    names = ", ".join(f"{k} ({point.backfills.get(k)})" for k in (g.pins[i].asset_key for i in absorbed))
+    return GroupEvaluation(
+        g.gid,
+        Status.READY,
+        tuple(g.members),
+        pins=tuple(chosen),
+        window=g.cursor.window if g.cursor is not None else None,
+        reason=f"backfill completed on {names}; its commits touching {view.key} are skipped",
         skip=True,
     )

@@ -136,15 +136,24 @@ def fact_keys(group: Group, partition: str) -> list[FactKey]:
 
 
 def touched_since(
-    group: Group, partition: str, facts: Mapping[FactKey, PartitionFact], cursor: GroupCursor | None
+    group: Group,
+    partition: str,
+    facts: Mapping[FactKey, PartitionFact],
+    cursor: GroupCursor | None,
+    start: GroupCursor | None = None,
 ) -> bool:
     """Whether a partitioned member has a data commit touching ``partition`` (a rollup: one of its units) newer than
-    what the partition's last run pinned: it stays pending, visible and counted, until it runs, whether or not its
-    members are complete (a rollup's day missing an hour is pending)."""
+    what the partition's last run pinned (and, for a startFrom NEXT_CHANGE rule, than what was there when it started:
+    ``start``): it stays pending, visible and counted, until it runs, whether or not its members are complete (a
+    rollup's day missing an hour is pending)."""
     if cursor is not None and cursor.seq == 0:
         cursor = None
+    baseline = start.pins if start is not None and start.baseline else {}
     for member in group.partitioned_members:
         last = cursor.pins.get(member.asset_key) if cursor is not None else None
+        there = baseline.get(member.asset_key)
+        if there is not None and (last is None or there.ordinal > last.ordinal):
+            last = there
         for key in member_keys(group, member, partition):
             fact = facts.get(key)
             if fact is not None and (last is None or fact.order > last.ordinal[0]):
@@ -166,6 +175,7 @@ def evaluate_partition(
     previous: Trigger | None = None,
     versions: Mapping[FactKey, Sequence[PartitionFact]] | None = None,
     gaps: Mapping[str, Gap] | None = None,
+    start: GroupCursor | None = None,
 ) -> GroupEvaluation:
     """The verdict of ``group`` for ``partition``: READY with the pins to claim, or the first thing it waits for.
     ``cursor`` is the partition's own cursor (None before its first run). The members' verdicts are the partition's
@@ -174,13 +184,42 @@ def evaluate_partition(
     period hold per partition. EACH_VERSION: ``versions`` holds the known data commits touching the partition per
     fact key (after the partition's cursor: its next ones), and ``previous`` the trigger its cursor names (head of
     line, per partition), and ``gaps`` per partitioned member (by asset key) a gap of its table's commits before its
-    next version that the partition waits at."""
+    next version that the partition waits at. ``start``: the group's own cursor, the point every partition starts
+    from (:mod:`lakehook.domain.partition_start`): a startFrom NEXT_CHANGE rule's starting point (:func:`started`), or
+    where a completed backfill ended (its commits are skipped, policy.backfill SKIP)."""
     view = partition_members(group, partition, facts, states, registered, versions)
     if gaps:
         view = replace(view, gaps={i: gaps[m.asset_key] for i, m in enumerate(group.members) if m.asset_key in gaps})
+    if start is not None:
+        view = replace(view, start=start)
+        if start.baseline:
+            cursor = started(rule, group, partition, cursor, start, view)
     return evaluate_group(
         rule, group, states, cursor, now, registered=registered, coverage=coverage, previous=previous, partition=view
     )
+
+
+def started(
+    rule: Rule, group: Group, partition: str, cursor: GroupCursor | None, start: GroupCursor, view: PartitionView
+) -> GroupCursor | None:
+    """startFrom NEXT_CHANGE: ``partition``'s cursor as the rule's starting point ``start`` (the group's cursor: each
+    partitioned member's newest data commit when the rule started) leaves it. Per partitioned member, the version the
+    partition had then counts as run: its newest commit touching the partition if that is not newer than the start,
+    else the start's own version (the partition has news since); a partition that ran a newer one keeps it. The
+    claim is still conditional on the partition's own cursor (the lane's): only the evaluation sees this one."""
+    base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id, partition)
+    pins = dict(base.pins)
+    for i in sorted(view.counted):
+        pin, there = view.members[i].pin, start.pins.get(group.members[i].asset_key)
+        if pin is None or there is None:
+            continue
+        there = pin if pin.ordinal <= there.ordinal else there
+        own = pins.get(there.asset_key)
+        if own is None or there.ordinal > own.ordinal:
+            pins[there.asset_key] = there
+    if pins == base.pins:
+        return cursor
+    return base.model_copy(update={"pins": pins, "baseline": True})
 
 
 def partition_members(

@@ -28,6 +28,7 @@ class PlannedClaim:
     backfills: Mapping[str, str] = field(default_factory=dict)
     catch_up_at: int | None = None
     log_pins: bool = False
+    baseline: bool = False  # a startFrom NEXT_CHANGE starting point (no run: the versions present then)
 
     def with_pins(self, pins: tuple[PinnedInput, ...]) -> PlannedClaim:
         return PlannedClaim(
@@ -37,11 +38,12 @@ class PlannedClaim:
             self.backfills,
             self.catch_up_at,
             self.log_pins,
+            self.baseline,
         )
 
     def moved(self) -> GroupCursor:
         """The group's (or the partition's) cursor once this claim is made."""
-        return self.base.after(self.trigger, dict(self.backfills), catch_up_at=self.catch_up_at)
+        return self.base.after(self.trigger, dict(self.backfills), self.baseline, self.catch_up_at)
 
 
 def plan_claim(

@@ -573,13 +573,12 @@ class Rule(BaseModel):
         if policy.mode is Mode.EACH_VERSION:
             for group in groups:
                 _each_version_per_partition(group)
-        if partitioned and policy.start_from is StartFrom.NEXT_CHANGE:
+        if partitioned and policy.start_from is StartFrom.NEXT_CHANGE and policy.mode is Mode.EACH_VERSION:
             raise ValueError(
-                f"startFrom: group {partitioned[0]} has partitionBy; a partition runs for the commits touching it "
-                "(LATEST), NEXT_CHANGE is not supported there"
+                f"startFrom: group {partitioned[0]} has partitionBy and the mode is EACH_VERSION; a partition steps "
+                "through the commits touching it from its first one, NEXT_CHANGE is not supported with EACH_VERSION "
+                "there (ALL_UPDATED and ANY_UPDATED take it)"
             )
-        if partitioned and policy.backfill is BackfillPolicy.SKIP:
-            raise ValueError(f"backfill: group {partitioned[0]} has partitionBy; backfill SKIP is not supported there")
         return policy
 
     @field_validator("groups")

@@ -12,7 +12,7 @@ from lakehook.domain.member_verdict import MemberEvaluation
 from lakehook.domain.schedule_explanation import ScheduleExplanation
 from lakehook.domain.status import Status
 from lakehook.domain.time import ms_to_iso
-from lakehook.domain.triggers import PinnedInput, Window
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Window
 
 
 @dataclass(frozen=True)
@@ -167,6 +167,10 @@ class PartitionView:
     # EACH_VERSION: per partitioned member (by index) a commit of its table missing before its next version, not
     # settled yet (a commit whose partitions are not known could touch the partition)
     gaps: Mapping[int, Gap] = field(default_factory=dict)
+    # the group's own cursor, where it records a point every partition starts from: the versions present when a
+    # startFrom NEXT_CHANGE rule started (``baseline``), or where a completed backfill ended (policy.backfill SKIP;
+    # :mod:`lakehook.domain.partition_start`)
+    start: GroupCursor | None = None
 
     def next_after(self, index: int, last: PinnedInput) -> PinnedInput | Gap | None:
         """EACH_VERSION: the member's first known commit touching the partition after ``last`` (its next version), or

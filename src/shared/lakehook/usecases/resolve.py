@@ -40,11 +40,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from lakehook.domain.errors import ConflictError, UnreadableItemError
-from lakehook.domain.evaluation import GroupEvaluation, PartialCommit, backfills_of, evaluate_group
-from lakehook.domain.rules import Policy, Rule
+from lakehook.domain.evaluation import GroupEvaluation, PartialCommit, evaluate_group
+from lakehook.domain.partition_start import START_REASON, point_claim, start_point, watch_point
+from lakehook.domain.planned_claims import PlannedClaim
+from lakehook.domain.rules import Group, Policy, Rule, StartFrom
 from lakehook.domain.state import AssetState
 from lakehook.domain.time import now_ms
-from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus, next_trigger
+from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.observability import logger
 from lakehook.ports.rules import AssetRecheck, ClaimOutcome, Deferral, DeferralStore, PartitionWork, StateChange
 from lakehook.usecases.coverage import coverage_of_groups
@@ -177,7 +179,8 @@ class ResolveAssetChange:
     def start(self, rule: Rule, group_ids: Sequence[str]) -> list[Trigger]:
         """``startFrom: NEXT_CHANGE``: record, per group, the versions that satisfy it now as its starting point (a
         SKIPPED claim that moves the cursor without a run), so only newer versions fire. Call it before the rule
-        is written (or re-enabled): a resolver that sees the rule then already sees its starting point."""
+        is written (or re-enabled): a resolver that sees the rule then already sees its starting point. A partitioned
+        group with ``backfill: SKIP`` records the backfills completed before it (they are not its to skip)."""
         now = self._clock()
         # The starting point is what a LATEST evaluation would claim now, whatever cooldown or quiet period holds.
         eager = rule.model_copy(update={"policy": Policy(mode=rule.policy.mode, backfill=rule.policy.backfill)})
@@ -190,30 +193,52 @@ class ResolveAssetChange:
             if unreadable is not None:
                 raise UnreadableItemError(unreadable)
             cursor = inputs.cursors.get((rule.rule_id, group.group_id))
-            spans = coverage_of_groups(self._stores.coverage, [(group, None)], now) if group.covers else None
-            verdict = evaluate_group(eager, group, inputs.states, None, now, coverage=spans)
-            if not verdict.ready or not _newer(verdict, cursor):
+            planned = self._starting_point(rule.policy, eager, group, inputs.states, cursor, now)
+            if planned is None:
                 continue  # nothing satisfies it yet (its first satisfying versions are new), or nothing new
-            base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id)
-            trigger = next_trigger(
-                rule.rule_id,
-                group.group_id,
-                base,
-                verdict.pins,
-                status=TriggerStatus.SKIPPED,
-                now=now,
-                reason="startFrom NEXT_CHANGE: the versions present when the rule started; only newer ones run",
-                window=verdict.window,
-                marker="start",
-            )
-            moved = base.after(trigger, backfills_of(group, inputs.states), baseline=True)
-            if self._stores.triggers.claim(trigger, moved, cursor).outcome is ClaimOutcome.CLAIMED:
+            trigger = planned.trigger
+            if self._stores.triggers.claim(trigger, planned.moved(), cursor).outcome is ClaimOutcome.CLAIMED:
                 started.append(trigger)
                 logger.info(
                     "rule starting point recorded",
                     extra={"rule_id": rule.rule_id, "group_id": group.group_id, "trigger_key": trigger.trigger_key},
                 )
         return started
+
+    def _starting_point(
+        self,
+        policy: Policy,
+        eager: Rule,
+        group: Group,
+        states: Mapping[str, AssetState],
+        cursor: GroupCursor | None,
+        now: int,
+    ) -> PlannedClaim | None:
+        """A group's starting point: what a LATEST evaluation would claim now (a partitioned group: each partitioned
+        member's newest data commit, every partition starting from there: :mod:`lakehook.domain.partition_start`; with
+        ``backfill: SKIP`` and LATEST, the backfills its members completed before, which it does not skip)."""
+        if group.partition_by is not None and policy.start_from is StartFrom.NEXT_CHANGE:
+            return start_point(eager, group, states, cursor, now)
+        if group.partition_by is not None:
+            return watch_point(eager, group, states, cursor, now)
+        if policy.start_from is not StartFrom.NEXT_CHANGE:
+            return None
+        spans = coverage_of_groups(self._stores.coverage, [(group, None)], now) if group.covers else None
+        verdict = evaluate_group(eager, group, states, None, now, coverage=spans)
+        if not verdict.ready or not _newer(verdict, cursor):
+            return None
+        return point_claim(
+            eager,
+            group,
+            cursor,
+            verdict.pins,
+            states,
+            now,
+            reason=START_REASON,
+            marker="start",
+            baseline=True,
+            window=verdict.window,
+        )
 
     # --- one batch -----------------------------------------------------------------------------------
 

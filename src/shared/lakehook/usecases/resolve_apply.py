@@ -38,6 +38,7 @@ from lakehook.observability import logger
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import (
     AssetRecheck,
+    ClaimOutcome,
     Deferral,
     GroupRef,
     RuleError,
@@ -110,6 +111,9 @@ class ApplyPlan:
             in_time(time_left, self._limits)
             try:
                 if group_plan.partitions is not None:
+                    if not self._point(group_plan, group_plan.partitions, report):
+                        again.add(group_plan.ref)
+                        continue
                     self._partitioned(group_plan, group_plan.partitions, planner, now, report, time_left)
                     self._fill(group_plan.gaps)  # a commit a partition waits at (EACH_VERSION): a targeted poll
                 elif not self._group(group_plan, gathered, planner, persisted, now, report, time_left):
@@ -216,6 +220,22 @@ class ApplyPlan:
             )
 
     # --- partitioned groups ------------------------------------------------------------------------
+
+    def _point(self, plan: GroupPlan, planned: PartitionsPlan, report: ResolveReport) -> bool:
+        """The group's claim recording a backfill's end (:func:`lakehook.domain.partition_start.backfill_point`), made
+        before its partitions' claims, which were planned from it. False when another resolver moved the group's cursor
+        first: the group is gathered and planned again."""
+        point = planned.point
+        if point is None:
+            return True
+        result = self._stores.triggers.claim(point.trigger, point.moved(), point.expected)
+        if result.outcome is ClaimOutcome.CURSOR_MOVED:
+            return False
+        if result.outcome is ClaimOutcome.CLAIMED:
+            report.claimed.append(point.trigger)
+            extra = {"rule_id": plan.ref[0], "group_id": plan.ref[1], "trigger_key": point.trigger.trigger_key}
+            logger.info("backfill end recorded", extra={**extra, "status": point.trigger.status.value})
+        return True
 
     def _partitioned(
         self,

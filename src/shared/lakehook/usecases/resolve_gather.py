@@ -29,6 +29,7 @@ from lakehook.domain.evaluation import VersionLog, select_member, steps_by_snaps
 from lakehook.domain.late_versions import LateVersion, passed_over
 from lakehook.domain.partition_evaluation import FactKey, PartitionFact, fact_keys, member_keys
 from lakehook.domain.partition_gaps import gap_before, gaps_shown
+from lakehook.domain.partition_start import ended_backfills
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Member, Mode, Rule
 from lakehook.domain.state import AssetState
@@ -417,6 +418,8 @@ class GatherInputs:
                 continue
             given = named.get(ref, frozenset()) | wake.given.get(ref, frozenset())
             scan = wake.page(ref)
+            if not scan[0] and ended_backfills(rule, group, inputs.states, inputs.cursors.get(ref)):
+                scan = (True, None)  # a backfill ended: each pending partition absorbs the commits it made there
             if not scan[0] and in_order(rule, group) and budget.fills(store, group, inputs.states):
                 scan = (True, None)  # a commit that fills a gap of its table: a pending partition may wait at it
             read[ref] = self._partition_inputs(store, rule, group, given, scan, explain)

@@ -342,6 +342,7 @@ class PartitionsPlan:
     continued: tuple[str, ...] = ()  # ready partitions past the claims, carried over to the work queue
     more: str | None = None  # the pending partitions below this key are scanned next, through the work queue
     skips: tuple[Trigger, ...] = ()  # EACH_VERSION: commits that touched a partition after it ran a newer one
+    point: PlannedClaim | None = None  # the group's claim recording a backfill's end, made before the partitions'
 
     @property
     def claims(self) -> tuple[PlannedClaim, ...]:
@@ -385,6 +386,8 @@ class PlanPartitions:
     registered: Mapping[str, bool] | None = None
     carry: bool = False  # a work queue takes what is past this invocation's bound (else the group defers itself)
     versions: Versions = field(default_factory=dict)  # EACH_VERSION: every commit of the batch per fact key
+    start: GroupCursor | None = None  # the group's cursor: the point its partitions start from (partition_start)
+    point: PlannedClaim | None = None  # a backfill's end to record there first (``start`` is the cursor it leaves)
 
     def facts(self) -> dict[FactKey, PartitionFact]:
         """The kept facts, with what this batch brought where newer (as the apply keeps them first)."""
@@ -426,7 +429,7 @@ class PlanPartitions:
             1 if may_claim else 0,
             partition=partition,
         )
-        why = PendingWhy.NEWS if touched_since(self.group, partition, facts, lane.after) else PendingWhy.RAN
+        why = PendingWhy.NEWS if touched_since(self.group, partition, facts, lane.after, self.start) else PendingWhy.RAN
         return PartitionPlan(lane, why, lane.next(self.now))
 
     def settle(self, planned: Sequence[PartitionPlan]) -> PartitionsPlan:
@@ -456,6 +459,7 @@ class PlanPartitions:
             continued,
             self.inputs.more if self.carry else None,
             self.skips(),
+            self.point,
         )
 
     def skips(self) -> tuple[Trigger, ...]:
@@ -511,6 +515,7 @@ class PlanPartitions:
             previous=previous,
             versions=self._versions(partition),
             gaps=self.inputs.gaps.get(partition),
+            start=self.start,
         )
 
     def _versions(self, partition: str) -> dict[FactKey, list[PartitionFact]] | None:

@@ -22,6 +22,7 @@ from lakehook.domain.errors import UnreadableItemError
 from lakehook.domain.evaluation import Gap, GroupEvaluation, Status, evaluate_group, steps_by_snapshot
 from lakehook.domain.lanes import DeferWhy, Lane, plan_lane
 from lakehook.domain.partition_evaluation import PartitionFact
+from lakehook.domain.partition_start import backfill_point
 from lakehook.domain.planned_claims import PlannedClaim, plan_claim
 from lakehook.domain.rules import Group, Rule
 from lakehook.domain.schedule_explanation import ScheduleExplanation
@@ -209,8 +210,12 @@ class PlanResolution:
         return GroupPlan(rule, group, lane, self._deferral(rule, group, lane), tuple(lane.settled.gaps))
 
     def partitions(self, rule: Rule, group: Group) -> PlanPartitions:
-        """The planner of a partitioned group's partitions, from what was gathered for it."""
+        """The planner of a partitioned group's partitions, from what was gathered for it: from the point its cursor
+        records (:mod:`lakehook.domain.partition_start`), or the one a backfill that completed since makes (claimed
+        first)."""
         gathered = self._gathered
+        cursor = gathered.cursor((rule.rule_id, group.group_id))
+        point = backfill_point(rule, group, gathered.inputs.states, cursor, self._now)
         return PlanPartitions(
             rule,
             group,
@@ -221,6 +226,8 @@ class PlanResolution:
             self._registered,
             self._carry,
             gathered.versions,
+            start=point.moved() if point is not None else cursor,
+            point=point,
         )
 
     def _evaluate(

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lakehook.domain.errors import NotFoundError
-from lakehook.domain.rules import Rule, StartFrom
+from lakehook.domain.rules import BackfillPolicy, Rule, StartFrom
 from lakehook.domain.secret_names import AS_GIVEN, ProducerSecrets, SecretNames
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import Trigger, TriggerStatus
@@ -77,15 +77,18 @@ class PutRule:
         rule = self.check(rule_id, body)
         if not rule.enabled:
             return rule, []
-        starting = set(self._starting_groups(rule))
+        starting = set(self._starting_groups(rule, backfills=False))
         report = self._resolver.evaluate(rule, claim=False)
         runs = [t for t in report.planned if t.status is TriggerStatus.TRIGGERING and t.group_id not in starting]
         return rule, runs
 
-    def _starting_groups(self, rule: Rule) -> list[str]:
-        """The groups of an enabled ``NEXT_CHANGE`` rule that start with this write (the rule is new, was disabled,
-        or the group is new): their starting point is recorded instead of a run."""
-        if rule.policy.start_from is not StartFrom.NEXT_CHANGE:
+    def _starting_groups(self, rule: Rule, *, backfills: bool = True) -> list[str]:
+        """The groups of an enabled rule that start with this write (the rule is new, was disabled, or the group is
+        new) and record a starting point first: a ``NEXT_CHANGE`` rule's (the versions present now, instead of a
+        run) and, unless ``backfills`` is False, a partitioned ``backfill: SKIP`` rule's (the backfills completed
+        before it; its partitions then run as they would)."""
+        next_change = rule.policy.start_from is StartFrom.NEXT_CHANGE
+        if not next_change and not (backfills and _skips_backfills_per_partition(rule)):
             return []
         old = self._stored_before(rule.rule_id)
         was_running = old is not None and old.rule.enabled
@@ -132,6 +135,11 @@ def planned_run_to_api(trigger: Trigger) -> dict[str, Any]:
         "inputs": [p.to_api() for p in trigger.inputs],
         "reason": trigger.reason,
     }
+
+
+def _skips_backfills_per_partition(rule: Rule) -> bool:
+    """A rule whose partitioned group starts by recording the backfills completed before it (``backfill: SKIP``)."""
+    return rule.policy.backfill is BackfillPolicy.SKIP and any(g.partition_by is not None for g in rule.groups)
 
 
 class DeleteRule:
