@@ -29,6 +29,7 @@ from tests.support import ROOT, create_table
 
 from lakehook import container
 from lakehook.container import Container
+from lakehook.local import moto_dynamodb
 from lakehook.local.filters import matches_any
 from lakehook.local.moto_streams import HttpStreamReader
 from lakehook.local.template import Template
@@ -95,7 +96,14 @@ ADMIN = "bench-admin"
 def fresh_lakehook(**environment: str) -> Iterator[tuple[TimedMotoServer, Container]]:
     """A fresh ``TimedMotoServer`` with lakehook's table (as template.yaml declares it) and manifest bucket, and
     the process's container pointed at it through the environment, as a function's would be (local mode:
-    admin by bearer token, loopback targets allowed). Everything is put back afterwards."""
+    admin by bearer token, loopback targets allowed), its DynamoDB adapted as the local stack's is (a cancelled
+    transaction rolls back in place; stock moto swaps in a copy of the table and orphans the open stream readers).
+    Everything is put back afterwards."""
+    with moto_dynamodb.adapted():
+        yield from _fresh_lakehook(environment)
+
+
+def _fresh_lakehook(environment: dict[str, str]) -> Iterator[tuple[TimedMotoServer, Container]]:
     server = TimedMotoServer().start()
     env = {
         "LAKEHOOK_TABLE_NAME": TABLE,
