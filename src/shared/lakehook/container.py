@@ -177,7 +177,9 @@ class Container:
     def push_events(self) -> PushEvents:
         from lakehook.usecases.push import PushEvents
 
-        return PushEvents(self.ingest, self.alias_store, self.settings.max_events_per_push)
+        return PushEvents(
+            self.ingest, self.alias_store, self.settings.max_events_per_push, enabled=self.settings.push_enabled
+        )
 
     @part
     def receive_lineage(self) -> ReceiveLineage:
@@ -300,7 +302,13 @@ class Container:
 
         confirm = self.confirm_runs
         poll = PollAssets(
-            PollAsset(self.snapshot_sources, self.watermark_store, self.ingest, confirm=confirm),
+            PollAsset(
+                self.snapshot_sources,
+                self.watermark_store,
+                self.ingest,
+                batch_limit=self.settings.poll_snapshot_limit,
+                confirm=confirm,
+            ),
             self.poll_status_store,
             metrics=metrics,
         )
@@ -336,7 +344,12 @@ class Container:
     def plan_polls(self) -> PlanPolls:
         from lakehook.usecases.plan_polls import PlanPolls
 
-        return PlanPolls(self.notice_store, self.work_queue, self.settings.poll_cadence)
+        return PlanPolls(
+            self.notice_store,
+            self.work_queue,
+            self.settings.poll_cadence,
+            per_message=self.settings.poll_tables_per_message,
+        )
 
     @part
     def plan_notified_polls(self) -> PlanNotifiedPolls:
