@@ -73,7 +73,7 @@ def test_each_configuration_parameter_reaches_what_it_configures(
     )
     schedules = {s.input: s.rate_seconds for s in found["PollPlannerFunction"].schedules}
     assert schedules['{"mode": "compensate"}'] == minutes * 60
-    assert schedules['{"mode": "poll"}'] == 60  # the poll's tick; each table's own interval decides (PollIntervalSeconds)
+    assert schedules['{"mode": "poll"}'] == 60  # the tick; each table's own interval decides which it polls
     assert found["PollWorkerFunction"].queues == [("PollQueue", poll_batch)]
     assert [s.batch_size for s in found["ResolverFunction"].streams] == [resolver_batch]
     assert [s.batch_size for s in found["DispatcherFunction"].streams] == [dispatcher_batch]
