@@ -25,6 +25,7 @@ from lakehook.domain.snapshots import (
     mark_schema_changes,
 )
 from lakehook.local.runtime import compensation_grace
+from lakehook.observability import MetricName as EventMetric
 from lakehook.ports import Recording
 from lakehook.ports.lakehouse import SnapshotBatch, SnapshotSource, SourceAccessError, TableNotFoundError
 from lakehook.settings import Settings
@@ -541,7 +542,13 @@ def test_compensation_backfills_what_the_state_missed_and_counts_it() -> None:
     assert by_key[other.asset_key].missed_events == 1  # no state at all: the newest snapshot
     assert not by_key[asset("ods.broken").asset_key].scanned
     assert (report.scan_total, report.missed_events) == (2, 5)
-    assert world.metrics.values == {MetricName.COMPENSATION_SCAN: 2, MetricName.COMPENSATION_MISSED: 5}
+    assert world.metrics.values == {
+        MetricName.COMPENSATION_SCAN: 2,
+        MetricName.COMPENSATION_MISSED: 5,
+        # the events it ingested, counted where they came in (as a push's are at the push)
+        EventMetric.EVENT_RECEIVED: 5,
+        EventMetric.STATE_UPDATED: 5,
+    }
     assert world.snapshot_events(KEY) == [1, 2, 3, 4]
     sources = {r.source for r in world.store.events.values() if r.event.asset_key == KEY}
     assert sources == {SourceType.PUSH, SourceType.COMPENSATION}
