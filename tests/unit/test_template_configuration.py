@@ -112,4 +112,3 @@ def test_a_parameters_bounds_are_those_the_settings_take(parameter: str, field: 
 def test_docs_list_each_configuration_parameter_with_its_default(parameter: str) -> None:
     default = PARAMETERS[parameter]["Default"]
     assert f"| `{parameter}` | `{default}` |" in DEPLOY, f"docs/deploy.md's Parameters table lacks {parameter}"
-
