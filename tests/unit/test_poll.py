@@ -557,6 +557,22 @@ def test_compensation_backfills_what_the_state_missed_and_counts_it() -> None:
     assert again.missed_events == 0 and again.scan_total == 1
 
 
+def test_a_fill_counts_the_events_it_ingested_as_a_scan_does() -> None:
+    world = World()
+    table = world.source.table("ods.orders")
+    table.commit(3)
+    ingest = IngestEvents(world.store)
+    ingest.ingest(AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=KEY, snapshotId=3), SourceType.PUSH)
+    compensate = Compensate(CompensateAsset(world.sources, world.store, ingest), metrics=world.metrics)
+    result = compensate.fill(ORDERS, {"snapshotId": 1, "order": 1})  # the gap after 1: 2, and 3 recorded before
+    assert [r.status for r in result.results] == [IngestStatus.STALE, IngestStatus.DUPLICATE]
+    assert world.metrics.values == {
+        EventMetric.EVENT_RECEIVED: 2,
+        EventMetric.EVENT_STALE: 1,
+        EventMetric.EVENT_DEDUPLICATED: 1,
+    }
+
+
 # --- what compensation labels: only what push and poll both missed ----------------------------------------
 
 POLL_MS = 60_000  # the template's poll schedule: every minute

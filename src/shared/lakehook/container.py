@@ -314,9 +314,8 @@ class Container:
         )
         grace_ms = round(self.settings.compensation_grace_seconds * 1000)
         one = CompensateAsset(self.snapshot_sources, self.asset_store, self.ingest, grace_ms=grace_ms, confirm=confirm)
-        return RunPollWork(
-            self.asset_registry, poll, Compensate(one, metrics=metrics), fill=one.fill, notices=self.notice_store
-        )
+        compensate = Compensate(one, metrics=metrics)
+        return RunPollWork(self.asset_registry, poll, compensate, fill=compensate.fill, notices=self.notice_store)
 
     @part
     def notice_store(self) -> NoticeStore:

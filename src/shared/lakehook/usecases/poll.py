@@ -546,6 +546,13 @@ class Compensate:
             count_results([e for r in report.results for e in r.results], self._metrics, log_each=False)
         return report
 
+    def fill(self, asset: AssetRegistration, after: dict[str, int]) -> CompensationResult:
+        """:meth:`CompensateAsset.fill`, its events counted as the scan's are."""
+        result = self._compensate.fill(asset, after)
+        if self._metrics is not None:
+            count_results(result.results, self._metrics, log_each=False)
+        return result
+
     def _one(self, asset: AssetRegistration) -> CompensationResult:
         try:
             return self._compensate(asset)
