@@ -100,3 +100,22 @@ def test_the_dispatchers_lines_carry_the_context_of_the_claim_outside_lambda_too
         "schemaId": {"paimon://lake/ods/orders": 2},
         "watermark": {"paimon://lake/ods/orders": 99},
     }
+
+
+def test_a_partitioned_groups_claim_line_names_its_partition(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.unit.test_partition_resolve import ORDERS, PAYMENTS, Lake, daily
+
+    monkeypatch.setenv("_X_AMZN_TRACE_ID", TRACE)
+    lake = Lake(daily())
+    lake.commit(ORDERS, 1, "2026-12-02", schemaId=4)
+    lake.commit(PAYMENTS, 7, "2026-12-02")
+    caplog.set_level(logging.INFO)
+    lake.deliver(dispatch=False)
+    assert context_of(caplog, "trigger claimed") == {
+        "traceId": ROOT_ID,
+        "partitionKey": "dt=2026-12-02",
+        "schemaId": {ORDERS: 4},
+        "watermark": None,  # neither pinned version has one
+    }
