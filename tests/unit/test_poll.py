@@ -25,6 +25,7 @@ from lakehook.domain.snapshots import (
     mark_schema_changes,
 )
 from lakehook.local.runtime import compensation_grace
+from lakehook.observability import MetricName as EventMetric
 from lakehook.ports import Recording
 from lakehook.ports.lakehouse import SnapshotBatch, SnapshotSource, SourceAccessError, TableNotFoundError
 from lakehook.settings import Settings
@@ -551,13 +552,35 @@ def test_compensation_backfills_what_the_state_missed_and_counts_it() -> None:
     assert by_key[other.asset_key].missed_events == 1  # no state at all: the newest snapshot
     assert not by_key[asset("ods.broken").asset_key].scanned
     assert (report.scan_total, report.missed_events) == (2, 5)
-    assert world.metrics.values == {MetricName.COMPENSATION_SCAN: 2, MetricName.COMPENSATION_MISSED: 5}
+    assert world.metrics.values == {
+        MetricName.COMPENSATION_SCAN: 2,
+        MetricName.COMPENSATION_MISSED: 5,
+        # the events it ingested, counted where they came in (as a push's are at the push)
+        EventMetric.EVENT_RECEIVED: 5,
+        EventMetric.STATE_UPDATED: 5,
+    }
     assert world.snapshot_events(KEY) == [1, 2, 3, 4]
     sources = {r.source for r in world.store.events.values() if r.event.asset_key == KEY}
     assert sources == {SourceType.PUSH, SourceType.COMPENSATION}
 
     again = compensate([ORDERS])
     assert again.missed_events == 0 and again.scan_total == 1
+
+
+def test_a_fill_counts_the_events_it_ingested_as_a_scan_does() -> None:
+    world = World()
+    table = world.source.table("ods.orders")
+    table.commit(3)
+    ingest = IngestEvents(world.store)
+    ingest.ingest(AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=KEY, snapshotId=3), SourceType.PUSH)
+    compensate = Compensate(CompensateAsset(world.sources, world.store, ingest), metrics=world.metrics)
+    result = compensate.fill(ORDERS, {"snapshotId": 1, "order": 1})  # the gap after 1: 2, and 3 recorded before
+    assert [r.status for r in result.results] == [IngestStatus.STALE, IngestStatus.DUPLICATE]
+    assert world.metrics.values == {
+        EventMetric.EVENT_RECEIVED: 2,
+        EventMetric.EVENT_STALE: 1,
+        EventMetric.EVENT_DEDUPLICATED: 1,
+    }
 
 
 # --- what compensation labels: only what push and poll both missed ----------------------------------------

@@ -180,7 +180,9 @@ class Container:
     def push_events(self) -> PushEvents:
         from lakehook.usecases.push import PushEvents
 
-        return PushEvents(self.ingest, self.alias_store, self.settings.max_events_per_push)
+        return PushEvents(
+            self.ingest, self.alias_store, self.settings.max_events_per_push, enabled=self.settings.push_enabled
+        )
 
     @part
     def receive_lineage(self) -> ReceiveLineage:
@@ -310,16 +312,21 @@ class Container:
 
         confirm = self.confirm_runs
         poll = PollAssets(
-            PollAsset(self.snapshot_sources, self.watermark_store, self.ingest, confirm=confirm),
+            PollAsset(
+                self.snapshot_sources,
+                self.watermark_store,
+                self.ingest,
+                batch_limit=self.settings.poll_snapshot_limit,
+                confirm=confirm,
+            ),
             self.poll_status_store,
             metrics=metrics,
             hang_after_ms=HANG_AFTER_MS,
         )
         grace_ms = round(self.settings.compensation_grace_seconds * 1000)
         one = CompensateAsset(self.snapshot_sources, self.asset_store, self.ingest, grace_ms=grace_ms, confirm=confirm)
-        return RunPollWork(
-            self.asset_registry, poll, Compensate(one, metrics=metrics), fill=one.fill, notices=self.notice_store
-        )
+        compensate = Compensate(one, metrics=metrics)
+        return RunPollWork(self.asset_registry, poll, compensate, fill=compensate.fill, notices=self.notice_store)
 
     @part
     def notice_store(self) -> NoticeStore:
@@ -347,7 +354,12 @@ class Container:
     def plan_polls(self) -> PlanPolls:
         from lakehook.usecases.plan_polls import PlanPolls
 
-        return PlanPolls(self.notice_store, self.work_queue, self.settings.poll_cadence)
+        return PlanPolls(
+            self.notice_store,
+            self.work_queue,
+            self.settings.poll_cadence,
+            per_message=self.settings.poll_tables_per_message,
+        )
 
     @part
     def plan_notified_polls(self) -> PlanNotifiedPolls:

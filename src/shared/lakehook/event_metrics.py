@@ -1,4 +1,5 @@
-"""Metrics and a log line per ingested event, for every way in (push, lineage, the event bus)."""
+"""Metrics and a log line per ingested event, for every way in (push, lineage, the event bus, polls, compensation,
+run completion)."""
 
 from __future__ import annotations
 
@@ -9,20 +10,24 @@ from lakehook.freshness_metrics import MetricSink
 from lakehook.observability import MetricName, logger, metrics
 
 
-def count_results(results: list[EventResult]) -> None:
+def count_results(results: Sequence[EventResult], sink: MetricSink = metrics, *, log_each: bool = True) -> None:
+    """Count ingested events by outcome (received, and state updated / deduplicated / stale / invalid), once per
+    way in: push, lineage and the event bus at their entry, polls and compensation in the poll worker, outlets at
+    run completion. ``log_each``: a log line ``event ingested`` per event (the poll worker logs its own summary)."""
     metric_for = {
         IngestStatus.ACCEPTED: MetricName.STATE_UPDATED,
         IngestStatus.DUPLICATE: MetricName.EVENT_DEDUPLICATED,
         IngestStatus.STALE: MetricName.EVENT_STALE,
         IngestStatus.REJECTED: MetricName.EVENT_INVALID,
     }
-    metrics.add_metric(name=MetricName.EVENT_RECEIVED, unit="Count", value=len(results))
+    sink.add_metric(name=MetricName.EVENT_RECEIVED, unit="Count", value=len(results))
     for result in results:
-        metrics.add_metric(name=metric_for[result.status], unit="Count", value=1)
-        logger.info(
-            "event ingested",
-            extra={"event_id": result.event_id, "status": result.status.value, "reason": result.reason},
-        )
+        sink.add_metric(name=metric_for[result.status], unit="Count", value=1)
+        if log_each:
+            logger.info(
+                "event ingested",
+                extra={"event_id": result.event_id, "status": result.status.value, "reason": result.reason},
+            )
 
 
 def publish_cdc_lag(

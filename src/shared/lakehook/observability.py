@@ -8,6 +8,7 @@ sqlite3 at init for a function that never uses them.
 
 from __future__ import annotations
 
+import os
 import warnings
 from functools import cache
 from typing import TYPE_CHECKING
@@ -24,6 +25,13 @@ warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 logger = Logger(service="lakehook")
 metrics = Metrics(namespace=NAMESPACE, service="lakehook")
+
+
+def trace_id() -> str | None:
+    """The invocation's X-Ray trace id (the ``Root`` of ``_X_AMZN_TRACE_ID``, which Lambda sets per request)."""
+    from lakehook.domain.log_context import root_trace_id
+
+    return root_trace_id(os.environ.get("_X_AMZN_TRACE_ID"))
 
 
 @cache

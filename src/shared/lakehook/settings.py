@@ -103,6 +103,25 @@ class Settings(BaseModel):
         default=86_400,
         description="a table with no commit notice for this long falls back to its fast poll (NoticeQuietSeconds)",
     )
+    poll_snapshot_limit: int = Field(
+        default=500,
+        ge=1,
+        le=10_000,
+        description="the most snapshots one poll of one table ingests; the rest follow on its next poll "
+        "(PollSnapshotLimit)",
+    )
+    poll_tables_per_message: int = Field(
+        default=10,
+        ge=1,
+        le=100,
+        description="how many tables the poll planner puts in one poll message, polled by one worker invocation "
+        "(PollTablesPerMessage)",
+    )
+    push_enabled: bool = Field(
+        default=True,
+        description="whether POST /asset-events takes pushed events (PushReceiver); false: it answers 403 and "
+        "events come by polling, the event bus and lineage only",
+    )
     stage: str = Field(default="local")
     poll_queue_url: str | None = Field(default=None, description="SQS queue the poll planner fills for the workers")
     resolver_queue_url: str | None = Field(

@@ -348,7 +348,7 @@ class Template:
             filters = [f.get("Pattern") for f in p.get("FilterCriteria", {}).get("Filters", [])]
             spec.streams.append(
                 StreamSubscription(
-                    batch_size=int(p.get("BatchSize", 100)),
+                    batch_size=int(self.resolve(p.get("BatchSize", 100))),
                     filters=[_json(f) for f in filters if f],
                     report_batch_item_failures="ReportBatchItemFailures" in p.get("FunctionResponseTypes", []),
                     maximum_retry_attempts=p.get("MaximumRetryAttempts"),
@@ -363,14 +363,14 @@ class Template:
                 spec.schedules.append(
                     ScheduleSubscription(
                         name=str(self.resolve(p.get("Name", spec.name))),
-                        rate_seconds=rate_seconds(expression),
+                        rate_seconds=rate_seconds(str(self.resolve(expression))),
                         input=p.get("Input"),
                     )
                 )
         elif kind == "SQS":
             queue = p["Queue"]
             logical = queue["Fn::GetAtt"][0] if isinstance(queue, dict) and "Fn::GetAtt" in queue else str(queue)
-            spec.queues.append((logical, int(p.get("BatchSize", 10))))
+            spec.queues.append((logical, int(self.resolve(p.get("BatchSize", 10)))))
         elif kind == "S3":
             bucket = p["Bucket"]
             logical = bucket["Ref"] if isinstance(bucket, dict) and "Ref" in bucket else str(bucket)

@@ -38,6 +38,7 @@ from lakehook.domain.errors import AuthorizationError, ConflictError, NotFoundEr
 from lakehook.domain.events import AssetEvent, EventResult, SourceType
 from lakehook.domain.time import ms_to_iso, now_ms
 from lakehook.domain.triggers import Trigger
+from lakehook.event_metrics import count_results
 from lakehook.observability import logger
 from lakehook.ports import SecretStore
 from lakehook.ports.aliases import AliasStore
@@ -194,6 +195,7 @@ class CompleteRun:
             )
         self._free_slot(entry.trigger)  # a repeat frees it again (nothing to do then): a crash before it is mended
         results = [self._ingest.ingest(o, SourceType.RUN_COMPLETION, index=i) for i, o in enumerate(outlets)]
+        count_results(results)  # a repeated completion's outlets count as duplicates
         logger.info(
             "run completed",
             extra={

@@ -56,12 +56,13 @@ from lakehook.domain.dispatch import (
     TargetUnavailableError,
 )
 from lakehook.domain.errors import NotFoundError
+from lakehook.domain.log_context import trigger_log_context
 from lakehook.domain.rules import Mode
 from lakehook.domain.run_slots import SlotLimit
 from lakehook.domain.targets import TargetConfig, UnusableTarget
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import FailureKind, RunState, Trigger, TriggerStatus
-from lakehook.observability import logger
+from lakehook.observability import logger, trace_id
 from lakehook.ports.dispatch import Attempt, LedgerEntry, ManifestStore, TargetClient, TriggerLedger
 from lakehook.ports.rules import RuleStore, StoredRule
 from lakehook.usecases.run_slots import RunSlotGate, SweepReport
@@ -549,6 +550,7 @@ class DispatchTrigger:
                 "attempt": attempt.number,
                 "outcome": outcome.kind.value,
                 "run_state": outcome.run_state.state if outcome.run_state is not None else None,
+                **trigger_log_context(attempt.before.trigger, trace_id()),
             },
         )
         return DispatchResult(key, DispatchStatus.SUCCEEDED, run_id=outcome.run_id, attempts=attempt.number)
@@ -589,6 +591,7 @@ class DispatchTrigger:
                 "code": code,
                 "attempt": attempt.number,
                 "next_attempt_at": next_attempt_at,
+                **trigger_log_context(attempt.before.trigger, trace_id()),
             },
         )
         return DispatchResult(key, status, reason=reason, attempts=attempt.number)

@@ -43,6 +43,7 @@ from lakehook.domain.snapshots import (
     tag_event,
 )
 from lakehook.domain.time import now_ms
+from lakehook.event_metrics import count_results
 from lakehook.observability import logger
 from lakehook.ports import AssetStore, WatermarkStore
 from lakehook.ports.lakehouse import PollStatusStore, SnapshotBatch, SnapshotSource, SnapshotSources
@@ -392,6 +393,7 @@ def _publish_poll(metrics: MetricSink, results: Sequence[PollResult]) -> None:
     polled = [r for r in results if r.outcome is not PollOutcome.BACKING_OFF]
     metrics.add_metric(MetricName.POLL, "Count", len(polled))
     metrics.add_metric(MetricName.POLL_FAILED, "Count", sum(r.outcome is PollOutcome.FAILED for r in results))
+    count_results([e for r in results for e in r.results], metrics, log_each=False)  # the polled snapshots and tags
     gaps = [r.gap for r in results if r.gap is not None]
     if gaps:
         metrics.add_metric(MetricName.POLL_SNAPSHOT_GAP, "Count", sum(g.missed or 1 for g in gaps))
@@ -573,7 +575,15 @@ class Compensate:
         if self._metrics is not None:
             self._metrics.add_metric(MetricName.COMPENSATION_SCAN, "Count", report.scan_total)
             self._metrics.add_metric(MetricName.COMPENSATION_MISSED, "Count", report.missed_events)
+            count_results([e for r in report.results for e in r.results], self._metrics, log_each=False)
         return report
+
+    def fill(self, asset: AssetRegistration, after: dict[str, int]) -> CompensationResult:
+        """:meth:`CompensateAsset.fill`, its events counted as the scan's are."""
+        result = self._compensate.fill(asset, after)
+        if self._metrics is not None:
+            count_results(result.results, self._metrics, log_each=False)
+        return result
 
     def _one(self, asset: AssetRegistration) -> CompensationResult:
         try:

@@ -29,12 +29,13 @@ from typing import TypeVar
 from lakehook.domain.errors import ConflictError
 from lakehook.domain.evaluation import Gap, steps_by_snapshot
 from lakehook.domain.lanes import Lane
+from lakehook.domain.log_context import trigger_log_context
 from lakehook.domain.planned_claims import PlannedClaim
 from lakehook.domain.rules import Group, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, PinnedInput
 from lakehook.domain.versions import SnapshotLog, SnapshotRecord
-from lakehook.observability import logger
+from lakehook.observability import logger, trace_id
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import (
     AssetRecheck,
@@ -445,6 +446,7 @@ class _GroupLane:
                 "asset_key": changed[0] if len(changed) == 1 else None,
                 "asset_keys": changed,
                 "inputs": [p.to_api() for p in trigger.inputs],
+                **trigger_log_context(trigger, trace_id()),
             },
         )
 
@@ -543,6 +545,7 @@ class _PartitionLanes:
             "partition": item.partition,
             "trigger_key": trigger.trigger_key,
             "status": trigger.status.value,
+            **trigger_log_context(trigger, trace_id()),
         }
         logger.info("trigger claimed", extra=extra)
 
