@@ -35,7 +35,8 @@ from lakehook.domain.partition_rules import (
     validate_partition_by,
 )
 from lakehook.domain.partition_time import validate_partition_timezone
-from lakehook.domain.requirements import MAX_REQUIRE_DEPTH, Require, depth, references
+from lakehook.domain.require_rules import check_require
+from lakehook.domain.requirements import MAX_REQUIRE_DEPTH, Require
 from lakehook.domain.run_slots import DEFAULT_MAX_RUN_SECONDS, MAX_IN_FLIGHT, SlotLimit
 from lakehook.domain.run_windows import RunWindow
 from lakehook.domain.schedules import GroupSchedule
@@ -306,7 +307,8 @@ class Member(BaseModel):
 
 
 class Group(BaseModel):
-    """Members that must all hold at once (AND). A rule's groups are alternatives (OR)."""
+    """Members that must all hold at once (AND), or as its ``require`` tree says. A rule's groups are alternatives
+    (OR)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
@@ -723,49 +725,6 @@ def _each_version_per_partition(group: Group) -> None:
                 f"{where}; members.{i} rolls up (complete), and EACH_VERSION steps through the commits of one "
                 "partition key per member (use ALL_UPDATED or ANY_UPDATED)"
             )
-
-
-def check_require(group: Group) -> None:
-    """A group's require tree: at most MAX_REQUIRE_DEPTH deep, every reference a member of the group (its name,
-    alias or assetKey), every member referenced, each name naming one member, and none of the group shapes whose
-    versions are chosen per member in lockstep (a schedule, a window, partitionBy): a ValueError naming the problem."""
-    assert group.require is not None
-    deep = depth(group.require)
-    if deep > MAX_REQUIRE_DEPTH:
-        raise ValueError(f"require nests {deep} operators deep; the limit is {MAX_REQUIRE_DEPTH}")
-    names = [m.name for m in group.members if m.name is not None]
-    others = {k for m in group.members for k in (m.alias, m.asset_key) if k is not None}
-    clash = next((n for n in names if names.count(n) > 1 or n in others), None)
-    if clash is not None:
-        raise ValueError(f"member name {clash!r} names more than one member (a name, alias or assetKey of the group)")
-    refs = group.require_refs
-    used = references(group.require)
-    unknown = next((r for r in used if r not in refs), None)
-    if unknown is not None:
-        raise ValueError(
-            f"require names {unknown!r}, which is no member of the group (a member's name, alias or assetKey)"
-        )
-    covered = {k for r in used for k in refs[r]}
-    unused = next((i for i, m in enumerate(group.members) if m.asset_key not in covered), None)
-    if unused is not None:
-        raise ValueError(
-            f"members.{unused} ({group.members[unused].asset_key}) is not named in require: a member the tree does "
-            "not name would decide nothing; name it in require, or remove it"
-        )
-    shape = next(
-        (
-            why
-            for why, present in (
-                ("a schedule (it steps every member from the tick's cursor)", group.schedule is not None),
-                ("a watermark or coverage window (it pins every member per window)", group.window is not None),
-                ("partitionBy (a partition's versions are its partitioned members' commits)", group.partition_by),
-            )
-            if present
-        ),
-        None,
-    )
-    if shape is not None:
-        raise ValueError(f"require: a group with {shape} is not supported with a require tree")
 
 
 def _require_in_mode(rule: Rule) -> None:
