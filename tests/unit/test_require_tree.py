@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from lakehook import container
 from lakehook.api.app import build_app
+from lakehook.cli_commands.commands import require_lines
 from lakehook.container import Container
 from lakehook.domain.evaluation import Status, evaluate_group
 from lakehook.domain.rules import Rule
@@ -285,3 +286,44 @@ def test_explain_shows_the_tree_and_the_resolver_claims_what_explain_shows(box: 
     assert shown == [(KEYS["a"], 1), (KEYS["c"], 1), (KEYS["d"], 4)]
     group = call("GET", "/rules/r/explain")[1]["groups"][0]
     assert group["status"] == "WAITING_FOR_UPDATE" and group["require"]["holds"] is False
+
+
+def test_a_forced_run_of_a_tree_group_pins_the_members_that_have_a_version(box: Container) -> None:
+    """A member of a tree that never had a version pins nothing in a manual run either (without a tree it is a 409)."""
+    body = rule_body(TREE)
+    assert call("PUT", "/rules/r", {k: v for k, v in body.items() if k != "ruleId"})[0] == 201
+    status, answer = call("POST", "/rules/r/evaluate", {"force": True})
+    assert status == 409 and "no member of group g has a version" in answer["message"], answer
+    push("a", 3)
+    push("d", 2)
+    status, answer = call("POST", "/rules/r/evaluate", {"force": True})
+    assert status in (200, 201) and answer["manual"] is True, answer
+    (manual,) = box.trigger_store.list_for_rule("r", limit=10).items
+    assert sorted((p.asset_key, p.snapshot_id) for p in manual.inputs) == [(KEYS["a"], 3), (KEYS["d"], 2)]
+
+
+def test_a_sensor_evaluates_an_ad_hoc_tree(box: Container) -> None:
+    group = {"members": members(("a", "b", "c")), "require": {"atLeast": 2, "of": ["a", "b", "c"]}}
+    push("a", 1)
+    status, answer = call("POST", "/sensors/evaluate", {"group": group})
+    assert (status, answer["ready"]) == (200, False), answer
+    push("c", 5)
+    status, answer = call("POST", "/sensors/evaluate", {"group": group})
+    assert (status, answer["ready"]) == (200, True), answer
+    assert sorted((p["assetKey"], p["snapshotId"]) for p in answer["pins"]) == [(KEYS["a"], 1), (KEYS["c"], 5)]
+    assert answer["explanation"]["groups"][0]["require"]["holding"] == 2
+
+
+def test_the_cli_prints_the_tree_one_node_a_line() -> None:
+    verdict = evaluate(rule(TREE), {"a": 1, "c": 3, "e": 5})
+    assert verdict.require is not None
+    assert list(require_lines(verdict.require.to_api())) == [
+        "    require: anyOf (1 of 2 hold): holds",
+        "      allOf (1 of 2 hold): does not hold",
+        "        a holds",
+        "        b does not hold",
+        "      atLeast 2 of (2 of 3 hold): holds",
+        "        c holds",
+        "        d does not hold",
+        "        e holds",
+    ]
