@@ -327,3 +327,11 @@ def test_the_cli_prints_the_tree_one_node_a_line() -> None:
         "        d does not hold",
         "        e holds",
     ]
+
+
+def test_a_group_held_back_by_its_policy_names_the_member_that_did_not_advance() -> None:
+    """Not the unrelated member of a branch the tree does not need: c, which has not advanced, holds the group."""
+    r = rule({"anyOf": ["c", {"allOf": ["a", "b", "d", "e"]}]}, mode="ANY_UPDATED")
+    verdict = evaluate(r, {"c": 2}, cursor_of({"c": 2}))
+    assert verdict.status is Status.WAITING_FOR_UPDATE, verdict.reason
+    assert verdict.reason.endswith(f"{KEYS['c']}: version 2 already triggered; waiting for a newer one")

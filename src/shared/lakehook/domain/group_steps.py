@@ -15,7 +15,7 @@ Adding a behaviour is one class here (``of``, ``evaluate``), its place in :data:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from lakehook.domain.group_progress import Evaluating, advance, blocked, partition_key, wait_for_newer
@@ -116,12 +116,12 @@ class RequireUpdated(GroupStep):
         if ready:
             judge_require(g)  # explain shows the tree on what the claim pins
             return None
-        for i in holding:
-            previous = last[i]
-            if previous is not None and (i not in newer or i in older):
-                member = g.group.members[i]
-                wait_for_newer(g.members, i, member, g.states.get(member.asset_key), previous, cursor.baseline)
-        return require_blocked(g, judge_require(g))
+        waiting = [i for i in holding if last[i] is not None and (i not in newer or i in older)]
+        for i in waiting:
+            member, previous = g.group.members[i], last[i]
+            assert previous is not None
+            wait_for_newer(g.members, i, member, g.states.get(member.asset_key), previous, cursor.baseline)
+        return require_blocked(g, judge_require(g), waiting)
 
 
 class BackfillSkip(GroupStep):
@@ -379,10 +379,12 @@ def judge_require(g: Evaluating, holding: set[str] | None = None) -> NodeVerdict
     return g.require
 
 
-def require_blocked(g: Evaluating, tree: NodeVerdict) -> GroupEvaluation:
-    """A group whose require tree does not hold: the first member that does not hold names the status, and the
-    reason shows the tree."""
-    waiting = next((m for m in g.members if m.status is not Status.READY), None)
+def require_blocked(g: Evaluating, tree: NodeVerdict, among: Sequence[int] | None = None) -> GroupEvaluation:
+    """A group whose require tree does not hold (or whose members did not advance as its policy asks): the first
+    member that does not hold (of ``among``, the members the policy holds back, when given) names the status, and
+    the reason shows the tree."""
+    candidates = [g.members[i] for i in among] if among is not None else g.members
+    waiting = next((m for m in candidates if m.status is not Status.READY), None)
     status = waiting.status if waiting is not None else Status.WAITING_FOR_UPDATE
     first = f"; {waiting.asset_key}: {waiting.reason}" if waiting is not None else ""
     return GroupEvaluation(g.gid, status, tuple(g.members), reason=f"require: {tree.describe()}{first}")
