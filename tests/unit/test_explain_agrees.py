@@ -57,6 +57,14 @@ RULES: dict[str, dict[str, Any]] = {
         "policy": {"mode": "EACH_VERSION"},
     },
     "cron_a": {"members": [{"assetKey": A}], "policy": {}, "schedule": {"cron": "*/2 * * * *"}},
+    "either_ab": {  # a require tree (issue 38): one of a (checked) or b holds; the claim pins those that hold
+        "members": [
+            {"assetKey": A, "name": "a", "condition": {"qualityStatus": "PASSED"}},
+            {"assetKey": B, "name": "b"},
+        ],
+        "require": {"atLeast": 1, "of": ["a", "b"]},
+        "policy": {"mode": "ANY_UPDATED"},
+    },
     "cron_only": {"members": [], "policy": {}, "schedule": {"cron": "* * * * *", "timezone": "Asia/Kathmandu"}},
 }
 # what the histories must reach (checked by test_generated_histories_reach_every_status)
@@ -205,7 +213,14 @@ class ExplainMachine(RuleBasedStateMachine):
         self.now += wait_ms
         spec = RULES[rule_id]
         body = {
-            "groups": [{"groupId": "g", "members": spec["members"], "schedule": spec.get("schedule")}],
+            "groups": [
+                {
+                    "groupId": "g",
+                    "members": spec["members"],
+                    "schedule": spec.get("schedule"),
+                    "require": spec.get("require"),
+                }
+            ],
             "policy": {**spec["policy"], "startFrom": start_from},
             "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
             "enabled": enabled,

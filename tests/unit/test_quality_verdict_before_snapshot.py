@@ -18,7 +18,7 @@ from lakehook.domain.events import IngestStatus
 from lakehook.domain.late_versions import ran_among
 from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus
 from lakehook.domain.versions import SnapshotRecord
-from tests.unit.test_explain_agrees import ExplainMachine
+from tests.unit.test_explain_agrees import RULES, ExplainMachine
 from tests.unit.test_resolve_usecase import World, rule
 
 A, B = "paimon://lake/ods/a", "paimon://lake/ods/b"
@@ -26,7 +26,7 @@ A, B = "paimon://lake/ods/a", "paimon://lake/ods/b"
 
 def test_a_snapshot_run_on_its_verdict_is_not_answered_will_not_run_when_its_push_comes_late() -> None:
     machine = ExplainMachine()
-    machine.put_every_rule(start_from=["LATEST"] * 7)
+    machine.put_every_rule(start_from=["LATEST"] * len(RULES))
     for wait in (0, 0, 0, 0, 0, 4):
         machine.target_answers(fail=False, wait_ms=wait)
     machine.commit(asset=B, hold_back=False, verdict=None, wait_ms=0)

@@ -131,6 +131,22 @@ class PartialCommit(Answer):
     )
 
 
+class RequireNode(Answer):
+    """One node of a group's require tree and its verdict: a reference (``ref``, the member's assets) or an operator
+    (``op``: allOf, anyOf or atLeast, with how many of its terms must hold and how many do)."""
+
+    holds: bool = Field(
+        description="whether the node holds on the members that hold now (and, after a claim under "
+        "ALL_UPDATED, advanced)"
+    )
+    ref: str | None = Field(default=None, description="a reference: the member's name, alias or assetKey")
+    asset_keys: list[str] | None = Field(default=None, alias="assetKeys", description="a reference: its assets")
+    op: str | None = Field(default=None, description="an operator: allOf, anyOf or atLeast")
+    needed: int | None = Field(default=None, description="an operator: how many of its terms must hold")
+    holding: int | None = Field(default=None, description="an operator: how many of its terms hold")
+    terms: list[RequireNode] | None = Field(default=None, description="an operator: its terms' verdicts")
+
+
 class GroupExplanation(Answer):
     group_id: str = Field(alias="groupId")
     status: str
@@ -156,6 +172,9 @@ class GroupExplanation(Answer):
         "one, so never run; GET /rules/{ruleId}/triggers?status=SKIPPED lists them all",
     )
     schedule: ScheduleExplanation | None = Field(default=None, description="present for a scheduled group")
+    require: RequireNode | None = Field(
+        default=None, description="a group with a require tree: the tree's verdict at every node"
+    )
     partitions: list[PartitionExplanation] | None = Field(
         default=None,
         description="a partitioned group (partitionBy): its pending partitions and those its members' newest commits "

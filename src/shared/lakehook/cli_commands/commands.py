@@ -59,6 +59,8 @@ def explain(api: ApiClient, args: argparse.Namespace) -> int:
                 yield f"    skipped: {skip.get('assetKey')}@{skip.get('snapshotId')}: {skip.get('reason')}"
             if isinstance(group.get("schedule"), dict):
                 yield from schedule_lines(group["schedule"])
+            if isinstance(group.get("require"), dict):
+                yield from require_lines(group["require"])
             if group.get("pendingPartitions") is not None:
                 yield from partition_lines(group)
             for member in group.get("members", []):
@@ -93,6 +95,20 @@ def in_flight_lines(in_flight: Any) -> Iterator[str]:
         yield f"    {where}: running {running}; {scope.get('waitingCount', 0)} waiting"
         for waiter in scope.get("waiting") or []:
             yield f"      #{waiter.get('position')} {waiter.get('triggerKey')} (claimed {waiter.get('claimedAt')})"
+
+
+def require_lines(node: dict[str, Any], indent: str = "    ") -> Iterator[str]:
+    """A group's require tree as explain answers it, one node a line, each with its verdict, indented by depth."""
+    verdict = "holds" if node.get("holds") else "does not hold"
+    head = "require: " if indent == "    " else ""
+    if node.get("ref") is not None:
+        yield f"{indent}{head}{node['ref']} {verdict}"
+        return
+    op = f"atLeast {node.get('needed')} of" if node.get("op") == "atLeast" else node.get("op")
+    terms = node.get("terms") or []
+    yield f"{indent}{head}{op} ({node.get('holding')} of {len(terms)} hold): {verdict}"
+    for term in terms:
+        yield from require_lines(term, indent + "  ")
 
 
 def partition_lines(group: dict[str, Any]) -> Iterator[str]:

@@ -136,11 +136,16 @@ def evaluate_group(
     for step in steps_of(rule, group):
         verdict = step.evaluate(g)
         if verdict is not None:
-            return _in_partition(g, _with_schedule(g, replace(verdict, backlog=g.backlog) if g.backlog else verdict))
-    ready = GroupEvaluation(
-        group.group_id, Status.READY, tuple(members), pins=tuple(g.pins), window=g.window, backlog=g.backlog
-    )
-    return _in_partition(g, _with_schedule(g, ready))
+            return _in_partition(g, _with_schedule(g, _with_progress(g, verdict)))
+    ready = GroupEvaluation(group.group_id, Status.READY, tuple(members), pins=tuple(g.pins), window=g.window)
+    return _in_partition(g, _with_schedule(g, _with_progress(g, ready)))
+
+
+def _with_progress(g: Evaluating, verdict: GroupEvaluation) -> GroupEvaluation:
+    """The verdict with what the steps found on the way: a windowed group's backlog, a require tree's verdict."""
+    if g.backlog is None and g.require is None:
+        return verdict
+    return replace(verdict, backlog=g.backlog or verdict.backlog, require=g.require)
 
 
 def _in_partition(g: Evaluating, verdict: GroupEvaluation) -> GroupEvaluation:

@@ -12,6 +12,7 @@ from typing import Any
 from lakehook.domain.conditions import history_order
 from lakehook.domain.coverage import Span
 from lakehook.domain.member_verdict import MemberEvaluation
+from lakehook.domain.requirements import NodeVerdict
 from lakehook.domain.rules import Group, Member, Mode, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.status import Status
@@ -40,6 +41,7 @@ class Evaluating:
     pins: list[PinnedInput] = field(default_factory=list)
     window: Window | None = None
     backlog: Backlog | None = None
+    require: NodeVerdict | None = None  # a group with require: its tree's verdict at every node, as last judged
 
     @property
     def gid(self) -> str:

@@ -15,12 +15,13 @@ Adding a behaviour is one class here (``of``, ``evaluate``), its place in :data:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from lakehook.domain.group_progress import Evaluating, advance, blocked, partition_key, wait_for_newer
 from lakehook.domain.member_verdict import MemberEvaluation
 from lakehook.domain.partition_time import partition_span
+from lakehook.domain.requirements import NodeVerdict, judge
 from lakehook.domain.rules import BackfillPolicy, Group, Mode, Rule
 from lakehook.domain.state import AssetState, BackfillStatus
 from lakehook.domain.status import Status
@@ -60,12 +61,67 @@ class MembersHold(GroupStep):
     gates per snapshot: the newest snapshot failing one (or the newest verdicts disagreeing) does not hold back the
     older versions still to run; the stepping after the cursor decides."""
 
+    @classmethod
+    def of(cls, rule: Rule, group: Group) -> GroupStep | None:
+        return cls() if group.require is None else None
+
     def evaluate(self, g: Evaluating) -> GroupEvaluation | None:
         stepping = judged_per_snapshot(g.rule, g.group, g.members, g.cursor, g.snapshots)
         if any(m.status is not Status.READY for i, m in enumerate(g.members) if i not in stepping):
             return blocked(g, g.members)
         g.pins = [p for i, m in enumerate(g.members) if (p := stepping.get(i) or m.pin) is not None]
         return None
+
+
+class RequireHolds(GroupStep):
+    """``require``: the group's tree over its members holds (:mod:`lakehook.domain.requirements`); the pins are the
+    versions of the members that hold, one that does not hold pins nothing. Its verdict at every node is kept for
+    explain."""
+
+    @classmethod
+    def of(cls, rule: Rule, group: Group) -> GroupStep | None:
+        return cls() if group.require is not None else None
+
+    def evaluate(self, g: Evaluating) -> GroupEvaluation | None:
+        tree = judge_require(g)
+        if not tree.holds:
+            return require_blocked(g, tree)
+        g.pins = [m.pin for m in g.members if m.status is Status.READY and m.pin is not None]
+        return None
+
+
+class RequireUpdated(GroupStep):
+    """``require`` after the group's first claim, in place of :class:`ByPolicy`: ALL_UPDATED claims once the tree
+    holds over the members that hold and are newer than the cursor's (a member the cursor did not pin is new),
+    ANY_UPDATED once the tree holds and one member that holds is newer and none older. Either claims every member
+    that holds; otherwise the members that hold but did not advance wait (WAITING_FOR_UPDATE) and the tree is judged
+    again on what is left, so explain's tree shows why."""
+
+    @classmethod
+    def of(cls, rule: Rule, group: Group) -> GroupStep | None:
+        return cls() if group.require is not None else None
+
+    def evaluate(self, g: Evaluating) -> GroupEvaluation | None:
+        cursor = g.cursor
+        if cursor is None:
+            return None
+        holding = [i for i, m in enumerate(g.members) if m.status is Status.READY and m.pin is not None]
+        last = {i: cursor.pins.get(g.members[i].asset_key) for i in holding}
+        newer = {i for i in holding if _newer_than(g.members[i].pin, last[i])}
+        older = [i for i in holding if _older_than(g.members[i].pin, last[i])]
+        if g.rule.policy.mode is Mode.ALL_UPDATED:
+            ready = judge_require(g, {g.members[i].asset_key for i in newer}).holds
+        else:
+            ready = bool(newer) and not older
+        if ready:
+            judge_require(g)  # explain shows the tree on what the claim pins
+            return None
+        waiting = [i for i in holding if last[i] is not None and (i not in newer or i in older)]
+        for i in waiting:
+            member, previous = g.group.members[i], last[i]
+            assert previous is not None
+            wait_for_newer(g.members, i, member, g.states.get(member.asset_key), previous, cursor.baseline)
+        return require_blocked(g, judge_require(g), waiting)
 
 
 class BackfillSkip(GroupStep):
@@ -171,7 +227,8 @@ class ByPolicy(GroupStep):
 
     @classmethod
     def of(cls, rule: Rule, group: Group) -> GroupStep | None:
-        return cls() if group.schedule is None and (group.window is None or group.spans_partitions) else None
+        by_policy = group.schedule is None and (group.window is None or group.spans_partitions)
+        return cls() if by_policy and group.require is None else None
 
     def evaluate(self, g: Evaluating) -> GroupEvaluation | None:
         if g.cursor is not None:
@@ -293,11 +350,13 @@ class InRunWindow(GroupStep):
 PRECEDENCE: tuple[type[GroupStep], ...] = (
     Disabled,
     MembersHold,
+    RequireHolds,
     BackfillSkip,
     OnSchedule,
     OnWindow,
     CoversPartition,
     ByPolicy,
+    RequireUpdated,
     HeadOfLine,
     Cooldown,
     QuietPeriod,
@@ -311,6 +370,36 @@ def steps_of(rule: Rule, group: Group) -> tuple[GroupStep, ...]:
 
 
 # --- what the steps share ------------------------------------------------------------------------------
+
+
+def judge_require(g: Evaluating, holding: set[str] | None = None) -> NodeVerdict:
+    """The group's require tree judged on the members that hold (``holding`` asset keys, by default those READY
+    with a version), kept in ``g.require`` for explain."""
+    require = g.group.require
+    assert require is not None
+    if holding is None:
+        holding = {m.asset_key for m in g.members if m.status is Status.READY and m.pin is not None}
+    g.require = judge(require, g.group.require_refs, holding.__contains__)
+    return g.require
+
+
+def require_blocked(g: Evaluating, tree: NodeVerdict, among: Sequence[int] | None = None) -> GroupEvaluation:
+    """A group whose require tree does not hold (or whose members did not advance as its policy asks): the first
+    member that does not hold (of ``among``, the members the policy holds back, when given) names the status, and
+    the reason shows the tree."""
+    candidates = [g.members[i] for i in among] if among is not None else g.members
+    waiting = next((m for m in candidates if m.status is not Status.READY), None)
+    status = waiting.status if waiting is not None else Status.WAITING_FOR_UPDATE
+    first = f"; {waiting.asset_key}: {waiting.reason}" if waiting is not None else ""
+    return GroupEvaluation(g.gid, status, tuple(g.members), reason=f"require: {tree.describe()}{first}")
+
+
+def _newer_than(pin: PinnedInput | None, last: PinnedInput | None) -> bool:
+    return pin is not None and (last is None or pin.ordinal > last.ordinal)
+
+
+def _older_than(pin: PinnedInput | None, last: PinnedInput | None) -> bool:
+    return pin is not None and last is not None and pin.ordinal < last.ordinal
 
 
 def on_schedule(g: Evaluating) -> GroupEvaluation | tuple[list[PinnedInput], Window]:

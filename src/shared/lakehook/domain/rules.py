@@ -35,6 +35,8 @@ from lakehook.domain.partition_rules import (
     validate_partition_by,
 )
 from lakehook.domain.partition_time import validate_partition_timezone
+from lakehook.domain.require_rules import check_require
+from lakehook.domain.requirements import MAX_REQUIRE_DEPTH, Require
 from lakehook.domain.run_slots import DEFAULT_MAX_RUN_SECONDS, MAX_IN_FLIGHT, SlotLimit
 from lakehook.domain.run_windows import RunWindow
 from lakehook.domain.schedules import GroupSchedule
@@ -287,6 +289,11 @@ class Member(BaseModel):
         "member becomes one member per asset of the alias (resolved when the rule is written, each with this "
         "condition); assetKey is then one of the alias's assets",
     )
+    name: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9_.\-]{1,64}$",
+        description="the name the group's require tree refers to the member by (its alias or assetKey work too)",
+    )
     partition: MemberPartition | None = Field(
         default=None,
         description="in a group with partitionBy: the member is partitioned, and this maps its partition keys onto "
@@ -300,7 +307,8 @@ class Member(BaseModel):
 
 
 class Group(BaseModel):
-    """Members that must all hold at once (AND). A rule's groups are alternatives (OR)."""
+    """Members that must all hold at once (AND), or as its ``require`` tree says. A rule's groups are alternatives
+    (OR)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
@@ -332,6 +340,12 @@ class Group(BaseModel):
         alias="runWindow",
         description="the hours of the day the group's runs may start in; outside them a ready group waits "
         "(WAITING_FOR_RUN_WINDOW) until the window opens, and then runs for what it finds",
+    )
+    require: Require | None = Field(
+        default=None,
+        description="a tree over the members instead of all of them: allOf, anyOf, or atLeast n of, nested up to "
+        f"{MAX_REQUIRE_DEPTH} deep, naming members by name, alias or assetKey (every member named); the claim pins "
+        "the members that hold (docs/rules.md#nested-conditions-require)",
     )
 
     @field_validator("group_id")
@@ -401,6 +415,22 @@ class Group(BaseModel):
                 "{window} or coverage); give one a window, or name an instant"
             )
         return members
+
+    @model_validator(mode="after")
+    def _require_names_members(self) -> Group:
+        if self.require is not None:
+            check_require(self)
+        return self
+
+    @property
+    def require_refs(self) -> dict[str, tuple[str, ...]]:
+        """Each reference the require tree may make (a member's name, alias or assetKey) and the assets it names."""
+        refs: dict[str, list[str]] = {}
+        for m in self.members:
+            for ref in {m.name, m.alias, m.asset_key} - {None}:
+                assert ref is not None
+                refs.setdefault(ref, []).append(m.asset_key)
+        return {ref: tuple(keys) for ref, keys in refs.items()}
 
     @model_validator(mode="after")
     def _scheduled(self) -> Group:
@@ -620,6 +650,11 @@ class Rule(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _require_has_a_mode(self) -> Rule:
+        _require_in_mode(self)
+        return self
+
+    @model_validator(mode="after")
     def _confirmed_by_outlets(self) -> Rule:
         if self.confirm is not None and not self.outlets:
             raise ValueError(
@@ -689,3 +724,21 @@ def _each_version_per_partition(group: Group) -> None:
                 f"{where}; members.{i} rolls up (complete), and EACH_VERSION steps through the commits of one "
                 "partition key per member (use ALL_UPDATED or ANY_UPDATED)"
             )
+
+
+def _require_in_mode(rule: Rule) -> None:
+    """EACH_VERSION steps every member through each of its versions in order, and backfill SKIP absorbs every
+    member's versions: neither is defined for members the tree lets not hold (they have no version to step)."""
+    group = next((g for g in rule.groups if g.require is not None), None)
+    if group is None:
+        return
+    if rule.policy.mode is Mode.EACH_VERSION:
+        raise ValueError(
+            f"mode: group {group.group_id} has require; EACH_VERSION runs every member's next version in order, and a "
+            "member the tree lets not hold has no next version to run: use ALL_UPDATED or ANY_UPDATED"
+        )
+    if rule.policy.backfill is BackfillPolicy.SKIP:
+        raise ValueError(
+            f"backfill: group {group.group_id} has require; backfill SKIP absorbs every member's versions, which is "
+            "not defined for members the tree lets not hold"
+        )

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lakehook.domain.member_verdict import MemberEvaluation
+from lakehook.domain.requirements import NodeVerdict
 from lakehook.domain.schedule_explanation import ScheduleExplanation
 from lakehook.domain.status import Status
 from lakehook.domain.time import ms_to_iso
@@ -95,6 +96,7 @@ class GroupEvaluation:
     partitions: tuple[GroupEvaluation, ...] = ()
     pending_partitions: int | None = None
     partial: tuple[PartialCommit, ...] = ()  # explain: the members' newest commits it evaluated only in part
+    require: NodeVerdict | None = None  # a group with a require tree: the tree's verdict at every node
 
     @property
     def ready(self) -> bool:
@@ -132,6 +134,8 @@ class GroupEvaluation:
             data["partitions"] = [p.partition_api() for p in self.partitions]
         if self.partial:
             data["partialCommits"] = [c.to_api() for c in self.partial]
+        if self.require is not None:
+            data["require"] = self.require.to_api()
         if self.ready:
             data["pins"] = [p.to_api() for p in self.pins]
             if self.window is not None:

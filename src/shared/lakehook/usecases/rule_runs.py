@@ -158,6 +158,13 @@ class EvaluateRule:
     def _manual_pins(self, group: Group, partition: str | None) -> tuple[PinnedInput, ...]:
         """The versions a manual run of ``group`` (of one ``partition`` of it) pins, in the order of its members."""
         states = self._reader.get_states(group.asset_keys)
+        if group.require is not None:  # a tree's member with no version pins nothing, as in a claim
+            pinned = tuple(p for m in group.members if (p := _version_of(m, states.get(m.asset_key))) is not None)
+            if not pinned:
+                raise ConflictError(
+                    f"no member of group {group.group_id} has a version to pin yet; a manual run needs one"
+                )
+            return pinned
         touching = partition_pins(self._partitions, group, partition, states) if partition is not None else {}
         return tuple(
             touching[m.asset_key]
@@ -213,10 +220,16 @@ def _manual_partition(group: Group, partition: Any) -> str | None:
 
 def _manual_pin(member: Member, state: AssetState | None) -> PinnedInput:
     """What a manual run pins of a member: its newest version satisfying its condition, else its newest at all."""
+    pin = _version_of(member, state)
+    if pin is None:
+        raise ConflictError(f"{member.asset_key} has no version to pin yet; a manual run needs one")
+    return pin
+
+
+def _version_of(member: Member, state: AssetState | None) -> PinnedInput | None:
+    """A member's newest version satisfying its condition, else its newest at all, else None."""
     chosen = select_member(member, state)
     if chosen.pin is None and state is not None:
         anything = {"snapshotRequired": state.latest_snapshot_id is not None}
         chosen = select_member(Member.model_validate({"assetKey": member.asset_key, "condition": anything}), state)
-    if chosen.pin is None:
-        raise ConflictError(f"{member.asset_key} has no version to pin yet; a manual run needs one")
     return chosen.pin
