@@ -20,7 +20,7 @@ from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.rules import Rule
 from lakehook.domain.time import now_ms
 from lakehook.local.filters import matches_any
-from lakehook.observability import MetricName
+from lakehook.observability import MetricName, metrics
 from tests.conftest import ADMIN_TOKEN
 from tests.integration.test_bus_ingest_function import OTHER_ACCOUNT, STACK_ACCOUNT, from_account, producer, with_detail
 from tests.integration.test_partition_key_limits import LONG, SHORT, DeltaWriter, data
@@ -100,6 +100,7 @@ class Stack:
         self.last: dict[str, float] = {}  # what the last invocation emitted
         self.resolver_stream = Stream(ddb_client)
         self.dispatcher_stream = Stream(ddb_client)
+        metrics.clear_metrics()  # Powertools keeps one buffer per process: what an earlier test left unflushed
         capsys.readouterr()
 
     def invoke(self, function: str, event: dict[str, Any]) -> Any:
