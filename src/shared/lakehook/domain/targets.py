@@ -17,6 +17,7 @@ it), which must exist when the rule is written, read by the dispatcher when it s
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -49,6 +50,13 @@ FUNCTION_NAME_PATTERN = (
 )
 EVENT_BUS_PATTERN = r"^(arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus/)?[A-Za-z0-9._/-]{1,256}$"
 DAG_ID_PATTERN = r"^[A-Za-z0-9_.-]{1,250}$"
+# A Glue job's name as lakehook accepts it (Glue allows more; these are the characters an IAM ARN scopes plainly).
+GLUE_JOB_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,255}$"
+# A Glue job argument lakehook passes on: ``--name`` (the names a Glue script reads with getResolvedOptions).
+GLUE_ARGUMENT_PATTERN = r"^--[A-Za-z0-9_.-]{1,126}$"
+RESERVED_ARGUMENT_PREFIX = "--lakehook_"
+MAX_GLUE_ARGUMENTS = 50
+MAX_GLUE_ARGUMENT_VALUE = 4096
 
 # Validation context keys (``Model.model_validate(data, context=...)``): the write path passes the stack's
 # URL policy; the read path of stored rules says so, and keeps a target that no longer validates.
@@ -228,8 +236,43 @@ class DolphinSchedulerTarget(_Target):
         return check_target_url(value, _policy(info)).rstrip("/")
 
 
+class GlueJobTarget(_Target):
+    """AWS Glue ``StartJobRun``: the key and the payload travel as job arguments (``--lakehook_trigger_key``,
+    ``--lakehook_payload``). Glue has no idempotency token, so a retry is preceded by ``GetJobRuns``."""
+
+    type: Literal["glue"]
+    job_name: str = Field(alias="jobName", pattern=GLUE_JOB_NAME_PATTERN)
+    arguments: dict[str, str] | None = Field(
+        default=None,
+        description=f"extra job arguments (at most {MAX_GLUE_ARGUMENTS}), each name '--' and letters, digits, "
+        f"'_', '.', '-', none starting with {RESERVED_ARGUMENT_PREFIX!r}",
+    )
+
+    @field_validator("arguments")
+    @classmethod
+    def _arguments(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value is None:
+            return None
+        if len(value) > MAX_GLUE_ARGUMENTS:
+            raise ValueError(f"at most {MAX_GLUE_ARGUMENTS} arguments, got {len(value)}")
+        for name, given in value.items():
+            if not re.fullmatch(GLUE_ARGUMENT_PATTERN, name):
+                raise ValueError(f"argument {name!r} must match {GLUE_ARGUMENT_PATTERN}")
+            if name.startswith(RESERVED_ARGUMENT_PREFIX):
+                raise ValueError(f"argument {name!r}: names starting with {RESERVED_ARGUMENT_PREFIX!r} are lakehook's")
+            if len(given) > MAX_GLUE_ARGUMENT_VALUE:
+                raise ValueError(f"argument {name!r}: at most {MAX_GLUE_ARGUMENT_VALUE} characters")
+        return value
+
+
 TargetConfig = Annotated[
-    WebhookTarget | StepFunctionsTarget | LambdaTarget | EventBridgeTarget | AirflowTarget | DolphinSchedulerTarget,
+    WebhookTarget
+    | StepFunctionsTarget
+    | LambdaTarget
+    | EventBridgeTarget
+    | AirflowTarget
+    | DolphinSchedulerTarget
+    | GlueJobTarget,
     Field(discriminator="type"),
 ]
 """Any target's configuration, discriminated by ``type`` (what a rule's ``target`` parses into)."""
@@ -241,6 +284,7 @@ TARGET_CONFIGS: dict[str, type[_Target]] = {
     "eventbridge": EventBridgeTarget,
     "airflow": AirflowTarget,
     "dolphinscheduler": DolphinSchedulerTarget,
+    "glue": GlueJobTarget,
 }
 
 _TARGET = TypeAdapter[TargetConfig](TargetConfig)

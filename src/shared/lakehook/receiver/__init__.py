@@ -2,7 +2,7 @@
 
 - :func:`parse_invocation` and friends: the invocation payload as typed objects (:class:`Invocation`,
   :class:`PinnedInput`), from a webhook body, Step Functions input, a Lambda or EventBridge event, Airflow's
-  ``conf`` or DolphinScheduler's start parameters; a partition's run names its ``partition`` and
+  ``conf``, DolphinScheduler's start parameters or a Glue job's arguments; a partition's run names its ``partition`` and
   ``partition_values``, a replay its choices ``start_from`` and ``variables``.
 - :func:`verify_signature`: a webhook delivery's ``X-Lakehook-Signature``.
 - :class:`WebhookReceiver`: verify, parse, deduplicate on the trigger key, start once; ``.wsgi()`` serves it.
@@ -44,6 +44,7 @@ from lakehook.receiver.payload import (
     PinnedInput,
     from_dolphinscheduler_params,
     from_eventbridge_event,
+    from_job_arguments,
     parse_invocation,
 )
 from lakehook.receiver.webhook import Answer, WebhookReceiver
@@ -74,6 +75,7 @@ __all__ = [
     "commit_properties",
     "from_dolphinscheduler_params",
     "from_eventbridge_event",
+    "from_job_arguments",
     "parse_invocation",
     "sign",
     "snapshot_outlet",

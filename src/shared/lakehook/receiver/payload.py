@@ -12,7 +12,7 @@ here take each of those and answer one :class:`Invocation`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,3 +202,17 @@ def from_dolphinscheduler_params(params: Mapping[str, Any]) -> Invocation:
     if not isinstance(payload, str):
         raise InvalidPayloadError("lakehook_payload is missing (declare it as an IN global parameter)")
     return parse_invocation(payload)
+
+
+JOB_PAYLOAD_ARGUMENT = "--lakehook_payload"
+
+
+def from_job_arguments(argv: Sequence[str]) -> Invocation:
+    """The invocation a job received among its command-line arguments (a Glue job's ``sys.argv``): the value after
+    ``--lakehook_payload`` (or of ``--lakehook_payload=<json>``)."""
+    for at, word in enumerate(argv):
+        if word == JOB_PAYLOAD_ARGUMENT and at + 1 < len(argv):
+            return parse_invocation(argv[at + 1])
+        if word.startswith(JOB_PAYLOAD_ARGUMENT + "="):
+            return parse_invocation(word.partition("=")[2])
+    raise InvalidPayloadError(f"{JOB_PAYLOAD_ARGUMENT} is missing from the job's arguments")

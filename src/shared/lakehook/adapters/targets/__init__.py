@@ -13,6 +13,7 @@ from lakehook.adapters.targets.airflow import AirflowTargetClient
 from lakehook.adapters.targets.deps import TargetDeps
 from lakehook.adapters.targets.dolphinscheduler import DolphinSchedulerTargetClient
 from lakehook.adapters.targets.eventbridge import EventBridgeTargetClient
+from lakehook.adapters.targets.glue import GlueTargetClient
 from lakehook.adapters.targets.lambda_target import LambdaTargetClient
 from lakehook.adapters.targets.stepfunctions import StepFunctionsTargetClient
 from lakehook.adapters.targets.webhook import WebhookTargetClient
@@ -25,6 +26,7 @@ REGISTRY: dict[str, Callable[[TargetDeps], TargetClient]] = {
     "eventbridge": EventBridgeTargetClient.build,
     "airflow": AirflowTargetClient.build,
     "dolphinscheduler": DolphinSchedulerTargetClient.build,
+    "glue": GlueTargetClient.build,
 }
 """Target type name -> how to build its plug-in."""
 

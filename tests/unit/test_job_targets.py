@@ -1,0 +1,54 @@
+"""The job targets' models (Glue, ...): checked when a rule is written, a bad field named in the 400's words."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lakehook.domain.targets import (
+    MAX_GLUE_ARGUMENTS,
+    RESERVED_ARGUMENT_PREFIX,
+    GlueJobTarget,
+    InvalidTargetError,
+    validate_target,
+)
+
+ARGUMENT_NAMES = st.from_regex(r"--[A-Za-z0-9_.-]{1,126}", fullmatch=True)
+
+
+@pytest.mark.parametrize(
+    ("target", "field", "says"),
+    [
+        ({"type": "glue"}, "target.jobName", "Field required"),
+        ({"type": "glue", "jobName": "a b"}, "target.jobName", "should match pattern"),
+        ({"type": "glue", "jobName": "j" * 256}, "target.jobName", "should match pattern"),
+        ({"type": "glue", "jobName": "j", "arguments": {"env": "x"}}, "target.arguments", "must match"),
+        ({"type": "glue", "jobName": "j", "arguments": {"--lakehook_payload": "x"}}, "target.arguments", "lakehook's"),
+        ({"type": "glue", "jobName": "j", "arguments": {"--a": "x" * 4097}}, "target.arguments", "4096"),
+        ({"type": "glue", "jobName": "j", "arguments": {"--a": 1}}, "target.arguments.--a", "valid string"),
+        ({"type": "glue", "jobName": "j", "jobname": "x"}, "target.jobname", "Extra inputs"),
+    ],
+)
+def test_a_bad_glue_target_is_refused_naming_the_field(target: dict[str, object], field: str, says: str) -> None:
+    with pytest.raises(InvalidTargetError) as refused:
+        validate_target(target)
+    assert refused.value.field == field and says in str(refused.value)
+
+
+def test_a_glue_target_takes_at_most_fifty_arguments() -> None:
+    many = {f"--a{i}": "x" for i in range(MAX_GLUE_ARGUMENTS + 1)}
+    with pytest.raises(InvalidTargetError, match="at most 50 arguments"):
+        validate_target({"type": "glue", "jobName": "j", "arguments": many})
+
+
+@given(names=st.lists(ARGUMENT_NAMES, max_size=5, unique=True), value=st.text(max_size=64))
+def test_glue_arguments_are_taken_unless_they_name_lakehooks_own(names: list[str], value: str) -> None:
+    arguments = dict.fromkeys(names, value)
+    if any(name.startswith(RESERVED_ARGUMENT_PREFIX) for name in names):
+        with pytest.raises(InvalidTargetError, match="lakehook's"):
+            validate_target({"type": "glue", "jobName": "j", "arguments": arguments})
+        return
+    target = validate_target({"type": "glue", "jobName": "lakehook-j", "arguments": arguments})
+    assert isinstance(target, GlueJobTarget) and (target.arguments or {}) == arguments
+    assert target.to_api() == {"type": "glue", "jobName": "lakehook-j", "arguments": arguments}
