@@ -11,21 +11,14 @@ import pytest
 from moto import mock_aws
 from moto.moto_api import state_manager
 
-from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
-from lakehook.adapters.dynamodb.trigger_ledger import DynamoDBTriggerLedger
-from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
-from lakehook.adapters.s3.manifest_store import S3ManifestStore
-from lakehook.adapters.targets import TargetDeps, build_target_clients
 from lakehook.adapters.targets.glue import KEY_ARGUMENT, PAYLOAD_ARGUMENT, GlueTargetClient
-from lakehook.domain.dispatch import Invocation, OutcomeKind, RunManifest, TargetUnavailableError
-from lakehook.domain.rules import Rule
+from lakehook.domain.dispatch import OutcomeKind, TargetUnavailableError
 from lakehook.domain.targets import validate_target
-from lakehook.domain.triggers import GroupCursor, TriggerStatus
+from lakehook.domain.triggers import TriggerStatus
 from lakehook.receiver import from_job_arguments
-from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger, RedriveTriggers
-from tests.fakes.memory import InMemorySecretStore
+from lakehook.usecases.dispatch import DispatchStatus
+from tests.aws_dispatch import MotoDispatch
 from tests.integration.test_targets_aws import REGION, T0, claim, invocation
-from tests.support import create_table
 
 JOB = "lakehook-dwd-trade"
 
@@ -112,44 +105,11 @@ def test_glue_busy_job_retries_and_a_missing_job_is_fatal(glue: Any) -> None:
 
 
 def test_dispatch_on_glue_confirms_a_run_started_before_a_crash_and_starts_no_second(glue: Any) -> None:
-    s3 = boto3.client("s3", region_name=REGION)
-    s3.create_bucket(Bucket="lakehook-manifests")
-    ddb = boto3.client("dynamodb", region_name=REGION)
-    create_table(ddb, "lakehook-dispatch")
-    table = boto3.resource("dynamodb", region_name=REGION).Table("lakehook-dispatch")
-    claims = DynamoDBTriggerStore(table)
-    trigger = claim()
-    assert claims.claim(trigger, GroupCursor.initial("dwd", "g").after(trigger, {}), None).outcome.value == "CLAIMED"
-    rule = {
-        "ruleId": "dwd",
-        "groups": [{"groupId": "g", "members": [{"assetKey": "paimon://lake/ods/orders"}]}],
-        "target": {"type": "glue", "jobName": JOB},
-    }
-    DynamoDBRuleStore(table).put_rule(Rule.model_validate(rule), T0)
-    ledger = DynamoDBTriggerLedger(table)
-    now = [T0]
-    session: Any = boto3.session.Session(region_name=REGION)
-    targets = build_target_clients(TargetDeps(secrets=InMemorySecretStore(), aws=session.client))
-    manifests = S3ManifestStore(s3, "lakehook-manifests")
-    dispatch = DispatchTrigger(
-        ledger,
-        DynamoDBRuleStore(table),
-        manifests,
-        targets,
-        DispatchPolicy(),
-        clock=lambda: now[0],
-        sleep=lambda s: None,
-        metrics=None,
-    )
-    # A first dispatcher takes the claim, writes the manifest, starts the job run, and dies before recording it.
-    assert ledger.begin_attempt(trigger.trigger_key, "dead", now[0], 300_000) is not None
-    uri = manifests.put_if_absent(trigger.trigger_key, RunManifest.for_trigger(trigger))
-    started = targets["glue"].start(Invocation.of(trigger, RunManifest.for_trigger(trigger), uri, 1), config())
+    on_glue = MotoDispatch(claim(), {"type": "glue", "jobName": JOB}, REGION, [T0])
+    started, _ = on_glue.crash_after_start()
     assert started.kind is OutcomeKind.STARTED
-
-    now[0] += 601_000
-    [result] = RedriveTriggers(ledger, dispatch, clock=lambda: now[0])().results
+    result = on_glue.redrive_after_the_lease()
     assert result.status is DispatchStatus.SUCCEEDED and result.run_id == started.run_id
     assert len(glue.get_job_runs(JobName=JOB)["JobRuns"]) == 1
-    stored = claims.get(trigger.trigger_key)
+    stored = on_glue.claims.get(on_glue.trigger.trigger_key)
     assert stored is not None and stored.status is TriggerStatus.SUCCEEDED and stored.target_run_id == started.run_id
