@@ -1,4 +1,4 @@
-"""The job targets' models (Glue, ...): checked when a rule is written, a bad field named in the 400's words."""
+"""The job targets' models (Glue, EMR Serverless, ...): checked when a rule is written, a bad field named."""
 
 from __future__ import annotations
 
@@ -52,3 +52,41 @@ def test_glue_arguments_are_taken_unless_they_name_lakehooks_own(names: list[str
     target = validate_target({"type": "glue", "jobName": "lakehook-j", "arguments": arguments})
     assert isinstance(target, GlueJobTarget) and (target.arguments or {}) == arguments
     assert target.to_api() == {"type": "glue", "jobName": "lakehook-j", "arguments": arguments}
+
+
+EMR = {
+    "type": "emrserverless",
+    "applicationId": "00fabcdef1234567",
+    "executionRoleArn": "arn:aws:iam::123456789012:role/lakehook-emr",
+    "jobDriver": {"sparkSubmit": {"entryPoint": "s3://code/dwd.py"}},
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "says"),
+    [
+        ({"applicationId": "APP-1"}, "target.applicationId", "should match pattern"),
+        ({"executionRoleArn": "arn:aws:iam::123:role/x"}, "target.executionRoleArn", "should match pattern"),
+        ({"executionRoleArn": "arn:aws:iam::123456789012:user/x"}, "target.executionRoleArn", "should match pattern"),
+        ({"jobDriver": {"hive": {"query": "s3://q.sql"}}}, "target.jobDriver.sparkSubmit", "Field required"),
+        ({"jobDriver": {"sparkSubmit": {}}}, "target.jobDriver.sparkSubmit.entryPoint", "Field required"),
+        (
+            {"jobDriver": {"sparkSubmit": {"entryPoint": "s3://a.py", "entryPointArgs": []}}},
+            "target.jobDriver.sparkSubmit.entryPointArgs",
+            "Extra inputs",
+        ),
+        ({"executionTimeoutMinutes": 4}, "target.executionTimeoutMinutes", "greater than or equal to 5"),
+        ({"clientToken": "x"}, "target.clientToken", "Extra inputs"),
+    ],
+)
+def test_a_bad_emr_serverless_target_is_refused_naming_the_field(
+    change: dict[str, object], field: str, says: str
+) -> None:
+    with pytest.raises(InvalidTargetError) as refused:
+        validate_target({**EMR, **change})
+    assert refused.value.field == field and says in str(refused.value)
+
+
+def test_an_emr_serverless_target_reads_back_as_written() -> None:
+    written = {**EMR, "jobDriver": {"sparkSubmit": {"entryPoint": "s3://a.py", "entryPointArguments": ["--x", "1"]}}}
+    assert validate_target(written).to_api() == written

@@ -57,6 +57,8 @@ GLUE_ARGUMENT_PATTERN = r"^--[A-Za-z0-9_.-]{1,126}$"
 RESERVED_ARGUMENT_PREFIX = "--lakehook_"
 MAX_GLUE_ARGUMENTS = 50
 MAX_GLUE_ARGUMENT_VALUE = 4096
+EMR_APPLICATION_ID_PATTERN = r"^[0-9a-z]{1,64}$"
+ROLE_ARN_PATTERN = r"^arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$"
 
 # Validation context keys (``Model.model_validate(data, context=...)``): the write path passes the stack's
 # URL policy; the read path of stored rules says so, and keeps a target that no longer validates.
@@ -265,6 +267,41 @@ class GlueJobTarget(_Target):
         return value
 
 
+class SparkSubmit(BaseModel):
+    """An EMR Serverless Spark job: its entry point, arguments and ``spark-submit`` parameters, as the API has them."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    entry_point: str = Field(alias="entryPoint", min_length=1, max_length=4096, description="e.g. s3://code/job.py")
+    entry_point_arguments: list[str] | None = Field(
+        default=None, alias="entryPointArguments", max_length=100, description="lakehook's two pairs follow these"
+    )
+    spark_submit_parameters: str | None = Field(
+        default=None, alias="sparkSubmitParameters", min_length=1, max_length=102_400
+    )
+
+
+class EmrJobDriver(BaseModel):
+    """The job driver: a Spark job (Hive's has no arguments to carry the payload, so it is not taken)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    spark_submit: SparkSubmit = Field(alias="sparkSubmit")
+
+
+class EmrServerlessTarget(_Target):
+    """EMR Serverless ``StartJobRun`` on an application with ``clientToken`` derived from the trigger key; the key and
+    the payload follow the Spark job's entry point arguments. Before a retry ``ListJobRuns`` is looked through."""
+
+    type: Literal["emrserverless"]
+    application_id: str = Field(alias="applicationId", pattern=EMR_APPLICATION_ID_PATTERN)
+    execution_role_arn: str = Field(alias="executionRoleArn", pattern=ROLE_ARN_PATTERN)
+    job_driver: EmrJobDriver = Field(alias="jobDriver")
+    execution_timeout_minutes: int | None = Field(
+        default=None, alias="executionTimeoutMinutes", ge=5, le=1_000_000, description="EMR Serverless' default: 720"
+    )
+
+
 TargetConfig = Annotated[
     WebhookTarget
     | StepFunctionsTarget
@@ -272,7 +309,8 @@ TargetConfig = Annotated[
     | EventBridgeTarget
     | AirflowTarget
     | DolphinSchedulerTarget
-    | GlueJobTarget,
+    | GlueJobTarget
+    | EmrServerlessTarget,
     Field(discriminator="type"),
 ]
 """Any target's configuration, discriminated by ``type`` (what a rule's ``target`` parses into)."""
@@ -285,6 +323,7 @@ TARGET_CONFIGS: dict[str, type[_Target]] = {
     "airflow": AirflowTarget,
     "dolphinscheduler": DolphinSchedulerTarget,
     "glue": GlueJobTarget,
+    "emrserverless": EmrServerlessTarget,
 }
 
 _TARGET = TypeAdapter[TargetConfig](TargetConfig)

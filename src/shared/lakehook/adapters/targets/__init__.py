@@ -12,6 +12,7 @@ from collections.abc import Callable
 from lakehook.adapters.targets.airflow import AirflowTargetClient
 from lakehook.adapters.targets.deps import TargetDeps
 from lakehook.adapters.targets.dolphinscheduler import DolphinSchedulerTargetClient
+from lakehook.adapters.targets.emr_serverless import EmrServerlessTargetClient
 from lakehook.adapters.targets.eventbridge import EventBridgeTargetClient
 from lakehook.adapters.targets.glue import GlueTargetClient
 from lakehook.adapters.targets.lambda_target import LambdaTargetClient
@@ -27,6 +28,7 @@ REGISTRY: dict[str, Callable[[TargetDeps], TargetClient]] = {
     "airflow": AirflowTargetClient.build,
     "dolphinscheduler": DolphinSchedulerTargetClient.build,
     "glue": GlueTargetClient.build,
+    "emrserverless": EmrServerlessTargetClient.build,
 }
 """Target type name -> how to build its plug-in."""
 

@@ -1,4 +1,5 @@
-"""What the AWS job targets (Glue, ...) share: asking the service about a run, and its status in lakehook's words.
+"""What the AWS job targets (Glue, EMR Serverless, ...) share: asking the service about a run, looking a run up
+page by page, and its status in lakehook's words.
 
 A run's status becomes a :class:`RunState` whose ``state`` is ``queued`` or ``running`` while the run has not
 ended (the words that keep a ``maxInFlight`` slot) and the service's own word in lower case once it has; the
@@ -29,6 +30,27 @@ def ask_aws(what: str, call: Callable[[], dict[str, Any]], missing: Collection[s
         raise TargetUnavailableError(f"{what}: {error_code(exc)}") from exc
     except BotoCoreError as exc:
         raise TargetUnavailableError(f"{what}: {type(exc).__name__}") from exc
+
+
+def find_in_pages(
+    what: str,
+    page: Callable[[str | None], tuple[list[dict[str, Any]], str | None]],
+    match: Callable[[dict[str, Any]], str | None],
+    max_pages: int,
+) -> str | None:
+    """The first run id ``match`` finds among the items of up to ``max_pages`` pages (``page(token)`` answers a page's
+    items and the next token), None when the last page was read without one. More pages than that raise
+    TargetUnavailableError: a run that may be on a page not read is never taken for no run."""
+    token: str | None = None
+    for _ in range(max_pages):
+        items, token = page(token)
+        for item in items:
+            found = match(item)
+            if found is not None:
+                return found
+        if not token:
+            return None
+    raise TargetUnavailableError(f"{what}: more than {max_pages} pages of runs to look through")
 
 
 def run_state_of(service: str, native: str, queued: Collection[str], running: Collection[str]) -> RunState:

@@ -23,9 +23,9 @@ from typing import Any, ClassVar
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lakehook.adapters.targets.aws_errors import client_error_outcome, transport_outcome
-from lakehook.adapters.targets.aws_runs import ask_aws, run_state_of
+from lakehook.adapters.targets.aws_runs import ask_aws, find_in_pages, run_state_of
 from lakehook.adapters.targets.deps import TargetDeps
-from lakehook.domain.dispatch import Invocation, Outcome, TargetUnavailableError
+from lakehook.domain.dispatch import Invocation, Outcome
 from lakehook.domain.targets import GlueJobTarget, TargetConfig
 from lakehook.domain.triggers import RunState
 from lakehook.ports.dispatch import TargetClient
@@ -75,24 +75,18 @@ class GlueTargetClient(TargetClient):
 
     def find_run(self, trigger_key: str, config: TargetConfig, not_before_ms: int) -> str | None:
         assert isinstance(config, GlueJobTarget)
-        token: str | None = None
-        for _ in range(self._max_pages):
-            page = self._runs(config.job_name, token)
-            for run in page.get("JobRuns", []):
-                if (run.get("Arguments") or {}).get(KEY_ARGUMENT) == trigger_key:
-                    return str(run["Id"])
-            token = page.get("NextToken")
-            if not token:
-                return None
-        raise TargetUnavailableError(f"GetJobRuns: more than {self._max_pages * PAGE_SIZE} runs of {config.job_name!r}")
 
-    def _runs(self, job_name: str, token: str | None) -> dict[str, Any]:
+        def ours(run: dict[str, Any]) -> str | None:
+            return str(run["Id"]) if (run.get("Arguments") or {}).get(KEY_ARGUMENT) == trigger_key else None
+
+        return find_in_pages("GetJobRuns", lambda token: self._runs(config.job_name, token), ours, self._max_pages)
+
+    def _runs(self, job_name: str, token: str | None) -> tuple[list[dict[str, Any]], str | None]:
         kwargs: dict[str, Any] = {"JobName": job_name, "MaxResults": PAGE_SIZE}
         if token:
             kwargs["NextToken"] = token
-        answer = ask_aws("GetJobRuns", lambda: self._client.get_job_runs(**kwargs))
-        assert answer is not None  # no error code counts as missing here
-        return answer
+        answer = ask_aws("GetJobRuns", lambda: self._client.get_job_runs(**kwargs)) or {}
+        return list(answer.get("JobRuns", [])), answer.get("NextToken")
 
     def run_state(self, run_id: str, config: TargetConfig) -> RunState | None:
         """The run's ``JobRunState`` (see the module docstring); None when Glue has no such run."""
