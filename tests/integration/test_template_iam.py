@@ -42,8 +42,15 @@ ALLOWED_DENIES = {
     "lakehook/<stack>/producers/*, where producers registered before their own namespace keep their secrets",
 }
 
-# Actions AWS authorizes only on Resource "*"; none is used by an inline statement today.
-ACTIONS_WITHOUT_RESOURCES = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "cloudwatch:PutMetricData"}
+# Actions AWS authorizes only on Resource "*" (AWS Batch's ListJobs and DescribeJobs: the batch target's look-up
+# before a retry and its run status; read-only).
+ACTIONS_WITHOUT_RESOURCES = {
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+    "cloudwatch:PutMetricData",
+    "batch:ListJobs",
+    "batch:DescribeJobs",
+}
 
 
 def roles() -> dict[str, dict[str, Any]]:

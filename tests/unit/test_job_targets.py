@@ -90,3 +90,38 @@ def test_a_bad_emr_serverless_target_is_refused_naming_the_field(
 def test_an_emr_serverless_target_reads_back_as_written() -> None:
     written = {**EMR, "jobDriver": {"sparkSubmit": {"entryPoint": "s3://a.py", "entryPointArguments": ["--x", "1"]}}}
     assert validate_target(written).to_api() == written
+
+
+@pytest.mark.parametrize(
+    ("target", "field"),
+    [
+        ({"type": "batch", "jobDefinition": "d"}, "target.jobQueue"),
+        ({"type": "batch", "jobQueue": "q q", "jobDefinition": "d"}, "target.jobQueue"),
+        (
+            {"type": "batch", "jobQueue": "arn:aws:batch:us-east-1:123:job-queue/q", "jobDefinition": "d"},
+            "target.jobQueue",
+        ),
+        ({"type": "batch", "jobQueue": "q", "jobDefinition": "d:0"}, "target.jobDefinition"),
+        (
+            {"type": "batch", "jobQueue": "q", "jobDefinition": "arn:aws:batch:us-east-1:123456789012:job-queue/d"},
+            "target.jobDefinition",
+        ),
+    ],
+)
+def test_a_bad_batch_target_is_refused_naming_the_field(target: dict[str, object], field: str) -> None:
+    with pytest.raises(InvalidTargetError) as refused:
+        validate_target(target)
+    assert refused.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("queue", "definition"),
+    [
+        ("lakehook-q", "lakehook-d"),
+        ("arn:aws:batch:eu-west-1:123456789012:job-queue/lakehook-q", "lakehook-d:12"),
+        ("lakehook-q", "arn:aws-cn:batch:cn-north-1:123456789012:job-definition/lakehook-d:3"),
+    ],
+)
+def test_a_batch_target_takes_names_revisions_and_arns(queue: str, definition: str) -> None:
+    written = {"type": "batch", "jobQueue": queue, "jobDefinition": definition}
+    assert validate_target(written).to_api() == written

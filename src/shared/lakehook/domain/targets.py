@@ -58,6 +58,11 @@ RESERVED_ARGUMENT_PREFIX = "--lakehook_"
 MAX_GLUE_ARGUMENTS = 50
 MAX_GLUE_ARGUMENT_VALUE = 4096
 EMR_APPLICATION_ID_PATTERN = r"^[0-9a-z]{1,64}$"
+BATCH_NAME = r"[A-Za-z0-9_-]{1,128}"
+BATCH_QUEUE_PATTERN = rf"^(arn:aws[a-z-]*:batch:[a-z0-9-]+:\d{{12}}:job-queue/)?{BATCH_NAME}$"
+BATCH_DEFINITION_PATTERN = (
+    rf"^(arn:aws[a-z-]*:batch:[a-z0-9-]+:\d{{12}}:job-definition/)?{BATCH_NAME}(:[1-9]\d{{0,8}})?$"
+)
 ROLE_ARN_PATTERN = r"^arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$"
 
 # Validation context keys (``Model.model_validate(data, context=...)``): the write path passes the stack's
@@ -302,6 +307,17 @@ class EmrServerlessTarget(_Target):
     )
 
 
+class BatchJobTarget(_Target):
+    """AWS Batch ``SubmitJob`` of a container job: the key and the payload as environment variables of its container.
+    Batch has no idempotency token, so a retry is preceded by ``ListJobs`` of the queue for the key-derived name."""
+
+    type: Literal["batch"]
+    job_queue: str = Field(alias="jobQueue", pattern=BATCH_QUEUE_PATTERN, description="the queue's name or ARN")
+    job_definition: str = Field(
+        alias="jobDefinition", pattern=BATCH_DEFINITION_PATTERN, description="name, name:revision or ARN"
+    )
+
+
 TargetConfig = Annotated[
     WebhookTarget
     | StepFunctionsTarget
@@ -310,7 +326,8 @@ TargetConfig = Annotated[
     | AirflowTarget
     | DolphinSchedulerTarget
     | GlueJobTarget
-    | EmrServerlessTarget,
+    | EmrServerlessTarget
+    | BatchJobTarget,
     Field(discriminator="type"),
 ]
 """Any target's configuration, discriminated by ``type`` (what a rule's ``target`` parses into)."""
@@ -324,6 +341,7 @@ TARGET_CONFIGS: dict[str, type[_Target]] = {
     "dolphinscheduler": DolphinSchedulerTarget,
     "glue": GlueJobTarget,
     "emrserverless": EmrServerlessTarget,
+    "batch": BatchJobTarget,
 }
 
 _TARGET = TypeAdapter[TargetConfig](TargetConfig)

@@ -2,7 +2,8 @@
 
 - :func:`parse_invocation` and friends: the invocation payload as typed objects (:class:`Invocation`,
   :class:`PinnedInput`), from a webhook body, Step Functions input, a Lambda or EventBridge event, Airflow's
-  ``conf``, DolphinScheduler's start parameters or a Glue job's arguments; a partition's run names its ``partition`` and
+  ``conf``, DolphinScheduler's start parameters, a job's arguments (Glue, EMR Serverless) or a container's
+  environment (Batch); a partition's run names its ``partition`` and
   ``partition_values``, a replay its choices ``start_from`` and ``variables``.
 - :func:`verify_signature`: a webhook delivery's ``X-Lakehook-Signature``.
 - :class:`WebhookReceiver`: verify, parse, deduplicate on the trigger key, start once; ``.wsgi()`` serves it.
@@ -43,6 +44,7 @@ from lakehook.receiver.payload import (
     Invocation,
     PinnedInput,
     from_dolphinscheduler_params,
+    from_environment,
     from_eventbridge_event,
     from_job_arguments,
     parse_invocation,
@@ -74,6 +76,7 @@ __all__ = [
     "WebhookReceiver",
     "commit_properties",
     "from_dolphinscheduler_params",
+    "from_environment",
     "from_eventbridge_event",
     "from_job_arguments",
     "parse_invocation",

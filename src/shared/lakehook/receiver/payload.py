@@ -216,3 +216,14 @@ def from_job_arguments(argv: Sequence[str]) -> Invocation:
         if word.startswith(JOB_PAYLOAD_ARGUMENT + "="):
             return parse_invocation(word.partition("=")[2])
     raise InvalidPayloadError(f"{JOB_PAYLOAD_ARGUMENT} is missing from the job's arguments")
+
+
+ENVIRONMENT_PAYLOAD = "LAKEHOOK_PAYLOAD"
+
+
+def from_environment(environ: Mapping[str, str]) -> Invocation:
+    """The invocation a container run received in its environment (AWS Batch, ECS): ``LAKEHOOK_PAYLOAD``."""
+    payload = environ.get(ENVIRONMENT_PAYLOAD)
+    if not payload:
+        raise InvalidPayloadError(f"{ENVIRONMENT_PAYLOAD} is missing from the environment")
+    return parse_invocation(payload)

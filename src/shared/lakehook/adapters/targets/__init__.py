@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lakehook.adapters.targets.airflow import AirflowTargetClient
+from lakehook.adapters.targets.batch import BatchTargetClient
 from lakehook.adapters.targets.deps import TargetDeps
 from lakehook.adapters.targets.dolphinscheduler import DolphinSchedulerTargetClient
 from lakehook.adapters.targets.emr_serverless import EmrServerlessTargetClient
@@ -29,6 +30,7 @@ REGISTRY: dict[str, Callable[[TargetDeps], TargetClient]] = {
     "dolphinscheduler": DolphinSchedulerTargetClient.build,
     "glue": GlueTargetClient.build,
     "emrserverless": EmrServerlessTargetClient.build,
+    "batch": BatchTargetClient.build,
 }
 """Target type name -> how to build its plug-in."""
 

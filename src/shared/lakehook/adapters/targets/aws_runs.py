@@ -14,9 +14,20 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lakehook.adapters.targets.aws_errors import error_code
-from lakehook.domain.dispatch import TargetUnavailableError
+from lakehook.domain.dispatch import Invocation, TargetUnavailableError
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import RunState
+
+KEY_VARIABLE = "LAKEHOOK_TRIGGER_KEY"
+PAYLOAD_VARIABLE = "LAKEHOOK_PAYLOAD"
+
+
+def run_environment(invocation: Invocation) -> list[dict[str, str]]:
+    """The environment variables a container run receives (Batch, ECS): the trigger key and the payload as JSON."""
+    return [
+        {"name": KEY_VARIABLE, "value": invocation.trigger_key},
+        {"name": PAYLOAD_VARIABLE, "value": invocation.body().decode()},
+    ]
 
 
 def ask_aws(what: str, call: Callable[[], dict[str, Any]], missing: Collection[str] = ()) -> dict[str, Any] | None:
