@@ -11,8 +11,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from lakehook.adapters.targets.aws_runs import KEY_VARIABLE, PAYLOAD_VARIABLE
-from lakehook.adapters.targets.batch import BatchTargetClient, job_name
+from lakehook.adapters.targets.aws_runs import KEY_VARIABLE, PAYLOAD_VARIABLE, run_name
+from lakehook.adapters.targets.batch import BatchTargetClient
 from lakehook.domain.dispatch import OutcomeKind
 from lakehook.domain.targets import validate_target
 from lakehook.domain.triggers import TriggerStatus
@@ -59,7 +59,7 @@ def test_batch_submits_a_job_with_the_key_and_payload_in_its_environment(batch: 
     started = plugin.start(invocation(trigger), target())
     assert started.kind is OutcomeKind.STARTED and started.run_id is not None
     [job] = batch.describe_jobs(jobs=[started.run_id])["jobs"]
-    assert job["jobName"] == job_name(trigger.trigger_key)
+    assert job["jobName"] == run_name(trigger.trigger_key)
     environment = {e["name"]: e["value"] for e in job["container"]["environment"]}
     assert environment[KEY_VARIABLE] == trigger.trigger_key
     assert json.loads(environment[PAYLOAD_VARIABLE]) == invocation(trigger).payload()
@@ -69,7 +69,7 @@ def test_batch_submits_a_job_with_the_key_and_payload_in_its_environment(batch: 
 
 
 def test_batch_job_names_fit_batch_and_never_collide() -> None:
-    names = {job_name(claim(snapshot=s, rule_id="_r" * 40).trigger_key) for s in range(50)}
+    names = {run_name(claim(snapshot=s, rule_id="_r" * 40).trigger_key) for s in range(50)}
     assert len(names) == 50
     assert all(len(n) <= 128 and n[0].isalpha() and all(c.isalnum() or c in "-_" for c in n) for n in names)
 

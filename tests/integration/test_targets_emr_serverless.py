@@ -15,7 +15,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from lakehook.adapters.targets.emr_serverless import EmrServerlessTargetClient, client_token
+from lakehook.adapters.targets.aws_runs import client_token
+from lakehook.adapters.targets.emr_serverless import EmrServerlessTargetClient
 from lakehook.adapters.targets.stepfunctions import execution_name
 from lakehook.domain.dispatch import OutcomeKind, TargetUnavailableError
 from lakehook.domain.targets import validate_target

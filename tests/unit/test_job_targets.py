@@ -125,3 +125,50 @@ def test_a_bad_batch_target_is_refused_naming_the_field(target: dict[str, object
 def test_a_batch_target_takes_names_revisions_and_arns(queue: str, definition: str) -> None:
     written = {"type": "batch", "jobQueue": queue, "jobDefinition": definition}
     assert validate_target(written).to_api() == written
+
+
+ECS = {"type": "ecs", "cluster": "lakehook-etl", "taskDefinition": "lakehook-dwd:3", "containerName": "dwd"}
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"cluster": "etl/x"}, "target.cluster"),
+        ({"cluster": "arn:aws:ecs:us-east-1:123456789012:service/etl"}, "target.cluster"),
+        ({"taskDefinition": "dwd:0"}, "target.taskDefinition"),
+        ({"containerName": ""}, "target.containerName"),
+        ({"launchType": "LAMBDA"}, "target.launchType"),
+        (
+            {"networkConfiguration": {"awsvpcConfiguration": {"subnets": []}}},
+            "target.networkConfiguration.awsvpcConfiguration.subnets",
+        ),
+        (
+            {"networkConfiguration": {"awsvpcConfiguration": {"subnets": ["vpc-1"]}}},
+            "target.networkConfiguration.awsvpcConfiguration.subnets.0",
+        ),
+        (
+            {
+                "networkConfiguration": {
+                    "awsvpcConfiguration": {"subnets": ["subnet-0123abcd"], "securityGroups": ["x"]}
+                }
+            },
+            "target.networkConfiguration.awsvpcConfiguration.securityGroups.0",
+        ),
+        ({"overrides": {}}, "target.overrides"),
+    ],
+)
+def test_a_bad_ecs_target_is_refused_naming_the_field(change: dict[str, object], field: str) -> None:
+    with pytest.raises(InvalidTargetError) as refused:
+        validate_target({**ECS, **change})
+    assert refused.value.field == field
+
+
+def test_an_ecs_target_reads_back_as_written() -> None:
+    network = {"awsvpcConfiguration": {"subnets": ["subnet-0123abcd"], "assignPublicIp": "ENABLED"}}
+    written = {
+        **ECS,
+        "cluster": "arn:aws:ecs:eu-west-1:123456789012:cluster/lakehook-etl",
+        "launchType": "FARGATE",
+        "networkConfiguration": network,
+    }
+    assert validate_target(written).to_api() == written

@@ -63,6 +63,11 @@ BATCH_QUEUE_PATTERN = rf"^(arn:aws[a-z-]*:batch:[a-z0-9-]+:\d{{12}}:job-queue/)?
 BATCH_DEFINITION_PATTERN = (
     rf"^(arn:aws[a-z-]*:batch:[a-z0-9-]+:\d{{12}}:job-definition/)?{BATCH_NAME}(:[1-9]\d{{0,8}})?$"
 )
+ECS_NAME = r"[A-Za-z0-9_-]{1,255}"
+ECS_CLUSTER_PATTERN = rf"^(arn:aws[a-z-]*:ecs:[a-z0-9-]+:\d{{12}}:cluster/)?{ECS_NAME}$"
+ECS_TASK_DEFINITION_PATTERN = (
+    rf"^(arn:aws[a-z-]*:ecs:[a-z0-9-]+:\d{{12}}:task-definition/)?{ECS_NAME}(:[1-9]\d{{0,8}})?$"
+)
 ROLE_ARN_PATTERN = r"^arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$"
 
 # Validation context keys (``Model.model_validate(data, context=...)``): the write path passes the stack's
@@ -318,6 +323,41 @@ class BatchJobTarget(_Target):
     )
 
 
+class AwsVpcConfiguration(BaseModel):
+    """Where an ``awsvpc`` task's network interface goes (Fargate tasks need one), as ECS's API takes it."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    subnets: list[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")]] = Field(min_length=1, max_length=16)
+    security_groups: list[Annotated[str, Field(pattern=r"^sg-[0-9a-f]{8,17}$")]] | None = Field(
+        default=None, alias="securityGroups", max_length=5
+    )
+    assign_public_ip: Literal["ENABLED", "DISABLED"] = Field(default="DISABLED", alias="assignPublicIp")
+
+
+class EcsNetworkConfiguration(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    awsvpc_configuration: AwsVpcConfiguration = Field(alias="awsvpcConfiguration")
+
+
+class EcsTaskTarget(_Target):
+    """ECS ``RunTask`` of one task with ``clientToken`` derived from the trigger key; the key and the payload are
+    environment overrides of the named container. Before a retry ``ListTasks`` looks for the key-derived
+    ``startedBy``."""
+
+    type: Literal["ecs"]
+    cluster: str = Field(pattern=ECS_CLUSTER_PATTERN, description="the cluster's name or ARN")
+    task_definition: str = Field(
+        alias="taskDefinition", pattern=ECS_TASK_DEFINITION_PATTERN, description="family, family:revision or ARN"
+    )
+    container_name: str = Field(
+        alias="containerName", pattern=rf"^{ECS_NAME}$", description="the container that receives the payload"
+    )
+    launch_type: Literal["FARGATE", "EC2", "EXTERNAL"] | None = Field(default=None, alias="launchType")
+    network_configuration: EcsNetworkConfiguration | None = Field(default=None, alias="networkConfiguration")
+
+
 TargetConfig = Annotated[
     WebhookTarget
     | StepFunctionsTarget
@@ -327,7 +367,8 @@ TargetConfig = Annotated[
     | DolphinSchedulerTarget
     | GlueJobTarget
     | EmrServerlessTarget
-    | BatchJobTarget,
+    | BatchJobTarget
+    | EcsTaskTarget,
     Field(discriminator="type"),
 ]
 """Any target's configuration, discriminated by ``type`` (what a rule's ``target`` parses into)."""
@@ -342,6 +383,7 @@ TARGET_CONFIGS: dict[str, type[_Target]] = {
     "glue": GlueJobTarget,
     "emrserverless": EmrServerlessTarget,
     "batch": BatchJobTarget,
+    "ecs": EcsTaskTarget,
 }
 
 _TARGET = TypeAdapter[TargetConfig](TargetConfig)

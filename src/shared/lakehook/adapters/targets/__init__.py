@@ -13,6 +13,7 @@ from lakehook.adapters.targets.airflow import AirflowTargetClient
 from lakehook.adapters.targets.batch import BatchTargetClient
 from lakehook.adapters.targets.deps import TargetDeps
 from lakehook.adapters.targets.dolphinscheduler import DolphinSchedulerTargetClient
+from lakehook.adapters.targets.ecs import EcsTargetClient
 from lakehook.adapters.targets.emr_serverless import EmrServerlessTargetClient
 from lakehook.adapters.targets.eventbridge import EventBridgeTargetClient
 from lakehook.adapters.targets.glue import GlueTargetClient
@@ -31,6 +32,7 @@ REGISTRY: dict[str, Callable[[TargetDeps], TargetClient]] = {
     "glue": GlueTargetClient.build,
     "emrserverless": EmrServerlessTargetClient.build,
     "batch": BatchTargetClient.build,
+    "ecs": EcsTargetClient.build,
 }
 """Target type name -> how to build its plug-in."""
 

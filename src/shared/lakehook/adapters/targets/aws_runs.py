@@ -8,15 +8,29 @@ ended (the words that keep a ``maxInFlight`` slot) and the service's own word in
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Collection
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lakehook.adapters.targets.aws_errors import error_code
+from lakehook.adapters.targets.stepfunctions import execution_name
 from lakehook.domain.dispatch import Invocation, TargetUnavailableError
 from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import RunState
+
+
+def client_token(trigger_key: str) -> str:
+    """The idempotency token of every attempt of one trigger (EMR Serverless, ECS): 64 hex digits of SHA-256(key)."""
+    return hashlib.sha256(trigger_key.encode()).hexdigest()
+
+
+def run_name(trigger_key: str) -> str:
+    """``lakehook-<the Step Functions execution name of the key>``: distinct keys get distinct names of at most 89
+    characters of ``[A-Za-z0-9_-]``, starting with a letter (a Batch job's name, an ECS task's ``startedBy``)."""
+    return f"lakehook-{execution_name(trigger_key)}"
+
 
 KEY_VARIABLE = "LAKEHOOK_TRIGGER_KEY"
 PAYLOAD_VARIABLE = "LAKEHOOK_PAYLOAD"

@@ -20,9 +20,8 @@ from typing import Any, ClassVar
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lakehook.adapters.targets.aws_errors import client_error_outcome, transport_outcome
-from lakehook.adapters.targets.aws_runs import ask_aws, find_in_pages, run_environment, run_state_of
+from lakehook.adapters.targets.aws_runs import ask_aws, find_in_pages, run_environment, run_name, run_state_of
 from lakehook.adapters.targets.deps import TargetDeps
-from lakehook.adapters.targets.stepfunctions import execution_name
 from lakehook.domain.dispatch import Invocation, Outcome
 from lakehook.domain.targets import BatchJobTarget, TargetConfig
 from lakehook.domain.triggers import RunState
@@ -32,11 +31,6 @@ PAGE_SIZE = 100
 MAX_PAGES = 20
 QUEUED = frozenset({"SUBMITTED", "PENDING", "RUNNABLE", "STARTING"})
 RUNNING = frozenset({"RUNNING"})
-
-
-def job_name(trigger_key: str) -> str:
-    """``lakehook-<execution name of the key>``: starts with a letter, as Batch requires."""
-    return f"lakehook-{execution_name(trigger_key)}"
 
 
 class BatchTargetClient(TargetClient):
@@ -58,7 +52,7 @@ class BatchTargetClient(TargetClient):
         assert isinstance(config, BatchJobTarget)
         try:
             answer = self._client.submit_job(
-                jobName=job_name(invocation.trigger_key),
+                jobName=run_name(invocation.trigger_key),
                 jobQueue=config.job_queue,
                 jobDefinition=config.job_definition,
                 containerOverrides={"environment": run_environment(invocation)},
@@ -71,7 +65,7 @@ class BatchTargetClient(TargetClient):
 
     def find_run(self, trigger_key: str, config: TargetConfig, not_before_ms: int) -> str | None:
         assert isinstance(config, BatchJobTarget)
-        name = job_name(trigger_key)
+        name = run_name(trigger_key)
 
         def page(token: str | None) -> tuple[list[dict[str, Any]], str | None]:
             kwargs: dict[str, Any] = {

@@ -16,14 +16,13 @@
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lakehook.adapters.targets.aws_errors import client_error_outcome, transport_outcome
-from lakehook.adapters.targets.aws_runs import ask_aws, find_in_pages, run_state_of
+from lakehook.adapters.targets.aws_runs import ask_aws, client_token, find_in_pages, run_state_of
 from lakehook.adapters.targets.deps import TargetDeps
 from lakehook.adapters.targets.glue import KEY_ARGUMENT, PAYLOAD_ARGUMENT
 from lakehook.adapters.targets.stepfunctions import execution_name
@@ -38,11 +37,6 @@ CLOCK_SKEW_MS = 300_000  # how far the service's createdAt may be before the cla
 QUEUED = frozenset({"SUBMITTED", "PENDING", "SCHEDULED", "QUEUED"})
 RUNNING = frozenset({"RUNNING", "CANCELLING"})
 NOT_FOUND = ("ResourceNotFoundException",)
-
-
-def client_token(trigger_key: str) -> str:
-    """The ``clientToken`` of every attempt of one trigger: 64 hex digits of SHA-256(key)."""
-    return hashlib.sha256(trigger_key.encode()).hexdigest()
 
 
 def job_driver(invocation: Invocation, config: EmrServerlessTarget) -> dict[str, Any]:
