@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import boto3
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lakehook.adapters.targets import TargetDeps, build_target_clients
 from lakehook.domain.targets import (
     MAX_GLUE_ARGUMENTS,
     RESERVED_ARGUMENT_PREFIX,
@@ -13,6 +15,7 @@ from lakehook.domain.targets import (
     InvalidTargetError,
     validate_target,
 )
+from tests.fakes.memory import InMemorySecretStore
 
 ARGUMENT_NAMES = st.from_regex(r"--[A-Za-z0-9_.-]{1,126}", fullmatch=True)
 
@@ -172,3 +175,18 @@ def test_an_ecs_target_reads_back_as_written() -> None:
         "networkConfiguration": network,
     }
     assert validate_target(written).to_api() == written
+
+
+def test_the_job_targets_make_their_aws_clients_only_when_they_dispatch() -> None:
+    """Building every plug-in (a dispatcher's cold start) makes no Glue, EMR Serverless, Batch or ECS client."""
+    made: list[str] = []
+
+    def aws(service: str) -> object:
+        made.append(service)
+        return boto3.session.Session(region_name="us-east-1").client(service)
+
+    targets = build_target_clients(TargetDeps(secrets=InMemorySecretStore(), aws=aws))
+    assert not {"glue", "emr-serverless", "batch", "ecs"} & set(made)
+    client = targets["glue"]._client  # type: ignore[attr-defined]
+    assert client.meta.service_model.service_name == "glue" and made.count("glue") == 1
+    assert client.meta.region_name == "us-east-1" and made.count("glue") == 1  # made once

@@ -20,7 +20,14 @@ from typing import Any, ClassVar
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lakehook.adapters.targets.aws_errors import client_error_outcome, transport_outcome
-from lakehook.adapters.targets.aws_runs import ask_aws, find_in_pages, run_environment, run_name, run_state_of
+from lakehook.adapters.targets.aws_runs import (
+    LazyClient,
+    ask_aws,
+    find_in_pages,
+    run_environment,
+    run_name,
+    run_state_of,
+)
 from lakehook.adapters.targets.deps import TargetDeps
 from lakehook.domain.dispatch import Invocation, Outcome
 from lakehook.domain.targets import BatchJobTarget, TargetConfig
@@ -46,7 +53,7 @@ class BatchTargetClient(TargetClient):
 
     @classmethod
     def build(cls, deps: TargetDeps) -> BatchTargetClient:
-        return cls(deps.aws("batch"))
+        return cls(LazyClient(lambda: deps.aws("batch")))
 
     def start(self, invocation: Invocation, config: TargetConfig) -> Outcome:
         assert isinstance(config, BatchJobTarget)

@@ -24,6 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from lakehook.adapters.targets.aws_errors import client_error_outcome, transport_outcome
 from lakehook.adapters.targets.aws_runs import (
+    LazyClient,
     ask_aws,
     client_token,
     find_in_pages,
@@ -75,7 +76,7 @@ class EcsTargetClient(TargetClient):
 
     @classmethod
     def build(cls, deps: TargetDeps) -> EcsTargetClient:
-        return cls(deps.aws("ecs"))
+        return cls(LazyClient(lambda: deps.aws("ecs")))
 
     def start(self, invocation: Invocation, config: TargetConfig) -> Outcome:
         assert isinstance(config, EcsTaskTarget)

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lakehook.adapters.targets.aws_errors import client_error_outcome, transport_outcome
-from lakehook.adapters.targets.aws_runs import ask_aws, client_token, find_in_pages, run_state_of
+from lakehook.adapters.targets.aws_runs import LazyClient, ask_aws, client_token, find_in_pages, run_state_of
 from lakehook.adapters.targets.deps import TargetDeps
 from lakehook.adapters.targets.glue import KEY_ARGUMENT, PAYLOAD_ARGUMENT
 from lakehook.adapters.targets.stepfunctions import execution_name
@@ -65,7 +65,7 @@ class EmrServerlessTargetClient(TargetClient):
 
     @classmethod
     def build(cls, deps: TargetDeps) -> EmrServerlessTargetClient:
-        return cls(deps.aws("emr-serverless"))
+        return cls(LazyClient(lambda: deps.aws("emr-serverless")))
 
     def start(self, invocation: Invocation, config: TargetConfig) -> Outcome:
         assert isinstance(config, EmrServerlessTarget)

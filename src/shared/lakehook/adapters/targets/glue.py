@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lakehook.adapters.targets.aws_errors import client_error_outcome, transport_outcome
-from lakehook.adapters.targets.aws_runs import ask_aws, find_in_pages, run_state_of
+from lakehook.adapters.targets.aws_runs import LazyClient, ask_aws, find_in_pages, run_state_of
 from lakehook.adapters.targets.deps import TargetDeps
 from lakehook.domain.dispatch import Invocation, Outcome
 from lakehook.domain.targets import GlueJobTarget, TargetConfig
@@ -61,7 +61,7 @@ class GlueTargetClient(TargetClient):
 
     @classmethod
     def build(cls, deps: TargetDeps) -> GlueTargetClient:
-        return cls(deps.aws("glue"))
+        return cls(LazyClient(lambda: deps.aws("glue")))
 
     def start(self, invocation: Invocation, config: TargetConfig) -> Outcome:
         assert isinstance(config, GlueJobTarget)
