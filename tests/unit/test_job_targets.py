@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import boto3
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
 from lakehook.adapters.targets import TargetDeps, build_target_clients
+from lakehook.domain.rules import Rule
 from lakehook.domain.targets import (
     MAX_GLUE_ARGUMENTS,
     RESERVED_ARGUMENT_PREFIX,
@@ -190,3 +195,13 @@ def test_the_job_targets_make_their_aws_clients_only_when_they_dispatch() -> Non
     client = targets["glue"]._client  # type: ignore[attr-defined]
     assert client.meta.service_model.service_name == "glue" and made.count("glue") == 1
     assert client.meta.region_name == "us-east-1" and made.count("glue") == 1  # made once
+
+
+@pytest.mark.parametrize("type_name", ["glue", "emrserverless", "batch", "ecs"])
+def test_the_documented_example_of_each_job_target_is_a_rule_that_validates(type_name: str) -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "targets.md").read_text(encoding="utf-8")
+    start = page.index(f"## `{type_name}`")
+    section = page[start : page.find("\n## ", start + 1) if page.find("\n## ", start + 1) != -1 else None]
+    [example] = re.findall(r"```yaml\n(.*?)```", section, re.S)
+    [rule] = yaml.safe_load(example)["rules"]
+    assert Rule.model_validate(rule).target.type == type_name
