@@ -13,11 +13,7 @@ import pytest
 from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
 from moto import mock_aws
 
-from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
-from lakehook.adapters.dynamodb.trigger_ledger import DynamoDBTriggerLedger
-from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
 from lakehook.adapters.s3.manifest_store import S3ManifestStore
-from lakehook.adapters.targets import TargetDeps, build_target_clients
 from lakehook.adapters.targets.aws_errors import client_error_outcome, transport_outcome
 from lakehook.adapters.targets.eventbridge import EventBridgeTargetClient, entry_outcome
 from lakehook.adapters.targets.lambda_target import LambdaTargetClient
@@ -30,14 +26,13 @@ from lakehook.domain.dispatch import (
     RunManifest,
 )
 from lakehook.domain.errors import NotFoundError
-from lakehook.domain.rules import Rule
 from lakehook.domain.targets import validate_target
-from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
+from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus, trigger_key
 from lakehook.receiver import from_eventbridge_event, parse_invocation
-from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger, RedriveTriggers
-from tests.fakes.memory import InMemorySecretStore
+from lakehook.usecases.dispatch import DispatchStatus
+from tests.aws_dispatch import MotoDispatch
 from tests.replay_choices import CHOICES, replay_of
-from tests.support import RequestCounter, create_table
+from tests.support import RequestCounter
 
 REGION = "us-east-1"
 T0 = 1_750_000_000_000
@@ -336,57 +331,16 @@ def test_a_tampered_or_missing_manifest_is_never_used(s3: Any) -> None:
 
 
 def test_dispatch_on_aws_survives_a_crash_after_the_execution_started(state_machine: str, s3: Any) -> None:
-    ddb = boto3.client("dynamodb", region_name=REGION)
-    create_table(ddb, "lakehook-dispatch")
-    table = boto3.resource("dynamodb", region_name=REGION).Table("lakehook-dispatch")
-    claims = DynamoDBTriggerStore(table)
-    trigger = claim()
-    assert claims.claim(trigger, GroupCursor.initial("dwd", "g").after(trigger, {}), None).outcome.value == "CLAIMED"
-    rules = DynamoDBRuleStore(table)
-    rules.put_rule(
-        Rule.model_validate(
-            {
-                "ruleId": "dwd",
-                "groups": [{"groupId": "g", "members": [{"assetKey": "paimon://lake/ods/orders"}]}],
-                "target": {"type": "stepfunctions", "stateMachineArn": state_machine},
-            }
-        ),
-        T0,
-    )
-    ledger = DynamoDBTriggerLedger(table)
-    now = [T0]
-    session: Any = boto3.session.Session(region_name=REGION)
-    deps = TargetDeps(secrets=InMemorySecretStore(), aws=session.client)
-    targets = build_target_clients(deps)
-    dispatch = DispatchTrigger(
-        ledger,
-        rules,
-        S3ManifestStore(s3, "lakehook-manifests"),
-        targets,
-        DispatchPolicy(),
-        clock=lambda: now[0],
-        sleep=lambda s: None,
-        metrics=None,
-    )
-
-    # A first dispatcher takes the claim, writes the manifest, starts the execution, and dies.
-    attempt = ledger.begin_attempt(trigger.trigger_key, "dead", now[0], 300_000)
-    assert attempt is not None
-    manifests = S3ManifestStore(s3, "lakehook-manifests")
-    uri = manifests.put_if_absent(trigger.trigger_key, RunManifest.for_trigger(trigger))
-    started = targets["stepfunctions"].start(
-        Invocation.of(trigger, RunManifest.for_trigger(trigger), uri, 1),
-        validate_target({"type": "stepfunctions", "stateMachineArn": state_machine}),
-    )
+    on_aws = MotoDispatch(claim(), {"type": "stepfunctions", "stateMachineArn": state_machine}, REGION, [T0])
+    started, uri = on_aws.crash_after_start()
     assert started.kind is OutcomeKind.STARTED
-
-    assert dispatch(trigger.trigger_key).status is DispatchStatus.BUSY  # the redelivered record: still leased
-    now[0] += 601_000
-    [result] = RedriveTriggers(ledger, dispatch, clock=lambda: now[0])().results
+    trigger = on_aws.trigger
+    assert on_aws.dispatch(trigger.trigger_key).status is DispatchStatus.BUSY  # the redelivered record: still leased
+    result = on_aws.redrive_after_the_lease()
     assert result.status is DispatchStatus.SUCCEEDED and result.run_id == started.run_id
     sfn = boto3.client("stepfunctions", region_name=REGION)
     assert len(sfn.list_executions(stateMachineArn=state_machine)["executions"]) == 1
-    stored = claims.get(trigger.trigger_key)
+    stored = on_aws.claims.get(trigger.trigger_key)
     assert stored is not None and stored.status is TriggerStatus.SUCCEEDED and stored.attempts == 2
     assert stored.target_run_id == started.run_id and stored.manifest_uri == uri
 

@@ -42,8 +42,15 @@ ALLOWED_DENIES = {
     "lakehook/<stack>/producers/*, where producers registered before their own namespace keep their secrets",
 }
 
-# Actions AWS authorizes only on Resource "*"; none is used by an inline statement today.
-ACTIONS_WITHOUT_RESOURCES = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "cloudwatch:PutMetricData"}
+# Actions AWS authorizes only on Resource "*" (AWS Batch's ListJobs and DescribeJobs: the batch target's look-up
+# before a retry and its run status; read-only).
+ACTIONS_WITHOUT_RESOURCES = {
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+    "cloudwatch:PutMetricData",
+    "batch:ListJobs",
+    "batch:DescribeJobs",
+}
 
 
 def roles() -> dict[str, dict[str, Any]]:
@@ -133,8 +140,12 @@ def test_the_customer_managed_key_is_granted_only_when_one_is_given() -> None:
         conditional = [p for p in properties.get("Policies", []) if "Fn::If" in p]
         kms = [p for p in conditional if p["Fn::If"][0] == "UseCustomerKey"]
         assert kms, f"{role} cannot use the KmsKeyArn key"
-        # the only other condition: the spool buckets (test_spool_buckets.py)
-        assert {p["Fn::If"][0] for p in conditional} <= {"UseCustomerKey", "HasSpoolBuckets"}, role
+        # the only other conditions: the spool buckets (test_spool_buckets.py), EMR Serverless targets (below)
+        assert {p["Fn::If"][0] for p in conditional} <= {
+            "UseCustomerKey",
+            "HasSpoolBuckets",
+            "UseEmrServerlessTargets",
+        }, role
         for entry in kms:
             condition, then, otherwise = entry["Fn::If"]
             assert condition == "UseCustomerKey" and otherwise == {"Ref": "AWS::NoValue"}
@@ -184,3 +195,25 @@ def test_only_the_ingest_api_may_use_producer_signing_secrets() -> None:
         ("IngestApiFunctionRole", "secretsmanager:PutSecretValue"),
     }
     assert _secret_resources("IngestApiFunctionRole", "Allow", "secretsmanager:CreateSecret") == [producers]
+
+
+def test_emr_serverless_targets_are_granted_only_on_the_named_application_passing_only_prefixed_roles() -> None:
+    """The dispatcher and the trigger re-drive, and only while TargetEmrServerlessApplication is set: job runs of
+    that application, and iam:PassRole of roles named TargetNamePrefix* to EMR Serverless alone."""
+    granted = {}
+    for role, properties in roles().items():
+        for entry in properties.get("Policies", []):
+            if isinstance(entry, dict) and "Fn::If" in entry and entry["Fn::If"][0] == "UseEmrServerlessTargets":
+                _, then, otherwise = entry["Fn::If"]
+                assert otherwise == {"Ref": "AWS::NoValue"}
+                granted[role] = {s["Sid"]: s for s in then["PolicyDocument"]["Statement"]}
+    assert sorted(granted) == ["DispatcherFunctionRole", "TriggerRedriveFunctionRole"]
+    for found in granted.values():
+        runs, roles_passed = found["EmrServerlessTargets"], found["EmrServerlessExecutionRoles"]
+        resources = [r["Fn::Sub"] for r in runs["Resource"]]
+        assert all("/applications/${TargetEmrServerlessApplication}" in r for r in resources)
+        assert roles_passed["Action"] == ["iam:PassRole"]
+        assert roles_passed["Resource"]["Fn::Sub"].endswith(":role/${TargetNamePrefix}*")
+        assert roles_passed["Condition"] == {"StringEquals": {"iam:PassedToService": "emr-serverless.amazonaws.com"}}
+    statement_sids = {s.get("Sid") for _, s in statements()}
+    assert "EmrServerlessTargets" in statement_sids  # and so checked by the least-privilege tests above

@@ -17,6 +17,7 @@ it), which must exist when the rule is written, read by the dispatcher when it s
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -49,6 +50,25 @@ FUNCTION_NAME_PATTERN = (
 )
 EVENT_BUS_PATTERN = r"^(arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus/)?[A-Za-z0-9._/-]{1,256}$"
 DAG_ID_PATTERN = r"^[A-Za-z0-9_.-]{1,250}$"
+# A Glue job's name as lakehook accepts it (Glue allows more; these are the characters an IAM ARN scopes plainly).
+GLUE_JOB_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,255}$"
+# A Glue job argument lakehook passes on: ``--name`` (the names a Glue script reads with getResolvedOptions).
+GLUE_ARGUMENT_PATTERN = r"^--[A-Za-z0-9_.-]{1,126}$"
+RESERVED_ARGUMENT_PREFIX = "--lakehook_"
+MAX_GLUE_ARGUMENTS = 50
+MAX_GLUE_ARGUMENT_VALUE = 4096
+EMR_APPLICATION_ID_PATTERN = r"^[0-9a-z]{1,64}$"
+BATCH_NAME = r"[A-Za-z0-9_-]{1,128}"
+BATCH_QUEUE_PATTERN = rf"^(arn:aws[a-z-]*:batch:[a-z0-9-]+:\d{{12}}:job-queue/)?{BATCH_NAME}$"
+BATCH_DEFINITION_PATTERN = (
+    rf"^(arn:aws[a-z-]*:batch:[a-z0-9-]+:\d{{12}}:job-definition/)?{BATCH_NAME}(:[1-9]\d{{0,8}})?$"
+)
+ECS_NAME = r"[A-Za-z0-9_-]{1,255}"
+ECS_CLUSTER_PATTERN = rf"^(arn:aws[a-z-]*:ecs:[a-z0-9-]+:\d{{12}}:cluster/)?{ECS_NAME}$"
+ECS_TASK_DEFINITION_PATTERN = (
+    rf"^(arn:aws[a-z-]*:ecs:[a-z0-9-]+:\d{{12}}:task-definition/)?{ECS_NAME}(:[1-9]\d{{0,8}})?$"
+)
+ROLE_ARN_PATTERN = r"^arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$"
 
 # Validation context keys (``Model.model_validate(data, context=...)``): the write path passes the stack's
 # URL policy; the read path of stored rules says so, and keeps a target that no longer validates.
@@ -228,8 +248,127 @@ class DolphinSchedulerTarget(_Target):
         return check_target_url(value, _policy(info)).rstrip("/")
 
 
+class GlueJobTarget(_Target):
+    """AWS Glue ``StartJobRun``: the key and the payload travel as job arguments (``--lakehook_trigger_key``,
+    ``--lakehook_payload``). Glue has no idempotency token, so a retry is preceded by ``GetJobRuns``."""
+
+    type: Literal["glue"]
+    job_name: str = Field(alias="jobName", pattern=GLUE_JOB_NAME_PATTERN)
+    arguments: dict[str, str] | None = Field(
+        default=None,
+        description=f"extra job arguments (at most {MAX_GLUE_ARGUMENTS}), each name '--' and letters, digits, "
+        f"'_', '.', '-', none starting with {RESERVED_ARGUMENT_PREFIX!r}",
+    )
+
+    @field_validator("arguments")
+    @classmethod
+    def _arguments(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value is None:
+            return None
+        if len(value) > MAX_GLUE_ARGUMENTS:
+            raise ValueError(f"at most {MAX_GLUE_ARGUMENTS} arguments, got {len(value)}")
+        for name, given in value.items():
+            if not re.fullmatch(GLUE_ARGUMENT_PATTERN, name):
+                raise ValueError(f"argument {name!r} must match {GLUE_ARGUMENT_PATTERN}")
+            if name.startswith(RESERVED_ARGUMENT_PREFIX):
+                raise ValueError(f"argument {name!r}: names starting with {RESERVED_ARGUMENT_PREFIX!r} are lakehook's")
+            if len(given) > MAX_GLUE_ARGUMENT_VALUE:
+                raise ValueError(f"argument {name!r}: at most {MAX_GLUE_ARGUMENT_VALUE} characters")
+        return value
+
+
+class SparkSubmit(BaseModel):
+    """An EMR Serverless Spark job: its entry point, arguments and ``spark-submit`` parameters, as the API has them."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    entry_point: str = Field(alias="entryPoint", min_length=1, max_length=4096, description="e.g. s3://code/job.py")
+    entry_point_arguments: list[str] | None = Field(
+        default=None, alias="entryPointArguments", max_length=100, description="lakehook's two pairs follow these"
+    )
+    spark_submit_parameters: str | None = Field(
+        default=None, alias="sparkSubmitParameters", min_length=1, max_length=102_400
+    )
+
+
+class EmrJobDriver(BaseModel):
+    """The job driver: a Spark job (Hive's has no arguments to carry the payload, so it is not taken)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    spark_submit: SparkSubmit = Field(alias="sparkSubmit")
+
+
+class EmrServerlessTarget(_Target):
+    """EMR Serverless ``StartJobRun`` on an application with ``clientToken`` derived from the trigger key; the key and
+    the payload follow the Spark job's entry point arguments. Before a retry ``ListJobRuns`` is looked through."""
+
+    type: Literal["emrserverless"]
+    application_id: str = Field(alias="applicationId", pattern=EMR_APPLICATION_ID_PATTERN)
+    execution_role_arn: str = Field(alias="executionRoleArn", pattern=ROLE_ARN_PATTERN)
+    job_driver: EmrJobDriver = Field(alias="jobDriver")
+    execution_timeout_minutes: int | None = Field(
+        default=None, alias="executionTimeoutMinutes", ge=5, le=1_000_000, description="EMR Serverless' default: 720"
+    )
+
+
+class BatchJobTarget(_Target):
+    """AWS Batch ``SubmitJob`` of a container job: the key and the payload as environment variables of its container.
+    Batch has no idempotency token, so a retry is preceded by ``ListJobs`` of the queue for the key-derived name."""
+
+    type: Literal["batch"]
+    job_queue: str = Field(alias="jobQueue", pattern=BATCH_QUEUE_PATTERN, description="the queue's name or ARN")
+    job_definition: str = Field(
+        alias="jobDefinition", pattern=BATCH_DEFINITION_PATTERN, description="name, name:revision or ARN"
+    )
+
+
+class AwsVpcConfiguration(BaseModel):
+    """Where an ``awsvpc`` task's network interface goes (Fargate tasks need one), as ECS's API takes it."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    subnets: list[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")]] = Field(min_length=1, max_length=16)
+    security_groups: list[Annotated[str, Field(pattern=r"^sg-[0-9a-f]{8,17}$")]] | None = Field(
+        default=None, alias="securityGroups", max_length=5
+    )
+    assign_public_ip: Literal["ENABLED", "DISABLED"] = Field(default="DISABLED", alias="assignPublicIp")
+
+
+class EcsNetworkConfiguration(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    awsvpc_configuration: AwsVpcConfiguration = Field(alias="awsvpcConfiguration")
+
+
+class EcsTaskTarget(_Target):
+    """ECS ``RunTask`` of one task with ``clientToken`` derived from the trigger key; the key and the payload are
+    environment overrides of the named container. Before a retry ``ListTasks`` looks for the key-derived
+    ``startedBy``."""
+
+    type: Literal["ecs"]
+    cluster: str = Field(pattern=ECS_CLUSTER_PATTERN, description="the cluster's name or ARN")
+    task_definition: str = Field(
+        alias="taskDefinition", pattern=ECS_TASK_DEFINITION_PATTERN, description="family, family:revision or ARN"
+    )
+    container_name: str = Field(
+        alias="containerName", pattern=rf"^{ECS_NAME}$", description="the container that receives the payload"
+    )
+    launch_type: Literal["FARGATE", "EC2", "EXTERNAL"] | None = Field(default=None, alias="launchType")
+    network_configuration: EcsNetworkConfiguration | None = Field(default=None, alias="networkConfiguration")
+
+
 TargetConfig = Annotated[
-    WebhookTarget | StepFunctionsTarget | LambdaTarget | EventBridgeTarget | AirflowTarget | DolphinSchedulerTarget,
+    WebhookTarget
+    | StepFunctionsTarget
+    | LambdaTarget
+    | EventBridgeTarget
+    | AirflowTarget
+    | DolphinSchedulerTarget
+    | GlueJobTarget
+    | EmrServerlessTarget
+    | BatchJobTarget
+    | EcsTaskTarget,
     Field(discriminator="type"),
 ]
 """Any target's configuration, discriminated by ``type`` (what a rule's ``target`` parses into)."""
@@ -241,6 +380,10 @@ TARGET_CONFIGS: dict[str, type[_Target]] = {
     "eventbridge": EventBridgeTarget,
     "airflow": AirflowTarget,
     "dolphinscheduler": DolphinSchedulerTarget,
+    "glue": GlueJobTarget,
+    "emrserverless": EmrServerlessTarget,
+    "batch": BatchJobTarget,
+    "ecs": EcsTaskTarget,
 }
 
 _TARGET = TypeAdapter[TargetConfig](TargetConfig)

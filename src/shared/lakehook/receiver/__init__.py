@@ -2,7 +2,8 @@
 
 - :func:`parse_invocation` and friends: the invocation payload as typed objects (:class:`Invocation`,
   :class:`PinnedInput`), from a webhook body, Step Functions input, a Lambda or EventBridge event, Airflow's
-  ``conf`` or DolphinScheduler's start parameters; a partition's run names its ``partition`` and
+  ``conf``, DolphinScheduler's start parameters, a job's arguments (Glue, EMR Serverless) or a container's
+  environment (Batch); a partition's run names its ``partition`` and
   ``partition_values``, a replay its choices ``start_from`` and ``variables``.
 - :func:`verify_signature`: a webhook delivery's ``X-Lakehook-Signature``.
 - :class:`WebhookReceiver`: verify, parse, deduplicate on the trigger key, start once; ``.wsgi()`` serves it.
@@ -43,7 +44,9 @@ from lakehook.receiver.payload import (
     Invocation,
     PinnedInput,
     from_dolphinscheduler_params,
+    from_environment,
     from_eventbridge_event,
+    from_job_arguments,
     parse_invocation,
 )
 from lakehook.receiver.webhook import Answer, WebhookReceiver
@@ -73,7 +76,9 @@ __all__ = [
     "WebhookReceiver",
     "commit_properties",
     "from_dolphinscheduler_params",
+    "from_environment",
     "from_eventbridge_event",
+    "from_job_arguments",
     "parse_invocation",
     "sign",
     "snapshot_outlet",

@@ -12,7 +12,7 @@ here take each of those and answer one :class:`Invocation`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -201,4 +201,29 @@ def from_dolphinscheduler_params(params: Mapping[str, Any]) -> Invocation:
     payload = params.get("lakehook_payload") if isinstance(params, Mapping) else None
     if not isinstance(payload, str):
         raise InvalidPayloadError("lakehook_payload is missing (declare it as an IN global parameter)")
+    return parse_invocation(payload)
+
+
+JOB_PAYLOAD_ARGUMENT = "--lakehook_payload"
+
+
+def from_job_arguments(argv: Sequence[str]) -> Invocation:
+    """The invocation a job received among its command-line arguments (a Glue job's ``sys.argv``): the value after
+    ``--lakehook_payload`` (or of ``--lakehook_payload=<json>``)."""
+    for at, word in enumerate(argv):
+        if word == JOB_PAYLOAD_ARGUMENT and at + 1 < len(argv):
+            return parse_invocation(argv[at + 1])
+        if word.startswith(JOB_PAYLOAD_ARGUMENT + "="):
+            return parse_invocation(word.partition("=")[2])
+    raise InvalidPayloadError(f"{JOB_PAYLOAD_ARGUMENT} is missing from the job's arguments")
+
+
+ENVIRONMENT_PAYLOAD = "LAKEHOOK_PAYLOAD"
+
+
+def from_environment(environ: Mapping[str, str]) -> Invocation:
+    """The invocation a container run received in its environment (AWS Batch, ECS): ``LAKEHOOK_PAYLOAD``."""
+    payload = environ.get(ENVIRONMENT_PAYLOAD)
+    if not payload:
+        raise InvalidPayloadError(f"{ENVIRONMENT_PAYLOAD} is missing from the environment")
     return parse_invocation(payload)

@@ -10,9 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lakehook.adapters.targets.airflow import AirflowTargetClient
+from lakehook.adapters.targets.batch import BatchTargetClient
 from lakehook.adapters.targets.deps import TargetDeps
 from lakehook.adapters.targets.dolphinscheduler import DolphinSchedulerTargetClient
+from lakehook.adapters.targets.ecs import EcsTargetClient
+from lakehook.adapters.targets.emr_serverless import EmrServerlessTargetClient
 from lakehook.adapters.targets.eventbridge import EventBridgeTargetClient
+from lakehook.adapters.targets.glue import GlueTargetClient
 from lakehook.adapters.targets.lambda_target import LambdaTargetClient
 from lakehook.adapters.targets.stepfunctions import StepFunctionsTargetClient
 from lakehook.adapters.targets.webhook import WebhookTargetClient
@@ -25,6 +29,10 @@ REGISTRY: dict[str, Callable[[TargetDeps], TargetClient]] = {
     "eventbridge": EventBridgeTargetClient.build,
     "airflow": AirflowTargetClient.build,
     "dolphinscheduler": DolphinSchedulerTargetClient.build,
+    "glue": GlueTargetClient.build,
+    "emrserverless": EmrServerlessTargetClient.build,
+    "batch": BatchTargetClient.build,
+    "ecs": EcsTargetClient.build,
 }
 """Target type name -> how to build its plug-in."""
 

@@ -1,4 +1,4 @@
-"""How AWS SDK failures become Outcomes for the AWS targets (Step Functions, Lambda, EventBridge)."""
+"""How AWS SDK failures become Outcomes for the AWS targets (Step Functions, Lambda, EventBridge, Glue)."""
 
 from __future__ import annotations
 
@@ -33,13 +33,14 @@ def error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", "Unknown"))
 
 
-def client_error_outcome(exc: ClientError, what: str) -> Outcome:
-    """Throttling retries (not ambiguous), a 5xx retries (ambiguous: the service may have acted), any
-    other error (validation, missing resource, access denied) is FATAL."""
+def client_error_outcome(exc: ClientError, what: str, busy: frozenset[str] = frozenset()) -> Outcome:
+    """Throttling (and a target's own "busy, try later" codes ``busy``) retries (not ambiguous), a 5xx retries
+    (ambiguous: the service may have acted), any other error (validation, missing resource, access denied) is
+    FATAL."""
     code = error_code(exc)
     status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
     message = str(exc.response.get("Error", {}).get("Message", ""))[:300]
-    if code in THROTTLING or status == 429:
+    if code in THROTTLING or code in busy or status == 429:
         return Outcome.retryable(f"{what}: {code}: {message}", "throttled")
     if status >= 500 or code in (
         "ServiceException",
