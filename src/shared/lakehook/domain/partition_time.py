@@ -12,22 +12,19 @@ is that hour). A partition with no time value (``region=eu``), or whose time val
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from lakehook.domain.coverage import Span
 from lakehook.domain.partition_rules import Grain, parse_time_value
 from lakehook.domain.partitions import parse_partition_key
+from lakehook.domain.time import validate_timezone
 
 DEFAULT_PARTITION_TIMEZONE = "UTC"
 
 
 def validate_partition_timezone(value: str) -> str:
     """An IANA time zone name (``Europe/Berlin``), else ValueError."""
-    try:
-        ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(f"partitionTimezone {value!r} is not an IANA time zone (e.g. UTC, Europe/Berlin)") from exc
-    return value
+    return validate_timezone(value, "partitionTimezone")
 
 
 def _period_end(start: datetime, grain: Grain) -> datetime:

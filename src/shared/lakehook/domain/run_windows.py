@@ -18,9 +18,11 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from lakehook.domain.time import validate_timezone
 
 _CLOCK = re.compile(r"([01][0-9]|2[0-3]):([0-5][0-9])", re.ASCII)
 Weekday = Literal["MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN"]
@@ -62,11 +64,7 @@ class RunWindow(BaseModel):
     @field_validator("timezone")
     @classmethod
     def _zone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise ValueError(f"timezone {value!r} is not an IANA time zone (e.g. UTC, Europe/Berlin)") from exc
-        return value
+        return validate_timezone(value)
 
     @field_validator("days")
     @classmethod

@@ -15,13 +15,13 @@ second-exact but is one more AWS resource per rule to create, update and delete 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadDateError, croniter  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from lakehook.domain.targets import is_stored
-from lakehook.domain.time import MAX_ISO_MS
+from lakehook.domain.time import MAX_ISO_MS, validate_timezone
 
 _NEVER_FIRES_PROBE = datetime(2000, 1, 1, tzinfo=UTC)
 
@@ -65,11 +65,7 @@ class GroupSchedule(BaseModel):
     @field_validator("timezone")
     @classmethod
     def _zone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise ValueError(f"timezone {value!r} is not an IANA time zone (e.g. UTC, Europe/Berlin)") from exc
-        return value
+        return validate_timezone(value)
 
     def latest_tick(self, now_ms: int) -> int:
         """The last tick at or before ``now_ms``. Raises ScheduleNeverFiresError (so do the other two)."""

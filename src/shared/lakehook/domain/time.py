@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 # Instants lakehook accepts: 1970-01-01T00:00:00Z … 9999-12-31T23:59:59.999Z. Iceberg and Paimon store them
 # as Java longs, but past year 9999 neither ISO 8601 nor Python's datetime can show one: such a value
 # would be stored and then break every answer and evaluation that touches it.
 MAX_ISO_MS = 253402300799999  # 9999-12-31T23:59:59.999Z, the last instant ISO 8601 can show
 INSTANT_RANGE = "0 … 253402300799999 (1970-01-01T00:00:00Z … 9999-12-31T23:59:59.999Z)"
+
+
+def validate_timezone(value: str, name: str = "timezone") -> str:
+    """An IANA time zone name (``Europe/Berlin``), else ValueError naming the field ``name``."""
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"{name} {value!r} is not an IANA time zone (e.g. UTC, Europe/Berlin)") from exc
+    return value
 
 
 def now_ms() -> int:
