@@ -43,6 +43,8 @@ def test_a_rule_with_history_shows_the_runs_it_would_have_started(page: Page, co
     expect(page.locator("#backtest-loading")).to_contain_text("backtesting", timeout=WAIT_MS)
     expect(page.locator("#backtest-run")).to_be_disabled()
     expect(page.locator("#backtest-answer")).to_have_count(0)
+    typed = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M")
+    page.locator("#backtest-to").fill(typed)  # typing while it runs loses neither the text nor the answer
     page.wait_for_function("() => true")  # let the held request be dispatched to the handler
     assert len(held) == 1
     request = held[0].request
@@ -51,6 +53,7 @@ def test_a_rule_with_history_shows_the_runs_it_would_have_started(page: Page, co
 
     expect(panel).to_have_attribute("data-state", "done", timeout=WAIT_MS)
     expect(page.locator("#backtest-loading")).to_have_count(0)
+    expect(page.locator("#backtest-to")).to_have_value(typed)
     rows = page.locator("#backtest-runs [data-run]")
     expect(rows).to_have_count(len(runs))
     assert rows.evaluate_all("rows => rows.map((r) => r.dataset.run)") == list(runs)  # in the API's order

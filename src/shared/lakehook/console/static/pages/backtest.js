@@ -9,7 +9,11 @@ import { html, time, when, partitionOf, pinned } from "../ui.js";
 
 const panels = new Map(); // ruleId -> {from, to, loading, answer, error}
 
-const stateOf = (ruleId) => panels.get(ruleId) || { from: "", to: "" };
+/** The panel's one state object per rule, changed in place (what is typed while a backtest runs never drops it). */
+function stateOf(ruleId) {
+  if (!panels.has(ruleId)) panels.set(ruleId, { from: "", to: "" });
+  return panels.get(ruleId);
+}
 
 /** A datetime-local value (UTC, as the page shows times) as epoch ms; empty: absent (the API's default). */
 export function instant(value) {
@@ -59,14 +63,15 @@ function answerOf(answer, groupTree) {
 export function mounted(root, ruleId) {
   for (const name of ["from", "to"]) {
     root.querySelector(`#backtest-${name}`)?.addEventListener("input", (event) => {
-      panels.set(ruleId, { ...stateOf(ruleId), [name]: event.target.value });
+      stateOf(ruleId)[name] = event.target.value;
     });
   }
 }
 
 export async function run({ ruleId, from, to }, ctx) {
-  const s = { from, to, loading: true };
-  panels.set(ruleId, s);
+  const s = stateOf(ruleId);
+  if (s.loading) return; // one backtest at a time per rule
+  Object.assign(s, { from, to, loading: true, answer: null, error: null });
   await ctx.refresh();
   try {
     s.answer = await api.api(`/rules/${api.part(ruleId)}/backtest`, { method: "POST", body: { from: instant(from), to: instant(to) } });
