@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import requests
 from playwright.sync_api import Page, Route, expect
 
-from tests.e2e.test_console import browser, page  # noqa: F401  (fixtures; the module skips without Chromium)
+from tests.e2e.test_console import browser, page, shot  # noqa: F401  (fixtures; the module skips without Chromium)
 from tests.integration.test_console_rough_edges import (  # noqa: F401  (fixtures)
     ORDERS,
     WAIT_MS,
@@ -66,6 +66,7 @@ def test_a_rule_with_history_shows_the_runs_it_would_have_started(page: Page, co
     expect(history).to_contain_text("2 events read, 0 of them before from")
     expect(page.locator('#backtest-waiting [data-group="g"]')).to_be_visible()
     expect(page.locator(f'#backtest-waiting [data-member="{ORDERS}"]')).to_be_visible()
+    shot(page, "rule-backtest")
 
 
 def test_a_bad_range_shows_the_apis_400_message_not_an_empty_list(page: Page, console: str, stack: Stack) -> None:  # noqa: F811
@@ -86,5 +87,6 @@ def test_a_bad_range_shows_the_apis_400_message_not_an_empty_list(page: Page, co
     )
     expect(page.locator("#backtest-answer")).to_have_count(0)
     expect(page.locator("#backtest-runs")).to_have_count(0)
+    shot(page, "rule-backtest-error")
     # what was typed stays in the inputs, through the page's refreshes
     expect(page.locator("#backtest-from")).to_have_value(start.strftime("%Y-%m-%dT%H:%M"))

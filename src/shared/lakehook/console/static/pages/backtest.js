@@ -52,11 +52,17 @@ function answerOf(answer, groupTree) {
     ${(answer.errors || []).map((e) => html`<p class="error" data-backtest-error>${e}</p>`)}
     ${runs.length ? html`<table class="table" id="backtest-runs"><thead><tr><th>trigger key</th><th>partition or window</th>
       <th>pinned inputs</th><th>when</th></tr></thead><tbody>${runs.map((r) => html`<tr data-run="${r.triggerKey}">
-        <td class="mono small">${r.triggerKey}</td><td>${partitionOf(r.partition)}${r.window ? html`<span class="small" data-window>${when(r.window.start)} → ${when(r.window.end)}</span>` : ""}</td>
+        <td class="mono small">${r.triggerKey}</td><td>${scopeOf(r)}</td>
         <td>${pinned(r.inputs)}</td><td>${time(r.createdAt)}</td></tr>`)}</tbody></table>` : ""}
     <h3>What it would wait for now</h3>
     <div id="backtest-waiting">${(answer.waitingNow?.groups || []).map((group) => groupTree(group))}</div>
   </div>`;
+}
+
+/** The partition a run is for, or its window; a dash for a run of neither. */
+function scopeOf(run) {
+  if (run.window) return html`<span class="small" data-window>${when(run.window.start)} → ${when(run.window.end)}</span>`;
+  return run.partition == null ? html`<span class="muted">—</span>` : partitionOf(run.partition);
 }
 
 /** Keep what is typed in from and to across the page's re-renders. */
