@@ -223,6 +223,7 @@ PAGE_CALLS = {
     ("GET", "/rules/{ruleId}/explain"),
     ("GET", "/triggers"),
     ("POST", "/rules/{ruleId}/evaluate"),
+    ("POST", "/rules/{ruleId}/backtest"),
     ("POST", "/triggers/{triggerKey}/retry"),
     ("POST", "/triggers/{triggerKey}/replay"),
 }
@@ -286,7 +287,7 @@ def test_a_push_to_asset_events_through_the_console_never_reaches_the_api(
     assert answer.json() == {
         "error": "FORBIDDEN",
         "message": "the console does not forward POST /asset-events: it forwards only the calls its pages make "
-        "(reads, and evaluate, retry and replay); use the CLI or the API for anything else",
+        "(reads, backtest, and evaluate, retry and replay); use the CLI or the API for anything else",
     }
     assert upstream.seen == []
 

@@ -41,6 +41,8 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/triggers"),
     # The only changes the console makes: evaluate a rule now (optionally forced), retry and replay a trigger.
     Route("POST", "/rules/{ruleId}/evaluate"),
+    # A POST that changes nothing: the rule tried on the stored history (throw-away stores, nothing dispatched).
+    Route("POST", "/rules/{ruleId}/backtest"),
     Route("POST", "/triggers/{triggerKey}/retry"),
     Route("POST", "/triggers/{triggerKey}/replay"),
 )
@@ -66,5 +68,5 @@ def refusal(method: str, path: str, routes: tuple[Route, ...] = ROUTES) -> Refus
     return Refusal(
         403,
         f"the console does not forward {method} {path}: it forwards only the calls its pages make "
-        "(reads, and evaluate, retry and replay); use the CLI or the API for anything else",
+        "(reads, backtest, and evaluate, retry and replay); use the CLI or the API for anything else",
     )

@@ -107,6 +107,10 @@ export const snap = (id) => {
   return html`<span class="mono snap">${String(id)}</span>`;
 };
 
+/** A run's pinned inputs: each asset (linked) at its snapshot id in full. */
+export const pinned = (inputs) =>
+  html`<ul class="plain small">${(inputs || []).map((i) => html`<li><a href="${assetHref(i.assetKey)}">${short(i.assetKey)}</a> @ ${snap(i.snapshotId)}</li>`)}</ul>`;
+
 /** The partition a partitioned group's run is for (its trigger's `partition`, e.g. dt=2026-12-01), as a chip;
  * nothing for a run of no partition. */
 export const partitionOf = (key) =>

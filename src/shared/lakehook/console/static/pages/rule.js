@@ -2,10 +2,11 @@
 // cooldown and quiet-period end times, a scheduled group's ticks and what its next tick waits for, a partitioned
 // group's partitions and what each waits for), lastError,
 // its definition, its newest trigger (and each group's, with the partition a partitioned group's run is for), and
-// "evaluate now".
+// "evaluate now", and the Backtest panel (pages/backtest.js).
 
 import * as api from "../api.js";
-import { html, badge, kv, time, relative, short, snap, partitionOf, assetHref, triggersHref, confirmDialog, toast } from "../ui.js";
+import { html, badge, kv, time, relative, short, partitionOf, pinned, assetHref, triggersHref, confirmDialog, toast } from "../ui.js";
+import * as backtest from "./backtest.js";
 import { ruleHealth, targetLabel, failureOf } from "./model.js";
 
 export const nav = "rules";
@@ -46,8 +47,9 @@ export async function render({ ruleId }) {
       <section class="card"><h2>Target</h2><p>${targetLabel(rule.target)}</p>${kv(rule.target)}</section>
       <section class="card"><h2>Outlets</h2>${(rule.outlets || []).length ? html`<ul class="plain">${rule.outlets.map((o) => html`<li><a href="${assetHref(o)}" class="mono">${o}</a></li>`)}</ul>` : html`<p class="muted">none declared: the run reports no outlets with its token</p>`}</section>
       <section class="card" id="newest-trigger"><h2>Newest trigger</h2>${explained.lastTrigger ? html`<p>${badge(explained.lastTrigger.status)} ${time(explained.lastTrigger.createdAt)} ${partitionOf(explained.lastTrigger.partition)}</p>
-        <p class="mono small">${explained.lastTrigger.triggerKey}</p>${failureOf(explained.lastTrigger) ? html`<p class="error" data-key="failureReason">${failureOf(explained.lastTrigger)}</p>` : ""}${pins(explained.lastTrigger.inputs)}` : html`<p class="muted">never triggered</p>`}</section>
-    </div>`;
+        <p class="mono small">${explained.lastTrigger.triggerKey}</p>${failureOf(explained.lastTrigger) ? html`<p class="error" data-key="failureReason">${failureOf(explained.lastTrigger)}</p>` : ""}${pinned(explained.lastTrigger.inputs)}` : html`<p class="muted">never triggered</p>`}</section>
+    </div>
+    ${backtest.panel(ruleId, groupTree)}`;
 }
 
 function groupTree(group) {
@@ -122,11 +124,10 @@ function flatRequired(required) {
   return out;
 }
 
-function pins(inputs) {
-  return html`<ul class="plain small">${(inputs || []).map((i) => html`<li><a href="${assetHref(i.assetKey)}">${short(i.assetKey)}</a> @ ${snap(i.snapshotId)}</li>`)}</ul>`;
-}
+export const mounted = (root, { ruleId }) => backtest.mounted(root, ruleId);
 
 export const actions = {
+  backtest: backtest.run,
   async evaluate({ rule }) {
     const answer = await confirmDialog({
       title: `Evaluate ${rule} now?`,
