@@ -22,7 +22,7 @@ DAYS = 30
 MINUTES = DAYS * 24 * 60  # one poll a table a minute: 43,200 a month
 
 # us-east-1 list prices: bench/prices.py keeps them with their source and date
-PER_MILLION_EVENTS = 6.65  # pushed one per request: API Gateway, ingest, 3 writes, resolver, logs (the doc's table)
+PER_MILLION_EVENTS = 7.14  # one per request: API Gateway, ingest (a 2-write transaction), resolver, logs (the doc)
 PER_MILLION_TRIGGERS = 2.50 + 5.00 + 1.50  # the claim's 4 write units, the manifest PUT, the dispatcher
 READ_UNIT = price("dynamodb_read_unit")
 GLUE_REQUEST = price("glue_request")

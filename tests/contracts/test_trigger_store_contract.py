@@ -146,6 +146,26 @@ def test_snapshots_seen_before_the_first_trigger_are_noted_per_asset_and_refuse_
     assert stored == won.cursor and stored.first_seen == () and stored.floor_of(a) is None
 
 
+def test_notes_are_kept_per_asset_and_a_deleted_rules_unstarted_cursors_are_forgotten(backend: Backend) -> None:
+    """admit_late with its asset notes the order under that asset too (a floor for that member only);
+    forget_unstarted drops a cursor only notes made, and keeps one a claim moved."""
+    noted, run = ("dwd", "g"), ("dwd", "h")
+    a = "paimon://lake/ods/a"
+    late = backend.triggers.admit_late([noted], 7, a)[noted]
+    assert (late.late_orders, late.first_seen_of(a), late.floor_of(a), late.floor_of("hudi://lake/ods/h")) == (
+        (7,),
+        7,
+        6,
+        None,
+    )
+    assert backend.triggers.get_cursors([noted])[noted] == late
+    claimed = trigger(5, group_id="h")
+    [made] = backend.triggers.claim_many([Claim(claimed, cursor_after(initial(*run), claimed), None)])
+    assert made.outcome is ClaimOutcome.CLAIMED
+    backend.triggers.forget_unstarted([noted, run, ("dwd", "never")])
+    assert backend.triggers.get_cursors([noted, run]) == {run: made.cursor}
+
+
 def test_a_replay_is_put_once_and_moves_no_cursor(backend: Backend) -> None:
     replay = trigger(7, replay_of="dwd.g.original")
 

@@ -18,6 +18,7 @@ from lakehook.domain.events import IngestStatus
 from lakehook.domain.run_windows import RunWindow
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
 from lakehook.ports.rules import ClaimResult, Deferral, StateChange
+from lakehook.usecases.rule_writes import DeleteRule
 from tests.fakes.memory_rules import InMemoryTriggerStore
 from tests.hypothesis_profiles import examples
 from tests.unit.test_each_version import STALE, explain
@@ -313,3 +314,30 @@ def test_versions_that_arrive_before_the_first_run_all_run_in_order_whatever_hel
     expected = [[v, 10] if hold == "a member missing" else [v] for v in range(1, sid + 1)]
     assert world.claimed() == expected
     assert world.skipped() == {}
+
+
+def test_a_rule_created_again_under_a_deleted_ones_id_starts_from_what_arrives_then() -> None:
+    """A group that never ran keeps no notes past its rule's deletion (found in review: the re-created rule ran the
+    versions the deleted one had seen arrive, weeks before it existed)."""
+    each = rule("each", {"assetKey": A}, {"assetKey": B}, mode="EACH_VERSION")
+    world = World(each)
+    world.snap(A, 1, 2, 3)  # B has no version: the group cannot run; 1 is noted on its cursor
+    world.deliver(A)
+    assert world.triggers.cursors[("each", "g")].first_seen_of(A) == 1
+    DeleteRule(world.rules, world.triggers).delete("each")
+    world.now += 20 * 86_400_000
+    world.snap(A, 4, 5, 6)
+    world.snap(B, 10)
+    world.deliver()
+    world.rules.put_rule(each, world.now)  # created again (LATEST): the versions there now
+    world.dispatch(world.resolve.evaluate(each))
+    assert world.claimed() == [[6, 10]]
+
+
+def test_a_late_snapshot_of_one_member_sets_no_floor_for_another() -> None:
+    """Orders are an asset's own: a late Paimon id noted on the cursor does not read a Hudi member's log from that
+    id (found in review: the group then ran Hudi versions logged before the rule existed)."""
+    cursor = GroupCursor.initial("each", "g").arrived_late(2, A)
+    assert (cursor.floor_of(A), cursor.floor_of(H)) == (1, None)
+    legacy = GroupCursor.initial("each", "g").arrived_late(2)  # noted by 0.1.0, without its asset
+    assert (legacy.floor_of(A), legacy.floor_of(H)) == (1, 1)

@@ -186,3 +186,11 @@ def test_each_partition_waits_for_the_window_and_runs_once_when_it_opens() -> No
     lake.deliver(dispatch=False)
     assert [p for p, _ in lake.runs()][2:] == ["dt=2025-06-15"]
     assert PAYMENTS not in {a for _, pins in lake.runs() for a, _ in pins}
+
+
+def test_a_window_the_spring_forward_change_swallows_opens_at_the_change_for_its_usual_length() -> None:
+    """Found in review: 02:00 to 03:00 Berlin on 29 March 2026 is [01:00Z, 01:00Z): it never opened that night."""
+    swallowed = RunWindow(start="02:00", end="03:00", timezone="Europe/Berlin")
+    assert swallowed.opens_after(ms(2026, 3, 28, 23)) == ms(2026, 3, 29, 1)  # 03:00 CEST, the change
+    assert swallowed.opens_after(ms(2026, 3, 29, 1, 30)) is None  # open for an hour
+    assert swallowed.opens_after(ms(2026, 3, 29, 2)) == ms(2026, 3, 30, 0)  # closed; 02:00 CEST the next night

@@ -486,7 +486,7 @@ class Container:
     def delete_rule(self) -> DeleteRule:
         from lakehook.usecases.rule_writes import DeleteRule
 
-        return DeleteRule(self.rule_store)
+        return DeleteRule(self.rule_store, self.trigger_store)
 
     @part
     def explain_rule(self) -> ExplainRule:

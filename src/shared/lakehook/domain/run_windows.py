@@ -88,25 +88,30 @@ class RunWindow(BaseModel):
     def opens_after(self, now_ms: int) -> int | None:
         """None when ``now_ms`` is inside the window; else the instant (ms) it next opens."""
         zone = ZoneInfo(self.timezone)
-        local = datetime.fromtimestamp(now_ms / 1000, UTC).astimezone(zone)
+        today = datetime.fromtimestamp(now_ms / 1000, UTC).astimezone(zone).date()
         for back in (1, 0):  # a window that opened yesterday may still be open (it spans midnight)
-            opened = self._opening(local.date() - timedelta(days=back), zone)
-            if opened is not None and opened <= now_ms < self._closing(local.date() - timedelta(days=back), zone):
+            span = self._span(today - timedelta(days=back), zone)
+            if span is not None and span[0] <= now_ms < span[1]:
                 return None
         for ahead in range(8):  # at most a week to the next allowed weekday
-            opens = self._opening(local.date() + timedelta(days=ahead), zone)
-            if opens is not None and opens > now_ms:
-                return opens
+            span = self._span(today + timedelta(days=ahead), zone)
+            if span is not None and span[0] > now_ms:
+                return span[0]
         raise AssertionError("a run window with at least one weekday opens within eight days")
 
-    def _opening(self, day: date, zone: ZoneInfo) -> int | None:
+    def _span(self, day: date, zone: ZoneInfo) -> tuple[int, int] | None:
+        """The window that opens on ``day``: [opens, closes) in ms, or None on a day it does not open. A window a
+        daylight-saving change swallows (02:00 to 03:00 on the spring-forward night) opens at the change, for its
+        usual length, rather than not at all."""
         if self.days is not None and _WEEKDAYS[day.weekday()] not in self.days:
             return None
-        return _instant(day, _clock(self.start, "start"), zone)
-
-    def _closing(self, day: date, zone: ZoneInfo) -> int:
         start, end = _clock(self.start, "start"), _clock(self.end, "end")
-        return _instant(day + timedelta(days=1) if end <= start else day, end, zone)
+        opens = _instant(day, start, zone)
+        closes = _instant(day + timedelta(days=1) if end <= start else day, end, zone)
+        if closes <= opens:
+            length = (end.hour * 60 + end.minute - start.hour * 60 - start.minute) % (24 * 60)
+            closes = opens + length * 60_000
+        return opens, closes
 
 
 def _instant(day: date, at: time, zone: ZoneInfo) -> int:

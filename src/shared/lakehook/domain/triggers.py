@@ -398,10 +398,15 @@ class GroupCursor(BaseModel):
             }
         )
 
-    def arrived_late(self, order: int) -> GroupCursor:
-        """The cursor once a late snapshot of order ``order`` was noted on it (see ``late_seq``)."""
+    def arrived_late(self, order: int, asset_key: str | None = None) -> GroupCursor:
+        """The cursor once a late snapshot of order ``order`` (of ``asset_key``) was noted on it (see ``late_seq``)."""
+        seen = {*self.first_seen, *([(asset_key, order)] if asset_key is not None else [])}
         return self.model_copy(
-            update={"late_seq": self.late_seq + 1, "late_orders": tuple(sorted({*self.late_orders, order}))}
+            update={
+                "late_seq": self.late_seq + 1,
+                "late_orders": tuple(sorted({*self.late_orders, order})),
+                "first_seen": tuple(sorted(seen)),
+            }
         )
 
     def saw_first(self, orders: Mapping[str, int]) -> GroupCursor:
@@ -420,11 +425,14 @@ class GroupCursor(BaseModel):
         return min(self.late_orders) - 1 if self.seq == 0 and self.late_orders else None
 
     def floor_of(self, asset_key: str) -> int | None:
-        """Before the first trigger: the order after which ``asset_key``'s snapshot log is read (below the oldest late
-        snapshot noted, or below the oldest of its snapshots seen arriving while the group waited)."""
+        """Before the first trigger: the order after which ``asset_key``'s snapshot log is read: below the oldest of
+        its snapshots noted (late, or seen arriving while the group waited). Orders are an asset's own (a Paimon id
+        and a Hudi instant do not compare), so another member's note sets no floor; only a cursor whose late
+        snapshots were noted without their asset (by 0.1.0) falls back to the oldest of them for every member."""
         seen = self.first_seen_of(asset_key)
-        floors = [f for f in (self.late_floor, None if seen is None else seen - 1) if f is not None]
-        return min(floors) if floors else None
+        if seen is not None:
+            return seen - 1
+        return None if self.first_seen else self.late_floor
 
     @classmethod
     def initial(cls, rule_id: str, group_id: str, partition: str | None = None) -> GroupCursor:

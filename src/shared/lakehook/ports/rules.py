@@ -147,10 +147,19 @@ class TriggerStore(ABC):
         claims may have been made then (one made again answers DUPLICATE)."""
 
     @abstractmethod
-    def admit_late(self, refs: Collection[GroupRef], order: int) -> dict[GroupRef, GroupCursor]:
-        """Note on each group's cursor that a late snapshot of order ``order`` arrived (one atomic write per group:
-        ``late_seq`` moves on, ``order`` joins ``late_orders``, the cursor is created if the group never triggered),
-        so any claim planned before it fails; each cursor as that write left it."""
+    def admit_late(
+        self, refs: Collection[GroupRef], order: int, asset_key: str | None = None
+    ) -> dict[GroupRef, GroupCursor]:
+        """Note on each group's cursor that a late snapshot of order ``order`` (of ``asset_key``) arrived (one atomic
+        write per group: ``late_seq`` moves on, ``order`` joins ``late_orders`` and, with its asset, ``first_seen``;
+        the cursor is created if the group never triggered), so any claim planned before it fails; each cursor as
+        that write left it."""
+
+    @abstractmethod
+    def forget_unstarted(self, refs: Collection[GroupRef]) -> None:
+        """Drop the cursors of groups that never triggered (only notes on them: late or first-seen snapshots), as
+        their rule is deleted: a rule created again under the same id starts from what arrives then, not from what
+        an earlier rule of that id saw. A cursor a claim moved stays (re-creating a rule never re-fires old runs)."""
 
     @abstractmethod
     def note_first_seen(self, ref: GroupRef, orders: Mapping[str, int]) -> GroupCursor:

@@ -102,7 +102,7 @@ class LateSnapshotNotice:
             if g.partition_by is None and not reached(cursors.get((r.rule_id, g.group_id)), record, asset_key)
         ]
         if behind:
-            cursors.update(self._triggers.admit_late(behind, record.order))
+            cursors.update(self._triggers.admit_late(behind, record.order, asset_key))
         told: list[str] = []
         in_order: list[str] = []
         for rule, group in groups:

@@ -249,7 +249,9 @@ class PushAuthenticator:
         if parts is None:
             raise AuthenticationError("expected 'Authorization: Bearer <producerId>:<secret>' (the producer's apiKey)")
         producer_id, given = parts
-        return self._verified_producer(producer_id, lambda producer: self._keyed_by(producer, producer_id, given))
+        # a bearer key has no replay window, so its registration is read on every request, never kept: turning
+        # lineageBearer off (or deleting the producer) applies to the next request in every warm function
+        return self._keyed_by(self._registration(producer_id, fresh=True)[0], producer_id, given)
 
     def _keyed_by(self, producer: Producer | None, producer_id: str, given: str) -> Producer:
         secret = self._secret(producer) if producer is not None else None

@@ -15,7 +15,7 @@ from lakehook.domain.triggers import Trigger, TriggerStatus
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.observability import logger
 from lakehook.ports.aliases import AliasStore
-from lakehook.ports.rules import RuleStore, StoredRule, UnreadableRuleError
+from lakehook.ports.rules import RuleStore, StoredRule, TriggerStore, UnreadableRuleError
 from lakehook.ports.store import SecretStore
 from lakehook.usecases.resolve import ResolveAssetChange
 from lakehook.usecases.rules import (
@@ -145,10 +145,19 @@ def _skips_backfills_per_partition(rule: Rule) -> bool:
 class DeleteRule:
     """``DELETE /rules/{ruleId}``."""
 
-    def __init__(self, rules: RuleStore) -> None:
+    def __init__(self, rules: RuleStore, triggers: TriggerStore) -> None:
         self._rules = rules
+        self._triggers = triggers
 
     def delete(self, rule_id: str) -> None:
-        """Delete the rule (its triggers and cursors stay, so re-creating it never re-fires old versions)."""
+        """Delete the rule. Its triggers and the cursors its claims moved stay, so re-creating it never re-fires old
+        versions; the cursors of groups that never ran (only snapshots noted on them) go, so a rule re-created under
+        the id starts from what arrives then, not from what the deleted one saw arrive."""
+        try:
+            old = self._rules.get_rule(rule_id)
+        except UnreadableRuleError:
+            old = None
         if not self._rules.delete_rule(rule_id):
             raise NotFoundError(f"rule {rule_id!r} does not exist")
+        if old is not None:
+            self._triggers.forget_unstarted([(rule_id, g.group_id) for g in old.rule.groups])

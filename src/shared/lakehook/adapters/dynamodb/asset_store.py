@@ -19,7 +19,6 @@ from lakehook.adapters.dynamodb.pagination import decode_token, encode_token
 from lakehook.adapters.dynamodb.state_items import asset_state_from_item
 from lakehook.adapters.dynamodb.transactions import (
     CONDITION_FAILED,
-    CONFLICT,
     cancellation_reasons,
     old_item,
     reason_code,
@@ -97,9 +96,10 @@ class DynamoDBAssetStore(AssetStore):
                 raise
             if reason_code(reasons[0]) == CONDITION_FAILED:  # recorded before: what the refused put hands back
                 return _refused_recording(old_item(reasons[0]) or {}, received_at)
-            if {reason_code(r) for r in reasons} <= {CONDITION_FAILED, CONFLICT, "None"}:
-                return None  # the state refused it (ALREADY, STALE) or another write held an item: step by step
-            raise
+            # a cancelled transaction wrote nothing: the state refused it (ALREADY, STALE), another write held an
+            # item, or a throttle (botocore does not retry a cancelled transaction): step by step, each request
+            # with botocore's retries
+            return None
         return Recording(True, received_at, settled=True)
 
     def _event_item(

@@ -335,18 +335,22 @@ class DynamoDBTriggerStore(TriggerStore):
             return lost
         return None
 
-    def admit_late(self, refs: Collection[GroupRef], order: int) -> dict[GroupRef, GroupCursor]:
+    def admit_late(
+        self, refs: Collection[GroupRef], order: int, asset_key: str | None = None
+    ) -> dict[GroupRef, GroupCursor]:
         noted: dict[GroupRef, GroupCursor] = {}
+        seen = ", firstSeen :seen" if asset_key is not None else ""
         for rule_id, group_id in refs:
             answer = self._table.update_item(
                 Key=keys.cursor_key(rule_id, group_id),
-                UpdateExpression="ADD lateSeq :one, lateOrders :order "
+                UpdateExpression=f"ADD lateSeq :one, lateOrders :order{seen} "
                 "SET #type = if_not_exists(#type, :cursor), ruleId = if_not_exists(ruleId, :rule), "
                 "groupId = if_not_exists(groupId, :group)",
                 ExpressionAttributeNames={"#type": keys.ITEM_TYPE},
                 ExpressionAttributeValues={
                     ":one": 1,
                     ":order": {order},
+                    **({":seen": {f"{order} {asset_key}"}} if asset_key is not None else {}),
                     ":cursor": "CURSOR",
                     ":rule": rule_id,
                     ":group": group_id,
@@ -355,6 +359,16 @@ class DynamoDBTriggerStore(TriggerStore):
             )
             noted[(rule_id, group_id)] = cursor_from_item(answer["Attributes"])
         return noted
+
+    def forget_unstarted(self, refs: Collection[GroupRef]) -> None:
+        for rule_id, group_id in refs:
+            try:  # only a cursor no claim moved: a claim's put writes seq
+                self._table.delete_item(
+                    Key=keys.cursor_key(rule_id, group_id), ConditionExpression="attribute_not_exists(seq)"
+                )
+            except ClientError as exc:
+                if not is_conditional_failure(exc):
+                    raise
 
     def note_first_seen(self, ref: GroupRef, orders: Mapping[str, int]) -> GroupCursor:
         rule_id, group_id = ref

@@ -127,12 +127,20 @@ class InMemoryTriggerStore(TriggerStore):
         # the adapter's transactions, whose claims never share an item, answer them
         return [self.claim(c.trigger, c.cursor, c.expected) for c in claims]
 
-    def admit_late(self, refs: Collection[GroupRef], order: int) -> dict[GroupRef, GroupCursor]:
+    def admit_late(
+        self, refs: Collection[GroupRef], order: int, asset_key: str | None = None
+    ) -> dict[GroupRef, GroupCursor]:
         with self.lock:
             for ref in refs:
                 now = self.cursors.get(ref) or GroupCursor.initial(*ref)
-                self.cursors[ref] = now.arrived_late(order)
+                self.cursors[ref] = now.arrived_late(order, asset_key)
             return {ref: self.cursors[ref] for ref in refs}
+
+    def forget_unstarted(self, refs: Collection[GroupRef]) -> None:
+        with self.lock:
+            for ref in refs:
+                if ref in self.cursors and self.cursors[ref].seq == 0:
+                    del self.cursors[ref]
 
     def note_first_seen(self, ref: GroupRef, orders: Mapping[str, int]) -> GroupCursor:
         with self.lock:
