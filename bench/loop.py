@@ -9,9 +9,10 @@ tick's NOT_ADVANCED pass (`SweepNotAdvanced`, as the deferral sweep wires it) ov
 rule (dispatched for real to an EventBridge bus on moto), once when all N are past their window (it marks at most
 100 a tick) and once when none is due (every claim already marked: the standing cost of each tick). DynamoDB bills a
 Query by the items it reads before the filter, while moto's answer holds only those that pass it, so "billed read
-units" is the rule's claims of the lookback read unfiltered (the same Query without the filter), eventually
-consistent. (3) `GET /assets/state` of that polled table and `GET /rules/<id>/explain` of a rule reading it, through
-the ingest API's handler: the requests they make, source health included (health is derived from the poll status
+units" is the rule's claims of the lookback read unfiltered (the same Query without the filter; each item sized as
+its JSON, a little over DynamoDB's count of names and values), eventually consistent, the rules' Query left out.
+(3) `GET /assets/state` of that polled table and `GET /rules/<id>/explain` of a rule reading it, through the ingest
+API's handler: the requests they make, source health included (health is derived from the poll status
 the poller already writes: no request of its own per poll). Prices from `bench/prices.py`; Lambda duration left out.
 """
 
