@@ -342,7 +342,11 @@ def _paimon(bench: Any, history: int, cases: Cases | None = None) -> list[dict[s
             },
         }
     )
-    return (cases or _cases)(bench, "paimon", history, asset, lambda: paimon_commit(table, rows(2)), synthesize)
+
+    def add_one(properties: dict[str, str] | None = None) -> None:  # a run's commit carries its trigger key
+        paimon_commit(table, rows(2), properties)
+
+    return (cases or _cases)(bench, "paimon", history, asset, add_one, synthesize)
 
 
 # --- Iceberg ------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ BENCHES = [
     "coldstart",
     "imports",
     "cost",
+    "loop",
 ]
 RESULTS = Path(__file__).resolve().parent / "results.md"
 
