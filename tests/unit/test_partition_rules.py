@@ -115,17 +115,6 @@ def test_partition_by_naming_a_field_twice_is_refused(field: str) -> None:
             "groups.0.members",
             "minSnapshotId",
         ),
-        (
-            {
-                "members": [
-                    {"assetKey": ORDERS, "partition": {}},
-                    {"assetKey": PAYMENTS, "condition": {"coverage": {"window": "PT1H"}}},
-                    {"assetKey": "paimon://lake/ods/events", "condition": {"watermarkAtLeast": {"window": "PT1H"}}},
-                ]
-            },
-            "groups.0",
-            "a partitioned group with a coverage member has no watermark window member",
-        ),
     ],
 )
 def test_bad_partitioning_is_a_400_naming_the_field(change: dict[str, Any], field: str, words: str) -> None:

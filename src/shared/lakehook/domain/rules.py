@@ -442,14 +442,6 @@ class Group(BaseModel):
             )
         if self.partition_by is None and self.partition_timezone is not None:
             raise ValueError("partitionTimezone: the group has no partitionBy whose time values it would place")
-        if self.partition_by is not None and self.covers:
-            watermark = next((i for i, m in enumerate(self.members) if m.condition.window is not None), None)
-            if watermark is not None:
-                raise ValueError(
-                    f"members.{watermark} has a watermark window, and a coverage member's window in a partitioned "
-                    "group is the partition's own span (dt=2026-12-06: that day); a partition has one window, so a "
-                    "partitioned group with a coverage member has no watermark window member (an instant it may have)"
-                )
         return self
 
     @property
@@ -702,7 +694,7 @@ def _each_version_per_partition(group: Group) -> None:
     per partition")."""
     where = f"mode: group {group.group_id} has partitionBy"
     windowed = next((i for i, m in enumerate(group.members) if m.condition.window is not None), None)
-    if windowed is not None:
+    if windowed is not None and not group.covers:  # beside a coverage member the window is the partition's span
         raise ValueError(
             f"{where} and members.{windowed} has a watermark window; EACH_VERSION runs a partition once per commit "
             "touching it, in commit order, and a window would step it through the closed windows in window order "
