@@ -14,12 +14,11 @@ from hypothesis import strategies as st
 
 from lakehook.domain.rules import Rule
 from lakehook.domain.status import Status
-from lakehook.ports.rules import Deferral, StateChange
 from tests.hypothesis_profiles import examples
-from tests.unit.test_partition_each_version import InOrder, _finish, _ready_lines
+from tests.unit.test_partition_each_version import InOrder, InOrderBounded, _finish, push_in_any_order
 from tests.unit.test_partition_fanout import commit
 from tests.unit.test_partition_multifield import rule_of
-from tests.unit.test_partition_resolve import CLICKS, ORDERS
+from tests.unit.test_partition_resolve import CLICKS, ORDERS, Lake
 
 DAY, NEXT = "2026-12-01", "2026-12-02"
 RANGE = {"from": 6, "to": 9}  # hours 06, 07 and 08 of each day
@@ -33,7 +32,7 @@ def rolled(complete: Any = RANGE) -> Rule:
     return rule_of(*members, mode="EACH_VERSION", rule_id="daily")
 
 
-def clicks_ran(lake: InOrder, day: str = DAY) -> list[int | None]:
+def clicks_ran(lake: Lake, day: str = DAY) -> list[int | None]:
     return [dict(pins)[CLICKS] for part, pins in lake.runs() if part == f"dt={day}"]
 
 
@@ -119,26 +118,9 @@ def test_each_commit_touching_a_unit_runs_once_in_order_from_the_completion_or_i
     lake.commit(ORDERS, 1, DAY, NEXT)
     lake.deliver()
     sids = list(range(1, len(touched) + 1))
-    delivered: list[list[StateChange]] = []
-    for sid in data.draw(st.permutations(sids), label="push order"):
-        commit(lake, CLICKS, sid, *sorted(hour(d, h) for d, h in touched[sid - 1]))
-        if data.draw(st.booleans(), label="deliver now"):
-            delivered.append([c for a in list(lake.stream) for c in lake.stream.pop(a)])
-            lake.resolve(delivered[-1])
-        if data.draw(st.booleans(), label="runs end"):
-            woken = _finish(lake) or [Deferral("daily", "g", 0)]
-            expected = _ready_lines(lake) if not lake.stream else None  # explain, before the wakes are delivered
-            report = lake.resolve(deferred=woken)
-            claimed = {(t.partition, frozenset((p.asset_key, p.snapshot_id) for p in t.inputs)) for t in report.claimed}
-            assert expected is None or claimed == expected
-        if delivered and data.draw(st.booleans(), label="redeliver"):
-            lake.resolve(data.draw(st.sampled_from(delivered), label="batch"))
-    lake.deliver()
-    for _ in range(len(sids) + 1):  # every run ends; every gap of the push order settles
-        while woken := _finish(lake):
-            lake.resolve(deferred=woken)
-        lake.sweep(15 * 60_000)
-    assert _ready_lines(lake) == set()
+    push_in_any_order(
+        lake, data, sids, lambda sid: commit(lake, CLICKS, sid, *sorted(hour(d, h) for d, h in touched[sid - 1]))
+    )
     needed = at_least or 3
     for day in (DAY, NEXT):
         units = {sid: {h for d, h in touched[sid - 1] if d == day and h != 23} for sid in sids}
@@ -156,3 +138,26 @@ def test_each_commit_touching_a_unit_runs_once_in_order_from_the_completion_or_i
         assert ran[0] >= completed and all(units[s] for s in ran), (day, ran, completed)
         after = {sid for sid in sids if units[sid] and sid > ran[0]}
         assert after <= set(ran) | late and not set(ran) & late, (day, ran, late, after)
+
+
+def test_the_version_reads_of_rolled_up_days_are_bounded_and_every_day_still_runs_in_order() -> None:
+    """Eight days whose three range hours one commit completed, then two commits touching an hour of each: once the
+    first runs succeeded, each day's next version is one query per hour with a newer commit (and one of the table's
+    commits). At ``max_version_reads`` 5 an invocation takes the days whose queries fit (one day's at least), carries
+    the others to the resolver queue, and draining it runs every day 1, 2, 3, in order, none twice."""
+    days = [f"2026-12-{d:02d}" for d in range(1, 9)]
+    bounded = InOrderBounded.of(rolled(), max_version_reads=5, max_claims_per_group=100, max_partition_claims=100)
+    lake = bounded.lake
+    lake.commit(ORDERS, 1, *days)
+    commit(lake, CLICKS, 1, *(hour(d, h) for d in days for h in (6, 7, 8)))
+    commit(lake, CLICKS, 2, *(hour(d, 6) for d in days))
+    commit(lake, CLICKS, 3, *(hour(d, 8) for d in days))
+    bounded.deliver()
+    while woken := _finish(lake):
+        bounded._counted(lambda w=woken: lake.resolve(deferred=w))
+        bounded.drain()
+    bounded.bounded(members=3)  # one day's queries: its hours with a newer commit and its table's commits
+    assert max(call.version_reads for call in bounded.invocations) <= 5
+    for day in days:
+        assert clicks_ran(lake, day) == [1, 2, 3]
+    assert not any(p.ready for p in lake.explain().partitions)

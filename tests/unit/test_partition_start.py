@@ -13,10 +13,9 @@ from lakehook.domain.late_versions import is_late_skip
 from lakehook.domain.rules import Rule
 from lakehook.domain.status import Status
 from lakehook.domain.triggers import Trigger, TriggerStatus
-from lakehook.ports.rules import Deferral, StateChange
 from lakehook.usecases.rule_writes import PutRule
 from tests.hypothesis_profiles import examples
-from tests.unit.test_partition_each_version import _finish, _ready_lines
+from tests.unit.test_partition_each_version import push_in_any_order
 from tests.unit.test_partition_resolve import ORDERS, PAYMENTS, Lake, daily
 
 A, B, C = "2026-12-01", "2026-12-02", "2026-12-03"
@@ -302,30 +301,7 @@ def test_each_version_after_next_change_runs_each_commit_after_the_start_once_in
     lake.put(mode="EACH_VERSION", startFrom="NEXT_CHANGE")
     start = len(before)
     sids = list(range(start + 1, start + len(touched) + 1))
-    delivered: list[list[StateChange]] = []
-    for sid in data.draw(st.permutations(sids), label="push order"):
-        lake.commit(ORDERS, sid, *sorted(touched[sid - start - 1]))
-        if data.draw(st.booleans(), label="deliver now"):
-            delivered.append([c for a in list(lake.stream) for c in lake.stream.pop(a)])
-            lake.resolve(delivered[-1])
-        if data.draw(st.booleans(), label="runs end"):
-            woken = _finish(lake) or [Deferral("daily", "g", 0)]
-            expected = _ready_lines(lake) if not lake.stream else None  # explain, before the wakes are delivered
-            report = lake.resolve(deferred=woken)
-            claimed = {
-                (t.partition, frozenset((p.asset_key, p.snapshot_id) for p in t.inputs))
-                for t in report.claimed
-                if t.rule_id == "daily"
-            }
-            assert expected is None or claimed == expected
-        if delivered and data.draw(st.booleans(), label="redeliver"):
-            lake.resolve(data.draw(st.sampled_from(delivered), label="batch"))
-    lake.deliver()
-    for _ in range(len(sids) + 1):  # every run ends; every gap of the push order settles
-        while woken := _finish(lake):
-            lake.resolve(deferred=woken)
-        lake.sweep(15 * 60_000)
-    assert _ready_lines(lake) == set()
+    push_in_any_order(lake, data, sids, lambda sid: lake.commit(ORDERS, sid, *sorted(touched[sid - start - 1])))
     for day in (A, B, C):
         ran, late = lake.ran(day), lake.late(day)
         assert ran == sorted(set(ran)) and all(sid is not None and sid > start for sid in ran), (day, ran)
