@@ -132,9 +132,11 @@ def test_the_spelling_round_trips_and_keeps_the_mapping_id_of_its_units() -> Non
     assert rule.groups[0].members[1].partition.mapping_id(("dt",)) == every.mapping_id(("dt",))  # the same facts
 
 
-def test_each_version_refuses_a_count_as_it_refuses_any_rollup() -> None:
+def test_each_version_takes_a_count_as_any_rollup_but_not_from_next_change() -> None:
     data = rule_counting(counting(2)).to_api()
     data["policy"]["mode"] = "EACH_VERSION"
+    assert parse_rule("daily", data).policy.mode.value == "EACH_VERSION"  # a 400 until 2026-12-07
+    data["policy"]["startFrom"] = "NEXT_CHANGE"
     with pytest.raises(Exception, match="rolls up"):
         parse_rule("daily", data)
 

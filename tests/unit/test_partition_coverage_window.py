@@ -122,14 +122,68 @@ def test_a_bad_partition_timezone_is_a_400_naming_it(data: dict[str, Any], field
     assert caught.value.field == field and words in str(caught.value)
 
 
-def test_a_watermark_window_beside_a_coverage_member_of_a_partitioned_group_is_a_400() -> None:
-    data = body()
-    data["groups"][0]["members"].append(
-        {"assetKey": "paimon://lake/ods/events", "condition": {"watermarkAtLeast": {"window": "P1D"}}}
+EVENTS = "paimon://lake/ods/events"  # a watermark window gate beside the coverage member
+
+
+def watermarked(*, mode: str = "ALL_UPDATED", lateness: int = 0, zone: str | None = None) -> Rule:
+    """The covered daily rule with a watermark window member too (its window is the partition's span as well)."""
+    data = body(mode=mode, zone=zone)
+    gate = {"window": "P1D", "allowedLatenessSeconds": lateness}  # the coverage member's size; the span is the window
+    data["groups"][0]["members"].append({"assetKey": EVENTS, "condition": {"watermarkAtLeast": gate}})
+    return parse_rule("daily", data)
+
+
+def test_a_watermark_window_beside_a_coverage_member_of_a_partitioned_group_is_accepted_and_round_trips() -> None:
+    """Until 2026-12-07 a 400 (a partition has one window): the watermark member is judged against the same span."""
+    for mode in ("ALL_UPDATED", "ANY_UPDATED", "EACH_VERSION"):
+        rule = watermarked(mode=mode)
+        assert rule.groups[0].spans_partitions and parse_rule("daily", rule.to_api()) == rule
+
+
+def test_a_day_runs_once_covered_and_the_watermark_passed_its_end_and_explain_names_each_member() -> None:
+    lake = CoveredLake(watermarked(lateness=600))
+    lake.push("SNAPSHOT_COMMITTED", EVENTS, snapshotId=1)
+    start = day_ms(D1)
+    lake.cover(start, start + 10 * HOUR)
+    lake.push("WATERMARK_ADVANCED", EVENTS, watermark=start + 20 * HOUR)
+    lake.both(1, D1)
+    lake.deliver()
+    assert lake.ran() == []
+    line = lake.line(f"dt={D1}")
+    assert line.status is Status.BLOCKED_BY_COVERAGE
+    assert line.reason == (
+        f"dt={D1}: waiting for {SPOOL} (window [{D1}T00:00:00Z, {D2}T00:00:00Z) is not covered; missing "
+        f"[{D1}T10:00:00Z, {D2}T00:00:00Z)); and for {EVENTS} (window [{D1}T00:00:00Z, {D2}T00:00:00Z) of "
+        f"dt={D1} is not closed yet: the watermark is {D1}T20:00:00Z, it closes at a watermark of {D2}T00:10:00Z)"
     )
-    with pytest.raises(ValidationError) as caught:
-        parse_rule("daily", data)
-    assert caught.value.field == "groups.0" and "members.3 has a watermark window" in str(caught.value)
+    gate = next(m for m in line.members if m.asset_key == EVENTS)
+    assert gate.status is Status.BLOCKED_BY_WATERMARK and gate.required["watermarkAtLeast"] == start + DAY + 600_000
+    lake.cover(start + 10 * HOUR, start + DAY)  # covered; the watermark still holds the day
+    lake.deliver()
+    assert lake.ran() == []
+    line = lake.line(f"dt={D1}")
+    assert line.status is Status.BLOCKED_BY_WATERMARK and f"it closes at a watermark of {D2}T00:10:00Z" in line.reason
+    assert lake.partitions.count_pending("daily", "g") == 1
+    lake.push("WATERMARK_ADVANCED", EVENTS, watermark=start + DAY + 600_000)  # its state change wakes the day
+    lake.deliver()
+    assert lake.ran() == [(f"dt={D1}", f"{D1}T00:00:00Z", f"{D2}T00:00:00Z")]  # the run's window: the span
+    assert lake.partitions.count_pending("daily", "g") == 0
+
+
+def test_each_version_beside_a_coverage_member_and_a_watermark_steps_a_days_commits_once_both_hold() -> None:
+    lake = CoveredLake(watermarked(mode="EACH_VERSION"))
+    lake.push("SNAPSHOT_COMMITTED", EVENTS, snapshotId=1)
+    lake.cover(day_ms(D1), day_ms(D2))
+    lake.both(1, D1)
+    lake.commit(ORDERS, 2, D1)
+    lake.deliver()
+    assert lake.ran() == []  # covered, but the watermark has not passed the day's end
+    lake.push("WATERMARK_ADVANCED", EVENTS, watermark=day_ms(D2))
+    lake.deliver()
+    assert [[(p.asset_key, p.snapshot_id) for p in t.inputs][:2] for t in lake.triggers.triggers.values()] == [
+        [(ORDERS, 1), (PAYMENTS, 101)],
+        [(ORDERS, 2), (PAYMENTS, 101)],
+    ]
 
 
 def test_a_day_runs_once_the_coverage_member_covers_that_day_and_explain_names_what_is_missing() -> None:
@@ -238,15 +292,20 @@ def test_each_version_steps_through_a_covered_days_commits_in_order() -> None:
 @given(
     data=st.data(),
     covers=st.lists(st.tuples(st.integers(0, 4 * 24), st.integers(1, 30)), max_size=8),
+    watermark=st.none() | st.integers(0, 5 * 24 * 60),
 )
 def test_explain_shows_ready_exactly_the_days_the_resolver_runs_and_a_day_runs_iff_covered(
-    data: Any, covers: list[tuple[int, int]]
+    data: Any, covers: list[tuple[int, int]], watermark: int | None
 ) -> None:
-    """Generated intervals over four days, each day touched by both tables: explain's READY days are the ones the next
-    delivery claims, and a day runs exactly when the intervals cover it whole."""
-    lake = CoveredLake(covered_rule())
+    """Generated intervals over four days, each day touched by both tables (and, beside the coverage member, a
+    watermark window member at a generated watermark, in minutes): explain's READY days are the ones the next
+    delivery claims, and a day runs exactly when the intervals cover it whole (and the watermark reached its end)."""
+    lake = CoveredLake(covered_rule() if watermark is None else watermarked())
     days = [(datetime(2025, 6, 8, tzinfo=UTC) + timedelta(days=i)).date().isoformat() for i in range(4)]
     base = day_ms(days[0])
+    if watermark is not None:
+        lake.push("SNAPSHOT_COMMITTED", EVENTS, snapshotId=1)
+        lake.push("WATERMARK_ADVANCED", EVENTS, watermark=base + watermark * 60_000)
     lake.both(1, *days)
     lake.deliver(dispatch=False)
     spans: list[Span] = []
@@ -263,7 +322,8 @@ def test_explain_shows_ready_exactly_the_days_the_resolver_runs_and_a_day_runs_i
         assert window is not None
         hours = {h for s in spans for h in range(s.start, s.end, HOUR)}
         whole = all(h in hours for h in range(window.start, window.end, HOUR))
-        assert (f"dt={day}" in claimed) == whole, day
+        passed = watermark is None or base + watermark * 60_000 >= window.end
+        assert (f"dt={day}" in claimed) == (whole and passed), day
 
 
 @given(

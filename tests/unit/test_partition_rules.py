@@ -115,17 +115,6 @@ def test_partition_by_naming_a_field_twice_is_refused(field: str) -> None:
             "groups.0.members",
             "minSnapshotId",
         ),
-        (
-            {
-                "members": [
-                    {"assetKey": ORDERS, "partition": {}},
-                    {"assetKey": PAYMENTS, "condition": {"coverage": {"window": "PT1H"}}},
-                    {"assetKey": "paimon://lake/ods/events", "condition": {"watermarkAtLeast": {"window": "PT1H"}}},
-                ]
-            },
-            "groups.0",
-            "a partitioned group with a coverage member has no watermark window member",
-        ),
     ],
 )
 def test_bad_partitioning_is_a_400_naming_the_field(change: dict[str, Any], field: str, words: str) -> None:
@@ -141,14 +130,16 @@ def test_a_member_partition_without_partition_by_is_refused() -> None:
     assert error.field == "groups.0.members" and "no partitionBy" in str(error)
 
 
-def test_each_version_runs_per_partition_and_is_refused_with_a_rollup_member() -> None:
+def test_each_version_runs_per_partition_with_a_rollup_member_but_not_from_next_change() -> None:
     assert parse_rule("r", {**body(), "policy": {"mode": "EACH_VERSION"}}).policy.mode.value == "EACH_VERSION"
     data = body()
     data["groups"][0]["members"][1]["partition"] = {
         "fields": {"dt": {"field": "hour", "grain": "day", "complete": True}}
     }
-    error = refused({**data, "policy": {"mode": "EACH_VERSION"}})
-    assert error.field == "policy" and "EACH_VERSION" in str(error) and "rolls up" in str(error)
+    rolled = parse_rule("r", {**data, "policy": {"mode": "EACH_VERSION"}})  # a 400 until 2026-12-07
+    assert rolled.policy.mode.value == "EACH_VERSION"
+    error = refused({**data, "policy": {"mode": "EACH_VERSION", "startFrom": "NEXT_CHANGE"}})
+    assert error.field == "policy" and "members.1 rolls up" in str(error) and "startFrom LATEST" in str(error)
 
 
 def test_a_freshness_promise_over_group_runs_is_kept_per_partition_by_a_rule_with_a_partitioned_group() -> None:
@@ -159,11 +150,11 @@ def test_a_freshness_promise_over_group_runs_is_kept_per_partition_by_a_rule_wit
 
 @pytest.mark.parametrize("policy", [{"startFrom": "NEXT_CHANGE"}, {"backfill": "SKIP"}])
 def test_start_from_next_change_and_backfill_skip_hold_per_partition(policy: dict[str, Any]) -> None:
-    """Accepted (tests/unit/test_partition_start.py plays them); NEXT_CHANGE with EACH_VERSION is refused there."""
-    rule = parse_rule("r", {**body(), "policy": {"mode": "ALL_UPDATED", **policy}})
-    assert rule.policy.model_dump(by_alias=True, mode="json").items() >= policy.items()
-    error = refused({**body(), "policy": {"mode": "EACH_VERSION", "startFrom": "NEXT_CHANGE"}})
-    assert error.field == "policy" and "partitionBy" in str(error) and "EACH_VERSION" in str(error)
+    """Accepted in every mode (tests/unit/test_partition_start.py plays them; NEXT_CHANGE with EACH_VERSION was a 400
+    until 2026-12-07)."""
+    for mode in ("ALL_UPDATED", "ANY_UPDATED", "EACH_VERSION"):
+        rule = parse_rule("r", {**body(), "policy": {"mode": mode, **policy}})
+        assert rule.policy.model_dump(by_alias=True, mode="json").items() >= policy.items()
 
 
 # --- mapping keys ----------------------------------------------------------------------------------

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakehook.domain.errors import ValidationError
+from lakehook.domain.late_versions import is_late_skip
 from lakehook.domain.rules import Rule
 from lakehook.domain.status import Status
 from lakehook.domain.triggers import Trigger, TriggerStatus
 from lakehook.usecases.rule_writes import PutRule
 from tests.hypothesis_profiles import examples
+from tests.unit.test_partition_each_version import push_in_any_order
 from tests.unit.test_partition_resolve import ORDERS, PAYMENTS, Lake, daily
 
 A, B, C = "2026-12-01", "2026-12-02", "2026-12-03"
@@ -151,11 +151,79 @@ def test_re_enabling_a_next_change_rule_skips_what_arrived_while_it_was_disabled
     assert lake.made()[1:] == [(f"dt={A}", {ORDERS: 2, PAYMENTS: 8})]
 
 
-def test_next_change_with_each_version_on_a_partitioned_group_is_a_400_naming_the_mode() -> None:
-    lake = Started()
-    with pytest.raises(ValidationError) as raised:
-        lake.put(mode="EACH_VERSION", startFrom="NEXT_CHANGE")
-    assert "EACH_VERSION" in str(raised.value) and "NEXT_CHANGE" in str(raised.value)
+class StartedInOrder(Started):
+    """The started lake whose runs and late skips of rule ``daily`` are told apart (EACH_VERSION)."""
+
+    def ran(self, day: str) -> list[int | None]:
+        """Orders' version in each of ``day``'s runs, in claim order."""
+        return [pins[ORDERS] for partition, pins in self.made() if partition == f"dt={day}"]  # no SKIPPED claim
+
+    def late(self, day: str) -> set[int | None]:
+        return {t.inputs[0].snapshot_id for t in self._skips() if t.partition == f"dt={day}"}
+
+    def _skips(self) -> list[Trigger]:
+        return [t for t in self.triggers.triggers.values() if t.rule_id == "daily" and is_late_skip(t)]
+
+
+def test_each_version_after_next_change_runs_every_commit_after_the_start_in_order_and_none_before() -> None:
+    """Until 2026-12-07 a 400. Another EACH_VERSION rule keeps the versions from before the start, so a partition's
+    oldest kept version is one there then: the rule's first run of a day is the first commit after its start."""
+    lake = StartedInOrder(daily(rule_id="other", mode="EACH_VERSION"))
+    lake.commit(ORDERS, 1, A)
+    lake.commit(ORDERS, 2, A)
+    lake.commit(PAYMENTS, 7, A, B)
+    lake.deliver()
+    lake.put(mode="EACH_VERSION", startFrom="NEXT_CHANGE")
+    assert lake.made() == []
+    line = lake.lines()[f"dt={A}"]
+    assert line["status"] == "WAITING_FOR_UPDATE" and "startFrom is NEXT_CHANGE: snapshot 2" in line["reason"]
+
+    for sid in (5, 4, 3):  # one request, newest first: every one after the start runs, in order
+        lake.commit(ORDERS, sid, A)
+    lake.deliver()
+
+    assert lake.ran(A) == [3, 4, 5]
+    assert all(pins[PAYMENTS] == 7 for _, pins in lake.made())
+    assert lake.lines()[f"dt={A}"]["status"] == "WAITING_FOR_UPDATE" and lake.late(A) == set()
+    lake.commit(ORDERS, 6, B)  # orders' first commit touching B: after the start, beside payments' 7 from before
+    lake.deliver()
+    assert lake.made()[3:] == [(f"dt={B}", {ORDERS: 6, PAYMENTS: 7})]
+    assert lake.partitions.count_pending("daily", "g") == 0
+
+
+def test_each_version_after_next_change_reads_a_days_next_version_after_the_start_not_its_oldest_kept() -> None:
+    """A day whose commit after the start came in an earlier batch (it waited for payments then): its next version is
+    read from the store after the start, not from the day's oldest kept version (1, from before the start)."""
+    lake = StartedInOrder(daily(rule_id="other", mode="EACH_VERSION"))
+    lake.commit(ORDERS, 1, A, B)
+    lake.commit(PAYMENTS, 7, A)
+    lake.deliver()
+    lake.put(mode="EACH_VERSION", startFrom="NEXT_CHANGE")
+    lake.commit(ORDERS, 2, B)
+    lake.deliver()
+    assert lake.made() == [] and lake.lines()[f"dt={B}"]["status"] == "WAITING_FOR_PARTITION"
+    lake.commit(PAYMENTS, 8, B)
+    lake.deliver()
+    assert lake.made() == [(f"dt={B}", {ORDERS: 2, PAYMENTS: 8})]
+
+
+def test_each_version_after_next_change_records_a_late_commit_after_the_start_skipped_and_one_before_not() -> None:
+    lake = StartedInOrder(daily(rule_id="other", mode="EACH_VERSION"))
+    lake.commit(PAYMENTS, 7, A)
+    lake.commit(ORDERS, 2, A)
+    lake.deliver()
+    lake.put(mode="EACH_VERSION", startFrom="NEXT_CHANGE")
+    lake.commit(ORDERS, 4, A)
+    lake.deliver()
+    assert lake.ran(A) == []  # the commit after the start, 3, is not known yet: 4 waits at that gap
+    line = lake.lines()[f"dt={A}"]
+    assert line["status"] == "WAITING_FOR_VERSION" and "the commit of the table after 2 is not known" in line["reason"]
+    lake.sweep(15 * 60_000)  # the gap settled
+    assert lake.ran(A) == [4]
+    lake.commit(ORDERS, 3, A)  # after the start, but after 4 ran: it cannot run in order any more
+    lake.commit(ORDERS, 1, A)  # before the start: no run was owed to it
+    lake.deliver()
+    assert lake.ran(A) == [4] and lake.late(A) == {3}
 
 
 days = st.sets(st.sampled_from([A, B, C]), min_size=1, max_size=3)
@@ -214,6 +282,32 @@ def test_a_next_change_rule_runs_a_day_only_for_commits_after_its_start_and_expl
     else:  # a day every member touched since runs (then again only once both touched it after that run)
         assert set(last) == {f"dt={d}" for d, members in since.items() if members == {ORDERS, PAYMENTS}} & both
     assert all(line["status"] != Status.READY.value for line in lake.lines().values())
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(data=st.data(), before=st.lists(days, max_size=3), touched=st.lists(days, min_size=1, max_size=6))
+def test_each_version_after_next_change_runs_each_commit_after_the_start_once_in_order_and_explain_agrees(
+    data: st.DataObject, before: list[set[str]], touched: list[set[str]]
+) -> None:
+    """Orders' commits before the start (their versions kept by another EACH_VERSION rule), then commits after it
+    pushed in any order, delivered in any batches (some again), runs ending between: explain's READY partitions are
+    what the next wake claims; in the end every commit after the start touching a day ran for it once, in order, or is
+    recorded SKIPPED there (it came after a newer one ran); none from before the start ran or was skipped."""
+    lake = StartedInOrder(daily(rule_id="other", mode="EACH_VERSION"))
+    lake.commit(PAYMENTS, 100, A, B, C)
+    for sid, touching in enumerate(before, 1):
+        lake.commit(ORDERS, sid, *sorted(touching))
+    lake.deliver()
+    lake.put(mode="EACH_VERSION", startFrom="NEXT_CHANGE")
+    start = len(before)
+    sids = list(range(start + 1, start + len(touched) + 1))
+    push_in_any_order(lake, data, sids, lambda sid: lake.commit(ORDERS, sid, *sorted(touched[sid - start - 1])))
+    for day in (A, B, C):
+        ran, late = lake.ran(day), lake.late(day)
+        assert ran == sorted(set(ran)) and all(sid is not None and sid > start for sid in ran), (day, ran)
+        wanted = {sid for sid in sids if day in touched[sid - start - 1]}
+        assert set(ran) | late == wanted and not set(ran) & late, (day, ran, late, wanted)
+        assert all(sid is not None and sid < max(s or 0 for s in ran) for sid in late)
 
 
 # --- backfill: SKIP ------------------------------------------------------------------------------------

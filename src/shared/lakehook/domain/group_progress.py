@@ -63,7 +63,8 @@ def _partition_blocked(g: Evaluating, members: Sequence[MemberEvaluation], **ext
     alike = [first] if gates else [m for m in members if m.status is first.status]
     names = ", ".join(m.asset_key for m in alike)
     reason = f"waiting for {names} ({first.reason})"
-    return GroupEvaluation(g.gid, first.status, tuple(g.members), reason=reason, **extra)
+    others = "".join(f"; and for {m.asset_key} ({m.reason})" for m in gates[1:])  # each gate says what it waits for
+    return GroupEvaluation(g.gid, first.status, tuple(g.members), reason=reason + others, **extra)
 
 
 def blocked(g: Evaluating, members: Sequence[MemberEvaluation], **extra: Any) -> GroupEvaluation:

@@ -146,19 +146,29 @@ def touched_since(
     what the partition's last run pinned (and, for a startFrom NEXT_CHANGE rule, than what was there when it started:
     ``start``): it stays pending, visible and counted, until it runs, whether or not its members are complete (a
     rollup's day missing an hour is pending)."""
-    if cursor is not None and cursor.seq == 0:
-        cursor = None
-    baseline = start.pins if start is not None and start.baseline else {}
+    floor = counted_as_run(cursor, start)
     for member in group.partitioned_members:
-        last = cursor.pins.get(member.asset_key) if cursor is not None else None
-        there = baseline.get(member.asset_key)
-        if there is not None and (last is None or there.ordinal > last.ordinal):
-            last = there
+        last = floor.pins.get(member.asset_key) if floor is not None else None
         for key in member_keys(group, member, partition):
             fact = facts.get(key)
             if fact is not None and (last is None or fact.order > last.ordinal[0]):
                 return True
     return False
+
+
+def counted_as_run(cursor: GroupCursor | None, start: GroupCursor | None) -> GroupCursor | None:
+    """What a partition counts as run, after which its partitioned members' commits touching it are news: its own
+    ``cursor``'s pins (None before its first run), and, for a startFrom NEXT_CHANGE rule, where the rule started
+    (``start``, the group's cursor, a baseline) where that is newer: a commit there then never runs the partition.
+    EACH_VERSION reads a partition's next versions after these (the first after the start, none before it)."""
+    own = cursor if cursor is not None and cursor.seq > 0 else None
+    if start is None or not start.baseline:
+        return own
+    pins = dict(own.pins) if own is not None else {}
+    for key, there in start.pins.items():
+        if key not in pins or there.ordinal > pins[key].ordinal:
+            pins[key] = there
+    return (own if own is not None else start).model_copy(update={"pins": pins})
 
 
 def evaluate_partition(
@@ -187,7 +197,8 @@ def evaluate_partition(
     next version that the partition waits at. ``start``: the group's own cursor, the point every partition starts
     from (:mod:`lakehook.domain.partition_start`): a startFrom NEXT_CHANGE rule's starting point (:func:`started`), or
     where a completed backfill ended (its commits are skipped, policy.backfill SKIP)."""
-    view = partition_members(group, partition, facts, states, registered, versions)
+    first = cursor is None or cursor.seq == 0  # EACH_VERSION: a rollup's first run is the commit that completed it
+    view = partition_members(group, partition, facts, states, registered, versions, first=first)
     if gaps:
         view = replace(view, gaps={i: gaps[m.asset_key] for i, m in enumerate(group.members) if m.asset_key in gaps})
     if start is not None:
@@ -229,11 +240,14 @@ def partition_members(
     states: Mapping[str, AssetState],
     registered: Mapping[str, bool] | None = None,
     versions: Mapping[FactKey, Sequence[PartitionFact]] | None = None,
+    *,
+    first: bool = False,
 ) -> PartitionView:
     """The members' verdicts for ``partition``: an unpartitioned member's on its asset's state (it gates every
     partition); a partitioned member's version is its newest data commit touching the partition (a rollup's: the
     newest of its units, once each has one, or at least n of them for ``atLeast``), WAITING_FOR_PARTITION while
-    there is none (or it is below minSnapshotId)."""
+    there is none (or it is below minSnapshotId). EACH_VERSION (``versions``): each partitioned member's steps, from
+    the commit that completed its rollup when the partition never ran (``first``)."""
     members: list[MemberEvaluation] = []
     for member in group.members:
         if member.partition is None:
@@ -250,22 +264,55 @@ def partition_members(
         fanned = bool(member.partition.fan_out_fields(group.partition_by or ()))
         members.append(_partitioned(member, partition, max(found, key=lambda f: f.order, default=None), fanned))
     counted = frozenset(i for i, m in enumerate(group.members) if m.partition is not None)
-    steps = {i: _steps(group, group.members[i], partition, versions) for i in counted} if versions is not None else {}
+    steps = (
+        {i: _steps(group, group.members[i], partition, versions, facts if first else None) for i in counted}
+        if versions is not None
+        else {}
+    )
     return PartitionView(partition, tuple(members), counted, steps)
 
 
 def _steps(
-    group: Group, member: Member, partition: str, versions: Mapping[FactKey, Sequence[PartitionFact]]
+    group: Group,
+    member: Member,
+    partition: str,
+    versions: Mapping[FactKey, Sequence[PartitionFact]],
+    facts: Mapping[FactKey, PartitionFact] | None = None,
 ) -> tuple[PinnedInput, ...]:
-    """EACH_VERSION: a partitioned member's known commits touching ``partition``, oldest first, each once (one fact
-    key: a rollup member is refused with EACH_VERSION), none below its minSnapshotId."""
+    """EACH_VERSION: a partitioned member's known commits touching ``partition`` (a rollup's: any of its units), oldest
+    first, each once, none below its minSnapshotId. Before the partition's first run (``facts`` given) none before
+    the commit that completed a rollup (:func:`completed_at`): the table as of an older one does not hold the
+    partition whole, so those commits are no version of it of their own (the first run's data holds them)."""
     floor = member.condition.min_snapshot_id
+    keys = member_keys(group, member, partition)
+    if facts is not None:
+        complete = completed_at(group, member, keys, versions, facts)
+        floor = complete if floor is None or (complete is not None and complete > floor) else floor
     found: dict[int, PartitionFact] = {}
-    for key in member_keys(group, member, partition):
+    for key in keys:
         for fact in versions.get(key, ()):
             if floor is None or fact.order >= floor:
                 found.setdefault(fact.order, fact)
     return tuple(found[order].pin() for order in sorted(found))
+
+
+def completed_at(
+    group: Group,
+    member: Member,
+    keys: Sequence[FactKey],
+    versions: Mapping[FactKey, Sequence[PartitionFact]],
+    facts: Mapping[FactKey, PartitionFact],
+) -> int | None:
+    """The order of the commit at which a partitioned member first held a partition: each of its fact ``keys`` (a
+    rollup's units, or n of them for ``atLeast``) has a commit at or before it, judged by each key's oldest known
+    commit (its oldest kept version, else its fact); None while too few keys have one. One key: its oldest commit."""
+    firsts = sorted(
+        min([v.order for v in versions.get(k, ())] + ([facts[k].order] if k in facts else []))
+        for k in keys
+        if versions.get(k) or k in facts
+    )
+    needed = units_needed(group, member, len(keys))
+    return firsts[needed - 1] if needed and len(firsts) >= needed else None
 
 
 def _coverage_of(group: Group, member: Member) -> str:

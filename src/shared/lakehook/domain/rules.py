@@ -442,14 +442,6 @@ class Group(BaseModel):
             )
         if self.partition_by is None and self.partition_timezone is not None:
             raise ValueError("partitionTimezone: the group has no partitionBy whose time values it would place")
-        if self.partition_by is not None and self.covers:
-            watermark = next((i for i, m in enumerate(self.members) if m.condition.window is not None), None)
-            if watermark is not None:
-                raise ValueError(
-                    f"members.{watermark} has a watermark window, and a coverage member's window in a partitioned "
-                    "group is the partition's own span (dt=2026-12-06: that day); a partition has one window, so a "
-                    "partitioned group with a coverage member has no watermark window member (an instant it may have)"
-                )
         return self
 
     @property
@@ -599,16 +591,9 @@ class Rule(BaseModel):
     @classmethod
     def _partitioned_mode(cls, policy: Policy, info: ValidationInfo) -> Policy:
         groups = [g for g in info.data.get("groups") or () if g.partition_by is not None]
-        partitioned = [g.group_id for g in groups]
         if policy.mode is Mode.EACH_VERSION:
             for group in groups:
-                _each_version_per_partition(group)
-        if partitioned and policy.start_from is StartFrom.NEXT_CHANGE and policy.mode is Mode.EACH_VERSION:
-            raise ValueError(
-                f"startFrom: group {partitioned[0]} has partitionBy and the mode is EACH_VERSION; a partition steps "
-                "through the commits touching it from its first one, NEXT_CHANGE is not supported with EACH_VERSION "
-                "there (ALL_UPDATED and ANY_UPDATED take it)"
-            )
+                _each_version_per_partition(group, policy.start_from)
         return policy
 
     @field_validator("groups")
@@ -693,16 +678,17 @@ class Rule(BaseModel):
         return json.dumps(self.to_api(), separators=(",", ":"), sort_keys=True)
 
 
-def _each_version_per_partition(group: Group) -> None:
+def _each_version_per_partition(group: Group, start_from: StartFrom) -> None:
     """EACH_VERSION per partition runs each data commit touching a partition, in order: a partition's versions are
-    its partitioned members' commits, so a group whose partition runs by a tick, or a member that rolls up several
-    units into one partition (its versions are several keys'), is refused; so is a windowed member: an unpartitioned
-    EACH_VERSION group with a window steps through the closed windows (each once, in order, pinning the members'
-    versions then), and per partition the two orders cannot both hold (docs/partitions.md, "Schedules and windows
-    per partition")."""
+    its partitioned members' commits (a rollup's: those touching any of its units, from the one that completed it),
+    so a group whose partition runs by a tick is refused; so is a windowed member (unless a coverage member makes the
+    window the partition's span): an unpartitioned EACH_VERSION group with a window steps through the closed windows
+    (each once, in order, pinning the members' versions then), and per partition the two orders cannot both hold
+    (docs/partitions.md, "Schedules and windows per partition"). With startFrom NEXT_CHANGE a rollup member is
+    refused (:func:`_rollup_from_next_change`)."""
     where = f"mode: group {group.group_id} has partitionBy"
     windowed = next((i for i, m in enumerate(group.members) if m.condition.window is not None), None)
-    if windowed is not None:
+    if windowed is not None and not group.covers:  # beside a coverage member the window is the partition's span
         raise ValueError(
             f"{where} and members.{windowed} has a watermark window; EACH_VERSION runs a partition once per commit "
             "touching it, in commit order, and a window would step it through the closed windows in window order "
@@ -717,12 +703,23 @@ def _each_version_per_partition(group: Group) -> None:
             f"{where} and a schedule; EACH_VERSION runs a partition once per commit touching it, not per tick (use "
             "ALL_UPDATED or ANY_UPDATED)"
         )
+    if start_from is StartFrom.NEXT_CHANGE:
+        _rollup_from_next_change(group, where)
+
+
+def _rollup_from_next_change(group: Group, where: str) -> None:
+    """EACH_VERSION with startFrom NEXT_CHANGE and a rollup member: a partition's first run after the start is the
+    first commit after it at which its rollup is complete, which needs each unit's commits before the start, and
+    only the newest of those is kept (docs/partitions.md, "EACH_VERSION with a rollup member")."""
     assert group.partition_by is not None
     for i, member in enumerate(group.members):
         if member.partition is not None and member.partition.rollup_fields(group.partition_by):
             raise ValueError(
-                f"{where}; members.{i} rolls up (complete), and EACH_VERSION steps through the commits of one "
-                "partition key per member (use ALL_UPDATED or ANY_UPDATED)"
+                f"{where} and startFrom is NEXT_CHANGE; members.{i} rolls up (complete): its first run after the "
+                "start would be the first commit after it at which every unit it waits for has one, and which units "
+                "had one before the start is not kept per version (only each unit's newest commit). Use startFrom "
+                "LATEST (each partition then runs from the commit that completed it, in order), or ALL_UPDATED or "
+                "ANY_UPDATED with NEXT_CHANGE"
             )
 
 

@@ -63,9 +63,13 @@ def cover_partition(
     """A partition's window is its own time ``span`` (a partitioned group with a coverage member): block each
     coverage member that has not covered it (the exact gaps) or whose lateness has not passed its end, and each
     ``cdcRecoveredTo: window`` member not caught up to its end; a partition with no span (no time value) blocks its
-    coverage members, saying so. Answers when a covered span closes, for a wait only its lateness holds."""
+    coverage members, saying so. A watermark window member is judged against the same span: its watermark must have
+    passed the span's end by its allowed lateness (:func:`_watermark_past`). Answers when a covered span closes, for a
+    wait only its lateness holds."""
     closes: list[int] = []
     for i, member in enumerate(group.members):
+        if member.condition.window is not None and span is not None:
+            _watermark_past(key, span, member, states.get(member.asset_key), members, i)
         spec = member.condition.coverage
         if spec is not None and span is None:
             reason = (
@@ -82,6 +86,27 @@ def cover_partition(
         if member.condition.cdc_window and span is not None and recovered is not None:
             _cdc_short(group, states, members, {i: recovered}, span.end)
     return closes
+
+
+def _watermark_past(
+    key: str, span: Span, member: Member, state: AssetState | None, members: list[MemberEvaluation], index: int
+) -> None:
+    """A watermark window member of a partitioned group with a coverage member: partition ``key``'s window is its span
+    (the member's own window size is not used), closed once the watermark reached the span's end plus the member's
+    allowed lateness; BLOCKED_BY_WATERMARK until then, naming the span and the watermark it needs."""
+    windowed = member.condition.window
+    assert windowed is not None
+    need = span.end + windowed.lateness_ms
+    watermark = state.watermark if state is not None else None
+    if watermark is None or watermark >= need:
+        return  # no watermark at all: its own condition blocks it already
+    shown = f"[{ms_to_iso(span.start)}, {ms_to_iso(span.end)})"
+    reason = (
+        f"window {shown} of {key} is not closed yet: the watermark is {ms_to_iso(watermark)}, it closes at a "
+        f"watermark of {ms_to_iso(need)}"
+    )
+    required = {"watermarkAtLeast": need, "window": {"start": ms_to_iso(span.start), "end": ms_to_iso(span.end)}}
+    with_status(members, index, Status.BLOCKED_BY_WATERMARK, reason, required)
 
 
 def _closed_ends(

@@ -26,7 +26,14 @@ from dataclasses import dataclass, field, replace
 from lakehook.domain.coverage import Span
 from lakehook.domain.evaluation import VersionLog, select_member, steps_by_snapshot
 from lakehook.domain.late_versions import LateVersion, passed_over
-from lakehook.domain.partition_evaluation import FactKey, PartitionFact, fact_keys, member_keys
+from lakehook.domain.partition_evaluation import (
+    FactKey,
+    PartitionFact,
+    counted_as_run,
+    fact_keys,
+    member_keys,
+    units_needed,
+)
 from lakehook.domain.partition_gaps import gap_before, gaps_shown
 from lakehook.domain.partition_start import ended_backfills
 from lakehook.domain.partitions import TouchedPartitions
@@ -369,11 +376,18 @@ class GatherInputs:
                 coverage = coverage_of_partitions(self._stores.coverage, group, read[ref].partitions)
                 read[ref] = replace(read[ref], coverage=coverage)
             if in_order(rule, group):
-                read[ref] = self._partition_versions(store, group, read[ref], versions, budget)
+                start = inputs.cursors.get(ref)  # a startFrom NEXT_CHANGE rule's start: versions are read after it
+                read[ref] = self._partition_versions(store, group, read[ref], versions, budget, start)
         return read
 
     def _partition_versions(
-        self, store: PartitionStore, group: Group, inputs: PartitionInputs, brought: Versions, budget: VersionReads
+        self,
+        store: PartitionStore,
+        group: Group,
+        inputs: PartitionInputs,
+        brought: Versions,
+        budget: VersionReads,
+        start: GroupCursor | None = None,
     ) -> PartitionInputs:
         """EACH_VERSION per partition: for each partition with news (a kept fact or a commit of the batch newer than
         what its cursor pins), the trigger its cursor names (head of line: one batched read for them all), and per
@@ -384,14 +398,17 @@ class GatherInputs:
 
         The next-version queries are counted against the invocation's ``budget`` (:class:`VersionReads`): a partition
         whose queries do not fit is not evaluated here but carried to the resolver queue (``past``), as a partition
-        past the fact reads is; its late versions' checks are still made (the batch's versions are not carried)."""
+        past the fact reads is; its late versions' checks are still made (the batch's versions are not carried).
+        A startFrom NEXT_CHANGE rule's ``start`` counts as run (:func:`counted_as_run`): versions are read after it."""
         cursors: dict[str, GroupCursor | None] = {}
+        names: dict[str, str] = {}
         for partition in inputs.partitions:
             cursor = inputs.cursors.get(partition)
-            cursor = cursor if cursor is not None and cursor.seq > 0 else None
-            if _has_news(group, partition, cursor, inputs.facts, brought):
-                cursors[partition] = cursor
-        names = {p: c.trigger_key for p, c in cursors.items() if c is not None and c.trigger_key}
+            floor = counted_as_run(cursor, start)
+            if _has_news(group, partition, floor, inputs.facts, brought):
+                cursors[partition] = floor
+                if cursor is not None and cursor.seq > 0 and cursor.trigger_key:
+                    names[partition] = cursor.trigger_key  # the partition's own last run (head of line)
         runs = self._stores.triggers.get_many(set(names.values())) if names else {}
         previous = {p: t for p, k in names.items() if (t := runs.get(k)) is not None}
         versions: dict[str, dict[FactKey, tuple[PartitionFact, ...]]] = {}
@@ -684,9 +701,12 @@ def _has_news(
     brought: Versions,
 ) -> bool:
     """Whether a kept fact or a commit of the batch touching ``partition`` is newer than what its cursor pins, every
-    partitioned member having one (a partition a member never touched waits for it: no version of it is read)."""
-    if any(k not in facts and k not in brought for k in fact_keys(group, partition)):
-        return False
+    partitioned member having one (a rollup: each unit it needs, n of them for ``atLeast``; a partition a member never
+    touched waits for it: no version of it is read)."""
+    for member in group.partitioned_members:
+        keys = member_keys(group, member, partition)
+        if sum(k in facts or k in brought for k in keys) < units_needed(group, member, len(keys)):
+            return False
     for member in group.partitioned_members:
         last = cursor.pins.get(member.asset_key) if cursor is not None else None
         floor = last.ordinal[0] if last is not None else -1

@@ -466,16 +466,20 @@ class PlanPartitions:
     def skips(self) -> tuple[Trigger, ...]:
         """EACH_VERSION: the SKIPPED ``late`` trigger of each commit of the batch touching a partition below the
         version that partition last ran with (it arrived after a newer one ran: it cannot run in order any more), unless
-        it was stored before (a redelivered batch: it ran, or its skip was recorded, then)."""
+        it was stored before (a redelivered batch: it ran, or its skip was recorded, then), or it was there when a
+        startFrom NEXT_CHANGE rule started (no run was owed to it)."""
         if not in_order(self.rule, self.group):
             return ()
         found: dict[str, Trigger] = {}
+        started = self.start.pins if self.start is not None and self.start.baseline else {}
         for partition in (*self.inputs.partitions, *self.inputs.past):  # carried ones too: the batch is not
             cursor = self.inputs.cursors.get(partition)
             if cursor is None or cursor.seq == 0:
                 continue
             for member in self.group.partitioned_members:
                 last, floor = cursor.pins.get(member.asset_key), member.condition.min_snapshot_id
+                there = started.get(member.asset_key)
+                floor = max(floor or 0, there.ordinal[0] + 1) if there is not None else floor
                 for key in member_keys(self.group, member, partition) if last is not None else ():
                     assert last is not None
                     for version in self.versions.get(key, ()):
