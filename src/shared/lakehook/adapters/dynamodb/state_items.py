@@ -65,15 +65,15 @@ def _camel(snake: str) -> str:
 _PATHS = {name: tuple(_camel(part) for part in name.value.split(".")) for name in StateField}
 
 
-def field_value(item: dict[str, Any], name: StateField) -> Any:
-    """A state field's plain value in a stored item (None when absent)."""
+def stored_value(item: dict[str, Any], name: StateField) -> Any:
+    """A state field's value as a stored item holds it (a map's field for a nested one), or None when absent."""
     value: Any = item
     for attribute in attribute_path(name):
         value = value.get(attribute) if isinstance(value, dict) else None
-    return plain(value)
+    return value
 
 
 def fields_of_item(item: dict[str, Any]) -> dict[StateField, Any]:
     """The state fields a stored item holds, as plain values: what a refused change hands its use case."""
-    found = {name: field_value(item, name) for name in StateField}
+    found = {name: plain(stored_value(item, name)) for name in StateField}
     return {name: value for name, value in found.items() if value is not None}

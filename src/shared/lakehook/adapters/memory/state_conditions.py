@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lakehook.adapters.dynamodb.state_items import attribute_path
+from lakehook.adapters.dynamodb.state_items import attribute_path, stored_value
 from lakehook.domain.state_changes import Advance, AllOf, Below, Guard, NotInSet, Pairs, StateField, WhileEqual
 
 
@@ -16,16 +16,8 @@ def _comparable(value: Any) -> int | str:
     return value if isinstance(value, str) else int(value)
 
 
-def _at(state: dict[str, Any], name: StateField) -> Any:
-    """A field's stored attribute, or the field of a map attribute (``latestData.order``), or None."""
-    value: Any = state
-    for attribute in attribute_path(name):
-        value = value.get(attribute) if isinstance(value, dict) else None
-    return value
-
-
 def _all_equal(state: dict[str, Any], pairs: Pairs) -> bool:
-    return all(_at(state, name) == value for name, value in pairs)
+    return all(stored_value(state, name) == value for name, value in pairs)
 
 
 def guard_holds(state: dict[str, Any], guard: Guard) -> bool:
@@ -33,14 +25,14 @@ def guard_holds(state: dict[str, Any], guard: Guard) -> bool:
     if isinstance(guard, AllOf):
         return all(guard_holds(state, g) for g in guard.guards)
     if isinstance(guard, Below):
-        current = _at(state, guard.field)
+        current = stored_value(state, guard.field)
         if current is None:
             return True
         mine, theirs = guard.value, _comparable(current)
         # as DynamoDB: a number and a string never compare, so the condition fails
         return type(theirs) is type(mine) and theirs < mine  # type: ignore[operator]
     if isinstance(guard, NotInSet):
-        return guard.value not in set(_at(state, guard.field) or ())
+        return guard.value not in set(stored_value(state, guard.field) or ())
     if isinstance(guard, WhileEqual):
         return _all_equal(state, guard.pairs) and not _all_equal(state, guard.changes)
     return not _all_equal(state, guard.pairs)
