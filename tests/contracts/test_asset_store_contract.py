@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.events import AssetEvent, EventType, SourceType
+from lakehook.domain.state import advance_for
 from lakehook.ports import AdvanceOutcome, Recording
+from lakehook.usecases.ingest_state import advance_state
 from tests.contracts.conftest import Backend
 from tests.hypothesis_profiles import examples
 
@@ -25,6 +27,15 @@ PAYMENTS = "paimon://lake/ods_db/payments"
 
 def snap(sid: int, asset: str = ORDERS, **extra: Any) -> AssetEvent:
     return AssetEvent.model_validate({"eventType": "SNAPSHOT_COMMITTED", "assetKey": asset, "snapshotId": sid, **extra})
+
+
+def at_once(
+    backend: Backend, event: AssetEvent, source: SourceType, at: int, producer_id: str | None = None
+) -> Recording | None:
+    """``record_and_advance`` with the change the use case decides for the event (``advance_for``)."""
+    change = advance_for(event, at)
+    assert change is not None
+    return backend.assets.record_and_advance(event, source, at, producer_id, change=change)
 
 
 def test_an_event_identity_is_recorded_once(backend: Backend) -> None:
@@ -63,31 +74,27 @@ def test_a_settled_event_tells_its_redelivery_so(backend: Backend) -> None:
 
 
 def test_record_and_advance_writes_both_settled_or_neither(backend: Backend) -> None:
-    assert backend.assets.record_and_advance(snap(5, schemaId=1), SourceType.PUSH, 1000, "writer") == Recording(
-        True, 1000, settled=True
-    )
+    assert at_once(backend, snap(5, schemaId=1), SourceType.PUSH, 1000, "writer") == Recording(True, 1000, settled=True)
     state = backend.assets.get_state(ORDERS)
     assert state is not None and (state.latest_snapshot_id, state.version) == (5, 1)
     # a copy: the refused record's answer, settled, and nothing written
-    assert backend.assets.record_and_advance(snap(5, schemaId=1), SourceType.POLL, 2000) == Recording(
-        False, 1000, settled=True
-    )
+    assert at_once(backend, snap(5, schemaId=1), SourceType.POLL, 2000) == Recording(False, 1000, settled=True)
     assert backend.assets.record_event(snap(5), SourceType.POLL, 3000) == Recording(False, 1000, settled=True)
     # an older snapshot the state refuses: neither written, the caller goes step by step
-    assert backend.assets.record_and_advance(snap(4), SourceType.PUSH, 4000) is None
+    assert at_once(backend, snap(4), SourceType.PUSH, 4000) is None
     assert [e.event.snapshot_id for e in backend.assets.list_events(ORDERS, 10).items] == [5]
     assert backend.assets.get_state(ORDERS) == state
 
 
 def test_state_moves_forward_only_and_never_twice(backend: Backend) -> None:
     assert backend.assets.get_state(ORDERS) is None
-    assert backend.assets.advance_state(snap(5, schemaId=1), 10) is AdvanceOutcome.ADVANCED
-    assert backend.assets.advance_state(snap(5, schemaId=1), 20) is AdvanceOutcome.ALREADY
-    assert backend.assets.advance_state(snap(4), 30) is AdvanceOutcome.STALE
+    assert advance_state(backend.assets, snap(5, schemaId=1), 10) is AdvanceOutcome.ADVANCED
+    assert advance_state(backend.assets, snap(5, schemaId=1), 20) is AdvanceOutcome.ALREADY
+    assert advance_state(backend.assets, snap(4), 30) is AdvanceOutcome.STALE
     state = backend.assets.get_state(ORDERS)
 
     assert state is not None and (state.latest_snapshot_id, state.latest_schema_id, state.version) == (5, 1, 1)
-    assert backend.assets.advance_state(snap(6), 40) is AdvanceOutcome.ADVANCED
+    assert advance_state(backend.assets, snap(6), 40) is AdvanceOutcome.ADVANCED
     moved = backend.assets.get_state(ORDERS)
     assert moved is not None and (moved.latest_snapshot_id, moved.version) == (6, 2)
     assert backend.assets.get_state(PAYMENTS) is None
@@ -95,7 +102,7 @@ def test_state_moves_forward_only_and_never_twice(backend: Backend) -> None:
 
 def test_an_event_that_keeps_no_state_answers_so(backend: Backend) -> None:
     cdc = AssetEvent.model_validate({"eventType": "CDC_LAG_RECOVERED", "assetKey": ORDERS, "watermark": 5})
-    outcome = backend.assets.advance_state(cdc, 10)
+    outcome = advance_state(backend.assets, cdc, 10)
     assert outcome in (AdvanceOutcome.NO_STATE, AdvanceOutcome.ADVANCED)
     assert (backend.assets.get_state(ORDERS) is None) is (outcome is AdvanceOutcome.NO_STATE)
 
@@ -185,7 +192,7 @@ def deliver(event: AssetEvent, source: SourceType, crash_after: int) -> Step:
         answers: list[Any] = [backend.assets.record_event(event, source, now)]
         recording = answers[0]
         if crash_after > 1 and not recording.settled:
-            answers.append(backend.assets.advance_state(event, now, recording.received_at))
+            answers.append(advance_state(backend.assets, event, now, recording.received_at))
             if crash_after > 2:
                 backend.assets.mark_settled(event)
         return answers
@@ -198,10 +205,13 @@ def deliver_at_once(event: AssetEvent, source: SourceType) -> Step:
     step when the store declines (the state refused the advance, the event keeps no state)."""
 
     def call(backend: Backend, now: int) -> Any:
-        answers: list[Any] = [backend.assets.record_and_advance(event, source, now)]
+        change = advance_for(event, now)  # as the use case decides it
+        answers: list[Any] = [
+            None if change is None else backend.assets.record_and_advance(event, source, now, change=change)
+        ]
         if answers[0] is None:
             recording = backend.assets.record_event(event, source, now)
-            answers += [recording, backend.assets.advance_state(event, now, recording.received_at)]
+            answers += [recording, advance_state(backend.assets, event, now, recording.received_at)]
             backend.assets.mark_settled(event)
         return answers
 

@@ -13,6 +13,7 @@ from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.state import snapshot_record
 from lakehook.domain.versions import Verdict
 from lakehook.ports.rules import GroupRef
+from lakehook.usecases.ingest_state import advance_state
 from tests.contracts.builders import T0, cursor_after, initial, trigger
 from tests.contracts.conftest import Backend
 
@@ -28,7 +29,7 @@ def event(event_type: str, asset: str, snapshot: int, **extra: Any) -> AssetEven
 def ingest(backend: Backend, pushed: AssetEvent, at: int = T0) -> None:
     """What ingest does with an event: record it once, then move the state by it."""
     recording = backend.assets.record_event(pushed, SourceType.PUSH, at)
-    backend.assets.advance_state(pushed, at, recording.received_at)
+    advance_state(backend.assets, pushed, at, recording.received_at)
 
 
 def test_the_states_that_exist_are_read_as_the_asset_store_keeps_them(backend: Backend) -> None:

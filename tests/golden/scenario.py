@@ -33,6 +33,7 @@ from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, RunState, Trigger, partition_cursor_id, trigger_key
 from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports.rules import AssetRecheck, Deferral, RuleError
+from lakehook.usecases.ingest_state import advance_state
 from tests.contracts.builders import pins, request, rule
 from tests.contracts.conftest import Backend
 
@@ -131,14 +132,14 @@ def _write_assets(backend: Backend) -> None:
     first = event(7, schemaId=1, commitKind="APPEND", commitTime=T0 - 5_000, partitions=["dt=2025-06-15"])
     for recorded in (first, event(8, schemaId=2, commitKind="OVERWRITE", commitTime=T0 - 1_000)):
         backend.assets.record_event(recorded, SourceType.PUSH, T0 + recorded.snapshot_id, PRODUCER)  # type: ignore[operator]
-        backend.assets.advance_state(recorded, T0 + 10 + recorded.snapshot_id)  # type: ignore[operator]
+        advance_state(backend.assets, recorded, T0 + 10 + recorded.snapshot_id)  # type: ignore[operator]
         backend.assets.mark_settled(recorded)
     verdict = AssetEvent.model_validate({"eventType": "QUALITY_CHECK_PASSED", "assetKey": ORDERS, "snapshotId": 8})
     backend.assets.record_event(verdict, SourceType.POLL, T0 + 20)
-    backend.assets.advance_state(verdict, T0 + 21)
+    advance_state(backend.assets, verdict, T0 + 21)
     watermark = AssetEvent.model_validate({"eventType": "WATERMARK_ADVANCED", "assetKey": PAYMENTS, "watermark": T0})
     backend.assets.record_event(watermark, SourceType.PUSH, T0 + 22, PRODUCER)
-    backend.assets.advance_state(watermark, T0 + 23)
+    advance_state(backend.assets, watermark, T0 + 23)
     wide = event(9, commitTime=T0)
     backend.assets.record_partition_parts(partition_parts(wide, (("dt=2025-06-14", "dt=2025-06-15"),)), T0 + 30)
     backend.polls.put(

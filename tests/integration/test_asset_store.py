@@ -9,6 +9,7 @@ from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.container import Container
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
 from lakehook.ports import AdvanceOutcome
+from lakehook.usecases.ingest_state import advance_state
 from tests.support import RequestCounter
 
 ORDERS = "paimon://lake/ods_db/ods_order_latest"
@@ -122,7 +123,7 @@ def test_redelivery_after_a_crash_between_advance_and_note_writes_no_state(
     store = container.asset_store
     event = snap(43)
     recording = store.record_event(event, SourceType.PUSH, 1)
-    assert store.advance_state(event, 2, recorded_at=recording.received_at) is AdvanceOutcome.ADVANCED  # dies here
+    assert advance_state(store, event, 2, recorded_at=recording.received_at) is AdvanceOutcome.ADVANCED  # dies here
     before = store.get_state(ORDERS)
     with counter.measure() as calls:
         assert container.ingest.ingest(event, SourceType.PUSH).status is IngestStatus.DUPLICATE
@@ -133,9 +134,9 @@ def test_redelivery_after_a_crash_between_advance_and_note_writes_no_state(
 
 def test_racing_twin_advance_reports_already(table: Any) -> None:
     store = DynamoDBAssetStore(table)
-    assert store.advance_state(snap(5), 1) is AdvanceOutcome.ADVANCED
-    assert store.advance_state(snap(5), 2) is AdvanceOutcome.ALREADY
-    assert store.advance_state(snap(4), 3) is AdvanceOutcome.STALE
+    assert advance_state(store, snap(5), 1) is AdvanceOutcome.ADVANCED
+    assert advance_state(store, snap(5), 2) is AdvanceOutcome.ALREADY
+    assert advance_state(store, snap(4), 3) is AdvanceOutcome.STALE
 
 
 def test_quality_schema_tags_and_backfill_are_kept(container: Container) -> None:

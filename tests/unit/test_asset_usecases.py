@@ -15,6 +15,7 @@ from lakehook.domain.snapshots import PollStatus
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports.lakehouse import PollStatusStore
 from lakehook.usecases.assets import ReadAssetState, RegisterAsset
+from lakehook.usecases.ingest_state import advance_state
 from tests.fakes.memory import InMemoryAssetRegistry, InMemoryAssetStore, InMemorySecretStore
 
 ORDERS = "iceberg://lake/ods/orders"
@@ -91,6 +92,6 @@ def test_the_state_answer_joins_state_registration_and_poll_status() -> None:
         {"eventType": "SNAPSHOT_COMMITTED", "assetKey": "custom://pushed/t", "snapshotId": 7}
     )
     states.record_event(event, SourceType.PUSH, 10)
-    states.advance_state(event, 10)
+    advance_state(states, event, 10)
     pushed = read("custom://pushed/t")
     assert (pushed["latestSnapshotId"], pushed["registered"]) == (7, False) and "pollStatus" not in pushed

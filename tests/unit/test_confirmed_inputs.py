@@ -19,6 +19,7 @@ from lakehook.domain.snapshots import SnapshotInfo, snapshot_event
 from lakehook.domain.state import AssetState
 from lakehook.domain.status import Status
 from lakehook.usecases.confirmation import ConfirmOutcome, ConfirmRuns
+from lakehook.usecases.ingest_state import advance_state
 from tests.fakes.memory import InMemoryAssetStore
 from tests.hypothesis_profiles import examples
 from tests.unit.test_dispatch_usecase import T0, WEBHOOK, World, make_world
@@ -124,7 +125,7 @@ class Outlet:
 
     def polled(self, *commits: SnapshotInfo) -> list[ConfirmOutcome]:
         for snapshot in commits:
-            self.assets.advance_state(snapshot_event(OUTLET, snapshot), T0)
+            advance_state(self.assets, snapshot_event(OUTLET, snapshot), T0)
         before = self.assets.get_state(OUTLET)
         outcomes = [r.outcome for r in self.confirm(OUTLET, list(commits))]
         after = self.assets.get_state(OUTLET)
@@ -184,7 +185,7 @@ def test_a_commit_to_a_table_that_is_not_an_outlet_confirms_nothing_downstream(w
     outlet = Outlet(world)
     key = started(world, 1)
     scratch = "iceberg://lake/tmp/scratch"
-    outlet.assets.advance_state(snapshot_event(scratch, commit(key, 1)), T0)
+    advance_state(outlet.assets, snapshot_event(scratch, commit(key, 1)), T0)
     assert [r.outcome for r in outlet.confirm(scratch, [commit(key, 1)])] == [ConfirmOutcome.NOT_AN_OUTLET]
     scratch_state = outlet.assets.get_state(scratch)
     assert scratch_state is not None and scratch_state.confirmed_snapshot_id is None

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakehook.domain.events import AssetEvent, SourceType
+from lakehook.usecases.ingest_state import advance_state
 from tests.fakes.memory import InMemoryAssetStore
 from tests.hypothesis_profiles import examples
 
@@ -45,7 +46,7 @@ def test_the_newest_data_change_names_the_partitions_in_any_arrival_order(
     store = InMemoryAssetStore()
     for clock, event in enumerate(arrivals, start=1):
         store.record_event(event, SourceType.POLL, clock)
-        store.advance_state(event, clock, recorded_at=clock)
+        advance_state(store, event, clock, recorded_at=clock)
     # THEN latestPartitions is what the newest data-changing snapshot touched (a compaction changes no data)
     state = store.get_state(ORDERS)
     assert state is not None
@@ -70,7 +71,7 @@ def test_an_overwrite_replacing_one_partition_names_only_it() -> None:
     overwrite = snapshot(2, "OVERWRITE", ["dt=2026-12-02"])
     for clock, event in enumerate((first, overwrite), start=1):
         store.record_event(event, SourceType.POLL, clock)
-        store.advance_state(event, clock, recorded_at=clock)
+        advance_state(store, event, clock, recorded_at=clock)
     state = store.get_state(ORDERS)
     assert state is not None and state.latest_partitions is not None
     assert state.latest_partitions.keys == ("dt=2026-12-02",) and state.latest_partitions.snapshot_id == 2

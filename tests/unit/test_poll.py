@@ -24,6 +24,7 @@ from lakehook.domain.snapshots import (
     TagInfo,
     mark_schema_changes,
 )
+from lakehook.domain.state_changes import Advance
 from lakehook.local.runtime import compensation_grace
 from lakehook.observability import MetricName as EventMetric
 from lakehook.ports import Recording
@@ -155,12 +156,18 @@ class CrashingAssetStore(InMemoryAssetStore):
         return super().record_event(event, source, received_at, producer_id)
 
     def record_and_advance(
-        self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
+        self,
+        event: AssetEvent,
+        source: SourceType,
+        received_at: int,
+        producer_id: str | None = None,
+        *,
+        change: Advance,
     ) -> Recording | None:
         """Dies as ``record_event`` does (the record and the advance at once are both or neither)."""
         if self.recorded + 1 == self.crash_at:
             raise RuntimeError("poller killed")
-        recording = super().record_and_advance(event, source, received_at, producer_id)
+        recording = super().record_and_advance(event, source, received_at, producer_id, change=change)
         self.recorded += recording is not None  # None: record_event comes next, and counts it
         return recording
 

@@ -11,6 +11,7 @@ from lakehook.adapters.dynamodb.state_items import asset_state_from_item
 from lakehook.domain.events import AssetEvent, EventType, SourceType
 from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus, verification_advance
 from lakehook.ports import AdvanceOutcome
+from lakehook.usecases.ingest_state import advance_state, apply_change
 from tests.fakes.memory import InMemoryAssetStore
 
 ORDERS = "paimon://lake/ods_db/ods_order_latest"
@@ -36,7 +37,7 @@ class Asset:
         for event in events:
             self.clock += 1
             recording = self.store.record_event(event, SourceType.PUSH, self.clock)
-            outcomes.append(self.store.advance_state(event, self.clock, recorded_at=recording.received_at))
+            outcomes.append(advance_state(self.store, event, self.clock, recorded_at=recording.received_at))
         return outcomes
 
     @property
@@ -266,9 +267,9 @@ def test_manifest_status_follows_the_manifest_and_counts_once_verified(asset: As
     assert asset.state.manifest_status == "INTERRUPTED"
     asset.apply(ev(EventType.MANIFEST_SEALED, manifestUri=uri, snapshotId=9))
     assert (asset.state.manifest_status, asset.state.manifest_snapshot_id) == ("PENDING", 9)
-    assert asset.store.apply_advance(ORDERS, verification_advance(uri, True), "v", 10) is AdvanceOutcome.ADVANCED
+    assert apply_change(asset.store, ORDERS, verification_advance(uri, True), "v", 10) is AdvanceOutcome.ADVANCED
     assert asset.state.manifest_status == "SEALED"
-    assert asset.store.apply_advance(ORDERS, verification_advance(uri, True), "v", 11) is AdvanceOutcome.ALREADY
+    assert apply_change(asset.store, ORDERS, verification_advance(uri, True), "v", 11) is AdvanceOutcome.ALREADY
     assert asset.apply(ev(EventType.MANIFEST_SEALED, manifestUri=uri)) == [AdvanceOutcome.ALREADY]
     assert asset.state.manifest_status == "SEALED"  # a redelivered claim does not re-open a verified manifest
 
@@ -277,10 +278,10 @@ def test_a_verdict_on_an_older_manifest_never_overwrites_a_newer_one(asset: Asse
     old, new = "s3://spool/orders/1.manifest.json", "s3://spool/orders/2.manifest.json"
     asset.apply(ev(EventType.MANIFEST_SEALED, manifestUri=old), ev(EventType.MANIFEST_SEALED, manifestUri=new))
     late = verification_advance(old, False, "part-0: the object does not exist", "s3://spool/orders/1/part-0")
-    assert asset.store.apply_advance(ORDERS, late, "v", 10) is AdvanceOutcome.STALE
+    assert apply_change(asset.store, ORDERS, late, "v", 10) is AdvanceOutcome.STALE
     assert (asset.state.manifest_uri, asset.state.manifest_status) == (new, "PENDING")
     bad = verification_advance(new, False, "part-0: the object does not exist", "s3://spool/orders/2/part-0")
-    assert asset.store.apply_advance(ORDERS, bad, "v", 11) is AdvanceOutcome.ADVANCED
+    assert apply_change(asset.store, ORDERS, bad, "v", 11) is AdvanceOutcome.ADVANCED
     state = asset.state
     assert (state.manifest_status, state.manifest_object) == ("INVALID", "s3://spool/orders/2/part-0")
     assert state.manifest_reason == "part-0: the object does not exist"
@@ -352,7 +353,7 @@ def test_the_state_knows_whether_its_first_snapshot_was_the_tables_first(
     for at, fields in enumerate((first, later), start=1):
         event = ev(EventType.SNAPSHOT_COMMITTED, assetKey=key, commitKind="WRITE", dataChanged=False, **fields)
         store.record_event(event, SourceType.PUSH, at)
-        assert store.advance_state(event, at, recorded_at=at) is AdvanceOutcome.ADVANCED
+        assert advance_state(store, event, at, recorded_at=at) is AdvanceOutcome.ADVANCED
     state = store.get_state(key)
     assert state is not None and state.latest_snapshot_id == sid + 1
     assert state.seen_from_start is seen  # the first snapshot recorded decides; a later one leaves it

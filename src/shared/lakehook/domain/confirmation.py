@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lakehook.domain.state import Advance, Below
+from lakehook.domain.state_changes import Advance, Below, StateField
 from lakehook.domain.time import ms_to_iso
 from lakehook.wire.commit_properties import TRIGGER_KEY_PROPERTY, commit_properties, trigger_key_in, trigger_key_in_text
 
@@ -105,8 +105,12 @@ def confirmed_output(snapshot_id: int, order: int, trigger_key: str) -> Advance:
     run of ``trigger_key``: advance-only by the order, so an older commit's confirmation arriving late changes nothing
     and a redelivery is ALREADY."""
     return Advance(
-        Below("confirmedOrder", order),
-        sets={"confirmedSnapshotId": snapshot_id, "confirmedOrder": order, "confirmedTriggerKey": trigger_key},
+        Below(StateField.CONFIRMED_ORDER, order),
+        sets={
+            StateField.CONFIRMED_SNAPSHOT_ID: snapshot_id,
+            StateField.CONFIRMED_ORDER: order,
+            StateField.CONFIRMED_TRIGGER_KEY: trigger_key,
+        },
     )
 
 
@@ -115,11 +119,11 @@ def unconfirmed_output(snapshot_id: int, order: int, trigger_key: str, why: str)
     (``why``: no such trigger, or the table is not among its rule's outlets), so explain can name the key and the
     reason; advance-only by the commit's order, as :func:`confirmed_output`."""
     return Advance(
-        Below("unconfirmedOrder", order),
+        Below(StateField.UNCONFIRMED_ORDER, order),
         sets={
-            "unconfirmedSnapshotId": snapshot_id,
-            "unconfirmedOrder": order,
-            "unconfirmedTriggerKey": trigger_key,
-            "unconfirmedReason": why,
+            StateField.UNCONFIRMED_SNAPSHOT_ID: snapshot_id,
+            StateField.UNCONFIRMED_ORDER: order,
+            StateField.UNCONFIRMED_TRIGGER_KEY: trigger_key,
+            StateField.UNCONFIRMED_REASON: why,
         },
     )

@@ -1,9 +1,9 @@
 """Asset state: the advance-only source of truth, and how each event type moves it.
 
-Each event type maps to an :class:`Advance`: a guard that holds only while the event is
-newer than the state, and the attributes it sets. The DynamoDB adapter turns an Advance
-into one conditional update; the in-memory store and the reference model apply it with
-:func:`apply_advance`. Both therefore share one definition of "newer".
+Each event type maps to an :class:`~lakehook.domain.state_changes.Advance` over the state's typed fields
+(:class:`~lakehook.domain.state_changes.StateField`): a guard that holds only while the event is newer than the
+state, and the fields it sets. The use case decides it here and hands it to the store, which applies it (the
+DynamoDB adapter as one conditional update, the in-memory fake by evaluating the guard).
 
 State only moves forward, field by field (``docs/architecture.md`` lists each field's order):
 snapshots by their order in the table's history, quality verdicts by their snapshot's order,
@@ -14,7 +14,6 @@ latest tag and the current manifest by an order key (:mod:`lakehook.domain.order
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -23,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lakehook.domain.events import AssetEvent, EventType
 from lakehook.domain.ordering import TagEntry, order_key
 from lakehook.domain.partitions import TouchedPartitions
+from lakehook.domain.state_changes import Advance, AllOf, Below, NotAllEqual, NotInSet, Pairs, StateField, WhileEqual
 from lakehook.domain.time import ms_to_iso
 from lakehook.domain.versions import SnapshotRecord, Verdict, starts_history
 
@@ -40,71 +40,11 @@ class BackfillStatus(StrEnum):
     COMPLETED = "COMPLETED"
 
 
-# --- guards -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Below:
-    """Holds while ``attr`` is absent or strictly below ``value`` (a numeric version or an order key)."""
-
-    attr: str
-    value: int | str
-
-
-@dataclass(frozen=True)
-class NotInSet:
-    """Holds while the string set ``attr`` does not contain ``value``."""
-
-    attr: str
-    value: str
-
-
-@dataclass(frozen=True)
-class NotAllEqual:
-    """Holds unless every ``attr == value`` pair already holds."""
-
-    pairs: tuple[tuple[str, Any], ...]
-
-
-@dataclass(frozen=True)
-class WhileEqual:
-    """Holds while every ``pairs`` attr equals its value and some ``changes`` attr does not yet."""
-
-    pairs: tuple[tuple[str, Any], ...]
-    changes: tuple[tuple[str, Any], ...]
-
-
-@dataclass(frozen=True)
-class AllOf:
-    """Holds while every guard holds; when it fails, the first guard says whether it was already applied."""
-
-    guards: tuple[Below | NotInSet | NotAllEqual | WhileEqual, ...]
-
-
-Guard = Below | NotInSet | NotAllEqual | WhileEqual | AllOf
-
-
 class ManifestStatus(StrEnum):
     PENDING = "PENDING"  # claimed sealed (pushed or announced); counts once verified
     SEALED = "SEALED"  # verified: every object exists with its size and SHA-256, the checksum holds
     INVALID = "INVALID"  # claimed sealed, but verification found a missing, truncated or tampered object
     INTERRUPTED = "INTERRUPTED"  # the extract stopped part way: blocks downstream (the interruption guard)
-
-
-@dataclass(frozen=True)
-class Advance:
-    """One advance-only change of an asset's state."""
-
-    guard: Guard
-    sets: dict[str, Any] = field(default_factory=dict)
-    set_if_absent: dict[str, Any] = field(default_factory=dict)
-    add_to_set: dict[str, str] = field(default_factory=dict)
-    # attributes a later step may move on (a manifest's verdict): not evidence that this advance was lost
-    settled_later: frozenset[str] = frozenset()
-    # when the guard failed, the state took exactly this version if these attributes hold these values
-    applied_if: tuple[tuple[str, Any], ...] = ()
-    # when the guard failed for a newer state (the event is late, not a copy): what of it still applies
-    late: Advance | None = None
 
 
 def advance_for(event: AssetEvent, recorded_at: int = 0) -> Advance | None:
@@ -120,34 +60,43 @@ def advance_for(event: AssetEvent, recorded_at: int = 0) -> Advance | None:
 
 def _snapshot_committed(event: AssetEvent, recorded_at: int) -> Advance:
     assert event.snapshot_id is not None and event.snapshot_order is not None
-    sets: dict[str, Any] = {"latestSnapshotId": event.snapshot_id, "latestSnapshotOrder": event.snapshot_order}
+    sets: dict[StateField, Any] = {
+        StateField.LATEST_SNAPSHOT_ID: event.snapshot_id,
+        StateField.LATEST_SNAPSHOT_ORDER: event.snapshot_order,
+    }
     optional = {
-        "latestSchemaId": event.schema_id,
-        "latestCommitTime": event.commit_time,
-        "latestCommitKind": event.commit_kind,
-        "latestSnapshotWatermark": event.watermark,
-        "latestParentSnapshotId": event.parent_snapshot_id,
-        "latestSequenceNumber": event.sequence_number,
-        "latestMetadataLocation": event.metadata_location,
+        StateField.LATEST_SCHEMA_ID: event.schema_id,
+        StateField.LATEST_COMMIT_TIME: event.commit_time,
+        StateField.LATEST_COMMIT_KIND: event.commit_kind,
+        StateField.LATEST_SNAPSHOT_WATERMARK: event.watermark,
+        StateField.LATEST_PARENT_SNAPSHOT_ID: event.parent_snapshot_id,
+        StateField.LATEST_SEQUENCE_NUMBER: event.sequence_number,
+        StateField.LATEST_METADATA_LOCATION: event.metadata_location,
     }
     sets.update({k: v for k, v in optional.items() if v is not None})
     record = snapshot_record(event)
-    sets["latestDataChanged"] = record.changes_data  # always: a newer snapshot replaces an older one's "no"
+    sets[StateField.LATEST_DATA_CHANGED] = record.changes_data  # always: a newer snapshot replaces an older one's "no"
     late = None
     if record.changes_data:  # a compaction keeps the newest data-changing snapshot (see versions.py)
-        data = {"latestData": record.to_api(), "latestPartitions": latest_partitions_value(event, record.order)}
+        data = {
+            StateField.LATEST_DATA: record.to_api(),
+            StateField.LATEST_PARTITIONS: latest_partitions_value(event, record.order),
+        }
         sets.update(data)
         # A data snapshot that arrives after a newer compaction is still the newest data change.
-        late = Advance(Below("latestData.order", record.order), sets=data)
-    first: dict[str, Any] = {"firstSchemaId": event.schema_id} if event.schema_id is not None else {}
+        late = Advance(Below(StateField.LATEST_DATA_ORDER, record.order), sets=data)
+    first: dict[StateField, Any] = {StateField.FIRST_SCHEMA_ID: event.schema_id} if event.schema_id is not None else {}
     # whether lakehook has seen the table from its first snapshot on (a first poll takes only the newest)
-    first["seenFromStart"] = starts_history(event.asset_key, record)
-    return Advance(Below("latestSnapshotOrder", event.snapshot_order), sets=sets, set_if_absent=first, late=late)
+    first[StateField.SEEN_FROM_START] = starts_history(event.asset_key, record)
+    return Advance(
+        Below(StateField.LATEST_SNAPSHOT_ORDER, event.snapshot_order), sets=sets, set_if_absent=first, late=late
+    )
 
 
 def _watermark_advanced(event: AssetEvent, recorded_at: int) -> Advance:
     assert event.watermark is not None
-    return Advance(Below("latestWatermark", event.watermark), sets={"latestWatermark": event.watermark})
+    watermark = StateField.LATEST_WATERMARK
+    return Advance(Below(watermark, event.watermark), sets={watermark: event.watermark})
 
 
 def _tag_created(event: AssetEvent, recorded_at: int) -> Advance:
@@ -155,47 +104,54 @@ def _tag_created(event: AssetEvent, recorded_at: int) -> Advance:
     # tag still joins the set (a `tag` condition needs it) without becoming the latest.
     assert event.tag is not None
     entry = TagEntry(order_key(event, recorded_at), event.tag, event.snapshot_id)
-    refs = {"tags": event.tag, "tagLog": entry.encode()}
+    refs = {StateField.TAGS: event.tag, StateField.TAG_LOG: entry.encode()}
     if event.snapshot_id is not None:  # what a `tag` member pins
-        refs["tagRefs"] = tag_ref(event.tag, event.snapshot_id, event.snapshot_order)
-    return Advance(NotInSet("tags", event.tag), add_to_set=refs)
+        refs[StateField.TAG_REFS] = tag_ref(event.tag, event.snapshot_id, event.snapshot_order)
+    return Advance(NotInSet(StateField.TAGS, event.tag), add_to_set=refs)
 
 
 def _quality_verdict(event: AssetEvent, recorded_at: int) -> Advance:
     assert event.snapshot_id is not None and event.snapshot_order is not None
-    verdict = "qualityPassed" if event.event_type is EventType.QUALITY_CHECK_PASSED else "qualityFailed"
-    return Advance(
-        Below(f"{verdict}Order", event.snapshot_order),
-        sets={f"{verdict}SnapshotId": event.snapshot_id, f"{verdict}Order": event.snapshot_order},
-    )
+    passed = event.event_type is EventType.QUALITY_CHECK_PASSED
+    snapshot = StateField.QUALITY_PASSED_SNAPSHOT_ID if passed else StateField.QUALITY_FAILED_SNAPSHOT_ID
+    order = StateField.QUALITY_PASSED_ORDER if passed else StateField.QUALITY_FAILED_ORDER
+    return Advance(Below(order, event.snapshot_order), sets={snapshot: event.snapshot_id, order: event.snapshot_order})
 
 
 def _schema_verdict(event: AssetEvent, recorded_at: int) -> Advance:
     assert event.schema_id is not None
-    attr = "schemaApprovedId" if event.event_type is EventType.SCHEMA_CHANGE_APPROVED else "schemaRejectedId"
-    return Advance(Below(attr, event.schema_id), sets={attr: event.schema_id})
+    approved = event.event_type is EventType.SCHEMA_CHANGE_APPROVED
+    verdict = StateField.SCHEMA_APPROVED_ID if approved else StateField.SCHEMA_REJECTED_ID
+    return Advance(Below(verdict, event.schema_id), sets={verdict: event.schema_id})
 
 
 def _backfill_started(event: AssetEvent, recorded_at: int) -> Advance:
     # Backfills are two sets that only grow; the status is derived when read (RUNNING while a
     # started one has not completed). A late STARTED for a completed backfill never reopens it.
     assert event.backfill_id is not None
+    started, completed = StateField.BACKFILLS_STARTED, StateField.BACKFILLS_COMPLETED
     return Advance(
-        AllOf((NotInSet("backfillsStarted", event.backfill_id), NotInSet("backfillsCompleted", event.backfill_id))),
-        add_to_set={"backfillsStarted": event.backfill_id},
+        AllOf((NotInSet(started, event.backfill_id), NotInSet(completed, event.backfill_id))),
+        add_to_set={started: event.backfill_id},
     )
 
 
 def _backfill_completed(event: AssetEvent, recorded_at: int) -> Advance:
     assert event.backfill_id is not None
-    return Advance(
-        NotInSet("backfillsCompleted", event.backfill_id), add_to_set={"backfillsCompleted": event.backfill_id}
-    )
+    completed = StateField.BACKFILLS_COMPLETED
+    return Advance(NotInSet(completed, event.backfill_id), add_to_set={completed: event.backfill_id})
 
 
 def _cdc_lag_recovered(event: AssetEvent, recorded_at: int) -> Advance:
     assert event.watermark is not None
-    return Advance(Below("cdcRecoveredWatermark", event.watermark), sets={"cdcRecoveredWatermark": event.watermark})
+    recovered = StateField.CDC_RECOVERED_WATERMARK
+    return Advance(Below(recovered, event.watermark), sets={recovered: event.watermark})
+
+
+# what the verifier sets on a claimed-sealed manifest (verification_advance)
+_VERDICT_FIELDS = frozenset(
+    {StateField.MANIFEST_STATUS, StateField.MANIFEST_REASON, StateField.MANIFEST_OBJECT, StateField.MANIFEST_SHA256}
+)
 
 
 def _manifest_claim(event: AssetEvent, recorded_at: int) -> Advance:
@@ -203,24 +159,24 @@ def _manifest_claim(event: AssetEvent, recorded_at: int) -> Advance:
     # verification_advance). An INTERRUPTED one blocks at once: blocking is the safe side.
     claim = "SEALED" if event.event_type is EventType.MANIFEST_SEALED else "INTERRUPTED"
     status = ManifestStatus.PENDING if claim == "SEALED" else ManifestStatus.INTERRUPTED
-    sets: dict[str, Any] = {
-        "manifestUri": event.manifest_uri,
-        "manifestClaim": claim,
-        "manifestStatus": status.value,
-        "manifestReason": None,
-        "manifestObject": None,
-        "manifestSha256": None,  # the verifier records the hash it verified
+    sets: dict[StateField, Any] = {
+        StateField.MANIFEST_URI: event.manifest_uri,
+        StateField.MANIFEST_CLAIM: claim,
+        StateField.MANIFEST_STATUS: status.value,
+        StateField.MANIFEST_REASON: None,
+        StateField.MANIFEST_OBJECT: None,
+        StateField.MANIFEST_SHA256: None,  # the verifier records the hash it verified
     }
     # The current manifest is the one with the greatest order key; on a tie in time an
     # interruption outranks a seal (blocking is the safe side).
     key = order_key(event, recorded_at, rank=0 if claim == "SEALED" else 1)
-    sets["manifestOrder"] = key
-    sets["manifestSnapshotId"] = event.snapshot_id
+    sets[StateField.MANIFEST_ORDER] = key
+    sets[StateField.MANIFEST_SNAPSHOT_ID] = event.snapshot_id
     return Advance(
-        Below("manifestOrder", key),
+        Below(StateField.MANIFEST_ORDER, key),
         sets=sets,
-        settled_later=frozenset({"manifestStatus", "manifestReason", "manifestObject", "manifestSha256"}),
-        applied_if=(("manifestUri", event.manifest_uri), ("manifestClaim", claim)),
+        settled_later=_VERDICT_FIELDS,
+        applied_if=((StateField.MANIFEST_URI, event.manifest_uri), (StateField.MANIFEST_CLAIM, claim)),
     )
 
 
@@ -231,11 +187,11 @@ def _interval_covered(event: AssetEvent, recorded_at: int) -> Advance:
     assert event.interval is not None
     event_id = event.event_id
     return Advance(
-        NotAllEqual((("lastCoverageEventId", event_id),)),
+        NotAllEqual(((StateField.LAST_COVERAGE_EVENT_ID, event_id),)),
         sets={
-            "lastCoverageEventId": event_id,
-            "lastCoverageStart": event.interval.start,
-            "lastCoverageEnd": event.interval.end,
+            StateField.LAST_COVERAGE_EVENT_ID: event_id,
+            StateField.LAST_COVERAGE_START: event.interval.start,
+            StateField.LAST_COVERAGE_END: event.interval.end,
         },
     )
 
@@ -264,7 +220,8 @@ def verdict_touch(event: AssetEvent) -> Advance:
     its own checks and may be waiting for exactly this one. Guarded on the event, so a redelivery writes nothing
     unless another late verdict touched the state since (then it wakes the resolver once more, harmlessly)."""
     assert event.event_type in (EventType.QUALITY_CHECK_PASSED, EventType.QUALITY_CHECK_FAILED)
-    return Advance(NotAllEqual((("lastVerdictEventId", event.event_id),)), sets={"lastVerdictEventId": event.event_id})
+    touched = StateField.LAST_VERDICT_EVENT_ID
+    return Advance(NotAllEqual(((touched, event.event_id),)), sets={touched: event.event_id})
 
 
 def snapshot_record(event: AssetEvent) -> SnapshotRecord:
@@ -320,83 +277,18 @@ def verification_advance(
     verified again moves the hash on (a trigger pins the hash, so its replay sees the rewrite).
     """
     status = ManifestStatus.SEALED if verified else ManifestStatus.INVALID
-    changes: tuple[tuple[str, Any], ...] = (("manifestStatus", status.value),)
+    changes: Pairs = ((StateField.MANIFEST_STATUS, status.value),)
     if verified and sha256 is not None:
-        changes += (("manifestSha256", sha256),)
+        changes += ((StateField.MANIFEST_SHA256, sha256),)
     return Advance(
-        WhileEqual((("manifestUri", manifest_uri), ("manifestClaim", "SEALED")), changes),
+        WhileEqual(((StateField.MANIFEST_URI, manifest_uri), (StateField.MANIFEST_CLAIM, "SEALED")), changes),
         sets={
-            "manifestStatus": status.value,
-            "manifestReason": None if verified else (reason or "it failed verification")[:2048],
-            "manifestObject": None if verified else object_uri,
-            "manifestSha256": sha256 if verified else None,
+            StateField.MANIFEST_STATUS: status.value,
+            StateField.MANIFEST_REASON: None if verified else (reason or "it failed verification")[:2048],
+            StateField.MANIFEST_OBJECT: None if verified else object_uri,
+            StateField.MANIFEST_SHA256: sha256 if verified else None,
         },
     )
-
-
-def _comparable(value: Any) -> int | str:
-    """A stored version as the guard compares it: a number (a store may hand back a decimal type) or a key."""
-    return value if isinstance(value, str) else int(value)
-
-
-def _at(state: dict[str, Any], path: str) -> Any:
-    """An attribute, or a field of a map attribute (``latestData.order``), or None."""
-    value: Any = state
-    for name in path.split("."):
-        value = value.get(name) if isinstance(value, dict) else None
-    return value
-
-
-def guard_holds(state: dict[str, Any], guard: Guard) -> bool:
-    """Whether the guard holds on a state given as its stored attributes."""
-    if isinstance(guard, AllOf):
-        return all(guard_holds(state, g) for g in guard.guards)
-    if isinstance(guard, Below):
-        current = _at(state, guard.attr)
-        if current is None:
-            return True
-        mine, theirs = guard.value, _comparable(current)
-        # as DynamoDB: a number and a string never compare, so the condition fails
-        return type(theirs) is type(mine) and theirs < mine  # type: ignore[operator]
-    if isinstance(guard, NotInSet):
-        return guard.value not in set(state.get(guard.attr) or ())
-    if isinstance(guard, WhileEqual):
-        return all(state.get(a) == v for a, v in guard.pairs) and not all(state.get(a) == v for a, v in guard.changes)
-    return not all(state.get(attr) == value for attr, value in guard.pairs)
-
-
-def already_applied(state: dict[str, Any], advance: Advance) -> bool:
-    """When the guard failed: did the state already take exactly this version (not a newer one)?"""
-    guard = advance.guard
-    if advance.applied_if:
-        return all(state.get(attr) == value for attr, value in advance.applied_if)
-    if isinstance(guard, AllOf):
-        first = guard.guards[0]
-        return not guard_holds(state, first) and already_applied(state, Advance(first, advance.sets))
-    if isinstance(guard, Below):
-        current = _at(state, guard.attr)
-        return current is not None and _comparable(current) == guard.value
-    if isinstance(guard, NotInSet):
-        return True  # a set membership guard fails only when this very value is there
-    # An equality guard also fails for a late event (BACKFILL_STARTED after that backfill completed):
-    # only if the state holds what the event asks for was it applied; otherwise the event is stale.
-    return all(state.get(attr) == value for attr, value in advance.sets.items() if attr not in advance.settled_later)
-
-
-def apply_advance(state: dict[str, Any], advance: Advance, *, event_id: str, now_ms: int) -> dict[str, Any] | None:
-    """The new stored state, or None when the guard fails (the event is older than the state)."""
-    if not guard_holds(state, advance.guard):
-        return None
-    new = dict(state)
-    new.update(advance.sets)
-    for attr, value in advance.set_if_absent.items():
-        new.setdefault(attr, value)
-    for attr, value in advance.add_to_set.items():
-        new[attr] = set(new.get(attr) or ()) | {value}
-    new["version"] = int(new.get("version", 0)) + 1
-    new["updatedAt"] = now_ms
-    new["lastEventId"] = event_id
-    return new
 
 
 # --- the read model -------------------------------------------------------------------------

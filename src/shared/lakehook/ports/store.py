@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
@@ -14,7 +14,8 @@ from lakehook.domain.errors import NotFoundError
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.producers import Producer
 from lakehook.domain.snapshots import PartitionPart
-from lakehook.domain.state import Advance, AssetState
+from lakehook.domain.state import AssetState
+from lakehook.domain.state_changes import Advance, StateField
 from lakehook.domain.watermarks import WatermarkRecord
 
 T = TypeVar("T")
@@ -35,6 +36,23 @@ class AdvanceOutcome(StrEnum):
     ALREADY = "ALREADY"  # the state already holds exactly this version (a redelivery or a racing twin)
     STALE = "STALE"  # the state holds a newer version; nothing written
     NO_STATE = "NO_STATE"  # the event type keeps no state here
+
+
+@dataclass(frozen=True)
+class ChangeApplied:
+    """The store applied the change: its guard held."""
+
+
+@dataclass(frozen=True)
+class ChangeRefused:
+    """The change's guard failed, so nothing was written; ``seen``: the state's fields as the failed condition saw
+    them (no read: DynamoDB's ``ALL_OLD``), for the use case to decide ALREADY or STALE
+    (:func:`lakehook.domain.state_changes.already_applied`)."""
+
+    seen: Mapping[StateField, Any]
+
+
+ChangeResult = ChangeApplied | ChangeRefused
 
 
 @dataclass(frozen=True)
@@ -75,15 +93,22 @@ class AssetStore(ABC):
         """
 
     def record_and_advance(
-        self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
+        self,
+        event: AssetEvent,
+        source: SourceType,
+        received_at: int,
+        producer_id: str | None = None,
+        *,
+        change: Advance,
     ) -> Recording | None:
-        """Record a new event, already settled, and advance its asset's state by it, both or neither: the two writes
-        of a novel event that needs no step between them (``IngestEvents``), no read.
+        """Record a new event, already settled, and apply ``change`` (the advance the use case decided for it) to its
+        asset's state, both or neither: the two writes of a novel event that needs no step between them
+        (``IngestEvents``), no read.
 
         ``Recording(novel=True, settled=True)``: both written, the state ADVANCED. A refused record's ``Recording``
         (not novel), as ``record_event`` answers it: the event was recorded before, nothing written. None: nothing
-        written for another reason (the event keeps no state, the state holds it or a newer version, another write
-        held an item, or this store has no such step), so the caller records and advances step by step.
+        written for another reason (the state's guard refused the change, another write held an item, or this store
+        has no such step), so the caller records and advances step by step.
         """
         return None
 
@@ -96,16 +121,11 @@ class AssetStore(ABC):
         """
 
     @abstractmethod
-    def advance_state(self, event: AssetEvent, now_ms: int, recorded_at: int | None = None) -> AdvanceOutcome:
-        """Move the asset's state forward by the event; never backwards, never twice.
-
-        ``recorded_at`` (default ``now_ms``) is when the event identity was first recorded: it orders
-        an event that carries no time of its own (see :mod:`lakehook.domain.ordering`).
-        """
-
-    @abstractmethod
-    def apply_advance(self, asset_key: str, advance: Advance, marker: str, now_ms: int) -> AdvanceOutcome:
-        """Apply a state change that no event asks for (a manifest's verdict); ``marker`` names its cause."""
+    def apply_change(self, asset_key: str, change: Advance, marker: str, now_ms: int) -> ChangeResult:
+        """Apply a state change the use case decided, as one conditional write: ``ChangeApplied`` when its guard held
+        (the state's version moves on by one, ``marker`` names its cause), else ``ChangeRefused`` with the fields the
+        failed guard saw, nothing written. The store decides nothing: ALREADY, STALE and a late event's remainder
+        are the use case's (``usecases.ingest_state``)."""
 
     @abstractmethod
     def get_state(self, asset_key: str) -> AssetState | None:

@@ -19,7 +19,7 @@ from enum import StrEnum
 from lakehook.domain.completion import covers
 from lakehook.domain.confirmation import Confirmation, ConfirmationState, confirmed_output, unconfirmed_output
 from lakehook.domain.snapshots import SnapshotInfo, snapshot_event
-from lakehook.domain.state import Advance
+from lakehook.domain.state_changes import Advance
 from lakehook.domain.time import now_ms
 from lakehook.domain.versions import changes_data
 from lakehook.freshness_metrics import MetricSink
@@ -27,6 +27,7 @@ from lakehook.observability import MetricName, logger
 from lakehook.ports import AssetStore
 from lakehook.ports.dispatch import TriggerLedger
 from lakehook.ports.rules import RuleStore, UnreadableRuleError
+from lakehook.usecases.ingest_state import apply_change
 from lakehook.usecases.run_slots import RunSlotGate
 
 RULES_PER_PAGE = 100
@@ -136,7 +137,7 @@ class ConfirmRuns:
         if order is None:
             return
         marker = f"confirmation:{snapshot.trigger_key}:{snapshot.snapshot_id}"
-        self._assets.apply_advance(asset_key, advance(order), marker, self._clock())
+        apply_change(self._assets, asset_key, advance(order), marker, self._clock())
 
     def _record(self, key: str, asset_key: str, snapshot: SnapshotInfo) -> ConfirmOutcome:
         confirmed = Confirmation.confirmed(asset_key, snapshot.snapshot_id, snapshot.commit_time, self._clock())

@@ -14,13 +14,14 @@ from lakehook.domain.partitions import Chunks
 from lakehook.domain.producers import Producer
 from lakehook.domain.snapshots import partition_parts
 from lakehook.domain.spool_buckets import ReadableSpool
-from lakehook.domain.state import snapshot_record, verdict_touch
+from lakehook.domain.state import advance_for, snapshot_record, verdict_touch
 from lakehook.domain.time import now_ms
 from lakehook.domain.versions import SnapshotRecord
 from lakehook.event_metrics import publish_cdc_lag
 from lakehook.ports import AdvanceOutcome, AssetStore, Recording
 from lakehook.ports.queue import WorkQueue
 from lakehook.usecases.coverage import RecordCoverage
+from lakehook.usecases.ingest_state import advance_state, apply_change
 
 _VERDICTS = (EventType.QUALITY_CHECK_PASSED, EventType.QUALITY_CHECK_FAILED)
 _DUPLICATE_REASON = "this event was recorded before"
@@ -179,12 +180,12 @@ class IngestEvents:
                 self._coverage.record(event)
             except CoverageTooFragmentedError as exc:
                 return EventResult(eventId=event.event_id, status=IngestStatus.REJECTED, reason=str(exc), index=index)
-        outcome = self._store.advance_state(event, received_at, recorded_at=recording.received_at)
+        outcome = advance_state(self._store, event, received_at, recorded_at=recording.received_at)
         late_verdict = outcome is AdvanceOutcome.STALE and event.event_type in _VERDICTS
         if late_verdict:
             # The verdict counts for its own snapshot (EACH_VERSION judges each snapshot by its checks): wake the
             # resolver with a touch of the state, the one extra write a late verdict costs.
-            self._store.apply_advance(event.asset_key, verdict_touch(event), event.event_id, received_at)
+            apply_change(self._store, event.asset_key, verdict_touch(event), event.event_id, received_at)
         if (
             self._verifications is not None
             and event.event_type is EventType.MANIFEST_SEALED
@@ -212,7 +213,10 @@ class IngestEvents:
             return None
         if event.event_type is EventType.MANIFEST_SEALED and self._verifications is not None:
             return None
-        return self._store.record_and_advance(event, source, received_at, producer_id)
+        change = advance_for(event, received_at)  # decided here; the store applies it with the record
+        if change is None:
+            return None
+        return self._store.record_and_advance(event, source, received_at, producer_id, change=change)
 
 
 def _answer(

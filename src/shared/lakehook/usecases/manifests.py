@@ -25,6 +25,7 @@ from lakehook.domain.state import verification_advance
 from lakehook.domain.time import now_ms
 from lakehook.observability import logger
 from lakehook.ports import AssetStore
+from lakehook.usecases.ingest_state import advance_state, apply_change
 from lakehook.usecases.spool import VerifySpoolManifest, manifest_uris
 
 
@@ -53,14 +54,14 @@ class RecordManifestVerification:
             )
         now = self._clock()
         recording = self._store.record_event(claim, SourceType.VERIFICATION, now)
-        self._store.advance_state(claim, now, recorded_at=recording.received_at)
+        advance_state(self._store, claim, now, recorded_at=recording.received_at)
         if result.status is not VerificationStatus.INTERRUPTED:
             verified = result.status is VerificationStatus.VERIFIED
             sha256 = result.manifest.sha256 if verified and result.manifest is not None else None
             verdict = verification_advance(manifest_uri, verified, result.reason, result.object_uri, sha256)
             seen = f"{manifest_uri}\x00{result.status.value}\x00{sha256 or ''}"
             marker = "verify:" + hashlib.sha256(seen.encode()).hexdigest()[:24]
-            outcome = self._store.apply_advance(asset, verdict, marker, now)
+            outcome = apply_change(self._store, asset, verdict, marker, now)
             logger.info(
                 "spool manifest verified",
                 extra={

@@ -16,7 +16,7 @@ from lakehook.adapters.aws import is_conditional_failure
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.expressions import advance_update
 from lakehook.adapters.dynamodb.pagination import decode_token, encode_token
-from lakehook.adapters.dynamodb.state_items import asset_state_from_item
+from lakehook.adapters.dynamodb.state_items import asset_state_from_item, fields_of_item
 from lakehook.adapters.dynamodb.transactions import (
     CONDITION_FAILED,
     cancellation_reasons,
@@ -26,9 +26,11 @@ from lakehook.adapters.dynamodb.transactions import (
 )
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.snapshots import PartitionPart
-from lakehook.domain.state import Advance, AssetState, advance_for, already_applied
+from lakehook.domain.state import AssetState
+from lakehook.domain.state_changes import Advance
 from lakehook.domain.versions import SnapshotRecord
-from lakehook.ports import AdvanceOutcome, AssetStore, Page, RecordedEvent, Recording
+from lakehook.ports import AssetStore, Page, RecordedEvent, Recording
+from lakehook.ports.store import ChangeApplied, ChangeRefused, ChangeResult
 
 _DESERIALIZER = TypeDeserializer()
 _NEW_EVENT = "attribute_not_exists(PK)"
@@ -65,15 +67,18 @@ class DynamoDBAssetStore(AssetStore):
         return Recording(True, received_at)
 
     def record_and_advance(
-        self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
+        self,
+        event: AssetEvent,
+        source: SourceType,
+        received_at: int,
+        producer_id: str | None = None,
+        *,
+        change: Advance,
     ) -> Recording | None:
         """One TransactWriteItems of two items: the event's record, settled, and its state's advance (two writes,
         no read; DynamoDB bills each item of a transaction two write units)."""
-        advance = advance_for(event, received_at)
-        if advance is None:
-            return None
         item = {**self._event_item(event, source, received_at, producer_id), _SETTLED: True}
-        update = advance_update(advance, asset_key=event.asset_key, event_id=event.event_id, now_ms=received_at)
+        update = advance_update(change, asset_key=event.asset_key, event_id=event.event_id, now_ms=received_at)
         record = {
             "TableName": self._name,
             "Item": item,
@@ -139,14 +144,9 @@ class DynamoDBAssetStore(AssetStore):
             if not is_conditional_failure(exc):
                 raise
 
-    def advance_state(self, event: AssetEvent, now_ms: int, recorded_at: int | None = None) -> AdvanceOutcome:
-        advance = advance_for(event, now_ms if recorded_at is None else recorded_at)
-        if advance is None:
-            return AdvanceOutcome.NO_STATE
-        return self.apply_advance(event.asset_key, advance, event.event_id, now_ms)
-
-    def apply_advance(self, asset_key: str, advance: Advance, marker: str, now_ms: int) -> AdvanceOutcome:
-        parts = advance_update(advance, asset_key=asset_key, event_id=marker, now_ms=now_ms)
+    def apply_change(self, asset_key: str, change: Advance, marker: str, now_ms: int) -> ChangeResult:
+        """One conditional UpdateItem; a failed condition hands back the item it saw (``ALL_OLD``), no read."""
+        parts = advance_update(change, asset_key=asset_key, event_id=marker, now_ms=now_ms)
         try:
             retry_conflicts(  # an ingest's transaction (record_and_advance) may hold the state item a moment
                 lambda: self._table.update_item(
@@ -161,13 +161,8 @@ class DynamoDBAssetStore(AssetStore):
         except ClientError as exc:
             if not is_conditional_failure(exc):
                 raise
-            old = _old_item(exc)
-            if already_applied(old, advance):
-                return AdvanceOutcome.ALREADY
-            if advance.late is not None:  # a late event: what of it still applies (its own guard)
-                self.apply_advance(asset_key, advance.late, marker, now_ms)
-            return AdvanceOutcome.STALE
-        return AdvanceOutcome.ADVANCED
+            return ChangeRefused(fields_of_item(_old_item(exc)))
+        return ChangeApplied()
 
     def get_state(self, asset_key: str) -> AssetState | None:
         item = self._table.get_item(Key=keys.state_key(asset_key), ConsistentRead=True).get("Item")

@@ -1,11 +1,13 @@
-"""Turn a domain :class:`Advance` into one DynamoDB conditional update."""
+"""Turn a domain :class:`~lakehook.domain.state_changes.Advance` into one DynamoDB conditional update: each state
+field named by its stored attribute (``state_items.attribute_path``), each guard as a condition expression."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from lakehook.domain.state import Advance, AllOf, Below, Guard, NotInSet, WhileEqual
+from lakehook.adapters.dynamodb.state_items import attribute_path
+from lakehook.domain.state_changes import Advance, AllOf, Below, Guard, NotInSet, Pairs, StateField, WhileEqual
 
 
 @dataclass
@@ -26,10 +28,18 @@ class UpdateParts:
         self.names[placeholder] = attr
         return placeholder
 
+    def path(self, state_field: StateField) -> str:
+        """A state field's attribute, by placeholders (a map's field: ``#n0.#n1``)."""
+        return ".".join(self.name(attribute) for attribute in attribute_path(state_field))
+
     def value(self, value: Any) -> str:
         placeholder = f":v{len(self.values)}"
         self.values[placeholder] = value
         return placeholder
+
+    def equal(self, pairs: Pairs) -> str:
+        """Every field equals its value."""
+        return " AND ".join(f"{self.path(name)} = {self.value(value)}" for name, value in pairs)
 
     def expression(self) -> str:
         clauses = []
@@ -45,30 +55,27 @@ def guard_condition(parts: UpdateParts, guard: Guard) -> str:
     if isinstance(guard, AllOf):
         return " AND ".join(guard_condition(parts, g) for g in guard.guards)
     if isinstance(guard, Below):
-        n = ".".join(parts.name(a) for a in guard.attr.split("."))  # a map's field: latestData.order
+        n = parts.path(guard.field)
         return f"(attribute_not_exists({n}) OR {n} < {parts.value(guard.value)})"
     if isinstance(guard, NotInSet):
-        n = parts.name(guard.attr)
+        n = parts.path(guard.field)
         return f"(attribute_not_exists({n}) OR NOT contains({n}, {parts.value(guard.value)}))"
     if isinstance(guard, WhileEqual):
-        same = " AND ".join(f"{parts.name(attr)} = {parts.value(value)}" for attr, value in guard.pairs)
-        done = " AND ".join(f"{parts.name(attr)} = {parts.value(value)}" for attr, value in guard.changes)
-        return f"({same}) AND NOT ({done})"
-    equal = " AND ".join(f"{parts.name(attr)} = {parts.value(value)}" for attr, value in guard.pairs)
-    return f"NOT ({equal})"
+        return f"({parts.equal(guard.pairs)}) AND NOT ({parts.equal(guard.changes)})"
+    return f"NOT ({parts.equal(guard.pairs)})"
 
 
 def advance_update(advance: Advance, *, asset_key: str, event_id: str, now_ms: int) -> UpdateParts:
     """One UpdateItem: the guard as condition, the sets, and the version bump."""
     parts = UpdateParts()
     parts.condition = guard_condition(parts, advance.guard)
-    for attr, value in advance.sets.items():
-        parts.sets.append(f"{parts.name(attr)} = {parts.value(value)}")
-    for attr, value in advance.set_if_absent.items():
-        n = parts.name(attr)
+    for name, value in advance.sets.items():
+        parts.sets.append(f"{parts.path(name)} = {parts.value(value)}")
+    for name, value in advance.set_if_absent.items():
+        n = parts.path(name)
         parts.sets.append(f"{n} = if_not_exists({n}, {parts.value(value)})")
-    for attr, value in advance.add_to_set.items():
-        parts.adds.append(f"{parts.name(attr)} {parts.value({value})}")
+    for name, value in advance.add_to_set.items():
+        parts.adds.append(f"{parts.path(name)} {parts.value({value})}")
     parts.sets.append(f"{parts.name('updatedAt')} = {parts.value(now_ms)}")
     parts.sets.append(f"{parts.name('lastEventId')} = {parts.value(event_id)}")
     parts.sets.append(f"{parts.name('assetKey')} = {parts.value(asset_key)}")

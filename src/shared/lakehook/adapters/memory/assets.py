@@ -7,12 +7,22 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from lakehook.adapters.dynamodb.state_items import asset_state_from_item
+from lakehook.adapters.dynamodb.state_items import asset_state_from_item, fields_of_item
 from lakehook.adapters.memory.paging import page_of
+from lakehook.adapters.memory.state_conditions import apply_advance
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.snapshots import PartitionPart
-from lakehook.domain.state import Advance, AssetState, advance_for, already_applied, apply_advance
-from lakehook.ports.store import AdvanceOutcome, AssetStore, Page, RecordedEvent, Recording
+from lakehook.domain.state import AssetState
+from lakehook.domain.state_changes import Advance
+from lakehook.ports.store import (
+    AssetStore,
+    ChangeApplied,
+    ChangeRefused,
+    ChangeResult,
+    Page,
+    RecordedEvent,
+    Recording,
+)
 
 
 class InMemoryAssetStore(AssetStore):
@@ -39,15 +49,20 @@ class InMemoryAssetStore(AssetStore):
             return Recording(True, received_at)
 
     def record_and_advance(
-        self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
+        self,
+        event: AssetEvent,
+        source: SourceType,
+        received_at: int,
+        producer_id: str | None = None,
+        *,
+        change: Advance,
     ) -> Recording | None:
-        advance = advance_for(event, received_at)
         with self._lock:  # both or neither, as DynamoDB's transaction
             refused = self._refused(event.event_id)
             if refused is not None:
                 return refused
             old = self.states.get(event.asset_key, {})
-            new = None if advance is None else apply_advance(old, advance, event_id=event.event_id, now_ms=received_at)
+            new = apply_advance(old, change, event_id=event.event_id, now_ms=received_at)
             if new is None:
                 return None
             self.states[event.asset_key] = new
@@ -70,25 +85,14 @@ class InMemoryAssetStore(AssetStore):
             if event.event_id in self.events:  # as DynamoDB's attribute_exists: an expired record stays expired
                 self.settled.add(event.event_id)
 
-    def advance_state(self, event: AssetEvent, now_ms: int, recorded_at: int | None = None) -> AdvanceOutcome:
-        advance = advance_for(event, now_ms if recorded_at is None else recorded_at)
-        if advance is None:
-            return AdvanceOutcome.NO_STATE
-        return self.apply_advance(event.asset_key, advance, event.event_id, now_ms)
-
-    def apply_advance(self, asset_key: str, advance: Advance, marker: str, now_ms: int) -> AdvanceOutcome:
+    def apply_change(self, asset_key: str, change: Advance, marker: str, now_ms: int) -> ChangeResult:
         with self._lock:
             old = self.states.get(asset_key, {})
-            new = apply_advance(old, advance, event_id=marker, now_ms=now_ms)
+            new = apply_advance(old, change, event_id=marker, now_ms=now_ms)
             if new is None:
-                if already_applied(old, advance):
-                    return AdvanceOutcome.ALREADY
-                late = advance.late and apply_advance(old, advance.late, event_id=marker, now_ms=now_ms)
-                if late:
-                    self.states[asset_key] = late
-                return AdvanceOutcome.STALE
+                return ChangeRefused(fields_of_item(old))
             self.states[asset_key] = new
-            return AdvanceOutcome.ADVANCED
+            return ChangeApplied()
 
     def get_state(self, asset_key: str) -> AssetState | None:
         with self._lock:
