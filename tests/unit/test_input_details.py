@@ -196,6 +196,8 @@ def test_details_that_would_not_fit_the_target_go_only_in_the_manifest_and_the_r
 
 def test_each_pin_names_the_event_of_its_version() -> None:
     assert event_ref(PinnedInput(asset_key=ORDERS, snapshot_id=7, watermark=5)) == (ORDERS, "SNAPSHOT_COMMITTED", "7")
+    manifest = PinnedInput(asset_key=ORDERS, manifest_uri="s3://spool/m.json", watermark=5)
+    assert event_ref(manifest) == (ORDERS, "MANIFEST_SEALED", "s3://spool/m.json")
     assert event_ref(PinnedInput(asset_key=ORDERS, tag="v1")) == (ORDERS, "TAG_CREATED", "v1")
     assert event_ref(PinnedInput(asset_key=ORDERS, watermark=5)) == (ORDERS, "WATERMARK_ADVANCED", "5")
     assert event_ref(PinnedInput(asset_key=ORDERS)) is None

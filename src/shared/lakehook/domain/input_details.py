@@ -66,9 +66,12 @@ class InputDetails(BaseModel):
 
 
 def event_ref(pin: PinnedInput) -> EventRef | None:
-    """The event that recorded the pinned version: its snapshot's commit, else its tag, else its watermark."""
+    """The event that recorded the pinned version: its snapshot's commit, else its sealed spool manifest, else its tag,
+    else its watermark."""
     if pin.snapshot_id is not None:
         return (pin.asset_key, EventType.SNAPSHOT_COMMITTED, str(pin.snapshot_id))
+    if pin.manifest_uri is not None:
+        return (pin.asset_key, EventType.MANIFEST_SEALED, pin.manifest_uri)
     if pin.tag is not None:
         return (pin.asset_key, EventType.TAG_CREATED, pin.tag)
     if pin.watermark is not None:
