@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from lakehook.domain.events import AssetEvent, SourceType
+from lakehook.domain.events import AssetEvent, EventType, SourceType
 from lakehook.domain.state import snapshot_record
 from lakehook.domain.versions import Verdict
 from lakehook.ports.rules import GroupRef
@@ -92,3 +92,25 @@ def test_a_snapshots_verdict_is_its_checks_a_failure_outweighing_a_pass(backend:
         (ORDERS, 3): Verdict.FAILED,
         **{(PAYMENTS, sid): Verdict.PASSED for sid in range(10, 70)},
     }
+
+
+def test_the_events_of_pinned_versions_are_read_as_first_recorded_past_a_page(backend: Backend) -> None:
+    first = event("SNAPSHOT_COMMITTED", ORDERS, 3, commitKind="APPEND", payload={"run": "a"}, partitions=["dt=1"])
+    ingest(backend, first)
+    ingest(backend, event("SNAPSHOT_COMMITTED", ORDERS, 3, payload={"run": "b"}), T0 + 1)  # the same identity
+    mark = AssetEvent.model_validate({"eventType": "WATERMARK_ADVANCED", "assetKey": PAYMENTS, "watermark": T0})
+    ingest(backend, mark)
+    for sid in range(10, 120):  # past a page of keys
+        ingest(backend, event("SNAPSHOT_COMMITTED", PAYMENTS, sid, payload={"n": sid}))
+    snap, wm = EventType.SNAPSHOT_COMMITTED, EventType.WATERMARK_ADVANCED
+    wanted = [(ORDERS, snap, "3"), (ORDERS, snap, "4"), (PAYMENTS, wm, str(T0))]
+    wanted += [(PAYMENTS, snap, str(sid)) for sid in range(10, 120)]
+    found = backend.reader.recorded_events(wanted)
+    assert found == {
+        (ORDERS, snap, "3"): first,
+        (PAYMENTS, wm, str(T0)): mark,
+        **{
+            (PAYMENTS, snap, str(s)): event("SNAPSHOT_COMMITTED", PAYMENTS, s, payload={"n": s}) for s in range(10, 120)
+        },
+    }
+    assert backend.reader.recorded_events([]) == {}

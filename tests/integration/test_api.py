@@ -623,6 +623,14 @@ BAD_QUERIES: list[tuple[str, dict[str, str], str]] = [
     ("/assets/events", {"assetKey": ORDERS, "limit": "ten"}, "limit"),
     ("/assets/events", {"assetKey": ORDERS, "nextToken": "garbage!!"}, "nextToken"),
     ("/assets/events", {"assetKey": ORDERS, "nextToken": "e30"}, "nextToken"),  # '{}' in base64
+    ("/assets/events", {"assetKey": ORDERS, "since": "2026-12-01T00:00:00Z"}, "since"),  # not a parameter of it
+    ("/assets/events", {"assetKey": ORDERS, "start": "yesterday"}, "start"),
+    ("/assets/events", {"assetKey": ORDERS, "end": "2026-13-01T00:00:00Z"}, "end"),
+    ("/assets/events", {"assetKey": ORDERS, "start": "2026-12-02T00:00:00Z", "end": "2026-12-01T00:00:00Z"}, "end"),
+    ("/assets/events", {"assetKey": ORDERS, "fromVersion": "-1"}, "fromVersion"),
+    ("/assets/events", {"assetKey": ORDERS, "toVersion": "ten"}, "toVersion"),
+    ("/assets/events", {"assetKey": ORDERS, "fromVersion": "5", "toVersion": "4"}, "toVersion"),
+    ("/assets/events", {"assetKey": ORDERS, "fromVersion": "1", "start": "2026-12-01T00:00:00Z"}, "fromVersion"),
     ("/assets", {"limit": "-1"}, "limit"),
     ("/assets", {"nextToken": "%%%"}, "nextToken"),
     ("/watermarks", {"namespace": "ns"}, "assetKey"),

@@ -1,5 +1,6 @@
 """Requests per dispatched claim, counted on moto: the dispatcher takes the claim from the stream record that
-woke it (no read of it), so a claim costs the rule's read, the lease, the manifest and the mark: 4 requests. That is
+woke it (no read of it), so a claim costs the rule's read, the lease, the pinned versions' events (one BatchGetItem:
+their details for the run, docs/targets.md), the manifest and the mark: 5 requests. That is
 the whole cost of a run started: its SUCCEEDED record reaches the resolver only when it releases a next version
 (EACH_VERSION, ``releasesNext``); before, every one did and cost 3 more (2 BatchGetItem, a refused claim)."""
 
@@ -25,7 +26,7 @@ __all__ = ["app", "stream"]  # fixtures
 pytestmark = pytest.mark.integration
 
 
-def test_a_claim_is_dispatched_in_four_requests_and_a_redelivered_record_starts_nothing(
+def test_a_claim_is_dispatched_in_five_requests_and_a_redelivered_record_starts_nothing(
     app: Any, container: Container, stream: Stream, counter: RequestCounter
 ) -> None:
     s3 = boto3.client("s3", region_name="us-east-1")
@@ -48,7 +49,7 @@ def test_a_claim_is_dispatched_in_four_requests_and_a_redelivered_record_starts_
 
     with counter.measure() as calls, objects.measure() as puts:
         assert handle_dispatch_batch({"Records": claims}, container) == {"batchItemFailures": []}
-    assert dict(calls) == {"GetItem": 1, "UpdateItem": 2}  # the rule; the lease; SUCCEEDED
+    assert dict(calls) == {"GetItem": 1, "BatchGetItem": 1, "UpdateItem": 2}  # the rule; events; lease; SUCCEEDED
     assert dict(puts) == {"PutObject": 1}  # the run manifest
     assert sum(target.runs.values()) == 1
 

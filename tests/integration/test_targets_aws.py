@@ -31,6 +31,7 @@ from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus, trigge
 from lakehook.receiver import from_eventbridge_event, parse_invocation
 from lakehook.usecases.dispatch import DispatchStatus
 from tests.aws_dispatch import MotoDispatch
+from tests.input_details import DETAILS, assert_details, detailed
 from tests.replay_choices import CHOICES, replay_of
 from tests.support import RequestCounter
 
@@ -376,3 +377,56 @@ def test_lambda_and_eventbridge_get_a_replays_choices_in_the_event(function: str
     [message] = boto3.client("sqs", region_name=REGION).receive_message(QueueUrl=queue_url)["Messages"]
     received = from_eventbridge_event(json.loads(message["Body"]))
     assert (received.start_from, received.variables) == (CHOICES["start_from"], CHOICES["variables"])
+
+
+# --- the pinned versions' event details reach each AWS target in its input (docs/targets.md) ------------------
+
+
+def test_stepfunctions_receives_the_inputs_details(state_machine: str) -> None:
+    trigger = claim()
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    sfn_client = StepFunctionsTargetClient(sfn)
+    sfn_config = validate_target({"type": "stepfunctions", "stateMachineArn": state_machine})
+    started = sfn_client.start(detailed(trigger, limit=sfn_client.payload_limit), sfn_config)
+    assert started.kind is OutcomeKind.STARTED and started.run_id is not None
+    assert_details(parse_invocation(sfn.describe_execution(executionArn=started.run_id)["input"]))
+    again = sfn_client.start(detailed(trigger, attempt=2, limit=sfn_client.payload_limit), sfn_config)
+    assert again.kind is OutcomeKind.ALREADY_STARTED  # every attempt sends the same details
+
+
+def test_lambda_and_eventbridge_receive_the_inputs_details(function: str, bus_queue: tuple[str, str]) -> None:
+    trigger = claim()
+    lam = boto3.client("lambda", region_name=REGION)
+    sent: list[dict[str, Any]] = []
+    lam.meta.events.register("before-call.lambda.Invoke", lambda params, **_: sent.append(params))
+    lambda_client = LambdaTargetClient(lam)
+    lambda_config = validate_target({"type": "lambda", "functionName": function})
+    assert lambda_client.start(detailed(trigger, limit=lambda_client.payload_limit), lambda_config).succeeded
+    [params] = sent
+    assert_details(parse_invocation(params["body"]))
+    bus, queue_url = bus_queue
+    events = EventBridgeTargetClient(boto3.client("events", region_name=REGION))
+    bus_config = validate_target({"type": "eventbridge", "eventBusName": bus})
+    assert events.start(detailed(trigger, limit=events.payload_limit), bus_config).succeeded
+    [message] = boto3.client("sqs", region_name=REGION).receive_message(QueueUrl=queue_url)["Messages"]
+    assert_details(from_eventbridge_event(json.loads(message["Body"])))
+
+
+def test_details_past_step_functions_input_limit_stay_in_the_manifest_and_the_execution_starts(
+    state_machine: str,
+) -> None:
+    """A pin per member, each with a payload near the ingest bound: more than Step Functions takes as input."""
+    pins = tuple(PinnedInput(asset_key=f"paimon://lake/ods/t{n}", snapshot_id=n) for n in range(20))
+    key = trigger_key("dwd", "g", pins, None, 0)
+    trigger = Trigger(trigger_key=key, rule_id="dwd", group_id="g", inputs=pins, created_at=T0, updated_at=T0)
+    big = DETAILS.model_copy(update={"payload": {"blob": "x" * 15_000}})
+    manifest = RunManifest.for_trigger(trigger, details=[big] * len(pins))
+    whole = Invocation.of(trigger, manifest, "s3://m/manifests/k.json", 1)
+    assert len(whole.body()) > 256 * 1024  # as it is, Step Functions would refuse it
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    client = StepFunctionsTargetClient(sfn)
+    config = validate_target({"type": "stepfunctions", "stateMachineArn": state_machine})
+    started = client.start(whole.fitted(client.payload_limit), config)
+    assert started.kind is OutcomeKind.STARTED and started.run_id is not None
+    received = parse_invocation(sfn.describe_execution(executionArn=started.run_id)["input"])
+    assert received.details_in_manifest and all(i.payload is None for i in received.inputs)

@@ -19,6 +19,7 @@ from lakehook.domain.triggers import TriggerStatus
 from lakehook.receiver import from_environment
 from lakehook.usecases.dispatch import DispatchStatus
 from tests.aws_dispatch import MotoDispatch
+from tests.input_details import assert_details, detailed
 from tests.integration.test_targets_aws import REGION, T0, claim, invocation
 
 QUEUE = "lakehook-dwd"
@@ -103,3 +104,11 @@ def test_dispatch_on_batch_confirms_a_job_submitted_before_a_crash(batch: Any) -
     )
     stored = on_batch.claims.get(on_batch.trigger.trigger_key)
     assert stored is not None and stored.status is TriggerStatus.SUCCEEDED and stored.target_run_id == started.run_id
+
+
+def test_batch_receives_the_inputs_details_in_its_environment(batch: Any) -> None:
+    plugin = BatchTargetClient(batch)
+    started = plugin.start(detailed(claim(), limit=plugin.payload_limit), target())
+    assert started.kind is OutcomeKind.STARTED and started.run_id is not None
+    [job] = batch.describe_jobs(jobs=[started.run_id])["jobs"]
+    assert_details(from_environment({e["name"]: e["value"] for e in job["container"]["environment"]}))

@@ -24,6 +24,7 @@ from lakehook.domain.triggers import TriggerStatus
 from lakehook.receiver import from_environment
 from lakehook.usecases.dispatch import DispatchStatus
 from tests.aws_dispatch import MotoDispatch
+from tests.input_details import assert_details, detailed
 from tests.integration.test_targets_aws import REGION, T0, claim, invocation
 
 CLUSTER = "lakehook-etl"
@@ -123,3 +124,12 @@ def test_dispatch_on_ecs_confirms_a_task_started_before_a_crash(ecs: Any) -> Non
     assert len(ecs.list_tasks(cluster=CLUSTER)["taskArns"]) == 1
     stored = on_ecs.claims.get(on_ecs.trigger.trigger_key)
     assert stored is not None and stored.status is TriggerStatus.SUCCEEDED and stored.target_run_id == started.run_id
+
+
+def test_ecs_receives_the_inputs_details_in_its_environment(ecs: Any) -> None:
+    plugin = EcsTargetClient(ecs)
+    started = plugin.start(detailed(claim(), limit=plugin.payload_limit), config())
+    assert started.kind is OutcomeKind.STARTED and started.run_id is not None
+    [task] = ecs.describe_tasks(cluster=CLUSTER, tasks=[started.run_id])["tasks"]
+    [override] = task["overrides"]["containerOverrides"]
+    assert_details(from_environment({e["name"]: e["value"] for e in override["environment"]}))

@@ -24,6 +24,7 @@ from lakehook.domain.triggers import TriggerStatus
 from lakehook.receiver import from_job_arguments
 from lakehook.usecases.dispatch import DispatchStatus
 from tests.aws_dispatch import MotoDispatch
+from tests.input_details import assert_details, detailed
 from tests.integration.test_targets_aws import REGION, T0, claim, invocation
 
 ROLE = "arn:aws:iam::123456789012:role/lakehook-emr"
@@ -120,3 +121,12 @@ def test_dispatch_on_emr_serverless_confirms_a_run_started_before_a_crash(emr: t
     assert len(client.list_job_runs(applicationId=app)["jobRuns"]) == 1
     stored = on_emr.claims.get(on_emr.trigger.trigger_key)
     assert stored is not None and stored.status is TriggerStatus.SUCCEEDED and stored.target_run_id == started.run_id
+
+
+def test_emr_serverless_receives_the_inputs_details_in_its_payload_argument(emr: tuple[Any, str]) -> None:
+    client, app = emr
+    plugin = EmrServerlessTargetClient(client)
+    started = plugin.start(detailed(claim(), limit=plugin.payload_limit), validate_target(target(app)))
+    assert started.kind is OutcomeKind.STARTED and started.run_id is not None
+    run = client.get_job_run(applicationId=app, jobRunId=started.run_id)["jobRun"]
+    assert_details(from_job_arguments(["dwd.py", *run["jobDriver"]["sparkSubmit"]["entryPointArguments"]]))

@@ -18,6 +18,7 @@ from lakehook.domain.triggers import TriggerStatus
 from lakehook.receiver import from_job_arguments
 from lakehook.usecases.dispatch import DispatchStatus
 from tests.aws_dispatch import MotoDispatch
+from tests.input_details import assert_details, detailed
 from tests.integration.test_targets_aws import REGION, T0, claim, invocation
 
 JOB = "lakehook-dwd-trade"
@@ -113,3 +114,11 @@ def test_dispatch_on_glue_confirms_a_run_started_before_a_crash_and_starts_no_se
     assert len(glue.get_job_runs(JobName=JOB)["JobRuns"]) == 1
     stored = on_glue.claims.get(on_glue.trigger.trigger_key)
     assert stored is not None and stored.status is TriggerStatus.SUCCEEDED and stored.target_run_id == started.run_id
+
+
+def test_glue_receives_the_inputs_details_in_its_payload_argument(glue: Any) -> None:
+    client = GlueTargetClient(glue)
+    started = client.start(detailed(claim(), limit=client.payload_limit), config())
+    assert started.kind is OutcomeKind.STARTED and started.run_id is not None
+    run = glue.get_job_run(JobName=JOB, RunId=started.run_id)["JobRun"]
+    assert_details(from_job_arguments(["dwd.py", *(word for pair in run["Arguments"].items() for word in pair)]))

@@ -28,6 +28,7 @@ from tests.fakes.memory import InMemorySecretStore
 from tests.fakes.memory_dispatch import InMemoryManifestStore, InMemoryTriggerLedger
 from tests.fakes.memory_rules import InMemoryRuleStore
 from tests.fakes.webhook_receiver import WebhookReceiver
+from tests.input_details import assert_details, detailed
 from tests.replay_choices import CHOICES, replay_of
 
 SECRET = "s3cr3t-signing-key"
@@ -653,3 +654,26 @@ def test_dolphinscheduler_starts_a_replay_at_its_task_with_its_variables_as_star
     assert (received.start_from, received.variables) == ("4242", CHOICES["variables"])
     plain = ds_client(secrets, session).start(invocation(claim(1002)), ds_config(ds))
     assert plain.kind is OutcomeKind.STARTED and "startNodeList" not in ds.requests[-1].form()
+
+
+# --- the pinned versions' event details reach each target (docs/targets.md, "What the run receives") --------
+
+
+def test_webhook_airflow_and_dolphinscheduler_receive_the_inputs_details(
+    receiver: WebhookReceiver,
+    airflow: FakeAirflow,
+    ds: FakeDolphinScheduler,
+    secrets: InMemorySecretStore,
+    session: requests.Session,
+) -> None:
+    trigger = claim()
+    hook = webhook_client(secrets, session)
+    assert hook.start(detailed(trigger, limit=hook.payload_limit), webhook(receiver)).kind is OutcomeKind.STARTED
+    [request] = receiver.requests
+    assert_details(parse_invocation(request.body))
+    flow = airflow_client(secrets, session)
+    assert flow.start(detailed(trigger, limit=flow.payload_limit), airflow_config(airflow)).succeeded
+    assert_details(parse_invocation(airflow.dag_runs[("dwd_trade", dag_run_id_for(trigger.trigger_key))]["conf"]))
+    scheduler = ds_client(secrets, session)
+    assert scheduler.start(detailed(trigger, limit=scheduler.payload_limit), ds_config(ds)).succeeded
+    assert_details(from_dolphinscheduler_params(json.loads(ds.requests[-1].form()["startParams"])))

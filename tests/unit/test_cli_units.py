@@ -356,3 +356,29 @@ def test_evaluate_force_partition_sends_the_partition_and_group_of_one_manual_ru
         ("POST", "/rules/daily/evaluate", {"force": True, "groupId": "g", "partition": "dt=2026-12-01"}),
         ("POST", "/rules/daily/evaluate", None),
     ]
+
+
+def test_assets_events_sends_the_range_it_was_given_and_nothing_it_was_not() -> None:
+    from lakehook.cli import build_parser
+    from lakehook.cli_commands import manage
+
+    class Queries(ApiClient):
+        def __init__(self) -> None:
+            super().__init__(url="http://127.0.0.1:3000", admin_token="local-admin")
+            self.queries: list[dict[str, Any]] = []
+
+        def get(self, path: str, query: dict[str, Any] | None = None, **_: Any) -> Any:
+            self.queries.append({k: v for k, v in (query or {}).items() if v is not None})
+            return {"items": [], "nextToken": None}
+
+    asset = "paimon://lake/ods_db/orders"
+    for argv, sent in (
+        (["assets", "events", asset, "--from-version", "3", "--to-version", "9"], {"fromVersion": 3, "toVersion": 9}),
+        (["assets", "events", asset, "--start", "2026-12-01T00:00:00Z"], {"start": "2026-12-01T00:00:00Z"}),
+        (["assets", "events", asset], {}),
+    ):
+        api = Queries()
+        args = build_parser().parse_args(argv)
+        with captured(io.StringIO(), io.StringIO()):
+            assert manage.assets_events(api, args) == 0
+        assert api.queries == [{"assetKey": asset, "limit": 50, **sent}]

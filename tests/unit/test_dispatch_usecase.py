@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lakehook.adapters.memory.rules import InMemoryStateReader
 from lakehook.container import Container
 from lakehook.domain.dispatch import Invocation, Outcome, RetryPolicy, RunManifest
 from lakehook.domain.rules import Rule
@@ -640,6 +641,7 @@ def wired(world: World, ledger: InMemoryTriggerLedger | None = None) -> Containe
         manifest_store=world.manifests,
         target_clients={"webhook": world.target},
         run_slot_store=InMemoryRunSlotStore(),
+        state_reader=InMemoryStateReader(lambda key: None, world.store),  # no event recorded: inputs without details
     )
 
 

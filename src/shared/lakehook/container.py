@@ -600,6 +600,7 @@ class Container:
             self.dispatch_policy,
             completion_token=tokens.issue if tokens.configured else None,
             slots=self.slot_gate,
+            events=self.state_reader,
         )
 
     @part

@@ -145,7 +145,11 @@ def _event_row(e: dict[str, Any]) -> tuple[Any, ...]:
 def assets_events(api: ApiClient, args: argparse.Namespace) -> int:
     headers = ("RECEIVED", "TYPE", "VERSION", "SOURCE", "PRODUCER", "EVENT ID")
     empty = f"no events recorded for {args.asset}"
-    return list_pages(api, args, "/assets/events", headers, _event_row, empty, {"assetKey": args.asset})
+    ranges = {"start": args.start, "end": args.end, "fromVersion": args.from_version, "toVersion": args.to_version}
+    query = {"assetKey": args.asset, **{name: value for name, value in ranges.items() if value is not None}}
+    if len(query) > 1:
+        empty = f"no events of {args.asset} in that range"
+    return list_pages(api, args, "/assets/events", headers, _event_row, empty, query)
 
 
 # --- producers and aliases -------------------------------------------------------------------------

@@ -202,6 +202,10 @@ def add_resource_commands(command: Callable[[str, Command, str], argparse.Argume
     sub = verb(assets, "events", manage.assets_events, "an asset's recorded events, newest first")
     sub.add_argument("asset", metavar="ASSET")
     sub.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    sub.add_argument("--start", help="received at or after (ISO 8601 or epoch ms)")
+    sub.add_argument("--end", help="received before (ISO 8601 or epoch ms)")
+    sub.add_argument("--from-version", type=int, help="snapshots ordered from this one (id, Iceberg: sequence number)")
+    sub.add_argument("--to-version", type=int, help="snapshots ordered up to this one, included")
 
     producers = verbs("producers", "list or show producers, or rotate a signing secret")
     verb(producers, "list", manage.producers_list, "every producer").add_argument("--limit", type=int, default=None)

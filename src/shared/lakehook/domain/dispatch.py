@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lakehook.domain.completion import completion_path
 from lakehook.domain.errors import ConflictError, LakehookError
+from lakehook.domain.input_details import InputDetails, without_details
 from lakehook.domain.time import ms_to_iso
 from lakehook.domain.triggers import PinnedInput, RunState, Trigger
 
@@ -33,6 +34,9 @@ TOKEN_FIELD = "completionToken"
 # Not part of what a run is: the attempt number changes per attempt, and the token is a credential that
 # changes when the completion key is rotated. A target recognizes our run by the rest.
 _NOT_IDENTITY = frozenset({ATTEMPT_FIELD, TOKEN_FIELD})
+DETAILS_IN_FIELD = "detailsIn"
+DETAILS_IN_MANIFEST = "manifest"  # the inputs' details are only in the run manifest (the payload would not fit)
+DEFAULT_PAYLOAD_LIMIT = 255 * 1024  # Step Functions input, EventBridge entry, Lambda async event: 256 KiB less 1
 
 
 class ManifestConflictError(ConflictError):
@@ -75,11 +79,22 @@ class ManifestInput(BaseModel):
     watermark: int | None = None
     commit_time: int | None = Field(default=None, alias="commitTime")
     interval: dict[str, str] | None = Field(default=None, description="the window [start, end) in ISO 8601")
+    # The pinned version's event (lakehook.domain.input_details): absent in a manifest of 0.1.0, or when not recorded.
+    commit_kind: str | None = Field(default=None, alias="commitKind")
+    data_changed: bool | None = Field(default=None, alias="dataChanged")
+    total_record_count: int | None = Field(default=None, alias="totalRecordCount")
+    delta_record_count: int | None = Field(default=None, alias="deltaRecordCount")
+    changelog_record_count: int | None = Field(default=None, alias="changelogRecordCount")
+    partitions: dict[str, Any] | None = None
+    payload: dict[str, Any] | None = None
 
     @classmethod
-    def of(cls, pin: PinnedInput, interval: dict[str, str] | None) -> ManifestInput:
+    def of(
+        cls, pin: PinnedInput, interval: dict[str, str] | None, details: InputDetails | None = None
+    ) -> ManifestInput:
         # The metadata location is taken from the pin (never from live state: the manifest must be
         # the same on every attempt).
+        facts = details.model_dump() if details is not None else {}
         return cls(
             asset_key=pin.asset_key,
             snapshot_id=pin.snapshot_id,
@@ -88,10 +103,19 @@ class ManifestInput(BaseModel):
             watermark=pin.watermark,
             commit_time=pin.commit_time,
             interval=interval,
+            **facts,
         )
 
     def to_api(self) -> dict[str, Any]:
         return _without_none(self.model_dump(by_alias=True))
+
+    def bare(self) -> ManifestInput:
+        """The input without the details of its event (what a manifest written without them holds)."""
+        return ManifestInput.model_validate(without_details(self.model_dump(by_alias=True)))
+
+    @property
+    def has_details(self) -> bool:
+        return self != self.bare()
 
 
 class RunManifest(BaseModel):
@@ -111,9 +135,13 @@ class RunManifest(BaseModel):
     inputs: tuple[ManifestInput, ...]
 
     @classmethod
-    def for_trigger(cls, trigger: Trigger, replay_of: str | None = None) -> RunManifest:
-        """The manifest of a claimed trigger: a pure function of the claim, identical on every attempt."""
+    def for_trigger(
+        cls, trigger: Trigger, replay_of: str | None = None, details: Sequence[InputDetails | None] = ()
+    ) -> RunManifest:
+        """The manifest of a claimed trigger: a function of the claim and its pinned versions' events (``details``,
+        one per input in order, :func:`lakehook.domain.input_details.details_of`), identical on every attempt."""
         window = trigger.window.to_api() if trigger.window is not None else None
+        facts = list(details) + [None] * (len(trigger.inputs) - len(details))
         return cls(
             trigger_key=trigger.trigger_key,
             rule_id=trigger.rule_id,
@@ -123,8 +151,13 @@ class RunManifest(BaseModel):
             created_at=ms_to_iso(trigger.created_at),
             window=window,
             partition=trigger.partition,
-            inputs=tuple(ManifestInput.of(p, window) for p in trigger.inputs),
+            inputs=tuple(ManifestInput.of(p, window, d) for p, d in zip(trigger.inputs, facts, strict=True)),
         )
+
+    def bare(self) -> RunManifest:
+        """The manifest without its inputs' details: two manifests of one claim agree on it whatever events they
+        read (one written before an upgrade, or after an event expired)."""
+        return self.model_copy(update={"inputs": tuple(i.bare() for i in self.inputs)})
 
     def body(self) -> dict[str, Any]:
         data = _without_none(self.model_dump(by_alias=True, exclude={"inputs"}))
@@ -181,6 +214,9 @@ class Invocation(BaseModel):
     completion_token: str | None = Field(default=None, alias="completionToken", repr=False)
     start_from: str | None = Field(default=None, alias="startFrom", description="a replay's choice")
     variables: dict[str, Any] | None = Field(default=None, description="a replay's choice")
+    details_in_manifest: bool = Field(
+        default=False, description="the inputs' details were left out to fit the target's limit: read the manifest"
+    )
 
     @classmethod
     def of(
@@ -215,7 +251,12 @@ class Invocation(BaseModel):
         """The JSON object sent: ``triggerKey, ruleId, groupId, inputs, window, manifestUri, replayOf, attempt,
         completionPath, completionToken``, ``partition`` for a partitioned group's run, and a replay's choices
         ``startFrom`` and ``variables`` when it made them (a run without them gets the payload it always got)."""
-        made = {"partition": self.partition, "startFrom": self.start_from, "variables": self.variables}
+        made = {
+            "partition": self.partition,
+            "startFrom": self.start_from,
+            "variables": self.variables,
+            DETAILS_IN_FIELD: DETAILS_IN_MANIFEST if self.details_in_manifest else None,
+        }
         extra = {name: value for name, value in made.items() if value is not None}
         return {
             **extra,
@@ -234,9 +275,24 @@ class Invocation(BaseModel):
     def body(self) -> bytes:
         return canonical_json(self.payload())
 
+    def fitted(self, limit_bytes: int) -> Invocation:
+        """This invocation; or, when its payload could exceed ``limit_bytes`` (a target's largest input), the same
+        without the inputs' details and with ``detailsIn: "manifest"``: the details are in the manifest, and the run
+        starts all the same. Decided on the payload at its largest (any attempt number, every non-ASCII character
+        escaped), so every attempt of a trigger decides alike."""
+        if not any(i.has_details for i in self.inputs) or largest_size(self.payload()) <= limit_bytes:
+            return self
+        return self.model_copy(update={"inputs": tuple(i.bare() for i in self.inputs), "details_in_manifest": True})
+
     def identity(self) -> str:
         """The hash of the payload without ``attempt``: the same for every attempt of one trigger."""
         return payload_identity(self.payload())
+
+
+def largest_size(payload: Mapping[str, Any]) -> int:
+    """The payload's size in bytes as any target may send it: JSON with every non-ASCII character escaped (never
+    shorter than its UTF-8), and an attempt number of ten digits."""
+    return len(json.dumps({**payload, ATTEMPT_FIELD: 10**9}, separators=(",", ":"), allow_nan=False))
 
 
 def payload_identity(payload: Mapping[str, Any]) -> str:

@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from lakehook.domain.completion import CompletionRecord, RecordOutcome
 from lakehook.domain.confirmation import Confirmation, ConfirmationState
-from lakehook.domain.dispatch import Invocation, Outcome, RunManifest
+from lakehook.domain.dispatch import DEFAULT_PAYLOAD_LIMIT, Invocation, Outcome, RunManifest
 from lakehook.domain.run_slots import RunSlots, SlotScope
 from lakehook.domain.targets import TargetConfig
 from lakehook.domain.triggers import FailureKind, RunState, Trigger, TriggerStatus
@@ -40,6 +40,10 @@ class TargetClient(ABC):
     type_name: ClassVar[str]
     confirmable: ClassVar[bool] = False
     deduplicates: ClassVar[bool] = False
+
+    payload_limit: ClassVar[int] = DEFAULT_PAYLOAD_LIMIT
+    """The largest invocation payload (bytes) this target takes: a larger one goes without the inputs' details,
+    which stay in the run manifest (``detailsIn: "manifest"``, docs/targets.md)."""
 
     def settle_seconds(self, config: TargetConfig) -> float:
         """Seconds after an accepted start before :meth:`find_run` is sure to see the run."""

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from lakehook.domain.errors import ConflictError
+from lakehook.domain.events import AssetEvent
+from lakehook.domain.input_details import EventRef
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.requests import RecordedRequest
 from lakehook.domain.rules import Rule
@@ -252,6 +254,11 @@ class StateReader(ABC):
         """The verdict of the quality checks recorded on these (asset key, snapshot id) pairs, from their
         QUALITY_CHECK_PASSED / _FAILED events (one identity per snapshot and verdict, kept for the event
         retention); pairs no check reported on are absent (UNKNOWN). A reader without events knows none."""
+        return {}
+
+    def recorded_events(self, wanted: Collection[EventRef]) -> dict[EventRef, AssetEvent]:
+        """The events recorded under these identities (asset key, type, version), as first recorded (kept for the
+        event retention); identities never recorded, or expired, are absent. A reader without events knows none."""
         return {}
 
 

@@ -11,6 +11,7 @@ from typing import Any, Generic, TypeVar
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.commit_notices import WatchEntry
 from lakehook.domain.errors import NotFoundError
+from lakehook.domain.event_range import EVERY_EVENT, EventRange
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.producers import Producer
 from lakehook.domain.snapshots import PartitionPart
@@ -132,8 +133,12 @@ class AssetStore(ABC):
         """The asset's state, or None if no event ever moved it."""
 
     @abstractmethod
-    def list_events(self, asset_key: str, limit: int, next_token: str | None = None) -> Page[RecordedEvent]:
-        """The asset's recorded events, newest first."""
+    def list_events(
+        self, asset_key: str, limit: int, next_token: str | None = None, within: EventRange = EVERY_EVENT
+    ) -> Page[RecordedEvent]:
+        """The asset's recorded events ``within`` a range, newest first: by received time, or (a version range) by
+        snapshot order, each page one key-range read of at most ``limit`` events; a token of another listing (another
+        asset, another range) is a ValidationError naming ``nextToken``."""
 
     @abstractmethod
     def record_partition_parts(self, parts: Sequence[PartitionPart], recorded_at: int) -> None:

@@ -2,10 +2,11 @@
 
 Every target sends the same JSON object (docs/targets.md): ``triggerKey, ruleId, groupId, inputs, window,
 manifestUri, replayOf, attempt, completionPath, completionToken``, ``partition`` for the run of one partition of
-a group with ``partitionBy`` (docs/partitions.md), and a replay's choices ``startFrom`` and ``variables`` when it
-made them (docs/targets.md, "Replay choices"). A webhook gets it as the POST body, a
-Step Functions execution as its input, a Lambda function as its event, EventBridge as ``detail``, an Airflow
-DAG run as ``conf``, a DolphinScheduler workflow as the start parameter ``lakehook_payload``. The helpers
+a group with ``partitionBy`` (docs/partitions.md), each input's event details (``commitKind``, record counts,
+``partitions``, ``payload``; ``detailsIn: "manifest"`` when they did not fit the target), and a replay's choices
+``startFrom`` and ``variables`` when it made them (docs/targets.md, "Replay choices"). A webhook gets it as the
+POST body, a Step Functions execution as its input, a Lambda function as its event, EventBridge as ``detail``, an
+Airflow DAG run as ``conf``, a DolphinScheduler workflow as the start parameter ``lakehook_payload``. The helpers
 here take each of those and answer one :class:`Invocation`.
 """
 
@@ -43,6 +44,15 @@ class PinnedInput:
     watermark: int | None = None  # epoch milliseconds
     commit_time: int | None = None  # epoch milliseconds
     interval: Interval | None = None
+    # The pinned version's event (docs/targets.md): its commit facts and the producer's payload; None when not known,
+    # or when the payload would not fit the target (``Invocation.details_in_manifest``: read the run manifest).
+    commit_kind: str | None = None  # APPEND, OVERWRITE, DELETE, COMPACT, … as the format names it
+    data_changed: bool | None = None
+    total_record_count: int | None = None
+    delta_record_count: int | None = None  # added minus deleted rows
+    changelog_record_count: int | None = None
+    partitions: Mapping[str, Any] | None = None  # {keys, count, truncated}: the partitions the commit touched
+    payload: Mapping[str, Any] | None = None  # what the producer sent with the event
 
 
 @dataclass(frozen=True)
@@ -66,6 +76,7 @@ class Invocation:
     partition: str | None = None
     start_from: str | None = None
     variables: Mapping[str, str | int | float | bool | None] = field(default_factory=dict)
+    details_in_manifest: bool = False  # the inputs' details did not fit the target: they are in the run manifest
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def input(self, asset_key: str) -> PinnedInput:
@@ -129,9 +140,26 @@ def _pinned(value: Any, index: int) -> PinnedInput:
             watermark=_field(value, "watermark", int, required=False),
             commit_time=_field(value, "commitTime", int, required=False),
             interval=_interval(value.get("interval"), "interval"),
+            **_details(value),
         )
     except InvalidPayloadError as exc:
         raise InvalidPayloadError(f"inputs[{index}].{exc}") from None
+
+
+def _details(value: Mapping[str, Any]) -> dict[str, Any]:
+    """The pinned version's event details an input carries (each optional)."""
+    flag = value.get("dataChanged")
+    if flag is not None and not isinstance(flag, bool):
+        raise InvalidPayloadError("dataChanged must be a boolean")
+    return {
+        "commit_kind": _field(value, "commitKind", str, required=False),
+        "data_changed": flag,
+        "total_record_count": _field(value, "totalRecordCount", int, required=False),
+        "delta_record_count": _field(value, "deltaRecordCount", int, required=False),
+        "changelog_record_count": _field(value, "changelogRecordCount", int, required=False),
+        "partitions": _field(value, "partitions", dict, required=False),
+        "payload": _field(value, "payload", dict, required=False),
+    }
 
 
 def _partition(data: Mapping[str, Any]) -> str | None:
@@ -153,6 +181,13 @@ def _variables(value: Any) -> dict[str, str | int | float | bool | None]:
         if not isinstance(scalar, str | int | float | bool | None):
             raise InvalidPayloadError(f"variables.{name} must be a JSON scalar")
     return dict(value)
+
+
+def _details_in(data: Mapping[str, Any]) -> bool:
+    where = _field(data, "detailsIn", str, required=False)
+    if where not in (None, "manifest"):
+        raise InvalidPayloadError('detailsIn must be "manifest" when present')
+    return where is not None
 
 
 def parse_invocation(data: bytes | str | Mapping[str, Any]) -> Invocation:
@@ -184,6 +219,7 @@ def parse_invocation(data: bytes | str | Mapping[str, Any]) -> Invocation:
         partition=_partition(data),
         start_from=_field(data, "startFrom", str, required=False),
         variables=_variables(data.get("variables")),
+        details_in_manifest=_details_in(data),
         raw=dict(data),
     )
 

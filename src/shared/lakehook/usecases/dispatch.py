@@ -56,6 +56,7 @@ from lakehook.domain.dispatch import (
     TargetUnavailableError,
 )
 from lakehook.domain.errors import NotFoundError
+from lakehook.domain.input_details import InputDetails, details_of, event_ref
 from lakehook.domain.log_context import trigger_log_context
 from lakehook.domain.rules import Mode
 from lakehook.domain.run_slots import SlotLimit
@@ -64,7 +65,7 @@ from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import FailureKind, RunState, Trigger, TriggerStatus
 from lakehook.observability import logger, trace_id
 from lakehook.ports.dispatch import Attempt, LedgerEntry, ManifestStore, TargetClient, TriggerLedger
-from lakehook.ports.rules import RuleStore, StoredRule
+from lakehook.ports.rules import RuleStore, StateReader, StoredRule
 from lakehook.usecases.run_slots import RunSlotGate, SweepReport
 
 SUCCESS_METRIC = "lakehouse_asset_trigger_success_total"
@@ -202,11 +203,15 @@ class DispatchTrigger:
         metrics: MetricSink | None = emit_metric,
         completion_token: Callable[[str], str | None] | None = None,
         slots: RunSlotGate | None = None,
+        events: StateReader | None = None,
     ) -> None:
         """``completion_token`` makes a trigger's completion token (``CompletionTokens.issue``); without it the
         invocation carries none and only management credentials can complete the run. ``slots`` holds a claim back
-        while its rule's ``maxInFlight`` runs are in flight (without it the limit is not applied)."""
+        while its rule's ``maxInFlight`` runs are in flight (without it the limit is not applied). ``events`` reads
+        the pinned versions' events, whose details (commit facts, the producer's payload) the manifest and the
+        payload carry (without it they carry none)."""
         self._ledger = ledger
+        self._events = events
         self._slots = slots
         self._rules = rules
         self._completion_token = completion_token
@@ -446,8 +451,8 @@ class DispatchTrigger:
                 uri = trigger.manifest_uri
                 manifest = self._manifests.get(uri)
             else:
-                manifest = RunManifest.for_trigger(trigger, entry.replay_of)
-                uri = self._manifests.put_if_absent(trigger.trigger_key, manifest)
+                manifest = RunManifest.for_trigger(trigger, entry.replay_of, self._details(trigger))
+                uri, manifest = self._put_manifest(trigger.trigger_key, manifest)
         except ManifestConflictError as exc:
             return Outcome.fatal(str(exc), "manifest_conflict")
         except (NotFoundError, ManifestIntegrityError) as exc:
@@ -458,6 +463,28 @@ class DispatchTrigger:
             )
             return Outcome.retryable(f"manifest store unavailable: {exc}", "manifest_store")
         return _Written(manifest, uri)
+
+    def _details(self, trigger: Trigger) -> list[InputDetails | None]:
+        """The details of the pinned versions' events (one BatchGetItem), in the inputs' order."""
+        if self._events is None:
+            return []
+        refs = [ref for pin in trigger.inputs if (ref := event_ref(pin)) is not None]
+        return details_of(trigger.inputs, self._events.recorded_events(refs) if refs else {})
+
+    def _put_manifest(self, trigger_key: str, manifest: RunManifest) -> tuple[str, RunManifest]:
+        """Store the manifest; where one of the same pins is stored with other details (written before an upgrade,
+        or before a pinned event expired), that one is the manifest: every attempt sends the same inputs."""
+        try:
+            return self._manifests.put_if_absent(trigger_key, manifest), manifest
+        except ManifestConflictError:
+            uri = self._manifests.uri_for(trigger_key)
+            try:
+                stored = self._manifests.get(uri)
+            except (NotFoundError, ManifestIntegrityError):
+                stored = None  # not a manifest of ours at all: the conflict stands
+            if stored is None or stored.bare() != manifest.bare():
+                raise
+            return uri, stored
 
     def refresh_run_state(self, entry: LedgerEntry) -> RunState | None:
         """Ask the target again about a started run that was still waiting (queued behind a paused DAG, or
@@ -511,7 +538,7 @@ class DispatchTrigger:
             return Outcome.retryable(f"completion key unavailable: {exc}", "completion_key")
         invocation = Invocation.of(
             trigger, plan.manifest, plan.manifest_uri, attempt.number, attempt.before.replay_of, token
-        )
+        ).fitted(plan.client.payload_limit)
         try:
             return plan.client.start(invocation, plan.config)
         except Exception as exc:  # a plug-in bug must not leave the claim leased; the budget bounds retries

@@ -24,6 +24,8 @@ from lakehook.adapters.dynamodb.transactions import (
     reason_code,
     retry_conflicts,
 )
+from lakehook.domain.errors import ValidationError
+from lakehook.domain.event_range import EVERY_EVENT, EventRange
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.snapshots import PartitionPart
 from lakehook.domain.state import AssetState
@@ -127,6 +129,9 @@ class DynamoDBAssetStore(AssetStore):
         }
         if producer_id:
             item["producerId"] = producer_id
+        order = event.snapshot_order
+        if order is not None:  # a version range finds it (GSI2)
+            item.update(GSI2PK=keys.events_index_pk(event.asset_key), GSI2SK=keys.events_version_sk(order, event_id))
         return item
 
     def mark_settled(self, event: AssetEvent) -> None:
@@ -168,16 +173,21 @@ class DynamoDBAssetStore(AssetStore):
         item = self._table.get_item(Key=keys.state_key(asset_key), ConsistentRead=True).get("Item")
         return None if item is None else asset_state_from_item(asset_key, item)
 
-    def list_events(self, asset_key: str, limit: int, next_token: str | None = None) -> Page[RecordedEvent]:
+    def list_events(
+        self, asset_key: str, limit: int, next_token: str | None = None, within: EventRange = EVERY_EVENT
+    ) -> Page[RecordedEvent]:
+        """One Query a page: of GSI1 by received time, or of GSI2 by snapshot order (a version range)."""
+        index, (low, high) = _events_key_range(within)
+        partition = keys.events_index_pk(asset_key)
         kwargs: dict[str, Any] = {
-            "IndexName": keys.GSI1,
-            "KeyConditionExpression": Key("GSI1PK").eq(keys.events_index_pk(asset_key)),
+            "IndexName": index,
+            "KeyConditionExpression": Key(f"{index}PK").eq(partition) & Key(f"{index}SK").between(low, high),
             "ScanIndexForward": False,
             "Limit": limit,
         }
-        start = decode_token(
-            next_token, {"PK": None, "SK": None, "GSI1PK": keys.events_index_pk(asset_key), "GSI1SK": None}
-        )
+        start = _start_key(next_token, index, partition, within.scope())
+        if start is not None and not low <= start[f"{index}SK"] <= high:
+            raise ValidationError("nextToken belongs to another listing", field="nextToken")
         if start:
             kwargs["ExclusiveStartKey"] = start
         answer = self._table.query(**kwargs)
@@ -191,7 +201,9 @@ class DynamoDBAssetStore(AssetStore):
             )
             for item in answer.get("Items", [])
         ]
-        return Page(items, encode_token(answer.get("LastEvaluatedKey")))
+        last = answer.get("LastEvaluatedKey")
+        scope = within.scope()
+        return Page(items, encode_token({**last, _SCOPE: scope} if last and scope else last))
 
     def record_partition_parts(self, parts: Sequence[PartitionPart], recorded_at: int) -> None:
         """BatchWriteItem, 25 parts a request (boto3's batch writer sends unprocessed items again), not a conditional
@@ -236,6 +248,27 @@ def partition_part_of_item(item: Mapping[str, Any]) -> PartitionPart:
     body = json.loads(str(item["body"]))
     snapshot = SnapshotRecord.model_validate(body["snapshot"])
     return PartitionPart.of(str(item["assetKey"]), snapshot, int(item["part"]), body["keys"])
+
+
+_SCOPE = "range"  # in a page token of a ranged listing: the range it pages through
+
+
+def _events_key_range(within: EventRange) -> tuple[str, tuple[str, str]]:
+    """The index a listing reads and the sort keys of its range (both included)."""
+    if within.by_version:
+        return keys.GSI2, keys.events_version_range(*within.version_bounds)
+    return keys.GSI1, keys.events_received_range(*within.received_bounds)
+
+
+def _start_key(token: str | None, index: str, partition: str, scope: str) -> dict[str, Any] | None:
+    """The start key of a page token of this listing (its index, asset and range); a ValidationError otherwise."""
+    expect: dict[str, str | None] = {"PK": None, "SK": None, f"{index}PK": partition, f"{index}SK": None}
+    if scope:
+        expect[_SCOPE] = scope
+    start = decode_token(token, expect)
+    if start is not None:
+        start.pop(_SCOPE, None)
+    return start
 
 
 def _refused_recording(old: Mapping[str, Any], received_at: int) -> Recording:

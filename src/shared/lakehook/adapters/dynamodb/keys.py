@@ -3,7 +3,8 @@
 Layout (PK / SK):
 - ``ASSET#<assetKey>`` / ``STATE``            the advance-only asset state (streamed to the resolver)
 - ``ASSET#<assetKey>`` / ``META``             the asset registration (GSI1: ``ASSETS`` / assetKey)
-- ``ASSET#<assetKey>`` / ``EVENT#<eventId>``  a raw event, TTL ``expiresAt`` (GSI1: ``EVENTS#<assetKey>`` / time)
+- ``ASSET#<assetKey>`` / ``EVENT#<eventId>``  a raw event, TTL ``expiresAt`` (GSI1: ``EVENTS#<assetKey>`` / time;
+  one naming a snapshot also GSI2: ``EVENTS#<assetKey>`` / its snapshot's order, for version ranges)
 - ``ASSET#<assetKey>`` / ``PARTS#<order>#<snapshotId>#<part>`` the keys a snapshot touched past its event's
   bound, one chunk an item (``itemType`` ``PARTITIONS``, streamed to the resolver), TTL as its event
 - ``ASSET#<assetKey>`` / ``POLL``             the asset's poll status (last poll, last error, backoff)
@@ -80,6 +81,24 @@ def events_index_pk(asset_key: str) -> str:
 
 def events_index_sk(received_at_ms: int, event_id: str) -> str:
     return f"{received_at_ms:015d}#{event_id}"
+
+
+GSI2 = "GSI2"  # an asset's events by their snapshot's order (items from 0.1.0 have no GSI2 key: not in it)
+_LAST = "~"  # sorts after every event id (hex digits): the top of a key range
+
+
+def events_received_range(low_ms: int, high_ms: int) -> tuple[str, str]:
+    """The GSI1 sort keys of the events received from ``low_ms`` to ``high_ms``, both included."""
+    return f"{low_ms:015d}#", f"{high_ms:015d}#{_LAST}"
+
+
+def events_version_sk(order: int, event_id: str) -> str:
+    return f"{order:020d}#{event_id}"
+
+
+def events_version_range(low: int, high: int) -> tuple[str, str]:
+    """The GSI2 sort keys of the events whose snapshot's order is from ``low`` to ``high``, both included."""
+    return f"{low:020d}#", f"{high:020d}#{_LAST}"
 
 
 def producer_key(producer_id: str) -> dict[str, str]:

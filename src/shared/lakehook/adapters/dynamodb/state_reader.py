@@ -12,6 +12,7 @@ from lakehook.adapters.dynamodb.state_items import asset_state_from_item
 from lakehook.adapters.dynamodb.trigger_store import cursor_from_item
 from lakehook.domain.errors import UnreadableItemError
 from lakehook.domain.events import AssetEvent, EventType, event_identity
+from lakehook.domain.input_details import EventRef
 from lakehook.domain.state import AssetState, snapshot_record
 from lakehook.domain.versions import SnapshotRecord, Verdict, quality_verdict
 from lakehook.ports.rules import GroupRef, ResolutionInputs, StateReader
@@ -66,6 +67,17 @@ class DynamoDBStateReader(StateReader):
             pair = ids.get(str(item.get("eventId")))
             if pair is not None:
                 found[pair] = snapshot_record(AssetEvent.model_validate(json.loads(item["body"])))
+        return found
+
+    def recorded_events(self, wanted: Collection[EventRef]) -> dict[EventRef, AssetEvent]:
+        """One BatchGetItem (pages of 100 keys) of the events' items: their ids derive from asset, type and version."""
+        ids = {event_identity(k, t, v): (k, t, v) for k, t, v in set(wanted)}
+        event_keys = [keys.event_key(ref[0], event_id) for event_id, ref in ids.items()]
+        found: dict[EventRef, AssetEvent] = {}
+        for item in batch_get(self._client, self._name, event_keys):
+            ref = ids.get(str(item.get("eventId")))
+            if ref is not None:
+                found[ref] = AssetEvent.model_validate(json.loads(item["body"]))
         return found
 
     def quality_verdicts(self, wanted: Collection[tuple[str, int]]) -> dict[tuple[str, int], Verdict]:

@@ -10,6 +10,7 @@ from typing import Any
 from lakehook.adapters.dynamodb.state_items import asset_state_from_item, fields_of_item
 from lakehook.adapters.memory.paging import page_of
 from lakehook.adapters.memory.state_conditions import apply_advance
+from lakehook.domain.event_range import EVERY_EVENT, EventRange
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.snapshots import PartitionPart
 from lakehook.domain.state import AssetState
@@ -35,6 +36,7 @@ class InMemoryAssetStore(AssetStore):
         # what the table's stream hands the resolver (an INSERT; a part written again is no record)
         self.parts: dict[tuple[str, int, int, int], PartitionPart] = {}
         self.inserted_parts: list[PartitionPart] = []
+        self.event_pages = 0  # the pages of events listed
 
     def record_event(
         self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None = None
@@ -99,11 +101,19 @@ class InMemoryAssetStore(AssetStore):
             item = self.states.get(asset_key)
         return None if item is None else asset_state_from_item(asset_key, item)
 
-    def list_events(self, asset_key: str, limit: int, next_token: str | None = None) -> Page[RecordedEvent]:
+    def list_events(
+        self, asset_key: str, limit: int, next_token: str | None = None, within: EventRange = EVERY_EVENT
+    ) -> Page[RecordedEvent]:
         with self._lock:
+            self.event_pages += 1  # one key-range read a page, as DynamoDB's Query
             mine = [e for e in self.events.values() if e.event.asset_key == asset_key]
-        mine.sort(key=lambda e: (e.received_at, e.event.event_id), reverse=True)
-        return page_of(mine, limit, next_token, f"events:{asset_key}")
+        mine = [e for e in mine if within.holds(e.event, e.received_at)]
+        if within.by_version:
+            mine.sort(key=lambda e: (e.event.snapshot_order or 0, e.event.event_id), reverse=True)
+        else:
+            mine.sort(key=lambda e: (e.received_at, e.event.event_id), reverse=True)
+        scope = f":{within.scope()}" if within.scope() else ""
+        return page_of(mine, limit, next_token, f"events:{asset_key}{scope}")
 
     def record_partition_parts(self, parts: Sequence[PartitionPart], recorded_at: int) -> None:
         with self._lock:

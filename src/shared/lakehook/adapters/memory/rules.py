@@ -11,6 +11,7 @@ from typing import Any
 
 from lakehook.adapters.memory.paging import page_of as _page
 from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.input_details import EventRef
 from lakehook.domain.requests import RecordedRequest
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState, snapshot_record
@@ -218,6 +219,12 @@ class InMemoryStateReader(StateReader):
             if event.event_type is EventType.SNAPSHOT_COMMITTED and pair in pairs:
                 found[pair] = snapshot_record(event)
         return found
+
+    def recorded_events(self, wanted: Collection[EventRef]) -> dict[EventRef, AssetEvent]:
+        """From ``events``, when given."""
+        refs = set(wanted)
+        recorded = self._events() if self._events is not None else ()
+        return {ref: e for e in recorded if (ref := (e.asset_key, e.event_type, e.version)) in refs}
 
     def quality_verdicts(self, wanted: Collection[tuple[str, int]]) -> dict[tuple[str, int], Verdict]:
         """From ``events``, when given."""

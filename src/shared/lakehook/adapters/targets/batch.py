@@ -44,6 +44,7 @@ class BatchTargetClient(TargetClient):
     """Container jobs on a Batch queue, confirmed by their key-derived name before any retry."""
 
     type_name: ClassVar[str] = "batch"
+    payload_limit: ClassVar[int] = 29 * 1024  # SubmitJob: a job's payload is at most 30 KiB
     confirmable: ClassVar[bool] = True
     deduplicates: ClassVar[bool] = False
 

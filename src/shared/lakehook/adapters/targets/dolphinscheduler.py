@@ -156,6 +156,7 @@ class DolphinSchedulerTargetClient(TargetClient):
     """Workflow (3.3) or process (3.2) instances through DolphinScheduler's REST API."""
 
     type_name: ClassVar[str] = "dolphinscheduler"
+    payload_limit: ClassVar[int] = 32 * 1024  # the start parameters are kept in one TEXT column (64 KiB on MySQL)
     confirmable: ClassVar[bool] = True
     deduplicates: ClassVar[bool] = False
 

@@ -56,6 +56,7 @@ class EmrServerlessTargetClient(TargetClient):
     """Spark job runs on an EMR Serverless application, one per ``clientToken``."""
 
     type_name: ClassVar[str] = "emrserverless"
+    payload_limit: ClassVar[int] = 10 * 1024  # an entryPointArguments item: at most 10280 characters
     confirmable: ClassVar[bool] = True
     deduplicates: ClassVar[bool] = True
 

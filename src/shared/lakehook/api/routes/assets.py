@@ -11,10 +11,13 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from lakehook.api.answers import AssetAnswer, AssetPage, AssetStateAnswer, EventPage
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
 from lakehook.api.http import json_response
+from lakehook.api.query import refuse_unknown_query
 from lakehook.container import current
 from lakehook.domain.assets import AssetRegistration, validate_asset_key
 from lakehook.domain.errors import ValidationError
-from lakehook.domain.time import ms_to_iso
+from lakehook.domain.event_range import EventRange
+from lakehook.domain.limits import MAX_LONG
+from lakehook.domain.time import ms_to_iso, parse_instant_ms
 
 router = APIGatewayRouter()
 
@@ -69,16 +72,54 @@ def get_state(asset_key: AssetKeyQuery) -> Response[str]:
     return json_response(current().read_asset_state(_asset_key(asset_key)))
 
 
+Instant = Annotated[
+    str | None, Query(min_length=1, max_length=64, description="ISO 8601 in UTC, or epoch milliseconds")
+]
+_ORDER = "a snapshot's order: its id, or an Iceberg table's sequence number (both ends included)"
+FromVersion = Annotated[int | None, Query(alias="fromVersion", ge=0, le=MAX_LONG, description=_ORDER)]
+ToVersion = Annotated[int | None, Query(alias="toVersion", ge=0, le=MAX_LONG, description=_ORDER)]
+EVENTS_QUERY = frozenset({"assetKey", "limit", "nextToken", "start", "end", "fromVersion", "toVersion"})
+
+
+def _received(value: str | None, name: str) -> int | None:
+    if value is None:
+        return None
+    try:
+        return parse_instant_ms(value)
+    except ValueError as exc:
+        raise ValidationError(f"{name}: {exc}", field=name) from exc
+
+
 @router.get(
     "/assets/events",
-    summary="The asset's recorded events, newest first",
+    summary="The asset's recorded events, newest first: all, those received in [start, end), or those of the "
+    "snapshots ordered from fromVersion to toVersion",
+    description="`start` and `end` list the events received in `[start, end)` (either may be left open), newest "
+    "received first. `fromVersion` and `toVersion` list the events naming a snapshot whose order, the asset's order "
+    "of versions (the snapshot id; an Iceberg table's sequence number, its commit time for a format-v1 table), is "
+    "within `[fromVersion, toVersion]`, the highest first: snapshot commits and quality checks, not watermarks or "
+    "tags. One kind of range a request (both is a 400 naming `fromVersion`). Each page is one DynamoDB `Query` of "
+    "the range's keys (by received time on GSI1, by order on GSI2), never a filter over every event; `nextToken` "
+    "pages only the listing (asset and range) that issued it. Events 0.1.0 recorded carry no order key: a "
+    "version range leaves them out until they expire (the event retention). Any other query parameter is a 400 "
+    "naming it.",
     tags=["assets"],
     security=MANAGEMENT,
     responses=answers(ok(EventPage)),
 )
-def list_events(asset_key: AssetKeyQuery, limit: Limit = 50, next_token: NextToken = None) -> Response[str]:
+def list_events(
+    asset_key: AssetKeyQuery,
+    limit: Limit = 50,
+    next_token: NextToken = None,
+    start: Instant = None,
+    end: Instant = None,
+    from_version: FromVersion = None,
+    to_version: ToVersion = None,
+) -> Response[str]:
+    refuse_unknown_query(router.current_event, EVENTS_QUERY)
     key = _asset_key(asset_key)
-    page = current().asset_store.list_events(key, limit, next_token)
+    within = EventRange(_received(start, "start"), _received(end, "end"), from_version, to_version)
+    page = current().asset_store.list_events(key, limit, next_token, within)
     items = [
         {
             **r.event.to_api(),

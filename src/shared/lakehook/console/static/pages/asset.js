@@ -14,13 +14,20 @@ const STATE_FIELDS = [
   "backfillStatus", "version", "updatedAt",
 ];
 
-export async function render({ key }) {
-  const [state, events, registered, rules] = await Promise.all([
+// The events card's range (GET /assets/events): received time [start, end) or snapshot order [fromVersion, toVersion].
+const RANGE = ["start", "end", "fromVersion", "toVersion"];
+
+export async function render({ key, query }) {
+  const range = Object.fromEntries(RANGE.map((name) => [name, query?.get(name) || ""]));
+  const filtered = RANGE.some((name) => range[name]);
+  const [state, events, registered, rules, ranged] = await Promise.all([
     api.state(key).catch((e) => (e.status === 404 ? null : Promise.reject(e))),
     api.api(api.path("/assets/events", { assetKey: key, limit: 100 })).then((p) => p.items || []),
     api.assets().then((all) => all.find((a) => a.assetKey === key) || null),
     api.rules(),
+    filtered ? inRange(key, range) : Promise.resolve(null),
   ]);
+  const listed = ranged ? ranged.items : events.slice(0, 30);
   const health = assetHealth(state);
   const snapshots = events.filter((e) => e.eventType === "SNAPSHOT_COMMITTED");
   const manifests = events.filter((e) => e.manifestUri || String(e.eventType).startsWith("MANIFEST_"));
@@ -85,15 +92,43 @@ export async function render({ key }) {
         : html`<p class="muted">no spool manifest recorded for this asset</p>`}
     </section>
     <section class="card">
-      <h2>Recent events</h2>
+      <h2>${filtered ? "Events in range" : "Recent events"}</h2>
+      <form class="range" data-submit="filter" id="events-range">
+        <input type="hidden" name="asset" value="${key}">
+        <label>received from (UTC) <input type="datetime-local" name="start" id="ev-start" value="${range.start}"></label>
+        <label>before <input type="datetime-local" name="end" id="ev-end" value="${range.end}"></label>
+        <label>or snapshots from <input type="number" min="0" name="fromVersion" id="ev-from" value="${range.fromVersion}"></label>
+        <label>to <input type="number" min="0" name="toVersion" id="ev-to" value="${range.toVersion}"></label>
+        <button class="primary">Filter</button>
+      </form>
+      ${ranged?.error ? html`<p class="error" id="events-error">${ranged.error}</p>` : ""}
       <table class="table" id="events">
         <thead><tr><th>received</th><th>event</th><th>snapshot</th><th>details</th><th>source</th></tr></thead>
-        <tbody>${events.slice(0, 30).map((e) => html`<tr>
+        <tbody>${listed.map((e) => html`<tr>
           <td>${time(e.receivedAt)}</td><td>${badge(e.eventType.replace(/_/g, " "), tone(e.eventType))}</td><td>${snap(e.snapshotId)}</td>
           <td class="small">${details(e)}</td><td>${e.source}</td></tr>`)}</tbody>
       </table>
     </section>`;
 }
+
+// At most 100 events of the range, newest first (the API's answer names a bad bound: shown, not thrown).
+async function inRange(key, range) {
+  const utc = (value) => (value && !/Z$/.test(value) ? `${value}Z` : value);
+  const query = { assetKey: key, limit: 100, ...range, start: utc(range.start), end: utc(range.end) };
+  try {
+    return { items: (await api.api(api.path("/assets/events", query))).items || [] };
+  } catch (e) {
+    return { items: [], error: e.message };
+  }
+}
+
+export const actions = {
+  filter(values) {
+    const { asset, ...range } = values;
+    const query = new URLSearchParams(Object.entries(range).filter(([, v]) => v));
+    location.hash = `#/asset/${encodeURIComponent(asset)}${query.toString() ? `?${query}` : ""}`;
+  },
+};
 
 function qualityOf(snapshotId, events) {
   const checks = events.filter((e) => e.snapshotId === snapshotId && e.eventType.startsWith("QUALITY_CHECK_"));
