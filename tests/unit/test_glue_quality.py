@@ -245,7 +245,7 @@ details = st.fixed_dictionaries(
         "rulesSkipped": st.integers(-1, 10) | json_leaf,
     },
 )
-glue_events = st.fixed_dictionaries(
+random_events = st.fixed_dictionaries(
     {"source": st.just("aws.glue-dataquality"), "detail-type": st.just("Data Quality Evaluation Results Available")},
     optional={
         "account": st.sampled_from([ACCOUNT, "210987654321"]) | json_leaf,
@@ -255,6 +255,41 @@ glue_events = st.fixed_dictionaries(
         "detail": details | json_value,
     },
 )
+
+
+@st.composite
+def documented_events(draw: st.DrawFn) -> dict[str, Any]:
+    """The documented shape with its values varied: the table ours or not, any verdict, any counts."""
+    event = copy.deepcopy(SAMPLE)
+    event["detail"].update(
+        state=draw(st.sampled_from(["SUCCEEDED", "PASSED", "FAILED"])),
+        score=draw(st.floats(0, 1)),
+        rulesSucceeded=draw(st.integers(0, 100)),
+        rulesFailed=draw(st.integers(0, 5)),
+        rulesSkipped=draw(st.integers(0, 5)),
+        rulesetNames=draw(st.lists(st.sampled_from(["a", "orders_ruleset", "b-2"]), max_size=3)),
+        resultID=draw(st.sampled_from(["dqresult-12334567890", "dqresult-unknown-times"])),
+    )
+    event["detail"]["context"]["tableName"] = draw(st.sampled_from(["orders", "Orders", "customers"]))
+    event["detail"]["context"]["catalogId"] = draw(st.sampled_from([ACCOUNT, "999999999999"]))
+    return event
+
+
+@st.composite
+def one_field_broken(draw: st.DrawFn) -> dict[str, Any]:
+    """A documented event with one field missing or replaced by any JSON value."""
+    event = draw(documented_events())
+    where = draw(st.sampled_from(["event", "detail", "context"]))
+    holder = {"event": event, "detail": event["detail"], "context": event["detail"]["context"]}[where]
+    name = draw(st.sampled_from(sorted(holder)))
+    if draw(st.booleans()):
+        del holder[name]
+    else:
+        holder[name] = draw(json_value)
+    return event
+
+
+glue_events = documented_events() | one_field_broken() | random_events
 
 
 @settings(max_examples=examples(500), deadline=None)
@@ -281,6 +316,12 @@ def test_any_glue_quality_event_is_answered_by_the_bus_ingest_never_raised(event
         assert verdict["status"] in ("RECORDED", "UNMATCHED", "NOT_PINNED") and verdict["reason"]
     recorded = [v for v in report.verdicts if v["status"] == "RECORDED"]
     assert [e.snapshot_id for e in world.verdicts()] == [v["snapshotId"] for v in recorded]
+    if recorded:  # the verdict is the event's: FAILED when its state says so or any rule failed
+        detail = event["detail"]
+        passed = detail["state"] != "FAILED" and detail.get("rulesFailed", 0) == 0
+        assert [e.event_type.value for e in world.verdicts()] == [
+            "QUALITY_CHECK_PASSED" if passed else "QUALITY_CHECK_FAILED"
+        ]
 
 
 commits = st.lists(
