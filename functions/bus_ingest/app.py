@@ -28,6 +28,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     elif report.unrecorded_verdicts:
         # a Glue Data Quality result for no registered table, or that no snapshot can be pinned to: visible here
         count_results(report.results)
+        unrecorded = sum(1 for v in report.verdicts if v.get("status") != "RECORDED")
+        metrics.add_metric(name=MetricName.QUALITY_VERDICT_UNRECORDED, unit="Count", value=unrecorded)
         logger.warning("quality verdict not recorded", extra=report.to_log())
     else:
         count_results(report.results)
