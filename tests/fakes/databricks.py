@@ -90,7 +90,7 @@ class FakeDatabricks(FakeServer):
                 run_id = self.by_token[token]
             else:
                 run_id = self._start(job_id, parameters)
-                self.runs[token] += 1
+                self.runs[str(token)] += 1
                 if token is not None:
                     self.by_token[token] = run_id
         if fault == "500-after":

@@ -93,8 +93,8 @@ def dbt_verdicts(
 ) -> DbtVerdicts:
     """One verdict event per tested model the asset map names, pinned to its snapshot (the map's own pin, else
     ``snapshots[assetKey]``, else ``snapshot_of(assetKey)``); raises DbtResultsError when one has no snapshot."""
-    nodes = manifest.get("nodes") if isinstance(manifest.get("nodes"), Mapping) else {}
-    metadata = run_results.get("metadata") if isinstance(run_results.get("metadata"), Mapping) else {}
+    nodes = _object(manifest.get("nodes"))
+    metadata = _object(run_results.get("metadata"))
     events: list[dict[str, Any]] = []
     unmapped: list[str] = []
     for model, tests in sorted(model_tests(run_results, manifest).items()):
@@ -105,6 +105,10 @@ def dbt_verdicts(
         pin = _pin(target, snapshots or {}, snapshot_of)
         events.append(_verdict(target["assetKey"], pin, tests, metadata))
     return DbtVerdicts(events, unmapped)
+
+
+def _object(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def relation_of(node: Mapping[str, Any]) -> str | None:

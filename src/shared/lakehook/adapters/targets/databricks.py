@@ -155,7 +155,8 @@ class DatabricksTargetClient(TargetClient):
             run = self._look(config, "runs/get", {"run_id": run_id})
         except NotFoundError:
             return None
-        state = run.get("state") if isinstance(run.get("state"), dict) else {}
+        found = run.get("state")
+        state: dict[str, Any] = found if isinstance(found, dict) else {}
         native = str(state.get("life_cycle_state") or "")
         if native in QUEUED:
             word = "queued"
