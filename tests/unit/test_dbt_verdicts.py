@@ -57,6 +57,33 @@ def test_a_test_without_attached_node_counts_for_the_models_it_depends_on() -> N
     assert relation_of(MANIFEST["nodes"]["model.shop.orders"]) == "awsdatacatalog.dw_db.orders"
 
 
+def test_a_sources_tests_judge_the_raw_table_it_names() -> None:
+    manifest = copy.deepcopy(MANIFEST)
+    manifest["sources"] = {
+        "source.shop.ods.raw_orders": {
+            "unique_id": "source.shop.ods.raw_orders", "name": "raw_orders", "resource_type": "source",
+            "database": "awsdatacatalog", "schema": "ods_db", "identifier": "raw_orders",
+            "relation_name": '"awsdatacatalog"."ods_db"."raw_orders"',
+        }
+    }  # fmt: skip
+    manifest["nodes"]["test.shop.source_not_null_ods_raw_orders_id.77aa"] = {
+        "name": "source_not_null_ods_raw_orders_id",
+        "attached_node": None,
+        "depends_on": {"macros": [], "nodes": ["source.shop.ods.raw_orders"]},
+    }
+    run_results = copy.deepcopy(RUN_RESULTS)
+    run_results["results"].append({"unique_id": "test.shop.source_not_null_ods_raw_orders_id.77aa", "status": "fail"})
+    raw = "iceberg://glue/ods_db/raw_orders"
+    found = dbt_verdicts(
+        run_results,
+        manifest,
+        {"awsdatacatalog.ods_db.raw_orders": {"assetKey": raw, "snapshotId": 5, "sequenceNumber": 5}},
+    )
+    [verdict] = [e for e in found.events if e["assetKey"] == raw]
+    assert verdict["eventType"] == "QUALITY_CHECK_FAILED"
+    assert verdict["payload"]["dbt"]["failedTests"] == ["source_not_null_ods_raw_orders_id"]
+
+
 def test_the_snapshot_comes_from_the_map_the_given_pins_or_the_table_and_is_never_guessed() -> None:
     read: list[str] = []
 

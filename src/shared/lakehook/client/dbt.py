@@ -25,7 +25,7 @@ RUN_RESULTS_SCHEMA = re.compile(r"^https://schemas\.getdbt\.com/dbt/run-results/
 SUPPORTED_RUN_RESULTS = (4, 5, 6)
 _PASSING = ("pass", "warn")
 _STATUSES = ("pass", "warn", "fail", "error", "skipped")
-_TESTED_KINDS = ("model.", "snapshot.", "seed.")
+_TESTED_KINDS = ("model.", "snapshot.", "seed.", "source.")  # a source's tests judge the raw table
 _PIN_FIELDS = ("snapshotId", "sequenceNumber", "commitTime")
 _METADATA = (("invocationId", "invocation_id"), ("dbtVersion", "dbt_version"), ("generatedAt", "generated_at"))
 
@@ -93,7 +93,7 @@ def dbt_verdicts(
 ) -> DbtVerdicts:
     """One verdict event per tested model the asset map names, pinned to its snapshot (the map's own pin, else
     ``snapshots[assetKey]``, else ``snapshot_of(assetKey)``); raises DbtResultsError when one has no snapshot."""
-    nodes = _object(manifest.get("nodes"))
+    nodes = {**_object(manifest.get("sources")), **_object(manifest.get("nodes"))}
     metadata = _object(run_results.get("metadata"))
     events: list[dict[str, Any]] = []
     unmapped: list[str] = []
