@@ -32,6 +32,7 @@ from tests.fakes.memory_dispatch import (
 )
 from tests.fakes.memory_notices import InMemoryNoticeStore
 from tests.fakes.memory_partitions import InMemoryPartitionStore
+from tests.fakes.memory_quality import InMemoryEvaluationTimes
 from tests.fakes.memory_rules import (
     InMemoryDeferralStore,
     InMemoryRuleStore,
@@ -85,6 +86,7 @@ def fakes(**parts: Any) -> dict[str, Any]:
         "manifest_store": InMemoryManifestStore(),
         "run_slot_store": InMemoryRunSlotStore(),
         "target_clients": {name: InMemoryTargetClient() for name in REGISTRY},
+        "evaluation_times": InMemoryEvaluationTimes(),  # Glue Data Quality results' start and end
     }
     built.update(parts)
     return built

@@ -25,6 +25,12 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         if report.unbound_account:
             metrics.add_metric(name=MetricName.BUS_EVENT_FOREIGN_ACCOUNT, unit="Count", value=1)
         logger.warning("bus event rejected", extra=report.to_log())
+    elif report.unrecorded_verdicts:
+        # a Glue Data Quality result for no registered table, or that no snapshot can be pinned to: visible here
+        count_results(report.results)
+        unrecorded = sum(1 for v in report.verdicts if v.get("status") != "RECORDED")
+        metrics.add_metric(name=MetricName.QUALITY_VERDICT_UNRECORDED, unit="Count", value=unrecorded)
+        logger.warning("quality verdict not recorded", extra=report.to_log())
     else:
         count_results(report.results)
         logger.info("bus event ingested", extra=report.to_log())

@@ -154,3 +154,55 @@ def test_without_bus_accounts_the_stack_account_is_that_of_the_function(containe
 def test_a_bus_account_that_is_no_account_id_is_refused_when_written(accounts: list[str]) -> None:
     with pytest.raises(PydanticValidationError, match=r"busAccounts|12-digit"):
         ProducerSpec.model_validate({"assetKeyPrefixes": ["paimon://lake/"], "busAccounts": accounts})
+
+
+# --- Glue Data Quality results (aws.glue-dataquality, from the default bus) -----------------------------------------
+
+GLUE_DQ = json.loads((ROOT / "events" / "bus_ingest" / "glue_data_quality.json").read_text())
+GLUE_ORDERS = "iceberg://glue/dw_db/orders"
+
+
+def test_a_glue_data_quality_result_is_a_verdict_pinned_to_the_snapshot_its_evaluation_read(
+    container: Container, caplog: pytest.LogCaptureFixture
+) -> None:
+    from lakehook.domain.assets import AssetRegistration
+    from lakehook.domain.events import SourceType
+    from lakehook.domain.glue_quality import EvaluationTimes
+    from lakehook.domain.time import instant_from_json
+    from tests.fakes.memory_quality import InMemoryEvaluationTimes
+
+    start = instant_from_json("2026-12-07T08:00:00Z")
+    source = {"catalog": "glue", "properties": {"type": "glue"}, "table": "dw_db.orders"}
+    registration = {"assetKey": GLUE_ORDERS, "format": "iceberg", "source": source}
+    container.register_asset(AssetRegistration.model_validate(registration))
+    commits = [(7001, 1, start - 60_000), (7002, 2, start + 20 * 60_000)]  # the second after the evaluation
+    container.ingest.ingest_raw(
+        [
+            {
+                "eventType": "SNAPSHOT_COMMITTED",
+                "assetKey": GLUE_ORDERS,
+                "snapshotId": i,
+                "sequenceNumber": s,
+                "commitTime": t,
+            }
+            for i, s, t in commits
+        ],
+        SourceType.POLL,
+    )
+    handler = load_handler("bus_ingest")
+    # on moto, GetDataQualityResult answers nothing: the start is unknown, the verdict not pinned, and it says so
+    unread = handler(GLUE_DQ, FakeLambdaContext())
+    assert [v["status"] for v in unread["verdicts"]] == ["NOT_PINNED"], unread
+    assert any(r.getMessage() == "quality verdict not recorded" for r in caplog.records)
+    container.overrides["evaluation_times"] = InMemoryEvaluationTimes(
+        {"dqresult-12334567890": EvaluationTimes(start, start + 10 * 60_000)}
+    )
+    container.built.clear()
+    answer = handler(GLUE_DQ, FakeLambdaContext())
+    assert [(v["status"], v.get("snapshotId")) for v in answer["verdicts"]] == [("RECORDED", 7001)], answer
+    [verdict] = [
+        e.event
+        for e in container.asset_store.list_events(GLUE_ORDERS, 10).items
+        if e.event.snapshot_id == 7001 and e.event.event_type.value == "QUALITY_CHECK_FAILED"
+    ]
+    assert verdict.payload and verdict.payload["glueDataQuality"]["rulesFailed"] == 3

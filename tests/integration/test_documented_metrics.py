@@ -22,7 +22,14 @@ from lakehook.domain.time import now_ms
 from lakehook.local.filters import matches_any
 from lakehook.observability import MetricName, metrics
 from tests.conftest import ADMIN_TOKEN
-from tests.integration.test_bus_ingest_function import OTHER_ACCOUNT, STACK_ACCOUNT, from_account, producer, with_detail
+from tests.integration.test_bus_ingest_function import (
+    GLUE_DQ,
+    OTHER_ACCOUNT,
+    STACK_ACCOUNT,
+    from_account,
+    producer,
+    with_detail,
+)
 from tests.integration.test_partition_key_limits import LONG, SHORT, DeltaWriter, data
 from tests.integration.test_resolver_on_moto import Stream
 from tests.lakehouse import create_paimon_table, paimon_commit, rows
@@ -244,6 +251,9 @@ def drive_bus(stack: Stack) -> None:
     answer = stack.invoke("bus_ingest", {**with_detail({"events": events}), "account": STACK_ACCOUNT})
     assert [r["status"] for r in answer["results"]] == ["ACCEPTED", "DUPLICATE", "STALE", "ACCEPTED"], answer
     stack.invoke("bus_ingest", from_account(OTHER_ACCOUNT))  # refused: invalid, and from a foreign account
+    # a Glue Data Quality result for a table no registration names: UNMATCHED, counted, nothing recorded
+    answer = stack.invoke("bus_ingest", GLUE_DQ)
+    assert [v["status"] for v in answer["verdicts"]] == ["UNMATCHED"], answer
 
 
 def sqs_work(mode: str, asset_keys: list[str]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from lakehook.ports.lakehouse import PollStatusStore, SnapshotSources
     from lakehook.ports.notices import NoticeStore
     from lakehook.ports.partitions import PartitionStore
+    from lakehook.ports.quality import EvaluationTimesReader
     from lakehook.ports.queue import WorkQueue
     from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, StateReader, TriggerStore
     from lakehook.ports.spool import ObjectStore, SnapshotExistence
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from lakehook.usecases.confirmation import ConfirmRuns, SweepNotAdvanced
     from lakehook.usecases.dispatch import DispatchPolicy, DispatchTrigger, RedriveTriggers, RetryTrigger
     from lakehook.usecases.freshness import CheckFreshness
+    from lakehook.usecases.glue_quality import IngestGlueQuality
     from lakehook.usecases.ingest import IngestEvents
     from lakehook.usecases.late_versions import LateSnapshotNotice
     from lakehook.usecases.lineage import ReceiveLineage
@@ -254,7 +256,21 @@ class Container:
         from lakehook.usecases.bus_ingest import IngestBusEvents
 
         limit = self.settings.max_events_per_push
-        return IngestBusEvents(self.producer_registry, self.ingest, self.alias_store, limit)
+        return IngestBusEvents(self.producer_registry, self.ingest, self.alias_store, limit, self.ingest_glue_quality)
+
+    @part
+    def evaluation_times(self) -> EvaluationTimesReader:
+        from lakehook.adapters.glue_quality import GlueEvaluationTimes
+
+        return GlueEvaluationTimes(aws.client("glue", self.settings))
+
+    @part
+    def ingest_glue_quality(self) -> IngestGlueQuality:
+        from lakehook.usecases.glue_quality import IngestGlueQuality
+
+        return IngestGlueQuality(
+            self.asset_registry, self.asset_store, self.ingest, self.alias_store, self.evaluation_times
+        )
 
     @part
     def manage_aliases(self) -> ManageAliases:

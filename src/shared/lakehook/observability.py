@@ -69,5 +69,7 @@ class MetricName:
     COMMIT_NOTICE_IGNORED = "lakehouse_commit_notice_ignored_total"  # one that named no registered table
     # a bus event naming a producer's source, put from an account the producer does not take events from
     BUS_EVENT_FOREIGN_ACCOUNT = "lakehouse_bus_event_foreign_account_total"
+    # a Glue Data Quality result's verdict not recorded: for no registered table, or no snapshot it can be pinned to
+    QUALITY_VERDICT_UNRECORDED = "lakehouse_quality_verdict_unrecorded_total"
     # a started run of a rule with confirm whose window passed with no outlet commit carrying its trigger key
     RUN_NOT_ADVANCED = "lakehouse_run_not_advanced_total"

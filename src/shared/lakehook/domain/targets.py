@@ -25,6 +25,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    StrictInt,
     TypeAdapter,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
@@ -358,6 +359,25 @@ class EcsTaskTarget(_Target):
     network_configuration: EcsNetworkConfiguration | None = Field(default=None, alias="networkConfiguration")
 
 
+class DatabricksJobTarget(_Target):
+    """Databricks Jobs API 2.1 ``run-now`` of a job: ``idempotency_token`` derived from the trigger key, the key and
+    the payload as job parameters (``lakehook_trigger_key``, ``lakehook_payload``). ``tokenRef`` names a secret
+    holding a personal access token (or OAuth token) as text, or JSON ``{"token": ...}``."""
+
+    type: Literal["databricks"]
+    host: str = Field(max_length=2048, description="the workspace URL, e.g. https://dbc-1234.cloud.databricks.com")
+    job_id: StrictInt = Field(alias="jobId", gt=0, le=2**63 - 1, description="the job's id (an integer)")
+    token_ref: str = Field(alias="tokenRef", pattern=SECRET_REF_PATTERN, description=SECRET_REF_WORDS)
+    timeout_seconds: float = Field(
+        default=DEFAULT_TIMEOUT_SECONDS, alias="timeoutSeconds", gt=0, le=MAX_TIMEOUT_SECONDS
+    )
+
+    @field_validator("host")
+    @classmethod
+    def _url(cls, value: str, info: ValidationInfo) -> str:
+        return check_target_url(value, _policy(info)).rstrip("/")
+
+
 TargetConfig = Annotated[
     WebhookTarget
     | StepFunctionsTarget
@@ -368,7 +388,8 @@ TargetConfig = Annotated[
     | GlueJobTarget
     | EmrServerlessTarget
     | BatchJobTarget
-    | EcsTaskTarget,
+    | EcsTaskTarget
+    | DatabricksJobTarget,
     Field(discriminator="type"),
 ]
 """Any target's configuration, discriminated by ``type`` (what a rule's ``target`` parses into)."""
@@ -384,6 +405,7 @@ TARGET_CONFIGS: dict[str, type[_Target]] = {
     "emrserverless": EmrServerlessTarget,
     "batch": BatchJobTarget,
     "ecs": EcsTaskTarget,
+    "databricks": DatabricksJobTarget,
 }
 
 _TARGET = TypeAdapter[TargetConfig](TargetConfig)

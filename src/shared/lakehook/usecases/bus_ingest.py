@@ -10,6 +10,9 @@ writer's to set as well, and prove nothing. docs/event-bus.md has the trust mode
 ``POST /asset-events`` takes: one event or ``{"events": [...]}``. Everything a signed push gets applies:
 validation per event, aliases, deduplication. What cannot be taken is rejected with the reason, never raised:
 EventBridge invokes the function asynchronously, and a retry would only fail the same way.
+
+AWS Glue Data Quality's own "Data Quality Evaluation Results Available" events (source ``aws.glue-dataquality``,
+from the default bus) are quality verdicts, not pushes: ``usecases/glue_quality.py`` takes them.
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ from typing import Any
 
 from lakehook.domain.errors import AuthorizationError, ValidationError
 from lakehook.domain.events import EventResult, SourceType
+from lakehook.domain.glue_quality import GLUE_DQ_RESULTS, GLUE_DQ_SOURCE
 from lakehook.ports import ProducerRegistry
 from lakehook.ports.aliases import AliasStore
 from lakehook.usecases.aliases import ingest_through_aliases
+from lakehook.usecases.glue_quality import IngestGlueQuality
 from lakehook.usecases.ingest import IngestEvents, envelope_events
 
 ASSET_EVENTS = "Lakehook Asset Events"  # the detail-type writers put their events under
@@ -39,6 +44,13 @@ class BusReport:
     rejected: str | None = None
     account: str | None = None
     unbound_account: bool = False  # rejected because the producer does not take events from the account
+    # a Glue Data Quality result: per registered table, the verdict recorded (RECORDED) or why not (UNMATCHED,
+    # NOT_PINNED), with the reason
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def unrecorded_verdicts(self) -> bool:
+        return any(v.get("status") != "RECORDED" for v in self.verdicts)
 
     def to_log(self) -> dict[str, Any]:
         found: dict[str, Any] = {
@@ -51,15 +63,25 @@ class BusReport:
             found["rejected"] = self.rejected
         else:
             found["results"] = [r.to_api() for r in self.results]
+        if self.verdicts:
+            found["verdicts"] = self.verdicts
         return found
 
 
 class IngestBusEvents:
-    def __init__(self, producers: ProducerRegistry, ingest: IngestEvents, aliases: AliasStore, limit: int) -> None:
+    def __init__(
+        self,
+        producers: ProducerRegistry,
+        ingest: IngestEvents,
+        aliases: AliasStore,
+        limit: int,
+        glue_quality: IngestGlueQuality | None = None,
+    ) -> None:
         self._producers = producers
         self._ingest = ingest
         self._aliases = aliases
         self._limit = limit
+        self._glue_quality = glue_quality
 
     def __call__(self, event: Mapping[str, Any], stack_account: str | None = None) -> BusReport:
         """``stack_account``: the account the stack runs in (whose events a producer without ``busAccounts``
@@ -70,6 +92,16 @@ class IngestBusEvents:
         account = raw_account[:64] if isinstance(raw_account, str) else None
         if not isinstance(source, str) or not source:
             return BusReport(event_id, str(source)[:256], rejected="the event has no source", account=account)
+        if source == GLUE_DQ_SOURCE and event.get("detail-type") == GLUE_DQ_RESULTS and self._glue_quality:
+            found = self._glue_quality(event, account, stack_account)
+            return BusReport(
+                event_id,
+                source,
+                results=found.results,
+                rejected=found.rejected,
+                account=account,
+                verdicts=found.verdicts,
+            )
         if event.get("detail-type") != ASSET_EVENTS:
             return BusReport(
                 event_id,

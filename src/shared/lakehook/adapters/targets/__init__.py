@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from lakehook.adapters.targets.airflow import AirflowTargetClient
 from lakehook.adapters.targets.batch import BatchTargetClient
+from lakehook.adapters.targets.databricks import DatabricksTargetClient
 from lakehook.adapters.targets.deps import TargetDeps
 from lakehook.adapters.targets.dolphinscheduler import DolphinSchedulerTargetClient
 from lakehook.adapters.targets.ecs import EcsTargetClient
@@ -33,6 +34,7 @@ REGISTRY: dict[str, Callable[[TargetDeps], TargetClient]] = {
     "emrserverless": EmrServerlessTargetClient.build,
     "batch": BatchTargetClient.build,
     "ecs": EcsTargetClient.build,
+    "databricks": DatabricksTargetClient.build,
 }
 """Target type name -> how to build its plug-in."""
 
