@@ -39,7 +39,7 @@ PrincipalArn = Annotated[str, Query(alias="principalArn", min_length=1, max_leng
     responses=answers(ok(MeAnswer)),
 )
 def me() -> Response[str]:
-    return json_response(caller_grant().to_api())
+    return json_response(current().authorize.describe(caller_grant()))
 
 
 @router.post(
