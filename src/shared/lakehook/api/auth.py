@@ -86,9 +86,8 @@ def admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:
     caller = management(event)
     if caller is None:
         if current().settings.admin_token:
-            raise AuthenticationError(
-                "management routes need 'Authorization: Bearer <token>' (the admin token or a scoped token)"
-            )
+            # a scoped token goes where the admin token goes (docs/local.md#roles); the message is the one clients know
+            raise AuthenticationError("management routes need 'Authorization: Bearer <admin token>'")
         raise AuthenticationError("management routes need an IAM-signed (SigV4) request")
     return caller
 
