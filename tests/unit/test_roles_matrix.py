@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakehook.api.app import build_app, openapi_document
+from tests.hypothesis_profiles import examples
 from tests.unit.roles_stack import ETL_RULE, MART_RULE, ODS, RULE_ASSETS, SALES, RolesStack
 
 # The routes that operate runs (the list: replay, retry, evaluate/backfill, complete, plus the backtest and
@@ -110,7 +111,7 @@ def _request(
     return path, query, named
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(
     role=st.sampled_from(["ADMIN", "OPERATOR", "READ_ONLY"]),
     rules=st.sampled_from(RULE_SCOPES),
@@ -155,7 +156,7 @@ def test_every_route_answers_as_the_role_and_scope_say(
         assert not 200 <= status < 300, (role, rules, assets, method, path, status)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(
     rules=st.sampled_from(RULE_SCOPES),
     assets=st.sampled_from(ASSET_SCOPES),
@@ -176,7 +177,7 @@ def test_lists_hold_only_what_the_scope_allows(
     assert listed_assets == {a for a in registered if not assets or a.startswith(tuple(assets))}
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(route=st.sampled_from([r for r in ROUTES if r[0] == "GET" and r[1] not in ("/tokens", "/role-bindings", "/me")]))
 def test_an_admin_token_made_by_post_tokens_answers_as_the_admin_token(
     stacks: list[RolesStack], route: tuple[str, str, list[str]]
