@@ -23,6 +23,7 @@ from tests.fakes.memory import (
     InMemoryWatermarkStore,
     InMemoryWorkQueue,
 )
+from tests.fakes.memory_access import InMemoryAccessStore
 from tests.fakes.memory_coverage import InMemoryCoverageStore, InMemoryObjectStore
 from tests.fakes.memory_dispatch import (
     InMemoryAliasStore,
@@ -67,6 +68,7 @@ def fakes(**parts: Any) -> dict[str, Any]:
         "watermark_store": InMemoryWatermarkStore(),
         "coverage_store": InMemoryCoverageStore(),
         "alias_store": InMemoryAliasStore(),
+        "access_store": InMemoryAccessStore(),
         "verification_queue": InMemoryWorkQueue(),
         "object_store": InMemoryObjectStore(),
         "poll_status_store": InMemoryPollStatusStore(),

@@ -222,6 +222,7 @@ PAGE_CALLS = {
     ("GET", "/rules/{ruleId}"),
     ("GET", "/rules/{ruleId}/explain"),
     ("GET", "/triggers"),
+    ("GET", "/me"),  # the credentials' role: the page hides the actions it may not take
     ("POST", "/rules/{ruleId}/evaluate"),
     ("POST", "/rules/{ruleId}/backtest"),
     ("POST", "/triggers/{triggerKey}/retry"),

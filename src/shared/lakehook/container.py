@@ -23,6 +23,7 @@ from lakehook.settings import Settings, get_settings
 # are imported by the builder that needs them, not when a handler imports the container.
 if TYPE_CHECKING:
     from lakehook.ports import AssetRegistry, AssetStore, ProducerRegistry, SecretStore, WatermarkStore
+    from lakehook.ports.access import AccessStore
     from lakehook.ports.aliases import AliasStore
     from lakehook.ports.coverage import CoverageStore
     from lakehook.ports.dispatch import ManifestStore, RunSlotStore, TargetClient, TriggerLedger
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from lakehook.ports.queue import WorkQueue
     from lakehook.ports.rules import DeferralStore, RuleStore, StateHistory, StateReader, TriggerStore
     from lakehook.ports.spool import ObjectStore, SnapshotExistence
+    from lakehook.usecases.access import Authorize, ManageAccess
     from lakehook.usecases.aliases import ManageAliases
     from lakehook.usecases.assets import ListAssets, ReadAssetState, RegisterAsset
     from lakehook.usecases.backtest import BacktestRule
@@ -153,6 +155,26 @@ class Container:
         from lakehook.adapters.dynamodb.alias_store import DynamoDBAliasStore
 
         return DynamoDBAliasStore(self.table)
+
+    @part
+    def access_store(self) -> AccessStore:
+        from lakehook.adapters.dynamodb.access_store import DynamoDBAccessStore
+
+        return DynamoDBAccessStore(self.table)
+
+    @part
+    def manage_access(self) -> ManageAccess:
+        from lakehook.usecases.access import ManageAccess
+
+        return ManageAccess(self.access_store)
+
+    @part
+    def authorize(self) -> Authorize:
+        from lakehook.domain.access import UnboundIdentity
+        from lakehook.usecases.access import Authorize
+
+        settings = self.settings
+        return Authorize(self.access_store, settings.admin_token, UnboundIdentity(settings.unbound_iam_identity))
 
     # --- ingest: IngestApiFunction (pushes, producers, aliases), BusIngestFunction ------------------------
 

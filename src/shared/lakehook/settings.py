@@ -122,6 +122,12 @@ class Settings(BaseModel):
         description="whether POST /asset-events takes pushed events (PushReceiver); false: it answers 403 and "
         "events come by polling, the event bus and lineage only",
     )
+    unbound_iam_identity: str = Field(
+        default="AUTO",
+        pattern="^(AUTO|ADMIN|READ_ONLY|DENY)$",
+        description="what an IAM identity with no role binding may do (UnboundIamIdentity): AUTO is ADMIN while the "
+        "table holds no role binding and refused once one exists; ADMIN, READ_ONLY, or DENY",
+    )
     stage: str = Field(default="local")
     poll_queue_url: str | None = Field(default=None, description="SQS queue the poll planner fills for the workers")
     resolver_queue_url: str | None = Field(

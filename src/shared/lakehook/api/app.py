@@ -65,6 +65,15 @@ ROUTE_MODULES: dict[str, tuple[tuple[str, str], ...]] = {
     "runs": (("POST", "/runs/<triggerKey>/complete"),),
     "aliases": (("PUT", "/aliases/<name>"), ("GET", "/aliases"), ("GET", "/aliases/<name>")),
     "sensors": (("POST", "/sensors/evaluate"),),
+    "access": (
+        ("GET", "/me"),
+        ("POST", "/tokens"),
+        ("GET", "/tokens"),
+        ("DELETE", "/tokens/<tokenId>"),
+        ("PUT", "/role-bindings"),
+        ("GET", "/role-bindings"),
+        ("DELETE", "/role-bindings"),
+    ),
 }
 _ROUTES_PACKAGE = "lakehook.api.routes"
 
@@ -175,7 +184,12 @@ class LakehookResolver(APIGatewayRestResolver):
         route, params = matched
         admit(None)
         try:
-            admit(authenticator_for(route.method, route.openapi_path)(event, params))
+            caller = authenticator_for(route.method, route.openapi_path)(event, params)
+            admit(caller)
+            if caller.grant is not None:  # management credentials: what their role and scope allow
+                from lakehook.api.scopes import authorize_request
+
+                authorize_request(caller.grant, route.method, route.openapi_path, params, event.query_string_parameters)
             check_body(event)
         except tuple(ERROR_STATUS) as exc:
             status, code = next(ERROR_STATUS[t] for t in type(exc).__mro__ if t in ERROR_STATUS)

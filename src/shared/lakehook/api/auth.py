@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING
 
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
-from lakehook.api.http import is_admin, raw_body
+from lakehook.api.http import raw_body
 from lakehook.container import current
-from lakehook.domain.errors import AuthenticationError, ValidationError
+from lakehook.domain.errors import AuthenticationError, AuthorizationError, ValidationError
 from lakehook.domain.signing import PRODUCER_HEADER, SIGNATURE_HEADER
 
 if TYPE_CHECKING:
+    from lakehook.domain.access import Grant
     from lakehook.domain.producers import Producer
 
 # Not Powertools' ``router.context``: the route modules' routers are shared by every app built in a
@@ -37,7 +38,7 @@ _principal: ContextVar[Principal | None] = ContextVar("lakehook_principal", defa
 
 
 class PrincipalKind(StrEnum):
-    ADMIN = "ADMIN"  # management credentials: the bearer token locally, an IAM identity on AWS
+    ADMIN = "ADMIN"  # management credentials (a bearer token locally, an IAM identity on AWS), with their grant
     PRODUCER = "PRODUCER"  # a registered producer: an HMAC-signed request (or its opted-in lineage apiKey)
     RUN = "RUN"  # a downstream run, by the completion token of its trigger's invocation
     PUBLIC = "PUBLIC"  # a public route: nobody was authenticated
@@ -49,27 +50,55 @@ class Principal:
 
     kind: PrincipalKind
     producer: Producer | None = None
+    grant: Grant | None = None  # management credentials' role and scope (domain.access)
 
 
 Authenticator = Callable[[APIGatewayProxyEvent, dict[str, str]], Principal]
 
 
+def management(event: APIGatewayProxyEvent) -> Principal | None:
+    """Management credentials and their grant (``domain.access``): locally the admin token or a scoped token, on
+    AWS the IAM identity API Gateway verified, by its role binding. None when the request carries none; an IAM
+    identity that has no binding on a stack that refuses such identities is a 403 naming it."""
+    authorize = current().authorize
+    if current().settings.admin_token:
+        header = event.get_header_value("Authorization", default_value="", case_sensitive=False) or ""
+        scheme, _, value = header.partition(" ")
+        grant = authorize.bearer_grant(value.strip()) if scheme.lower() == "bearer" else None
+        return None if grant is None else Principal(PrincipalKind.ADMIN, grant=grant)
+    identity = event.request_context.identity
+    if not (identity.user_arn or identity.caller):
+        return None
+    grant = authorize.identity_grant(identity.user_arn)
+    if grant is None:
+        raise AuthorizationError(
+            f"IAM identity {identity.user_arn or identity.caller} has no role binding, and this stack's "
+            f"UnboundIamIdentity ({current().settings.unbound_iam_identity}) refuses identities without one: "
+            "an ADMIN binds it with PUT /role-bindings"
+        )
+    return Principal(PrincipalKind.ADMIN, grant=grant)
+
+
 def admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:
     """Management credentials, or AuthenticationError: the one check of every management route (a route not in
-    ``ROUTE_AUTHENTICATORS`` gets it; no route checks again)."""
-    if not is_admin(event):
+    ``ROUTE_AUTHENTICATORS`` gets it; no route checks again). What the grant allows is checked next
+    (``api.scopes``)."""
+    caller = management(event)
+    if caller is None:
         if current().settings.admin_token:
+            # a scoped token goes where the admin token goes (docs/local.md#roles); the message is the one clients know
             raise AuthenticationError("management routes need 'Authorization: Bearer <admin token>'")
         raise AuthenticationError("management routes need an IAM-signed (SigV4) request")
-    return Principal(PrincipalKind.ADMIN)
+    return caller
 
 
 def producer_or_admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Principal:
     """A producer's HMAC signature over the raw body; management credentials without producer headers."""
     producer_id = event.get_header_value(PRODUCER_HEADER, case_sensitive=False)
     signature = event.get_header_value(SIGNATURE_HEADER, case_sensitive=False)
-    if producer_id is None and signature is None and is_admin(event):
-        return Principal(PrincipalKind.ADMIN)  # management credentials may push for any asset
+    caller = management(event) if producer_id is None and signature is None else None
+    if caller is not None:
+        return caller  # management credentials (an ADMIN's: the route is administration) may push for any asset
     try:
         body = raw_body(event)
     except ValidationError as exc:  # bytes we cannot recover cannot carry a valid signature
@@ -96,8 +125,9 @@ def signed_or_api_key_or_admin(event: APIGatewayProxyEvent, params: dict[str, st
         event.get_header_value(SIGNATURE_HEADER, case_sensitive=False) is not None
     ):
         return producer_or_admin(event, params)
-    if is_admin(event):
-        return Principal(PrincipalKind.ADMIN)
+    caller = management(event)
+    if caller is not None:
+        return caller
     header = event.get_header_value("Authorization", default_value="", case_sensitive=False) or ""
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer":
@@ -114,8 +144,9 @@ def run_or_admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Princip
     the ``completionToken`` that trigger's invocation carried); one 401 text for a missing and a wrong token."""
     from lakehook.domain.completion import COMPLETION_TOKEN_HEADER  # the completion path only
 
-    if is_admin(event):
-        return Principal(PrincipalKind.ADMIN)  # management credentials may complete any run and write any asset
+    caller = management(event)
+    if caller is not None:
+        return caller  # management credentials may complete any run in their scope and write any asset
     token = event.get_header_value(COMPLETION_TOKEN_HEADER, case_sensitive=False)
     if token and current().completion_tokens.verify(params.get("triggerKey", ""), token):
         return Principal(PrincipalKind.RUN)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import hmac
 import json
 from typing import Any
 
@@ -67,14 +66,3 @@ def json_body(event: APIGatewayProxyEvent) -> Any:
         raise ValidationError("request body is empty; expected JSON", field="body")
     decode_utf8(data)
     return event.json_body
-
-
-def is_admin(event: APIGatewayProxyEvent) -> bool:
-    """Management credentials: the local bearer token, or an IAM identity API Gateway verified."""
-    token = current().settings.admin_token
-    if token:
-        header = event.get_header_value("Authorization", default_value="", case_sensitive=False) or ""
-        scheme, _, value = header.partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())
-    identity = event.request_context.identity
-    return bool(identity.user_arn or identity.caller)

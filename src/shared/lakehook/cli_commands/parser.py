@@ -10,7 +10,7 @@ import argparse
 import os
 from collections.abc import Callable
 
-from lakehook.cli_commands import apply, backtest, commands, manage, output, restore, secrets, watch
+from lakehook.cli_commands import access, apply, backtest, commands, manage, output, restore, secrets, watch
 from lakehook.cli_commands.api import DEFAULT_URL, ApiClient, CliError
 
 Command = Callable[[ApiClient, argparse.Namespace], int]
@@ -140,6 +140,7 @@ def add_commands(commands_: argparse._SubParsersAction) -> None:  # type: ignore
     )
     add_request_key(sub)
 
+    command("whoami", access.whoami, "the role, scope and allowed actions of the configured credentials")
     sub = command("state", commands.state, "an asset's state")
     sub.add_argument("asset", metavar="ASSET", help="asset key, e.g. paimon://lake/ods_db/ods_order_latest")
 
@@ -245,6 +246,26 @@ def add_resource_commands(command: Callable[[str, Command, str], argparse.Argume
     sub.add_argument("--value-file", default=None, metavar="PATH", help="read the value from a file (- for stdin)")
     sub.add_argument("--generate", action="store_true", help="generate 32 random bytes (hex) and print them once")
     sub.add_argument("--stack", default=None, help="a deployed stack's name (env LAKEHOOK_STACK)")
+
+    tokens = verbs("tokens", "scoped bearer tokens of a local stack (docs/cli.md#roles)")
+    access.add_grant_arguments(
+        verb(tokens, "create", access.tokens_create, "a token with a role and scope, shown once")
+    )
+    verb(tokens, "list", access.tokens_list, "every token (never the token)").add_argument(
+        "--limit", type=int, default=None
+    )
+    sub = verb(tokens, "revoke", access.tokens_revoke, "revoke a token at once")
+    sub.add_argument("token_id", metavar="TOKEN_ID")
+    sub.add_argument("--yes", action="store_true", help="do not ask")
+
+    bindings = verbs("role-bindings", "IAM users and roles bound to a role and scope (docs/deploy.md#roles)")
+    sub = verb(bindings, "put", access.bindings_put, "bind an IAM user or role ARN")
+    sub.add_argument("principal", metavar="ARN")
+    access.add_grant_arguments(sub)
+    verb(bindings, "list", access.bindings_list, "every binding").add_argument("--limit", type=int, default=None)
+    sub = verb(bindings, "delete", access.bindings_delete, "remove a binding")
+    sub.add_argument("principal", metavar="ARN")
+    sub.add_argument("--yes", action="store_true", help="do not ask")
 
     restore_ = verbs("restore", "after a point-in-time restore of the table (docs/restore.md)")
     restore.add_arguments(verb(restore_, "reconcile", restore.reconcile, restore.HELP))

@@ -34,7 +34,7 @@ def _part_matches(wanted: str, given: str) -> bool:
     return wanted == given
 
 
-READS = ("/assets", "/assets/state", "/assets/events", "/assets/coverage", "/rules", "/rules/{ruleId}")
+READS = ("/assets", "/assets/state", "/assets/events", "/assets/coverage", "/rules", "/rules/{ruleId}", "/me")
 ROUTES: tuple[Route, ...] = (
     *(Route("GET", template) for template in READS),
     Route("GET", "/rules/{ruleId}/explain"),

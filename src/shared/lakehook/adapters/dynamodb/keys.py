@@ -294,3 +294,21 @@ RUN_SLOTS_INDEX_PK = "RUN_SLOTS"
 
 def run_slots_key(rule_id: str, partition: str | None) -> dict[str, str]:
     return {"PK": rule_pk(rule_id), "SK": f"{SLOTS_PREFIX}{coverage_scope(partition)}"}
+
+
+# --- access: scoped tokens and role bindings (domain.access) --------------------------------------
+# - ``TOKEN#<tokenId>``       / ``META``  a scoped bearer token: its SHA-256, role and scope (GSI1: ``TOKENS`` / id)
+# - ``ROLEBINDING#<arn>``     / ``META``  an IAM principal's role and scope (GSI1: ``ROLE_BINDINGS`` / arn)
+
+TOKEN_PREFIX = "TOKEN#"
+TOKENS_INDEX_PK = "TOKENS"
+ROLE_BINDING_PREFIX = "ROLEBINDING#"
+ROLE_BINDINGS_INDEX_PK = "ROLE_BINDINGS"
+
+
+def token_key(token_id: str) -> dict[str, str]:
+    return {"PK": f"{TOKEN_PREFIX}{token_id}", "SK": Sort.META}
+
+
+def role_binding_key(principal: str) -> dict[str, str]:
+    return {"PK": f"{ROLE_BINDING_PREFIX}{principal}", "SK": Sort.META}

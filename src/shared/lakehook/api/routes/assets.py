@@ -12,6 +12,7 @@ from lakehook.api.answers import AssetAnswer, AssetPage, AssetStateAnswer, Event
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
 from lakehook.api.http import json_response
 from lakehook.api.query import refuse_unknown_query
+from lakehook.api.scopes import visible_assets
 from lakehook.container import current
 from lakehook.domain.assets import AssetRegistration, validate_asset_key
 from lakehook.domain.errors import ValidationError
@@ -58,7 +59,8 @@ def put_asset(asset: AssetRegistration, dry_run: DryRun = False) -> Response[str
     responses=answers(ok(AssetPage)),
 )
 def list_assets(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
-    return json_response(current().list_assets(limit, next_token))
+    page = current().list_assets(limit, next_token)
+    return json_response({**page, "items": visible_assets(page["items"], lambda item: item["assetKey"])})
 
 
 @router.get(

@@ -14,6 +14,7 @@ from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok, re
 from lakehook.api.http import json_body, json_response, raw_body
 from lakehook.api.paths import IdempotencyKey, RuleId
 from lakehook.api.rule_answers import Evaluation, Explanation, RuleAnswer, RulePage
+from lakehook.api.scopes import check_every_asset, visible_rules
 from lakehook.container import current
 from lakehook.usecases.rule_writes import planned_run_to_api
 from lakehook.usecases.rules import stored_to_api
@@ -48,7 +49,8 @@ def put_rule(ruleId: RuleId, dry_run: DryRun = False) -> Response[str]:
 @router.get("/rules", summary="List rules", tags=["rules"], security=MANAGEMENT, responses=answers(ok(RulePage)))
 def list_rules(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
     page = current().read_rules.list(limit, next_token)
-    return json_response({"items": [stored_to_api(s) for s in page.items], "nextToken": page.next_token})
+    items = visible_rules(page.items, lambda stored: stored.rule.rule_id)  # the caller's scope, page by page
+    return json_response({"items": [stored_to_api(s) for s in items], "nextToken": page.next_token})
 
 
 @router.get(
@@ -124,4 +126,6 @@ def evaluate_rule(ruleId: RuleId, idempotency_key: IdempotencyKey = None) -> Res
 )
 def backtest_rule(ruleId: RuleId) -> Response[str]:
     body = json_body(router.current_event) if raw_body(router.current_event).strip() else None
+    if isinstance(body, dict) and "rule" in body:
+        check_every_asset(f"POST /rules/{ruleId}/backtest with a rule in the body")
     return json_response(current().backtest_rule.backtest(ruleId, body))

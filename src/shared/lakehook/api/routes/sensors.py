@@ -7,6 +7,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
 from lakehook.api.contract import MANAGEMENT, WITH_BODY, answers, ok
 from lakehook.api.http import json_response
+from lakehook.api.scopes import check_every_asset, check_rule
 from lakehook.api.sensor_answers import SensorAnswer
 from lakehook.container import current
 from lakehook.domain.sensors import MAX_WAIT_SECONDS, SensorRequest
@@ -28,4 +29,8 @@ router = APIGatewayRouter()
     responses=answers(ok(SensorAnswer), WITH_BODY, 404),
 )
 def evaluate_sensor(body: SensorRequest) -> Response[str]:
+    if body.rule_id is not None:
+        check_rule(body.rule_id, "POST /sensors/evaluate")
+    if body.group is not None:
+        check_every_asset("POST /sensors/evaluate with an ad-hoc group")
     return json_response(current().evaluate_sensor.evaluate(body))

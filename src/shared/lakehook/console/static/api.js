@@ -70,6 +70,8 @@ export async function everything(base, params = {}, limit = 500) {
 }
 
 export const assets = () => everything("/assets");
+/** The credentials' role, scope and allowed actions (GET /me): the page shows only the actions they may take. */
+export const me = () => api("/me");
 export const rules = () => everything("/rules");
 export const state = (key) => api(path("/assets/state", { assetKey: key }));
 export const explain = (ruleId) => api(`/rules/${part(ruleId)}/explain`);

@@ -1,7 +1,7 @@
 // The console: a hash router, and a loop that polls the API and re-renders the page when its data changed.
 
 import { html, toast } from "./ui.js";
-import { configure } from "./api.js";
+import { configure, me } from "./api.js";
 import { supported as exactIds } from "./exact.js";
 import * as graph from "./pages/graph.js";
 import * as asset from "./pages/asset.js";
@@ -111,10 +111,27 @@ root.addEventListener("submit", async (event) => {
   await current.page.actions[form.dataset.submit](Object.fromEntries(new FormData(form)), ctx);
 });
 
+// What the credentials may do (GET /me): without OPERATE, style.css hides every action button and the backtest
+// form (the API refuses them anyway). An API without /me (before roles) is an ADMIN's.
+async function role() {
+  let grant = { role: "ADMIN", allowedActions: ["READ", "OPERATE", "ADMINISTER"], scope: { rules: [], assets: [] } };
+  try {
+    grant = await me();
+  } catch (error) {
+    if (error.status !== 404) throw error;
+  }
+  ctx.me = grant;
+  document.body.dataset.role = grant.role;
+  document.body.dataset.operate = String((grant.allowedActions || []).includes("OPERATE"));
+  const scope = [...(grant.scope.rules || []), ...(grant.scope.assets || [])];
+  return `${grant.role}${scope.length ? ` (${scope.join(", ")})` : ""}`;
+}
+
 async function start() {
   try {
     ctx.config = await configure();
     document.getElementById("target").textContent = `${ctx.config.apiUrl} · ${ctx.config.auth}`;
+    document.getElementById("target").textContent += ` · ${await role()}`;
   } catch {
     /* the banner will say the API is unreachable */
   }
