@@ -190,6 +190,28 @@ def test_commits_are_logged_once_each_keeping_when_first_logged_and_read_after_a
     assert store.versions_after((ORDERS, MAPPING, "dt=2026-01-01"), -1, 10) == []  # commits are no versions
 
 
+def test_a_commit_logged_in_part_is_kept_until_logged_whole_and_never_goes_back(backend: Backend) -> None:
+    """A commit known only in part is logged as such (``partial``: a partition whose next version it is tells a gap
+    before it, and one past it waits at it); logged in part again it keeps its first time; logged whole it is replaced
+    (from then); logged in part after that, it stays whole. One call logs both kinds."""
+    store = backend.partitions
+    two, three, four = (SnapshotRecord(snapshotId=100 + o, order=o, parentSnapshotId=99 + o) for o in (2, 3, 4))
+    store.log_commits({}, 10, {ORDERS: [two, three]})
+    store.log_commits({ORDERS: [four]}, 20, {ORDERS: [two]})  # two in part again: its first time is kept
+    assert store.commits_after(ORDERS, 0, 10) == [
+        LoggedSnapshot(two, 10, partial=True),
+        LoggedSnapshot(three, 10, partial=True),
+        LoggedSnapshot(four, 20),
+    ]
+    store.log_commits({ORDERS: [two]}, 30, {ORDERS: [four]})  # two whole now; four stays whole
+    store.log_commits({}, 40, {ORDERS: [two]})  # a late piece of two: it stays whole
+    assert store.commits_after(ORDERS, 0, 10) == [
+        LoggedSnapshot(two, 30),
+        LoggedSnapshot(three, 10, partial=True),
+        LoggedSnapshot(four, 20),
+    ]
+
+
 def test_a_commit_is_whole_once_its_noted_pieces_cover_every_key_however_they_overlap(backend: Backend) -> None:
     """Pieces of a commit known in part: (start, size) runs of its keys, the commit's count when a piece knows it. A
     piece noted again changes nothing; overlapping pieces (a batch cut elsewhere when redelivered) count once each

@@ -34,10 +34,17 @@ class PartitionStore(ABC):
         query)."""
 
     @abstractmethod
-    def log_commits(self, commits: Mapping[str, Sequence[SnapshotRecord]], now_ms: int) -> None:
+    def log_commits(
+        self,
+        commits: Mapping[str, Sequence[SnapshotRecord]],
+        now_ms: int,
+        in_part: Mapping[str, Sequence[SnapshotRecord]] | None = None,
+    ) -> None:
         """EACH_VERSION per partition: log these commits of each asset (by asset key) as commits whose partitions are
-        known (a commit logged before keeps when it was first logged: a gap before it settles from then), kept for
-        the state history's retention."""
+        known (a commit logged before keeps when it was first logged: a gap before it settles from then; one logged
+        in part is replaced, from now), and those of ``in_part`` as known only in part (``LoggedSnapshot.partial``:
+        some of their keys are still to come; one logged before, whole or in part, is kept), kept for the state
+        history's retention."""
 
     @abstractmethod
     def commits_after(self, asset_key: str, order: int, limit: int) -> list[LoggedSnapshot]:

@@ -128,13 +128,17 @@ class ApplyPlan:
     def _log_commits(self, store: PartitionStore, gathered: Gathered, now: int, report: ResolveReport) -> None:
         """EACH_VERSION per partition: note the pieces of the commits still known in part, and log the commits known
         whole: the batch's, and those whose last piece a racing invocation noted meanwhile (their groups are deferred
-        to now: a partition may wait at such a commit, and this invocation's reads did not know it whole)."""
+        to now: a partition may wait at such a commit, and this invocation's reads did not know it whole); the others
+        the batch holds in part are logged as such (a partition whose next version is one tells a gap before it)."""
         done = store.note_pieces(gathered.pieces, now) if gathered.pieces else {}
         commits = {asset: list(records) for asset, records in gathered.commits.items()}
         for (asset, _), record in done.items():
             commits.setdefault(asset, []).append(record)
-        if commits:
-            store.log_commits(commits, now)
+        in_part = {
+            asset: [r for r in records if (asset, r.order) not in done] for asset, records in gathered.in_part.items()
+        }
+        if commits or any(in_part.values()):
+            store.log_commits(commits, now, in_part)
         woken = {asset for asset, _ in done}
         for rule, group in gathered.work if woken else ():
             if in_order(rule, group) and any(m.asset_key in woken for m in group.partitioned_members):

@@ -194,6 +194,8 @@ class Gathered:
     versions: dict[FactKey, tuple[PartitionFact, ...]]  # EACH_VERSION partitioned groups: every commit of the batch
     commits: dict[str, list[SnapshotRecord]]  # EACH_VERSION partitioned groups: the batch's commits, partitions known
     pieces: list[CommitPiece]  # EACH_VERSION partitioned groups: pieces of the batch's commits still known in part
+    # EACH_VERSION partitioned groups: the batch's data commits still known in part (logged as such by the apply)
+    in_part: dict[str, list[SnapshotRecord]]
     partitions: dict[GroupRef, PartitionInputs]  # each readable partitioned group: its partitions' reads
     late: list[LateVersion]  # snapshots of the batch a group ran past, not logged yet
     logs: dict[str, VersionLog]  # EACH_VERSION members' known states
@@ -325,9 +327,10 @@ class GatherInputs:
         coverage, errors = self._coverage(work, inputs, now)
         named, brought = brought_facts(work, touched)
         versions = brought_versions(work, touched)
-        commits, pieces = self._known_commits(work, batch, touched)
+        commits, in_part, pieces = self._known_commits(work, batch, touched)
         most = self._limits.max_version_reads if self._bounded(explain) else None
-        reads = VersionReads(most, commits, now, self._limits.history_settle_ms, self._limits.commit_log_page)
+        limits = self._limits
+        reads = VersionReads(most, commits, now, limits.history_settle_ms, limits.commit_log_page, in_part=in_part)
         partitions = self._partitions(work, inputs, named, errors, explain, wake or Wake(), versions, reads)
         return Gathered(
             work=work,
@@ -339,6 +342,7 @@ class GatherInputs:
             versions=versions,
             commits=commits,
             pieces=pieces,
+            in_part=in_part,
             partitions=partitions,
             late=self._late(work, batch.recorded, inputs.cursors),
             logs=logs,
@@ -352,13 +356,15 @@ class GatherInputs:
 
     def _known_commits(
         self, work: Work, batch: Batch, touched: Touched
-    ) -> tuple[dict[str, list[SnapshotRecord]], list[CommitPiece]]:
-        """EACH_VERSION per partition: the batch's commits known with their partitions (logged by the apply), and the
-        pieces of those still known in part (noted by the apply). A commit is known once its pieces cover every key
-        it touched (:mod:`lakehook.domain.commit_pieces`): the batch's, with those kept before (one batched read of
-        the commits the batch holds in part)."""
+    ) -> tuple[dict[str, list[SnapshotRecord]], dict[str, list[SnapshotRecord]], list[CommitPiece]]:
+        """EACH_VERSION per partition: the batch's commits known with their partitions (logged by the apply), its data
+        commits still known in part (logged as such: a partition whose next version is one tells a gap before it),
+        and the pieces of those (noted by the apply). A commit is known once its pieces cover every key it touched
+        (:mod:`lakehook.domain.commit_pieces`): the batch's, with those kept before (one batched read of the commits
+        the batch holds in part)."""
         assets = {m.asset_key for rule, group in work if in_order(rule, group) for m in group.partitioned_members}
-        pieces = [p for p in batch.with_touched(touched).pieces() if p.asset_key in assets]
+        held = batch.with_touched(touched)
+        pieces = [p for p in held.pieces() if p.asset_key in assets]
         whole = whole_commits(pieces)
         rest = [p for p in pieces if p.ref not in whole and p.record.changes_data]
         store = self._stores.partitions
@@ -367,7 +373,12 @@ class GatherInputs:
             stored = store.commit_pieces(sorted({p.ref for p in rest}))
             whole |= whole_commits(rest, stored)
         commits = brought_commits(work, whole, batch.recorded)
-        return commits, [p for p in rest if p.ref not in whole]
+        in_part: dict[str, list[SnapshotRecord]] = {}
+        for asset, entries in sorted((held.touched or {}).items()):
+            found = {r.order: r for r, _ in entries if r.changes_data and (asset, r.order) not in whole}
+            if asset in assets and found:
+                in_part[asset] = [found[o] for o in sorted(found)]
+        return commits, in_part, [p for p in rest if p.ref not in whole]
 
     def _coverage(
         self, work: Work, inputs: ResolutionInputs, now: int
@@ -776,6 +787,7 @@ class VersionReads:
     logged: dict[tuple[str, int], tuple[list[LoggedSnapshot], bool]] = field(default_factory=dict)
     filled: dict[str, bool] = field(default_factory=dict)  # per asset: a commit of the batch fills a gap of its table
     alone: bool = False  # the partition being read is the invocation's first with queries: it always goes on
+    in_part: Mapping[str, Sequence[SnapshotRecord]] = field(default_factory=dict)  # the batch's commits known in part
 
     def take(self, wanted: Mapping[FactKey, int], checked: Mapping[str, int]) -> bool:
         """Count a partition's queries (those not made yet), if they fit: its next versions (``wanted``) and the
@@ -861,6 +873,7 @@ class VersionReads:
             entries, whole, read = [*entries, *page], len(page) < self.page, True
             self.logged[(asset_key, floor)] = (entries, whole)
         mine = [LoggedSnapshot(r, self.now) for r in self.commits.get(asset_key, ()) if r.order > floor]
+        mine += [LoggedSnapshot(r, self.now, partial=True) for r in self.in_part.get(asset_key, ()) if r.order > floor]
         return SnapshotLog.of([*entries, *mine], lineage_of(asset_key), self.settle_ms)
 
 

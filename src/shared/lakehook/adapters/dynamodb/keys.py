@@ -120,7 +120,7 @@ def poll_status_key(asset_key: str) -> dict[str, str]:
 # - ``ASSET#<assetKey>`` / ``PFACT#<mapping>#<partition>`` the newest data commit touching a partition
 # - ``RULE#<ruleId>``    / ``PPEND#<groupId>#<partition>`` a partition of a partitioned group that is pending
 # - ``ASSET#<assetKey>`` / ``PVER#<mapping>#<hash>#<order>`` a data commit touching a partition (EACH_VERSION, TTL)
-# - ``ASSET#<assetKey>`` / ``PCOMMIT#<order>``   a commit whose partitions are known (EACH_VERSION, TTL)
+# - ``ASSET#<assetKey>`` / ``PCOMMIT#<order>``   a commit whose partitions are known, or in part (EACH_VERSION, TTL)
 # - ``ASSET#<assetKey>`` / ``PPIECES#<order>``   the pieces kept of a commit known in part (EACH_VERSION, TTL)
 
 RULE_PREFIX = "RULE#"

@@ -18,12 +18,19 @@ from lakehook.domain.partition_evaluation import FactKey, PartitionFact
 from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord
 from lakehook.ports.partitions import PartitionStore
 
+_NOT_LOGGED: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(PK)"}
+_NOT_LOGGED_WHOLE: dict[str, Any] = {
+    "ConditionExpression": "attribute_not_exists(PK) OR attribute_exists(#partial)",
+    "ExpressionAttributeNames": {"#partial": "partial"},
+}
+
 
 class DynamoDBPartitionStore(PartitionStore):
     """``ASSET#<assetKey>`` / ``PFACT#<mapping>#<partition>``, ``ASSET#<assetKey>`` / ``PVER#<mapping>#<hash>#<order>``
-    (EACH_VERSION, TTL), ``ASSET#<assetKey>`` / ``PCOMMIT#<order>`` (EACH_VERSION: commits whose partitions are known,
-    TTL), ``ASSET#<assetKey>`` / ``PPIECES#<order>`` (EACH_VERSION: the pieces kept of a commit known in part, TTL) and
-    ``RULE#<ruleId>`` / ``PPEND#<groupId>#<partition>`` on the single table (keys.py)."""
+    (EACH_VERSION, TTL), ``ASSET#<assetKey>`` / ``PCOMMIT#<order>`` (EACH_VERSION: commits whose partitions are
+    known, or known in part: ``partial``, TTL), ``ASSET#<assetKey>`` / ``PPIECES#<order>`` (EACH_VERSION: the pieces
+    kept of a commit known in part, TTL) and ``RULE#<ruleId>`` / ``PPEND#<groupId>#<partition>`` on the single table
+    (keys.py)."""
 
     def __init__(self, table: Any, retention_days: int = 14) -> None:
         self._table = table
@@ -88,27 +95,33 @@ class DynamoDBPartitionStore(PartitionStore):
             kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
         return found[:limit]
 
-    def log_commits(self, commits: Mapping[str, Sequence[SnapshotRecord]], now_ms: int) -> None:
-        """Conditional puts of the commits not logged yet, 100 to a transaction (a redelivered commit keeps its first
-        ``recordedAt``)."""
-        unique = {(asset, r.order): r for asset, records in commits.items() for r in reversed(records)}
-        actions = [
-            {
-                "Put": {
-                    "TableName": self._name,
-                    "Item": {
-                        **keys.partition_commit_key(asset_key, order),
-                        keys.ITEM_TYPE: "PARTITION_COMMIT",
-                        "recordedAt": now_ms,
-                        "body": json.dumps(record.to_api(), separators=(",", ":"), sort_keys=True),
-                        keys.TTL_ATTRIBUTE: now_ms // 1000 + self._retention_seconds,
-                    },
-                    "ConditionExpression": "attribute_not_exists(PK)",
-                }
-            }
-            for (asset_key, order), record in sorted(unique.items())
-        ]
+    def log_commits(
+        self,
+        commits: Mapping[str, Sequence[SnapshotRecord]],
+        now_ms: int,
+        in_part: Mapping[str, Sequence[SnapshotRecord]] | None = None,
+    ) -> None:
+        """Conditional puts of the commits not logged yet (or logged in part), and of those known in part not logged
+        yet (``partial``), 100 to a transaction (a redelivered commit keeps its first ``recordedAt``)."""
+        whole = {(asset, r.order): r for asset, records in commits.items() for r in reversed(records)}
+        part = {(asset, r.order): r for asset, records in (in_part or {}).items() for r in reversed(records)}
+        actions = [self._log_action(a, r, now_ms, False) for (a, _), r in sorted(whole.items())]
+        actions += [self._log_action(a, r, now_ms, True) for (a, o), r in sorted(part.items()) if (a, o) not in whole]
         write_each(self._client, actions)
+
+    def _log_action(self, asset_key: str, record: SnapshotRecord, now_ms: int, partial: bool) -> dict[str, Any]:
+        """The conditional put logging one commit: known whole, unless logged so before; or known in part (an item
+        with ``partial``), unless logged before at all."""
+        item: dict[str, Any] = {
+            **keys.partition_commit_key(asset_key, record.order),
+            keys.ITEM_TYPE: "PARTITION_COMMIT",
+            "recordedAt": now_ms,
+            "body": json.dumps(record.to_api(), separators=(",", ":"), sort_keys=True),
+            keys.TTL_ATTRIBUTE: now_ms // 1000 + self._retention_seconds,
+        }
+        if partial:
+            return {"Put": {"TableName": self._name, "Item": {**item, "partial": True}, **_NOT_LOGGED}}
+        return {"Put": {"TableName": self._name, "Item": item, **_NOT_LOGGED_WHOLE}}
 
     def commits_after(self, asset_key: str, order: int, limit: int) -> list[LoggedSnapshot]:
         low = keys.partition_commit_key(asset_key, order + 1)["SK"]
@@ -124,7 +137,7 @@ class DynamoDBPartitionStore(PartitionStore):
             for item in answer.get("Items", []):
                 record = SnapshotRecord.model_validate(json.loads(item["body"]))
                 if record.order > order:
-                    found.append(LoggedSnapshot(record, int(item["recordedAt"])))
+                    found.append(LoggedSnapshot(record, int(item["recordedAt"]), partial=bool(item.get("partial"))))
             if "LastEvaluatedKey" not in answer:
                 break
             kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]

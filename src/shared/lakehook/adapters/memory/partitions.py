@@ -54,11 +54,23 @@ class InMemoryPartitionStore(PartitionStore):
             kept = self.versions.get(key, {})
             return [kept[o] for o in sorted(kept) if o > order][:limit]
 
-    def log_commits(self, commits: Mapping[str, Sequence[SnapshotRecord]], now_ms: int) -> None:
+    def log_commits(
+        self,
+        commits: Mapping[str, Sequence[SnapshotRecord]],
+        now_ms: int,
+        in_part: Mapping[str, Sequence[SnapshotRecord]] | None = None,
+    ) -> None:
         with self._lock:
-            for asset_key, records in commits.items():
+            for asset_key, records in (in_part or {}).items():
                 for record in records:
-                    self.commit_log.setdefault(asset_key, {}).setdefault(record.order, LoggedSnapshot(record, now_ms))
+                    logged = self.commit_log.setdefault(asset_key, {})
+                    logged.setdefault(record.order, LoggedSnapshot(record, now_ms, partial=True))
+            for asset_key, records in commits.items():
+                logged = self.commit_log.setdefault(asset_key, {})
+                for record in records:
+                    kept = logged.get(record.order)
+                    if kept is None or kept.partial:
+                        logged[record.order] = LoggedSnapshot(record, now_ms)
 
     def commits_after(self, asset_key: str, order: int, limit: int) -> list[LoggedSnapshot]:
         with self._lock:
