@@ -20,7 +20,7 @@ one, is read before this batch's snapshots are logged, and the batch's own snaps
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from lakehook.domain.commit_pieces import CommitPiece, KnownPieces, whole_commits
@@ -373,12 +373,7 @@ class GatherInputs:
             stored = store.commit_pieces(sorted({p.ref for p in rest}))
             whole |= whole_commits(rest, stored)
         commits = brought_commits(work, whole, batch.recorded)
-        in_part: dict[str, list[SnapshotRecord]] = {}
-        for asset, entries in sorted((held.touched or {}).items()):
-            found = {r.order: r for r, _ in entries if r.changes_data and (asset, r.order) not in whole}
-            if asset in assets and found:
-                in_part[asset] = [found[o] for o in sorted(found)]
-        return commits, in_part, [p for p in rest if p.ref not in whole]
+        return commits, _known_in_part(held, assets, whole), [p for p in rest if p.ref not in whole]
 
     def _coverage(
         self, work: Work, inputs: ResolutionInputs, now: int
@@ -974,6 +969,18 @@ def _stored_below(
             for key in member_keys(group, member, partition):
                 below.update((key, version.order) for version in brought.get(key, ()) if version.order < floor)
     return frozenset(store.stored_versions(below)) if below else frozenset()
+
+
+def _known_in_part(
+    batch: Batch, assets: Collection[str], whole: Mapping[tuple[str, int], SnapshotRecord]
+) -> dict[str, list[SnapshotRecord]]:
+    """The data commits of ``assets`` the batch holds and that are not known ``whole``, per asset, oldest first."""
+    found: dict[str, list[SnapshotRecord]] = {}
+    for asset, entries in sorted((batch.touched or {}).items()):
+        part = {r.order: r for r, _ in entries if r.changes_data and (asset, r.order) not in whole}
+        if asset in assets and part:
+            found[asset] = [part[o] for o in sorted(part)]
+    return found
 
 
 def _maps(group: Group, asset_key: str) -> bool:
