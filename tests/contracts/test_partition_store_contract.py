@@ -1,7 +1,7 @@
 """The PartitionStore contract (ports.partitions), on the fake and on DynamoDB: a partition fact only advances
 (an older or equal one is refused, and every field of the kept one reads back), facts are read by key in batches;
 pending partitions are per group, listed newest key first up to a limit, counted, and cleared only while they hold
-the mark they were read with."""
+the mark they were read with; the pieces of a commit known in part make it whole once they cover every key."""
 
 from __future__ import annotations
 
@@ -188,3 +188,78 @@ def test_commits_are_logged_once_each_keeping_when_first_logged_and_read_after_a
     assert store.commits_after(ORDERS, 5, 10) == []
     assert store.commits_after(PAYMENTS, -1, 10) == [LoggedSnapshot(five, 10)]
     assert store.versions_after((ORDERS, MAPPING, "dt=2026-01-01"), -1, 10) == []  # commits are no versions
+
+
+def test_a_commit_logged_in_part_is_kept_until_logged_whole_and_never_goes_back(backend: Backend) -> None:
+    """A commit known only in part is logged as such (``partial``: a partition whose next version it is tells a gap
+    before it, and one past it waits at it); logged in part again it keeps its first time; logged whole it is replaced
+    (from then); logged in part after that, it stays whole. One call logs both kinds."""
+    store = backend.partitions
+    two, three, four = (SnapshotRecord(snapshotId=100 + o, order=o, parentSnapshotId=99 + o) for o in (2, 3, 4))
+    store.log_commits({}, 10, {ORDERS: [two, three]})
+    store.log_commits({ORDERS: [four]}, 20, {ORDERS: [two]})  # two in part again: its first time is kept
+    assert store.commits_after(ORDERS, 0, 10) == [
+        LoggedSnapshot(two, 10, partial=True),
+        LoggedSnapshot(three, 10, partial=True),
+        LoggedSnapshot(four, 20),
+    ]
+    store.log_commits({ORDERS: [two]}, 30, {ORDERS: [four]})  # two whole now; four stays whole
+    store.log_commits({}, 40, {ORDERS: [two]})  # a late piece of two: it stays whole
+    assert store.commits_after(ORDERS, 0, 10) == [
+        LoggedSnapshot(two, 30),
+        LoggedSnapshot(three, 10, partial=True),
+        LoggedSnapshot(four, 20),
+    ]
+
+
+def test_a_commit_is_whole_once_its_noted_pieces_cover_every_key_however_they_overlap(backend: Backend) -> None:
+    """Pieces of a commit known in part: (start, size) runs of its keys, the commit's count when a piece knows it. A
+    piece noted again changes nothing; overlapping pieces (a batch cut elsewhere when redelivered) count once each
+    key; the commit is whole, and named by the call that made it so, once the union covers every key."""
+    from lakehook.domain.commit_pieces import CommitPiece, KnownPieces
+
+    store = backend.partitions
+    two = SnapshotRecord(snapshotId=102, order=2, parentSnapshotId=101)
+    three = SnapshotRecord(snapshotId=103, order=3, parentSnapshotId=102)
+
+    assert store.commit_pieces([(ORDERS, 2)]) == {}
+    assert store.note_pieces([CommitPiece(ORDERS, two, 0, 3, 10)], 10) == {}
+    assert store.note_pieces([CommitPiece(ORDERS, two, 0, 3, 10), CommitPiece(ORDERS, two, 2, 4, None)], 20) == {}
+    assert store.note_pieces([CommitPiece(PAYMENTS, three, 5, 5)], 20) == {}  # its count is not known yet
+    assert store.commit_pieces([(ORDERS, 2), (PAYMENTS, 3), (ORDERS, 9)]) == {
+        (ORDERS, 2): KnownPieces(frozenset({(0, 3), (2, 4)}), 10),
+        (PAYMENTS, 3): KnownPieces(frozenset({(5, 5)}), None),
+    }
+    assert store.note_pieces([CommitPiece(ORDERS, two, 7, 3, 10), CommitPiece(PAYMENTS, three, 0, 5, 10)], 30) == {
+        (PAYMENTS, 3): three  # 0-4 and 5-9: whole; orders 2 still misses key 6
+    }
+    assert store.note_pieces([CommitPiece(ORDERS, two, 5, 2, None)], 40) == {(ORDERS, 2): two}
+    assert store.commit_pieces([(ORDERS, 2)])[(ORDERS, 2)].whole
+    assert store.commits_after(ORDERS, 0, 10) == []  # noting pieces logs nothing: the resolver logs a whole commit
+
+
+@settings(
+    max_examples=examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    total=st.integers(1, 30),
+    spans=st.lists(st.tuples(st.integers(0, 30), st.integers(1, 10)), max_size=8),
+    data=st.data(),
+)
+def test_noted_pieces_make_a_commit_whole_exactly_when_their_union_covers_its_keys(
+    fresh_backend: Callable[[], Backend], total: int, spans: list[tuple[int, int]], data: st.DataObject
+) -> None:
+    from lakehook.domain.commit_pieces import CommitPiece
+
+    store = fresh_backend().partitions
+    record = SnapshotRecord(snapshotId=7, order=7)
+    covered: set[int] = set()
+    counted = False
+    for start, size in spans:
+        knows = data.draw(st.booleans(), label="knows the count")
+        made = store.note_pieces([CommitPiece(ORDERS, record, start, size, total if knows else None)], 10)
+        covered |= set(range(start, start + size))
+        counted = counted or knows
+        assert made == ({(ORDERS, 7): record} if counted and set(range(total)) <= covered else {}), (start, size)

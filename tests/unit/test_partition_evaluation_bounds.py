@@ -49,7 +49,14 @@ def recorded(lake: Lake, event: AssetEvent, source: SourceType, info: SnapshotIn
         stream.append(StateChange(event.asset_key, after))
     for part in lake.store.inserted_parts[seen:]:
         stream.append(
-            StateChange(part.asset_key, snapshot=part.snapshot, partitions=part.partitions, partitions_only=True)
+            StateChange(
+                part.asset_key,
+                snapshot=part.snapshot,
+                partitions=part.partitions,
+                partitions_only=True,
+                offset=part.offset,
+                total=part.total,
+            )
         )
 
 

@@ -5,13 +5,15 @@ is a slice of the commit, which the resolver evaluates once however often it is 
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from datetime import date, timedelta
 from typing import Any
 
 import pytest
 from boto3.dynamodb.types import TypeSerializer
 
-from lakehook.adapters.dynamodb.asset_store import partition_part_item
+from lakehook.adapters.dynamodb.asset_store import partition_part_item, partition_part_of_item
 from lakehook.adapters.dynamodb.stream_records import resolver_input
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
@@ -181,3 +183,28 @@ def test_every_partition_of_two_commits_past_the_bound_runs_once_a_redelivered_p
     bounded.deliver(again)
     bounded.drain()
     assert len(lake.runs()) == len(keys)
+
+
+def test_each_part_knows_where_its_keys_start_in_the_commit_and_how_many_it_touched() -> None:
+    """A poll's parts follow its event's keys: each knows where its keys start among the commit's sorted keys and the
+    commit's count (what the resolver needs to know the commit whole), through the stored item and its stream
+    record; a part item without them (0.1.0's) reads as not knowing, and so does part 0."""
+    poller = Poller()
+    keys = days(2_500)
+    poller.commit(keys)
+    assert poller.poll() == [IngestStatus.ACCEPTED]
+    parts = poller.store.partition_parts(KEY, 1)
+    assert [(p.offset, p.total) for p in parts] == [(1000, 2500), (2000, 2500)]
+    for part in parts:
+        change = resolver_input(part_record(part))
+        assert isinstance(change, StateChange) and (change.offset, change.total) == (part.offset, part.total)
+    item = partition_part_item(parts[0], 2_000_000_000)
+    old = {**item, "body": json.dumps({k: v for k, v in json.loads(item["body"]).items() if k in ("snapshot", "keys")})}
+    assert partition_part_of_item(old) == replace(parts[0], offset=None, total=None)
+
+    pushed = Poller()
+    pushed.commit(days(1_700))
+    push = AssetEvent(eventType="SNAPSHOT_COMMITTED", assetKey=KEY, snapshotId=1, commitKind="APPEND")
+    assert pushed.ingest.ingest(push, SourceType.PUSH).status is IngestStatus.ACCEPTED
+    assert pushed.poll() == [IngestStatus.DUPLICATE]
+    assert [(p.part, p.offset) for p in pushed.store.inserted_parts] == [(0, None), (1, None)]

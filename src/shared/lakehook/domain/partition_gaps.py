@@ -25,7 +25,13 @@ def gap_before(asset_key: str, last: PinnedInput, next_order: int, log: Snapshot
     """The first gap of ``log`` (the table's commits known with their partitions, after ``last``) up to the commit of
     order ``next_order`` (the partition's next version), unless settled: its end (``until``) is the settle time after
     the commit behind it was logged. None when the commits up to the next version follow each other, or when the
-    next version was not logged (kept before its table's commits were: nothing to tell a gap by)."""
+    next version was not logged (kept before its table's commits were: nothing to tell a gap by).
+
+    A commit logged as known only in part (``partial``: some of its keys are still to come) is no link of the chain
+    before the next version: a key still to come could be this partition's, so the next version waits at it as at a
+    commit not logged. It is the chain's end when it is the next version itself (the partition's version of it was
+    kept, and its lineage tells what came before it): a newer commit's piece that came first never lets the next
+    version skip an older commit whose pieces are still on their way."""
     if last.snapshot_id is None or not any(e.record.order == next_order for e in log.entries):
         return None
     previous_id, previous_order = last.snapshot_id, last.ordinal[0]
@@ -33,6 +39,8 @@ def gap_before(asset_key: str, last: PinnedInput, next_order: int, log: Snapshot
         record = entry.record
         if record.order > next_order:
             break
+        if entry.partial and record.order < next_order:
+            continue
         until = entry.recorded_at + log.settle_ms
         if not follows(log.lineage, previous_id, previous_order, record) and until > now:
             return Gap(asset_key, previous_id, previous_order, record.snapshot_id, until)

@@ -277,12 +277,26 @@ class PartitionPart:
     snapshot: SnapshotRecord
     part: int
     partitions: TouchedPartitions
+    # where its keys start among the commit's sorted keys (after its event's and the parts' before it) and how many
+    # keys the commit touched (its event's count), when the poll that wrote it recorded the event itself: then the
+    # resolver knows the commit whole once every part came (domain/commit_pieces.py). None: not known (part 0, a
+    # part behind a push that recorded the snapshot first, a part written by an older release)
+    offset: int | None = None
+    total: int | None = None
 
     @classmethod
-    def of(cls, asset_key: str, snapshot: SnapshotRecord, part: int, keys: Sequence[str]) -> PartitionPart:
+    def of(
+        cls,
+        asset_key: str,
+        snapshot: SnapshotRecord,
+        part: int,
+        keys: Sequence[str],
+        offset: int | None = None,
+        total: int | None = None,
+    ) -> PartitionPart:
         """A part of these keys, held as an event holds a pushed list (made canonical, sorted, unique); a ValueError
         for a key that is none, or more keys or bytes than one event holds."""
-        return cls(asset_key, snapshot, part, TouchedPartitions.model_validate(list(keys)))
+        return cls(asset_key, snapshot, part, TouchedPartitions.model_validate(list(keys)), offset, total)
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -301,12 +315,26 @@ def partition_parts(
     if event.event_type is not EventType.SNAPSHOT_COMMITTED or (not more and recorded is False):
         return []
     record = snapshot_record(event)
+    first = event.partitions.keys if event.partitions is not None else None
+    if first is not None and (recorded is False or tuple(recorded or ()) == first):
+        return _placed_parts(event, record, more)  # the recorded keys are this event's: the parts follow them
     parts = [PartitionPart.of(event.asset_key, record, n, chunk) for n, chunk in enumerate(more, start=1)]
     if recorded is False or event.partitions is None or not record.changes_data:
         return parts
     known = set(recorded or ())
     missed = [k for k in event.partitions.keys if k not in known]
     return [PartitionPart.of(event.asset_key, record, 0, missed), *parts] if missed else parts
+
+
+def _placed_parts(event: AssetEvent, record: SnapshotRecord, more: Chunks) -> list[PartitionPart]:
+    """The parts past the event's keys, each knowing where its keys start among the commit's and their count."""
+    assert event.partitions is not None
+    offset, total = len(event.partitions.keys), event.partitions.count
+    parts: list[PartitionPart] = []
+    for n, chunk in enumerate(more, start=1):
+        parts.append(PartitionPart.of(event.asset_key, record, n, chunk, offset, total))
+        offset += len(parts[-1].keys)
+    return parts
 
 
 def tag_event(asset_key: str, tag: TagInfo) -> AssetEvent:

@@ -124,12 +124,16 @@ class LoggedSnapshot:
     """A snapshot in the log, when lakehook first recorded it (a gap before it settles from then), and the verdict
     of its quality checks when a member gated on them needs it (None: not looked up). ``late``: logged by the push
     of a snapshot older than its asset's state, before the resolver handled the stream records of the snapshots
-    accepted before it (so it says nothing of them); else logged by the resolver, in stream order, or by a claim."""
+    accepted before it (so it says nothing of them); else logged by the resolver, in stream order, or by a claim.
+    ``partial`` (EACH_VERSION per partition, a table's commit log): the commit is known to exist, with its place in
+    the lineage, but not yet with every partition it touched (its keys came in part,
+    :mod:`lakehook.domain.commit_pieces`)."""
 
     record: SnapshotRecord
     recorded_at: int
     quality: Verdict | None = None
     late: bool = False
+    partial: bool = False
 
 
 @dataclass(frozen=True)
@@ -148,8 +152,8 @@ class SnapshotLog:
     def of(cls, entries: Sequence[LoggedSnapshot], lineage: Lineage, settle_ms: int) -> SnapshotLog:
         by_order: dict[int, LoggedSnapshot] = {}
         for entry in entries:
-            kept = by_order.get(entry.record.order)
-            if kept is None or entry.recorded_at < kept.recorded_at:
+            kept = by_order.get(entry.record.order)  # known whole before known in part, then the first recorded
+            if kept is None or (entry.partial, entry.recorded_at) < (kept.partial, kept.recorded_at):
                 by_order[entry.record.order] = entry
         return cls(tuple(by_order[o] for o in sorted(by_order)), lineage, settle_ms)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 
+from lakehook.domain.commit_pieces import CommitPiece, CommitRef, KnownPieces
 from lakehook.domain.partition_evaluation import FactKey, PartitionFact
 from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord
 
@@ -33,15 +34,33 @@ class PartitionStore(ABC):
         query)."""
 
     @abstractmethod
-    def log_commits(self, commits: Mapping[str, Sequence[SnapshotRecord]], now_ms: int) -> None:
+    def log_commits(
+        self,
+        commits: Mapping[str, Sequence[SnapshotRecord]],
+        now_ms: int,
+        in_part: Mapping[str, Sequence[SnapshotRecord]] | None = None,
+    ) -> None:
         """EACH_VERSION per partition: log these commits of each asset (by asset key) as commits whose partitions are
-        known (a commit logged before keeps when it was first logged: a gap before it settles from then), kept for
-        the state history's retention."""
+        known (a commit logged before keeps when it was first logged: a gap before it settles from then; one logged
+        in part is replaced, from now), and those of ``in_part`` as known only in part (``LoggedSnapshot.partial``:
+        some of their keys are still to come; one logged before, whole or in part, is kept), kept for the state
+        history's retention."""
 
     @abstractmethod
     def commits_after(self, asset_key: str, order: int, limit: int) -> list[LoggedSnapshot]:
         """EACH_VERSION per partition: at most ``limit`` logged commits of the asset with an order above ``order``,
         oldest first (one query)."""
+
+    @abstractmethod
+    def commit_pieces(self, commits: Collection[CommitRef]) -> dict[CommitRef, KnownPieces]:
+        """EACH_VERSION per partition: what is kept of these commits' pieces (those with none are left out; batched
+        reads)."""
+
+    @abstractmethod
+    def note_pieces(self, pieces: Sequence[CommitPiece], now_ms: int) -> dict[CommitRef, SnapshotRecord]:
+        """EACH_VERSION per partition: keep these pieces of commits known in part (their versions kept: one update per
+        commit, a piece kept before changes nothing), kept for the state history's retention; the commits whose kept
+        pieces now cover every key they touched (:mod:`lakehook.domain.commit_pieces`)."""
 
     @abstractmethod
     def stored_versions(self, wanted: Collection[tuple[FactKey, int]]) -> set[tuple[FactKey, int]]:

@@ -300,6 +300,10 @@ class StateChange:
     # a slice of a commit's partitions, carried over from an invocation that had more than it could write
     # (resolve_continue.py): it wakes only the partitioned groups mapping the asset, and only for these partitions
     partitions_only: bool = False
+    # where ``partitions``' keys start among the commit's sorted keys (the event's at 0), and how many keys the commit
+    # touched, when known: a commit is known whole once its pieces cover them all (domain/commit_pieces.py)
+    offset: int | None = None
+    total: int | None = None
 
 
 @dataclass(frozen=True)

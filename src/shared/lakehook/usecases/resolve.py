@@ -271,8 +271,6 @@ class ResolveAssetChange:
         if queue is None:
             return batch
         kept, rest = split_batch(batch, work, self._limits.max_facts)
-        cut = {(c.asset_key, c.snapshot.order) for c in rest if c.snapshot is not None}  # commits kept in part
-        kept = replace(kept, partial=kept.partial | cut)
         if rest:
             report.carried += queue.send([slice_message(c) for c in rest])
             logger.info(
@@ -356,11 +354,12 @@ class ResolveAssetChange:
         more = self._parts(states) if report is not None else []
         queue = self._stores.resolver_queue
         if report is not None and queue is None:
-            whole = {k: list(v) for k, v in touched.items()}
+            whole = Batch.of_touched(touched)
             for change in more:
-                assert change.snapshot is not None and change.partitions is not None
-                whole.setdefault(change.asset_key, []).append((change.snapshot, change.partitions))
-            return Batch([], {}, {}, whole), []
+                assert change.snapshot is not None and change.partitions is not None and whole.touched is not None
+                whole.touched.setdefault(change.asset_key, []).append((change.snapshot, change.partitions))
+                whole.note_origin(change.asset_key, change.snapshot, change.partitions, change.offset, change.total)
+            return whole, []
         kept, rest = evaluation_batch(work, touched, more, self._limits.max_facts)
         if report is not None and queue is not None and rest:
             report.carried += queue.send([slice_message(c) for c in rest])
@@ -383,7 +382,15 @@ class ResolveAssetChange:
                 continue
             for part in assets.partition_parts(key, newest.order):
                 if part.snapshot.snapshot_id == newest.snapshot_id:
-                    found.append(StateChange(key, snapshot=part.snapshot, partitions=part.partitions))
+                    found.append(
+                        StateChange(
+                            key,
+                            snapshot=part.snapshot,
+                            partitions=part.partitions,
+                            offset=part.offset,
+                            total=part.total,
+                        )
+                    )
         return found
 
 

@@ -36,6 +36,7 @@ from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, PinnedInput
 from lakehook.domain.versions import SnapshotLog, SnapshotRecord
 from lakehook.observability import logger, trace_id
+from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import (
     AssetRecheck,
     ClaimOutcome,
@@ -47,7 +48,7 @@ from lakehook.ports.rules import (
 from lakehook.usecases.resolve_claims import Claimed, ClaimLanes, LaneKind
 from lakehook.usecases.resolve_continue import group_messages, next_page_message, slice_message, slices
 from lakehook.usecases.resolve_gather import Gathered
-from lakehook.usecases.resolve_partitions import PartitionPlan, PartitionsPlan, PlanPartitions
+from lakehook.usecases.resolve_partitions import PartitionPlan, PartitionsPlan, PlanPartitions, in_order
 from lakehook.usecases.resolve_plan import GroupPlan, Plan, PlanResolution
 from lakehook.usecases.resolve_report import (
     ResolveReport,
@@ -97,8 +98,8 @@ class ApplyPlan:
         self._skip_late(plan, now, report)
         if plan.versions and self._stores.partitions is not None:
             self._stores.partitions.record_versions(plan.versions, now)  # before the facts: a fact has its version
-        if gathered.commits and self._stores.partitions is not None:  # after their versions: a gap closes with them
-            self._stores.partitions.log_commits(gathered.commits, now)
+        if self._stores.partitions is not None:  # after their versions: a gap closes with them
+            self._log_commits(self._stores.partitions, gathered, now, report)
         if plan.facts and self._stores.partitions is not None:
             self._stores.partitions.advance([f.fact for f in plan.facts], now)
         if gathered.seen:
@@ -123,6 +124,27 @@ class ApplyPlan:
                     raise
                 self._fail_group(group_plan.rule, group_plan.group, exc, now, report)
         return again
+
+    def _log_commits(self, store: PartitionStore, gathered: Gathered, now: int, report: ResolveReport) -> None:
+        """EACH_VERSION per partition: note the pieces of the commits still known in part, and log the commits known
+        whole: the batch's, and those whose last piece a racing invocation noted meanwhile (their groups are deferred
+        to now: a partition may wait at such a commit, and this invocation's reads did not know it whole); the others
+        the batch holds in part are logged as such (a partition whose next version is one tells a gap before it)."""
+        done = store.note_pieces(gathered.pieces, now) if gathered.pieces else {}
+        commits = {asset: list(records) for asset, records in gathered.commits.items()}
+        for (asset, _), record in done.items():
+            commits.setdefault(asset, []).append(record)
+        in_part = {
+            asset: [r for r in records if (asset, r.order) not in done] for asset, records in gathered.in_part.items()
+        }
+        if commits or any(in_part.values()):
+            store.log_commits(commits, now, in_part)
+        woken = {asset for asset, _ in done}
+        for rule, group in gathered.work if woken else ():
+            if in_order(rule, group) and any(m.asset_key in woken for m in group.partitioned_members):
+                deferral = Deferral(rule.rule_id, group.group_id, now)
+                self._stores.deferrals.defer(deferral)
+                report.deferred.append(deferral)
 
     # --- one group -----------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from lakehook.domain.commit_pieces import sub_start
 from lakehook.domain.evaluation import PartialCommit
 from lakehook.domain.limits import MAX_TOUCHED_PARTITION_BYTES, MAX_TOUCHED_PARTITIONS
 from lakehook.domain.partition_evaluation import mapping_of
@@ -36,7 +37,7 @@ from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Rule
 from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports.rules import PartitionWork, StateChange
-from lakehook.usecases.resolve_gather import Batch
+from lakehook.usecases.resolve_gather import Batch, origin_key
 
 SLICE = "partitions"
 CONTINUE = "group"
@@ -51,6 +52,10 @@ class SliceMessage(BaseModel):
     asset_key: str = Field(alias="assetKey", min_length=1)
     snapshot: SnapshotRecord
     partitions: list[str] = Field(min_length=1, max_length=MAX_TOUCHED_PARTITIONS)
+    # where its keys start among the commit's sorted keys, and how many the commit touched (absent: not known, as in
+    # a slice of an older release: it covers nothing of its commit, which then settles as before)
+    offset: int | None = Field(default=None, ge=0)
+    total: int | None = Field(default=None, ge=0)
 
 
 class GroupMessage(BaseModel):
@@ -75,7 +80,14 @@ def work_of(body: Mapping[str, Any]) -> StateChange | PartitionWork:
     message = _MESSAGE.validate_python(body)
     if isinstance(message, SliceMessage):
         parts = TouchedPartitions.model_validate(message.partitions)
-        return StateChange(message.asset_key, snapshot=message.snapshot, partitions=parts, partitions_only=True)
+        return StateChange(
+            message.asset_key,
+            snapshot=message.snapshot,
+            partitions=parts,
+            partitions_only=True,
+            offset=message.offset,
+            total=message.total,
+        )
     if not message.partitions and message.after is None:
         raise ValueError("a group message names partitions or a key to continue after")
     return PartitionWork(message.rule_id, message.group_id, tuple(message.partitions), message.after)
@@ -83,12 +95,17 @@ def work_of(body: Mapping[str, Any]) -> StateChange | PartitionWork:
 
 def slice_message(change: StateChange) -> dict[str, Any]:
     assert change.snapshot is not None and change.partitions is not None
-    return {
+    message: dict[str, Any] = {
         "kind": SLICE,
         "assetKey": change.asset_key,
         "snapshot": change.snapshot.model_dump(by_alias=True, exclude_none=True),
         "partitions": list(change.partitions.keys),
     }
+    if change.offset is not None:
+        message["offset"] = change.offset
+    if change.total is not None:
+        message["total"] = change.total
+    return message
 
 
 def group_messages(rule_id: str, group_id: str, partitions: Sequence[str], per_message: int) -> list[dict[str, Any]]:
@@ -123,20 +140,21 @@ def weights(work: Sequence[tuple[Rule, Group]]) -> dict[str, int]:
 def split_batch(batch: Batch, work: Sequence[tuple[Rule, Group]], budget: int) -> tuple[Batch, list[StateChange]]:
     """The batch trimmed to at most ``budget`` partition facts (weighted: a fan-out key counts the partitions it
     names), and the slices of the commits' keys past it (each at most ``budget`` of that weight and one event's
-    bytes; one key at least, when a key alone weighs more). A commit named twice (its event and the state image)
-    counts once."""
+    bytes; one key at least, when a key alone weighs more), each knowing where it starts in its commit. A commit named
+    twice (its event and the state image) counts once."""
     if batch.touched is None:
         return batch, []
     weight = weights(work)
     used = 0
-    kept: dict[str, list[tuple[SnapshotRecord, TouchedPartitions]]] = {}
+    kept = replace(batch, touched={}, origins={})
     carried: list[StateChange] = []
     seen: dict[tuple[str, int], set[str]] = {}
     for asset, entries in batch.touched.items():
         each = weight.get(asset, 0)
         for record, parts in entries:
+            start, total = batch.origins.get(origin_key(asset, record, parts.keys), (None, None))
             if each == 0 or not record.changes_data:
-                kept.setdefault(asset, []).append((record, parts))  # no fact to write: nothing to bound
+                _keep(kept, asset, record, parts, start, total)  # no fact to write: nothing to bound
                 continue
             known = seen.setdefault((asset, record.order), set())
             fresh = [k for k in parts.keys if k not in known]
@@ -145,10 +163,21 @@ def split_batch(batch: Batch, work: Sequence[tuple[Rule, Group]], budget: int) -
             keep, rest = fresh[:room], fresh[room:]
             used += len(keep) * each
             if keep:
-                kept.setdefault(asset, []).append((record, TouchedPartitions.model_validate(keep)))
+                kept_parts = TouchedPartitions.model_validate(keep)
+                _keep(kept, asset, record, kept_parts, sub_start(start, parts.keys, keep), total)
             for chunk in _chunks(rest, max(1, budget // each)):
-                carried.append(StateChange(asset, snapshot=record, partitions=TouchedPartitions.model_validate(chunk)))
-    return replace(batch, touched=kept), carried
+                offset = sub_start(start, parts.keys, chunk)
+                cut = TouchedPartitions.model_validate(chunk)
+                carried.append(StateChange(asset, snapshot=record, partitions=cut, offset=offset, total=total))
+    return kept, carried
+
+
+def _keep(
+    batch: Batch, asset: str, record: SnapshotRecord, parts: TouchedPartitions, start: int | None, total: int | None
+) -> None:
+    assert batch.touched is not None
+    batch.touched.setdefault(asset, []).append((record, parts))
+    batch.note_origin(asset, record, parts, start, total)
 
 
 def evaluation_batch(
@@ -162,8 +191,7 @@ def evaluation_batch(
     ``budget`` facts of them, weighted and cut as a stream batch's are (:func:`split_batch`, so explain shows what a
     claiming evaluation takes), and the slices past it: the rest of those keys, then the commits' part items
     (``more``: keys past the state's first 1000, or a poll's keys a push left out), each cut as a slice is."""
-    batch = Batch([], {}, {}, {asset: list(found) for asset, found in touched.items()})
-    kept, rest = split_batch(batch, work, budget)
+    kept, rest = split_batch(Batch.of_touched(touched), work, budget)
     weight = weights(work)
     for change in more:
         each = weight.get(change.asset_key, 0)
@@ -194,8 +222,10 @@ def slices(changes: Sequence[StateChange], most: int) -> list[StateChange]:
         if record is None or parts is None or not parts.keys or not record.changes_data:
             continue
         for chunk in _chunks(parts.keys, most):
+            offset = sub_start(change.offset, parts.keys, chunk)
+            cut = TouchedPartitions.model_validate(chunk)
             found.append(
-                StateChange(change.asset_key, snapshot=record, partitions=TouchedPartitions.model_validate(chunk))
+                StateChange(change.asset_key, snapshot=record, partitions=cut, offset=offset, total=change.total)
             )
     return found
 

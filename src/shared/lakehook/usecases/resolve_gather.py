@@ -20,9 +20,10 @@ one, is read before this batch's snapshots are logged, and the batch's own snaps
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from lakehook.domain.commit_pieces import CommitPiece, KnownPieces, whole_commits
 from lakehook.domain.coverage import Span
 from lakehook.domain.evaluation import VersionLog, select_member, steps_by_snapshot
 from lakehook.domain.late_versions import LateVersion, passed_over
@@ -49,6 +50,7 @@ from lakehook.usecases.late_versions import logged_already, ran_for_group
 from lakehook.usecases.resolve_partitions import (
     EXPLAIN_PAGE,
     PartitionInputs,
+    Touched,
     Versions,
     brought_commits,
     brought_facts,
@@ -80,14 +82,43 @@ class Batch:
     touched: dict[str, list[tuple[SnapshotRecord, TouchedPartitions]]] | None
     sliced: list[str] = field(default_factory=list)
     bare: list[str] = field(default_factory=list)  # assets of a change that says nothing more (a recheck)
-    # commits (asset, order) of which the batch holds only some keys (a slice, a commit past its event's 1000 keys, or
-    # one whose other keys the bound carried over): not logged as known with their partitions (partition gaps)
-    partial: set[tuple[str, int]] = field(default_factory=set)
+    # per entry of ``touched`` (asset, order, its first key): where its keys start among the commit's sorted keys and
+    # the commit's key count, when known: the pieces of commits that come in part (domain/commit_pieces.py)
+    origins: dict[tuple[str, int, str], tuple[int, int | None]] = field(default_factory=dict)
 
     @classmethod
     def empty(cls) -> Batch:
         """An evaluation no stream record brought (a PUT, evaluate now, explain)."""
         return cls([], {}, {}, None)
+
+    @classmethod
+    def of_touched(cls, touched: Mapping[str, Sequence[tuple[SnapshotRecord, TouchedPartitions]]]) -> Batch:
+        """An evaluation's batch: what the states' newest data commits touched (their event's keys, from 0)."""
+        batch = cls([], {}, {}, {asset: list(found) for asset, found in touched.items()})
+        for asset, found in touched.items():
+            for record, parts in found:
+                batch.note_origin(asset, record, parts, 0, parts.count)
+        return batch
+
+    def note_origin(
+        self, asset: str, record: SnapshotRecord, parts: TouchedPartitions, start: int | None, total: int | None
+    ) -> None:
+        if start is not None:
+            self.origins[origin_key(asset, record, parts.keys)] = (start, total)
+
+    def with_touched(self, touched: Mapping[str, Sequence[tuple[SnapshotRecord, TouchedPartitions]]]) -> Batch:
+        """This batch, or (no stream batch) the evaluation's of ``touched``."""
+        return self if self.touched is not None else Batch.of_touched(touched)
+
+    def pieces(self) -> list[CommitPiece]:
+        """The pieces of commits the batch holds (those whose start is known)."""
+        found: list[CommitPiece] = []
+        for asset, entries in (self.touched or {}).items():
+            for record, parts in entries:
+                origin = self.origins.get(origin_key(asset, record, parts.keys))
+                if origin is not None:
+                    found.append(CommitPiece(asset, record, origin[0], len(parts.keys), origin[1]))
+        return found
 
     @classmethod
     def of(cls, changes: Sequence[StateChange]) -> Batch:
@@ -99,7 +130,7 @@ class Batch:
                     batch.sliced.append(change.asset_key)
                 if change.snapshot is not None and change.partitions is not None:
                     touched.setdefault(change.asset_key, []).append((change.snapshot, change.partitions))
-                    batch.partial.add((change.asset_key, change.snapshot.order))
+                    batch.note_origin(change.asset_key, change.snapshot, change.partitions, change.offset, change.total)
                 continue
             if change.asset_key not in batch.images:
                 batch.changed.append(change.asset_key)
@@ -110,14 +141,20 @@ class Batch:
                 batch.images[change.asset_key].append(change.state)
             if change.snapshot is not None:
                 batch.recorded.setdefault(change.asset_key, []).append(change.snapshot)
-                if change.partitions is not None:
+                if change.partitions is not None:  # the event's keys: the commit's first (the rest come as parts)
                     touched.setdefault(change.asset_key, []).append((change.snapshot, change.partitions))
-                    if change.partitions.truncated:  # its keys past the first 1000 come as parts
-                        batch.partial.add((change.asset_key, change.snapshot.order))
+                    batch.note_origin(change.asset_key, change.snapshot, change.partitions, 0, change.partitions.count)
             if change.state is not None:
                 for key, found in touched_of_states({change.asset_key: change.state}).items():
                     touched.setdefault(key, []).extend(found)
+                    for record, parts in found:
+                        batch.note_origin(key, record, parts, 0, parts.count)
         return batch
+
+
+def origin_key(asset: str, record: SnapshotRecord, keys: Sequence[str]) -> tuple[str, int, str]:
+    """How a batch finds where an entry of its ``touched`` starts in its commit: by the entry's first key."""
+    return (asset, record.order, keys[0] if keys else "")
 
 
 @dataclass(frozen=True)
@@ -163,6 +200,9 @@ class Gathered:
     brought: dict[FactKey, PartitionFact]  # the partition facts the batch's data commits give partitioned groups
     versions: dict[FactKey, tuple[PartitionFact, ...]]  # EACH_VERSION partitioned groups: every commit of the batch
     commits: dict[str, list[SnapshotRecord]]  # EACH_VERSION partitioned groups: the batch's commits, partitions known
+    pieces: list[CommitPiece]  # EACH_VERSION partitioned groups: pieces of the batch's commits still known in part
+    # EACH_VERSION partitioned groups: the batch's data commits still known in part (logged as such by the apply)
+    in_part: dict[str, list[SnapshotRecord]]
     partitions: dict[GroupRef, PartitionInputs]  # each readable partitioned group: its partitions' reads
     late: list[LateVersion]  # snapshots of the batch a group ran past, not logged yet
     logs: dict[str, VersionLog]  # EACH_VERSION members' known states
@@ -294,9 +334,10 @@ class GatherInputs:
         coverage, errors = self._coverage(work, inputs, now)
         named, brought = brought_facts(work, touched)
         versions = brought_versions(work, touched)
-        commits = brought_commits(work, touched, batch.recorded, batch.partial)
+        commits, in_part, pieces = self._known_commits(work, batch, touched)
         most = self._limits.max_version_reads if self._bounded(explain) else None
-        reads = VersionReads(most, commits, now, self._limits.history_settle_ms)
+        limits = self._limits
+        reads = VersionReads(most, commits, now, limits.history_settle_ms, limits.commit_log_page, in_part=in_part)
         partitions = self._partitions(work, inputs, named, errors, explain, wake or Wake(), versions, reads)
         return Gathered(
             work=work,
@@ -307,6 +348,8 @@ class GatherInputs:
             brought=brought,
             versions=versions,
             commits=commits,
+            pieces=pieces,
+            in_part=in_part,
             partitions=partitions,
             late=self._late(work, batch.recorded, inputs.cursors),
             logs=logs,
@@ -317,6 +360,27 @@ class GatherInputs:
             coverage=coverage,
             errors=errors,
         )
+
+    def _known_commits(
+        self, work: Work, batch: Batch, touched: Touched
+    ) -> tuple[dict[str, list[SnapshotRecord]], dict[str, list[SnapshotRecord]], list[CommitPiece]]:
+        """EACH_VERSION per partition: the batch's commits known with their partitions (logged by the apply), its data
+        commits still known in part (logged as such: a partition whose next version is one tells a gap before it),
+        and the pieces of those (noted by the apply). A commit is known once its pieces cover every key it touched
+        (:mod:`lakehook.domain.commit_pieces`): the batch's, with those kept before (one batched read of the commits
+        the batch holds in part)."""
+        assets = {m.asset_key for rule, group in work if in_order(rule, group) for m in group.partitioned_members}
+        held = batch.with_touched(touched)
+        pieces = [p for p in held.pieces() if p.asset_key in assets]
+        whole = whole_commits(pieces)
+        rest = [p for p in pieces if p.ref not in whole and p.record.changes_data]
+        store = self._stores.partitions
+        stored: dict[tuple[str, int], KnownPieces] = {}
+        if rest and store is not None:
+            stored = store.commit_pieces(sorted({p.ref for p in rest}))
+            whole |= whole_commits(rest, stored)
+        commits = brought_commits(work, whole, batch.recorded)
+        return commits, _known_in_part(held, assets, whole), [p for p in rest if p.ref not in whole]
 
     def _coverage(
         self, work: Work, inputs: ResolutionInputs, now: int
@@ -731,18 +795,24 @@ class VersionReads:
     commits: Mapping[str, Sequence[SnapshotRecord]]  # the batch's commits whose partitions are known (logged next)
     now: int
     settle_ms: int = 15 * 60_000
+    page: int = 1000  # a table's commits one query reads (ResolverLimits.commit_log_page)
     used: int = 0
     read: dict[tuple[FactKey, int], tuple[PartitionFact, ...]] = field(default_factory=dict)
-    logs: dict[tuple[str, int], SnapshotLog] = field(default_factory=dict)
+    # per (asset, cursor order): the table's commits logged after it read so far, and whether that is all of them
+    logged: dict[tuple[str, int], tuple[list[LoggedSnapshot], bool]] = field(default_factory=dict)
     filled: dict[str, bool] = field(default_factory=dict)  # per asset: a commit of the batch fills a gap of its table
+    alone: bool = False  # the partition being read is the invocation's first with queries: it always goes on
+    in_part: Mapping[str, Sequence[SnapshotRecord]] = field(default_factory=dict)  # the batch's commits known in part
 
     def take(self, wanted: Mapping[FactKey, int], checked: Mapping[str, int]) -> bool:
         """Count a partition's queries (those not made yet), if they fit: its next versions (``wanted``) and the
-        commits of its members' tables after its cursor (``checked``, for a gap before the next version)."""
+        first page of the commits of its members' tables after its cursor (``checked``, for a gap before the next
+        version; further pages are counted as they are read)."""
         fresh = sum((key, floor) not in self.read for key, floor in wanted.items())
-        fresh += sum((asset, floor) not in self.logs for asset, floor in checked.items())
+        fresh += sum((asset, floor) not in self.logged for asset, floor in checked.items())
         if self.most is not None and self.used and self.used + fresh > self.most:
             return False
+        self.alone = self.used == 0
         self.used += fresh
         return True
 
@@ -754,10 +824,12 @@ class VersionReads:
         cursor: GroupCursor,
         versions: Mapping[FactKey, tuple[PartitionFact, ...]],
         brought: Versions,
-    ) -> dict[str, Gap]:
+    ) -> dict[str, Gap] | None:
         """Per partitioned member's asset, the gap of its table's commits before the partition's next version (the
         oldest of those read and the batch's after the cursor), unless settled: the table's commits logged after the
-        cursor's (one query per asset and cursor order, at most ``COMMITS_READ``) and the batch's."""
+        cursor's up to the next version (a query per ``page`` of them, per asset and cursor order, shared by the
+        partitions there) and the batch's. None when the pages up to the next version do not fit in the invocation's
+        version reads (the partition is carried over, and reads them from a later invocation)."""
         found: dict[str, Gap] = {}
         for member in group.partitioned_members:
             last = cursor.pins.get(member.asset_key)
@@ -768,7 +840,9 @@ class VersionReads:
             after = [v.order for k in keys for v in (*versions.get(k, ()), *brought.get(k, ())) if v.order > floor]
             if not after:
                 continue
-            log = self._log(store, member.asset_key, floor)
+            log = self._log(store, member.asset_key, floor, min(after))
+            if log is None:
+                return None
             gap = gap_before(member.asset_key, last, min(after), log, self.now)
             if gap is not None:
                 found[member.asset_key] = gap
@@ -796,16 +870,26 @@ class VersionReads:
         logged = store.commits_after(asset_key, min(brought), len(brought) + 1)
         return any(e.record.order not in brought for e in logged)
 
-    def _log(self, store: PartitionStore, asset_key: str, floor: int) -> SnapshotLog:
-        """The asset's commits known with their partitions after ``floor``: logged, and this batch's."""
-        if (asset_key, floor) not in self.logs:
-            entries = store.commits_after(asset_key, floor, COMMITS_READ)
-            entries += [LoggedSnapshot(r, self.now) for r in self.commits.get(asset_key, ()) if r.order > floor]
-            self.logs[(asset_key, floor)] = SnapshotLog.of(entries, lineage_of(asset_key), self.settle_ms)
-        return self.logs[(asset_key, floor)]
-
-
-COMMITS_READ = 1000  # a table's commits after a partition's last run read for a gap (one query: items are small)
+    def _log(self, store: PartitionStore, asset_key: str, floor: int, upto: int) -> SnapshotLog | None:
+        """The asset's commits known with their partitions after ``floor``, up to ``upto`` (the next version) at
+        least: logged, a page a query, and this batch's. Each page past the first is counted as it is read; when the
+        invocation's reads are used up before ``upto``, None (the partition is carried over), unless the partition is
+        the invocation's first: then what was read (a gap at its end waits until it settles)."""
+        entries, whole = self.logged.get((asset_key, floor), ([], False))
+        read = (asset_key, floor) in self.logged
+        while not whole and (not entries or entries[-1].record.order < upto):
+            if read and self.most is not None and self.used >= self.most:
+                if not self.alone:
+                    return None
+                break
+            if read:
+                self.used += 1  # the first page was counted when the partition's queries were taken
+            page = store.commits_after(asset_key, entries[-1].record.order if entries else floor, self.page)
+            entries, whole, read = [*entries, *page], len(page) < self.page, True
+            self.logged[(asset_key, floor)] = (entries, whole)
+        mine = [LoggedSnapshot(r, self.now) for r in self.commits.get(asset_key, ()) if r.order > floor]
+        mine += [LoggedSnapshot(r, self.now, partial=True) for r in self.in_part.get(asset_key, ()) if r.order > floor]
+        return SnapshotLog.of([*entries, *mine], lineage_of(asset_key), self.settle_ms)
 
 
 def _gap_reads(
@@ -848,7 +932,7 @@ def _partition_next(
         if found:
             versions[key] = found
     gaps = budget.gaps(store, group, partition, cursor, versions, brought) if checked and cursor is not None else {}
-    return versions, gaps
+    return None if gaps is None else (versions, gaps)
 
 
 def _newer_keys(
@@ -905,6 +989,18 @@ def _stored_below(
             for key in member_keys(group, member, partition):
                 below.update((key, version.order) for version in brought.get(key, ()) if version.order < floor)
     return frozenset(store.stored_versions(below)) if below else frozenset()
+
+
+def _known_in_part(
+    batch: Batch, assets: Collection[str], whole: Mapping[tuple[str, int], SnapshotRecord]
+) -> dict[str, list[SnapshotRecord]]:
+    """The data commits of ``assets`` the batch holds and that are not known ``whole``, per asset, oldest first."""
+    found: dict[str, list[SnapshotRecord]] = {}
+    for asset, entries in sorted((batch.touched or {}).items()):
+        part = {r.order: r for r, _ in entries if r.changes_data and (asset, r.order) not in whole}
+        if asset in assets and part:
+            found[asset] = [part[o] for o in sorted(part)]
+    return found
 
 
 def _maps(group: Group, asset_key: str) -> bool:

@@ -22,7 +22,7 @@ known (the table's commit log) (docs/partitions.md, "EACH_VERSION per partition"
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -83,20 +83,19 @@ def brought_versions(work: Sequence[tuple[Rule, Group]], touched: Touched) -> di
 
 def brought_commits(
     work: Sequence[tuple[Rule, Group]],
-    touched: Touched,
+    whole: Mapping[tuple[str, int], SnapshotRecord],
     recorded: Mapping[str, Sequence[SnapshotRecord]],
-    partial: Collection[tuple[str, int]] = (),
 ) -> dict[str, list[SnapshotRecord]]:
     """The commits of a batch whose partitions are known, per partitioned member of an EACH_VERSION partitioned group
-    of ``work``: each commit ``touched`` names whole (not one of ``partial``: a slice, a commit past its event's keys,
-    one whose other keys the bound carried over: their versions are not all kept yet), and each recorded one that
-    changed no data (it touches no partition's versions). A data commit recorded without its partitions, or only
-    in part, is not among them: a partition's next version waits at it (:mod:`lakehook.domain.partition_gaps`) until
-    it settles (or, recorded without them, until its partitions come whole)."""
+    of ``work``: each commit known whole (``whole``: its pieces, the batch's and those kept before, cover every key it
+    touched, :mod:`lakehook.domain.commit_pieces`), and each recorded one that changed no data (it touches no
+    partition's versions). A data commit recorded without its partitions, or known only in part, is not among them:
+    a partition's next version waits at it (:mod:`lakehook.domain.partition_gaps`) until its pieces all came (a
+    newer version of a partition in a piece still to come must not run first) or it settles."""
     assets = {m.asset_key for rule, group in work if in_order(rule, group) for m in group.partitioned_members}
     found: dict[str, dict[int, SnapshotRecord]] = {}
     for key in sorted(assets):
-        known = [record for record, _ in touched.get(key, ()) if (key, record.order) not in partial]
+        known = [record for (asset, _), record in whole.items() if asset == key]
         known += [record for record in recorded.get(key, ()) if not record.changes_data]
         for record in known:
             found.setdefault(key, {}).setdefault(record.order, record)

@@ -102,6 +102,7 @@ class ResolverLimits:
     pending_page: int = 1000  # pending partitions of a group one invocation reads (the next page: the queue's)
     max_fact_reads: int = 5000  # facts of a group's partitions one invocation reads (a rollup's units count each)
     max_version_reads: int = 500  # EACH_VERSION per partition: next-version queries of one invocation, all groups
+    commit_log_page: int = 1000  # EACH_VERSION per partition: a table's logged commits one query reads (for a gap)
     margin_ms: int = 10_000  # an invocation with less time left makes no more writes: it fails, and is retried
     history_settle_ms: int = 15 * 60_000
     retry_ms: int = 60_000

@@ -231,7 +231,9 @@ class DynamoDBAssetStore(AssetStore):
 
 def partition_part_item(part: PartitionPart, expires_at: int) -> dict[str, Any]:
     """A part as stored: its keys and the snapshot record in one JSON ``body`` (one string attribute, as an event's)."""
-    body = {"snapshot": part.snapshot.to_api(), "keys": list(part.keys)}
+    body: dict[str, Any] = {"snapshot": part.snapshot.to_api(), "keys": list(part.keys)}
+    if part.offset is not None and part.total is not None:
+        body |= {"offset": part.offset, "total": part.total}  # read past by 0.1.0 (it reads snapshot and keys)
     return {
         **keys.partition_part_key(part.asset_key, part.snapshot.order, part.snapshot.snapshot_id, part.part),
         keys.ITEM_TYPE: PARTITIONS_ITEM,
@@ -247,7 +249,16 @@ def partition_part_of_item(item: Mapping[str, Any]) -> PartitionPart:
     """A stored part (a ValueError, or a KeyError, when the item is none)."""
     body = json.loads(str(item["body"]))
     snapshot = SnapshotRecord.model_validate(body["snapshot"])
-    return PartitionPart.of(str(item["assetKey"]), snapshot, int(item["part"]), body["keys"])
+    offset, total = body.get("offset"), body.get("total")
+    known = isinstance(offset, int) and isinstance(total, int)  # absent in a part of 0.1.0
+    return PartitionPart.of(
+        str(item["assetKey"]),
+        snapshot,
+        int(item["part"]),
+        body["keys"],
+        offset if known else None,
+        total if known else None,
+    )
 
 
 _SCOPE = "range"  # in a page token of a ranged listing: the range it pages through

@@ -139,6 +139,8 @@ def poll_status_key(asset_key: str) -> dict[str, str]:
 # - ``ASSET#<assetKey>`` / ``PFACT#<mapping>#<partition>`` the newest data commit touching a partition
 # - ``RULE#<ruleId>``    / ``PPEND#<groupId>#<partition>`` a partition of a partitioned group that is pending
 # - ``ASSET#<assetKey>`` / ``PVER#<mapping>#<hash>#<order>`` a data commit touching a partition (EACH_VERSION, TTL)
+# - ``ASSET#<assetKey>`` / ``PCOMMIT#<order>``   a commit whose partitions are known, or in part (EACH_VERSION, TTL)
+# - ``ASSET#<assetKey>`` / ``PPIECES#<order>``   the pieces kept of a commit known in part (EACH_VERSION, TTL)
 
 RULE_PREFIX = "RULE#"
 CURSOR_PREFIX = "CURSOR#"
@@ -174,6 +176,7 @@ PARTITION_FACT_PREFIX = "PFACT#"
 PENDING_PARTITION_PREFIX = "PPEND#"
 PARTITION_VERSION_PREFIX = "PVER#"
 PARTITION_COMMIT_PREFIX = "PCOMMIT#"  # EACH_VERSION per partition: the commits whose partitions are known
+PARTITION_PIECES_PREFIX = "PPIECES#"  # EACH_VERSION per partition: the pieces kept of a commit known in part
 
 
 def partition_fact_key(asset_key: str, mapping: str, partition: str) -> dict[str, str]:
@@ -195,6 +198,10 @@ def partition_version_key(asset_key: str, mapping: str, partition: str, order: i
 def partition_commit_key(asset_key: str, order: int) -> dict[str, str]:
     """Fixed width, so a table's commits sort by order."""
     return {"PK": asset_pk(asset_key), "SK": f"{PARTITION_COMMIT_PREFIX}{max(order, 0):020d}"}
+
+
+def partition_pieces_key(asset_key: str, order: int) -> dict[str, str]:
+    return {"PK": asset_pk(asset_key), "SK": f"{PARTITION_PIECES_PREFIX}{max(order, 0):020d}"}
 
 
 def pending_partitions_prefix(group_id: str) -> str:

@@ -13,15 +13,24 @@ from boto3.dynamodb.conditions import Key
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import batch_get, integral
 from lakehook.adapters.dynamodb.transactions import write_each
+from lakehook.domain.commit_pieces import CommitPiece, CommitRef, KnownPieces, by_commit
 from lakehook.domain.partition_evaluation import FactKey, PartitionFact
 from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord
 from lakehook.ports.partitions import PartitionStore
 
+_NOT_LOGGED: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(PK)"}
+_NOT_LOGGED_WHOLE: dict[str, Any] = {
+    "ConditionExpression": "attribute_not_exists(PK) OR attribute_exists(#partial)",
+    "ExpressionAttributeNames": {"#partial": "partial"},
+}
+
 
 class DynamoDBPartitionStore(PartitionStore):
     """``ASSET#<assetKey>`` / ``PFACT#<mapping>#<partition>``, ``ASSET#<assetKey>`` / ``PVER#<mapping>#<hash>#<order>``
-    (EACH_VERSION, TTL), ``ASSET#<assetKey>`` / ``PCOMMIT#<order>`` (EACH_VERSION: commits whose partitions are known,
-    TTL) and ``RULE#<ruleId>`` / ``PPEND#<groupId>#<partition>`` on the single table (keys.py)."""
+    (EACH_VERSION, TTL), ``ASSET#<assetKey>`` / ``PCOMMIT#<order>`` (EACH_VERSION: commits whose partitions are
+    known, or known in part: ``partial``, TTL), ``ASSET#<assetKey>`` / ``PPIECES#<order>`` (EACH_VERSION: the pieces
+    kept of a commit known in part, TTL) and ``RULE#<ruleId>`` / ``PPEND#<groupId>#<partition>`` on the single table
+    (keys.py)."""
 
     def __init__(self, table: Any, retention_days: int = 14) -> None:
         self._table = table
@@ -86,27 +95,33 @@ class DynamoDBPartitionStore(PartitionStore):
             kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
         return found[:limit]
 
-    def log_commits(self, commits: Mapping[str, Sequence[SnapshotRecord]], now_ms: int) -> None:
-        """Conditional puts of the commits not logged yet, 100 to a transaction (a redelivered commit keeps its first
-        ``recordedAt``)."""
-        unique = {(asset, r.order): r for asset, records in commits.items() for r in reversed(records)}
-        actions = [
-            {
-                "Put": {
-                    "TableName": self._name,
-                    "Item": {
-                        **keys.partition_commit_key(asset_key, order),
-                        keys.ITEM_TYPE: "PARTITION_COMMIT",
-                        "recordedAt": now_ms,
-                        "body": json.dumps(record.to_api(), separators=(",", ":"), sort_keys=True),
-                        keys.TTL_ATTRIBUTE: now_ms // 1000 + self._retention_seconds,
-                    },
-                    "ConditionExpression": "attribute_not_exists(PK)",
-                }
-            }
-            for (asset_key, order), record in sorted(unique.items())
-        ]
+    def log_commits(
+        self,
+        commits: Mapping[str, Sequence[SnapshotRecord]],
+        now_ms: int,
+        in_part: Mapping[str, Sequence[SnapshotRecord]] | None = None,
+    ) -> None:
+        """Conditional puts of the commits not logged yet (or logged in part), and of those known in part not logged
+        yet (``partial``), 100 to a transaction (a redelivered commit keeps its first ``recordedAt``)."""
+        whole = {(asset, r.order): r for asset, records in commits.items() for r in reversed(records)}
+        part = {(asset, r.order): r for asset, records in (in_part or {}).items() for r in reversed(records)}
+        actions = [self._log_action(a, r, now_ms, False) for (a, _), r in sorted(whole.items())]
+        actions += [self._log_action(a, r, now_ms, True) for (a, o), r in sorted(part.items()) if (a, o) not in whole]
         write_each(self._client, actions)
+
+    def _log_action(self, asset_key: str, record: SnapshotRecord, now_ms: int, partial: bool) -> dict[str, Any]:
+        """The conditional put logging one commit: known whole, unless logged so before; or known in part (an item
+        with ``partial``), unless logged before at all."""
+        item: dict[str, Any] = {
+            **keys.partition_commit_key(asset_key, record.order),
+            keys.ITEM_TYPE: "PARTITION_COMMIT",
+            "recordedAt": now_ms,
+            "body": json.dumps(record.to_api(), separators=(",", ":"), sort_keys=True),
+            keys.TTL_ATTRIBUTE: now_ms // 1000 + self._retention_seconds,
+        }
+        if partial:
+            return {"Put": {"TableName": self._name, "Item": {**item, "partial": True}, **_NOT_LOGGED}}
+        return {"Put": {"TableName": self._name, "Item": item, **_NOT_LOGGED_WHOLE}}
 
     def commits_after(self, asset_key: str, order: int, limit: int) -> list[LoggedSnapshot]:
         low = keys.partition_commit_key(asset_key, order + 1)["SK"]
@@ -122,11 +137,51 @@ class DynamoDBPartitionStore(PartitionStore):
             for item in answer.get("Items", []):
                 record = SnapshotRecord.model_validate(json.loads(item["body"]))
                 if record.order > order:
-                    found.append(LoggedSnapshot(record, int(item["recordedAt"])))
+                    found.append(LoggedSnapshot(record, int(item["recordedAt"]), partial=bool(item.get("partial"))))
             if "LastEvaluatedKey" not in answer:
                 break
             kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
         return found[:limit]
+
+    def commit_pieces(self, commits: Collection[CommitRef]) -> dict[CommitRef, KnownPieces]:
+        """Batched reads (100 a request) of the commits' pieces items."""
+        wanted = [keys.partition_pieces_key(asset, order) for asset, order in commits]
+        found = batch_get(self._client, self._name, wanted) if wanted else []
+        return {(str(i["assetKey"]), int(i["order"])): _known_pieces(i) for i in found}
+
+    def note_pieces(self, pieces: Sequence[CommitPiece], now_ms: int) -> dict[CommitRef, SnapshotRecord]:
+        """One ``UpdateItem`` per commit: its spans added to a string set (a span kept before changes nothing), its
+        count set when a piece knows it; the item it leaves (``ALL_NEW``) tells whether the commit is whole."""
+        whole: dict[CommitRef, SnapshotRecord] = {}
+        for (asset_key, order), mine in sorted(by_commit(pieces).items()):
+            record = mine[0].record
+            total = next((p.total for p in mine if p.total is not None), None)
+            sets = ["#type = :type", "#asset = :asset", "#order = :order", "#body = if_not_exists(#body, :body)"]
+            sets.append("#ttl = if_not_exists(#ttl, :ttl)")
+            names = {"#type": keys.ITEM_TYPE, "#asset": "assetKey", "#order": "order", "#body": "body"}
+            names |= {"#ttl": keys.TTL_ATTRIBUTE, "#spans": "spans"}
+            values: dict[str, Any] = {
+                ":type": "PARTITION_COMMIT_PIECES",
+                ":asset": asset_key,
+                ":order": order,
+                ":body": json.dumps(record.to_api(), separators=(",", ":"), sort_keys=True),
+                ":ttl": now_ms // 1000 + self._retention_seconds,
+                ":spans": {f"{p.start}:{p.size}" for p in mine},
+            }
+            if total is not None:
+                sets.append("#total = :total")
+                values[":total"] = total
+                names["#total"] = "total"
+            answer = self._table.update_item(
+                Key=keys.partition_pieces_key(asset_key, order),
+                UpdateExpression=f"SET {', '.join(sets)} ADD #spans :spans",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+            if _known_pieces(answer.get("Attributes", {})).whole:
+                whole[(asset_key, order)] = record
+        return whole
 
     def stored_versions(self, wanted: Collection[tuple[FactKey, int]]) -> set[tuple[FactKey, int]]:
         """Batched reads (100 a request) of the version items themselves."""
@@ -224,6 +279,13 @@ class DynamoDBPartitionStore(PartitionStore):
 
 def _pending(rule_id: str, group_id: str) -> Any:
     return Key("PK").eq(keys.rule_pk(rule_id)) & Key("SK").begins_with(keys.pending_partitions_prefix(group_id))
+
+
+def _known_pieces(item: Mapping[str, Any]) -> KnownPieces:
+    """A pieces item's spans (``<start>:<size>``) and the commit's count."""
+    spans = frozenset((int(a), int(b)) for a, b in (str(s).split(":") for s in item.get("spans", ())))
+    total = item.get("total")
+    return KnownPieces(spans, int(total) if total is not None else None)
 
 
 def _fact_attributes(fact: PartitionFact) -> dict[str, Any]:

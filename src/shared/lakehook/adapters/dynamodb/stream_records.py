@@ -95,7 +95,14 @@ def resolver_input(record: Mapping[str, Any]) -> StateChange | Deferral | None:
             logger.warning("partition part does not parse", extra={"asset_key": pk[len(_ASSET) :]}, exc_info=True)
             return StateChange(pk[len(_ASSET) :])
         # a slice of the commit, as one carried over through the resolver's queue (usecases/resolve_continue.py)
-        return StateChange(part.asset_key, snapshot=part.snapshot, partitions=part.partitions, partitions_only=True)
+        return StateChange(
+            part.asset_key,
+            snapshot=part.snapshot,
+            partitions=part.partitions,
+            partitions_only=True,
+            offset=part.offset,
+            total=part.total,
+        )
     if pk.startswith(_TRIGGER) and sk == keys.CLAIM_SORT and image.get("status") == TriggerStatus.SUCCEEDED:
         old = body.old_image or {}
         if image.get("partition") and not image.get("inOrder"):

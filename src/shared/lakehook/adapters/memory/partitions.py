@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Collection, Mapping, Sequence
 
+from lakehook.domain.commit_pieces import NOTHING, CommitPiece, CommitRef, KnownPieces, by_commit
 from lakehook.domain.partition_evaluation import FactKey, PartitionFact
 from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord
 from lakehook.ports.partitions import PartitionStore
@@ -23,6 +24,9 @@ class InMemoryPartitionStore(PartitionStore):
         self.commit_log: dict[str, dict[int, LoggedSnapshot]] = {}
         self.log_reads = 0  # one per commits_after (a query on DynamoDB)
         self.stored_reads = 0  # one per version asked of stored_versions (batched reads of 100 on DynamoDB)
+        self.pieces: dict[CommitRef, KnownPieces] = {}
+        self.piece_reads = 0  # one per commit asked of commit_pieces (batched reads of 100 on DynamoDB)
+        self.piece_writes = 0  # one per commit noted (an update on DynamoDB)
 
     def advance(self, facts: Sequence[PartitionFact], now_ms: int) -> list[PartitionFact]:
         moved: list[PartitionFact] = []
@@ -50,17 +54,45 @@ class InMemoryPartitionStore(PartitionStore):
             kept = self.versions.get(key, {})
             return [kept[o] for o in sorted(kept) if o > order][:limit]
 
-    def log_commits(self, commits: Mapping[str, Sequence[SnapshotRecord]], now_ms: int) -> None:
+    def log_commits(
+        self,
+        commits: Mapping[str, Sequence[SnapshotRecord]],
+        now_ms: int,
+        in_part: Mapping[str, Sequence[SnapshotRecord]] | None = None,
+    ) -> None:
         with self._lock:
-            for asset_key, records in commits.items():
+            for asset_key, records in (in_part or {}).items():
                 for record in records:
-                    self.commit_log.setdefault(asset_key, {}).setdefault(record.order, LoggedSnapshot(record, now_ms))
+                    logged = self.commit_log.setdefault(asset_key, {})
+                    logged.setdefault(record.order, LoggedSnapshot(record, now_ms, partial=True))
+            for asset_key, records in commits.items():
+                logged = self.commit_log.setdefault(asset_key, {})
+                for record in records:
+                    kept = logged.get(record.order)
+                    if kept is None or kept.partial:
+                        logged[record.order] = LoggedSnapshot(record, now_ms)
 
     def commits_after(self, asset_key: str, order: int, limit: int) -> list[LoggedSnapshot]:
         with self._lock:
             self.log_reads += 1
             kept = self.commit_log.get(asset_key, {})
             return [kept[o] for o in sorted(kept) if o > order][:limit]
+
+    def commit_pieces(self, commits: Collection[CommitRef]) -> dict[CommitRef, KnownPieces]:
+        with self._lock:
+            self.piece_reads += len(commits)
+            return {ref: self.pieces[ref] for ref in commits if ref in self.pieces}
+
+    def note_pieces(self, pieces: Sequence[CommitPiece], now_ms: int) -> dict[CommitRef, SnapshotRecord]:
+        whole: dict[CommitRef, SnapshotRecord] = {}
+        with self._lock:
+            for ref, mine in by_commit(pieces).items():
+                self.piece_writes += 1
+                known = self.pieces.get(ref, NOTHING).with_pieces(mine)
+                self.pieces[ref] = known
+                if known.whole:
+                    whole[ref] = mine[0].record
+        return whole
 
     def stored_versions(self, wanted: Collection[tuple[FactKey, int]]) -> set[tuple[FactKey, int]]:
         with self._lock:
