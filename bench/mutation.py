@@ -1,0 +1,189 @@
+"""Mutation: mutmut 3 over the modules that guard the promises, each killed or not by the unit tests that cover it.
+
+- what: `make mutation` (not part of `make test`) runs mutmut (pinned in the Makefile) over the modules below, the
+  ones that guard claims, advance-only state, signatures and producer scope, idempotency keys, late versions,
+  partition keys and coverage merges, with the fast unit tests that exercise them (`TESTS`): mutmut runs, for each
+  mutant, only the tests that called its function. Hypothesis runs its `mutation` profile (10 examples,
+  derandomized, no example database) so a rerun on the same code gives the same score.
+- where: a staging folder (`test-output/mutation`) in which `src/lakehook` is the package and `tests` the tests, the
+  layout mutmut imports mutants from; the tree itself is never changed.
+- score: killed / (killed + survived + timeout), a timeout counted as detected (mutmut's own score); the survivors
+  are listed under the table, each with the line mutmut changed.
+- left out: the DynamoDB adapters (the trigger store's cursor condition is held by its contract suite on moto, whose
+  tests take seconds each under mutation); the resolver and evaluation, whose tests are minutes long.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from bench.run import markdown_table, replace_section
+
+ROOT = Path(__file__).resolve().parent.parent
+STAGE = ROOT / "test-output" / "mutation"
+
+# module (under lakehook/) -> the promise it guards
+MODULES: dict[str, str] = {
+    "domain/signing.py": "signatures",
+    "domain/producers.py": "producer scope",
+    "domain/requests.py": "idempotency keys",
+    "domain/planned_claims.py": "claims",
+    "domain/state.py": "advance-only state",
+    "domain/late_versions.py": "late versions",
+    "domain/partitions.py": "partition keys",
+    "wire/partition_keys.py": "partition keys (escaping)",
+    "domain/coverage.py": "coverage merges",
+}
+
+# the fast unit tests that cover them (state machines and e2e are marked slow and left out)
+TESTS = [
+    "tests/unit/test_signing.py",
+    "tests/unit/test_client_signing.py",
+    "tests/unit/test_producer_secrets.py",
+    "tests/unit/test_replay_choices.py",
+    "tests/unit/test_trigger_keys.py",
+    "tests/unit/test_lanes.py",
+    "tests/unit/test_state_advance.py",
+    "tests/unit/test_each_version.py",
+    "tests/unit/test_each_version_gates.py",
+    "tests/unit/test_partitions.py",
+    "tests/unit/test_partition_coverage.py",
+    "tests/unit/test_coverage.py",
+    "tests/unit/test_coverage_progress.py",
+]
+
+# what the tests read beside themselves (tests/support.py reads the template), copied beside the mutants
+ALSO = ["tests", "template.yaml"]
+
+# tests about the tree's layout, not the code's behaviour (the staging folder has another)
+DESELECT = ["tests/unit/test_client_signing.py::test_the_client_side_imports_nothing_of_the_server"]
+
+PYPROJECT = """\
+[tool.mutmut]
+source_paths = ["src/lakehook"]
+also_copy = ["template.yaml"]
+only_mutate = [{only}]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-m", "not slow", "--hypothesis-profile=mutation", {deselect}]
+pytest_add_cli_args_test_selection = [{tests}]
+use_git_change_detection = false
+
+[tool.pytest.ini_options]
+pythonpath = ["."]
+markers = ["integration: moto", "e2e: local stack", "slow: left out", "airflow_real: opt-in"]
+filterwarnings = ["ignore::DeprecationWarning"]
+"""
+
+
+def stage() -> Path:
+    """A fresh staging folder: the package as ``src/lakehook``, the tests, and mutmut's configuration."""
+    shutil.rmtree(STAGE, ignore_errors=True)
+    (STAGE / "src").mkdir(parents=True)
+    (STAGE / "src" / "lakehook").symlink_to(ROOT / "src" / "shared" / "lakehook")
+    for name in ALSO:
+        (STAGE / name).symlink_to(ROOT / name)
+    quoted = ", ".join
+    only = quoted(f'"src/lakehook/{m}"' for m in MODULES)
+    deselect = quoted(f'"--deselect={t}"' for t in DESELECT)
+    tests = quoted(f'"{t}"' for t in TESTS)
+    (STAGE / "pyproject.toml").write_text(PYPROJECT.format(only=only, tests=tests, deselect=deselect))
+    return STAGE
+
+
+def mutmut(*args: str, workers: int | None = None) -> str:
+    """Run ``mutmut`` in the staging folder (the package imported from its mutants, not from the tree)."""
+    tree = str(ROOT / "src")
+    path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and not p.startswith(tree)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    command = [sys.executable, "-m", "mutmut", *args]
+    if workers:
+        command += ["--max-children", str(workers)]
+    done = subprocess.run(command, cwd=STAGE, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        output = f"{done.stdout}\n{done.stderr}"[-4000:]  # its spinner writes a line a tick
+        raise RuntimeError(f"mutmut {' '.join(args)} failed ({done.returncode}):\n{output}")
+    return done.stdout
+
+
+RESULT = re.compile(r"^\s*(?P<name>\S+__mutmut_\d+): (?P<status>.+)$")
+
+
+def module_of(mutant: str) -> str:
+    """``lakehook.domain.signing.x_verify__mutmut_3`` -> ``domain/signing.py``."""
+    dotted = mutant.split(".x_")[0].split(".xǁ")[0]
+    return dotted.removeprefix("lakehook.").replace(".", "/") + ".py"
+
+
+def changed_line(mutant: str) -> str:
+    """The line the mutant wrote (the first ``+`` line of its diff)."""
+    diff = mutmut("show", mutant)
+    line = next((ln[1:].strip() for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")), "")
+    return line.replace("|", "\\|")[:120]
+
+
+def run() -> tuple[list[dict[str, object]], list[str]]:
+    """Rows of the score per module, and the survivors (name and line)."""
+    stage()
+    mutmut("run", workers=int(os.environ.get("LAKEHOOK_MUTATION_WORKERS", os.cpu_count() or 2)))
+    statuses: dict[str, Counter[str]] = {m: Counter() for m in MODULES}
+    survivors: list[str] = []
+    for line in mutmut("results", "--all", "true").splitlines():
+        found = RESULT.match(line)
+        if not found:
+            continue
+        name, status = found["name"], found["status"].strip()
+        statuses.setdefault(module_of(name), Counter())[status] += 1
+        if status == "survived":
+            survivors.append(f"- `{name}`: `{changed_line(name)}`")
+    rows: list[dict[str, object]] = []
+    for module, counts in statuses.items():
+        rows.append(row(module, MODULES.get(module, ""), counts))
+    rows.append(row("all", "", sum(statuses.values(), Counter())))
+    return rows, survivors
+
+
+def row(module: str, promise: str, counts: Counter[str]) -> dict[str, object]:
+    detected = counts["killed"] + counts["timeout"]
+    tested = detected + counts["survived"]
+    others = {k: v for k, v in counts.items() if k not in ("killed", "survived", "timeout")}
+    return {
+        "module": module,
+        "guards": promise,
+        "mutants": sum(counts.values()),
+        "killed": counts["killed"],
+        "survived": counts["survived"],
+        "timeout": counts["timeout"],
+        "other": ", ".join(f"{k} {v}" for k, v in sorted(others.items())) or "0",
+        "score": f"{100 * detected / tested:.1f} %" if tested else "-",
+    }
+
+
+def main() -> int:
+    began, load_before = time.perf_counter(), os.getloadavg()[0]
+    rows, survivors = run()
+    title, *rest = (__doc__ or "").strip().splitlines()
+    provenance = (
+        f"Command: `make mutation` (`python -m bench.mutation`). Run on "
+        f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, took {time.perf_counter() - began:.0f} s; "
+        f"{os.cpu_count()} cores; load average (1 min) "
+        f"{load_before:.2f} before, {os.getloadavg()[0]:.2f} after."
+    )
+    listed = "\n".join(survivors) if survivors else "(none)"
+    text = "\n".join(rest).strip()
+    replace_section(
+        "mutation",
+        f"## mutation: {title}\n\n{text}\n\n{provenance}\n\n{markdown_table(rows)}\nSurvivors:\n\n{listed}\n",
+    )
+    print(markdown_table(rows))
+    print(f"{len(survivors)} survivors")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
