@@ -30,13 +30,13 @@ from lakehook.domain.time import ms_to_iso
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
 from lakehook.local.filters import matches_any
 from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger, RedriveTriggers
-from lakehook.usecases.dispatch import handle_dispatch_record as dispatch_record
 from tests.conftest import ADMIN_TOKEN, BUCKET, TABLE
 from tests.fakes.memory import InMemorySecretStore
 from tests.fakes.webhook_receiver import WebhookReceiver
 from tests.hypothesis_profiles import examples
 from tests.replay_choices import ANY_JSON, UNKNOWN_FIELDS
 from tests.support import FakeLambdaContext, api_event
+from tests.wiring import dispatch_record
 
 pytestmark = pytest.mark.integration
 
