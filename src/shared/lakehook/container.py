@@ -38,7 +38,13 @@ if TYPE_CHECKING:
     from lakehook.usecases.bus_ingest import IngestBusEvents
     from lakehook.usecases.completion import CompleteRun, CompletionTokens
     from lakehook.usecases.confirmation import ConfirmRuns, SweepNotAdvanced
-    from lakehook.usecases.dispatch import DispatchPolicy, DispatchTrigger, RedriveTriggers, RetryTrigger
+    from lakehook.usecases.dispatch import (
+        DispatchPolicy,
+        DispatchResult,
+        DispatchTrigger,
+        RedriveTriggers,
+        RetryTrigger,
+    )
     from lakehook.usecases.freshness import CheckFreshness
     from lakehook.usecases.ingest import IngestEvents
     from lakehook.usecases.late_versions import LateSnapshotNotice
@@ -559,6 +565,15 @@ class Container:
             secret_names=self.settings.secret_names,
         )
         return build_target_clients(deps)
+
+    @part
+    def dispatch_record(self) -> Callable[[Any], DispatchResult | None]:
+        """The dispatcher on one stream record: its claim key and claim read from the record as the DynamoDB
+        ledger writes them (``handle_dispatch_record``)."""
+        from lakehook.adapters.dynamodb.trigger_ledger import claimed_entry, claimed_trigger_key
+        from lakehook.usecases.dispatch import handle_dispatch_record
+
+        return lambda record: handle_dispatch_record(record, self.dispatcher, claimed_trigger_key, claimed_entry)
 
     @part
     def dispatch_policy(self) -> DispatchPolicy:
