@@ -332,3 +332,25 @@ def test_a_signature_whose_last_hex_digit_differs_is_refused() -> None:
         verify(SECRET, BODY, f"t={NOW},v1={forged}", NOW)
     with pytest.raises(AuthenticationError, match="does not match"):
         verify(SECRET, BODY, f"t={NOW},v1={mac[:16]}", NOW)  # a prefix alone is no signature
+
+
+def test_a_part_without_a_value_is_skipped_not_the_end_of_the_header() -> None:
+    mac = sign(SECRET, BODY, NOW).split("v1=")[1]
+    verify(SECRET, BODY, f"scheme,t={NOW},v1={mac}", NOW)  # parts after one without "=" are still read
+    with pytest.raises(AuthenticationError, match="does not match"):
+        verify(SECRET, BODY, f"t={NOW},v1={mac}=0", NOW)  # a value is all after the first "="
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        ("t=abc,v1=abcd", "signature timestamp t= is not unix seconds"),
+        ("garbage", "signature header must be t=<unix seconds>,v1=<hex hmac-sha256>"),
+        (f"t={NOW},v1=abcd", "signature does not match the body"),
+    ],
+)
+def test_a_refusal_says_exactly_why(header: str, message: str) -> None:
+    """The 401's message, as a producer reads it (docs/api.md): exactly this text."""
+    with pytest.raises(AuthenticationError) as refused:
+        verify(SECRET, BODY, header, NOW)
+    assert str(refused.value) == message
