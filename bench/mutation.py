@@ -127,10 +127,12 @@ def changed_line(mutant: str) -> str:
     return line.replace("|", "\\|")[:120]
 
 
-def run() -> tuple[list[dict[str, object]], list[str]]:
-    """Rows of the score per module, and the survivors (name and line)."""
-    stage()
-    mutmut("run", workers=int(os.environ.get("LAKEHOOK_MUTATION_WORKERS", os.cpu_count() or 2)))
+def run(again: bool = True) -> tuple[list[dict[str, object]], list[str]]:
+    """Rows of the score per module, and the survivors (name and line); ``again=False`` reads the last run's
+    results (an interrupted run's mutants not run yet are counted "not checked")."""
+    if again:
+        stage()
+        mutmut("run", workers=int(os.environ.get("LAKEHOOK_MUTATION_WORKERS", os.cpu_count() or 2)))
     statuses: dict[str, Counter[str]] = {m: Counter() for m in MODULES}
     survivors: list[str] = []
     for line in mutmut("results", "--all", "true").splitlines():
@@ -164,15 +166,19 @@ def row(module: str, promise: str, counts: Counter[str]) -> dict[str, object]:
     }
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    """``--report``: write the section from the last run's results without running mutmut again (``--note TEXT``
+    says why, e.g. an interrupted run)."""
     began, load_before = time.perf_counter(), os.getloadavg()[0]
-    rows, survivors = run()
+    again = "--report" not in argv
+    rows, survivors = run(again=again)
     title, *rest = (__doc__ or "").strip().splitlines()
+    when = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
+    took = f"took {time.perf_counter() - began:.0f} s" if again else "reported with --report from the last run"
+    note = argv[argv.index("--note") + 1] + " " if "--note" in argv else ""
     provenance = (
-        f"Command: `make mutation` (`python -m bench.mutation`). Run on "
-        f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, took {time.perf_counter() - began:.0f} s; "
-        f"{os.cpu_count()} cores; load average (1 min) "
-        f"{load_before:.2f} before, {os.getloadavg()[0]:.2f} after."
+        f"{note}Command: `make mutation` (`python -m bench.mutation`). Run on {when} UTC, {took}; "
+        f"{os.cpu_count()} cores; load average (1 min) {load_before:.2f} before, {os.getloadavg()[0]:.2f} after."
     )
     listed = "\n".join(survivors) if survivors else "(none)"
     text = "\n".join(rest).strip()
@@ -186,4 +192,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

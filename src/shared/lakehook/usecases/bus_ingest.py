@@ -20,6 +20,9 @@ from typing import Any
 
 from lakehook.domain.errors import AuthorizationError, ValidationError
 from lakehook.domain.events import EventResult, SourceType
+from lakehook.event_metrics import count_results
+from lakehook.freshness_metrics import MetricSink
+from lakehook.observability import MetricName, logger, metrics
 from lakehook.ports import ProducerRegistry
 from lakehook.ports.aliases import AliasStore
 from lakehook.usecases.aliases import ingest_through_aliases
@@ -110,3 +113,18 @@ def account_of(function_arn: str) -> str | None:
     """The account of a Lambda function ARN (``arn:aws:lambda:<region>:<account>:function:<name>``)."""
     parts = function_arn.split(":")
     return parts[4] if len(parts) > 5 and parts[4].isdigit() and len(parts[4]) == 12 else None
+
+
+def report_bus_event(report: BusReport, sink: MetricSink = metrics) -> dict[str, Any]:
+    """What the bus function counts and logs of one report, answering its log line. A rejected event is counted
+    invalid (and foreign, from an account its producer does not take) and never raised: EventBridge would retry an
+    event that can only fail the same way. A taken one counts its events' outcomes."""
+    if report.rejected:
+        sink.add_metric(name=MetricName.EVENT_INVALID, unit="Count", value=1)
+        if report.unbound_account:
+            sink.add_metric(name=MetricName.BUS_EVENT_FOREIGN_ACCOUNT, unit="Count", value=1)
+        logger.warning("bus event rejected", extra=report.to_log())
+    else:
+        count_results(report.results, sink)
+        logger.info("bus event ingested", extra=report.to_log())
+    return report.to_log()
