@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -96,11 +97,16 @@ def stage() -> Path:
     return STAGE
 
 
-def mutmut(*args: str, workers: int | None = None) -> str:
-    """Run ``mutmut`` in the staging folder (the package imported from its mutants, not from the tree)."""
+def staged_env() -> dict[str, str]:
+    """The environment without the tree's package on PYTHONPATH (the mutants' must be the one imported)."""
     tree = str(ROOT / "src")
     path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and not p.startswith(tree)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+
+
+def mutmut(*args: str, workers: int | None = None) -> str:
+    """Run ``mutmut`` in the staging folder (the package imported from its mutants, not from the tree)."""
+    env = staged_env()
     command = [sys.executable, "-m", "mutmut", *args]
     if workers:
         command += ["--max-children", str(workers)]
@@ -120,11 +126,33 @@ def module_of(mutant: str) -> str:
     return dotted.removeprefix("lakehook.").replace(".", "/") + ".py"
 
 
-def changed_line(mutant: str) -> str:
-    """The line the mutant wrote (the first ``+`` line of its diff)."""
-    diff = mutmut("show", mutant)
-    line = next((ln[1:].strip() for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")), "")
-    return line.replace("|", "\\|")[:120]
+# Each survivor's diff, all in one process (``mutmut show`` starts one per mutant).
+SHOW = """
+import json, sys
+from mutmut.mutation.diff_apply import find_mutant, get_diff_for_mutant
+print(json.dumps({n: get_diff_for_mutant(n, path=find_mutant(n).path) for n in json.load(sys.stdin)}))
+"""
+
+
+def changed_lines(mutants: list[str]) -> dict[str, str]:
+    """The line each mutant wrote (the first ``+`` line of its diff)."""
+    if not mutants:
+        return {}
+    done = subprocess.run(
+        [sys.executable, "-c", SHOW],
+        cwd=STAGE,
+        env=staged_env(),
+        input=json.dumps(mutants),
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"reading the survivors' diffs failed:\n{done.stderr[-4000:]}")
+    lines: dict[str, str] = {}
+    for name, diff in json.loads(done.stdout.strip().splitlines()[-1]).items():
+        added = (ln[1:].strip() for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++"))
+        lines[name] = next(added, "").replace("|", "\\|")[:120]
+    return lines
 
 
 def run(again: bool = True) -> tuple[list[dict[str, object]], list[str]]:
@@ -142,12 +170,11 @@ def run(again: bool = True) -> tuple[list[dict[str, object]], list[str]]:
         name, status = found["name"], found["status"].strip()
         statuses.setdefault(module_of(name), Counter())[status] += 1
         if status == "survived":
-            survivors.append(f"- `{name}`: `{changed_line(name)}`")
-    rows: list[dict[str, object]] = []
-    for module, counts in statuses.items():
-        rows.append(row(module, MODULES.get(module, ""), counts))
+            survivors.append(name)
+    rows = [row(module, MODULES.get(module, ""), counts) for module, counts in statuses.items()]
     rows.append(row("all", "", sum(statuses.values(), Counter())))
-    return rows, survivors
+    lines = changed_lines(survivors)
+    return rows, [f"- `{name}`: `{lines.get(name, '')}`" for name in survivors]
 
 
 def row(module: str, promise: str, counts: Counter[str]) -> dict[str, object]:
