@@ -49,6 +49,7 @@ TESTS = [
     "tests/unit/test_client_signing.py",
     "tests/unit/test_producer_secrets.py",
     "tests/unit/test_replay_choices.py",
+    "tests/unit/test_request_keys.py",
     "tests/unit/test_trigger_keys.py",
     "tests/unit/test_lanes.py",
     "tests/unit/test_state_advance.py",
