@@ -11,6 +11,8 @@ SAM_CLI_VERSION := 1.170.0
 # Checkov pins boto3 to an old release, so it lives in a venv of its own (like SAM CLI).
 CHECKOV_VENV := .venv-checkov
 CHECKOV_VERSION := 3.3.30
+# Mutation testing (make mutation) runs mutmut inside .venv: it imports the project and its tests.
+MUTMUT_VERSION := 3.8.1
 # sam build needs the Lambda runtime's Python (3.12) on PATH; pyenv has it on this kind of machine.
 PY312_BIN ?= $(shell d=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.12*/bin 2>/dev/null | head -1); \
 	if [ -n "$$d" ]; then echo $$d; else dirname "$$(command -v python3.12 2>/dev/null)" 2>/dev/null; fi)
@@ -36,6 +38,10 @@ $(CHECKOV_VENV)/.installed:
 	$(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/pip install --quiet --upgrade pip
 	$(CHECKOV_VENV)/bin/pip install --quiet "checkov==$(CHECKOV_VERSION)"
+	touch $@
+
+$(BIN)/.mutmut-installed: $(BIN)/.installed
+	$(BIN)/pip install --quiet -c constraints.txt "mutmut==$(MUTMUT_VERSION)"
 	touch $@
 
 $(SAM_VENV)/.installed:
@@ -128,6 +134,10 @@ demo: $(BIN)/.installed ## the local stack, its demo and the console (KEEP=1: st
 .PHONY: bench
 bench: $(BIN)/.installed ## benchmarks -> bench/results.md
 	$(BIN)/python -m bench.run
+
+.PHONY: mutation
+mutation: $(BIN)/.mutmut-installed ## mutmut over the modules that guard the promises -> bench/results.md (minutes; not in make test)
+	$(BIN)/python -m bench.mutation
 
 .PHONY: dists
 dists: $(BIN)/.installed ## the three wheels (lakehook, lakehook-tools, lakehook-client) -> dist/

@@ -35,6 +35,8 @@ BENCHES = [
     "cost",
     "loop",
 ]
+# Sections another command writes (`make mutation`: bench.mutation); make bench keeps them as they were written.
+WRITTEN_ELSEWHERE = ["mutation"]
 RESULTS = Path(__file__).resolve().parent / "results.md"
 
 
@@ -59,7 +61,9 @@ def main(argv: list[str]) -> int:
         "Written by `make bench` (`python -m bench.run`); each section says when, with which command and knobs, "
         "on which machine and under what load. Request counts are exact; times are that machine's.\n",
     ]
-    kept = _sections() if args.only else {}  # --only re-measures those and keeps the others' last figures
+    kept = _sections()  # --only re-measures those and keeps the others' last figures
+    if not args.only:
+        kept = {name: text for name, text in kept.items() if name in WRITTEN_ELSEWHERE}
     for name in chosen:
         try:
             module = importlib.import_module(f"bench.{name}")
@@ -75,10 +79,21 @@ def main(argv: list[str]) -> int:
             + f"\n\n{markdown_table(rows)}"
         )
         print(f"bench {name}: {len(rows)} rows", flush=True)
-    sections += [kept[name] for name in BENCHES if name in kept]
-    RESULTS.write_text("\n".join(sections))
-    print(f"wrote {RESULTS}")
+    _write(sections, kept)
     return 0
+
+
+def _write(head: list[str], kept: dict[str, str]) -> None:
+    RESULTS.write_text("\n".join(head + [kept[name] for name in BENCHES + WRITTEN_ELSEWHERE if name in kept]))
+    print(f"wrote {RESULTS}")
+
+
+def replace_section(name: str, text: str) -> None:
+    """Write one section (``## name: ...``), keeping every other one as it was written."""
+    kept = _sections()
+    kept[name] = text
+    head = RESULTS.read_text().split("\n## ")[0].rstrip("\n") + "\n" if RESULTS.exists() else "# Benchmark results\n"
+    _write([head], kept)
 
 
 def _provenance(name: str, seconds: float, load_before: float, load_after: float) -> str:

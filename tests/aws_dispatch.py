@@ -18,9 +18,10 @@ from lakehook.domain.rules import Rule
 from lakehook.domain.targets import validate_target
 from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.ports.dispatch import TargetClient
-from lakehook.usecases.dispatch import DispatchPolicy, DispatchResult, DispatchTrigger, RedriveTriggers
+from lakehook.usecases.dispatch import DispatchPolicy, DispatchResult, RedriveTriggers
 from tests.fakes.memory import InMemorySecretStore
 from tests.support import create_table
+from tests.wiring import dispatch_trigger
 
 BUCKET = "lakehook-manifests"
 LEASE_MS = 300_000
@@ -58,7 +59,7 @@ class MotoDispatch:
         self.targets: dict[str, TargetClient] = build_target_clients(
             TargetDeps(secrets=InMemorySecretStore(), aws=session.client)
         )
-        self.dispatch = DispatchTrigger(
+        self.dispatch = dispatch_trigger(
             self.ledger,
             rules,
             self.manifests,

@@ -1,4 +1,5 @@
-"""Hypothesis profiles: ``full`` (the default, what ``make test`` runs) and ``fast`` (``make test-fast``).
+"""Hypothesis profiles: ``full`` (the default, what ``make test`` runs) and ``fast`` (``make test-fast``); ``mutation``
+(``make mutation``) is ``fast`` derandomized, without an example database.
 
 A test that asks for its own number of examples writes ``max_examples=examples(200)``: 200 under ``full``, at most
 :data:`FAST_EXAMPLES` under ``fast``. A test without its own number takes the profile's. Choose a profile with
@@ -14,6 +15,7 @@ from hypothesis import HealthCheck, settings
 
 FULL = "full"
 FAST = "fast"
+MUTATION = "mutation"  # make mutation: the fast profile's examples, the same ones on every run (bench/mutation.py)
 FAST_EXAMPLES = 10
 
 # No verdict of either profile depends on the clock: no per-example deadline, and no health check failing a test
@@ -23,9 +25,10 @@ UNTIMED: dict[str, Any] = {"deadline": None, "suppress_health_check": [HealthChe
 
 settings.register_profile(FULL, settings.get_profile("default"), **UNTIMED)
 settings.register_profile(FAST, max_examples=FAST_EXAMPLES, **UNTIMED)
+settings.register_profile(MUTATION, max_examples=FAST_EXAMPLES, derandomize=True, database=None, **UNTIMED)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", FULL))
 
 
 def examples(wanted: int) -> int:
     """``wanted`` examples under the full profile, at most :data:`FAST_EXAMPLES` under the fast one."""
-    return min(wanted, FAST_EXAMPLES) if settings.get_current_profile_name() == FAST else wanted
+    return min(wanted, FAST_EXAMPLES) if settings.get_current_profile_name() in (FAST, MUTATION) else wanted

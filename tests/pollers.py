@@ -27,10 +27,10 @@ from lakehook.domain.state import AssetState
 from lakehook.ports import Recording, SecretStore
 from lakehook.ports.lakehouse import SnapshotSources
 from lakehook.settings import Settings
-from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.poll import Compensate, CompensateAsset, PollAsset, PollAssets
 from tests.fakes.memory import InMemorySecretStore
 from tests.lakehouse import create_iceberg_table, create_paimon_table, paimon_commit, rows
+from tests.wiring import ingest_events
 
 # --- the poller -----------------------------------------------------------------------------------------------
 
@@ -73,7 +73,7 @@ class Lake:
 
     def crashing_after(self, recorded: int) -> PollAsset:
         """A poller of the same lake killed (RuntimeError) when it would record event ``recorded + 1``."""
-        return PollAsset(self.sources, self.watermarks, IngestEvents(_DyingStore(self.table, recorded)))
+        return PollAsset(self.sources, self.watermarks, ingest_events(_DyingStore(self.table, recorded)))
 
     def events(self, key: str, event_type: EventType = EventType.SNAPSHOT_COMMITTED) -> list[AssetEvent]:
         """The asset's recorded events of one type, by snapshot id (then tag)."""

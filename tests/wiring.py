@@ -8,7 +8,8 @@ reads the fakes back through the container (``container.asset_store``) or keeps 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from lakehook.adapters.lakehouse.factory import snapshot_sources
 from lakehook.adapters.targets import REGISTRY
@@ -42,6 +43,14 @@ from tests.fakes.memory_rules import (
     InMemoryTriggerStore,
 )
 from tests.fakes.memory_slots import InMemoryRunSlotStore
+
+if TYPE_CHECKING:
+    from lakehook.ports import AssetStore
+    from lakehook.ports.dispatch import ManifestStore, TargetClient, TriggerLedger
+    from lakehook.ports.rules import RuleStore
+    from lakehook.usecases.dispatch import DispatchPolicy, DispatchResult, DispatchTrigger
+    from lakehook.usecases.ingest import IngestEvents
+    from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores
 
 
 class NoTable:
@@ -97,3 +106,47 @@ def fakes(**parts: Any) -> dict[str, Any]:
 def in_memory(settings: Settings | None = None, **parts: Any) -> Container:
     """A container whose adapters are all fakes (``parts`` replace any part by its name)."""
     return Container.of(settings or Settings(), **fakes(**parts))
+
+
+# --- the use cases a test builds on its own collaborators -------------------------------------------------------
+# A test that keeps its own fakes (a clock it moves, a store it wraps, a store on moto) takes its use cases from
+# here, never from their constructors: a constructor change touches the container and this file only. Each takes
+# the collaborators its constructor takes, positional as there, and a test's special ones (``clock``, ``late``,
+# ``observer``, ``sleep``, ...) as keyword overrides; what a test leaves out is the constructor's default.
+
+
+def ingest_events(store: AssetStore, **overrides: Any) -> IngestEvents:
+    """The ingest use case (the container's ``ingest``) on ``store``."""
+    from lakehook.usecases.ingest import IngestEvents
+
+    return IngestEvents(store, **overrides)
+
+
+def resolve_asset_change(stores: ResolverStores, **overrides: Any) -> ResolveAssetChange:
+    """The resolver (the container's ``resolver``) on ``stores``."""
+    from lakehook.usecases.resolve import ResolveAssetChange
+
+    return ResolveAssetChange(stores, **overrides)
+
+
+def dispatch_trigger(
+    ledger: TriggerLedger,
+    rules: RuleStore,
+    manifests: ManifestStore,
+    targets: Mapping[str, TargetClient],
+    policy: DispatchPolicy | None = None,
+    **overrides: Any,
+) -> DispatchTrigger:
+    """The dispatcher (the container's ``dispatcher``) on a ledger, rules, manifests, target clients and a policy."""
+    from lakehook.usecases.dispatch import DispatchTrigger
+
+    return DispatchTrigger(ledger, rules, manifests, targets, policy, **overrides)
+
+
+def dispatch_record(record: Any, dispatch: DispatchTrigger) -> DispatchResult | None:
+    """``dispatch`` on one stream record, read as the container's ``dispatch_record`` reads it (the DynamoDB
+    ledger's claim key and claim image)."""
+    from lakehook.adapters.dynamodb.trigger_ledger import claimed_entry, claimed_trigger_key
+    from lakehook.usecases.dispatch import handle_dispatch_record
+
+    return handle_dispatch_record(record, dispatch, claimed_trigger_key, claimed_entry)

@@ -78,6 +78,20 @@ def test_a_claim_on_a_moved_cursor_writes_nothing_and_answers_the_cursor(backend
     assert backend.triggers.get_cursors([("dwd", "g")])["dwd", "g"] == first.cursor
 
 
+def test_a_claim_on_an_older_cursor_writes_nothing_and_answers_the_cursor(backend: Backend) -> None:
+    """A resolver that read the cursor one claim ago (seq 1 when it is at 2) is refused: the cursor condition is
+    equality, not "at least" (a stale cursor accepted would claim a second run over versions already claimed)."""
+    _, first = claim_next(backend, 1, None)
+    _, second = claim_next(backend, 2, first.cursor)
+    assert second.outcome is ClaimOutcome.CLAIMED and second.cursor is not None and second.cursor.seq == 2
+
+    stale, refused = claim_next(backend, 3, first.cursor)
+
+    assert refused == ClaimResult(ClaimOutcome.CURSOR_MOVED, second.cursor)
+    assert backend.triggers.get(stale.trigger_key) is None
+    assert backend.triggers.get_cursors([("dwd", "g")])["dwd", "g"] == second.cursor
+
+
 def test_claims_chain_on_the_cursor_they_read(backend: Backend) -> None:
     expected: GroupCursor | None = None
     for snapshot in range(1, 5):

@@ -134,6 +134,25 @@ def test_only_re_measures_the_named_bench_and_keeps_the_other_sections(
     assert "--only resolve" in resolve and "load average (1 min)" in resolve and "| 1 | 0.5 |" in resolve
 
 
+def test_the_mutation_section_is_written_alone_and_kept_by_a_full_bench(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``make mutation`` writes its section (bench.mutation) keeping the others; ``make bench``, which does not run
+    it, keeps it as written."""
+    results = tmp_path / "results.md"
+    kept = "## ingest: Ingest: kept as written\n\nfigures\n"
+    results.write_text(f"# Benchmark results\n\nold header\n\n{kept}")
+    monkeypatch.setattr(bench.run, "RESULTS", results)
+    bench.run.replace_section("mutation", "## mutation: Mutation: a score\n\n| module |\n|---|\n| all |\n")
+    text = results.read_text()
+    assert text.startswith("# Benchmark results\n\nold header\n\n## ingest:") and kept in text
+    assert text.index("## ingest:") < text.index("## mutation: Mutation: a score")
+    monkeypatch.setattr(bench.run, "BENCHES", ["resolve"])
+    monkeypatch.setattr(bench.resolve, "run", lambda: [{"rules": 1, "seconds": 0.5}])
+    assert bench.run.main([]) == 0
+    assert "## mutation: Mutation: a score" in results.read_text() and "## ingest:" not in results.read_text()
+
+
 def test_stack_start_times_every_start_and_the_first_apart(monkeypatch: pytest.MonkeyPatch) -> None:
     import bench.stack_start
 

@@ -24,10 +24,10 @@ from lakehook.domain.events import AssetEvent, EventType, SourceType
 from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, trigger_key
 from lakehook.ports.rules import ClaimOutcome, Deferral, StateChange
-from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores
 from tests import racing
 from tests.racing import atomic_dynamodb_server, drain_queue, race
+from tests.wiring import ingest_events, resolve_asset_change
 
 pytestmark = pytest.mark.slow  # racers against a moto server: the full gate only
 
@@ -58,7 +58,7 @@ def resolver_at(url: str, queue: str | None = None, **limits: int) -> ResolveAss
 
     mine = table_at(url)
     sqs = boto3.session.Session(region_name="us-east-1").client("sqs", endpoint_url=url)
-    return ResolveAssetChange(
+    return resolve_asset_change(
         ResolverStores(
             DynamoDBRuleStore(mine),
             DynamoDBStateReader(mine),
@@ -149,7 +149,7 @@ def test_eight_resolvers_on_the_same_changes_claim_each_key_once(endpoint: str) 
             1,
         )
     store = DynamoDBAssetStore(table)
-    ingest = IngestEvents(store)
+    ingest = ingest_events(store)
     changes = []
     for asset, snapshots in ((B, (1,)), (A, (1, 2, 3, 4))):
         for sid in snapshots:
@@ -252,7 +252,7 @@ def test_racing_resolvers_drain_the_resolver_queue_and_claim_each_partition_once
         1,
     )
     days = [f"dt=2026-{1 + i // 28:02d}-{1 + i % 28:02d}" for i in range(40)]
-    ingest = IngestEvents(DynamoDBAssetStore(table))
+    ingest = ingest_events(DynamoDBAssetStore(table))
     changes = []
     for asset, sid in ((payments, 1), (orders, 1)):
         event = AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=asset, snapshotId=sid, partitions=days)

@@ -29,14 +29,14 @@ from lakehook.domain.rules import Rule
 from lakehook.domain.time import ms_to_iso
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
 from lakehook.local.filters import matches_any
-from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger, RedriveTriggers
-from lakehook.usecases.dispatch import handle_dispatch_record as dispatch_record
+from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, RedriveTriggers
 from tests.conftest import ADMIN_TOKEN, BUCKET, TABLE
 from tests.fakes.memory import InMemorySecretStore
 from tests.fakes.webhook_receiver import WebhookReceiver
 from tests.hypothesis_profiles import examples
 from tests.replay_choices import ANY_JSON, UNKNOWN_FIELDS
 from tests.support import FakeLambdaContext, api_event
+from tests.wiring import dispatch_record, dispatch_trigger
 
 pytestmark = pytest.mark.integration
 
@@ -82,7 +82,7 @@ class Scene:
         secrets.put_secret("lakehook/targets/dwd", SECRET)
         deps = TargetDeps(secrets=secrets, aws=lambda service: None, allow_insecure_loopback=True)
         self.manifests = S3ManifestStore(self.s3, BUCKET)
-        self.dispatch = DispatchTrigger(
+        self.dispatch = dispatch_trigger(
             self.ledger,
             self.rules,
             self.manifests,

@@ -25,9 +25,10 @@ from lakehook.adapters.s3.manifest_store import S3ManifestStore
 from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import GroupCursor, PinnedInput, RunState, Trigger, TriggerStatus, trigger_key
 from lakehook.local.filters import matches_any
-from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger, handle_dispatch_record
+from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus
 from tests.conftest import BUCKET, TABLE
 from tests.fakes.memory_dispatch import InMemoryTargetClient
+from tests.wiring import dispatch_record, dispatch_trigger
 
 T0 = 1_750_000_000_000
 LEASE = 300_000
@@ -235,7 +236,7 @@ def test_a_claim_record_is_dispatched_once_on_dynamodb_and_s3(
     key = claim(claims, 1001, at=T0)
     target = InMemoryTargetClient()
     manifests = S3ManifestStore(bucket, BUCKET)
-    dispatch = DispatchTrigger(
+    dispatch = dispatch_trigger(
         ledger,
         rules,
         manifests,
@@ -248,7 +249,7 @@ def test_a_claim_record_is_dispatched_once_on_dynamodb_and_s3(
     records = stream_records(ddb_client)
     wanted = [r for r in records if matches_any(r, DISPATCH_FILTER_PATTERNS)]
     assert [claimed_trigger_key(r) for r in wanted] == [key]  # rules, cursors, states do not pass
-    results = [handle_dispatch_record(r, dispatch) for r in wanted + wanted]  # and a redelivery
+    results = [dispatch_record(r, dispatch) for r in wanted + wanted]  # and a redelivery
     assert [r.status for r in results if r] == [DispatchStatus.SUCCEEDED, DispatchStatus.DONE]
     assert target.runs[key] == 1
     trigger = claims.get(key)

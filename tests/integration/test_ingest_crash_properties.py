@@ -29,9 +29,9 @@ from lakehook.domain.events import SourceType
 from lakehook.domain.state import ManifestStatus
 from lakehook.ports.queue import WorkQueue
 from lakehook.usecases.coverage import RecordCoverage
-from lakehook.usecases.ingest import IngestEvents
 from tests.hypothesis_profiles import examples
 from tests.integration.test_state_forward_properties import ASSETS, BASE_MS, MINUTE, TICK, Spec, specs
+from tests.wiring import ingest_events
 
 _examples = itertools.count()
 # what the touches write to wake the resolver: which copy touched last depends on the order of the deliveries
@@ -121,7 +121,7 @@ def deliver(table: Any, plan: list[Delivery], crashing: bool) -> Run:
     try:
         result = Run(next(_examples), fuse, DynamoDBAssetStore(table), DynamoDBCoverageStore(table), FusedQueue(fuse))
         clock = itertools.count(BASE_MS + TICK, TICK)  # one tick per delivery, so both runs record at the same times
-        ingest = IngestEvents(
+        ingest = ingest_events(
             result.store,
             clock=lambda: next(clock),
             coverage=RecordCoverage(result.coverage, clock=lambda: BASE_MS),

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
 from lakehook.ports import AssetStore
-from lakehook.usecases.ingest import IngestEvents
 from tests.fakes.memory import InMemoryAssetStore
 from tests.hypothesis_profiles import examples
+from tests.wiring import ingest_events
 
 BASE_MS = 1_748_772_000_000
 KINDS = ("snapshot", "watermark", "passed", "failed")
@@ -109,7 +109,7 @@ class Ticks:
 
 def deliver(store: AssetStore, plan: list[Delivery], run: int) -> list[IngestStatus | None]:
     """Each delivery's answer; None for a delivery that crashed before answering."""
-    ingest = IngestEvents(store, clock=Ticks())
+    ingest = ingest_events(store, clock=Ticks())
     answers: list[IngestStatus | None] = []
     for delivery in plan:
         event = delivery.spec.event(run)

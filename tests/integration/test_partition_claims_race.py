@@ -27,12 +27,12 @@ from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
 from lakehook.domain.state import snapshot_record
 from lakehook.ports.rules import StateChange
-from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.rules import parse_rule
 from tests import racing
 from tests.hypothesis_profiles import examples
 from tests.integration.test_claims_concurrency import resolver_at
 from tests.racing import atomic_dynamodb_server, drain_queue, race
+from tests.wiring import ingest_events
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # racers against a moto server: the full gate only
 
@@ -105,7 +105,7 @@ def test_racing_resolvers_claim_each_partitions_combination_once_and_lose_none(
     # event's and the state's stream records kept in the order DynamoDB wrote them
     ids = {"orders": order.sample(range(1, 50), len(history)), "clicks": order.sample(range(1, 50), len(history))}
     store = DynamoDBAssetStore(table)
-    ingest = IngestEvents(store)
+    ingest = ingest_events(store)
     commits: list[tuple[str, int, set[tuple[str, str]]]] = []  # (table, id, the (day, region) it touched)
     changes: list[StateChange] = []
     for n_commit, (which, keys) in enumerate(history):

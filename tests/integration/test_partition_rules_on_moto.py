@@ -19,6 +19,7 @@ from lakehook.handlers import handle_stream_batch
 from tests.integration.test_resolver_on_moto import Stream, call
 from tests.pollers import Lake
 from tests.support import RequestCounter
+from tests.wiring import dispatch_trigger
 
 pytestmark = pytest.mark.integration
 
@@ -261,7 +262,7 @@ def test_a_forced_partition_and_its_replay_carry_the_partition_through_dispatch(
     from lakehook.api.rule_answers import Explanation
     from lakehook.domain.triggers import trigger_key
     from lakehook.receiver import parse_invocation
-    from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger
+    from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus
     from tests.conftest import BUCKET
     from tests.fakes.memory_dispatch import InMemoryTargetClient
 
@@ -295,7 +296,7 @@ def test_a_forced_partition_and_its_replay_carry_the_partition_through_dispatch(
     )
 
     target = InMemoryTargetClient()
-    dispatch = DispatchTrigger(
+    dispatch = dispatch_trigger(
         container.trigger_ledger,
         container.rule_store,
         container.manifest_store,

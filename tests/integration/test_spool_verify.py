@@ -19,10 +19,10 @@ from lakehook.client.spool import SpoolWriteError, SpoolWriter
 from lakehook.domain.events import EventType, SourceType
 from lakehook.domain.spool import Problem, VerificationStatus
 from lakehook.domain.spool_buckets import SPOOL_BUCKETS_PARAMETER, ReadableSpool
-from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.manifests import RecordManifestVerification
 from lakehook.usecases.spool import VerifySpoolManifest, manifest_uris
 from tests.fakes.memory import InMemoryWorkQueue
+from tests.wiring import ingest_events
 
 BUCKET = "spool-bucket"
 ASSET = "s3://spool-bucket/orders"
@@ -282,7 +282,7 @@ def test_a_pushed_seal_counts_only_once_verified(
 ) -> None:
     store = DynamoDBAssetStore(table)
     queue = InMemoryWorkQueue()
-    ingest = IngestEvents(store, verifications=queue)
+    ingest = ingest_events(store, verifications=queue)
     writer = spool(s3, "run-60", tmp_path)
     pushed = {"eventType": "MANIFEST_SEALED", "assetKey": ASSET, "manifestUri": writer.manifest_uri, "snapshotId": 42}
     # WHEN a writer pushes that it sealed a manifest
@@ -310,7 +310,7 @@ def test_a_tampered_pushed_manifest_is_recorded_invalid_with_the_object_and_reas
     store = DynamoDBAssetStore(table)
     writer = spool(s3, "run-61", tmp_path)
     s3.put_object(Bucket=BUCKET, Key="orders/run-61/part-1.csv", Body=b"order_id,amount\n1000,9.99\n")
-    IngestEvents(store).ingest_raw(
+    ingest_events(store).ingest_raw(
         [{"eventType": "MANIFEST_SEALED", "assetKey": ASSET, "manifestUri": writer.manifest_uri}], SourceType.PUSH
     )
     result = RecordManifestVerification(store, verifier).verify(writer.manifest_uri, ASSET)

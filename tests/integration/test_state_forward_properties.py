@@ -25,10 +25,10 @@ from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
 from lakehook.ports import AssetStore
 from lakehook.ports.coverage import CoverageStore
 from lakehook.usecases.coverage import RecordCoverage
-from lakehook.usecases.ingest import IngestEvents
 from tests.fakes.memory import InMemoryAssetStore
 from tests.fakes.memory_coverage import InMemoryCoverageStore
 from tests.hypothesis_profiles import examples
+from tests.wiring import ingest_events
 
 BASE_MS = 1_748_772_000_000
 # The recording clock ticks on even milliseconds; producer times are odd ones among them, so evidence with
@@ -138,7 +138,7 @@ def deliver(
 ) -> list[IngestStatus | None]:
     """Each delivery's answer (None for one that crashed); with ``watch``, check no field steps back."""
     clock = itertools.count(BASE_MS + TICK, TICK)
-    ingest = IngestEvents(store, clock=lambda: next(clock), coverage=RecordCoverage(coverage))
+    ingest = ingest_events(store, clock=lambda: next(clock), coverage=RecordCoverage(coverage))
     answers: list[IngestStatus | None] = []
     for delivery in plan:
         event = delivery.spec.event(run)

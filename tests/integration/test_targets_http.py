@@ -21,7 +21,7 @@ from lakehook.domain.rules import Rule
 from lakehook.domain.targets import InvalidTargetError, validate_target
 from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus, trigger_key
 from lakehook.receiver import from_dolphinscheduler_params, parse_invocation
-from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger, RedriveTriggers
+from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, RedriveTriggers
 from tests.fakes.airflow import FakeAirflow
 from tests.fakes.dolphinscheduler import FakeDolphinScheduler
 from tests.fakes.memory import InMemorySecretStore
@@ -30,6 +30,7 @@ from tests.fakes.memory_rules import InMemoryRuleStore
 from tests.fakes.webhook_receiver import WebhookReceiver
 from tests.input_details import assert_details, detailed
 from tests.replay_choices import CHOICES, replay_of
+from tests.wiring import dispatch_trigger
 
 SECRET = "s3cr3t-signing-key"
 T0 = 1_750_000_000_000
@@ -86,7 +87,7 @@ class Harness:
             T0,
         )
         deps = TargetDeps(secrets=secrets, aws=lambda service: None, allow_insecure_loopback=True)
-        self.dispatch = DispatchTrigger(
+        self.dispatch = dispatch_trigger(
             self.ledger,
             self.rules,
             InMemoryManifestStore(),

@@ -31,9 +31,8 @@ from lakehook.domain.triggers import TriggerStatus
 from lakehook.ports.rules import AssetRecheck, Deferral, StateChange
 from lakehook.settings import Settings
 from lakehook.usecases.backtest import DAY_MS, BacktestRule
-from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.late_versions import LateSnapshotNotice
-from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores, SweepDeferred
+from lakehook.usecases.resolve import ResolverStores, SweepDeferred
 from lakehook.usecases.rule_writes import PutRule
 from tests import wiring
 from tests.fakes.memory import InMemoryAssetStore
@@ -47,6 +46,7 @@ from tests.fakes.memory_rules import (
 )
 from tests.hypothesis_profiles import examples
 from tests.support import FakeLambdaContext, api_event
+from tests.wiring import ingest_events, resolve_asset_change
 
 A = "paimon://lake/ods/a"
 B = "paimon://lake/ods/b"
@@ -87,10 +87,10 @@ class Live:
             partitions=InMemoryPartitionStore(),
             assets=self.assets,
         )
-        self.resolver = ResolveAssetChange(stores, clock=lambda: self.now, observer=None)
+        self.resolver = resolve_asset_change(stores, clock=lambda: self.now, observer=None)
         # as the container wires it: a late snapshot is decided for the asset's EACH_VERSION rules as it arrives
         late = LateSnapshotNotice(self.rules, self.triggers, history, clock=lambda: self.now)
-        self.ingest = IngestEvents(self.assets, clock=lambda: self.now, late=late)
+        self.ingest = ingest_events(self.assets, clock=lambda: self.now, late=late)
         self.put = PutRule(self.rules, lambda: self.now, resolver=self.resolver)
         self.sweep = SweepDeferred(self.deferrals, clock=lambda: self.now)
 
@@ -161,7 +161,7 @@ def history(steps: list[Step]) -> list[tuple[AssetEvent, int]]:
 
 def backtest_of(assets: InMemoryAssetStore, now: int, **limits: Any) -> BacktestRule:
     rules = InMemoryRuleStore()
-    check = PutRule(rules, resolver=ResolveAssetChange(ResolverStores(rules, *_unused())))
+    check = PutRule(rules, resolver=resolve_asset_change(ResolverStores(rules, *_unused())))
     return BacktestRule(rules, assets, check, retention_days=30, clock=lambda: now, **limits)
 
 

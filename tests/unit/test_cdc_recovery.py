@@ -24,11 +24,11 @@ from lakehook.domain.time import ms_to_iso
 from lakehook.domain.triggers import GroupCursor, Window
 from lakehook.event_metrics import publish_cdc_lag
 from lakehook.observability import NAMESPACE, MetricName
-from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.rules import parse_rule
 from tests.fakes.memory import InMemoryAssetStore
 from tests.unit.test_resolve_usecase import START, World, rule
 from tests.unit.test_window_catch_up import explain, window_ends
+from tests.wiring import ingest_events
 
 A = "paimon://lake/ods/orders"
 B = "paimon://lake/ods/payments"
@@ -260,7 +260,7 @@ def test_ingest_publishes_the_lag_of_a_pushed_recovery_through_powertools() -> N
     sink = Metrics(namespace=NAMESPACE, service="lakehook")  # Powertools' metric set is shared by its instances
     sink.clear_metrics()
     try:
-        ingest = IngestEvents(InMemoryAssetStore(), clock=lambda: START)
+        ingest = ingest_events(InMemoryAssetStore(), clock=lambda: START)
         body = {"eventType": "CDC_LAG_RECOVERED", "assetKey": A, "watermark": START - 42_000}
         assert [r.status for r in ingest.ingest_raw([body], SourceType.PUSH)] == [IngestStatus.ACCEPTED]
         assert [r.status for r in ingest.ingest_raw([body], SourceType.PUSH)] == [IngestStatus.DUPLICATE]

@@ -17,9 +17,8 @@ from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus
 from lakehook.ports.rules import StateChange
 from lakehook.usecases.aliases import ManageAliases, expand_aliases
 from lakehook.usecases.completion import Caller, CompleteRun, CompletionResult
-from lakehook.usecases.dispatch import DispatchStatus, DispatchTrigger
-from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores
+from lakehook.usecases.dispatch import DispatchStatus
+from lakehook.usecases.resolve import ResolverStores
 from tests.fakes.memory import InMemoryAssetStore
 from tests.fakes.memory_dispatch import (
     InMemoryAliasStore,
@@ -35,6 +34,7 @@ from tests.fakes.memory_rules import (
     InMemoryTriggerStore,
 )
 from tests.hypothesis_profiles import examples
+from tests.wiring import dispatch_trigger, ingest_events, resolve_asset_change
 
 T0 = 1_750_000_000_000
 ODS = "paimon://lake/ods_db/ods_order_latest"
@@ -50,11 +50,11 @@ class Lake:
     def __init__(self) -> None:
         self.now = T0
         self.assets = InMemoryAssetStore()
-        self.ingest = IngestEvents(self.assets, clock=lambda: self.now)
+        self.ingest = ingest_events(self.assets, clock=lambda: self.now)
         self.rules = InMemoryRuleStore()
         self.claims = InMemoryTriggerStore()
         self.ledger = InMemoryTriggerLedger(self.claims)
-        self.resolver = ResolveAssetChange(
+        self.resolver = resolve_asset_change(
             ResolverStores(
                 self.rules,
                 InMemoryStateReader(self.assets.get_state, self.claims),
@@ -66,7 +66,7 @@ class Lake:
             observer=None,
         )
         self.target = InMemoryTargetClient()
-        self.dispatch = DispatchTrigger(
+        self.dispatch = dispatch_trigger(
             self.ledger,
             self.rules,
             InMemoryManifestStore(),

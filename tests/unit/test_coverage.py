@@ -285,3 +285,19 @@ def test_newest_window_through_the_use_case() -> None:
     assert query.windows_after(ASSET, AlignedWindows.hourly(), now=ten + 2 * HOUR_MS, after_end=ten) == [
         Span(ten, ten + HOUR_MS)
     ]
+
+
+sorted_spans = st.lists(
+    st.tuples(st.integers(0, 60), st.integers(1, 12)).map(lambda s: Span(s[0], s[0] + s[1])), max_size=12
+).map(sorted)
+
+
+@given(spans=sorted_spans)
+def test_joining_sorted_spans_covers_exactly_their_points_with_no_two_spans_meeting(spans: list[Span]) -> None:
+    """Spans in start order (days' spans one after another) join into disjoint spans, each ending before the next
+    starts (spans that meet at a boundary are one), covering exactly the points the spans did."""
+    joined = join_sorted(spans)
+    assert all(a.end < b.start for a, b in pairwise(joined))
+    assert all(s.start < s.end for s in joined)
+    points = {p for s in spans for p in range(s.start, s.end)}
+    assert {p for s in joined for p in range(s.start, s.end)} == points

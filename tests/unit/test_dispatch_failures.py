@@ -19,10 +19,11 @@ from lakehook.domain.errors import NotFoundError
 from lakehook.domain.targets import TargetConfig
 from lakehook.domain.time import ms_to_iso
 from lakehook.domain.triggers import FailureKind, RunState, TriggerNotRetryableError, TriggerStatus
-from lakehook.usecases.dispatch import DispatchStatus, RetryTrigger, handle_dispatch_record
+from lakehook.usecases.dispatch import DispatchStatus, RetryTrigger
 from tests.fakes.memory_dispatch import Fault, InMemoryTargetClient, SimulatedCrashError
 from tests.hypothesis_profiles import examples
 from tests.unit.test_dispatch_usecase import T0, WEBHOOK, World, make_world, record, rule
+from tests.wiring import dispatch_record
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def retry(world: World, key: str) -> None:
     """Retry by hand, then deliver the wake-up record the dispatcher's stream would."""
     RetryTrigger(world.ledger, clock=world.clock.ms)(key)
     assert world.ledger.woken() == [key]
-    result = handle_dispatch_record(retry_record(key), world.dispatch)
+    result = dispatch_record(retry_record(key), world.dispatch)
     assert result is not None
 
 
@@ -335,7 +336,7 @@ def test_every_claim_has_its_manifest_and_ends_with_one_run_or_a_visible_failure
     for key, answers in zip(keys, plans, strict=True):
         world.target.faults = answers_until_ok(answers)
         with contextlib.suppress(SimulatedCrashError):
-            handle_dispatch_record(record("INSERT", key), world.dispatch)
+            dispatch_record(record("INSERT", key), world.dispatch)
         for _ in range(30):
             with contextlib.suppress(SimulatedCrashError):
                 world.settle_all(passes=1, step=700)

@@ -34,7 +34,6 @@ from lakehook.usecases.dispatch import (
     DispatchStatus,
     DispatchTrigger,
     RedriveTriggers,
-    handle_dispatch_record,
 )
 from tests.fakes.memory_dispatch import (
     Fault,
@@ -46,6 +45,7 @@ from tests.fakes.memory_dispatch import (
 from tests.fakes.memory_rules import InMemoryRuleStore, InMemoryTriggerStore
 from tests.fakes.memory_slots import InMemoryRunSlotStore
 from tests.hypothesis_profiles import examples
+from tests.wiring import dispatch_record, dispatch_trigger
 
 T0 = 1_750_000_000_000
 WEBHOOK = {"type": "webhook", "url": "https://scheduler.example.com/hooks/dwd", "secretRef": "lakehook/targets/dwd"}
@@ -172,7 +172,7 @@ def make_world(
         lease_seconds=300,
         stuck_after_seconds=600,
     )
-    dispatch = DispatchTrigger(
+    dispatch = dispatch_trigger(
         ledger,
         rules,
         manifest_store,
@@ -564,8 +564,8 @@ def record(event: str, key: str, status: str | None = "TRIGGERING", sk: str = "C
 
 def test_a_claim_insert_record_dispatches_and_a_duplicate_record_does_nothing(world: World) -> None:
     key = world.claim(1001)
-    first = handle_dispatch_record(record("INSERT", key), world.dispatch)
-    keys_only = handle_dispatch_record(record("INSERT", key, status=None), world.dispatch)
+    first = dispatch_record(record("INSERT", key), world.dispatch)
+    keys_only = dispatch_record(record("INSERT", key, status=None), world.dispatch)
     assert first is not None and first.status is DispatchStatus.SUCCEEDED
     assert keys_only is not None and keys_only.status is DispatchStatus.DONE
     assert world.target.runs[key] == 1
@@ -582,7 +582,7 @@ def test_a_claim_insert_record_dispatches_and_a_duplicate_record_does_nothing(wo
     ],
 )
 def test_other_records_are_ignored(world: World, raw: dict[str, Any]) -> None:
-    assert handle_dispatch_record(raw, world.dispatch) is None
+    assert dispatch_record(raw, world.dispatch) is None
 
 
 # --- the invariant under random faults -----------------------------------------------------------------------
@@ -615,7 +615,7 @@ def test_every_claimed_key_ends_with_one_run_or_a_terminal_reason(
         world.target.faults = list(faults)
         world.target.find_faults = list(find_faults)
         with contextlib.suppress(SimulatedCrashError):
-            handle_dispatch_record(record("INSERT", key), world.dispatch)
+            dispatch_record(record("INSERT", key), world.dispatch)
         world.target.faults = list(faults[len(faults) // 2 :])  # some faults recur on re-drives
     for _ in range(60):
         with contextlib.suppress(SimulatedCrashError):

@@ -9,6 +9,7 @@ from lakehook.domain.rules import Condition, Member, Rule
 from lakehook.domain.state import AssetState, BackfillStatus
 from lakehook.domain.time import parse_instant_ms
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, Window
+from tests.wiring import ingest_events
 
 A = "paimon://lake/ods/a"
 B = "paimon://lake/ods/b"
@@ -350,11 +351,10 @@ def test_condition_defaults_require_a_snapshot() -> None:
 def ingested(*events: dict[str, Any], key: str = A) -> AssetState:
     """The state the ingest path builds from these events (the in-memory store applies the same Advance)."""
     from lakehook.domain.events import SourceType
-    from lakehook.usecases.ingest import IngestEvents
     from tests.fakes.memory import InMemoryAssetStore
 
     store = InMemoryAssetStore()
-    ingest = IngestEvents(store, clock=lambda: NOW)
+    ingest = ingest_events(store, clock=lambda: NOW)
     for event in events:
         ingest.ingest_raw([{"assetKey": key, **event}], SourceType.PUSH)
     found = store.get_state(key)

@@ -25,9 +25,8 @@ from lakehook.domain.state import snapshot_record
 from lakehook.domain.triggers import PinnedInput, TriggerStatus, Window, trigger_key
 from lakehook.observability import logger
 from lakehook.ports.rules import Deferral, StateChange
-from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.late_versions import LateSnapshotNotice
-from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores, SweepDeferred
+from lakehook.usecases.resolve import ResolverStores, SweepDeferred
 from lakehook.usecases.rule_explain import ExplainRule
 from lakehook.usecases.rule_writes import PutRule
 from tests.fakes.memory import InMemoryAssetStore
@@ -39,6 +38,7 @@ from tests.fakes.memory_rules import (
     InMemoryTriggerStore,
 )
 from tests.hypothesis_profiles import examples
+from tests.wiring import ingest_events, resolve_asset_change
 
 A = "paimon://lake/ods/a"
 B = "paimon://lake/ods/b"
@@ -90,12 +90,12 @@ class ExplainMachine(RuleBasedStateMachine):
         self.triggers = InMemoryTriggerStore()
         history = InMemoryStateHistory()
         late = LateSnapshotNotice(self.rules, self.triggers, history)
-        self.ingest_events = IngestEvents(self.store, clock=lambda: self.now, late=late)
+        self.ingest_events = ingest_events(self.store, clock=lambda: self.now, late=late)
         self.deferrals = InMemoryDeferralStore()
         reader = InMemoryStateReader(
             self.store.get_state, self.triggers, events=lambda: [e.event for e in self.store.events.values()]
         )
-        self.resolve = ResolveAssetChange(
+        self.resolve = resolve_asset_change(
             ResolverStores(self.rules, reader, self.triggers, history, self.deferrals),
             clock=lambda: self.now,
             observer=None,

@@ -24,11 +24,11 @@ from lakehook.domain.glue_quality import (
 from lakehook.domain.time import instant_from_json
 from lakehook.usecases.bus_ingest import IngestBusEvents
 from lakehook.usecases.glue_quality import IngestGlueQuality
-from lakehook.usecases.ingest import IngestEvents
 from tests.fakes.memory import InMemoryAssetRegistry, InMemoryAssetStore, InMemoryProducerRegistry
 from tests.fakes.memory_dispatch import InMemoryAliasStore
 from tests.fakes.memory_quality import InMemoryEvaluationTimes
 from tests.hypothesis_profiles import examples
+from tests.wiring import ingest_events
 
 ACCOUNT = "123456789012"
 ORDERS = "iceberg://glue/dw_db/orders"
@@ -83,7 +83,7 @@ class World:
     def __init__(self, times: EvaluationTimes | None = EVALUATED) -> None:
         self.store = InMemoryAssetStore()
         self.registry = InMemoryAssetRegistry()
-        self.ingest = IngestEvents(self.store, clock=lambda: T0 + 20 * MINUTE)
+        self.ingest = ingest_events(self.store, clock=lambda: T0 + 20 * MINUTE)
         aliases = InMemoryAliasStore()
         glue = IngestGlueQuality(
             self.registry,

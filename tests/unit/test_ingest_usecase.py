@@ -14,6 +14,7 @@ from lakehook.usecases.coverage import RecordCoverage
 from lakehook.usecases.ingest import IngestEvents
 from tests.fakes.memory import InMemoryAssetStore
 from tests.fakes.memory_coverage import InMemoryCoverageStore
+from tests.wiring import ingest_events
 
 ORDERS = "paimon://lake/ods_db/ods_order_latest"
 PAYMENTS = "paimon://lake/ods_db/ods_payment_latest"
@@ -40,7 +41,7 @@ def store() -> InMemoryAssetStore:
 
 @pytest.fixture
 def ingest(store: InMemoryAssetStore) -> IngestEvents:
-    return IngestEvents(store, clock=Ticks())
+    return ingest_events(store, clock=Ticks())
 
 
 PRODUCER = Producer(
@@ -154,7 +155,7 @@ class FragmentedCoverage(InMemoryCoverageStore):
 
 def test_intervals_unite_into_the_coverage_store_once_even_when_redelivered(store: InMemoryAssetStore) -> None:
     coverage = InMemoryCoverageStore()
-    ingest = IngestEvents(store, clock=Ticks(), coverage=RecordCoverage(coverage))
+    ingest = ingest_events(store, clock=Ticks(), coverage=RecordCoverage(coverage))
     late = interval_event("2025-06-01T10:05:00Z", "2025-06-01T10:10:00Z")
     early = interval_event("2025-06-01T10:00:00Z", "2025-06-01T10:05:00Z")
     # the first attempt was recorded but the process died before its interval reached the coverage
@@ -166,7 +167,7 @@ def test_intervals_unite_into_the_coverage_store_once_even_when_redelivered(stor
 
 
 def test_a_too_fragmented_interval_is_rejected_with_the_reason_and_wakes_nobody(store: InMemoryAssetStore) -> None:
-    ingest = IngestEvents(store, clock=Ticks(), coverage=RecordCoverage(FragmentedCoverage()))
+    ingest = ingest_events(store, clock=Ticks(), coverage=RecordCoverage(FragmentedCoverage()))
     snapshot, interval = ingest.ingest_raw(
         [snap(1), interval_event("2025-06-01T10:05:00Z", "2025-06-01T10:10:00Z")], SourceType.PUSH
     )

@@ -18,11 +18,12 @@ from lakehook.domain.input_details import DETAIL_FIELDS, InputDetails, details_o
 from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
 from lakehook.receiver import parse_invocation
-from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger
+from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus
 from tests.fakes.memory_dispatch import InMemoryManifestStore, InMemoryTargetClient, InMemoryTriggerLedger
 from tests.fakes.memory_rules import InMemoryRuleStore, InMemoryTriggerStore
 from tests.hypothesis_profiles import examples
 from tests.input_details import DETAILS, PAYLOAD, assert_details, detailed
+from tests.wiring import dispatch_trigger
 
 ORDERS = "paimon://lake/ods/orders"
 PAYMENTS = "paimon://lake/ods/payments"
@@ -60,7 +61,7 @@ class World:
         reader = InMemoryStateReader(
             self.assets.get_state, self.claims, events=lambda: [r.event for r in self.assets.events.values()]
         )
-        self.dispatch = DispatchTrigger(
+        self.dispatch = dispatch_trigger(
             self.ledger,
             self.rules,
             self.manifests,

@@ -25,7 +25,7 @@ from lakehook.domain.triggers import RunState, TriggerStatus
 from lakehook.ports.rules import Deferral
 from lakehook.usecases.completion import Caller, CompleteRun
 from lakehook.usecases.confirmation import ConfirmOutcome, ConfirmRuns
-from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, DispatchTrigger, RedriveTriggers
+from lakehook.usecases.dispatch import DispatchPolicy, DispatchStatus, RedriveTriggers
 from lakehook.usecases.rule_explain import ExplainRule
 from lakehook.usecases.run_slots import RunSlotGate
 from lakehook.usecases.triggers import ReadTriggers
@@ -38,6 +38,7 @@ from tests.fakes.memory_dispatch import (
 )
 from tests.fakes.memory_slots import InMemoryRunSlotStore
 from tests.unit.test_resolve_usecase import START, World, rule
+from tests.wiring import dispatch_trigger
 
 A = "paimon://lake/ods/a"
 RUN_MS = 1_500
@@ -66,7 +67,7 @@ class Flight:
         self.ledger = InMemoryTriggerLedger(self.world.triggers)
         self.slots = InMemoryRunSlotStore()
         self.gate = RunSlotGate(self.slots, self.ledger, clock=clock)
-        self.dispatch = DispatchTrigger(
+        self.dispatch = dispatch_trigger(
             self.ledger,
             self.world.rules,
             InMemoryManifestStore(),

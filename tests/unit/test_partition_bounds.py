@@ -22,13 +22,14 @@ from lakehook.domain.status import Status
 from lakehook.handlers import handle_resolver_queue
 from lakehook.ports.rules import AssetRecheck, StateChange
 from lakehook.usecases.freshness import CheckFreshness
-from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport, ResolverLimits, ResolverStores
+from lakehook.usecases.resolve import ResolveReport, ResolverLimits, ResolverStores
 from lakehook.usecases.resolve_report import OutOfTime
 from lakehook.usecases.rules import parse_rule
 from tests.fakes.memory import InMemoryAssetRegistry, InMemoryWorkQueue
 from tests.hypothesis_profiles import examples
 from tests.unit.test_partition_plan import _lake
 from tests.unit.test_partition_resolve import CLICKS, DIM, ORDERS, PAYMENTS, Lake, daily, hourly
+from tests.wiring import resolve_asset_change
 
 
 @dataclass
@@ -54,7 +55,7 @@ class Bounded:
     def of(cls, *rules: Rule, **limits: int) -> Bounded:
         lake = Lake(*rules)
         bounded = cls(lake, ResolverLimits(**limits))
-        lake.resolve = ResolveAssetChange(
+        lake.resolve = resolve_asset_change(
             ResolverStores(
                 lake.rules,
                 lake.reader,

@@ -130,3 +130,25 @@ def test_a_day_runs_once_every_hour_of_its_range_has_a_commit_in_any_order(
     hourly(lake, 991, f"2026-12-01-{start:02d}")
     lake.deliver()
     assert lake.runs()[1:] == [("dt=2026-12-01", [(ORDERS, 1), (CLICKS, 991)])]
+
+
+def test_the_range_is_half_open_hours_06_to_08_of_from_6_to_9_run_the_day_without_hour_09() -> None:
+    """``{"from": 6, "to": 9}`` waits for hours 06, 07 and 08 only: the day runs on them without hour 09 (a range
+    read as ``[from, to]`` would wait for 09 too), and the unit after the range is no unit of it."""
+    rollup = {"field": "hour", "grain": "day", "complete": {"from": 6, "to": 9}}
+    lake = Lake(
+        daily({"assetKey": ORDERS, "partition": {}}, {"assetKey": CLICKS, "partition": {"fields": {"dt": rollup}}})
+    )
+    lake.commit(ORDERS, 1, "2026-12-01")
+    hourly(lake, 906, "2026-12-01-06")
+    hourly(lake, 907, "2026-12-01-07")
+    lake.deliver()
+    assert lake.runs() == []
+    [line] = [p for p in lake.explain().partitions if p.partition == "dt=2026-12-01"]
+    assert "2 of the 3 units of dt=2026-12-01 (hours 06 to 08) have a data commit; missing dt=2026-12-01-08" in (
+        line.reason or ""
+    )
+    hourly(lake, 908, "2026-12-01-08")
+    lake.deliver()
+    assert lake.runs() == [("dt=2026-12-01", [(ORDERS, 1), (CLICKS, 908)])]
+    assert not UnitRange.model_validate({"from": 6, "to": 9}).holds("2026-12-01-09")

@@ -24,13 +24,13 @@ from lakehook.domain.status import Status
 from lakehook.domain.time import ms_to_iso
 from lakehook.ports.rules import StateChange
 from lakehook.usecases.coverage import RecordCoverage
-from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.late_versions import LateSnapshotNotice
-from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores
+from lakehook.usecases.resolve import ResolverStores
 from lakehook.usecases.rules import parse_rule
 from tests.fakes.memory_coverage import InMemoryCoverageStore
 from tests.hypothesis_profiles import examples
 from tests.unit.test_partition_resolve import ORDERS, PAYMENTS, Lake
+from tests.wiring import ingest_events, resolve_asset_change
 
 SPOOL = "s3://spool/orders"  # spooled output, reported as INTERVAL_COVERED
 HOUR = 3_600_000
@@ -68,7 +68,7 @@ class CoveredLake(Lake):
         self.coverage = InMemoryCoverageStore()
         late = LateSnapshotNotice(self.rules, self.triggers, self.history)
         record = RecordCoverage(self.coverage, clock=lambda: self.now)
-        self.ingest = IngestEvents(self.store, clock=lambda: self.now, late=late, coverage=record)
+        self.ingest = ingest_events(self.store, clock=lambda: self.now, late=late, coverage=record)
         stores = ResolverStores(
             self.rules,
             self.reader,
@@ -78,7 +78,7 @@ class CoveredLake(Lake):
             partitions=self.partitions,
             coverage=self.coverage,
         )
-        self.resolve = ResolveAssetChange(stores, clock=lambda: self.now, observer=None)
+        self.resolve = resolve_asset_change(stores, clock=lambda: self.now, observer=None)
 
     def cover(self, start: int, end: int) -> None:
         self.push("INTERVAL_COVERED", SPOOL, interval={"start": start, "end": end})

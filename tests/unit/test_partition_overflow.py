@@ -22,12 +22,12 @@ from lakehook.domain.partitions import ReadPartitions, TouchedPartitions
 from lakehook.domain.snapshots import PartitionPart, SnapshotInfo, snapshot_event
 from lakehook.domain.state import snapshot_record
 from lakehook.ports.rules import StateChange
-from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.poll import PollAsset
 from tests.fakes.memory import InMemoryAssetStore, InMemoryWatermarkStore
 from tests.unit.test_partition_bounds import Bounded
 from tests.unit.test_partition_resolve import ORDERS, PAYMENTS, daily
 from tests.unit.test_poll import FakeSnapshotSource
+from tests.wiring import ingest_events
 
 KEY = "paimon://lake/ods/wide"
 ASSET = AssetRegistration(assetKey=KEY, format="paimon", source={"catalog": "lake", "table": "ods.wide"})
@@ -44,7 +44,7 @@ class Poller:
         self.source = FakeSnapshotSource()
         self.table = self.source.table("ods.wide")
         self.store = store or InMemoryAssetStore()
-        self.ingest = IngestEvents(self.store, clock=lambda: 1_000_000)
+        self.ingest = ingest_events(self.store, clock=lambda: 1_000_000)
 
     def commit(self, keys: list[str]) -> int:
         [sid] = self.table.commit()

@@ -17,11 +17,12 @@ from lakehook.domain.lanes import DeferWhy
 from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.ports.rules import Claim, ClaimResult, Deferral, StateChange
-from lakehook.usecases.resolve import ResolveAssetChange, ResolverLimits, ResolverStores
+from lakehook.usecases.resolve import ResolverLimits, ResolverStores
 from lakehook.usecases.resolve_partitions import PartitionsPlan, PendingWhy
 from lakehook.usecases.resolve_plan import Plan
 from tests.hypothesis_profiles import examples
 from tests.unit.test_partition_resolve import DIM, ORDERS, PAYMENTS, Lake, daily
+from tests.wiring import resolve_asset_change
 
 DAYS = ["2026-12-01", "2026-12-02", "2026-12-03", "2026-12-04"]
 REF = ("daily", "g")
@@ -29,7 +30,7 @@ REF = ("daily", "g")
 
 def _lake(rule: Rule, max_claims: int) -> Lake:
     lake = Lake(rule)
-    lake.resolve = ResolveAssetChange(
+    lake.resolve = resolve_asset_change(
         ResolverStores(
             lake.rules, lake.reader, lake.triggers, lake.history, lake.deferrals, partitions=lake.partitions
         ),
@@ -173,7 +174,7 @@ def test_a_claim_lost_to_a_racing_resolver_is_planned_again_and_nothing_runs_twi
     """Between this resolver's gather and its claims another resolver claims the same days: each lost claim plans
     its partition again under the cursor that won (nothing left to run), and the pending list ends empty."""
     lake = _lake(daily(), 100)
-    racer = ResolveAssetChange(
+    racer = resolve_asset_change(
         ResolverStores(
             lake.rules, lake.reader, lake.triggers, lake.history, lake.deferrals, partitions=lake.partitions
         ),
@@ -210,7 +211,7 @@ def test_claims_made_in_batches_lose_only_the_raced_partitions_and_run_each_day_
     every day runs once. (The same racer made each claim lose when each claim was a transaction of its own.)"""
     days = [(date(2026, 1, 1) + timedelta(days=n)).isoformat() for n in range(touched)]
     lake = _lake(daily(), 200)
-    racer = ResolveAssetChange(
+    racer = resolve_asset_change(
         ResolverStores(
             lake.rules, lake.reader, lake.triggers, lake.history, lake.deferrals, partitions=lake.partitions
         ),

@@ -16,11 +16,12 @@ from lakehook.domain.state import snapshot_record
 from lakehook.domain.status import Status
 from lakehook.domain.triggers import Trigger, TriggerStatus
 from lakehook.ports.rules import Deferral, StateChange
-from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport, ResolverLimits, ResolverStores
+from lakehook.usecases.resolve import ResolveReport, ResolverLimits, ResolverStores
 from lakehook.usecases.rule_explain import ExplainRule
 from tests.fakes.memory_partitions import InMemoryPartitionStore
 from tests.hypothesis_profiles import examples
 from tests.unit.test_resolve_usecase import World
+from tests.wiring import resolve_asset_change
 
 ORDERS = "paimon://lake/ods/orders"
 PAYMENTS = "paimon://lake/ods/payments"
@@ -46,7 +47,7 @@ class Lake(World):
     def __init__(self, *rules: Rule) -> None:
         super().__init__(*rules)
         self.partitions = InMemoryPartitionStore()
-        self.resolve = ResolveAssetChange(
+        self.resolve = resolve_asset_change(
             ResolverStores(
                 self.rules, self.reader, self.triggers, self.history, self.deferrals, partitions=self.partitions
             ),
@@ -192,7 +193,7 @@ def test_a_commit_touching_a_thousand_partitions_writes_each_fact_once_for_two_r
 def test_a_long_backlog_claims_a_bounded_number_per_invocation_and_defers_the_rest() -> None:
     days = [f"d{i:03d}" for i in range(150)]
     lake = Lake(daily())
-    lake.resolve = ResolveAssetChange(
+    lake.resolve = resolve_asset_change(
         ResolverStores(
             lake.rules, lake.reader, lake.triggers, lake.history, lake.deferrals, partitions=lake.partitions
         ),

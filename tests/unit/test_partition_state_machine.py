@@ -51,7 +51,6 @@ from lakehook.handlers import handle_resolver_queue
 from lakehook.observability import logger
 from lakehook.ports.rules import ClaimOutcome, ClaimResult, Deferral, StateChange
 from lakehook.settings import Settings
-from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.late_versions import LateSnapshotNotice
 from lakehook.usecases.resolve import ResolveAssetChange, ResolverLimits, ResolverStores, SweepDeferred
 from lakehook.usecases.resolve_partitions import EXPLAIN_PAGE
@@ -62,6 +61,7 @@ from tests.fakes.memory import InMemoryAssetStore, InMemoryWorkQueue
 from tests.fakes.memory_partitions import InMemoryPartitionStore
 from tests.fakes.memory_rules import InMemoryTriggerStore
 from tests.hypothesis_profiles import examples
+from tests.wiring import ingest_events, resolve_asset_change
 
 # A passing run takes well under a minute; a failing one shrinks for up to Hypothesis's 300 s on top.
 pytestmark = pytest.mark.timeout(900)
@@ -317,7 +317,7 @@ class PartitionMachine(RuleBasedStateMachine):
             pending_page=page,
         )
         self.limits = limits
-        resolver = ResolveAssetChange(
+        resolver = resolve_asset_change(
             ResolverStores(
                 c.rule_store,
                 c.state_reader,
@@ -333,7 +333,7 @@ class PartitionMachine(RuleBasedStateMachine):
         )
         c.overrides["resolver"] = resolver
         late = LateSnapshotNotice(c.rule_store, c.trigger_store, c.state_history)
-        c.overrides["ingest"] = IngestEvents(self.store, clock=lambda: self.now, late=late)
+        c.overrides["ingest"] = ingest_events(self.store, clock=lambda: self.now, late=late)
         self.sweeper = SweepDeferred(c.deferral_store, clock=lambda: self.now)
         if gate:  # the gate has a version from the start (else until its first commit, nothing runs)
             self._commit(DIM, [], True, 0)

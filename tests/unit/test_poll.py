@@ -30,7 +30,6 @@ from lakehook.observability import MetricName as EventMetric
 from lakehook.ports import Recording
 from lakehook.ports.lakehouse import SnapshotBatch, SnapshotSource, SourceAccessError, TableNotFoundError
 from lakehook.settings import Settings
-from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.poll import (
     Compensate,
     CompensateAsset,
@@ -40,6 +39,7 @@ from lakehook.usecases.poll import (
     PollOutcome,
 )
 from tests.fakes.memory import InMemoryAssetStore, InMemoryPollStatusStore, InMemoryWatermarkStore
+from tests.wiring import ingest_events
 
 
 class FakeTable:
@@ -201,7 +201,7 @@ class World:
         return PollAsset(
             self.sources,
             self.watermarks,
-            IngestEvents(store or self.store),
+            ingest_events(store or self.store),
             clock=lambda: self.now,
             **self.poll_options,
         )
@@ -270,7 +270,7 @@ def test_a_push_and_a_poll_of_the_same_snapshot_are_one_event() -> None:
     poll = world.poller()
     poll(ORDERS)
     (sid,) = table.commit(1)
-    pushed = IngestEvents(world.store).ingest(
+    pushed = ingest_events(world.store).ingest(
         AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=KEY, snapshotId=sid), SourceType.PUSH
     )
     polled = poll(ORDERS)
@@ -546,7 +546,7 @@ def test_compensation_backfills_what_the_state_missed_and_counts_it() -> None:
     other = asset("ods.payments")
     world.source.table("ods.payments").commit(1)
     table.commit(1)
-    ingest = IngestEvents(world.store)
+    ingest = ingest_events(world.store)
     ingest.ingest(AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=KEY, snapshotId=1), SourceType.PUSH)
     table.commit(3)  # 2..4: pushes lost and the poller was down
     table.tags["eod"] = 4
@@ -578,7 +578,7 @@ def test_a_fill_counts_the_events_it_ingested_as_a_scan_does() -> None:
     world = World()
     table = world.source.table("ods.orders")
     table.commit(3)
-    ingest = IngestEvents(world.store)
+    ingest = ingest_events(world.store)
     ingest.ingest(AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=KEY, snapshotId=3), SourceType.PUSH)
     compensate = Compensate(CompensateAsset(world.sources, world.store, ingest), metrics=world.metrics)
     result = compensate.fill(ORDERS, {"snapshotId": 1, "order": 1})  # the gap after 1: 2, and 3 recorded before
@@ -604,7 +604,7 @@ def commit_at(table: FakeTable, ms: int) -> int:
 
 def compensator(world: World, grace_ms: int = POLL_MS) -> Compensate:
     one = CompensateAsset(
-        world.sources, world.store, IngestEvents(world.store), grace_ms=grace_ms, clock=lambda: world.now
+        world.sources, world.store, ingest_events(world.store), grace_ms=grace_ms, clock=lambda: world.now
     )
     return Compensate(one)
 
@@ -619,7 +619,7 @@ def sources_of(world: World, key: str = KEY) -> dict[int, SourceType]:
 
 def push(world: World, snapshot_id: int) -> None:
     event = AssetEvent(eventType=EventType.SNAPSHOT_COMMITTED, assetKey=KEY, snapshotId=snapshot_id)
-    IngestEvents(world.store).ingest(event, SourceType.PUSH)
+    ingest_events(world.store).ingest(event, SourceType.PUSH)
 
 
 def test_compensation_leaves_a_snapshot_younger_than_its_grace_to_the_poll_and_the_push() -> None:

@@ -14,7 +14,6 @@ from lakehook.domain.snapshots import SnapshotCursor, SnapshotInfo
 from lakehook.domain.spool import seal_document
 from lakehook.domain.triggers import PinnedInput
 from lakehook.ports.lakehouse import SnapshotBatch, SnapshotSource, SourceAccessError, TableNotFoundError
-from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.spool import (
     Check,
     ItemStatus,
@@ -25,6 +24,7 @@ from lakehook.usecases.spool import (
 )
 from tests.fakes.memory import InMemoryAssetRegistry, InMemoryAssetStore
 from tests.fakes.memory_coverage import InMemoryObjectStore, InMemorySnapshotExistence
+from tests.wiring import ingest_events
 
 ORDERS = "iceberg://glue/ods_db/ods_order_latest"
 SPOOL = "s3://spool-bucket/orders"
@@ -65,7 +65,7 @@ class World:
         self.manifest = self.seal(status="SEALED")
 
     def ingest(self, raw: dict[str, Any]) -> None:
-        IngestEvents(self.store).ingest(AssetEvent.model_validate(raw), SourceType.POLL)
+        ingest_events(self.store).ingest(AssetEvent.model_validate(raw), SourceType.POLL)
 
     def seal(self, **changes: Any) -> dict[str, Any]:
         document = seal_document(

@@ -10,11 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakehook.ports.rules import Deferral, StateChange
-from lakehook.usecases.resolve import ResolveAssetChange, ResolverLimits, ResolverStores
+from lakehook.usecases.resolve import ResolverLimits, ResolverStores
 from lakehook.usecases.resolve_plan import DeferWhy, Plan
 from tests.hypothesis_profiles import examples
 from tests.unit.test_resolve_usecase import START, A, B, World, rule
 from tests.unit.test_spool_conditions import H0, HOUR, MIN, SPOOL, CoverageWorld, hourly
+from tests.wiring import resolve_asset_change
 
 MODES = ("ALL_UPDATED", "ANY_UPDATED", "EACH_VERSION")
 
@@ -99,7 +100,7 @@ def test_a_cooldown_is_planned_as_a_deferral_to_its_end_and_says_why() -> None:
 
 def test_a_group_that_used_its_claims_is_planned_to_go_on_in_the_next_invocation() -> None:
     world = CoverageWorld(hourly())
-    world.resolve = ResolveAssetChange(
+    world.resolve = resolve_asset_change(
         ResolverStores(
             world.rules, world.reader, world.triggers, world.history, world.deferrals, coverage=world.coverage
         ),

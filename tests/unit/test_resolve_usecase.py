@@ -12,9 +12,8 @@ from lakehook.domain.rules import Rule
 from lakehook.domain.state import snapshot_record
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
 from lakehook.ports.rules import ClaimResult, Deferral, StateChange
-from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.late_versions import LateSnapshotNotice
-from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport, ResolverLimits, ResolverStores, SweepDeferred
+from lakehook.usecases.resolve import ResolveReport, ResolverLimits, ResolverStores, SweepDeferred
 from tests.fakes.memory import InMemoryAssetStore
 from tests.fakes.memory_rules import (
     InMemoryDeferralStore,
@@ -23,6 +22,7 @@ from tests.fakes.memory_rules import (
     InMemoryStateReader,
     InMemoryTriggerStore,
 )
+from tests.wiring import ingest_events, resolve_asset_change
 
 A = "paimon://lake/ods/a"
 B = "paimon://lake/ods/b"
@@ -41,13 +41,13 @@ class World:
         self.triggers = triggers or InMemoryTriggerStore()
         self.history = InMemoryStateHistory()
         late = LateSnapshotNotice(self.rules, self.triggers, self.history)
-        self.ingest = IngestEvents(self.store, clock=lambda: self.now, late=late)
+        self.ingest = ingest_events(self.store, clock=lambda: self.now, late=late)
         self.answers: list[EventResult] = []  # every push's answer, in order
         self.deferrals = InMemoryDeferralStore()
         self.reader = InMemoryStateReader(
             self.store.get_state, self.triggers, events=lambda: [e.event for e in self.store.events.values()]
         )
-        self.resolve = ResolveAssetChange(
+        self.resolve = resolve_asset_change(
             ResolverStores(self.rules, self.reader, self.triggers, self.history, self.deferrals),
             clock=lambda: self.now,
             observer=None,
@@ -320,7 +320,7 @@ def test_windowed_rule_fires_once_per_window() -> None:
 
 def test_a_long_backlog_continues_in_a_later_invocation() -> None:
     world = World(rule("each", {"assetKey": A}, mode="EACH_VERSION"))
-    world.resolve = ResolveAssetChange(
+    world.resolve = resolve_asset_change(
         ResolverStores(world.rules, world.reader, world.triggers, world.history, world.deferrals),
         limits=ResolverLimits(max_claims_per_group=2),
         clock=lambda: world.now,

@@ -32,8 +32,7 @@ from lakehook.domain.state import AssetState, SchemaStatus
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
 from lakehook.observability import logger
 from lakehook.ports.rules import ClaimOutcome, ClaimResult, Deferral, StateChange
-from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores, SweepDeferred
+from lakehook.usecases.resolve import ResolverStores, SweepDeferred
 from tests.fakes.memory import InMemoryAssetStore
 from tests.fakes.memory_rules import (
     InMemoryDeferralStore,
@@ -43,6 +42,7 @@ from tests.fakes.memory_rules import (
     InMemoryTriggerStore,
 )
 from tests.hypothesis_profiles import examples
+from tests.wiring import ingest_events, resolve_asset_change
 
 A = "paimon://lake/ods/a"
 B = "paimon://lake/ods/b"
@@ -158,11 +158,11 @@ class ResolverMachine(RuleBasedStateMachine):
         super().__init__()
         self.now = 1_750_000_000_000
         self.store = InMemoryAssetStore()
-        self.ingest_events = IngestEvents(self.store, clock=lambda: self.now)
+        self.ingest_events = ingest_events(self.store, clock=lambda: self.now)
         self.rules = InMemoryRuleStore()
         self.triggers = RecordingTriggerStore(source=self.store)
         self.deferrals = InMemoryDeferralStore()
-        self.resolve = ResolveAssetChange(
+        self.resolve = resolve_asset_change(
             ResolverStores(
                 self.rules,
                 InMemoryStateReader(self.store.get_state, self.triggers),

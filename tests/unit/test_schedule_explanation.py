@@ -17,7 +17,7 @@ from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor
 from lakehook.observability import logger
-from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores
+from lakehook.usecases.resolve import ResolverStores
 from lakehook.usecases.rule_explain import ExplainRule
 from tests.fakes.memory import InMemoryAssetStore
 from tests.fakes.memory_rules import (
@@ -30,6 +30,7 @@ from tests.fakes.memory_rules import (
 from tests.hypothesis_profiles import examples
 from tests.unit.test_explain_agrees import ExplainMachine
 from tests.unit.test_schedules import claimed, ms, scheduled_rule
+from tests.wiring import resolve_asset_change
 
 A = "paimon://lake/ods/a"
 B = "paimon://lake/ods/b"
@@ -222,7 +223,7 @@ def test_the_next_tick_is_after_now_and_is_croniters_next_and_the_local_time_is_
 def _explainer(rules: InMemoryRuleStore, now: int) -> ExplainRule:
     store, triggers = InMemoryAssetStore(), InMemoryTriggerStore()
     reader = InMemoryStateReader(store.get_state, triggers)
-    resolver = ResolveAssetChange(
+    resolver = resolve_asset_change(
         ResolverStores(rules, reader, triggers, InMemoryStateHistory(), InMemoryDeferralStore()),
         clock=lambda: now,
         observer=None,

@@ -7,6 +7,8 @@ import hmac
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from lakehook.domain.errors import AuthenticationError, ValidationError
 from lakehook.domain.producers import Producer, ProducerSpec
@@ -310,3 +312,45 @@ def test_a_producer_without_its_secret_is_refused_like_an_unknown_one() -> None:
     a.secrets.secrets.clear()
     with pytest.raises(AuthenticationError, match=NOT_VERIFIED):
         a.push()
+
+
+@given(position=st.integers(0, 63), digit=st.sampled_from("0123456789abcdef"))
+def test_a_signature_altered_at_any_hex_digit_is_refused(position: int, digit: str) -> None:
+    """Every one of the 64 hex digits counts, the tail too (a comparison cut to a prefix would let a forged tail
+    through)."""
+    mac = sign(SECRET, BODY, NOW).split("v1=")[1]
+    assume(mac[position] != digit)
+    forged = mac[:position] + digit + mac[position + 1 :]
+    with pytest.raises(AuthenticationError, match="does not match"):
+        verify(SECRET, BODY, f"t={NOW},v1={forged}", NOW)
+
+
+def test_a_signature_whose_last_hex_digit_differs_is_refused() -> None:
+    mac = sign(SECRET, BODY, NOW).split("v1=")[1]
+    forged = mac[:-1] + ("0" if mac[-1] != "0" else "1")
+    with pytest.raises(AuthenticationError, match="does not match"):
+        verify(SECRET, BODY, f"t={NOW},v1={forged}", NOW)
+    with pytest.raises(AuthenticationError, match="does not match"):
+        verify(SECRET, BODY, f"t={NOW},v1={mac[:16]}", NOW)  # a prefix alone is no signature
+
+
+def test_a_part_without_a_value_is_skipped_not_the_end_of_the_header() -> None:
+    mac = sign(SECRET, BODY, NOW).split("v1=")[1]
+    verify(SECRET, BODY, f"scheme,t={NOW},v1={mac}", NOW)  # parts after one without "=" are still read
+    with pytest.raises(AuthenticationError, match="does not match"):
+        verify(SECRET, BODY, f"t={NOW},v1={mac}=0", NOW)  # a value is all after the first "="
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        ("t=abc,v1=abcd", "signature timestamp t= is not unix seconds"),
+        ("garbage", "signature header must be t=<unix seconds>,v1=<hex hmac-sha256>"),
+        (f"t={NOW},v1=abcd", "signature does not match the body"),
+    ],
+)
+def test_a_refusal_says_exactly_why(header: str, message: str) -> None:
+    """The 401's message, as a producer reads it (docs/api.md): exactly this text."""
+    with pytest.raises(AuthenticationError) as refused:
+        verify(SECRET, BODY, header, NOW)
+    assert str(refused.value) == message

@@ -10,11 +10,11 @@ from lakehook.domain.rules import Member
 from lakehook.domain.state import AssetState
 from lakehook.domain.time import ms_to_iso
 from lakehook.usecases.coverage import RecordCoverage
-from lakehook.usecases.ingest import IngestEvents
-from lakehook.usecases.resolve import ResolveAssetChange, ResolverStores
+from lakehook.usecases.resolve import ResolverStores
 from lakehook.usecases.rule_explain import ExplainRule
 from tests.fakes.memory_coverage import InMemoryCoverageStore
 from tests.unit.test_resolve_usecase import START, World, rule
+from tests.wiring import ingest_events, resolve_asset_change
 
 SPOOL = "s3://spool/orders"
 HOUR = 3_600_000
@@ -28,8 +28,8 @@ class CoverageWorld(World):
     def __init__(self, *rules: Any) -> None:
         super().__init__(*rules)
         self.coverage = InMemoryCoverageStore()
-        self.ingest = IngestEvents(self.store, clock=lambda: self.now, coverage=RecordCoverage(self.coverage))
-        self.resolve = ResolveAssetChange(
+        self.ingest = ingest_events(self.store, clock=lambda: self.now, coverage=RecordCoverage(self.coverage))
+        self.resolve = resolve_asset_change(
             ResolverStores(
                 self.rules, self.reader, self.triggers, self.history, self.deferrals, coverage=self.coverage
             ),

@@ -41,14 +41,21 @@ if TYPE_CHECKING:
     from lakehook.usecases.bus_ingest import IngestBusEvents
     from lakehook.usecases.completion import CompleteRun, CompletionTokens
     from lakehook.usecases.confirmation import ConfirmRuns, SweepNotAdvanced
-    from lakehook.usecases.dispatch import DispatchPolicy, DispatchTrigger, RedriveTriggers, RetryTrigger
+    from lakehook.usecases.deferral_sweep import SweepOnSchedule
+    from lakehook.usecases.dispatch import (
+        DispatchPolicy,
+        DispatchResult,
+        DispatchTrigger,
+        RedriveTriggers,
+        RetryTrigger,
+    )
     from lakehook.usecases.freshness import CheckFreshness
     from lakehook.usecases.glue_quality import IngestGlueQuality
     from lakehook.usecases.ingest import IngestEvents
     from lakehook.usecases.late_versions import LateSnapshotNotice
     from lakehook.usecases.lineage import ReceiveLineage
     from lakehook.usecases.manifests import RecordManifestVerification
-    from lakehook.usecases.plan_polls import PlanNotifiedPolls, PlanPolls, RunPollWork
+    from lakehook.usecases.plan_polls import PlanNotifiedPolls, PlanPolls, PlanPollsFor, RunPollWork
     from lakehook.usecases.producers import PushAuthenticator, RegisterProducer
     from lakehook.usecases.push import PushEvents
     from lakehook.usecases.replay import ReplayTrigger
@@ -405,6 +412,13 @@ class Container:
 
         return PlanNotifiedPolls(self.asset_registry, self.work_queue, self.notice_store)
 
+    @part
+    def plan_polls_for(self) -> PlanPollsFor:
+        """The poll planner's entry: a commit notice or the schedule's tick."""
+        from lakehook.usecases.plan_polls import PlanPollsFor
+
+        return PlanPollsFor(lambda: self.plan_polls, lambda: self.plan_notified_polls)
+
     # --- rules and the resolver: ResolverFunction, DeferralSweepFunction, the rule routes -----------------
 
     @part
@@ -484,6 +498,19 @@ class Container:
         from lakehook.usecases.confirmation import SweepNotAdvanced
 
         return SweepNotAdvanced(self.trigger_ledger, self.rule_store, metrics=metrics)
+
+    @part
+    def deferral_sweep(self) -> SweepOnSchedule:
+        """The deferral sweep's entry: the minute's due deferrals, or the freshness schedule's check."""
+        from lakehook.freshness_metrics import publish_freshness
+        from lakehook.usecases.deferral_sweep import SweepOnSchedule
+
+        return SweepOnSchedule(
+            lambda: len(self.sweeper()),
+            lambda: self.check_freshness,
+            publish_freshness,
+            lambda: self.sweep_not_advanced(),
+        )
 
     @part
     def check_freshness(self) -> CheckFreshness:
@@ -597,6 +624,15 @@ class Container:
             secret_names=self.settings.secret_names,
         )
         return build_target_clients(deps)
+
+    @part
+    def dispatch_record(self) -> Callable[[Any], DispatchResult | None]:
+        """The dispatcher on one stream record: its claim key and claim read from the record as the DynamoDB
+        ledger writes them (``handle_dispatch_record``)."""
+        from lakehook.adapters.dynamodb.trigger_ledger import claimed_entry, claimed_trigger_key
+        from lakehook.usecases.dispatch import handle_dispatch_record
+
+        return lambda record: handle_dispatch_record(record, self.dispatcher, claimed_trigger_key, claimed_entry)
 
     @part
     def dispatch_policy(self) -> DispatchPolicy:

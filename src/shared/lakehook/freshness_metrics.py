@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from lakehook.observability import MetricName, metrics
 
-if TYPE_CHECKING:  # the deferral sweep's handler imports this at init; the freshness check loads on its schedule
+if TYPE_CHECKING:  # the deferral sweep imports this as its use case is built; the freshness check loads on its schedule
     from lakehook.usecases.freshness import FreshnessReport
 
 

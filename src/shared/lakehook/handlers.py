@@ -107,12 +107,10 @@ def handle_dispatch_batch(event: Mapping[str, Any], container: Container | None 
     """Dispatch a DynamoDB stream batch of claims (``{"Records": [...]}``) in order; answer the partial
     batch response. On an error the failed record is reported and the rest left for the retry (Lambda
     resumes from the lowest reported sequence number); dispatch is idempotent, so redelivery is safe."""
-    from lakehook.usecases.dispatch import handle_dispatch_record
-
     wired = container or current()
     for record in event.get("Records") or []:
         try:
-            handle_dispatch_record(record, wired.dispatcher)
+            wired.dispatch_record(record)
         except Exception:
             sequence = (record.get("dynamodb") or {}).get("SequenceNumber")
             logger.exception("dispatch record failed", extra={"status": "FAILED", "reason": "retrying from here"})

@@ -24,6 +24,9 @@ from typing import Any
 from lakehook.domain.errors import AuthorizationError, ValidationError
 from lakehook.domain.events import EventResult, SourceType
 from lakehook.domain.glue_quality import GLUE_DQ_RESULTS, GLUE_DQ_SOURCE
+from lakehook.event_metrics import count_results
+from lakehook.freshness_metrics import MetricSink
+from lakehook.observability import MetricName, logger, metrics
 from lakehook.ports import ProducerRegistry
 from lakehook.ports.aliases import AliasStore
 from lakehook.usecases.aliases import ingest_through_aliases
@@ -142,3 +145,25 @@ def account_of(function_arn: str) -> str | None:
     """The account of a Lambda function ARN (``arn:aws:lambda:<region>:<account>:function:<name>``)."""
     parts = function_arn.split(":")
     return parts[4] if len(parts) > 5 and parts[4].isdigit() and len(parts[4]) == 12 else None
+
+
+def report_bus_event(report: BusReport, sink: MetricSink = metrics) -> dict[str, Any]:
+    """What the bus function counts and logs of one report, answering its log line. A rejected event is counted
+    invalid (and foreign, from an account its producer does not take) and never raised: EventBridge would retry an
+    event that can only fail the same way. A taken one counts its events' outcomes; a Glue Data Quality result not
+    recorded (no registered table, or no snapshot to pin it to) is counted and logged as a warning."""
+    if report.rejected:
+        sink.add_metric(name=MetricName.EVENT_INVALID, unit="Count", value=1)
+        if report.unbound_account:
+            sink.add_metric(name=MetricName.BUS_EVENT_FOREIGN_ACCOUNT, unit="Count", value=1)
+        logger.warning("bus event rejected", extra=report.to_log())
+    elif report.unrecorded_verdicts:
+        # a Glue Data Quality result for no registered table, or that no snapshot can be pinned to: visible here
+        count_results(report.results, sink)
+        unrecorded = sum(1 for v in report.verdicts if v.get("status") != "RECORDED")
+        sink.add_metric(name=MetricName.QUALITY_VERDICT_UNRECORDED, unit="Count", value=unrecorded)
+        logger.warning("quality verdict not recorded", extra=report.to_log())
+    else:
+        count_results(report.results, sink)
+        logger.info("bus event ingested", extra=report.to_log())
+    return report.to_log()

@@ -724,7 +724,7 @@ class RedriveTriggers:
 def handle_dispatch_record(
     record: Any,
     dispatch: DispatchTrigger,
-    key_of: Callable[[Any], str | None] | None = None,
+    key_of: Callable[[Any], str | None],
     entry_of: Callable[[Any], LedgerEntry | None] | None = None,
 ) -> DispatchResult | None:
     """Dispatch the trigger a DynamoDB stream record claims (a Powertools ``record_handler``).
@@ -732,12 +732,9 @@ def handle_dispatch_record(
     Idempotent: a redelivered record, or a second INSERT record for the same claim, finds the claim
     leased or already terminal and does nothing. Raises (so the batch retries the record) only when
     the ledger itself fails. ``key_of`` reads the record's claim key and ``entry_of`` the claim from its
-    image (default: the DynamoDB ledger's readers; a custom ``key_of`` alone reads the claim from the ledger).
+    image (the container wires the DynamoDB ledger's readers: ``Container.dispatch_record``); without
+    ``entry_of`` the claim is read from the ledger.
     """
-    if key_of is None:
-        from lakehook.adapters.dynamodb.trigger_ledger import claimed_entry, claimed_trigger_key
-
-        key_of, entry_of = claimed_trigger_key, entry_of or claimed_entry
     trigger_key = key_of(record)
     if trigger_key is None:
         return None

@@ -15,8 +15,8 @@ from lakehook.domain.assets import TABLE_FORMATS
 from lakehook.domain.commit_notices import NoticeIgnored, read_notice
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.notice_state import NoticeHealth, PollCadence, due, unannounced
-from lakehook.domain.time import now_ms
-from lakehook.observability import logger
+from lakehook.domain.time import now_ms, parse_instant_ms
+from lakehook.observability import MetricName, logger
 from lakehook.ports import AssetRegistry
 from lakehook.ports.notices import NoticeStore, PlannedAsset
 from lakehook.ports.queue import WorkQueue
@@ -245,3 +245,47 @@ class RunPollWork:
             if self._notices is not None:
                 self._notices.record_missed(key, now)
         return missed
+
+
+# The sources of the commit notices EventBridge hands the poll planner (a Glue table change, an S3 commit file).
+NOTICE_SOURCES = ("aws.glue", "aws.s3")
+
+
+def scheduled_tick(event: Mapping[str, Any]) -> int | None:
+    """The tick a Scheduled Event stands for (its ``time``: the same on a retry of it), else None (now)."""
+    try:
+        return parse_instant_ms(event["time"])
+    except (KeyError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class PlannerAnswer:
+    """What the poll planner did with one event: its answer (returned and logged under ``message``) and the metrics
+    it counts once each."""
+
+    answer: dict[str, Any]
+    message: str
+    counted: tuple[str, ...] = ()
+
+
+class PlanPollsFor:
+    """The poll planner's one entry (PollPlannerFunction): a commit notice the lakehouse announced (source
+    ``aws.glue`` or ``aws.s3``) queues exactly the tables it names; anything else is the schedule's tick, whose
+    ``mode`` (its Input; a bare Scheduled Event polls) plans every table due. The planners are built on first use,
+    so a tick never builds the notice planner's parts, nor a notice the tick's."""
+
+    def __init__(self, plan: Callable[[], PlanPolls], notified: Callable[[], PlanNotifiedPolls]) -> None:
+        self._plan = plan
+        self._notified = notified
+
+    def __call__(self, event: Mapping[str, Any]) -> PlannerAnswer:
+        if event.get("source") in NOTICE_SOURCES:
+            notice = self._notified()(event)
+            counted = MetricName.COMMIT_NOTICE_IGNORED if notice.ignored else MetricName.COMMIT_NOTICE_POLLED
+            return PlannerAnswer(notice.to_log(), "commit notice", (counted,))
+        mode = WorkMode(event.get("mode", WorkMode.POLL))
+        report = self._plan()(mode, scheduled_tick(event))
+        return PlannerAnswer(
+            {"mode": mode.value, "assets": report.assets, "messages": report.messages}, "polls planned"
+        )
