@@ -162,3 +162,21 @@ def test_events_of_0_1_0_list_by_time_and_are_not_in_a_version_range() -> None:
         backend.assets.record_event(snap(9), SourceType.PUSH, 1_750_000_000_030)  # recorded after the upgrade
         versions = backend.assets.list_events(ORDERS, 5, None, EventRange(from_version=0)).items
         assert [r.event.snapshot_id for r in versions] == [9]
+
+
+def test_a_version_range_on_a_table_without_gsi2_is_a_400_naming_the_index_and_the_fix() -> None:
+    """A stack on an ``ExistingTableStreamArn`` table whose GSI2 was never added: a version range names the missing
+    index and docs/upgrade.md (how to add it), a 4xx rather than the Query's error; a time range still lists."""
+    with mock_aws():
+        backend = dynamodb_backend("lakehook-event-ranges-no-gsi2")
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.update_table(
+            TableName="lakehook-event-ranges-no-gsi2", GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "GSI2"}}]
+        )
+        backend.assets.record_event(snap(1), SourceType.PUSH, 1000)
+        with pytest.raises(ValidationError) as refused:
+            backend.assets.list_events(ORDERS, 5, None, EventRange(from_version=0))
+        assert refused.value.field == "fromVersion"
+        assert "GSI2" in str(refused.value) and "docs/upgrade.md" in str(refused.value)
+        timed = backend.assets.list_events(ORDERS, 5, None, EventRange(start=0)).items
+        assert [r.event.snapshot_id for r in timed] == [1]

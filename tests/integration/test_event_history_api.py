@@ -83,3 +83,11 @@ def test_each_page_of_a_range_is_one_query(api: Api, container: Container, count
         items, count = pages(api, {"assetKey": ORDERS, "limit": "3", **query})
         assert [i["snapshotId"] for i in items] == list(range(9, 1, -1))
         assert count in (3, 4) and counter.calls["Query"] == count  # 8 events, 3 a page: one Query each
+
+
+def test_an_end_at_the_epoch_is_a_400_naming_end(api: Api) -> None:
+    """``end`` at 1970-01-01T00:00:00Z leaves nothing to list: a 400 naming it (its key range, reversed, would be
+    DynamoDB's ValidationException: a 500)."""
+    for end in ("0", "1970-01-01T00:00:00Z"):
+        answer = api.call("GET", "/assets/events", query={"assetKey": ORDERS, "end": end})
+        assert answer.status == 400 and answer.body["field"] == "end", answer.body

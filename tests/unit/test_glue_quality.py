@@ -80,7 +80,7 @@ EVALUATED = EvaluationTimes(T0, T0 + 10 * MINUTE)  # the sample's evaluation: 08
 
 
 class World:
-    def __init__(self, times: EvaluationTimes | None = EVALUATED) -> None:
+    def __init__(self, times: EvaluationTimes | None = EVALUATED, **bounds: int) -> None:
         self.store = InMemoryAssetStore()
         self.registry = InMemoryAssetRegistry()
         self.ingest = ingest_events(self.store, clock=lambda: T0 + 20 * MINUTE)
@@ -91,6 +91,7 @@ class World:
             self.ingest,
             aliases,
             InMemoryEvaluationTimes({"dqresult-12334567890": times} if times else {}),
+            **bounds,
         )
         self.bus = IngestBusEvents(InMemoryProducerRegistry(), self.ingest, aliases, 100, glue)
 
@@ -355,3 +356,21 @@ def test_a_pin_is_the_snapshot_read_at_the_start_and_no_commit_falls_inside_the_
     assert isinstance(found, Pinned) == clean
     if isinstance(found, Pinned):
         assert found.snapshot == read
+
+
+def test_a_snapshot_past_the_bound_of_the_reads_is_not_pinned_and_the_reason_names_the_bound() -> None:
+    """The snapshot read is older than the newest ``history_pages * page_size`` events: NOT_PINNED, and the reason
+    says only those were read (not that no snapshot was ever committed before the start)."""
+    world = World(history_pages=1, page_size=2)
+    world.register()
+    world.commit(snapshot(70, 1, T0 - 5 * MINUTE))
+    world.commit(*({"eventType": "WATERMARK_ADVANCED", "assetKey": ORDERS, "watermark": T0 + i} for i in (1, 2)))
+    [verdict] = world.bus(SAMPLE, ACCOUNT).verdicts
+    assert verdict["status"] == "NOT_PINNED"
+    assert "only the newest 2 events recorded for it were read" in verdict["reason"], verdict["reason"]
+    wide = World(history_pages=2, page_size=2)  # the same history within the bound: pinned
+    wide.register()
+    wide.commit(snapshot(70, 1, T0 - 5 * MINUTE))
+    wide.commit(*({"eventType": "WATERMARK_ADVANCED", "assetKey": ORDERS, "watermark": T0 + i} for i in (1, 2)))
+    [verdict] = wide.bus(SAMPLE, ACCOUNT).verdicts
+    assert verdict["status"] == "RECORDED" and verdict["snapshotId"] == 70

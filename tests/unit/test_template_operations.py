@@ -288,3 +288,15 @@ def test_docs_list_every_alarm_and_the_rfcs_signals_with_the_templates_metric_an
         assert f"{threshold:g}" in documented_threshold, row
         assert parameter is None or f"`{parameter}`" in documented_threshold, row
         assert signal and action, row
+
+
+def test_the_dashboard_shows_the_glue_quality_verdicts_not_recorded() -> None:
+    """A Glue Data Quality verdict for no registered table (UNMATCHED) or no snapshot (NOT_PINNED) is only logged and
+    counted: its counter is on the dashboard beside the commit notices ignored, where an operator looks."""
+    expressions = [
+        row[0]["expression"]
+        for widget in dashboard()["widgets"]
+        for row in widget["properties"]["metrics"]
+        if isinstance(row[0], dict)
+    ]
+    assert (NAMESPACE, "lakehouse_quality_verdict_unrecorded_total") in queried_metrics(expressions)

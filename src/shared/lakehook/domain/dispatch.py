@@ -275,12 +275,13 @@ class Invocation(BaseModel):
     def body(self) -> bytes:
         return canonical_json(self.payload())
 
-    def fitted(self, limit_bytes: int) -> Invocation:
+    def fitted(self, limit_bytes: int, quoted: bool = False) -> Invocation:
         """This invocation; or, when its payload could exceed ``limit_bytes`` (a target's largest input), the same
         without the inputs' details and with ``detailsIn: "manifest"``: the details are in the manifest, and the run
         starts all the same. Decided on the payload at its largest (any attempt number, every non-ASCII character
-        escaped), so every attempt of a trigger decides alike."""
-        if not any(i.has_details for i in self.inputs) or largest_size(self.payload()) <= limit_bytes:
+        escaped; ``quoted``: as a JSON string inside the target's own JSON request, its quotes and backslashes
+        escaped once more), so every attempt of a trigger decides alike."""
+        if not any(i.has_details for i in self.inputs) or largest_size(self.payload(), quoted) <= limit_bytes:
             return self
         return self.model_copy(update={"inputs": tuple(i.bare() for i in self.inputs), "details_in_manifest": True})
 
@@ -289,10 +290,12 @@ class Invocation(BaseModel):
         return payload_identity(self.payload())
 
 
-def largest_size(payload: Mapping[str, Any]) -> int:
+def largest_size(payload: Mapping[str, Any], quoted: bool = False) -> int:
     """The payload's size in bytes as any target may send it: JSON with every non-ASCII character escaped (never
-    shorter than its UTF-8), and an attempt number of ten digits."""
-    return len(json.dumps({**payload, ATTEMPT_FIELD: 10**9}, separators=(",", ":"), allow_nan=False))
+    shorter than its UTF-8), and an attempt number of ten digits; ``quoted``: that JSON as a string literal inside
+    another JSON document (an environment variable's value in ECS's or Batch's request), its escapes included."""
+    text = json.dumps({**payload, ATTEMPT_FIELD: 10**9}, separators=(",", ":"), allow_nan=False)
+    return len(json.dumps(text)) if quoted else len(text)
 
 
 def payload_identity(payload: Mapping[str, Any]) -> str:

@@ -32,6 +32,8 @@ class EventRange:
             )
         if self.start is not None and self.end is not None and self.end <= self.start:
             raise ValidationError("end must be after start", field="end")
+        if self.end is not None and self.end <= 0:  # [.., epoch) holds nothing; its key range would be reversed
+            raise ValidationError("end must be after 1970-01-01T00:00:00Z (end is not included)", field="end")
         if self.from_version is not None and self.to_version is not None and self.to_version < self.from_version:
             raise ValidationError("toVersion must not be below fromVersion", field="toVersion")
         for name, value in (("fromVersion", self.from_version), ("toVersion", self.to_version)):

@@ -45,6 +45,14 @@ class TargetClient(ABC):
     """The largest invocation payload (bytes) this target takes: a larger one goes without the inputs' details,
     which stay in the run manifest (``detailsIn: "manifest"``, docs/targets.md)."""
 
+    payload_quoted: ClassVar[bool] = False
+    """Whether the target's limit counts the payload as a string inside its own JSON request (an environment
+    variable's value: ECS's overrides, Batch's SubmitJob), so its quotes and backslashes are escaped once more."""
+
+    def fit(self, invocation: Invocation) -> Invocation:
+        """The invocation as this target takes it: without the inputs' details when they would not fit."""
+        return invocation.fitted(self.payload_limit, self.payload_quoted)
+
     def settle_seconds(self, config: TargetConfig) -> float:
         """Seconds after an accepted start before :meth:`find_run` is sure to see the run."""
         return 0.0

@@ -536,9 +536,9 @@ class DispatchTrigger:
                 "completion key unavailable", extra={"trigger_key": trigger.trigger_key, "reason": repr(exc)}
             )
             return Outcome.retryable(f"completion key unavailable: {exc}", "completion_key")
-        invocation = Invocation.of(
-            trigger, plan.manifest, plan.manifest_uri, attempt.number, attempt.before.replay_of, token
-        ).fitted(plan.client.payload_limit)
+        invocation = plan.client.fit(
+            Invocation.of(trigger, plan.manifest, plan.manifest_uri, attempt.number, attempt.before.replay_of, token)
+        )
         try:
             return plan.client.start(invocation, plan.config)
         except Exception as exc:  # a plug-in bug must not leave the claim leased; the budget bounds retries

@@ -92,9 +92,16 @@ class IngestGlueQuality:
         return outcome
 
     def _judge(self, key: str, result: GlueQualityResult, times: Any, outcome: GlueQualityOutcome) -> None:
-        pinned = pin_evaluation(self._snapshots(key, times.started_at if times else None), times)
+        snapshots, cut = self._snapshots(key, times.started_at if times else None)
+        pinned = pin_evaluation(snapshots, times)
         if isinstance(pinned, NotPinned):
-            outcome.verdicts.append({**_base(result, key), "status": NOT_PINNED, "reason": pinned.reason})
+            reason = pinned.reason
+            if cut:  # the bound of the reads, not the table's history, may be why: say so
+                reason += (
+                    f" (only the newest {self._history_pages * self._page_size} events recorded for it were read; "
+                    "older ones were not)"
+                )
+            outcome.verdicts.append({**_base(result, key), "status": NOT_PINNED, "reason": reason})
             return
         raw = [verdict_event(key, result, pinned)]
         results = ingest_through_aliases(raw, self._ingest, self._aliases, SourceType.EVENTBRIDGE)
@@ -108,9 +115,10 @@ class IngestGlueQuality:
             }
         )
 
-    def _snapshots(self, key: str, started_at: int | None) -> list[AssetEvent]:
+    def _snapshots(self, key: str, started_at: int | None) -> tuple[list[AssetEvent], bool]:
         """The asset's recorded snapshots, newest recorded first, read until one committed at or before the start
-        (and the rest of its page), at most ``history_pages`` pages of events."""
+        (and the rest of its page), at most ``history_pages`` pages of events; and whether that bound cut the read
+        short (more events were recorded, none read committed at or before the start)."""
         found: list[AssetEvent] = []
         token: str | None = None
         for _ in range(self._history_pages):
@@ -121,8 +129,8 @@ class IngestGlueQuality:
             )
             token = page.next_token
             if reached or token is None or started_at is None:
-                break
-        return found
+                return found, False
+        return found, True
 
 
 def _base(result: GlueQualityResult, key: str | None) -> dict[str, Any]:

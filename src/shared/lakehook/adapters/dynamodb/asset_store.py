@@ -190,7 +190,7 @@ class DynamoDBAssetStore(AssetStore):
             raise ValidationError("nextToken belongs to another listing", field="nextToken")
         if start:
             kwargs["ExclusiveStartKey"] = start
-        answer = self._table.query(**kwargs)
+        answer = _query_events(self._table, kwargs)
         items = [
             RecordedEvent(
                 event=AssetEvent.model_validate(json.loads(item["body"])),
@@ -269,6 +269,27 @@ def _events_key_range(within: EventRange) -> tuple[str, tuple[str, str]]:
     if within.by_version:
         return keys.GSI2, keys.events_version_range(*within.version_bounds)
     return keys.GSI1, keys.events_received_range(*within.received_bounds)
+
+
+_NO_GSI2 = (
+    f"this table has no index {keys.GSI2} (or it is still being built), which a version range (fromVersion/toVersion) "
+    "reads: a stack on an ExistingTableStreamArn table needs it added to that table (docs/upgrade.md, 'The version "
+    "index GSI2'); list by start/end meanwhile"
+)
+
+
+def _query_events(table: Any, kwargs: dict[str, Any]) -> Any:
+    """The listing's Query; GSI2 missing or still backfilling (a table the stack did not create) is a ValidationError
+    naming the index and its fix, not a 5xx. DynamoDB answers a ValidationException naming the index (moto a
+    ResourceNotFoundException)."""
+    try:
+        return table.query(**kwargs)
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        missing = error.get("Code") in {"ValidationException", "ResourceNotFoundException"}
+        if kwargs["IndexName"] == keys.GSI2 and missing and "index" in str(error.get("Message", "")).lower():
+            raise ValidationError(_NO_GSI2, field="fromVersion") from exc
+        raise
 
 
 def _start_key(token: str | None, index: str, partition: str, scope: str) -> dict[str, Any] | None:

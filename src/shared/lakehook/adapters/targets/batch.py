@@ -45,6 +45,7 @@ class BatchTargetClient(TargetClient):
 
     type_name: ClassVar[str] = "batch"
     payload_limit: ClassVar[int] = 29 * 1024  # SubmitJob: a job's payload is at most 30 KiB
+    payload_quoted: ClassVar[bool] = True  # an environment variable's value in the request's JSON
     confirmable: ClassVar[bool] = True
     deduplicates: ClassVar[bool] = False
 

@@ -68,6 +68,7 @@ class EcsTargetClient(TargetClient):
 
     type_name: ClassVar[str] = "ecs"
     payload_limit: ClassVar[int] = 7 * 1024  # RunTask overrides: 8 KiB in all, the key and names included
+    payload_quoted: ClassVar[bool] = True  # an environment variable's value in the request's JSON
     confirmable: ClassVar[bool] = True
     deduplicates: ClassVar[bool] = True
 
