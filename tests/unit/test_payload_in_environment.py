@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from lakehook.adapters.targets.aws_runs import run_environment
 from lakehook.adapters.targets.batch import BatchTargetClient
+from lakehook.adapters.targets.databricks import KEY_PARAMETER, PAYLOAD_PARAMETER, DatabricksTargetClient
 from lakehook.adapters.targets.ecs import EcsTargetClient, run_task_request
 from lakehook.domain.dispatch import Invocation, RunManifest
 from lakehook.domain.input_details import InputDetails
@@ -26,6 +27,8 @@ BATCH_REQUEST = 30 * 1024
 ECS = validate_target({"type": "ecs", "cluster": "etl", "taskDefinition": "dwd", "containerName": "c" * 255})
 ON_ECS = EcsTargetClient(boto3.client("ecs", region_name="us-east-1"))  # a client object: nothing is sent
 ON_BATCH = BatchTargetClient(boto3.client("batch", region_name="us-east-1"))
+ON_DATABRICKS = DatabricksTargetClient.__new__(DatabricksTargetClient)  # only its fit is used: nothing is sent
+DATABRICKS_PARAMETERS = 10_000
 TEXTS = st.sampled_from(["x", '"', "\\", "é", "😀", 'a"b'])
 
 
@@ -60,3 +63,15 @@ def test_what_ecs_and_batch_are_sent_fits_their_request_limits(sizes: list[int],
         request = {"jobName": "j" * 128, "jobQueue": "q" * 256, "jobDefinition": "d" * 256}
         request["containerOverrides"] = {"environment": run_environment(batch)}
         assert len(json.dumps(request)) <= BATCH_REQUEST
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(sizes=st.lists(st.integers(0, 9000), min_size=1, max_size=4), text=TEXTS)
+def test_what_databricks_run_now_is_sent_fits_its_parameters_bound(sizes: list[int], text: str) -> None:
+    """run-now's job_parameters carry the payload as a JSON string: with its quotes escaped they stay within the
+    Jobs API's 10,000 bytes, or the details go to the manifest."""
+    fitted = ON_DATABRICKS.fit(invocation(sizes, text))
+    if not fitted.details_in_manifest:
+        payload = json.dumps(fitted.payload(), separators=(",", ":"), sort_keys=True)
+        parameters = {KEY_PARAMETER: fitted.trigger_key, PAYLOAD_PARAMETER: payload}
+        assert len(json.dumps(parameters).encode()) <= DATABRICKS_PARAMETERS

@@ -98,6 +98,10 @@ class DatabricksTargetClient(TargetClient):
     type_name: ClassVar[str] = "databricks"
     confirmable: ClassVar[bool] = True
     deduplicates: ClassVar[bool] = True
+    # run-now's parameters are at most 10,000 bytes as JSON ("jar_params cannot exceed 10,000 bytes", the Jobs API's
+    # parameter bound); the payload travels as a string inside them, its quotes escaped
+    payload_limit: ClassVar[int] = 9 * 1024
+    payload_quoted: ClassVar[bool] = True
 
     def __init__(self, secrets: CachedSecrets, session: requests.Session, url_policy: UrlPolicy | None = None):
         self._secrets = secrets
