@@ -23,7 +23,7 @@ PYTEST_WORKERS ?= 2
 PYTEST_PARALLEL = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadscope)
 # Bytecode, pytest's assertion-rewritten test modules among it, is cached under test-output/pycache even where
 # PYTHONDONTWRITEBYTECODE is set (the tree stays free of __pycache__): without it every worker compiles and rewrites
-# every test module again, 26 s of CPU per worker before the first test (10.5 s cached; bench/results.md).
+# every test module again, 26 s of CPU per worker before the first test (10.5 s cached; bench/test-suite.md).
 PYTEST_ENV = PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(abspath test-output/pycache)
 
 .PHONY: help

@@ -3,7 +3,7 @@
 moto's ``mock_aws`` drops boto3's default session on every start (each test's ``aws`` fixture, each contract
 example's backend), and a new session builds a new loader that parses botocore's JSON again: the endpoints, the
 partitions, each service's model and paginators. That was about two thirds of a unit test's ``aws`` fixture
-(226 ms of CPU, 82 ms with one loader; bench/results.md, "Test suite"). The loader only reads botocore's data files,
+(226 ms of CPU, 82 ms with one loader; bench/test-suite.md). The loader only reads botocore's data files,
 which do not change while the tests run, and a session already hands the same loaded models to every client it
 makes; sharing it across sessions changes no client's behaviour (credentials, region and configuration stay per
 session).
