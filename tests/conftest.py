@@ -26,7 +26,10 @@ from lakehook import container as container_module
 from lakehook.container import Container
 from lakehook.local import moto_dynamodb
 from lakehook.settings import Settings
+from tests import botocore_loader
 from tests.support import RequestCounter, create_table
+
+botocore_loader.share()  # every test's boto3 sessions read botocore's data files once per process
 
 pytest_plugins = ["tests.cpu_times"]
 

@@ -27,6 +27,7 @@ change to moto.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import inspect
 import logging
@@ -90,6 +91,13 @@ def _resolve(name: str) -> Any:
 def fingerprint(name: str) -> str:
     """sha256 of the source of one moto function, as ``FINGERPRINTS`` records it."""
     function = _stock[name] if _installed and name in _stock else _resolve(name)
+    return _source_digest(function)
+
+
+@functools.cache
+def _source_digest(function: Any) -> str:
+    """sha256 of one function's source; read once per function and process (a test session installs the adapter
+    once per test, and reading the sources was most of an install's CPU)."""
     return hashlib.sha256(inspect.getsource(function).encode()).hexdigest()[:16]
 
 
