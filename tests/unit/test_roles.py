@@ -109,6 +109,22 @@ def test_what_a_body_names_is_held_to_the_scope_too(stack: RolesStack) -> None:
     assert stack.call("POST", f"/rules/{ETL_RULE}/backtest", {"rule": {}}, token=token)[0] == 403
 
 
+def test_an_operator_completes_a_run_only_with_the_outlets_the_rule_declares(stack: RolesStack) -> None:
+    """An OPERATOR operates runs; it does not push events: its completion's outlets are held to the rule's
+    declared outlets, as the run's own completion token is, so it cannot write an asset outside its scope (and
+    start another rule's run) by naming it as an outlet."""
+    token = stack.token("OPERATOR", ["etl."], ["iceberg://lake/sales"])
+    outlet = {"eventType": "SNAPSHOT_COMMITTED", "assetKey": ODS, "snapshotId": 2, "commitTime": 1_750_000_001_000}
+
+    status, answer = stack.call(
+        "POST", f"/runs/{stack.triggers[ETL_RULE]}/complete", {"status": "SUCCEEDED", "outlets": [outlet]}, token=token
+    )
+
+    assert status == 403, answer
+    assert "outside the outlets rule 'etl.daily' declares" in answer["message"]
+    assert stack.ok("GET", "/assets/state", query={"assetKey": ODS})["latestSnapshotId"] == 1
+
+
 # --- IAM identities ------------------------------------------------------------------------------------
 
 
