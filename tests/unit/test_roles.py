@@ -170,6 +170,26 @@ def test_auto_keeps_every_identity_admin_until_the_first_binding(iam: IamStack) 
     assert refused[0] == 403 and "has no role binding" in refused[1]["message"]
 
 
+def test_the_last_admin_binding_is_neither_deleted_nor_downgraded_while_other_bindings_remain(iam: IamStack) -> None:
+    """Under AUTO every unbound identity is refused once a binding exists: deleting or downgrading the only ADMIN
+    binding while an OPERATOR's remains would leave nobody able to administer the stack through the API."""
+    admin = {"principalArn": ADMIN_ROLE, "role": "ADMIN"}
+    assert iam.call(_session(ADMIN_ROLE), "PUT", "/role-bindings", admin)[0] == 201
+    ops = {"principalArn": OPS_ROLE, "role": "OPERATOR", "rules": ["etl."]}
+    assert iam.call(_session(ADMIN_ROLE), "PUT", "/role-bindings", ops)[0] == 201
+
+    downgraded = iam.call(_session(ADMIN_ROLE), "PUT", "/role-bindings", {**admin, "role": "READ_ONLY"})
+    deleted = iam.call(_session(ADMIN_ROLE), "DELETE", "/role-bindings", query={"principalArn": ADMIN_ROLE})
+
+    assert downgraded[0] == 409 and "no ADMIN binding" in downgraded[1]["message"], downgraded
+    assert deleted[0] == 409 and "no ADMIN binding" in deleted[1]["message"], deleted
+    assert iam.call(_session(ADMIN_ROLE), "GET", "/me")[1]["role"] == "ADMIN"
+    # with the other binding gone first, the last one may go: the stack is back to AUTO's every-identity ADMIN
+    assert iam.call(_session(ADMIN_ROLE), "DELETE", "/role-bindings", query={"principalArn": OPS_ROLE})[0] == 204
+    assert iam.call(_session(ADMIN_ROLE), "DELETE", "/role-bindings", query={"principalArn": ADMIN_ROLE})[0] == 204
+    assert iam.call(_session(OPS_ROLE), "GET", "/me")[1]["role"] == "ADMIN"
+
+
 @pytest.mark.parametrize(("policy", "status"), [("ADMIN", 200), ("READ_ONLY", 200), ("DENY", 403)])
 def test_the_unbound_policy_decides_an_unbound_identity(policy: str, status: int) -> None:
     stack = IamStack(policy)
