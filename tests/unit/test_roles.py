@@ -109,6 +109,22 @@ def test_what_a_body_names_is_held_to_the_scope_too(stack: RolesStack) -> None:
     assert stack.call("POST", f"/rules/{ETL_RULE}/backtest", {"rule": {}}, token=token)[0] == 403
 
 
+def test_an_operator_completes_a_run_only_with_the_outlets_the_rule_declares(stack: RolesStack) -> None:
+    """An OPERATOR operates runs; it does not push events: its completion's outlets are held to the rule's
+    declared outlets, as the run's own completion token is, so it cannot write an asset outside its scope (and
+    start another rule's run) by naming it as an outlet."""
+    token = stack.token("OPERATOR", ["etl."], ["iceberg://lake/sales"])
+    outlet = {"eventType": "SNAPSHOT_COMMITTED", "assetKey": ODS, "snapshotId": 2, "commitTime": 1_750_000_001_000}
+
+    status, answer = stack.call(
+        "POST", f"/runs/{stack.triggers[ETL_RULE]}/complete", {"status": "SUCCEEDED", "outlets": [outlet]}, token=token
+    )
+
+    assert status == 403, answer
+    assert "outside the outlets rule 'etl.daily' declares" in answer["message"]
+    assert stack.ok("GET", "/assets/state", query={"assetKey": ODS})["latestSnapshotId"] == 1
+
+
 # --- IAM identities ------------------------------------------------------------------------------------
 
 
@@ -152,6 +168,26 @@ def test_auto_keeps_every_identity_admin_until_the_first_binding(iam: IamStack) 
     assert iam.call(_session(ADMIN_ROLE), "GET", "/me")[1]["role"] == "ADMIN"  # the path-less role ARN matched
     refused = iam.call(_session(f"arn:aws:iam::{ACCOUNT}:role/other"), "GET", "/rules")
     assert refused[0] == 403 and "has no role binding" in refused[1]["message"]
+
+
+def test_the_last_admin_binding_is_neither_deleted_nor_downgraded_while_other_bindings_remain(iam: IamStack) -> None:
+    """Under AUTO every unbound identity is refused once a binding exists: deleting or downgrading the only ADMIN
+    binding while an OPERATOR's remains would leave nobody able to administer the stack through the API."""
+    admin = {"principalArn": ADMIN_ROLE, "role": "ADMIN"}
+    assert iam.call(_session(ADMIN_ROLE), "PUT", "/role-bindings", admin)[0] == 201
+    ops = {"principalArn": OPS_ROLE, "role": "OPERATOR", "rules": ["etl."]}
+    assert iam.call(_session(ADMIN_ROLE), "PUT", "/role-bindings", ops)[0] == 201
+
+    downgraded = iam.call(_session(ADMIN_ROLE), "PUT", "/role-bindings", {**admin, "role": "READ_ONLY"})
+    deleted = iam.call(_session(ADMIN_ROLE), "DELETE", "/role-bindings", query={"principalArn": ADMIN_ROLE})
+
+    assert downgraded[0] == 409 and "no ADMIN binding" in downgraded[1]["message"], downgraded
+    assert deleted[0] == 409 and "no ADMIN binding" in deleted[1]["message"], deleted
+    assert iam.call(_session(ADMIN_ROLE), "GET", "/me")[1]["role"] == "ADMIN"
+    # with the other binding gone first, the last one may go: the stack is back to AUTO's every-identity ADMIN
+    assert iam.call(_session(ADMIN_ROLE), "DELETE", "/role-bindings", query={"principalArn": OPS_ROLE})[0] == 204
+    assert iam.call(_session(ADMIN_ROLE), "DELETE", "/role-bindings", query={"principalArn": ADMIN_ROLE})[0] == 204
+    assert iam.call(_session(OPS_ROLE), "GET", "/me")[1]["role"] == "ADMIN"
 
 
 @pytest.mark.parametrize(("policy", "status"), [("ADMIN", 200), ("READ_ONLY", 200), ("DENY", 403)])

@@ -146,7 +146,7 @@ def run_or_admin(event: APIGatewayProxyEvent, params: dict[str, str]) -> Princip
 
     caller = management(event)
     if caller is not None:
-        return caller  # management credentials may complete any run in their scope and write any asset
+        return caller  # management credentials complete any run in their scope (an ADMIN's: any outlet)
     token = event.get_header_value(COMPLETION_TOKEN_HEADER, case_sensitive=False)
     if token and current().completion_tokens.verify(params.get("triggerKey", ""), token):
         return Principal(PrincipalKind.RUN)

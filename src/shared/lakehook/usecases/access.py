@@ -83,24 +83,44 @@ class ManageAccess:
                 "bind an ADMIN first (your own role or user): with UnboundIamIdentity AUTO, the first binding ends "
                 "the ADMIN of every unbound identity, yours included"
             )
+        if grant.role is not Role.ADMIN:
+            self._keep_an_admin(principal, f"binding {principal} as {grant.role}")
         binding = RoleBinding(principal, grant.role, grant.scope, data.get("description"), self._clock())
         return binding, self._store.put_binding(binding)
 
-    def _any_admin_binding(self) -> bool:
+    def _any_admin_binding(self, besides: str | None = None) -> bool:
+        """Whether an ADMIN binding exists (``besides``: other than this principal's)."""
         token: str | None = None
         while True:
             page = self._store.list_bindings(100, token)
-            if any(b.role is Role.ADMIN for b in page.items):
+            if any(b.role is Role.ADMIN and b.principal != besides for b in page.items):
                 return True
             if page.next_token is None:
                 return False
             token = page.next_token
 
+    def _keep_an_admin(self, principal: str, asked: str) -> None:
+        """A 409 when the principal holds the last ADMIN binding and other bindings remain: with
+        UnboundIamIdentity AUTO every unbound identity is refused while any binding exists, so nobody could
+        administer the stack any more (deleting every other binding first, or binding another ADMIN, is fine)."""
+        current_binding = self._store.get_binding(principal)
+        if current_binding is None or current_binding.role is not Role.ADMIN or self._any_admin_binding(principal):
+            return
+        others = [b for b in self._store.list_bindings(2).items if b.principal != principal]
+        if others:
+            raise ConflictError(
+                f"{asked} would leave role bindings but no ADMIN binding, so nobody could administer the stack "
+                f"(unbound identities are refused once a binding exists): bind another ADMIN first, or delete the "
+                f"other bindings first"
+            )
+
     def list_bindings(self, limit: int, next_token: str | None) -> Page[RoleBinding]:
         return self._store.list_bindings(limit, next_token)
 
     def delete_binding(self, principal_arn: str) -> None:
-        if not self._store.delete_binding(binding_principal(principal_arn)):
+        principal = binding_principal(principal_arn)
+        self._keep_an_admin(principal, f"deleting the binding of {principal}")
+        if not self._store.delete_binding(principal):
             raise NotFoundError(f"no role binding for {principal_arn}")
 
 

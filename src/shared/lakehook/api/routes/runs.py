@@ -4,7 +4,8 @@ Authorized from the headers and the path alone, before the body is read, by the 
 (``api.auth.run_or_admin``): management credentials, or ``X-Lakehook-Completion-Token: <hex>``, the token this
 trigger's invocation carried (``completionToken``).
 A producer's push signature does not complete runs. A token caller's outlets must lie within the rule's
-declared ``outlets``.
+declared ``outlets``, and so must an OPERATOR's: it operates runs, it does not push events (only an ADMIN's
+completion may name any outlet).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from lakehook.api.contract import RUN_COMPLETION, WITH_BODY, answers, ok
 from lakehook.api.http import json_body, json_response
 from lakehook.api.paths import TriggerKey
 from lakehook.container import current
+from lakehook.domain.access import Action
 from lakehook.domain.completion import COMPLETION_TOKEN_HEADER
 from lakehook.usecases.completion import Caller
 
@@ -30,15 +32,20 @@ router = APIGatewayRouter()
     description='{"status": "SUCCEEDED" | "FAILED", "outlets": [event, ...]}, with management credentials or '
     f"{COMPLETION_TOKEN_HEADER} (the completionToken of the invocation). Outlets (asset events, or events with "
     '"alias" instead of "assetKey") enter the normal ingest path; with a token they must lie within the '
-    "rule's declared outlets (403 otherwise, nothing written). The first terminal status wins: the same "
-    "completion again answers 200 (repeated: true), a different one 409. Answers one result per outlet.",
+    "rule's declared outlets, as with an OPERATOR's credentials (403 otherwise, nothing written). "
+    "The first terminal status wins: the same completion again answers 200 (repeated: true), a different one "
+    "409. Answers one result per outlet.",
     tags=["runs"],
     security=RUN_COMPLETION,
     responses=answers(ok(CompletionAnswer, "the run's end is recorded; one result per outlet"), WITH_BODY, 404, 409),
 )
 def complete(triggerKey: TriggerKey) -> Response[str]:
     # the route's authenticator (api.auth.run_or_admin) checked the token before the body was read
-    caller = Caller.MANAGEMENT if current_principal().kind is PrincipalKind.ADMIN else Caller.RUN
+    principal = current_principal()
+    administers = (
+        principal.kind is PrincipalKind.ADMIN and principal.grant is not None and principal.grant.may(Action.ADMINISTER)
+    )
+    caller = Caller.MANAGEMENT if administers else Caller.RUN  # an OPERATOR's outlets: the rule's, as the run's
     body = json_body(router.current_event)
     result = current().complete_run(triggerKey, body, caller)
     return json_response(result.to_api())
