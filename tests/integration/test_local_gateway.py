@@ -1,5 +1,7 @@
 """The local gateway frames a request body as API Gateway does: a ``Content-Length`` that is not one plain
-number of bytes (``abc``, ``-5``, two headers) is a 400 answered at once, never silence or the first header."""
+number of bytes (``abc``, ``-5``, two headers) is a 400 answered at once, never silence or the first header. It
+routes as API Gateway does (a 405 naming the methods a path is served for, else a 404) and sends a function's
+proxy answer as API Gateway sends it."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakehook.local.gateway import API_GATEWAY_MAX_BODY, ApiGateway, BadRequestError, body_length
+from lakehook.local.invoker import LocalFunction
+from lakehook.local.template import ApiRoute, FunctionSpec
 
 TOKEN = "local-admin"
 
@@ -98,3 +102,81 @@ def test_body_length_reads_no_header_as_an_empty_body() -> None:
     assert body_length([" 12 "]) == 12
     with pytest.raises(BadRequestError):
         body_length([""])
+
+
+# A function of the gateway's own: it answers what its path asks, as a proxy integration's function does.
+ECHO = """
+import base64, json
+
+def handler(event, context):
+    if event["path"] == "/things/binary":
+        body = base64.b64encode(bytes(range(4))).decode()
+        return {"statusCode": 201, "body": body, "isBase64Encoded": True, "headers": {"Content-Type": "x/bin"}}
+    if event["path"] == "/things/fail":
+        raise RuntimeError("boom")
+    headers = {"X-One": "single", "X-Both": "single"}
+    echoed = {"method": event["httpMethod"], "params": event["pathParameters"], "body": event["body"]}
+    multi = {"X-Both": ["a", "b"]}
+    return {"statusCode": 200, "headers": headers, "multiValueHeaders": multi, "body": json.dumps(echoed)}
+"""
+
+
+@pytest.fixture(scope="module")
+def routed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiGateway]:
+    code = tmp_path_factory.mktemp("echo")
+    (code / "app.py").write_text(ECHO)
+    routes = [ApiRoute("GET", "/things/{thingId}", "NONE"), ApiRoute("POST", "/things/{thingId}", "NONE")]
+    routes += [ApiRoute("DELETE", "/things/{thingId}", "NONE"), ApiRoute("HEAD", "/things/{thingId}", "NONE")]
+    function = LocalFunction(FunctionSpec("Echo", code, "app.handler", {}, timeout=10, routes=routes))
+    function.start()
+    server = ApiGateway([function], "127.0.0.1", 0)
+    server.start()
+    yield server
+    server.stop()
+    function.stop()
+
+
+def call(gateway: ApiGateway, method: str, path: str, body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
+    head = f"{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n"
+    head += f"Content-Length: {len(body)}\r\n"
+    return exchange(gateway, head, body)
+
+
+def test_a_path_served_for_other_methods_is_a_405_naming_them_and_an_unknown_path_a_404(routed: ApiGateway) -> None:
+    status, headers, payload = call(routed, "PUT", "/things/7")
+    assert (status, headers["Allow"]) == (405, "DELETE, GET, HEAD, POST")
+    assert json.loads(payload) == {
+        "error": "METHOD_NOT_ALLOWED",
+        "message": "PUT is not allowed on /things/7; use DELETE, GET, HEAD, POST",
+    }
+    status, _, payload = call(routed, "GET", "/nothing/here")
+    assert (status, json.loads(payload)) == (404, {"error": "NOT_FOUND", "message": "no route GET /nothing/here"})
+
+
+def test_the_function_s_answer_goes_out_as_api_gateway_sends_it(routed: ApiGateway) -> None:
+    status, headers, payload = call(routed, "POST", "/things/7", b'{"a": 1}')
+    assert status == 200
+    assert json.loads(payload) == {"method": "POST", "params": {"thingId": "7"}, "body": '{"a": 1}'}
+    assert headers["X-One"] == "single"  # a single-value header the multi-value ones do not name
+    assert headers["Content-Length"] == str(len(payload))
+    status, headers, payload = call(routed, "GET", "/things/binary")
+    assert (status, headers["Content-Type"], payload) == (201, "x/bin", bytes(range(4)))  # decoded from base64
+    status, headers, payload = call(routed, "HEAD", "/things/7")
+    assert (status, payload) == (200, b"")  # no body to a HEAD, the length of the one a GET gets
+    assert int(headers["Content-Length"]) > 0
+
+
+def test_a_multi_value_header_wins_over_the_single_value_one_of_its_name(routed: ApiGateway) -> None:
+    host, port = routed.server.server_address[:2]
+    with socket.create_connection((str(host), int(port)), timeout=10) as client:
+        client.sendall(b"GET /things/7 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answer = b""
+        while chunk := client.recv(65536):
+            answer += chunk
+    head = answer.partition(b"\r\n\r\n")[0].decode().split("\r\n")
+    assert [line for line in head if line.lower().startswith("x-both:")] == ["X-Both: a", "X-Both: b"]
+
+
+def test_a_function_that_fails_is_a_502(routed: ApiGateway) -> None:
+    status, _, payload = call(routed, "GET", "/things/fail")
+    assert (status, json.loads(payload)) == (502, {"message": "Internal server error"})

@@ -126,63 +126,38 @@ class ApiGateway:
         self.server.server_close()
 
     def serve(self, request: BaseHTTPRequestHandler) -> None:
-        try:
-            length = body_length(request.headers.get_all("Content-Length") or [])
-        except BadRequestError as exc:  # the body's end is unknown: answer, and close the connection
-            request.close_connection = True
-            _write(request, 400, {"message": f"Bad Request: {exc}"}, {"Connection": "close"})
+        """Answer one request as API Gateway would: its body read, its route found, its function invoked."""
+        body = _read_body(request)
+        if body is None:
             return
-        if length > API_GATEWAY_MAX_BODY:
-            _write(request, 413, {"message": "Request Too Long"})
-            return
-        body = request.rfile.read(length) if length else b""
         path = urlsplit(request.path).path
         if path == LOCAL_INFO_PATH and self.local_info is not None:
             self._serve_local_info(request)
             return
-        for route, fn in self.routes:  # noqa: B007 - the matched pair is used after the loop
-            params = route.match(request.command, path)
-            if params is not None:
-                break
-        else:
-            allowed = sorted({r.method.upper() for r, _ in self.routes if r.match(r.method, path) is not None})
-            if allowed:
-                message = f"{request.command} is not allowed on {path}; use {', '.join(allowed)}"
-                _write(request, 405, {"error": "METHOD_NOT_ALLOWED", "message": message}, {"Allow": ", ".join(allowed)})
-                return
-            _write(request, 404, {"error": "NOT_FOUND", "message": f"no route {request.command} {path}"})
+        matched = self._route(request, path)
+        if matched is None:
             return
+        route, fn, params = matched
         headers = {k: v for k, v in request.headers.items()}
         event = proxy_event(request.command, request.path, headers, body, route, params, self.stage)
-        try:
-            answer = fn.invoke(event)
-        except FunctionError as error:
-            log.error("function %s failed: %s", fn.spec.name, error)
-            if error.error_type == "Sandbox.Timedout" and fn.spec.timeout >= API_GATEWAY_TIMEOUT_SECONDS:
-                _write(request, 504, {"message": "Endpoint request timed out"})  # API Gateway gave up first
-            else:
-                _write(request, 502, {"message": "Internal server error"})  # a failed function, never a hung client
-            return
-        except Exception:  # the runtime itself failed: API Gateway's 502 too
-            log.exception("function %s could not be invoked", fn.spec.name)
-            _write(request, 502, {"message": "Internal server error"})
-            return
-        status = int(answer.get("statusCode", 200))
-        payload = answer.get("body") or ""
-        data = base64.b64decode(payload) if answer.get("isBase64Encoded") else str(payload).encode()
-        request.send_response(status)
-        sent = set()
-        for name, values in (answer.get("multiValueHeaders") or {}).items():
-            for value in values:
-                request.send_header(name, str(value))
-            sent.add(name.lower())
-        for name, value in (answer.get("headers") or {}).items():
-            if name.lower() not in sent:
-                request.send_header(name, str(value))
-        request.send_header("Content-Length", str(len(data)))
-        request.end_headers()
-        if request.command != "HEAD":
-            request.wfile.write(data)
+        _answer(request, fn, event)
+
+    def _route(
+        self, request: BaseHTTPRequestHandler, path: str
+    ) -> tuple[ApiRoute, LocalFunction, dict[str, str]] | None:
+        """The route serving the request's method and path, with its path parameters; None once answered 405 (the
+        path is served for other methods) or 404 (no route has it)."""
+        for route, fn in self.routes:
+            params = route.match(request.command, path)
+            if params is not None:
+                return route, fn, params
+        allowed = sorted({r.method.upper() for r, _ in self.routes if r.match(r.method, path) is not None})
+        if allowed:
+            message = f"{request.command} is not allowed on {path}; use {', '.join(allowed)}"
+            _write(request, 405, {"error": "METHOD_NOT_ALLOWED", "message": message}, {"Allow": ", ".join(allowed)})
+            return None
+        _write(request, 404, {"error": "NOT_FOUND", "message": f"no route {request.command} {path}"})
+        return None
 
     def _serve_local_info(self, request: BaseHTTPRequestHandler) -> None:
         """Where this stack's AWS services are (its moto server), for the CLI's ``secret put``; admin only."""
@@ -211,6 +186,60 @@ def body_length(values: list[str]) -> int:
     if not _DECIMAL.fullmatch(raw):
         raise BadRequestError(f"Content-Length {values[0]!r} is not a number of bytes")
     return int(raw) if len(raw) <= 18 else sys.maxsize  # longer: too long in any case (413), int() may refuse
+
+
+def _read_body(request: BaseHTTPRequestHandler) -> bytes | None:
+    """The request's body; None once answered 400 (its length is not known: the connection closes) or 413."""
+    try:
+        length = body_length(request.headers.get_all("Content-Length") or [])
+    except BadRequestError as exc:  # the body's end is unknown: answer, and close the connection
+        request.close_connection = True
+        _write(request, 400, {"message": f"Bad Request: {exc}"}, {"Connection": "close"})
+        return None
+    if length > API_GATEWAY_MAX_BODY:
+        _write(request, 413, {"message": "Request Too Long"})
+        return None
+    return request.rfile.read(length) if length else b""
+
+
+def _answer(request: BaseHTTPRequestHandler, fn: LocalFunction, event: dict[str, Any]) -> None:
+    """Invoke the function and send its proxy answer, or answer as API Gateway answers a failed function (502, or
+    504 when the function outlasts the integration timeout)."""
+    try:
+        answer = fn.invoke(event)
+    except FunctionError as error:
+        log.error("function %s failed: %s", fn.spec.name, error)
+        if error.error_type == "Sandbox.Timedout" and fn.spec.timeout >= API_GATEWAY_TIMEOUT_SECONDS:
+            _write(request, 504, {"message": "Endpoint request timed out"})  # API Gateway gave up first
+        else:
+            _write(request, 502, {"message": "Internal server error"})  # a failed function, never a hung client
+        return
+    except Exception:  # the runtime itself failed: API Gateway's 502 too
+        log.exception("function %s could not be invoked", fn.spec.name)
+        _write(request, 502, {"message": "Internal server error"})
+        return
+    _write_answer(request, answer)
+
+
+def _write_answer(request: BaseHTTPRequestHandler, answer: dict[str, Any]) -> None:
+    """The function's proxy answer as API Gateway sends it: its status, its headers (a multi-value header wins over
+    the single-value one of the same name), its body decoded from base64 when so marked, none to a HEAD."""
+    status = int(answer.get("statusCode", 200))
+    payload = answer.get("body") or ""
+    data = base64.b64decode(payload) if answer.get("isBase64Encoded") else str(payload).encode()
+    request.send_response(status)
+    sent = set()
+    for name, values in (answer.get("multiValueHeaders") or {}).items():
+        for value in values:
+            request.send_header(name, str(value))
+        sent.add(name.lower())
+    for name, value in (answer.get("headers") or {}).items():
+        if name.lower() not in sent:
+            request.send_header(name, str(value))
+    request.send_header("Content-Length", str(len(data)))
+    request.end_headers()
+    if request.command != "HEAD":
+        request.wfile.write(data)
 
 
 def _write(

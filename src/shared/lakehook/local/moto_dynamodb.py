@@ -481,9 +481,14 @@ class _Journal:
             del shard.items[length:]
 
 
+# one action's cancellation reason: its code, message and (ReturnValuesOnConditionCheckFailure ALL_OLD) item;
+# all None when the action succeeded
+_Reason = tuple[str | None, str | None, dict[str, Any] | None]
+_TRANSACT_ACTIONS = frozenset({"ConditionCheck", "Put", "Delete", "Update"})
+
+
 def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
     """moto 5.2.5's ``DynamoDBBackend.transact_write_items``, with a journal in place of copying the tables."""
-    from moto.dynamodb.comparisons import get_filter_expression
     from moto.dynamodb.exceptions import (
         ConditionalCheckFailed,
         MockValidationException,
@@ -495,104 +500,93 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
 
     if len(transact_items) > 100:
         raise TooManyTransactionsException()
-    tables = {
-        name: self.tables[name]
-        for name in (next(iter(item.values())).get("TableName") for item in transact_items)
-        if name and name in self.tables
-    }
-    if any(table.lambda_event_source_mappings for table in tables.values()):
+    tables = _transaction_tables(self, transact_items)
+    if any(table.lambda_event_source_mappings for table in tables):
         # moto hands stream records to its Lambda here and may clear the shard: keep moto's own rollback.
         _stock[_BACKEND_TRANSACT](self, transact_items)
         return
     journal = _Journal()
-    for table in tables.values():
+    for table in tables:
         journal.stream(table)
-
-    target_items: set[tuple[str, str]] = set()
-
-    def check_unicity(table_name: str, key: dict[str, Any]) -> None:
-        item = (str(table_name), str(dict(sorted(key.items()))))
-        if item in target_items:
-            raise MultipleTransactionsException()
-        target_items.add(item)
-
-    errors: list[tuple[str, str, dict[str, Any]] | tuple[None, None, None]] = []
+    targets: set[tuple[str, str]] = set()
+    errors: list[_Reason] = []
     for item in transact_items:
-        original_item: dict[str, Any] | None = None
         if len(list(item.keys())) > 1:
             raise TransactWriteSingleOpException
-
         try:
-            op_type, op = next(iter(item.items()))
-            if op_type not in {"ConditionCheck", "Put", "Delete", "Update"}:
-                raise ValueError("Unsupported transaction operation")
-
-            table_name = op["TableName"]
-            condition_expression = op.get("ConditionExpression")
-            expression_attribute_names = op.get("ExpressionAttributeNames")
-            expression_attribute_values = op.get("ExpressionAttributeValues")
-            return_values_on_condition_check_failure = op.get("ReturnValuesOnConditionCheckFailure")
-
-            if op_type == "Put":
-                attrs = op["Item"]
-                table = self.get_table(table_name)
-                key = {table.hash_key_attr: attrs[table.hash_key_attr]}
-                if table.range_key_attr is not None:
-                    key[table.range_key_attr] = attrs[table.range_key_attr]
-            else:
-                key = op["Key"]
-
-            check_unicity(table_name, key)
-
-            journal.save(self, table_name, key)
-            current = self.get_item(table_name, key)
-            if condition_expression is not None:
-                condition_op = get_filter_expression(
-                    condition_expression,
-                    expression_attribute_names,
-                    expression_attribute_values,
-                )
-                if not condition_op.expr(current):
-                    if return_values_on_condition_check_failure == "ALL_OLD" and current:
-                        original_item = current.to_json()["Attributes"]
-                    raise ConditionalCheckFailed(item=original_item)
-
-            if op_type == "Put":
-                attrs = op["Item"]
-                self.put_item(
-                    table_name,
-                    attrs,
-                    condition_expression=condition_expression,
-                    expression_attribute_names=expression_attribute_names,
-                    expression_attribute_values=expression_attribute_values,
-                )
-            elif op_type == "Delete":
-                self.delete_item(
-                    table_name,
-                    key,
-                    condition_expression=condition_expression,
-                    expression_attribute_names=expression_attribute_names,
-                    expression_attribute_values=expression_attribute_values,
-                )
-            elif op_type == "Update":
-                update_expression = op["UpdateExpression"]
-                self.update_item(
-                    table_name,
-                    key,
-                    update_expression=update_expression,
-                    condition_expression=condition_expression,
-                    expression_attribute_names=expression_attribute_names,
-                    expression_attribute_values=expression_attribute_values,
-                )
-            errors.append((None, None, None))
+            errors.append(_transact_action(self, item, journal, targets))
         except (MultipleTransactionsException, MockValidationException):
             journal.roll_back()
             raise
         except ConditionalCheckFailed as e:
-            errors.append(("ConditionalCheckFailed", str(e.message), original_item))  # type: ignore[arg-type]
+            errors.append(("ConditionalCheckFailed", str(e.message), None))
         except Exception as e:  # as moto: any other failure cancels with its name
-            errors.append((type(e).__name__, str(e), original_item))  # type: ignore[arg-type]
+            errors.append((type(e).__name__, str(e), None))
 
     if any(code is not None for code, _, _ in errors):
         journal.roll_back()
         raise TransactionCanceledException(errors)
+
+
+def _transaction_tables(self: Any, transact_items: list[dict[str, Any]]) -> list[Any]:
+    """The existing tables the transaction's actions name (each once)."""
+    names = (next(iter(item.values())).get("TableName") for item in transact_items)
+    return list({name: self.tables[name] for name in names if name and name in self.tables}.values())
+
+
+def _transact_action(self: Any, item: dict[str, Any], journal: _Journal, targets: set[tuple[str, str]]) -> _Reason:
+    """One action of the transaction, its item saved in the journal first: its cancellation reason when its
+    condition fails (moto's own raises for anything else), else all None."""
+    from moto.dynamodb.comparisons import get_filter_expression
+    from moto.dynamodb.exceptions import ConditionalCheckFailed, MultipleTransactionsException
+
+    op_type, op = next(iter(item.items()))
+    if op_type not in _TRANSACT_ACTIONS:
+        raise ValueError("Unsupported transaction operation")
+    table_name = op["TableName"]
+    key = _action_key(self, op_type, op)
+    target = (str(table_name), str(dict(sorted(key.items()))))
+    if target in targets:
+        raise MultipleTransactionsException()
+    targets.add(target)
+    journal.save(self, table_name, key)
+    current = self.get_item(table_name, key)
+    condition = op.get("ConditionExpression")
+    if condition is not None:
+        names, values = op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
+        if not get_filter_expression(condition, names, values).expr(current):
+            old = current.to_json()["Attributes"] if current and _returns_old(op) else None
+            return "ConditionalCheckFailed", str(ConditionalCheckFailed(item=old).message), old
+    _apply_action(self, op_type, op, key)
+    return None, None, None
+
+
+def _returns_old(op: dict[str, Any]) -> bool:
+    return bool(op.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD")
+
+
+def _action_key(self: Any, op_type: str, op: dict[str, Any]) -> dict[str, Any]:
+    """The key of the item an action touches: a ``Put``'s from its item's key attributes, else its ``Key``."""
+    if op_type != "Put":
+        return dict(op["Key"])
+    attrs = op["Item"]
+    table = self.get_table(op["TableName"])
+    key = {table.hash_key_attr: attrs[table.hash_key_attr]}
+    if table.range_key_attr is not None:
+        key[table.range_key_attr] = attrs[table.range_key_attr]
+    return key
+
+
+def _apply_action(self: Any, op_type: str, op: dict[str, Any], key: dict[str, Any]) -> None:
+    """A ``Put``, ``Delete`` or ``Update`` through moto's own write (a ``ConditionCheck`` writes nothing)."""
+    conditions = {
+        "condition_expression": op.get("ConditionExpression"),
+        "expression_attribute_names": op.get("ExpressionAttributeNames"),
+        "expression_attribute_values": op.get("ExpressionAttributeValues"),
+    }
+    if op_type == "Put":
+        self.put_item(op["TableName"], op["Item"], **conditions)
+    elif op_type == "Delete":
+        self.delete_item(op["TableName"], key, **conditions)
+    elif op_type == "Update":
+        self.update_item(op["TableName"], key, update_expression=op["UpdateExpression"], **conditions)

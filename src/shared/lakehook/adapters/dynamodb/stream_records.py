@@ -71,51 +71,81 @@ def resolver_input(record: Mapping[str, Any]) -> StateChange | Deferral | None:
         return None
     pk, sk = str(body.keys.get("PK", "")), str(body.keys.get("SK", ""))
     image = body.new_image or {}
-    if pk.startswith(_ASSET) and sk == keys.Sort.STATE:
-        asset_key = pk[len(_ASSET) :]
-        has_state = image.get(keys.ITEM_TYPE) == "STATE" and "version" in image
-        try:
-            return StateChange(asset_key, asset_state_from_item(asset_key, image) if has_state else None)
-        except ValueError:  # a corrupted item: its rules read it again and fail alone, naming it
-            logger.warning("state image does not parse", extra={"asset_key": asset_key}, exc_info=True)
-            return StateChange(asset_key)
-    if pk.startswith(_ASSET) and sk.startswith(keys.Prefix.EVENT) and image.get("eventType") == "SNAPSHOT_COMMITTED":
-        try:
-            event = AssetEvent.model_validate(json.loads(str(image["body"])))
-        except ValueError:
-            logger.warning("snapshot event does not parse", extra={"asset_key": pk[len(_ASSET) :]}, exc_info=True)
-            return StateChange(pk[len(_ASSET) :])
-        return StateChange(event.asset_key, snapshot=snapshot_record(event), partitions=event.partitions)
-    if pk.startswith(_ASSET) and sk.startswith(keys.PARTS_PREFIX):
-        if wrapped.event_name is not DynamoDBRecordEventName.INSERT:
-            return None  # a part written again holds what its first write brought
-        try:
-            part = partition_part_of_item(image)
-        except (ValueError, KeyError, TypeError):  # a corrupted item: every rule of the asset again, as for an event
-            logger.warning("partition part does not parse", extra={"asset_key": pk[len(_ASSET) :]}, exc_info=True)
-            return StateChange(pk[len(_ASSET) :])
-        # a slice of the commit, as one carried over through the resolver's queue (usecases/resolve_continue.py)
-        return StateChange(
-            part.asset_key,
-            snapshot=part.snapshot,
-            partitions=part.partitions,
-            partitions_only=True,
-            offset=part.offset,
-            total=part.total,
-        )
+    if pk.startswith(_ASSET):
+        return _asset_input(wrapped.event_name, pk[len(_ASSET) :], sk, image)
     if pk.startswith(_TRIGGER) and sk == keys.CLAIM_SORT and image.get("status") == TriggerStatus.SUCCEEDED:
-        old = body.old_image or {}
-        if image.get("partition") and not image.get("inOrder"):
-            return None  # a partition's run releases nothing unless its group runs each version in order (inOrder)
-        if image.get(keys.RELEASES_NEXT) is not True:
-            return None  # a run of a rule that is not EACH_VERSION releases nothing (the dispatcher noted none)
-        if wrapped.event_name is DynamoDBRecordEventName.MODIFY and old.get("status") != TriggerStatus.SUCCEEDED:
-            return Deferral(str(image["ruleId"]), str(image["groupId"]), 0)
-        return None
-    if pk.startswith(_ASSET) and sk == keys.RECHECK_SORT and image.get("status") == "DUE":
-        return StateChange(pk[len(_ASSET) :])  # a recheck a failed batch left: every rule of the asset again
+        return _released_group(wrapped.event_name, image, body.old_image or {})
     if pk.startswith(_RULE) and sk.startswith(keys.DEFER_PREFIX) and image.get("status") == "DUE":
         return Deferral(pk[len(_RULE) :], sk[len(keys.DEFER_PREFIX) :], int(integral(image.get("dueAt", 0))))
+    return None
+
+
+def _asset_input(
+    event_name: DynamoDBRecordEventName | None, asset_key: str, sk: str, image: dict[str, Any]
+) -> StateChange | None:
+    """What an item of an asset's partition asks: its state written, a snapshot recorded, a part of a commit's
+    partitions recorded, or a recheck a failed batch left (every rule of the asset again)."""
+    if sk == keys.Sort.STATE:
+        return _state_written(asset_key, image)
+    if sk.startswith(keys.Prefix.EVENT) and image.get("eventType") == "SNAPSHOT_COMMITTED":
+        return _snapshot_recorded(asset_key, image)
+    if sk.startswith(keys.PARTS_PREFIX):
+        if event_name is not DynamoDBRecordEventName.INSERT:
+            return None  # a part written again holds what its first write brought
+        return _partition_part_recorded(asset_key, image)
+    if sk == keys.RECHECK_SORT and image.get("status") == "DUE":
+        return StateChange(asset_key)
+    return None
+
+
+def _state_written(asset_key: str, image: dict[str, Any]) -> StateChange:
+    """The asset's STATE item as written (None for a keys-only image)."""
+    has_state = image.get(keys.ITEM_TYPE) == "STATE" and "version" in image
+    try:
+        return StateChange(asset_key, asset_state_from_item(asset_key, image) if has_state else None)
+    except ValueError:  # a corrupted item: its rules read it again and fail alone, naming it
+        logger.warning("state image does not parse", extra={"asset_key": asset_key}, exc_info=True)
+        return StateChange(asset_key)
+
+
+def _snapshot_recorded(asset_key: str, image: dict[str, Any]) -> StateChange:
+    """A SNAPSHOT_COMMITTED event item: the snapshot (and its partitions) for the snapshot log of EACH_VERSION."""
+    try:
+        event = AssetEvent.model_validate(json.loads(str(image["body"])))
+    except ValueError:
+        logger.warning("snapshot event does not parse", extra={"asset_key": asset_key}, exc_info=True)
+        return StateChange(asset_key)
+    return StateChange(event.asset_key, snapshot=snapshot_record(event), partitions=event.partitions)
+
+
+def _partition_part_recorded(asset_key: str, image: dict[str, Any]) -> StateChange:
+    """A part of a snapshot's touched partitions: a slice of the commit, as one carried over through the
+    resolver's queue (usecases/resolve_continue.py)."""
+    try:
+        part = partition_part_of_item(image)
+    except (ValueError, KeyError, TypeError):  # a corrupted item: every rule of the asset again, as for an event
+        logger.warning("partition part does not parse", extra={"asset_key": asset_key}, exc_info=True)
+        return StateChange(asset_key)
+    return StateChange(
+        part.asset_key,
+        snapshot=part.snapshot,
+        partitions=part.partitions,
+        partitions_only=True,
+        offset=part.offset,
+        total=part.total,
+    )
+
+
+def _released_group(
+    event_name: DynamoDBRecordEventName | None, image: dict[str, Any], old: dict[str, Any]
+) -> Deferral | None:
+    """A trigger turned SUCCEEDED: its EACH_VERSION group's next version is due now, if its success releases it."""
+    if image.get("partition") and not image.get("inOrder"):
+        return None  # a partition's run releases nothing unless its group runs each version in order (inOrder)
+    if image.get(keys.RELEASES_NEXT) is not True:
+        return None  # a run of a rule that is not EACH_VERSION releases nothing (the dispatcher noted none)
+    if event_name is DynamoDBRecordEventName.MODIFY and old.get("status") != TriggerStatus.SUCCEEDED:
+        return Deferral(str(image["ruleId"]), str(image["groupId"]), 0)
     return None
 
 

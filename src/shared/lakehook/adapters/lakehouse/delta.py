@@ -262,44 +262,15 @@ class DeltaSnapshotSource(SnapshotSource):
     def _batch(
         self, files: TableFiles, cursor: SnapshotCursor | None, latest: int, pointer: str, limit: int
     ) -> SnapshotBatch:
-        gap: SnapshotGap | None = None
-        commits: list[DeltaCommit] = []
-        listed: CheckpointFiles = {}  # the checkpoints a listing this batch made found
         if limit <= 0:
-            pass
+            read = _Read([], None, {})
         elif cursor is None:  # a first look: the newest ``limit`` versions
-            commits = self._newest(files, latest, limit)
+            read = _Read(self._newest(files, latest, limit), None, {})
         else:
-            last_read = -1 if _is_beginning(cursor) else cursor.snapshot_id
-            start = last_read + 1
-            if start <= latest:
-                first = _commit(files, start)
-                if first is None:  # cleaned up (or never written): resume at the oldest retained version
-                    listing = _listing(files, start)
-                    listed = listing.parts
-                    oldest = min((v for v in listing.versions if v >= start), default=None)
-                    if oldest is not None and oldest <= latest:
-                        first = _commit(files, oldest) if oldest in listing.commits else None
-                        if first is None and oldest in listing.checkpoints:
-                            first = _checkpointed(files, oldest, listing.parts[oldest])
-                        if oldest > start:
-                            gap = SnapshotGap(
-                                after_snapshot_id=last_read, resumed_at_snapshot_id=oldest, missed=oldest - start
-                            )
-                        start = oldest
-                if first is not None:
-                    commits.append(first)
-                    rest = range(start + 1, min(latest, start + limit - 1) + 1)
-                    for commit in self._read_many(files, rest):
-                        if commit is None:  # a hole: log cleanup is racing this read; the next poll resumes here
-                            break
-                        commits.append(commit)
-        # the metadata version the first new commit inherits: the cursor's, unless commits were missed; on a
-        # first look, found by reading back (bounded). A cursor that does not know it stays unknown (no re-reads).
-        schema = cursor.schema_id if cursor is not None and gap is None else None
-        if cursor is None and commits and not commits[0].writes_metadata and not commits[0].from_checkpoint:
-            schema = _metadata_version_before(files, commits[0].info.snapshot_id)
-        layout = self._layout_before(files, commits, schema, listed)
+            read = self._after(files, -1 if _is_beginning(cursor) else cursor.snapshot_id, latest, limit)
+        commits, gap = read.commits, read.gap
+        schema = _inherited_metadata_version(files, cursor, read)
+        layout = self._layout_before(files, commits, schema, read.listed)
         infos, after = _with_partitions(commits, _with_schema_ids(commits, schema), layout)
         if commits and after is not None:
             self._remember_tail(files.location, commits[-1].info.snapshot_id, after)
@@ -312,6 +283,26 @@ class DeltaSnapshotSource(SnapshotSource):
             gap=gap,
             complete=limit > 0 and (not commits or commits[-1].info.snapshot_id >= latest),
         )
+
+    def _after(self, files: TableFiles, last_read: int, latest: int, limit: int) -> _Read:
+        """Up to ``limit`` versions after ``last_read`` (to ``latest``), in order; when the next one was cleaned up
+        (or never written), from the oldest retained version on, with the gap."""
+        start = last_read + 1
+        if start > latest:
+            return _Read([], None, {})
+        first = _commit(files, start)
+        resumed = _Read([], None, {})
+        if first is None:  # cleaned up (or never written): resume at the oldest retained version
+            start, first, resumed = _resume_at_oldest(files, last_read, latest)
+        if first is None:
+            return resumed
+        commits = [first]
+        rest = range(start + 1, min(latest, start + limit - 1) + 1)
+        for commit in self._read_many(files, rest):
+            if commit is None:  # a hole: log cleanup is racing this read; the next poll resumes here
+                break
+            commits.append(commit)
+        return resumed._replace(commits=commits)
 
     def _layout_before(
         self, files: TableFiles, commits: list[DeltaCommit], metadata_version: int | None, listed: CheckpointFiles
@@ -658,6 +649,43 @@ class _RangedFile(io.RawIOBase):
             self.error = _GoneError(self._path)
             raise self.error
         return head + (self._tail[: end - self._tail_start] if end > self._tail_start else b"")
+
+
+class _Read(NamedTuple):
+    """The versions a batch read after its cursor, the gap before them when versions were missed, and the
+    checkpoints a listing this batch made found (``listed``)."""
+
+    commits: list[DeltaCommit]
+    gap: SnapshotGap | None
+    listed: CheckpointFiles
+
+
+def _resume_at_oldest(files: TableFiles, last_read: int, latest: int) -> tuple[int, DeltaCommit | None, _Read]:
+    """Where a batch resumes when the version after ``last_read`` is gone: the oldest retained version (up to
+    ``latest``), read from its commit file, else from its checkpoint; with the gap when versions were missed and
+    the checkpoints the listing found. Nothing retained: the version after ``last_read``, not read."""
+    start = last_read + 1
+    listing = _listing(files, start)
+    oldest = min((v for v in listing.versions if v >= start), default=None)
+    if oldest is None or oldest > latest:
+        return start, None, _Read([], None, listing.parts)
+    first = _commit(files, oldest) if oldest in listing.commits else None
+    if first is None and oldest in listing.checkpoints:
+        first = _checkpointed(files, oldest, listing.parts[oldest])
+    missed = oldest - start
+    gap = SnapshotGap(after_snapshot_id=last_read, resumed_at_snapshot_id=oldest, missed=missed) if missed else None
+    return oldest, first, _Read([], gap, listing.parts)
+
+
+def _inherited_metadata_version(files: TableFiles, cursor: SnapshotCursor | None, read: _Read) -> int | None:
+    """The metadata version the first new commit inherits: the cursor's, unless commits were missed; on a first
+    look, found by reading back (bounded). A cursor that does not know it stays unknown (no re-reads)."""
+    if cursor is not None:
+        return cursor.schema_id if read.gap is None else None
+    first = read.commits[0] if read.commits else None
+    if first is None or first.writes_metadata or first.from_checkpoint:
+        return None
+    return _metadata_version_before(files, first.info.snapshot_id)
 
 
 def _checkpointed(files: TableFiles, version: int, checkpoint: tuple[str, ...]) -> DeltaCommit:

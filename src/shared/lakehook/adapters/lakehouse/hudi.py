@@ -589,17 +589,7 @@ def instant_snapshot(
 
     ``replaced_rows`` are the rows of the file groups it replaces (-1: not known, so neither is its delta).
     """
-    operation = meta.get("operationType")
-    if isinstance(operation, str) and operation and operation.upper() != "UNKNOWN":
-        kind = operation.upper()
-    elif instant.planned_as == "clustering":
-        kind = "CLUSTER"
-    elif instant.planned_as == "compaction":
-        kind = "COMPACT"
-    elif instant.planned_as == "logcompaction":
-        kind = "LOG_COMPACT"
-    else:
-        kind = instant.action.upper()
+    kind = _commit_kind(instant, meta)
     stats = _write_stats(meta)
     inserts = sum(_int(s.get("numInserts")) for s in stats)
     deletes = sum(_int(s.get("numDeletes")) for s in stats)
@@ -612,17 +602,35 @@ def instant_snapshot(
         total = sum(_int(s.get("numWrites")) for s in stats)  # every file group replaced: what it wrote is all
     extra = meta.get("extraMetadata")
     extra = extra if isinstance(extra, dict) else {}
-    watermark = next((w for k in WATERMARK_KEYS if (w := _optional_int(extra.get(k))) is not None), None)
     return SnapshotInfo(
         snapshot_id=instant.instant,
         sequence_number=instant.completed,
         commit_time=max(instant_millis(instant.completed, zone), 0),
         commit_kind=kind,
-        watermark=watermark if watermark is not None and watermark >= 0 else None,
+        watermark=_watermark(extra),
         total_record_count=total,
         delta_record_count=delta,
         trigger_key=trigger_key_in(extra),
     )
+
+
+# the commit kind of an instant whose metadata names no operation type, by what its requested file planned
+_PLANNED_KINDS = {"clustering": "CLUSTER", "compaction": "COMPACT", "logcompaction": "LOG_COMPACT"}
+
+
+def _commit_kind(instant: Instant, meta: dict[str, Any]) -> str:
+    """The instant's commit kind: its metadata's ``operationType`` (unless ``UNKNOWN``), else what it was planned
+    as, else its action."""
+    operation = meta.get("operationType")
+    if isinstance(operation, str) and operation and operation.upper() != "UNKNOWN":
+        return operation.upper()
+    return _PLANNED_KINDS.get(instant.planned_as or "") or instant.action.upper()
+
+
+def _watermark(extra: dict[str, Any]) -> int | None:
+    """The first watermark the commit's extra metadata names (by ``WATERMARK_KEYS``' order), if not negative."""
+    watermark = next((w for k in WATERMARK_KEYS if (w := _optional_int(extra.get(k))) is not None), None)
+    return watermark if watermark is not None and watermark >= 0 else None
 
 
 def instant_millis(instant: int, zone: tzinfo = UTC) -> int:

@@ -153,38 +153,45 @@ class PaimonSnapshotSource(SnapshotSource):
         if latest is not None and cursor is None:
             snapshots = _newest(table, latest, limit)
         elif latest is not None and cursor is not None and cursor.snapshot_id < latest and limit > 0:
-            start = cursor.snapshot_id + 1
-            first = _snapshot(table, start)
-            if first is None:  # expired (or never written): resume at the oldest retained snapshot
-                start, first = _oldest_retained(table, start, latest)
-                if first is not None and start > cursor.snapshot_id + 1:
-                    gap = SnapshotGap(
-                        after_snapshot_id=cursor.snapshot_id,
-                        resumed_at_snapshot_id=start,
-                        missed=start - cursor.snapshot_id - 1,
-                    )
-            if first is not None:
-                snapshots.append(first)
-                rest = range(start + 1, min(latest, start + limit - 1) + 1)
-                for snapshot in self._read_many(table, rest):
-                    if snapshot is None:  # a hole: expiration is racing this read; the next poll resumes here
-                        break
-                    snapshots.append(snapshot)
+            snapshots, gap = self._after(table, cursor.snapshot_id, latest, limit)
             complete = bool(snapshots) and snapshots[-1].snapshot_id >= latest
         snapshots = [self._with_partitions(table, info) for info in snapshots]
         previous = cursor.schema_id if cursor is not None else None
         all_tags = _tag_names(table)
-        new_tags = [_tag(table, name) for name in all_tags if name not in known_tags]
         return SnapshotBatch(
             pointer=pointer,
             snapshots=mark_schema_changes(snapshots, previous),
-            tags=[t for t in new_tags if t is not None],
+            tags=_new_tags(table, all_tags, known_tags),
             tag_names=frozenset(all_tags),
             latest_snapshot_id=latest,
             oldest_retained_snapshot_id=snapshots[0].snapshot_id if gap is not None and snapshots else None,
             gap=gap,
             complete=complete,
         )
+
+    def _after(
+        self, table: _Table, last_read: int, latest: int, limit: int
+    ) -> tuple[list[SnapshotInfo], SnapshotGap | None]:
+        """Up to ``limit`` snapshots after ``last_read`` (to ``latest``), in order, and the gap when the next ones
+        expired: then the batch resumes at the oldest retained snapshot."""
+        start = last_read + 1
+        gap: SnapshotGap | None = None
+        first = _snapshot(table, start)
+        if first is None:  # expired (or never written): resume at the oldest retained snapshot
+            start, first = _oldest_retained(table, start, latest)
+            if first is not None and start > last_read + 1:
+                gap = SnapshotGap(
+                    after_snapshot_id=last_read, resumed_at_snapshot_id=start, missed=start - last_read - 1
+                )
+        if first is None:
+            return [], gap
+        snapshots = [first]
+        rest = range(start + 1, min(latest, start + limit - 1) + 1)
+        for snapshot in self._read_many(table, rest):
+            if snapshot is None:  # a hole: expiration is racing this read; the next poll resumes here
+                break
+            snapshots.append(snapshot)
+        return snapshots, gap
 
     def _with_partitions(self, table: _Table, info: SnapshotInfo) -> SnapshotInfo:
         """The snapshot with the partitions its delta manifests name (none for an unpartitioned table)."""
@@ -385,6 +392,12 @@ def _list(table: _Table, directory: str) -> list[str]:
 def _tag_names(table: _Table) -> list[str]:
     """Tag names from one listing of the tag directory."""
     return sorted(n[len(TAG_PREFIX) :] for n in _list(table, table.tag_dir) if n.startswith(TAG_PREFIX))
+
+
+def _new_tags(table: _Table, names: list[str], known: frozenset[str]) -> list[TagInfo]:
+    """The tags of ``names`` not ``known`` yet, each read (one vanished meanwhile is left out)."""
+    read = [_tag(table, name) for name in names if name not in known]
+    return [tag for tag in read if tag is not None]
 
 
 def _tag(table: _Table, name: str) -> TagInfo | None:
