@@ -1,8 +1,8 @@
-"""Requests per dispatch with ``maxInFlight``, counted on moto, against the same dispatch without it (4 requests:
-the rule, the lease, the manifest, the mark; ``test_dispatch_requests``).
+"""Requests per dispatch with ``maxInFlight``, counted on moto, against the same dispatch without it (5 requests:
+the rule, the lease, the pinned versions' events, the manifest, the mark; ``test_dispatch_requests``).
 
 With a limit, a claim that takes a slot costs 2 more DynamoDB requests (the scope's slots read and written with one
-conditional write): 5 DynamoDB requests and the manifest's PutObject. A claim that waits costs 4 (the rule, the slots,
+conditional write): 6 DynamoDB requests and the manifest's PutObject. A claim that waits costs 4 (the rule, the slots,
 their write, the claim marked waiting), and nothing reaches the target. The run's completion (the claim read, the
 completion written, the rule read) then hands the slot on in 3 more (the slots read and written, the waiting claim
 woken), and the record that wakes it dispatches it like a new claim.
@@ -57,7 +57,8 @@ def test_with_max_in_flight_a_dispatch_costs_two_requests_more_and_a_waiting_one
     first = claims_in(stream)
     with counter.measure() as calls:
         assert handle_dispatch_batch({"Records": first}, container) == {"batchItemFailures": []}
-    assert dict(calls) == {"GetItem": 2, "PutItem": 1, "UpdateItem": 2}  # rule, slots; slots; lease, SUCCEEDED
+    # rule, slots; slots; the pinned events' details; lease, SUCCEEDED
+    assert dict(calls) == {"GetItem": 2, "PutItem": 1, "BatchGetItem": 1, "UpdateItem": 2}
     assert sum(target.runs.values()) == 1
 
     push(container, "SNAPSHOT_COMMITTED", ORDERS, snapshotId=1002)
