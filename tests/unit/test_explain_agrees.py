@@ -351,17 +351,10 @@ def teardown_module() -> None:
 TestExplainAgreesWithTheResolver = ExplainMachine.TestCase
 
 
-@pytest.mark.slow  # it asserts what 100 derandomized histories reach: no fast-profile version of it
-@pytest.mark.slow  # up to four derandomized runs of the machine, whatever the profile
+@pytest.mark.slow  # it asserts what 100 derandomized histories reach (up to four runs): no fast-profile version of it
 # all four runs take 57 s alone on a quiet machine (1 round, 9 s, reaches every status today); a gate once passed
-# pytest-timeout's 300 s default while Hypothesis shrank a real failure (pinned below): room for the shrinking
+# pytest-timeout's 300 s default while Hypothesis shrank a real failure (now a regression test below): room for that
 @pytest.mark.timeout(1200)
-@pytest.mark.xfail(
-    strict=False,
-    reason="a known explain/resolver disagreement these histories can reach (pinned, strict, in "
-    "test_explain_pins_a_held_back_snapshot_the_resolver_does_not_claim below; on main since before 2026-12-07); "
-    "remove this mark with its fix",
-)
 def test_generated_histories_reach_every_status() -> None:
     """The property above means little if explain never answered the statuses EACH_VERSION added: run the machine
     (on a fixed set of histories) and check that they reached each of them, the property holding all along."""
@@ -387,10 +380,12 @@ def test_generated_histories_reach_every_status() -> None:
     assert LISTED_SKIPS[0], "no history made explain list a late version as skipped"
 
 
-@pytest.mark.xfail(strict=True, reason="known defect, found by the gate on 2026-12-07 (present at dfc8ee3): to fix")
-def test_explain_pins_a_held_back_snapshot_the_resolver_does_not_claim() -> None:
+def test_a_snapshot_another_rules_claim_logged_from_its_pin_runs_for_an_each_version_rule_waiting_at_it() -> None:
     """EACH_VERSION: snapshot 1 ran; 2 is committed with a quality verdict but its push held back, 3 is held back and
-    pushed late. Explain answers READY pinning snapshot 2, and the resolver claims nothing (nor anything ahead)."""
+    pushed late. ``each_checked_ab`` claims snapshot 2 (pinned on its verdict) and logs it; ``each_a``, which waited at
+    the gap before 3, is evaluated again in the same invocation and runs 2, as explain (reading the log) says it will.
+    Found by the gate's generated histories on 2026-12-07: explain answered READY pinning 2, the resolver claimed
+    nothing (no stream record told ``each_a`` of the logged snapshot)."""
     state = ExplainMachine()
     state.put_every_rule(start_from=["LATEST"] * 8)
     state.commit(asset="paimon://lake/ods/a", hold_back=False, verdict=None, wait_ms=0)
@@ -403,3 +398,39 @@ def test_explain_pins_a_held_back_snapshot_the_resolver_does_not_claim() -> None
     state.retry_failed()
     state.retry_failed()
     state.explain_then_one_cycle(wait_ms=0)
+    assert _runs(state, "each_a") == [1, 2]
+
+
+def _runs(state: ExplainMachine, rule_id: str) -> list[int]:
+    """The snapshots of asset a a rule's claims pinned (late skips aside), in claim order."""
+    return [
+        p.snapshot_id
+        for k in state.triggers.claim_order
+        if (t := state.triggers.triggers[k]).rule_id == rule_id and not is_late_skip(t)
+        for p in t.inputs
+        if p.asset_key == A and p.snapshot_id is not None
+    ]
+
+
+def test_a_claim_woken_by_another_asset_that_logs_a_pinned_snapshot_wakes_the_each_version_rules_of_its_asset() -> None:
+    """The same gap, when the claim that logs snapshot 2 of a is woken by b alone (``each_a`` is not in that batch's
+    work): the rules of a are evaluated again in that invocation, and ``each_a`` runs 2 then 3 in order."""
+    state = ExplainMachine()
+    state.put_every_rule(start_from=["LATEST"] * len(RULES))
+    state.commit(asset=A, hold_back=False, verdict=None, wait_ms=0)
+    state.deliver(seed=0, everything=True)
+    state.target_answers(fail=False, wait_ms=0)
+    state.commit(asset=A, hold_back=True, verdict=True, wait_ms=0)  # snapshot 2: its verdict, not its push
+    state.commit(asset=A, hold_back=False, verdict=None, wait_ms=0)  # snapshot 3: each_a waits at the gap before it
+    state.deliver(seed=0, everything=True)
+    assert _runs(state, "each_a") == [1]
+    assert _runs(state, "each_checked_ab") == []  # b has no snapshot yet
+    state.commit(asset=B, hold_back=False, verdict=None, wait_ms=0)
+    batch = [c for key in ASSETS for c in state.pending[key]]
+    assert {c.asset_key for c in batch} == {B}
+    state.deliver(seed=0, everything=True)
+    assert _runs(state, "each_checked_ab") == [2]
+    assert _runs(state, "each_a") == [1, 2]
+    state.target_answers(fail=False, wait_ms=0)  # 2's run succeeds: each_a's next is 3, then explain agrees
+    state.deliver(seed=0, everything=True)
+    assert _runs(state, "each_a") == [1, 2, 3]

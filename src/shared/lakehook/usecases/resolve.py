@@ -52,7 +52,7 @@ from lakehook.ports.rules import AssetRecheck, ClaimOutcome, Deferral, DeferralS
 from lakehook.usecases.coverage import coverage_of_groups
 from lakehook.usecases.resolve_apply import ApplyPlan
 from lakehook.usecases.resolve_continue import evaluation_batch, partial_commits, slice_message, split_batch
-from lakehook.usecases.resolve_gather import Batch, GatherInputs, Wake, Work
+from lakehook.usecases.resolve_gather import Batch, GatherInputs, Wake, Work, each_version
 from lakehook.usecases.resolve_partitions import touched_of_states
 from lakehook.usecases.resolve_plan import Plan, PlanResolution
 from lakehook.usecases.resolve_report import (
@@ -132,7 +132,7 @@ class ResolveAssetChange:
         try:
             self._resolve_batch(changes, groups, carried, now, report, time_left)
         except Exception:
-            self._apply.leave_rechecks(changes, groups, now)
+            self._apply.leave_rechecks([*changes, *map(StateChange, sorted(report.logged_pins))], groups, now)
             self._apply.carry_partitions(changes)
             raise
         if self._observer is not None:
@@ -161,6 +161,7 @@ class ResolveAssetChange:
         if work:
             batch, _ = self._evaluation(work, report)
             self._resolve_work(work, batch, now, report, registered=registered)
+            self._wake_logged(now, report)
             failed = {f.group_id for f in report.failed}
             self._apply.clear_errors([(rule.rule_id, g.group_id) for _, g in work if g.group_id not in failed])
         if self._observer is not None:
@@ -260,9 +261,25 @@ class ResolveAssetChange:
             return
         batch = self._bound(batch, found.work, report)
         self._resolve_work(found.work, batch, now, report, wake=found.wake, time_left=time_left)
+        self._wake_logged(now, report, time_left)
         failed = {(f.rule_id, f.group_id) for f in report.failed}
         # A deferral is how a failed group is retried: it evaluated fine, so its lastError goes.
         self._apply.clear_errors(sorted(found.retried - failed))
+
+    def _wake_logged(self, now: int, report: ResolveReport, time_left: TimeLeft | None = None) -> None:
+        """The EACH_VERSION groups of each asset whose snapshot log a claim grew with a snapshot known only from its
+        pin (``ResolveReport.logged_pins``), evaluated again in this invocation: one may wait at exactly that gap, and
+        no stream record would tell it (explain, reading the log, already sees the snapshot). Each asset once per
+        invocation, the groups whose claim logged it aside; no read in the common case (nothing logged from a pin)."""
+        woken: set[str] = set()
+        while logged := sorted(report.logged_pins.keys() - woken):
+            woken.update(logged)
+            loggers = {ref for key in logged for ref in report.logged_pins[key]}
+            batch = Batch.of([StateChange(key) for key in logged])
+            found = self._gather.rules(batch.changed, (), batch.sliced, bare=batch.bare)
+            work = [(r, g) for r, g in found.work if each_version(r, g) and (r.rule_id, g.group_id) not in loggers]
+            if work:
+                self._resolve_work(work, batch, now, report, time_left=time_left)
 
     def _bound(self, batch: Batch, work: Work, report: ResolveReport) -> Batch:
         """The batch with at most ``max_facts`` partition facts to write; the slices past them sent to the resolver

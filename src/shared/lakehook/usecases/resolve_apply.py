@@ -431,7 +431,9 @@ class _GroupLane:
         claim = item.claims[index]
         claim = claim.with_pins(self._described(claim.trigger.inputs, self._gathered.inputs.states))
         if claim.log_pins:
-            self._log_pinned(item.group, claim.trigger.inputs, self._gathered.snapshots, self._persisted, self._now)
+            self._log_pinned(
+                item.ref, item.group, claim.trigger.inputs, self._gathered.snapshots, self._persisted, self._now
+            )
         return claim
 
     def claimed(self, item: GroupPlan, claim: PlannedClaim) -> None:
@@ -496,6 +498,7 @@ class _GroupLane:
 
     def _log_pinned(
         self,
+        ref: GroupRef,
         group: Group,
         pins: Sequence[PinnedInput],
         snapshots: Mapping[str, SnapshotLog],
@@ -523,6 +526,8 @@ class _GroupLane:
             known.add(order)
         if wanted:
             self._stores.history.record_snapshots(wanted, now)
+            for key in wanted:
+                self._report.logged_pins.setdefault(key, set()).add(ref)
 
 
 class _PartitionLanes:

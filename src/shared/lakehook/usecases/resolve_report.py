@@ -134,6 +134,10 @@ class ResolveReport:
     skipped: list[Trigger] = field(default_factory=list)
     # explain only (nothing claimed): the triggers a claiming evaluation now would claim, in the plan's order
     planned: list[Trigger] = field(default_factory=list)
+    # assets whose snapshot log a claim grew with a snapshot known only from its pin (a quality-passed one whose own
+    # push has not come), with the groups that claimed it: no stream record tells the asset's other EACH_VERSION
+    # groups, which may wait at that very gap
+    logged_pins: dict[str, set[GroupRef]] = field(default_factory=dict)
 
     def blocked_by(self) -> Counter[str]:
         """Why groups that did not fire in this invocation are waiting (metric dimension values)."""
