@@ -394,6 +394,7 @@ class Template:
             )
         )
 
+
 # a function event's Type -> the method adding its subscription to the function's spec
 _EVENT_KINDS: dict[Any, Callable[[Template, FunctionSpec, dict[str, Any], str], None]] = {
     "EventBridgeRule": Template._add_rule,
