@@ -157,6 +157,7 @@ class CredentialResolver:
         except Exception as exc:  # the secret backend failed: report the reference, never a value
             raise SourceAccessError(f"property {name!r}: {reference} could not be read ({type(exc).__name__})") from exc
 
+
 def properties_fingerprint(catalog: str, properties: Mapping[str, str]) -> str:
     """A cache key for a catalog built from these (unresolved) properties: references, not secrets."""
     text = json.dumps([catalog, sorted(properties.items())], separators=(",", ":"))

@@ -628,6 +628,7 @@ def _as_commit_metadata(row: dict[str, Any]) -> dict[str, Any]:
         "format": {**row["format"], "options": dict(options)} if isinstance(options, list) else row.get("format"),
     }
 
+
 def _may_hold(row_group: Any, leaf: int) -> bool:
     """Whether a row group may hold a ``metaData`` row: not when its statistics count a null ``metaData.id`` in
     every row (a row of another action)."""
