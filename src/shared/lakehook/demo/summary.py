@@ -70,6 +70,7 @@ def check_runs(story: Story, triggers: list[dict[str, Any]]) -> None:
         [(r.rule_id, r.read, r.error) for r in runs],
     )
 
+
 def check_manifests(story: Story, triggers: list[dict[str, Any]]) -> None:
     s3 = boto3.client("s3", endpoint_url=story.endpoint, region_name=REGION)
     story.view.say("   run manifests (S3):")
