@@ -182,9 +182,8 @@ class IngestEvents:
         return EventResult(eventId=event.event_id, status=status, reason=reason, index=index)
 
     def _record_parts(self, event: AssetEvent, source: SourceType, recording: Recording, more: Chunks) -> None:
-        """The event's partition parts past its keys (and, for a read of a snapshot another event recorded first,
-        its keys that one left out)."""
-        # a read of the table recording a snapshot another event (a push) recorded first: its keys that one left out
+        """The event's partition parts past its keys, and for a read of the table recording a snapshot another event
+        (a push) recorded first, its keys that one left out."""
         first: tuple[str, ...] | Literal[False] | None = False
         if not recording.novel and source in _READS:
             first = recording.partitions
