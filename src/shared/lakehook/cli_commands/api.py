@@ -75,10 +75,7 @@ class ApiClient:
         accept: tuple[int, ...] = (),
     ) -> tuple[int, Any]:
         """Send one request; answer (status, parsed JSON). 4xx/5xx raise ApiError unless listed in ``accept``."""
-        url = self.url.rstrip("/") + path
-        params = {k: v for k, v in (query or {}).items() if v is not None}
-        if params:
-            url += "?" + urlencode({k: str(v).lower() if isinstance(v, bool) else v for k, v in params.items()})
+        url = self._url(path, query)
         data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
         all_headers = {"Accept": "application/json", **(headers or {})}
         if data is not None:
@@ -87,8 +84,26 @@ class ApiClient:
             all_headers["Authorization"] = f"Bearer {self.admin_token}"
         elif self.uses_sigv4:
             all_headers = self._sigv4(method, url, data, all_headers)
+        answer = self._send(method, url, data, all_headers)
+        parsed = _parse(answer)
+        if answer.status_code >= 400 and answer.status_code not in accept:
+            message = parsed.get("message") if isinstance(parsed, dict) else None
+            text = message or answer.text or answer.reason
+            raise ApiError(answer.status_code, f"{answer.status_code}: {text}", parsed)
+        return answer.status_code, parsed
+
+    def _url(self, path: str, query: dict[str, Any] | None) -> str:
+        """The path under the API's URL, with the query's set parameters (a boolean as ``true``/``false``)."""
+        url = self.url.rstrip("/") + path
+        params = {k: v for k, v in (query or {}).items() if v is not None}
+        if params:
+            url += "?" + urlencode({k: str(v).lower() if isinstance(v, bool) else v for k, v in params.items()})
+        return url
+
+    def _send(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> requests.Response:
+        """The API's answer; UnreachableError when it cannot be reached or does not answer in time."""
         try:
-            answer = self.session.request(method, url, data=data, headers=all_headers, timeout=self.timeout)
+            return self.session.request(method, url, data=data, headers=headers, timeout=self.timeout)
         except requests.ConnectionError as exc:
             raise UnreachableError(
                 f"cannot reach the lakehook API at {self.url} ({type(exc).__name__}); "
@@ -96,12 +111,6 @@ class ApiClient:
             ) from exc
         except requests.Timeout as exc:
             raise UnreachableError(f"the lakehook API at {self.url} did not answer within {self.timeout} s") from exc
-        parsed = _parse(answer)
-        if answer.status_code >= 400 and answer.status_code not in accept:
-            message = parsed.get("message") if isinstance(parsed, dict) else None
-            text = message or answer.text or answer.reason
-            raise ApiError(answer.status_code, f"{answer.status_code}: {text}", parsed)
-        return answer.status_code, parsed
 
     def get(self, path: str, **kwargs: Any) -> Any:
         return self.request("GET", path, **kwargs)[1]

@@ -77,22 +77,24 @@ def load(path: str) -> dict[str, list[dict[str, Any]]]:
     unknown = sorted(set(document) - set(KINDS))
     if unknown:
         raise CliError(f"{path}: unknown section(s) {', '.join(unknown)}; expected {', '.join(KINDS)}")
-    objects: dict[str, list[dict[str, Any]]] = {}
-    for kind, (id_field, _) in KINDS.items():
-        section = document.get(kind) or []
-        if isinstance(section, dict):
-            section = [{id_field: key, **(value or {})} for key, value in section.items()]
-        if not isinstance(section, list) or not all(isinstance(o, dict) for o in section):
-            raise CliError(f"{path}: {kind} must be a list of objects or a mapping of id to object")
-        for item in section:
-            if not isinstance(item.get(id_field), str):
-                raise CliError(f"{path}: every entry of {kind} needs a {id_field}")
-        ids = [o[id_field] for o in section]
-        twice = sorted({i for i in ids if ids.count(i) > 1})
-        if twice:
-            raise CliError(f"{path}: {kind} declares {', '.join(twice)} twice")
-        objects[kind] = section
-    return objects
+    return {kind: _section(path, kind, id_field, document.get(kind)) for kind, (id_field, _) in KINDS.items()}
+
+
+def _section(path: str, kind: str, id_field: str, section: Any) -> list[dict[str, Any]]:
+    """One kind's objects: a list of objects, or a mapping of id -> object, each with its id, none twice."""
+    section = section or []
+    if isinstance(section, dict):
+        section = [{id_field: key, **(value or {})} for key, value in section.items()]
+    if not isinstance(section, list) or not all(isinstance(o, dict) for o in section):
+        raise CliError(f"{path}: {kind} must be a list of objects or a mapping of id to object")
+    for item in section:
+        if not isinstance(item.get(id_field), str):
+            raise CliError(f"{path}: every entry of {kind} needs a {id_field}")
+    ids = [o[id_field] for o in section]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise CliError(f"{path}: {kind} declares {', '.join(twice)} twice")
+    return section
 
 
 def differences(desired: Any, current: Any, prefix: str = "") -> list[str]:
@@ -194,14 +196,8 @@ def plan(api: ApiClient, objects: dict[str, list[dict[str, Any]]]) -> list[Chang
             body = {k: v for k, v in desired.items() if k != id_field or kind in ("assets", "rules")}
             compared, check = body, None
             if kind == "rules" and _names_alias(body):
-                compared = resolve_aliases(body, aliased)
-                # the file's own aliases are not on the stack yet when the dry run checks: their assets stand in
-                check = resolve_aliases(body, {n: a for n, a in aliased.items() if n in declared_aliases}, keep=False)
-            if kind == "assets":
-                current: Any = assets.get(ident)
-            else:
-                status, current = api.request("GET", path.format(path_part(ident)), accept=(404,))
-                current = None if status == 404 else current
+                compared, check = _rule_bodies(body, aliased, declared_aliases)
+            current = assets.get(ident) if kind == "assets" else _current(api, path, ident)
             if current is None:
                 changes.append(Change(kind, ident, "create", body, check_body=check))
                 continue
@@ -209,6 +205,22 @@ def plan(api: ApiClient, objects: dict[str, list[dict[str, Any]]]) -> list[Chang
             action = "update" if changed else "unchanged"
             changes.append(Change(kind, ident, action, body, changed, check_body=check))
     return changes
+
+
+def _rule_bodies(
+    body: dict[str, Any], aliased: dict[str, list[str]], declared_aliases: set[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A rule naming aliases as compared with the stack's (each alias resolved) and as its dry run checks it: the
+    file's own aliases are not on the stack yet when the dry run checks, so their assets stand in."""
+    compared = resolve_aliases(body, aliased)
+    check = resolve_aliases(body, {n: a for n, a in aliased.items() if n in declared_aliases}, keep=False)
+    return compared, check
+
+
+def _current(api: ApiClient, path: str, ident: str) -> Any:
+    """The object as the stack has it (one GET), None when it has none."""
+    status, current = api.request("GET", path.format(path_part(ident)), accept=(404,))
+    return None if status == 404 else current
 
 
 def _path(change: Change) -> str:
@@ -294,21 +306,30 @@ def _text(result: dict[str, Any]) -> Iterator[str]:
             yield f"secret for producer {change['id']} (shown once, store it now): {change['secret']}"
 
 
-def apply(api: ApiClient, args: argparse.Namespace) -> int:
-    objects = load(args.file)
-    changes = plan(api, objects)
-    pruned = prunable(api, objects) if args.prune else []
-    problems = validate(api, changes)
+def _refuse_on_problems(problems: list[str]) -> None:
+    """CliError naming the objects the dry run refused (nothing is applied then)."""
     if len(problems) == 1:
         raise CliError(f"{problems[0]} (nothing applied)")
     if problems:
         raise CliError(f"{len(problems)} objects refused, nothing applied:\n  " + "\n  ".join(problems))
+
+
+def _confirm_prune(args: argparse.Namespace, pruned: list[Change]) -> None:
+    """Name each rule ``--prune`` deletes and ask; CliError, with nothing applied, unless confirmed."""
+    for change in pruned:
+        print(f"--prune deletes rule {change.id} (not in {args.file}; its triggers stay)", file=err())
+    if not confirm(args, f"delete {len(pruned)} rule(s) the file no longer declares?"):
+        raise CliError("nothing applied: the deletions were not confirmed")
+
+
+def apply(api: ApiClient, args: argparse.Namespace) -> int:
+    objects = load(args.file)
+    changes = plan(api, objects)
+    pruned = prunable(api, objects) if args.prune else []
+    _refuse_on_problems(validate(api, changes))
     changes += pruned
     if pruned and not args.dry_run:
-        for change in pruned:
-            print(f"--prune deletes rule {change.id} (not in {args.file}; its triggers stay)", file=err())
-        if not confirm(args, f"delete {len(pruned)} rule(s) the file no longer declares?"):
-            raise CliError("nothing applied: the deletions were not confirmed")
+        _confirm_prune(args, pruned)
     summary = {action: sum(c.action == action for c in changes) for action in ("create", "update", "unchanged")}
     if args.prune:
         summary["delete"] = len(pruned)

@@ -35,17 +35,26 @@ def _text(data: dict[str, Any]) -> Iterator[str]:
         f"{history.get('queries')} queries; events are kept {history.get('eventRetentionDays')} days "
         f"(since {history.get('keptFrom')})"
     )
+    yield from _run_lines(runs)
+    yield from _waiting_lines(data.get("waitingNow") or {})
+    for error in data.get("errors") or []:
+        yield f"  error: {error}"
+
+
+def _run_lines(runs: list[dict[str, Any]]) -> Iterator[str]:
+    """Each run the rule would have started, with the versions it would have pinned."""
     for run in runs:
         partition = f" partition {run['partition']}" if run.get("partition") else ""
         yield f"  {run.get('createdAt')} {run.get('triggerKey')} {run.get('status')}{partition}"
         for pinned in run.get("inputs") or []:
             yield f"    pinned {prose(pinned)}"
-    waiting = data.get("waitingNow") or {}
+
+
+def _waiting_lines(waiting: dict[str, Any]) -> Iterator[str]:
+    """Whether the rule is ready now, and each group's and member's status."""
     yield f"  now: {'READY' if waiting.get('ready') else 'NOT READY'}"
     for group in waiting.get("groups") or []:
         yield f"    group {group.get('groupId')}: {group.get('status')}"
         for member in group.get("members") or []:
             reason = f" ({member['reason']})" if member.get("reason") else ""
             yield f"      {member.get('assetKey')}: {member.get('status')}{reason}"
-    for error in data.get("errors") or []:
-        yield f"  error: {error}"

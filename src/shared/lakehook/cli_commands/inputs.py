@@ -156,10 +156,17 @@ def _check_json_values(document: Any, what: str) -> None:
                 stack.append((item, f"{path}.{key}" if path else key, depth + 1))
         elif isinstance(value, list):
             stack.extend((item, f"{path}.{i}" if path else str(i), depth + 1) for i, item in enumerate(value))
-        elif isinstance(value, float) and not math.isfinite(value):
-            raise CliError(f"{what}: {where} is {value}, which JSON cannot carry")
-        elif value is not None and not isinstance(value, str | int | float | bool):
-            raise CliError(
-                f"{what}: {where} is a YAML {type(value).__name__} ({value!r:.60}), which JSON cannot carry; "
-                "quote it to make it a string"
-            )
+        else:
+            _check_json_scalar(value, what, where)
+
+
+def _check_json_scalar(value: Any, what: str, where: str) -> None:
+    """A value that is neither object nor list: null, a string, a number JSON carries (no NaN or infinity), or a
+    boolean."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise CliError(f"{what}: {where} is {value}, which JSON cannot carry")
+    if value is not None and not isinstance(value, str | int | float | bool):
+        raise CliError(
+            f"{what}: {where} is a YAML {type(value).__name__} ({value!r:.60}), which JSON cannot carry; "
+            "quote it to make it a string"
+        )

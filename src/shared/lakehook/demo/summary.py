@@ -14,11 +14,26 @@ from lakehook.domain.dispatch import ManifestIntegrityError, RunManifest
 
 
 def summarize(story: Story) -> None:
-    api, consumers = story.api, story.consumers
+    api = story.api
     story.view.step("summary: triggers, runs, manifests, data, and the rule still blocked")
     story.tick()
     triggers = [t for rule_id in RULES for t in sorted(api.triggers(rule_id), key=lambda t: t.get("createdAt", ""))]
-    say = story.view.say
+    say_triggers(story, triggers)
+    check_runs(story, triggers)
+    check_events(story)
+    check_manifests(story, triggers)
+    check_data(story, triggers)
+    explain_blocked(story)
+    late = story.late()
+    if late:
+        story.view.say("   the waits that gave up, checked once more at the end:")
+        for line in late:
+            story.view.say(f"   {line}")
+
+
+def say_triggers(story: Story, triggers: list[dict[str, Any]]) -> None:
+    """Each trigger: its rule, key, status, attempts, pins and how often its consumer started it."""
+    consumers, say = story.consumers, story.view.say
     say("   triggers (rule, key, status, attempts, pinned inputs, invocations started at the consumer):")
     for t in triggers:
         key = t["triggerKey"]
@@ -29,6 +44,12 @@ def summarize(story: Story) -> None:
         )
         if t["status"] != "SUCCEEDED" and t.get("reason"):
             say(f"       reason: {t['reason']}")
+
+
+def check_runs(story: Story, triggers: list[dict[str, Any]]) -> None:
+    """Six triggers, each started once at its consumer (the refused one re-sent with its key), each run reading
+    exactly its pins."""
+    api, consumers = story.api, story.consumers
     keys = [t["triggerKey"] for t in triggers]
     api.expect("six triggers, all SUCCEEDED", len(triggers) == 6 and all(t["status"] == "SUCCEEDED" for t in triggers))
     api.expect(
@@ -48,15 +69,6 @@ def summarize(story: Story) -> None:
         len(runs) == 6 and all(r.completed and r.read == pinned(by_key.get(r.trigger_key, {})) for r in runs),
         [(r.rule_id, r.read, r.error) for r in runs],
     )
-    check_events(story)
-    check_manifests(story, triggers)
-    check_data(story, triggers)
-    explain_blocked(story)
-    late = story.late()
-    if late:
-        story.view.say("   the waits that gave up, checked once more at the end:")
-        for line in late:
-            story.view.say(f"   {line}")
 
 
 def check_manifests(story: Story, triggers: list[dict[str, Any]]) -> None:
@@ -133,6 +145,11 @@ def check_events(story: Story) -> None:
     by_source = sorted(f"{e['snapshotId']}:{e.get('source')}" for e in events)
     story.view.say(f"   orders snapshot events (id:source): {', '.join(by_source)}")
     story.api.expect("push and poll converge: one event per orders snapshot (1, 2, 3, 4)", ids == [1, 2, 3, 4], ids)
+    check_outlet_events(story)
+
+
+def check_outlet_events(story: Story) -> None:
+    """Each dashboard snapshot the ADS run reported is one event, whether its outlet or a poll recorded it."""
     outlets = [r.wrote.snapshot_id for r in story.consumers.runs.values() if r.rule_id == ADS_RULE and r.wrote]
     polled = [e for e in story.api.events(ADS) if e["eventType"] == "SNAPSHOT_COMMITTED"]
     seen = {int(e["snapshotId"]): str(e.get("source")) for e in polled}

@@ -194,24 +194,30 @@ class AssetRegistration(BaseModel):
             raise ValueError(f"format {self.format.value!r} needs an assetKey starting with {self.format.value}://")
         if self.format is AssetFormat.CUSTOM and scheme in TABLE_FORMATS:
             raise ValueError(f"an assetKey starting with {scheme}:// has format {scheme!r}, not 'custom'")
-        if self.source is not None and self.format is AssetFormat.CUSTOM:
+        if self.source is not None:
+            self._source_matches_format(self.source)
+        return self
+
+    def _source_matches_format(self, source: AssetSource) -> None:
+        """A source fits the format: none for a custom asset, a table for a catalog format, a location for a path
+        format, a timeZone only for hudi."""
+        if self.format is AssetFormat.CUSTOM:
             raise ValueError("a custom asset has no source to poll; omit 'source'")
-        if self.source is not None and self.format in CATALOG_FORMATS:
-            if self.source.table is None:
+        if self.format in CATALOG_FORMATS:
+            if source.table is None:
                 raise ValueError(f"a {self.format.value} source names its 'table' (database.table)")
-            if self.source.location is not None:
+            if source.location is not None:
                 raise ValueError(f"a {self.format.value} source is read through its catalog; omit 'location'")
-        if self.source is not None and self.source.time_zone is not None and self.format is not AssetFormat.HUDI:
+        if source.time_zone is not None and self.format is not AssetFormat.HUDI:
             raise ValueError(
                 f"timeZone is for hudi sources (whose instant times carry no zone); a {self.format.value} "
                 f"source records epoch times: omit it"
             )
-        if self.source is not None and self.format in PATH_FORMATS:
-            if self.source.location is None:
+        if self.format in PATH_FORMATS:
+            if source.location is None:
                 raise ValueError(f"a {self.format.value} source names the table's 'location' (a path or s3://…)")
-            if self.source.table is not None:
+            if source.table is not None:
                 raise ValueError(f"a {self.format.value} source is read from its location; omit 'table'")
-        return self
 
     @model_validator(mode="after")
     def _interval_for_a_polled_table(self) -> AssetRegistration:

@@ -15,7 +15,7 @@ Adding a behaviour is one class here (``of``, ``evaluate``), its place in :data:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from lakehook.domain.group_progress import Evaluating, advance, blocked, partition_key, wait_for_newer
@@ -109,19 +109,28 @@ class RequireUpdated(GroupStep):
         last = {i: cursor.pins.get(g.members[i].asset_key) for i in holding}
         newer = {i for i in holding if _newer_than(g.members[i].pin, last[i])}
         older = [i for i in holding if _older_than(g.members[i].pin, last[i])]
-        if g.rule.policy.mode is Mode.ALL_UPDATED:
-            ready = judge_require(g, {g.members[i].asset_key for i in newer}).holds
-        else:
-            ready = bool(newer) and not older
-        if ready:
+        if self._updated(g, newer, older):
             judge_require(g)  # explain shows the tree on what the claim pins
             return None
         waiting = [i for i in holding if last[i] is not None and (i not in newer or i in older)]
+        self._wait(g, cursor, waiting, last)
+        return require_blocked(g, judge_require(g), waiting)
+
+    @staticmethod
+    def _wait(g: Evaluating, cursor: GroupCursor, waiting: list[int], last: dict[int, PinnedInput | None]) -> None:
+        """The members that hold but did not advance past the cursor's pins wait for a newer version."""
         for i in waiting:
             member, previous = g.group.members[i], last[i]
             assert previous is not None
             wait_for_newer(g.members, i, member, g.states.get(member.asset_key), previous, cursor.baseline)
-        return require_blocked(g, judge_require(g), waiting)
+
+    @staticmethod
+    def _updated(g: Evaluating, newer: set[int], older: list[int]) -> bool:
+        """Whether the mode's update condition holds: ALL_UPDATED, the tree over the newer members; ANY_UPDATED, one
+        newer member and none older."""
+        if g.rule.policy.mode is Mode.ALL_UPDATED:
+            return judge_require(g, {g.members[i].asset_key for i in newer}).holds
+        return bool(newer) and not older
 
 
 class BackfillSkip(GroupStep):
@@ -532,6 +541,23 @@ def completed_backfills(group: Group, states: Mapping[str, AssetState], cursor: 
     ]
 
 
+def _backfill_absorbed(
+    pins: Sequence[PinnedInput],
+    counted: Iterable[int],
+    ends: Mapping[str, PinnedInput],
+    own: Mapping[str, PinnedInput],
+) -> list[int]:
+    """The counted members whose pinned commit the backfill made (at or before its recorded end, ``ends``) and the
+    partition has not run (after its own last pin, ``own``)."""
+    return [
+        i
+        for i in sorted(counted)
+        if (end := ends.get(pins[i].asset_key)) is not None
+        and pins[i].ordinal <= end.ordinal
+        and ((last := own.get(pins[i].asset_key)) is None or pins[i].ordinal > last.ordinal)
+    ]
+
+
 def partition_backfill_skip(g: Evaluating, view: PartitionView) -> GroupEvaluation | None:
     """policy.backfill=SKIP for one partition: the commits touching it that a completed backfill's member made up to
     where the group recorded the backfill's end (``view.start``, :func:`lakehook.domain.partition_start.backfill_point`)
@@ -541,13 +567,7 @@ def partition_backfill_skip(g: Evaluating, view: PartitionView) -> GroupEvaluati
     if point is None or point.baseline:
         return None
     own = g.cursor.pins if g.cursor is not None else {}
-    absorbed = [
-        i
-        for i in sorted(view.counted)
-        if (end := point.pins.get(g.pins[i].asset_key)) is not None
-        and g.pins[i].ordinal <= end.ordinal
-        and ((last := own.get(g.pins[i].asset_key)) is None or g.pins[i].ordinal > last.ordinal)
-    ]
+    absorbed = _backfill_absorbed(g.pins, view.counted, point.pins, own)
     if not absorbed:
         return None
     chosen = [pin if i in absorbed or pin.asset_key not in own else own[pin.asset_key] for i, pin in enumerate(g.pins)]

@@ -266,6 +266,24 @@ def snapshot_events(event: RunEvent, mappings: list[LineageMapping]) -> list[dic
     return found
 
 
+def _subset_partition_key(partition: object) -> str:
+    """One partition of a subset facet's partition condition as a partition key: its ``dimensions`` in the order
+    sent, each value as text (null: Hive's default partition)."""
+    dimensions = partition.get("dimensions") if isinstance(partition, dict) else None
+    if not isinstance(dimensions, dict) or not dimensions:
+        raise PartitionKeyError("each partition names its dimensions: an object of field to value")
+    fields = []
+    for name, value in dimensions.items():
+        if isinstance(value, dict | list):
+            raise PartitionKeyError(f"dimension {str(name)[:40]!r} is not a scalar value")
+        text = None if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+        fields.append((str(name), text))
+    key = format_partition_key(fields)
+    if len(key) > MAX_PARTITION_KEY_LENGTH:
+        raise PartitionKeyError(f"a partition key is at most {MAX_PARTITION_KEY_LENGTH} characters")
+    return key
+
+
 def subset_partitions(dataset: LineageDataset) -> TouchedPartitions | None:
     """The partitions an output's ``subset`` facet names (a ``partition`` condition), None without one.
 
@@ -280,21 +298,7 @@ def subset_partitions(dataset: LineageDataset) -> TouchedPartitions | None:
     listed = condition.get("partitions")
     if not isinstance(listed, list):
         raise PartitionKeyError("a partition condition's partitions is a list")
-    keys = set()
-    for partition in listed:
-        dimensions = partition.get("dimensions") if isinstance(partition, dict) else None
-        if not isinstance(dimensions, dict) or not dimensions:
-            raise PartitionKeyError("each partition names its dimensions: an object of field to value")
-        fields = []
-        for name, value in dimensions.items():
-            if isinstance(value, dict | list):
-                raise PartitionKeyError(f"dimension {str(name)[:40]!r} is not a scalar value")
-            text = None if value is None else str(value).lower() if isinstance(value, bool) else str(value)
-            fields.append((str(name), text))
-        key = format_partition_key(fields)
-        if len(key) > MAX_PARTITION_KEY_LENGTH:
-            raise PartitionKeyError(f"a partition key is at most {MAX_PARTITION_KEY_LENGTH} characters")
-        keys.add(key)
+    keys = {_subset_partition_key(partition) for partition in listed}
     touched = TouchedPartitions.of(keys)
     if touched.truncated:
         size = sum(len(k.encode()) for k in keys)

@@ -306,6 +306,23 @@ class Member(BaseModel):
         return validate_asset_key(value)
 
 
+def _check_partitioned_member(i: int, member: Member, partition_by: tuple[str, ...]) -> None:
+    """Member ``i`` of a group with partitionBy: its partition maps onto the group's fields, and its condition sets
+    nothing but minSnapshotId (its version is the newest data commit touching the partition)."""
+    partition = member.partition
+    assert partition is not None
+    misplaced = partition.misplaced(partition_by)
+    if misplaced is not None:
+        raise ValueError(f"members.{i}.partition.fields.{misplaced[0]}: {misplaced[1]}")
+    c = member.condition
+    kept = {k for k, v in c.model_dump(exclude_defaults=True).items() if v is not None}
+    if kept - {"min_snapshot_id"} or not c.snapshot_required:
+        raise ValueError(
+            f"members.{i}.condition: a partitioned member's version is the newest data commit touching the "
+            "partition; its condition may only set minSnapshotId"
+        )
+
+
 class Group(BaseModel):
     """Members that must all hold at once (AND), or as its ``require`` tree says. A rule's groups are alternatives
     (OR)."""
@@ -377,18 +394,7 @@ class Group(BaseModel):
         if not named:
             raise ValueError("a group with partitionBy has a partitioned member (one with partition, {} at least)")
         for i in named:
-            partition = members[i].partition
-            assert partition is not None
-            misplaced = partition.misplaced(partition_by)
-            if misplaced is not None:
-                raise ValueError(f"members.{i}.partition.fields.{misplaced[0]}: {misplaced[1]}")
-            c = members[i].condition
-            kept = {k for k, v in c.model_dump(exclude_defaults=True).items() if v is not None}
-            if kept - {"min_snapshot_id"} or not c.snapshot_required:
-                raise ValueError(
-                    f"members.{i}.condition: a partitioned member's version is the newest data commit touching the "
-                    "partition; its condition may only set minSnapshotId"
-                )
+            _check_partitioned_member(i, members[i], partition_by)
         clash = fan_out_clash({i: m.partition for i, m in enumerate(members) if m.partition is not None}, partition_by)
         if clash is not None:
             i, field, why = clash

@@ -318,6 +318,14 @@ def partition_parts(
     first = event.partitions.keys if event.partitions is not None else None
     if first is not None and (recorded is False or tuple(recorded or ()) == first):
         return _placed_parts(event, record, more)  # the recorded keys are this event's: the parts follow them
+    return _parts_after_another_recording(event, record, more, recorded)
+
+
+def _parts_after_another_recording(
+    event: AssetEvent, record: SnapshotRecord, more: Chunks, recorded: Sequence[str] | Literal[False] | None
+) -> list[PartitionPart]:
+    """The parts of an event whose keys are not the recorded ones: one per further chunk from part 1, and when
+    another event recorded the data commit first, part 0 with this event's keys that one left out."""
     parts = [PartitionPart.of(event.asset_key, record, n, chunk) for n, chunk in enumerate(more, start=1)]
     if recorded is False or event.partitions is None or not record.changes_data:
         return parts

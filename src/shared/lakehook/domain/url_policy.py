@@ -27,7 +27,7 @@ import ipaddress
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -147,6 +147,28 @@ def host_address(host: str) -> IPAddress | None:
     return None
 
 
+def _well_formed(url: str) -> tuple[SplitResult, str]:
+    """The URL's parts and host when it is written as a target's URL may be (absolute http(s), no spaces, control
+    characters, backslashes, credentials or fragment, a valid port, an ASCII host); else UrlRefusedError saying why."""
+    if any(c.isspace() or ord(c) < 0x21 or c == "\\" for c in url):
+        raise UrlRefusedError("must not contain spaces, control characters or backslashes")
+    parts = urlsplit(url)
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise UrlRefusedError("must be an absolute https:// URL", "insecure_url")
+    if "@" in parts.netloc:
+        raise UrlRefusedError("must not carry credentials; put them in the secret store and reference them")
+    if parts.fragment:
+        raise UrlRefusedError("must not contain a #fragment")
+    try:
+        parts.port  # noqa: B018 - a port that is not a number in 0..65535 raises here
+    except ValueError as exc:
+        raise UrlRefusedError(f"has an invalid port: {exc}") from exc
+    host = parts.hostname
+    if not host.isascii():
+        raise UrlRefusedError("write an international host name in its ASCII form (xn--...)")
+    return parts, host
+
+
 @dataclass(frozen=True)
 class UrlPolicy:
     """Which URLs and addresses targets may use. ``local_mode``: the local stack (plain http to loopback is
@@ -161,22 +183,7 @@ class UrlPolicy:
 
     def check_url(self, url: str) -> str:
         """The URL, if a target may use it as written; else UrlRefusedError saying why."""
-        if any(c.isspace() or ord(c) < 0x21 or c == "\\" for c in url):
-            raise UrlRefusedError("must not contain spaces, control characters or backslashes")
-        parts = urlsplit(url)
-        if parts.scheme not in ("https", "http") or not parts.hostname:
-            raise UrlRefusedError("must be an absolute https:// URL", "insecure_url")
-        if "@" in parts.netloc:
-            raise UrlRefusedError("must not carry credentials; put them in the secret store and reference them")
-        if parts.fragment:
-            raise UrlRefusedError("must not contain a #fragment")
-        try:
-            parts.port  # noqa: B018 - a port that is not a number in 0..65535 raises here
-        except ValueError as exc:
-            raise UrlRefusedError(f"has an invalid port: {exc}") from exc
-        host = parts.hostname
-        if not host.isascii():
-            raise UrlRefusedError("write an international host name in its ASCII form (xn--...)")
+        parts, host = _well_formed(url)
         address = host_address(host)
         loopback = address.is_loopback if address is not None else _is_loopback_name(host)
         if parts.scheme == "http" and not (self.local_mode and loopback):

@@ -8,6 +8,7 @@ filter matches (filters are OR'ed); a mapping without filters passes everything.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 _MISSING = object()
@@ -36,30 +37,32 @@ def matches(value: Any, pattern: dict[str, Any]) -> bool:
 
 def _leaf(actual: Any, rule: Any) -> bool:
     if isinstance(rule, dict):
-        ((op, arg),) = rule.items()
-        if op == "exists":
-            return (actual is not _MISSING) is bool(arg)
-        if actual is _MISSING:
-            return False
-        if op == "prefix":
-            return isinstance(actual, str) and actual.startswith(arg)
-        if op == "suffix":
-            return isinstance(actual, str) and actual.endswith(arg)
-        if op == "equals-ignore-case":
-            return isinstance(actual, str) and actual.lower() == str(arg).lower()
-        if op == "anything-but":
-            if isinstance(arg, dict) and "prefix" in arg:
-                return not (isinstance(actual, str) and actual.startswith(arg["prefix"]))
-            excluded = arg if isinstance(arg, list) else [arg]
-            return actual not in excluded
-        if op == "numeric":
-            return _numeric(actual, arg)
-        raise ValueError(f"unsupported filter operator {op!r}")
+        return _operator(actual, rule)
     if actual is _MISSING:
         return False
     if isinstance(actual, list):
         return rule in actual
     return bool(actual == rule)
+
+
+def _operator(actual: Any, rule: dict[str, Any]) -> bool:
+    """One ``{operator: argument}`` leaf: ``exists`` on any value, the others on a present one."""
+    ((op, arg),) = rule.items()
+    if op == "exists":
+        return (actual is not _MISSING) is bool(arg)
+    if actual is _MISSING:
+        return False
+    check = _OPERATORS.get(op)
+    if check is None:
+        raise ValueError(f"unsupported filter operator {op!r}")
+    return check(actual, arg)
+
+
+def _anything_but(actual: Any, arg: Any) -> bool:
+    if isinstance(arg, dict) and "prefix" in arg:
+        return not (isinstance(actual, str) and actual.startswith(arg["prefix"]))
+    excluded = arg if isinstance(arg, list) else [arg]
+    return actual not in excluded
 
 
 def _numeric(actual: Any, conditions: list[Any]) -> bool:
@@ -70,3 +73,13 @@ def _numeric(actual: Any, conditions: list[Any]) -> bool:
     checks = {"<": number.__lt__, "<=": number.__le__, "=": number.__eq__, ">": number.__gt__, ">=": number.__ge__}
     pairs = zip(conditions[::2], conditions[1::2], strict=True)
     return all(checks[op](float(bound)) for op, bound in pairs)
+
+
+# the operators judged on a present value: actual, argument -> whether it matches
+_OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
+    "prefix": lambda actual, arg: isinstance(actual, str) and actual.startswith(arg),
+    "suffix": lambda actual, arg: isinstance(actual, str) and actual.endswith(arg),
+    "equals-ignore-case": lambda actual, arg: isinstance(actual, str) and actual.lower() == str(arg).lower(),
+    "anything-but": _anything_but,
+    "numeric": _numeric,
+}

@@ -336,55 +336,75 @@ class Template:
         return specs
 
     def _add_event(self, spec: FunctionSpec, event: dict[str, Any], globals_: dict[str, Any], name: str) -> None:
-        kind, p = event.get("Type"), event.get("Properties", {})
-        if kind == "EventBridgeRule":
-            if p.get("State", "ENABLED") != "DISABLED":
-                bus = str(self.resolve(p.get("EventBusName", "default")))
-                spec.rules.append(RuleSubscription(name=name, pattern=self.resolve(p["Pattern"]), bus=bus))
-        elif kind == "Api":
-            auth = p.get("Auth", {}).get("Authorizer", "AWS_IAM")
-            spec.routes.append(ApiRoute(method=p["Method"], path=p["Path"], auth=auth))
-        elif kind == "DynamoDB":
-            filters = [f.get("Pattern") for f in p.get("FilterCriteria", {}).get("Filters", [])]
-            spec.streams.append(
-                StreamSubscription(
-                    batch_size=int(self.resolve(p.get("BatchSize", 100))),
-                    filters=[_json(f) for f in filters if f],
-                    report_batch_item_failures="ReportBatchItemFailures" in p.get("FunctionResponseTypes", []),
-                    maximum_retry_attempts=p.get("MaximumRetryAttempts"),
-                    starting_position=p.get("StartingPosition", "LATEST"),
-                    parallelization_factor=max(1, min(10, int(p.get("ParallelizationFactor", 1)))),
-                )
+        """One of the function's events as its subscription (an event of a type the runtime does not run: none)."""
+        add = _EVENT_KINDS.get(event.get("Type"))
+        if add is not None:
+            add(self, spec, event.get("Properties", {}), name)
+
+    def _add_rule(self, spec: FunctionSpec, p: dict[str, Any], name: str) -> None:
+        if p.get("State", "ENABLED") != "DISABLED":
+            bus = str(self.resolve(p.get("EventBusName", "default")))
+            spec.rules.append(RuleSubscription(name=name, pattern=self.resolve(p["Pattern"]), bus=bus))
+
+    def _add_route(self, spec: FunctionSpec, p: dict[str, Any], name: str) -> None:
+        auth = p.get("Auth", {}).get("Authorizer", "AWS_IAM")
+        spec.routes.append(ApiRoute(method=p["Method"], path=p["Path"], auth=auth))
+
+    def _add_stream(self, spec: FunctionSpec, p: dict[str, Any], name: str) -> None:
+        filters = [f.get("Pattern") for f in p.get("FilterCriteria", {}).get("Filters", [])]
+        spec.streams.append(
+            StreamSubscription(
+                batch_size=int(self.resolve(p.get("BatchSize", 100))),
+                filters=[_json(f) for f in filters if f],
+                report_batch_item_failures="ReportBatchItemFailures" in p.get("FunctionResponseTypes", []),
+                maximum_retry_attempts=p.get("MaximumRetryAttempts"),
+                starting_position=p.get("StartingPosition", "LATEST"),
+                parallelization_factor=max(1, min(10, int(p.get("ParallelizationFactor", 1)))),
             )
-        elif kind in ("Schedule", "ScheduleV2"):
-            expression = p.get("Schedule") or p.get("ScheduleExpression")
-            enabled = p.get("Enabled", p.get("State", "ENABLED") != "DISABLED")
-            if enabled:
-                spec.schedules.append(
-                    ScheduleSubscription(
-                        name=str(self.resolve(p.get("Name", spec.name))),
-                        rate_seconds=rate_seconds(str(self.resolve(expression))),
-                        input=p.get("Input"),
-                    )
-                )
-        elif kind == "SQS":
-            queue = p["Queue"]
-            logical = queue["Fn::GetAtt"][0] if isinstance(queue, dict) and "Fn::GetAtt" in queue else str(queue)
-            spec.queues.append((logical, int(self.resolve(p.get("BatchSize", 10)))))
-        elif kind == "S3":
-            bucket = p["Bucket"]
-            logical = bucket["Ref"] if isinstance(bucket, dict) and "Ref" in bucket else str(bucket)
-            events = p.get("Events", [])
-            rules = {r["Name"].lower(): r["Value"] for r in p.get("Filter", {}).get("S3Key", {}).get("Rules", [])}
-            spec.buckets.append(
-                BucketSubscription(
-                    bucket=logical,
-                    events=tuple([events] if isinstance(events, str) else events),
-                    prefix=rules.get("prefix", ""),
-                    suffix=rules.get("suffix", ""),
+        )
+
+    def _add_schedule(self, spec: FunctionSpec, p: dict[str, Any], name: str) -> None:
+        expression = p.get("Schedule") or p.get("ScheduleExpression")
+        enabled = p.get("Enabled", p.get("State", "ENABLED") != "DISABLED")
+        if enabled:
+            spec.schedules.append(
+                ScheduleSubscription(
+                    name=str(self.resolve(p.get("Name", spec.name))),
+                    rate_seconds=rate_seconds(str(self.resolve(expression))),
+                    input=p.get("Input"),
                 )
             )
 
+    def _add_queue(self, spec: FunctionSpec, p: dict[str, Any], name: str) -> None:
+        queue = p["Queue"]
+        logical = queue["Fn::GetAtt"][0] if isinstance(queue, dict) and "Fn::GetAtt" in queue else str(queue)
+        spec.queues.append((logical, int(self.resolve(p.get("BatchSize", 10)))))
+
+    def _add_bucket(self, spec: FunctionSpec, p: dict[str, Any], name: str) -> None:
+        bucket = p["Bucket"]
+        logical = bucket["Ref"] if isinstance(bucket, dict) and "Ref" in bucket else str(bucket)
+        events = p.get("Events", [])
+        rules = {r["Name"].lower(): r["Value"] for r in p.get("Filter", {}).get("S3Key", {}).get("Rules", [])}
+        spec.buckets.append(
+            BucketSubscription(
+                bucket=logical,
+                events=tuple([events] if isinstance(events, str) else events),
+                prefix=rules.get("prefix", ""),
+                suffix=rules.get("suffix", ""),
+            )
+        )
+
+
+# a function event's Type -> the method adding its subscription to the function's spec
+_EVENT_KINDS: dict[Any, Callable[[Template, FunctionSpec, dict[str, Any], str], None]] = {
+    "EventBridgeRule": Template._add_rule,
+    "Api": Template._add_route,
+    "DynamoDB": Template._add_stream,
+    "Schedule": Template._add_schedule,
+    "ScheduleV2": Template._add_schedule,
+    "SQS": Template._add_queue,
+    "S3": Template._add_bucket,
+}
 
 _INTRINSICS: dict[str, Callable[[Template, Any, str], Any]] = {
     "Ref": Template._ref,

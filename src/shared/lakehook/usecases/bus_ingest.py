@@ -24,6 +24,7 @@ from typing import Any
 from lakehook.domain.errors import AuthorizationError, ValidationError
 from lakehook.domain.events import EventResult, SourceType
 from lakehook.domain.glue_quality import GLUE_DQ_RESULTS, GLUE_DQ_SOURCE
+from lakehook.domain.producers import Producer
 from lakehook.event_metrics import count_results
 from lakehook.freshness_metrics import MetricSink
 from lakehook.observability import MetricName, logger, metrics
@@ -112,9 +113,8 @@ class IngestBusEvents:
                 rejected=f"detail-type {event.get('detail-type')!r} is not {ASSET_EVENTS!r}",
                 account=account,
             )
-        owner = self._producers.event_source_owner(source[:256])
-        producer = self._producers.get_producer(owner) if owner else None
-        if producer is None or source not in producer.event_sources:
+        producer = self._claiming_producer(source)
+        if producer is None:
             return BusReport(
                 event_id,
                 source,
@@ -122,23 +122,36 @@ class IngestBusEvents:
                 account=account,
             )
         if account is None or not producer.takes_bus_events_from(account, stack_account):
-            allowed = producer.bus_accounts or ([stack_account] if stack_account else [])
-            return BusReport(
-                event_id,
-                source,
-                producer.producer_id,
-                rejected=f"source {source!r} is producer {producer.producer_id!r}'s only in events put from "
-                f"account(s) {', '.join(allowed) or '(none known: list busAccounts)'}; this one was put from "
-                f"{account or '(no account)'!s} (busAccounts of PUT /producers/{{id}})",
-                account=account,
-                unbound_account=True,
-            )
+            return _unbound_account(event_id, source, producer, account, stack_account)
         try:
             raw = envelope_events(event.get("detail"), self._limit)
             results = ingest_through_aliases(raw, self._ingest, self._aliases, SourceType.EVENTBRIDGE, producer)
         except (ValidationError, AuthorizationError) as exc:
             return BusReport(event_id, source, producer.producer_id, rejected=str(exc), account=account)
         return BusReport(event_id, source, producer.producer_id, results=results, account=account)
+
+    def _claiming_producer(self, source: str) -> Producer | None:
+        """The producer that claims the EventBridge source and still names it, if any."""
+        owner = self._producers.event_source_owner(source[:256])
+        producer = self._producers.get_producer(owner) if owner else None
+        return producer if producer is not None and source in producer.event_sources else None
+
+
+def _unbound_account(
+    event_id: str, source: str, producer: Producer, account: str | None, stack_account: str | None
+) -> BusReport:
+    """The refusal of an event put from an account the claiming producer does not take bus events from."""
+    allowed = producer.bus_accounts or ([stack_account] if stack_account else [])
+    return BusReport(
+        event_id,
+        source,
+        producer.producer_id,
+        rejected=f"source {source!r} is producer {producer.producer_id!r}'s only in events put from "
+        f"account(s) {', '.join(allowed) or '(none known: list busAccounts)'}; this one was put from "
+        f"{account or '(no account)'!s} (busAccounts of PUT /producers/{{id}})",
+        account=account,
+        unbound_account=True,
+    )
 
 
 def account_of(function_arn: str) -> str | None:

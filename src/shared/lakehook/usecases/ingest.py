@@ -164,13 +164,7 @@ class IngestEvents:
             return EventResult(eventId=event.event_id, status=IngestStatus.ACCEPTED, index=index)
         if recording is None:
             recording = self._store.record_event(event, source, received_at, producer_id)
-        # a read of the table recording a snapshot another event (a push) recorded first: its keys that one left out
-        first: tuple[str, ...] | Literal[False] | None = False
-        if not recording.novel and source in _READS:
-            first = recording.partitions
-        parts = partition_parts(event, more_partitions, first)
-        if parts:
-            self._store.record_partition_parts(parts, recording.received_at)
+        self._record_parts(event, source, recording, more_partitions)
         if recording.settled:  # an earlier delivery did every step below: the refused put was the only request
             return EventResult(
                 eventId=event.event_id, status=IngestStatus.DUPLICATE, reason=_DUPLICATE_REASON, index=index
@@ -181,6 +175,26 @@ class IngestEvents:
             except CoverageTooFragmentedError as exc:
                 return EventResult(eventId=event.event_id, status=IngestStatus.REJECTED, reason=str(exc), index=index)
         outcome = advance_state(self._store, event, received_at, recorded_at=recording.received_at)
+        told, late_verdict = self._after_advance(event, outcome, received_at)
+        if outcome is not AdvanceOutcome.NO_STATE:
+            self._store.mark_settled(event)  # last: a crash before it leaves the redelivery every step to redo
+        status, reason = _answer(recording.novel, outcome, told, late_verdict)
+        return EventResult(eventId=event.event_id, status=status, reason=reason, index=index)
+
+    def _record_parts(self, event: AssetEvent, source: SourceType, recording: Recording, more: Chunks) -> None:
+        """The event's partition parts past its keys, and for a read of the table recording a snapshot another event
+        (a push) recorded first, its keys that one left out."""
+        first: tuple[str, ...] | Literal[False] | None = False
+        if not recording.novel and source in _READS:
+            first = recording.partitions
+        parts = partition_parts(event, more, first)
+        if parts:
+            self._store.record_partition_parts(parts, recording.received_at)
+
+    def _after_advance(self, event: AssetEvent, outcome: AdvanceOutcome, received_at: int) -> tuple[str | None, bool]:
+        """The steps the advance's outcome asks for: a late verdict's touch of the state, a sealed manifest's
+        verification, a late snapshot's notice to its EACH_VERSION rules. The notice told (or None) and whether
+        the verdict came late."""
         late_verdict = outcome is AdvanceOutcome.STALE and event.event_type in _VERDICTS
         if late_verdict:
             # The verdict counts for its own snapshot (EACH_VERSION judges each snapshot by its checks): wake the
@@ -198,10 +212,7 @@ class IngestEvents:
             # Decided now, before the event is settled (a redelivery after a crash decides again, idempotently):
             # whether the asset's EACH_VERSION rules already ran a newer version, noted where their claims see it.
             told = self._late(event.asset_key, snapshot_record(event), received_at) if self._late else UNKNOWN_RULES
-        if outcome is not AdvanceOutcome.NO_STATE:
-            self._store.mark_settled(event)  # last: a crash before it leaves the redelivery every step to redo
-        status, reason = _answer(recording.novel, outcome, told, late_verdict)
-        return EventResult(eventId=event.event_id, status=status, reason=reason, index=index)
+        return told, late_verdict
 
     def _record_and_advance(
         self, event: AssetEvent, source: SourceType, received_at: int, producer_id: str | None, more: Chunks

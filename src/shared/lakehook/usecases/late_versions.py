@@ -83,13 +83,17 @@ class LateSnapshotNotice:
 
             return UNKNOWN_RULES
 
-    def _describe(self, asset_key: str, record: SnapshotRecord, at: int) -> str | None:
-        groups = [
+    def _stepping_groups(self, asset_key: str, record: SnapshotRecord) -> list[tuple[Rule, Group]]:
+        """The groups of the asset's rules that step through its versions one by one to this one."""
+        return [
             (rule, group)
             for rule in self._rules.rules_for_asset(asset_key)
             for group in rule.groups_with(asset_key)
             if steps_through(rule, group, asset_key, record)
         ]
+
+    def _describe(self, asset_key: str, record: SnapshotRecord, at: int) -> str | None:
+        groups = self._stepping_groups(asset_key, record)
         if not groups:
             return None
         logged = not self._history.log_snapshot(asset_key, record, at, late=True)  # logged before: a claim pinned it

@@ -36,12 +36,7 @@ class ReceiveLineage:
         """One result per output dataset, in order: as ``POST /asset-events`` answers, or POLL_QUEUED."""
         found = snapshot_events(event, producer.lineage_datasets if producer else [])
         polls = [e for e in found if isinstance(e, NeedsPoll)]
-        outside = sorted({p.asset_key for p in polls if producer is not None and not producer.may_write(p.asset_key)})
-        if outside:  # checked before anything is recorded, as ingest checks the raw events
-            raise AuthorizationError(
-                f"producer {producer.producer_id if producer else ''!r} may not write {', '.join(outside)}: "
-                f"outside its prefixes {producer.asset_key_prefixes if producer else []}"
-            )
+        _check_may_poll(producer, polls)  # before anything is recorded, as ingest checks the raw events
         raw = [e for e in found if isinstance(e, dict)]
         ingested = iter(self._ingest.ingest_raw(raw, SourceType.LINEAGE, producer) if raw else [])
         polled = self._queue_polls(polls)
@@ -86,3 +81,13 @@ class ReceiveLineage:
         if pollable:
             self._work_queue().send([{"mode": WorkMode.POLL.value, "assetKeys": sorted(pollable)}])
         return answers
+
+
+def _check_may_poll(producer: Producer | None, polls: list[NeedsPoll]) -> None:
+    """AuthorizationError when the producer may not write a table the event would have polled."""
+    outside = sorted({p.asset_key for p in polls if producer is not None and not producer.may_write(p.asset_key)})
+    if outside:
+        raise AuthorizationError(
+            f"producer {producer.producer_id if producer else ''!r} may not write {', '.join(outside)}: "
+            f"outside its prefixes {producer.asset_key_prefixes if producer else []}"
+        )

@@ -163,6 +163,52 @@ def _events(asset_key: str, batch: SnapshotBatch) -> list[tuple[AssetEvent, Chun
     return snapshots + [(tag_event(asset_key, t), ()) for t in batch.tags]
 
 
+def _log_batch(key: str, batch: SnapshotBatch) -> None:
+    """The batch's warnings and its gap (the offset's successors expired before they were polled) in the log."""
+    for warning in batch.warnings:
+        logger.warning("poll warning", extra={"asset_key": key, "reason": warning})
+    if batch.gap is not None:
+        logger.warning(
+            "snapshot gap",
+            extra={
+                "asset_key": key,
+                "after_snapshot_id": batch.gap.after_snapshot_id,
+                "snapshot_id": batch.gap.resumed_at_snapshot_id,
+                "missed": batch.gap.missed,
+                "reason": "the offset's successors expired before they were polled",
+            },
+        )
+
+
+def _advanced_result(
+    key: str,
+    pointer: str,
+    batch: SnapshotBatch,
+    offset: PollOffset,
+    results: tuple[EventResult, ...],
+    unrecorded: tuple[UnrecordedPartitions, ...],
+    stored: bool,
+) -> PollResult:
+    """The result of a poll that read a batch: ADVANCED, or RACED when another poller stored its offset first."""
+    return PollResult(
+        key,
+        PollOutcome.ADVANCED if stored else PollOutcome.RACED,  # RACED: the winner's offset covers them or more
+        pointer=pointer,
+        snapshot_ids=tuple(s.snapshot_id for s in batch.snapshots),
+        results=results,
+        gap=batch.gap,
+        complete=batch.complete,
+        recovered=offset.retry_at is not None,
+        warnings=batch.warnings + _unrecorded_warnings(unrecorded),
+        unrecorded=unrecorded,
+        first_commit_ms=batch.snapshots[0].commit_time if batch.snapshots else None,
+        read=PollRead(
+            blockers=batch.blockers + _unrecorded_warnings(unrecorded),
+            behind_head=None if batch.complete else batch.latest_snapshot_id,
+        ),
+    )
+
+
 class PollAsset:
     """Poll one registered table once (raises the SnapshotSource's errors; PollAssets isolates them).
 
@@ -210,19 +256,7 @@ class PollAsset:
         batch = source.snapshots_since(
             source_config, offset.cursor, pointer, limit=limit, known_tags=frozenset(offset.tags)
         )
-        for warning in batch.warnings:
-            logger.warning("poll warning", extra={"asset_key": key, "reason": warning})
-        if batch.gap is not None:
-            logger.warning(
-                "snapshot gap",
-                extra={
-                    "asset_key": key,
-                    "after_snapshot_id": batch.gap.after_snapshot_id,
-                    "snapshot_id": batch.gap.resumed_at_snapshot_id,
-                    "missed": batch.gap.missed,
-                    "reason": "the offset's successors expired before they were polled",
-                },
-            )
+        _log_batch(key, batch)
         unrecorded = _unrecorded(key, batch, self._clock() if now_ms is None else now_ms)
         results = tuple(
             self._ingest.ingest(event, SourceType.POLL, more_partitions=more) for event, more in _events(key, batch)
@@ -231,23 +265,7 @@ class PollAsset:
             self._confirm(key, batch.snapshots)
         advanced = offset.advanced(batch.snapshots, pointer, batch.tag_names, batch.complete)
         stored = self._store_offset(key, advanced, record.version if record else 0)
-        return PollResult(
-            key,
-            PollOutcome.ADVANCED if stored else PollOutcome.RACED,  # RACED: the winner's offset covers them or more
-            pointer=pointer,
-            snapshot_ids=tuple(s.snapshot_id for s in batch.snapshots),
-            results=results,
-            gap=batch.gap,
-            complete=batch.complete,
-            recovered=offset.retry_at is not None,
-            warnings=batch.warnings + _unrecorded_warnings(unrecorded),
-            unrecorded=unrecorded,
-            first_commit_ms=batch.snapshots[0].commit_time if batch.snapshots else None,
-            read=PollRead(
-                blockers=batch.blockers + _unrecorded_warnings(unrecorded),
-                behind_head=None if batch.complete else batch.latest_snapshot_id,
-            ),
-        )
+        return _advanced_result(key, pointer, batch, offset, results, unrecorded, stored)
 
     def hold(self, asset_key: str, retry_at: int) -> None:
         """Hold a failing table back until ``retry_at`` (kept on its offset; a raced write is left to the winner)."""

@@ -6,7 +6,7 @@ import hmac
 import secrets as pysecrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from lakehook.domain.errors import AuthenticationError, ConflictError, NotFoundError
@@ -56,13 +56,7 @@ class RegisterProducer:
             raise ConflictError(foreign_secret(self._namespace.name(producer_id), producer_id))  # nothing written
         # EventBridge sources are claimed before anything else is written (a taken one is a 409 with nothing
         # changed) and released after the producer stops naming them: never named by two producers at once.
-        for source in spec.event_sources:
-            if dry_run:
-                owner = self._registry.event_source_owner(source)
-                if owner not in (None, producer_id):
-                    raise ConflictError(f"event source {source!r} belongs to producer {owner!r}")
-            else:
-                self._registry.claim_event_source(source, producer_id)
+        self._claim_event_sources(producer_id, spec.event_sources, dry_run)
         now = self._clock()
         secret: str | None = None
         secret_ref = existing.secret_ref if existing else self._namespace.name(producer_id)
@@ -72,8 +66,7 @@ class RegisterProducer:
             try:
                 secret_ref = self._store_secret(producer_id, existing, secret)
             except ConflictError:  # one created since the check above: release what this request claimed
-                for source in set(spec.event_sources) - set(existing.event_sources if existing else []):
-                    self._registry.release_event_source(source, producer_id)
+                self._release_event_sources(producer_id, set(spec.event_sources) - _event_sources(existing))
                 raise
             secret_version += 1  # written after the secret: a reader seeing it finds the new secret
         producer = Producer(
@@ -95,9 +88,23 @@ class RegisterProducer:
         self._registry.put_producer(producer)
         if self._changed is not None:
             self._changed(producer_id)
-        for source in set(existing.event_sources if existing else []) - set(spec.event_sources):
-            self._registry.release_event_source(source, producer_id)
+        self._release_event_sources(producer_id, _event_sources(existing) - set(spec.event_sources))
         return ProducerRegistration(producer, existing is None, secret)
+
+    def _claim_event_sources(self, producer_id: str, sources: Iterable[str], dry_run: bool) -> None:
+        """Claim each EventBridge source for the producer (ConflictError when another holds one); with ``dry_run``
+        only check that none is another producer's."""
+        for source in sources:
+            if dry_run:
+                owner = self._registry.event_source_owner(source)
+                if owner not in (None, producer_id):
+                    raise ConflictError(f"event source {source!r} belongs to producer {owner!r}")
+            else:
+                self._registry.claim_event_source(source, producer_id)
+
+    def _release_event_sources(self, producer_id: str, sources: Iterable[str]) -> None:
+        for source in sources:
+            self._registry.release_event_source(source, producer_id)
 
     def _new_secret_needed(self, existing: Producer | None, rotate_secret: bool) -> bool:
         """Whether a secret is created in the namespace: for a new producer, or rotating one registered
@@ -111,6 +118,11 @@ class RegisterProducer:
         if existing is not None and not self._new_secret_needed(existing, rotate_secret=True):
             return self._secrets.put_secret(existing.secret_ref, secret)
         return self._secrets.put_owned_secret(self._namespace.name(producer_id), secret, secret_owner(producer_id))
+
+
+def _event_sources(producer: Producer | None) -> set[str]:
+    """The EventBridge sources a registered producer names (none before it is registered)."""
+    return set(producer.event_sources) if producer is not None else set()
 
 
 def secret_owner(producer_id: str) -> str:

@@ -62,6 +62,30 @@ def parse_rule(rule_id: str, body: Any, policy: UrlPolicy = DEPLOYED_POLICY) -> 
         raise ValidationError(message, field=field) from exc
 
 
+def _alias_members(where: str, member: dict[str, Any], aliases: AliasStore, read: dict[str, Any]) -> list[Any]:
+    """The members a member naming an alias stands for: itself when it names one of the alias's assets too, else
+    one per asset of the alias. ``read``: the aliases read so far, each read once per body."""
+    name = member["alias"]
+    if not isinstance(name, str) or not ALIAS_NAME.fullmatch(name):
+        raise ValidationError(f"{where}: an alias name is 1 to 128 letters, digits, '_', '.' or '-'", where)
+    if name not in read:
+        read[name] = aliases.get_alias(name)
+    alias = read[name]
+    if alias is None:
+        raise ValidationError(
+            f"{where}: alias {name!r} does not exist; create it first (PUT /aliases/{name})", field=where
+        )
+    if "assetKey" in member:
+        if member["assetKey"] not in alias.asset_keys:
+            raise ValidationError(
+                f"{where}: {member['assetKey']!r} is not an asset of alias {name!r} "
+                f"({', '.join(alias.asset_keys)}); name the alias alone to wait for its assets",
+                field=where,
+            )
+        return [member]
+    return [{**member, "assetKey": key} for key in alias.asset_keys]
+
+
 def resolve_member_aliases(body: Any, aliases: AliasStore) -> Any:
     """The rule body with each member that names an alias (``{"alias": name}``, no ``assetKey``) replaced by one
     member per asset of the alias, each keeping the member's condition and the alias's name (DESIGN.md: "each
@@ -83,26 +107,7 @@ def resolve_member_aliases(body: Any, aliases: AliasStore) -> Any:
             if not isinstance(member, dict) or "alias" not in member:
                 members.append(member)
                 continue
-            where, name = f"groups.{g}.members.{m}.alias", member["alias"]
-            if not isinstance(name, str) or not ALIAS_NAME.fullmatch(name):
-                raise ValidationError(f"{where}: an alias name is 1 to 128 letters, digits, '_', '.' or '-'", where)
-            if name not in read:
-                read[name] = aliases.get_alias(name)
-            alias = read[name]
-            if alias is None:
-                raise ValidationError(
-                    f"{where}: alias {name!r} does not exist; create it first (PUT /aliases/{name})", field=where
-                )
-            if "assetKey" in member:
-                if member["assetKey"] not in alias.asset_keys:
-                    raise ValidationError(
-                        f"{where}: {member['assetKey']!r} is not an asset of alias {name!r} "
-                        f"({', '.join(alias.asset_keys)}); name the alias alone to wait for its assets",
-                        field=where,
-                    )
-                members.append(member)
-            else:
-                members.extend({**member, "assetKey": key} for key in alias.asset_keys)
+            members.extend(_alias_members(f"groups.{g}.members.{m}.alias", member, aliases, read))
         groups.append({**group, "members": members})
     return {**body, "groups": groups}
 

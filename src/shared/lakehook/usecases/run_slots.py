@@ -140,9 +140,7 @@ class RunSlotGate:
             slot_limit = stored.rule.policy.slot_limit if stored is not None else None
             slots, _ = self._store.read(scope)
             live = slots.live(self._clock(), slot_limit.max_run_ms) if slot_limit else slots
-            gone = [k for k in slots.holders if k not in live.holders]
-            gone += [k for k in live.holders if self._ended(k, run_state)]
-            gone += [p.trigger_key for p in slots.queue if self._abandoned(p.trigger_key)]
+            gone = self._gone(slots, live, run_state)
             free = slot_limit is not None and len(live.holders) < slot_limit.max_in_flight and bool(slots.queue)
             if gone or free or slot_limit is None:  # something ended, a slot is free for a waiting trigger (the
                 # limit was raised), or the rule dropped maxInFlight: hand the slots on
@@ -153,6 +151,16 @@ class RunSlotGate:
         if report.released or report.woken:
             logger.info("run slots swept", extra={"released": len(report.released), "woken": len(report.woken)})
         return report
+
+    def _gone(
+        self, slots: RunSlots, live: RunSlots, run_state: Callable[[LedgerEntry], RunState | None] | None
+    ) -> list[str]:
+        """The triggers whose slot or place ended: holders past the slot's max run time (not ``live``), holders whose
+        run ended, and waiting triggers whose claim is gone or done."""
+        gone = [k for k in slots.holders if k not in live.holders]
+        gone += [k for k in live.holders if self._ended(k, run_state)]
+        gone += [p.trigger_key for p in slots.queue if self._abandoned(p.trigger_key)]
+        return gone
 
     def _lost_wakes(self, slots: RunSlots, gone: list[str]) -> list[str]:
         """Holders whose claim is still marked waiting (a crash between the slot's write and the claim's wake): woken

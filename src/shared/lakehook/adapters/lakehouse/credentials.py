@@ -112,26 +112,40 @@ class CredentialResolver:
         if not value.startswith(SECRET_REFERENCE_PREFIXES):
             return value
         reference, _, json_field = value.partition(FIELD_SEPARATOR)
-        reached = referenced_secret(value)
-        looked_up = None
-        if reference.startswith(SECRETS_MANAGER):
-            try:
-                looked_up = self._names.resolve(reference.removeprefix(SECRETS_MANAGER))
-            except SecretNameError as exc:
-                raise SourceAccessError(f"property {name!r}: {exc}") from None
+        looked_up = self._looked_up(name, reference)
         if self._reserved is not None and any(
-            ref is not None and self._reserved.holds(ref) for ref in (reached, looked_up)
+            ref is not None and self._reserved.holds(ref) for ref in (referenced_secret(value), looked_up)
         ):
             raise SourceAccessError(
                 f"property {name!r}: {reference} is a producer signing secret; sources may not read it"
             )
+        secret = self._read(name, reference, looked_up)
+        if not json_field:
+            return secret
+        try:
+            return str(json.loads(secret)[json_field])
+        except (ValueError, KeyError, TypeError):
+            # from None: a parse error's context could quote the secret
+            raise SourceAccessError(f"property {name!r}: {reference} has no JSON field {json_field!r}") from None
+
+    def _looked_up(self, name: str, reference: str) -> str | None:
+        """The secret name a Secrets Manager reference resolves to (None for an SSM reference)."""
+        if not reference.startswith(SECRETS_MANAGER):
+            return None
+        try:
+            return self._names.resolve(reference.removeprefix(SECRETS_MANAGER))
+        except SecretNameError as exc:
+            raise SourceAccessError(f"property {name!r}: {exc}") from None
+
+    def _read(self, name: str, reference: str, looked_up: str | None) -> str:
+        """The referenced secret's value, from Secrets Manager (``looked_up``) or SSM; a failure names the reference,
+        never a value."""
         try:
             if looked_up is not None:
-                secret = self._secrets.get_secret(looked_up)
-            elif self._parameters is None:
+                return self._secrets.get_secret(looked_up)
+            if self._parameters is None:
                 raise SourceAccessError(f"property {name!r}: SSM references are not configured here")
-            else:
-                secret = self._parameters(reference.removeprefix(SSM))
+            return self._parameters(reference.removeprefix(SSM))
         except NotFoundError as exc:
             if looked_up is not None and looked_up != reference.removeprefix(SECRETS_MANAGER):
                 raise SourceAccessError(
@@ -142,13 +156,6 @@ class CredentialResolver:
             raise
         except Exception as exc:  # the secret backend failed: report the reference, never a value
             raise SourceAccessError(f"property {name!r}: {reference} could not be read ({type(exc).__name__})") from exc
-        if not json_field:
-            return secret
-        try:
-            return str(json.loads(secret)[json_field])
-        except (ValueError, KeyError, TypeError):
-            # from None: a parse error's context could quote the secret
-            raise SourceAccessError(f"property {name!r}: {reference} has no JSON field {json_field!r}") from None
 
 
 def properties_fingerprint(catalog: str, properties: Mapping[str, str]) -> str:

@@ -176,15 +176,20 @@ def _stored_names(meta: dict[str, Any], columns: tuple[str, ...]) -> tuple[str, 
         schema = json.loads(str(meta.get("schemaString") or ""))
     except ValueError:
         return columns
-    fields = schema.get("fields") if isinstance(schema, dict) else None
+    physical = _physical_names(schema.get("fields") if isinstance(schema, dict) else None)
+    folded = {k.casefold(): v for k, v in physical.items()}  # Delta's column names are case-insensitive
+    return tuple(physical.get(c) or folded.get(c.casefold()) or c for c in columns)
+
+
+def _physical_names(fields: Any) -> dict[str, str]:
+    """A schema's physical name of each top-level field that has one (the first, for a name given twice)."""
     physical: dict[str, str] = {}
     for field_ in fields if isinstance(fields, list) else []:
         metadata = field_.get("metadata") if isinstance(field_, dict) else None
         name = metadata.get(PHYSICAL_NAME) if isinstance(metadata, dict) else None
         if isinstance(name, str) and name and isinstance(field_.get("name"), str):
             physical.setdefault(field_["name"], name)
-    folded = {k.casefold(): v for k, v in physical.items()}  # Delta's column names are case-insensitive
-    return tuple(physical.get(c) or folded.get(c.casefold()) or c for c in columns)
+    return physical
 
 
 @dataclass(frozen=True)
@@ -314,9 +319,7 @@ class DeltaSnapshotSource(SnapshotSource):
         has removed that commit, or when the metadata version is not known, the ``metaData`` of the newest
         checkpoint at or before the first commit (and not older than the metadata version): the table's metadata
         as of that checkpoint (remembered per checkpoint, and as the metadata version's)."""
-        for commit in commits:
-            if commit.layout is not None:
-                self._remember_layout((files.location, "commit", commit.info.snapshot_id), commit.layout)
+        self._remember_commit_layouts(files, commits)
         if not commits or commits[0].layout is not None:
             return None
         first = commits[0].info.snapshot_id
@@ -336,6 +339,19 @@ class DeltaSnapshotSource(SnapshotSource):
                 if written.layout is not None:
                     self._remember_layout(key, written.layout)
                 return written.layout
+        return self._layout_of_checkpoint_before(files, first, metadata_version, listed)
+
+    def _remember_commit_layouts(self, files: TableFiles, commits: list[DeltaCommit]) -> None:
+        """The layouts the batch's commits wrote, remembered by their versions."""
+        for commit in commits:
+            if commit.layout is not None:
+                self._remember_layout((files.location, "commit", commit.info.snapshot_id), commit.layout)
+
+    def _layout_of_checkpoint_before(
+        self, files: TableFiles, first: int, metadata_version: int | None, listed: CheckpointFiles
+    ) -> PartitionLayout | None:
+        """The layout of the newest checkpoint at or before ``first`` (and not older than the metadata version),
+        remembered as the metadata version's once the checkpoint's is settled; None without such a checkpoint."""
         found = self._checkpoint_at_or_before(files, first, metadata_version or 0, listed)
         if found is None:
             return None
@@ -487,6 +503,12 @@ def _last_checkpoint_hint(files: TableFiles) -> Checkpoint | None:
         return None
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
         return None
+    return _hinted_checkpoint(version, hint)
+
+
+def _hinted_checkpoint(version: int, hint: dict[str, Any]) -> Checkpoint:
+    """The files of the checkpoint a ``_last_checkpoint`` hint names at ``version``, and for a v2 one the
+    ``metaData`` among its non-file actions."""
     stem = f"{version:020d}.checkpoint"
     parts = hint.get("parts")
     v2 = hint.get("v2Checkpoint")
@@ -567,24 +589,37 @@ def _parquet_metadata(files: TableFiles, path: str, tail: bytes, size: int) -> d
         raise UnreadableCheckpointError("no Parquet reader (pyarrow) is installed") from exc
     source = _RangedFile(files, path, tail, size)
     try:
-        parquet = pq.ParquetFile(source, pre_buffer=True)
-        meta = parquet.metadata
-        leaf = next((i for i in range(meta.num_columns) if meta.schema.column(i).path == "metaData.id"), None)
-        if leaf is None:
-            raise UnreadableCheckpointError(f"{path} has no metaData column")
-        groups = [g for g in range(meta.num_row_groups) if _may_hold(meta.row_group(g), leaf)]
-        rows = parquet.read_row_groups(groups, columns=["metaData"]).column("metaData").to_pylist() if groups else []
+        rows = _metadata_rows(pq.ParquetFile(source, pre_buffer=True), path)
     except UnreadableCheckpointError:
         raise
     except Exception as exc:  # Arrow's errors (ArrowInvalid, OSError …) for a file that is not a checkpoint
-        if isinstance(source.error, SourceAccessError):  # the storage failed under Arrow, the file is not corrupt
-            raise source.error from exc
-        if source.error is not None:
-            raise _GoneError(path) from exc
-        raise UnreadableCheckpointError(f"{path} is not a Parquet checkpoint: {exc}") from exc
+        raise _read_failure(source, path, exc) from exc
     row = next((r for r in rows if isinstance(r, dict)), None)
-    if row is None:
-        return None
+    return None if row is None else _as_commit_metadata(row)
+
+
+def _metadata_rows(parquet: Any, path: str) -> list[Any]:
+    """The ``metaData`` column's rows of the row groups that may hold one (UnreadableCheckpointError without it)."""
+    meta = parquet.metadata
+    leaf = next((i for i in range(meta.num_columns) if meta.schema.column(i).path == "metaData.id"), None)
+    if leaf is None:
+        raise UnreadableCheckpointError(f"{path} has no metaData column")
+    groups = [g for g in range(meta.num_row_groups) if _may_hold(meta.row_group(g), leaf)]
+    return parquet.read_row_groups(groups, columns=["metaData"]).column("metaData").to_pylist() if groups else []
+
+
+def _read_failure(source: _RangedFile, path: str, exc: Exception) -> Exception:
+    """What a failed read of a Parquet checkpoint means: the storage failed under Arrow (its SourceAccessError, the
+    file is not corrupt), the file went away while read (log cleanup), or it is not a Parquet checkpoint."""
+    if isinstance(source.error, SourceAccessError):
+        return source.error
+    if source.error is not None:
+        return _GoneError(path)
+    return UnreadableCheckpointError(f"{path} is not a Parquet checkpoint: {exc}")
+
+
+def _as_commit_metadata(row: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint's ``metaData`` row as a commit file's JSON has it (its maps as objects, not lists of pairs)."""
     configuration = row.get("configuration")
     options = (row.get("format") or {}).get("options") if isinstance(row.get("format"), dict) else None
     return {

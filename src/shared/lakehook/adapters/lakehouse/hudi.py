@@ -167,6 +167,18 @@ class _Timeline:
     blockers: tuple[str, ...] = ()  # the versions held because their time cannot be a date
 
 
+def _archived_gap(cursor: SnapshotCursor, timeline: _Timeline) -> SnapshotGap | None:
+    """The gap when the cursor's instant was archived (neither active nor held, older than the oldest active one):
+    what came between it and the oldest active instant is unknown. None otherwise, and from the beginning."""
+    instants = timeline.ordered
+    known = {i.instant for i in (*instants, *timeline.held)}
+    oldest = min((i.instant for i in instants), default=None)
+    beginning = cursor.snapshot_id == 0
+    if not beginning and oldest is not None and cursor.snapshot_id not in known and cursor.snapshot_id < oldest:
+        return SnapshotGap(after_snapshot_id=cursor.snapshot_id, resumed_at_snapshot_id=oldest, missed=None)
+    return None
+
+
 class HudiSnapshotSource(SnapshotSource):
     """Reads the completed commits of a Hudi table (0.x and 1.x timelines) at a local path or under ``s3://…``."""
 
@@ -301,12 +313,7 @@ class HudiSnapshotSource(SnapshotSource):
         else:
             after = _after(instants, cursor)
             new = after[:limit]
-            known = {i.instant for i in (*instants, *timeline.held)}
-            oldest = min((i.instant for i in instants), default=None)
-            beginning = cursor.snapshot_id == 0
-            if not beginning and oldest is not None and cursor.snapshot_id not in known and cursor.snapshot_id < oldest:
-                # the cursor's instant was archived: what came between it and the oldest active one is unknown
-                gap = SnapshotGap(after_snapshot_id=cursor.snapshot_id, resumed_at_snapshot_id=oldest, missed=None)
+            gap = _archived_gap(cursor, timeline)
         metadata = self._read_many(files, new)
         schema_text, schema_id = self._previous_schema(files, timeline, cursor, new)
         previous_id = schema_id

@@ -27,8 +27,9 @@ from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.exceptions import ValidationError as IcebergValidationError
 from pyiceberg.io import FileIO, load_file_io
-from pyiceberg.manifest import ManifestEntryStatus
+from pyiceberg.manifest import ManifestEntryStatus, ManifestFile
 from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
 from pyiceberg.serializers import Compressor
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
@@ -387,15 +388,22 @@ def touched_partitions(metadata: TableMetadata, snapshot: Snapshot, io: FileIO) 
         spec = specs.get(manifest.partition_spec_id)
         if spec is None or spec.is_unpartitioned():
             continue
-        try:
-            types = [f.field_type for f in spec.partition_type(schema).fields]
-        except ValueError:  # a source column no longer in the schema: fall back to the current one
-            types = [f.field_type for f in spec.partition_type(metadata.schema()).fields]
-        for found in manifest.fetch_manifest_entry(io, discard_deleted=False):
-            if found.status == ManifestEntryStatus.EXISTING or found.snapshot_id not in (None, snapshot.snapshot_id):
-                continue
-            keys.add(partition_key(spec, types, found.data_file.partition))
+        keys.update(_written_keys(metadata, schema, spec, manifest, snapshot.snapshot_id, io))
     return TouchedPartitions.read(keys)
+
+
+def _written_keys(
+    metadata: TableMetadata, schema: Schema, spec: PartitionSpec, manifest: ManifestFile, snapshot_id: int, io: FileIO
+) -> Iterator[str]:
+    """The partition keys of a manifest's entries the snapshot ADDED or DELETED (not those it carried over)."""
+    try:
+        types = [f.field_type for f in spec.partition_type(schema).fields]
+    except ValueError:  # a source column no longer in the schema: fall back to the current one
+        types = [f.field_type for f in spec.partition_type(metadata.schema()).fields]
+    for found in manifest.fetch_manifest_entry(io, discard_deleted=False):
+        if found.status == ManifestEntryStatus.EXISTING or found.snapshot_id not in (None, snapshot_id):
+            continue
+        yield partition_key(spec, types, found.data_file.partition)
 
 
 def partition_key(spec: PartitionSpec, types: list[Any], partition: Any) -> str:

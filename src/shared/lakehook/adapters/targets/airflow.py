@@ -123,39 +123,16 @@ class AirflowTargetClient(TargetClient):
             cached = None if fresh else self._tokens.get(cache_key)
         if cached:
             return cached
-        try:
-            if fresh:
-                self._secrets.forget(config.credentials_ref)
-            credentials = json.loads(self._secrets.get(config.credentials_ref))
-        except NotFoundError as exc:
-            return Outcome.fatal(f"credentials (credentialsRef): {exc}", "secret_missing")
-        except ValueError:
-            return Outcome.fatal(f"credentials {config.credentials_ref!r} are not JSON", "secret_invalid")
+        credentials = self._credentials(config, fresh)
+        if isinstance(credentials, Outcome):
+            return credentials
         if isinstance(credentials, dict) and isinstance(credentials.get("token"), str):
             token: str = credentials["token"]
         elif isinstance(credentials, dict) and {"username", "password"} <= credentials.keys():
-            try:
-                answer = send(
-                    self._session,
-                    "POST",
-                    f"{config.base_url}/auth/token",
-                    config.timeout_seconds,
-                    json={"username": credentials["username"], "password": credentials["password"]},
-                )
-            except requests.RequestException as exc:
-                outcome = transport_outcome(exc, "airflow token")
-                if outcome.kind is OutcomeKind.FATAL:
-                    return outcome  # a refused destination stays refused
-                return Outcome.retryable(outcome.reason or "token", outcome.code or "transport")  # no side effects
-            body = json_or_none(answer)
-            if answer.status_code not in (200, 201) or not isinstance(body, dict) or "access_token" not in body:
-                outcome = http_outcome(answer.status_code, "", answer.text)
-                if outcome.succeeded:
-                    return Outcome.fatal("POST /auth/token answered without an access_token", "auth_failed")
-                if outcome.kind is OutcomeKind.FATAL:
-                    return Outcome.fatal(f"POST /auth/token refused: {outcome.reason}", "auth_failed")
-                return Outcome.retryable(f"POST /auth/token: {outcome.reason}", outcome.code or "auth")
-            token = str(body["access_token"])
+            exchanged = self._exchange(config, credentials["username"], credentials["password"])
+            if isinstance(exchanged, Outcome):
+                return exchanged
+            token = exchanged
         else:
             return Outcome.fatal(
                 f"credentials {config.credentials_ref!r} need username and password, or token", "secret_invalid"
@@ -163,6 +140,45 @@ class AirflowTargetClient(TargetClient):
         with self._lock:
             self._tokens[cache_key] = token
         return token
+
+    def _credentials(self, config: AirflowTarget, fresh: bool) -> Any:
+        """The parsed credentials secret (read again when ``fresh``), or the FATAL outcome of a missing or non-JSON
+        one."""
+        try:
+            if fresh:
+                self._secrets.forget(config.credentials_ref)
+            return json.loads(self._secrets.get(config.credentials_ref))
+        except NotFoundError as exc:
+            return Outcome.fatal(f"credentials (credentialsRef): {exc}", "secret_missing")
+        except ValueError:
+            return Outcome.fatal(f"credentials {config.credentials_ref!r} are not JSON", "secret_invalid")
+
+    def _exchange(self, config: AirflowTarget, username: Any, password: Any) -> str | Outcome:
+        """An access token for the username and password (``POST /auth/token``), or why there is none: a refused
+        destination or a refusal FATAL, a transport failure or a retryable answer RETRYABLE (it has no side
+        effects)."""
+        try:
+            answer = send(
+                self._session,
+                "POST",
+                f"{config.base_url}/auth/token",
+                config.timeout_seconds,
+                json={"username": username, "password": password},
+            )
+        except requests.RequestException as exc:
+            outcome = transport_outcome(exc, "airflow token")
+            if outcome.kind is OutcomeKind.FATAL:
+                return outcome  # a refused destination stays refused
+            return Outcome.retryable(outcome.reason or "token", outcome.code or "transport")  # no side effects
+        body = json_or_none(answer)
+        if answer.status_code not in (200, 201) or not isinstance(body, dict) or "access_token" not in body:
+            outcome = http_outcome(answer.status_code, "", answer.text)
+            if outcome.succeeded:
+                return Outcome.fatal("POST /auth/token answered without an access_token", "auth_failed")
+            if outcome.kind is OutcomeKind.FATAL:
+                return Outcome.fatal(f"POST /auth/token refused: {outcome.reason}", "auth_failed")
+            return Outcome.retryable(f"POST /auth/token: {outcome.reason}", outcome.code or "auth")
+        return str(body["access_token"])
 
     def _authorized(
         self, config: AirflowTarget, method: str, url: str, lookup: bool, **kwargs: Any

@@ -311,16 +311,27 @@ class DolphinSchedulerTargetClient(TargetClient):
         base = f"{config.base_url}/projects/{config.project_code}/{api.instances_path}"
         for page in range(1, MAX_PAGES + 1):
             data = self._data(first if page == 1 else page_of(api, page))
-            instances = data.get("totalList") if isinstance(data, dict) else None
-            if not isinstance(instances, list):
-                raise TargetUnavailableError(f"{api.instances_path} answered without totalList")
-            for instance in instances:
-                if isinstance(instance, dict) and self._instance_carries(instance, trigger_key, base, config, headers):
-                    return f"{api.run_prefix}/{instance.get('id')}"
-            total_pages = data.get("totalPage") if isinstance(data, dict) else None
-            if not instances or (isinstance(total_pages, int) and page >= total_pages):
+            instances = _listed_instances(data, api)
+            found = self._carrying(instances, trigger_key, base, config, headers)
+            if found is not None:
+                return f"{api.run_prefix}/{found.get('id')}"
+            if _last_page(data, instances, page):
                 return None
         raise TargetUnavailableError(f"more than {MAX_PAGES * PAGE_SIZE} instances to search; narrow settleSeconds")
+
+    def _carrying(
+        self,
+        instances: list[Any],
+        trigger_key: str,
+        base: str,
+        config: DolphinSchedulerTarget,
+        headers: dict[str, str],
+    ) -> dict[str, Any] | None:
+        """The first instance of a page whose parameters carry the trigger key, if any."""
+        for instance in instances:
+            if isinstance(instance, dict) and self._instance_carries(instance, trigger_key, base, config, headers):
+                return instance
+        return None
 
     def _instance_carries(
         self,
@@ -348,3 +359,17 @@ class DolphinSchedulerTargetClient(TargetClient):
             code = result.get("code") if isinstance(result, dict) else None
             raise TargetUnavailableError(f"DolphinScheduler answered code {code}")
         return result.get("data")
+
+
+def _listed_instances(data: Any, api: ApiVersion) -> list[Any]:
+    """A page's process instances (``totalList``); TargetUnavailableError when the answer has none."""
+    instances = data.get("totalList") if isinstance(data, dict) else None
+    if not isinstance(instances, list):
+        raise TargetUnavailableError(f"{api.instances_path} answered without totalList")
+    return instances
+
+
+def _last_page(data: Any, instances: list[Any], page: int) -> bool:
+    """Whether no page follows: this one is empty or the last of ``totalPage``."""
+    total_pages = data.get("totalPage") if isinstance(data, dict) else None
+    return not instances or (isinstance(total_pages, int) and page >= total_pages)
