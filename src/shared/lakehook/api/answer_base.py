@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 Iso = str  # an ISO 8601 instant in UTC, e.g. 2025-06-01T10:05:00Z
 NextToken = Field(default=None, alias="nextToken", description="pass back as ?nextToken= for the next page")
 
 
-# Answers only describe bodies for the OpenAPI document (routes answer with to_api()): their schemas are built
-# when the document is, not when a function imports the routes.
+# A route builds its answer model from domain objects (each model's ``from_domain``) and answers its ``dump()``;
+# the OpenAPI document describes the same class. Schemas are built on first use (the document, or the first
+# answer of that shape), not when a function imports the routes.
 class Answer(BaseModel):
     model_config = ConfigDict(populate_by_name=True, defer_build=True)
+
+    def dump(self) -> dict[str, Any]:
+        """The JSON body: fields by their camelCase names, in declaration order; a field its builder did not set
+        is absent (one set to None is null)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
 class SourceHealthAnswer(Answer):

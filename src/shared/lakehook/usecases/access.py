@@ -148,7 +148,3 @@ class Authorize:
             return binding.grant()
         any_binding = self._unbound is UnboundIdentity.AUTO and bool(self._store.list_bindings(1).items)
         return unbound_grant(self._unbound, any_binding)
-
-    def describe(self, grant: Grant) -> dict[str, object]:
-        """``GET /me``: the caller's role, scope, where the grant comes from and the actions it allows."""
-        return grant.to_api()
