@@ -93,4 +93,3 @@ class RoleBindingAnswer(Answer):
 class RoleBindingPage(Answer):
     items: list[RoleBindingAnswer]
     next_token: str | None = NextToken
-

@@ -13,7 +13,7 @@ other route do not build the rule models for them.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -21,6 +21,12 @@ from lakehook.api.answer_base import Answer, Iso, NextToken, SourceHealthAnswer,
 from lakehook.domain.assets import AssetFormat, AssetSource
 from lakehook.domain.events import EventStatusLiteral, EventType
 from lakehook.domain.lineage import LineageMapping
+from lakehook.domain.time import ms_to_iso
+
+if TYPE_CHECKING:
+    from lakehook.domain.aliases import Alias
+    from lakehook.domain.producers import Producer
+    from lakehook.domain.watermarks import WatermarkRecord
 
 
 class EventResult(Answer):
@@ -48,6 +54,9 @@ class ProducerAnswer(Answer):
     description: str | None = None
     created_at: Iso = Field(alias="createdAt")
     updated_at: Iso = Field(alias="updatedAt")
+    secret_version: int = Field(
+        default=0, alias="secretVersion", description="counts the secret's rotations (0: never rotated)"
+    )
     lineage_datasets: list[LineageMapping] = Field(default_factory=list, alias="lineageDatasets")
     event_sources: list[str] = Field(default_factory=list, alias="eventSources")
     lineage_bearer: bool = Field(
@@ -66,6 +75,15 @@ class ProducerAnswer(Answer):
         description="the OpenLineage transport's api_key (<producerId>:<secret>): only with the secret; taken "
         "by POST /api/v1/lineage only from a producer with lineageBearer: true",
     )
+
+    @classmethod
+    def from_domain(cls, producer: Producer, secret: str | None = None, key: str | None = None) -> ProducerAnswer:
+        """A producer as registered; ``secret`` and its ``key`` only on creation or rotation."""
+        data = producer.model_dump(by_alias=True, exclude_none=True)
+        data.update(createdAt=ms_to_iso(producer.created_at), updatedAt=ms_to_iso(producer.updated_at))
+        if secret is not None:
+            data.update(secret=secret, apiKey=key)
+        return cls.model_validate(data)
 
 
 class LineageResult(Answer):
@@ -200,6 +218,16 @@ class AliasAnswer(Answer):
     created_at: Iso = Field(alias="createdAt")
     updated_at: Iso = Field(alias="updatedAt")
 
+    @classmethod
+    def from_domain(cls, alias: Alias) -> AliasAnswer:
+        return cls(
+            name=alias.name,
+            asset_keys=list(alias.asset_keys),
+            description=alias.description,
+            created_at=ms_to_iso(alias.created_at),
+            updated_at=ms_to_iso(alias.updated_at),
+        )
+
 
 class AliasPage(Answer):
     items: list[AliasAnswer]
@@ -213,6 +241,10 @@ class WatermarkAnswer(Answer):
     value: Any
     version: int = Field(description="increases by one on every write; the compare-and-set token")
     updated_at: Iso = Field(alias="updatedAt")
+
+    @classmethod
+    def from_domain(cls, record: WatermarkRecord) -> WatermarkAnswer:
+        return cls.model_validate({**record.model_dump(by_alias=True), "updatedAt": ms_to_iso(record.updated_at)})
 
 
 class WatermarkList(Answer):
