@@ -20,13 +20,15 @@ from pydantic import ConfigDict, Field
 from lakehook.api.answer_base import Answer, Iso, NextToken, SourceHealthAnswer, Window
 from lakehook.domain.assets import AssetFormat, AssetSource
 from lakehook.domain.events import EventStatusLiteral, EventType
-from lakehook.domain.lineage import LineageMapping
+from lakehook.domain.lineage import LineageMapping, QueuedPoll
 from lakehook.domain.time import ms_to_iso
 
 if TYPE_CHECKING:
     from lakehook.domain.aliases import Alias
+    from lakehook.domain.events import EventResult as IngestResult
     from lakehook.domain.producers import Producer
     from lakehook.domain.watermarks import WatermarkRecord
+    from lakehook.usecases.completion import CompletionResult
 
 
 class EventResult(Answer):
@@ -42,9 +44,17 @@ class EventResult(Answer):
     )
     reason: str | None = Field(description="why, for every status but ACCEPTED")
 
+    @classmethod
+    def from_domain(cls, result: IngestResult) -> EventResult:
+        return cls(event_id=result.event_id, status=result.status.value, reason=result.reason)
+
 
 class PushAnswer(Answer):
     results: list[EventResult] = Field(description="one per pushed event, in order")
+
+    @classmethod
+    def from_domain(cls, results: list[IngestResult]) -> PushAnswer:
+        return cls(results=[EventResult.from_domain(r) for r in results])
 
 
 class ProducerAnswer(Answer):
@@ -95,10 +105,20 @@ class LineageResult(Answer):
     )
     reason: str | None = Field(description="why, for every status but ACCEPTED")
 
+    @classmethod
+    def from_domain(cls, result: IngestResult | QueuedPoll) -> LineageResult:
+        if isinstance(result, QueuedPoll):
+            return cls(event_id=None, status="POLL_QUEUED", reason=result.reason)
+        return cls(event_id=result.event_id, status=result.status.value, reason=result.reason)
+
 
 class LineageAnswer(Answer):
     event_type: str | None = Field(alias="eventType", description="the RunEvent's; only COMPLETE records events")
     results: list[LineageResult] = Field(description="one per output dataset, in order")
+
+    @classmethod
+    def from_domain(cls, event_type: str | None, results: list[IngestResult | QueuedPoll]) -> LineageAnswer:
+        return cls(event_type=event_type, results=[LineageResult.from_domain(r) for r in results])
 
 
 class ProducerPage(Answer):
@@ -209,6 +229,16 @@ class CompletionAnswer(Answer):
     completed_at: Iso = Field(alias="completedAt")
     repeated: bool = Field(description="true when this completion was already recorded")
     results: list[EventResult] = Field(description="one per outlet")
+
+    @classmethod
+    def from_domain(cls, result: CompletionResult) -> CompletionAnswer:
+        return cls(
+            trigger_key=result.trigger_key,
+            status=result.status,
+            completed_at=ms_to_iso(result.completed_at),
+            repeated=not result.first,
+            results=[EventResult.from_domain(r) for r in result.results],
+        )
 
 
 class AliasAnswer(Answer):
