@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from lakehook.api.answer_base import Answer, Iso, NextToken
+from lakehook.answers.base import Answer, Iso, NextToken
 from lakehook.domain.time import ms_to_iso
 
 if TYPE_CHECKING:

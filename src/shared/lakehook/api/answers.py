@@ -1,14 +1,15 @@
-"""The shapes the API answers, as pydantic models for the OpenAPI document.
+"""The shapes the API answers, as pydantic models: the routes answer them and the OpenAPI document describes them.
 
-The routes build their answers with the domain's ``to_api()``; these models describe those bodies so
-clients (and the schemathesis contract test) can check them. Fields other helpers may add later are
-allowed (the models do not forbid extra fields); what is listed here is what every answer carries.
-Instants in answers are ISO 8601 strings in UTC; ``commitTime`` and watermarks stay epoch milliseconds.
+A route builds its answer from domain objects with the model's ``from_domain`` and answers its ``dump()``, so
+the document cannot drift from the body. Answers not yet moved here are still built by hand (a ``to_api()``)
+and only described by their model. Fields other helpers may add later are allowed (the models do not forbid
+extra fields); what is listed here is what every answer carries. Instants in answers are ISO 8601 strings in
+UTC; ``commitTime`` and watermarks stay epoch milliseconds.
 
-The rules' and the triggers' answers are in ``api.rule_answers`` and ``api.trigger_answers``, the base in
-``api.answer_base``: a route module imports only its own answers' domain models (the rule answers are
-the rule model itself, the trigger answers need none), so the replay API and the first request of any
-other route do not build the rule models for them.
+The rules' answers are in ``api.rule_answers``; the triggers' and the base in ``lakehook.answers`` (the replay
+and backtest use cases build trigger answers too): a route module imports only its own answers' domain models
+(the rule answers are the rule model itself), so the replay API and the first request of any other route do
+not build the rule models for them.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from lakehook.api.answer_base import Answer, Iso, NextToken, SourceHealthAnswer, Window
+from lakehook.answers.base import Answer, Iso, NextToken, SourceHealthAnswer, Window
 from lakehook.domain.assets import AssetFormat, AssetSource
 from lakehook.domain.events import EventStatusLiteral, EventType
 from lakehook.domain.lineage import LineageMapping, QueuedPoll

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from lakehook.api.answer_base import Answer, Iso, NextToken, SourceHealthAnswer
-from lakehook.api.trigger_answers import TriggerSummary
+from lakehook.answers.base import Answer, Iso, NextToken, SourceHealthAnswer
+from lakehook.answers.triggers import TriggerSummary
 from lakehook.domain.rules import Rule
 
 

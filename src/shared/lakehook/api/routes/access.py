@@ -40,7 +40,7 @@ PrincipalArn = Annotated[str, Query(alias="principalArn", min_length=1, max_leng
     responses=answers(ok(MeAnswer)),
 )
 def me() -> Response[str]:
-    return json_response(MeAnswer.from_domain(caller_grant()).dump())
+    return json_response(MeAnswer.from_domain(current().authorize.describe(caller_grant())).dump())
 
 
 @router.post(

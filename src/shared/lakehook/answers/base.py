@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lakehook.domain.time import ms_to_iso
+
 Iso = str  # an ISO 8601 instant in UTC, e.g. 2025-06-01T10:05:00Z
 NextToken = Field(default=None, alias="nextToken", description="pass back as ?nextToken= for the next page")
 
@@ -47,3 +49,11 @@ class Window(Answer):
 
     start: Iso
     end: Iso
+
+    @classmethod
+    def from_ms(cls, start: int, end: int) -> Window:
+        return cls(start=ms_to_iso(start), end=ms_to_iso(end))
+
+
+def iso_or_none(ms: int | None) -> Iso | None:
+    return None if ms is None else ms_to_iso(ms)
