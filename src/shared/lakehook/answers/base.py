@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from lakehook.domain.time import ms_to_iso
+
+if TYPE_CHECKING:
+    from lakehook.domain.source_health import SourceHealth
 
 Iso = str  # an ISO 8601 instant in UTC, e.g. 2025-06-01T10:05:00Z
 NextToken = Field(default=None, alias="nextToken", description="pass back as ?nextToken= for the next page")
@@ -43,6 +46,20 @@ class SourceHealthAnswer(Answer):
         "notices stopped; it is polled at its fast interval)",
     )
 
+    @classmethod
+    def from_domain(cls, health: SourceHealth) -> SourceHealthAnswer:
+        """The state, and since when, why and by what only where the health has them."""
+        return cls(
+            asset_key=health.asset_key,
+            state=health.state.value,
+            **present(
+                since=iso_or_none(health.since),
+                reason=health.reason or None,
+                blocked_by=None if health.blocked_by is None else health.blocked_by.value,
+                lagging_by=None if health.lagging_by is None else health.lagging_by.value,
+            ),
+        )
+
 
 class Window(Answer):
     """``[start, end)``."""
@@ -57,3 +74,8 @@ class Window(Answer):
 
 def iso_or_none(ms: int | None) -> Iso | None:
     return None if ms is None else ms_to_iso(ms)
+
+
+def present(**fields: Any) -> dict[str, Any]:
+    """The fields that have a value: an answer leaves the others out (absent, not null)."""
+    return {name: value for name, value in fields.items() if value is not None}

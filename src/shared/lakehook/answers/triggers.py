@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from lakehook.answers.base import Answer, Iso, NextToken, Window, iso_or_none
+from lakehook.answers.base import Answer, Iso, NextToken, Window, iso_or_none, present
 from lakehook.domain.time import ms_to_iso
 
 if TYPE_CHECKING:
@@ -179,18 +179,17 @@ class TriggerSummary(Answer):
     def from_domain(cls, trigger: Trigger) -> TriggerSummary:
         """Its window, partition, confirmation and failure only where it has them."""
         window, confirmation = trigger.window, trigger.confirmation
-        made = {
-            "window": None if window is None else Window.from_ms(window.start, window.end),
-            "partition": trigger.partition,
-            "confirmation": None if confirmation is None else ConfirmationAnswer.from_domain(confirmation),
-        }
         return cls(
             trigger_key=trigger.trigger_key,
             group_id=trigger.group_id,
             status=trigger.status.value,
             created_at=ms_to_iso(trigger.created_at),
             inputs=[PinnedInputAnswer.from_domain(p) for p in trigger.inputs],
-            **{name: value for name, value in made.items() if value is not None},
+            **present(
+                window=None if window is None else Window.from_ms(window.start, window.end),
+                partition=trigger.partition,
+                confirmation=None if confirmation is None else ConfirmationAnswer.from_domain(confirmation),
+            ),
             **_failure(trigger),
         )
 
@@ -226,8 +225,7 @@ def _claim(trigger: Trigger) -> dict[str, Any]:
 
 def _choices(trigger: Trigger) -> dict[str, Any]:
     """A replay's choices (``startFrom``, ``variables``), those made only: a plain run's answer has neither."""
-    made = {"start_from": trigger.start_from, "variables": trigger.variables}
-    return {name: value for name, value in made.items() if value is not None}
+    return present(start_from=trigger.start_from, variables=trigger.variables)
 
 
 def _run(trigger: Trigger) -> dict[str, Any]:
@@ -255,11 +253,11 @@ def _failure(trigger: Trigger) -> dict[str, Any]:
 
 def _confirm(trigger: Trigger) -> dict[str, Any]:
     """``confirmBy`` and ``confirmation`` where the rule asks for them: a plain run's answer has neither."""
-    made = {
-        "confirm_by": iso_or_none(trigger.confirm_by),
-        "confirmation": None if trigger.confirmation is None else ConfirmationAnswer.from_domain(trigger.confirmation),
-    }
-    return {name: value for name, value in made.items() if value is not None}
+    confirmation = trigger.confirmation
+    return present(
+        confirm_by=iso_or_none(trigger.confirm_by),
+        confirmation=None if confirmation is None else ConfirmationAnswer.from_domain(confirmation),
+    )
 
 
 class TriggerPage(Answer):

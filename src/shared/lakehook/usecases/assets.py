@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from lakehook.answers.base import SourceHealthAnswer
 from lakehook.domain.assets import SECRET_REFERENCE_PREFIXES, SECRETS_MANAGER, AssetRegistration
 from lakehook.domain.errors import AuthorizationError, NotFoundError, ValidationError
 from lakehook.domain.notice_state import PollCadence
@@ -108,7 +109,7 @@ class ListAssets:
         for asset in page.items:
             item = asset.to_api()
             if asset.source is not None and healths is not None and (health := healths.of(asset.asset_key)):
-                item["sourceHealth"] = health.to_api()
+                item["sourceHealth"] = SourceHealthAnswer.from_domain(health).dump()
             items.append(item)
         return {"items": items, "nextToken": page.next_token}
 
@@ -150,5 +151,5 @@ class ReadAssetState:
                 body["notices"] = notices.to_api(registration.poll_interval_seconds, now, self._cadence)
                 health = with_notices(health, notices, now, self._cadence)  # notices that stopped: LAGGING
             if health is not None:
-                body["sourceHealth"] = health.to_api()
+                body["sourceHealth"] = SourceHealthAnswer.from_domain(health).dump()
         return body
