@@ -256,7 +256,7 @@ def test_an_instant_just_ahead_of_the_clock_waits_for_it_without_a_warning(tmp_p
 
 
 def in_zone(asset: AssetRegistration, zone: str) -> AssetRegistration:
-    data = asset.to_api()
+    data = asset.model_dump(by_alias=True, mode="json", exclude_none=True)
     return AssetRegistration.model_validate({**data, "source": {**data["source"], "timeZone": zone}})
 
 

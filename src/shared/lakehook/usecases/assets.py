@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from lakehook.answers.assets import AssetAnswer
 from lakehook.answers.base import SourceHealthAnswer
 from lakehook.domain.assets import SECRET_REFERENCE_PREFIXES, SECRETS_MANAGER, AssetRegistration
 from lakehook.domain.errors import AuthorizationError, NotFoundError, ValidationError
@@ -107,10 +108,8 @@ class ListAssets:
         healths = SourceHealths(self._poll_status).read(polled) if polled else None
         items = []
         for asset in page.items:
-            item = asset.to_api()
-            if asset.source is not None and healths is not None and (health := healths.of(asset.asset_key)):
-                item["sourceHealth"] = SourceHealthAnswer.from_domain(health).dump()
-            items.append(item)
+            health = healths.of(asset.asset_key) if asset.source is not None and healths is not None else None
+            items.append(AssetAnswer.from_domain(asset, health).dump())
         return {"items": items, "nextToken": page.next_token}
 
 
