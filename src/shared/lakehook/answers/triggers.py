@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from lakehook.domain.confirmation import Confirmation
     from lakehook.domain.triggers import PinnedInput, RunState, SlotWait, Trigger
     from lakehook.usecases.replay import ReplayOutcome
-    from lakehook.usecases.spool import PreflightReport
+    from lakehook.usecases.spool import ChecklistItem, PreflightReport
 
 
 class PinnedInputAnswer(Answer):
@@ -265,13 +265,30 @@ class TriggerPage(Answer):
     next_token: str | None = NextToken
 
 
+class PreflightItemAnswer(Answer):
+    """One line of a replay's pre-flight checklist."""
+
+    check: Literal["MANIFEST_SEALED", "SNAPSHOT_RETAINED", "SCHEMA_COMPATIBLE"]
+    asset_key: str = Field(alias="assetKey")
+    status: Literal["PASSED", "FAILED", "SKIPPED"] = Field(description="SKIPPED: could not apply; never blocks")
+    reason: str
+    detail: dict[str, Any] | None = Field(default=None, description="what was compared (absent when nothing)")
+
+    @classmethod
+    def from_domain(cls, item: ChecklistItem) -> PreflightItemAnswer:
+        detail = {"detail": item.detail} if item.detail else {}
+        return cls(
+            check=item.check.value, asset_key=item.asset_key, status=item.status.value, reason=item.reason, **detail
+        )
+
+
 class PreflightAnswer(Answer):
     ok: bool
-    items: list[dict[str, Any]] = Field(description="one check per pinned input")
+    items: list[PreflightItemAnswer] = Field(description="one check per pinned input")
 
     @classmethod
     def from_domain(cls, report: PreflightReport) -> PreflightAnswer:
-        return cls(ok=report.ok, items=[i.to_api() for i in report.items])
+        return cls(ok=report.ok, items=[PreflightItemAnswer.from_domain(i) for i in report.items])
 
 
 class ReplayAnswer(Answer):
