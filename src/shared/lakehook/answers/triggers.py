@@ -260,6 +260,32 @@ def _confirm(trigger: Trigger) -> dict[str, Any]:
     )
 
 
+class PlannedRun(Answer):
+    """A run a rule's dry run says the write would start: what its claim would be."""
+
+    trigger_key: str = Field(alias="triggerKey", description="the claim's key, if nothing changes before the write")
+    group_id: str = Field(alias="groupId")
+    partition: str | None = Field(default=None, description="a partitioned group's partition")
+    window: Window | None = Field(default=None, description="a windowed group's window")
+    inputs: list[PinnedInputAnswer] = Field(description="the versions it would pin")
+    reason: str | None = Field(default=None, description="why the group (partition) is ready")
+
+    @classmethod
+    def from_domain(cls, trigger: Trigger) -> PlannedRun:
+        """The claim the write would make: its partition or window only where it has one."""
+        window = trigger.window
+        return cls(
+            trigger_key=trigger.trigger_key,
+            group_id=trigger.group_id,
+            **present(
+                partition=trigger.partition,
+                window=None if window is None else Window.from_ms(window.start, window.end),
+            ),
+            inputs=[PinnedInputAnswer.from_domain(p) for p in trigger.inputs],
+            reason=trigger.reason,
+        )
+
+
 class TriggerPage(Answer):
     items: list[TriggerAnswer]
     next_token: str | None = NextToken

@@ -7,19 +7,8 @@ from typing import Any
 from pydantic import ConfigDict, Field
 
 from lakehook.answers.base import Answer, Iso, NextToken, SourceHealthAnswer
-from lakehook.answers.triggers import TriggerSummary
+from lakehook.answers.triggers import PlannedRun, TriggerSummary
 from lakehook.domain.rules import Rule
-
-
-class PlannedRun(Answer):
-    """A run a rule's dry run says the write would start: what its claim would be."""
-
-    trigger_key: str = Field(alias="triggerKey", description="the claim's key, if nothing changes before the write")
-    group_id: str = Field(alias="groupId")
-    partition: str | None = Field(default=None, description="a partitioned group's partition")
-    window: dict[str, Any] | None = Field(default=None, description="a windowed group's window")
-    inputs: list[dict[str, Any]] = Field(description="the versions it would pin")
-    reason: str | None = Field(default=None, description="why the group (partition) is ready")
 
 
 class RuleAnswer(Rule):
