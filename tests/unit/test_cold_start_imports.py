@@ -54,6 +54,7 @@ ANSWER_MODULES = [
     "lakehook.api.rule_answers",
     "lakehook.answers.triggers",
     "lakehook.answers.assets",
+    "lakehook.answers.freshness",
 ]
 # What the route modules bring in besides themselves (their answers, the path parameters, the use cases they call),
 # which a function imports with the routes it serves, on the first request to one of them.

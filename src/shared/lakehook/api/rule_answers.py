@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import ConfigDict, Field
 
 from lakehook.answers.base import Answer, Iso, NextToken, SourceHealthAnswer
+from lakehook.answers.freshness import RuleFreshnessAnswer
 from lakehook.answers.triggers import PlannedRun, TriggerSummary
 from lakehook.domain.rules import Rule
 
@@ -216,6 +217,9 @@ class Explanation(Answer):
     evaluated_at: Iso = Field(alias="evaluatedAt")
     in_flight: InFlightExplanation | None = Field(
         default=None, alias="inFlight", description="a rule with maxInFlight: its runs in flight and who waits"
+    )
+    freshness: RuleFreshnessAnswer | None = Field(
+        default=None, description="a rule (or a member) that promises freshness: whether it keeps it; absent otherwise"
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from lakehook.answers.freshness import RuleFreshnessAnswer
 from lakehook.answers.triggers import TriggerSummary
 from lakehook.domain.late_versions import is_late_skip
 from lakehook.domain.notice_state import PollCadence
@@ -119,7 +120,7 @@ class ExplainRule:
             stored, cursors, self._registry, self._reader, self._clock(), self._partitions, healths
         )
         if overdue is not None:  # the rule or a member promises freshness
-            answer["freshness"] = overdue.to_api()
+            answer["freshness"] = RuleFreshnessAnswer.from_domain(overdue).dump()
         limit = rule.policy.slot_limit
         if limit is not None and self._slots is not None:  # maxInFlight: what runs, and who waits for a slot
             answer["inFlight"] = self._slots.explain(rule.rule_id, limit)
