@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from lakehook.answers.assets import NoticesAnswer
 from lakehook.answers.base import Answer, Iso, NextToken, SourceHealthAnswer, Window
 from lakehook.domain.events import EventStatusLiteral, EventType
 from lakehook.domain.lineage import LineageMapping, QueuedPoll
@@ -163,6 +164,9 @@ class AssetStateAnswer(Answer):
         "the table is unpartitioned, or that snapshot's event named none",
     )
     poll_status: dict[str, Any] | None = Field(default=None, alias="pollStatus", description="registered sources")
+    notices: NoticesAnswer | None = Field(
+        default=None, description="a registered source, on a stack that takes commit notices: whether they arrive"
+    )
     source_health: SourceHealthAnswer | None = Field(
         default=None, alias="sourceHealth", description="a registered source that was polled: its health"
     )

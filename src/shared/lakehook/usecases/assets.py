@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lakehook.answers.assets import AssetAnswer
+from lakehook.answers.assets import AssetAnswer, NoticesAnswer
 from lakehook.answers.base import SourceHealthAnswer
 from lakehook.domain.assets import SECRET_REFERENCE_PREFIXES, SECRETS_MANAGER, AssetRegistration
 from lakehook.domain.errors import AuthorizationError, NotFoundError, ValidationError
@@ -147,7 +147,8 @@ class ReadAssetState:
             health = source_health(status)
             if self._notices is not None:  # how often it is polled, and whether its commit notices arrive
                 notices, now = self._notices.notices(key), self._clock()
-                body["notices"] = notices.to_api(registration.poll_interval_seconds, now, self._cadence)
+                interval = registration.poll_interval_seconds
+                body["notices"] = NoticesAnswer.from_domain(notices, interval, now, self._cadence).dump()
                 health = with_notices(health, notices, now, self._cadence)  # notices that stopped: LAGGING
             if health is not None:
                 body["sourceHealth"] = SourceHealthAnswer.from_domain(health).dump()
