@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from lakehook.answers.assets import NoticesAnswer
+from lakehook.answers.assets import NoticesAnswer, PollStatusAnswer
 from lakehook.answers.base import Answer, Iso, NextToken, SourceHealthAnswer, Window
 from lakehook.domain.events import EventStatusLiteral, EventType
 from lakehook.domain.lineage import LineageMapping, QueuedPoll
@@ -163,7 +163,9 @@ class AssetStateAnswer(Answer):
         description="the partitions the newest data-changing snapshot touched (docs/partitions.md); null or absent: "
         "the table is unpartitioned, or that snapshot's event named none",
     )
-    poll_status: dict[str, Any] | None = Field(default=None, alias="pollStatus", description="registered sources")
+    poll_status: PollStatusAnswer | None = Field(
+        default=None, alias="pollStatus", description="a registered source: its polls (null: never polled)"
+    )
     notices: NoticesAnswer | None = Field(
         default=None, description="a registered source, on a stack that takes commit notices: whether they arrive"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lakehook.answers.assets import AssetAnswer, NoticesAnswer
+from lakehook.answers.assets import AssetAnswer, NoticesAnswer, PollStatusAnswer
 from lakehook.answers.base import SourceHealthAnswer
 from lakehook.domain.assets import SECRET_REFERENCE_PREFIXES, SECRETS_MANAGER, AssetRegistration
 from lakehook.domain.errors import AuthorizationError, NotFoundError, ValidationError
@@ -143,7 +143,7 @@ class ReadAssetState:
         body["registered"] = registration is not None
         if registration is not None and registration.source is not None:
             status = self._poll_status.get(key)
-            body["pollStatus"] = status.to_api() if status else None
+            body["pollStatus"] = PollStatusAnswer.from_domain(status).dump() if status else None
             health = source_health(status)
             if self._notices is not None:  # how often it is polled, and whether its commit notices arrive
                 notices, now = self._notices.notices(key), self._clock()
