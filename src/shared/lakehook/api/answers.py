@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from lakehook.answers.assets import NoticesAnswer, PollStatusAnswer
-from lakehook.answers.base import Answer, Iso, NextToken, SourceHealthAnswer, Window
+from lakehook.answers.base import Answer, Iso, NextToken, Window
 from lakehook.domain.events import EventStatusLiteral, EventType
 from lakehook.domain.lineage import LineageMapping, QueuedPoll
 from lakehook.domain.time import ms_to_iso
@@ -125,53 +124,6 @@ class LineageAnswer(Answer):
 class ProducerPage(Answer):
     items: list[ProducerAnswer]
     next_token: str | None = NextToken
-
-
-class LatestPartitionsAnswer(Answer):
-    """The partitions one snapshot touched: at most 1000 keys (64 KiB), sorted; ``count`` says how many there were."""
-
-    keys: list[str] = Field(description="canonical Hive-style keys (dt=2026-12-01/region=eu), sorted")
-    count: int = Field(description="how many partitions the snapshot touched")
-    truncated: bool = Field(description="true: keys are the first of them, count says how many in all")
-    unrecorded: int | None = Field(
-        default=None, description="partition keys the snapshot touched that could not be recorded (docs/partitions.md)"
-    )
-    unrecorded_keys: list[str] | None = Field(
-        default=None, alias="unrecordedKeys", description="the first of them: each key's start, length and why"
-    )
-    snapshot_id: int = Field(alias="snapshotId")
-    order: int = Field(description="the snapshot's place in history (as latestSnapshotOrder)")
-
-
-class AssetStateAnswer(Answer):
-    """The advance-only state; fields an asset never had are absent."""
-
-    asset_key: str = Field(alias="assetKey")
-    version: int = Field(description="0 for a registered asset without any recorded event")
-    registered: bool
-    latest_snapshot_id: int | None = Field(default=None, alias="latestSnapshotId")
-    latest_schema_id: int | None = Field(default=None, alias="latestSchemaId")
-    latest_commit_time: int | None = Field(default=None, alias="latestCommitTime")
-    watermark: int | None = None
-    tags: list[str] | None = None
-    quality_status: str | None = Field(default=None, alias="qualityStatus")
-    schema_status: str | None = Field(default=None, alias="schemaStatus")
-    updated_at: Iso | None = Field(default=None, alias="updatedAt")
-    latest_partitions: LatestPartitionsAnswer | None = Field(
-        default=None,
-        alias="latestPartitions",
-        description="the partitions the newest data-changing snapshot touched (docs/partitions.md); null or absent: "
-        "the table is unpartitioned, or that snapshot's event named none",
-    )
-    poll_status: PollStatusAnswer | None = Field(
-        default=None, alias="pollStatus", description="a registered source: its polls (null: never polled)"
-    )
-    notices: NoticesAnswer | None = Field(
-        default=None, description="a registered source, on a stack that takes commit notices: whether they arrive"
-    )
-    source_health: SourceHealthAnswer | None = Field(
-        default=None, alias="sourceHealth", description="a registered source that was polled: its health"
-    )
 
 
 class RecordedEvent(Answer):

@@ -8,8 +8,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from lakehook.answers.assets import AssetAnswer, AssetPage
-from lakehook.api.answers import AssetStateAnswer, EventPage
+from lakehook.answers.assets import AssetAnswer, AssetPage, AssetStateAnswer
+from lakehook.api.answers import EventPage
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
 from lakehook.api.http import json_response
 from lakehook.api.query import refuse_unknown_query

@@ -1,0 +1,64 @@
+"""The answer models built from a domain model's own fields (``lakehook.answers``, ``api.answers``) declare every
+field of it, in its order: an answer body is the model's dump, so a field the domain gains but the answer does not
+declare would drop out of the answer (and the OpenAPI document) without a word, and one declared out of order would
+move in the body."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from lakehook.answers.assets import (
+    AssetAnswer,
+    AssetStateAnswer,
+    PollStatusAnswer,
+    SnapshotGapAnswer,
+    UnrecordedPartitionsAnswer,
+)
+from lakehook.answers.triggers import ConfirmationAnswer, PinnedInputAnswer
+from lakehook.api.answers import ProducerAnswer, WatermarkAnswer
+from lakehook.domain.assets import AssetRegistration
+from lakehook.domain.confirmation import Confirmation
+from lakehook.domain.producers import Producer
+from lakehook.domain.snapshots import PollStatus, SnapshotGap, UnrecordedPartitions
+from lakehook.domain.state import AssetState
+from lakehook.domain.triggers import PinnedInput
+from lakehook.domain.watermarks import WatermarkRecord
+
+# (domain model, its answer, what the answer leaves out of it, whether the answer keeps the domain's order)
+BUILT_FROM_FIELDS: list[tuple[type[BaseModel], type[BaseModel], set[str], bool]] = [
+    (AssetState, AssetStateAnswer, {"tagRefs"}, True),  # tagRefs: the tags' snapshots, an internal index
+    (AssetRegistration, AssetAnswer, set(), True),
+    (Producer, ProducerAnswer, set(), True),
+    (PinnedInput, PinnedInputAnswer, set(), True),
+    (Confirmation, ConfirmationAnswer, set(), True),
+    (WatermarkRecord, WatermarkAnswer, set(), True),
+    (SnapshotGap, SnapshotGapAnswer, set(), True),
+    (UnrecordedPartitions, UnrecordedPartitionsAnswer, set(), True),
+    (PollStatus, PollStatusAnswer, set(), False),  # its lists and gaps are answered after its instants
+]
+
+
+def names(model: type[BaseModel]) -> list[str]:
+    return [field.alias or name for name, field in model.model_fields.items()]
+
+
+@pytest.mark.parametrize(
+    ("domain", "answer", "left_out", "ordered"), BUILT_FROM_FIELDS, ids=lambda v: getattr(v, "__name__", "")
+)
+def test_an_answer_declares_every_field_of_its_domain_model_in_its_order(
+    domain: type[BaseModel], answer: type[BaseModel], left_out: set[str], ordered: bool
+) -> None:
+    expected = [n for n in names(domain) if n not in left_out]
+    declared = names(answer)
+    assert set(expected) <= set(declared), f"{answer.__name__} lacks {sorted(set(expected) - set(declared))}"
+    if ordered:
+        assert [n for n in declared if n in expected] == expected
+
+
+def test_a_field_the_domain_gains_shows_as_missing() -> None:
+    class Grown(Confirmation):
+        reviewed_by: str | None = None
+
+    with pytest.raises(AssertionError, match="reviewed_by"):
+        test_an_answer_declares_every_field_of_its_domain_model_in_its_order(Grown, ConfirmationAnswer, set(), True)
