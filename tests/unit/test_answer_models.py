@@ -5,6 +5,9 @@ move in the body."""
 
 from __future__ import annotations
 
+from enum import StrEnum
+from typing import Literal, get_args, get_origin
+
 import pytest
 from pydantic import BaseModel
 
@@ -15,15 +18,25 @@ from lakehook.answers.assets import (
     SnapshotGapAnswer,
     UnrecordedPartitionsAnswer,
 )
-from lakehook.answers.triggers import ConfirmationAnswer, PinnedInputAnswer
-from lakehook.api.answers import ProducerAnswer, WatermarkAnswer
+from lakehook.answers.freshness import OverdueAnswer
+from lakehook.answers.triggers import (
+    ConfirmationAnswer,
+    PinnedInputAnswer,
+    PreflightItemAnswer,
+    TriggerAnswer,
+    TriggerSummary,
+)
+from lakehook.api.answers import EventResult, ProducerAnswer, WatermarkAnswer
 from lakehook.domain.assets import AssetRegistration
-from lakehook.domain.confirmation import Confirmation
+from lakehook.domain.confirmation import Confirmation, ConfirmationState
+from lakehook.domain.events import IngestStatus
+from lakehook.domain.freshness import OverdueKind
 from lakehook.domain.producers import Producer
 from lakehook.domain.snapshots import PollStatus, SnapshotGap, UnrecordedPartitions
 from lakehook.domain.state import AssetState
-from lakehook.domain.triggers import PinnedInput
+from lakehook.domain.triggers import FailureKind, PinnedInput, TriggerStatus
 from lakehook.domain.watermarks import WatermarkRecord
+from lakehook.usecases.spool import Check, ItemStatus
 
 # (domain model, its answer, what the answer leaves out of it, whether the answer keeps the domain's order)
 BUILT_FROM_FIELDS: list[tuple[type[BaseModel], type[BaseModel], set[str], bool]] = [
@@ -62,3 +75,36 @@ def test_a_field_the_domain_gains_shows_as_missing() -> None:
 
     with pytest.raises(AssertionError, match="reviewed_by"):
         test_an_answer_declares_every_field_of_its_domain_model_in_its_order(Grown, ConfirmationAnswer, set(), True)
+
+
+def literal_values(model: type[BaseModel], field: str) -> set[str]:
+    """The strings a Literal field (optional or not) allows."""
+    found: set[str] = set()
+    pending = [model.model_fields[field].annotation]
+    while pending:
+        hint = pending.pop()
+        if get_origin(hint) is Literal:
+            found.update(get_args(hint))
+        else:
+            pending.extend(get_args(hint))
+    return found
+
+
+# An answer checks what it is built from: a Literal narrower than the domain's enum would fail a request (a 500).
+ENUM_FIELDS: list[tuple[type[BaseModel], str, type[StrEnum]]] = [
+    (TriggerAnswer, "status", TriggerStatus),
+    (TriggerAnswer, "failure", FailureKind),
+    (TriggerSummary, "status", TriggerStatus),
+    (ConfirmationAnswer, "state", ConfirmationState),
+    (EventResult, "status", IngestStatus),
+    (PreflightItemAnswer, "check", Check),
+    (PreflightItemAnswer, "status", ItemStatus),
+    (OverdueAnswer, "kind", OverdueKind),
+]
+
+
+@pytest.mark.parametrize(("answer", "field", "enum"), ENUM_FIELDS, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_an_answer_takes_every_value_of_the_domain_enum_it_shows(
+    answer: type[BaseModel], field: str, enum: type[StrEnum]
+) -> None:
+    assert literal_values(answer, field) == {e.value for e in enum}
