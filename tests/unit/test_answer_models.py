@@ -9,6 +9,8 @@ from enum import StrEnum
 from typing import Literal, get_args, get_origin
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from lakehook.answers.assets import (
@@ -34,6 +36,7 @@ from lakehook.domain.freshness import OverdueKind
 from lakehook.domain.producers import Producer
 from lakehook.domain.snapshots import PollStatus, SnapshotGap, UnrecordedPartitions
 from lakehook.domain.state import AssetState
+from lakehook.domain.time import MAX_ISO_MS
 from lakehook.domain.triggers import FailureKind, PinnedInput, TriggerStatus
 from lakehook.domain.watermarks import WatermarkRecord
 from lakehook.usecases.spool import Check, ItemStatus
@@ -108,3 +111,40 @@ def test_an_answer_takes_every_value_of_the_domain_enum_it_shows(
     answer: type[BaseModel], field: str, enum: type[StrEnum]
 ) -> None:
     assert literal_values(answer, field) == {e.value for e in enum}
+
+
+# The state's scalar fields a read may find set or unset (the nested and derived ones are built apart below).
+_STATE_SCALARS = {
+    name: field.annotation
+    for name, field in AssetState.model_fields.items()
+    if field.annotation in (int | None, str | None, bool | None)
+}
+
+
+def _scalar(hint: object) -> st.SearchStrategy[object]:
+    value: st.SearchStrategy[object] = (
+        st.integers(0, 2**53) if hint == int | None else st.booleans() if hint == bool | None else st.text(max_size=8)
+    )
+    return st.none() | value
+
+
+@st.composite
+def asset_states(draw: st.DrawFn) -> AssetState:
+    fields = {name: draw(_scalar(hint)) for name, hint in _STATE_SCALARS.items()}
+    fields["updated_at"] = draw(st.none() | st.integers(0, MAX_ISO_MS))  # a clock's instant: one ISO can name
+    tags = draw(st.frozensets(st.text(min_size=1, max_size=6), max_size=3))
+    return AssetState.model_validate({**fields, "asset_key": "iceberg://glue/db/t", "version": 1, "tags": set(tags)})
+
+
+@given(asset_states())
+def test_the_state_answer_shows_each_field_the_state_has_and_none_it_lacks(state: AssetState) -> None:
+    stored = state.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"tag_refs", "tags"})
+    shown = AssetStateAnswer.from_domain(state, registered=True).dump()
+    derived = {"tags", "watermark", "schemaStatus", "qualityStatus", "registered"}
+    assert set(shown) == set(stored) | derived
+    assert {k: v for k, v in shown.items() if k in stored and k != "updatedAt"} == {
+        k: v for k, v in stored.items() if k != "updatedAt"
+    }
+    assert shown["tags"] == sorted(state.tags) and shown["watermark"] == state.watermark
+    declared = names(AssetStateAnswer)
+    assert list(shown) == sorted(shown, key=declared.index)  # in the answer's (the state's) order
