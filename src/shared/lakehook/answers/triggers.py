@@ -12,6 +12,7 @@ from lakehook.domain.time import ms_to_iso
 if TYPE_CHECKING:
     from lakehook.domain.confirmation import Confirmation
     from lakehook.domain.triggers import PinnedInput, RunState, SlotWait, Trigger
+    from lakehook.domain.triggers import Window as TriggerWindow
     from lakehook.usecases.replay import ReplayOutcome
     from lakehook.usecases.spool import ChecklistItem, PreflightReport
 
@@ -178,7 +179,7 @@ class TriggerSummary(Answer):
     @classmethod
     def from_domain(cls, trigger: Trigger) -> TriggerSummary:
         """Its window, partition, confirmation and failure only where it has them."""
-        window, confirmation = trigger.window, trigger.confirmation
+        confirmation = trigger.confirmation
         return cls(
             trigger_key=trigger.trigger_key,
             group_id=trigger.group_id,
@@ -186,12 +187,16 @@ class TriggerSummary(Answer):
             created_at=ms_to_iso(trigger.created_at),
             inputs=[PinnedInputAnswer.from_domain(p) for p in trigger.inputs],
             **present(
-                window=None if window is None else Window.from_ms(window.start, window.end),
+                window=_window(trigger.window),
                 partition=trigger.partition,
                 confirmation=None if confirmation is None else ConfirmationAnswer.from_domain(confirmation),
             ),
             **_failure(trigger),
         )
+
+
+def _window(window: TriggerWindow | None) -> Window | None:
+    return None if window is None else Window.from_ms(window.start, window.end)
 
 
 def _slot_wait(trigger: Trigger) -> dict[str, Any]:
@@ -203,14 +208,13 @@ def _slot_wait(trigger: Trigger) -> dict[str, Any]:
 
 def _claim(trigger: Trigger) -> dict[str, Any]:
     """What the claim itself says."""
-    window = trigger.window
     return {
         "trigger_key": trigger.trigger_key,
         "rule_id": trigger.rule_id,
         "group_id": trigger.group_id,
         "status": trigger.status.value,
         "inputs": [PinnedInputAnswer.from_domain(p) for p in trigger.inputs],
-        "window": None if window is None else Window.from_ms(window.start, window.end),
+        "window": _window(trigger.window),
         "partition": trigger.partition,
         "replay_epoch": trigger.replay_epoch,
         "attempts": trigger.attempts,
@@ -273,13 +277,12 @@ class PlannedRun(Answer):
     @classmethod
     def from_domain(cls, trigger: Trigger) -> PlannedRun:
         """The claim the write would make: its partition or window only where it has one."""
-        window = trigger.window
         return cls(
             trigger_key=trigger.trigger_key,
             group_id=trigger.group_id,
             **present(
                 partition=trigger.partition,
-                window=None if window is None else Window.from_ms(window.start, window.end),
+                window=_window(trigger.window),
             ),
             inputs=[PinnedInputAnswer.from_domain(p) for p in trigger.inputs],
             reason=trigger.reason,
