@@ -40,5 +40,5 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     if is_s3_notification(event):
         # S3 retries a failed asynchronous invocation; verifying again is harmless.
         results = current().record_manifest_verification.from_notification(event)
-        return {"verified": [r.to_api() for r in results]}
+        return {"verified": [r.to_record() for r in results]}  # each verification as it is recorded
     return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

@@ -139,7 +139,7 @@ def test_bus_accounts_name_the_accounts_a_producer_takes_bus_events_from(contain
     assert container.asset_store.get_state(ORDERS) is None
     taken = handler(from_account(OTHER_ACCOUNT), FakeLambdaContext())
     assert [r["status"] for r in taken["results"]] == ["ACCEPTED"] and taken["account"] == OTHER_ACCOUNT
-    assert container.producer_registry.get_producer("glue-etl").to_api()["busAccounts"] == [OTHER_ACCOUNT]  # type: ignore[union-attr]
+    assert container.producer_registry.get_producer("glue-etl").bus_accounts == [OTHER_ACCOUNT]  # type: ignore[union-attr]
 
 
 def test_without_bus_accounts_the_stack_account_is_that_of_the_function(container: Container) -> None:

@@ -19,6 +19,7 @@ from hudi import HudiReadOptions, HudiTableBuilder
 
 from lakehook.adapters.lakehouse.credentials import CredentialResolver
 from lakehook.adapters.lakehouse.hudi import HudiSnapshotSource, instant_millis
+from lakehook.answers.assets import PollStatusAnswer
 from lakehook.container import Container
 from lakehook.domain.assets import AssetFormat, AssetRegistration
 from lakehook.domain.errors import ValidationError
@@ -162,7 +163,7 @@ def test_a_future_dated_instant_does_not_hide_later_commits_and_is_a_warning(
     (result,) = lake.poll_all([asset])
     assert result.snapshot_ids == tuple(later)
     assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
-    assert "warnings" in (lake.statuses.get(asset.asset_key) or status).to_api()
+    assert "warnings" in PollStatusAnswer.from_domain(lake.statuses.get(asset.asset_key) or status).dump()
 
     # fifty years on, the instant is in order and is taken; the warning goes
     with_clock(lake, lambda: now_ms() + 51 * 366 * 86_400_000)
@@ -256,7 +257,7 @@ def test_an_instant_just_ahead_of_the_clock_waits_for_it_without_a_warning(tmp_p
 
 
 def in_zone(asset: AssetRegistration, zone: str) -> AssetRegistration:
-    data = asset.to_api()
+    data = asset.model_dump(by_alias=True, mode="json", exclude_none=True)
     return AssetRegistration.model_validate({**data, "source": {**data["source"], "timeZone": zone}})
 
 

@@ -63,7 +63,7 @@ def test_the_iam_push_sample_is_accepted_with_its_identity(container: Container)
     status, body = invoke(request("/iam/asset-events", json.loads(SAMPLE["body"])))
     assert status == 200, body
     assert [r["status"] for r in body["results"]] == ["ACCEPTED"]
-    assert container.asset_store.get_state(PAYMENTS).to_api()["latestSnapshotId"] == 2001  # type: ignore[union-attr]
+    assert container.asset_store.get_state(PAYMENTS).latest_snapshot_id == 2001  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("path", ["/iam/asset-events", "/asset-events"])

@@ -19,6 +19,7 @@ import pytest
 
 from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
+from lakehook.answers.triggers import TriggerAnswer
 from lakehook.client import commit_properties
 from lakehook.container import Container
 from lakehook.domain.assets import AssetFormat
@@ -134,7 +135,7 @@ def test_a_run_that_commits_with_its_key_is_confirmed_by_that_snapshot(
     assert (confirmed.asset_key, confirmed.snapshot_id, confirmed.late) == (outlet.key, written, False)
     assert lake.state(outlet.key).latest_snapshot_id == written  # the outlet's state went through ingest
     assert sweep_after_window(container) == []  # confirmed: never NOT_ADVANCED
-    shown = container.read_triggers.get_trigger(key).to_api()
+    shown = TriggerAnswer.from_domain(container.read_triggers.get_trigger(key)).dump()
     assert shown["confirmation"]["state"] == "CONFIRMED"
     assert shown["confirmation"]["snapshotId"] == written
 

@@ -146,7 +146,7 @@ def test_a_run_completes_with_its_token_and_registers_its_declared_outlets(
     assert [r["status"] for r in answer.body["results"]] == ["ACCEPTED"]
     entry = container.trigger_ledger.get(claim)
     assert entry is not None and entry.run_status == "SUCCEEDED" and entry.status is TriggerStatus.TRIGGERING
-    assert container.asset_store.get_state(DWD).to_api()["latestSnapshotId"] == 2001  # type: ignore[union-attr]
+    assert container.asset_store.get_state(DWD).latest_snapshot_id == 2001  # type: ignore[union-attr]
     # The trigger shows what the run reported, alone and in the rule's list.
     shown = api.call("GET", f"/triggers/{claim}").body
     assert shown["runStatus"] == "SUCCEEDED" and shown["completedAt"] == answer.body["completedAt"]
@@ -279,7 +279,7 @@ def test_aliases_are_managed_and_outlets_through_them_reach_each_asset(
     answer = api.call("POST", f"/runs/{claim}/complete", raw=text)
     assert [r["status"] for r in answer.body["results"]] == ["ACCEPTED", "ACCEPTED"]
     for key in (DWD, DWS):
-        assert container.asset_store.get_state(key).to_api()["latestSnapshotId"] == 9  # type: ignore[union-attr]
+        assert container.asset_store.get_state(key).latest_snapshot_id == 9  # type: ignore[union-attr]
 
 
 def test_a_push_through_an_alias_reaches_each_concrete_asset(api: Api, container: Container) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from lakehook.answers.base import SourceHealthAnswer
 from lakehook.domain.assets import AssetFormat, AssetRegistration
 from lakehook.domain.snapshots import PollStatus
 from lakehook.domain.source_health import Health, source_health
@@ -60,7 +61,10 @@ def test_a_wedged_poller_shows_in_explain_within_one_poll_and_repair_brings_ever
     assert group["reason"].startswith(f"cannot decide: {orders.key} is BLOCKED since ")
     assert group["waitingReason"] == waiting and group["cannotDecide"][0]["blockedBy"] == health.blocked_by
     listed = {a["assetKey"]: a for a in c.list_assets(100)["items"]}  # one BatchGetItem of poll statuses
-    assert listed[orders.key]["sourceHealth"] == health.to_api() and "sourceHealth" not in listed[PUSHED]
+    assert (
+        listed[orders.key]["sourceHealth"] == SourceHealthAnswer.from_domain(health).dump()
+        and "sourceHealth" not in listed[PUSHED]
+    )
 
     away.rename(storage)  # repaired
     status = lake.statuses.get(orders.key)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import requests
 
+from lakehook.answers.triggers import TriggerAnswer
 from lakehook.domain.dispatch import OutcomeKind
 from lakehook.domain.targets import validate_target
 from lakehook.domain.time import now_ms
@@ -179,7 +180,7 @@ def test_a_run_on_a_paused_dag_says_it_stays_queued(airflow: FakeAirflow, secret
     harness = Harness(secrets, target(airflow))
     key = harness.add(claim())
     assert harness.dispatch(key).status is DispatchStatus.SUCCEEDED
-    shown = harness.ledger.store.triggers[key].to_api()
+    shown = TriggerAnswer.from_domain(harness.ledger.store.triggers[key]).dump()
     assert shown["runState"]["state"] == "queued"
     assert shown["runState"]["detail"] == "DAG 'dwd_trade' is paused: the run stays queued until the DAG is unpaused"
     assert airflow.runs == {key: 1}
@@ -197,12 +198,16 @@ def test_a_run_left_queued_by_a_paused_dag_is_asked_about_again_until_it_ends(
     assert harness.redrive().refreshed == []  # asked less than 5 minutes ago
     harness.advance(250)
     assert harness.redrive().refreshed == [key]  # still paused: still queued, checked again
-    assert harness.ledger.store.triggers[key].to_api()["runState"]["detail"].startswith("DAG 'dwd_trade' is paused")
+    assert (
+        TriggerAnswer.from_domain(harness.ledger.store.triggers[key])
+        .dump()["runState"]["detail"]
+        .startswith("DAG 'dwd_trade' is paused")
+    )
 
     airflow.paused.discard("dwd_trade")  # someone unpaused it: the scheduler ran the run
     harness.advance(310)
     assert harness.redrive().refreshed == [key]
-    shown = harness.ledger.store.triggers[key].to_api()["runState"]
+    shown = TriggerAnswer.from_domain(harness.ledger.store.triggers[key]).dump()["runState"]
     assert shown["state"] == "success" and shown["detail"] is None
     harness.advance(310)
     assert harness.redrive().refreshed == []  # it ended: nothing more to ask

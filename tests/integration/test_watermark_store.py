@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from lakehook.adapters.dynamodb.watermark_store import DynamoDBWatermarkStore
+from lakehook.api.answers import WatermarkAnswer
 from lakehook.domain.errors import ConflictError
 from lakehook.ports import WatermarkStore
 from tests.fakes.memory import InMemoryWatermarkStore
@@ -123,7 +124,7 @@ def test_listing_reads_every_page(table: Any) -> None:
 
 def test_records_answer_iso_timestamps(store: WatermarkStore) -> None:
     record = store.put("ns", ORDERS, "k", {"o": 1}, now_ms=1748772300250)
-    assert record.to_api() == {
+    assert WatermarkAnswer.from_domain(record).dump() == {
         "namespace": "ns",
         "assetKey": ORDERS,
         "key": "k",

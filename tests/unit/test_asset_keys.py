@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError as PydanticValidationError
 
+from lakehook.answers.assets import AssetAnswer
 from lakehook.domain.assets import (
     MAX_ASSET_KEY_LENGTH,
     AssetFormat,
@@ -91,7 +92,7 @@ def test_registration_reads_the_api_shape_and_answers_it_back() -> None:
     }
     asset = _registration(**body)
     assert asset.format is AssetFormat.ICEBERG
-    assert asset.to_api() == body
+    assert AssetAnswer.from_domain(asset).dump() == body
 
 
 @pytest.mark.parametrize("fmt", ["delta", "hudi"])
@@ -107,7 +108,7 @@ def test_delta_and_hudi_sources_name_the_table_location(fmt: str, location: str)
     asset = _registration(**body)
     assert asset.format is AssetFormat(fmt) and asset.source is not None
     assert asset.source.table_name == location
-    assert asset.to_api() == body
+    assert AssetAnswer.from_domain(asset).dump() == body
 
 
 @pytest.mark.parametrize(
@@ -132,7 +133,7 @@ def test_a_source_that_does_not_fit_its_format_is_refused(fmt: str, source: dict
 def test_push_only_asset_needs_no_source() -> None:
     asset = _registration(assetKey="s3://spool/orders", format="custom")
     assert asset.source is None
-    assert asset.to_api() == {"assetKey": "s3://spool/orders", "format": "custom"}
+    assert AssetAnswer.from_domain(asset).dump() == {"assetKey": "s3://spool/orders", "format": "custom"}
 
 
 @pytest.mark.parametrize(

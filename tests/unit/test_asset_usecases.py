@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from lakehook.answers.assets import PollStatusAnswer
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.errors import NotFoundError, ValidationError
 from lakehook.domain.events import AssetEvent, SourceType
@@ -87,7 +88,7 @@ def test_the_state_answer_joins_state_registration_and_poll_status() -> None:
     registry.put_asset(registration(), 0)
     assert read(ORDERS) == {"assetKey": ORDERS, "version": 0, "registered": True, "pollStatus": None}
     polls.put(PollStatus(asset_key=ORDERS, last_polled_at=5, consecutive_failures=2))
-    assert read(ORDERS)["pollStatus"] == polls.statuses[ORDERS].to_api()
+    assert read(ORDERS)["pollStatus"] == PollStatusAnswer.from_domain(polls.statuses[ORDERS]).dump()
     event = AssetEvent.model_validate(
         {"eventType": "SNAPSHOT_COMMITTED", "assetKey": "custom://pushed/t", "snapshotId": 7}
     )

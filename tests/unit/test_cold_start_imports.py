@@ -49,10 +49,12 @@ RULES_AND_DISPATCH = [
 ]
 
 ANSWER_MODULES = [
-    "lakehook.api.answer_base",
+    "lakehook.answers.base",
     "lakehook.api.answers",
     "lakehook.api.rule_answers",
-    "lakehook.api.trigger_answers",
+    "lakehook.answers.triggers",
+    "lakehook.answers.assets",
+    "lakehook.answers.freshness",
 ]
 # What the route modules bring in besides themselves (their answers, the path parameters, the use cases they call),
 # which a function imports with the routes it serves, on the first request to one of them.
@@ -145,8 +147,8 @@ def test_a_handler_imports_only_what_its_path_needs_at_init(function: str) -> No
 
 
 def test_the_api_still_builds_its_answer_schemas_for_the_document() -> None:
+    from lakehook.answers.triggers import TriggerPage
     from lakehook.api.rule_answers import RulePage
-    from lakehook.api.trigger_answers import TriggerPage
 
     assert RulePage.model_json_schema(by_alias=True)["properties"]["items"]["type"] == "array"
     assert "nextToken" in TriggerPage.model_json_schema(by_alias=True)["properties"]

@@ -131,7 +131,7 @@ def test_outlets_enter_the_ingest_path_as_run_completions() -> None:
     result = lake.complete(key, {"status": "SUCCEEDED", "outlets": [snapshot(DWD, 2001)]})
     assert [r.status for r in result.results] == [IngestStatus.ACCEPTED]
     state = lake.assets.get_state(DWD)
-    assert state is not None and state.to_api()["latestSnapshotId"] == 2001
+    assert state is not None and state.latest_snapshot_id == 2001
     [recorded] = lake.assets.events.values()
     assert recorded.source is SourceType.RUN_COMPLETION
     entry = lake.ledger.get(key)
@@ -170,7 +170,7 @@ def test_a_different_completion_after_the_first_is_a_conflict_and_writes_nothing
     with pytest.raises(ConflictError, match="already completed with status SUCCEEDED"):
         lake.complete(key, second)
     assert lake.ledger.get(key).run_status == "SUCCEEDED"  # type: ignore[union-attr]
-    assert lake.assets.get_state(DWD).to_api()["latestSnapshotId"] == 2001  # type: ignore[union-attr]
+    assert lake.assets.get_state(DWD).latest_snapshot_id == 2001  # type: ignore[union-attr]
     assert len(lake.assets.events) == 1
 
 
@@ -316,7 +316,7 @@ def test_a_chain_of_three_rules_reaches_the_last_layer_on_run_completions_alone(
         changed = [outlet]
     assert lake.settle(changed) == []  # nothing depends on ADS
     assert started == ["dwd", "dws", "ads"]
-    assert lake.assets.get_state(ADS).to_api()["latestSnapshotId"] == 4001  # type: ignore[union-attr]
+    assert lake.assets.get_state(ADS).latest_snapshot_id == 4001  # type: ignore[union-attr]
     assert sorted(lake.target.runs.values()) == [1, 1, 1]
     # Each run's payload pinned exactly what the previous layer produced.
     payloads = {p["ruleId"]: p for k in lake.target.runs for p in lake.target.payloads(k)}
@@ -364,6 +364,6 @@ def test_the_first_terminal_completion_wins_whatever_follows(sequence: list[dict
     for asset in (DWD, DWS):
         state = lake.assets.get_state(asset)
         if asset in written:
-            assert state is not None and state.to_api()["latestSnapshotId"] == written[asset]
+            assert state is not None and state.latest_snapshot_id == written[asset]
         else:
             assert state is None

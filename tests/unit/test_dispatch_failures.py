@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lakehook.answers.triggers import TriggerAnswer
 from lakehook.domain.dispatch import Invocation, Outcome
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.targets import TargetConfig
@@ -91,7 +92,7 @@ def test_a_5xx_leaves_the_trigger_retryable_with_its_next_attempt(world: World) 
     key = world.claim(1001)
     world.target.faults = [Fault.HTTP_5XX] * 3
     assert world.dispatch(key).status is DispatchStatus.RETRY_LATER
-    shown = world.ledger.store.triggers[key].to_api()
+    shown = TriggerAnswer.from_domain(world.ledger.store.triggers[key]).dump()
     entry = world.ledger.get(key)
     assert entry is not None and entry.next_attempt_at is not None and entry.next_attempt_at > world.clock.now
     assert shown["status"] == "FAILED" and shown["failure"] == "RETRYABLE" and shown["failureCode"] == "http_503"
@@ -105,7 +106,7 @@ def test_exhausted_retries_end_final_with_no_next_attempt() -> None:
     world.target.faults = [Fault.HTTP_5XX] * 100
     world.dispatch(key)
     world.settle_all()
-    shown = world.ledger.store.triggers[key].to_api()
+    shown = TriggerAnswer.from_domain(world.ledger.store.triggers[key]).dump()
     assert shown["failure"] == "FINAL" and shown["nextAttemptAt"] is None
     assert shown["reason"] == "gave up after 4 attempts: HTTP 503"
 
@@ -115,7 +116,7 @@ def test_a_success_clears_the_failure(world: World) -> None:
     world.target.faults = [Fault.HTTP_5XX] * 3
     world.dispatch(key)
     world.settle_all()
-    shown = world.ledger.store.triggers[key].to_api()
+    shown = TriggerAnswer.from_domain(world.ledger.store.triggers[key]).dump()
     assert shown["status"] == "SUCCEEDED" and shown["failure"] is None and shown["nextAttemptAt"] is None
     assert shown["failureCode"] is None and shown["failingSince"] is None
 
@@ -299,7 +300,7 @@ def test_the_run_state_the_target_reports_is_kept_on_the_trigger() -> None:
     world = make_world(PausedTarget)
     key = world.claim(1001)
     assert world.dispatch(key).status is DispatchStatus.SUCCEEDED
-    shown = world.ledger.store.triggers[key].to_api()
+    shown = TriggerAnswer.from_domain(world.ledger.store.triggers[key]).dump()
     assert shown["runState"] == {"state": "queued", "detail": "the DAG is paused", "checkedAt": ms_to_iso(T0)}
 
 

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError as PydanticValidationError
 
+from lakehook.api.answers import EventResult as EventResultAnswer
 from lakehook.domain.events import (
     VERSION_FIELDS,
     AssetEvent,
@@ -296,5 +297,9 @@ def test_events_are_immutable() -> None:
 def test_results_answer_the_contract_shape() -> None:
     accepted = EventResult(eventId="abc", status=IngestStatus.ACCEPTED, index=3)
     rejected = EventResult(status=IngestStatus.REJECTED, reason="snapshotId: required")
-    assert accepted.to_api() == {"eventId": "abc", "status": "ACCEPTED", "reason": None}
-    assert rejected.to_api() == {"eventId": None, "status": "REJECTED", "reason": "snapshotId: required"}
+    assert answered(accepted) == {"eventId": "abc", "status": "ACCEPTED", "reason": None}
+    assert answered(rejected) == {"eventId": None, "status": "REJECTED", "reason": "snapshotId: required"}
+
+
+def answered(result: EventResult) -> dict[str, Any]:
+    return EventResultAnswer.from_domain(result).dump()

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from lakehook.answers.triggers import TriggerAnswer
 from lakehook.cli_commands.commands import _status, in_flight_lines, verdict
 from lakehook.domain.run_slots import SlotLimit, SlotScope
 from lakehook.domain.snapshots import SnapshotInfo
@@ -184,7 +185,7 @@ def test_waiting_triggers_are_shown_with_their_place_in_the_queue() -> None:
     waiting = sorted((t for t in listed if t.slot_wait is not None), key=lambda t: t.slot_wait.position or 0)  # type: ignore[union-attr]
     assert [t.slot_wait.position for t in waiting] == list(range(1, len(waiting) + 1))  # type: ignore[union-attr]
     assert len(waiting) == 5 and all(t.status is TriggerStatus.TRIGGERING for t in waiting)
-    shown = waiting[0].to_api()["waitingForSlot"]
+    shown = TriggerAnswer.from_domain(waiting[0]).dump()["waitingForSlot"]
     assert (shown["position"], shown["inFlight"], shown["maxInFlight"]) == (1, 1, 1)
     assert [t.created_at for t in waiting] == sorted(t.created_at for t in waiting)  # claim order
     assert reads.get_trigger(waiting[2].trigger_key).slot_wait.position == 3  # type: ignore[union-attr]
@@ -237,7 +238,7 @@ def test_explain_and_the_cli_show_who_runs_and_who_waits() -> None:
     assert "5 waiting for a slot" in lines[0] and f"running {simulated.started[0]}" in lines[1]
     assert lines[2].startswith(f"      #1 {scope['waiting'][0]['triggerKey']}")
     reads = ReadTriggers(world.triggers, slots=simulated.gate, rules=world.rules)
-    first = reads.get_trigger(scope["waiting"][0]["triggerKey"]).to_api()
+    first = TriggerAnswer.from_domain(reads.get_trigger(scope["waiting"][0]["triggerKey"])).dump()
     assert verdict(first).startswith("WAITING_FOR_SLOT: #1 in the queue, 1 of maxInFlight 1 runs in flight")
     assert _status(first) == "WAITING_FOR_SLOT #1"
     assert "inFlight" not in ExplainRule(world.rules, world.triggers, world.reader, resolver=world.resolve).explain("r")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakehook.answers.base import SourceHealthAnswer
 from lakehook.domain.notice_state import NoticeHealth, NoticeState, PollCadence
 from lakehook.domain.source_health import BlockedBy, Health, LaggingBy, SourceHealth, with_notices
 from lakehook.usecases.plan_polls import RunPollWork, WorkMode
@@ -45,7 +46,9 @@ def test_only_a_healthy_source_whose_notices_stopped_becomes_lagging(
     assert joined is not None and (joined.state, joined.lagging_by) == (Health.LAGGING, LaggingBy.NOTICES_STOPPED)
     assert joined.since == notices.fast_since(NOW, CADENCE) and joined.trusted  # LAGGING: rules still decide
     why = "no notice had announced" if notices.missed_since_ms is not None else "for more than 86400 s"
-    assert why in (joined.reason or "") and joined.to_api()["laggingBy"] == "NOTICES_STOPPED"
+    assert (
+        why in (joined.reason or "") and SourceHealthAnswer.from_domain(joined).dump()["laggingBy"] == "NOTICES_STOPPED"
+    )
     assert with_notices(None, notices, NOW, CADENCE) is None  # never polled: nothing is known
 
 

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from lakehook.answers.assets import NoticesAnswer
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.notice_state import (
     NOTICE_GRACE_MS,
@@ -74,7 +75,7 @@ def test_notices_that_stop_make_the_table_quiet_by_themselves() -> None:
     later = T0 + 86_400_001
     assert state.health(later, CADENCE) is NoticeHealth.QUIET
     assert state.fast_since(later, CADENCE) == T0 + 86_400_000
-    assert state.to_api(None, later, CADENCE) == {
+    assert NoticesAnswer.from_domain(state, None, later, CADENCE).dump() == {
         "state": "QUIET",
         "pollIntervalSeconds": 60,
         "lastNoticeAt": "2026-11-30T00:00:00Z",
@@ -84,7 +85,7 @@ def test_notices_that_stop_make_the_table_quiet_by_themselves() -> None:
     missed = NoticeState(last_notice_ms=T0, missed_since_ms=T0 + 60_000)
     assert missed.health(T0 + 120_000, CADENCE) is NoticeHealth.QUIET
     assert missed.fast_since(T0 + 120_000, CADENCE) == T0 + 60_000
-    assert NoticeState().to_api(600, T0, CADENCE) == {
+    assert NoticesAnswer.from_domain(NoticeState(), 600, T0, CADENCE).dump() == {
         "state": "NONE",
         "pollIntervalSeconds": 600,
         "summary": "notices: NONE",
@@ -114,7 +115,7 @@ def test_a_poll_interval_that_is_no_whole_minutes_in_a_day_is_refused_naming_the
 
 def test_a_poll_interval_is_for_a_table_with_a_source() -> None:
     assert AssetRegistration.model_validate(asset(pollIntervalSeconds=600)).poll_interval_seconds == 600
-    assert AssetRegistration.model_validate(asset(pollIntervalSeconds=600)).to_api()["pollIntervalSeconds"] == 600
+    assert AssetRegistration.model_validate(asset(pollIntervalSeconds=600)).poll_interval_seconds == 600
     with pytest.raises(ValidationError, match="pollIntervalSeconds is for a table with a source"):
         AssetRegistration.model_validate({"assetKey": "custom://a/b", "format": "custom", "pollIntervalSeconds": 600})
 

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lakehook.answers.freshness import OverdueAnswer
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.freshness import OverdueKind, partition_deadline, partition_overdue
 from lakehook.domain.rules import Rule
@@ -81,7 +82,7 @@ def test_a_group_is_overdue_exactly_when_its_oldest_pending_partition_waited_pas
             key,
             "g",
         )
-        assert found.to_api()["partition"] == key and ms_to_iso(oldest) in found.reason
+        assert OverdueAnswer.from_domain(found).dump()["partition"] == key and ms_to_iso(oldest) in found.reason
         assert ("more of the group's pending partitions" in found.reason) == (len(late) > 1)
     assert partition_overdue("g", None, since, now) is None
 

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakehook.answers.triggers import TriggerAnswer
 from lakehook.domain.dispatch import Invocation, RunManifest
 from lakehook.domain.errors import ConflictError, ValidationError
 from lakehook.domain.events import AssetEvent, SourceType
@@ -261,7 +262,10 @@ def test_a_replay_of_a_partitions_run_keeps_its_partition_in_the_trigger_key_man
     assert replay.trigger_key == trigger_key(
         "daily", "g", original.inputs, None, 1, partition=original.partition
     ) and replay.trigger_key not in (original.trigger_key,)
-    assert replay.to_api()["partition"] == original.partition and replay.replay_of == original.trigger_key
+    assert (
+        TriggerAnswer.from_domain(replay).dump()["partition"] == original.partition
+        and replay.replay_of == original.trigger_key
+    )
     stored = lake.triggers.get(replay.trigger_key)
     assert stored is not None and stored.partition == original.partition and stored.manifest_uri == uri
     payload = Invocation.of(replay, manifest, uri, 1).payload()

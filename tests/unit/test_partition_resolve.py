@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakehook.answers.triggers import TriggerAnswer
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
 from lakehook.domain.partitions import canonical_partition_key, format_partition_key
 from lakehook.domain.rules import Rule
@@ -87,7 +88,8 @@ def test_a_day_runs_once_both_tables_touched_it_and_pins_the_partition() -> None
     report = lake.deliver(dispatch=False)
     assert lake.runs() == [("dt=2026-12-02", [(ORDERS, 1), (PAYMENTS, 7)])]
     [trigger] = report.claimed
-    assert trigger.partition == "dt=2026-12-02" and trigger.to_api()["partition"] == "dt=2026-12-02"
+    assert trigger.partition == "dt=2026-12-02"
+    assert TriggerAnswer.from_domain(trigger).dump()["partition"] == "dt=2026-12-02"
     board = lake.explain()
     lines = {p["partition"]: p for p in board.to_api()["partitions"]}
     assert lines["dt=2026-12-01"]["status"] == "WAITING_FOR_PARTITION"

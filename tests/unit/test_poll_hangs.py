@@ -9,6 +9,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from lakehook.answers.assets import PollStatusAnswer
 from lakehook.domain.snapshots import PollStatus
 from lakehook.domain.source_health import BlockedBy, Health, source_health
 from lakehook.usecases.poll import PollOutcome, PollResult
@@ -137,4 +138,4 @@ def test_a_hung_status_reads_as_blocked_before_any_other_state() -> None:
         5,
     )
     assert hung.succeeded(10, None, None).hung_since is None
-    assert "hungSince" in hung.to_api()
+    assert "hungSince" in PollStatusAnswer.from_domain(hung).dump()

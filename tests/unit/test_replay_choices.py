@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lakehook.answers.triggers import TriggerAnswer
 from lakehook.domain.dispatch import Invocation, RunManifest
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.replay_choices import (
@@ -141,7 +142,8 @@ def test_the_choices_are_stored_on_the_replays_claim_under_the_key_a_plain_repla
     assert replay.trigger_key == trigger_key("r", "g", scene.original.inputs, None, 1)
     [stored] = scene.claimed()
     assert (stored.start_from, stored.variables) == ("load", {"full_refresh": True})
-    assert replay.to_api()["startFrom"] == "load" and replay.to_api()["variables"] == {"full_refresh": True}
+    shown = TriggerAnswer.from_domain(replay).dump()
+    assert shown["startFrom"] == "load" and shown["variables"] == {"full_refresh": True}
     # every attempt's invocation carries the stored choices: the payload (and so its identity) is the same
     manifest = RunManifest.for_trigger(scene.original)
     first, third = (Invocation.of(stored, manifest, "s3://m/x.json", n) for n in (1, 3))
@@ -149,7 +151,10 @@ def test_the_choices_are_stored_on_the_replays_claim_under_the_key_a_plain_repla
     # a replay of that replay chooses afresh: nothing is inherited
     plain = scene.use_case.replay(stored.trigger_key).replay
     assert plain is not None and (plain.start_from, plain.variables) == (None, None)
-    assert "startFrom" not in plain.to_api() and "variables" not in Invocation.of(plain, manifest, "u", 1).payload()
+    assert (
+        "startFrom" not in TriggerAnswer.from_domain(plain).dump()
+        and "variables" not in Invocation.of(plain, manifest, "u", 1).payload()
+    )
 
 
 def test_under_an_idempotency_key_the_choices_are_part_of_the_request() -> None:

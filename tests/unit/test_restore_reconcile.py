@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lakehook.answers.restore import ReconcileAnswer
 from lakehook.domain.dispatch import RunManifest
 from lakehook.domain.restore import RESTORED_REASON, restored_claim
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, Window, next_trigger
@@ -107,7 +108,7 @@ def test_a_claim_still_triggering_in_the_restored_table_whose_dispatch_began_sin
     archive.write(claimed, RESTORE_POINT + 1)
     report = reconcile.reconcile(RESTORE_POINT)
     assert report.in_flight == [claimed.trigger_key] == report.present
-    assert report.to_api()["inFlight"] == [claimed.trigger_key]
+    assert ReconcileAnswer.from_domain(report).dump()["inFlight"] == [claimed.trigger_key]
 
 
 def test_reconciling_twice_writes_each_claim_once_and_a_dry_run_writes_nothing() -> None:

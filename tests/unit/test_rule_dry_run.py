@@ -10,8 +10,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakehook.answers.triggers import PlannedRun
 from lakehook.domain.triggers import TriggerStatus
-from lakehook.usecases.rule_writes import PutRule, planned_run_to_api
+from lakehook.usecases.rule_writes import PutRule
 from tests.hypothesis_profiles import examples
 from tests.unit.test_partition_resolve import ORDERS, PAYMENTS, Lake, daily
 from tests.unit.test_resolve_usecase import A, B
@@ -52,7 +53,7 @@ def test_a_new_partitioned_rule_lists_a_run_per_past_partition_other_rules_facts
     assert sorted(t.partition for t in runs) == sorted(f"dt={d}" for d in DAYS)
     assert {tuple((p.asset_key, p.snapshot_id) for p in t.inputs) for t in runs} == {((ORDERS, 1), (PAYMENTS, 7))}
     assert lake.rules.get_rule("second") is None and started(lake, "second") == []
-    shown = planned_run_to_api(runs[0])
+    shown = PlannedRun.from_domain(runs[0]).dump()
     assert shown["groupId"] == "g" and shown["partition"].startswith("dt=") and len(shown["inputs"]) == 2
 
     # and the write starts exactly those runs

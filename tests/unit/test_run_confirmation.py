@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from lakehook.adapters.lakehouse.delta import commit_snapshot
 from lakehook.adapters.lakehouse.hudi import Instant, instant_snapshot
+from lakehook.answers.triggers import TriggerAnswer
 from lakehook.client import TRIGGER_KEY_PROPERTY, commit_properties, user_metadata
 from lakehook.domain.completion import CompletionRecord
 from lakehook.domain.confirmation import ConfirmationState, trigger_key_in, trigger_key_in_text
@@ -143,7 +144,7 @@ def test_a_started_run_of_a_rule_with_confirm_has_its_window_from_the_start(worl
     key = started(world)
     entry = world.ledger.get(key)
     assert entry is not None and entry.trigger.confirm_by == world.clock.now + WITHIN * 1000
-    assert entry.trigger.to_api()["confirmBy"] is not None
+    assert TriggerAnswer.from_domain(entry.trigger).dump()["confirmBy"] is not None
 
 
 def test_a_run_of_a_rule_without_confirm_has_no_window() -> None:
@@ -151,7 +152,10 @@ def test_a_run_of_a_rule_without_confirm_has_no_window() -> None:
     key = started(world)
     entry = world.ledger.get(key)
     assert entry is not None and entry.trigger.confirm_by is None
-    assert "confirmBy" not in entry.trigger.to_api() and "confirmation" not in entry.trigger.to_api()
+    assert (
+        "confirmBy" not in TriggerAnswer.from_domain(entry.trigger).dump()
+        and "confirmation" not in TriggerAnswer.from_domain(entry.trigger).dump()
+    )
     assert SweepNotAdvanced(world.ledger, world.rules, clock=lambda: T0 + 10**9)() == []
 
 
@@ -234,12 +238,12 @@ def test_the_cli_says_what_the_outlets_show(world: World) -> None:
     from lakehook.cli_commands.watch import signature
 
     key = started(world)
-    awaited = world.ledger.get(key).trigger.to_api()  # type: ignore[union-attr]
+    awaited = TriggerAnswer.from_domain(world.ledger.get(key).trigger).dump()  # type: ignore[union-attr]
     assert [line.split(" by ")[0] for line in confirmation_lines(awaited)] == [
         "  awaiting an outlet commit carrying the trigger key"
     ]
     ConfirmRuns(world.ledger, world.rules, clock=world.clock.ms)(OUTLET, [commit(key, 42)])
-    shown = world.ledger.get(key).trigger.to_api()  # type: ignore[union-attr]
+    shown = TriggerAnswer.from_domain(world.ledger.get(key).trigger).dump()  # type: ignore[union-attr]
     (line,) = confirmation_lines(shown)
     assert line.startswith(f"  confirmed by the data: {OUTLET} snapshot 42, committed ")
     assert signature(shown) != signature(awaited)  # lakehook watch reports the change

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakehook.adapters.dynamodb.run_slot_store import slots_from_item, slots_item
+from lakehook.answers.triggers import TriggerAnswer
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.run_slots import QueuePlace, RunSlots, SlotLimit, SlotScope
 from lakehook.domain.triggers import PinnedInput, SlotWait, Trigger, TriggerStatus
@@ -238,5 +239,6 @@ def test_a_wait_marked_after_the_claim_was_taken_for_its_run_is_refused_and_neve
     entry = ledger.get(claim.trigger_key)
     assert entry is not None and entry.trigger.slot_wait is None
     ran = claim.model_copy(update={"status": TriggerStatus.SUCCEEDED, "slot_wait": SlotWait(since=T0)})
-    assert "waitingForSlot" not in ran.to_api()
-    assert claim.model_copy(update={"slot_wait": SlotWait(since=T0)}).to_api()["waitingForSlot"]["position"] is None
+    assert "waitingForSlot" not in TriggerAnswer.from_domain(ran).dump()
+    waits = claim.model_copy(update={"slot_wait": SlotWait(since=T0)})
+    assert TriggerAnswer.from_domain(waits).dump()["waitingForSlot"]["position"] is None

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lakehook.answers.assets import PollStatusAnswer
 from lakehook.domain.events import AssetEvent, EventType
 from lakehook.domain.snapshots import (
     BackoffPolicy,
@@ -179,7 +180,7 @@ def test_status_backs_off_after_failures_and_recovers_on_success() -> None:
     assert healed.consecutive_failures == 0 and healed.next_attempt_at is None and healed.due(4_000)
     assert healed.last_error == "catalog down"  # the last error stays visible after recovery
     assert healed.last_snapshot_id == 9 and healed.last_gap == gap
-    api = healed.to_api()
+    api = PollStatusAnswer.from_domain(healed).dump()
     assert api["lastSuccessAt"] == "1970-01-01T00:00:04Z" and api["lastGap"] == {
         "afterSnapshotId": 1,
         "resumedAtSnapshotId": 4,

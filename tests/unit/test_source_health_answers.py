@@ -9,6 +9,7 @@ import io
 from collections.abc import Collection
 from typing import Any
 
+from lakehook.answers.freshness import OverdueAnswer
 from lakehook.cli_commands.commands import explain, state
 from lakehook.cli_commands.manage import assets_list
 from lakehook.cli_commands.output import captured
@@ -118,7 +119,7 @@ def test_the_freshness_check_and_explain_name_a_blocked_source_as_the_cause_of_a
     stack.poll([ORDERS])
     (overdue,) = stack.c.check_freshness().assets
     assert overdue.cause is not None and overdue.cause.startswith(f"{KEY} is BLOCKED since ")
-    assert "timed out" in overdue.to_api()["cause"]
+    assert "timed out" in OverdueAnswer.from_domain(overdue).dump()["cause"]
     assert "timed out" in report.to_log()["assetsOverdue"][0].get("cause", "timed out")
     freshness = stack.c.explain_rule.explain("daily")["freshness"]
     assert freshness["overdue"][0]["cause"].startswith(f"{KEY} is BLOCKED")

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from lakehook.adapters.dynamodb.state_items import asset_state_from_item
+from lakehook.answers.assets import AssetStateAnswer
 from lakehook.domain.events import AssetEvent, EventType, SourceType
 from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus, verification_advance
 from lakehook.ports import AdvanceOutcome
@@ -193,7 +194,7 @@ def test_tags_accumulate_once_each(asset: Asset) -> None:
     assert outcomes == [AdvanceOutcome.ADVANCED, AdvanceOutcome.ADVANCED, AdvanceOutcome.ALREADY]
     assert asset.state.tags == {"2025-06-01", "2025-06-02"}
     assert (asset.state.latest_tag, asset.state.latest_tag_snapshot_id) == ("2025-06-02", 4)
-    assert asset.state.to_api()["tags"] == ["2025-06-01", "2025-06-02"]
+    assert AssetStateAnswer.from_domain(asset.state, registered=True).dump()["tags"] == ["2025-06-01", "2025-06-02"]
 
 
 def test_backfill_runs_then_completes(asset: Asset) -> None:
@@ -305,7 +306,7 @@ def test_state_reads_stored_decimals_and_sets() -> None:
     state = asset_state_from_item(ORDERS, item)
     assert (state.latest_snapshot_id, state.version, state.watermark) == (42, 3, 1700000000000)
     assert state.backfill_status is BackfillStatus.RUNNING
-    api = state.to_api()
+    api = AssetStateAnswer.from_domain(state, registered=True).dump()
     assert api["assetKey"] == ORDERS and api["tags"] == ["a", "b"]
     assert api["updatedAt"] == "2025-06-01T10:05:00.250Z"
     assert (api["schemaStatus"], api["qualityStatus"]) == ("UNKNOWN", "UNKNOWN")

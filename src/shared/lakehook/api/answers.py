@@ -1,26 +1,34 @@
-"""The shapes the API answers, as pydantic models for the OpenAPI document.
+"""The shapes the API answers, as pydantic models: the routes answer them and the OpenAPI document describes them.
 
-The routes build their answers with the domain's ``to_api()``; these models describe those bodies so
-clients (and the schemathesis contract test) can check them. Fields other helpers may add later are
-allowed (the models do not forbid extra fields); what is listed here is what every answer carries.
-Instants in answers are ISO 8601 strings in UTC; ``commitTime`` and watermarks stay epoch milliseconds.
+A route builds its answer from domain objects with the model's ``from_domain`` and answers its ``dump()``, so
+the document cannot drift from the body. Answers not yet moved here are still built by hand (a ``to_api()``)
+and only described by their model. Fields other helpers may add later are allowed (the models do not forbid
+extra fields); what is listed here is what every answer carries. Instants in answers are ISO 8601 strings in
+UTC; ``commitTime`` and watermarks stay epoch milliseconds.
 
-The rules' and the triggers' answers are in ``api.rule_answers`` and ``api.trigger_answers``, the base in
-``api.answer_base``: a route module imports only its own answers' domain models (the rule answers are
-the rule model itself, the trigger answers need none), so the replay API and the first request of any
-other route do not build the rule models for them.
+The rules' answers are in ``api.rule_answers``; the triggers' and the base in ``lakehook.answers`` (the replay
+and backtest use cases build trigger answers too): a route module imports only its own answers' domain models
+(the rule answers are the rule model itself), so the replay API and the first request of any other route do
+not build the rule models for them.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from lakehook.api.answer_base import Answer, Iso, NextToken, SourceHealthAnswer, Window
-from lakehook.domain.assets import AssetFormat, AssetSource
+from lakehook.answers.base import Answer, Iso, NextToken, Window
 from lakehook.domain.events import EventStatusLiteral, EventType
-from lakehook.domain.lineage import LineageMapping
+from lakehook.domain.lineage import LineageMapping, QueuedPoll
+from lakehook.domain.time import ms_to_iso
+
+if TYPE_CHECKING:
+    from lakehook.domain.aliases import Alias
+    from lakehook.domain.events import EventResult as IngestResult
+    from lakehook.domain.producers import Producer
+    from lakehook.domain.watermarks import WatermarkRecord
+    from lakehook.usecases.completion import CompletionResult
 
 
 class EventResult(Answer):
@@ -36,9 +44,17 @@ class EventResult(Answer):
     )
     reason: str | None = Field(description="why, for every status but ACCEPTED")
 
+    @classmethod
+    def from_domain(cls, result: IngestResult) -> EventResult:
+        return cls(event_id=result.event_id, status=result.status.value, reason=result.reason)
+
 
 class PushAnswer(Answer):
     results: list[EventResult] = Field(description="one per pushed event, in order")
+
+    @classmethod
+    def from_domain(cls, results: list[IngestResult]) -> PushAnswer:
+        return cls(results=[EventResult.from_domain(r) for r in results])
 
 
 class ProducerAnswer(Answer):
@@ -48,6 +64,9 @@ class ProducerAnswer(Answer):
     description: str | None = None
     created_at: Iso = Field(alias="createdAt")
     updated_at: Iso = Field(alias="updatedAt")
+    secret_version: int = Field(
+        default=0, alias="secretVersion", description="counts the secret's rotations (0: never rotated)"
+    )
     lineage_datasets: list[LineageMapping] = Field(default_factory=list, alias="lineageDatasets")
     event_sources: list[str] = Field(default_factory=list, alias="eventSources")
     lineage_bearer: bool = Field(
@@ -67,6 +86,15 @@ class ProducerAnswer(Answer):
         "by POST /api/v1/lineage only from a producer with lineageBearer: true",
     )
 
+    @classmethod
+    def from_domain(cls, producer: Producer, secret: str | None = None, key: str | None = None) -> ProducerAnswer:
+        """A producer as registered; ``secret`` and its ``key`` only on creation or rotation."""
+        data = producer.model_dump(by_alias=True, exclude_none=True)
+        data.update(createdAt=ms_to_iso(producer.created_at), updatedAt=ms_to_iso(producer.updated_at))
+        if secret is not None:
+            data.update(secret=secret, apiKey=key)
+        return cls.model_validate(data)
+
 
 class LineageResult(Answer):
     event_id: str | None = Field(alias="eventId", description="null unless recorded")
@@ -77,72 +105,25 @@ class LineageResult(Answer):
     )
     reason: str | None = Field(description="why, for every status but ACCEPTED")
 
+    @classmethod
+    def from_domain(cls, result: IngestResult | QueuedPoll) -> LineageResult:
+        if isinstance(result, QueuedPoll):
+            return cls(event_id=None, status="POLL_QUEUED", reason=result.reason)
+        return cls(event_id=result.event_id, status=result.status.value, reason=result.reason)
+
 
 class LineageAnswer(Answer):
     event_type: str | None = Field(alias="eventType", description="the RunEvent's; only COMPLETE records events")
     results: list[LineageResult] = Field(description="one per output dataset, in order")
 
+    @classmethod
+    def from_domain(cls, event_type: str | None, results: list[IngestResult | QueuedPoll]) -> LineageAnswer:
+        return cls(event_type=event_type, results=[LineageResult.from_domain(r) for r in results])
+
 
 class ProducerPage(Answer):
     items: list[ProducerAnswer]
     next_token: str | None = NextToken
-
-
-class AssetAnswer(Answer):
-    asset_key: str = Field(alias="assetKey")
-    format: AssetFormat
-    source: AssetSource | None = None
-    description: str | None = None
-    source_health: SourceHealthAnswer | None = Field(
-        default=None, alias="sourceHealth", description="GET /assets: a polled source's health (absent: never polled)"
-    )
-
-
-class AssetPage(Answer):
-    items: list[AssetAnswer]
-    next_token: str | None = NextToken
-
-
-class LatestPartitionsAnswer(Answer):
-    """The partitions one snapshot touched: at most 1000 keys (64 KiB), sorted; ``count`` says how many there were."""
-
-    keys: list[str] = Field(description="canonical Hive-style keys (dt=2026-12-01/region=eu), sorted")
-    count: int = Field(description="how many partitions the snapshot touched")
-    truncated: bool = Field(description="true: keys are the first of them, count says how many in all")
-    unrecorded: int | None = Field(
-        default=None, description="partition keys the snapshot touched that could not be recorded (docs/partitions.md)"
-    )
-    unrecorded_keys: list[str] | None = Field(
-        default=None, alias="unrecordedKeys", description="the first of them: each key's start, length and why"
-    )
-    snapshot_id: int = Field(alias="snapshotId")
-    order: int = Field(description="the snapshot's place in history (as latestSnapshotOrder)")
-
-
-class AssetStateAnswer(Answer):
-    """The advance-only state; fields an asset never had are absent."""
-
-    asset_key: str = Field(alias="assetKey")
-    version: int = Field(description="0 for a registered asset without any recorded event")
-    registered: bool
-    latest_snapshot_id: int | None = Field(default=None, alias="latestSnapshotId")
-    latest_schema_id: int | None = Field(default=None, alias="latestSchemaId")
-    latest_commit_time: int | None = Field(default=None, alias="latestCommitTime")
-    watermark: int | None = None
-    tags: list[str] | None = None
-    quality_status: str | None = Field(default=None, alias="qualityStatus")
-    schema_status: str | None = Field(default=None, alias="schemaStatus")
-    updated_at: Iso | None = Field(default=None, alias="updatedAt")
-    latest_partitions: LatestPartitionsAnswer | None = Field(
-        default=None,
-        alias="latestPartitions",
-        description="the partitions the newest data-changing snapshot touched (docs/partitions.md); null or absent: "
-        "the table is unpartitioned, or that snapshot's event named none",
-    )
-    poll_status: dict[str, Any] | None = Field(default=None, alias="pollStatus", description="registered sources")
-    source_health: SourceHealthAnswer | None = Field(
-        default=None, alias="sourceHealth", description="a registered source that was polled: its health"
-    )
 
 
 class RecordedEvent(Answer):
@@ -192,6 +173,16 @@ class CompletionAnswer(Answer):
     repeated: bool = Field(description="true when this completion was already recorded")
     results: list[EventResult] = Field(description="one per outlet")
 
+    @classmethod
+    def from_domain(cls, result: CompletionResult) -> CompletionAnswer:
+        return cls(
+            trigger_key=result.trigger_key,
+            status=result.status,
+            completed_at=ms_to_iso(result.completed_at),
+            repeated=not result.first,
+            results=[EventResult.from_domain(r) for r in result.results],
+        )
+
 
 class AliasAnswer(Answer):
     name: str
@@ -199,6 +190,16 @@ class AliasAnswer(Answer):
     description: str | None
     created_at: Iso = Field(alias="createdAt")
     updated_at: Iso = Field(alias="updatedAt")
+
+    @classmethod
+    def from_domain(cls, alias: Alias) -> AliasAnswer:
+        return cls(
+            name=alias.name,
+            asset_keys=list(alias.asset_keys),
+            description=alias.description,
+            created_at=ms_to_iso(alias.created_at),
+            updated_at=ms_to_iso(alias.updated_at),
+        )
 
 
 class AliasPage(Answer):
@@ -213,6 +214,10 @@ class WatermarkAnswer(Answer):
     value: Any
     version: int = Field(description="increases by one on every write; the compare-and-set token")
     updated_at: Iso = Field(alias="updatedAt")
+
+    @classmethod
+    def from_domain(cls, record: WatermarkRecord) -> WatermarkAnswer:
+        return cls.model_validate({**record.model_dump(by_alias=True), "updatedAt": ms_to_iso(record.updated_at)})
 
 
 class WatermarkList(Answer):

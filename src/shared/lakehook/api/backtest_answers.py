@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from lakehook.api.answer_base import Answer, Iso
+from lakehook.answers.base import Answer, Iso
+from lakehook.answers.triggers import TriggerAnswer
 from lakehook.api.rule_answers import Explanation
-from lakehook.api.trigger_answers import TriggerAnswer
 
 
 class BacktestHistory(Answer):

@@ -6,20 +6,10 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from lakehook.api.answer_base import Answer, Iso, NextToken, SourceHealthAnswer
-from lakehook.api.trigger_answers import TriggerSummary
+from lakehook.answers.base import Answer, Iso, NextToken, SourceHealthAnswer
+from lakehook.answers.freshness import RuleFreshnessAnswer
+from lakehook.answers.triggers import PlannedRun, TriggerSummary
 from lakehook.domain.rules import Rule
-
-
-class PlannedRun(Answer):
-    """A run a rule's dry run says the write would start: what its claim would be."""
-
-    trigger_key: str = Field(alias="triggerKey", description="the claim's key, if nothing changes before the write")
-    group_id: str = Field(alias="groupId")
-    partition: str | None = Field(default=None, description="a partitioned group's partition")
-    window: dict[str, Any] | None = Field(default=None, description="a windowed group's window")
-    inputs: list[dict[str, Any]] = Field(description="the versions it would pin")
-    reason: str | None = Field(default=None, description="why the group (partition) is ready")
 
 
 class RuleAnswer(Rule):
@@ -227,6 +217,9 @@ class Explanation(Answer):
     evaluated_at: Iso = Field(alias="evaluatedAt")
     in_flight: InFlightExplanation | None = Field(
         default=None, alias="inFlight", description="a rule with maxInFlight: its runs in flight and who waits"
+    )
+    freshness: RuleFreshnessAnswer | None = Field(
+        default=None, description="a rule (or a member) that promises freshness: whether it keeps it; absent otherwise"
     )
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from lakehook.api.answer_base import Answer, Iso
+from lakehook.answers.base import Answer, Iso
+from lakehook.answers.triggers import PinnedInputAnswer
 from lakehook.api.rule_answers import GroupExplanation
-from lakehook.api.trigger_answers import PinnedInputAnswer
 
 
 class SensorExplanation(Answer):

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from lakehook.answers.apply import SINGULAR, ChangeAnswer
 from lakehook.cli_commands.api import ApiClient, ApiError, CliError, path_part
 from lakehook.cli_commands.inputs import read_text, yaml_document
 from lakehook.cli_commands.manage import confirm, pages
@@ -37,7 +38,6 @@ KINDS: dict[str, tuple[str, str]] = {
     "aliases": ("name", "/aliases/{}"),
     "rules": ("ruleId", "/rules/{}"),
 }
-SINGULAR = {"producers": "producer", "assets": "asset", "aliases": "alias", "rules": "rule"}
 
 
 @dataclass
@@ -54,18 +54,6 @@ class Change:
     check_body: dict[str, Any] | None = None
     # A rule's dry run: the runs writing it would start now (the API's wouldStart; None for other kinds)
     would_start: list[dict[str, Any]] | None = None
-
-    def to_api(self, applied: bool | None = None) -> dict[str, Any]:
-        data: dict[str, Any] = {"kind": SINGULAR[self.kind], "id": self.id, "action": self.action}
-        if applied is not None:
-            data["applied"] = applied or self.action == "unchanged"
-        if self.changed:
-            data["changed"] = self.changed
-        if self.secret is not None:
-            data["secret"] = self.secret
-        if applied is None and self.would_start is not None:
-            data["wouldStart"] = self.would_start
-        return data
 
 
 def load(path: str) -> dict[str, list[dict[str, Any]]]:
@@ -341,7 +329,7 @@ def apply(api: ApiClient, args: argparse.Namespace) -> int:
             failure = exc
     result: dict[str, Any] = {
         "dryRun": bool(args.dry_run),
-        "changes": [c.to_api(applied=None if args.dry_run else c.done) for c in changes],
+        "changes": [ChangeAnswer.from_domain(c, None if args.dry_run else c.done).dump() for c in changes],
         "summary": summary,
     }
     if failure is not None:

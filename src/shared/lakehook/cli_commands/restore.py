@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from lakehook.answers.restore import ReconcileAnswer
 from lakehook.cli_commands.api import ApiClient, CliError
 from lakehook.cli_commands.output import emit
 
@@ -70,5 +71,5 @@ def reconcile(api: ApiClient, args: argparse.Namespace) -> int:
         report = use_case.reconcile(since, dry_run=args.dry_run)
     except (BotoCoreError, ClientError) as exc:
         raise CliError(f"cannot reconcile table {args.table} with bucket {args.manifest_bucket}: {exc}") from exc
-    emit(args.output, report.to_api(), _text)
+    emit(args.output, ReconcileAnswer.from_domain(report).dump(), _text)
     return 1 if report.refused else 0

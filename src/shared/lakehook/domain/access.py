@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from lakehook.domain.errors import AuthorizationError, ValidationError
-from lakehook.domain.time import ms_to_iso
 
 MAX_PREFIXES = 50
 MAX_PREFIX_LENGTH = 512
@@ -113,9 +112,6 @@ class Scope:
 
         return f"rules [{side(self.rules)}], assets [{side(self.assets)}]"
 
-    def to_api(self) -> dict[str, list[str]]:
-        return {"rules": list(self.rules), "assets": list(self.assets)}
-
 
 @dataclass(frozen=True)
 class Grant:
@@ -155,14 +151,6 @@ class Grant:
 
     def allowed_actions(self) -> list[str]:
         return [a.value for a in Action if self.may(a)]
-
-    def to_api(self) -> dict[str, object]:
-        return {
-            "role": self.role.value,
-            "scope": self.scope.to_api(),
-            "source": self.source,
-            "allowedActions": self.allowed_actions(),
-        }
 
 
 ADMIN = Grant(Role.ADMIN)
@@ -204,15 +192,6 @@ class ScopedToken:
 
     def grant(self) -> Grant:
         return Grant(self.role, self.scope, f"token {self.token_id}")
-
-    def to_api(self) -> dict[str, object]:
-        return {
-            "tokenId": self.token_id,
-            "role": self.role.value,
-            "scope": self.scope.to_api(),
-            "description": self.description,
-            "createdAt": ms_to_iso(self.created_at),
-        }
 
 
 def token_hash(token: str) -> str:
@@ -280,15 +259,6 @@ class RoleBinding:
 
     def grant(self) -> Grant:
         return Grant(self.role, self.scope, f"binding {self.principal}")
-
-    def to_api(self) -> dict[str, object]:
-        return {
-            "principalArn": self.principal,
-            "role": self.role.value,
-            "scope": self.scope.to_api(),
-            "description": self.description,
-            "createdAt": ms_to_iso(self.created_at),
-        }
 
 
 class UnboundIdentity(StrEnum):

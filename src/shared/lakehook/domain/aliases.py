@@ -7,14 +7,12 @@ concrete asset the alias resolves to, so each of those assets' state moves and t
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lakehook.domain.assets import validate_asset_key
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.ids import ALIAS_NAME_PATTERN
-from lakehook.domain.time import ms_to_iso
 
 ALIAS_NAME = re.compile(ALIAS_NAME_PATTERN)
 MAX_ALIAS_ASSETS = 100
@@ -51,12 +49,3 @@ class Alias(BaseModel):
     description: str | None = None
     created_at: int
     updated_at: int
-
-    def to_api(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "assetKeys": list(self.asset_keys),
-            "description": self.description,
-            "createdAt": ms_to_iso(self.created_at),
-            "updatedAt": ms_to_iso(self.updated_at),
-        }

@@ -224,6 +224,3 @@ class AssetRegistration(BaseModel):
         if self.poll_interval_seconds is not None and (self.source is None or self.format not in TABLE_FORMATS):
             raise ValueError("pollIntervalSeconds is for a table with a source to poll; omit it")
         return self
-
-    def to_api(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, mode="json", exclude_none=True)

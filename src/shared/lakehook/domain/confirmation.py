@@ -20,12 +20,10 @@ state's write wakes the rules reading the table (a confirmation recorded after t
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from lakehook.domain.state_changes import Advance, Below, StateField
-from lakehook.domain.time import ms_to_iso
 from lakehook.wire.commit_properties import TRIGGER_KEY_PROPERTY, commit_properties, trigger_key_in, trigger_key_in_text
 
 __all__ = [
@@ -91,13 +89,6 @@ class Confirmation(BaseModel):
     @classmethod
     def not_advanced(cls, now: int) -> Confirmation:
         return cls(state=ConfirmationState.NOT_ADVANCED, decided_at=now)
-
-    def to_api(self) -> dict[str, Any]:
-        data = self.model_dump(by_alias=True, mode="json", exclude_none=True)
-        data["decidedAt"] = ms_to_iso(self.decided_at)
-        if self.commit_time is not None:
-            data["commitTime"] = ms_to_iso(self.commit_time)
-        return data
 
 
 def confirmed_output(snapshot_id: int, order: int, trigger_key: str) -> Advance:

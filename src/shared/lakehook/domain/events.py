@@ -315,8 +315,5 @@ class EventResult(BaseModel):
     reason: str | None = None
     index: int | None = None
 
-    def to_api(self) -> dict[str, Any]:
-        return {"eventId": self.event_id, "status": self.status.value, "reason": self.reason}
-
 
 EventStatusLiteral = Literal["ACCEPTED", "DUPLICATE", "STALE", "REJECTED"]

@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -90,17 +89,6 @@ class Overdue:
     group_id: str | None = None
     partition: str | None = None
     cause: str | None = None  # a source it reads that is BLOCKED or has a GAP (domain.source_health), described
-
-    def to_api(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"kind": self.kind.value, "since": ms_to_iso(self.since), "reason": self.reason}
-        if self.cause is not None:
-            found["cause"] = self.cause
-        if self.asset_key is not None:
-            found["assetKey"] = self.asset_key
-        if self.partition is not None:
-            found["groupId"] = self.group_id
-            found["partition"] = self.partition
-        return found
 
 
 def rule_overdue(freshness: Freshness | None, created_at: int, last_claimed_at: int | None, now: int) -> list[Overdue]:
@@ -227,9 +215,6 @@ class Lag:
 
     seconds: float
     of: str
-
-    def to_api(self) -> dict[str, Any]:
-        return {"seconds": self.seconds, "of": self.of}
 
 
 def longer(current: Lag | None, seconds: float | None, of: str) -> Lag | None:

@@ -191,6 +191,15 @@ class NeedsPoll(BaseModel):
         )
 
 
+class QueuedPoll(BaseModel):
+    """An output a poll was queued for (the lineage answer's POLL_QUEUED): why, and what the poll records."""
+
+    model_config = ConfigDict(frozen=True)
+
+    asset_key: str
+    reason: str
+
+
 def asset_key_for(dataset: LineageDataset, mappings: list[LineageMapping]) -> str | None:
     """The dataset's asset key: the mappings on its own name, then on each symlink; then the default on each."""
     names = dataset.names()

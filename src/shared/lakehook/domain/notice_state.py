@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from lakehook.domain.time import ms_to_iso
 
@@ -114,20 +113,6 @@ class NoticeState:
         if self.health(now_ms, cadence) is NoticeHealth.ARRIVING:
             return max(fast, cadence.safety_net_seconds)
         return fast
-
-    def to_api(self, own_interval: int | None, now_ms: int, cadence: PollCadence) -> dict[str, Any]:
-        health = self.health(now_ms, cadence)
-        answer: dict[str, Any] = {
-            "state": health.value,
-            "pollIntervalSeconds": self.interval_seconds(own_interval, now_ms, cadence),
-        }
-        if self.last_notice_ms is not None:
-            answer["lastNoticeAt"] = ms_to_iso(self.last_notice_ms)
-        since = self.fast_since(now_ms, cadence)
-        if since is not None:
-            answer["fastPollSince"] = ms_to_iso(since)
-        answer["summary"] = describe(health, since)
-        return answer
 
 
 def describe(health: NoticeHealth, fast_since_ms: int | None) -> str:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.ids import PRODUCER_ID_PATTERN
 from lakehook.domain.lineage import LineageMapping
-from lakehook.domain.time import ms_to_iso
 from lakehook.domain.watermarks import NAMESPACE
 
 PRODUCER_ID = re.compile(PRODUCER_ID_PATTERN)
@@ -147,12 +145,6 @@ class Producer(BaseModel):
         ``paimon://lakehouse/db/t``.
         """
         return any(_covers(prefix, asset_key) for prefix in self.asset_key_prefixes)
-
-    def to_api(self) -> dict[str, Any]:
-        data = self.model_dump(by_alias=True, exclude_none=True)
-        data["createdAt"] = ms_to_iso(self.created_at)
-        data["updatedAt"] = ms_to_iso(self.updated_at)
-        return data
 
 
 def _covers(prefix: str, asset_key: str) -> bool:

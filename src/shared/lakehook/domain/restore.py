@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lakehook.domain.dispatch import RunManifest
-from lakehook.domain.time import instant_from_json, ms_to_iso
+from lakehook.domain.time import instant_from_json
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, Window
 
 RESTORED_REASON = "written back from its run manifest after a table restore: dispatched before, not started again"
@@ -103,9 +103,6 @@ class Refused:
     manifest_uri: str
     reason: str
 
-    def to_api(self) -> dict[str, str]:
-        return {"manifestUri": self.manifest_uri, "reason": self.reason}
-
 
 @dataclass
 class ReconcileReport:
@@ -125,19 +122,3 @@ class ReconcileReport:
     @property
     def read(self) -> int:
         return len(self.restored) + len(self.present) + len(self.refused)
-
-    def to_api(self) -> dict[str, object]:
-        return {
-            "since": ms_to_iso(self.since),
-            "dryRun": self.dry_run,
-            "manifestsRead": self.read,
-            "restored": [
-                {"triggerKey": t.trigger_key, "ruleId": t.rule_id, "groupId": t.group_id, "manifestUri": t.manifest_uri}
-                for t in self.restored
-            ],
-            "present": list(self.present),
-            "inFlight": list(self.in_flight),
-            "refused": [r.to_api() for r in self.refused],
-            "cursorsMoved": list(self.cursors_moved),
-            "cursorsLeft": [{"cursor": ref, "reason": why} for ref, why in self.cursors_left.items()],
-        }

@@ -24,7 +24,6 @@ from pydantic import ValidationError as PydanticValidationError
 from lakehook.domain.events import AssetEvent, EventType
 from lakehook.domain.partitions import Chunks, ReadPartitions, TouchedPartitions
 from lakehook.domain.state import snapshot_record
-from lakehook.domain.time import ms_to_iso
 from lakehook.domain.versions import SnapshotRecord
 
 POLLER_NAMESPACE = "lakehook.poller"
@@ -126,9 +125,6 @@ class SnapshotGap(BaseModel):
     resumed_at_snapshot_id: int | None = Field(alias="resumedAtSnapshotId", description="the first read after it")
     missed: int | None = Field(default=None, ge=1, description="how many snapshots were skipped, when known")
 
-    def to_api(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, exclude_none=True)
-
 
 class UnrecordedPartitions(BaseModel):
     """A snapshot a poll recorded although some of the partition keys it touched could not be (its event's
@@ -156,11 +152,6 @@ class UnrecordedPartitions(BaseModel):
         noun = "key" if self.count == 1 else "keys"
         named = "; ".join(self.keys)
         return f"snapshot {self.snapshot_id}: {self.count} partition {noun} not recorded (docs/partitions.md): {named}"
-
-    def to_api(self) -> dict[str, Any]:
-        data = self.model_dump(by_alias=True, mode="json")
-        data["foundAt"] = ms_to_iso(self.found_at)
-        return data
 
 
 class PollOffset(BaseModel):
@@ -474,39 +465,6 @@ class PollStatus(BaseModel):
         """A poll that started at ``started_at`` has not finished within the poller's hang bound (the first such
         start of a run of them kept)."""
         return self.model_copy(update={"hung_since": self.hung_since or started_at})
-
-    def to_api(self) -> dict[str, Any]:
-        data = self.model_dump(
-            by_alias=True,
-            mode="json",
-            exclude_none=True,
-            exclude={"last_gap", "warnings", "last_unrecorded_partitions", "blockers", "open_gap"},
-        )
-        for name, values in (("warnings", self.warnings), ("blockers", self.blockers)):
-            if values:
-                data[name] = list(values)
-        if self.last_unrecorded_partitions is not None:
-            data["lastUnrecordedPartitions"] = self.last_unrecorded_partitions.to_api()
-        for name in _TIMES:
-            if name in data:
-                data[name] = ms_to_iso(data[name])
-        for name, gap in (("lastGap", self.last_gap), ("openGap", self.open_gap)):
-            if gap is not None:
-                data[name] = gap.to_api()
-        return data
-
-
-_TIMES = (
-    "lastPolledAt",
-    "lastSuccessAt",
-    "lastErrorAt",
-    "nextAttemptAt",
-    "failingSince",
-    "blockedSince",
-    "gapSince",
-    "laggingSince",
-    "hungSince",
-)
 
 
 @dataclass(frozen=True)

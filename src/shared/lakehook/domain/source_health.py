@@ -25,7 +25,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from lakehook.domain.notice_state import NoticeHealth, NoticeState, PollCadence
 from lakehook.domain.snapshots import PollStatus
@@ -100,18 +99,6 @@ class SourceHealth:
         if self.since is not None:
             found += f" since {ms_to_iso(self.since)}"
         return f"{found} because {self.reason}" if self.reason else found
-
-    def to_api(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"assetKey": self.asset_key, "state": self.state.value}
-        if self.since is not None:
-            data["since"] = ms_to_iso(self.since)
-        if self.reason:
-            data["reason"] = self.reason
-        if self.blocked_by is not None:
-            data["blockedBy"] = self.blocked_by.value
-        if self.lagging_by is not None:
-            data["laggingBy"] = self.lagging_by.value
-        return data
 
 
 def source_health(status: PollStatus | None) -> SourceHealth | None:

@@ -272,6 +272,3 @@ class SpoolVerification:
             manifest = self.manifest
             record.update(assetKey=manifest.asset_key, snapshotId=manifest.snapshot_id, manifestSha256=manifest.sha256)
         return record
-
-    def to_api(self) -> dict[str, Any]:
-        return self.to_record()

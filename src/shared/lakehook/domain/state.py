@@ -23,7 +23,6 @@ from lakehook.domain.events import AssetEvent, EventType
 from lakehook.domain.ordering import TagEntry, order_key
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.state_changes import Advance, AllOf, Below, NotAllEqual, NotInSet, Pairs, StateField, WhileEqual
-from lakehook.domain.time import ms_to_iso
 from lakehook.domain.versions import SnapshotRecord, Verdict, starts_history
 
 
@@ -432,17 +431,3 @@ class AssetState(BaseModel):
         if latest is not None and self.quality_passed_snapshot_id == latest:
             return "PASSED"
         return "UNKNOWN"
-
-    def to_api(self) -> dict[str, Any]:
-        data = self.model_dump(by_alias=True, mode="json", exclude_none=True)
-        data["tags"] = sorted(self.tags)
-        data.pop("tagRefs", None)
-        data["watermark"] = self.watermark
-        parts = self.latest_partitions
-        if parts is not None:  # unrecorded keys only when there are some, as an event's partitions say it
-            data["latestPartitions"] = {**parts.to_api(), "snapshotId": parts.snapshot_id, "order": parts.order}
-        data["schemaStatus"] = self.schema_status.value
-        data["qualityStatus"] = self.quality_status
-        if self.updated_at is not None:
-            data["updatedAt"] = ms_to_iso(self.updated_at)
-        return data

@@ -65,9 +65,6 @@ class RunState(BaseModel):
     detail: str | None = Field(default=None, max_length=MAX_RUN_STATE_DETAIL, description="why, for people")
     checked_at: int = Field(alias="checkedAt", description="when the target was asked (epoch ms)")
 
-    def to_api(self) -> dict[str, Any]:
-        return {"state": self.state, "detail": self.detail, "checkedAt": ms_to_iso(self.checked_at)}
-
     @property
     def waiting(self) -> bool:
         """Whether the run has not ended yet by the target's word, so asking again can tell more."""
@@ -88,14 +85,6 @@ class SlotWait(BaseModel):
     position: int | None = Field(default=None, description="its 1-based place in the queue, in claim order")
     in_flight: int | None = Field(default=None, alias="inFlight")
     max_in_flight: int | None = Field(default=None, alias="maxInFlight")
-
-    def to_api(self) -> dict[str, Any]:
-        return {
-            "since": ms_to_iso(self.since),
-            "position": self.position,
-            "inFlight": self.in_flight,
-            "maxInFlight": self.max_in_flight,
-        }
 
 
 class PinnedInput(BaseModel):
@@ -255,39 +244,6 @@ class Trigger(BaseModel):
         default=None, alias="waitingForSlot", description="TRIGGERING and held back by the rule's maxInFlight"
     )
 
-    def to_api(self) -> dict[str, Any]:
-        waits = self.slot_wait is not None and self.status is TriggerStatus.TRIGGERING
-        waiting = {"waitingForSlot": self.slot_wait.to_api()} if self.slot_wait is not None and waits else {}
-        return {
-            **waiting,
-            "triggerKey": self.trigger_key,
-            "ruleId": self.rule_id,
-            "groupId": self.group_id,
-            "status": self.status.value,
-            "inputs": [p.to_api() for p in self.inputs],
-            "window": self.window.to_api() if self.window else None,
-            "partition": self.partition,
-            "replayEpoch": self.replay_epoch,
-            "attempts": self.attempts,
-            "createdAt": ms_to_iso(self.created_at),
-            "updatedAt": ms_to_iso(self.updated_at),
-            "manifestUri": self.manifest_uri,
-            "reason": self.reason,
-            "targetRunId": self.target_run_id,
-            "replayOf": self.replay_of,
-            **self.choices(),
-            "runStatus": self.run_status,
-            "completedAt": ms_to_iso(self.completed_at) if self.completed_at is not None else None,
-            "outlets": list(self.outlets) if self.outlets is not None else None,
-            "failure": self.failure.value if self.failure is not None else None,
-            "failureCode": self.failure_code,
-            "failingSince": ms_to_iso(self.failing_since) if self.failing_since is not None else None,
-            "nextAttemptAt": ms_to_iso(self.next_attempt_at) if self.next_attempt_at is not None else None,
-            "retries": self.retries,
-            "runState": self.run_state.to_api() if self.run_state is not None else None,
-            **self.confirmation_api(),
-        }
-
     def accepts_confirmation(self, confirmation: Confirmation, replacing: ConfirmationState | None) -> bool:
         """Whether ``confirmation`` may be kept on this claim now (the ledger's condition, in one place): the claim's
         confirmation is ``replacing``; a SKIPPED claim had no run; NOT_ADVANCED needs a started run that did not
@@ -303,19 +259,6 @@ class Trigger(BaseModel):
         """Whether the run's confirmation window has passed with no confirmation (it is due to be NOT_ADVANCED)."""
         due = self.confirm_by is not None and self.confirm_by <= now and self.confirmation is None
         return due and self.accepts_confirmation(Confirmation.not_advanced(now), None)
-
-    def confirmation_api(self) -> dict[str, Any]:
-        """``confirmBy`` and ``confirmation`` where the rule asks for them: a plain run's answer is unchanged."""
-        made = {
-            "confirmBy": ms_to_iso(self.confirm_by) if self.confirm_by is not None else None,
-            "confirmation": self.confirmation.to_api() if self.confirmation is not None else None,
-        }
-        return {name: value for name, value in made.items() if value is not None}
-
-    def choices(self) -> dict[str, Any]:
-        """A replay's choices (``startFrom``, ``variables``), those made only: a plain run's answer is unchanged."""
-        made = {"startFrom": self.start_from, "variables": self.variables}
-        return {name: value for name, value in made.items() if value is not None}
 
 
 def partition_cursor_id(group_id: str, partition: str) -> str:

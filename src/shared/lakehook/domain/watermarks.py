@@ -9,7 +9,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lakehook.domain.limits import NonNegativeLong
-from lakehook.domain.time import ms_to_iso
 
 NAMESPACE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 KEY = re.compile(r"^[A-Za-z0-9_.:/=-]{1,256}$")
@@ -27,11 +26,6 @@ class WatermarkRecord(BaseModel):
     value: Any
     version: int
     updated_at: int = Field(alias="updatedAt")
-
-    def to_api(self) -> dict[str, Any]:
-        data = self.model_dump(by_alias=True)
-        data["updatedAt"] = ms_to_iso(self.updated_at)
-        return data
 
 
 class WatermarkPut(BaseModel):

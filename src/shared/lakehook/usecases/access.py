@@ -149,6 +149,7 @@ class Authorize:
         any_binding = self._unbound is UnboundIdentity.AUTO and bool(self._store.list_bindings(1).items)
         return unbound_grant(self._unbound, any_binding)
 
-    def describe(self, grant: Grant) -> dict[str, object]:
-        """``GET /me``: the caller's role, scope, where the grant comes from and the actions it allows."""
-        return grant.to_api()
+    def describe(self, grant: Grant) -> Grant:
+        """``GET /me``: the caller's grant (its role, scope, where it comes from and the actions it allows), which
+        the route answers as ``MeAnswer``."""
+        return grant

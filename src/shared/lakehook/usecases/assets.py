@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from lakehook.answers.assets import AssetAnswer, AssetStateAnswer, NoticesAnswer, PollStatusAnswer
+from lakehook.answers.base import SourceHealthAnswer
 from lakehook.domain.assets import SECRET_REFERENCE_PREFIXES, SECRETS_MANAGER, AssetRegistration
 from lakehook.domain.errors import AuthorizationError, NotFoundError, ValidationError
 from lakehook.domain.notice_state import PollCadence
@@ -106,10 +108,8 @@ class ListAssets:
         healths = SourceHealths(self._poll_status).read(polled) if polled else None
         items = []
         for asset in page.items:
-            item = asset.to_api()
-            if asset.source is not None and healths is not None and (health := healths.of(asset.asset_key)):
-                item["sourceHealth"] = health.to_api()
-            items.append(item)
+            health = healths.of(asset.asset_key) if asset.source is not None and healths is not None else None
+            items.append(AssetAnswer.from_domain(asset, health).dump())
         return {"items": items, "nextToken": page.next_token}
 
 
@@ -139,16 +139,17 @@ class ReadAssetState:
         registration = self._registry.get_asset(key)
         if state is None and registration is None:
             raise NotFoundError(f"no state and no registration for {key!r}")
-        body = state.to_api() if state else {"assetKey": key, "version": 0}
+        body = AssetStateAnswer.of_state(state) if state else {"assetKey": key, "version": 0}
         body["registered"] = registration is not None
         if registration is not None and registration.source is not None:
             status = self._poll_status.get(key)
-            body["pollStatus"] = status.to_api() if status else None
+            body["pollStatus"] = PollStatusAnswer.from_domain(status) if status else None
             health = source_health(status)
             if self._notices is not None:  # how often it is polled, and whether its commit notices arrive
                 notices, now = self._notices.notices(key), self._clock()
-                body["notices"] = notices.to_api(registration.poll_interval_seconds, now, self._cadence)
+                interval = registration.poll_interval_seconds
+                body["notices"] = NoticesAnswer.from_domain(notices, interval, now, self._cadence)
                 health = with_notices(health, notices, now, self._cadence)  # notices that stopped: LAGGING
             if health is not None:
-                body["sourceHealth"] = health.to_api()
-        return body
+                body["sourceHealth"] = SourceHealthAnswer.from_domain(health)
+        return AssetStateAnswer.model_validate(body).dump()

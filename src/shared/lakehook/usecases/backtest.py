@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lakehook.answers.triggers import TriggerAnswer
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.rules import Rule
 from lakehook.domain.time import instant_from_json, ms_to_iso, now_ms
@@ -98,7 +99,7 @@ class BacktestRule:
                 "eventsBeforeFrom": len(earlier),
                 "queries": history.queries,
             },
-            "runs": [t.to_api() for t in world.claims()],
+            "runs": [TriggerAnswer.from_domain(t).dump() for t in world.claims()],
             "waitingNow": world.explain(rule.rule_id),
             "errors": world.failures,
         }

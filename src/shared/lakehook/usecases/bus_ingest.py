@@ -66,7 +66,7 @@ class BusReport:
         if self.rejected:
             found["rejected"] = self.rejected
         else:
-            found["results"] = [r.to_api() for r in self.results]
+            found["results"] = [r.model_dump(mode="json", by_alias=True, exclude={"index"}) for r in self.results]
         if self.verdicts:
             found["verdicts"] = self.verdicts
         return found

@@ -36,7 +36,7 @@ from pydantic import ValidationError as PydanticValidationError
 from lakehook.domain.completion import CompletionRecord, RecordOutcome, completion_token, outside_outlets, token_matches
 from lakehook.domain.errors import AuthorizationError, ConflictError, NotFoundError, ValidationError
 from lakehook.domain.events import AssetEvent, EventResult, SourceType
-from lakehook.domain.time import ms_to_iso, now_ms
+from lakehook.domain.time import now_ms
 from lakehook.domain.triggers import Trigger
 from lakehook.event_metrics import count_results
 from lakehook.observability import logger
@@ -139,15 +139,6 @@ class CompletionResult:
     results: list[EventResult]
     completed_at: int
     first: bool
-
-    def to_api(self) -> dict[str, Any]:
-        return {
-            "triggerKey": self.trigger_key,
-            "status": self.status,
-            "completedAt": ms_to_iso(self.completed_at),
-            "repeated": not self.first,
-            "results": [r.to_api() for r in self.results],
-        }
 
 
 class CompleteRun:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from lakehook.answers.freshness import OverdueAnswer
 from lakehook.domain.assets import AssetRegistration
 from lakehook.domain.evaluation import GroupEvaluation
 from lakehook.domain.freshness import (
@@ -143,13 +144,6 @@ class RuleFreshness:
     overdue: list[Overdue]
     error: str | None = None
 
-    def to_api(self) -> dict[str, Any]:
-        status = "ERROR" if self.error is not None else "OVERDUE" if self.overdue else "ON_TIME"
-        answer: dict[str, Any] = {"status": status, "overdue": [o.to_api() for o in self.overdue]}
-        if self.error is not None:
-            answer["reason"] = f"the rule's freshness promise cannot be checked: {self.error}"
-        return answer
-
 
 def overdue_of_rule(
     stored: StoredRule,
@@ -200,8 +194,10 @@ class FreshnessReport:
 
     def to_log(self) -> dict[str, Any]:
         return {
-            "rulesOverdue": {r: [o.to_api() for o in found] for r, found in self.rules.items()},
-            "assetsOverdue": [o.to_api() for o in self.assets],
+            "rulesOverdue": {
+                r: [OverdueAnswer.from_domain(o).dump() for o in found] for r, found in self.rules.items()
+            },
+            "assetsOverdue": [OverdueAnswer.from_domain(o).dump() for o in self.assets],
             "rulesUnchecked": dict(self.unchecked),
             "sourcesUntrusted": [h.describe() for h in self.untrusted],
         }
@@ -209,7 +205,7 @@ class FreshnessReport:
     def waits(self) -> dict[str, Any]:
         """The longest waits and whose they are, for the log line that goes with their metrics."""
         found = {"stateLag": self.state_lag, "watermarkLag": self.watermark_lag, "qualityBlocked": self.quality_blocked}
-        return {name: lag.to_api() for name, lag in found.items() if lag is not None}
+        return {name: {"seconds": lag.seconds, "of": lag.of} for name, lag in found.items() if lag is not None}
 
 
 class CheckFreshness:

@@ -8,19 +8,16 @@ result per output, in order.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from lakehook.domain.errors import AuthorizationError
 from lakehook.domain.events import EventResult, IngestStatus, SourceType
-from lakehook.domain.lineage import NeedsPoll, RunEvent, Unmapped, snapshot_events
+from lakehook.domain.lineage import NeedsPoll, QueuedPoll, RunEvent, Unmapped, snapshot_events
 from lakehook.domain.producers import Producer
 from lakehook.event_metrics import count_results
 from lakehook.ports import AssetRegistry
 from lakehook.ports.queue import WorkQueue
 from lakehook.usecases.ingest import IngestEvents
 from lakehook.usecases.plan_polls import WorkMode
-
-POLL_QUEUED = "POLL_QUEUED"
 
 
 class ReceiveLineage:
@@ -32,7 +29,7 @@ class ReceiveLineage:
         self._registry = registry
         self._work_queue = work_queue
 
-    def __call__(self, event: RunEvent, producer: Producer | None) -> list[dict[str, Any]]:
+    def __call__(self, event: RunEvent, producer: Producer | None) -> list[EventResult | QueuedPoll]:
         """One result per output dataset, in order: as ``POST /asset-events`` answers, or POLL_QUEUED."""
         found = snapshot_events(event, producer.lineage_datasets if producer else [])
         polls = [e for e in found if isinstance(e, NeedsPoll)]
@@ -40,24 +37,24 @@ class ReceiveLineage:
         raw = [e for e in found if isinstance(e, dict)]
         ingested = iter(self._ingest.ingest_raw(raw, SourceType.LINEAGE, producer) if raw else [])
         polled = self._queue_polls(polls)
-        results: list[dict[str, Any]] = []
+        results: list[EventResult | QueuedPoll] = []
         recorded: list[EventResult] = []
         for item in found:
             if isinstance(item, Unmapped):
-                results.append(EventResult(status=IngestStatus.REJECTED, reason=item.reason).to_api())
+                results.append(EventResult(status=IngestStatus.REJECTED, reason=item.reason))
             elif isinstance(item, NeedsPoll):
                 results.append(polled[item.asset_key])
             else:
                 result = next(ingested)
                 recorded.append(result)
-                results.append(result.to_api())
+                results.append(result)
         count_results(recorded)
         return results
 
-    def _queue_polls(self, polls: list[NeedsPoll]) -> dict[str, dict[str, Any]]:
+    def _queue_polls(self, polls: list[NeedsPoll]) -> dict[str, EventResult | QueuedPoll]:
         """One poll of the registered tables the event names (Iceberg outputs, and outputs that report no
         version); an asset that is not registered with a poll source cannot be polled and is REJECTED."""
-        answers: dict[str, dict[str, Any]] = {}
+        answers: dict[str, EventResult | QueuedPoll] = {}
         pollable: list[str] = []
         for item in polls:
             if item.asset_key in answers:
@@ -69,15 +66,14 @@ class ReceiveLineage:
                     status=IngestStatus.REJECTED,
                     reason=f"{item.why()}, so lakehook would poll the table, but {item.asset_key} is {state}: "
                     "register the asset with its source (PUT /assets) to have the commit recorded by a poll",
-                ).to_api()
+                )
                 continue
             pollable.append(item.asset_key)
-            answers[item.asset_key] = {
-                "eventId": None,
-                "status": POLL_QUEUED,
-                "reason": f"{item.why()}: a poll of {item.asset_key} was queued; it records the table's new "
+            answers[item.asset_key] = QueuedPoll(
+                asset_key=item.asset_key,
+                reason=f"{item.why()}: a poll of {item.asset_key} was queued; it records the table's new "
                 "snapshots with their own order, schema and commit time",
-            }
+            )
         if pollable:
             self._work_queue().send([{"mode": WorkMode.POLL.value, "assetKeys": sorted(pollable)}])
         return answers

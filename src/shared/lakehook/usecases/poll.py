@@ -119,28 +119,6 @@ class PollResult:
     def duplicates(self) -> int:
         return sum(1 for r in self.results if r.status is IngestStatus.DUPLICATE)
 
-    def to_api(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "assetKey": self.asset_key,
-            "outcome": self.outcome.value,
-            "snapshotIds": list(self.snapshot_ids),
-            "accepted": self.accepted,
-            "duplicates": self.duplicates,
-            "complete": self.complete,
-        }
-        optional = {
-            "pointer": self.pointer,
-            "error": self.error,
-            "errorKind": self.error_kind,
-            "nextAttemptAt": self.next_attempt_at,
-            "gap": self.gap.to_api() if self.gap else None,
-            "warnings": list(self.warnings) if self.warnings else None,
-            "unrecordedPartitions": [u.to_api() for u in self.unrecorded] if self.unrecorded else None,
-            "blockers": list(self.read.blockers) if self.read and self.read.blockers else None,
-        }
-        data.update({k: v for k, v in optional.items() if v is not None})
-        return data
-
 
 def _source_of(asset: AssetRegistration) -> AssetSource:
     if asset.source is None:

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from lakehook.answers.triggers import ReplayAnswer
 from lakehook.domain.dispatch import ManifestIntegrityError
 from lakehook.domain.errors import ConflictError, LakehookError, NotFoundError
 from lakehook.domain.replay_choices import ReplayChoices, check_for_target
@@ -51,20 +52,12 @@ class ReplayRefusedError(LakehookError):
 
 
 @dataclass(frozen=True)
-class ReplayAnswer:
-    """The checklist, and the new claim (None for a dry run)."""
+class ReplayOutcome:
+    """The checklist, and the new claim (None for a dry run): ``lakehook.answers.triggers.ReplayAnswer`` answers it."""
 
     replays: Trigger
     report: PreflightReport
     replay: Trigger | None = None
-
-    def to_api(self) -> dict[str, Any]:
-        return {
-            "triggerKey": self.replays.trigger_key,
-            "dryRun": self.replay is None,
-            "preflight": self.report.to_api(),
-            "replay": self.replay.to_api() if self.replay is not None else None,
-        }
 
 
 class ReplayTrigger:
@@ -84,11 +77,11 @@ class ReplayTrigger:
         self._manifests = manifests
         self._rules = rules
 
-    def replay(self, key: str, dry_run: bool = False, choices: ReplayChoices | None = None) -> ReplayAnswer:
+    def replay(self, key: str, dry_run: bool = False, choices: ReplayChoices | None = None) -> ReplayOutcome:
         """Raises NotFoundError, ConflictError (nothing to replay) or ReplayRefusedError (the checklist failed);
         ValidationError for ``choices`` the rule's target cannot honour."""
         outcome = self._replay(key, dry_run, None, choices or ReplayChoices())
-        assert isinstance(outcome, ReplayAnswer)  # only a request key has a recorded answer
+        assert isinstance(outcome, ReplayOutcome)  # only a request key has a recorded answer
         return outcome
 
     def answer(
@@ -113,11 +106,11 @@ class ReplayTrigger:
         if isinstance(outcome, RecordedRequest):  # a racing twin of this request claimed first
             assert request is not None
             return RequestAnswer.replay_of(outcome.answer_to(request))
-        return RequestAnswer(200 if dry_run else 201, outcome.to_api())
+        return RequestAnswer(200 if dry_run else 201, replay_body(outcome))
 
     def _replay(
         self, key: str, dry_run: bool, request: RequestKey | None, choices: ReplayChoices
-    ) -> ReplayAnswer | RecordedRequest:
+    ) -> ReplayOutcome | RecordedRequest:
         original = self._triggers.get(key)
         if original is None:
             raise NotFoundError(f"trigger {key!r} does not exist")
@@ -136,9 +129,9 @@ class ReplayTrigger:
         if not report.ok:
             raise ReplayRefusedError(key, report)
         if dry_run:
-            return ReplayAnswer(original, report)
+            return ReplayOutcome(original, report)
         claimed = self._claim(original, report, request, choices)
-        return claimed if isinstance(claimed, RecordedRequest) else ReplayAnswer(original, report, claimed)
+        return claimed if isinstance(claimed, RecordedRequest) else ReplayOutcome(original, report, claimed)
 
     def _check_target(self, rule_id: str, choices: ReplayChoices) -> None:
         """Refuse choices the rule's target cannot honour (a rule since deleted: its dispatch will say so)."""
@@ -201,7 +194,7 @@ class ReplayTrigger:
                 None
                 if request is None
                 else RecordedRequest.of(
-                    request, 201, ReplayAnswer(original, report, replay).to_api(), replay.trigger_key, now
+                    request, 201, replay_body(ReplayOutcome(original, report, replay)), replay.trigger_key, now
                 )
             )
             claimed = self._triggers.put_replay_answered(replay, recorded)
@@ -219,3 +212,8 @@ class ReplayTrigger:
                 )
                 return replay
         raise ConflictError(f"trigger {original.trigger_key!r} has {MAX_EPOCH_TRIES} replays already")
+
+
+def replay_body(outcome: ReplayOutcome) -> dict[str, Any]:
+    """The answer's body, as the route answers it and as an idempotent request records it (unchanged)."""
+    return ReplayAnswer.from_domain(outcome).dump()

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from lakehook.answers.freshness import RuleFreshnessAnswer
+from lakehook.answers.triggers import TriggerSummary
 from lakehook.domain.late_versions import is_late_skip
 from lakehook.domain.notice_state import PollCadence
 from lakehook.domain.rules import Mode, Rule
@@ -118,7 +120,7 @@ class ExplainRule:
             stored, cursors, self._registry, self._reader, self._clock(), self._partitions, healths
         )
         if overdue is not None:  # the rule or a member promises freshness
-            answer["freshness"] = overdue.to_api()
+            answer["freshness"] = RuleFreshnessAnswer.from_domain(overdue).dump()
         limit = rule.policy.slot_limit
         if limit is not None and self._slots is not None:  # maxInFlight: what runs, and who waits for a slot
             answer["inFlight"] = self._slots.explain(rule.rule_id, limit)
@@ -161,24 +163,4 @@ def _skip(trigger: Trigger) -> dict[str, Any]:
 
 
 def _summary(trigger: Trigger | None) -> dict[str, Any] | None:
-    if trigger is None:
-        return None
-    return {
-        "triggerKey": trigger.trigger_key,
-        "groupId": trigger.group_id,
-        "status": trigger.status.value,
-        "createdAt": ms_to_iso(trigger.created_at),
-        "inputs": [p.to_api() for p in trigger.inputs],
-        **({"window": trigger.window.to_api()} if trigger.window else {}),
-        **({"partition": trigger.partition} if trigger.partition is not None else {}),
-        **({"confirmation": trigger.confirmation.to_api()} if trigger.confirmation is not None else {}),
-        **_failure(trigger),
-    }
-
-
-def _failure(trigger: Trigger) -> dict[str, Any]:
-    """A FAILED trigger's failure as its dispatch recorded it: RETRYABLE or FINAL, and why (the target's answer)."""
-    if trigger.status is not TriggerStatus.FAILED:
-        return {}
-    kind = {"failure": trigger.failure.value} if trigger.failure is not None else {}
-    return {**kind, "failureReason": trigger.reason}
+    return None if trigger is None else TriggerSummary.from_domain(trigger).dump()

@@ -124,19 +124,6 @@ class PutRule:
             logger.exception("evaluation after put failed", extra={"rule_id": rule.rule_id, "status": "FAILED"})
 
 
-def planned_run_to_api(trigger: Trigger) -> dict[str, Any]:
-    """A run a dry run says the write would start: its trigger key (the claim's, if nothing changes before the
-    write), group, partition or window, the versions it would pin and why it is ready."""
-    return {
-        "triggerKey": trigger.trigger_key,
-        "groupId": trigger.group_id,
-        **({"partition": trigger.partition} if trigger.partition is not None else {}),
-        **({"window": trigger.window.to_api()} if trigger.window is not None else {}),
-        "inputs": [p.to_api() for p in trigger.inputs],
-        "reason": trigger.reason,
-    }
-
-
 def _skips_backfills_per_partition(rule: Rule) -> bool:
     """A rule whose partitioned group starts by recording the backfills completed before it (``backfill: SKIP``)."""
     return rule.policy.backfill is BackfillPolicy.SKIP and any(g.partition_by is not None for g in rule.groups)

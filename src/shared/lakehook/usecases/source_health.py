@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
+from lakehook.answers.base import SourceHealthAnswer
 from lakehook.domain.notice_state import PollCadence
 from lakehook.domain.snapshots import PollStatus
 from lakehook.domain.source_health import Health, SourceHealth, cannot_decide, source_health, with_notices
@@ -85,10 +86,10 @@ def with_source_health(group: dict[str, Any], ready: bool, healths: SourceHealth
     for member in group.get("members", []):
         health = healths.of(member["assetKey"])
         if health is not None and health.state is not Health.HEALTHY:
-            member["sourceHealth"] = health.to_api()
+            member["sourceHealth"] = SourceHealthAnswer.from_domain(health).dump()
     untrusted = healths.untrusted(m["assetKey"] for m in group.get("members", []))
     if untrusted and not ready:
         group["waitingReason"] = group.get("reason")
         group["reason"] = cannot_decide(untrusted[0])
-        group["cannotDecide"] = [h.to_api() for h in untrusted]
+        group["cannotDecide"] = [SourceHealthAnswer.from_domain(h).dump() for h in untrusted]
     return group

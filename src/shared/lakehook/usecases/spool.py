@@ -224,15 +224,6 @@ class ChecklistItem:
     reason: str
     detail: dict[str, Any] = field(default_factory=dict)
 
-    def to_api(self) -> dict[str, Any]:
-        return {
-            "check": self.check.value,
-            "assetKey": self.asset_key,
-            "status": self.status.value,
-            "reason": self.reason,
-            **({"detail": self.detail} if self.detail else {}),
-        }
-
 
 @dataclass(frozen=True)
 class PreflightReport:
@@ -247,9 +238,6 @@ class PreflightReport:
     @property
     def failures(self) -> list[ChecklistItem]:
         return [i for i in self.items if i.status is ItemStatus.FAILED]
-
-    def to_api(self) -> dict[str, Any]:
-        return {"ok": self.ok, "items": [i.to_api() for i in self.items]}
 
 
 @dataclass(frozen=True)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from lakehook.domain.errors import ConflictError
 from lakehook.domain.watermarks import WatermarkPut, WatermarkRecord
 from lakehook.ports import WatermarkStore
 
 
-def preview_watermark_put(store: WatermarkStore, body: WatermarkPut, asset_key: str, now_ms: int) -> dict[str, Any]:
+def preview_watermark_put(store: WatermarkStore, body: WatermarkPut, asset_key: str, now_ms: int) -> WatermarkRecord:
     """The record a put would write, without writing it. A compare-and-set whose ``expectedVersion`` no
     longer matches raises ConflictError (409), as the put itself would."""
     current = store.get(body.namespace, asset_key, body.key)
@@ -18,7 +16,7 @@ def preview_watermark_put(store: WatermarkStore, body: WatermarkPut, asset_key: 
         raise ConflictError(
             f"watermark {body.namespace}/{asset_key}/{body.key} is at version {version}, not {body.expected_version}"
         )
-    record = WatermarkRecord(
+    return WatermarkRecord(
         namespace=body.namespace,
         asset_key=asset_key,
         key=body.key,
@@ -26,4 +24,3 @@ def preview_watermark_put(store: WatermarkStore, body: WatermarkPut, asset_key: 
         version=version + 1,
         updated_at=now_ms,
     )
-    return {**record.to_api(), "dryRun": True}

@@ -29,7 +29,7 @@ class DynamoDBAssetRegistry(AssetRegistry):
             keys.ITEM_TYPE: "ASSET",
             "assetKey": asset.asset_key,
             "format": asset.format.value,
-            "body": json.dumps(asset.to_api(), sort_keys=True),
+            "body": json.dumps(asset.model_dump(by_alias=True, mode="json", exclude_none=True), sort_keys=True),
             "updatedAt": now_ms,
             "GSI1PK": keys.ASSETS_INDEX_PK,
             "GSI1SK": asset.asset_key,

@@ -14,6 +14,7 @@ from lakehook.api.access_answers import (
     MeAnswer,
     RoleBindingAnswer,
     RoleBindingPage,
+    TokenAnswer,
     TokenPage,
 )
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
@@ -39,7 +40,7 @@ PrincipalArn = Annotated[str, Query(alias="principalArn", min_length=1, max_leng
     responses=answers(ok(MeAnswer)),
 )
 def me() -> Response[str]:
-    return json_response(current().authorize.describe(caller_grant()))
+    return json_response(MeAnswer.from_domain(current().authorize.describe(caller_grant())).dump())
 
 
 @router.post(
@@ -54,7 +55,7 @@ def me() -> Response[str]:
 )
 def create_token() -> Response[str]:
     token, stored = current().manage_access.create_token(json_body(router.current_event))
-    return json_response({**stored.to_api(), "token": token}, 201)
+    return json_response(CreatedTokenAnswer.created(token, stored).dump(), 201)
 
 
 @router.get(
@@ -62,7 +63,8 @@ def create_token() -> Response[str]:
 )
 def list_tokens(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
     page = current().manage_access.list_tokens(limit, next_token)
-    return json_response({"items": [t.to_api() for t in page.items], "nextToken": page.next_token})
+    items = [TokenAnswer.from_domain(t) for t in page.items]
+    return json_response(TokenPage(items=items, next_token=page.next_token).dump())
 
 
 @router.delete(
@@ -90,7 +92,7 @@ def revoke_token(tokenId: TokenId) -> Response[str]:
 )
 def put_binding() -> Response[str]:
     binding, created = current().manage_access.put_binding(json_body(router.current_event))
-    return json_response(binding.to_api(), 201 if created else 200)
+    return json_response(RoleBindingAnswer.from_domain(binding).dump(), 201 if created else 200)
 
 
 @router.get(
@@ -102,7 +104,8 @@ def put_binding() -> Response[str]:
 )
 def list_bindings(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
     page = current().manage_access.list_bindings(limit, next_token)
-    return json_response({"items": [b.to_api() for b in page.items], "nextToken": page.next_token})
+    items = [RoleBindingAnswer.from_domain(b) for b in page.items]
+    return json_response(RoleBindingPage(items=items, next_token=page.next_token).dump())
 
 
 @router.delete(

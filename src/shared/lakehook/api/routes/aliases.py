@@ -34,9 +34,11 @@ DryRun = Annotated[
 )
 def put_alias(name: AliasName, spec: AliasSpec, dry_run: DryRun = False) -> Response[str]:
     if dry_run:
-        return json_response({**current().manage_aliases.check(name, spec).to_api(), "dryRun": True})
+        return json_response(
+            {**AliasAnswer.from_domain(current().manage_aliases.check(name, spec)).dump(), "dryRun": True}
+        )
     alias, created = current().manage_aliases.put(name, spec)
-    return json_response(alias.to_api(), 201 if created else 200)
+    return json_response(AliasAnswer.from_domain(alias).dump(), 201 if created else 200)
 
 
 @router.get(
@@ -49,7 +51,8 @@ def put_alias(name: AliasName, spec: AliasSpec, dry_run: DryRun = False) -> Resp
 )
 def list_aliases(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
     page = current().manage_aliases.list(limit, next_token)
-    return json_response({"items": [a.to_api() for a in page.items], "nextToken": page.next_token})
+    items = [AliasAnswer.from_domain(a) for a in page.items]
+    return json_response(AliasPage(items=items, next_token=page.next_token).dump())
 
 
 @router.get(
@@ -60,4 +63,4 @@ def list_aliases(limit: Limit = 100, next_token: NextToken = None) -> Response[s
     responses=answers(ok(AliasAnswer), ALWAYS, 404),
 )
 def get_alias(name: AliasName) -> Response[str]:
-    return json_response(current().manage_aliases.get(name).to_api())
+    return json_response(AliasAnswer.from_domain(current().manage_aliases.get(name)).dump())

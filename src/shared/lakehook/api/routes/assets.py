@@ -8,7 +8,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from lakehook.api.answers import AssetAnswer, AssetPage, AssetStateAnswer, EventPage
+from lakehook.answers.assets import AssetAnswer, AssetPage, AssetStateAnswer
+from lakehook.api.answers import EventPage
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok
 from lakehook.api.http import json_response
 from lakehook.api.query import refuse_unknown_query
@@ -47,8 +48,8 @@ def _asset_key(value: str) -> str:
 def put_asset(asset: AssetRegistration, dry_run: DryRun = False) -> Response[str]:
     created = current().register_asset(asset, dry_run=dry_run)
     if dry_run:
-        return json_response({**asset.to_api(), "dryRun": True})
-    return json_response(asset.to_api(), 201 if created else 200)
+        return json_response({**AssetAnswer.from_domain(asset).dump(), "dryRun": True})
+    return json_response(AssetAnswer.from_domain(asset).dump(), 201 if created else 200)
 
 
 @router.get(

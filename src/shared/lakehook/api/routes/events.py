@@ -26,4 +26,4 @@ router = APIGatewayRouter()
 def push_events() -> Response[str]:
     producer = current_principal().producer  # the resolver verified the signature (or admin) first
     results = current().push_events(json_body(router.current_event), producer)
-    return json_response({"results": [r.to_api() for r in results]})
+    return json_response(PushAnswer.from_domain(results).dump())

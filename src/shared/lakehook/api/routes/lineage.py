@@ -39,4 +39,4 @@ def receive_lineage() -> Response[str]:
     except PydanticValidationError as exc:
         raise ValidationError(describe_validation_error(exc), field="body") from exc
     results = current().receive_lineage(event, producer)
-    return json_response({"eventType": event.event_type, "results": results})
+    return json_response(LineageAnswer.from_domain(event.event_type, results).dump())

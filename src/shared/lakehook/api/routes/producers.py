@@ -46,13 +46,12 @@ def put_producer(
     dry_run: DryRun = False,
 ) -> Response[str]:
     registration = current().register_producer(producerId, spec, rotate_secret, dry_run=dry_run)
-    body = registration.producer.to_api()
-    if dry_run:
-        return json_response({**body, "dryRun": True})  # never a secret: none was generated
-    if registration.secret is not None:
-        body["secret"] = registration.secret
-        body["apiKey"] = api_key(producerId, registration.secret)
-    return json_response(body, 201 if registration.created else 200)
+    if dry_run:  # never a secret: none was generated
+        return json_response({**ProducerAnswer.from_domain(registration.producer).dump(), "dryRun": True})
+    secret = registration.secret
+    key = None if secret is None else api_key(producerId, secret)
+    answer = ProducerAnswer.from_domain(registration.producer, secret, key)
+    return json_response(answer.dump(), 201 if registration.created else 200)
 
 
 @router.get(
@@ -65,7 +64,8 @@ def put_producer(
 )
 def list_producers(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
     page = current().producer_registry.list_producers(limit, next_token)
-    return json_response({"items": [p.to_api() for p in page.items], "nextToken": page.next_token})
+    items = [ProducerAnswer.from_domain(p) for p in page.items]
+    return json_response(ProducerPage(items=items, next_token=page.next_token).dump())
 
 
 @router.get(
@@ -79,4 +79,4 @@ def get_producer(producerId: ProducerId) -> Response[str]:
     producer = current().producer_registry.get_producer(validate_producer_id(producerId))
     if producer is None:
         raise NotFoundError(f"producer {producerId!r} does not exist")
-    return json_response(producer.to_api())
+    return json_response(ProducerAnswer.from_domain(producer).dump())

@@ -9,6 +9,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
+from lakehook.answers.triggers import PlannedRun
 from lakehook.api.backtest_answers import BacktestAnswer
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok, replayable
 from lakehook.api.http import json_body, json_response, raw_body
@@ -16,7 +17,6 @@ from lakehook.api.paths import IdempotencyKey, RuleId
 from lakehook.api.rule_answers import Evaluation, Explanation, RuleAnswer, RulePage
 from lakehook.api.scopes import check_every_asset, visible_rules
 from lakehook.container import current
-from lakehook.usecases.rule_writes import planned_run_to_api
 from lakehook.usecases.rules import stored_to_api
 
 router = APIGatewayRouter()
@@ -41,7 +41,9 @@ DryRun = Annotated[
 def put_rule(ruleId: RuleId, dry_run: DryRun = False) -> Response[str]:
     if dry_run:  # checked as the write would be, and the runs its evaluation would start now
         rule, runs = current().put_rule.preview(ruleId, json_body(router.current_event))
-        return json_response({**rule.to_api(), "dryRun": True, "wouldStart": [planned_run_to_api(t) for t in runs]})
+        return json_response(
+            {**rule.to_api(), "dryRun": True, "wouldStart": [PlannedRun.from_domain(t).dump() for t in runs]}
+        )
     stored, created = current().put_rule.put(ruleId, json_body(router.current_event))
     return json_response(stored_to_api(stored), 201 if created else 200)
 

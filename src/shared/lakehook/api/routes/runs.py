@@ -48,4 +48,4 @@ def complete(triggerKey: TriggerKey) -> Response[str]:
     caller = Caller.MANAGEMENT if administers else Caller.RUN  # an OPERATOR's outlets: the rule's, as the run's
     body = json_body(router.current_event)
     result = current().complete_run(triggerKey, body, caller)
-    return json_response(result.to_api())
+    return json_response(CompletionAnswer.from_domain(result).dump())

@@ -11,10 +11,10 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
+from lakehook.answers.triggers import PreflightAnswer, ReplayAnswer, TriggerAnswer, TriggerPage
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok, replayable
 from lakehook.api.http import json_body, json_response, raw_body
 from lakehook.api.paths import IdempotencyKey, TriggerKey
-from lakehook.api.trigger_answers import ReplayAnswer, TriggerAnswer, TriggerPage
 from lakehook.container import current
 
 router = APIGatewayRouter()
@@ -37,7 +37,8 @@ def list_triggers(
     rule_id: RuleIdQuery, status: StatusQuery = None, limit: Limit = 50, next_token: NextToken = None
 ) -> Response[str]:
     page = current().read_triggers.list_triggers(rule_id, status, limit, next_token)
-    return json_response({"items": [t.to_api() for t in page.items], "nextToken": page.next_token})
+    items = [TriggerAnswer.from_domain(t) for t in page.items]
+    return json_response(TriggerPage(items=items, next_token=page.next_token).dump())
 
 
 @router.get(
@@ -48,7 +49,7 @@ def list_triggers(
     responses=answers(ok(TriggerAnswer), ALWAYS, 404),
 )
 def get_trigger(triggerKey: TriggerKey) -> Response[str]:
-    return json_response(current().read_triggers.get_trigger(triggerKey).to_api())
+    return json_response(TriggerAnswer.from_domain(current().read_triggers.get_trigger(triggerKey)).dump())
 
 
 @router.post(
@@ -65,7 +66,7 @@ def get_trigger(triggerKey: TriggerKey) -> Response[str]:
     responses=answers(ok(TriggerAnswer, "the trigger, TRIGGERING again under its key", 202), ALWAYS, 404, 409),
 )
 def retry(triggerKey: TriggerKey) -> Response[str]:
-    return json_response(current().retry_trigger(triggerKey).to_api(), 202)
+    return json_response(TriggerAnswer.from_domain(current().retry_trigger(triggerKey)).dump(), 202)
 
 
 @router.post(
@@ -109,7 +110,7 @@ def replay(
             "error": "REPLAY_REFUSED",
             "message": str(exc),
             "triggerKey": triggerKey,
-            "preflight": exc.report.to_api(),
+            "preflight": PreflightAnswer.from_domain(exc.report).dump(),
         }
         return json_response(body, 409)
     return json_response(answer.body, answer.status, answer.headers())

@@ -60,11 +60,12 @@ def get_watermark(
     store = current().watermark_store
     asset = _asset_key(asset_key)
     if key is None:
-        return json_response({"items": [r.to_api() for r in store.list(namespace, asset)]})
+        items = [WatermarkAnswer.from_domain(r) for r in store.list(namespace, asset)]
+        return json_response(WatermarkList(items=items).dump())
     record = store.get(namespace, asset, key)
     if record is None:
         raise NotFoundError(f"no watermark {namespace}/{asset}/{key}")
-    return json_response(record.to_api())
+    return json_response(WatermarkAnswer.from_domain(record).dump())
 
 
 @router.put(
@@ -80,9 +81,10 @@ def put_watermark(body: WatermarkPut, dry_run: DryRun = False) -> Response[str]:
     _confine(body.namespace)
     asset = _asset_key(body.asset_key)
     if dry_run:
-        return json_response(preview_watermark_put(current().watermark_store, body, asset, now_ms()))
+        preview = preview_watermark_put(current().watermark_store, body, asset, now_ms())
+        return json_response({**WatermarkAnswer.from_domain(preview).dump(), "dryRun": True})
     record = current().watermark_store.put(body.namespace, asset, body.key, body.value, now_ms(), body.expected_version)
-    return json_response(record.to_api())
+    return json_response(WatermarkAnswer.from_domain(record).dump())
 
 
 @router.delete(
