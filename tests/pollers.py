@@ -7,11 +7,12 @@ every format behind one interface.
   what was recorded; ``crashing_after`` is a poller killed after some records; ``with_sources`` swaps the sources.
 - :class:`LakeTable`: one registered table of a format, written the way its writers write it: ``commit`` one
   commit (Hudi, which no Python library writes, reveals the next commit of one of Hudi's sample tables),
-  ``compact`` one compaction (no data changed), ``commit_wider`` a commit with a column the table did not have
-  (its schema evolved first), ``corrupt`` its newest metadata, and ``committed`` every snapshot id in commit order;
-  ``registration`` is the same table under another key, ``missing`` one that does not exist beside it. A format
-  that cannot do one says so by ``pytest.skip`` naming what it lacks. :func:`make_table` makes one of a format on
-  a local path; ``iceberg_asset`` / ``paimon_asset`` / ``delta_asset`` / ``hudi_asset`` are the registrations.
+  ``compact`` one compaction (no data changed), ``expire`` the oldest history as its maintenance does,
+  ``commit_wider`` a commit with a column the table did not have (its schema evolved first), ``corrupt`` its
+  newest metadata, and ``committed`` every snapshot id in commit order; ``registration`` is the same table under
+  another key, ``missing`` one that does not exist beside it. A format that cannot do one says so by
+  ``pytest.skip`` naming what it lacks. :func:`make_table` makes one of a format on a local path;
+  ``iceberg_asset`` / ``paimon_asset`` / ``delta_asset`` / ``hudi_asset`` are the registrations.
 """
 
 from __future__ import annotations
@@ -192,6 +193,8 @@ class LakeTable(ABC):
     compaction_kinds: ClassVar[frozenset[str]]  # the commit kinds lakehook records for the format's compactions
     compaction_delta: ClassVar[int | None] = 0  # a compaction's record delta (Hudi's commit metadata has none)
     missing_named: ClassVar[str]  # what a poll of a table that does not exist names in its error
+    counts_missed: ClassVar[bool] = True  # whether the format can tell how many expired commits a gap skipped
+    expiry_kind: ClassVar[str | None] = None  # the kind of the newest commit after an expiry that commits itself
 
     @property
     def key(self) -> str:
@@ -217,6 +220,12 @@ class LakeTable(ABC):
     @abstractmethod
     def schema_id(self) -> int:
         """The id of the table's current schema, as lakehook records it (what the format's metadata says)."""
+
+    @abstractmethod
+    def expire(self, keep: int) -> list[int]:
+        """Expire the table's history as its maintenance does, keeping the newest ``keep`` commits (Delta keeps
+        the one version its checkpoint stands for); answer the snapshot ids removed. ``committed`` then lists the
+        retained ones."""
 
     @abstractmethod
     def corrupt(self) -> None:
@@ -301,6 +310,11 @@ class IcebergTable(LakeTable):
     def schema_id(self) -> int:
         return int(self.table.schema().schema_id)
 
+    def expire(self, keep: int) -> list[int]:
+        gone = self.committed()[:-keep]
+        self.table.maintenance.expire_snapshots().by_ids(gone).commit()
+        return gone
+
     def empty_pointer(self) -> str:
         """A table without snapshots has metadata all the same: its location is the pointer."""
         return str(self.table.metadata_location)
@@ -327,6 +341,7 @@ class PaimonTable(LakeTable):
         self.table = create_paimon_table(self.options, name)
         self.asset = paimon_asset(self.options, name)
         self.snapshots = 0
+        self.earliest = 1
 
     def registration(self, catalog: str, name: str | None = None) -> AssetRegistration:
         return paimon_asset(self.options, name or self.name, catalog=catalog)
@@ -337,7 +352,21 @@ class PaimonTable(LakeTable):
         return self.snapshots
 
     def committed(self) -> list[int]:
-        return list(range(1, self.snapshots + 1))
+        return list(range(self.earliest, self.snapshots + 1))
+
+    def _snapshot_dir(self) -> Path:
+        database, table = self.name.split(".")
+        return Path(self.options["warehouse"], f"{database}.db", table, "snapshot")
+
+    def expire(self, keep: int) -> list[int]:
+        """What Paimon's ExpireSnapshots leaves behind (pypaimon 2.1 has none): the expired snapshot files deleted,
+        oldest first, and the EARLIEST hint naming the oldest kept."""
+        gone = self.committed()[:-keep]
+        for snapshot_id in gone:
+            (self._snapshot_dir() / f"snapshot-{snapshot_id}").unlink()
+        self.earliest = self.snapshots - keep + 1
+        (self._snapshot_dir() / "EARLIEST").write_text(str(self.earliest))
+        return gone
 
     def compact(self) -> int:
         """A COMPACT snapshot through pypaimon's commit path (pypaimon 2.1 cannot merge files; see
@@ -365,9 +394,7 @@ class PaimonTable(LakeTable):
     def corrupt(self) -> None:
         """The newest snapshot file truncated (an unreadable LATEST is no breakage: it is a hint, and the directory
         is listed; see test_paimon_hints.py)."""
-        database, table = self.name.split(".")
-        snapshot = Path(self.options["warehouse"], f"{database}.db", table, "snapshot", f"snapshot-{self.snapshots}")
-        snapshot.write_text('{"id": 1, "truncated')
+        (self._snapshot_dir() / f"snapshot-{self.snapshots}").write_text('{"id": 1, "truncated')
 
 
 class DeltaLakeTable(LakeTable):
@@ -375,6 +402,7 @@ class DeltaLakeTable(LakeTable):
 
     compaction_kinds = frozenset({"OPTIMIZE"})
     missing_named = "missing"
+    expiry_kind = "VACUUM END"
 
     def __init__(self, root: Path, name: str) -> None:
         self.root = root
@@ -382,6 +410,7 @@ class DeltaLakeTable(LakeTable):
         self.location = str(root / name)
         self.asset = delta_asset(self.location, name)
         self.versions = 0
+        self.earliest = 0
         self.metadata_version = 0  # Delta's schema id: the version whose commit wrote the table's metadata
 
     def registration(self, catalog: str, name: str | None = None) -> AssetRegistration:
@@ -399,7 +428,23 @@ class DeltaLakeTable(LakeTable):
         return self.versions - 1
 
     def committed(self) -> list[int]:
-        return list(range(self.versions))
+        return list(range(self.earliest, self.versions))
+
+    def expire(self, keep: int) -> list[int]:
+        """Log retention 0, then an overwrite and a VACUUM (the older files leave the table, then the disk), a
+        checkpoint and the log's cleanup: every commit file before the checkpoint goes, so the version it stands
+        for is all that is left to read (``keep`` is Delta's to decide: one)."""
+        from deltalake import DeltaTable, write_deltalake
+
+        DeltaTable(self.location).alter.set_table_properties({"delta.logRetentionDuration": "interval 0 seconds"})
+        write_deltalake(self.location, rows(0), mode="overwrite")
+        DeltaTable(self.location).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+        table = DeltaTable(self.location)
+        table.create_checkpoint()
+        table.cleanup_metadata()
+        gone = list(range(self.earliest, table.version()))
+        self.earliest, self.versions = table.version(), table.version() + 1
+        return gone
 
     def compact(self) -> int:
         """A real OPTIMIZE: the table's files rewritten as one, its actions ``dataChange=false``."""
@@ -435,6 +480,7 @@ class HudiTable(LakeTable):
 
     compaction_kinds = frozenset({"COMPACT", "CLUSTER"})
     compaction_delta = None
+    counts_missed = False  # the archived timeline is not read: how many went is unknown
     missing_named = "hoodie.properties"
     TABLE_SERVICES = (".compaction.requested", ".clustering.requested")
 
@@ -468,6 +514,16 @@ class HudiTable(LakeTable):
             if service:
                 return instant
         raise AssertionError("the sample table has no table service left to reveal")
+
+    def expire(self, keep: int) -> list[int]:
+        """Hudi's archiver moves the oldest instants off the active timeline."""
+        from tests.hudi_tables import timeline_dir
+
+        gone, self.shown = self.shown[:-keep], self.shown[-keep:]
+        for instant in gone:
+            for path in timeline_dir(self.staged.root).glob(f"{instant}*"):
+                path.unlink()
+        return gone
 
     def commit_wider(self, row_id: int, note: str) -> int:
         pytest.skip("hudi: no Python library writes Hudi tables, and the sample tables' schemas never change")

@@ -27,7 +27,6 @@ from lakehook.domain.assets import AssetFormat
 from lakehook.domain.events import IngestStatus
 from lakehook.domain.notice_state import NoticeHealth, PollCadence
 from lakehook.domain.snapshots import SnapshotCursor, SnapshotGap
-from lakehook.domain.source_health import Health
 from lakehook.domain.time import now_ms
 from lakehook.usecases.plan_polls import (
     PlanNotifiedPolls,
@@ -113,34 +112,6 @@ def test_an_overwrite_reports_the_rows_it_left_and_merge_and_delete_their_change
     assert seen[1] == ("WRITE", 2, None)  # an overwrite leaves the rows it wrote
     assert seen[2] == ("DELETE", None, -1)
     assert seen[3] == ("MERGE", None, 1)  # one row inserted, one updated
-
-
-def test_cleaned_up_history_resumes_at_the_oldest_retained_version_and_records_the_gap(path: str, lake: Lake) -> None:
-    config = {"delta.logRetentionDuration": "interval 0 seconds"}
-    write(path, rows(1), configuration=config)
-    asset = register(path, "ods.orders")
-    lake.poll_all([asset])
-    for i in range(4):
-        write(path, rows(i))  # versions 1..4
-    write(path, rows(5), mode="overwrite")  # version 5: the older files are removed from the table
-    table = DeltaTable(path)
-    table.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)  # versions 6, 7 delete them
-    table = DeltaTable(path)
-    table.create_checkpoint()  # at version 7
-    table.cleanup_metadata()  # log retention 0: every commit file before the checkpoint goes
-    retained = sorted(p.name for p in Path(path, "_delta_log").glob("*.json"))
-    assert retained == [commit_file(7)]
-
-    (result,) = lake.poll_all([asset])
-    assert result.outcome is PollOutcome.ADVANCED and result.snapshot_ids == (7,)
-    assert result.gap == SnapshotGap(afterSnapshotId=0, resumedAtSnapshotId=7, missed=6)
-    status = lake.statuses.get(asset.asset_key)
-    assert status is not None and status.last_gap == result.gap and status.consecutive_failures == 0
-    assert lake.events(asset.asset_key)[-1].commit_kind == "VACUUM END"
-    assert lake.health(asset.asset_key) is Health.GAP
-    write(path, rows(8))
-    assert lake.poll_all([asset])[0].snapshot_ids == (8,)  # and it carries on from there
-    assert lake.health(asset.asset_key) is Health.HEALTHY
 
 
 def test_the_unchanged_check_is_not_fooled_by_a_cleaned_up_successor(path: str, lake: Lake) -> None:

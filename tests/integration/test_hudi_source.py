@@ -17,8 +17,6 @@ from hudi import HudiTableBuilder
 from lakehook.adapters.lakehouse.hudi import instant_millis
 from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.domain.events import IngestStatus
-from lakehook.domain.snapshots import SnapshotGap
-from lakehook.domain.source_health import Health
 from lakehook.usecases.poll import PollOutcome
 from tests.hudi_tables import V6_COW, V8_COW, V9_MOR, StagedHudiTable, timeline_dir, unpack
 from tests.lakehouse import CountingMotoServer
@@ -117,29 +115,6 @@ def test_compaction_and_clustering_are_the_commit_kinds_of_a_mor_table(tmp_path:
     ]
     state = lake.store.get_state(asset.asset_key)
     assert state is not None and state.latest_commit_kind == "INSERT"
-
-
-def test_archived_history_resumes_at_the_oldest_active_instant_and_records_the_gap(tmp_path: Path, lake: Lake) -> None:
-    hudi = StagedHudiTable.of(V9_MOR, tmp_path)
-    asset = register(hudi.location, "ods.txns")
-    (first,) = hudi.reveal()
-    lake.poll_all([asset])
-    shown = hudi.reveal(5)
-    # Hudi's archiver moves the oldest instants off the active timeline: here the first four versions
-    timeline = timeline_dir(hudi.root)
-    for instant in [first, *shown[:3]]:
-        for path in timeline.glob(f"{instant}*"):
-            path.unlink()
-
-    (result,) = lake.poll_all([asset])
-    assert result.outcome is PollOutcome.ADVANCED and result.snapshot_ids == tuple(shown[3:])
-    assert result.gap == SnapshotGap(afterSnapshotId=first, resumedAtSnapshotId=shown[3], missed=None)
-    status = lake.statuses.get(asset.asset_key)
-    assert status is not None and status.last_gap == result.gap and status.consecutive_failures == 0
-    assert lake.health(asset.asset_key) is Health.GAP
-    (more,) = hudi.reveal()
-    assert lake.poll_all([asset])[0].snapshot_ids == (more,)  # and it carries on from there
-    assert lake.health(asset.asset_key) is Health.HEALTHY
 
 
 def test_a_corrupt_0x_json_commit_is_corrupt_metadata(tmp_path: Path, lake: Lake) -> None:

@@ -13,8 +13,6 @@ from pyiceberg.catalog import Catalog, load_catalog
 from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.client.push import snapshot_event_from_iceberg
 from lakehook.domain.events import AssetEvent, EventResult, EventType, IngestStatus, SourceType
-from lakehook.domain.snapshots import SnapshotGap
-from lakehook.domain.source_health import Health
 from lakehook.usecases.poll import PollOutcome
 from tests.lakehouse import (
     CountingFileIO,
@@ -111,30 +109,6 @@ def test_unchanged_costs_one_catalog_row_and_no_metadata_read(
         assert len(lake.poll(asset).snapshot_ids) == 1
     assert statements == ["SELECT"] and CountingFileIO.metadata_reads() == 1
     assert sum(CountingFileIO.reads.values()) == 1  # nothing but that metadata.json
-
-
-def test_an_expired_offset_resumes_at_the_oldest_retained_snapshot(
-    sql_properties: dict[str, str], writer: Catalog, lake: Lake
-) -> None:
-    orders = create_iceberg_table(writer, "ods.orders")
-    asset = register(sql_properties, "ods.orders")
-    orders.append(rows(1))
-    lake.poll_all([asset])
-    for i in range(3):
-        orders.append(rows(i))
-    first, second, third, fourth = commit_ids(orders)
-    orders.maintenance.expire_snapshots().by_ids([first, second, third]).commit()
-
-    (result,) = lake.poll_all([asset])
-    assert result.outcome is PollOutcome.ADVANCED and result.snapshot_ids == (fourth,)
-    assert result.gap == SnapshotGap(afterSnapshotId=first, resumedAtSnapshotId=fourth, missed=2)
-    status = lake.statuses.get(asset.asset_key)
-    assert status is not None and status.last_gap == result.gap
-    assert lake.snapshot_ids(asset.asset_key) == {first, fourth}
-    assert lake.health(asset.asset_key) is Health.GAP
-    orders.append(rows(9))
-    assert lake.poll_all([asset])[0].snapshot_ids == (orders.current_snapshot().snapshot_id,)
-    assert lake.health(asset.asset_key) is Health.HEALTHY
 
 
 def test_tags_and_branches_become_tag_created(sql_properties: dict[str, str], writer: Catalog, lake: Lake) -> None:

@@ -14,8 +14,6 @@ from pypaimon.snapshot.snapshot import Snapshot
 from lakehook.adapters.lakehouse.paimon import snapshot_info
 from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
-from lakehook.domain.snapshots import SnapshotGap
-from lakehook.domain.source_health import Health
 from lakehook.usecases.poll import PollOutcome
 from tests.lakehouse import CountingMotoServer, create_paimon_table, paimon_commit, rows
 from tests.pollers import Lake
@@ -59,33 +57,6 @@ def test_commits_become_snapshot_events_with_what_paimon_recorded(warehouse: dic
     state = lake.store.get_state(asset.asset_key)
     assert state is not None and state.latest_snapshot_id == 3 and state.latest_commit_time == written["timeMillis"]
     assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
-
-
-def test_an_expired_offset_resumes_at_the_oldest_retained_snapshot(warehouse: dict[str, str], lake: Lake) -> None:
-    orders = create_paimon_table(warehouse, "ods.orders")
-    asset = register(warehouse, "ods.orders")
-    paimon_commit(orders, rows(1))
-    lake.poll_all([asset])
-    for i in range(5):
-        paimon_commit(orders, rows(i))  # snapshots 2..6
-    # Snapshot expiration (Paimon's ExpireSnapshots; pypaimon 2.1 has none) leaves exactly this behind:
-    # the expired snapshot files deleted, oldest first, and the EARLIEST hint naming the oldest kept.
-    snapshot_dir = Path(warehouse["warehouse"], "ods.db/orders/snapshot")
-    for sid in (1, 2, 3, 4):
-        (snapshot_dir / f"snapshot-{sid}").unlink()
-    (snapshot_dir / "EARLIEST").write_text("5")
-
-    (result,) = lake.poll_all([asset])
-    assert result.outcome is PollOutcome.ADVANCED and result.snapshot_ids == (5, 6)
-    assert result.gap == SnapshotGap(afterSnapshotId=1, resumedAtSnapshotId=5, missed=3)
-    status = lake.statuses.get(asset.asset_key)
-    assert status is not None and status.last_gap == result.gap and status.consecutive_failures == 0
-    assert lake.health(asset.asset_key) is Health.GAP
-    state = lake.store.get_state(asset.asset_key)
-    assert state is not None and state.latest_snapshot_id == 6
-    paimon_commit(orders, rows(7))
-    assert lake.poll_all([asset])[0].snapshot_ids == (7,)  # and it carries on from there
-    assert lake.health(asset.asset_key) is Health.HEALTHY
 
 
 def test_tags_become_tag_created_on_the_next_change_or_compensation(warehouse: dict[str, str], lake: Lake) -> None:

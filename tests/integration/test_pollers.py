@@ -13,6 +13,8 @@ import pytest
 
 from lakehook.domain.assets import AssetFormat
 from lakehook.domain.events import IngestStatus, SourceType
+from lakehook.domain.snapshots import SnapshotGap
+from lakehook.domain.source_health import Health
 from lakehook.usecases.poll import PollOutcome, PollResult
 from tests import racing
 from tests.pollers import FORMATS, Lake, LakeTable, make_table
@@ -226,3 +228,35 @@ def test_a_table_with_no_commit_has_an_empty_pointer_and_no_events(
     orders.commit(1)
     orders.commit(2)
     assert list(lake.poll(orders.asset).snapshot_ids) == orders.committed()
+
+
+def test_expired_history_resumes_at_the_oldest_retained_commit_and_records_the_gap(
+    fmt: AssetFormat, tmp_path: Path, lake: Lake
+) -> None:
+    """Moved here from each format's suite: the cursor's commit and those after it expired (Iceberg's
+    expire_snapshots, Paimon's expiration, Delta's log cleanup, Hudi's archiver); the poll resumes at the oldest
+    retained commit, records the gap (how many it skipped, where the format can tell) and health says GAP until
+    reading goes on."""
+    orders = make_table(fmt, tmp_path)
+    first = orders.commit(1)
+    lake.poll_all([orders.asset])
+    for i in range(4):
+        orders.commit(10 + i)
+    gone = orders.expire(keep=2)
+    retained = orders.committed()
+    assert first in gone and not set(gone) & set(retained)
+
+    (result,) = lake.poll_all([orders.asset])
+    assert result.outcome is PollOutcome.ADVANCED and result.snapshot_ids == tuple(retained)
+    missed = len(gone) - 1 if orders.counts_missed else None  # every expired commit after the cursor's
+    assert result.gap == SnapshotGap(afterSnapshotId=first, resumedAtSnapshotId=retained[0], missed=missed)
+    status = lake.statuses.get(orders.key)
+    assert status is not None and status.last_gap == result.gap and status.consecutive_failures == 0
+    assert lake.health(orders.key) is Health.GAP
+    assert lake.snapshot_ids(orders.key) == {first, *retained}
+    assert lake.state(orders.key).latest_snapshot_id == retained[-1]
+    if orders.expiry_kind is not None:
+        assert {e.snapshot_id: e for e in lake.events(orders.key)}[retained[-1]].commit_kind == orders.expiry_kind
+    later = orders.commit(99)
+    assert lake.poll_all([orders.asset])[0].snapshot_ids == (later,)  # and it carries on from there
+    assert lake.health(orders.key) is Health.HEALTHY
