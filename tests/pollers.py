@@ -7,11 +7,11 @@ every format behind one interface.
   what was recorded; ``crashing_after`` is a poller killed after some records; ``with_sources`` swaps the sources.
 - :class:`LakeTable`: one registered table of a format, written the way its writers write it: ``commit`` one
   commit (Hudi, which no Python library writes, reveals the next commit of one of Hudi's sample tables),
-  ``compact`` one compaction (no data changed), ``expire`` the oldest history as its maintenance does,
-  ``commit_wider`` a commit with a column the table did not have (its schema evolved first), ``corrupt`` its
-  newest metadata, and ``committed`` every snapshot id in commit order; ``registration`` is the same table under
-  another key, ``missing`` one that does not exist beside it. A format that cannot do one says so by
-  ``pytest.skip`` naming what it lacks. :func:`make_table` makes one of a format on a local path;
+  ``compact`` one compaction (no data changed), ``maintain`` one more such commit, ``expire`` the oldest history
+  as its maintenance does, ``commit_wider`` a commit with a column the table did not have (its schema evolved
+  first), ``corrupt`` its newest metadata, and ``committed`` every snapshot id in commit order; ``registration`` is
+  the same table under another key, ``missing`` one that does not exist beside it. A format that cannot do one
+  says so by ``pytest.skip`` naming what it lacks. :func:`make_table` makes one of a format on a local path;
   ``iceberg_asset`` / ``paimon_asset`` / ``delta_asset`` / ``hudi_asset`` are the registrations.
 """
 
@@ -212,6 +212,11 @@ class LakeTable(ABC):
     def compact(self) -> int:
         """One compaction of the data written so far (the format's own table service; no data changed); answer
         its snapshot id."""
+
+    def maintain(self) -> int:
+        """One more maintenance commit that changes no data (another compaction, unless the format says otherwise);
+        answer its snapshot id."""
+        return self.compact()
 
     @abstractmethod
     def commit_wider(self, row_id: int, note: str) -> int:
@@ -452,6 +457,14 @@ class DeltaLakeTable(LakeTable):
 
         DeltaTable(self.location).optimize.compact()
         return self._next_version()
+
+    def maintain(self) -> int:
+        """A VACUUM (its START and END commits): the files a compaction or an overwrite left behind deleted."""
+        from deltalake import DeltaTable
+
+        DeltaTable(self.location).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+        self.versions = DeltaTable(self.location).version() + 1
+        return self.versions - 1
 
     def commit_wider(self, row_id: int, note: str) -> int:
         """A write that merges its wider schema into the table's (new metadata in the same commit)."""
