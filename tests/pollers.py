@@ -560,7 +560,12 @@ TABLES: dict[AssetFormat, type[LakeTable]] = {
 FORMATS = tuple(TABLES)
 
 
-def make_table(fmt: AssetFormat, root: Path, name: str = "ods.orders") -> LakeTable:
-    """A new, registered (not yet polled) table of ``fmt`` under ``root``."""
+def make_table(fmt: AssetFormat, root: Path, name: str = "ods.orders", unpartitioned: bool = False) -> LakeTable:
+    """A new, registered (not yet polled) table of ``fmt`` under ``root``. The Iceberg, Paimon and Delta tables are
+    unpartitioned; Hudi's is its v9 MOR sample, partitioned by region (``unpartitioned``: its v8 unpartitioned one)."""
     root.mkdir(parents=True, exist_ok=True)
+    if fmt is AssetFormat.HUDI and unpartitioned:
+        from tests.hudi_tables import V8_COW
+
+        return HudiTable(root, name, sample=V8_COW)
     return TABLES[fmt](root, name)

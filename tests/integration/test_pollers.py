@@ -260,3 +260,15 @@ def test_expired_history_resumes_at_the_oldest_retained_commit_and_records_the_g
     later = orders.commit(99)
     assert lake.poll_all([orders.asset])[0].snapshot_ids == (later,)  # and it carries on from there
     assert lake.health(orders.key) is Health.HEALTHY
+
+
+def test_an_unpartitioned_table_records_no_partitions(fmt: AssetFormat, tmp_path: Path, lake: Lake) -> None:
+    """Moved here from the Iceberg, Paimon and Delta partition suites; Hudi's unpartitioned sample too."""
+    orders = make_table(fmt, tmp_path, unpartitioned=True)
+    orders.commit(1)
+    lake.poll(orders.asset)
+    orders.commit(2)
+    lake.poll(orders.asset)
+    assert [e.partitions for e in lake.events(orders.key)] == [None, None]
+    state = lake.state(orders.key)
+    assert state.latest_partitions is None and state.latest_snapshot_id == orders.committed()[-1]
