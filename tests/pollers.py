@@ -17,6 +17,7 @@ every format behind one interface.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
@@ -109,6 +110,18 @@ class Lake:
         state = self.store.get_state(key)
         assert state is not None, f"no state for {key}"
         return state
+
+
+def lake_with_keys(table: Any, secret: str) -> Lake:
+    """A lake whose sources resolve credentials from Secrets Manager (the test's moto), where ``secret`` holds moto's
+    keys as ``{"id", "secret"}``: the registrations name them by reference, as registrations must."""
+    import boto3
+
+    from lakehook.adapters.secrets import SecretsManagerSecretStore
+
+    secrets = SecretsManagerSecretStore(boto3.client("secretsmanager", region_name="us-east-1"))
+    secrets.put_secret(secret, json.dumps({"id": "testing", "secret": "testing"}))
+    return Lake(table, secrets)
 
 
 class _DyingStore(DynamoDBAssetStore):

@@ -40,7 +40,7 @@ from lakehook.usecases.poll import PollOutcome
 from tests.delta_tables import copy
 from tests.fakes.memory import InMemoryWorkQueue
 from tests.lakehouse import CountingMotoServer, rows
-from tests.pollers import Lake
+from tests.pollers import Lake, lake_with_keys
 from tests.pollers import delta_asset as register
 
 pytestmark = pytest.mark.integration
@@ -222,10 +222,7 @@ def s3_table(server: CountingMotoServer, aws: None, request: pytest.FixtureReque
 @pytest.fixture
 def s3_lake(table: Any) -> Lake:
     """Credentials come from Secrets Manager (in-process moto) by reference, as registrations must hold them."""
-    client = boto3.client("secretsmanager", region_name="us-east-1")
-    secrets = SecretsManagerSecretStore(client)
-    secrets.put_secret("lakehook/delta-s3", json.dumps({"id": "testing", "secret": "testing"}))
-    return Lake(table, secrets)
+    return lake_with_keys(table, "lakehook/delta-s3")
 
 
 def by_reference(options: dict[str, str]) -> dict[str, str]:

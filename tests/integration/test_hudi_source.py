@@ -15,12 +15,11 @@ import pytest
 from hudi import HudiTableBuilder
 
 from lakehook.adapters.lakehouse.hudi import instant_millis
-from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.domain.events import IngestStatus
 from lakehook.usecases.poll import PollOutcome
 from tests.hudi_tables import V6_COW, V8_COW, V9_MOR, StagedHudiTable, timeline_dir, unpack
 from tests.lakehouse import CountingMotoServer
-from tests.pollers import Lake
+from tests.pollers import Lake, lake_with_keys
 from tests.pollers import hudi_asset as register
 
 pytestmark = pytest.mark.integration
@@ -152,10 +151,7 @@ def test_s3_poll_costs_one_listing_unchanged_and_one_read_per_new_instant(
     server: CountingMotoServer, s3_options: tuple[str, dict[str, str]], table: Any, tmp_path: Path
 ) -> None:
     bucket, options = s3_options
-    client = boto3.client("secretsmanager", region_name="us-east-1")
-    secrets = SecretsManagerSecretStore(client)
-    secrets.put_secret("lakehook/hudi-s3", json.dumps({"id": "testing", "secret": "testing"}))
-    lake = Lake(table, secrets)
+    lake = lake_with_keys(table, "lakehook/hudi-s3")
     hudi = StagedHudiTable.of(V9_MOR, tmp_path)
     hudi.reveal()
     upload(server, hudi.root, bucket, "lake/txns")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +9,6 @@ import boto3
 import pytest
 from pyiceberg.catalog import Catalog, load_catalog
 
-from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.client.push import snapshot_event_from_iceberg
 from lakehook.domain.events import AssetEvent, EventResult, EventType, IngestStatus, SourceType
 from lakehook.usecases.poll import PollOutcome
@@ -22,7 +20,7 @@ from tests.lakehouse import (
     rows,
     service_total,
 )
-from tests.pollers import Lake
+from tests.pollers import Lake, lake_with_keys
 from tests.pollers import iceberg_asset as register
 
 pytestmark = pytest.mark.integration
@@ -189,9 +187,7 @@ def glue(server: CountingMotoServer, aws: None, request: pytest.FixtureRequest) 
 
 @pytest.fixture
 def glue_lake(table: Any) -> Lake:
-    secrets = SecretsManagerSecretStore(boto3.client("secretsmanager", region_name="us-east-1"))
-    secrets.put_secret("lakehook/iceberg", json.dumps({"id": "testing", "secret": "testing"}))
-    return Lake(table, secrets)
+    return lake_with_keys(table, "lakehook/iceberg")
 
 
 def by_reference(properties: dict[str, str]) -> dict[str, str]:

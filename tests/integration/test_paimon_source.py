@@ -12,11 +12,10 @@ from pypaimon.common.json_util import JSON
 from pypaimon.snapshot.snapshot import Snapshot
 
 from lakehook.adapters.lakehouse.paimon import snapshot_info
-from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
 from lakehook.usecases.poll import PollOutcome
 from tests.lakehouse import CountingMotoServer, create_paimon_table, paimon_commit, rows
-from tests.pollers import Lake
+from tests.pollers import Lake, lake_with_keys
 from tests.pollers import paimon_asset as register
 
 pytestmark = pytest.mark.integration
@@ -124,10 +123,7 @@ def s3_warehouse(server: CountingMotoServer, aws: None, request: pytest.FixtureR
 @pytest.fixture
 def s3_lake(table: Any) -> Lake:
     """Credentials come from Secrets Manager (moto) by reference, as registrations must hold them."""
-    client = boto3.client("secretsmanager", region_name="us-east-1")
-    secrets = SecretsManagerSecretStore(client)
-    secrets.put_secret("lakehook/paimon-s3", json.dumps({"id": "testing", "secret": "testing"}))
-    return Lake(table, secrets)
+    return lake_with_keys(table, "lakehook/paimon-s3")
 
 
 def by_reference(options: dict[str, str]) -> dict[str, str]:
