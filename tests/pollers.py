@@ -460,6 +460,10 @@ class DeltaLakeTable(LakeTable):
         table = DeltaTable(self.location)
         table.create_checkpoint()
         table.cleanup_metadata()
+        from lakehook.adapters.lakehouse.delta import commit_file
+
+        retained = sorted(p.name for p in Path(self.location, "_delta_log").glob("*.json"))
+        assert retained == [commit_file(table.version())], retained  # the checkpoint's version alone is left
         gone = list(range(self.earliest, table.version()))
         self.earliest, self.versions = table.version(), table.version() + 1
         return gone

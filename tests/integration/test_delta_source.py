@@ -155,16 +155,19 @@ def test_a_first_poll_past_version_0_cannot_tell_a_schema_change_and_optimize_is
     path: str, lake: Lake
 ) -> None:
     """Delta's own part of the compaction and schema-change scenarios (tests/integration/test_pollers.py): a first
-    poll starting at version 2 has no earlier metadata to compare (``schemaChanged`` unknown), and the OPTIMIZE
-    commit's kind is the operation delta-rs wrote."""
+    poll starting at version 2 has no earlier metadata to compare (``schemaChanged`` unknown), the OPTIMIZE
+    commit's kind is the operation delta-rs wrote, and a schema-merging write is a WRITE whose version is the new
+    schema id."""
     for i in range(3):
         write(path, rows(i))
     asset = register(path, "ods.orders")
     lake.poll(asset)  # version 2
     DeltaTable(path).optimize.compact()  # version 3: a real OPTIMIZE
+    wider = pa.Table.from_pylist([{"id": 9, "amount": 90, "note": "x"}])
+    write(path, wider, schema_mode="merge")  # version 4 writes new metadata: its version is the schema id
     lake.poll(asset)
     seen = {e.snapshot_id: (e.commit_kind, e.schema_id, e.schema_changed) for e in lake.events(asset.asset_key)}
-    assert seen == {2: ("WRITE", 0, None), 3: ("OPTIMIZE", 0, False)}
+    assert seen == {2: ("WRITE", 0, None), 3: ("OPTIMIZE", 0, False), 4: ("WRITE", 4, True)}
     assert committed(path, 3)["operation"] == "OPTIMIZE"
 
 
