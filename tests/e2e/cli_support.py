@@ -5,8 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 from lakehook.cli import main
 from lakehook.cli_commands.output import captured
 from lakehook.local.runtime import LocalStack
+from tests.waiting import wait_for as wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "docs" / "examples" / "lakehook.yaml"
@@ -49,12 +49,3 @@ def cli_stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalStack]:
         monkeypatch.setenv("LAKEHOOK_URL", stack.api_url)
         monkeypatch.setenv("LAKEHOOK_ADMIN_TOKEN", ADMIN)
         yield stack
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.1)

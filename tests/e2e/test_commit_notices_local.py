@@ -10,7 +10,6 @@ notice, Glue notice, OpenLineage - for one snapshot: one event.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -28,6 +27,7 @@ from openlineage.client.transport.http import ApiKeyTokenProvider, HttpConfig, H
 from lakehook.client import PushClient
 from lakehook.demo.lake import CALENDAR_SCHEMA, ORDERS_SCHEMA, REGION, WAREHOUSE_BUCKET, Lake
 from lakehook.local.runtime import LocalStack
+from tests.waiting import wait_until
 
 ADMIN = "notices-admin"
 FACTS_SCHEMA = pa.schema([("order_id", pa.int64()), ("amount_cents", pa.int64())])
@@ -73,13 +73,7 @@ def events_of(stack: LocalStack, asset: str, snapshot_id: int) -> list[dict[str,
 
 
 def wait_for(probe: Callable[[], Any], seconds: float = 30) -> Any:
-    began = time.monotonic()
-    while time.monotonic() - began < seconds:
-        found = probe()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"not seen in {seconds} s (the poll schedule is 600 s: only a notice brings it)")
+    return wait_until("not seen (the poll schedule is 600 s: only a notice brings it)", probe, seconds)
 
 
 def glue_table_change(database: str, table: str) -> dict[str, str]:

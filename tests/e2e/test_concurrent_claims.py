@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -29,6 +28,7 @@ from lakehook.local import moto_locks
 from lakehook.local.runtime import LocalStack
 from tests.racing import first_transaction_waits_for_a_rival
 from tests.support import signed_headers
+from tests.waiting import wait_until
 
 WATCHED = "paimon://lake/claims/watched"
 ROUNDS = 3
@@ -91,15 +91,14 @@ def _claims_a_trigger(keys: list[str | None]) -> bool:
 
 def _held(stack: LocalStack, seen: set[str], at_least: int) -> list[dict[str, Any]]:
     """The resolver's records not yet delivered and not in ``seen``, once the mapping holds ``at_least``."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        fresh = [
+
+    def fresh() -> list[dict[str, Any]] | None:
+        held = [
             r for r in stack.enable_stream("ResolverFunction", False) if r["dynamodb"]["SequenceNumber"] not in seen
         ]
-        if len(fresh) >= at_least:
-            return fresh
-        time.sleep(0.05)
-    raise AssertionError("the resolver's records never reached its mapping")
+        return held if len(held) >= at_least else None
+
+    return wait_until("the resolver's records never reached its mapping", fresh, 30, every=0.05)
 
 
 def test_overlapping_deliveries_conflict_and_still_claim_and_dispatch_once(

@@ -39,6 +39,7 @@ from lakehook.demo.lake import REGION, Lake
 from lakehook.demo.story import STEPS, Story, order, payment
 from lakehook.demo.view import PlainView
 from lakehook.local.runtime import LocalStack
+from tests import waiting
 
 pytestmark = pytest.mark.e2e
 
@@ -122,12 +123,7 @@ def asset_url(console: str, key: str) -> str:
 
 
 def wait_for(check: Any, seconds: float = 45.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while True:
-        found = check()
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.5)
+    return waiting.wait_for(check, seconds, every=0.5)
 
 
 def test_the_graph_shows_the_demos_six_tables_and_three_rules(page: Page, console: str) -> None:
@@ -238,10 +234,12 @@ def test_a_partitioned_rule_shows_each_partition_and_what_it_waits_for(page: Pag
         days = ["dt=2026-12-01", "dt=2026-12-02"]
         commit = {"eventType": "SNAPSHOT_COMMITTED", "assetKey": orders, "snapshotId": 1, "partitions": days}
         assert demo.api.push_statuses(commit) == ["ACCEPTED"]
-        deadline = time.monotonic() + WAIT_MS / 1000
-        while demo.api.explain(rule_id)["groups"][0].get("pendingPartitions") != 2:  # the resolver runs async
-            assert time.monotonic() < deadline, demo.api.explain(rule_id)
-            time.sleep(0.5)
+        waiting.wait_until(  # the resolver runs async
+            lambda: demo.api.explain(rule_id),
+            lambda: demo.api.explain(rule_id)["groups"][0].get("pendingPartitions") == 2,
+            WAIT_MS / 1000,
+            every=0.5,
+        )
         page.goto(f"{console}#/rule/{rule_id}")
         shown = page.locator('[data-group="daily"] [data-partitions]')
         expect(shown).to_have_attribute("data-partitions", "2")

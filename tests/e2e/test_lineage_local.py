@@ -6,7 +6,6 @@ producer's key and prefixes hold; what the client can send that lakehook does no
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -24,6 +23,7 @@ from pyiceberg.catalog import load_catalog
 
 from lakehook.local.runtime import LocalStack
 from tests.lakehouse import create_iceberg_table, rows
+from tests.waiting import wait_until
 
 GLUE_NAMESPACE = "arn:aws:glue:us-east-1:123456789012"  # OpenLineage's naming for a Glue catalog's tables
 PRODUCER = "https://github.com/OpenLineage/OpenLineage/tree/1.54.0/integration/spark"
@@ -63,13 +63,7 @@ def written(name: str, snapshot_id: int, namespace: str = GLUE_NAMESPACE) -> Out
 
 
 def wait_for(probe: Callable[[], Any], seconds: float = 20) -> Any:
-    began = time.monotonic()
-    while time.monotonic() - began < seconds:
-        found = probe()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"not seen in {seconds} s")
+    return wait_until("not seen", probe, seconds, every=0.2)
 
 
 class Lake:

@@ -104,7 +104,7 @@ def settled_trigger(rule_id: str) -> dict[str, Any]:
         found = items[0] if items else {}
         return found if found.get("runStatus") and found.get("status") in ("SUCCEEDED", "FAILED") else None
 
-    trigger = wait_for(done, timeout=30)
+    trigger = wait_for(done, seconds=30)
     assert trigger, run_cli(["triggers", "--rule", rule_id]).out
     return dict(trigger)
 
@@ -146,7 +146,7 @@ def test_the_wsgi_example_starts_once_and_reports_its_outlet_even_when_the_key_a
 
         # WHEN both inputs commit
         commit(producer, "wsgi_example", 11, 31)
-        assert wait_for(lambda: len(deliveries) >= 2, timeout=30), "lakehook did not deliver the key again"
+        assert wait_for(lambda: len(deliveries) >= 2, seconds=30), "lakehook did not deliver the key again"
         first_delivery_may_finish.set()
 
         # THEN the job ran once, on the pinned snapshots, and its outlet was recorded through its completion

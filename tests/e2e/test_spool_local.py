@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import boto3
@@ -12,6 +11,7 @@ import requests
 from lakehook.client.spool import SpoolWriter
 from lakehook.local.runtime import LocalStack
 from tests.support import signed_headers
+from tests.waiting import wait_until
 
 ADMIN = "spool-admin"
 FIELDS: list[dict[str, Any]] = [{"name": "id", "type": "long", "nullable": False}]
@@ -30,12 +30,11 @@ def test_manifests_written_to_the_bucket_or_pushed_are_verified_before_they_coun
             return answer.json() if answer.status_code == 200 else {}
 
         def wait_for(asset: str, status: str, seconds: float = 20) -> dict[str, Any]:
-            deadline = time.monotonic() + seconds
-            while time.monotonic() < deadline:
-                if (found := state(asset)).get("manifestStatus") == status:
-                    return found
-                time.sleep(0.2)
-            raise AssertionError(f"{asset} never became {status}: {state(asset)}")
+            def became() -> dict[str, Any] | None:
+                found = state(asset)
+                return found if found.get("manifestStatus") == status else None
+
+            return wait_until(lambda: f"{asset} never became {status}: {state(asset)}", became, seconds, every=0.2)
 
         # GIVEN an extract that seals its spool in the manifest bucket: the bucket notifies the verifier
         orders = f"s3://{bucket}/spool/orders"

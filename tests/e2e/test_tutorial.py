@@ -86,14 +86,14 @@ def test_the_tutorial_runs_command_by_command(monkeypatch: pytest.MonkeyPatch, t
                         watching.append(threading.Thread(target=follow))
                         watching[-1].start()
                         # the reader pushes once the watch says it is watching (it has seen what exists)
-                        assert wait_for(lambda shown=shown: "watching" in shown.getvalue(), timeout=30)
+                        assert wait_for(lambda shown=shown: "watching" in shown.getvalue(), seconds=30)
                         continue
                     result = run_cli(argv)
                     assert result.code == 0, f"`{line}` exited {result.code}: {result.err or result.out}"
                     ran.append((line, result))
                     if watching:  # the reader waits for the watch to end, and reads what the receiver printed
                         watching.pop().join(90)
-                        assert wait_for(lambda: any("reported" in p for p in printed), timeout=30), printed
+                        assert wait_for(lambda: any("reported" in p for p in printed), seconds=30), printed
                     if argv[:2] == ["secret", "put"]:
                         value = re.search(r"value \(shown once[^:]*\): (\S+)", result.out)
                         assert value, result.out

@@ -30,6 +30,7 @@ import requests
 from lakehook import container
 from tests.api_server import ApiServer, api_on_fakes
 from tests.support import ROOT
+from tests.waiting import wait_until
 
 TOOLS = os.environ.get("LAKEHOOK_AIRFLOW_REAL_TOOLS", "")
 REUSED_WORK = os.environ.get("LAKEHOOK_AIRFLOW_SENSOR_WORK", "")
@@ -70,13 +71,7 @@ def client_wheel(into: Path) -> Path:
 
 def eventually(what: str, check: Callable[[], Any], seconds: float = 180) -> Any:
     """Wait for Airflow to get somewhere (its scheduler's pace, not a verdict): check's first truthy answer."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.5)
-    raise AssertionError(f"Airflow did not get there in {seconds:g} s: {what}")
+    return wait_until(f"Airflow did not get there: {what}", check, seconds, every=0.5)
 
 
 @pytest.fixture(scope="module")

@@ -15,14 +15,11 @@ import pytest
 from hudi import HudiTableBuilder
 
 from lakehook.adapters.lakehouse.hudi import instant_millis
-from lakehook.adapters.secrets import SecretsManagerSecretStore
-from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
-from lakehook.domain.snapshots import SnapshotGap
-from lakehook.domain.source_health import Health
+from lakehook.domain.events import IngestStatus
 from lakehook.usecases.poll import PollOutcome
 from tests.hudi_tables import V6_COW, V8_COW, V9_MOR, StagedHudiTable, timeline_dir, unpack
 from tests.lakehouse import CountingMotoServer
-from tests.pollers import Lake
+from tests.pollers import Lake, lake_with_keys
 from tests.pollers import hudi_asset as register
 
 pytestmark = pytest.mark.integration
@@ -119,99 +116,14 @@ def test_compaction_and_clustering_are_the_commit_kinds_of_a_mor_table(tmp_path:
     assert state is not None and state.latest_commit_kind == "INSERT"
 
 
-def test_a_push_and_a_poll_of_one_instant_are_one_event(tmp_path: Path, lake: Lake) -> None:
-    hudi = StagedHudiTable.of(V6_COW, tmp_path)
-    asset = register(hudi.location, "ods.users")
-    hudi.reveal()
-    lake.poll(asset)
-    (second,) = hudi.reveal()
-    pushed = lake.ingest.ingest(
-        AssetEvent.model_validate(
-            {
-                "eventType": "SNAPSHOT_COMMITTED",
-                "assetKey": asset.asset_key,
-                "snapshotId": second,
-                "commitKind": "UPSERT",
-            }
-        ),
-        SourceType.PUSH,
-    )
-    polled = lake.poll(asset)
-    assert pushed.status is IngestStatus.ACCEPTED
-    assert [(r.event_id, r.status) for r in polled.results] == [(pushed.event_id, IngestStatus.DUPLICATE)]
-    assert len(lake.events(asset.asset_key)) == 2
-
-
-def test_a_lost_push_is_recovered_by_compensation(tmp_path: Path, lake: Lake) -> None:
-    hudi = StagedHudiTable.of(V9_MOR, tmp_path)
-    asset = register(hudi.location, "ods.txns")
-    (first,) = hudi.reveal()
-    lake.ingest.ingest(
-        AssetEvent.model_validate(
-            {"eventType": "SNAPSHOT_COMMITTED", "assetKey": asset.asset_key, "snapshotId": first}
-        ),
-        SourceType.PUSH,
-    )
-    hudi.reveal(3)  # the writer's pushes of these never arrive, and no poller covers the table
-    report = lake.compensate([asset])
-    assert (report.scan_total, report.missed_events) == (1, 3)
-    assert lake.compensate([asset]).missed_events == 0
-
-
-def test_archived_history_resumes_at_the_oldest_active_instant_and_records_the_gap(tmp_path: Path, lake: Lake) -> None:
-    hudi = StagedHudiTable.of(V9_MOR, tmp_path)
-    asset = register(hudi.location, "ods.txns")
-    (first,) = hudi.reveal()
-    lake.poll_all([asset])
-    shown = hudi.reveal(5)
-    # Hudi's archiver moves the oldest instants off the active timeline: here the first four versions
-    timeline = timeline_dir(hudi.root)
-    for instant in [first, *shown[:3]]:
-        for path in timeline.glob(f"{instant}*"):
-            path.unlink()
-
-    (result,) = lake.poll_all([asset])
-    assert result.outcome is PollOutcome.ADVANCED and result.snapshot_ids == tuple(shown[3:])
-    assert result.gap == SnapshotGap(afterSnapshotId=first, resumedAtSnapshotId=shown[3], missed=None)
-    status = lake.statuses.get(asset.asset_key)
-    assert status is not None and status.last_gap == result.gap and status.consecutive_failures == 0
-    assert lake.health(asset.asset_key) is Health.GAP
-    (more,) = hudi.reveal()
-    assert lake.poll_all([asset])[0].snapshot_ids == (more,)  # and it carries on from there
-    assert lake.health(asset.asset_key) is Health.HEALTHY
-
-
-def test_a_broken_table_does_not_block_a_healthy_one(tmp_path: Path, lake: Lake) -> None:
-    healthy = unpack(V6_COW, tmp_path / "healthy")
+def test_a_corrupt_0x_json_commit_is_corrupt_metadata(tmp_path: Path, lake: Lake) -> None:
+    """The 0.x timeline's JSON commit metadata, beside tests/integration/test_pollers.py's broken tables (a 1.x
+    table's Avro): a truncated one fails its poll as CorruptMetadataError."""
     corrupt = unpack(V6_COW, tmp_path / "corrupt")
     newest = sorted((corrupt / ".hoodie").glob("*.replacecommit"))[-1]
     newest.write_text('{"partitionToWriteStats": {"trunc')
-    assets = [
-        register(str(tmp_path / "missing"), "ods.missing"),
-        register(str(corrupt), "ods.corrupt"),
-        register(str(healthy), "ods.users"),
-    ]
-    results = {r.asset_key.rsplit("/", 1)[-1]: (r.outcome, r.error_kind) for r in lake.poll_all(assets)}
-    assert results == {
-        "missing": (PollOutcome.FAILED, "TableNotFoundError"),
-        "corrupt": (PollOutcome.FAILED, "CorruptMetadataError"),
-        "users": (PollOutcome.ADVANCED, None),
-    }
-    status = lake.statuses.get(assets[0].asset_key)
-    assert status is not None and status.consecutive_failures == 1 and "hoodie.properties" in (status.last_error or "")
-
-
-def test_a_table_with_no_completed_commit_has_an_empty_pointer_and_no_events(tmp_path: Path, lake: Lake) -> None:
-    hudi = StagedHudiTable.of(V8_COW, tmp_path)
-    asset = register(hudi.location, "ods.t")
-    result = lake.poll(asset)
-    assert (result.outcome, result.pointer, result.results) == (PollOutcome.ADVANCED, "", ())
-    assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
-    shown = hudi.reveal_all()
-    assert lake.poll(asset).snapshot_ids == tuple(shown)  # every commit after an empty first look is new
-
-
-# --- an S3 table on the moto server -----------------------------------------------------------------
+    (result,) = lake.poll_all([register(str(corrupt), "ods.corrupt")])
+    assert (result.outcome, result.error_kind) == (PollOutcome.FAILED, "CorruptMetadataError")
 
 
 @pytest.fixture
@@ -239,10 +151,7 @@ def test_s3_poll_costs_one_listing_unchanged_and_one_read_per_new_instant(
     server: CountingMotoServer, s3_options: tuple[str, dict[str, str]], table: Any, tmp_path: Path
 ) -> None:
     bucket, options = s3_options
-    client = boto3.client("secretsmanager", region_name="us-east-1")
-    secrets = SecretsManagerSecretStore(client)
-    secrets.put_secret("lakehook/hudi-s3", json.dumps({"id": "testing", "secret": "testing"}))
-    lake = Lake(table, secrets)
+    lake = lake_with_keys(table, "lakehook/hudi-s3")
     hudi = StagedHudiTable.of(V9_MOR, tmp_path)
     hudi.reveal()
     upload(server, hudi.root, bucket, "lake/txns")

@@ -20,6 +20,7 @@ import requests
 from lakehook.local.invoker import FunctionError, LocalFunction
 from lakehook.local.runtime import LocalStack
 from lakehook.local.template import Template
+from tests.waiting import wait_for
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "environments" / "template.yaml"
 
@@ -127,9 +128,7 @@ def test_a_function_s_output_is_relayed_tagged_with_its_name(stack: LocalStack) 
         logs.emit = lambda function, line: lines.append((function, line))  # type: ignore[assignment]
         _fn(stack, "Blue").invoke({"log": "hello-from-blue", "print_stderr": "to-stderr"})
         _fn(stack, "Red").invoke({"log": "hello-from-red"})
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and sum("hello-from-red" in line for _, line in lines) < 3:
-            time.sleep(0.05)
+        wait_for(lambda: sum("hello-from-red" in line for _, line in lines) >= 3, 5, every=0.05)
     finally:
         logs.emit = original  # type: ignore[assignment]
     blue = [line for fn, line in lines if fn == "Blue"]
@@ -212,7 +211,5 @@ def test_no_process_outlives_a_killed_stack(tmp_path: Path) -> None:
     assert len(pids) >= 1 + 2 * 4 and all(_alive(pid) for pid in pids)  # the fork server, zygotes, environments
     probe.send_signal(signal.SIGKILL)
     probe.wait(timeout=10)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
-        time.sleep(0.1)
+    wait_for(lambda: not any(_alive(pid) for pid in pids), 15)
     assert [pid for pid in pids if _alive(pid)] == []

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 from lakehook.local.filters import matches, matches_any
 from lakehook.local.runtime import LocalStack
 from lakehook.local.template import ApiRoute, Template, rate_seconds
+from tests.waiting import wait_until
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "recorder" / "template.yaml"
 
@@ -28,12 +28,7 @@ def _calls(path: Path, function: str) -> list[dict[str, Any]]:
 
 
 def _wait_for(predicate: Any, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time")
+    wait_until("condition not met", predicate, timeout)
 
 
 @pytest.fixture

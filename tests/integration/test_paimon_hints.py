@@ -10,7 +10,6 @@ what pypaimon's own ``SnapshotManager`` reads from the same directory.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from lakehook.domain.snapshots import SnapshotGap
 from lakehook.usecases.poll import PollOutcome
 from tests.integration.test_paimon_source import by_reference
 from tests.lakehouse import CountingMotoServer, create_paimon_table, paimon_commit, rows
-from tests.pollers import Lake
+from tests.pollers import Lake, lake_with_keys
 from tests.pollers import paimon_asset as register
 
 pytestmark = pytest.mark.integration
@@ -182,11 +181,7 @@ def s3_warehouse(server: CountingMotoServer, aws: None, request: pytest.FixtureR
 
 @pytest.fixture
 def s3_lake(table: Any) -> Lake:
-    from lakehook.adapters.secrets import SecretsManagerSecretStore
-
-    secrets = SecretsManagerSecretStore(boto3.client("secretsmanager", region_name="us-east-1"))
-    secrets.put_secret("lakehook/paimon-s3", json.dumps({"id": "testing", "secret": "testing"}))
-    return Lake(table, secrets)
+    return lake_with_keys(table, "lakehook/paimon-s3")
 
 
 def put_hint(server: CountingMotoServer, warehouse: dict[str, str], name: str, value: str) -> None:

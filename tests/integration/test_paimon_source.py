@@ -9,18 +9,13 @@ from typing import Any
 import boto3
 import pytest
 from pypaimon.common.json_util import JSON
-from pypaimon.schema.data_types import AtomicType
-from pypaimon.schema.schema_change import SchemaChange
 from pypaimon.snapshot.snapshot import Snapshot
 
 from lakehook.adapters.lakehouse.paimon import snapshot_info
-from lakehook.adapters.secrets import SecretsManagerSecretStore
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
-from lakehook.domain.snapshots import SnapshotGap
-from lakehook.domain.source_health import Health
 from lakehook.usecases.poll import PollOutcome
 from tests.lakehouse import CountingMotoServer, create_paimon_table, paimon_commit, rows
-from tests.pollers import Lake
+from tests.pollers import Lake, lake_with_keys
 from tests.pollers import paimon_asset as register
 
 pytestmark = pytest.mark.integration
@@ -63,90 +58,6 @@ def test_commits_become_snapshot_events_with_what_paimon_recorded(warehouse: dic
     assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
 
 
-def test_a_lost_push_is_recovered_by_the_next_poll_and_by_compensation(warehouse: dict[str, str], lake: Lake) -> None:
-    orders = create_paimon_table(warehouse, "ods.orders")
-    polled, compensated = register(warehouse, "ods.orders"), register(warehouse, "ods.orders", catalog="lake2")
-    paimon_commit(orders, rows(1))
-    for asset in (polled, compensated):
-        lake.ingest.ingest(
-            AssetEvent.model_validate(
-                {"eventType": "SNAPSHOT_COMMITTED", "assetKey": asset.asset_key, "snapshotId": 1}
-            ),
-            SourceType.PUSH,
-        )
-    lake.poll(polled)
-    paimon_commit(orders, rows(2))
-    paimon_commit(orders, rows(3))  # the writer's pushes of 2 and 3 never arrive
-
-    assert lake.poll(polled).accepted == 2
-    report = lake.compensate([compensated])  # the same table under a key no poller covers
-    assert (report.scan_total, report.missed_events) == (1, 2)
-    for asset in (polled, compensated):
-        state = lake.store.get_state(asset.asset_key)
-        assert state is not None and state.latest_snapshot_id == 3
-    assert lake.compensate([compensated]).missed_events == 0
-
-
-def test_an_expired_offset_resumes_at_the_oldest_retained_snapshot(warehouse: dict[str, str], lake: Lake) -> None:
-    orders = create_paimon_table(warehouse, "ods.orders")
-    asset = register(warehouse, "ods.orders")
-    paimon_commit(orders, rows(1))
-    lake.poll_all([asset])
-    for i in range(5):
-        paimon_commit(orders, rows(i))  # snapshots 2..6
-    # Snapshot expiration (Paimon's ExpireSnapshots; pypaimon 2.1 has none) leaves exactly this behind:
-    # the expired snapshot files deleted, oldest first, and the EARLIEST hint naming the oldest kept.
-    snapshot_dir = Path(warehouse["warehouse"], "ods.db/orders/snapshot")
-    for sid in (1, 2, 3, 4):
-        (snapshot_dir / f"snapshot-{sid}").unlink()
-    (snapshot_dir / "EARLIEST").write_text("5")
-
-    (result,) = lake.poll_all([asset])
-    assert result.outcome is PollOutcome.ADVANCED and result.snapshot_ids == (5, 6)
-    assert result.gap == SnapshotGap(afterSnapshotId=1, resumedAtSnapshotId=5, missed=3)
-    status = lake.statuses.get(asset.asset_key)
-    assert status is not None and status.last_gap == result.gap and status.consecutive_failures == 0
-    assert lake.health(asset.asset_key) is Health.GAP
-    state = lake.store.get_state(asset.asset_key)
-    assert state is not None and state.latest_snapshot_id == 6
-    paimon_commit(orders, rows(7))
-    assert lake.poll_all([asset])[0].snapshot_ids == (7,)  # and it carries on from there
-    assert lake.health(asset.asset_key) is Health.HEALTHY
-
-
-def test_schema_change_is_detected(warehouse: dict[str, str], lake: Lake) -> None:
-    from pypaimon import CatalogFactory
-
-    orders = create_paimon_table(warehouse, "ods.orders")
-    asset = register(warehouse, "ods.orders")
-    paimon_commit(orders, rows(1))
-    lake.poll(asset)
-    catalog = CatalogFactory.create(warehouse)
-    catalog.alter_table("ods.orders", [SchemaChange.add_column("note", AtomicType("STRING"))])
-    evolved = catalog.get_table("ods.orders")
-    import pyarrow as pa
-
-    paimon_commit(
-        evolved,
-        pa.Table.from_pylist(
-            [{"id": 9, "amount": 90, "note": "x"}],
-            schema=pa.schema([("id", pa.int64()), ("amount", pa.int64()), ("note", pa.string())]),
-        ),
-    )
-    paimon_commit(
-        evolved,
-        pa.Table.from_pylist(
-            [{"id": 10, "amount": 100, "note": "y"}],
-            schema=pa.schema([("id", pa.int64()), ("amount", pa.int64()), ("note", pa.string())]),
-        ),
-    )
-    lake.poll(asset)
-    changed = {e.snapshot_id: (e.schema_id, e.schema_changed) for e in lake.events(asset.asset_key)}
-    assert changed == {1: (0, False), 2: (1, True), 3: (1, False)}
-    state = lake.store.get_state(asset.asset_key)
-    assert state is not None and state.latest_schema_id == 1 and state.schema_status.value == "PENDING_APPROVAL"
-
-
 def test_tags_become_tag_created_on_the_next_change_or_compensation(warehouse: dict[str, str], lake: Lake) -> None:
     orders = create_paimon_table(warehouse, "ods.orders")
     asset = register(warehouse, "ods.orders")
@@ -166,38 +77,6 @@ def test_tags_become_tag_created_on_the_next_change_or_compensation(warehouse: d
     assert [r.status for r in result.results] == [IngestStatus.ACCEPTED, IngestStatus.DUPLICATE, IngestStatus.ACCEPTED]
     state = lake.store.get_state(asset.asset_key)
     assert state is not None and state.tags == {"eod-2025-06-01", "eod-2025-06-02"}
-
-
-def test_a_broken_table_does_not_block_a_healthy_one(warehouse: dict[str, str], lake: Lake) -> None:
-    healthy = create_paimon_table(warehouse, "ods.orders")
-    paimon_commit(healthy, rows(1))
-    broken = create_paimon_table(warehouse, "ods.bad_snapshot")
-    paimon_commit(broken, rows(1))
-    root = Path(warehouse["warehouse"])
-    # (an unreadable LATEST is no breakage: it is a hint, and the directory is listed; see test_paimon_hints.py)
-    (root / "ods.db/bad_snapshot/snapshot/snapshot-1").write_text('{"id": 1, "truncated')
-    assets = [register(warehouse, n) for n in ("ods.missing", "ods.bad_snapshot", "ods.orders")]
-
-    results = {r.asset_key: r for r in lake.poll_all(assets)}
-    kinds = {key.rsplit("/", 1)[-1]: (r.outcome, r.error_kind) for key, r in results.items()}
-    assert kinds == {
-        "missing": (PollOutcome.FAILED, "TableNotFoundError"),
-        "bad_snapshot": (PollOutcome.FAILED, "CorruptMetadataError"),
-        "orders": (PollOutcome.ADVANCED, None),
-    }
-    status = lake.statuses.get(assets[0].asset_key)
-    assert status is not None and status.consecutive_failures == 1 and status.next_attempt_at is not None
-    assert status.last_error is not None and "ods.missing" in status.last_error
-    state = lake.store.get_state(assets[-1].asset_key)
-    assert state is not None and state.latest_snapshot_id == 1
-
-
-def test_an_empty_table_has_an_empty_pointer_and_no_events(warehouse: dict[str, str], lake: Lake) -> None:
-    create_paimon_table(warehouse, "ods.orders")
-    asset = register(warehouse, "ods.orders")
-    result = lake.poll(asset)
-    assert (result.outcome, result.pointer, result.results) == (PollOutcome.ADVANCED, "", ())
-    assert lake.poll(asset).outcome is PollOutcome.UNCHANGED
 
 
 def test_watermarks_from_java_writers_are_read_and_the_no_watermark_sentinel_is_dropped() -> None:
@@ -244,10 +123,7 @@ def s3_warehouse(server: CountingMotoServer, aws: None, request: pytest.FixtureR
 @pytest.fixture
 def s3_lake(table: Any) -> Lake:
     """Credentials come from Secrets Manager (moto) by reference, as registrations must hold them."""
-    client = boto3.client("secretsmanager", region_name="us-east-1")
-    secrets = SecretsManagerSecretStore(client)
-    secrets.put_secret("lakehook/paimon-s3", json.dumps({"id": "testing", "secret": "testing"}))
-    return Lake(table, secrets)
+    return lake_with_keys(table, "lakehook/paimon-s3")
 
 
 def by_reference(options: dict[str, str]) -> dict[str, str]:

@@ -141,18 +141,6 @@ def test_each_version_names_the_partitions_delta_rs_says_it_changed(table: Any, 
         assert set(state.latest_partitions.keys) == touched_by(location, newest_data)
 
 
-def test_an_unpartitioned_table_records_no_partitions(table: Any, tmp_path: Path) -> None:
-    location = str(tmp_path / "plain")
-    write_deltalake(location, pa.Table.from_pylist([{"id": 1}]))
-    poller = Poller(table, location)
-    poller()
-    write_deltalake(location, pa.Table.from_pylist([{"id": 2}]), mode="append")
-    events, store = poller(), poller.store
-    assert [e.partitions for e in events] == [None, None]
-    state = store.get_state(register(location).asset_key)
-    assert state is not None and state.latest_partitions is None and state.latest_snapshot_id == 1
-
-
 def test_a_commit_touching_more_partitions_than_the_limit_is_one_bounded_event(table: Any, tmp_path: Path) -> None:
     from lakehook.domain.limits import MAX_TOUCHED_PARTITIONS
 

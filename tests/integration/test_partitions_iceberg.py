@@ -208,14 +208,3 @@ def test_a_bucket_partition_is_its_bucket_number() -> None:
         "id_bucket=__HIVE_DEFAULT_PARTITION__/region=__HIVE_DEFAULT_PARTITION__"
     )
     assert spec.partition_to_path(Record(5, "a/b"), SCHEMA) == "id_bucket=5/region=a%2Fb"
-
-
-def test_an_unpartitioned_table_records_no_partitions(table: Any, tmp_path: Path) -> None:
-    writer, properties = catalog(tmp_path)
-    orders = writer.create_table("ods.orders", schema=SCHEMA)
-    lake = Lake(table)
-    asset = register(properties, "ods.orders")
-    lake.poll(asset)
-    orders.append(data([("eu", 0)], 0))
-    lake.poll(asset)
-    assert [e.partitions for e in lake.events(asset.asset_key)] == [None]

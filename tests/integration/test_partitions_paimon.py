@@ -153,17 +153,6 @@ def test_a_dynamic_overwrite_names_only_the_partition_it_replaced(table: Any, tm
     assert set(events[2].partitions.keys) == touched(orders, 2) == {f"dt={day}/region=eu"}
 
 
-def test_an_unpartitioned_table_records_no_partitions(table: Any, tmp_path: Path) -> None:
-    warehouse = {"warehouse": f"file://{tmp_path}/warehouse"}
-    orders = create(warehouse, [])
-    lake = Lake(table)
-    asset = register(warehouse, "ods.orders")
-    lake.poll(asset)
-    paimon_commit(orders, data([(0, "eu")], 0))
-    lake.poll(asset)
-    assert [e.partitions for e in lake.events(asset.asset_key)] == [None]
-
-
 def test_reading_partitions_needs_none_of_the_packages_the_layer_leaves_out(tmp_path: Path) -> None:
     """The lakehouse layer ships no polars, pandas or numpy: the manifests are read without them."""
     warehouse = {"warehouse": f"file://{tmp_path}/warehouse"}

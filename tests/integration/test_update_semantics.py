@@ -18,7 +18,7 @@ from pyiceberg.catalog.sql import SqlCatalog
 from lakehook.adapters.dynamodb.stream_records import RESOLVER_FILTER_PATTERNS
 from lakehook.adapters.dynamodb.trigger_ledger import DISPATCH_FILTER_PATTERNS
 from lakehook.container import Container
-from lakehook.domain.assets import AssetRegistration
+from lakehook.domain.assets import AssetFormat, AssetRegistration
 from lakehook.domain.rules import Rule
 from lakehook.handlers import handle_dispatch_batch, handle_stream_batch
 from lakehook.local.filters import matches_any
@@ -35,7 +35,7 @@ from tests.lakehouse import (
     paimon_compact_commit,
     rows,
 )
-from tests.pollers import Lake
+from tests.pollers import FORMATS, Lake, make_table
 
 pytestmark = pytest.mark.integration
 
@@ -60,6 +60,10 @@ class World:
         asset = AssetRegistration.model_validate(
             {"assetKey": key, "format": fmt, "source": {"catalog": catalog, "properties": properties, **where}}
         )
+        return self.add(asset)
+
+    def add(self, asset: AssetRegistration) -> AssetRegistration:
+        """Register ``asset`` and poll it once."""
         self.container.asset_registry.put_asset(asset, T0)
         # the registration's first poll takes every snapshot from here on
         self.poll(asset)
@@ -524,94 +528,18 @@ def test_replay_of_a_spooled_extract_is_refused_once_the_manifest_at_its_uri_was
     assert (pin.manifest_uri, pin.to_api()["manifestSha256"]) == (uri, sealed["sha256"])  # pinned at trigger time
 
 
-class FirstSeenCompaction:
-    """A real table whose newest commit, when lakehook first polls it, is a compaction of data written before; then
-    one more maintenance commit and a data commit (``maintain``, ``write``: the snapshot id of each)."""
-
-    def __init__(self, fmt: str, root: Path) -> None:
-        self.fmt = fmt
-        self.key = f"{fmt}://lake/ods/orders"
-        if fmt == "paimon":
-            self.options = {"warehouse": str(root / "paimon")}
-            self.table = create_paimon_table(self.options, "ods.orders")
-            paimon_commit(self.table, rows(1))  # snapshot 1: APPEND
-            paimon_commit(self.table, rows(2))  # snapshot 2: APPEND
-            paimon_compact_commit(self.table)  # snapshot 3: COMPACT
-            self.snapshots = 3
-        elif fmt == "iceberg":
-            self.options = {"uri": f"sqlite:///{root}/catalog.db", "warehouse": f"file://{root}/warehouse"}
-            self.catalog = SqlCatalog("lake", **self.options)
-            self.table = create_iceberg_table(self.catalog, "ods.orders")
-            self.table.append(rows(1))
-            self.table.append(rows(2))
-            iceberg_rewrite(self.table)  # operation replace: two data files become one
-        elif fmt == "delta":
-            from deltalake import DeltaTable, write_deltalake
-
-            self.location = str(root / "delta" / "orders")
-            write_deltalake(self.location, rows(1))  # version 0
-            write_deltalake(self.location, rows(2), mode="append")  # version 1
-            DeltaTable(self.location).optimize.compact()  # version 2: OPTIMIZE, its actions dataChange=false
-        else:
-            from tests.hudi_tables import V9_MOR, StagedHudiTable
-
-            self.hudi = StagedHudiTable.of(V9_MOR, root)  # Hudi's own MOR table, revealed commit by commit
-            *_, self.compaction = self.hudi.reveal(11)  # ten data commits, then a compaction (commit, COMPACT)
-
-    def register(self, world: World) -> AssetRegistration:
-        if self.fmt == "paimon":
-            return world.register(self.key, "paimon", "lake", self.options, "ods.orders")
-        if self.fmt == "iceberg":
-            return world.register(self.key, "iceberg", "lake", {"type": "sql", **self.options}, "ods.orders")
-        if self.fmt == "delta":
-            return world.register(self.key, "delta", "lake", {}, location=self.location)
-        return world.register(self.key, "hudi", "lake", {}, location=self.hudi.location)
-
-    def maintain(self) -> int:
-        """One more commit that changes no data."""
-        if self.fmt == "paimon":
-            paimon_compact_commit(self.table)
-            self.snapshots += 1
-            return self.snapshots
-        if self.fmt == "iceberg":
-            table = self.catalog.load_table("ods.orders")
-            iceberg_rewrite(table)  # the one data file rewritten: replace again
-            return int(self.catalog.load_table("ods.orders").current_snapshot().snapshot_id)
-        if self.fmt == "delta":
-            from deltalake import DeltaTable
-
-            DeltaTable(self.location).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
-            return 4  # VACUUM START (3), VACUUM END (4)
-        (clustering,) = self.hudi.reveal()  # a clustering (replacecommit, CLUSTER)
-        return clustering
-
-    def write(self) -> int:
-        """A data commit."""
-        if self.fmt == "paimon":
-            paimon_commit(self.table, rows(9))
-            self.snapshots += 1
-            return self.snapshots
-        if self.fmt == "iceberg":
-            table = self.catalog.load_table("ods.orders")
-            table.append(rows(9))
-            return int(table.current_snapshot().snapshot_id)
-        if self.fmt == "delta":
-            from deltalake import DeltaTable, write_deltalake
-
-            write_deltalake(self.location, rows(9), mode="append")
-            return int(DeltaTable(self.location).version())
-        (insert,) = self.hudi.reveal()  # a deltacommit (INSERT)
-        return insert
-
-
-@pytest.mark.parametrize("fmt", ["delta", "hudi", "iceberg", "paimon"])
+@pytest.mark.parametrize("fmt", FORMATS, ids=[f.value for f in FORMATS])
 def test_a_compaction_polled_first_starts_no_run_and_the_next_data_commit_runs_once(
-    world: World, tmp_path: Path, fmt: str
+    world: World, tmp_path: Path, fmt: AssetFormat
 ) -> None:
     """Issue 33: a first poll takes only the newest snapshot; when that is a compaction (Iceberg replace, Paimon
-    COMPACT, Delta OPTIMIZE, Hudi compaction) it is no data change, first seen or not: nothing runs on it."""
-    table = FirstSeenCompaction(fmt, tmp_path)
-    asset = table.register(world)
+    COMPACT, Delta OPTIMIZE, Hudi compaction) it is no data change, first seen or not: nothing runs on it. The
+    tables are tests/pollers.py's: two data commits, then the compaction (Hudi: its sample's ten, then its own)."""
+    table = make_table(fmt, tmp_path)
+    table.commit(1)
+    table.commit(2)
+    table.compact()
+    asset = world.add(table.asset)
     world.rule("data_only", table.key)
     world.rule("with_compaction", table.key, {"includeCompaction": True})
     world.settle()
@@ -624,13 +552,13 @@ def test_a_compaction_polled_first_starts_no_run_and_the_next_data_commit_runs_o
     (member,) = group["members"]
     assert member["status"] == "BLOCKED_BY_SNAPSHOT" and "changed no data" in member["reason"], member
 
-    maintained = table.maintain()  # another maintenance commit: still nothing to run
+    maintained = table.maintain()  # another maintenance commit (Delta: a VACUUM; Hudi: a clustering): nothing to run
     world.poll(asset)
     world.settle()
     assert world.pinned("data_only") == []
     assert world.pinned("with_compaction") == [compaction, maintained]
 
-    data = table.write()
+    data = table.commit(9)
     world.poll(asset)
     world.settle()
     assert world.pinned("data_only") == [data]

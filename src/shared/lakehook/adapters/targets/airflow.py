@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import json
 import threading
+from functools import partial
 from typing import Any, ClassVar
 from urllib.parse import quote
 
 import requests
 
 from lakehook.adapters.targets.deps import CachedSecrets, TargetDeps
-from lakehook.adapters.targets.http import ask, json_or_none, refuse_insecure, send, transport_outcome
+from lakehook.adapters.targets.http import json_or_none, refuse_insecure, send, transport_outcome, with_bearer
 from lakehook.domain.dispatch import Invocation, Outcome, OutcomeKind, TargetUnavailableError, http_outcome
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.targets import AirflowTarget, TargetConfig
@@ -185,19 +186,12 @@ class AirflowTargetClient(TargetClient):
     ) -> requests.Response | Outcome:
         """One request with a bearer token; when Airflow refuses the token (401, or 403 ``Invalid JWT token``)
         it is fetched again once. A token still refused is dropped, so the next request starts afresh."""
-        for fresh in (False, True):
-            token = self._token(config, fresh=fresh)
-            if isinstance(token, Outcome):
-                if lookup:
-                    raise TargetUnavailableError(token.reason or "no token")
-                return token
-            headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
-            call = ask if lookup else send
-            response = call(self._session, method, url, config.timeout_seconds, headers=headers, **kwargs)
-            if not token_refused(response):
-                return response
-        with self._lock:
-            self._tokens.pop((config.base_url, config.credentials_ref), None)
+        token = partial(self._token, config)
+        request = (method, url, config.timeout_seconds)
+        response = with_bearer(self._session, token, request, lookup, refused=token_refused, **kwargs)
+        if isinstance(response, requests.Response) and token_refused(response):
+            with self._lock:
+                self._tokens.pop((config.base_url, config.credentials_ref), None)
         return response
 
     # --- the plug-in -----------------------------------------------------------------------------------

@@ -17,22 +17,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from lakehook.adapters.targets.aws_errors import client_error_outcome, transport_outcome
-from lakehook.adapters.targets.aws_runs import (
-    LazyClient,
-    ask_aws,
-    find_in_pages,
-    run_environment,
-    run_name,
-    run_state_of,
-)
-from lakehook.adapters.targets.deps import TargetDeps
-from lakehook.domain.dispatch import Invocation, Outcome
+from lakehook.adapters.targets.aws_jobs import AwsJobTargetClient, items
+from lakehook.adapters.targets.aws_runs import ask_aws, run_environment, run_name, run_state_of
+from lakehook.domain.dispatch import Invocation
 from lakehook.domain.targets import BatchJobTarget, TargetConfig
 from lakehook.domain.triggers import RunState
-from lakehook.ports.dispatch import TargetClient
 
 PAGE_SIZE = 100
 MAX_PAGES = 20
@@ -40,57 +29,41 @@ QUEUED = frozenset({"SUBMITTED", "PENDING", "RUNNABLE", "STARTING"})
 RUNNING = frozenset({"RUNNING"})
 
 
-class BatchTargetClient(TargetClient):
+class BatchTargetClient(AwsJobTargetClient):
     """Container jobs on a Batch queue, confirmed by their key-derived name before any retry."""
 
     type_name: ClassVar[str] = "batch"
+    service: ClassVar[str] = "batch"
+    start_action: ClassVar[str] = "SubmitJob"
+    run_id_field: ClassVar[str] = "jobId"
+    default_max_pages: ClassVar[int] = MAX_PAGES
     payload_limit: ClassVar[int] = 29 * 1024  # SubmitJob: a job's payload is at most 30 KiB
     payload_quoted: ClassVar[bool] = True  # an environment variable's value in the request's JSON
-    confirmable: ClassVar[bool] = True
     deduplicates: ClassVar[bool] = False
 
-    def __init__(self, client: Any, max_pages: int = MAX_PAGES) -> None:
-        self._client = client
-        self._max_pages = max_pages
-
-    @classmethod
-    def build(cls, deps: TargetDeps) -> BatchTargetClient:
-        return cls(LazyClient(lambda: deps.aws("batch")))
-
-    def start(self, invocation: Invocation, config: TargetConfig) -> Outcome:
+    def _start(self, invocation: Invocation, config: TargetConfig) -> dict[str, Any]:
         assert isinstance(config, BatchJobTarget)
-        try:
-            answer = self._client.submit_job(
-                jobName=run_name(invocation.trigger_key),
-                jobQueue=config.job_queue,
-                jobDefinition=config.job_definition,
-                containerOverrides={"environment": run_environment(invocation)},
-            )
-        except ClientError as exc:
-            return client_error_outcome(exc, "SubmitJob")
-        except BotoCoreError as exc:
-            return transport_outcome(exc, "SubmitJob")
-        return Outcome.started(str(answer["jobId"]))
+        answer: dict[str, Any] = self._client.submit_job(
+            jobName=run_name(invocation.trigger_key),
+            jobQueue=config.job_queue,
+            jobDefinition=config.job_definition,
+            containerOverrides={"environment": run_environment(invocation)},
+        )
+        return answer
 
     def find_run(self, trigger_key: str, config: TargetConfig, not_before_ms: int) -> str | None:
         assert isinstance(config, BatchJobTarget)
         name = run_name(trigger_key)
-
-        def page(token: str | None) -> tuple[list[dict[str, Any]], str | None]:
-            kwargs: dict[str, Any] = {
-                "jobQueue": config.job_queue,
-                "filters": [{"name": "JOB_NAME", "values": [name]}],
-                "maxResults": PAGE_SIZE,
-            }
-            if token:
-                kwargs["nextToken"] = token
-            answer = ask_aws("ListJobs", lambda: self._client.list_jobs(**kwargs)) or {}
-            return list(answer.get("jobSummaryList", [])), answer.get("nextToken")
+        request = {
+            "jobQueue": config.job_queue,
+            "filters": [{"name": "JOB_NAME", "values": [name]}],
+            "maxResults": PAGE_SIZE,
+        }
 
         def ours(job: dict[str, Any]) -> str | None:
             return str(job["jobId"]) if job.get("jobName") == name else None
 
-        return find_in_pages("ListJobs", page, ours, self._max_pages)
+        return self._find_in_list("ListJobs", self._client.list_jobs, request, items("jobSummaryList"), ours)
 
     def run_state(self, run_id: str, config: TargetConfig) -> RunState | None:
         """The job's ``status`` (see the module docstring); None when Batch has no such job."""

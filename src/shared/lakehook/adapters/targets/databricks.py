@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import partial
 from typing import Any, ClassVar
 
 import requests
 
 from lakehook.adapters.targets.deps import CachedSecrets, TargetDeps
-from lakehook.adapters.targets.http import ask, json_or_none, refuse_insecure, send, transport_outcome
+from lakehook.adapters.targets.http import json_or_none, refuse_insecure, transport_outcome, with_bearer
 from lakehook.domain.dispatch import Invocation, Outcome, OutcomeKind, TargetUnavailableError, http_outcome
 from lakehook.domain.errors import NotFoundError
 from lakehook.domain.targets import DatabricksJobTarget, TargetConfig
@@ -210,17 +211,5 @@ class DatabricksTargetClient(TargetClient):
         self, config: DatabricksJobTarget, method: str, url: str, lookup: bool, **kwargs: Any
     ) -> requests.Response | Outcome:
         """One request with the bearer token; a 401 reads the secret again once (it may have been rotated)."""
-        response: requests.Response | None = None
-        for fresh in (False, True):
-            token = self._token(config, fresh)
-            if isinstance(token, Outcome):
-                if lookup:
-                    raise TargetUnavailableError(token.reason or "no token")
-                return token
-            headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
-            call = ask if lookup else send
-            response = call(self._session, method, url, config.timeout_seconds, headers=headers, **kwargs)
-            if response.status_code != 401:
-                return response
-        assert response is not None
-        return response
+        token = partial(self._token, config)
+        return with_bearer(self._session, token, (method, url, config.timeout_seconds), lookup, **kwargs)

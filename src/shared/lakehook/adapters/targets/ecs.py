@@ -20,23 +20,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from lakehook.adapters.targets.aws_errors import client_error_outcome, transport_outcome
-from lakehook.adapters.targets.aws_runs import (
-    LazyClient,
-    ask_aws,
-    client_token,
-    find_in_pages,
-    run_environment,
-    run_name,
-    run_state_of,
-)
-from lakehook.adapters.targets.deps import TargetDeps
+from lakehook.adapters.targets.aws_jobs import AwsJobTargetClient
+from lakehook.adapters.targets.aws_runs import ask_aws, client_token, run_environment, run_name, run_state_of
 from lakehook.domain.dispatch import Invocation, Outcome
 from lakehook.domain.targets import EcsTaskTarget, TargetConfig
 from lakehook.domain.triggers import RunState
-from lakehook.ports.dispatch import TargetClient
 
 PAGE_SIZE = 100  # ListTasks' largest page
 MAX_PAGES = 5
@@ -63,31 +51,24 @@ def run_task_request(invocation: Invocation, config: EcsTaskTarget) -> dict[str,
     return request
 
 
-class EcsTargetClient(TargetClient):
+class EcsTargetClient(AwsJobTargetClient):
     """One ECS task per trigger key."""
 
     type_name: ClassVar[str] = "ecs"
+    service: ClassVar[str] = "ecs"
+    start_action: ClassVar[str] = "RunTask"
+    default_max_pages: ClassVar[int] = MAX_PAGES
     payload_limit: ClassVar[int] = 7 * 1024  # RunTask overrides: 8 KiB in all, the key and names included
     payload_quoted: ClassVar[bool] = True  # an environment variable's value in the request's JSON
-    confirmable: ClassVar[bool] = True
     deduplicates: ClassVar[bool] = True
 
-    def __init__(self, client: Any, max_pages: int = MAX_PAGES) -> None:
-        self._client = client
-        self._max_pages = max_pages
-
-    @classmethod
-    def build(cls, deps: TargetDeps) -> EcsTargetClient:
-        return cls(LazyClient(lambda: deps.aws("ecs")))
-
-    def start(self, invocation: Invocation, config: TargetConfig) -> Outcome:
+    def _start(self, invocation: Invocation, config: TargetConfig) -> dict[str, Any]:
         assert isinstance(config, EcsTaskTarget)
-        try:
-            answer = self._client.run_task(**run_task_request(invocation, config))
-        except ClientError as exc:
-            return client_error_outcome(exc, "RunTask")
-        except BotoCoreError as exc:
-            return transport_outcome(exc, "RunTask")
+        answer: dict[str, Any] = self._client.run_task(**run_task_request(invocation, config))
+        return answer
+
+    def _started(self, answer: dict[str, Any]) -> Outcome:
+        """The task's ARN; no task (ECS could not place one) is RETRYABLE ``ecs_not_placed``."""
         tasks = answer.get("tasks") or []
         if not tasks:
             failures = "; ".join(
@@ -99,27 +80,16 @@ class EcsTargetClient(TargetClient):
     def find_run(self, trigger_key: str, config: TargetConfig, not_before_ms: int) -> str | None:
         assert isinstance(config, EcsTaskTarget)
         for desired in ("RUNNING", "STOPPED"):
-            found = find_in_pages(
-                "ListTasks", self._pages(config, run_name(trigger_key), desired), _arn, self._max_pages
-            )
-            if found is not None:
-                return found
-        return None
-
-    def _pages(self, config: EcsTaskTarget, started_by: str, desired: str) -> Any:
-        def page(token: str | None) -> tuple[list[dict[str, Any]], str | None]:
-            kwargs: dict[str, Any] = {
+            request = {
                 "cluster": config.cluster,
-                "startedBy": started_by,
+                "startedBy": run_name(trigger_key),
                 "desiredStatus": desired,
                 "maxResults": PAGE_SIZE,
             }
-            if token:
-                kwargs["nextToken"] = token
-            answer = ask_aws("ListTasks", lambda: self._client.list_tasks(**kwargs)) or {}
-            return [{"taskArn": arn} for arn in answer.get("taskArns", [])], answer.get("nextToken")
-
-        return page
+            found = self._find_in_list("ListTasks", self._client.list_tasks, request, _tasks, _arn)
+            if found is not None:
+                return found
+        return None
 
     def run_state(self, run_id: str, config: TargetConfig) -> RunState | None:
         """The task's ``lastStatus`` (see the module docstring); None when ECS has no such task."""
@@ -127,6 +97,11 @@ class EcsTargetClient(TargetClient):
         answer = ask_aws("DescribeTasks", lambda: self._client.describe_tasks(cluster=config.cluster, tasks=[run_id]))
         tasks = (answer or {}).get("tasks") or []
         return run_state_of("ECS", str(tasks[0]["lastStatus"]), QUEUED, RUNNING) if tasks else None
+
+
+def _tasks(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """``ListTasks`` answers task ARNs."""
+    return [{"taskArn": arn} for arn in answer.get("taskArns", [])]
 
 
 def _arn(task: dict[str, Any]) -> str | None:

@@ -19,17 +19,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from lakehook.adapters.targets.aws_errors import client_error_outcome, transport_outcome
-from lakehook.adapters.targets.aws_runs import LazyClient, ask_aws, client_token, find_in_pages, run_state_of
-from lakehook.adapters.targets.deps import TargetDeps
+from lakehook.adapters.targets.aws_jobs import AwsJobTargetClient, items
+from lakehook.adapters.targets.aws_runs import ask_aws, client_token, run_state_of
 from lakehook.adapters.targets.glue import KEY_ARGUMENT, PAYLOAD_ARGUMENT
 from lakehook.adapters.targets.stepfunctions import execution_name
-from lakehook.domain.dispatch import Invocation, Outcome
+from lakehook.domain.dispatch import Invocation
 from lakehook.domain.targets import EmrServerlessTarget, TargetConfig
 from lakehook.domain.triggers import RunState
-from lakehook.ports.dispatch import TargetClient
 
 PAGE_SIZE = 50  # ListJobRuns' largest page
 MAX_PAGES = 20
@@ -52,23 +48,18 @@ def job_driver(invocation: Invocation, config: EmrServerlessTarget) -> dict[str,
     return {"sparkSubmit": spark}
 
 
-class EmrServerlessTargetClient(TargetClient):
+class EmrServerlessTargetClient(AwsJobTargetClient):
     """Spark job runs on an EMR Serverless application, one per ``clientToken``."""
 
     type_name: ClassVar[str] = "emrserverless"
+    service: ClassVar[str] = "emr-serverless"
+    start_action: ClassVar[str] = "StartJobRun"
+    run_id_field: ClassVar[str] = "jobRunId"
+    default_max_pages: ClassVar[int] = MAX_PAGES
     payload_limit: ClassVar[int] = 10 * 1024  # an entryPointArguments item: at most 10280 characters
-    confirmable: ClassVar[bool] = True
     deduplicates: ClassVar[bool] = True
 
-    def __init__(self, client: Any, max_pages: int = MAX_PAGES) -> None:
-        self._client = client
-        self._max_pages = max_pages
-
-    @classmethod
-    def build(cls, deps: TargetDeps) -> EmrServerlessTargetClient:
-        return cls(LazyClient(lambda: deps.aws("emr-serverless")))
-
-    def start(self, invocation: Invocation, config: TargetConfig) -> Outcome:
+    def _start(self, invocation: Invocation, config: TargetConfig) -> dict[str, Any]:
         assert isinstance(config, EmrServerlessTarget)
         kwargs: dict[str, Any] = {
             "applicationId": config.application_id,
@@ -79,35 +70,21 @@ class EmrServerlessTargetClient(TargetClient):
         }
         if config.execution_timeout_minutes is not None:
             kwargs["executionTimeoutMinutes"] = config.execution_timeout_minutes
-        try:
-            answer = self._client.start_job_run(**kwargs)
-        except ClientError as exc:
-            return client_error_outcome(exc, "StartJobRun")
-        except BotoCoreError as exc:
-            return transport_outcome(exc, "StartJobRun")
-        return Outcome.started(str(answer["jobRunId"]))
+        answer: dict[str, Any] = self._client.start_job_run(**kwargs)
+        return answer
 
     def find_run(self, trigger_key: str, config: TargetConfig, not_before_ms: int) -> str | None:
         assert isinstance(config, EmrServerlessTarget)
         name = execution_name(trigger_key)
         since = datetime.fromtimestamp((not_before_ms - CLOCK_SKEW_MS) / 1000, tz=UTC)
-
-        def page(token: str | None) -> tuple[list[dict[str, Any]], str | None]:
-            kwargs: dict[str, Any] = {
-                "applicationId": config.application_id,
-                "createdAtAfter": since,
-                "maxResults": PAGE_SIZE,
-            }
-            if token:
-                kwargs["nextToken"] = token
-            # ResourceNotFoundException: no such application, so no run of it (moto answers so for one with no run)
-            answer = ask_aws("ListJobRuns", lambda: self._client.list_job_runs(**kwargs), missing=NOT_FOUND) or {}
-            return list(answer.get("jobRuns", [])), answer.get("nextToken")
+        request = {"applicationId": config.application_id, "createdAtAfter": since, "maxResults": PAGE_SIZE}
 
         def ours(run: dict[str, Any]) -> str | None:
             return str(run["id"]) if run.get("name") == name else None
 
-        return find_in_pages("ListJobRuns", page, ours, self._max_pages)
+        # ResourceNotFoundException: no such application, so no run of it (moto answers so for one with no run)
+        runs = self._client.list_job_runs
+        return self._find_in_list("ListJobRuns", runs, request, items("jobRuns"), ours, missing=NOT_FOUND)
 
     def run_state(self, run_id: str, config: TargetConfig) -> RunState | None:
         """The run's ``state`` (see the module docstring); None when the application has no such run."""

@@ -20,15 +20,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from lakehook.adapters.targets.aws_errors import client_error_outcome, transport_outcome
-from lakehook.adapters.targets.aws_runs import LazyClient, ask_aws, find_in_pages, run_state_of
-from lakehook.adapters.targets.deps import TargetDeps
-from lakehook.domain.dispatch import Invocation, Outcome
+from lakehook.adapters.targets.aws_jobs import AwsJobTargetClient, items
+from lakehook.adapters.targets.aws_runs import ask_aws, run_state_of
+from lakehook.domain.dispatch import Invocation
 from lakehook.domain.targets import GlueJobTarget, TargetConfig
 from lakehook.domain.triggers import RunState
-from lakehook.ports.dispatch import TargetClient
 
 KEY_ARGUMENT = "--lakehook_trigger_key"
 PAYLOAD_ARGUMENT = "--lakehook_payload"
@@ -48,30 +44,23 @@ def job_arguments(invocation: Invocation, config: GlueJobTarget) -> dict[str, st
     }
 
 
-class GlueTargetClient(TargetClient):
+class GlueTargetClient(AwsJobTargetClient):
     """Runs of a Glue job, confirmed by their ``--lakehook_trigger_key`` argument before any retry."""
 
     type_name: ClassVar[str] = "glue"
-    confirmable: ClassVar[bool] = True
+    service: ClassVar[str] = "glue"
+    start_action: ClassVar[str] = "StartJobRun"
+    run_id_field: ClassVar[str] = "JobRunId"
+    busy: ClassVar[frozenset[str]] = BUSY
+    default_max_pages: ClassVar[int] = MAX_PAGES
     deduplicates: ClassVar[bool] = False
 
-    def __init__(self, client: Any, max_pages: int = MAX_PAGES) -> None:
-        self._client = client
-        self._max_pages = max_pages
-
-    @classmethod
-    def build(cls, deps: TargetDeps) -> GlueTargetClient:
-        return cls(LazyClient(lambda: deps.aws("glue")))
-
-    def start(self, invocation: Invocation, config: TargetConfig) -> Outcome:
+    def _start(self, invocation: Invocation, config: TargetConfig) -> dict[str, Any]:
         assert isinstance(config, GlueJobTarget)
-        try:
-            answer = self._client.start_job_run(JobName=config.job_name, Arguments=job_arguments(invocation, config))
-        except ClientError as exc:
-            return client_error_outcome(exc, "StartJobRun", busy=BUSY)
-        except BotoCoreError as exc:
-            return transport_outcome(exc, "StartJobRun")
-        return Outcome.started(str(answer["JobRunId"]))
+        answer: dict[str, Any] = self._client.start_job_run(
+            JobName=config.job_name, Arguments=job_arguments(invocation, config)
+        )
+        return answer
 
     def find_run(self, trigger_key: str, config: TargetConfig, not_before_ms: int) -> str | None:
         assert isinstance(config, GlueJobTarget)
@@ -79,14 +68,9 @@ class GlueTargetClient(TargetClient):
         def ours(run: dict[str, Any]) -> str | None:
             return str(run["Id"]) if (run.get("Arguments") or {}).get(KEY_ARGUMENT) == trigger_key else None
 
-        return find_in_pages("GetJobRuns", lambda token: self._runs(config.job_name, token), ours, self._max_pages)
-
-    def _runs(self, job_name: str, token: str | None) -> tuple[list[dict[str, Any]], str | None]:
-        kwargs: dict[str, Any] = {"JobName": job_name, "MaxResults": PAGE_SIZE}
-        if token:
-            kwargs["NextToken"] = token
-        answer = ask_aws("GetJobRuns", lambda: self._client.get_job_runs(**kwargs)) or {}
-        return list(answer.get("JobRuns", [])), answer.get("NextToken")
+        request = {"JobName": config.job_name, "MaxResults": PAGE_SIZE}
+        runs = self._client.get_job_runs
+        return self._find_in_list("GetJobRuns", runs, request, items("JobRuns"), ours, token_name="NextToken")
 
     def run_state(self, run_id: str, config: TargetConfig) -> RunState | None:
         """The run's ``JobRunState`` (see the module docstring); None when Glue has no such run."""

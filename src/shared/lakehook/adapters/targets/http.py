@@ -1,5 +1,6 @@
 """Shared by the HTTP targets (webhook, Airflow, DolphinScheduler): which URLs may be dialled, bounded
-timeouts, and how a transport failure becomes an Outcome (ambiguous when the request may have arrived).
+timeouts, how a transport failure becomes an Outcome (ambiguous when the request may have arrived), and a
+request with a bearer token read again once when the target refuses it (Airflow, Databricks).
 
 The URL as written is checked here (:func:`refuse_insecure`); the addresses its host resolves to are
 checked on every connect by the session's guard (:mod:`lakehook.adapters.targets.egress`), and a refused
@@ -7,6 +8,7 @@ one is a FATAL outcome (``refused_destination``), never a retry."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -94,3 +96,36 @@ def json_or_none(response: requests.Response) -> Any:
         return response.json()
     except ValueError:
         return None
+
+
+def _refused_401(response: requests.Response) -> bool:
+    return response.status_code == 401
+
+
+def with_bearer(
+    session: requests.Session,
+    token: Callable[[bool], str | Outcome],
+    request: tuple[str, str, float],
+    lookup: bool,
+    refused: Callable[[requests.Response], bool] = _refused_401,
+    **kwargs: Any,
+) -> requests.Response | Outcome:
+    """One ``request`` (method, URL, timeout) with the bearer token ``token(fresh)`` answers; when the target
+    ``refused`` the token (a 401 unless told) it is read again (``fresh``) once, as it may have been rotated. The
+    answer is the last response, refused or not. A token that cannot be had is its Outcome (a look-up, ``lookup``:
+    TargetUnavailableError); a look-up's transport failure raises as :func:`ask` does, a start's as :func:`send`."""
+    method, url, timeout = request
+    call = ask if lookup else send
+    response: requests.Response | None = None
+    for fresh in (False, True):
+        bearer = token(fresh)
+        if isinstance(bearer, Outcome):
+            if lookup:
+                raise TargetUnavailableError(bearer.reason or "no token")
+            return bearer
+        headers = {"Authorization": f"Bearer {bearer}", "Accept": "application/json"}
+        response = call(session, method, url, timeout, headers=headers, **kwargs)
+        if not refused(response):
+            return response
+    assert response is not None
+    return response
