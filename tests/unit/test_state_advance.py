@@ -104,6 +104,12 @@ def test_cdc_recovery_watermark_is_kept_apart(asset: Asset) -> None:
     assert asset.state.watermark is None
 
 
+def test_cdc_recovery_advances_only_forward(asset: Asset) -> None:
+    outcomes = asset.apply(*(ev(EventType.CDC_LAG_RECOVERED, watermark=w) for w in (50, 40, 50, 60)))
+    assert outcomes == [AdvanceOutcome.ADVANCED, AdvanceOutcome.STALE, AdvanceOutcome.ALREADY, AdvanceOutcome.ADVANCED]
+    assert asset.state.cdc_recovered_watermark == 60
+
+
 # --- quality: verdicts per snapshot, status of the latest --------------------------------------
 
 
@@ -203,6 +209,12 @@ def test_backfill_runs_then_completes(asset: Asset) -> None:
     assert asset.state.backfill_status is BackfillStatus.COMPLETED
 
 
+def test_a_redelivered_backfill_start_is_already_applied(asset: Asset) -> None:
+    start = ev(EventType.BACKFILL_STARTED, backfillId="bf-1")
+    assert asset.apply(start, start) == [AdvanceOutcome.ADVANCED, AdvanceOutcome.ALREADY]
+    assert asset.state.version == 1
+
+
 def test_a_late_backfill_start_never_reopens_it_and_is_stale(asset: Asset) -> None:
     asset.apply(ev(EventType.BACKFILL_COMPLETED, backfillId="bf-1"))
     # The state does not take RUNNING, so the answer is STALE (it once said ALREADY, i.e. ACCEPTED).
@@ -285,6 +297,56 @@ def test_a_verdict_on_an_older_manifest_never_overwrites_a_newer_one(asset: Asse
     state = asset.state
     assert (state.manifest_status, state.manifest_object) == ("INVALID", "s3://spool/orders/2/part-0")
     assert state.manifest_reason == "part-0: the object does not exist"
+
+
+@pytest.mark.parametrize("interruption_first", [False, True])
+def test_an_interruption_outranks_a_seal_of_the_same_instant_whichever_comes_first(
+    asset: Asset, interruption_first: bool
+) -> None:
+    sealed = ev(EventType.MANIFEST_SEALED, manifestUri="s3://spool/orders/1.manifest.json", commitTime=5000)
+    interrupted = ev(EventType.MANIFEST_INTERRUPTED, manifestUri="s3://spool/orders/2.manifest.json", commitTime=5000)
+    first, second = (interrupted, sealed) if interruption_first else (sealed, interrupted)
+    outcomes = asset.apply(first, second)
+    assert outcomes[1] is (AdvanceOutcome.STALE if interruption_first else AdvanceOutcome.ADVANCED)
+    assert (asset.state.manifest_uri, asset.state.manifest_status) == (interrupted.manifest_uri, "INTERRUPTED")
+
+
+def test_a_verified_manifest_keeps_the_hash_verified_and_a_rewrite_verified_again_moves_it(asset: Asset) -> None:
+    uri = "s3://spool/orders/_manifest.json"
+    asset.apply(ev(EventType.MANIFEST_SEALED, manifestUri=uri, snapshotId=9))
+    first, second = "a" * 64, "b" * 64
+    # a verdict SEALED says nothing of a reason or an object, whatever the verifier passed along
+    sealed = verification_advance(uri, True, "ignored", "s3://spool/orders/part-0", first)
+    assert apply_change(asset.store, ORDERS, sealed, "v", 10) is AdvanceOutcome.ADVANCED
+    state = asset.state
+    assert (state.manifest_status, state.manifest_sha256, state.manifest_reason, state.manifest_object) == (
+        "SEALED",
+        first,
+        None,
+        None,
+    )
+    assert apply_change(asset.store, ORDERS, sealed, "v", 11) is AdvanceOutcome.ALREADY
+    rewritten = verification_advance(uri, True, sha256=second)  # the same URI rewritten, verified again
+    assert apply_change(asset.store, ORDERS, rewritten, "v", 12) is AdvanceOutcome.ADVANCED
+    assert (asset.state.manifest_status, asset.state.manifest_sha256) == ("SEALED", second)
+
+
+def test_an_invalid_manifest_keeps_no_hash_and_says_why_in_at_most_2048_characters(asset: Asset) -> None:
+    uri = "s3://spool/orders/_manifest.json"
+    asset.apply(ev(EventType.MANIFEST_SEALED, manifestUri=uri))
+    invalid = verification_advance(uri, False, "x" * 3000, "s3://spool/orders/part-0", "c" * 64)
+    assert apply_change(asset.store, ORDERS, invalid, "v", 10) is AdvanceOutcome.ADVANCED
+    state = asset.state
+    assert (state.manifest_status, state.manifest_sha256, state.manifest_object) == (
+        "INVALID",
+        None,
+        "s3://spool/orders/part-0",
+    )
+    assert state.manifest_reason == "x" * 2048
+    assert apply_change(asset.store, ORDERS, invalid, "v", 11) is AdvanceOutcome.ALREADY  # a redelivered verdict
+    asset.apply(ev(EventType.MANIFEST_SEALED, manifestUri=uri, commitTime=10_000))  # sealed again, no reason given
+    assert apply_change(asset.store, ORDERS, verification_advance(uri, False), "v", 12) is AdvanceOutcome.ADVANCED
+    assert (asset.state.manifest_reason, asset.state.manifest_object) == ("it failed verification", None)
 
 
 # --- the read model --------------------------------------------------------------------------
