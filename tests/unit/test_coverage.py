@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from itertools import pairwise
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from lakehook.domain.coverage import (
@@ -16,6 +17,7 @@ from lakehook.domain.coverage import (
     CorruptSegmentError,
     CoverageTooFragmentedError,
     Span,
+    check_query,
     covered_windows,
     decode_segment,
     encode_segment,
@@ -134,6 +136,10 @@ def brute_windows(intervals: list[tuple[int, int]], size: int, lateness: int, no
     now=st.integers(0, 200),
     after=st.integers(0, 200),
 )
+# the newest span still open (it starts at the horizon) and an older one holding a closed window
+@example(intervals=[(0, 10), (30, 40)], size=5, lateness=0, now=30, after=0)
+# the lateness holds back the windows ending in the last 10 ms
+@example(intervals=[(0, 40)], size=5, lateness=10, now=40, after=0)
 def test_windows_match_a_brute_force_model(
     intervals: list[tuple[int, int]], size: int, lateness: int, now: int, after: int
 ) -> None:
@@ -155,6 +161,22 @@ def test_one_trigger_per_hour_waits_for_the_whole_hour_and_the_lateness() -> Non
     merged = unite(merged, (ten + 55 * 60_000, ten + HOUR_MS + 5 * 60_000))
     assert newest_covered_window(merged, windows, now_ms=ten + HOUR_MS + 9 * 60_000) is None  # lateness not over
     assert newest_covered_window(merged, windows, now_ms=ten + HOUR_MS + 10 * 60_000) == Span(ten, ten + HOUR_MS)
+
+
+def test_hourly_and_daily_windows_close_at_their_end_unless_a_lateness_holds_them() -> None:
+    assert newest_covered_window(merge([(0, HOUR_MS)]), AlignedWindows.hourly(), HOUR_MS) == Span(0, HOUR_MS)
+    day = merge([(0, DAY_MS)])
+    assert newest_covered_window(day, AlignedWindows.daily(), DAY_MS) == Span(0, DAY_MS)
+    late = AlignedWindows.daily(lateness_ms=HOUR_MS)
+    assert newest_covered_window(day, late, DAY_MS + HOUR_MS - 1) is None
+    assert newest_covered_window(day, late, DAY_MS + HOUR_MS) == Span(0, DAY_MS)
+
+
+def test_at_most_100_covered_windows_are_listed_oldest_first_unless_told() -> None:
+    merged = merge([(0, 150 * HOUR_MS)])
+    found = covered_windows(merged, AlignedWindows.hourly(), 150 * HOUR_MS)
+    assert found == [Span(h * HOUR_MS, (h + 1) * HOUR_MS) for h in range(100)]
+    assert len(covered_windows(merged, AlignedWindows.hourly(), 150 * HOUR_MS, limit=150)) == 150
 
 
 def test_daily_windows_are_utc_days() -> None:
@@ -265,6 +287,36 @@ def test_partition_keys_are_labels_unless_kept_per_partition() -> None:
     assert eu.missing == [Span(at("2025-06-01T10:05:00Z"), at("2025-06-01T10:10:00Z"))]
     whole = QueryCoverage(store).query(ASSET, at("2025-06-01T10:00:00Z"), at("2025-06-01T10:10:00Z"))
     assert whole.covered
+
+
+def test_a_days_label_names_its_utc_midnight_whatever_the_local_time_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        assert segment_of_label("2025-06-01") == JUNE
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_the_days_a_range_touches_end_before_its_end() -> None:
+    noon = JUNE + DAY_MS // 2
+    assert segments_between(noon, noon) == []  # empty
+    assert segments_between(noon, JUNE + DAY_MS) == [JUNE]  # [start, end): the next midnight is not touched
+    assert segments_between(JUNE, JUNE + DAY_MS + 1) == [JUNE, JUNE + DAY_MS]
+
+
+def test_a_query_is_refused_unless_it_ends_after_its_start_within_the_bound() -> None:
+    month = 31 * DAY_MS
+    check_query(JUNE, JUNE + 1, month)
+    check_query(JUNE, JUNE + month, month)  # exactly the bound
+    for start, end, message in (
+        (JUNE, JUNE, "end must be after start"),
+        (JUNE, JUNE + month + 1, "the query spans more than 31 days; ask for less"),
+    ):
+        with pytest.raises(ValidationError) as refused:
+            check_query(start, end, month)
+        assert (str(refused.value), refused.value.field) == (message, "end")
 
 
 def test_queries_must_be_ordered_and_bounded() -> None:
