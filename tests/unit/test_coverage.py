@@ -240,6 +240,41 @@ def test_bytes_that_are_not_a_segment_are_refused() -> None:
         decode_segment(b"\x00\x05\x00\x05", JUNE)  # adjacent spans: not merged
 
 
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [
+        (b"\x00\x05\x01", "coverage segment 2025-06-01 has an odd number of values"),
+        (b"\x00\x00", "coverage segment 2025-06-01 is not merged"),  # an empty span
+        (b"\x00\x05\x00\x05", "coverage segment 2025-06-01 is not merged"),
+    ],
+)
+def test_a_corrupt_segment_is_refused_naming_its_day_and_why(data: bytes, why: str) -> None:
+    with pytest.raises(CorruptSegmentError) as refused:
+        decode_segment(data, JUNE)
+    assert str(refused.value) == why
+
+
+def test_spans_one_millisecond_apart_round_trip() -> None:
+    spans = [Span(JUNE, JUNE + 5), Span(JUNE + 6, JUNE + 10)]
+    assert decode_segment(encode_segment(spans, JUNE), JUNE) == spans
+
+
+def test_an_empty_interval_adds_nothing_and_an_empty_query_is_covered() -> None:
+    merged = merge([(10, 20)])
+    assert unite(merged, (30, 30)) == merged == unite(merged, (40, 35))
+    assert is_covered(merged, 50, 50) and is_covered([], 7, 7)
+    assert not is_covered(merged, 50, 51)
+
+
+@pytest.mark.parametrize(
+    ("size", "lateness", "why"),
+    [(0, 0, "window size must be positive"), (HOUR_MS, -1, "allowed lateness must not be negative")],
+)
+def test_a_window_needs_a_positive_size_and_no_negative_lateness(size: int, lateness: int, why: str) -> None:
+    with pytest.raises(ValueError, match=f"^{why}$"):
+        AlignedWindows(size, lateness)
+
+
 # --- the use cases over the in-memory store --------------------------------------------------------------
 
 
