@@ -9,7 +9,15 @@ import pytest
 
 from lakehook.adapters.dynamodb.state_items import asset_state_from_item
 from lakehook.domain.events import AssetEvent, EventType, SourceType
-from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus, verification_advance
+from lakehook.domain.state import (
+    AssetState,
+    BackfillStatus,
+    SchemaStatus,
+    tag_ref,
+    verdict_touch,
+    verification_advance,
+)
+from lakehook.domain.versions import SnapshotRecord, Verdict
 from lakehook.ports import AdvanceOutcome
 from lakehook.usecases.ingest_state import advance_state, apply_change
 from tests.fakes.memory import InMemoryAssetStore
@@ -188,6 +196,52 @@ def test_a_rejection_of_an_older_schema_does_not_block_the_latest(asset: Asset) 
 
 
 # --- tags, backfill, manifests ---------------------------------------------------------------
+
+
+def test_schema_verdicts_advance_only_forward(asset: Asset) -> None:
+    approvals = (ev(EventType.SCHEMA_CHANGE_APPROVED, schemaId=s) for s in (3, 2, 4))
+    assert asset.apply(*approvals) == [AdvanceOutcome.ADVANCED, AdvanceOutcome.STALE, AdvanceOutcome.ADVANCED]
+    assert asset.state.schema_approved_id == 4
+
+
+def test_a_late_verdict_touches_the_state_once_so_the_resolver_wakes(asset: Asset) -> None:
+    asset.apply(snap(5), ev(EventType.QUALITY_CHECK_PASSED, snapshotId=5))
+    late = ev(EventType.QUALITY_CHECK_PASSED, snapshotId=3)
+    version = asset.state.version
+    assert apply_change(asset.store, ORDERS, verdict_touch(late), late.event_id, 10) is AdvanceOutcome.ADVANCED
+    assert apply_change(asset.store, ORDERS, verdict_touch(late), late.event_id, 11) is AdvanceOutcome.ALREADY
+    assert asset.state.version == version + 1 and asset.state.quality_passed_snapshot_id == 5
+
+
+def test_the_latest_tag_is_the_newest_by_time_and_a_tag_names_its_snapshot_and_order(asset: Asset) -> None:
+    asset.apply(
+        ev(EventType.TAG_CREATED, tag="b", snapshotId=104, commitTime=1000),
+        ev(EventType.TAG_CREATED, tag="a", snapshotId=105, commitTime=2000),  # newer, though it sorts first
+        ev(EventType.TAG_CREATED, tag="rel:1", snapshotId=106, commitTime=500),
+    )
+    state = asset.state
+    assert (state.latest_tag, state.latest_tag_snapshot_id) == ("a", 105)
+    assert [state.tag_snapshot(t) for t in ("b", "a", "rel:1", "c")] == [(104, 104), (105, 105), (106, 106), None]
+
+
+def test_a_tag_ref_is_stored_as_snapshot_order_and_tag_the_order_empty_when_unknown() -> None:
+    assert (tag_ref("t", 7, None), tag_ref("u:v", 8, 3)) == ("7::t", "8:3:u:v")
+    state = AssetState(asset_key=ORDERS, tag_refs={"7::t", "8:3:u:v"})
+    assert (state.tag_snapshot("t"), state.tag_snapshot("u:v")) == ((7, None), (8, 3))
+
+
+def test_a_snapshots_quality_is_the_states_only_while_no_newer_snapshot_failed() -> None:
+    five = SnapshotRecord(snapshot_id=105, order=5)
+
+    def state(**verdicts: int) -> AssetState:
+        return AssetState(asset_key=ORDERS, quality_passed_snapshot_id=105, **verdicts)
+
+    assert state().quality_of(five) is Verdict.PASSED
+    assert state(quality_failed_snapshot_id=103, quality_failed_order=3).quality_of(five) is Verdict.PASSED
+    assert state(quality_failed_snapshot_id=3, quality_failed_order=7).quality_of(five) is None  # by order, not id
+    assert state(quality_failed_snapshot_id=3).quality_of(five) is Verdict.PASSED  # no order stored: the id's
+    assert state(quality_failed_snapshot_id=9).quality_of(five) is None
+    assert state(quality_failed_snapshot_id=105).quality_of(five) is Verdict.FAILED
 
 
 def test_tags_accumulate_once_each(asset: Asset) -> None:
