@@ -15,9 +15,11 @@ from lakehook.domain.coverage import (
     MAX_SEGMENT_BYTES,
     AlignedWindows,
     CorruptSegmentError,
+    CoverageAnswer,
     CoverageTooFragmentedError,
     Span,
     check_query,
+    covered_ratio,
     covered_windows,
     decode_segment,
     encode_segment,
@@ -257,6 +259,36 @@ def test_a_corrupt_segment_is_refused_naming_its_day_and_why(data: bytes, why: s
 def test_spans_one_millisecond_apart_round_trip() -> None:
     spans = [Span(JUNE, JUNE + 5), Span(JUNE + 6, JUNE + 10)]
     assert decode_segment(encode_segment(spans, JUNE), JUNE) == spans
+    wide = [Span(JUNE + 128, JUNE + 256), Span(JUNE + 385, JUNE + 514)]  # gaps and lengths of 128 and 129
+    assert encode_segment(wide, JUNE) == bytes([0x80, 0x01, 0x80, 0x01, 0x81, 0x01, 0x81, 0x01])
+    assert decode_segment(encode_segment(wide, JUNE), JUNE) == wide
+
+
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [
+        (b"\xff" * 10 + b"\x01", "coverage segment holds a varint longer than 64 bits"),
+        (b"\x00\x85", "coverage segment ends inside a varint"),
+        (bytes([0x00, 0x80, 0x8E, 0xCE, 0x29]), "coverage segment 2025-06-01 runs past its day"),  # 86,400,001 ms
+    ],
+)
+def test_a_segment_that_cannot_be_read_says_why(data: bytes, why: str) -> None:
+    with pytest.raises(CorruptSegmentError) as refused:
+        decode_segment(data, JUNE)
+    assert str(refused.value) == why
+
+
+@pytest.mark.parametrize("spans", [[Span(JUNE + 5, JUNE + 5)], [Span(JUNE, JUNE + DAY_MS + 1)], [Span(JUNE - 1, JUNE)]])
+def test_only_merged_spans_inside_their_day_are_encoded(spans: list[Span]) -> None:
+    with pytest.raises(ValueError, match=f"^spans must be merged and inside the day starting at {JUNE}$"):
+        encode_segment(spans, JUNE)
+
+
+def test_an_empty_query_is_fully_covered_and_an_answer_names_its_asset_and_partition() -> None:
+    assert covered_ratio(0, 0) == 1.0 and covered_ratio(1, 3) == round(1 / 3, 4)
+    answer = CoverageAnswer.of(ASSET, merge([(0, 10)]), 0, 20, "dt=1")
+    assert (answer.asset_key, answer.partition_key, answer.missing) == (ASSET, "dt=1", [Span(10, 20)])
+    assert merge([(5, 5), (7, 6)]) == []  # empty or reversed intervals cover nothing
 
 
 def test_an_empty_interval_adds_nothing_and_an_empty_query_is_covered() -> None:
@@ -328,7 +360,7 @@ def test_a_days_label_names_its_utc_midnight_whatever_the_local_time_zone(monkey
     monkeypatch.setenv("TZ", "America/New_York")
     time.tzset()
     try:
-        assert segment_of_label("2025-06-01") == JUNE
+        assert segment_of_label("2025-06-01") == JUNE and segment_label(JUNE) == "2025-06-01"
     finally:
         monkeypatch.undo()
         time.tzset()

@@ -118,6 +118,7 @@ def test_a_path_names_its_fields_hive_style_or_by_the_table() -> None:
     assert path_partition_key("50%25", ["p"], escaped=False) == "p=50%2525"
     assert path_partition_key("50%25", ["p"]) == "p=50%25"
     assert path_partition_key("/dt=2026-12-01/") == "dt=2026-12-01"  # a leading or trailing '/' is no segment
+    assert path_partition_key("XX=XX") == "XX=XX"  # only '/' is stripped
     assert path_partition_key("q=a=b", escaped=False) == "q=a%3Db"  # the name ends at the first '='
     # bare values, not one per named field: the path is one value of the first field (or of "partition")
     assert path_partition_key("2026/12", ["y", "m", "d"]) == "y=2026%2F12"

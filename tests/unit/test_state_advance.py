@@ -198,6 +198,14 @@ def test_a_rejection_of_an_older_schema_does_not_block_the_latest(asset: Asset) 
 # --- tags, backfill, manifests ---------------------------------------------------------------
 
 
+def test_a_data_snapshot_arriving_after_a_newer_compaction_is_still_the_newest_data_change(asset: Asset) -> None:
+    outcomes = asset.apply(snap(3), snap(5, commitKind="COMPACT"), snap(4), snap(2))
+    assert outcomes == [AdvanceOutcome.ADVANCED, AdvanceOutcome.ADVANCED, AdvanceOutcome.STALE, AdvanceOutcome.STALE]
+    state = asset.state
+    assert (state.latest_snapshot_id, state.latest_data_changed) == (5, False)
+    assert state.latest_data is not None and state.latest_data.snapshot_id == 4  # 2 is older still: not taken
+
+
 def test_schema_verdicts_advance_only_forward(asset: Asset) -> None:
     approvals = (ev(EventType.SCHEMA_CHANGE_APPROVED, schemaId=s) for s in (3, 2, 4))
     assert asset.apply(*approvals) == [AdvanceOutcome.ADVANCED, AdvanceOutcome.STALE, AdvanceOutcome.ADVANCED]
