@@ -206,6 +206,21 @@ def test_a_data_snapshot_arriving_after_a_newer_compaction_is_still_the_newest_d
     assert state.latest_data is not None and state.latest_data.snapshot_id == 4  # 2 is older still: not taken
 
 
+def test_the_newest_data_change_keeps_what_its_event_said_of_its_snapshot(asset: Asset) -> None:
+    asset.apply(snap(7, schemaId=2, commitTime=700, metadataLocation="s3://m/7.json", watermark=70, parentSnapshotId=6))
+    data = asset.state.latest_data
+    assert data is not None
+    assert (data.snapshot_id, data.order, data.parent_snapshot_id, data.schema_id, data.commit_time) == (
+        7,
+        7,
+        6,
+        2,
+        700,
+    )
+    assert (data.metadata_location, data.watermark) == ("s3://m/7.json", 70)
+    assert asset.state.first_schema_id == 2
+
+
 def test_schema_verdicts_advance_only_forward(asset: Asset) -> None:
     approvals = (ev(EventType.SCHEMA_CHANGE_APPROVED, schemaId=s) for s in (3, 2, 4))
     assert asset.apply(*approvals) == [AdvanceOutcome.ADVANCED, AdvanceOutcome.STALE, AdvanceOutcome.ADVANCED]
