@@ -140,7 +140,7 @@ bench: $(BIN)/.installed ## benchmarks -> bench/results.md
 	$(BIN)/python -m bench.run
 
 .PHONY: mutation
-mutation: $(BIN)/.mutmut-installed ## mutmut over the modules that guard the promises -> bench/results.md (minutes; not in make test)
+mutation: $(BIN)/.mutmut-installed ## mutmut over the modules that guard the promises -> bench/results.md (over an hour on 2 cores; not in make test)
 	$(BIN)/python -m bench.mutation
 
 .PHONY: dists

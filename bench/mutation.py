@@ -9,6 +9,9 @@
   layout mutmut imports mutants from; the tree itself is never changed.
 - score: killed / (killed + survived + timeout), a timeout counted as detected (mutmut's own score); the survivors
   are listed under the table, each with the line mutmut changed.
+- again: ``--again`` re-judges, in a staging folder of its own (``test-output/mutation-again``), only the mutants the
+  last full run left alive (survived or no tests) with the tests as they are now, and prints their table (it writes
+  nothing to ``bench/results.md``): the way to confirm that new tests kill them without running every mutant again.
 - left out: the DynamoDB adapters (the trigger store's cursor condition is held by its contract suite on moto, whose
   tests take seconds each under mutation); the resolver and evaluation, whose tests are minutes long.
 """
@@ -29,6 +32,8 @@ from bench.run import markdown_table, replace_section
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGE = ROOT / "test-output" / "mutation"
+AGAIN = ROOT / "test-output" / "mutation-again"  # --again: the last run's live mutants, judged by today's tests
+ALIVE = ("survived", "no tests")
 
 # module (under lakehook/) -> the promise it guards
 MODULES: dict[str, str] = {
@@ -83,19 +88,20 @@ filterwarnings = ["ignore::DeprecationWarning"]
 """
 
 
-def stage() -> Path:
-    """A fresh staging folder: the package as ``src/lakehook``, the tests, and mutmut's configuration."""
-    shutil.rmtree(STAGE, ignore_errors=True)
-    (STAGE / "src").mkdir(parents=True)
-    (STAGE / "src" / "lakehook").symlink_to(ROOT / "src" / "shared" / "lakehook")
+def stage(folder: Path = STAGE, modules: list[str] | None = None) -> Path:
+    """A fresh staging folder: the package as ``src/lakehook``, the tests, and mutmut's configuration (mutating
+    ``modules``, all of :data:`MODULES` unless told)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    (folder / "src").mkdir(parents=True)
+    (folder / "src" / "lakehook").symlink_to(ROOT / "src" / "shared" / "lakehook")
     for name in ALSO:
-        (STAGE / name).symlink_to(ROOT / name)
+        (folder / name).symlink_to(ROOT / name)
     quoted = ", ".join
-    only = quoted(f'"src/lakehook/{m}"' for m in MODULES)
+    only = quoted(f'"src/lakehook/{m}"' for m in (MODULES if modules is None else modules))
     deselect = quoted(f'"--deselect={t}"' for t in DESELECT)
     tests = quoted(f'"{t}"' for t in TESTS)
-    (STAGE / "pyproject.toml").write_text(PYPROJECT.format(only=only, tests=tests, deselect=deselect))
-    return STAGE
+    (folder / "pyproject.toml").write_text(PYPROJECT.format(only=only, tests=tests, deselect=deselect))
+    return folder
 
 
 def staged_env() -> dict[str, str]:
@@ -105,13 +111,13 @@ def staged_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
 
 
-def mutmut(*args: str, workers: int | None = None) -> str:
-    """Run ``mutmut`` in the staging folder (the package imported from its mutants, not from the tree)."""
+def mutmut(*args: str, workers: int | None = None, folder: Path = STAGE) -> str:
+    """Run ``mutmut`` in a staging folder (the package imported from its mutants, not from the tree)."""
     env = staged_env()
+    if workers:  # an option of ``run``, before the mutants' names
+        args = (args[0], "--max-children", str(workers), *args[1:])
     command = [sys.executable, "-m", "mutmut", *args]
-    if workers:
-        command += ["--max-children", str(workers)]
-    done = subprocess.run(command, cwd=STAGE, env=env, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         output = f"{done.stdout}\n{done.stderr}"[-4000:]  # its spinner writes a line a tick
         raise RuntimeError(f"mutmut {' '.join(args)} failed ({done.returncode}):\n{output}")
@@ -135,13 +141,13 @@ print(json.dumps({n: get_diff_for_mutant(n, path=find_mutant(n).path) for n in j
 """
 
 
-def changed_lines(mutants: list[str]) -> dict[str, str]:
+def changed_lines(mutants: list[str], folder: Path = STAGE) -> dict[str, str]:
     """The line each mutant wrote (the first ``+`` line of its diff)."""
     if not mutants:
         return {}
     done = subprocess.run(
         [sys.executable, "-c", SHOW],
-        cwd=STAGE,
+        cwd=folder,
         env=staged_env(),
         input=json.dumps(mutants),
         capture_output=True,
@@ -156,26 +162,46 @@ def changed_lines(mutants: list[str]) -> dict[str, str]:
     return lines
 
 
+def workers() -> int:
+    return int(os.environ.get("LAKEHOOK_MUTATION_WORKERS", os.cpu_count() or 2))
+
+
+def results(folder: Path = STAGE) -> dict[str, str]:
+    """Each mutant's status in a staging folder's last run (mutant name -> status)."""
+    found = (RESULT.match(line) for line in mutmut("results", "--all", "true", folder=folder).splitlines())
+    return {f["name"]: f["status"].strip() for f in found if f}
+
+
 def run(again: bool = True) -> tuple[list[dict[str, object]], list[str]]:
     """Rows of the score per module, and the survivors (name and line); ``again=False`` reads the last run's
     results (an interrupted run's mutants not run yet are counted "not checked")."""
     if again:
         stage()
-        mutmut("run", workers=int(os.environ.get("LAKEHOOK_MUTATION_WORKERS", os.cpu_count() or 2)))
-    statuses: dict[str, Counter[str]] = {m: Counter() for m in MODULES}
-    survivors: list[str] = []
-    for line in mutmut("results", "--all", "true").splitlines():
-        found = RESULT.match(line)
-        if not found:
-            continue
-        name, status = found["name"], found["status"].strip()
-        statuses.setdefault(module_of(name), Counter())[status] += 1
-        if status == "survived":
-            survivors.append(name)
-    rows = [row(module, MODULES.get(module, ""), counts) for module, counts in statuses.items()]
-    rows.append(row("all", "", sum(statuses.values(), Counter())))
-    lines = changed_lines(survivors)
+        mutmut("run", workers=workers())
+    return score(results())
+
+
+def score(statuses: dict[str, str], folder: Path = STAGE) -> tuple[list[dict[str, object]], list[str]]:
+    """Rows of the score per module (and all), and the survivors, each with the line it changed."""
+    by_module: dict[str, Counter[str]] = {m: Counter() for m in MODULES}
+    for name, status in statuses.items():
+        by_module.setdefault(module_of(name), Counter())[status] += 1
+    rows = [row(module, MODULES.get(module, ""), counts) for module, counts in by_module.items() if counts]
+    rows.append(row("all", "", sum(by_module.values(), Counter())))
+    survivors = [name for name, status in statuses.items() if status == "survived"]
+    lines = changed_lines(survivors, folder)
     return rows, [f"- `{name}`: `{lines.get(name, '')}`" for name in survivors]
+
+
+def judge_again() -> tuple[list[dict[str, object]], list[str]]:
+    """The last full run's live mutants (survived, no tests), judged again in :data:`AGAIN` by today's tests."""
+    alive = [name for name, status in results().items() if status in ALIVE]
+    if not alive:
+        return [row("all", "", Counter())], []
+    stage(AGAIN, sorted({module_of(name) for name in alive}))
+    mutmut("run", *alive, workers=workers(), folder=AGAIN)
+    judged = results(AGAIN)
+    return score({name: judged.get(name, "not checked") for name in alive}, AGAIN)
 
 
 def row(module: str, promise: str, counts: Counter[str]) -> dict[str, object]:
@@ -198,6 +224,12 @@ def main(argv: list[str]) -> int:
     """``--report``: write the section from the last run's results without running mutmut again (``--note TEXT``
     says why, e.g. an interrupted run)."""
     began, load_before = time.perf_counter(), os.getloadavg()[0]
+    if "--again" in argv:
+        rows, survivors = judge_again()
+        print(markdown_table(rows))
+        print("\n".join(survivors) or "(no survivors)")
+        print(f"took {time.perf_counter() - began:.0f} s; load average (1 min) {load_before:.2f} before")
+        return 0
     again = "--report" not in argv
     rows, survivors = run(again=again)
     title, *rest = (__doc__ or "").strip().splitlines()

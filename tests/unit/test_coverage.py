@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from itertools import pairwise
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from lakehook.domain.coverage import (
@@ -14,8 +15,11 @@ from lakehook.domain.coverage import (
     MAX_SEGMENT_BYTES,
     AlignedWindows,
     CorruptSegmentError,
+    CoverageAnswer,
     CoverageTooFragmentedError,
     Span,
+    check_query,
+    covered_ratio,
     covered_windows,
     decode_segment,
     encode_segment,
@@ -134,6 +138,10 @@ def brute_windows(intervals: list[tuple[int, int]], size: int, lateness: int, no
     now=st.integers(0, 200),
     after=st.integers(0, 200),
 )
+# the newest span still open (it starts at the horizon) and an older one holding a closed window
+@example(intervals=[(0, 10), (30, 40)], size=5, lateness=0, now=30, after=0)
+# the lateness holds back the windows ending in the last 10 ms
+@example(intervals=[(0, 40)], size=5, lateness=10, now=40, after=0)
 def test_windows_match_a_brute_force_model(
     intervals: list[tuple[int, int]], size: int, lateness: int, now: int, after: int
 ) -> None:
@@ -155,6 +163,22 @@ def test_one_trigger_per_hour_waits_for_the_whole_hour_and_the_lateness() -> Non
     merged = unite(merged, (ten + 55 * 60_000, ten + HOUR_MS + 5 * 60_000))
     assert newest_covered_window(merged, windows, now_ms=ten + HOUR_MS + 9 * 60_000) is None  # lateness not over
     assert newest_covered_window(merged, windows, now_ms=ten + HOUR_MS + 10 * 60_000) == Span(ten, ten + HOUR_MS)
+
+
+def test_hourly_and_daily_windows_close_at_their_end_unless_a_lateness_holds_them() -> None:
+    assert newest_covered_window(merge([(0, HOUR_MS)]), AlignedWindows.hourly(), HOUR_MS) == Span(0, HOUR_MS)
+    day = merge([(0, DAY_MS)])
+    assert newest_covered_window(day, AlignedWindows.daily(), DAY_MS) == Span(0, DAY_MS)
+    late = AlignedWindows.daily(lateness_ms=HOUR_MS)
+    assert newest_covered_window(day, late, DAY_MS + HOUR_MS - 1) is None
+    assert newest_covered_window(day, late, DAY_MS + HOUR_MS) == Span(0, DAY_MS)
+
+
+def test_at_most_100_covered_windows_are_listed_oldest_first_unless_told() -> None:
+    merged = merge([(0, 150 * HOUR_MS)])
+    found = covered_windows(merged, AlignedWindows.hourly(), 150 * HOUR_MS)
+    assert found == [Span(h * HOUR_MS, (h + 1) * HOUR_MS) for h in range(100)]
+    assert len(covered_windows(merged, AlignedWindows.hourly(), 150 * HOUR_MS, limit=150)) == 150
 
 
 def test_daily_windows_are_utc_days() -> None:
@@ -218,6 +242,71 @@ def test_bytes_that_are_not_a_segment_are_refused() -> None:
         decode_segment(b"\x00\x05\x00\x05", JUNE)  # adjacent spans: not merged
 
 
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [
+        (b"\x00\x05\x01", "coverage segment 2025-06-01 has an odd number of values"),
+        (b"\x00\x00", "coverage segment 2025-06-01 is not merged"),  # an empty span
+        (b"\x00\x05\x00\x05", "coverage segment 2025-06-01 is not merged"),
+    ],
+)
+def test_a_corrupt_segment_is_refused_naming_its_day_and_why(data: bytes, why: str) -> None:
+    with pytest.raises(CorruptSegmentError) as refused:
+        decode_segment(data, JUNE)
+    assert str(refused.value) == why
+
+
+def test_spans_one_millisecond_apart_round_trip() -> None:
+    spans = [Span(JUNE, JUNE + 5), Span(JUNE + 6, JUNE + 10)]
+    assert decode_segment(encode_segment(spans, JUNE), JUNE) == spans
+    wide = [Span(JUNE + 128, JUNE + 256), Span(JUNE + 385, JUNE + 514)]  # gaps and lengths of 128 and 129
+    assert encode_segment(wide, JUNE) == bytes([0x80, 0x01, 0x80, 0x01, 0x81, 0x01, 0x81, 0x01])
+    assert decode_segment(encode_segment(wide, JUNE), JUNE) == wide
+
+
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [
+        (b"\xff" * 10 + b"\x01", "coverage segment holds a varint longer than 64 bits"),
+        (b"\x00\x85", "coverage segment ends inside a varint"),
+        (bytes([0x00, 0x80, 0x8E, 0xCE, 0x29]), "coverage segment 2025-06-01 runs past its day"),  # 86,400,001 ms
+    ],
+)
+def test_a_segment_that_cannot_be_read_says_why(data: bytes, why: str) -> None:
+    with pytest.raises(CorruptSegmentError) as refused:
+        decode_segment(data, JUNE)
+    assert str(refused.value) == why
+
+
+@pytest.mark.parametrize("spans", [[Span(JUNE + 5, JUNE + 5)], [Span(JUNE, JUNE + DAY_MS + 1)], [Span(JUNE - 1, JUNE)]])
+def test_only_merged_spans_inside_their_day_are_encoded(spans: list[Span]) -> None:
+    with pytest.raises(ValueError, match=f"^spans must be merged and inside the day starting at {JUNE}$"):
+        encode_segment(spans, JUNE)
+
+
+def test_an_empty_query_is_fully_covered_and_an_answer_names_its_asset_and_partition() -> None:
+    assert covered_ratio(0, 0) == 1.0 and covered_ratio(1, 3) == round(1 / 3, 4)
+    answer = CoverageAnswer.of(ASSET, merge([(0, 10)]), 0, 20, "dt=1")
+    assert (answer.asset_key, answer.partition_key, answer.missing) == (ASSET, "dt=1", [Span(10, 20)])
+    assert merge([(5, 5), (7, 6)]) == []  # empty or reversed intervals cover nothing
+
+
+def test_an_empty_interval_adds_nothing_and_an_empty_query_is_covered() -> None:
+    merged = merge([(10, 20)])
+    assert unite(merged, (30, 30)) == merged == unite(merged, (40, 35))
+    assert is_covered(merged, 50, 50) and is_covered([], 7, 7)
+    assert not is_covered(merged, 50, 51)
+
+
+@pytest.mark.parametrize(
+    ("size", "lateness", "why"),
+    [(0, 0, "window size must be positive"), (HOUR_MS, -1, "allowed lateness must not be negative")],
+)
+def test_a_window_needs_a_positive_size_and_no_negative_lateness(size: int, lateness: int, why: str) -> None:
+    with pytest.raises(ValueError, match=f"^{why}$"):
+        AlignedWindows(size, lateness)
+
+
 # --- the use cases over the in-memory store --------------------------------------------------------------
 
 
@@ -265,6 +354,36 @@ def test_partition_keys_are_labels_unless_kept_per_partition() -> None:
     assert eu.missing == [Span(at("2025-06-01T10:05:00Z"), at("2025-06-01T10:10:00Z"))]
     whole = QueryCoverage(store).query(ASSET, at("2025-06-01T10:00:00Z"), at("2025-06-01T10:10:00Z"))
     assert whole.covered
+
+
+def test_a_days_label_names_its_utc_midnight_whatever_the_local_time_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        assert segment_of_label("2025-06-01") == JUNE and segment_label(JUNE) == "2025-06-01"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_the_days_a_range_touches_end_before_its_end() -> None:
+    noon = JUNE + DAY_MS // 2
+    assert segments_between(noon, noon) == []  # empty
+    assert segments_between(noon, JUNE + DAY_MS) == [JUNE]  # [start, end): the next midnight is not touched
+    assert segments_between(JUNE, JUNE + DAY_MS + 1) == [JUNE, JUNE + DAY_MS]
+
+
+def test_a_query_is_refused_unless_it_ends_after_its_start_within_the_bound() -> None:
+    month = 31 * DAY_MS
+    check_query(JUNE, JUNE + 1, month)
+    check_query(JUNE, JUNE + month, month)  # exactly the bound
+    for start, end, message in (
+        (JUNE, JUNE, "end must be after start"),
+        (JUNE, JUNE + month + 1, "the query spans more than 31 days; ask for less"),
+    ):
+        with pytest.raises(ValidationError) as refused:
+            check_query(start, end, month)
+        assert (str(refused.value), refused.value.field) == (message, "end")
 
 
 def test_queries_must_be_ordered_and_bounded() -> None:

@@ -11,8 +11,19 @@ from hypothesis import strategies as st
 
 from lakehook.domain.evaluation import Status
 from lakehook.domain.events import IngestStatus
-from lakehook.domain.late_versions import is_late_skip
-from lakehook.domain.triggers import TriggerStatus
+from lakehook.domain.late_versions import (
+    AlreadyRan,
+    LateVersion,
+    already_ran,
+    is_late_skip,
+    late_in_partition,
+    passed_over,
+    ran_among,
+    reached,
+    steps_through,
+)
+from lakehook.domain.rules import Rule
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
 from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports.rules import Deferral, StateChange
 from lakehook.usecases.rule_explain import ExplainRule
@@ -225,3 +236,189 @@ def test_a_late_version_below_where_a_next_change_rule_started_says_so() -> None
     world.snap(H, 6)
     world.deliver()
     assert world.claimed() == [[5], [6]] and world.skipped() == {3: f"{said}rule each"}
+
+
+# --- the late-version decisions, one by one (lakehook.domain.late_versions) -------------------------------------
+
+
+def each_rule(*members: dict[str, Any], groups: int = 1, **rule: Any) -> Rule:
+    group = {"members": list(members) or [{"assetKey": A}], **rule.pop("group", {})}
+    return Rule.model_validate(
+        {
+            "ruleId": "each",
+            "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
+            "policy": {"mode": "EACH_VERSION"},
+            "groups": [{"groupId": "g" if n == 0 else f"g{n}", **group} for n in range(groups)],
+            **rule,
+        }
+    )
+
+
+def record(snapshot_id: int, order: int | None = None, **fields: Any) -> SnapshotRecord:
+    order = snapshot_id if order is None else order
+    return SnapshotRecord.model_validate({"snapshotId": snapshot_id, "order": order, "commitKind": "APPEND", **fields})
+
+
+def cursor_at(*pins: PinnedInput, seq: int = 1, **fields: Any) -> GroupCursor:
+    return GroupCursor(rule_id="each", group_id="g", seq=seq, pins={p.asset_key: p for p in pins}, **fields)
+
+
+def pinned(snapshot_id: int | None, order: int | None = None, asset_key: str = A, **fields: Any) -> PinnedInput:
+    return PinnedInput(asset_key=asset_key, snapshot_id=snapshot_id, snapshot_order=order, **fields)
+
+
+def test_a_group_steps_through_the_data_snapshots_of_its_snapshot_members_of_an_enabled_each_version_rule() -> None:
+    each_version = each_rule()
+    assert steps_through(each_version, each_version.groups[0], A, record(3))
+    assert not steps_through(each_version, each_version.groups[0], H, record(3))  # not its member
+    compaction = record(4, commitKind="COMPACT")
+    assert not steps_through(each_version, each_version.groups[0], A, compaction)  # passed over anyway
+    compacting = each_rule({"assetKey": A, "condition": {"includeCompaction": True}})
+    assert steps_through(compacting, compacting.groups[0], A, compaction)
+    floor = each_rule({"assetKey": A, "condition": {"minSnapshotId": 5}})
+    assert steps_through(floor, floor.groups[0], A, record(5))
+    assert not steps_through(floor, floor.groups[0], A, record(4))  # below minSnapshotId: passed over anyway
+    for other in (
+        each_rule(enabled=False),
+        each_rule(policy={"mode": "ALL_UPDATED"}),
+        each_rule({"assetKey": A}, {"assetKey": H, "condition": {"watermarkAtLeast": {"window": "PT1H"}}}),
+        each_rule({"assetKey": A, "condition": {"tag": "release"}}),
+        each_rule({"assetKey": A, "partition": {}}, group={"partitionBy": ["dt"]}),  # it steps per partition
+    ):
+        assert not steps_through(other, other.groups[0], A, record(3))
+
+
+def test_a_cursor_reached_a_snapshot_once_it_pins_that_one_or_a_newer_one_of_the_asset_after_a_first_trigger() -> None:
+    five = cursor_at(pinned(105, order=5))  # ordered by its place in history, not by its id
+    assert reached(five, record(105, 5), A) and reached(five, record(4), A)
+    assert not reached(five, record(6), A) and not reached(five, record(5), H)
+    assert not reached(None, record(1), A)
+    assert not reached(cursor_at(pinned(105, order=5), seq=0), record(1), A)  # no first trigger yet
+    assert not reached(cursor_at(pinned(None, watermark=9)), record(1), A)  # a watermark pin is no snapshot
+
+
+def test_a_snapshot_older_than_the_cursors_is_passed_over_and_its_skip_says_where_the_group_was() -> None:
+    rule = each_rule()
+    group = rule.groups[0]
+    five = cursor_at(pinned(5), replay_epoch=2)
+    three = record(3, schemaId=1, commitTime=300, metadataLocation="s3://m/3.json", watermark=30)
+    late = passed_over(rule, group, five, three, A)
+    assert late is not None and late == LateVersion(rule, "g", A, three, pinned(5), baseline=False)
+    assert late.reason == "version 3 arrived after 5 and will not run for rule each"
+    for not_late in (
+        passed_over(rule, group, five, record(5), A),  # the one it holds
+        passed_over(rule, group, five, record(6), A),  # newer: runs in order
+        passed_over(rule, group, None, three, A),
+        passed_over(rule, group, cursor_at(pinned(5), seq=0), three, A),  # the first trigger starts at the oldest
+        passed_over(rule, group, cursor_at(pinned(None, watermark=9)), three, A),
+        passed_over(rule, group, five, three, H),  # no pin of that asset
+        passed_over(each_rule(policy={"mode": "ALL_UPDATED"}), group, five, three, A),  # no version of the group
+    ):
+        assert not_late is None
+    started = passed_over(rule, group, cursor_at(pinned(5), baseline=True), three, A)
+    assert started is not None and started.baseline
+    assert started.reason == (
+        "version 3 is older than version 5, where rule each started (startFrom NEXT_CHANGE), and will not run for "
+        "rule each"
+    )
+    two = each_rule(groups=2)
+    assert LateVersion(two, "g1", A, three, pinned(5), False).reason == (
+        "version 3 arrived after 5 and will not run for rule each (group g1)"
+    )
+    skip = late.trigger(five, 7_000)
+    pin = pinned(3, schema_id=1, commit_time=300, metadata_location="s3://m/3.json", watermark=30)
+    assert skip.inputs == (pin,) and is_late_skip(skip)
+    assert skip.trigger_key == trigger_key("each", "g", [pin], None, 2, marker="late")
+    assert (skip.rule_id, skip.group_id, skip.status, skip.replay_epoch, skip.sequence) == (
+        "each",
+        "g",
+        TriggerStatus.SKIPPED,
+        2,
+        1,
+    )
+    assert (skip.created_at, skip.updated_at, skip.reason, skip.window, skip.partition) == (
+        7_000,
+        7_000,
+        late.reason,
+        None,
+        None,
+    )
+    reordered = LateVersion(rule, "g", A, record(103, 3), pinned(5), False).trigger(five, 7_000)
+    assert reordered.inputs[0].snapshot_order == 3  # an order other than the id is pinned with it
+
+
+def test_a_commit_late_in_a_partition_is_a_skip_of_that_partition_once() -> None:
+    rule = each_rule(groups=2)
+    version, passed = pinned(3), pinned(5)
+    skip = late_in_partition(rule, "g1", "dt=2026-12-07", version, passed, cursor_at(seq=4, replay_epoch=1), 9_000)
+    assert skip.reason == (
+        f"version 3 of {A} touched dt=2026-12-07 after 5 ran for it and will not run for rule each (group g1)"
+    )
+    assert skip.trigger_key == trigger_key("each", "g1", [version], None, 1, marker="late", partition="dt=2026-12-07")
+    assert (skip.rule_id, skip.group_id, skip.partition, skip.inputs, skip.status) == (
+        "each",
+        "g1",
+        "dt=2026-12-07",
+        (version,),
+        TriggerStatus.SKIPPED,
+    )
+    assert (skip.replay_epoch, skip.sequence, skip.created_at, skip.updated_at) == (1, 4, 9_000, 9_000)
+    assert is_late_skip(skip)
+    one = late_in_partition(each_rule(), "g", "dt=1", version, passed, cursor_at(), 9_000)
+    assert one.reason == f"version 3 of {A} touched dt=1 after 5 ran for it and will not run for rule each"
+
+
+def test_a_late_push_of_a_version_the_group_ran_or_holds_says_so_and_runs_nothing() -> None:
+    rule = each_rule()
+    group = rule.groups[0]
+    five = cursor_at(pinned(5))
+    assert already_ran(rule, group, five, record(3), A, ran=True) == AlreadyRan(
+        rule, "g", record(3), ran=True, baseline=False
+    )
+    assert (
+        AlreadyRan(rule, "g", record(3), True, False).reason
+        == "version 3 already triggered rule each, before this push"
+    )
+    holds = already_ran(rule, group, five, record(5), A, ran=False)
+    assert holds is not None and holds == AlreadyRan(rule, "g", record(5), ran=False, baseline=False)
+    assert holds.reason == "version 5 is where rule each skipped to and will not run for rule each"
+    started = already_ran(rule, group, cursor_at(pinned(5), baseline=True), record(5), A, ran=False)
+    assert started is not None and started == AlreadyRan(rule, "g", record(5), ran=False, baseline=True)
+    assert started.reason == (
+        "version 5 is where rule each started (startFrom NEXT_CHANGE) and will not run for rule each"
+    )
+    assert AlreadyRan(each_rule(groups=2), "g1", record(5), True, False).reason == (
+        "version 5 already triggered rule each (group g1), before this push"
+    )
+    assert already_ran(rule, group, five, record(3), A, ran=False) is None  # passed over, not run: passed_over says
+    assert already_ran(rule, group, five, record(6), A, ran=True) is None  # not reached: it runs in order
+    assert already_ran(rule, group, five, record(3), H, ran=True) is None
+    assert already_ran(rule, group, None, record(3), A, ran=True) is None
+    assert already_ran(each_rule(enabled=False), group, five, record(3), A, ran=True) is None
+
+
+def made(*pins: PinnedInput, group_id: str = "g", **fields: Any) -> Trigger:
+    key = trigger_key("each", group_id, list(pins), None, 0, marker=fields.pop("marker", None))
+    return Trigger(
+        trigger_key=key, rule_id="each", group_id=group_id, inputs=pins, created_at=0, updated_at=0, **fields
+    )
+
+
+def test_whether_a_group_ran_a_version_is_read_from_its_triggers_newest_first() -> None:
+    three = record(3)
+    ran = made(pinned(3))
+    assert ran_among([ran], "g", A, three) is True
+    # another group's, a late skip's, another asset's or a watermark's pins say nothing: the next trigger tells
+    for silent in (
+        made(pinned(3), group_id="g1", status=TriggerStatus.SKIPPED),
+        made(pinned(3), status=TriggerStatus.SKIPPED, marker="late"),
+        made(pinned(3, asset_key=H)),
+        made(pinned(None, watermark=3)),
+        made(pinned(2), replay_of="each.g.older"),  # a replay of an older version may come after a newer claim
+    ):
+        assert ran_among([silent, ran], "g", A, three) is True
+        assert ran_among([silent], "g", A, three) is None
+    assert ran_among([made(pinned(3), status=TriggerStatus.SKIPPED), ran], "g", A, three) is False  # skipped to it
+    assert ran_among([made(pinned(2)), ran], "g", A, three) is False  # claims are in order: older ones pin older
+    assert ran_among([made(pinned(4)), ran], "g", A, three) is True  # a newer one: read on
+    assert ran_among([], "g", A, three) is None

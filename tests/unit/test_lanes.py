@@ -11,8 +11,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -31,9 +33,10 @@ from lakehook.domain.group_steps import (
 from lakehook.domain.lanes import DeferWhy, Lane, plan_lane
 from lakehook.domain.planned_claims import PlannedClaim, plan_claim
 from lakehook.domain.rules import Rule
+from lakehook.domain.state import AssetState
 from lakehook.domain.status import Status
-from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger
-from lakehook.domain.verdicts import GroupEvaluation
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, Window, trigger_key
+from lakehook.domain.verdicts import Backlog, GroupEvaluation
 from lakehook.ports.rules import Claim, ClaimResult
 from lakehook.usecases.resolve_claims import ClaimLanes
 from tests.fakes.memory_rules import InMemoryTriggerStore
@@ -122,6 +125,88 @@ def test_the_claim_planned_from_a_moved_cursor_waits_for_the_one_before_it() -> 
     lane = plan_lane(recording, claim, None, None, 3)
     assert seen == [None, *(c.trigger.trigger_key for c in lane.claims)]  # head of line: each after the one before
     assert [c.expected for c in lane.claims[1:]] == [c.moved() for c in lane.claims[:-1]]
+
+
+# --- a planned claim ----------------------------------------------------------------------------------------
+
+A = "iceberg://glue/db/a"
+HOUR = Window(start=NOW - 3_600_000, end=NOW)
+
+
+def ready(snapshot_id: int, **verdict: Any) -> GroupEvaluation:
+    return GroupEvaluation("g", Status.READY, (), pins=(PinnedInput(asset_key=A, snapshot_id=snapshot_id),), **verdict)
+
+
+@pytest.mark.parametrize("mode", ["ALL_UPDATED", "EACH_VERSION"])
+@pytest.mark.parametrize("partition", [None, "dt=2026-12-07"])
+def test_a_claim_is_its_verdicts_trigger_conditional_on_the_cursor_it_read(mode: str, partition: str | None) -> None:
+    rule = a_rule(mode=mode)
+    states = {A: AssetState(asset_key=A, backfill_id="bf-1"), "x": AssetState(asset_key="x", backfill_id="bf-2")}
+    first = plan_claim(rule, rule.groups[0], ready(7, window=HOUR, reason="all updated"), None, states, NOW, partition)
+    assert first.expected is None and first.base == GroupCursor.initial("r", "g", partition)  # it never ran
+    made = first.trigger
+    pins = (PinnedInput(asset_key=A, snapshot_id=7),)
+    assert (made.rule_id, made.group_id, made.partition, made.inputs, made.window, made.reason) == (
+        "r",
+        "g",
+        partition,
+        pins,
+        HOUR,
+        "all updated",
+    )
+    assert made.status is TriggerStatus.TRIGGERING and made.sequence == 1 and made.created_at == NOW
+    assert made.trigger_key == trigger_key("r", "g", pins, HOUR, 0, partition=partition)
+    # EACH_VERSION: a partition's runs go in order; a group (not windowed) logs its pins
+    assert made.in_order is (mode == "EACH_VERSION" and partition is not None)
+    assert first.log_pins is (mode == "EACH_VERSION" and partition is None)
+    assert first.backfills == {A: "bf-1"} and first.catch_up_at is None and not first.baseline  # its members' only
+    moved = first.moved()
+    assert (moved.seq, moved.trigger_key, moved.pins, moved.window, moved.claimed_at) == (
+        1,
+        made.trigger_key,
+        {A: pins[0]},
+        HOUR,
+        NOW,
+    )
+    assert moved.backfills == {A: "bf-1"} and moved.partition == partition and moved.catch_up_runs == 0
+    # the next claim is conditional on the cursor it read, and never dated before the claim before it
+    second = plan_claim(rule, rule.groups[0], ready(8), moved, states, NOW - 5, partition)
+    assert second.expected == moved and second.base == moved
+    assert second.trigger.sequence == 2 and second.trigger.created_at == NOW and second.trigger.window is None
+    assert second.moved().window == HOUR  # a claim without a window keeps the cursor's
+
+
+def test_a_skip_claims_without_a_run_and_a_claim_behind_the_newest_window_counts_in_the_catch_up() -> None:
+    rule = a_rule()
+    ran = plan_claim(rule, rule.groups[0], ready(1), None, {}, NOW).moved()
+    skipped = plan_claim(rule, rule.groups[0], ready(2, skip=True, reason="skipped"), ran, {}, NOW + 10)
+    assert skipped.trigger.status is TriggerStatus.SKIPPED and skipped.trigger.reason == "skipped"
+    assert skipped.moved().claimed_at == NOW  # the cooldown counts from the last real run
+    behind = ready(3, window=HOUR, backlog=Backlog(pending=2, next=HOUR, next_at=NOW))
+    catching_up = plan_claim(rule, rule.groups[0], behind, ran, {}, NOW + 20)
+    assert catching_up.catch_up_at == NOW + 20
+    assert (catching_up.moved().catch_up_since, catching_up.moved().catch_up_runs) == (NOW + 20, 1)
+
+
+def test_a_claims_pins_described_again_change_nothing_else_of_it() -> None:
+    rule = a_rule(mode="EACH_VERSION")
+    planned = plan_claim(rule, rule.groups[0], ready(4, window=HOUR), None, {}, NOW)
+    claim = replace(planned, backfills={A: "bf-9"}, catch_up_at=NOW - 1, baseline=True)
+    described = (PinnedInput(asset_key=A, snapshot_id=4, commit_time=NOW - 60_000),)
+    again = claim.with_pins(described)
+    assert again.trigger.inputs == described and again.trigger.trigger_key == claim.trigger.trigger_key
+    assert again.trigger.model_copy(update={"inputs": claim.trigger.inputs}) == claim.trigger
+    assert (again.expected, again.base, again.backfills, again.catch_up_at, again.log_pins, again.baseline) == (
+        None,
+        claim.base,
+        {A: "bf-9"},
+        NOW - 1,
+        True,
+        True,
+    )
+    moved = again.moved()  # a baseline claim's cursor says so, with the backfills and the catch-up it was made with
+    assert moved.baseline and moved.backfills == {A: "bf-9"} and moved.catch_up_since == NOW - 1
+    assert moved.pins == {A: described[0]}
 
 
 # --- group behaviours as steps ------------------------------------------------------------------------------

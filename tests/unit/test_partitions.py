@@ -47,6 +47,34 @@ def test_hive_escapes_its_characters_in_upper_case_hex() -> None:
     assert unescape_path_name("100%") == "100%"  # a % without two hex digits stays, as in Hive
 
 
+def test_exactly_hives_characters_are_escaped_and_any_two_hex_digits_read_back() -> None:
+    assert escape_path_name("\x00\x1f\"#%'*/:=?\\\x7f{[]^") == "%00%1F%22%23%25%27%2A%2F%3A%3D%3F%5C%7F%7B%5B%5D%5E"
+    assert escape_path_name(" -_.~}|é😀") == " -_.~}|é😀"  # not in Hive's list: as written
+    assert unescape_path_name("%2f%2F%3a") == "//:"  # either case of hex
+    assert unescape_path_name("%2G%%3") == "%2G%%3"  # no two hex digits: as written
+    assert unescape_path_name("a%3D%") == "a=%"
+
+
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [
+        ("", "a partition key is not empty"),
+        ("dt", "partition key 'dt': each part is name=value, not 'dt'"),
+        ("dt=1/=2", "partition key 'dt=1/=2': each part is name=value, not '=2'"),
+        ("a%3Db=1/a%3db=2", "partition key 'a%3Db=1/a%3db=2' names 'a=b' twice"),  # once unescaped
+        ("dt=1/dt=2", "partition key 'dt=1/dt=2' names 'dt' twice"),
+    ],
+)
+def test_what_is_no_key_is_refused_saying_why(key: str, why: str) -> None:
+    with pytest.raises(PartitionKeyError) as refused:
+        parse_partition_key(key)
+    assert str(refused.value) == why
+
+
+def test_a_keys_fields_are_unescaped_and_an_empty_or_default_value_is_null() -> None:
+    assert parse_partition_key(f"a%3Db=%2F/e=/d={HIVE_DEFAULT_PARTITION}") == (("a=b", "/"), ("e", None), ("d", None))
+
+
 @given(fields)
 def test_a_key_parses_back_to_its_fields(pairs: list[tuple[str, str | None]]) -> None:
     key = format_partition_key(pairs)
@@ -89,6 +117,12 @@ def test_a_path_names_its_fields_hive_style_or_by_the_table() -> None:
     # a path written without url-encoding is taken as written: its % is a character, escaped in the key
     assert path_partition_key("50%25", ["p"], escaped=False) == "p=50%2525"
     assert path_partition_key("50%25", ["p"]) == "p=50%25"
+    assert path_partition_key("/dt=2026-12-01/") == "dt=2026-12-01"  # a leading or trailing '/' is no segment
+    assert path_partition_key("XX=XX") == "XX=XX"  # only '/' is stripped
+    assert path_partition_key("q=a=b", escaped=False) == "q=a%3Db"  # the name ends at the first '='
+    # bare values, not one per named field: the path is one value of the first field (or of "partition")
+    assert path_partition_key("2026/12", ["y", "m", "d"]) == "y=2026%2F12"
+    assert path_partition_key("2026/12") == "partition=2026%2F12"
 
 
 @settings(max_examples=examples(50))

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from lakehook.container import Container
 from lakehook.domain.assets import AssetSource
-from lakehook.domain.errors import AuthenticationError, ConflictError
-from lakehook.domain.producers import Producer, ProducerSpec, api_key
+from lakehook.domain.errors import AuthenticationError, ConflictError, ValidationError
+from lakehook.domain.producers import Producer, ProducerSpec, api_key, split_api_key, validate_producer_id
 from lakehook.ports import ProducerRegistry, SecretStore
 from lakehook.settings import Settings
 from lakehook.usecases.producers import secret_owner
@@ -163,3 +163,77 @@ def test_the_bearer_key_is_taken_only_from_a_producer_that_opted_in(bearer: bool
     with pytest.raises(AuthenticationError) as unknown:
         auth.authenticate_api_key(api_key("nobody", "0" * 64))
     assert str(wrong.value) == str(unknown.value)
+
+
+# --- a producer's scope -------------------------------------------------------------------------------------------
+
+
+def a_producer(**fields: object) -> Producer:
+    return Producer.model_validate(
+        {
+            "producerId": "orders",
+            "secretRef": "lakehook-producers/prod/orders",
+            "createdAt": 0,
+            "updatedAt": 0,
+            **fields,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("prefix", "asset_key", "covered"),
+    [
+        ("paimon://lake", "paimon://lake", True),  # the prefix itself
+        ("paimon://lake", "paimon://lake/db/t", True),  # whole segments below it
+        ("paimon://lake", "paimon://lakehouse/db/t", False),  # not a segment of its own
+        ("paimon://lake/", "paimon://lake/db", True),  # a prefix ending in '/' covers what follows it
+        ("paimon://lake/db", "paimon://lake/db.t", False),
+        ("paimon://lake/db", "paimon://lake", False),
+    ],
+)
+def test_a_prefix_covers_the_asset_keys_of_its_whole_segments(prefix: str, asset_key: str, covered: bool) -> None:
+    assert a_producer(assetKeyPrefixes=["s3://elsewhere/", prefix]).may_write(asset_key) is covered
+
+
+def test_a_producer_reads_and_writes_only_the_watermark_namespaces_it_lists() -> None:
+    watcher = a_producer(assetKeyPrefixes=["s3://x/"], watermarkNamespaces=["kafka:orders", "cdc"])
+    assert watcher.may_use_watermarks("cdc") and watcher.may_use_watermarks("kafka:orders")
+    assert not watcher.may_use_watermarks("kafka") and not a_producer(assetKeyPrefixes=["s3://x/"]).may_use_watermarks(
+        ""
+    )
+
+
+def test_a_bus_event_is_a_producers_only_from_its_accounts_or_else_the_stacks_own() -> None:
+    listed = a_producer(assetKeyPrefixes=["s3://x/"], busAccounts=["111111111111", "222222222222"])
+    assert listed.takes_bus_events_from("222222222222", "999999999999")
+    assert not listed.takes_bus_events_from("999999999999", "999999999999")  # listed: the stack's own is not implied
+    unlisted = a_producer(assetKeyPrefixes=["s3://x/"])
+    assert unlisted.takes_bus_events_from("999999999999", "999999999999")
+    assert not unlisted.takes_bus_events_from("111111111111", "999999999999")
+    assert not unlisted.takes_bus_events_from("999999999999", None)  # the stack's account unknown: none
+
+
+@pytest.mark.parametrize(
+    ("key", "split"),
+    [
+        ("orders:abc123", ("orders", "abc123")),
+        ("orders:a:b", ("orders", "a:b")),  # the producer id ends at the first ':' (an id never holds one)
+        ("orders", None),
+        ("orders:", None),
+        (":abc", None),
+        ("bad id:abc", None),
+    ],
+)
+def test_a_bearer_key_splits_at_its_first_separator_into_a_well_formed_producer_and_a_secret(
+    key: str, split: tuple[str, str] | None
+) -> None:
+    assert split_api_key(key) == split
+
+
+@pytest.mark.parametrize("producer_id", ["", "bad id!", "x" * 129, "a:b"])
+def test_a_malformed_producer_id_is_a_400_naming_it(producer_id: str) -> None:
+    with pytest.raises(ValidationError) as refused:
+        validate_producer_id(producer_id)
+    assert refused.value.field == "producerId"
+    assert str(refused.value) == "producerId is 1-128 letters, digits, '_', '-' or '.'"
+    assert validate_producer_id("x" * 128) == "x" * 128

@@ -10,7 +10,15 @@ import pytest
 from lakehook.adapters.dynamodb.state_items import asset_state_from_item
 from lakehook.answers.assets import AssetStateAnswer
 from lakehook.domain.events import AssetEvent, EventType, SourceType
-from lakehook.domain.state import AssetState, BackfillStatus, SchemaStatus, verification_advance
+from lakehook.domain.state import (
+    AssetState,
+    BackfillStatus,
+    SchemaStatus,
+    tag_ref,
+    verdict_touch,
+    verification_advance,
+)
+from lakehook.domain.versions import SnapshotRecord, Verdict
 from lakehook.ports import AdvanceOutcome
 from lakehook.usecases.ingest_state import advance_state, apply_change
 from tests.fakes.memory import InMemoryAssetStore
@@ -105,6 +113,12 @@ def test_cdc_recovery_watermark_is_kept_apart(asset: Asset) -> None:
     assert asset.state.watermark is None
 
 
+def test_cdc_recovery_advances_only_forward(asset: Asset) -> None:
+    outcomes = asset.apply(*(ev(EventType.CDC_LAG_RECOVERED, watermark=w) for w in (50, 40, 50, 60)))
+    assert outcomes == [AdvanceOutcome.ADVANCED, AdvanceOutcome.STALE, AdvanceOutcome.ALREADY, AdvanceOutcome.ADVANCED]
+    assert asset.state.cdc_recovered_watermark == 60
+
+
 # --- quality: verdicts per snapshot, status of the latest --------------------------------------
 
 
@@ -185,6 +199,75 @@ def test_a_rejection_of_an_older_schema_does_not_block_the_latest(asset: Asset) 
 # --- tags, backfill, manifests ---------------------------------------------------------------
 
 
+def test_a_data_snapshot_arriving_after_a_newer_compaction_is_still_the_newest_data_change(asset: Asset) -> None:
+    outcomes = asset.apply(snap(3), snap(5, commitKind="COMPACT"), snap(4), snap(2))
+    assert outcomes == [AdvanceOutcome.ADVANCED, AdvanceOutcome.ADVANCED, AdvanceOutcome.STALE, AdvanceOutcome.STALE]
+    state = asset.state
+    assert (state.latest_snapshot_id, state.latest_data_changed) == (5, False)
+    assert state.latest_data is not None and state.latest_data.snapshot_id == 4  # 2 is older still: not taken
+
+
+def test_the_newest_data_change_keeps_what_its_event_said_of_its_snapshot(asset: Asset) -> None:
+    asset.apply(snap(7, schemaId=2, commitTime=700, metadataLocation="s3://m/7.json", watermark=70, parentSnapshotId=6))
+    data = asset.state.latest_data
+    assert data is not None
+    assert (data.snapshot_id, data.order, data.parent_snapshot_id, data.schema_id, data.commit_time) == (
+        7,
+        7,
+        6,
+        2,
+        700,
+    )
+    assert (data.metadata_location, data.watermark) == ("s3://m/7.json", 70)
+    assert asset.state.first_schema_id == 2
+
+
+def test_schema_verdicts_advance_only_forward(asset: Asset) -> None:
+    approvals = (ev(EventType.SCHEMA_CHANGE_APPROVED, schemaId=s) for s in (3, 2, 4))
+    assert asset.apply(*approvals) == [AdvanceOutcome.ADVANCED, AdvanceOutcome.STALE, AdvanceOutcome.ADVANCED]
+    assert asset.state.schema_approved_id == 4
+
+
+def test_a_late_verdict_touches_the_state_once_so_the_resolver_wakes(asset: Asset) -> None:
+    asset.apply(snap(5), ev(EventType.QUALITY_CHECK_PASSED, snapshotId=5))
+    late = ev(EventType.QUALITY_CHECK_PASSED, snapshotId=3)
+    version = asset.state.version
+    assert apply_change(asset.store, ORDERS, verdict_touch(late), late.event_id, 10) is AdvanceOutcome.ADVANCED
+    assert apply_change(asset.store, ORDERS, verdict_touch(late), late.event_id, 11) is AdvanceOutcome.ALREADY
+    assert asset.state.version == version + 1 and asset.state.quality_passed_snapshot_id == 5
+
+
+def test_the_latest_tag_is_the_newest_by_time_and_a_tag_names_its_snapshot_and_order(asset: Asset) -> None:
+    asset.apply(
+        ev(EventType.TAG_CREATED, tag="b", snapshotId=104, commitTime=1000),
+        ev(EventType.TAG_CREATED, tag="a", snapshotId=105, commitTime=2000),  # newer, though it sorts first
+        ev(EventType.TAG_CREATED, tag="rel:1", snapshotId=106, commitTime=500),
+    )
+    state = asset.state
+    assert (state.latest_tag, state.latest_tag_snapshot_id) == ("a", 105)
+    assert [state.tag_snapshot(t) for t in ("b", "a", "rel:1", "c")] == [(104, 104), (105, 105), (106, 106), None]
+
+
+def test_a_tag_ref_is_stored_as_snapshot_order_and_tag_the_order_empty_when_unknown() -> None:
+    assert (tag_ref("t", 7, None), tag_ref("u:v", 8, 3)) == ("7::t", "8:3:u:v")
+    state = AssetState(asset_key=ORDERS, tag_refs={"7::t", "8:3:u:v"})
+    assert (state.tag_snapshot("t"), state.tag_snapshot("u:v")) == ((7, None), (8, 3))
+
+
+def test_a_snapshots_quality_is_the_states_only_while_no_newer_snapshot_failed() -> None:
+    five = SnapshotRecord(snapshot_id=105, order=5)
+
+    def state(**verdicts: int) -> AssetState:
+        return AssetState(asset_key=ORDERS, quality_passed_snapshot_id=105, **verdicts)
+
+    assert state().quality_of(five) is Verdict.PASSED
+    assert state(quality_failed_snapshot_id=103, quality_failed_order=3).quality_of(five) is Verdict.PASSED
+    assert state(quality_failed_snapshot_id=3, quality_failed_order=7).quality_of(five) is None  # by order, not id
+    assert state(quality_failed_snapshot_id=3).quality_of(five) is Verdict.PASSED  # no order stored: the id's
+    assert state(quality_failed_snapshot_id=9).quality_of(five) is None
+    assert state(quality_failed_snapshot_id=105).quality_of(five) is Verdict.FAILED
+
+
 def test_tags_accumulate_once_each(asset: Asset) -> None:
     outcomes = asset.apply(
         ev(EventType.TAG_CREATED, tag="2025-06-01", snapshotId=3),
@@ -202,6 +285,12 @@ def test_backfill_runs_then_completes(asset: Asset) -> None:
     assert (asset.state.backfill_id, asset.state.backfill_status) == ("bf-1", BackfillStatus.RUNNING)
     assert asset.apply(ev(EventType.BACKFILL_COMPLETED, backfillId="bf-1")) == [AdvanceOutcome.ADVANCED]
     assert asset.state.backfill_status is BackfillStatus.COMPLETED
+
+
+def test_a_redelivered_backfill_start_is_already_applied(asset: Asset) -> None:
+    start = ev(EventType.BACKFILL_STARTED, backfillId="bf-1")
+    assert asset.apply(start, start) == [AdvanceOutcome.ADVANCED, AdvanceOutcome.ALREADY]
+    assert asset.state.version == 1
 
 
 def test_a_late_backfill_start_never_reopens_it_and_is_stale(asset: Asset) -> None:
@@ -286,6 +375,56 @@ def test_a_verdict_on_an_older_manifest_never_overwrites_a_newer_one(asset: Asse
     state = asset.state
     assert (state.manifest_status, state.manifest_object) == ("INVALID", "s3://spool/orders/2/part-0")
     assert state.manifest_reason == "part-0: the object does not exist"
+
+
+@pytest.mark.parametrize("interruption_first", [False, True])
+def test_an_interruption_outranks_a_seal_of_the_same_instant_whichever_comes_first(
+    asset: Asset, interruption_first: bool
+) -> None:
+    sealed = ev(EventType.MANIFEST_SEALED, manifestUri="s3://spool/orders/1.manifest.json", commitTime=5000)
+    interrupted = ev(EventType.MANIFEST_INTERRUPTED, manifestUri="s3://spool/orders/2.manifest.json", commitTime=5000)
+    first, second = (interrupted, sealed) if interruption_first else (sealed, interrupted)
+    outcomes = asset.apply(first, second)
+    assert outcomes[1] is (AdvanceOutcome.STALE if interruption_first else AdvanceOutcome.ADVANCED)
+    assert (asset.state.manifest_uri, asset.state.manifest_status) == (interrupted.manifest_uri, "INTERRUPTED")
+
+
+def test_a_verified_manifest_keeps_the_hash_verified_and_a_rewrite_verified_again_moves_it(asset: Asset) -> None:
+    uri = "s3://spool/orders/_manifest.json"
+    asset.apply(ev(EventType.MANIFEST_SEALED, manifestUri=uri, snapshotId=9))
+    first, second = "a" * 64, "b" * 64
+    # a verdict SEALED says nothing of a reason or an object, whatever the verifier passed along
+    sealed = verification_advance(uri, True, "ignored", "s3://spool/orders/part-0", first)
+    assert apply_change(asset.store, ORDERS, sealed, "v", 10) is AdvanceOutcome.ADVANCED
+    state = asset.state
+    assert (state.manifest_status, state.manifest_sha256, state.manifest_reason, state.manifest_object) == (
+        "SEALED",
+        first,
+        None,
+        None,
+    )
+    assert apply_change(asset.store, ORDERS, sealed, "v", 11) is AdvanceOutcome.ALREADY
+    rewritten = verification_advance(uri, True, sha256=second)  # the same URI rewritten, verified again
+    assert apply_change(asset.store, ORDERS, rewritten, "v", 12) is AdvanceOutcome.ADVANCED
+    assert (asset.state.manifest_status, asset.state.manifest_sha256) == ("SEALED", second)
+
+
+def test_an_invalid_manifest_keeps_no_hash_and_says_why_in_at_most_2048_characters(asset: Asset) -> None:
+    uri = "s3://spool/orders/_manifest.json"
+    asset.apply(ev(EventType.MANIFEST_SEALED, manifestUri=uri))
+    invalid = verification_advance(uri, False, "x" * 3000, "s3://spool/orders/part-0", "c" * 64)
+    assert apply_change(asset.store, ORDERS, invalid, "v", 10) is AdvanceOutcome.ADVANCED
+    state = asset.state
+    assert (state.manifest_status, state.manifest_sha256, state.manifest_object) == (
+        "INVALID",
+        None,
+        "s3://spool/orders/part-0",
+    )
+    assert state.manifest_reason == "x" * 2048
+    assert apply_change(asset.store, ORDERS, invalid, "v", 11) is AdvanceOutcome.ALREADY  # a redelivered verdict
+    asset.apply(ev(EventType.MANIFEST_SEALED, manifestUri=uri, commitTime=10_000))  # sealed again, no reason given
+    assert apply_change(asset.store, ORDERS, verification_advance(uri, False), "v", 12) is AdvanceOutcome.ADVANCED
+    assert (asset.state.manifest_reason, asset.state.manifest_object) == ("it failed verification", None)
 
 
 # --- the read model --------------------------------------------------------------------------
