@@ -128,11 +128,6 @@ def is_covered(merged: Sequence[Span], start: int, end: int) -> bool:
     return index >= 0 and merged[index].end >= end
 
 
-def covered_ms(merged: Sequence[Span], start: int, end: int) -> int:
-    """How many milliseconds of ``[start, end)`` are covered."""
-    return sum(s.length for s in clip(merged, start, end))
-
-
 # --- aligned windows (a rule's coverage condition) -----------------------------------------------
 
 
@@ -170,12 +165,6 @@ class AlignedWindows:
     @classmethod
     def daily(cls, lateness_ms: int = 0) -> AlignedWindows:
         return cls(DAY_MS, lateness_ms)
-
-
-def window_containing(instant_ms: int, size_ms: int) -> Span:
-    """The aligned window that holds the instant."""
-    start = (instant_ms // size_ms) * size_ms
-    return Span(start, start + size_ms)
 
 
 def newest_covered_window(merged: Sequence[Span], windows: WindowShape, now_ms: int) -> Span | None:
