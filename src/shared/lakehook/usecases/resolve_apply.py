@@ -48,7 +48,8 @@ from lakehook.ports.rules import (
 from lakehook.usecases.resolve_claims import Claimed, ClaimLanes, LaneKind
 from lakehook.usecases.resolve_continue import group_messages, next_page_message, slice_message, slices
 from lakehook.usecases.resolve_gather import Gathered
-from lakehook.usecases.resolve_partitions import PartitionPlan, PartitionsPlan, PlanPartitions, in_order
+from lakehook.usecases.resolve_lanes import PartitionPlan, PartitionsPlan, PlanLanes
+from lakehook.usecases.resolve_partitions import in_order
 from lakehook.usecases.resolve_plan import GroupPlan, Plan, PlanResolution
 from lakehook.usecases.resolve_report import (
     ResolveReport,
@@ -111,12 +112,11 @@ class ApplyPlan:
         for group_plan in plan.groups:
             in_time(time_left, self._limits)
             try:
-                if group_plan.partitions is not None:
-                    if not self._point(group_plan, group_plan.partitions, report):
+                if group_plan.per_partition:  # a partitioned group's lanes
+                    if not self._point(group_plan, group_plan.lanes, report):
                         again.add(group_plan.ref)
                         continue
-                    self._partitioned(group_plan, group_plan.partitions, planner, now, report, time_left)
-                    self._fill(group_plan.gaps)  # a commit a partition waits at (EACH_VERSION): a targeted poll
+                    self._partitioned(group_plan, group_plan.lanes, planner, now, report, time_left)
                 elif not self._group(group_plan, gathered, planner, persisted, now, report, time_left):
                     again.add(group_plan.ref)
             except Exception as exc:
@@ -251,11 +251,15 @@ class ApplyPlan:
         report: ResolveReport,
         time_left: TimeLeft | None,
     ) -> None:
-        """A partitioned group: its partitions' claims in order, then its pending marks and clears (from what the
-        claims left), and its deferral."""
-        kind = _PartitionLanes(plan.group, planner.partitions(plan.rule, plan.group), report)
-        applied = self._claim_lanes(kind, planned.partitions, report, time_left).items
-        settled = planner.partitions(plan.rule, plan.group).settle(applied)
+        """A partitioned group: its partitions' claims in order, then (settled from what the claims left) its pending
+        marks and clears, what it carries over, its deferral and its gap polls; or the rule error a partition met
+        (after the claims planned before it)."""
+        lanes = planner.lanes(plan.rule, plan.group)
+        applied = self._claim_lanes(_PartitionLanes(plan.group, lanes, report), planned.partitions, report, time_left)
+        settled = lanes.settle(applied.items)
+        if settled.error is not None:
+            self._fail_group(plan.rule, plan.group, settled.error, now, report)
+            return
         store = self._stores.partitions
         assert store is not None  # the gather read the group's partitions
         rule_id, group_id = plan.ref
@@ -270,6 +274,7 @@ class ApplyPlan:
             self._stores.deferrals.defer(settled.deferral)
             report.deferred.append(settled.deferral)
         report.verdict(plan.ref, settled.board(plan.group, explain=False))
+        self._fill(settled.gaps)  # a commit a partition waits at (EACH_VERSION): a targeted poll
 
     def _carry_over(self, plan: GroupPlan, settled: PartitionsPlan, report: ResolveReport) -> None:
         """What the group could not do in this invocation, to the resolver queue: its ready partitions past its
@@ -531,7 +536,7 @@ class _PartitionLanes:
     left pending for its next invocation, and one whose key was claimed under this very cursor kept without its
     claim."""
 
-    def __init__(self, group: Group, partitions: PlanPartitions, report: ResolveReport) -> None:
+    def __init__(self, group: Group, partitions: PlanLanes, report: ResolveReport) -> None:
         self._group, self._partitions, self._report = group, partitions, report
 
     def lane(self, item: PartitionPlan) -> Lane:
