@@ -34,12 +34,10 @@ RESTRUCTURED = (
     "domain/schedule_explanation.py",
 )
 ALLOWED_OVER_LIMIT = {  # function -> its complexity when the gate went to 15; it may fall, never grow
-    "lakehook.usecases.resolve_apply.ApplyPlan.__call__": 17,
     "lakehook.usecases.resolve_claims.ClaimLanes.__call__": 16,
     "lakehook.usecases.resolve_gather.Batch.of": 17,
     "lakehook.usecases.resolve_gather.GatherInputs._partition_inputs": 16,
     "lakehook.usecases.resolve_gather.GatherInputs.rules": 18,
-    "lakehook.usecases.resolve_partitions.PlanPartitions.skips": 18,
 }
 
 

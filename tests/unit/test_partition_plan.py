@@ -18,7 +18,7 @@ from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.ports.rules import Claim, ClaimResult, Deferral, StateChange
 from lakehook.usecases.resolve import ResolverLimits, ResolverStores
-from lakehook.usecases.resolve_partitions import PartitionsPlan, PendingWhy
+from lakehook.usecases.resolve_lanes import PartitionsPlan, PendingWhy
 from lakehook.usecases.resolve_plan import Plan
 from tests.hypothesis_profiles import examples
 from tests.unit.test_partition_resolve import DIM, ORDERS, PAYMENTS, Lake, daily
@@ -59,8 +59,8 @@ def _stored(lake: Lake) -> Any:
 
 def _group(plan: Plan) -> PartitionsPlan:
     (group,) = plan.groups
-    assert group.partitions is not None, "a partitioned group is planned per partition"
-    return group.partitions
+    assert group.lane is None and group.per_partition, "a partitioned group is planned per partition"
+    return group.lanes
 
 
 # one step: a commit of orders or payments (or of the gate) touching some days, delivered now or left in the stream,

@@ -53,7 +53,7 @@ from lakehook.ports.rules import ClaimOutcome, ClaimResult, Deferral, StateChang
 from lakehook.settings import Settings
 from lakehook.usecases.late_versions import LateSnapshotNotice
 from lakehook.usecases.resolve import ResolveAssetChange, ResolverLimits, ResolverStores, SweepDeferred
-from lakehook.usecases.resolve_partitions import EXPLAIN_PAGE
+from lakehook.usecases.resolve_lanes import EXPLAIN_PAGE
 from lakehook.usecases.resolve_report import OutOfTime
 from lakehook.usecases.rules import parse_rule
 from tests import wiring

@@ -13,18 +13,20 @@ gets its schema id, commit time and metadata location from its recorded event (t
 trigger key depends on the snapshot id only), and a claim that lost a race reads the cursor that beat it (when the
 failed condition did not return it) and the trigger it names, and the group is planned again from there.
 
-Every group's claims take one path, its lanes' (:mod:`lakehook.usecases.resolve_claims`): an unpartitioned group is
-one lane, a partitioned group one lane per partition; the claims are made in rounds, up to 50 lanes' next claims in
-one transaction, each conditional on its lane's cursor, the time left checked before each round; a lane whose claim
-lost a race is planned again from the cursor that won. Then a group's verdict, deferral and gap polls; a partitioned
-group's pending marks (new ones in one batched write, the cleared ones each under the mark it was read with, the
-time left checked before each 100), what it carries over, and its deferral.
+Every group takes one path (:meth:`ApplyPlan._lanes`), its lanes' (:mod:`lakehook.usecases.resolve_claims`): an
+unpartitioned group is one lane, a partitioned group one lane per partition; the claims are made in rounds, up to 50
+lanes' next claims in one transaction, each conditional on its lane's cursor, the time left checked before each
+round; a lane whose claim lost a race is planned again from the cursor that won. Then the group is settled from
+what its claims left, as its plan settles it (:meth:`lakehook.usecases.resolve_lanes.PlanLanes.settle`): its pending
+marks (a partitioned group's: new ones in one batched write, the cleared ones each under the mark it was read with,
+the time left checked before each 100), what it carries over, its deferral, its verdict and its gap polls, or the
+rule error a lane met. What differs between the kinds of lane is only how a claim is made ready and how a lane is
+planned again (:class:`_GroupLane`, :class:`_PartitionLanes`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
 
 from lakehook.domain.errors import ConflictError
 from lakehook.domain.evaluation import Gap, steps_by_snapshot
@@ -48,7 +50,8 @@ from lakehook.ports.rules import (
 from lakehook.usecases.resolve_claims import Claimed, ClaimLanes, LaneKind
 from lakehook.usecases.resolve_continue import group_messages, next_page_message, slice_message, slices
 from lakehook.usecases.resolve_gather import Gathered
-from lakehook.usecases.resolve_partitions import PartitionPlan, PartitionsPlan, PlanPartitions, in_order
+from lakehook.usecases.resolve_lanes import PartitionPlan, PartitionsPlan, PlanLanes
+from lakehook.usecases.resolve_partitions import in_order
 from lakehook.usecases.resolve_plan import GroupPlan, Plan, PlanResolution
 from lakehook.usecases.resolve_report import (
     ResolveReport,
@@ -111,13 +114,7 @@ class ApplyPlan:
         for group_plan in plan.groups:
             in_time(time_left, self._limits)
             try:
-                if group_plan.partitions is not None:
-                    if not self._point(group_plan, group_plan.partitions, report):
-                        again.add(group_plan.ref)
-                        continue
-                    self._partitioned(group_plan, group_plan.partitions, planner, now, report, time_left)
-                    self._fill(group_plan.gaps)  # a commit a partition waits at (EACH_VERSION): a targeted poll
-                elif not self._group(group_plan, gathered, planner, persisted, now, report, time_left):
+                if not self._lanes(group_plan, gathered, planner, persisted, now, report, time_left):
                     again.add(group_plan.ref)
             except Exception as exc:
                 if not self._rule_error(exc):
@@ -146,9 +143,9 @@ class ApplyPlan:
                 self._stores.deferrals.defer(deferral)
                 report.deferred.append(deferral)
 
-    # --- one group -----------------------------------------------------------------------------------
+    # --- one group ------------------------------------------------------------------------------------
 
-    def _group(
+    def _lanes(
         self,
         plan: GroupPlan,
         gathered: Gathered,
@@ -158,53 +155,93 @@ class ApplyPlan:
         report: ResolveReport,
         time_left: TimeLeft | None,
     ) -> bool:
-        """The group's one lane: its claims in order (:class:`lakehook.usecases.resolve_claims.ClaimLanes`; a lost race
-        plans it again from the cursor that beat it), then what it settles on. False when a late snapshot was noted
-        on the cursor since it was read (the group is to be gathered again)."""
-        kind = _GroupLane(self._stores, self._limits, gathered, planner, persisted, now, report)
-        claimed = self._claim_lanes(kind, [plan], report, time_left)
+        """One group, on one path for every group (an unpartitioned group is its one lane): a backfill's end first,
+        then its lanes' claims in order (:class:`lakehook.usecases.resolve_claims.ClaimLanes`; a lost race plans the
+        lane again from the cursor that beat it), then what the group settles on from what the claims left
+        (:meth:`_settle`). False when the group is to be gathered and planned again: another resolver moved its
+        cursor before the backfill's end, or a late snapshot was noted on it since it was read."""
+        if plan.error is not None and not plan.lanes.partitions:
+            raise plan.error  # a rule error met before any lane was planned: the group fails
+        if not self._point(plan, plan.lanes, report):
+            return False
+        lanes = planner.lanes(plan.rule, plan.group)
+        kind: LaneKind[PartitionPlan]
+        if plan.per_partition:
+            kind = _PartitionLanes(plan.group, lanes, report)
+        else:
+            kind = _GroupLane(self._stores, self._limits, gathered, plan, lanes, persisted, now, report)
+        claimed = self._claim_lanes(kind, plan.lanes.partitions, report, time_left)
         if claimed.again:
             extra = {"rule_id": plan.ref[0], "group_id": plan.ref[1]}
             logger.info("a late version arrived during the claim; gathered again", extra=extra)
             return False
-        for applied in claimed.items:  # none when a racing resolver claimed its key first: nothing left to do
-            self._finish(applied, gathered.batch.changed, now, report)
+        if plan.lanes.partitions and not claimed.items:
+            return True  # a racing resolver claimed each lane's key first, under this very cursor: nothing left to do
+        self._settle(plan, lanes.settle(claimed.items), gathered.batch.changed, now, report, time_left)
         return True
 
     def _claim_lanes(
-        self, kind: LaneKind[Lanes], items: Sequence[Lanes], report: ResolveReport, time_left: TimeLeft | None
-    ) -> Claimed[Lanes]:
+        self,
+        kind: LaneKind[PartitionPlan],
+        items: Sequence[PartitionPlan],
+        report: ResolveReport,
+        time_left: TimeLeft | None,
+    ) -> Claimed[PartitionPlan]:
         claimed = ClaimLanes(
             self._stores.triggers, kind, self._limits.max_conflicts, lambda: in_time(time_left, self._limits)
         )(items)
         report.conflicts += claimed.conflicts
         return claimed
 
-    def _finish(self, plan: GroupPlan, changed: list[str], now: int, report: ResolveReport) -> None:
-        """After the claims: the verdict the group settles on, its deferral and gap polls, or its rule error."""
-        settled = plan.settled
-        if settled is not None:
-            report.verdict(plan.ref, settled)
-        if plan.error is not None:
-            self._fail_group(plan.rule, plan.group, plan.error, now, report)
+    def _settle(
+        self,
+        plan: GroupPlan,
+        settled: PartitionsPlan,
+        changed: list[str],
+        now: int,
+        report: ResolveReport,
+        time_left: TimeLeft | None,
+    ) -> None:
+        """After the claims: the rule error a lane met (the claims made stand); else the group's pending marks and
+        clears, what it carries over, its deferral, the verdict it settles on, and its gap polls."""
+        if settled.error is not None:
+            self._fail_group(plan.rule, plan.group, settled.error, now, report)
             return
-        if plan.deferral is not None:
-            self._stores.deferrals.defer(plan.deferral.deferral)
-            report.deferred.append(plan.deferral.deferral)
-        if settled is None or settled.ready:
-            return  # ready: it used its claims for this invocation (deferred to the next)
-        logger.debug(
-            "dependency not ready",
-            extra={
-                "rule_id": plan.rule.rule_id,
-                "group_id": plan.group.group_id,
-                "status": settled.status.value,
-                "reason": settled.reason,
-                "asset_key": changed[0] if len(changed) == 1 else None,
-                "asset_keys": changed,
-            },
-        )
-        self._fill(plan.gaps)
+        self._pending(plan, settled, now, time_left)
+        self._carry_over(plan, settled, report)
+        if settled.deferral is not None:
+            self._stores.deferrals.defer(settled.deferral)
+            report.deferred.append(settled.deferral)
+        board = settled.board(plan.group, explain=False)
+        report.verdict(plan.ref, board)
+        self._fill(settled.gaps)  # a commit a lane waits at (EACH_VERSION): a targeted poll
+        if not board.ready:
+            logger.debug(
+                "dependency not ready",
+                extra={
+                    "rule_id": plan.rule.rule_id,
+                    "group_id": plan.group.group_id,
+                    "status": board.status.value,
+                    "reason": board.reason,
+                    "asset_key": changed[0] if len(changed) == 1 else None,
+                    "asset_keys": changed,
+                },
+            )
+
+    def _pending(self, plan: GroupPlan, settled: PartitionsPlan, now: int, time_left: TimeLeft | None) -> None:
+        """The partitions newly pending (one batched write) and those that leave the pending list (each under the
+        mark it was read with, the time left looked at before each 100); none for an unpartitioned group."""
+        if not settled.marks and not settled.clears:
+            return
+        store = self._stores.partitions
+        assert store is not None  # the gather read the group's partitions
+        rule_id, group_id = plan.ref
+        if settled.marks:
+            store.mark_pending(rule_id, group_id, [m.partition for m in settled.marks], now)
+        clears = [(c.partition, c.mark) for c in settled.clears]
+        for start in range(0, len(clears), CLEARS_PER_CHECK):  # a transaction each: the time left looked at between
+            in_time(time_left, self._limits)
+            store.clear_pending(rule_id, group_id, dict(clears[start : start + CLEARS_PER_CHECK]))
 
     def _fill(self, gaps: Sequence[Gap]) -> None:
         """Ask for a targeted poll of each table with a gap: it reads the table from the snapshot before the gap,
@@ -241,35 +278,6 @@ class ApplyPlan:
             extra = {"rule_id": plan.ref[0], "group_id": plan.ref[1], "trigger_key": point.trigger.trigger_key}
             logger.info("backfill end recorded", extra={**extra, "status": point.trigger.status.value})
         return True
-
-    def _partitioned(
-        self,
-        plan: GroupPlan,
-        planned: PartitionsPlan,
-        planner: PlanResolution,
-        now: int,
-        report: ResolveReport,
-        time_left: TimeLeft | None,
-    ) -> None:
-        """A partitioned group: its partitions' claims in order, then its pending marks and clears (from what the
-        claims left), and its deferral."""
-        kind = _PartitionLanes(plan.group, planner.partitions(plan.rule, plan.group), report)
-        applied = self._claim_lanes(kind, planned.partitions, report, time_left).items
-        settled = planner.partitions(plan.rule, plan.group).settle(applied)
-        store = self._stores.partitions
-        assert store is not None  # the gather read the group's partitions
-        rule_id, group_id = plan.ref
-        if settled.marks:
-            store.mark_pending(rule_id, group_id, [m.partition for m in settled.marks], now)
-        clears = [(c.partition, c.mark) for c in settled.clears]
-        for start in range(0, len(clears), CLEARS_PER_CHECK):  # a transaction each: the time left looked at between
-            in_time(time_left, self._limits)
-            store.clear_pending(rule_id, group_id, dict(clears[start : start + CLEARS_PER_CHECK]))
-        self._carry_over(plan, settled, report)
-        if settled.deferral is not None:
-            self._stores.deferrals.defer(settled.deferral)
-            report.deferred.append(settled.deferral)
-        report.verdict(plan.ref, settled.board(plan.group, explain=False))
 
     def _carry_over(self, plan: GroupPlan, settled: PartitionsPlan, report: ResolveReport) -> None:
         """What the group could not do in this invocation, to the resolver queue: its ready partitions past its
@@ -400,43 +408,42 @@ def _described_by_state(pin: PinnedInput, state: AssetState | None) -> bool:
     return pin.snapshot_id == state.latest_snapshot_id or (data is not None and pin.snapshot_id == data.snapshot_id)
 
 
-Lanes = TypeVar("Lanes", GroupPlan, PartitionPlan)
-"""a plan item whose lanes :class:`ClaimLanes` claims: a group's plan (its one lane) or a partition's"""
-
-
 class _GroupLane:
-    """An unpartitioned group's lane: its pins described (and, EACH_VERSION, its snapshots known only from the state
-    logged) before each claim; planned again from the cursor that won with the trigger it names (head of line) and
-    the claims per invocation left; after ``max_conflicts`` lost races, a ConflictError fails the group (retried)."""
+    """An unpartitioned group's one lane: its verdicts reported as its claims are made, its pins described (and,
+    EACH_VERSION, its snapshots known only from the state logged) before each claim; planned again from the cursor
+    that won with the trigger it names (head of line) and the claims per invocation left; after ``max_conflicts``
+    lost races, a ConflictError fails the group (retried); done when a racing resolver claimed its key first."""
 
     def __init__(
         self,
         stores: ResolverStores,
         limits: ResolverLimits,
         gathered: Gathered,
-        planner: PlanResolution,
+        plan: GroupPlan,
+        lanes: PlanLanes,
         persisted: dict[str, set[int]],
         now: int,
         report: ResolveReport,
     ) -> None:
-        self._stores, self._limits, self._gathered, self._planner = stores, limits, gathered, planner
+        self._stores, self._limits, self._gathered, self._plan, self._lanes = stores, limits, gathered, plan, lanes
         self._persisted, self._now, self._report = persisted, now, report
-        self._made = 0  # claims made, over every plan of the group
+        self._made = 0  # claims made, over every plan of the lane
 
-    def lane(self, item: GroupPlan) -> Lane:
-        return item.lane if item.lane is not None else Lane(None, None, (), ())  # a rule error before any verdict
+    def lane(self, item: PartitionPlan) -> Lane:
+        return item.lane
 
-    def prepare(self, item: GroupPlan, index: int) -> PlannedClaim:
-        self._report.verdict(item.ref, item.verdicts[index])
-        claim = item.claims[index]
+    def prepare(self, item: PartitionPlan, index: int) -> PlannedClaim:
+        self._report.verdict(self._plan.ref, item.lane.verdicts[index])
+        claim = item.lane.claims[index]
         claim = claim.with_pins(self._described(claim.trigger.inputs, self._gathered.inputs.states))
         if claim.log_pins:
+            plan = self._plan
             self._log_pinned(
-                item.ref, item.group, claim.trigger.inputs, self._gathered.snapshots, self._persisted, self._now
+                plan.ref, plan.group, claim.trigger.inputs, self._gathered.snapshots, self._persisted, self._now
             )
         return claim
 
-    def claimed(self, item: GroupPlan, claim: PlannedClaim) -> None:
+    def claimed(self, item: PartitionPlan, claim: PlannedClaim) -> None:
         self._made += 1
         trigger = claim.trigger
         self._report.claimed.append(trigger)
@@ -456,18 +463,20 @@ class _GroupLane:
             },
         )
 
-    def again(self, item: GroupPlan, fresh: GroupCursor, made: int) -> GroupPlan:
-        extra = {"rule_id": item.ref[0], "group_id": item.ref[1], "status": "CONFLICT"}
-        logger.debug("claim lost a race", extra=extra)
+    def again(self, item: PartitionPlan, fresh: GroupCursor, made: int) -> PartitionPlan:
+        ref = self._plan.ref
+        logger.debug("claim lost a race", extra={"rule_id": ref[0], "group_id": ref[1], "status": "CONFLICT"})
         previous = self._stores.triggers.get(fresh.trigger_key) if fresh.trigger_key else None
         budget = self._limits.max_claims_per_group - self._made
-        return self._planner.group(item.rule, item.group, fresh, previous, budget)
+        return self._lanes.partitions([None], {None: fresh}, budget, {None: previous})[0]
 
-    def give_up(self, item: GroupPlan, fresh: GroupCursor) -> GroupPlan:
-        raise ConflictError(f"group {item.ref[0]}/{item.ref[1]} kept moving; giving up for this batch")
+    def give_up(self, item: PartitionPlan, fresh: GroupCursor) -> PartitionPlan:
+        ref = self._plan.ref
+        raise ConflictError(f"group {ref[0]}/{ref[1]} kept moving; giving up for this batch")
 
-    def taken(self, item: GroupPlan) -> GroupPlan | None:
-        logger.warning("trigger key already claimed", extra={"rule_id": item.ref[0], "group_id": item.ref[1]})
+    def taken(self, item: PartitionPlan) -> PartitionPlan | None:
+        ref = self._plan.ref
+        logger.warning("trigger key already claimed", extra={"rule_id": ref[0], "group_id": ref[1]})
         return None
 
     def _described(self, pins: tuple[PinnedInput, ...], states: dict[str, AssetState]) -> tuple[PinnedInput, ...]:
@@ -536,7 +545,7 @@ class _PartitionLanes:
     left pending for its next invocation, and one whose key was claimed under this very cursor kept without its
     claim."""
 
-    def __init__(self, group: Group, partitions: PlanPartitions, report: ResolveReport) -> None:
+    def __init__(self, group: Group, partitions: PlanLanes, report: ResolveReport) -> None:
         self._group, self._partitions, self._report = group, partitions, report
 
     def lane(self, item: PartitionPlan) -> Lane:

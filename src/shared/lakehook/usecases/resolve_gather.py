@@ -47,8 +47,8 @@ from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import Deferral, GroupRef, PartitionWork, ResolutionInputs, StateChange
 from lakehook.usecases.coverage import coverage_of_groups, coverage_of_partitions
 from lakehook.usecases.late_versions import logged_already, ran_for_group
+from lakehook.usecases.resolve_lanes import EXPLAIN_PAGE
 from lakehook.usecases.resolve_partitions import (
-    EXPLAIN_PAGE,
     PartitionInputs,
     Touched,
     Versions,

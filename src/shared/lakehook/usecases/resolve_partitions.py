@@ -1,7 +1,8 @@
 """Partitioned groups (``partitionBy``) in the resolver's three steps: what the gather reads for them
 (:class:`PartitionInputs`, read by :class:`lakehook.usecases.resolve_gather.GatherInputs`), the facts a batch brings,
-and their plan (:class:`PlanPartitions` → :class:`PartitionsPlan`: pure; per partition its verdict, the claim to make,
-whether it stays pending, and why; the group's pending marks and deferral), which
+and what their lanes read (:class:`PartitionedGroup`: the one plan of every group,
+:class:`lakehook.usecases.resolve_lanes.PlanLanes`, over the kept facts and the partitions' cursors; per partition its
+verdict, the claim to make, whether it stays pending, and why; the group's pending marks and deferral), which
 :class:`lakehook.usecases.resolve_apply.ApplyPlan` performs. Explain is the same gather and plan, so the partitions it
 shows are the plan's.
 
@@ -22,14 +23,14 @@ known (the table's commit log) (docs/partitions.md, "EACH_VERSION per partition"
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from lakehook.domain.coverage import Span
 from lakehook.domain.errors import ConflictError, ValidationError
-from lakehook.domain.evaluation import GroupEvaluation, Status
-from lakehook.domain.lanes import TIMED, DeferWhy, Lane, plan_lane
+from lakehook.domain.evaluation import GroupEvaluation
+from lakehook.domain.lanes import Lane
 from lakehook.domain.late_versions import late_in_partition
 from lakehook.domain.partition_evaluation import (
     FactKey,
@@ -39,21 +40,19 @@ from lakehook.domain.partition_evaluation import (
     facts_of,
     member_keys,
     partitions_of_fact,
-    summarize,
     touched_since,
     units_needed,
 )
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.planned_claims import PlannedClaim, plan_claim
-from lakehook.domain.rules import Group, Mode, Rule
+from lakehook.domain.rules import Group, Member, Mode, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger
 from lakehook.domain.verdicts import Gap
 from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports.partitions import PartitionStore
-from lakehook.ports.rules import Deferral, GroupRef
-
-EXPLAIN_PAGE = 20  # partitions explain shows per group
+from lakehook.ports.rules import GroupRef
+from lakehook.usecases.resolve_lanes import Book, PendingWhy, PlanLanes
 
 Touched = Mapping[str, Sequence[tuple[SnapshotRecord, TouchedPartitions]]]
 """per asset key, the data commits a batch brought and the partitions each touched"""
@@ -265,129 +264,45 @@ class FactWhy(StrEnum):
     NEWER = "newer than the fact kept: a data commit of this batch touched the partition since"
 
 
-class PendingWhy(StrEnum):
-    """Why a partition is marked pending, or its mark cleared."""
-
-    NEWS = "a partitioned member touched it since its last run (or it waits for its claim): it stays pending"
-    RAN = "it ran, or has nothing new since its last run: it leaves the pending list"
-
-
 @dataclass(frozen=True)
 class PlannedFact:
     fact: PartitionFact
     why: FactWhy
 
 
-@dataclass(frozen=True)
-class PartitionPlan:
-    """One partition: its lane (:class:`lakehook.domain.lanes.Lane`: its verdict now, what explain shows, under its
-    cursor; the claim to make; the verdict it settles on), whether it stays pending and why, and when it is evaluated
-    again with nothing else changing."""
+class PartitionedGroup(PlanLanes):
+    """A partitioned group's lanes, one per partition (:class:`lakehook.usecases.resolve_lanes.PlanLanes`), from what
+    the gather read for it: each evaluated over the kept facts with what this batch brought, at most one claim per
+    partition an invocation (claims are made 50 partitions to a transaction, one per partition's cursor), pending
+    while a partitioned member touched it since its last run. No I/O."""
 
-    lane: Lane
-    pending: PendingWhy
-    defer: tuple[int, DeferWhy] | None
-
-    @property
-    def partition(self) -> str:
-        assert self.lane.partition is not None
-        return self.lane.partition
-
-    @property
-    def cursor(self) -> GroupCursor | None:
-        return self.lane.cursor
-
-    @property
-    def verdict(self) -> GroupEvaluation:
-        return self.lane.verdict
-
-    @property
-    def settled(self) -> GroupEvaluation:
-        return self.lane.settled
-
-    @property
-    def claim(self) -> PlannedClaim | None:
-        return self.lane.claims[0] if self.lane.claims else None
-
-    def unclaimed(self, group: Group) -> PartitionPlan:
-        """This partition without its claim (the key was claimed before, under this very cursor)."""
-        why = PendingWhy.NEWS if _has_news(group, self.verdict) else PendingWhy.RAN
-        return PartitionPlan(self.lane.without_claims(), why, None)
-
-
-@dataclass(frozen=True)
-class PlannedMark:
-    partition: str
-    why: PendingWhy
-
-
-@dataclass(frozen=True)
-class PlannedClear:
-    partition: str
-    mark: str  # the mark it was read with: one a racing resolver marked again since stays pending
-    why: PendingWhy
-
-
-@dataclass(frozen=True)
-class PartitionsPlan:
-    """A partitioned group's plan: per partition (newest first) its plan; the pending marks to add and clear; the
-    deferral (the earliest of its partitions') and why; how many partitions are pending after it."""
-
-    partitions: tuple[PartitionPlan, ...]
-    marks: tuple[PlannedMark, ...]
-    clears: tuple[PlannedClear, ...]
-    deferral: Deferral | None
-    why: DeferWhy | None
-    pending: int | None  # None: not known (the group read no whole page of its pending partitions)
-    continued: tuple[str, ...] = ()  # ready partitions past the claims, carried over to the work queue
-    more: str | None = None  # the pending partitions below this key are scanned next, through the work queue
-    skips: tuple[Trigger, ...] = ()  # EACH_VERSION: commits that touched a partition after it ran a newer one
-    point: PlannedClaim | None = None  # the group's claim recording a backfill's end, made before the partitions'
+    def __init__(
+        self,
+        rule: Rule,
+        group: Group,
+        inputs: PartitionInputs,
+        brought: Mapping[FactKey, PartitionFact],
+        states: Mapping[str, AssetState],
+        now: int,
+        *,
+        registered: Mapping[str, bool] | None = None,
+        carry: bool = False,
+        versions: Versions | None = None,
+        start: GroupCursor | None = None,
+        point: PlannedClaim | None = None,
+        rule_error: Callable[[BaseException], bool] = lambda _: False,
+    ) -> None:
+        book = Book(inputs.page, inputs.past, inputs.counted, inputs.whole, inputs.more)
+        super().__init__(rule, group, now, book, carry=carry, per_lane=1, rule_error=rule_error)
+        self.inputs, self.brought, self.states, self.registered = inputs, brought, states, registered
+        self.versions: Versions = versions if versions is not None else {}
+        self.start = start  # the group's cursor: the point its partitions start from (partition_start)
+        self._point = point  # a backfill's end to record there first (``start`` is the cursor it leaves)
+        self._facts = self.facts()
 
     @property
-    def claims(self) -> tuple[PlannedClaim, ...]:
-        return tuple(p.claim for p in self.partitions if p.claim is not None)
-
-    def board(self, group: Group, *, explain: bool) -> GroupEvaluation:
-        """The group's own verdict over its partitions': now (explain), or as a claiming evaluation leaves it."""
-        if explain:
-            verdicts = [p.verdict for p in self.partitions]
-            until = min((w for v in verdicts if (w := _wait(v)) is not None), default=None)
-        else:
-            verdicts = [p.settled for p in self.partitions]
-            until = self.deferral.due_at if self.deferral is not None else None
-        status, reason = summarize(verdicts)
-        claimed = len(self.claims)
-        if claimed and not explain:
-            status, reason = Status.READY, f"{claimed} partitions claimed"
-        return GroupEvaluation(
-            group.group_id,
-            status,
-            (),
-            reason=reason,
-            until=until,
-            partitions=tuple(verdicts[:EXPLAIN_PAGE]),
-            pending_partitions=self.pending,
-        )
-
-
-@dataclass(frozen=True)
-class PlanPartitions:
-    """Plan a partitioned group from what was gathered: each partition's verdict, its claim (at most ``budget``
-    claims, newest partitions first; a ready partition past them stays pending and the group defers itself to the
-    next invocation), its pending mark, and the group's deferral. No I/O."""
-
-    rule: Rule
-    group: Group
-    inputs: PartitionInputs
-    brought: Mapping[FactKey, PartitionFact]
-    states: Mapping[str, AssetState]
-    now: int
-    registered: Mapping[str, bool] | None = None
-    carry: bool = False  # a work queue takes what is past this invocation's bound (else the group defers itself)
-    versions: Versions = field(default_factory=dict)  # EACH_VERSION: every commit of the batch per fact key
-    start: GroupCursor | None = None  # the group's cursor: the point its partitions start from (partition_start)
-    point: PlannedClaim | None = None  # a backfill's end to record there first (``start`` is the cursor it leaves)
+    def point(self) -> PlannedClaim | None:
+        return self._point
 
     def facts(self) -> dict[FactKey, PartitionFact]:
         """The kept facts, with what this batch brought where newer (as the apply keeps them first)."""
@@ -397,70 +312,47 @@ class PlanPartitions:
                 facts[key] = fact
         return facts
 
-    def __call__(self, budget: int) -> PartitionsPlan:
-        parts = self.inputs.partitions
-        return self.settle(self.partitions(parts, {p: self.inputs.cursors.get(p) for p in parts}, budget))
+    def keys(self) -> list[str | None]:
+        return list(self.inputs.partitions)
 
-    def partitions(
-        self, partitions: Sequence[str], cursors: Mapping[str, GroupCursor | None], budget: int
-    ) -> list[PartitionPlan]:
-        """The plans of ``partitions`` (in this order) under ``cursors``, at most ``budget`` claims among them."""
-        facts = self.facts()
-        planned: list[PartitionPlan] = []
-        for partition in partitions:
-            plan = self.partition(facts, partition, cursors.get(partition), budget > 0)
-            budget -= plan.claim is not None
-            planned.append(plan)
-        return planned
+    def cursor(self, key: str | None) -> GroupCursor | None:
+        assert key is not None
+        return self.inputs.cursors.get(key)
 
-    def partition(
-        self, facts: Mapping[FactKey, PartitionFact], partition: str, cursor: GroupCursor | None, may_claim: bool
-    ) -> PartitionPlan:
-        """One partition's lane (:func:`lakehook.domain.lanes.plan_lane`), at most one claim an invocation (its claims
-        are made 50 partitions to a transaction, one per partition's cursor): claimed when READY, then its verdict
-        under the moved cursor (its claim the trigger its next version waits for, EACH_VERSION)."""
-        if in_order(self.rule, self.group) and cursor is not self.inputs.cursors.get(partition):
-            may_claim = False  # a cursor another resolver moved: its run and next version are read again, next time
-        lane = plan_lane(
-            lambda at, before: self._evaluate(facts, partition, at, before),
-            lambda verdict, at: self._claim(partition, verdict, at),
+    def previous(self, key: str | None) -> Trigger | None:
+        assert key is not None
+        return self.inputs.previous.get(key)
+
+    def may_claim(self, key: str | None, cursor: GroupCursor | None) -> bool:
+        """Not EACH_VERSION under a cursor another resolver moved: its run and next version are read again, next
+        time."""
+        return not (in_order(self.rule, self.group) and cursor is not self.cursor(key))
+
+    def pending(self, key: str | None, lane: Lane) -> PendingWhy:
+        assert key is not None
+        touched = touched_since(self.group, key, self._facts, lane.after, self.start)
+        return PendingWhy.NEWS if touched else PendingWhy.RAN
+
+    def evaluate(self, key: str | None, cursor: GroupCursor | None, previous: Trigger | None) -> GroupEvaluation:
+        assert key is not None
+        return evaluate_partition(
+            self.rule,
+            self.group,
+            key,
+            self._facts,
+            self.states,
             cursor,
-            self.inputs.previous.get(partition),
-            1 if may_claim else 0,
-            partition=partition,
+            self.now,
+            self.registered,
+            coverage=self.inputs.coverage,
+            previous=previous,
+            versions=self._versions(key),
+            gaps=self.inputs.gaps.get(key),
+            start=self.start,
         )
-        why = PendingWhy.NEWS if touched_since(self.group, partition, facts, lane.after, self.start) else PendingWhy.RAN
-        return PartitionPlan(lane, why, lane.next(self.now))
 
-    def settle(self, planned: Sequence[PartitionPlan]) -> PartitionsPlan:
-        """The group's pending marks, deferral and pending count from its partitions' plans: a partition newly
-        pending is marked (one read pending keeps its mark); one read pending that ran or has nothing new is
-        cleared under the mark it was read with."""
-        page = self.inputs.page
-        marks = tuple(PlannedMark(p.partition, p.pending) for p in planned if p.pending is PendingWhy.NEWS)
-        clears = tuple(
-            PlannedClear(p.partition, page[p.partition], p.pending)
-            for p in planned
-            if p.pending is PendingWhy.RAN and p.partition in page
-        )
-        fresh = tuple(m for m in marks if m.partition not in page)
-        continued, first = self._carried(planned)
-        continued += self.inputs.past
-        deferral = Deferral(self.rule.rule_id, self.group.group_id, first[0]) if first is not None else None
-        counted = self.inputs.counted
-        left = len(set(page) | {m.partition for m in marks}) - len(clears)
-        return PartitionsPlan(
-            tuple(planned),
-            fresh,
-            clears,
-            deferral,
-            first[1] if first is not None else None,
-            counted if counted is not None else left if self.inputs.whole else None,
-            continued,
-            self.inputs.more if self.carry else None,
-            self.skips(),
-            self.point,
-        )
+    def claim(self, key: str | None, verdict: GroupEvaluation, cursor: GroupCursor | None) -> PlannedClaim:
+        return plan_claim(self.rule, self.group, verdict, cursor, self.states, self.now, key)
 
     def skips(self) -> tuple[Trigger, ...]:
         """EACH_VERSION: the SKIPPED ``late`` trigger of each commit of the batch touching a partition below the
@@ -476,51 +368,27 @@ class PlanPartitions:
             if cursor is None or cursor.seq == 0:
                 continue
             for member in self.group.partitioned_members:
-                last, floor = cursor.pins.get(member.asset_key), member.condition.min_snapshot_id
-                there = started.get(member.asset_key)
-                floor = max(floor or 0, there.ordinal[0] + 1) if there is not None else floor
-                for key in member_keys(self.group, member, partition) if last is not None else ():
-                    assert last is not None
-                    for version in self.versions.get(key, ()):
-                        if version.order >= last.ordinal[0] or (key, version.order) in self.inputs.known:
-                            continue
-                        if floor is None or version.order >= floor:
-                            skip = late_in_partition(
-                                self.rule, self.group.group_id, partition, version.pin(), last, cursor, self.now
-                            )
-                            found[skip.trigger_key] = skip
+                for skip in self._late_of_member(partition, cursor, member, started.get(member.asset_key)):
+                    found[skip.trigger_key] = skip
         return tuple(found.values())
 
-    def _carried(self, planned: Sequence[PartitionPlan]) -> tuple[tuple[str, ...], tuple[int, DeferWhy] | None]:
-        """The ready partitions past the claims that go to the work queue (when there is one: else the group defers
-        itself to the next invocation for them), and the earliest deferral of the others."""
-        used = DeferWhy.CLAIMS_USED
-        carried = tuple(p.partition for p in planned if self.carry and p.defer is not None and p.defer[1] is used)
-        defers = [p.defer for p in planned if p.defer is not None and not (self.carry and p.defer[1] is used)]
-        return carried, min(defers, key=lambda d: d[0], default=None)
-
-    def _evaluate(
-        self,
-        facts: Mapping[FactKey, PartitionFact],
-        partition: str,
-        cursor: GroupCursor | None,
-        previous: Trigger | None = None,
-    ) -> GroupEvaluation:
-        return evaluate_partition(
-            self.rule,
-            self.group,
-            partition,
-            facts,
-            self.states,
-            cursor,
-            self.now,
-            self.registered,
-            coverage=self.inputs.coverage,
-            previous=previous,
-            versions=self._versions(partition),
-            gaps=self.inputs.gaps.get(partition),
-            start=self.start,
-        )
+    def _late_of_member(
+        self, partition: str, cursor: GroupCursor, member: Member, there: PinnedInput | None
+    ) -> Iterator[Trigger]:
+        """The skips of one member's commits touching ``partition`` below the version it last ran with: not known
+        before, and at or past the member's floor (its ``minSnapshotId``, or past where the rule started)."""
+        last, floor = cursor.pins.get(member.asset_key), member.condition.min_snapshot_id
+        if last is None:
+            return
+        floor = max(floor or 0, there.ordinal[0] + 1) if there is not None else floor
+        for key in member_keys(self.group, member, partition):
+            for version in self.versions.get(key, ()):
+                if version.order >= last.ordinal[0] or (key, version.order) in self.inputs.known:
+                    continue
+                if floor is None or version.order >= floor:
+                    yield late_in_partition(
+                        self.rule, self.group.group_id, partition, version.pin(), last, cursor, self.now
+                    )
 
     def _versions(self, partition: str) -> dict[FactKey, list[PartitionFact]] | None:
         """EACH_VERSION: the known commits touching ``partition`` per fact key, the stored ones read after its cursor
@@ -529,18 +397,3 @@ class PlanPartitions:
             return None
         read = self.inputs.versions.get(partition, {})
         return {k: [*read.get(k, ()), *self.versions.get(k, ())] for k in fact_keys(self.group, partition)}
-
-    def _claim(self, partition: str, verdict: GroupEvaluation, cursor: GroupCursor | None) -> PlannedClaim:
-        return plan_claim(self.rule, self.group, verdict, cursor, self.states, self.now, partition)
-
-
-def _wait(verdict: GroupEvaluation) -> int | None:
-    """When a partition's wait ends by itself (a cooldown, a quiet period, the next tick, a window closing), if it
-    waits for such a thing."""
-    return verdict.until if verdict.status in TIMED else None
-
-
-def _has_news(group: Group, verdict: GroupEvaluation) -> bool:
-    """Whether a partitioned member touched the partition since its last run (it stays pending until it runs)."""
-    partitioned = (m for m, g in zip(verdict.members, group.members, strict=True) if g.partition is not None)
-    return any(m.status is Status.READY for m in partitioned)

@@ -1,7 +1,10 @@
 """The resolver's decision, and nothing else: given what was gathered (:mod:`lakehook.usecases.resolve_gather`) and
-the clock, a :class:`Plan`: per group the verdicts, the claims to make (in order), the deferral to leave, the gaps
-to ask a targeted poll for, or the rule error met (a partitioned group: per partition its verdict, claim and pending
-mark, :class:`lakehook.usecases.resolve_partitions.PartitionsPlan`); the late snapshots to record as SKIPPED; the
+the clock, a :class:`Plan`: per group, on one path for every group (:meth:`PlanResolution.group`: its lanes planned
+by :class:`lakehook.usecases.resolve_lanes.PlanLanes`, an unpartitioned group's one lane under the group-wide key,
+:class:`WholeGroup`; a partitioned group's partitions,
+:class:`lakehook.usecases.resolve_partitions.PartitionedGroup`), per lane the verdicts, the claims to make (in order)
+and the pending mark, and the group's deferral, gaps to ask a targeted poll for, or the rule error met; the late
+snapshots to record as SKIPPED; the
 partition facts to keep; and, for an EACH_VERSION group that has never run and could not run now, the oldest
 snapshots of its members the batch brought, to note on its cursor (its first run starts at them when it comes).
 No I/O: it reads no store and writes none, so explain (which only plans) says what a claiming evaluation (which
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 
 from lakehook.domain.errors import UnreadableItemError
 from lakehook.domain.evaluation import Gap, GroupEvaluation, Status, evaluate_group, steps_by_snapshot
-from lakehook.domain.lanes import DeferWhy, Lane, plan_lane
+from lakehook.domain.lanes import DeferWhy, Lane
 from lakehook.domain.partition_evaluation import PartitionFact
 from lakehook.domain.partition_start import backfill_point
 from lakehook.domain.planned_claims import PlannedClaim, plan_claim
@@ -29,12 +32,8 @@ from lakehook.domain.schedule_explanation import ScheduleExplanation
 from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.ports.rules import Deferral, GroupRef
 from lakehook.usecases.resolve_gather import Gathered, each_version
-from lakehook.usecases.resolve_partitions import (
-    PartitionsPlan,
-    PlannedFact,
-    PlanPartitions,
-    facts_to_write,
-)
+from lakehook.usecases.resolve_lanes import Book, PartitionsPlan, PlanLanes
+from lakehook.usecases.resolve_partitions import PartitionedGroup, PlannedFact, facts_to_write
 from lakehook.usecases.resolve_report import ResolveReport, RuleFailure, describe_error
 
 
@@ -46,30 +45,52 @@ class PlannedDeferral:
 
 @dataclass(frozen=True)
 class GroupPlan:
-    """What the resolver does with one group. ``verdicts[i]`` is the verdict ``claims[i]`` claims; a verdict after
-    the last claim is the one the group settles on (not ready). ``error``: a rule error met after the claims before
-    it (the group fails, the claims stand). ``partitions``: a partitioned group's plan, per partition
-    (:class:`lakehook.usecases.resolve_partitions.PartitionsPlan`; its verdicts and claims are there)."""
+    """What the resolver does with one group: its lanes' plan (:class:`lakehook.usecases.resolve_lanes.PartitionsPlan`:
+    per lane its verdicts and claims; its pending marks, deferral, gaps, skips), the same for every group: an
+    unpartitioned group is its one lane, under the group-wide key. ``lanes.error``: a rule error (met before any lane
+    was planned: no lane; or by a lane, after the claims planned before it, which stand)."""
 
     rule: Rule
     group: Group
-    lane: Lane | None = None  # an unpartitioned group's one lane
-    deferral: PlannedDeferral | None = None
-    gaps: tuple[Gap, ...] = ()
-    error: BaseException | None = None
-    partitions: PartitionsPlan | None = None
+    lanes: PartitionsPlan
 
     @property
     def ref(self) -> GroupRef:
         return (self.rule.rule_id, self.group.group_id)
 
     @property
+    def lane(self) -> Lane | None:
+        """An unpartitioned group's one lane (None for a partitioned group, or before any lane was planned)."""
+        return self.lanes.whole
+
+    @property
+    def error(self) -> BaseException | None:
+        return self.lanes.error
+
+    @property
+    def per_partition(self) -> bool:
+        """Whether the group's lanes are partitions, each under its own cursor (a partitioned group's, none of them
+        perhaps; not an unpartitioned group's one lane, nor a rule error met before any lane was planned)."""
+        return self.lane is None and (self.error is None or bool(self.lanes.partitions))
+
+    @property
     def verdicts(self) -> tuple[GroupEvaluation, ...]:
+        """An unpartitioned group's verdicts: ``verdicts[i]`` is the verdict ``claims[i]`` claims; a verdict after the
+        last claim is the one the group settles on (not ready)."""
         return self.lane.verdicts if self.lane is not None else ()
 
     @property
     def claims(self) -> tuple[PlannedClaim, ...]:
-        return self.lane.claims if self.lane is not None else ()
+        return self.lanes.claims
+
+    @property
+    def gaps(self) -> tuple[Gap, ...]:
+        return self.lanes.gaps
+
+    @property
+    def deferral(self) -> PlannedDeferral | None:
+        found, why = self.lanes.deferral, self.lanes.why
+        return PlannedDeferral(found, why) if found is not None and why is not None else None
 
     @property
     def settled(self) -> GroupEvaluation | None:
@@ -78,23 +99,74 @@ class GroupPlan:
         return self.verdicts[-1] if len(self.verdicts) > len(self.claims) else None
 
     def explain(self, report: ResolveReport, now: int) -> None:
-        """What explain answers for the group: its verdict now, or the rule error that keeps it from one (a rule
-        error met only after planned claims is the claiming evaluation's to record; the verdict now stands); for a
-        partitioned group, its partitions' verdicts now. The claims it plans go to ``report.planned``: what a claiming
-        evaluation now would claim (``PUT /rules/{ruleId}?dryRun=true`` lists them)."""
-        if self.partitions is not None:
-            report.planned.extend(c.trigger for c in self.partitions.claims)
-            report.verdict(self.ref, self.partitions.board(self.group, explain=True))
-            return
+        """What explain answers for the group: its verdict now (its lanes' board: a partitioned group's partitions'
+        verdicts now), or the rule error that keeps it from one (a rule error an unpartitioned group meets only after
+        planned claims is the claiming evaluation's to record; the verdict now stands). The claims it plans go to
+        ``report.planned``: what a claiming evaluation now would claim (``PUT /rules/{ruleId}?dryRun=true`` lists
+        them)."""
         report.planned.extend(c.trigger for c in self.claims)
-        if self.verdicts:
-            report.verdict(self.ref, self.verdicts[0])
+        if self.error is None or self.verdicts:
+            report.verdict(self.ref, self.lanes.board(self.group, explain=True))
             return
-        assert self.error is not None  # a lane evaluates once at least, unless a rule error stops it first
         message = describe_error(self.error)
         ticks = ScheduleExplanation.unevaluated(self.group.schedule, now) if self.group.schedule else None
         report.verdict(self.ref, GroupEvaluation(self.group.group_id, Status.ERROR, (), reason=message, schedule=ticks))
         report.failed.append(RuleFailure(self.rule.rule_id, self.group.group_id, message))
+
+
+class WholeGroup(PlanLanes):
+    """An unpartitioned group's lanes: the one-partition case of :class:`lakehook.usecases.resolve_lanes.PlanLanes`,
+    one lane under the group-wide key (None: the group cursor, and the trigger it names), evaluated over the members'
+    states, snapshot logs, coverage and snapshots the gather read (:func:`lakehook.domain.evaluation.evaluate_group`),
+    with every claim of the group's budget; it keeps no pending list. With nothing else to wait for, an EACH_VERSION
+    member behind a history gap its owner may still fill is looked at again once the gap is final."""
+
+    def __init__(
+        self,
+        rule: Rule,
+        group: Group,
+        gathered: Gathered,
+        now: int,
+        cursor: GroupCursor | None,
+        previous: Trigger | None,
+        *,
+        registered: Mapping[str, bool] | None,
+        rule_error: Callable[[BaseException], bool],
+    ) -> None:
+        super().__init__(rule, group, now, Book({}), rule_error=rule_error)
+        self._gathered, self._cursor, self._previous, self._registered = gathered, cursor, previous, registered
+
+    def keys(self) -> list[str | None]:
+        return [None]
+
+    def cursor(self, key: str | None) -> GroupCursor | None:
+        return self._cursor
+
+    def previous(self, key: str | None) -> Trigger | None:
+        return self._previous
+
+    def evaluate(self, key: str | None, cursor: GroupCursor | None, previous: Trigger | None) -> GroupEvaluation:
+        gathered = self._gathered
+        return evaluate_group(
+            self.rule,
+            self.group,
+            gathered.inputs.states,
+            cursor,
+            self.now,
+            registered=self._registered,
+            logs=gathered.logs,
+            coverage=gathered.coverage.get((self.rule.rule_id, self.group.group_id)),
+            snapshots=gathered.snapshots,
+            previous=previous,
+        )
+
+    def claim(self, key: str | None, verdict: GroupEvaluation, cursor: GroupCursor | None) -> PlannedClaim:
+        return plan_claim(self.rule, self.group, verdict, cursor, self._gathered.inputs.states, self.now)
+
+    def fallback(self) -> tuple[int, DeferWhy] | None:
+        recheck = self._gathered.recheck
+        due = [recheck[k] for k in self.group.asset_keys if k in recheck]
+        return (min(due), DeferWhy.HISTORY_GAP) if each_version(self.rule, self.group) and due else None
 
 
 @dataclass(frozen=True)
@@ -144,15 +216,16 @@ class PlanResolution:
         left = self._max_partition_claims  # partitioned groups share one bound of claims per invocation
         for rule, group in gathered.work:
             ref = (rule.rule_id, group.group_id)
-            budget = self._max_claims if group.partition_by is None or left is None else left
+            shared = left if ref in gathered.partitions else None
+            budget = shared if shared is not None else self._max_claims
             planned = self.group(rule, group, gathered.cursor(ref), gathered.previous.get(ref), budget)
-            if planned.partitions is not None and left is not None:
-                left -= len(planned.partitions.claims)
+            if shared is not None:
+                left = shared - len(planned.claims)
             groups.append(planned)
         skips = tuple(
             item.trigger(gathered.inputs.cursors[(item.rule.rule_id, item.group_id)], self._now)
             for item in gathered.late
-        ) + tuple(skip for g in groups if g.partitions is not None for skip in g.partitions.skips)
+        ) + tuple(skip for g in groups for skip in g.lanes.skips)
         facts = facts_to_write(gathered.brought, list(gathered.partitions.values()))
         versions = tuple(v for kept in gathered.versions.values() for v in kept)
         first_seen = tuple(noted for g in groups if (noted := self._first_seen(g)) is not None)
@@ -181,79 +254,46 @@ class PlanResolution:
         self, rule: Rule, group: Group, cursor: GroupCursor | None, previous: Trigger | None, budget: int
     ) -> GroupPlan:
         """One group's plan from ``cursor`` (and the trigger it names, head of line), at most ``budget`` claims: its
-        one lane (:func:`lakehook.domain.lanes.plan_lane`), or a partitioned group's lanes, one per partition."""
-        ref = (rule.rule_id, group.group_id)
+        lanes' (:class:`lakehook.usecases.resolve_lanes.PlanLanes`), one per partition, an unpartitioned group's one
+        under the group-wide key."""
         try:
             unreadable = self._gathered.inputs.unreadable(rule.rule_id, group.group_id, group.asset_keys)
             if unreadable is not None:
                 raise UnreadableItemError(unreadable)
-            if ref in self._gathered.errors:
-                raise self._gathered.errors[ref]
-            if group.partition_by is not None:
-                planned = self.partitions(rule, group)(budget)
-                gaps = tuple(gap for p in planned.partitions for gap in p.verdict.gaps)  # EACH_VERSION: polled for
-                return GroupPlan(rule, group, partitions=planned, gaps=gaps)
+            if (rule.rule_id, group.group_id) in self._gathered.errors:
+                raise self._gathered.errors[(rule.rule_id, group.group_id)]
+            return GroupPlan(rule, group, self.lanes(rule, group, cursor, previous)(budget))
         except Exception as exc:
             if not self._rule_error(exc):
                 raise
-            return GroupPlan(rule, group, error=exc)
-        lane = plan_lane(
-            lambda at, before: self._evaluate(rule, group, at, before),
-            lambda verdict, at: plan_claim(rule, group, verdict, at, self._gathered.inputs.states, self._now),
-            cursor,
-            previous,
-            budget,
-            rule_error=self._rule_error,
-        )
-        if lane.error is not None:
-            return GroupPlan(rule, group, lane, error=lane.error)
-        return GroupPlan(rule, group, lane, self._deferral(rule, group, lane), tuple(lane.settled.gaps))
+            return GroupPlan(rule, group, PartitionsPlan((), error=exc))
 
-    def partitions(self, rule: Rule, group: Group) -> PlanPartitions:
-        """The planner of a partitioned group's partitions, from what was gathered for it: from the point its cursor
-        records (:mod:`lakehook.domain.partition_start`), or the one a backfill that completed since makes (claimed
-        first)."""
+    def lanes(
+        self, rule: Rule, group: Group, cursor: GroupCursor | None = None, previous: Trigger | None = None
+    ) -> PlanLanes:
+        """The planner of a group's lanes, from what was gathered for it: an unpartitioned group's one lane from
+        ``cursor``; a partitioned group's partitions from the point its cursor records
+        (:mod:`lakehook.domain.partition_start`), or the one a backfill that completed since makes (claimed first)."""
         gathered = self._gathered
-        cursor = gathered.cursor((rule.rule_id, group.group_id))
-        point = backfill_point(rule, group, gathered.inputs.states, cursor, self._now)
-        return PlanPartitions(
+        ref = (rule.rule_id, group.group_id)
+        if ref not in gathered.partitions:
+            registered = self._registered
+            return WholeGroup(
+                rule, group, gathered, self._now, cursor, previous, registered=registered, rule_error=self._rule_error
+            )
+        start = gathered.cursor(ref)
+        point = backfill_point(rule, group, gathered.inputs.states, start, self._now)
+        return PartitionedGroup(
             rule,
             group,
-            gathered.partitions[(rule.rule_id, group.group_id)],
+            gathered.partitions[ref],
             gathered.brought,
             gathered.inputs.states,
             self._now,
-            self._registered,
-            self._carry,
-            gathered.versions,
-            start=point.moved() if point is not None else cursor,
-            point=point,
-        )
-
-    def _evaluate(
-        self, rule: Rule, group: Group, cursor: GroupCursor | None, previous: Trigger | None
-    ) -> GroupEvaluation:
-        gathered = self._gathered
-        return evaluate_group(
-            rule,
-            group,
-            gathered.inputs.states,
-            cursor,
-            self._now,
             registered=self._registered,
-            logs=gathered.logs,
-            coverage=gathered.coverage.get((rule.rule_id, group.group_id)),
-            snapshots=gathered.snapshots,
-            previous=previous,
+            carry=self._carry,
+            versions=gathered.versions,
+            start=point.moved() if point is not None else start,
+            point=point,
+            rule_error=self._rule_error,
         )
-
-    def _deferral(self, rule: Rule, group: Group, lane: Lane) -> PlannedDeferral | None:
-        """The lane's own next look (its claims used, a wait that ends by itself); else, for an EACH_VERSION member
-        behind a history gap its owner may still fill, a look once the gap is final, even if nothing else changes."""
-        found = lane.next(self._now)
-        if found is not None:
-            return PlannedDeferral(Deferral(rule.rule_id, group.group_id, found[0]), found[1])
-        due = [self._gathered.recheck[k] for k in group.asset_keys if k in self._gathered.recheck]
-        if each_version(rule, group) and due:
-            return PlannedDeferral(Deferral(rule.rule_id, group.group_id, min(due)), DeferWhy.HISTORY_GAP)
-        return None
