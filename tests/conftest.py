@@ -31,7 +31,7 @@ from tests.support import RequestCounter, create_table
 
 botocore_loader.share()  # every test's boto3 sessions read botocore's data files once per process
 
-pytest_plugins = ["tests.cpu_times"]
+pytest_plugins = ["tests.cpu_times", "pytester"]  # pytester: the unit socket guard's own tests
 
 TABLE = "lakehook-test"
 BUCKET = "lakehook-test-manifests"
