@@ -95,7 +95,11 @@ scan: $(CHECKOV_VENV)/.installed ## checkov on template.yaml: fails on any faile
 
 .PHONY: pytest
 pytest: $(BIN)/.installed ## the test suites (unit, integration, e2e)
-	$(PYTEST_ENV) $(BIN)/pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
+	@mkdir -p test-output
+# where the time went, printed at the end: each tier's CPU and the costliest tests (tests/cpu_times.py, the log in
+# test-output/cpu-full.tsv) and the 25 longest setups, calls and teardowns (bench/test-suite.md reads both)
+	LAKEHOOK_TEST_CPU_LOG=test-output/cpu-full.tsv \
+		$(PYTEST_ENV) $(BIN)/pytest $(PYTEST_PARALLEL) --durations=25 $(PYTEST_ARGS)
 
 .PHONY: test
 test: setup lint typecheck template scan pytest ## everything CI runs

@@ -31,7 +31,7 @@ from tests.support import RequestCounter, create_table
 
 botocore_loader.share()  # every test's boto3 sessions read botocore's data files once per process
 
-pytest_plugins = ["tests.cpu_times"]
+pytest_plugins = ["tests.cpu_times", "pytester"]  # pytester: the unit socket guard's own tests
 
 TABLE = "lakehook-test"
 BUCKET = "lakehook-test-manifests"
@@ -84,10 +84,19 @@ def is_state_machine(item: pytest.Item) -> bool:
     return cls is not None and issubclass(cls, unittest.TestCase) and cls.__qualname__.endswith(".TestCase")
 
 
+# pytest-timeout's safety net for an e2e test without its own: a module's local stack (and the console's demo and
+# browser) starts inside its first test's time, and at a load of 10 on two cores the console's took over the 300 s
+# default (15 errors in one whole run, bench/test-suite.md); a hang is still stopped, a slow start no longer fails.
+E2E_TIMEOUT = 900
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every e2e test (it drives the local stack) and every state machine is slow: the fast tier
-    (``-m "not slow"``) leaves them out, ``make test`` runs them with the full Hypothesis profile."""
+    (``-m "not slow"``) leaves them out, ``make test`` runs them with the full Hypothesis profile. An e2e test
+    without a timeout of its own gets :data:`E2E_TIMEOUT`."""
     for item in items:
         e2e = item.get_closest_marker("e2e") is not None or "/tests/e2e/" in item.path.as_posix()
         if e2e or is_state_machine(item):
             item.add_marker(pytest.mark.slow)
+        if e2e and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT))
