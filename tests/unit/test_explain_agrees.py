@@ -22,12 +22,13 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_sta
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
 from lakehook.domain.late_versions import is_late_skip
 from lakehook.domain.state import snapshot_record
-from lakehook.domain.triggers import PinnedInput, TriggerStatus, Window, trigger_key
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, Window, trigger_key
 from lakehook.observability import logger
-from lakehook.ports.rules import Deferral, StateChange
+from lakehook.ports.rules import ClaimResult, Deferral, RuleError, StateChange
 from lakehook.usecases.late_versions import LateSnapshotNotice
 from lakehook.usecases.resolve import ResolverStores, SweepDeferred
 from lakehook.usecases.rule_explain import ExplainRule
+from lakehook.usecases.rule_runs import EvaluateRule
 from lakehook.usecases.rule_writes import PutRule
 from tests.fakes.memory import InMemoryAssetStore
 from tests.fakes.memory_rules import (
@@ -434,3 +435,59 @@ def test_a_claim_woken_by_another_asset_that_logs_a_pinned_snapshot_wakes_the_ea
     state.target_answers(fail=False, wait_ms=0)  # 2's run succeeds: each_a's next is 3, then explain agrees
     state.deliver(seed=0, everything=True)
     assert _runs(state, "each_a") == [1, 2, 3]
+
+
+def test_evaluating_a_rule_whose_claim_logs_a_pinned_snapshot_answers_only_its_own_claims() -> None:
+    """``POST /rules/each_checked_ab/evaluate`` claims snapshot 2 of a (pinned on its verdict) and logs it, which wakes
+    ``each_a`` in the same invocation: ``each_a`` runs 2 too, but the answer's ``claimed`` (and ``triggerKey``) are
+    the evaluated rule's claims only, as before the wake: another rule's run is not this evaluation's answer."""
+    state = ExplainMachine()
+    state.put_every_rule(start_from=["LATEST"] * len(RULES))
+    state.commit(asset=A, hold_back=False, verdict=None, wait_ms=0)
+    state.deliver(seed=0, everything=True)
+    state.target_answers(fail=False, wait_ms=0)
+    state.commit(asset=A, hold_back=True, verdict=True, wait_ms=0)  # snapshot 2: its verdict, not its push
+    state.commit(asset=A, hold_back=False, verdict=None, wait_ms=0)  # snapshot 3: each_a waits at the gap before it
+    state.deliver(seed=0, everything=True)
+    state.commit(asset=B, hold_back=False, verdict=None, wait_ms=0)  # its record not delivered: evaluate finds it
+    reader = InMemoryStateReader(
+        state.store.get_state, state.triggers, events=lambda: [e.event for e in state.store.events.values()]
+    )
+    evaluate = EvaluateRule(
+        state.rules, state.triggers, reader, lambda: state.now, resolver=state.resolve, explain=state.explainer
+    )
+    answer = evaluate.evaluate("each_checked_ab")
+    assert _runs(state, "each_checked_ab") == [2] and _runs(state, "each_a") == [1, 2]  # the wake still runs 2
+    mine = [k for k in state.triggers.claim_order if state.triggers.triggers[k].rule_id == "each_checked_ab"]
+    assert answer["claimed"] == mine and answer["triggerKey"] == mine[0]
+
+
+class _EachAFails(InMemoryTriggerStore):
+    """The trigger store, where each_a's claims fail as a bug of that rule would (a ValueError: a rule error)."""
+
+    def claim(self, trigger: Trigger, cursor: GroupCursor, expected: GroupCursor | None) -> ClaimResult:
+        if trigger.rule_id == "each_a":
+            raise ValueError("each_a cannot be evaluated")
+        return super().claim(trigger, cursor, expected)
+
+
+def test_evaluating_a_rule_clears_its_error_even_when_the_wake_fails_another_rules_group_of_the_same_id() -> None:
+    """The wake above evaluates ``each_a`` (group ``g``) in ``each_checked_ab``'s evaluation; that group failing is
+    ``each_a``'s error, and ``each_checked_ab``'s group ``g``, which evaluated fine, loses its ``lastError``."""
+    state = ExplainMachine()
+    state.put_every_rule(start_from=["LATEST"] * len(RULES))
+    state.commit(asset=A, hold_back=False, verdict=None, wait_ms=0)
+    state.deliver(seed=0, everything=True)
+    state.target_answers(fail=False, wait_ms=0)
+    state.commit(asset=A, hold_back=True, verdict=True, wait_ms=0)
+    state.commit(asset=A, hold_back=False, verdict=None, wait_ms=0)
+    state.deliver(seed=0, everything=True)
+    state.commit(asset=B, hold_back=False, verdict=None, wait_ms=0)
+    state.triggers.__class__ = _EachAFails
+    state.rules.record_error("each_checked_ab", RuleError("an earlier failure", state.now, "g"))
+    report = state.resolve.evaluate(state.rules.rules["each_checked_ab"].rule)
+    assert [(f.rule_id, f.group_id) for f in report.failed] == [("each_a", "g")]
+    assert _runs(state, "each_checked_ab") == [2]
+    assert state.rules.rules["each_checked_ab"].last_error is None
+    failed = state.rules.rules["each_a"].last_error
+    assert failed is not None and failed.group_id == "g"

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lakehook.adapters.targets import TargetDeps, build_target_clients
+from lakehook.domain.dispatch import TargetUnavailableError
 from lakehook.domain.rules import Rule
 from lakehook.domain.targets import (
     MAX_GLUE_ARGUMENTS,
@@ -205,3 +206,28 @@ def test_the_documented_example_of_each_job_target_is_a_rule_that_validates(type
     [example] = re.findall(r"```yaml\n(.*?)```", section, re.S)
     [rule] = yaml.safe_load(example)["rules"]
     assert Rule.model_validate(rule).target.type == type_name
+
+
+@pytest.mark.parametrize("type_name", ["glue", "emrserverless", "batch", "ecs"])
+def test_a_job_targets_client_that_cannot_be_made_leaves_its_run_unconfirmed_not_the_dispatch_failed(
+    type_name: str,
+) -> None:
+    """Confirming before a retry is often a container's first use of the client: a client that cannot be made (here
+    a profile that does not exist, a BotoCoreError) is TargetUnavailableError, as a failed list request is, which the
+    dispatcher records as RETRYABLE ``confirm_unavailable``; it used to escape find_run as the BotoCoreError."""
+
+    def aws(service: str) -> object:
+        if service not in ("glue", "emr-serverless", "batch", "ecs"):  # the other plug-ins' clients: made as usual
+            return boto3.session.Session(region_name="us-east-1").client(service)
+        return boto3.session.Session(region_name="us-east-1", profile_name="lakehook-no-such-profile").client(service)
+
+    client = build_target_clients(TargetDeps(secrets=InMemorySecretStore(), aws=aws))[type_name]
+    written = {
+        "glue": {"type": "glue", "jobName": "lakehook-j"},
+        "emrserverless": EMR,
+        "batch": {"type": "batch", "jobQueue": "q", "jobDefinition": "d"},
+        "ecs": ECS,
+    }
+    config = validate_target(written[type_name])
+    with pytest.raises(TargetUnavailableError, match="ProfileNotFound"):
+        client.find_run("r.g.0123456789abcdef01234567", config, 1_750_000_000_000)

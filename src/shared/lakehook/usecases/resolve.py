@@ -162,7 +162,8 @@ class ResolveAssetChange:
             batch, _ = self._evaluation(work, report)
             self._resolve_work(work, batch, now, report, registered=registered)
             self._wake_logged(now, report)
-            failed = {f.group_id for f in report.failed}
+            # the woken groups of other rules fail on their own rules (and may share a group id)
+            failed = {f.group_id for f in report.failed if f.rule_id == rule.rule_id}
             self._apply.clear_errors([(rule.rule_id, g.group_id) for _, g in work if g.group_id not in failed])
         if self._observer is not None:
             self._observer(report)

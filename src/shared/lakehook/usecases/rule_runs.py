@@ -3,7 +3,7 @@ or with ``force`` a manual run of the current versions (of one partition, for a 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from lakehook.domain.errors import ConflictError, ValidationError
@@ -95,7 +95,7 @@ class EvaluateRule:
         if not rule.enabled:
             raise ConflictError(f"rule {rule_id!r} is disabled; enable it, or force a manual run")
         report = self._resolver.evaluate(rule, group_ids=None if group_id is None else [group_id])
-        keys = [t.trigger_key for t in report.claimed if t.status is TriggerStatus.TRIGGERING]
+        keys = _claimed_keys(report.claimed, rule_id, group_id)
         explained = self._explainer.explain_stored(read_rule(self._rules, rule_id), rule)
         return RequestAnswer(
             200, {**explained, "triggerKey": keys[0] if keys else None, "claimed": keys, "manual": False}
@@ -233,3 +233,14 @@ def _version_of(member: Member, state: AssetState | None) -> PinnedInput | None:
         anything = {"snapshotRequired": state.latest_snapshot_id is not None}
         chosen = select_member(Member.model_validate({"assetKey": member.asset_key, "condition": anything}), state)
     return chosen.pin
+
+
+def _claimed_keys(claimed: Sequence[Trigger], rule_id: str, group_id: str | None) -> list[str]:
+    """The keys of the runs the evaluated rule (its group ``group_id``, if one was named) claimed: a claim that logs
+    a snapshot known only from its pin wakes the asset's other EACH_VERSION groups in the same call, and their runs
+    are not this evaluation's answer."""
+    return [
+        t.trigger_key
+        for t in claimed
+        if t.status is TriggerStatus.TRIGGERING and t.rule_id == rule_id and group_id in (None, t.group_id)
+    ]

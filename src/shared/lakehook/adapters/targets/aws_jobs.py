@@ -62,20 +62,21 @@ class AwsJobTargetClient(TargetClient):
     def _find_in_list(
         self,
         what: str,
-        call: Callable[..., dict[str, Any]],
+        method: str,
         request: Mapping[str, Any],
         listed: Callable[[dict[str, Any]], list[dict[str, Any]]],
         match: Match,
         token_name: str = "nextToken",
         missing: Collection[str] = (),
     ) -> str | None:
-        """The run ``match`` finds among the items ``listed`` from the pages of ``call(**request)`` (the request
-        ``what``, its page token ``token_name`` in the request and the answer; ``missing``: error codes that mean
-        no run)."""
+        """The run ``match`` finds among the items ``listed`` from the pages of the client's ``method(**request)``
+        (the request ``what``, its page token ``token_name`` in the request and the answer; ``missing``: error codes
+        that mean no run). The client is reached inside :func:`ask_aws`: one that cannot be made (a BotoCoreError
+        on its first use) is TargetUnavailableError, as a failed request is."""
 
         def page(token: str | None) -> tuple[list[dict[str, Any]], str | None]:
             kwargs = {**request, token_name: token} if token else dict(request)
-            answer = ask_aws(what, lambda: call(**kwargs), missing=missing) or {}
+            answer = ask_aws(what, lambda: getattr(self._client, method)(**kwargs), missing=missing) or {}
             return listed(answer), answer.get(token_name)
 
         return find_in_pages(what, page, match, self._max_pages)

@@ -63,7 +63,7 @@ class BatchTargetClient(AwsJobTargetClient):
         def ours(job: dict[str, Any]) -> str | None:
             return str(job["jobId"]) if job.get("jobName") == name else None
 
-        return self._find_in_list("ListJobs", self._client.list_jobs, request, items("jobSummaryList"), ours)
+        return self._find_in_list("ListJobs", "list_jobs", request, items("jobSummaryList"), ours)
 
     def run_state(self, run_id: str, config: TargetConfig) -> RunState | None:
         """The job's ``status`` (see the module docstring); None when Batch has no such job."""

@@ -86,7 +86,7 @@ class EcsTargetClient(AwsJobTargetClient):
                 "desiredStatus": desired,
                 "maxResults": PAGE_SIZE,
             }
-            found = self._find_in_list("ListTasks", self._client.list_tasks, request, _tasks, _arn)
+            found = self._find_in_list("ListTasks", "list_tasks", request, _tasks, _arn)
             if found is not None:
                 return found
         return None

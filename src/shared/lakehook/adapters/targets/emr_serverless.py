@@ -83,8 +83,7 @@ class EmrServerlessTargetClient(AwsJobTargetClient):
             return str(run["id"]) if run.get("name") == name else None
 
         # ResourceNotFoundException: no such application, so no run of it (moto answers so for one with no run)
-        runs = self._client.list_job_runs
-        return self._find_in_list("ListJobRuns", runs, request, items("jobRuns"), ours, missing=NOT_FOUND)
+        return self._find_in_list("ListJobRuns", "list_job_runs", request, items("jobRuns"), ours, missing=NOT_FOUND)
 
     def run_state(self, run_id: str, config: TargetConfig) -> RunState | None:
         """The run's ``state`` (see the module docstring); None when the application has no such run."""

@@ -69,8 +69,7 @@ class GlueTargetClient(AwsJobTargetClient):
             return str(run["Id"]) if (run.get("Arguments") or {}).get(KEY_ARGUMENT) == trigger_key else None
 
         request = {"JobName": config.job_name, "MaxResults": PAGE_SIZE}
-        runs = self._client.get_job_runs
-        return self._find_in_list("GetJobRuns", runs, request, items("JobRuns"), ours, token_name="NextToken")
+        return self._find_in_list("GetJobRuns", "get_job_runs", request, items("JobRuns"), ours, token_name="NextToken")
 
     def run_state(self, run_id: str, config: TargetConfig) -> RunState | None:
         """The run's ``JobRunState`` (see the module docstring); None when Glue has no such run."""
