@@ -491,3 +491,35 @@ def test_evaluating_a_rule_clears_its_error_even_when_the_wake_fails_another_rul
     assert state.rules.rules["each_checked_ab"].last_error is None
     failed = state.rules.rules["each_a"].last_error
     assert failed is not None and failed.group_id == "g"
+
+
+class _EachABroken(InMemoryTriggerStore):
+    """The trigger store, where each_a's claims meet an infrastructure error (not a rule error: it would fail a
+    stream batch, which is retried)."""
+
+    def claim(self, trigger: Trigger, cursor: GroupCursor, expected: GroupCursor | None) -> ClaimResult:
+        if trigger.rule_id == "each_a":
+            raise ConnectionError("the table is unreachable")
+        return super().claim(trigger, cursor, expected)
+
+
+def test_evaluating_a_rule_keeps_its_claim_when_the_wake_of_another_rule_meets_an_infrastructure_error() -> None:
+    """``each_checked_ab``'s evaluation (a PUT, ``POST /rules/{id}/evaluate``) claims snapshot 2 and logs it; the wake
+    of ``each_a`` then fails on the store: the evaluation still answers its own claim, and a recheck of asset a is left
+    for the sweep, which runs 2 for ``each_a`` once the store answers again."""
+    state = ExplainMachine()
+    state.put_every_rule(start_from=["LATEST"] * len(RULES))
+    state.commit(asset=A, hold_back=False, verdict=None, wait_ms=0)
+    state.deliver(seed=0, everything=True)
+    state.target_answers(fail=False, wait_ms=0)
+    state.commit(asset=A, hold_back=True, verdict=True, wait_ms=0)
+    state.commit(asset=A, hold_back=False, verdict=None, wait_ms=0)
+    state.deliver(seed=0, everything=True)
+    state.commit(asset=B, hold_back=False, verdict=None, wait_ms=0)
+    state.triggers.__class__ = _EachABroken
+    report = state.resolve.evaluate(state.rules.rules["each_checked_ab"].rule)
+    assert [t.rule_id for t in report.claimed] == ["each_checked_ab"]
+    assert _runs(state, "each_a") == [1]
+    state.triggers.__class__ = InMemoryTriggerStore
+    state.sweep_deferred(wait_ms=10 * 60_000)  # the recheck is due after the retry delay
+    assert _runs(state, "each_a") == [1, 2]

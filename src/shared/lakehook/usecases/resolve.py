@@ -161,7 +161,10 @@ class ResolveAssetChange:
         if work:
             batch, _ = self._evaluation(work, report)
             self._resolve_work(work, batch, now, report, registered=registered)
-            self._wake_logged(now, report)
+            try:
+                self._wake_logged(now, report)
+            except Exception:  # another rule's infrastructure error: this rule's claims stand, the sweep re-checks
+                self._apply.leave_rechecks([StateChange(k) for k in sorted(report.logged_pins)], (), now)
             # the woken groups of other rules fail on their own rules (and may share a group id)
             failed = {f.group_id for f in report.failed if f.rule_id == rule.rule_id}
             self._apply.clear_errors([(rule.rule_id, g.group_id) for _, g in work if g.group_id not in failed])
