@@ -1,6 +1,6 @@
 """Every group is planned on one path (issue 33, the design step): an unpartitioned group is the one-partition case
 of a partitioned group, one lane under the group-wide key (None) planned by the same per-partition planner
-(:class:`lakehook.usecases.resolve_lanes.PlanLanes`) as a partitioned group's partitions, and settled the same way;
+(:class:`lakehook.domain.plan_lanes.PlanLanes`) as a partitioned group's partitions, and settled the same way;
 the board of its one lane is its verdict. A claiming call makes exactly the claims of that one plan, for both kinds of
 group in the same batch."""
 
@@ -11,8 +11,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakehook.domain.plan_lanes import PartitionsPlan
 from lakehook.ports.rules import StateChange
-from lakehook.usecases.resolve_lanes import PartitionsPlan
 from lakehook.usecases.resolve_plan import GroupPlan
 from tests.hypothesis_profiles import examples
 from tests.unit.test_partition_resolve import ORDERS, PAYMENTS, Lake, daily

@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakehook.domain.lanes import DeferWhy
+from lakehook.domain.plan_lanes import PartitionsPlan, PendingWhy
 from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.ports.rules import Claim, ClaimResult, Deferral, StateChange
 from lakehook.usecases.resolve import ResolverLimits, ResolverStores
-from lakehook.usecases.resolve_lanes import PartitionsPlan, PendingWhy
 from lakehook.usecases.resolve_plan import Plan
 from tests.hypothesis_profiles import examples
 from tests.unit.test_partition_resolve import DIM, ORDERS, PAYMENTS, Lake, daily

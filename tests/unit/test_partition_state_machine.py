@@ -45,6 +45,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
+from lakehook.domain.plan_lanes import EXPLAIN_PAGE
 from lakehook.domain.state import snapshot_record
 from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.handlers import handle_resolver_queue
@@ -53,7 +54,6 @@ from lakehook.ports.rules import ClaimOutcome, ClaimResult, Deferral, StateChang
 from lakehook.settings import Settings
 from lakehook.usecases.late_versions import LateSnapshotNotice
 from lakehook.usecases.resolve import ResolveAssetChange, ResolverLimits, ResolverStores, SweepDeferred
-from lakehook.usecases.resolve_lanes import EXPLAIN_PAGE
 from lakehook.usecases.resolve_report import OutOfTime
 from lakehook.usecases.rules import parse_rule
 from tests import wiring

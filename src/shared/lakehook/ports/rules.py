@@ -8,6 +8,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from lakehook.domain.deferrals import AssetRecheck as AssetRecheck  # re-exported: the port speaks of them
+from lakehook.domain.deferrals import Deferral as Deferral
 from lakehook.domain.errors import ConflictError
 from lakehook.domain.events import AssetEvent
 from lakehook.domain.input_details import EventRef
@@ -316,23 +318,6 @@ class PartitionWork:
     group_id: str
     partitions: tuple[str, ...] = ()
     after: str | None = None
-
-
-@dataclass(frozen=True)
-class Deferral:
-    """A group to re-evaluate at ``due_at`` (a cooldown or quiet period ends then)."""
-
-    rule_id: str
-    group_id: str
-    due_at: int
-
-
-@dataclass(frozen=True)
-class AssetRecheck:
-    """Every rule of an asset to re-evaluate at ``due_at``: a resolver batch naming it failed and may be dropped."""
-
-    asset_key: str
-    due_at: int
 
 
 class DeferralStore(ABC):

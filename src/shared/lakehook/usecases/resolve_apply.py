@@ -17,7 +17,7 @@ Every group takes one path (:meth:`ApplyPlan._lanes`), its lanes' (:mod:`lakehoo
 unpartitioned group is one lane, a partitioned group one lane per partition; the claims are made in rounds, up to 50
 lanes' next claims in one transaction, each conditional on its lane's cursor, the time left checked before each
 round; a lane whose claim lost a race is planned again from the cursor that won. Then the group is settled from
-what its claims left, as its plan settles it (:meth:`lakehook.usecases.resolve_lanes.PlanLanes.settle`): its pending
+what its claims left, as its plan settles it (:meth:`lakehook.domain.plan_lanes.PlanLanes.settle`): its pending
 marks (a partitioned group's: new ones in one batched write, the cleared ones each under the mark it was read with,
 the time left checked before each 100), what it carries over, its deferral, its verdict and its gap polls, or the
 rule error a lane met. What differs between the kinds of lane is only how a claim is made ready and how a lane is
@@ -32,6 +32,7 @@ from lakehook.domain.errors import ConflictError
 from lakehook.domain.evaluation import Gap, steps_by_snapshot
 from lakehook.domain.lanes import Lane
 from lakehook.domain.log_context import trigger_log_context
+from lakehook.domain.plan_lanes import PartitionPlan, PartitionsPlan, PlanLanes
 from lakehook.domain.planned_claims import PlannedClaim
 from lakehook.domain.rules import Group, Rule
 from lakehook.domain.state import AssetState
@@ -50,7 +51,6 @@ from lakehook.ports.rules import (
 from lakehook.usecases.resolve_claims import Claimed, ClaimLanes, LaneKind
 from lakehook.usecases.resolve_continue import group_messages, next_page_message, slice_message, slices
 from lakehook.usecases.resolve_gather import Gathered
-from lakehook.usecases.resolve_lanes import PartitionPlan, PartitionsPlan, PlanLanes
 from lakehook.usecases.resolve_partitions import in_order
 from lakehook.usecases.resolve_plan import GroupPlan, Plan, PlanResolution
 from lakehook.usecases.resolve_report import (

@@ -38,6 +38,7 @@ from lakehook.domain.partition_evaluation import (
 from lakehook.domain.partition_gaps import gap_before, gaps_shown
 from lakehook.domain.partition_start import ended_backfills
 from lakehook.domain.partitions import TouchedPartitions
+from lakehook.domain.plan_lanes import EXPLAIN_PAGE
 from lakehook.domain.rules import Group, Member, Mode, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, partition_cursor_id
@@ -47,7 +48,6 @@ from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import Deferral, GroupRef, PartitionWork, ResolutionInputs, StateChange
 from lakehook.usecases.coverage import coverage_of_groups, coverage_of_partitions
 from lakehook.usecases.late_versions import logged_already, ran_for_group
-from lakehook.usecases.resolve_lanes import EXPLAIN_PAGE
 from lakehook.usecases.resolve_partitions import (
     PartitionInputs,
     Touched,

@@ -1,7 +1,7 @@
 """Partitioned groups (``partitionBy``) in the resolver's three steps: what the gather reads for them
 (:class:`PartitionInputs`, read by :class:`lakehook.usecases.resolve_gather.GatherInputs`), the facts a batch brings,
 and what their lanes read (:class:`PartitionedGroup`: the one plan of every group,
-:class:`lakehook.usecases.resolve_lanes.PlanLanes`, over the kept facts and the partitions' cursors; per partition its
+:class:`lakehook.domain.plan_lanes.PlanLanes`, over the kept facts and the partitions' cursors; per partition its
 verdict, the claim to make, whether it stays pending, and why; the group's pending marks and deferral), which
 :class:`lakehook.usecases.resolve_apply.ApplyPlan` performs. Explain is the same gather and plan, so the partitions it
 shows are the plan's.
@@ -44,6 +44,7 @@ from lakehook.domain.partition_evaluation import (
     units_needed,
 )
 from lakehook.domain.partitions import TouchedPartitions
+from lakehook.domain.plan_lanes import Book, PendingWhy, PlanLanes
 from lakehook.domain.planned_claims import PlannedClaim, plan_claim
 from lakehook.domain.rules import Group, Member, Mode, Rule
 from lakehook.domain.state import AssetState
@@ -52,7 +53,6 @@ from lakehook.domain.verdicts import Gap
 from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports.partitions import PartitionStore
 from lakehook.ports.rules import GroupRef
-from lakehook.usecases.resolve_lanes import Book, PendingWhy, PlanLanes
 
 Touched = Mapping[str, Sequence[tuple[SnapshotRecord, TouchedPartitions]]]
 """per asset key, the data commits a batch brought and the partitions each touched"""
@@ -271,7 +271,7 @@ class PlannedFact:
 
 
 class PartitionedGroup(PlanLanes):
-    """A partitioned group's lanes, one per partition (:class:`lakehook.usecases.resolve_lanes.PlanLanes`), from what
+    """A partitioned group's lanes, one per partition (:class:`lakehook.domain.plan_lanes.PlanLanes`), from what
     the gather read for it: each evaluated over the kept facts with what this batch brought, at most one claim per
     partition an invocation (claims are made 50 partitions to a transaction, one per partition's cursor), pending
     while a partitioned member touched it since its last run. No I/O."""

@@ -1,6 +1,6 @@
 """The resolver's decision, and nothing else: given what was gathered (:mod:`lakehook.usecases.resolve_gather`) and
 the clock, a :class:`Plan`: per group, on one path for every group (:meth:`PlanResolution.group`: its lanes planned
-by :class:`lakehook.usecases.resolve_lanes.PlanLanes`, an unpartitioned group's one lane under the group-wide key,
+by :class:`lakehook.domain.plan_lanes.PlanLanes`, an unpartitioned group's one lane under the group-wide key,
 :class:`WholeGroup`; a partitioned group's partitions,
 :class:`lakehook.usecases.resolve_partitions.PartitionedGroup`), per lane the verdicts, the claims to make (in order)
 and the pending mark, and the group's deferral, gaps to ask a targeted poll for, or the rule error met; the late
@@ -26,13 +26,13 @@ from lakehook.domain.evaluation import Gap, GroupEvaluation, Status, evaluate_gr
 from lakehook.domain.lanes import DeferWhy, Lane
 from lakehook.domain.partition_evaluation import PartitionFact
 from lakehook.domain.partition_start import backfill_point
+from lakehook.domain.plan_lanes import Book, PartitionsPlan, PlanLanes
 from lakehook.domain.planned_claims import PlannedClaim, plan_claim
 from lakehook.domain.rules import Group, Rule
 from lakehook.domain.schedule_explanation import ScheduleExplanation
 from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.ports.rules import Deferral, GroupRef
 from lakehook.usecases.resolve_gather import Gathered, each_version
-from lakehook.usecases.resolve_lanes import Book, PartitionsPlan, PlanLanes
 from lakehook.usecases.resolve_partitions import PartitionedGroup, PlannedFact, facts_to_write
 from lakehook.usecases.resolve_report import ResolveReport, RuleFailure, describe_error
 
@@ -45,7 +45,7 @@ class PlannedDeferral:
 
 @dataclass(frozen=True)
 class GroupPlan:
-    """What the resolver does with one group: its lanes' plan (:class:`lakehook.usecases.resolve_lanes.PartitionsPlan`:
+    """What the resolver does with one group: its lanes' plan (:class:`lakehook.domain.plan_lanes.PartitionsPlan`:
     per lane its verdicts and claims; its pending marks, deferral, gaps, skips), the same for every group: an
     unpartitioned group is its one lane, under the group-wide key. ``lanes.error``: a rule error (met before any lane
     was planned: no lane; or by a lane, after the claims planned before it, which stand)."""
@@ -115,7 +115,7 @@ class GroupPlan:
 
 
 class WholeGroup(PlanLanes):
-    """An unpartitioned group's lanes: the one-partition case of :class:`lakehook.usecases.resolve_lanes.PlanLanes`,
+    """An unpartitioned group's lanes: the one-partition case of :class:`lakehook.domain.plan_lanes.PlanLanes`,
     one lane under the group-wide key (None: the group cursor, and the trigger it names), evaluated over the members'
     states, snapshot logs, coverage and snapshots the gather read (:func:`lakehook.domain.evaluation.evaluate_group`),
     with every claim of the group's budget; it keeps no pending list. With nothing else to wait for, an EACH_VERSION
@@ -254,7 +254,7 @@ class PlanResolution:
         self, rule: Rule, group: Group, cursor: GroupCursor | None, previous: Trigger | None, budget: int
     ) -> GroupPlan:
         """One group's plan from ``cursor`` (and the trigger it names, head of line), at most ``budget`` claims: its
-        lanes' (:class:`lakehook.usecases.resolve_lanes.PlanLanes`), one per partition, an unpartitioned group's one
+        lanes' (:class:`lakehook.domain.plan_lanes.PlanLanes`), one per partition, an unpartitioned group's one
         under the group-wide key."""
         try:
             unreadable = self._gathered.inputs.unreadable(rule.rule_id, group.group_id, group.asset_keys)

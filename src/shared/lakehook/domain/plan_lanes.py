@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from lakehook.domain.deferrals import Deferral
 from lakehook.domain.evaluation import GroupEvaluation, Status
 from lakehook.domain.lanes import TIMED, DeferWhy, Lane, plan_lane
 from lakehook.domain.partition_evaluation import summarize
@@ -25,7 +26,6 @@ from lakehook.domain.planned_claims import PlannedClaim
 from lakehook.domain.rules import Group, Rule
 from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.domain.verdicts import Gap
-from lakehook.ports.rules import Deferral
 
 EXPLAIN_PAGE = 20  # partitions explain shows per group
 
