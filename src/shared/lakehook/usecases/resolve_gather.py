@@ -11,7 +11,13 @@ a page of the rule's triggers, to tell whether this group ran it. A group with c
 once (a partitioned one: over the spans of the partitions it evaluates). A partitioned group reads one page of its
 pending partitions (one query; explain: a short page, and their count) and, batched, the kept facts and the
 partition cursors of those and of the partitions its batch touched; EACH_VERSION per partition adds at most
-``max_version_reads`` next-version queries for the whole invocation (:class:`VersionReads`).
+``max_version_reads`` next-version queries for the whole invocation (``VersionReads``).
+
+One path for every group: the reads above that serve all the groups are made once, then one loop over the work
+(:meth:`GatherInputs._groups`) gives each group its own inputs (``GroupInputs``, in :attr:`Gathered.groups`, the
+one per-group mapping the plan reads); the kind of group only decides which reads it makes (``GroupReads`` in
+:mod:`lakehook.usecases.resolve_group_reads`: an unpartitioned group's coverage, a partitioned group's partitions,
+:mod:`lakehook.usecases.resolve_partition_reads`).
 
 What is read here is all the plan (:mod:`lakehook.usecases.resolve_plan`) decides on; the writes come after, in
 :mod:`lakehook.usecases.resolve_apply`. So every read sees the store as the batch found it: the snapshot log, for
