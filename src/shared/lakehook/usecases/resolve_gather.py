@@ -117,34 +117,47 @@ class Batch:
 
     @classmethod
     def of(cls, changes: Sequence[StateChange]) -> Batch:
-        touched: dict[str, list[tuple[SnapshotRecord, TouchedPartitions]]] = {}
-        batch = cls([], {}, {}, touched)
+        batch = cls([], {}, {}, {})
         for change in changes:
             if change.partitions_only:
-                if change.asset_key not in batch.sliced:
-                    batch.sliced.append(change.asset_key)
-                if change.snapshot is not None and change.partitions is not None:
-                    touched.setdefault(change.asset_key, []).append((change.snapshot, change.partitions))
-                    batch.note_origin(change.asset_key, change.snapshot, change.partitions, change.offset, change.total)
-                continue
-            if change.asset_key not in batch.images:
-                batch.changed.append(change.asset_key)
-                batch.images[change.asset_key] = []
-            if change.state is None and change.snapshot is None and change.asset_key not in batch.bare:
-                batch.bare.append(change.asset_key)
-            if change.state is not None and change.state.version > 0:
-                batch.images[change.asset_key].append(change.state)
-            if change.snapshot is not None:
-                batch.recorded.setdefault(change.asset_key, []).append(change.snapshot)
-                if change.partitions is not None:  # the event's keys: the commit's first (the rest come as parts)
-                    touched.setdefault(change.asset_key, []).append((change.snapshot, change.partitions))
-                    batch.note_origin(change.asset_key, change.snapshot, change.partitions, 0, change.partitions.count)
-            if change.state is not None:
-                for key, found in touched_of_states({change.asset_key: change.state}).items():
-                    touched.setdefault(key, []).extend(found)
-                    for record, parts in found:
-                        batch.note_origin(key, record, parts, 0, parts.count)
+                batch._add_slice(change)
+            else:
+                batch._add_change(change)
         return batch
+
+    def _add_touched(
+        self, asset: str, record: SnapshotRecord, parts: TouchedPartitions, start: int | None, total: int | None
+    ) -> None:
+        """Note a commit's partitions (those ``start`` keys into its ``total``) among the batch's ``touched``."""
+        assert self.touched is not None  # a stream batch's
+        self.touched.setdefault(asset, []).append((record, parts))
+        self.note_origin(asset, record, parts, start, total)
+
+    def _add_slice(self, change: StateChange) -> None:
+        """A slice of a commit's partitions: it wakes the asset's partitioned groups only."""
+        if change.asset_key not in self.sliced:
+            self.sliced.append(change.asset_key)
+        if change.snapshot is not None and change.partitions is not None:
+            self._add_touched(change.asset_key, change.snapshot, change.partitions, change.offset, change.total)
+
+    def _add_change(self, change: StateChange) -> None:
+        """A state change: its image, its recorded snapshot and the partitions its event or state names."""
+        key = change.asset_key
+        if key not in self.images:
+            self.changed.append(key)
+            self.images[key] = []
+        if change.state is None and change.snapshot is None and key not in self.bare:
+            self.bare.append(key)
+        if change.state is not None and change.state.version > 0:
+            self.images[key].append(change.state)
+        if change.snapshot is not None:
+            self.recorded.setdefault(key, []).append(change.snapshot)
+            if change.partitions is not None:  # the event's keys: the commit's first (the rest come as parts)
+                self._add_touched(key, change.snapshot, change.partitions, 0, change.partitions.count)
+        if change.state is not None:
+            for asset, found in touched_of_states({key: change.state}).items():
+                for record, parts in found:
+                    self._add_touched(asset, record, parts, 0, parts.count)
 
 
 def origin_key(asset: str, record: SnapshotRecord, keys: Sequence[str]) -> tuple[str, int, str]:
@@ -235,13 +248,10 @@ class GatherInputs:
                 continue
             for rule in found:
                 groups = [g for g in rule.groups_with(asset_key) if whole or _maps(g, asset_key)]
-                if not groups:
-                    continue
-                rules[rule.rule_id] = rule
-                focus.setdefault(rule.rule_id, set()).update(g.group_id for g in groups)
-                # an unpartitioned member's change may make any pending partition ready: the group scans them
-                woke = asset_key in bare
-                scan.update((rule.rule_id, g.group_id) for g in groups if whole and (woke or _gates(g, asset_key)))
+                if groups:
+                    rules[rule.rule_id] = rule
+                    focus.setdefault(rule.rule_id, set()).update(g.group_id for g in groups)
+                    scan.update(_scanning(rule, groups, asset_key, whole, asset_key in bare))
         retried = self._deferred_groups(deferred, rules, focus)
         after, given = self._carried_groups(carried, rules, focus)
         work = [
@@ -585,6 +595,12 @@ def _known_in_part(
         if asset in assets and part:
             found[asset] = [part[o] for o in sorted(part)]
     return found
+
+
+def _scanning(rule: Rule, groups: Sequence[Group], asset_key: str, whole: bool, woke: bool) -> list[GroupRef]:
+    """The groups of ``rule`` a change of the asset (not a slice: ``whole``) makes scan their pending partitions: an
+    unpartitioned member's change may make any pending partition ready; a recheck (``woke``) scans every group."""
+    return [(rule.rule_id, g.group_id) for g in groups if whole and (woke or _gates(g, asset_key))]
 
 
 def _maps(group: Group, asset_key: str) -> bool:
