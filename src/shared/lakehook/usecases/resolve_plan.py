@@ -155,7 +155,7 @@ class WholeGroup(PlanLanes):
             self.now,
             registered=self._registered,
             logs=gathered.logs,
-            coverage=gathered.coverage.get((self.rule.rule_id, self.group.group_id)),
+            coverage=gathered.group((self.rule.rule_id, self.group.group_id)).coverage,
             snapshots=gathered.snapshots,
             previous=previous,
         )
@@ -216,9 +216,10 @@ class PlanResolution:
         left = self._max_partition_claims  # partitioned groups share one bound of claims per invocation
         for rule, group in gathered.work:
             ref = (rule.rule_id, group.group_id)
-            shared = left if ref in gathered.partitions else None
+            own = gathered.group(ref)
+            shared = left if own.partitions is not None else None
             budget = shared if shared is not None else self._max_claims
-            planned = self.group(rule, group, gathered.cursor(ref), gathered.previous.get(ref), budget)
+            planned = self.group(rule, group, gathered.cursor(ref), own.previous, budget)
             if shared is not None:
                 left = shared - len(planned.claims)
             groups.append(planned)
@@ -226,7 +227,8 @@ class PlanResolution:
             item.trigger(gathered.inputs.cursors[(item.rule.rule_id, item.group_id)], self._now)
             for item in gathered.late
         ) + tuple(skip for g in groups for skip in g.lanes.skips)
-        facts = facts_to_write(gathered.brought, list(gathered.partitions.values()))
+        read = [own.partitions for own in gathered.groups.values() if own.partitions is not None]
+        facts = facts_to_write(gathered.brought, read)
         versions = tuple(v for kept in gathered.versions.values() for v in kept)
         first_seen = tuple(noted for g in groups if (noted := self._first_seen(g)) is not None)
         return Plan(tuple(groups), skips, facts, versions, first_seen)
@@ -260,8 +262,9 @@ class PlanResolution:
             unreadable = self._gathered.inputs.unreadable(rule.rule_id, group.group_id, group.asset_keys)
             if unreadable is not None:
                 raise UnreadableItemError(unreadable)
-            if (rule.rule_id, group.group_id) in self._gathered.errors:
-                raise self._gathered.errors[(rule.rule_id, group.group_id)]
+            error = self._gathered.group((rule.rule_id, group.group_id)).error
+            if error is not None:
+                raise error
             return GroupPlan(rule, group, self.lanes(rule, group, cursor, previous)(budget))
         except Exception as exc:
             if not self._rule_error(exc):
@@ -276,7 +279,8 @@ class PlanResolution:
         (:mod:`lakehook.domain.partition_start`), or the one a backfill that completed since makes (claimed first)."""
         gathered = self._gathered
         ref = (rule.rule_id, group.group_id)
-        if ref not in gathered.partitions:
+        partitions = gathered.group(ref).partitions
+        if partitions is None:
             registered = self._registered
             return WholeGroup(
                 rule, group, gathered, self._now, cursor, previous, registered=registered, rule_error=self._rule_error
@@ -286,7 +290,7 @@ class PlanResolution:
         return PartitionedGroup(
             rule,
             group,
-            gathered.partitions[ref],
+            partitions,
             gathered.brought,
             gathered.inputs.states,
             self._now,
