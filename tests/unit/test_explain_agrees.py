@@ -437,10 +437,9 @@ def test_a_claim_woken_by_another_asset_that_logs_a_pinned_snapshot_wakes_the_ea
     assert _runs(state, "each_a") == [1, 2, 3]
 
 
-def test_evaluating_a_rule_whose_claim_logs_a_pinned_snapshot_answers_only_its_own_claims() -> None:
-    """``POST /rules/each_checked_ab/evaluate`` claims snapshot 2 of a (pinned on its verdict) and logs it, which wakes
-    ``each_a`` in the same invocation: ``each_a`` runs 2 too, but the answer's ``claimed`` (and ``triggerKey``) are
-    the evaluated rule's claims only, as before the wake: another rule's run is not this evaluation's answer."""
+def _waiting_at_the_gap_b_committed() -> ExplainMachine:
+    """each_a ran snapshot 1 of a and waits at the gap before 3 (2 has its passing verdict, not its push); b has
+    committed, its record not delivered: an evaluation of each_checked_ab finds it, claims a=2 and logs it."""
     state = ExplainMachine()
     state.put_every_rule(start_from=["LATEST"] * len(RULES))
     state.commit(asset=A, hold_back=False, verdict=None, wait_ms=0)
@@ -449,7 +448,28 @@ def test_evaluating_a_rule_whose_claim_logs_a_pinned_snapshot_answers_only_its_o
     state.commit(asset=A, hold_back=True, verdict=True, wait_ms=0)  # snapshot 2: its verdict, not its push
     state.commit(asset=A, hold_back=False, verdict=None, wait_ms=0)  # snapshot 3: each_a waits at the gap before it
     state.deliver(seed=0, everything=True)
-    state.commit(asset=B, hold_back=False, verdict=None, wait_ms=0)  # its record not delivered: evaluate finds it
+    state.commit(asset=B, hold_back=False, verdict=None, wait_ms=0)
+    return state
+
+
+def _each_a_claims_raise(error: Exception) -> type[InMemoryTriggerStore]:
+    """The trigger store, where each_a's claims raise ``error`` (a ValueError is a rule error; a ConnectionError an
+    infrastructure one, which fails a stream batch to be retried)."""
+
+    class EachAFails(InMemoryTriggerStore):
+        def claim(self, trigger: Trigger, cursor: GroupCursor, expected: GroupCursor | None) -> ClaimResult:
+            if trigger.rule_id == "each_a":
+                raise error
+            return super().claim(trigger, cursor, expected)
+
+    return EachAFails
+
+
+def test_evaluating_a_rule_whose_claim_logs_a_pinned_snapshot_answers_only_its_own_claims() -> None:
+    """``POST /rules/each_checked_ab/evaluate`` claims snapshot 2 of a (pinned on its verdict) and logs it, which wakes
+    ``each_a`` in the same invocation: ``each_a`` runs 2 too, but the answer's ``claimed`` (and ``triggerKey``) are
+    the evaluated rule's claims only, as before the wake: another rule's run is not this evaluation's answer."""
+    state = _waiting_at_the_gap_b_committed()
     reader = InMemoryStateReader(
         state.store.get_state, state.triggers, events=lambda: [e.event for e in state.store.events.values()]
     )
@@ -462,28 +482,11 @@ def test_evaluating_a_rule_whose_claim_logs_a_pinned_snapshot_answers_only_its_o
     assert answer["claimed"] == mine and answer["triggerKey"] == mine[0]
 
 
-class _EachAFails(InMemoryTriggerStore):
-    """The trigger store, where each_a's claims fail as a bug of that rule would (a ValueError: a rule error)."""
-
-    def claim(self, trigger: Trigger, cursor: GroupCursor, expected: GroupCursor | None) -> ClaimResult:
-        if trigger.rule_id == "each_a":
-            raise ValueError("each_a cannot be evaluated")
-        return super().claim(trigger, cursor, expected)
-
-
 def test_evaluating_a_rule_clears_its_error_even_when_the_wake_fails_another_rules_group_of_the_same_id() -> None:
     """The wake above evaluates ``each_a`` (group ``g``) in ``each_checked_ab``'s evaluation; that group failing is
     ``each_a``'s error, and ``each_checked_ab``'s group ``g``, which evaluated fine, loses its ``lastError``."""
-    state = ExplainMachine()
-    state.put_every_rule(start_from=["LATEST"] * len(RULES))
-    state.commit(asset=A, hold_back=False, verdict=None, wait_ms=0)
-    state.deliver(seed=0, everything=True)
-    state.target_answers(fail=False, wait_ms=0)
-    state.commit(asset=A, hold_back=True, verdict=True, wait_ms=0)
-    state.commit(asset=A, hold_back=False, verdict=None, wait_ms=0)
-    state.deliver(seed=0, everything=True)
-    state.commit(asset=B, hold_back=False, verdict=None, wait_ms=0)
-    state.triggers.__class__ = _EachAFails
+    state = _waiting_at_the_gap_b_committed()
+    state.triggers.__class__ = _each_a_claims_raise(ValueError("each_a cannot be evaluated"))  # a rule error
     state.rules.record_error("each_checked_ab", RuleError("an earlier failure", state.now, "g"))
     report = state.resolve.evaluate(state.rules.rules["each_checked_ab"].rule)
     assert [(f.rule_id, f.group_id) for f in report.failed] == [("each_a", "g")]
@@ -493,30 +496,12 @@ def test_evaluating_a_rule_clears_its_error_even_when_the_wake_fails_another_rul
     assert failed is not None and failed.group_id == "g"
 
 
-class _EachABroken(InMemoryTriggerStore):
-    """The trigger store, where each_a's claims meet an infrastructure error (not a rule error: it would fail a
-    stream batch, which is retried)."""
-
-    def claim(self, trigger: Trigger, cursor: GroupCursor, expected: GroupCursor | None) -> ClaimResult:
-        if trigger.rule_id == "each_a":
-            raise ConnectionError("the table is unreachable")
-        return super().claim(trigger, cursor, expected)
-
-
 def test_evaluating_a_rule_keeps_its_claim_when_the_wake_of_another_rule_meets_an_infrastructure_error() -> None:
     """``each_checked_ab``'s evaluation (a PUT, ``POST /rules/{id}/evaluate``) claims snapshot 2 and logs it; the wake
     of ``each_a`` then fails on the store: the evaluation still answers its own claim, and a recheck of asset a is left
     for the sweep, which runs 2 for ``each_a`` once the store answers again."""
-    state = ExplainMachine()
-    state.put_every_rule(start_from=["LATEST"] * len(RULES))
-    state.commit(asset=A, hold_back=False, verdict=None, wait_ms=0)
-    state.deliver(seed=0, everything=True)
-    state.target_answers(fail=False, wait_ms=0)
-    state.commit(asset=A, hold_back=True, verdict=True, wait_ms=0)
-    state.commit(asset=A, hold_back=False, verdict=None, wait_ms=0)
-    state.deliver(seed=0, everything=True)
-    state.commit(asset=B, hold_back=False, verdict=None, wait_ms=0)
-    state.triggers.__class__ = _EachABroken
+    state = _waiting_at_the_gap_b_committed()
+    state.triggers.__class__ = _each_a_claims_raise(ConnectionError("the table is unreachable"))  # infrastructure
     report = state.resolve.evaluate(state.rules.rules["each_checked_ab"].rule)
     assert [t.rule_id for t in report.claimed] == ["each_checked_ab"]
     assert _runs(state, "each_a") == [1]
