@@ -73,11 +73,11 @@ def test_the_three_share_no_file_and_together_hold_the_whole_package(wheels: dic
 
 def test_the_deployable_is_what_the_lambda_layer_ships_less_the_wire_formats(wheels: dict[str, Path]) -> None:
     """The lakehook wheel is the layer's modules less the wire formats (the client's), plus the modules of its own
-    packages that only the CLI runs (tool-only.txt's entries under domain, ports, usecases and adapters, such as the
-    restore reconcile): the layer leaves those out, the wheel carries its packages whole."""
+    packages that only the CLI runs (tool-only.txt's entries under domain, ports, usecases, adapters and answers, such
+    as the restore reconcile): the layer leaves those out, the wheel carries its packages whole."""
     deployable, client = modules_of(wheels["lakehook"]), modules_of(wheels["client"])
     wire = {m for m in client if m == "lakehook.wire" or m.startswith("lakehook.wire.")}
-    core = ("domain", "ports", "usecases", "adapters", "api")
+    core = ("domain", "ports", "usecases", "adapters", "api", "answers")
     cli_only = {m for m in tool_only() if m.split(".")[1] in core}
     assert wire and deployable | wire == lambda_modules() | cli_only
     assert not deployable & client
