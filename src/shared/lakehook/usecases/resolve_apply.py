@@ -27,6 +27,7 @@ planned again (:class:`_GroupLane`, :class:`_PartitionLanes`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 from lakehook.domain.errors import ConflictError
 from lakehook.domain.evaluation import Gap, steps_by_snapshot
@@ -569,10 +570,20 @@ class _PartitionLanes:
 
     def again(self, item: PartitionPlan, fresh: GroupCursor, made: int) -> PartitionPlan:
         logger.debug("partition claim lost a race", extra={"partition": item.partition, "status": "CONFLICT"})
-        return self._partitions.partitions([item.partition], {item.partition: fresh}, 1)[0]
+        return _still_failing(item, self._partitions.partitions([item.partition], {item.partition: fresh}, 1)[0])
 
     def give_up(self, item: PartitionPlan, fresh: GroupCursor) -> PartitionPlan:
-        return self._partitions.partitions([item.partition], {item.partition: fresh}, 0)[0]
+        return _still_failing(item, self._partitions.partitions([item.partition], {item.partition: fresh}, 0)[0])
 
     def taken(self, item: PartitionPlan) -> PartitionPlan:
-        return item.unclaimed(self._group)
+        return _still_failing(item, item.unclaimed(self._group))
+
+
+def _still_failing(item: PartitionPlan, planned: PartitionPlan) -> PartitionPlan:
+    """``planned`` (the partition as it goes on after its claim lost) keeping the rule error ``item``'s plan met: the
+    group's planning stopped at that partition, so the partitions after it were never planned and the group must
+    still fail (and be retried), whether or not the partition meets the error again from the cursor that won."""
+    error = item.lane.error
+    if error is None or planned.lane.error is not None:
+        return planned
+    return PartitionPlan(replace(planned.lane, error=error), planned.pending, None)
