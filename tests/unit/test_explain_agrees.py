@@ -413,9 +413,8 @@ def _runs(state: ExplainMachine, rule_id: str) -> list[int]:
     ]
 
 
-def test_a_claim_woken_by_another_asset_that_logs_a_pinned_snapshot_wakes_the_each_version_rules_of_its_asset() -> None:
-    """The same gap, when the claim that logs snapshot 2 of a is woken by b alone (``each_a`` is not in that batch's
-    work): the rules of a are evaluated again in that invocation, and ``each_a`` runs 2 then 3 in order."""
+def _waiting_at_the_gap() -> ExplainMachine:
+    """each_a ran snapshot 1 of a and waits at the gap before 3 (2 has its passing verdict, not its push)."""
     state = ExplainMachine()
     state.put_every_rule(start_from=["LATEST"] * len(RULES))
     state.commit(asset=A, hold_back=False, verdict=None, wait_ms=0)
@@ -424,6 +423,13 @@ def test_a_claim_woken_by_another_asset_that_logs_a_pinned_snapshot_wakes_the_ea
     state.commit(asset=A, hold_back=True, verdict=True, wait_ms=0)  # snapshot 2: its verdict, not its push
     state.commit(asset=A, hold_back=False, verdict=None, wait_ms=0)  # snapshot 3: each_a waits at the gap before it
     state.deliver(seed=0, everything=True)
+    return state
+
+
+def test_a_claim_woken_by_another_asset_that_logs_a_pinned_snapshot_wakes_the_each_version_rules_of_its_asset() -> None:
+    """The same gap, when the claim that logs snapshot 2 of a is woken by b alone (``each_a`` is not in that batch's
+    work): the rules of a are evaluated again in that invocation, and ``each_a`` runs 2 then 3 in order."""
+    state = _waiting_at_the_gap()
     assert _runs(state, "each_a") == [1]
     assert _runs(state, "each_checked_ab") == []  # b has no snapshot yet
     state.commit(asset=B, hold_back=False, verdict=None, wait_ms=0)
@@ -438,16 +444,9 @@ def test_a_claim_woken_by_another_asset_that_logs_a_pinned_snapshot_wakes_the_ea
 
 
 def _waiting_at_the_gap_b_committed() -> ExplainMachine:
-    """each_a ran snapshot 1 of a and waits at the gap before 3 (2 has its passing verdict, not its push); b has
-    committed, its record not delivered: an evaluation of each_checked_ab finds it, claims a=2 and logs it."""
-    state = ExplainMachine()
-    state.put_every_rule(start_from=["LATEST"] * len(RULES))
-    state.commit(asset=A, hold_back=False, verdict=None, wait_ms=0)
-    state.deliver(seed=0, everything=True)
-    state.target_answers(fail=False, wait_ms=0)
-    state.commit(asset=A, hold_back=True, verdict=True, wait_ms=0)  # snapshot 2: its verdict, not its push
-    state.commit(asset=A, hold_back=False, verdict=None, wait_ms=0)  # snapshot 3: each_a waits at the gap before it
-    state.deliver(seed=0, everything=True)
+    """:func:`_waiting_at_the_gap`, then b commits, its record not delivered: an evaluation of each_checked_ab finds
+    it, claims a=2 and logs it."""
+    state = _waiting_at_the_gap()
     state.commit(asset=B, hold_back=False, verdict=None, wait_ms=0)
     return state
 
