@@ -180,3 +180,116 @@ def test_per_tick_each_partition_runs_once_for_news_since_its_last_run_and_expla
         for day in (D1, D2):  # what explain called READY before the delivery is what it claimed
             if lines.get(f"dt={day}") is Status.READY:
                 assert (f"dt={day}", tick) in runs
+
+
+# --- EACH_VERSION with a watermark window: a partition's window is its own time span -----------------------
+
+DAY = 24 * HOUR
+E1, E2 = "2025-06-14", "2025-06-15"  # days around the lake's clock (2025-06-15T15:06Z)
+E1_END = 1_749_945_600_000  # 2025-06-15T00:00Z: the end of day E1's span, the start of E2's
+
+
+def each_windowed(*partitioned: str) -> Rule:
+    """EACH_VERSION by day over ``partitioned`` members, gated by an hourly window of the events' watermark."""
+    gate = {"assetKey": WM, "condition": {"watermarkAtLeast": {"window": "PT1H"}}}
+    members = [*({"assetKey": a, "partition": {}} for a in partitioned or (ORDERS, PAYMENTS)), gate]
+    return Rule.model_validate(
+        {
+            "ruleId": "daily",
+            "target": {"type": "eventbridge", "eventBusName": "runs"},
+            "policy": {"mode": "EACH_VERSION"},
+            "groups": [{"groupId": "g", "partitionBy": ["dt"], "members": members}],
+        }
+    )
+
+
+def order_runs(lake: Lake) -> list[tuple[str | None, int | None, Any]]:
+    """Each run's partition, orders snapshot and window (start, end), in claim order."""
+    order = [lake.triggers.triggers[k] for k in lake.triggers.claim_order]
+    pins = [{p.asset_key: p.snapshot_id for p in t.inputs} for t in order]
+    return [
+        (t.partition, p.get(ORDERS), (t.window.start, t.window.end) if t.window is not None else None)
+        for t, p in zip(order, pins, strict=True)
+    ]
+
+
+def test_each_version_with_a_window_runs_every_commit_of_a_day_in_order_once_the_watermark_closed_that_day() -> None:
+    lake = Lake(each_windowed())
+    lake.commit(PAYMENTS, 101, E1, E2)
+    for sid in (1, 2, 3):
+        lake.commit(ORDERS, sid, E1)
+    lake.commit(ORDERS, 4, E2)
+    lake.commit(WM, 1, watermark=E1_END - 1)  # day E1 is not closed yet (a PT1H window would have closed hours ago)
+    lake.deliver()
+    assert order_runs(lake) == []
+    board = lake.explain()
+    line = {p.partition: p for p in board.partitions}[f"dt={E1}"]
+    assert line.status is Status.BLOCKED_BY_WATERMARK and line.reason is not None
+    assert f"window [2025-06-14T00:00:00Z, 2025-06-15T00:00:00Z) of dt={E1} is not closed yet" in line.reason
+    assert board.pending_partitions == 2  # both days wait, visible and counted
+    lake.commit(WM, 2, watermark=E1_END)  # closes day E1: its three commits run, in order, each once; E2 waits
+    lake.deliver()
+    span = (E1_END - DAY, E1_END)
+    assert order_runs(lake) == [(f"dt={E1}", 1, span), (f"dt={E1}", 2, span), (f"dt={E1}", 3, span)]
+    assert lake.explain().pending_partitions == 1
+    lake.commit(WM, 3, watermark=E1_END + DAY)
+    lake.deliver()
+    assert order_runs(lake)[3:] == [(f"dt={E2}", 4, (E1_END, E1_END + DAY))]
+    lake.commit(ORDERS, 5, E1)  # a correction of a closed day runs at once, after the ones before it
+    lake.deliver()
+    assert order_runs(lake)[4:] == [(f"dt={E1}", 5, span)]
+    assert lake.explain().pending_partitions == 0
+
+
+def test_each_version_with_a_window_blocks_a_partition_with_no_time_value_and_says_why() -> None:
+    lake = Lake(each_windowed(ORDERS))
+    lake.commit(ORDERS, 1, "eu")  # dt=eu names no instants: it has no span for the watermark to close
+    lake.commit(WM, 1, watermark=E1_END + DAY)
+    lake.deliver()
+    assert order_runs(lake) == []
+    line = {p.partition: p for p in lake.explain().partitions}["dt=eu"]
+    assert line.status is Status.BLOCKED_BY_WATERMARK and line.reason is not None
+    assert "dt=eu has no time value" in line.reason and "no window for the watermark to close" in line.reason
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("orders"), st.sets(st.sampled_from([E1, E2]), min_size=1)),
+            st.tuples(st.just("watermark"), st.integers(min_value=-2, max_value=2)),
+        ),
+        max_size=10,
+    )
+)
+def test_each_version_with_a_window_runs_each_commit_of_a_day_once_in_order_after_the_day_closed_as_explain_says(
+    steps: list[tuple[str, Any]],
+) -> None:
+    """A model: a day's commits run in commit order, each once, none before the watermark reached the day's end; what
+    explain calls READY before a delivery is what that delivery claims first for the day."""
+    lake = Lake(each_windowed(ORDERS))
+    ends = {E1: E1_END, E2: E1_END + DAY}
+    commits: dict[str, list[int]] = {E1: [], E2: []}
+    watermark, wm_sid, sid = None, 0, 0
+    for what, arg in steps:
+        if what == "orders":
+            sid += 1  # the table's snapshots are consecutive: no gap to wait at
+            lake.commit(ORDERS, sid, *sorted(arg))
+            for day in arg:
+                commits[day].append(sid)
+        else:
+            wm_sid += 1
+            moved = E1_END + arg * HOUR * 12
+            watermark = moved if watermark is None else max(watermark, moved)  # the state's watermark only advances
+            lake.commit(WM, wm_sid, watermark=watermark)
+        ready = {p.partition: p for p in lake.explain().partitions if p.status is Status.READY}
+        report = lake.deliver(dispatch=False)
+        first = {t.partition: {p.asset_key: p.snapshot_id for p in t.inputs}[ORDERS] for t in report.claimed}
+        assert set(first) == set(ready), steps
+        for key, line in ready.items():
+            assert {p.snapshot_id for p in line.pins if p.asset_key == ORDERS} == {first[key]}, steps
+        lake.dispatch(report)
+        for day in (E1, E2):
+            closed = watermark is not None and watermark >= ends[day]
+            ran = [o for p, o, _ in order_runs(lake) if p == f"dt={day}"]
+            assert ran == (commits[day] if closed else []), (steps, day)

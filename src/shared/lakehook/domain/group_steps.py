@@ -171,7 +171,8 @@ class OnWindow(GroupStep):
 
     @classmethod
     def of(cls, rule: Rule, group: Group) -> GroupStep | None:
-        return cls() if group.schedule is None and group.window is not None and not group.spans_partitions else None
+        stepping = group.window is not None and not rule.spans_partitions(group)
+        return cls() if group.schedule is None and stepping else None
 
     def evaluate(self, g: Evaluating) -> GroupEvaluation | None:
         found = next_window(g.rule, g.group, g.states, g.cursor, g.members, g.now, g.coverage)
@@ -207,14 +208,16 @@ class OnWindow(GroupStep):
 
 
 class CoversPartition(GroupStep):
-    """A partitioned group with a coverage member: a partition's window is its own time span (``dt=2026-12-06``: that
-    day in the group's ``partitionTimezone``, UTC by default), which each coverage member must cover and whose
-    allowed lateness must have passed (BLOCKED_BY_COVERAGE with the exact gaps otherwise, or with when it closes);
-    then the policy decides as for any partition, and the run's window is the span."""
+    """A partitioned group whose partitions are their own windows (a coverage member, or EACH_VERSION with a watermark
+    window: :meth:`lakehook.domain.rules.Rule.spans_partitions`): a partition's window is its own time span
+    (``dt=2026-12-06``: that day in the group's ``partitionTimezone``, UTC by default), which each coverage member
+    must cover and whose allowed lateness must have passed (BLOCKED_BY_COVERAGE with the exact gaps otherwise, or
+    with when it closes), and which each watermark window member's watermark must have passed by its allowed lateness
+    (BLOCKED_BY_WATERMARK); then the policy decides as for any partition, and the run's window is the span."""
 
     @classmethod
     def of(cls, rule: Rule, group: Group) -> GroupStep | None:
-        return cls() if group.schedule is None and group.spans_partitions else None
+        return cls() if group.schedule is None and rule.spans_partitions(group) else None
 
     def evaluate(self, g: Evaluating) -> GroupEvaluation | None:
         view = g.partition
@@ -236,7 +239,7 @@ class ByPolicy(GroupStep):
 
     @classmethod
     def of(cls, rule: Rule, group: Group) -> GroupStep | None:
-        by_policy = group.schedule is None and (group.window is None or group.spans_partitions)
+        by_policy = group.schedule is None and (group.window is None or rule.spans_partitions(group))
         return cls() if by_policy and group.require is None else None
 
     def evaluate(self, g: Evaluating) -> GroupEvaluation | None:

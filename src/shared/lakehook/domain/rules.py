@@ -451,11 +451,6 @@ class Group(BaseModel):
         return self
 
     @property
-    def spans_partitions(self) -> bool:
-        """A partitioned group with a coverage member: each partition's window is its own time span."""
-        return self.partition_by is not None and self.covers
-
-    @property
     def window(self) -> WindowSpec | None:
         """The group's window spec when any member is windowed (all windowed members share the size)."""
         specs = (w for m in self.members for w in (m.condition.window, m.condition.coverage) if w is not None)
@@ -677,6 +672,15 @@ class Rule(BaseModel):
     def groups_with(self, asset_key: str) -> list[Group]:
         return [g for g in self.groups if asset_key in g.asset_keys]
 
+    def spans_partitions(self, group: Group) -> bool:
+        """Whether each partition of ``group`` is its own window (its time span, docs/partitions.md): a partitioned
+        group with a coverage member, or an EACH_VERSION one with a watermark window (each commit of a partition
+        runs, in order, once the watermark closed the partition's span). Other partitioned groups with a window step
+        through the windows the watermark closes, as an unpartitioned group does."""
+        if group.partition_by is None:
+            return False
+        return group.covers or (self.policy.mode is Mode.EACH_VERSION and group.window is not None)
+
     def to_api(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, mode="json", exclude_none=True)
 
@@ -687,23 +691,11 @@ class Rule(BaseModel):
 def _each_version_per_partition(group: Group, start_from: StartFrom) -> None:
     """EACH_VERSION per partition runs each data commit touching a partition, in order: a partition's versions are
     its partitioned members' commits (a rollup's: those touching any of its units, from the one that completed it),
-    so a group whose partition runs by a tick is refused; so is a windowed member (unless a coverage member makes the
-    window the partition's span): an unpartitioned EACH_VERSION group with a window steps through the closed windows
-    (each once, in order, pinning the members' versions then), and per partition the two orders cannot both hold
-    (docs/partitions.md, "Schedules and windows per partition"). With startFrom NEXT_CHANGE a rollup member is
-    refused (:func:`_rollup_from_next_change`)."""
+    so a group whose partition runs by a tick is refused (as an unpartitioned EACH_VERSION group with a schedule is).
+    A watermark window member is taken: each partition's window is then its own time span, and its commits run once
+    the watermark closed it (:meth:`Rule.spans_partitions`, docs/partitions.md, "Schedules and windows per
+    partition"). With startFrom NEXT_CHANGE a rollup member is refused (:func:`_rollup_from_next_change`)."""
     where = f"mode: group {group.group_id} has partitionBy"
-    windowed = next((i for i, m in enumerate(group.members) if m.condition.window is not None), None)
-    if windowed is not None and not group.covers:  # beside a coverage member the window is the partition's span
-        raise ValueError(
-            f"{where} and members.{windowed} has a watermark window; EACH_VERSION runs a partition once per commit "
-            "touching it, in commit order, and a window would step it through the closed windows in window order "
-            "instead (as an unpartitioned EACH_VERSION group does). Per partition both cannot hold: stepping windows "
-            "runs every partition once per closed window whether or not a commit touched it (the window is the "
-            "unpartitioned member's), stepping commits runs a commit for windows it was not in. Use ALL_UPDATED or "
-            "ANY_UPDATED with the window (a partition runs once per closed window, with what touched it), or "
-            "EACH_VERSION without it"
-        )
     if group.schedule is not None:
         raise ValueError(
             f"{where} and a schedule; EACH_VERSION runs a partition once per commit touching it, not per tick (use "

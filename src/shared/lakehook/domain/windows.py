@@ -60,23 +60,21 @@ def cover_partition(
     coverage: Mapping[str, Sequence[Span]],
     now: int,
 ) -> list[int]:
-    """A partition's window is its own time ``span`` (a partitioned group with a coverage member): block each
-    coverage member that has not covered it (the exact gaps) or whose lateness has not passed its end, and each
-    ``cdcRecoveredTo: window`` member not caught up to its end; a partition with no span (no time value) blocks its
-    coverage members, saying so. A watermark window member is judged against the same span: its watermark must have
-    passed the span's end by its allowed lateness (:func:`_watermark_past`). Answers when a covered span closes, for a
-    wait only its lateness holds."""
+    """A partition's window is its own time ``span`` (a partitioned group with a coverage member, or EACH_VERSION with
+    a watermark window): block each coverage member that has not covered it (the exact gaps) or whose lateness has not
+    passed its end, and each ``cdcRecoveredTo: window`` member not caught up to its end; a partition with no span (no
+    time value) blocks its coverage and watermark window members, saying so. A watermark window member is judged
+    against the span: its watermark must have passed the span's end by its allowed lateness (:func:`_watermark_past`).
+    Answers when a covered span closes, for a wait only its lateness holds."""
     closes: list[int] = []
     for i, member in enumerate(group.members):
         if member.condition.window is not None and span is not None:
             _watermark_past(key, span, member, states.get(member.asset_key), members, i)
+        elif member.condition.window is not None:
+            with_status(members, i, Status.BLOCKED_BY_WATERMARK, _no_span(group, key, "the watermark to close"))
         spec = member.condition.coverage
         if spec is not None and span is None:
-            reason = (
-                f"{key} has no time value (a year, month, day or hour) naming instants in "
-                f"{group.partition_timezone or 'UTC'}: there is no window for the coverage member to cover"
-            )
-            with_status(members, i, Status.BLOCKED_BY_COVERAGE, reason)
+            with_status(members, i, Status.BLOCKED_BY_COVERAGE, _no_span(group, key, "the coverage member to cover"))
         elif spec is not None and span is not None:
             spans = coverage.get(member.asset_key, ())
             if not is_covered(spans, span.start, span.end) or span.end + spec.lateness_ms > now:
@@ -88,12 +86,20 @@ def cover_partition(
     return closes
 
 
+def _no_span(group: Group, key: str, what: str) -> str:
+    """Why partition ``key`` of a group whose partitions are their own windows has none."""
+    return (
+        f"{key} has no time value (a year, month, day or hour) naming instants in "
+        f"{group.partition_timezone or 'UTC'}: there is no window for {what}"
+    )
+
+
 def _watermark_past(
     key: str, span: Span, member: Member, state: AssetState | None, members: list[MemberEvaluation], index: int
 ) -> None:
-    """A watermark window member of a partitioned group with a coverage member: partition ``key``'s window is its span
-    (the member's own window size is not used), closed once the watermark reached the span's end plus the member's
-    allowed lateness; BLOCKED_BY_WATERMARK until then, naming the span and the watermark it needs."""
+    """A watermark window member of a group whose partitions are their own windows: partition ``key``'s window is its
+    span (the member's own window size is not used), closed once the watermark reached the span's end plus the
+    member's allowed lateness; BLOCKED_BY_WATERMARK until then, naming the span and the watermark it needs."""
     windowed = member.condition.window
     assert windowed is not None
     need = span.end + windowed.lateness_ms

@@ -60,7 +60,7 @@ class PartitionedReads:
         ref = (rule.rule_id, group.group_id)
         given = shared.named.get(ref, frozenset()) | shared.wake.given.get(ref, frozenset())
         read = self._partition_inputs(store, rule, group, given, self._scan(store, rule, group, shared), shared.explain)
-        if group.spans_partitions:
+        if group.covers:  # each partition covers its own span
             read = replace(read, coverage=coverage_of_partitions(self._stores.coverage, group, read.partitions))
         if in_order(rule, group):
             start = shared.inputs.cursors.get(ref)  # a startFrom NEXT_CHANGE rule's start: versions are read after it
