@@ -356,3 +356,62 @@ def _both_touch(app: Any, lake: Any, ddb_client: Any, container: Any, touched: i
     assert handle_stream_batch(stream.batch(), container) == {"batchItemFailures": []}
     orders.write(*days)
     return days, stream, stream.batch()
+
+
+def test_each_version_with_a_watermark_window_runs_a_days_commits_in_order_once_the_watermark_closed_the_day(
+    app: Any, container: Container, ddb_client: Any, lake: tuple[Table, Table]
+) -> None:
+    """EACH_VERSION per partition with a watermark window member, on DynamoDB through the API and the stream's
+    FilterCriteria: the rule is taken (a 400 until 2026-12-07); each day's window is its own span, so a day's three
+    commits wait, pending and explained, while the watermark is inside the day, then run in order, each once, the
+    watermark's advance waking them; the run's window is the day."""
+    from tests.integration.test_resolver_on_moto import push
+    from tests.support import mark_claims_succeeded
+
+    orders, _ = lake
+    events = "paimon://lake/ods/events"
+    day_end = 1_796_169_600_000  # 2026-12-02T00:00Z: the end of dt=2026-12-01
+    orders.write("2026-11-30")  # version 0 creates the table
+    push(container, "SNAPSHOT_COMMITTED", events, snapshotId=1, watermark=day_end - 86_400_000)  # 12-01T00:00Z
+    status, body = call(
+        app,
+        "PUT",
+        "/rules/daily",
+        {
+            "groups": [
+                {
+                    "groupId": "g",
+                    "partitionBy": ["dt"],
+                    "members": [
+                        {"assetKey": orders.key, "partition": {}},
+                        {"assetKey": events, "condition": {"watermarkAtLeast": {"window": "PT1H"}}},
+                    ],
+                }
+            ],
+            "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
+            "policy": {"mode": "EACH_VERSION"},
+        },
+    )
+    assert status == 201, body
+    stream = Stream(ddb_client)
+    stream.records()
+    for _ in range(3):
+        orders.write("2026-12-01")  # versions 1, 2, 3
+    assert handle_stream_batch(stream.batch(), container) == {"batchItemFailures": []}
+    assert [r for r in runs(app) if r[0] == "dt=2026-12-01"] == []  # the watermark is inside the day
+    status, explained = call(app, "GET", "/rules/daily/explain")
+    assert status == 200, explained
+    line = {p["partition"]: p for p in explained["groups"][0]["partitions"]}["dt=2026-12-01"]
+    assert line["status"] == "BLOCKED_BY_WATERMARK", line
+    assert "window [2026-12-01T00:00:00Z, 2026-12-02T00:00:00Z) of dt=2026-12-01 is not closed yet" in line["reason"]
+    push(container, "WATERMARK_ADVANCED", events, watermark=day_end)  # closes the day
+    for _ in range(4):  # the watermark's record wakes the day; each run's SUCCEEDED wakes the next
+        assert handle_stream_batch(stream.batch(), container) == {"batchItemFailures": []}
+        mark_claims_succeeded(container.table)
+    status, body = call(app, "GET", "/triggers", query={"ruleId": "daily"})
+    assert status == 200, body
+    day = [t for t in reversed(body["items"]) if t["partition"] == "dt=2026-12-01"]
+    assert [[i["snapshotId"] for i in t["inputs"] if i["assetKey"] == orders.key] for t in day] == [[1], [2], [3]]
+    assert {(t["window"]["start"], t["window"]["end"]) for t in day} == {
+        ("2026-12-01T00:00:00Z", "2026-12-02T00:00:00Z")
+    }, day
