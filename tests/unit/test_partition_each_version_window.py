@@ -430,3 +430,116 @@ def test_a_coverage_group_touched_on_the_last_day_of_9999_runs_its_other_days() 
     assert [p for p, *_ in lake.ran()] == [f"dt={d1}"]
     line = lake.line("dt=9999-12-31")
     assert line.status is Status.BLOCKED_BY_COVERAGE and "is not covered" in (line.reason or "")
+
+
+# --- the watermark's advance wakes every pending day ---------------------------------------------------
+
+
+def test_one_watermark_advance_wakes_every_pending_day_past_the_first_page_through_the_resolver_queue() -> None:
+    bounded = InOrderBounded.of(
+        each_windowed({"assetKey": ORDERS, "partition": {}}), pending_page=1, max_partition_claims=1
+    )
+    lake = bounded.lake
+    lake.commit(WM, 1, watermark=P_END - 1)
+    lake.commit(ORDERS, 1, P, Q, R)
+    lake.commit(ORDERS, 2, R, Q, P)
+    bounded.deliver()
+    bounded.drain()
+    assert lake.runs() == [] and lake.partitions.count_pending("daily", "g") == 3
+    lake.commit(WM, 2, watermark=ENDS[R])  # one record: a page of one pending day, the rest carried over
+    report = bounded.deliver()
+    assert len(report.claimed) == 1
+    bounded.drain()
+    while woken := _finish(lake):
+        bounded._counted(lambda w=woken: lake.resolve(deferred=w))
+        bounded.drain()
+    bounded.bounded()
+    for day in (P, Q, R):
+        assert [dict(pins)[ORDERS] for part, pins in lake.runs() if part == f"dt={day}"] == [1, 2], day
+    assert lake.partitions.count_pending("daily", "g") == 0
+
+
+def test_commits_and_the_watermark_closing_their_day_in_one_batch_run_each_commit_in_order() -> None:
+    lake = Lake(each_windowed({"assetKey": ORDERS, "partition": {}}))
+    lake.commit(WM, 1, watermark=P_END - 1)
+    lake.deliver()
+    for sid in (3, 1, 2):  # pushed newest first
+        lake.commit(ORDERS, sid, P)
+    lake.commit(WM, 2, watermark=P_END)
+    lake.deliver()
+    assert runs_of(lake) == [(1, SPAN), (2, SPAN), (3, SPAN)]
+
+
+@pytest.mark.parametrize("mode", ["ALL_UPDATED", "ANY_UPDATED"])
+def test_all_and_any_updated_with_the_window_still_step_the_watermarks_windows_not_the_days_span(mode: str) -> None:
+    from tests.unit.test_partition_behaviours import windowed
+
+    rule = windowed(mode)
+    assert not rule.spans_partitions(rule.groups[0])
+    lake = Lake(rule)
+    lake.commit(WM, 1, watermark=P_END - 1)  # inside day P: its hour [P_END - 2h, P_END - 1h) closed
+    lake.commit(ORDERS, 1, P)
+    lake.commit(PAYMENTS, 101, P)
+    lake.deliver()
+    claims = [lake.triggers.triggers[k] for k in lake.triggers.claim_order]
+    hour = 3_600_000
+    assert [
+        (t.partition, t.window.start if t.window else None, t.window.end if t.window else None) for t in claims
+    ] == [
+        (f"dt={P}", P_END - 2 * hour, P_END - hour)  # the newest hour the watermark closed, not the day
+    ]
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    data=st.data(),
+    actions=st.lists(
+        st.one_of(
+            st.tuples(st.sampled_from([ORDERS, PAYMENTS]), st.sets(st.sampled_from([P, Q]), min_size=1)),
+            st.tuples(st.just(WM), st.sampled_from([P_END - 1, P_END, ENDS[Q]])),
+        ),
+        min_size=1,
+        max_size=7,
+    ),
+)
+def test_two_partitioned_members_explain_is_what_the_wakes_claim_in_any_push_order(
+    data: st.DataObject, actions: list[tuple[str, Any]]
+) -> None:
+    """Both partitioned members' commits and the watermark's moves pushed in any order, delivered in any batches
+    (some again), runs ending between: what explain calls READY is what the wake of the ended runs claims; no day
+    runs before the watermark reached its end; once it closed both days every run ended and nothing is ready, each
+    member's pins of a day never go back and its newest commit touching the day ran."""
+    from tests.unit.test_partition_each_version import push_in_any_order
+
+    lake = Lake(each_windowed())
+    first = {ORDERS: 0, PAYMENTS: 100, WM: 200}
+    ids = {n: (a, first[a] + sum(b == a for b, _ in actions[:n])) for n, (a, _) in enumerate(actions, start=1)}
+    top = 0
+
+    def push(n: int) -> None:
+        nonlocal top
+        asset, sid = ids[n]
+        arg = actions[n - 1][1]
+        if asset == WM:
+            top = max(top, arg)
+            lake.commit(WM, sid, watermark=arg)
+        else:
+            lake.commit(asset, sid, *sorted(arg))
+        for t in _claims(lake):
+            assert top >= ENDS[(t.partition or "").removeprefix("dt=")], (t.partition, top)
+
+    push_in_any_order(lake, data, list(ids), push)
+    lake.commit(WM, 299, watermark=ENDS[Q])
+    lake.deliver()
+    while woken := _finish(lake):
+        lake.resolve(deferred=woken)
+    assert not any(p.ready for p in lake.explain().partitions)
+    for day in (P, Q):
+        runs = [{p.asset_key: p.snapshot_id for p in t.inputs} for t in _claims(lake) if t.partition == f"dt={day}"]
+        for asset in (ORDERS, PAYMENTS):
+            sids = [pins[asset] or 0 for pins in runs]
+            assert sids == sorted(sids), (day, asset, runs)
+            touched = [ids[n][1] for n, (a, arg) in enumerate(actions, start=1) if a == asset and day in arg]
+            both = all(any(a == m and day in arg for a, arg in actions) for m in (ORDERS, PAYMENTS))
+            if both:
+                assert sids and sids[-1] == max(touched), (day, asset, runs)
