@@ -284,6 +284,29 @@ def test_backfill_skip_absorbs_the_backfills_commits_and_runs_the_later_ones_onc
     assert runs_of(lake) == [(1, SPAN), (4, SPAN)]
 
 
+def test_backfill_skip_absorbs_the_commits_of_an_open_day_made_before_the_backfill_too() -> None:
+    """As documented for any group ("the member's commits the partition had not run when the backfill completed"):
+    a day's commits waiting for the watermark when the backfill completed had not run, so its skip absorbs them with
+    the backfill's (one SKIPPED claim names it), where without the window the commit before the backfill had run."""
+    rule = each_windowed({"assetKey": ORDERS, "partition": {}})
+    lake = Lake(Rule.model_validate({**rule.to_api(), "policy": {"mode": "EACH_VERSION", "backfill": "SKIP"}}))
+    lake.commit(WM, 1, watermark=P_END - 1)
+    lake.commit(ORDERS, 1, P)  # a commit of the day, before the backfill: the day is open
+    lake.deliver()
+    lake.push("BACKFILL_STARTED", ORDERS, backfillId="bf1")
+    lake.commit(ORDERS, 2, P)
+    lake.deliver()
+    lake.push("BACKFILL_COMPLETED", ORDERS, backfillId="bf1")
+    lake.deliver()
+    lake.commit(ORDERS, 3, P)
+    lake.commit(WM, 2, watermark=P_END)
+    lake.deliver()
+    lake.sweep(0)
+    assert runs_of(lake, skipped=True) == [(2, None)] and runs_of(lake) == [(3, SPAN)]
+    [skip] = [t for t in lake.triggers.triggers.values() if t.partition and t.status is TriggerStatus.SKIPPED]
+    assert "backfill completed on" in (skip.reason or "") and "bf1" in (skip.reason or "")
+
+
 def test_a_rollup_member_runs_from_the_commit_that_completed_the_day_once_the_day_closed() -> None:
     from tests.unit.test_partition_resolve import CLICKS, hourly
 
