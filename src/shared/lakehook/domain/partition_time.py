@@ -11,13 +11,13 @@ is that hour). A partition with no time value (``region=eu``), or whose time val
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from lakehook.domain.coverage import Span
 from lakehook.domain.partition_rules import Grain, parse_time_value
 from lakehook.domain.partitions import parse_partition_key
-from lakehook.domain.time import validate_timezone
+from lakehook.domain.time import MAX_ISO_MS, validate_timezone
 
 DEFAULT_PARTITION_TIMEZONE = "UTC"
 
@@ -27,34 +27,45 @@ def validate_partition_timezone(value: str) -> str:
     return validate_timezone(value, "partitionTimezone")
 
 
-def _period_end(start: datetime, grain: Grain) -> datetime:
-    """The (naive, wall-clock) end of the period of ``grain`` starting at ``start``."""
-    if grain is Grain.HOUR:
-        return start + timedelta(hours=1)
-    if grain is Grain.DAY:
-        return start + timedelta(days=1)
-    if grain is Grain.MONTH:
-        return start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
-    return start.replace(year=start.year + 1)
+def _period_end(start: datetime, grain: Grain) -> datetime | None:
+    """The (naive, wall-clock) end of the period of ``grain`` starting at ``start``; None past what datetime holds
+    (the last hour, day, month or year of 9999)."""
+    try:
+        if grain is Grain.HOUR:
+            return start + timedelta(hours=1)
+        if grain is Grain.DAY:
+            return start + timedelta(days=1)
+        if grain is Grain.MONTH:
+            return start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
+        return start.replace(year=start.year + 1)
+    except (ValueError, OverflowError):  # replace() raises the one, adding a timedelta the other
+        return None
+
+
+_EPOCH = datetime(1970, 1, 1)
+_FIRST_MS = (datetime(1, 1, 1) - _EPOCH) // timedelta(milliseconds=1)  # 0001-01-01T00:00:00Z
+_LAST_WALL = datetime(9999, 12, 31, 23, 59, 59, 999000)  # the last wall-clock millisecond datetime holds
 
 
 def _instant(wall: datetime, zone: ZoneInfo) -> int:
-    """A wall-clock time in ``zone`` as epoch ms (year 10000, the end of 9999, as its first instant)."""
-    return int(wall.replace(tzinfo=zone).astimezone(UTC).timestamp() * 1000)
+    """A wall-clock time in ``zone`` as epoch ms, by arithmetic: one that is an instant before year 1 or after 9999
+    in UTC (``0001-01-01T00:00`` east of UTC) is no datetime, but is a number."""
+    offset = wall.replace(tzinfo=zone).utcoffset() or timedelta(0)
+    return (wall - _EPOCH - offset) // timedelta(milliseconds=1)
 
 
 def value_span(value: str, timezone: str = DEFAULT_PARTITION_TIMEZONE) -> Span | None:
-    """The instants one value names in ``timezone``, or None when it is no time value (or names no instant there)."""
+    """The instants one value names in ``timezone``, or None when it is no time value (or names no instant there).
+    A span is cut to the instants lakehook can show, 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z (the end of
+    9999 is that last instant: ``dt=9999-12-31``, the open end of a zipper table's rows, is a day like another)."""
     parsed = parse_time_value(value)
     if parsed is None:
         return None
     grain, start = parsed
     zone = ZoneInfo(timezone)
-    try:
-        end = _period_end(start, grain)
-    except ValueError:  # the year 9999 ends past what datetime holds
-        end = datetime(9999, 12, 31, 23, 59, 59, 999000)
-    first, last = _instant(start, zone), _instant(end, zone)
+    end = _period_end(start, grain)
+    last = _instant(end, zone) if end is not None else _instant(_LAST_WALL, zone) + 1  # 10000-01-01T00:00 there
+    first, last = max(_instant(start, zone), _FIRST_MS), min(last, MAX_ISO_MS)
     return Span(first, last) if first < last else None
 
 

@@ -73,8 +73,12 @@ class GroupSchedule(BaseModel):
         return self._tick(at, forward=False)
 
     def next_tick(self, now_ms: int) -> int:
-        """The first tick after ``now_ms``."""
-        return min(self._tick(self._local(now_ms), forward=True), MAX_ISO_MS)
+        """The first tick after ``now_ms``; one past the last instant lakehook can show (9999-12-31T23:59:59.999Z)
+        is that instant, which no clock reaches (datetime, and so croniter, cannot hold a time past 9999)."""
+        try:
+            return min(self._tick(self._local(now_ms), forward=True), MAX_ISO_MS)
+        except OverflowError:
+            return MAX_ISO_MS
 
     def previous_tick(self, tick_ms: int) -> int:
         """The tick before ``tick_ms``: the start of its window."""

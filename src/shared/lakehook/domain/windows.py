@@ -110,6 +110,9 @@ def _watermark_past(
     reason = (
         f"window {shown} of {key} is not closed yet: the watermark is {ms_to_iso(watermark)}, it closes at a "
         f"watermark of {ms_to_iso(need)}"
+        if need <= MAX_ISO_MS
+        else f"window {shown} of {key} can never close: with its allowed lateness it closes after "
+        f"{ms_to_iso(MAX_ISO_MS)}, the last instant a watermark can hold"
     )
     required = {"watermarkAtLeast": need, "window": {"start": ms_to_iso(span.start), "end": ms_to_iso(span.end)}}
     with_status(members, index, Status.BLOCKED_BY_WATERMARK, reason, required)
