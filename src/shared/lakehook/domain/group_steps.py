@@ -144,8 +144,23 @@ class BackfillSkip(GroupStep):
 
     def evaluate(self, g: Evaluating) -> GroupEvaluation | None:
         if g.partition is not None:
-            return backfill_running(g.group, g.states, g.members) or partition_backfill_skip(g, g.partition)
-        return backfill_skip(g.rule, g.group, g.states, g.cursor, g.members, g.pins)
+            verdict = backfill_running(g.group, g.states, g.members) or partition_backfill_skip(g, g.partition)
+        else:
+            verdict = backfill_skip(g.rule, g.group, g.states, g.cursor, g.members, g.pins)
+        if verdict is None or not verdict.skip:
+            return verdict
+        return replace(verdict, behind=_in_flight(g))
+
+
+def _in_flight(g: Evaluating) -> Trigger | None:
+    """EACH_VERSION: the run the cursor names when it has not SUCCEEDED (still in flight, or FAILED). A backfill's
+    skip is claimed at once (it absorbs what the backfill made, no later commit), but stays behind that run: the
+    next version waits for it as it would without the skip (head of line), a FAILED one blocking it."""
+    if g.rule.policy.mode is not Mode.EACH_VERSION or g.cursor is None:
+        return None
+    if head_of_line(g.gid, g.members, g.cursor, g.previous) is None:
+        return None
+    return g.previous
 
 
 class OnSchedule(GroupStep):

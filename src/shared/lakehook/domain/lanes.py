@@ -116,7 +116,7 @@ def plan_lane(
         while verdict.ready and len(claims) < budget:
             planned = claim(verdict, cursor)
             claims.append(planned)
-            cursor, previous = planned.moved(), planned.trigger
+            cursor, previous = planned.moved(), planned.holds_line
             verdict = evaluate(cursor, previous)
             verdicts.append(verdict)
     except Exception as exc:

@@ -29,6 +29,13 @@ class PlannedClaim:
     catch_up_at: int | None = None
     log_pins: bool = False
     baseline: bool = False  # a startFrom NEXT_CHANGE starting point (no run: the versions present then)
+    behind: Trigger | None = None  # EACH_VERSION: the run in flight (or FAILED) a backfill's skip stays behind
+
+    @property
+    def holds_line(self) -> Trigger:
+        """The trigger the next version waits for once this claim is made: the run a skip stays behind, else this
+        claim's own."""
+        return self.behind if self.behind is not None else self.trigger
 
     def with_pins(self, pins: tuple[PinnedInput, ...]) -> PlannedClaim:
         return PlannedClaim(
@@ -39,11 +46,16 @@ class PlannedClaim:
             self.catch_up_at,
             self.log_pins,
             self.baseline,
+            self.behind,
         )
 
     def moved(self) -> GroupCursor:
-        """The group's (or the partition's) cursor once this claim is made."""
-        return self.base.after(self.trigger, dict(self.backfills), self.baseline, self.catch_up_at)
+        """The group's (or the partition's) cursor once this claim is made. A skip behind a run names that run: the
+        next version waits for it (head of line), as it did before the skip."""
+        moved = self.base.after(self.trigger, dict(self.backfills), self.baseline, self.catch_up_at)
+        if self.behind is None:
+            return moved
+        return moved.model_copy(update={"trigger_key": self.behind.trigger_key})
 
 
 def plan_claim(
@@ -75,4 +87,5 @@ def plan_claim(
         trigger = trigger.model_copy(update={"in_order": True})
     catch_up = trigger.created_at if verdict.backlog is not None else None
     log_pins = each_version and partition is None and group.window is None
-    return PlannedClaim(trigger, cursor, base, backfills_of(group, states), catch_up, log_pins)
+    behind = verdict.behind if verdict.skip else None
+    return PlannedClaim(trigger, cursor, base, backfills_of(group, states), catch_up, log_pins, behind=behind)

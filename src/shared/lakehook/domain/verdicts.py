@@ -13,7 +13,7 @@ from lakehook.domain.requirements import NodeVerdict
 from lakehook.domain.schedule_explanation import ScheduleExplanation
 from lakehook.domain.status import Status
 from lakehook.domain.time import ms_to_iso
-from lakehook.domain.triggers import GroupCursor, PinnedInput, Window
+from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, Window
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,9 @@ class GroupEvaluation:
     pending_partitions: int | None = None
     partial: tuple[PartialCommit, ...] = ()  # explain: the members' newest commits it evaluated only in part
     require: NodeVerdict | None = None  # a group with a require tree: the tree's verdict at every node
+    # EACH_VERSION: a backfill's skip made while the cursor's run has not SUCCEEDED stays behind that run (it holds
+    # the line: the next version waits for it, as it would without the skip)
+    behind: Trigger | None = None
 
     @property
     def ready(self) -> bool:
