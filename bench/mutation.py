@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 STAGE = ROOT / "test-output" / "mutation"
 AGAIN = ROOT / "test-output" / "mutation-again"  # --again: the section's live mutants, judged by today's tests
 LOG = ROOT / "test-output" / "mutation.log"
-ALIVE = ("survived", "no tests")
+TIMEOUT_MULTIPLIER = "LAKEHOOK_MUTATION_TIMEOUT_MULTIPLIER"  # set it only to judge mutants that never end
 
 # module (under lakehook/) -> the promise it guards
 MODULES: dict[str, str] = {
@@ -110,7 +110,12 @@ def stage(folder: Path = STAGE, modules: list[str] | None = None) -> Path:
     only = quoted(f'"src/lakehook/{m}"' for m in (MODULES if modules is None else modules))
     deselect = quoted(f'"--deselect={t}"' for t in DESELECT)
     tests = quoted(f'"{t}"' for t in TESTS)
-    (folder / "pyproject.toml").write_text(PYPROJECT.format(only=only, tests=tests, deselect=deselect))
+    config = PYPROJECT.format(only=only, tests=tests, deselect=deselect)
+    if TIMEOUT_MULTIPLIER in os.environ:  # mutmut's CPU limit: (traced estimate + 1 s) * 2 * this (default 15)
+        config = config.replace(
+            "[tool.mutmut]\n", f"[tool.mutmut]\ntimeout_multiplier = {float(os.environ[TIMEOUT_MULTIPLIER])}\n"
+        )
+    (folder / "pyproject.toml").write_text(config)
     return folder
 
 
@@ -234,6 +239,7 @@ class Section:
     runs: dict[str, str] = field(default_factory=dict)
     survivors: dict[str, str] = field(default_factory=dict)
     untested: list[str] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)  # mutants a run made but did not judge (stopped first)
     notes: str = ""  # written by hand under the lists (what is left and why); kept as written
 
     def take(self, label: str, about: str, statuses: dict[str, str], lines: dict[str, str]) -> None:
@@ -244,31 +250,43 @@ class Section:
             self.run_of[module] = label
         self.survivors = {n: line for n, line in self.survivors.items() if module_of(n) not in judged}
         self.untested = [n for n in self.untested if module_of(n) not in judged]
+        self.unchecked = [n for n in self.unchecked if module_of(n) not in judged]
         for name, status in statuses.items():
             self.counts[module_of(name)][status] += 1
         self.survivors.update({n: lines.get(n, "") for n, s in statuses.items() if s == "survived"})
         self.untested += [n for n, s in statuses.items() if s == "no tests"]
+        self.unchecked += [n for n, s in statuses.items() if s == "not checked"]
         self.runs[label] = about
 
     def fold(self, label: str, about: str, statuses: dict[str, str], lines: dict[str, str]) -> None:
         """A re-judgement of live mutants: each moves from its old verdict to its new one in its module's row."""
         for name, status in statuses.items():
-            module, before = module_of(name), ("survived" if name in self.survivors else "no tests")
-            self.counts[module][before] -= 1
+            module = module_of(name)
+            self.counts[module][self._forget(name)] -= 1
             self.counts[module][status] += 1
-            self.survivors.pop(name, None)
-            if name in self.untested:
-                self.untested.remove(name)
             if status == "survived":
                 self.survivors[name] = lines.get(name, "")
             elif status == "no tests":
                 self.untested.append(name)
+            elif status == "not checked":
+                self.unchecked.append(name)
             if label not in self.run_of[module].split(" + "):
                 self.run_of[module] = f"{self.run_of[module]} + {label}"
         self.runs[label] = about
 
+    def _forget(self, name: str) -> str:
+        """Take a live mutant off its list, answering the verdict it had."""
+        if self.survivors.pop(name, None) is not None:
+            return "survived"
+        for status, names in (("no tests", self.untested), ("not checked", self.unchecked)):
+            if name in names:
+                names.remove(name)
+                return status
+        raise ValueError(f"{name} is not alive in the section")
+
     def alive(self, modules: list[str] | None = None) -> list[str]:
-        names = [*self.survivors, *self.untested]
+        """The mutants no test has killed yet: survived, not reached by a test, or not judged."""
+        names = [*self.survivors, *self.untested, *self.unchecked]
         return sorted(n for n in names if modules is None or module_of(n) in modules)
 
     def table(self) -> str:
@@ -281,9 +299,11 @@ class Section:
         """The survivors, each with its line (and why, for an equivalent one), and the mutants no test reaches."""
         survivors = "\n".join(survivor_line(n, line) for n, line in sorted(self.survivors.items())) or "(none)"
         untested = ", ".join(f"`{n}`" for n in sorted(self.untested)) or "(none)"
+        unchecked = ", ".join(f"`{n}`" for n in sorted(self.unchecked)) or "(none)"
         return (
             f"Survivors ({len(self.survivors)}), each with the line mutmut changed; an equivalent one with why no "
-            f"test can kill it:\n\n{survivors}\n\nNo test reaches ({len(self.untested)}): {untested}\n"
+            f"test can kill it:\n\n{survivors}\n\nNo test reaches ({len(self.untested)}): {untested}\n\n"
+            f"Not judged ({len(self.unchecked)}): {unchecked}\n"
         )
 
     def render(self) -> str:
@@ -332,6 +352,8 @@ def parse_section(text: str) -> Section:
             found.survivors[survivor["name"]], last = survivor["line"], i
         elif ln.startswith("No test reaches"):
             found.untested, last = UNTESTED.findall(ln), i
+        elif ln.startswith("Not judged"):
+            found.unchecked, last = UNTESTED.findall(ln), i
     found.notes = "\n".join(lines[last + 1 :]).strip()
     if not found.runs:  # the old layout: one run, the paragraph right above the table
         about = lines[header - 2]
@@ -379,6 +401,8 @@ def recorded() -> Section:
 def about(command: str, began: float, load_before: float, load: Load, note: str) -> str:
     """A run's description: the command, the date, the time it took, the machine and its load."""
     niceness = os.nice(0)
+    knobs = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("LAKEHOOK_MUTATION_"))
+    command = f"{knobs} {command}" if knobs else command
     return (
         f"{note}`{command}`{f' under nice -n {niceness}' if niceness else ''}, run on "
         f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, took {time.perf_counter() - began:.0f} s; "
