@@ -15,9 +15,10 @@
   keeping every other module's row (and survivors) from the run that judged it; each row names its run, and each
   run is described (command, date, load) above the table.
 - again: ``--again`` re-judges, in a staging folder of its own (``test-output/mutation-again``), only the mutants
-  the section lists alive (survivors and those no test reached; with ``--only``, of those modules) with the tests
-  as they are now, and prints their table; ``--write`` also folds the verdicts into the section (a row then names
-  both runs): the way to confirm that new tests kill them without running every mutant again.
+  the section lists alive (survivors, those no test reached and those a stopped run did not judge; with ``--only``,
+  of those modules; with ``--mutants PART…``, those whose names hold a part) with the tests as they are now, and
+  prints their table; ``--write`` also folds the verdicts into the section (a row then names both runs): the way to
+  confirm that new tests kill them without running every mutant again.
 - left out: the DynamoDB adapters (the trigger store's cursor condition is held by its contract suite on moto, whose
   tests take seconds each under mutation); the resolver and evaluation, whose tests are minutes long.
 """
@@ -429,15 +430,22 @@ def judge_again(alive: list[str], load: Load) -> tuple[dict[str, str], dict[str,
     return statuses, changed_lines([n for n, s in statuses.items() if s == "survived"], AGAIN)
 
 
+def listed(argv: list[str], flag: str) -> list[str] | None:
+    """The arguments after ``flag`` up to the next option, or None without the flag."""
+    if flag not in argv:
+        return None
+    values = []
+    for arg in argv[argv.index(flag) + 1 :]:
+        if arg.startswith("--"):
+            break
+        values.append(arg)
+    return values
+
+
 def options(argv: list[str]) -> tuple[list[str] | None, str]:
     """``--only`` modules (each one of :data:`MODULES`) and ``--note`` text."""
-    modules = None
-    if "--only" in argv:
-        modules = []
-        for arg in argv[argv.index("--only") + 1 :]:
-            if arg.startswith("--"):
-                break
-            modules.append(arg)
+    modules = listed(argv, "--only")
+    if modules is not None:
         unknown = [m for m in modules if m not in MODULES]
         if not modules or unknown:
             raise SystemExit(f"--only takes modules of {', '.join(MODULES)}; not {', '.join(unknown) or 'none'}")
@@ -446,7 +454,8 @@ def options(argv: list[str]) -> tuple[list[str] | None, str]:
 
 
 def main(argv: list[str]) -> int:
-    """``--only MODULE…``: judge those modules alone. ``--again [--write]``: re-judge the live mutants. ``--report``:
+    """``--only MODULE…``: judge those modules alone. ``--again [--write] [--mutants NAME…]``: re-judge the live
+    mutants (of the ``--only`` modules, or those whose names hold one of the ``--mutants`` parts). ``--report``:
     write the section from the staging folder's last run without running mutmut again (``--note TEXT`` says why,
     e.g. an interrupted run)."""
     modules, note = options(argv)
@@ -455,6 +464,8 @@ def main(argv: list[str]) -> int:
     command = "python -m bench.mutation " + " ".join(a for a in argv if a not in ("--note", note.strip()))
     if "--again" in argv:
         alive = section.alive(modules)
+        if (names := listed(argv, "--mutants")) is not None:  # only the live mutants whose names hold one of these
+            alive = [name for name in alive if any(part in name for part in names)]
         statuses, lines = judge_again(alive, load) if alive else ({}, {})
         again = Section()
         again.take("again", "", statuses, lines)
