@@ -504,3 +504,19 @@ def test_a_later_snapshot_never_inherits_an_older_ones_no_data_flag(asset: Asset
     assert asset.state.latest_data_changed is True and asset.state.latest_record is not None
     assert asset.state.latest_record.changes_data and asset.state.latest_data is not None
     assert asset.state.latest_data.snapshot_id == 2
+
+
+def test_a_compaction_older_than_the_newest_snapshot_is_stale_and_changes_nothing(asset: Asset) -> None:
+    """A snapshot that changes no data has no late part to apply (make mutation: ``late = ""`` in
+    _snapshot_committed, which the ingest path then tried to apply)."""
+    assert asset.apply(snap(5), snap(3, commitKind="COMPACT")) == [AdvanceOutcome.ADVANCED, AdvanceOutcome.STALE]
+    state = asset.state
+    assert (state.latest_snapshot_id, state.latest_data_changed) == (5, True)
+    assert state.latest_data is not None and state.latest_data.snapshot_id == 5
+
+
+def test_a_snapshot_without_a_schema_leaves_the_first_schema_to_a_later_one(asset: Asset) -> None:
+    """The first schema id is the first one a snapshot names, not a null from an earlier snapshot that named none
+    (make mutation: _snapshot_committed setting the first schema id whatever the event said)."""
+    asset.apply(snap(1), snap(2, schemaId=4), snap(3, schemaId=5))
+    assert asset.state.first_schema_id == 4
