@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 STAGE = ROOT / "test-output" / "mutation"
 AGAIN = ROOT / "test-output" / "mutation-again"  # --again: the section's live mutants, judged by today's tests
 LOG = ROOT / "test-output" / "mutation.log"
+GONE = "no longer made"  # --again: a live mutant of code removed since its run
 TIMEOUT_MULTIPLIER = "LAKEHOOK_MUTATION_TIMEOUT_MULTIPLIER"  # set it only to judge mutants that never end
 
 # module (under lakehook/) -> the promise it guards
@@ -241,6 +242,7 @@ class Section:
     survivors: dict[str, str] = field(default_factory=dict)
     untested: list[str] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)  # mutants a run made but did not judge (stopped first)
+    gone: list[str] = field(default_factory=list)  # live mutants mutmut no longer makes: their code was removed
     notes: str = ""  # written by hand under the lists (what is left and why); kept as written
 
     def take(self, label: str, about: str, statuses: dict[str, str], lines: dict[str, str]) -> None:
@@ -264,6 +266,9 @@ class Section:
         for name, status in statuses.items():
             module = module_of(name)
             self.counts[module][self._forget(name)] -= 1
+            if status == GONE:  # no longer a mutant of the module: out of its counts, named below the lists
+                self.gone.append(name)
+                continue
             self.counts[module][status] += 1
             if status == "survived":
                 self.survivors[name] = lines.get(name, "")
@@ -301,10 +306,13 @@ class Section:
         survivors = "\n".join(survivor_line(n, line) for n, line in sorted(self.survivors.items())) or "(none)"
         untested = ", ".join(f"`{n}`" for n in sorted(self.untested)) or "(none)"
         unchecked = ", ".join(f"`{n}`" for n in sorted(self.unchecked)) or "(none)"
+        gone = ", ".join(f"`{n}`" for n in sorted(self.gone)) or "(none)"
         return (
             f"Survivors ({len(self.survivors)}), each with the line mutmut changed; an equivalent one with why no "
             f"test can kill it:\n\n{survivors}\n\nNo test reaches ({len(self.untested)}): {untested}\n\n"
-            f"Not judged ({len(self.unchecked)}): {unchecked}\n"
+            f"Not judged ({len(self.unchecked)}): {unchecked}\n\n"
+            f"No longer made ({len(self.gone)}; the code they changed was removed since, so they left the counts): "
+            f"{gone}\n"
         )
 
     def render(self) -> str:
@@ -355,6 +363,8 @@ def parse_section(text: str) -> Section:
             found.untested, last = UNTESTED.findall(ln), i
         elif ln.startswith("Not judged"):
             found.unchecked, last = UNTESTED.findall(ln), i
+        elif ln.startswith("No longer made"):
+            found.gone, last = UNTESTED.findall(ln), i
     found.notes = "\n".join(lines[last + 1 :]).strip()
     if not found.runs:  # the old layout: one run, the paragraph right above the table
         about = lines[header - 2]
@@ -422,11 +432,11 @@ def judge(modules: list[str] | None, load: Load) -> tuple[dict[str, str], dict[s
 
 
 def judge_again(alive: list[str], load: Load) -> tuple[dict[str, str], dict[str, str]]:
-    """``alive`` judged again in :data:`AGAIN` by today's tests (a mutant mutmut no longer makes is "not checked")."""
+    """``alive`` judged again in :data:`AGAIN` by today's tests (a mutant mutmut no longer makes is :data:`GONE`)."""
     stage(AGAIN, sorted({module_of(name) for name in alive}))
     mutmut("run", *alive, workers=workers(), folder=AGAIN, load=load)
     judged = results(AGAIN)
-    statuses = {name: judged.get(name, "not checked") for name in alive}
+    statuses = {name: judged.get(name, GONE) for name in alive}
     return statuses, changed_lines([n for n, s in statuses.items() if s == "survived"], AGAIN)
 
 

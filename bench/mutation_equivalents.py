@@ -40,9 +40,86 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "full = None",
         "`full` is first read after `full = full or …` made it a bool, and None is false as False is",
     ),
-    "lakehook.domain.partitions.x__chunked__mutmut_6": (
-        "if chunk or (len(chunk) == MAX_TOUCHED_PARTITIONS or size + length > MAX_TOUCHED_PARTITION_BYTES):",
-        "with no chunk yet the test is `length > 65,536`, and a recordable key is at most 512 characters (2,048 bytes)",
+    "lakehook.domain.coverage.x__read_varints__mutmut_14": (
+        "if shift > 64:",
+        "a shift grows by 7: past 63 and past 64 are both 70",
+    ),
+    "lakehook.domain.coverage.x_clip__mutmut_13": (
+        "last = bisect_left([s.start for s in merged], end, )  # spans starting at or after end are outside",
+        "the spans before `first` end at or before `start`, so start before `end`: the search finds the same index",
+    ),
+    "lakehook.domain.coverage.x_clip__mutmut_17": (
+        "if out[0].start <= start:",
+        "when the edge span starts at `start` it is replaced by itself",
+    ),
+    "lakehook.domain.coverage.x_clip__mutmut_27": (
+        "if out[-1].end >= end:",
+        "when the edge span ends at `end` it is replaced by itself",
+    ),
+    "lakehook.domain.coverage.x_join_sorted__mutmut_6": (
+        "if span.end >= out[-1].end:",
+        "an equal end replaces the last span by itself",
+    ),
+    "lakehook.domain.coverage.x_merge__mutmut_11": (
+        "if end >= merged[-1].end:",
+        "an equal end replaces the last span by itself",
+    ),
+    "lakehook.domain.coverage.x_newest_covered_window__mutmut_5": (
+        "if span.start > horizon:",
+        "a span starting at the horizon holds no closed window (its aligned end is at or before its start): skipped "
+        "either way",
+    ),
+    "lakehook.domain.coverage.x_segments_between__mutmut_14": (
+        "return list(range(segment_start(start), segment_start(end - 1) + 2, SEGMENT_MS))",
+        "the stop is a day start plus 1 or 2 ms: either way the range ends with that day",
+    ),
+    "lakehook.domain.late_versions.x_ran_among__mutmut_18": (
+        "if pin.ordinal[0] <= record.order and trigger.replay_of is None:",
+        "here the pin names another snapshot, and two snapshots of an asset never share an order",
+    ),
+    "lakehook.domain.state.x__manifest_claim__mutmut_29": (
+        'key = order_key(event, recorded_at, rank=0 if claim == "SEALED" else 2)',
+        "the rank only orders an interruption after a seal at the same time: 2 does as 1 does",
+    ),
+    "lakehook.domain.state.x__manifest_claim__mutmut_34": (
+        "settled_later=None,",
+        "settled_later is read only for an equality guard without applied_if; this one is Below with applied_if",
+    ),
+    "lakehook.domain.state.x__manifest_claim__mutmut_7": (
+        'claim = "SEALED" if event.event_type is EventType.MANIFEST_SEALED else "XXINTERRUPTEDXX"',
+        "the stored claim is compared only with SEALED and with the same event's own spelling (applied_if)",
+    ),
+    "lakehook.domain.state.x__manifest_claim__mutmut_8": (
+        'claim = "SEALED" if event.event_type is EventType.MANIFEST_SEALED else "interrupted"',
+        "the stored claim is compared only with SEALED and with the same event's own spelling (applied_if)",
+    ),
+    "lakehook.domain.state.x__quality_verdict__mutmut_1": (
+        "assert event.snapshot_id is not None or event.snapshot_order is not None",
+        "the event's validation requires both for a quality verdict: the weaker assert never fails either",
+    ),
+    "lakehook.domain.state.x__snapshot_committed__mutmut_1": (
+        "assert event.snapshot_id is not None or event.snapshot_order is not None",
+        "the event's validation requires both for a snapshot: the weaker assert never fails either",
+    ),
+    "lakehook.domain.state.x_snapshot_record__mutmut_1": (
+        "assert event.snapshot_id is not None or event.snapshot_order is not None",
+        "the event's validation requires both for a snapshot: the weaker assert never fails either",
+    ),
+    "lakehook.domain.state.x_advance_for__mutmut_1": (
+        "def advance_for(event: AssetEvent, recorded_at: int = 1) -> Advance \\| None:",
+        "no caller leaves recorded_at out (usecases/ingest.py, usecases/ingest_state.py): the default is never used",
+    ),
+    "lakehook.domain.state.x_advance_for__mutmut_5": (
+        "return advance(event, recorded_at) if (advance is not None) or True else None",
+        "every EventType has its rule in _ADVANCES: `advance` is never None",
+    ),
+    "lakehook.domain.state.x_verification_advance__mutmut_7": (
+        "changes = ((StateField.MANIFEST_SHA256, sha256),)",
+        "a hash is stored only with SEALED (a claim and INVALID clear it): the hash alone tells this verdict applied",
+    ),
+    "lakehook.domain.state.xǁAssetStateǁquality_of__mutmut_10": (
+        "if failed is None or failed <= record.order:",
+        "an equal order is this very snapshot, whose failure the first test already answered",
     ),
     "lakehook.wire.partition_keys.x_unescape_path_name__mutmut_17": (
         'if text[i] == "%" and len(pair) == 2 and set(pair) < _HEX:',

@@ -90,3 +90,11 @@ def test_only_takes_the_modules_it_knows() -> None:
         options(["--only", "domain/nothing.py"])
     with pytest.raises(SystemExit):
         options(["--only", "--again"])
+
+
+def test_a_live_mutant_of_removed_code_leaves_its_modules_counts() -> None:
+    section = parse_section(OLD)
+    section.fold("again 2026-12-07 23:30", "y", {f"{SIGNING}13": "no longer made"}, {})
+    assert section.counts["domain/signing.py"] == Counter({"killed": 2, "no tests": 1})
+    assert section.alive() == [] and section.gone == [f"{SIGNING}13"]
+    assert parse_section(section.render()).gone == [f"{SIGNING}13"]

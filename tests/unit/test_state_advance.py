@@ -520,3 +520,13 @@ def test_a_snapshot_without_a_schema_leaves_the_first_schema_to_a_later_one(asse
     (make mutation: _snapshot_committed setting the first schema id whatever the event said)."""
     asset.apply(snap(1), snap(2, schemaId=4), snap(3, schemaId=5))
     assert asset.state.first_schema_id == 4
+
+
+def test_one_manifest_announced_again_by_an_older_event_is_already_applied(asset: Asset) -> None:
+    """Two announcements of one manifest (each its own event: the writer's push and the spool verifier's) are one
+    version of it: the older one, arriving second, is ALREADY, not STALE (make mutation: _manifest_claim without
+    ``applied_if``, which told a copy by the order key alone, and the two events' keys differ)."""
+    uri = "s3://spool/orders/1.manifest.json"
+    asset.apply(ev(EventType.MANIFEST_SEALED, manifestUri=uri, commitTime=2000))
+    assert asset.apply(ev(EventType.MANIFEST_SEALED, manifestUri=uri, commitTime=1000)) == [AdvanceOutcome.ALREADY]
+    assert asset.apply(ev(EventType.MANIFEST_INTERRUPTED, manifestUri=uri, commitTime=500)) == [AdvanceOutcome.STALE]
