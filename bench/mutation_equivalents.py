@@ -77,6 +77,10 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "if pin.ordinal[0] <= record.order and trigger.replay_of is None:",
         "here the pin names another snapshot, and two snapshots of an asset never share an order",
     ),
+    "lakehook.domain.producers.xǁProducerǁtakes_bus_events_from__mutmut_4": (
+        "allowed = self.bus_accounts or ([stack_account] if (stack_account) or True else [])",
+        "with the stack's account unknown the list is `[None]`, and an event's account is never None",
+    ),
     "lakehook.domain.state.x__manifest_claim__mutmut_29": (
         'key = order_key(event, recorded_at, rank=0 if claim == "SEALED" else 2)',
         "the rank only orders an interruption after a seal at the same time: 2 does as 1 does",
