@@ -79,7 +79,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     ),
     "lakehook.domain.producers.xǁProducerǁtakes_bus_events_from__mutmut_4": (
         "allowed = self.bus_accounts or ([stack_account] if (stack_account) or True else [])",
-        "with the stack's account unknown the list is `[None]`, and an event's account is never None",
+        "the stack's account is 12 digits or None (account_of) and an event's a string: `[None]` admits none",
     ),
     "lakehook.domain.state.x__manifest_claim__mutmut_29": (
         'key = order_key(event, recorded_at, rank=0 if claim == "SEALED" else 2)',
@@ -88,6 +88,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "lakehook.domain.state.x__manifest_claim__mutmut_34": (
         "settled_later=None,",
         "settled_later is read only for an equality guard without applied_if; this one is Below with applied_if",
+    ),
+    "lakehook.domain.state.x__manifest_claim__mutmut_38": (
+        "",
+        "settled_later dropped: it is read only for an equality guard without applied_if; this one is Below with "
+        "applied_if",
     ),
     "lakehook.domain.state.x__manifest_claim__mutmut_7": (
         'claim = "SEALED" if event.event_type is EventType.MANIFEST_SEALED else "XXINTERRUPTEDXX"',
