@@ -415,7 +415,7 @@ def about(command: str, began: float, load_before: float, load: Load, note: str)
     knobs = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("LAKEHOOK_MUTATION_"))
     command = f"{knobs} {command}" if knobs else command
     return (
-        f"{note}`{command}`{f' under nice -n {niceness}' if niceness else ''}, run on "
+        f"{note}`{command}`{f' under nice -n {niceness}' if niceness else ''}, ended "
         f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, took {time.perf_counter() - began:.0f} s; "
         f"{os.cpu_count()} cores; load average (1 min) {load_before:.2f} before, {load} during, "
         f"{os.getloadavg()[0]:.2f} after."
