@@ -19,6 +19,10 @@
   of those modules; with ``--mutants PART…``, those whose names hold a part) with the tests as they are now, and
   prints their table; ``--write`` also folds the verdicts into the section (a row then names both runs): the way to
   confirm that new tests kill them without running every mutant again.
+- never ending: a mutant that loops for ever runs to mutmut's CPU limit (30 times its tests' traced time), which at
+  nice 19 on a busy machine can be an hour; judge such a mutant alone with a lower limit,
+  ``LAKEHOOK_MUTATION_TIMEOUT_MULTIPLIER=1 python -m bench.mutation --again --write --mutants NAME`` (any limit ends
+  it; a mutant that ends may time out falsely under it, so never give it to others).
 - left out: the DynamoDB adapters (the trigger store's cursor condition is held by its contract suite on moto, whose
   tests take seconds each under mutation); the resolver and evaluation, whose tests are minutes long.
 """
