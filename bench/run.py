@@ -96,6 +96,11 @@ def replace_section(name: str, text: str) -> None:
     _write([head], kept)
 
 
+def read_section(name: str) -> str | None:
+    """One section as written (``## name: ...`` to the next), or None where there is none."""
+    return _sections().get(name)
+
+
 def _provenance(name: str, seconds: float, load_before: float, load_after: float) -> str:
     """How the section was made: command, date, machine, load (the figures mean little without them)."""
     knobs = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("LAKEHOOK_BENCH_"))

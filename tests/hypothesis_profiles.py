@@ -1,5 +1,5 @@
 """Hypothesis profiles: ``full`` (the default, what ``make test`` runs) and ``fast`` (``make test-fast``); ``mutation``
-(``make mutation``) is ``fast`` derandomized, without an example database.
+(``make mutation``) is ``fast`` derandomized, without an example database, and does not shrink a failing example.
 
 A test that asks for its own number of examples writes ``max_examples=examples(200)``: 200 under ``full``, at most
 :data:`FAST_EXAMPLES` under ``fast``. A test without its own number takes the profile's. Choose a profile with
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 FULL = "full"
 FAST = "fast"
@@ -25,7 +25,12 @@ UNTIMED: dict[str, Any] = {"deadline": None, "suppress_health_check": [HealthChe
 
 settings.register_profile(FULL, settings.get_profile("default"), **UNTIMED)
 settings.register_profile(FAST, max_examples=FAST_EXAMPLES, **UNTIMED)
-settings.register_profile(MUTATION, max_examples=FAST_EXAMPLES, derandomize=True, database=None, **UNTIMED)
+# make mutation asks only whether a mutant fails a test: a failing example is not shrunk (shrinking a list of
+# thousands of keys took minutes a mutant), which changes no verdict.
+NO_SHRINK = (Phase.explicit, Phase.generate)
+settings.register_profile(
+    MUTATION, max_examples=FAST_EXAMPLES, derandomize=True, database=None, phases=NO_SHRINK, **UNTIMED
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", FULL))
 
 

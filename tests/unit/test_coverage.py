@@ -19,6 +19,7 @@ from lakehook.domain.coverage import (
     CoverageTooFragmentedError,
     Span,
     check_query,
+    clip,
     covered_ratio,
     covered_windows,
     decode_segment,
@@ -420,3 +421,35 @@ def test_joining_sorted_spans_covers_exactly_their_points_with_no_two_spans_meet
     assert all(s.start < s.end for s in joined)
     points = {p for s in spans for p in range(s.start, s.end)}
     assert {p for s in joined for p in range(s.start, s.end)} == points
+
+
+def test_an_empty_or_reversed_range_clips_to_nothing() -> None:
+    """The parts of the spans inside ``[start, end)`` when it holds no instant: none, even inside a span (make
+    mutation: clip's ``end <= start`` read as ``end < start`` kept an empty part)."""
+    merged = merge([(0, 10), (20, 30)])
+    assert clip(merged, 5, 5) == [] and clip(merged, 25, 21) == [] and clip(merged, 10, 10) == []
+    assert clip(merged, 5, 6) == [Span(5, 6)]
+
+
+def test_a_day_encoded_in_exactly_the_limit_is_stored_and_one_interval_more_is_refused_saying_so() -> None:
+    """One-millisecond spans a millisecond apart encode in two bytes each: 131,072 of them are the 256 KiB limit
+    exactly (make mutation: the limit read as ``>=``, and the refusal's text lost)."""
+    fits = [Span(JUNE + 2 * i, JUNE + 2 * i + 1) for i in range(MAX_SEGMENT_BYTES // 2)]
+    data = encode_segment(fits, JUNE)
+    assert len(data) == MAX_SEGMENT_BYTES and decode_segment(data, JUNE) == fits
+    one_more = [*fits, Span(JUNE + MAX_SEGMENT_BYTES, JUNE + MAX_SEGMENT_BYTES + 1)]
+    with pytest.raises(CoverageTooFragmentedError) as refused:
+        encode_segment(one_more, JUNE)
+    assert str(refused.value) == (
+        f"the day 2025-06-01 would hold {len(one_more)} separate intervals ({MAX_SEGMENT_BYTES + 2} bytes encoded, "
+        f"the limit is {MAX_SEGMENT_BYTES}); send coarser intervals"
+    )
+
+
+def test_a_varint_of_64_bits_is_read_whole() -> None:
+    """Ten bytes carry a 64-bit varint (the tenth at shift 63): a gap of 2**63 is read, and refused as past its day,
+    not as a varint too long (make mutation: the 64-bit bound read as ``shift >= 63``)."""
+    gap = bytes([0x80] * 9 + [0x01])  # 2**63
+    with pytest.raises(CorruptSegmentError) as refused:
+        decode_segment(gap + b"\x01", JUNE)
+    assert str(refused.value) == "coverage segment 2025-06-01 runs past its day"

@@ -504,3 +504,29 @@ def test_a_later_snapshot_never_inherits_an_older_ones_no_data_flag(asset: Asset
     assert asset.state.latest_data_changed is True and asset.state.latest_record is not None
     assert asset.state.latest_record.changes_data and asset.state.latest_data is not None
     assert asset.state.latest_data.snapshot_id == 2
+
+
+def test_a_compaction_older_than_the_newest_snapshot_is_stale_and_changes_nothing(asset: Asset) -> None:
+    """A snapshot that changes no data has no late part to apply (make mutation: ``late = ""`` in
+    _snapshot_committed, which the ingest path then tried to apply)."""
+    assert asset.apply(snap(5), snap(3, commitKind="COMPACT")) == [AdvanceOutcome.ADVANCED, AdvanceOutcome.STALE]
+    state = asset.state
+    assert (state.latest_snapshot_id, state.latest_data_changed) == (5, True)
+    assert state.latest_data is not None and state.latest_data.snapshot_id == 5
+
+
+def test_a_snapshot_without_a_schema_leaves_the_first_schema_to_a_later_one(asset: Asset) -> None:
+    """The first schema id is the first one a snapshot names, not a null from an earlier snapshot that named none
+    (make mutation: _snapshot_committed setting the first schema id whatever the event said)."""
+    asset.apply(snap(1), snap(2, schemaId=4), snap(3, schemaId=5))
+    assert asset.state.first_schema_id == 4
+
+
+def test_one_manifest_announced_again_by_an_older_event_is_already_applied(asset: Asset) -> None:
+    """Two announcements of one manifest (each its own event: the writer's push and the spool verifier's) are one
+    version of it: the older one, arriving second, is ALREADY, not STALE (make mutation: _manifest_claim without
+    ``applied_if``, which told a copy by the order key alone, and the two events' keys differ)."""
+    uri = "s3://spool/orders/1.manifest.json"
+    asset.apply(ev(EventType.MANIFEST_SEALED, manifestUri=uri, commitTime=2000))
+    assert asset.apply(ev(EventType.MANIFEST_SEALED, manifestUri=uri, commitTime=1000)) == [AdvanceOutcome.ALREADY]
+    assert asset.apply(ev(EventType.MANIFEST_INTERRUPTED, manifestUri=uri, commitTime=500)) == [AdvanceOutcome.STALE]
