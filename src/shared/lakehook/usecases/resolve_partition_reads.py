@@ -5,18 +5,24 @@ them all, and the pending marks of those not on the page (explain: a short page,
 coverage intervals over the spans of those partitions; and EACH_VERSION per partition, its partitions' next versions,
 head-of-line triggers and the gaps before them, counted against the invocation's version queries
 (:class:`VersionReads`, shared by every partitioned group of the invocation).
+
+What a batch brings for EACH_VERSION per partition is read once for all the partitioned groups of an invocation
+(:class:`PartitionVersionReads`: the batch's commits per partition, those known with their partitions and those known
+in part, :class:`BatchVersions`); each group's reads take its own members' versions from it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from lakehook.domain.commit_pieces import CommitPiece, KnownPieces, whole_commits
 from lakehook.domain.partition_evaluation import (
     FactKey,
     PartitionFact,
     counted_as_run,
     fact_keys,
+    facts_of,
     member_keys,
     units_needed,
 )
@@ -29,9 +35,10 @@ from lakehook.domain.triggers import GroupCursor, TriggerStatus, partition_curso
 from lakehook.domain.verdicts import Gap
 from lakehook.domain.versions import LoggedSnapshot, SnapshotLog, SnapshotRecord, lineage_of
 from lakehook.ports.partitions import PartitionStore
+from lakehook.ports.rules import GroupRef, PartitionWork
 from lakehook.usecases.coverage import coverage_of_partitions
 from lakehook.usecases.resolve_group_reads import GroupInputs, SharedReads
-from lakehook.usecases.resolve_partitions import PartitionInputs, Versions, in_order
+from lakehook.usecases.resolve_partitions import PartitionInputs, Touched, Versions, in_order
 from lakehook.usecases.resolve_report import ResolverLimits, ResolverStores
 
 
@@ -39,6 +46,26 @@ def bounded(stores: ResolverStores, explain: bool) -> bool:
     """Whether the reads of partitioned groups are bounded: what lies past a bound is carried to the resolver queue
     (with no queue, or for explain, nothing is past it)."""
     return stores.resolver_queue is not None and not explain
+
+
+def carried_groups(
+    carried: Sequence[PartitionWork], rules: Mapping[str, Rule], focus: dict[str, set[str]]
+) -> tuple[dict[GroupRef, str], dict[GroupRef, frozenset[str]]]:
+    """Add the groups of carried-over partition work whose rule (in ``rules``) still has them partitioned to the
+    work (``focus``): which continue a scan below a key, and which partitions each is given."""
+    after: dict[GroupRef, str] = {}
+    given: dict[GroupRef, set[str]] = {}
+    for item in carried:
+        rule_or_none = rules.get(item.rule_id)
+        group = rule_or_none.group(item.group_id) if rule_or_none is not None else None
+        if group is None or group.partition_by is None:
+            continue  # the rule or group is gone, or no longer partitioned: nothing left to carry on
+        focus.setdefault(item.rule_id, set()).add(item.group_id)
+        ref = (item.rule_id, item.group_id)
+        given.setdefault(ref, set()).update(item.partitions)
+        if item.after is not None:
+            after[ref] = item.after
+    return after, {ref: frozenset(parts) for ref, parts in given.items()}
 
 
 class PartitionedReads:
@@ -65,6 +92,8 @@ class PartitionedReads:
         if in_order(rule, group):
             start = shared.inputs.cursors.get(ref)  # a startFrom NEXT_CHANGE rule's start: versions are read after it
             read = self._partition_versions(store, group, read, shared.versions, start)
+            members = set(group.asset_keys)
+            read = replace(read, batch_versions={k: v for k, v in shared.versions.items() if k[0] in members})
         return GroupInputs(partitions=read)
 
     def _scan(self, store: PartitionStore, rule: Rule, group: Group, shared: SharedReads) -> tuple[bool, str | None]:
@@ -425,3 +454,130 @@ def _stored_below(
             for key in member_keys(group, member, partition):
                 below.update((key, version.order) for version in brought.get(key, ()) if version.order < floor)
     return frozenset(store.stored_versions(below)) if below else frozenset()
+
+
+# --- what a batch brings, for EACH_VERSION per partition: read once for every partitioned group ----------------
+
+
+@dataclass(frozen=True)
+class BatchVersions:
+    """What a batch brings partitioned EACH_VERSION groups, read once for all of them: every commit of the batch
+    touching one of their (asset, mapping, partition) keys (``versions``: kept by the apply before the facts), the
+    batch's commits known with their partitions (``commits``: logged by the apply), its data commits still known in
+    part (``in_part``: logged as such, a partition whose next version is one tells a gap before it) and the pieces of
+    those (``pieces``: noted by the apply); and the invocation's version queries (``budget``), shared by the
+    partitioned groups' reads."""
+
+    versions: dict[FactKey, tuple[PartitionFact, ...]]
+    commits: dict[str, list[SnapshotRecord]]
+    in_part: dict[str, list[SnapshotRecord]]
+    pieces: list[CommitPiece]
+    budget: VersionReads
+
+
+class PartitionVersionReads:
+    """EACH_VERSION per partition, the batch-wide reads (:class:`BatchVersions`): one entry point over the work; one
+    batched read of the pieces kept before of the commits the batch holds in part, none otherwise."""
+
+    def __init__(self, stores: ResolverStores, limits: ResolverLimits):
+        self._stores = stores
+        self._limits = limits
+
+    def __call__(
+        self,
+        work: Sequence[tuple[Rule, Group]],
+        touched: Touched,
+        pieces: Sequence[CommitPiece],
+        recorded: Mapping[str, Sequence[SnapshotRecord]],
+        now: int,
+        explain: bool,
+    ) -> BatchVersions:
+        """What the batch brings the partitioned EACH_VERSION groups of ``work``: from the commits it ``touched``, the
+        ``pieces`` of them it holds (where each starts among its commit's keys) and the snapshots it ``recorded``."""
+        commits, in_part, rest = self._known_commits(work, touched, pieces, recorded)
+        return BatchVersions(
+            brought_versions(work, touched), commits, in_part, rest, self._version_reads(commits, in_part, now, explain)
+        )
+
+    def _known_commits(
+        self,
+        work: Sequence[tuple[Rule, Group]],
+        touched: Touched,
+        held: Sequence[CommitPiece],
+        recorded: Mapping[str, Sequence[SnapshotRecord]],
+    ) -> tuple[dict[str, list[SnapshotRecord]], dict[str, list[SnapshotRecord]], list[CommitPiece]]:
+        """The batch's commits known with their partitions (logged by the apply), its data commits still known in
+        part (logged as such: a partition whose next version is one tells a gap before it), and the pieces of those
+        (noted by the apply). A commit is known once its pieces cover every key it touched
+        (:mod:`lakehook.domain.commit_pieces`): the batch's, with those kept before (one batched read of the commits
+        the batch holds in part)."""
+        assets = {m.asset_key for rule, group in work if in_order(rule, group) for m in group.partitioned_members}
+        pieces = [p for p in held if p.asset_key in assets]
+        whole = whole_commits(pieces)
+        rest = [p for p in pieces if p.ref not in whole and p.record.changes_data]
+        store = self._stores.partitions
+        stored: dict[tuple[str, int], KnownPieces] = {}
+        if rest and store is not None:
+            stored = store.commit_pieces(sorted({p.ref for p in rest}))
+            whole |= whole_commits(rest, stored)
+        commits = brought_commits(work, whole, recorded)
+        return commits, _known_in_part(touched, assets, whole), [p for p in rest if p.ref not in whole]
+
+    def _version_reads(
+        self,
+        commits: dict[str, list[SnapshotRecord]],
+        in_part: dict[str, list[SnapshotRecord]],
+        now: int,
+        explain: bool,
+    ) -> VersionReads:
+        """The invocation's version queries, shared by its partitioned groups (bounded unless explain or no queue)."""
+        most = self._limits.max_version_reads if bounded(self._stores, explain) else None
+        limits = self._limits
+        return VersionReads(most, commits, now, limits.history_settle_ms, limits.commit_log_page, in_part=in_part)
+
+
+def _known_in_part(
+    touched: Touched, assets: Collection[str], whole: Mapping[tuple[str, int], SnapshotRecord]
+) -> dict[str, list[SnapshotRecord]]:
+    """The data commits of ``assets`` the batch holds and that are not known ``whole``, per asset, oldest first."""
+    found: dict[str, list[SnapshotRecord]] = {}
+    for asset, entries in sorted(touched.items()):
+        part = {r.order: r for r, _ in entries if r.changes_data and (asset, r.order) not in whole}
+        if asset in assets and part:
+            found[asset] = [part[o] for o in sorted(part)]
+    return found
+
+
+def brought_versions(work: Sequence[tuple[Rule, Group]], touched: Touched) -> dict[FactKey, tuple[PartitionFact, ...]]:
+    """Every data commit of ``touched`` touching an (asset, mapping, partition) of a partitioned EACH_VERSION group of
+    ``work``, oldest first, each once: the versions the apply keeps (before the facts) and the plan steps through."""
+    found: dict[FactKey, dict[int, PartitionFact]] = {}
+    for rule, group in work:
+        if not in_order(rule, group):
+            continue
+        for key in dict.fromkeys(m.asset_key for m in group.partitioned_members):
+            for record, parts in touched.get(key, ()):
+                for fact in facts_of(group, key, parts, record):
+                    found.setdefault(fact.key, {})[fact.order] = fact
+    return {key: tuple(kept[o] for o in sorted(kept)) for key, kept in sorted(found.items())}
+
+
+def brought_commits(
+    work: Sequence[tuple[Rule, Group]],
+    whole: Mapping[tuple[str, int], SnapshotRecord],
+    recorded: Mapping[str, Sequence[SnapshotRecord]],
+) -> dict[str, list[SnapshotRecord]]:
+    """The commits of a batch whose partitions are known, per partitioned member of an EACH_VERSION partitioned group
+    of ``work``: each commit known whole (``whole``: its pieces, the batch's and those kept before, cover every key it
+    touched, :mod:`lakehook.domain.commit_pieces`), and each recorded one that changed no data (it touches no
+    partition's versions). A data commit recorded without its partitions, or known only in part, is not among them:
+    a partition's next version waits at it (:mod:`lakehook.domain.partition_gaps`) until its pieces all came (a
+    newer version of a partition in a piece still to come must not run first) or it settles."""
+    assets = {m.asset_key for rule, group in work if in_order(rule, group) for m in group.partitioned_members}
+    found: dict[str, dict[int, SnapshotRecord]] = {}
+    for key in sorted(assets):
+        known = [record for (asset, _), record in whole.items() if asset == key]
+        known += [record for record in recorded.get(key, ()) if not record.changes_data]
+        for record in known:
+            found.setdefault(key, {}).setdefault(record.order, record)
+    return {key: [kept[o] for o in sorted(kept)] for key, kept in found.items()}
