@@ -43,7 +43,8 @@ class GroupVersions:
     """One group's view of the batch's whole-table version reads: its members' known states (``logs``), snapshot logs
     (with quality verdicts), when a member's history gap its owner may still fill is final (``recheck``), the
     snapshots the batch brought of its members (``seen``), and the snapshots of the batch it ran past before they
-    were known (``late``, recorded as SKIPPED). Empty for a group that steps through no version of them."""
+    were known (``late``, recorded as SKIPPED). The reads are per asset: a group gets those of its members that an
+    EACH_VERSION group of the batch needed (none when no such group has them)."""
 
     logs: Mapping[str, VersionLog] = field(default_factory=dict)
     snapshots: Mapping[str, SnapshotLog] = field(default_factory=dict)
