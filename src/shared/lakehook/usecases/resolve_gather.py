@@ -16,7 +16,7 @@ partition cursors of those and of the partitions its batch touched; EACH_VERSION
 One path for every group: the reads above that serve all the groups are made once, each kind of group's batch-wide
 version reads among them (:class:`lakehook.usecases.resolve_whole_versions.WholeVersionReads`: EACH_VERSION over
 an unpartitioned group's snapshot logs and history;
-:class:`lakehook.usecases.resolve_partition_reads.PartitionVersionReads`: what the batch brings EACH_VERSION per
+:class:`lakehook.usecases.resolve_partition_versions.PartitionVersionReads`: what the batch brings EACH_VERSION per
 partition), then one loop over the work (:meth:`GatherInputs._groups`) gives
 each group its own inputs (``GroupInputs``, in :attr:`Gathered.groups`, the one per-group mapping the plan reads: its
 view of the version reads among them); the kind of group only decides which reads it makes (``GroupReads`` in
@@ -49,12 +49,8 @@ from lakehook.usecases.resolve_group_reads import (
     WholeReads,
     head_of_line,
 )
-from lakehook.usecases.resolve_partition_reads import (
-    PartitionedReads,
-    PartitionVersionReads,
-    VersionReads,
-    carried_groups,
-)
+from lakehook.usecases.resolve_partition_reads import PartitionedReads, carried_groups
+from lakehook.usecases.resolve_partition_versions import PartitionVersionReads, VersionReads
 from lakehook.usecases.resolve_partitions import brought_facts, touched_of_states
 from lakehook.usecases.resolve_report import ResolverLimits, ResolverStores
 from lakehook.usecases.resolve_whole_versions import WholeVersionReads, WholeVersions
