@@ -99,12 +99,18 @@ def test_any_mix_of_groups_is_gathered_on_one_path_each_read_as_its_kind(
 
     assert list(gathered.groups) == [(rule.rule_id, group.group_id) for rule, group in gathered.work]
     assert {ref[0] for ref in gathered.groups} == {rule_id for rule_id, _, _ in named}
-    for rule_id, split, _ in named:
+    stepping = any(mode == "EACH_VERSION" and not split for _, split, mode in named)
+    for rule_id, split, mode in named:
         own = gathered.group((rule_id, "g"))
         assert own.error is None
         assert (own.partitions is not None) is split, rule_id
         if own.partitions is not None:
             assert sorted(own.partitions.partitions) == sorted(f"dt={d}" for d in days)
+            # EACH_VERSION per partition: the batch's versions of its own members' keys, handed to the group
+            brought = own.partitions.batch_versions
+            assert bool(brought) is (mode == "EACH_VERSION") and {k[0] for k in brought} <= {ORDERS, PAYMENTS}
+        # the whole-table version reads are made once per asset; each group gets those of its own members
+        assert set(own.versions.logs) == ({ORDERS, PAYMENTS} if stepping else set()), rule_id
 
 
 def _reads_partition_by(function: Any) -> bool:
@@ -114,9 +120,10 @@ def _reads_partition_by(function: Any) -> bool:
 
 
 def test_the_gather_chooses_the_kind_of_group_in_one_place_and_its_call_does_not_fork_on_it() -> None:
-    """Only three functions of the gather look at ``partitionBy``: which reads a group makes (``_groups``), whether
-    carried-over partition work still has a partitioned group (``_carried_groups``), and EACH_VERSION over the
-    snapshot log, which a partitioned group runs per partition instead (``each_version``)."""
+    """Only one function of the gather looks at ``partitionBy``: which reads a group makes (``_groups``); whether
+    carried-over partition work still has a partitioned group is the partitioned reads' question
+    (``resolve_partition_reads.carried_groups``), and EACH_VERSION's version reads are each kind's
+    (``resolve_whole_versions``, ``resolve_partition_reads``)."""
     forking = sorted(
         name
         for name, function in [
@@ -125,5 +132,33 @@ def test_the_gather_chooses_the_kind_of_group_in_one_place_and_its_call_does_not
         ]
         if function.__module__ == resolve_gather.__name__ and _reads_partition_by(function)
     )
-    assert forking == ["_carried_groups", "_groups", "each_version"]
+    assert forking == ["_groups"]
     assert not _reads_partition_by(GatherInputs.__call__)
+
+
+def _lines_naming(source: str, names: set[str]) -> set[int]:
+    """The lines of ``source`` whose code names one of ``names`` (an attribute, ``x.partition_by``, or a name)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        named = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+        if named in names:
+            found.add(node.lineno)
+    return found
+
+
+def test_the_gather_names_the_kind_of_group_on_one_line_and_no_mode() -> None:
+    """issue 33: the version reads of EACH_VERSION are each kind of group's, so the gather's module names
+    ``partition_by`` on the one line that picks a group's kind of reads, and no mode (``Mode.EACH_VERSION``) at all."""
+    source = inspect.getsource(resolve_gather)
+    picking = _lines_naming(source, {"partition_by"})
+    assert len(picking) == 1, sorted(picking)
+    lines, first = inspect.getsourcelines(GatherInputs._groups)
+    assert first <= picking.pop() < first + len(lines)  # in the one loop over the work
+    assert not _lines_naming(source, {"Mode", "EACH_VERSION"})
+
+
+def test_a_line_naming_the_kind_or_a_mode_is_found() -> None:
+    """The check above finds what it looks for (attributes and names), and nothing in comments or strings."""
+    source = "if group.partition_by is None:\n    x = Mode.EACH_VERSION\n# partition_by\ny = 'EACH_VERSION'\n"
+    assert _lines_naming(source, {"partition_by"}) == {1}
+    assert _lines_naming(source, {"Mode", "EACH_VERSION"}) == {2}

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError as PydanticValidationError
 
 from lakehook.domain.errors import ConflictError
-from lakehook.domain.partition_evaluation import PartitionFact, evaluate_partition, mapping_of
+from lakehook.domain.evaluation import evaluate_group
+from lakehook.domain.partition_evaluation import PartitionFact, mapping_of, partition_view
 from lakehook.domain.partition_rules import MemberPartition
 from lakehook.domain.status import Status
 from lakehook.usecases.resolve_partitions import partition_pins
@@ -165,7 +166,8 @@ def test_a_day_of_hours_by_region_is_held_exactly_when_at_least_n_units_have_a_f
         assert unit is not None
         fact = PartitionFact(CLICKS, mapping_of(group, clicks), unit, order, order)
         facts[fact.key] = fact
-    verdict = evaluate_partition(rule, group, f"dt={day}", facts, {}, None, 0)
+    view, cursor = partition_view(rule, group, f"dt={day}", facts, {}, None)
+    verdict = evaluate_group(rule, group, {}, cursor, 0, partition=view)
     present = [(o, u) for o, u in enumerate(sorted(touched), start=2) if u[1] in REGIONS]
     assert verdict.ready is (len(present) >= n)
     member = verdict.members[1]

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError as PydanticValidationError
 
 from lakehook.domain.errors import ConflictError, ValidationError
-from lakehook.domain.partition_evaluation import PartitionFact, evaluate_partition, mapping_of
+from lakehook.domain.evaluation import evaluate_group
+from lakehook.domain.partition_evaluation import PartitionFact, mapping_of, partition_view
 from lakehook.domain.partition_rules import MAX_UNITS, Grain, MemberPartition, grain_of, units_of
 from lakehook.domain.partitions import format_partition_key, parse_partition_key
 from lakehook.domain.rules import Rule
@@ -277,7 +278,8 @@ def test_a_day_of_hours_by_region_is_complete_exactly_when_every_unit_of_the_pro
         unit = CLICKS_MEMBER.partition.fact_key(f"hour={day}-{hour:02d}/region={region}", ("dt",))
         assert unit is not None
         facts[fact(unit, n).key] = fact(unit, n)
-    verdict = evaluate_partition(rule, group, f"dt={day}", facts, {}, None, 0)
+    view, cursor = partition_view(rule, group, f"dt={day}", facts, {}, None)
+    verdict = evaluate_group(rule, group, {}, cursor, 0, partition=view)
     wanted = {(h, r) for h in range(24) for r in REGIONS}
     missing = sorted(wanted - touched)
     assert verdict.ready is (not missing)

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakehook.domain.partition_evaluation import PartitionFact, evaluate_partition, mapping_of
+from lakehook.domain.evaluation import evaluate_group
+from lakehook.domain.partition_evaluation import PartitionFact, mapping_of, partition_view
 from lakehook.domain.partition_rules import MAX_UNITS, Grain, MemberPartition, units_of
 from lakehook.domain.status import Status
 from tests.hypothesis_profiles import examples
@@ -135,7 +136,8 @@ def test_a_month_of_hours_is_complete_exactly_when_every_hour_has_a_fact(month: 
     for n, hour in enumerate(h for h in hours if h not in missing):
         fact = PartitionFact(CLICKS, mapping_of(group, clicks), f"dt={hour}", 10 + n, 10 + n)
         facts[fact.key] = fact
-    verdict = evaluate_partition(rule, group, f"dt={month}", facts, {}, None, 0)
+    view, cursor = partition_view(rule, group, f"dt={month}", facts, {}, None)
+    verdict = evaluate_group(rule, group, {}, cursor, 0, partition=view)
     assert verdict.ready is (not missing)
     if missing:
         member = verdict.members[1]

@@ -13,7 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lakehook.domain.errors import ValidationError
-from lakehook.domain.partition_evaluation import PartitionFact, evaluate_partition, facts_of, mapping_of
+from lakehook.domain.evaluation import evaluate_group
+from lakehook.domain.partition_evaluation import PartitionFact, facts_of, mapping_of, partition_view
 from lakehook.domain.partition_rules import Grain, MemberPartition, cut_to_grain, grain_of, units_of
 from lakehook.domain.partitions import TouchedPartitions, format_partition_key
 from lakehook.domain.rules import Rule
@@ -206,7 +207,9 @@ def fact(rule: Rule, asset: str, order: int, partition: str = DAY) -> PartitionF
 
 def verdict(rule: Rule, facts: list[PartitionFact], cursor: GroupCursor | None = None, **states: AssetState) -> Any:
     known = {f.key: f for f in facts}
-    return evaluate_partition(rule, rule.groups[0], DAY, known, {k: v for k, v in states.items()}, cursor, 0)
+    group, read = rule.groups[0], {k: v for k, v in states.items()}
+    view, cursor = partition_view(rule, group, DAY, known, read, cursor)
+    return evaluate_group(rule, group, read, cursor, 0, partition=view)
 
 
 def ran(rule: Rule, evaluation: Any) -> GroupCursor:

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError as PydanticValidationError
 
 from lakehook.domain.errors import ValidationError
-from lakehook.domain.partition_evaluation import PartitionFact, evaluate_partition, mapping_of
+from lakehook.domain.evaluation import evaluate_group
+from lakehook.domain.partition_evaluation import PartitionFact, mapping_of, partition_view
 from lakehook.domain.partition_rules import MemberPartition
 from lakehook.domain.partitions import format_partition_key, parse_partition_key
 from lakehook.domain.status import Status
@@ -151,7 +152,8 @@ def test_a_region_of_countries_is_held_exactly_when_each_or_one_of_them_has_a_fa
             facts[(ORDERS, mapping_of(group, orders), key)] = PartitionFact(
                 ORDERS, mapping_of(group, orders), key, n, n
             )
-    verdict = evaluate_partition(rule, group, f"dt={day}/region=eu", facts, {}, None, 0)
+    view, cursor = partition_view(rule, group, f"dt={day}/region=eu", facts, {}, None)
+    verdict = evaluate_group(rule, group, {}, cursor, 0, partition=view)
     present = touched & {"de", "fr"}
     assert verdict.ready is (bool(present) if least else present == {"de", "fr"})
     if not verdict.ready:

@@ -9,7 +9,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakehook.domain.partition_evaluation import PartitionFact, evaluate_partition, mapping_of
+from lakehook.domain.evaluation import evaluate_group
+from lakehook.domain.partition_evaluation import PartitionFact, mapping_of, partition_view
 from lakehook.domain.state import AssetState
 from lakehook.domain.status import Status
 from lakehook.domain.time import ms_to_iso
@@ -77,7 +78,9 @@ def test_the_verdict_is_the_first_thing_that_blocks_in_the_documented_order(
     cursor = cursor_of(pinned, NOW - claimed_ago)
     changed = NOW - changed_ago
     states = {DIM: AssetState(assetKey=DIM, latestSnapshotId=40, version=1, updatedAt=changed)} if gate else {}
-    verdict = evaluate_partition(rule, group, DAY, known, states, cursor, NOW, {DIM: True, ORDERS: True})
+    registered = {DIM: True, ORDERS: True}
+    view, judged = partition_view(rule, group, DAY, known, states, cursor, registered)
+    verdict = evaluate_group(rule, group, states, judged, NOW, registered=registered, partition=view)
 
     # the model
     have = dict(zip(PARTITIONED, facts, strict=True))

@@ -13,9 +13,10 @@ Pure functions, shared by the resolver (which claims what they call READY) and b
 - no cooldown (``minIntervalSeconds`` since ``p``'s last run) or quiet period (a member state changed) holds it,
   and, for a scheduled or windowed group, ``p`` has not run for the latest tick or the newest closed window yet.
 
-This module says what ``p``'s members are (:func:`partition_members`); the group's own steps judge them
-(:func:`lakehook.domain.evaluation.evaluate_group` with a :class:`PartitionView` and ``p``'s cursor), so every group
-behaviour holds per partition by the same code.
+This module says what ``p``'s members are and which cursor ``p`` is judged under (:func:`partition_view`); the one
+judge of every group, :func:`lakehook.domain.evaluation.evaluate_group`, judges them (with that
+:class:`PartitionView` and cursor) as it judges an unpartitioned group, so every group behaviour holds per partition
+by the same code.
 
 The pins are the partitioned members' facts (the snapshot of the newest commit touching ``p``: the table as of it
 holds ``p`` as it is now) and the unpartitioned members' chosen versions; the trigger key hashes the partition too.
@@ -31,13 +32,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from lakehook.domain.coverage import Span
-from lakehook.domain.evaluation import GroupEvaluation, MemberEvaluation, PartitionView, evaluate_group, select_member
+from lakehook.domain.evaluation import GroupEvaluation, MemberEvaluation, PartitionView, select_member
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Group, Member, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.status import Status
-from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger
+from lakehook.domain.triggers import GroupCursor, PinnedInput
 from lakehook.domain.verdicts import Gap
 from lakehook.domain.versions import SnapshotRecord
 
@@ -171,32 +171,29 @@ def counted_as_run(cursor: GroupCursor | None, start: GroupCursor | None) -> Gro
     return (own if own is not None else start).model_copy(update={"pins": pins})
 
 
-def evaluate_partition(
+def partition_view(
     rule: Rule,
     group: Group,
     partition: str,
     facts: Mapping[FactKey, PartitionFact],
     states: Mapping[str, AssetState],
     cursor: GroupCursor | None,
-    now: int,
     registered: Mapping[str, bool] | None = None,
     *,
-    coverage: Mapping[str, Sequence[Span]] | None = None,
-    previous: Trigger | None = None,
     versions: Mapping[FactKey, Sequence[PartitionFact]] | None = None,
     gaps: Mapping[str, Gap] | None = None,
     start: GroupCursor | None = None,
-) -> GroupEvaluation:
-    """The verdict of ``group`` for ``partition``: READY with the pins to claim, or the first thing it waits for.
-    ``cursor`` is the partition's own cursor (None before its first run). The members' verdicts are the partition's
-    (:func:`partition_members`); the group's steps judge them as they judge any group's
-    (:func:`lakehook.domain.evaluation.evaluate_group`): the policy, schedule, window, backfill, cooldown and quiet
-    period hold per partition. EACH_VERSION: ``versions`` holds the known data commits touching the partition per
-    fact key (after the partition's cursor: its next ones), and ``previous`` the trigger its cursor names (head of
-    line, per partition), and ``gaps`` per partitioned member (by asset key) a gap of its table's commits before its
-    next version that the partition waits at. ``start``: the group's own cursor, the point every partition starts
-    from (:mod:`lakehook.domain.partition_start`): a startFrom NEXT_CHANGE rule's starting point (:func:`started`), or
-    where a completed backfill ended (its commits are skipped, policy.backfill SKIP)."""
+) -> tuple[PartitionView, GroupCursor | None]:
+    """What the one judge (:func:`lakehook.domain.evaluation.evaluate_group`) judges ``partition`` of ``group`` on: the
+    partition's view (its members' verdicts, :func:`partition_members`) and the cursor it is judged under: its own
+    ``cursor`` (None before its first run), or, for a startFrom NEXT_CHANGE rule, that cursor as the rule's start
+    leaves it (:func:`started`). The group's steps judge the view as they judge any group: the policy, schedule,
+    window, backfill, cooldown and quiet period hold per partition. EACH_VERSION: ``versions`` holds the known data
+    commits touching the partition per fact key (after the partition's cursor: its next ones), and ``gaps`` per
+    partitioned member (by asset key) a gap of its table's commits before its next version that the partition waits
+    at. ``start``: the group's own cursor, the point every partition starts from
+    (:mod:`lakehook.domain.partition_start`): a startFrom NEXT_CHANGE rule's starting point, or where a completed
+    backfill ended (its commits are skipped, policy.backfill SKIP)."""
     first = cursor is None or cursor.seq == 0  # EACH_VERSION: a rollup's first run is the commit that completed it
     view = partition_members(group, partition, facts, states, registered, versions, first=first)
     if gaps:
@@ -205,9 +202,7 @@ def evaluate_partition(
         view = replace(view, start=start)
         if start.baseline:
             cursor = started(rule, group, partition, cursor, start, view)
-    return evaluate_group(
-        rule, group, states, cursor, now, registered=registered, coverage=coverage, previous=previous, partition=view
-    )
+    return view, cursor
 
 
 def started(

@@ -52,7 +52,7 @@ from lakehook.ports.rules import AssetRecheck, ClaimOutcome, Deferral, DeferralS
 from lakehook.usecases.coverage import coverage_of_groups
 from lakehook.usecases.resolve_apply import ApplyPlan
 from lakehook.usecases.resolve_continue import evaluation_batch, partial_commits, slice_message, split_batch
-from lakehook.usecases.resolve_gather import Batch, GatherInputs, Work, each_version
+from lakehook.usecases.resolve_gather import Batch, GatherInputs, Work
 from lakehook.usecases.resolve_group_reads import Wake
 from lakehook.usecases.resolve_partitions import touched_of_states
 from lakehook.usecases.resolve_plan import Plan, PlanResolution
@@ -69,6 +69,7 @@ from lakehook.usecases.resolve_report import (
     emit_metrics,
     is_rule_error,
 )
+from lakehook.usecases.resolve_whole_versions import each_version
 
 DEFAULT_LIMITS = ResolverLimits()
 

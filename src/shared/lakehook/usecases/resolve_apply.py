@@ -440,7 +440,12 @@ class _GroupLane:
         if claim.log_pins:
             plan = self._plan
             self._log_pinned(
-                plan.ref, plan.group, claim.trigger.inputs, self._gathered.snapshots, self._persisted, self._now
+                plan.ref,
+                plan.group,
+                claim.trigger.inputs,
+                self._gathered.group(plan.ref).versions.snapshots,
+                self._persisted,
+                self._now,
             )
         return claim
 

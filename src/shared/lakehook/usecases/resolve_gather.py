@@ -13,9 +13,13 @@ pending partitions (one query; explain: a short page, and their count) and, batc
 partition cursors of those and of the partitions its batch touched; EACH_VERSION per partition adds at most
 ``max_version_reads`` next-version queries for the whole invocation (``VersionReads``).
 
-One path for every group: the reads above that serve all the groups are made once, then one loop over the work
-(:meth:`GatherInputs._groups`) gives each group its own inputs (``GroupInputs``, in :attr:`Gathered.groups`, the
-one per-group mapping the plan reads); the kind of group only decides which reads it makes (``GroupReads`` in
+One path for every group: the reads above that serve all the groups are made once, each kind of group's batch-wide
+version reads among them (:class:`lakehook.usecases.resolve_whole_versions.WholeVersionReads`: EACH_VERSION over
+an unpartitioned group's snapshot logs and history;
+:class:`lakehook.usecases.resolve_partition_versions.PartitionVersionReads`: what the batch brings EACH_VERSION per
+partition), then one loop over the work (:meth:`GatherInputs._groups`) gives
+each group its own inputs (``GroupInputs``, in :attr:`Gathered.groups`, the one per-group mapping the plan reads: its
+view of the version reads among them); the kind of group only decides which reads it makes (``GroupReads`` in
 :mod:`lakehook.usecases.resolve_group_reads`: an unpartitioned group's coverage, a partitioned group's partitions,
 :mod:`lakehook.usecases.resolve_partition_reads`).
 
@@ -26,43 +30,33 @@ one, is read before this batch's snapshots are logged, and the batch's own snaps
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from lakehook.domain.commit_pieces import CommitPiece, KnownPieces, whole_commits
-from lakehook.domain.evaluation import VersionLog, select_member, steps_by_snapshot
-from lakehook.domain.late_versions import LateVersion, passed_over
-from lakehook.domain.partition_evaluation import (
-    FactKey,
-    PartitionFact,
-)
+from lakehook.domain.commit_pieces import CommitPiece
+from lakehook.domain.partition_evaluation import FactKey, PartitionFact
 from lakehook.domain.partitions import TouchedPartitions
-from lakehook.domain.rules import Group, Member, Mode, Rule
+from lakehook.domain.rules import Group, Rule
 from lakehook.domain.state import AssetState
-from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger
-from lakehook.domain.versions import Lineage, LoggedSnapshot, SnapshotLog, SnapshotRecord, Verdict, lineage_of
+from lakehook.domain.triggers import GroupCursor
+from lakehook.domain.versions import SnapshotRecord
 from lakehook.ports.rules import Deferral, GroupRef, PartitionWork, ResolutionInputs, StateChange
-from lakehook.usecases.late_versions import logged_already, ran_for_group
-from lakehook.usecases.resolve_group_reads import GroupInputs, GroupReads, SharedReads, Wake, WholeReads
-from lakehook.usecases.resolve_partition_reads import PartitionedReads, VersionReads, bounded
-from lakehook.usecases.resolve_partitions import (
-    Touched,
-    brought_commits,
-    brought_facts,
-    brought_versions,
-    in_order,
-    touched_of_states,
+from lakehook.usecases.resolve_group_reads import (
+    GroupInputs,
+    GroupReads,
+    SharedReads,
+    Wake,
+    WholeReads,
+    head_of_line,
 )
+from lakehook.usecases.resolve_partition_reads import PartitionedReads, carried_groups
+from lakehook.usecases.resolve_partition_versions import PartitionVersionReads, VersionReads
+from lakehook.usecases.resolve_partitions import brought_facts, touched_of_states
 from lakehook.usecases.resolve_report import ResolverLimits, ResolverStores
+from lakehook.usecases.resolve_whole_versions import WholeVersionReads, WholeVersions
 
 Work = list[tuple[Rule, Group]]
 """the groups one invocation evaluates, with their rules, in evaluation order"""
-
-
-def each_version(rule: Rule, group: Group) -> bool:
-    """Whether the group runs every version of its members in order (EACH_VERSION without windows); a partitioned
-    group does so per partition, through its partitions' versions (:func:`in_order`), not the snapshot log."""
-    return rule.policy.mode is Mode.EACH_VERSION and group.window is None and group.partition_by is None
 
 
 @dataclass(frozen=True)
@@ -178,13 +172,16 @@ class RulesRead:
 
 @dataclass(frozen=True)
 class Gathered:
-    """What one invocation read, and what its batch brought: all the plan decides on."""
+    """What one invocation read, and what its batch brought: all the plan decides on. Per group, what its lanes read
+    (``groups``, the one per-group mapping the plan reads, each group's versions among them); batch-wide, what the
+    batch brought that the apply writes per asset (EACH_VERSION history, snapshot log and partition versions)."""
 
     work: Work
     inputs: ResolutionInputs
     batch: Batch
     owned: dict[str, list[AssetState]]  # this batch's images of EACH_VERSION members (kept as their history)
     seen: dict[str, list[SnapshotRecord]]  # the snapshots the batch brought for EACH_VERSION members (logged)
+    persisted: dict[str, set[int]]  # per asset, the orders known to be in the stored snapshot log
     brought: dict[FactKey, PartitionFact]  # the partition facts the batch's data commits give partitioned groups
     versions: dict[FactKey, tuple[PartitionFact, ...]]  # EACH_VERSION partitioned groups: every commit of the batch
     commits: dict[str, list[SnapshotRecord]]  # EACH_VERSION partitioned groups: the batch's commits, partitions known
@@ -192,11 +189,6 @@ class Gathered:
     # EACH_VERSION partitioned groups: the batch's data commits still known in part (logged as such by the apply)
     in_part: dict[str, list[SnapshotRecord]]
     groups: dict[GroupRef, GroupInputs]  # per group of the work: what its lanes read of their own (one path)
-    late: list[LateVersion]  # snapshots of the batch a group ran past, not logged yet
-    logs: dict[str, VersionLog]  # EACH_VERSION members' known states
-    recheck: dict[str, int]  # when a member's history gap, which its owner may still fill, is final
-    snapshots: dict[str, SnapshotLog]  # members stepping by snapshot: their snapshot logs (with quality verdicts)
-    persisted: dict[str, set[int]]  # per asset, the orders known to be in the stored snapshot log
 
     def cursor(self, ref: GroupRef) -> GroupCursor | None:
         return self.inputs.cursors.get(ref)
@@ -272,19 +264,7 @@ class GatherInputs:
         wanted = {w.rule_id for w in carried} - rules.keys()
         if wanted:
             rules.update(self._stores.rules.get_rules(wanted))
-        after: dict[GroupRef, str] = {}
-        given: dict[GroupRef, set[str]] = {}
-        for item in carried:
-            rule_or_none = rules.get(item.rule_id)
-            group = rule_or_none.group(item.group_id) if rule_or_none is not None else None
-            if group is None or group.partition_by is None:
-                continue  # the rule or group is gone, or no longer partitioned: nothing left to carry on
-            focus.setdefault(item.rule_id, set()).add(item.group_id)
-            ref = (item.rule_id, item.group_id)
-            given.setdefault(ref, set()).update(item.partitions)
-            if item.after is not None:
-                after[ref] = item.after
-        return after, {ref: frozenset(parts) for ref, parts in given.items()}
+        return carried_groups(carried, rules, focus)
 
     def _deferred_groups(
         self, deferred: Sequence[Deferral], rules: dict[str, Rule], focus: dict[str, set[str]]
@@ -307,294 +287,58 @@ class GatherInputs:
         self, work: Work, batch: Batch, now: int, *, explain: bool = False, wake: Wake | None = None
     ) -> Gathered:
         """Read what the groups of ``work`` need, once for all of them (``explain``: a short page of each
-        partitioned group's pending partitions, and their count)."""
-        versioned = {k for rule, g in work if each_version(rule, g) for k in g.asset_keys}
-        owned = {k: batch.images[k] for k in batch.changed if k in versioned and batch.images[k]}
-        seen = _seen_snapshots(owned, batch.recorded, versioned)
+        partitioned group's pending partitions, and their count): the member states and cursors, each kind of
+        group's batch-wide version reads, then each group's own reads."""
         inputs = self._stores.reader.read(
             sorted({k for _, g in work for k in g.asset_keys}), [(r.rule_id, g.group_id) for r, g in work]
         )
         # a stream batch brings the commits it recorded; an evaluation (a PUT, evaluate now, explain) brings what it
         # takes of the members' newest data commits (ResolveAssetChange._evaluation, bounded), else the states' own
         touched = batch.touched if batch.touched is not None else touched_of_states(inputs.states)
-        logs, recheck = self._logs(work, inputs.states, inputs.cursors, owned, now)
-        persisted: dict[str, set[int]] = {}
-        snapshots = self._snapshot_logs(work, inputs.states, inputs.cursors, seen, now, persisted, owned, recheck)
+        whole = WholeVersionReads(self._stores, self._limits, self._rule_error)(
+            work, batch.images, batch.recorded, inputs, now
+        )
         named, brought = brought_facts(work, touched)
-        versions = brought_versions(work, touched)
-        commits, in_part, pieces = self._known_commits(work, batch, touched)
-        shared = SharedReads(inputs, now, explain, wake or Wake(), named, versions)
+        pieces = batch.with_touched(touched).pieces()
+        partitioned = PartitionVersionReads(self._stores, self._limits)(
+            work, touched, pieces, batch.recorded, now, explain
+        )
+        shared = SharedReads(inputs, now, explain, wake or Wake(), named, partitioned.versions)
         return Gathered(
             work=work,
             inputs=inputs,
             batch=batch,
-            owned=owned,
-            seen=seen,
+            owned=whole.owned,
+            seen=whole.seen,
+            persisted=whole.persisted,
             brought=brought,
-            versions=versions,
-            commits=commits,
-            pieces=pieces,
-            in_part=in_part,
-            groups=self._groups(work, shared, self._version_reads(commits, in_part, now, explain)),
-            late=self._late(work, batch.recorded, inputs.cursors),
-            logs=logs,
-            recheck=recheck,
-            snapshots=self._judged(work, snapshots, inputs.states, inputs.cursors),
-            persisted=persisted,
+            versions=partitioned.versions,
+            commits=partitioned.commits,
+            pieces=partitioned.pieces,
+            in_part=partitioned.in_part,
+            groups=self._groups(work, shared, whole, partitioned.budget),
         )
 
-    def _groups(self, work: Work, shared: SharedReads, budget: VersionReads) -> dict[GroupRef, GroupInputs]:
+    def _groups(
+        self, work: Work, shared: SharedReads, whole: WholeVersions, budget: VersionReads
+    ) -> dict[GroupRef, GroupInputs]:
         """Each group's own reads, on one path in work order: the trigger its cursor names (head of line: one read
-        per EACH_VERSION group whose cursor names one), and, when its states and cursor were read, what its kind
-        of group reads (:class:`lakehook.usecases.resolve_group_reads.GroupReads`: an unpartitioned group's
-        coverage, a partitioned group's partitions, their version queries counted against ``budget`` for all)."""
-        whole: GroupReads = WholeReads(self._stores, self._rule_error)
+        per EACH_VERSION group whose cursor names one), its view of the batch's whole-table version reads, and, when
+        its states and cursor were read, what its kind of group reads
+        (:class:`lakehook.usecases.resolve_group_reads.GroupReads`: an unpartitioned group's coverage, a partitioned
+        group's partitions, their version queries counted against ``budget`` for all)."""
+        unpartitioned: GroupReads = WholeReads(self._stores, self._rule_error)
         partitioned: GroupReads = PartitionedReads(self._stores, self._limits, budget)
         found: dict[GroupRef, GroupInputs] = {}
         for rule, group in work:
             ref = (rule.rule_id, group.group_id)
-            previous = self._previous_trigger(rule, shared.inputs.cursors.get(ref))
+            previous = head_of_line(self._stores, rule, shared.inputs.cursors.get(ref))
             own = _NOTHING
             if shared.inputs.unreadable(rule.rule_id, group.group_id, group.asset_keys) is None:
-                kind = partitioned if group.partition_by is not None else whole  # which reads, not which path
+                kind = partitioned if group.partition_by is not None else unpartitioned  # which reads, not which path
                 own = kind(rule, group, shared)
-            found[ref] = replace(own, previous=previous)
+            found[ref] = replace(own, previous=previous, versions=whole.of(rule, group))
         return found
-
-    def _version_reads(
-        self,
-        commits: dict[str, list[SnapshotRecord]],
-        in_part: dict[str, list[SnapshotRecord]],
-        now: int,
-        explain: bool,
-    ) -> VersionReads:
-        """The invocation's version queries, shared by its partitioned groups (bounded unless explain or no queue)."""
-        most = self._limits.max_version_reads if bounded(self._stores, explain) else None
-        limits = self._limits
-        return VersionReads(most, commits, now, limits.history_settle_ms, limits.commit_log_page, in_part=in_part)
-
-    def _previous_trigger(self, rule: Rule, cursor: GroupCursor | None) -> Trigger | None:
-        """The trigger an EACH_VERSION group's cursor names (head of line), one read; None for any other group."""
-        if rule.policy.mode is not Mode.EACH_VERSION or cursor is None or not cursor.trigger_key:
-            return None
-        return self._stores.triggers.get(cursor.trigger_key)
-
-    def _known_commits(
-        self, work: Work, batch: Batch, touched: Touched
-    ) -> tuple[dict[str, list[SnapshotRecord]], dict[str, list[SnapshotRecord]], list[CommitPiece]]:
-        """EACH_VERSION per partition: the batch's commits known with their partitions (logged by the apply), its data
-        commits still known in part (logged as such: a partition whose next version is one tells a gap before it),
-        and the pieces of those (noted by the apply). A commit is known once its pieces cover every key it touched
-        (:mod:`lakehook.domain.commit_pieces`): the batch's, with those kept before (one batched read of the commits
-        the batch holds in part)."""
-        assets = {m.asset_key for rule, group in work if in_order(rule, group) for m in group.partitioned_members}
-        held = batch.with_touched(touched)
-        pieces = [p for p in held.pieces() if p.asset_key in assets]
-        whole = whole_commits(pieces)
-        rest = [p for p in pieces if p.ref not in whole and p.record.changes_data]
-        store = self._stores.partitions
-        stored: dict[tuple[str, int], KnownPieces] = {}
-        if rest and store is not None:
-            stored = store.commit_pieces(sorted({p.ref for p in rest}))
-            whole |= whole_commits(rest, stored)
-        commits = brought_commits(work, whole, batch.recorded)
-        return commits, _known_in_part(held, assets, whole), [p for p in rest if p.ref not in whole]
-
-    # --- EACH_VERSION: late snapshots ----------------------------------------------------------------
-
-    def _late(
-        self, work: Work, recorded: Mapping[str, Sequence[SnapshotRecord]], cursors: Mapping[GroupRef, GroupCursor]
-    ) -> list[LateVersion]:
-        """The snapshots of this batch an EACH_VERSION group ran past before they were known
-        (:mod:`lakehook.domain.late_versions`), unless already logged and run by this group (a claim logged it,
-        pinning it on its quality verdict, or its push logged it before the group ran past it, and the group ran
-        it: ``ran_for_group`` asks this group's runs). Their push decided and recorded the skip already (the same
-        key, written once: here only for a snapshot whose push could not read the asset's rules). One log
-        query per such snapshot, and a page of the rule's triggers when the log holds it."""
-        late = [
-            found
-            for rule, group in work
-            for key, records in recorded.items()
-            if key in group.asset_keys
-            for record in records
-            if (found := passed_over(rule, group, cursors.get((rule.rule_id, group.group_id)), record, key))
-        ]
-        logged: dict[tuple[str, int], bool] = {}
-        for item in late:
-            where = (item.asset_key, item.record.order)
-            if where not in logged:
-                logged[where] = logged_already(self._stores.history, item.asset_key, item.record)
-        return [
-            item
-            for item in late
-            if not logged[(item.asset_key, item.record.order)]
-            or not ran_for_group(self._stores.triggers, item.rule.rule_id, item.group_id, item.asset_key, item.record)
-        ]
-
-    # --- EACH_VERSION: state history -----------------------------------------------------------------
-
-    def _logs(
-        self,
-        work: Work,
-        states: dict[str, AssetState],
-        cursors: dict[GroupRef, GroupCursor],
-        owned: dict[str, list[AssetState]],
-        now: int,
-    ) -> tuple[dict[str, VersionLog], dict[str, int]]:
-        """What is known of each EACH_VERSION member's versions (this batch, the stored history, now), and
-        when the history of a member with newer versions, handled by another resolver, will be final."""
-        ranges: dict[str, tuple[int, int]] = {}
-        members: set[str] = set()
-        for rule, group in work:
-            if not each_version(rule, group):
-                continue
-            members.update(group.asset_keys)
-            cursor = cursors.get((rule.rule_id, group.group_id))
-            if cursor is None:
-                continue
-            for member in group.members:
-                needed = self._history_range(member, cursor.pins.get(member.asset_key), states, owned)
-                if needed is not None:
-                    low, high = ranges.get(member.asset_key, needed)
-                    ranges[member.asset_key] = (min(low, needed[0]), max(high, needed[1]))
-        logs: dict[str, VersionLog] = {}
-        recheck: dict[str, int] = {}
-        for key in members:
-            state = states.get(key)
-            logs[key] = self._version_log(key, ranges.get(key), state, owned.get(key), now)
-            if state is not None and key in ranges:
-                reached = [s.version for s in logs[key].after(ranges[key][0] - 1)]
-                if state.version not in reached:  # stopped at a gap the owner may still fill
-                    recheck[key] = (state.updated_at or now) + self._limits.history_settle_ms
-        return logs, recheck
-
-    def _history_range(
-        self,
-        member: Member,
-        last: PinnedInput | None,
-        states: dict[str, AssetState],
-        owned: dict[str, list[AssetState]],
-    ) -> tuple[int, int] | None:
-        """The state versions of a member's history to read: from the cursor's up to what this batch or the state
-        holds, when the member has a version newer than the cursor's; None when nothing newer."""
-        state = states.get(member.asset_key)
-        try:
-            pin = select_member(member, state).pin if state is not None else None
-        except Exception as exc:
-            if not self._rule_error(exc):
-                raise
-            return None  # the group's evaluation meets the same error and records it
-        if last is None or state is None or pin is None or pin.ordinal <= last.ordinal:
-            return None  # nothing newer than the cursor, so no history to look at
-        mine = owned.get(member.asset_key)
-        upto = min(s.version for s in mine) - 1 if mine else state.version - 1
-        first = last.state_version + 1
-        return (first, upto) if first <= upto else None
-
-    def _version_log(
-        self,
-        key: str,
-        needed: tuple[int, int] | None,
-        state: AssetState | None,
-        mine: list[AssetState] | None,
-        now: int,
-    ) -> VersionLog:
-        """One member's known states, and below which version a gap is final: below this batch's own first record,
-        or below a state unchanged for the settle time (its owner handled or dropped its records)."""
-        known: list[AssetState] = list(mine or ())
-        if needed is not None:
-            known.extend(self._stores.history.between(key, *needed))
-        if state is not None:
-            known.append(state)
-        if mine:
-            lost_before = min(s.version for s in mine)
-        elif state is not None and (state.updated_at or 0) + self._limits.history_settle_ms <= now:
-            lost_before = state.version
-        else:
-            lost_before = 0
-        return VersionLog.of(known, lost_before=lost_before)
-
-    # --- EACH_VERSION: snapshot log and head of line -------------------------------------------------
-
-    def _snapshot_logs(
-        self,
-        work: Work,
-        states: dict[str, AssetState],
-        cursors: dict[GroupRef, GroupCursor],
-        seen: Mapping[str, Sequence[SnapshotRecord]],
-        now: int,
-        persisted: dict[str, set[int]],
-        owned: Mapping[str, Sequence[AssetState]],
-        recheck: dict[str, int],
-    ) -> dict[str, SnapshotLog]:
-        """Per EACH_VERSION member stepping by snapshot: the logged snapshots after the oldest cursor that needs
-        them (one query per such asset), the snapshots this batch saw, and the state's own newest ones;
-        ``persisted`` gets the orders of those known to be stored (read, or logged by this batch).
-
-        A table without lineage shows no gap, so there a snapshot counts only once every snapshot accepted before
-        it is known (:func:`_known_upto`); the others wait, their asset in ``recheck`` at the end of the settle
-        time (the stream records still to come wake the group before that)."""
-        logs: dict[str, SnapshotLog] = {}
-        limit = 2 * self._limits.max_claims_per_group + 10
-        settle = self._limits.history_settle_ms
-        pinned = _pinned_only(work, cursors)
-        for key, start in _snapshot_floors(work, cursors).items():
-            state = states.get(key)
-            entries = [LoggedSnapshot(r, now) for r in seen.get(key, ())]
-            complete = True
-            newest = state.latest_record.order if state is not None and state.latest_record is not None else None
-            if start is not None and newest is not None and newest > start:
-                stored = self._stores.history.snapshots_after(key, start, limit)
-                complete = len(stored) < limit
-                entries = stored + entries
-            persisted[key] = {e.record.order for e in entries}
-            stepping = start is not None and key in pinned and lineage_of(key) is Lineage.NONE
-            bound = _known_upto(start, entries, state, owned.get(key, ()), now, settle) if stepping else None
-            entries = _with_newest(key, entries, state, complete, bound, now, settle, recheck)
-            logs[key] = SnapshotLog.of(entries, lineage_of(key), settle)
-        return logs
-
-    def _judged(
-        self,
-        work: Work,
-        logs: dict[str, SnapshotLog],
-        states: dict[str, AssetState],
-        cursors: dict[GroupRef, GroupCursor],
-    ) -> dict[str, SnapshotLog]:
-        """The snapshot logs of members gated on quality checks, with the verdict of each snapshot still to run (after
-        the oldest cursor that needs it; every logged one for a group not started yet): what the state tells (its
-        newest verdicts), else one batched read of those snapshots' quality events (no read when none is left)."""
-        since = _quality_floors(work, logs, cursors)
-        if not since:
-            return logs
-        verdicts: dict[tuple[str, int], Verdict] = {}
-        wanted: list[tuple[str, int]] = []
-        for key, floor in sorted(since.items()):
-            state = states.get(key)
-            for entry in logs[key].after(floor):
-                told = state.quality_of(entry.record) if state is not None else None
-                if told is None:
-                    wanted.append((key, entry.record.snapshot_id))
-                else:
-                    verdicts[(key, entry.record.snapshot_id)] = told
-        if wanted:
-            verdicts.update(self._stores.reader.quality_verdicts(wanted))
-        judged = dict(logs)
-        for key in since:
-            judged[key] = logs[key].with_quality({sid: v for (k, sid), v in verdicts.items() if k == key})
-        return judged
-
-
-def _known_in_part(
-    batch: Batch, assets: Collection[str], whole: Mapping[tuple[str, int], SnapshotRecord]
-) -> dict[str, list[SnapshotRecord]]:
-    """The data commits of ``assets`` the batch holds and that are not known ``whole``, per asset, oldest first."""
-    found: dict[str, list[SnapshotRecord]] = {}
-    for asset, entries in sorted((batch.touched or {}).items()):
-        part = {r.order: r for r, _ in entries if r.changes_data and (asset, r.order) not in whole}
-        if asset in assets and part:
-            found[asset] = [part[o] for o in sorted(part)]
-    return found
 
 
 def _scanning(rule: Rule, groups: Sequence[Group], asset_key: str, whole: bool, woke: bool) -> list[GroupRef]:
@@ -611,126 +355,3 @@ def _maps(group: Group, asset_key: str) -> bool:
 def _gates(group: Group, asset_key: str) -> bool:
     """Whether the asset is an unpartitioned member of ``group`` (every group without ``partitionBy`` included)."""
     return any(m.asset_key == asset_key and m.partition is None for m in group.members)
-
-
-def _seen_snapshots(
-    owned: Mapping[str, Sequence[AssetState]], recorded: Mapping[str, Sequence[SnapshotRecord]], versioned: set[str]
-) -> dict[str, list[SnapshotRecord]]:
-    """The snapshots a batch brought for EACH_VERSION members: recorded events (late ones too) and state images."""
-    seen: dict[str, list[SnapshotRecord]] = {}
-    for key in versioned:
-        found = list(recorded.get(key, ()))
-        for state in owned.get(key, ()):
-            found += [r for r in (state.latest_record, state.latest_data) if r is not None]
-        if found:
-            seen[key] = found
-    return seen
-
-
-def _with_newest(
-    key: str,
-    entries: Sequence[LoggedSnapshot],
-    state: AssetState | None,
-    complete: bool,
-    bound: int | None,
-    now: int,
-    settle_ms: int,
-    recheck: dict[str, int],
-) -> list[LoggedSnapshot]:
-    """The log's entries and the state's newest snapshots (when the stored log was read whole), without those above
-    ``bound`` (:func:`_known_upto`): those wait, and the asset is rechecked at the end of the settle time."""
-    if state is None:
-        return list(entries)
-    at = state.updated_at if state.updated_at is not None else now
-    found = list(entries)
-    if complete:
-        found += [LoggedSnapshot(r, at) for r in (state.latest_record, state.latest_data) if r is not None]
-    if bound is None or all(e.record.order <= bound for e in found):
-        return found
-    recheck[key] = min(recheck.get(key, at + settle_ms), at + settle_ms)
-    return [e for e in found if e.record.order <= bound]
-
-
-def _known_upto(
-    start: int | None,
-    entries: Sequence[LoggedSnapshot],
-    state: AssetState | None,
-    owned: Sequence[AssetState],
-    now: int,
-    settle_ms: int,
-) -> int | None:
-    """On a table without lineage: up to which order every accepted snapshot is known, or None for all of them.
-
-    All are known once this batch holds the state's own image (its records came in stream order) or once the state
-    has been unchanged for the settle time. Else up to the cursor's snapshot (it ran) and to the newest snapshot the
-    resolver logged or sees (each in stream order: every snapshot accepted before it was handled first), and not
-    above: a snapshot accepted since then whose record is still to come would be stepped over. A late push's entry
-    (:attr:`lakehook.domain.versions.LoggedSnapshot.late`) and the state's newest say nothing of those. ``entries``:
-    what was logged or seen, not the state's newest."""
-    if start is None or state is None or any(image.version >= state.version for image in owned):
-        return None
-    if (state.updated_at if state.updated_at is not None else now) + settle_ms <= now:
-        return None
-    return max([start, *(e.record.order for e in entries if not e.late)])
-
-
-def _pinned_only(work: Work, cursors: Mapping[GroupRef, GroupCursor]) -> set[str]:
-    """The members stepping by snapshot whose every EACH_VERSION group has run (its cursor pins a snapshot of them):
-    the groups that step from a run to the next version (a first trigger takes the oldest one known)."""
-    pinned: dict[str, bool] = {}
-    for rule, group in work:
-        if not each_version(rule, group):
-            continue
-        cursor = cursors.get((rule.rule_id, group.group_id))
-        for member in group.members:
-            if steps_by_snapshot(member):
-                last = cursor.pins.get(member.asset_key) if cursor is not None and cursor.seq > 0 else None
-                ran = last is not None and last.snapshot_id is not None
-                pinned[member.asset_key] = pinned.get(member.asset_key, True) and ran
-    return {key for key, ran in pinned.items() if ran}
-
-
-def _snapshot_floors(work: Work, cursors: Mapping[GroupRef, GroupCursor]) -> dict[str, int | None]:
-    """Per EACH_VERSION member stepping by snapshot: the order after which its logged snapshots are needed (the
-    oldest cursor's pinned snapshot; before a group's first trigger, the oldest late snapshot noted on its cursor,
-    which its push answered "it runs in order", or the oldest of its snapshots noted as seen arriving while the group
-    could not run yet), or None when a group needing it pins no snapshot of it yet."""
-    since: dict[str, int | None] = {}
-    for rule, group in work:
-        if not each_version(rule, group):
-            continue
-        cursor = cursors.get((rule.rule_id, group.group_id))
-        for member in group.members:
-            if not steps_by_snapshot(member):
-                continue
-            key = member.asset_key
-            last = cursor.pins.get(key) if cursor is not None and cursor.seq > 0 else None
-            floor = last.ordinal[0] if last is not None and last.snapshot_id is not None else None
-            if floor is None and cursor is not None:
-                floor = cursor.floor_of(key)
-            if floor is None:
-                since.setdefault(key, None)
-                continue
-            held = since.get(key)
-            since[key] = floor if held is None else min(held, floor)
-    return since
-
-
-def _quality_floors(
-    work: Work, logs: Mapping[str, SnapshotLog], cursors: Mapping[GroupRef, GroupCursor]
-) -> dict[str, int]:
-    """Per EACH_VERSION member gated on quality checks: the order above which its snapshots' verdicts are needed
-    (the oldest cursor's; -1 for a group not started yet)."""
-    since: dict[str, int] = {}
-    for rule, group in work:
-        if not each_version(rule, group):
-            continue
-        cursor = cursors.get((rule.rule_id, group.group_id))
-        for member in group.members:
-            key = member.asset_key
-            if not (member.condition.quality_status and steps_by_snapshot(member) and key in logs):
-                continue
-            last = cursor.pins.get(key) if cursor is not None and cursor.seq > 0 else None
-            floor = last.ordinal[0] if last is not None and last.snapshot_id is not None else -1
-            since[key] = min(since.get(key, floor), floor)
-    return since

@@ -2,7 +2,8 @@
 for every group: the gather reads what a batch needs once for all its groups (member states and cursors, EACH_VERSION
 history and snapshot logs, the batch's partition facts and commits: :class:`SharedReads`), then, in one loop over
 its work, each group's own reads (:class:`GroupInputs`): the trigger its cursor names (head of line, every group
-alike) and what its kind of group adds (:class:`GroupReads`): an unpartitioned group its coverage intervals
+alike: :func:`head_of_line`), its view of the batch's version reads, and what its kind of group adds
+(:class:`GroupReads`): an unpartitioned group its coverage intervals
 (:class:`WholeReads`); a partitioned group its partitions' reads
 (:class:`lakehook.usecases.resolve_partition_reads.PartitionedReads`). The kind only decides which reads a group
 makes; the plan reads :class:`GroupInputs` for every group alike (its lanes' kind follows from what was read:
@@ -16,12 +17,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from lakehook.domain.coverage import Span
-from lakehook.domain.rules import Group, Rule
-from lakehook.domain.triggers import Trigger
+from lakehook.domain.rules import Group, Mode, Rule
+from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.ports.rules import GroupRef, ResolutionInputs
 from lakehook.usecases.coverage import coverage_of_groups
 from lakehook.usecases.resolve_partitions import PartitionInputs, Versions
 from lakehook.usecases.resolve_report import ResolverStores
+from lakehook.usecases.resolve_whole_versions import GroupVersions
 
 
 @dataclass(frozen=True)
@@ -49,12 +51,14 @@ class GroupInputs:
     """What one group's lanes read of their own, beside the batch-wide reads: the trigger the group cursor names
     (head of line), an unpartitioned group's coverage intervals (a group with coverage members), a partitioned
     group's partitions' reads (None: the group is its one lane), or the error met reading for it (its plan raises
-    it)."""
+    it); and its view of the batch's whole-table version reads (EACH_VERSION over its members' snapshot logs and
+    history, :class:`lakehook.usecases.resolve_whole_versions.GroupVersions`)."""
 
     previous: Trigger | None = None
     coverage: dict[str, list[Span]] | None = None
     partitions: PartitionInputs | None = None
     error: BaseException | None = None
+    versions: GroupVersions = field(default_factory=GroupVersions)
 
 
 @dataclass
@@ -96,3 +100,10 @@ class WholeReads:
             if not self._rule_error(exc):
                 raise
             return GroupInputs(error=exc)
+
+
+def head_of_line(stores: ResolverStores, rule: Rule, cursor: GroupCursor | None) -> Trigger | None:
+    """The trigger an EACH_VERSION group's cursor names (head of line), one read; None for any other group."""
+    if rule.policy.mode is not Mode.EACH_VERSION or cursor is None or not cursor.trigger_key:
+        return None
+    return stores.triggers.get(cursor.trigger_key)

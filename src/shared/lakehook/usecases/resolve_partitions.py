@@ -29,16 +29,16 @@ from enum import StrEnum
 
 from lakehook.domain.coverage import Span
 from lakehook.domain.errors import ConflictError, ValidationError
-from lakehook.domain.evaluation import GroupEvaluation
+from lakehook.domain.evaluation import GroupEvaluation, evaluate_group
 from lakehook.domain.lanes import Lane
 from lakehook.domain.late_versions import late_in_partition
 from lakehook.domain.partition_evaluation import (
     FactKey,
     PartitionFact,
-    evaluate_partition,
     fact_keys,
     facts_of,
     member_keys,
+    partition_view,
     partitions_of_fact,
     touched_since,
     units_needed,
@@ -64,41 +64,6 @@ Versions = Mapping[FactKey, Sequence[PartitionFact]]
 def in_order(rule: Rule, group: Group) -> bool:
     """Whether a partitioned group runs each version of its partitions in order (EACH_VERSION per partition)."""
     return group.partition_by is not None and rule.policy.mode is Mode.EACH_VERSION
-
-
-def brought_versions(work: Sequence[tuple[Rule, Group]], touched: Touched) -> dict[FactKey, tuple[PartitionFact, ...]]:
-    """Every data commit of ``touched`` touching an (asset, mapping, partition) of a partitioned EACH_VERSION group of
-    ``work``, oldest first, each once: the versions the apply keeps (before the facts) and the plan steps through."""
-    found: dict[FactKey, dict[int, PartitionFact]] = {}
-    for rule, group in work:
-        if not in_order(rule, group):
-            continue
-        for key in dict.fromkeys(m.asset_key for m in group.partitioned_members):
-            for record, parts in touched.get(key, ()):
-                for fact in facts_of(group, key, parts, record):
-                    found.setdefault(fact.key, {})[fact.order] = fact
-    return {key: tuple(kept[o] for o in sorted(kept)) for key, kept in sorted(found.items())}
-
-
-def brought_commits(
-    work: Sequence[tuple[Rule, Group]],
-    whole: Mapping[tuple[str, int], SnapshotRecord],
-    recorded: Mapping[str, Sequence[SnapshotRecord]],
-) -> dict[str, list[SnapshotRecord]]:
-    """The commits of a batch whose partitions are known, per partitioned member of an EACH_VERSION partitioned group
-    of ``work``: each commit known whole (``whole``: its pieces, the batch's and those kept before, cover every key it
-    touched, :mod:`lakehook.domain.commit_pieces`), and each recorded one that changed no data (it touches no
-    partition's versions). A data commit recorded without its partitions, or known only in part, is not among them:
-    a partition's next version waits at it (:mod:`lakehook.domain.partition_gaps`) until its pieces all came (a
-    newer version of a partition in a piece still to come must not run first) or it settles."""
-    assets = {m.asset_key for rule, group in work if in_order(rule, group) for m in group.partitioned_members}
-    found: dict[str, dict[int, SnapshotRecord]] = {}
-    for key in sorted(assets):
-        known = [record for (asset, _), record in whole.items() if asset == key]
-        known += [record for record in recorded.get(key, ()) if not record.changes_data]
-        for record in known:
-            found.setdefault(key, {}).setdefault(record.order, record)
-    return {key: [kept[o] for o in sorted(kept)] for key, kept in found.items()}
 
 
 def touched_of_states(states: Mapping[str, AssetState]) -> dict[str, list[tuple[SnapshotRecord, TouchedPartitions]]]:
@@ -200,6 +165,8 @@ class PartitionInputs:
     gaps: Mapping[str, Mapping[str, Gap]] = field(default_factory=dict)
     # a group with a coverage member: per coverage member's asset, its merged intervals over the partitions' spans
     coverage: Mapping[str, Sequence[Span]] = field(default_factory=dict)
+    # EACH_VERSION: the batch's commits touching its members' (asset, mapping, partition) keys (kept by the apply)
+    batch_versions: Versions = field(default_factory=dict)
 
     @property
     def partitions(self) -> list[str]:
@@ -287,7 +254,6 @@ class PartitionedGroup(PlanLanes):
         *,
         registered: Mapping[str, bool] | None = None,
         carry: bool = False,
-        versions: Versions | None = None,
         start: GroupCursor | None = None,
         point: PlannedClaim | None = None,
         rule_error: Callable[[BaseException], bool] = lambda _: False,
@@ -295,7 +261,7 @@ class PartitionedGroup(PlanLanes):
         book = Book(inputs.page, inputs.past, inputs.counted, inputs.whole, inputs.more)
         super().__init__(rule, group, now, book, carry=carry, per_lane=1, rule_error=rule_error)
         self.inputs, self.brought, self.states, self.registered = inputs, brought, states, registered
-        self.versions: Versions = versions if versions is not None else {}
+        self.versions: Versions = inputs.batch_versions  # EACH_VERSION: the batch's commits touching its partitions
         self.start = start  # the group's cursor: the point its partitions start from (partition_start)
         self._point = point  # a backfill's end to record there first (``start`` is the cursor it leaves)
         self._facts = self.facts()
@@ -335,20 +301,28 @@ class PartitionedGroup(PlanLanes):
 
     def evaluate(self, key: str | None, cursor: GroupCursor | None, previous: Trigger | None) -> GroupEvaluation:
         assert key is not None
-        return evaluate_partition(
+        view, cursor = partition_view(
             self.rule,
             self.group,
             key,
             self._facts,
             self.states,
             cursor,
-            self.now,
             self.registered,
-            coverage=self.inputs.coverage,
-            previous=previous,
             versions=self._versions(key),
             gaps=self.inputs.gaps.get(key),
             start=self.start,
+        )
+        return evaluate_group(
+            self.rule,
+            self.group,
+            self.states,
+            cursor,
+            self.now,
+            registered=self.registered,
+            coverage=self.inputs.coverage,
+            previous=previous,
+            partition=view,
         )
 
     def claim(self, key: str | None, verdict: GroupEvaluation, cursor: GroupCursor | None) -> PlannedClaim:

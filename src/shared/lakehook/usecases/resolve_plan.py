@@ -32,9 +32,10 @@ from lakehook.domain.rules import Group, Rule
 from lakehook.domain.schedule_explanation import ScheduleExplanation
 from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.ports.rules import Deferral, GroupRef
-from lakehook.usecases.resolve_gather import Gathered, each_version
+from lakehook.usecases.resolve_gather import Gathered
 from lakehook.usecases.resolve_partitions import PartitionedGroup, PlannedFact, facts_to_write
 from lakehook.usecases.resolve_report import ResolveReport, RuleFailure, describe_error
+from lakehook.usecases.resolve_whole_versions import each_version
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,7 @@ class WholeGroup(PlanLanes):
     ) -> None:
         super().__init__(rule, group, now, Book({}), rule_error=rule_error)
         self._gathered, self._cursor, self._previous, self._registered = gathered, cursor, previous, registered
+        self._own = gathered.group((rule.rule_id, group.group_id))  # what the gather read for this group
 
     def keys(self) -> list[str | None]:
         return [None]
@@ -146,17 +148,17 @@ class WholeGroup(PlanLanes):
         return self._previous
 
     def evaluate(self, key: str | None, cursor: GroupCursor | None, previous: Trigger | None) -> GroupEvaluation:
-        gathered = self._gathered
+        own = self._own
         return evaluate_group(
             self.rule,
             self.group,
-            gathered.inputs.states,
+            self._gathered.inputs.states,
             cursor,
             self.now,
             registered=self._registered,
-            logs=gathered.logs,
-            coverage=gathered.group((self.rule.rule_id, self.group.group_id)).coverage,
-            snapshots=gathered.snapshots,
+            logs=own.versions.logs,
+            coverage=own.coverage,
+            snapshots=own.versions.snapshots,
             previous=previous,
         )
 
@@ -164,7 +166,7 @@ class WholeGroup(PlanLanes):
         return plan_claim(self.rule, self.group, verdict, cursor, self._gathered.inputs.states, self.now)
 
     def fallback(self) -> tuple[int, DeferWhy] | None:
-        recheck = self._gathered.recheck
+        recheck = self._own.versions.recheck
         due = [recheck[k] for k in self.group.asset_keys if k in recheck]
         return (min(due), DeferWhy.HISTORY_GAP) if each_version(self.rule, self.group) and due else None
 
@@ -225,7 +227,8 @@ class PlanResolution:
             groups.append(planned)
         skips = tuple(
             item.trigger(gathered.inputs.cursors[(item.rule.rule_id, item.group_id)], self._now)
-            for item in gathered.late
+            for rule, group in gathered.work
+            for item in gathered.group((rule.rule_id, group.group_id)).versions.late
         ) + tuple(skip for g in groups for skip in g.lanes.skips)
         read = [own.partitions for own in gathered.groups.values() if own.partitions is not None]
         facts = facts_to_write(gathered.brought, read)
@@ -245,8 +248,9 @@ class PlanResolution:
         if cursor is not None and cursor.seq > 0:
             return None
         oldest: dict[str, int] = {}
+        seen = self._gathered.group(planned.ref).versions.seen
         for member in group.members:
-            orders = [r.order for r in self._gathered.seen.get(member.asset_key, ())]
+            orders = [r.order for r in seen.get(member.asset_key, ())]
             noted = cursor.first_seen_of(member.asset_key) if cursor is not None else None
             if steps_by_snapshot(member) and orders and (noted is None or min(orders) < noted):
                 oldest[member.asset_key] = min(orders)
@@ -296,7 +300,6 @@ class PlanResolution:
             self._now,
             registered=self._registered,
             carry=self._carry,
-            versions=gathered.versions,
             start=point.moved() if point is not None else start,
             point=point,
             rule_error=self._rule_error,

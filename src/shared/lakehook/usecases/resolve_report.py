@@ -88,6 +88,12 @@ class ResolverStores:
     assets: AssetStore | None = None
 
 
+def bounded(stores: ResolverStores, explain: bool) -> bool:
+    """Whether the reads of partitioned groups are bounded: what lies past a bound is carried to the resolver queue
+    (with no queue, or for explain, nothing is past it)."""
+    return stores.resolver_queue is not None and not explain
+
+
 @dataclass(frozen=True)
 class ResolverLimits:
     """How far one invocation goes: lost races per group before the batch fails (``max_conflicts``), claims per
