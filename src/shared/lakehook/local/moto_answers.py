@@ -46,6 +46,7 @@ class _Stock:
 
 
 STOCK = _Stock()
+_FITS = "_lakehook_answers_fit"  # on a serializer: whether its answer's attribute values may be written here
 _checked_lock = threading.Lock()
 _checked: dict[int, tuple[Any, bool]] = {}  # id(shape) -> (the shape, whether it is the AttributeValue shape known)
 
@@ -53,13 +54,21 @@ _checked: dict[int, tuple[Any, bool]] = {}  # id(shape) -> (the shape, whether i
 def applies(serializer: Any, shape: Any) -> bool:
     """Whether :func:`wire` may write values of ``shape`` for ``serializer`` (else moto's own code does): moto's
     JSON serializer of one of :data:`SERVICES`, its default value picker, and the AttributeValue shape above."""
+    if shape.name != SHAPE:
+        return False
+    fits = serializer.__dict__.get(_FITS)  # one answer asks for each of its attribute values: decided once
+    if fits is None:
+        fits = _serializer_fits(serializer)
+        serializer.__dict__[_FITS] = fits
+    return bool(fits) and _known_shape(shape)
+
+
+def _serializer_fits(serializer: Any) -> bool:
     from moto.core.serialize import JSONSerializer
 
-    if shape.name != SHAPE or type(serializer) is not JSONSerializer:
+    if type(serializer) is not JSONSerializer or serializer.service_model.service_name not in SERVICES:
         return False
-    if serializer.service_model.service_name not in SERVICES:
-        return False
-    return _known_shape(shape) and _default_picker(serializer)
+    return _default_picker(serializer)
 
 
 def _known_shape(shape: Any) -> bool:
