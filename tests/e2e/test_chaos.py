@@ -57,6 +57,9 @@ PHASES = int(os.environ.get("LAKEHOOK_CHAOS_PHASES", "10"))
 DOWN_PHASE = 4
 DOWN_SECONDS = 5.0  # "down for a minute", scaled with the re-drive schedule below
 TARGET_TIMEOUT_SECONDS = 1.0
+# A stop for a stack that never drains or never settles, not a bound on how fast it does on a loaded 2-core machine
+# (the verdicts below are the model's, not the clock's).
+HANG_STOP = 300.0
 PUSHERS = 3
 ADMIN = "chaos-admin"
 SECRET_NAME = "lakehook/lakehook-local/targets/chaos"  # under the local stack's prefix, as looked up
@@ -239,16 +242,16 @@ def test_every_satisfied_version_runs_exactly_once_through_faults(
         if phase.down:
             receiver.down(DOWN_SECONDS)
         push_concurrently(api, rng, phase.events)
-        assert stack.wait_idle(60), f"phase {number}: the stream did not drain"
+        assert stack.wait_idle(HANG_STOP), f"phase {number}: the stream did not drain"
     receiver.up()
 
-    settled = wait_quiet(stack, api, receiver, timeout=60)
+    settled = wait_quiet(stack, api, receiver, timeout=HANG_STOP)
     failed = [t for t in settled if t["status"] == "FAILED"]
     receiver.healthy = True
     retried = {
         t["triggerKey"]: api.http.post(f"{api.url}/triggers/{t['triggerKey']}/retry", timeout=30) for t in failed
     }
-    final = wait_quiet(stack, api, receiver, timeout=60)
+    final = wait_quiet(stack, api, receiver, timeout=HANG_STOP)
     elapsed = time.monotonic() - began
 
     # THEN, against the model
@@ -399,20 +402,20 @@ def push_concurrently(api: Api, rng: random.Random, events: list[dict[str, Any]]
 
 def wait_quiet(stack: LocalStack, api: Api, receiver: ChaosReceiver, timeout: float) -> list[dict[str, Any]]:
     """Every rule's triggers, once nothing moved for a while: the stream drained, no trigger waiting for a
-    re-drive, and the triggers and the receiver's deliveries unchanged for 3 s (a dispatch in flight changes
-    its attempts within that time)."""
+    re-drive, and the triggers and the receiver's deliveries unchanged for 3 s with the stream drained throughout
+    (a dispatch in flight changes its attempts within that time)."""
     deadline = time.monotonic() + timeout
     last: Any = None
     since = time.monotonic()
     while True:
-        stack.wait_idle(10)
+        drained = stack.wait_idle(10)
         triggers = [t for r in [*(s.rule_id for s in RULES), THROWING] for t in api.triggers(r)]
         view = (
             sorted((t["triggerKey"], t["status"], t["attempts"]) for t in triggers),
             len(receiver.deliveries),
         )
         waiting = [t for t in triggers if t["status"] == "FAILED" and t.get("failure") == "RETRYABLE"]
-        if view != last or waiting:
+        if view != last or waiting or not drained:  # quiet only counts once the stream has drained
             last, since = view, time.monotonic()
         elif time.monotonic() - since >= 3.0:
             return triggers

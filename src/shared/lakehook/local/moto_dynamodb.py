@@ -17,6 +17,9 @@ moto in two places and leaves the rest, and every answer, to moto's own code:
   in a copy of the whole table. The cancellation reasons are moto's (the function is moto's, with the
   journal in place of the copy). The table object also stays the same, so a stream reader holding a shard
   iterator keeps seeing new records after a cancelled transaction (moto's copy orphans it).
+- **Answers write attribute values directly.** moto's serializer walks botocore's shape model for every
+  ``AttributeValue`` of an answer (six alias lookups for each of its ten members); the values are already in wire
+  form, and :mod:`lakehook.local.moto_answers` writes them as moto would (anything else stays moto's).
 
 It patches moto's classes, so it is process-wide: :func:`install` on the exact moto versions in
 ``SUPPORTED_MOTO_VERSIONS`` whose patched functions still read as recorded in ``FINGERPRINTS``; any other moto
@@ -37,6 +40,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from lakehook.local import moto_answers
+
 log = logging.getLogger("lakehook.local.moto")
 
 SUPPORTED_MOTO_VERSIONS = frozenset({"5.2.5"})
@@ -56,6 +61,19 @@ FINGERPRINTS: dict[str, str] = {
     "moto.dynamodb.models:DynamoDBBackend.get_keys_value": "1f948797496ddc2c",
     "moto.dynamodb.models:DynamoDBBackend.execute_statement": "6579d0ba9df2be56",
     "moto.dynamodb.responses:DynamoHandler.query": "681834c64038af93",
+    # the answer serializer's path for an AttributeValue, which lakehook.local.moto_answers reproduces
+    "moto.core.serialize:BaseJSONSerializer._serialize_type_structure": "36873909cd0aeb4d",
+    "moto.core.serialize:ResponseSerializer._serialize_type_structure": "f9b47068f40ce489",
+    "moto.core.serialize:ResponseSerializer._serialize_structure_member": "437fdce43aa5ac84",
+    "moto.core.serialize:ResponseSerializer._serialize": "4eccca5bf02593ef",
+    "moto.core.serialize:ResponseSerializer._default_serialize": "25ce8ddbb1a991c0",
+    "moto.core.serialize:ResponseSerializer._serialize_type_blob": "acd7e746cf06090e",
+    "moto.core.serialize:ResponseSerializer.get_serialized_name": "2c23dcac85ccc396",
+    "moto.core.serialize:BaseJSONSerializer._serialize_type_string": "44954e02145012ba",
+    "moto.core.serialize:BaseJSONSerializer._serialize_type_list": "f87b14fe9166e099",
+    "moto.core.serialize:BaseJSONSerializer._serialize_type_map": "faa32d1fa9a8bfc9",
+    "moto.core.serialize:AttributePicker.__call__": "c15da8ec29c1afa4",
+    "moto.core.serialize:XFormedAttributePicker.get_possible_keys": "f0d20f55f37fd8a1",
 }
 # Key attribute types: hashable, and the only types a key (table or index) can have.
 _TABLE_QUERY = "moto.dynamodb.models.table:Table.query"
@@ -63,6 +81,7 @@ _TABLE_ALL_ITEMS = "moto.dynamodb.models.table:Table.all_items"
 _TABLE_PUT_ITEM = "moto.dynamodb.models.table:Table.put_item"
 _BACKEND_UPDATE_ITEM = "moto.dynamodb.models:DynamoDBBackend.update_item"
 _BACKEND_TRANSACT = "moto.dynamodb.models:DynamoDBBackend.transact_write_items"
+_JSON_STRUCTURE = "moto.core.serialize:BaseJSONSerializer._serialize_type_structure"
 _KEY_TYPES = frozenset({"S", "N", "B"})
 _INDEX_ATTRIBUTE = "_lakehook_attribute_index"
 
@@ -174,6 +193,7 @@ def _patches() -> dict[str, Callable[..., Any]]:
         _TABLE_PUT_ITEM: _put_item,
         _BACKEND_UPDATE_ITEM: _update_item,
         _BACKEND_TRANSACT: _transact_write_items,
+        _JSON_STRUCTURE: _serialize_type_structure,
     }
 
 
@@ -429,6 +449,16 @@ def _register_updated(backend: Any, table_name: str, key: dict[str, Any]) -> Non
         _register_key(table, hash_key, range_key)
     except Exception:  # moto raised for this key already; nothing was stored under it
         return
+
+
+def _serialize_type_structure(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
+    # an answer's AttributeValue written directly (lakehook.local.moto_answers), anything else by moto
+    if key and value is not None and moto_answers.applies(self, shape):
+        written = moto_answers.wire(self, value, shape)
+        if written is not moto_answers.STOCK:
+            serialized[key] = written
+            return
+    _stock[_JSON_STRUCTURE](self, serialized, value, shape, key)
 
 
 # --- TransactWriteItems with a rollback journal -------------------------------------------------------------
