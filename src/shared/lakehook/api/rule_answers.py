@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import ConfigDict, Field
 
-from lakehook.answers.base import Answer, Iso, NextToken, SourceHealthAnswer
+from lakehook.answers.base import Answer, Iso, NextToken
+from lakehook.answers.explain import GroupExplanation
 from lakehook.answers.freshness import RuleFreshnessAnswer
 from lakehook.answers.triggers import PlannedRun, TriggerSummary
 from lakehook.domain.rules import Rule
@@ -31,158 +30,6 @@ class RuleAnswer(Rule):
 class RulePage(Answer):
     items: list[RuleAnswer]
     next_token: str | None = NextToken
-
-
-class MemberExplanation(Answer):
-    asset_key: str = Field(alias="assetKey")
-    alias: str | None = Field(default=None, description="the alias the rule names the member by, if it does")
-    status: str = Field(description="READY or what blocks the member, e.g. BLOCKED_BY_QUALITY")
-    current: dict[str, Any]
-    required: dict[str, Any]
-    reason: str | None
-    source_health: SourceHealthAnswer | None = Field(
-        default=None, alias="sourceHealth", description="a polled member whose source is not HEALTHY: its health"
-    )
-
-
-class Backlog(Answer):
-    pending_windows: int = Field(alias="pendingWindows", description="closed windows not run yet, the next included")
-    next: dict[str, str] = Field(description="the next window to run: start and end")
-    next_at: Iso = Field(alias="nextAt", description="when it may start (maxRunsPerEvaluation per evaluation)")
-
-
-class SkippedVersion(Answer):
-    asset_key: str = Field(alias="assetKey")
-    snapshot_id: int | None = Field(alias="snapshotId")
-    reason: str | None = Field(description="e.g. version 3 arrived after 5 and will not run for rule export")
-    trigger_key: str = Field(alias="triggerKey", description="the SKIPPED trigger that records it")
-    skipped_at: Iso = Field(alias="skippedAt")
-
-
-class Tick(Answer):
-    """One tick of a schedule, in UTC and in the schedule's time zone."""
-
-    utc: Iso
-    local: str = Field(description="the same instant in the schedule's time zone, with its offset")
-
-
-class TickWait(Answer):
-    """A member the tick waits for: its status and reason, as the group's evaluation judged it."""
-
-    asset_key: str = Field(alias="assetKey")
-    status: str
-    reason: str | None
-
-
-class ScheduleExplanation(Answer):
-    """A scheduled group's cron, its ticks and what its next run waits for."""
-
-    cron: str
-    timezone: str
-    never_fires: bool = Field(alias="neverFires", description="the cron matches no date: it has no ticks")
-    last_tick: Tick | None = Field(alias="lastTick", description="the latest tick at or before evaluatedAt")
-    next_tick: Tick | None = Field(alias="nextTick", description="the first tick after evaluatedAt")
-    pending_tick: Tick | None = Field(
-        alias="pendingTick",
-        description="the tick the group fires for next: lastTick until it ran for it (missed ticks coalesce), "
-        "then nextTick; null when the group could not be evaluated",
-    )
-    ran_for_last_tick: bool | None = Field(alias="ranForLastTick")
-    waits_for: list[TickWait] | None = Field(
-        alias="waitsFor",
-        description="the members not satisfied for pendingTick, as the resolver judges them (empty: only the "
-        "time); null when the group could not be evaluated (ERROR)",
-    )
-    reason: str | None = Field(description="why the schedule has no ticks (neverFires)")
-
-
-class PartitionExplanation(Answer):
-    """One partition of a partitioned group: its status and what it waits for."""
-
-    partition: str = Field(description="the partition key, e.g. dt=2026-12-01")
-    status: str
-    reason: str | None = Field(description="e.g. dt=2026-12-01: waiting for paimon://lake/ods/payments (…)")
-    waiting_for: list[str] | None = Field(default=None, alias="waitingFor", description="the members not satisfied")
-    pins: list[dict[str, Any]] | None = Field(default=None, description="READY: what its run would pin")
-    until: Iso | None = Field(
-        default=None, description="a wait that ends by itself (COOLDOWN, WAITING_FOR_RUN_WINDOW, ...): when it ends"
-    )
-
-
-class PartialCommit(Answer):
-    """A partitioned member's newest data commit whose partitions explain evaluated in part (docs/partitions.md)."""
-
-    asset_key: str = Field(alias="assetKey")
-    snapshot_id: int = Field(alias="snapshotId")
-    touched: int = Field(description="how many partitions the commit touched")
-    evaluated: int = Field(
-        description="how many of its keys (the first, sorted) explain evaluated: the state keeps a commit's first "
-        "1000, and one evaluation at most 1000 facts' worth (a fan-out key weighs the partitions it names)"
-    )
-
-
-class RequireNode(Answer):
-    """One node of a group's require tree and its verdict: a reference (``ref``, the member's assets) or an operator
-    (``op``: allOf, anyOf or atLeast, with how many of its terms must hold and how many do)."""
-
-    holds: bool = Field(
-        description="whether the node holds on the members that hold now (and, after a claim under "
-        "ALL_UPDATED, advanced)"
-    )
-    ref: str | None = Field(default=None, description="a reference: the member's name, alias or assetKey")
-    asset_keys: list[str] | None = Field(default=None, alias="assetKeys", description="a reference: its assets")
-    op: str | None = Field(default=None, description="an operator: allOf, anyOf or atLeast")
-    needed: int | None = Field(default=None, description="an operator: how many of its terms must hold")
-    holding: int | None = Field(default=None, description="an operator: how many of its terms hold")
-    terms: list[RequireNode] | None = Field(default=None, description="an operator: its terms' verdicts")
-
-
-class GroupExplanation(Answer):
-    group_id: str = Field(alias="groupId")
-    status: str
-    reason: str | None = Field(
-        description="why the group does not run; 'cannot decide: <asset> is BLOCKED since … because …' when a member's "
-        "source is BLOCKED or has a GAP"
-    )
-    waiting_reason: str | None = Field(
-        default=None, alias="waitingReason", description="a group that cannot decide: the resolver's own reason"
-    )
-    cannot_decide: list[SourceHealthAnswer] | None = Field(
-        default=None,
-        alias="cannotDecide",
-        description="a group not READY with members whose source is BLOCKED or has a GAP: their health",
-    )
-    members: list[MemberExplanation]
-    backlog: Backlog | None = Field(
-        default=None, description="a group stepping through windows, behind the newest closed one"
-    )
-    skipped: list[SkippedVersion] | None = Field(
-        default=None,
-        description="EACH_VERSION: the newest late snapshots (up to 20) that arrived after the group had run a newer "
-        "one, so never run; GET /rules/{ruleId}/triggers?status=SKIPPED lists them all",
-    )
-    schedule: ScheduleExplanation | None = Field(default=None, description="present for a scheduled group")
-    require: RequireNode | None = Field(
-        default=None, description="a group with a require tree: the tree's verdict at every node"
-    )
-    partitions: list[PartitionExplanation] | None = Field(
-        default=None,
-        description="a partitioned group (partitionBy): its pending partitions and those its members' newest commits "
-        "touched, newest keys first, at most 20",
-    )
-    pending_partitions: int | None = Field(
-        default=None, alias="pendingPartitions", description="a partitioned group: how many partitions are pending"
-    )
-    partial_commits: list[PartialCommit] | None = Field(
-        default=None,
-        alias="partialCommits",
-        description="a partitioned group: its members' newest data commits whose partitions explain evaluated only in "
-        "part (absent when none); a PUT of the rule or evaluate now evaluates the same first keys and hands the rest "
-        "to the resolver",
-    )
-    last_trigger: TriggerSummary | None = Field(
-        default=None, alias="lastTrigger", description="the group's newest trigger; null: it never triggered"
-    )
 
 
 class SlotWaiter(Answer):

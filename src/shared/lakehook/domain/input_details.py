@@ -61,9 +61,6 @@ class InputDetails(BaseModel):
             payload=event.payload,
         )
 
-    def to_api(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, exclude_none=True)
-
 
 def event_ref(pin: PinnedInput) -> EventRef | None:
     """The event that recorded the pinned version: its snapshot's commit, else its sealed spool manifest, else its tag,

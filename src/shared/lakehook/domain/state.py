@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.json_form import json_form
 from lakehook.domain.ordering import TagEntry, order_key
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.state_changes import Advance, AllOf, Below, NotAllEqual, NotInSet, Pairs, StateField, WhileEqual
@@ -78,7 +79,7 @@ def _snapshot_committed(event: AssetEvent, recorded_at: int) -> Advance:
     late = None
     if record.changes_data:  # a compaction keeps the newest data-changing snapshot (see versions.py)
         data = {
-            StateField.LATEST_DATA: record.to_api(),
+            StateField.LATEST_DATA: json_form(record),
             StateField.LATEST_PARTITIONS: latest_partitions_value(event, record.order),
         }
         sets.update(data)

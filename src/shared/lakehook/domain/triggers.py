@@ -140,12 +140,6 @@ class PinnedInput(BaseModel):
             version.append(f"tag:{self.tag}")
         return version if self.manifest_uri is None else [*version, self.manifest_uri]
 
-    def to_api(self) -> dict[str, Any]:
-        data = self.model_dump(by_alias=True, exclude_none=True)
-        if self.commit_time is not None:
-            data["commitTime"] = self.commit_time
-        return data
-
 
 class Window(BaseModel):
     """A window ``[start, end)`` in epoch milliseconds; one trigger per window."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from lakehook.answers.explain import GroupExplanation
 from lakehook.answers.freshness import RuleFreshnessAnswer
 from lakehook.answers.triggers import TriggerSummary
 from lakehook.domain.late_versions import is_late_skip
@@ -96,13 +97,12 @@ class ExplainRule:
             healths.read(rule.asset_keys)
         groups = []
         ready = False
+        each_version = rule.policy.mode is Mode.EACH_VERSION
         for group in rule.groups:
             verdict = report.verdicts[(rule.rule_id, group.group_id)]
             ready = ready or verdict.ready
-            data = verdict.to_api()
-            data["lastTrigger"] = _summary(last.get(group.group_id))
-            if rule.policy.mode is Mode.EACH_VERSION:
-                data["skipped"] = [_skip(t) for t in skipped if t.group_id == group.group_id]
+            late = [t for t in skipped if t.group_id == group.group_id] if each_version else None
+            data = GroupExplanation.from_domain(verdict).with_history(last.get(group.group_id), late).dump()
             groups.append(with_source_health(data, verdict.ready, healths) if healths is not None else data)
         newest = max(last.values(), key=lambda t: (t.created_at, t.sequence), default=None)
         answer = {
@@ -148,18 +148,6 @@ class ExplainRule:
             return []
         page = self._triggers.list_for_rule(rule.rule_id, TriggerStatus.SKIPPED, MAX_SKIPS_SHOWN)
         return [t for t in page.items if is_late_skip(t)]
-
-
-def _skip(trigger: Trigger) -> dict[str, Any]:
-    """A late version explain lists as skipped: which, why, and the SKIPPED trigger that records it."""
-    pin = trigger.inputs[0]
-    return {
-        "assetKey": pin.asset_key,
-        "snapshotId": pin.snapshot_id,
-        "reason": trigger.reason,
-        "triggerKey": trigger.trigger_key,
-        "skippedAt": ms_to_iso(trigger.created_at),
-    }
 
 
 def _summary(trigger: Trigger | None) -> dict[str, Any] | None:
