@@ -128,7 +128,7 @@ def test_a_pushed_events_payload_and_commit_facts_reach_the_run_and_its_manifest
     assert payments == {"assetKey": PAYMENTS, "watermark": T0}  # a watermark's event has no facts nor payload
     assert DETAILS_IN_FIELD not in payload
     manifest = world.manifests.get(payload["manifestUri"])
-    assert [i.to_api() for i in manifest.inputs] == payload["inputs"]
+    assert [json_form(i) for i in manifest.inputs] == payload["inputs"]
     received = parse_invocation(json.dumps(payload))
     assert received.input(ORDERS).payload == PAYLOAD and received.input(ORDERS).commit_kind == "OVERWRITE"
     assert received.input(PAYMENTS).payload is None and not received.details_in_manifest

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lakehook.domain.events import AssetEvent, EventType
 from lakehook.domain.json_form import json_form
 from lakehook.domain.ordering import TagEntry, order_key
-from lakehook.domain.partitions import TouchedPartitions
+from lakehook.domain.partitions import TouchedPartitions, partitions_json
 from lakehook.domain.state_changes import Advance, AllOf, Below, NotAllEqual, NotInSet, Pairs, StateField, WhileEqual
 from lakehook.domain.versions import SnapshotRecord, Verdict, starts_history
 
@@ -245,7 +245,7 @@ def latest_partitions_value(event: AssetEvent, order: int) -> dict[str, Any] | N
     order; None (stored as null) when it names none, so an older snapshot's partitions never pass for its own."""
     if event.partitions is None:
         return None
-    return {**event.partitions.to_api(), "snapshotId": event.snapshot_id, "order": order}
+    return {**partitions_json(event.partitions), "snapshotId": event.snapshot_id, "order": order}
 
 
 class LatestPartitions(TouchedPartitions):

@@ -80,7 +80,7 @@ class SourceHealths:
 
 
 def with_source_health(group: dict[str, Any], ready: bool, healths: SourceHealths) -> dict[str, Any]:
-    """A group's explanation (``GroupEvaluation.to_api()``) with its members' source health where it is not HEALTHY;
+    """A group's explanation (``GroupExplanation``'s body) with its members' source health where it is not HEALTHY;
     a group that is not READY and has a member whose source is BLOCKED or GAP says it cannot decide, and why (the
     resolver's own reason kept as ``waitingReason``)."""
     for member in group.get("members", []):

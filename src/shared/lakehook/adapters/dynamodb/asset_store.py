@@ -26,7 +26,7 @@ from lakehook.adapters.dynamodb.transactions import (
 )
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.event_range import EVERY_EVENT, EventRange
-from lakehook.domain.events import AssetEvent, SourceType
+from lakehook.domain.events import AssetEvent, SourceType, event_json
 from lakehook.domain.json_form import json_form
 from lakehook.domain.snapshots import PartitionPart
 from lakehook.domain.state import AssetState
@@ -123,7 +123,7 @@ class DynamoDBAssetStore(AssetStore):
             "eventVersion": event.version,
             "source": source.value,
             "receivedAt": received_at,
-            "body": json.dumps(event.to_api(), separators=(",", ":"), sort_keys=True),
+            "body": json.dumps(event_json(event), separators=(",", ":"), sort_keys=True),
             "GSI1PK": keys.events_index_pk(event.asset_key),
             "GSI1SK": keys.events_index_sk(received_at, event_id),
             keys.TTL_ATTRIBUTE: received_at // 1000 + self._retention_seconds,
