@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from lakehook.answers.explain import GroupExplanation
+from lakehook.answers.explain import GroupExplanation, RuleErrorAnswer
 from lakehook.domain.member_verdict import MemberEvaluation
 from lakehook.domain.requirements import NodeVerdict
 from lakehook.domain.schedule_explanation import ScheduleExplanation
@@ -18,6 +18,7 @@ from lakehook.domain.schedules import GroupSchedule
 from lakehook.domain.status import Status
 from lakehook.domain.triggers import PinnedInput, Trigger, TriggerStatus, Window
 from lakehook.domain.verdicts import Backlog, GroupEvaluation, PartialCommit
+from lakehook.ports.rules import RuleError
 
 HOUR = 3_600_000
 T0 = 1_764_547_200_000  # 2025-12-01T00:00:00Z
@@ -194,3 +195,14 @@ def test_a_group_that_never_triggered_says_null_and_a_rule_not_each_version_list
 def test_a_verdict_not_ready_shows_neither_pins_nor_window() -> None:
     shown = GroupExplanation.from_domain(cases()["behind"]).dump()
     assert "pins" not in shown and "window" not in shown and cases()["behind"].window is not None
+
+
+def test_a_rule_error_is_the_last_error_explain_always_wrote() -> None:
+    bodies = [
+        json.dumps(RuleErrorAnswer.from_domain(error).dump(), separators=(",", ":"))
+        for error in (RuleError("group g: boom", T0 + 123, "g"), RuleError("boom", T0))
+    ]
+    assert bodies == [
+        '{"message":"group g: boom","at":"2025-12-01T00:00:00.123Z","groupId":"g"}',
+        '{"message":"boom","at":"2025-12-01T00:00:00Z","groupId":null}',
+    ]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from lakehook.answers.base import Answer, Iso, SourceHealthAnswer, Window, present
+from lakehook.answers.freshness import RuleFreshnessAnswer
 from lakehook.answers.triggers import PinnedInputAnswer, TriggerSummary
 from lakehook.domain.schedule_explanation import local_iso
 from lakehook.domain.status import Status
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from lakehook.domain.verdicts import Backlog as BacklogVerdict
     from lakehook.domain.verdicts import GroupEvaluation
     from lakehook.domain.verdicts import PartialCommit as PartialCommitVerdict
+    from lakehook.ports.rules import RuleError
 
 
 class MemberExplanation(Answer):
@@ -318,3 +320,61 @@ def _until(verdict: GroupEvaluation) -> Iso | None:
 def _pins(verdict: GroupEvaluation) -> list[PinnedInputAnswer] | None:
     """READY: the versions it would pin (an empty list stays: a READY verdict always says what it pins)."""
     return [PinnedInputAnswer.from_domain(p) for p in verdict.pins] if verdict.ready else None
+
+
+class SlotWaiter(Answer):
+    trigger_key: str = Field(alias="triggerKey")
+    position: int = Field(description="its place in the queue (1: next)")
+    claimed_at: Iso = Field(alias="claimedAt")
+
+
+class SlotScopeExplanation(Answer):
+    partition: str | None = Field(description="a partitioned group's runs of this partition; null: the rule's runs")
+    in_flight: list[str] = Field(alias="inFlight", description="the triggers whose runs hold a slot now")
+    waiting: list[SlotWaiter] = Field(description="the first 20 waiting, in claim order")
+    waiting_count: int = Field(alias="waitingCount")
+
+
+class InFlightExplanation(Answer):
+    """A rule with maxInFlight: its runs in flight and the claimed triggers waiting for a slot, per scope."""
+
+    max_in_flight: int = Field(alias="maxInFlight")
+    max_run_seconds: int = Field(alias="maxRunSeconds", description="in force (the default when the rule sets none)")
+    waiting_count: int = Field(alias="waitingCount")
+    scopes: list[SlotScopeExplanation] = Field(description="only scopes with a run in flight or a trigger waiting")
+
+
+class RuleErrorAnswer(Answer):
+    """Why the rule's evaluation last failed (a bug in the rule or in lakehook, never the infrastructure), and when."""
+
+    message: str
+    at: Iso
+    group_id: str | None = Field(alias="groupId", description="the group it failed in, when one")
+
+    @classmethod
+    def from_domain(cls, error: RuleError) -> RuleErrorAnswer:
+        return cls(message=error.message, at=ms_to_iso(error.at), group_id=error.group_id)
+
+
+class Explanation(Answer):
+    """``GET /rules/{ruleId}/explain``: every group's verdict, READY or what blocks it, as the resolver decides."""
+
+    rule_id: str = Field(alias="ruleId")
+    enabled: bool
+    mode: str = Field(description="the rule's policy.mode: ALL_UPDATED, ANY_UPDATED or EACH_VERSION")
+    start_from: str = Field(alias="startFrom", description="the rule's policy.startFrom: LATEST or NEXT_CHANGE")
+    ready: bool
+    groups: list[GroupExplanation]
+    last_trigger: TriggerSummary | None = Field(
+        default=None, alias="lastTrigger", description="the rule's newest trigger (of any group); null: none yet"
+    )
+    last_error: RuleErrorAnswer | None = Field(
+        default=None, alias="lastError", description="why the rule's last evaluation failed; null: it did not"
+    )
+    evaluated_at: Iso = Field(alias="evaluatedAt")
+    freshness: RuleFreshnessAnswer | None = Field(
+        default=None, description="a rule (or a member) that promises freshness: whether it keeps it; absent otherwise"
+    )
+    in_flight: InFlightExplanation | None = Field(
+        default=None, alias="inFlight", description="a rule with maxInFlight: its runs in flight and who waits"
+    )
