@@ -32,6 +32,7 @@ from tests.support import RequestCounter, create_table
 from lakehook.adapters.dynamodb.rule_store import rule_items
 from lakehook.container import Container
 from lakehook.domain.events import AssetEvent, EventType, SourceType
+from lakehook.domain.json_form import json_form
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import snapshot_record
@@ -272,7 +273,7 @@ def _local(name: str, pushes: list[Push]) -> dict[str, Any]:
         secret = requests.put(
             f"{url}/producers/bench", headers=admin, timeout=30, json={"assetKeyPrefixes": ["paimon://lake/ods/"]}
         ).json()["secret"]
-        rule = {k: v for k, v in _rule(0).to_api().items() if k != "ruleId"}
+        rule = {k: v for k, v in json_form(_rule(0)).items() if k != "ruleId"}
         rule["target"] = {"type": "eventbridge", "eventBusName": "default"}
         answer = requests.put(f"{url}/rules/daily", headers=admin, json=rule, timeout=30)
         if answer.status_code >= 400:

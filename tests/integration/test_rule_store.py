@@ -13,6 +13,7 @@ from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
 from lakehook.adapters.dynamodb.state_history import DynamoDBStateHistory
 from lakehook.adapters.dynamodb.state_reader import DynamoDBStateReader
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
+from lakehook.domain.json_form import json_form
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.targets import STORED_CONTEXT
@@ -72,7 +73,7 @@ def test_a_rule_round_trips_with_revision_and_times(table: Any) -> None:
     again = store.put_rule(make_rule("r", A, B, url="https://x"), 2000)
     assert (again.revision, again.created_at, again.updated_at) == (2, 1000, 2000)
     stored = store.get_rule("r")
-    assert stored is not None and stored.rule.to_api()["target"]["url"] == "https://x" and stored.revision == 2
+    assert stored is not None and json_form(stored.rule)["target"]["url"] == "https://x" and stored.revision == 2
     assert store.get_rule("missing") is None
 
 

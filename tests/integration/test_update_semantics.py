@@ -19,6 +19,7 @@ from lakehook.adapters.dynamodb.stream_records import RESOLVER_FILTER_PATTERNS
 from lakehook.adapters.dynamodb.trigger_ledger import DISPATCH_FILTER_PATTERNS
 from lakehook.container import Container
 from lakehook.domain.assets import AssetFormat, AssetRegistration
+from lakehook.domain.json_form import json_form
 from lakehook.domain.rules import Rule
 from lakehook.handlers import handle_dispatch_batch, handle_stream_batch
 from lakehook.local.filters import matches_any
@@ -525,7 +526,7 @@ def test_replay_of_a_spooled_extract_is_refused_once_the_manifest_at_its_uri_was
     state = world.container.asset_store.get_state(key)
     assert state is not None and state.manifest_sha256 == failure.detail["manifestSha256"]  # verified again
     (pin,) = trigger.inputs
-    assert (pin.manifest_uri, pin.to_api()["manifestSha256"]) == (uri, sealed["sha256"])  # pinned at trigger time
+    assert (pin.manifest_uri, json_form(pin)["manifestSha256"]) == (uri, sealed["sha256"])  # pinned at trigger time
 
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=[f.value for f in FORMATS])

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
+from lakehook.domain.json_form import json_form
 from lakehook.domain.rules import Rule
 from lakehook.domain.status import Status
 from lakehook.domain.triggers import TriggerStatus
@@ -51,7 +52,7 @@ def test_no_version_of_a_group_runs_beside_its_run_in_flight_after_a_backfill(en
 @pytest.mark.parametrize("end", [TriggerStatus.TRIGGERING, TriggerStatus.FAILED])
 def test_no_version_of_a_partition_runs_beside_its_run_in_flight_after_a_backfill(end: TriggerStatus) -> None:
     each = daily({"assetKey": ORDERS, "partition": {}}, mode="EACH_VERSION")
-    lake = Lake(Rule.model_validate({**each.to_api(), "policy": {"mode": "EACH_VERSION", "backfill": "SKIP"}}))
+    lake = Lake(Rule.model_validate({**json_form(each), "policy": {"mode": "EACH_VERSION", "backfill": "SKIP"}}))
     assert (
         _backfill_beside_a_run(lake, ORDERS, lambda sid: lake.commit(ORDERS, sid, P), end) == []
     )  # before the fix: [4]
@@ -79,7 +80,7 @@ def test_once_the_run_succeeds_the_commit_after_the_backfill_runs_and_the_absorb
     assert _then_the_run_succeeds(world) == [4]  # 2 and 3 were absorbed by the skip; 4 runs once, after run 1
 
     each = daily({"assetKey": ORDERS, "partition": {}}, mode="EACH_VERSION")
-    lake = Lake(Rule.model_validate({**each.to_api(), "policy": {"mode": "EACH_VERSION", "backfill": "SKIP"}}))
+    lake = Lake(Rule.model_validate({**json_form(each), "policy": {"mode": "EACH_VERSION", "backfill": "SKIP"}}))
     _backfill_beside_a_run(lake, ORDERS, lambda sid: lake.commit(ORDERS, sid, P), end)
     line = {p.partition: p for p in lake.explain().partitions}[f"dt={P}"]
     assert line.status is status, line

@@ -25,6 +25,7 @@ from lakehook.cli_commands.output import captured
 from lakehook.container import Container
 from lakehook.domain.errors import NotFoundError, ValidationError
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
+from lakehook.domain.json_form import json_form
 from lakehook.domain.state import snapshot_record
 from lakehook.domain.time import ms_to_iso
 from lakehook.domain.triggers import TriggerStatus
@@ -204,7 +205,7 @@ def test_backtest_lists_exactly_the_claims_of_applying_the_rule_and_replaying_th
     for event, at in [e for e in events if e[1] >= start]:
         live.push(event, at)
     live.wait_until(end)
-    claimed = [(t.trigger_key, t.partition, [p.to_api() for p in t.inputs]) for t in live.triggers.triggers.values()]
+    claimed = [(t.trigger_key, t.partition, [json_form(p) for p in t.inputs]) for t in live.triggers.triggers.values()]
     live_keys = list(live.triggers.claim_order)
 
     answer = backtest_of(live.assets, end).backtest("r", {"rule": body, "from": start, "to": end})

@@ -17,6 +17,7 @@ from lakehook.domain.conditions import CdcRecoveredAtLeast, CdcRecoveredWindow, 
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.evaluation import evaluate_group, select_member
 from lakehook.domain.events import AssetEvent, EventResult, IngestStatus, SourceType
+from lakehook.domain.json_form import json_form
 from lakehook.domain.rules import Member, Rule
 from lakehook.domain.state import AssetState
 from lakehook.domain.status import Status
@@ -84,7 +85,7 @@ def test_the_rules_are_built_only_when_asked_and_run_after_the_watermark() -> No
 def test_the_instant_may_be_iso_8601_and_is_stored_as_epoch_milliseconds() -> None:
     condition = cdc_member(cdcRecoveredTo="2025-06-01T10:00:00Z").condition
     assert condition.cdc_floor == 1_748_772_000_000 and not condition.cdc_window
-    assert condition.to_api()["cdcRecoveredTo"] == 1_748_772_000_000
+    assert json_form(condition)["cdcRecoveredTo"] == 1_748_772_000_000
 
 
 # --- the window step ---------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from lakehook.domain.completion import (
     token_matches,
 )
 from lakehook.domain.errors import NotFoundError
+from lakehook.domain.json_form import json_form
 from lakehook.domain.rules import Rule
 from lakehook.usecases.completion import CompletionTokens
 from tests.fakes.memory import InMemorySecretStore
@@ -122,7 +123,7 @@ def _rule(outlets: Any) -> Rule:
 def test_outlets_take_asset_keys_and_prefixes_once_each() -> None:
     rule = _rule(["paimon://lake/dwd_db/dwd_trade_event_fact", "paimon://lake/dws_db/", "s3://spool/x", "s3://spool/x"])
     assert rule.outlets == ["paimon://lake/dwd_db/dwd_trade_event_fact", "paimon://lake/dws_db/", "s3://spool/x"]
-    assert _rule([]).outlets == [] and "outlets" in _rule([]).to_api()
+    assert _rule([]).outlets == [] and "outlets" in json_form(_rule([]))
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from lakehook.domain.conditions import ConfirmedInput, conditions_of
+from lakehook.domain.json_form import json_form
 from lakehook.domain.member_selection import select_member
 from lakehook.domain.rules import Member, Rule
 from lakehook.domain.snapshots import SnapshotInfo, snapshot_event
@@ -45,7 +46,7 @@ def downstream_rule(mode: str = "ALL_UPDATED", **condition: Any) -> dict[str, An
 
 
 def test_the_condition_is_checked_when_the_rule_is_written() -> None:
-    assert member(confirmationStatus="CONFIRMED").condition.to_api()["confirmationStatus"] == "CONFIRMED"
+    assert json_form(member(confirmationStatus="CONFIRMED").condition)["confirmationStatus"] == "CONFIRMED"
     with pytest.raises(ValidationError, match="confirmationStatus"):
         member(confirmationStatus="PASSED")
     with pytest.raises(ValidationError, match="confirmationStatus"):

@@ -22,6 +22,7 @@ from lakehook.domain.dispatch import (
     http_outcome,
     payload_identity,
 )
+from lakehook.domain.json_form import json_form
 from lakehook.domain.targets import (
     AirflowTarget,
     DolphinSchedulerTarget,
@@ -168,7 +169,7 @@ def test_a_replay_sent_with_the_original_manifest_says_what_it_replays() -> None
     payload = Invocation.of(replay, manifest, "s3://b/manifests/orig.json", attempt=1).payload()
     assert payload["triggerKey"] == replay.trigger_key
     assert payload["replayOf"] == original.trigger_key
-    assert payload["inputs"] == [i.to_api() for i in manifest.inputs]
+    assert payload["inputs"] == [json_form(i) for i in manifest.inputs]
 
 
 # --- retries ---------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lakehook.answers.explain import MemberExplanation
 from lakehook.domain.evaluation import GroupEvaluation, Status
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
 from lakehook.domain.late_versions import is_late_skip
@@ -37,7 +38,7 @@ def explain(world: World, rule_id: str) -> GroupEvaluation:
 
 
 def member(verdict: GroupEvaluation, asset_key: str = A) -> dict[str, Any]:
-    return next(m.to_api() for m in verdict.members if m.asset_key == asset_key)
+    return next(MemberExplanation.from_domain(m).dump() for m in verdict.members if m.asset_key == asset_key)
 
 
 def test_a_late_older_snapshot_runs_in_order_once_its_own_check_passed() -> None:

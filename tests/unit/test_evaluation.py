@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from lakehook.answers.explain import GroupExplanation, MemberExplanation
 from lakehook.domain.evaluation import Status, VersionLog, evaluate_group, evaluate_rule, select_member
+from lakehook.domain.json_form import json_form
 from lakehook.domain.rules import Condition, Member, Rule
 from lakehook.domain.state import AssetState, BackfillStatus
 from lakehook.domain.time import parse_instant_ms
@@ -278,7 +280,7 @@ def test_cooldown_ends_min_interval_after_the_last_trigger() -> None:
     last = cursor_at(pin(A, 1), claimed_at=NOW - 10_000)
     verdict = group_of(r, [state(A, latest_snapshot_id=2)], last)
     assert verdict.status is Status.COOLDOWN and verdict.until == NOW + 50_000
-    assert verdict.to_api()["until"].endswith("Z")
+    assert GroupExplanation.from_domain(verdict).dump()["until"].endswith("Z")
     assert group_of(r, [state(A, latest_snapshot_id=2)], last, now=NOW + 50_000).ready
 
 
@@ -315,7 +317,7 @@ def test_backfill_trigger_policy_ignores_backfills() -> None:
 
 
 def test_a_disabled_rule_reports_disabled() -> None:
-    r = Rule.model_validate({**rule({"assetKey": A}).to_api(), "enabled": False})
+    r = Rule.model_validate({**json_form(rule({"assetKey": A})), "enabled": False})
     assert group_of(r, [state(A, latest_snapshot_id=1)]).status is Status.DISABLED
 
 
@@ -337,8 +339,8 @@ def test_groups_are_alternatives() -> None:
 
 def test_explain_shape_of_a_member() -> None:
     found = select_member(member(qualityStatus="PASSED"), state(latest_snapshot_id=3, quality_failed_snapshot_id=3))
-    assert set(found.to_api()) == {"assetKey", "status", "current", "required", "reason"}
-    assert found.to_api()["status"] == "BLOCKED_BY_QUALITY"
+    assert set(MemberExplanation.from_domain(found).dump()) == {"assetKey", "status", "current", "required", "reason"}
+    assert MemberExplanation.from_domain(found).dump()["status"] == "BLOCKED_BY_QUALITY"
 
 
 def test_condition_defaults_require_a_snapshot() -> None:

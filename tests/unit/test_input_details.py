@@ -15,6 +15,7 @@ from lakehook.adapters.memory.rules import InMemoryStateReader
 from lakehook.domain.dispatch import DETAILS_IN_FIELD, Invocation, RunManifest, largest_size
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.input_details import DETAIL_FIELDS, InputDetails, details_of, event_ref
+from lakehook.domain.json_form import json_form
 from lakehook.domain.rules import Rule
 from lakehook.domain.triggers import GroupCursor, PinnedInput, Trigger, TriggerStatus, trigger_key
 from lakehook.receiver import parse_invocation
@@ -123,11 +124,11 @@ def test_a_pushed_events_payload_and_commit_facts_reach_the_run_and_its_manifest
     trigger = world.claim(*pins())
     payload = world.run(trigger)
     orders, payments = payload["inputs"]
-    assert orders == {"assetKey": ORDERS, "snapshotId": 7, **DETAILS.to_api()}
+    assert orders == {"assetKey": ORDERS, "snapshotId": 7, **json_form(DETAILS)}
     assert payments == {"assetKey": PAYMENTS, "watermark": T0}  # a watermark's event has no facts nor payload
     assert DETAILS_IN_FIELD not in payload
     manifest = world.manifests.get(payload["manifestUri"])
-    assert [i.to_api() for i in manifest.inputs] == payload["inputs"]
+    assert [json_form(i) for i in manifest.inputs] == payload["inputs"]
     received = parse_invocation(json.dumps(payload))
     assert received.input(ORDERS).payload == PAYLOAD and received.input(ORDERS).commit_kind == "OVERWRITE"
     assert received.input(PAYMENTS).payload is None and not received.details_in_manifest

@@ -10,6 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakehook.answers.explain import GroupExplanation
 from lakehook.domain.coverage import Span
 from lakehook.domain.evaluation import Status, evaluate_group
 from lakehook.domain.rules import MAX_LATENESS_SECONDS, Rule
@@ -86,7 +87,7 @@ def test_no_instant_ingest_accepts_makes_an_evaluation_raise(
 ) -> None:
     rule, states, cursor, now, coverage = case
     verdict = evaluate_group(rule, rule.groups[0], states, cursor, now, coverage=coverage)
-    shown = json.loads(json.dumps(verdict.to_api()))
+    shown = json.loads(json.dumps(GroupExplanation.from_domain(verdict).dump()))
     assert shown["status"] == verdict.status.value
     if verdict.status is Status.READY and verdict.window is not None:
         assert 0 <= verdict.window.start < verdict.window.end <= MAX_ISO_MS  # closed: its end was passed

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from lakehook.adapters.targets import TargetDeps, build_target_clients
 from lakehook.domain.dispatch import TargetUnavailableError
+from lakehook.domain.json_form import json_form
 from lakehook.domain.rules import Rule
 from lakehook.domain.targets import (
     MAX_GLUE_ARGUMENTS,
@@ -60,7 +61,7 @@ def test_glue_arguments_are_taken_unless_they_name_lakehooks_own(names: list[str
         return
     target = validate_target({"type": "glue", "jobName": "lakehook-j", "arguments": arguments})
     assert isinstance(target, GlueJobTarget) and (target.arguments or {}) == arguments
-    assert target.to_api() == {"type": "glue", "jobName": "lakehook-j", "arguments": arguments}
+    assert json_form(target) == {"type": "glue", "jobName": "lakehook-j", "arguments": arguments}
 
 
 EMR = {
@@ -98,7 +99,7 @@ def test_a_bad_emr_serverless_target_is_refused_naming_the_field(
 
 def test_an_emr_serverless_target_reads_back_as_written() -> None:
     written = {**EMR, "jobDriver": {"sparkSubmit": {"entryPoint": "s3://a.py", "entryPointArguments": ["--x", "1"]}}}
-    assert validate_target(written).to_api() == written
+    assert json_form(validate_target(written)) == written
 
 
 @pytest.mark.parametrize(
@@ -133,7 +134,7 @@ def test_a_bad_batch_target_is_refused_naming_the_field(target: dict[str, object
 )
 def test_a_batch_target_takes_names_revisions_and_arns(queue: str, definition: str) -> None:
     written = {"type": "batch", "jobQueue": queue, "jobDefinition": definition}
-    assert validate_target(written).to_api() == written
+    assert json_form(validate_target(written)) == written
 
 
 ECS = {"type": "ecs", "cluster": "lakehook-etl", "taskDefinition": "lakehook-dwd:3", "containerName": "dwd"}
@@ -180,7 +181,7 @@ def test_an_ecs_target_reads_back_as_written() -> None:
         "launchType": "FARGATE",
         "networkConfiguration": network,
     }
-    assert validate_target(written).to_api() == written
+    assert json_form(validate_target(written)) == written
 
 
 def test_the_job_targets_make_their_aws_clients_only_when_they_dispatch() -> None:

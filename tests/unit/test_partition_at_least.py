@@ -15,6 +15,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from lakehook.domain.errors import ConflictError
 from lakehook.domain.evaluation import evaluate_group
+from lakehook.domain.json_form import json_form
 from lakehook.domain.partition_evaluation import PartitionFact, mapping_of, partition_view
 from lakehook.domain.partition_rules import MemberPartition
 from lakehook.domain.status import Status
@@ -125,16 +126,16 @@ def test_a_count_is_accepted_exactly_from_1_to_the_fewest_units_of_the_product(
 
 def test_the_spelling_round_trips_and_keeps_the_mapping_id_of_its_units() -> None:
     rule = rule_counting(counting(20))
-    shown = rule.to_api()["groups"][0]["members"][1]["partition"]["fields"]["dt"]
+    shown = json_form(rule)["groups"][0]["members"][1]["partition"]["fields"]["dt"]
     assert shown == {"field": "hour", "grain": "day", "complete": {"atLeast": 20}}
-    assert type(rule).model_validate(rule.to_api()) == rule
+    assert type(rule).model_validate(json_form(rule)) == rule
     every = MemberPartition.model_validate({"fields": {"dt": HOURS_TRUE}})
     assert rule.groups[0].members[1].partition is not None
     assert rule.groups[0].members[1].partition.mapping_id(("dt",)) == every.mapping_id(("dt",))  # the same facts
 
 
 def test_each_version_takes_a_count_as_any_rollup_but_not_from_next_change() -> None:
-    data = rule_counting(counting(2)).to_api()
+    data = json_form(rule_counting(counting(2)))
     data["policy"]["mode"] = "EACH_VERSION"
     assert parse_rule("daily", data).policy.mode.value == "EACH_VERSION"  # a 400 until 2026-12-07
     data["policy"]["startFrom"] = "NEXT_CHANGE"

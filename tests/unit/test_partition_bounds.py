@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakehook.domain.json_form import json_form
 from lakehook.domain.rules import Rule
 from lakehook.domain.status import Status
 from lakehook.handlers import handle_resolver_queue
@@ -205,13 +206,15 @@ def test_a_rollup_day_missing_an_hour_stays_pending_counted_and_overdue() -> Non
     rule = parse_rule(
         "daily",
         {
-            **daily(
-                {"assetKey": ORDERS, "partition": {}},
-                {
-                    "assetKey": CLICKS,
-                    "partition": {"fields": {"dt": {"field": "hour", "grain": "day", "complete": True}}},
-                },
-            ).to_api(),
+            **json_form(
+                daily(
+                    {"assetKey": ORDERS, "partition": {}},
+                    {
+                        "assetKey": CLICKS,
+                        "partition": {"fields": {"dt": {"field": "hour", "grain": "day", "complete": True}}},
+                    },
+                )
+            ),
             "freshness": {"partitionMaxAgeSeconds": 3600},
         },
     )

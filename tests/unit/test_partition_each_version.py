@@ -12,6 +12,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakehook.answers.explain import GroupExplanation
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.late_versions import is_late_skip
 from lakehook.domain.rules import Rule
@@ -44,7 +45,8 @@ class InOrder(Lake):
         return {(t.partition, t.inputs[0].snapshot_id): t.reason for t in late}
 
     def line(self, partition: str) -> dict[str, Any]:
-        return {p["partition"]: p for p in self.explain().to_api()["partitions"]}[f"dt={partition}"]
+        lines = GroupExplanation.from_domain(self.explain()).dump()["partitions"]
+        return {p["partition"]: p for p in lines}[f"dt={partition}"]
 
 
 def orders_of(lake: InOrder, partition: str = P) -> list[int | None]:
@@ -229,7 +231,7 @@ def test_each_version_per_partition_is_refused_where_it_is_not_supported() -> No
 
 def _ready_lines(lake: Lake) -> set[tuple[str, frozenset[tuple[str, int]]]]:
     """What explain says is ready now: per partition, the pins it would claim."""
-    lines = lake.explain().to_api()["partitions"]
+    lines = GroupExplanation.from_domain(lake.explain()).dump()["partitions"]
     return {
         (line["partition"], frozenset((p["assetKey"], p["snapshotId"]) for p in line["pins"]))
         for line in lines

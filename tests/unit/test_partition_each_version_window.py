@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakehook.domain.json_form import json_form
 from lakehook.domain.late_versions import is_late_skip
 from lakehook.domain.partition_time import partition_span
 from lakehook.domain.rules import Rule
@@ -251,7 +252,7 @@ def test_next_change_runs_only_the_commits_after_the_start_once_the_day_closed()
     lake.commit(WM, 1, watermark=P_END - 1)
     lake.deliver()
     rule = each_windowed({"assetKey": ORDERS, "partition": {}})
-    body = {**rule.to_api(), "policy": {"mode": "EACH_VERSION", "startFrom": "NEXT_CHANGE"}}
+    body = {**json_form(rule), "policy": {"mode": "EACH_VERSION", "startFrom": "NEXT_CHANGE"}}
     del body["ruleId"]
     PutRule(lake.rules, lambda: lake.now, resolver=lake.resolve).put("daily", body)
     lake.commit(ORDERS, 2, P)
@@ -265,7 +266,7 @@ def test_next_change_runs_only_the_commits_after_the_start_once_the_day_closed()
 
 def test_backfill_skip_absorbs_the_backfills_commits_and_runs_the_later_ones_once_the_day_closed() -> None:
     rule = each_windowed({"assetKey": ORDERS, "partition": {}})
-    lake = Lake(Rule.model_validate({**rule.to_api(), "policy": {"mode": "EACH_VERSION", "backfill": "SKIP"}}))
+    lake = Lake(Rule.model_validate({**json_form(rule), "policy": {"mode": "EACH_VERSION", "backfill": "SKIP"}}))
     lake.commit(WM, 1, watermark=P_END)
     lake.commit(ORDERS, 1, P)
     lake.deliver()
@@ -289,7 +290,7 @@ def test_backfill_skip_absorbs_the_commits_of_an_open_day_made_before_the_backfi
     a day's commits waiting for the watermark when the backfill completed had not run, so its skip absorbs them with
     the backfill's (one SKIPPED claim names it), where without the window the commit before the backfill had run."""
     rule = each_windowed({"assetKey": ORDERS, "partition": {}})
-    lake = Lake(Rule.model_validate({**rule.to_api(), "policy": {"mode": "EACH_VERSION", "backfill": "SKIP"}}))
+    lake = Lake(Rule.model_validate({**json_form(rule), "policy": {"mode": "EACH_VERSION", "backfill": "SKIP"}}))
     lake.commit(WM, 1, watermark=P_END - 1)
     lake.commit(ORDERS, 1, P)  # a commit of the day, before the backfill: the day is open
     lake.deliver()
@@ -354,7 +355,7 @@ def test_a_day_held_by_the_watermark_is_pending_and_overdue_past_partition_max_a
     from tests.unit.test_partition_freshness import watching
 
     rule = each_windowed({"assetKey": ORDERS, "partition": {}})
-    lake = Lake(Rule.model_validate({**rule.to_api(), "freshness": {"partitionMaxAgeSeconds": 3600}}))
+    lake = Lake(Rule.model_validate({**json_form(rule), "freshness": {"partitionMaxAgeSeconds": 3600}}))
     explainer, check = watching(lake)
     found_at = lake.now
     lake.commit(WM, 1, watermark=P_END - 1)
@@ -429,7 +430,7 @@ def test_a_pending_last_day_of_9999_is_expected_by_no_deadline_and_breaks_no_fre
     from tests.unit.test_partition_freshness import watching
 
     rule = each_windowed({"assetKey": ORDERS, "partition": {}})
-    lake = Lake(Rule.model_validate({**rule.to_api(), "freshness": {"expectedBy": {"cron": "0 6 * * *"}}}))
+    lake = Lake(Rule.model_validate({**json_form(rule), "freshness": {"expectedBy": {"cron": "0 6 * * *"}}}))
     explainer, check = watching(lake)
     lake.commit(WM, 1, watermark=P_END - 1)
     lake.commit(ORDERS, 1, P, "9999-12-31")

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from lakehook.domain.evaluation import PartialCommit
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
+from lakehook.domain.json_form import json_form
 from lakehook.domain.partitions import TouchedPartitions
 from lakehook.domain.rules import Rule
 from lakehook.domain.snapshots import SnapshotInfo, snapshot_event
@@ -77,7 +78,7 @@ def put(bounded: Bounded, rule: Rule) -> None:
     """``PUT /rules/{id}``: the rule stored, then evaluated at once (one invocation, counted)."""
     lake = bounded.lake
     writer = PutRule(lake.rules, clock=lambda: lake.now, resolver=lake.resolve)
-    bounded._counted(lambda: writer.put(rule.rule_id, rule.to_api()))
+    bounded._counted(lambda: writer.put(rule.rule_id, json_form(rule)))
 
 
 def explained(lake: Lake, rule_id: str = "daily") -> tuple[dict[str, bool], tuple[PartialCommit, ...]]:

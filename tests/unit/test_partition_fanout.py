@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from lakehook.domain.errors import ConflictError, ValidationError
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
+from lakehook.domain.json_form import json_form
 from lakehook.domain.partition_rules import Grain, MemberPartition, grain_of
 from lakehook.domain.partitions import format_partition_key
 from lakehook.domain.rules import Rule
@@ -81,12 +82,12 @@ def explained(lake: Lake, rule_id: str = "hourly") -> dict[str, Any]:
 
 def test_a_fan_out_rule_round_trips_and_a_plain_one_says_nothing_of_it() -> None:
     rule = by_hour()
-    assert Rule.model_validate(rule.to_api()) == rule
-    assert rule.to_api()["groups"][0]["members"][0]["partition"]["fields"]["hr"]["fanOut"] is True
+    assert Rule.model_validate(json_form(rule)) == rule
+    assert json_form(rule)["groups"][0]["members"][0]["partition"]["fields"]["hr"]["fanOut"] is True
     plain = parse_rule(
         "hourly",
         {
-            **by_hour().to_api(),
+            **json_form(by_hour()),
             "groups": [
                 {
                     "groupId": "g",
@@ -96,11 +97,11 @@ def test_a_fan_out_rule_round_trips_and_a_plain_one_says_nothing_of_it() -> None
             ],
         },
     )
-    assert "fanOut" not in plain.to_api()["groups"][0]["members"][0]["partition"]["fields"]["dt"]
+    assert "fanOut" not in json_form(plain)["groups"][0]["members"][0]["partition"]["fields"]["dt"]
 
 
 def _refused(*members: dict[str, Any]) -> ValidationError:
-    data = copy.deepcopy(by_hour().to_api())
+    data = copy.deepcopy(json_form(by_hour()))
     data["groups"][0]["members"] = list(members)
     with pytest.raises(ValidationError) as caught:
         parse_rule("hourly", data)
@@ -126,7 +127,7 @@ def test_a_member_may_fan_out_two_fields_up_to_the_bound_of_partitions_a_fact_na
     """Two fanned-out fields name the product of their units (a day's 24 hours x a year's 12 months); past
     MAX_UNITS partitions per fact the rule is refused, naming the fields."""
     two = {"hr": {"field": "dt", "grain": "day", "fanOut": True}, "mo": {"field": "y", "grain": "year", "fanOut": True}}
-    data = copy.deepcopy(by_hour().to_api())
+    data = copy.deepcopy(json_form(by_hour()))
     data["groups"][0]["partitionBy"] = ["hr", "mo"]
     data["groups"][0]["members"] = [{"assetKey": ORDERS, "partition": {"fields": two}}]
     rule = parse_rule("hourly", data)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from lakehook.answers.freshness import OverdueAnswer
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.freshness import OverdueKind, partition_deadline, partition_overdue
+from lakehook.domain.json_form import json_form
 from lakehook.domain.rules import Rule
 from lakehook.domain.schedules import GroupSchedule
 from lakehook.domain.time import ms_to_iso
@@ -29,13 +30,13 @@ HOUR = 3600
 
 
 def promising(**freshness: Any) -> dict[str, Any]:
-    return {**daily().to_api(), "freshness": freshness}
+    return {**json_form(daily()), "freshness": freshness}
 
 
 def test_a_partitioned_rule_promises_partition_max_age_and_round_trips() -> None:
     rule = parse_rule("daily", promising(partitionMaxAgeSeconds=HOUR))
     assert rule.freshness is not None and rule.freshness.partition_max_age_seconds == HOUR
-    assert Rule.model_validate(rule.to_api()) == rule
+    assert Rule.model_validate(json_form(rule)) == rule
 
 
 @pytest.mark.parametrize(

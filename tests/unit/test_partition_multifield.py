@@ -17,8 +17,10 @@ from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError as PydanticValidationError
 
+from lakehook.answers.explain import GroupExplanation
 from lakehook.domain.errors import ConflictError, ValidationError
 from lakehook.domain.evaluation import evaluate_group
+from lakehook.domain.json_form import json_form
 from lakehook.domain.partition_evaluation import PartitionFact, mapping_of, partition_view
 from lakehook.domain.partition_rules import MAX_UNITS, Grain, MemberPartition, grain_of, units_of
 from lakehook.domain.partitions import format_partition_key, parse_partition_key
@@ -53,7 +55,7 @@ def rule_of(
 
 
 def refused(fields: dict[str, Any], partition_by: tuple[str, ...] = ("dt",)) -> ValidationError:
-    data = copy.deepcopy(rule_of().to_api())
+    data = copy.deepcopy(json_form(rule_of()))
     data["groups"][0]["partitionBy"] = list(partition_by)
     data["groups"][0]["members"][1]["partition"] = {"fields": fields}
     with pytest.raises(ValidationError) as caught:
@@ -71,9 +73,9 @@ def test_the_new_mappings_round_trip() -> None:
         ({"fields": {"dt": {"grain": "day"}, "region": {"fanOut": {"values": REGIONS}}}}, ("dt", "region")),
     ]:
         rule = rule_of({"assetKey": ORDERS, "partition": partition}, partition_by=by)
-        shown = rule.to_api()["groups"][0]["members"][0]["partition"]["fields"]
+        shown = json_form(rule)["groups"][0]["members"][0]["partition"]["fields"]
         assert {f: {k: v for k, v in s.items() if v is not False} for f, s in shown.items()} == partition["fields"]
-        assert Rule.model_validate(rule.to_api()) == rule
+        assert Rule.model_validate(json_form(rule)) == rule
 
 
 PATH = "groups.0.members.1.partition.fields"
@@ -390,7 +392,9 @@ def test_a_daily_table_fans_out_to_each_region_of_a_regional_group() -> None:
     board = lake.explain()
     [ap] = [p for p in board.partitions if p.partition == f"dt={DAY}/region=ap"]
     assert ap.status is Status.WAITING_FOR_PARTITION and ORDERS in (ap.reason or "")
-    assert board.to_api()["pendingPartitions"] == 2  # ap (clicks touched it), and us (the day touched it)
+    assert (
+        GroupExplanation.from_domain(board).dump()["pendingPartitions"] == 2
+    )  # ap (clicks touched it), and us (the day touched it)
     commit(lake, CLICKS, 901, f"dt={DAY}/region=us")
     lake.deliver()
     assert lake.runs()[1:] == [(f"dt={DAY}/region=us", [(ORDERS, 1), (CLICKS, 901)])]

@@ -16,7 +16,7 @@ from boto3.dynamodb.types import TypeSerializer
 from lakehook.adapters.dynamodb.asset_store import partition_part_item, partition_part_of_item
 from lakehook.adapters.dynamodb.stream_records import resolver_input
 from lakehook.domain.assets import AssetRegistration
-from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
+from lakehook.domain.events import AssetEvent, IngestStatus, SourceType, event_json
 from lakehook.domain.limits import MAX_TOUCHED_PARTITIONS
 from lakehook.domain.partitions import ReadPartitions, TouchedPartitions
 from lakehook.domain.snapshots import PartitionPart, SnapshotInfo, snapshot_event
@@ -68,7 +68,7 @@ def test_a_reader_keeps_the_keys_past_the_bound_in_chunks_and_the_event_holds_th
     assert info.more_partitions == touched.more
     event = snapshot_event(KEY, info)
     assert type(event.partitions) is TouchedPartitions and event.partitions == TouchedPartitions.of(keys)
-    assert "more" not in event.to_api()["partitions"] and "more" not in info.model_dump()["partitions"]
+    assert "more" not in event_json(event)["partitions"] and "more" not in info.model_dump()["partitions"]
     narrow = TouchedPartitions.read(keys[:10])
     assert narrow.more == () and SnapshotInfo(snapshotId=1, commitTime=1, partitions=narrow).more_partitions == ()
 

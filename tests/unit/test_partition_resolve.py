@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakehook.answers.explain import GroupExplanation
 from lakehook.answers.triggers import TriggerAnswer
 from lakehook.domain.events import AssetEvent, EventType, IngestStatus, SourceType
 from lakehook.domain.partitions import canonical_partition_key, format_partition_key
@@ -91,11 +92,11 @@ def test_a_day_runs_once_both_tables_touched_it_and_pins_the_partition() -> None
     assert trigger.partition == "dt=2026-12-02"
     assert TriggerAnswer.from_domain(trigger).dump()["partition"] == "dt=2026-12-02"
     board = lake.explain()
-    lines = {p["partition"]: p for p in board.to_api()["partitions"]}
+    lines = {p["partition"]: p for p in GroupExplanation.from_domain(board).dump()["partitions"]}
     assert lines["dt=2026-12-01"]["status"] == "WAITING_FOR_PARTITION"
     assert lines["dt=2026-12-01"]["reason"].startswith(f"dt=2026-12-01: waiting for {PAYMENTS}")
     assert lines["dt=2026-12-02"]["status"] == "WAITING_FOR_UPDATE"
-    assert board.to_api()["pendingPartitions"] == 1
+    assert GroupExplanation.from_domain(board).dump()["pendingPartitions"] == 1
 
 
 def test_an_overwrite_replacing_a_partition_runs_it_again_once_every_member_touched_it() -> None:
@@ -142,7 +143,7 @@ def test_an_unpartitioned_gate_holds_every_partition_and_releases_the_pending_on
     lake.commit(DIM, 40)
     lake.deliver()
     assert lake.runs() == []
-    lines = lake.explain().to_api()["partitions"]
+    lines = GroupExplanation.from_domain(lake.explain()).dump()["partitions"]
     assert [line["status"] for line in lines] == ["BLOCKED_BY_QUALITY", "BLOCKED_BY_QUALITY"]
     assert lines[0]["reason"].startswith(f"dt=2026-12-02: waiting for {DIM}")
     lake.push("QUALITY_CHECK_PASSED", DIM, snapshotId=40)

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakehook.domain.evaluation import evaluate_group
+from lakehook.domain.json_form import json_form
 from lakehook.domain.partition_evaluation import PartitionFact, mapping_of, partition_view
 from lakehook.domain.partition_rules import MAX_UNITS, Grain, MemberPartition, units_of
 from lakehook.domain.status import Status
@@ -113,9 +114,9 @@ def test_one_grain_named_is_the_rollup_of_true_and_keeps_its_id_one_further_has_
 
 def test_the_spelling_round_trips() -> None:
     rule = monthly()
-    shown = rule.to_api()["groups"][0]["members"][1]["partition"]["fields"]["dt"]
+    shown = json_form(rule)["groups"][0]["members"][1]["partition"]["fields"]["dt"]
     assert shown == {"field": "hour", "grain": "month", "complete": "hour"}
-    assert type(rule).model_validate(rule.to_api()) == rule
+    assert type(rule).model_validate(json_form(rule)) == rule
 
 
 # --- a month is complete exactly when every hour has a fact --------------------------------------

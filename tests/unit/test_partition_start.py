@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakehook.answers.explain import GroupExplanation
 from lakehook.domain.late_versions import is_late_skip
 from lakehook.domain.rules import Rule
 from lakehook.domain.status import Status
@@ -57,7 +58,7 @@ class Started(Lake):
         return [(t.partition, _pins(t)) for t in wanted]
 
     def lines(self) -> dict[str, dict[str, Any]]:
-        return {p["partition"]: p for p in self.explain().to_api()["partitions"]}
+        return {p["partition"]: p for p in GroupExplanation.from_domain(self.explain()).dump()["partitions"]}
 
 
 def _pins(trigger: Trigger) -> dict[str, int | None]:

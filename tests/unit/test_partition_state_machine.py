@@ -45,6 +45,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from lakehook.domain.events import AssetEvent, IngestStatus, SourceType
+from lakehook.domain.json_form import json_form
 from lakehook.domain.plan_lanes import EXPLAIN_PAGE
 from lakehook.domain.state import snapshot_record
 from lakehook.domain.triggers import GroupCursor, Trigger
@@ -568,7 +569,7 @@ class PartitionMachine(RuleBasedStateMachine):
         for c in self.triggers.claims[before:]:
             if c.trigger.rule_id == rule_id:  # a slice past the bound wakes every rule mapping the asset
                 # the first claim of a partition is explain's (a slice past the bound may claim it again, newer)
-                claimed.setdefault(c.trigger.partition, [p.to_api() for p in c.trigger.inputs])
+                claimed.setdefault(c.trigger.partition, [json_form(p) for p in c.trigger.inputs])
         ready = {p for p, line in shown.items() if line["status"] == "READY"}
         if said.get("partialCommits"):
             # explain took the members' newest commits only up to the bound (and says so): what it calls READY is

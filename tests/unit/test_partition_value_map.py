@@ -15,6 +15,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.evaluation import evaluate_group
+from lakehook.domain.json_form import json_form
 from lakehook.domain.partition_evaluation import PartitionFact, mapping_of, partition_view
 from lakehook.domain.partition_rules import MemberPartition
 from lakehook.domain.partitions import format_partition_key, parse_partition_key
@@ -70,9 +71,9 @@ def test_a_bad_map_is_a_400_naming_the_field(fields: dict[str, Any], where: str,
 def test_the_spelling_round_trips_and_the_map_is_part_of_a_plain_mappings_id() -> None:
     for region in (mapped(), mapped(complete=True), mapped(complete={"atLeast": 1})):
         rule = by_region(region)
-        shown = rule.to_api()["groups"][0]["members"][0]["partition"]["fields"]["region"]
+        shown = json_form(rule)["groups"][0]["members"][0]["partition"]["fields"]["region"]
         assert {k: v for k, v in shown.items() if v is not False} == region
-        assert type(rule).model_validate(rule.to_api()) == rule
+        assert type(rule).model_validate(json_form(rule)) == rule
 
     def of(region: dict[str, Any]) -> str:
         return MemberPartition.model_validate({"fields": {"region": region}}).mapping_id(BY)

@@ -26,6 +26,7 @@ from lakehook.domain.partitions import (
     format_partition_key,
     overflow_of,
     parse_partition_key,
+    partitions_json,
     path_partition_key,
     unescape_path_name,
 )
@@ -132,7 +133,7 @@ def test_touched_partitions_are_sorted_unique_and_counted(keys: list[str]) -> No
     touched = TouchedPartitions.of(keys)
     assert touched.keys == tuple(sorted(set(keys)))
     assert touched.count == len(set(keys)) and not touched.truncated
-    assert TouchedPartitions.model_validate(touched.to_api()) == touched
+    assert TouchedPartitions.model_validate(partitions_json(touched)) == touched
     assert TouchedPartitions.model_validate(list(reversed(keys))) == touched  # a push names them as a list
 
 
@@ -202,15 +203,15 @@ def test_a_key_that_cannot_be_recorded_is_counted_and_named_never_an_error(keys:
         assert len(named) <= UNRECORDED_KEY_TEXT and f"({len(key)} characters)" in named
         assert named.startswith(key[:16].encode("utf-8", "backslashreplace").decode()[:16])
     # what is kept is a JSON document DynamoDB can hold, and reads back as the same value
-    stored = json.dumps(touched.to_api(), ensure_ascii=False).encode()
+    stored = json.dumps(partitions_json(touched), ensure_ascii=False).encode()
     assert TouchedPartitions.model_validate(json.loads(stored)) == touched
-    assert ("unrecorded" in touched.to_api()) == bool(bad)
+    assert ("unrecorded" in partitions_json(touched)) == bool(bad)
 
 
 def test_an_over_long_key_is_named_by_its_start_and_length() -> None:
     long_key = format_partition_key([("a", "x" * 600)])
     touched = TouchedPartitions.of(["dt=2026-12-01", long_key, "dt=" + chr(0xD800)])
-    assert touched.to_api() == {
+    assert partitions_json(touched) == {
         "keys": ["dt=2026-12-01"],
         "count": 1,
         "truncated": False,
@@ -251,7 +252,7 @@ def test_a_reader_keeps_every_recordable_key_the_bound_in_its_event_the_rest_in_
         assert 0 < len(chunk) <= MAX_TOUCHED_PARTITIONS
         assert sum(len(k.encode()) for k in chunk) <= MAX_TOUCHED_PARTITION_BYTES
     assert found.recorded == TouchedPartitions.of([*keys, *odd])
-    assert found.recorded.to_api() == found.to_api() and "more" not in found.model_dump()
+    assert partitions_json(found.recorded) == partitions_json(found) and "more" not in found.model_dump()
     assert overflow_of(keys) == TouchedPartitions.read(keys).more
 
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from lakehook.domain import signing
 from lakehook.domain.dispatch import Invocation as SentInvocation
 from lakehook.domain.dispatch import ManifestInput, RunManifest
+from lakehook.domain.json_form import json_form
 from lakehook.domain.partitions import format_partition_key, parse_partition_key
 from lakehook.domain.triggers import GroupCursor, PinnedInput, TriggerStatus, next_trigger
 from lakehook.receiver import (
@@ -127,15 +128,17 @@ def test_the_receiver_reads_every_field_the_dispatcher_sends() -> None:
     read = {_camel(f.name) for f in dataclasses.fields(Invocation)} - {"raw"}
     assert set(payload) <= read, f"the receiver's Invocation does not read {sorted(set(payload) - read)}"
     pinned = {_camel(f.name) for f in dataclasses.fields(ReceivedInput)}
-    every_input_field = ManifestInput(
-        asset_key="a",
-        snapshot_id=1,
-        schema_id=1,
-        metadata_location="m",
-        watermark=1,
-        commit_time=1,
-        interval={"start": "2025-06-01T10:00:00Z", "end": "2025-06-01T11:00:00Z"},
-    ).to_api()
+    every_input_field = json_form(
+        ManifestInput(
+            asset_key="a",
+            snapshot_id=1,
+            schema_id=1,
+            metadata_location="m",
+            watermark=1,
+            commit_time=1,
+            interval={"start": "2025-06-01T10:00:00Z", "end": "2025-06-01T11:00:00Z"},
+        )
+    )
     assert set(every_input_field) <= pinned, sorted(set(every_input_field) - pinned)
 
 

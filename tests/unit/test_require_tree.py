@@ -14,6 +14,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from lakehook import container
+from lakehook.answers.explain import GroupExplanation, RequireNode
 from lakehook.api.app import build_app
 from lakehook.cli_commands.commands import require_lines
 from lakehook.container import Container
@@ -132,7 +133,7 @@ def test_a_or_of_ands_fires_on_either_branch_and_pins_exactly_the_members_that_h
     two_of_three = evaluate(r, {"a": 1, "c": 3, "e": 5})
     assert two_of_three.ready
     assert [(p.asset_key, p.snapshot_id) for p in two_of_three.pins] == [(KEYS["a"], 1), (KEYS["c"], 3), (KEYS["e"], 5)]
-    tree = two_of_three.to_api()["require"]
+    tree = GroupExplanation.from_domain(two_of_three).dump()["require"]
     assert (tree["op"], tree["holds"], tree["holding"]) == ("anyOf", True, 1)
     assert [(t["op"], t["holds"], t["holding"], t["needed"]) for t in tree["terms"]] == [
         ("allOf", False, 1, 2),
@@ -317,7 +318,7 @@ def test_a_sensor_evaluates_an_ad_hoc_tree(box: Container) -> None:
 def test_the_cli_prints_the_tree_one_node_a_line() -> None:
     verdict = evaluate(rule(TREE), {"a": 1, "c": 3, "e": 5})
     assert verdict.require is not None
-    assert list(require_lines(verdict.require.to_api())) == [
+    assert list(require_lines(RequireNode.from_domain(verdict.require).dump())) == [
         "    require: anyOf (1 of 2 hold): holds",
         "      allOf (1 of 2 hold): does not hold",
         "        a holds",

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from lakehook.domain.events import AssetEvent, EventResult, EventType, IngestStatus, SourceType
+from lakehook.domain.json_form import json_form
 from lakehook.domain.late_versions import is_late_skip
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import snapshot_record
@@ -196,7 +197,7 @@ def test_a_gap_that_never_fills_is_stepped_over_once_the_state_settled() -> None
     world.snap(A, 1)
     world.snap(B, 1)
     world.deliver()
-    world.rules.put_rule(Rule.model_validate({**each.to_api(), "enabled": False}), world.now)
+    world.rules.put_rule(Rule.model_validate({**json_form(each), "enabled": False}), world.now)
     world.snap(A, 2, 3)
     world.deliver(A)  # nothing records A's history: the rule is disabled
     world.rules.put_rule(each, world.now)

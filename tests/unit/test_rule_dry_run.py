@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakehook.answers.triggers import PlannedRun
+from lakehook.domain.json_form import json_form
 from lakehook.domain.triggers import TriggerStatus
 from lakehook.usecases.rule_writes import PutRule
 from tests.hypothesis_profiles import examples
@@ -22,7 +23,7 @@ DAYS = [f"2026-11-{d:02d}" for d in range(1, 31)]
 
 
 def body(rule_id: str, **policy: Any) -> dict[str, Any]:
-    return daily(rule_id=rule_id, **policy).to_api()
+    return json_form(daily(rule_id=rule_id, **policy))
 
 
 def writer(lake: Lake) -> PutRule:

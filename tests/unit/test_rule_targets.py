@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakehook.domain.errors import ValidationError
+from lakehook.domain.json_form import json_form
 from lakehook.domain.rules import Rule
 from lakehook.domain.targets import TARGET_CONFIGS, UnusableTarget
 from lakehook.domain.url_policy import UrlPolicy
@@ -93,13 +94,13 @@ def test_every_type_is_accepted_and_the_json_shape_is_kept() -> None:
     for kind, target in VALID.items():
         rule = parse_rule("dwd", rule_body(target))
         assert rule.target.type == kind
-        written = rule.to_api()["target"]
+        written = json_form(rule)["target"]
         assert {k: written[k] for k in target} == {k: v for k, v in target.items()}
 
 
 def test_the_policy_passed_in_decides_local_and_allow_listed_urls() -> None:
     local = {**WEBHOOK, "url": "http://127.0.0.1:8080/hook"}
-    assert parse_rule("dwd", rule_body(local), LOCAL).to_api()["target"]["url"] == local["url"]
+    assert json_form(parse_rule("dwd", rule_body(local), LOCAL))["target"]["url"] == local["url"]
     private = {**WEBHOOK, "url": "https://10.20.0.5/hook"}
     assert refused(private).field == "target.url"
     assert parse_rule("dwd", rule_body(private), UrlPolicy.of(False, ["10.20.0.0/16"]))
@@ -112,7 +113,7 @@ def test_a_rule_stored_before_targets_were_validated_still_loads() -> None:
         # WHEN read back THEN the rule loads, shows its target as written, and says what is wrong with it
         rule = Rule.from_stored(text)
         assert isinstance(rule.target, UnusableTarget) and rule.target.problem.startswith("target.")
-        assert rule.to_api()["target"] == target
+        assert json_form(rule)["target"] == target
     # but a write never accepts one
     with pytest.raises(Exception, match="target"):
         Rule.model_validate({"ruleId": "old", **rule_body({"type": "webhok"})})
@@ -211,7 +212,7 @@ def test_any_stored_target_loads(target: dict[str, Any]) -> None:
     # Whatever a store holds (written by any earlier version), reading the rule never fails on its target.
     rule = Rule.from_stored(json.dumps({"ruleId": "r", **rule_body(target)}))
     if isinstance(rule.target, UnusableTarget):
-        assert rule.to_api()["target"] == {k: v for k, v in target.items() if v is not None}
+        assert json_form(rule)["target"] == {k: v for k, v in target.items() if v is not None}
         assert rule.target.problem.startswith("target")
     else:
         assert type(rule.target) is TARGET_CONFIGS[target["type"]]

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from lakehook.domain.errors import ValidationError
+from lakehook.domain.json_form import json_form
 from lakehook.domain.rules import MAX_ASSETS_PER_RULE, BackfillPolicy, Mode, Rule, parse_duration_ms
 from lakehook.usecases.rules import parse_rule
 
@@ -60,9 +61,9 @@ def test_the_contract_example_parses_and_round_trips() -> None:
     assert rule.policy.mode is Mode.ALL_UPDATED
     assert rule.asset_keys == [ORDERS, PAYMENTS]
     assert rule.groups[0].members[0].condition.quality_status == "PASSED"
-    again = Rule.model_validate(rule.to_api())
+    again = Rule.model_validate(json_form(rule))
     assert again == rule
-    assert rule.to_api()["target"]["secretRef"] == "lakehook/targets/dwd"
+    assert json_form(rule)["target"]["secretRef"] == "lakehook/targets/dwd"
 
 
 def test_defaults_are_all_updated_trigger_backfills_enabled() -> None:

@@ -19,6 +19,7 @@ from lakehook.answers.triggers import TriggerAnswer
 from lakehook.client import TRIGGER_KEY_PROPERTY, commit_properties, user_metadata
 from lakehook.domain.completion import CompletionRecord
 from lakehook.domain.confirmation import ConfirmationState, trigger_key_in, trigger_key_in_text
+from lakehook.domain.json_form import json_form
 from lakehook.domain.rules import Rule
 from lakehook.domain.snapshots import SnapshotInfo
 from lakehook.domain.targets import STORED_CONTEXT
@@ -125,7 +126,7 @@ def test_hudi_reads_the_key_from_extra_metadata() -> None:
 
 
 def test_confirm_needs_outlets_and_a_window() -> None:
-    body = confirmed_rule().to_api()
+    body = json_form(confirmed_rule())
     with pytest.raises(ValidationError, match="confirm: a run is confirmed by its commit to one of the rule's outlets"):
         Rule.model_validate({**body, "outlets": []})
     for bad in (0, -1, 6 * 86_400 + 1, "soon"):

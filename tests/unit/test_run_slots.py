@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from lakehook.adapters.dynamodb.run_slot_store import slots_from_item, slots_item
 from lakehook.answers.triggers import TriggerAnswer
 from lakehook.domain.errors import ValidationError
+from lakehook.domain.json_form import json_form
 from lakehook.domain.run_slots import QueuePlace, RunSlots, SlotLimit, SlotScope
 from lakehook.domain.triggers import PinnedInput, SlotWait, Trigger, TriggerStatus
 from lakehook.ports.dispatch import RunSlotStore
@@ -145,7 +146,7 @@ def test_bad_limits_are_a_400_naming_the_field(policy: dict[str, Any], named: st
 def test_a_good_limit_is_kept_and_defaults_its_run_time() -> None:
     rule = parse_rule("r", body(maxInFlight=2))
     assert rule.policy.slot_limit == SlotLimit(2, 86_400_000)
-    assert rule.to_api()["policy"]["maxInFlight"] == 2 and "maxRunSeconds" not in rule.to_api()["policy"]
+    assert json_form(rule)["policy"]["maxInFlight"] == 2 and "maxRunSeconds" not in json_form(rule)["policy"]
     assert parse_rule("r", body(maxInFlight=1, maxRunSeconds=900)).policy.slot_limit == SlotLimit(1, 900_000)
     assert parse_rule("r", body()).policy.slot_limit is None
 

@@ -12,6 +12,7 @@ from croniter import croniter  # type: ignore[import-untyped]
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lakehook.answers.explain import GroupExplanation
 from lakehook.domain.evaluation import GroupEvaluation, Status, evaluate_group
 from lakehook.domain.rules import Rule
 from lakehook.domain.state import AssetState
@@ -38,7 +39,7 @@ BERLIN = ZoneInfo("Europe/Berlin")
 
 
 def schedule_of(verdict: GroupEvaluation) -> dict[str, Any]:
-    data = verdict.to_api()
+    data = GroupExplanation.from_domain(verdict).dump()
     assert "schedule" in data, data
     schedule: dict[str, Any] = data["schedule"]
     return schedule
@@ -115,7 +116,7 @@ def test_explain_says_the_schedule_and_its_ticks_in_utc_and_in_its_zone(
     # never run: the group fires for the last tick now, waiting for nothing
     assert verdict.status is Status.READY and schedule["ranForLastTick"] is False
     assert schedule["pendingTick"] == schedule["lastTick"] and schedule["waitsFor"] == []
-    assert verdict.to_api()["window"]["end"] == last[0]
+    assert GroupExplanation.from_domain(verdict).dump()["window"]["end"] == last[0]
 
 
 def test_after_its_run_the_group_waits_for_the_next_tick_and_names_the_members_that_tick_will_wait_for() -> None:
@@ -177,7 +178,10 @@ def test_a_group_without_a_schedule_says_none() -> None:
             "groups": [{"groupId": "g", "members": [{"assetKey": A}]}],
         }
     )
-    assert "schedule" not in evaluate_group(rule, rule.groups[0], {}, None, ms(2026, 12, 1)).to_api()
+    assert (
+        "schedule"
+        not in GroupExplanation.from_domain(evaluate_group(rule, rule.groups[0], {}, None, ms(2026, 12, 1))).dump()
+    )
 
 
 CRONS = ["* * * * *", "*/7 * * * *", "0 * * * *", "30 2 * * *", "0 6 * * 1-5", "15 3 1 * *", "0 0 29 2 *"]

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lakehook.answers.assets import PollStatusAnswer
-from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.events import AssetEvent, EventType, event_json
 from lakehook.domain.snapshots import (
     BackoffPolicy,
     PollOffset,
@@ -55,7 +55,7 @@ def test_snapshot_event_carries_every_field_the_formats_report() -> None:
         sequenceNumber=9,
         schemaChanged=True,
     )
-    body = snapshot_event(ORDERS, snapshot).to_api()
+    body = event_json(snapshot_event(ORDERS, snapshot))
     assert body == {
         "eventType": "SNAPSHOT_COMMITTED",
         "assetKey": ORDERS,

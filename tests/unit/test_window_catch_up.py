@@ -11,12 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakehook.answers.explain import GroupExplanation
 from lakehook.domain.coverage import Span
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.evaluation import Status, evaluate_group
+from lakehook.domain.json_form import json_form
 from lakehook.domain.rules import DEFAULT_RUNS_PER_EVALUATION, Rule
 from lakehook.domain.state import AssetState
-from lakehook.domain.time import MAX_ISO_MS
+from lakehook.domain.time import MAX_ISO_MS, ms_to_iso
 from lakehook.domain.triggers import CATCH_UP_PERIOD_MS, GroupCursor, PinnedInput, Trigger, Window
 from lakehook.usecases.rules import parse_rule
 from tests.hypothesis_profiles import examples
@@ -44,7 +46,7 @@ def window_ends(world: World) -> list[int]:
 def explain(world: World) -> dict[str, Any]:
     stored = world.rules.get_rule("w")
     assert stored is not None
-    return world.resolve.evaluate(stored.rule, claim=False).verdicts[("w", "g")].to_api()
+    return GroupExplanation.from_domain(world.resolve.evaluate(stored.rule, claim=False).verdicts[("w", "g")]).dump()
 
 
 @pytest.mark.parametrize("cap", [None, 3])
@@ -66,7 +68,7 @@ def test_a_maximal_watermark_starts_at_most_cap_windows_per_evaluation_and_shows
     assert shown["status"] == "CATCHING_UP" and shown["until"] == resumes
     assert shown["backlog"] == {
         "pendingWindows": pending,
-        "next": Window(start=BASE + limit * HOUR, end=BASE + (limit + 1) * HOUR).to_api(),
+        "next": {"start": ms_to_iso(BASE + limit * HOUR), "end": ms_to_iso(BASE + (limit + 1) * HOUR)},
         "nextAt": resumes,
     }
     assert f"{pending} windows pending" in shown["reason"] and resumes in shown["reason"]
@@ -134,7 +136,7 @@ def test_every_window_runs_exactly_once_in_order_at_most_cap_per_evaluation(
 
 @pytest.mark.parametrize("value", [0, -1, 101, "ten", 2.5])
 def test_max_runs_per_evaluation_is_validated_when_the_rule_is_written(value: Any) -> None:
-    body = hourly().to_api()
+    body = json_form(hourly())
     body["policy"]["maxRunsPerEvaluation"] = value
     with pytest.raises(ValidationError) as caught:
         parse_rule("w", body)

@@ -9,6 +9,7 @@ from pydantic import Field
 from lakehook.answers.base import Answer, Iso, NextToken, SourceHealthAnswer, iso_or_none, present
 from lakehook.domain.assets import AssetFormat, AssetSource
 from lakehook.domain.notice_state import describe
+from lakehook.domain.partitions import partitions_json
 from lakehook.domain.time import ms_to_iso
 
 if TYPE_CHECKING:
@@ -169,7 +170,7 @@ class LatestPartitionsAnswer(Answer):
 
     @classmethod
     def from_domain(cls, parts: LatestPartitions) -> LatestPartitionsAnswer:
-        return cls.model_validate({**parts.to_api(), "snapshotId": parts.snapshot_id, "order": parts.order})
+        return cls.model_validate({**partitions_json(parts), "snapshotId": parts.snapshot_id, "order": parts.order})
 
 
 def _state_field(alias: str, description: str | None = None) -> Any:

@@ -1,15 +1,16 @@
 """The shapes the API answers, as pydantic models: the routes answer them and the OpenAPI document describes them.
 
 A route builds its answer from domain objects with the model's ``from_domain`` and answers its ``dump()``, so
-the document cannot drift from the body. Answers not yet moved here are still built by hand (a ``to_api()``)
-and only described by their model. Fields other helpers may add later are allowed (the models do not forbid
-extra fields); what is listed here is what every answer carries. Instants in answers are ISO 8601 strings in
-UTC; ``commitTime`` and watermarks stay epoch milliseconds.
+the document cannot drift from the body. A few are still assembled as dicts by their use case or route from
+parts built so (explain's top level around its groups' ``GroupExplanation``, a stored rule, a recorded event)
+and only described by their model; the domain builds none (it has no ``to_api``). Fields other helpers may add
+later are allowed (the models do not forbid extra fields); what is listed here is what every answer carries.
+Instants in answers are ISO 8601 strings in UTC; ``commitTime`` and watermarks stay epoch milliseconds.
 
-The rules' answers are in ``api.rule_answers``; the triggers' and the base in ``lakehook.answers`` (the replay
-and backtest use cases build trigger answers too): a route module imports only its own answers' domain models
-(the rule answers are the rule model itself), so the replay API and the first request of any other route do
-not build the rule models for them.
+The rules' answers are in ``api.rule_answers``; explain's groups', the triggers' and the base in
+``lakehook.answers`` (the replay and backtest use cases build trigger answers too): a route module imports only
+its own answers' domain models (the rule answers are the rule model itself), so the replay API and the first
+request of any other route do not build the rule models for them.
 """
 
 from __future__ import annotations

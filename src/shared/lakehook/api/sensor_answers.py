@@ -6,8 +6,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from lakehook.answers.base import Answer, Iso
+from lakehook.answers.explain import GroupExplanation
 from lakehook.answers.triggers import PinnedInputAnswer
-from lakehook.api.rule_answers import GroupExplanation
 
 
 class SensorExplanation(Answer):

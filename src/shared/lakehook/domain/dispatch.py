@@ -25,8 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from lakehook.domain.completion import completion_path
 from lakehook.domain.errors import ConflictError, LakehookError
 from lakehook.domain.input_details import InputDetails, without_details
+from lakehook.domain.json_form import json_form
 from lakehook.domain.time import ms_to_iso
-from lakehook.domain.triggers import PinnedInput, RunState, Trigger
+from lakehook.domain.triggers import PinnedInput, RunState, Trigger, Window
 
 MANIFEST_VERSION = 1
 ATTEMPT_FIELD = "attempt"
@@ -62,6 +63,11 @@ def sha256_hex(data: bytes) -> str:
 
 def _without_none(data: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if v is not None}
+
+
+def _iso_window(window: Window) -> dict[str, str]:
+    """A run's window as its manifest and payload carry it: ``[start, end)`` in ISO 8601 UTC."""
+    return {"start": ms_to_iso(window.start), "end": ms_to_iso(window.end)}
 
 
 # --- the run manifest ---------------------------------------------------------------------------
@@ -106,9 +112,6 @@ class ManifestInput(BaseModel):
             **facts,
         )
 
-    def to_api(self) -> dict[str, Any]:
-        return _without_none(self.model_dump(by_alias=True))
-
     def bare(self) -> ManifestInput:
         """The input without the details of its event (what a manifest written without them holds)."""
         return ManifestInput.model_validate(without_details(self.model_dump(by_alias=True)))
@@ -140,7 +143,7 @@ class RunManifest(BaseModel):
     ) -> RunManifest:
         """The manifest of a claimed trigger: a function of the claim and its pinned versions' events (``details``,
         one per input in order, :func:`lakehook.domain.input_details.details_of`), identical on every attempt."""
-        window = trigger.window.to_api() if trigger.window is not None else None
+        window = _iso_window(trigger.window) if trigger.window is not None else None
         facts = list(details) + [None] * (len(trigger.inputs) - len(details))
         return cls(
             trigger_key=trigger.trigger_key,
@@ -161,7 +164,7 @@ class RunManifest(BaseModel):
 
     def body(self) -> dict[str, Any]:
         data = _without_none(self.model_dump(by_alias=True, exclude={"inputs"}))
-        data["inputs"] = [i.to_api() for i in self.inputs]
+        data["inputs"] = [json_form(i) for i in self.inputs]
         return data
 
     def canonical(self) -> bytes:
@@ -263,7 +266,7 @@ class Invocation(BaseModel):
             "triggerKey": self.trigger_key,
             "ruleId": self.rule_id,
             "groupId": self.group_id,
-            "inputs": [i.to_api() for i in self.inputs],
+            "inputs": [json_form(i) for i in self.inputs],
             "window": self.window,
             "manifestUri": self.manifest_uri,
             "replayOf": self.replay_of,

@@ -20,7 +20,7 @@ from lakehook.domain.limits import (
     Long,
     NonNegativeLong,
 )
-from lakehook.domain.partitions import PartitionKeyError, TouchedPartitions, canonical_partition_key
+from lakehook.domain.partitions import PartitionKeyError, TouchedPartitions, canonical_partition_key, partitions_json
 from lakehook.domain.time import instant_from_json, ms_to_iso
 
 __all__ = ["MAX_LONG", "MAX_PAYLOAD_BYTES", "MIN_LONG"]  # re-exported: older imports read them from here
@@ -105,9 +105,6 @@ class Interval(BaseModel):
         if self.end <= self.start:
             raise ValueError("interval end must be after its start")
         return self
-
-    def to_api(self) -> dict[str, str]:
-        return {"start": ms_to_iso(self.start), "end": ms_to_iso(self.end)}
 
 
 class AssetEvent(BaseModel):
@@ -272,13 +269,18 @@ class AssetEvent(BaseModel):
         """Stable identity: a poll and a push of the same snapshot share it."""
         return event_identity(self.asset_key, self.event_type, self.version)
 
-    def to_api(self) -> dict[str, Any]:
-        data = self.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"interval", "partitions"})
-        if self.partitions is not None:
-            data["partitions"] = self.partitions.to_api()
-        if self.interval is not None:
-            data["interval"] = self.interval.to_api()
-        return data
+
+def event_json(event: AssetEvent) -> dict[str, Any]:
+    """The event as pushed, the form :class:`AssetEvent` parses (camelCase, no nulls): what its record stores and
+    ``GET /assets/events`` answers. Its interval in ISO 8601 and its partitions as
+    :func:`lakehook.domain.partitions.partitions_json` (``json_form`` would write epoch milliseconds and empty
+    counts, the form a completion's canonical outlets keep)."""
+    data = event.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"interval", "partitions"})
+    if event.partitions is not None:
+        data["partitions"] = partitions_json(event.partitions)
+    if event.interval is not None:
+        data["interval"] = {"start": ms_to_iso(event.interval.start), "end": ms_to_iso(event.interval.end)}
+    return data
 
 
 # Event types whose state guard compares snapshots by their order in the table's history.

@@ -88,21 +88,6 @@ class GlueQualityResult:
             table_watch_key(f"{self.database}.{self.table}"), GLUE_SOURCE, self.described, self.region, self.catalog_id
         )
 
-    def to_api(self) -> dict[str, Any]:
-        found: dict[str, Any] = {
-            "resultId": self.result_id,
-            "table": f"{self.database}.{self.table}",
-            "catalogId": self.catalog_id,
-            "rulesetNames": list(self.ruleset_names),
-            "state": self.state,
-            "rulesSucceeded": self.rules_succeeded,
-            "rulesFailed": self.rules_failed,
-            "rulesSkipped": self.rules_skipped,
-        }
-        if self.score is not None:
-            found["score"] = self.score
-        return found
-
 
 @dataclass(frozen=True)
 class Pinned:
@@ -178,22 +163,6 @@ def pin_evaluation(snapshots: Sequence[AssetEvent], times: EvaluationTimes | Non
         f"pinned to snapshot {judged.snapshot_id}, the newest committed at or before the evaluation's start {start} "
         f"(none committed until its end {end}); the event names no snapshot",
     )
-
-
-def verdict_event(asset_key: str, result: GlueQualityResult, pinned: Pinned) -> dict[str, Any]:
-    """The QUALITY_CHECK_* event (as pushed) that records the verdict on the pinned snapshot."""
-    snapshot = pinned.snapshot
-    event: dict[str, Any] = {
-        "eventType": result.event_type.value,
-        "assetKey": asset_key,
-        "snapshotId": snapshot.snapshot_id,
-        "payload": {"glueDataQuality": {**result.to_api(), "pinned": pinned.reason}},
-    }
-    if snapshot.sequence_number is not None:
-        event["sequenceNumber"] = snapshot.sequence_number
-    if snapshot.commit_time is not None:
-        event["commitTime"] = snapshot.commit_time
-    return event
 
 
 def _order(event: AssetEvent) -> int:

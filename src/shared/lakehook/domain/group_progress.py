@@ -11,6 +11,7 @@ from typing import Any
 
 from lakehook.domain.conditions import history_order
 from lakehook.domain.coverage import Span
+from lakehook.domain.json_form import json_form
 from lakehook.domain.member_verdict import MemberEvaluation
 from lakehook.domain.requirements import NodeVerdict
 from lakehook.domain.rules import Group, Member, Mode, Rule
@@ -143,7 +144,7 @@ def _each_next(
         elif isinstance(found, Gap):
             gaps.append(found)
             chosen.append(last)
-            with_status(members, i, Status.WAITING_FOR_VERSION, _gap_reason(found, view), {"after": last.to_api()})
+            with_status(members, i, Status.WAITING_FOR_VERSION, _gap_reason(found, view), {"after": json_form(last)})
         elif found is None:
             chosen.append(last)
             if members[i].status is Status.READY:  # else it keeps the gate that blocks it on the current state
@@ -176,7 +177,7 @@ def wait_for_newer(
     partition: str | None = None,
 ) -> None:
     pinned = members[index].pin
-    required = {"newerThan": last.to_api()}
+    required = {"newerThan": json_form(last)}
     if partition is not None:
         _wait_in_partition(members, index, last, partition, required, baseline)
         return

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.partitions import partitions_json
 from lakehook.domain.triggers import PinnedInput
 
 EventRef = tuple[str, EventType, str]
@@ -57,12 +58,9 @@ class InputDetails(BaseModel):
             total_record_count=event.total_record_count,
             delta_record_count=event.delta_record_count,
             changelog_record_count=event.changelog_record_count,
-            partitions=event.partitions.to_api() if event.partitions is not None else None,
+            partitions=partitions_json(event.partitions) if event.partitions is not None else None,
             payload=event.payload,
         )
-
-    def to_api(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, exclude_none=True)
 
 
 def event_ref(pin: PinnedInput) -> EventRef | None:

@@ -36,7 +36,7 @@ from lakehook.domain.limits import (
     MAX_TOUCHED_PARTITION_BYTES,
     MAX_TOUCHED_PARTITIONS,
 )
-from lakehook.domain.partitions import PartitionKeyError, TouchedPartitions, format_partition_key
+from lakehook.domain.partitions import PartitionKeyError, TouchedPartitions, format_partition_key, partitions_json
 
 TABLE_FORMATS = ("iceberg", "paimon", "delta", "hudi")
 COMPLETE = "COMPLETE"
@@ -270,7 +270,7 @@ def snapshot_events(event: RunEvent, mappings: list[LineageMapping]) -> list[dic
             found.append(Unmapped(dataset=label, reason=f"dataset {label!r}: outputFacets.{SUBSET_FACET}: {exc}"))
             continue
         if partitions is not None:
-            raw["partitions"] = partitions.to_api()
+            raw["partitions"] = partitions_json(partitions)
         found.append(raw)
     return found
 

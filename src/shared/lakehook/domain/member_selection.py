@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from lakehook.domain.conditions import Blocked, Chosen, conditions_of
+from lakehook.domain.json_form import json_form
 from lakehook.domain.member_verdict import MemberEvaluation
 from lakehook.domain.rules import Member
 from lakehook.domain.state import AssetState, BackfillStatus
@@ -59,7 +60,7 @@ def select_member(member: Member, state: AssetState | None, registered: bool | N
 
 
 def _select(member: Member, state: AssetState | None, registered: bool | None) -> MemberEvaluation:
-    key, required = member.asset_key, member.condition.to_api()
+    key, required = member.asset_key, json_form(member.condition)
     if state is None:
         return _stateless(key, required, registered)
     rules = conditions_of(member)

@@ -20,15 +20,3 @@ class MemberEvaluation:
     required: dict[str, Any] = field(default_factory=dict)
     reason: str | None = None
     alias: str | None = None  # the alias the rule named the member by (asset_key is its asset)
-
-    def to_api(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"assetKey": self.asset_key}
-        if self.alias is not None:
-            data["alias"] = self.alias
-        return {
-            **data,
-            "status": self.status.value,
-            "current": self.current,
-            "required": self.required,
-            "reason": self.reason,
-        }

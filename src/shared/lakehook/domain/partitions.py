@@ -230,13 +230,15 @@ class TouchedPartitions(BaseModel):
         """What a reader records of every key it found, nothing dropped: :func:`read_partitions`."""
         return read_partitions(keys)
 
-    def to_api(self) -> dict[str, Any]:
-        """The JSON form (camelCase, no nulls): what an API answer and the state's record of it hold (``unrecorded``
-        and ``unrecordedKeys`` only when some key could not be recorded)."""
-        data: dict[str, Any] = {"keys": list(self.keys), "count": self.count, "truncated": self.truncated}
-        if self.unrecorded:
-            data.update(unrecorded=self.unrecorded, unrecordedKeys=list(self.unrecorded_keys))
-        return data
+
+def partitions_json(touched: TouchedPartitions) -> dict[str, Any]:
+    """The JSON form of a commit's partitions (camelCase, no nulls): what its event carries (and parses back), a run's
+    input details and the state's record of the newest hold; ``unrecorded`` and ``unrecordedKeys`` only when some key
+    could not be recorded. Not :func:`lakehook.domain.json_form.json_form`, which would write them as 0 and []."""
+    data: dict[str, Any] = {"keys": list(touched.keys), "count": touched.count, "truncated": touched.truncated}
+    if touched.unrecorded:
+        data.update(unrecorded=touched.unrecorded, unrecordedKeys=list(touched.unrecorded_keys))
+    return data
 
 
 Chunks = tuple[tuple[str, ...], ...]

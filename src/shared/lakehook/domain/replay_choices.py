@@ -79,10 +79,6 @@ class ReplayChoices(BaseModel):
     def empty(self) -> bool:
         return self.start_from is None and self.variables is None
 
-    def to_api(self) -> dict[str, Any]:
-        """The choices made (absent ones left out): the request's fingerprint and the answer show these."""
-        return self.model_dump(by_alias=True, exclude_none=True)
-
 
 def _check_name(name: str) -> None:
     if not 1 <= len(name) <= MAX_VARIABLE_NAME:

@@ -136,17 +136,6 @@ class NodeVerdict:
     def holding(self) -> int:
         return sum(t.holds for t in self.terms)
 
-    def to_api(self) -> dict[str, Any]:
-        if self.ref is not None:
-            return {"ref": self.ref, "holds": self.holds, "assetKeys": list(self.members)}
-        return {
-            "op": self.op,
-            "holds": self.holds,
-            "needed": self.needed,
-            "holding": self.holding,
-            "terms": [t.to_api() for t in self.terms],
-        }
-
     def describe(self) -> str:
         """A line a person reads: ``anyOf(allOf(a ✓, b ✗) ✗, atLeast 2 of (c ✓, d ✗, e ✗) ✗) ✗``."""
         mark = "holds" if self.holds else "does not hold"

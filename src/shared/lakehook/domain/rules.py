@@ -28,6 +28,7 @@ from lakehook.domain.completion import MAX_RULE_OUTLETS, validate_outlet_entry
 from lakehook.domain.confirmation import ConfirmSpec
 from lakehook.domain.freshness import Freshness
 from lakehook.domain.ids import ALIAS_NAME_PATTERN, RULE_ID_PATTERN
+from lakehook.domain.json_form import json_form
 from lakehook.domain.partition_rules import (
     MAX_PARTITION_FIELDS,
     MemberPartition,
@@ -270,9 +271,6 @@ class Condition(BaseModel):
         """The absolute watermark the member needs, when it is not a window."""
         value = self.watermark_at_least
         return value if isinstance(value, int) else None
-
-    def to_api(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
 class Member(BaseModel):
@@ -681,11 +679,8 @@ class Rule(BaseModel):
             return False
         return group.covers or (self.policy.mode is Mode.EACH_VERSION and group.window is not None)
 
-    def to_api(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, mode="json", exclude_none=True)
-
     def to_json(self) -> str:
-        return json.dumps(self.to_api(), separators=(",", ":"), sort_keys=True)
+        return json.dumps(json_form(self), separators=(",", ":"), sort_keys=True)
 
 
 def _each_version_per_partition(group: Group, start_from: StartFrom) -> None:

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from lakehook.domain.member_verdict import MemberEvaluation
 from lakehook.domain.schedules import GroupSchedule, ScheduleNeverFiresError
-from lakehook.domain.time import ms_to_iso
 
 
 def local_iso(ms: int, timezone: str) -> str:
@@ -69,19 +67,3 @@ class ScheduleExplanation:
         if self.ran_for_last_tick is None:
             return None
         return self.next_tick if self.ran_for_last_tick else self.last_tick
-
-    def to_api(self) -> dict[str, Any]:
-        zone = self.schedule.timezone
-        data: dict[str, Any] = {"cron": self.schedule.cron, "timezone": zone}
-        data["neverFires"] = self.never_fires is not None
-        ticks = (("lastTick", self.last_tick), ("nextTick", self.next_tick), ("pendingTick", self.pending_tick))
-        for name, ms in ticks:
-            data[name] = None if ms is None else {"utc": ms_to_iso(ms), "local": local_iso(ms, zone)}
-        data["ranForLastTick"] = self.ran_for_last_tick
-        data["waitsFor"] = (
-            None
-            if self.waits_for is None
-            else [{"assetKey": m.asset_key, "status": m.status.value, "reason": m.reason} for m in self.waits_for]
-        )
-        data["reason"] = self.never_fires
-        return data

@@ -200,9 +200,6 @@ class ObjectProblem:
     problem: Problem
     detail: str
 
-    def to_api(self) -> dict[str, str]:
-        return {"object": self.uri, "problem": self.problem.value, "reason": self.detail}
-
 
 @dataclass(frozen=True)
 class SpoolVerification:
@@ -266,7 +263,7 @@ class SpoolVerification:
             "checkedAt": ms_to_iso(self.checked_at),
             "object": self.object_uri,
             "reason": self.reason,
-            "problems": [p.to_api() for p in self.problems[:20]],
+            "problems": [{"object": p.uri, "problem": p.problem.value, "reason": p.detail} for p in self.problems[:20]],
         }
         if self.manifest is not None:
             manifest = self.manifest

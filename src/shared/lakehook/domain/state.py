@@ -20,8 +20,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from lakehook.domain.events import AssetEvent, EventType
+from lakehook.domain.json_form import json_form
 from lakehook.domain.ordering import TagEntry, order_key
-from lakehook.domain.partitions import TouchedPartitions
+from lakehook.domain.partitions import TouchedPartitions, partitions_json
 from lakehook.domain.state_changes import Advance, AllOf, Below, NotAllEqual, NotInSet, Pairs, StateField, WhileEqual
 from lakehook.domain.versions import SnapshotRecord, Verdict, starts_history
 
@@ -78,7 +79,7 @@ def _snapshot_committed(event: AssetEvent, recorded_at: int) -> Advance:
     late = None
     if record.changes_data:  # a compaction keeps the newest data-changing snapshot (see versions.py)
         data = {
-            StateField.LATEST_DATA: record.to_api(),
+            StateField.LATEST_DATA: json_form(record),
             StateField.LATEST_PARTITIONS: latest_partitions_value(event, record.order),
         }
         sets.update(data)
@@ -244,7 +245,7 @@ def latest_partitions_value(event: AssetEvent, order: int) -> dict[str, Any] | N
     order; None (stored as null) when it names none, so an older snapshot's partitions never pass for its own."""
     if event.partitions is None:
         return None
-    return {**event.partitions.to_api(), "snapshotId": event.snapshot_id, "order": order}
+    return {**partitions_json(event.partitions), "snapshotId": event.snapshot_id, "order": order}
 
 
 class LatestPartitions(TouchedPartitions):

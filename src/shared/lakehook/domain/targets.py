@@ -118,9 +118,6 @@ def _policy(info: ValidationInfo) -> UrlPolicy | None:
 class _Target(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
-    def to_api(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, mode="json", exclude_none=True)
-
 
 class WebhookTarget(_Target):
     """POST of the invocation payload, HMAC-signed, with ``Idempotency-Key: <trigger key>``.
@@ -430,9 +427,6 @@ class UnusableTarget(BaseModel):
     def problem(self) -> str:
         """Why it does not validate (``target.<field>: ...``)."""
         return self._problem
-
-    def to_api(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True)
 
 
 def _target_of_rule(value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:

@@ -19,7 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lakehook.domain.confirmation import Confirmation, ConfirmationState
 from lakehook.domain.errors import ConflictError
-from lakehook.domain.time import ms_to_iso
 
 KEY_HASH_CHARS = 24  # 96 bits of SHA-256: collisions are not a practical concern
 
@@ -140,12 +139,6 @@ class PinnedInput(BaseModel):
             version.append(f"tag:{self.tag}")
         return version if self.manifest_uri is None else [*version, self.manifest_uri]
 
-    def to_api(self) -> dict[str, Any]:
-        data = self.model_dump(by_alias=True, exclude_none=True)
-        if self.commit_time is not None:
-            data["commitTime"] = self.commit_time
-        return data
-
 
 class Window(BaseModel):
     """A window ``[start, end)`` in epoch milliseconds; one trigger per window."""
@@ -154,9 +147,6 @@ class Window(BaseModel):
 
     start: int
     end: int
-
-    def to_api(self) -> dict[str, str]:
-        return {"start": ms_to_iso(self.start), "end": ms_to_iso(self.end)}
 
 
 def trigger_key(

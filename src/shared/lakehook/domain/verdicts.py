@@ -51,9 +51,6 @@ class Backlog:
             f"at {ms_to_iso(self.next_at)}"
         )
 
-    def to_api(self) -> dict[str, Any]:
-        return {"pendingWindows": self.pending, "next": self.next.to_api(), "nextAt": ms_to_iso(self.next_at)}
-
 
 @dataclass(frozen=True)
 class PartialCommit:
@@ -66,14 +63,6 @@ class PartialCommit:
     snapshot_id: int
     touched: int
     evaluated: int
-
-    def to_api(self) -> dict[str, Any]:
-        return {
-            "assetKey": self.asset_key,
-            "snapshotId": self.snapshot_id,
-            "touched": self.touched,
-            "evaluated": self.evaluated,
-        }
 
 
 @dataclass(frozen=True)
@@ -104,46 +93,6 @@ class GroupEvaluation:
     @property
     def ready(self) -> bool:
         return self.status is Status.READY
-
-    def partition_api(self) -> dict[str, Any]:
-        """One partition's line on its group's board: the key, status, reason, and what it would pin."""
-        data: dict[str, Any] = {"partition": self.partition, "status": self.status.value, "reason": self.reason}
-        waiting = [m.asset_key for m in self.members if m.status is not Status.READY]
-        if waiting:
-            data["waitingFor"] = waiting
-        if self.ready:
-            data["pins"] = [p.to_api() for p in self.pins]
-        if self.until is not None:
-            data["until"] = ms_to_iso(self.until)
-        return data
-
-    def to_api(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "groupId": self.group_id,
-            "status": self.status.value,
-            "reason": self.reason,
-            "members": [m.to_api() for m in self.members],
-        }
-        if self.until is not None:
-            data["until"] = ms_to_iso(self.until)
-        if self.backlog is not None:
-            data["backlog"] = self.backlog.to_api()
-        if self.schedule is not None:
-            data["schedule"] = self.schedule.to_api()
-        if self.partition is not None:
-            data["partition"] = self.partition
-        if self.pending_partitions is not None:
-            data["pendingPartitions"] = self.pending_partitions
-            data["partitions"] = [p.partition_api() for p in self.partitions]
-        if self.partial:
-            data["partialCommits"] = [c.to_api() for c in self.partial]
-        if self.require is not None:
-            data["require"] = self.require.to_api()
-        if self.ready:
-            data["pins"] = [p.to_api() for p in self.pins]
-            if self.window is not None:
-                data["window"] = self.window.to_api()
-        return data
 
 
 def with_status(

@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -62,10 +61,6 @@ class SnapshotRecord(BaseModel):
     @property
     def changes_data(self) -> bool:
         return changes_data(self.commit_kind, self.data_changed)
-
-    def to_api(self) -> dict[str, Any]:
-        """The JSON form (camelCase, no nulls): what an API answer and the state's record of it hold."""
-        return self.model_dump(by_alias=True, exclude_none=True)
 
 
 # --- the snapshot log: every accepted snapshot of an asset, by order (EACH_VERSION) ----------------

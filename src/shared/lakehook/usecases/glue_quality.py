@@ -20,9 +20,9 @@ from lakehook.domain.glue_quality import (
     GlueQualityError,
     GlueQualityResult,
     NotPinned,
+    Pinned,
     pin_evaluation,
     read_glue_quality,
-    verdict_event,
 )
 from lakehook.ports import AssetRegistry, AssetStore
 from lakehook.ports.aliases import AliasStore
@@ -140,3 +140,32 @@ def _base(result: GlueQualityResult, key: str | None) -> dict[str, Any]:
     else:
         found["table"] = f"{result.database}.{result.table}"
     return found
+
+
+def verdict_event(asset_key: str, result: GlueQualityResult, pinned: Pinned) -> dict[str, Any]:
+    """The QUALITY_CHECK_* event (as pushed) that records the verdict on the pinned snapshot: the result's own
+    fields (its score only when Glue gave one) and why that snapshot, under the payload's ``glueDataQuality``."""
+    snapshot = pinned.snapshot
+    found: dict[str, Any] = {
+        "resultId": result.result_id,
+        "table": f"{result.database}.{result.table}",
+        "catalogId": result.catalog_id,
+        "rulesetNames": list(result.ruleset_names),
+        "state": result.state,
+        "rulesSucceeded": result.rules_succeeded,
+        "rulesFailed": result.rules_failed,
+        "rulesSkipped": result.rules_skipped,
+    }
+    if result.score is not None:
+        found["score"] = result.score
+    event: dict[str, Any] = {
+        "eventType": result.event_type.value,
+        "assetKey": asset_key,
+        "snapshotId": snapshot.snapshot_id,
+        "payload": {"glueDataQuality": {**found, "pinned": pinned.reason}},
+    }
+    if snapshot.sequence_number is not None:
+        event["sequenceNumber"] = snapshot.sequence_number
+    if snapshot.commit_time is not None:
+        event["commitTime"] = snapshot.commit_time
+    return event

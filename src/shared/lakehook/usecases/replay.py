@@ -29,6 +29,7 @@ from typing import Any
 from lakehook.answers.triggers import ReplayAnswer
 from lakehook.domain.dispatch import ManifestIntegrityError
 from lakehook.domain.errors import ConflictError, LakehookError, NotFoundError
+from lakehook.domain.json_form import json_form
 from lakehook.domain.replay_choices import ReplayChoices, check_for_target
 from lakehook.domain.requests import RecordedRequest, RequestAnswer, RequestKey
 from lakehook.domain.time import now_ms
@@ -97,7 +98,7 @@ class ReplayTrigger:
         recorded (the key is still checked)."""
         choices = choices or ReplayChoices()
         # a plain replay's fingerprint is what it always was; the choices made are part of the request
-        request = RequestKey.of(idempotency_key, "replay", {"triggerKey": key, **choices.to_api()})
+        request = RequestKey.of(idempotency_key, "replay", {"triggerKey": key, **json_form(choices)})
         if request is not None and not dry_run:
             recorded = self._triggers.get_request(request.key, self._clock())
             if recorded is not None:

@@ -31,6 +31,7 @@ from dataclasses import replace
 
 from lakehook.domain.errors import ConflictError
 from lakehook.domain.evaluation import Gap, steps_by_snapshot
+from lakehook.domain.json_form import json_form
 from lakehook.domain.lanes import Lane
 from lakehook.domain.log_context import trigger_log_context
 from lakehook.domain.plan_lanes import PartitionPlan, PartitionsPlan, PlanLanes
@@ -464,7 +465,7 @@ class _GroupLane:
                 "reason": trigger.reason,
                 "asset_key": changed[0] if len(changed) == 1 else None,
                 "asset_keys": changed,
-                "inputs": [p.to_api() for p in trigger.inputs],
+                "inputs": [json_form(p) for p in trigger.inputs],
                 **trigger_log_context(trigger, trace_id()),
             },
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from lakehook.answers.explain import Explanation, GroupExplanation, InFlightExplanation, RuleErrorAnswer
 from lakehook.answers.freshness import RuleFreshnessAnswer
 from lakehook.answers.triggers import TriggerSummary
 from lakehook.domain.late_versions import is_late_skip
@@ -22,7 +23,6 @@ from lakehook.ports.store import AssetRegistry
 from lakehook.usecases.freshness import overdue_of_rule
 from lakehook.usecases.resolve import ResolveAssetChange, ResolveReport
 from lakehook.usecases.rule_reads import read_rule
-from lakehook.usecases.rules import error_to_api
 from lakehook.usecases.run_slots import RunSlotGate
 from lakehook.usecases.source_health import SourceHealths, with_source_health
 
@@ -96,35 +96,34 @@ class ExplainRule:
             healths.read(rule.asset_keys)
         groups = []
         ready = False
+        each_version = rule.policy.mode is Mode.EACH_VERSION
         for group in rule.groups:
             verdict = report.verdicts[(rule.rule_id, group.group_id)]
             ready = ready or verdict.ready
-            data = verdict.to_api()
-            data["lastTrigger"] = _summary(last.get(group.group_id))
-            if rule.policy.mode is Mode.EACH_VERSION:
-                data["skipped"] = [_skip(t) for t in skipped if t.group_id == group.group_id]
-            groups.append(with_source_health(data, verdict.ready, healths) if healths is not None else data)
+            late = [t for t in skipped if t.group_id == group.group_id] if each_version else None
+            explained = GroupExplanation.from_domain(verdict).with_history(last.get(group.group_id), late)
+            groups.append(with_source_health(explained, verdict.ready, healths) if healths is not None else explained)
         newest = max(last.values(), key=lambda t: (t.created_at, t.sequence), default=None)
-        answer = {
-            "ruleId": rule.rule_id,
-            "enabled": rule.enabled,
-            "mode": rule.policy.mode.value,
-            "startFrom": rule.policy.start_from.value,
-            "ready": ready,
-            "groups": groups,
-            "lastTrigger": _summary(newest),
-            "lastError": error_to_api(stored.last_error),
-            "evaluatedAt": ms_to_iso(self._clock()),
-        }
+        answer = Explanation(
+            rule_id=rule.rule_id,
+            enabled=rule.enabled,
+            mode=rule.policy.mode.value,
+            start_from=rule.policy.start_from.value,
+            ready=ready,
+            groups=groups,
+            last_trigger=None if newest is None else TriggerSummary.from_domain(newest),
+            last_error=None if stored.last_error is None else RuleErrorAnswer.from_domain(stored.last_error),
+            evaluated_at=ms_to_iso(self._clock()),
+        )
         overdue = overdue_of_rule(
             stored, cursors, self._registry, self._reader, self._clock(), self._partitions, healths
         )
         if overdue is not None:  # the rule or a member promises freshness
-            answer["freshness"] = RuleFreshnessAnswer.from_domain(overdue).dump()
+            answer.freshness = RuleFreshnessAnswer.from_domain(overdue)
         limit = rule.policy.slot_limit
         if limit is not None and self._slots is not None:  # maxInFlight: what runs, and who waits for a slot
-            answer["inFlight"] = self._slots.explain(rule.rule_id, limit)
-        return answer
+            answer.in_flight = InFlightExplanation.model_validate(self._slots.explain(rule.rule_id, limit))
+        return answer.dump()
 
     def _last_triggers(self, rule: Rule) -> tuple[dict[str, GroupCursor], dict[str, Trigger]]:
         """Each group's cursor and newest trigger (a partitioned group's: its newest partition run, since its runs
@@ -148,19 +147,3 @@ class ExplainRule:
             return []
         page = self._triggers.list_for_rule(rule.rule_id, TriggerStatus.SKIPPED, MAX_SKIPS_SHOWN)
         return [t for t in page.items if is_late_skip(t)]
-
-
-def _skip(trigger: Trigger) -> dict[str, Any]:
-    """A late version explain lists as skipped: which, why, and the SKIPPED trigger that records it."""
-    pin = trigger.inputs[0]
-    return {
-        "assetKey": pin.asset_key,
-        "snapshotId": pin.snapshot_id,
-        "reason": trigger.reason,
-        "triggerKey": trigger.trigger_key,
-        "skippedAt": ms_to_iso(trigger.created_at),
-    }
-
-
-def _summary(trigger: Trigger | None) -> dict[str, Any] | None:
-    return None if trigger is None else TriggerSummary.from_domain(trigger).dump()

@@ -11,6 +11,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from lakehook.domain.aliases import ALIAS_NAME
 from lakehook.domain.errors import AuthorizationError, ValidationError
+from lakehook.domain.json_form import json_form
 from lakehook.domain.rules import Rule, validate_id
 from lakehook.domain.secret_names import AS_GIVEN, ProducerSecrets, SecretNameError, SecretNames
 from lakehook.domain.targets import UnusableTarget, name_target_error, secret_refs, write_context
@@ -120,7 +121,7 @@ def error_to_api(error: RuleError | None) -> dict[str, Any] | None:
 
 def stored_to_api(stored: StoredRule) -> dict[str, Any]:
     data = {
-        **stored.rule.to_api(),
+        **json_form(stored.rule),
         "revision": stored.revision,
         "createdAt": ms_to_iso(stored.created_at),
         "updatedAt": ms_to_iso(stored.updated_at),

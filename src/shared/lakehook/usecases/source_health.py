@@ -7,9 +7,9 @@ answer or check)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
-from typing import Any
 
 from lakehook.answers.base import SourceHealthAnswer
+from lakehook.answers.explain import GroupExplanation
 from lakehook.domain.notice_state import PollCadence
 from lakehook.domain.snapshots import PollStatus
 from lakehook.domain.source_health import Health, SourceHealth, cannot_decide, source_health, with_notices
@@ -79,17 +79,17 @@ class SourceHealths:
         return found[0].describe() if found else None
 
 
-def with_source_health(group: dict[str, Any], ready: bool, healths: SourceHealths) -> dict[str, Any]:
-    """A group's explanation (``GroupEvaluation.to_api()``) with its members' source health where it is not HEALTHY;
-    a group that is not READY and has a member whose source is BLOCKED or GAP says it cannot decide, and why (the
-    resolver's own reason kept as ``waitingReason``)."""
-    for member in group.get("members", []):
-        health = healths.of(member["assetKey"])
+def with_source_health(group: GroupExplanation, ready: bool, healths: SourceHealths) -> GroupExplanation:
+    """A group's explanation with its members' source health where it is not HEALTHY; a group that is not READY and
+    has a member whose source is BLOCKED or GAP says it cannot decide, and why (the resolver's own reason kept as
+    ``waitingReason``)."""
+    for member in group.members:
+        health = healths.of(member.asset_key)
         if health is not None and health.state is not Health.HEALTHY:
-            member["sourceHealth"] = SourceHealthAnswer.from_domain(health).dump()
-    untrusted = healths.untrusted(m["assetKey"] for m in group.get("members", []))
+            member.source_health = SourceHealthAnswer.from_domain(health)
+    untrusted = healths.untrusted(m.asset_key for m in group.members)
     if untrusted and not ready:
-        group["waitingReason"] = group.get("reason")
-        group["reason"] = cannot_decide(untrusted[0])
-        group["cannotDecide"] = [SourceHealthAnswer.from_domain(h).dump() for h in untrusted]
+        group.waiting_reason = group.reason
+        group.reason = cannot_decide(untrusted[0])
+        group.cannot_decide = [SourceHealthAnswer.from_domain(h) for h in untrusted]
     return group

@@ -26,7 +26,8 @@ from lakehook.adapters.dynamodb.transactions import (
 )
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.event_range import EVERY_EVENT, EventRange
-from lakehook.domain.events import AssetEvent, SourceType
+from lakehook.domain.events import AssetEvent, SourceType, event_json
+from lakehook.domain.json_form import json_form
 from lakehook.domain.snapshots import PartitionPart
 from lakehook.domain.state import AssetState
 from lakehook.domain.state_changes import Advance
@@ -122,7 +123,7 @@ class DynamoDBAssetStore(AssetStore):
             "eventVersion": event.version,
             "source": source.value,
             "receivedAt": received_at,
-            "body": json.dumps(event.to_api(), separators=(",", ":"), sort_keys=True),
+            "body": json.dumps(event_json(event), separators=(",", ":"), sort_keys=True),
             "GSI1PK": keys.events_index_pk(event.asset_key),
             "GSI1SK": keys.events_index_sk(received_at, event_id),
             keys.TTL_ATTRIBUTE: received_at // 1000 + self._retention_seconds,
@@ -231,7 +232,7 @@ class DynamoDBAssetStore(AssetStore):
 
 def partition_part_item(part: PartitionPart, expires_at: int) -> dict[str, Any]:
     """A part as stored: its keys and the snapshot record in one JSON ``body`` (one string attribute, as an event's)."""
-    body: dict[str, Any] = {"snapshot": part.snapshot.to_api(), "keys": list(part.keys)}
+    body: dict[str, Any] = {"snapshot": json_form(part.snapshot), "keys": list(part.keys)}
     if part.offset is not None and part.total is not None:
         body |= {"offset": part.offset, "total": part.total}  # read past by 0.1.0 (it reads snapshot and keys)
     return {

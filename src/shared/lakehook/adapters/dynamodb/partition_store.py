@@ -14,6 +14,7 @@ from lakehook.adapters.dynamodb import keys
 from lakehook.adapters.dynamodb.batch_reads import batch_get, integral
 from lakehook.adapters.dynamodb.transactions import write_each
 from lakehook.domain.commit_pieces import CommitPiece, CommitRef, KnownPieces, by_commit
+from lakehook.domain.json_form import json_form
 from lakehook.domain.partition_evaluation import FactKey, PartitionFact
 from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord
 from lakehook.ports.partitions import PartitionStore
@@ -116,7 +117,7 @@ class DynamoDBPartitionStore(PartitionStore):
             **keys.partition_commit_key(asset_key, record.order),
             keys.ITEM_TYPE: "PARTITION_COMMIT",
             "recordedAt": now_ms,
-            "body": json.dumps(record.to_api(), separators=(",", ":"), sort_keys=True),
+            "body": json.dumps(json_form(record), separators=(",", ":"), sort_keys=True),
             keys.TTL_ATTRIBUTE: now_ms // 1000 + self._retention_seconds,
         }
         if partial:
@@ -164,7 +165,7 @@ class DynamoDBPartitionStore(PartitionStore):
                 ":type": "PARTITION_COMMIT_PIECES",
                 ":asset": asset_key,
                 ":order": order,
-                ":body": json.dumps(record.to_api(), separators=(",", ":"), sort_keys=True),
+                ":body": json.dumps(json_form(record), separators=(",", ":"), sort_keys=True),
                 ":ttl": now_ms // 1000 + self._retention_seconds,
                 ":spans": {f"{p.start}:{p.size}" for p in mine},
             }

@@ -12,6 +12,7 @@ from botocore.exceptions import ClientError
 
 from lakehook.adapters.aws import is_conditional_failure
 from lakehook.adapters.dynamodb import keys
+from lakehook.domain.json_form import json_form
 from lakehook.domain.state import AssetState
 from lakehook.domain.versions import LoggedSnapshot, SnapshotRecord
 from lakehook.ports.rules import StateHistory
@@ -79,7 +80,7 @@ class DynamoDBStateHistory(StateHistory):
                     keys.ITEM_TYPE: "SNAPLOG",
                     "assetKey": asset_key,
                     "recordedAt": now_ms,
-                    "body": json.dumps(record.to_api(), separators=(",", ":"), sort_keys=True),
+                    "body": json.dumps(json_form(record), separators=(",", ":"), sort_keys=True),
                     keys.TTL_ATTRIBUTE: now_ms // 1000 + self._retention_seconds,
                     **({"late": True} if late else {}),
                 },

@@ -18,6 +18,7 @@ from lakehook.container import current
 from lakehook.domain.assets import AssetRegistration, validate_asset_key
 from lakehook.domain.errors import ValidationError
 from lakehook.domain.event_range import EventRange
+from lakehook.domain.events import event_json
 from lakehook.domain.limits import MAX_LONG
 from lakehook.domain.time import ms_to_iso, parse_instant_ms
 
@@ -125,7 +126,7 @@ def list_events(
     page = current().asset_store.list_events(key, limit, next_token, within)
     items = [
         {
-            **r.event.to_api(),
+            **event_json(r.event),
             "eventId": r.event.event_id,
             "source": r.source.value,
             "receivedAt": ms_to_iso(r.received_at),

@@ -17,6 +17,7 @@ from lakehook.api.paths import IdempotencyKey, RuleId
 from lakehook.api.rule_answers import Evaluation, Explanation, RuleAnswer, RulePage
 from lakehook.api.scopes import check_every_asset, visible_rules
 from lakehook.container import current
+from lakehook.domain.json_form import json_form
 from lakehook.usecases.rules import stored_to_api
 
 router = APIGatewayRouter()
@@ -42,7 +43,7 @@ def put_rule(ruleId: RuleId, dry_run: DryRun = False) -> Response[str]:
     if dry_run:  # checked as the write would be, and the runs its evaluation would start now
         rule, runs = current().put_rule.preview(ruleId, json_body(router.current_event))
         return json_response(
-            {**rule.to_api(), "dryRun": True, "wouldStart": [PlannedRun.from_domain(t).dump() for t in runs]}
+            {**json_form(rule), "dryRun": True, "wouldStart": [PlannedRun.from_domain(t).dump() for t in runs]}
         )
     stored, created = current().put_rule.put(ruleId, json_body(router.current_event))
     return json_response(stored_to_api(stored), 201 if created else 200)
