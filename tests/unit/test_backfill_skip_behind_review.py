@@ -5,18 +5,26 @@ the run's SUCCEEDED, a window, and explain saying what the next delivery does.""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import pytest
 
+from lakehook.domain.rules import Rule
 from lakehook.domain.status import Status
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
+from lakehook.handlers import handle_resolver_queue
 from lakehook.ports.rules import ClaimResult, Deferral
 from lakehook.usecases.dispatch import RetryTrigger
-from lakehook.usecases.resolve import ResolveReport
+from lakehook.usecases.resolve import ResolveReport, ResolverStores
+from tests.fakes.memory import InMemoryWorkQueue
 from tests.fakes.memory_dispatch import InMemoryTriggerLedger
+from tests.fakes.memory_partitions import InMemoryPartitionStore
 from tests.fakes.memory_rules import InMemoryTriggerStore
+from tests.unit.test_partition_resolve import ORDERS, Lake, daily
 from tests.unit.test_resolve_usecase import A, World, rule
+from tests.wiring import resolve_asset_change
 
 HOUR = 3_600_000
 
@@ -178,20 +186,25 @@ def test_a_version_queued_behind_the_run_before_a_backfill_started_still_runs() 
 
 
 class _RacingStore(InMemoryTriggerStore):
-    """Before the first claim of a SKIPPED trigger, ``race`` runs (another resolver), handed that claim as a thunk
-    it may make first."""
+    """Before the first claim of a SKIPPED trigger (of a partition, when ``partition``), ``race`` runs (another
+    resolver), handed that claim as a thunk it may make first."""
 
     def __init__(self) -> None:
         super().__init__()
         self.race: Callable[[Callable[[], ClaimResult]], None] | None = None
         self.first: Callable[[], ClaimResult] | None = None  # a claim to make before the next one (then forgotten)
+        self.partition = False
 
     def claim(self, trigger: Trigger, cursor: GroupCursor, expected: GroupCursor | None) -> ClaimResult:
         first, self.first = self.first, None
         if first is not None:
             first()
         race = self.race
-        if race is not None and trigger.status is TriggerStatus.SKIPPED:
+        if (
+            race is not None
+            and trigger.status is TriggerStatus.SKIPPED
+            and (trigger.partition is not None or not self.partition)
+        ):
             self.race = None
             race(lambda: InMemoryTriggerStore.claim(self, trigger, cursor, expected))
         return super().claim(trigger, cursor, expected)
@@ -250,3 +263,73 @@ def test_a_windowed_each_version_group_keeps_its_windows_behind_a_run_in_flight(
     assert _explained(world) is Status.WAITING_FOR_RUN
     world.dispatch(ResolveReport())
     assert [t.window.end for t in _run_claims(world) if t.window] == [base, base + HOUR]
+
+
+class _RacingLake(Lake):
+    """The partitioned world on a racing store, with the resolver's queue (what a lane carries over goes on there)."""
+
+    def __init__(self, rule: Rule, store: _RacingStore) -> None:
+        World.__init__(self, rule, triggers=store)
+        self.partitions = InMemoryPartitionStore()
+        self.queue = InMemoryWorkQueue()
+        stores = ResolverStores(
+            self.rules,
+            self.reader,
+            self.triggers,
+            self.history,
+            self.deferrals,
+            partitions=self.partitions,
+            resolver_queue=self.queue,
+        )
+        self.resolve = resolve_asset_change(stores, clock=lambda: self.now, observer=None)
+
+    def drain(self) -> None:
+        wired = SimpleNamespace(resolver=self.resolve)
+        while self.queue.messages:
+            record = {"messageId": "m", "body": json.dumps(self.queue.messages.pop(0)), "eventSource": "aws:sqs"}
+            assert handle_resolver_queue({"Records": [record]}, wired) == {"batchItemFailures": []}  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("order", ["the woken resolver claims first", "the backfill's resolver claims first"])
+def test_a_partition_evaluated_between_the_backfills_end_and_its_skip_absorbs_the_backfills_commit_only(
+    order: str,
+) -> None:
+    # GIVEN a partition's run 1 in flight, a backfill that committed 2 to it, and resolver B that recorded where the
+    # backfill ended and planned the partition's skip behind run 1
+    store = _RacingStore()
+    store.partition = True
+    each = daily({"assetKey": ORDERS, "partition": {}}, mode="EACH_VERSION")
+    lake = _RacingLake(
+        Rule.model_validate({**each.to_api(), "policy": {"mode": "EACH_VERSION", "backfill": "SKIP"}}), store
+    )
+    day = "2026-12-01"
+    lake.commit(ORDERS, 1, day)
+    lake.deliver(dispatch=False)
+    key = lake.triggers.claim_order[0]
+    lake.push("BACKFILL_STARTED", ORDERS, backfillId="bf1")
+    lake.commit(ORDERS, 2, day)
+    lake.deliver(dispatch=False)
+    lake.push("BACKFILL_COMPLETED", ORDERS, backfillId="bf1")
+
+    def woken(claim_b: Callable[[], ClaimResult]) -> None:
+        # WHEN, before B claims the skip, 3 is committed to the day (after the backfill's end), run 1 SUCCEEDED, and
+        # resolver A evaluates the partition (the commit's records and run 1's wake)
+        lake.commit(ORDERS, 3, day)
+        batch = lake.stream.pop(ORDERS, [])
+        lake.triggers.triggers[key] = lake.triggers.triggers[key].model_copy(update={"status": TriggerStatus.SUCCEEDED})
+        if order == "the backfill's resolver claims first":
+            store.first = claim_b
+        lake.resolve(batch, deferred=[Deferral("daily", "g", 0)])
+
+    store.race = woken
+    lake.deliver(dispatch=False)
+    lake.drain()
+    # THEN 2, the backfill's, is absorbed (before the fix, A ran it: it judged the partition's newest, 3, past the
+    # backfill's end), and 3 runs, once
+    assert store.race is None
+    runs = [(t.status, t.inputs[0].snapshot_id) for k in store.claim_order if (t := store.triggers[k]).partition]
+    assert runs == [
+        (TriggerStatus.SUCCEEDED, 1),
+        (TriggerStatus.SKIPPED, 2),
+        (TriggerStatus.TRIGGERING, 3),
+    ]
