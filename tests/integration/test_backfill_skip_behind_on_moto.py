@@ -9,11 +9,20 @@ from typing import Any
 
 import pytest
 
+from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
+from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
+from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
 from lakehook.api.app import build_app
 from lakehook.container import Container
+from lakehook.domain.events import AssetEvent, SourceType
+from lakehook.domain.rules import Rule
 from lakehook.handlers import handle_stream_batch
+from lakehook.ports.rules import Deferral, StateChange
+from tests.integration.test_claims_concurrency import TABLE, resolver_at
 from tests.integration.test_resolver_on_moto import ORDERS, Stream, call, push, put_rule
+from tests.racing import atomic_dynamodb_server, race, table_at
 from tests.support import mark_claims_succeeded
+from tests.wiring import ingest_events
 
 
 @pytest.fixture
@@ -94,3 +103,55 @@ def test_the_skip_stays_behind_the_run_until_its_succeeded_record_wakes_the_grou
     assert _runs(app) == [1, 4]
     _deliver(container, stream)  # nothing more: 4 waits for nothing else
     assert _runs(app) == [1, 4]
+
+
+@pytest.mark.slow  # racers against a moto server: the full gate only
+def test_resolvers_racing_at_the_backfills_completion_and_the_runs_success_claim_the_skip_once() -> None:
+    # GIVEN run 1 in flight and a backfill that committed 2, completed (on a server that applies one request at a time)
+    with atomic_dynamodb_server(TABLE) as url:
+        table = table_at(url, TABLE)
+        rule = {
+            "ruleId": "each",
+            "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
+            "policy": {"mode": "EACH_VERSION", "backfill": "SKIP"},
+            "groups": [{"groupId": "g", "members": [{"assetKey": ORDERS}]}],
+        }
+        DynamoDBRuleStore(table).put_rule(Rule.model_validate(rule), 1)
+        store = DynamoDBAssetStore(table)
+        ingest = ingest_events(store)
+
+        def push_event(event_type: str, **fields: object) -> StateChange:
+            ingest.ingest(AssetEvent(eventType=event_type, assetKey=ORDERS, **fields), SourceType.PUSH)
+            return StateChange(ORDERS, store.get_state(ORDERS))
+
+        resolver_at(url)([push_event("SNAPSHOT_COMMITTED", snapshotId=1)])
+        triggers = DynamoDBTriggerStore(table)
+        (first,) = triggers.list_for_rule("each").items
+        push_event("BACKFILL_STARTED", backfillId="bf1")
+        push_event("SNAPSHOT_COMMITTED", snapshotId=2)
+        completed = push_event("BACKFILL_COMPLETED", backfillId="bf1")
+
+        # WHEN four resolvers take the backfill's completion, four the group's wake, while run 1 turns SUCCEEDED
+        resolvers = [resolver_at(url) for _ in range(8)]
+
+        def work(i: int) -> object:
+            if i == 8:
+                return table_at(url, TABLE).update_item(
+                    Key={"PK": f"TRIGGER#{first.trigger_key}", "SK": "CLAIM"},
+                    UpdateExpression="SET #s = :s",
+                    ExpressionAttributeNames={"#s": "status"},
+                    ExpressionAttributeValues={":s": "SUCCEEDED"},
+                )
+            if i % 2:
+                return resolvers[i](deferred=[Deferral("each", "g", 0)])
+            return resolvers[i]([completed])
+
+        reports = race(9, work)[:8]
+        claimed = [t.trigger_key for r in reports for t in r.claimed]  # type: ignore[attr-defined]
+        assert len(claimed) == len(set(claimed)) == 1, claimed  # the skip, by one resolver
+        # THEN the backfill is absorbed by one skip, no run beside it; the next commit runs once, after it
+        claims = [(t.status.value, t.inputs[0].snapshot_id) for t in reversed(triggers.list_for_rule("each").items)]
+        assert claims == [("SUCCEEDED", 1), ("SKIPPED", 2)]
+        resolver_at(url)([push_event("SNAPSHOT_COMMITTED", snapshotId=3)])
+        claims = [(t.status.value, t.inputs[0].snapshot_id) for t in reversed(triggers.list_for_rule("each").items)]
+        assert claims == [("SUCCEEDED", 1), ("SKIPPED", 2), ("TRIGGERING", 3)]
