@@ -46,9 +46,12 @@ def _runs(app: Any) -> list[int]:
     return [sid for status, sid, _ in _claims(app) if status != "SKIPPED"]
 
 
-def _explained(app: Any) -> str:
+def _explained(app: Any, last: str | None = None) -> str:
+    """The group's status in explain (``last``: the key its lastTrigger must name)."""
     status, body = call(app, "GET", "/rules/each/explain")
     assert status == 200, body
+    if last is not None:
+        assert body["groups"][0]["lastTrigger"]["triggerKey"] == last, body["groups"][0]["lastTrigger"]
     return str(body["groups"][0]["status"])
 
 
@@ -92,7 +95,7 @@ def test_the_skip_stays_behind_the_run_until_its_succeeded_record_wakes_the_grou
     assert (cursor.trigger_key, cursor.pins[ORDERS].snapshot_id) == (first, 3)  # names run 1, pins the skips'
     assert cursor.backfills[ORDERS].startswith("bf3"), cursor.backfills
     waits = "WAITING_FOR_RUN" if end == "TRIGGERING" else "BLOCKED_BY_FAILED_TRIGGER"
-    assert _explained(app) == waits
+    assert _explained(app, last=first) == waits  # lastTrigger: the run the group waits for (its failure shown)
     if end == "FAILED":
         call(app, "POST", f"/triggers/{first}/retry")
         assert _explained(app) == "WAITING_FOR_RUN"
