@@ -576,6 +576,15 @@ def _backfill_absorbed(
     ]
 
 
+def _made_by_then(view: PartitionView, index: int, pin: PinnedInput, ends: Mapping[str, PinnedInput]) -> PinnedInput:
+    """EACH_VERSION: the member's newest known commit touching the partition at or before the backfill's recorded end
+    (its newest, ``pin``, may be a commit made after the end, which runs: a partition evaluated after it came, its skip
+    not claimed yet); ``pin`` when it knows none (other modes)."""
+    end = ends.get(pin.asset_key)
+    made = [v for v in view.versions.get(index, ()) if end is not None and v.ordinal <= end.ordinal]
+    return made[-1] if made else pin
+
+
 def partition_backfill_skip(g: Evaluating, view: PartitionView) -> GroupEvaluation | None:
     """policy.backfill=SKIP for one partition: the commits touching it that a completed backfill's member made up to
     where the group recorded the backfill's end (``view.start``, :func:`lakehook.domain.partition_start.backfill_point`)
@@ -585,10 +594,11 @@ def partition_backfill_skip(g: Evaluating, view: PartitionView) -> GroupEvaluati
     if point is None or point.baseline:
         return None
     own = g.cursor.pins if g.cursor is not None else {}
-    absorbed = _backfill_absorbed(g.pins, view.counted, point.pins, own)
+    made = [_made_by_then(view, i, pin, point.pins) for i, pin in enumerate(g.pins)]
+    absorbed = _backfill_absorbed(made, view.counted, point.pins, own)
     if not absorbed:
         return None
-    chosen = [pin if i in absorbed or pin.asset_key not in own else own[pin.asset_key] for i, pin in enumerate(g.pins)]
+    chosen = [made[i] if i in absorbed else own.get(pin.asset_key, pin) for i, pin in enumerate(g.pins)]
     names = ", ".join(f"{k} ({point.backfills.get(k)})" for k in (g.pins[i].asset_key for i in absorbed))
     return GroupEvaluation(
         g.gid,

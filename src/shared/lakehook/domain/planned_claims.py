@@ -5,6 +5,7 @@ the apply makes them (one at a time for a group, in transactions of 50 for parti
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -71,6 +72,7 @@ def plan_claim(
     the verdict skips; for EACH_VERSION, a partition's trigger is ``in_order`` (its SUCCEEDED wakes the resolver for
     the partition's next version) and a group's logs its pins."""
     base = cursor if cursor is not None else GroupCursor.initial(rule.rule_id, group.group_id, partition)
+    backfills = backfills_of(group, states)
     trigger = next_trigger(
         rule.rule_id,
         group.group_id,
@@ -81,6 +83,7 @@ def plan_claim(
         now=now,
         window=verdict.window,
         partition=partition,
+        marker=_empty_skip_marker(verdict, base, backfills),
     )
     each_version = rule.policy.mode is Mode.EACH_VERSION
     if each_version and partition is not None:
@@ -88,4 +91,18 @@ def plan_claim(
     catch_up = trigger.created_at if verdict.backlog is not None else None
     log_pins = each_version and partition is None and group.window is None
     behind = verdict.behind if verdict.skip else None
-    return PlannedClaim(trigger, cursor, base, backfills_of(group, states), catch_up, log_pins, behind=behind)
+    return PlannedClaim(trigger, cursor, base, backfills, catch_up, log_pins, behind=behind)
+
+
+def _empty_skip_marker(verdict: GroupEvaluation, base: GroupCursor, backfills: Mapping[str, str]) -> str | None:
+    """A backfill's skip pinning exactly what the cursor holds (the backfill made nothing newer) is claimed under a
+    key of its own, ``backfill-<digest of the backfills it records>``: under the plain key it would be the claim that
+    pinned those versions (the cursor's run, or an earlier skip), met as already claimed, so the backfill would never
+    be recorded on the cursor and the group's next version would be absorbed as its skip. None otherwise."""
+    if not verdict.skip:
+        return None
+    held = sorted(p.identity() for p in base.pins.values())
+    if sorted(p.identity() for p in verdict.pins) != held or verdict.window != base.window:
+        return None
+    ids = "\n".join(sorted(f"{k}={v}" for k, v in backfills.items()))
+    return f"backfill-{hashlib.sha256(ids.encode()).hexdigest()[:12]}"
