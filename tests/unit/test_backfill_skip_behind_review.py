@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from lakehook.domain.json_form import json_form
 from lakehook.domain.rules import Rule
 from lakehook.domain.status import Status
 from lakehook.domain.triggers import GroupCursor, Trigger, TriggerStatus
@@ -300,7 +301,7 @@ def test_a_partition_evaluated_between_the_backfills_end_and_its_skip_absorbs_th
     store.partition = True
     each = daily({"assetKey": ORDERS, "partition": {}}, mode="EACH_VERSION")
     lake = _RacingLake(
-        Rule.model_validate({**each.to_api(), "policy": {"mode": "EACH_VERSION", "backfill": "SKIP"}}), store
+        Rule.model_validate({**json_form(each), "policy": {"mode": "EACH_VERSION", "backfill": "SKIP"}}), store
     )
     day = "2026-12-01"
     lake.commit(ORDERS, 1, day)
