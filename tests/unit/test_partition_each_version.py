@@ -353,6 +353,21 @@ class InOrderBounded(Bounded):
         for n, call in enumerate(self.invocations):
             assert call.version_reads <= most, f"invocation {n} read {call.version_reads} next versions"
 
+    def maybe_deliver(self, data: st.DataObject) -> None:
+        """Perhaps deliver what the stream holds (a tail of it again, redelivered), then drain the queue."""
+        if data.draw(st.booleans()):
+            batch = [c for a in list(self.lake.stream) for c in self.lake.stream.pop(a, [])]
+            self.deliver(batch + (batch[: data.draw(st.integers(0, len(batch)))]))
+            self.drain(data)
+
+    def finish(self, data: st.DataObject) -> bool:
+        """Every run started ends SUCCEEDED and its stream record wakes its group; whether any did."""
+        woken = _finish(self.lake)
+        if woken:
+            self._counted(lambda: self.lake.resolve(deferred=woken))
+            self.drain(data)
+        return bool(woken)
+
 
 @settings(max_examples=examples(400), deadline=None)
 @given(
@@ -382,27 +397,16 @@ def test_at_any_bound_every_commit_of_a_partition_runs_in_order_or_is_recorded_s
     lake = bounded.lake
     ids = {ORDERS: 0, PAYMENTS: 100, DIM: 200}
     touched: dict[tuple[str, int], set[str]] = {}
-
-    def finish() -> bool:
-        woken = _finish(lake)
-        if woken:
-            bounded._counted(lambda: lake.resolve(deferred=woken))
-            bounded.drain(data)
-        return bool(woken)
-
     for asset, days in history:
         ids[asset] += 1
         lake.commit(asset, ids[asset], *(sorted(days) if asset != DIM else ()))
         touched[(asset, ids[asset])] = set(days) if asset != DIM else set()
+        bounded.maybe_deliver(data)
         if data.draw(st.booleans()):
-            batch = [c for a in list(lake.stream) for c in lake.stream.pop(a, [])]
-            bounded.deliver(batch + (batch[: data.draw(st.integers(0, len(batch)))]))
-            bounded.drain(data)
-        if data.draw(st.booleans()):
-            finish()
+            bounded.finish(data)
     bounded.deliver()
     bounded.drain(data)
-    while finish():
+    while bounded.finish(data):
         pass
     # No settle time passes (the clock never moves): a commit the bound cut (its other keys carried to the queue) is
     # known once every piece of it came, so a partition whose next version is past it runs at once, not at the end of

@@ -84,13 +84,6 @@ def test_at_any_bound_each_commit_runs_once_the_watermark_closed_its_day_and_nev
     touched: dict[tuple[str, int], set[str]] = {}
     watermark = 0
 
-    def finish() -> bool:
-        woken = _finish(lake)
-        if woken:
-            bounded._counted(lambda: lake.resolve(deferred=woken))
-            bounded.drain(data)
-        return bool(woken)
-
     def none_open() -> None:
         for t in _claims(lake):
             day = (t.partition or "").removeprefix("dt=")
@@ -105,19 +98,16 @@ def test_at_any_bound_each_commit_runs_once_the_watermark_closed_its_day_and_nev
         else:
             lake.commit(asset, ids[asset], *sorted(arg))
             touched[(asset, ids[asset])] = set(arg)
+        bounded.maybe_deliver(data)
         if data.draw(st.booleans()):
-            batch = [c for a in list(lake.stream) for c in lake.stream.pop(a, [])]
-            bounded.deliver(batch + (batch[: data.draw(st.integers(0, len(batch)))]))
-            bounded.drain(data)
-        if data.draw(st.booleans()):
-            finish()
+            bounded.finish(data)
         none_open()
     ids[WM] += 1
     watermark = ENDS[R]
     lake.commit(WM, ids[WM], watermark=watermark)
     bounded.deliver()
     bounded.drain(data)
-    while finish():
+    while bounded.finish(data):
         pass
     bounded.bounded()
     runs = [(t.partition, {p.asset_key: p.snapshot_id for p in t.inputs}) for t in _claims(lake)]
