@@ -14,6 +14,7 @@ from lakehook.container import Container
 from lakehook.local import moto_dynamodb, moto_locks
 from lakehook.settings import Settings
 from tests.integration.test_api import Api
+from tests.integration.test_resolver_on_moto import Stream
 from tests.lakehouse import CountingMotoServer
 
 
@@ -60,3 +61,17 @@ def api(container: Container, settings: Settings, secrets_client: Any) -> Api:
 def producer(api: Api) -> str:
     """A registered producer (``orders-writer``) whose secret ``api`` signs its pushes with."""
     return api.register()
+
+
+@pytest.fixture
+def app(container: Container) -> Any:
+    """The management API over the test's container (rules, triggers, explain)."""
+    from lakehook.api.app import build_app
+
+    return build_app()
+
+
+@pytest.fixture
+def stream(ddb_client: Any) -> Stream:
+    """The table's stream, handed over in batches filtered as the resolver's FilterCriteria filter them."""
+    return Stream(ddb_client)

@@ -12,7 +12,6 @@ import pytest
 from lakehook.adapters.dynamodb.asset_store import DynamoDBAssetStore
 from lakehook.adapters.dynamodb.rule_store import DynamoDBRuleStore
 from lakehook.adapters.dynamodb.trigger_store import DynamoDBTriggerStore
-from lakehook.api.app import build_app
 from lakehook.container import Container
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.domain.rules import Rule
@@ -23,16 +22,6 @@ from tests.integration.test_resolver_on_moto import ORDERS, Stream, call, push, 
 from tests.racing import atomic_dynamodb_server, race, table_at
 from tests.support import mark_claims_succeeded
 from tests.wiring import ingest_events
-
-
-@pytest.fixture
-def stream(ddb_client: Any) -> Stream:
-    return Stream(ddb_client)
-
-
-@pytest.fixture
-def app(container: Container) -> Any:
-    return build_app()
 
 
 def _claims(app: Any) -> list[tuple[str, int, str]]:

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from lakehook.api.app import build_app
 from lakehook.container import Container
 from lakehook.handlers import handle_stream_batch
 from tests.integration.test_resolver_on_moto import Stream, call, push, triggers_of
@@ -16,11 +15,6 @@ from tests.integration.test_resolver_on_moto import Stream, call, push, triggers
 ORDERS = "paimon://lake/ods/orders"
 TARGET = {"type": "eventbridge", "eventBusName": "lakehook-runs"}
 RECOVERED_TO = 1_750_000_000_000
-
-
-@pytest.fixture
-def app(container: Container) -> Any:
-    return build_app()
 
 
 def rule_body(*members: dict[str, Any]) -> dict[str, Any]:

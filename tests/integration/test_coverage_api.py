@@ -21,12 +21,6 @@ from tests.support import FakeLambdaContext, RequestCounter, api_event
 ASSET = "s3://spool/orders"
 
 
-@pytest.fixture
-def app(container: Container) -> Any:
-    app = build_app()
-    return app
-
-
 def get(app: Any, query: dict[str, str], token: str | None = ADMIN_TOKEN) -> tuple[int, Any]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     answer = app.resolve(api_event("GET", "/assets/coverage", headers=headers, query=query), FakeLambdaContext())

@@ -18,10 +18,8 @@ from lakehook.handlers import handle_dispatch_batch, handle_stream_batch
 from lakehook.local.filters import matches_any
 from tests.conftest import BUCKET
 from tests.fakes.memory_dispatch import InMemoryTargetClient
-from tests.integration.test_resolver_on_moto import ORDERS, Stream, app, call, push, stream
+from tests.integration.test_resolver_on_moto import ORDERS, Stream, call, push
 from tests.support import RequestCounter
-
-__all__ = ["app", "stream"]  # fixtures
 
 pytestmark = pytest.mark.integration
 

@@ -76,13 +76,6 @@ def lake(container: Container, tmp_path: Path) -> tuple[Table, Table]:
     return Table(container, tmp_path, "orders"), Table(container, tmp_path, "payments")
 
 
-@pytest.fixture
-def app(container: Container) -> Any:
-    from lakehook.api.app import build_app
-
-    return build_app()
-
-
 def test_each_day_runs_once_both_tables_touched_it_and_an_overwrite_runs_it_again(
     app: Any, container: Container, ddb_client: Any, lake: tuple[Table, Table]
 ) -> None:

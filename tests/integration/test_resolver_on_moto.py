@@ -12,7 +12,6 @@ import pytest
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
 from lakehook.adapters.dynamodb.stream_records import RESOLVER_FILTER_PATTERNS
-from lakehook.api.app import build_app
 from lakehook.container import Container
 from lakehook.domain.events import AssetEvent, SourceType
 from lakehook.handlers import handle_stream_batch, handle_stream_record, sweep_deferred
@@ -53,16 +52,6 @@ class Stream:
     def batch(self) -> dict[str, Any]:
         """The next batch, filtered by the resolver's FilterCriteria as Lambda would."""
         return {"Records": [r for r in self.records() if matches_any(r, RESOLVER_FILTER_PATTERNS)]}
-
-
-@pytest.fixture
-def stream(ddb_client: Any) -> Stream:
-    return Stream(ddb_client)
-
-
-@pytest.fixture
-def app(container: Container) -> Any:
-    return build_app()
 
 
 def call(app: Any, method: str, path: str, body: Any = None, query: dict[str, str] | None = None) -> tuple[int, Any]:

@@ -14,9 +14,7 @@ from lakehook.domain.time import MAX_ISO_MS
 from lakehook.domain.triggers import GroupCursor, Trigger
 from lakehook.handlers import handle_stream_batch, sweep_deferred
 from lakehook.ports.rules import Claim, ClaimResult
-from tests.integration.test_resolver_on_moto import ORDERS, PAYMENTS, Stream, app, call, push, stream, triggers_of
-
-__all__ = ["app", "stream"]  # fixtures
+from tests.integration.test_resolver_on_moto import ORDERS, PAYMENTS, Stream, call, push, triggers_of
 
 
 def rule_body(**policy: Any) -> dict[str, Any]:

@@ -23,10 +23,8 @@ from lakehook.local.filters import matches_any
 from lakehook.usecases.completion import Caller
 from tests.conftest import BUCKET
 from tests.fakes.memory_dispatch import InMemoryTargetClient
-from tests.integration.test_resolver_on_moto import ORDERS, Stream, app, call, push, stream
+from tests.integration.test_resolver_on_moto import ORDERS, Stream, call, push
 from tests.support import RequestCounter
-
-__all__ = ["app", "stream"]  # fixtures
 
 pytestmark = pytest.mark.integration
 
