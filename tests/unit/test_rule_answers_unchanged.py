@@ -12,21 +12,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lakehook import container
-from lakehook.answers.triggers import PlannedRun
 from lakehook.api.app import build_app
+from lakehook.api.rule_answers import RuleAnswer
 from lakehook.container import Container
 from lakehook.domain.json_form import json_form
 from lakehook.domain.rules import Rule
+from lakehook.domain.targets import validate_target
+from lakehook.domain.time import MAX_ISO_MS, ms_to_iso
 from lakehook.domain.triggers import Trigger
-from lakehook.ports.rules import StoredRule
+from lakehook.ports.rules import RuleError, StoredRule
 from lakehook.settings import Settings
 from lakehook.usecases.rule_writes import PutRule
-from lakehook.usecases.rules import stored_to_api
 from tests import wiring
 from tests.fakes.memory_rules import InMemoryRuleStore
-from tests.rule_answer_cases import BODIES, LOCAL, T0, A, planned_runs, stored_rules
+from tests.rule_answer_cases import BODIES, LOCAL, T0, TARGETS, A, planned_runs, rules, stored_rules
 from tests.support import FakeLambdaContext, api_event
 
 EXPECTED: dict[str, dict[str, str]] = json.loads(
@@ -42,11 +45,11 @@ def text(body: Any) -> str:
 
 
 def stored_answer(stored: StoredRule) -> str:
-    return text(stored_to_api(stored))
+    return text(RuleAnswer.from_domain(stored).dump())
 
 
 def dry_run_answer(rule: Rule, runs: list[Trigger]) -> str:
-    return text({**json_form(rule), "dryRun": True, "wouldStart": [PlannedRun.from_domain(t).dump() for t in runs]})
+    return text(RuleAnswer.dry_run_of(rule, runs).dump())
 
 
 @pytest.mark.parametrize("name", sorted(STORED))
@@ -104,3 +107,35 @@ def test_the_rule_routes_answer_what_they_always_did(stack: Stack) -> None:
     assert stack.call("POST", "/asset-events", {"events": [event]})[0] == 200
     assert stack.call("PUT", "/rules/dry", BODIES["minimal"], dry) == (200, EXPECTED["routes"]["dryRunStarts"])
     assert stack.call("GET", "/rules/dry")[0] == 404  # nothing written
+
+
+# --- any stored rule: the rule's JSON form, then its revision, times and last error, in that order -----------------
+
+RULES = rules()
+
+
+@st.composite
+def stored(draw: st.DrawFn) -> StoredRule:
+    rule = RULES[draw(st.sampled_from(sorted(RULES)))]
+    target = TARGETS[draw(st.sampled_from(sorted(TARGETS)))]
+    rule = rule.model_copy(update={"target": validate_target(target), "description": draw(st.none() | st.text())})
+    instants = st.integers(0, MAX_ISO_MS)
+    error = draw(st.none() | st.builds(RuleError, st.text(), instants, st.none() | st.text(min_size=1, max_size=8)))
+    return StoredRule(rule, draw(st.integers(1, 2**53)), draw(instants), draw(instants), error)
+
+
+@given(stored())
+def test_any_stored_rule_is_its_json_form_then_revision_times_and_last_error(rule: StoredRule) -> None:
+    expected: dict[str, Any] = {
+        **json_form(rule.rule),
+        "revision": rule.revision,
+        "createdAt": ms_to_iso(rule.created_at),
+        "updatedAt": ms_to_iso(rule.updated_at),
+    }
+    if rule.last_error is not None:
+        error = rule.last_error
+        expected["lastError"] = {"message": error.message, "at": ms_to_iso(error.at), "groupId": error.group_id}
+    answer = RuleAnswer.from_domain(rule)
+    assert text(answer.dump()) == text(expected)  # key order included
+    # and the documented class takes the body it answers
+    assert RuleAnswer.model_validate(answer.dump()).dump() == answer.dump()
