@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lakehook.api.rule_answers import RuleAnswer
 from lakehook.domain.aliases import Alias
 from lakehook.domain.errors import ValidationError
 from lakehook.usecases.rule_explain import ExplainRule
 from lakehook.usecases.rule_writes import PutRule
-from lakehook.usecases.rules import stored_to_api
 from tests.fakes.memory_dispatch import InMemoryAliasStore
 from tests.unit.test_resolve_usecase import A, B, World
 
@@ -42,7 +42,7 @@ class Aliased(World):
             "target": {"type": "eventbridge", "eventBusName": "lakehook-runs"},
         }
         stored, _ = self.put_rule.put(rule_id, body)
-        return stored_to_api(stored)
+        return RuleAnswer.from_domain(stored).dump()
 
 
 def test_a_member_naming_an_alias_waits_for_the_aliass_asset_and_explain_shows_both_names() -> None:

@@ -2,7 +2,7 @@
 
 A route builds its answer from domain objects with the model's ``from_domain`` and answers its ``dump()``, so
 the document cannot drift from the body. A few are still assembled as dicts by their use case or route from
-parts built so (explain's top level around its groups' ``GroupExplanation``, a stored rule, a recorded event)
+parts built so (explain's top level around its groups' ``GroupExplanation``, a recorded event)
 and only described by their model; the domain builds none (it has no ``to_api``). Fields other helpers may add
 later are allowed (the models do not forbid extra fields); what is listed here is what every answer carries.
 Instants in answers are ISO 8601 strings in UTC; ``commitTime`` and watermarks stay epoch milliseconds.

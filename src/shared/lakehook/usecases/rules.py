@@ -1,7 +1,7 @@
-"""What a rule body is and how it is checked when written (parsing, the members' aliases, the target's secrets),
-and how a stored rule is answered. The rule routes' use cases: ``usecases.rule_writes`` (``PutRule``,
-``DeleteRule``), ``usecases.rule_reads`` (``ReadRules``), ``usecases.rule_explain`` (``ExplainRule``) and
-``usecases.rule_runs`` (``EvaluateRule``); a rule's triggers are read by ``usecases.triggers``."""
+"""What a rule body is and how it is checked when written (parsing, the members' aliases, the target's secrets);
+a stored rule is answered by ``api.rule_answers.RuleAnswer``. The rule routes' use cases: ``usecases.rule_writes``
+(``PutRule``, ``DeleteRule``), ``usecases.rule_reads`` (``ReadRules``), ``usecases.rule_explain`` (``ExplainRule``)
+and ``usecases.rule_runs`` (``EvaluateRule``); a rule's triggers are read by ``usecases.triggers``."""
 
 from __future__ import annotations
 
@@ -11,14 +11,11 @@ from pydantic import ValidationError as PydanticValidationError
 
 from lakehook.domain.aliases import ALIAS_NAME
 from lakehook.domain.errors import AuthorizationError, ValidationError
-from lakehook.domain.json_form import json_form
 from lakehook.domain.rules import Rule, validate_id
 from lakehook.domain.secret_names import AS_GIVEN, ProducerSecrets, SecretNameError, SecretNames
 from lakehook.domain.targets import UnusableTarget, name_target_error, secret_refs, write_context
-from lakehook.domain.time import ms_to_iso
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports.aliases import AliasStore
-from lakehook.ports.rules import RuleError, StoredRule
 from lakehook.ports.store import SecretStore
 
 _WATERMARK_TAGS = ("instant", "window")  # discriminator tags pydantic puts in error locations
@@ -111,24 +108,6 @@ def resolve_member_aliases(body: Any, aliases: AliasStore) -> Any:
             members.extend(_alias_members(f"groups.{g}.members.{m}.alias", member, aliases, read))
         groups.append({**group, "members": members})
     return {**body, "groups": groups}
-
-
-def error_to_api(error: RuleError | None) -> dict[str, Any] | None:
-    if error is None:
-        return None
-    return {"message": error.message, "at": ms_to_iso(error.at), "groupId": error.group_id}
-
-
-def stored_to_api(stored: StoredRule) -> dict[str, Any]:
-    data = {
-        **json_form(stored.rule),
-        "revision": stored.revision,
-        "createdAt": ms_to_iso(stored.created_at),
-        "updatedAt": ms_to_iso(stored.updated_at),
-    }
-    if stored.last_error is not None:
-        data["lastError"] = error_to_api(stored.last_error)
-    return data
 
 
 def refuse_producer_secrets(rule: Rule, producer_secrets: ProducerSecrets, names: SecretNames = AS_GIVEN) -> None:

@@ -9,7 +9,6 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from lakehook.answers.triggers import PlannedRun
 from lakehook.api.backtest_answers import BacktestAnswer
 from lakehook.api.contract import ALWAYS, MANAGEMENT, WITH_BODY, answers, ok, replayable
 from lakehook.api.http import json_body, json_response, raw_body
@@ -17,8 +16,6 @@ from lakehook.api.paths import IdempotencyKey, RuleId
 from lakehook.api.rule_answers import Evaluation, Explanation, RuleAnswer, RulePage
 from lakehook.api.scopes import check_every_asset, visible_rules
 from lakehook.container import current
-from lakehook.domain.json_form import json_form
-from lakehook.usecases.rules import stored_to_api
 
 router = APIGatewayRouter()
 
@@ -42,18 +39,17 @@ DryRun = Annotated[
 def put_rule(ruleId: RuleId, dry_run: DryRun = False) -> Response[str]:
     if dry_run:  # checked as the write would be, and the runs its evaluation would start now
         rule, runs = current().put_rule.preview(ruleId, json_body(router.current_event))
-        return json_response(
-            {**json_form(rule), "dryRun": True, "wouldStart": [PlannedRun.from_domain(t).dump() for t in runs]}
-        )
+        return json_response(RuleAnswer.dry_run_of(rule, runs).dump())
     stored, created = current().put_rule.put(ruleId, json_body(router.current_event))
-    return json_response(stored_to_api(stored), 201 if created else 200)
+    return json_response(RuleAnswer.from_domain(stored).dump(), 201 if created else 200)
 
 
 @router.get("/rules", summary="List rules", tags=["rules"], security=MANAGEMENT, responses=answers(ok(RulePage)))
 def list_rules(limit: Limit = 100, next_token: NextToken = None) -> Response[str]:
     page = current().read_rules.list(limit, next_token)
     items = visible_rules(page.items, lambda stored: stored.rule.rule_id)  # the caller's scope, page by page
-    return json_response({"items": [stored_to_api(s) for s in items], "nextToken": page.next_token})
+    shown = [RuleAnswer.from_domain(s) for s in items]
+    return json_response(RulePage(items=shown, next_token=page.next_token).dump())
 
 
 @router.get(
@@ -64,7 +60,7 @@ def list_rules(limit: Limit = 100, next_token: NextToken = None) -> Response[str
     responses=answers(ok(RuleAnswer), ALWAYS, 404),
 )
 def get_rule(ruleId: RuleId) -> Response[str]:
-    return json_response(stored_to_api(current().read_rules.get(ruleId)))
+    return json_response(RuleAnswer.from_domain(current().read_rules.get(ruleId)).dump())
 
 
 @router.delete(
