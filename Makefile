@@ -13,6 +13,13 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV_VERSION := 3.3.30
 # Mutation testing (make mutation) runs mutmut inside .venv: it imports the project and its tests.
 MUTMUT_VERSION := 3.8.1
+# uv installs the three venvs (pip would take 148 s from an empty cache on this kind of machine, uv about 10;
+# bench/test-suite.md). It is pip-installed into .venv first, pinned, and byte-compiles what it installs as pip does:
+# without the .pyc files every process would compile the libraries it imports again (this machine sets
+# PYTHONDONTWRITEBYTECODE, so nothing would ever write them).
+UV_VERSION := 0.13.10
+UV := $(BIN)/uv
+UV_INSTALL = $(UV) pip install --quiet --compile-bytecode --python
 # sam build needs the Lambda runtime's Python (3.12) on PATH; pyenv has it on this kind of machine.
 PY312_BIN ?= $(shell d=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.12*/bin 2>/dev/null | head -1); \
 	if [ -n "$$d" ]; then echo $$d; else dirname "$$(command -v python3.12 2>/dev/null)" 2>/dev/null; fi)
@@ -32,26 +39,28 @@ PYTEST_ENV = PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(abspath test-output/
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-$(BIN)/.installed: pyproject.toml constraints.txt
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev,lakehouse]"
+$(UV):
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+
+# pip stays in .venv, upgraded: scripts/build-dists.sh builds the wheels with it.
+$(BIN)/.installed: pyproject.toml constraints.txt | $(UV)
+	$(UV_INSTALL) $(BIN)/python --upgrade pip
+	$(UV_INSTALL) $(BIN)/python -c constraints.txt -e ".[dev,lakehouse]"
 	touch $@
 
-$(CHECKOV_VENV)/.installed:
-	$(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/pip install --quiet --upgrade pip
-	$(CHECKOV_VENV)/bin/pip install --quiet "checkov==$(CHECKOV_VERSION)"
+$(CHECKOV_VENV)/.installed: | $(UV)
+	$(PYTHON) -m venv --without-pip $(CHECKOV_VENV)
+	$(UV_INSTALL) $(CHECKOV_VENV)/bin/python "checkov==$(CHECKOV_VERSION)"
 	touch $@
 
 $(BIN)/.mutmut-installed: $(BIN)/.installed
-	$(BIN)/pip install --quiet -c constraints.txt "mutmut==$(MUTMUT_VERSION)"
+	$(UV_INSTALL) $(BIN)/python -c constraints.txt "mutmut==$(MUTMUT_VERSION)"
 	touch $@
 
-$(SAM_VENV)/.installed:
-	$(PYTHON) -m venv $(SAM_VENV)
-	$(SAM_VENV)/bin/pip install --quiet --upgrade pip
-	$(SAM_VENV)/bin/pip install --quiet "aws-sam-cli==$(SAM_CLI_VERSION)"
+$(SAM_VENV)/.installed: | $(UV)
+	$(PYTHON) -m venv --without-pip $(SAM_VENV)
+	$(UV_INSTALL) $(SAM_VENV)/bin/python "aws-sam-cli==$(SAM_CLI_VERSION)"
 	touch $@
 
 # The console's browser tests drive headless Chromium from the distribution (Playwright's own browser
@@ -85,7 +94,7 @@ typecheck: $(BIN)/.installed ## mypy strict on src/shared and tests/fakes
 	$(BIN)/mypy
 
 .PHONY: template
-template: setup ## cfn-lint and sam validate --lint (offline)
+template: $(BIN)/.installed $(SAM_VENV)/.installed ## cfn-lint and sam validate --lint (offline)
 	$(BIN)/cfn-lint template.yaml
 	$(SAM) validate --lint --region $(AWS_DEFAULT_REGION)
 
@@ -106,7 +115,11 @@ pytest: $(BIN)/.installed ## the test suites (unit, integration, e2e)
 # part of the run (local stacks starting, poll intervals, HTTP round trips), which the checks fill. Their output is
 # kept in test-output/checks.log and printed after pytest's; make test fails if either failed.
 .PHONY: test
-test: setup lint ## everything CI runs
+test: ## everything CI runs
+# what pytest needs first, Chromium's install beside the venvs' (.venv-sam: the IAM tests translate the template with
+# it); .venv-checkov is installed by the scan that uses it, beside pytest
+	@$(MAKE) --no-print-directory -j2 $(BIN)/.installed $(SAM_VENV)/.installed chromium
+	@$(MAKE) --no-print-directory lint
 	@mkdir -p test-output
 	@( $(MAKE) --no-print-directory typecheck template scan > test-output/checks.log 2>&1; echo $$? > test-output/checks.status ) & \
 		checks=$$!; \
