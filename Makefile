@@ -26,9 +26,11 @@ PY312_BIN ?= $(shell d=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.12*/bin
 export SAM_CLI_TELEMETRY := 0
 export AWS_DEFAULT_REGION ?= us-east-1
 PYTEST_ARGS ?=
-# pytest-xdist workers (one per core on the 2-core machines CI runs on); a module's tests stay on one worker
-# (--dist loadscope), so a module-scoped local stack or moto server starts once. PYTEST_WORKERS=0: one process.
-PYTEST_WORKERS ?= 2
+# pytest-xdist workers: three on the 2-core machines CI runs on, one more than the cores, because the workers wait
+# (on local stacks' functions, a browser, HTTP round trips): with two, the machine sat idle for 190 s of a 675 s
+# make test and pytest took 642 s; with three, 47 s idle and 567 s (bench/test-suite.md). A module's tests stay on one
+# worker (--dist loadscope), so a module-scoped local stack or moto server starts once. PYTEST_WORKERS=0: one process.
+PYTEST_WORKERS ?= 3
 PYTEST_PARALLEL = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadscope)
 # Bytecode, pytest's assertion-rewritten test modules among it, is cached under test-output/pycache even where
 # PYTHONDONTWRITEBYTECODE is set (the tree stays free of __pycache__): without it every worker compiles and rewrites

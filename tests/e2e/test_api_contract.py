@@ -34,6 +34,11 @@ SEED = 20251201
 FUZZ_EXAMPLES = 20  # per operation, positive and negative data together
 STATEFUL_STEPS = 6
 PUBLIC = {("GET", "/openapi.json")}  # the only answer anyone may have without credentials
+# Operations left out of the coverage phase (fuzzing and stateful still send them positive and negative data).
+# A backtest's body is {rule, from, to}, and its rule is checked by the same parse as PUT /rules/{ruleId}'s body:
+# the coverage phase sent it 3,011 boundary values (of 8,665 requests), each answered 400 before any replay, nearly
+# all the rule schema's, which PUT /rules/{ruleId}'s 2,989 already send through that parse.
+NO_COVERAGE = [{"include-name": "POST /rules/{ruleId}/backtest"}]
 CONFORMANCE = (
     "not_a_server_error",
     "status_code_conformance",
@@ -84,6 +89,7 @@ def run_schemathesis(
                 "with-security-parameters": not headers,
             },
             "phases": {"stateful": {"max-steps": STATEFUL_STEPS}, "coverage": {"enabled": coverage}},
+            "operations": [{**operation, "phases": {"coverage": {"enabled": False}}} for operation in NO_COVERAGE],
             "checks": {"enabled": False, **{name: {"enabled": True} for name in checks}},
         }
     )
