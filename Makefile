@@ -13,13 +13,16 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV_VERSION := 3.3.30
 # Mutation testing (make mutation) runs mutmut inside .venv: it imports the project and its tests.
 MUTMUT_VERSION := 3.8.1
-# uv installs the three venvs (pip would take 148 s from an empty cache on this kind of machine, uv about 10;
-# bench/test-suite.md). It is pip-installed into .venv first, pinned, and byte-compiles what it installs as pip does:
+# uv installs the three venvs (from an empty cache on this kind of machine pip took 148 s one after another, uv 36 to
+# 52 s for .venv and .venv-sam side by side, most of it byte-compiling .venv; bench/test-suite.md). It is pip-installed into .venv first, pinned, and byte-compiles what it installs as pip does:
 # without the .pyc files every process would compile the libraries it imports again (this machine sets
 # PYTHONDONTWRITEBYTECODE, so nothing would ever write them).
 UV_VERSION := 0.13.10
 UV := $(BIN)/uv
 UV_INSTALL = $(UV) pip install --quiet --compile-bytecode --python
+# .venv-sam and .venv-checkov are not byte-compiled: each holds some 5,700 modules, compiling them took 17 s of CPU a
+# venv, and the checks that use them import a part of them once.
+UV_INSTALL_TOOL = $(UV) pip install --quiet --python
 # sam build needs the Lambda runtime's Python (3.12) on PATH; pyenv has it on this kind of machine.
 PY312_BIN ?= $(shell d=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.12*/bin 2>/dev/null | head -1); \
 	if [ -n "$$d" ]; then echo $$d; else dirname "$$(command -v python3.12 2>/dev/null)" 2>/dev/null; fi)
@@ -53,7 +56,7 @@ $(BIN)/.installed: pyproject.toml constraints.txt | $(UV)
 
 $(CHECKOV_VENV)/.installed: | $(UV)
 	$(PYTHON) -m venv --without-pip $(CHECKOV_VENV)
-	$(UV_INSTALL) $(CHECKOV_VENV)/bin/python "checkov==$(CHECKOV_VERSION)"
+	$(UV_INSTALL_TOOL) $(CHECKOV_VENV)/bin/python "checkov==$(CHECKOV_VERSION)"
 	touch $@
 
 $(BIN)/.mutmut-installed: $(BIN)/.installed
@@ -62,7 +65,7 @@ $(BIN)/.mutmut-installed: $(BIN)/.installed
 
 $(SAM_VENV)/.installed: | $(UV)
 	$(PYTHON) -m venv --without-pip $(SAM_VENV)
-	$(UV_INSTALL) $(SAM_VENV)/bin/python "aws-sam-cli==$(SAM_CLI_VERSION)"
+	$(UV_INSTALL_TOOL) $(SAM_VENV)/bin/python "aws-sam-cli==$(SAM_CLI_VERSION)"
 	touch $@
 
 # The console's browser tests drive headless Chromium from the distribution (Playwright's own browser
