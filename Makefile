@@ -13,16 +13,15 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV_VERSION := 3.3.30
 # Mutation testing (make mutation) runs mutmut inside .venv: it imports the project and its tests.
 MUTMUT_VERSION := 3.8.1
-# uv installs the three venvs (from an empty cache on this kind of machine pip took 148 s one after another, uv 36 to
-# 52 s for .venv and .venv-sam side by side, most of it byte-compiling .venv; bench/test-suite.md). It is pip-installed into .venv first, pinned, and byte-compiles what it installs as pip does:
-# without the .pyc files every process would compile the libraries it imports again (this machine sets
-# PYTHONDONTWRITEBYTECODE, so nothing would ever write them).
+# uv installs the three venvs, pinned (from an empty cache on this kind of machine pip took 148 s one after another;
+# uv, .venv and .venv-sam side by side, 36 to 52 s while it byte-compiled them; bench/test-suite.md). It is
+# pip-installed into .venv first. Nothing is byte-compiled at install (.venv holds 11,000 modules, 35 s of CPU; the
+# tool venvs 5,700 each, 17 s): a process compiles what it imports, and where PYTHONDONTWRITEBYTECODE is set (this
+# kind of machine sets it) the test and demo targets still cache it (PYTEST_ENV: test-output/pycache, DEMO_ENV:
+# .venv/pycache).
 UV_VERSION := 0.13.10
 UV := $(BIN)/uv
-UV_INSTALL = $(UV) pip install --quiet --compile-bytecode --python
-# .venv-sam and .venv-checkov are not byte-compiled: each holds some 5,700 modules, compiling them took 17 s of CPU a
-# venv, and the checks that use them import a part of them once.
-UV_INSTALL_TOOL = $(UV) pip install --quiet --python
+UV_INSTALL = $(UV) pip install --quiet --python
 # sam build needs the Lambda runtime's Python (3.12) on PATH; pyenv has it on this kind of machine.
 PY312_BIN ?= $(shell d=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.12*/bin 2>/dev/null | head -1); \
 	if [ -n "$$d" ]; then echo $$d; else dirname "$$(command -v python3.12 2>/dev/null)" 2>/dev/null; fi)
@@ -39,6 +38,7 @@ PYTEST_PARALLEL = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --
 # PYTHONDONTWRITEBYTECODE is set (the tree stays free of __pycache__): without it every worker compiles and rewrites
 # every test module again, 26 s of CPU per worker before the first test (10.5 s cached; bench/test-suite.md).
 PYTEST_ENV = PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(abspath test-output/pycache)
+DEMO_ENV = PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(abspath $(VENV)/pycache)
 
 .PHONY: help
 help: ## list the targets
@@ -56,7 +56,7 @@ $(BIN)/.installed: pyproject.toml constraints.txt | $(UV)
 
 $(CHECKOV_VENV)/.installed: | $(UV)
 	$(PYTHON) -m venv --without-pip $(CHECKOV_VENV)
-	$(UV_INSTALL_TOOL) $(CHECKOV_VENV)/bin/python "checkov==$(CHECKOV_VERSION)"
+	$(UV_INSTALL) $(CHECKOV_VENV)/bin/python "checkov==$(CHECKOV_VERSION)"
 	touch $@
 
 $(BIN)/.mutmut-installed: $(BIN)/.installed
@@ -65,7 +65,7 @@ $(BIN)/.mutmut-installed: $(BIN)/.installed
 
 $(SAM_VENV)/.installed: | $(UV)
 	$(PYTHON) -m venv --without-pip $(SAM_VENV)
-	$(UV_INSTALL_TOOL) $(SAM_VENV)/bin/python "aws-sam-cli==$(SAM_CLI_VERSION)"
+	$(UV_INSTALL) $(SAM_VENV)/bin/python "aws-sam-cli==$(SAM_CLI_VERSION)"
 	touch $@
 
 # The console's browser tests drive headless Chromium from the distribution (Playwright's own browser
@@ -115,35 +115,34 @@ pytest: $(BIN)/.installed ## the test suites (unit, integration, e2e)
 	LAKEHOOK_TEST_CPU_LOG=test-output/cpu-full.tsv \
 		$(PYTEST_ENV) $(BIN)/pytest $(PYTEST_PARALLEL) --durations=25 $(PYTEST_ARGS)
 
-# pytest's assertion rewriting of the test modules, cached under test-output/pycache once: each xdist worker collects
-# every module, and three workers rewriting them all at once took 28 s of CPU each (8 s each with the cache, and 26 s
-# for the one pass that fills it). A collection error is left for pytest's run to report.
+# pytest's assertion rewriting of the test modules, and the modules they import, cached under test-output/pycache
+# once: each xdist worker collects every module, and three workers rewriting them all at once took 28 s of CPU each
+# (8 s each with the cache, and one pass, which fills it, 26 s before .venv was left uncompiled, 36 s after). A
+# collection error is left for pytest's run to report.
 .PHONY: pytest-bytecode
 pytest-bytecode: $(BIN)/.installed
 	@mkdir -p test-output
 	-@$(PYTEST_ENV) $(BIN)/pytest --collect-only -q -p no:cacheprovider > /dev/null 2>&1
 
-# make test: ruff first (seconds, and the commonest failure), then mypy, cfn-lint, sam validate and Checkov (about 45 s
-# of CPU together, single-threaded) beside pytest rather than before it: pytest's two workers leave a core idle for
-# part of the run (local stacks starting, poll intervals, HTTP round trips), which the checks fill. Their output is
-# kept in test-output/checks.log and printed after pytest's; make test fails if either failed.
+# make test: .venv and .venv-sam (the IAM tests translate the template with it); then mypy, cfn-lint, sam validate
+# and Checkov (about 50 s of CPU together, single-threaded; .venv-checkov is installed by the scan that uses it) in
+# the background, while ruff, Chromium's install and pytest-bytecode run side by side (the pass is single-threaded:
+# the checks fill the other core), then pytest (three workers, which leave the cores idle at times: local stacks
+# starting, poll intervals, HTTP round trips). The checks' output is kept in test-output/checks.log and printed after
+# pytest's; make test fails if either failed (a ruff failure stops pytest from starting).
 .PHONY: test
 test: ## everything CI runs
-# .venv first; then, side by side, what pytest needs (.venv-sam: the IAM tests translate the template with it;
-# Chromium), ruff, and the test modules' bytecode (pytest-bytecode); .venv-checkov is installed by the scan that uses
-# it, beside pytest
-	@$(MAKE) --no-print-directory $(BIN)/.installed
-	@$(MAKE) --no-print-directory -j4 $(SAM_VENV)/.installed chromium lint pytest-bytecode
+	@$(MAKE) --no-print-directory -j2 $(BIN)/.installed $(SAM_VENV)/.installed
 	@mkdir -p test-output
 	@( $(MAKE) --no-print-directory typecheck template scan > test-output/checks.log 2>&1; echo $$? > test-output/checks.status ) & \
 		checks=$$!; \
-		$(MAKE) --no-print-directory pytest; tests=$$?; \
+		$(MAKE) --no-print-directory -j3 lint chromium pytest-bytecode && $(MAKE) --no-print-directory pytest; tests=$$?; \
 		wait $$checks; \
 		echo "--- mypy, cfn-lint, sam validate --lint, Checkov (run beside pytest; test-output/checks.log) ---"; \
 		cat test-output/checks.log; \
 		checked=$$(cat test-output/checks.status); \
 		if [ "$$checked" != 0 ]; then echo "make test: the checks failed (mypy, cfn-lint, sam validate or Checkov)"; fi; \
-		if [ "$$tests" != 0 ]; then echo "make test: pytest failed"; fi; \
+		if [ "$$tests" != 0 ]; then echo "make test: ruff or pytest failed"; fi; \
 		[ "$$checked" = 0 ] && [ "$$tests" = 0 ]
 
 .PHONY: test-fast
@@ -179,7 +178,7 @@ local: $(BIN)/.installed ## run the local stack (Ctrl-C stops it)
 
 .PHONY: demo
 demo: $(BIN)/.installed ## the local stack, its demo and the console (KEEP=1: stay up until Ctrl-C)
-	$(BIN)/python -m lakehook.demo $(if $(filter-out 0,$(KEEP)),--keep)
+	$(DEMO_ENV) $(BIN)/python -m lakehook.demo $(if $(filter-out 0,$(KEEP)),--keep)
 
 .PHONY: bench
 bench: $(BIN)/.installed ## benchmarks -> bench/results.md
