@@ -14,14 +14,16 @@ CHECKOV_VERSION := 3.3.30
 # Mutation testing (make mutation) runs mutmut inside .venv: it imports the project and its tests.
 MUTMUT_VERSION := 3.8.1
 # uv installs the three venvs, pinned (from an empty cache on this kind of machine pip took 148 s one after another;
-# uv, .venv and .venv-sam side by side, 36 to 52 s while it byte-compiled them; bench/test-suite.md). It is
-# pip-installed into .venv first. Nothing is byte-compiled at install (.venv holds 11,000 modules, 35 s of CPU; the
-# tool venvs 5,700 each, 17 s): a process compiles what it imports, and where PYTHONDONTWRITEBYTECODE is set (this
-# kind of machine sets it) the test and demo targets still cache it (PYTEST_ENV: test-output/pycache, DEMO_ENV:
-# .venv/pycache).
+# uv, .venv and .venv-sam side by side, 36 to 52 s; bench/test-suite.md). It is pip-installed into .venv first.
+# .venv is byte-compiled at install, as pip does (35 s of CPU for its 11,000 modules; left to each process, the
+# tests' CPU grew by about 70 s in a whole make test, three workers compiling what collection had not imported); the
+# tool venvs are not (5,700 modules each, 17 s; the checks import a part of them once). Where PYTHONDONTWRITEBYTECODE
+# is set (this kind of machine sets it) the test and demo targets still cache lakehook's own bytecode (PYTEST_ENV:
+# test-output/pycache, DEMO_ENV: .venv/pycache).
 UV_VERSION := 0.13.10
 UV := $(BIN)/uv
 UV_INSTALL = $(UV) pip install --quiet --python
+UV_INSTALL_COMPILED = $(UV) pip install --quiet --compile-bytecode --python
 # sam build needs the Lambda runtime's Python (3.12) on PATH; pyenv has it on this kind of machine.
 PY312_BIN ?= $(shell d=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.12*/bin 2>/dev/null | head -1); \
 	if [ -n "$$d" ]; then echo $$d; else dirname "$$(command -v python3.12 2>/dev/null)" 2>/dev/null; fi)
@@ -50,8 +52,8 @@ $(UV):
 
 # pip stays in .venv, upgraded: scripts/build-dists.sh builds the wheels with it.
 $(BIN)/.installed: pyproject.toml constraints.txt | $(UV)
-	$(UV_INSTALL) $(BIN)/python --upgrade pip
-	$(UV_INSTALL) $(BIN)/python -c constraints.txt -e ".[dev,lakehouse]"
+	$(UV_INSTALL_COMPILED) $(BIN)/python --upgrade pip
+	$(UV_INSTALL_COMPILED) $(BIN)/python -c constraints.txt -e ".[dev,lakehouse]"
 	touch $@
 
 $(CHECKOV_VENV)/.installed: | $(UV)
@@ -60,7 +62,7 @@ $(CHECKOV_VENV)/.installed: | $(UV)
 	touch $@
 
 $(BIN)/.mutmut-installed: $(BIN)/.installed
-	$(UV_INSTALL) $(BIN)/python -c constraints.txt "mutmut==$(MUTMUT_VERSION)"
+	$(UV_INSTALL_COMPILED) $(BIN)/python -c constraints.txt "mutmut==$(MUTMUT_VERSION)"
 	touch $@
 
 $(SAM_VENV)/.installed: | $(UV)
@@ -117,8 +119,8 @@ pytest: $(BIN)/.installed ## the test suites (unit, integration, e2e)
 
 # pytest's assertion rewriting of the test modules, and the modules they import, cached under test-output/pycache
 # once: each xdist worker collects every module, and three workers rewriting them all at once took 28 s of CPU each
-# (8 s each with the cache, and one pass, which fills it, 26 s before .venv was left uncompiled, 36 s after). A
-# collection error is left for pytest's run to report.
+# (8 s each with the cache, and 26 s for the one pass that fills it). A collection error is left for pytest's run to
+# report.
 .PHONY: pytest-bytecode
 pytest-bytecode: $(BIN)/.installed
 	@mkdir -p test-output
