@@ -12,6 +12,7 @@ from lakehook.domain.triggers import PinnedInput, Trigger, Window
 from lakehook.domain.url_policy import UrlPolicy
 from lakehook.ports.rules import RuleError, StoredRule
 from lakehook.usecases.rules import parse_rule
+from tests.unit.test_rule_targets import VALID
 
 T0 = 1_764_547_200_123  # 2025-12-01T00:00:00.123Z
 A, B = "paimon://lake/ods_db/orders", "iceberg://glue/db/payments"
@@ -24,25 +25,11 @@ TARGETS: dict[str, dict[str, Any]] = {
         "secretRef": "lakehook/targets/dwd",
         "timeoutSeconds": 7.5,
     },
-    "stepfunctions": {
-        "type": "stepfunctions",
-        "stateMachineArn": "arn:aws:states:us-east-1:123456789012:stateMachine:lakehook-dwd",
-    },
-    "lambda": {"type": "lambda", "functionName": "lakehook-dwd"},
-    "eventbridge": {"type": "eventbridge", "eventBusName": "lakehook-runs", "source": "lakehook.example"},
-    "airflow": {
-        "type": "airflow",
-        "baseUrl": "https://airflow.example.com",
-        "dagId": "dwd_trade",
-        "credentialsRef": "lakehook/targets/airflow",
-    },
-    "dolphinscheduler": {
-        "type": "dolphinscheduler",
-        "baseUrl": "https://ds.example.com/dolphinscheduler",
-        "projectCode": 12,
-        "processDefinitionCode": 345,
-        "tokenRef": "lakehook/targets/ds",
-    },
+    "stepfunctions": VALID["stepfunctions"],
+    "lambda": VALID["lambda"],
+    "eventbridge": {**VALID["eventbridge"], "source": "lakehook.example"},
+    "airflow": VALID["airflow"],
+    "dolphinscheduler": VALID["dolphinscheduler"],
     "glue": {"type": "glue", "jobName": "lakehook-j", "arguments": {"--day": "ü", "--n": "2"}},
     "emrserverless": {
         "type": "emrserverless",
