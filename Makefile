@@ -35,7 +35,10 @@ PYTEST_ARGS ?=
 # make test and pytest took 642 s; with three, 47 s idle and 567 s (bench/test-suite.md). A module's tests stay on one
 # worker (--dist loadscope), so a module-scoped local stack or moto server starts once. PYTEST_WORKERS=0: one process.
 PYTEST_WORKERS ?= 3
-PYTEST_PARALLEL = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadscope)
+# --no-loadscope-reorder: the modules in the order tests/conftest.py gives them (those with a slow test first), where
+# xdist would hand out the modules with the most tests first and leave the one-test ones (an e2e story, a state
+# machine) for the end, each then the last thing a worker ran.
+PYTEST_PARALLEL = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder)
 # Bytecode, pytest's assertion-rewritten test modules among it, is cached under test-output/pycache even where
 # PYTHONDONTWRITEBYTECODE is set (the tree stays free of __pycache__): without it every worker compiles and rewrites
 # every test module again, 26 s of CPU per worker before the first test (10.5 s cached; bench/test-suite.md).

@@ -105,8 +105,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def run_slow_modules_first(items: list[pytest.Item]) -> None:
     """The modules with a slow test first (each module's tests together and in their order, the modules otherwise in
-    collection order): pytest-xdist hands the workers whole modules in this order, so the long ones start early and
-    the many short ones even out the end, where the unit tier's state machines (20 s) ran last on one worker while the
-    others had finished."""
+    collection order): pytest-xdist hands the workers whole modules in this order (``make pytest`` passes
+    ``--no-loadscope-reorder``), so the long ones start early and the many short ones even out the end, where a state
+    machine (20 s) or an e2e story had run last on one worker while the others had finished."""
     slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
     items.sort(key=lambda item: item.path not in slow)
