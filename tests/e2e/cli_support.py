@@ -44,8 +44,12 @@ def run_cli(argv: Sequence[str], out: io.StringIO | None = None) -> Ran:
 
 
 @contextlib.contextmanager
-def cli_stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalStack]:
-    with LocalStack(port=0, admin_token=ADMIN) as stack:
-        monkeypatch.setenv("LAKEHOOK_URL", stack.api_url)
-        monkeypatch.setenv("LAKEHOOK_ADMIN_TOKEN", ADMIN)
+def cli_stack() -> Iterator[LocalStack]:
+    """A local stack and the CLI's variables pointing at it. The variables are set in a context of their own, undone
+    before the stack restores the environment it changed: set with the test's ``monkeypatch``, undone at its teardown,
+    they put back the stack's own LAKEHOOK_ADMIN_TOKEN after the stack had removed it, and every later test in the
+    process ran with it (tests/unit/test_roles.py's IAM callers answered 401)."""
+    with LocalStack(port=0, admin_token=ADMIN) as stack, pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LAKEHOOK_URL", stack.api_url)
+        patch.setenv("LAKEHOOK_ADMIN_TOKEN", ADMIN)
         yield stack

@@ -20,7 +20,7 @@ RULE = "dwd_trade_event_fact"
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    with pytest.MonkeyPatch.context() as patch, cli_stack(patch) as running:
+    with cli_stack() as running:
         yield running
 
 

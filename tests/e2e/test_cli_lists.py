@@ -43,7 +43,8 @@ def with_list_routes(target: Path) -> Path:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     template = with_list_routes(tmp_path_factory.mktemp("template"))
-    with pytest.MonkeyPatch.context() as patch, LocalStack(template=template, port=0, admin_token=ADMIN) as running:
+    # the variables undone before the stack restores the environment (tests/e2e/cli_support.py's cli_stack says why)
+    with LocalStack(template=template, port=0, admin_token=ADMIN) as running, pytest.MonkeyPatch.context() as patch:
         patch.setenv("LAKEHOOK_URL", running.api_url)
         patch.setenv("LAKEHOOK_ADMIN_TOKEN", ADMIN)
         yield running

@@ -60,7 +60,7 @@ def test_the_docs_show_commands_for_every_cli_command() -> None:
 
 def test_every_documented_command_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    with cli_stack(monkeypatch) as stack:
+    with cli_stack() as stack:
         applied = run_cli(["--output", "json", "apply", "-f", str(EXAMPLE.relative_to(ROOT))])
         assert applied.code == 0, applied.err
         secret = next(c["secret"] for c in applied.json()["changes"] if c["kind"] == "producer")
@@ -106,7 +106,7 @@ def test_every_rule_example_is_accepted(monkeypatch: pytest.MonkeyPatch, tmp_pat
     examples = [body for page in pages() for body in blocks(page, "yaml") if "rules" in (yaml.safe_load(body) or {})]
     assert len(examples) >= 10
     refs = sorted({ref for body in examples for ref in SECRET_REF.findall(body)})
-    with cli_stack(monkeypatch):
+    with cli_stack():
         for ref in refs:  # a target's secrets must exist when its rule is written: put them as the docs say
             assert run_cli(["secret", "put", ref, "--generate"]).code == 0, ref
         for index, body in enumerate(examples):

@@ -64,7 +64,7 @@ class _Quiet(WSGIRequestHandler):
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    with pytest.MonkeyPatch.context() as patch, cli_stack(patch) as running:
+    with cli_stack() as running:
         yield running
 
 

@@ -97,7 +97,7 @@ def restore(stack: LocalStack, data: dict[str, Any]) -> None:
 def first_run(monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], str, list[dict[str, Any]]]:
     """The first stack, stopped before the second starts (moto's backends are the process's): the example applied
     and one run of the rule; what it kept, the producer's secret and the run."""
-    with cli_stack(monkeypatch) as stack:
+    with cli_stack() as stack:
         applied = run_cli(["--output", "json", "apply", "-f", str(EXAMPLE)])
         assert applied.code == 0, applied.err
         secret = next(c["secret"] for c in applied.json()["changes"] if c["kind"] == "producer")
@@ -113,7 +113,7 @@ def test_a_stack_started_on_kept_data_runs_each_rule_exactly_once(monkeypatch: p
     assert data["items"] and data["secrets"] and data["objects"]  # a table, a producer's secret, a run manifest
     before = {t["triggerKey"]: t for t in ran}
 
-    with cli_stack(monkeypatch) as stack:
+    with cli_stack() as stack:
         # the version a stack runs, as docs/upgrade.md has the operator check it after a deploy
         assert requests.get(f"{stack.api_url}/openapi.json", timeout=10).headers["X-Lakehook-Version"] == __version__
         restore(stack, data)

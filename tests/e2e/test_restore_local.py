@@ -75,7 +75,7 @@ def keyed(found: list[dict[str, Any]]) -> dict[tuple[tuple[str, int], ...], dict
 def first_stack(monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], int, str, Counter[str]]:
     """Traffic, the restore point and the table at it, more traffic: the snapshot (with what S3 and Secrets
     Manager kept), the restore point, a producer's secret and the runs delivered."""
-    with cli_stack(monkeypatch) as stack:
+    with cli_stack() as stack:
         queue = count_runs(stack)
         applied = run_cli(["--output", "json", "apply", "-f", str(EXAMPLE)])
         assert applied.code == 0, applied.err
@@ -98,7 +98,7 @@ def test_a_restored_table_reconciled_from_the_manifests_runs_each_due_run_once(m
     snapshot, restore_point, secret, before = first_stack(monkeypatch)
     assert sorted(before.values()) == [1, 1, 1]
 
-    with cli_stack(monkeypatch) as stack:
+    with cli_stack() as stack:
         queue = count_runs(stack)
         for name in STREAM_FUNCTIONS:
             stack.enable_stream(name, False)

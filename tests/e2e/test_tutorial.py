@@ -50,7 +50,7 @@ def test_the_tutorial_runs_command_by_command(monkeypatch: pytest.MonkeyPatch, t
     watched: dict[str, Ran] = {}
     ran: list[tuple[str, Ran]] = []
     printed: list[str] = []
-    with cli_stack(monkeypatch):
+    with cli_stack():
         try:
             for lang, body in blocks:
                 if lang != "bash":
